@@ -1,0 +1,1 @@
+"""Facet application layer: settings, services (index, search, cluster, eval) and the CLI."""

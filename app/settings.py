@@ -1,0 +1,69 @@
+"""All runtime settings, read from ``FACET_*`` environment variables in one place.
+
+This is the only module that reads ``FACET_*`` variables; everything else receives
+settings (or the values it needs) as arguments.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "facet"
+
+
+class FacetSettings(BaseSettings):
+    """Facet settings. Every field can be set as ``FACET_<FIELD>`` (for example ``FACET_DATA_DIR``)."""
+
+    model_config = SettingsConfigDict(env_prefix="FACET_", env_file=None, extra="ignore")
+
+    data_dir: Path = Field(default_factory=_default_data_dir,
+                           description="where the embedded store, SQLite DB and caches live")
+    model_cache_dir: Path | None = Field(
+        default=None, description="converted backbone models; default ~/.cache/facet/models")
+    device: str | None = Field(default=None, description="cpu, cuda, cuda:1...; automatic when unset")
+    default_embedder: str = Field(default="minilm", description="corpus embedder for indexing and queries")
+    # Stores and metadata (used by the indexer and the app services).
+    qdrant_url: str | None = Field(
+        default=None, description="Qdrant server URL; unset = embedded Qdrant edge in data_dir")
+    qdrant_api_key: str | None = None
+    vector_backend: str = Field(
+        default="edge", description="'edge' (embedded qdrant-edge), 'local' (qdrant-client local mode) "
+                                    "or 'server' (qdrant-client against qdrant_url)")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; unset = SQLite file in data_dir")
+    # Celery (full stack).
+    broker_url: str | None = None
+    result_backend: str | None = None
+    # Evaluation.
+    shared_data_dir: Path = Field(default=Path("../shared/data"),
+                                  description="root of the benchmark datasets")
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'facet.db'}"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> FacetSettings:
+    """The process-wide settings (read once). Tests build ``FacetSettings(...)`` directly."""
+    return FacetSettings()
+
+
+def apply_settings(settings: FacetSettings) -> None:
+    """Push settings that lower layers need (they never read the environment themselves)."""
+    from embedders import backbone
+
+    if settings.model_cache_dir is not None:
+        backbone.set_cache_dir(settings.model_cache_dir)

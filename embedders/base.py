@@ -1,0 +1,397 @@
+"""The ``Embedder`` contract and the shared ``encode`` every embedder inherits.
+
+``BaseEmbedder.encode`` is a template method: it validates input, sorts texts by
+length, batches them, runs each batch under ``torch.inference_mode`` (halving the
+batch on a GPU out-of-memory error), L2-normalises and returns float32 ``(n, dim)``.
+A method implements one seam, ``_embed_batch``, which turns a list of texts into a
+``(batch, dim)`` tensor.
+
+Prompts: each embedder has a ``PromptConfig`` with one template per role. A template
+contains ``{text}`` and may contain ``{instruction}``; a non-empty instruction is
+rendered through ``instruction_format`` before being put in its place, an absent one
+renders as nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from embedders.errors import InvalidInputError
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "facet_config.json"
+
+
+class Role(str, Enum):
+    """What a text is used as: a search query or an indexed document."""
+
+    QUERY = "query"
+    DOCUMENT = "document"
+
+    @classmethod
+    def parse(cls, value: Role | str) -> Role:
+        if isinstance(value, Role):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError as e:
+            valid = ", ".join(r.value for r in cls)
+            raise InvalidInputError(f"unknown role {value!r}; use one of: {valid}") from e
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    """Prompt templates per role.
+
+    Attributes:
+        query: template for ``role=query``; must contain ``{text}``.
+        document: template for ``role=document``; must contain ``{text}``.
+        instruction_format: how a non-empty instruction is rendered into ``{instruction}``.
+    """
+
+    query: str = "{instruction}{text}"
+    document: str = "{instruction}{text}"
+    instruction_format: str = "{instruction}\n"
+
+    def __post_init__(self) -> None:
+        for role in ("query", "document"):
+            template = getattr(self, role)
+            if template.count("{text}") != 1:
+                raise ValueError(f"PromptConfig.{role} must contain '{{text}}' exactly once: {template!r}")
+        if "{instruction}" not in self.instruction_format:
+            raise ValueError("PromptConfig.instruction_format must contain '{instruction}'")
+
+    def split(self, role: Role, instruction: str | None) -> tuple[str, str]:
+        """Render the template for ``role`` and split it around the text.
+
+        Returns:
+            (prefix, suffix): the prompt is ``prefix + text + suffix``.
+        """
+        template = self.query if role is Role.QUERY else self.document
+        rendered_instruction = (
+            self.instruction_format.format(instruction=instruction) if instruction else ""
+        )
+        prefix, suffix = template.split("{text}")
+        return (
+            prefix.replace("{instruction}", rendered_instruction),
+            suffix.replace("{instruction}", rendered_instruction),
+        )
+
+    def render(self, text: str, role: Role, instruction: str | None) -> str:
+        prefix, suffix = self.split(role, instruction)
+        return prefix + text + suffix
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What every embedder offers to the indexer, the search service and the evaluator."""
+
+    name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def identity(self) -> str: ...
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        role: Role | str = Role.DOCUMENT,
+        instruction: str | None = None,
+        batch_size: int = 32,
+        show_progress: bool = False,
+    ) -> np.ndarray: ...
+
+
+def validate_texts(texts: Any) -> list[str]:
+    """Check ``texts`` is a sequence of strings and return it as a list.
+
+    Raises:
+        InvalidInputError: for None, a bare string, or any non-string item (its index is named).
+    """
+    if texts is None:
+        raise InvalidInputError("texts is None; pass a list of strings (an empty list is fine)")
+    if isinstance(texts, str | bytes):
+        raise InvalidInputError(
+            "texts must be a list of strings, not a single string; wrap it: encode([text])"
+        )
+    try:
+        items = list(texts)
+    except TypeError as e:
+        raise InvalidInputError(
+            f"texts must be a list of strings, got {type(texts).__name__}"
+        ) from e
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise InvalidInputError(
+                f"texts[{i}] is {type(item).__name__} ({item!r:.40}), not str; every item must be a string"
+            )
+    return items
+
+
+def validate_instruction(instruction: Any) -> str | None:
+    if instruction is None:
+        return None
+    if not isinstance(instruction, str):
+        raise InvalidInputError(
+            f"instruction must be a string or None, got {type(instruction).__name__}"
+        )
+    stripped = instruction.strip()
+    return stripped or None
+
+
+@dataclass
+class TokenBatch:
+    """Padded token ids for one batch plus where each row's text starts and ends."""
+
+    input_ids: torch.Tensor  # (batch, seq)
+    attention_mask: torch.Tensor  # (batch, seq)
+    truncated: int = 0
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def position_ids(self) -> torch.Tensor:
+        # Left padding shifts real tokens right; positions must count real tokens only
+        # or batch-of-1 and padded batches would see different rotary phases.
+        return (self.attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def pad_sequences(
+    sequences: Sequence[Sequence[int]], pad_id: int, side: str, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad id lists into (batch, seq) ids and mask tensors on the given side."""
+    if side not in ("left", "right"):
+        raise ValueError(f"padding side must be 'left' or 'right', got {side!r}")
+    width = max((len(s) for s in sequences), default=0)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    for i, seq in enumerate(sequences):
+        n = len(seq)
+        if n == 0:
+            continue
+        sl = slice(width - n, width) if side == "left" else slice(0, n)
+        ids[i, sl] = torch.tensor(list(seq), dtype=torch.long)
+        mask[i, sl] = 1
+    return ids.to(device), mask.to(device)
+
+
+class BaseEmbedder(ABC):
+    """Shared ``encode`` (validate, sort, batch, back off on OOM, normalise).
+
+    Subclasses set ``name``, ``method`` and ``prompts`` and implement ``dim``,
+    ``_embed_batch``, and ``_config_dict`` / ``from_pretrained`` for saving.
+    """
+
+    name: str = "base"
+    method: str = "base"
+    prompts: PromptConfig = PromptConfig()
+    max_length: int = 512
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Embedding width."""
+
+    @property
+    def identity(self) -> str:
+        """A string that changes whenever the embeddings would: used as a cache key."""
+        return json.dumps({"method": self.method, **self._config_dict()}, sort_keys=True, default=str)
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @abstractmethod
+    def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        """Embed one batch. Returns (batch, dim); need not be normalised."""
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        role: Role | str = Role.DOCUMENT,
+        instruction: str | None = None,
+        batch_size: int = 32,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """Embed texts.
+
+        Args:
+            texts: the texts; an empty list gives a ``(0, dim)`` array.
+            role: ``query`` or ``document``; picks the prompt template.
+            instruction: free-text instruction (task description) or None.
+            batch_size: texts per forward pass (halved automatically on GPU OOM).
+            show_progress: draw a tqdm progress bar.
+
+        Returns:
+            float32 array of shape (len(texts), dim), each row L2-normalised.
+
+        Raises:
+            InvalidInputError: texts is None, not a list of strings, or role / batch size invalid.
+        """
+        items = validate_texts(texts)
+        role_ = Role.parse(role)
+        instruction_ = validate_instruction(instruction)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        if not items:
+            return out
+        # Longest first: similar lengths share a batch (less padding) and an OOM shows at once.
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        progress = None
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            progress = tqdm(total=len(items), desc=f"encode {self.name}", unit="text")
+        start = 0
+        size = batch_size
+        with torch.inference_mode():
+            while start < len(order):
+                idx = order[start : start + size]
+                try:
+                    emb = self._embed_batch([items[i] for i in idx], role_, instruction_)
+                except torch.OutOfMemoryError:
+                    if size == 1:
+                        raise
+                    size = max(1, size // 2)
+                    logger.warning("out of memory; retrying with batch_size=%d", size)
+                    if torch.cuda.is_available():
+                        torch.cuda.empty_cache()
+                    continue
+                emb = torch.nn.functional.normalize(emb.float(), dim=-1)
+                out[idx] = emb.cpu().numpy()
+                start += len(idx)
+                if progress is not None:
+                    progress.update(len(idx))
+        if progress is not None:
+            progress.close()
+        return out
+
+    def encode_query(self, texts: Sequence[str], instruction: str | None = None, **kwargs: Any) -> np.ndarray:
+        return self.encode(texts, role=Role.QUERY, instruction=instruction, **kwargs)
+
+    def encode_document(self, texts: Sequence[str], instruction: str | None = None, **kwargs: Any) -> np.ndarray:
+        return self.encode(texts, role=Role.DOCUMENT, instruction=instruction, **kwargs)
+
+    # -- token building shared by the model-backed embedders ------------------------
+
+    def _warn_truncated(self, count: int, total: int, budget: int) -> None:
+        if count:
+            logger.warning(
+                "%s: %d of %d texts were longer than %d tokens and were truncated "
+                "(raise max_length or chunk the text to keep the rest)",
+                self.name, count, total, budget,
+            )
+
+    # -- persistence -----------------------------------------------------------------
+
+    def _config_dict(self) -> dict[str, Any]:
+        """JSON-safe constructor arguments; saved in facet_config.json."""
+        return {"name": self.name, "prompts": asdict(self.prompts), "max_length": self.max_length}
+
+    def save(self, path: str | Path) -> Path:
+        """Write the embedder to ``path`` (config JSON + any weights)."""
+        target = Path(path)
+        target.mkdir(parents=True, exist_ok=True)
+        config = {"method": self.method, "format_version": 1, **self._config_dict()}
+        (target / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True))
+        self._save_weights(target)
+        return target
+
+    def _save_weights(self, target: Path) -> None:
+        """Methods with trained parameters write them here."""
+
+
+@dataclass
+class PromptTokens:
+    """Token ids of prompts for one batch, before padding.
+
+    Attributes:
+        sequences: one id list per text: start + prefix + text + suffix + end.
+        text_spans: (start, end) of the text's tokens within each sequence.
+        truncated: how many texts were cut to fit ``max_length``.
+    """
+
+    sequences: list[list[int]]
+    text_spans: list[tuple[int, int]]
+    truncated: int
+
+
+class PromptTokenizer:
+    """Tokenises ``prefix + text + suffix`` so that only the text is ever truncated.
+
+    The prompt's fixed parts (for example PromptEOL's ``means in one word:"``) survive
+    truncation, which a plain ``tokenizer(prompt, truncation=True)`` would cut off.
+    """
+
+    # A text longer than this many characters per token of budget is certainly cut;
+    # slicing it first keeps tokenising a 50 MB string cheap.
+    _CHARS_PER_TOKEN_BOUND = 32
+
+    def __init__(self, tokenizer: Any, prompts: PromptConfig, max_length: int,
+                 start_ids: Sequence[int] = (), end_ids: Sequence[int] = ()) -> None:
+        if max_length < 8:
+            raise ValueError(f"max_length must be at least 8 tokens, got {max_length}")
+        self.tokenizer = tokenizer
+        self.prompts = prompts
+        self.max_length = max_length
+        self.start_ids = list(start_ids)
+        self.end_ids = list(end_ids)
+        self._fixed: dict[str, list[int]] = {}
+
+    def _fixed_ids(self, text: str) -> list[int]:
+        if text not in self._fixed:
+            self._fixed[text] = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+        return self._fixed[text]
+
+    def __call__(self, texts: Sequence[str], role: Role, instruction: str | None) -> PromptTokens:
+        prefix, suffix = self.prompts.split(role, instruction)
+        head = self.start_ids + self._fixed_ids(prefix)
+        tail = self._fixed_ids(suffix) + self.end_ids
+        budget = self.max_length - len(head) - len(tail)
+        if budget < 1:
+            raise InvalidInputError(
+                f"the instruction and prompt take {len(head) + len(tail)} tokens, leaving no room for "
+                f"text within max_length={self.max_length}; shorten the instruction"
+            )
+        char_cap = budget * self._CHARS_PER_TOKEN_BOUND
+        sequences: list[list[int]] = []
+        spans: list[tuple[int, int]] = []
+        truncated = 0
+        # Tokenise the whole prompt at once so merges across the text's edges (for example
+        # '."' in PromptEOL) match how the model saw such prompts; only texts that do not
+        # fit fall back to tokenising the text alone and cutting it.
+        whole = [prefix + t + suffix for t in texts if len(t) <= char_cap]
+        joint = iter(self.tokenizer(whole, add_special_tokens=False, return_offsets_mapping=True)
+                     .encodings if whole else [])
+        extra = len(self.start_ids) + len(self.end_ids)
+        for text in texts:
+            if len(text) <= char_cap:
+                enc = next(joint)
+                if len(enc.ids) + extra <= self.max_length:
+                    lo, hi = len(prefix), len(prefix) + len(text)
+                    inside = [i for i, (a, b) in enumerate(enc.offsets) if b > lo and a < hi]
+                    first = inside[0] if inside else len(self._fixed_ids(prefix))
+                    last = inside[-1] + 1 if inside else first
+                    offset = len(self.start_ids)
+                    sequences.append(self.start_ids + list(enc.ids) + self.end_ids)
+                    spans.append((offset + first, offset + last))
+                    continue
+            truncated += 1
+            ids = list(self.tokenizer(text[:char_cap], add_special_tokens=False)["input_ids"])[:budget]
+            sequences.append(head + ids + tail)
+            spans.append((len(head), len(head) + len(ids)))
+        return PromptTokens(sequences, spans, truncated)

@@ -1,0 +1,156 @@
+"""Named embedders and saved-checkpoint loading.
+
+Two registries:
+
+* embedder names (``minilm``, ``backbone-prompteol``, ``causal2vec``...) -> a factory
+  building a ready embedder, with a one-line description for ``facet embedders``;
+* method names (the ``method`` field of a saved ``facet_config.json``) -> a loader
+  that rebuilds the embedder from a directory.
+
+``load_embedder(name_or_path)`` accepts either. Registering a name twice is an error
+that says which module got there first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from embedders.base import CONFIG_FILE, BaseEmbedder
+from embedders.errors import CheckpointError, DuplicateRegistrationError, UnknownEmbedderError
+
+logger = logging.getLogger(__name__)
+
+EmbedderFactory = Callable[..., BaseEmbedder]
+CheckpointLoader = Callable[[Path, dict[str, Any], str | None], BaseEmbedder]
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """One registered embedder name."""
+
+    name: str
+    description: str
+    kind: str  # "baseline", "method" or "checkpoint"
+    factory: EmbedderFactory
+
+
+_EMBEDDERS: dict[str, EmbedderInfo] = {}
+_LOADERS: dict[str, CheckpointLoader] = {}
+
+
+def register_embedder(name: str, factory: EmbedderFactory, description: str, kind: str = "baseline") -> None:
+    """Make ``name`` loadable with ``load_embedder(name)``.
+
+    Raises:
+        DuplicateRegistrationError: the name is taken.
+    """
+    key = name.lower()
+    if key in _EMBEDDERS:
+        owner = getattr(_EMBEDDERS[key].factory, "__module__", "?")
+        raise DuplicateRegistrationError(
+            f"an embedder named {name!r} is already registered (by {owner}); pick another name "
+            "or call unregister_embedder first"
+        )
+    _EMBEDDERS[key] = EmbedderInfo(key, description, kind, factory)
+
+
+def unregister_embedder(name: str) -> None:
+    _EMBEDDERS.pop(name.lower(), None)
+
+
+def register_method(method: str, loader: CheckpointLoader) -> None:
+    """Make saved checkpoints whose config says ``method`` loadable.
+
+    Raises:
+        DuplicateRegistrationError: the method already has a loader.
+    """
+    if method in _LOADERS:
+        owner = getattr(_LOADERS[method], "__module__", "?")
+        raise DuplicateRegistrationError(
+            f"checkpoint method {method!r} already has a loader (from {owner}); each method "
+            "registers once, in its own package"
+        )
+    _LOADERS[method] = loader
+
+
+def list_embedders() -> list[EmbedderInfo]:
+    """All registered embedder names, sorted."""
+    _ensure_builtins()
+    return [_EMBEDDERS[k] for k in sorted(_EMBEDDERS)]
+
+
+def embedder_names() -> list[str]:
+    return [info.name for info in list_embedders()]
+
+
+def is_checkpoint_dir(path: str | Path) -> bool:
+    return (Path(path) / CONFIG_FILE).is_file()
+
+
+def load_checkpoint(path: str | Path, device: str | None = None) -> BaseEmbedder:
+    """Rebuild an embedder saved with ``save(path)``.
+
+    Raises:
+        CheckpointError: missing/corrupt config or an unknown method.
+    """
+    _ensure_builtins()
+    directory = Path(path)
+    config_path = directory / CONFIG_FILE
+    try:
+        config = json.loads(config_path.read_text())
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{directory} is not a Facet checkpoint: {CONFIG_FILE} is missing") from e
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{config_path} is not valid JSON: {e}") from e
+    method = config.get("method")
+    if method not in _LOADERS:
+        raise CheckpointError(
+            f"{config_path} names method {method!r}, which has no loader; known methods: "
+            f"{', '.join(sorted(_LOADERS)) or 'none'}"
+        )
+    return _LOADERS[method](directory, config, device)
+
+
+def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwargs: Any) -> BaseEmbedder:
+    """Build an embedder by registered name or from a checkpoint directory.
+
+    Args:
+        name_or_path: a name from ``facet embedders`` or a directory holding facet_config.json.
+        device: device override (``cpu``, ``cuda``...).
+        **kwargs: passed to the factory of a named embedder.
+
+    Raises:
+        UnknownEmbedderError: neither a registered name nor a checkpoint; lists the valid names.
+    """
+    if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
+        raise UnknownEmbedderError(
+            f"embedder must be a non-empty name or path, got {name_or_path!r}; valid names: "
+            f"{', '.join(embedder_names())}"
+        )
+    _ensure_builtins()
+    key = str(name_or_path).lower()
+    if key in _EMBEDDERS:
+        return _EMBEDDERS[key].factory(device=device, **kwargs)
+    if is_checkpoint_dir(name_or_path):
+        return load_checkpoint(name_or_path, device=device)
+    raise UnknownEmbedderError(
+        f"unknown embedder {str(name_or_path)!r}: not a registered name and not a directory with "
+        f"{CONFIG_FILE}. Valid names: {', '.join(embedder_names())}"
+    )
+
+
+_builtins_loaded = False
+
+
+def _ensure_builtins() -> None:
+    """Register the packaged embedders on first use (keeps `import embedders` cheap)."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    import embedders.builtin  # noqa: F401  (registers on import)

@@ -1,0 +1,36 @@
+"""Shared fixtures: real packaged models loaded once per test session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from embedders import load_embedder
+
+    return load_embedder("minilm", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def prompteol():
+    from embedders import load_embedder
+
+    return load_embedder("backbone-prompteol", device="cpu")
