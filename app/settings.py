@@ -37,6 +37,12 @@ class FacetSettings(BaseSettings):
                                     "or 'server' (qdrant-client against qdrant_url)")
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; unset = SQLite file in data_dir")
+    # Indexing.
+    chunk_tokens: int = Field(default=200, description="tokens per chunk for new collections")
+    chunk_overlap: int = Field(default=32, description="tokens shared by consecutive chunks")
+    max_document_mb: float = Field(default=20.0, description="larger documents are rejected")
+    index_batch_chunks: int = Field(
+        default=256, description="chunks encoded, written and committed together while indexing")
     # Celery (full stack).
     broker_url: str | None = None
     result_backend: str | None = None

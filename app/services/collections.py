@@ -1,0 +1,131 @@
+"""List, inspect and delete collections; list and inspect index jobs."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.errors import NotFoundError
+from app.services.context import ServiceContext
+from indexer import metadata as md
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CollectionInfo:
+    name: str
+    backend: str
+    embedders: dict[str, int]
+    chunk_size: int
+    chunk_overlap: int
+    documents: int
+    documents_indexed: int
+    documents_failed: int
+    chunks: int
+    points: int | None
+    created_at: str
+
+
+@dataclass
+class JobInfo:
+    id: int
+    collection: str
+    source: str
+    embedder: str
+    state: str
+    docs_seen: int
+    docs_indexed: int
+    docs_skipped: int
+    docs_failed: int
+    docs_deleted: int
+    chunks_written: int
+    timings: dict[str, float]
+    started_at: str
+    finished_at: str | None
+    resumed_from: int | None
+    message: str | None
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+
+def _job_info(job: md.IndexJob, with_errors: bool) -> JobInfo:
+    return JobInfo(
+        id=job.id, collection=job.collection.name, source=job.source, embedder=job.embedder,
+        state=job.state, docs_seen=job.docs_seen, docs_indexed=job.docs_indexed,
+        docs_skipped=job.docs_skipped, docs_failed=job.docs_failed, docs_deleted=job.docs_deleted,
+        chunks_written=job.chunks_written,
+        timings={"parse_chunk": round(job.parse_s, 3), "encode": round(job.encode_s, 3),
+                 "store": round(job.store_s, 3), "metadata": round(job.metadata_s, 3)},
+        started_at=job.started_at.isoformat(timespec="seconds"),
+        finished_at=job.finished_at.isoformat(timespec="seconds") if job.finished_at else None,
+        resumed_from=job.resumed_from, message=job.message,
+        errors=[{"document": e.document_key, "kind": e.kind, "message": e.message}
+                for e in job.errors] if with_errors else [])
+
+
+class CollectionService:
+    """Read and remove what the index service wrote."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+
+    def _info(self, session: Any, coll: md.Collection) -> CollectionInfo:
+        points = self.store.count(coll.name) if self.store.collection_exists(coll.name) else None
+        return CollectionInfo(
+            name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
+            chunk_size=coll.chunk_size, chunk_overlap=coll.chunk_overlap,
+            documents=md.count_documents(session, coll.id),
+            documents_indexed=md.count_documents(session, coll.id, "indexed"),
+            documents_failed=md.count_documents(session, coll.id, "error"),
+            chunks=md.count_chunks(session, coll.id), points=points,
+            created_at=coll.created_at.isoformat(timespec="seconds"))
+
+    def list_all(self) -> list[CollectionInfo]:
+        with self.ctx.sessions() as session:
+            return [self._info(session, c) for c in md.list_collections(session)]
+
+    def get(self, name: str) -> CollectionInfo:
+        with self.ctx.sessions() as session:
+            coll = md.get_collection(session, name)
+            if coll is None:
+                raise self._not_found(session, name)
+            return self._info(session, coll)
+
+    def delete(self, name: str) -> CollectionInfo:
+        """Delete a collection from the store and the metadata; returns what it held."""
+        with self.ctx.sessions() as session:
+            coll = md.get_collection(session, name)
+            if coll is None:
+                raise self._not_found(session, name)
+            info = self._info(session, coll)
+            self.store.drop_collection(name)
+            md.delete_collection(session, coll)
+            session.commit()
+        logger.info("deleted collection %s (%d documents, %s points)", name, info.documents,
+                    info.points)
+        return info
+
+    def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:
+        with self.ctx.sessions() as session:
+            coll_id = None
+            if collection is not None:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    raise self._not_found(session, collection)
+                coll_id = coll.id
+            return [_job_info(j, with_errors=False) for j in md.list_jobs(session, coll_id, limit)]
+
+    def job(self, job_id: int) -> JobInfo:
+        with self.ctx.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is None:
+                raise NotFoundError(f"no index job {job_id}; list them with `facet jobs`")
+            return _job_info(job, with_errors=True)
+
+    @staticmethod
+    def _not_found(session: Any, name: str) -> NotFoundError:
+        known = ", ".join(c.name for c in md.list_collections(session)) or "none"
+        return NotFoundError(f"unknown collection {name!r} (known: {known}); "
+                             "see `facet collections`")

@@ -1,0 +1,484 @@
+"""The index service: source -> parse -> chunk -> hash -> encode -> upsert -> metadata.
+
+Crash safety. Documents are processed in batches of about ``batch_chunks`` chunks; each
+batch goes through three steps:
+
+1. the documents about to be (re)written are marked ``pending`` and committed;
+2. their points are written (old points of changed documents deleted first; points of a
+   ``pending`` document, whose previous write may be incomplete, are deleted by payload
+   filter) and the store is flushed;
+3. chunk rows, hashes and ``indexed`` status are committed in one transaction.
+
+Point ids are deterministic, so a run killed anywhere and started again rewrites the
+same ids: no duplicates, and the hash check redoes exactly the documents whose last
+step 3 never happened. Nothing already ``indexed`` is touched unless its content
+changed, and a document that now fails to parse keeps its indexed version.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.services.context import ServiceContext
+from indexer import metadata as md
+from indexer.chunking import (
+    ChunkingConfig,
+    TokenSpans,
+    chunk_text,
+    tokenizer_spans,
+    whitespace_spans,
+)
+from indexer.errors import SourceNotFoundError, StoreError, UnsupportedSourceError
+from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
+from indexer.store import PointRecord, point_id, validate_name
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """Per-run options. ``None`` chunk settings take the collection's (or the settings')."""
+
+    embedder: str | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    sync: bool = False
+    batch_chunks: int | None = None
+    encode_batch_size: int = 32
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Reported after every batch."""
+
+    docs_done: int
+    docs_total: int
+    chunks_written: int
+    elapsed_s: float
+
+
+@dataclass
+class IndexReport:
+    """What a run did (also stored as the job row)."""
+
+    job_id: int
+    collection: str
+    embedder: str
+    state: str
+    docs_seen: int = 0
+    docs_indexed: int = 0
+    docs_skipped: int = 0
+    docs_failed: int = 0
+    docs_deleted: int = 0
+    chunks_written: int = 0
+    elapsed_s: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def docs_per_s(self) -> float:
+        return self.docs_seen / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass
+class _Item:
+    doc: ParsedDocument
+    hash: str
+    row: md.Document | None
+    mode: str  # "write" (new/changed content) or "vectors" (only this embedder's vectors)
+    chunks: list[md.Chunk] = field(default_factory=list)
+
+
+def estimate_documents(files: list[Path]) -> int:
+    """Documents a source will yield (records for jsonl/csv), for the progress bar's ETA."""
+    total = 0
+    for path in files:
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".csv"):
+            try:
+                with path.open("rb") as fh:
+                    lines = sum(1 for line in fh if line.strip())
+            except OSError:
+                lines = 1
+            total += max(1, lines - (1 if suffix == ".csv" else 0))
+        else:
+            total += 1
+    return total
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (killed child not yet reaped) still answers kill(0): check its state.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+class IndexService:
+    """Bulk indexing into a collection; see the module docstring for the write protocol."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.sessions = ctx.sessions
+        self.settings = ctx.settings
+
+    # ------------------------------------------------------------------ entry
+
+    def index(self, source: Path | str, collection: str, options: IndexOptions | None = None,
+              progress: Callable[[Progress], None] | None = None) -> IndexReport:
+        """Index ``source`` into ``collection`` (created on first use).
+
+        Raises:
+            NotFoundError: the source path does not exist.
+            InvalidRequestError: bad collection name, chunk settings or embedder mismatch.
+            DataError: a single file of an unsupported type.
+        """
+        options = options or IndexOptions()
+        source = Path(source).expanduser()
+        try:
+            validate_name(collection)
+            files = discover(source)
+        except SourceNotFoundError as e:
+            raise NotFoundError(str(e)) from e
+        except UnsupportedSourceError as e:
+            raise DataError(str(e)) from e
+        except StoreError as e:
+            raise InvalidRequestError(str(e)) from e
+        embedder = self.ctx.embedders.get(options.embedder or self.settings.default_embedder)
+        with self.sessions() as session:
+            coll = self._prepare_collection(session, collection, embedder, options)
+            tokenize = self._tokenizer_for(coll, embedder)
+            chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
+            job = self._start_job(session, coll, str(source.resolve()), embedder.name)
+            report = IndexReport(job_id=job.id, collection=collection, embedder=embedder.name,
+                                 state="running")
+            started = time.perf_counter()
+            total = estimate_documents(files)
+            try:
+                seen = self._run(session, coll, job, report, files, embedder, tokenize, chunking,
+                                 options, progress, total, started)
+                if options.sync:
+                    self._sync(session, coll, job, report, source.resolve(), files, seen)
+                t0 = time.perf_counter()
+                self.store.optimize(collection)
+                self.store.flush()
+                job.store_s += time.perf_counter() - t0
+                job.state = "completed"
+            except BaseException as e:
+                session.rollback()
+                job.state = "failed"
+                job.message = f"{type(e).__name__}: {e}"
+                raise
+            finally:
+                job.finished_at = md.utcnow()
+                report.state = job.state
+                report.elapsed_s = time.perf_counter() - started
+                report.timings = {"parse_chunk": job.parse_s, "encode": job.encode_s,
+                                  "store": job.store_s, "metadata": job.metadata_s}
+                session.commit()
+        logger.info("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
+                    "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
+                    report.docs_indexed, report.docs_skipped, report.docs_failed,
+                    report.docs_deleted, report.chunks_written, report.elapsed_s)
+        return report
+
+    # ------------------------------------------------------------ preparation
+
+    def _prepare_collection(self, session: Session, name: str, embedder: Any,
+                            options: IndexOptions) -> md.Collection:
+        coll = md.get_collection(session, name)
+        if coll is None:
+            size = options.chunk_size or self.settings.chunk_tokens
+            overlap = (options.chunk_overlap if options.chunk_overlap is not None
+                       else min(self.settings.chunk_overlap, max(0, size - 1)))
+            try:
+                ChunkingConfig(size, overlap)
+            except ValueError as e:
+                raise InvalidRequestError(str(e)) from e
+            max_len = getattr(embedder, "max_length", None)
+            if max_len and size > max_len:
+                logger.warning("chunks of %d tokens exceed %s's max_length %d: the encoder will "
+                               "truncate them", size, embedder.name, max_len)
+            coll = md.create_collection(session, name, backend=self.store.backend,
+                                        chunk_size=size, chunk_overlap=overlap,
+                                        tokenizer=embedder.name)
+        else:
+            for value, current, what in ((options.chunk_size, coll.chunk_size, "chunk size"),
+                                         (options.chunk_overlap, coll.chunk_overlap, "overlap")):
+                if value is not None and value != current:
+                    raise InvalidRequestError(
+                        f"collection {name!r} was created with {what} {current}; chunking is fixed "
+                        "per collection: drop the option, or index into a new collection")
+        try:
+            self.store.ensure_collection(name, {embedder.name: int(embedder.dim)})
+        except StoreError as e:
+            raise InvalidRequestError(str(e)) from e
+        md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
+                                      embedder.identity)
+        session.commit()
+        return coll
+
+    def _tokenizer_for(self, coll: md.Collection, embedder: Any) -> TokenSpans:
+        # Chunks are shared by every embedder of a collection, so they are always cut
+        # with the tokenizer of the embedder that created it.
+        owner = embedder if coll.tokenizer == embedder.name else self.ctx.embedders.get(
+            coll.tokenizer)
+        tokenizer = getattr(getattr(owner, "backbone", None), "tokenizer", None)
+        if tokenizer is None:
+            logger.warning("%s has no tokenizer; chunking on whitespace", owner.name)
+            return whitespace_spans
+        return tokenizer_spans(tokenizer)
+
+    def _start_job(self, session: Session, coll: md.Collection, source: str,
+                   embedder: str) -> md.IndexJob:
+        resumed_from = None
+        for old in md.running_jobs(session, coll.id):
+            if _pid_alive(old.pid) and old.pid != os.getpid():
+                raise InvalidRequestError(
+                    f"job {old.id} (pid {old.pid}) is still indexing into {coll.name!r}; wait for "
+                    "it or stop it first (one writer per collection)")
+            old.state = "interrupted"
+            old.finished_at = old.finished_at or md.utcnow()
+            old.message = "process ended without finishing; resumed by a later job"
+            if old.source == source:
+                resumed_from = old.id
+        job = md.IndexJob(collection_id=coll.id, source=source, embedder=embedder,
+                          pid=os.getpid(), resumed_from=resumed_from)
+        session.add(job)
+        session.commit()
+        if resumed_from:
+            logger.info("resuming interrupted job %d as job %d", resumed_from, job.id)
+        return job
+
+    # ------------------------------------------------------------------- main
+
+    def _parsed(self, files: list[Path]) -> Iterator[ParsedDocument | DocumentError]:
+        max_bytes = int(self.settings.max_document_mb * 2**20)
+        for path in files:
+            yield from parse_file(path, max_bytes=max_bytes)
+
+    def _run(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
+             files: list[Path], embedder: Any, tokenize: TokenSpans, chunking: ChunkingConfig,
+             options: IndexOptions, progress: Callable[[Progress], None] | None, total: int,
+             started: float) -> set[str]:
+        batch_limit = options.batch_chunks or self.settings.index_batch_chunks
+        pending: list[ParsedDocument | DocumentError] = []
+        pending_tokens = 0
+        seen_keys: set[str] = set()
+        parsed = self._parsed(files)
+        while True:
+            t0 = time.perf_counter()
+            item = next(parsed, None)
+            job.parse_s += time.perf_counter() - t0
+            if item is not None and item.key in seen_keys:
+                # Recorded on the job only: the document row belongs to the first occurrence.
+                message = (f"duplicate document id {item.key!r} in {item.source}; only the first "
+                           "occurrence is indexed")
+                report.docs_seen += 1
+                report.docs_failed += 1
+                report.errors.append((item.key, message))
+                job.errors.append(md.JobError(document_key=item.key, kind="error", message=message))
+            elif item is not None:
+                seen_keys.add(item.key)
+                pending.append(item)
+                if isinstance(item, ParsedDocument):
+                    # A cheap size estimate (4 chars per token) decides when to flush.
+                    pending_tokens += max(1, len(item.text) // 4)
+            if item is None or pending_tokens >= batch_limit * chunking.size // 2 or \
+                    len(pending) >= batch_limit:
+                if pending:
+                    self._process_batch(session, coll, job, report, pending, embedder, tokenize,
+                                        chunking, options)
+                    if progress is not None:
+                        progress(Progress(report.docs_seen, max(total, report.docs_seen),
+                                          report.chunks_written, time.perf_counter() - started))
+                pending, pending_tokens = [], 0
+            if item is None:
+                break
+        return seen_keys
+
+    def _process_batch(self, session: Session, coll: md.Collection, job: md.IndexJob,
+                       report: IndexReport, batch: list[ParsedDocument | DocumentError],
+                       embedder: Any, tokenize: TokenSpans, chunking: ChunkingConfig,
+                       options: IndexOptions) -> None:
+        t0 = time.perf_counter()
+        rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
+        vec_hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
+        items: list[_Item] = []
+        for entry in batch:
+            report.docs_seen += 1
+            row = rows.get(entry.key)
+            if isinstance(entry, DocumentError):
+                self._record_error(session, coll, job, report, entry, row)
+                continue
+            digest = entry.content_hash
+            if row is not None and row.status == "indexed" and row.content_hash == digest:
+                if vec_hashes.get(row.id) == digest:
+                    report.docs_skipped += 1
+                    continue
+                items.append(_Item(entry, digest, row, "vectors"))
+            else:
+                items.append(_Item(entry, digest, row, "write"))
+        # Step 1: mark what is about to be written.
+        to_write = [it for it in items if it.mode == "write"]
+        previous_status: dict[str, str] = {}
+        for it in to_write:
+            if it.row is None:
+                it.row = md.Document(collection_id=coll.id, key=it.doc.key, source=it.doc.source,
+                                     title=it.doc.title, meta=it.doc.metadata, status="pending")
+                session.add(it.row)
+                previous_status[it.doc.key] = "new"
+            else:
+                previous_status[it.doc.key] = it.row.status
+                it.row.status = "pending"
+        session.commit()
+        job.metadata_s += time.perf_counter() - t0
+
+        # Chunk (the chunks of unchanged content come back from the metadata).
+        t0 = time.perf_counter()
+        texts: list[str] = []
+        for it in items:
+            assert it.row is not None
+            if it.mode == "write":
+                pieces = chunk_text(it.doc.text, tokenize, chunking)
+                it.chunks = [md.Chunk(number=c.number, point_id=point_id(it.doc.key, c.number),
+                                      start=c.start, end=c.end, n_tokens=c.n_tokens, text=c.text)
+                             for c in pieces]
+            else:
+                it.chunks = list(it.row.chunks)
+            texts.extend(c.text for c in it.chunks)
+        job.parse_s += time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        vectors = (embedder.encode(texts, role="document", batch_size=options.encode_batch_size)
+                   if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
+        job.encode_s += time.perf_counter() - t0
+
+        # Step 2: the store.
+        t0 = time.perf_counter()
+        offset = 0
+        points: list[PointRecord] = []
+        stale_ids: list[str] = []
+        refilter: list[str] = []
+        update_ids: list[str] = []
+        update_rows: list[int] = []
+        for it in items:
+            assert it.row is not None
+            n = len(it.chunks)
+            if it.mode == "write":
+                before = previous_status[it.doc.key]
+                if before == "pending":
+                    refilter.append(it.doc.key)  # an earlier write may be partial
+                elif before != "new":
+                    new_ids = {c.point_id for c in it.chunks}
+                    stale_ids.extend(c.point_id for c in it.row.chunks if c.point_id not in new_ids)
+                # A file's name is its title; records of a jsonl/csv have their own or none.
+                title = it.doc.title or (Path(it.doc.source).name if it.doc.key == it.doc.source
+                                         else None)
+                for c, vec in zip(it.chunks, vectors[offset:offset + n], strict=True):
+                    points.append(PointRecord(c.point_id, {embedder.name: vec}, {
+                        "doc_id": it.doc.key, "source": it.doc.source, "title": title,
+                        "chunk_no": c.number, "text": c.text, "start": c.start, "end": c.end,
+                        "meta": it.doc.metadata}))
+            else:
+                update_ids.extend(c.point_id for c in it.chunks)
+                update_rows.extend(range(offset, offset + n))
+            offset += n
+        if refilter:
+            self.store.delete_documents(coll.name, refilter)
+        if stale_ids:
+            self.store.delete(coll.name, stale_ids)
+        for start in range(0, len(points), 512):
+            self.store.upsert(coll.name, points[start:start + 512])
+        if update_ids:
+            self.store.update_vectors(coll.name, embedder.name, update_ids, vectors[update_rows])
+        self.store.flush()
+        job.store_s += time.perf_counter() - t0
+
+        # Step 3: metadata, one transaction.
+        t0 = time.perf_counter()
+        for it in items:
+            assert it.row is not None
+            if it.mode == "write":
+                md.replace_chunks(session, it.row, it.chunks)
+                it.row.source = it.doc.source
+                it.row.title = it.doc.title
+                it.row.meta = it.doc.metadata
+                it.row.content_hash = it.hash
+            it.row.status = "indexed"
+            it.row.error = None
+            it.row.warning = "; ".join(it.doc.warnings) or None
+            md.set_vector_hash(session, it.row, embedder.name, it.hash)
+            for w in it.doc.warnings:
+                job.errors.append(md.JobError(document_key=it.doc.key, kind="warning", message=w))
+                report.warnings.append((it.doc.key, w))
+            report.docs_indexed += 1
+            report.chunks_written += len(it.chunks)
+        self._sync_counters(job, report)
+        session.commit()
+        job.metadata_s += time.perf_counter() - t0
+
+    def _record_error(self, session: Session, coll: md.Collection, job: md.IndexJob,
+                      report: IndexReport, entry: DocumentError, row: md.Document | None) -> None:
+        report.docs_failed += 1
+        report.errors.append((entry.key, entry.message))
+        job.errors.append(md.JobError(document_key=entry.key, kind="error", message=entry.message))
+        if row is None:
+            session.add(md.Document(collection_id=coll.id, key=entry.key, source=entry.source,
+                                    status="error", error=entry.message, meta={}))
+        else:
+            # Keep what was indexed before: only note the error beside it.
+            row.error = entry.message
+            if row.status != "indexed":
+                row.status = "error"
+
+    @staticmethod
+    def _sync_counters(job: md.IndexJob, report: IndexReport) -> None:
+        job.docs_seen = report.docs_seen
+        job.docs_indexed = report.docs_indexed
+        job.docs_skipped = report.docs_skipped
+        job.docs_failed = report.docs_failed
+        job.docs_deleted = report.docs_deleted
+        job.chunks_written = report.chunks_written
+
+    def _sync(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
+              source: Path, files: list[Path], seen: set[str]) -> None:
+        """Drop documents under ``source`` that this run did not see (deleted files/records)."""
+        prefix = str(source) + os.sep if source.is_dir() else None
+        known = md.document_keys_under(session, coll.id, [str(f) for f in files] + [str(source)],
+                                       prefix)
+        gone = sorted(set(known) - seen)
+        if not gone:
+            return
+        t0 = time.perf_counter()
+        rows = list(md.documents_by_key(session, coll.id, gone).values())
+        self.store.delete(coll.name, md.chunk_point_ids(session, [r.id for r in rows]))
+        self.store.delete_documents(coll.name, gone)
+        self.store.flush()
+        job.store_s += time.perf_counter() - t0
+        md.delete_documents(session, rows)
+        report.docs_deleted += len(rows)
+        self._sync_counters(job, report)
+        session.commit()
+        logger.info("--sync removed %d documents no longer in %s", len(rows), source)

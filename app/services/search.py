@@ -1,0 +1,270 @@
+"""The search service: query + instruction -> vector search -> optional rerank -> snippets.
+
+Rerank: the rerank embedder scores (instruction, query) against (instruction, chunk):
+``encode([query], role=query, instruction)`` against ``encode(chunks, role=document,
+instruction)``, cosine (dot product of normalised vectors). It reorders the top
+``rerank_depth`` candidates of the vector search.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from app.errors import InvalidRequestError, NotFoundError
+from app.services.context import ServiceContext
+from indexer import metadata as md
+from indexer.errors import StoreError
+from indexer.store import Filters, Hit
+
+logger = logging.getLogger(__name__)
+
+# Payload fields written by the indexer; any other filter key is user metadata.
+TOP_LEVEL_FIELDS = {"doc_id", "source", "title", "chunk_no"}
+_TERM = re.compile(r"\w+", re.UNICODE)
+_STOP = {"the", "a", "an", "of", "to", "in", "and", "or", "is", "are", "for", "on", "with", "my",
+         "i", "it", "do", "does", "what", "how", "can", "be", "this", "that", "me", "you"}
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search.
+
+    Attributes:
+        query: the text to search for (must not be empty).
+        collection: where to search.
+        instruction: what the query means ("find the customer's intent"); optional.
+        top_k: results to return.
+        filters: payload filters, ``{key: value}``; see ``parse_filters`` for the CLI form.
+        rerank: an embedder name/path to rerank the candidates with; ``None`` for none.
+        rerank_depth: candidates taken from the vector search before reranking.
+        embedder: which named vector to search; default the collection's only/first one.
+        exact: exact (brute force) search instead of HNSW.
+    """
+
+    query: str
+    collection: str
+    instruction: str | None = None
+    top_k: int = 10
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    rerank: str | None = None
+    rerank_depth: int | None = None
+    embedder: str | None = None
+    exact: bool = False
+
+
+@dataclass
+class SearchResult:
+    rank: int
+    score: float
+    doc_id: str
+    title: str | None
+    source: str
+    chunk_no: int
+    text: str
+    snippet: str
+    highlights: list[tuple[int, int]]
+    start: int
+    end: int
+    metadata: dict[str, Any]
+    vector_score: float
+    rerank_score: float | None = None
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    instruction: str | None
+    collection: str
+    embedder: str
+    reranker: str | None
+    results: list[SearchResult]
+    timings_ms: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_filters(items: Sequence[str]) -> dict[str, Any]:
+    """CLI filters: ``key=value`` matches a string value, ``key:=JSON`` a typed one
+    (``year:=2020``, ``flag:=true``); a repeated key matches any of its values.
+
+    Raises:
+        InvalidRequestError: an item without ``=`` or with bad JSON after ``:=``.
+    """
+    filters: dict[str, Any] = {}
+    for item in items:
+        if ":=" in item:
+            key, raw = item.split(":=", 1)
+            try:
+                value: Any = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise InvalidRequestError(f"filter {item!r}: {raw!r} is not JSON; write "
+                                          "key:=2020 or key:=true, or key=text for strings") from e
+            if not isinstance(value, str | int | bool):
+                raise InvalidRequestError(f"filter {item!r}: only strings, integers and booleans "
+                                          "can be matched")
+        elif "=" in item:
+            key, value = item.split("=", 1)
+        else:
+            raise InvalidRequestError(f"filter {item!r} has no '='; write key=value "
+                                      "(e.g. --filter source=/data/a.txt --filter label=refund)")
+        key = key.strip()
+        if not key:
+            raise InvalidRequestError(f"filter {item!r} has an empty key")
+        if key in filters:
+            previous = filters[key]
+            filters[key] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            filters[key] = value
+    return filters
+
+
+def payload_filters(filters: Mapping[str, Any]) -> Filters:
+    """Map user filter keys onto payload paths (metadata lives under ``meta``)."""
+    out: dict[str, Any] = {}
+    for key, value in filters.items():
+        path = key if key in TOP_LEVEL_FIELDS or key.startswith("meta.") else f"meta.{key}"
+        out[path] = value
+    return out
+
+
+def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tuple[int, int]]]:
+    """The ``width``-character window of ``text`` holding most query terms, and where the
+    terms are in it (``(start, end)`` offsets into the snippet)."""
+    terms = {t.lower() for t in _TERM.findall(query) if t.lower() not in _STOP and len(t) > 1}
+    matches = [(m.start(), m.end()) for m in _TERM.finditer(text) if m.group().lower() in terms]
+    if len(text) <= width or not matches:
+        start = 0
+    else:
+        best, start = -1, 0
+        for s, _ in matches:
+            window_start = max(0, min(s - width // 4, len(text) - width))
+            n = sum(1 for a, b in matches if a >= window_start and b <= window_start + width)
+            if n > best:
+                best, start = n, window_start
+    end = min(len(text), start + width)
+    # Do not cut words in half.
+    if start > 0:
+        space = text.find(" ", start)
+        if 0 <= space < start + 20:
+            start = space + 1
+    if end < len(text):
+        space = text.rfind(" ", start, end)
+        if space > end - 20:
+            end = space
+    snippet = text[start:end]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(text) else ""
+    shift = len(prefix) - start
+    highlights = [(a + shift, b + shift) for a, b in matches if a >= start and b <= end]
+    return prefix + snippet + suffix, highlights
+
+
+class SearchService:
+    """Instruction-aware search over a collection."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+
+    def _collection_embedder(self, request: SearchRequest) -> str:
+        with self.ctx.sessions() as session:
+            coll = md.get_collection(session, request.collection)
+            known = [c.name for c in md.list_collections(session)]
+            if coll is None or not self.store.collection_exists(request.collection):
+                raise NotFoundError(
+                    f"unknown collection {request.collection!r} "
+                    f"(known: {', '.join(known) or 'none'}); list them with `facet collections` "
+                    "or create one with `facet index`")
+            names = [e.name for e in coll.embedders]
+        if request.embedder is None:
+            default = self.ctx.settings.default_embedder
+            return default if default in names else names[0]
+        model_name = self.ctx.embedders.get(request.embedder).name
+        if model_name not in names:
+            raise InvalidRequestError(
+                f"collection {request.collection!r} has no vectors from {model_name!r} "
+                f"(it has: {', '.join(names)}); pick one of those or index with "
+                f"--embedder {model_name}")
+        return str(model_name)
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        """Run one search.
+
+        Raises:
+            InvalidRequestError: empty query, bad top_k, bad filter value.
+            NotFoundError: unknown collection.
+        """
+        if not request.query or not request.query.strip():
+            raise InvalidRequestError("the query is empty; pass the text to search for, e.g. "
+                                      "facet search \"card not working\" --collection NAME")
+        if request.top_k < 1:
+            raise InvalidRequestError(f"top_k must be >= 1, got {request.top_k}")
+        instruction = (request.instruction or "").strip() or None
+        timings: dict[str, float] = {}
+        vector_name = self._collection_embedder(request)
+        embedder = self.ctx.embedders.get(vector_name)
+
+        t0 = time.perf_counter()
+        query_vec = embedder.encode([request.query], role="query", instruction=instruction)[0]
+        timings["encode_query"] = (time.perf_counter() - t0) * 1000
+
+        depth = request.top_k
+        if request.rerank:
+            depth = max(request.rerank_depth or 5 * request.top_k, request.top_k)
+        t0 = time.perf_counter()
+        try:
+            hits = self.store.search(request.collection, vector_name, query_vec, limit=depth,
+                                     filters=payload_filters(request.filters), exact=request.exact)
+        except StoreError as e:
+            raise InvalidRequestError(str(e)) from e
+        timings["vector_search"] = (time.perf_counter() - t0) * 1000
+
+        rerank_scores: list[float] | None = None
+        reranker_name: str | None = None
+        if request.rerank and hits:
+            t0 = time.perf_counter()
+            reranker = self.ctx.embedders.get(request.rerank)
+            reranker_name = reranker.name
+            rerank_scores = self.rerank_scores(reranker, request.query, instruction,
+                                               [str(h.payload.get("text", "")) for h in hits])
+            order = np.argsort(-np.asarray(rerank_scores), kind="stable")
+            hits = [hits[i] for i in order]
+            rerank_scores = [rerank_scores[i] for i in order]
+            timings["rerank"] = (time.perf_counter() - t0) * 1000
+
+        results = [self._result(i, h, request.query,
+                                rerank_scores[i] if rerank_scores is not None else None)
+                   for i, h in enumerate(hits[:request.top_k])]
+        timings["total"] = sum(timings.values())
+        return SearchResponse(request.query, instruction, request.collection, vector_name,
+                              reranker_name, results, timings)
+
+    @staticmethod
+    def rerank_scores(reranker: Any, query: str, instruction: str | None,
+                      texts: Sequence[str]) -> list[float]:
+        """Cosine of (instruction, query) against each (instruction, text)."""
+        q = reranker.encode([query], role="query", instruction=instruction)[0]  # (dim,)
+        d = reranker.encode(list(texts), role="document", instruction=instruction)  # (n, dim)
+        return [float(x) for x in d @ q]
+
+    @staticmethod
+    def _result(i: int, hit: Hit, query: str, rerank_score: float | None) -> SearchResult:
+        p = hit.payload
+        text = str(p.get("text", ""))
+        snippet, highlights = make_snippet(text, query)
+        return SearchResult(
+            rank=i + 1, score=rerank_score if rerank_score is not None else hit.score,
+            doc_id=str(p.get("doc_id", "")), title=p.get("title"), source=str(p.get("source", "")),
+            chunk_no=int(p.get("chunk_no", 0)), text=text, snippet=snippet, highlights=highlights,
+            start=int(p.get("start", 0)), end=int(p.get("end", 0)),
+            metadata=dict(p.get("meta") or {}),
+            vector_score=hit.score, rerank_score=rerank_score)

@@ -1,0 +1,125 @@
+"""Token-aware chunking with overlap. Pure functions: no I/O, no model.
+
+A tokenizer is reduced to one callable, ``TokenSpans``: text -> list of ``(start, end)``
+character offsets, one per token, in order. Chunks are windows of ``size`` tokens that
+start every ``size - overlap`` tokens; each chunk's text is the exact slice of the
+document between its first token's start and its last token's end, so the offsets in
+the payload always point back at the source text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TokenSpans = Callable[[str], Sequence[tuple[int, int]]]
+
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    """How documents are cut.
+
+    Attributes:
+        size: tokens per chunk (the embedder sees at most this many text tokens).
+        overlap: tokens shared by consecutive chunks; must be smaller than ``size``.
+    """
+
+    size: int = 200
+    overlap: int = 32
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise ValueError(f"chunk size must be >= 1 token, got {self.size}")
+        if not 0 <= self.overlap < self.size:
+            raise ValueError(
+                f"chunk overlap must be >= 0 and smaller than the chunk size ({self.size}), "
+                f"got {self.overlap}"
+            )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a document.
+
+    Attributes:
+        number: position of the chunk in its document, from 0.
+        text: ``document[start:end]``.
+        start: character offset of the first token.
+        end: character offset just past the last token.
+        n_tokens: tokens in the chunk.
+    """
+
+    number: int
+    text: str
+    start: int
+    end: int
+    n_tokens: int
+
+
+def whitespace_spans(text: str) -> list[tuple[int, int]]:
+    """A tokenizer-free fallback: one token per run of non-space characters."""
+    return [(m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def tokenizer_spans(tokenizer: Any) -> TokenSpans:
+    """Wrap a Hugging Face fast tokenizer as a ``TokenSpans`` callable.
+
+    Special tokens are left out; tokens with an empty span (some tokenizers emit them for
+    whitespace) are dropped so every span covers text.
+    """
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                            return_attention_mask=False, return_token_type_ids=False,
+                            verbose=False)
+        return [(int(s), int(e)) for s, e in encoded["offset_mapping"] if e > s]
+
+    return spans
+
+
+def chunk_spans(
+    spans: Sequence[tuple[int, int]], config: ChunkingConfig
+) -> list[tuple[int, int]]:
+    """Token windows as ``(first_token, last_token_exclusive)`` index pairs.
+
+    The last window is not padded: it holds whatever tokens remain, and a window that
+    would only repeat the overlap of its predecessor is not emitted.
+    """
+    n = len(spans)
+    if n == 0:
+        return []
+    step = config.size - config.overlap
+    windows: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(start + config.size, n)
+        windows.append((start, end))
+        if end >= n:
+            break
+        start += step
+    return windows
+
+
+def chunk_text(text: str, tokenize: TokenSpans, config: ChunkingConfig) -> list[Chunk]:
+    """Cut ``text`` into overlapping token windows.
+
+    Args:
+        text: the document.
+        tokenize: text -> token character spans (see ``tokenizer_spans``).
+        config: chunk size and overlap in tokens.
+
+    Returns:
+        Chunks in document order; empty when the text has no tokens.
+    """
+    spans = tokenize(text)
+    chunks: list[Chunk] = []
+    for number, (first, last) in enumerate(chunk_spans(spans, config)):
+        start = spans[first][0]
+        end = spans[last - 1][1]
+        chunks.append(Chunk(number=number, text=text[start:end], start=start, end=end,
+                            n_tokens=last - first))
+    return chunks

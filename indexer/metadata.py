@@ -1,0 +1,344 @@
+"""Metadata in SQLAlchemy 2: collections, documents, chunks, index jobs and their errors.
+
+The models are typed (``Mapped[...]``); repository functions take the ``Session`` as
+their first argument and never commit unless their name says so, so callers choose the
+transaction boundaries (the index service commits once per batch of documents). Works
+on SQLite (the embedded default) and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    delete,
+    event,
+    func,
+    select,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+logger = logging.getLogger(__name__)
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Collection(Base):
+    """A searchable collection; its chunking settings are fixed when it is created."""
+
+    __tablename__ = "collections"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    backend: Mapped[str] = mapped_column(String(16))
+    chunk_size: Mapped[int] = mapped_column(Integer)
+    chunk_overlap: Mapped[int] = mapped_column(Integer)
+    tokenizer: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    embedders: Mapped[list[CollectionEmbedder]] = relationship(
+        back_populates="collection", cascade="all, delete-orphan", passive_deletes=True)
+
+
+class CollectionEmbedder(Base):
+    """One named vector of a collection: which embedder wrote it, and its size."""
+
+    __tablename__ = "collection_embedders"
+    __table_args__ = (UniqueConstraint("collection_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    dim: Mapped[int] = mapped_column(Integer)
+    identity: Mapped[str] = mapped_column(Text)
+
+    collection: Mapped[Collection] = relationship(back_populates="embedders")
+
+
+class Document(Base):
+    """A parsed document (or a record of a jsonl/csv file).
+
+    ``status``: ``pending`` (its points may be partly written: a run stopped between the
+    store and this row), ``indexed`` or ``error`` (``error`` says why).
+    """
+
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("collection_id", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collections.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(1024))
+    source: Mapped[str] = mapped_column(String(1024), index=True)
+    title: Mapped[str | None] = mapped_column(Text, default=None)
+    content_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    warning: Mapped[str | None] = mapped_column(Text, default=None)
+    n_chunks: Mapped[int] = mapped_column(Integer, default=0)
+    meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    chunks: Mapped[list[Chunk]] = relationship(
+        back_populates="document", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="Chunk.number")
+    vectors: Mapped[list[DocumentVector]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True)
+
+
+class DocumentVector(Base):
+    """Document ``document_id`` has vectors from ``embedder`` for content ``content_hash``."""
+
+    __tablename__ = "document_vectors"
+    __table_args__ = (UniqueConstraint("document_id", "embedder"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    embedder: Mapped[str] = mapped_column(String(128))
+    content_hash: Mapped[str] = mapped_column(String(64))
+
+
+class Chunk(Base):
+    """One chunk of a document, mirrored by one point in the vector store."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (UniqueConstraint("document_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"),
+                                             index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    point_id: Mapped[str] = mapped_column(String(36))
+    start: Mapped[int] = mapped_column(Integer)
+    end: Mapped[int] = mapped_column(Integer)
+    n_tokens: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+
+    document: Mapped[Document] = relationship(back_populates="chunks")
+
+
+class IndexJob(Base):
+    """One ``facet index`` run: state, counters, timings (seconds per stage)."""
+
+    __tablename__ = "index_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collections.id", ondelete="CASCADE"), index=True)
+    source: Mapped[str] = mapped_column(String(1024))
+    embedder: Mapped[str] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    resumed_from: Mapped[int | None] = mapped_column(Integer, default=None)
+    docs_seen: Mapped[int] = mapped_column(Integer, default=0)
+    docs_indexed: Mapped[int] = mapped_column(Integer, default=0)
+    docs_skipped: Mapped[int] = mapped_column(Integer, default=0)
+    docs_failed: Mapped[int] = mapped_column(Integer, default=0)
+    docs_deleted: Mapped[int] = mapped_column(Integer, default=0)
+    chunks_written: Mapped[int] = mapped_column(Integer, default=0)
+    parse_s: Mapped[float] = mapped_column(Float, default=0.0)
+    encode_s: Mapped[float] = mapped_column(Float, default=0.0)
+    store_s: Mapped[float] = mapped_column(Float, default=0.0)
+    metadata_s: Mapped[float] = mapped_column(Float, default=0.0)
+    message: Mapped[str | None] = mapped_column(Text, default=None)
+    started_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(default=None)
+
+    errors: Mapped[list[JobError]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")
+    collection: Mapped[Collection] = relationship()
+
+
+class JobError(Base):
+    """A per-document error or warning of a job."""
+
+    __tablename__ = "job_errors"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("index_jobs.id", ondelete="CASCADE"), index=True)
+    document_key: Mapped[str] = mapped_column(String(1024))
+    kind: Mapped[str] = mapped_column(String(16))  # "error" or "warning"
+    message: Mapped[str] = mapped_column(Text)
+
+
+# ------------------------------------------------------------------- engine
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` with the schema created. SQLite gets foreign keys and WAL."""
+    engine = create_engine(url, future=True)
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(conn: Any, _record: Any) -> None:
+            cursor = conn.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+    Base.metadata.create_all(engine)
+    return engine
+
+
+# --------------------------------------------------------------- repository
+
+
+def get_collection(session: Session, name: str) -> Collection | None:
+    return session.scalar(select(Collection).where(Collection.name == name))
+
+
+def list_collections(session: Session) -> Sequence[Collection]:
+    return session.scalars(select(Collection).order_by(Collection.name)).all()
+
+
+def create_collection(session: Session, name: str, *, backend: str, chunk_size: int,
+                      chunk_overlap: int, tokenizer: str) -> Collection:
+    collection = Collection(name=name, backend=backend, chunk_size=chunk_size,
+                            chunk_overlap=chunk_overlap, tokenizer=tokenizer)
+    session.add(collection)
+    session.flush()
+    return collection
+
+
+def ensure_collection_embedder(session: Session, collection: Collection, name: str, dim: int,
+                               identity: str) -> CollectionEmbedder:
+    for existing in collection.embedders:
+        if existing.name == name:
+            return existing
+    row = CollectionEmbedder(name=name, dim=dim, identity=identity)
+    collection.embedders.append(row)
+    session.flush()
+    return row
+
+
+def documents_by_key(session: Session, collection_id: int,
+                     keys: Iterable[str]) -> dict[str, Document]:
+    keys = list(keys)
+    out: dict[str, Document] = {}
+    for start in range(0, len(keys), 500):  # stay under SQL parameter limits
+        part = keys[start:start + 500]
+        rows = session.scalars(select(Document).where(
+            Document.collection_id == collection_id, Document.key.in_(part))).all()
+        out.update({d.key: d for d in rows})
+    return out
+
+
+def vector_hashes(session: Session, document_ids: Iterable[int], embedder: str) -> dict[int, str]:
+    ids = list(document_ids)
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        rows = session.execute(select(DocumentVector.document_id, DocumentVector.content_hash)
+                               .where(DocumentVector.document_id.in_(ids[start:start + 500]),
+                                      DocumentVector.embedder == embedder)).all()
+        out.update({int(r[0]): str(r[1]) for r in rows})
+    return out
+
+
+def set_vector_hash(session: Session, document: Document, embedder: str, content_hash: str) -> None:
+    for row in document.vectors:
+        if row.embedder == embedder:
+            row.content_hash = content_hash
+            return
+    document.vectors.append(DocumentVector(embedder=embedder, content_hash=content_hash))
+
+
+def document_keys_under(session: Session, collection_id: int,
+                        sources: Sequence[str], prefix: str | None) -> dict[str, str]:
+    """Keys of documents whose source is one of ``sources`` or starts with ``prefix``,
+    mapped to their source (used by ``--sync`` to find deleted files and records)."""
+    query = select(Document.key, Document.source).where(Document.collection_id == collection_id)
+    rows = session.execute(query).all()
+    wanted = set(sources)
+    return {str(k): str(s) for k, s in rows
+            if s in wanted or (prefix is not None and str(s).startswith(prefix))}
+
+
+def chunk_point_ids(session: Session, document_ids: Iterable[int]) -> list[str]:
+    ids = list(document_ids)
+    out: list[str] = []
+    for start in range(0, len(ids), 500):
+        out.extend(session.scalars(select(Chunk.point_id).where(
+            Chunk.document_id.in_(ids[start:start + 500]))).all())
+    return out
+
+
+def replace_chunks(session: Session, document: Document, chunks: Sequence[Chunk]) -> None:
+    session.execute(delete(Chunk).where(Chunk.document_id == document.id))
+    session.expire(document, ["chunks"])
+    for chunk in chunks:
+        chunk.document_id = document.id
+        session.add(chunk)
+    document.n_chunks = len(chunks)
+
+
+def count_documents(session: Session, collection_id: int, status: str | None = None) -> int:
+    query = (select(func.count()).select_from(Document)
+             .where(Document.collection_id == collection_id))
+    if status is not None:
+        query = query.where(Document.status == status)
+    return int(session.scalar(query) or 0)
+
+
+def count_chunks(session: Session, collection_id: int) -> int:
+    return int(session.scalar(
+        select(func.count()).select_from(Chunk).join(Document)
+        .where(Document.collection_id == collection_id)) or 0)
+
+
+def get_job(session: Session, job_id: int) -> IndexJob | None:
+    return session.get(IndexJob, job_id)
+
+
+def list_jobs(session: Session, collection_id: int | None = None, limit: int = 20
+              ) -> Sequence[IndexJob]:
+    query = select(IndexJob).order_by(IndexJob.id.desc()).limit(limit)
+    if collection_id is not None:
+        query = query.where(IndexJob.collection_id == collection_id)
+    return session.scalars(query).all()
+
+
+def running_jobs(session: Session, collection_id: int) -> Sequence[IndexJob]:
+    return session.scalars(select(IndexJob).where(IndexJob.collection_id == collection_id,
+                                                  IndexJob.state == "running")).all()
+
+
+def delete_collection(session: Session, collection: Collection) -> None:
+    """Delete a collection and, explicitly (SQLite may lack cascades), everything under it."""
+    doc_ids = select(Document.id).where(Document.collection_id == collection.id)
+    session.execute(delete(Chunk).where(Chunk.document_id.in_(doc_ids)))
+    session.execute(delete(DocumentVector).where(DocumentVector.document_id.in_(doc_ids)))
+    session.execute(delete(Document).where(Document.collection_id == collection.id))
+    job_ids = select(IndexJob.id).where(IndexJob.collection_id == collection.id)
+    session.execute(delete(JobError).where(JobError.job_id.in_(job_ids)))
+    session.execute(delete(IndexJob).where(IndexJob.collection_id == collection.id))
+    session.execute(delete(CollectionEmbedder).where(
+        CollectionEmbedder.collection_id == collection.id))
+    session.delete(collection)
+
+
+def delete_documents(session: Session, documents: Sequence[Document]) -> None:
+    ids = [d.id for d in documents]
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        session.execute(delete(Chunk).where(Chunk.document_id.in_(part)))
+        session.execute(delete(DocumentVector).where(DocumentVector.document_id.in_(part)))
+        session.execute(delete(Document).where(Document.id.in_(part)))

@@ -1,0 +1,329 @@
+"""Turn a source (folder, file, BEIR corpus) into documents, one parser per format.
+
+Every parser yields either a ``ParsedDocument`` or a ``DocumentError``; a bad file or a
+bad line never stops the walk, so the caller can record the error and go on.
+
+Decisions on bad input:
+
+* **Binary data** (a NUL byte or more than 10% control characters in the first 8 KiB)
+  in a text format is rejected: ``DocumentError`` "looks binary".
+* **Invalid UTF-8** is decoded with U+FFFD replacement characters and the document is
+  indexed with a warning naming the first bad byte offset and the count; when more than
+  20% of the characters would be replacements the file is rejected as not text.
+* **Empty** documents (nothing but whitespace) are rejected: there is nothing to embed.
+* **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
+  their size and the limit, so a 50 MB log cannot stall a run.
+* **Malformed jsonl lines** are errors keyed ``path#L<line>`` with the line number; the
+  other lines of the file are indexed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import SourceNotFoundError, UnsupportedSourceError
+
+logger = logging.getLogger(__name__)
+
+TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
+HTML_SUFFIXES = {".html", ".htm"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".jsonl", ".csv"}
+
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+_SNIFF = 8192
+_MAX_REPLACEMENT_RATIO = 0.2
+_TEXT_FIELDS = ("text", "contents", "content", "body")
+_ID_FIELDS = ("_id", "id", "doc_id")
+
+
+@dataclass
+class ParsedDocument:
+    """A document ready to chunk.
+
+    Attributes:
+        key: the document id (unique in a collection): a file's absolute path, or the
+            ``_id``/``id`` of a jsonl/csv record.
+        source: the file it came from.
+        text: the text to chunk and embed.
+        title: a title when the format has one.
+        metadata: user metadata (extra jsonl/csv fields), JSON scalars only.
+        warnings: non-fatal problems (replaced invalid UTF-8 bytes).
+    """
+
+    key: str
+    source: str
+    text: str
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 over everything that ends up in the vectors or payloads."""
+        digest = hashlib.sha256()
+        for part in (self.text, self.title or "", json.dumps(self.metadata, sort_keys=True)):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\x00")
+        return digest.hexdigest()
+
+
+@dataclass
+class DocumentError:
+    """A document (or line) that could not be parsed; ``message`` says why and what to do."""
+
+    key: str
+    source: str
+    message: str
+
+
+ParseResult = ParsedDocument | DocumentError
+
+
+def discover(source: Path) -> list[Path]:
+    """The files to parse under ``source``, sorted, hidden files and folders skipped.
+
+    Raises:
+        SourceNotFoundError: ``source`` does not exist.
+        UnsupportedSourceError: ``source`` is a file of an unknown type.
+    """
+    if not source.exists():
+        raise SourceNotFoundError(
+            f"{source} does not exist; pass a folder, a file "
+            f"({', '.join(sorted(SUPPORTED_SUFFIXES))}) or a BEIR corpus.jsonl"
+        )
+    if source.is_file():
+        if source.suffix.lower() not in SUPPORTED_SUFFIXES:
+            raise UnsupportedSourceError(
+                f"{source}: unsupported file type {source.suffix or '(none)'!r}; "
+                f"supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"
+            )
+        return [source.resolve()]
+    files: list[Path] = []
+    skipped = 0
+    for path in sorted(source.resolve().rglob("*")):
+        rel = path.relative_to(source.resolve())
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+            continue
+        if path.suffix.lower() in SUPPORTED_SUFFIXES:
+            files.append(path)
+        else:
+            skipped += 1
+    if skipped:
+        logger.info("%s: skipped %d files of unsupported types", source, skipped)
+    return files
+
+
+def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ParseResult]:
+    """Parse every supported file under ``source`` (see ``discover`` for what raises)."""
+    for path in discover(source):
+        yield from parse_file(path, max_bytes=max_bytes)
+
+
+def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ParseResult]:
+    """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv)."""
+    suffix = path.suffix.lower()
+    key = str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        yield DocumentError(key, key, f"cannot read {path}: {e}")
+        return
+    if suffix in TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf"} and size > max_bytes:
+        yield DocumentError(
+            key, key,
+            f"{path} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.1f} MiB per-document "
+            "limit; split it or raise FACET_MAX_DOCUMENT_MB",
+        )
+        return
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        yield DocumentError(key, key, f"cannot read {path}: {e}")
+        return
+    if suffix == ".pdf":
+        yield _parse_pdf(path, data)
+        return
+    decoded = decode_text(data, str(path))
+    if isinstance(decoded, DocumentError):
+        yield decoded
+        return
+    text, warnings = decoded
+    if suffix == ".jsonl":
+        yield from _parse_jsonl(path, text, warnings, max_bytes)
+    elif suffix == ".csv":
+        yield from _parse_csv(path, text, warnings, max_bytes)
+    elif suffix in HTML_SUFFIXES:
+        yield _finish(_parse_html(path, text, warnings))
+    else:
+        yield _finish(ParsedDocument(key, key, text, title=_markdown_title(text) if suffix != ".txt"
+                                     else None, warnings=warnings))
+
+
+def looks_binary(data: bytes) -> bool:
+    """NUL bytes, or more than 10% control characters, in the first 8 KiB."""
+    head = data[:_SNIFF]
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    control = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 8, 27))
+    return control / len(head) > 0.10
+
+
+def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError:
+    """Decode UTF-8 (BOM allowed); replace invalid bytes with a warning, reject binary data."""
+    if looks_binary(data):
+        return DocumentError(name, name, f"{name} looks binary (NUL or control bytes), not text; "
+                                         "remove it from the source or convert it to text")
+    try:
+        return data.decode("utf-8-sig"), []
+    except UnicodeDecodeError as e:
+        first_bad = e.start
+    text = data.decode("utf-8-sig", errors="replace")
+    replaced = text.count("\ufffd")
+    if text and replaced / len(text) > _MAX_REPLACEMENT_RATIO:
+        return DocumentError(
+            name, name,
+            f"{name} is not UTF-8 text ({replaced} of {len(text)} characters undecodable); "
+            "convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+        )
+    return text, [f"{name}: invalid UTF-8 from byte {first_bad}; {replaced} characters "
+                  "replaced with U+FFFD"]
+
+
+def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
+    if isinstance(doc, ParsedDocument) and not doc.text.strip():
+        return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index")
+    return doc
+
+
+def _markdown_title(text: str) -> str | None:
+    for line in text.splitlines()[:20]:
+        if line.startswith("# "):
+            return line[2:].strip() or None
+    return None
+
+
+def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(text, "html.parser")
+    for tag in soup(["script", "style", "noscript", "template"]):
+        tag.decompose()
+    title = soup.title.get_text(strip=True) if soup.title else None
+    body = soup.body or soup
+    lines = [line.strip() for line in body.get_text("\n").splitlines()]
+    return ParsedDocument(str(path), str(path), "\n".join(x for x in lines if x),
+                          title=title or None, warnings=warnings)
+
+
+def _parse_pdf(path: Path, data: bytes) -> ParseResult:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    key = str(path)
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = reader.metadata.title if reader.metadata else None
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
+        return DocumentError(key, key, f"{path} is not a readable PDF ({e}); re-export it or "
+                                       "remove it from the source")
+    return _finish(ParsedDocument(key, key, "\n\n".join(p.strip() for p in pages if p.strip()),
+                                  title=str(title) if title else None))
+
+
+def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for k, v in record.items():
+        if k in skip or v is None:
+            continue
+        scalar = (str, int, float, bool)
+        if isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) for x in v)):
+            meta[str(k)] = v
+    return meta
+
+
+def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
+                     warnings: list[str]) -> ParseResult:
+    fallback_key = f"{path}#{where}"
+    text_field = next((f for f in _TEXT_FIELDS if f in record), None)
+    if text_field is None:
+        return DocumentError(fallback_key, str(path),
+                             f"{path}:{where}: no text field; expected one of "
+                             f"{', '.join(_TEXT_FIELDS)} "
+                             f"(found {', '.join(map(str, record)) or 'none'})")
+    id_field = next((f for f in _ID_FIELDS if record.get(f) not in (None, "")), None)
+    key = str(record[id_field]) if id_field else fallback_key
+    text = record[text_field]
+    if not isinstance(text, str):
+        return DocumentError(key, str(path), f"{path}:{where}: field {text_field!r} is "
+                                             f"{type(text).__name__}, expected a string")
+    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        return DocumentError(key, str(path), f"{path}:{where}: text is over the "
+                                             f"{max_bytes / 2**20:.1f} MiB per-document limit")
+    title = record.get("title")
+    title = str(title) if title not in (None, "") else None
+    # A BEIR record is title + text; both are embedded, so both are part of the document.
+    full = f"{title}\n{text}" if title and text.strip() else text
+    meta = _scalar_metadata(record, {text_field, "title", *(f for f in (id_field,) if f)})
+    doc = ParsedDocument(key, str(path), full, title=title, metadata=meta, warnings=list(warnings))
+    if not text.strip():
+        return DocumentError(key, str(path), f"{path}:{where}: record {key!r} has empty text")
+    return doc
+
+
+def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int
+                 ) -> Iterator[ParseResult]:
+    seen = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        seen += 1
+        where = f"L{lineno}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield DocumentError(f"{path}#{where}", str(path),
+                                f"{path}:{lineno}: malformed JSON line ({e.msg} at column "
+                                f"{e.colno}); fix or remove that line")
+            continue
+        if not isinstance(record, dict):
+            yield DocumentError(f"{path}#{where}", str(path),
+                                f"{path}:{lineno}: expected a JSON object, got "
+                                f"{type(record).__name__}")
+            continue
+        yield _record_document(path, record, where, max_bytes, warnings)
+    if seen == 0:
+        yield DocumentError(str(path), str(path), f"{path} is empty: no records to index")
+
+
+def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int
+               ) -> Iterator[ParseResult]:
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames:
+        yield DocumentError(str(path), str(path), f"{path} is empty: no header row")
+        return
+    fields = [f.strip() for f in reader.fieldnames]
+    text_field = next((f for f in _TEXT_FIELDS if f in fields), fields[0])
+    rows = 0
+    try:
+        for rowno, row in enumerate(reader, start=2):
+            rows += 1
+            record = {k.strip(): v for k, v in row.items() if k is not None}
+            if text_field not in _TEXT_FIELDS:
+                record["text"] = record.pop(text_field, "")
+            yield _record_document(path, record, f"row{rowno}", max_bytes, warnings)
+    except csv.Error as e:
+        yield DocumentError(f"{path}#row{reader.line_num}", str(path),
+                            f"{path}:{reader.line_num}: malformed CSV ({e})")
+    if rows == 0:
+        yield DocumentError(str(path), str(path), f"{path} has a header but no rows")

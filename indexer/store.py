@@ -1,0 +1,552 @@
+"""The vector store: one interface, two Qdrant backends.
+
+* ``EdgeStore``: ``qdrant-edge-py``, the Qdrant engine in process (HNSW, WAL). One shard
+  folder per collection under a root folder. The embedded default.
+* ``QdrantClientStore``: ``qdrant-client`` against a server URL (full stack), or its
+  local mode (a folder or ``:memory:``), which is how that code path is tested here.
+
+A collection holds one *named vector* per embedder (the vector name is the embedder
+name), each sized from that embedder's dimension, cosine distance. Point ids are
+deterministic (``point_id``: uuid5 of document id and chunk number), so writing the same
+chunk twice overwrites it instead of duplicating it.
+
+Filters are a mapping ``payload path -> value`` (match) or ``-> list of values``
+(match any); all entries must hold.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from indexer.errors import CollectionNotFoundError, StoreError
+
+logger = logging.getLogger(__name__)
+
+# Fixed namespace: the same (document, chunk) gets the same id on every machine and run.
+FACET_NAMESPACE = uuid.UUID("6f1d3c1e-5a0b-4f7e-9a53-2c8d7e4b9f10")
+DOC_ID_FIELD = "doc_id"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+Scalar = str | int | float | bool
+Filters = Mapping[str, Scalar | Sequence[Scalar]]
+
+
+def point_id(doc_id: str, chunk_no: int) -> str:
+    """Deterministic point id of chunk ``chunk_no`` of document ``doc_id``."""
+    return str(uuid.uuid5(FACET_NAMESPACE, f"{doc_id}\x00{chunk_no}"))
+
+
+def validate_name(name: str, what: str = "collection") -> str:
+    """Collection and vector names become folder names: keep them simple."""
+    if not _NAME.match(name or ""):
+        raise StoreError(
+            f"invalid {what} name {name!r}: use 1-128 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    """A point to write: id, one vector per embedder name, payload."""
+
+    id: str
+    vectors: Mapping[str, Sequence[float] | np.ndarray]
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A point read back: id, score (0 for retrieve/scroll) and payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+def _as_list(vector: Sequence[float] | np.ndarray) -> list[float]:
+    if isinstance(vector, np.ndarray):
+        return [float(x) for x in vector.astype(np.float32, copy=False).tolist()]
+    return [float(x) for x in vector]
+
+
+def _vector_dict(vectors: Any) -> dict[str, list[float]]:
+    return {str(k): [float(x) for x in v] for k, v in dict(vectors).items()}
+
+
+class VectorStore(ABC):
+    """What the index and search services need from a vector database."""
+
+    backend: str = "abstract"
+
+    @abstractmethod
+    def list_collections(self) -> list[str]: ...
+
+    @abstractmethod
+    def vector_sizes(self, collection: str) -> dict[str, int]:
+        """Named vectors of ``collection`` and their dimensions.
+
+        Raises:
+            CollectionNotFoundError: no such collection.
+        """
+
+    def collection_exists(self, collection: str) -> bool:
+        return collection in self.list_collections()
+
+    @abstractmethod
+    def ensure_collection(self, collection: str, vectors: Mapping[str, int]) -> None:
+        """Create ``collection`` or add missing named vectors.
+
+        Raises:
+            StoreError: a named vector exists with another dimension, or the backend
+                cannot add a vector to an existing collection.
+        """
+
+    @abstractmethod
+    def drop_collection(self, collection: str) -> bool:
+        """Delete a collection; returns whether it existed."""
+
+    @abstractmethod
+    def upsert(self, collection: str, points: Sequence[PointRecord]) -> None:
+        """Insert or overwrite whole points (vectors not given are not kept)."""
+
+    @abstractmethod
+    def update_vectors(self, collection: str, vector_name: str,
+                       ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Set one named vector on existing points, keeping their other vectors and payload."""
+
+    @abstractmethod
+    def delete(self, collection: str, ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Delete every point whose payload ``doc_id`` is one of ``doc_ids``."""
+
+    @abstractmethod
+    def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+               *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
+        """Nearest points by cosine similarity, best first."""
+
+    @abstractmethod
+    def count(self, collection: str, filters: Filters | None = None) -> int: ...
+
+    @abstractmethod
+    def retrieve(self, collection: str, ids: Sequence[str],
+                 with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
+        """Points by id (missing ids are left out), with their vectors when asked."""
+
+    @abstractmethod
+    def scroll(self, collection: str, *, limit: int = 1000,
+               filters: Filters | None = None) -> list[Hit]:
+        """Up to ``limit`` points (payloads), in id order."""
+
+    def optimize(self, collection: str) -> None:  # noqa: B027 - optional hook
+        """Build indexes after a bulk load (a no-op where the backend does it itself)."""
+
+    def flush(self) -> None:  # noqa: B027 - optional hook
+        """Make every write durable."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> VectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require(self, collection: str) -> None:
+        if not self.collection_exists(collection):
+            known = ", ".join(self.list_collections()) or "none yet"
+            raise CollectionNotFoundError(
+                f"no collection {collection!r} in the {self.backend} store (collections: {known}); "
+                "create it with `facet index SOURCE --collection NAME`"
+            )
+
+
+# --------------------------------------------------------------------------- edge
+
+
+class EdgeStore(VectorStore):
+    """Qdrant edge shards, one folder per collection under ``root``.
+
+    The shard itself does not report its vector configuration, so the named vectors and
+    their sizes are kept beside it in ``facet_vectors.json`` (written atomically).
+    """
+
+    backend = "edge"
+    _SIDE = "facet_vectors.json"
+
+    def __init__(self, root: Path | str) -> None:
+        import qdrant_edge
+
+        self._q = qdrant_edge
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._shards: dict[str, Any] = {}
+
+    def _dir(self, collection: str) -> Path:
+        return self.root / validate_name(collection)
+
+    def list_collections(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if (p / self._SIDE).is_file())
+
+    def collection_exists(self, collection: str) -> bool:
+        return (self._dir(collection) / self._SIDE).is_file()
+
+    def vector_sizes(self, collection: str) -> dict[str, int]:
+        self._require(collection)
+        data = json.loads((self._dir(collection) / self._SIDE).read_text())
+        return {str(k): int(v) for k, v in data.items()}
+
+    def _write_sizes(self, collection: str, sizes: Mapping[str, int]) -> None:
+        path = self._dir(collection) / self._SIDE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(dict(sizes), sort_keys=True))
+        os.replace(tmp, path)
+
+    def _shard(self, collection: str) -> Any:
+        shard = self._shards.get(collection)
+        if shard is None:
+            self._require(collection)
+            try:
+                shard = self._q.EdgeShard.load(str(self._dir(collection)))
+            except Exception as e:  # the binding raises plain Exceptions
+                raise StoreError(
+                    f"cannot open edge shard {self._dir(collection)}: {e}; another process may "
+                    "hold it (one process per data folder)") from e
+            self._shards[collection] = shard
+        return shard
+
+    def ensure_collection(self, collection: str, vectors: Mapping[str, int]) -> None:
+        q = self._q
+        for name in vectors:
+            validate_name(name, "vector")
+        path = self._dir(collection)
+        if not self.collection_exists(collection):
+            config = q.EdgeConfig(vectors={
+                name: q.EdgeVectorParams(size=int(dim), distance=q.Distance.Cosine)
+                for name, dim in vectors.items()})
+            if path.exists():  # a half-created shard from a killed run: start it again
+                shutil.rmtree(path)
+            try:
+                shard = q.EdgeShard.create(str(path), config)
+                shard.update(q.UpdateOperation.create_field_index(
+                    DOC_ID_FIELD, q.PayloadSchemaType.Keyword))
+            except Exception as e:
+                raise StoreError(f"cannot create edge shard {path}: {e}") from e
+            self._shards[collection] = shard
+            self._write_sizes(collection, vectors)
+            return
+        sizes = self.vector_sizes(collection)
+        added = False
+        for name, dim in vectors.items():
+            if name in sizes:
+                if sizes[name] != int(dim):
+                    raise StoreError(
+                        f"collection {collection!r} has vector {name!r} of size {sizes[name]}, "
+                        f"not {dim}; use another collection for this embedder")
+                continue
+            self._shard(collection).update(
+                q.UpdateOperation.create_dense_vector(name, int(dim), q.Distance.Cosine))
+            sizes[name] = int(dim)
+            added = True
+        if added:
+            self._write_sizes(collection, sizes)
+
+    def drop_collection(self, collection: str) -> bool:
+        shard = self._shards.pop(collection, None)
+        if shard is not None:
+            shard.close()
+        path = self._dir(collection)
+        if not path.exists():
+            return False
+        shutil.rmtree(path)
+        return True
+
+    def _filter(self, filters: Filters | None) -> Any:
+        if not filters:
+            return None
+        q = self._q
+        conditions = []
+        for key, value in filters.items():
+            if isinstance(value, list | tuple):
+                match: Any = q.MatchAny(list(value))
+            else:
+                match = q.MatchValue(value)
+            conditions.append(q.FieldCondition(key=key, match=match))
+        return q.Filter(must=conditions)
+
+    def upsert(self, collection: str, points: Sequence[PointRecord]) -> None:
+        if not points:
+            return
+        q = self._q
+        batch = [q.Point(p.id, {k: _as_list(v) for k, v in p.vectors.items()}, dict(p.payload))
+                 for p in points]
+        self._shard(collection).update(q.UpdateOperation.upsert_points(batch))
+
+    def update_vectors(self, collection: str, vector_name: str,
+                       ids: Sequence[str], vectors: np.ndarray) -> None:
+        if not len(ids):
+            return
+        q = self._q
+        ops = [q.PointVectors(pid, {vector_name: _as_list(vec)}) for pid, vec in zip(ids, vectors,
+                                                                                  strict=True)]
+        self._shard(collection).update(q.UpdateOperation.update_vectors(ops))
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        if ids:
+            self._shard(collection).update(self._q.UpdateOperation.delete_points(list(ids)))
+
+    def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
+        if doc_ids:
+            self._shard(collection).update(self._q.UpdateOperation.delete_points_by_filter(
+                self._filter({DOC_ID_FIELD: list(doc_ids)})))
+
+    def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+               *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
+        q = self._q
+        self._check_vector(collection, vector_name)
+        request = q.SearchRequest(
+            query=q.Query.Nearest(_as_list(vector), using=vector_name), limit=int(limit),
+            filter=self._filter(filters), with_payload=True,
+            params=q.SearchParams(exact=True) if exact else None)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {}))
+                for p in self._shard(collection).search(request)]
+
+    def _check_vector(self, collection: str, vector_name: str) -> None:
+        sizes = self.vector_sizes(collection)
+        if vector_name not in sizes:
+            raise StoreError(
+                f"collection {collection!r} has no vectors from {vector_name!r} "
+                f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
+
+    def count(self, collection: str, filters: Filters | None = None) -> int:
+        return int(self._shard(collection).count(
+            self._q.CountRequest(exact=True, filter=self._filter(filters))))
+
+    def retrieve(self, collection: str, ids: Sequence[str],
+                 with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
+        records = self._shard(collection).retrieve(list(ids), with_payload=True,
+                                                   with_vector=with_vectors)
+        out = []
+        for r in records:
+            vec = r.vector if isinstance(r.vector, dict) else {}
+            out.append((Hit(str(r.id), 0.0, dict(r.payload or {})),
+                        _vector_dict(vec)))
+        return out
+
+    def scroll(self, collection: str, *, limit: int = 1000,
+               filters: Filters | None = None) -> list[Hit]:
+        q = self._q
+        hits: list[Hit] = []
+        offset = None
+        while len(hits) < limit:
+            records, offset = self._shard(collection).scroll(q.ScrollRequest(
+                offset=offset, limit=min(1000, limit - len(hits)), filter=self._filter(filters),
+                with_payload=True))
+            hits.extend(Hit(str(r.id), 0.0, dict(r.payload or {})) for r in records)
+            if offset is None or not records:
+                break
+        return hits
+
+    def optimize(self, collection: str) -> None:
+        self._shard(collection).optimize()
+
+    def flush(self) -> None:
+        for shard in self._shards.values():
+            shard.flush()
+
+    def close(self) -> None:
+        for shard in self._shards.values():
+            shard.flush()
+            shard.close()
+        self._shards.clear()
+
+
+# ------------------------------------------------------------------ qdrant-client
+
+
+class QdrantClientStore(VectorStore):
+    """``qdrant-client``: a server (``url``) or local mode (``path`` folder or ``":memory:"``)."""
+
+    def __init__(self, *, url: str | None = None, path: Path | str | None = None,
+                 api_key: str | None = None) -> None:
+        from qdrant_client import QdrantClient, models
+
+        self._m = models
+        if url:
+            self.backend = "server"
+            self._client = QdrantClient(url=url, api_key=api_key)
+        elif path is not None:
+            self.backend = "local"
+            if str(path) == ":memory:":
+                self._client = QdrantClient(location=":memory:")
+            else:
+                Path(path).mkdir(parents=True, exist_ok=True)
+                try:
+                    self._client = QdrantClient(path=str(path))
+                except RuntimeError as e:
+                    raise StoreError(f"cannot open qdrant local storage {path}: {e}") from e
+        else:
+            raise StoreError("QdrantClientStore needs a server url or a local path (or ':memory:')")
+
+    def list_collections(self) -> list[str]:
+        return sorted(c.name for c in self._client.get_collections().collections)
+
+    def collection_exists(self, collection: str) -> bool:
+        return bool(self._client.collection_exists(validate_name(collection)))
+
+    def vector_sizes(self, collection: str) -> dict[str, int]:
+        self._require(collection)
+        vectors = self._client.get_collection(collection).config.params.vectors
+        if not isinstance(vectors, dict):
+            raise StoreError(f"collection {collection!r} has an unnamed vector; Facet collections "
+                             "use one named vector per embedder")
+        return {name: int(p.size) for name, p in vectors.items()}
+
+    def ensure_collection(self, collection: str, vectors: Mapping[str, int]) -> None:
+        m = self._m
+        for name in vectors:
+            validate_name(name, "vector")
+        if not self.collection_exists(collection):
+            self._client.create_collection(collection, vectors_config={
+                name: m.VectorParams(size=int(dim), distance=m.Distance.COSINE)
+                for name, dim in vectors.items()})
+            if self.backend == "server":  # local mode has no payload indexes
+                self._client.create_payload_index(collection, DOC_ID_FIELD,
+                                                  m.PayloadSchemaType.KEYWORD)
+            return
+        sizes = self.vector_sizes(collection)
+        for name, dim in vectors.items():
+            if name not in sizes:
+                raise StoreError(
+                    f"collection {collection!r} has no vector {name!r} and the {self.backend} "
+                    "backend cannot add one to an existing collection; index this embedder "
+                    "into a new collection, or use the edge backend (FACET_VECTOR_BACKEND=edge)")
+            if sizes[name] != int(dim):
+                raise StoreError(f"collection {collection!r} has vector {name!r} of size "
+                                 f"{sizes[name]}, not {dim}; use another collection")
+
+    def drop_collection(self, collection: str) -> bool:
+        if not self.collection_exists(collection):
+            return False
+        self._client.delete_collection(collection)
+        return True
+
+    def _filter(self, filters: Filters | None) -> Any:
+        if not filters:
+            return None
+        m = self._m
+        conditions: list[Any] = []
+        for key, value in filters.items():
+            if isinstance(value, list | tuple):
+                match: Any = m.MatchAny(any=list(value))
+            else:
+                match = m.MatchValue(value=value)
+            conditions.append(m.FieldCondition(key=key, match=match))
+        return m.Filter(must=conditions)
+
+    def upsert(self, collection: str, points: Sequence[PointRecord]) -> None:
+        if not points:
+            return
+        m = self._m
+        self._client.upsert(collection, wait=True, points=[
+            m.PointStruct(id=p.id, vector={k: _as_list(v) for k, v in p.vectors.items()},
+                          payload=dict(p.payload)) for p in points])
+
+    def update_vectors(self, collection: str, vector_name: str,
+                       ids: Sequence[str], vectors: np.ndarray) -> None:
+        if not len(ids):
+            return
+        m = self._m
+        self._client.update_vectors(collection, wait=True, points=[
+            m.PointVectors(id=pid, vector={vector_name: _as_list(vec)})
+            for pid, vec in zip(ids, vectors, strict=True)])
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        if ids:
+            self._client.delete(collection, wait=True,
+                                points_selector=self._m.PointIdsList(points=list(ids)))
+
+    def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
+        if doc_ids:
+            self._client.delete(collection, wait=True, points_selector=self._m.FilterSelector(
+                filter=self._filter({DOC_ID_FIELD: list(doc_ids)})))
+
+    def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+               *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
+        sizes = self.vector_sizes(collection)
+        if vector_name not in sizes:
+            raise StoreError(
+                f"collection {collection!r} has no vectors from {vector_name!r} "
+                f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
+        response = self._client.query_points(
+            collection, query=_as_list(vector), using=vector_name, limit=int(limit),
+            query_filter=self._filter(filters), with_payload=True,
+            search_params=self._m.SearchParams(exact=True) if exact else None)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+
+    def count(self, collection: str, filters: Filters | None = None) -> int:
+        self._require(collection)
+        return int(self._client.count(collection, count_filter=self._filter(filters),
+                                      exact=True).count)
+
+    def retrieve(self, collection: str, ids: Sequence[str],
+                 with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
+        records = self._client.retrieve(collection, ids=list(ids), with_payload=True,
+                                        with_vectors=with_vectors)
+        out = []
+        for r in records:
+            vec = r.vector if isinstance(r.vector, dict) else {}
+            out.append((Hit(str(r.id), 0.0, dict(r.payload or {})),
+                        _vector_dict(vec)))
+        return out
+
+    def scroll(self, collection: str, *, limit: int = 1000,
+               filters: Filters | None = None) -> list[Hit]:
+        hits: list[Hit] = []
+        offset = None
+        while len(hits) < limit:
+            records, offset = self._client.scroll(
+                collection, scroll_filter=self._filter(filters), limit=min(1000, limit - len(hits)),
+                offset=offset, with_payload=True)
+            hits.extend(Hit(str(r.id), 0.0, dict(r.payload or {})) for r in records)
+            if offset is None or not records:
+                break
+        return hits
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def open_store(backend: str, *, data_dir: Path, url: str | None = None,
+               api_key: str | None = None) -> VectorStore:
+    """Build the store the settings ask for.
+
+    Args:
+        backend: ``edge`` (default embedded), ``local`` (qdrant-client local mode) or
+            ``server`` (qdrant-client against ``url``). A URL alone implies ``server``.
+        data_dir: where embedded stores keep their folders.
+    """
+    if url and backend in ("edge", "server"):
+        return QdrantClientStore(url=url, api_key=api_key)
+    if backend == "edge":
+        return EdgeStore(data_dir / "qdrant-edge")
+    if backend == "local":
+        return QdrantClientStore(path=data_dir / "qdrant-local")
+    if backend == "server":
+        raise StoreError("FACET_VECTOR_BACKEND=server needs FACET_QDRANT_URL (e.g. http://localhost:6333)")
+    raise StoreError(f"unknown vector backend {backend!r}; use edge, local or server")
