@@ -1,0 +1,175 @@
+"""``facet eval``: evaluate an embedder (name or checkpoint) on the benchmark tasks."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from app.cli import handle_errors
+from app.errors import InvalidRequestError, NotFoundError
+from app.settings import get_settings
+
+
+def register(cli: typer.Typer) -> None:
+    """Add the ``eval`` command to the ``facet`` CLI."""
+    cli.command("eval")(eval_cmd)
+
+
+def _split(names: str | None) -> list[str]:
+    return [n.strip() for n in (names or "").split(",") if n.strip()]
+
+
+@handle_errors
+def eval_cmd(
+    embedder: Annotated[
+        str | None, typer.Argument(help="embedder name (see `facet embedders`) or checkpoint dir")
+    ] = None,
+    suite: Annotated[
+        str, typer.Option("--suite", "-s", help="quick (fixed subsamples) or full")
+    ] = "quick",
+    tasks: Annotated[
+        str | None, typer.Option("--tasks", "-t", help="comma-separated task names; default all")
+    ] = None,
+    baselines: Annotated[
+        str,
+        typer.Option(
+            "--baselines", "-b", help="comma-separated embedders reported beside it; '' for none"
+        ),
+    ] = "minilm,backbone-prompteol",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="output folder; default results/<name>-<suite>"),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir", help="dataset root (default: settings shared_data_dir, ../shared/data)"
+        ),
+    ] = None,
+    rerank_first_stage: Annotated[
+        str, typer.Option("--rerank-first-stage", help="first-stage embedder of rerank tasks")
+    ] = "minilm",
+    rerank_top_n: Annotated[
+        int | None,
+        typer.Option(
+            "--rerank-top-n", help="candidates re-scored per query (default: quick 20, full 100)"
+        ),
+    ] = None,
+    doc_max_words: Annotated[
+        int | None,
+        typer.Option(
+            "--doc-max-words",
+            help="truncate retrieval documents to "
+            "N words (default: quick 128, full whole; 0 = whole)",
+        ),
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
+    no_instructions: Annotated[
+        bool, typer.Option("--no-instructions", help="drop every instruction (ablation)")
+    ] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="do not read or write the embedding cache")
+    ] = False,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache-dir", help="embedding cache folder (default <data_dir>/cache/embeddings)"
+        ),
+    ] = None,
+    list_tasks: Annotated[
+        bool,
+        typer.Option("--list-tasks", help="list tasks with their per-suite parameters and exit"),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="with --list-tasks: machine-readable")
+    ] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="hide progress bars")] = False,
+) -> None:
+    """Evaluate EMBEDDER on STS, retrieval, rerank, clustering, multi-view clustering and
+    classification tasks, with baselines beside it; writes results.json and results.md."""
+    from app.evaluation.cache import EmbeddingCache
+    from app.evaluation.runner import EvalRunner, markdown_table, write_report
+    from app.evaluation.suites import (
+        SUITES,
+        SuiteOptions,
+        build_tasks,
+        describe_tasks,
+        resolve_task_names,
+    )
+
+    if suite not in SUITES:
+        raise InvalidRequestError(f"unknown suite {suite!r}; use one of: {', '.join(SUITES)}")
+    if list_tasks:
+        described = describe_tasks()
+        if as_json:
+            typer.echo(json.dumps(described, indent=2))
+            return
+        width = max(len(d["name"]) for d in described)
+        for d in described:
+            typer.echo(f"{d['name']:<{width}}  {d['kind']:<14} {d['description']}")
+            quick = ", ".join(f"{k}={v}" for k, v in d["quick"].items())
+            typer.echo(f"{'':<{width}}  {'':<14} quick: {quick}; full: all items, whole documents")
+        return
+    if embedder is None:
+        raise InvalidRequestError(
+            "name the embedder to evaluate, e.g. `facet eval minilm`; "
+            "`facet eval --list-tasks` lists the tasks"
+        )
+    if batch_size < 1:
+        raise InvalidRequestError(f"--batch-size must be a positive integer, got {batch_size}")
+    if rerank_top_n is not None and rerank_top_n < 1:
+        raise InvalidRequestError(f"--rerank-top-n must be a positive integer, got {rerank_top_n}")
+    if doc_max_words is not None and doc_max_words < 0:
+        raise InvalidRequestError(f"--doc-max-words must be >= 0, got {doc_max_words}")
+
+    settings = get_settings()
+    root = (data_dir or settings.shared_data_dir).expanduser()
+    root = root if root.is_absolute() else Path.cwd() / root
+    if not root.is_dir():
+        raise NotFoundError(
+            f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR"
+        )
+
+    names = resolve_task_names(tasks)
+    options = SuiteOptions(
+        rerank_first_stage=rerank_first_stage,
+        rerank_top_n=rerank_top_n,
+        doc_max_words=doc_max_words,
+    )
+    task_list = build_tasks(root, suite, names, options)
+    cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))
+
+    from embedders import load_embedder
+
+    runner = EvalRunner(
+        lambda name: load_embedder(name, device=settings.device),
+        cache,
+        batch_size=batch_size,
+        show_progress=not no_progress,
+        use_instructions=not no_instructions,
+    )
+
+    def show(name: str, result: object) -> None:
+        from app.evaluation.tasks import TaskResult
+
+        assert isinstance(result, TaskResult)
+        typer.echo(
+            f"{name} {result.task}: {result.main_metric} = {100 * result.main_score:.2f} "
+            f"({result.seconds:.0f}s)",
+            err=True,
+        )
+
+    report = runner.run(embedder, _split(baselines), task_list, suite, on_result=show)
+    safe = Path(embedder).name.replace(" ", "_") or "embedder"
+    out_dir = out or Path("results") / f"{safe}-{suite}"
+    command = "facet " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    json_path, md_path = write_report(report, out_dir, command)
+    typer.echo(markdown_table(report))
+    typer.echo(
+        f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)"
+    )

@@ -1,0 +1,1 @@
+"""The evaluation harness behind ``facet eval``: loaders, metrics, tasks, cache, runner."""

@@ -1,0 +1,144 @@
+"""On-disk embedding cache, so re-running an evaluation (or a baseline beside it) is cheap.
+
+Each vector is keyed by ``sha256(identity, role, instruction, text)``. Vectors are
+grouped in a bucket folder per (embedder identity, role, instruction); each ``encode``
+that had misses appends one ``chunk-*.npz`` (keys + float32 vectors), written to a
+temporary name and renamed so a killed run never leaves a half-written chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from embedders import Embedder, Role
+
+logger = logging.getLogger(__name__)
+
+
+def text_key(identity: str, role: str, instruction: str | None, text: str) -> str:
+    """The cache key of one embedding."""
+    payload = json.dumps([identity, role, instruction, text], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _bucket_name(identity: str, role: str, instruction: str | None) -> tuple[str, str]:
+    model = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:20]
+    prompt = hashlib.sha256(json.dumps([role, instruction]).encode("utf-8")).hexdigest()[:20]
+    return model, prompt
+
+
+class EmbeddingCache:
+    """Vectors on disk under ``root``; ``root=None`` disables caching (always encode)."""
+
+    def __init__(self, root: str | Path | None) -> None:
+        self.root = Path(root) if root is not None else None
+        self._loaded: dict[Path, dict[str, np.ndarray]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _bucket(self, identity: str, role: str, instruction: str | None) -> Path | None:
+        if self.root is None:
+            return None
+        model, prompt = _bucket_name(identity, role, instruction)
+        return self.root / model / prompt
+
+    def _load_bucket(self, bucket: Path) -> dict[str, np.ndarray]:
+        if bucket in self._loaded:
+            return self._loaded[bucket]
+        table: dict[str, np.ndarray] = {}
+        for chunk in sorted(bucket.glob("chunk-*.npz")) if bucket.is_dir() else []:
+            try:
+                with np.load(chunk, allow_pickle=False) as z:
+                    keys, vectors = z["keys"], z["vectors"]
+            except (OSError, ValueError, KeyError) as e:
+                # A damaged chunk only costs a re-encode; say so rather than fail the run.
+                logger.warning("ignoring unreadable cache chunk %s: %s", chunk, e)
+                continue
+            for k, v in zip(keys.tolist(), vectors, strict=True):
+                table[k] = v
+        self._loaded[bucket] = table
+        return table
+
+    def _write_chunk(
+        self,
+        bucket: Path,
+        identity: str,
+        role: str,
+        instruction: str | None,
+        keys: list[str],
+        vectors: np.ndarray,
+    ) -> None:
+        bucket.mkdir(parents=True, exist_ok=True)
+        meta = bucket / "meta.json"
+        if not meta.exists():
+            meta.write_text(
+                json.dumps(
+                    {"identity": identity, "role": role, "instruction": instruction}, indent=1
+                )
+            )
+        digest = hashlib.sha256("".join(keys).encode()).hexdigest()[:16]
+        fd, tmp = tempfile.mkstemp(dir=bucket, suffix=".npz.tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, keys=np.array(keys, dtype="<U64"), vectors=vectors.astype(np.float32))
+            os.replace(tmp, bucket / f"chunk-{digest}.npz")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def encode(
+        self,
+        embedder: Embedder,
+        texts: Sequence[str],
+        *,
+        role: Role | str,
+        instruction: str | None,
+        batch_size: int = 32,
+        show_progress: bool = True,
+    ) -> np.ndarray:
+        """Embeddings of ``texts`` (float32, (n, dim)); only unique, uncached texts are encoded."""
+        role_value = Role.parse(role).value
+        # Embedders strip instructions and treat "" as none; key the same way.
+        instr = instruction.strip() if instruction and instruction.strip() else None
+        identity = embedder.identity
+        keys = [text_key(identity, role_value, instr, t) for t in texts]
+        bucket = self._bucket(identity, role_value, instr)
+        table = self._load_bucket(bucket) if bucket is not None else {}
+        missing: dict[str, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if k not in table and k not in missing:
+                missing[k] = t
+        self.hits += len(keys) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            new_keys = list(missing)
+            vectors = embedder.encode(
+                [missing[k] for k in new_keys],
+                role=role_value,
+                instruction=instr,
+                batch_size=batch_size,
+                show_progress=show_progress,
+            )
+            if bucket is not None:
+                self._write_chunk(bucket, identity, role_value, instr, new_keys, vectors)
+            for k, v in zip(new_keys, vectors, strict=True):
+                table[k] = v
+            if bucket is None:
+                # Without a cache keep vectors only for this call.
+                out = (
+                    np.stack([table[k] for k in keys])
+                    if keys
+                    else np.zeros((0, embedder.dim), np.float32)
+                )
+                return out.astype(np.float32, copy=False)
+        if not keys:
+            return np.zeros((0, embedder.dim), dtype=np.float32)
+        return np.stack([table[k] for k in keys]).astype(np.float32, copy=False)

@@ -1,0 +1,522 @@
+"""Readers for the generic evaluation formats.
+
+Every reader takes a path, so any dataset in the same format can be evaluated, and
+raises :class:`app.errors.DataError` naming the file and (1-based) line of the first
+malformed record. Formats:
+
+* STS csv (STS-B): no header, ``sentence1,sentence2,score``.
+* SICK tsv: header with ``sentence_A``, ``sentence_B``, ``relatedness_score``, ``SemEval_set``.
+* BEIR folder: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``,
+  ``text``), ``qrels/<split>.tsv`` (header, then ``query-id corpus-id score``).
+* GoalEx clustering folder: ``data.json`` (``goal``, ``texts``), ``labels.json`` (``labels``).
+* Labelled texts (classification): a delimited file with a header naming a text and a label column.
+* CLINC150 ``data_full.json`` + ``domains.json``: built into a two-view clustering set.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StsPair:
+    sentence1: str
+    sentence2: str
+    score: float
+
+
+@dataclass
+class BeirData:
+    """A retrieval set.
+
+    ``corpus`` maps doc id -> (title, text); ``qrels`` query id -> {doc id: grade}.
+    """
+
+    corpus: dict[str, tuple[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, float]]
+
+
+@dataclass
+class ClusteringView:
+    """One labelling of a list of texts, with the instruction that asks for it."""
+
+    name: str
+    texts: list[str]
+    labels: list[int]
+    instruction: str | None
+    label_names: list[str] = field(default_factory=list)
+
+    @property
+    def n_labels(self) -> int:
+        return len(set(self.labels))
+
+
+@dataclass
+class LabelledTexts:
+    texts: list[str]
+    labels: list[str]
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _require_file(path: Path) -> None:
+    if not path.is_file():
+        raise DataError(f"{path}: file not found (check --data-dir or the dataset path)")
+
+
+def _open_text(path: Path) -> Any:
+    _require_file(path)
+    try:
+        return path.open(encoding="utf-8", newline="")
+    except OSError as e:
+        raise DataError(f"{path}: cannot be opened: {e}") from e
+
+
+def _read_json(path: Path) -> Any:
+    _require_file(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}, line {e.lineno}: invalid JSON: {e.msg}") from e
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text: {e}") from e
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}, line {lineno}: invalid JSON: {e.msg}") from e
+            if not isinstance(obj, dict):
+                raise DataError(
+                    f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}"
+                )
+            yield lineno, obj
+
+
+def _str_field(
+    obj: dict[str, Any], key: str, path: Path, lineno: int, *, required: bool = True
+) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # some BEIR sets write numeric ids
+    if not isinstance(value, str):
+        raise DataError(f"{path}, line {lineno}: field {key!r} must be a string, got {value!r:.60}")
+    return value
+
+
+def _float(value: str, what: str, path: Path, lineno: int) -> float:
+    try:
+        number = float(value)
+    except ValueError as e:
+        raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a number") from e
+    if number != number:  # NaN
+        raise DataError(f"{path}, line {lineno}: {what} is NaN")
+    return number
+
+
+# -- STS ------------------------------------------------------------------------------
+
+
+def load_sts_csv(path: str | Path) -> list[StsPair]:
+    """Read an STS-B style csv: no header, ``sentence1,sentence2,score`` (quoted where needed)."""
+    p = Path(path)
+    pairs: list[StsPair] = []
+    with _open_text(p) as f:
+        reader = csv.reader(f)
+        try:
+            for row in reader:
+                lineno = reader.line_num
+                if not row or all(not c.strip() for c in row):
+                    continue
+                if len(row) != 3:
+                    raise DataError(
+                        f"{p}, line {lineno}: expected 3 fields (sentence1,sentence2,score), "
+                        f"got {len(row)}; "
+                        "quote sentences that contain commas"
+                    )
+                s1, s2, score = row
+                if not s1.strip() or not s2.strip():
+                    raise DataError(f"{p}, line {lineno}: empty sentence")
+                pairs.append(StsPair(s1, s2, _float(score, "score", p, lineno)))
+        except csv.Error as e:
+            raise DataError(f"{p}, line {reader.line_num}: malformed csv: {e}") from e
+    if not pairs:
+        raise DataError(f"{p}: no sentence pairs found")
+    return pairs
+
+
+def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
+    """Read SICK.txt (tab-separated, header); keep rows whose ``SemEval_set`` is ``split``."""
+    p = Path(path)
+    needed = ("sentence_A", "sentence_B", "relatedness_score", "SemEval_set")
+    pairs: list[StsPair] = []
+    with _open_text(p) as f:
+        header_line = f.readline()
+        header = header_line.rstrip("\r\n").split("\t")
+        missing = [c for c in needed if c not in header]
+        if missing:
+            raise DataError(
+                f"{p}, line 1: header lacks column(s) {', '.join(missing)}; found {header}"
+            )
+        col = {c: header.index(c) for c in needed}
+        for lineno, line in enumerate(f, start=2):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != len(header):
+                raise DataError(
+                    f"{p}, line {lineno}: expected {len(header)} tab-separated fields, "
+                    f"got {len(fields)}"
+                )
+            if fields[col["SemEval_set"]].strip().upper() != split.upper():
+                continue
+            s1, s2 = fields[col["sentence_A"]], fields[col["sentence_B"]]
+            if not s1.strip() or not s2.strip():
+                raise DataError(f"{p}, line {lineno}: empty sentence")
+            pairs.append(
+                StsPair(
+                    s1, s2, _float(fields[col["relatedness_score"]], "relatedness_score", p, lineno)
+                )
+            )
+    if not pairs:
+        raise DataError(f"{p}: no rows with SemEval_set == {split!r}")
+    return pairs
+
+
+# -- retrieval -------------------------------------------------------------------------
+
+
+def load_beir(folder: str | Path, split: str = "test") -> BeirData:
+    """Read a BEIR folder. Queries without judgements are dropped; judgements on unknown ids are
+    dropped with a warning (some published sets have a few)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise DataError(
+            f"{root}: BEIR folder not found (expected corpus.jsonl, queries.jsonl, qrels/)"
+        )
+    corpus: dict[str, tuple[str, str]] = {}
+    path = root / "corpus.jsonl"
+    for lineno, obj in _jsonl(path):
+        doc_id = _str_field(obj, "_id", path, lineno)
+        title = _str_field(obj, "title", path, lineno, required=False)
+        text = _str_field(obj, "text", path, lineno)
+        if doc_id in corpus:
+            raise DataError(f"{path}, line {lineno}: duplicate _id {doc_id!r}")
+        corpus[doc_id] = (title, text)
+    queries: dict[str, str] = {}
+    path = root / "queries.jsonl"
+    for lineno, obj in _jsonl(path):
+        queries[_str_field(obj, "_id", path, lineno)] = _str_field(obj, "text", path, lineno)
+    qrels: dict[str, dict[str, float]] = {}
+    path = root / "qrels" / f"{split}.tsv"
+    unknown = 0
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            fields = line.strip().split("\t") if "\t" in line else line.split()
+            if not fields or not line.strip():
+                continue
+            if lineno == 1 and fields[0] in ("query-id", "query_id", "qid"):
+                continue
+            if len(fields) == 4:  # TREC style: qid 0 docid grade
+                fields = [fields[0], fields[2], fields[3]]
+            if len(fields) != 3:
+                raise DataError(
+                    f"{path}, line {lineno}: expected 'query-id<TAB>corpus-id<TAB>score', "
+                    f"got {len(fields)} field(s)"
+                )
+            qid, did, grade = fields
+            score = _float(grade, "score", path, lineno)
+            if qid not in queries or did not in corpus:
+                unknown += 1
+                continue
+            qrels.setdefault(qid, {})[did] = score
+    if unknown:
+        logger.warning(
+            "%s: %d judgement(s) name a query or document that does not exist; ignored",
+            path,
+            unknown,
+        )
+    if not qrels:
+        raise DataError(f"{path}: no usable relevance judgements")
+    return BeirData(corpus, {q: queries[q] for q in qrels}, qrels)
+
+
+# -- clustering ------------------------------------------------------------------------
+
+
+def load_goalex(
+    folder: str | Path, instruction: str | None = None, name: str | None = None
+) -> ClusteringView:
+    """Read a GoalEx folder (``data.json`` + ``labels.json``).
+
+    Args:
+        folder: the folder.
+        instruction: overrides the ``goal`` from data.json as the instruction.
+        name: view name; default the folder name.
+    """
+    root = Path(folder)
+    data_path, labels_path = root / "data.json", root / "labels.json"
+    data = _read_json(data_path)
+    labels_obj = _read_json(labels_path)
+    if not isinstance(data, dict) or not isinstance(data.get("texts"), list):
+        raise DataError(f"{data_path}, line 1: expected an object with a 'texts' list")
+    if not isinstance(labels_obj, dict) or not isinstance(labels_obj.get("labels"), list):
+        raise DataError(f"{labels_path}, line 1: expected an object with a 'labels' list")
+    texts = data["texts"]
+    labels = labels_obj["labels"]
+    for i, t in enumerate(texts):
+        if not isinstance(t, str) or not t.strip():
+            raise DataError(
+                f"{data_path}, line {_json_item_line(data_path, 'texts', i)}: "
+                f"texts[{i}] is not a non-empty string"
+            )
+    for i, label in enumerate(labels):
+        if isinstance(label, bool) or not isinstance(label, int):
+            raise DataError(
+                f"{labels_path}, line {_json_item_line(labels_path, 'labels', i)}: "
+                f"labels[{i}] = {label!r:.40} is not an integer"
+            )
+    if len(texts) != len(labels):
+        raise DataError(
+            f"{labels_path}, line 1: {len(labels)} labels for {len(texts)} texts in {data_path}"
+        )
+    if len(set(labels)) < 2:
+        raise DataError(f"{labels_path}, line 1: needs at least two distinct labels to cluster")
+    goal = data.get("goal")
+    if instruction is None:
+        if goal is not None and not isinstance(goal, str):
+            raise DataError(f"{data_path}, line 1: 'goal' must be a string")
+        instruction = goal or None
+    names = labels_obj.get("class_descriptions")
+    label_names = [str(n) for n in names] if isinstance(names, list) else []
+    return ClusteringView(name or root.name, list(texts), list(labels), instruction, label_names)
+
+
+def _json_item_line(path: Path, key: str, index: int) -> int:
+    """Best-effort line number of ``key``'s ``index``-th list item in a JSON file (1 if unknown)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return 1
+    start = text.find(f'"{key}"')
+    if start < 0:
+        return 1
+    decoder = json.JSONDecoder()
+    pos = text.find("[", start) + 1
+    for i in range(index + 1):
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if i == index:
+            return text.count("\n", 0, pos) + 1
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return 1
+    return 1
+
+
+def load_multiview(
+    folders: Sequence[str | Path], instructions: Sequence[str | None] | None = None
+) -> list[ClusteringView]:
+    """Read two or more GoalEx folders that label the same texts (same order).
+
+    Raises:
+        DataError: fewer than two views, or a view's texts differ from the first view's.
+    """
+    if len(folders) < 2:
+        raise DataError(
+            "multi-view clustering needs at least two GoalEx folders over the same texts"
+        )
+    if instructions is not None and len(instructions) != len(folders):
+        raise DataError(f"{len(instructions)} instructions for {len(folders)} views")
+    views = [
+        load_goalex(f, instructions[i] if instructions else None) for i, f in enumerate(folders)
+    ]
+    check_same_texts(views)
+    return views
+
+
+def check_same_texts(views: Sequence[ClusteringView]) -> None:
+    first = views[0]
+    for view in views[1:]:
+        if len(view.texts) != len(first.texts):
+            raise DataError(
+                f"view {view.name!r} has {len(view.texts)} texts, view {first.name!r} has "
+                f"{len(first.texts)}; multi-view sets must label identical texts"
+            )
+        for i, (a, b) in enumerate(zip(first.texts, view.texts, strict=True)):
+            if a != b:
+                raise DataError(
+                    f"view {view.name!r} text {i} differs from view {first.name!r}: "
+                    f"{b!r:.50} vs {a!r:.50}; multi-view sets must label identical texts "
+                    "in the same order"
+                )
+
+
+def write_goalex(view: ClusteringView, folder: str | Path) -> Path:
+    """Write a view as a GoalEx folder (so a built set can be read back like any other)."""
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "data.json").write_text(
+        json.dumps({"goal": view.instruction or "", "texts": view.texts}, indent=1)
+    )
+    (root / "labels.json").write_text(
+        json.dumps({"class_descriptions": view.label_names, "labels": view.labels}, indent=1)
+    )
+    return root
+
+
+CLINC_INTENT_INSTRUCTION = (
+    "Identify the specific intent of this request to a virtual assistant: "
+    "the exact action the user wants"
+)
+CLINC_DOMAIN_INSTRUCTION = (
+    "Identify the broad domain of this request to a virtual assistant, "
+    "such as banking, travel or cooking"
+)
+
+
+def build_clinc_multiview(
+    data_path: str | Path,
+    domains_path: str | Path,
+    *,
+    split: str = "test",
+    n: int | None = 2000,
+    seed: int = 0,
+    intent_instruction: str = CLINC_INTENT_INSTRUCTION,
+    domain_instruction: str = CLINC_DOMAIN_INSTRUCTION,
+) -> list[ClusteringView]:
+    """Build the intent and domain views of the same CLINC150 texts.
+
+    Args:
+        data_path: ``data_full.json`` (splits of ``[text, intent]`` items).
+        domains_path: ``domains.json`` mapping domain -> list of intents.
+        split: which split to use (out-of-scope items are never included).
+        n: size of the seeded subsample; None keeps the whole split.
+        seed: subsample seed.
+    """
+    dp, mp = Path(data_path), Path(domains_path)
+    data = _read_json(dp)
+    domains = _read_json(mp)
+    if not isinstance(data, dict) or not isinstance(data.get(split), list):
+        raise DataError(
+            f"{dp}, line 1: no {split!r} split "
+            f"(found {sorted(data) if isinstance(data, dict) else '?'})"
+        )
+    if not isinstance(domains, dict) or not all(isinstance(v, list) for v in domains.values()):
+        raise DataError(f"{mp}, line 1: expected an object mapping domain -> list of intents")
+    intent_to_domain: dict[str, str] = {}
+    for domain, intents in domains.items():
+        for intent in intents:
+            if intent in intent_to_domain:
+                raise DataError(
+                    f"{mp}: intent {intent!r} is listed under both "
+                    f"{intent_to_domain[intent]!r} and {domain!r}"
+                )
+            intent_to_domain[str(intent)] = str(domain)
+    items: list[tuple[str, str]] = []
+    for i, item in enumerate(data[split]):
+        if not (
+            isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+        ):
+            raise DataError(
+                f"{dp}, line {_json_item_line(dp, split, i)}: {split}[{i}] must be "
+                f"[text, intent], got {item!r:.60}"
+            )
+        if item[1] not in intent_to_domain:
+            raise DataError(
+                f"{dp}, line {_json_item_line(dp, split, i)}: intent {item[1]!r} of {split}[{i}] "
+                f"is in no domain of {mp}"
+            )
+        items.append((item[0], item[1]))
+    if n is not None and n < len(items):
+        items = random.Random(seed).sample(items, n)
+    intents = sorted({intent for _, intent in items})
+    domain_names = sorted({intent_to_domain[intent] for _, intent in items})
+    texts = [t for t, _ in items]
+    intent_ids = {name: i for i, name in enumerate(intents)}
+    domain_ids = {name: i for i, name in enumerate(domain_names)}
+    return [
+        ClusteringView(
+            "intent", texts, [intent_ids[i] for _, i in items], intent_instruction, intents
+        ),
+        ClusteringView(
+            "domain",
+            list(texts),
+            [domain_ids[intent_to_domain[i]] for _, i in items],
+            domain_instruction,
+            domain_names,
+        ),
+    ]
+
+
+# -- classification --------------------------------------------------------------------
+
+
+def load_labelled_texts(
+    path: str | Path,
+    *,
+    delimiter: str = ",",
+    text_column: str = "text",
+    label_column: str = "label",
+) -> LabelledTexts:
+    """Read a delimited file with a header row naming ``text_column`` and ``label_column``."""
+    p = Path(path)
+    texts: list[str] = []
+    labels: list[str] = []
+    with _open_text(p) as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise DataError(
+                    f"{p}: empty file (expected a header with {text_column!r} and {label_column!r})"
+                )
+            missing = [c for c in (text_column, label_column) if c not in header]
+            if missing:
+                raise DataError(
+                    f"{p}, line 1: header lacks column(s) {', '.join(missing)}; found {header}"
+                )
+            ti, li = header.index(text_column), header.index(label_column)
+            for row in reader:
+                lineno = reader.line_num
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise DataError(
+                        f"{p}, line {lineno}: expected {len(header)} fields separated by "
+                        f"{delimiter!r}, got {len(row)}"
+                    )
+                if not row[ti].strip() or not row[li].strip():
+                    raise DataError(
+                        f"{p}, line {lineno}: empty "
+                        f"{text_column if not row[ti].strip() else label_column}"
+                    )
+                texts.append(row[ti])
+                labels.append(row[li].strip())
+        except csv.Error as e:
+            raise DataError(f"{p}, line {reader.line_num}: malformed file: {e}") from e
+    if not texts:
+        raise DataError(f"{p}: no rows after the header")
+    return LabelledTexts(texts, labels)

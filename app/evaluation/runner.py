@@ -1,0 +1,190 @@
+"""Run a list of tasks for an embedder and its baselines, and write the report.
+
+``EvalRunner`` is a plain object holding the logic; the CLI only parses options,
+calls :meth:`EvalRunner.run` and :func:`write_report`, and prints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.evaluation.cache import EmbeddingCache
+from app.evaluation.tasks import EvalContext, Task, TaskResult
+from embedders import Embedder
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EmbedderRun:
+    """All task results of one embedder."""
+
+    embedder: str
+    identity: str
+    results: list[TaskResult]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "embedder": self.embedder,
+            "identity": self.identity,
+            "seconds": round(self.seconds, 2),
+            "results": [r.to_dict() for r in self.results],
+        }
+
+
+@dataclass
+class EvalReport:
+    """The evaluated embedder first, then its baselines."""
+
+    suite: str
+    runs: list[EmbedderRun]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "host": platform.node(),
+            "settings": self.settings,
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+
+class EvalRunner:
+    """Evaluates embedders on tasks with a shared embedding cache.
+
+    Args:
+        load_embedder: builds an embedder from a name or checkpoint path (loaded once each).
+        cache: the embedding cache.
+        batch_size: texts per forward pass.
+        show_progress: progress bars while encoding.
+        use_instructions: False drops all instructions.
+    """
+
+    def __init__(
+        self,
+        load_embedder: Callable[[str], Embedder],
+        cache: EmbeddingCache,
+        *,
+        batch_size: int = 32,
+        show_progress: bool = True,
+        use_instructions: bool = True,
+    ) -> None:
+        self._load = load_embedder
+        self._loaded: dict[str, Embedder] = {}
+        self.cache = cache
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.use_instructions = use_instructions
+
+    def embedder(self, name: str) -> Embedder:
+        if name not in self._loaded:
+            self._loaded[name] = self._load(name)
+        return self._loaded[name]
+
+    def run_one(
+        self,
+        name: str,
+        tasks: Sequence[Task],
+        on_result: Callable[[str, TaskResult], None] | None = None,
+    ) -> EmbedderRun:
+        start = time.perf_counter()
+        model = self.embedder(name)
+        ctx = EvalContext(
+            model,
+            self.cache,
+            self.batch_size,
+            self.show_progress,
+            self.use_instructions,
+            self.embedder,
+        )
+        results = []
+        for task in tasks:
+            logger.info("%s: running %s", name, task.name)
+            result = task.run(ctx)
+            results.append(result)
+            if on_result is not None:
+                on_result(name, result)
+        return EmbedderRun(name, model.identity, results, time.perf_counter() - start)
+
+    def run(
+        self,
+        embedder: str,
+        baselines: Sequence[str],
+        tasks: Sequence[Task],
+        suite: str,
+        on_result: Callable[[str, TaskResult], None] | None = None,
+    ) -> EvalReport:
+        """Evaluate ``embedder`` then each baseline (skipping repeats of the same name)."""
+        names = list(dict.fromkeys([embedder, *baselines]))
+        runs = [self.run_one(n, tasks, on_result) for n in names]
+        settings = {
+            "batch_size": self.batch_size,
+            "use_instructions": self.use_instructions,
+            "cache_hits": self.cache.hits,
+            "cache_misses": self.cache.misses,
+        }
+        return EvalReport(suite, runs, settings)
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.2f}"
+
+
+def markdown_table(report: EvalReport, *, details: bool = True) -> str:
+    """One row per task metric, one column per embedder (evaluated embedder first), scores x 100."""
+    names = [r.embedder for r in report.runs]
+    rows: list[tuple[str, str]] = []  # (task, metric) in first-seen order
+    table: dict[tuple[str, str, str], float] = {}
+    for run in report.runs:
+        for res in run.results:
+            metrics_ = list(res.scores) if details else [res.main_metric]
+            for m in metrics_:
+                if m.endswith("_std"):
+                    continue
+                if (res.task, m) not in rows:
+                    rows.append((res.task, m))
+                table[(run.embedder, res.task, m)] = res.scores[m]
+    header = "| task | metric | " + " | ".join(names) + " |"
+    sep = "|---|---|" + "---:|" * len(names)
+    lines = [header, sep]
+    main = {(res.task, res.main_metric) for run in report.runs for res in run.results}
+    for task, m in rows:
+        label = f"**{m}**" if (task, m) in main else m
+        cells = [_fmt(table.get((n, task, m))) for n in names]
+        lines.append(f"| {task} | {label} | " + " | ".join(cells) + " |")
+    if details:
+        secs = " | ".join(f"{run.seconds:.0f}" for run in report.runs)
+        lines.append(f"| *all* | seconds | {secs} |")
+    return "\n".join(lines)
+
+
+def write_report(
+    report: EvalReport, out_dir: Path, command: str | None = None
+) -> tuple[Path, Path]:
+    """Write ``results.json`` and ``results.md`` under ``out_dir``; returns their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = report.to_dict()
+    if command:
+        data["command"] = command
+    json_path = out_dir / "results.json"
+    json_path.write_text(json.dumps(data, indent=2, sort_keys=False))
+    md_path = out_dir / "results.md"
+    title = f"# facet eval: {report.runs[0].embedder} ({report.suite} suite)\n\n"
+    cmd = f"Command: `{command}`\n\n" if command else ""
+    note = (
+        "Scores x 100. The main metric of each task is in bold. `cross_A|B` is view A's labels "
+        "clustered on embeddings made with view B's instruction; "
+        "`steer_gap` is matched minus crossed.\n\n"
+    )
+    md_path.write_text(title + cmd + note + markdown_table(report) + "\n")
+    return json_path, md_path

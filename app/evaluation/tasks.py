@@ -1,0 +1,585 @@
+"""Evaluation tasks: each turns a dataset (read through :mod:`app.evaluation.loaders`) and
+an embedder into a few scores.
+
+A task is built with its data source and subsample parameters but loads nothing until
+it first runs; its prepared data are kept so the baselines beside an embedder see
+exactly the same items. Scores are fractions; the report multiplies by 100.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from app.evaluation import metrics
+from app.evaluation.cache import EmbeddingCache
+from app.evaluation.loaders import (
+    BeirData,
+    ClusteringView,
+    LabelledTexts,
+    StsPair,
+    check_same_texts,
+)
+from embedders import Embedder, Role
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_KMEANS_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+
+
+@dataclass
+class TaskResult:
+    """Scores of one task for one embedder."""
+
+    task: str
+    kind: str
+    main_metric: str
+    scores: dict[str, float]
+    info: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def main_score(self) -> float:
+        return self.scores[self.main_metric]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "kind": self.kind,
+            "main_metric": self.main_metric,
+            "scores": self.scores,
+            "info": self.info,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+@dataclass
+class EvalContext:
+    """What a task needs to embed texts.
+
+    Attributes:
+        embedder: the embedder under evaluation.
+        cache: embedding cache (``EmbeddingCache(None)`` disables it).
+        batch_size: texts per forward pass.
+        show_progress: draw progress bars.
+        use_instructions: False drops every instruction (an ablation: does the instruction help?).
+        load_embedder: builds another embedder by name (the first stage of rerank tasks).
+    """
+
+    embedder: Embedder
+    cache: EmbeddingCache
+    batch_size: int = 32
+    show_progress: bool = True
+    use_instructions: bool = True
+    load_embedder: Callable[[str], Embedder] | None = None
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        role: Role | str,
+        instruction: str | None,
+        embedder: Embedder | None = None,
+    ) -> np.ndarray:
+        return self.cache.encode(
+            embedder or self.embedder,
+            texts,
+            role=role,
+            instruction=instruction if self.use_instructions else None,
+            batch_size=self.batch_size,
+            show_progress=self.show_progress,
+        )
+
+    def other_embedder(self, name: str) -> Embedder:
+        if self.load_embedder is None:
+            raise RuntimeError("this evaluation context cannot load other embedders")
+        return self.load_embedder(name)
+
+
+def sample_indices(total: int, n: int | None, seed: int) -> list[int]:
+    """A fixed, sorted random subset of ``range(total)`` of size ``n`` (all if n is None)."""
+    if n is None or n >= total:
+        return list(range(total))
+    return sorted(random.Random(seed).sample(range(total), n))
+
+
+def truncate_words(text: str, max_words: int | None) -> str:
+    """The first ``max_words`` whitespace-separated words (embedder-independent truncation)."""
+    if max_words is None:
+        return text
+    words = text.split()
+    return text if len(words) <= max_words else " ".join(words[:max_words])
+
+
+def kmeans_v_measure(
+    embeddings: np.ndarray, labels: Sequence[int], seeds: Sequence[int]
+) -> tuple[float, float]:
+    """Mean and std over ``seeds`` of the V-measure of k-means (k = number of distinct labels)."""
+    from sklearn.cluster import KMeans
+
+    k = len(set(labels))
+    scores = []
+    for seed in seeds:
+        pred = KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(embeddings)
+        scores.append(metrics.v_measure(labels, pred))
+    return float(np.mean(scores)), float(np.std(scores))
+
+
+class Task(ABC):
+    """One evaluation task. Subclasses implement :meth:`evaluate`."""
+
+    kind: str = "task"
+    main_metric: str = ""
+
+    def __init__(self, name: str, description: str = "") -> None:
+        self.name = name
+        self.description = description
+
+    def run(self, ctx: EvalContext) -> TaskResult:
+        start = time.perf_counter()
+        scores, info = self.evaluate(ctx)
+        return TaskResult(
+            self.name, self.kind, self.main_metric, scores, info, time.perf_counter() - start
+        )
+
+    @abstractmethod
+    def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        """Return (scores, info); scores are fractions keyed by metric name."""
+
+
+# -- STS ------------------------------------------------------------------------------
+
+
+class StsTask(Task):
+    """Spearman correlation between cosine similarity and gold scores.
+
+    Args:
+        source: returns the pairs (called once).
+        sample: pairs to keep (seeded subsample), None for all.
+        instruction: instruction for both sentences (default none).
+        role: role for both sentences.
+    """
+
+    kind = "sts"
+    main_metric = "spearman"
+
+    def __init__(
+        self,
+        name: str,
+        source: Callable[[], list[StsPair]],
+        *,
+        sample: int | None = None,
+        seed: int = 0,
+        instruction: str | None = None,
+        role: str = "document",
+        description: str = "",
+    ) -> None:
+        super().__init__(name, description)
+        self.source, self.sample, self.seed = source, sample, seed
+        self.instruction, self.role = instruction, role
+        self._pairs: list[StsPair] | None = None
+
+    def pairs(self) -> list[StsPair]:
+        if self._pairs is None:
+            everything = self.source()
+            self._pairs = [
+                everything[i] for i in sample_indices(len(everything), self.sample, self.seed)
+            ]
+        return self._pairs
+
+    def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        pairs = self.pairs()
+        a = ctx.encode([p.sentence1 for p in pairs], role=self.role, instruction=self.instruction)
+        b = ctx.encode([p.sentence2 for p in pairs], role=self.role, instruction=self.instruction)
+        cosine = (a * b).sum(axis=1)  # rows are L2-normalised
+        score = metrics.spearman(cosine, [p.score for p in pairs])
+        return {"spearman": score}, {"pairs": len(pairs), "instruction": self.instruction}
+
+
+# -- retrieval ---------------------------------------------------------------------------
+
+
+@dataclass
+class RetrievalSet:
+    """Prepared retrieval data: ids and texts in a fixed order, and the judgements."""
+
+    query_ids: list[str]
+    query_texts: list[str]
+    doc_ids: list[str]
+    doc_texts: list[str]
+    qrels: dict[str, dict[str, float]]
+
+
+class RetrievalTask(Task):
+    """Dense retrieval over a BEIR set: nDCG@10 and Recall@100.
+
+    Args:
+        source: returns the BEIR data.
+        instruction: query instruction (documents get ``doc_instruction``, default none).
+        doc_max_words: documents (title + text) cut to this many words; None keeps them whole.
+        n_queries: seeded subsample of the judged queries; None for all.
+        n_docs: corpus subset size: every document judged for the kept queries plus a seeded
+            random sample of the others up to this size; None keeps the whole corpus.
+    """
+
+    kind = "retrieval"
+    main_metric = "ndcg@10"
+
+    def __init__(
+        self,
+        name: str,
+        source: Callable[[], BeirData],
+        *,
+        instruction: str | None,
+        doc_instruction: str | None = None,
+        doc_max_words: int | None = None,
+        n_queries: int | None = None,
+        n_docs: int | None = None,
+        seed: int = 0,
+        ndcg_k: int = 10,
+        recall_k: int = 100,
+        description: str = "",
+    ) -> None:
+        super().__init__(name, description)
+        self.source = source
+        self.instruction, self.doc_instruction = instruction, doc_instruction
+        self.doc_max_words, self.n_queries, self.n_docs, self.seed = (
+            doc_max_words,
+            n_queries,
+            n_docs,
+            seed,
+        )
+        self.ndcg_k, self.recall_k = ndcg_k, recall_k
+        self.main_metric = f"ndcg@{ndcg_k}"
+        self._data: RetrievalSet | None = None
+
+    def data(self) -> RetrievalSet:
+        if self._data is not None:
+            return self._data
+        beir = self.source()
+        qids = sorted(beir.qrels)
+        qids = [qids[i] for i in sample_indices(len(qids), self.n_queries, self.seed)]
+        qrels = {q: beir.qrels[q] for q in qids}
+        doc_ids = sorted(beir.corpus)
+        if self.n_docs is not None and self.n_docs < len(doc_ids):
+            judged = {d for rel in qrels.values() for d in rel}
+            others = [d for d in doc_ids if d not in judged]
+            extra = max(0, self.n_docs - len(judged))
+            keep = judged | {others[i] for i in sample_indices(len(others), extra, self.seed)}
+            doc_ids = [d for d in doc_ids if d in keep]
+        doc_texts = [
+            truncate_words(f"{beir.corpus[d][0]} {beir.corpus[d][1]}".strip(), self.doc_max_words)
+            for d in doc_ids
+        ]
+        self._data = RetrievalSet(qids, [beir.queries[q] for q in qids], doc_ids, doc_texts, qrels)
+        return self._data
+
+    def info(self) -> dict[str, Any]:
+        d = self.data()
+        return {
+            "queries": len(d.query_ids),
+            "documents": len(d.doc_ids),
+            "doc_max_words": self.doc_max_words,
+            "instruction": self.instruction,
+        }
+
+    def rank(
+        self, ctx: EvalContext, embedder: Embedder | None, k: int, instruction: str | None
+    ) -> dict[str, list[str]]:
+        d = self.data()
+        q = ctx.encode(d.query_texts, role=Role.QUERY, instruction=instruction, embedder=embedder)
+        docs = ctx.encode(
+            d.doc_texts, role=Role.DOCUMENT, instruction=self.doc_instruction, embedder=embedder
+        )
+        top = metrics.top_k(q @ docs.T, k)  # (queries, k)
+        return {qid: [d.doc_ids[j] for j in row] for qid, row in zip(d.query_ids, top, strict=True)}
+
+    def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        rankings = self.rank(ctx, None, max(self.ndcg_k, self.recall_k), self.instruction)
+        qrels = self.data().qrels
+        scores = {
+            f"ndcg@{self.ndcg_k}": metrics.mean_over_queries(rankings, qrels, "ndcg", self.ndcg_k),
+            f"recall@{self.recall_k}": metrics.mean_over_queries(
+                rankings, qrels, "recall", self.recall_k
+            ),
+        }
+        return scores, self.info()
+
+
+class RerankTask(Task):
+    """A first-stage embedder's top-N per query, re-scored by the evaluated embedder.
+
+    Both stages see the retrieval task's queries and documents. The first stage embeds
+    queries with ``first_stage_instruction`` (default none, as a plain first stage would);
+    the reranker gets the task instruction. Only the candidates are embedded by the reranker.
+    """
+
+    kind = "rerank"
+    main_metric = "ndcg@10"
+
+    def __init__(
+        self,
+        name: str,
+        retrieval: RetrievalTask,
+        *,
+        first_stage: str = "minilm",
+        top_n: int = 100,
+        first_stage_instruction: str | None = None,
+        description: str = "",
+    ) -> None:
+        super().__init__(name, description)
+        self.retrieval, self.first_stage, self.top_n = retrieval, first_stage, top_n
+        self.first_stage_instruction = first_stage_instruction
+        self.main_metric = f"ndcg@{retrieval.ndcg_k}"
+        self._candidates: dict[str, list[str]] | None = None
+
+    def candidates(self, ctx: EvalContext) -> dict[str, list[str]]:
+        if self._candidates is None:
+            first = ctx.other_embedder(self.first_stage)
+            self._candidates = self.retrieval.rank(
+                ctx, first, self.top_n, self.first_stage_instruction
+            )
+        return self._candidates
+
+    def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        data = self.retrieval.data()
+        candidates = self.candidates(ctx)
+        k = self.retrieval.ndcg_k
+        needed = sorted({doc for docs in candidates.values() for doc in docs})
+        position = {doc: i for i, doc in enumerate(data.doc_ids)}
+        doc_vecs = ctx.encode(
+            [data.doc_texts[position[d]] for d in needed],
+            role=Role.DOCUMENT,
+            instruction=self.retrieval.doc_instruction,
+        )
+        row = {doc: i for i, doc in enumerate(needed)}
+        q_vecs = ctx.encode(
+            data.query_texts, role=Role.QUERY, instruction=self.retrieval.instruction
+        )
+        reranked: dict[str, list[str]] = {}
+        for qi, qid in enumerate(data.query_ids):
+            cands = candidates[qid]
+            sims = doc_vecs[[row[d] for d in cands]] @ q_vecs[qi]
+            # Stable sort: equal scores keep the first stage's order.
+            order = sorted(range(len(cands)), key=lambda j: -float(sims[j]))
+            reranked[qid] = [cands[j] for j in order]
+        scores = {
+            f"ndcg@{k}": metrics.mean_over_queries(reranked, data.qrels, "ndcg", k),
+            f"first_stage_ndcg@{k}": metrics.mean_over_queries(candidates, data.qrels, "ndcg", k),
+            f"first_stage_recall@{self.top_n}": metrics.mean_over_queries(
+                candidates, data.qrels, "recall", self.top_n
+            ),
+        }
+        info = {
+            **self.retrieval.info(),
+            "first_stage": self.first_stage,
+            "top_n": self.top_n,
+            "reranked_documents": len(needed),
+        }
+        return scores, info
+
+
+# -- clustering ----------------------------------------------------------------------------
+
+
+def _subsample_view(view: ClusteringView, n: int | None, seed: int) -> ClusteringView:
+    idx = sample_indices(len(view.texts), n, seed)
+    return ClusteringView(
+        view.name,
+        [view.texts[i] for i in idx],
+        [view.labels[i] for i in idx],
+        view.instruction,
+        view.label_names,
+    )
+
+
+class ClusteringTask(Task):
+    """V-measure of k-means on the embeddings, k = number of labels, mean over fixed seeds.
+
+    Args:
+        source: returns the view (texts, labels, instruction).
+        instruction: overrides the view's instruction (the GoalEx goal).
+        sample: seeded subsample of texts; None for all.
+    """
+
+    kind = "clustering"
+    main_metric = "v_measure"
+
+    def __init__(
+        self,
+        name: str,
+        source: Callable[[], ClusteringView],
+        *,
+        instruction: str | None = None,
+        sample: int | None = None,
+        seed: int = 0,
+        kmeans_seeds: Sequence[int] = DEFAULT_KMEANS_SEEDS,
+        role: str = "query",
+        description: str = "",
+    ) -> None:
+        super().__init__(name, description)
+        self.source, self.instruction, self.sample, self.seed = source, instruction, sample, seed
+        self.kmeans_seeds, self.role = tuple(kmeans_seeds), role
+        self._view: ClusteringView | None = None
+
+    def view(self) -> ClusteringView:
+        if self._view is None:
+            self._view = _subsample_view(self.source(), self.sample, self.seed)
+            if self.instruction is not None:
+                self._view.instruction = self.instruction
+        return self._view
+
+    def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        view = self.view()
+        emb = ctx.encode(view.texts, role=self.role, instruction=view.instruction)
+        mean, std = kmeans_v_measure(emb, view.labels, self.kmeans_seeds)
+        return {"v_measure": mean, "v_measure_std": std}, {
+            "texts": len(view.texts),
+            "k": view.n_labels,
+            "kmeans_seeds": list(self.kmeans_seeds),
+            "instruction": view.instruction,
+        }
+
+
+class MultiViewClusteringTask(Task):
+    """The same texts under two or more labelings, each asked for by its own instruction.
+
+    Scores: ``v_<view>`` (labels of a view, embeddings under that view's instruction), their
+    harmonic mean ``hmean`` (main), ``cross_<labels>|<instruction>`` (a view's labels scored
+    on embeddings made with another view's instruction), and ``steer_gap``: the mean of
+    matched minus crossed. A positive gap means the instruction moves the embedding
+    towards the labeling it asks for; zero means the instruction is ignored.
+    """
+
+    kind = "multiview"
+    main_metric = "hmean"
+
+    def __init__(
+        self,
+        name: str,
+        source: Callable[[], list[ClusteringView]],
+        *,
+        sample: int | None = None,
+        seed: int = 0,
+        kmeans_seeds: Sequence[int] = DEFAULT_KMEANS_SEEDS,
+        role: str = "query",
+        description: str = "",
+    ) -> None:
+        super().__init__(name, description)
+        self.source, self.sample, self.seed = source, sample, seed
+        self.kmeans_seeds, self.role = tuple(kmeans_seeds), role
+        self._views: list[ClusteringView] | None = None
+
+    def views(self) -> list[ClusteringView]:
+        if self._views is None:
+            views = self.source()
+            if len(views) < 2:
+                raise ValueError(
+                    f"{self.name}: multi-view clustering needs at least two views, got {len(views)}"
+                )
+            check_same_texts(views)
+            self._views = [_subsample_view(v, self.sample, self.seed) for v in views]
+        return self._views
+
+    def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        views = self.views()
+        texts = views[0].texts
+        embeddings = {
+            v.name: ctx.encode(texts, role=self.role, instruction=v.instruction) for v in views
+        }
+        scores: dict[str, float] = {}
+        gaps: list[float] = []
+        matched: list[float] = []
+        for labels_view in views:
+            own, _ = kmeans_v_measure(
+                embeddings[labels_view.name], labels_view.labels, self.kmeans_seeds
+            )
+            scores[f"v_{labels_view.name}"] = own
+            matched.append(own)
+            for instr_view in views:
+                if instr_view is labels_view:
+                    continue
+                crossed, _ = kmeans_v_measure(
+                    embeddings[instr_view.name], labels_view.labels, self.kmeans_seeds
+                )
+                scores[f"cross_{labels_view.name}|{instr_view.name}"] = crossed
+                gaps.append(own - crossed)
+        scores["hmean"] = metrics.harmonic_mean(matched)
+        scores["steer_gap"] = float(np.mean(gaps))
+        info = {
+            "texts": len(texts),
+            "views": {v.name: {"k": v.n_labels, "instruction": v.instruction} for v in views},
+            "kmeans_seeds": list(self.kmeans_seeds),
+        }
+        return scores, info
+
+
+# -- classification ------------------------------------------------------------------------
+
+
+class ClassificationTask(Task):
+    """Logistic regression on frozen embeddings: fit on (a subsample of) train, accuracy on test."""
+
+    kind = "classification"
+    main_metric = "accuracy"
+
+    def __init__(
+        self,
+        name: str,
+        train: Callable[[], LabelledTexts],
+        test: Callable[[], LabelledTexts],
+        *,
+        instruction: str | None = None,
+        n_train: int | None = None,
+        n_test: int | None = None,
+        seed: int = 0,
+        role: str = "query",
+        description: str = "",
+    ) -> None:
+        super().__init__(name, description)
+        self.train_source, self.test_source = train, test
+        self.instruction, self.n_train, self.n_test, self.seed, self.role = (
+            instruction,
+            n_train,
+            n_test,
+            seed,
+            role,
+        )
+        self._data: tuple[LabelledTexts, LabelledTexts] | None = None
+
+    def data(self) -> tuple[LabelledTexts, LabelledTexts]:
+        if self._data is None:
+            parts = []
+            for source, n in ((self.train_source, self.n_train), (self.test_source, self.n_test)):
+                full = source()
+                idx = sample_indices(len(full.texts), n, self.seed)
+                parts.append(
+                    LabelledTexts([full.texts[i] for i in idx], [full.labels[i] for i in idx])
+                )
+            self._data = (parts[0], parts[1])
+        return self._data
+
+    def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        from sklearn.linear_model import LogisticRegression
+
+        train, test = self.data()
+        if len(set(train.labels)) < 2:
+            raise ValueError(f"{self.name}: the training sample has fewer than two labels")
+        x_train = ctx.encode(train.texts, role=self.role, instruction=self.instruction)
+        x_test = ctx.encode(test.texts, role=self.role, instruction=self.instruction)
+        clf = LogisticRegression(max_iter=1000, random_state=self.seed)
+        clf.fit(x_train, train.labels)
+        predicted = clf.predict(x_test).tolist()
+        return {"accuracy": metrics.accuracy(test.labels, predicted)}, {
+            "train": len(train.texts),
+            "test": len(test.texts),
+            "labels": len(set(train.labels)),
+            "instruction": self.instruction,
+        }

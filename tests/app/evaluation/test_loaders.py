@@ -1,0 +1,228 @@
+"""Loaders: good files parse; malformed ones raise DataError naming the file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.errors import DataError
+from app.evaluation import loaders
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _raises(match: str, func, *args, **kwargs) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(DataError, match=match) as info:
+        func(*args, **kwargs)
+    return str(info.value)
+
+
+# -- STS csv -----------------------------------------------------------------------------
+
+
+def test_sts_csv_reads_quoted_commas(tmp_path: Path) -> None:
+    p = _write(tmp_path / "sts.csv", 'A cat.,A dog.,1.5\n"Hi, there.",Hello.,4\n')
+    pairs = loaders.load_sts_csv(p)
+    assert pairs == [loaders.StsPair("A cat.", "A dog.", 1.5), loaders.StsPair("Hi, there.", "Hello.", 4.0)]
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "what"),
+    [
+        ("a,b,1\na,b\n", 2, "expected 3 fields"),
+        ("a,b,1\na,b,1\nx,y,high\n", 3, "not a number"),
+        ("a,b,1\n,b,2\n", 2, "empty sentence"),
+        ("a,b,c,1\n", 1, "expected 3 fields"),
+    ],
+)
+def test_sts_csv_malformed(tmp_path: Path, content: str, line: int, what: str) -> None:
+    p = _write(tmp_path / "bad.csv", content)
+    msg = _raises(what, loaders.load_sts_csv, p)
+    assert str(p) in msg and f"line {line}:" in msg
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    msg = _raises("file not found", loaders.load_sts_csv, tmp_path / "nope.csv")
+    assert "nope.csv" in msg
+
+
+# -- SICK ----------------------------------------------------------------------------------
+
+SICK_HEADER = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tSemEval_set\n"
+
+
+def test_sick_keeps_the_split(tmp_path: Path) -> None:
+    p = _write(tmp_path / "SICK.txt", SICK_HEADER + "1\ta\tb\t4.5\tTEST\n2\tc\td\t1\tTRAIN\n")
+    assert loaders.load_sick(p) == [loaders.StsPair("a", "b", 4.5)]
+    assert loaders.load_sick(p, "TRAIN") == [loaders.StsPair("c", "d", 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "what"),
+    [
+        ("pair_ID\tsentence_A\tsentence_B\tSemEval_set\n", 1, "relatedness_score"),
+        (SICK_HEADER + "1\ta\tb\t4.5\tTEST\n2\ta\tb\tTEST\n", 3, "expected 5 tab-separated"),
+        (SICK_HEADER + "1\ta\tb\tfour\tTEST\n", 2, "not a number"),
+    ],
+)
+def test_sick_malformed(tmp_path: Path, content: str, line: int, what: str) -> None:
+    p = _write(tmp_path / "SICK.txt", content)
+    msg = _raises(what, loaders.load_sick, p)
+    assert str(p) in msg and f"line {line}:" in msg
+
+
+# -- BEIR ------------------------------------------------------------------------------------
+
+
+def _beir(root: Path, corpus: str | None = None, queries: str | None = None, qrels: str | None = None) -> Path:
+    _write(root / "corpus.jsonl", corpus if corpus is not None else (
+        '{"_id": "d1", "title": "T1", "text": "one"}\n{"_id": "d2", "title": "", "text": "two"}\n'))
+    _write(root / "queries.jsonl", queries if queries is not None else (
+        '{"_id": "q1", "text": "first"}\n{"_id": "q2", "text": "unjudged"}\n'))
+    _write(root / "qrels" / "test.tsv", qrels if qrels is not None else "query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    return root
+
+
+def test_beir_reads_and_drops_unjudged_queries(tmp_path: Path) -> None:
+    data = loaders.load_beir(_beir(tmp_path / "b"))
+    assert data.corpus == {"d1": ("T1", "one"), "d2": ("", "two")}
+    assert data.queries == {"q1": "first"}
+    assert data.qrels == {"q1": {"d2": 1.0}}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "file", "line", "what"),
+    [
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d2", "text": "two"\n'}, "corpus.jsonl", 2,
+         "invalid JSON"),
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"title": "x", "text": "two"}\n'}, "corpus.jsonl", 2,
+         "'_id'"),
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d1", "text": "two"}\n'}, "corpus.jsonl", 2,
+         "duplicate"),
+        ({"queries": '[1, 2]\n'}, "queries.jsonl", 1, "JSON object"),
+        ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\n"}, "test.tsv", 2, "expected 'query-id"),
+        ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\tyes\n"}, "test.tsv", 3, "not a number"),
+    ],
+)
+def test_beir_malformed(tmp_path: Path, kwargs: dict[str, str], file: str, line: int, what: str) -> None:
+    root = _beir(tmp_path / "b", **kwargs)
+    msg = _raises(what, loaders.load_beir, root)
+    assert file in msg and f"line {line}:" in msg
+
+
+def test_beir_without_usable_qrels(tmp_path: Path) -> None:
+    root = _beir(tmp_path / "b", qrels="query-id\tcorpus-id\tscore\nq9\td1\t1\n")
+    _raises("no usable relevance", loaders.load_beir, root)
+
+
+# -- GoalEx / multi-view ------------------------------------------------------------------------
+
+
+def _goalex(root: Path, texts: object, labels: object, goal: str = "by topic") -> Path:
+    _write(root / "data.json", json.dumps({"goal": goal, "texts": texts}, indent=1))
+    _write(root / "labels.json", json.dumps({"labels": labels, "class_descriptions": ["x", "y"]}, indent=1))
+    return root
+
+
+def test_goalex_reads_goal_as_instruction(tmp_path: Path) -> None:
+    view = loaders.load_goalex(_goalex(tmp_path / "g", ["a", "b", "c"], [0, 1, 0]))
+    assert (view.name, view.texts, view.labels, view.instruction) == ("g", ["a", "b", "c"], [0, 1, 0], "by topic")
+    assert loaders.load_goalex(tmp_path / "g", instruction="other").instruction == "other"
+
+
+def test_goalex_label_not_int_names_line(tmp_path: Path) -> None:
+    root = _goalex(tmp_path / "g", ["a", "b", "c"], [0, 1, "two"])
+    msg = _raises("is not an integer", loaders.load_goalex, root)
+    # indent=1 puts each label on its own line: '{', '"labels": [', 0, 1, "two" -> line 5
+    assert "labels.json" in msg and "line 5:" in msg
+
+
+def test_goalex_malformed(tmp_path: Path) -> None:
+    root = _goalex(tmp_path / "g", ["a", "b"], [0, 1, 1])
+    msg = _raises("3 labels for 2 texts", loaders.load_goalex, root)
+    assert "labels.json" in msg
+    root = _goalex(tmp_path / "h", ["a", ""], [0, 1])
+    msg = _raises("texts\\[1\\]", loaders.load_goalex, root)
+    assert "data.json" in msg and "line 5:" in msg  # {, goal, texts: [, "a", ""
+    _write(tmp_path / "k" / "data.json", '{"goal": "x",\n "texts": ["a", "b"],,\n}')
+    _write(tmp_path / "k" / "labels.json", '{"labels": [0, 1]}')
+    msg = _raises("invalid JSON", loaders.load_goalex, tmp_path / "k")
+    assert "data.json" in msg and "line 2:" in msg
+    root = _goalex(tmp_path / "m", ["a", "b"], [1, 1])
+    _raises("two distinct labels", loaders.load_goalex, root)
+
+
+def test_multiview_requires_identical_texts(tmp_path: Path) -> None:
+    a = _goalex(tmp_path / "a", ["x", "y", "z"], [0, 1, 1])
+    b = _goalex(tmp_path / "b", ["x", "y", "z"], [0, 0, 1], goal="other")
+    views = loaders.load_multiview([a, b])
+    assert [v.instruction for v in views] == ["by topic", "other"]
+    c = _goalex(tmp_path / "c", ["x", "Y", "z"], [0, 0, 1])
+    _raises("text 1 differs", loaders.load_multiview, [a, c])
+    _raises("at least two", loaders.load_multiview, [a])
+
+
+def test_write_goalex_round_trip(tmp_path: Path) -> None:
+    view = loaders.ClusteringView("v", ["p", "q"], [1, 0], "instr", ["A", "B"])
+    back = loaders.load_goalex(loaders.write_goalex(view, tmp_path / "v"))
+    assert (back.texts, back.labels, back.instruction, back.label_names) == (["p", "q"], [1, 0], "instr", ["A", "B"])
+
+
+# -- CLINC ---------------------------------------------------------------------------------------
+
+
+def _clinc(root: Path, test_items: object) -> tuple[Path, Path]:
+    data = _write(root / "data_full.json", json.dumps({"train": [], "test": test_items}, indent=1))
+    domains = _write(root / "domains.json", json.dumps({"banking": ["balance", "transfer"], "travel": ["flight"]}))
+    return data, domains
+
+
+def test_clinc_views_share_texts(tmp_path: Path) -> None:
+    items = [["what is my balance", "balance"], ["send money", "transfer"], ["book a flight", "flight"],
+             ["money to mom", "transfer"]]
+    data, domains = _clinc(tmp_path, items)
+    intent, domain = loaders.build_clinc_multiview(data, domains, n=None)
+    assert intent.texts == domain.texts == [t for t, _ in items]
+    assert intent.labels == [0, 2, 1, 2]  # sorted intents: balance, flight, transfer
+    assert domain.labels == [0, 0, 1, 0]  # banking, travel
+    sub = loaders.build_clinc_multiview(data, domains, n=2, seed=3)
+    again = loaders.build_clinc_multiview(data, domains, n=2, seed=3)
+    assert sub[0].texts == again[0].texts and len(sub[0].texts) == 2
+
+
+def test_clinc_malformed(tmp_path: Path) -> None:
+    data, domains = _clinc(tmp_path, [["ok", "balance"], ["bad item"]])
+    msg = _raises("must be \\[text, intent\\]", loaders.build_clinc_multiview, data, domains)
+    assert "data_full.json" in msg and "line 8:" in msg  # {, train, test: [, [, ok, balance, ], [
+    data, domains = _clinc(tmp_path, [["ok", "balance"], ["where to", "cruise"]])
+    _raises("'cruise' of test\\[1\\] is in no domain", loaders.build_clinc_multiview, data, domains)
+    _raises("no 'val' split", loaders.build_clinc_multiview, data, domains, split="val")
+
+
+# -- labelled texts --------------------------------------------------------------------------------
+
+
+def test_labelled_texts(tmp_path: Path) -> None:
+    p = _write(tmp_path / "e.txt", "text;label_name\ni feel fine;joy\ni am sad;sadness\n")
+    got = loaders.load_labelled_texts(p, delimiter=";", label_column="label_name")
+    assert (got.texts, got.labels) == (["i feel fine", "i am sad"], ["joy", "sadness"])
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "what"),
+    [
+        ("text,cat\na,b\n", 1, "header lacks column"),
+        ("text,label\nhello,x\nbad,row,extra\n", 3, "expected 2 fields"),
+        ("text,label\nhello,\n", 2, "empty label"),
+    ],
+)
+def test_labelled_texts_malformed(tmp_path: Path, content: str, line: int, what: str) -> None:
+    p = _write(tmp_path / "train.csv", content)
+    msg = _raises(what, loaders.load_labelled_texts, p)
+    assert str(p) in msg and f"line {line}:" in msg

@@ -1,0 +1,252 @@
+"""Cache, tasks and report on fake embedders whose right answers are known."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.evaluation import loaders
+from app.evaluation.cache import EmbeddingCache
+from app.evaluation.runner import EvalRunner, markdown_table, write_report
+from app.evaluation.tasks import (
+    ClassificationTask,
+    ClusteringTask,
+    EvalContext,
+    MultiViewClusteringTask,
+    RerankTask,
+    RetrievalTask,
+    StsTask,
+    sample_indices,
+    truncate_words,
+)
+from tests.app.evaluation.conftest import FakeEmbedder, hashed_vector
+
+
+def _ctx(embedder: FakeEmbedder, tmp_path: Path | None = None, **others: FakeEmbedder) -> EvalContext:
+    cache = EmbeddingCache(tmp_path / "cache" if tmp_path else None)
+    return EvalContext(embedder, cache, show_progress=False, load_embedder=lambda n: others[n])
+
+
+# -- cache ---------------------------------------------------------------------------------
+
+
+def test_cache_encodes_each_text_once_and_survives_restart(tmp_path: Path) -> None:
+    emb = FakeEmbedder(lambda t, r, i: hashed_vector(t), 16)
+    cache = EmbeddingCache(tmp_path)
+    first = cache.encode(emb, ["a", "b", "a"], role="query", instruction="x")
+    assert [e[0] for e in emb.encoded] == ["a", "b"]  # the duplicate is encoded once
+    np.testing.assert_allclose(first[0], first[2])
+    emb.encoded.clear()
+    again = EmbeddingCache(tmp_path).encode(emb, ["b", "a", "c"], role="query", instruction="x")
+    assert [e[0] for e in emb.encoded] == ["c"]  # a and b came from disk
+    np.testing.assert_allclose(again[1], first[0], atol=1e-7)
+    assert again.dtype == np.float32
+
+
+def test_cache_key_includes_identity_role_and_instruction(tmp_path: Path) -> None:
+    emb = FakeEmbedder(lambda t, r, i: hashed_vector(f"{t}|{r}|{i}"), 16)
+    cache = EmbeddingCache(tmp_path)
+    cache.encode(emb, ["a"], role="query", instruction="x")
+    cache.encode(emb, ["a"], role="document", instruction="x")
+    cache.encode(emb, ["a"], role="query", instruction="y")
+    cache.encode(emb, ["a"], role="query", instruction=" x ")  # same instruction once stripped
+    emb.version = 1  # identity changes -> new embeddings
+    cache.encode(emb, ["a"], role="query", instruction="x")
+    assert emb.encoded == [("a", "query", "x"), ("a", "document", "x"), ("a", "query", "y"),
+                           ("a", "query", "x")]
+
+
+def test_disabled_cache_always_encodes() -> None:
+    emb = FakeEmbedder(lambda t, r, i: hashed_vector(t), 8)
+    cache = EmbeddingCache(None)
+    cache.encode(emb, ["a"], role="query", instruction=None)
+    cache.encode(emb, ["a"], role="query", instruction=None)
+    assert len(emb.encoded) == 2
+    assert cache.encode(emb, [], role="query", instruction=None).shape == (0, 8)
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def test_sampling_and_truncation_are_fixed() -> None:
+    assert sample_indices(10, None, 0) == list(range(10))
+    a = sample_indices(100, 7, 3)
+    assert a == sample_indices(100, 7, 3) and a == sorted(a) and len(set(a)) == 7
+    assert a != sample_indices(100, 7, 4)
+    assert truncate_words("one two  three four", 2) == "one two"
+    assert truncate_words("one two", None) == "one two"
+
+
+# -- STS -------------------------------------------------------------------------------------
+
+
+def test_sts_task_spearman_of_cosine() -> None:
+    # 2-d unit vectors at angle theta: cosine between "s" and "a<k>" = cos(k * 20 degrees).
+    def fn(t: str, r: str, i: str | None) -> list[float]:
+        k = 0 if t == "s" else int(t[1:])
+        return [math.cos(math.radians(20 * k)), math.sin(math.radians(20 * k))]
+
+    pairs = [loaders.StsPair("s", f"a{k}", gold) for k, gold in [(1, 5.0), (2, 3.0), (3, 4.0), (4, 1.0)]]
+    task = StsTask("t", lambda: pairs)
+    result = task.run(_ctx(FakeEmbedder(fn, 2)))
+    # cosines decrease with k: ranks 4,3,2,1 vs gold ranks 4,2,3,1 -> rho = 1 - 6*2/(4*15) = 0.8
+    assert result.scores["spearman"] == pytest.approx(0.8)
+    assert result.info["pairs"] == 4
+
+
+# -- retrieval and rerank ------------------------------------------------------------------------
+
+
+def _beir() -> loaders.BeirData:
+    corpus = {f"d{i}": ("", f"doc {i}") for i in range(6)}
+    queries = {"q0": "query 0", "q1": "query 1"}
+    qrels = {"q0": {"d0": 1.0}, "q1": {"d1": 1.0, "d2": 1.0}}
+    return loaders.BeirData(corpus, queries, qrels)
+
+
+def _topic_vectors(t: str, r: str, i: str | None) -> np.ndarray:
+    # Queries and docs share a direction per number; doc 2 is only close to query 1 with the instruction.
+    n = int(t.split()[-1])
+    v = np.zeros(8)
+    if t.startswith("query"):
+        v[n] = 1.0
+        if i and n == 1:
+            v[2] = 0.9
+    else:
+        v[n] = 1.0
+    return v
+
+
+def test_retrieval_task_hand_case() -> None:
+    task = RetrievalTask("r", _beir, instruction="find", recall_k=1)
+    result = task.run(_ctx(FakeEmbedder(_topic_vectors, 8)))
+    # q0 -> d0 first: nDCG 1. q1 -> d1 (1.0), d2 (0.9 after normalising) first and second: nDCG 1.
+    assert result.scores["ndcg@10"] == pytest.approx(1.0)
+    # recall@1: q0 1/1, q1 1/2
+    assert result.scores["recall@1"] == pytest.approx(0.75)
+    no_instruction = RetrievalTask("r", _beir, instruction=None, recall_k=10).run(
+        _ctx(FakeEmbedder(_topic_vectors, 8)))
+    # q1 finds d1 at rank 1, d2 ties with d0, d3.. at zero similarity -> lower index first: d0,d2
+    ideal = 1 + 1 / math.log2(3)
+    expected_q1 = (1 + 1 / math.log2(4)) / ideal
+    assert no_instruction.scores["ndcg@10"] == pytest.approx((1 + expected_q1) / 2)
+
+
+def test_retrieval_subset_keeps_judged_docs_and_truncates() -> None:
+    task = RetrievalTask("r", _beir, instruction=None, n_queries=1, n_docs=3, doc_max_words=1, seed=0)
+    data = task.data()
+    assert len(data.query_ids) == 1 and len(data.doc_ids) == 3
+    judged = set(data.qrels[data.query_ids[0]])
+    assert judged <= set(data.doc_ids)
+    assert all(t == "doc" for t in data.doc_texts)
+
+
+def test_rerank_reorders_first_stage_candidates() -> None:
+    # First stage (no instruction) ranks q1: d1, then d0 and d2 tied at 0 (lower index first), so
+    # its top-3 is d1, d0, d2; the reranker with the instruction lifts d2 above d0.
+    first = FakeEmbedder(_topic_vectors, 8, name="first")
+    reranker = FakeEmbedder(_topic_vectors, 8, name="reranker")
+    retrieval = RetrievalTask("rr", _beir, instruction="find")
+    task = RerankTask("rr", retrieval, first_stage="first", top_n=3)
+    result = task.run(_ctx(reranker, first=first))
+    assert result.scores["ndcg@10"] == pytest.approx(1.0)
+    # First stage alone: q0 perfect; q1 has d2 at rank 3 -> (1 + 1/log2(4)) / (1 + 1/log2(3)).
+    expected_first = (1 + (1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3))) / 2
+    assert result.scores["first_stage_ndcg@10"] == pytest.approx(expected_first)
+    assert result.scores["first_stage_recall@3"] == pytest.approx(1.0)
+    # The reranker embedded only candidate documents (top-3 of both queries: d0, d1, d2).
+    docs = {t for t, r, _ in reranker.encoded if r == "document"}
+    assert docs == {"doc 0", "doc 1", "doc 2"}
+    # With top-2 the relevant d2 is never a candidate, so reranking cannot recover it.
+    short = RerankTask("rr", retrieval, first_stage="first", top_n=2).run(_ctx(reranker, first=first))
+    assert short.scores["ndcg@10"] == pytest.approx((1 + 1 / (1 + 1 / math.log2(3))) / 2)
+
+
+# -- clustering ----------------------------------------------------------------------------------
+
+TEXTS = [f"{topic}-{style}-{j}" for topic in ("sport", "money") for style in ("formal", "slang") for j in range(3)]
+TOPIC = [0 if t.startswith("sport") else 1 for t in TEXTS]
+STYLE = [0 if "-formal-" in t else 1 for t in TEXTS]
+
+
+def _steerable(t: str, r: str, i: str | None) -> np.ndarray:
+    """Embeds by topic under the topic instruction, by style under the style instruction."""
+    topic, style, j = t.split("-")
+    jitter = 0.01 * hashed_vector(t, 4)
+    if i == "style":
+        base = [1.0, 0.0] if style == "formal" else [0.0, 1.0]
+    else:
+        base = [1.0, 0.0] if topic == "sport" else [0.0, 1.0]
+    return np.concatenate([base, [0.0, 0.0]]) + jitter
+
+
+def _views() -> list[loaders.ClusteringView]:
+    return [loaders.ClusteringView("topic", list(TEXTS), TOPIC, "topic"),
+            loaders.ClusteringView("style", list(TEXTS), STYLE, "style")]
+
+
+def test_clustering_task_perfect_separation() -> None:
+    task = ClusteringTask("c", lambda: _views()[0])
+    result = task.run(_ctx(FakeEmbedder(_steerable, 4)))
+    assert result.scores["v_measure"] == pytest.approx(1.0)
+    assert result.info["k"] == 2 and result.info["instruction"] == "topic"
+
+
+def test_multiview_cross_check_detects_steering() -> None:
+    result = MultiViewClusteringTask("mv", _views).run(_ctx(FakeEmbedder(_steerable, 4)))
+    s = result.scores
+    assert s["v_topic"] == pytest.approx(1.0) and s["v_style"] == pytest.approx(1.0)
+    assert s["hmean"] == pytest.approx(1.0)
+    # Topic labels on style embeddings: each style cluster holds half of each topic -> V = 0.
+    assert s["cross_topic|style"] == pytest.approx(0.0, abs=1e-9)
+    assert s["steer_gap"] == pytest.approx(1.0)
+
+
+def test_multiview_instruction_blind_embedder_has_no_gap() -> None:
+    blind = FakeEmbedder(lambda t, r, i: _steerable(t, r, None), 4)
+    s = MultiViewClusteringTask("mv", _views).run(_ctx(blind)).scores
+    assert s["v_topic"] == pytest.approx(1.0)
+    assert s["v_style"] == pytest.approx(0.0, abs=1e-9)
+    assert s["hmean"] == 0.0
+    assert s["steer_gap"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_multiview_rejects_different_texts() -> None:
+    views = _views()
+    views[1].texts[0] = "changed"
+    with pytest.raises(loaders.DataError, match="differs"):
+        MultiViewClusteringTask("mv", lambda: views).run(_ctx(FakeEmbedder(_steerable, 4)))
+
+
+# -- classification ---------------------------------------------------------------------------------
+
+
+def test_classification_accuracy() -> None:
+    train = loaders.LabelledTexts(list(TEXTS), ["s" if x == 0 else "m" for x in TOPIC])
+    test = loaders.LabelledTexts(["sport-formal-9", "money-slang-9", "money-formal-8"], ["s", "m", "s"])
+    task = ClassificationTask("cls", lambda: train, lambda: test, instruction="topic")
+    result = task.run(_ctx(FakeEmbedder(_steerable, 4)))
+    # the third gold label is deliberately wrong: 2 of 3 correct
+    assert result.scores["accuracy"] == pytest.approx(2 / 3)
+
+
+# -- runner and report ---------------------------------------------------------------------------
+
+
+def test_runner_report_side_by_side(tmp_path: Path) -> None:
+    models = {"good": FakeEmbedder(_steerable, 4, name="good"),
+              "blind": FakeEmbedder(lambda t, r, i: _steerable(t, r, None), 4, name="blind")}
+    runner = EvalRunner(models.__getitem__, EmbeddingCache(tmp_path / "c"), show_progress=False)
+    report = runner.run("good", ["blind", "good"], [MultiViewClusteringTask("mv", _views)], "quick")
+    assert [r.embedder for r in report.runs] == ["good", "blind"]
+    table = markdown_table(report)
+    assert "| task | metric | good | blind |" in table
+    assert "| mv | **hmean** | 100.00 | 0.00 |" in table
+    json_path, md_path = write_report(report, tmp_path / "out", "facet eval good")
+    data = json.loads(json_path.read_text())
+    assert data["runs"][1]["results"][0]["scores"]["hmean"] == 0.0
+    assert "facet eval good" in md_path.read_text()
