@@ -330,9 +330,7 @@ def delete_collection(session: Session, collection: Collection) -> None:
     job_ids = select(IndexJob.id).where(IndexJob.collection_id == collection.id)
     session.execute(delete(JobError).where(JobError.job_id.in_(job_ids)))
     session.execute(delete(IndexJob).where(IndexJob.collection_id == collection.id))
-    session.execute(delete(CollectionEmbedder).where(
-        CollectionEmbedder.collection_id == collection.id))
-    session.delete(collection)
+    session.delete(collection)  # its CollectionEmbedder rows go with it (ORM cascade)
 
 
 def delete_documents(session: Session, documents: Sequence[Document]) -> None:

@@ -496,7 +496,9 @@ class QdrantClientStore(VectorStore):
         response = self._client.query_points(
             collection, query=_as_list(vector), using=vector_name, limit=int(limit),
             query_filter=self._filter(filters), with_payload=True,
-            search_params=self._m.SearchParams(exact=True) if exact else None)
+            # Local mode is always exact and warns about search params.
+            search_params=self._m.SearchParams(exact=True)
+            if exact and self.backend == "server" else None)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
 
     def count(self, collection: str, filters: Filters | None = None) -> int:

@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.services.collections import CollectionService
+from app.services.indexing import IndexOptions, IndexService
+from indexer import metadata as md
+from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
+from indexer.store import point_id
+
+from .conftest import write_corpus
+
+
+def _expected_points(files: dict[str, str], minilm, size: int = 64, overlap: int = 8) -> set[str]:
+    spans = tokenizer_spans(minilm.backbone.tokenizer)
+    ids = set()
+    for key, text in files.items():
+        for c in chunk_text(text, spans, ChunkingConfig(size, overlap)):
+            ids.add(point_id(key, c.number))
+    return ids
+
+
+def _store_ids(ctx, collection: str) -> list[str]:
+    return [h.id for h in ctx.store.scroll(collection, limit=100_000)]
+
+
+@pytest.mark.parametrize("backend", ["edge", "local"])
+def test_index_twice_writes_nothing_then_edit_reembeds_one_file(make_ctx, tmp_path, minilm,
+                                                                 backend, monkeypatch) -> None:
+    encoded: list[int] = []
+    original = minilm.encode
+
+    def counting_encode(texts, **kw):
+        encoded.append(len(texts))
+        return original(texts, **kw)
+
+    monkeypatch.setattr(minilm, "encode", counting_encode)
+    files = write_corpus(tmp_path / "src", 12, words=120)
+    ctx = make_ctx(vector_backend=backend)
+    service = IndexService(ctx)
+    first = service.index(tmp_path / "src", "docs")
+    expected = _expected_points(files, minilm)
+    assert first.docs_indexed == 12 and first.docs_failed == 0
+    assert first.chunks_written == len(expected) > 12  # several chunks per file
+    assert set(_store_ids(ctx, "docs")) == expected
+
+    second = service.index(tmp_path / "src", "docs")
+    assert (second.docs_indexed, second.docs_skipped, second.chunks_written) == (0, 12, 0)
+    assert sum(encoded) == first.chunks_written  # the second run encoded nothing
+
+    edited = tmp_path / "src" / "doc003.txt"
+    edited.write_text("A completely different and much shorter text about gardening.")
+    files[str(edited)] = edited.read_text()
+    third = service.index(tmp_path / "src", "docs")
+    assert (third.docs_indexed, third.docs_skipped, third.chunks_written) == (1, 11, 1)
+    assert sum(encoded) == first.chunks_written + 1  # only the edited file's one chunk
+    ids = _store_ids(ctx, "docs")
+    assert len(ids) == len(set(ids))
+    assert set(ids) == _expected_points(files, minilm)  # old chunks of doc003 are gone
+    hit = ctx.store.search("docs", "minilm", minilm.encode(["gardening"], role="query")[0],
+                           limit=1)[0]
+    assert hit.payload["doc_id"] == str(edited) and "gardening" in hit.payload["text"]
+
+
+def test_sync_drops_deleted_documents_only_with_the_flag(make_ctx, tmp_path, minilm) -> None:
+    files = write_corpus(tmp_path / "src", 6)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(tmp_path / "src", "docs")
+    gone = tmp_path / "src" / "doc002.txt"
+    gone.unlink()
+    files.pop(str(gone))
+    kept = service.index(tmp_path / "src", "docs")
+    assert kept.docs_deleted == 0 and ctx.store.count("docs", {"doc_id": str(gone)}) > 0
+    synced = service.index(tmp_path / "src", "docs", IndexOptions(sync=True))
+    assert synced.docs_deleted == 1
+    assert set(_store_ids(ctx, "docs")) == _expected_points(files, minilm)
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "docs")
+        assert coll is not None and md.count_documents(s, coll.id) == 5
+
+
+def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, minilm) -> None:
+    src = tmp_path / "src"
+    files = write_corpus(src, 4)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "docs")
+    before = set(_store_ids(ctx, "docs"))
+
+    (src / "empty.txt").write_text("")
+    (src / "binary.txt").write_bytes(bytes(range(256)) * 40)
+    (src / "latin1.txt").write_bytes("Crème brûlée recipe for the café".encode("latin-1"))
+    (src / "records.jsonl").write_text(json.dumps({"_id": "r1", "text": "good record one"})
+                                       + "\n{not json\n"
+                                       + json.dumps({"_id": "r2", "text": "good record two"}) + "\n")
+    big = src / "big.txt"
+    with big.open("wb") as fh:  # a real 50 MB text file
+        line = b"lorem ipsum dolor sit amet consectetur adipiscing elit\n"
+        fh.write(line * (50 * 2**20 // len(line) + 1))
+    # An indexed file that turns binary keeps its indexed version.
+    (src / "doc001.txt").write_bytes(b"\x00\x01\x02" * 100)
+
+    report = service.index(src, "docs")
+    errors = dict(report.errors)
+    assert report.docs_failed == 5
+    assert "is empty" in errors[str(src / "empty.txt")]
+    assert "looks binary" in errors[str(src / "binary.txt")]
+    assert "looks binary" in errors[str(src / "doc001.txt")]
+    assert "MiB per-document limit" in errors[str(big)]
+    assert f"{src / 'records.jsonl'}:2: malformed JSON line" in errors[f"{src / 'records.jsonl'}#L2"]
+    assert any("invalid UTF-8" in w for _, w in report.warnings)
+    assert report.docs_indexed == 3  # latin1.txt (with replacement characters), r1, r2
+    after = set(_store_ids(ctx, "docs"))
+    assert before <= after  # nothing already indexed was lost, doc001 included
+    assert ctx.store.count("docs", {"doc_id": ["r1", "r2"]}) == 2
+
+    info = CollectionService(ctx).job(report.job_id)
+    kinds = [e["kind"] for e in info.errors]
+    assert kinds.count("error") == 5 and kinds.count("warning") == 1
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "docs")
+        assert coll is not None
+        rows = md.documents_by_key(s, coll.id, [str(src / "doc001.txt"), str(src / "empty.txt")])
+        assert rows[str(src / "doc001.txt")].status == "indexed"
+        assert "binary" in (rows[str(src / "doc001.txt")].error or "")
+        assert rows[str(src / "empty.txt")].status == "error"
+    assert files  # the corpus helper wrote the files the assertions above read
+
+
+def test_request_errors(make_ctx, tmp_path) -> None:
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    with pytest.raises(NotFoundError, match="does not exist"):
+        service.index(tmp_path / "missing", "docs")
+    (tmp_path / "x.docx").write_text("?")
+    with pytest.raises(DataError, match="unsupported file type"):
+        service.index(tmp_path / "x.docx", "docs")
+    with pytest.raises(InvalidRequestError, match="invalid collection name"):
+        service.index(tmp_path, "bad/name")
+    write_corpus(tmp_path / "src", 1)
+    service.index(tmp_path / "src", "docs")
+    with pytest.raises(InvalidRequestError, match="chunking is fixed per collection"):
+        service.index(tmp_path / "src", "docs", IndexOptions(chunk_size=32))
+    with pytest.raises(NotFoundError, match="unknown collection"):
+        CollectionService(ctx).get("nope")
+
+
+def test_collections_jobs_and_delete(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 3)
+    ctx = make_ctx()
+    report = IndexService(ctx).index(tmp_path / "src", "docs")
+    service = CollectionService(ctx)
+    [info] = service.list_all()
+    assert (info.name, info.documents_indexed, info.points) == ("docs", 3, report.chunks_written)
+    assert info.chunks == info.points and info.embedders == {"minilm": 384}
+    [job] = service.jobs()
+    assert job.state == "completed" and job.docs_indexed == 3
+    service.delete("docs")
+    assert service.list_all() == [] and ctx.store.list_collections() == []

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app.errors import InvalidRequestError, NotFoundError
+from app.services.indexing import IndexService
+from app.services.search import SearchRequest, SearchService, make_snippet, parse_filters
+
+
+@pytest.fixture
+def searchable(make_ctx, tmp_path):
+    rows = [("c1", "My card was declined at the supermarket", "card"),
+            ("c2", "How do I top up my account with a bank transfer?", "top_up"),
+            ("c3", "The exchange rate you applied was wrong", "exchange"),
+            ("c4", "I lost my card yesterday, please block it", "card"),
+            ("c5", "Top up failed twice this morning", "top_up")]
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps({"_id": i, "text": t, "intent": c, "n": k}) + "\n"
+                            for k, (i, t, c) in enumerate(rows)))
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "support")
+    return ctx
+
+
+def test_search_ranks_like_exact_cosine_and_returns_snippets(searchable, minilm) -> None:
+    service = SearchService(searchable)
+    response = service.search(SearchRequest("card blocked", "support", instruction="Find the intent",
+                                            top_k=5))
+    texts = [r.text for r in response.results]
+    docs = minilm.encode(texts, role="document")
+    q = minilm.encode(["card blocked"], role="query", instruction="Find the intent")[0]
+    assert [r.score for r in response.results] == pytest.approx(list(docs @ q), abs=1e-4)
+    assert response.results[0].doc_id == "c4"
+    top = response.results[0]
+    assert "card" in top.snippet and top.snippet[slice(*top.highlights[0])].lower() in ("card",
+                                                                                        "blocked")
+    assert top.metadata["intent"] == "card"
+
+
+def test_filters_restrict_results(searchable) -> None:
+    service = SearchService(searchable)
+    response = service.search(SearchRequest("money", "support", top_k=5,
+                                            filters=parse_filters(["intent=top_up"])))
+    assert {r.doc_id for r in response.results} == {"c2", "c5"}
+    typed = service.search(SearchRequest("money", "support", top_k=5,
+                                         filters=parse_filters(["n:=2", "n:=3"])))
+    assert {r.doc_id for r in typed.results} == {"c3", "c4"}
+    none = service.search(SearchRequest("money", "support", filters={"intent": "nope"}))
+    assert none.results == []
+
+
+def test_rerank_reorders_by_the_rerank_embedder(searchable, minilm) -> None:
+    service = SearchService(searchable)
+    instruction = "Find messages about topping up"
+    response = service.search(SearchRequest("it failed", "support", instruction=instruction,
+                                            top_k=3, rerank="minilm", rerank_depth=5))
+    assert response.reranker == "minilm"
+    scores = [r.rerank_score for r in response.results]
+    assert scores == sorted(scores, reverse=True)
+    texts = [r.text for r in response.results]
+    q = minilm.encode(["it failed"], role="query", instruction=instruction)[0]
+    d = minilm.encode(texts, role="document", instruction=instruction)
+    assert scores == pytest.approx(list(d @ q), abs=1e-4)
+    assert float(np.max(d @ q)) == pytest.approx(scores[0], abs=1e-4)
+
+
+def test_request_errors(searchable) -> None:
+    service = SearchService(searchable)
+    with pytest.raises(InvalidRequestError, match="query is empty"):
+        service.search(SearchRequest("   ", "support"))
+    with pytest.raises(NotFoundError, match="unknown collection 'nope'.*known: support"):
+        service.search(SearchRequest("x", "nope"))
+    with pytest.raises(InvalidRequestError, match="has no '='"):
+        parse_filters(["intent"])
+    with pytest.raises(InvalidRequestError, match="not JSON"):
+        parse_filters(["n:=abc"])
+
+
+def test_snippet_window_prefers_the_query_terms() -> None:
+    text = "filler " * 100 + "the refund arrived late " + "padding " * 100
+    snippet, highlights = make_snippet(text, "refund late", width=80)
+    assert "refund arrived late" in snippet and snippet.startswith("…")
+    assert [snippet[a:b] for a, b in highlights] == ["refund", "late"]

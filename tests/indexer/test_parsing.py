@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from indexer.errors import SourceNotFoundError, UnsupportedSourceError
+from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file, parse_source
+
+
+def _one(path: Path, **kw) -> ParsedDocument | DocumentError:
+    results = list(parse_file(path, **kw))
+    assert len(results) == 1
+    return results[0]
+
+
+def test_formats(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("plain text")
+    (tmp_path / "b.md").write_text("# Title here\n\nbody")
+    (tmp_path / "c.html").write_text("<html><head><title>T</title><style>x{}</style></head>"
+                                     "<body><p>Hello</p><script>var x;</script><p>world</p></body></html>")
+    (tmp_path / "d.jsonl").write_text(json.dumps({"_id": "x1", "title": "Tt", "text": "jtext",
+                                                  "lang": "en"}) + "\n")
+    (tmp_path / "e.csv").write_text("id,text,label\nr1,hello csv,pos\n")
+    (tmp_path / ".hidden.txt").write_text("skip me")
+    (tmp_path / "f.bin").write_bytes(b"\x00\x01")
+    docs = {d.key: d for d in parse_source(tmp_path)}
+    assert len(docs) == 5
+    assert docs[str(tmp_path / "a.txt")].text == "plain text"
+    assert docs[str(tmp_path / "b.md")].title == "Title here"
+    html = docs[str(tmp_path / "c.html")]
+    assert isinstance(html, ParsedDocument)
+    assert html.text == "Hello\nworld" and html.title == "T"
+    rec = docs["x1"]
+    assert isinstance(rec, ParsedDocument)
+    assert rec.text == "Tt\njtext" and rec.metadata == {"lang": "en"}
+    row = docs["r1"]
+    assert isinstance(row, ParsedDocument)
+    assert row.text == "hello csv" and row.metadata == {"label": "pos"}
+
+
+def test_pdf(tmp_path: Path) -> None:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(width=200, height=200)
+    path = tmp_path / "blank.pdf"
+    with path.open("wb") as fh:
+        writer.write(fh)
+    result = _one(path)
+    assert isinstance(result, DocumentError) and "empty" in result.message
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    broken = _one(tmp_path / "broken.pdf")
+    assert isinstance(broken, DocumentError) and "PDF" in broken.message
+
+
+def test_bad_inputs_each_get_a_clear_message(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "binary.txt").write_bytes(bytes(range(256)) * 10)
+    (tmp_path / "latin1.txt").write_bytes("café au lait, naïve résumé".encode("latin-1"))
+    (tmp_path / "garbage.txt").write_bytes(bytes(range(128, 256)) * 20)
+    (tmp_path / "big.txt").write_bytes(b"x" * 2048)
+    assert "empty" in _msg(_one(tmp_path / "empty.txt"))
+    assert "binary" in _msg(_one(tmp_path / "binary.txt"))
+    assert "not UTF-8" in _msg(_one(tmp_path / "garbage.txt"))
+    assert "limit" in _msg(_one(tmp_path / "big.txt", max_bytes=1024))
+    latin = _one(tmp_path / "latin1.txt")
+    assert isinstance(latin, ParsedDocument)
+    assert "\ufffd" in latin.text and "invalid UTF-8 from byte 3" in latin.warnings[0]
+
+
+def _msg(result: ParsedDocument | DocumentError) -> str:
+    assert isinstance(result, DocumentError), result
+    return result.message
+
+
+def test_malformed_jsonl_line_is_a_per_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"_id": "1", "text": "one"}\n{"_id": "2", "text": \n\n'
+                    '{"_id": "3", "text": "three"}\n[1, 2]\n{"_id": "5"}\n')
+    results = list(parse_file(path))
+    ok = [r.key for r in results if isinstance(r, ParsedDocument)]
+    errors = {r.key: r.message for r in results if isinstance(r, DocumentError)}
+    assert ok == ["1", "3"]
+    assert f"{path}:2: malformed JSON line" in errors[f"{path}#L2"]
+    assert "expected a JSON object" in errors[f"{path}#L5"]
+    assert "no text field" in errors[f"{path}#L6"]
+
+
+def test_missing_and_unsupported_sources(tmp_path: Path) -> None:
+    with pytest.raises(SourceNotFoundError, match="does not exist"):
+        discover(tmp_path / "nope")
+    (tmp_path / "x.docx").write_text("?")
+    with pytest.raises(UnsupportedSourceError, match="unsupported file type"):
+        discover(tmp_path / "x.docx")
+
+
+def test_content_hash_changes_with_text_title_and_metadata() -> None:
+    base = ParsedDocument("k", "s", "text", title="t", metadata={"a": 1})
+    assert base.content_hash == ParsedDocument("k", "other", "text", title="t",
+                                               metadata={"a": 1}).content_hash
+    assert base.content_hash != ParsedDocument("k", "s", "text!", title="t",
+                                               metadata={"a": 1}).content_hash
+    assert base.content_hash != ParsedDocument("k", "s", "text", title="u",
+                                               metadata={"a": 1}).content_hash
+    assert base.content_hash != ParsedDocument("k", "s", "text", title="t",
+                                               metadata={"a": 2}).content_hash

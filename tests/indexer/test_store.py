@@ -1,0 +1,139 @@
+"""The same store tests against every backend ("congruence"): qdrant-edge and qdrant-client local mode."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer.errors import CollectionNotFoundError, StoreError
+from indexer.store import EdgeStore, PointRecord, QdrantClientStore, VectorStore, point_id
+
+DIM = 8
+
+
+def _open(kind: str, root: Path) -> VectorStore:
+    if kind == "edge":
+        return EdgeStore(root / "edge")
+    if kind == "local":
+        return QdrantClientStore(path=root / "local")
+    return QdrantClientStore(path=":memory:")
+
+
+@pytest.fixture(params=["edge", "local", "memory"])
+def store(request, tmp_path: Path) -> Iterator[VectorStore]:
+    s = _open(request.param, tmp_path)
+    yield s
+    s.close()
+
+
+def _points(n: int, seed: int = 0) -> tuple[list[PointRecord], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    points = [PointRecord(point_id(f"doc{i % 5}", i), {"m": vecs[i]},
+                          {"doc_id": f"doc{i % 5}", "chunk_no": i, "text": f"t{i}",
+                           "meta": {"lang": "en" if i % 2 else "fr", "year": 2000 + i % 3}})
+              for i in range(n)]
+    return points, vecs
+
+
+def test_point_ids_are_deterministic_uuids() -> None:
+    assert point_id("a", 0) == point_id("a", 0)
+    assert point_id("a", 0) != point_id("a", 1) != point_id("b", 1)
+    assert len(point_id("a", 0)) == 36
+
+
+def test_upsert_search_count_and_no_duplicates(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM})
+    points, vecs = _points(40)
+    store.upsert("c", points)
+    store.upsert("c", points[:10])  # same ids again: overwritten, not duplicated
+    assert store.count("c") == 40
+    query = vecs[3]
+    hits = store.search("c", "m", query, limit=5, exact=True)
+    expected = np.argsort(-(vecs @ query))[:5]
+    assert [h.id for h in hits] == [points[i].id for i in expected]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert hits[0].payload["text"] == "t3"
+
+
+def test_filters(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM})
+    points, vecs = _points(40)
+    store.upsert("c", points)
+    assert store.count("c", {"doc_id": "doc1"}) == 8
+    assert store.count("c", {"doc_id": ["doc1", "doc2"]}) == 16
+    assert store.count("c", {"meta.lang": "en"}) == 20
+    assert store.count("c", {"meta.lang": "en", "meta.year": 2001}) == 7
+    hits = store.search("c", "m", vecs[0], limit=40, filters={"meta.lang": "fr"})
+    assert len(hits) == 20 and all(h.payload["meta"]["lang"] == "fr" for h in hits)
+
+
+def test_delete_by_id_and_by_document(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM})
+    points, _ = _points(40)
+    store.upsert("c", points)
+    store.delete("c", [points[0].id, points[1].id])
+    assert store.count("c") == 38
+    store.delete_documents("c", ["doc2", "doc3"])
+    assert store.count("c") == 38 - 16
+    assert store.count("c", {"doc_id": "doc2"}) == 0
+    assert len(store.scroll("c", limit=1000)) == 22
+
+
+def test_update_vectors_keeps_payload_and_other_vectors(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM, "n": 3})
+    points, _ = _points(4)
+    store.upsert("c", points)
+    store.update_vectors("c", "n", [p.id for p in points], np.eye(4, 3, dtype=np.float32)[:4] + 0.1)
+    hit, vectors = store.retrieve("c", [points[0].id], with_vectors=True)[0]
+    assert hit.payload["text"] == "t0"
+    assert set(vectors) == {"m", "n"}
+    best = store.search("c", "n", [1.0, 0.0, 0.0], limit=1, exact=True)
+    assert best[0].id == points[0].id
+
+
+def test_collection_management_and_errors(store: VectorStore) -> None:
+    assert store.list_collections() == []
+    store.ensure_collection("a", {"m": DIM})
+    store.ensure_collection("a", {"m": DIM})  # idempotent
+    assert store.vector_sizes("a") == {"m": DIM}
+    with pytest.raises(StoreError, match="size 8, not 4"):
+        store.ensure_collection("a", {"m": 4})
+    with pytest.raises(CollectionNotFoundError, match="no collection 'zz'"):
+        store.count("zz")
+    with pytest.raises(StoreError, match="no vectors from 'other'"):
+        store.search("a", "other", [0.0] * DIM, limit=1)
+    with pytest.raises(StoreError, match="invalid collection name"):
+        store.ensure_collection("../x", {"m": DIM})
+    assert store.drop_collection("a") is True
+    assert store.drop_collection("a") is False
+    assert store.list_collections() == []
+
+
+def test_adding_a_named_vector_for_a_second_embedder(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM})
+    if isinstance(store, EdgeStore):
+        store.ensure_collection("c", {"m": DIM, "second": 3})
+        assert store.vector_sizes("c") == {"m": DIM, "second": 3}
+    else:  # qdrant-client cannot add a vector to an existing collection: say so, and how
+        with pytest.raises(StoreError, match="cannot add one to an existing collection"):
+            store.ensure_collection("c", {"second": 3})
+
+
+@pytest.mark.parametrize("kind", ["edge", "local"])
+def test_data_survives_reopening(kind: str, tmp_path: Path) -> None:
+    s = _open(kind, tmp_path)
+    s.ensure_collection("c", {"m": DIM})
+    points, _ = _points(12)
+    s.upsert("c", points)
+    s.close()
+    s = _open(kind, tmp_path)
+    try:
+        assert s.list_collections() == ["c"]
+        assert s.count("c") == 12
+    finally:
+        s.close()
