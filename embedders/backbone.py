@@ -83,10 +83,8 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``... or None for automatic.
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or a torch dtype, or None.
     """
-    if device is None:
-        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    else:
-        dev = torch.device(device)
+    auto = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device if device is not None else auto)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CheckpointError("device 'cuda' was requested but no CUDA GPU is available; use device='cpu'")
     if dtype is None:
@@ -229,7 +227,7 @@ def load_decoder(
             f"cannot load decoder backbone {name!r} from {path!r}: {e}. Use "
             f"'{DEFAULT_DECODER}' or a local model directory (no model hub is reachable offline)."
         ) from e
-    model.to(spec.device).eval()
+    model = model.to(spec.device).eval()  # type: ignore[arg-type]  # AutoModelForCausalLM's stub mistypes .to
     backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, "left"), spec)
     if shared:
         for p in model.parameters():
@@ -267,7 +265,7 @@ def load_encoder(
             f"cannot load encoder backbone {name!r} from {path!r}: {e}. Use "
             f"'{DEFAULT_ENCODER}' or a local model directory."
         ) from e
-    model.to(spec.device).eval()
+    model = model.to(spec.device).eval()
     backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, "right"), spec)
     if shared:
         for p in model.parameters():

@@ -342,7 +342,8 @@ class PromptTokenizer:
     _CHARS_PER_TOKEN_BOUND = 32
 
     def __init__(self, tokenizer: Any, prompts: PromptConfig, max_length: int,
-                 start_ids: Sequence[int] = (), end_ids: Sequence[int] = ()) -> None:
+                 start_ids: Sequence[int] = (), end_ids: Sequence[int] = (),
+                 empty_ids: Sequence[int] = ()) -> None:
         if max_length < 8:
             raise ValueError(f"max_length must be at least 8 tokens, got {max_length}")
         self.tokenizer = tokenizer
@@ -350,6 +351,9 @@ class PromptTokenizer:
         self.max_length = max_length
         self.start_ids = list(start_ids)
         self.end_ids = list(end_ids)
+        # Stand-in for a prompt with no tokens at all (an empty text with no template),
+        # so every row has one real token to pool and no row embeds as a zero vector.
+        self.empty_ids = list(empty_ids)
         self._fixed: dict[str, list[int]] = {}
 
     def _fixed_ids(self, text: str) -> list[int]:
@@ -381,6 +385,10 @@ class PromptTokenizer:
         for text in texts:
             if len(text) <= char_cap:
                 enc = next(joint)
+                if not enc.ids and not extra and self.empty_ids:
+                    sequences.append(list(self.empty_ids))
+                    spans.append((0, 0))
+                    continue
                 if len(enc.ids) + extra <= self.max_length:
                     lo, hi = len(prefix), len(prefix) + len(text)
                     inside = [i for i, (a, b) in enumerate(enc.offsets) if b > lo and a < hi]

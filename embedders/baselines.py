@@ -84,7 +84,8 @@ class DecoderEmbedder(BaseEmbedder):
         self.max_length = max_length
         self.padding_side = padding_side
         self.backbone = backbone or load_decoder(backbone_name, device=device, shared=True)
-        self._tokenize = PromptTokenizer(self.backbone.tokenizer, self.prompts, max_length)
+        tok = self.backbone.tokenizer
+        self._tokenize = PromptTokenizer(tok, self.prompts, max_length, empty_ids=[tok.eos_token_id])
 
     @property
     def dim(self) -> int:

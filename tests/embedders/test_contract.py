@@ -1,0 +1,113 @@
+"""The contract table: every embedder crossed with the shared checks.
+
+Adding a method adds a row to ``EMBEDDERS``; every check then runs against it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from embedders import InvalidInputError, Role, load_checkpoint, load_embedder
+
+EMBEDDERS = ["minilm", "backbone-mean", "backbone-prompteol"]
+
+TEXTS = [
+    "A man is playing a guitar.",
+    "The quick brown fox jumps over the lazy dog while the farmer watches from the old barn.",
+    "Hi",
+    "Stock markets fell sharply on Tuesday after the central bank raised interest rates again.",
+    "",
+    "Which card should I use to pay abroad without fees?",
+]
+
+
+@pytest.fixture(scope="module", params=EMBEDDERS)
+def embedder(request):
+    return load_embedder(request.param, device="cpu")
+
+
+def test_shape_dtype_and_unit_norm(embedder):
+    out = embedder.encode(TEXTS)
+    assert out.shape == (len(TEXTS), embedder.dim)
+    assert out.dtype == np.float32
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("role", ["query", "document"])
+def test_batch_size_1_vs_32_vs_mixed_lengths(embedder, role):
+    full = embedder.encode(TEXTS, role=role, batch_size=32)
+    single = embedder.encode(TEXTS, role=role, batch_size=1)
+    pairs = embedder.encode(TEXTS, role=role, batch_size=2)
+    assert np.abs(full - single).max() < 1e-4
+    assert np.abs(full - pairs).max() < 1e-4
+    # Each text alone equals its row in the mixed batch.
+    alone = np.stack([embedder.encode([t], role=role)[0] for t in TEXTS])
+    assert np.abs(full - alone).max() < 1e-4
+
+
+def test_padding_side_does_not_change_embeddings(embedder):
+    if not hasattr(embedder, "padding_side"):
+        pytest.skip("encoder embedders always pad right")
+    left = embedder.encode(TEXTS, batch_size=8)
+    embedder.padding_side = "right"
+    try:
+        right = embedder.encode(TEXTS, batch_size=8)
+    finally:
+        embedder.padding_side = "left"
+    assert np.abs(left - right).max() < 1e-4
+
+
+def test_instruction_changes_the_embedding(embedder):
+    plain = embedder.encode(TEXTS[:2], role=Role.QUERY)
+    steered = embedder.encode(TEXTS[:2], role=Role.QUERY, instruction="Represent the topic of the text")
+    assert np.abs(plain - steered).max() > 1e-3
+
+
+def test_save_load_round_trip(embedder, tmp_path):
+    embedder.save(tmp_path / "ckpt")
+    again = load_checkpoint(tmp_path / "ckpt", device="cpu")
+    assert again.method == embedder.method
+    assert again.identity == embedder.identity
+    a = embedder.encode(TEXTS, instruction="Find the topic")
+    b = again.encode(TEXTS, instruction="Find the topic")
+    assert np.abs(a - b).max() < 1e-5
+    # A checkpoint path is accepted wherever a name is.
+    assert load_embedder(str(tmp_path / "ckpt")).dim == embedder.dim
+
+
+def test_empty_list_gives_empty_array(embedder):
+    out = embedder.encode([])
+    assert out.shape == (0, embedder.dim) and out.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("bad", "fragment"),
+    [(None, "texts is None"), ("just one string", "not a single string"), (["ok", 3], "texts[1] is int"),
+     (["ok", None], "texts[1] is NoneType"), (42, "got int")],
+)
+def test_bad_input_raises_clear_error(embedder, bad, fragment):
+    with pytest.raises(InvalidInputError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        embedder.encode(bad)
+
+
+def test_bad_role_and_batch_size(embedder):
+    with pytest.raises(InvalidInputError, match="unknown role 'passage'; use one of: query, document"):
+        embedder.encode(["x"], role="passage")
+    with pytest.raises(InvalidInputError, match="batch_size must be a positive integer"):
+        embedder.encode(["x"], batch_size=0)
+
+
+def test_text_beyond_context_is_truncated_with_warning(embedder, caplog):
+    long_text = "word " * 20_000
+    with caplog.at_level(logging.WARNING):
+        out = embedder.encode([long_text, "short"])
+    assert out.shape == (2, embedder.dim)
+    assert np.isfinite(out).all()
+    assert any("were truncated" in r.getMessage() and "1 of 2" in r.getMessage() for r in caplog.records)
+    # Truncation keeps the head of the text: a text that only differs after the cut embeds the same.
+    other = embedder.encode([long_text + " completely different ending"])
+    assert np.abs(out[0] - other[0]).max() < 1e-5

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from embedders import InvalidInputError, PromptConfig, Role
+from embedders.base import PromptTokenizer
+from embedders.baselines import PROMPTEOL
+
+
+def test_prompt_config_renders_instruction_only_when_given():
+    cfg = PromptConfig(query="Q: {instruction}{text}", document="{text}", instruction_format="[{instruction}] ")
+    assert cfg.render("hi", Role.QUERY, "find it") == "Q: [find it] hi"
+    assert cfg.render("hi", Role.QUERY, None) == "Q: hi"
+    assert cfg.render("hi", Role.DOCUMENT, "find it") == "hi"
+
+
+def test_prompt_config_validates_templates():
+    with pytest.raises(ValueError, match="exactly once"):
+        PromptConfig(query="no text here")
+    with pytest.raises(ValueError, match="instruction_format"):
+        PromptConfig(instruction_format="nothing")
+
+
+def test_prompt_tokenizer_keeps_suffix_when_truncating(prompteol):
+    tok = prompteol.backbone.tokenizer
+    pt = PromptTokenizer(tok, PROMPTEOL, max_length=32)
+    out = pt(["word " * 500, "A cat."], Role.DOCUMENT, None)
+    assert out.truncated == 1
+    assert len(out.sequences[0]) == 32
+    suffix_ids = tok(' means in one word:"', add_special_tokens=False)["input_ids"]
+    assert out.sequences[0][-len(suffix_ids):] == suffix_ids
+    # The span of a short text covers exactly its tokens.
+    start, end = out.text_spans[1]
+    assert tok.decode(out.sequences[1][start:end]).strip().startswith("A cat")
+
+
+def test_prompt_tokenizer_rejects_instruction_that_fills_context(prompteol):
+    pt = PromptTokenizer(prompteol.backbone.tokenizer, PROMPTEOL, max_length=16)
+    with pytest.raises(InvalidInputError, match="shorten the instruction"):
+        pt(["x"], Role.DOCUMENT, "a very long instruction " * 20)

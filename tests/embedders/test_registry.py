@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from embedders import (
+    CheckpointError,
+    DuplicateRegistrationError,
+    UnknownEmbedderError,
+    list_embedders,
+    load_checkpoint,
+    load_embedder,
+    register_embedder,
+)
+from embedders.registry import register_method, unregister_embedder
+
+
+def test_builtin_names_listed():
+    names = {i.name for i in list_embedders()}
+    assert {"minilm", "backbone-mean", "backbone-prompteol"} <= names
+
+
+def test_unknown_name_lists_valid_ones():
+    with pytest.raises(UnknownEmbedderError) as info:
+        load_embedder("no-such-embedder")
+    message = str(info.value)
+    assert "no-such-embedder" in message
+    for name in ("minilm", "backbone-mean", "backbone-prompteol"):
+        assert name in message
+
+
+@pytest.mark.parametrize("bad", ["", "   ", None])
+def test_empty_or_none_name(bad):
+    with pytest.raises(UnknownEmbedderError, match="non-empty name or path"):
+        load_embedder(bad)
+
+
+def test_duplicate_registration_rejected():
+    register_embedder("dup-test", lambda **_: None, "test")  # type: ignore[arg-type,return-value]
+    try:
+        with pytest.raises(DuplicateRegistrationError, match="already registered"):
+            register_embedder("dup-test", lambda **_: None, "test")  # type: ignore[arg-type,return-value]
+    finally:
+        unregister_embedder("dup-test")
+    with pytest.raises(DuplicateRegistrationError, match="already has a loader"):
+        register_method("encoder-mean", lambda *a: None)  # type: ignore[arg-type,return-value]
+
+
+def test_bad_checkpoints(tmp_path):
+    with pytest.raises(CheckpointError, match=r"facet_config\.json is missing"):
+        load_checkpoint(tmp_path)
+    (tmp_path / "facet_config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="not valid JSON"):
+        load_checkpoint(tmp_path)
+    (tmp_path / "facet_config.json").write_text(json.dumps({"method": "mystery"}))
+    with pytest.raises(CheckpointError, match="names method 'mystery'"):
+        load_checkpoint(tmp_path)
