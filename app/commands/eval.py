@@ -65,7 +65,7 @@ def eval_cmd(
         typer.Option(
             "--doc-max-words",
             help="truncate retrieval documents to "
-            "N words (default: quick 128, full whole; 0 = whole)",
+            "N words (default: quick 100, full whole; 0 = whole)",
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
@@ -112,8 +112,9 @@ def eval_cmd(
         width = max(len(d["name"]) for d in described)
         for d in described:
             typer.echo(f"{d['name']:<{width}}  {d['kind']:<14} {d['description']}")
-            quick = ", ".join(f"{k}={v}" for k, v in d["quick"].items())
-            typer.echo(f"{'':<{width}}  {'':<14} quick: {quick}; full: all items, whole documents")
+            for name in SUITES:
+                params = ", ".join(f"{k}={'all' if v is None else v}" for k, v in d[name].items())
+                typer.echo(f"{'':<{width}}  {'':<14} {name}: {params}")
         return
     if embedder is None:
         raise InvalidRequestError(

@@ -123,12 +123,16 @@ def kmeans_v_measure(
 ) -> tuple[float, float]:
     """Mean and std over ``seeds`` of the V-measure of k-means (k = number of distinct labels)."""
     from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
 
     k = len(set(labels))
     scores = []
-    for seed in seeds:
-        pred = KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(embeddings)
-        scores.append(metrics.v_measure(labels, pred))
+    # One thread: on a small shared CPU, k-means with k=150 ran 20x slower with
+    # oversubscribed threads (22 s vs 1 s per fit, measured), and one thread costs little.
+    with threadpool_limits(limits=1):
+        for seed in seeds:
+            pred = KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(embeddings)
+            scores.append(metrics.v_measure(labels, pred))
     return float(np.mean(scores)), float(np.std(scores))
 
 
@@ -574,8 +578,11 @@ class ClassificationTask(Task):
             raise ValueError(f"{self.name}: the training sample has fewer than two labels")
         x_train = ctx.encode(train.texts, role=self.role, instruction=self.instruction)
         x_test = ctx.encode(test.texts, role=self.role, instruction=self.instruction)
+        from threadpoolctl import threadpool_limits
+
         clf = LogisticRegression(max_iter=1000, random_state=self.seed)
-        clf.fit(x_train, train.labels)
+        with threadpool_limits(limits=1):  # see kmeans_v_measure: threads oversubscribe here
+            clf.fit(x_train, train.labels)
         predicted = clf.predict(x_test).tolist()
         return {"accuracy": metrics.accuracy(test.labels, predicted)}, {
             "train": len(train.texts),
