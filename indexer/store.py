@@ -152,10 +152,10 @@ class VectorStore(ABC):
                filters: Filters | None = None) -> list[Hit]:
         """Up to ``limit`` points (payloads), in id order."""
 
-    def optimize(self, collection: str) -> None:  # noqa: B027 - optional hook
+    def optimize(self, collection: str) -> None:
         """Build indexes after a bulk load (a no-op where the backend does it itself)."""
 
-    def flush(self) -> None:  # noqa: B027 - optional hook
+    def flush(self) -> None:
         """Make every write durable."""
 
     @abstractmethod

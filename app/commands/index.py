@@ -76,6 +76,7 @@ def _print_results(response: Any) -> None:
 
 def register(cli: typer.Typer) -> None:
     """Add the indexing and search commands to the ``facet`` CLI."""
+    register_bench(cli)
 
     @cli.command("index")
     @handle_errors
@@ -263,3 +264,95 @@ def register(cli: typer.Typer) -> None:
                 typer.echo("")
         typer.echo(f"demo done in {time.perf_counter() - started:.1f}s; try: facet search "
                    f"\"lost my card\" -i \"Find the customer's intent\" -c {DEMO_COLLECTION}")
+
+
+BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
+                 "top up failed", "I forgot my PIN", "where is my new card", "cash withdrawal fee",
+                 "transfer is pending", "verify my identity", "close my account",
+                 "someone used my card", "change my address", "apple pay not working",
+                 "card expired", "send money abroad", "salary not received", "charged twice",
+                 "freeze my card", "virtual card", "statement download"]
+
+
+def register_bench(cli: typer.Typer) -> None:
+    """``facet bench``: indexing throughput, store and search latency, SciFact consistency."""
+
+    @cli.command("bench")
+    @handle_errors
+    def bench_cmd(
+        parts: Annotated[str, typer.Option(
+            "--parts", help="comma-separated: index, store, search, scifact")] = "index,store,search",
+        source: Annotated[Path | None, typer.Option(
+            "--source", help="corpus for the indexing benchmark (default: the bundled sample)")
+        ] = None,
+        embedder: Annotated[str, typer.Option("--embedder", "-e")] = "minilm",
+        rerank: Annotated[str, typer.Option("--rerank")] = "minilm",
+        points: Annotated[int, typer.Option("--points", help="synthetic points (edge)")] = 100_000,
+        local_points: Annotated[int, typer.Option(
+            "--local-points", help="points for the edge vs qdrant-client local comparison")
+        ] = 20_000,
+        scifact_docs: Annotated[int | None, typer.Option(
+            "--scifact-docs", help="SciFact subset: judged docs + sampled others (default all)")
+        ] = None,
+        out: Annotated[Path | None, typer.Option("--out", help="write results as JSON")] = None,
+    ) -> None:
+        """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG."""
+        import tempfile
+
+        from app.services import benchmark as bm
+        from app.services.context import EmbedderCache
+        from indexer.store import EdgeStore, QdrantClientStore
+
+        settings = get_settings()
+        cache = EmbedderCache(settings.device)
+        wanted = {p.strip() for p in parts.split(",") if p.strip()}
+        results: dict[str, Any] = {}
+        if "index" in wanted:
+            src = source or SAMPLE_FILE
+            r = bm.bench_indexing(src, embedder, cache)
+            results["index"] = r
+            typer.echo(f"indexing {r['documents']} docs / {r['chunks']} chunks with {r['embedder']}: "
+                       f"bare encode {r['bare_chunks_per_s']:.1f} chunks/s, end-to-end "
+                       f"{r['end_to_end_chunks_per_s']:.1f} chunks/s ({r['end_to_end_docs_per_s']:.1f}"
+                       f" docs/s): ratio {r['ratio']:.3f}; stages {r['stage_s']}")
+        if "store" in wanted:
+            dim = int(cache.get(embedder).dim)
+            rows = []
+            with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
+                for label, make, n in (
+                        ("edge", lambda t: EdgeStore(Path(t) / "e1"), points),
+                        ("edge", lambda t: EdgeStore(Path(t) / "e2"), local_points),
+                        ("local", lambda t: QdrantClientStore(path=Path(t) / "l1"), local_points)):
+                    store = make(tmp)
+                    try:
+                        r = bm.bench_store(store, n, dim)
+                    finally:
+                        store.close()
+                    rows.append(r)
+                    typer.echo(f"store {label} {n} x {dim}: upsert {r['upsert_s']:.1f}s "
+                               f"({r['upsert_points_per_s']:.0f} pts/s), optimize "
+                               f"{r['optimize_s']:.1f}s, search p50/p95 {r['search_p50_ms']:.2f}/"
+                               f"{r['search_p95_ms']:.2f} ms, filtered {r['filtered_p50_ms']:.2f}/"
+                               f"{r['filtered_p95_ms']:.2f} ms, recall@10 "
+                               f"{r['recall_at_10_vs_exact']:.3f}")
+            results["store"] = rows
+        if "search" in wanted:
+            with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
+                bm.build_search_bench_collection(Path(tmp), cache, embedder, points)
+                r = bm.bench_search_latency(Path(tmp), cache, embedder, rerank, BENCH_QUERIES)
+            results["search"] = r | {"points": points}
+            typer.echo(f"search service on {points} chunks: no rerank p50/p95 "
+                       f"{r['no_rerank']['p50_ms']:.1f}/{r['no_rerank']['p95_ms']:.1f} ms; rerank "
+                       f"({rerank}, depth {r['rerank_depth']}) {r['rerank']['p50_ms']:.1f}/"
+                       f"{r['rerank']['p95_ms']:.1f} ms")
+        if "scifact" in wanted:
+            folder = settings.shared_data_dir / "beir_scifact"
+            r = bm.scifact_consistency(folder, embedder, cache, log=typer.echo,
+                                       max_docs=scifact_docs)
+            results["scifact"] = r
+            typer.echo(f"SciFact nDCG@10 ({r['queries']} queries, {r['documents']} docs, "
+                       f"{r['embedder']}): search service {r['service_ndcg10']:.4f}, direct "
+                       f"{r['direct_ndcg10']:.4f}, |diff| {r['abs_diff']:.4f}")
+        if out is not None:
+            out.write_text(json.dumps(results, indent=2))
+            typer.echo(f"wrote {out}")

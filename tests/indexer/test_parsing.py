@@ -19,7 +19,8 @@ def test_formats(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("plain text")
     (tmp_path / "b.md").write_text("# Title here\n\nbody")
     (tmp_path / "c.html").write_text("<html><head><title>T</title><style>x{}</style></head>"
-                                     "<body><p>Hello</p><script>var x;</script><p>world</p></body></html>")
+                                     "<body><p>Hello</p><script>var x;</script><p>world</p>"
+                                     "</body></html>")
     (tmp_path / "d.jsonl").write_text(json.dumps({"_id": "x1", "title": "Tt", "text": "jtext",
                                                   "lang": "en"}) + "\n")
     (tmp_path / "e.csv").write_text("id,text,label\nr1,hello csv,pos\n")

@@ -1,4 +1,4 @@
-"""The same store tests against every backend ("congruence"): qdrant-edge and qdrant-client local mode."""
+"""The same store tests against every backend ("congruence"): qdrant-edge, qdrant-client local."""
 
 from __future__ import annotations
 

@@ -94,9 +94,8 @@ def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, m
     (src / "empty.txt").write_text("")
     (src / "binary.txt").write_bytes(bytes(range(256)) * 40)
     (src / "latin1.txt").write_bytes("Crème brûlée recipe for the café".encode("latin-1"))
-    (src / "records.jsonl").write_text(json.dumps({"_id": "r1", "text": "good record one"})
-                                       + "\n{not json\n"
-                                       + json.dumps({"_id": "r2", "text": "good record two"}) + "\n")
+    good = [json.dumps({"_id": f"r{i}", "text": f"good record {i}"}) for i in (1, 2)]
+    (src / "records.jsonl").write_text(good[0] + "\n{not json\n" + good[1] + "\n")
     big = src / "big.txt"
     with big.open("wb") as fh:  # a real 50 MB text file
         line = b"lorem ipsum dolor sit amet consectetur adipiscing elit\n"
@@ -111,7 +110,8 @@ def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, m
     assert "looks binary" in errors[str(src / "binary.txt")]
     assert "looks binary" in errors[str(src / "doc001.txt")]
     assert "MiB per-document limit" in errors[str(big)]
-    assert f"{src / 'records.jsonl'}:2: malformed JSON line" in errors[f"{src / 'records.jsonl'}#L2"]
+    records = src / "records.jsonl"
+    assert f"{records}:2: malformed JSON line" in errors[f"{records}#L2"]
     assert any("invalid UTF-8" in w for _, w in report.warnings)
     assert report.docs_indexed == 3  # latin1.txt (with replacement characters), r1, r2
     after = set(_store_ids(ctx, "docs"))

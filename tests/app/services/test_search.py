@@ -27,8 +27,8 @@ def searchable(make_ctx, tmp_path):
 
 def test_search_ranks_like_exact_cosine_and_returns_snippets(searchable, minilm) -> None:
     service = SearchService(searchable)
-    response = service.search(SearchRequest("card blocked", "support", instruction="Find the intent",
-                                            top_k=5))
+    response = service.search(SearchRequest("card blocked", "support",
+                                            instruction="Find the intent", top_k=5))
     texts = [r.text for r in response.results]
     docs = minilm.encode(texts, role="document")
     q = minilm.encode(["card blocked"], role="query", instruction="Find the intent")[0]
@@ -71,7 +71,7 @@ def test_request_errors(searchable) -> None:
     service = SearchService(searchable)
     with pytest.raises(InvalidRequestError, match="query is empty"):
         service.search(SearchRequest("   ", "support"))
-    with pytest.raises(NotFoundError, match="unknown collection 'nope'.*known: support"):
+    with pytest.raises(NotFoundError, match=r"unknown collection 'nope'.*known: support"):
         service.search(SearchRequest("x", "nope"))
     with pytest.raises(InvalidRequestError, match="has no '='"):
         parse_filters(["intent"])
