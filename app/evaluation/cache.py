@@ -79,11 +79,7 @@ class EmbeddingCache:
         bucket.mkdir(parents=True, exist_ok=True)
         meta = bucket / "meta.json"
         if not meta.exists():
-            meta.write_text(
-                json.dumps(
-                    {"identity": identity, "role": role, "instruction": instruction}, indent=1
-                )
-            )
+            meta.write_text(json.dumps({"identity": identity, "role": role, "instruction": instruction}, indent=1))
         digest = hashlib.sha256("".join(keys).encode()).hexdigest()[:16]
         fd, tmp = tempfile.mkstemp(dir=bucket, suffix=".npz.tmp")
         try:
@@ -133,11 +129,7 @@ class EmbeddingCache:
                 table[k] = v
             if bucket is None:
                 # Without a cache keep vectors only for this call.
-                out = (
-                    np.stack([table[k] for k in keys])
-                    if keys
-                    else np.zeros((0, embedder.dim), np.float32)
-                )
+                out = np.stack([table[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)
                 return out.astype(np.float32, copy=False)
         if not keys:
             return np.zeros((0, embedder.dim), dtype=np.float32)

@@ -105,15 +105,11 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             except json.JSONDecodeError as e:
                 raise DataError(f"{path}, line {lineno}: invalid JSON: {e.msg}") from e
             if not isinstance(obj, dict):
-                raise DataError(
-                    f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}"
-                )
+                raise DataError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
 
 
-def _str_field(
-    obj: dict[str, Any], key: str, path: Path, lineno: int, *, required: bool = True
-) -> str:
+def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, required: bool = True) -> str:
     value = obj.get(key)
     if value is None and not required:
         return ""
@@ -175,9 +171,7 @@ def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
         header = header_line.rstrip("\r\n").split("\t")
         missing = [c for c in needed if c not in header]
         if missing:
-            raise DataError(
-                f"{p}, line 1: header lacks column(s) {', '.join(missing)}; found {header}"
-            )
+            raise DataError(f"{p}, line 1: header lacks column(s) {', '.join(missing)}; found {header}")
         col = {c: header.index(c) for c in needed}
         for lineno, line in enumerate(f, start=2):
             line = line.rstrip("\r\n")
@@ -185,20 +179,13 @@ def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
                 continue
             fields = line.split("\t")
             if len(fields) != len(header):
-                raise DataError(
-                    f"{p}, line {lineno}: expected {len(header)} tab-separated fields, "
-                    f"got {len(fields)}"
-                )
+                raise DataError(f"{p}, line {lineno}: expected {len(header)} tab-separated fields, got {len(fields)}")
             if fields[col["SemEval_set"]].strip().upper() != split.upper():
                 continue
             s1, s2 = fields[col["sentence_A"]], fields[col["sentence_B"]]
             if not s1.strip() or not s2.strip():
                 raise DataError(f"{p}, line {lineno}: empty sentence")
-            pairs.append(
-                StsPair(
-                    s1, s2, _float(fields[col["relatedness_score"]], "relatedness_score", p, lineno)
-                )
-            )
+            pairs.append(StsPair(s1, s2, _float(fields[col["relatedness_score"]], "relatedness_score", p, lineno)))
     if not pairs:
         raise DataError(f"{p}: no rows with SemEval_set == {split!r}")
     return pairs
@@ -212,9 +199,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     dropped with a warning (some published sets have a few)."""
     root = Path(folder)
     if not root.is_dir():
-        raise DataError(
-            f"{root}: BEIR folder not found (expected corpus.jsonl, queries.jsonl, qrels/)"
-        )
+        raise DataError(f"{root}: BEIR folder not found (expected corpus.jsonl, queries.jsonl, qrels/)")
     corpus: dict[str, tuple[str, str]] = {}
     path = root / "corpus.jsonl"
     for lineno, obj in _jsonl(path):
@@ -242,8 +227,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 fields = [fields[0], fields[2], fields[3]]
             if len(fields) != 3:
                 raise DataError(
-                    f"{path}, line {lineno}: expected 'query-id<TAB>corpus-id<TAB>score', "
-                    f"got {len(fields)} field(s)"
+                    f"{path}, line {lineno}: expected 'query-id<TAB>corpus-id<TAB>score', got {len(fields)} field(s)"
                 )
             qid, did, grade = fields
             score = _float(grade, "score", path, lineno)
@@ -265,9 +249,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
 # -- clustering ------------------------------------------------------------------------
 
 
-def load_goalex(
-    folder: str | Path, instruction: str | None = None, name: str | None = None
-) -> ClusteringView:
+def load_goalex(folder: str | Path, instruction: str | None = None, name: str | None = None) -> ClusteringView:
     """Read a GoalEx folder (``data.json`` + ``labels.json``).
 
     Args:
@@ -288,8 +270,7 @@ def load_goalex(
     for i, t in enumerate(texts):
         if not isinstance(t, str) or not t.strip():
             raise DataError(
-                f"{data_path}, line {_json_item_line(data_path, 'texts', i)}: "
-                f"texts[{i}] is not a non-empty string"
+                f"{data_path}, line {_json_item_line(data_path, 'texts', i)}: texts[{i}] is not a non-empty string"
             )
     for i, label in enumerate(labels):
         if isinstance(label, bool) or not isinstance(label, int):
@@ -298,9 +279,7 @@ def load_goalex(
                 f"labels[{i}] = {label!r:.40} is not an integer"
             )
     if len(texts) != len(labels):
-        raise DataError(
-            f"{labels_path}, line 1: {len(labels)} labels for {len(texts)} texts in {data_path}"
-        )
+        raise DataError(f"{labels_path}, line 1: {len(labels)} labels for {len(texts)} texts in {data_path}")
     if len(set(labels)) < 2:
         raise DataError(f"{labels_path}, line 1: needs at least two distinct labels to cluster")
     goal = data.get("goal")
@@ -345,14 +324,10 @@ def load_multiview(
         DataError: fewer than two views, or a view's texts differ from the first view's.
     """
     if len(folders) < 2:
-        raise DataError(
-            "multi-view clustering needs at least two GoalEx folders over the same texts"
-        )
+        raise DataError("multi-view clustering needs at least two GoalEx folders over the same texts")
     if instructions is not None and len(instructions) != len(folders):
         raise DataError(f"{len(instructions)} instructions for {len(folders)} views")
-    views = [
-        load_goalex(f, instructions[i] if instructions else None) for i, f in enumerate(folders)
-    ]
+    views = [load_goalex(f, instructions[i] if instructions else None) for i, f in enumerate(folders)]
     check_same_texts(views)
     return views
 
@@ -378,9 +353,7 @@ def write_goalex(view: ClusteringView, folder: str | Path) -> Path:
     """Write a view as a GoalEx folder (so a built set can be read back like any other)."""
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "data.json").write_text(
-        json.dumps({"goal": view.instruction or "", "texts": view.texts}, indent=1)
-    )
+    (root / "data.json").write_text(json.dumps({"goal": view.instruction or "", "texts": view.texts}, indent=1))
     (root / "labels.json").write_text(
         json.dumps({"class_descriptions": view.label_names, "labels": view.labels}, indent=1)
     )
@@ -388,12 +361,10 @@ def write_goalex(view: ClusteringView, folder: str | Path) -> Path:
 
 
 CLINC_INTENT_INSTRUCTION = (
-    "Identify the specific intent of this request to a virtual assistant: "
-    "the exact action the user wants"
+    "Identify the specific intent of this request to a virtual assistant: the exact action the user wants"
 )
 CLINC_DOMAIN_INSTRUCTION = (
-    "Identify the broad domain of this request to a virtual assistant, "
-    "such as banking, travel or cooking"
+    "Identify the broad domain of this request to a virtual assistant, such as banking, travel or cooking"
 )
 
 
@@ -420,10 +391,7 @@ def build_clinc_multiview(
     data = _read_json(dp)
     domains = _read_json(mp)
     if not isinstance(data, dict) or not isinstance(data.get(split), list):
-        raise DataError(
-            f"{dp}, line 1: no {split!r} split "
-            f"(found {sorted(data) if isinstance(data, dict) else '?'})"
-        )
+        raise DataError(f"{dp}, line 1: no {split!r} split (found {sorted(data) if isinstance(data, dict) else '?'})")
     if not isinstance(domains, dict) or not all(isinstance(v, list) for v in domains.values()):
         raise DataError(f"{mp}, line 1: expected an object mapping domain -> list of intents")
     intent_to_domain: dict[str, str] = {}
@@ -431,18 +399,14 @@ def build_clinc_multiview(
         for intent in intents:
             if intent in intent_to_domain:
                 raise DataError(
-                    f"{mp}: intent {intent!r} is listed under both "
-                    f"{intent_to_domain[intent]!r} and {domain!r}"
+                    f"{mp}: intent {intent!r} is listed under both {intent_to_domain[intent]!r} and {domain!r}"
                 )
             intent_to_domain[str(intent)] = str(domain)
     items: list[tuple[str, str]] = []
     for i, item in enumerate(data[split]):
-        if not (
-            isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
-        ):
+        if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)):
             raise DataError(
-                f"{dp}, line {_json_item_line(dp, split, i)}: {split}[{i}] must be "
-                f"[text, intent], got {item!r:.60}"
+                f"{dp}, line {_json_item_line(dp, split, i)}: {split}[{i}] must be [text, intent], got {item!r:.60}"
             )
         if item[1] not in intent_to_domain:
             raise DataError(
@@ -458,9 +422,7 @@ def build_clinc_multiview(
     intent_ids = {name: i for i, name in enumerate(intents)}
     domain_ids = {name: i for i, name in enumerate(domain_names)}
     return [
-        ClusteringView(
-            "intent", texts, [intent_ids[i] for _, i in items], intent_instruction, intents
-        ),
+        ClusteringView("intent", texts, [intent_ids[i] for _, i in items], intent_instruction, intents),
         ClusteringView(
             "domain",
             list(texts),
@@ -490,14 +452,10 @@ def load_labelled_texts(
         try:
             header = next(reader, None)
             if header is None:
-                raise DataError(
-                    f"{p}: empty file (expected a header with {text_column!r} and {label_column!r})"
-                )
+                raise DataError(f"{p}: empty file (expected a header with {text_column!r} and {label_column!r})")
             missing = [c for c in (text_column, label_column) if c not in header]
             if missing:
-                raise DataError(
-                    f"{p}, line 1: header lacks column(s) {', '.join(missing)}; found {header}"
-                )
+                raise DataError(f"{p}, line 1: header lacks column(s) {', '.join(missing)}; found {header}")
             ti, li = header.index(text_column), header.index(label_column)
             for row in reader:
                 lineno = reader.line_num
@@ -505,14 +463,10 @@ def load_labelled_texts(
                     continue
                 if len(row) != len(header):
                     raise DataError(
-                        f"{p}, line {lineno}: expected {len(header)} fields separated by "
-                        f"{delimiter!r}, got {len(row)}"
+                        f"{p}, line {lineno}: expected {len(header)} fields separated by {delimiter!r}, got {len(row)}"
                     )
                 if not row[ti].strip() or not row[li].strip():
-                    raise DataError(
-                        f"{p}, line {lineno}: empty "
-                        f"{text_column if not row[ti].strip() else label_column}"
-                    )
+                    raise DataError(f"{p}, line {lineno}: empty {text_column if not row[ti].strip() else label_column}")
                 texts.append(row[ti])
                 labels.append(row[li].strip())
         except csv.Error as e:

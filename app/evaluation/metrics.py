@@ -35,9 +35,7 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(
-            f"spearman needs two 1-d sequences of equal length, got {a.shape} and {b.shape}"
-        )
+        raise ValueError(f"spearman needs two 1-d sequences of equal length, got {a.shape} and {b.shape}")
     if len(a) < 2:
         raise ValueError("spearman needs at least two items")
     ra, rb = _average_ranks(a), _average_ranks(b)
@@ -102,9 +100,7 @@ def mean_over_queries(
     return float(np.mean(scores))
 
 
-def v_measure(
-    labels_true: Sequence[int] | np.ndarray, labels_pred: Sequence[int] | np.ndarray
-) -> float:
+def v_measure(labels_true: Sequence[int] | np.ndarray, labels_pred: Sequence[int] | np.ndarray) -> float:
     """V-measure (harmonic mean of homogeneity and completeness, beta = 1)."""
     from sklearn.metrics import v_measure_score
 

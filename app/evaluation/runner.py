@@ -159,7 +159,8 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
     lines = [header, sep]
     main = {(res.task, res.main_metric) for run in report.runs for res in run.results}
     for task, m in rows:
-        label = f"**{m}**" if (task, m) in main else m
+        shown = m.replace("|", "\\|")  # a pipe would end the markdown cell
+        label = f"**{shown}**" if (task, m) in main else shown
         cells = [_fmt(table.get((n, task, m))) for n in names]
         lines.append(f"| {task} | {label} | " + " | ".join(cells) + " |")
     if details:
@@ -168,9 +169,7 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
     return "\n".join(lines)
 
 
-def write_report(
-    report: EvalReport, out_dir: Path, command: str | None = None
-) -> tuple[Path, Path]:
+def write_report(report: EvalReport, out_dir: Path, command: str | None = None) -> tuple[Path, Path]:
     """Write ``results.json`` and ``results.md`` under ``out_dir``; returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     data = report.to_dict()
@@ -182,7 +181,7 @@ def write_report(
     title = f"# facet eval: {report.runs[0].embedder} ({report.suite} suite)\n\n"
     cmd = f"Command: `{command}`\n\n" if command else ""
     note = (
-        "Scores x 100. The main metric of each task is in bold. `cross_A|B` is view A's labels "
+        "Scores x 100. The main metric of each task is in bold. `cross_A_under_B` is view A's labels "
         "clustered on embeddings made with view B's instruction; "
         "`steer_gap` is matched minus crossed.\n\n"
     )

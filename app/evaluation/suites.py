@@ -29,9 +29,7 @@ from app.evaluation.tasks import (
 SUITES = ("quick", "full")
 SEED = 0
 
-SCIFACT_INSTRUCTION = (
-    "Given a scientific claim, retrieve documents that support or refute the claim"
-)
+SCIFACT_INSTRUCTION = "Given a scientific claim, retrieve documents that support or refute the claim"
 BANKING77_INSTRUCTION = "Given an online banking query, find the corresponding intent"
 EMOTION_INSTRUCTION = (
     "Classify the emotion expressed in the given Twitter message into one of six emotions: "
@@ -81,9 +79,7 @@ def _sick(root: Path, p: dict[str, Any], o: SuiteOptions) -> Task:
     return StsTask("sick", lambda: loaders.load_sick(path, "TEST"), sample=p["pairs"], seed=SEED)
 
 
-def _scifact_retrieval(
-    root: Path, p: dict[str, Any], o: SuiteOptions, name: str = "scifact"
-) -> RetrievalTask:
+def _scifact_retrieval(root: Path, p: dict[str, Any], o: SuiteOptions, name: str = "scifact") -> RetrievalTask:
     folder = root / "beir_scifact"
     words = p["doc_max_words"] if o.doc_max_words is None else (o.doc_max_words or None)
     return RetrievalTask(
@@ -114,9 +110,7 @@ def _scifact_rerank(root: Path, p: dict[str, Any], o: SuiteOptions) -> Task:
 def _goalex(dataset: str) -> Callable[[Path, dict[str, Any], SuiteOptions], Task]:
     def build(root: Path, p: dict[str, Any], o: SuiteOptions) -> Task:
         folder = root / "goalex_clustering" / dataset
-        return ClusteringTask(
-            f"goalex-{dataset}", lambda: loaders.load_goalex(folder), sample=p["texts"], seed=SEED
-        )
+        return ClusteringTask(f"goalex-{dataset}", lambda: loaders.load_goalex(folder), sample=p["texts"], seed=SEED)
 
     return build
 
@@ -126,9 +120,7 @@ def _clinc_multiview(root: Path, p: dict[str, Any], o: SuiteOptions) -> Task:
     # Built at full-suite size and subsampled further for quick: quick texts are a subset of full.
     return MultiViewClusteringTask(
         "clinc-multiview",
-        lambda: loaders.build_clinc_multiview(
-            data, domains, split="test", n=CLINC_TEXTS, seed=SEED
-        ),
+        lambda: loaders.build_clinc_multiview(data, domains, split="test", n=CLINC_TEXTS, seed=SEED),
         sample=p["texts"],
         seed=SEED,
     )
@@ -138,12 +130,8 @@ def _banking77(root: Path, p: dict[str, Any], o: SuiteOptions) -> Task:
     folder = root / "banking77"
     return ClassificationTask(
         "banking77",
-        lambda: loaders.load_labelled_texts(
-            folder / "train.csv", text_column="text", label_column="category"
-        ),
-        lambda: loaders.load_labelled_texts(
-            folder / "test.csv", text_column="text", label_column="category"
-        ),
+        lambda: loaders.load_labelled_texts(folder / "train.csv", text_column="text", label_column="category"),
+        lambda: loaders.load_labelled_texts(folder / "test.csv", text_column="text", label_column="category"),
         instruction=BANKING77_INSTRUCTION,
         n_train=p["train"],
         n_test=p["test"],
@@ -155,9 +143,7 @@ def _emotion(root: Path, p: dict[str, Any], o: SuiteOptions) -> Task:
     folder = root / "emotion"
 
     def read(name: str) -> loaders.LabelledTexts:
-        return loaders.load_labelled_texts(
-            folder / name, delimiter=";", text_column="text", label_column="label_name"
-        )
+        return loaders.load_labelled_texts(folder / name, delimiter=";", text_column="text", label_column="label_name")
 
     return ClassificationTask(
         "emotion",
@@ -264,15 +250,12 @@ def resolve_task_names(names: str | None) -> list[str]:
     unknown = [n for n in chosen if n not in TASKS]
     if unknown:
         raise InvalidRequestError(
-            f"unknown task(s) {', '.join(unknown)}; valid tasks: {', '.join(TASKS)} "
-            "(see facet eval --list-tasks)"
+            f"unknown task(s) {', '.join(unknown)}; valid tasks: {', '.join(TASKS)} (see facet eval --list-tasks)"
         )
     return list(dict.fromkeys(chosen))
 
 
-def build_tasks(
-    data_root: Path, suite: str, names: list[str], options: SuiteOptions | None = None
-) -> list[Task]:
+def build_tasks(data_root: Path, suite: str, names: list[str], options: SuiteOptions | None = None) -> list[Task]:
     """Build the named tasks for ``suite`` reading under ``data_root`` (nothing is read yet)."""
     if suite not in SUITES:
         raise InvalidRequestError(f"unknown suite {suite!r}; use one of: {', '.join(SUITES)}")

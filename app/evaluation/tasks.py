@@ -118,9 +118,7 @@ def truncate_words(text: str, max_words: int | None) -> str:
     return text if len(words) <= max_words else " ".join(words[:max_words])
 
 
-def kmeans_v_measure(
-    embeddings: np.ndarray, labels: Sequence[int], seeds: Sequence[int]
-) -> tuple[float, float]:
+def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[int], seeds: Sequence[int]) -> tuple[float, float]:
     """Mean and std over ``seeds`` of the V-measure of k-means (k = number of distinct labels)."""
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
@@ -149,9 +147,7 @@ class Task(ABC):
     def run(self, ctx: EvalContext) -> TaskResult:
         start = time.perf_counter()
         scores, info = self.evaluate(ctx)
-        return TaskResult(
-            self.name, self.kind, self.main_metric, scores, info, time.perf_counter() - start
-        )
+        return TaskResult(self.name, self.kind, self.main_metric, scores, info, time.perf_counter() - start)
 
     @abstractmethod
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -193,9 +189,7 @@ class StsTask(Task):
     def pairs(self) -> list[StsPair]:
         if self._pairs is None:
             everything = self.source()
-            self._pairs = [
-                everything[i] for i in sample_indices(len(everything), self.sample, self.seed)
-            ]
+            self._pairs = [everything[i] for i in sample_indices(len(everything), self.sample, self.seed)]
         return self._pairs
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -279,8 +273,7 @@ class RetrievalTask(Task):
             keep = judged | {others[i] for i in sample_indices(len(others), extra, self.seed)}
             doc_ids = [d for d in doc_ids if d in keep]
         doc_texts = [
-            truncate_words(f"{beir.corpus[d][0]} {beir.corpus[d][1]}".strip(), self.doc_max_words)
-            for d in doc_ids
+            truncate_words(f"{beir.corpus[d][0]} {beir.corpus[d][1]}".strip(), self.doc_max_words) for d in doc_ids
         ]
         self._data = RetrievalSet(qids, [beir.queries[q] for q in qids], doc_ids, doc_texts, qrels)
         return self._data
@@ -299,9 +292,7 @@ class RetrievalTask(Task):
     ) -> dict[str, list[str]]:
         d = self.data()
         q = ctx.encode(d.query_texts, role=Role.QUERY, instruction=instruction, embedder=embedder)
-        docs = ctx.encode(
-            d.doc_texts, role=Role.DOCUMENT, instruction=self.doc_instruction, embedder=embedder
-        )
+        docs = ctx.encode(d.doc_texts, role=Role.DOCUMENT, instruction=self.doc_instruction, embedder=embedder)
         top = metrics.top_k(q @ docs.T, k)  # (queries, k)
         return {qid: [d.doc_ids[j] for j in row] for qid, row in zip(d.query_ids, top, strict=True)}
 
@@ -310,9 +301,7 @@ class RetrievalTask(Task):
         qrels = self.data().qrels
         scores = {
             f"ndcg@{self.ndcg_k}": metrics.mean_over_queries(rankings, qrels, "ndcg", self.ndcg_k),
-            f"recall@{self.recall_k}": metrics.mean_over_queries(
-                rankings, qrels, "recall", self.recall_k
-            ),
+            f"recall@{self.recall_k}": metrics.mean_over_queries(rankings, qrels, "recall", self.recall_k),
         }
         return scores, self.info()
 
@@ -347,9 +336,7 @@ class RerankTask(Task):
     def candidates(self, ctx: EvalContext) -> dict[str, list[str]]:
         if self._candidates is None:
             first = ctx.other_embedder(self.first_stage)
-            self._candidates = self.retrieval.rank(
-                ctx, first, self.top_n, self.first_stage_instruction
-            )
+            self._candidates = self.retrieval.rank(ctx, first, self.top_n, self.first_stage_instruction)
         return self._candidates
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -364,9 +351,7 @@ class RerankTask(Task):
             instruction=self.retrieval.doc_instruction,
         )
         row = {doc: i for i, doc in enumerate(needed)}
-        q_vecs = ctx.encode(
-            data.query_texts, role=Role.QUERY, instruction=self.retrieval.instruction
-        )
+        q_vecs = ctx.encode(data.query_texts, role=Role.QUERY, instruction=self.retrieval.instruction)
         reranked: dict[str, list[str]] = {}
         for qi, qid in enumerate(data.query_ids):
             cands = candidates[qid]
@@ -377,9 +362,7 @@ class RerankTask(Task):
         scores = {
             f"ndcg@{k}": metrics.mean_over_queries(reranked, data.qrels, "ndcg", k),
             f"first_stage_ndcg@{k}": metrics.mean_over_queries(candidates, data.qrels, "ndcg", k),
-            f"first_stage_recall@{self.top_n}": metrics.mean_over_queries(
-                candidates, data.qrels, "recall", self.top_n
-            ),
+            f"first_stage_recall@{self.top_n}": metrics.mean_over_queries(candidates, data.qrels, "recall", self.top_n),
         }
         info = {
             **self.retrieval.info(),
@@ -456,7 +439,7 @@ class MultiViewClusteringTask(Task):
     """The same texts under two or more labelings, each asked for by its own instruction.
 
     Scores: ``v_<view>`` (labels of a view, embeddings under that view's instruction), their
-    harmonic mean ``hmean`` (main), ``cross_<labels>|<instruction>`` (a view's labels scored
+    harmonic mean ``hmean`` (main), ``cross_<labels>_under_<instruction>`` (a view's labels scored
     on embeddings made with another view's instruction), and ``steer_gap``: the mean of
     matched minus crossed. A positive gap means the instruction moves the embedding
     towards the labeling it asks for; zero means the instruction is ignored.
@@ -485,9 +468,7 @@ class MultiViewClusteringTask(Task):
         if self._views is None:
             views = self.source()
             if len(views) < 2:
-                raise ValueError(
-                    f"{self.name}: multi-view clustering needs at least two views, got {len(views)}"
-                )
+                raise ValueError(f"{self.name}: multi-view clustering needs at least two views, got {len(views)}")
             check_same_texts(views)
             self._views = [_subsample_view(v, self.sample, self.seed) for v in views]
         return self._views
@@ -495,25 +476,19 @@ class MultiViewClusteringTask(Task):
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
         views = self.views()
         texts = views[0].texts
-        embeddings = {
-            v.name: ctx.encode(texts, role=self.role, instruction=v.instruction) for v in views
-        }
+        embeddings = {v.name: ctx.encode(texts, role=self.role, instruction=v.instruction) for v in views}
         scores: dict[str, float] = {}
         gaps: list[float] = []
         matched: list[float] = []
         for labels_view in views:
-            own, _ = kmeans_v_measure(
-                embeddings[labels_view.name], labels_view.labels, self.kmeans_seeds
-            )
+            own, _ = kmeans_v_measure(embeddings[labels_view.name], labels_view.labels, self.kmeans_seeds)
             scores[f"v_{labels_view.name}"] = own
             matched.append(own)
             for instr_view in views:
                 if instr_view is labels_view:
                     continue
-                crossed, _ = kmeans_v_measure(
-                    embeddings[instr_view.name], labels_view.labels, self.kmeans_seeds
-                )
-                scores[f"cross_{labels_view.name}|{instr_view.name}"] = crossed
+                crossed, _ = kmeans_v_measure(embeddings[instr_view.name], labels_view.labels, self.kmeans_seeds)
+                scores[f"cross_{labels_view.name}_under_{instr_view.name}"] = crossed
                 gaps.append(own - crossed)
         scores["hmean"] = metrics.harmonic_mean(matched)
         scores["steer_gap"] = float(np.mean(gaps))
@@ -564,9 +539,7 @@ class ClassificationTask(Task):
             for source, n in ((self.train_source, self.n_train), (self.test_source, self.n_test)):
                 full = source()
                 idx = sample_indices(len(full.texts), n, self.seed)
-                parts.append(
-                    LabelledTexts([full.texts[i] for i in idx], [full.labels[i] for i in idx])
-                )
+                parts.append(LabelledTexts([full.texts[i] for i in idx], [full.labels[i] for i in idx]))
             self._data = (parts[0], parts[1])
         return self._data
 
@@ -578,9 +551,15 @@ class ClassificationTask(Task):
             raise ValueError(f"{self.name}: the training sample has fewer than two labels")
         x_train = ctx.encode(train.texts, role=self.role, instruction=self.instruction)
         x_test = ctx.encode(test.texts, role=self.role, instruction=self.instruction)
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
         from threadpoolctl import threadpool_limits
 
-        clf = LogisticRegression(max_iter=1000, random_state=self.seed)
+        # Standardising first makes the score blind to how anisotropic an embedding space is
+        # (a shared instruction prefix squeezes every vector into a narrow cone, which plain
+        # L2-regularised LR then underfits). Chosen by 5-fold CV on the quick *training*
+        # subsample with minilm: Banking77 77.4 vs 43.8, Emotion 53.8 vs 50.2.
+        clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000, random_state=self.seed))
         with threadpool_limits(limits=1):  # see kmeans_v_measure: threads oversubscribe here
             clf.fit(x_train, train.labels)
         predicted = clf.predict(x_test).tolist()

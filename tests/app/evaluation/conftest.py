@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ from embedders import Role
 class FakeEmbedder:
     """Embeds through a user function ``(text, role, instruction) -> vector``; counts encoded texts."""
 
-    def __init__(self, fn: Callable[[str, str, str | None], Sequence[float]], dim: int,
-                 name: str = "fake", version: int = 0) -> None:
+    def __init__(
+        self, fn: Callable[[str, str, str | None], Sequence[float]], dim: int, name: str = "fake", version: int = 0
+    ) -> None:
         self.fn = fn
         self.name = name
         self._dim = dim
@@ -32,9 +32,15 @@ class FakeEmbedder:
     def identity(self) -> str:
         return json.dumps({"fake": self.name, "version": self.version})
 
-    def encode(self, texts: Sequence[str], *, role: Role | str = Role.DOCUMENT,
-               instruction: str | None = None, batch_size: int = 32,
-               show_progress: bool = False) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        role: Role | str = Role.DOCUMENT,
+        instruction: str | None = None,
+        batch_size: int = 32,
+        show_progress: bool = False,
+    ) -> np.ndarray:
         role_ = Role.parse(role).value
         rows = []
         for t in texts:

@@ -20,7 +20,8 @@ def _tiny_data_root(root: Path) -> Path:
         "A dog runs in the park.,A cat sleeps on a sofa.,0.4\n"
         "Two kids ride bikes.,Children are riding bicycles.,4.2\n"
         '"Stocks fell sharply, traders said.",The market dropped.,3.1\n'
-        "A woman slices onions.,Someone is cutting vegetables.,3.5\n")
+        "A woman slices onions.,Someone is cutting vegetables.,3.5\n"
+    )
     (root / "sick").mkdir()
     (root / "sick" / "SICK.txt").write_text(
         "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tSemEval_set\n"
@@ -28,47 +29,78 @@ def _tiny_data_root(root: Path) -> Path:
         "2\tA boy is jumping.\tA chef cooks pasta.\t1.1\tTEST\n"
         "3\tA man drives a car.\tA person is driving.\t4.0\tTEST\n"
         "4\tA man drives a car.\tA bird flies.\t1.3\tTRAIN\n"
-        "5\tThe sun is shining.\tIt is a sunny day.\t4.4\tTEST\n")
+        "5\tThe sun is shining.\tIt is a sunny day.\t4.4\tTEST\n"
+    )
     beir = root / "beir_scifact"
     (beir / "qrels").mkdir(parents=True)
-    docs = {"d1": "Aspirin reduces the risk of heart attack in adults.",
-            "d2": "Vitamin D deficiency is linked to bone fractures.",
-            "d3": "Smoking increases lung cancer incidence.",
-            "d4": "Exercise improves insulin sensitivity."}
+    docs = {
+        "d1": "Aspirin reduces the risk of heart attack in adults.",
+        "d2": "Vitamin D deficiency is linked to bone fractures.",
+        "d3": "Smoking increases lung cancer incidence.",
+        "d4": "Exercise improves insulin sensitivity.",
+    }
     (beir / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in docs.items()))
+        "".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in docs.items())
+    )
     (beir / "queries.jsonl").write_text(
-        '{"_id": "1", "text": "Aspirin prevents heart attacks."}\n'
-        '{"_id": "2", "text": "Smoking causes lung cancer."}\n')
+        '{"_id": "1", "text": "Aspirin prevents heart attacks."}\n{"_id": "2", "text": "Smoking causes lung cancer."}\n'
+    )
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n2\td3\t1\n")
     for name, goal, texts, labels in [
-        ("agnews", "cluster by topic", ["The team won the cup.", "Shares rose today.", "The striker scored.",
-                                        "Banks cut rates."], [0, 1, 0, 1]),
-        ("dbpedia", "cluster by ontology", ["Paris is a city in France.", "Einstein was a physicist.",
-                                            "Berlin is a German city.", "Curie was a chemist."], [0, 1, 0, 1]),
+        (
+            "agnews",
+            "cluster by topic",
+            ["The team won the cup.", "Shares rose today.", "The striker scored.", "Banks cut rates."],
+            [0, 1, 0, 1],
+        ),
+        (
+            "dbpedia",
+            "cluster by ontology",
+            [
+                "Paris is a city in France.",
+                "Einstein was a physicist.",
+                "Berlin is a German city.",
+                "Curie was a chemist.",
+            ],
+            [0, 1, 0, 1],
+        ),
     ]:
         folder = root / "goalex_clustering" / name
         folder.mkdir(parents=True)
         (folder / "data.json").write_text(json.dumps({"goal": goal, "texts": texts}))
         (folder / "labels.json").write_text(json.dumps({"labels": labels}))
     (root / "clinc150").mkdir()
-    items = [["what is my balance", "balance"], ["how much money do i have", "balance"],
-             ["send 20 dollars to bob", "transfer"], ["move money to savings", "transfer"],
-             ["book a flight to rome", "book_flight"], ["i need a plane ticket", "book_flight"],
-             ["is my flight delayed", "flight_status"], ["when does my flight land", "flight_status"]]
+    items = [
+        ["what is my balance", "balance"],
+        ["how much money do i have", "balance"],
+        ["send 20 dollars to bob", "transfer"],
+        ["move money to savings", "transfer"],
+        ["book a flight to rome", "book_flight"],
+        ["i need a plane ticket", "book_flight"],
+        ["is my flight delayed", "flight_status"],
+        ["when does my flight land", "flight_status"],
+    ]
     (root / "clinc150" / "data_full.json").write_text(json.dumps({"test": items}))
     (root / "clinc150" / "domains.json").write_text(
-        json.dumps({"banking": ["balance", "transfer"], "travel": ["book_flight", "flight_status"]}))
+        json.dumps({"banking": ["balance", "transfer"], "travel": ["book_flight", "flight_status"]})
+    )
     (root / "banking77").mkdir()
-    rows = ["text,category", "my card has not arrived,card_arrival", "where is my new card,card_arrival",
-            "what is the exchange rate,exchange_rate", "how much is a euro in dollars,exchange_rate"]
+    rows = [
+        "text,category",
+        "my card has not arrived,card_arrival",
+        "where is my new card,card_arrival",
+        "what is the exchange rate,exchange_rate",
+        "how much is a euro in dollars,exchange_rate",
+    ]
     (root / "banking77" / "train.csv").write_text("\n".join(rows) + "\n")
     (root / "banking77" / "test.csv").write_text(
-        "text,category\nstill waiting for my card,card_arrival\ndollar to pound rate,exchange_rate\n")
+        "text,category\nstill waiting for my card,card_arrival\ndollar to pound rate,exchange_rate\n"
+    )
     (root / "emotion").mkdir()
     (root / "emotion" / "train.txt").write_text(
         "text;label_name\ni feel so happy today;joy\nwhat a wonderful day;joy\n"
-        "i feel miserable;sadness\nthis is so sad;sadness\n")
+        "i feel miserable;sadness\nthis is so sad;sadness\n"
+    )
     (root / "emotion" / "test.txt").write_text("text;label_name\ni am delighted;joy\ni am heartbroken;sadness\n")
     return root
 
@@ -77,8 +109,23 @@ def _tiny_data_root(root: Path) -> Path:
 def test_eval_end_to_end_all_tasks(tmp_path: Path) -> None:
     root = _tiny_data_root(tmp_path / "data")
     out = tmp_path / "out"
-    args = ["eval", "minilm", "--suite", "full", "--data-dir", str(root), "--out", str(out),
-            "--cache-dir", str(tmp_path / "cache"), "--baselines", "", "--rerank-top-n", "2", "--no-progress"]
+    args = [
+        "eval",
+        "minilm",
+        "--suite",
+        "full",
+        "--data-dir",
+        str(root),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--baselines",
+        "",
+        "--rerank-top-n",
+        "2",
+        "--no-progress",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
@@ -110,6 +157,20 @@ def test_eval_list_tasks_and_errors(tmp_path: Path) -> None:
     assert missing.exit_code == 3 and "does not exist" in missing.output
     broken = _tiny_data_root(tmp_path / "data")
     (broken / "stsb_en" / "stsb-en-test.csv").write_text("a,b,1\nc,d\n")
-    out = CliRunner().invoke(cli, ["eval", "minilm", "--tasks", "stsb", "--data-dir", str(broken),
-                                   "--baselines", "", "--out", str(tmp_path / "o"), "--no-cache"])
+    out = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "minilm",
+            "--tasks",
+            "stsb",
+            "--data-dir",
+            str(broken),
+            "--baselines",
+            "",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-cache",
+        ],
+    )
     assert out.exit_code == 4 and "stsb-en-test.csv, line 2" in out.output

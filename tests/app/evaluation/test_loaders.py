@@ -81,10 +81,16 @@ def test_sick_malformed(tmp_path: Path, content: str, line: int, what: str) -> N
 
 
 def _beir(root: Path, corpus: str | None = None, queries: str | None = None, qrels: str | None = None) -> Path:
-    _write(root / "corpus.jsonl", corpus if corpus is not None else (
-        '{"_id": "d1", "title": "T1", "text": "one"}\n{"_id": "d2", "title": "", "text": "two"}\n'))
-    _write(root / "queries.jsonl", queries if queries is not None else (
-        '{"_id": "q1", "text": "first"}\n{"_id": "q2", "text": "unjudged"}\n'))
+    _write(
+        root / "corpus.jsonl",
+        corpus
+        if corpus is not None
+        else ('{"_id": "d1", "title": "T1", "text": "one"}\n{"_id": "d2", "title": "", "text": "two"}\n'),
+    )
+    _write(
+        root / "queries.jsonl",
+        queries if queries is not None else ('{"_id": "q1", "text": "first"}\n{"_id": "q2", "text": "unjudged"}\n'),
+    )
     _write(root / "qrels" / "test.tsv", qrels if qrels is not None else "query-id\tcorpus-id\tscore\nq1\td2\t1\n")
     return root
 
@@ -99,13 +105,10 @@ def test_beir_reads_and_drops_unjudged_queries(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "file", "line", "what"),
     [
-        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d2", "text": "two"\n'}, "corpus.jsonl", 2,
-         "invalid JSON"),
-        ({"corpus": '{"_id": "d1", "text": "one"}\n{"title": "x", "text": "two"}\n'}, "corpus.jsonl", 2,
-         "'_id'"),
-        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d1", "text": "two"}\n'}, "corpus.jsonl", 2,
-         "duplicate"),
-        ({"queries": '[1, 2]\n'}, "queries.jsonl", 1, "JSON object"),
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d2", "text": "two"\n'}, "corpus.jsonl", 2, "invalid JSON"),
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"title": "x", "text": "two"}\n'}, "corpus.jsonl", 2, "'_id'"),
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d1", "text": "two"}\n'}, "corpus.jsonl", 2, "duplicate"),
+        ({"queries": "[1, 2]\n"}, "queries.jsonl", 1, "JSON object"),
         ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\n"}, "test.tsv", 2, "expected 'query-id"),
         ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\tyes\n"}, "test.tsv", 3, "not a number"),
     ],
@@ -184,8 +187,12 @@ def _clinc(root: Path, test_items: object) -> tuple[Path, Path]:
 
 
 def test_clinc_views_share_texts(tmp_path: Path) -> None:
-    items = [["what is my balance", "balance"], ["send money", "transfer"], ["book a flight", "flight"],
-             ["money to mom", "transfer"]]
+    items = [
+        ["what is my balance", "balance"],
+        ["send money", "transfer"],
+        ["book a flight", "flight"],
+        ["money to mom", "transfer"],
+    ]
     data, domains = _clinc(tmp_path, items)
     intent, domain = loaders.build_clinc_multiview(data, domains, n=None)
     assert intent.texts == domain.texts == [t for t, _ in items]
