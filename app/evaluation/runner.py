@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -31,12 +32,15 @@ class EmbedderRun:
     identity: str
     results: list[TaskResult]
     seconds: float
+    # 1-minute load average before and after: timings on a shared CPU mean little without it.
+    load_average: tuple[float, float] = (0.0, 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "embedder": self.embedder,
             "identity": self.identity,
             "seconds": round(self.seconds, 2),
+            "load_average_1m": [round(x, 2) for x in self.load_average],
             "results": [r.to_dict() for r in self.results],
         }
 
@@ -98,6 +102,7 @@ class EvalRunner:
         on_result: Callable[[str, TaskResult], None] | None = None,
     ) -> EmbedderRun:
         start = time.perf_counter()
+        load_before = os.getloadavg()[0]
         model = self.embedder(name)
         ctx = EvalContext(
             model,
@@ -114,7 +119,13 @@ class EvalRunner:
             results.append(result)
             if on_result is not None:
                 on_result(name, result)
-        return EmbedderRun(name, model.identity, results, time.perf_counter() - start)
+        return EmbedderRun(
+            name,
+            model.identity,
+            results,
+            time.perf_counter() - start,
+            (load_before, os.getloadavg()[0]),
+        )
 
     def run(
         self,
@@ -166,6 +177,8 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
     if details:
         secs = " | ".join(f"{run.seconds:.0f}" for run in report.runs)
         lines.append(f"| *all* | seconds | {secs} |")
+        loads = " | ".join(f"{a:.1f} → {b:.1f}" for a, b in (r.load_average for r in report.runs))
+        lines.append(f"| *all* | load average (1 min) | {loads} |")
     return "\n".join(lines)
 
 
