@@ -6,7 +6,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,17 +29,11 @@ def eval_cmd(
     embedder: Annotated[
         str | None, typer.Argument(help="embedder name (see `facet embedders`) or checkpoint dir")
     ] = None,
-    suite: Annotated[
-        str, typer.Option("--suite", "-s", help="quick (fixed subsamples) or full")
-    ] = "quick",
-    tasks: Annotated[
-        str | None, typer.Option("--tasks", "-t", help="comma-separated task names; default all")
-    ] = None,
+    suite: Annotated[str, typer.Option("--suite", "-s", help="quick (fixed subsamples) or full")] = "quick",
+    tasks: Annotated[str | None, typer.Option("--tasks", "-t", help="comma-separated task names; default all")] = None,
     baselines: Annotated[
         str,
-        typer.Option(
-            "--baselines", "-b", help="comma-separated embedders reported beside it; '' for none"
-        ),
+        typer.Option("--baselines", "-b", help="comma-separated embedders reported beside it; '' for none"),
     ] = "minilm,backbone-prompteol",
     out: Annotated[
         Path | None,
@@ -47,48 +41,46 @@ def eval_cmd(
     ] = None,
     data_dir: Annotated[
         Path | None,
-        typer.Option(
-            "--data-dir", help="dataset root (default: settings shared_data_dir, ../shared/data)"
-        ),
+        typer.Option("--data-dir", help="dataset root (default: settings shared_data_dir, ../shared/data)"),
     ] = None,
     rerank_first_stage: Annotated[
         str, typer.Option("--rerank-first-stage", help="first-stage embedder of rerank tasks")
     ] = "minilm",
     rerank_top_n: Annotated[
         int | None,
-        typer.Option(
-            "--rerank-top-n", help="candidates re-scored per query (default: quick 20, full 100)"
-        ),
+        typer.Option("--rerank-top-n", help="candidates re-scored per query (default: quick 20, full 100)"),
     ] = None,
     doc_max_words: Annotated[
         int | None,
         typer.Option(
             "--doc-max-words",
-            help="truncate retrieval documents to "
-            "N words (default: quick 100, full whole; 0 = whole)",
+            help="truncate retrieval documents to N words (default: quick 100, full whole; 0 = whole)",
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
     no_instructions: Annotated[
         bool, typer.Option("--no-instructions", help="drop every instruction (ablation)")
     ] = False,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="do not read or write the embedding cache")
-    ] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write the embedding cache")] = False,
     cache_dir: Annotated[
         Path | None,
-        typer.Option(
-            "--cache-dir", help="embedding cache folder (default <data_dir>/cache/embeddings)"
-        ),
+        typer.Option("--cache-dir", help="embedding cache folder (default <data_dir>/cache/embeddings)"),
     ] = None,
     list_tasks: Annotated[
         bool,
         typer.Option("--list-tasks", help="list tasks with their per-suite parameters and exit"),
     ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="with --list-tasks: machine-readable")
-    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="with --list-tasks: machine-readable")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="hide progress bars")] = False,
+    instruction: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--instruction",
+            "-i",
+            help="TASK=TEXT: replace a task's instruction (repeatable; not for clinc-multiview, "
+            "whose views carry their own)",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate EMBEDDER on STS, retrieval, rerank, clustering, multi-view clustering and
     classification tasks, with baselines beside it; writes results.json and results.md."""
@@ -118,8 +110,7 @@ def eval_cmd(
         return
     if embedder is None:
         raise InvalidRequestError(
-            "name the embedder to evaluate, e.g. `facet eval minilm`; "
-            "`facet eval --list-tasks` lists the tasks"
+            "name the embedder to evaluate, e.g. `facet eval minilm`; `facet eval --list-tasks` lists the tasks"
         )
     if batch_size < 1:
         raise InvalidRequestError(f"--batch-size must be a positive integer, got {batch_size}")
@@ -132,9 +123,7 @@ def eval_cmd(
     root = (data_dir or settings.shared_data_dir).expanduser()
     root = root if root.is_absolute() else Path.cwd() / root
     if not root.is_dir():
-        raise NotFoundError(
-            f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR"
-        )
+        raise NotFoundError(f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR")
 
     names = resolve_task_names(tasks)
     options = SuiteOptions(
@@ -143,6 +132,8 @@ def eval_cmd(
         doc_max_words=doc_max_words,
     )
     task_list = build_tasks(root, suite, names, options)
+    for override in instruction or []:
+        _override_instruction(task_list, override)
     cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))
 
     from embedders import load_embedder
@@ -160,17 +151,32 @@ def eval_cmd(
 
         assert isinstance(result, TaskResult)
         typer.echo(
-            f"{name} {result.task}: {result.main_metric} = {100 * result.main_score:.2f} "
-            f"({result.seconds:.0f}s)",
+            f"{name} {result.task}: {result.main_metric} = {100 * result.main_score:.2f} ({result.seconds:.0f}s)",
             err=True,
         )
 
     report = runner.run(embedder, _split(baselines), task_list, suite, on_result=show)
     safe = Path(embedder).name.replace(" ", "_") or "embedder"
     out_dir = out or Path("results") / f"{safe}-{suite}"
-    command = "facet " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    argv = sys.argv if Path(sys.argv[0]).name == "facet" else ["facet", "eval", embedder]
+    command = "facet " + " ".join(shlex.quote(a) for a in argv[1:])
     json_path, md_path = write_report(report, out_dir, command)
     typer.echo(markdown_table(report))
-    typer.echo(
-        f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)"
-    )
+    typer.echo(f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)")
+
+
+def _override_instruction(tasks: list[Any], override: str) -> None:
+    """Apply one ``TASK=TEXT`` instruction override to the built tasks."""
+    name, sep, text = override.partition("=")
+    name = name.strip().lower()
+    if not sep or not name:
+        raise InvalidRequestError(f"--instruction takes TASK=TEXT, got {override!r}")
+    matches = [t for t in tasks if t.name == name]
+    if not matches:
+        chosen = ", ".join(t.name for t in tasks)
+        raise InvalidRequestError(f"--instruction names task {name!r}, which is not being run ({chosen})")
+    for task in matches:
+        target = getattr(task, "retrieval", task)  # a rerank task's instruction lives on its retrieval
+        if not hasattr(target, "instruction"):
+            raise InvalidRequestError(f"task {name!r} has no single instruction to replace (its views carry their own)")
+        target.instruction = text.strip() or None

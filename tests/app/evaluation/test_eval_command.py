@@ -174,3 +174,22 @@ def test_eval_list_tasks_and_errors(tmp_path: Path) -> None:
         ],
     )
     assert out.exit_code == 4 and "stsb-en-test.csv, line 2" in out.output
+
+
+def test_instruction_override(tmp_path: Path) -> None:
+    from app.commands.eval import _override_instruction
+    from app.errors import InvalidRequestError
+    from app.evaluation.suites import build_tasks
+
+    tasks = build_tasks(tmp_path, "quick", ["goalex-agnews", "scifact-rerank", "clinc-multiview"])
+    _override_instruction(tasks, "goalex-agnews=Cluster by sentiment")
+    _override_instruction(tasks, "scifact-rerank = Find evidence")
+    assert tasks[0].instruction == "Cluster by sentiment"  # type: ignore[attr-defined]
+    assert tasks[1].retrieval.instruction == "Find evidence"  # type: ignore[attr-defined]
+    for bad, message in [
+        ("clinc-multiview=x", "no single instruction"),
+        ("stsb=x", "not being run"),
+        ("no-equals-sign", "TASK=TEXT"),
+    ]:
+        with pytest.raises(InvalidRequestError, match=message):
+            _override_instruction(tasks, bad)
