@@ -261,6 +261,30 @@ def set_vector_hash(session: Session, document: Document, embedder: str, content
     document.vectors.append(DocumentVector(embedder=embedder, content_hash=content_hash))
 
 
+def set_vector_hashes(session: Session, hashes: Sequence[tuple[Document, str]],
+                      embedder: str) -> None:
+    """``set_vector_hash`` for many documents with one SELECT (not one lazy load per document).
+
+    The rows are written by ``document_id``; a document's ``vectors`` collection, if loaded,
+    is expired so that it is read again when next used.
+    """
+    ids = [d.id for d, _ in hashes]
+    existing: dict[int, DocumentVector] = {}
+    for start in range(0, len(ids), 500):
+        existing.update({r.document_id: r for r in session.scalars(select(DocumentVector).where(
+            DocumentVector.document_id.in_(ids[start:start + 500]),
+            DocumentVector.embedder == embedder))})
+    for document, content_hash in hashes:
+        row = existing.get(document.id)
+        if row is None:
+            session.add(DocumentVector(document_id=document.id, embedder=embedder,
+                                       content_hash=content_hash))
+        else:
+            row.content_hash = content_hash
+        if "vectors" in document.__dict__:
+            session.expire(document, ["vectors"])
+
+
 def document_keys_under(session: Session, collection_id: int,
                         sources: Sequence[str], prefix: str | None) -> dict[str, str]:
     """Keys of documents whose source is one of ``sources`` or starts with ``prefix``,
@@ -288,6 +312,23 @@ def replace_chunks(session: Session, document: Document, chunks: Sequence[Chunk]
         chunk.document_id = document.id
         session.add(chunk)
     document.n_chunks = len(chunks)
+
+
+def replace_chunks_many(session: Session, documents: Sequence[tuple[Document, Sequence[Chunk]]],
+                        *, new: Iterable[int] = ()) -> None:
+    """``replace_chunks`` for a batch: one DELETE for all of them (documents whose id is in
+    ``new`` were created in this run and have no chunks to delete) and one bulk insert."""
+    skip = set(new)
+    old_ids = [d.id for d, _ in documents if d.id not in skip]
+    for start in range(0, len(old_ids), 500):
+        session.execute(delete(Chunk).where(Chunk.document_id.in_(old_ids[start:start + 500])))
+    for document, chunks in documents:
+        if "chunks" in document.__dict__:
+            session.expire(document, ["chunks"])
+        for chunk in chunks:
+            chunk.document_id = document.id
+        session.add_all(chunks)
+        document.n_chunks = len(chunks)
 
 
 def count_documents(session: Session, collection_id: int, status: str | None = None) -> int:

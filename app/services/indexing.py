@@ -418,10 +418,16 @@ class IndexService:
 
         # Step 3: metadata, one transaction.
         t0 = time.perf_counter()
+        # Bulk writes: one DELETE and one SELECT per batch, not one of each per document.
+        md.replace_chunks_many(
+            session, [(it.row, it.chunks) for it in items if it.mode == "write" and it.row],
+            new={it.row.id for it in items
+                 if it.row is not None and previous_status.get(it.doc.key) == "new"})
+        md.set_vector_hashes(session, [(it.row, it.hash) for it in items if it.row is not None],
+                             embedder.name)
         for it in items:
             assert it.row is not None
             if it.mode == "write":
-                md.replace_chunks(session, it.row, it.chunks)
                 it.row.source = it.doc.source
                 it.row.title = it.doc.title
                 it.row.meta = it.doc.metadata
@@ -429,7 +435,6 @@ class IndexService:
             it.row.status = "indexed"
             it.row.error = None
             it.row.warning = "; ".join(it.doc.warnings) or None
-            md.set_vector_hash(session, it.row, embedder.name, it.hash)
             for w in it.doc.warnings:
                 job.errors.append(md.JobError(document_key=it.doc.key, kind="warning", message=w))
                 report.warnings.append((it.doc.key, w))
