@@ -161,3 +161,27 @@ def test_collections_jobs_and_delete(make_ctx, tmp_path) -> None:
     assert job.state == "completed" and job.docs_indexed == 3
     service.delete("docs")
     assert service.list_all() == [] and ctx.store.list_collections() == []
+
+
+def test_reindex_replaces_chunk_rows_and_vector_hashes_in_bulk(make_ctx, tmp_path) -> None:
+    # The metadata step writes a batch with one DELETE/SELECT; an edited document must
+    # still lose its old chunk rows and get its vector hash moved to the new content.
+    write_corpus(tmp_path / "src", 4, words=120)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(tmp_path / "src", "docs")
+    edited = tmp_path / "src" / "doc001.txt"
+    edited.write_text("A short text about gardening.")
+    report = service.index(tmp_path / "src", "docs")
+    assert (report.docs_indexed, report.docs_skipped) == (1, 3)
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "docs")
+        docs = md.documents_by_key(s, coll.id, [str(p) for p in (tmp_path / "src").iterdir()])
+        assert len(docs) == 4
+        row = docs[str(edited)]
+        assert [c.text for c in row.chunks] == ["A short text about gardening."]
+        assert row.n_chunks == 1
+        hashes = md.vector_hashes(s, [d.id for d in docs.values()], "minilm")
+        assert hashes == {d.id: d.content_hash for d in docs.values()}
+        assert len(s.scalars(md.select(md.DocumentVector)).all()) == 4
+        assert md.count_chunks(s, coll.id) == len(_store_ids(ctx, "docs"))
