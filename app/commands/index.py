@@ -301,6 +301,9 @@ def register_bench(cli: typer.Typer) -> None:
         local_points: Annotated[int, typer.Option(
             "--local-points", help="points for the edge vs qdrant-client local comparison")
         ] = 20_000,
+        scifact_docs: Annotated[int | None, typer.Option(
+            "--scifact-docs", help="SciFact corpus subset on both sides: judged docs + facet "
+                                   "eval's seeded sample of the others (default: all)")] = None,
         out: Annotated[Path | None, typer.Option("--out", help="write results as JSON")] = None,
     ) -> None:
         """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG."""
@@ -365,7 +368,8 @@ def register_bench(cli: typer.Typer) -> None:
                        f" / {r['rerank']['stage_p50_ms']}")
         if "scifact" in wanted:
             folder = settings.shared_data_dir / "beir_scifact"
-            r = bm.scifact_consistency(folder, embedder, cache, settings, log=typer.echo)
+            r = bm.scifact_consistency(folder, embedder, cache, settings, log=typer.echo,
+                                       max_docs=scifact_docs)
             results["scifact"] = r
             typer.echo(f"SciFact nDCG@10 ({r['queries']} queries, {r['documents']} docs, "
                        f"{r['chunks']} chunks, {r['docs_with_same_text_as_eval']} with facet "

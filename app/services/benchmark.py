@@ -259,15 +259,27 @@ def build_search_bench_collection(data_dir: Path, embedders: EmbedderCache, embe
     return result
 
 
-def facet_eval_scifact(embedder: str, embedders: EmbedderCache, settings: FacetSettings
-                       ) -> dict[str, Any]:
+def facet_eval_scifact_task(settings: FacetSettings, n_docs: int | None = None) -> Any:
+    """facet eval's full-suite scifact task; ``n_docs`` keeps every judged document plus the
+    task's own seeded sample of the others (``None``: the whole corpus, as facet eval)."""
+    from app.evaluation.suites import build_tasks
+    from app.evaluation.tasks import RetrievalTask
+
+    task = build_tasks(Path(settings.shared_data_dir), "full", ["scifact"])[0]
+    assert isinstance(task, RetrievalTask)
+    if n_docs is not None:
+        task.n_docs = n_docs
+    return task
+
+
+def facet_eval_scifact(embedder: str, embedders: EmbedderCache, settings: FacetSettings,
+                       n_docs: int | None = None) -> dict[str, Any]:
     """``facet eval EMBEDDER --suite full --tasks scifact``'s figures, computed by the
     evaluation package itself (same task definition, same embedding cache)."""
     from app.evaluation.cache import EmbeddingCache
     from app.evaluation.runner import EvalRunner
-    from app.evaluation.suites import build_tasks
 
-    tasks = build_tasks(Path(settings.shared_data_dir), "full", ["scifact"])
+    tasks = [facet_eval_scifact_task(settings, n_docs)]
     runner = EvalRunner(embedders.get, EmbeddingCache(Path(settings.cache_dir) / "embeddings"),
                         show_progress=False)
     t0 = time.perf_counter()
@@ -278,8 +290,8 @@ def facet_eval_scifact(embedder: str, embedders: EmbedderCache, settings: FacetS
 
 
 def scifact_consistency(folder: Path, embedder: str, embedders: EmbedderCache,
-                        settings: FacetSettings, log: Callable[[str], None] = logger.info
-                        ) -> dict[str, Any]:
+                        settings: FacetSettings, log: Callable[[str], None] = logger.info,
+                        max_docs: int | None = None) -> dict[str, Any]:
     """SciFact through the product path vs ``facet eval``.
 
     ``corpus.jsonl`` is indexed by the index service exactly as ``facet index corpus.jsonl
@@ -290,6 +302,10 @@ def scifact_consistency(folder: Path, embedder: str, embedders: EmbedderCache,
     are truncated. Every vector is encoded by the index job (no embedding cache). The 300
     test queries then go through ``SearchService.search`` with facet eval's query
     instruction, and nDCG@10 is computed with the evaluation package's metric function.
+
+    ``max_docs`` (for a box too busy for the whole corpus): both sides use facet eval's own
+    corpus subset (every judged document plus its seeded sample of the others); the index
+    side indexes a jsonl of exactly those records.
     """
     from sqlalchemy import select
 
@@ -302,9 +318,15 @@ def scifact_consistency(folder: Path, embedder: str, embedders: EmbedderCache,
     qids = sorted(beir.qrels)
     with tempfile.TemporaryDirectory(prefix="facet-scifact-") as tmp, \
             _ctx(Path(tmp), embedders, chunk_tokens=100_000, chunk_overlap=0) as ctx:
+        corpus_file = folder / "corpus.jsonl"
+        if max_docs is not None:
+            keep = set(facet_eval_scifact_task(settings, max_docs).data().doc_ids)
+            beir.corpus = {d: v for d, v in beir.corpus.items() if d in keep}
+            corpus_file = Path(tmp) / "corpus_subset.jsonl"
+            with (folder / "corpus.jsonl").open() as src, corpus_file.open("w") as dst:
+                dst.writelines(line for line in src if json.loads(line)["_id"] in keep)
         t0 = time.perf_counter()
-        report = IndexService(ctx).index(folder / "corpus.jsonl", "scifact",
-                                         IndexOptions(embedder=embedder))
+        report = IndexService(ctx).index(corpus_file, "scifact", IndexOptions(embedder=embedder))
         index_s = time.perf_counter() - t0
         log(f"  indexed {report.docs_indexed} docs / {report.chunks_written} chunks in "
             f"{index_s:.0f}s (stages {', '.join(f'{k} {v:.0f}s' for k, v in report.timings.items())})")
@@ -335,7 +357,7 @@ def scifact_consistency(folder: Path, embedder: str, embedders: EmbedderCache,
     service_ndcg = metrics.mean_over_queries(rankings, beir.qrels, "ndcg", 10)
     log(f"  {len(qids)} queries through the search service: nDCG@10 {service_ndcg:.4f} "
         f"({search_s:.0f}s); running facet eval's scifact task")
-    ev = facet_eval_scifact(embedder, embedders, settings)
+    ev = facet_eval_scifact(embedder, embedders, settings, max_docs)
     eval_ndcg = float(ev["scores"]["ndcg@10"])
     return {"embedder": embedders.get(embedder).name, "queries": len(qids),
             "documents": len(beir.corpus), "docs_indexed": report.docs_indexed,
