@@ -273,3 +273,101 @@ def load_encoder(
         with _shared_lock:
             backbone = _shared.setdefault(key, backbone)
     return backbone
+
+
+# -- LoRA (peft) ------------------------------------------------------------------------
+
+ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """LoRA hyper-parameters.
+
+    Attributes:
+        r: rank; 0 disables LoRA (the backbone stays frozen).
+        alpha: scaling numerator (scale = alpha / r).
+        dropout: dropout on the LoRA input.
+        target_modules: module names to adapt.
+        layers: indices of the transformer layers to adapt, or None for all. Adapting
+            only the top layers is the cheap option on CPU.
+    """
+
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] = ALL_LINEAR
+    layers: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.r < 0:
+            raise ValueError(f"LoRA rank must be >= 0, got {self.r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
+        if not self.target_modules:
+            raise ValueError("LoRA target_modules is empty; name at least one module, e.g. q_proj")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"r": self.r, "alpha": self.alpha, "dropout": self.dropout,
+                "target_modules": list(self.target_modules),
+                "layers": list(self.layers) if self.layers is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LoraSettings:
+        layers = data.get("layers")
+        return cls(r=int(data.get("r", 8)), alpha=int(data.get("alpha", 16)),
+                   dropout=float(data.get("dropout", 0.05)),
+                   target_modules=tuple(data.get("target_modules", ALL_LINEAR)),
+                   layers=tuple(layers) if layers is not None else None)
+
+
+def add_lora(backbone: Backbone, settings: LoraSettings) -> Backbone:
+    """Freeze the backbone and wrap it with fresh LoRA adapters (trainable), in place.
+
+    Returns:
+        The same ``backbone`` whose ``model`` is now a peft model (or frozen, if r == 0).
+    """
+    for p in backbone.model.parameters():
+        p.requires_grad_(False)
+    if settings.r == 0:
+        return backbone
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+        target_modules=list(settings.target_modules),
+        layers_to_transform=list(settings.layers) if settings.layers is not None else None,
+        bias="none",
+    )
+    backbone.model = get_peft_model(backbone.model, config)
+    return backbone
+
+
+def lora_state_dict(backbone: Backbone) -> dict[str, torch.Tensor]:
+    """The adapter weights only (empty when the backbone has no LoRA)."""
+    if not hasattr(backbone.model, "peft_config"):
+        return {}
+    from peft import get_peft_model_state_dict
+
+    return dict(get_peft_model_state_dict(backbone.model))
+
+
+def load_lora_state_dict(backbone: Backbone, state: dict[str, torch.Tensor]) -> None:
+    """Load adapter weights saved by ``lora_state_dict`` into a backbone wrapped by ``add_lora``.
+
+    Raises:
+        CheckpointError: the adapter does not fit (different rank, targets or layers).
+    """
+    if not state:
+        return
+    if not hasattr(backbone.model, "peft_config"):
+        raise CheckpointError("checkpoint has LoRA weights but the model was built without LoRA (r=0)")
+    from peft import set_peft_model_state_dict
+
+    result = set_peft_model_state_dict(backbone.model, state)
+    unexpected = [k for k in getattr(result, "unexpected_keys", []) if "lora_" in k]
+    if unexpected:
+        raise CheckpointError(
+            f"LoRA weights do not match the configured adapter (unexpected keys such as {unexpected[0]}); "
+            "the checkpoint's lora settings must match its config"
+        )

@@ -35,3 +35,4 @@ register_embedder(
 )
 for _method in (EncoderMeanEmbedder.method, BackboneMeanEmbedder.method, BackbonePromptEOLEmbedder.method):
     register_method(_method, load_baseline)
+import embedders.methods.registration  # noqa: E402,F401  (trainable methods' loaders)

@@ -9,10 +9,30 @@ import logging
 
 import numpy as np
 import pytest
+import torch
 
 from embedders import InvalidInputError, Role, load_checkpoint, load_embedder
 
-EMBEDDERS = ["minilm", "backbone-mean", "backbone-prompteol"]
+
+def _untrained(method: str):
+    """A freshly initialised trainable method (LoRA B = 0, heads seeded)."""
+    from embedders.methods.registration import METHODS
+
+    torch.manual_seed(0)
+    return METHODS[method](device="cpu")
+
+
+EMBEDDERS = ["minilm", "backbone-mean", "backbone-prompteol", "causal2vec", "gircse", "causal-eos"]
+TRAINABLE = {"causal2vec", "gircse", "causal-eos"}
+
+# Batch-size invariance tolerance. GIRCSE feeds softmax(lm_head(h)) @ E back into the model
+# K times, which amplifies the fp32 rounding differences between batched GEMM kernels
+# (measured: 1.9e-4 at K=5 untrained, 1.3e-4 already at K=1; eager attention gives the
+# same, so it is not the attention mask). Every other row meets 1e-4.
+BATCH_TOLERANCE = {"gircse": 5e-4}
+# Checkpoints store LoRA and heads in fp16 (project rule), so a reload differs from the
+# live fp32 model by fp16 rounding of the heads; a reload of the reload is exact.
+SAVE_TOLERANCE = {"causal2vec": 5e-3, "gircse": 5e-3, "causal-eos": 5e-3}
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -26,7 +46,13 @@ TEXTS = [
 
 @pytest.fixture(scope="module", params=EMBEDDERS)
 def embedder(request):
+    if request.param in TRAINABLE:
+        return _untrained(request.param)
     return load_embedder(request.param, device="cpu")
+
+
+def _tolerance(embedder) -> float:
+    return BATCH_TOLERANCE.get(embedder.method, 1e-4)
 
 
 def test_shape_dtype_and_unit_norm(embedder):
@@ -42,16 +68,19 @@ def test_batch_size_1_vs_32_vs_mixed_lengths(embedder, role):
     full = embedder.encode(TEXTS, role=role, batch_size=32)
     single = embedder.encode(TEXTS, role=role, batch_size=1)
     pairs = embedder.encode(TEXTS, role=role, batch_size=2)
-    assert np.abs(full - single).max() < 1e-4
-    assert np.abs(full - pairs).max() < 1e-4
+    tol = _tolerance(embedder)
+    assert np.abs(full - single).max() < tol
+    assert np.abs(full - pairs).max() < tol
     # Each text alone equals its row in the mixed batch.
     alone = np.stack([embedder.encode([t], role=role)[0] for t in TEXTS])
-    assert np.abs(full - alone).max() < 1e-4
+    assert np.abs(full - alone).max() < tol
 
 
 def test_padding_side_does_not_change_embeddings(embedder):
     if not hasattr(embedder, "padding_side"):
         pytest.skip("encoder embedders always pad right")
+    if embedder.method == "gircse":
+        pytest.skip("GIRCSE generates after the prompt, which needs left padding")
     left = embedder.encode(TEXTS, batch_size=8)
     embedder.padding_side = "right"
     try:
@@ -74,7 +103,10 @@ def test_save_load_round_trip(embedder, tmp_path):
     assert again.identity == embedder.identity
     a = embedder.encode(TEXTS, instruction="Find the topic")
     b = again.encode(TEXTS, instruction="Find the topic")
-    assert np.abs(a - b).max() < 1e-5
+    assert np.abs(a - b).max() < SAVE_TOLERANCE.get(embedder.method, 1e-5)
+    again.save(tmp_path / "ckpt2")
+    third = load_checkpoint(tmp_path / "ckpt2", device="cpu")
+    assert np.abs(b - third.encode(TEXTS, instruction="Find the topic")).max() < 1e-5
     # A checkpoint path is accepted wherever a name is.
     assert load_embedder(str(tmp_path / "ckpt")).dim == embedder.dim
 

@@ -1,0 +1,122 @@
+"""Training losses as pure functions of embeddings (testable on random tensors).
+
+Nothing here knows about models: each function takes embeddings (or per-step
+embeddings) and returns a scalar loss, so the same code trains every method and
+tests check it against hand-computed values.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def info_nce(
+    queries: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor | None = None,
+    *,
+    temperature: float = 0.05,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    """InfoNCE with in-batch negatives and optional hard negatives (cosine similarity).
+
+    For query i the candidates are every positive in the batch plus every hard
+    negative; the target is positive i:
+
+        L_i = -log exp(cos(q_i, p_i)/tau) / sum_j exp(cos(q_i, c_j)/tau)
+
+    (Causal2Vec, Sec. 3.3 / eq. of the contrastive objective; GIRCSE uses the same
+    form per generation step.)
+
+    Args:
+        queries: (batch, dim).
+        positives: (batch, dim), row i is the positive of query i.
+        negatives: (n_neg, dim) hard negatives shared by the whole batch, or None.
+        temperature: tau.
+        reduction: ``mean`` or ``none`` (per-query losses).
+
+    Returns:
+        Scalar loss (or (batch,) with reduction="none").
+    """
+    if queries.shape != positives.shape:
+        raise ValueError(f"queries {tuple(queries.shape)} and positives {tuple(positives.shape)} differ")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    q = F.normalize(queries, dim=-1)
+    candidates = positives if negatives is None else torch.cat([positives, negatives], dim=0)
+    c = F.normalize(candidates, dim=-1)
+    logits = q @ c.T / temperature  # (batch, batch + n_neg)
+    target = torch.arange(q.shape[0], device=q.device)
+    return F.cross_entropy(logits, target, reduction=reduction)
+
+
+def stepwise_info_nce(
+    query_steps: torch.Tensor,
+    positive_steps: torch.Tensor,
+    negative_steps: torch.Tensor | None = None,
+    *,
+    temperature: float = 0.02,
+) -> torch.Tensor:
+    """GIRCSE's stepwise contrastive losses, one per number of generated tokens.
+
+    The embedding after k soft tokens is the mean of the first k generated states;
+    L_k is InfoNCE on those embeddings (GIRCSE, stepwise contrastive objective).
+
+    Args:
+        query_steps: (batch, K, dim) generated-token states of the queries.
+        positive_steps: (batch, K, dim).
+        negative_steps: (n_neg, K, dim) or None.
+        temperature: tau (0.02 in the paper).
+
+    Returns:
+        (K,) tensor [L_1, ..., L_K].
+    """
+    steps = query_steps.shape[1]
+    counts = torch.arange(1, steps + 1, device=query_steps.device, dtype=query_steps.dtype).view(1, steps, 1)
+    q = query_steps.cumsum(dim=1) / counts  # (batch, K, dim): running means
+    p = positive_steps.cumsum(dim=1) / counts
+    n = negative_steps.cumsum(dim=1) / counts if negative_steps is not None else None
+    return torch.stack([
+        info_nce(q[:, k], p[:, k], None if n is None else n[:, k], temperature=temperature)
+        for k in range(steps)
+    ])
+
+
+def iterative_refinement_penalty(step_losses: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """GIRCSE's iterative refinement regulariser: mean_k max(log L_{k+1} - log L_k, 0).
+
+    It penalises any step that makes the contrastive loss worse, so more generated
+    tokens never hurt (the property test-time scaling relies on).
+
+    Args:
+        step_losses: (K,) losses [L_1..L_K].
+
+    Returns:
+        Scalar; 0 when K == 1.
+    """
+    if step_losses.numel() < 2:
+        return step_losses.new_zeros(())
+    logs = torch.log(step_losses.clamp(min=eps))
+    return torch.relu(logs[1:] - logs[:-1]).mean()
+
+
+def gircse_loss(
+    query_steps: torch.Tensor,
+    positive_steps: torch.Tensor,
+    negative_steps: torch.Tensor | None = None,
+    *,
+    temperature: float = 0.02,
+    refinement_weight: float = 1.0,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Total GIRCSE objective: mean_k L_k + weight * iterative refinement penalty.
+
+    Returns:
+        (loss, metrics) where metrics has the per-step losses and the penalty.
+    """
+    steps = stepwise_info_nce(query_steps, positive_steps, negative_steps, temperature=temperature)
+    penalty = iterative_refinement_penalty(steps)
+    loss = steps.mean() + refinement_weight * penalty
+    metrics = {f"L{k + 1}": float(v) for k, v in enumerate(steps.detach())}
+    metrics["refine"] = float(penalty.detach())
+    return loss, metrics

@@ -1,0 +1,180 @@
+"""Shared pieces of the trainable methods: config base, LoRA-wrapped decoder, save/load.
+
+A trained method is saved as one directory:
+
+* ``facet_config.json``: ``method``, the method's config, ``format_version``;
+* ``adapter.safetensors``: LoRA weights (fp16);
+* ``heads.safetensors``: the method's extra modules (fp16), when it has any.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from embedders.backbone import (
+    DEFAULT_DECODER,
+    LoraSettings,
+    add_lora,
+    load_decoder,
+    load_lora_state_dict,
+    lora_state_dict,
+)
+from embedders.base import CONFIG_FILE, PromptConfig, Role
+from embedders.baselines import DecoderEmbedder
+from embedders.errors import CheckpointError
+
+ADAPTER_FILE = "adapter.safetensors"
+HEADS_FILE = "heads.safetensors"
+
+# E5-style task instruction: the query side carries it, documents do not.
+CORPUS_PROMPTS = PromptConfig(
+    query="{instruction}{text}",
+    document="{instruction}{text}",
+    instruction_format="Instruct: {instruction}\nQuery: ",
+)
+
+
+@dataclass
+class MethodConfig:
+    """Fields every trainable method has; subclasses add their own."""
+
+    backbone: str = DEFAULT_DECODER
+    max_length: int = 256
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    prompts: PromptConfig = CORPUS_PROMPTS
+
+    def __post_init__(self) -> None:
+        if self.max_length < 16:
+            raise ValueError(f"max_length must be at least 16 tokens, got {self.max_length}")
+        if isinstance(self.lora, dict):
+            self.lora = LoraSettings.from_dict(self.lora)
+        if isinstance(self.prompts, dict):
+            self.prompts = PromptConfig(**self.prompts)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["lora"] = self.lora.to_dict()
+        data["prompts"] = asdict(self.prompts)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MethodConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise CheckpointError(
+                f"{cls.__name__} does not know the fields {unknown}; valid fields: {sorted(known)}"
+            )
+        return cls(**data)
+
+
+class TrainableDecoderEmbedder(DecoderEmbedder):
+    """A decoder embedder with its own (unshared) backbone wrapped in LoRA, plus extra heads.
+
+    Subclasses define ``method``, ``config_class``, build their heads in
+    ``_build_heads`` and implement ``_embed_batch`` (used for inference and, with
+    gradients on, for training) and ``training_loss``.
+    """
+
+    method = "trainable"
+    config_class: ClassVar[type[MethodConfig]] = MethodConfig
+
+    def __init__(self, config: MethodConfig, *, name: str | None = None, device: str | None = None) -> None:
+        self.config = config
+        backbone = add_lora(load_decoder(config.backbone, device=device, shared=False), config.lora)
+        super().__init__(name or self.method, config.backbone, prompts=config.prompts,
+                         max_length=config.max_length, padding_side="left", backbone=backbone)
+        self.heads = torch.nn.ModuleDict()
+        self._build_heads()
+        self.heads.to(device=self.device, dtype=self.backbone.spec.dtype)
+        self.eval()
+
+    def _build_heads(self) -> None:
+        """Create extra trainable modules in ``self.heads``."""
+
+    # -- modes and parameters ----------------------------------------------------------
+
+    def train(self) -> None:
+        self.backbone.model.train()
+        self.heads.train()
+
+    def eval(self) -> None:
+        self.backbone.model.eval()
+        self.heads.eval()
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        params = [p for p in self.backbone.model.parameters() if p.requires_grad]
+        params += [p for p in self.heads.parameters() if p.requires_grad]
+        return params
+
+    def named_trainable_parameters(self) -> list[str]:
+        names = [n for n, p in self.backbone.model.named_parameters() if p.requires_grad]
+        names += [f"heads.{n}" for n, p in self.heads.named_parameters() if p.requires_grad]
+        return names
+
+    def embed_with_grad(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        """``_embed_batch`` outside inference mode, for training. Returns (batch, dim), unnormalised."""
+        return self._embed_batch(texts, role, instruction)
+
+    def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
+        raise NotImplementedError
+
+    # -- persistence -------------------------------------------------------------------
+
+    def _config_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "config": self.config.to_dict()}
+
+    @property
+    def identity(self) -> str:
+        """Config plus a digest of the trained weights: two checkpoints never share a cache key."""
+        digest = hashlib.sha256()
+        for part in (lora_state_dict(self.backbone), self.heads.state_dict()):
+            for key in sorted(part):
+                digest.update(key.encode())
+                digest.update(part[key].detach().to("cpu", torch.float16).numpy().tobytes())
+        return json.dumps({"method": self.method, **self._config_dict(), "weights": digest.hexdigest()[:16]},
+                          sort_keys=True, default=str)
+
+    def save(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.mkdir(parents=True, exist_ok=True)
+        meta = {"method": self.method, "format_version": 1, **self._config_dict()}
+        (target / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
+        adapter = {k: v.detach().to("cpu", torch.float16).contiguous()
+                   for k, v in lora_state_dict(self.backbone).items()}
+        if adapter:
+            save_file(adapter, str(target / ADAPTER_FILE))
+        heads = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in self.heads.state_dict().items()}
+        if heads:
+            save_file(heads, str(target / HEADS_FILE))
+        return target
+
+    @classmethod
+    def load(cls, path: Path, meta: dict[str, Any], device: str | None = None) -> TrainableDecoderEmbedder:
+        config = cls.config_class.from_dict(meta["config"])
+        model = cls(config, name=meta.get("name"), device=device)
+        dtype = model.backbone.spec.dtype
+        adapter_path = path / ADAPTER_FILE
+        if config.lora.r > 0:
+            if not adapter_path.is_file():
+                raise CheckpointError(f"{path} has no {ADAPTER_FILE} but its config has LoRA r={config.lora.r}")
+            state = {k: v.to(dtype) for k, v in load_file(str(adapter_path)).items()}
+            load_lora_state_dict(model.backbone, state)
+        heads_path = path / HEADS_FILE
+        if len(model.heads.state_dict()):
+            if not heads_path.is_file():
+                raise CheckpointError(f"{path} has no {HEADS_FILE}; the {cls.method} heads are missing")
+            state = {k: v.to(dtype) for k, v in load_file(str(heads_path)).items()}
+            try:
+                model.heads.load_state_dict(state)
+            except RuntimeError as e:
+                raise CheckpointError(f"{heads_path} does not fit the {cls.method} config: {e}") from e
+        model.eval()
+        return model

@@ -1,0 +1,35 @@
+"""Configuration of GIRCSE."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embedders.methods.common import MethodConfig
+
+
+@dataclass
+class GircseConfig(MethodConfig):
+    """GIRCSE settings.
+
+    Attributes:
+        train_soft_tokens: K used in training (5 in the paper).
+        soft_tokens: K used by ``encode`` (any K >= 1; test-time scaling).
+        temperature: stepwise InfoNCE temperature (0.02 in the paper).
+        refinement_weight: weight of the iterative refinement regulariser.
+        use_cache: generate with the KV cache (one prefill + K cached steps).
+    """
+
+    train_soft_tokens: int = 5
+    soft_tokens: int = 5
+    temperature: float = 0.02
+    refinement_weight: float = 1.0
+    use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.train_soft_tokens < 1 or self.soft_tokens < 1:
+            raise ValueError("soft token counts must be >= 1")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.refinement_weight < 0:
+            raise ValueError(f"refinement_weight must be >= 0, got {self.refinement_weight}")

@@ -1,0 +1,101 @@
+"""GIRCSE model.
+
+After the prompt, the LLM generates K *soft* tokens: from the last state h,
+s = softmax(lm_head(h)) is a distribution over the vocabulary and d = s @ E (E the
+input embedding matrix) is fed back as the next input embedding. The embedding is
+the mean of the last-layer states at the K generated positions. With the KV cache
+this is one prefill plus K single-position steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from embedders.base import Role
+from embedders.losses import gircse_loss
+from embedders.methods.common import TrainableDecoderEmbedder
+from embedders.methods.gircse.config import GircseConfig
+from embedders.pooling import last_token_pool
+
+
+class GircseEmbedder(TrainableDecoderEmbedder):
+    """GIRCSE over a LoRA-tuned decoder; ``soft_tokens`` sets K at inference."""
+
+    method = "gircse"
+    config_class = GircseConfig
+    config: GircseConfig
+
+    def __init__(self, config: GircseConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(config or GircseConfig(), **kwargs)
+
+    @property
+    def soft_tokens(self) -> int:
+        return self.config.soft_tokens
+
+    @soft_tokens.setter
+    def soft_tokens(self, k: int) -> None:
+        if k < 1:
+            raise ValueError(f"soft_tokens must be >= 1, got {k}")
+        self.config.soft_tokens = k
+
+    def _soft_token(self, state: torch.Tensor) -> torch.Tensor:
+        """(batch, hidden) last state -> (batch, hidden) expected input embedding."""
+        lm_head = self.backbone.model.get_output_embeddings()
+        probs = torch.softmax(lm_head(state).float(), dim=-1)  # (batch, vocab), fp32 for stability
+        table = self.backbone.model.get_input_embeddings().weight  # (vocab, hidden)
+        return probs.to(table.dtype) @ table
+
+    def generate_states(self, texts: list[str], role: Role, instruction: str | None, k: int,
+                        *, use_cache: bool = True) -> torch.Tensor:
+        """States of K generated soft tokens, (batch, K, hidden).
+
+        Args:
+            use_cache: True for one prefill + K cached steps; False recomputes the whole
+                sequence at each step (the reference the cache is tested against).
+        """
+        batch = self.tokenize(texts, role, instruction)
+        body = self.backbone.base_model()
+        embed = self.backbone.model.get_input_embeddings()
+        inputs = embed(batch.input_ids)  # (batch, seq, hidden)
+        mask = batch.attention_mask
+        positions = batch.position_ids()
+        ones = mask.new_ones(mask.shape[0], 1)
+        out = body(inputs_embeds=inputs, attention_mask=mask, position_ids=positions, use_cache=use_cache)
+        state = last_token_pool(out.last_hidden_state, mask)  # (batch, hidden)
+        cache = out.past_key_values if use_cache else None
+        next_pos = positions.max(dim=1).values  # (batch,) last real position per row
+        states = []
+        for _ in range(k):
+            soft = self._soft_token(state).unsqueeze(1)  # (batch, 1, hidden)
+            mask = torch.cat([mask, ones], dim=1)
+            next_pos = next_pos + 1
+            if use_cache:
+                out = body(inputs_embeds=soft, attention_mask=mask, position_ids=next_pos.unsqueeze(1),
+                           past_key_values=cache, use_cache=True)
+                cache = out.past_key_values
+            else:
+                inputs = torch.cat([inputs, soft], dim=1)
+                positions = torch.cat([positions, next_pos.unsqueeze(1)], dim=1)
+                out = body(inputs_embeds=inputs, attention_mask=mask, position_ids=positions, use_cache=False)
+            state = out.last_hidden_state[:, -1]
+            states.append(state)
+        return torch.stack(states, dim=1)
+
+    def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        states = self.generate_states(texts, role, instruction, self.config.soft_tokens,
+                                      use_cache=self.config.use_cache)
+        return states.mean(dim=1)
+
+    def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
+        k = self.config.train_soft_tokens
+        q = self.generate_states(batch.queries, Role.QUERY, batch.instruction, k)
+        doc_instruction = batch.instruction if batch.symmetric else None
+        doc_role = Role.QUERY if batch.symmetric else Role.DOCUMENT
+        p = self.generate_states(batch.positives, doc_role, doc_instruction, k)
+        n = self.generate_states(batch.negatives, doc_role, doc_instruction, k) if batch.negatives else None
+        loss, metrics = gircse_loss(q, p, n, temperature=self.config.temperature,
+                                    refinement_weight=self.config.refinement_weight)
+        metrics["loss"] = float(loss.detach())
+        return loss, metrics

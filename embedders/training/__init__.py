@@ -1,0 +1,1 @@
+"""Training: data building, batch sampling and the optimisation loop shared by every method."""

@@ -1,0 +1,68 @@
+"""Losses against values computed by hand on tiny tensors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from embedders.losses import gircse_loss, info_nce, iterative_refinement_penalty, stepwise_info_nce
+
+
+def test_info_nce_hand_computed_in_batch():
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    p = torch.tensor([[1.0, 0.0], [1.0, 1.0]])  # cos(q0,p0)=1, cos(q0,p1)=1/sqrt2; cos(q1,p0)=0, cos(q1,p1)=1/sqrt2
+    tau = 0.5
+    s = 1 / math.sqrt(2)
+    l0 = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + math.exp(s / tau)))
+    l1 = -math.log(math.exp(s / tau) / (math.exp(0) + math.exp(s / tau)))
+    got = info_nce(q, p, temperature=tau)
+    assert got.item() == pytest.approx((l0 + l1) / 2, abs=1e-6)
+
+
+def test_info_nce_hard_negatives_join_the_candidates():
+    q = torch.tensor([[1.0, 0.0]])
+    p = torch.tensor([[1.0, 0.0]])
+    n = torch.tensor([[0.0, 1.0], [-1.0, 0.0]])
+    tau = 1.0
+    expected = -math.log(math.e / (math.e + 1.0 + math.exp(-1.0)))
+    assert info_nce(q, p, n, temperature=tau).item() == pytest.approx(expected, abs=1e-6)
+    # Scale does not matter: cosine similarity.
+    assert info_nce(3 * q, 0.5 * p, 7 * n, temperature=tau).item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_info_nce_rejects_bad_shapes_and_temperature():
+    with pytest.raises(ValueError, match="differ"):
+        info_nce(torch.zeros(2, 3), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="temperature"):
+        info_nce(torch.ones(2, 3), torch.ones(2, 3), temperature=0)
+
+
+def test_stepwise_info_nce_uses_running_means():
+    torch.manual_seed(0)
+    q, p = torch.randn(3, 4, 5), torch.randn(3, 4, 5)
+    steps = stepwise_info_nce(q, p, temperature=0.1)
+    assert steps.shape == (4,)
+    for k in range(4):
+        expected = info_nce(q[:, : k + 1].mean(1), p[:, : k + 1].mean(1), temperature=0.1)
+        assert steps[k].item() == pytest.approx(expected.item(), abs=1e-5)
+
+
+def test_iterative_refinement_penalty_hand_computed():
+    losses = torch.tensor([2.0, 1.0, 1.5, 1.5])
+    # log-increases: 1->2: log(1)-log(2) < 0 -> 0; 2->3: log(1.5) - log(1); 3->4: 0.  Mean over 3 transitions.
+    expected = math.log(1.5) / 3
+    assert iterative_refinement_penalty(losses).item() == pytest.approx(expected, abs=1e-6)
+    assert iterative_refinement_penalty(torch.tensor([3.0])).item() == 0.0
+    assert iterative_refinement_penalty(torch.tensor([3.0, 2.0, 1.0])).item() == 0.0
+
+
+def test_gircse_loss_combines_mean_and_weighted_penalty():
+    torch.manual_seed(1)
+    q, p = torch.randn(4, 3, 6), torch.randn(4, 3, 6)
+    steps = stepwise_info_nce(q, p, temperature=0.02)
+    penalty = iterative_refinement_penalty(steps)
+    loss, metrics = gircse_loss(q, p, temperature=0.02, refinement_weight=0.7)
+    assert loss.item() == pytest.approx((steps.mean() + 0.7 * penalty).item(), abs=1e-5)
+    assert set(metrics) == {"L1", "L2", "L3", "refine"}

@@ -1,0 +1,125 @@
+"""Method-specific checks for the trainable corpus embedders (Causal2Vec, GIRCSE, Causal-EOS).
+
+The shared contract checks for them live in test_contract.py; here: what is trainable,
+that one optimiser step lowers the loss, the KV cache, and the Contextual token.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from embedders import Role
+from embedders.backbone import LoraSettings
+from embedders.methods.causal2vec import Causal2VecConfig, Causal2VecEmbedder
+from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
+from embedders.methods.gircse import GircseConfig, GircseEmbedder
+from embedders.training.data import PairBatch
+
+# Dropout off so the loss before and after a step is a deterministic function of the weights.
+LORA = LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj"))
+
+
+def _build(method: str):
+    torch.manual_seed(0)
+    if method == "causal2vec":
+        return Causal2VecEmbedder(Causal2VecConfig(lora=LORA, max_length=64, mlp_hidden=64), device="cpu")
+    if method == "gircse":
+        return GircseEmbedder(GircseConfig(lora=LORA, max_length=64, train_soft_tokens=3), device="cpu")
+    return CausalEOSEmbedder(CausalEOSConfig(lora=LORA, max_length=64), device="cpu")
+
+
+@pytest.fixture(scope="module", params=["causal2vec", "gircse", "causal-eos"])
+def method(request):
+    return _build(request.param)
+
+
+BATCH = PairBatch(
+    queries=["A man plays the guitar.", "The stock market fell.", "A cat sleeps on the sofa."],
+    positives=["Someone is playing a guitar.", "Share prices dropped.", "A kitten naps on a couch."],
+    negatives=["A woman is cooking.", "The weather is sunny.", "A dog runs in a park."],
+    instruction="Retrieve semantically similar text.", symmetric=True, task="test",
+)
+
+
+def test_only_lora_and_heads_are_trainable(method):
+    names = method.named_trainable_parameters()
+    assert names, "nothing is trainable"
+    for name in names:
+        assert "lora_" in name or name.startswith("heads."), name
+    frozen = [n for n, p in method.backbone.model.named_parameters() if "lora_" not in n]
+    assert frozen and all(not p.requires_grad for n, p in method.backbone.model.named_parameters()
+                          if "lora_" not in n)
+    if method.method == "causal2vec":
+        assert any(n.startswith("heads.projector") for n in names)
+        assert all(not p.requires_grad for p in method.encoder.backbone.model.parameters())
+
+
+def test_one_optimiser_step_lowers_the_loss(method):
+    params = method.trainable_parameters()
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    method.train()
+    try:
+        before, _ = method.training_loss(BATCH)
+        optimizer.zero_grad()
+        before.backward()
+        grads = [p.grad for p in params if p.grad is not None]
+        assert grads and any(g.abs().sum() > 0 for g in grads)
+        optimizer.step()
+        with torch.no_grad():
+            after, _ = method.training_loss(BATCH)
+    finally:
+        method.eval()
+    assert after.item() < before.item()
+
+
+def test_gircse_kv_cache_equals_recomputation():
+    model = _build("gircse")
+    texts = ["A man is playing a guitar.", "Stock markets fell sharply on Tuesday.", "Hi"]
+    with torch.inference_mode():
+        for k in (1, 4):
+            cached = model.generate_states(texts, Role.QUERY, "Find the topic", k, use_cache=True)
+            full = model.generate_states(texts, Role.QUERY, "Find the topic", k, use_cache=False)
+            assert cached.shape == (3, k, model.dim)
+            a = torch.nn.functional.normalize(cached.mean(1), dim=-1)
+            b = torch.nn.functional.normalize(full.mean(1), dim=-1)
+            assert (a - b).abs().max().item() < 1e-4
+
+
+def test_gircse_any_k_at_inference():
+    model = _build("gircse")
+    outs = {}
+    for k in (1, 10):
+        model.soft_tokens = k
+        outs[k] = model.encode(["A cat.", "A dog."])
+        assert outs[k].shape == (2, 576)
+    assert np.abs(outs[1] - outs[10]).max() > 1e-3
+    with pytest.raises(ValueError, match="soft_tokens must be >= 1"):
+        model.soft_tokens = 0
+
+
+def test_causal2vec_contextual_token_changes_the_embedding():
+    model = _build("causal2vec")
+    texts = ["A man is playing a guitar.", "Stock markets fell sharply."]
+    base = model.encode(texts)
+    with torch.no_grad():
+        for p in model.heads["projector"].parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    changed = model.encode(texts)
+    assert base.shape == (2, 2 * 576)
+    # Both halves move: the Contextual state and, through attention, the EOS state.
+    assert np.abs(base[:, :576] - changed[:, :576]).max() > 1e-3
+    assert np.abs(base[:, 576:] - changed[:, 576:]).max() > 1e-3
+
+
+def test_checkpoint_has_fp16_adapter_and_heads(tmp_path):
+    from safetensors.torch import load_file
+
+    model = _build("causal2vec")
+    model.save(tmp_path)
+    adapter = load_file(str(tmp_path / "adapter.safetensors"))
+    heads = load_file(str(tmp_path / "heads.safetensors"))
+    assert adapter and all(v.dtype == torch.float16 for v in adapter.values())
+    assert heads and all(v.dtype == torch.float16 for v in heads.values())
+    assert all("lora_" in k for k in adapter)
