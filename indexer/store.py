@@ -86,6 +86,14 @@ def _vector_dict(vectors: Any) -> dict[str, list[float]]:
     return {str(k): [float(x) for x in v] for k, v in dict(vectors).items()}
 
 
+def _retrieved(records: Sequence[Any]) -> list[tuple[Hit, dict[str, list[float]]]]:
+    """Retrieved records (edge or qdrant-client: same fields) as (hit, named vectors) pairs."""
+    return [(Hit(str(r.id), 0.0, dict(r.payload or {})),
+             _vector_dict(r.vector if isinstance(r.vector, dict) else {}))
+            for r in records]
+
+
+
 class VectorStore(ABC):
     """What the index and search services need from a vector database."""
 
@@ -341,12 +349,7 @@ class EdgeStore(VectorStore):
                  with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
         records = self._shard(collection).retrieve(list(ids), with_payload=True,
                                                    with_vector=with_vectors)
-        out = []
-        for r in records:
-            vec = r.vector if isinstance(r.vector, dict) else {}
-            out.append((Hit(str(r.id), 0.0, dict(r.payload or {})),
-                        _vector_dict(vec)))
-        return out
+        return _retrieved(records)
 
     def scroll(self, collection: str, *, limit: int = 1000,
                filters: Filters | None = None) -> list[Hit]:
@@ -510,12 +513,7 @@ class QdrantClientStore(VectorStore):
                  with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
         records = self._client.retrieve(collection, ids=list(ids), with_payload=True,
                                         with_vectors=with_vectors)
-        out = []
-        for r in records:
-            vec = r.vector if isinstance(r.vector, dict) else {}
-            out.append((Hit(str(r.id), 0.0, dict(r.payload or {})),
-                        _vector_dict(vec)))
-        return out
+        return _retrieved(records)
 
     def scroll(self, collection: str, *, limit: int = 1000,
                filters: Filters | None = None) -> list[Hit]:
