@@ -76,6 +76,9 @@ class DeviceSpec:
 def pick_device(device: str | torch.device | None = None, dtype: str | torch.dtype | None = None) -> DeviceSpec:
     """CUDA with bf16 when a GPU is present, else CPU with fp32.
 
+    The environment variable ``FACET_DTYPE`` overrides the automatic dtype (for
+    example ``FACET_DTYPE=float32`` to evaluate on a GPU at full precision).
+
     bf16 on CPU is several times slower than fp32 (measured on the 2-core dev box), so
     it is only chosen on CUDA. Both can be forced.
 
@@ -85,6 +88,8 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
     """
     auto = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device if device is not None else auto)
+    if dtype is None:
+        dtype = os.environ.get("FACET_DTYPE") or None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CheckpointError("device 'cuda' was requested but no CUDA GPU is available; use device='cpu'")
     if dtype is None:

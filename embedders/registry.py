@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from embedders.base import CONFIG_FILE, BaseEmbedder
-from embedders.errors import CheckpointError, DuplicateRegistrationError, UnknownEmbedderError
+from embedders.errors import CheckpointError, DuplicateRegistrationError, InvalidInputError, UnknownEmbedderError
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +116,58 @@ def load_checkpoint(path: str | Path, device: str | None = None) -> BaseEmbedder
     return _LOADERS[method](directory, config, device)
 
 
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """``"name[k=v,k2=v2]"`` -> ``("name", {"k": "v", "k2": "v2"})``; no brackets -> no options.
+
+    Raises:
+        InvalidInputError: brackets present but an item is not ``key=value``.
+    """
+    if not spec.endswith("]") or "[" not in spec:
+        return spec, {}
+    base, _, inner = spec[:-1].rpartition("[")
+    options: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in inner.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInputError(f"embedder option {item!r} in {spec!r} is not key=value")
+        options[key.strip()] = value.strip()
+    return base, options
+
+
+def apply_option(model: BaseEmbedder, key: str, value: str) -> None:
+    """Set an inference-time option (a field of the model's config) from its string form.
+
+    The value is parsed as the field's current type, so ``soft_tokens=10`` becomes an int.
+
+    Raises:
+        InvalidInputError: the model has no such option, or the value does not parse.
+    """
+    config = getattr(model, "config", None)
+    options = sorted(k for k in getattr(config, "__dataclass_fields__", {}) if k in getattr(model, "OPTIONS", ()))
+    if key not in options:
+        raise InvalidInputError(
+            f"embedder {model.name!r} has no option {key!r}; options: {', '.join(options) or 'none'}"
+        )
+    current = getattr(config, key)
+    try:
+        parsed: Any
+        if isinstance(current, bool):
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(value)
+            parsed = value.lower() in ("true", "1")
+        else:
+            parsed = type(current)(value)
+    except ValueError as e:
+        raise InvalidInputError(f"option {key}={value!r}: expected a {type(current).__name__}") from e
+    try:
+        if isinstance(getattr(type(model), key, None), property):
+            setattr(model, key, parsed)  # a property validates the value
+        else:
+            setattr(config, key, parsed)
+    except ValueError as e:
+        raise InvalidInputError(f"option {key}={value!r}: {e}") from e
+
+
 def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwargs: Any) -> BaseEmbedder:
     """Build an embedder by registered name or from a checkpoint directory.
 
@@ -133,6 +185,12 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
             f"{', '.join(embedder_names())}"
         )
     _ensure_builtins()
+    base, options = split_options(str(name_or_path))
+    if options:
+        model = load_embedder(base, device=device, **kwargs)
+        for key, value in options.items():
+            apply_option(model, key, value)
+        return model
     key = str(name_or_path).lower()
     if key in _EMBEDDERS:
         return _EMBEDDERS[key].factory(device=device, **kwargs)

@@ -283,7 +283,7 @@ def register_bench(cli: typer.Typer) -> None:
     @handle_errors
     def bench_cmd(
         parts: Annotated[str, typer.Option(
-            "--parts", help="comma-separated: index, store, search, scifact")] = "index,store,search",
+            "--parts", help="comma-separated: index, store, search, scifact, gircse-cache")] = "index,store,search",
         source: Annotated[Path | None, typer.Option(
             "--source", help="corpus for the indexing benchmark (default: the first --index-docs "
                              "BANKING77 training texts)")] = None,
@@ -304,9 +304,17 @@ def register_bench(cli: typer.Typer) -> None:
         scifact_docs: Annotated[int | None, typer.Option(
             "--scifact-docs", help="SciFact corpus subset on both sides: judged docs + facet "
                                    "eval's seeded sample of the others (default: all)")] = None,
+        gircse: Annotated[str, typer.Option(
+            "--gircse", help="gircse-cache: the GIRCSE checkpoint")] = "checkpoints/gircse",
+        gircse_baseline: Annotated[str, typer.Option(
+            "--gircse-baseline", help="gircse-cache: embedder the times are divided by")] = "checkpoints/causal-eos",
+        texts: Annotated[int, typer.Option(
+            "--texts", help="gircse-cache: STS-B training sentences encoded")] = 512,
+        soft_tokens: Annotated[int, typer.Option(
+            "--soft-tokens", help="gircse-cache: K generated soft tokens")] = 5,
         out: Annotated[Path | None, typer.Option("--out", help="write results as JSON")] = None,
     ) -> None:
-        """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG."""
+        """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG, GIRCSE's KV cache."""
         import tempfile
 
         from app.services import benchmark as bm
@@ -316,10 +324,10 @@ def register_bench(cli: typer.Typer) -> None:
         settings = get_settings()
         cache = EmbedderCache(settings.device)
         wanted = {p.strip() for p in parts.split(",") if p.strip()}
-        unknown = wanted - {"index", "store", "search", "scifact"}
+        unknown = wanted - {"index", "store", "search", "scifact", "gircse-cache"}
         if unknown:
             raise InvalidRequestError(f"unknown --parts {', '.join(sorted(unknown))}; pick from "
-                                      "index, store, search, scifact")
+                                      "index, store, search, scifact, gircse-cache")
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
                                    "cpus": os.cpu_count()}
         typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
@@ -376,6 +384,18 @@ def register_bench(cli: typer.Typer) -> None:
                        f"eval's text, {r['embedder']}): index -> search service "
                        f"{r['service_ndcg10']:.4f}, facet eval {r['facet_eval_ndcg10']:.4f}, "
                        f"|diff| {r['abs_diff']:.4f}")
+        if "gircse-cache" in wanted:
+            sentences = bm.stsb_sentences(settings.shared_data_dir, texts)
+            r = bm.bench_gircse_cache(gircse, gircse_baseline, sentences, device=settings.device,
+                                      rounds=rounds, soft_tokens=soft_tokens, log=typer.echo)
+            results["gircse_cache"] = r
+            med = r["seconds_median"]
+            typer.echo(f"GIRCSE K={r['soft_tokens']} encode of {r['texts']} STS-B sentences on {r['device']} "
+                       f"(median of {rounds}): with KV cache {med['cache']:.2f}s, without {med['no_cache']:.2f}s, "
+                       f"{r['baseline']} {med['baseline']:.2f}s; ratio to {r['baseline']}: cache "
+                       f"{r['ratio_cache_to_baseline']:.2f}x, no cache {r['ratio_no_cache_to_baseline']:.2f}x; "
+                       f"cache speed-up {r['speedup_cache']:.2f}x; max |cache - no cache| "
+                       f"{r['max_abs_diff_cache_vs_no_cache']:.2e}")
         results["load_average_end"] = bm.load_average()
         typer.echo(f"load average at the end {results['load_average_end']}")
         if out is not None:

@@ -90,11 +90,13 @@ def _build(method: str, lora: LoraSettings, max_length: int, temperature: float 
     from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
     from embedders.methods.gircse import GircseConfig, GircseEmbedder
 
+    # Weights train in fp32 everywhere; on a GPU the trainer runs the maths under bf16 autocast.
     if method == "causal2vec":
         return Causal2VecEmbedder(Causal2VecConfig(lora=lora, max_length=max_length,
-                                                   temperature=temperature or 0.05), device=device)
+                                                   temperature=temperature or 0.05), device=device, dtype="float32")
     if method == "causal-eos":
         return CausalEOSEmbedder(CausalEOSConfig(lora=lora, max_length=max_length,
-                                                 temperature=temperature or 0.05), device=device)
+                                                 temperature=temperature or 0.05), device=device, dtype="float32")
     return GircseEmbedder(GircseConfig(lora=lora, max_length=max_length, temperature=temperature or 0.02,
-                                       train_soft_tokens=soft_tokens, refinement_weight=refine_weight), device=device)
+                                       train_soft_tokens=soft_tokens, refinement_weight=refine_weight),
+                          device=device, dtype="float32")

@@ -367,3 +367,67 @@ def scifact_consistency(folder: Path, embedder: str, embedders: EmbedderCache,
             "facet_eval": ev, "index_s": index_s, "index_stage_s": report.timings,
             "search_s": search_s, "search_p50_ms": _pct(lat, 50),
             "load_average": load_average()}
+
+
+def stsb_sentences(data_dir: Path, n: int) -> list[str]:
+    """The first ``n`` distinct sentences of the STS-B training split (a fixed, real text set)."""
+    path = data_dir / "stsb_en" / "stsb-en-train.csv"
+    texts: list[str] = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.reader(fh):  # no header: sentence1, sentence2, score
+            for sentence in row[:2]:
+                if sentence not in texts:
+                    texts.append(sentence)
+            if len(texts) >= n:
+                break
+    return texts[:n]
+
+
+def bench_gircse_cache(gircse: str, baseline: str, texts: list[str], *, device: str | None = None,
+                       rounds: int = 3, batch_size: int = 32, soft_tokens: int = 5,
+                       log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Encode ``texts`` with GIRCSE (K soft tokens) with and without the KV cache, and with ``baseline``.
+
+    Runs alternate (cache, no cache, baseline) ``rounds`` times after one warm-up each;
+    medians are reported with the ratios to the baseline, plus the largest difference
+    between the cached and recomputed embeddings.
+    """
+    from embedders import load_embedder
+
+    model = load_embedder(gircse, device=device)
+    if getattr(model, "method", None) != "gircse":
+        raise ValueError(f"{gircse} is not a GIRCSE checkpoint")
+    base = load_embedder(baseline, device=device)
+    model.soft_tokens = soft_tokens  # type: ignore[attr-defined]
+    config = model.config  # type: ignore[attr-defined]
+
+    def run(kind: str) -> tuple[float, np.ndarray]:
+        if kind == "baseline":
+            start = time.perf_counter()
+            vecs = base.encode(texts, batch_size=batch_size)
+        else:
+            config.use_cache = kind == "cache"
+            start = time.perf_counter()
+            vecs = model.encode(texts, batch_size=batch_size)
+        return time.perf_counter() - start, vecs
+
+    kinds = ("cache", "no_cache", "baseline")
+    outputs = {k: run(k)[1] for k in kinds}  # warm-up
+    times: dict[str, list[float]] = {k: [] for k in kinds}
+    for r in range(rounds):
+        for k in kinds:
+            seconds, _ = run(k)
+            times[k].append(seconds)
+        log(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {times[k][-1]:.2f}s" for k in kinds))
+    config.use_cache = True
+    med = {k: float(statistics.median(v)) for k, v in times.items()}
+    return {
+        "gircse": gircse, "baseline": baseline, "texts": len(texts), "soft_tokens": soft_tokens,
+        "batch_size": batch_size, "rounds": rounds, "device": str(model.device),
+        "seconds_median": med, "seconds": times,
+        "ratio_cache_to_baseline": med["cache"] / med["baseline"],
+        "ratio_no_cache_to_baseline": med["no_cache"] / med["baseline"],
+        "speedup_cache": med["no_cache"] / med["cache"],
+        "max_abs_diff_cache_vs_no_cache": float(np.abs(outputs["cache"] - outputs["no_cache"]).max()),
+        "load_average": load_average(),
+    }

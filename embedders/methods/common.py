@@ -86,9 +86,10 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
     method = "trainable"
     config_class: ClassVar[type[MethodConfig]] = MethodConfig
 
-    def __init__(self, config: MethodConfig, *, name: str | None = None, device: str | None = None) -> None:
+    def __init__(self, config: MethodConfig, *, name: str | None = None, device: str | None = None,
+                 dtype: str | torch.dtype | None = None) -> None:
         self.config = config
-        backbone = add_lora(load_decoder(config.backbone, device=device, shared=False), config.lora)
+        backbone = add_lora(load_decoder(config.backbone, device=device, dtype=dtype, shared=False), config.lora)
         super().__init__(name or self.method, config.backbone, prompts=config.prompts,
                          max_length=config.max_length, padding_side="left", backbone=backbone)
         self.heads = torch.nn.ModuleDict()

@@ -25,6 +25,7 @@ class GircseEmbedder(TrainableDecoderEmbedder):
 
     method = "gircse"
     config_class = GircseConfig
+    OPTIONS = ("soft_tokens", "use_cache")  # settable at load time: "path[soft_tokens=10]"
     config: GircseConfig
 
     def __init__(self, config: GircseConfig | None = None, **kwargs: Any) -> None:
