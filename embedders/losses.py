@@ -120,3 +120,69 @@ def gircse_loss(
     metrics = {f"L{k + 1}": float(v) for k, v in enumerate(steps.detach())}
     metrics["refine"] = float(penalty.detach())
     return loss, metrics
+
+
+def supervised_contrastive(views: torch.Tensor, labels: torch.Tensor, *, temperature: float = 0.1) -> torch.Tensor:
+    """Multi-view supervised contrastive loss (SupCon) over cosine similarities.
+
+    Every row is an anchor; its positives are the other rows with the same label:
+
+        L_a = -1/|P(a)| * sum_{p in P(a)} log( exp(s_ap/tau) / sum_{k != a} exp(s_ak/tau) )
+
+    averaged over anchors that have at least one positive (InstEmb's contrastive term,
+    where the views of one example are student, student with another dropout mask,
+    teacher, and the student's encoding of the answer alone).
+
+    Args:
+        views: (n, dim) embeddings, unnormalised.
+        labels: (n,) integer class ids; equal ids are positives.
+        temperature: tau.
+    """
+    if views.ndim != 2 or labels.shape != views.shape[:1]:
+        raise ValueError(f"views must be (n, dim) and labels (n,), got {tuple(views.shape)} and {tuple(labels.shape)}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    z = F.normalize(views.float(), dim=-1)
+    sim = z @ z.T / temperature
+    n = sim.shape[0]
+    self_mask = torch.eye(n, dtype=torch.bool, device=sim.device)
+    sim = sim.masked_fill(self_mask, float("-inf"))
+    log_prob = sim - torch.logsumexp(sim, dim=1, keepdim=True)
+    positive = (labels.unsqueeze(0) == labels.unsqueeze(1)) & ~self_mask
+    counts = positive.sum(dim=1)
+    has = counts > 0
+    if not bool(has.any()):
+        raise ValueError("no anchor has a positive: every label occurs once")
+    per_anchor = -(log_prob.masked_fill(~positive, 0.0).sum(dim=1)[has] / counts[has])
+    return per_anchor.mean()
+
+
+def distill_mse(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Squared distance between L2-normalised student and teacher states, summed over the
+    hidden size and averaged over positions (= 2 - 2 cos). Normalising first keeps the
+    decoder's few huge activation dimensions from dominating the loss.
+
+    Args:
+        student: (..., dim); teacher: same shape (no gradient is taken through it).
+    """
+    if student.shape != teacher.shape:
+        raise ValueError(f"student {tuple(student.shape)} and teacher {tuple(teacher.shape)} differ")
+    s = F.normalize(student.float(), dim=-1)
+    t = F.normalize(teacher.detach().float(), dim=-1)
+    return (s - t).pow(2).sum(dim=-1).mean()
+
+
+def distill_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, *, temperature: float = 1.0) -> torch.Tensor:
+    """KL(teacher || student) between next-token distributions, averaged over positions.
+
+    Args:
+        student_logits, teacher_logits: (..., vocab).
+        temperature: softens both distributions (the loss is scaled by T^2, as usual).
+    """
+    if student_logits.shape != teacher_logits.shape:
+        raise ValueError(
+            f"student {tuple(student_logits.shape)} and teacher {tuple(teacher_logits.shape)} logits differ")
+    log_s = F.log_softmax(student_logits.float() / temperature, dim=-1)
+    log_t = F.log_softmax(teacher_logits.detach().float() / temperature, dim=-1)
+    kl = (log_t.exp() * (log_t - log_s)).sum(dim=-1)
+    return kl.mean() * temperature**2

@@ -13,6 +13,7 @@ that says which module got there first.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable
@@ -163,6 +164,7 @@ def apply_option(model: BaseEmbedder, key: str, value: str) -> None:
         if isinstance(getattr(type(model), key, None), property):
             setattr(model, key, parsed)  # a property validates the value
         else:
+            dataclasses.replace(config, **{key: parsed})  # type: ignore[type-var]  # runs the config's checks
             setattr(config, key, parsed)
     except ValueError as e:
         raise InvalidInputError(f"option {key}={value!r}: {e}") from e

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from embedders.methods.common import TrainableDecoderEmbedder
 
 CORPUS_METHODS = ("causal2vec", "gircse", "causal-eos")
+INSTRUCTION_METHODS = ("instemb", "inbedder")
+METHODS = CORPUS_METHODS + INSTRUCTION_METHODS
 
 
 def register(cli: typer.Typer) -> None:
@@ -25,7 +27,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("train")
     @handle_errors
     def train_cmd(
-        method: Annotated[str, typer.Argument(help=f"one of: {', '.join(CORPUS_METHODS)}")],
+        method: Annotated[str, typer.Argument(help=f"one of: {', '.join(METHODS)}")],
         out: Annotated[Path, typer.Option("--out", "-o", help="checkpoint directory to write")],
         steps: Annotated[int, typer.Option(help="optimiser steps")] = 200,
         batch_size: Annotated[int, typer.Option(help="pairs per batch (in-batch negatives)")] = 16,
@@ -40,6 +42,10 @@ def register(cli: typer.Typer) -> None:
         temperature: Annotated[float | None, typer.Option(help="InfoNCE tau (default per method)")] = None,
         soft_tokens: Annotated[int, typer.Option(help="GIRCSE: K generated soft tokens in training")] = 5,
         refine_weight: Annotated[float, typer.Option(help="GIRCSE: iterative refinement weight")] = 1.0,
+        look_ahead: Annotated[int, typer.Option(help="InstEmb: learnable look-ahead tokens")] = 4,
+        distill: Annotated[str, typer.Option(help="InstEmb: distillation loss, mse or kl")] = "mse",
+        pooling: Annotated[str | None, typer.Option(
+            help="InstEmb: daap / input-last / special-mean; InBedder: 1st-gen / avg-gen")] = None,
         time_budget_min: Annotated[float | None, typer.Option(help="stop and save after this many minutes")]
             = None,
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
@@ -47,11 +53,10 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Train METHOD and save a checkpoint (LoRA adapter + heads in fp16 + config + train_log.json)."""
         from embedders.backbone import ALL_LINEAR, LoraSettings
-        from embedders.training.data import DEFAULT_TASKS, BatchSampler, build_pairs
         from embedders.training.trainer import TrainConfig, train
 
-        if method not in CORPUS_METHODS:
-            raise InvalidRequestError(f"unknown method {method!r}; trainable here: {', '.join(CORPUS_METHODS)}")
+        if method not in METHODS:
+            raise InvalidRequestError(f"unknown method {method!r}; trainable here: {', '.join(METHODS)}")
         settings = get_settings()
         root = data_dir or settings.shared_data_dir
         if not Path(root).is_dir():
@@ -65,18 +70,21 @@ def register(cli: typer.Typer) -> None:
                 raise InvalidRequestError(f"--lora-layers must be 'all' or 'A-B', got {lora_layers!r}") from e
         targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip()) or ALL_LINEAR
         lora = LoraSettings(r=lora_r, alpha=2 * max(1, lora_r), target_modules=targets, layers=layers)
-        model = _build(method, lora, max_length, temperature, soft_tokens, refine_weight, device or settings.device)
-        task_names = tuple(t.strip() for t in tasks.split(",") if t.strip()) or DEFAULT_TASKS
+        sampler, counts = _sampler(method, root, tasks, batch_size, seed)
         try:
-            pairs = build_pairs(root, task_names)
-        except (ValueError, FileNotFoundError) as e:
+            if method in CORPUS_METHODS:
+                model = _build(method, lora, max_length, temperature, soft_tokens, refine_weight,
+                               device or settings.device)
+            else:
+                model = _build_instruction(method, lora, max_length, temperature, look_ahead, distill, pooling,
+                                           device or settings.device)
+        except ValueError as e:  # a config value out of range
             raise InvalidRequestError(str(e)) from e
-        sampler = BatchSampler(pairs, batch_size, seed=seed)
         config = TrainConfig(steps=steps, lr=lr, seed=seed,
                              time_budget_s=time_budget_min * 60 if time_budget_min else None)
         command = "facet train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         log = train(model, sampler, config, out, extra_log={
-            "command": command, "tasks": {t: len(p) for t, p in pairs.items()}, "batch_size": batch_size})
+            "command": command, "tasks": counts, "batch_size": batch_size})
         losses = [h["loss"] for h in log["history"]]
         head = sum(losses[:10]) / max(1, len(losses[:10]))
         tail = sum(losses[-10:]) / max(1, len(losses[-10:]))
@@ -100,3 +108,36 @@ def _build(method: str, lora: LoraSettings, max_length: int, temperature: float 
     return GircseEmbedder(GircseConfig(lora=lora, max_length=max_length, temperature=temperature or 0.02,
                                        train_soft_tokens=soft_tokens, refinement_weight=refine_weight),
                           device=device, dtype="float32")
+
+
+def _sampler(method: str, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, int]]:
+    """The method's training batches: contrastive pairs, or (input, instruction, answer) triples."""
+    names = tuple(t.strip() for t in tasks.split(",") if t.strip())
+    try:
+        if method in CORPUS_METHODS:
+            from embedders.training.data import DEFAULT_TASKS, BatchSampler, build_pairs
+
+            pairs = build_pairs(root, names or DEFAULT_TASKS)
+            return BatchSampler(pairs, batch_size, seed=seed), {t: len(p) for t, p in pairs.items()}
+        from embedders.training.instruct_data import DEFAULT_TASKS as INSTRUCT_TASKS
+        from embedders.training.instruct_data import TripleSampler, build_triples
+
+        triples = build_triples(root, names or INSTRUCT_TASKS)
+        return TripleSampler(triples, batch_size, seed=seed), {t: len(v) for t, v in triples.items()}
+    except (ValueError, FileNotFoundError) as e:
+        raise InvalidRequestError(str(e)) from e
+
+
+def _build_instruction(method: str, lora: LoraSettings, max_length: int, temperature: float | None,
+                       look_ahead: int, distill: str, pooling: str | None,
+                       device: str | None) -> TrainableDecoderEmbedder:
+    if method == "instemb":
+        from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
+
+        return InstEmbEmbedder(InstEmbConfig(lora=lora, max_length=max_length, temperature=temperature or 0.1,
+                                             look_ahead=look_ahead, distill=distill, pooling=pooling or "daap"),
+                               device=device, dtype="float32")
+    from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
+
+    return InBedderEmbedder(InBedderConfig(lora=lora, max_length=max_length, pooling=pooling or "1st-gen"),
+                            device=device, dtype="float32")

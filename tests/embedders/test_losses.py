@@ -66,3 +66,30 @@ def test_gircse_loss_combines_mean_and_weighted_penalty():
     loss, metrics = gircse_loss(q, p, temperature=0.02, refinement_weight=0.7)
     assert loss.item() == pytest.approx((steps.mean() + 0.7 * penalty).item(), abs=1e-5)
     assert set(metrics) == {"L1", "L2", "L3", "refine"}
+
+
+def test_supervised_contrastive_matches_hand_computation():
+    from embedders.losses import supervised_contrastive
+
+    views = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
+    labels = torch.tensor([0, 0, 1, 1])
+    # Each anchor: one positive at cos 1, two others at cos 0 (tau 1):
+    # -log(e / (e + 2)) = log(e + 2) - 1.
+    expected = math.log(math.e + 2) - 1
+    assert supervised_contrastive(views, labels, temperature=1.0).item() == pytest.approx(expected, rel=1e-6)
+    # tau 0.5 doubles the logits: log(e^2 + 2) - 2.
+    assert supervised_contrastive(views, labels, temperature=0.5).item() == pytest.approx(
+        math.log(math.e**2 + 2) - 2, rel=1e-6)
+    with pytest.raises(ValueError, match="positive"):
+        supervised_contrastive(views, torch.tensor([0, 1, 2, 3]))
+
+
+def test_distillation_losses_match_hand_computation():
+    from embedders.losses import distill_kl, distill_mse
+
+    assert distill_mse(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 5.0]])).item() == pytest.approx(2.0)
+    assert distill_mse(torch.tensor([[2.0, 0.0]]), torch.tensor([[1.0, 0.0]])).item() == pytest.approx(0.0)
+    # teacher p = [0.75, 0.25], student uniform: 0.75 ln 1.5 + 0.25 ln 0.5.
+    kl = distill_kl(torch.tensor([[0.0, 0.0]]), torch.tensor([[math.log(3.0), 0.0]]))
+    assert kl.item() == pytest.approx(0.75 * math.log(1.5) + 0.25 * math.log(0.5), rel=1e-6)
+    assert distill_kl(torch.ones(2, 5), torch.ones(2, 5)).item() == pytest.approx(0.0, abs=1e-7)

@@ -1,0 +1,62 @@
+"""Configuration of InstEmb."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from embedders.base import PromptConfig
+from embedders.methods.common import MethodConfig
+
+# The instruction follows the input, and the look-ahead tokens follow "### Response:",
+# exactly where the frozen teacher reads the gold answer.
+INSTRUCTED_PROMPTS = PromptConfig(
+    query="### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:",
+    document="### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:",
+    instruction_format="{instruction}",
+)
+POOLINGS = ("daap", "input-last", "special-mean")
+DISTILL_LOSSES = ("mse", "kl")
+
+
+@dataclass
+class InstEmbConfig(MethodConfig):
+    """InstEmb settings.
+
+    Attributes:
+        look_ahead: L, learnable embeddings appended after instruction + input.
+        pooling: ``daap`` = 0.5 * (last input state + mean look-ahead state) (the
+            paper's choice); ``input-last`` = last input token only; ``special-mean`` =
+            mean of the look-ahead states only (the ablations).
+        distill: ``mse`` on normalised look-ahead vs teacher answer states, or ``kl``
+            between their LM-head distributions.
+        distill_weight: weight of the distillation term.
+        contrastive_weight: weight of the multi-view supervised contrastive term.
+        temperature: SupCon tau.
+        answer_max_tokens: gold-answer tokens the teacher reads.
+        default_instruction: used when ``encode`` gets no instruction.
+    """
+
+    look_ahead: int = 4
+    pooling: str = "daap"
+    distill: str = "mse"
+    distill_weight: float = 1.0
+    contrastive_weight: float = 1.0
+    temperature: float = 0.1
+    answer_max_tokens: int = 16
+    default_instruction: str = "What is this text about?"
+    prompts: PromptConfig = field(default_factory=lambda: INSTRUCTED_PROMPTS)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.look_ahead < 1:
+            raise ValueError(f"look_ahead must be >= 1, got {self.look_ahead}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
+        if self.distill not in DISTILL_LOSSES:
+            raise ValueError(f"distill must be one of {', '.join(DISTILL_LOSSES)}, got {self.distill!r}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.distill_weight < 0 or self.contrastive_weight < 0:
+            raise ValueError("loss weights must be >= 0")
+        if self.answer_max_tokens < 1:
+            raise ValueError(f"answer_max_tokens must be >= 1, got {self.answer_max_tokens}")

@@ -1,0 +1,204 @@
+"""Instruction-following training data: (input, instruction) -> short answer.
+
+Built from training splits only:
+
+* QA: C3 (``c3.train.en.jsonl``), DREAM (``split == "train"``) and SQuAD 2.0
+  answerable triplets; the passage is the input, the question the instruction.
+* Derived from labelled sets: Banking77 and Emotion training texts, each with an
+  instruction drawn from a few paraphrases ("What does the customer want?") and the
+  label as the answer ("card arrival", "sadness").
+
+Answers are shortened the InBedder way: lower-cased, punctuation and English
+stopwords removed, at most ``max_words`` words. CLINC150, GoalEx and every test split
+are never read: they measure instruction following on unseen instructions.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from embedders.training.data import _jsonl, _truncate_words
+
+logger = logging.getLogger(__name__)
+
+# A compact English stopword list (function words only), so answers keep their content words.
+STOPWORDS = frozenset((
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at",
+    "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did",
+    "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have",
+    "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into",
+    "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of",
+    "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she",
+    "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then",
+    "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was",
+    "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would",
+    "you", "your", "yours", "yourself", "yourselves",
+))
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+def short_answer(text: str, max_words: int = 8) -> str:
+    """Lower-case, drop punctuation and stopwords, keep at most ``max_words`` words.
+
+    Falls back to the first words of the text when every word is a stopword, so an
+    answer is never empty unless the text has no words at all.
+    """
+    words = _WORD.findall(text.lower())
+    kept = [w for w in words if w not in STOPWORDS]
+    return " ".join((kept or words)[:max_words])
+
+
+@dataclass(frozen=True)
+class Triple:
+    """One instruction-following example: ``input`` read under ``instruction`` -> ``answer``."""
+
+    input: str
+    instruction: str
+    answer: str
+    task: str
+
+
+@dataclass
+class TripleBatch:
+    """A single-task batch; what the instruction methods' ``training_loss`` receives."""
+
+    inputs: list[str]
+    instructions: list[str]
+    answers: list[str]
+    task: str
+
+
+BANKING77_INSTRUCTIONS = (
+    "What does the customer want?",
+    "What is the intent of this banking query?",
+    "What is the customer asking the bank to do?",
+    "Which banking problem is this message about?",
+)
+EMOTION_INSTRUCTIONS = (
+    "What emotion does the writer feel?",
+    "Which feeling is expressed in this message?",
+    "How does the author feel?",
+    "What is the emotional state of the writer?",
+)
+
+
+def _qa(rows: list[tuple[str, str, str]], task: str, passage_words: int) -> list[Triple]:
+    out = []
+    for passage, question, answer in rows:
+        short = short_answer(answer)
+        if passage.strip() and question.strip() and short:
+            out.append(Triple(_truncate_words(passage, passage_words), question.strip(), short, task))
+    return out
+
+
+def load_c3(root: Path, passage_words: int = 120) -> list[Triple]:
+    rows = [(r["key"], r["value"], r["value_prefix"])
+            for r in _jsonl(root / "inbedder_c3_qa" / "c3.train.en.jsonl")]
+    return _qa(rows, "c3", passage_words)
+
+
+def load_dream(root: Path, passage_words: int = 120) -> list[Triple]:
+    rows = [(r["passage"], r["question"], r["answer"])
+            for r in _jsonl(root / "dream" / "qa_triplets.jsonl") if r.get("split") == "train"]
+    return _qa(rows, "dream", passage_words)
+
+
+def load_squad(root: Path, passage_words: int = 120) -> list[Triple]:
+    rows = [(r["passage"], r["question"], r["answer"])
+            for r in _jsonl(root / "squad2_cs224n" / "qa_triplets.jsonl") if r.get("answer")]
+    return _qa(rows, "squad", passage_words)
+
+
+def _labelled(items: list[tuple[str, str]], instructions: tuple[str, ...], task: str, per_label: int,
+              seed: int) -> list[Triple]:
+    rng = random.Random(seed)
+    by_label: dict[str, list[str]] = defaultdict(list)
+    for text, label in items:
+        by_label[label].append(text)
+    out = []
+    for label in sorted(by_label):
+        texts = sorted(by_label[label])
+        rng.shuffle(texts)
+        answer = label.replace("_", " ").strip().lower()
+        out += [Triple(t, rng.choice(instructions), answer, task) for t in texts[:per_label]]
+    return out
+
+
+def load_banking77(root: Path, per_label: int = 40, seed: int = 0) -> list[Triple]:
+    with (root / "banking77" / "train.csv").open(encoding="utf-8", newline="") as f:
+        items = [(r["text"], r["category"]) for r in csv.DictReader(f)]
+    return _labelled(items, BANKING77_INSTRUCTIONS, "banking77", per_label, seed)
+
+
+def load_emotion(root: Path, per_label: int = 300, seed: int = 0) -> list[Triple]:
+    items = []
+    with (root / "emotion" / "train.txt").open(encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            text, _, label = line.rstrip("\n").rpartition(";")
+            if text:
+                items.append((text, label))
+    return _labelled(items, EMOTION_INSTRUCTIONS, "emotion", per_label, seed)
+
+
+LOADERS: dict[str, Callable[[Path], list[Triple]]] = {
+    "c3": load_c3, "dream": load_dream, "squad": load_squad, "banking77": load_banking77, "emotion": load_emotion,
+}
+DEFAULT_TASKS = tuple(LOADERS)
+
+
+def build_triples(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) -> dict[str, list[Triple]]:
+    """Load every requested source.
+
+    Raises:
+        ValueError: an unknown task name (the valid ones are listed).
+        FileNotFoundError: a dataset file is missing (its path is named).
+    """
+    root = Path(data_dir)
+    unknown = [t for t in tasks if t not in LOADERS]
+    if unknown:
+        raise ValueError(f"unknown instruction-training tasks {unknown}; valid: {', '.join(LOADERS)}")
+    out = {}
+    for task in tasks:
+        triples = LOADERS[task](root)
+        logger.info("instruction data %s: %d triples", task, len(triples))
+        out[task] = triples
+    return out
+
+
+class TripleSampler:
+    """Single-task batches: a task with probability proportional to sqrt(size), then
+    triples without replacement, reshuffled per pass. Deterministic for a seed."""
+
+    def __init__(self, triples: dict[str, list[Triple]], batch_size: int, seed: int = 0) -> None:
+        if batch_size < 2:
+            raise ValueError("batch_size must be >= 2 (the contrastive term needs in-batch negatives)")
+        self.triples = {t: v for t, v in triples.items() if len(v) >= 2}
+        if not self.triples:
+            raise ValueError("no training triples")
+        self.batch_size = batch_size
+        self.rng = random.Random(seed)
+        self.tasks = sorted(self.triples)
+        self.weights = [len(self.triples[t]) ** 0.5 for t in self.tasks]
+        self._queues: dict[str, list[Triple]] = {t: [] for t in self.tasks}
+
+    def next_batch(self) -> TripleBatch:
+        task = self.rng.choices(self.tasks, weights=self.weights)[0]
+        queue = self._queues[task]
+        chosen: list[Triple] = []
+        while len(chosen) < min(self.batch_size, len(self.triples[task])):
+            if not queue:
+                items = list(self.triples[task])
+                self.rng.shuffle(items)
+                queue.extend(items)
+            chosen.append(queue.pop())
+        return TripleBatch([t.input for t in chosen], [t.instruction for t in chosen],
+                           [t.answer for t in chosen], task)

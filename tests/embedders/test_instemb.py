@@ -1,0 +1,141 @@
+"""InstEmb: trainable parts, the frozen teacher, the losses' wiring, pooling and instructions.
+
+The shared contract checks live in test_contract.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from embedders import Role, load_embedder
+from embedders.backbone import LoraSettings
+from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
+from embedders.training.instruct_data import TripleBatch
+
+# Dropout off so the loss before and after a step is a deterministic function of the weights.
+LORA = LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj"))
+INTENT = "What does the customer want?"
+FEELING = "How does the writer feel?"
+BATCH = TripleBatch(
+    inputs=["Please send me my money back.", "My new card still has not arrived.",
+            "I am thrilled with the quick service!", "Refund the double charge, please."],
+    instructions=[INTENT, INTENT, FEELING, INTENT],
+    answers=["refund", "card arrival", "joy", "refund"],
+    task="test",
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return InstEmbEmbedder(InstEmbConfig(lora=LORA, max_length=64, look_ahead=3), device="cpu")
+
+
+def test_only_lora_and_look_ahead_are_trainable(model):
+    names = model.named_trainable_parameters()
+    assert any(n.startswith("heads.look_ahead") for n in names)
+    assert all("lora_" in n or n.startswith("heads.") for n in names), names
+    assert all(not p.requires_grad for n, p in model.backbone.model.named_parameters() if "lora_" not in n)
+
+
+def test_teacher_is_the_backbone_without_adapters_and_gets_no_gradient(model):
+    model.train()
+    try:
+        before = model.teacher_states(BATCH.inputs, BATCH.instructions, BATCH.answers)
+        assert not any(t.requires_grad for t in before)
+        lora_b = [p for n, p in model.backbone.model.named_parameters() if "lora_B" in n]
+        saved = [p.detach().clone() for p in lora_b]
+        with torch.no_grad():
+            for p in lora_b:
+                p.add_(0.5)  # a large adapter change moves the student...
+        after = model.teacher_states(BATCH.inputs, BATCH.instructions, BATCH.answers)
+        student_changed = model.student_states(BATCH.inputs[:1], BATCH.instructions[:1])[0]
+        with torch.no_grad():
+            for p, s in zip(lora_b, saved, strict=True):
+                p.copy_(s)
+        student_orig = model.student_states(BATCH.inputs[:1], BATCH.instructions[:1])[0]
+        # ...but not the teacher, which runs with the adapters disabled.
+        for x, y in zip(before, after, strict=True):
+            torch.testing.assert_close(x, y)
+        assert (student_changed - student_orig).abs().max() > 1e-3
+        model.backbone.model.zero_grad(set_to_none=True)
+        loss, _ = model.training_loss(BATCH)
+        loss.backward()
+        graded = [n for n, p in model.backbone.model.named_parameters() if p.grad is not None]
+        assert graded and all("lora_" in n for n in graded)
+        assert model.heads["look_ahead"].embeddings.grad is not None
+    finally:
+        model.backbone.model.zero_grad(set_to_none=True)
+        model.eval()
+
+
+@pytest.mark.parametrize("distill", ["mse", "kl"])
+def test_one_optimiser_step_lowers_the_loss(model, distill):
+    model.config.distill = distill
+    params = model.trainable_parameters()
+    saved = [p.detach().clone() for p in params]
+    opt = torch.optim.SGD(params, lr=2e-3)
+    model.train()
+    try:
+        loss, metrics = model.training_loss(BATCH)
+        assert set(metrics) == {"loss", "distill", "contrastive"}
+        assert metrics["distill"] > 0 and metrics["contrastive"] > 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            after, _ = model.training_loss(BATCH)
+        assert float(after) < float(loss)
+    finally:
+        with torch.no_grad():
+            for p, s in zip(params, saved, strict=True):
+                p.copy_(s)
+        model.config.distill = "mse"
+        model.eval()
+
+
+def test_answer_ids_end_with_eos_and_respect_the_budget(model):
+    eos = model.backbone.tokenizer.eos_token_id
+    ids = model.answer_ids(["refund", " ".join(["word"] * 100)])
+    assert ids[0][-1] == eos and len(ids[0]) >= 2
+    assert len(ids[1]) == model.config.answer_max_tokens and ids[1][-1] == eos
+
+
+def test_daap_is_the_mean_of_the_two_ablation_poolings(model):
+    text = ["Please send me my money back."]
+    out = {}
+    for pooling in ("daap", "input-last", "special-mean"):
+        model.config.pooling = pooling
+        with torch.no_grad():
+            out[pooling] = model._embed_batch(text, Role.QUERY, INTENT)
+    model.config.pooling = "daap"
+    torch.testing.assert_close(out["daap"], 0.5 * (out["input-last"] + out["special-mean"]))
+    assert (out["input-last"] - out["special-mean"]).abs().max() > 1e-3
+
+
+def test_the_instruction_steers_the_embedding(model):
+    text = ["I got charged twice and I am furious about it."]
+    a = model.encode(text, instruction=INTENT)
+    b = model.encode(text, instruction=FEELING)
+    assert float(a[0] @ b[0]) < 0.9999
+    default = model.encode(text)  # no instruction -> the configured default instruction
+    np.testing.assert_allclose(default, model.encode(text, instruction=model.config.default_instruction), atol=1e-6)
+
+
+def test_pooling_option_through_load_embedder(model, tmp_path):
+    model.save(tmp_path / "ie")
+    loaded = load_embedder(f"{tmp_path / 'ie'}[pooling=input-last]")
+    assert loaded.config.pooling == "input-last"
+    with pytest.raises(ValueError, match="pooling"):
+        load_embedder(f"{tmp_path / 'ie'}[pooling=nope]")
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="pooling"):
+        InstEmbConfig(pooling="max")
+    with pytest.raises(ValueError, match="distill"):
+        InstEmbConfig(distill="l1")
+    with pytest.raises(ValueError, match="look_ahead"):
+        InstEmbConfig(look_ahead=0)
