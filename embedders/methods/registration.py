@@ -9,10 +9,11 @@ from embedders.methods.causal2vec import Causal2VecEmbedder
 from embedders.methods.causal_eos import CausalEOSEmbedder
 from embedders.methods.common import TrainableDecoderEmbedder
 from embedders.methods.gircse import GircseEmbedder
+from embedders.methods.inbedder import InBedderEmbedder
 from embedders.registry import register_method
 
 METHODS: dict[str, type[TrainableDecoderEmbedder]] = {
-    cls.method: cls for cls in (Causal2VecEmbedder, GircseEmbedder, CausalEOSEmbedder)
+    cls.method: cls for cls in (Causal2VecEmbedder, GircseEmbedder, CausalEOSEmbedder, InBedderEmbedder)
 }
 
 

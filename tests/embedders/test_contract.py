@@ -14,16 +14,24 @@ import torch
 from embedders import InvalidInputError, Role, load_checkpoint, load_embedder
 
 
-def _untrained(method: str):
-    """A freshly initialised trainable method (LoRA B = 0, heads seeded)."""
+def _untrained(spec: str):
+    """A freshly initialised trainable method (LoRA B = 0, heads seeded); ``method[key=value]``
+    rows set inference options the way ``load_embedder`` does."""
     from embedders.methods.registration import METHODS
+    from embedders.registry import apply_option, split_options
 
+    method, options = split_options(spec)
     torch.manual_seed(0)
-    return METHODS[method](device="cpu")
+    model = METHODS[method](device="cpu")
+    for key, value in options.items():
+        apply_option(model, key, value)
+    return model
 
 
-EMBEDDERS = ["minilm", "backbone-mean", "backbone-prompteol", "causal2vec", "gircse", "causal-eos"]
-TRAINABLE = {"causal2vec", "gircse", "causal-eos"}
+# InBedder has two rows: its avg-gen pooling decodes greedily, a path 1st-gen never takes.
+EMBEDDERS = ["minilm", "backbone-mean", "backbone-prompteol", "causal2vec", "gircse", "causal-eos",
+             "inbedder", "inbedder[pooling=avg-gen]"]
+TRAINABLE = {"causal2vec", "gircse", "causal-eos", "inbedder", "inbedder[pooling=avg-gen]"}
 
 # Batch-size invariance tolerance (max abs difference of L2-normalised components). GIRCSE
 # feeds softmax(lm_head(h)) @ E back into the model K times, which amplifies the fp32
@@ -33,7 +41,7 @@ TRAINABLE = {"causal2vec", "gircse", "causal-eos"}
 BATCH_TOLERANCE = {"gircse": 2e-3}
 # Checkpoints store LoRA and heads in fp16 (project rule), so a reload differs from the
 # live fp32 model by fp16 rounding of the heads; a reload of the reload is exact.
-SAVE_TOLERANCE = {"causal2vec": 5e-3, "gircse": 5e-3, "causal-eos": 5e-3}
+SAVE_TOLERANCE = {"causal2vec": 5e-3, "gircse": 5e-3, "causal-eos": 5e-3, "inbedder": 5e-3}
 
 TEXTS = [
     "A man is playing a guitar.",

@@ -1,0 +1,62 @@
+"""Configuration of InBedder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embedders.base import PromptConfig
+from embedders.methods.common import MethodConfig
+
+# The paper's Alpaca-style prompt. The input comes first and the instruction after it, so
+# the state that predicts the answer has read the text *in the light of* the question last.
+INBEDDER_TEMPLATE = "### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:"
+INBEDDER_PROMPTS = PromptConfig(
+    query=INBEDDER_TEMPLATE,
+    document=INBEDDER_TEMPLATE,
+    instruction_format="{instruction}",
+)
+
+POOLINGS = ("1st-gen", "avg-gen")
+
+
+@dataclass
+class InBedderConfig(MethodConfig):
+    """InBedder: a decoder tuned to answer (input, instruction) briefly; embedding = answer state.
+
+    Attributes:
+        pooling: ``1st-gen`` (last-layer state that predicts the first answer token, one
+            forward pass) or ``avg-gen`` (that state averaged with the states of
+            ``gen_tokens`` greedily generated answer tokens).
+        gen_tokens: tokens generated for ``avg-gen`` (>= 1); ignored by ``1st-gen``.
+        answer_max_tokens: answer budget in training (longer answers are cut) and the
+            length of generated answers for cluster explanations.
+        default_instruction: used when ``encode`` gets no instruction; the prompt always
+            has one, since the model was only ever trained with one.
+    """
+
+    prompts: PromptConfig = INBEDDER_PROMPTS
+    pooling: str = "1st-gen"
+    gen_tokens: int = 3
+    answer_max_tokens: int = 16
+    default_instruction: str = "What is this text about?"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
+        if self.gen_tokens < 1:
+            raise ValueError(f"gen_tokens must be >= 1, got {self.gen_tokens}")
+        # A training sequence is prompt + answer + EOS within max_length; keep at least half
+        # of the budget for the prompt so the input is not cut to nothing.
+        if not 1 <= self.answer_max_tokens <= self.max_length // 2:
+            raise ValueError(
+                f"answer_max_tokens must be between 1 and max_length // 2 = {self.max_length // 2}, "
+                f"got {self.answer_max_tokens}"
+            )
+        if not self.default_instruction.strip():
+            raise ValueError("default_instruction must not be empty: the InBedder prompt always has an instruction")
+        for role in ("query", "document"):
+            if "{instruction}" not in getattr(self.prompts, role):
+                raise ValueError(
+                    f"InBedder prompts.{role} must contain '{{instruction}}': the model answers an instruction"
+                )

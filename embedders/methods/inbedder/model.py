@@ -1,0 +1,249 @@
+"""InBedder model.
+
+Training makes the decoder answer ``(input, instruction)`` with a short answer
+(causal-LM loss on the answer tokens only). Because the answers are short and free of
+stopwords, the state that predicts the first answer token has to carry what the
+answer will be about: that state, conditioned on the instruction, is the embedding
+(``1st-gen``). ``avg-gen`` also averages the states of a few greedily generated
+answer tokens (one prefill plus one cached step per token). The same greedy decoding
+produces the answers that explain clusters (``embedders.explain``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from embedders.base import (
+    PromptTokenizer,
+    Role,
+    TokenBatch,
+    pad_sequences,
+    validate_instruction,
+    validate_texts,
+)
+from embedders.errors import InvalidInputError
+from embedders.methods.common import TrainableDecoderEmbedder
+from embedders.methods.inbedder.config import POOLINGS, InBedderConfig
+from embedders.pooling import last_token_pool
+
+if TYPE_CHECKING:  # only a type here: importing the method must not pull in the training data code
+    from embedders.training.instruct_data import TripleBatch
+
+IGNORE_INDEX = -100  # label of tokens the loss skips (cross_entropy's default ignore_index)
+
+
+class InBedderEmbedder(TrainableDecoderEmbedder):
+    """InBedder over a LoRA-tuned decoder; ``pooling`` and ``gen_tokens`` are inference options."""
+
+    method = "inbedder"
+    config_class = InBedderConfig
+    OPTIONS = ("pooling", "gen_tokens")  # settable at load time: "path[pooling=avg-gen]"
+    config: InBedderConfig
+
+    def __init__(self, config: InBedderConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(config or InBedderConfig(), **kwargs)
+        # Training sequences are prompt + answer + EOS and must fit max_length, so the
+        # prompt gets what the answer budget leaves (the config guarantees at least half).
+        self._train_tokenize = PromptTokenizer(
+            self.backbone.tokenizer, self.prompts, self.max_length - self.config.answer_max_tokens - 1
+        )
+
+    # -- inference options -------------------------------------------------------------
+
+    @property
+    def pooling(self) -> str:
+        return self.config.pooling
+
+    @pooling.setter
+    def pooling(self, value: str) -> None:
+        if value not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {value!r}")
+        self.config.pooling = value
+
+    @property
+    def gen_tokens(self) -> int:
+        return self.config.gen_tokens
+
+    @gen_tokens.setter
+    def gen_tokens(self, k: int) -> None:
+        if k < 1:
+            raise ValueError(f"gen_tokens must be >= 1, got {k}")
+        self.config.gen_tokens = k
+
+    def _instruction(self, instruction: str | None) -> str:
+        """The instruction to render: the model was trained with one, so never none."""
+        stripped = instruction.strip() if instruction else ""
+        return stripped or self.config.default_instruction
+
+    # -- embedding -----------------------------------------------------------------------
+
+    def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        instruction_ = self._instruction(instruction)
+        if self.config.pooling == "1st-gen":
+            batch = self.tokenize(texts, role, instruction_)
+            return last_token_pool(self.hidden_states(batch), batch.attention_mask)
+        states, counted, _ = self.greedy_decode(self._left_batch(texts, role, instruction_), self.config.gen_tokens)
+        weights = counted.to(states.dtype).unsqueeze(-1)  # (batch, steps + 1, 1)
+        return (states * weights).sum(dim=1) / weights.sum(dim=1)
+
+    def _left_batch(self, texts: list[str], role: Role, instruction: str) -> TokenBatch:
+        """Prompts padded on the left whatever ``padding_side`` says: generation appends
+        tokens at the end of every row, which needs every row to end in the last column."""
+        tokens = self._tokenize(texts, role, instruction)
+        self._warn_truncated(tokens.truncated, len(texts), self.max_length)
+        ids, mask = pad_sequences(tokens.sequences, self.backbone.tokenizer.pad_token_id, "left", self.device)
+        return TokenBatch(ids, mask, tokens.truncated)
+
+    def greedy_decode(self, batch: TokenBatch, steps: int, *, final_state: bool = True,
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Greedily generate up to ``steps`` tokens after left-padded prompts, with the KV cache.
+
+        Args:
+            batch: left-padded prompts.
+            steps: tokens to generate (>= 1).
+            final_state: also run the last generated token through the model to get its
+                state (``avg-gen`` needs it; answer generation does not).
+
+        Returns:
+            states: (batch, n, hidden) last-layer states; column 0 is the last prompt token,
+                column i the i-th generated token. ``n`` is at most ``steps + 1``: decoding
+                stops early once every row has produced EOS.
+            counted: (batch, n) bool, True where the state belongs to the answer: the
+                prompt state and generated tokens before the row's EOS.
+            tokens: (batch, m) generated ids; after a row's EOS, EOS again.
+        """
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        body = self.backbone.base_model()
+        lm_head = self.backbone.model.get_output_embeddings()
+        eos = self.backbone.tokenizer.eos_token_id
+        mask = batch.attention_mask
+        positions = batch.position_ids()
+        out = body(input_ids=batch.input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        cache = out.past_key_values
+        state = last_token_pool(out.last_hidden_state, mask)  # (batch, hidden)
+        next_pos = positions.max(dim=1).values  # (batch,) position of each row's last prompt token
+        ones = mask.new_ones(mask.shape[0], 1)
+        done = torch.zeros(mask.shape[0], dtype=torch.bool, device=mask.device)
+        states, counted, tokens = [state], [~done], []
+        for step in range(steps):
+            token = lm_head(state).argmax(dim=-1)  # (batch,)
+            token = torch.where(done, torch.full_like(token, eos), token)
+            tokens.append(token)
+            done = done | (token == eos)
+            # Stopping when all rows are done changes nothing: later states would not count.
+            if bool(done.all()) or (step == steps - 1 and not final_state):
+                break
+            mask = torch.cat([mask, ones], dim=1)
+            next_pos = next_pos + 1
+            out = body(input_ids=token.unsqueeze(1), attention_mask=mask, position_ids=next_pos.unsqueeze(1),
+                       past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            state = out.last_hidden_state[:, -1]
+            states.append(state)
+            counted.append(~done)
+        return torch.stack(states, dim=1), torch.stack(counted, dim=1), torch.stack(tokens, dim=1)
+
+    def generate_answers(self, texts: Sequence[str], instruction: str | None, max_new_tokens: int | None = None,
+                         batch_size: int = 16) -> list[str]:
+        """Greedy short answers to ``instruction`` about each text (what explanations are made of).
+
+        Args:
+            texts: the inputs.
+            instruction: the question asked of every text; None uses ``default_instruction``.
+            max_new_tokens: answer length cap; None uses ``answer_max_tokens``.
+            batch_size: texts decoded together.
+
+        Returns:
+            One decoded, stripped answer per text, in input order (empty if the model
+            answers with EOS at once).
+
+        Raises:
+            InvalidInputError: texts not a list of strings, or a bad length / batch size.
+        """
+        items = validate_texts(texts)
+        instruction_ = self._instruction(validate_instruction(instruction))
+        steps = self.config.answer_max_tokens if max_new_tokens is None else max_new_tokens
+        if not isinstance(steps, int) or steps < 1:
+            raise InvalidInputError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        tokenizer = self.backbone.tokenizer
+        eos = tokenizer.eos_token_id
+        answers = [""] * len(items)
+        # Longest first, as in encode: similar lengths share a batch and need less padding.
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                idx = order[start : start + batch_size]
+                batch = self._left_batch([items[i] for i in idx], Role.DOCUMENT, instruction_)
+                _, _, generated = self.greedy_decode(batch, steps, final_state=False)
+                for row, i in zip(generated.tolist(), idx, strict=True):
+                    ids = row[: row.index(eos)] if eos in row else row
+                    answers[i] = tokenizer.decode(ids, skip_special_tokens=True).strip()
+        return answers
+
+    # -- training ------------------------------------------------------------------------
+
+    def build_lm_batch(self, inputs: Sequence[str], instructions: Sequence[str],
+                       answers: Sequence[str]) -> TokenBatch:
+        """Token ids of ``prompt + " " + answer + EOS`` with labels in ``extras["labels"]``.
+
+        Labels copy the answer tokens and the EOS (so the model learns to stop);
+        prompt tokens and padding get -100 and cost nothing. The answer is cut to
+        ``answer_max_tokens``; the input text to what is left of ``max_length``.
+
+        Raises:
+            ValueError: the three lists are empty or of different lengths.
+        """
+        n = len(inputs)
+        if n == 0:
+            raise ValueError("an InBedder training batch needs at least one (input, instruction, answer) triple")
+        if len(instructions) != n or len(answers) != n:
+            raise ValueError(
+                f"inputs, instructions and answers must have the same length, got "
+                f"{n}, {len(instructions)} and {len(answers)}"
+            )
+        tokenizer = self.backbone.tokenizer
+        eos = tokenizer.eos_token_id
+        # PromptTokenizer takes one instruction per call; training batches mix them.
+        groups: dict[str, list[int]] = {}
+        for i, instruction in enumerate(instructions):
+            groups.setdefault(self._instruction(instruction), []).append(i)
+        prompts: list[list[int]] = [[] for _ in range(n)]
+        truncated = 0
+        for instruction, idx in groups.items():
+            tokens = self._train_tokenize([inputs[i] for i in idx], Role.DOCUMENT, instruction)
+            truncated += tokens.truncated
+            for i, sequence in zip(idx, tokens.sequences, strict=True):
+                prompts[i] = sequence
+        self._warn_truncated(truncated, n, self._train_tokenize.max_length)
+        sequences: list[list[int]] = []
+        labels: list[list[int]] = []
+        for prompt, answer in zip(prompts, answers, strict=True):
+            # The prompt ends with "Response:"; a leading space makes the answer tokenise as
+            # it would in running text (and as the decoded generations read).
+            text = answer.strip()
+            answer_ids = list(tokenizer(" " + text, add_special_tokens=False)["input_ids"]) if text else []
+            target = [*answer_ids[: self.config.answer_max_tokens], eos]
+            sequences.append(prompt + target)
+            labels.append([IGNORE_INDEX] * len(prompt) + target)
+        ids, mask = pad_sequences(sequences, tokenizer.pad_token_id, self.padding_side, self.device)
+        label_ids, _ = pad_sequences(labels, IGNORE_INDEX, self.padding_side, self.device)
+        return TokenBatch(ids, mask, truncated, extras={"labels": label_ids})
+
+    def training_loss(self, batch: TripleBatch) -> tuple[torch.Tensor, dict[str, float]]:
+        """Causal-LM cross-entropy over the answer tokens (+ EOS) of every triple in the batch."""
+        lm_batch = self.build_lm_batch(batch.inputs, batch.instructions, batch.answers)
+        hidden = self.hidden_states(lm_batch)  # (batch, seq, hidden)
+        # The state at position t predicts token t + 1; only answer targets are scored, so the
+        # vocabulary-sized logits are computed for those few positions alone.
+        targets = lm_batch.extras["labels"][:, 1:]
+        scored = targets != IGNORE_INDEX
+        lm_head = self.backbone.model.get_output_embeddings()
+        logits = lm_head(hidden[:, :-1][scored]).float()  # (answer tokens, vocab)
+        loss = torch.nn.functional.cross_entropy(logits, targets[scored])
+        return loss, {"loss": float(loss.detach())}

@@ -1,0 +1,107 @@
+"""Cluster explanations: TF-IDF keywords of the members' answers and representative members."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embedders.explain import ClusterExplanation, explain_clusters, explain_with_inbedder
+
+TEXTS = [
+    "Where is my new card? It has not arrived.",
+    "My card still hasn't come in the post.",
+    "How long does card delivery take?",
+    "I want my money back for this order.",
+    "Please refund the duplicate charge.",
+    "Can I get a refund for the cancelled flight?",
+]
+LABELS = [0, 0, 0, 1, 1, 1]
+ANSWERS = ["card arrival", "card arrival post", "card arrival time", "refund money", "refund", "refund flight"]
+
+
+def test_keywords_and_representatives_without_embeddings():
+    out = explain_clusters(TEXTS, LABELS, ANSWERS, top_k=2, members=2)
+    assert [e.cluster for e in out] == [0, 1]
+    assert [e.size for e in out] == [3, 3]
+    assert out[0].keywords == ["arrival", "card"]  # equal scores: alphabetical
+    assert out[1].keywords == ["refund", "flight"]  # "flight" and "money" tie: alphabetical
+    # Members whose answers hold the most keywords; ties keep the input order.
+    assert out[0].representative_indices == [0, 1]
+    assert out[0].representatives == TEXTS[:2]
+    assert out[1].representative_indices == [5, 3]  # "refund flight" holds both keywords
+    assert all(isinstance(e, ClusterExplanation) for e in out)
+
+
+def test_words_every_cluster_uses_rank_below_distinctive_ones():
+    answers = ["card problem", "card problem", "refund problem", "refund problem"]
+    out = explain_clusters(TEXTS[:4], [0, 0, 1, 1], answers, top_k=2)
+    assert out[0].keywords == ["card", "problem"]
+    assert out[1].keywords == ["refund", "problem"]
+
+
+def test_stopwords_are_never_keywords():
+    answers = ["the card is about arrival", "what about the card", "it is a refund", "refund for you"]
+    out = explain_clusters(TEXTS[:4], [5, 5, 9, 9], answers, top_k=10)
+    assert [e.cluster for e in out] == [5, 9]
+    assert set(out[0].keywords) == {"card", "arrival"}
+    assert out[1].keywords == ["refund"]
+
+
+def test_representatives_are_nearest_the_centroid_with_embeddings():
+    emb = np.array([[1.0, 0.0], [0.0, 1.0], [0.9, 0.1], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    out = explain_clusters(TEXTS, LABELS, ANSWERS, embeddings=emb, members=1)
+    assert out[0].representative_indices == [2]  # (0.9, 0.1) is nearest the cluster's mean direction
+    assert out[1].representative_indices == [3]
+    assert out[1].representatives == [TEXTS[3]]
+
+
+def test_answers_without_content_words_give_empty_keywords():
+    out = explain_clusters(TEXTS[:2], [0, 1], ["the", ""])
+    assert [e.keywords for e in out] == [[], []]
+    assert [e.representatives for e in out] == [[TEXTS[0]], [TEXTS[1]]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"texts": [], "labels": [], "answers": []}, "at least one text"),
+        ({"labels": [0, 1]}, "texts and labels must have the same length, got 6 texts and 2 labels"),
+        ({"answers": ["a"]}, "texts and answers must have the same length, got 6 texts and 1 answers"),
+        ({"answers": ["a", "b", "c", "d", "e", None]}, r"answers\[5\] is NoneType"),
+        ({"labels": [0, 0, 0, 1, 1, 1.5]}, "integer cluster ids, got 1.5"),
+        ({"labels": [0, 0, 0, 1, 1, "x"]}, "integer cluster ids"),
+        ({"top_k": 0}, "top_k must be a positive integer"),
+        ({"members": 0}, "members must be a positive integer"),
+        ({"embeddings": np.zeros((5, 2))}, r"embeddings must have shape \(6, dim\)"),
+        ({"embeddings": np.full((6, 2), np.nan)}, "NaN"),
+    ],
+)
+def test_bad_inputs_raise_value_error(kwargs, fragment):
+    args = {"texts": TEXTS, "labels": LABELS, "answers": ANSWERS, **kwargs}
+    with pytest.raises(ValueError, match=fragment):
+        explain_clusters(**args)
+
+
+class _FakeInBedder:
+    """Answers from a lookup table, recording how it was called."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], str | None]] = []
+
+    def generate_answers(self, texts, instruction, max_new_tokens=None, batch_size=16):
+        self.calls.append((list(texts), instruction))
+        return [ANSWERS[TEXTS.index(t)] for t in texts]
+
+
+def test_explain_with_inbedder_generates_then_explains():
+    fake = _FakeInBedder()
+    out = explain_with_inbedder(fake, TEXTS, LABELS, "What does the customer want?", top_k=1)
+    assert fake.calls == [(TEXTS, "What does the customer want?")]
+    assert [e.keywords for e in out] == [["arrival"], ["refund"]]
+
+
+def test_explain_with_inbedder_checks_before_generating():
+    fake = _FakeInBedder()
+    with pytest.raises(ValueError, match="same length"):
+        explain_with_inbedder(fake, TEXTS, [0], "q")
+    assert fake.calls == []

@@ -1,0 +1,197 @@
+"""Method-specific checks for InBedder.
+
+The shared contract checks (batch and padding invariance, save/load, bad input) run
+through its rows in test_contract.py; here: what is trainable, that one step lowers
+the answer loss, the labels, 1st-gen and avg-gen against hand computations, answer
+generation and the load-time options.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from embedders import InvalidInputError, PromptConfig, Role, load_checkpoint, load_embedder
+from embedders.backbone import LoraSettings
+from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
+from embedders.methods.inbedder.config import INBEDDER_TEMPLATE
+from embedders.training.instruct_data import TripleBatch
+
+# Dropout off so the loss before and after a step is a deterministic function of the weights.
+LORA = LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj"))
+TEXTS = ["A man is playing a guitar.", "Stock markets fell sharply on Tuesday.", "Hi"]
+BATCH = TripleBatch(
+    inputs=["I still have not received my new card.", "I am so happy today!", "The film was dull."],
+    instructions=["What does the customer want?", "How does the author feel?", "What is the opinion?"],
+    answers=["card arrival", "joy", "negative boring"],
+    task="test",
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return InBedderEmbedder(InBedderConfig(lora=LORA, max_length=64), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(model, tmp_path_factory):
+    return model.save(tmp_path_factory.mktemp("inbedder") / "ckpt")
+
+
+def _unit(x: torch.Tensor) -> np.ndarray:
+    return torch.nn.functional.normalize(x.float(), dim=-1).numpy()
+
+
+def _prompt_ids(model, text: str, instruction: str) -> torch.Tensor:
+    prompt = INBEDDER_TEMPLATE.format(text=text, instruction=instruction)
+    return torch.tensor([model.backbone.tokenizer(prompt, add_special_tokens=False)["input_ids"]])
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="pooling must be one of 1st-gen, avg-gen"):
+        InBedderConfig(pooling="mean")
+    with pytest.raises(ValueError, match="gen_tokens must be >= 1"):
+        InBedderConfig(gen_tokens=0)
+    with pytest.raises(ValueError, match="answer_max_tokens must be between 1 and max_length // 2 = 32"):
+        InBedderConfig(max_length=64, answer_max_tokens=40)
+    with pytest.raises(ValueError, match="must contain '\\{instruction\\}'"):
+        InBedderConfig(prompts=PromptConfig(query="{text}", document="{text}"))
+
+
+def test_prompt_puts_the_instruction_after_the_input(model):
+    prompt = model.prompts.render("TEXT", Role.QUERY, "QUESTION")
+    assert prompt == "### Input:\nTEXT\n\n### Instruction:\nQUESTION\n\n### Response:"
+    assert model.prompts.render("TEXT", Role.DOCUMENT, "QUESTION") == prompt
+
+
+def test_only_lora_parameters_are_trainable(model):
+    names = model.named_trainable_parameters()
+    assert names and all("lora_" in n for n in names), names
+    assert all(not p.requires_grad for n, p in model.backbone.model.named_parameters() if "lora_" not in n)
+
+
+def test_labels_cover_answer_and_eos_only(model):
+    tok = model.backbone.tokenizer
+    eos = tok.eos_token_id
+    long_answer = " ".join(["word"] * 40)
+    lm = model.build_lm_batch(["A cat.", "A much longer input text about a dog."], ["What animal?", "Which one?"],
+                              ["cat", long_answer])
+    labels = lm.extras["labels"]
+    assert labels.shape == lm.input_ids.shape
+    short_prompt = _prompt_ids(model, "A cat.", "What animal?")[0].tolist()
+    cat = tok(" cat", add_special_tokens=False)["input_ids"]
+    row = labels[0][lm.attention_mask[0].bool()].tolist()  # row 0 is the shorter: left padded
+    assert row == [-100] * len(short_prompt) + cat + [eos]
+    assert lm.input_ids[0][lm.attention_mask[0].bool()].tolist() == short_prompt + cat + [eos]
+    assert (labels[0][~lm.attention_mask[0].bool()] == -100).all()  # padding costs nothing
+    # The long answer is cut to answer_max_tokens; its EOS is kept.
+    scored = labels[1][labels[1] != -100].tolist()
+    assert len(scored) == model.config.answer_max_tokens + 1 and scored[-1] == eos
+    assert lm.input_ids.shape[1] <= model.max_length
+    with pytest.raises(ValueError, match="same length, got 2, 1 and 2"):
+        model.build_lm_batch(["a", "b"], ["q"], ["x", "y"])
+    with pytest.raises(ValueError, match="at least one"):
+        model.build_lm_batch([], [], [])
+
+
+def test_one_optimiser_step_lowers_the_loss():
+    torch.manual_seed(0)
+    model = InBedderEmbedder(InBedderConfig(lora=LORA, max_length=64), device="cpu")
+    params = model.trainable_parameters()
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    model.train()
+    try:
+        before, metrics = model.training_loss(BATCH)
+        assert metrics == {"loss": pytest.approx(before.item())}
+        optimizer.zero_grad()
+        before.backward()
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in params)
+        optimizer.step()
+        with torch.no_grad():
+            after, _ = model.training_loss(BATCH)
+    finally:
+        model.eval()
+    assert after.item() < before.item()
+
+
+def test_first_gen_is_the_state_after_the_prompt(model):
+    body = model.backbone.base_model()
+    with torch.inference_mode():
+        for instruction, rendered in (("What is the topic?", "What is the topic?"),
+                                      (None, model.config.default_instruction)):
+            out = model.encode(TEXTS[:2], instruction=instruction)
+            expected = [_unit(body(input_ids=_prompt_ids(model, t, rendered)).last_hidden_state[0, -1])
+                        for t in TEXTS[:2]]
+            assert np.abs(out - np.stack(expected)).max() < 1e-5
+
+
+def test_instruction_changes_the_embedding(model):
+    a = model.encode(TEXTS[:1], instruction="What is the topic?")
+    b = model.encode(TEXTS[:1], instruction="What is the sentiment?")
+    assert np.abs(a - b).max() > 1e-3
+
+
+def test_avg_gen_equals_greedy_recomputation_and_differs_from_first_gen(model):
+    k = 2
+    first = model.encode(TEXTS)
+    model.pooling, model.gen_tokens = "avg-gen", k
+    try:
+        avg = model.encode(TEXTS)
+    finally:
+        model.pooling, model.gen_tokens = "1st-gen", 3
+    assert np.abs(avg - first).max() > 1e-3
+    # Reference: no KV cache, the whole sequence recomputed for every generated token.
+    body = model.backbone.base_model()
+    lm_head = model.backbone.model.get_output_embeddings()
+    eos = model.backbone.tokenizer.eos_token_id
+    with torch.inference_mode():
+        for text, row in zip(TEXTS, avg, strict=True):
+            ids = _prompt_ids(model, text, model.config.default_instruction)
+            states = [body(input_ids=ids).last_hidden_state[0, -1]]
+            for _ in range(k):
+                token = lm_head(states[-1]).argmax()
+                if token.item() == eos:
+                    break
+                ids = torch.cat([ids, token.view(1, 1)], dim=1)
+                states.append(body(input_ids=ids).last_hidden_state[0, -1])
+            assert np.abs(row - _unit(torch.stack(states).mean(0))).max() < 1e-4
+
+
+def test_option_setters_validate(model):
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        model.pooling = "mean"
+    with pytest.raises(ValueError, match="gen_tokens must be >= 1"):
+        model.gen_tokens = 0
+    assert model.pooling == "1st-gen" and model.gen_tokens == 3
+
+
+def test_generate_answers_is_greedy_and_keeps_order(model):
+    one = model.generate_answers(TEXTS, "What is this about?", max_new_tokens=3, batch_size=1)
+    many = model.generate_answers(TEXTS, "What is this about?", max_new_tokens=3, batch_size=16)
+    assert one == many
+    assert len(one) == 3 and all(isinstance(a, str) and a == a.strip() for a in one)
+    assert model.generate_answers([], None) == []
+    with pytest.raises(InvalidInputError, match="max_new_tokens must be a positive integer"):
+        model.generate_answers(TEXTS, None, max_new_tokens=0)
+
+
+def test_save_load_round_trip(model, checkpoint):
+    again = load_checkpoint(checkpoint, device="cpu")
+    assert isinstance(again, InBedderEmbedder)
+    assert again.config.to_dict() == model.config.to_dict()
+    a = model.encode(TEXTS, instruction="What is the topic?")
+    b = again.encode(TEXTS, instruction="What is the topic?")
+    assert np.abs(a - b).max() < 5e-3  # the adapter is stored in fp16
+
+
+def test_pooling_option_through_load_embedder(checkpoint):
+    plain = load_embedder(str(checkpoint), device="cpu")
+    steered = load_embedder(f"{checkpoint}[pooling=avg-gen,gen_tokens=2]", device="cpu")
+    assert isinstance(steered, InBedderEmbedder)
+    assert (steered.pooling, steered.gen_tokens) == ("avg-gen", 2)
+    assert steered.identity != plain.identity  # a cache never mixes the two poolings
+    assert np.abs(steered.encode(TEXTS[:1]) - plain.encode(TEXTS[:1])).max() > 1e-3
+    with pytest.raises(InvalidInputError, match="pooling must be one of"):
+        load_embedder(f"{checkpoint}[pooling=mean]", device="cpu")
