@@ -10,10 +10,12 @@ from embedders.methods.causal_eos import CausalEOSEmbedder
 from embedders.methods.common import TrainableDecoderEmbedder
 from embedders.methods.gircse import GircseEmbedder
 from embedders.methods.inbedder import InBedderEmbedder
+from embedders.methods.instemb import InstEmbEmbedder
 from embedders.registry import register_method
 
 METHODS: dict[str, type[TrainableDecoderEmbedder]] = {
-    cls.method: cls for cls in (Causal2VecEmbedder, GircseEmbedder, CausalEOSEmbedder, InBedderEmbedder)
+    cls.method: cls for cls in (Causal2VecEmbedder, GircseEmbedder, CausalEOSEmbedder, InstEmbEmbedder,
+                                InBedderEmbedder)
 }
 
 

@@ -73,11 +73,13 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         by_instruction: dict[str, list[int]] = {}
         for i, instruction in enumerate(instructions):
             by_instruction.setdefault(instruction, []).append(i)
+        truncated = 0
         for instruction, rows in by_instruction.items():
             tokens = self._tokenize([texts[i] for i in rows], Role.QUERY, instruction)
-            self._warn_truncated(tokens.truncated, len(rows), self.max_length)
+            truncated += tokens.truncated
             for i, seq in zip(rows, tokens.sequences, strict=True):
                 seqs[i] = seq
+        self._warn_truncated(truncated, len(texts), self.max_length)
         return [s for s in seqs if s is not None]
 
     def student_states(self, texts: list[str], instructions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
