@@ -30,8 +30,8 @@ def _untrained(spec: str):
 
 # InBedder has two rows: its avg-gen pooling decodes greedily, a path 1st-gen never takes.
 EMBEDDERS = ["minilm", "backbone-mean", "backbone-prompteol", "causal2vec", "gircse", "causal-eos",
-             "inbedder", "inbedder[pooling=avg-gen]"]
-TRAINABLE = {"causal2vec", "gircse", "causal-eos", "inbedder", "inbedder[pooling=avg-gen]"}
+             "inbedder", "inbedder[pooling=avg-gen]", "instemb"]
+TRAINABLE = {"causal2vec", "gircse", "causal-eos", "inbedder", "inbedder[pooling=avg-gen]", "instemb"}
 
 # Batch-size invariance tolerance (max abs difference of L2-normalised components). GIRCSE
 # feeds softmax(lm_head(h)) @ E back into the model K times, which amplifies the fp32
@@ -41,7 +41,7 @@ TRAINABLE = {"causal2vec", "gircse", "causal-eos", "inbedder", "inbedder[pooling
 BATCH_TOLERANCE = {"gircse": 2e-3}
 # Checkpoints store LoRA and heads in fp16 (project rule), so a reload differs from the
 # live fp32 model by fp16 rounding of the heads; a reload of the reload is exact.
-SAVE_TOLERANCE = {"causal2vec": 5e-3, "gircse": 5e-3, "causal-eos": 5e-3, "inbedder": 5e-3}
+SAVE_TOLERANCE = {"causal2vec": 5e-3, "gircse": 5e-3, "causal-eos": 5e-3, "inbedder": 5e-3, "instemb": 5e-3}
 
 TEXTS = [
     "A man is playing a guitar.",
