@@ -1,0 +1,78 @@
+"""`facet cluster`: reading texts, clustering under an instruction, explanations, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from app.commands.cluster import read_texts
+from app.errors import InvalidRequestError, NotFoundError
+
+TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
+         "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
+
+
+def facet(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_read_texts_formats(tmp_path):
+    (tmp_path / "a.txt").write_text("one\n\n two \nthree\n")
+    assert read_texts(tmp_path / "a.txt") == ["one", "two", "three"]
+    (tmp_path / "b.jsonl").write_text('{"text": "x"}\n{"text": "y"}\n')
+    assert read_texts(tmp_path / "b.jsonl") == ["x", "y"]
+    (tmp_path / "c.json").write_text(json.dumps({"goal": "g", "texts": ["p", "q", "r"]}))
+    assert read_texts(tmp_path / "c.json", limit=2) == ["p", "q"]
+
+
+def test_read_texts_errors(tmp_path):
+    with pytest.raises(NotFoundError):
+        read_texts(tmp_path / "missing.txt")
+    (tmp_path / "bad.jsonl").write_text('{"text": "x"}\nnot json\n')
+    with pytest.raises(InvalidRequestError, match=r"bad\.jsonl:2"):
+        read_texts(tmp_path / "bad.jsonl")
+    (tmp_path / "one.txt").write_text("only one\n")
+    with pytest.raises(InvalidRequestError, match="at least 2"):
+        read_texts(tmp_path / "one.txt")
+
+
+@pytest.fixture(scope="module")
+def inbedder_dir(tmp_path_factory):
+    from embedders.backbone import LoraSettings
+    from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
+
+    torch.manual_seed(0)
+    model = InBedderEmbedder(InBedderConfig(lora=LoraSettings(r=2, target_modules=("q_proj",)), max_length=64,
+                                            answer_max_tokens=4), device="cpu")
+    return model.save(tmp_path_factory.mktemp("ckpt") / "inbedder")
+
+
+def test_cluster_prints_and_writes_explained_clusters(tmp_path, inbedder_dir):
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS))
+    out = tmp_path / "clusters.json"
+    result = facet("cluster", str(src), "--instruction", "What does the customer want?", "--k", "2",
+                   "--embedder", str(inbedder_dir), "--explain", str(inbedder_dir), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("cluster ") >= 2
+    payload = json.loads(out.read_text())
+    assert len(payload["labels"]) == len(TEXTS) and len(payload["answers"]) == len(TEXTS)
+    assert sum(c["size"] for c in payload["clusters"]) == len(TEXTS)
+    assert all(c["representatives"] for c in payload["clusters"])
+
+
+def test_cluster_bad_input_is_a_message(tmp_path):
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS))
+    result = facet("cluster", str(src), "--instruction", "x", "--k", "1", "--embedder", "minilm", "--explain", "")
+    assert result.returncode != 0 and "--k must be at least 2" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = facet("cluster", str(src), "--instruction", "x", "--k", "9", "--embedder", "minilm", "--explain", "")
+    assert result.returncode != 0 and "more than the 6 texts" in result.stderr
+    result = facet("cluster", str(src), "--instruction", "x", "--embedder", "minilm", "--explain", "minilm",
+                   "--k", "2")
+    assert result.returncode != 0 and "not an InBedder checkpoint" in result.stderr
