@@ -158,7 +158,8 @@ def eval_cmd(
     report = runner.run(embedder, _split(baselines), task_list, suite, on_result=show)
     safe = Path(embedder).name.replace(" ", "_") or "embedder"
     out_dir = out or Path("results") / f"{safe}-{suite}"
-    argv = sys.argv if Path(sys.argv[0]).name == "facet" else ["facet", "eval", embedder]
+    # `facet eval ...` and `python -m app eval ...` both record the full command line.
+    argv = sys.argv if len(sys.argv) > 1 and sys.argv[1] == "eval" else ["facet", "eval", embedder]
     command = "facet " + " ".join(shlex.quote(a) for a in argv[1:])
     json_path, md_path = write_report(report, out_dir, command)
     typer.echo(markdown_table(report))
