@@ -65,6 +65,8 @@ def register(cli: typer.Typer) -> None:
         limit: Annotated[int | None, typer.Option("--limit", help="use only the first N texts")] = None,
         keywords: Annotated[int, typer.Option("--keywords", help="keywords per cluster")] = 5,
         members: Annotated[int, typer.Option("--members", help="representative members per cluster")] = 3,
+        answer_tokens: Annotated[int | None, typer.Option(
+            "--answer-tokens", help="tokens InBedder generates per text (default: its answer_max_tokens)")] = None,
         seed: Annotated[int, typer.Option("--seed")] = 0,
         batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
         out: Annotated[Path | None, typer.Option("--out", "-o", help="write the clusters as JSON")] = None,
@@ -77,6 +79,8 @@ def register(cli: typer.Typer) -> None:
 
         if k < 2:
             raise InvalidRequestError(f"--k must be at least 2, got {k}")
+        if answer_tokens is not None and answer_tokens < 1:
+            raise InvalidRequestError(f"--answer-tokens must be at least 1, got {answer_tokens}")
         if not instruction.strip():
             raise InvalidRequestError("--instruction must not be empty: it is what the texts are grouped by")
         texts = read_texts(source, limit)
@@ -92,7 +96,8 @@ def register(cli: typer.Typer) -> None:
                 load_embedder(explain, device=device)
             if not hasattr(explainer, "generate_answers"):
                 raise InvalidRequestError(f"--explain {explain!r} is not an InBedder checkpoint (it cannot answer)")
-            answers = explainer.generate_answers(texts, instruction, batch_size=batch_size)
+            answers = explainer.generate_answers(texts, instruction, max_new_tokens=answer_tokens,
+                                                 batch_size=batch_size)
         else:
             answers = texts  # keywords from the texts themselves
         result = explain_clusters(texts, labels, answers, embeddings=vectors, top_k=keywords, members=members)
