@@ -103,8 +103,8 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
 
         bar = tqdm(total=config.steps, desc=f"train {model.method}", unit="step", file=sys.stderr)
     model.train()
-    # Weights and maths stay fp32. On a GPU, TF32 matmuls: a 135M model's step is bound by
-    # kernel launches, not arithmetic, so bf16 autocast only added cast kernels (measured).
+    # Weights and maths stay fp32; on a GPU, TF32 matmuls. A 135M model's step is bound by
+    # kernel launches more than arithmetic, and a bf16-autocast trial hit a NaN loss.
     if torch.device(getattr(model, "device", "cpu")).type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
