@@ -187,7 +187,9 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
             f"{', '.join(embedder_names())}"
         )
     _ensure_builtins()
-    base, options = split_options(str(name_or_path))
+    # A real name or checkpoint directory wins over the "name[key=value]" reading.
+    literal = str(name_or_path).lower() in _EMBEDDERS or is_checkpoint_dir(name_or_path)
+    base, options = (str(name_or_path), {}) if literal else split_options(str(name_or_path))
     if options:
         model = load_embedder(base, device=device, **kwargs)
         for key, value in options.items():

@@ -13,6 +13,7 @@ from embedders import (
     load_embedder,
     register_embedder,
 )
+from embedders.errors import InvalidInputError
 from embedders.registry import register_method, unregister_embedder
 
 
@@ -56,3 +57,47 @@ def test_bad_checkpoints(tmp_path):
     (tmp_path / "facet_config.json").write_text(json.dumps({"method": "mystery"}))
     with pytest.raises(CheckpointError, match="names method 'mystery'"):
         load_checkpoint(tmp_path)
+
+
+def test_split_options_parses_bracket_suffix():
+    from embedders.registry import split_options
+
+    assert split_options("checkpoints/gircse") == ("checkpoints/gircse", {})
+    assert split_options("ckpt[soft_tokens=10, use_cache=false]") == (
+        "ckpt", {"soft_tokens": "10", "use_cache": "false"})
+    with pytest.raises(InvalidInputError, match="not key=value"):
+        split_options("ckpt[soft_tokens]")
+
+
+def test_apply_option_parses_by_type_and_runs_the_config_checks():
+    from dataclasses import dataclass
+
+    from embedders.registry import apply_option
+
+    @dataclass
+    class Cfg:
+        k: int = 5
+        flag: bool = True
+
+        def __post_init__(self) -> None:
+            if self.k < 1:
+                raise ValueError("k must be >= 1")
+
+    class Model:
+        name = "fake"
+        OPTIONS = ("k", "flag")
+
+        def __init__(self) -> None:
+            self.config = Cfg()
+
+    model = Model()
+    apply_option(model, "k", "12")  # type: ignore[arg-type]
+    apply_option(model, "flag", "false")  # type: ignore[arg-type]
+    assert model.config.k == 12 and model.config.flag is False
+    with pytest.raises(InvalidInputError, match="k must be >= 1"):
+        apply_option(model, "k", "0")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="expected a int"):
+        apply_option(model, "k", "many")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="no option 'other'; options: flag, k"):
+        apply_option(model, "other", "1")  # type: ignore[arg-type]
+    assert model.config.k == 12  # a refused value leaves the option unchanged
