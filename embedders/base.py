@@ -207,7 +207,16 @@ class BaseEmbedder(ABC):
     @property
     def identity(self) -> str:
         """A string that changes whenever the embeddings would: used as a cache key."""
-        return json.dumps({"method": self.method, **self._config_dict()}, sort_keys=True, default=str)
+        return json.dumps({"method": self.method, **self._config_dict(), **self._dtype_tag()},
+                          sort_keys=True, default=str)
+
+    def _dtype_tag(self) -> dict[str, str]:
+        """``{"dtype": ...}`` when the model runs below fp32 (bf16 on a GPU), else nothing, so
+        reduced-precision embeddings never share cache entries with fp32 ones (and fp32 keys
+        stay what they always were)."""
+        spec = getattr(getattr(self, "backbone", None), "spec", None)
+        dtype = getattr(spec, "dtype", torch.float32)
+        return {} if dtype == torch.float32 else {"dtype": str(dtype).removeprefix("torch.")}
 
     @property
     def device(self) -> torch.device:

@@ -140,8 +140,8 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
             for key in sorted(part):
                 digest.update(key.encode())
                 digest.update(part[key].detach().to("cpu", torch.float16).numpy().tobytes())
-        return json.dumps({"method": self.method, **self._config_dict(), "weights": digest.hexdigest()[:16]},
-                          sort_keys=True, default=str)
+        return json.dumps({"method": self.method, **self._config_dict(), "weights": digest.hexdigest()[:16],
+                           **self._dtype_tag()}, sort_keys=True, default=str)
 
     def save(self, path: str | Path) -> Path:
         target = Path(path)

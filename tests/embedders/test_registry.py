@@ -101,3 +101,16 @@ def test_apply_option_parses_by_type_and_runs_the_config_checks():
     with pytest.raises(InvalidInputError, match="no option 'other'; options: flag, k"):
         apply_option(model, "other", "1")  # type: ignore[arg-type]
     assert model.config.k == 12  # a refused value leaves the option unchanged
+
+
+def test_identity_marks_reduced_precision_only():
+    import torch
+
+    model = load_embedder("backbone-mean", device="cpu")
+    assert "dtype" not in json.loads(model.identity)  # fp32 keys unchanged
+    spec = model.backbone.spec
+    try:
+        model.backbone.spec = type(spec)(spec.device, torch.bfloat16)
+        assert json.loads(model.identity)["dtype"] == "bfloat16"
+    finally:
+        model.backbone.spec = spec
