@@ -30,7 +30,7 @@ def register(cli: typer.Typer) -> None:
         method: Annotated[str, typer.Argument(help=f"one of: {', '.join(METHODS)}")],
         out: Annotated[Path, typer.Option("--out", "-o", help="checkpoint directory to write")],
         steps: Annotated[int, typer.Option(help="optimiser steps")] = 200,
-        batch_size: Annotated[int, typer.Option(help="pairs per batch (in-batch negatives)")] = 16,
+        batch_size: Annotated[int, typer.Option(help="examples per batch (pairs or triples; in-batch negatives)")] = 16,
         lr: Annotated[float, typer.Option(help="peak learning rate")] = 2e-4,
         seed: Annotated[int, typer.Option()] = 0,
         tasks: Annotated[str, typer.Option(help="comma-separated training sources")] = "",
@@ -39,7 +39,7 @@ def register(cli: typer.Typer) -> None:
         lora_layers: Annotated[str, typer.Option(help="'all' or e.g. '20-29' (top layers only)")] = "all",
         lora_targets: Annotated[str, typer.Option(help="comma-separated module names")] =
             "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
-        temperature: Annotated[float | None, typer.Option(help="InfoNCE tau (default per method)")] = None,
+        temperature: Annotated[float | None, typer.Option(help="contrastive tau (default per method)")] = None,
         soft_tokens: Annotated[int, typer.Option(help="GIRCSE: K generated soft tokens in training")] = 5,
         refine_weight: Annotated[float, typer.Option(help="GIRCSE: iterative refinement weight")] = 1.0,
         look_ahead: Annotated[int, typer.Option(help="InstEmb: learnable look-ahead tokens")] = 4,
@@ -98,7 +98,7 @@ def _build(method: str, lora: LoraSettings, max_length: int, temperature: float 
     from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
     from embedders.methods.gircse import GircseConfig, GircseEmbedder
 
-    # Weights train in fp32 everywhere; on a GPU the trainer runs the maths under bf16 autocast.
+    # Weights train in fp32 everywhere (the trainer enables TF32 matmuls on a GPU).
     if method == "causal2vec":
         return Causal2VecEmbedder(Causal2VecConfig(lora=lora, max_length=max_length,
                                                    temperature=temperature or 0.05), device=device, dtype="float32")
