@@ -16,11 +16,13 @@ import json
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -169,13 +171,14 @@ def _same_label_pairs(items: list[tuple[str, str]], task: str, seed: int, per_la
     return pairs
 
 
-def load_banking77(root: Path, seed: int = 0, per_label: int = 30) -> list[Pair]:
+def banking77_train(root: Path) -> list[tuple[str, str]]:
+    """(text, intent) rows of the Banking77 training split."""
     with (root / "banking77" / "train.csv").open(encoding="utf-8", newline="") as f:
-        items = [(r["text"], r["category"]) for r in csv.DictReader(f)]
-    return _same_label_pairs(items, "banking77", seed, per_label)
+        return [(r["text"], r["category"]) for r in csv.DictReader(f)]
 
 
-def load_emotion(root: Path, seed: int = 0, per_label: int = 300) -> list[Pair]:
+def emotion_train(root: Path) -> list[tuple[str, str]]:
+    """(text, emotion) rows of the Emotion training split (``text;label`` lines after a header)."""
     items = []
     with (root / "emotion" / "train.txt").open(encoding="utf-8") as f:
         next(f)
@@ -183,7 +186,15 @@ def load_emotion(root: Path, seed: int = 0, per_label: int = 300) -> list[Pair]:
             text, _, label = line.rstrip("\n").rpartition(";")
             if text:
                 items.append((text, label))
-    return _same_label_pairs(items, "emotion", seed, per_label)
+    return items
+
+
+def load_banking77(root: Path, seed: int = 0, per_label: int = 30) -> list[Pair]:
+    return _same_label_pairs(banking77_train(root), "banking77", seed, per_label)
+
+
+def load_emotion(root: Path, seed: int = 0, per_label: int = 300) -> list[Pair]:
+    return _same_label_pairs(emotion_train(root), "emotion", seed, per_label)
 
 
 LOADERS: dict[str, Callable[[Path], list[Pair]]] = {
@@ -201,15 +212,26 @@ def build_pairs(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) ->
         ValueError: an unknown task name (the valid ones are listed).
         FileNotFoundError: a dataset file is missing (its path is named).
     """
+    return load_sources(LOADERS, data_dir, tasks, "pairs")
+
+
+def load_sources(loaders: Mapping[str, Callable[[Path], list[T]]], data_dir: str | Path,
+                 tasks: tuple[str, ...], unit: str) -> dict[str, list[T]]:
+    """Run the named loaders on ``data_dir``; every name is checked before any file is read.
+
+    Raises:
+        ValueError: an unknown task name (the valid ones are listed).
+        FileNotFoundError: a dataset file is missing (its path is named).
+    """
     root = Path(data_dir)
-    unknown = [t for t in tasks if t not in LOADERS]
+    unknown = [t for t in tasks if t not in loaders]
     if unknown:
-        raise ValueError(f"unknown training tasks {unknown}; valid: {', '.join(LOADERS)}")
+        raise ValueError(f"unknown training tasks {unknown}; valid: {', '.join(loaders)}")
     out = {}
     for task in tasks:
-        pairs = LOADERS[task](root)
-        logger.info("training data %s: %d pairs", task, len(pairs))
-        out[task] = pairs
+        items = loaders[task](root)
+        logger.info("training data %s: %d %s", task, len(items), unit)
+        out[task] = items
     return out
 
 

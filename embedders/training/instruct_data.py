@@ -15,7 +15,6 @@ are never read: they measure instruction following on unseen instructions.
 
 from __future__ import annotations
 
-import csv
 import logging
 import random
 import re
@@ -24,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedders.training.data import _jsonl, _truncate_words
+from embedders.training.data import _jsonl, _truncate_words, banking77_train, emotion_train, load_sources
 
 logger = logging.getLogger(__name__)
 
@@ -133,20 +132,11 @@ def _labelled(items: list[tuple[str, str]], instructions: tuple[str, ...], task:
 
 
 def load_banking77(root: Path, per_label: int = 40, seed: int = 0) -> list[Triple]:
-    with (root / "banking77" / "train.csv").open(encoding="utf-8", newline="") as f:
-        items = [(r["text"], r["category"]) for r in csv.DictReader(f)]
-    return _labelled(items, BANKING77_INSTRUCTIONS, "banking77", per_label, seed)
+    return _labelled(banking77_train(root), BANKING77_INSTRUCTIONS, "banking77", per_label, seed)
 
 
 def load_emotion(root: Path, per_label: int = 300, seed: int = 0) -> list[Triple]:
-    items = []
-    with (root / "emotion" / "train.txt").open(encoding="utf-8") as f:
-        next(f)
-        for line in f:
-            text, _, label = line.rstrip("\n").rpartition(";")
-            if text:
-                items.append((text, label))
-    return _labelled(items, EMOTION_INSTRUCTIONS, "emotion", per_label, seed)
+    return _labelled(emotion_train(root), EMOTION_INSTRUCTIONS, "emotion", per_label, seed)
 
 
 LOADERS: dict[str, Callable[[Path], list[Triple]]] = {
@@ -162,16 +152,7 @@ def build_triples(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) 
         ValueError: an unknown task name (the valid ones are listed).
         FileNotFoundError: a dataset file is missing (its path is named).
     """
-    root = Path(data_dir)
-    unknown = [t for t in tasks if t not in LOADERS]
-    if unknown:
-        raise ValueError(f"unknown instruction-training tasks {unknown}; valid: {', '.join(LOADERS)}")
-    out = {}
-    for task in tasks:
-        triples = LOADERS[task](root)
-        logger.info("instruction data %s: %d triples", task, len(triples))
-        out[task] = triples
-    return out
+    return load_sources(LOADERS, data_dir, tasks, "triples")
 
 
 class TripleSampler:
