@@ -365,10 +365,34 @@ class PromptTokenizer:
         self.empty_ids = list(empty_ids)
         self._fixed: dict[str, list[int]] = {}
 
+    # Prompt parts are cached; training with one instruction per example (SQuAD questions)
+    # would grow the cache without end, so it is emptied past this many entries.
+    _FIXED_CACHE_SIZE = 4096
+
     def _fixed_ids(self, text: str) -> list[int]:
         if text not in self._fixed:
+            if len(self._fixed) >= self._FIXED_CACHE_SIZE:
+                self._fixed.clear()
             self._fixed[text] = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
         return self._fixed[text]
+
+    def each(self, texts: Sequence[str], role: Role, instructions: Sequence[str | None]) -> PromptTokens:
+        """Like calling the tokenizer, but text i is read under ``instructions[i]`` (training
+        batches mix instructions); texts sharing an instruction are tokenised together."""
+        if len(instructions) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(instructions)} instructions")
+        groups: dict[str | None, list[int]] = {}
+        for i, instruction in enumerate(instructions):
+            groups.setdefault(instruction, []).append(i)
+        sequences: list[list[int]] = [[] for _ in texts]
+        spans: list[tuple[int, int]] = [(0, 0) for _ in texts]
+        truncated = 0
+        for instruction, rows in groups.items():
+            part = self([texts[i] for i in rows], role, instruction)
+            truncated += part.truncated
+            for i, seq, span in zip(rows, part.sequences, part.text_spans, strict=True):
+                sequences[i], spans[i] = seq, span
+        return PromptTokens(sequences, spans, truncated)
 
     def __call__(self, texts: Sequence[str], role: Role, instruction: str | None) -> PromptTokens:
         prefix, suffix = self.prompts.split(role, instruction)

@@ -38,3 +38,19 @@ def test_prompt_tokenizer_rejects_instruction_that_fills_context(prompteol):
     pt = PromptTokenizer(prompteol.backbone.tokenizer, PROMPTEOL, max_length=16)
     with pytest.raises(InvalidInputError, match="shorten the instruction"):
         pt(["x"], Role.DOCUMENT, "a very long instruction " * 20)
+
+
+def test_prompt_tokenizer_each_reads_every_text_under_its_own_instruction(prompteol):
+    prompts = PromptConfig(query="### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:",
+                           instruction_format="{instruction}")
+    tok = PromptTokenizer(prompteol.backbone.tokenizer, prompts, max_length=24)
+    texts = ["a cat sat on the mat and looked around", "refund please", "another long text about many things"]
+    instructions = ["What animal?", "What does the customer want?", "What animal?"]
+    mixed = tok.each(texts, Role.QUERY, instructions)
+    for i, (text, instruction) in enumerate(zip(texts, instructions, strict=True)):
+        alone = tok([text], Role.QUERY, instruction)
+        assert mixed.sequences[i] == alone.sequences[0] and mixed.text_spans[i] == alone.text_spans[0]
+    alone_truncated = sum(tok([t], Role.QUERY, i).truncated for t, i in zip(texts, instructions, strict=True))
+    assert mixed.truncated >= 1 and mixed.truncated == alone_truncated
+    with pytest.raises(ValueError, match="3 texts but 2 instructions"):
+        tok.each(texts, Role.QUERY, instructions[:2])

@@ -209,17 +209,9 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
             )
         tokenizer = self.backbone.tokenizer
         eos = tokenizer.eos_token_id
-        # PromptTokenizer takes one instruction per call; training batches mix them.
-        groups: dict[str, list[int]] = {}
-        for i, instruction in enumerate(instructions):
-            groups.setdefault(self._instruction(instruction), []).append(i)
-        prompts: list[list[int]] = [[] for _ in range(n)]
-        truncated = 0
-        for instruction, idx in groups.items():
-            tokens = self._train_tokenize([inputs[i] for i in idx], Role.DOCUMENT, instruction)
-            truncated += tokens.truncated
-            for i, sequence in zip(idx, tokens.sequences, strict=True):
-                prompts[i] = sequence
+        # Training batches mix instructions: each input is read under its own.
+        tokens = self._train_tokenize.each(inputs, Role.DOCUMENT, [self._instruction(i) for i in instructions])
+        prompts, truncated = tokens.sequences, tokens.truncated
         self._warn_truncated(truncated, n, self._train_tokenize.max_length)
         sequences: list[list[int]] = []
         labels: list[list[int]] = []

@@ -69,18 +69,9 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
 
     def _sequences(self, texts: list[str], instructions: list[str]) -> list[list[int]]:
         """Prompt token ids per text, each under its own instruction."""
-        seqs: list[list[int] | None] = [None] * len(texts)
-        by_instruction: dict[str, list[int]] = {}
-        for i, instruction in enumerate(instructions):
-            by_instruction.setdefault(instruction, []).append(i)
-        truncated = 0
-        for instruction, rows in by_instruction.items():
-            tokens = self._tokenize([texts[i] for i in rows], Role.QUERY, instruction)
-            truncated += tokens.truncated
-            for i, seq in zip(rows, tokens.sequences, strict=True):
-                seqs[i] = seq
-        self._warn_truncated(truncated, len(texts), self.max_length)
-        return [s for s in seqs if s is not None]
+        tokens = self._tokenize.each(texts, Role.QUERY, instructions)
+        self._warn_truncated(tokens.truncated, len(texts), self.max_length)
+        return tokens.sequences
 
     def student_states(self, texts: list[str], instructions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """(last input token states (batch, hidden), look-ahead states (batch, L, hidden))."""
