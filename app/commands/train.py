@@ -45,8 +45,11 @@ def register(cli: typer.Typer) -> None:
         look_ahead: Annotated[int, typer.Option(help="InstEmb: learnable look-ahead tokens")] = 4,
         distill: Annotated[str, typer.Option(help="InstEmb: distillation loss, mse or kl")] = "mse",
         pooling: Annotated[str | None, typer.Option(
-            help="InstEmb: daap / input-last / special-mean; InBedder: 1st-gen / avg-gen")] = None,
+            help="InstEmb: daap / input-last / special-mean / all-mean; InBedder: 1st-gen / avg-gen")] = None,
         time_budget_min: Annotated[float | None, typer.Option(help="stop and save after this many minutes")]
+            = None,
+        stop_after: Annotated[int | None, typer.Option(
+            help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
@@ -70,6 +73,11 @@ def register(cli: typer.Typer) -> None:
                 raise InvalidRequestError(f"--lora-layers must be 'all' or 'A-B', got {lora_layers!r}") from e
         targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip()) or ALL_LINEAR
         lora = LoraSettings(r=lora_r, alpha=2 * max(1, lora_r), target_modules=targets, layers=layers)
+        try:
+            config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after,
+                                 time_budget_s=time_budget_min * 60 if time_budget_min else None)
+        except ValueError as e:
+            raise InvalidRequestError(str(e)) from e
         sampler, counts = _sampler(method, root, tasks, batch_size, seed)
         try:
             if method in CORPUS_METHODS:
@@ -80,8 +88,6 @@ def register(cli: typer.Typer) -> None:
                                            device or settings.device)
         except ValueError as e:  # a config value out of range
             raise InvalidRequestError(str(e)) from e
-        config = TrainConfig(steps=steps, lr=lr, seed=seed,
-                             time_budget_s=time_budget_min * 60 if time_budget_min else None)
         command = "facet train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         log = train(model, sampler, config, out, extra_log={
             "command": command, "tasks": counts, "batch_size": batch_size})

@@ -50,6 +50,8 @@ class TrainConfig:
         seed: seeds python, numpy and torch.
         log_every: steps between log lines.
         time_budget_s: stop early (and save) after this many seconds, or None.
+        stop_after: stop early (and save) after this many steps, keeping the learning-rate
+            schedule of ``steps``; replays a run that a time budget cut, step for step.
         max_skipped: batches with a non-finite loss that are skipped before giving up.
     """
 
@@ -61,6 +63,7 @@ class TrainConfig:
     seed: int = 0
     log_every: int = 10
     time_budget_s: float | None = None
+    stop_after: int | None = None
     max_skipped: int = 10
 
     def __post_init__(self) -> None:
@@ -68,6 +71,8 @@ class TrainConfig:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.lr <= 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
+        if self.stop_after is not None and not 1 <= self.stop_after <= self.steps:
+            raise ValueError(f"stop_after must be between 1 and steps ({self.steps}), got {self.stop_after}")
 
 
 def set_seed(seed: int) -> None:
@@ -101,7 +106,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=config.steps, desc=f"train {model.method}", unit="step", file=sys.stderr)
+        bar = tqdm(total=config.stop_after or config.steps, desc=f"train {model.method}", unit="step", file=sys.stderr)
     model.train()
     # Weights and maths stay fp32; on a GPU, TF32 matmuls. A 135M model's step is bound by
     # kernel launches more than arithmetic, and a bf16-autocast trial hit a NaN loss.
@@ -143,6 +148,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                             sum(recent) / max(1, len(recent)), record["seconds"])
             if config.time_budget_s is not None and time.perf_counter() - start > config.time_budget_s:
                 logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
+                break
+            if config.stop_after is not None and step + 1 >= config.stop_after:
+                logger.info("stopping after step %d of a %d-step schedule", step + 1, config.steps)
                 break
     finally:
         if bar is not None:
