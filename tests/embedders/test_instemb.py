@@ -106,13 +106,15 @@ def test_answer_ids_end_with_eos_and_respect_the_budget(model):
 def test_daap_is_the_mean_of_the_two_ablation_poolings(model):
     text = ["Please send me my money back."]
     out = {}
-    for pooling in ("daap", "input-last", "special-mean"):
+    for pooling in ("daap", "input-last", "special-mean", "all-mean"):
         model.config.pooling = pooling
         with torch.no_grad():
             out[pooling] = model._embed_batch(text, Role.QUERY, INTENT)
     model.config.pooling = "daap"
     torch.testing.assert_close(out["daap"], 0.5 * (out["input-last"] + out["special-mean"]))
     assert (out["input-last"] - out["special-mean"]).abs().max() > 1e-3
+    # all-mean averages every position: the prompt's and the look-ahead ones.
+    assert min((out["all-mean"] - out[p]).abs().max() for p in ("input-last", "special-mean")) > 1e-3
 
 
 def test_the_instruction_steers_the_embedding(model):

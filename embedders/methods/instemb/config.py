@@ -14,7 +14,7 @@ INSTRUCTED_PROMPTS = PromptConfig(
     document="### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:",
     instruction_format="{instruction}",
 )
-POOLINGS = ("daap", "input-last", "special-mean")
+POOLINGS = ("daap", "input-last", "special-mean", "all-mean")
 DISTILL_LOSSES = ("mse", "kl")
 
 
@@ -26,7 +26,8 @@ class InstEmbConfig(MethodConfig):
         look_ahead: L, learnable embeddings appended after instruction + input.
         pooling: ``daap`` = 0.5 * (last input state + mean look-ahead state) (the
             paper's choice); ``input-last`` = last input token only; ``special-mean`` =
-            mean of the look-ahead states only (the ablations).
+            mean of the look-ahead states only; ``all-mean`` = mean over every prompt and
+            look-ahead position (the ablations).
         distill: ``mse`` on normalised look-ahead vs teacher answer states, or ``kl``
             between their LM-head distributions.
         distill_weight: weight of the distillation term.

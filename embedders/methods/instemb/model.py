@@ -19,7 +19,7 @@ Training (``training_loss``):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -28,7 +28,7 @@ from embedders.base import PromptTokenizer, Role, pad_sequences
 from embedders.losses import distill_kl, distill_mse, supervised_contrastive
 from embedders.methods.common import TrainableDecoderEmbedder
 from embedders.methods.instemb.config import InstEmbConfig
-from embedders.pooling import gather_positions
+from embedders.pooling import gather_positions, mean_pool
 
 
 class LookAhead(nn.Module):
@@ -44,6 +44,14 @@ class LookAhead(nn.Module):
 
     def forward(self) -> torch.Tensor:
         return self.embeddings
+
+
+class StudentStates(NamedTuple):
+    """The student's states that the poolings draw on."""
+
+    last_input: torch.Tensor  # (batch, hidden), the last prompt token
+    look_ahead: torch.Tensor  # (batch, L, hidden)
+    all_mean: torch.Tensor  # (batch, hidden), mean over every prompt and look-ahead position
 
 
 class InstEmbEmbedder(TrainableDecoderEmbedder):
@@ -73,8 +81,8 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         self._warn_truncated(tokens.truncated, len(texts), self.max_length)
         return tokens.sequences
 
-    def student_states(self, texts: list[str], instructions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(last input token states (batch, hidden), look-ahead states (batch, L, hidden))."""
+    def student_states(self, texts: list[str], instructions: list[str]) -> StudentStates:
+        """The student's last input, look-ahead and mean states for each text under its instruction."""
         seqs = self._sequences(texts, instructions)
         count = self.config.look_ahead
         pad_id = self.backbone.tokenizer.pad_token_id
@@ -91,21 +99,20 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         hidden = self.backbone.base_model()(inputs_embeds=inputs, attention_mask=mask, position_ids=positions,
                                             use_cache=False).last_hidden_state
-        last_input = gather_positions(hidden, starts - 1)
-        look_states = hidden[rows, look_pos]  # (batch, L, hidden)
-        return last_input, look_states
+        return StudentStates(gather_positions(hidden, starts - 1), hidden[rows, look_pos], mean_pool(hidden, mask))
 
-    def pool(self, last_input: torch.Tensor, look_states: torch.Tensor) -> torch.Tensor:
+    def pool(self, states: StudentStates) -> torch.Tensor:
         if self.config.pooling == "input-last":
-            return last_input
+            return states.last_input
         if self.config.pooling == "special-mean":
-            return look_states.mean(dim=1)
-        return 0.5 * (last_input + look_states.mean(dim=1))
+            return states.look_ahead.mean(dim=1)
+        if self.config.pooling == "all-mean":
+            return states.all_mean
+        return 0.5 * (states.last_input + states.look_ahead.mean(dim=1))
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         instruction = instruction or self.config.default_instruction
-        last_input, look_states = self.student_states(texts, [instruction] * len(texts))
-        return self.pool(last_input, look_states)
+        return self.pool(self.student_states(texts, [instruction] * len(texts)))
 
     # -- training ----------------------------------------------------------------------
 
@@ -153,9 +160,9 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
 
     def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
         texts, instructions, answers = batch.inputs, batch.instructions, batch.answers
-        last_1, look_1 = self.student_states(texts, instructions)
-        last_2, _ = self.student_states(texts, instructions)  # another LoRA-dropout mask
-        answer_last, _ = self.student_states(answers, instructions)
+        last_1, look_1, _ = self.student_states(texts, instructions)
+        last_2 = self.student_states(texts, instructions).last_input  # another LoRA-dropout mask
+        answer_last = self.student_states(answers, instructions).last_input
         teacher_last, target_states, target_logits = self.teacher_states(texts, instructions, answers)
         if self.config.distill == "kl":
             student_logits = self.backbone.model.get_output_embeddings()(look_1)
