@@ -54,7 +54,7 @@ def eval_cmd(
         int | None,
         typer.Option(
             "--doc-max-words",
-            help="truncate retrieval documents to N words (default: quick 100, full whole; 0 = whole)",
+            help="truncate retrieval documents to N words (default: quick 64, full whole; 0 = whole)",
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
