@@ -102,11 +102,12 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config))
     history: list[dict[str, Any]] = []
+    last = config.stop_after or config.steps  # the schedule still spans config.steps
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=config.stop_after or config.steps, desc=f"train {model.method}", unit="step", file=sys.stderr)
+        bar = tqdm(total=last, desc=f"train {model.method}", unit="step", file=sys.stderr)
     model.train()
     # Weights and maths stay fp32; on a GPU, TF32 matmuls. A 135M model's step is bound by
     # kernel launches more than arithmetic, and a bf16-autocast trial hit a NaN loss.
@@ -117,7 +118,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     start = time.perf_counter()
     step = 0
     try:
-        for step in range(config.steps):
+        for step in range(last):
             batch = sampler.next_batch()
             loss, metrics = model.training_loss(batch)
             if not math.isfinite(float(loss)):
@@ -148,9 +149,6 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                             sum(recent) / max(1, len(recent)), record["seconds"])
             if config.time_budget_s is not None and time.perf_counter() - start > config.time_budget_s:
                 logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
-                break
-            if config.stop_after is not None and step + 1 >= config.stop_after:
-                logger.info("stopping after step %d of a %d-step schedule", step + 1, config.steps)
                 break
     finally:
         if bar is not None:
