@@ -51,7 +51,8 @@ class StudentStates(NamedTuple):
 
     last_input: torch.Tensor  # (batch, hidden), the last prompt token
     look_ahead: torch.Tensor  # (batch, L, hidden)
-    all_mean: torch.Tensor  # (batch, hidden), mean over every prompt and look-ahead position
+    hidden: torch.Tensor  # (batch, seq, hidden), every position (all-mean averages them)
+    mask: torch.Tensor  # (batch, seq), 1 at prompt and look-ahead positions
 
 
 class InstEmbEmbedder(TrainableDecoderEmbedder):
@@ -82,7 +83,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         return tokens.sequences
 
     def student_states(self, texts: list[str], instructions: list[str]) -> StudentStates:
-        """The student's last input, look-ahead and mean states for each text under its instruction."""
+        """The student's states (last input, look-ahead, all positions) for each text under its instruction."""
         seqs = self._sequences(texts, instructions)
         count = self.config.look_ahead
         pad_id = self.backbone.tokenizer.pad_token_id
@@ -99,7 +100,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         hidden = self.backbone.base_model()(inputs_embeds=inputs, attention_mask=mask, position_ids=positions,
                                             use_cache=False).last_hidden_state
-        return StudentStates(gather_positions(hidden, starts - 1), hidden[rows, look_pos], mean_pool(hidden, mask))
+        return StudentStates(gather_positions(hidden, starts - 1), hidden[rows, look_pos], hidden, mask)
 
     def pool(self, states: StudentStates) -> torch.Tensor:
         if self.config.pooling == "input-last":
@@ -107,7 +108,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         if self.config.pooling == "special-mean":
             return states.look_ahead.mean(dim=1)
         if self.config.pooling == "all-mean":
-            return states.all_mean
+            return mean_pool(states.hidden, states.mask)
         return 0.5 * (states.last_input + states.look_ahead.mean(dim=1))
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
@@ -160,7 +161,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
 
     def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
         texts, instructions, answers = batch.inputs, batch.instructions, batch.answers
-        last_1, look_1, _ = self.student_states(texts, instructions)
+        last_1, look_1, *_ = self.student_states(texts, instructions)
         last_2 = self.student_states(texts, instructions).last_input  # another LoRA-dropout mask
         answer_last = self.student_states(answers, instructions).last_input
         teacher_last, target_states, target_logits = self.teacher_states(texts, instructions, answers)
