@@ -1,18 +1,36 @@
-"""The ``facet`` command line. Commands only parse arguments, call a service, and print."""
+"""The ``facet`` command line: the CLI edge of the application core.
+
+Commands live in ``app.commands`` (one module per command group, each with a
+``register(cli)``); they parse arguments, call one ``Facet`` method and print. This module
+owns what only the CLI needs: logging set-up and the mapping of domain errors to a one-line
+message and an exit code.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from app.errors import FacetError
+from app.errors import (
+    BusyError,
+    ConflictError,
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+    UnknownModelError,
+)
 from app.settings import apply_settings, get_settings
+
+if TYPE_CHECKING:
+    from app.core import Facet
 
 cli = typer.Typer(
     name="facet",
@@ -23,6 +41,23 @@ cli = typer.Typer(
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Most specific first. An unknown embedder name is a bad option value (2), as it always was.
+EXIT_CODES: list[tuple[type[FacetError], int]] = [
+    (UnknownModelError, 2),
+    (InvalidRequestError, 2),
+    (NotFoundError, 3),
+    (DataError, 4),
+    (ConflictError, 5),
+    (BusyError, 6),
+    (UnavailableError, 7),
+    (FacetError, 1),
+]
+
+
+def exit_code(error: FacetError) -> int:
+    """The exit code the CLI uses for a domain error."""
+    return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
 
 
 def handle_errors(func: F) -> F:
@@ -35,12 +70,24 @@ def handle_errors(func: F) -> F:
             return func(*args, **kwargs)
         except FacetError as e:
             typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(e.exit_code) from e
-        except EmbedderError as e:
+            raise typer.Exit(exit_code(e)) from e
+        except EmbedderError as e:  # commands that use an embedder directly (eval, train)
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from e
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def open_facet(**kwargs: Any) -> Iterator[Facet]:
+    """The application core over the environment's settings, closed on exit."""
+    from app.core import Facet
+
+    facet = Facet.open(get_settings(), **kwargs)
+    try:
+        yield facet
+    finally:
+        facet.close()
 
 
 @cli.callback()
@@ -55,47 +102,6 @@ def _main(
     for noisy in ("httpx", "urllib3", "filelock", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     apply_settings(get_settings())
-
-
-@cli.command("embedders")
-@handle_errors
-def embedders_cmd(
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
-) -> None:
-    """List the embedders that can be loaded by name."""
-    from embedders import list_embedders
-
-    infos = list_embedders()
-    if as_json:
-        typer.echo(json.dumps([{"name": i.name, "kind": i.kind, "description": i.description}
-                               for i in infos], indent=2))
-        return
-    width = max(len(i.name) for i in infos)
-    for info in infos:
-        typer.echo(f"{info.name:<{width}}  {info.kind:<9} {info.description}")
-
-
-@cli.command("embed")
-@handle_errors
-def embed_cmd(
-    texts: Annotated[list[str], typer.Argument(help="texts to embed")],
-    embedder: Annotated[str, typer.Option("--embedder", "-e", help="name or checkpoint path")] = "minilm",
-    instruction: Annotated[str | None, typer.Option("--instruction", "-i")] = None,
-    role: Annotated[str, typer.Option("--role", help="query or document")] = "document",
-    batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
-) -> None:
-    """Embed TEXTS and print a JSON object with the vectors (L2-normalised float32)."""
-    from embedders import load_embedder
-
-    model = load_embedder(embedder, device=get_settings().device)
-    vectors = model.encode(texts, role=role, instruction=instruction, batch_size=batch_size)
-    typer.echo(json.dumps({
-        "embedder": model.name,
-        "dim": model.dim,
-        "role": role,
-        "instruction": instruction,
-        "vectors": [[round(float(x), 6) for x in row] for row in vectors],
-    }))
 
 
 def _register_command_groups() -> None:

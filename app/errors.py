@@ -1,29 +1,75 @@
-"""Domain errors of the app services. Each edge translates them: the CLI prints the
-message and exits with ``exit_code``, the UI raises ``gr.Error``, workers fail the task.
+"""Domain errors of the application core.
+
+They say what was wrong and how to fix it, and nothing about how an edge reports them:
+the CLI maps each class to an exit code (``app.cli``), the HTTP API to a 4xx status
+(``app.api.errors``), the UI to ``gr.Error`` and a worker to retry-or-fail. Errors from
+the lower packages (``embedders.errors``, ``indexer.errors``) are translated into these by
+the core (``as_domain_error``), so an edge only ever handles ``FacetError``.
 """
 
 from __future__ import annotations
 
 
 class FacetError(Exception):
-    """Base class; ``exit_code`` is what the CLI exits with."""
-
-    exit_code = 1
+    """Base class of every error the application core raises on purpose."""
 
 
 class InvalidRequestError(FacetError):
     """The request itself is malformed (empty query, bad filter, unknown option value)."""
 
-    exit_code = 2
-
 
 class NotFoundError(FacetError):
     """A named thing (collection, job, document, path) does not exist."""
 
-    exit_code = 3
+
+class UnknownModelError(NotFoundError):
+    """An embedder name that is neither registered nor a checkpoint (or not allowed here)."""
 
 
 class DataError(FacetError):
     """An input file cannot be read or parsed; the message names the file and line."""
 
-    exit_code = 4
+
+class ConflictError(FacetError):
+    """The request is valid but clashes with the current state (a collection being written)."""
+
+
+class TooLargeError(InvalidRequestError):
+    """The request is over a configured limit (texts per call, bytes); the message names it."""
+
+
+class BusyError(FacetError):
+    """Too much work is already waiting; retry later. ``retry_after_s`` is a hint."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class UnavailableError(FacetError):
+    """A part the request needs is not installed or not running (an optional extra, a worker)."""
+
+
+def as_domain_error(error: Exception) -> FacetError | None:
+    """The domain error for an error of the lower packages, or None if it is not one of theirs.
+
+    ``embedders`` errors: unknown name -> ``UnknownModelError``, bad input -> ``InvalidRequestError``,
+    unreadable checkpoint -> ``DataError``; ``indexer`` errors: missing collection ->
+    ``NotFoundError``, other store refusals -> ``InvalidRequestError``.
+    """
+    from embedders.errors import CheckpointError, EmbedderError, UnknownEmbedderError
+    from indexer.errors import CollectionNotFoundError, IndexerError, SourceNotFoundError
+
+    if isinstance(error, FacetError):
+        return error
+    if isinstance(error, UnknownEmbedderError):
+        return UnknownModelError(str(error))
+    if isinstance(error, CheckpointError):
+        return DataError(str(error))
+    if isinstance(error, EmbedderError):
+        return InvalidRequestError(str(error))
+    if isinstance(error, CollectionNotFoundError | SourceNotFoundError):
+        return NotFoundError(str(error))
+    if isinstance(error, IndexerError):
+        return InvalidRequestError(str(error))
+    return None

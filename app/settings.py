@@ -43,6 +43,36 @@ class FacetSettings(BaseSettings):
     max_document_mb: float = Field(default=20.0, description="larger documents are rejected")
     index_batch_chunks: int = Field(
         default=256, description="chunks encoded, written and committed together while indexing")
+    # Query encoding (search, /v1/embeddings): one model thread batching concurrent requests.
+    query_threads: int = Field(
+        default=1, ge=1, description="torch threads of the query-encoding thread; 1 is fastest for "
+                                     "one short query and never fights other work for the cores")
+    index_threads: int | None = Field(
+        default=None, ge=1, description="torch threads of background index jobs; unset = torch's "
+                                        "default (all cores)")
+    batch_max_texts: int = Field(default=64, ge=1,
+                                 description="texts the query encoder encodes together at most")
+    batch_wait_ms: float = Field(
+        default=2.0, ge=0.0, description="how long the query encoder waits for more requests to "
+                                         "share a batch (0 = never wait)")
+    max_pending_texts: int = Field(
+        default=8192, ge=1, description="texts waiting for the query encoder before new requests "
+                                        "are refused as busy (HTTP 429)")
+    # Limits of one request, whatever the edge.
+    max_texts_per_call: int = Field(default=2048, ge=1,
+                                    description="texts one embed or cluster call may carry")
+    max_cluster_texts: int = Field(default=5000, ge=2,
+                                   description="texts one clustering may take from a collection")
+    # HTTP API (facet serve).
+    api_key: str | None = Field(
+        default=None, description="when set, every request but /health needs "
+                                  "'Authorization: Bearer <key>' (env FACET_API_KEY)")
+    api_max_body_mb: float = Field(default=16.0, gt=0,
+                                   description="larger request bodies are refused with 413")
+    api_models: list[str] | None = Field(
+        default=None, description="embedders the API may load (names or checkpoint paths); unset = "
+                                  "the registered names, the default embedder and the collections' "
+                                  "embedders")
     # Celery (full stack).
     broker_url: str | None = None
     result_backend: str | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from embedders.base import BaseEmbedder, Embedder, PromptConfig, Role
+from embedders.base import BaseEmbedder, Embedder, HasTokenizer, PromptConfig, Role
 from embedders.errors import (
     CheckpointError,
     DuplicateRegistrationError,
@@ -18,6 +18,7 @@ __all__ = [
     "DuplicateRegistrationError",
     "Embedder",
     "EmbedderError",
+    "HasTokenizer",
     "InvalidInputError",
     "PromptConfig",
     "Role",

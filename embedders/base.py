@@ -116,6 +116,19 @@ class Embedder(Protocol):
     ) -> np.ndarray: ...
 
 
+@runtime_checkable
+class HasTokenizer(Protocol):
+    """An embedder that exposes its tokenizer (to cut chunks and count tokens the way it reads).
+
+    ``tokenizer`` is a Hugging Face tokenizer, or None for an embedder without one.
+    """
+
+    max_length: int
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+
 def validate_texts(texts: Any) -> list[str]:
     """Check ``texts`` is a sequence of strings and return it as a list.
 
@@ -221,6 +234,11 @@ class BaseEmbedder(ABC):
     @property
     def device(self) -> torch.device:
         return torch.device("cpu")
+
+    @property
+    def tokenizer(self) -> Any:
+        """The Hugging Face tokenizer the embedder reads text with; None when it has none."""
+        return None
 
     @abstractmethod
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:

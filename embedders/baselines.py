@@ -45,6 +45,10 @@ class EncoderMeanEmbedder(BaseEmbedder):
     def device(self) -> torch.device:
         return self.backbone.spec.device
 
+    @property
+    def tokenizer(self) -> Any:
+        return self.backbone.tokenizer
+
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         tokens = self._tokenize(texts, role, instruction)
         self._warn_truncated(tokens.truncated, len(texts), self.max_length)
@@ -94,6 +98,10 @@ class DecoderEmbedder(BaseEmbedder):
     @property
     def device(self) -> torch.device:
         return self.backbone.spec.device
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.backbone.tokenizer
 
     def tokenize(self, texts: list[str], role: Role, instruction: str | None) -> TokenBatch:
         tokens = self._tokenize(texts, role, instruction)

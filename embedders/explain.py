@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -45,6 +45,7 @@ class ClusterExplanation:
     representative_indices: list[int]
 
 
+@runtime_checkable
 class AnswerGenerator(Protocol):
     """What ``explain_with_inbedder`` needs from a model (``InBedderEmbedder`` has it)."""
 

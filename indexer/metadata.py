@@ -357,9 +357,11 @@ def list_jobs(session: Session, collection_id: int | None = None, limit: int = 2
     return session.scalars(query).all()
 
 
-def running_jobs(session: Session, collection_id: int) -> Sequence[IndexJob]:
+def running_jobs(session: Session, collection_id: int,
+                 states: Sequence[str] = ("running",)) -> Sequence[IndexJob]:
+    """Jobs of a collection in one of ``states`` (a queued job counts as unfinished too)."""
     return session.scalars(select(IndexJob).where(IndexJob.collection_id == collection_id,
-                                                  IndexJob.state == "running")).all()
+                                                  IndexJob.state.in_(list(states)))).all()
 
 
 def delete_collection(session: Session, collection: Collection) -> None:

@@ -204,6 +204,10 @@ class EdgeStore(VectorStore):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, Any] = {}
+        # Named vectors per collection, read from the side file once: searches check the
+        # vector name on every call, and one process owns the folder, so it cannot change
+        # behind our back.
+        self._sizes: dict[str, dict[str, int]] = {}
 
     def _dir(self, collection: str) -> Path:
         return self.root / validate_name(collection)
@@ -215,15 +219,21 @@ class EdgeStore(VectorStore):
         return (self._dir(collection) / self._SIDE).is_file()
 
     def vector_sizes(self, collection: str) -> dict[str, int]:
+        cached = self._sizes.get(collection)
+        if cached is not None and self.collection_exists(collection):
+            return dict(cached)
         self._require(collection)
         data = json.loads((self._dir(collection) / self._SIDE).read_text())
-        return {str(k): int(v) for k, v in data.items()}
+        sizes = {str(k): int(v) for k, v in data.items()}
+        self._sizes[collection] = sizes
+        return dict(sizes)
 
     def _write_sizes(self, collection: str, sizes: Mapping[str, int]) -> None:
         path = self._dir(collection) / self._SIDE
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(dict(sizes), sort_keys=True))
         os.replace(tmp, path)
+        self._sizes[collection] = {str(k): int(v) for k, v in sizes.items()}
 
     def _shard(self, collection: str) -> Any:
         shard = self._shards.get(collection)
@@ -275,6 +285,7 @@ class EdgeStore(VectorStore):
             self._write_sizes(collection, sizes)
 
     def drop_collection(self, collection: str) -> bool:
+        self._sizes.pop(collection, None)
         shard = self._shards.pop(collection, None)
         if shard is not None:
             shard.close()

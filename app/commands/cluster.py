@@ -1,23 +1,24 @@
 """``facet cluster``: cluster texts under an instruction and explain each cluster.
 
 Texts come from a file (one per line in .txt, a ``text`` field per line in .jsonl, or
-a GoalEx ``data.json`` with a ``texts`` list). The instruction embedder embeds them
-under ``--instruction``, k-means groups them, and an InBedder checkpoint (``--explain``)
-answers the same instruction about every text; each cluster is then described by the
-TF-IDF keywords of its members' answers and its most central members.
+a GoalEx ``data.json`` with a ``texts`` list) or from a collection (``--collection``, with
+``--filter``). The work is the cluster service's (``app.services.clustering``): the
+instruction embedder embeds the texts under ``--instruction``, k-means groups them, and an
+InBedder checkpoint (``--explain``) answers the same instruction about every text; each
+cluster is described by the TF-IDF keywords of its members' answers, its most shared answer
+and its most central members.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors
+from app.cli import handle_errors, open_facet
 from app.errors import InvalidRequestError, NotFoundError
-from app.settings import get_settings
 
 
 def read_texts(path: Path, limit: int | None = None) -> list[str]:
@@ -51,12 +52,20 @@ def read_texts(path: Path, limit: int | None = None) -> list[str]:
 
 
 def register(cli: typer.Typer) -> None:
+    """Add ``facet cluster`` to the CLI."""
+
     @cli.command("cluster")
     @handle_errors
     def cluster_cmd(
-        source: Annotated[Path, typer.Argument(help=".txt (one text per line), .jsonl (text field) or data.json")],
         instruction: Annotated[str, typer.Option("--instruction", "-i", help="the aspect to group by")],
-        k: Annotated[int, typer.Option("--k", help="number of clusters")] = 8,
+        source: Annotated[Path | None, typer.Argument(
+            help=".txt (one text per line), .jsonl (text field) or data.json; or use --collection")
+        ] = None,
+        collection: Annotated[str | None, typer.Option(
+            "--collection", "-c", help="cluster this collection's chunks instead of a file")] = None,
+        filters: Annotated[list[str] | None, typer.Option(
+            "--filter", "-f", help="with --collection: key=value or key:=JSON")] = None,
+        k: Annotated[int, typer.Option("--k", help="number of clusters; 0 chooses it by silhouette")] = 8,
         embedder: Annotated[str, typer.Option("--embedder", "-e", help="instruction embedder (name or path)")]
             = "checkpoints/inbedder",
         explain: Annotated[str | None, typer.Option(
@@ -68,49 +77,29 @@ def register(cli: typer.Typer) -> None:
         answer_tokens: Annotated[int | None, typer.Option(
             "--answer-tokens", help="tokens InBedder generates per text (default: its answer_max_tokens)")] = None,
         seed: Annotated[int, typer.Option("--seed")] = 0,
-        batch_size: Annotated[int, typer.Option("--batch-size")] = 32,
         out: Annotated[Path | None, typer.Option("--out", "-o", help="write the clusters as JSON")] = None,
     ) -> None:
-        """Cluster SOURCE's texts under INSTRUCTION and print each cluster's keywords and members."""
-        from sklearn.cluster import KMeans
+        """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
+        from app.services.clustering import ClusterRequest
+        from app.services.search import parse_filters
 
-        from embedders import load_embedder
-        from embedders.explain import explain_clusters
-
-        if k < 2:
-            raise InvalidRequestError(f"--k must be at least 2, got {k}")
-        if answer_tokens is not None and answer_tokens < 1:
-            raise InvalidRequestError(f"--answer-tokens must be at least 1, got {answer_tokens}")
-        if not instruction.strip():
-            raise InvalidRequestError("--instruction must not be empty: it is what the texts are grouped by")
-        texts = read_texts(source, limit)
-        if k > len(texts):
-            raise InvalidRequestError(f"--k {k} is more than the {len(texts)} texts")
-        device = get_settings().device
-        model = load_embedder(embedder, device=device)
-        vectors = model.encode(texts, instruction=instruction, batch_size=batch_size, show_progress=True)
-        labels = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(vectors).tolist()
-        answers: list[str]
-        if explain:
-            explainer = model if explain == embedder and hasattr(model, "generate_answers") else \
-                load_embedder(explain, device=device)
-            if not hasattr(explainer, "generate_answers"):
-                raise InvalidRequestError(f"--explain {explain!r} is not an InBedder checkpoint (it cannot answer)")
-            answers = explainer.generate_answers(texts, instruction, max_new_tokens=answer_tokens,
-                                                 batch_size=batch_size)
-        else:
-            answers = texts  # keywords from the texts themselves
-        result = explain_clusters(texts, labels, answers, embeddings=vectors, top_k=keywords, members=members)
-        rows: list[dict[str, Any]] = []
-        for c in sorted(result, key=lambda r: -r.size):
-            rows.append({"cluster": c.cluster, "size": c.size, "keywords": c.keywords,
-                         "representatives": c.representatives})
-            typer.echo(f"cluster {c.cluster} ({c.size} texts): {', '.join(c.keywords)}")
+        if (source is None) == (collection is None):
+            raise InvalidRequestError("give a file of texts or --collection NAME (one of them)")
+        texts = read_texts(source, limit) if source is not None else None
+        request = ClusterRequest(
+            instruction=instruction, texts=texts, collection=collection,
+            filters=parse_filters(filters or []), limit=limit if collection else None,
+            k=None if k == 0 else k, embedder=embedder,
+            explainer=explain or None, keywords=keywords, members=members,
+            answer_tokens=answer_tokens, seed=seed)
+        with open_facet() as facet:
+            result = facet.cluster(request)
+        for c in result.clusters:
+            typer.echo(f"cluster {c.id} ({c.size} texts): {c.name} · {', '.join(c.keywords)}")
             for text in c.representatives:
                 typer.echo(f"    - {text[:110]}")
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps({"source": str(source), "instruction": instruction, "k": k,
-                                       "embedder": embedder, "explain": explain or None, "seed": seed,
-                                       "clusters": rows, "labels": labels, "answers": answers}, indent=1))
+            payload = result.to_dict() | {"source": str(source or collection), "seed": seed}
+            out.write_text(json.dumps(payload, indent=1))
             typer.echo(f"wrote {out}")

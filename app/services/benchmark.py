@@ -26,7 +26,8 @@ from app.services.context import EmbedderCache, ServiceContext
 from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest, SearchService
 from app.settings import FacetSettings
-from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
+from embedders.base import HasTokenizer
+from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans, whitespace_spans
 from indexer.parsing import ParsedDocument, parse_source
 from indexer.store import PointRecord, VectorStore, point_id
 
@@ -68,7 +69,8 @@ def bench_indexing(source: Path, embedder: str, embedders: EmbedderCache, *, rou
     they show whether the job does more work or only waits longer for the CPU.
     """
     model = embedders.get(embedder)
-    spans = tokenizer_spans(model.backbone.tokenizer)
+    tokenizer = model.tokenizer if isinstance(model, HasTokenizer) else None
+    spans = tokenizer_spans(tokenizer) if tokenizer is not None else whitespace_spans
     config = ChunkingConfig(chunk_tokens, chunk_overlap)
     texts = [c.text for d in parse_source(source) if isinstance(d, ParsedDocument)
              for c in chunk_text(d.text, spans, config)]

@@ -1,14 +1,13 @@
-"""Build the dependencies the services share from ``FacetSettings``: store, sessions, embedders."""
+"""Build the dependencies the services share from ``FacetSettings``: store, sessions, encoder."""
 
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.encoding import EmbedderCache, InlineQueryEncoder, QueryEncoder
 from app.errors import FacetError, InvalidRequestError
 from app.settings import FacetSettings
 from indexer.errors import StoreError
@@ -17,41 +16,25 @@ from indexer.store import VectorStore, open_store
 
 logger = logging.getLogger(__name__)
 
-
-class EmbedderCache:
-    """Loads each embedder once per process (models are large; services share them)."""
-
-    def __init__(self, device: str | None = None) -> None:
-        self.device = device
-        self._models: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def get(self, name: str) -> Any:
-        from embedders import load_embedder
-
-        with self._lock:
-            model = self._models.get(name)
-            if model is None:
-                model = load_embedder(name, device=self.device)
-                self._models[name] = model
-                # The same model is reachable by its canonical name too.
-                self._models.setdefault(model.name, model)
-            return model
-
-    def put(self, name: str, model: Any) -> None:
-        """Register an already loaded model (tests share their session fixture this way)."""
-        self._models[name] = model
-        self._models.setdefault(model.name, model)
+__all__ = ["EmbedderCache", "ServiceContext"]
 
 
 class ServiceContext:
-    """The store, a session factory and the embedder cache, built from settings.
+    """The store, a session factory, the embedder cache and the query encoder, built from settings.
 
     One process owns an embedded store folder; close the context to release it.
+
+    Args:
+        settings: where the data lives and how it is stored.
+        store: an already open store (tests, benchmarks); default from the settings.
+        embedders: a shared embedder cache; default a new one on ``settings.device``.
+        encoder: how texts are encoded; default ``InlineQueryEncoder`` (the calling thread).
+            A given encoder is not closed with the context.
     """
 
     def __init__(self, settings: FacetSettings, *, store: VectorStore | None = None,
-                 embedders: EmbedderCache | None = None) -> None:
+                 embedders: EmbedderCache | None = None,
+                 encoder: QueryEncoder | None = None) -> None:
         self.settings = settings
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
         try:
@@ -69,8 +52,13 @@ class ServiceContext:
                 raise InvalidRequestError(str(e)) from e
         self.store = store
         self.embedders = embedders or EmbedderCache(settings.device)
+        # An encoder passed in may serve other contexts too: its owner closes it.
+        self._owns_encoder = encoder is None
+        self.encoder: QueryEncoder = encoder or InlineQueryEncoder(self.embedders)
 
     def close(self) -> None:
+        if self._owns_encoder:
+            self.encoder.close()
         self.store.close()
         self.engine.dispose()
 

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.errors import ConflictError, DataError, InvalidRequestError, NotFoundError
 from app.services.context import ServiceContext
+from embedders.base import Embedder, HasTokenizer, Role
 from indexer import metadata as md
 from indexer.chunking import (
     ChunkingConfig,
@@ -54,7 +55,6 @@ class IndexOptions:
     chunk_overlap: int | None = None
     sync: bool = False
     batch_chunks: int | None = None
-    encode_batch_size: int = 32
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,33 @@ class IndexReport:
     @property
     def docs_per_s(self) -> float:
         return self.docs_seen / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """An index job whose collection and job row exist (state ``queued``), ready to ``run``.
+
+    Only JSON-safe fields, so a job can be handed to another thread or process by value.
+    """
+
+    job_id: int
+    collection: str
+    source: str
+    embedder: str
+    options: IndexOptions
+
+
+# Jobs of this process that are queued or running (their rows say ``queued``/``running`` and
+# name this pid, which is alive: they are not leftovers of a dead run), and one lock per
+# collection so that two of them never write the same collection at once.
+_ACTIVE_JOBS: set[int] = set()
+_COLLECTION_LOCKS: dict[str, threading.Lock] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _collection_lock(name: str) -> threading.Lock:
+    with _REGISTRY_LOCK:
+        return _COLLECTION_LOCKS.setdefault(name, threading.Lock())
 
 
 @dataclass
@@ -147,41 +174,88 @@ class IndexService:
 
     def index(self, source: Path | str, collection: str, options: IndexOptions | None = None,
               progress: Callable[[Progress], None] | None = None) -> IndexReport:
-        """Index ``source`` into ``collection`` (created on first use).
+        """Index ``source`` into ``collection`` (created on first use), in this thread.
 
         Raises:
             NotFoundError: the source path does not exist.
             InvalidRequestError: bad collection name, chunk settings or embedder mismatch.
+            ConflictError: another live process is indexing into the collection.
             DataError: a single file of an unsupported type.
+        """
+        return self.run(self.prepare(source, collection, options), progress)
+
+    def prepare(self, source: Path | str, collection: str,
+                options: IndexOptions | None = None) -> PreparedJob:
+        """Validate a request, create the collection if needed and record a ``queued`` job.
+
+        Everything that can be wrong with the request is found here, before any work is
+        queued, so a background submission answers with an error or a job id at once.
+
+        Raises:
+            As ``index``.
         """
         options = options or IndexOptions()
         source = Path(source).expanduser()
         try:
             validate_name(collection)
-            files = discover(source)
+            discover(source)
         except SourceNotFoundError as e:
             raise NotFoundError(str(e)) from e
         except UnsupportedSourceError as e:
             raise DataError(str(e)) from e
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
-        embedder = self.ctx.embedders.get(options.embedder or self.settings.default_embedder)
+        spec = options.embedder or self.settings.default_embedder
+        embedder = self.ctx.embedders.get(spec)
         with self.sessions() as session:
             coll = self._prepare_collection(session, collection, embedder, options)
-            tokenize = self._tokenizer_for(coll, embedder)
-            chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
             job = self._start_job(session, coll, str(source.resolve()), embedder.name)
-            report = IndexReport(job_id=job.id, collection=collection, embedder=embedder.name,
+            return PreparedJob(job.id, collection, str(source.resolve()), spec, options)
+
+    def run(self, prepared: PreparedJob,
+            progress: Callable[[Progress], None] | None = None) -> IndexReport:
+        """Do a prepared job: parse, chunk, encode, write; the job row follows every batch.
+
+        Raises:
+            NotFoundError: the source disappeared since ``prepare``, or the job row is gone.
+        """
+        options = prepared.options
+        with _collection_lock(prepared.collection):
+            try:
+                return self._run_job(prepared, options, progress)
+            finally:
+                with _REGISTRY_LOCK:
+                    _ACTIVE_JOBS.discard(prepared.job_id)
+
+    def _run_job(self, prepared: PreparedJob, options: IndexOptions,
+                 progress: Callable[[Progress], None] | None) -> IndexReport:
+        source = Path(prepared.source)
+        embedder = self.ctx.embedders.get(prepared.embedder)
+        with self.sessions() as session:
+            job = md.get_job(session, prepared.job_id)
+            if job is None:
+                raise NotFoundError(f"index job {prepared.job_id} no longer exists (its "
+                                    "collection was deleted?)")
+            coll = job.collection
+            report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                                  state="running")
             started = time.perf_counter()
-            total = estimate_documents(files)
+            job.state, job.pid, job.started_at = "running", os.getpid(), md.utcnow()
+            session.commit()
             try:
-                seen = self._run(session, coll, job, report, files, embedder, tokenize, chunking,
-                                 options, progress, total, started)
+                try:
+                    files = discover(source)
+                except (SourceNotFoundError, UnsupportedSourceError) as e:
+                    raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+                tokenize = self._tokenizer_for(coll, embedder)
+                chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
+                total = estimate_documents(files)
+                seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
+                                 tokenize, chunking, options, progress, total, started)
                 if options.sync:
-                    self._sync(session, coll, job, report, source.resolve(), files, seen)
+                    self._sync(session, coll, job, report, source, files, seen)
                 t0 = time.perf_counter()
-                self.store.optimize(collection)
+                self.store.optimize(coll.name)
                 self.store.flush()
                 job.store_s += time.perf_counter() - t0
                 job.state = "completed"
@@ -203,9 +277,19 @@ class IndexService:
                     report.docs_deleted, report.chunks_written, report.elapsed_s)
         return report
 
+    def fail(self, job_id: int, message: str) -> None:
+        """Mark a queued job failed without running it (its runner could not start it)."""
+        with _REGISTRY_LOCK:
+            _ACTIVE_JOBS.discard(job_id)
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is not None and job.state in ("queued", "running"):
+                job.state, job.message, job.finished_at = "failed", message, md.utcnow()
+                session.commit()
+
     # ------------------------------------------------------------ preparation
 
-    def _prepare_collection(self, session: Session, name: str, embedder: Any,
+    def _prepare_collection(self, session: Session, name: str, embedder: Embedder,
                             options: IndexOptions) -> md.Collection:
         coll = md.get_collection(session, name)
         if coll is None:
@@ -216,7 +300,7 @@ class IndexService:
                 ChunkingConfig(size, overlap)
             except ValueError as e:
                 raise InvalidRequestError(str(e)) from e
-            max_len = getattr(embedder, "max_length", None)
+            max_len = embedder.max_length if isinstance(embedder, HasTokenizer) else None
             if max_len and size > max_len:
                 logger.warning("chunks of %d tokens exceed %s's max_length %d: the encoder will "
                                "truncate them", size, embedder.name, max_len)
@@ -239,12 +323,12 @@ class IndexService:
         session.commit()
         return coll
 
-    def _tokenizer_for(self, coll: md.Collection, embedder: Any) -> TokenSpans:
+    def _tokenizer_for(self, coll: md.Collection, embedder: Embedder) -> TokenSpans:
         # Chunks are shared by every embedder of a collection, so they are always cut
         # with the tokenizer of the embedder that created it.
         owner = embedder if coll.tokenizer == embedder.name else self.ctx.embedders.get(
             coll.tokenizer)
-        tokenizer = getattr(getattr(owner, "backbone", None), "tokenizer", None)
+        tokenizer = owner.tokenizer if isinstance(owner, HasTokenizer) else None
         if tokenizer is None:
             logger.warning("%s has no tokenizer; chunking on whitespace", owner.name)
             return whitespace_spans
@@ -253,9 +337,13 @@ class IndexService:
     def _start_job(self, session: Session, coll: md.Collection, source: str,
                    embedder: str) -> md.IndexJob:
         resumed_from = None
-        for old in md.running_jobs(session, coll.id):
+        with _REGISTRY_LOCK:
+            active = set(_ACTIVE_JOBS)
+        for old in md.running_jobs(session, coll.id, states=("queued", "running")):
+            if old.id in active:
+                continue  # queued or running in this process: the collection lock orders them
             if _pid_alive(old.pid) and old.pid != os.getpid():
-                raise InvalidRequestError(
+                raise ConflictError(
                     f"job {old.id} (pid {old.pid}) is still indexing into {coll.name!r}; wait for "
                     "it or stop it first (one writer per collection)")
             old.state = "interrupted"
@@ -264,9 +352,11 @@ class IndexService:
             if old.source == source:
                 resumed_from = old.id
         job = md.IndexJob(collection_id=coll.id, source=source, embedder=embedder,
-                          pid=os.getpid(), resumed_from=resumed_from)
+                          pid=os.getpid(), resumed_from=resumed_from, state="queued")
         session.add(job)
         session.commit()
+        with _REGISTRY_LOCK:
+            _ACTIVE_JOBS.add(job.id)
         if resumed_from:
             logger.info("resuming interrupted job %d as job %d", resumed_from, job.id)
         return job
@@ -279,8 +369,9 @@ class IndexService:
             yield from parse_file(path, max_bytes=max_bytes)
 
     def _run(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
-             files: list[Path], embedder: Any, tokenize: TokenSpans, chunking: ChunkingConfig,
-             options: IndexOptions, progress: Callable[[Progress], None] | None, total: int,
+             files: list[Path], embedder: Embedder, spec: str, tokenize: TokenSpans,
+             chunking: ChunkingConfig, options: IndexOptions,
+             progress: Callable[[Progress], None] | None, total: int,
              started: float) -> set[str]:
         batch_limit = options.batch_chunks or self.settings.index_batch_chunks
         pending: list[ParsedDocument | DocumentError] = []
@@ -308,8 +399,8 @@ class IndexService:
             if item is None or pending_tokens >= batch_limit * chunking.size // 2 or \
                     len(pending) >= batch_limit:
                 if pending:
-                    self._process_batch(session, coll, job, report, pending, embedder, tokenize,
-                                        chunking, options)
+                    self._process_batch(session, coll, job, report, pending, embedder, spec,
+                                        tokenize, chunking)
                     if progress is not None:
                         progress(Progress(report.docs_seen, max(total, report.docs_seen),
                                           report.chunks_written, time.perf_counter() - started))
@@ -320,8 +411,8 @@ class IndexService:
 
     def _process_batch(self, session: Session, coll: md.Collection, job: md.IndexJob,
                        report: IndexReport, batch: list[ParsedDocument | DocumentError],
-                       embedder: Any, tokenize: TokenSpans, chunking: ChunkingConfig,
-                       options: IndexOptions) -> None:
+                       embedder: Embedder, spec: str, tokenize: TokenSpans,
+                       chunking: ChunkingConfig) -> None:
         t0 = time.perf_counter()
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
         vec_hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
@@ -371,7 +462,9 @@ class IndexService:
         job.parse_s += time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        vectors = (embedder.encode(texts, role="document", batch_size=options.encode_batch_size)
+        # Through the encoder (bulk): in a server the model thread serves waiting searches
+        # between this batch's pieces.
+        vectors = (self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT, bulk=True)
                    if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
         job.encode_s += time.perf_counter() - t0
 

@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from app.encoding import QueryEncoder
 from app.errors import InvalidRequestError, NotFoundError
 from app.services.context import ServiceContext
+from embedders.base import Role
 from indexer import metadata as md
-from indexer.errors import StoreError
+from indexer.errors import CollectionNotFoundError, StoreError
 from indexer.store import Filters, Hit
 
 logger = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class SearchRequest:
         rerank_depth: candidates taken from the vector search before reranking.
         embedder: which named vector to search; default the collection's only/first one.
         exact: exact (brute force) search instead of HNSW.
+        score_threshold: drop results scoring below this (the rerank score when reranked).
     """
 
     query: str
@@ -58,6 +61,10 @@ class SearchRequest:
     rerank_depth: int | None = None
     embedder: str | None = None
     exact: bool = False
+    score_threshold: float | None = None
+
+
+MAX_TOP_K = 1000
 
 
 @dataclass
@@ -169,52 +176,103 @@ def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tup
 
 
 class SearchService:
-    """Instruction-aware search over a collection."""
+    """Instruction-aware search over a collection.
+
+    Which named vectors a collection has is looked up in the metadata once and kept (a
+    search is a few milliseconds; three SQL round trips were a visible part of it). The
+    entry is dropped by ``forget`` (the facade calls it after indexing or deleting), and
+    refreshed whenever the store disagrees with it, so a collection changed by another
+    process is seen on its next search.
+    """
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
         self.store = ctx.store
+        self.encoder: QueryEncoder = ctx.encoder
+        self._vectors: dict[str, list[str]] = {}
 
-    def _collection_embedder(self, request: SearchRequest) -> str:
+    def forget(self, collection: str | None = None) -> None:
+        """Drop what is known about ``collection`` (every collection when None)."""
+        if collection is None:
+            self._vectors.clear()
+        else:
+            self._vectors.pop(collection, None)
+
+    def _vector_names(self, collection: str, refresh: bool = False) -> list[str]:
+        names = None if refresh else self._vectors.get(collection)
+        if names is not None:
+            return names
         with self.ctx.sessions() as session:
-            coll = md.get_collection(session, request.collection)
-            known = [c.name for c in md.list_collections(session)]
-            if coll is None or not self.store.collection_exists(request.collection):
+            coll = md.get_collection(session, collection)
+            if coll is None or not self.store.collection_exists(collection):
+                known = [c.name for c in md.list_collections(session)]
+                self._vectors.pop(collection, None)
                 raise NotFoundError(
-                    f"unknown collection {request.collection!r} "
+                    f"unknown collection {collection!r} "
                     f"(known: {', '.join(known) or 'none'}); list them with `facet collections` "
                     "or create one with `facet index`")
             names = [e.name for e in coll.embedders]
+        self._vectors[collection] = names
+        return names
+
+    def _collection_embedder(self, request: SearchRequest) -> str:
+        names = self._vector_names(request.collection)
         if request.embedder is None:
             default = self.ctx.settings.default_embedder
             return default if default in names else names[0]
+        if request.embedder in names:
+            return request.embedder
         model_name = self.ctx.embedders.get(request.embedder).name
+        if model_name not in names:
+            names = self._vector_names(request.collection, refresh=True)
         if model_name not in names:
             raise InvalidRequestError(
                 f"collection {request.collection!r} has no vectors from {model_name!r} "
                 f"(it has: {', '.join(names)}); pick one of those or index with "
                 f"--embedder {model_name}")
-        return str(model_name)
+        return model_name
+
+    @staticmethod
+    def validate(request: SearchRequest) -> None:
+        """Check a request without running it.
+
+        Raises:
+            InvalidRequestError: empty query, ``top_k`` or ``rerank_depth`` out of range,
+                a filter value that is not a string, integer, boolean or list of them.
+        """
+        if not isinstance(request.query, str) or not request.query.strip():
+            raise InvalidRequestError("the query is empty; pass the text to search for, e.g. "
+                                      "facet search \"card not working\" --collection NAME")
+        if isinstance(request.top_k, bool) or not isinstance(request.top_k, int) or \
+                not 1 <= request.top_k <= MAX_TOP_K:
+            raise InvalidRequestError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got "
+                                      f"{request.top_k!r}")
+        if request.rerank_depth is not None and not 1 <= request.rerank_depth <= MAX_TOP_K:
+            raise InvalidRequestError(f"rerank_depth must be from 1 to {MAX_TOP_K}, got "
+                                      f"{request.rerank_depth}")
+        for key, value in request.filters.items():
+            values = value if isinstance(value, list | tuple) else [value]
+            if not values or not all(isinstance(v, str | int | bool) for v in values):
+                raise InvalidRequestError(
+                    f"filter {key!r}: {value!r} cannot be matched; use a string, an integer, a "
+                    "boolean or a non-empty list of them (any of)")
 
     def search(self, request: SearchRequest) -> SearchResponse:
         """Run one search.
 
         Raises:
-            InvalidRequestError: empty query, bad top_k, bad filter value.
+            InvalidRequestError: see ``validate``; an embedder the collection has no vectors of.
             NotFoundError: unknown collection.
         """
-        if not request.query or not request.query.strip():
-            raise InvalidRequestError("the query is empty; pass the text to search for, e.g. "
-                                      "facet search \"card not working\" --collection NAME")
-        if request.top_k < 1:
-            raise InvalidRequestError(f"top_k must be >= 1, got {request.top_k}")
+        started = time.perf_counter()
+        self.validate(request)
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
         vector_name = self._collection_embedder(request)
-        embedder = self.ctx.embedders.get(vector_name)
 
         t0 = time.perf_counter()
-        query_vec = embedder.encode([request.query], role="query", instruction=instruction)[0]
+        query_vec = self.encoder.encode([request.query], embedder=vector_name, role=Role.QUERY,
+                                        instruction=instruction)[0]
         timings["encode_query"] = (time.perf_counter() - t0) * 1000
 
         depth = request.top_k
@@ -224,7 +282,11 @@ class SearchService:
         try:
             hits = self.store.search(request.collection, vector_name, query_vec, limit=depth,
                                      filters=payload_filters(request.filters), exact=request.exact)
+        except CollectionNotFoundError as e:
+            self.forget(request.collection)
+            raise NotFoundError(str(e)) from e
         except StoreError as e:
+            self.forget(request.collection)
             raise InvalidRequestError(str(e)) from e
         timings["vector_search"] = (time.perf_counter() - t0) * 1000
 
@@ -232,28 +294,34 @@ class SearchService:
         reranker_name: str | None = None
         if request.rerank and hits:
             t0 = time.perf_counter()
-            reranker = self.ctx.embedders.get(request.rerank)
-            reranker_name = reranker.name
-            rerank_scores = self.rerank_scores(reranker, request.query, instruction,
+            reranker_name = self.ctx.embedders.get(request.rerank).name
+            rerank_scores = self.rerank_scores(self.encoder, reranker_name, request.query,
+                                               instruction,
                                                [str(h.payload.get("text", "")) for h in hits])
             order = np.argsort(-np.asarray(rerank_scores), kind="stable")
             hits = [hits[i] for i in order]
             rerank_scores = [rerank_scores[i] for i in order]
             timings["rerank"] = (time.perf_counter() - t0) * 1000
 
+        t0 = time.perf_counter()
         results = [self._result(i, h, request.query,
                                 rerank_scores[i] if rerank_scores is not None else None)
                    for i, h in enumerate(hits[:request.top_k])]
-        timings["total"] = sum(timings.values())
+        if request.score_threshold is not None:
+            results = [r for r in results if r.score >= request.score_threshold]
+        timings["results"] = (time.perf_counter() - t0) * 1000
+        timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResponse(request.query, instruction, request.collection, vector_name,
                               reranker_name, results, timings)
 
     @staticmethod
-    def rerank_scores(reranker: Any, query: str, instruction: str | None,
+    def rerank_scores(encoder: QueryEncoder, reranker: str, query: str, instruction: str | None,
                       texts: Sequence[str]) -> list[float]:
-        """Cosine of (instruction, query) against each (instruction, text)."""
-        q = reranker.encode([query], role="query", instruction=instruction)[0]  # (dim,)
-        d = reranker.encode(list(texts), role="document", instruction=instruction)  # (n, dim)
+        """Cosine of (instruction, query) against each (instruction, text) under ``reranker``."""
+        q = encoder.encode([query], embedder=reranker, role=Role.QUERY,
+                           instruction=instruction)[0]  # (dim,)
+        d = encoder.encode(list(texts), embedder=reranker, role=Role.DOCUMENT,
+                           instruction=instruction)  # (n, dim)
         return [float(x) for x in d @ q]
 
     @staticmethod

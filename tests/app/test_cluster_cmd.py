@@ -69,7 +69,7 @@ def test_cluster_bad_input_is_a_message(tmp_path):
     src = tmp_path / "texts.txt"
     src.write_text("\n".join(TEXTS))
     result = facet("cluster", str(src), "--instruction", "x", "--k", "1", "--embedder", "minilm", "--explain", "")
-    assert result.returncode != 0 and "--k must be at least 2" in result.stderr
+    assert result.returncode == 2 and "k must be at least 2" in result.stderr
     assert "Traceback" not in result.stderr
     result = facet("cluster", str(src), "--instruction", "x", "--k", "9", "--embedder", "minilm", "--explain", "")
     assert result.returncode != 0 and "more than the 6 texts" in result.stderr

@@ -1,0 +1,161 @@
+"""``facet bench``: indexing throughput, store and search latency, SciFact consistency, the
+GIRCSE KV cache, and the HTTP API's search latency and embeddings throughput.
+
+It measures; the measuring code is in ``app.services.benchmark``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from app.cli import handle_errors
+from app.errors import InvalidRequestError
+from app.settings import get_settings
+
+BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
+                 "top up failed", "I forgot my PIN", "where is my new card", "cash withdrawal fee",
+                 "transfer is pending", "verify my identity", "close my account",
+                 "someone used my card", "change my address", "apple pay not working",
+                 "card expired", "send money abroad", "salary not received", "charged twice",
+                 "freeze my card", "virtual card", "statement download"]
+
+
+def register(cli: typer.Typer) -> None:
+    """``facet bench``: indexing throughput, store and search latency, SciFact consistency."""
+
+    @cli.command("bench")
+    @handle_errors
+    def bench_cmd(
+        parts: Annotated[str, typer.Option(
+            "--parts", help="comma-separated: index, store, search, scifact, gircse-cache")] = "index,store,search",
+        source: Annotated[Path | None, typer.Option(
+            "--source", help="corpus for the indexing benchmark (default: the first --index-docs "
+                             "BANKING77 training texts)")] = None,
+        index_docs: Annotated[int, typer.Option(
+            "--index-docs", help="BANKING77 texts in the default indexing corpus")] = 2000,
+        rounds: Annotated[int, typer.Option(
+            "--rounds", help="alternating bare / end-to-end indexing runs (medians reported)")] = 3,
+        embedder: Annotated[str, typer.Option("--embedder", "-e")] = "minilm",
+        rerank: Annotated[str, typer.Option("--rerank")] = "minilm",
+        rerank_depth: Annotated[int, typer.Option(
+            "--rerank-depth", help="candidates the reranker re-scores per search")] = 30,
+        points: Annotated[int, typer.Option(
+            "--points", help="synthetic chunks of the search-latency collection (edge)")
+        ] = 100_000,
+        local_points: Annotated[int, typer.Option(
+            "--local-points", help="points for the edge vs qdrant-client local comparison")
+        ] = 20_000,
+        scifact_docs: Annotated[int | None, typer.Option(
+            "--scifact-docs", help="SciFact corpus subset on both sides: judged docs + facet "
+                                   "eval's seeded sample of the others (default: all)")] = None,
+        gircse: Annotated[str, typer.Option(
+            "--gircse", help="gircse-cache: the GIRCSE checkpoint")] = "checkpoints/gircse",
+        gircse_baseline: Annotated[str, typer.Option(
+            "--gircse-baseline", help="gircse-cache: embedder the times are divided by")] = "checkpoints/causal-eos",
+        texts: Annotated[int, typer.Option(
+            "--texts", help="gircse-cache: STS-B training sentences encoded")] = 512,
+        soft_tokens: Annotated[int, typer.Option(
+            "--soft-tokens", help="gircse-cache: K generated soft tokens")] = 5,
+        out: Annotated[Path | None, typer.Option("--out", help="write results as JSON")] = None,
+    ) -> None:
+        """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG, GIRCSE's KV cache."""
+        import tempfile
+
+        from app.services import benchmark as bm
+        from app.services.context import EmbedderCache
+        from indexer.store import EdgeStore, QdrantClientStore
+
+        settings = get_settings()
+        cache = EmbedderCache(settings.device)
+        wanted = {p.strip() for p in parts.split(",") if p.strip()}
+        unknown = wanted - {"index", "store", "search", "scifact", "gircse-cache"}
+        if unknown:
+            raise InvalidRequestError(f"unknown --parts {', '.join(sorted(unknown))}; pick from "
+                                      "index, store, search, scifact, gircse-cache")
+        results: dict[str, Any] = {"load_average_start": bm.load_average(),
+                                   "cpus": os.cpu_count()}
+        typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
+        if "index" in wanted:
+            with tempfile.TemporaryDirectory(prefix="facet-bench-src-") as tmp:
+                src = source or bm.banking77_corpus(
+                    settings.shared_data_dir / "banking77" / "train.csv",
+                    Path(tmp) / "banking77_train.jsonl", index_docs)
+                r = bm.bench_indexing(src, embedder, cache, rounds=rounds, log=typer.echo)
+            results["index"] = r
+            st = r["stage_s_median"]
+            typer.echo(
+                f"indexing {r['documents']} docs / {r['chunks']} chunks with {r['embedder']}, "
+                f"median of {rounds} alternating runs: bare encode {r['bare_encode_s']:.1f}s "
+                f"({r['bare_chunks_per_s']:.1f} chunks/s), end-to-end {r['end_to_end_s']:.1f}s "
+                f"({r['end_to_end_chunks_per_s']:.1f} chunks/s): ratio {r['ratio']:.3f} "
+                f"(CPU-seconds ratio {r['cpu_ratio']:.3f}); median stages "
+                + ", ".join(f"{k} {v:.2f}s" for k, v in st.items())
+                + f"; non-encode share {r['non_encode_share']:.1%}")
+        if "store" in wanted:
+            dim = int(cache.get(embedder).dim)
+            rows = []
+            with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
+                for label, make in (("edge", lambda t: EdgeStore(Path(t) / "edge")),
+                                    ("local", lambda t: QdrantClientStore(path=Path(t) / "local"))):
+                    store = make(tmp)
+                    try:
+                        r = bm.bench_store(store, local_points, dim)
+                    finally:
+                        store.close()
+                    rows.append(r)
+                    typer.echo(_store_line(label, r))
+            results["store"] = rows
+        if "search" in wanted:
+            with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
+                built = bm.build_search_bench_collection(Path(tmp), cache, embedder, points)
+                typer.echo(_store_line("edge", built))
+                r = bm.bench_search_latency(Path(tmp), cache, embedder, rerank, BENCH_QUERIES,
+                                            rerank_depth=rerank_depth)
+            results["search"] = r | {"points": points, "store": built}
+            typer.echo(f"search service on {points} chunks ({len(BENCH_QUERIES)} queries x 3, "
+                       f"top 10): no rerank p50/p95 {r['no_rerank']['p50_ms']:.1f}/"
+                       f"{r['no_rerank']['p95_ms']:.1f} ms; rerank ({rerank}, depth "
+                       f"{r['rerank_depth']}) {r['rerank']['p50_ms']:.1f}/"
+                       f"{r['rerank']['p95_ms']:.1f} ms; stage p50 {r['no_rerank']['stage_p50_ms']}"
+                       f" / {r['rerank']['stage_p50_ms']}")
+        if "scifact" in wanted:
+            folder = settings.shared_data_dir / "beir_scifact"
+            r = bm.scifact_consistency(folder, embedder, cache, settings, log=typer.echo,
+                                       max_docs=scifact_docs)
+            results["scifact"] = r
+            typer.echo(f"SciFact nDCG@10 ({r['queries']} queries, {r['documents']} docs, "
+                       f"{r['chunks']} chunks, {r['docs_with_same_text_as_eval']} with facet "
+                       f"eval's text, {r['embedder']}): index -> search service "
+                       f"{r['service_ndcg10']:.4f}, facet eval {r['facet_eval_ndcg10']:.4f}, "
+                       f"|diff| {r['abs_diff']:.4f}")
+        if "gircse-cache" in wanted:
+            sentences = bm.stsb_sentences(settings.shared_data_dir, texts)
+            r = bm.bench_gircse_cache(gircse, gircse_baseline, sentences, device=settings.device,
+                                      rounds=rounds, soft_tokens=soft_tokens, log=typer.echo)
+            results["gircse_cache"] = r
+            med = r["seconds_median"]
+            typer.echo(f"GIRCSE K={r['soft_tokens']} encode of {r['texts']} STS-B sentences on {r['device']} "
+                       f"(median of {rounds}): with KV cache {med['cache']:.2f}s, without {med['no_cache']:.2f}s, "
+                       f"{r['baseline']} {med['baseline']:.2f}s; ratio to {r['baseline']}: cache "
+                       f"{r['ratio_cache_to_baseline']:.2f}x, no cache {r['ratio_no_cache_to_baseline']:.2f}x; "
+                       f"cache speed-up {r['speedup_cache']:.2f}x; max |cache - no cache| "
+                       f"{r['max_abs_diff_cache_vs_no_cache']:.2e}")
+        results["load_average_end"] = bm.load_average()
+        typer.echo(f"load average at the end {results['load_average_end']}")
+        if out is not None:
+            out.write_text(json.dumps(results, indent=2))
+            typer.echo(f"wrote {out}")
+
+
+def _store_line(label: str, r: dict[str, Any]) -> str:
+    return (f"store {label} {r['points']} x {r['dim']} ({r['vectors']}): upsert {r['upsert_s']:.1f}s "
+            f"({r['upsert_points_per_s']:.0f} pts/s), optimize {r['optimize_s']:.1f}s, search "
+            f"p50/p95 {r['search_p50_ms']:.2f}/{r['search_p95_ms']:.2f} ms, filtered "
+            f"{r['filtered_p50_ms']:.2f}/{r['filtered_p95_ms']:.2f} ms, recall@10 "
+            f"{r['recall_at_10']:.3f} (exact search {r['exact_recall_at_10']:.3f}) vs numpy "
+            f"brute force, load {r['load_average']}")

@@ -1,0 +1,64 @@
+"""``facet demo``: index the bundled BANKING77 sample and run a few instruction searches."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from app.cli import handle_errors, open_facet
+
+SAMPLE_FILE = Path(__file__).resolve().parents[1] / "sample_corpus" / "banking77_sample.jsonl"
+DEMO_COLLECTION = "demo-banking77"
+DEMO_SEARCHES = [
+    ("my card payment was declined at the shop", "Find messages with the same customer intent",
+     []),
+    ("I want my money back", "Find messages about the customer's problem with a card",
+     []),
+    ("where is it?", "Find messages asking about the status of a new card", []),
+    ("how long does it take", "Find messages about top-ups",
+     []),
+    ("fees", "Find messages about exchange rates or currency",
+     ["intent=exchange_rate", "intent=exchange_charge"]),
+]
+
+
+def register(cli: typer.Typer) -> None:
+    """Add ``facet demo`` to the CLI."""
+
+    @cli.command("demo")
+    @handle_errors
+    def demo_cmd(
+        embedder: Annotated[str | None, typer.Option("--embedder", "-e")] = None,
+        rerank: Annotated[str | None, typer.Option("--rerank")] = None,
+    ) -> None:
+        """Index the bundled BANKING77 sample and run a few instruction searches."""
+        from app.commands.index import progress_bar
+        from app.commands.search import print_results
+        from app.services.indexing import IndexOptions
+        from app.services.search import SearchRequest, parse_filters
+
+        started = time.perf_counter()
+        with open_facet() as facet:
+            typer.echo(f"indexing {SAMPLE_FILE} into {DEMO_COLLECTION!r} "
+                       f"(data dir {facet.settings.data_dir})")
+            bar, update = progress_bar()
+            try:
+                report = facet.index(SAMPLE_FILE, DEMO_COLLECTION, IndexOptions(embedder=embedder),
+                                     progress=update)
+            finally:
+                bar.close()
+            typer.echo(f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
+                       f"{report.docs_failed} failed in {report.elapsed_s:.1f}s\n")
+            for query, instruction, filters in DEMO_SEARCHES:
+                response = facet.search(SearchRequest(
+                    query=query, collection=DEMO_COLLECTION, instruction=instruction, top_k=3,
+                    filters=parse_filters(filters), rerank=rerank, embedder=embedder))
+                if filters:
+                    typer.echo(f"filters: {' '.join(filters)}")
+                print_results(response)
+                typer.echo("")
+        typer.echo(f"demo done in {time.perf_counter() - started:.1f}s; try: facet search "
+                   f"\"lost my card\" -i \"Find the customer's intent\" -c {DEMO_COLLECTION}")

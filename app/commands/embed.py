@@ -1,0 +1,55 @@
+"""``facet embedders`` and ``facet embed``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from app.cli import handle_errors, open_facet
+
+
+def register(cli: typer.Typer) -> None:
+    """Add the embedding commands to the ``facet`` CLI."""
+
+    @cli.command("embedders")
+    @handle_errors
+    def embedders_cmd(
+        as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    ) -> None:
+        """List the embedders that can be loaded by name."""
+        from embedders import list_embedders
+
+        infos = list_embedders()
+        if as_json:
+            typer.echo(json.dumps([{"name": i.name, "kind": i.kind, "description": i.description}
+                                   for i in infos], indent=2))
+            return
+        width = max(len(i.name) for i in infos)
+        for info in infos:
+            typer.echo(f"{info.name:<{width}}  {info.kind:<9} {info.description}")
+
+    @cli.command("embed")
+    @handle_errors
+    def embed_cmd(
+        texts: Annotated[list[str], typer.Argument(help="texts to embed")],
+        embedder: Annotated[str, typer.Option("--embedder", "-e", help="name or checkpoint path")] = "minilm",
+        instruction: Annotated[str | None, typer.Option("--instruction", "-i")] = None,
+        role: Annotated[str, typer.Option("--role", help="query or document")] = "document",
+        batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
+    ) -> None:
+        """Embed TEXTS and print a JSON object with the vectors (L2-normalised float32)."""
+        from app.encoding import EmbedderCache, InlineQueryEncoder
+        from app.settings import get_settings
+
+        cache = EmbedderCache(get_settings().device)
+        with open_facet(embedders=cache, encoder=InlineQueryEncoder(cache, batch_size)) as facet:
+            result = facet.embed(texts, embedder=embedder, role=role, instruction=instruction)
+        typer.echo(json.dumps({
+            "embedder": result.embedder,
+            "dim": result.dim,
+            "role": result.role,
+            "instruction": instruction,
+            "vectors": [[round(float(x), 6) for x in row] for row in result.vectors],
+        }))

@@ -1,0 +1,70 @@
+"""``facet search``: one instruction-aware search, printed with highlighted snippets."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from app.cli import handle_errors, open_facet
+from app.services.search import SearchResponse
+
+
+def print_results(response: SearchResponse) -> None:
+    """Results as a ranked list with the query terms in bold."""
+    header = f"{response.collection} · {response.embedder}"
+    if response.reranker:
+        header += f" · reranked by {response.reranker}"
+    if response.instruction:
+        header += f"\ninstruction: {response.instruction}"
+    typer.echo(header)
+    typer.echo(f"query: {response.query}   ({response.timings_ms['total']:.0f} ms)")
+    if not response.results:
+        typer.echo("  no results (check the filters)")
+    for r in response.results:
+        snippet = r.snippet
+        for a, b in sorted(r.highlights, reverse=True):
+            snippet = snippet[:a] + typer.style(snippet[a:b], bold=True) + snippet[b:]
+        label = r.title or r.doc_id
+        meta = " ".join(f"{k}={v}" for k, v in r.metadata.items())
+        line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{r.doc_id} #{r.chunk_no}] {meta}"
+        typer.echo(line.rstrip())
+        typer.echo(f"       {snippet}")
+
+
+def register(cli: typer.Typer) -> None:
+    """Add ``facet search`` to the CLI."""
+
+    @cli.command("search")
+    @handle_errors
+    def search_cmd(
+        query: Annotated[str, typer.Argument(help="what to search for")],
+        collection: Annotated[str, typer.Option("--collection", "-c")],
+        instruction: Annotated[str | None, typer.Option(
+            "--instruction", "-i", help="what the query means, e.g. 'find the customer intent'")
+        ] = None,
+        top_k: Annotated[int, typer.Option("--top-k", "-k")] = 10,
+        filters: Annotated[list[str] | None, typer.Option(
+            "--filter", "-f", help="key=value (string) or key:=JSON; repeat a key for any-of")
+        ] = None,
+        rerank: Annotated[str | None, typer.Option(
+            "--rerank", help="instruction embedder to rerank the candidates")] = None,
+        rerank_depth: Annotated[int | None, typer.Option(
+            "--rerank-depth", help="candidates to rerank (default 5 x top-k)")] = None,
+        embedder: Annotated[str | None, typer.Option(
+            "--embedder", "-e", help="which of the collection's embedders to search")] = None,
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """Search a collection with an optional instruction, filters and rerank."""
+        from app.services.search import SearchRequest, parse_filters
+
+        request = SearchRequest(query=query, collection=collection, instruction=instruction,
+                                top_k=top_k, filters=parse_filters(filters or []), rerank=rerank,
+                                rerank_depth=rerank_depth, embedder=embedder)
+        with open_facet() as facet:
+            response = facet.search(request)
+        if as_json:
+            typer.echo(json.dumps(response.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            print_results(response)

@@ -1,0 +1,349 @@
+"""The application core: one ``Facet`` object every edge calls.
+
+The CLI, the HTTP API, the LangChain adapter, and later the Gradio UI and the Celery worker
+are thin layers over this class: they parse their input, call one method, and render the
+result or map the error. ``Facet`` holds the logic's dependencies (store, metadata sessions,
+models, the ``QueryEncoder`` and the ``JobRunner``) and the services that use them::
+
+    from app.core import Facet
+    from app.services.search import SearchRequest
+
+    with Facet.open() as facet:                       # FACET_* settings
+        facet.index("notes/", "notes")                # sync; facet.submit_index(...) runs it in the background
+        hits = facet.search(SearchRequest("card declined", "notes",
+                                          instruction="Find the customer's intent"))
+
+Every public method raises only ``app.errors.FacetError`` subclasses (errors of the
+``embedders`` and ``indexer`` packages are translated here), never with an exit code or a
+status: each edge decides how to show them.
+
+Embedded mode: one process owns the store folder, so open one ``Facet`` per process and
+share it (``Facet.shared()`` for code that cannot pass it around, e.g. a LangChain retriever
+built from a config).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
+from app.errors import FacetError, InvalidRequestError, TooLargeError, as_domain_error
+from app.jobs import JobRunner, ThreadJobRunner
+from app.services.clustering import ClusterRequest, ClusterResponse, ClusterService
+from app.services.collections import CollectionInfo, CollectionService, JobInfo
+from app.services.context import ServiceContext
+from app.services.indexing import IndexOptions, IndexReport, IndexService, PreparedJob, Progress
+from app.services.search import SearchRequest, SearchResponse, SearchService
+from app.settings import FacetSettings, apply_settings, get_settings
+from embedders.base import Embedder, HasTokenizer, Role
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
+    """Let only ``FacetError`` out: lower packages' errors become their domain equivalents."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except FacetError:
+            raise
+        except Exception as e:
+            domain = as_domain_error(e)
+            if domain is None:
+                raise
+            raise domain from e
+
+    return wrapper
+
+
+@dataclass
+class Embeddings:
+    """Vectors of one ``Facet.embed`` call.
+
+    Attributes:
+        embedder: the embedder's canonical name.
+        dim: vector width.
+        role: ``query`` or ``document``.
+        instruction: the instruction used (None when none).
+        vectors: float32 ``(n, dim)``, L2-normalised.
+        tokens: tokens the embedder read (texts cut at its ``max_length``), prompts excluded.
+    """
+
+    embedder: str
+    dim: int
+    role: str
+    instruction: str | None
+    vectors: np.ndarray
+    tokens: int
+
+
+class Facet:
+    """Index, search, cluster, collections, jobs and embeddings over one data folder.
+
+    Args:
+        settings: the ``FACET_*`` settings (default: read from the environment once).
+        context: already built dependencies (tests); default built from ``settings``.
+        encoder: where texts are encoded; default ``InlineQueryEncoder`` (the calling thread).
+            ``Facet.for_serving`` uses a ``BatchingQueryEncoder``.
+        jobs: where background index jobs run; default one background thread.
+        embedders: a shared model cache (tests share their session models this way).
+    """
+
+    def __init__(self, settings: FacetSettings | None = None, *,
+                 context: ServiceContext | None = None, encoder: QueryEncoder | None = None,
+                 jobs: JobRunner | None = None, embedders: EmbedderCache | None = None) -> None:
+        self.settings = settings or (context.settings if context else get_settings())
+        apply_settings(self.settings)
+        if context is None:
+            embedders = embedders or EmbedderCache(self.settings.device)
+            context = ServiceContext(self.settings, embedders=embedders,
+                                     encoder=encoder or InlineQueryEncoder(embedders))
+            self._owns_encoder = True
+        else:
+            self._owns_encoder = False
+        self.context = context
+        self.embedder_cache = context.embedders
+        self.encoder: QueryEncoder = context.encoder
+        self.indexing = IndexService(context)
+        self.searching = SearchService(context)
+        self.clustering = ClusterService(context, self.searching)
+        self.catalog = CollectionService(context)
+        self.job_runner: JobRunner = jobs or ThreadJobRunner(self._run_job,
+                                                             on_abandon=self._abandon_job)
+        self._closed = False
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def open(cls, settings: FacetSettings | None = None, **kwargs: Any) -> Facet:
+        """A facade for one-shot use (the CLI): encodes in the calling thread."""
+        return cls(settings, **kwargs)
+
+    @classmethod
+    def for_serving(cls, settings: FacetSettings | None = None, *,
+                    embedders: EmbedderCache | None = None) -> Facet:
+        """A facade for a long-running server: one model thread with dynamic batching
+        (``FACET_BATCH_*``, ``FACET_QUERY_THREADS``, ``FACET_MAX_PENDING_TEXTS``)."""
+        settings = settings or get_settings()
+        cache = embedders or EmbedderCache(settings.device)
+        encoder = BatchingQueryEncoder(cache, threads=settings.query_threads,
+                                       max_batch_texts=settings.batch_max_texts,
+                                       max_wait_ms=settings.batch_wait_ms,
+                                       max_pending_texts=settings.max_pending_texts)
+        return cls(settings, encoder=encoder, embedders=cache)
+
+    _shared: Facet | None = None
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> Facet:
+        """The process-wide facade over the environment's settings, opened on first use."""
+        with cls._shared_lock:
+            if cls._shared is None or cls._shared._closed:
+                cls._shared = cls.for_serving()
+            return cls._shared
+
+    @classmethod
+    def set_shared(cls, facet: Facet | None) -> None:
+        """Make ``facet`` the one ``shared()`` returns (a server or a test that built its own)."""
+        with cls._shared_lock:
+            cls._shared = facet
+
+    def close(self) -> None:
+        """Stop background work and release the store (one process may hold it)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.job_runner.close()
+        if self._owns_encoder:
+            self.encoder.close()
+        self.context.close()
+        with Facet._shared_lock:
+            if Facet._shared is self:
+                Facet._shared = None
+
+    def __enter__(self) -> Facet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ embed
+
+    @_domain_errors
+    def embedder(self, name: str | None = None) -> Embedder:
+        """The loaded embedder ``name`` (default: the settings' default embedder).
+
+        Raises:
+            UnknownModelError: not a registered name nor a checkpoint directory.
+        """
+        return self.embedder_cache.get(name or self.settings.default_embedder)
+
+    @_domain_errors
+    def embed(self, texts: Sequence[str], *, embedder: str | None = None,
+              role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
+        """Embed texts (``role`` picks the prompt; an instruction conditions the embedding).
+
+        Raises:
+            InvalidRequestError: texts not a list of strings, bad role.
+            TooLargeError: more than ``FACET_MAX_TEXTS_PER_CALL`` texts.
+            UnknownModelError: unknown embedder.
+            BusyError: the encoder's queue is full (a server under load).
+        """
+        if isinstance(texts, str):
+            raise InvalidRequestError("texts must be a list of strings, not one string; wrap it: "
+                                      "[text]")
+        limit = self.settings.max_texts_per_call
+        if len(texts) > limit:
+            raise TooLargeError(f"{len(texts)} texts in one call, more than the limit of {limit} "
+                                "(FACET_MAX_TEXTS_PER_CALL); split them into several calls")
+        role_ = Role.parse(role)
+        name = embedder or self.settings.default_embedder
+        model = self.embedder_cache.get(name)
+        vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
+        clean = (instruction or "").strip() or None
+        return Embeddings(model.name, int(model.dim), role_.value, clean, vectors,
+                          self.count_tokens(model, texts))
+
+    @staticmethod
+    def count_tokens(model: Embedder, texts: Sequence[str]) -> int:
+        """Tokens ``model`` reads of ``texts`` (each cut at its ``max_length``); words when it
+        has no tokenizer. Tokenises without truncation or padding, so it never changes the
+        shared tokenizer's settings while the model thread uses it."""
+        tokenizer = model.tokenizer if isinstance(model, HasTokenizer) else None
+        if tokenizer is None or not texts:
+            return sum(len(t.split()) for t in texts)
+        cap = model.max_length if isinstance(model, HasTokenizer) else 10**9
+        ids = tokenizer(list(texts), add_special_tokens=False, return_attention_mask=False,
+                        return_token_type_ids=False, verbose=False)["input_ids"]
+        return int(sum(min(len(row), cap) for row in ids))
+
+    # ------------------------------------------------------------------ index
+
+    @_domain_errors
+    def index(self, source: Path | str, collection: str, options: IndexOptions | None = None,
+              progress: Callable[[Progress], None] | None = None) -> IndexReport:
+        """Index ``source`` into ``collection`` now, in this thread; returns the job's report.
+
+        Raises:
+            NotFoundError: the source does not exist.
+            InvalidRequestError: bad collection name, chunk settings, embedder mismatch.
+            ConflictError: another process is writing the collection.
+            DataError: a single file of an unsupported type.
+        """
+        try:
+            return self.indexing.index(source, collection, options, progress)
+        finally:
+            self.searching.forget(collection)
+
+    @_domain_errors
+    def submit_index(self, source: Path | str, collection: str,
+                     options: IndexOptions | None = None) -> JobInfo:
+        """Check the request, record a ``queued`` job and run it in the background.
+
+        Returns:
+            The job as recorded now (poll ``job(id)`` for progress).
+
+        Raises:
+            As ``index``, for everything that can be checked before the work starts.
+        """
+        prepared = self.indexing.prepare(source, collection, options)
+        try:
+            self.job_runner.submit(prepared)
+        except Exception as e:
+            self.indexing.fail(prepared.job_id, f"could not start: {e}")
+            raise FacetError(f"index job {prepared.job_id} could not be started: {e}") from e
+        return self.catalog.job(prepared.job_id)
+
+    def _run_job(self, job: PreparedJob) -> IndexReport:
+        try:
+            return self.indexing.run(job)
+        finally:
+            self.searching.forget(job.collection)
+
+    def _abandon_job(self, job: PreparedJob) -> None:
+        self.indexing.fail(job.job_id, "the server stopped before the job started; submit it again")
+
+    # ----------------------------------------------------------- search/cluster
+
+    @_domain_errors
+    def search(self, request: SearchRequest) -> SearchResponse:
+        """Search a collection (query + instruction -> vector search -> optional rerank).
+
+        Raises:
+            InvalidRequestError, NotFoundError: see ``SearchService.search``.
+        """
+        return self.searching.search(request)
+
+    @_domain_errors
+    def cluster(self, request: ClusterRequest) -> ClusterResponse:
+        """Cluster texts, a collection or search results under an instruction.
+
+        Raises:
+            InvalidRequestError, TooLargeError, NotFoundError: see ``ClusterService.cluster``.
+        """
+        return self.clustering.cluster(request)
+
+    # -------------------------------------------------------- collections/jobs
+
+    @_domain_errors
+    def collections(self) -> list[CollectionInfo]:
+        """Every collection with its counts, embedders and chunking."""
+        return self.catalog.list_all()
+
+    @_domain_errors
+    def collection(self, name: str) -> CollectionInfo:
+        """One collection. Raises ``NotFoundError`` for an unknown name."""
+        return self.catalog.get(name)
+
+    @_domain_errors
+    def delete_collection(self, name: str) -> CollectionInfo:
+        """Delete a collection's points and metadata; returns what it held."""
+        try:
+            return self.catalog.delete(name)
+        finally:
+            self.searching.forget(name)
+
+    @_domain_errors
+    def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:
+        """Recent index jobs, newest first (of one collection when named)."""
+        return self.catalog.jobs(collection, limit)
+
+    @_domain_errors
+    def job(self, job_id: int) -> JobInfo:
+        """One job with its per-document errors. Raises ``NotFoundError`` for an unknown id."""
+        return self.catalog.job(job_id)
+
+    # ------------------------------------------------------------------- info
+
+    def info(self) -> dict[str, Any]:
+        """What this process serves: store backend, default embedder, loaded models, limits."""
+        from embedders import list_embedders
+
+        stats = self.encoder.stats if isinstance(self.encoder, BatchingQueryEncoder) else None
+        return {
+            "data_dir": str(self.settings.data_dir),
+            "vector_backend": self.context.store.backend,
+            "default_embedder": self.settings.default_embedder,
+            "embedders": [{"name": i.name, "kind": i.kind, "description": i.description}
+                          for i in list_embedders()],
+            "loaded": self.embedder_cache.loaded(),
+            "encoder": type(self.encoder).__name__,
+            "encoder_stats": vars(stats) if stats is not None else None,
+            "limits": {"max_texts_per_call": self.settings.max_texts_per_call,
+                       "max_cluster_texts": self.settings.max_cluster_texts,
+                       "max_pending_texts": self.settings.max_pending_texts},
+        }

@@ -1,0 +1,377 @@
+"""Where the application's texts are turned into vectors: the ``QueryEncoder`` seam.
+
+Every service encodes through a ``QueryEncoder`` instead of calling a model itself, so where
+the model runs is a deployment choice:
+
+* ``InlineQueryEncoder``: in the calling thread (the CLI, tests, a worker process).
+* ``BatchingQueryEncoder``: one model thread per process (``facet serve``). Concurrent
+  requests that share (embedder, role, instruction) are encoded as one batch (dynamic
+  batching), search queries go before bulk work (an index job's chunks), and the model is
+  never used from two threads at once (Hugging Face tokenizers are not safe for that).
+* a Celery encoder (the worker issue) sends the same calls to the ``query`` queue, and bulk
+  calls to the ``index`` queue, of GPU workers.
+
+Models are loaded once per process by ``EmbedderCache``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from app.errors import BusyError, FacetError, InvalidRequestError, as_domain_error
+from embedders.base import Embedder, Role, validate_instruction, validate_texts
+from embedders.explain import AnswerGenerator
+
+logger = logging.getLogger(__name__)
+
+
+class EmbedderCache:
+    """Loads each embedder once per process (models are large; every service shares them).
+
+    Args:
+        device: ``cpu``, ``cuda``... or None for automatic.
+    """
+
+    def __init__(self, device: str | None = None) -> None:
+        self.device = device
+        self._models: dict[str, Embedder] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Embedder:
+        """The embedder called ``name`` (a registered name or a checkpoint path), loaded on first use.
+
+        Raises:
+            UnknownModelError: neither a registered name nor a checkpoint directory.
+            DataError: a checkpoint that cannot be read.
+        """
+        from embedders import load_embedder
+
+        with self._lock:
+            model = self._models.get(name)
+            if model is None:
+                try:
+                    model = load_embedder(name, device=self.device)
+                except Exception as e:
+                    domain = as_domain_error(e)
+                    if domain is None:
+                        raise
+                    raise domain from e
+                self._models[name] = model
+                # The same model is reachable by its canonical name too.
+                self._models.setdefault(model.name, model)
+            return model
+
+    def put(self, name: str, model: Embedder) -> None:
+        """Register an already loaded model (tests share their session fixture this way)."""
+        with self._lock:
+            self._models[name] = model
+            self._models.setdefault(model.name, model)
+
+    def loaded(self) -> list[str]:
+        """Canonical names of the models loaded so far."""
+        with self._lock:
+            return sorted({m.name for m in self._models.values()})
+
+
+@runtime_checkable
+class QueryEncoder(Protocol):
+    """Encodes texts with a named embedder on behalf of the services.
+
+    ``bulk=True`` marks throughput work (an index job's chunks): an encoder may run it after
+    waiting queries, or on other workers. Results are what ``Embedder.encode`` returns:
+    float32 ``(len(texts), dim)``, L2-normalised.
+    """
+
+    def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None, bulk: bool = False) -> np.ndarray: ...
+
+    def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
+                         max_new_tokens: int | None = None) -> list[str]:
+        """Short answers of an InBedder-style model (``explainer``) to ``instruction`` about
+        each text (what cluster names are made of).
+
+        Raises:
+            InvalidRequestError: ``explainer`` cannot answer (it is not an InBedder checkpoint).
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+def _answers(embedders: EmbedderCache, texts: Sequence[str], explainer: str,
+             instruction: str | None, max_new_tokens: int | None) -> list[str]:
+    model = embedders.get(explainer)
+    if not isinstance(model, AnswerGenerator):
+        raise InvalidRequestError(f"explainer {explainer!r} is not an InBedder checkpoint (it cannot "
+                                  "answer); pass an InBedder checkpoint directory, or no explainer "
+                                  "to take keywords from the texts themselves")
+    try:
+        return model.generate_answers(texts, instruction, max_new_tokens=max_new_tokens)
+    except Exception as e:
+        domain = as_domain_error(e)
+        if domain is None:
+            raise
+        raise domain from e
+
+
+def _call(model: Embedder, texts: list[str], role: Role, instruction: str | None,
+          batch_size: int) -> np.ndarray:
+    try:
+        return model.encode(texts, role=role, instruction=instruction, batch_size=batch_size)
+    except Exception as e:
+        domain = as_domain_error(e)
+        if domain is None:
+            raise
+        raise domain from e
+
+
+class InlineQueryEncoder:
+    """Encodes in the calling thread (one process, one user: the CLI, tests, workers)."""
+
+    def __init__(self, embedders: EmbedderCache, batch_size: int = 32) -> None:
+        self.embedders = embedders
+        self.batch_size = batch_size
+
+    def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None, bulk: bool = False) -> np.ndarray:
+        model = self.embedders.get(embedder)
+        items, role_, instruction_ = _validated(texts, role, instruction)
+        return _call(model, items, role_, instruction_, self.batch_size)
+
+    def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
+                         max_new_tokens: int | None = None) -> list[str]:
+        return _answers(self.embedders, texts, explainer, instruction, max_new_tokens)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _validated(texts: Sequence[str], role: Role | str,
+               instruction: str | None) -> tuple[list[str], Role, str | None]:
+    try:
+        return validate_texts(texts), Role.parse(role), validate_instruction(instruction)
+    except Exception as e:
+        domain = as_domain_error(e)
+        if domain is None:
+            raise
+        raise domain from e
+
+
+@dataclass
+class _Request:
+    key: tuple[str, Role, str | None]
+    texts: list[str]
+    future: Future[Any] = field(default_factory=Future)
+    queued_at: float = field(default_factory=time.perf_counter)
+    # Other model work (answer generation) runs alone, on the same thread as encoding.
+    work: Callable[[], Any] | None = None
+
+
+@dataclass
+class BatchStats:
+    """What the model thread did: how many calls and texts, and in how many batches."""
+
+    requests: int = 0
+    texts: int = 0
+    batches: int = 0
+    largest_batch: int = 0
+    busy_refusals: int = 0
+
+
+class BatchingQueryEncoder:
+    """One model thread; concurrent same-key requests share a batch; queries before bulk work.
+
+    The thread takes everything of one key that is waiting when it becomes free (up to
+    ``max_batch_texts``), so under load the batches grow by themselves and an idle server
+    adds no wait to a lone request. ``max_wait_ms`` > 0 additionally holds a batch open that
+    long for more requests (useful when clients fire at exactly the same moment).
+
+    Args:
+        embedders: where models come from.
+        threads: torch threads of the model thread (``torch.set_num_threads`` is per thread).
+        max_batch_texts: texts encoded together at most.
+        max_wait_ms: how long to wait for more requests of the same key.
+        max_pending_texts: texts waiting at most; more are refused with ``BusyError``.
+        batch_size: the batch size passed to ``Embedder.encode`` (its forward passes).
+    """
+
+    def __init__(self, embedders: EmbedderCache, *, threads: int | None = 1,
+                 max_batch_texts: int = 64, max_wait_ms: float = 0.0,
+                 max_pending_texts: int = 8192, batch_size: int = 32) -> None:
+        if max_batch_texts < 1 or max_pending_texts < 1 or batch_size < 1:
+            raise ValueError("max_batch_texts, max_pending_texts and batch_size must be >= 1")
+        self.embedders = embedders
+        self.threads = threads
+        self.max_batch_texts = max_batch_texts
+        self.max_wait_s = max(0.0, max_wait_ms) / 1000.0
+        self.max_pending_texts = max_pending_texts
+        self.batch_size = batch_size
+        self.stats = BatchStats()
+        self._urgent: deque[_Request] = deque()
+        self._bulk: deque[_Request] = deque()
+        self._pending = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    # ---------------------------------------------------------------- callers
+
+    def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None, bulk: bool = False) -> Future[np.ndarray]:
+        """Queue one request; the future gets its ``(len(texts), dim)`` vectors.
+
+        Raises:
+            InvalidRequestError: texts not a list of strings, a bad role or instruction.
+            BusyError: more than ``max_pending_texts`` texts would be waiting.
+        """
+        items, role_, instruction_ = _validated(texts, role, instruction)
+        request = _Request((embedder, role_, instruction_), items)
+        if not items:
+            # Nothing to batch; the model still says how wide an empty result is.
+            request.future.set_result(_call(self.embedders.get(embedder), items, role_,
+                                            instruction_, self.batch_size))
+            return request.future
+        with self._cond:
+            if self._closed:
+                raise FacetError("the query encoder is closed")
+            if self._pending and self._pending + len(items) > self.max_pending_texts:
+                self.stats.busy_refusals += 1
+                raise BusyError(
+                    f"{self._pending} texts are already waiting to be encoded (limit "
+                    f"{self.max_pending_texts}, FACET_MAX_PENDING_TEXTS); retry shortly or send "
+                    "fewer texts per request", retry_after_s=1.0)
+            (self._bulk if bulk else self._urgent).append(request)
+            self._pending += len(items)
+            self._start()
+            self._cond.notify()
+        return request.future
+
+    def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None, bulk: bool = False) -> np.ndarray:
+        """Encode and wait. Bulk work goes in ``batch_size`` pieces, so waiting queries are
+        served between the pieces of a long index batch."""
+        if not bulk:
+            return self.submit(texts, embedder=embedder, role=role, instruction=instruction).result()
+        items, _, _ = _validated(texts, role, instruction)
+        if len(items) <= self.batch_size:
+            return self.submit(items, embedder=embedder, role=role, instruction=instruction,
+                               bulk=True).result()
+        return np.concatenate([
+            self.submit(items[i:i + self.batch_size], embedder=embedder, role=role,
+                        instruction=instruction, bulk=True).result()
+            for i in range(0, len(items), self.batch_size)], axis=0)
+
+    def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
+                         max_new_tokens: int | None = None) -> list[str]:
+        """Generate on the model thread, as bulk work (after waiting queries)."""
+        items, _, _ = _validated(texts, Role.DOCUMENT, instruction)
+        request = _Request((explainer, Role.DOCUMENT, instruction), items,
+                           work=lambda: _answers(self.embedders, items, explainer, instruction,
+                                                 max_new_tokens))
+        with self._cond:
+            if self._closed:
+                raise FacetError("the query encoder is closed")
+            self._bulk.append(request)
+            self._pending += len(items)
+            self._start()
+            self._cond.notify()
+        answers: list[str] = request.future.result()
+        return answers
+
+    def close(self) -> None:
+        """Finish what is queued, then stop the model thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    @property
+    def pending_texts(self) -> int:
+        with self._cond:
+            return self._pending
+
+    # ------------------------------------------------------------ model thread
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="facet-encoder", daemon=True)
+            self._thread.start()
+
+    def _take(self) -> list[_Request] | None:
+        """The next batch: the oldest waiting request and the same-key ones behind it."""
+        with self._cond:
+            while not self._urgent and not self._bulk:
+                if self._closed:
+                    return None
+                self._cond.wait()
+            queue = self._urgent if self._urgent else self._bulk
+            first = queue.popleft()
+            batch, size = [first], len(first.texts)
+            if first.work is not None:
+                self._pending -= size
+                return batch
+            deadline = time.perf_counter() + self.max_wait_s
+            while size < self.max_batch_texts:
+                size = self._gather(queue, first.key, batch, size)
+                remaining = deadline - time.perf_counter()
+                if size >= self.max_batch_texts or remaining <= 0 or self._closed:
+                    break
+                self._cond.wait(timeout=remaining)
+            self._pending -= size
+            return batch
+
+    def _gather(self, queue: deque[_Request], key: tuple[str, Role, str | None],
+                batch: list[_Request], size: int) -> int:
+        for request in list(queue):
+            if request.work is None and request.key == key and \
+                    size + len(request.texts) <= self.max_batch_texts:
+                queue.remove(request)
+                batch.append(request)
+                size += len(request.texts)
+        return size
+
+    def _loop(self) -> None:
+        if self.threads is not None:
+            import torch
+
+            torch.set_num_threads(self.threads)  # this thread's OpenMP pool only
+        while True:
+            batch = self._take()
+            if batch is None:
+                return
+            work = batch[0].work
+            if work is not None:
+                try:
+                    batch[0].future.set_result(work())
+                except Exception as e:
+                    batch[0].future.set_exception(e)
+                continue
+            name, role, instruction = batch[0].key
+            texts = [t for request in batch for t in request.texts]
+            try:
+                vectors = _call(self.embedders.get(name), texts, role, instruction, self.batch_size)
+            except BaseException as e:  # handed to every waiting caller, never lost in this thread
+                for request in batch:
+                    request.future.set_exception(e)
+                if not isinstance(e, Exception):
+                    raise
+                continue
+            offset = 0
+            for request in batch:
+                n = len(request.texts)
+                request.future.set_result(vectors[offset:offset + n])
+                offset += n
+            self.stats.requests += len(batch)
+            self.stats.texts += len(texts)
+            self.stats.batches += 1
+            self.stats.largest_batch = max(self.stats.largest_batch, len(texts))

@@ -1,0 +1,129 @@
+"""Where background index jobs run: the ``JobRunner`` seam.
+
+The facade prepares a job in the caller's thread (validation, collection, a ``queued`` job
+row, so a request gets its error or its job id at once) and hands the ``PreparedJob`` to a
+runner:
+
+* ``InlineJobRunner`` runs it at once in the calling thread (tests, scripts);
+* ``ThreadJobRunner`` runs jobs one after another on one background thread (embedded mode:
+  one process owns the store, so one writer is enough);
+* a Celery runner (the worker issue) sends the job, which is JSON-safe, to the ``index``
+  queue.
+
+The job's progress, result and errors are in its row (``Facet.job``), whatever runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from app.services.indexing import PreparedJob
+
+logger = logging.getLogger(__name__)
+
+RunJob = Callable[[PreparedJob], object]
+
+
+@runtime_checkable
+class JobRunner(Protocol):
+    """Runs prepared index jobs somewhere."""
+
+    def submit(self, job: PreparedJob) -> None:
+        """Start ``job`` (now or later); returns without waiting for it to finish."""
+        ...
+
+    def close(self) -> None:
+        """Stop taking jobs; queued ones stay ``queued`` and are marked interrupted later."""
+        ...
+
+
+class InlineJobRunner:
+    """Runs each job in the calling thread before ``submit`` returns (errors are in its row)."""
+
+    def __init__(self, run: RunJob) -> None:
+        self._run = run
+
+    def submit(self, job: PreparedJob) -> None:
+        try:
+            self._run(job)
+        except Exception:
+            logger.exception("index job %d failed", job.job_id)
+
+    def close(self) -> None:
+        """Nothing runs in the background."""
+
+
+class ThreadJobRunner:
+    """One background thread running jobs in submission order.
+
+    Args:
+        run: does one job (the facade's ``IndexService.run`` plus its cache upkeep).
+        on_abandon: called for each job still queued when the runner closes.
+    """
+
+    def __init__(self, run: RunJob,
+                 on_abandon: Callable[[PreparedJob], None] | None = None) -> None:
+        self._run = run
+        self._on_abandon = on_abandon
+        self._queue: queue.Queue[PreparedJob | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, job: PreparedJob) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the job runner is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="facet-jobs", daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                if job is None:
+                    return
+                self._run(job)
+            except Exception:  # the job row holds the error; the thread goes on
+                assert job is not None
+                logger.exception("index job %d failed", job.job_id)
+            finally:
+                self._queue.task_done()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        abandoned: list[PreparedJob] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self._queue.task_done()
+            if item is not None:
+                abandoned.append(item)
+        if self._on_abandon is not None:
+            for job in abandoned:
+                self._on_abandon(job)
+        if self._thread is not None:
+            self._queue.put(None)
+        # A running job is not waited for: a killed run resumes with the next job
+        # (the index service's write protocol loses and duplicates nothing).
+
+    def join(self, timeout: float = 600.0) -> bool:
+        """Wait until every submitted job is done (tests, scripts); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
