@@ -219,6 +219,7 @@ class BatchingQueryEncoder:
         self._urgent: deque[_Request] = deque()
         self._bulk: deque[_Request] = deque()
         self._pending = 0
+        self._in_flight = 0
         self._cond = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -297,8 +298,15 @@ class BatchingQueryEncoder:
 
     @property
     def pending_texts(self) -> int:
+        """Texts queued and not yet taken by the model thread."""
         with self._cond:
             return self._pending
+
+    @property
+    def in_flight(self) -> int:
+        """Texts the model thread is working on now (0 when idle)."""
+        with self._cond:
+            return self._in_flight
 
     # ------------------------------------------------------------ model thread
 
@@ -319,6 +327,7 @@ class BatchingQueryEncoder:
             batch, size = [first], len(first.texts)
             if first.work is not None:
                 self._pending -= size
+                self._in_flight = size
                 return batch
             deadline = time.perf_counter() + self.max_wait_s
             while size < self.max_batch_texts:
@@ -328,7 +337,12 @@ class BatchingQueryEncoder:
                     break
                 self._cond.wait(timeout=remaining)
             self._pending -= size
+            self._in_flight = size
             return batch
+
+    def _done(self) -> None:
+        with self._cond:
+            self._in_flight = 0
 
     def _gather(self, queue: deque[_Request], key: tuple[str, Role, str | None],
                 batch: list[_Request], size: int) -> int:
@@ -352,20 +366,26 @@ class BatchingQueryEncoder:
             work = batch[0].work
             if work is not None:
                 try:
-                    batch[0].future.set_result(work())
+                    result = work()
                 except Exception as e:
+                    self._done()
                     batch[0].future.set_exception(e)
+                    continue
+                self._done()
+                batch[0].future.set_result(result)
                 continue
             name, role, instruction = batch[0].key
             texts = [t for request in batch for t in request.texts]
             try:
                 vectors = _call(self.embedders.get(name), texts, role, instruction, self.batch_size)
             except BaseException as e:  # handed to every waiting caller, never lost in this thread
+                self._done()
                 for request in batch:
                     request.future.set_exception(e)
                 if not isinstance(e, Exception):
                     raise
                 continue
+            self._done()
             offset = 0
             for request in batch:
                 n = len(request.texts)

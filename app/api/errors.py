@@ -1,0 +1,192 @@
+"""The HTTP edge's error mapping: every error is a 4xx/5xx JSON body in OpenAI's shape,
+
+``{"error": {"message": ..., "type": ..., "param": ..., "code": ...}}``,
+
+so the official ``openai`` client raises its own typed errors with our message. Domain
+errors map by class (most specific first); request validation errors become 400 naming the
+field; bodies over ``FACET_API_MAX_BODY_MB`` are refused before they are parsed (413).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.errors import (
+    BusyError,
+    ConflictError,
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    NotFoundError,
+    TooLargeError,
+    UnavailableError,
+    UnknownModelError,
+)
+
+logger = logging.getLogger(__name__)
+
+# (class, HTTP status, OpenAI-style type, code); most specific first.
+STATUS: list[tuple[type[FacetError], int, str, str | None]] = [
+    (UnknownModelError, 404, "invalid_request_error", "model_not_found"),
+    (TooLargeError, 413, "invalid_request_error", "request_too_large"),
+    (InvalidRequestError, 400, "invalid_request_error", None),
+    (NotFoundError, 404, "not_found_error", None),
+    (DataError, 422, "invalid_request_error", "unreadable_data"),
+    (ConflictError, 409, "conflict_error", None),
+    (BusyError, 429, "rate_limit_error", "busy"),
+    (UnavailableError, 503, "server_error", "unavailable"),
+    (FacetError, 500, "server_error", None),
+]
+
+
+def error_body(message: str, type_: str, param: str | None = None,
+               code: str | None = None) -> dict[str, Any]:
+    """The JSON body of an error response."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def error_response(status: int, message: str, type_: str, param: str | None = None,
+                   code: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(message, type_, param, code), status_code=status,
+                        headers=headers)
+
+
+def domain_status(error: FacetError) -> tuple[int, str, str | None]:
+    """(status, type, code) for a domain error."""
+    return next((status, type_, code) for cls, status, type_, code in STATUS
+                if isinstance(error, cls))
+
+
+async def _facet_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, FacetError)
+    status, type_, code = domain_status(exc)
+    headers = None
+    if isinstance(exc, BusyError):
+        headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
+    if status >= 500:
+        logger.error("request failed: %s", exc)
+    return error_response(status, str(exc), type_, code=code, headers=headers)
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p != "body"]
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
+    return out
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+    param = _location(tuple(first.get("loc", ())))
+    if first.get("type") == "json_invalid":
+        message = (f"the request body is not valid JSON ({first.get('msg')}); send a JSON object "
+                   "with Content-Type: application/json")
+        param = ""
+    elif first.get("type") == "extra_forbidden":
+        message = f"unknown field {param!r}; check its spelling against docs/api.md"
+    elif first.get("type") == "missing":
+        message = f"{param} is required"
+    else:
+        message = f"{param}: {first.get('msg')}"
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return error_response(400, message, "invalid_request_error", param or None)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    type_ = {401: "authentication_error", 404: "not_found_error",
+             405: "invalid_request_error"}.get(exc.status_code, "invalid_request_error")
+    message = str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":
+        message = "no such endpoint; see GET /info or docs/api.md for the routes"
+    return error_response(exc.status_code, message, type_,
+                          headers=dict(exc.headers) if exc.headers else None)
+
+
+async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unexpected error")
+    return error_response(500, f"internal error ({type(exc).__name__}); the server log has the "
+                               "details", "server_error")
+
+
+def install(app: FastAPI) -> None:
+    """Register the error handlers on ``app``."""
+    app.add_exception_handler(FacetError, _facet_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+class BodyLimitMiddleware:
+    """Refuses request bodies over ``max_bytes`` with 413, before the app parses them.
+
+    A declared ``Content-Length`` is checked first; a body without one (chunked) is read up
+    to the limit and then replayed to the app.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _refuse(self, send: Send, size: str) -> None:
+        mb = self.max_bytes / 2**20
+        body = json.dumps(error_body(
+            f"the request body is {size}, over the limit of {mb:g} MB (FACET_API_MAX_BODY_MB); "
+            "send fewer or shorter texts per request", "invalid_request_error",
+            code="request_too_large")).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            try:
+                length = int(declared)
+            except ValueError:
+                length = -1
+            if length > self.max_bytes:
+                await self._refuse(send, f"{length} bytes")
+                return
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(send, f"over {size} bytes")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

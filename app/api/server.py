@@ -1,0 +1,251 @@
+"""The FastAPI app behind ``facet serve``: a thin HTTP edge over ``app.core.Facet``.
+
+Each route parses its body (``app.api.schemas``), calls one facade method and renders the
+result as JSON; errors are mapped in ``app.api.errors``. The facade is built once at start-up
+(``Facet.for_serving``: models stay loaded, one model thread batches concurrent encodes) and
+closed at shutdown. Routes are listed in docs/api.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import Depends, FastAPI, HTTPException, Request, Response
+
+from app.api import errors
+from app.api.schemas import ClusterBody, EmbeddingsBody, JobBody, SearchBody
+from app.core import Facet
+from app.errors import InvalidRequestError, UnknownModelError
+from app.services.clustering import ClusterRequest
+from app.services.indexing import IndexOptions
+from app.services.search import SearchRequest
+from app.settings import FacetSettings, get_settings
+
+logger = logging.getLogger(__name__)
+
+
+def _facet(request: Request) -> Facet:
+    facet: Facet = request.app.state.facet
+    return facet
+
+
+FacetDep = Annotated[Facet, Depends(_facet)]
+
+
+def _require_key(request: Request) -> None:
+    """``Authorization: Bearer <FACET_API_KEY>`` when a key is configured."""
+    key: str | None = request.app.state.facet.settings.api_key
+    if not key:
+        return
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(),
+                                                                key.encode()):
+        raise HTTPException(401, "missing or wrong API key: send the header 'Authorization: Bearer "
+                                 "<key>' with the server's FACET_API_KEY",
+                            headers={"WWW-Authenticate": "Bearer"})
+
+
+def allowed_models(facet: Facet) -> list[str]:
+    """Embedder names the API may load: ``FACET_API_MODELS``, else the registered names and
+    the default embedder (checkpoint paths only when listed, so a request cannot make the
+    server load an arbitrary folder)."""
+    from embedders import list_embedders
+
+    if facet.settings.api_models is not None:
+        return list(facet.settings.api_models)
+    names = [i.name for i in list_embedders()]
+    if facet.settings.default_embedder not in names:
+        names.append(facet.settings.default_embedder)
+    return names
+
+
+def _check_model(facet: Facet, name: str | None, field: str) -> None:
+    if name is None:
+        return
+    allowed = allowed_models(facet)
+    if name not in allowed:
+        raise UnknownModelError(f"{field} {name!r} is not served here; available: "
+                                f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)")
+
+
+def _texts(value: Any) -> list[str]:
+    """OpenAI's ``input``: a string or a non-empty list of non-empty strings."""
+    if isinstance(value, str):
+        items: list[Any] = [value]
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise InvalidRequestError(f"input must be a string or a list of strings, got "
+                                  f"{type(value).__name__}")
+    if not items:
+        raise InvalidRequestError("input is empty; send at least one text")
+    if isinstance(value, list) and all(_is_token_ids(x) or _is_int(x) for x in items):
+        raise InvalidRequestError("input is token ids; Facet embeds text with its own tokenizer: "
+                                  "send strings")
+    for i, item in enumerate(items):
+        where = "input" if isinstance(value, str) else f"input[{i}]"
+        if not isinstance(item, str):
+            raise InvalidRequestError(f"{where} is {type(item).__name__} ({json.dumps(item)[:40]}), "
+                                      "not a string; every input must be a string")
+        if not item.strip():
+            raise InvalidRequestError(f"{where} is empty; every input must contain text")
+    return items
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_token_ids(x: Any) -> bool:
+    return isinstance(x, list) and bool(x) and all(_is_int(t) for t in x)
+
+
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(payload, ensure_ascii=False), status_code=status,
+                    media_type="application/json", headers=headers)
+
+
+def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = None,
+               preload: Sequence[str] = ()) -> FastAPI:
+    """The API app.
+
+    Args:
+        facet: an open facade to serve (tests); the app then does not close it. Default:
+            ``Facet.for_serving(settings)`` built at start-up and closed at shutdown.
+        settings: settings for the facade it builds (default the environment's).
+        preload: embedders to load and warm up at start-up, so the first request is not slow.
+    """
+    settings = facet.settings if facet is not None else (settings or get_settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = facet is None
+        served = facet if facet is not None else Facet.for_serving(settings)
+        app.state.facet = served
+        if own:
+            Facet.set_shared(served)  # in-process LangChain objects use the same store
+        for name in preload:
+            served.embed(["warm-up"], embedder=name)
+            logger.info("loaded %s", name)
+        try:
+            yield
+        finally:
+            if own:
+                served.close()
+
+    app = FastAPI(title="Facet", version="0.1.0", lifespan=lifespan,
+                  description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "
+                              "clustering and index jobs. See docs/api.md.")
+    errors.install(app)
+    app.add_middleware(errors.BodyLimitMiddleware,
+                       max_bytes=int(settings.api_max_body_mb * 2**20))
+    auth = [Depends(_require_key)]
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        """Liveness: no key needed, no work done."""
+        return {"status": "ok"}
+
+    @app.get("/info", dependencies=auth)
+    def info(facet: FacetDep) -> dict[str, Any]:
+        """Backend, default embedder, loaded models, limits, encoder statistics."""
+        return facet.info() | {"api_models": allowed_models(facet)}
+
+    @app.get("/v1/models", dependencies=auth)
+    def models(facet: FacetDep) -> dict[str, Any]:
+        """The embedders ``model`` may name (OpenAI's model list shape)."""
+        return {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "facet"}
+                                           for name in allowed_models(facet)]}
+
+    @app.post("/v1/embeddings", dependencies=auth)
+    def embeddings(body: EmbeddingsBody, facet: FacetDep) -> Response:
+        """OpenAI-compatible embeddings, plus ``instruction`` and ``role`` (query/document)."""
+        texts = _texts(body.input)
+        _check_model(facet, body.model, "model")
+        result = facet.embed(texts, embedder=body.model, role=body.role,
+                             instruction=body.instruction)
+        if body.dimensions is not None and body.dimensions != result.dim:
+            raise InvalidRequestError(f"dimensions={body.dimensions}: {result.embedder} gives "
+                                      f"{result.dim}-d vectors and Facet does not shorten them; "
+                                      "omit dimensions")
+        vectors = np.ascontiguousarray(result.vectors, dtype="<f4")  # little-endian float32
+        data: list[dict[str, Any]] = []
+        for i, row in enumerate(vectors):
+            embedding: Any = (base64.b64encode(row.tobytes()).decode("ascii")
+                              if body.encoding_format == "base64" else row.tolist())
+            data.append({"object": "embedding", "index": i, "embedding": embedding})
+        return _json({"object": "list", "data": data, "model": result.embedder,
+                      "usage": {"prompt_tokens": result.tokens, "total_tokens": result.tokens}})
+
+    @app.post("/search", dependencies=auth)
+    def search(body: SearchBody, facet: FacetDep) -> Response:
+        """Instruction-aware search of a collection."""
+        _check_model(facet, body.embedder, "embedder")
+        _check_model(facet, body.rerank, "rerank")
+        response = facet.search(SearchRequest(
+            query=body.query, collection=body.collection, instruction=body.instruction,
+            top_k=body.k, filters=body.filters, rerank=body.rerank,
+            rerank_depth=body.rerank_depth, embedder=body.embedder, exact=body.exact,
+            score_threshold=body.score_threshold))
+        return _json(response.to_dict())
+
+    @app.post("/cluster", dependencies=auth)
+    def cluster(body: ClusterBody, facet: FacetDep) -> Response:
+        """Cluster texts, a collection or search results under an instruction."""
+        _check_model(facet, body.embedder, "embedder")
+        _check_model(facet, body.explainer, "explainer")
+        search = None
+        if body.search is not None:
+            _check_model(facet, body.search.embedder, "search.embedder")
+            s = body.search
+            search = SearchRequest(query=s.query, collection=s.collection,
+                                   instruction=s.instruction, top_k=s.k, filters=s.filters,
+                                   embedder=s.embedder)
+        result = facet.cluster(ClusterRequest(
+            instruction=body.instruction, texts=body.texts, collection=body.collection,
+            search=search, filters=body.filters, limit=body.limit, k=body.k, max_k=body.max_k,
+            embedder=body.embedder, explainer=body.explainer, keywords=body.keywords,
+            members=body.members, answer_tokens=body.answer_tokens, seed=body.seed))
+        return _json(result.to_dict())
+
+    @app.post("/jobs", status_code=202, dependencies=auth)
+    def submit_job(body: JobBody, facet: FacetDep) -> Response:
+        """Index a path on the server into a collection, in the background: 202 + the job."""
+        _check_model(facet, body.embedder, "embedder")
+        job = facet.submit_index(body.source, body.collection, IndexOptions(
+            embedder=body.embedder, chunk_size=body.chunk_tokens,
+            chunk_overlap=body.chunk_overlap, sync=body.sync))
+        return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
+
+    @app.get("/jobs", dependencies=auth)
+    def list_jobs(facet: FacetDep, collection: str | None = None, limit: int = 20) -> Response:
+        """Recent jobs, newest first."""
+        if not 1 <= limit <= 1000:
+            raise InvalidRequestError(f"limit must be from 1 to 1000, got {limit}")
+        return _json([asdict(j) for j in facet.jobs(collection, limit)])
+
+    @app.get("/jobs/{job_id}", dependencies=auth)
+    def get_job(job_id: int, facet: FacetDep) -> Response:
+        """One job: state, counters, timings and per-document errors."""
+        return _json(asdict(facet.job(job_id)))
+
+    @app.get("/collections", dependencies=auth)
+    def collections(facet: FacetDep) -> Response:
+        """Every collection with its counts and embedders."""
+        return _json([asdict(c) for c in facet.collections()])
+
+    @app.get("/collections/{name}", dependencies=auth)
+    def collection(name: str, facet: FacetDep) -> Response:
+        """One collection."""
+        return _json(asdict(facet.collection(name)))
+
+    return app
+

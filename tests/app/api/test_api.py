@@ -1,0 +1,232 @@
+"""The HTTP API in process (FastAPI TestClient) over a real store, SQLite and minilm."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api import create_app
+
+from .conftest import COLLECTION, serving_facet
+
+
+def _vectors(payload: dict) -> np.ndarray:
+    rows = []
+    for item in payload["data"]:
+        e = item["embedding"]
+        rows.append(np.frombuffer(base64.b64decode(e), dtype="<f4") if isinstance(e, str)
+                    else np.asarray(e, dtype=np.float32))
+    return np.stack(rows)
+
+
+def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
+    texts = ["my card was declined", "how do I top up?"]
+    body = {"input": texts, "model": "minilm", "instruction": "Find the intent", "role": "query"}
+    floats = client.post("/v1/embeddings", json=body)
+    packed = client.post("/v1/embeddings", json=body | {"encoding_format": "base64"})
+    assert floats.status_code == packed.status_code == 200, floats.text
+    want = minilm.encode(texts, role="query", instruction="Find the intent")
+    for response in (floats, packed):
+        payload = response.json()
+        assert payload["object"] == "list" and payload["model"] == "minilm"
+        assert [d["index"] for d in payload["data"]] == [0, 1]
+        np.testing.assert_allclose(_vectors(payload), want, atol=1e-6)
+        usage = payload["usage"]
+        assert usage["prompt_tokens"] == usage["total_tokens"] > len(" ".join(texts).split())
+    # A single string is one input; the default role is document.
+    one = client.post("/v1/embeddings", json={"input": "my card was declined", "model": "minilm"})
+    np.testing.assert_allclose(_vectors(one.json())[0], minilm.encode(["my card was declined"])[0],
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize(("body", "status", "fragment"), [
+    ({"input": [], "model": "minilm"}, 400, "input is empty"),
+    ({"input": "", "model": "minilm"}, 400, "input is empty; every input must contain text"),
+    ({"input": ["ok", 3], "model": "minilm"}, 400, "input[1] is int"),
+    ({"input": ["ok", None], "model": "minilm"}, 400, "input[1] is NoneType"),
+    ({"input": [[101, 2023]], "model": "minilm"}, 400, "token ids"),
+    ({"input": {"text": "x"}, "model": "minilm"}, 400, "must be a string or a list"),
+    ({"input": "x", "model": "nope"}, 404, "model 'nope' is not served here"),
+    ({"input": "x", "model": "../../etc"}, 404, "is not served here"),
+    ({"input": "x", "model": "minilm", "encoding_format": "binary"}, 400, "encoding_format"),
+    ({"input": "x", "model": "minilm", "role": "passage"}, 400, "role"),
+    ({"input": "x", "model": "minilm", "dimensions": 128}, 400, "does not shorten"),
+    ({"input": "x"}, 400, "model is required"),
+    ({"input": "x", "model": "minilm", "instructions": "typo"}, 400, "unknown field 'instructions'"),
+    ({"input": ["x"] * 10_000, "model": "minilm"}, 413, "more than the limit of 2048"),
+])
+def test_bad_embedding_requests_are_4xx_json(client, body, status, fragment) -> None:
+    response = client.post("/v1/embeddings", json=body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert fragment in error["message"], error
+    assert error["type"]
+    # The server is still serving.
+    assert client.post("/v1/embeddings", json={"input": "x", "model": "minilm"}).status_code == 200
+
+
+def test_malformed_and_oversized_bodies(client, facet) -> None:
+    bad_json = client.post("/v1/embeddings", content=b'{"input": "x",',
+                           headers={"content-type": "application/json"})
+    assert bad_json.status_code == 400 and "not valid JSON" in bad_json.json()["error"]["message"]
+    limit = int(facet.settings.api_max_body_mb * 2**20)
+    big = client.post("/v1/embeddings", content=b" " * (limit + 1),
+                      headers={"content-type": "application/json"})
+    assert big.status_code == 413 and "FACET_API_MAX_BODY_MB" in big.json()["error"]["message"]
+
+    def chunks():  # no Content-Length: read up to the limit, then refused
+        for _ in range(limit // 2**20 + 2):
+            yield b" " * 2**20
+
+    streamed = client.post("/v1/embeddings", content=chunks(),
+                           headers={"content-type": "application/json"})
+    assert streamed.status_code == 413
+    missing = client.get("/no/such/route")
+    assert missing.status_code == 404 and "no such endpoint" in missing.json()["error"]["message"]
+
+
+def test_search_matches_the_facade_and_validates(client, facet) -> None:
+    from app.services.search import SearchRequest
+
+    body = {"query": "my card payment was declined", "collection": COLLECTION,
+            "instruction": "Find messages with the same customer intent", "k": 5,
+            "filters": {"intent": ["declined_card_payment", "card_not_working"]}}
+    response = client.post("/search", json=body)
+    assert response.status_code == 200, response.text
+    payload = response.json()
+    direct = facet.search(SearchRequest(body["query"], COLLECTION, body["instruction"], top_k=5,
+                                        filters=body["filters"]))
+    assert [r["doc_id"] for r in payload["results"]] == [r.doc_id for r in direct.results]
+    assert {r["metadata"]["intent"] for r in payload["results"]} <= set(body["filters"]["intent"])
+    assert payload["results"][0]["score"] == pytest.approx(direct.results[0].score, abs=1e-5)
+    assert set(payload["timings_ms"]) >= {"encode_query", "vector_search", "total"}
+
+    high = client.post("/search", json=body | {"score_threshold": payload["results"][2]["score"]})
+    assert len(high.json()["results"]) == 3
+
+    for bad, status, fragment in [
+        (body | {"collection": "nope"}, 404, "unknown collection 'nope'"),
+        (body | {"query": "  "}, 400, "query is empty"),
+        (body | {"k": 0}, 400, "k:"),
+        (body | {"filters": {"intent": {"$ne": 1}}}, 400, "filters"),
+        (body | {"rerank": "nope"}, 404, "rerank 'nope'"),
+    ]:
+        r = client.post("/search", json=bad)
+        assert r.status_code == status and fragment in r.json()["error"]["message"], r.text
+
+
+def test_cluster_a_collection_and_given_texts(client) -> None:
+    response = client.post("/cluster", json={
+        "instruction": "What does the customer want?", "collection": COLLECTION, "limit": 80,
+        "filters": {"intent": ["card_arrival", "exchange_rate"]}, "k": 2})
+    assert response.status_code == 200, response.text
+    payload = response.json()
+    n = len(payload["texts"])
+    assert 2 <= n <= 80 and len(payload["labels"]) == len(payload["coordinates"]) == n
+    assert sum(c["size"] for c in payload["clusters"]) == n and payload["k"] == 2
+    assert all(c["name"] and c["keywords"] and c["representatives"] for c in payload["clusters"])
+    chosen = client.post("/cluster", json={
+        "instruction": "topic", "texts": ["card lost", "card stolen", "card missing",
+                                          "rate of exchange", "exchange rates", "currency rate"]})
+    assert chosen.status_code == 200 and chosen.json()["k_chosen"] is True
+    for bad, fragment in [({"instruction": "x"}, "exactly one source"),
+                          ({"instruction": "x", "texts": ["a"]}, "at least 2 texts"),
+                          ({"instruction": "", "texts": ["a", "b"]}, "instruction must not be empty"),
+                          ({"instruction": "x", "texts": ["a", "b"], "k": 3}, "more than the 2"),
+                          ({"instruction": "x", "texts": ["a", "b"], "explainer": "minilm"},
+                           "not an InBedder checkpoint")]:
+        r = client.post("/cluster", json=bad)
+        assert r.status_code == 400 and fragment in r.json()["error"]["message"], r.text
+
+
+def test_jobs_run_in_the_background_and_report(client, tmp_path) -> None:
+    source = tmp_path / "notes"
+    source.mkdir()
+    for i, text in enumerate(["The invoice is overdue.", "Book a table for two.",
+                              "The train is delayed."]):
+        (source / f"n{i}.txt").write_text(text)
+    submitted = client.post("/jobs", json={"source": str(source), "collection": "notes"})
+    assert submitted.status_code == 202, submitted.text
+    job = submitted.json()
+    assert job["state"] in ("queued", "running", "completed")
+    assert submitted.headers["location"] == f"/jobs/{job['id']}"
+    deadline = time.monotonic() + 60
+    while job["state"] in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        job = client.get(f"/jobs/{job['id']}").json()
+    assert job["state"] == "completed" and job["docs_indexed"] == 3
+    names = [c["name"] for c in client.get("/collections").json()]
+    assert {"notes", COLLECTION} <= set(names)
+    assert client.get("/collections/notes").json()["documents_indexed"] == 3
+    assert client.post("/search", json={"query": "late train", "collection": "notes",
+                                        "k": 1}).json()["results"][0]["text"] == "The train is delayed."
+    assert client.get("/jobs", params={"collection": "notes"}).json()[0]["id"] == job["id"]
+    for bad, status in [({"source": str(tmp_path / "missing"), "collection": "x"}, 404),
+                        ({"source": str(source), "collection": "bad/name"}, 400),
+                        ({"source": str(source)}, 400)]:
+        r = client.post("/jobs", json=bad)
+        assert r.status_code == status and r.json()["error"]["message"], r.text
+    assert client.get("/jobs/999999").status_code == 404
+    assert client.get("/collections/nope").status_code == 404
+
+
+def test_health_info_and_models(client) -> None:
+    assert client.get("/health").json() == {"status": "ok"}
+    info = client.get("/info").json()
+    assert info["encoder"] == "BatchingQueryEncoder" and "minilm" in info["loaded"]
+    assert info["encoder_stats"]["texts"] > 0
+    assert "minilm" in [m["id"] for m in client.get("/v1/models").json()["data"]]
+
+
+def test_api_key_is_required_when_set(minilm, tmp_path) -> None:
+    facet = serving_facet(tmp_path / "data", minilm, api_key="s3cret")
+    try:
+        with TestClient(create_app(facet)) as c:
+            body = {"input": "x", "model": "minilm"}
+            missing = c.post("/v1/embeddings", json=body)
+            assert missing.status_code == 401 and "FACET_API_KEY" in missing.json()["error"]["message"]
+            assert missing.headers["www-authenticate"] == "Bearer"
+            wrong = c.post("/v1/embeddings", json=body, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401
+            odd = c.post("/v1/embeddings", json=body, headers={"Authorization": "Bearer kéy".encode()})
+            assert odd.status_code == 401
+            ok = c.post("/v1/embeddings", json=body, headers={"Authorization": "Bearer s3cret"})
+            assert ok.status_code == 200
+            assert c.get("/health").status_code == 200  # liveness needs no key
+            assert c.get("/collections").status_code == 401
+    finally:
+        facet.close()
+
+
+def test_busy_encoder_answers_429(minilm, tmp_path) -> None:
+    # At most 4 texts may wait; a long request keeps the model thread busy while six 3-text
+    # requests arrive together, so at most one fits in the queue. Real model and queue.
+    from concurrent.futures import ThreadPoolExecutor
+
+    facet = serving_facet(tmp_path / "data", minilm, max_pending_texts=4)
+    try:
+        with TestClient(create_app(facet)) as c:
+            def post(texts: list[str]):
+                return c.post("/v1/embeddings", json={"input": texts, "model": "minilm"})
+
+            with ThreadPoolExecutor(7) as pool:
+                slow = pool.submit(post, [" ".join(["word"] * 200)] * 32)
+                deadline = time.monotonic() + 30
+                while facet.encoder.in_flight != 32:  # the model thread works on it
+                    assert time.monotonic() < deadline
+                    time.sleep(0.005)
+                small = [pool.submit(post, ["a", "b", "c"]) for _ in range(6)]
+                responses = [f.result() for f in small]
+                assert slow.result().status_code == 200
+            statuses = [r.status_code for r in responses]
+            assert 429 in statuses and 200 in statuses, statuses
+            busy = next(r for r in responses if r.status_code == 429)
+            assert busy.headers["retry-after"] == "1"
+            assert "FACET_MAX_PENDING_TEXTS" in busy.json()["error"]["message"]
+            assert post(["x"]).status_code == 200
+    finally:
+        facet.close()

@@ -1,0 +1,137 @@
+"""The QueryEncoder implementations with the real minilm: same vectors as the model, dynamic
+batching of concurrent requests, queries before bulk work, errors reach the caller."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
+from app.errors import BusyError, InvalidRequestError, UnknownModelError
+
+TEXTS = ["my card was declined", "how do I top up", "exchange rate is wrong", "I lost my PIN",
+         "where is my new card", "cash withdrawal fee", "transfer is pending", "freeze my card"]
+
+
+LONG = [" ".join(["word"] * 200)] * 32  # keeps the model thread busy for a while
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    """Poll instead of sleeping a fixed time, so a loaded machine does not break the order."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def cache(minilm) -> EmbedderCache:
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    return cache
+
+
+@pytest.fixture
+def batching(cache):
+    encoder = BatchingQueryEncoder(cache, threads=1, max_batch_texts=64)
+    yield encoder
+    encoder.close()
+
+
+def test_both_encoders_give_the_models_vectors(cache, batching, minilm) -> None:
+    want = minilm.encode(TEXTS, role="query", instruction="Find the intent")
+    inline = InlineQueryEncoder(cache)
+    for encoder in (inline, batching):
+        assert isinstance(encoder, QueryEncoder)
+        got = encoder.encode(TEXTS, embedder="minilm", role="query", instruction="Find the intent")
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        bulk = encoder.encode(TEXTS * 9, embedder="minilm", role="query",
+                              instruction="Find the intent", bulk=True)  # split into pieces
+        np.testing.assert_allclose(bulk, np.concatenate([want] * 9), atol=1e-5)
+        assert encoder.encode([], embedder="minilm").shape == (0, minilm.dim)
+
+
+def test_concurrent_requests_share_batches(batching, minilm) -> None:
+    # Hold the model thread with a long request, then send 16 one-text requests at once:
+    # they wait together and are encoded in far fewer batches than requests.
+    want = minilm.encode(TEXTS, role="query")
+    with ThreadPoolExecutor(17) as pool:
+        hold = pool.submit(batching.encode, LONG, embedder="minilm")
+        wait_for(lambda: batching.in_flight == len(LONG))
+        assert not hold.done()
+        before = batching.stats.batches
+        futures = [pool.submit(batching.encode, [TEXTS[i % 8]], embedder="minilm", role="query")
+                   for i in range(16)]
+        results = [f.result() for f in futures]
+    for i, vec in enumerate(results):
+        np.testing.assert_allclose(vec[0], want[i % 8], atol=1e-5)
+    batches = batching.stats.batches - before
+    assert batches < 16, f"{batches} batches for 16 requests"
+    assert batching.stats.largest_batch >= 2
+
+
+def test_different_instructions_are_not_mixed(batching, minilm) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        a = pool.submit(batching.encode, TEXTS[:2], embedder="minilm", instruction="Topic")
+        b = pool.submit(batching.encode, TEXTS[:2], embedder="minilm", instruction="Intent")
+        np.testing.assert_allclose(a.result(), minilm.encode(TEXTS[:2], instruction="Topic"),
+                                   atol=1e-5)
+        np.testing.assert_allclose(b.result(), minilm.encode(TEXTS[:2], instruction="Intent"),
+                                   atol=1e-5)
+
+
+def test_queries_go_before_waiting_bulk_work(batching) -> None:
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def run(label: str, **kwargs) -> None:
+        batching.encode(**kwargs)
+        with lock:
+            order.append(label)
+
+    threads = [threading.Thread(target=run, args=("hold",), kwargs={
+        "texts": LONG, "embedder": "minilm"})]
+    threads[0].start()
+    wait_for(lambda: batching.in_flight == len(LONG))  # the model thread works on "hold"
+    # Two bulk pieces queue first, then a query: the query is served before both.
+    threads += [threading.Thread(target=run, args=(f"bulk{i}",), kwargs={
+        "texts": LONG, "embedder": "minilm", "bulk": True}) for i in range(2)]
+    for t in threads[1:]:
+        t.start()
+    wait_for(lambda: batching.pending_texts == 2 * len(LONG))
+    threads.append(threading.Thread(target=run, args=("query",), kwargs={
+        "texts": ["card declined"], "embedder": "minilm", "role": "query"}))
+    threads[-1].start()
+    for t in threads:
+        t.join()
+    assert order.index("query") < order.index("bulk0") and order.index("query") < order.index("bulk1")
+
+
+def test_errors_reach_the_caller_and_the_thread_survives(batching) -> None:
+    with pytest.raises(UnknownModelError, match="unknown embedder 'nope'"):
+        batching.encode(["x"], embedder="nope")
+    with pytest.raises(InvalidRequestError, match="texts\\[1\\] is int"):
+        batching.encode(["x", 1], embedder="minilm")  # type: ignore[list-item]
+    with pytest.raises(InvalidRequestError, match="unknown role"):
+        batching.encode(["x"], embedder="minilm", role="passage")
+    assert batching.encode(["still works"], embedder="minilm").shape == (1, 384)
+
+
+def test_a_full_queue_refuses_with_busy(cache) -> None:
+    encoder = BatchingQueryEncoder(cache, max_pending_texts=3)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            hold = pool.submit(encoder.encode, LONG, embedder="minilm")
+            wait_for(lambda: encoder.in_flight == len(LONG))
+            assert not hold.done()
+            waiting = encoder.submit(["a", "b"], embedder="minilm")
+            with pytest.raises(BusyError, match="already waiting"):
+                encoder.submit(["c", "d"], embedder="minilm")
+            assert waiting.result().shape == (2, 384)
+        assert encoder.stats.busy_refusals == 1
+    finally:
+        encoder.close()
