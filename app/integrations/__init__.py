@@ -1,0 +1,1 @@
+"""Adapters of the application core to other frameworks (LangChain: ``app.integrations.langchain``)."""

@@ -1,0 +1,160 @@
+"""The LangChain adapter: langchain-tests' standard suites (retriever integration, embeddings
+unit and integration), per-call options, async, and FacetEmbeddings inside langchain-qdrant's
+QdrantVectorStore over qdrant-client (in memory and a local folder). Real minilm, real stores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
+from langchain_tests.unit_tests import EmbeddingsUnitTests
+
+from app.commands.demo import SAMPLE_FILE
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.integrations.langchain import FacetEmbeddings, FacetRetriever
+from app.services.search import SearchRequest
+from app.settings import FacetSettings
+
+COLLECTION = "bank"
+INTENT = "Find messages with the same customer intent"
+_STATE: dict[str, Facet] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path_factory.mktemp("lc") / "data"),
+                              embedders=cache)
+    facet.index(SAMPLE_FILE, COLLECTION)
+    _STATE["facet"] = facet
+    yield facet
+    _STATE.pop("facet")
+    facet.close()
+
+
+class TestFacetRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[FacetRetriever]:
+        return FacetRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"collection": COLLECTION, "instruction": INTENT, "facet": _STATE["facet"]}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "my card payment was declined"
+
+
+class TestFacetEmbeddingsUnit(EmbeddingsUnitTests):
+    @property
+    def embeddings_class(self) -> type[FacetEmbeddings]:
+        return FacetEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict[str, Any]:
+        return {"model": "minilm", "query_instruction": INTENT}
+
+
+class TestFacetEmbeddingsIntegration(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[FacetEmbeddings]:
+        return FacetEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict[str, Any]:
+        return {"model": "minilm", "query_instruction": INTENT, "facet": _STATE["facet"]}
+
+
+def test_documents_carry_payload_metadata_score_and_match_the_facade(facet) -> None:
+    retriever = FacetRetriever(collection=COLLECTION, instruction=INTENT, k=5, facet=facet)
+    docs = retriever.invoke("my card payment was declined")
+    direct = facet.search(SearchRequest("my card payment was declined", COLLECTION, INTENT, top_k=5))
+    assert [d.page_content for d in docs] == [r.text for r in direct.results]
+    top = docs[0]
+    assert top.metadata["score"] == pytest.approx(direct.results[0].score)
+    assert top.metadata["intent"] == direct.results[0].metadata["intent"]  # payload metadata
+    assert {"doc_id", "source", "chunk_no", "start", "end", "collection"} <= set(top.metadata)
+    assert top.id and len({d.id for d in docs}) == 5
+    scores = [d.metadata["score"] for d in docs]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_per_call_options_override_the_constructor(facet) -> None:
+    retriever = FacetRetriever(collection=COLLECTION, instruction=INTENT, k=5, facet=facet)
+    query = "it has not arrived"
+    base = retriever.invoke(query)
+    other = retriever.invoke(query, instruction="Find messages about exchange rates", k=2)
+    assert len(other) == 2
+    assert other[0].metadata["score"] != pytest.approx(base[0].metadata["score"])
+    want = facet.search(SearchRequest(query, COLLECTION, "Find messages about exchange rates",
+                                      top_k=2))
+    assert [d.page_content for d in other] == [r.text for r in want.results]
+    only = retriever.invoke(query, filter={"intent": "card_arrival"}, k=3)
+    assert {d.metadata["intent"] for d in only} == {"card_arrival"}
+    cut = retriever.invoke(query, score_threshold=base[1].metadata["score"])
+    assert len(cut) == 2
+    reranked = retriever.invoke(query, rerank="minilm", k=3)
+    assert all(d.metadata["rerank_score"] is not None for d in reranked)
+    with pytest.raises(ValueError, match=r"unknown option.*top_k"):
+        retriever.invoke(query, top_k=3)
+
+
+async def test_async_retrieval_equals_sync(facet) -> None:
+    retriever = FacetRetriever(collection=COLLECTION, instruction=INTENT, k=3, facet=facet)
+    sync = retriever.invoke("lost my card")
+    docs = await retriever.ainvoke("lost my card", k=3)
+    assert [d.page_content for d in docs] == [d.page_content for d in sync]
+    many = await retriever.abatch(["lost my card", "exchange rate", "top up failed"])
+    assert [len(d) for d in many] == [3, 3, 3]
+
+
+def test_embeddings_roles_and_instructions(facet, minilm) -> None:
+    emb = FacetEmbeddings(model="minilm", facet=facet)
+    texts = ["my card was declined", "what is the exchange rate"]
+    np.testing.assert_allclose(emb.embed_documents(texts), minilm.encode(texts, role="document"),
+                               atol=1e-6)
+    q = emb.with_instruction(INTENT)
+    assert q.query_instruction == INTENT and q.document_instruction is None and emb.query_instruction is None
+    np.testing.assert_allclose(q.embed_query(texts[0]),
+                               minilm.encode(texts[:1], role="query", instruction=INTENT)[0],
+                               atol=1e-6)
+    both = q.with_instruction(document_instruction="Represent the intent")
+    assert both.query_instruction == INTENT and both.document_instruction == "Represent the intent"
+    assert not np.allclose(both.embed_documents(texts[:1])[0], emb.embed_documents(texts[:1])[0],
+                           atol=1e-3)
+
+
+@pytest.mark.parametrize("where", ["memory", "folder"])
+def test_embeddings_inside_langchain_qdrant(facet, tmp_path, where) -> None:
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    emb = FacetEmbeddings(model="minilm", facet=facet, query_instruction=INTENT)
+    texts = ["My card has not arrived yet", "The exchange rate you used is wrong",
+             "I was charged twice for one purchase", "How do I top up with a bank transfer?"]
+    client = QdrantClient(location=":memory:") if where == "memory" else \
+        QdrantClient(path=str(tmp_path / "qdrant"))
+    try:
+        from qdrant_client.models import Distance, VectorParams
+
+        client.create_collection("lc", vectors_config=VectorParams(size=384, distance=Distance.COSINE))
+        store = QdrantVectorStore(client=client, collection_name="lc", embedding=emb)
+        store.add_documents([Document(page_content=t, metadata={"n": i}) for i, t in enumerate(texts)])
+        hits = store.similarity_search_with_score("where is my new card?", k=2)
+        assert hits[0][0].page_content == texts[0] and hits[0][0].metadata["n"] == 0
+        want = float(np.dot(emb.embed_query("where is my new card?"), emb.embed_documents(texts[:1])[0]))
+        assert hits[0][1] == pytest.approx(want, abs=1e-4)
+        retriever = store.as_retriever(search_kwargs={"k": 1})
+        assert retriever.invoke("charged two times")[0].page_content == texts[2]
+    finally:
+        client.close()
