@@ -32,7 +32,8 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def bench_cmd(
         parts: Annotated[str, typer.Option(
-            "--parts", help="comma-separated: index, store, search, scifact, gircse-cache")] = "index,store,search",
+            "--parts", help="comma-separated: index, store, search, scifact, gircse-cache, "
+                            "api-search, api-embed")] = "index,store,search",
         source: Annotated[Path | None, typer.Option(
             "--source", help="corpus for the indexing benchmark (default: the first --index-docs "
                              "BANKING77 training texts)")] = None,
@@ -61,6 +62,18 @@ def register(cli: typer.Typer) -> None:
             "--texts", help="gircse-cache: STS-B training sentences encoded")] = 512,
         soft_tokens: Annotated[int, typer.Option(
             "--soft-tokens", help="gircse-cache: K generated soft tokens")] = 5,
+        bench_dir: Annotated[Path | None, typer.Option(
+            "--bench-dir", help="api-search: keep the --points collection here and reuse it "
+                                "(default: a temporary folder)")] = None,
+        clients: Annotated[int, typer.Option(
+            "--clients", help="api-embed: concurrent clients")] = 8,
+        api_texts: Annotated[int, typer.Option(
+            "--api-texts", help="api-embed: BANKING77 texts sent per run")] = 512,
+        texts_per_request: Annotated[int, typer.Option(
+            "--texts-per-request", help="api-embed: texts in each request")] = 1,
+        threads: Annotated[int | None, typer.Option(
+            "--threads", help="api-*: torch threads of the server's model thread and of the "
+                              "bare runs (default FACET_QUERY_THREADS)")] = None,
         out: Annotated[Path | None, typer.Option("--out", help="write results as JSON")] = None,
     ) -> None:
         """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG, GIRCSE's KV cache."""
@@ -73,10 +86,11 @@ def register(cli: typer.Typer) -> None:
         settings = get_settings()
         cache = EmbedderCache(settings.device)
         wanted = {p.strip() for p in parts.split(",") if p.strip()}
-        unknown = wanted - {"index", "store", "search", "scifact", "gircse-cache"}
+        known = {"index", "store", "search", "scifact", "gircse-cache", "api-search", "api-embed"}
+        unknown = wanted - known
         if unknown:
             raise InvalidRequestError(f"unknown --parts {', '.join(sorted(unknown))}; pick from "
-                                      "index, store, search, scifact, gircse-cache")
+                                      f"{', '.join(sorted(known))}")
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
                                    "cpus": os.cpu_count()}
         typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
@@ -145,6 +159,10 @@ def register(cli: typer.Typer) -> None:
                        f"{r['ratio_cache_to_baseline']:.2f}x, no cache {r['ratio_no_cache_to_baseline']:.2f}x; "
                        f"cache speed-up {r['speedup_cache']:.2f}x; max |cache - no cache| "
                        f"{r['max_abs_diff_cache_vs_no_cache']:.2e}")
+        if "api-search" in wanted or "api-embed" in wanted:
+            results.update(_api_parts(wanted, settings, cache, embedder, points, bench_dir,
+                                      clients, api_texts, texts_per_request,
+                                      threads or settings.query_threads))
         results["load_average_end"] = bm.load_average()
         typer.echo(f"load average at the end {results['load_average_end']}")
         if out is not None:
@@ -159,3 +177,66 @@ def _store_line(label: str, r: dict[str, Any]) -> str:
             f"{r['filtered_p50_ms']:.2f}/{r['filtered_p95_ms']:.2f} ms, recall@10 "
             f"{r['recall_at_10']:.3f} (exact search {r['exact_recall_at_10']:.3f}) vs numpy "
             f"brute force, load {r['load_average']}")
+
+
+def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, points: int,
+               bench_dir: Path | None, clients: int, api_texts: int, texts_per_request: int,
+               threads: int) -> dict[str, Any]:
+    import csv
+    import tempfile
+
+    from app.services import api_bench as ab
+    from app.services import benchmark as bm
+
+    results: dict[str, Any] = {}
+    instruction = "Find the customer's intent"
+    with tempfile.TemporaryDirectory(prefix="facet-bench-api-") as tmp:
+        root = bench_dir or Path(tmp)
+        if "api-search" in wanted:
+            data = root / f"search-{points}"
+            if (data / "facet.db").exists():
+                typer.echo(f"reusing the {points}-chunk collection in {data}")
+            else:
+                data.mkdir(parents=True, exist_ok=True)
+                built = bm.build_search_bench_collection(data, cache, embedder, points)
+                typer.echo(_store_line("edge", built))
+            ref = {label: ab.inprocess_search_latency(data, "bench", cache, embedder,
+                                                      BENCH_QUERIES, instruction=instruction,
+                                                      threads=t)
+                   for label, t in (("default_threads", None), ("query_threads", threads))}
+            for r in ref.values():
+                typer.echo(f"in-process Facet.search, calling thread, {r['threads']} torch "
+                           f"thread(s): p50/p95 {r['p50_ms']:.1f}/{r['p95_ms']:.1f} ms; stage "
+                           f"p50 {r['stage_p50_ms']}")
+            r = ab.api_search_latency(data, "bench", cache, embedder, BENCH_QUERIES,
+                                      instruction=instruction, threads=threads, log=typer.echo)
+            results["api_search"] = r | {"points": points, "in_process": ref}
+            typer.echo(
+                f"API POST /search on {points} chunks ({r['searches']} warm searches, top "
+                f"{r['top_k']}, {embedder}, {threads} model thread(s)): p50/p95 "
+                f"{r['api_p50_ms']:.1f}/{r['api_p95_ms']:.1f} ms; bare query encode p50/p95 "
+                f"{r['encode_p50_ms']:.1f}/{r['encode_p95_ms']:.1f} ms; p50 - encode = "
+                f"{r['p50_minus_encode_ms']:.1f} ms (target <= 20), ratio "
+                f"{r['p50_ratio_to_encode']:.2f}; server stage p50 {r['server_stage_p50_ms']}; "
+                f"HTTP + client p50 {r['http_and_client_p50_ms']:.1f} ms")
+        if "api-embed" in wanted:
+            path = settings.shared_data_dir / "banking77" / "train.csv"
+            with path.open(newline="") as fh:
+                texts = [row["text"] for _, row in zip(range(api_texts), csv.DictReader(fh),
+                                                       strict=False)]
+            r = ab.api_embeddings_throughput(root / "embed", cache, embedder, texts,
+                                             texts_per_request=texts_per_request,
+                                             clients=clients, threads=threads, log=typer.echo)
+            results["api_embed"] = r
+            for label in ("batching", "no_batching"):
+                x = r[label]
+                typer.echo(
+                    f"/v1/embeddings, {clients} clients x {r['requests']} requests of "
+                    f"{texts_per_request} text(s) ({embedder}, {threads} model thread(s)), "
+                    f"{label}: {x['api_texts_per_s']:.1f} texts/s vs bare encode loop "
+                    f"{x['bare_loop_texts_per_s']:.1f} texts/s: ratio {x['ratio']:.2f} "
+                    f"({x['mean_texts_per_batch']:.1f} texts per server batch, largest "
+                    f"{x['largest_batch']})")
+            typer.echo(f"bare encode of all {r['texts']} texts in batches of 32: "
+                       f"{r['bare_batched_texts_per_s']:.1f} texts/s")
+    return results
