@@ -24,6 +24,7 @@ built from a config).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
@@ -192,6 +193,16 @@ class Facet:
         """
         return self.embedder_cache.get(name or self.settings.default_embedder)
 
+    def _check_embed(self, texts: Sequence[str], role: Role | str) -> Role:
+        if isinstance(texts, str):
+            raise InvalidRequestError("texts must be a list of strings, not one string; wrap it: "
+                                      "[text]")
+        limit = self.settings.max_texts_per_call
+        if len(texts) > limit:
+            raise TooLargeError(f"{len(texts)} texts in one call, more than the limit of {limit} "
+                                "(FACET_MAX_TEXTS_PER_CALL); split them into several calls")
+        return Role.parse(role)
+
     @_domain_errors
     def embed(self, texts: Sequence[str], *, embedder: str | None = None,
               role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
@@ -203,20 +214,38 @@ class Facet:
             UnknownModelError: unknown embedder.
             BusyError: the encoder's queue is full (a server under load).
         """
-        if isinstance(texts, str):
-            raise InvalidRequestError("texts must be a list of strings, not one string; wrap it: "
-                                      "[text]")
-        limit = self.settings.max_texts_per_call
-        if len(texts) > limit:
-            raise TooLargeError(f"{len(texts)} texts in one call, more than the limit of {limit} "
-                                "(FACET_MAX_TEXTS_PER_CALL); split them into several calls")
-        role_ = Role.parse(role)
+        role_ = self._check_embed(texts, role)
         name = embedder or self.settings.default_embedder
         model = self.embedder_cache.get(name)
         vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
         clean = (instruction or "").strip() or None
         return Embeddings(model.name, int(model.dim), role_.value, clean, vectors,
                           self.count_tokens(model, texts))
+
+    async def aembed(self, texts: Sequence[str], *, embedder: str | None = None,
+                     role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
+        """``embed`` for async callers: waits on the encoder's future without holding a thread
+        (a model that is not loaded yet is loaded in a worker thread). Same errors as ``embed``."""
+        try:
+            role_ = self._check_embed(texts, role)
+            name = embedder or self.settings.default_embedder
+            loaded = self.embedder_cache.peek(name)
+            model = loaded if loaded is not None else await asyncio.to_thread(
+                self.embedder_cache.get, name)
+            vectors = await asyncio.wrap_future(self.encoder.submit(
+                texts, embedder=name, role=role_, instruction=instruction))
+            # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
+            tokens = (self.count_tokens(model, texts) if len(texts) <= 64 else
+                      await asyncio.to_thread(self.count_tokens, model, texts))
+        except FacetError:
+            raise
+        except Exception as e:
+            domain = as_domain_error(e)
+            if domain is None:
+                raise
+            raise domain from e
+        clean = (instruction or "").strip() or None
+        return Embeddings(model.name, int(model.dim), role_.value, clean, vectors, tokens)
 
     @staticmethod
     def count_tokens(model: Embedder, texts: Sequence[str]) -> int:

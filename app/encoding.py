@@ -70,6 +70,10 @@ class EmbedderCache:
                 self._models.setdefault(model.name, model)
             return model
 
+    def peek(self, name: str) -> Embedder | None:
+        """The model if it is loaded already, else None; never waits for a load."""
+        return self._models.get(name)
+
     def put(self, name: str, model: Embedder) -> None:
         """Register an already loaded model (tests share their session fixture this way)."""
         with self._lock:
@@ -93,6 +97,14 @@ class QueryEncoder(Protocol):
 
     def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None, bulk: bool = False) -> np.ndarray: ...
+
+    def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None) -> Future[np.ndarray]:
+        """Like ``encode`` but returns at once; the future gets the vectors (or the error).
+
+        Async callers await it (``asyncio.wrap_future``) instead of holding a thread.
+        """
+        ...
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
                          max_new_tokens: int | None = None) -> list[str]:
@@ -146,6 +158,17 @@ class InlineQueryEncoder:
         model = self.embedders.get(embedder)
         items, role_, instruction_ = _validated(texts, role, instruction)
         return _call(model, items, role_, instruction_, self.batch_size)
+
+    def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None) -> Future[np.ndarray]:
+        """Encodes now, in the calling thread; returns a finished future."""
+        future: Future[np.ndarray] = Future()
+        try:
+            future.set_result(self.encode(texts, embedder=embedder, role=role,
+                                          instruction=instruction))
+        except Exception as e:
+            future.set_exception(e)
+        return future
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
                          max_new_tokens: int | None = None) -> list[str]:

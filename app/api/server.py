@@ -166,12 +166,16 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                                            for name in allowed_models(facet)]}
 
     @app.post("/v1/embeddings", dependencies=auth)
-    def embeddings(body: EmbeddingsBody, facet: FacetDep) -> Response:
-        """OpenAI-compatible embeddings, plus ``instruction`` and ``role`` (query/document)."""
+    async def embeddings(body: EmbeddingsBody, facet: FacetDep) -> Response:
+        """OpenAI-compatible embeddings, plus ``instruction`` and ``role`` (query/document).
+
+        Async: a request waits on the encoder's future in the event loop, not in a thread of
+        the pool, so many concurrent clients cost no threads (the model thread does the work).
+        """
         texts = _texts(body.input)
         _check_model(facet, body.model, "model")
-        result = facet.embed(texts, embedder=body.model, role=body.role,
-                             instruction=body.instruction)
+        result = await facet.aembed(texts, embedder=body.model, role=body.role,
+                                    instruction=body.instruction)
         if body.dimensions is not None and body.dimensions != result.dim:
             raise InvalidRequestError(f"dimensions={body.dimensions}: {result.embedder} gives "
                                       f"{result.dim}-d vectors and Facet does not shorten them; "
