@@ -34,3 +34,18 @@ def prompteol():
     from embedders import load_embedder
 
     return load_embedder("backbone-prompteol", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_inbedder_dir(tmp_path_factory) -> Path:
+    """An InBedder checkpoint with a fresh rank-2 LoRA on q_proj (untrained, seeded): a real
+    model that answers, for code paths that need an explainer, not for answer quality."""
+    import torch
+
+    from embedders.backbone import LoraSettings
+    from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
+
+    torch.manual_seed(0)
+    model = InBedderEmbedder(InBedderConfig(lora=LoraSettings(r=2, target_modules=("q_proj",)),
+                                            max_length=64, answer_max_tokens=4), device="cpu")
+    return model.save(tmp_path_factory.mktemp("ckpt") / "inbedder")

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from app.commands.cluster import read_texts
 from app.errors import InvalidRequestError, NotFoundError
@@ -40,23 +39,12 @@ def test_read_texts_errors(tmp_path):
         read_texts(tmp_path / "one.txt")
 
 
-@pytest.fixture(scope="module")
-def inbedder_dir(tmp_path_factory):
-    from embedders.backbone import LoraSettings
-    from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
-
-    torch.manual_seed(0)
-    model = InBedderEmbedder(InBedderConfig(lora=LoraSettings(r=2, target_modules=("q_proj",)), max_length=64,
-                                            answer_max_tokens=4), device="cpu")
-    return model.save(tmp_path_factory.mktemp("ckpt") / "inbedder")
-
-
-def test_cluster_prints_and_writes_explained_clusters(tmp_path, inbedder_dir):
+def test_cluster_prints_and_writes_explained_clusters(tmp_path, tiny_inbedder_dir):
     src = tmp_path / "texts.txt"
     src.write_text("\n".join(TEXTS))
     out = tmp_path / "clusters.json"
     result = facet("cluster", str(src), "--instruction", "What does the customer want?", "--k", "2",
-                   "--embedder", str(inbedder_dir), "--explain", str(inbedder_dir), "--out", str(out))
+                   "--embedder", str(tiny_inbedder_dir), "--explain", str(tiny_inbedder_dir), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("cluster ") >= 2
     payload = json.loads(out.read_text())

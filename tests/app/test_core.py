@@ -1,0 +1,199 @@
+"""The application core (``Facet``): one object over index/search/cluster/collections/jobs/
+embed, raising only domain errors; real minilm, edge store and SQLite in a temp folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.core import Facet
+from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder
+from app.errors import (
+    ConflictError,
+    FacetError,
+    InvalidRequestError,
+    NotFoundError,
+    TooLargeError,
+    UnknownModelError,
+)
+from app.jobs import InlineJobRunner, ThreadJobRunner
+from app.services.clustering import ClusterRequest
+from app.services.indexing import IndexOptions
+from app.services.search import SearchRequest
+from app.settings import FacetSettings
+from indexer import metadata as md
+
+
+@pytest.fixture
+def cache(minilm) -> EmbedderCache:
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    return cache
+
+
+@pytest.fixture
+def facet(cache, tmp_path):
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8),
+                  embedders=cache)
+    yield facet
+    facet.close()
+
+
+def _corpus(root: Path, texts: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (root / f"{name}.txt").write_text(text)
+    return root
+
+
+def test_embed_gives_the_models_vectors_and_token_counts(facet, minilm) -> None:
+    out = facet.embed(["a cat", "a dog on a mat"], role="query", instruction="Topic")
+    np.testing.assert_allclose(out.vectors, minilm.encode(["a cat", "a dog on a mat"],
+                                                          role="query", instruction="Topic"),
+                               atol=1e-6)
+    assert (out.embedder, out.dim, out.role, out.instruction) == ("minilm", 384, "query", "Topic")
+    assert out.tokens == len(minilm.tokenizer("a cat a dog on a mat")["input_ids"]) - 2
+
+
+def test_only_domain_errors_come_out(facet) -> None:
+    with pytest.raises(UnknownModelError, match="unknown embedder 'nope'"):
+        facet.embed(["x"], embedder="nope")
+    with pytest.raises(InvalidRequestError, match="unknown role 'passage'"):
+        facet.embed(["x"], role="passage")
+    with pytest.raises(InvalidRequestError, match="not one string"):
+        facet.embed("x")  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match=r"texts\[1\] is int"):
+        facet.embed(["x", 1])  # type: ignore[list-item]
+    with pytest.raises(TooLargeError, match="FACET_MAX_TEXTS_PER_CALL"):
+        facet.embed(["x"] * (facet.settings.max_texts_per_call + 1))
+    with pytest.raises(NotFoundError):
+        facet.search(SearchRequest("x", "nope"))
+    with pytest.raises(NotFoundError):
+        facet.job(12345)
+    with pytest.raises(NotFoundError):
+        facet.collection("nope")
+
+
+async def test_aembed_equals_embed(cache, tmp_path) -> None:
+    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        assert isinstance(facet.encoder, BatchingQueryEncoder)
+        sync = facet.embed(["a cat"], instruction="Topic")
+        out = await facet.aembed(["a cat"], instruction="Topic")
+        np.testing.assert_allclose(out.vectors, sync.vectors, atol=1e-6)
+        assert out.tokens == sync.tokens
+        with pytest.raises(UnknownModelError):
+            await facet.aembed(["x"], embedder="nope")
+    finally:
+        facet.close()
+
+
+def test_index_search_delete_keep_the_search_cache_right(facet, tmp_path) -> None:
+    src = _corpus(tmp_path / "a", {"card": "My card was declined at the shop.",
+                                   "rate": "The exchange rate was wrong."})
+    report = facet.index(src, "notes")
+    assert report.state == "completed" and report.docs_indexed == 2
+    hit = facet.search(SearchRequest("card declined", "notes", top_k=1)).results[0]
+    assert hit.text == "My card was declined at the shop."
+    facet.delete_collection("notes")
+    with pytest.raises(NotFoundError, match="unknown collection 'notes'"):
+        facet.search(SearchRequest("card declined", "notes"))
+    facet.index(_corpus(tmp_path / "b", {"pin": "I forgot my PIN."}), "notes")
+    assert facet.search(SearchRequest("PIN", "notes")).results[0].text == "I forgot my PIN."
+    assert [c.name for c in facet.collections()] == ["notes"]
+
+
+def test_background_jobs_run_in_order_and_report(facet, tmp_path) -> None:
+    assert isinstance(facet.job_runner, ThreadJobRunner)
+    first = _corpus(tmp_path / "one", {f"d{i}": f"note number {i} about trains" for i in range(6)})
+    second = _corpus(tmp_path / "two", {"x": "a note about boats"})
+    a = facet.submit_index(first, "bg")
+    b = facet.submit_index(second, "bg")  # same collection: runs after a, is not "interrupted"
+    assert {a.state, b.state} <= {"queued", "running", "completed"}
+    assert facet.job_runner.join(timeout=120)
+    done = {j.id: j for j in facet.jobs("bg")}
+    assert done[a.id].state == done[b.id].state == "completed"
+    assert done[a.id].docs_indexed == 6 and done[b.id].docs_indexed == 1
+    assert facet.collection("bg").documents_indexed == 7
+    assert facet.search(SearchRequest("boats", "bg", top_k=1)).results[0].text == "a note about boats"
+    with pytest.raises(NotFoundError, match="does not exist"):
+        facet.submit_index(tmp_path / "missing", "bg")
+    with pytest.raises(InvalidRequestError, match="invalid collection name"):
+        facet.submit_index(first, "bad/name")
+
+
+def test_a_failing_job_is_recorded_failed(cache, tmp_path) -> None:
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    facet.job_runner = InlineJobRunner(facet._run_job)  # runs in this thread: no waiting
+    try:
+        src = _corpus(tmp_path / "src", {"a": "text"})
+        prepared = facet.indexing.prepare(src, "c")
+        (src / "a.txt").unlink()
+        src.rmdir()  # gone between queueing and running
+        facet.job_runner.submit(prepared)
+        job = facet.job(prepared.job_id)
+        assert job.state == "failed" and "was there when the job was queued" in (job.message or "")
+    finally:
+        facet.close()
+
+
+def test_a_live_writer_in_another_process_is_a_conflict(facet, tmp_path) -> None:
+    src = _corpus(tmp_path / "src", {"a": "text"})
+    facet.index(src, "c")
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        with facet.context.sessions() as s:
+            coll = md.get_collection(s, "c")
+            assert coll is not None
+            s.add(md.IndexJob(collection_id=coll.id, source=str(src), embedder="minilm",
+                              pid=other.pid, state="running"))
+            s.commit()
+        with pytest.raises(ConflictError, match=f"pid {other.pid}"):
+            facet.index(src, "c")
+    finally:
+        other.kill()
+        other.wait()
+    report = facet.index(src, "c")  # the writer is gone: its job is interrupted, not in the way
+    assert report.state == "completed"
+    assert [j.state for j in facet.jobs("c")][:2] == ["completed", "interrupted"]
+
+
+def test_cluster_through_the_facade(facet) -> None:
+    texts = ["card not arrived", "where is my card", "exchange rate wrong", "bad currency rate"]
+    result = facet.cluster(ClusterRequest("What does the customer want?", texts=texts, k=2))
+    assert sorted(c.size for c in result.clusters) == [2, 2]
+    assert json.dumps(result.to_dict())
+
+
+def test_shared_facade_and_info(facet, cache, tmp_path) -> None:
+    Facet.set_shared(facet)
+    try:
+        assert Facet.shared() is facet
+    finally:
+        Facet.set_shared(None)
+    info = facet.info()
+    assert info["vector_backend"] == "edge" and info["default_embedder"] == "minilm"
+    assert "minilm" in {e["name"] for e in info["embedders"]}
+    assert isinstance(facet.encoder, InlineQueryEncoder) and info["encoder_stats"] is None
+    with Facet.open(FacetSettings(data_dir=tmp_path / "other"), embedders=cache) as other:
+        assert other.collections() == []
+    assert other._closed
+
+
+def test_errors_are_facet_errors_without_exit_codes() -> None:
+    from app.cli import exit_code
+
+    assert not hasattr(FacetError("x"), "exit_code")
+    assert exit_code(UnknownModelError("x")) == 2 and exit_code(NotFoundError("x")) == 3
+    assert exit_code(ConflictError("x")) == 5 and exit_code(FacetError("x")) == 1
+
+
+def test_index_options_pass_through(facet, tmp_path) -> None:
+    src = _corpus(tmp_path / "src", {"a": " ".join(["word"] * 200)})
+    report = facet.index(src, "chunked", IndexOptions(chunk_size=32, chunk_overlap=0))
+    assert report.chunks_written == facet.collection("chunked").chunks > 1
+    assert facet.collection("chunked").chunk_size == 32
