@@ -22,8 +22,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -103,6 +104,17 @@ class PreparedJob:
     source: str
     embedder: str
     options: IndexOptions
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (what a Celery task carries)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PreparedJob:
+        """The inverse of ``to_dict``."""
+        return cls(job_id=int(data["job_id"]), collection=str(data["collection"]),
+                   source=str(data["source"]), embedder=str(data["embedder"]),
+                   options=IndexOptions(**data.get("options", {})))
 
 
 # Jobs of this process that are queued or running (their rows say ``queued``/``running`` and

@@ -197,3 +197,13 @@ def test_index_options_pass_through(facet, tmp_path) -> None:
     report = facet.index(src, "chunked", IndexOptions(chunk_size=32, chunk_overlap=0))
     assert report.chunks_written == facet.collection("chunked").chunks > 1
     assert facet.collection("chunked").chunk_size == 32
+
+
+def test_prepared_jobs_travel_as_json(facet, tmp_path) -> None:
+    from app.services.indexing import PreparedJob
+
+    src = _corpus(tmp_path / "src", {"a": "text"})
+    prepared = facet.indexing.prepare(src, "c", IndexOptions(sync=True, batch_chunks=8))
+    again = PreparedJob.from_dict(json.loads(json.dumps(prepared.to_dict())))
+    assert again == prepared
+    assert facet.indexing.run(again).state == "completed"
