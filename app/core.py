@@ -110,8 +110,9 @@ class Facet:
         apply_settings(self.settings)
         if context is None:
             embedders = embedders or EmbedderCache(self.settings.device)
-            context = ServiceContext(self.settings, embedders=embedders,
-                                     encoder=encoder or InlineQueryEncoder(embedders))
+            encoder = encoder or InlineQueryEncoder(embedders,
+                                                    query_threads=self.settings.query_threads)
+            context = ServiceContext(self.settings, embedders=embedders, encoder=encoder)
             self._owns_encoder = True
         else:
             self._owns_encoder = False
@@ -130,7 +131,8 @@ class Facet:
 
     @classmethod
     def open(cls, settings: FacetSettings | None = None, **kwargs: Any) -> Facet:
-        """A facade for one-shot use (the CLI): encodes in the calling thread."""
+        """A facade for one-shot use (the CLI): encodes in the calling thread, queries with
+        ``FACET_QUERY_THREADS`` torch threads."""
         return cls(settings, **kwargs)
 
     @classmethod

@@ -147,17 +147,36 @@ def _call(model: Embedder, texts: list[str], role: Role, instruction: str | None
 
 
 class InlineQueryEncoder:
-    """Encodes in the calling thread (one process, one user: the CLI, tests, workers)."""
+    """Encodes in the calling thread (one process, one user: the CLI, tests, workers).
 
-    def __init__(self, embedders: EmbedderCache, batch_size: int = 32) -> None:
+    Args:
+        embedders: where models come from.
+        batch_size: texts per forward pass.
+        query_threads: torch threads for non-bulk calls (set for the call, then restored);
+            None leaves torch's setting alone. A one-query forward gains nothing from more
+            threads and, on a machine whose cores are busy, loses a lot (docs/api.md).
+    """
+
+    def __init__(self, embedders: EmbedderCache, batch_size: int = 32,
+                 query_threads: int | None = None) -> None:
         self.embedders = embedders
         self.batch_size = batch_size
+        self.query_threads = query_threads
 
     def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None, bulk: bool = False) -> np.ndarray:
         model = self.embedders.get(embedder)
         items, role_, instruction_ = _validated(texts, role, instruction)
-        return _call(model, items, role_, instruction_, self.batch_size)
+        if bulk or self.query_threads is None:
+            return _call(model, items, role_, instruction_, self.batch_size)
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.query_threads)
+        try:
+            return _call(model, items, role_, instruction_, self.batch_size)
+        finally:
+            torch.set_num_threads(before)
 
     def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None) -> Future[np.ndarray]:

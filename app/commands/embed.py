@@ -43,8 +43,10 @@ def register(cli: typer.Typer) -> None:
         from app.encoding import EmbedderCache, InlineQueryEncoder
         from app.settings import get_settings
 
-        cache = EmbedderCache(get_settings().device)
-        with open_facet(embedders=cache, encoder=InlineQueryEncoder(cache, batch_size)) as facet:
+        settings = get_settings()
+        cache = EmbedderCache(settings.device)
+        encoder = InlineQueryEncoder(cache, batch_size, query_threads=settings.query_threads)
+        with open_facet(embedders=cache, encoder=encoder) as facet:
             result = facet.embed(texts, embedder=embedder, role=role, instruction=instruction)
         typer.echo(json.dumps({
             "embedder": result.embedder,

@@ -135,3 +135,31 @@ def test_a_full_queue_refuses_with_busy(cache) -> None:
         assert encoder.stats.busy_refusals == 1
     finally:
         encoder.close()
+
+
+def test_inline_encoder_sets_query_threads_for_the_call_only(cache, minilm) -> None:
+    import torch
+
+    original = torch.get_num_threads()
+    torch.set_num_threads(2)  # whatever the suite runs with, the call must use 1 and restore 2
+    before = torch.get_num_threads()
+    seen: list[int] = []
+
+    class Spy:
+        """Records the torch thread count the model runs with (wraps the real minilm)."""
+
+        name, dim, identity = minilm.name, minilm.dim, minilm.identity
+
+        def encode(self, texts, **kwargs):
+            seen.append(torch.get_num_threads())
+            return minilm.encode(texts, **kwargs)
+
+    spy_cache = EmbedderCache("cpu")
+    spy_cache.put("spy", Spy())  # type: ignore[arg-type]
+    encoder = InlineQueryEncoder(spy_cache, query_threads=1)
+    try:
+        encoder.encode(["q"], embedder="spy")
+        encoder.encode(["d"] * 3, embedder="spy", bulk=True)
+        assert seen == [1, 2] and torch.get_num_threads() == before == 2
+    finally:
+        torch.set_num_threads(original)
