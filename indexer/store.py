@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -208,6 +209,9 @@ class EdgeStore(VectorStore):
         # vector name on every call, and one process owns the folder, so it cannot change
         # behind our back.
         self._sizes: dict[str, dict[str, int]] = {}
+        # A server's request threads and its job thread may open a shard at the same moment;
+        # a second load of the same folder would fail on the folder's lock.
+        self._open_lock = threading.Lock()
 
     def _dir(self, collection: str) -> Path:
         return self.root / validate_name(collection)
@@ -237,7 +241,12 @@ class EdgeStore(VectorStore):
 
     def _shard(self, collection: str) -> Any:
         shard = self._shards.get(collection)
-        if shard is None:
+        if shard is not None:
+            return shard
+        with self._open_lock:
+            shard = self._shards.get(collection)
+            if shard is not None:
+                return shard
             self._require(collection)
             try:
                 shard = self._q.EdgeShard.load(str(self._dir(collection)))

@@ -207,3 +207,40 @@ def test_prepared_jobs_travel_as_json(facet, tmp_path) -> None:
     again = PreparedJob.from_dict(json.loads(json.dumps(prepared.to_dict())))
     assert again == prepared
     assert facet.indexing.run(again).state == "completed"
+
+
+def test_searches_keep_answering_while_a_job_writes_the_collection(cache, tmp_path) -> None:
+    # The served set-up: request threads search while the job thread upserts, flushes and
+    # optimizes the same edge shard, and both encode through the one model thread.
+    import threading
+
+    rows = "".join(json.dumps({"id": f"d{i}", "text": f"note {i} about trains, boats and cards"})
+                   + "\n" for i in range(600))
+    (tmp_path / "rows.jsonl").write_text(rows)
+    (tmp_path / "one.jsonl").write_text(json.dumps({"id": "x", "text": "hello"}) + "\n")
+    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data", index_batch_chunks=32),
+                              embedders=cache)
+    try:
+        facet.index(tmp_path / "one.jsonl", "c")
+        job = facet.submit_index(tmp_path / "rows.jsonl", "c")
+        errors: list[str] = []
+        done: list[int] = []
+
+        def search() -> None:
+            while facet.job(job.id).state in ("queued", "running"):
+                try:
+                    facet.search(SearchRequest("cards", "c", top_k=3))
+                    done.append(1)
+                except Exception as e:  # any error is a failure of the test
+                    errors.append(repr(e))
+
+        threads = [threading.Thread(target=search) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert not errors, errors[:3]
+        assert done and facet.job(job.id).state == "completed"
+        assert facet.collection("c").documents_indexed == 601
+    finally:
+        facet.close()
