@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+
+from sqlalchemy.orm import Session
 
 from app.errors import NotFoundError
 from app.services.context import ServiceContext
@@ -71,7 +72,7 @@ class CollectionService:
         self.ctx = ctx
         self.store = ctx.store
 
-    def _info(self, session: Any, coll: md.Collection) -> CollectionInfo:
+    def _info(self, session: Session, coll: md.Collection) -> CollectionInfo:
         points = self.store.count(coll.name) if self.store.collection_exists(coll.name) else None
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
@@ -125,7 +126,7 @@ class CollectionService:
             return _job_info(job, with_errors=True)
 
     @staticmethod
-    def _not_found(session: Any, name: str) -> NotFoundError:
+    def _not_found(session: Session, name: str) -> NotFoundError:
         known = ", ".join(c.name for c in md.list_collections(session)) or "none"
         return NotFoundError(f"unknown collection {name!r} (known: {known}); "
                              "see `facet collections`")
