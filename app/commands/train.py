@@ -40,6 +40,9 @@ def register(cli: typer.Typer) -> None:
         steps: Annotated[int, typer.Option(help="optimiser steps (the learning-rate schedule's length)")] = 200,
         batch_size: Annotated[int, typer.Option(help="examples per batch (pairs or triples; in-batch negatives)")] = 16,
         lr: Annotated[float, typer.Option(help="peak learning rate")] = 2e-4,
+        head_lr_mult: Annotated[float, typer.Option(
+            help="learning-rate multiplier for a method's heads trained from scratch (Causal2Vec's projector)")]
+            = 1.0,
         seed: Annotated[int, typer.Option()] = 0,
         tasks: Annotated[str, typer.Option(
             help="training sources, optionally weighted: 'snli:0.5,stsb:0.2,scifact' (default: the method's mix)")]
@@ -99,6 +102,7 @@ def register(cli: typer.Typer) -> None:
 
         try:
             config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after, eval_every=eval_every,
+                                 head_lr_mult=head_lr_mult,
                                  time_budget_s=time_budget_min * 60 if time_budget_min else None)
         except ValueError as e:
             raise InvalidRequestError(str(e)) from e

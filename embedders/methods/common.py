@@ -116,6 +116,10 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         params += [p for p in self.heads.parameters() if p.requires_grad]
         return params
 
+    def head_parameters(self) -> list[torch.nn.Parameter]:
+        """The extra heads' trainable parameters (the trainer may give them their own learning rate)."""
+        return [p for p in self.heads.parameters() if p.requires_grad]
+
     def named_trainable_parameters(self) -> list[str]:
         names = [n for n, p in self.backbone.model.named_parameters() if p.requires_grad]
         names += [f"heads.{n}" for n, p in self.heads.named_parameters() if p.requires_grad]

@@ -66,6 +66,8 @@ class TrainConfig:
         max_skipped: batches with a non-finite loss that are skipped before giving up.
         eval_every: with an evaluator, score the model every this many steps (and at the
             start and the end); without one, save the weights this often. 0 = only at the end.
+        head_lr_mult: learning-rate multiplier for a method's extra heads (``head_parameters()``,
+            e.g. Causal2Vec's projector, trained from scratch while LoRA adapts a trained model).
     """
 
     steps: int = 200
@@ -79,8 +81,11 @@ class TrainConfig:
     stop_after: int | None = None
     max_skipped: int = 10
     eval_every: int = 0
+    head_lr_mult: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.head_lr_mult <= 0:
+            raise ValueError(f"head_lr_mult must be positive, got {self.head_lr_mult}")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.steps < 1:
@@ -159,7 +164,10 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     params = model.trainable_parameters()
     if not params:
         raise ValueError(f"{model.method} has no trainable parameters")
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    heads = {id(p) for p in getattr(model, "head_parameters", list)()}
+    groups = [{"params": [p for p in params if id(p) not in heads], "lr": config.lr},
+              {"params": [p for p in params if id(p) in heads], "lr": config.lr * config.head_lr_mult}]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config))
     history: list[dict[str, Any]] = []
     curve: list[dict[str, Any]] = []
