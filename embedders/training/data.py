@@ -276,13 +276,17 @@ DEFAULT_MIX: dict[str, float] = {
 DEFAULT_TASKS = tuple(DEFAULT_MIX)
 
 
-def parse_mix(spec: str) -> dict[str, float] | None:
+def parse_mix(spec: str, valid: Mapping[str, object] | None = None) -> dict[str, float] | None:
     """``"snli:0.5,stsb:0.2,scifact"`` -> weights per source; a name without a weight gets
     sqrt(size) later (None is returned for an empty spec: use the default mix).
+
+    Args:
+        valid: the known source names (default: the contrastive pair sources).
 
     Raises:
         ValueError: an unknown source or a weight that is not a positive number.
     """
+    valid = LOADERS if valid is None else valid
     items = [part.strip() for part in spec.split(",") if part.strip()]
     if not items:
         return None
@@ -290,8 +294,8 @@ def parse_mix(spec: str) -> dict[str, float] | None:
     for item in items:
         name, sep, weight = item.partition(":")
         name = name.strip()
-        if name not in LOADERS:
-            raise ValueError(f"unknown training source {name!r}; valid: {', '.join(LOADERS)}")
+        if name not in valid:
+            raise ValueError(f"unknown training source {name!r}; valid: {', '.join(valid)}")
         if not sep:
             mix[name] = 0.0  # weight by sqrt(size) once the source is loaded
             continue

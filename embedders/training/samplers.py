@@ -20,12 +20,16 @@ def pair_sampler(root: Path, tasks: str, batch_size: int, seed: int) -> tuple[An
 
 
 def triple_sampler(root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
-    """(input, instruction, answer) triples: every source, or ``tasks`` ("c3,banking77")."""
-    from embedders.training.instruct_data import DEFAULT_TASKS, TripleSampler, build_triples
+    """(input, instruction, answer) triples: every source (weighted by sqrt(size)), or ``tasks``
+    ("c3,banking77:2")."""
+    from embedders.training.data import parse_mix
+    from embedders.training.instruct_data import DEFAULT_TASKS, LOADERS, TripleSampler, build_triples
 
-    names = tuple(t.strip() for t in tasks.split(",") if t.strip()) or DEFAULT_TASKS
-    triples = build_triples(root, names)
-    return TripleSampler(triples, batch_size, seed=seed), {"tasks": {t: len(v) for t, v in triples.items()}}
+    mix = parse_mix(tasks, LOADERS) or dict.fromkeys(DEFAULT_TASKS, 0.0)
+    triples = build_triples(root, tuple(mix))
+    sampler = TripleSampler(triples, batch_size, seed=seed, mix=mix)
+    return sampler, {"tasks": {t: len(v) for t, v in triples.items()},
+                     "mix": {t: round(v, 4) for t, v in sampler.shares().items()}}
 
 
 SAMPLERS: dict[str, Callable[[Path, str, int, int], tuple[Any, dict[str, Any]]]] = {

@@ -98,3 +98,36 @@ def test_scifact_dev_queries_are_held_out_of_training(shared_data):
     dev_texts = {queries[q] for q in dev if q in queries}
     trained = {p.query for p in load_scifact(shared_data)}
     assert dev_texts and not dev_texts & trained
+
+
+def test_instruction_triples_give_one_text_two_views(shared_data):
+    """Coarse views ask other questions of the same kinds of texts, wanting other answers."""
+    from embedders.training.instruct_data import (
+        EMOTION_VALENCE,
+        banking77_area,
+        build_triples,
+        load_banking77,
+        load_banking77_area,
+    )
+
+    triples = build_triples(shared_data, ("banking77", "banking77-area", "emotion-valence", "squad-topic"))
+    assert {t.answer for t in triples["emotion-valence"]} == set(EMOTION_VALENCE.values())
+    assert len({t.answer for t in triples["banking77-area"]}) == 8
+    assert len({t.answer for t in triples["squad-topic"]}) >= 10
+    fine = {t.input: t for t in load_banking77(shared_data)}
+    coarse = {t.input: t for t in load_banking77_area(shared_data)}
+    shared = set(fine) & set(coarse)
+    assert shared, "some Banking77 texts appear under both views"
+    for text in list(shared)[:20]:
+        assert fine[text].instruction != coarse[text].instruction and fine[text].answer != coarse[text].answer
+    assert banking77_area("top_up_by_card_charge") == "top up" and banking77_area("card_arrival") == "card"
+
+
+def test_triple_sampler_weights(shared_data):
+    from embedders.training.samplers import build_sampler
+
+    sampler, info = build_sampler("triples", shared_data, "banking77:3,emotion:1", 4, 0)
+    assert info["mix"] == {"banking77": 0.75, "emotion": 0.25}
+    assert sampler.next_batch().task in ("banking77", "emotion")
+    with pytest.raises(ValueError, match="unknown training source 'snli'"):
+        build_sampler("triples", shared_data, "snli", 4, 0)
