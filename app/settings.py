@@ -26,6 +26,8 @@ class FacetSettings(BaseSettings):
                            description="where the embedded store, SQLite DB and caches live")
     model_cache_dir: Path | None = Field(
         default=None, description="converted backbone models; default ~/.cache/facet/models")
+    checkpoint_dir: Path | None = Field(
+        default=None, description="trained checkpoints registered by folder name; default the project's checkpoints/")
     device: str | None = Field(default=None, description="cpu, cuda, cuda:1...; automatic when unset")
     default_embedder: str = Field(default="minilm", description="corpus embedder for indexing and queries")
     # Stores and metadata (used by the indexer and the app services).
@@ -99,7 +101,9 @@ def get_settings() -> FacetSettings:
 
 def apply_settings(settings: FacetSettings) -> None:
     """Push settings that lower layers need (they never read the environment themselves)."""
-    from embedders import backbone
+    from embedders import backbone, registry
 
     if settings.model_cache_dir is not None:
         backbone.set_cache_dir(settings.model_cache_dir)
+    if settings.checkpoint_dir is not None:
+        registry.set_checkpoint_dir(settings.checkpoint_dir)

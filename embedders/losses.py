@@ -7,6 +7,8 @@ tests check it against hand-computed values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -51,6 +53,13 @@ def info_nce(
     return F.cross_entropy(logits, target, reduction=reduction)
 
 
+def running_means(steps: torch.Tensor) -> torch.Tensor:
+    """(n, K, dim) per-step states -> (n, K, dim) where row k is the mean of the first k + 1."""
+    k = steps.shape[1]
+    counts = torch.arange(1, k + 1, device=steps.device, dtype=steps.dtype).view(1, k, 1)
+    return steps.cumsum(dim=1) / counts
+
+
 def stepwise_info_nce(
     query_steps: torch.Tensor,
     positive_steps: torch.Tensor,
@@ -72,15 +81,24 @@ def stepwise_info_nce(
     Returns:
         (K,) tensor [L_1, ..., L_K].
     """
-    steps = query_steps.shape[1]
-    counts = torch.arange(1, steps + 1, device=query_steps.device, dtype=query_steps.dtype).view(1, steps, 1)
-    q = query_steps.cumsum(dim=1) / counts  # (batch, K, dim): running means
-    p = positive_steps.cumsum(dim=1) / counts
-    n = negative_steps.cumsum(dim=1) / counts if negative_steps is not None else None
-    return torch.stack([
-        info_nce(q[:, k], p[:, k], None if n is None else n[:, k], temperature=temperature)
-        for k in range(steps)
-    ])
+    return stepwise(lambda q, p, n: info_nce(q, p, n, temperature=temperature),
+                    query_steps, positive_steps, negative_steps)
+
+
+def stepwise(
+    loss: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor],
+    query_steps: torch.Tensor,
+    positive_steps: torch.Tensor,
+    negative_steps: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Any pair loss applied to the running-mean embeddings after each of K generated tokens.
+
+    Returns:
+        (K,) tensor [L_1, ..., L_K].
+    """
+    q, p = running_means(query_steps), running_means(positive_steps)
+    n = running_means(negative_steps) if negative_steps is not None else None
+    return torch.stack([loss(q[:, k], p[:, k], None if n is None else n[:, k]) for k in range(q.shape[1])])
 
 
 def iterative_refinement_penalty(step_losses: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -108,13 +126,20 @@ def gircse_loss(
     *,
     temperature: float = 0.02,
     refinement_weight: float = 1.0,
+    scores: torch.Tensor | None = None,
+    cosent_scale: float = 20.0,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Total GIRCSE objective: mean_k L_k + weight * iterative refinement penalty.
+
+    L_k is InfoNCE after k generated tokens, or CoSENT when the batch has gold ``scores``.
 
     Returns:
         (loss, metrics) where metrics has the per-step losses and the penalty.
     """
-    steps = stepwise_info_nce(query_steps, positive_steps, negative_steps, temperature=temperature)
+    if scores is None:
+        steps = stepwise_info_nce(query_steps, positive_steps, negative_steps, temperature=temperature)
+    else:
+        steps = stepwise(lambda q, p, _n: cosent(q, p, scores, scale=cosent_scale), query_steps, positive_steps)
     penalty = iterative_refinement_penalty(steps)
     loss = steps.mean() + refinement_weight * penalty
     metrics = {f"L{k + 1}": float(v) for k, v in enumerate(steps.detach())}
@@ -186,3 +211,61 @@ def distill_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, *, te
     log_t = F.log_softmax(teacher_logits.detach().float() / temperature, dim=-1)
     kl = (log_t.exp() * (log_t - log_s)).sum(dim=-1)
     return kl.mean() * temperature**2
+
+
+def cosent(first: torch.Tensor, second: torch.Tensor, scores: torch.Tensor, *, scale: float = 20.0) -> torch.Tensor:
+    """CoSENT ranking loss over scored pairs: every pair scored higher by the gold labels
+    should have the higher cosine.
+
+        L = log(1 + sum_{(i, j): s_i > s_j} exp(scale * (cos_j - cos_i)))
+
+    (Su, "CoSENT", 2022; the scored-pair loss of AnglE, eq. 3 without the angle term.)
+    It uses every scored pair (not only the very similar ones), so graded STS labels
+    teach the order of similarities that Spearman measures.
+
+    Args:
+        first, second: (batch, dim) embeddings of each pair's two texts.
+        scores: (batch,) gold similarities.
+        scale: 1 / temperature.
+
+    Returns:
+        Scalar loss; 0 when all gold scores are equal.
+    """
+    if first.shape != second.shape or scores.shape != first.shape[:1]:
+        raise ValueError(f"first {tuple(first.shape)}, second {tuple(second.shape)} and scores "
+                         f"{tuple(scores.shape)} do not match")
+    cos = F.cosine_similarity(first.float(), second.float(), dim=-1) * scale  # (batch,)
+    diff = cos.unsqueeze(0) - cos.unsqueeze(1)  # [i, j] = cos_j - cos_i
+    higher = scores.unsqueeze(1) > scores.unsqueeze(0)  # [i, j]: pair i should score above pair j
+    terms = diff[higher]
+    zero = cos.new_zeros(1)
+    return torch.logsumexp(torch.cat([zero, terms]), dim=0)
+
+
+def similarity_distillation(student: torch.Tensor, teacher: torch.Tensor, *, student_temperature: float = 0.05,
+                            teacher_temperature: float = 0.05) -> torch.Tensor:
+    """KL(teacher || student) between the rows of the in-batch cosine-similarity matrices.
+
+    Each text's similarities to the others are turned into a distribution (softmax over
+    the row, self excluded) for the teacher and the student; the student learns the
+    teacher's graded view of which texts are close, not just which one is the positive.
+
+    Args:
+        student: (n, d_s) student embeddings (gradients flow).
+        teacher: (n, d_t) teacher embeddings of the same texts (no gradient).
+
+    Returns:
+        Scalar loss.
+    """
+    if student.shape[0] != teacher.shape[0] or student.shape[0] < 2:
+        raise ValueError(f"student {tuple(student.shape)} and teacher {tuple(teacher.shape)} need the same n >= 2")
+    s = F.normalize(student.float(), dim=-1)
+    t = F.normalize(teacher.detach().float(), dim=-1)
+    n = s.shape[0]
+    eye = torch.eye(n, dtype=torch.bool, device=s.device)
+    log_s = F.log_softmax((s @ s.T / student_temperature).masked_fill(eye, float("-inf")), dim=-1)
+    log_t = F.log_softmax((t @ t.T / teacher_temperature).masked_fill(eye, float("-inf")), dim=-1)
+    p_t = log_t.exp()
+    # Diagonal: p_t = 0 and log terms are -inf; mask them out of the sum.
+    kl = (p_t * (log_t - log_s)).masked_fill(eye, 0.0).sum(dim=-1)
+    return kl.mean()

@@ -1,14 +1,19 @@
-"""Named embedders and saved-checkpoint loading.
+"""Named embedders, trainable methods and saved-checkpoint loading.
 
-Two registries:
+Three registries:
 
 * embedder names (``minilm``, ``backbone-prompteol``, ``causal2vec``...) -> a factory
-  building a ready embedder, with a one-line description for ``facet embedders``;
+  building a ready embedder, with a one-line description for ``facet embedders``. The
+  trained checkpoints shipped in the project's ``checkpoints/`` folder are registered
+  under their folder names, so ``load_embedder("inbedder")`` works from any directory;
 * method names (the ``method`` field of a saved ``facet_config.json``) -> a loader
-  that rebuilds the embedder from a directory.
+  that rebuilds the embedder from a directory;
+* trainable methods (``register_trainable``): what ``facet train METHOD`` can build.
+  Each method package registers itself when imported (``embedders/methods/<name>/
+  __init__.py``), the way peft's tuners do; the CLI only looks names up.
 
-``load_embedder(name_or_path)`` accepts either. Registering a name twice is an error
-that says which module got there first.
+``load_embedder(name_or_path)`` accepts a name or a path. Registering a name twice is
+an error that says which module got there first.
 """
 
 from __future__ import annotations
@@ -42,6 +47,110 @@ class EmbedderInfo:
 
 _EMBEDDERS: dict[str, EmbedderInfo] = {}
 _LOADERS: dict[str, CheckpointLoader] = {}
+_TRAINABLE: dict[str, TrainableMethod] = {}
+
+
+@dataclass(frozen=True)
+class TrainableMethod:
+    """A method ``facet train`` can build.
+
+    Attributes:
+        name: the method name (also the ``method`` field of its checkpoints).
+        model_class: the embedder class; it has ``config_class`` (a dataclass config),
+            ``load(path, meta, device, dtype=, config=)`` and ``training_loss(batch)``.
+        data: the kind of training batches it consumes: ``pairs`` (contrastive) or
+            ``triples`` (input, instruction, answer).
+        dev_suite: the dev suite that selects its checkpoints: ``corpus`` or ``instruction``.
+        description: one line for listings.
+        defaults: training defaults that differ from the global ones (e.g. ``lr``).
+    """
+
+    name: str
+    model_class: Any
+    data: str
+    dev_suite: str
+    description: str
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def register_trainable(method: TrainableMethod) -> None:
+    """Make ``method`` trainable with ``facet train`` and its checkpoints loadable.
+
+    Raises:
+        DuplicateRegistrationError: the name is taken.
+    """
+    if method.name in _TRAINABLE:
+        owner = getattr(_TRAINABLE[method.name].model_class, "__module__", "?")
+        raise DuplicateRegistrationError(
+            f"trainable method {method.name!r} is already registered (by {owner}); each method registers "
+            "once, from its own package"
+        )
+    cls = method.model_class
+
+    def load(path: Path, meta: dict[str, Any], device: str | None) -> BaseEmbedder:
+        return cls.load(path, meta, device)
+
+    load.__module__ = cls.__module__
+    register_method(method.name, load)
+    _TRAINABLE[method.name] = method
+
+
+def trainable_methods() -> dict[str, TrainableMethod]:
+    """Every registered trainable method, by name."""
+    _ensure_builtins()
+    return dict(sorted(_TRAINABLE.items()))
+
+
+# -- shipped checkpoints ------------------------------------------------------------------
+
+_checkpoint_dir: Path | None = None
+
+
+def default_checkpoint_dir() -> Path:
+    """The project's ``checkpoints/`` folder (beside the packages in a source or editable install)."""
+    return Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+def set_checkpoint_dir(path: str | Path | None) -> None:
+    """Where named checkpoints are looked up (the app's settings call this); None = the default."""
+    global _checkpoint_dir
+    _checkpoint_dir = Path(path) if path is not None else None
+    for name in [n for n, info in _EMBEDDERS.items() if info.kind == "checkpoint"]:
+        del _EMBEDDERS[name]
+    if _builtins_loaded:
+        register_checkpoints()
+
+
+def checkpoint_dir() -> Path:
+    return _checkpoint_dir or default_checkpoint_dir()
+
+
+def register_checkpoints() -> list[str]:
+    """Register every checkpoint directory directly under ``checkpoint_dir()`` by its folder name
+    (a name already taken by a baseline is skipped with a warning). Returns the names added."""
+    root = checkpoint_dir()
+    added: list[str] = []
+    if not root.is_dir():
+        return added
+    for path in sorted(p for p in root.iterdir() if is_checkpoint_dir(p)):
+        name = path.name.lower()
+        if name in _EMBEDDERS:
+            if _EMBEDDERS[name].kind != "checkpoint":
+                logger.warning("checkpoint %s not registered: the name %r is taken", path, name)
+            continue
+        try:
+            meta = json.loads((path / CONFIG_FILE).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            logger.warning("checkpoint %s not registered: %s", path, e)
+            continue
+        description = f"trained {meta.get('method', '?')} checkpoint ({path})"
+
+        def factory(device: str | None = None, _path: Path = path, **_: Any) -> BaseEmbedder:
+            return load_checkpoint(_path, device=device)
+
+        _EMBEDDERS[name] = EmbedderInfo(name, description, "checkpoint", factory)
+        added.append(name)
+    return added
 
 
 def register_embedder(name: str, factory: EmbedderFactory, description: str, kind: str = "baseline") -> None:
@@ -216,3 +325,5 @@ def _ensure_builtins() -> None:
         return
     _builtins_loaded = True
     import embedders.builtin  # noqa: F401  (registers on import)
+
+    register_checkpoints()

@@ -55,9 +55,9 @@ def register(cli: typer.Typer) -> None:
             "--scifact-docs", help="SciFact corpus subset on both sides: judged docs + facet "
                                    "eval's seeded sample of the others (default: all)")] = None,
         gircse: Annotated[str, typer.Option(
-            "--gircse", help="gircse-cache: the GIRCSE checkpoint")] = "checkpoints/gircse",
+            "--gircse", help="gircse-cache: the GIRCSE checkpoint")] = "gircse",
         gircse_baseline: Annotated[str, typer.Option(
-            "--gircse-baseline", help="gircse-cache: embedder the times are divided by")] = "checkpoints/causal-eos",
+            "--gircse-baseline", help="gircse-cache: embedder the times are divided by")] = "causal-eos",
         texts: Annotated[int, typer.Option(
             "--texts", help="gircse-cache: STS-B training sentences encoded")] = 512,
         soft_tokens: Annotated[int, typer.Option(

@@ -67,10 +67,10 @@ def register(cli: typer.Typer) -> None:
             "--filter", "-f", help="with --collection: key=value or key:=JSON")] = None,
         k: Annotated[int, typer.Option("--k", help="number of clusters; 0 chooses it by silhouette")] = 8,
         embedder: Annotated[str, typer.Option("--embedder", "-e", help="instruction embedder (name or path)")]
-            = "checkpoints/inbedder",
+            = "inbedder",
         explain: Annotated[str | None, typer.Option(
             "--explain", help="InBedder checkpoint whose answers name the clusters ('' to skip)")]
-            = "checkpoints/inbedder",
+            = "inbedder",
         limit: Annotated[int | None, typer.Option("--limit", help="use only the first N texts")] = None,
         keywords: Annotated[int, typer.Option("--keywords", help="keywords per cluster")] = 5,
         members: Annotated[int, typer.Option("--members", help="representative members per cluster")] = 3,

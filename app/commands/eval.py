@@ -72,6 +72,18 @@ def eval_cmd(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="with --list-tasks: machine-readable")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="hide progress bars")] = False,
+    task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--task",
+            help="your own data, KIND:PATH (repeatable or comma-separated): beir:FOLDER[@SPLIT], "
+            "sts:FILE.csv, goalex:FOLDER; runs instead of the built-in tasks unless --tasks names some",
+        ),
+    ] = None,
+    task_instruction: Annotated[
+        str | None,
+        typer.Option("--task-instruction", help="query instruction of --task beir / clustering goal of goalex"),
+    ] = None,
     instruction: Annotated[
         list[str] | None,
         typer.Option(
@@ -90,6 +102,7 @@ def eval_cmd(
         SUITES,
         SuiteOptions,
         build_tasks,
+        build_user_tasks,
         describe_tasks,
         resolve_task_names,
     )
@@ -120,18 +133,23 @@ def eval_cmd(
         raise InvalidRequestError(f"--doc-max-words must be >= 0, got {doc_max_words}")
 
     settings = get_settings()
-    root = (data_dir or settings.shared_data_dir).expanduser()
-    root = root if root.is_absolute() else Path.cwd() / root
-    if not root.is_dir():
-        raise NotFoundError(f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR")
-
-    names = resolve_task_names(tasks)
-    options = SuiteOptions(
-        rerank_first_stage=rerank_first_stage,
-        rerank_top_n=rerank_top_n,
-        doc_max_words=doc_max_words,
-    )
-    task_list = build_tasks(root, suite, names, options)
+    user_tasks = build_user_tasks(task, task_instruction) if task else []
+    if task_instruction is not None and not task:
+        raise InvalidRequestError("--task-instruction applies to --task items; to change a built-in task's "
+                                  "instruction use --instruction TASK=TEXT")
+    task_list = list(user_tasks)
+    if not task or tasks:
+        root = (data_dir or settings.shared_data_dir).expanduser()
+        root = root if root.is_absolute() else Path.cwd() / root
+        if not root.is_dir():
+            raise NotFoundError(f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR")
+        names = resolve_task_names(tasks)
+        options = SuiteOptions(
+            rerank_first_stage=rerank_first_stage,
+            rerank_top_n=rerank_top_n,
+            doc_max_words=doc_max_words,
+        )
+        task_list = build_tasks(root, suite, names, options) + task_list
     for override in instruction or []:
         _override_instruction(task_list, override)
     cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))

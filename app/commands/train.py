@@ -1,7 +1,17 @@
-"""``facet train METHOD``: train a method on the shared datasets' training splits."""
+"""``facet train METHOD``: train a registered method on the shared datasets' training splits.
+
+The command knows no method by name: it looks METHOD up in the trainable-method registry
+(each method package registers itself), builds its config from the common options plus
+``--set key=value`` for the method's own fields, and picks the batch builder and dev suite
+the method declares. docs/training.md has the recipes and the commands behind every
+committed checkpoint.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
 import shlex
 import sys
 from pathlib import Path
@@ -9,16 +19,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from app.errors import InvalidRequestError
+from app.errors import InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
 if TYPE_CHECKING:
     from embedders.backbone import LoraSettings
-    from embedders.methods.common import TrainableDecoderEmbedder
+    from embedders.registry import TrainableMethod
 
-CORPUS_METHODS = ("causal2vec", "gircse", "causal-eos")
-INSTRUCTION_METHODS = ("instemb", "inbedder")
-METHODS = CORPUS_METHODS + INSTRUCTION_METHODS
+logger = logging.getLogger(__name__)
 
 
 def register(cli: typer.Typer) -> None:
@@ -27,123 +35,244 @@ def register(cli: typer.Typer) -> None:
     @cli.command("train")
     @handle_errors
     def train_cmd(
-        method: Annotated[str, typer.Argument(help=f"one of: {', '.join(METHODS)}")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="checkpoint directory to write")],
-        steps: Annotated[int, typer.Option(help="optimiser steps")] = 200,
+        method: Annotated[str, typer.Argument(help="a trainable method (see `facet train --list`)")] = "",
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="checkpoint directory to write")] = None,
+        steps: Annotated[int, typer.Option(help="optimiser steps (the learning-rate schedule's length)")] = 200,
         batch_size: Annotated[int, typer.Option(help="examples per batch (pairs or triples; in-batch negatives)")] = 16,
         lr: Annotated[float, typer.Option(help="peak learning rate")] = 2e-4,
+        head_lr_mult: Annotated[float, typer.Option(
+            help="learning-rate multiplier for a method's heads trained from scratch (Causal2Vec's projector)")]
+            = 1.0,
         seed: Annotated[int, typer.Option()] = 0,
-        tasks: Annotated[str, typer.Option(help="comma-separated training sources")] = "",
+        tasks: Annotated[str, typer.Option(
+            help="training sources, optionally weighted: 'snli:0.5,stsb:0.2,scifact' (default: the method's mix)")]
+            = "",
         max_length: Annotated[int, typer.Option(help="token budget per text")] = 128,
         lora_r: Annotated[int, typer.Option(help="LoRA rank (0 = frozen LLM)")] = 8,
         lora_layers: Annotated[str, typer.Option(help="'all' or e.g. '20-29' (top layers only)")] = "all",
         lora_targets: Annotated[str, typer.Option(help="comma-separated module names")] =
             "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
-        temperature: Annotated[float | None, typer.Option(help="contrastive tau (default per method)")] = None,
-        soft_tokens: Annotated[int, typer.Option(help="GIRCSE: K generated soft tokens in training")] = 5,
-        refine_weight: Annotated[float, typer.Option(help="GIRCSE: iterative refinement weight")] = 1.0,
-        look_ahead: Annotated[int, typer.Option(help="InstEmb: learnable look-ahead tokens")] = 4,
-        distill: Annotated[str, typer.Option(help="InstEmb: distillation loss, mse or kl")] = "mse",
-        pooling: Annotated[str | None, typer.Option(
-            help="InstEmb: daap / input-last / special-mean / all-mean; InBedder: 1st-gen / avg-gen")] = None,
+        backbone: Annotated[str, typer.Option(help="decoder backbone: the packaged default, a path or a hub id")]
+            = "smollm2-135m-instruct",
+        set_: Annotated[list[str] | None, typer.Option(
+            "--set", help="KEY=VALUE for a field of the method's config (repeatable), e.g. temperature=0.05, "
+                          "template=eos, train_soft_tokens=5, distill=kl, pooling=avg-gen")] = None,
+        teacher: Annotated[str | None, typer.Option(
+            help="corpus methods: distil this embedder's in-batch similarities (e.g. minilm)")] = None,
+        teacher_weight: Annotated[float, typer.Option(help="weight of the teacher term")] = 1.0,
+        init_from: Annotated[str | None, typer.Option(
+            help="continue from a checkpoint of the same method and backbone (directory or registered name)")] = None,
+        eval_every: Annotated[int, typer.Option(
+            help="score on the method's dev suite every N steps and keep the best (0 = start and end only)")] = 0,
+        dev: Annotated[bool, typer.Option("--dev/--no-dev", help="select the checkpoint on the dev suite")] = True,
         time_budget_min: Annotated[float | None, typer.Option(help="stop and save after this many minutes")]
             = None,
         stop_after: Annotated[int | None, typer.Option(
             help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
+        threads: Annotated[int | None, typer.Option(help="CPU threads for torch (1 for a background job)")] = None,
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
+        list_methods: Annotated[bool, typer.Option("--list", help="list the trainable methods and exit")] = False,
     ) -> None:
         """Train METHOD and save a checkpoint (LoRA adapter + heads in fp16 + config + train_log.json)."""
-        from embedders.backbone import ALL_LINEAR, LoraSettings
+        from embedders.registry import trainable_methods
+
+        methods = trainable_methods()
+        if list_methods:
+            for spec in methods.values():
+                typer.echo(f"{spec.name:<11} {spec.data:<8} dev={spec.dev_suite:<12} {spec.description}")
+            return
+        if method not in methods:
+            raise InvalidRequestError(f"unknown method {method!r}; trainable: {', '.join(methods)}")
+        if out is None:
+            raise InvalidRequestError("--out DIR is required: the checkpoint directory to write")
+        spec = methods[method]
+        settings = get_settings()
+        root = Path(data_dir or settings.shared_data_dir)
+        if not root.is_dir():
+            raise NotFoundError(f"datasets not found at {root}; pass --data-dir or set FACET_SHARED_DATA_DIR")
+        if threads is not None:
+            if threads < 1:
+                raise InvalidRequestError(f"--threads must be >= 1, got {threads}")
+            import torch
+
+            torch.set_num_threads(threads)
         from embedders.training.trainer import TrainConfig, train
 
-        if method not in METHODS:
-            raise InvalidRequestError(f"unknown method {method!r}; trainable here: {', '.join(METHODS)}")
-        settings = get_settings()
-        root = data_dir or settings.shared_data_dir
-        if not Path(root).is_dir():
-            raise InvalidRequestError(f"datasets not found at {root}; pass --data-dir")
-        layers = None
-        if lora_layers != "all":
-            try:
-                lo, _, hi = lora_layers.partition("-")
-                layers = tuple(range(int(lo), int(hi or lo) + 1))
-            except ValueError as e:
-                raise InvalidRequestError(f"--lora-layers must be 'all' or 'A-B', got {lora_layers!r}") from e
-        targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip()) or ALL_LINEAR
-        lora = LoraSettings(r=lora_r, alpha=2 * max(1, lora_r), target_modules=targets, layers=layers)
         try:
-            config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after,
+            config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after, eval_every=eval_every,
+                                 head_lr_mult=head_lr_mult,
                                  time_budget_s=time_budget_min * 60 if time_budget_min else None)
         except ValueError as e:
             raise InvalidRequestError(str(e)) from e
-        sampler, counts = _sampler(method, root, tasks, batch_size, seed)
-        try:
-            if method in CORPUS_METHODS:
-                model = _build(method, lora, max_length, temperature, soft_tokens, refine_weight,
-                               device or settings.device)
-            else:
-                model = _build_instruction(method, lora, max_length, temperature, look_ahead, distill, pooling,
-                                           device or settings.device)
-        except ValueError as e:  # a config value out of range
-            raise InvalidRequestError(str(e)) from e
+        overrides = parse_settings(set_ or [])
+        lora = _lora(lora_r, lora_layers, lora_targets)
+        model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from, device or settings.device)
+        if teacher:
+            _attach_teacher(model, teacher, teacher_weight, device or settings.device)
+        sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
+        evaluate = None
+        if dev:
+            from app.evaluation.dev import DevEvaluator
+
+            evaluate = DevEvaluator(root, spec.dev_suite)
         command = "facet train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        log = train(model, sampler, config, out, extra_log={
-            "command": command, "tasks": counts, "batch_size": batch_size})
-        losses = [h["loss"] for h in log["history"]]
-        head = sum(losses[:10]) / max(1, len(losses[:10]))
-        tail = sum(losses[-10:]) / max(1, len(losses[-10:]))
-        typer.echo(f"trained {method}: {log['steps_done']} steps in {log['seconds']}s; "
-                   f"mean loss first 10 steps {head:.4f} -> last 10 {tail:.4f}; saved to {out}")
+        extra = {"command": command, "batch_size": batch_size, **data_info, **init_info,
+                 "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
+                 "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
+        log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate)
+        typer.echo(summary(log, out))
+        if log["stopped"] == "interrupted":
+            raise typer.Exit(130)
 
 
-def _build(method: str, lora: LoraSettings, max_length: int, temperature: float | None, soft_tokens: int,
-           refine_weight: float, device: str | None) -> TrainableDecoderEmbedder:
-    from embedders.methods.causal2vec import Causal2VecConfig, Causal2VecEmbedder
-    from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
-    from embedders.methods.gircse import GircseConfig, GircseEmbedder
+def summary(log: dict[str, Any], out: Path) -> str:
+    """One paragraph: steps, cost, loss trend, dev selection, where it went."""
+    losses = [h["loss"] for h in log["history"] if "loss" in h]
+    head = sum(losses[:10]) / max(1, len(losses[:10]))
+    tail = sum(losses[-10:]) / max(1, len(losses[-10:]))
+    lines = [f"trained {log['method']}: {log['steps_done']} steps in {log['seconds']}s "
+             f"({log['seconds_per_step']} s/step, {log['stopped']}); mean loss first 10 steps {head:.4f} -> "
+             f"last 10 {tail:.4f}"]
+    best = log.get("best")
+    if best:
+        start = log["dev_curve"][0]
+        lines.append(f"dev score {start['score']} at step {start['step']} -> best {best['score']} at step "
+                     f"{best['step']} ({', '.join(f'{k} {v}' for k, v in best.items() if '/' in k)})")
+        lines.append(f"saved the step-{best['step']} weights ({log['weights_steps']} steps in all) to {out}")
+    else:
+        lines.append(f"saved to {out}")
+    return "\n".join(lines)
 
-    # Weights train in fp32 everywhere (the trainer enables TF32 matmuls on a GPU).
-    if method == "causal2vec":
-        return Causal2VecEmbedder(Causal2VecConfig(lora=lora, max_length=max_length,
-                                                   temperature=temperature or 0.05), device=device, dtype="float32")
-    if method == "causal-eos":
-        return CausalEOSEmbedder(CausalEOSConfig(lora=lora, max_length=max_length,
-                                                 temperature=temperature or 0.05), device=device, dtype="float32")
-    return GircseEmbedder(GircseConfig(lora=lora, max_length=max_length, temperature=temperature or 0.02,
-                                       train_soft_tokens=soft_tokens, refinement_weight=refine_weight),
-                          device=device, dtype="float32")
+
+def parse_settings(items: list[str]) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{"k": "v"}``.
+
+    Raises:
+        InvalidRequestError: an item is not KEY=VALUE.
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidRequestError(f"--set takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
-def _sampler(method: str, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, int]]:
-    """The method's training batches: contrastive pairs, or (input, instruction, answer) triples."""
-    names = tuple(t.strip() for t in tasks.split(",") if t.strip())
+def _typed(config_class: Any, base: Any, values: dict[str, str]) -> dict[str, Any]:
+    """Parse ``--set`` strings by the type of each field's current value in ``base``."""
+    fields = {f.name for f in dataclasses.fields(config_class)}
+    fixed = {"lora", "prompts", "backbone", "max_length"}
+    typed: dict[str, Any] = {}
+    for key, raw in values.items():
+        if key not in fields or key in fixed:
+            settable = sorted(fields - fixed)
+            raise InvalidRequestError(f"--set {key}: not a settable field of {config_class.__name__}; "
+                                      f"settable: {', '.join(settable)}")
+        current = getattr(base, key)
+        try:
+            if isinstance(current, bool):
+                if raw.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(raw)
+                typed[key] = raw.lower() in ("true", "1")
+            else:
+                typed[key] = type(current)(raw)
+        except ValueError as e:
+            raise InvalidRequestError(f"--set {key}={raw!r}: expected a {type(current).__name__}") from e
+    return typed
+
+
+def _lora(r: int, layers_spec: str, targets_spec: str) -> LoraSettings:
+    from embedders.backbone import ALL_LINEAR, LoraSettings
+
+    layers = None
+    if layers_spec != "all":
+        try:
+            lo, _, hi = layers_spec.partition("-")
+            layers = tuple(range(int(lo), int(hi or lo) + 1))
+        except ValueError as e:
+            raise InvalidRequestError(f"--lora-layers must be 'all' or 'A-B', got {layers_spec!r}") from e
+    targets = tuple(t.strip() for t in targets_spec.split(",") if t.strip()) or ALL_LINEAR
     try:
-        if method in CORPUS_METHODS:
-            from embedders.training.data import DEFAULT_TASKS, BatchSampler, build_pairs
-
-            pairs = build_pairs(root, names or DEFAULT_TASKS)
-            return BatchSampler(pairs, batch_size, seed=seed), {t: len(p) for t, p in pairs.items()}
-        from embedders.training.instruct_data import DEFAULT_TASKS as INSTRUCT_TASKS
-        from embedders.training.instruct_data import TripleSampler, build_triples
-
-        triples = build_triples(root, names or INSTRUCT_TASKS)
-        return TripleSampler(triples, batch_size, seed=seed), {t: len(v) for t, v in triples.items()}
-    except (ValueError, FileNotFoundError) as e:
+        return LoraSettings(r=r, alpha=2 * max(1, r), target_modules=targets, layers=layers)
+    except ValueError as e:
         raise InvalidRequestError(str(e)) from e
 
 
-def _build_instruction(method: str, lora: LoraSettings, max_length: int, temperature: float | None,
-                       look_ahead: int, distill: str, pooling: str | None,
-                       device: str | None) -> TrainableDecoderEmbedder:
-    if method == "instemb":
-        from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
+def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int, backbone: str, overrides: dict[str, str],
+           init_from: str | None, device: str | None) -> tuple[Any, dict[str, Any]]:
+    """A fresh model, or one continuing ``init_from`` (whose architecture it keeps). Weights are fp32."""
+    config_class = spec.model_class.config_class
+    if init_from is None:
+        try:
+            base = config_class(lora=lora, max_length=max_length, backbone=backbone)
+            config = dataclasses.replace(base, **_typed(config_class, base, overrides))
+            return spec.model_class(config, device=device, dtype="float32"), {"init_from": None}
+        except ValueError as e:  # a config value out of range
+            raise InvalidRequestError(str(e)) from e
+    path, meta = _init_checkpoint(init_from, spec.name, backbone)
+    saved = config_class.from_dict(meta["config"])
+    if saved.lora != lora:
+        logger.info("--init-from keeps the checkpoint's LoRA settings (%s); the --lora-* options are ignored",
+                    saved.lora.to_dict())
+    try:
+        config = dataclasses.replace(saved, max_length=max_length, **_typed(config_class, saved, overrides))
+    except ValueError as e:
+        raise InvalidRequestError(str(e)) from e
+    model = spec.model_class.load(path, meta, device, dtype="float32", config=config)
+    previous = 0
+    log_path = path / "train_log.json"
+    if log_path.is_file():
+        prior = json.loads(log_path.read_text())
+        previous = int(prior.get("weights_steps", prior.get("steps_done", 0)))
+    return model, {"init_from": str(path), "init_weights_steps": previous}
 
-        return InstEmbEmbedder(InstEmbConfig(lora=lora, max_length=max_length, temperature=temperature or 0.1,
-                                             look_ahead=look_ahead, distill=distill, pooling=pooling or "daap"),
-                               device=device, dtype="float32")
-    from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
 
-    return InBedderEmbedder(InBedderConfig(lora=lora, max_length=max_length, pooling=pooling or "1st-gen"),
-                            device=device, dtype="float32")
+def _init_checkpoint(name_or_path: str, method: str, backbone: str) -> tuple[Path, dict[str, Any]]:
+    """Resolve and check an ``--init-from`` checkpoint.
+
+    Raises:
+        NotFoundError: not a checkpoint directory nor a registered checkpoint name.
+        InvalidRequestError: a checkpoint of another method or backbone.
+    """
+    from embedders.base import CONFIG_FILE
+    from embedders.registry import checkpoint_dir, is_checkpoint_dir
+
+    path = Path(name_or_path)
+    if not is_checkpoint_dir(path) and is_checkpoint_dir(checkpoint_dir() / name_or_path):
+        path = checkpoint_dir() / name_or_path
+    if not is_checkpoint_dir(path):
+        raise NotFoundError(f"--init-from {name_or_path!r}: no checkpoint there (a directory with {CONFIG_FILE}, "
+                            f"or a name under {checkpoint_dir()})")
+    meta = json.loads((path / CONFIG_FILE).read_text())
+    if meta.get("method") != method:
+        raise InvalidRequestError(f"--init-from {path} is a {meta.get('method')!r} checkpoint; training {method!r} "
+                                  f"needs a {method!r} checkpoint (or none)")
+    saved_backbone = meta.get("config", {}).get("backbone")
+    if saved_backbone != backbone:
+        raise InvalidRequestError(f"--init-from {path} was trained on backbone {saved_backbone!r}, not {backbone!r}; "
+                                  "pass --backbone to match it, or start without --init-from")
+    return path, meta
+
+
+def _attach_teacher(model: Any, name: str, weight: float, device: str | None) -> None:
+    from embedders import load_embedder
+
+    if not hasattr(model, "set_teacher"):
+        raise InvalidRequestError(f"--teacher: {model.method} does not train against a teacher's similarities")
+    if weight < 0:
+        raise InvalidRequestError(f"--teacher-weight must be >= 0, got {weight}")
+    model.set_teacher(load_embedder(name, device=device), weight)
+
+
+def _sampler(spec: TrainableMethod, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The method's training batches and what to log about them."""
+    from embedders.training.samplers import build_sampler
+
+    try:
+        sampler, info = build_sampler(spec.data, root, tasks, batch_size, seed)
+    except (ValueError, FileNotFoundError) as e:
+        raise InvalidRequestError(str(e)) from e
+    return sampler, info

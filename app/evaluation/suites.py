@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,54 @@ def describe_tasks(suite: str | None = None) -> list[dict[str, Any]]:
             entry[s] = t.params(s)
         out.append(entry)
     return out
+
+
+USER_TASK_KINDS = ("beir", "sts", "goalex")
+
+
+def _beir_split(folder: Path) -> str:
+    qrels = folder / "qrels"
+    if (qrels / "test.tsv").is_file():
+        return "test"
+    found = sorted(p.stem for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
+    if not found:
+        raise InvalidRequestError(f"beir:{folder}: no qrels/*.tsv judgements found (expected qrels/test.tsv)")
+    return found[0]
+
+
+def build_user_tasks(specs: list[str], instruction: str | None = None) -> list[Task]:
+    """Tasks over a user's own data, the same metrics as the built-in ones.
+
+    Args:
+        specs: ``KIND:PATH`` items (a value may hold several, comma-separated): ``beir:FOLDER``
+            (BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv or another qrels/*.tsv;
+            ``beir:FOLDER@SPLIT`` picks the qrels file), ``sts:FILE.csv`` (sentence1,sentence2,score,
+            no header) and ``goalex:FOLDER`` (data.json + labels.json).
+        instruction: the query instruction for beir tasks and the clustering instruction for
+            goalex tasks (GoalEx's own ``goal`` when None); STS reads bare texts, like STS-B.
+
+    Raises:
+        InvalidRequestError: an unknown kind, a malformed item or a path that does not exist.
+    """
+    items = [part.strip() for spec in specs for part in spec.split(",") if part.strip()]
+    tasks: list[Task] = []
+    for item in items:
+        kind, sep, raw = item.partition(":")
+        kind = kind.strip().lower()
+        if not sep or kind not in USER_TASK_KINDS or not raw.strip():
+            raise InvalidRequestError(f"--task {item!r}: use KIND:PATH with KIND one of {', '.join(USER_TASK_KINDS)}")
+        path_text, _, split = raw.strip().partition("@") if kind == "beir" else (raw.strip(), "", "")
+        path = Path(path_text).expanduser()
+        if not path.exists():
+            raise InvalidRequestError(f"--task {item!r}: {path} does not exist")
+        name = f"{kind}:{path.name or path}"
+        if kind == "beir":
+            tasks.append(RetrievalTask(name, partial(loaders.load_beir, path, split or _beir_split(path)),
+                                       instruction=instruction, seed=SEED))
+        elif kind == "sts":
+            tasks.append(StsTask(name, partial(loaders.load_sts_csv, path), seed=SEED))
+        else:
+            tasks.append(ClusteringTask(name, partial(loaders.load_goalex, path, instruction), seed=SEED))
+    if not tasks:
+        raise InvalidRequestError("--task needs at least one KIND:PATH item")
+    return tasks

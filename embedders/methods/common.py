@@ -33,7 +33,8 @@ from embedders.errors import CheckpointError
 ADAPTER_FILE = "adapter.safetensors"
 HEADS_FILE = "heads.safetensors"
 
-# E5-style task instruction: the query side carries it, documents do not.
+# E5-style task instruction: the query side carries it, documents do not. The corpus
+# methods' ``template="eos"`` (the papers' layout: this prompt + an appended EOS).
 CORPUS_PROMPTS = PromptConfig(
     query="{instruction}{text}",
     document="{instruction}{text}",
@@ -115,6 +116,10 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         params += [p for p in self.heads.parameters() if p.requires_grad]
         return params
 
+    def head_parameters(self) -> list[torch.nn.Parameter]:
+        """The extra heads' trainable parameters (the trainer may give them their own learning rate)."""
+        return [p for p in self.heads.parameters() if p.requires_grad]
+
     def named_trainable_parameters(self) -> list[str]:
         names = [n for n, p in self.backbone.model.named_parameters() if p.requires_grad]
         names += [f"heads.{n}" for n, p in self.heads.named_parameters() if p.requires_grad]
@@ -158,9 +163,21 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         return target
 
     @classmethod
-    def load(cls, path: Path, meta: dict[str, Any], device: str | None = None) -> TrainableDecoderEmbedder:
-        config = cls.config_class.from_dict(meta["config"])
-        model = cls(config, name=meta.get("name"), device=device)
+    def load(cls, path: Path, meta: dict[str, Any], device: str | None = None, *,
+             dtype: str | torch.dtype | None = None, config: MethodConfig | None = None) -> TrainableDecoderEmbedder:
+        """Rebuild a saved checkpoint.
+
+        Args:
+            path: the checkpoint directory; meta: its parsed facet_config.json.
+            device, dtype: where and in what precision to run (automatic when None).
+            config: a config to build instead of the saved one (training continued with other
+                settings); its architecture must fit the saved weights.
+
+        Raises:
+            CheckpointError: missing weights, or weights that do not fit the config.
+        """
+        config = config or cls.config_class.from_dict(meta["config"])
+        model = cls(config, name=meta.get("name"), device=device, dtype=dtype)
         dtype = model.backbone.spec.dtype
         adapter_path = path / ADAPTER_FILE
         if config.lora.r > 0:

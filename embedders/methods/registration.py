@@ -1,31 +1,13 @@
-"""Registers the trainable methods' checkpoint loaders and default (untrained) names."""
+"""Imports every method package under ``embedders.methods``; each registers itself on import
+(``register_trainable`` in its ``__init__.py``), so adding a method means adding a package."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import importlib
+import pkgutil
 
-from embedders.methods.causal2vec import Causal2VecEmbedder
-from embedders.methods.causal_eos import CausalEOSEmbedder
-from embedders.methods.common import TrainableDecoderEmbedder
-from embedders.methods.gircse import GircseEmbedder
-from embedders.methods.inbedder import InBedderEmbedder
-from embedders.methods.instemb import InstEmbEmbedder
-from embedders.registry import register_method
+import embedders.methods as _methods
 
-METHODS: dict[str, type[TrainableDecoderEmbedder]] = {
-    cls.method: cls for cls in (Causal2VecEmbedder, GircseEmbedder, CausalEOSEmbedder, InstEmbEmbedder,
-                                InBedderEmbedder)
-}
-
-
-def _loader(cls: type[TrainableDecoderEmbedder]) -> Any:
-    def load(path: Path, meta: dict[str, Any], device: str | None) -> TrainableDecoderEmbedder:
-        return cls.load(path, meta, device)
-
-    load.__module__ = cls.__module__
-    return load
-
-
-for _name, _cls in METHODS.items():
-    register_method(_name, _loader(_cls))
+for _module in pkgutil.iter_modules(_methods.__path__):
+    if _module.ispkg:
+        importlib.import_module(f"{_methods.__name__}.{_module.name}")

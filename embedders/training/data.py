@@ -1,12 +1,22 @@
 """Contrastive training data built from the shared datasets' training splits.
 
 Every source becomes a list of ``Pair`` (query, positive, optional hard negative,
-task instruction). Only training material is read: SNLI triplets, STS-B and SICK
-train pairs, SciFact *train* qrels (hard negatives mined with TF-IDF from the
-corpus), question -> passage pairs from SQuAD, DREAM (train split) and C3 (train
-file), and same-label pairs from the Banking77 and Emotion train files. Never the
-evaluation test splits, and never CLINC150 or GoalEx (they measure how well the
-models follow instructions they were not trained on).
+optional gold score, instruction). Only training material is read: SNLI triplets,
+STS-B and SICK train pairs, SciFact *train* qrels minus a held-out dev part (hard
+negatives mined with TF-IDF from the corpus), question -> passage pairs from SQuAD,
+DREAM (train split) and C3 (train file), and same-label pairs from the Banking77 and
+Emotion train files. Never the evaluation test splits, and never CLINC150 or GoalEx
+(they measure how well the models follow instructions they were not trained on).
+
+The instruction rule (the same as evaluation's): symmetric tasks (NLI, STS) carry no
+instruction on either side; retrieval tasks carry their instruction on the query side
+only, and documents are read bare.
+
+The default mix (``DEFAULT_MIX``) teaches similarity first: SNLI triplets with hard
+negatives are half the batches; every scored STS-B and SICK train pair feeds a CoSENT
+ranking loss; SICK entailment pairs (with a contradiction of the same premise as hard
+negative where one exists) add NLI batches; SciFact and SQuAD retrieval batches are
+about a fifth. docs/training.md gives the measurements behind the choice.
 """
 
 from __future__ import annotations
@@ -33,40 +43,54 @@ class Pair:
         query: encoded with role=query and the instruction.
         positive: the text that should be closest to the query.
         negative: a hard negative, or None.
-        instruction: the task instruction for the query side.
+        instruction: the task instruction for the query side, or None (symmetric tasks).
         task: source name (batches are drawn from one task at a time).
         label: for label-pair tasks; a batch never holds two pairs with one label
             (they would be false in-batch negatives).
         symmetric: both sides are of the same kind (STS, NLI, same-intent), so the
             positive is encoded like the query, instruction included.
+        score: gold similarity of (query, positive) for scored tasks, which train with a
+            ranking (CoSENT) loss instead of InfoNCE.
     """
 
     query: str
     positive: str
     negative: str | None
-    instruction: str
+    instruction: str | None
     task: str
     label: str | None = None
     symmetric: bool = False
+    score: float | None = None
+
+    def texts(self) -> tuple[str, ...]:
+        return (self.query, self.positive) if self.negative is None else (self.query, self.positive, self.negative)
 
 
 @dataclass
 class PairBatch:
-    """A batch from one task; what ``training_loss`` receives."""
+    """A batch from one task; what ``training_loss`` receives.
+
+    ``negatives`` are extra candidates shared by the whole batch (any number, possibly
+    none). ``scores``, when present, holds one gold score per (query, positive) pair and
+    selects the ranking loss.
+    """
 
     queries: list[str]
     positives: list[str]
     negatives: list[str]
-    instruction: str
+    instruction: str | None
     symmetric: bool
     task: str
+    scores: list[float] | None = None
 
 
 SIMILAR = "Retrieve semantically similar text."
-INSTRUCTIONS = {
-    "snli": "Given a premise, retrieve a hypothesis that is entailed by the premise.",
-    "stsb": SIMILAR,
-    "sick": SIMILAR,
+INSTRUCTIONS: dict[str, str | None] = {
+    # Symmetric tasks: no instruction on either side (evaluation's STS reads bare texts too).
+    "snli": None,
+    "sick-nli": None,
+    "stsb": None,
+    "sick": None,
     "scifact": "Given a scientific claim, retrieve documents that support or refute the claim.",
     "squad": "Given a question, retrieve Wikipedia passages that answer the question.",
     "dream": "Given a question, retrieve the dialogue that answers the question.",
@@ -92,43 +116,85 @@ def _truncate_words(text: str, max_words: int) -> str:
 
 
 def load_snli(root: Path) -> list[Pair]:
-    return [Pair(r["anchor"], r["positive"], r["negative"], INSTRUCTIONS["snli"], "snli")
+    """SNLI (premise, entailed hypothesis, contradicted hypothesis) triplets."""
+    return [Pair(r["anchor"], r["positive"], r["negative"], INSTRUCTIONS["snli"], "snli", symmetric=True)
             for r in _jsonl(root / "snli" / "nli_triplets_devtest.jsonl")]
 
 
-def load_stsb(root: Path, min_score: float = 4.0) -> list[Pair]:
+def load_stsb(root: Path) -> list[Pair]:
+    """Every STS-B train pair with its gold score (0-5), for the ranking loss."""
     with (root / "stsb_en" / "stsb-en-train.csv").open(encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
-    return [Pair(a, b, None, INSTRUCTIONS["stsb"], "stsb", symmetric=True)
-            for a, b, score in rows if float(score) >= min_score]
+    return [Pair(a, b, None, INSTRUCTIONS["stsb"], "stsb", symmetric=True, score=float(score))
+            for a, b, score in rows]
 
 
-def load_sick(root: Path, min_score: float = 4.0) -> list[Pair]:
+def _sick_train(root: Path) -> list[dict[str, str]]:
     with (root / "sick" / "SICK.txt").open(encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    return [Pair(r["sentence_A"], r["sentence_B"], None, INSTRUCTIONS["sick"], "sick", symmetric=True)
-            for r in rows if r["SemEval_set"] == "TRAIN" and float(r["relatedness_score"]) >= min_score]
+        return [r for r in csv.DictReader(f, delimiter="\t") if r["SemEval_set"] == "TRAIN"]
+
+
+def load_sick(root: Path) -> list[Pair]:
+    """Every SICK TRAIN pair with its relatedness score (1-5), for the ranking loss."""
+    return [Pair(r["sentence_A"], r["sentence_B"], None, INSTRUCTIONS["sick"], "sick", symmetric=True,
+                 score=float(r["relatedness_score"])) for r in _sick_train(root)]
+
+
+def load_sick_nli(root: Path) -> list[Pair]:
+    """SICK TRAIN entailment pairs; a contradiction of the same premise is the hard negative
+    when the set has one (SICK pairs each premise with several hypotheses)."""
+    rows = _sick_train(root)
+    contradictions: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        if r["entailment_label"] == "CONTRADICTION":
+            contradictions[r["sentence_A"]].append(r["sentence_B"])
+    pairs = []
+    for r in rows:
+        if r["entailment_label"] == "ENTAILMENT" and r["sentence_A"] != r["sentence_B"]:
+            negative = next(iter(contradictions.get(r["sentence_A"], [])), None)
+            pairs.append(Pair(r["sentence_A"], r["sentence_B"], negative, INSTRUCTIONS["sick-nli"], "sick-nli",
+                              symmetric=True))
+    return pairs
+
+
+SCIFACT_DEV_FRACTION = 0.2
+
+
+def scifact_train_qrels(root: Path) -> dict[str, set[str]]:
+    """SciFact train qrels: query id -> relevant document ids."""
+    relevant: dict[str, set[str]] = defaultdict(set)
+    with (root / "beir_scifact" / "qrels" / "train.tsv").open(encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            qid, did, score = line.strip().split("\t")
+            if int(score) > 0:
+                relevant[qid].add(did)
+    return relevant
+
+
+def scifact_dev_query_ids(root: Path, seed: int = 0) -> set[str]:
+    """The fixed part of SciFact's *train* queries held out from training for model
+    selection (``SCIFACT_DEV_FRACTION`` of them, seeded): never trained on, never a test query."""
+    qids = sorted(scifact_train_qrels(root))
+    count = round(len(qids) * SCIFACT_DEV_FRACTION)
+    return set(random.Random(seed).sample(qids, count))
 
 
 def load_scifact(root: Path, doc_words: int = 200, seed: int = 0) -> list[Pair]:
-    """Train-qrel (claim, relevant abstract) pairs; the hard negative is the best TF-IDF
-    match among abstracts not relevant to the claim."""
+    """Train-qrel (claim, relevant abstract) pairs, minus the dev queries; the hard negative
+    is the best TF-IDF match among abstracts not relevant to the claim."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     base = root / "beir_scifact"
     corpus = {r["_id"]: f"{r.get('title', '')} {r['text']}".strip() for r in _jsonl(base / "corpus.jsonl")}
     queries = {r["_id"]: r["text"] for r in _jsonl(base / "queries.jsonl")}
-    relevant: dict[str, set[str]] = defaultdict(set)
-    with (base / "qrels" / "train.tsv").open(encoding="utf-8") as f:
-        next(f)
-        for line in f:
-            qid, did, score = line.split("\t")
-            if int(score) > 0 and did in corpus:
-                relevant[qid].add(did)
+    held_out = scifact_dev_query_ids(root)
+    relevant = {q: {d for d in docs if d in corpus} for q, docs in scifact_train_qrels(root).items()
+                if q not in held_out}
     doc_ids = sorted(corpus)
     vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
     doc_matrix = vectorizer.fit_transform([corpus[d] for d in doc_ids])
-    qids = sorted(q for q in relevant if q in queries)
+    qids = sorted(q for q in relevant if q in queries and relevant[q])
     scores = (vectorizer.transform([queries[q] for q in qids]) @ doc_matrix.T).toarray()
     pairs = []
     for row, qid in enumerate(qids):
@@ -198,11 +264,49 @@ def load_emotion(root: Path, seed: int = 0, per_label: int = 300) -> list[Pair]:
 
 
 LOADERS: dict[str, Callable[[Path], list[Pair]]] = {
-    "snli": load_snli, "stsb": load_stsb, "sick": load_sick, "scifact": load_scifact,
-    "squad": load_squad, "dream": load_dream, "c3": load_c3,
+    "snli": load_snli, "sick-nli": load_sick_nli, "stsb": load_stsb, "sick": load_sick,
+    "scifact": load_scifact, "squad": load_squad, "dream": load_dream, "c3": load_c3,
     "banking77": load_banking77, "emotion": load_emotion,
 }
-DEFAULT_TASKS = tuple(LOADERS)
+# Share of batches per source (docs/training.md: why these sources and not DREAM, C3,
+# Banking77 or Emotion).
+DEFAULT_MIX: dict[str, float] = {
+    "snli": 0.5, "sick-nli": 0.1, "stsb": 0.12, "sick": 0.08, "scifact": 0.1, "squad": 0.1,
+}
+DEFAULT_TASKS = tuple(DEFAULT_MIX)
+
+
+def parse_mix(spec: str, valid: Mapping[str, object] | None = None) -> dict[str, float] | None:
+    """``"snli:0.5,stsb:0.2,scifact"`` -> weights per source; a name without a weight gets
+    sqrt(size) later (None is returned for an empty spec: use the default mix).
+
+    Args:
+        valid: the known source names (default: the contrastive pair sources).
+
+    Raises:
+        ValueError: an unknown source or a weight that is not a positive number.
+    """
+    valid = LOADERS if valid is None else valid
+    items = [part.strip() for part in spec.split(",") if part.strip()]
+    if not items:
+        return None
+    mix: dict[str, float] = {}
+    for item in items:
+        name, sep, weight = item.partition(":")
+        name = name.strip()
+        if name not in valid:
+            raise ValueError(f"unknown training source {name!r}; valid: {', '.join(valid)}")
+        if not sep:
+            mix[name] = 0.0  # weight by sqrt(size) once the source is loaded
+            continue
+        try:
+            value = float(weight)
+        except ValueError as e:
+            raise ValueError(f"weight of {name!r} must be a number, got {weight!r}") from e
+        if value <= 0:
+            raise ValueError(f"weight of {name!r} must be positive, got {value}")
+        mix[name] = value
+    return mix
 
 
 def build_pairs(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) -> dict[str, list[Pair]]:
@@ -236,21 +340,34 @@ def load_sources(loaders: Mapping[str, Callable[[Path], list[T]]], data_dir: str
 
 
 class BatchSampler:
-    """Draws single-task batches: a task with probability proportional to sqrt(size),
-    then pairs without replacement (reshuffled each epoch of that task), never two
-    pairs with the same label in one batch. Deterministic for a seed."""
+    """Draws single-task batches, deterministically for a seed.
 
-    def __init__(self, pairs: dict[str, list[Pair]], batch_size: int, seed: int = 0) -> None:
+    A task is drawn with probability proportional to its weight in ``mix`` (or to
+    sqrt(size) for tasks without one), then pairs without replacement, reshuffled each
+    pass over that task. A batch never holds the same text twice (as query, positive or
+    negative: a repeated text is a false negative for itself) nor two pairs with one label.
+    """
+
+    def __init__(self, pairs: dict[str, list[Pair]], batch_size: int, seed: int = 0,
+                 mix: Mapping[str, float] | None = None) -> None:
         if batch_size < 2:
             raise ValueError("batch_size must be >= 2 for in-batch negatives")
+        # A pair that repeats a text within itself could never join a batch.
+        pairs = {t: [p for p in items if len(set(p.texts())) == len(p.texts())] for t, items in pairs.items()}
         self.pairs = {t: p for t, p in pairs.items() if len(p) >= 2}
         if not self.pairs:
             raise ValueError("no training pairs")
         self.batch_size = batch_size
         self.rng = random.Random(seed)
         self.tasks = sorted(self.pairs)
-        self.weights = [len(self.pairs[t]) ** 0.5 for t in self.tasks]
+        weights = dict(mix or {})
+        self.weights = [weights.get(t) or len(self.pairs[t]) ** 0.5 for t in self.tasks]
         self._queues: dict[str, list[Pair]] = {t: [] for t in self.tasks}
+
+    def shares(self) -> dict[str, float]:
+        """Expected share of batches per task."""
+        total = sum(self.weights)
+        return {t: w / total for t, w in zip(self.tasks, self.weights, strict=True)}
 
     def _refill(self, task: str) -> None:
         items = list(self.pairs[task])
@@ -261,6 +378,7 @@ class BatchSampler:
         task = self.rng.choices(self.tasks, weights=self.weights)[0]
         chosen: list[Pair] = []
         labels: set[str] = set()
+        texts: set[str] = set()
         queue = self._queues[task]
         skipped: list[Pair] = []
         attempts = 0
@@ -269,17 +387,19 @@ class BatchSampler:
             if not queue:
                 self._refill(task)
             pair = queue.pop()
-            if pair.label is not None and pair.label in labels:
+            own = pair.texts()
+            if (pair.label is not None and pair.label in labels) or texts.intersection(own):
                 skipped.append(pair)
                 continue
             chosen.append(pair)
+            texts.update(own)
             if pair.label is not None:
                 labels.add(pair.label)
         queue.extend(skipped)
-        negatives = [p.negative for p in chosen if p.negative is not None]
-        # Hard negatives are used only when every pair of the batch has one.
+        scored = all(p.score is not None for p in chosen)
         return PairBatch(
             queries=[p.query for p in chosen], positives=[p.positive for p in chosen],
-            negatives=negatives if len(negatives) == len(chosen) else [],
+            negatives=[p.negative for p in chosen if p.negative is not None],
             instruction=chosen[0].instruction, symmetric=chosen[0].symmetric, task=task,
+            scores=[p.score for p in chosen if p.score is not None] if scored else None,
         )

@@ -7,6 +7,11 @@ Built from training splits only:
 * Derived from labelled sets: Banking77 and Emotion training texts, each with an
   instruction drawn from a few paraphrases ("What does the customer want?") and the
   label as the answer ("card arrival", "sadness").
+* Coarse views of the same texts, so one text meets two instructions that want two
+  different answers (what makes an embedding follow its instruction): the banking area
+  of a Banking77 intent ("card arrival" -> "card"; keyword rules over the intent names),
+  the valence of an Emotion label ("sadness" -> "negative"), and the article title of a
+  SQuAD passage ("what is this passage about?" -> "steam engine").
 
 Answers are shortened the InBedder way: lower-cased, punctuation and English
 stopwords removed, at most ``max_words`` words. CLINC150, GoalEx and every test split
@@ -15,6 +20,7 @@ are never read: they measure instruction following on unseen instructions.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import re
@@ -139,8 +145,78 @@ def load_emotion(root: Path, per_label: int = 300, seed: int = 0) -> list[Triple
     return _labelled(emotion_train(root), EMOTION_INSTRUCTIONS, "emotion", per_label, seed)
 
 
+BANKING77_AREA_INSTRUCTIONS = (
+    "Which broad area of banking is this message about?",
+    "What general kind of banking service does this concern?",
+    "Name the part of the bank's services involved here.",
+    "Which banking category does this belong to?",
+)
+EMOTION_VALENCE_INSTRUCTIONS = (
+    "Is the feeling in this message positive or negative?",
+    "What is the overall sentiment of the writer?",
+    "Does the writer feel good or bad?",
+    "Classify the mood of this message as positive or negative.",
+)
+SQUAD_TOPIC_INSTRUCTIONS = (
+    "What is this passage about?",
+    "What is the main subject of this text?",
+    "Which topic does this passage cover?",
+    "Name the subject of this article.",
+)
+# Banking77 intent -> banking area, by the first matching keyword (order matters:
+# "top_up_by_card_charge" is a top-up question before it is a card one).
+BANKING77_AREAS = (
+    (("top_up", "topping_up"), "top up"),
+    (("transfer", "beneficiary", "receiving_money"), "transfer"),
+    (("cash", "atm"), "cash withdrawal"),
+    (("exchange", "currency", "currencies", "fiat"), "currency exchange"),
+    (("pin", "passcode", "compromised", "lost_or_stolen"), "security"),
+    (("verify", "identity", "personal_details", "age_limit", "terminate", "country", "balance"), "account"),
+    (("refund", "charge", "payment", "debit", "transaction", "fee", "statement"), "payment"),
+    (("card", "contactless", "apple_pay", "visa"), "card"),
+)
+EMOTION_VALENCE = {"joy": "positive", "love": "positive", "surprise": "positive",
+                   "sadness": "negative", "anger": "negative", "fear": "negative"}
+
+
+def banking77_area(intent: str) -> str:
+    """The broad banking area of a Banking77 intent name ("card_arrival" -> "card")."""
+    name = intent.lower()
+    for keywords, area in BANKING77_AREAS:
+        if any(k in name for k in keywords):
+            return area
+    return "account"
+
+
+def load_banking77_area(root: Path, per_label: int = 40, seed: int = 1) -> list[Triple]:
+    """The same kind of Banking77 texts as ``load_banking77``, asked for their banking area."""
+    items = [(text, banking77_area(intent)) for text, intent in banking77_train(root)]
+    return _labelled(items, BANKING77_AREA_INSTRUCTIONS, "banking77-area", per_label * 8, seed)
+
+
+def load_emotion_valence(root: Path, per_label: int = 600, seed: int = 1) -> list[Triple]:
+    items = [(text, EMOTION_VALENCE.get(label, label)) for text, label in emotion_train(root)]
+    return _labelled(items, EMOTION_VALENCE_INSTRUCTIONS, "emotion-valence", per_label, seed)
+
+
+def load_squad_topic(root: Path, passage_words: int = 120, seed: int = 0) -> list[Triple]:
+    """Each SQuAD passage once, asked what it is about; the answer is its article's title."""
+    data = json.loads((root / "squad2_cs224n" / "dev-v2.0.json").read_text(encoding="utf-8"))
+    rng = random.Random(seed)
+    out = []
+    for article in data["data"]:
+        title = article["title"].replace("_", " ").strip().lower()
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"].strip()
+            if context:
+                out.append(Triple(_truncate_words(context, passage_words), rng.choice(SQUAD_TOPIC_INSTRUCTIONS),
+                                  title, "squad-topic"))
+    return out
+
+
 LOADERS: dict[str, Callable[[Path], list[Triple]]] = {
     "c3": load_c3, "dream": load_dream, "squad": load_squad, "banking77": load_banking77, "emotion": load_emotion,
+    "banking77-area": load_banking77_area, "emotion-valence": load_emotion_valence, "squad-topic": load_squad_topic,
 }
 DEFAULT_TASKS = tuple(LOADERS)
 
@@ -156,10 +232,12 @@ def build_triples(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) 
 
 
 class TripleSampler:
-    """Single-task batches: a task with probability proportional to sqrt(size), then
-    triples without replacement, reshuffled per pass. Deterministic for a seed."""
+    """Single-task batches: a task with probability proportional to its weight in ``mix``
+    (sqrt(size) without one), then triples without replacement, reshuffled per pass.
+    Deterministic for a seed."""
 
-    def __init__(self, triples: dict[str, list[Triple]], batch_size: int, seed: int = 0) -> None:
+    def __init__(self, triples: dict[str, list[Triple]], batch_size: int, seed: int = 0,
+                 mix: dict[str, float] | None = None) -> None:
         if batch_size < 2:
             raise ValueError("batch_size must be >= 2 (the contrastive term needs in-batch negatives)")
         self.triples = {t: v for t, v in triples.items() if len(v) >= 2}
@@ -168,8 +246,14 @@ class TripleSampler:
         self.batch_size = batch_size
         self.rng = random.Random(seed)
         self.tasks = sorted(self.triples)
-        self.weights = [len(self.triples[t]) ** 0.5 for t in self.tasks]
+        weights = mix or {}
+        self.weights = [weights.get(t) or len(self.triples[t]) ** 0.5 for t in self.tasks]
         self._queues: dict[str, list[Triple]] = {t: [] for t in self.tasks}
+
+    def shares(self) -> dict[str, float]:
+        """Expected share of batches per task."""
+        total = sum(self.weights)
+        return {t: w / total for t, w in zip(self.tasks, self.weights, strict=True)}
 
     def next_batch(self) -> TripleBatch:
         task = self.rng.choices(self.tasks, weights=self.weights)[0]

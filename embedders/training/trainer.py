@@ -2,7 +2,14 @@
 
 A method supplies ``trainable_parameters()`` and ``training_loss(batch)``; the loop
 does seeding, AdamW with linear warm-up and decay, gradient clipping, progress,
-an optional wall-clock budget, and saving (checkpoint + ``train_log.json``).
+an optional wall-clock budget, periodic dev evaluation with best-checkpoint
+selection, and saving (checkpoint + ``train_log.json``).
+
+Saving is crash-safe: a checkpoint is written into a temporary sibling directory and
+swapped in by renames, and the log is replaced atomically, so a run killed at any
+moment leaves the last good checkpoint loadable. With an evaluator, the directory
+always holds the best checkpoint seen so far (the start counts: if training never beats
+it, the start is what is kept) and the log holds the dev curve.
 """
 
 from __future__ import annotations
@@ -10,9 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import random
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,6 +64,10 @@ class TrainConfig:
         stop_after: stop early (and save) after this many steps, keeping the learning-rate
             schedule of ``steps``; replays a run that a time budget cut, step for step.
         max_skipped: batches with a non-finite loss that are skipped before giving up.
+        eval_every: with an evaluator, score the model every this many steps (and at the
+            start and the end); without one, save the weights this often. 0 = only at the end.
+        head_lr_mult: learning-rate multiplier for a method's extra heads (``head_parameters()``,
+            e.g. Causal2Vec's projector, trained from scratch while LoRA adapts a trained model).
     """
 
     steps: int = 200
@@ -65,8 +80,14 @@ class TrainConfig:
     time_budget_s: float | None = None
     stop_after: int | None = None
     max_skipped: int = 10
+    eval_every: int = 0
+    head_lr_mult: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.head_lr_mult <= 0:
+            raise ValueError(f"head_lr_mult must be positive, got {self.head_lr_mult}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.lr <= 0:
@@ -88,21 +109,112 @@ def _lr_factor(step: int, config: TrainConfig) -> float:
     return max(0.1, 1.0 - 0.9 * (step - config.warmup) / span)
 
 
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace ``path`` atomically (a reader never sees half a file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def save_checkpoint(model: Trainable, out_dir: str | Path, log: dict[str, Any]) -> Path:
+    """Write the model and its log into ``out_dir`` so that a kill at any moment leaves either
+    the previous complete checkpoint or the new one: the new one is written beside it and
+    swapped in by two renames."""
+    target = Path(out_dir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    try:
+        model.save(tmp)
+        _write_json(tmp / "train_log.json", log)
+        old = target.with_name(f".{target.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        if target.exists():
+            os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def recover_checkpoint(out_dir: str | Path) -> None:
+    """Undo a swap that a kill interrupted between its two renames (the old copy is complete)."""
+    target = Path(out_dir)
+    old = target.with_name(f".{target.name}.old")
+    if not target.exists() and old.exists():
+        os.replace(old, target)
+
+
 def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str | Path | None = None,
-          *, progress: bool = True, extra_log: dict[str, Any] | None = None) -> dict[str, Any]:
+          *, progress: bool = True, extra_log: dict[str, Any] | None = None,
+          evaluate: Callable[[Any], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run the loop; save the model and a log to ``out_dir`` if given.
 
+    Args:
+        evaluate: scores the model on dev data and returns a dict with a ``score`` to
+            maximise; run at the start, every ``config.eval_every`` steps and at the end.
+            The best-scoring weights are what ``out_dir`` keeps.
+
     Returns:
-        The log: config, per-step losses and metrics, wall time, steps done.
+        The log: config, per-step losses and metrics, dev curve, wall time, steps done.
     """
     set_seed(config.seed)
     params = model.trainable_parameters()
     if not params:
         raise ValueError(f"{model.method} has no trainable parameters")
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    heads = {id(p) for p in getattr(model, "head_parameters", list)()}
+    groups = [{"params": [p for p in params if id(p) not in heads], "lr": config.lr},
+              {"params": [p for p in params if id(p) in heads], "lr": config.lr * config.head_lr_mult}]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config))
     history: list[dict[str, Any]] = []
+    curve: list[dict[str, Any]] = []
+    best: dict[str, Any] = {}
     last = config.stop_after or config.steps  # the schedule still spans config.steps
+    if out_dir is not None:
+        recover_checkpoint(out_dir)
+    start = time.perf_counter()
+    skipped = 0
+    stopped = "completed"
+
+    def make_log() -> dict[str, Any]:
+        log = {"method": model.method, "config": asdict(config), "steps_done": len(history), "skipped": skipped,
+               "seconds": round(time.perf_counter() - start, 1), "stopped": stopped,
+               "seconds_per_step": round(sum(h["step_seconds"] for h in history) / max(1, len(history)), 3),
+               **(extra_log or {})}
+        # Optimiser steps behind the saved weights, counting those of an --init-from checkpoint.
+        log["weights_steps"] = log.get("init_weights_steps", 0) + (best["step"] if best else len(history))
+        if evaluate is not None:
+            log["dev_curve"] = curve
+            log["best"] = best
+        log["history"] = history
+        return log
+
+    def checkpoint(step: int) -> None:
+        """Evaluate (if an evaluator was given) and save when the model is the best so far."""
+        if evaluate is None:
+            if out_dir is not None and step > 0:
+                save_checkpoint(model, out_dir, make_log())
+            return
+        model.eval()
+        scores = evaluate(model)
+        model.train()
+        point = {"step": step, "seconds": round(time.perf_counter() - start, 1), **scores}
+        curve.append(point)
+        improved = not best or scores["score"] > best["score"]
+        if improved:
+            best.clear()
+            best.update(point)
+        logger.info("dev at step %d: %s%s", step, {k: v for k, v in scores.items() if k != "eval_seconds"},
+                    " (best so far)" if improved else f" (best {best['score']} at step {best['step']})")
+        if out_dir is not None:
+            if improved:
+                save_checkpoint(model, out_dir, make_log())
+            else:
+                _write_json(Path(out_dir) / "train_log.json", make_log())
+
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -114,14 +226,15 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     if torch.device(getattr(model, "device", "cpu")).type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    skipped = 0
-    start = time.perf_counter()
-    step = 0
+    done_at = 0
     try:
+        if evaluate is not None:
+            checkpoint(0)
         for step in range(last):
+            step_start = time.perf_counter()
             batch = sampler.next_batch()
             loss, metrics = model.training_loss(batch)
-            if not math.isfinite(float(loss)):
+            if not math.isfinite(float(loss.detach())):
                 # One bad batch should not end a long run; many in a row mean divergence.
                 skipped += 1
                 logger.warning("non-finite loss at step %d (task %s); batch skipped", step + 1, batch.task)
@@ -137,26 +250,44 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                 torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
             optimizer.step()
             scheduler.step()
+            done_at = step + 1
             record = {"step": step + 1, "task": getattr(batch, "task", None), **metrics,
-                      "lr": scheduler.get_last_lr()[0], "seconds": round(time.perf_counter() - start, 2)}
+                      "lr": scheduler.get_last_lr()[0], "seconds": round(time.perf_counter() - start, 2),
+                      "step_seconds": round(time.perf_counter() - step_start, 3)}
             history.append(record)
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(loss=f"{metrics.get('loss', float(loss)):.3f}", task=record["task"])
+                postfix = {"loss": f"{metrics.get('loss', float(loss)):.3f}", "task": record["task"]}
+                if best:
+                    postfix["dev"] = f"{best['score']:.2f}@{best['step']}"
+                bar.set_postfix(postfix)
             if (step + 1) % config.log_every == 0:
                 recent = [h["loss"] for h in history[-config.log_every:] if "loss" in h]
                 logger.info("step %d/%d mean loss %.4f (%.0fs)", step + 1, config.steps,
                             sum(recent) / max(1, len(recent)), record["seconds"])
+            if config.eval_every and (step + 1) % config.eval_every == 0 and step + 1 < last:
+                checkpoint(step + 1)
             if config.time_budget_s is not None and time.perf_counter() - start > config.time_budget_s:
                 logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
+                stopped = "time budget"
                 break
+        if not curve or curve[-1]["step"] != done_at or evaluate is None:
+            checkpoint(done_at)
+    except KeyboardInterrupt:
+        # Ctrl-C: keep what is saved (the best so far), or the current weights when nothing scores them.
+        stopped = "interrupted"
+        logger.warning("interrupted after %d steps; %s", done_at,
+                       "keeping the best checkpoint so far" if evaluate is not None else "saving the current weights")
+        if out_dir is not None:
+            if evaluate is None:
+                save_checkpoint(model, out_dir, make_log())
+            elif best:
+                _write_json(Path(out_dir) / "train_log.json", make_log())
     finally:
         if bar is not None:
             bar.close()
         model.eval()
-    log = {"method": model.method, "config": asdict(config), "steps_done": len(history), "skipped": skipped,
-           "seconds": round(time.perf_counter() - start, 1), "history": history, **(extra_log or {})}
-    if out_dir is not None:
-        target = model.save(out_dir)
-        (Path(target) / "train_log.json").write_text(json.dumps(log, indent=1))
+    log = make_log()
+    if out_dir is not None and stopped != "interrupted" and Path(out_dir).is_dir():
+        _write_json(Path(out_dir) / "train_log.json", log)
     return log

@@ -64,3 +64,14 @@ def test_cluster_bad_input_is_a_message(tmp_path):
     result = facet("cluster", str(src), "--instruction", "x", "--embedder", "minilm", "--explain", "minilm",
                    "--k", "2")
     assert result.returncode != 0 and "not an InBedder checkpoint" in result.stderr
+
+
+def test_cluster_defaults_resolve_the_shipped_inbedder_from_any_folder(tmp_path):
+    """The defaults name the registered checkpoint 'inbedder', not a path relative to the repo."""
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS))
+    result = subprocess.run([sys.executable, "-m", "app", "cluster", "texts.txt", "--instruction",
+                             "What does the customer want?", "--k", "2", "--answer-tokens", "2"],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "unknown embedder" not in result.stderr and result.stdout.count("cluster ") >= 2

@@ -17,12 +17,11 @@ from embedders import InvalidInputError, Role, load_checkpoint, load_embedder
 def _untrained(spec: str):
     """A freshly initialised trainable method (LoRA B = 0, heads seeded); ``method[key=value]``
     rows set inference options the way ``load_embedder`` does."""
-    from embedders.methods.registration import METHODS
-    from embedders.registry import apply_option, split_options
+    from embedders.registry import apply_option, split_options, trainable_methods
 
     method, options = split_options(spec)
     torch.manual_seed(0)
-    model = METHODS[method](device="cpu")
+    model = trainable_methods()[method].model_class(device="cpu")
     for key, value in options.items():
         apply_option(model, key, value)
     return model

@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from embedders.losses import gircse_loss, info_nce, iterative_refinement_penalty, stepwise_info_nce
+from embedders.losses import (
+    cosent,
+    gircse_loss,
+    info_nce,
+    iterative_refinement_penalty,
+    similarity_distillation,
+    stepwise_info_nce,
+)
 
 
 def test_info_nce_hand_computed_in_batch():
@@ -93,3 +100,70 @@ def test_distillation_losses_match_hand_computation():
     kl = distill_kl(torch.tensor([[0.0, 0.0]]), torch.tensor([[math.log(3.0), 0.0]]))
     assert kl.item() == pytest.approx(0.75 * math.log(1.5) + 0.25 * math.log(0.5), rel=1e-6)
     assert distill_kl(torch.ones(2, 5), torch.ones(2, 5)).item() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_cosent_hand_computed():
+    a = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
+    b = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # cosines 1, 0, 1/sqrt2
+    scores = torch.tensor([5.0, 1.0, 3.0])
+    c = [1.0, 0.0, 1 / math.sqrt(2)]
+    scale = 2.0
+    # Ordered pairs (i above j): (0,1), (0,2), (2,1); terms exp(scale * (c_j - c_i)).
+    terms = [math.exp(scale * (c[1] - c[0])), math.exp(scale * (c[2] - c[0])), math.exp(scale * (c[1] - c[2]))]
+    expected = math.log(1 + sum(terms))
+    assert cosent(a, b, scores, scale=scale).item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_cosent_is_zero_for_ties_and_rewards_the_right_order():
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    assert cosent(a, b, torch.full((4,), 2.0)).item() == 0.0
+    x = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    y = torch.tensor([[1.0, 0.1], [0.1, 1.0]])  # pair 0 is the more similar
+    right, wrong = torch.tensor([5.0, 1.0]), torch.tensor([1.0, 5.0])
+    assert cosent(x, y, right).item() < cosent(x, y, wrong).item()
+    with pytest.raises(ValueError, match="do not match"):
+        cosent(x, y, torch.tensor([1.0]))
+
+
+def test_similarity_distillation_is_zero_when_the_student_copies_the_teacher():
+    torch.manual_seed(0)
+    t = torch.randn(5, 8)
+    assert similarity_distillation(3 * t, t).item() == pytest.approx(0.0, abs=1e-6)
+    # A different geometry costs something, and gradients reach the student.
+    s = torch.randn(5, 4, requires_grad=True)
+    loss = similarity_distillation(s, t)
+    assert loss.item() > 0.01
+    loss.backward()
+    assert s.grad is not None and s.grad.abs().sum() > 0
+
+
+def test_similarity_distillation_hand_computed():
+    s = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    t = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    tau = 1.0
+
+    def rows(x):
+        x = torch.nn.functional.normalize(x, dim=-1)
+        sim = x @ x.T / tau
+        out = []
+        for i in range(3):
+            others = [sim[i, j].item() for j in range(3) if j != i]
+            z = sum(math.exp(v) for v in others)
+            out.append([math.exp(v) / z for v in others])
+        return out
+
+    ps, pt = rows(s), rows(t)
+    expected = sum(sum(q * math.log(q / r) for q, r in zip(tr, sr, strict=True))
+                   for tr, sr in zip(pt, ps, strict=True)) / 3
+    got = similarity_distillation(s, t, student_temperature=tau, teacher_temperature=tau)
+    assert got.item() == pytest.approx(expected, abs=1e-5)
+
+
+def test_gircse_loss_with_scores_uses_stepwise_cosent():
+    torch.manual_seed(0)
+    q, p = torch.randn(4, 3, 5), torch.randn(4, 3, 5)
+    scores = torch.tensor([4.0, 1.0, 3.0, 2.0])
+    _, metrics = gircse_loss(q, p, scores=scores, refinement_weight=0.0)
+    for k in range(3):
+        expected = cosent(q[:, : k + 1].mean(1), p[:, : k + 1].mean(1), scores)
+        assert metrics[f"L{k + 1}"] == pytest.approx(expected.item(), abs=1e-5)

@@ -114,3 +114,31 @@ def test_identity_marks_reduced_precision_only():
         assert json.loads(model.identity)["dtype"] == "bfloat16"
     finally:
         model.backbone.spec = spec
+
+
+def test_shipped_checkpoints_have_registered_names_from_any_directory(tmp_path, monkeypatch):
+    """`load_embedder("inbedder")` must not depend on the working directory."""
+    from embedders.registry import checkpoint_dir, list_embedders
+
+    shipped = sorted(p.name for p in checkpoint_dir().iterdir() if (p / "facet_config.json").is_file())
+    assert shipped, f"no checkpoints under {checkpoint_dir()}"
+    monkeypatch.chdir(tmp_path)
+    kinds = {i.name: i.kind for i in list_embedders()}
+    for name in shipped:
+        assert kinds.get(name) == "checkpoint", name
+
+
+def test_checkpoint_dir_setting_registers_another_folder(tmp_path):
+    from embedders.registry import embedder_names, set_checkpoint_dir
+
+    folder = tmp_path / "mine" / "my-model"
+    folder.mkdir(parents=True)
+    (folder / "facet_config.json").write_text(json.dumps(
+        {"method": "backbone-mean", "name": "my-model", "backbone": "smollm2-135m-instruct"}))
+    try:
+        set_checkpoint_dir(tmp_path / "mine")
+        assert "my-model" in embedder_names()
+        assert "minilm" in embedder_names()  # baselines stay
+    finally:
+        set_checkpoint_dir(None)
+    assert "my-model" not in embedder_names()

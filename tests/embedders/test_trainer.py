@@ -81,3 +81,89 @@ def test_stop_after_out_of_range_is_refused(stop_after: int) -> None:
 def test_time_budget_stops_early() -> None:
     log = train(_Linear(), _Sampler(), TrainConfig(steps=1000, time_budget_s=0.0), progress=False)
     assert log["steps_done"] == 1
+
+
+class _Scripted:
+    """A dev evaluator that returns pre-set scores and records the weight it saw."""
+
+    def __init__(self, scores: list[float]) -> None:
+        self.scores = list(scores)
+        self.seen: list[float] = []
+
+    def __call__(self, model: _Linear) -> dict[str, float]:
+        self.seen.append(float(model.lin.weight[0, 0]))
+        return {"score": self.scores.pop(0), "toy/metric": 1.0}
+
+
+def test_dev_selection_keeps_the_best_checkpoint_and_records_the_curve(tmp_path: Path) -> None:
+    evaluator = _Scripted([10.0, 30.0, 20.0, 25.0])  # steps 0, 5, 10, 15 (end)
+    log = train(_Linear(), _Sampler(), TrainConfig(steps=15, lr=0.05, warmup=2, eval_every=5), tmp_path / "ck",
+                progress=False, evaluate=evaluator)
+    assert [p["step"] for p in log["dev_curve"]] == [0, 5, 10, 15]
+    assert log["best"]["step"] == 5 and log["best"]["score"] == 30.0
+    assert log["weights_steps"] == 5
+    saved = torch.load(tmp_path / "ck" / "toy.pt")
+    assert float(saved["lin.weight"][0, 0]) == pytest.approx(evaluator.seen[1])  # the step-5 weights
+    on_disk = json.loads((tmp_path / "ck" / "train_log.json").read_text())
+    assert on_disk["best"]["step"] == 5 and len(on_disk["dev_curve"]) == 4 and on_disk["steps_done"] == 15
+
+
+def test_a_start_that_is_never_beaten_is_what_is_kept(tmp_path: Path) -> None:
+    log = train(_Linear(), _Sampler(), TrainConfig(steps=4, lr=0.05, eval_every=2), tmp_path / "ck",
+                progress=False, evaluate=_Scripted([50.0, 40.0, 30.0]), extra_log={"init_weights_steps": 100})
+    assert log["best"]["step"] == 0 and log["weights_steps"] == 100
+    assert float(torch.load(tmp_path / "ck" / "toy.pt")["lin.weight"].abs().sum()) == 0.0
+
+
+def test_an_interrupted_swap_is_recovered(tmp_path: Path) -> None:
+    from embedders.training.trainer import recover_checkpoint, save_checkpoint
+
+    target = tmp_path / "ck"
+    save_checkpoint(_Linear(), target, {"steps_done": 1})
+    # A kill between the two renames leaves only the old copy: the next run restores it.
+    target.rename(tmp_path / ".ck.old")
+    recover_checkpoint(target)
+    assert (target / "toy.pt").is_file() and json.loads((target / "train_log.json").read_text())["steps_done"] == 1
+
+
+_KILL_SCRIPT = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from test_trainer import _Linear, _Sampler
+from embedders.training.trainer import TrainConfig, train
+
+def slow_eval(model):
+    time.sleep(0.05)
+    return {{"score": float(time.perf_counter())}}  # always improves: a save at every eval
+print("started", flush=True)
+train(_Linear(), _Sampler(), TrainConfig(steps=100000, lr=0.01, eval_every=1), {out!r}, progress=False,
+      evaluate=slow_eval)
+"""
+
+
+def test_sigkill_mid_run_leaves_a_loadable_checkpoint(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "ck"
+    script = _KILL_SCRIPT.format(tests=str(Path(__file__).parent), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+        deadline = time.time() + 60
+        while not (out / "train_log.json").is_file() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # many saves happen in this second
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    from embedders.training.trainer import recover_checkpoint
+
+    recover_checkpoint(out)
+    state = torch.load(out / "toy.pt")
+    log = json.loads((out / "train_log.json").read_text())
+    assert "lin.weight" in state and log["best"]["step"] >= 1

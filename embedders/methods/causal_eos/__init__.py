@@ -2,5 +2,11 @@
 
 from embedders.methods.causal_eos.config import CausalEOSConfig
 from embedders.methods.causal_eos.model import CausalEOSEmbedder
+from embedders.registry import TrainableMethod, register_trainable
 
 __all__ = ["CausalEOSConfig", "CausalEOSEmbedder"]
+
+register_trainable(TrainableMethod(
+    "causal-eos", CausalEOSEmbedder, data="pairs", dev_suite="corpus",
+    description="the papers' fair baseline: LoRA decoder pooled at the last template token (PromptEOL) or an EOS",
+))

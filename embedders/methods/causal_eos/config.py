@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from embedders.methods.common import MethodConfig
+from embedders.methods.corpus import CorpusConfig
 
 
 @dataclass
-class CausalEOSConfig(MethodConfig):
-    """Causal-EOS: [instruction; text; EOS], embedding = last-layer state at EOS.
+class CausalEOSConfig(CorpusConfig):
+    """Causal-EOS: the decoder pooled at its last token, the papers' fair baseline.
 
-    Attributes:
-        temperature: InfoNCE temperature (same as Causal2Vec so the comparison is fair).
+    With ``template="prompteol"`` (default) the last token is the template's closing
+    quote; with ``template="eos"`` it is an appended EOS. ``temperature`` is the InfoNCE
+    tau (the same as Causal2Vec's, so the comparison is fair).
     """
-
-    temperature: float = 0.05
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {self.temperature}")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from embedders.methods.common import MethodConfig
+from embedders.methods.corpus import CorpusConfig
 
 
 @dataclass
-class GircseConfig(MethodConfig):
-    """GIRCSE settings.
+class GircseConfig(CorpusConfig):
+    """GIRCSE settings. The soft tokens are generated after the template (see
+    ``embedders.methods.corpus``): with PromptEOL, after its closing quote.
 
     Attributes:
         train_soft_tokens: K used in training (5 in the paper).
@@ -21,7 +22,7 @@ class GircseConfig(MethodConfig):
 
     train_soft_tokens: int = 5
     soft_tokens: int = 5
-    temperature: float = 0.02
+    temperature: float = 0.02  # GIRCSE's own default (CorpusConfig: 0.05)
     refinement_weight: float = 1.0
     use_cache: bool = True
 
@@ -29,7 +30,5 @@ class GircseConfig(MethodConfig):
         super().__post_init__()
         if self.train_soft_tokens < 1 or self.soft_tokens < 1:
             raise ValueError("soft token counts must be >= 1")
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {self.temperature}")
         if self.refinement_weight < 0:
             raise ValueError(f"refinement_weight must be >= 0, got {self.refinement_weight}")

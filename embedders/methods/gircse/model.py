@@ -15,17 +15,17 @@ import torch
 
 from embedders.base import Role
 from embedders.losses import gircse_loss
-from embedders.methods.common import TrainableDecoderEmbedder
+from embedders.methods.corpus import CorpusEmbedder
 from embedders.methods.gircse.config import GircseConfig
 from embedders.pooling import last_token_pool
 
 
-class GircseEmbedder(TrainableDecoderEmbedder):
+class GircseEmbedder(CorpusEmbedder):
     """GIRCSE over a LoRA-tuned decoder; ``soft_tokens`` sets K at inference."""
 
     method = "gircse"
     config_class = GircseConfig
-    OPTIONS = ("soft_tokens", "use_cache")  # settable at load time: "path[soft_tokens=10]"
+    OPTIONS = ("soft_tokens", "use_cache", "template")  # settable at load time: "path[soft_tokens=10]"
     config: GircseConfig
 
     def __init__(self, config: GircseConfig | None = None, **kwargs: Any) -> None:
@@ -91,12 +91,16 @@ class GircseEmbedder(TrainableDecoderEmbedder):
 
     def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
         k = self.config.train_soft_tokens
-        q = self.generate_states(batch.queries, Role.QUERY, batch.instruction, k)
-        doc_instruction = batch.instruction if batch.symmetric else None
-        doc_role = Role.QUERY if batch.symmetric else Role.DOCUMENT
-        p = self.generate_states(batch.positives, doc_role, doc_instruction, k)
-        n = self.generate_states(batch.negatives, doc_role, doc_instruction, k) if batch.negatives else None
+        q, p, n = (self.generate_states(texts, role, instruction, k) if texts else None
+                   for texts, role, instruction in self.batch_sides(batch))
+        assert q is not None and p is not None
+        scores = torch.tensor(batch.scores, device=q.device) if batch.scores is not None else None
         loss, metrics = gircse_loss(q, p, n, temperature=self.config.temperature,
-                                    refinement_weight=self.config.refinement_weight)
+                                    refinement_weight=self.config.refinement_weight, scores=scores)
+        # The teacher sees the embeddings encode() returns: the mean over the K states.
+        distill = self.distillation(batch, torch.cat([x.mean(dim=1) for x in (q, p, n) if x is not None]))
+        if distill is not None:
+            metrics["distill"] = float(distill.detach())
+            loss = loss + self.teacher_weight * distill
         metrics["loss"] = float(loss.detach())
         return loss, metrics

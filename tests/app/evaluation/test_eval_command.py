@@ -193,3 +193,34 @@ def test_instruction_override(tmp_path: Path) -> None:
     ]:
         with pytest.raises(InvalidRequestError, match=message):
             _override_instruction(tasks, bad)
+
+
+@pytest.mark.usefixtures("minilm")
+def test_eval_on_your_own_data(tmp_path: Path) -> None:
+    """--task KIND:PATH runs the same metrics on a user's folder, outside ../shared/data."""
+    root = _tiny_data_root(tmp_path / "data")
+    mine = tmp_path / "mine"
+    (mine / "beir").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (mine / "beir" / name).write_text((root / "beir_scifact" / name).read_text())
+    (mine / "beir" / "qrels").mkdir()
+    (mine / "beir" / "qrels" / "dev.tsv").write_text((root / "beir_scifact" / "qrels" / "test.tsv").read_text())
+    (mine / "pairs.csv").write_text((root / "stsb_en" / "stsb-en-test.csv").read_text())
+    out = tmp_path / "out"
+    args = ["eval", "minilm", "--task", f"beir:{mine / 'beir'},sts:{mine / 'pairs.csv'}",
+            "--task", f"goalex:{root / 'goalex_clustering' / 'agnews'}", "--task-instruction", "Find the evidence",
+            "--data-dir", str(tmp_path / "nowhere"), "--out", str(out), "--baselines", "", "--no-cache",
+            "--no-progress"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    run = json.loads((out / "results.json").read_text())["runs"][0]
+    by_task = {r["task"]: r for r in run["results"]}
+    assert set(by_task) == {"beir:beir", "sts:pairs.csv", "goalex:agnews"}
+    assert by_task["beir:beir"]["scores"]["ndcg@10"] == pytest.approx(1.0)  # qrels/dev.tsv found as the only split
+    assert by_task["beir:beir"]["info"]["instruction"] == "Find the evidence"
+    assert by_task["sts:pairs.csv"]["scores"]["spearman"] > 0.5
+    for bad, message in [("nope:/x", "KIND:PATH"), (f"sts:{tmp_path / 'absent.csv'}", "does not exist")]:
+        failed = CliRunner().invoke(cli, ["eval", "minilm", "--task", bad, "--baselines", ""])
+        assert failed.exit_code == 2 and message in failed.output
+    lone = CliRunner().invoke(cli, ["eval", "minilm", "--task-instruction", "x", "--baselines", ""])
+    assert lone.exit_code == 2 and "applies to --task" in lone.output

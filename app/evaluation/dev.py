@@ -1,0 +1,98 @@
+"""Dev suites for model selection during training: dev and train splits only, never a test split.
+
+* ``corpus`` (Causal-EOS, Causal2Vec, GIRCSE): STS-B *dev* pairs (Spearman) and the
+  SciFact *train* queries held out from training (``scifact_dev_query_ids``) retrieved
+  from a corpus subset (their relevant abstracts plus seeded others), nDCG@10.
+* ``instruction`` (InstEmb, InBedder): CLINC150 *validation* texts under the intent and
+  the domain instruction (harmonic mean of the two V-measures, and the steer gap).
+
+``DevEvaluator(model)`` returns one dict of scores whose ``score`` is what selection
+maximises: the mean of the suite's main scores (x 100).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.evaluation import loaders
+from app.evaluation.cache import EmbeddingCache
+from app.evaluation.suites import SCIFACT_INSTRUCTION
+from app.evaluation.tasks import EvalContext, MultiViewClusteringTask, RetrievalTask, StsTask, Task
+from embedders import Embedder
+
+DEV_SUITES = ("corpus", "instruction")
+
+
+@dataclass(frozen=True)
+class DevSizes:
+    """Dev subsample sizes: small enough to run every few dozen steps on one CPU thread."""
+
+    sts_pairs: int = 400
+    scifact_docs: int = 400
+    scifact_doc_words: int = 64
+    clinc_texts: int = 400
+
+
+def _scifact_dev(root: Path) -> loaders.BeirData:
+    from embedders.training.data import scifact_dev_query_ids
+
+    data = loaders.load_beir(root / "beir_scifact", "train")
+    keep = scifact_dev_query_ids(root)
+    qrels = {q: rel for q, rel in data.qrels.items() if q in keep}
+    return loaders.BeirData(data.corpus, {q: data.queries[q] for q in qrels}, qrels)
+
+
+def build_dev_tasks(root: Path, suite: str, sizes: DevSizes | None = None) -> list[Task]:
+    """The tasks of a dev suite, reading under the datasets root ``root``.
+
+    Raises:
+        ValueError: an unknown suite.
+    """
+    s = sizes or DevSizes()
+    if suite == "corpus":
+        dev_csv = root / "stsb_en" / "stsb-en-dev.csv"
+        return [
+            StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=s.sts_pairs, seed=0),
+            RetrievalTask("scifact-dev", lambda: _scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
+                          doc_max_words=s.scifact_doc_words, n_docs=s.scifact_docs, seed=0),
+        ]
+    if suite == "instruction":
+        data, domains = root / "clinc150" / "data_full.json", root / "clinc150" / "domains.json"
+        return [MultiViewClusteringTask(
+            "clinc-dev", lambda: loaders.build_clinc_multiview(data, domains, split="val", n=s.clinc_texts, seed=0),
+            kmeans_seeds=(0, 1, 2))]
+    raise ValueError(f"unknown dev suite {suite!r}; use one of: {', '.join(DEV_SUITES)}")
+
+
+class DevEvaluator:
+    """Scores a model on a dev suite; callable as the trainer's ``evaluate`` hook.
+
+    Args:
+        root: datasets root.
+        suite: ``corpus`` or ``instruction``.
+        batch_size: texts per forward pass.
+        sizes: subsample sizes.
+    """
+
+    def __init__(self, root: Path, suite: str, *, batch_size: int = 32, sizes: DevSizes | None = None) -> None:
+        self.suite = suite
+        self.tasks = build_dev_tasks(Path(root), suite, sizes)
+        self.batch_size = batch_size
+        self._cache = EmbeddingCache(None)
+
+    def __call__(self, model: Embedder) -> dict[str, Any]:
+        start = time.perf_counter()
+        ctx = EvalContext(model, self._cache, batch_size=self.batch_size, show_progress=False)
+        out: dict[str, Any] = {}
+        mains = []
+        for task in self.tasks:
+            result = task.run(ctx)
+            for key, value in result.scores.items():
+                out[f"{task.name}/{key}"] = round(100 * value, 2)
+            mains.append(100 * result.main_score)
+        out["score"] = round(sum(mains) / len(mains), 2)
+        out["eval_seconds"] = round(time.perf_counter() - start, 1)
+        return out

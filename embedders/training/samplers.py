@@ -1,0 +1,49 @@
+"""Batch builders by data kind: what a trainable method declares as its ``data`` ("pairs" or
+"triples") maps to the loader and sampler here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def pair_sampler(root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
+    """Contrastive pairs: the default mix, or ``tasks`` ("snli:0.5,stsb,scifact:0.1")."""
+    from embedders.training.data import DEFAULT_MIX, BatchSampler, build_pairs, parse_mix
+
+    mix = parse_mix(tasks) or dict(DEFAULT_MIX)
+    pairs = build_pairs(root, tuple(mix))
+    sampler = BatchSampler(pairs, batch_size, seed=seed, mix=mix)
+    return sampler, {"tasks": {t: len(p) for t, p in pairs.items()},
+                     "mix": {t: round(v, 4) for t, v in sampler.shares().items()}}
+
+
+def triple_sampler(root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
+    """(input, instruction, answer) triples: every source (weighted by sqrt(size)), or ``tasks``
+    ("c3,banking77:2")."""
+    from embedders.training.data import parse_mix
+    from embedders.training.instruct_data import DEFAULT_TASKS, LOADERS, TripleSampler, build_triples
+
+    mix = parse_mix(tasks, LOADERS) or dict.fromkeys(DEFAULT_TASKS, 0.0)
+    triples = build_triples(root, tuple(mix))
+    sampler = TripleSampler(triples, batch_size, seed=seed, mix=mix)
+    return sampler, {"tasks": {t: len(v) for t, v in triples.items()},
+                     "mix": {t: round(v, 4) for t, v in sampler.shares().items()}}
+
+
+SAMPLERS: dict[str, Callable[[Path, str, int, int], tuple[Any, dict[str, Any]]]] = {
+    "pairs": pair_sampler, "triples": triple_sampler,
+}
+
+
+def build_sampler(kind: str, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The sampler for a data kind.
+
+    Raises:
+        ValueError: an unknown kind, source or weight.
+        FileNotFoundError: a dataset file is missing.
+    """
+    if kind not in SAMPLERS:
+        raise ValueError(f"unknown training data kind {kind!r}; known: {', '.join(SAMPLERS)}")
+    return SAMPLERS[kind](root, tasks, batch_size, seed)

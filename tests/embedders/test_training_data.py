@@ -1,0 +1,133 @@
+"""Training data: the default mix, the instruction rule, batches without repeated texts,
+and the SciFact dev queries kept out of training."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from embedders.training.data import (
+    DEFAULT_MIX,
+    BatchSampler,
+    Pair,
+    build_pairs,
+    load_scifact,
+    load_sick_nli,
+    load_stsb,
+    parse_mix,
+    scifact_dev_query_ids,
+    scifact_train_qrels,
+)
+
+
+def test_parse_mix():
+    assert parse_mix("") is None
+    assert parse_mix("snli:0.5, stsb") == {"snli": 0.5, "stsb": 0.0}
+    with pytest.raises(ValueError, match="unknown training source 'nope'"):
+        parse_mix("nope:1")
+    with pytest.raises(ValueError, match="must be positive"):
+        parse_mix("snli:0")
+    with pytest.raises(ValueError, match="must be a number"):
+        parse_mix("snli:x")
+
+
+def test_sampler_follows_the_mix_and_never_repeats_a_text_in_a_batch():
+    # Texts shared across pairs (as SICK reuses premises) must never meet in one batch.
+    premises = [f"premise {i % 5}" for i in range(60)]
+    pairs = {
+        "nli": [Pair(p, f"hyp {i}", f"neg {i % 7}", None, "nli", symmetric=True) for i, p in enumerate(premises)],
+        "sts": [Pair(f"a {i}", f"b {i}", None, None, "sts", symmetric=True, score=float(i % 5)) for i in range(40)],
+    }
+    sampler = BatchSampler(pairs, batch_size=4, seed=0, mix={"nli": 3.0, "sts": 1.0})
+    assert sampler.shares() == {"nli": 0.75, "sts": 0.25}
+    tasks = Counter()
+    for _ in range(400):
+        batch = sampler.next_batch()
+        tasks[batch.task] += 1
+        texts = batch.queries + batch.positives + batch.negatives
+        assert len(texts) == len(set(texts)), texts
+        if batch.task == "sts":
+            assert batch.scores is not None and len(batch.scores) == len(batch.queries)
+        else:
+            assert batch.scores is None
+    assert 0.68 < tasks["nli"] / 400 < 0.82
+
+
+def test_pairs_repeating_a_text_within_themselves_are_dropped():
+    pairs = {"t": [Pair("same", "same", None, None, "t"), Pair("x", "y", None, None, "t"),
+                   Pair("u", "v", None, None, "t")]}
+    sampler = BatchSampler(pairs, batch_size=2, seed=0)
+    assert all("same" not in sampler.next_batch().queries for _ in range(10))
+
+
+def test_default_mix_sources_follow_the_instruction_rule(shared_data):
+    pairs = build_pairs(shared_data, tuple(DEFAULT_MIX))
+    assert set(pairs) == set(DEFAULT_MIX)
+    for task, items in pairs.items():
+        assert items, task
+        if items[0].symmetric:
+            assert all(p.instruction is None for p in items), f"{task}: symmetric tasks carry no instruction"
+        else:
+            assert all(p.instruction for p in items), f"{task}: retrieval queries carry their instruction"
+    sampler = BatchSampler(pairs, batch_size=16, seed=0, mix=DEFAULT_MIX)
+    assert sampler.shares()["snli"] == pytest.approx(0.5)
+
+
+def test_every_scored_sts_pair_is_used(shared_data):
+    stsb = load_stsb(shared_data)
+    assert len(stsb) == 5749
+    assert min(p.score for p in stsb) == 0.0 and max(p.score for p in stsb) == 5.0
+
+
+def test_sick_nli_uses_contradictions_of_the_same_premise(shared_data):
+    pairs = load_sick_nli(shared_data)
+    with_negative = [p for p in pairs if p.negative is not None]
+    assert len(pairs) > 1000 and len(with_negative) > 100
+    assert all(p.query != p.positive for p in pairs)
+
+
+def test_scifact_dev_queries_are_held_out_of_training(shared_data):
+    dev = scifact_dev_query_ids(shared_data)
+    train_qids = set(scifact_train_qrels(shared_data))
+    assert dev < train_qids and len(dev) == round(0.2 * len(train_qids))
+    assert scifact_dev_query_ids(shared_data) == dev  # fixed
+    from app.evaluation.loaders import load_beir
+
+    queries = load_beir(shared_data / "beir_scifact", "train").queries
+    dev_texts = {queries[q] for q in dev if q in queries}
+    trained = {p.query for p in load_scifact(shared_data)}
+    assert dev_texts and not dev_texts & trained
+
+
+def test_instruction_triples_give_one_text_two_views(shared_data):
+    """Coarse views ask other questions of the same kinds of texts, wanting other answers."""
+    from embedders.training.instruct_data import (
+        EMOTION_VALENCE,
+        banking77_area,
+        build_triples,
+        load_banking77,
+        load_banking77_area,
+    )
+
+    triples = build_triples(shared_data, ("banking77", "banking77-area", "emotion-valence", "squad-topic"))
+    assert {t.answer for t in triples["emotion-valence"]} == set(EMOTION_VALENCE.values())
+    assert len({t.answer for t in triples["banking77-area"]}) == 8
+    assert len({t.answer for t in triples["squad-topic"]}) >= 10
+    fine = {t.input: t for t in load_banking77(shared_data)}
+    coarse = {t.input: t for t in load_banking77_area(shared_data)}
+    shared = set(fine) & set(coarse)
+    assert shared, "some Banking77 texts appear under both views"
+    for text in list(shared)[:20]:
+        assert fine[text].instruction != coarse[text].instruction and fine[text].answer != coarse[text].answer
+    assert banking77_area("top_up_by_card_charge") == "top up" and banking77_area("card_arrival") == "card"
+
+
+def test_triple_sampler_weights(shared_data):
+    from embedders.training.samplers import build_sampler
+
+    sampler, info = build_sampler("triples", shared_data, "banking77:3,emotion:1", 4, 0)
+    assert info["mix"] == {"banking77": 0.75, "emotion": 0.25}
+    assert sampler.next_batch().task in ("banking77", "emotion")
+    with pytest.raises(ValueError, match="unknown training source 'snli'"):
+        build_sampler("triples", shared_data, "snli", 4, 0)
