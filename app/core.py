@@ -36,15 +36,23 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
-from app.errors import FacetError, InvalidRequestError, TooLargeError, as_domain_error
+from app.errors import DataError, FacetError, InvalidRequestError, TooLargeError, as_domain_error
 from app.jobs import JobRunner, ThreadJobRunner
-from app.services.clustering import ClusterRequest, ClusterResponse, ClusterService
+from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
 from app.services.collections import CollectionInfo, CollectionService, JobInfo
 from app.services.context import ServiceContext
-from app.services.indexing import IndexOptions, IndexReport, IndexService, PreparedJob, Progress
+from app.services.indexing import (
+    IndexOptions,
+    IndexReport,
+    IndexService,
+    PreparedJob,
+    Progress,
+    estimate_documents,
+)
 from app.services.search import SearchRequest, SearchResponse, SearchService
 from app.settings import FacetSettings, apply_settings, get_settings
 from embedders.base import Embedder, HasTokenizer, Role
+from indexer.parsing import SUPPORTED_SUFFIXES, discover
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +76,20 @@ def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
             raise domain from e
 
     return wrapper
+
+
+def allowed_model_names(settings: FacetSettings) -> list[str]:
+    """Embedder names a request from outside (HTTP, UI) may name: ``FACET_API_MODELS``, else
+    the registered names and the default embedder (a checkpoint path only when listed, so a
+    request cannot make the server load an arbitrary folder)."""
+    from embedders import list_embedders
+
+    if settings.api_models is not None:
+        return list(settings.api_models)
+    names = [i.name for i in list_embedders()]
+    if settings.default_embedder not in names:
+        names.append(settings.default_embedder)
+    return names
 
 
 @dataclass
@@ -320,13 +342,18 @@ class Facet:
         return self.searching.search(request)
 
     @_domain_errors
-    def cluster(self, request: ClusterRequest) -> ClusterResponse:
+    def cluster(self, request: ClusterRequest,
+                progress: ClusterProgress | None = None) -> ClusterResponse:
         """Cluster texts, a collection or search results under an instruction.
+
+        Args:
+            request: what to cluster and how.
+            progress: called with (fraction done, stage) as the work goes (a UI's bar).
 
         Raises:
             InvalidRequestError, TooLargeError, NotFoundError: see ``ClusterService.cluster``.
         """
-        return self.clustering.cluster(request)
+        return self.clustering.cluster(request, progress)
 
     # -------------------------------------------------------- collections/jobs
 
@@ -359,6 +386,28 @@ class Facet:
         return self.catalog.job(job_id)
 
     # ------------------------------------------------------------------- info
+
+    #: File types an index source may hold (lower-case suffixes with the dot).
+    supported_suffixes: tuple[str, ...] = tuple(sorted(SUPPORTED_SUFFIXES))
+
+    @_domain_errors
+    def estimate_documents(self, source: Path | str) -> int:
+        """Documents indexing ``source`` will see (records for jsonl/csv): a progress bar's total.
+
+        Raises:
+            NotFoundError: the source does not exist.
+            DataError: a single file of an unsupported type.
+        """
+        from indexer.errors import UnsupportedSourceError
+
+        try:
+            return estimate_documents(discover(Path(source)))
+        except UnsupportedSourceError as e:
+            raise DataError(str(e)) from e
+
+    def allowed_models(self) -> list[str]:
+        """Embedder names a request from outside may name (see ``allowed_model_names``)."""
+        return allowed_model_names(self.settings)
 
     def info(self) -> dict[str, Any]:
         """What this process serves: store backend, default embedder, loaded models, limits."""

@@ -57,14 +57,7 @@ def allowed_models(facet: Facet) -> list[str]:
     """Embedder names the API may load: ``FACET_API_MODELS``, else the registered names and
     the default embedder (checkpoint paths only when listed, so a request cannot make the
     server load an arbitrary folder)."""
-    from embedders import list_embedders
-
-    if facet.settings.api_models is not None:
-        return list(facet.settings.api_models)
-    names = [i.name for i in list_embedders()]
-    if facet.settings.default_embedder not in names:
-        names.append(facet.settings.default_embedder)
-    return names
+    return facet.allowed_models()
 
 
 def _check_model(facet: Facet, name: str | None, field: str) -> None:
@@ -251,5 +244,23 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """One collection."""
         return _json(asdict(facet.collection(name)))
 
+    if settings.ui_mount:
+        _mount_ui(app, settings)
     return app
+
+
+def _mount_ui(app: FastAPI, settings: FacetSettings) -> None:
+    """The Gradio UI at /ui, over the same facade (built at start-up, hence the provider),
+    when the ui extra is installed."""
+    try:
+        from ui.app import mount_ui
+    except ImportError as e:
+        logger.info("no UI at /ui: the ui extra is not installed (%s is missing)", e.name)
+        return
+
+    def served() -> Facet:
+        facet: Facet = app.state.facet
+        return facet
+
+    mount_ui(app, served, settings, path="/ui")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +31,14 @@ from embedders.explain import explain_clusters
 from indexer.errors import StoreError
 
 logger = logging.getLogger(__name__)
+
+ClusterProgress = Callable[[float, str], None]
+"""Called with the fraction done (0 to 1) and what is being done, e.g. ``(0.4, "encoding
+800/2000 texts")``; a UI shows it as a progress bar."""
+
+# Texts encoded (or answered) per progress step: small enough that a bar moves every few
+# seconds on a CPU, large enough that the per-call overhead stays negligible.
+PROGRESS_STEP_TEXTS = 128
 
 
 @dataclass(frozen=True)
@@ -188,8 +196,15 @@ class ClusterService:
         if request.limit is not None and request.limit < 2:
             raise InvalidRequestError(f"limit must be at least 2, got {request.limit}")
 
-    def cluster(self, request: ClusterRequest) -> ClusterResponse:
+    def cluster(self, request: ClusterRequest,
+                progress: ClusterProgress | None = None) -> ClusterResponse:
         """Cluster and explain.
+
+        Args:
+            request: what to cluster and how.
+            progress: told how far the work is after each step (texts are then encoded and
+                answered in pieces of ``PROGRESS_STEP_TEXTS``; the vectors are the same within
+                the embedders' batch-invariance tolerance).
 
         Raises:
             InvalidRequestError: see ``validate``; fewer than 2 texts or more clusters than texts;
@@ -200,8 +215,10 @@ class ClusterService:
         from sklearn.cluster import KMeans
 
         self.validate(request)
+        report = progress or (lambda fraction, stage: None)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
+        report(0.0, "collecting the texts")
         texts, sources = self._texts(request)
         timings["texts"] = (time.perf_counter() - t0) * 1000
         cap = self.ctx.settings.max_cluster_texts
@@ -215,10 +232,23 @@ class ClusterService:
         instruction = request.instruction.strip()
         spec = request.embedder or self.ctx.settings.default_embedder
 
+        # Shares of the bar: encoding most of it, answering (when asked) as much again.
+        encode_share = 0.45 if request.explainer else 0.9
         t0 = time.perf_counter()
-        vectors = self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT,
-                                          instruction=instruction, bulk=True)
+        if progress is None:
+            vectors = self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT,
+                                              instruction=instruction, bulk=True)
+        else:
+            parts = []
+            for start in range(0, len(texts), PROGRESS_STEP_TEXTS):
+                report(encode_share * start / len(texts),
+                       f"encoding {start}/{len(texts)} texts")
+                parts.append(self.ctx.encoder.encode(
+                    texts[start:start + PROGRESS_STEP_TEXTS], embedder=spec, role=Role.DOCUMENT,
+                    instruction=instruction, bulk=True))
+            vectors = np.concatenate(parts, axis=0)  # (n, dim)
         timings["encode"] = (time.perf_counter() - t0) * 1000
+        report(encode_share, "k-means")
 
         t0 = time.perf_counter()
         silhouette: float | None = None
@@ -233,11 +263,21 @@ class ClusterService:
         answers: list[str] | None = None
         if request.explainer:
             t0 = time.perf_counter()
-            answers = self.ctx.encoder.generate_answers(texts, explainer=request.explainer,
-                                                        instruction=instruction,
-                                                        max_new_tokens=request.answer_tokens)
+            if progress is None:
+                answers = self.ctx.encoder.generate_answers(texts, explainer=request.explainer,
+                                                            instruction=instruction,
+                                                            max_new_tokens=request.answer_tokens)
+            else:
+                answers = []
+                for start in range(0, len(texts), PROGRESS_STEP_TEXTS):
+                    report(encode_share + 0.45 * start / len(texts),
+                           f"{request.explainer} answering {start}/{len(texts)} texts")
+                    answers.extend(self.ctx.encoder.generate_answers(
+                        texts[start:start + PROGRESS_STEP_TEXTS], explainer=request.explainer,
+                        instruction=instruction, max_new_tokens=request.answer_tokens))
             timings["answers"] = (time.perf_counter() - t0) * 1000
 
+        report(0.95, "naming the clusters and drawing the map")
         t0 = time.perf_counter()
         explained = explain_clusters(texts, label_list, answers if answers is not None else texts,
                                      embeddings=vectors, top_k=request.keywords,
@@ -255,6 +295,7 @@ class ClusterService:
                 representative_indices=c.representative_indices,
                 center=(round(float(center[0]), 5), round(float(center[1]), 5))))
         timings["explain"] = (time.perf_counter() - t0) * 1000
+        report(1.0, "done")
         model_name = self.ctx.embedders.get(spec).name
         return ClusterResponse(
             instruction=instruction, embedder=model_name, explainer=request.explainer, k=k,

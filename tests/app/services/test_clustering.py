@@ -54,6 +54,22 @@ def test_texts_are_grouped_named_and_mapped(service) -> None:
     assert json.dumps(result.to_dict())  # JSON-safe for the API
 
 
+def test_progress_is_reported_in_steps_and_changes_nothing(service, monkeypatch) -> None:
+    import app.services.clustering as clustering
+
+    monkeypatch.setattr(clustering, "PROGRESS_STEP_TEXTS", 5)  # 12 texts: 3 encode steps
+    seen: list[tuple[float, str]] = []
+    with_bar = service.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS, k=3),
+                               progress=lambda f, stage: seen.append((f, stage)))
+    plain = service.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS, k=3))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert [s for _, s in seen if s.startswith("encoding")] == [
+        "encoding 0/12 texts", "encoding 5/12 texts", "encoding 10/12 texts"]
+    assert with_bar.labels == plain.labels
+    np.testing.assert_allclose(with_bar.coordinates, plain.coordinates, atol=1e-4)
+
+
 def test_k_is_chosen_when_not_given(service) -> None:
     # Which k wins on 12 texts is the silhouette's call (card and PIN messages are close:
     # k=2 scores 0.517, k=3 0.502 here); test_choose_k_and_map_helpers checks the choice on
