@@ -75,6 +75,32 @@ class FacetSettings(BaseSettings):
         default=None, description="embedders the API may load (names or checkpoint paths); unset = "
                                   "the registered names, the default embedder and the collections' "
                                   "embedders")
+    # Gradio UI (facet ui, and /ui under facet serve).
+    ui_auth: str | None = Field(
+        default=None, description="'user:password' pairs, comma-separated, that the UI asks for; "
+                                  "unset = the API key as the password (any user name) when "
+                                  "FACET_API_KEY is set, else no login")
+    ui_mount: bool = Field(default=True, description="facet serve also serves the UI at /ui "
+                                                     "(when the ui extra is installed)")
+    ui_allowed_roots: list[Path] = Field(
+        default_factory=list, description="folders (JSON list) whose subfolders the Index tab may "
+                                          "index; empty = uploads only")
+    ui_max_upload_mb: float = Field(default=10.0, gt=0,
+                                    description="larger uploaded files are refused")
+    ui_max_query_chars: int = Field(
+        default=2000, ge=1, description="queries and instructions are cut to this many characters "
+                                        "(with a notice)")
+    ui_concurrency: int = Field(
+        default=1, ge=1, description="model-bound UI events (search, cluster, index) running at "
+                                     "once; the rest wait in the queue")
+    ui_max_queue: int = Field(default=64, ge=1,
+                              description="UI events waiting at most; more are refused as busy")
+    ui_rerankers: list[str] = Field(
+        default_factory=lambda: ["instemb", "inbedder"],
+        description="instruction embedders the Search tab offers as rerankers")
+    ui_examples: dict[str, list[str]] = Field(
+        default_factory=dict, description="example instructions per collection (JSON object), "
+                                          "shown beside the built-in ones")
     # Celery (full stack).
     broker_url: str | None = None
     result_backend: str | None = None

@@ -1,0 +1,49 @@
+"""``facet ui``: serve the Gradio UI on its own (``facet serve`` also mounts it at /ui)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from app.cli import handle_errors
+from app.errors import UnavailableError
+
+
+def register(cli: typer.Typer) -> None:
+    """Add ``facet ui`` to the CLI."""
+
+    @cli.command("ui")
+    @handle_errors
+    def ui_cmd(
+        host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", "-p")] = 7860,
+        preload: Annotated[list[str] | None, typer.Option(
+            "--preload", help="embedder to load at start-up (repeat; default FACET_DEFAULT_EMBEDDER)")
+        ] = None,
+    ) -> None:
+        """Serve the search / cluster / index UI from this process (it owns the data folder).
+
+        Login: FACET_UI_AUTH='user:password', else the API key when FACET_API_KEY is set.
+        Server folders the Index tab may read: FACET_UI_ALLOWED_ROOTS='["/data/docs"]'.
+        See docs/ui.md.
+        """
+        try:
+            from ui.app import launch_ui
+        except ImportError as e:
+            raise UnavailableError(f"facet ui needs the ui extra ({e.name} is missing): "
+                                   "pip install 'facet-search[ui]'") from e
+        from app.core import Facet
+        from app.settings import get_settings
+
+        settings = get_settings()
+        facet = Facet.for_serving(settings)
+        Facet.set_shared(facet)
+        try:
+            for name in preload if preload is not None else [settings.default_embedder]:
+                if name:
+                    facet.embed(["warm-up"], embedder=name)
+            typer.echo(f"Facet UI on http://{host}:{port} (data dir {settings.data_dir})")
+            launch_ui(facet, host=host, port=port, block=True)
+        finally:
+            facet.close()

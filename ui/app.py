@@ -1,0 +1,357 @@
+"""The Gradio page: five tabs wired to ``ui.handlers``, standalone (``facet ui``) or mounted
+under ``facet serve`` at ``/ui``.
+
+Layout only: every event calls one handler. Model-bound events (search, compare, cluster,
+index) share one concurrency group limited to ``FACET_UI_CONCURRENCY`` (default 1), so one
+GPU (or CPU) is never asked for more at once; the rest wait in Gradio's queue, itself capped
+at ``FACET_UI_MAX_QUEUE``. Light events (pickers, job polling, the catalog) have their own
+group and never wait behind a long clustering.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from app.core import Facet
+from app.errors import InvalidRequestError
+from app.settings import FacetSettings, get_settings
+from ui import render
+from ui.handlers import (
+    CLUSTER_SOURCES,
+    GENERIC_EXAMPLES,
+    NO_EXPLAINER,
+    SOURCE_COLLECTION,
+    SOURCE_SEARCH,
+    SOURCE_TEXTS,
+    UiHandlers,
+)
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+logger = logging.getLogger(__name__)
+
+MODEL = "model"  # concurrency group of the events that run an embedder
+LIGHT = "light"  # catalog reads, pickers, job polls
+LIGHT_LIMIT = 4
+
+INTRO = """# Facet
+Instruction-aware search and clustering. Type what you look for **and** what it should mean:
+the instruction (e.g. *Find messages with the same customer intent*) conditions the query's
+embedding, and the Compare tab shows how it changes the ranking."""
+
+
+def ui_auth(settings: FacetSettings) -> Callable[[str, str], bool] | None:
+    """The login check: ``FACET_UI_AUTH`` pairs, else the API key as the password (any user
+    name), else none.
+
+    Raises:
+        InvalidRequestError: ``FACET_UI_AUTH`` is not ``user:password[,user:password...]``.
+    """
+    if settings.ui_auth:
+        pairs = []
+        for item in settings.ui_auth.split(","):
+            user, sep, password = item.strip().partition(":")
+            if not sep or not user or not password:
+                raise InvalidRequestError("FACET_UI_AUTH must be 'user:password' pairs separated by "
+                                          "commas, with a non-empty user and password each")
+            pairs.append((user, password))
+
+        def check_pairs(username: str, password: str) -> bool:
+            # Compare every pair, so the time taken does not tell which user exists.
+            ok = False
+            for user, expected in pairs:
+                ok |= secrets.compare_digest(username.encode(), user.encode()) & \
+                    secrets.compare_digest(password.encode(), expected.encode())
+            return ok
+
+        return check_pairs
+    key = settings.api_key
+    if key:
+        def check_key(username: str, password: str) -> bool:
+            return secrets.compare_digest(password.encode(), key.encode())
+
+        return check_key
+    return None
+
+
+def launch_options(settings: FacetSettings) -> dict[str, Any]:
+    """Options shared by ``launch`` and ``mount_gradio_app``: login, upload limit, CSS, no
+    error details for unexpected errors (handlers show their own messages), no run history."""
+    return {
+        "auth": ui_auth(settings),
+        "auth_message": "Facet: log in with a FACET_UI_AUTH user, or any name and the API key.",
+        "max_file_size": int(settings.ui_max_upload_mb * 2**20),
+        "show_error": False,
+        "run_history": False,
+        "footer_links": ["api", "gradio"],
+        "css": render.CSS,
+        "ssr_mode": False,
+    }
+
+
+def picker(**kwargs: Any) -> gr.Dropdown:
+    """A dropdown whose value the handler checks itself (``allow_custom_value``).
+
+    Gradio checks a dropdown's value against the choices it was built with, which would
+    refuse the collections and folders filled in per page load (and any value sent by an API
+    client); the handlers check names against the live catalog and the allowed models, and
+    say what is wrong in their own words.
+    """
+    return gr.Dropdown(allow_custom_value=True, **kwargs)
+
+
+def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None = None, *,
+             export_dir: Path | None = None) -> gr.Blocks:
+    """The page over ``facet`` (or a function returning it, for a server that builds its facade
+    at start-up).
+
+    Args:
+        facet: the facade or its provider.
+        settings: the settings (default the facade's, else the environment's).
+        export_dir: where CSV exports go (default a temp folder).
+    """
+    if settings is None:
+        settings = facet.settings if isinstance(facet, Facet) else get_settings()
+    h = UiHandlers(facet, settings, export_dir)
+    embedders = h.embedders()
+    model: dict[str, Any] = {"concurrency_id": MODEL, "concurrency_limit": settings.ui_concurrency}
+    light: dict[str, Any] = {"concurrency_id": LIGHT, "concurrency_limit": LIGHT_LIMIT}
+
+    with gr.Blocks(title="Facet", analytics_enabled=False) as demo:
+        gr.Markdown(INTRO)
+        with gr.Tabs():
+            # ------------------------------------------------------------ search
+            with gr.Tab("Search", id="search"):
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        s_query = gr.Textbox(label="Query", elem_id="search-query",
+                                             placeholder="my card payment was declined")
+                        s_instruction = gr.Textbox(
+                            label="Instruction", elem_id="search-instruction",
+                            placeholder="Find messages with the same customer intent")
+                        s_examples = picker(label="Example instructions (fill the box)",
+                                            choices=GENERIC_EXAMPLES, value=None,
+                                            elem_id="search-examples")
+                        s_filters = gr.Textbox(label="Metadata filters",
+                                               placeholder="intent=card_arrival (one per line or "
+                                                           "separated by ;)",
+                                               elem_id="search-filters")
+                    with gr.Column(scale=2):
+                        s_collection = picker(label="Collection", choices=[],
+                                              elem_id="search-collection")
+                        s_embedder = picker(label="Embedder (the collection's vectors)",
+                                            choices=[], elem_id="search-embedder")
+                        s_k = gr.Slider(1, 50, value=10, step=1, label="Results (k)")
+                        with gr.Row():
+                            s_rerank = gr.Checkbox(label="Rerank", value=False,
+                                                   elem_id="search-rerank")
+                            s_reranker = picker(label="Reranker", choices=h.rerankers(),
+                                                value=next(iter(h.rerankers()), None))
+                        s_group = gr.Checkbox(label="Group by document", value=False)
+                s_button = gr.Button("Search", variant="primary", elem_id="search-button")
+                s_summary = gr.HTML(elem_id="search-summary")
+                s_results = gr.HTML(elem_id="search-results")
+
+            # ----------------------------------------------------------- compare
+            with gr.Tab("Compare", id="compare"):
+                gr.Markdown("The same query under two instructions, side by side: arrows show "
+                            "how each result of B moved against A.")
+                with gr.Row():
+                    c_query = gr.Textbox(label="Query", elem_id="compare-query", scale=3)
+                    c_collection = picker(label="Collection", choices=[], scale=1)
+                    c_embedder = picker(label="Embedder", choices=[], scale=1)
+                with gr.Row():
+                    c_a = gr.Textbox(label="Instruction A", elem_id="compare-a")
+                    c_b = gr.Textbox(label="Instruction B", elem_id="compare-b")
+                with gr.Row():
+                    c_examples = picker(label="Example instructions (fill B)",
+                                        choices=GENERIC_EXAMPLES, value=None)
+                    c_k = gr.Slider(1, 50, value=10, step=1, label="Results (k)")
+                    c_filters = gr.Textbox(label="Metadata filters")
+                c_button = gr.Button("Compare", variant="primary", elem_id="compare-button")
+                c_results = gr.HTML(elem_id="compare-results")
+
+            # ----------------------------------------------------------- cluster
+            with gr.Tab("Cluster", id="cluster"):
+                with gr.Row():
+                    with gr.Column(scale=2):
+                        k_source = gr.Radio(CLUSTER_SOURCES, value=SOURCE_COLLECTION,
+                                            label="Texts to cluster", elem_id="cluster-source")
+                        with gr.Group() as k_from_collection:
+                            k_collection = picker(label="Collection", choices=[],
+                                                  elem_id="cluster-collection")
+                            k_filters = gr.Textbox(label="Metadata filters (collection or "
+                                                         "search)")
+                        with gr.Group(visible=False) as k_from_search:
+                            k_query = gr.Textbox(label="Search query")
+                            k_query_instruction = gr.Textbox(label="Search instruction")
+                        with gr.Group(visible=False) as k_from_texts:
+                            k_pasted = gr.Textbox(label="Texts, one per line", lines=6,
+                                                  elem_id="cluster-texts")
+                            k_upload = gr.File(label="or a file: .txt (lines), .json (list or "
+                                                     "GoalEx data.json), .jsonl, .csv",
+                                               type="filepath", file_count="single")
+                            k_labels = gr.File(label="Gold labels (optional, for the V-measure): "
+                                                     ".json list or labels.json, or lines",
+                                               type="filepath", file_count="single")
+                        k_limit = gr.Number(label="At most this many texts (0 = all, up to "
+                                                  f"{settings.max_cluster_texts:,})",
+                                            value=500, precision=0, minimum=0)
+                    with gr.Column(scale=2):
+                        k_instruction = gr.Textbox(label="Instruction (what to group by)",
+                                                   elem_id="cluster-instruction",
+                                                   placeholder="What is the topic of this text?")
+                        k_k = gr.Number(label="k (0 = choose by silhouette)", value=0,
+                                        precision=0, minimum=0)
+                        k_embedder = picker(label="Instruction embedder", choices=embedders,
+                                            value=settings.default_embedder
+                                            if settings.default_embedder in embedders
+                                            else None)
+                        k_explainer = picker(label="Cluster names",
+                                             choices=h.explainers(), value=NO_EXPLAINER)
+                        k_button = gr.Button("Cluster", variant="primary",
+                                             elem_id="cluster-button")
+                k_summary = gr.HTML(elem_id="cluster-summary")
+                k_plot = gr.Plot(label="Map (PCA of the embeddings)", elem_id="cluster-map")
+                k_table = gr.Dataframe(headers=render.CLUSTER_COLUMNS, label="Clusters",
+                                       interactive=False, wrap=True, elem_id="cluster-table")
+                k_csv = gr.File(label="CSV export", interactive=False, elem_id="cluster-csv")
+
+            # ------------------------------------------------------------- index
+            with gr.Tab("Index", id="index"):
+                with gr.Row():
+                    i_collection = picker(label="Collection (pick or type a new name)",
+                                          choices=[],
+                                          elem_id="index-collection")
+                    i_embedder = picker(label="Corpus embedder", choices=embedders,
+                                        value=settings.default_embedder
+                                        if settings.default_embedder in embedders else None)
+                with gr.Row():
+                    with gr.Column():
+                        i_files = gr.File(
+                            label=f"Upload files ({' '.join(Facet.supported_suffixes)}; "
+                                  f"at most {settings.ui_max_upload_mb:g} MB each)",
+                            file_count="multiple", type="filepath", elem_id="index-files")
+                        i_upload_button = gr.Button("Index the uploads", variant="primary",
+                                                    elem_id="index-upload-button")
+                    with gr.Column():
+                        roots = ", ".join(str(r) for r in settings.ui_allowed_roots)
+                        i_folder = picker(
+                            label=f"or a folder on the server (under {roots})" if roots else
+                            "Server folders: none allowed (FACET_UI_ALLOWED_ROOTS is empty)",
+                            choices=[], elem_id="index-folder")
+                        i_folder_button = gr.Button("Index the folder",
+                                                    elem_id="index-folder-button")
+                i_job = gr.Number(label="Job", interactive=False, precision=0,
+                                  elem_id="index-job")
+                i_total = gr.State(0)
+                i_status = gr.HTML(elem_id="index-status")
+                i_errors = gr.Dataframe(headers=render.JOB_ERROR_COLUMNS,
+                                        label="Per-document errors and warnings",
+                                        interactive=False, wrap=True, elem_id="index-errors")
+                i_timer = gr.Timer(1.0, active=False)
+
+            # ------------------------------------------------------- collections
+            with gr.Tab("Collections", id="collections") as l_tab:
+                l_refresh = gr.Button("Refresh")
+                l_table = gr.Dataframe(headers=render.COLLECTION_COLUMNS, label="Collections",
+                                       interactive=False, elem_id="collections-table")
+                l_jobs = gr.Dataframe(headers=render.JOB_COLUMNS, label="Recent index jobs",
+                                      interactive=False)
+                with gr.Row():
+                    l_delete = picker(label="Delete collection", choices=[],
+                                      elem_id="delete-collection")
+                    l_confirm = gr.Textbox(label="Type its name to confirm",
+                                           elem_id="delete-confirm")
+                    l_button = gr.Button("Delete", variant="stop", elem_id="delete-button")
+
+        # ---------------------------------------------------------------- events
+        pickers_in = [s_collection, c_collection, k_collection, i_collection, l_delete]
+        pickers_out = [*pickers_in, i_folder]
+
+        def refresh(event: Any) -> Any:
+            return event(h.refresh_pickers, pickers_in, pickers_out, api_name="refresh_pickers",
+                         api_visibility="private",
+                         **light)
+
+        demo.load(h.refresh_pickers, pickers_in, pickers_out, api_name="pickers", **light)
+        demo.load(h.collections, None, [l_table, l_jobs], api_name="collections_on_load",
+                  api_visibility="private", **light)
+
+        for collection, embedder, examples, box in (
+                (s_collection, s_embedder, s_examples, s_instruction),
+                (c_collection, c_embedder, c_examples, c_b)):
+            collection.change(h.collection_changed, collection, [embedder, examples],
+                              api_visibility="private", **light)
+            examples.input(lambda example: example or gr.skip(), examples, box,
+                           api_visibility="private", queue=False)
+
+        search_event = gr.on([s_button.click, s_query.submit], h.search,
+                             [s_query, s_instruction, s_collection, s_embedder, s_k, s_filters,
+                              s_rerank, s_reranker, s_group], [s_results, s_summary],
+                             api_name="search", **model)
+        refresh(search_event.failure)  # a collection deleted elsewhere leaves the lists
+        compare_event = c_button.click(h.compare, [c_query, c_a, c_b, c_collection, c_embedder,
+                                                   c_k, c_filters], c_results,
+                                       api_name="compare", **model)
+        refresh(compare_event.failure)
+
+        k_source.change(lambda source: (gr.update(visible=source != SOURCE_TEXTS),
+                                        gr.update(visible=source == SOURCE_SEARCH),
+                                        gr.update(visible=source == SOURCE_TEXTS)),
+                        k_source, [k_from_collection, k_from_search, k_from_texts],
+                        api_visibility="private", queue=False)
+        cluster_event = k_button.click(
+            h.cluster, [k_source, k_collection, k_filters, k_limit, k_query, k_query_instruction,
+                        k_pasted, k_upload, k_labels, k_instruction, k_k, k_embedder,
+                        k_explainer], [k_summary, k_plot, k_table, k_csv],
+            api_name="cluster", **model)
+        refresh(cluster_event.failure)
+
+        job_outputs = [i_job, i_total, i_status, i_errors, i_timer]
+        upload_event = i_upload_button.click(h.index_upload, [i_files, i_collection, i_embedder],
+                                             job_outputs, api_name="index_upload", **light)
+        folder_event = i_folder_button.click(h.index_folder, [i_folder, i_collection, i_embedder],
+                                             job_outputs, api_name="index_folder", **light)
+        refresh(upload_event.then)
+        refresh(folder_event.then)
+        i_timer.tick(h.job_status, [i_job, i_total], [i_status, i_errors, i_timer],
+                     api_name="job_status", show_progress="hidden", **light)
+
+        l_refresh.click(h.collections, None, [l_table, l_jobs], api_name="collections", **light)
+        l_tab.select(h.collections, None, [l_table, l_jobs], api_name="collections_on_tab",
+                     api_visibility="private", **light)
+        delete_event = l_button.click(h.delete_collection, [l_delete, l_confirm],
+                                      [l_table, l_jobs, l_confirm], api_name="delete_collection",
+                                      **light)
+        refresh(delete_event.then)
+
+    demo.queue(max_size=settings.ui_max_queue,
+               default_concurrency_limit=settings.ui_concurrency)
+    return demo
+
+
+def mount_ui(app: FastAPI, facet: Facet | Callable[[], Facet], settings: FacetSettings,
+             path: str = "/ui") -> FastAPI:
+    """Serve the page from an existing FastAPI app (``facet serve``) at ``path``."""
+    demo = build_ui(facet, settings)
+    mounted: FastAPI = gr.mount_gradio_app(app, demo, path=path, **launch_options(settings))
+    logger.info("UI mounted at %s", path)
+    return mounted
+
+
+def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
+              block: bool = True) -> gr.Blocks:
+    """Run the page on its own server (``facet ui``); returns the running Blocks when
+    ``block`` is False (tests, scripts: ``demo.close()`` stops it)."""
+    demo = build_ui(facet, facet.settings)
+    demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
+                prevent_thread_lock=not block, quiet=not block, **launch_options(facet.settings))
+    return demo

@@ -1,0 +1,263 @@
+"""Parsing and checking what a person typed or uploaded in the UI (no Gradio, no models).
+
+Every function here either returns clean values or raises an ``app.errors`` domain error
+whose message says what was wrong and how to fix it; the handlers turn those into
+``gr.Error``. Nothing here touches the store: paths are checked against the configured
+allowed roots before the core ever sees them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
+from app.services.search import parse_filters
+
+# Cluster inputs read from an upload (text lists and labels), whatever the file type.
+CLUSTER_FILE_SUFFIXES = (".txt", ".json", ".jsonl", ".csv")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def clip(text: str | None, limit: int, what: str) -> tuple[str, str | None]:
+    """``text`` cut to ``limit`` characters, and a notice saying so when it was cut.
+
+    The notice gives the sizes, never the text itself (a 100k-character paste is not echoed).
+    """
+    text = text or ""
+    if len(text) <= limit:
+        return text, None
+    return text[:limit], (f"The {what} had {len(text):,} characters; only the first {limit:,} were "
+                          f"used (FACET_UI_MAX_QUERY_CHARS).")
+
+
+def require_text(text: str | None, what: str, example: str) -> str:
+    """``text`` stripped; an ``InvalidRequestError`` naming the box when it is blank."""
+    clean = (text or "").strip()
+    if not clean:
+        raise InvalidRequestError(f"The {what} is empty: type one first (for example "
+                                  f"\u201c{example}\u201d).")
+    return clean
+
+
+def parse_filter_text(text: str | None) -> dict[str, Any]:
+    """Filters typed as ``key=value`` (or ``key:=JSON``), one per line or separated by ``;``.
+
+    Raises:
+        InvalidRequestError: an item without ``=`` or with bad JSON after ``:=``.
+    """
+    items = [part.strip() for line in (text or "").splitlines() for part in line.split(";")]
+    return parse_filters([item for item in items if item])
+
+
+def pasted_texts(text: str | None) -> list[str]:
+    """One text per non-empty line."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def read_text_list(path: Path) -> list[str]:
+    """Texts from an uploaded file: ``.txt`` (one per line), ``.json`` (a list of strings, or a
+    GoalEx-style object with a ``texts`` list), ``.jsonl`` (a ``text`` field or a string per
+    line) or ``.csv`` (the ``text`` column, else the first).
+
+    Raises:
+        DataError: another file type, not UTF-8 text, or not of the expected shape.
+    """
+    name = path.name
+    if _suffix(path) not in CLUSTER_FILE_SUFFIXES:
+        raise DataError(f"{name}: texts to cluster must be in a {', '.join(CLUSTER_FILE_SUFFIXES)} "
+                        f"file, not {path.suffix or 'a file without a suffix'}")
+    raw = _read_utf8(path)
+    suffix = _suffix(path)
+    if suffix == ".json":
+        data = _json(raw, name)
+        items = data.get("texts") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            raise DataError(f"{name}: expected a JSON list of strings or an object with a "
+                            "'texts' list")
+        return [str(t) for t in items if str(t).strip()]
+    if suffix == ".jsonl":
+        texts = []
+        for line_no, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            row = _json(line, f"{name}:{line_no}")
+            if isinstance(row, dict) and "text" in row:
+                texts.append(str(row["text"]))
+            elif isinstance(row, str):
+                texts.append(row)
+            else:
+                raise DataError(f"{name}:{line_no}: each line needs a 'text' field (or is a "
+                                "JSON string)")
+        return [t for t in texts if t.strip()]
+    if suffix == ".csv":
+        rows = list(csv.reader(io.StringIO(raw)))
+        if not rows:
+            return []
+        header = [h.strip().lower() for h in rows[0]]
+        column = header.index("text") if "text" in header else 0
+        return [r[column] for r in rows[1:] if len(r) > column and r[column].strip()]
+    return pasted_texts(raw)
+
+
+def read_labels(path: Path) -> list[str]:
+    """Gold labels for the texts, in order: ``.json`` (a list, or an object with a ``labels``
+    list, as GoalEx's labels.json), else one label per line.
+
+    Raises:
+        DataError: unreadable, or not of that shape.
+    """
+    raw = _read_utf8(path)
+    if _suffix(path) == ".json":
+        data = _json(raw, path.name)
+        items = data.get("labels") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            raise DataError(f"{path.name}: expected a JSON list of labels or an object with a "
+                            "'labels' list")
+        return [str(x) for x in items]
+    return [line.strip() for line in raw.splitlines() if line.strip()]
+
+
+def _read_utf8(path: Path) -> str:
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise DataError(f"{path.name} looks binary (it has NUL bytes), not text; upload a text "
+                        "file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path.name} is not UTF-8 text (byte {e.start}); save it as UTF-8") from e
+
+
+def _json(raw: str, where: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})") from e
+
+
+# ------------------------------------------------------------------ uploads
+
+
+@dataclass(frozen=True)
+class CheckedUploads:
+    """Uploaded files split into what can be indexed and what was refused (with why)."""
+
+    accepted: list[Path]
+    refused: list[str]
+
+
+def check_uploads(paths: Sequence[str | Path], *, max_mb: float,
+                  suffixes: Sequence[str]) -> CheckedUploads:
+    """Refuse uploads over ``max_mb`` or of a type the indexer does not read.
+
+    Gradio already refuses larger files at upload (``max_file_size``); this is the same rule
+    for callers that reach the handler another way.
+    """
+    accepted, refused = [], []
+    for item in paths:
+        path = Path(item)
+        name = path.name
+        size = path.stat().st_size if path.is_file() else 0
+        if not path.is_file():
+            refused.append(f"{name}: the upload is gone from the server; upload it again")
+        elif size > max_mb * 2**20:
+            refused.append(f"{name} is {size / 2**20:.1f} MB, over the {max_mb:g} MB upload limit "
+                           "(FACET_UI_MAX_UPLOAD_MB)")
+        elif _suffix(path) not in suffixes:
+            refused.append(f"{name}: {path.suffix or 'no suffix'} files cannot be indexed; "
+                           f"upload {', '.join(suffixes)}")
+        else:
+            accepted.append(path)
+    return CheckedUploads(accepted, refused)
+
+
+def original_name(path: Path) -> str:
+    """A safe file name for an upload (Gradio keeps the original name as the last part)."""
+    name = _SAFE_NAME.sub("_", path.name).strip("._") or "upload"
+    return name[:120]
+
+
+def stage_uploads(files: Sequence[Path], folder: Path) -> list[Path]:
+    """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
+    updates its document instead of adding a copy); returns the copies."""
+    folder.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for path in files:
+        target = folder / original_name(path)
+        shutil.copyfile(path, target)
+        copies.append(target)
+    return copies
+
+
+# ------------------------------------------------------------ allowed roots
+
+
+def resolve_under_roots(choice: str | None, roots: Sequence[Path]) -> Path:
+    """The folder ``choice`` names, if it lies under one of the allowed ``roots``.
+
+    ``choice`` is an absolute path or one relative to the first root. Symbolic links are
+    resolved first, so a link cannot lead outside.
+
+    Raises:
+        InvalidRequestError: no roots configured, an empty choice, or a path outside them.
+        NotFoundError: the folder does not exist.
+    """
+    if not roots:
+        raise InvalidRequestError("No server folders may be indexed here (FACET_UI_ALLOWED_ROOTS "
+                                  "is empty); upload the files instead")
+    text = (choice or "").strip()
+    if not text:
+        raise InvalidRequestError("Pick a folder first (one under "
+                                  f"{', '.join(str(r) for r in roots)})")
+    resolved_roots = [Path(r).expanduser().resolve() for r in roots]
+    candidate = Path(text).expanduser()
+    if not candidate.is_absolute():
+        candidate = resolved_roots[0] / candidate
+    resolved = candidate.resolve()
+    if not any(resolved == root or resolved.is_relative_to(root) for root in resolved_roots):
+        raise InvalidRequestError(
+            f"{text} is outside the folders this server may index "
+            f"({', '.join(str(r) for r in resolved_roots)}); pick one of those or ask the operator "
+            "to add it to FACET_UI_ALLOWED_ROOTS")
+    if not resolved.is_dir():
+        raise NotFoundError(f"{text} is not a folder on the server; pick one from the list")
+    return resolved
+
+
+def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200) -> list[str]:
+    """The allowed roots and their subfolders down to ``depth`` (hidden ones skipped)."""
+    found: list[str] = []
+    for root in roots:
+        base = Path(root).expanduser().resolve()
+        if not base.is_dir():
+            continue
+        found.append(str(base))
+        for dirpath, dirnames, _ in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            level = len(Path(dirpath).relative_to(base).parts)
+            if level >= depth:
+                dirnames[:] = []
+            for d in dirnames:
+                found.append(str(Path(dirpath) / d))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def check_count(n: int, limit: int, what: str) -> None:
+    """``TooLargeError`` when ``n`` is over ``limit``."""
+    if n > limit:
+        raise TooLargeError(f"{n:,} {what}, more than the limit of {limit:,}; use fewer")

@@ -1,0 +1,335 @@
+"""Turning the core's results into what the UI shows: HTML, table rows, a plotly map, CSV.
+
+Everything that came from a user or a document is escaped (``html.escape``) before it goes
+into HTML, including hover texts of the map; highlights are added as ``<mark>`` around
+escaped pieces, never by inserting markup into raw text.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from app.services.clustering import ClusterResponse
+    from app.services.collections import CollectionInfo, JobInfo
+    from app.services.search import SearchResponse, SearchResult
+
+# Colours of the cluster map and the legend (plotly's qualitative "Plotly" + "D3" sets).
+PALETTE = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692",
+           "#B6E880", "#FF97FF", "#FECB52", "#1F77B4", "#FF7F0E", "#2CA02C", "#D62728",
+           "#9467BD", "#8C564B", "#E377C2", "#7F7F7F", "#BCBD22", "#17BECF"]
+
+CSS = """
+.facet-table {border-collapse: collapse; width: 100%; font-size: 0.92em}
+.facet-table th, .facet-table td {border-bottom: 1px solid #ddd; padding: 4px 6px;
+  text-align: left; vertical-align: top}
+.facet-table td.num {text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums}
+.facet-table mark {background: #ffe58a; padding: 0 1px}
+.facet-table small, .facet-note small {color: #666}
+.facet-meta {font-family: monospace; font-size: 0.85em; color: #444}
+.facet-note {margin: 4px 0; padding: 6px 8px; border-left: 4px solid #f0ad4e; background: #fff8e6}
+.facet-info {margin: 4px 0; color: #444}
+.facet-bar {height: 14px; background: #eee; border-radius: 7px; overflow: hidden; margin: 6px 0}
+.facet-bar > div {height: 100%; background: #4caf50}
+.facet-up {color: #2e7d32} .facet-down {color: #c62828} .facet-new {color: #1565c0}
+"""
+
+
+def esc(value: object) -> str:
+    """HTML-escaped ``str(value)``."""
+    return html.escape(str(value), quote=True)
+
+
+def highlight(snippet: str, spans: Sequence[Sequence[int]]) -> str:
+    """``snippet`` escaped, with each ``(start, end)`` span wrapped in ``<mark>``."""
+    out, at = [], 0
+    for start, end in sorted((int(a), int(b)) for a, b in spans):
+        if start < at or end <= start:
+            continue  # overlapping or empty spans: keep the first
+        out.append(esc(snippet[at:start]))
+        out.append(f"<mark>{esc(snippet[start:end])}</mark>")
+        at = end
+    out.append(esc(snippet[at:]))
+    return "".join(out)
+
+
+def notices_html(notices: Sequence[str]) -> str:
+    """Warnings shown above a result (a cut query, refused uploads)."""
+    return "".join(f'<div class="facet-note">{esc(n)}</div>' for n in notices if n)
+
+
+def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
+    if not meta:
+        return ""
+    parts = []
+    for key, value in meta.items():
+        text = str(value)
+        text = text if len(text) <= limit else text[:limit] + "…"
+        parts.append(f"{esc(key)}: {esc(text)}")
+    return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
+
+
+def _document(r: SearchResult) -> str:
+    name = r.title or r.doc_id
+    return (f'<span title="{esc(r.source)}">{esc(name)}</span><br>'
+            f"<small>chunk {r.chunk_no}</small>")
+
+
+def _score(r: SearchResult) -> str:
+    if r.rerank_score is None:
+        return f"{r.score:.3f}"
+    return f"{r.score:.3f}<br><small>vector {r.vector_score:.3f}</small>"
+
+
+def results_html(response: SearchResponse, *, group_by_document: bool = False,
+                 notices: Sequence[str] = ()) -> str:
+    """The ranked results as an HTML table: rank, score, document, highlighted snippet, metadata.
+
+    With ``group_by_document`` there is one row per document (at its best rank and score) with
+    the snippets of all its matching chunks.
+    """
+    head = notices_html(notices)
+    if not response.results:
+        return head + '<p class="facet-info">No results. Loosen the filters or check the ' \
+                      "collection.</p>"
+    rows = []
+    if group_by_document:
+        groups: dict[str, list[SearchResult]] = {}
+        for r in response.results:
+            groups.setdefault(r.doc_id, []).append(r)
+        for members in groups.values():
+            best = members[0]
+            snippets = "<br>".join(
+                (f"<small>chunk {m.chunk_no}:</small> " if len(members) > 1 else "")
+                + highlight(m.snippet, m.highlights) for m in members)
+            count = f"<br><small>{len(members)} chunks</small>" if len(members) > 1 else ""
+            rows.append(f'<tr><td class="num">{best.rank}</td><td class="num">{_score(best)}</td>'
+                        f"<td>{_document(best)}{count}</td><td>{snippets}</td>"
+                        f"<td>{_metadata(best.metadata)}</td></tr>")
+    else:
+        for r in response.results:
+            rows.append(f'<tr><td class="num">{r.rank}</td><td class="num">{_score(r)}</td>'
+                        f"<td>{_document(r)}</td><td>{highlight(r.snippet, r.highlights)}</td>"
+                        f"<td>{_metadata(r.metadata)}</td></tr>")
+    table = ('<table class="facet-table facet-results"><thead><tr><th>#</th><th>score</th>'
+             "<th>document</th><th>snippet</th><th>metadata</th></tr></thead><tbody>"
+             + "".join(rows) + "</tbody></table>")
+    return head + table
+
+
+def search_summary(response: SearchResponse, wall_ms: float) -> str:
+    """One line: how many results, from which embedder and reranker, and how long it took."""
+    reranked = f", reranked by {esc(response.reranker)}" if response.reranker else ""
+    instruction = (f" under the instruction \u201c{esc(_short(response.instruction, 120))}\u201d"
+                   if response.instruction else " without an instruction")
+    return (f'<div class="facet-info">{len(response.results)} results from '
+            f"<b>{esc(response.collection)}</b> ({esc(response.embedder)}{reranked}){instruction}"
+            f" in {wall_ms:.0f} ms.</div>")
+
+
+def _short(text: str | None, limit: int) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = ()) -> str:
+    """Two rankings of one query side by side, with how each result of B moved against A."""
+    key = lambda r: (r.doc_id, r.chunk_no)  # noqa: E731
+    rank_a = {key(r): r.rank for r in a.results}
+    rank_b = {key(r): r.rank for r in b.results}
+    shared = len(set(rank_a) & set(rank_b))
+    moved = sum(1 for k, r in rank_b.items() if k in rank_a and rank_a[k] != r)
+    rows = []
+    for i in range(max(len(a.results), len(b.results))):
+        cells = []
+        for side, other in ((a, rank_b), (b, rank_a)):
+            if i >= len(side.results):
+                cells.append("<td></td><td></td>")
+                continue
+            r = side.results[i]
+            mark = ""
+            if side is b:
+                before = rank_a.get(key(r))
+                if before is None:
+                    mark = ' <span class="facet-new">new</span>'
+                elif before > r.rank:
+                    mark = f' <span class="facet-up">\u2191{before - r.rank}</span>'
+                elif before < r.rank:
+                    mark = f' <span class="facet-down">\u2193{r.rank - before}</span>'
+            elif key(r) not in other:
+                mark = ' <span class="facet-down">out</span>'
+            cells.append(f'<td class="num">{r.score:.3f}{mark}</td>'
+                         f"<td>{esc(r.title or r.doc_id)}<br>"
+                         f"{highlight(r.snippet, r.highlights)}</td>")
+        rows.append(f'<tr><td class="num">{i + 1}</td>{"".join(cells)}</tr>')
+    summary = (f'<div class="facet-info">{shared} of the top {max(len(a.results), 1)} results are '
+               f"shared; {moved} of them moved. Arrows: rank change from A to B; "
+               "<i>new</i>: not in A's list; <i>out</i>: dropped from B's.</div>")
+    table = ('<table class="facet-table facet-compare"><thead><tr><th>#</th>'
+             f"<th>score</th><th>A: {esc(_short(a.instruction, 80) or '(no instruction)')}</th>"
+             f"<th>score</th><th>B: {esc(_short(b.instruction, 80) or '(no instruction)')}</th>"
+             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    return notices_html(notices) + summary + table
+
+
+# ----------------------------------------------------------------- clusters
+
+
+def _wrap(text: str, width: int = 70, limit: int = 280) -> str:
+    """Escaped hover text, cut to ``limit`` characters and broken into lines."""
+    text = _short(" ".join(text.split()), limit)
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + len(word) + 1 > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return "<br>".join(esc(x) for x in lines)
+
+
+def cluster_label(c_id: int, name: str, size: int) -> str:
+    """A cluster's legend entry."""
+    return f"{c_id}: {_short(name, 40)} ({size})"
+
+
+def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
+    """A 2-D scatter of every text (PCA of its embedding), coloured by cluster; hovering shows
+    the text. Cluster centres are drawn as labelled crosses."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    xs = [p[0] for p in response.coordinates]
+    ys = [p[1] for p in response.coordinates]
+    for n, cluster in enumerate(response.clusters):
+        idx = [i for i, label in enumerate(response.labels) if label == cluster.id]
+        colour = PALETTE[n % len(PALETTE)]
+        fig.add_trace(go.Scatter(
+            x=[xs[i] for i in idx], y=[ys[i] for i in idx], mode="markers",
+            name=esc(cluster_label(cluster.id, cluster.name, cluster.size)),
+            marker={"size": 6 if len(response.texts) > 500 else 9, "color": colour,
+                    "opacity": 0.75},
+            hovertext=[_wrap(response.texts[i]) for i in idx], hoverinfo="text"))
+    fig.add_trace(go.Scatter(
+        x=[c.center[0] for c in response.clusters], y=[c.center[1] for c in response.clusters],
+        mode="markers+text", name="centres", showlegend=False, hoverinfo="text",
+        text=[str(c.id) for c in response.clusters], textposition="top center",
+        hovertext=[esc(c.name) for c in response.clusters],
+        marker={"symbol": "x", "size": 12, "color": "black"}))
+    fig.update_layout(title=esc(title), template="plotly_white", height=520,
+                      margin={"l": 20, "r": 20, "t": 50, "b": 20},
+                      legend={"title": {"text": "cluster"}},
+                      xaxis={"title": "PC 1", "zeroline": False},
+                      yaxis={"title": "PC 2", "zeroline": False})
+    return fig
+
+
+CLUSTER_COLUMNS = ["cluster", "size", "name", "keywords", "central members"]
+
+
+def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
+    """One row per cluster, largest first: id, size, name, keywords, central members."""
+    return [[c.id, c.size, c.name, ", ".join(c.keywords),
+             " | ".join(_short(" ".join(m.split()), 160) for m in c.representatives)]
+            for c in response.clusters]
+
+
+def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: float | None,
+                    label_count: int | None, notices: Sequence[str] = ()) -> str:
+    """What was clustered and how well: texts, k, silhouette, V-measure against labels, time."""
+    parts = [f"<b>{len(response.texts):,}</b> texts, <b>k = {response.k}</b>"
+             + (" (chosen by silhouette)" if response.k_chosen else "")]
+    if response.silhouette is not None:
+        parts.append(f"silhouette {response.silhouette:.3f}")
+    if v_measure is not None:
+        parts.append(f"<b>V-measure {100 * v_measure:.2f}</b> against the {label_count} given labels")
+    parts.append(f"embedder {esc(response.embedder)}"
+                 + (f", names from {esc(response.explainer)}" if response.explainer else
+                    ", names from keywords"))
+    stages = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in response.timings_ms.items())
+    parts.append(f"{wall_s:.1f} s ({stages})")
+    return (notices_html(notices) + '<div class="facet-info facet-cluster-summary">'
+            + " · ".join(parts) + f"<br><small>instruction: \u201c{esc(response.instruction)}"
+            "\u201d</small></div>")
+
+
+def write_cluster_csv(response: ClusterResponse, folder: Path,
+                      labels: Sequence[str] | None = None) -> Path:
+    """Every text with its cluster, the cluster's name, map position (and gold label)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"clusters-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.csv"
+    names = {c.id: c.name for c in response.clusters}
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", "cluster", "cluster_name", "x", "y", "text"]
+                        + (["label"] if labels is not None else []))
+        for i, (text, label, (x, y)) in enumerate(zip(response.texts, response.labels,
+                                                      response.coordinates, strict=True)):
+            writer.writerow([i, label, names.get(label, ""), x, y, text]
+                            + ([labels[i]] if labels is not None else []))
+    return path
+
+
+# ------------------------------------------------------------ jobs, catalog
+
+
+def job_html(job: JobInfo, total: int | None) -> str:
+    """A progress bar for an index job, with its counters and state."""
+    done = job.docs_seen
+    finished = job.state in ("completed", "failed", "interrupted")
+    if job.state == "completed":
+        fraction = 1.0
+    elif total:
+        fraction = min(done / total, 0.99 if not finished else 1.0)
+    else:
+        fraction = 0.0
+    of = f"/{total:,}" if total else ""
+    elapsed = sum(job.timings.values())
+    text = (f"Job {job.id} <b>{esc(job.state)}</b>: {done:,}{of} documents seen, "
+            f"{job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
+            f"{job.docs_failed:,} failed, {job.chunks_written:,} chunks written"
+            + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
+    message = f'<div class="facet-note">{esc(job.message)}</div>' if job.message else ""
+    return (f'<div class="facet-job" data-state="{esc(job.state)}">'
+            f'<div class="facet-bar"><div style="width:{100 * fraction:.0f}%"></div></div>'
+            f'<div class="facet-info">{text}</div>{message}</div>')
+
+
+JOB_ERROR_COLUMNS = ["document", "kind", "message"]
+
+
+def job_error_rows(job: JobInfo) -> list[list[str]]:
+    """Per-document errors and warnings of a job."""
+    return [[Path(e["document"]).name or e["document"], e["kind"], e["message"]]
+            for e in job.errors]
+
+
+COLLECTION_COLUMNS = ["name", "documents", "indexed", "failed", "chunks", "points", "embedders",
+                      "chunking", "created"]
+
+
+def collection_rows(infos: Sequence[CollectionInfo]) -> list[list[Any]]:
+    """One row per collection."""
+    return [[c.name, c.documents, c.documents_indexed, c.documents_failed, c.chunks,
+             c.points if c.points is not None else "missing",
+             ", ".join(f"{name} ({dim}-d)" for name, dim in c.embedders.items()),
+             f"{c.chunk_size} tokens, overlap {c.chunk_overlap}", c.created_at]
+            for c in infos]
+
+
+JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunks", "embedder",
+               "started"]
+
+
+def job_rows(jobs: Sequence[JobInfo]) -> list[list[Any]]:
+    """Recent jobs, newest first."""
+    return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
+             j.chunks_written, j.embedder, j.started_at] for j in jobs]
