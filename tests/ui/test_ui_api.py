@@ -1,0 +1,318 @@
+"""Each tab's events driven through Gradio's own API with ``gradio_client``, against the UI
+mounted at /ui of a real ``facet serve`` app (tests/ui/conftest.py): real store, SQLite,
+minilm and index jobs; nothing is mocked."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+from gradio_client import handle_file
+from gradio_client.exceptions import AppError
+
+from .conftest import (
+    COLLECTION,
+    HOSTILE_TEXT,
+    PLANTED_ID,
+    PLANTED_INSTRUCTION,
+    PLANTED_QUERY,
+)
+
+
+def search(client, query: str, instruction: str = "", collection: str = COLLECTION, *,
+           embedder: str = "minilm", k: int = 5, filters: str = "", rerank: bool = False,
+           reranker: str = "minilm", group: bool = False) -> tuple[str, str]:
+    html, summary = client.predict(query, instruction, collection, embedder, k, filters, rerank,
+                                   reranker, group, api_name="/search")
+    return html, summary
+
+
+def rows_of(html: str) -> list[str]:
+    return re.findall(r"<tr><td class=\"num\">.*?</tr>", html, flags=re.S)
+
+
+def wait_for_job(client, job_id: int, timeout: float = 120) -> tuple[str, list[list[str]]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        html, errors, _timer = client.predict(job_id, api_name="/job_status")
+        state = re.search(r'data-state="(\w+)"', html)
+        assert state, html
+        if state.group(1) not in ("queued", "running"):
+            return html, errors["data"]
+        assert time.monotonic() < deadline, f"job {job_id} still {state.group(1)}"
+        time.sleep(0.3)
+
+
+# ------------------------------------------------------------------ search
+
+
+def test_search_finds_the_planted_document_highlighted(ui_client) -> None:
+    html, summary = search(ui_client, PLANTED_QUERY, PLANTED_INSTRUCTION)
+    rows = rows_of(html)
+    assert len(rows) == 5
+    assert PLANTED_ID in rows[0]
+    # Query terms are marked inside the escaped snippet; metadata is shown.
+    assert "<mark>parcel</mark> <mark>locker</mark>" in rows[0]
+    assert "intent: card_arrival" in rows[0]
+    assert "5 results from <b>demo-banking77</b> (minilm) under the instruction" in summary
+
+
+def test_document_html_is_escaped_not_rendered(ui_client) -> None:
+    html, _ = search(ui_client, "card declined at the kiosk", k=3)
+    hostile = next(r for r in rows_of(html) if "hostile-html" in r)
+    assert "<script>" not in html and "<b>bold</b>" not in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in hostile
+    assert "&amp; &lt;b&gt;bold&lt;/b&gt;" in hostile
+    assert HOSTILE_TEXT not in html
+
+
+def test_filters_rerank_and_the_instruction_change_results(ui_client) -> None:
+    html, _ = search(ui_client, "where is my card", filters="intent=card_arrival", k=10)
+    rows = rows_of(html)
+    assert rows and all("intent: card_arrival" in r for r in rows)
+    several, _ = search(ui_client, "where is my card", k=10,
+                        filters="intent=card_arrival; intent=lost_or_stolen_card")
+    assert {m for r in rows_of(several) for m in re.findall(r"intent: (\w+)", r)} == \
+        {"card_arrival", "lost_or_stolen_card"}
+    reranked, summary = search(ui_client, PLANTED_QUERY, PLANTED_INSTRUCTION, rerank=True)
+    assert "reranked by minilm" in summary and "vector 0." in reranked
+    assert PLANTED_ID in rows_of(reranked)[0]
+    with pytest.raises(AppError, match="Rerank is on but no reranker is picked"):
+        search(ui_client, "card", rerank=True, reranker="")
+    with pytest.raises(AppError, match="not available here"):
+        search(ui_client, "card", rerank=True, reranker="../../etc")
+
+
+def test_group_by_document_merges_chunks(ui_client, ui_server, tmp_path) -> None:
+    long_doc = tmp_path / "long.txt"
+    # ~300 words: several 64-token chunks of one document.
+    long_doc.write_text(" ".join(f"Sentence {i} of the harbour report mentions the tide gauge."
+                                 for i in range(30)))
+    job, _, _, _ = ui_client.predict([handle_file(str(long_doc))], "grouping", "minilm",
+                                     api_name="/index_upload")
+    wait_for_job(ui_client, job)
+    flat, _ = search(ui_client, "harbour tide gauge report", collection="grouping", k=4)
+    grouped, _ = search(ui_client, "harbour tide gauge report", collection="grouping", k=4,
+                        group=True)
+    assert len(rows_of(flat)) == 4
+    assert len(rows_of(grouped)) == 1 and "4 chunks" in grouped
+    assert grouped.count("<small>chunk ") >= 4
+
+
+def test_compare_shows_two_rankings_side_by_side(ui_client) -> None:
+    html = ui_client.predict("my card", "Find messages about a card that never arrived",
+                             "Find messages about fees or exchange rates", COLLECTION, "minilm",
+                             5, "", api_name="/compare")
+    assert "A: Find messages about a card that never arrived" in html
+    assert "B: Find messages about fees or exchange rates" in html
+    assert re.search(r"\d of the top 5 results are shared; \d+ of them moved", html)
+    assert len(re.findall(r"<tr><td class=\"num\">", html)) == 5
+    with pytest.raises(AppError, match="Instructions A and B are the same"):
+        ui_client.predict("my card", "same", "same", COLLECTION, "minilm", 5, "",
+                          api_name="/compare")
+
+
+# ----------------------------------------------------------------- cluster
+
+TOPIC_TEXTS = (
+    [f"The striker scored a goal in the {i}th minute of the football match" for i in range(6)]
+    + [f"Shares of the bank fell {i} percent after the quarterly earnings report" for i in range(6)]
+)
+
+
+def test_cluster_texts_with_labels_gives_map_names_vmeasure_and_csv(ui_client, tmp_path) -> None:
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"labels": [0] * 6 + [1] * 6}))
+    summary, plot, table, csv_path = ui_client.predict(
+        "pasted or uploaded texts", "", "", 0, "", "", "\n".join(TOPIC_TEXTS), None,
+        handle_file(str(labels)), "What is the topic of this text?", 2, "minilm",
+        "keywords (no explainer)", api_name="/cluster")
+    assert "<b>12</b> texts, <b>k = 2</b>" in summary
+    assert "<b>V-measure 100.00</b> against the 2 given labels" in summary
+    figure = json.loads(plot["plot"])
+    points = [t for t in figure["data"] if t.get("mode") == "markers"]
+    assert sorted(len(t["x"]) for t in points) == [6, 6]
+    assert any("striker scored" in h for t in points for h in t["hovertext"])
+    assert [row[1] for row in table["data"]] == [6, 6]
+    names = " ".join(str(row[2]) + " " + str(row[3]) for row in table["data"])
+    assert "football" in names or "striker" in names
+    with open(csv_path, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 12 and set(rows[0]) == {"index", "cluster", "cluster_name", "x", "y",
+                                                 "text", "label"}
+    by_cluster: dict[str, set[str]] = {}
+    for row in rows:
+        by_cluster.setdefault(row["cluster"], set()).add(row["label"])
+    assert all(len(v) == 1 for v in by_cluster.values())  # each cluster is one topic
+
+
+def test_cluster_a_collection_and_search_results(ui_client) -> None:
+    summary, _, table, _ = ui_client.predict(
+        "collection", COLLECTION, "", 30, "", "", "", None, None,
+        "What does the customer want?", 0, "minilm", "keywords (no explainer)",
+        api_name="/cluster")
+    assert "<b>30</b> texts" in summary and "(chosen by silhouette)" in summary
+    assert sum(row[1] for row in table["data"]) == 30
+    summary, _, table, _ = ui_client.predict(
+        "search results", COLLECTION, "", 12, "my card has not arrived", PLANTED_INSTRUCTION,
+        "", None, None, "Why is the customer writing?", 3, "minilm", "keywords (no explainer)",
+        api_name="/cluster")
+    assert "<b>12</b> texts, <b>k = 3</b>" in summary and len(table["data"]) == 3
+
+
+def test_cluster_bad_input_is_a_readable_error(ui_client, tmp_path) -> None:
+    args = ["pasted or uploaded texts", "", "", 0, "", "", "one\ntwo\nthree", None, None]
+    with pytest.raises(AppError, match="The instruction is empty"):
+        ui_client.predict(*args, "", 2, "minilm", "keywords (no explainer)", api_name="/cluster")
+    with pytest.raises(AppError, match="k=5 is more than the 3 texts"):
+        ui_client.predict(*args, "Topic?", 5, "minilm", "keywords (no explainer)",
+                          api_name="/cluster")
+    labels = tmp_path / "short.txt"
+    labels.write_text("a\nb\n")
+    args[-1] = handle_file(str(labels))
+    with pytest.raises(AppError, match="2 labels for 3 texts"):
+        ui_client.predict(*args, "Topic?", 2, "minilm", "keywords (no explainer)",
+                          api_name="/cluster")
+    binary = tmp_path / "texts.json"
+    binary.write_bytes(b"\x00\x01binary")
+    with pytest.raises(AppError, match=r"texts\.json looks binary"):
+        ui_client.predict("pasted or uploaded texts", "", "", 0, "", "", "", handle_file(
+            str(binary)), None, "Topic?", 2, "minilm", "keywords (no explainer)",
+            api_name="/cluster")
+
+
+# ------------------------------------------------------------------- index
+
+
+def test_index_uploads_runs_a_job_lists_per_document_errors(ui_client, tmp_path) -> None:
+    good = tmp_path / "lighthouse.md"
+    good.write_text("# Lighthouse\nThe keeper polishes the great lens every evening at dusk.")
+    fake_text = tmp_path / "scan.txt"
+    fake_text.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    image = tmp_path / "photo.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    job, status, errors, _ = ui_client.predict(
+        [handle_file(str(p)) for p in (good, fake_text, image)], "uploads", "minilm",
+        api_name="/index_upload")
+    assert job > 0 and "photo.png: .png files cannot be indexed" in status
+    html, errors = wait_for_job(ui_client, job)
+    assert 'data-state="completed"' in html and "1 indexed" in html and "1 failed" in html
+    assert "2/2 documents seen" in html and 'style="width:100%"' in html
+    assert [(e[0], e[1]) for e in errors] == [("scan.txt", "error")]
+    assert "looks binary" in errors[0][2]
+    found, _ = search(ui_client, "who polishes the lens", collection="uploads", k=1)
+    assert "Lighthouse" in found and "keeper" in found
+
+
+def test_index_folder_only_under_the_allowed_roots(ui_client, ui_server) -> None:
+    job, _, _, _ = ui_client.predict(str(ui_server.root / "notes"), "notes", "minilm",
+                                     api_name="/index_folder")
+    html, _ = wait_for_job(ui_client, job)
+    assert "1 indexed" in html
+    outside = ui_server.root.parent / "outside"
+    for path in (str(outside), "../outside", "/etc", str(ui_server.root / ".." / "outside")):
+        with pytest.raises(AppError, match="is outside the folders this server may index"):
+            ui_client.predict(path, "notes", "minilm", api_name="/index_folder")
+    link = ui_server.root / "sneaky"
+    link.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(AppError, match="is outside the folders"):
+        ui_client.predict(str(link), "notes", "minilm", api_name="/index_folder")
+    with pytest.raises(AppError, match="not a folder on the server"):
+        ui_client.predict("missing", "notes", "minilm", api_name="/index_folder")
+    with pytest.raises(AppError, match="not available here"):
+        ui_client.predict("notes", "notes", "/tmp/some-checkpoint", api_name="/index_folder")
+    pickers = ui_client.predict(None, None, None, None, None, api_name="/pickers")
+    assert ["notes", "notes"] in pickers[0]["choices"]
+
+
+def test_upload_over_the_size_limit_is_refused(ui_client, ui_server, tmp_path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_text("word " * 20_000)  # 100 kB > the fixture's 0.05 MB limit
+    # Gradio's upload route refuses it first (max_file_size)...
+    with pytest.raises(Exception, match="exceeds the maximum file size of 52428 bytes"):
+        ui_client.predict([handle_file(str(big))], "uploads", "minilm", api_name="/index_upload")
+    # ...and the handler has the same rule for anything that reaches it another way.
+    from gradio import Error
+
+    from ui.handlers import UiHandlers
+
+    handlers = UiHandlers(ui_server.facet, ui_server.facet.settings, tmp_path / "exports")
+    with pytest.raises(Error, match=r"big.txt is 0.1 MB, over the 0.05 MB upload limit"):
+        handlers.index_upload([str(big)], "uploads", "minilm")
+
+
+# ------------------------------------------------------------ collections
+
+
+def test_collections_tab_and_delete_with_confirmation(ui_client, ui_server) -> None:
+    ui_server.facet.index(ui_server.root / "notes", "doomed")
+    table, jobs = ui_client.predict(api_name="/collections")
+    by_name = {row[0]: row for row in table["data"]}
+    assert by_name["doomed"][1] == 1 and "minilm (384-d)" in by_name["doomed"][6]
+    assert by_name[COLLECTION][1] == 50
+    assert any(row[1] == "doomed" for row in jobs["data"])
+    with pytest.raises(AppError, match="type its name in the confirmation box"):
+        ui_client.predict("doomed", "doo", api_name="/delete_collection")
+    table, _, confirm = ui_client.predict("doomed", "doomed", api_name="/delete_collection")
+    assert "doomed" not in {row[0] for row in table["data"]} and confirm == ""
+    # The page still offers it (it was open before the delete): a readable error, not a trace.
+    with pytest.raises(AppError, match="unknown collection 'doomed'"):
+        search(ui_client, "lighthouse", collection="doomed")
+    with pytest.raises(AppError, match="unknown collection 'doomed'"):
+        ui_client.predict("collection", "doomed", "", 0, "", "", "", None, None, "Topic?", 2,
+                          "minilm", "keywords (no explainer)", api_name="/cluster")
+
+
+# -------------------------------------------------------------- bad input
+
+
+def test_empty_and_huge_queries(ui_client) -> None:
+    for empty in ("", "   \n "):
+        with pytest.raises(AppError, match="The query is empty: type one first"):
+            search(ui_client, empty)
+    huge = "card" * 25_000  # 100,000 characters
+    html, summary = search(ui_client, huge, PLANTED_INSTRUCTION)
+    assert "The query had 100,000 characters; only the first 2,000 were used" in html
+    assert len(html) < 20_000 and huge not in html
+    assert "5 results" in summary
+    with pytest.raises(AppError, match="Pick a collection first"):
+        search(ui_client, "card", collection="")
+    with pytest.raises(AppError, match="filter 'intent' has no '='"):
+        search(ui_client, "card", filters="intent")
+
+
+def test_auth_from_settings() -> None:
+    from app.errors import InvalidRequestError
+    from app.settings import FacetSettings
+    from ui.app import ui_auth
+
+    assert ui_auth(FacetSettings()) is None
+    pairs = ui_auth(FacetSettings(ui_auth="ana:s3cret, bo:pw2", api_key="k"))
+    assert pairs is not None
+    assert pairs("ana", "s3cret") and pairs("bo", "pw2")
+    assert not pairs("ana", "pw2") and not pairs("eve", "k")
+    key = ui_auth(FacetSettings(api_key="the-key"))
+    assert key is not None and key("anyone", "the-key") and not key("anyone", "nope")
+    with pytest.raises(InvalidRequestError, match="user:password"):
+        ui_auth(FacetSettings(ui_auth="no-colon"))
+
+
+def test_mounted_ui_asks_for_a_login_when_a_key_is_set(ui_server, tmp_path: Path) -> None:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from app.settings import FacetSettings
+    from ui.app import mount_ui
+
+    settings = FacetSettings(data_dir=tmp_path / "data", api_key="the-key")
+    app = mount_ui(FastAPI(), ui_server.facet, settings, path="/ui")
+    with TestClient(app) as client:
+        assert client.get("/ui/config").status_code == 401
+        login = client.post("/ui/login", data={"username": "me", "password": "wrong"})
+        assert login.status_code == 400
+        assert client.post("/ui/login", data={"username": "me", "password": "the-key"}).is_success
+        assert client.get("/ui/config").status_code == 200
