@@ -148,7 +148,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                               elem_id="search-collection")
                         s_embedder = picker(label="Embedder (the collection's vectors)",
                                             choices=[], elem_id="search-embedder")
-                        s_k = gr.Slider(1, 50, value=10, step=1, label="Results (k)")
+                        s_k = gr.Slider(1, 50, value=10, step=1, label="Results (k)",
+                                        elem_id="search-k")
                         with gr.Row():
                             s_rerank = gr.Checkbox(label="Rerank", value=False,
                                                    elem_id="search-rerank")
@@ -165,7 +166,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             "how each result of B moved against A.")
                 with gr.Row():
                     c_query = gr.Textbox(label="Query", elem_id="compare-query", scale=3)
-                    c_collection = picker(label="Collection", choices=[], scale=1)
+                    c_collection = picker(label="Collection", choices=[], scale=1,
+                                          elem_id="compare-collection")
                     c_embedder = picker(label="Embedder", choices=[], scale=1)
                 with gr.Row():
                     c_a = gr.Textbox(label="Instruction A", elem_id="compare-a")
@@ -317,7 +319,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
 
         job_outputs = [i_job, i_total, i_status, i_errors, i_timer]
         upload_event = i_upload_button.click(h.index_upload, [i_files, i_collection, i_embedder],
-                                             job_outputs, api_name="index_upload", **light)
+                                             [*job_outputs, i_files], api_name="index_upload",
+                                             **light)
         folder_event = i_folder_button.click(h.index_folder, [i_folder, i_collection, i_embedder],
                                              job_outputs, api_name="index_folder", **light)
         refresh(upload_event.then)

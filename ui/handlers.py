@@ -362,10 +362,10 @@ class UiHandlers:
 
     @ui_errors
     def index_upload(self, files: list[str] | None, collection: str | None,
-                     embedder: str | None) -> tuple[int, int, str, list[list[str]], Any]:
+                     embedder: str | None) -> tuple[int, int, str, list[list[str]], Any, None]:
         """Index tab, uploads: check them, stage them in the collection's upload folder and
         start a background job; returns the job id, the document total, the progress HTML,
-        the errors so far and the running poll timer."""
+        the errors so far, the running poll timer, and an emptied upload box."""
         if not files:
             raise InvalidRequestError("Upload at least one file first "
                                       f"({', '.join(Facet.supported_suffixes)}).")
@@ -381,7 +381,7 @@ class UiHandlers:
         folder = self.settings.data_dir / "uploads" / inputs.original_name(Path(name))
         staged = inputs.stage_uploads(checked.accepted, folder)
         try:
-            return self._start(folder, name, embedder, checked.refused)
+            return *self._start(folder, name, embedder, checked.refused), None
         except FacetError:
             for path in staged:  # the job was refused (a bad name...): leave nothing behind
                 path.unlink(missing_ok=True)

@@ -92,8 +92,9 @@ def test_group_by_document_merges_chunks(ui_client, ui_server, tmp_path) -> None
     # ~300 words: several 64-token chunks of one document.
     long_doc.write_text(" ".join(f"Sentence {i} of the harbour report mentions the tide gauge."
                                  for i in range(30)))
-    job, _, _, _ = ui_client.predict([handle_file(str(long_doc))], "grouping", "minilm",
-                                     api_name="/index_upload")
+    job, _, _, _, files = ui_client.predict([handle_file(str(long_doc))], "grouping", "minilm",
+                                            api_name="/index_upload")
+    assert files is None  # the upload box is emptied once the job is started
     wait_for_job(ui_client, job)
     flat, _ = search(ui_client, "harbour tide gauge report", collection="grouping", k=4)
     grouped, _ = search(ui_client, "harbour tide gauge report", collection="grouping", k=4,
@@ -195,7 +196,7 @@ def test_index_uploads_runs_a_job_lists_per_document_errors(ui_client, tmp_path)
     fake_text.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
     image = tmp_path / "photo.png"
     image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    job, status, errors, _ = ui_client.predict(
+    job, status, errors, _, _ = ui_client.predict(
         [handle_file(str(p)) for p in (good, fake_text, image)], "uploads", "minilm",
         api_name="/index_upload")
     assert job > 0 and "photo.png: .png files cannot be indexed" in status
