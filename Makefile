@@ -16,7 +16,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint typecheck unit clean-venv
+.PHONY: install demo test lint typecheck unit clean-venv chromium
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,7 +36,18 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-unit: install
+# The UI's browser test drives Debian's chromium through Playwright (Playwright cannot download
+# its own browsers here). When it is missing and we are root with apt (a fresh CI machine), it
+# is installed (~1 min); otherwise, or with SKIP_APT=1, the test is skipped with the reason.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && [ -z "$$SKIP_APT" ]; then \
+	  echo "installing Debian's chromium for the UI browser test (apt-get)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	    >/dev/null) || echo "could not install chromium: the UI browser test will be skipped"; \
+	else echo "no chromium: the UI browser test will be skipped (apt-get install -y chromium)"; fi
+
+unit: install chromium
 	$(BIN)/pytest -q
 
 test: lint typecheck unit

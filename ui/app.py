@@ -199,20 +199,24 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                   elem_id="cluster-texts")
                             k_upload = gr.File(label="or a file: .txt (lines), .json (list or "
                                                      "GoalEx data.json), .jsonl, .csv",
-                                               type="filepath", file_count="single")
+                                               type="filepath", file_count="single",
+                                               elem_id="cluster-upload")
                             k_labels = gr.File(label="Gold labels (optional, for the V-measure): "
                                                      ".json list or labels.json, or lines",
-                                               type="filepath", file_count="single")
+                                               type="filepath", file_count="single",
+                                               elem_id="cluster-labels")
                         k_limit = gr.Number(label="At most this many texts (0 = all, up to "
                                                   f"{settings.max_cluster_texts:,})",
-                                            value=500, precision=0, minimum=0)
+                                            value=500, precision=0, minimum=0,
+                                            elem_id="cluster-limit")
                     with gr.Column(scale=2):
                         k_instruction = gr.Textbox(label="Instruction (what to group by)",
                                                    elem_id="cluster-instruction",
                                                    placeholder="What is the topic of this text?")
                         k_k = gr.Number(label="k (0 = choose by silhouette)", value=0,
-                                        precision=0, minimum=0)
+                                        precision=0, minimum=0, elem_id="cluster-k")
                         k_embedder = picker(label="Instruction embedder", choices=embedders,
+                                            elem_id="cluster-embedder",
                                             value=settings.default_embedder
                                             if settings.default_embedder in embedders
                                             else None)
@@ -223,7 +227,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 k_summary = gr.HTML(elem_id="cluster-summary")
                 k_plot = gr.Plot(label="Map (PCA of the embeddings)", elem_id="cluster-map")
                 k_table = gr.Dataframe(headers=render.CLUSTER_COLUMNS, label="Clusters",
-                                       interactive=False, wrap=True, elem_id="cluster-table")
+                                       interactive=False, wrap=True, elem_id="cluster-table",
+                                       column_widths=["7%", "6%", "17%", "20%", "50%"])
                 k_csv = gr.File(label="CSV export", interactive=False, elem_id="cluster-csv")
 
             # ------------------------------------------------------------- index
@@ -314,7 +319,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             h.cluster, [k_source, k_collection, k_filters, k_limit, k_query, k_query_instruction,
                         k_pasted, k_upload, k_labels, k_instruction, k_k, k_embedder,
                         k_explainer], [k_summary, k_plot, k_table, k_csv],
-            api_name="cluster", **model)
+            api_name="cluster", show_progress_on=k_summary, **model)
         refresh(cluster_event.failure)
 
         job_outputs = [i_job, i_total, i_status, i_errors, i_timer]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
+from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.services.search import parse_filters
 
 # Cluster inputs read from an upload (text lists and labels), whatever the file type.
@@ -256,8 +256,3 @@ def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200) -> 
                     return found
     return found
 
-
-def check_count(n: int, limit: int, what: str) -> None:
-    """``TooLargeError`` when ``n`` is over ``limit``."""
-    if n > limit:
-        raise TooLargeError(f"{n:,} {what}, more than the limit of {limit:,}; use fewer")

@@ -1,0 +1,133 @@
+"""The UI's pure parts: input parsing and checks (ui/inputs.py) and formatting (ui/render.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.services.search import SearchResponse, SearchResult
+from ui import inputs, render
+
+
+def test_clip_reports_sizes_not_text() -> None:
+    assert inputs.clip("short", 10, "query") == ("short", None)
+    text, notice = inputs.clip("x" * 12_345, 100, "query")
+    assert text == "x" * 100
+    assert notice == ("The query had 12,345 characters; only the first 100 were used "
+                      "(FACET_UI_MAX_QUERY_CHARS).")
+
+
+def test_filters_lines_and_semicolons() -> None:
+    assert inputs.parse_filter_text("intent=a; intent=b\nyear:=2020\n\n") == {
+        "intent": ["a", "b"], "year": 2020}
+    assert inputs.parse_filter_text("") == {}
+    with pytest.raises(InvalidRequestError, match="has no '='"):
+        inputs.parse_filter_text("intent")
+
+
+@pytest.mark.parametrize(("name", "content", "want"), [
+    ("a.txt", "one\n\n two \nthree", ["one", "two", "three"]),
+    ("a.json", json.dumps(["one", "two"]), ["one", "two"]),
+    ("data.json", json.dumps({"goal": "g", "texts": ["one", "two"]}), ["one", "two"]),
+    ("a.jsonl", '{"text": "one"}\n"two"\n\n', ["one", "two"]),
+    ("a.csv", "id,text\n1,one\n2,\"two, with comma\"\n", ["one", "two, with comma"]),
+    ("b.csv", "only\none\ntwo\n", ["one", "two"]),
+])
+def test_text_lists_from_files(tmp_path: Path, name: str, content: str, want: list[str]) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    assert inputs.read_text_list(path) == want
+
+
+@pytest.mark.parametrize(("name", "content", "error"), [
+    ("a.pdf", "x", "must be in a .txt, .json, .jsonl, .csv file"),
+    ("a.json", "{not json", "not valid JSON"),
+    ("a.json", json.dumps({"texts": "nope"}), "expected a JSON list"),
+    ("a.jsonl", '{"body": "x"}', "each line needs a 'text' field"),
+])
+def test_bad_text_files(tmp_path: Path, name: str, content: str, error: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(DataError, match=error):
+        inputs.read_text_list(path)
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("café".encode("latin-1"))
+    with pytest.raises(DataError, match="not UTF-8 text"):
+        inputs.read_text_list(latin)
+
+
+def test_labels(tmp_path: Path) -> None:
+    (tmp_path / "labels.json").write_text(json.dumps({"labels": [0, 3, 1]}))
+    (tmp_path / "l.txt").write_text("sport\nworld\n")
+    assert inputs.read_labels(tmp_path / "labels.json") == ["0", "3", "1"]
+    assert inputs.read_labels(tmp_path / "l.txt") == ["sport", "world"]
+
+
+def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
+    ok = tmp_path / "in" / "Notes (final).md"
+    ok.parent.mkdir()
+    ok.write_text("hello")
+    big = tmp_path / "in" / "big.txt"
+    big.write_text("x" * 3000)
+    exe = tmp_path / "in" / "tool.exe"
+    exe.write_bytes(b"MZ")
+    checked = inputs.check_uploads([ok, big, exe, tmp_path / "gone.txt"], max_mb=0.002,
+                                   suffixes=(".md", ".txt"))
+    assert checked.accepted == [ok]
+    assert checked.refused == [
+        "big.txt is 0.0 MB, over the 0.002 MB upload limit (FACET_UI_MAX_UPLOAD_MB)",
+        "tool.exe: .exe files cannot be indexed; upload .md, .txt",
+        "gone.txt: the upload is gone from the server; upload it again"]
+    copies = inputs.stage_uploads(checked.accepted, tmp_path / "staged")
+    assert [c.name for c in copies] == ["Notes_final_.md"] and copies[0].read_text() == "hello"
+
+
+def test_folders_only_under_roots(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    (tmp_path / "other").mkdir()
+    assert inputs.resolve_under_roots("a/b", [root]) == (root / "a" / "b").resolve()
+    assert inputs.resolve_under_roots(str(root), [root]) == root.resolve()
+    for bad in ("..", "../other", str(tmp_path / "other"), "a/../../other", "/"):
+        with pytest.raises(InvalidRequestError, match="outside the folders"):
+            inputs.resolve_under_roots(bad, [root])
+    with pytest.raises(NotFoundError, match="not a folder"):
+        inputs.resolve_under_roots("a/missing", [root])
+    with pytest.raises(InvalidRequestError, match="FACET_UI_ALLOWED_ROOTS is empty"):
+        inputs.resolve_under_roots("a", [])
+    with pytest.raises(InvalidRequestError, match="Pick a folder first"):
+        inputs.resolve_under_roots(" ", [root])
+    found = inputs.list_folders([root], depth=2)
+    assert found == [str(root.resolve()), str((root / "a").resolve()),
+                     str((root / "a" / "b").resolve())]
+
+
+def test_highlight_escapes_and_marks() -> None:
+    assert render.highlight("a <b>card</b> & pin", [(5, 9), (16, 19)]) == \
+        "a &lt;b&gt;<mark>card</mark>&lt;/b&gt; &amp; <mark>pin</mark>"
+    # Overlapping or empty spans keep the first; out-of-order spans are sorted.
+    assert render.highlight("abcdef", [(3, 5), (0, 2), (1, 4), (5, 5)]) == \
+        "<mark>ab</mark>c<mark>de</mark>f"
+
+
+def _result(rank: int, doc: str, score: float) -> SearchResult:
+    return SearchResult(rank=rank, score=score, doc_id=doc, title=None, source="s", chunk_no=0,
+                        text=doc, snippet=doc, highlights=[], start=0, end=len(doc),
+                        metadata={}, vector_score=score)
+
+
+def test_compare_marks_moves() -> None:
+    a = SearchResponse("q", "A", "c", "minilm", None,
+                       [_result(1, "x", 0.9), _result(2, "y", 0.8), _result(3, "z", 0.7)], {})
+    b = SearchResponse("q", "B", "c", "minilm", None,
+                       [_result(1, "y", 0.9), _result(2, "x", 0.8), _result(3, "w", 0.7)], {})
+    html = render.compare_html(a, b)
+    assert "2 of the top 3 results are shared; 2 of them moved" in html
+    assert '<span class="facet-up">\u21911</span>' in html      # y: 2 -> 1
+    assert '<span class="facet-down">\u21931</span>' in html    # x: 1 -> 2
+    assert '<span class="facet-new">new</span>' in html         # w
+    assert '<span class="facet-down">out</span>' in html        # z dropped from B
