@@ -73,6 +73,9 @@ def register(cli: typer.Typer) -> None:
             help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
         threads: Annotated[int | None, typer.Option(help="CPU threads for torch (1 for a background job)")] = None,
+        grad_checkpointing: Annotated[bool, typer.Option(
+            "--grad-checkpointing", help="recompute activations in backward: far less memory, ~1.5x the step time")]
+            = False,
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
         list_methods: Annotated[bool, typer.Option("--list", help="list the trainable methods and exit")] = False,
@@ -113,6 +116,11 @@ def register(cli: typer.Typer) -> None:
         model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from, device or settings.device)
         if teacher:
             _attach_teacher(model, teacher, teacher_weight, device or settings.device)
+        if grad_checkpointing:
+            try:
+                model.enable_gradient_checkpointing()
+            except ValueError as e:
+                raise InvalidRequestError(str(e)) from e
         sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
         evaluate = None
         if dev:
@@ -123,7 +131,8 @@ def register(cli: typer.Typer) -> None:
             sizes = DevSizes(sts_pairs=dev_size, scifact_docs=dev_size, clinc_texts=dev_size) if dev_size else None
             evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
         command = "facet train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        extra = {"command": command, "batch_size": batch_size, **data_info, **init_info,
+        extra = {"command": command, "batch_size": batch_size, "grad_checkpointing": grad_checkpointing,
+                 **data_info, **init_info,
                  "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
                  "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
         log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate)
