@@ -317,3 +317,31 @@ def test_mounted_ui_asks_for_a_login_when_a_key_is_set(ui_server, tmp_path: Path
         assert login.status_code == 400
         assert client.post("/ui/login", data={"username": "me", "password": "the-key"}).is_success
         assert client.get("/ui/config").status_code == 200
+
+
+def test_standalone_launch_serves_the_same_page(ui_server) -> None:
+    import httpx
+    from gradio_client import Client
+
+    from ui.app import launch_ui
+
+    from .conftest import free_port
+
+    demo = launch_ui(ui_server.facet, port=free_port(), block=False)
+    try:
+        assert httpx.get(demo.local_url, timeout=10).status_code == 200
+        client = Client(demo.local_url, verbose=False)
+        html, _ = search(client, PLANTED_QUERY, PLANTED_INSTRUCTION)
+        assert PLANTED_ID in rows_of(html)[0]
+        client.close()
+    finally:
+        demo.close()
+
+
+def test_facet_ui_command_is_registered() -> None:
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    result = CliRunner().invoke(cli, ["ui", "--help"])
+    assert result.exit_code == 0 and "FACET_UI_ALLOWED_ROOTS" in result.output
