@@ -345,3 +345,30 @@ def test_facet_ui_command_is_registered() -> None:
 
     result = CliRunner().invoke(cli, ["ui", "--help"])
     assert result.exit_code == 0 and "FACET_UI_ALLOWED_ROOTS" in result.output
+
+
+@pytest.mark.slow
+def test_inbedder_explainer_names_clusters_with_a_progress_bar(ui_server, tiny_inbedder_dir,
+                                                               tmp_path) -> None:
+    """The explainer picker offers allowed InBedder checkpoints; its answers name the clusters
+    and the bar moves through encoding and answering (a tiny untrained InBedder: the code
+    path, not the quality)."""
+    from ui.handlers import UiHandlers
+
+    explainer = str(tiny_inbedder_dir)
+    settings = ui_server.facet.settings.model_copy(update={"api_models": ["minilm", explainer]})
+    handlers = UiHandlers(ui_server.facet, settings, tmp_path)
+    assert handlers.explainers() == ["keywords (no explainer)", explainer]
+    stages: list[str] = []
+
+    def progress(fraction: float, desc: str = "") -> None:
+        stages.append(desc)
+
+    summary, _, table, _ = handlers.cluster(
+        "pasted or uploaded texts", None, "", 0, "", "", "\n".join(TOPIC_TEXTS[:3] +
+                                                               TOPIC_TEXTS[6:9]),
+        None, None, "What is the topic?", 2, "minilm", explainer,
+        progress=progress)
+    assert f"names from {explainer}" in summary and len(table) == 2
+    assert any(s.startswith("encoding") for s in stages)
+    assert any("answering" in s for s in stages) and stages[-1] == "done"
