@@ -70,7 +70,9 @@ def time_cluster(page: Any, args: argparse.Namespace) -> None:
     page.set_input_files("#cluster-upload input[type=file]", args.texts)
     if args.labels:
         page.set_input_files("#cluster-labels input[type=file]", args.labels)
-    page.locator("#cluster-upload").get_by_text(args.texts.split("/")[-1]).first.wait_for()
+    stem = args.texts.split("/")[-1].rsplit(".", 1)[0]  # Gradio shows stem and suffix apart
+    page.wait_for_function("([sel, stem]) => (document.querySelector(sel) || {innerText: ''})"
+                           ".innerText.includes(stem)", arg=["#cluster-upload", stem])
     page.fill("#cluster-limit input", str(args.limit))
     page.fill("#cluster-k input", str(args.k))
     page.fill("#cluster-instruction textarea", args.instruction)

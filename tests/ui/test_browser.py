@@ -79,15 +79,27 @@ def fill_picker(page, selector: str, value: str) -> None:
     page.locator("body").click(position={"x": 5, "y": 5})  # close the list
 
 
+def wait_for_uploads(page, selector: str, stems: list[str]) -> None:
+    """Until the upload box lists every file (Gradio shows a name's stem and suffix in
+    separate elements, so the text is matched by stem)."""
+    page.wait_for_function(
+        "([sel, stems]) => { const box = document.querySelector(sel);"
+        " return box && stems.every(s => box.innerText.includes(s)); }", arg=[selector, stems])
+
+
 def open_tab(page, name: str) -> None:
     page.get_by_role("tab", name=name).click()
 
 
-def toast_text(page) -> str:
-    """The newest toast's text, then every toast closed."""
+def toast_text(page, shot: Path | None = None) -> str:
+    """The newest toast's text (and a screenshot of it when ``shot`` is given), then every
+    toast closed."""
     toast = page.locator('[data-testid="toast-text"]').last
     toast.wait_for()
     text: str = toast.inner_text()
+    if shot is not None:
+        page.wait_for_timeout(800)  # the toast slides in
+        page.screenshot(path=str(shot))
     page.evaluate("document.querySelectorAll('[data-testid=\"toast-close\"]')"
                   ".forEach(b => b.click())")
     page.wait_for_function("!document.querySelector('[data-testid=\"toast-text\"]')")
@@ -152,12 +164,7 @@ def test_search_compare_cluster_index_collections_in_a_browser(page, ui_server, 
     scan.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
     fill_picker(page, "#index-collection", "browser-uploads")
     page.set_input_files("#index-files input[type=file]", [str(good), str(scan)])
-    try:
-        page.locator("#index-files").get_by_text("tide-tables.txt").first.wait_for()
-    except Exception:  # keep what the page showed (one unexplained timeout was seen here)
-        page.screenshot(path=str(tmp_path / "upload-timeout.png"), full_page=True)
-        print(f"upload box: {page.locator('#index-files').inner_text()!r}; page: {tmp_path}")
-        raise
+    wait_for_uploads(page, "#index-files", ["tide-tables", "scan"])
     page.click("#index-upload-button")
     page.locator('#index-status [data-state="completed"]').wait_for()
     status = page.inner_text("#index-status")
@@ -173,7 +180,8 @@ def test_search_compare_cluster_index_collections_in_a_browser(page, ui_server, 
     screenshot(page, shots, tmp_path, "collections")
 
 
-def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, tmp_path) -> None:
+def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, shots,
+                                                       tmp_path) -> None:
     messages: dict[str, str] = {}
     open_tab(page, "Search")
     fill_picker(page, "#search-collection", COLLECTION)
@@ -204,7 +212,7 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, tmp_path
     photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
     fill_picker(page, "#index-collection", "browser-bad")
     page.set_input_files("#index-files input[type=file]", [str(photo)])
-    page.locator("#index-files").get_by_text("photo.png").first.wait_for()
+    wait_for_uploads(page, "#index-files", ["photo"])
     page.click("#index-upload-button")
     messages["non-text file"] = toast_text(page)
     assert "Nothing to index: photo.png: .png files cannot be indexed" in messages["non-text file"]
@@ -222,7 +230,9 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, tmp_path
     page.fill("#search-query textarea", "lighthouse")
     ui_server.facet.delete_collection("short-lived")
     page.click("#search-button")
-    messages["collection deleted while open"] = toast_text(page)
+    shot = tmp_path / "error.png"
+    messages["collection deleted while open"] = toast_text(page, shot)
+    shots.append(shot)
     assert "unknown collection 'short-lived'" in messages["collection deleted while open"]
     for what, text in messages.items():
         print(f"{what}: {text}")
