@@ -36,7 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
-from app.errors import DataError, FacetError, InvalidRequestError, TooLargeError, as_domain_error
+from app.errors import FacetError, InvalidRequestError, TooLargeError, as_domain_error
 from app.jobs import JobRunner, ThreadJobRunner
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
 from app.services.collections import CollectionInfo, CollectionService, JobInfo
@@ -52,7 +52,6 @@ from app.services.indexing import (
 from app.services.search import SearchRequest, SearchResponse, SearchService
 from app.settings import FacetSettings, apply_settings, get_settings
 from embedders.base import Embedder, HasTokenizer, Role
-from indexer.parsing import SUPPORTED_SUFFIXES, discover
 
 logger = logging.getLogger(__name__)
 
@@ -387,8 +386,12 @@ class Facet:
 
     # ------------------------------------------------------------------- info
 
-    #: File types an index source may hold (lower-case suffixes with the dot).
-    supported_suffixes: tuple[str, ...] = tuple(sorted(SUPPORTED_SUFFIXES))
+    @staticmethod
+    def supported_suffixes() -> tuple[str, ...]:
+        """File types an index source may hold (lower-case suffixes with the dot)."""
+        from indexer.parsing import SUPPORTED_SUFFIXES
+
+        return tuple(sorted(SUPPORTED_SUFFIXES))
 
     @_domain_errors
     def estimate_documents(self, source: Path | str) -> int:
@@ -396,14 +399,11 @@ class Facet:
 
         Raises:
             NotFoundError: the source does not exist.
-            DataError: a single file of an unsupported type.
+            InvalidRequestError: a single file of an unsupported type.
         """
-        from indexer.errors import UnsupportedSourceError
+        from indexer.parsing import discover
 
-        try:
-            return estimate_documents(discover(Path(source)))
-        except UnsupportedSourceError as e:
-            raise DataError(str(e)) from e
+        return estimate_documents(discover(Path(source)))
 
     def allowed_models(self) -> list[str]:
         """Embedder names a request from outside may name (see ``allowed_model_names``)."""

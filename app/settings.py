@@ -75,6 +75,12 @@ class FacetSettings(BaseSettings):
         default=None, description="embedders the API may load (names or checkpoint paths); unset = "
                                   "the registered names, the default embedder and the collections' "
                                   "embedders")
+    # Celery (full stack).
+    broker_url: str | None = None
+    result_backend: str | None = None
+    # Evaluation.
+    shared_data_dir: Path = Field(default=Path("../shared/data"),
+                                  description="root of the benchmark datasets")
     # Gradio UI (facet ui, and /ui under facet serve).
     ui_auth: str | None = Field(
         default=None, description="'user:password' pairs, comma-separated, that the UI asks for; "
@@ -101,12 +107,6 @@ class FacetSettings(BaseSettings):
     ui_examples: dict[str, list[str]] = Field(
         default_factory=dict, description="example instructions per collection (JSON object), "
                                           "shown beside the built-in ones")
-    # Celery (full stack).
-    broker_url: str | None = None
-    result_backend: str | None = None
-    # Evaluation.
-    shared_data_dir: Path = Field(default=Path("../shared/data"),
-                                  description="root of the benchmark datasets")
 
     @property
     def resolved_database_url(self) -> str:

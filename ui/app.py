@@ -243,7 +243,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 with gr.Row():
                     with gr.Column():
                         i_files = gr.File(
-                            label=f"Upload files ({' '.join(Facet.supported_suffixes)}; "
+                            label=f"Upload files ({' '.join(Facet.supported_suffixes())}; "
                                   f"at most {settings.ui_max_upload_mb:g} MB each)",
                             file_count="multiple", type="filepath", elem_id="index-files")
                         i_upload_button = gr.Button("Index the uploads", variant="primary",

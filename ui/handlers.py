@@ -368,9 +368,9 @@ class UiHandlers:
         the errors so far, the running poll timer, and an emptied upload box."""
         if not files:
             raise InvalidRequestError("Upload at least one file first "
-                                      f"({', '.join(Facet.supported_suffixes)}).")
+                                      f"({', '.join(Facet.supported_suffixes())}).")
         checked = inputs.check_uploads(files, max_mb=self.settings.ui_max_upload_mb,
-                                       suffixes=Facet.supported_suffixes)
+                                       suffixes=Facet.supported_suffixes())
         if not checked.accepted:
             raise DataError("Nothing to index: " + "; ".join(checked.refused))
         name = (collection or "").strip()
