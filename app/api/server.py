@@ -252,11 +252,13 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 def _mount_ui(app: FastAPI, settings: FacetSettings) -> None:
     """The Gradio UI at /ui, over the same facade (built at start-up, hence the provider),
     when the ui extra is installed."""
-    try:
-        from ui.app import mount_ui
-    except ImportError as e:
-        logger.info("no UI at /ui: the ui extra is not installed (%s is missing)", e.name)
+    import importlib.util
+
+    missing = [m for m in ("gradio", "plotly") if importlib.util.find_spec(m) is None]
+    if missing:
+        logger.info("no UI at /ui: the ui extra is not installed (%s missing)", ", ".join(missing))
         return
+    from ui.app import mount_ui
 
     def served() -> Facet:
         facet: Facet = app.state.facet

@@ -28,13 +28,15 @@ def register(cli: typer.Typer) -> None:
         Server folders the Index tab may read: FACET_UI_ALLOWED_ROOTS='["/data/docs"]'.
         See docs/ui.md.
         """
-        try:
-            from ui.app import launch_ui
-        except ImportError as e:
-            raise UnavailableError(f"facet ui needs the ui extra ({e.name} is missing): "
-                                   "pip install 'facet-search[ui]'") from e
+        import importlib.util
+
+        missing = [m for m in ("gradio", "plotly") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise UnavailableError(f"facet ui needs the ui extra ({', '.join(missing)} missing): "
+                                   "pip install 'facet-search[ui]'")
         from app.core import Facet
         from app.settings import get_settings
+        from ui.app import launch_ui
 
         settings = get_settings()
         facet = Facet.for_serving(settings)
