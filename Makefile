@@ -16,7 +16,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint typecheck unit clean-venv chromium
+.PHONY: install demo test lint typecheck unit clean-venv chromium train-gpu
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,3 +54,11 @@ test: lint typecheck unit
 
 clean-venv:
 	rm -rf $(VENV)
+
+# GPU training (docs/training.md, "Training on a lent GPU"): pack the bundle here, then make the
+# device calls this prints. CI never runs it.
+train-gpu: install
+	$(BIN)/python scripts/gpu/pack.py
+	@echo "device calls, back to back: 'bash scripts/gpu/device.sh stage' carrying each .gpu/part-NN but the last"
+	@echo "(with .gpu/SHA256SUMS), 'bash scripts/gpu/device.sh go' carrying the last, 'device.sh wait' until DONE,"
+	@echo "then 'device.sh collect' (checkpoints and results come back under \$$OUT)"

@@ -115,6 +115,9 @@ def register(cli: typer.Typer) -> None:
             raise InvalidRequestError(str(e)) from e
         overrides = parse_settings(set_ or [])
         lora = _lora(lora_r, lora_layers, lora_targets)
+        from embedders.training.trainer import set_seed
+
+        set_seed(seed)  # fresh LoRA and head weights are drawn here: the command alone reproduces them
         if init_from and init_lora_from:
             raise InvalidRequestError("use --init-from (same method) or --init-lora-from (another method), not both")
         if init_lora_from:

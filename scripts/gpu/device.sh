@@ -21,7 +21,7 @@ stage() {
 
 setup() {
   (cd "$WORK/parts" && sha256sum -c --quiet SHA256SUMS)
-  cat "$WORK"/parts/part-* | tar -x -C "$WORK"
+  cat "$WORK"/parts/part-* | tar -xz -C "$WORK"
   if [ "${SKIP_WHEELS:-0}" != 1 ]; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" \
       "$WORK"/wheels/*.whl

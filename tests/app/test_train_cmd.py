@@ -100,3 +100,19 @@ def test_set_validates_fields(tmp_path, shared_data):
     assert code == 2 and "template must be one of prompteol, eos" in output
     code, output = _train("nomethod", "--out", str(tmp_path / "x"))
     assert code == 2 and "trainable: causal-eos, causal2vec, gircse, inbedder, instemb" in output
+
+
+def test_the_seed_fixes_the_fresh_weights(tmp_path, shared_data):
+    """Two runs of one command start from the same LoRA and head weights (the command reproduces them)."""
+    from safetensors.torch import load_file
+
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        code, output = _train("causal2vec", "--out", str(out), "--steps", "1", "--stop-after", "1", "--no-dev",
+                              "--lr", "1e-9", "--set", "mlp_hidden=16", "--data-dir", str(shared_data), *TINY)
+        assert code == 0, output
+        outs.append(out)
+    for file in ("adapter.safetensors", "heads.safetensors"):
+        a, b = (load_file(str(o / file)) for o in outs)
+        assert all((a[k].float() - b[k].float()).abs().max() == 0 for k in a), file
