@@ -97,7 +97,7 @@ class FacetSettings(BaseSettings):
         default=2000, ge=1, description="queries and instructions are cut to this many characters "
                                         "(with a notice)")
     ui_concurrency: int = Field(
-        default=1, ge=1, description="model-bound UI events (search, cluster, index) running at "
+        default=1, ge=1, description="model-bound UI events (search, compare, cluster) running at "
                                      "once; the rest wait in the queue")
     ui_max_queue: int = Field(default=64, ge=1,
                               description="UI events waiting at most; more are refused as busy")
