@@ -152,7 +152,7 @@ class IndexJob(Base):
     """
 
     __tablename__ = "index_jobs"
-    __table_args__ = {"sqlite_autoincrement": True}
+    __table_args__ = {"sqlite_autoincrement": True}  # noqa: RUF012 (SQLAlchemy reads it)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(

@@ -9,6 +9,7 @@ too, for writing a new revision (``FACET_DATABASE_URL`` or the ini's URL).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from alembic import context
 from sqlalchemy import create_engine
@@ -19,7 +20,7 @@ config = context.config
 target_metadata = Base.metadata
 
 
-def _run(connection: object) -> None:
+def _run(connection: Any) -> None:
     context.configure(connection=connection, target_metadata=target_metadata,
                       render_as_batch=True, compare_type=True)
     with context.begin_transaction():
