@@ -315,6 +315,14 @@ class IndexService:
                     report.docs_deleted, report.chunks_written, report.elapsed_s)
         return report
 
+    def set_job_process(self, job_id: int, pid: int) -> None:
+        """Record the process that will run a queued job (a detached ``facet run-job``)."""
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is not None and job.state == "queued":
+                job.pid, job.host = pid, leases.HOST
+                session.commit()
+
     def fail(self, job_id: int, message: str) -> None:
         """Mark a queued job failed without running it (its runner could not start it)."""
         with _REGISTRY_LOCK:
@@ -510,10 +518,19 @@ class IndexService:
                 break
         return seen_keys
 
-    def _process_batch(self, session: Session, coll: md.Collection, job: md.IndexJob,
+    def _process_batch(self, session: Session, coll: md.Collection, job: Any,
                        report: IndexReport, batch: list[ParsedDocument | DocumentError],
                        embedder: Embedder, spec: str, tokenize: TokenSpans,
-                       chunking: ChunkingConfig) -> None:
+                       chunking: ChunkingConfig,
+                       finish: Callable[[Session], None] | None = None) -> None:
+        """Steps 1-3 of the write protocol for one batch of documents.
+
+        Args:
+            job: the job row, or (a chunk task) any object with the same timing attributes
+                and an ``errors`` list.
+            finish: run inside step 3's transaction instead of copying the report's counters
+                onto ``job`` (a chunk task adds its counts to the shared job row there).
+        """
         t0 = time.perf_counter()
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
         vec_hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
@@ -634,11 +651,14 @@ class IndexService:
                 report.warnings.append((it.doc.key, w))
             report.docs_indexed += 1
             report.chunks_written += len(it.chunks)
-        self._sync_counters(job, report)
+        if finish is not None:
+            finish(session)
+        else:
+            self._sync_counters(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
 
-    def _record_error(self, session: Session, coll: md.Collection, job: md.IndexJob,
+    def _record_error(self, session: Session, coll: md.Collection, job: Any,
                       report: IndexReport, entry: DocumentError, row: md.Document | None) -> None:
         report.docs_failed += 1
         report.errors.append((entry.key, entry.message))
