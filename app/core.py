@@ -315,6 +315,9 @@ class Facet:
         Raises:
             As ``index``, for everything that can be checked before the work starts.
         """
+        check = getattr(self.job_runner, "check", None)
+        if callable(check):  # e.g. the broker is up: say so before recording a job
+            check()
         prepared = self.indexing.prepare(source, collection, options,
                                          runner=getattr(self.job_runner, "runner_name", "thread"))
         try:

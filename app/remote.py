@@ -71,9 +71,14 @@ def celery_config(settings: FacetSettings) -> dict[str, Any]:
         "task_default_queue": "index",
         "task_routes": {INDEX_JOB_TASK: {"queue": "index"}, INDEX_CHUNK_TASK: {"queue": "index"},
                         ANSWERS_TASK: {"queue": "index"}, ENCODE_TASK: {"queue": "query"}},
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s,
-                                     "socket_connect_timeout": timeout,
-                                     "socket_timeout": max(timeout, 30.0)},
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout_s,
+            # Scan for tasks whose worker vanished every few seconds (kombu's default scans
+            # every ~100 s): they are re-delivered once older than the visibility timeout.
+            "unacked_restore_interval": min(10.0, max(1.0, settings.visibility_timeout_s / 4)),
+            "unacked_restore_throttle": 1,
+            "socket_connect_timeout": timeout,
+            "socket_timeout": max(timeout, 30.0)},
         "result_backend_transport_options": {"visibility_timeout": settings.visibility_timeout_s},
         "redis_socket_connect_timeout": timeout,
         "redis_socket_timeout": max(timeout, 30.0),
@@ -157,6 +162,10 @@ class CeleryJobRunner:
 
     def __init__(self, settings: FacetSettings) -> None:
         self.settings = settings
+
+    def check(self) -> None:
+        """Raise ``UnavailableError`` now if the broker cannot be reached."""
+        check_broker(self.settings)
 
     def submit(self, job: PreparedJob) -> None:
         """Send ``job``; raises ``UnavailableError`` when the broker is down."""

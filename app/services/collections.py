@@ -71,6 +71,13 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             "resume: what was indexed is kept")
     if job.state == "running":
         current = leases.holder(job.collection)
+        if job.runner == "celery" and current is not None and current.job_id == job.id \
+                and not current.alive():
+            # Its chunks wait in the broker: a worker that starts again goes on with them.
+            return "stalled", ("no worker has made progress on it for over "
+                               f"{(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
+                               if current.heartbeat_at else "no worker has made progress") + \
+                ("; it goes on when a worker runs again (`facet worker --queues index`)")
         if current is None or current.job_id != job.id or not current.alive():
             since = (f" (last heartbeat {current.heartbeat_at.isoformat(timespec='seconds')})"
                      if current is not None and current.job_id == job.id and current.heartbeat_at

@@ -24,9 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as m
-from pydantic import BaseModel
 
 _CLIENT = QdrantClient(location=":memory:")
 _LOCK = threading.Lock()
