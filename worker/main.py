@@ -29,7 +29,7 @@ def parse_queues(spec: str) -> list[str]:
 
 
 def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info",
-        pool: str = "prefork") -> None:
+        pool: str = "prefork", name: str | None = None) -> None:
     """Start a worker consuming ``queues`` until it is stopped (SIGTERM: warm shutdown).
 
     Raises:
@@ -48,7 +48,9 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
     check_broker(settings)
     from worker.app import celery_app
 
-    name = f"facet-{os.getpid()}@{socket.gethostname()}"
+    # Unique per process by default; a container passes `--name facet@%h` (its hostname is
+    # unique) so that its healthcheck can ping exactly this worker.
+    name = name or f"facet-{os.getpid()}@{socket.gethostname()}"
     logger.info("worker %s: queues %s, %d process(es), store %s, database %s", name,
                 ",".join(names), concurrency, settings.qdrant_url or settings.vector_backend,
                 "set" if settings.database_url else "SQLite in the data dir")

@@ -26,11 +26,14 @@ def register(cli: typer.Typer) -> None:
         pool: Annotated[str, typer.Option("--pool", help="prefork (default), solo or threads")
                         ] = "prefork",
         loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "info",
+        name: Annotated[str | None, typer.Option(
+            "--name", "-n", help="Celery node name (default facet-PID@HOST; %h = host name)")
+        ] = None,
     ) -> None:
         """Run a Celery worker for the full stack (FACET_BROKER_URL, docs/deploy.md)."""
         # app never imports worker at module level (imports point worker -> app).
         main = importlib.import_module("worker.main")
-        main.run(queues=queues, concurrency=concurrency, loglevel=loglevel, pool=pool)
+        main.run(queues=queues, concurrency=concurrency, loglevel=loglevel, pool=pool, name=name)
 
     @cli.command("run-job", hidden=True)
     @handle_errors
