@@ -30,7 +30,13 @@ import numpy as np
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.errors import ConflictError, DataError, InvalidRequestError, NotFoundError
+from app.errors import (
+    ConflictError,
+    DataError,
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+)
 from app.services import leases
 from app.services.context import ServiceContext
 from embedders.base import Embedder, HasTokenizer, Role
@@ -42,7 +48,13 @@ from indexer.chunking import (
     tokenizer_spans,
     whitespace_spans,
 )
-from indexer.errors import SourceNotFoundError, StoreBusyError, StoreError, UnsupportedSourceError
+from indexer.errors import (
+    SourceNotFoundError,
+    StoreBusyError,
+    StoreError,
+    StoreUnavailableError,
+    UnsupportedSourceError,
+)
 from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
 from indexer.store import PointRecord, point_id, validate_name
 
@@ -387,6 +399,8 @@ class IndexService:
             sizes = self.store.vector_sizes(name)
         except StoreBusyError as e:
             raise ConflictError(str(e)) from e
+        except StoreUnavailableError as e:
+            raise UnavailableError(str(e)) from e
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
         have = sizes.get(embedder.name)
@@ -407,6 +421,8 @@ class IndexService:
             self.store.ensure_collection(name, {embedder.name: int(embedder.dim)})
         except StoreBusyError as e:
             raise ConflictError(str(e)) from e
+        except StoreUnavailableError as e:
+            raise UnavailableError(str(e)) from e
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
 
