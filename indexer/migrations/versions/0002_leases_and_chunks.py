@@ -25,7 +25,8 @@ def upgrade() -> None:
         batch.add_column(sa.Column("lease_expires_at", sa.DateTime(), nullable=True))
     # SQLite reuses the largest rowid + 1 after deletes; AUTOINCREMENT needs the table rebuilt
     # (batch mode copies it). PostgreSQL's sequence never reuses an id anyway.
-    with op.batch_alter_table("index_jobs", recreate="always",
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    with op.batch_alter_table("index_jobs", recreate="always" if sqlite else "auto",
                               table_kwargs={"sqlite_autoincrement": True}) as batch:
         batch.add_column(sa.Column("host", sa.String(255), nullable=True))
         batch.add_column(sa.Column("runner", sa.String(16), nullable=False,
@@ -58,7 +59,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_job_chunks_job_id", "job_chunks")
     op.drop_table("job_chunks")
-    with op.batch_alter_table("index_jobs", recreate="always") as batch:
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    with op.batch_alter_table("index_jobs", recreate="always" if sqlite else "auto") as batch:
         for column in ("docs_total", "chunks_done", "chunks_total", "runner", "host"):
             batch.drop_column(column)
     with op.batch_alter_table("collections") as batch:
