@@ -76,7 +76,7 @@ def test_a_document_that_changed_after_planning(make_ctx, tmp_path) -> None:
 def test_a_chunk_that_keeps_killing_its_worker_is_failed_not_rerun(make_ctx, tmp_path) -> None:
     write_corpus(tmp_path / "src", 4)
     ctx = make_ctx(worker_poison_limit=2)
-    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    service, prepared, _numbers = _plan(ctx, tmp_path / "src", "c")
     with ctx.sessions() as s:  # two claims that never finished: two dead workers
         s.execute(update(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id,
                                             md.JobChunk.number == 0)
