@@ -14,6 +14,7 @@ Progress and outcomes are in the SQL job table, not in task results (which expir
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -66,8 +67,17 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
 def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
     """Index chunk ``number`` of job ``job_id``."""
     service = chunk_service()
+    started = time.monotonic()
     try:
-        return asdict(service.run_chunk(int(job_id), int(number)))
+        outcome = asdict(service.run_chunk(int(job_id), int(number)))
+        took = time.monotonic() - started
+        limit = service.settings.visibility_timeout_s
+        if took > limit / 2:
+            logger.warning("chunk %d of job %d took %.0fs, over half the visibility timeout "
+                           "(%ds): a longer chunk would be re-delivered while it runs; raise "
+                           "FACET_VISIBILITY_TIMEOUT_S or lower FACET_WORKER_CHUNK_DOCS",
+                           number, job_id, took, limit)
+        return outcome
     except ChunkBusy as e:
         raise self.retry(countdown=e.retry_in_s) from e
     except Exception as e:

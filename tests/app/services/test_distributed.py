@@ -128,3 +128,41 @@ def test_a_busy_claim_is_retried_not_run_twice(make_ctx, tmp_path) -> None:
         s.commit()
     with pytest.raises(ChunkBusy, match="claimed by other:1"):
         service.run_chunk(prepared.job_id, numbers[0])
+
+
+def test_a_transient_store_outage_is_retried_without_losing_or_counting_twice(make_ctx,
+                                                                               tmp_path) -> None:
+    """The store fails once mid-chunk as a server outage would (a wrapper raising
+    StoreUnavailableError: a Qdrant server cannot be stopped and restarted with its data here)."""
+    import pytest
+
+    from app.services.distributed import is_transient
+    from indexer.errors import StoreUnavailableError
+
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    real_upsert = ctx.store.upsert
+    calls = {"n": 0}
+
+    def flaky_upsert(collection, points):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise StoreUnavailableError("cannot reach Qdrant at http://qdrant:6333: timed out")
+        return real_upsert(collection, points)
+
+    ctx.store.upsert = flaky_upsert  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailableError) as raised:
+        service.run_chunk(prepared.job_id, numbers[0])
+    assert is_transient(raised.value)
+    service.release_claim(prepared.job_id, numbers[0])  # what the task does before its retry
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    job = CollectionService(ctx).job(prepared.job_id)
+    info = CollectionService(ctx).get("c")
+    assert job.state == "completed" and (job.docs_seen, job.docs_indexed) == (4, 4)
+    assert info.points == info.chunks == job.chunks_written
+    with ctx.sessions() as s:
+        attempts = s.scalars(select(md.JobChunk.attempts).where(
+            md.JobChunk.job_id == prepared.job_id).order_by(md.JobChunk.number)).all()
+    assert list(attempts) == [1, 1]  # the outage did not count towards the poison limit
