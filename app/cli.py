@@ -104,6 +104,33 @@ def _main(
     apply_settings(get_settings())
 
 
+def command_line(ctx: typer.Context) -> str:
+    """The running command as a reproducible shell line: ``sys.argv`` under ``facet``/``python -m app``,
+    else (called in-process, as tests do) rebuilt from the parsed parameters that differ from their
+    defaults."""
+    import shlex
+
+    name = ctx.info_name or ""
+    if len(sys.argv) > 1 and sys.argv[1] == name:
+        return "facet " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    parts = [name]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if value is None or value == param.default or value in ((), []):
+            continue
+        if param.param_type_name == "argument":
+            parts.append(shlex.quote(str(value)))
+            continue
+        flag = param.opts[0]
+        if isinstance(value, bool):
+            secondary = getattr(param, "secondary_opts", [])
+            parts.append(flag if value else (secondary[0] if secondary else flag))
+            continue
+        for item in value if isinstance(value, list | tuple) else [value]:
+            parts.append(f"{flag} {shlex.quote(str(item))}")
+    return "facet " + " ".join(parts)
+
+
 def _register_command_groups() -> None:
     import importlib
     import pkgutil

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +24,7 @@ def _split(names: str | None) -> list[str]:
 
 @handle_errors
 def eval_cmd(
+    ctx: typer.Context,
     embedder: Annotated[
         str | None, typer.Argument(help="embedder name (see `facet embedders`) or checkpoint dir")
     ] = None,
@@ -176,9 +175,9 @@ def eval_cmd(
     report = runner.run(embedder, _split(baselines), task_list, suite, on_result=show)
     safe = Path(embedder).name.replace(" ", "_") or "embedder"
     out_dir = out or Path("results") / f"{safe}-{suite}"
-    # `facet eval ...` and `python -m app eval ...` both record the full command line.
-    argv = sys.argv if len(sys.argv) > 1 and sys.argv[1] == "eval" else ["facet", "eval", embedder]
-    command = "facet " + " ".join(shlex.quote(a) for a in argv[1:])
+    from app.cli import command_line
+
+    command = command_line(ctx)
     json_path, md_path = write_report(report, out_dir, command)
     typer.echo(markdown_table(report))
     typer.echo(f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)")

@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import shlex
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -35,6 +33,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("train")
     @handle_errors
     def train_cmd(
+        ctx: typer.Context,
         method: Annotated[str, typer.Argument(help="a trainable method (see `facet train --list`)")] = "",
         out: Annotated[Path | None, typer.Option("--out", "-o", help="checkpoint directory to write")] = None,
         steps: Annotated[int, typer.Option(help="optimiser steps (the learning-rate schedule's length)")] = 200,
@@ -62,6 +61,9 @@ def register(cli: typer.Typer) -> None:
         teacher_weight: Annotated[float, typer.Option(help="weight of the teacher term")] = 1.0,
         init_from: Annotated[str | None, typer.Option(
             help="continue from a checkpoint of the same method and backbone (directory or registered name)")] = None,
+        init_lora_from: Annotated[str | None, typer.Option(
+            help="start a fresh model from the LoRA adapter of a checkpoint of ANOTHER method on the same backbone "
+                 "(e.g. GIRCSE from Causal-EOS); its LoRA settings are kept, heads start fresh")] = None,
         eval_every: Annotated[int, typer.Option(
             help="score on the method's dev suite every N steps and keep the best (0 = start and end only)")] = 0,
         dev: Annotated[bool, typer.Option("--dev/--no-dev", help="select the checkpoint on the dev suite")] = True,
@@ -73,6 +75,9 @@ def register(cli: typer.Typer) -> None:
             help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
         threads: Annotated[int | None, typer.Option(help="CPU threads for torch (1 for a background job)")] = None,
+        grad_checkpointing: Annotated[bool, typer.Option(
+            "--grad-checkpointing", help="recompute activations in backward: far less memory, ~1.5x the step time")]
+            = False,
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
         list_methods: Annotated[bool, typer.Option("--list", help="list the trainable methods and exit")] = False,
@@ -110,9 +115,21 @@ def register(cli: typer.Typer) -> None:
             raise InvalidRequestError(str(e)) from e
         overrides = parse_settings(set_ or [])
         lora = _lora(lora_r, lora_layers, lora_targets)
-        model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from, device or settings.device)
+        if init_from and init_lora_from:
+            raise InvalidRequestError("use --init-from (same method) or --init-lora-from (another method), not both")
+        if init_lora_from:
+            model, init_info = _build_from_lora(spec, max_length, backbone, overrides, init_lora_from,
+                                                device or settings.device)
+        else:
+            model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from,
+                                      device or settings.device)
         if teacher:
             _attach_teacher(model, teacher, teacher_weight, device or settings.device)
+        if grad_checkpointing:
+            try:
+                model.enable_gradient_checkpointing()
+            except ValueError as e:
+                raise InvalidRequestError(str(e)) from e
         sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
         evaluate = None
         if dev:
@@ -122,8 +139,11 @@ def register(cli: typer.Typer) -> None:
                 raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
             sizes = DevSizes(sts_pairs=dev_size, scifact_docs=dev_size, clinc_texts=dev_size) if dev_size else None
             evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
-        command = "facet train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        extra = {"command": command, "batch_size": batch_size, **data_info, **init_info,
+        from app.cli import command_line
+
+        command = command_line(ctx)
+        extra = {"command": command, "batch_size": batch_size, "grad_checkpointing": grad_checkpointing,
+                 **data_info, **init_info,
                  "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
                  "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
         log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate)
@@ -235,13 +255,35 @@ def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int, backbone:
     return model, {"init_from": str(path), "init_weights_steps": previous}
 
 
-def _init_checkpoint(name_or_path: str, method: str, backbone: str) -> tuple[Path, dict[str, Any]]:
-    """Resolve and check an ``--init-from`` checkpoint.
+def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, overrides: dict[str, str],
+                     source: str, device: str | None) -> tuple[Any, dict[str, Any]]:
+    """A fresh ``spec`` model whose LoRA adapter is copied from another method's checkpoint."""
+    from safetensors.torch import load_file
 
-    Raises:
-        NotFoundError: not a checkpoint directory nor a registered checkpoint name.
-        InvalidRequestError: a checkpoint of another method or backbone.
-    """
+    from embedders.backbone import LoraSettings, load_lora_state_dict
+    from embedders.errors import CheckpointError
+    from embedders.methods.common import ADAPTER_FILE
+
+    path, meta = _resolve_checkpoint(source, "--init-lora-from")
+    if meta.get("method") == spec.name:
+        raise InvalidRequestError(f"--init-lora-from {path} is a {spec.name!r} checkpoint: "
+                                  "continue it with --init-from")
+    _check_backbone(path, meta, backbone, "--init-lora-from")
+    lora = LoraSettings.from_dict(meta.get("config", {}).get("lora", {}))
+    if lora.r == 0 or not (path / ADAPTER_FILE).is_file():
+        raise InvalidRequestError(f"--init-lora-from {path} has no LoRA adapter to start from")
+    model, _ = _build(spec, lora, max_length, backbone, overrides, None, device)
+    try:
+        load_lora_state_dict(model.backbone, {k: v.float() for k, v in load_file(str(path / ADAPTER_FILE)).items()})
+    except CheckpointError as e:
+        raise InvalidRequestError(f"--init-lora-from {path}: {e}") from e
+    prior = path / "train_log.json"
+    previous = int(json.loads(prior.read_text()).get("weights_steps", 0)) if prior.is_file() else 0
+    return model, {"init_lora_from": str(path), "init_lora_method": meta.get("method"),
+                   "init_weights_steps": previous}
+
+
+def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, Any]]:
     from embedders.base import CONFIG_FILE
     from embedders.registry import checkpoint_dir, is_checkpoint_dir
 
@@ -249,16 +291,30 @@ def _init_checkpoint(name_or_path: str, method: str, backbone: str) -> tuple[Pat
     if not is_checkpoint_dir(path) and is_checkpoint_dir(checkpoint_dir() / name_or_path):
         path = checkpoint_dir() / name_or_path
     if not is_checkpoint_dir(path):
-        raise NotFoundError(f"--init-from {name_or_path!r}: no checkpoint there (a directory with {CONFIG_FILE}, "
+        raise NotFoundError(f"{flag} {name_or_path!r}: no checkpoint there (a directory with {CONFIG_FILE}, "
                             f"or a name under {checkpoint_dir()})")
-    meta = json.loads((path / CONFIG_FILE).read_text())
-    if meta.get("method") != method:
-        raise InvalidRequestError(f"--init-from {path} is a {meta.get('method')!r} checkpoint; training {method!r} "
-                                  f"needs a {method!r} checkpoint (or none)")
+    return path, json.loads((path / CONFIG_FILE).read_text())
+
+
+def _check_backbone(path: Path, meta: dict[str, Any], backbone: str, flag: str) -> None:
     saved_backbone = meta.get("config", {}).get("backbone")
     if saved_backbone != backbone:
-        raise InvalidRequestError(f"--init-from {path} was trained on backbone {saved_backbone!r}, not {backbone!r}; "
-                                  "pass --backbone to match it, or start without --init-from")
+        raise InvalidRequestError(f"{flag} {path} was trained on backbone {saved_backbone!r}, not {backbone!r}; "
+                                  "pass --backbone to match it, or start without it")
+
+
+def _init_checkpoint(name_or_path: str, method: str, backbone: str) -> tuple[Path, dict[str, Any]]:
+    """Resolve and check an ``--init-from`` checkpoint.
+
+    Raises:
+        NotFoundError: not a checkpoint directory nor a registered checkpoint name.
+        InvalidRequestError: a checkpoint of another method or backbone.
+    """
+    path, meta = _resolve_checkpoint(name_or_path, "--init-from")
+    if meta.get("method") != method:
+        raise InvalidRequestError(f"--init-from {path} is a {meta.get('method')!r} checkpoint; training {method!r} "
+                                  f"needs a {method!r} checkpoint (or --init-lora-from to copy only its adapter)")
+    _check_backbone(path, meta, backbone, "--init-from")
     return path, meta
 
 

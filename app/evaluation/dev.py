@@ -7,7 +7,8 @@
   the domain instruction (harmonic mean of the two V-measures, and the steer gap).
 
 ``DevEvaluator(model)`` returns one dict of scores whose ``score`` is what selection
-maximises: the mean of the suite's main scores (x 100).
+maximises: the mean of the suite's main scores (x 100), where a multi-view task counts
+``hmean + steer_gap``: an instruction model is only useful if its instruction steers it.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class DevEvaluator:
             result = task.run(ctx)
             for key, value in result.scores.items():
                 out[f"{task.name}/{key}"] = round(100 * value, 2)
-            mains.append(100 * result.main_score)
+            main = result.main_score + (result.scores.get("steer_gap", 0.0) if result.kind == "multiview" else 0.0)
+            mains.append(100 * main)
         out["score"] = round(sum(mains) / len(mains), 2)
         out["eval_seconds"] = round(time.perf_counter() - start, 1)
         return out

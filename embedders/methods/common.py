@@ -116,6 +116,13 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         params += [p for p in self.heads.parameters() if p.requires_grad]
         return params
 
+    def enable_gradient_checkpointing(self) -> None:
+        """Recompute each layer's activations in the backward pass instead of keeping them: training
+        memory drops several-fold (a batch of 48 sequences of 128 tokens held ~17 GB without it on
+        the CPU) for about half again the step time. Methods that generate with a KV cache while
+        training (GIRCSE) refuse it."""
+        self.backbone.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
     def head_parameters(self) -> list[torch.nn.Parameter]:
         """The extra heads' trainable parameters (the trainer may give them their own learning rate)."""
         return [p for p in self.heads.parameters() if p.requires_grad]

@@ -257,7 +257,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
             history.append(record)
             if bar is not None:
                 bar.update(1)
-                postfix = {"loss": f"{metrics.get('loss', float(loss)):.3f}", "task": record["task"]}
+                postfix = {"loss": f"{metrics.get('loss', float(loss.detach())):.3f}", "task": record["task"]}
                 if best:
                     postfix["dev"] = f"{best['score']:.2f}@{best['step']}"
                 bar.set_postfix(postfix)

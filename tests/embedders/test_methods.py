@@ -123,3 +123,26 @@ def test_checkpoint_has_fp16_adapter_and_heads(tmp_path):
     assert adapter and all(v.dtype == torch.float16 for v in adapter.values())
     assert heads and all(v.dtype == torch.float16 for v in heads.values())
     assert all("lora_" in k for k in adapter)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    model = _build("causal-eos")
+    model.train()
+
+    def grads() -> list[torch.Tensor]:
+        for p in model.trainable_parameters():
+            p.grad = None
+        loss, _ = model.training_loss(BATCH)
+        loss.backward()
+        return [p.grad.clone() for p in model.trainable_parameters()]
+
+    plain = grads()
+    model.enable_gradient_checkpointing()
+    model.train()
+    checkpointed = grads()
+    model.eval()
+    assert len(plain) == len(checkpointed)
+    for a, b in zip(plain, checkpointed, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    with pytest.raises(ValueError, match="KV cache"):
+        _build("gircse").enable_gradient_checkpointing()

@@ -41,6 +41,10 @@ class GircseEmbedder(CorpusEmbedder):
             raise ValueError(f"soft_tokens must be >= 1, got {k}")
         self.config.soft_tokens = k
 
+    def enable_gradient_checkpointing(self) -> None:
+        raise ValueError("GIRCSE generates its soft tokens with the KV cache while training, which gradient "
+                         "checkpointing disables; lower --batch-size or --max-length to save memory instead")
+
     def _soft_token(self, state: torch.Tensor) -> torch.Tensor:
         """(batch, hidden) last state -> (batch, hidden) expected input embedding."""
         lm_head = self.backbone.model.get_output_embeddings()

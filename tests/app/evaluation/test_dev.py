@@ -1,0 +1,34 @@
+"""Dev suites: dev/train splits only, and what the selection score is made of."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.evaluation.dev import DevEvaluator, DevSizes, build_dev_tasks
+
+
+def test_instruction_dev_scores_hmean_plus_steer_gap(shared_data, minilm):
+    evaluator = DevEvaluator(shared_data, "instruction", sizes=DevSizes(clinc_texts=60))
+    scores = evaluator(minilm)
+    expected = scores["clinc-dev/hmean"] + scores["clinc-dev/steer_gap"]
+    assert scores["score"] == pytest.approx(expected, abs=0.02)
+    assert scores["eval_seconds"] >= 0
+
+
+def test_dev_suites_read_no_test_split(shared_data):
+    corpus = build_dev_tasks(shared_data, "corpus", DevSizes(sts_pairs=20, scifact_docs=20))
+    sts, scifact = corpus
+    from embedders.training.data import scifact_dev_query_ids
+
+    assert set(scifact.data().query_ids) == scifact_dev_query_ids(shared_data)  # held-out *train* queries
+    from app.evaluation.loaders import load_sts_csv
+
+    dev_pairs = {(p.sentence1, p.sentence2) for p in load_sts_csv(shared_data / "stsb_en" / "stsb-en-dev.csv")}
+    assert {(p.sentence1, p.sentence2) for p in sts.pairs()} <= dev_pairs
+    (clinc,) = build_dev_tasks(shared_data, "instruction", DevSizes(clinc_texts=20))
+    import json
+
+    val = {t for t, _ in json.loads((shared_data / "clinc150" / "data_full.json").read_text())["val"]}
+    assert set(clinc.views()[0].texts) <= val
+    with pytest.raises(ValueError, match="unknown dev suite"):
+        build_dev_tasks(shared_data, "test")

@@ -1,0 +1,102 @@
+"""`facet train` end to end on the shared data at toy sizes: dev selection, continuation, and
+the checks on --init-from / --init-lora-from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import cli
+
+TINY = ["--batch-size", "2", "--max-length", "32", "--lora-r", "2", "--lora-targets", "q_proj", "--threads", "1",
+        "--tasks", "stsb:1,sick-nli:1"]
+
+
+def _train(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["train", *args])
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, shared_data) -> Path:
+    out = tmp_path_factory.mktemp("train") / "eos"
+    code, output = _train("causal-eos", "--out", str(out), "--steps", "2", "--eval-every", "1", "--dev-size", "10",
+                          "--data-dir", str(shared_data), *TINY)
+    assert code == 0, output
+    return out
+
+
+def test_training_selects_on_dev_and_saves_a_loadable_checkpoint(trained):
+    log = json.loads((trained / "train_log.json").read_text())
+    assert [p["step"] for p in log["dev_curve"]] == [0, 1, 2]
+    assert {"stsb-dev/spearman", "scifact-dev/ndcg@10", "score"} <= set(log["dev_curve"][0])
+    assert log["best"]["score"] == max(p["score"] for p in log["dev_curve"])
+    assert log["weights_steps"] == log["best"]["step"] and log["mix"] == {"sick-nli": 0.5, "stsb": 0.5}
+    assert "facet train causal-eos" in log["command"] and log["seconds_per_step"] > 0
+    from embedders import load_embedder
+
+    model = load_embedder(str(trained), device="cpu")
+    assert model.config.template == "prompteol" and model.encode(["a test"]).shape == (1, 576)
+
+
+def test_init_from_continues_and_counts_the_steps(trained, tmp_path, shared_data):
+    before = json.loads((trained / "train_log.json").read_text())["weights_steps"]
+    out = tmp_path / "more"
+    code, output = _train("causal-eos", "--out", str(out), "--steps", "1", "--no-dev", "--init-from", str(trained),
+                          "--data-dir", str(shared_data), *TINY)
+    assert code == 0, output
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["init_from"] == str(trained) and log["weights_steps"] == before + 1
+
+
+def test_init_from_another_method_or_backbone_is_refused(trained, tmp_path, shared_data):
+    code, output = _train("causal2vec", "--out", str(tmp_path / "x"), "--init-from", str(trained),
+                          "--data-dir", str(shared_data), *TINY)
+    assert code == 2 and "is a 'causal-eos' checkpoint" in output and "--init-lora-from" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-from", str(trained),
+                          "--backbone", "some/other-model", "--data-dir", str(shared_data), *TINY)
+    assert code == 2 and "was trained on backbone 'smollm2-135m-instruct'" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-from", str(tmp_path / "nothing"),
+                          "--data-dir", str(shared_data), *TINY)
+    assert code == 3 and "no checkpoint there" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-lora-from", str(trained),
+                          "--data-dir", str(shared_data), *TINY)
+    assert code == 2 and "continue it with --init-from" in output
+    assert not (tmp_path / "x").exists()
+
+
+def test_init_lora_from_another_method_copies_the_adapter(trained, tmp_path, shared_data):
+    from safetensors.torch import load_file
+
+    from embedders.backbone import lora_state_dict
+    from embedders.registry import trainable_methods
+
+    out = tmp_path / "g"
+    code, output = _train("gircse", "--out", str(out), "--steps", "1", "--no-dev", "--init-lora-from", str(trained),
+                          "--set", "train_soft_tokens=2", "--data-dir", str(shared_data), *TINY)
+    assert code == 0, output
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["init_lora_method"] == "causal-eos"
+    # The copy itself, before any step: build the model the way the command does.
+    from app.commands.train import _build_from_lora
+
+    model, _ = _build_from_lora(trainable_methods()["gircse"], 32, "smollm2-135m-instruct", {}, str(trained), "cpu")
+    source = load_file(str(trained / "adapter.safetensors"))
+    copied = lora_state_dict(model.backbone)
+    assert set(source) == set(copied)
+    for key, value in source.items():
+        assert (copied[key].float() - value.float()).abs().max() < 1e-6
+
+
+def test_set_validates_fields(tmp_path, shared_data):
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--set", "nope=1", "--data-dir",
+                          str(shared_data), *TINY)
+    assert code == 2 and "not a settable field" in output and "template" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--set", "template=bogus", "--data-dir",
+                          str(shared_data), *TINY)
+    assert code == 2 and "template must be one of prompteol, eos" in output
+    code, output = _train("nomethod", "--out", str(tmp_path / "x"))
+    assert code == 2 and "trainable: causal-eos, causal2vec, gircse, inbedder, instemb" in output
