@@ -175,12 +175,13 @@ class ChunkedIndexService:
                 job.message = f"waiting for {current.describe()} to finish writing {coll.name!r}"
                 session.commit()
                 raise WriterBusy(job.message, retry_in_s=min(30.0, self.settings.lease_ttl_s))
-            if job.chunks_total or job.state == "running":
+            if job.chunks_total:  # planned already: a re-delivered planner re-sends the rest
                 return self._queued_numbers(session, job.id)
-            self.index.take_lease(session, coll, job)
-            job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
-            job.started_at, job.message = md.utcnow(), None
-            session.commit()
+            if job.state != "running":  # (running: a planner died before its plan committed)
+                self.index.take_lease(session, coll, job)
+                job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
+                job.started_at, job.message = md.utcnow(), None
+                session.commit()
             try:
                 return self._plan(session, coll, job, prepared, embedder, chunk_docs)
             except BaseException as e:
