@@ -87,6 +87,24 @@ def main() -> None:
     worker_log = open(work / "worker.log", "w")  # noqa: SIM115
     procs.append(subprocess.Popen([sys.executable, "-m", "app", "worker", "--queues", "index"],
                                   env=env, cwd=ROOT, stdout=worker_log, stderr=subprocess.STDOUT))
+    import psutil
+
+    worker_main = psutil.Process(procs[-1].pid)
+
+    def worker_cpu() -> float:
+        """CPU seconds of the worker (parent and pool), user + system."""
+        total = 0.0
+        for p in [worker_main, *worker_main.children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
+    def own_cpu() -> float:
+        t = psutil.Process().cpu_times()
+        return t.user + t.system
     settings = FacetSettings()
     inproc_settings = FacetSettings(broker_url=None)
     facet = Facet(inproc_settings)
@@ -104,6 +122,8 @@ def main() -> None:
         for r in range(args.rounds):
             for mode in ("worker", "inprocess"):
                 name = f"{mode}-{r}"
+                cpu0 = worker_cpu() if mode == "worker" else own_cpu()
+                load0 = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 if mode == "worker":
                     job_id = remote.submit_index(corpus, name).id
@@ -116,20 +136,25 @@ def main() -> None:
                     report = facet.index(corpus, name)
                     elapsed = time.perf_counter() - t0
                     chunks, docs, state = report.chunks_written, report.docs_indexed, report.state
+                cpu = (worker_cpu() if mode == "worker" else own_cpu()) - cpu0
                 info = facet.collection(name)
                 ids = [h.id for h in facet.context.store.scroll(name, limit=10**6)]
                 ok = (state == "completed" and info.points == info.chunks == chunks
                       == len(ids) == len(set(ids)))
                 row = {"round": r, "seconds": round(elapsed, 2), "docs": docs, "chunks": chunks,
                        "points": info.points or 0, "docs_per_s": round(docs / elapsed, 2),
-                       "exact": ok}
+                       "cpu_s": round(cpu, 2), "load_start": round(load0, 2),
+                       "load_end": round(os.getloadavg()[0], 2), "exact": ok}
                 runs[mode].append(row)
                 print(json.dumps({"mode": mode, **row}), flush=True)
         med = {m: statistics.median(x["seconds"] for x in rows) for m, rows in runs.items()}
+        cpu = {m: statistics.median(x["cpu_s"] for x in rows) for m, rows in runs.items()}
         ratio = med["inprocess"] / med["worker"]
         summary = {"docs": args.docs, "rounds": args.rounds,
                    "median_s": {m: round(v, 2) for m, v in med.items()},
                    "worker_over_inprocess_throughput": round(ratio, 3),
+                   "median_cpu_s": {m: round(v, 2) for m, v in cpu.items()},
+                   "cpu_ratio_inprocess_over_worker": round(cpu["inprocess"] / cpu["worker"], 3),
                    "load_avg": os.getloadavg()}
         print(json.dumps(summary), flush=True)
         if args.out:
