@@ -231,6 +231,22 @@ def test_bad_input_unknown_queue_and_broker_down(stack: Stack, tmp_path, corpus)
     assert worker.returncode == 7 and "cannot reach the broker" in worker.stderr
     print(f"broker down: exit 7 in {took:.1f}s (process start included)")
     assert took < 30
+    # A broker that accepts connections and never answers: a timeout, not a hang.
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        stack.env["FACET_BROKER_URL"] = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+        t0 = time.monotonic()
+        hung = stack.facet("index", str(tmp_path / "src"), "-c", "x", "--background")
+        took = time.monotonic() - t0
+    finally:
+        silent.close()
+    assert hung.returncode == 7 and "Timeout" in hung.stderr, hung.stderr
+    print(f"silent broker: exit 7 in {took:.1f}s")
+    assert took < 30
 
 
 def _closed_port() -> int:
