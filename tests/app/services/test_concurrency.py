@@ -194,3 +194,22 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
         assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or "")
         # Nothing holds the collection any more: it can be read at once.
         assert facet.collection("stop").writer is None
+
+
+@pytest.mark.slow
+def test_background_in_embedded_mode_runs_a_detached_process(tmp_path) -> None:
+    write_corpus(tmp_path / "src", 3)
+    data = tmp_path / "data"
+    env = {k: v for k, v in _env(data).items() if k != "FACET_BROKER_URL"}
+    done = subprocess.run([sys.executable, "-m", "app", "index", str(tmp_path / "src"), "-c",
+                           "bg", "--background"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    job_id = int(done.stdout.strip().splitlines()[-1])
+    assert "queued on a background process" in done.stderr
+    follow = subprocess.run([sys.executable, "-m", "app", "jobs", str(job_id), "--follow",
+                             "--interval", "0.2"], env=env, cwd=ROOT, capture_output=True,
+                            text=True, timeout=240)
+    assert follow.returncode == 0, follow.stdout + follow.stderr
+    assert follow.stdout.splitlines()[-1].startswith(f"job {job_id} completed: 3/3 documents")
+    assert (data / "logs" / f"job-{job_id}.log").is_file()
