@@ -99,7 +99,7 @@ def _main(
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for noisy in ("httpx", "urllib3", "filelock", "transformers"):
+    for noisy in ("httpx", "urllib3", "filelock", "transformers", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     apply_settings(get_settings())
 

@@ -36,7 +36,13 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
-from app.errors import FacetError, InvalidRequestError, TooLargeError, as_domain_error
+from app.errors import (
+    ConflictError,
+    FacetError,
+    InvalidRequestError,
+    TooLargeError,
+    as_domain_error,
+)
 from app.jobs import JobRunner, ThreadJobRunner
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
 from app.services.collections import CollectionInfo, CollectionService, JobInfo
@@ -52,6 +58,7 @@ from app.services.indexing import (
 from app.services.search import SearchRequest, SearchResponse, SearchService
 from app.settings import FacetSettings, apply_settings, get_settings
 from embedders.base import Embedder, HasTokenizer, Role
+from indexer.errors import StoreBusyError
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +67,11 @@ T = TypeVar("T")
 
 
 def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
-    """Let only ``FacetError`` out: lower packages' errors become their domain equivalents."""
+    """Let only ``FacetError`` out: lower packages' errors become their domain equivalents.
+
+    A collection another process has open (an embedded store) becomes a ``ConflictError``
+    naming the job that writes it, with what to do.
+    """
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -68,6 +79,11 @@ def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
             return method(*args, **kwargs)
         except FacetError:
             raise
+        except StoreBusyError as e:
+            facade = args[0] if args and isinstance(args[0], Facet) else None
+            message = (facade.catalog.busy_message(e.collection, str(e)) if facade is not None
+                       else str(e))
+            raise ConflictError(message) from e
         except Exception as e:
             domain = as_domain_error(e)
             if domain is None:
@@ -131,6 +147,10 @@ class Facet:
         apply_settings(self.settings)
         if context is None:
             embedders = embedders or EmbedderCache(self.settings.device)
+            if encoder is None and self.settings.encode_on_workers:
+                from app.remote import CeleryQueryEncoder  # the full stack (docs/deploy.md)
+
+                encoder = CeleryQueryEncoder(self.settings)
             encoder = encoder or InlineQueryEncoder(embedders,
                                                     query_threads=self.settings.query_threads)
             context = ServiceContext(self.settings, embedders=embedders, encoder=encoder)
@@ -144,6 +164,10 @@ class Facet:
         self.searching = SearchService(context)
         self.clustering = ClusterService(context, self.searching)
         self.catalog = CollectionService(context)
+        if jobs is None and self.settings.broker_url:
+            from app.remote import CeleryJobRunner  # jobs go to `facet worker`s
+
+            jobs = CeleryJobRunner(self.settings)
         self.job_runner: JobRunner = jobs or ThreadJobRunner(self._run_job,
                                                              on_abandon=self._abandon_job)
         self._closed = False
@@ -312,11 +336,17 @@ class Facet:
         Raises:
             As ``index``, for everything that can be checked before the work starts.
         """
-        prepared = self.indexing.prepare(source, collection, options)
+        check = getattr(self.job_runner, "check", None)
+        if callable(check):  # e.g. the broker is up: say so before recording a job
+            check()
+        prepared = self.indexing.prepare(source, collection, options,
+                                         runner=getattr(self.job_runner, "runner_name", "thread"))
         try:
             self.job_runner.submit(prepared)
         except Exception as e:
             self.indexing.fail(prepared.job_id, f"could not start: {e}")
+            if isinstance(e, FacetError):
+                raise type(e)(f"index job {prepared.job_id} could not be started: {e}") from e
             raise FacetError(f"index job {prepared.job_id} could not be started: {e}") from e
         return self.catalog.job(prepared.job_id)
 

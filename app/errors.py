@@ -55,10 +55,17 @@ def as_domain_error(error: Exception) -> FacetError | None:
 
     ``embedders`` errors: unknown name -> ``UnknownModelError``, bad input -> ``InvalidRequestError``,
     unreadable checkpoint -> ``DataError``; ``indexer`` errors: missing collection ->
-    ``NotFoundError``, other store refusals -> ``InvalidRequestError``.
+    ``NotFoundError``, a collection another process has open -> ``ConflictError``, a store
+    server out of reach -> ``UnavailableError``, other store refusals -> ``InvalidRequestError``.
     """
     from embedders.errors import CheckpointError, EmbedderError, UnknownEmbedderError
-    from indexer.errors import CollectionNotFoundError, IndexerError, SourceNotFoundError
+    from indexer.errors import (
+        CollectionNotFoundError,
+        IndexerError,
+        SourceNotFoundError,
+        StoreBusyError,
+        StoreUnavailableError,
+    )
 
     if isinstance(error, FacetError):
         return error
@@ -70,6 +77,10 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return InvalidRequestError(str(error))
     if isinstance(error, CollectionNotFoundError | SourceNotFoundError):
         return NotFoundError(str(error))
+    if isinstance(error, StoreBusyError):
+        return ConflictError(str(error))
+    if isinstance(error, StoreUnavailableError):
+        return UnavailableError(str(error))
     if isinstance(error, IndexerError):
         return InvalidRequestError(str(error))
     return None

@@ -45,6 +45,8 @@ class JobRunner(Protocol):
 class InlineJobRunner:
     """Runs each job in the calling thread before ``submit`` returns (errors are in its row)."""
 
+    runner_name = "inline"
+
     def __init__(self, run: RunJob) -> None:
         self._run = run
 
@@ -65,6 +67,8 @@ class ThreadJobRunner:
         run: does one job (the facade's ``IndexService.run`` plus its cache upkeep).
         on_abandon: called for each job still queued when the runner closes.
     """
+
+    runner_name = "thread"
 
     def __init__(self, run: RunJob,
                  on_abandon: Callable[[PreparedJob], None] | None = None) -> None:

@@ -75,9 +75,39 @@ class FacetSettings(BaseSettings):
         default=None, description="embedders the API may load (names or checkpoint paths); unset = "
                                   "the registered names, the default embedder and the collections' "
                                   "embedders")
-    # Celery (full stack).
-    broker_url: str | None = None
-    result_backend: str | None = None
+    # Celery (full stack): docs/deploy.md.
+    broker_url: str | None = Field(
+        default=None, description="Celery broker (redis://host:6379/0); set = `facet index "
+                                  "--background` and `facet serve` jobs go to `facet worker`s")
+    result_backend: str | None = Field(
+        default=None, description="Celery result backend; unset = the broker URL")
+    encode_on_workers: bool = Field(
+        default=False, description="send query encoding and rerank to the workers' `query` "
+                                   "queue and bulk encoding to `index` (needs FACET_BROKER_URL)")
+    worker_chunk_docs: int = Field(default=64, ge=1,
+                                   description="documents per chunk task of a worker job")
+    worker_poison_limit: int = Field(
+        default=3, ge=1, description="a chunk whose worker died this many times is failed, not "
+                                     "retried (recorded in the job table)")
+    worker_preload: list[str] | None = Field(
+        default=None, description="embedders each worker process loads at start (JSON list); "
+                                  "unset = the default embedder")
+    visibility_timeout_s: int = Field(
+        default=3600, ge=10, description="Redis re-delivers a task unacknowledged this long: "
+                                         "must exceed the longest chunk task")
+    broker_timeout_s: float = Field(
+        default=3.0, gt=0, description="connect timeout to the broker: a broker that is down is "
+                                       "an error after this long, not a hang")
+    worker_timeout_s: float = Field(
+        default=60.0, gt=0, description="how long an encode sent to the workers may take "
+                                        "before it is an error (no worker on the queue?)")
+    # Single writer per collection (app/services/leases.py), embedded store locks.
+    lease_ttl_s: float = Field(
+        default=60.0, ge=1.0, description="a writer that has not renewed its lease for this long "
+                                          "is dead: its job shows `interrupted`, another may write")
+    store_wait_s: float = Field(
+        default=3.0, ge=0.0, description="how long an embedded store waits for a collection "
+                                         "another process has open before saying so")
     # Evaluation.
     shared_data_dir: Path = Field(default=Path("../shared/data"),
                                   description="root of the benchmark datasets")

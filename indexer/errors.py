@@ -21,3 +21,22 @@ class StoreError(IndexerError):
 
 class CollectionNotFoundError(StoreError):
     """A collection does not exist in the vector store."""
+
+
+class StoreBusyError(StoreError):
+    """An embedded store's collection is open in another process (its folder takes one).
+
+    Attributes:
+        collection: the collection.
+        holder: what the other process wrote in the lock file (pid, host), if readable.
+    """
+
+    def __init__(self, message: str, collection: str, holder: dict[str, object] | None = None
+                 ) -> None:
+        super().__init__(message)
+        self.collection = collection
+        self.holder = holder or {}
+
+
+class StoreUnavailableError(StoreError):
+    """The vector store server cannot be reached (down, wrong URL, network); may be transient."""

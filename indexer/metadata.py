@@ -53,6 +53,13 @@ class Collection(Base):
     chunk_overlap: Mapped[int] = mapped_column(Integer)
     tokenizer: Mapped[str] = mapped_column(String(256))
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # The single-writer lease (app/services/leases.py): which job writes the collection, from
+    # which host and process, and until when the lease holds without a new heartbeat.
+    writer_job_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    writer_host: Mapped[str | None] = mapped_column(String(255), default=None)
+    writer_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(default=None)
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(default=None)
 
     embedders: Mapped[list[CollectionEmbedder]] = relationship(
         back_populates="collection", cascade="all, delete-orphan", passive_deletes=True)
@@ -136,9 +143,16 @@ class Chunk(Base):
 
 
 class IndexJob(Base):
-    """One ``facet index`` run: state, counters, timings (seconds per stage)."""
+    """One ``facet index`` run: state, counters, timings (seconds per stage).
+
+    Ids are never reused (SQLite ``AUTOINCREMENT``, a sequence on PostgreSQL), so a chunk
+    task of a job whose collection was deleted can never be mistaken for a newer job's.
+    ``runner``: ``inline`` (this process), ``thread`` (a server's job thread), ``process``
+    (a detached ``facet`` process) or ``celery`` (chunk tasks on workers).
+    """
 
     __tablename__ = "index_jobs"
+    __table_args__ = {"sqlite_autoincrement": True}  # noqa: RUF012 (SQLAlchemy reads it)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(
@@ -161,6 +175,11 @@ class IndexJob(Base):
     message: Mapped[str | None] = mapped_column(Text, default=None)
     started_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(default=None)
+    host: Mapped[str | None] = mapped_column(String(255), default=None)
+    runner: Mapped[str] = mapped_column(String(16), default="inline")
+    chunks_total: Mapped[int] = mapped_column(Integer, default=0)
+    chunks_done: Mapped[int] = mapped_column(Integer, default=0)
+    docs_total: Mapped[int] = mapped_column(Integer, default=0)
 
     errors: Mapped[list[JobError]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")
@@ -179,12 +198,41 @@ class JobError(Base):
     message: Mapped[str] = mapped_column(Text)
 
 
+class JobChunk(Base):
+    """One chunk task of a job run by workers: a few documents, claimed by one worker at a time.
+
+    ``state``: ``queued``, ``running`` (claimed until ``claimed_until``; the claimer renews it),
+    ``done`` or ``failed``. ``attempts`` counts claims that did not end in a handled outcome
+    (a worker that died mid-chunk); past the poison limit the chunk fails instead of running
+    again. ``docs``: ``[[key, source, content_hash], ...]`` as planned.
+    """
+
+    __tablename__ = "job_chunks"
+    __table_args__ = (UniqueConstraint("job_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("index_jobs.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16), default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    docs: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    worker: Mapped[str | None] = mapped_column(String(255), default=None)
+    claimed_until: Mapped[dt.datetime | None] = mapped_column(default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(default=None)
+
+
 # ------------------------------------------------------------------- engine
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url`` with the schema created. SQLite gets foreign keys and WAL."""
-    engine = create_engine(url, future=True)
+def make_engine(url: str, *, migrate: bool = True) -> Engine:
+    """An engine for ``url`` with the schema at the current migration (``indexer.migrate``).
+
+    SQLite gets foreign keys, WAL and a 30 s busy timeout (a worker, a CLI and a server may
+    write the same file).
+    """
+    connect_args: dict[str, Any] = {"timeout": 30} if url.startswith("sqlite") else {}
+    engine = create_engine(url, future=True, connect_args=connect_args)
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")
@@ -195,7 +243,10 @@ def make_engine(url: str) -> Engine:
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
 
-    Base.metadata.create_all(engine)
+    if migrate:
+        from indexer.migrate import upgrade
+
+        upgrade(engine)
     return engine
 
 
@@ -372,6 +423,7 @@ def delete_collection(session: Session, collection: Collection) -> None:
     session.execute(delete(Document).where(Document.collection_id == collection.id))
     job_ids = select(IndexJob.id).where(IndexJob.collection_id == collection.id)
     session.execute(delete(JobError).where(JobError.job_id.in_(job_ids)))
+    session.execute(delete(JobChunk).where(JobChunk.job_id.in_(job_ids)))
     session.execute(delete(IndexJob).where(IndexJob.collection_id == collection.id))
     session.delete(collection)  # its CollectionEmbedder rows go with it (ORM cascade)
 

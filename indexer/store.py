@@ -16,12 +16,17 @@ Filters are a mapping ``payload path -> value`` (match) or ``-> list of values``
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import json
 import logging
 import os
 import re
 import shutil
+import socket
 import threading
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -31,7 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from indexer.errors import CollectionNotFoundError, StoreError
+from indexer.errors import (
+    CollectionNotFoundError,
+    StoreBusyError,
+    StoreError,
+    StoreUnavailableError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +177,9 @@ class VectorStore(ABC):
     def flush(self) -> None:
         """Make every write durable."""
 
+    def release(self, collection: str) -> None:
+        """Let other processes open ``collection`` (embedded stores; a no-op for a server)."""
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -188,6 +201,77 @@ class VectorStore(ABC):
 # --------------------------------------------------------------------------- edge
 
 
+class _FolderLocks:
+    """Process-wide exclusive ``flock``s on ``<root>/<collection>.lock``, reference counted.
+
+    An edge shard folder can be open in one process only, and a second process must not even
+    *try* to load it: a failed load still touches the shard's payload-index files and breaks
+    the process that holds it ("tracker_journal.dat is shorter than expected", issue 12). So
+    every open goes through this lock first, and only the lock's holder loads the shard. The
+    lock is per process (several ``EdgeStore`` objects of one process share it) and the kernel
+    drops it when the process dies, however it dies.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[int, int]] = {}  # path -> (fd, references)
+        self._lock = threading.Lock()
+
+    def acquire(self, path: Path, collection: str, wait_s: float) -> None:
+        key = str(path)
+        with self._lock:
+            if key in self._held:
+                fd, refs = self._held[key]
+                self._held[key] = (fd, refs + 1)
+                return
+            fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+            deadline = time.monotonic() + max(0.0, wait_s)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        holder = _read_holder(path)
+                        os.close(fd)
+                        who = (f"pid {holder.get('pid')} on host {holder.get('host')}"
+                               if holder else "another process")
+                        raise StoreBusyError(
+                            f"collection {collection!r} is open in {who} (an embedded store "
+                            "folder can be used by one process at a time); wait for it to "
+                            "finish, or serve every reader and writer from one `facet serve`",
+                            collection, holder) from None
+                    time.sleep(0.05)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+                      .encode(), 0)
+            self._held[key] = (fd, 1)
+
+    def release(self, path: Path) -> None:
+        key = str(path)
+        with self._lock:
+            if key not in self._held:
+                return
+            fd, refs = self._held[key]
+            if refs > 1:
+                self._held[key] = (fd, refs - 1)
+                return
+            del self._held[key]
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def _read_holder(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+_LOCKS = _FolderLocks()
+
+
 class EdgeStore(VectorStore):
     """Qdrant edge shards, one folder per collection under ``root``.
 
@@ -198,10 +282,11 @@ class EdgeStore(VectorStore):
     backend = "edge"
     _SIDE = "facet_vectors.json"
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, lock_wait_s: float = 3.0) -> None:
         import qdrant_edge
 
         self._q = qdrant_edge
+        self.lock_wait_s = lock_wait_s
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, Any] = {}
@@ -215,6 +300,13 @@ class EdgeStore(VectorStore):
 
     def _dir(self, collection: str) -> Path:
         return self.root / validate_name(collection)
+
+    def _lock_path(self, collection: str) -> Path:
+        return self.root / f"{validate_name(collection)}.lock"
+
+    def _lock(self, collection: str) -> None:
+        """Hold the collection's folder lock (once per open shard); StoreBusyError if taken."""
+        _LOCKS.acquire(self._lock_path(collection), collection, self.lock_wait_s)
 
     def list_collections(self) -> list[str]:
         return sorted(p.name for p in self.root.iterdir() if (p / self._SIDE).is_file())
@@ -248,9 +340,11 @@ class EdgeStore(VectorStore):
             if shard is not None:
                 return shard
             self._require(collection)
+            self._lock(collection)
             try:
                 shard = self._q.EdgeShard.load(str(self._dir(collection)))
             except Exception as e:  # the binding raises plain Exceptions
+                _LOCKS.release(self._lock_path(collection))
                 raise StoreError(
                     f"cannot open edge shard {self._dir(collection)}: {e}; another process may "
                     "hold it (one process per data folder)") from e
@@ -266,17 +360,26 @@ class EdgeStore(VectorStore):
             config = q.EdgeConfig(vectors={
                 name: q.EdgeVectorParams(size=int(dim), distance=q.Distance.Cosine)
                 for name, dim in vectors.items()})
-            if path.exists():  # a half-created shard from a killed run: start it again
-                shutil.rmtree(path)
-            try:
-                shard = q.EdgeShard.create(str(path), config)
-                shard.update(q.UpdateOperation.create_field_index(
-                    DOC_ID_FIELD, q.PayloadSchemaType.Keyword))
-            except Exception as e:
-                raise StoreError(f"cannot create edge shard {path}: {e}") from e
-            self._shards[collection] = shard
-            self._write_sizes(collection, vectors)
-            return
+            created = False
+            with self._open_lock:
+                self._lock(collection)
+                if self.collection_exists(collection):  # created by the lock's last holder
+                    _LOCKS.release(self._lock_path(collection))
+                else:
+                    if path.exists():  # a half-created shard from a killed run: start again
+                        shutil.rmtree(path)
+                    try:
+                        shard = q.EdgeShard.create(str(path), config)
+                        shard.update(q.UpdateOperation.create_field_index(
+                            DOC_ID_FIELD, q.PayloadSchemaType.Keyword))
+                    except Exception as e:
+                        _LOCKS.release(self._lock_path(collection))
+                        raise StoreError(f"cannot create edge shard {path}: {e}") from e
+                    self._shards[collection] = shard
+                    self._write_sizes(collection, vectors)
+                    created = True
+            if created:
+                return
         sizes = self.vector_sizes(collection)
         added = False
         for name, dim in vectors.items():
@@ -296,13 +399,20 @@ class EdgeStore(VectorStore):
     def drop_collection(self, collection: str) -> bool:
         self._sizes.pop(collection, None)
         shard = self._shards.pop(collection, None)
+        path = self._dir(collection)
         if shard is not None:
             shard.close()
-        path = self._dir(collection)
-        if not path.exists():
-            return False
-        shutil.rmtree(path)
-        return True
+        else:
+            if not path.exists():
+                return False
+            self._lock(collection)  # never delete a folder another process has open
+        try:
+            if not path.exists():
+                return False
+            shutil.rmtree(path)
+            return True
+        finally:
+            _LOCKS.release(self._lock_path(collection))
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:
@@ -392,27 +502,84 @@ class EdgeStore(VectorStore):
         for shard in self._shards.values():
             shard.flush()
 
+    def release(self, collection: str) -> None:
+        """Close one collection's shard and let other processes open it."""
+        with self._open_lock:
+            shard = self._shards.pop(collection, None)
+            if shard is not None:
+                shard.flush()
+                shard.close()
+                _LOCKS.release(self._lock_path(collection))
+
     def close(self) -> None:
-        for shard in self._shards.values():
+        for name, shard in list(self._shards.items()):
             shard.flush()
             shard.close()
+            _LOCKS.release(self._lock_path(name))
         self._shards.clear()
 
 
 # ------------------------------------------------------------------ qdrant-client
 
 
+def _client_error(store: QdrantClientStore, error: Exception) -> StoreError:
+    """A qdrant-client / transport error as one StoreError line that says what to check."""
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    where = f"Qdrant at {store.url}" if store.url else f"the {store.backend} store"
+    if isinstance(error, UnexpectedResponse):
+        detail = error.content.decode("utf-8", "replace")[:300] if error.content else ""
+        return StoreError(f"{where} refused the request ({error.status_code} "
+                          f"{error.reason_phrase}): {detail.strip()}")
+    if isinstance(error, ResponseHandlingException | ConnectionError | TimeoutError | OSError) \
+            or type(error).__module__.startswith(("httpx", "httpcore", "grpc")):
+        cause = error.source if isinstance(error, ResponseHandlingException) else error
+        return StoreUnavailableError(
+            f"cannot reach {where}: {type(cause).__name__}: {cause}; start it (docker compose up "
+            "-d qdrant) or check FACET_QDRANT_URL (unset it for the embedded store)")
+    return StoreError(f"{where} failed: {type(error).__name__}: {error}")
+
+
+def _translated(method: Any) -> Any:
+    @functools.wraps(method)
+    def wrapper(self: QdrantClientStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except StoreError:
+            raise
+        except (ValueError, TypeError) as e:
+            # qdrant-client's own argument checks ("Collection x not found" in local mode).
+            if "not found" in str(e).lower():
+                raise CollectionNotFoundError(str(e)) from e
+            raise StoreError(str(e)) from e
+        except Exception as e:
+            raise _client_error(self, e) from e
+
+    return wrapper
+
+
 class QdrantClientStore(VectorStore):
-    """``qdrant-client``: a server (``url``) or local mode (``path`` folder or ``":memory:"``)."""
+    """``qdrant-client``: a server (``url``) or local mode (``path`` folder or ``":memory:"``).
+
+    Every public method lets only ``StoreError`` out (``StoreUnavailableError`` when the
+    server cannot be reached), with the URL and what to check.
+    """
 
     def __init__(self, *, url: str | None = None, path: Path | str | None = None,
                  api_key: str | None = None) -> None:
         from qdrant_client import QdrantClient, models
 
         self._m = models
+        self.url = url
         if url:
             self.backend = "server"
-            self._client = QdrantClient(url=url, api_key=api_key)
+            try:
+                # No version probe at start-up: it would print a warning, not fail, when the
+                # server is down; the first request says so in one line instead.
+                self._client = QdrantClient(url=url, api_key=api_key, timeout=30,
+                                            check_compatibility=False)
+            except Exception as e:
+                raise StoreError(f"bad FACET_QDRANT_URL {url!r}: {e}") from e
         elif path is not None:
             self.backend = "local"
             if str(path) == ":memory:":
@@ -422,7 +589,10 @@ class QdrantClientStore(VectorStore):
                 try:
                     self._client = QdrantClient(path=str(path))
                 except RuntimeError as e:
-                    raise StoreError(f"cannot open qdrant local storage {path}: {e}") from e
+                    raise StoreBusyError(
+                        f"cannot open the qdrant local storage {path}: it is open in another "
+                        "process (local mode takes one process per folder); wait for it, or "
+                        "serve every reader and writer from one `facet serve`", "*") from e
         else:
             raise StoreError("QdrantClientStore needs a server url or a local path (or ':memory:')")
 
@@ -445,13 +615,22 @@ class QdrantClientStore(VectorStore):
         for name in vectors:
             validate_name(name, "vector")
         if not self.collection_exists(collection):
-            self._client.create_collection(collection, vectors_config={
-                name: m.VectorParams(size=int(dim), distance=m.Distance.COSINE)
-                for name, dim in vectors.items()})
-            if self.backend == "server":  # local mode has no payload indexes
-                self._client.create_payload_index(collection, DOC_ID_FIELD,
-                                                  m.PayloadSchemaType.KEYWORD)
-            return
+            from qdrant_client.http.exceptions import UnexpectedResponse
+
+            try:
+                self._client.create_collection(collection, vectors_config={
+                    name: m.VectorParams(size=int(dim), distance=m.Distance.COSINE)
+                    for name, dim in vectors.items()})
+                if self.backend == "server":  # local mode has no payload indexes
+                    self._client.create_payload_index(collection, DOC_ID_FIELD,
+                                                      m.PayloadSchemaType.KEYWORD)
+                return
+            except UnexpectedResponse as e:  # created by another process a moment ago
+                if e.status_code != 409:
+                    raise
+            except ValueError as e:
+                if "already exists" not in str(e):
+                    raise
         sizes = self.vector_sizes(collection)
         for name, dim in vectors.items():
             if name not in sizes:
@@ -552,19 +731,27 @@ class QdrantClientStore(VectorStore):
         self._client.close()
 
 
+for _name in ("list_collections", "collection_exists", "vector_sizes", "ensure_collection",
+              "drop_collection", "upsert", "update_vectors", "delete", "delete_documents",
+              "search", "count", "retrieve", "scroll"):
+    setattr(QdrantClientStore, _name, _translated(getattr(QdrantClientStore, _name)))
+
+
 def open_store(backend: str, *, data_dir: Path, url: str | None = None,
-               api_key: str | None = None) -> VectorStore:
+               api_key: str | None = None, lock_wait_s: float = 3.0) -> VectorStore:
     """Build the store the settings ask for.
 
     Args:
         backend: ``edge`` (default embedded), ``local`` (qdrant-client local mode) or
             ``server`` (qdrant-client against ``url``). A URL alone implies ``server``.
         data_dir: where embedded stores keep their folders.
+        lock_wait_s: how long an embedded store waits for a collection another process has
+            open before it raises ``StoreBusyError``.
     """
     if url and backend in ("edge", "server"):
         return QdrantClientStore(url=url, api_key=api_key)
     if backend == "edge":
-        return EdgeStore(data_dir / "qdrant-edge")
+        return EdgeStore(data_dir / "qdrant-edge", lock_wait_s=lock_wait_s)
     if backend == "local":
         return QdrantClientStore(path=data_dir / "qdrant-local")
     if backend == "server":

@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict
 from typing import Annotated
 
 import typer
 
 from app.cli import handle_errors, open_facet
+from app.services.collections import JobInfo
+
+
+def progress_line(j: JobInfo) -> str:
+    """One line of a job's progress."""
+    total = j.docs_total or j.docs_seen
+    chunks = f", chunk tasks {j.chunks_done}/{j.chunks_total}" if j.chunks_total else ""
+    return (f"job {j.id} {j.state}: {j.docs_seen}/{total or '?'} documents ({j.docs_indexed} "
+            f"indexed, {j.docs_skipped} unchanged, {j.docs_failed} failed){chunks}, "
+            f"{j.chunks_written} chunks written")
+
+
+def _follow(job_id: int, interval: float) -> int:
+    """Print the job's progress whenever it changes until it ends; the exit code."""
+    last = ""
+    with open_facet() as facet:
+        while True:
+            job = facet.job(job_id)
+            line = progress_line(job)
+            if line != last:
+                typer.echo(line)
+                last = line
+            if job.state in ("completed", "failed", "interrupted", "cancelled"):
+                if job.message:
+                    typer.echo(f"  {job.message}")
+                return 0 if job.state == "completed" else 1
+            time.sleep(max(0.1, interval))
 
 
 def register(cli: typer.Typer) -> None:
@@ -30,9 +58,11 @@ def register(cli: typer.Typer) -> None:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")
         for i in infos:
             emb = ", ".join(f"{k} ({v}-d)" for k, v in i.embedders.items())
+            points = "? points" if i.points is None else f"{i.points} points"
+            busy = f" · being indexed by {i.writer}" if i.writer else ""
             typer.echo(f"{i.name}: {i.documents_indexed} documents indexed, {i.documents_failed} "
-                       f"failed, {i.chunks} chunks, {i.points} points · {emb} · {i.backend} · "
-                       f"chunks {i.chunk_size}/{i.chunk_overlap} tokens")
+                       f"failed, {i.chunks} chunks, {points} · {emb} · {i.backend} · "
+                       f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{busy}")
 
     @cli.command("jobs")
     @handle_errors
@@ -41,8 +71,18 @@ def register(cli: typer.Typer) -> None:
         collection: Annotated[str | None, typer.Option("--collection", "-c")] = None,
         limit: Annotated[int, typer.Option("--limit")] = 20,
         as_json: Annotated[bool, typer.Option("--json")] = False,
+        follow: Annotated[bool, typer.Option(
+            "--follow", "-f", help="show JOB_ID's progress live until it ends (exit 1 if it "
+                                   "failed or was interrupted)")] = False,
+        interval: Annotated[float, typer.Option("--interval", help="seconds between updates")
+                            ] = 1.0,
     ) -> None:
         """List index jobs, or show one with its per-document errors."""
+        if follow:
+            if job_id is None:
+                typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
+                raise typer.Exit(2)
+            raise typer.Exit(_follow(job_id, interval))
         with open_facet() as facet:
             jobs = [facet.job(job_id)] if job_id is not None else facet.jobs(collection, limit)
         if as_json:

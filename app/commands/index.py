@@ -28,6 +28,26 @@ def progress_bar() -> tuple[Any, Any]:
     return bar, update
 
 
+def _submit(source: Path, collection: str, options: Any, as_json: bool) -> None:
+    """``--background``: record a queued job, hand it to its runner, print its id."""
+    from app.remote import ProcessJobRunner
+    from app.settings import get_settings
+
+    settings = get_settings()
+    with open_facet() as facet:
+        if not settings.broker_url:  # embedded: a detached `facet run-job` process
+            facet.job_runner = ProcessJobRunner(settings,
+                                                on_started=facet.indexing.set_job_process)
+        job = facet.submit_index(source, collection, options)
+    if as_json:
+        typer.echo(json.dumps(asdict(job), indent=2))
+        return
+    where = "the workers' index queue" if settings.broker_url else "a background process"
+    typer.echo(f"{job.id}")
+    typer.echo(f"job {job.id} queued on {where}: follow it with `facet jobs {job.id} --follow`",
+               err=True)
+
+
 def register(cli: typer.Typer) -> None:
     """Add ``facet index`` to the CLI."""
 
@@ -49,12 +69,19 @@ def register(cli: typer.Typer) -> None:
         batch_chunks: Annotated[int | None, typer.Option(
             "--batch-chunks", help="chunks per encode/write/commit step")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+        background: Annotated[bool, typer.Option(
+            "--background", help="queue the job and print its id at once (to the workers when "
+                                 "FACET_BROKER_URL is set, else a detached process); follow it "
+                                 "with `facet jobs ID --follow`")] = False,
     ) -> None:
         """Index SOURCE into a collection (only new or changed documents are embedded)."""
         from app.services.indexing import IndexOptions
 
         options = IndexOptions(embedder=embedder, chunk_size=chunk_tokens,
                                chunk_overlap=chunk_overlap, sync=sync, batch_chunks=batch_chunks)
+        if background:
+            _submit(source, collection, options, as_json)
+            return
         with open_facet() as facet:
             bar, update = progress_bar()
             try:

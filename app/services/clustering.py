@@ -28,7 +28,7 @@ from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, payload_filters
 from embedders.base import Role
 from embedders.explain import explain_clusters
-from indexer.errors import StoreError
+from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -326,6 +326,8 @@ class ClusterService:
         limit = min(request.limit or cap, cap)
         try:
             hits = self.ctx.store.scroll(name, limit=limit, filters=payload_filters(request.filters))
+        except (StoreBusyError, StoreUnavailableError):
+            raise  # the facade names the writer / the server to start
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
         return ([str(h.payload.get("text", "")) for h in hits],

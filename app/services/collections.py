@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from app.errors import NotFoundError
+from app.errors import ConflictError, NotFoundError
+from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
+from indexer.errors import StoreBusyError
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +29,9 @@ class CollectionInfo:
     chunks: int
     points: int | None
     created_at: str
+    # Set while a job writes the collection ("job 12 (pid 345 on host h, heartbeat 2s ago)");
+    # an embedded store's points cannot be counted then (``points`` is None).
+    writer: str | None = None
 
 
 @dataclass
@@ -48,21 +53,58 @@ class JobInfo:
     resumed_from: int | None
     message: str | None
     errors: list[dict[str, str]] = field(default_factory=list)
+    runner: str = "inline"
+    host: str | None = None
+    chunks_total: int = 0
+    chunks_done: int = 0
+    docs_total: int = 0
+
+
+def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
+    """The job's state as it truly is now, and the message to show with it.
+
+    A ``running`` job whose writer stopped renewing the collection's lease (killed, host
+    gone) is ``interrupted``, whatever its row still says; so is a ``queued`` job whose
+    submitting process on this host is gone (a queued worker job waits in the broker instead).
+    """
+    hint = (f"run `facet index {job.source} --collection {job.collection.name}` again to "
+            "resume: what was indexed is kept")
+    if job.state == "running":
+        current = leases.holder(job.collection)
+        if job.runner == "celery" and current is not None and current.job_id == job.id \
+                and not current.alive():
+            # Its chunks wait in the broker: a worker that starts again goes on with them.
+            return "stalled", ("no worker has made progress on it for over "
+                               f"{(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
+                               if current.heartbeat_at else "no worker has made progress") + \
+                ("; it goes on when a worker runs again (`facet worker --queues index`)")
+        if current is None or current.job_id != job.id or not current.alive():
+            since = (f" (last heartbeat {current.heartbeat_at.isoformat(timespec='seconds')})"
+                     if current is not None and current.job_id == job.id and current.heartbeat_at
+                     else "")
+            return "interrupted", f"its writer stopped without finishing{since}; {hint}"
+    if job.state == "queued" and job.runner != "celery" and job.host == leases.HOST \
+            and not leases.pid_alive(job.pid):
+        return "interrupted", f"the process that queued it ended before it ran; {hint}"
+    return job.state, job.message
 
 
 def _job_info(job: md.IndexJob, with_errors: bool) -> JobInfo:
+    state, message = effective_state(job)
     return JobInfo(
         id=job.id, collection=job.collection.name, source=job.source, embedder=job.embedder,
-        state=job.state, docs_seen=job.docs_seen, docs_indexed=job.docs_indexed,
+        state=state, docs_seen=job.docs_seen, docs_indexed=job.docs_indexed,
         docs_skipped=job.docs_skipped, docs_failed=job.docs_failed, docs_deleted=job.docs_deleted,
         chunks_written=job.chunks_written,
         timings={"parse_chunk": round(job.parse_s, 3), "encode": round(job.encode_s, 3),
                  "store": round(job.store_s, 3), "metadata": round(job.metadata_s, 3)},
         started_at=job.started_at.isoformat(timespec="seconds"),
         finished_at=job.finished_at.isoformat(timespec="seconds") if job.finished_at else None,
-        resumed_from=job.resumed_from, message=job.message,
+        resumed_from=job.resumed_from, message=message,
         errors=[{"document": e.document_key, "kind": e.kind, "message": e.message}
-                for e in job.errors] if with_errors else [])
+                for e in job.errors] if with_errors else [],
+        runner=job.runner, host=job.host, chunks_total=job.chunks_total,
+        chunks_done=job.chunks_done, docs_total=job.docs_total)
 
 
 class CollectionService:
@@ -73,7 +115,15 @@ class CollectionService:
         self.store = ctx.store
 
     def _info(self, session: Session, coll: md.Collection) -> CollectionInfo:
-        points = self.store.count(coll.name) if self.store.collection_exists(coll.name) else None
+        current = leases.holder(coll)
+        writer = current.describe() if current is not None and current.alive() else None
+        try:
+            points = (self.store.count(coll.name) if self.store.collection_exists(coll.name)
+                      else None)
+        except StoreBusyError:
+            # An embedded store's collection open in the writer's process: never touch it.
+            points = None
+            writer = writer or "another process"
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
             chunk_size=coll.chunk_size, chunk_overlap=coll.chunk_overlap,
@@ -81,7 +131,7 @@ class CollectionService:
             documents_indexed=md.count_documents(session, coll.id, "indexed"),
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=md.count_chunks(session, coll.id), points=points,
-            created_at=coll.created_at.isoformat(timespec="seconds"))
+            created_at=coll.created_at.isoformat(timespec="seconds"), writer=writer)
 
     def list_all(self) -> list[CollectionInfo]:
         with self.ctx.sessions() as session:
@@ -100,6 +150,11 @@ class CollectionService:
             coll = md.get_collection(session, name)
             if coll is None:
                 raise self._not_found(session, name)
+            current = leases.live_holder(session, coll.id)
+            if current is not None:
+                raise ConflictError(
+                    f"collection {name!r} is being indexed by {current.describe()}; wait for it "
+                    f"(`facet jobs {current.job_id} --follow`) and delete it then")
             info = self._info(session, coll)
             self.store.drop_collection(name)
             md.delete_collection(session, coll)
@@ -124,6 +179,18 @@ class CollectionService:
             if job is None:
                 raise NotFoundError(f"no index job {job_id}; list them with `facet jobs`")
             return _job_info(job, with_errors=True)
+
+    def busy_message(self, collection: str, fallback: str) -> str:
+        """Why ``collection`` cannot be read now: the job writing it, and what to do."""
+        with self.ctx.sessions() as session:
+            coll = md.get_collection(session, collection)
+            current = leases.holder(coll) if coll is not None else None
+            if current is None or not current.alive():
+                return fallback
+            return (f"collection {collection!r} is being indexed by {current.describe()}; an "
+                    "embedded store opens a collection in one process at a time, so wait for it "
+                    f"(`facet jobs {current.job_id} --follow`), or serve readers and writers "
+                    "from one `facet serve` (or the full stack: docs/deploy.md)")
 
     @staticmethod
     def _not_found(session: Session, name: str) -> NotFoundError:

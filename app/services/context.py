@@ -8,9 +8,9 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.encoding import EmbedderCache, InlineQueryEncoder, QueryEncoder
-from app.errors import FacetError, InvalidRequestError
+from app.errors import ConflictError, FacetError, InvalidRequestError
 from app.settings import FacetSettings
-from indexer.errors import StoreError
+from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
 from indexer.store import VectorStore, open_store
 
@@ -47,7 +47,10 @@ class ServiceContext:
         if store is None:
             try:
                 store = open_store(settings.vector_backend, data_dir=Path(settings.data_dir),
-                                   url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+                                   url=settings.qdrant_url, api_key=settings.qdrant_api_key,
+                                   lock_wait_s=settings.store_wait_s)
+            except StoreBusyError as e:
+                raise ConflictError(str(e)) from e
             except StoreError as e:
                 raise InvalidRequestError(str(e)) from e
         self.store = store

@@ -27,9 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.errors import ConflictError, DataError, InvalidRequestError, NotFoundError
+from app.errors import (
+    ConflictError,
+    DataError,
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+)
+from app.services import leases
 from app.services.context import ServiceContext
 from embedders.base import Embedder, HasTokenizer, Role
 from indexer import metadata as md
@@ -40,7 +48,13 @@ from indexer.chunking import (
     tokenizer_spans,
     whitespace_spans,
 )
-from indexer.errors import SourceNotFoundError, StoreError, UnsupportedSourceError
+from indexer.errors import (
+    SourceNotFoundError,
+    StoreBusyError,
+    StoreError,
+    StoreUnavailableError,
+    UnsupportedSourceError,
+)
 from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
 from indexer.store import PointRecord, point_id, validate_name
 
@@ -156,23 +170,6 @@ def estimate_documents(files: list[Path]) -> int:
     return total
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (killed child not yet reaped) still answers kill(0): check its state.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 class IndexService:
     """Bulk indexing into a collection; see the module docstring for the write protocol."""
 
@@ -197,11 +194,17 @@ class IndexService:
         return self.run(self.prepare(source, collection, options), progress)
 
     def prepare(self, source: Path | str, collection: str,
-                options: IndexOptions | None = None) -> PreparedJob:
+                options: IndexOptions | None = None, runner: str = "inline") -> PreparedJob:
         """Validate a request, create the collection if needed and record a ``queued`` job.
 
         Everything that can be wrong with the request is found here, before any work is
-        queued, so a background submission answers with an error or a job id at once.
+        queued, so a background submission answers with an error or a job id at once. The
+        store is not written here: the collection's vectors are created by ``run``, under the
+        collection's single-writer lease.
+
+        Args:
+            runner: who will run it (``inline``, ``thread``, ``process``, ``celery``); recorded
+                on the job so that its state can be judged truthfully later.
 
         Raises:
             As ``index``.
@@ -221,8 +224,25 @@ class IndexService:
         embedder = self.ctx.embedders.get(spec)
         with self.sessions() as session:
             coll = self._prepare_collection(session, collection, embedder, options)
-            job = self._start_job(session, coll, str(source.resolve()), embedder.name)
+            self._refuse_other_writer(session, coll)
+            job = self._start_job(session, coll, str(source.resolve()), embedder.name, runner)
             return PreparedJob(job.id, collection, str(source.resolve()), spec, options)
+
+    def _refuse_other_writer(self, session: Session, coll: md.Collection) -> None:
+        current = leases.live_holder(session, coll.id)
+        if current is None:
+            return
+        with _REGISTRY_LOCK:
+            ours = current.job_id in _ACTIVE_JOBS  # queued behind it in this process: fine
+        if not ours:
+            raise ConflictError(self.one_writer_message(coll.name, current))
+
+    @staticmethod
+    def one_writer_message(collection: str, current: leases.Holder) -> str:
+        """The one-writer refusal, naming the live writer."""
+        return (f"{current.describe()} is still indexing into {collection!r}; wait for it "
+                f"(`facet jobs {current.job_id} --follow`) or stop it first (one writer per "
+                "collection)")
 
     def run(self, prepared: PreparedJob,
             progress: Callable[[Progress], None] | None = None) -> IndexReport:
@@ -251,19 +271,26 @@ class IndexService:
             coll = job.collection
             report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                                  state="running")
+            self.take_lease(session, coll, job)
             started = time.perf_counter()
-            job.state, job.pid, job.started_at = "running", os.getpid(), md.utcnow()
+            job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
+            job.started_at = md.utcnow()
             session.commit()
+            heartbeat = leases.Heartbeat(self.sessions, coll.id, job.id,
+                                         self.settings.lease_ttl_s)
             try:
+                heartbeat.__enter__()
                 try:
                     files = discover(source)
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+                self.ensure_store_collection(coll.name, embedder)
                 tokenize = self._tokenizer_for(coll, embedder)
                 chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
                 total = estimate_documents(files)
                 seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
-                                 tokenize, chunking, options, progress, total, started)
+                                 tokenize, chunking, options, progress, total, started,
+                                 heartbeat=heartbeat)
                 if options.sync:
                     self._sync(session, coll, job, report, source, files, seen)
                 t0 = time.perf_counter()
@@ -273,21 +300,40 @@ class IndexService:
                 job.state = "completed"
             except BaseException as e:
                 session.rollback()
-                job.state = "failed"
-                job.message = f"{type(e).__name__}: {e}"
+                if isinstance(e, KeyboardInterrupt | SystemExit):
+                    job.state = "interrupted"
+                    job.message = (f"stopped ({'Ctrl-C' if isinstance(e, KeyboardInterrupt) else 'exit'}"
+                                   f") after {report.docs_seen} documents; run the same `facet "
+                                   f"index {prepared.source} --collection {coll.name}` again to "
+                                   "resume: what was indexed is kept")
+                else:
+                    job.state = "failed"
+                    job.message = f"{type(e).__name__}: {e}"
                 raise
             finally:
+                heartbeat.__exit__(None, None, None)
                 job.finished_at = md.utcnow()
                 report.state = job.state
                 report.elapsed_s = time.perf_counter() - started
                 report.timings = {"parse_chunk": job.parse_s, "encode": job.encode_s,
                                   "store": job.store_s, "metadata": job.metadata_s}
                 session.commit()
+                leases.release(session, coll.id, job.id)
+                # An embedded store lets other processes (a `facet search`) in again.
+                self.store.release(coll.name)
         logger.info("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
                     "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
                     report.docs_deleted, report.chunks_written, report.elapsed_s)
         return report
+
+    def set_job_process(self, job_id: int, pid: int) -> None:
+        """Record the process that will run a queued job (a detached ``facet run-job``)."""
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is not None and job.state == "queued":
+                job.pid, job.host = pid, leases.HOST
+                session.commit()
 
     def fail(self, job_id: int, message: str) -> None:
         """Mark a queued job failed without running it (its runner could not start it)."""
@@ -316,24 +362,103 @@ class IndexService:
             if max_len and size > max_len:
                 logger.warning("chunks of %d tokens exceed %s's max_length %d: the encoder will "
                                "truncate them", size, embedder.name, max_len)
-            coll = md.create_collection(session, name, backend=self.store.backend,
-                                        chunk_size=size, chunk_overlap=overlap,
-                                        tokenizer=embedder.name)
-        else:
+            try:
+                coll = md.create_collection(session, name, backend=self.store.backend,
+                                            chunk_size=size, chunk_overlap=overlap,
+                                            tokenizer=embedder.name)
+                session.commit()
+            except IntegrityError:
+                # Another process created it a moment ago: take theirs (and its chunking).
+                session.rollback()
+                coll = md.get_collection(session, name)
+                if coll is None:
+                    raise ConflictError(f"collection {name!r} was created and deleted by other "
+                                        "processes at this moment; try again") from None
+        if coll.chunk_size is not None:
             for value, current, what in ((options.chunk_size, coll.chunk_size, "chunk size"),
                                          (options.chunk_overlap, coll.chunk_overlap, "overlap")):
                 if value is not None and value != current:
                     raise InvalidRequestError(
                         f"collection {name!r} was created with {what} {current}; chunking is fixed "
                         "per collection: drop the option, or index into a new collection")
+        self._check_store(name, embedder)
         try:
-            self.store.ensure_collection(name, {embedder.name: int(embedder.dim)})
+            md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
+                                          embedder.identity)
+            session.commit()
+        except IntegrityError:
+            session.rollback()  # added by a racing process: theirs is the same row
+            session.refresh(coll)
+        return coll
+
+    def _check_store(self, name: str, embedder: Embedder) -> None:
+        """Refuse an embedder the collection's store cannot take, without writing anything."""
+        try:
+            if not self.store.collection_exists(name):
+                return
+            sizes = self.store.vector_sizes(name)
+        except StoreBusyError as e:
+            raise ConflictError(str(e)) from e
+        except StoreUnavailableError as e:
+            raise UnavailableError(str(e)) from e
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
-        md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
-                                      embedder.identity)
+        have = sizes.get(embedder.name)
+        if have is not None and have != int(embedder.dim):
+            raise InvalidRequestError(
+                f"collection {name!r} has vector {embedder.name!r} of size {have}, not "
+                f"{embedder.dim}; use another collection for this embedder")
+        if have is None and self.store.backend != "edge":
+            raise InvalidRequestError(
+                f"collection {name!r} has no vector {embedder.name!r} and the "
+                f"{self.store.backend} backend cannot add one to an existing collection; index "
+                "this embedder into a new collection, or use the edge backend "
+                "(FACET_VECTOR_BACKEND=edge)")
+
+    def ensure_store_collection(self, name: str, embedder: Embedder) -> None:
+        """Create the collection's vectors in the store (the lease holder does this)."""
+        try:
+            self.store.ensure_collection(name, {embedder.name: int(embedder.dim)})
+        except StoreBusyError as e:
+            raise ConflictError(str(e)) from e
+        except StoreUnavailableError as e:
+            raise UnavailableError(str(e)) from e
+        except StoreError as e:
+            raise InvalidRequestError(str(e)) from e
+
+    def take_lease(self, session: Session, coll: md.Collection, job: md.IndexJob) -> None:
+        """Become the collection's single writer for ``job``, or raise the one-writer conflict.
+
+        Unfinished jobs left behind by writers that died are marked ``interrupted``; the
+        newest of them with the same source is this job's ``resumed_from``.
+
+        Raises:
+            ConflictError: another job holds a live lease.
+        """
+        current = leases.acquire(session, coll.id, job.id, self.settings.lease_ttl_s)
+        if current is not None:
+            job.state, job.finished_at = "failed", md.utcnow()
+            job.message = self.one_writer_message(coll.name, current)
+            session.commit()
+            raise ConflictError(job.message)
+        with _REGISTRY_LOCK:
+            active = set(_ACTIVE_JOBS)
+        for old in md.running_jobs(session, coll.id, states=("queued", "running")):
+            if old.id == job.id:
+                continue
+            if old.state == "queued" and (old.runner == "celery" or old.id in active or (
+                    old.host == leases.HOST and leases.pid_alive(old.pid))
+                    or old.host not in (None, leases.HOST)):
+                continue  # still waiting for its turn
+            was = old.state
+            old.state = "interrupted"
+            old.finished_at = old.finished_at or md.utcnow()
+            old.message = "its process ended without finishing; resumed by a later job"
+            if old.source == job.source and was == "running":
+                job.resumed_from = max(job.resumed_from or 0, old.id)
+        if job.resumed_from:
+            logger.info("resuming interrupted job %d as job %d", job.resumed_from, job.id)
         session.commit()
-        return coll
 
     def _tokenizer_for(self, coll: md.Collection, embedder: Embedder) -> TokenSpans:
         # Chunks are shared by every embedder of a collection, so they are always cut
@@ -347,30 +472,13 @@ class IndexService:
         return tokenizer_spans(tokenizer)
 
     def _start_job(self, session: Session, coll: md.Collection, source: str,
-                   embedder: str) -> md.IndexJob:
-        resumed_from = None
-        with _REGISTRY_LOCK:
-            active = set(_ACTIVE_JOBS)
-        for old in md.running_jobs(session, coll.id, states=("queued", "running")):
-            if old.id in active:
-                continue  # queued or running in this process: the collection lock orders them
-            if _pid_alive(old.pid) and old.pid != os.getpid():
-                raise ConflictError(
-                    f"job {old.id} (pid {old.pid}) is still indexing into {coll.name!r}; wait for "
-                    "it or stop it first (one writer per collection)")
-            old.state = "interrupted"
-            old.finished_at = old.finished_at or md.utcnow()
-            old.message = "process ended without finishing; resumed by a later job"
-            if old.source == source:
-                resumed_from = old.id
+                   embedder: str, runner: str) -> md.IndexJob:
         job = md.IndexJob(collection_id=coll.id, source=source, embedder=embedder,
-                          pid=os.getpid(), resumed_from=resumed_from, state="queued")
+                          pid=os.getpid(), host=leases.HOST, runner=runner, state="queued")
         session.add(job)
         session.commit()
         with _REGISTRY_LOCK:
             _ACTIVE_JOBS.add(job.id)
-        if resumed_from:
-            logger.info("resuming interrupted job %d as job %d", resumed_from, job.id)
         return job
 
     # ------------------------------------------------------------------- main
@@ -384,7 +492,7 @@ class IndexService:
              files: list[Path], embedder: Embedder, spec: str, tokenize: TokenSpans,
              chunking: ChunkingConfig, options: IndexOptions,
              progress: Callable[[Progress], None] | None, total: int,
-             started: float) -> set[str]:
+             started: float, heartbeat: leases.Heartbeat | None = None) -> set[str]:
         batch_limit = options.batch_chunks or self.settings.index_batch_chunks
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
@@ -411,6 +519,11 @@ class IndexService:
             if item is None or pending_tokens >= batch_limit * chunking.size // 2 or \
                     len(pending) >= batch_limit:
                 if pending:
+                    if heartbeat is not None and heartbeat.lost:
+                        raise ConflictError(
+                            f"job {job.id} lost the lease of {coll.name!r} (no heartbeat for "
+                            f"{self.settings.lease_ttl_s:.0f}s: was this process stalled?) and "
+                            "another writer took over; it stopped before writing more")
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
                                         tokenize, chunking)
                     if progress is not None:
@@ -421,10 +534,19 @@ class IndexService:
                 break
         return seen_keys
 
-    def _process_batch(self, session: Session, coll: md.Collection, job: md.IndexJob,
+    def _process_batch(self, session: Session, coll: md.Collection, job: Any,
                        report: IndexReport, batch: list[ParsedDocument | DocumentError],
                        embedder: Embedder, spec: str, tokenize: TokenSpans,
-                       chunking: ChunkingConfig) -> None:
+                       chunking: ChunkingConfig,
+                       finish: Callable[[Session], None] | None = None) -> None:
+        """Steps 1-3 of the write protocol for one batch of documents.
+
+        Args:
+            job: the job row, or (a chunk task) any object with the same timing attributes
+                and an ``errors`` list.
+            finish: run inside step 3's transaction instead of copying the report's counters
+                onto ``job`` (a chunk task adds its counts to the shared job row there).
+        """
         t0 = time.perf_counter()
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
         vec_hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
@@ -545,11 +667,14 @@ class IndexService:
                 report.warnings.append((it.doc.key, w))
             report.docs_indexed += 1
             report.chunks_written += len(it.chunks)
-        self._sync_counters(job, report)
+        if finish is not None:
+            finish(session)
+        else:
+            self._sync_counters(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
 
-    def _record_error(self, session: Session, coll: md.Collection, job: md.IndexJob,
+    def _record_error(self, session: Session, coll: md.Collection, job: Any,
                       report: IndexReport, entry: DocumentError, row: md.Document | None) -> None:
         report.docs_failed += 1
         report.errors.append((entry.key, entry.message))

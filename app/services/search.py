@@ -23,7 +23,12 @@ from app.errors import InvalidRequestError, NotFoundError
 from app.services.context import ServiceContext
 from embedders.base import Role
 from indexer import metadata as md
-from indexer.errors import CollectionNotFoundError, StoreError
+from indexer.errors import (
+    CollectionNotFoundError,
+    StoreBusyError,
+    StoreError,
+    StoreUnavailableError,
+)
 from indexer.store import Filters, Hit
 
 logger = logging.getLogger(__name__)
@@ -285,6 +290,8 @@ class SearchService:
         except CollectionNotFoundError as e:
             self.forget(request.collection)
             raise NotFoundError(str(e)) from e
+        except (StoreBusyError, StoreUnavailableError):
+            raise  # the facade names the writer / the server to start
         except StoreError as e:
             self.forget(request.collection)
             raise InvalidRequestError(str(e)) from e

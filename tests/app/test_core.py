@@ -141,25 +141,57 @@ def test_a_failing_job_is_recorded_failed(cache, tmp_path) -> None:
         facet.close()
 
 
+def _hold_lease(facet, name: str, *, pid: int, host: str, expires_in_s: float, source: str) -> int:
+    """Record another writer's lease on collection ``name`` (as its process would); its job id."""
+    import datetime as dt
+
+    with facet.context.sessions() as s:
+        coll = md.get_collection(s, name)
+        assert coll is not None
+        job = md.IndexJob(collection_id=coll.id, source=source, embedder="minilm", pid=pid,
+                          host=host, state="running")
+        s.add(job)
+        s.flush()
+        now = md.utcnow()
+        coll.writer_job_id, coll.writer_host, coll.writer_pid = job.id, host, pid
+        coll.heartbeat_at, coll.lease_expires_at = now, now + dt.timedelta(seconds=expires_in_s)
+        s.commit()
+        return job.id
+
+
 def test_a_live_writer_in_another_process_is_a_conflict(facet, tmp_path) -> None:
+    from app.services.leases import HOST
+
     src = _corpus(tmp_path / "src", {"a": "text"})
     facet.index(src, "c")
     other = subprocess.Popen(["sleep", "60"])
     try:
-        with facet.context.sessions() as s:
-            coll = md.get_collection(s, "c")
-            assert coll is not None
-            s.add(md.IndexJob(collection_id=coll.id, source=str(src), embedder="minilm",
-                              pid=other.pid, state="running"))
-            s.commit()
-        with pytest.raises(ConflictError, match=f"pid {other.pid}"):
+        _hold_lease(facet, "c", pid=other.pid, host=HOST, expires_in_s=600, source=str(src))
+        with pytest.raises(ConflictError, match=f"pid {other.pid} on host {HOST}.*one writer"):
             facet.index(src, "c")
     finally:
         other.kill()
         other.wait()
-    report = facet.index(src, "c")  # the writer is gone: its job is interrupted, not in the way
+    # Its process is gone (same host): the lease is dead at once, not after the 600 s expiry.
+    report = facet.index(src, "c")
     assert report.state == "completed"
-    assert [j.state for j in facet.jobs("c")][:2] == ["completed", "interrupted"]
+    # The refused run recorded no job (refused before queueing); the dead one is interrupted.
+    assert [j.state for j in facet.jobs("c")] == ["completed", "interrupted", "completed"]
+
+
+def test_a_writer_on_another_host_is_judged_by_its_lease_not_its_pid(facet, tmp_path) -> None:
+    src = _corpus(tmp_path / "src", {"a": "text"})
+    facet.index(src, "c")
+    # pid 999999 does not exist here, but it is another host's pid: only the expiry counts.
+    _hold_lease(facet, "c", pid=999999, host="gpu-host-2", expires_in_s=600, source=str(src))
+    with pytest.raises(ConflictError, match="pid 999999 on host gpu-host-2"):
+        facet.index(src, "c")
+    stale = _hold_lease(facet, "c", pid=999999, host="gpu-host-2", expires_in_s=-1,
+                        source=str(src))
+    report = facet.index(src, "c")  # its lease expired: taken over, its job interrupted
+    assert report.state == "completed"
+    assert facet.job(stale).state == "interrupted"
+    assert facet.job(report.job_id).resumed_from == stale
 
 
 def test_cluster_through_the_facade(facet) -> None:

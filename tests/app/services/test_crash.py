@@ -52,6 +52,12 @@ def test_sigkill_half_way_then_rerun(make_ctx, tmp_path, minilm) -> None:
     assert N_DOCS // 4 <= killed_at < N_DOCS, f"killed with {killed_at} documents indexed"
 
     ctx = make_ctx(data_dir=data)
+    # At once, without another run: the dead writer's job is shown interrupted (its pid is
+    # gone on this host), with how to resume.
+    from app.services.collections import CollectionService
+
+    shown = CollectionService(ctx).jobs("crash")[0]
+    assert shown.state == "interrupted" and "again to resume" in (shown.message or "")
     report = IndexService(ctx).index(tmp_path / "src", "crash")
     assert report.docs_skipped >= killed_at  # the recorded work was kept
     assert report.docs_indexed + report.docs_skipped == N_DOCS

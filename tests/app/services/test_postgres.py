@@ -70,3 +70,24 @@ def test_index_and_search_with_postgres_metadata(make_ctx, tmp_path, postgres_ur
     assert "football" in hits[0].text
     CollectionService(ctx).delete("pg")
     assert CollectionService(ctx).list_all() == []
+
+
+def test_migrations_on_postgres_from_before_migrations(postgres_url) -> None:
+    """The 0001 -> head upgrade (column adds, the rebuilt index_jobs) on PostgreSQL."""
+    from sqlalchemy import create_engine, text
+
+    from indexer.metadata import make_engine
+    from tests.indexer.test_migrations import _diff, _issue6_database
+
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("DROP DATABASE IF EXISTS migrated"))
+        conn.execute(text("CREATE DATABASE migrated"))
+    admin.dispose()
+    url = postgres_url.rsplit("/", 1)[0] + "/migrated"
+    _issue6_database(url)
+    engine = make_engine(url)
+    assert _diff(engine) == []
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM index_jobs")).scalar() == 3
+    engine.dispose()

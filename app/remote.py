@@ -1,0 +1,297 @@
+"""The client side of the workers: send jobs and encodes to Celery, or run a job detached.
+
+``app`` never imports ``worker``: tasks are sent *by name* through a Celery app built from
+the settings (``celery_client``), with the same JSON-only configuration the workers use
+(``celery_config``). What runs where:
+
+* ``CeleryJobRunner`` (the facade's ``JobRunner`` when ``FACET_BROKER_URL`` is set): sends a
+  prepared job (``PreparedJob.to_dict()``) to the ``index`` queue as ``facet.index_job``.
+* ``CeleryQueryEncoder`` (the ``QueryEncoder`` when ``FACET_ENCODE_ON_WORKERS=true``): query
+  encodes go to the ``query`` queue (``facet.encode``), bulk encodes and answer generation to
+  ``index``; vectors come back as base64 float32, bit-exact.
+* ``ProcessJobRunner`` (embedded mode, ``facet index --background`` without a broker): the
+  job runs in a detached ``facet`` process that outlives the command.
+
+A broker that is down is an ``UnavailableError`` after ``FACET_BROKER_TIMEOUT_S``, never a hang.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from app import errors as E
+from app.errors import FacetError, UnavailableError
+from app.services.indexing import PreparedJob
+from app.settings import FacetSettings
+from embedders.base import Role
+
+logger = logging.getLogger(__name__)
+
+QUEUES = ("index", "query")
+INDEX_JOB_TASK = "facet.index_job"
+INDEX_CHUNK_TASK = "facet.index_chunk"
+ENCODE_TASK = "facet.encode"
+ANSWERS_TASK = "facet.generate_answers"
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (for messages)."""
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@")
+    return url
+
+
+def celery_config(settings: FacetSettings) -> dict[str, Any]:
+    """The Celery configuration shared by clients and workers (JSON only, late acks...)."""
+    timeout = settings.broker_timeout_s
+    return {
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "result_accept_content": ["json"],
+        # A task is acknowledged after it ran; a worker that dies mid-task gets it re-delivered
+        # (killed child: at once; whole worker gone: after the visibility timeout).
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_default_queue": "index",
+        "task_routes": {INDEX_JOB_TASK: {"queue": "index"}, INDEX_CHUNK_TASK: {"queue": "index"},
+                        ANSWERS_TASK: {"queue": "index"}, ENCODE_TASK: {"queue": "query"}},
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout_s,
+            # Scan for tasks whose worker vanished every few seconds (kombu's default scans
+            # every ~100 s): they are re-delivered once older than the visibility timeout.
+            "unacked_restore_interval": min(10.0, max(1.0, settings.visibility_timeout_s / 4)),
+            "unacked_restore_throttle": 1,
+            "socket_connect_timeout": timeout,
+            "socket_timeout": max(timeout, 30.0)},
+        "result_backend_transport_options": {"visibility_timeout": settings.visibility_timeout_s},
+        "redis_socket_connect_timeout": timeout,
+        "redis_socket_timeout": max(timeout, 30.0),
+        "broker_connection_timeout": timeout,
+        "broker_connection_retry_on_startup": True,
+        # Publishing to a broker that is down fails after ~1 s, not minutes.
+        "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0,
+                                      "interval_step": 0.2, "interval_max": 0.5},
+        "result_expires": 3600,
+        "task_ignore_result": True,  # progress is in the SQL job table; encode tasks opt in
+        "worker_hijack_root_logger": False,
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+        "broker_connection_max_retries": None,
+        "worker_send_task_events": False,
+    }
+
+
+_CLIENTS: dict[tuple[str, str], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def celery_client(settings: FacetSettings) -> Any:
+    """A Celery app for sending tasks (one per broker/backend URL in a process).
+
+    Raises:
+        UnavailableError: no broker URL, or the ``worker`` extra is not installed.
+    """
+    if not settings.broker_url:
+        raise UnavailableError("no broker configured: set FACET_BROKER_URL (e.g. "
+                               "redis://localhost:6379/0) to use workers")
+    try:
+        from celery import Celery
+    except ImportError as e:
+        raise UnavailableError("Celery is not installed: pip install 'facet-search[worker]'") from e
+    backend = settings.result_backend or settings.broker_url
+    key = (settings.broker_url, backend)
+    with _CLIENTS_LOCK:
+        app = _CLIENTS.get(key)
+        if app is None:
+            app = Celery("facet", broker=settings.broker_url, backend=backend,
+                         set_as_current=False)
+            app.conf.update(celery_config(settings))
+            _CLIENTS[key] = app
+        return app
+
+
+def check_broker(settings: FacetSettings) -> None:
+    """Fail fast, in one line, when the broker cannot be reached.
+
+    Raises:
+        UnavailableError: within about ``FACET_BROKER_TIMEOUT_S`` seconds.
+    """
+    url = settings.broker_url or ""
+    timeout = settings.broker_timeout_s
+    try:
+        if url.startswith(("redis://", "rediss://", "unix://")):
+            import redis
+
+            client = redis.Redis.from_url(url, socket_connect_timeout=timeout,
+                                          socket_timeout=timeout)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        else:
+            with celery_client(settings).connection_for_write() as conn:
+                conn.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
+    except FacetError:
+        raise
+    except Exception as e:
+        raise UnavailableError(
+            f"cannot reach the broker at {redacted(url)} ({type(e).__name__}: {e}); start Redis "
+            "(docker compose up -d redis) or check FACET_BROKER_URL; unset it to run jobs in "
+            "this process") from e
+
+
+class CeleryJobRunner:
+    """Sends prepared index jobs to the workers' ``index`` queue."""
+
+    runner_name = "celery"
+
+    def __init__(self, settings: FacetSettings) -> None:
+        self.settings = settings
+
+    def check(self) -> None:
+        """Raise ``UnavailableError`` now if the broker cannot be reached."""
+        check_broker(self.settings)
+
+    def submit(self, job: PreparedJob) -> None:
+        """Send ``job``; raises ``UnavailableError`` when the broker is down."""
+        check_broker(self.settings)
+        try:
+            celery_client(self.settings).send_task(INDEX_JOB_TASK, args=[job.to_dict()],
+                                                   queue="index")
+        except FacetError:
+            raise
+        except Exception as e:
+            raise UnavailableError(f"could not send job {job.job_id} to the broker at "
+                                   f"{redacted(self.settings.broker_url or '')}: {e}") from e
+        logger.info("job %d sent to the index queue", job.job_id)
+
+    def close(self) -> None:
+        """Nothing to stop: the workers own the jobs."""
+
+
+class ProcessJobRunner:
+    """Runs each job in a detached ``facet`` process (embedded mode's ``--background``).
+
+    Args:
+        settings: passed to the child through its environment (it reads ``FACET_*``).
+        on_started: told the job id and the child's pid, so the job row names the process
+            that runs it (its liveness is what ``facet jobs`` shows).
+        log_dir: where the child's output goes (``<data_dir>/logs/job-<id>.log``).
+    """
+
+    runner_name = "process"
+
+    def __init__(self, settings: FacetSettings,
+                 on_started: Callable[[int, int], None] | None = None) -> None:
+        self.settings = settings
+        self.on_started = on_started
+
+    def submit(self, job: PreparedJob) -> None:
+        log_dir = Path(self.settings.data_dir) / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log = log_dir / f"job-{job.job_id}.log"
+        with open(log, "ab") as out:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "app", "run-job", json.dumps(job.to_dict())],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, env=dict(os.environ))
+        logger.info("job %d runs in process %d (log: %s)", job.job_id, child.pid, log)
+        if self.on_started is not None:
+            self.on_started(job.job_id, child.pid)
+
+    def close(self) -> None:
+        """The children go on by themselves."""
+
+
+def _error_from(payload: dict[str, Any]) -> FacetError:
+    """Rebuild a domain error a worker returned as ``{"type", "message"}``."""
+    cls = getattr(E, str(payload.get("type", "")), None)
+    message = str(payload.get("message", "the worker failed"))
+    if isinstance(cls, type) and issubclass(cls, FacetError) and cls is not E.BusyError:
+        return cls(message)
+    return FacetError(message)
+
+
+def encode_result(vectors: np.ndarray) -> dict[str, Any]:
+    """Vectors as JSON: shape + base64 of little-endian float32 (bit-exact, compact)."""
+    arr = np.ascontiguousarray(vectors, dtype="<f4")
+    return {"shape": list(arr.shape), "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def decode_result(data: dict[str, Any]) -> np.ndarray:
+    """The inverse of ``encode_result`` (raises the worker's error if it sent one)."""
+    if "error" in data:
+        raise _error_from(data["error"])
+    shape = tuple(int(x) for x in data["shape"])
+    return np.frombuffer(base64.b64decode(data["b64"]), dtype="<f4").reshape(shape).astype(
+        np.float32)
+
+
+class CeleryQueryEncoder:
+    """A ``QueryEncoder`` whose model runs on the workers (``query`` and ``index`` queues).
+
+    Args:
+        settings: broker, result backend, ``FACET_WORKER_TIMEOUT_S``.
+    """
+
+    def __init__(self, settings: FacetSettings) -> None:
+        self.settings = settings
+        self.app = celery_client(settings)
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="facet-remote")
+
+    def _call(self, task: str, queue: str, kwargs: dict[str, Any]) -> Any:
+        try:
+            result = self.app.send_task(task, kwargs=kwargs, queue=queue, ignore_result=False)
+        except Exception as e:
+            check_broker(self.settings)  # the clearer message when the broker is down
+            raise UnavailableError(f"could not send {task} to the {queue!r} queue: {e}") from e
+        try:
+            return result.get(timeout=self.settings.worker_timeout_s, propagate=True)
+        except Exception as e:
+            if type(e).__name__ == "TimeoutError":
+                raise UnavailableError(
+                    f"no worker answered on the {queue!r} queue within "
+                    f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S); start one: "
+                    f"facet worker --queues {queue}") from e
+            raise FacetError(f"the worker failed: {type(e).__name__}: {e}") from e
+        finally:
+            result.forget()
+
+    def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None, bulk: bool = False) -> np.ndarray:
+        data = self._call(ENCODE_TASK, "index" if bulk else "query",
+                          {"texts": list(texts), "embedder": embedder,
+                           "role": Role.parse(role).value, "instruction": instruction})
+        return decode_result(data)
+
+    def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
+               instruction: str | None = None) -> Future[np.ndarray]:
+        return self._pool.submit(self.encode, texts, embedder=embedder, role=role,
+                                 instruction=instruction)
+
+    def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
+                         max_new_tokens: int | None = None) -> list[str]:
+        data = self._call(ANSWERS_TASK, "index",
+                          {"texts": list(texts), "explainer": explainer,
+                           "instruction": instruction, "max_new_tokens": max_new_tokens})
+        if "error" in data:
+            raise _error_from(data["error"])
+        return [str(a) for a in data["answers"]]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

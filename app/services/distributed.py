@@ -1,0 +1,501 @@
+"""Index jobs split into chunk tasks for workers: plan, run one chunk, finish.
+
+The Celery tasks in ``worker/tasks.py`` are thin wrappers over this service; everything a
+job knows lives in SQL (the job row and its ``job_chunks`` rows), never in the broker or the
+result backend, so a worker killed with ``kill -9``, a Redis restart or a re-delivered task
+loses and duplicates nothing:
+
+* **plan** (task ``facet.index_job``): take the collection's lease for the job, read the
+  source once, skip unchanged documents, record parse errors, apply ``--sync`` deletions,
+  and write the remaining documents as chunk rows of ``worker_chunk_docs`` documents each
+  (key, source, content hash). Re-delivered, it re-sends the chunks still ``queued``.
+* **run_chunk** (task ``facet.index_chunk``): *claim* the chunk (one conditional UPDATE: only
+  a ``queued`` chunk or one whose claimer stopped renewing), re-read its documents from the
+  source (a per-process parse cache keyed by file, size and mtime), and run the index
+  service's write protocol on them; marking the chunk ``done`` and adding its counts to the
+  job happen in the same transaction as the documents' ``indexed`` status, so a chunk
+  re-delivered after it committed does nothing and counts nothing.
+* **finish**: whoever commits the last chunk optimises the collection and completes the job
+  (idempotent: a second finisher finds it completed).
+
+Point ids are deterministic (document id + chunk number), so a chunk re-run after a crash
+between the store write and its commit overwrites its own points.
+
+A chunk that keeps killing its worker (out of memory, a crash in a native library) is
+re-delivered by ``task_reject_on_worker_lost``; each claim counts an attempt, and past
+``worker_poison_limit`` the chunk is failed with its documents recorded as errors instead
+of being run again.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.errors import FacetError, NotFoundError
+from app.services import leases
+from app.services.context import ServiceContext
+from app.services.indexing import IndexOptions, IndexReport, IndexService, PreparedJob
+from indexer import metadata as md
+from indexer.chunking import ChunkingConfig
+from indexer.errors import SourceNotFoundError, UnsupportedSourceError
+from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
+
+logger = logging.getLogger(__name__)
+
+TERMINAL_JOB_STATES = ("completed", "failed", "interrupted", "cancelled")
+
+
+class JobGone(FacetError):
+    """The job row no longer exists (its collection was deleted): drop the task."""
+
+
+class WriterBusy(FacetError):
+    """Another live job holds the collection's lease: try the job again later."""
+
+    def __init__(self, message: str, retry_in_s: float) -> None:
+        super().__init__(message)
+        self.retry_in_s = retry_in_s
+
+
+class ChunkBusy(FacetError):
+    """The chunk is claimed by a worker that still renews the claim: try again later."""
+
+    def __init__(self, message: str, retry_in_s: float) -> None:
+        super().__init__(message)
+        self.retry_in_s = retry_in_s
+
+
+@dataclass
+class ChunkOutcome:
+    """What one ``run_chunk`` call did."""
+
+    job_id: int
+    number: int
+    outcome: str  # done | duplicate | gone | skipped | poisoned | failed
+    docs: int = 0
+    chunks_written: int = 0
+    finished_job: bool = False
+    message: str | None = None
+
+
+@dataclass
+class _Tally:
+    """The timing attributes and errors of one chunk, added to the shared job row at commit."""
+
+    parse_s: float = 0.0
+    encode_s: float = 0.0
+    store_s: float = 0.0
+    metadata_s: float = 0.0
+    errors: list[md.JobError] = field(default_factory=list)
+
+
+class _ParseCache:
+    """Parsed documents of recently read source files, per process (a jsonl corpus is read
+    once by a worker process, not once per chunk). Keyed by (path, size, mtime): a file
+    changed since it was read is read again."""
+
+    def __init__(self, max_files: int = 4096) -> None:
+        self.max_files = max_files
+        self._files: collections.OrderedDict[str, tuple[tuple[int, int], dict[str, Any]]] = \
+            collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def documents(self, path: str, max_bytes: int) -> dict[str, ParsedDocument | DocumentError]:
+        try:
+            st = os.stat(path)
+            stamp = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            return {}
+        with self._lock:
+            hit = self._files.get(path)
+            if hit is not None and hit[0] == stamp:
+                self._files.move_to_end(path)
+                return hit[1]
+        docs: dict[str, ParsedDocument | DocumentError] = {}
+        for item in parse_file(Path(path), max_bytes=max_bytes):
+            docs.setdefault(item.key, item)
+        with self._lock:
+            self._files[path] = (stamp, docs)
+            while len(self._files) > self.max_files:
+                self._files.popitem(last=False)
+        return docs
+
+
+_PARSED = _ParseCache()
+
+
+class ChunkedIndexService:
+    """Plans index jobs into chunk rows and runs chunks; see the module docstring.
+
+    Args:
+        ctx: the worker's context (store, sessions, embedders, an in-process encoder).
+    """
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.index = IndexService(ctx)
+        self.settings = ctx.settings
+        self.sessions = ctx.sessions
+        self.store = ctx.store
+        self.worker = f"{leases.HOST}:{os.getpid()}"
+
+    # ------------------------------------------------------------------ plan
+
+    def plan(self, prepared: PreparedJob, chunk_docs: int | None = None) -> list[int]:
+        """Plan a queued job into chunk rows (or find its plan again); the chunks to send.
+
+        Raises:
+            JobGone: the job (or its collection) was deleted.
+            WriterBusy: another live job writes the collection.
+            NotFoundError: the source is gone (the job is marked failed).
+        """
+        chunk_docs = chunk_docs or self.settings.worker_chunk_docs
+        embedder = self.ctx.embedders.get(prepared.embedder)
+        with self.sessions() as session:
+            job = md.get_job(session, prepared.job_id)
+            if job is None:
+                raise JobGone(f"index job {prepared.job_id} no longer exists (its collection was "
+                              "deleted); dropping it")
+            if job.state in TERMINAL_JOB_STATES:
+                return []
+            coll = job.collection
+            current = leases.acquire(session, coll.id, job.id, self.settings.lease_ttl_s)
+            if current is not None:
+                job.message = f"waiting for {current.describe()} to finish writing {coll.name!r}"
+                session.commit()
+                raise WriterBusy(job.message, retry_in_s=min(30.0, self.settings.lease_ttl_s))
+            if job.chunks_total:  # planned already: a re-delivered planner re-sends the rest
+                return self._queued_numbers(session, job.id)
+            if job.state != "running":  # (running: a planner died before its plan committed)
+                self.index.take_lease(session, coll, job)
+                job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
+                job.started_at, job.message = md.utcnow(), None
+                session.commit()
+            try:
+                return self._plan(session, coll, job, prepared, embedder, chunk_docs)
+            except BaseException as e:
+                session.rollback()
+                job.state, job.finished_at = "failed", md.utcnow()
+                job.message = f"{type(e).__name__}: {e}"
+                session.commit()
+                leases.release(session, coll.id, job.id)
+                self.store.release(coll.name)
+                raise
+
+    def _plan(self, session: Session, coll: md.Collection, job: md.IndexJob,
+              prepared: PreparedJob, embedder: Any, chunk_docs: int) -> list[int]:
+        t0 = time.perf_counter()
+        source = Path(prepared.source)
+        try:
+            files = discover(source)
+        except (SourceNotFoundError, UnsupportedSourceError) as e:
+            raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+        self.index.ensure_store_collection(coll.name, embedder)
+        report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
+                             state="running")
+        max_bytes = int(self.settings.max_document_mb * 2**20)
+        seen: set[str] = set()
+        todo: list[list[str]] = []
+        pending: list[ParsedDocument | DocumentError] = []
+
+        def classify(batch: list[ParsedDocument | DocumentError]) -> None:
+            rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
+            hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
+            for item in batch:
+                row = rows.get(item.key)
+                if isinstance(item, DocumentError):
+                    report.docs_seen += 1
+                    self.index._record_error(session, coll, job, report, item, row)
+                    continue
+                digest = item.content_hash
+                if row is not None and row.status == "indexed" and row.content_hash == digest \
+                        and hashes.get(row.id) == digest:
+                    report.docs_seen += 1
+                    report.docs_skipped += 1
+                else:
+                    todo.append([item.key, item.source, digest])
+
+        for path in files:
+            for item in _PARSED.documents(str(path), max_bytes).values():
+                if item.key in seen:
+                    message = (f"duplicate document id {item.key!r} in {item.source}; only the "
+                               "first occurrence is indexed")
+                    report.docs_seen += 1
+                    report.docs_failed += 1
+                    report.errors.append((item.key, message))
+                    job.errors.append(md.JobError(document_key=item.key, kind="error",
+                                                  message=message))
+                    continue
+                seen.add(item.key)
+                pending.append(item)
+                if len(pending) >= 500:
+                    classify(pending)
+                    pending = []
+        if pending:
+            classify(pending)
+        if prepared.options.sync:
+            self.index._sync(session, coll, job, report, source, files, seen)
+        numbers = []
+        for number, start in enumerate(range(0, len(todo), chunk_docs)):
+            session.add(md.JobChunk(job_id=job.id, number=number, state="queued", attempts=0,
+                                    docs=todo[start:start + chunk_docs]))
+            numbers.append(number)
+        IndexService._sync_counters(job, report)
+        job.docs_total = report.docs_seen + len(todo)
+        job.chunks_total = len(numbers)
+        job.parse_s += time.perf_counter() - t0
+        session.commit()
+        logger.info("job %d planned: %d documents to index in %d chunks, %d unchanged, %d failed",
+                    job.id, len(todo), len(numbers), report.docs_skipped, report.docs_failed)
+        if not numbers:
+            self._finish(session, job.id)
+        return numbers
+
+    @staticmethod
+    def _queued_numbers(session: Session, job_id: int) -> list[int]:
+        return list(session.scalars(select(md.JobChunk.number).where(
+            md.JobChunk.job_id == job_id, md.JobChunk.state == "queued")
+            .order_by(md.JobChunk.number)))
+
+    # ------------------------------------------------------------------ chunks
+
+    def _claim(self, session: Session, job_id: int, number: int) -> bool:
+        now = md.utcnow()
+        until = now + dt.timedelta(seconds=self.settings.lease_ttl_s)
+        C = md.JobChunk
+        result = session.execute(update(C).where(
+            C.job_id == job_id, C.number == number,
+            or_(C.state == "queued",
+                (C.state == "running") & (or_(C.claimed_until.is_(None), C.claimed_until <= now)))
+        ).values(state="running", attempts=C.attempts + 1, worker=self.worker,
+                 claimed_until=until))
+        session.commit()
+        return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    def _renew_claim(self, job_id: int, number: int) -> Any:
+        def renew(session: Session) -> None:
+            C = md.JobChunk
+            session.execute(update(C).where(C.job_id == job_id, C.number == number,
+                                            C.worker == self.worker, C.state == "running")
+                            .values(claimed_until=md.utcnow() + dt.timedelta(
+                                seconds=self.settings.lease_ttl_s)))
+            session.commit()
+        return renew
+
+    def release_claim(self, job_id: int, number: int) -> None:
+        """Put a claimed chunk back to ``queued`` after a transient error (a retry follows);
+        the attempt does not count towards the poison limit."""
+        with self.sessions() as session:
+            C = md.JobChunk
+            session.execute(update(C).where(C.job_id == job_id, C.number == number,
+                                            C.state == "running", C.worker == self.worker)
+                            .values(state="queued", attempts=C.attempts - 1, claimed_until=None))
+            session.commit()
+
+    def run_chunk(self, job_id: int, number: int) -> ChunkOutcome:
+        """Index one chunk of a planned job (see the module docstring).
+
+        Raises:
+            ChunkBusy: another live worker holds the chunk's claim.
+            Transient errors of the store or database (the caller retries them; call
+            ``release_claim`` first).
+        """
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is None:
+                logger.info("chunk %d of job %d dropped: the job no longer exists (its "
+                            "collection was deleted)", number, job_id)
+                return ChunkOutcome(job_id, number, "gone",
+                                    message="the job no longer exists (collection deleted)")
+            if job.state != "running":
+                return ChunkOutcome(job_id, number, "skipped", message=f"job is {job.state}")
+            chunk = session.scalar(select(md.JobChunk).where(md.JobChunk.job_id == job_id,
+                                                             md.JobChunk.number == number))
+            if chunk is None:
+                return ChunkOutcome(job_id, number, "gone", message="no such chunk")
+            if not self._claim(session, job_id, number):
+                session.refresh(chunk)
+                if chunk.state in ("done", "failed"):
+                    return ChunkOutcome(job_id, number, "duplicate",
+                                        message=f"chunk already {chunk.state}")
+                left = ((chunk.claimed_until - md.utcnow()).total_seconds()
+                        if chunk.claimed_until else 1.0)
+                raise ChunkBusy(f"chunk {number} of job {job_id} is claimed by {chunk.worker}",
+                                retry_in_s=max(1.0, min(left + 0.5, 60.0)))
+            session.refresh(chunk)
+            coll = job.collection
+            docs = [tuple(d) for d in chunk.docs]
+            if chunk.attempts > self.settings.worker_poison_limit:
+                message = (f"chunk {number} was started {chunk.attempts - 1} times and its worker "
+                           "died each time (out of memory? a crash?); its documents are skipped "
+                           f"(FACET_WORKER_POISON_LIMIT={self.settings.worker_poison_limit})")
+                self._fail_chunk(session, job, chunk, docs, message)
+                finished = self._finish(session, job_id)
+                return ChunkOutcome(job_id, number, "poisoned", len(docs), finished_job=finished,
+                                    message=message)
+            current = leases.acquire(session, coll.id, job.id, self.settings.lease_ttl_s)
+            if current is not None:
+                message = (f"job {job_id} lost the lease of {coll.name!r} to {current.describe()}"
+                           "; this chunk is not written")
+                self._fail_chunk(session, job, chunk, docs, message)
+                return ChunkOutcome(job_id, number, "failed", len(docs), message=message)
+            with leases.Heartbeat(self.sessions, coll.id, job.id, self.settings.lease_ttl_s,
+                                  extra=self._renew_claim(job_id, number)):
+                try:
+                    written = self._write_chunk(session, coll, job, chunk, docs)
+                except Exception as e:
+                    if is_transient(e):
+                        raise
+                    session.rollback()
+                    chunk = session.get(md.JobChunk, chunk.id, populate_existing=True)
+                    job = md.get_job(session, job_id)
+                    if job is None or chunk is None:
+                        return ChunkOutcome(job_id, number, "gone",
+                                            message="the job was deleted while the chunk ran")
+                    message = f"chunk {number} failed: {type(e).__name__}: {e}"
+                    logger.exception("job %d: %s", job_id, message)
+                    self._fail_chunk(session, job, chunk, docs, message)
+                    finished = self._finish(session, job_id)
+                    return ChunkOutcome(job_id, number, "failed", len(docs),
+                                        finished_job=finished, message=message)
+            finished = self._finish(session, job_id)
+            return ChunkOutcome(job_id, number, "done", len(docs), written, finished)
+
+    def _current_documents(self, docs: list[tuple[Any, ...]]) -> list[ParsedDocument | DocumentError]:
+        """The chunk's documents as the source holds them now (changed ones noted)."""
+        max_bytes = int(self.settings.max_document_mb * 2**20)
+        out: list[ParsedDocument | DocumentError] = []
+        for key, source, planned_hash in docs:
+            item = _PARSED.documents(str(source), max_bytes).get(str(key))
+            if item is None:
+                out.append(DocumentError(str(key), str(source),
+                                         f"{key} is no longer in {source} (removed after the job "
+                                         "was planned); not indexed"))
+                continue
+            if isinstance(item, ParsedDocument) and item.content_hash != planned_hash:
+                item = ParsedDocument(item.key, item.source, item.text, item.title,
+                                      dict(item.metadata), [*item.warnings,
+                                      f"{key} changed after the job was planned; its current "
+                                      "content was indexed"])
+            out.append(item)
+        return out
+
+    def _write_chunk(self, session: Session, coll: md.Collection, job: md.IndexJob,
+                     chunk: md.JobChunk, docs: list[tuple[Any, ...]]) -> int:
+        embedder = self.ctx.embedders.get(job.embedder)
+        tokenize = self.index._tokenizer_for(coll, embedder)
+        chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
+        t0 = time.perf_counter()
+        items = self._current_documents(docs)
+        tally = _Tally(parse_s=time.perf_counter() - t0)
+        report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
+                             state="running")
+        job_id, chunk_id = job.id, chunk.id
+
+        def finish(s: Session) -> None:
+            for error in tally.errors:
+                error.job_id = job_id
+            s.add_all(tally.errors)
+            s.execute(update(md.JobChunk).where(md.JobChunk.id == chunk_id).values(
+                state="done", finished_at=md.utcnow(), claimed_until=None, error=None))
+            self._add_counts(s, job_id, report, tally, chunks_done=1)
+
+        self.index._process_batch(session, coll, tally, report, items, embedder, job.embedder,
+                                  tokenize, chunking, finish=finish)
+        return report.chunks_written
+
+    @staticmethod
+    def _add_counts(session: Session, job_id: int, report: IndexReport, tally: _Tally,
+                    chunks_done: int) -> None:
+        J = md.IndexJob
+        session.execute(update(J).where(J.id == job_id).values(
+            docs_seen=J.docs_seen + report.docs_seen,
+            docs_indexed=J.docs_indexed + report.docs_indexed,
+            docs_skipped=J.docs_skipped + report.docs_skipped,
+            docs_failed=J.docs_failed + report.docs_failed,
+            chunks_written=J.chunks_written + report.chunks_written,
+            chunks_done=J.chunks_done + chunks_done,
+            parse_s=J.parse_s + tally.parse_s, encode_s=J.encode_s + tally.encode_s,
+            store_s=J.store_s + tally.store_s, metadata_s=J.metadata_s + tally.metadata_s))
+
+    def _fail_chunk(self, session: Session, job: md.IndexJob, chunk: md.JobChunk,
+                    docs: list[tuple[Any, ...]], message: str) -> None:
+        chunk.state, chunk.error, chunk.finished_at = "failed", message, md.utcnow()
+        chunk.claimed_until = None
+        report = IndexReport(job_id=job.id, collection=job.collection.name,
+                             embedder=job.embedder, state="running",
+                             docs_seen=len(docs), docs_failed=len(docs))
+        tally = _Tally(errors=[md.JobError(job_id=job.id, document_key=str(key), kind="error",
+                                           message=message) for key, _s, _h in docs])
+        session.add_all(tally.errors)
+        self._add_counts(session, job.id, report, tally, chunks_done=1)
+        session.commit()
+
+    def fail_chunk(self, job_id: int, number: int, message: str) -> None:
+        """Give a chunk up (its retries ran out); its documents become job errors."""
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            chunk = session.scalar(select(md.JobChunk).where(md.JobChunk.job_id == job_id,
+                                                             md.JobChunk.number == number))
+            if job is None or chunk is None or chunk.state in ("done", "failed"):
+                return
+            self._fail_chunk(session, job, chunk, [tuple(d) for d in chunk.docs], message)
+            self._finish(session, job_id)
+
+    # ------------------------------------------------------------------ finish
+
+    def _finish(self, session: Session, job_id: int) -> bool:
+        """Complete the job if no chunk is left; True if this call completed it."""
+        C = md.JobChunk
+        left = session.scalar(select(func.count()).select_from(C).where(
+            C.job_id == job_id, C.state.in_(("queued", "running"))))
+        if left:
+            return False
+        job = md.get_job(session, job_id)
+        if job is None or job.state != "running":
+            return False
+        coll = job.collection
+        t0 = time.perf_counter()
+        self.store.optimize(coll.name)
+        self.store.flush()
+        failed = session.scalar(select(func.count()).select_from(C).where(
+            C.job_id == job_id, C.state == "failed")) or 0
+        J = md.IndexJob
+        done = session.execute(update(J).where(J.id == job_id, J.state == "running").values(
+            state="completed", finished_at=md.utcnow(), store_s=J.store_s + (
+                time.perf_counter() - t0),
+            message=(f"{failed} chunk(s) failed; their documents are listed as errors: "
+                     f"facet jobs {job_id}") if failed else None))
+        session.commit()
+        leases.release(session, coll.id, job_id)
+        self.store.release(coll.name)
+        if done.rowcount == 1:  # type: ignore[attr-defined]
+            logger.info("job %d completed", job_id)
+            return True
+        return False
+
+
+def is_transient(error: BaseException) -> bool:
+    """Errors worth a retry with backoff: the store server or the database out of reach."""
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    from indexer.errors import StoreUnavailableError
+
+    if isinstance(error, StoreUnavailableError | OperationalError):
+        return True
+    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
+
+
+__all__ = ["ChunkBusy", "ChunkOutcome", "ChunkedIndexService", "IndexOptions", "JobGone",
+           "WriterBusy", "is_transient"]

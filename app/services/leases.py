@@ -1,0 +1,194 @@
+"""The single-writer lease of a collection: one job writes a collection at a time, on any host.
+
+The lease lives on the collection row (``writer_job_id``, ``writer_host``, ``writer_pid``,
+``heartbeat_at``, ``lease_expires_at``). Taking it is one conditional ``UPDATE`` (free, ours
+already, or expired), atomic on SQLite and PostgreSQL alike, so two processes, or two hosts,
+racing for it cannot both win. The holder renews it every ``ttl / 4`` (``Heartbeat``); a
+holder that stops renewing (killed, host gone, network cut) loses it ``ttl`` seconds after its
+last heartbeat. On the holder's own host a dead pid frees it at once, but a pid on another
+host is never probed (it would look dead): there only the expiry counts.
+
+With workers, the holder is the *job*: every chunk task of the job renews it, from whichever
+worker runs it, and the job is dead when no chunk has made progress for ``ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy import or_, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from indexer import metadata as md
+
+logger = logging.getLogger(__name__)
+
+HOST = socket.gethostname()
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` of *this* host is alive (a zombie counts as dead)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a collection's lease."""
+
+    job_id: int
+    host: str | None
+    pid: int | None
+    heartbeat_at: dt.datetime | None
+    expires_at: dt.datetime | None
+
+    def alive(self, now: dt.datetime | None = None) -> bool:
+        """Still holding: not expired, and (on this host) its process still runs."""
+        now = now or md.utcnow()
+        if self.expires_at is None or self.expires_at <= now:
+            return False
+        return not (self.host == HOST and self.pid and not pid_alive(self.pid))
+
+    def describe(self, now: dt.datetime | None = None) -> str:
+        """``job 12 (pid 345 on host h, heartbeat 3s ago)``."""
+        now = now or md.utcnow()
+        beat = (f", heartbeat {max(0.0, (now - self.heartbeat_at).total_seconds()):.0f}s ago"
+                if self.heartbeat_at else "")
+        return f"job {self.job_id} (pid {self.pid} on host {self.host}{beat})"
+
+
+def holder(coll: md.Collection) -> Holder | None:
+    """The collection's lease holder as recorded (alive or not), or None."""
+    if coll.writer_job_id is None:
+        return None
+    return Holder(coll.writer_job_id, coll.writer_host, coll.writer_pid, coll.heartbeat_at,
+                  coll.lease_expires_at)
+
+
+def live_holder(session: Session, collection_id: int) -> Holder | None:
+    """The holder if its lease is alive now, else None (fresh read, not the session's cache)."""
+    coll = session.get(md.Collection, collection_id, populate_existing=True)
+    found = holder(coll) if coll is not None else None
+    return found if found is not None and found.alive() else None
+
+
+def acquire(session: Session, collection_id: int, job_id: int, ttl_s: float) -> Holder | None:
+    """Take (or renew) the lease for ``job_id``; commits.
+
+    Returns:
+        None when taken, else the live holder that keeps it.
+    """
+    now = md.utcnow()
+    values = {"writer_job_id": job_id, "writer_host": HOST, "writer_pid": os.getpid(),
+              "heartbeat_at": now, "lease_expires_at": now + dt.timedelta(seconds=ttl_s)}
+    C = md.Collection
+    taken = session.execute(update(C).where(
+        C.id == collection_id,
+        or_(C.writer_job_id.is_(None), C.writer_job_id == job_id,
+            C.lease_expires_at.is_(None), C.lease_expires_at <= now)).values(**values))
+    session.commit()
+    if taken.rowcount == 1:  # type: ignore[attr-defined]
+        return None
+    current = session.get(md.Collection, collection_id, populate_existing=True)
+    other = holder(current) if current is not None else None
+    if other is None:
+        return acquire(session, collection_id, job_id, ttl_s)  # released meanwhile
+    if other.alive(now):
+        return other
+    # Expired by the clock check above, or its process died on this host: take it over,
+    # but only from exactly that holder (another racer may be doing the same).
+    stolen = session.execute(update(C).where(
+        C.id == collection_id, C.writer_job_id == other.job_id,
+        C.writer_pid.is_(other.pid) if other.pid is None else C.writer_pid == other.pid,
+    ).values(**values))
+    session.commit()
+    if stolen.rowcount == 1:  # type: ignore[attr-defined]
+        logger.info("took over the lease of collection %d from dead %s", collection_id,
+                    other.describe(now))
+        return None
+    return acquire(session, collection_id, job_id, ttl_s)
+
+
+def renew(session: Session, collection_id: int, job_id: int, ttl_s: float) -> bool:
+    """Extend the lease if ``job_id`` still holds it; commits. False: it was lost."""
+    now = md.utcnow()
+    C = md.Collection
+    result = session.execute(update(C).where(C.id == collection_id, C.writer_job_id == job_id)
+                             .values(writer_host=HOST, writer_pid=os.getpid(), heartbeat_at=now,
+                                     lease_expires_at=now + dt.timedelta(seconds=ttl_s)))
+    session.commit()
+    return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+
+def release(session: Session, collection_id: int, job_id: int) -> None:
+    """Give the lease up if ``job_id`` holds it; commits."""
+    C = md.Collection
+    session.execute(update(C).where(C.id == collection_id, C.writer_job_id == job_id).values(
+        writer_job_id=None, writer_host=None, writer_pid=None, heartbeat_at=None,
+        lease_expires_at=None))
+    session.commit()
+
+
+class Heartbeat:
+    """Renews a lease from a daemon thread every ``ttl / 4`` while a job works.
+
+    ``lost`` turns true when a renewal finds the lease gone (another job took it over after
+    this process stalled longer than the ttl); the job checks it between batches and stops.
+
+    Args:
+        sessions: a session factory (the thread uses its own session).
+        collection_id: the collection.
+        job_id: the holder.
+        ttl_s: the lease's length.
+        extra: called after every renewal with a session (chunk tasks renew their claim too).
+    """
+
+    def __init__(self, sessions: sessionmaker[Session], collection_id: int, job_id: int,
+                 ttl_s: float, extra: object | None = None) -> None:
+        self.sessions = sessions
+        self.collection_id = collection_id
+        self.job_id = job_id
+        self.ttl_s = ttl_s
+        self.extra = extra
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"facet-lease-{job_id}",
+                                        daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(max(0.2, self.ttl_s / 4)):
+            try:
+                with self.sessions() as session:
+                    if not renew(session, self.collection_id, self.job_id, self.ttl_s):
+                        self.lost = True
+                        logger.warning("job %d lost the lease of collection %d", self.job_id,
+                                       self.collection_id)
+                        return
+                    if callable(self.extra):
+                        self.extra(session)
+            except Exception:  # a database hiccup: try again at the next beat
+                logger.warning("lease heartbeat of job %d failed", self.job_id, exc_info=True)

@@ -1,0 +1,122 @@
+"""Bring a metadata database to the current schema with Alembic (``indexer/migrations``).
+
+Every schema change is a migration from now on. ``upgrade(engine)`` is what ``make_engine``
+runs on every open, so it must be cheap when nothing is to do (one SELECT of the version)
+and safe when several processes open a new database at once:
+
+* a new, empty database gets ``create_all`` and is stamped at the head revision (Alembic's
+  own recipe for fresh databases: one step instead of replaying every migration);
+* a database made before migrations existed (tables but no ``alembic_version``) is stamped
+  at ``0001``, the schema of that time, then upgraded;
+* anything else is upgraded from its recorded revision.
+
+Concurrent first opens are serialised by a lock: ``pg_advisory_lock`` on PostgreSQL, a
+lock file beside the database file on SQLite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection, Engine
+
+logger = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+BASELINE = "0001"
+# Any constant: the key of the advisory lock Facet's migrations hold on PostgreSQL.
+_PG_LOCK_KEY = 0x46414345
+
+
+@functools.lru_cache(maxsize=1)
+def _script() -> Any:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(MIGRATIONS))
+
+
+def head_revision() -> str:
+    """The newest revision in ``indexer/migrations/versions``."""
+    head = _script().get_current_head()
+    assert head is not None
+    return str(head)
+
+
+def current_revision(conn: Connection) -> str | None:
+    """The revision recorded in the database (None: never migrated)."""
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _config(conn: Connection) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+@contextlib.contextmanager
+def _migration_lock(engine: Engine, conn: Connection) -> Iterator[None]:
+    if engine.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_lock({_PG_LOCK_KEY})")
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.exec_driver_sql(f"SELECT pg_advisory_unlock({_PG_LOCK_KEY})")
+            conn.commit()
+        return
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:":
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(str(Path(database).with_name(Path(database).name + ".migrate.lock")),
+                  timeout=120):
+        yield
+
+
+def upgrade(engine: Engine) -> str:
+    """Migrate ``engine``'s database to the head revision; returns what was done.
+
+    Returns:
+        ``"current"`` (nothing to do), ``"created"`` (new database), ``"upgraded"``.
+    """
+    head = head_revision()
+    with engine.connect() as conn:
+        if current_revision(conn) == head:
+            return "current"
+    from alembic import command
+
+    from indexer.metadata import Base
+
+    with engine.connect() as conn, _migration_lock(engine, conn):
+        current = current_revision(conn)  # again: another process may have migrated meanwhile
+        if current == head:
+            return "current"
+        cfg = _config(conn)
+        if current is None and not inspect(conn).has_table("collections"):
+            Base.metadata.create_all(conn)
+            conn.commit()
+            command.stamp(cfg, head)
+            conn.commit()
+            logger.debug("created the metadata schema at revision %s", head)
+            return "created"
+        if current is None:
+            logger.info("metadata database predates migrations: stamping %s", BASELINE)
+            command.stamp(cfg, BASELINE)
+            conn.commit()
+        command.upgrade(cfg, "head")
+        conn.commit()
+        logger.info("migrated the metadata database from %s to %s", current or BASELINE, head)
+        return "upgraded"

@@ -1,0 +1,215 @@
+"""Embedded mode: readers never break a writer, one writer per collection, truthful job states.
+
+The design (docs/indexing.md, "Concurrent access"): an embedded (edge) collection is opened
+by one process at a time, under a per-process ``flock``; a reader in another process gets a
+one-line "collection X is being indexed by job N" (exit 5) instead of touching the shard,
+and ``facet collections`` shows "? points · being indexed by job N".
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from app.core import Facet
+from app.errors import ConflictError
+from app.services.collections import CollectionService
+from app.services.indexing import IndexService
+from app.services.search import SearchRequest
+from app.settings import FacetSettings
+from indexer import metadata as md
+
+from .conftest import write_corpus
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _state(db: Path) -> tuple[str | None, int]:
+    """(state of the newest job, documents indexed) read without the app."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            row = conn.execute("SELECT state FROM index_jobs ORDER BY id DESC LIMIT 1").fetchone()
+            n = conn.execute("SELECT count(*) FROM documents WHERE status='indexed'").fetchone()
+            return (row[0] if row else None), int(n[0])
+    except sqlite3.Error:
+        return None, 0
+
+
+def _env(data: Path) -> dict[str, str]:
+    return dict(os.environ, FACET_DATA_DIR=str(data), FACET_CHUNK_TOKENS="64",
+                FACET_CHUNK_OVERLAP="8", FACET_STORE_WAIT_S="0.2", OMP_NUM_THREADS="1",
+                HF_HUB_OFFLINE="1")
+
+
+def _writer(src: Path, data: Path, name: str, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "app", "index", str(src), "--collection", name,
+                             "--batch-chunks", "8", *extra], env=_env(data), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_indexing(db: Path, proc: subprocess.Popen[bytes], at_least: int = 4) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        state, n = _state(db)
+        if state == "running" and n >= at_least:
+            return
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        time.sleep(0.02)
+    raise AssertionError("the writer did not start indexing")
+
+
+@pytest.mark.slow
+def test_search_and_collections_during_an_index_never_break_it(tmp_path, minilm) -> None:
+    files = write_corpus(tmp_path / "src", 320, words=80)
+    data = tmp_path / "data"
+    writer = _writer(tmp_path / "src", data, "busy")
+    _wait_indexing(data / "facet.db", writer)
+    # Readers in other processes, as a user would run them...
+    clis = {name: subprocess.Popen([sys.executable, "-m", "app", *args], env=_env(data),
+                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+            for name, args in (("search", ["search", "bank card", "-c", "busy"]),
+                               ("collections", ["collections"]))}
+    ended_during_job: dict[str, bool] = {}
+    # ...and in this process, in a loop, until the writer is done.
+    settings = FacetSettings(data_dir=data, chunk_tokens=64, chunk_overlap=8, store_wait_s=0.2)
+    reader = Facet(settings)
+    reader.embedder_cache.put("minilm", minilm)
+    refused = answered = 0
+    try:
+        while writer.poll() is None:
+            for name, proc in clis.items():
+                if name not in ended_during_job and proc.poll() is not None:
+                    ended_during_job[name] = writer.poll() is None
+            try:
+                reader.search(SearchRequest("bank card", "busy", top_k=3))
+                answered += 1
+            except ConflictError as e:
+                assert "is being indexed by job" in str(e) and "one `facet serve`" in str(e)
+                refused += 1
+            infos = reader.collections()
+            assert [i.name for i in infos] == ["busy"]
+            if infos[0].writer:
+                assert infos[0].points is None  # never counted through the writer's shard
+            time.sleep(0.05)
+    finally:
+        reader.close()
+    _out, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err.decode()[-2000:]
+    assert _state(data / "facet.db")[0] == "completed"
+    results = {name: (proc.wait(timeout=120), *proc.communicate()) for name, proc in clis.items()}
+    code, _o, search_err = results["search"]
+    if ended_during_job.get("search"):
+        # One line naming the job and what to do; exit 5 (conflict); no traceback.
+        assert code == 5, search_err
+        lines = [x for x in search_err.splitlines() if x.startswith("error:")]
+        assert len(lines) == 1 and "is being indexed by job 1 (pid" in lines[0], search_err
+    assert "Traceback" not in search_err
+    code, listing, listing_err = results["collections"]
+    assert code == 0 and "Traceback" not in listing_err, listing_err
+    if ended_during_job.get("collections"):
+        assert "? points" in listing and "being indexed by job 1" in listing, listing
+    assert refused > 0, "no read overlapped the index job"
+    with Facet(settings) as facet:
+        info = facet.collection("busy")
+        ids = [h.id for h in facet.context.store.scroll("busy", limit=100_000)]
+    assert info.points == info.chunks == len(ids) == len(set(ids))
+    assert info.documents_indexed == len(files)
+    print(f"CLI readers ended during the job: {ended_during_job}; search stderr: "
+          f"{search_err.strip().splitlines()[-1]!r}; collections: {listing.strip()!r}; "
+          f"{refused} in-process reads refused, {answered} answered; writer completed with "
+          f"{info.points} points == {info.chunks} chunks")
+
+
+def test_two_indexers_creating_one_collection_at_once(make_ctx, tmp_path, monkeypatch) -> None:
+    """Both find no collection, both create it: the loser gets the one-writer message, not
+    an IntegrityError (the interleaving is forced with a barrier)."""
+    write_corpus(tmp_path / "src", 6)
+    first, second = make_ctx(), make_ctx()
+    barrier = threading.Barrier(2, timeout=30)
+    real_get = md.get_collection
+    calls: dict[int, int] = {}
+
+    def racing_get(session, name):  # type: ignore[no-untyped-def]
+        ident = threading.get_ident()
+        calls[ident] = calls.get(ident, 0) + 1
+        found = real_get(session, name)
+        if calls[ident] == 1:  # the very first look-up of each indexer: both see nothing
+            barrier.wait()
+        return found
+
+    monkeypatch.setattr(md, "get_collection", racing_get)
+    outcomes: dict[str, object] = {}
+
+    def run(label: str, ctx) -> None:  # type: ignore[no-untyped-def]
+        try:
+            outcomes[label] = IndexService(ctx).index(tmp_path / "src", "race")
+        except Exception as e:
+            outcomes[label] = e
+
+    threads = [threading.Thread(target=run, args=(k, c)) for k, c in (("a", first), ("b", second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    monkeypatch.setattr(md, "get_collection", real_get)
+    errors = [o for o in outcomes.values() if isinstance(o, Exception)]
+    reports = [o for o in outcomes.values() if not isinstance(o, Exception)]
+    assert all(isinstance(e, ConflictError) and "one writer per collection" in str(e)
+               for e in errors), errors
+    assert len(reports) >= 1 and all(r.state == "completed" for r in reports)  # type: ignore[union-attr]
+    info = CollectionService(first).get("race")
+    assert info.documents_indexed == 6 and info.points == info.chunks
+
+
+def test_job_ids_are_never_reused_after_delete(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    before = IndexService(ctx).index(tmp_path / "src", "c").job_id
+    CollectionService(ctx).delete("c")
+    after = IndexService(ctx).index(tmp_path / "src", "c").job_id
+    assert after > before
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> None:
+    write_corpus(tmp_path / "src", 160, words=80)
+    data = tmp_path / "data"
+    writer = _writer(tmp_path / "src", data, "stop")
+    _wait_indexing(data / "facet.db", writer)
+    writer.send_signal(signal.SIGINT)
+    writer.communicate(timeout=60)
+    assert writer.returncode != 0
+    with Facet(FacetSettings(data_dir=data)) as facet:
+        job = facet.jobs("stop")[0]
+        assert job.state == "interrupted", job
+        assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or "")
+        # Nothing holds the collection any more: it can be read at once.
+        assert facet.collection("stop").writer is None
+
+
+@pytest.mark.slow
+def test_background_in_embedded_mode_runs_a_detached_process(tmp_path) -> None:
+    write_corpus(tmp_path / "src", 3)
+    data = tmp_path / "data"
+    env = {k: v for k, v in _env(data).items() if k != "FACET_BROKER_URL"}
+    done = subprocess.run([sys.executable, "-m", "app", "index", str(tmp_path / "src"), "-c",
+                           "bg", "--background"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    job_id = int(done.stdout.strip().splitlines()[-1])
+    assert "queued on a background process" in done.stderr
+    follow = subprocess.run([sys.executable, "-m", "app", "jobs", str(job_id), "--follow",
+                             "--interval", "0.2"], env=env, cwd=ROOT, capture_output=True,
+                            text=True, timeout=240)
+    assert follow.returncode == 0, follow.stdout + follow.stderr
+    assert follow.stdout.splitlines()[-1].startswith(f"job {job_id} completed: 3/3 documents")
+    assert (data / "logs" / f"job-{job_id}.log").is_file()

@@ -1,0 +1,168 @@
+"""The chunked job protocol in process (what the Celery tasks call): plan, chunks, finish.
+
+No broker here: these tests drive ``ChunkedIndexService`` directly, one call per task, to
+reach the cases a worker cannot be made to hit on cue (a document changed between planning
+and its chunk, a chunk that killed its worker too often, a collection deleted mid-job, a
+duplicate delivery). tests/worker/ runs the same code through real workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select, update
+
+from app.services.collections import CollectionService
+from app.services.distributed import ChunkedIndexService
+from app.services.indexing import IndexService
+from indexer import metadata as md
+
+from .conftest import write_corpus
+
+
+def _plan(ctx, src: Path, name: str, chunk_docs: int = 2):
+    service = ChunkedIndexService(ctx)
+    prepared = IndexService(ctx).prepare(src, name, runner="celery")
+    numbers = service.plan(prepared, chunk_docs)
+    return service, prepared, numbers
+
+
+def test_plan_run_finish_and_duplicate_delivery(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 5)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    assert numbers == [0, 1, 2]
+    first = service.run_chunk(prepared.job_id, 0)
+    again = service.run_chunk(prepared.job_id, 0)  # a re-delivered message: counts nothing
+    assert (first.outcome, again.outcome) == ("done", "duplicate")
+    outcomes = [service.run_chunk(prepared.job_id, n) for n in numbers[1:]]
+    assert [o.outcome for o in outcomes] == ["done", "done"]
+    assert [o.finished_job for o in outcomes] == [False, True]
+    late = service.run_chunk(prepared.job_id, 1)  # after the job completed
+    assert (late.outcome, late.message) == ("skipped", "job is completed")
+    job = CollectionService(ctx).job(prepared.job_id)
+    info = CollectionService(ctx).get("c")
+    assert job.state == "completed" and job.docs_indexed == 5 and job.chunks_done == 3
+    assert info.points == info.chunks == job.chunks_written
+    # A second plan of the same source finds nothing to do.
+    _, second, nothing = _plan(ctx, tmp_path / "src", "c")
+    assert nothing == []
+    assert CollectionService(ctx).job(second.job_id).docs_skipped == 5
+
+
+def test_a_document_that_changed_after_planning(make_ctx, tmp_path) -> None:
+    files = write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    paths = sorted(files)
+    Path(paths[0]).write_text("an entirely new text about sailing boats and harbours")
+    Path(paths[1]).unlink()
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert job.state == "completed"
+    assert (job.docs_seen, job.docs_indexed, job.docs_failed) == (4, 3, 1)
+    messages = {e["document"]: (e["kind"], e["message"]) for e in job.errors}
+    assert messages[paths[0]][0] == "warning" and "changed after the job was planned" in \
+        messages[paths[0]][1]
+    assert messages[paths[1]][0] == "error" and "no longer in" in messages[paths[1]][1]
+    hits = ctx.store.scroll("c", filters={"doc_id": paths[0]})
+    assert [h.payload["text"] for h in hits] == [
+        "an entirely new text about sailing boats and harbours"]
+    info = CollectionService(ctx).get("c")
+    assert info.points == info.chunks and info.documents_indexed == 3
+
+
+def test_a_chunk_that_keeps_killing_its_worker_is_failed_not_rerun(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx(worker_poison_limit=2)
+    service, prepared, _numbers = _plan(ctx, tmp_path / "src", "c")
+    with ctx.sessions() as s:  # two claims that never finished: two dead workers
+        s.execute(update(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id,
+                                            md.JobChunk.number == 0)
+                  .values(attempts=2, state="running", claimed_until=md.utcnow()))
+        s.commit()
+    poisoned = service.run_chunk(prepared.job_id, 0)
+    assert poisoned.outcome == "poisoned" and "FACET_WORKER_POISON_LIMIT=2" in poisoned.message
+    assert service.run_chunk(prepared.job_id, 1).finished_job
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert job.state == "completed" and (job.docs_indexed, job.docs_failed) == (2, 2)
+    assert "1 chunk(s) failed" in (job.message or "")
+    with ctx.sessions() as s:
+        chunk = s.scalar(select(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id,
+                                                    md.JobChunk.number == 0))
+        assert chunk is not None and (chunk.state, chunk.attempts) == ("failed", 3)
+
+
+def test_chunks_of_a_deleted_collection_are_dropped(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    service.run_chunk(prepared.job_id, numbers[0])
+    # The job holds the lease: deleting refuses until the lease is gone...
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "c")
+        assert coll is not None
+        coll.lease_expires_at = md.utcnow()  # its workers stopped
+        s.commit()
+    CollectionService(ctx).delete("c")
+    gone = service.run_chunk(prepared.job_id, numbers[1])
+    assert gone.outcome == "gone"
+    assert not ctx.store.collection_exists("c")  # nothing written back into a deleted collection
+
+
+def test_a_busy_claim_is_retried_not_run_twice(make_ctx, tmp_path) -> None:
+    from datetime import timedelta
+
+    import pytest
+
+    from app.services.distributed import ChunkBusy
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    with ctx.sessions() as s:  # another live worker claims chunk 0 for the next minute
+        s.execute(update(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id)
+                  .values(state="running", worker="other:1", attempts=1,
+                          claimed_until=md.utcnow() + timedelta(seconds=60)))
+        s.commit()
+    with pytest.raises(ChunkBusy, match="claimed by other:1"):
+        service.run_chunk(prepared.job_id, numbers[0])
+
+
+def test_a_transient_store_outage_is_retried_without_losing_or_counting_twice(make_ctx,
+                                                                               tmp_path) -> None:
+    """The store fails once mid-chunk as a server outage would (a wrapper raising
+    StoreUnavailableError: a Qdrant server cannot be stopped and restarted with its data here)."""
+    import pytest
+
+    from app.services.distributed import is_transient
+    from indexer.errors import StoreUnavailableError
+
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    real_upsert = ctx.store.upsert
+    calls = {"n": 0}
+
+    def flaky_upsert(collection, points):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise StoreUnavailableError("cannot reach Qdrant at http://qdrant:6333: timed out")
+        return real_upsert(collection, points)
+
+    ctx.store.upsert = flaky_upsert  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailableError) as raised:
+        service.run_chunk(prepared.job_id, numbers[0])
+    assert is_transient(raised.value)
+    service.release_claim(prepared.job_id, numbers[0])  # what the task does before its retry
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    job = CollectionService(ctx).job(prepared.job_id)
+    info = CollectionService(ctx).get("c")
+    assert job.state == "completed" and (job.docs_seen, job.docs_indexed) == (4, 4)
+    assert info.points == info.chunks == job.chunks_written
+    with ctx.sessions() as s:
+        attempts = s.scalars(select(md.JobChunk.attempts).where(
+            md.JobChunk.job_id == prepared.job_id).order_by(md.JobChunk.number)).all()
+    assert list(attempts) == [1, 1]  # the outage did not count towards the poison limit

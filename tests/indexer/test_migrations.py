@@ -1,0 +1,87 @@
+"""Alembic migrations: a new database, a database from before migrations, concurrent opens."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, text
+
+from indexer import migrate
+from indexer.metadata import Base, make_engine
+
+
+def _diff(engine) -> list:  # type: ignore[no-untyped-def]
+    with engine.connect() as conn:
+        return list(compare_metadata(MigrationContext.configure(conn), Base.metadata))
+
+
+def test_a_new_database_is_created_at_head(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'new.db'}")
+    with engine.connect() as conn:
+        assert migrate.current_revision(conn) == migrate.head_revision()
+    assert _diff(engine) == []
+    assert migrate.upgrade(engine) == "current"
+
+
+def _issue6_database(url: str) -> None:
+    """A database as issue 6 left it: the 0001 schema, rows, and no alembic_version."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        command.upgrade(migrate._config(conn), migrate.BASELINE)
+        conn.commit()
+        conn.execute(text("INSERT INTO collections (name, backend, chunk_size, chunk_overlap, "
+                          "tokenizer, created_at) VALUES ('old', 'edge', 200, 32, 'minilm', "
+                          "'2026-01-01')"))
+        for state in ("completed", "completed", "running"):
+            conn.execute(text(
+                "INSERT INTO index_jobs (collection_id, source, embedder, state, docs_seen, "
+                "docs_indexed, docs_skipped, docs_failed, docs_deleted, chunks_written, parse_s, "
+                "encode_s, store_s, metadata_s, started_at) VALUES (1, '/src', 'minilm', "
+                f"'{state}', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '2026-01-01')"))
+        conn.execute(text("DROP TABLE alembic_version"))
+        conn.commit()
+    engine.dispose()
+
+
+def test_a_database_from_before_migrations_is_upgraded_in_place(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    _issue6_database(url)
+    engine = make_engine(url)
+    assert _diff(engine) == []
+    with engine.begin() as conn:
+        jobs = conn.execute(text("SELECT id, state, runner FROM index_jobs ORDER BY id")).all()
+        assert [tuple(j) for j in jobs] == [(1, "completed", "inline"), (2, "completed", "inline"),
+                                             (3, "running", "inline")]
+        assert conn.execute(text("SELECT writer_job_id FROM collections")).scalar() is None
+        # Ids are not reused after the newest job is deleted (AUTOINCREMENT since 0002).
+        conn.execute(text("DELETE FROM index_jobs WHERE id = 3"))
+        conn.execute(text(
+            "INSERT INTO index_jobs (collection_id, source, embedder, state, docs_seen, "
+            "docs_indexed, docs_skipped, docs_failed, docs_deleted, chunks_written, parse_s, "
+            "encode_s, store_s, metadata_s, started_at, runner, chunks_total, chunks_done, "
+            "docs_total) VALUES (1, '/src', 'minilm', 'queued', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+            "'2026-01-02', 'inline', 0, 0, 0)"))
+        assert conn.execute(text("SELECT max(id) FROM index_jobs")).scalar() == 4
+
+
+def test_processes_opening_a_new_database_at_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            make_engine(url).dispose()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=open_it) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert _diff(create_engine(url)) == []

@@ -1,0 +1,255 @@
+"""Index jobs through real workers: a real redis-server, worker subprocesses, the Qdrant stand-in.
+
+Exact counts after every disruption: the points in the store are exactly the chunks the
+chunker makes of the corpus (same ids, no duplicate), the chunk rows agree, and the job's
+counters say what happened.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.core import Facet
+from app.services.search import SearchRequest
+from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
+from indexer.store import point_id
+from tests.app.services.conftest import write_corpus
+
+from .conftest import Stack
+
+pytestmark = pytest.mark.slow
+
+N_DOCS = 48
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> dict[str, str]:
+    return write_corpus(tmp_path / "src", N_DOCS, words=80)
+
+
+@pytest.fixture
+def client(stack: Stack, minilm) -> Iterator[Facet]:
+    facet = Facet(stack.settings())
+    facet.embedder_cache.put("minilm", minilm)
+    yield facet
+    facet.close()
+
+
+def expected_ids(files: dict[str, str], minilm) -> set[str]:
+    spans = tokenizer_spans(minilm.backbone.tokenizer)
+    return {point_id(k, c.number) for k, t in files.items()
+            for c in chunk_text(t, spans, ChunkingConfig(64, 8))}
+
+
+def submit(stack: Stack, source: Path, collection: str) -> int:
+    done = stack.facet("index", str(source), "--collection", collection, "--background")
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def wait_for(client: Facet, job_id: int, timeout: float = 240.0, until: str = "completed"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = client.job(job_id)
+        if job.state == until or job.state in ("completed", "failed", "interrupted"):
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} still {client.job(job_id)} after {timeout}s")
+
+
+def wait_chunks_done(client: Facet, job_id: int, at_least: int, timeout: float = 240.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = client.job(job_id)
+        if job.chunks_done >= at_least:
+            return job.chunks_done
+        assert job.state in ("queued", "running"), job
+        time.sleep(0.02)
+    raise AssertionError(f"job {job_id} did not reach {at_least} chunk tasks")
+
+
+def assert_exact(client: Facet, collection: str, files: dict[str, str], minilm,
+                 job_id: int) -> None:
+    expected = expected_ids(files, minilm)
+    ids = [h.id for h in client.context.store.scroll(collection, limit=100_000)]
+    assert len(ids) == len(set(ids)), "duplicate point ids"
+    assert set(ids) == expected
+    assert client.context.store.count(collection) == len(expected)
+    info = client.collection(collection)
+    assert info.points == info.chunks == len(expected)
+    assert info.documents_indexed == len(files)
+    job = client.job(job_id)
+    assert job.state == "completed", job
+    assert (job.docs_seen, job.docs_indexed, job.docs_failed) == (len(files), len(files), 0)
+    assert job.chunks_written == len(expected)
+    assert job.chunks_done == job.chunks_total == -(-len(files) // 4)  # 4 documents per task
+
+
+def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus, minilm,
+                                                    tmp_path) -> None:
+    stack.start_worker()
+    job_id = submit(stack, tmp_path / "src", "bg")
+    follow = stack.facet("jobs", str(job_id), "--follow", "--interval", "0.2", timeout=240)
+    assert follow.returncode == 0, follow.stdout + follow.stderr
+    lines = follow.stdout.splitlines()
+    assert lines[-1].startswith(f"job {job_id} completed: {N_DOCS}/{N_DOCS} documents")
+    assert_exact(client, "bg", corpus, minilm, job_id)
+    # Run again: nothing changed, so nothing is sent to the chunk tasks.
+    again = submit(stack, tmp_path / "src", "bg")
+    job = wait_for(client, again)
+    assert (job.state, job.docs_skipped, job.chunks_total) == ("completed", N_DOCS, 0)
+
+
+def test_kill9_worker_mid_job_then_restart(stack: Stack, client, corpus, minilm,
+                                           tmp_path) -> None:
+    worker = stack.start_worker(queues="index")
+    files = write_corpus(tmp_path / "big", 2 * N_DOCS, words=80)
+    job_id = client.submit_index(tmp_path / "big", "kill").id  # no CLI start-up: kill early
+    done_at_kill = wait_chunks_done(client, job_id, 2)
+    worker.kill9()
+    total = client.job(job_id).chunks_total
+    assert 2 <= done_at_kill < total, (done_at_kill, total)
+    time.sleep(5)  # past the 4 s lease: the job is seen as stalled, not running
+    assert client.job(job_id).state == "stalled"
+    stack.start_worker(queues="index")
+    job = wait_for(client, job_id)
+    assert job.state == "completed", job
+    assert_exact(client, "kill", files, minilm, job_id)
+    print(f"kill -9 after {done_at_kill}/{total} chunk tasks; completed after restart with "
+          f"{job.chunks_written} points == chunks")
+
+
+def test_redis_restart_mid_job(stack: Stack, redis_server, client, corpus, minilm,
+                               tmp_path) -> None:
+    stack.start_worker(queues="index")
+    files = write_corpus(tmp_path / "big", 2 * N_DOCS, words=80)
+    job_id = client.submit_index(tmp_path / "big", "redis").id
+    done_at_restart = wait_chunks_done(client, job_id, 2)
+    redis_server.stop()
+    time.sleep(1.0)
+    redis_server.start()
+    job = wait_for(client, job_id)
+    assert job.chunks_done > done_at_restart
+    assert_exact(client, "redis", files, minilm, job_id)
+    print(f"redis restarted after {done_at_restart}/{job.chunks_total} chunk tasks; completed")
+
+
+def test_twenty_concurrent_searches_while_a_worker_indexes(stack: Stack, client, minilm,
+                                                           tmp_path) -> None:
+    stack.start_worker(queues="index")
+    # A first small job makes the collection exist before the searches start.
+    first = write_corpus(tmp_path / "seed", 2, words=20)
+    wait_for(client, client.submit_index(tmp_path / "seed", "live").id)
+    files = write_corpus(tmp_path / "big", 2 * N_DOCS, words=80)
+    job_id = client.submit_index(tmp_path / "big", "live").id
+    wait_chunks_done(client, job_id, 1)
+    failures: list[BaseException] = []
+    finished: list[tuple[float, int]] = []  # (when, hits)
+    stop = threading.Event()
+
+    def search(i: int) -> None:
+        while not stop.is_set():
+            try:
+                hits = client.search(SearchRequest(f"note {i} sentence", "live", top_k=5)).results
+                finished.append((time.monotonic(), len(hits)))
+            except BaseException as e:
+                failures.append(e)
+                return
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    job = wait_for(client, job_id)
+    job_done = time.monotonic()
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    assert not failures, failures[:3]
+    during = [n for when, n in finished if when < job_done]
+    assert len(during) >= 20, f"only {len(during)} searches ended while the job ran"
+    assert all(0 < n <= 5 for _, n in finished)
+    expected = expected_ids(files, minilm) | expected_ids(first, minilm)
+    ids = [h.id for h in client.context.store.scroll("live", limit=100_000)]
+    assert len(ids) == len(set(ids)) and set(ids) == expected
+    info = client.collection("live")
+    assert info.points == info.chunks == len(expected)
+    assert job.state == "completed" and job.docs_indexed == 2 * N_DOCS
+    print(f"{len(during)} searches from 20 threads ended while the worker indexed, none failed; "
+          f"{info.points} points == {info.chunks} chunks, no duplicate id")
+
+
+def test_query_queue_encodes_on_the_worker(stack: Stack, minilm, tmp_path) -> None:
+    from app.errors import UnknownModelError
+    from app.remote import CeleryQueryEncoder
+
+    stack.start_worker(queues="query")
+    encoder = CeleryQueryEncoder(stack.settings())
+    try:
+        texts = ["card not working", "where is my refund"]
+        remote = encoder.encode(texts, embedder="minilm", instruction="Find the intent")
+        local = minilm.encode(texts, role="query", instruction="Find the intent")
+        assert remote.dtype == local.dtype and remote.shape == local.shape
+        assert abs(remote - local).max() < 1e-5
+        with pytest.raises(UnknownModelError, match="no-such-model"):
+            encoder.encode(["x"], embedder="no-such-model")
+    finally:
+        encoder.close()
+
+
+def test_a_job_on_a_deleted_collection_is_dropped(stack: Stack, client, corpus, minilm,
+                                                  tmp_path) -> None:
+    # Queued with no worker running, then its collection is deleted.
+    gone = submit(stack, tmp_path / "src", "doomed")
+    deleted = stack.facet("delete", "doomed", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    worker = stack.start_worker(queues="index")
+    fresh = submit(stack, tmp_path / "src", "doomed")  # same name, a new collection
+    assert fresh > gone  # job ids are never reused
+    wait_for(client, fresh)
+    assert_exact(client, "doomed", corpus, minilm, fresh)
+    assert f"index job {gone} no longer exists" in worker.text()
+
+
+def test_bad_input_unknown_queue_and_broker_down(stack: Stack, tmp_path, corpus) -> None:
+    t0 = time.monotonic()
+    bad = stack.facet("worker", "--queues", "index,gpu")
+    assert bad.returncode == 2
+    assert "unknown queue 'gpu'; the queues are index, query" in bad.stderr
+    stack.env["FACET_BROKER_URL"] = f"redis://127.0.0.1:{_closed_port()}/0"
+    t0 = time.monotonic()
+    down = stack.facet("index", str(tmp_path / "src"), "-c", "x", "--background")
+    took = time.monotonic() - t0
+    assert down.returncode == 7, down.stderr
+    assert down.stderr.strip().splitlines()[-1].startswith("error: cannot reach the broker at")
+    assert "Traceback" not in down.stderr
+    worker = stack.facet("worker")
+    assert worker.returncode == 7 and "cannot reach the broker" in worker.stderr
+    print(f"broker down: exit 7 in {took:.1f}s (process start included)")
+    assert took < 30
+    # A broker that accepts connections and never answers: a timeout, not a hang.
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        stack.env["FACET_BROKER_URL"] = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+        t0 = time.monotonic()
+        hung = stack.facet("index", str(tmp_path / "src"), "-c", "x", "--background")
+        took = time.monotonic() - t0
+    finally:
+        silent.close()
+    assert hung.returncode == 7 and "Timeout" in hung.stderr, hung.stderr
+    print(f"silent broker: exit 7 in {took:.1f}s")
+    assert took < 30
+
+
+def _closed_port() -> int:
+    from .conftest import free_port
+
+    return free_port()  # bound and released: nothing listens there

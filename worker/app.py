@@ -1,0 +1,116 @@
+"""The Celery application of the workers: configuration, queues and per-process start-up.
+
+``celery -A worker.app worker -Q index,query`` works as well as ``facet worker``. Settings come
+from ``FACET_*`` (``app.settings``); the Celery configuration is ``app.remote.celery_config``,
+shared with the clients that send tasks: JSON only, late acknowledgement, re-delivery of a
+task whose worker died, one task prefetched per process, Redis visibility timeout from
+``FACET_VISIBILITY_TIMEOUT_S``.
+
+Models are loaded once per worker *process*, in ``worker_process_init`` (after the fork):
+the parent never touches CUDA (a CUDA context does not survive ``fork``), and each child
+loads ``FACET_WORKER_PRELOAD`` (default: the default embedder) on ``FACET_DEVICE``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown
+
+from app.remote import celery_config
+from app.settings import FacetSettings, get_settings
+
+logger = logging.getLogger(__name__)
+
+
+def make_celery(settings: FacetSettings | None = None) -> Celery:
+    """The workers' Celery app for ``settings`` (default: the environment's)."""
+    settings = settings or get_settings()
+    broker = settings.broker_url or "redis://localhost:6379/0"
+    app = Celery("facet", broker=broker, backend=settings.result_backend or broker,
+                 include=["worker.tasks"])
+    app.conf.update(celery_config(settings))
+    # Loading a model in worker_process_init can take minutes (a GPU model from disk);
+    # Celery's default of 4 s would count the child as dead.
+    app.conf.worker_proc_alive_timeout = 600.0
+    return app
+
+
+celery_app = make_celery()
+
+
+class _NoJobs:
+    """A worker's facade never starts jobs of its own (it *is* where jobs run)."""
+
+    runner_name = "worker"
+
+    def submit(self, job: Any) -> None:
+        raise RuntimeError("a worker does not submit jobs")
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+
+_STATE: dict[str, Any] = {}
+
+
+def worker_facet() -> Any:
+    """This worker process's facade (built on first use if ``worker_process_init`` did not run,
+    e.g. the solo pool or a test calling a task function directly)."""
+    facet = _STATE.get("facet")
+    if facet is None:
+        facet = _open_facet(get_settings())
+    return facet
+
+
+def _open_facet(settings: FacetSettings) -> Any:
+    from app.core import Facet
+    from app.encoding import EmbedderCache, InlineQueryEncoder
+    from app.services.distributed import ChunkedIndexService
+
+    cache = EmbedderCache(settings.device)
+    # The worker encodes in process: never through the queues it serves.
+    encoder = InlineQueryEncoder(cache, query_threads=settings.query_threads)
+    facet = Facet(settings, embedders=cache, encoder=encoder, jobs=_NoJobs())
+    _STATE["facet"] = facet
+    _STATE["chunks"] = ChunkedIndexService(facet.context)
+    return facet
+
+
+def chunk_service() -> Any:
+    """This process's ``ChunkedIndexService`` (over the worker facade's context)."""
+    worker_facet()
+    return _STATE["chunks"]
+
+
+@worker_init.connect
+def _check_parent(**_: Any) -> None:
+    """In the parent, before the pool forks: CUDA must not be initialised here."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        raise RuntimeError("CUDA was initialised in the worker's parent process before the "
+                           "fork; models must be loaded in worker_process_init only")
+
+
+@worker_process_init.connect
+def _load_models(**_: Any) -> None:
+    """In each pool process: threads, the facade and the preloaded models."""
+    settings = get_settings()
+    if settings.index_threads:
+        import torch
+
+        torch.set_num_threads(settings.index_threads)
+    facet = _open_facet(settings)
+    for name in settings.worker_preload or [settings.default_embedder]:
+        model = facet.embedder(name)
+        logger.info("worker process loaded %s (%s-d)", model.name, model.dim)
+
+
+@worker_process_shutdown.connect
+def _close(**_: Any) -> None:
+    facet = _STATE.pop("facet", None)
+    if facet is not None:
+        facet.close()

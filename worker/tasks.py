@@ -1,0 +1,120 @@
+"""Celery tasks: each parses its JSON arguments, calls one service method and reports.
+
+* ``facet.index_job`` (queue ``index``): plan a prepared job into chunk rows, then send one
+  ``facet.index_chunk`` per chunk as a group. A job whose collection is written by another
+  live job waits (retried until the lease is free).
+* ``facet.index_chunk`` (queue ``index``): index one chunk; the last one completes the job.
+  Transient store/database errors are retried with exponential backoff (and jitter).
+* ``facet.encode`` (queue ``query``, or ``index`` for bulk) and ``facet.generate_answers``:
+  the ``QueryEncoder`` seam run on the worker's models; results as base64 float32.
+
+Progress and outcomes are in the SQL job table, not in task results (which expire).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from typing import Any
+
+from app.errors import FacetError
+from app.remote import ANSWERS_TASK, ENCODE_TASK, INDEX_CHUNK_TASK, INDEX_JOB_TASK, encode_result
+from app.services.distributed import ChunkBusy, JobGone, WriterBusy, is_transient
+from app.services.indexing import IndexService, PreparedJob
+from worker.app import celery_app, chunk_service, worker_facet
+
+logger = logging.getLogger(__name__)
+
+MAX_TRANSIENT_RETRIES = 8
+
+
+def _backoff(retries: int) -> float:
+    import random
+
+    return min(60.0, 2.0 ** retries) * (0.5 + random.random() / 2)
+
+
+@celery_app.task(name=INDEX_JOB_TASK, bind=True, max_retries=None)
+def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """Plan a prepared job (``PreparedJob.to_dict()``) and fan its chunks out."""
+    prepared = PreparedJob.from_dict(payload)
+    service = chunk_service()
+    try:
+        numbers = service.plan(prepared)
+    except JobGone as e:
+        logger.info("%s", e)
+        return {"job_id": prepared.job_id, "state": "gone"}
+    except WriterBusy as e:
+        logger.info("job %d: %s; retrying in %.0fs", prepared.job_id, e, e.retry_in_s)
+        raise self.retry(countdown=e.retry_in_s) from e
+    except Exception as e:
+        if is_transient(e) and self.request.retries < MAX_TRANSIENT_RETRIES:
+            raise self.retry(countdown=_backoff(self.request.retries)) from e
+        if isinstance(e, FacetError):  # recorded on the job row by plan()
+            logger.warning("job %d failed: %s", prepared.job_id, e)
+            return {"job_id": prepared.job_id, "state": "failed", "message": str(e)}
+        IndexService(service.ctx).fail(prepared.job_id, f"{type(e).__name__}: {e}")
+        raise
+    if numbers:
+        from celery import group
+
+        group(index_chunk.si(prepared.job_id, n) for n in numbers).apply_async(queue="index")
+    return {"job_id": prepared.job_id, "state": "planned", "chunks": len(numbers)}
+
+
+@celery_app.task(name=INDEX_CHUNK_TASK, bind=True, max_retries=None)
+def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
+    """Index chunk ``number`` of job ``job_id``."""
+    service = chunk_service()
+    started = time.monotonic()
+    try:
+        outcome = asdict(service.run_chunk(int(job_id), int(number)))
+        took = time.monotonic() - started
+        limit = service.settings.visibility_timeout_s
+        if took > limit / 2:
+            logger.warning("chunk %d of job %d took %.0fs, over half the visibility timeout "
+                           "(%ds): a longer chunk would be re-delivered while it runs; raise "
+                           "FACET_VISIBILITY_TIMEOUT_S or lower FACET_WORKER_CHUNK_DOCS",
+                           number, job_id, took, limit)
+        return outcome
+    except ChunkBusy as e:
+        raise self.retry(countdown=e.retry_in_s) from e
+    except Exception as e:
+        if not is_transient(e):
+            raise
+        service.release_claim(int(job_id), int(number))
+        if self.request.retries >= MAX_TRANSIENT_RETRIES:
+            service.fail_chunk(int(job_id), int(number),
+                               f"gave up after {MAX_TRANSIENT_RETRIES} retries: {e}")
+            raise
+        countdown = _backoff(self.request.retries)
+        logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, e, countdown)
+        raise self.retry(countdown=countdown) from e
+
+
+def _error(e: FacetError) -> dict[str, Any]:
+    return {"error": {"type": type(e).__name__, "message": str(e)}}
+
+
+@celery_app.task(name=ENCODE_TASK, ignore_result=False, acks_late=False)
+def encode(texts: list[str], embedder: str, role: str, instruction: str | None) -> dict[str, Any]:
+    """Encode texts with this worker's model (the ``QueryEncoder`` seam)."""
+    try:
+        vectors = worker_facet().encoder.encode(texts, embedder=embedder, role=role,
+                                                instruction=instruction)
+    except FacetError as e:
+        return _error(e)
+    return encode_result(vectors)
+
+
+@celery_app.task(name=ANSWERS_TASK, ignore_result=False)
+def generate_answers(texts: list[str], explainer: str, instruction: str | None,
+                     max_new_tokens: int | None) -> dict[str, Any]:
+    """InBedder answers (cluster names) with this worker's model."""
+    try:
+        answers = worker_facet().encoder.generate_answers(
+            texts, explainer=explainer, instruction=instruction, max_new_tokens=max_new_tokens)
+    except FacetError as e:
+        return _error(e)
+    return {"answers": answers}
