@@ -26,13 +26,8 @@ import torch
 
 from embedders.base import Embedder, PromptConfig, PromptTokenizer, Role
 from embedders.losses import cosent, info_nce, similarity_distillation
-from embedders.methods.common import CORPUS_PROMPTS, MethodConfig, TrainableDecoderEmbedder
+from embedders.methods.common import CORPUS_PROMPTS, PROMPTEOL_PROMPTS, MethodConfig, TrainableDecoderEmbedder
 
-PROMPTEOL_PROMPTS = PromptConfig(
-    query='{instruction}This sentence : "{text}" means in one word:"',
-    document='{instruction}This sentence : "{text}" means in one word:"',
-    instruction_format="{instruction}\n",
-)
 TEMPLATES: dict[str, PromptConfig] = {"prompteol": PROMPTEOL_PROMPTS, "eos": CORPUS_PROMPTS}
 
 

@@ -15,7 +15,6 @@ import torch
 from embedders import InvalidInputError, PromptConfig, Role, load_checkpoint, load_embedder
 from embedders.backbone import LoraSettings
 from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
-from embedders.methods.inbedder.config import INBEDDER_TEMPLATE
 from embedders.training.instruct_data import TripleBatch
 
 # Dropout off so the loss before and after a step is a deterministic function of the weights.
@@ -45,7 +44,7 @@ def _unit(x: torch.Tensor) -> np.ndarray:
 
 
 def _prompt_ids(model, text: str, instruction: str) -> torch.Tensor:
-    prompt = INBEDDER_TEMPLATE.format(text=text, instruction=instruction)
+    prompt = model.prompts.render(text, Role.DOCUMENT, instruction)
     return torch.tensor([model.backbone.tokenizer(prompt, add_special_tokens=False)["input_ids"]])
 
 
@@ -56,14 +55,16 @@ def test_config_rejects_bad_values():
         InBedderConfig(gen_tokens=0)
     with pytest.raises(ValueError, match="answer_max_tokens must be between 1 and max_length // 2 = 32"):
         InBedderConfig(max_length=64, answer_max_tokens=40)
-    with pytest.raises(ValueError, match="must contain '\\{instruction\\}'"):
-        InBedderConfig(prompts=PromptConfig(query="{text}", document="{text}"))
+    # Prompts follow the template: a hand-written one without the instruction cannot sneak in.
+    assert "{instruction}" in InBedderConfig(prompts=PromptConfig(query="{text}", document="{text}")).prompts.query
 
 
-def test_prompt_puts_the_instruction_after_the_input(model):
+def test_prompt_puts_the_instruction_in_the_template(model):
     prompt = model.prompts.render("TEXT", Role.QUERY, "QUESTION")
-    assert prompt == "### Input:\nTEXT\n\n### Instruction:\nQUESTION\n\n### Response:"
+    assert prompt == 'QUESTION\nThis sentence : "TEXT" means in one word:"'
     assert model.prompts.render("TEXT", Role.DOCUMENT, "QUESTION") == prompt
+    alpaca = InBedderConfig(template="alpaca").prompts.render("TEXT", Role.QUERY, "QUESTION")
+    assert alpaca == "### Input:\nTEXT\n\n### Instruction:\nQUESTION\n\n### Response:"
 
 
 def test_only_lora_parameters_are_trainable(model):
@@ -81,7 +82,7 @@ def test_labels_cover_answer_and_eos_only(model):
     labels = lm.extras["labels"]
     assert labels.shape == lm.input_ids.shape
     short_prompt = _prompt_ids(model, "A cat.", "What animal?")[0].tolist()
-    cat = tok(" cat", add_special_tokens=False)["input_ids"]
+    cat = tok(model.config.answer_lead + "cat", add_special_tokens=False)["input_ids"]
     row = labels[0][lm.attention_mask[0].bool()].tolist()  # row 0 is the shorter: left padded
     assert row == [-100] * len(short_prompt) + cat + [eos]
     assert lm.input_ids[0][lm.attention_mask[0].bool()].tolist() == short_prompt + cat + [eos]
@@ -195,3 +196,34 @@ def test_pooling_option_through_load_embedder(checkpoint):
     assert np.abs(steered.encode(TEXTS[:1]) - plain.encode(TEXTS[:1])).max() > 1e-3
     with pytest.raises(InvalidInputError, match="pooling must be one of"):
         load_embedder(f"{checkpoint}[pooling=mean]", device="cpu")
+
+
+def test_template_default_prompteol_and_legacy_checkpoints_read_alpaca():
+    from embedders.methods.common import INSTRUCTION_TEMPLATES
+    from embedders.methods.inbedder import InBedderConfig
+    from embedders.methods.instemb import InstEmbConfig
+
+    for cls in (InBedderConfig, InstEmbConfig):
+        fresh = cls()
+        assert fresh.template == "prompteol" and fresh.prompts == INSTRUCTION_TEMPLATES["prompteol"]
+        assert fresh.answer_lead == ""
+        saved = fresh.to_dict()
+        assert cls.from_dict(saved).prompts == fresh.prompts  # round trip keeps the template
+        legacy = {k: v for k, v in saved.items() if k != "template"}
+        old = cls.from_dict(legacy)  # a checkpoint from before templates existed
+        assert old.template == "alpaca" and "### Response:" in old.prompts.query and old.answer_lead == " "
+        with pytest.raises(ValueError, match="template must be one of"):
+            cls(template="chatml")
+
+
+def test_prompteol_answer_follows_the_quote(tiny_inbedder_dir):
+    from embedders.registry import load_checkpoint
+
+    model = load_checkpoint(tiny_inbedder_dir, device="cpu")
+    batch = model.build_lm_batch(["The card has not arrived."], ["What does the customer want?"], ["card arrival"])
+    tok = model.backbone.tokenizer
+    labels = [t for t in batch.extras["labels"][0].tolist() if t != -100]
+    assert tok.decode(labels[:-1]) == "card arrival" and labels[-1] == tok.eos_token_id
+    ids = batch.input_ids[0].tolist()
+    text = tok.decode(ids[ids.index(labels[0]) - 3: ids.index(labels[0]) + len(labels) - 1])
+    assert text.endswith('word:"card arrival'), text

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from embedders.base import PromptConfig
-from embedders.methods.common import MethodConfig
+from embedders.methods.common import INSTRUCTION_TEMPLATES, InstructedConfig
 
-# The paper's Alpaca-style prompt. The input comes first and the instruction after it, so
-# the state that predicts the answer has read the text *in the light of* the question last.
-INBEDDER_TEMPLATE = "### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:"
-INBEDDER_PROMPTS = PromptConfig(
-    query=INBEDDER_TEMPLATE,
-    document=INBEDDER_TEMPLATE,
-    instruction_format="{instruction}",
-)
+# The paper's Alpaca-style prompt (``template="alpaca"``): the input first and the
+# instruction after it. The default is PromptEOL with the instruction above it, which
+# starts far stronger on this backbone (see ``embedders.methods.common``).
+INBEDDER_PROMPTS = INSTRUCTION_TEMPLATES["alpaca"]
 
 POOLINGS = ("1st-gen", "avg-gen")
 
 
 @dataclass
-class InBedderConfig(MethodConfig):
+class InBedderConfig(InstructedConfig):
     """InBedder: a decoder tuned to answer (input, instruction) briefly; embedding = answer state.
 
     Attributes:
@@ -34,7 +29,6 @@ class InBedderConfig(MethodConfig):
             has one, since the model was only ever trained with one.
     """
 
-    prompts: PromptConfig = INBEDDER_PROMPTS
     pooling: str = "1st-gen"
     gen_tokens: int = 3
     answer_max_tokens: int = 16

@@ -216,10 +216,11 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
         sequences: list[list[int]] = []
         labels: list[list[int]] = []
         for prompt, answer in zip(prompts, answers, strict=True):
-            # The prompt ends with "Response:"; a leading space makes the answer tokenise as
-            # it would in running text (and as the decoded generations read).
+            # The answer starts right after the prompt, led as the template wants (a space
+            # after "Response:", nothing after PromptEOL's opening quote).
             text = answer.strip()
-            answer_ids = list(tokenizer(" " + text, add_special_tokens=False)["input_ids"]) if text else []
+            answer_ids = (list(tokenizer(self.config.answer_lead + text, add_special_tokens=False)["input_ids"])
+                          if text else [])
             target = [*answer_ids[: self.config.answer_max_tokens], eos]
             sequences.append(prompt + target)
             labels.append([IGNORE_INDEX] * len(prompt) + target)

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from embedders.base import PromptConfig
-from embedders.methods.common import MethodConfig
+from embedders.methods.common import InstructedConfig
 
-# The instruction follows the input, and the look-ahead tokens follow "### Response:",
-# exactly where the frozen teacher reads the gold answer.
-INSTRUCTED_PROMPTS = PromptConfig(
-    query="### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:",
-    document="### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:",
-    instruction_format="{instruction}",
-)
+# The look-ahead tokens follow the prompt, exactly where the frozen teacher reads the gold
+# answer. Templates (``template``): see ``embedders.methods.common.INSTRUCTION_TEMPLATES``.
 POOLINGS = ("daap", "input-last", "special-mean", "all-mean")
 DISTILL_LOSSES = ("mse", "kl")
 
 
 @dataclass
-class InstEmbConfig(MethodConfig):
+class InstEmbConfig(InstructedConfig):
     """InstEmb settings.
 
     Attributes:
@@ -45,7 +39,6 @@ class InstEmbConfig(MethodConfig):
     temperature: float = 0.1
     answer_max_tokens: int = 16
     default_instruction: str = "What is this text about?"
-    prompts: PromptConfig = field(default_factory=lambda: INSTRUCTED_PROMPTS)
 
     def __post_init__(self) -> None:
         super().__post_init__()

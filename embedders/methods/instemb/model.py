@@ -122,7 +122,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         tok = self.backbone.tokenizer
         out = []
         for answer in answers:
-            ids = list(tok(" " + answer.strip(), add_special_tokens=False)["input_ids"])
+            ids = list(tok(self.config.answer_lead + answer.strip(), add_special_tokens=False)["input_ids"])
             out.append([*ids[: self.config.answer_max_tokens - 1], tok.eos_token_id])
         return out
 
