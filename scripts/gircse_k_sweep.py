@@ -1,0 +1,77 @@
+"""GIRCSE test-time scaling in one pass: Spearman on an STS set for every K up to --max-k.
+
+A GIRCSE embedding with K soft tokens is the mean of the first K generated states, and
+generation is autoregressive (step k never depends on how many steps follow), so one
+generation of ``max_k`` states gives the embedding for every K <= max_k: the sweep costs
+one ``facet eval`` at K = max_k instead of one per K. The K = 5 figure equals what
+``facet eval 'CKPT[soft_tokens=5]' --suite full --tasks stsb`` prints (tested).
+
+    .venv/bin/python scripts/gircse_k_sweep.py checkpoints/gircse --max-k 20 \
+        --out results/eval/gircse-k-sweep.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from app.evaluation import loaders
+from app.evaluation.metrics import spearman
+from app.settings import get_settings
+from embedders import Role
+from embedders.registry import load_embedder
+
+
+def k_prefix_embeddings(model, texts: list[str], max_k: int, batch_size: int = 32) -> np.ndarray:
+    """(n, max_k, hidden) normalised embeddings for K = 1..max_k (mean of the first K states)."""
+    out = []
+    with torch.inference_mode():
+        for i in tqdm(range(0, len(texts), batch_size), desc=f"gircse K<={max_k}", unit="batch"):
+            states = model.generate_states(texts[i:i + batch_size], Role.DOCUMENT, None, max_k,
+                                           use_cache=model.config.use_cache).float()
+            steps = torch.arange(1, max_k + 1, device=states.device).view(1, -1, 1)
+            means = states.cumsum(dim=1) / steps  # (batch, max_k, hidden): mean of the first K
+            out.append(torch.nn.functional.normalize(means, dim=-1).cpu().numpy())
+    return np.concatenate(out)
+
+
+def sweep(model, pairs: list[loaders.StsPair], max_k: int, batch_size: int = 32) -> dict[int, float]:
+    """Spearman x 100 of cosine vs gold for each K in 1..max_k."""
+    emb = k_prefix_embeddings(model, [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs],
+                              max_k, batch_size)
+    a, b = emb[: len(pairs)], emb[len(pairs):]
+    gold = [p.score for p in pairs]
+    return {k + 1: round(100 * spearman((a[:, k] * b[:, k]).sum(-1), gold), 2) for k in range(max_k)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint", help="a GIRCSE checkpoint path or registered name")
+    ap.add_argument("--max-k", type=int, default=20)
+    ap.add_argument("--split", choices=("test", "dev"), default="test", help="STS-B split (dev for selection)")
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    model = load_embedder(args.checkpoint)
+    if not hasattr(model, "generate_states"):
+        raise SystemExit(f"{args.checkpoint} is not a GIRCSE checkpoint")
+    root = Path(get_settings().shared_data_dir)
+    pairs = loaders.load_sts_csv(root / "stsb_en" / f"stsb-en-{args.split}.csv")
+    t = time.time()
+    scores = sweep(model, pairs, args.max_k, args.batch_size)
+    result = {"checkpoint": str(args.checkpoint), "task": f"stsb-{args.split}", "pairs": len(pairs),
+              "spearman_by_k": scores, "seconds": round(time.time() - t, 1)}
+    print(json.dumps(result))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""scripts/gircse_k_sweep.py: the one-pass K sweep equals encoding at each K."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from app.evaluation.loaders import StsPair
+from embedders.backbone import LoraSettings
+from embedders.methods.gircse import GircseConfig, GircseEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("k_sweep", ROOT / "scripts" / "gircse_k_sweep.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_prefix_embeddings_equal_encode_at_each_k():
+    torch.manual_seed(0)
+    model = GircseEmbedder(GircseConfig(lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj",)),
+                                        max_length=48), device="cpu")
+    texts = ["A man plays the guitar.", "Share prices dropped sharply on Monday.", "A cat sleeps."]
+    sweep = _script()
+    prefix = sweep.k_prefix_embeddings(model, texts, max_k=4, batch_size=2)
+    assert prefix.shape[:2] == (3, 4)
+    for k in (1, 2, 4):
+        model.soft_tokens = k
+        direct = model.encode(texts, role="document")
+        np.testing.assert_allclose(prefix[:, k - 1], direct, atol=1e-4)
+    # The K rows differ (a sweep that repeated one K would pass the equality above only by chance).
+    assert not np.allclose(prefix[:, 0], prefix[:, 3], atol=1e-3)
+    pairs = [StsPair(texts[0], texts[1], 1.0), StsPair(texts[0], texts[0], 5.0), StsPair(texts[1], texts[2], 0.0)]
+    scores = sweep.sweep(model, pairs, max_k=3, batch_size=4)
+    assert sorted(scores) == [1, 2, 3] and all(-100 <= s <= 100 for s in scores.values())
