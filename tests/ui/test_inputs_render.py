@@ -145,3 +145,29 @@ def test_job_errors_name_files_relative_to_the_source() -> None:
                                       "bytes), not text"}])
     assert render.job_error_rows(job) == [
         ["scan.txt", "error", "sub/scan.txt looks binary (NUL or control bytes), not text"]]
+
+
+def test_unexpected_errors_show_a_generic_message_not_the_exception(caplog) -> None:
+    import gradio as gr
+
+    from ui.handlers import ui_errors
+
+    @ui_errors
+    def broken() -> None:
+        raise KeyError("/srv/facet/data/secret internal detail")
+
+    with pytest.raises(gr.Error) as info:
+        broken()
+    assert info.value.message.startswith("Something went wrong on the server")
+    assert "secret" not in info.value.message and "KeyError" not in info.value.message
+    assert "KeyError" in caplog.text and "Traceback" in caplog.text  # the log has the details
+
+    @ui_errors
+    def gone() -> None:
+        raise NotFoundError("unknown collection '<b>x</b>'")
+
+    with pytest.raises(gr.Error) as info:
+        gone()
+    assert info.value.message == ("unknown collection '&lt;b&gt;x&lt;/b&gt;'. The collection "
+                                  "lists on this page have been refreshed.")
+    assert info.value.title == "Not found"
