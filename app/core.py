@@ -135,7 +135,8 @@ class Facet:
         settings: the ``FACET_*`` settings (default: read from the environment once).
         context: already built dependencies (tests); default built from ``settings``.
         encoder: where texts are encoded; default ``InlineQueryEncoder`` (the calling thread).
-            ``Facet.for_serving`` uses a ``BatchingQueryEncoder``.
+            ``Facet.for_serving`` uses a ``BatchingQueryEncoder`` (the workers' queues with
+            ``FACET_ENCODE_ON_WORKERS``).
         jobs: where background index jobs run; default one background thread.
         embedders: a shared model cache (tests share their session models this way).
     """
@@ -184,9 +185,12 @@ class Facet:
     def for_serving(cls, settings: FacetSettings | None = None, *,
                     embedders: EmbedderCache | None = None) -> Facet:
         """A facade for a long-running server: one model thread with dynamic batching
-        (``FACET_BATCH_*``, ``FACET_QUERY_THREADS``, ``FACET_MAX_PENDING_TEXTS``)."""
+        (``FACET_BATCH_*``, ``FACET_QUERY_THREADS``, ``FACET_MAX_PENDING_TEXTS``), or, with
+        ``FACET_ENCODE_ON_WORKERS``, the workers' queues (the full stack's ``facet serve``)."""
         settings = settings or get_settings()
         cache = embedders or EmbedderCache(settings.device)
+        if settings.encode_on_workers:
+            return cls(settings, embedders=cache)  # builds the CeleryQueryEncoder
         encoder = BatchingQueryEncoder(cache, threads=settings.query_threads,
                                        max_batch_texts=settings.batch_max_texts,
                                        max_wait_ms=settings.batch_wait_ms,

@@ -1,11 +1,12 @@
 """The Gradio page: five tabs wired to ``ui.handlers``, standalone (``facet ui``) or mounted
 under ``facet serve`` at ``/ui``.
 
-Layout only: every event calls one handler. Model-bound events (search, compare, cluster,
-index) share one concurrency group limited to ``FACET_UI_CONCURRENCY`` (default 1), so one
-GPU (or CPU) is never asked for more at once; the rest wait in Gradio's queue, itself capped
-at ``FACET_UI_MAX_QUEUE``. Light events (pickers, job polling, the catalog) have their own
-group and never wait behind a long clustering.
+Layout only: every event calls one handler. Model-bound events (search, compare, cluster)
+share one concurrency group limited to ``FACET_UI_CONCURRENCY`` (default 1), so one GPU (or
+CPU) is never asked for more at once; the rest wait in Gradio's queue, itself capped at
+``FACET_UI_MAX_QUEUE``. Light events (pickers, the catalog, job polling, starting an index
+job, whose encoding runs on the facade's job runner, not in the event) have their own group
+and never wait behind a long clustering.
 """
 
 from __future__ import annotations

@@ -307,8 +307,15 @@ JOB_ERROR_COLUMNS = ["document", "kind", "message"]
 
 
 def job_error_rows(job: JobInfo) -> list[list[str]]:
-    """Per-document errors and warnings of a job."""
-    return [[Path(e["document"]).name or e["document"], e["kind"], e["message"]]
+    """Per-document errors and warnings of a job, with the job's source folder cut from the
+    messages (the indexer names the file by its full server path, e.g. the data folder's
+    upload area; the page shows it relative to what was picked or uploaded)."""
+    prefix = job.source.rstrip("/") + "/" if job.source else None
+
+    def relative(message: str) -> str:
+        return message.replace(prefix, "") if prefix else message
+
+    return [[Path(e["document"]).name or e["document"], e["kind"], relative(e["message"])]
             for e in job.errors]
 
 

@@ -169,7 +169,9 @@ def test_search_compare_cluster_index_collections_in_a_browser(page, ui_server, 
     page.locator('#index-status [data-state="completed"]').wait_for()
     status = page.inner_text("#index-status")
     assert "1 indexed" in status and "1 failed" in status
-    assert "looks binary" in page.inner_text("#index-errors")
+    errors = page.inner_text("#index-errors")
+    assert "scan.txt looks binary" in errors
+    assert str(ui_server.data_dir) not in errors  # named as uploaded, not by its server path
     print(f"index job: {status.strip()}")
     screenshot(page, shots, tmp_path, "index")
 

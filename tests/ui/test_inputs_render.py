@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.services.collections import JobInfo
 from app.services.search import SearchResponse, SearchResult
 from ui import inputs, render
 
@@ -131,3 +132,42 @@ def test_compare_marks_moves() -> None:
     assert '<span class="facet-down">\u21931</span>' in html    # x: 1 -> 2
     assert '<span class="facet-new">new</span>' in html         # w
     assert '<span class="facet-down">out</span>' in html        # z dropped from B
+
+
+def test_job_errors_name_files_relative_to_the_source() -> None:
+    source = "/srv/facet/data/uploads/notes"
+    job = JobInfo(id=3, collection="notes", source=source, embedder="minilm", state="completed",
+                  docs_seen=2, docs_indexed=1, docs_skipped=0, docs_failed=1, docs_deleted=0,
+                  chunks_written=1, timings={}, started_at="", finished_at=None,
+                  resumed_from=None, message=None,
+                  errors=[{"document": f"{source}/sub/scan.txt", "kind": "error",
+                           "message": f"{source}/sub/scan.txt looks binary (NUL or control "
+                                      "bytes), not text"}])
+    assert render.job_error_rows(job) == [
+        ["scan.txt", "error", "sub/scan.txt looks binary (NUL or control bytes), not text"]]
+
+
+def test_unexpected_errors_show_a_generic_message_not_the_exception(caplog) -> None:
+    import gradio as gr
+
+    from ui.handlers import ui_errors
+
+    @ui_errors
+    def broken() -> None:
+        raise KeyError("/srv/facet/data/secret internal detail")
+
+    with pytest.raises(gr.Error) as info:
+        broken()
+    assert info.value.message.startswith("Something went wrong on the server")
+    assert "secret" not in info.value.message and "KeyError" not in info.value.message
+    assert "KeyError" in caplog.text and "Traceback" in caplog.text  # the log has the details
+
+    @ui_errors
+    def gone() -> None:
+        raise NotFoundError("unknown collection '<b>x</b>'")
+
+    with pytest.raises(gr.Error) as info:
+        gone()
+    assert info.value.message == ("unknown collection '&lt;b&gt;x&lt;/b&gt;'. The collection "
+                                  "lists on this page have been refreshed.")
+    assert info.value.title == "Not found"

@@ -204,7 +204,7 @@ def test_index_uploads_runs_a_job_lists_per_document_errors(ui_client, tmp_path)
     assert 'data-state="completed"' in html and "1 indexed" in html and "1 failed" in html
     assert "2/2 documents seen" in html and 'style="width:100%"' in html
     assert [(e[0], e[1]) for e in errors] == [("scan.txt", "error")]
-    assert "looks binary" in errors[0][2]
+    assert errors[0][2].startswith("scan.txt looks binary")  # not its path on the server
     found, _ = search(ui_client, "who polishes the lens", collection="uploads", k=1)
     assert "Lighthouse" in found and "keeper" in found
 

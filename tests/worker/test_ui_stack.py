@@ -1,0 +1,83 @@
+"""The UI in the full stack: ``facet ui`` / ``facet serve`` build ``Facet.for_serving``, which
+must send encoding to the workers when ``FACET_ENCODE_ON_WORKERS`` is set (docker-compose's
+``api`` service sets it and has no GPU). Real parts: redis-server, a ``facet worker``
+subprocess on both queues, the Qdrant stand-in, and the page driven with ``gradio_client``."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+
+from .conftest import Stack, free_port
+
+pytest.importorskip("gradio")
+
+QUERY_INSTRUCTION = "Find notes about the same place"
+
+
+def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_path) -> None:
+    from gradio_client import Client, handle_file
+
+    from app.core import Facet
+    from app.remote import CeleryJobRunner, CeleryQueryEncoder
+    from ui.app import launch_ui
+
+    stack.start_worker(queues="index,query")
+    facet = Facet.for_serving(stack.settings(encode_on_workers=True))
+    encoder = facet.encoder
+    assert isinstance(encoder, CeleryQueryEncoder)
+    assert isinstance(facet.job_runner, CeleryJobRunner)
+    sent: list[tuple[str, str]] = []  # (task, queue) of every encode the page asked for
+    call = encoder._call
+
+    def counted(task: str, queue: str, kwargs: dict[str, Any]) -> Any:
+        sent.append((task, queue))
+        return call(task, queue, kwargs)
+
+    encoder._call = counted
+    demo = launch_ui(facet, port=free_port(), block=False)
+    client = Client(demo.local_url, verbose=False)
+    try:
+        files = []
+        for name, text in (("lighthouse", "The lighthouse keeper polishes the lens at dusk."),
+                           ("harbour", "Fishing boats unload their catch in the harbour."),
+                           ("bakery", "The bakery sells rye bread and cinnamon buns.")):
+            path = tmp_path / f"{name}.txt"
+            path.write_text(text)
+            files.append(handle_file(str(path)))
+        job, _, _, _, _ = client.predict(files, "stack-notes", "minilm",
+                                         api_name="/index_upload")
+        deadline = time.monotonic() + 180
+        while True:
+            html, _, _ = client.predict(job, api_name="/job_status")
+            state = re.search(r'data-state="(\w+)"', html)
+            assert state, html
+            if state.group(1) not in ("queued", "running"):
+                break
+            assert time.monotonic() < deadline, f"job {job} still {state.group(1)}"
+            time.sleep(0.3)
+        assert state.group(1) == "completed" and "3 indexed" in html, html
+        assert facet.job(job).runner == "celery"
+
+        results, summary = client.predict("who looks after the lens", QUERY_INSTRUCTION,
+                                          "stack-notes", "minilm", 3, "", False, "", False,
+                                          api_name="/search")
+        assert "lighthouse" in results.split("</tr>")[1]  # the first result row
+        assert "3 results from <b>stack-notes</b> (minilm)" in summary
+        assert sent and {queue for _, queue in sent} == {"query"}
+        searched = len(sent)
+
+        summary, _, table, _ = client.predict(
+            "collection", "stack-notes", "", 0, "", "", "", None, None,
+            "What place is this about?", 2, "minilm", "keywords (no explainer)",
+            api_name="/cluster")
+        assert "<b>3</b> texts, <b>k = 2</b>" in summary
+        assert sum(row[1] for row in table["data"]) == 3
+        assert len(sent) > searched  # the cluster's texts were encoded on the worker too
+    finally:
+        client.close()
+        demo.close()
+        facet.close()
