@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.cli import exit_code, handle_errors, open_facet
 
 
 def progress_bar() -> tuple[Any, Any]:
@@ -69,6 +69,9 @@ def register(cli: typer.Typer) -> None:
         batch_chunks: Annotated[int | None, typer.Option(
             "--batch-chunks", help="chunks per encode/write/commit step")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+        allow_failures: Annotated[bool, typer.Option(
+            "--allow-failures", help="exit 0 even when some documents failed (they are listed "
+                                     "either way)")] = False,
         background: Annotated[bool, typer.Option(
             "--background", help="queue the job and print its id at once (to the workers when "
                                  "FACET_BROKER_URL is set, else a detached process); follow it "
@@ -88,8 +91,11 @@ def register(cli: typer.Typer) -> None:
                 report = facet.index(source, collection, options, progress=update)
             finally:
                 bar.close()
+        failure = None if allow_failures else report.failure()
         if as_json:
             typer.echo(json.dumps(asdict(report) | {"docs_per_s": report.docs_per_s}, indent=2))
+            if failure is not None:
+                raise typer.Exit(exit_code(failure))
             return
         typer.echo(
             f"job {report.job_id} {report.state}: {report.docs_seen} documents seen, "
@@ -104,3 +110,6 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"  ... {more} more: facet jobs {report.job_id}", err=True)
         for _key, message in report.warnings[:5]:
             typer.echo(f"  warning: {message}", err=True)
+        if failure is not None:
+            typer.echo(f"error: {failure} (--allow-failures to exit 0 anyway)", err=True)
+            raise typer.Exit(exit_code(failure))

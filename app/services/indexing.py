@@ -100,10 +100,24 @@ class IndexReport:
     timings: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    collection_removed: bool = False
 
     @property
     def docs_per_s(self) -> float:
         return self.docs_seen / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def failure(self) -> DataError | None:
+        """The run's document failures as one error (None when every document went in).
+
+        The report is complete either way; an edge decides whether failed documents fail the
+        call (the CLI exits non-zero unless told ``--allow-failures``).
+        """
+        if not self.docs_failed:
+            return None
+        removed = (f"; nothing was indexed, so the new collection {self.collection!r} was "
+                   "removed again" if self.collection_removed else "")
+        return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed{removed}; "
+                         f"see the errors above or `facet jobs {self.job_id}`")
 
 
 @dataclass(frozen=True)
@@ -321,11 +335,35 @@ class IndexService:
                 leases.release(session, coll.id, job.id)
                 # An embedded store lets other processes (a `facet search`) in again.
                 self.store.release(coll.name)
-        logger.info("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
+            if job.runner == "inline" and report.state == "completed":
+                report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
+        logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
                     "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
                     report.docs_deleted, report.chunks_written, report.elapsed_s)
         return report
+
+    def _drop_if_nothing_indexed(self, session: Session, coll: md.Collection,
+                                 job: md.IndexJob) -> bool:
+        """Remove a collection this inline job created and left empty (every document failed).
+
+        Only for ``inline`` runs, whose caller holds the report with every error: a background
+        job's row is what its caller reads later, and it goes with its collection. A collection
+        that any other job touched, or that holds an indexed document, is kept.
+        """
+        if md.count_documents(session, coll.id, status="indexed") or \
+                any(j.id != job.id for j in md.list_jobs(session, coll.id, limit=2)):
+            return False
+        name = coll.name
+        try:
+            self.store.drop_collection(name)
+        except StoreError as e:  # the metadata still names it: say so, keep going
+            logger.warning("could not remove the empty collection %r from the store: %s", name, e)
+            return False
+        md.delete_collection(session, coll)
+        session.commit()
+        logger.debug("removed collection %r: job %d indexed nothing", name, job.id)
+        return True
 
     def set_job_process(self, job_id: int, pid: int) -> None:
         """Record the process that will run a queued job (a detached ``facet run-job``)."""

@@ -1,0 +1,55 @@
+"""`facet index` as a new user runs it (a subprocess on a temp data dir): exit codes, messages,
+what is left behind (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def facet(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = dict(os.environ, FACET_DATA_DIR=str(data), FACET_CHUNK_TOKENS="64",
+                   FACET_CHUNK_OVERLAP="8", **env)
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True,
+                          timeout=300, env=environ)
+
+
+def collections(data: Path) -> list[str]:
+    listed = facet(data, "collections", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return [c["name"] for c in json.loads(listed.stdout)]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+def test_failed_documents_exit_non_zero_and_leave_no_empty_collection(tmp_path, data) -> None:
+    big = tmp_path / "big30mb.txt"
+    big.write_text("lorem ipsum dolor sit amet\n" * 2000)  # ~53 KiB over a 0.01 MiB limit
+    one = facet(data, "index", str(big), "-c", "big", FACET_MAX_DOCUMENT_MB="0.01")
+    assert one.returncode == 4, one.stderr
+    assert "per-document limit" in one.stderr
+    assert "1 of 1 documents failed" in one.stderr and "removed again" in one.stderr
+    assert "big" not in collections(data)
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "good.txt").write_text("A note about bank cards and their fees.")
+    (src / "empty.txt").write_text("   ")
+    (src / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    two = facet(data, "index", str(src), "-c", "notes")
+    assert two.returncode == 4, two.stderr
+    assert "2 of 3 documents failed" in two.stderr and "--allow-failures" in two.stderr
+    assert "notes" in collections(data)  # one document went in: the collection stays
+
+    allowed = facet(data, "index", str(src), "-c", "notes", "--allow-failures", "--json")
+    assert allowed.returncode == 0, allowed.stderr
+    report = json.loads(allowed.stdout)
+    assert (report["docs_failed"], report["docs_skipped"]) == (2, 1)
