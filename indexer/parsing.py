@@ -7,9 +7,13 @@ Decisions on bad input:
 
 * **Binary data** (a NUL byte or more than 10% control characters in the first 8 KiB)
   in a text format is rejected: ``DocumentError`` "looks binary".
-* **Invalid UTF-8** is decoded with U+FFFD replacement characters and the document is
-  indexed with a warning naming the first bad byte offset and the count; when more than
-  20% of the characters would be replacements the file is rejected as not text.
+* **Text that is not UTF-8** is decoded in its detected encoding, with a warning naming
+  it: cp1252 (the superset of Latin-1 that Windows editors write) when the bytes read as
+  Western European text that way, else charset-normalizer's guess (cp1251, cp1250,
+  Shift-JIS...). A file with a UTF-16 byte order mark is read as UTF-16. When nothing fits,
+  the bytes are read as UTF-8 with U+FFFD replacement characters and a warning naming the
+  first bad byte offset and the count; when more than 20% of the characters would be
+  replacements the file is rejected as not text.
 * **Empty** documents (nothing but whitespace) are rejected: there is nothing to embed.
 * **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
   their size and the limit, so a 50 MB log cannot stall a run.
@@ -55,7 +59,8 @@ class ParsedDocument:
         text: the text to chunk and embed.
         title: a title when the format has one.
         metadata: user metadata (extra jsonl/csv fields), JSON scalars only.
-        warnings: non-fatal problems (replaced invalid UTF-8 bytes).
+        warnings: non-fatal problems (the encoding a non-UTF-8 file was read in, replaced
+            invalid bytes).
     """
 
     key: str
@@ -178,8 +183,62 @@ def looks_binary(data: bytes) -> bool:
     return control / len(head) > 0.10
 
 
+# Non-ASCII characters Western text decoded as cp1252 holds besides letters.
+_TYPOGRAPHIC = set("\u2018\u2019\u201a\u201c\u201d\u201e\u2013\u2014\u2026\u20ac\u2022\u2122"
+                   "\u00ab\u00bb\u00b0\u00b7\u00a7\u00a9\u00ae\u00a0\u00a3\u00b4\u00a8")
+_DETECT_BYTES = 256 * 1024
+
+
+def looks_western(text: str) -> bool:
+    """Text decoded as cp1252 that reads as Western European: every non-ASCII character a
+    letter or common typography, and accented letters a minority of the letters (cp1251
+    Russian read as cp1252 is all accented letters; cp1250 Polish shows ``³ ¹ ¿``)."""
+    letters = accented = 0
+    for ch in text:
+        if ch.isascii():
+            letters += ch.isalpha()
+            continue
+        if ch in _TYPOGRAPHIC:
+            continue
+        if not ch.isalpha():
+            return False
+        letters += 1
+        accented += 1
+    return letters > 0 and accented / letters <= 0.4
+
+
+def detect_encoding(data: bytes) -> str | None:
+    """The encoding of ``data`` (which is not UTF-8): cp1252 when it reads as Western text (the
+    superset of Latin-1 that Windows editors write; a short French line fools detectors),
+    else charset-normalizer's guess from the first 256 KiB; None when nothing fits."""
+    from charset_normalizer import from_bytes
+
+    head = data[:_DETECT_BYTES]
+    try:
+        if looks_western(head.decode("cp1252")):
+            return "cp1252"
+    except UnicodeDecodeError:
+        pass  # a byte cp1252 leaves undefined (0x81, 0x8d, 0x8f, 0x90, 0x9d)
+    best = from_bytes(head).best()
+    return str(best.encoding) if best is not None else None
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return False
+    return True
+
+
 def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError:
-    """Decode UTF-8 (BOM allowed); replace invalid bytes with a warning, reject binary data."""
+    """Decode UTF-8 (BOM allowed), else the detected encoding (with a warning naming it);
+    replace what still does not decode with a warning, reject binary data."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16"), [f"{name}: UTF-16 (byte order mark), not UTF-8"]
+        except UnicodeDecodeError:
+            pass  # judged as bytes below
     if looks_binary(data):
         return DocumentError(name, name, f"{name} looks binary (NUL or control bytes), not text; "
                                          "remove it from the source or convert it to text")
@@ -188,12 +247,23 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
     except UnicodeDecodeError as e:
         first_bad = e.start
     text = data.decode("utf-8-sig", errors="replace")
+    # As many valid multi-byte UTF-8 characters as bad bytes: a UTF-8 file with a few corrupt
+    # bytes, not another encoding (whose bytes make valid UTF-8 only by chance).
     replaced = text.count("\ufffd")
+    valid = sum(1 for ch in text if ord(ch) > 127) - replaced
+    encoding = None if valid >= replaced else detect_encoding(data)
+    if encoding is not None:
+        try:
+            return data.decode(encoding), [
+                f"{name}: not UTF-8 (first non-UTF-8 byte at {first_bad}); decoded as {encoding}"]
+        except (UnicodeDecodeError, LookupError):
+            pass  # the detection saw only the start of the file
     if text and replaced / len(text) > _MAX_REPLACEMENT_RATIO:
         return DocumentError(
             name, name,
-            f"{name} is not UTF-8 text ({replaced} of {len(text)} characters undecodable); "
-            "convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+            f"{name} is not UTF-8 text ({replaced} of {len(text)} characters undecodable) and "
+            "its encoding could not be detected; convert it to UTF-8 (e.g. iconv -f latin1 -t "
+            "utf-8)",
         )
     return text, [f"{name}: invalid UTF-8 from byte {first_bad}; {replaced} characters "
                   "replaced with U+FFFD"]

@@ -68,7 +68,35 @@ def test_bad_inputs_each_get_a_clear_message(tmp_path: Path) -> None:
     assert "limit" in _msg(_one(tmp_path / "big.txt", max_bytes=1024))
     latin = _one(tmp_path / "latin1.txt")
     assert isinstance(latin, ParsedDocument)
-    assert "\ufffd" in latin.text and "invalid UTF-8 from byte 3" in latin.warnings[0]
+    assert latin.text == "café au lait, naïve résumé"
+    assert "not UTF-8 (first non-UTF-8 byte at 3); decoded as cp1252" in latin.warnings[0]
+
+
+@pytest.mark.parametrize(("text", "encoding", "named"), [
+    ("Café crème", "latin-1", "cp1252"),  # charset-normalizer alone says cp1006 (Urdu)
+    ("Caf\u00e9 cr\u00e8me \u2019quoted\u2019 for \u20ac5", "cp1252", "cp1252"),
+    ("Der Bär läuft über die Straße.", "latin-1", "cp1252"),
+    ("Привет мир, как дела? Всё хорошо.", "cp1251", "cp1251"),
+    ("Zażółć gęślą jaźń", "cp1250", "cp1250"),
+    ("こんにちは世界、元気ですか", "shift_jis", "cp932"),
+    ("hello wörld", "utf-16", "UTF-16"),
+])
+def test_encodings_are_detected_and_named(tmp_path: Path, text: str, encoding: str,
+                                          named: str) -> None:
+    path = tmp_path / "doc.txt"
+    path.write_bytes(text.encode(encoding))
+    doc = _one(path)
+    assert isinstance(doc, ParsedDocument)
+    assert doc.text == text and "\ufffd" not in doc.text
+    assert named in doc.warnings[0], doc.warnings
+
+
+def test_utf8_with_one_stray_byte_is_still_read_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.txt"
+    path.write_bytes("naïve ".encode() + b"\x81" + b" plain ascii" * 10)
+    doc = _one(path)
+    assert isinstance(doc, ParsedDocument)
+    assert "\ufffd" in doc.text and "invalid UTF-8 from byte 7" in doc.warnings[0]
 
 
 def _msg(result: ParsedDocument | DocumentError) -> str:

@@ -112,8 +112,8 @@ def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, m
     assert "MiB per-document limit" in errors[str(big)]
     records = src / "records.jsonl"
     assert f"{records}:2: malformed JSON line" in errors[f"{records}#L2"]
-    assert any("invalid UTF-8" in w for _, w in report.warnings)
-    assert report.docs_indexed == 3  # latin1.txt (with replacement characters), r1, r2
+    assert any("decoded as cp1252" in w for _, w in report.warnings)
+    assert report.docs_indexed == 3  # latin1.txt (read as cp1252), r1, r2
     after = set(_store_ids(ctx, "docs"))
     assert before <= after  # nothing already indexed was lost, doc001 included
     assert ctx.store.count("docs", {"doc_id": ["r1", "r2"]}) == 2
