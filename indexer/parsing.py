@@ -126,14 +126,22 @@ def discover(source: Path) -> list[Path]:
     return files
 
 
-def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ParseResult]:
+def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                 text_column: str | None = None) -> Iterator[ParseResult]:
     """Parse every supported file under ``source`` (see ``discover`` for what raises)."""
     for path in discover(source):
-        yield from parse_file(path, max_bytes=max_bytes)
+        yield from parse_file(path, max_bytes=max_bytes, text_column=text_column)
 
 
-def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ParseResult]:
-    """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv)."""
+def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+               text_column: str | None = None) -> Iterator[ParseResult]:
+    """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv).
+
+    Args:
+        text_column: the csv column / jsonl field holding the text; default the first of
+            ``text``, ``contents``, ``content``, ``body`` present (a csv with none of them
+            takes its first column, with a warning).
+    """
     suffix = path.suffix.lower()
     key = str(path)
     try:
@@ -162,9 +170,9 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Pa
         return
     text, warnings = decoded
     if suffix == ".jsonl":
-        yield from _parse_jsonl(path, text, warnings, max_bytes)
+        yield from _parse_jsonl(path, text, warnings, max_bytes, text_column)
     elif suffix == ".csv":
-        yield from _parse_csv(path, text, warnings, max_bytes)
+        yield from _parse_csv(path, text, warnings, max_bytes, text_column)
     elif suffix in HTML_SUFFIXES:
         yield _finish(_parse_html(path, text, warnings))
     else:
@@ -323,9 +331,16 @@ def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> dict[str, Any]:
 
 
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
-                     warnings: list[str]) -> ParseResult:
+                     warnings: list[str], text_column: str | None = None) -> ParseResult:
     fallback_key = f"{path}#{where}"
-    text_field = next((f for f in _TEXT_FIELDS if f in record), None)
+    if text_column is not None:
+        text_field = text_column if text_column in record else None
+        if text_field is None:
+            return DocumentError(fallback_key, str(path),
+                                 f"{path}:{where}: no field {text_column!r} (--text-column); "
+                                 f"found {', '.join(map(str, record)) or 'none'}")
+    else:
+        text_field = next((f for f in _TEXT_FIELDS if f in record), None)
     if text_field is None:
         return DocumentError(fallback_key, str(path),
                              f"{path}:{where}: no text field; expected one of "
@@ -351,8 +366,8 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     return doc
 
 
-def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int
-                 ) -> Iterator[ParseResult]:
+def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
+                 text_column: str | None = None) -> Iterator[ParseResult]:
     seen = 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -371,27 +386,40 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int
                                 f"{path}:{lineno}: expected a JSON object, got "
                                 f"{type(record).__name__}")
             continue
-        yield _record_document(path, record, where, max_bytes, warnings)
+        yield _record_document(path, record, where, max_bytes, warnings, text_column)
     if seen == 0:
         yield DocumentError(str(path), str(path), f"{path} is empty: no records to index")
 
 
-def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int
-               ) -> Iterator[ParseResult]:
+def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
+               text_column: str | None = None) -> Iterator[ParseResult]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         yield DocumentError(str(path), str(path), f"{path} is empty: no header row")
         return
     fields = [f.strip() for f in reader.fieldnames]
-    text_field = next((f for f in _TEXT_FIELDS if f in fields), fields[0])
+    guessed: str | None = None
+    if text_column is not None:
+        if text_column not in fields:
+            yield DocumentError(str(path), str(path),
+                                f"{path}: no column {text_column!r} (--text-column); its columns "
+                                f"are {', '.join(fields)}")
+            return
+        text_field = text_column
+    else:
+        text_field = next((f for f in _TEXT_FIELDS if f in fields), fields[0])
+        if text_field not in _TEXT_FIELDS:
+            guessed = (f"{path}: no text column ({', '.join(_TEXT_FIELDS)}); embedded the first "
+                       f"column, {text_field!r}, of {', '.join(fields)}: name the right one with "
+                       "--text-column")
     rows = 0
     try:
         for rowno, row in enumerate(reader, start=2):
             rows += 1
             record = {k.strip(): v for k, v in row.items() if k is not None}
-            if text_field not in _TEXT_FIELDS:
-                record["text"] = record.pop(text_field, "")
-            yield _record_document(path, record, f"row{rowno}", max_bytes, warnings)
+            # The guess is noted on the file's first record, not on every row.
+            notes = [*warnings, guessed] if guessed and rows == 1 else warnings
+            yield _record_document(path, record, f"row{rowno}", max_bytes, notes, text_field)
     except csv.Error as e:
         yield DocumentError(f"{path}#row{reader.line_num}", str(path),
                             f"{path}:{reader.line_num}: malformed CSV ({e})")

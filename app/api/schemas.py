@@ -86,3 +86,5 @@ class JobBody(_Body):
     sync: bool = False
     chunk_tokens: int | None = Field(default=None, ge=1)
     chunk_overlap: int | None = Field(default=None, ge=0)
+    text_column: str | None = Field(default=None, min_length=1,
+                                    description="the csv column / jsonl field holding the text")

@@ -66,6 +66,10 @@ def register(cli: typer.Typer) -> None:
         ] = None,
         chunk_overlap: Annotated[int | None, typer.Option(
             "--chunk-overlap", help="overlap in tokens (new collections)")] = None,
+        text_column: Annotated[str | None, typer.Option(
+            "--text-column", help="the csv column / jsonl field holding the text (default: text, "
+                                  "contents, content or body; a csv without them takes its first "
+                                  "column, with a warning)")] = None,
         batch_chunks: Annotated[int | None, typer.Option(
             "--batch-chunks", help="chunks per encode/write/commit step")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
@@ -81,7 +85,8 @@ def register(cli: typer.Typer) -> None:
         from app.services.indexing import IndexOptions
 
         options = IndexOptions(embedder=embedder, chunk_size=chunk_tokens,
-                               chunk_overlap=chunk_overlap, sync=sync, batch_chunks=batch_chunks)
+                               chunk_overlap=chunk_overlap, sync=sync, batch_chunks=batch_chunks,
+                               text_column=text_column)
         if background:
             _submit(source, collection, options, as_json)
             return

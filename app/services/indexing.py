@@ -70,6 +70,7 @@ class IndexOptions:
     chunk_overlap: int | None = None
     sync: bool = False
     batch_chunks: int | None = None
+    text_column: str | None = None  # the csv column / jsonl field holding the text
 
 
 @dataclass(frozen=True)
@@ -521,10 +522,11 @@ class IndexService:
 
     # ------------------------------------------------------------------- main
 
-    def _parsed(self, files: list[Path]) -> Iterator[ParsedDocument | DocumentError]:
+    def _parsed(self, files: list[Path], text_column: str | None = None
+                ) -> Iterator[ParsedDocument | DocumentError]:
         max_bytes = int(self.settings.max_document_mb * 2**20)
         for path in files:
-            yield from parse_file(path, max_bytes=max_bytes)
+            yield from parse_file(path, max_bytes=max_bytes, text_column=text_column)
 
     def _run(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
              files: list[Path], embedder: Embedder, spec: str, tokenize: TokenSpans,
@@ -535,7 +537,7 @@ class IndexService:
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
         seen_keys: set[str] = set()
-        parsed = self._parsed(files)
+        parsed = self._parsed(files, options.text_column)
         while True:
             t0 = time.perf_counter()
             item = next(parsed, None)

@@ -53,3 +53,20 @@ def test_failed_documents_exit_non_zero_and_leave_no_empty_collection(tmp_path, 
     assert allowed.returncode == 0, allowed.stderr
     report = json.loads(allowed.stdout)
     assert (report["docs_failed"], report["docs_skipped"]) == (2, 1)
+
+
+def test_csv_without_a_text_column_warns_and_text_column_picks_it(tmp_path, data) -> None:
+    path = tmp_path / "reviews.csv"
+    path.write_text("id,product,review\nr1,kettle,boils water fast and quietly\n"
+                    "r2,toaster,burns every slice of bread\n")
+    guessed = facet(data, "index", str(path), "-c", "guess")
+    assert guessed.returncode == 0, guessed.stderr
+    assert "embedded the first column, 'id'" in guessed.stderr and "--text-column" in guessed.stderr
+
+    named = facet(data, "index", str(path), "-c", "reviews", "--text-column", "review")
+    assert named.returncode == 0, named.stderr
+    assert "first column" not in named.stderr
+    found = facet(data, "search", "bread toaster", "-c", "reviews", "-k", "1", "--json")
+    assert found.returncode == 0, found.stderr
+    [hit] = json.loads(found.stdout)["results"]
+    assert (hit["doc_id"], hit["text"]) == ("r2", "burns every slice of bread")

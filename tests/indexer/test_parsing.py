@@ -135,3 +135,34 @@ def test_content_hash_changes_with_text_title_and_metadata() -> None:
                                                metadata={"a": 1}).content_hash
     assert base.content_hash != ParsedDocument("k", "s", "text", title="t",
                                                metadata={"a": 2}).content_hash
+
+
+def test_csv_text_column_is_named_or_the_guess_is_warned_once(tmp_path: Path) -> None:
+    path = tmp_path / "reviews.csv"
+    path.write_text("id,product,review\nr1,kettle,boils fast and quietly\n"
+                    "r2,toaster,burns every slice\n")
+    first, second = list(parse_file(path))
+    assert isinstance(first, ParsedDocument) and isinstance(second, ParsedDocument)
+    assert (first.text, second.text) == ("r1", "r2")  # the first column, id, was embedded
+    assert any("--text-column" in w and "'id'" in w for w in first.warnings)
+    assert not any("--text-column" in w for w in second.warnings)  # once per file
+
+    named = list(parse_file(path, text_column="review"))
+    assert [(d.key, d.text, d.metadata) for d in named if isinstance(d, ParsedDocument)] == [
+        ("r1", "boils fast and quietly", {"product": "kettle"}),
+        ("r2", "burns every slice", {"product": "toaster"})]
+    assert not any(d.warnings for d in named if isinstance(d, ParsedDocument))
+
+    [missing] = list(parse_file(path, text_column="body_text"))
+    assert isinstance(missing, DocumentError)
+    assert "no column 'body_text'" in missing.message and "id, product, review" in missing.message
+
+
+def test_jsonl_text_column_overrides_the_usual_fields(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"_id": "1", "text": "short", "answer": "the long answer"}) + "\n"
+                    + json.dumps({"_id": "2", "text": "no answer here"}) + "\n")
+    first, second = list(parse_file(path, text_column="answer"))
+    assert isinstance(first, ParsedDocument) and first.text == "the long answer"
+    assert first.metadata == {"text": "short"}
+    assert isinstance(second, DocumentError) and "no field 'answer'" in second.message
