@@ -39,7 +39,9 @@ logger = logging.getLogger(__name__)
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".jsonl", ".csv"}
+RECORD_SUFFIXES = {".jsonl", ".csv", ".json"}
+BINARY_SUFFIXES = {".pdf", ".docx"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | RECORD_SUFFIXES | BINARY_SUFFIXES
 
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 _SNIFF = 8192
@@ -99,6 +101,17 @@ def discover(source: Path) -> list[Path]:
         SourceNotFoundError: ``source`` does not exist.
         UnsupportedSourceError: ``source`` is a file of an unknown type.
     """
+    return discover_files(source)[0]
+
+
+def supported_types() -> str:
+    """The supported suffixes as one line (``.csv .docx ...``), for messages."""
+    return " ".join(sorted(SUPPORTED_SUFFIXES))
+
+
+def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
+    """``discover``, and the files of unsupported types it left out (sorted; hidden ones are
+    not listed). Raises as ``discover``."""
     if not source.exists():
         raise SourceNotFoundError(
             f"{source} does not exist; pass a folder, a file "
@@ -108,11 +121,11 @@ def discover(source: Path) -> list[Path]:
         if source.suffix.lower() not in SUPPORTED_SUFFIXES:
             raise UnsupportedSourceError(
                 f"{source}: unsupported file type {source.suffix or '(none)'!r}; "
-                f"supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"
+                f"supported: {supported_types()}"
             )
-        return [source.resolve()]
+        return [source.resolve()], []
     files: list[Path] = []
-    skipped = 0
+    skipped: list[Path] = []
     for path in sorted(source.resolve().rglob("*")):
         rel = path.relative_to(source.resolve())
         if any(part.startswith(".") for part in rel.parts) or not path.is_file():
@@ -120,10 +133,8 @@ def discover(source: Path) -> list[Path]:
         if path.suffix.lower() in SUPPORTED_SUFFIXES:
             files.append(path)
         else:
-            skipped += 1
-    if skipped:
-        logger.info("%s: skipped %d files of unsupported types", source, skipped)
-    return files
+            skipped.append(path)
+    return files, skipped
 
 
 def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -149,7 +160,7 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     except OSError as e:
         yield DocumentError(key, key, f"cannot read {path}: {e}")
         return
-    if suffix in TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf"} and size > max_bytes:
+    if suffix in TEXT_SUFFIXES | HTML_SUFFIXES | BINARY_SUFFIXES and size > max_bytes:
         yield DocumentError(
             key, key,
             f"{path} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.1f} MiB per-document "
@@ -164,6 +175,9 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     if suffix == ".pdf":
         yield _parse_pdf(path, data)
         return
+    if suffix == ".docx":
+        yield _parse_docx(path, data, max_bytes)
+        return
     decoded = decode_text(data, str(path))
     if isinstance(decoded, DocumentError):
         yield decoded
@@ -171,6 +185,8 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     text, warnings = decoded
     if suffix == ".jsonl":
         yield from _parse_jsonl(path, text, warnings, max_bytes, text_column)
+    elif suffix == ".json":
+        yield from _parse_json(path, text, warnings, max_bytes, text_column)
     elif suffix == ".csv":
         yield from _parse_csv(path, text, warnings, max_bytes, text_column)
     elif suffix in HTML_SUFFIXES:
@@ -317,6 +333,79 @@ def _parse_pdf(path: Path, data: bytes) -> ParseResult:
                                        "remove it from the source")
     return _finish(ParsedDocument(key, key, "\n\n".join(p.strip() for p in pages if p.strip()),
                                   title=str(title) if title else None))
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
+    """A Word document's paragraphs (``word/document.xml``; tables' cells are paragraphs too),
+    read with the standard library: a .docx is a zip of XML."""
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    key = str(path)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            info = zf.getinfo("word/document.xml")
+            if info.file_size > 10 * max_bytes:  # a zip bomb, or a document far over the limit
+                return DocumentError(key, key, f"{path}: its text part is {info.file_size / 2**20:.1f}"
+                                               f" MiB unpacked, over 10x the per-document limit")
+            root = ET.fromstring(zf.read(info))
+            props = zf.read("docProps/core.xml") if "docProps/core.xml" in zf.namelist() else None
+    except (zipfile.BadZipFile, KeyError, ET.ParseError, OSError) as e:
+        return DocumentError(key, key, f"{path} is not a readable .docx ({e}); re-save it from "
+                                       "Word or export it as PDF or text")
+    paragraphs = []
+    for p in root.iter(f"{_W}p"):
+        parts = []
+        for node in p.iter():
+            if node.tag == f"{_W}t" and node.text:
+                parts.append(node.text)
+            elif node.tag == f"{_W}tab":
+                parts.append("\t")
+            elif node.tag in (f"{_W}br", f"{_W}cr"):
+                parts.append("\n")
+        line = "".join(parts).strip()
+        if line:
+            paragraphs.append(line)
+    title = None
+    if props is not None:
+        try:
+            node = ET.fromstring(props).find("{http://purl.org/dc/elements/1.1/}title")
+            title = (node.text or "").strip() or None if node is not None else None
+        except ET.ParseError:
+            title = None
+    return _finish(ParsedDocument(key, key, "\n".join(paragraphs), title=title))
+
+
+def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
+                text_column: str | None = None) -> Iterator[ParseResult]:
+    """A .json file: a list of records (one document each, as jsonl lines) or one record."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        yield DocumentError(str(path), str(path), f"{path}:{e.lineno}: malformed JSON ({e.msg} at "
+                                                  f"column {e.colno})")
+        return
+    if isinstance(data, dict):
+        doc = _record_document(path, data, "root", max_bytes, warnings, text_column)
+        if doc.key == f"{path}#root":  # one record without an id: the file is the document
+            doc.key = str(path)
+        yield doc
+        return
+    if not isinstance(data, list):
+        yield DocumentError(str(path), str(path), f"{path}: expected a JSON object or a list of "
+                                                  f"objects, got {type(data).__name__}")
+        return
+    if not data:
+        yield DocumentError(str(path), str(path), f"{path} is an empty list: no records to index")
+    for i, record in enumerate(data):
+        if not isinstance(record, dict):
+            yield DocumentError(f"{path}#item{i}", str(path),
+                                f"{path}: item {i} is {type(record).__name__}, expected an object")
+            continue
+        yield _record_document(path, record, f"item{i}", max_bytes, warnings, text_column)
 
 
 def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> dict[str, Any]:

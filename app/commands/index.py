@@ -54,7 +54,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("index")
     @handle_errors
     def index_cmd(
-        source: Annotated[Path, typer.Argument(help="folder, file (txt md html pdf jsonl csv) "
+        source: Annotated[Path, typer.Argument(help="folder, file (txt md html pdf docx json jsonl csv) "
                                                     "or BEIR corpus.jsonl")],
         collection: Annotated[str, typer.Option("--collection", "-c", help="collection name")],
         embedder: Annotated[str | None, typer.Option(
@@ -108,6 +108,15 @@ def register(cli: typer.Typer) -> None:
             f"{report.docs_failed} failed, {report.docs_deleted} removed; "
             f"{report.chunks_written} chunks in {report.elapsed_s:.1f}s "
             f"({report.docs_per_s:.1f} docs/s)")
+        if report.skipped_files:
+            from app.core import Facet
+
+            shown = ", ".join(Path(f).name for f in report.skipped_files[:10])
+            more = len(report.skipped_files) - 10
+            typer.echo(f"  skipped {len(report.skipped_files)} "
+                       f"{'file' if len(report.skipped_files) == 1 else 'files'} of unsupported "
+                       f"types: {shown}{f' and {more} more' if more > 0 else ''} "
+                       f"(supported: {' '.join(Facet.supported_suffixes())})", err=True)
         for _key, message in report.errors[:20]:
             typer.echo(f"  error: {message}", err=True)
         if len(report.errors) > 20:

@@ -55,7 +55,14 @@ from indexer.errors import (
     StoreUnavailableError,
     UnsupportedSourceError,
 )
-from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
+from indexer.parsing import (
+    DocumentError,
+    ParsedDocument,
+    discover,
+    discover_files,
+    parse_file,
+    supported_types,
+)
 from indexer.store import PointRecord, point_id, validate_name
 
 logger = logging.getLogger(__name__)
@@ -102,6 +109,7 @@ class IndexReport:
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     collection_removed: bool = False
+    skipped_files: list[str] = field(default_factory=list)  # of unsupported types
 
     @property
     def docs_per_s(self) -> float:
@@ -296,9 +304,10 @@ class IndexService:
             try:
                 heartbeat.__enter__()
                 try:
-                    files = discover(source)
+                    files, skipped = discover_files(source)
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+                self._note_skipped(job, report, skipped)
                 self.ensure_store_collection(coll.name, embedder)
                 tokenize = self._tokenizer_for(coll, embedder)
                 chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
@@ -343,6 +352,19 @@ class IndexService:
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
                     report.docs_deleted, report.chunks_written, report.elapsed_s)
         return report
+
+    @staticmethod
+    def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path]) -> None:
+        """Name the files of unsupported types on the report and, as warnings, on the job."""
+        report.skipped_files = [str(p) for p in skipped]
+        if not skipped:
+            return
+        for path in skipped[:100]:
+            job.errors.append(md.JobError(
+                document_key=str(path), kind="warning",
+                message=f"{path}: skipped, unsupported type {path.suffix or '(none)'!r} "
+                        f"(supported: {supported_types()})"))
+        logger.debug("skipped %d files of unsupported types", len(skipped))
 
     def _drop_if_nothing_indexed(self, session: Session, coll: md.Collection,
                                  job: md.IndexJob) -> bool:

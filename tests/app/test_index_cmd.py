@@ -70,3 +70,18 @@ def test_csv_without_a_text_column_warns_and_text_column_picks_it(tmp_path, data
     assert found.returncode == 0, found.stderr
     [hit] = json.loads(found.stdout)["results"]
     assert (hit["doc_id"], hit["text"]) == ("r2", "burns every slice of bread")
+
+
+def test_skipped_files_are_named_with_the_supported_types(tmp_path, data) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "notes.txt").write_text("Card fees rise in May.")
+    (src / "records.json").write_text(json.dumps([{"id": "a", "text": "a refund request"}]))
+    for name in ("budget.xlsx", "photo.png", "slides.pptx", "archive.zip"):
+        (src / name).write_bytes(b"PK\x03\x04")
+    run = facet(data, "index", str(src), "-c", "mixed")
+    assert run.returncode == 0, run.stderr
+    assert "2 indexed" in run.stdout
+    assert ("skipped 4 files of unsupported types: archive.zip, budget.xlsx, photo.png, "
+            "slides.pptx (supported: .csv .docx .htm .html .json .jsonl .markdown .md .pdf "
+            ".txt)") in run.stderr

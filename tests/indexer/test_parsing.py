@@ -6,7 +6,15 @@ from pathlib import Path
 import pytest
 
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
-from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file, parse_source
+from indexer.parsing import (
+    DocumentError,
+    ParsedDocument,
+    discover,
+    discover_files,
+    parse_file,
+    parse_source,
+    supported_types,
+)
 
 
 def _one(path: Path, **kw) -> ParsedDocument | DocumentError:
@@ -120,9 +128,9 @@ def test_malformed_jsonl_line_is_a_per_line_error(tmp_path: Path) -> None:
 def test_missing_and_unsupported_sources(tmp_path: Path) -> None:
     with pytest.raises(SourceNotFoundError, match="does not exist"):
         discover(tmp_path / "nope")
-    (tmp_path / "x.docx").write_text("?")
+    (tmp_path / "x.xlsx").write_text("?")
     with pytest.raises(UnsupportedSourceError, match="unsupported file type"):
-        discover(tmp_path / "x.docx")
+        discover(tmp_path / "x.xlsx")
 
 
 def test_content_hash_changes_with_text_title_and_metadata() -> None:
@@ -166,3 +174,43 @@ def test_jsonl_text_column_overrides_the_usual_fields(tmp_path: Path) -> None:
     assert isinstance(first, ParsedDocument) and first.text == "the long answer"
     assert first.metadata == {"text": "short"}
     assert isinstance(second, DocumentError) and "no field 'answer'" in second.message
+
+
+def _docx(path: Path, paragraphs: list[str], title: str | None = None) -> Path:
+    """A minimal real .docx (what Word writes, trimmed to the parts a reader needs)."""
+    import zipfile
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    body = "".join(f"<w:p><w:r><w:t>{p}</w:t></w:r></w:p>" for p in paragraphs)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("word/document.xml", f'<w:document xmlns:w="{w}"><w:body>{body}'
+                                         "</w:body></w:document>")
+        if title:
+            zf.writestr("docProps/core.xml",
+                        '<cp:coreProperties xmlns:cp="x" xmlns:dc="http://purl.org/dc/elements/'
+                        f'1.1/"><dc:title>{title}</dc:title></cp:coreProperties>')
+    return path
+
+
+def test_docx_json_and_the_list_of_skipped_files(tmp_path: Path) -> None:
+    _docx(tmp_path / "memo.docx", ["Quarterly memo", "Card fees rise in May."], title="Memo")
+    (tmp_path / "records.json").write_text(json.dumps([{"id": "a", "text": "first"},
+                                                       {"id": "b", "text": "second"}, 3]))
+    (tmp_path / "one.json").write_text(json.dumps({"text": "a single record", "lang": "en"}))
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG")
+    (tmp_path / "broken.docx").write_bytes(b"not a zip")
+    files, skipped = discover_files(tmp_path)
+    assert [p.name for p in skipped] == ["photo.png", "sheet.xlsx"]
+    assert ".docx" in supported_types() and ".json" in supported_types()
+    results = {r.key: r for f in files for r in parse_file(f)}
+    memo = results[str(tmp_path / "memo.docx")]
+    assert isinstance(memo, ParsedDocument)
+    assert (memo.text, memo.title) == ("Quarterly memo\nCard fees rise in May.", "Memo")
+    assert [results[k].text for k in ("a", "b")] == ["first", "second"]  # type: ignore[union-attr]
+    assert "item 2 is int" in results[f"{tmp_path / 'records.json'}#item2"].message  # type: ignore[union-attr]
+    one = results[str(tmp_path / "one.json")]
+    assert isinstance(one, ParsedDocument) and one.metadata == {"lang": "en"}
+    broken = results[str(tmp_path / "broken.docx")]
+    assert isinstance(broken, DocumentError) and "not a readable .docx" in broken.message

@@ -136,9 +136,9 @@ def test_request_errors(make_ctx, tmp_path) -> None:
     service = IndexService(ctx)
     with pytest.raises(NotFoundError, match="does not exist"):
         service.index(tmp_path / "missing", "docs")
-    (tmp_path / "x.docx").write_text("?")
+    (tmp_path / "x.xlsx").write_text("?")
     with pytest.raises(DataError, match="unsupported file type"):
-        service.index(tmp_path / "x.docx", "docs")
+        service.index(tmp_path / "x.xlsx", "docs")
     with pytest.raises(InvalidRequestError, match="invalid collection name"):
         service.index(tmp_path, "bad/name")
     write_corpus(tmp_path / "src", 1)
