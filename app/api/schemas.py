@@ -83,7 +83,8 @@ class JobBody(_Body):
     source: str
     collection: str
     embedder: str | None = None
-    sync: bool = False
+    sync: bool | None = Field(default=None, description="remove documents gone from the source; "
+                                                        "default: yes for a folder, no for a file")
     chunk_tokens: int | None = Field(default=None, ge=1)
     chunk_overlap: int | None = Field(default=None, ge=0)
     text_column: str | None = Field(default=None, min_length=1,

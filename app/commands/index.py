@@ -59,8 +59,10 @@ def register(cli: typer.Typer) -> None:
         collection: Annotated[str, typer.Option("--collection", "-c", help="collection name")],
         embedder: Annotated[str | None, typer.Option(
             "--embedder", "-e", help="corpus embedder (default FACET_DEFAULT_EMBEDDER)")] = None,
-        sync: Annotated[bool, typer.Option(
-            "--sync", help="remove documents of SOURCE that no longer exist")] = False,
+        sync: Annotated[bool | None, typer.Option(
+            "--sync/--no-sync", help="remove documents of SOURCE that no longer exist (default: "
+                                     "--sync for a folder, --no-sync for a file)",
+            show_default=False)] = None,
         chunk_tokens: Annotated[int | None, typer.Option(
             "--chunk-tokens", help="tokens per chunk (new collections; default FACET_CHUNK_TOKENS)")
         ] = None,

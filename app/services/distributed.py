@@ -244,7 +244,7 @@ class ChunkedIndexService:
                     pending = []
         if pending:
             classify(pending)
-        if prepared.options.sync:
+        if prepared.options.syncs(source):
             self.index._sync(session, coll, job, report, source, files, seen)
         numbers = []
         for number, start in enumerate(range(0, len(todo), chunk_docs)):

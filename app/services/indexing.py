@@ -70,14 +70,22 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """Per-run options. ``None`` chunk settings take the collection's (or the settings')."""
+    """Per-run options. ``None`` chunk settings take the collection's (or the settings').
+
+    ``sync``: remove the documents of the source that no longer exist (deleted files, records
+    gone from a jsonl); ``None`` (the default) syncs a folder source and not a single file.
+    """
 
     embedder: str | None = None
     chunk_size: int | None = None
     chunk_overlap: int | None = None
-    sync: bool = False
+    sync: bool | None = None
     batch_chunks: int | None = None
     text_column: str | None = None  # the csv column / jsonl field holding the text
+
+    def syncs(self, source: Path) -> bool:
+        """Whether a run over ``source`` removes what is gone from it (see ``sync``)."""
+        return self.sync if self.sync is not None else source.is_dir()
 
 
 @dataclass(frozen=True)
@@ -315,7 +323,7 @@ class IndexService:
                 seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
                                  tokenize, chunking, options, progress, total, started,
                                  heartbeat=heartbeat)
-                if options.sync:
+                if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
                 t0 = time.perf_counter()
                 self.store.optimize(coll.name)

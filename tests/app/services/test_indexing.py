@@ -65,7 +65,7 @@ def test_index_twice_writes_nothing_then_edit_reembeds_one_file(make_ctx, tmp_pa
     assert hit.payload["doc_id"] == str(edited) and "gardening" in hit.payload["text"]
 
 
-def test_sync_drops_deleted_documents_only_with_the_flag(make_ctx, tmp_path, minilm) -> None:
+def test_sync_is_the_default_for_folders_and_no_sync_keeps(make_ctx, tmp_path, minilm) -> None:
     files = write_corpus(tmp_path / "src", 6)
     ctx = make_ctx()
     service = IndexService(ctx)
@@ -73,14 +73,25 @@ def test_sync_drops_deleted_documents_only_with_the_flag(make_ctx, tmp_path, min
     gone = tmp_path / "src" / "doc002.txt"
     gone.unlink()
     files.pop(str(gone))
-    kept = service.index(tmp_path / "src", "docs")
+    kept = service.index(tmp_path / "src", "docs", IndexOptions(sync=False))  # --no-sync
     assert kept.docs_deleted == 0 and ctx.store.count("docs", {"doc_id": str(gone)}) > 0
-    synced = service.index(tmp_path / "src", "docs", IndexOptions(sync=True))
+    synced = service.index(tmp_path / "src", "docs")  # a folder: synced by default
     assert synced.docs_deleted == 1
     assert set(_store_ids(ctx, "docs")) == _expected_points(files, minilm)
     with ctx.sessions() as s:
         coll = md.get_collection(s, "docs")
         assert coll is not None and md.count_documents(s, coll.id) == 5
+
+    # A single file is not synced unless asked: a record dropped from it stays searchable.
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"_id": f"r{i}", "text": f"record {i}"}) + "\n"
+                               for i in range(3)))
+    service.index(records, "recs")
+    records.write_text(json.dumps({"_id": "r0", "text": "record 0"}) + "\n")
+    assert service.index(records, "recs").docs_deleted == 0
+    assert ctx.store.count("recs") == 3
+    assert service.index(records, "recs", IndexOptions(sync=True)).docs_deleted == 2
+    assert ctx.store.count("recs") == 1
 
 
 def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, minilm) -> None:
