@@ -45,6 +45,9 @@ class SearchBody(_Body):
     embedder: str | None = None
     score_threshold: float | None = None
     exact: bool = False
+    group_by_document: bool = Field(
+        default=True, description="one result per document (its best chunk, the others' numbers "
+                                  "in more_chunks); false: one result per chunk")
 
 
 class ClusterSearch(_Body):
