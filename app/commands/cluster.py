@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.cli import handle_errors, open_facet, plural
 from app.errors import InvalidRequestError, NotFoundError
 
 
@@ -95,7 +95,7 @@ def register(cli: typer.Typer) -> None:
         with open_facet() as facet:
             result = facet.cluster(request)
         for c in result.clusters:
-            typer.echo(f"cluster {c.id} ({c.size} texts): {c.name} · {', '.join(c.keywords)}")
+            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {c.name} · {', '.join(c.keywords)}")
             for text in c.representatives:
                 typer.echo(f"    - {text[:110]}")
         if out is not None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import exit_code, handle_errors, open_facet
+from app.cli import exit_code, handle_errors, open_facet, plural
 
 
 def progress_bar() -> tuple[Any, Any]:
@@ -105,10 +105,10 @@ def register(cli: typer.Typer) -> None:
                 raise typer.Exit(exit_code(failure))
             return
         typer.echo(
-            f"job {report.job_id} {report.state}: {report.docs_seen} documents seen, "
+            f"job {report.job_id} {report.state}: {plural(report.docs_seen, 'document')} seen, "
             f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
             f"{report.docs_failed} failed, {report.docs_deleted} removed; "
-            f"{report.chunks_written} chunks in {report.elapsed_s:.1f}s "
+            f"{plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s "
             f"({report.docs_per_s:.1f} docs/s)")
         if report.skipped_files:
             from app.core import Facet

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.cli import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse
 
 
@@ -17,9 +17,9 @@ def print_results(response: SearchResponse) -> None:
     if response.reranker:
         header += f" · reranked by {response.reranker}"
     if response.instruction:
-        header += f"\ninstruction: {response.instruction}"
+        header += f"\ninstruction: {shorten(response.instruction)}"
     typer.echo(header)
-    typer.echo(f"query: {response.query}   ({response.timings_ms['total']:.0f} ms)")
+    typer.echo(f"query: {shorten(response.query)}   ({response.timings_ms['total']:.0f} ms)")
     if not response.results:
         typer.echo("  no results (check the filters)")
     for r in response.results:

@@ -85,3 +85,37 @@ def test_skipped_files_are_named_with_the_supported_types(tmp_path, data) -> Non
     assert ("skipped 4 files of unsupported types: archive.zip, budget.xlsx, photo.png, "
             "slides.pptx (supported: .csv .docx .htm .html .json .jsonl .markdown .md .pdf "
             ".txt)") in run.stderr
+
+
+def test_no_noise_one_summary_plurals_and_a_long_query_is_not_echoed(tmp_path, data) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("Card fees rise in May for foreign payments.")
+    run = facet(data, "index", str(src), "-c", "one")
+    assert run.returncode == 0, run.stderr
+    both = run.stdout + run.stderr
+    assert both.count("job 1 completed") == 1  # the summary once, not again as a log line
+    assert "1 document seen" in run.stdout and "1 chunk in" in run.stdout
+    assert "Loading weights" not in both and "FutureWarning" not in both
+
+    query = "card fee " * 12_000  # 108,000 characters pasted as a query
+    found = facet(data, "search", query, "-c", "one", "-k", "1")
+    assert found.returncode == 0, found.stderr
+    assert "(108,000 characters)" in found.stdout and len(found.stdout) < 2_000
+    assert "Loading weights" not in found.stderr
+
+    # An InBedder load used to print transformers' FutureWarning (is_gradient_checkpointing).
+    embedded = facet(data, "embed", "-e", "inbedder", "a cat")
+    assert embedded.returncode == 0, embedded.stderr
+    assert "FutureWarning" not in embedded.stderr and "Loading weights" not in embedded.stderr
+    verbose = facet(data, "-v", "embed", "-e", "minilm", "a cat")
+    assert "Loading weights" in verbose.stderr  # --verbose keeps the libraries' output
+
+
+def test_set_type_errors_read_as_english() -> None:
+    from app.commands.train import _typed
+    from app.errors import InvalidRequestError
+    from embedders.methods.inbedder import InBedderConfig
+
+    with pytest.raises(InvalidRequestError, match=r"gen_tokens='many': expected an integer$"):
+        _typed(InBedderConfig, InBedderConfig(), {"gen_tokens": "many"})
