@@ -119,3 +119,22 @@ def test_set_type_errors_read_as_english() -> None:
 
     with pytest.raises(InvalidRequestError, match=r"gen_tokens='many': expected an integer$"):
         _typed(InBedderConfig, InBedderConfig(), {"gen_tokens": "many"})
+
+
+def test_readme_tells_how_to_run_facet_and_its_options_exist() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "source .venv/bin/activate" in readme and ".venv/bin/facet" in readme
+    assert (Path(sys.executable).parent / "facet").is_file()  # the script the README names
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    runner = CliRunner()
+    index_help = runner.invoke(cli, ["index", "--help"], terminal_width=200).output
+    search_help = runner.invoke(cli, ["search", "--help"], terminal_width=200).output
+    for option in ("--no-sync", "--text-column", "--allow-failures"):
+        assert option in readme and option in index_help, option
+    assert "--group-by-document" in readme and "--group-by-document" in search_help
+    for suffix in (".txt", ".pdf", ".docx", ".json", ".jsonl", ".csv", ".html"):
+        assert suffix in readme
+    assert "FACET_MAX_DOCUMENT_MB" in readme and "exits 4" in readme
