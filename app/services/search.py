@@ -316,7 +316,8 @@ class SearchService:
             timings["rerank"] = (time.perf_counter() - t0) * 1000
 
         t0 = time.perf_counter()
-        scores = rerank_scores if rerank_scores is not None else [None] * len(hits)
+        scores: list[float | None] = (list(rerank_scores) if rerank_scores is not None
+                                      else [None] * len(hits))
         more: list[list[int]] = [[] for _ in hits]
         if request.group_by_document:
             hits, scores, more = self._group(hits, scores)
