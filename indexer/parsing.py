@@ -91,7 +91,40 @@ class DocumentError:
     message: str
 
 
-ParseResult = ParsedDocument | DocumentError
+@dataclass
+class StreamedDocument:
+    """A large text file, read again in pieces when it is chunked (``pieces``) instead of held
+    whole: a 30 MB log costs a few MB, not gigabytes. ``content_hash`` equals the one a
+    ``ParsedDocument`` of the same text has, so a file is unchanged whichever way it was read.
+
+    Attributes:
+        key, source, title, metadata, warnings: as ``ParsedDocument``.
+        content_hash: sha256 over the text, title and metadata (computed in one pass).
+        path: the file.
+        encoding: the codec the text is decoded with.
+        errors: the codec's error handler (``replace`` when invalid bytes were found).
+        size: the file's size in bytes.
+    """
+
+    key: str
+    source: str
+    title: str | None
+    metadata: dict[str, Any]
+    warnings: list[str]
+    content_hash: str
+    path: Path
+    encoding: str
+    errors: str
+    size: int
+
+    def pieces(self, chars: int = 1 << 20) -> Iterator[str]:
+        """The text, ``chars`` characters at a time."""
+        with self.path.open(encoding=self.encoding, errors=self.errors, newline="") as fh:
+            while piece := fh.read(chars):
+                yield piece
+
+
+ParseResult = ParsedDocument | DocumentError | StreamedDocument
 
 
 def discover(source: Path) -> list[Path]:
@@ -145,13 +178,16 @@ def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
 
 
 def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-               text_column: str | None = None) -> Iterator[ParseResult]:
+               text_column: str | None = None,
+               stream_over_bytes: int | None = None) -> Iterator[ParseResult]:
     """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv).
 
     Args:
         text_column: the csv column / jsonl field holding the text; default the first of
             ``text``, ``contents``, ``content``, ``body`` present (a csv with none of them
             takes its first column, with a warning).
+        stream_over_bytes: a .txt/.md file larger than this becomes a ``StreamedDocument``
+            (read in pieces when chunked); None reads every file whole.
     """
     suffix = path.suffix.lower()
     key = str(path)
@@ -166,6 +202,9 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
             f"{path} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.1f} MiB per-document "
             "limit; split it or raise FACET_MAX_DOCUMENT_MB",
         )
+        return
+    if suffix in TEXT_SUFFIXES and stream_over_bytes is not None and size > stream_over_bytes:
+        yield _stream_text(path, size, markdown=suffix != ".txt")
         return
     try:
         data = path.read_bytes()
@@ -293,6 +332,65 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
                   "replaced with U+FFFD"]
 
 
+def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, int]:
+    """One pass over the decoded text: its sha256 (as ``content_hash`` feeds it), its first
+    64 KiB, whether it holds anything but whitespace, and its U+FFFD count."""
+    digest = hashlib.sha256()
+    head, content, replaced = "", False, 0
+    with path.open(encoding=encoding, errors=errors, newline="") as fh:
+        while piece := fh.read(1 << 20):
+            digest.update(piece.encode("utf-8", "surrogatepass"))
+            if len(head) < 65536:
+                head += piece[:65536 - len(head)]
+            content = content or not piece.isspace()
+            replaced += piece.count("\ufffd") if errors == "replace" else 0
+    digest.update(b"\x00")
+    return digest, head, content, replaced
+
+
+def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument | DocumentError:
+    """A large .txt/.md file as a ``StreamedDocument``: binary sniffed on its first 8 KiB, the
+    encoding chosen as ``decode_text`` does (UTF-8, else detected on its first 256 KiB)."""
+    key = str(path)
+    try:
+        with path.open("rb") as fh:
+            head_bytes = fh.read(_DETECT_BYTES)
+        if looks_binary(head_bytes):
+            return DocumentError(key, key, f"{key} looks binary (NUL or control bytes), not text; "
+                                           "remove it from the source or convert it to text")
+        warnings: list[str] = []
+        try:
+            encoding, errors = "utf-8-sig", "strict"
+            digest, head, content, replaced = _hash_pass(path, encoding, errors)
+        except UnicodeDecodeError as e:
+            detected = detect_encoding(head_bytes)
+            try:
+                if detected is None:
+                    raise e
+                encoding = detected
+                digest, head, content, replaced = _hash_pass(path, encoding, errors)
+                warnings.append(f"{key}: not UTF-8; decoded as {encoding}")
+            except (UnicodeDecodeError, LookupError):
+                encoding, errors = "utf-8-sig", "replace"
+                digest, head, content, replaced = _hash_pass(path, encoding, errors)
+                warnings.append(f"{key}: invalid UTF-8; {replaced} characters replaced with "
+                                "U+FFFD")
+                if replaced > _MAX_REPLACEMENT_RATIO * size:
+                    return DocumentError(key, key, f"{key} is not UTF-8 text ({replaced} "
+                                                   "characters undecodable) and its encoding "
+                                                   "could not be detected; convert it to UTF-8")
+    except OSError as e:
+        return DocumentError(key, key, f"cannot read {path}: {e}")
+    if not content:
+        return DocumentError(key, key, f"{key} is empty: no text to index")
+    title = _markdown_title(head) if markdown else None
+    for part in (title or "", json.dumps({}, sort_keys=True)):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return StreamedDocument(key, key, title, {}, warnings, digest.hexdigest(), path, encoding,
+                            errors, size)
+
+
 def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
     if isinstance(doc, ParsedDocument) and not doc.text.strip():
         return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index")
@@ -372,8 +470,8 @@ def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
     title = None
     if props is not None:
         try:
-            node = ET.fromstring(props).find("{http://purl.org/dc/elements/1.1/}title")
-            title = (node.text or "").strip() or None if node is not None else None
+            found = ET.fromstring(props).find("{http://purl.org/dc/elements/1.1/}title")
+            title = (found.text or "").strip() or None if found is not None else None
         except ET.ParseError:
             title = None
     return _finish(ParsedDocument(key, key, "\n".join(paragraphs), title=title))

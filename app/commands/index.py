@@ -22,8 +22,14 @@ def progress_bar() -> tuple[Any, Any]:
     def update(p: Any) -> None:
         if bar.total != p.docs_total:
             bar.total = p.docs_total
-        bar.update(p.docs_done - bar.n)
+        if p.current is not None:  # inside a large file: its chunks move the bar
+            bar.set_description(f"{Path(p.current).name} {p.current_fraction or 0:.0%}",
+                                refresh=False)
+        elif bar.desc:
+            bar.set_description("", refresh=False)
         bar.set_postfix(chunks=p.chunks_written, refresh=False)
+        bar.update(p.docs_done - bar.n)
+        bar.refresh()
 
     return bar, update
 

@@ -9,6 +9,7 @@ from indexer.errors import SourceNotFoundError, UnsupportedSourceError
 from indexer.parsing import (
     DocumentError,
     ParsedDocument,
+    StreamedDocument,
     discover,
     discover_files,
     parse_file,
@@ -214,3 +215,28 @@ def test_docx_json_and_the_list_of_skipped_files(tmp_path: Path) -> None:
     assert isinstance(one, ParsedDocument) and one.metadata == {"lang": "en"}
     broken = results[str(tmp_path / "broken.docx")]
     assert isinstance(broken, DocumentError) and "not a readable .docx" in broken.message
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("notes.md", ("# Big title\n\n" + "Café crème line\r\n" * 20_000).encode()),
+    ("latin.txt", ("Café crème line\n" * 20_000).encode("latin-1")),
+    ("bom.txt", b"\xef\xbb\xbf" + b"plain line\n" * 20_000),
+])
+def test_a_large_file_streams_with_the_hash_and_text_of_a_whole_read(tmp_path: Path, name: str,
+                                                                      data: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    whole = _one(path)
+    streamed = _one(path, stream_over_bytes=1000)
+    assert isinstance(whole, ParsedDocument) and isinstance(streamed, StreamedDocument)
+    assert streamed.content_hash == whole.content_hash  # unchanged, whichever way it is read
+    assert "".join(streamed.pieces(777)) == whole.text
+    assert (streamed.key, streamed.title) == (whole.key, whole.title)
+    assert [w.split(";")[-1] for w in streamed.warnings] == [w.split(";")[-1] for w in whole.warnings]
+
+
+def test_large_empty_or_binary_files_are_rejected_without_streaming(tmp_path: Path) -> None:
+    (tmp_path / "blank.txt").write_bytes(b"  \n" * 10_000)
+    (tmp_path / "blob.txt").write_bytes(b"\x00\x01" * 10_000)
+    assert "is empty" in _msg(_one(tmp_path / "blank.txt", stream_over_bytes=1000))
+    assert "looks binary" in _msg(_one(tmp_path / "blob.txt", stream_over_bytes=1000))

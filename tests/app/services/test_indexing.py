@@ -196,3 +196,38 @@ def test_reindex_replaces_chunk_rows_and_vector_hashes_in_bulk(make_ctx, tmp_pat
         assert hashes == {d.id: d.content_hash for d in docs.values()}
         assert len(s.scalars(md.select(md.DocumentVector)).all()) == 4
         assert md.count_chunks(s, coll.id) == len(_store_ids(ctx, "docs"))
+
+
+def test_a_large_file_streams_its_chunks_with_progress(make_ctx, tmp_path, minilm) -> None:
+    import random
+
+    rng = random.Random(0)
+    words = "card fee rise payment refund account transfer naïve weather pasta".split()
+    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(1_500))
+    big = tmp_path / "src" / "big.txt"
+    big.parent.mkdir()
+    big.write_text(text)  # ~110 KB: streamed over a 0.05 MiB threshold
+    ctx = make_ctx(stream_document_mb=0.05)
+    service = IndexService(ctx)
+    seen: list = []
+    report = service.index(big.parent, "big", IndexOptions(batch_chunks=32), progress=seen.append)
+    inside = [p for p in seen if p.current == str(big)]
+    assert len(inside) >= 5  # the bar moved with the chunks inside the one document
+    assert [p.chunks_written for p in inside] == sorted(p.chunks_written for p in inside)
+    assert inside[0].chunks_written == 32 and 0 < inside[0].current_fraction < inside[-1].current_fraction
+    assert report.docs_indexed == 1 and report.chunks_written == len(_expected_points({str(big): text}, minilm))
+    assert set(_store_ids(ctx, "big")) == _expected_points({str(big): text}, minilm)
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "big")
+        assert coll is not None and md.count_chunks(s, coll.id) == report.chunks_written
+
+    # Read whole (no streaming), the same file is unchanged: same hash, nothing re-embedded.
+    whole = IndexService(ctx)
+    whole.settings = ctx.settings.model_copy(update={"stream_document_mb": 100.0})
+    again = whole.index(big.parent, "big")
+    assert (again.docs_skipped, again.chunks_written) == (1, 0)
+    # Edited, it is streamed again and its stale points go.
+    big.write_text(text[: len(text) // 2])
+    edited = service.index(big.parent, "big")
+    assert set(_store_ids(ctx, "big")) == _expected_points({str(big): text[: len(text) // 2]}, minilm)
+    assert edited.docs_indexed == 1
