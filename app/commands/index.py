@@ -20,12 +20,14 @@ def progress_bar() -> tuple[Any, Any]:
     bar = tqdm(total=None, unit="doc", file=sys.stderr, dynamic_ncols=True, disable=None)
 
     def update(p: Any) -> None:
+        if bar.disable:  # not a terminal: the summary says it all
+            return
         if bar.total != p.docs_total:
             bar.total = p.docs_total
         if p.current is not None:  # inside a large file: its chunks move the bar
             bar.set_description(f"{Path(p.current).name} {p.current_fraction or 0:.0%}",
                                 refresh=False)
-        elif bar.desc:
+        elif getattr(bar, "desc", ""):
             bar.set_description("", refresh=False)
         bar.set_postfix(chunks=p.chunks_written, refresh=False)
         bar.update(p.docs_done - bar.n)

@@ -140,10 +140,12 @@ class IndexReport:
         """
         if not self.docs_failed:
             return None
-        removed = (f"; nothing was indexed, so the new collection {self.collection!r} was "
-                   "removed again" if self.collection_removed else "")
-        return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed{removed}; "
-                         f"see the errors above or `facet jobs {self.job_id}`")
+        if self.collection_removed:  # its job row went with it
+            return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; nothing "
+                             f"was indexed, so the new collection {self.collection!r} was "
+                             "removed again")
+        return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; see the "
+                         f"errors above or `facet jobs {self.job_id}`")
 
 
 @dataclass(frozen=True)
