@@ -113,10 +113,14 @@ def quiet_libraries() -> None:
     model load, and the libraries' FutureWarnings (deprecations the user cannot act on).
     ``--verbose`` keeps both."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers loads
+    # Its tokenizer's "sequence length is longer than ..." for a long query: the embedder's own
+    # truncation warning says it once, with what to do.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     if "transformers" in sys.modules:  # already imported (in-process callers, tests)
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 

@@ -917,4 +917,4 @@ class IndexService:
         report.docs_deleted += len(rows)
         self._sync_counters(job, report)
         session.commit()
-        logger.info("--sync removed %d documents no longer in %s", len(rows), source)
+        logger.debug("sync removed %d documents no longer in %s", len(rows), source)

@@ -103,6 +103,8 @@ def test_no_noise_one_summary_plurals_and_a_long_query_is_not_echoed(tmp_path, d
     assert found.returncode == 0, found.stderr
     assert "(108,000 characters)" in found.stdout and len(found.stdout) < 2_000
     assert "Loading weights" not in found.stderr
+    assert "Token indices sequence length" not in found.stderr  # the embedder's warning is enough
+    assert "1 of 1 texts were longer than" in found.stderr
 
     # An InBedder load used to print transformers' FutureWarning (is_gradient_checkpointing).
     embedded = facet(data, "embed", "-e", "inbedder", "a cat")
