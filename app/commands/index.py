@@ -30,7 +30,10 @@ def progress_bar() -> tuple[Any, Any]:
         elif getattr(bar, "desc", ""):
             bar.set_description("", refresh=False)
         bar.set_postfix(chunks=p.chunks_written, refresh=False)
-        bar.update(p.docs_done - bar.n)
+        # A streamed file counts as the fraction of it done, not as done when it starts.
+        done = (p.docs_done - 1 + round(p.current_fraction or 0.0, 2) if p.current is not None
+                else p.docs_done)
+        bar.update(done - bar.n)
         bar.refresh()
 
     return bar, update
