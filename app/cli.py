@@ -9,7 +9,9 @@ message and an exit code.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -101,7 +103,36 @@ def _main(
     )
     for noisy in ("httpx", "urllib3", "filelock", "transformers", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if not verbose:
+        quiet_libraries()
     apply_settings(get_settings())
+
+
+def quiet_libraries() -> None:
+    """No per-command library noise: the "Loading weights" bar transformers draws for every
+    model load, and the libraries' FutureWarnings (deprecations the user cannot act on).
+    ``--verbose`` keeps both."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers loads
+    # Its tokenizer's "sequence length is longer than ..." for a long query: the embedder's own
+    # truncation warning says it once, with what to do.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if "transformers" in sys.modules:  # already imported (in-process callers, tests)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 document``, ``2 documents``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def shorten(text: str | None, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def command_line(ctx: typer.Context) -> str:

@@ -343,8 +343,13 @@ class Facet:
         check = getattr(self.job_runner, "check", None)
         if callable(check):  # e.g. the broker is up: say so before recording a job
             check()
-        prepared = self.indexing.prepare(source, collection, options,
-                                         runner=getattr(self.job_runner, "runner_name", "thread"))
+        runner = getattr(self.job_runner, "runner_name", "thread")
+        if options is not None and options.text_column and runner == "celery":
+            # A worker's chunk task re-reads its documents without the job's options.
+            raise InvalidRequestError("text_column (--text-column) is not supported by the "
+                                      "workers' queue yet; index in this process (no "
+                                      "--background) or name the column 'text'")
+        prepared = self.indexing.prepare(source, collection, options, runner=runner)
         try:
             self.job_runner.submit(prepared)
         except Exception as e:

@@ -43,6 +43,9 @@ class FacetSettings(BaseSettings):
     chunk_tokens: int = Field(default=200, description="tokens per chunk for new collections")
     chunk_overlap: int = Field(default=32, description="tokens shared by consecutive chunks")
     max_document_mb: float = Field(default=20.0, description="larger documents are rejected")
+    stream_document_mb: float = Field(
+        default=4.0, gt=0, description="larger .txt/.md files are read and chunked in a stream "
+                                       "(bounded memory, progress per chunk batch)")
     index_batch_chunks: int = Field(
         default=256, description="chunks encoded, written and committed together while indexing")
     # Query encoding (search, /v1/embeddings): one model thread batching concurrent requests.

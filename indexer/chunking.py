@@ -10,7 +10,7 @@ the payload always point back at the source text.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,3 +123,84 @@ def chunk_text(text: str, tokenize: TokenSpans, config: ChunkingConfig) -> list[
         chunks.append(Chunk(number=number, text=text[start:end], start=start, end=end,
                             n_tokens=last - first))
     return chunks
+
+
+# Tokens kept back from the end of the text read so far: a token near where the text was cut
+# may change once the rest of its word (or whitespace run) arrives.
+_STREAM_MARGIN = 16
+
+
+def _word_before(text: str, index: int) -> int:
+    """Where the word before the one holding ``index`` starts (tokenizing from there gives
+    the tokens at ``index`` the context they have in the whole text)."""
+    i = index
+    while i > 0 and not text[i - 1].isspace():
+        i -= 1
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    while i > 0 and not text[i - 1].isspace():
+        i -= 1
+    return i
+
+
+def _last_space(text: str) -> int:
+    """Index of the last whitespace character of ``text``; -1 when it has none."""
+    i = len(text) - 1
+    while i >= 0 and not text[i].isspace():
+        i -= 1
+    return i
+
+
+def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingConfig
+                  ) -> Iterator[Chunk]:
+    """``chunk_text`` over a text that arrives in pieces (a large file read in a stream).
+
+    Holds about one piece and one chunk of text at a time: each round tokenizes what was read
+    up to its last whitespace, emits the complete windows that end well before that point,
+    and keeps the text from the next window's start (re-tokenized from the word before it, so
+    its tokens see the context they have in the whole text). For tokenizers that split on
+    whitespace first (WordPiece, byte-level BPE) the chunks are those of ``chunk_text`` on the
+    whole text: same numbers, offsets, token counts and texts.
+    """
+    step = config.size - config.overlap
+    buffer = ""
+    base = 0  # offset of buffer[0] in the whole text
+    target = 0  # offset in buffer of the next window's first token
+    number = 0
+    source = iter(pieces)
+    while True:
+        piece = next(source, None)
+        final = piece is None
+        if not final:
+            buffer += piece  # type: ignore[operator]
+            cut = _last_space(buffer)
+            if cut <= target:
+                continue  # no whitespace after the next window's start yet: read more
+            work = buffer[:cut]
+        else:
+            work = buffer
+        spans = tokenize(work)
+        first = next((i for i, (a, _) in enumerate(spans) if a >= target), len(spans))
+        n = len(spans)
+        start = first
+        while start < n:
+            end = min(start + config.size, n)
+            if not final and end > n - _STREAM_MARGIN:
+                break  # too near the cut: wait for more text
+            a, b = spans[start][0], spans[end - 1][1]
+            yield Chunk(number=number, text=work[a:b], start=base + a, end=base + b,
+                        n_tokens=end - start)
+            number += 1
+            if end >= n:
+                start = n
+                break
+            start += step
+        if final:
+            return
+        if start >= n:  # everything read so far is chunked (cannot happen before the end)
+            base, buffer, target = base + len(work), buffer[len(work):], 0
+            continue
+        keep_from = _word_before(work, spans[start][0])
+        target = spans[start][0] - keep_from
+        base += keep_from
+        buffer = buffer[keep_from:]

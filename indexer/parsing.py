@@ -7,9 +7,13 @@ Decisions on bad input:
 
 * **Binary data** (a NUL byte or more than 10% control characters in the first 8 KiB)
   in a text format is rejected: ``DocumentError`` "looks binary".
-* **Invalid UTF-8** is decoded with U+FFFD replacement characters and the document is
-  indexed with a warning naming the first bad byte offset and the count; when more than
-  20% of the characters would be replacements the file is rejected as not text.
+* **Text that is not UTF-8** is decoded in its detected encoding, with a warning naming
+  it: cp1252 (the superset of Latin-1 that Windows editors write) when the bytes read as
+  Western European text that way, else charset-normalizer's guess (cp1251, cp1250,
+  Shift-JIS...). A file with a UTF-16 byte order mark is read as UTF-16. When nothing fits,
+  the bytes are read as UTF-8 with U+FFFD replacement characters and a warning naming the
+  first bad byte offset and the count; when more than 20% of the characters would be
+  replacements the file is rejected as not text.
 * **Empty** documents (nothing but whitespace) are rejected: there is nothing to embed.
 * **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
   their size and the limit, so a 50 MB log cannot stall a run.
@@ -35,7 +39,9 @@ logger = logging.getLogger(__name__)
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".jsonl", ".csv"}
+RECORD_SUFFIXES = {".jsonl", ".csv", ".json"}
+BINARY_SUFFIXES = {".pdf", ".docx"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | RECORD_SUFFIXES | BINARY_SUFFIXES
 
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 _SNIFF = 8192
@@ -55,7 +61,8 @@ class ParsedDocument:
         text: the text to chunk and embed.
         title: a title when the format has one.
         metadata: user metadata (extra jsonl/csv fields), JSON scalars only.
-        warnings: non-fatal problems (replaced invalid UTF-8 bytes).
+        warnings: non-fatal problems (the encoding a non-UTF-8 file was read in, replaced
+            invalid bytes).
     """
 
     key: str
@@ -84,7 +91,40 @@ class DocumentError:
     message: str
 
 
-ParseResult = ParsedDocument | DocumentError
+@dataclass
+class StreamedDocument:
+    """A large text file, read again in pieces when it is chunked (``pieces``) instead of held
+    whole: a 30 MB log costs a few MB, not gigabytes. ``content_hash`` equals the one a
+    ``ParsedDocument`` of the same text has, so a file is unchanged whichever way it was read.
+
+    Attributes:
+        key, source, title, metadata, warnings: as ``ParsedDocument``.
+        content_hash: sha256 over the text, title and metadata (computed in one pass).
+        path: the file.
+        encoding: the codec the text is decoded with.
+        errors: the codec's error handler (``replace`` when invalid bytes were found).
+        size: the file's size in bytes.
+    """
+
+    key: str
+    source: str
+    title: str | None
+    metadata: dict[str, Any]
+    warnings: list[str]
+    content_hash: str
+    path: Path
+    encoding: str
+    errors: str
+    size: int
+
+    def pieces(self, chars: int = 1 << 20) -> Iterator[str]:
+        """The text, ``chars`` characters at a time."""
+        with self.path.open(encoding=self.encoding, errors=self.errors, newline="") as fh:
+            while piece := fh.read(chars):
+                yield piece
+
+
+ParseResult = ParsedDocument | DocumentError | StreamedDocument
 
 
 def discover(source: Path) -> list[Path]:
@@ -94,6 +134,17 @@ def discover(source: Path) -> list[Path]:
         SourceNotFoundError: ``source`` does not exist.
         UnsupportedSourceError: ``source`` is a file of an unknown type.
     """
+    return discover_files(source)[0]
+
+
+def supported_types() -> str:
+    """The supported suffixes as one line (``.csv .docx ...``), for messages."""
+    return " ".join(sorted(SUPPORTED_SUFFIXES))
+
+
+def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
+    """``discover``, and the files of unsupported types it left out (sorted; hidden ones are
+    not listed). Raises as ``discover``."""
     if not source.exists():
         raise SourceNotFoundError(
             f"{source} does not exist; pass a folder, a file "
@@ -103,11 +154,11 @@ def discover(source: Path) -> list[Path]:
         if source.suffix.lower() not in SUPPORTED_SUFFIXES:
             raise UnsupportedSourceError(
                 f"{source}: unsupported file type {source.suffix or '(none)'!r}; "
-                f"supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"
+                f"supported: {supported_types()}"
             )
-        return [source.resolve()]
+        return [source.resolve()], []
     files: list[Path] = []
-    skipped = 0
+    skipped: list[Path] = []
     for path in sorted(source.resolve().rglob("*")):
         rel = path.relative_to(source.resolve())
         if any(part.startswith(".") for part in rel.parts) or not path.is_file():
@@ -115,20 +166,29 @@ def discover(source: Path) -> list[Path]:
         if path.suffix.lower() in SUPPORTED_SUFFIXES:
             files.append(path)
         else:
-            skipped += 1
-    if skipped:
-        logger.info("%s: skipped %d files of unsupported types", source, skipped)
-    return files
+            skipped.append(path)
+    return files, skipped
 
 
-def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ParseResult]:
+def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                 text_column: str | None = None) -> Iterator[ParseResult]:
     """Parse every supported file under ``source`` (see ``discover`` for what raises)."""
     for path in discover(source):
-        yield from parse_file(path, max_bytes=max_bytes)
+        yield from parse_file(path, max_bytes=max_bytes, text_column=text_column)
 
 
-def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ParseResult]:
-    """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv)."""
+def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+               text_column: str | None = None,
+               stream_over_bytes: int | None = None) -> Iterator[ParseResult]:
+    """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv).
+
+    Args:
+        text_column: the csv column / jsonl field holding the text; default the first of
+            ``text``, ``contents``, ``content``, ``body`` present (a csv with none of them
+            takes its first column, with a warning).
+        stream_over_bytes: a .txt/.md file larger than this becomes a ``StreamedDocument``
+            (read in pieces when chunked); None reads every file whole.
+    """
     suffix = path.suffix.lower()
     key = str(path)
     try:
@@ -136,12 +196,15 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Pa
     except OSError as e:
         yield DocumentError(key, key, f"cannot read {path}: {e}")
         return
-    if suffix in TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf"} and size > max_bytes:
+    if suffix in TEXT_SUFFIXES | HTML_SUFFIXES | BINARY_SUFFIXES and size > max_bytes:
         yield DocumentError(
             key, key,
             f"{path} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.1f} MiB per-document "
             "limit; split it or raise FACET_MAX_DOCUMENT_MB",
         )
+        return
+    if suffix in TEXT_SUFFIXES and stream_over_bytes is not None and size > stream_over_bytes:
+        yield _stream_text(path, size, markdown=suffix != ".txt")
         return
     try:
         data = path.read_bytes()
@@ -151,15 +214,20 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Pa
     if suffix == ".pdf":
         yield _parse_pdf(path, data)
         return
+    if suffix == ".docx":
+        yield _parse_docx(path, data, max_bytes)
+        return
     decoded = decode_text(data, str(path))
     if isinstance(decoded, DocumentError):
         yield decoded
         return
     text, warnings = decoded
     if suffix == ".jsonl":
-        yield from _parse_jsonl(path, text, warnings, max_bytes)
+        yield from _parse_jsonl(path, text, warnings, max_bytes, text_column)
+    elif suffix == ".json":
+        yield from _parse_json(path, text, warnings, max_bytes, text_column)
     elif suffix == ".csv":
-        yield from _parse_csv(path, text, warnings, max_bytes)
+        yield from _parse_csv(path, text, warnings, max_bytes, text_column)
     elif suffix in HTML_SUFFIXES:
         yield _finish(_parse_html(path, text, warnings))
     else:
@@ -178,8 +246,62 @@ def looks_binary(data: bytes) -> bool:
     return control / len(head) > 0.10
 
 
+# Non-ASCII characters Western text decoded as cp1252 holds besides letters.
+_TYPOGRAPHIC = set("\u2018\u2019\u201a\u201c\u201d\u201e\u2013\u2014\u2026\u20ac\u2022\u2122"
+                   "\u00ab\u00bb\u00b0\u00b7\u00a7\u00a9\u00ae\u00a0\u00a3\u00b4\u00a8")
+_DETECT_BYTES = 256 * 1024
+
+
+def looks_western(text: str) -> bool:
+    """Text decoded as cp1252 that reads as Western European: every non-ASCII character a
+    letter or common typography, and accented letters a minority of the letters (cp1251
+    Russian read as cp1252 is all accented letters; cp1250 Polish shows ``³ ¹ ¿``)."""
+    letters = accented = 0
+    for ch in text:
+        if ch.isascii():
+            letters += ch.isalpha()
+            continue
+        if ch in _TYPOGRAPHIC:
+            continue
+        if not ch.isalpha():
+            return False
+        letters += 1
+        accented += 1
+    return letters > 0 and accented / letters <= 0.4
+
+
+def detect_encoding(data: bytes) -> str | None:
+    """The encoding of ``data`` (which is not UTF-8): cp1252 when it reads as Western text (the
+    superset of Latin-1 that Windows editors write; a short French line fools detectors),
+    else charset-normalizer's guess from the first 256 KiB; None when nothing fits."""
+    from charset_normalizer import from_bytes
+
+    head = data[:_DETECT_BYTES]
+    try:
+        if looks_western(head.decode("cp1252")):
+            return "cp1252"
+    except UnicodeDecodeError:
+        pass  # a byte cp1252 leaves undefined (0x81, 0x8d, 0x8f, 0x90, 0x9d)
+    best = from_bytes(head).best()
+    return str(best.encoding) if best is not None else None
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return False
+    return True
+
+
 def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError:
-    """Decode UTF-8 (BOM allowed); replace invalid bytes with a warning, reject binary data."""
+    """Decode UTF-8 (BOM allowed), else the detected encoding (with a warning naming it);
+    replace what still does not decode with a warning, reject binary data."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16"), [f"{name}: UTF-16 (byte order mark), not UTF-8"]
+        except UnicodeDecodeError:
+            pass  # judged as bytes below
     if looks_binary(data):
         return DocumentError(name, name, f"{name} looks binary (NUL or control bytes), not text; "
                                          "remove it from the source or convert it to text")
@@ -188,15 +310,85 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
     except UnicodeDecodeError as e:
         first_bad = e.start
     text = data.decode("utf-8-sig", errors="replace")
+    # As many valid multi-byte UTF-8 characters as bad bytes: a UTF-8 file with a few corrupt
+    # bytes, not another encoding (whose bytes make valid UTF-8 only by chance).
     replaced = text.count("\ufffd")
+    valid = sum(1 for ch in text if ord(ch) > 127) - replaced
+    encoding = None if valid >= replaced else detect_encoding(data)
+    if encoding is not None:
+        try:
+            return data.decode(encoding), [
+                f"{name}: not UTF-8 (first non-UTF-8 byte at {first_bad}); decoded as {encoding}"]
+        except (UnicodeDecodeError, LookupError):
+            pass  # the detection saw only the start of the file
     if text and replaced / len(text) > _MAX_REPLACEMENT_RATIO:
         return DocumentError(
             name, name,
-            f"{name} is not UTF-8 text ({replaced} of {len(text)} characters undecodable); "
-            "convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+            f"{name} is not UTF-8 text ({replaced} of {len(text)} characters undecodable) and "
+            "its encoding could not be detected; convert it to UTF-8 (e.g. iconv -f latin1 -t "
+            "utf-8)",
         )
     return text, [f"{name}: invalid UTF-8 from byte {first_bad}; {replaced} characters "
                   "replaced with U+FFFD"]
+
+
+def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, int]:
+    """One pass over the decoded text: its sha256 (as ``content_hash`` feeds it), its first
+    64 KiB, whether it holds anything but whitespace, and its U+FFFD count."""
+    digest = hashlib.sha256()
+    head, content, replaced = "", False, 0
+    with path.open(encoding=encoding, errors=errors, newline="") as fh:
+        while piece := fh.read(1 << 20):
+            digest.update(piece.encode("utf-8", "surrogatepass"))
+            if len(head) < 65536:
+                head += piece[:65536 - len(head)]
+            content = content or not piece.isspace()
+            replaced += piece.count("\ufffd") if errors == "replace" else 0
+    digest.update(b"\x00")
+    return digest, head, content, replaced
+
+
+def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument | DocumentError:
+    """A large .txt/.md file as a ``StreamedDocument``: binary sniffed on its first 8 KiB, the
+    encoding chosen as ``decode_text`` does (UTF-8, else detected on its first 256 KiB)."""
+    key = str(path)
+    try:
+        with path.open("rb") as fh:
+            head_bytes = fh.read(_DETECT_BYTES)
+        if looks_binary(head_bytes):
+            return DocumentError(key, key, f"{key} looks binary (NUL or control bytes), not text; "
+                                           "remove it from the source or convert it to text")
+        warnings: list[str] = []
+        try:
+            encoding, errors = "utf-8-sig", "strict"
+            digest, head, content, replaced = _hash_pass(path, encoding, errors)
+        except UnicodeDecodeError as e:
+            detected = detect_encoding(head_bytes)
+            try:
+                if detected is None:
+                    raise e
+                encoding = detected
+                digest, head, content, replaced = _hash_pass(path, encoding, errors)
+                warnings.append(f"{key}: not UTF-8; decoded as {encoding}")
+            except (UnicodeDecodeError, LookupError):
+                encoding, errors = "utf-8-sig", "replace"
+                digest, head, content, replaced = _hash_pass(path, encoding, errors)
+                warnings.append(f"{key}: invalid UTF-8; {replaced} characters replaced with "
+                                "U+FFFD")
+                if replaced > _MAX_REPLACEMENT_RATIO * size:
+                    return DocumentError(key, key, f"{key} is not UTF-8 text ({replaced} "
+                                                   "characters undecodable) and its encoding "
+                                                   "could not be detected; convert it to UTF-8")
+    except OSError as e:
+        return DocumentError(key, key, f"cannot read {path}: {e}")
+    if not content:
+        return DocumentError(key, key, f"{key} is empty: no text to index")
+    title = _markdown_title(head) if markdown else None
+    for part in (title or "", json.dumps({}, sort_keys=True)):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return StreamedDocument(key, key, title, {}, warnings, digest.hexdigest(), path, encoding,
+                            errors, size)
 
 
 def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
@@ -241,6 +433,79 @@ def _parse_pdf(path: Path, data: bytes) -> ParseResult:
                                   title=str(title) if title else None))
 
 
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
+    """A Word document's paragraphs (``word/document.xml``; tables' cells are paragraphs too),
+    read with the standard library: a .docx is a zip of XML."""
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    key = str(path)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            info = zf.getinfo("word/document.xml")
+            if info.file_size > 10 * max_bytes:  # a zip bomb, or a document far over the limit
+                return DocumentError(key, key, f"{path}: its text part is {info.file_size / 2**20:.1f}"
+                                               f" MiB unpacked, over 10x the per-document limit")
+            root = ET.fromstring(zf.read(info))
+            props = zf.read("docProps/core.xml") if "docProps/core.xml" in zf.namelist() else None
+    except (zipfile.BadZipFile, KeyError, ET.ParseError, OSError) as e:
+        return DocumentError(key, key, f"{path} is not a readable .docx ({e}); re-save it from "
+                                       "Word or export it as PDF or text")
+    paragraphs = []
+    for p in root.iter(f"{_W}p"):
+        parts = []
+        for node in p.iter():
+            if node.tag == f"{_W}t" and node.text:
+                parts.append(node.text)
+            elif node.tag == f"{_W}tab":
+                parts.append("\t")
+            elif node.tag in (f"{_W}br", f"{_W}cr"):
+                parts.append("\n")
+        line = "".join(parts).strip()
+        if line:
+            paragraphs.append(line)
+    title = None
+    if props is not None:
+        try:
+            found = ET.fromstring(props).find("{http://purl.org/dc/elements/1.1/}title")
+            title = (found.text or "").strip() or None if found is not None else None
+        except ET.ParseError:
+            title = None
+    return _finish(ParsedDocument(key, key, "\n".join(paragraphs), title=title))
+
+
+def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
+                text_column: str | None = None) -> Iterator[ParseResult]:
+    """A .json file: a list of records (one document each, as jsonl lines) or one record."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        yield DocumentError(str(path), str(path), f"{path}:{e.lineno}: malformed JSON ({e.msg} at "
+                                                  f"column {e.colno})")
+        return
+    if isinstance(data, dict):
+        doc = _record_document(path, data, "root", max_bytes, warnings, text_column)
+        if doc.key == f"{path}#root":  # one record without an id: the file is the document
+            doc.key = str(path)
+        yield doc
+        return
+    if not isinstance(data, list):
+        yield DocumentError(str(path), str(path), f"{path}: expected a JSON object or a list of "
+                                                  f"objects, got {type(data).__name__}")
+        return
+    if not data:
+        yield DocumentError(str(path), str(path), f"{path} is an empty list: no records to index")
+    for i, record in enumerate(data):
+        if not isinstance(record, dict):
+            yield DocumentError(f"{path}#item{i}", str(path),
+                                f"{path}: item {i} is {type(record).__name__}, expected an object")
+            continue
+        yield _record_document(path, record, f"item{i}", max_bytes, warnings, text_column)
+
+
 def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     for k, v in record.items():
@@ -253,9 +518,16 @@ def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> dict[str, Any]:
 
 
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
-                     warnings: list[str]) -> ParseResult:
+                     warnings: list[str], text_column: str | None = None) -> ParseResult:
     fallback_key = f"{path}#{where}"
-    text_field = next((f for f in _TEXT_FIELDS if f in record), None)
+    if text_column is not None:
+        text_field = text_column if text_column in record else None
+        if text_field is None:
+            return DocumentError(fallback_key, str(path),
+                                 f"{path}:{where}: no field {text_column!r} (--text-column); "
+                                 f"found {', '.join(map(str, record)) or 'none'}")
+    else:
+        text_field = next((f for f in _TEXT_FIELDS if f in record), None)
     if text_field is None:
         return DocumentError(fallback_key, str(path),
                              f"{path}:{where}: no text field; expected one of "
@@ -281,8 +553,8 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     return doc
 
 
-def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int
-                 ) -> Iterator[ParseResult]:
+def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
+                 text_column: str | None = None) -> Iterator[ParseResult]:
     seen = 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -301,27 +573,40 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int
                                 f"{path}:{lineno}: expected a JSON object, got "
                                 f"{type(record).__name__}")
             continue
-        yield _record_document(path, record, where, max_bytes, warnings)
+        yield _record_document(path, record, where, max_bytes, warnings, text_column)
     if seen == 0:
         yield DocumentError(str(path), str(path), f"{path} is empty: no records to index")
 
 
-def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int
-               ) -> Iterator[ParseResult]:
+def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
+               text_column: str | None = None) -> Iterator[ParseResult]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         yield DocumentError(str(path), str(path), f"{path} is empty: no header row")
         return
     fields = [f.strip() for f in reader.fieldnames]
-    text_field = next((f for f in _TEXT_FIELDS if f in fields), fields[0])
+    guessed: str | None = None
+    if text_column is not None:
+        if text_column not in fields:
+            yield DocumentError(str(path), str(path),
+                                f"{path}: no column {text_column!r} (--text-column); its columns "
+                                f"are {', '.join(fields)}")
+            return
+        text_field = text_column
+    else:
+        text_field = next((f for f in _TEXT_FIELDS if f in fields), fields[0])
+        if text_field not in _TEXT_FIELDS:
+            guessed = (f"{path}: no text column ({', '.join(_TEXT_FIELDS)}); embedded the first "
+                       f"column, {text_field!r}, of {', '.join(fields)}: name the right one with "
+                       "--text-column")
     rows = 0
     try:
         for rowno, row in enumerate(reader, start=2):
             rows += 1
             record = {k.strip(): v for k, v in row.items() if k is not None}
-            if text_field not in _TEXT_FIELDS:
-                record["text"] = record.pop(text_field, "")
-            yield _record_document(path, record, f"row{rowno}", max_bytes, warnings)
+            # The guess is noted on the file's first record, not on every row.
+            notes = [*warnings, guessed] if guessed and rows == 1 else warnings
+            yield _record_document(path, record, f"row{rowno}", max_bytes, notes, text_field)
     except csv.Error as e:
         yield DocumentError(f"{path}#row{reader.line_num}", str(path),
                             f"{path}:{reader.line_num}: malformed CSV ({e})")

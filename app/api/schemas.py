@@ -45,6 +45,9 @@ class SearchBody(_Body):
     embedder: str | None = None
     score_threshold: float | None = None
     exact: bool = False
+    group_by_document: bool = Field(
+        default=True, description="one result per document (its best chunk, the others' numbers "
+                                  "in more_chunks); false: one result per chunk")
 
 
 class ClusterSearch(_Body):
@@ -83,6 +86,9 @@ class JobBody(_Body):
     source: str
     collection: str
     embedder: str | None = None
-    sync: bool = False
+    sync: bool | None = Field(default=None, description="remove documents gone from the source; "
+                                                        "default: yes for a folder, no for a file")
     chunk_tokens: int | None = Field(default=None, ge=1)
     chunk_overlap: int | None = Field(default=None, ge=0)
+    text_column: str | None = Field(default=None, min_length=1,
+                                    description="the csv column / jsonl field holding the text")

@@ -191,7 +191,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             query=body.query, collection=body.collection, instruction=body.instruction,
             top_k=body.k, filters=body.filters, rerank=body.rerank,
             rerank_depth=body.rerank_depth, embedder=body.embedder, exact=body.exact,
-            score_threshold=body.score_threshold))
+            score_threshold=body.score_threshold, group_by_document=body.group_by_document))
         return _json(response.to_dict())
 
     @app.post("/cluster", dependencies=auth)
@@ -219,7 +219,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         _check_model(facet, body.embedder, "embedder")
         job = facet.submit_index(body.source, body.collection, IndexOptions(
             embedder=body.embedder, chunk_size=body.chunk_tokens,
-            chunk_overlap=body.chunk_overlap, sync=body.sync))
+            chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column))
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
 
     @app.get("/jobs", dependencies=auth)

@@ -12,12 +12,14 @@ and its most central members.
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.cli import handle_errors, open_facet, plural
 from app.errors import InvalidRequestError, NotFoundError
 
 
@@ -49,6 +51,28 @@ def read_texts(path: Path, limit: int | None = None) -> list[str]:
     if len(texts) < 2:
         raise InvalidRequestError(f"{path} holds {len(texts)} texts; clustering needs at least 2")
     return texts
+
+
+def progress_bar() -> tuple[Any, Callable[[float, str], None]]:
+    """A percentage bar on stderr naming the stage ("inbedder answering 128/200 texts"); on a
+    terminal it redraws, otherwise each stage is one line (a long clustering is never silent)."""
+    from tqdm import tqdm
+
+    tty = sys.stderr.isatty()
+    bar = tqdm(total=100, unit="%", file=sys.stderr, dynamic_ncols=True, disable=not tty,
+               bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
+    last = [""]
+
+    def update(fraction: float, stage: str) -> None:
+        if not tty:
+            if stage != last[0]:
+                typer.echo(f"  {fraction:4.0%} {stage}", err=True)
+                last[0] = stage
+            return
+        bar.set_description(stage, refresh=False)
+        bar.update(round(100 * fraction) - bar.n)
+
+    return bar, update
 
 
 def register(cli: typer.Typer) -> None:
@@ -93,9 +117,17 @@ def register(cli: typer.Typer) -> None:
             explainer=explain or None, keywords=keywords, members=members,
             answer_tokens=answer_tokens, seed=seed)
         with open_facet() as facet:
-            result = facet.cluster(request)
+            bar, update = progress_bar()
+            try:
+                result = facet.cluster(request, progress=update)
+            finally:
+                bar.close()
+        typer.echo(f"{plural(len(result.texts), 'text')} in {result.k} clusters in "
+                   f"{sum(result.timings_ms.values()) / 1000:.1f}s ("
+                   + ", ".join(f"{stage} {ms / 1000:.1f}s" for stage, ms in result.timings_ms.items())
+                   + ")", err=True)
         for c in result.clusters:
-            typer.echo(f"cluster {c.id} ({c.size} texts): {c.name} · {', '.join(c.keywords)}")
+            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {c.name} · {', '.join(c.keywords)}")
             for text in c.representatives:
                 typer.echo(f"    - {text[:110]}")
         if out is not None:

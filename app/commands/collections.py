@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.cli import handle_errors, open_facet, plural
 from app.services.collections import JobInfo
 
 
@@ -58,10 +58,11 @@ def register(cli: typer.Typer) -> None:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")
         for i in infos:
             emb = ", ".join(f"{k} ({v}-d)" for k, v in i.embedders.items())
-            points = "? points" if i.points is None else f"{i.points} points"
+            points = "? points" if i.points is None else plural(i.points, "point")
             busy = f" · being indexed by {i.writer}" if i.writer else ""
-            typer.echo(f"{i.name}: {i.documents_indexed} documents indexed, {i.documents_failed} "
-                       f"failed, {i.chunks} chunks, {points} · {emb} · {i.backend} · "
+            typer.echo(f"{i.name}: {plural(i.documents_indexed, 'document')} indexed, "
+                       f"{i.documents_failed} failed, {plural(i.chunks, 'chunk')}, {points} · {emb} · "
+                       f"{i.backend} · "
                        f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{busy}")
 
     @cli.command("jobs")
@@ -113,7 +114,8 @@ def register(cli: typer.Typer) -> None:
         with open_facet() as facet:
             info = facet.collection(collection)
             if not yes:
-                typer.confirm(f"delete {collection!r} ({info.documents} documents, {info.points} "
-                              "points)?", abort=True)
+                typer.confirm(f"delete {collection!r} ({plural(info.documents, 'document')}, "
+                              f"{info.points} points)?", abort=True)
             facet.delete_collection(collection)
-        typer.echo(f"deleted {collection}: {info.documents} documents, {info.points} points")
+        points = "? points" if info.points is None else plural(info.points, "point")
+        typer.echo(f"deleted {collection}: {plural(info.documents, 'document')}, {points}")

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.cli import exit_code, handle_errors, open_facet, plural
 
 
 def progress_bar() -> tuple[Any, Any]:
@@ -20,10 +20,21 @@ def progress_bar() -> tuple[Any, Any]:
     bar = tqdm(total=None, unit="doc", file=sys.stderr, dynamic_ncols=True, disable=None)
 
     def update(p: Any) -> None:
+        if bar.disable:  # not a terminal: the summary says it all
+            return
         if bar.total != p.docs_total:
             bar.total = p.docs_total
-        bar.update(p.docs_done - bar.n)
+        if p.current is not None:  # inside a large file: its chunks move the bar
+            bar.set_description(f"{Path(p.current).name} {p.current_fraction or 0:.0%}",
+                                refresh=False)
+        elif getattr(bar, "desc", ""):
+            bar.set_description("", refresh=False)
         bar.set_postfix(chunks=p.chunks_written, refresh=False)
+        # A streamed file counts as the fraction of it done, not as done when it starts.
+        done = (p.docs_done - 1 + round(p.current_fraction or 0.0, 2) if p.current is not None
+                else p.docs_done)
+        bar.update(done - bar.n)
+        bar.refresh()
 
     return bar, update
 
@@ -54,21 +65,30 @@ def register(cli: typer.Typer) -> None:
     @cli.command("index")
     @handle_errors
     def index_cmd(
-        source: Annotated[Path, typer.Argument(help="folder, file (txt md html pdf jsonl csv) "
+        source: Annotated[Path, typer.Argument(help="folder, file (txt md html pdf docx json jsonl csv) "
                                                     "or BEIR corpus.jsonl")],
         collection: Annotated[str, typer.Option("--collection", "-c", help="collection name")],
         embedder: Annotated[str | None, typer.Option(
             "--embedder", "-e", help="corpus embedder (default FACET_DEFAULT_EMBEDDER)")] = None,
-        sync: Annotated[bool, typer.Option(
-            "--sync", help="remove documents of SOURCE that no longer exist")] = False,
+        sync: Annotated[bool | None, typer.Option(
+            "--sync/--no-sync", help="remove documents of SOURCE that no longer exist (default: "
+                                     "--sync for a folder, --no-sync for a file)",
+            show_default=False)] = None,
         chunk_tokens: Annotated[int | None, typer.Option(
             "--chunk-tokens", help="tokens per chunk (new collections; default FACET_CHUNK_TOKENS)")
         ] = None,
         chunk_overlap: Annotated[int | None, typer.Option(
             "--chunk-overlap", help="overlap in tokens (new collections)")] = None,
+        text_column: Annotated[str | None, typer.Option(
+            "--text-column", help="the csv column / jsonl field holding the text (default: text, "
+                                  "contents, content or body; a csv without them takes its first "
+                                  "column, with a warning)")] = None,
         batch_chunks: Annotated[int | None, typer.Option(
             "--batch-chunks", help="chunks per encode/write/commit step")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+        allow_failures: Annotated[bool, typer.Option(
+            "--allow-failures", help="exit 0 even when some documents failed (they are listed "
+                                     "either way)")] = False,
         background: Annotated[bool, typer.Option(
             "--background", help="queue the job and print its id at once (to the workers when "
                                  "FACET_BROKER_URL is set, else a detached process); follow it "
@@ -78,7 +98,8 @@ def register(cli: typer.Typer) -> None:
         from app.services.indexing import IndexOptions
 
         options = IndexOptions(embedder=embedder, chunk_size=chunk_tokens,
-                               chunk_overlap=chunk_overlap, sync=sync, batch_chunks=batch_chunks)
+                               chunk_overlap=chunk_overlap, sync=sync, batch_chunks=batch_chunks,
+                               text_column=text_column)
         if background:
             _submit(source, collection, options, as_json)
             return
@@ -88,15 +109,27 @@ def register(cli: typer.Typer) -> None:
                 report = facet.index(source, collection, options, progress=update)
             finally:
                 bar.close()
+        failure = None if allow_failures else report.failure()
         if as_json:
             typer.echo(json.dumps(asdict(report) | {"docs_per_s": report.docs_per_s}, indent=2))
+            if failure is not None:
+                raise typer.Exit(exit_code(failure))
             return
         typer.echo(
-            f"job {report.job_id} {report.state}: {report.docs_seen} documents seen, "
+            f"job {report.job_id} {report.state}: {plural(report.docs_seen, 'document')} seen, "
             f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
             f"{report.docs_failed} failed, {report.docs_deleted} removed; "
-            f"{report.chunks_written} chunks in {report.elapsed_s:.1f}s "
+            f"{plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s "
             f"({report.docs_per_s:.1f} docs/s)")
+        if report.skipped_files:
+            from app.core import Facet
+
+            shown = ", ".join(Path(f).name for f in report.skipped_files[:10])
+            more = len(report.skipped_files) - 10
+            typer.echo(f"  skipped {len(report.skipped_files)} "
+                       f"{'file' if len(report.skipped_files) == 1 else 'files'} of unsupported "
+                       f"types: {shown}{f' and {more} more' if more > 0 else ''} "
+                       f"(supported: {' '.join(Facet.supported_suffixes())})", err=True)
         for _key, message in report.errors[:20]:
             typer.echo(f"  error: {message}", err=True)
         if len(report.errors) > 20:
@@ -104,3 +137,6 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"  ... {more} more: facet jobs {report.job_id}", err=True)
         for _key, message in report.warnings[:5]:
             typer.echo(f"  warning: {message}", err=True)
+        if failure is not None:
+            typer.echo(f"error: {failure} (--allow-failures to exit 0 anyway)", err=True)
+            raise typer.Exit(exit_code(failure))

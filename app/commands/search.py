@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.cli import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse
 
 
@@ -17,9 +17,9 @@ def print_results(response: SearchResponse) -> None:
     if response.reranker:
         header += f" · reranked by {response.reranker}"
     if response.instruction:
-        header += f"\ninstruction: {response.instruction}"
+        header += f"\ninstruction: {shorten(response.instruction)}"
     typer.echo(header)
-    typer.echo(f"query: {response.query}   ({response.timings_ms['total']:.0f} ms)")
+    typer.echo(f"query: {shorten(response.query)}   ({response.timings_ms['total']:.0f} ms)")
     if not response.results:
         typer.echo("  no results (check the filters)")
     for r in response.results:
@@ -28,7 +28,9 @@ def print_results(response: SearchResponse) -> None:
             snippet = snippet[:a] + typer.style(snippet[a:b], bold=True) + snippet[b:]
         label = r.title or r.doc_id
         meta = " ".join(f"{k}={v}" for k, v in r.metadata.items())
-        line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{r.doc_id} #{r.chunk_no}] {meta}"
+        chunks = f"#{r.chunk_no}" + (f" (+{len(r.more_chunks)} more chunks)" if r.more_chunks
+                                     else "")
+        line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{r.doc_id} {chunks}] {meta}"
         typer.echo(line.rstrip())
         typer.echo(f"       {snippet}")
 
@@ -54,6 +56,9 @@ def register(cli: typer.Typer) -> None:
             "--rerank-depth", help="candidates to rerank (default 5 x top-k)")] = None,
         embedder: Annotated[str | None, typer.Option(
             "--embedder", "-e", help="which of the collection's embedders to search")] = None,
+        group: Annotated[bool, typer.Option(
+            "--group-by-document", help="one result per document (its best chunk), top-k "
+                                        "documents instead of top-k chunks")] = False,
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Search a collection with an optional instruction, filters and rerank."""
@@ -61,7 +66,8 @@ def register(cli: typer.Typer) -> None:
 
         request = SearchRequest(query=query, collection=collection, instruction=instruction,
                                 top_k=top_k, filters=parse_filters(filters or []), rerank=rerank,
-                                rerank_depth=rerank_depth, embedder=embedder)
+                                rerank_depth=rerank_depth, embedder=embedder,
+                                group_by_document=group)
         with open_facet() as facet:
             response = facet.search(request)
         if as_json:

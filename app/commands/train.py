@@ -208,7 +208,9 @@ def _typed(config_class: Any, base: Any, values: dict[str, str]) -> dict[str, An
             else:
                 typed[key] = type(current)(raw)
         except ValueError as e:
-            raise InvalidRequestError(f"--set {key}={raw!r}: expected a {type(current).__name__}") from e
+            wanted = {"int": "an integer", "float": "a number", "str": "a string"}.get(
+                type(current).__name__, f"a value of type {type(current).__name__}")
+            raise InvalidRequestError(f"--set {key}={raw!r}: expected {wanted}") from e
     return typed
 
 

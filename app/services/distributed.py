@@ -123,8 +123,9 @@ class _ParseCache:
                 self._files.move_to_end(path)
                 return hit[1]
         docs: dict[str, ParsedDocument | DocumentError] = {}
-        for item in parse_file(Path(path), max_bytes=max_bytes):
-            docs.setdefault(item.key, item)
+        for item in parse_file(Path(path), max_bytes=max_bytes):  # whole files: no streaming
+            if isinstance(item, ParsedDocument | DocumentError):
+                docs.setdefault(item.key, item)
         with self._lock:
             self._files[path] = (stamp, docs)
             while len(self._files) > self.max_files:
@@ -244,7 +245,7 @@ class ChunkedIndexService:
                     pending = []
         if pending:
             classify(pending)
-        if prepared.options.sync:
+        if prepared.options.syncs(source):
             self.index._sync(session, coll, job, report, source, files, seen)
         numbers = []
         for number, start in enumerate(range(0, len(todo), chunk_docs)):

@@ -45,6 +45,7 @@ from indexer.chunking import (
     ChunkingConfig,
     TokenSpans,
     chunk_text,
+    stream_chunks,
     tokenizer_spans,
     whitespace_spans,
 )
@@ -55,7 +56,15 @@ from indexer.errors import (
     StoreUnavailableError,
     UnsupportedSourceError,
 )
-from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
+from indexer.parsing import (
+    DocumentError,
+    ParsedDocument,
+    StreamedDocument,
+    discover,
+    discover_files,
+    parse_file,
+    supported_types,
+)
 from indexer.store import PointRecord, point_id, validate_name
 
 logger = logging.getLogger(__name__)
@@ -63,23 +72,39 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """Per-run options. ``None`` chunk settings take the collection's (or the settings')."""
+    """Per-run options. ``None`` chunk settings take the collection's (or the settings').
+
+    ``sync``: remove the documents of the source that no longer exist (deleted files, records
+    gone from a jsonl); ``None`` (the default) syncs a folder source and not a single file.
+    """
 
     embedder: str | None = None
     chunk_size: int | None = None
     chunk_overlap: int | None = None
-    sync: bool = False
+    sync: bool | None = None
     batch_chunks: int | None = None
+    text_column: str | None = None  # the csv column / jsonl field holding the text
+
+    def syncs(self, source: Path) -> bool:
+        """Whether a run over ``source`` removes what is gone from it (see ``sync``)."""
+        return self.sync if self.sync is not None else source.is_dir()
 
 
 @dataclass(frozen=True)
 class Progress:
-    """Reported after every batch."""
+    """Reported after every batch, and after every chunk batch of a streamed (large) file.
+
+    Attributes:
+        current: the large file being streamed now, else None.
+        current_fraction: how far into ``current`` (by bytes, approximate), else None.
+    """
 
     docs_done: int
     docs_total: int
     chunks_written: int
     elapsed_s: float
+    current: str | None = None
+    current_fraction: float | None = None
 
 
 @dataclass
@@ -100,10 +125,27 @@ class IndexReport:
     timings: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    collection_removed: bool = False
+    skipped_files: list[str] = field(default_factory=list)  # of unsupported types
 
     @property
     def docs_per_s(self) -> float:
         return self.docs_seen / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def failure(self) -> DataError | None:
+        """The run's document failures as one error (None when every document went in).
+
+        The report is complete either way; an edge decides whether failed documents fail the
+        call (the CLI exits non-zero unless told ``--allow-failures``).
+        """
+        if not self.docs_failed:
+            return None
+        if self.collection_removed:  # its job row went with it
+            return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; nothing "
+                             f"was indexed, so the new collection {self.collection!r} was "
+                             "removed again")
+        return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; see the "
+                         f"errors above or `facet jobs {self.job_id}`")
 
 
 @dataclass(frozen=True)
@@ -281,9 +323,10 @@ class IndexService:
             try:
                 heartbeat.__enter__()
                 try:
-                    files = discover(source)
+                    files, skipped = discover_files(source)
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+                self._note_skipped(job, report, skipped)
                 self.ensure_store_collection(coll.name, embedder)
                 tokenize = self._tokenizer_for(coll, embedder)
                 chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
@@ -291,7 +334,7 @@ class IndexService:
                 seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
                                  tokenize, chunking, options, progress, total, started,
                                  heartbeat=heartbeat)
-                if options.sync:
+                if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
                 t0 = time.perf_counter()
                 self.store.optimize(coll.name)
@@ -321,11 +364,48 @@ class IndexService:
                 leases.release(session, coll.id, job.id)
                 # An embedded store lets other processes (a `facet search`) in again.
                 self.store.release(coll.name)
-        logger.info("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
+            if job.runner == "inline" and report.state == "completed":
+                report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
+        logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
                     "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
                     report.docs_deleted, report.chunks_written, report.elapsed_s)
         return report
+
+    @staticmethod
+    def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path]) -> None:
+        """Name the files of unsupported types on the report and, as warnings, on the job."""
+        report.skipped_files = [str(p) for p in skipped]
+        if not skipped:
+            return
+        for path in skipped[:100]:
+            job.errors.append(md.JobError(
+                document_key=str(path), kind="warning",
+                message=f"{path}: skipped, unsupported type {path.suffix or '(none)'!r} "
+                        f"(supported: {supported_types()})"))
+        logger.debug("skipped %d files of unsupported types", len(skipped))
+
+    def _drop_if_nothing_indexed(self, session: Session, coll: md.Collection,
+                                 job: md.IndexJob) -> bool:
+        """Remove a collection this inline job created and left empty (every document failed).
+
+        Only for ``inline`` runs, whose caller holds the report with every error: a background
+        job's row is what its caller reads later, and it goes with its collection. A collection
+        that any other job touched, or that holds an indexed document, is kept.
+        """
+        if md.count_documents(session, coll.id, status="indexed") or \
+                any(j.id != job.id for j in md.list_jobs(session, coll.id, limit=2)):
+            return False
+        name = coll.name
+        try:
+            self.store.drop_collection(name)
+        except StoreError as e:  # the metadata still names it: say so, keep going
+            logger.warning("could not remove the empty collection %r from the store: %s", name, e)
+            return False
+        md.delete_collection(session, coll)
+        session.commit()
+        logger.debug("removed collection %r: job %d indexed nothing", name, job.id)
+        return True
 
     def set_job_process(self, job_id: int, pid: int) -> None:
         """Record the process that will run a queued job (a detached ``facet run-job``)."""
@@ -483,10 +563,13 @@ class IndexService:
 
     # ------------------------------------------------------------------- main
 
-    def _parsed(self, files: list[Path]) -> Iterator[ParsedDocument | DocumentError]:
+    def _parsed(self, files: list[Path], text_column: str | None = None
+                ) -> Iterator[ParsedDocument | DocumentError | StreamedDocument]:
         max_bytes = int(self.settings.max_document_mb * 2**20)
+        stream_over = int(self.settings.stream_document_mb * 2**20)
         for path in files:
-            yield from parse_file(path, max_bytes=max_bytes)
+            yield from parse_file(path, max_bytes=max_bytes, text_column=text_column,
+                                  stream_over_bytes=stream_over)
 
     def _run(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
              files: list[Path], embedder: Embedder, spec: str, tokenize: TokenSpans,
@@ -497,7 +580,19 @@ class IndexService:
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
         seen_keys: set[str] = set()
-        parsed = self._parsed(files)
+        parsed = self._parsed(files, options.text_column)
+
+        def within(key: str) -> Callable[[float], None] | None:
+            """Progress inside a streamed file: its chunk batches move the bar."""
+            if progress is None:
+                return None
+            report_progress = progress
+
+            def tell(fraction: float) -> None:
+                report_progress(Progress(report.docs_seen, max(total, report.docs_seen),
+                                         report.chunks_written, time.perf_counter() - started,
+                                         key, fraction))
+            return tell
         while True:
             t0 = time.perf_counter()
             item = next(parsed, None)
@@ -510,6 +605,19 @@ class IndexService:
                 report.docs_failed += 1
                 report.errors.append((item.key, message))
                 job.errors.append(md.JobError(document_key=item.key, kind="error", message=message))
+            elif isinstance(item, StreamedDocument):
+                seen_keys.add(item.key)
+                if pending:  # what came before it goes first: documents stay in order
+                    self._process_batch(session, coll, job, report, pending, embedder, spec,
+                                        tokenize, chunking)
+                    pending, pending_tokens = [], 0
+                self._process_streamed(session, coll, job, report, item, embedder, spec,
+                                       tokenize, chunking, batch_limit, heartbeat,
+                                       within(item.key))
+                if progress is not None:
+                    progress(Progress(report.docs_seen, max(total, report.docs_seen),
+                                      report.chunks_written, time.perf_counter() - started))
+                continue
             elif item is not None:
                 seen_keys.add(item.key)
                 pending.append(item)
@@ -533,6 +641,99 @@ class IndexService:
             if item is None:
                 break
         return seen_keys
+
+    def _process_streamed(self, session: Session, coll: md.Collection, job: md.IndexJob,
+                          report: IndexReport, doc: StreamedDocument, embedder: Embedder,
+                          spec: str, tokenize: TokenSpans, chunking: ChunkingConfig,
+                          batch_limit: int, heartbeat: leases.Heartbeat | None,
+                          progress: Callable[[float], None] | None) -> None:
+        """The write protocol for one large file, its chunks encoded and written ``batch_limit``
+        at a time as the file is read (step 2 runs once per chunk batch; step 3 once, at the
+        end), so memory holds one piece of the file and one batch of vectors, and progress
+        moves with the chunks."""
+        t0 = time.perf_counter()
+        row = md.documents_by_key(session, coll.id, [doc.key]).get(doc.key)
+        if row is not None and row.status == "indexed" and row.content_hash == doc.content_hash:
+            job.metadata_s += time.perf_counter() - t0
+            # Unchanged (or only this embedder's vectors missing): the chunks are in the
+            # metadata already, so the batch path handles it without reading the file.
+            self._process_batch(session, coll, job, report, [doc], embedder, spec,  # type: ignore[list-item]
+                                tokenize, chunking)
+            return
+        report.docs_seen += 1
+        before = "new" if row is None else row.status
+        old_ids = [] if row is None else [c.point_id for c in row.chunks]
+        if row is None:
+            row = md.Document(collection_id=coll.id, key=doc.key, source=doc.source,
+                              title=doc.title, meta=doc.metadata, status="pending")
+            session.add(row)
+        else:
+            row.status = "pending"
+        session.commit()
+        job.metadata_s += time.perf_counter() - t0
+        if before == "pending":
+            self.store.delete_documents(coll.name, [doc.key])  # an earlier write may be partial
+        title = doc.title or Path(doc.source).name
+        rows: list[md.Chunk] = []
+        batch: list[Any] = []
+
+        def write(batch: list[Any]) -> None:
+            if heartbeat is not None and heartbeat.lost:
+                raise ConflictError(f"job {job.id} lost the lease of {coll.name!r}; it stopped "
+                                    "before writing more")
+            t0 = time.perf_counter()
+            vectors = self.ctx.encoder.encode([c.text for c in batch], embedder=spec,
+                                              role=Role.DOCUMENT, bulk=True)
+            job.encode_s += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            points = [PointRecord(point_id(doc.key, c.number), {embedder.name: vec}, {
+                "doc_id": doc.key, "source": doc.source, "title": title, "chunk_no": c.number,
+                "text": c.text, "start": c.start, "end": c.end, "meta": doc.metadata})
+                for c, vec in zip(batch, vectors, strict=True)]
+            for start in range(0, len(points), 512):
+                self.store.upsert(coll.name, points[start:start + 512])
+            self.store.flush()
+            job.store_s += time.perf_counter() - t0
+            rows.extend(md.Chunk(number=c.number, point_id=point_id(doc.key, c.number),
+                                 start=c.start, end=c.end, n_tokens=c.n_tokens, text=c.text)
+                        for c in batch)
+            report.chunks_written += len(batch)
+            job.chunks_written = report.chunks_written
+            session.commit()  # the job row shows the chunks as they go
+            if progress is not None:
+                progress(min(0.99, batch[-1].end / max(1, doc.size)))
+
+        t0 = time.perf_counter()
+        for chunk in stream_chunks(doc.pieces(), tokenize, chunking):
+            batch.append(chunk)
+            if len(batch) >= batch_limit:
+                job.parse_s += time.perf_counter() - t0
+                write(batch)
+                batch = []
+                t0 = time.perf_counter()
+        job.parse_s += time.perf_counter() - t0
+        if batch:
+            write(batch)
+        t0 = time.perf_counter()
+        new_ids = {c.point_id for c in rows}
+        stale = [i for i in old_ids if i not in new_ids]
+        if stale:
+            self.store.delete(coll.name, stale)
+            self.store.flush()
+        job.store_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        md.replace_chunks_many(session, [(row, rows)], new={row.id} if before == "new" else ())
+        md.set_vector_hashes(session, [(row, doc.content_hash)], embedder.name)
+        row.source, row.title, row.meta = doc.source, doc.title, doc.metadata
+        row.content_hash, row.status, row.error = doc.content_hash, "indexed", None
+        row.warning = "; ".join(doc.warnings) or None
+        for w in doc.warnings:
+            job.errors.append(md.JobError(document_key=doc.key, kind="warning", message=w))
+            report.warnings.append((doc.key, w))
+        report.docs_indexed += 1
+        self._sync_counters(job, report)
+        session.commit()
+        job.metadata_s += time.perf_counter() - t0
 
     def _process_batch(self, session: Session, coll: md.Collection, job: Any,
                        report: IndexReport, batch: list[ParsedDocument | DocumentError],
@@ -716,4 +917,4 @@ class IndexService:
         report.docs_deleted += len(rows)
         self._sync_counters(job, report)
         session.commit()
-        logger.info("--sync removed %d documents no longer in %s", len(rows), source)
+        logger.debug("sync removed %d documents no longer in %s", len(rows), source)

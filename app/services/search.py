@@ -55,6 +55,8 @@ class SearchRequest:
         embedder: which named vector to search; default the collection's only/first one.
         exact: exact (brute force) search instead of HNSW.
         score_threshold: drop results scoring below this (the rerank score when reranked).
+        group_by_document: one result per document (its best chunk; the numbers of its other
+            matching chunks in ``more_chunks``): ``top_k`` documents, not ``top_k`` chunks.
     """
 
     query: str
@@ -67,9 +69,14 @@ class SearchRequest:
     embedder: str | None = None
     exact: bool = False
     score_threshold: float | None = None
+    group_by_document: bool = False
 
 
 MAX_TOP_K = 1000
+# Grouping fetches candidates for this many chunks per wanted document, deepening up to
+# GROUP_MAX_DEPTH when a few documents hold most of the matching chunks.
+GROUP_FETCH_FACTOR = 4
+GROUP_MAX_DEPTH = 4 * MAX_TOP_K
 
 
 @dataclass
@@ -88,6 +95,7 @@ class SearchResult:
     metadata: dict[str, Any]
     vector_score: float
     rerank_score: float | None = None
+    more_chunks: list[int] = field(default_factory=list)  # group_by_document: other matches
 
 
 @dataclass
@@ -283,18 +291,15 @@ class SearchService:
         depth = request.top_k
         if request.rerank:
             depth = max(request.rerank_depth or 5 * request.top_k, request.top_k)
+        if request.group_by_document:
+            depth = min(GROUP_MAX_DEPTH, max(depth, GROUP_FETCH_FACTOR * request.top_k))
         t0 = time.perf_counter()
-        try:
-            hits = self.store.search(request.collection, vector_name, query_vec, limit=depth,
-                                     filters=payload_filters(request.filters), exact=request.exact)
-        except CollectionNotFoundError as e:
-            self.forget(request.collection)
-            raise NotFoundError(str(e)) from e
-        except (StoreBusyError, StoreUnavailableError):
-            raise  # the facade names the writer / the server to start
-        except StoreError as e:
-            self.forget(request.collection)
-            raise InvalidRequestError(str(e)) from e
+        hits = self._vector_search(request, vector_name, query_vec, depth)
+        while (request.group_by_document and not request.rerank and len(hits) == depth
+               and depth < GROUP_MAX_DEPTH
+               and len({h.payload.get("doc_id") for h in hits}) < request.top_k):
+            depth = min(GROUP_MAX_DEPTH, depth * 4)  # a few documents hold most matches
+            hits = self._vector_search(request, vector_name, query_vec, depth)
         timings["vector_search"] = (time.perf_counter() - t0) * 1000
 
         rerank_scores: list[float] | None = None
@@ -311,8 +316,12 @@ class SearchService:
             timings["rerank"] = (time.perf_counter() - t0) * 1000
 
         t0 = time.perf_counter()
-        results = [self._result(i, h, request.query,
-                                rerank_scores[i] if rerank_scores is not None else None)
+        scores: list[float | None] = (list(rerank_scores) if rerank_scores is not None
+                                      else [None] * len(hits))
+        more: list[list[int]] = [[] for _ in hits]
+        if request.group_by_document:
+            hits, scores, more = self._group(hits, scores)
+        results = [self._result(i, h, request.query, scores[i], more[i])
                    for i, h in enumerate(hits[:request.top_k])]
         if request.score_threshold is not None:
             results = [r for r in results if r.score >= request.score_threshold]
@@ -331,8 +340,43 @@ class SearchService:
                            instruction=instruction)  # (n, dim)
         return [float(x) for x in d @ q]
 
+    def _vector_search(self, request: SearchRequest, vector_name: str, query_vec: np.ndarray,
+                       depth: int) -> list[Hit]:
+        try:
+            return self.store.search(request.collection, vector_name, query_vec, limit=depth,
+                                     filters=payload_filters(request.filters), exact=request.exact)
+        except CollectionNotFoundError as e:
+            self.forget(request.collection)
+            raise NotFoundError(str(e)) from e
+        except (StoreBusyError, StoreUnavailableError):
+            raise  # the facade names the writer / the server to start
+        except StoreError as e:
+            self.forget(request.collection)
+            raise InvalidRequestError(str(e)) from e
+
     @staticmethod
-    def _result(i: int, hit: Hit, query: str, rerank_score: float | None) -> SearchResult:
+    def _group(hits: Sequence[Hit], scores: Sequence[float | None]
+               ) -> tuple[list[Hit], list[float | None], list[list[int]]]:
+        """The best-ranked hit of each document, in rank order, with the chunk numbers of
+        that document's other hits."""
+        first: dict[str, int] = {}
+        out_hits: list[Hit] = []
+        out_scores: list[float | None] = []
+        more: list[list[int]] = []
+        for hit, score in zip(hits, scores, strict=True):
+            doc = str(hit.payload.get("doc_id", ""))
+            if doc in first:
+                more[first[doc]].append(int(hit.payload.get("chunk_no", 0)))
+                continue
+            first[doc] = len(out_hits)
+            out_hits.append(hit)
+            out_scores.append(score)
+            more.append([])
+        return out_hits, out_scores, more
+
+    @staticmethod
+    def _result(i: int, hit: Hit, query: str, rerank_score: float | None,
+                more_chunks: list[int] | None = None) -> SearchResult:
         p = hit.payload
         text = str(p.get("text", ""))
         snippet, highlights = make_snippet(text, query)
@@ -342,4 +386,5 @@ class SearchService:
             chunk_no=int(p.get("chunk_no", 0)), text=text, snippet=snippet, highlights=highlights,
             start=int(p.get("start", 0)), end=int(p.get("end", 0)),
             metadata=dict(p.get("meta") or {}),
-            vector_score=hit.score, rerank_score=rerank_score)
+            vector_score=hit.score, rerank_score=rerank_score,
+            more_chunks=list(more_chunks or []))

@@ -47,6 +47,12 @@ def test_cluster_prints_and_writes_explained_clusters(tmp_path, tiny_inbedder_di
                    "--embedder", str(tiny_inbedder_dir), "--explain", str(tiny_inbedder_dir), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("cluster ") >= 2
+    # Progress on stderr, one line per stage when it is not a terminal, answering included.
+    stages = [line.strip() for line in result.stderr.splitlines() if line.startswith("  ")]
+    assert any("encoding 0/6 texts" in line for line in stages), result.stderr
+    assert any(line.endswith("answering 0/6 texts") for line in stages), result.stderr
+    assert stages[-1].endswith("done")
+    assert "6 texts in 2 clusters in" in result.stderr and "answers " in result.stderr
     payload = json.loads(out.read_text())
     assert len(payload["labels"]) == len(TEXTS) and len(payload["answers"]) == len(TEXTS)
     assert sum(c["size"] for c in payload["clusters"]) == len(TEXTS)

@@ -6,6 +6,7 @@ from indexer.chunking import (
     ChunkingConfig,
     chunk_spans,
     chunk_text,
+    stream_chunks,
     tokenizer_spans,
     whitespace_spans,
 )
@@ -56,3 +57,19 @@ def test_token_aware_with_the_minilm_tokenizer(minilm) -> None:
         assert text[c.start:c.end] == c.text
         # The chunk re-tokenizes to the same number of tokens: windows end on token edges.
         assert len(spans(c.text)) == c.n_tokens
+
+
+@pytest.mark.parametrize("config", [ChunkingConfig(64, 8), ChunkingConfig(200, 32),
+                                    ChunkingConfig(5, 0)])
+def test_streamed_chunks_are_those_of_the_whole_text(minilm, config) -> None:
+    import random
+
+    rng = random.Random(0)
+    words = ["unbelievable", "card", "fee", "\n\n", "naïve", "co-operation", "x", "  ",
+             "antidisestablishmentarianism", "1,234.5", "café", "déjà-vu"]
+    text = " ".join(rng.choice(words) for _ in range(12_000))
+    for tokenize in (whitespace_spans, tokenizer_spans(minilm.backbone.tokenizer)):
+        whole = chunk_text(text, tokenize, config)
+        for piece in (997, 8192, 10**6):
+            pieces = (text[i:i + piece] for i in range(0, len(text), piece))
+            assert list(stream_chunks(pieces, tokenize, config)) == whole

@@ -6,7 +6,16 @@ from pathlib import Path
 import pytest
 
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
-from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file, parse_source
+from indexer.parsing import (
+    DocumentError,
+    ParsedDocument,
+    StreamedDocument,
+    discover,
+    discover_files,
+    parse_file,
+    parse_source,
+    supported_types,
+)
 
 
 def _one(path: Path, **kw) -> ParsedDocument | DocumentError:
@@ -68,7 +77,35 @@ def test_bad_inputs_each_get_a_clear_message(tmp_path: Path) -> None:
     assert "limit" in _msg(_one(tmp_path / "big.txt", max_bytes=1024))
     latin = _one(tmp_path / "latin1.txt")
     assert isinstance(latin, ParsedDocument)
-    assert "\ufffd" in latin.text and "invalid UTF-8 from byte 3" in latin.warnings[0]
+    assert latin.text == "café au lait, naïve résumé"
+    assert "not UTF-8 (first non-UTF-8 byte at 3); decoded as cp1252" in latin.warnings[0]
+
+
+@pytest.mark.parametrize(("text", "encoding", "named"), [
+    ("Café crème", "latin-1", "cp1252"),  # charset-normalizer alone says cp1006 (Urdu)
+    ("Caf\u00e9 cr\u00e8me \u2019quoted\u2019 for \u20ac5", "cp1252", "cp1252"),
+    ("Der Bär läuft über die Straße.", "latin-1", "cp1252"),
+    ("Привет мир, как дела? Всё хорошо.", "cp1251", "cp1251"),
+    ("Zażółć gęślą jaźń", "cp1250", "cp1250"),
+    ("こんにちは世界、元気ですか", "shift_jis", "cp932"),
+    ("hello wörld", "utf-16", "UTF-16"),
+])
+def test_encodings_are_detected_and_named(tmp_path: Path, text: str, encoding: str,
+                                          named: str) -> None:
+    path = tmp_path / "doc.txt"
+    path.write_bytes(text.encode(encoding))
+    doc = _one(path)
+    assert isinstance(doc, ParsedDocument)
+    assert doc.text == text and "\ufffd" not in doc.text
+    assert named in doc.warnings[0], doc.warnings
+
+
+def test_utf8_with_one_stray_byte_is_still_read_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.txt"
+    path.write_bytes("naïve ".encode() + b"\x81" + b" plain ascii" * 10)
+    doc = _one(path)
+    assert isinstance(doc, ParsedDocument)
+    assert "\ufffd" in doc.text and "invalid UTF-8 from byte 7" in doc.warnings[0]
 
 
 def _msg(result: ParsedDocument | DocumentError) -> str:
@@ -92,9 +129,9 @@ def test_malformed_jsonl_line_is_a_per_line_error(tmp_path: Path) -> None:
 def test_missing_and_unsupported_sources(tmp_path: Path) -> None:
     with pytest.raises(SourceNotFoundError, match="does not exist"):
         discover(tmp_path / "nope")
-    (tmp_path / "x.docx").write_text("?")
+    (tmp_path / "x.xlsx").write_text("?")
     with pytest.raises(UnsupportedSourceError, match="unsupported file type"):
-        discover(tmp_path / "x.docx")
+        discover(tmp_path / "x.xlsx")
 
 
 def test_content_hash_changes_with_text_title_and_metadata() -> None:
@@ -107,3 +144,99 @@ def test_content_hash_changes_with_text_title_and_metadata() -> None:
                                                metadata={"a": 1}).content_hash
     assert base.content_hash != ParsedDocument("k", "s", "text", title="t",
                                                metadata={"a": 2}).content_hash
+
+
+def test_csv_text_column_is_named_or_the_guess_is_warned_once(tmp_path: Path) -> None:
+    path = tmp_path / "reviews.csv"
+    path.write_text("id,product,review\nr1,kettle,boils fast and quietly\n"
+                    "r2,toaster,burns every slice\n")
+    first, second = list(parse_file(path))
+    assert isinstance(first, ParsedDocument) and isinstance(second, ParsedDocument)
+    assert (first.text, second.text) == ("r1", "r2")  # the first column, id, was embedded
+    assert any("--text-column" in w and "'id'" in w for w in first.warnings)
+    assert not any("--text-column" in w for w in second.warnings)  # once per file
+
+    named = list(parse_file(path, text_column="review"))
+    assert [(d.key, d.text, d.metadata) for d in named if isinstance(d, ParsedDocument)] == [
+        ("r1", "boils fast and quietly", {"product": "kettle"}),
+        ("r2", "burns every slice", {"product": "toaster"})]
+    assert not any(d.warnings for d in named if isinstance(d, ParsedDocument))
+
+    [missing] = list(parse_file(path, text_column="body_text"))
+    assert isinstance(missing, DocumentError)
+    assert "no column 'body_text'" in missing.message and "id, product, review" in missing.message
+
+
+def test_jsonl_text_column_overrides_the_usual_fields(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"_id": "1", "text": "short", "answer": "the long answer"}) + "\n"
+                    + json.dumps({"_id": "2", "text": "no answer here"}) + "\n")
+    first, second = list(parse_file(path, text_column="answer"))
+    assert isinstance(first, ParsedDocument) and first.text == "the long answer"
+    assert first.metadata == {"text": "short"}
+    assert isinstance(second, DocumentError) and "no field 'answer'" in second.message
+
+
+def _docx(path: Path, paragraphs: list[str], title: str | None = None) -> Path:
+    """A minimal real .docx (what Word writes, trimmed to the parts a reader needs)."""
+    import zipfile
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    body = "".join(f"<w:p><w:r><w:t>{p}</w:t></w:r></w:p>" for p in paragraphs)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("word/document.xml", f'<w:document xmlns:w="{w}"><w:body>{body}'
+                                         "</w:body></w:document>")
+        if title:
+            zf.writestr("docProps/core.xml",
+                        '<cp:coreProperties xmlns:cp="x" xmlns:dc="http://purl.org/dc/elements/'
+                        f'1.1/"><dc:title>{title}</dc:title></cp:coreProperties>')
+    return path
+
+
+def test_docx_json_and_the_list_of_skipped_files(tmp_path: Path) -> None:
+    _docx(tmp_path / "memo.docx", ["Quarterly memo", "Card fees rise in May."], title="Memo")
+    (tmp_path / "records.json").write_text(json.dumps([{"id": "a", "text": "first"},
+                                                       {"id": "b", "text": "second"}, 3]))
+    (tmp_path / "one.json").write_text(json.dumps({"text": "a single record", "lang": "en"}))
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG")
+    (tmp_path / "broken.docx").write_bytes(b"not a zip")
+    files, skipped = discover_files(tmp_path)
+    assert [p.name for p in skipped] == ["photo.png", "sheet.xlsx"]
+    assert ".docx" in supported_types() and ".json" in supported_types()
+    results = {r.key: r for f in files for r in parse_file(f)}
+    memo = results[str(tmp_path / "memo.docx")]
+    assert isinstance(memo, ParsedDocument)
+    assert (memo.text, memo.title) == ("Quarterly memo\nCard fees rise in May.", "Memo")
+    assert [results[k].text for k in ("a", "b")] == ["first", "second"]  # type: ignore[union-attr]
+    assert "item 2 is int" in results[f"{tmp_path / 'records.json'}#item2"].message  # type: ignore[union-attr]
+    one = results[str(tmp_path / "one.json")]
+    assert isinstance(one, ParsedDocument) and one.metadata == {"lang": "en"}
+    broken = results[str(tmp_path / "broken.docx")]
+    assert isinstance(broken, DocumentError) and "not a readable .docx" in broken.message
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("notes.md", ("# Big title\n\n" + "Café crème line\r\n" * 20_000).encode()),
+    ("latin.txt", ("Café crème line\n" * 20_000).encode("latin-1")),
+    ("bom.txt", b"\xef\xbb\xbf" + b"plain line\n" * 20_000),
+])
+def test_a_large_file_streams_with_the_hash_and_text_of_a_whole_read(tmp_path: Path, name: str,
+                                                                      data: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    whole = _one(path)
+    streamed = _one(path, stream_over_bytes=1000)
+    assert isinstance(whole, ParsedDocument) and isinstance(streamed, StreamedDocument)
+    assert streamed.content_hash == whole.content_hash  # unchanged, whichever way it is read
+    assert "".join(streamed.pieces(777)) == whole.text
+    assert (streamed.key, streamed.title) == (whole.key, whole.title)
+    assert [w.split(";")[-1] for w in streamed.warnings] == [w.split(";")[-1] for w in whole.warnings]
+
+
+def test_large_empty_or_binary_files_are_rejected_without_streaming(tmp_path: Path) -> None:
+    (tmp_path / "blank.txt").write_bytes(b"  \n" * 10_000)
+    (tmp_path / "blob.txt").write_bytes(b"\x00\x01" * 10_000)
+    assert "is empty" in _msg(_one(tmp_path / "blank.txt", stream_over_bytes=1000))
+    assert "looks binary" in _msg(_one(tmp_path / "blob.txt", stream_over_bytes=1000))

@@ -99,8 +99,9 @@ def test_search_matches_the_facade_and_validates(client, facet) -> None:
     assert response.status_code == 200, response.text
     payload = response.json()
     direct = facet.search(SearchRequest(body["query"], COLLECTION, body["instruction"], top_k=5,
-                                        filters=body["filters"]))
+                                        filters=body["filters"], group_by_document=True))
     assert [r["doc_id"] for r in payload["results"]] == [r.doc_id for r in direct.results]
+    assert all(r["more_chunks"] == [] for r in payload["results"])  # grouped by default
     assert {r["metadata"]["intent"] for r in payload["results"]} <= set(body["filters"]["intent"])
     assert payload["results"][0]["score"] == pytest.approx(direct.results[0].score, abs=1e-5)
     assert set(payload["timings_ms"]) >= {"encode_query", "vector_search", "total"}

@@ -145,3 +145,32 @@ def test_choose_k_and_map_helpers() -> None:
     xy = map_coordinates(points)
     assert xy.shape == (40, 2)
     assert map_coordinates(points[:1]).shape == (1, 2)
+
+
+def test_explainer_answers_are_generated_in_batches_with_progress(make_ctx, tiny_inbedder_dir,
+                                                                  monkeypatch) -> None:
+    from app.encoding import ANSWER_BATCH
+    from app.services import clustering
+
+    ctx = make_ctx()
+    model = ctx.embedders.get(str(tiny_inbedder_dir))
+    calls: list[tuple[int, int]] = []
+    original = model.generate_answers
+
+    def spy(texts, instruction, max_new_tokens=None, batch_size=16):
+        calls.append((len(texts), batch_size))
+        return original(texts, instruction, max_new_tokens=max_new_tokens, batch_size=batch_size)
+
+    monkeypatch.setattr(model, "generate_answers", spy)
+    monkeypatch.setattr(clustering, "PROGRESS_STEP_TEXTS", 5)
+    texts = (TEXTS * 2)[:12]
+    seen: list[tuple[float, str]] = []
+    result = ClusterService(ctx).cluster(
+        ClusterRequest(INSTRUCTION, texts=texts, k=2, embedder="minilm",
+                       explainer=str(tiny_inbedder_dir), answer_tokens=2),
+        progress=lambda f, stage: seen.append((f, stage)))
+    assert ANSWER_BATCH == 32 and calls == [(5, 32), (5, 32), (2, 32)]
+    answering = [stage for _, stage in seen if "answering" in stage]
+    assert answering == [f"{tiny_inbedder_dir} answering {n}/12 texts" for n in (0, 5, 10)]
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)
+    assert result.answers is not None and len(result.answers) == 12

@@ -65,7 +65,7 @@ def test_index_twice_writes_nothing_then_edit_reembeds_one_file(make_ctx, tmp_pa
     assert hit.payload["doc_id"] == str(edited) and "gardening" in hit.payload["text"]
 
 
-def test_sync_drops_deleted_documents_only_with_the_flag(make_ctx, tmp_path, minilm) -> None:
+def test_sync_is_the_default_for_folders_and_no_sync_keeps(make_ctx, tmp_path, minilm) -> None:
     files = write_corpus(tmp_path / "src", 6)
     ctx = make_ctx()
     service = IndexService(ctx)
@@ -73,14 +73,25 @@ def test_sync_drops_deleted_documents_only_with_the_flag(make_ctx, tmp_path, min
     gone = tmp_path / "src" / "doc002.txt"
     gone.unlink()
     files.pop(str(gone))
-    kept = service.index(tmp_path / "src", "docs")
+    kept = service.index(tmp_path / "src", "docs", IndexOptions(sync=False))  # --no-sync
     assert kept.docs_deleted == 0 and ctx.store.count("docs", {"doc_id": str(gone)}) > 0
-    synced = service.index(tmp_path / "src", "docs", IndexOptions(sync=True))
+    synced = service.index(tmp_path / "src", "docs")  # a folder: synced by default
     assert synced.docs_deleted == 1
     assert set(_store_ids(ctx, "docs")) == _expected_points(files, minilm)
     with ctx.sessions() as s:
         coll = md.get_collection(s, "docs")
         assert coll is not None and md.count_documents(s, coll.id) == 5
+
+    # A single file is not synced unless asked: a record dropped from it stays searchable.
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"_id": f"r{i}", "text": f"record {i}"}) + "\n"
+                               for i in range(3)))
+    service.index(records, "recs")
+    records.write_text(json.dumps({"_id": "r0", "text": "record 0"}) + "\n")
+    assert service.index(records, "recs").docs_deleted == 0
+    assert ctx.store.count("recs") == 3
+    assert service.index(records, "recs", IndexOptions(sync=True)).docs_deleted == 2
+    assert ctx.store.count("recs") == 1
 
 
 def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, minilm) -> None:
@@ -112,8 +123,8 @@ def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, m
     assert "MiB per-document limit" in errors[str(big)]
     records = src / "records.jsonl"
     assert f"{records}:2: malformed JSON line" in errors[f"{records}#L2"]
-    assert any("invalid UTF-8" in w for _, w in report.warnings)
-    assert report.docs_indexed == 3  # latin1.txt (with replacement characters), r1, r2
+    assert any("decoded as cp1252" in w for _, w in report.warnings)
+    assert report.docs_indexed == 3  # latin1.txt (read as cp1252), r1, r2
     after = set(_store_ids(ctx, "docs"))
     assert before <= after  # nothing already indexed was lost, doc001 included
     assert ctx.store.count("docs", {"doc_id": ["r1", "r2"]}) == 2
@@ -136,9 +147,9 @@ def test_request_errors(make_ctx, tmp_path) -> None:
     service = IndexService(ctx)
     with pytest.raises(NotFoundError, match="does not exist"):
         service.index(tmp_path / "missing", "docs")
-    (tmp_path / "x.docx").write_text("?")
+    (tmp_path / "x.xlsx").write_text("?")
     with pytest.raises(DataError, match="unsupported file type"):
-        service.index(tmp_path / "x.docx", "docs")
+        service.index(tmp_path / "x.xlsx", "docs")
     with pytest.raises(InvalidRequestError, match="invalid collection name"):
         service.index(tmp_path, "bad/name")
     write_corpus(tmp_path / "src", 1)
@@ -185,3 +196,38 @@ def test_reindex_replaces_chunk_rows_and_vector_hashes_in_bulk(make_ctx, tmp_pat
         assert hashes == {d.id: d.content_hash for d in docs.values()}
         assert len(s.scalars(md.select(md.DocumentVector)).all()) == 4
         assert md.count_chunks(s, coll.id) == len(_store_ids(ctx, "docs"))
+
+
+def test_a_large_file_streams_its_chunks_with_progress(make_ctx, tmp_path, minilm) -> None:
+    import random
+
+    rng = random.Random(0)
+    words = ["card", "fee", "rise", "payment", "refund", "account", "transfer", "naïve", "weather", "pasta"]
+    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(1_500))
+    big = tmp_path / "src" / "big.txt"
+    big.parent.mkdir()
+    big.write_text(text)  # ~110 KB: streamed over a 0.05 MiB threshold
+    ctx = make_ctx(stream_document_mb=0.05)
+    service = IndexService(ctx)
+    seen: list = []
+    report = service.index(big.parent, "big", IndexOptions(batch_chunks=32), progress=seen.append)
+    inside = [p for p in seen if p.current == str(big)]
+    assert len(inside) >= 5  # the bar moved with the chunks inside the one document
+    assert [p.chunks_written for p in inside] == sorted(p.chunks_written for p in inside)
+    assert inside[0].chunks_written == 32 and 0 < inside[0].current_fraction < inside[-1].current_fraction
+    assert report.docs_indexed == 1 and report.chunks_written == len(_expected_points({str(big): text}, minilm))
+    assert set(_store_ids(ctx, "big")) == _expected_points({str(big): text}, minilm)
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "big")
+        assert coll is not None and md.count_chunks(s, coll.id) == report.chunks_written
+
+    # Read whole (no streaming), the same file is unchanged: same hash, nothing re-embedded.
+    whole = IndexService(ctx)
+    whole.settings = ctx.settings.model_copy(update={"stream_document_mb": 100.0})
+    again = whole.index(big.parent, "big")
+    assert (again.docs_skipped, again.chunks_written) == (1, 0)
+    # Edited, it is streamed again and its stale points go.
+    big.write_text(text[: len(text) // 2])
+    edited = service.index(big.parent, "big")
+    assert set(_store_ids(ctx, "big")) == _expected_points({str(big): text[: len(text) // 2]}, minilm)
+    assert edited.docs_indexed == 1

@@ -84,3 +84,38 @@ def test_snippet_window_prefers_the_query_terms() -> None:
     snippet, highlights = make_snippet(text, "refund late", width=80)
     assert "refund arrived late" in snippet and snippet.startswith("…")
     assert [snippet[a:b] for a, b in highlights] == ["refund", "late"]
+
+
+def test_group_by_document_gives_top_k_documents_with_their_other_chunks(make_ctx, tmp_path,
+                                                                          minilm) -> None:
+    src = tmp_path / "long"
+    src.mkdir()
+    # One long document about card fees (many chunks of 64 tokens), three short ones.
+    (src / "fees.txt").write_text(" ".join(f"Card fee rule {i}: the card fee for foreign "
+                                           f"payments is charged on day {i}." for i in range(40)))
+    (src / "weather.txt").write_text("Tomorrow brings rain and wind over the coast.")
+    (src / "pasta.txt").write_text("Cook the pasta for nine minutes in salted water.")
+    (src / "travel.txt").write_text("Paying abroad with a card can cost a foreign fee.")
+    ctx = make_ctx()
+    IndexService(ctx).index(src, "long")
+    service = SearchService(ctx)
+    query = "card fee for foreign payments"
+    per_chunk = service.search(SearchRequest(query, "long", top_k=3))
+    fees = str(src / "fees.txt")
+    assert [r.doc_id for r in per_chunk.results].count(fees) >= 2  # one document, two ranks
+
+    grouped = service.search(SearchRequest(query, "long", top_k=3, group_by_document=True))
+    docs = [r.doc_id for r in grouped.results]
+    assert len(docs) == len(set(docs)) == 3
+    assert {fees, str(src / "travel.txt")} <= set(docs)
+    assert [r.rank for r in grouped.results] == [1, 2, 3]
+    # Each document sits at its best chunk's score, in score order.
+    assert [r.score for r in grouped.results] == sorted((r.score for r in grouped.results),
+                                                        reverse=True)
+    first_of = {}
+    for r in per_chunk.results:
+        first_of.setdefault(r.doc_id, (r.chunk_no, r.score))
+    fee = next(r for r in grouped.results if r.doc_id == fees)
+    assert (fee.chunk_no, fee.score) == pytest.approx(first_of[fees])
+    assert len(fee.more_chunks) >= 2 and fee.chunk_no not in fee.more_chunks
+    assert all(r.more_chunks == [] for r in grouped.results if r.doc_id != fees)

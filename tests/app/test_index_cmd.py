@@ -1,0 +1,142 @@
+"""`facet index` as a new user runs it (a subprocess on a temp data dir): exit codes, messages,
+what is left behind (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def facet(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = dict(os.environ, FACET_DATA_DIR=str(data), FACET_CHUNK_TOKENS="64",
+                   FACET_CHUNK_OVERLAP="8", **env)
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True,
+                          timeout=300, env=environ)
+
+
+def collections(data: Path) -> list[str]:
+    listed = facet(data, "collections", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return [c["name"] for c in json.loads(listed.stdout)]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+def test_failed_documents_exit_non_zero_and_leave_no_empty_collection(tmp_path, data) -> None:
+    big = tmp_path / "big30mb.txt"
+    big.write_text("lorem ipsum dolor sit amet\n" * 2000)  # ~53 KiB over a 0.01 MiB limit
+    one = facet(data, "index", str(big), "-c", "big", FACET_MAX_DOCUMENT_MB="0.01")
+    assert one.returncode == 4, one.stderr
+    assert "per-document limit" in one.stderr
+    assert "1 of 1 documents failed" in one.stderr and "removed again" in one.stderr
+    assert "big" not in collections(data)
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "good.txt").write_text("A note about bank cards and their fees.")
+    (src / "empty.txt").write_text("   ")
+    (src / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    two = facet(data, "index", str(src), "-c", "notes")
+    assert two.returncode == 4, two.stderr
+    assert "2 of 3 documents failed" in two.stderr and "--allow-failures" in two.stderr
+    assert "notes" in collections(data)  # one document went in: the collection stays
+
+    allowed = facet(data, "index", str(src), "-c", "notes", "--allow-failures", "--json")
+    assert allowed.returncode == 0, allowed.stderr
+    report = json.loads(allowed.stdout)
+    assert (report["docs_failed"], report["docs_skipped"]) == (2, 1)
+
+
+def test_csv_without_a_text_column_warns_and_text_column_picks_it(tmp_path, data) -> None:
+    path = tmp_path / "reviews.csv"
+    path.write_text("id,product,review\nr1,kettle,boils water fast and quietly\n"
+                    "r2,toaster,burns every slice of bread\n")
+    guessed = facet(data, "index", str(path), "-c", "guess")
+    assert guessed.returncode == 0, guessed.stderr
+    assert "embedded the first column, 'id'" in guessed.stderr and "--text-column" in guessed.stderr
+
+    named = facet(data, "index", str(path), "-c", "reviews", "--text-column", "review")
+    assert named.returncode == 0, named.stderr
+    assert "first column" not in named.stderr
+    found = facet(data, "search", "bread toaster", "-c", "reviews", "-k", "1", "--json")
+    assert found.returncode == 0, found.stderr
+    [hit] = json.loads(found.stdout)["results"]
+    assert (hit["doc_id"], hit["text"]) == ("r2", "burns every slice of bread")
+
+
+def test_skipped_files_are_named_with_the_supported_types(tmp_path, data) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "notes.txt").write_text("Card fees rise in May.")
+    (src / "records.json").write_text(json.dumps([{"id": "a", "text": "a refund request"}]))
+    for name in ("budget.xlsx", "photo.png", "slides.pptx", "archive.zip"):
+        (src / name).write_bytes(b"PK\x03\x04")
+    run = facet(data, "index", str(src), "-c", "mixed")
+    assert run.returncode == 0, run.stderr
+    assert "2 indexed" in run.stdout
+    assert ("skipped 4 files of unsupported types: archive.zip, budget.xlsx, photo.png, "
+            "slides.pptx (supported: .csv .docx .htm .html .json .jsonl .markdown .md .pdf "
+            ".txt)") in run.stderr
+
+
+def test_no_noise_one_summary_plurals_and_a_long_query_is_not_echoed(tmp_path, data) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("Card fees rise in May for foreign payments.")
+    run = facet(data, "index", str(src), "-c", "one")
+    assert run.returncode == 0, run.stderr
+    both = run.stdout + run.stderr
+    assert both.count("job 1 completed") == 1  # the summary once, not again as a log line
+    assert "1 document seen" in run.stdout and "1 chunk in" in run.stdout
+    assert "Loading weights" not in both and "FutureWarning" not in both
+
+    query = "card fee " * 12_000  # 108,000 characters pasted as a query
+    found = facet(data, "search", query, "-c", "one", "-k", "1")
+    assert found.returncode == 0, found.stderr
+    assert "(108,000 characters)" in found.stdout and len(found.stdout) < 2_000
+    assert "Loading weights" not in found.stderr
+    assert "Token indices sequence length" not in found.stderr  # the embedder's warning is enough
+    assert "1 of 1 texts were longer than" in found.stderr
+
+    # An InBedder load used to print transformers' FutureWarning (is_gradient_checkpointing).
+    embedded = facet(data, "embed", "-e", "inbedder", "a cat")
+    assert embedded.returncode == 0, embedded.stderr
+    assert "FutureWarning" not in embedded.stderr and "Loading weights" not in embedded.stderr
+    verbose = facet(data, "-v", "embed", "-e", "minilm", "a cat")
+    assert "Loading weights" in verbose.stderr  # --verbose keeps the libraries' output
+
+
+def test_set_type_errors_read_as_english() -> None:
+    from app.commands.train import _typed
+    from app.errors import InvalidRequestError
+    from embedders.methods.inbedder import InBedderConfig
+
+    with pytest.raises(InvalidRequestError, match=r"gen_tokens='many': expected an integer$"):
+        _typed(InBedderConfig, InBedderConfig(), {"gen_tokens": "many"})
+
+
+def test_readme_tells_how_to_run_facet_and_its_options_exist() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "source .venv/bin/activate" in readme and ".venv/bin/facet" in readme
+    assert (Path(sys.executable).parent / "facet").is_file()  # the script the README names
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    runner = CliRunner()
+    index_help = runner.invoke(cli, ["index", "--help"], terminal_width=200).output
+    search_help = runner.invoke(cli, ["search", "--help"], terminal_width=200).output
+    for option in ("--no-sync", "--text-column", "--allow-failures"):
+        assert option in readme and option in index_help, option
+    assert "--group-by-document" in readme and "--group-by-document" in search_help
+    for suffix in (".txt", ".pdf", ".docx", ".json", ".jsonl", ".csv", ".html"):
+        assert suffix in readme
+    assert "FACET_MAX_DOCUMENT_MB" in readme and "exits 4" in readme
