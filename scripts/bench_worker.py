@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +112,7 @@ def main() -> None:
     facet.job_runner = InlineJobRunner(facet._run_job)
     remote = Facet(settings)
     facet.embedder("minilm")  # loaded before timing, as the worker's is
-    runs: dict[str, list[dict[str, float]]] = {"worker": [], "inprocess": []}
+    runs: dict[str, list[dict[str, Any]]] = {"worker": [], "inprocess": []}
     try:
         # Wait until the worker process has loaded its model.
         deadline = time.monotonic() + 300
@@ -136,6 +137,9 @@ def main() -> None:
                     report = facet.index(corpus, name)
                     elapsed = time.perf_counter() - t0
                     chunks, docs, state = report.chunks_written, report.docs_indexed, report.state
+                    job_id = report.job_id
+                # Where the time went, from the job row (summed over chunk tasks for a worker).
+                timings = facet.job(job_id).timings
                 cpu = (worker_cpu() if mode == "worker" else own_cpu()) - cpu0
                 info = facet.collection(name)
                 ids = [h.id for h in facet.context.store.scroll(name, limit=10**6)]
@@ -144,7 +148,8 @@ def main() -> None:
                 row = {"round": r, "seconds": round(elapsed, 2), "docs": docs, "chunks": chunks,
                        "points": info.points or 0, "docs_per_s": round(docs / elapsed, 2),
                        "cpu_s": round(cpu, 2), "load_start": round(load0, 2),
-                       "load_end": round(os.getloadavg()[0], 2), "exact": ok}
+                       "load_end": round(os.getloadavg()[0], 2), "timings": timings,
+                       "exact": ok}
                 runs[mode].append(row)
                 print(json.dumps({"mode": mode, **row}), flush=True)
         med = {m: statistics.median(x["seconds"] for x in rows) for m, rows in runs.items()}
