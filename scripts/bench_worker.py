@@ -75,8 +75,13 @@ def main() -> None:
         subprocess.Popen([sys.executable, "-m", "tests.worker.qdrant_standin", "--port",
                           str(qdrant_port)], cwd=ROOT, stdout=subprocess.DEVNULL),
     ]
-    _wait_port(redis_port)
-    _wait_port(qdrant_port)
+    try:  # a loaded machine can take a while to start them
+        _wait_port(redis_port, timeout=180)
+        _wait_port(qdrant_port, timeout=180)
+    except BaseException:
+        for p in procs:
+            p.terminate()
+        raise
     os.environ.update({k: v for k, v in env.items() if k.startswith(("FACET_", "OMP_"))})
     import torch
 
@@ -106,14 +111,15 @@ def main() -> None:
     def own_cpu() -> float:
         t = psutil.Process().cpu_times()
         return t.user + t.system
-    settings = FacetSettings()
-    inproc_settings = FacetSettings(broker_url=None)
-    facet = Facet(inproc_settings)
-    facet.job_runner = InlineJobRunner(facet._run_job)
-    remote = Facet(settings)
-    facet.embedder("minilm")  # loaded before timing, as the worker's is
     runs: dict[str, list[dict[str, Any]]] = {"worker": [], "inprocess": []}
+    facet = remote = None
     try:
+        settings = FacetSettings()
+        inproc_settings = FacetSettings(broker_url=None)
+        facet = Facet(inproc_settings)
+        facet.job_runner = InlineJobRunner(facet._run_job)
+        remote = Facet(settings)
+        facet.embedder("minilm")  # loaded before timing, as the worker's is
         # Wait until the worker process has loaded its model.
         deadline = time.monotonic() + 300
         while "loaded minilm" not in (work / "worker.log").read_text():
@@ -165,8 +171,9 @@ def main() -> None:
         if args.out:
             Path(args.out).write_text(json.dumps({"runs": runs, **summary}, indent=2))
     finally:
-        facet.close()
-        remote.close()
+        for f in (facet, remote):
+            if f is not None:
+                f.close()
         for p in reversed(procs):
             p.terminate()
         for p in procs:
