@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,8 +75,13 @@ def main() -> None:
         subprocess.Popen([sys.executable, "-m", "tests.worker.qdrant_standin", "--port",
                           str(qdrant_port)], cwd=ROOT, stdout=subprocess.DEVNULL),
     ]
-    _wait_port(redis_port)
-    _wait_port(qdrant_port)
+    try:  # a loaded machine can take a while to start them
+        _wait_port(redis_port, timeout=180)
+        _wait_port(qdrant_port, timeout=180)
+    except BaseException:
+        for p in procs:
+            p.terminate()
+        raise
     os.environ.update({k: v for k, v in env.items() if k.startswith(("FACET_", "OMP_"))})
     import torch
 
@@ -105,14 +111,15 @@ def main() -> None:
     def own_cpu() -> float:
         t = psutil.Process().cpu_times()
         return t.user + t.system
-    settings = FacetSettings()
-    inproc_settings = FacetSettings(broker_url=None)
-    facet = Facet(inproc_settings)
-    facet.job_runner = InlineJobRunner(facet._run_job)
-    remote = Facet(settings)
-    facet.embedder("minilm")  # loaded before timing, as the worker's is
-    runs: dict[str, list[dict[str, float]]] = {"worker": [], "inprocess": []}
+    runs: dict[str, list[dict[str, Any]]] = {"worker": [], "inprocess": []}
+    facet = remote = None
     try:
+        settings = FacetSettings()
+        inproc_settings = FacetSettings(broker_url=None)
+        facet = Facet(inproc_settings)
+        facet.job_runner = InlineJobRunner(facet._run_job)
+        remote = Facet(settings)
+        facet.embedder("minilm")  # loaded before timing, as the worker's is
         # Wait until the worker process has loaded its model.
         deadline = time.monotonic() + 300
         while "loaded minilm" not in (work / "worker.log").read_text():
@@ -136,6 +143,9 @@ def main() -> None:
                     report = facet.index(corpus, name)
                     elapsed = time.perf_counter() - t0
                     chunks, docs, state = report.chunks_written, report.docs_indexed, report.state
+                    job_id = report.job_id
+                # Where the time went, from the job row (summed over chunk tasks for a worker).
+                timings = facet.job(job_id).timings
                 cpu = (worker_cpu() if mode == "worker" else own_cpu()) - cpu0
                 info = facet.collection(name)
                 ids = [h.id for h in facet.context.store.scroll(name, limit=10**6)]
@@ -144,7 +154,8 @@ def main() -> None:
                 row = {"round": r, "seconds": round(elapsed, 2), "docs": docs, "chunks": chunks,
                        "points": info.points or 0, "docs_per_s": round(docs / elapsed, 2),
                        "cpu_s": round(cpu, 2), "load_start": round(load0, 2),
-                       "load_end": round(os.getloadavg()[0], 2), "exact": ok}
+                       "load_end": round(os.getloadavg()[0], 2), "timings": timings,
+                       "exact": ok}
                 runs[mode].append(row)
                 print(json.dumps({"mode": mode, **row}), flush=True)
         med = {m: statistics.median(x["seconds"] for x in rows) for m, rows in runs.items()}
@@ -160,8 +171,9 @@ def main() -> None:
         if args.out:
             Path(args.out).write_text(json.dumps({"runs": runs, **summary}, indent=2))
     finally:
-        facet.close()
-        remote.close()
+        for f in (facet, remote):
+            if f is not None:
+                f.close()
         for p in reversed(procs):
             p.terminate()
         for p in procs:

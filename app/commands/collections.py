@@ -99,8 +99,10 @@ def register(cli: typer.Typer) -> None:
                        f"{j.docs_deleted}, chunks {j.chunks_written} · started {j.started_at}")
             if job_id is not None:
                 typer.echo(f"  timings (s): {j.timings}")
-                if j.message:
-                    typer.echo(f"  {j.message}")
+            if j.message and (job_id is not None or j.state != "completed"):
+                # Interrupted, stalled or failed: say why and how to go on in the list too.
+                typer.echo(f"  {j.message}")
+            if job_id is not None:
                 for e in j.errors:
                     typer.echo(f"  {e['kind']}: {e['message']}")
 

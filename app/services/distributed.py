@@ -76,6 +76,17 @@ class ChunkBusy(FacetError):
         self.retry_in_s = retry_in_s
 
 
+class _ClaimLost(Exception):
+    """This worker's claim on the chunk lapsed and another worker took the chunk over (this
+    process stalled past ``lease_ttl_s`` while the task was re-delivered): the chunk's
+    transaction is rolled back, so only the other worker's run counts."""
+
+    @staticmethod
+    def message(holder: str | None) -> str:
+        return (f"the claim lapsed and {holder} took the chunk over; this run's counts are "
+                "dropped (its points are the same)")
+
+
 @dataclass
 class ChunkOutcome:
     """What one ``run_chunk`` call did."""
@@ -355,6 +366,10 @@ class ChunkedIndexService:
                                   extra=self._renew_claim(job_id, number)):
                 try:
                     written = self._write_chunk(session, coll, job, chunk, docs)
+                except _ClaimLost as e:
+                    session.rollback()
+                    logger.warning("chunk %d of job %d: %s", number, job_id, e)
+                    return ChunkOutcome(job_id, number, "duplicate", message=str(e))
                 except Exception as e:
                     if is_transient(e):
                         raise
@@ -364,6 +379,13 @@ class ChunkedIndexService:
                     if job is None or chunk is None:
                         return ChunkOutcome(job_id, number, "gone",
                                             message="the job was deleted while the chunk ran")
+                    if chunk.state != "running" or chunk.worker != self.worker:
+                        # Taken over while this run stalled: the error comes from the two runs
+                        # meeting (e.g. both inserting the chunk rows); the other run counts.
+                        message = (f"{_ClaimLost.message(chunk.worker)} (this run ended with "
+                                   f"{type(e).__name__})")
+                        logger.warning("chunk %d of job %d: %s", number, job_id, message)
+                        return ChunkOutcome(job_id, number, "duplicate", message=message)
                     message = f"chunk {number} failed: {type(e).__name__}: {e}"
                     logger.exception("job %d: %s", job_id, message)
                     self._fail_chunk(session, job, chunk, docs, message)
@@ -405,11 +427,19 @@ class ChunkedIndexService:
         job_id, chunk_id = job.id, chunk.id
 
         def finish(s: Session) -> None:
+            # Only while this worker still holds the claim: a worker that stalled past the
+            # claim's ttl may find the chunk re-delivered to and run by another one, and the
+            # chunk must count once (its points are the same: deterministic ids).
+            C = md.JobChunk
+            taken = s.execute(update(C).where(
+                C.id == chunk_id, C.state == "running", C.worker == self.worker).values(
+                state="done", finished_at=md.utcnow(), claimed_until=None, error=None))
+            if taken.rowcount != 1:  # type: ignore[attr-defined]
+                holder = s.scalar(select(C.worker).where(C.id == chunk_id))
+                raise _ClaimLost(_ClaimLost.message(holder))
             for error in tally.errors:
                 error.job_id = job_id
             s.add_all(tally.errors)
-            s.execute(update(md.JobChunk).where(md.JobChunk.id == chunk_id).values(
-                state="done", finished_at=md.utcnow(), claimed_until=None, error=None))
             self._add_counts(s, job_id, report, tally, chunks_done=1)
 
         self.index._process_batch(session, coll, tally, report, items, embedder, job.embedder,

@@ -345,8 +345,10 @@ class IndexService:
                 session.rollback()
                 if isinstance(e, KeyboardInterrupt | SystemExit):
                     job.state = "interrupted"
+                    # The job row's counts (reloaded after the rollback) are what was kept;
+                    # the report also counts the batch that was being written.
                     job.message = (f"stopped ({'Ctrl-C' if isinstance(e, KeyboardInterrupt) else 'exit'}"
-                                   f") after {report.docs_seen} documents; run the same `facet "
+                                   f") with {job.docs_indexed} documents indexed; run the same `facet "
                                    f"index {prepared.source} --collection {coll.name}` again to "
                                    "resume: what was indexed is kept")
                 else:

@@ -192,6 +192,8 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
         job = facet.jobs("stop")[0]
         assert job.state == "interrupted", job
         assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or "")
+        # The count it gives is what was kept (not the batch that was rolled back).
+        assert f"with {job.docs_indexed} documents indexed;" in (job.message or ""), job
         # Nothing holds the collection any more: it can be read at once.
         assert facet.collection("stop").writer is None
 

@@ -58,6 +58,12 @@ def test_sigkill_half_way_then_rerun(make_ctx, tmp_path, minilm) -> None:
 
     shown = CollectionService(ctx).jobs("crash")[0]
     assert shown.state == "interrupted" and "again to resume" in (shown.message or "")
+    listed = subprocess.run([sys.executable, "-c", "from app.cli import main; main()", "jobs",
+                             "--collection", "crash"], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith(f"job {shown.id} interrupted: crash <- "), listed.stdout
+    assert "again to resume" in listed.stdout  # the hint is in the list, not only `jobs ID`
     report = IndexService(ctx).index(tmp_path / "src", "crash")
     assert report.docs_skipped >= killed_at  # the recorded work was kept
     assert report.docs_indexed + report.docs_skipped == N_DOCS

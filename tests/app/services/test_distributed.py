@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select, update
 
 from app.services.collections import CollectionService
@@ -166,3 +167,55 @@ def test_a_transient_store_outage_is_retried_without_losing_or_counting_twice(ma
         attempts = s.scalars(select(md.JobChunk.attempts).where(
             md.JobChunk.job_id == prepared.job_id).order_by(md.JobChunk.number)).all()
     assert list(attempts) == [1, 1]  # the outage did not count towards the poison limit
+
+
+@pytest.mark.parametrize("b_commits_first", [True, False])
+def test_a_chunk_taken_over_after_its_claim_lapsed_counts_once(make_ctx, tmp_path,
+                                                               b_commits_first) -> None:
+    """Worker A stalls past the claim's ttl mid-chunk (a starved machine) and the re-delivered
+    task reaches worker B, which claims the lapsed chunk. Either B commits the chunk before A
+    reaches its commit (A's write then meets B's rows), or B is still running when A commits
+    (A no longer holds the claim). Both ways A's transaction is rolled back and the chunk's
+    documents, chunks and points count once."""
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx(lease_ttl_s=60.0)  # no heartbeat renews A's claim during the test
+    a, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    b = ChunkedIndexService(ctx)
+    b.worker = "other-host:2"
+    real_upsert = ctx.store.upsert
+    taken_over: list[str] = []
+    stalled = {"done": False}
+
+    def stalled_upsert(collection, points):  # type: ignore[no-untyped-def]
+        if not stalled["done"]:  # A's first write: its claim lapses and B takes the chunk
+            stalled["done"] = True
+            C = md.JobChunk
+            with ctx.sessions() as s:
+                s.execute(update(C).where(C.job_id == prepared.job_id, C.number == numbers[0])
+                          .values(claimed_until=md.utcnow()))
+                s.commit()
+                if not b_commits_first:  # B claimed it and is still encoding
+                    s.execute(update(C).where(C.job_id == prepared.job_id,
+                                              C.number == numbers[0])
+                              .values(worker=b.worker, attempts=C.attempts + 1))
+                    s.commit()
+            if b_commits_first:
+                taken_over.append(b.run_chunk(prepared.job_id, numbers[0]).outcome)
+        return real_upsert(collection, points)
+
+    ctx.store.upsert = stalled_upsert  # type: ignore[method-assign]
+    first = a.run_chunk(prepared.job_id, numbers[0])
+    assert first.outcome == "duplicate", first
+    assert "other-host:2 took the chunk over" in (first.message or "")
+    if not b_commits_first:
+        taken_over.append(b.run_chunk(prepared.job_id, numbers[0]).outcome)
+    assert taken_over == ["done"]
+    for n in numbers[1:]:
+        assert a.run_chunk(prepared.job_id, n).outcome == "done"
+    job = CollectionService(ctx).job(prepared.job_id)
+    info = CollectionService(ctx).get("c")
+    assert job.state == "completed" and job.chunks_done == job.chunks_total == len(numbers)
+    assert (job.docs_seen, job.docs_indexed, job.docs_failed) == (4, 4, 0), job
+    assert info.points == info.chunks == job.chunks_written
+    ids = [h.id for h in ctx.store.scroll("c", limit=1000)]
+    assert len(ids) == len(set(ids)) == info.points
