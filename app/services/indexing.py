@@ -363,9 +363,11 @@ class IndexService:
                 report.timings = {"parse_chunk": job.parse_s, "encode": job.encode_s,
                                   "store": job.store_s, "metadata": job.metadata_s}
                 session.commit()
-                leases.release(session, coll.id, job.id)
-                # An embedded store lets other processes (a `facet search`) in again.
+                # The shard is closed before the lease goes: a reader that finds no lease must
+                # find the shard free too (the other order let a `facet search` in the gap
+                # meet a held shard and fail with "busy" instead of the writer's message).
                 self.store.release(coll.name)
+                leases.release(session, coll.id, job.id)
             if job.runner == "inline" and report.state == "completed":
                 report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
         logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
