@@ -13,7 +13,11 @@ import pytest
 
 
 def facet(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = dict(os.environ, FACET_DATA_DIR=str(data), FACET_CHUNK_TOKENS="64",
+    # In-process CLI tests (CliRunner) set the quiet switches in this process's environment
+    # (app.cli sets them for the libraries); a user's shell has none of them.
+    inherited = {k: v for k, v in os.environ.items()
+                 if k not in ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")}
+    environ = dict(inherited, FACET_DATA_DIR=str(data), FACET_CHUNK_TOKENS="64",
                    FACET_CHUNK_OVERLAP="8", **env)
     return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True,
                           timeout=300, env=environ)
