@@ -49,10 +49,19 @@ def _env(data: Path) -> dict[str, str]:
                 HF_HUB_OFFLINE="1")
 
 
+def _as_from_a_terminal() -> None:
+    """In the child: Ctrl-C's default disposition, unblocked, as a shell gives a command. A
+    disposition of SIG_IGN or a blocked mask is inherited through exec, and in a full suite
+    run the writer ignored SIGINT (it passed alone, 5 of 5): some earlier in-process test
+    leaves the pytest process so (not yet traced)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _writer(src: Path, data: Path, name: str, *extra: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "app", "index", str(src), "--collection", name,
                              "--batch-chunks", "8", *extra], env=_env(data), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_as_from_a_terminal)
 
 
 def _wait_indexing(db: Path, proc: subprocess.Popen[bytes], at_least: int = 4) -> None:
