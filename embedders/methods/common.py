@@ -99,33 +99,45 @@ class MethodConfig:
 
 
 @dataclass
-class InstructedConfig(MethodConfig):
-    """Fields of the instruction methods (InBedder, InstEmb).
+class TemplatedConfig(MethodConfig):
+    """A method whose prompts follow a named template (``TEMPLATES``, set by each subclass).
 
     Attributes:
-        template: ``prompteol`` or ``alpaca`` (see ``INSTRUCTION_TEMPLATES``).
+        template: a key of ``TEMPLATES``.
         prompts: derived from ``template``; saved so a checkpoint says what it read.
     """
+
+    TEMPLATES: ClassVar[dict[str, PromptConfig]] = {"prompteol": PROMPTEOL_PROMPTS}
+    # What a checkpoint saved before templates existed read.
+    LEGACY_TEMPLATE: ClassVar[str] = "prompteol"
 
     template: str = "prompteol"
     prompts: PromptConfig = PROMPTEOL_PROMPTS
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.template not in INSTRUCTION_TEMPLATES:
-            raise ValueError(f"template must be one of {', '.join(INSTRUCTION_TEMPLATES)}, got {self.template!r}")
-        self.prompts = INSTRUCTION_TEMPLATES[self.template]
+        if self.template not in self.TEMPLATES:
+            raise ValueError(f"template must be one of {', '.join(self.TEMPLATES)}, got {self.template!r}")
+        self.prompts = self.TEMPLATES[self.template]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MethodConfig:
+        if "template" not in data:
+            data = {**data, "template": cls.LEGACY_TEMPLATE}
+        return super().from_dict(data)
+
+
+@dataclass
+class InstructedConfig(TemplatedConfig):
+    """Fields of the instruction methods (InBedder, InstEmb): ``template`` is ``prompteol``
+    or ``alpaca`` (see ``INSTRUCTION_TEMPLATES``); checkpoints without one read Alpaca."""
+
+    TEMPLATES: ClassVar[dict[str, PromptConfig]] = INSTRUCTION_TEMPLATES
+    LEGACY_TEMPLATE: ClassVar[str] = "alpaca"
 
     @property
     def answer_lead(self) -> str:
         return ANSWER_LEADS[self.template]
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MethodConfig:
-        # Checkpoints written before templates existed all read the Alpaca layout.
-        if "template" not in data:
-            data = {**data, "template": "alpaca"}
-        return super().from_dict(data)
 
 
 class TrainableDecoderEmbedder(DecoderEmbedder):

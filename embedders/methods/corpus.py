@@ -20,46 +20,37 @@ documents, and both sides of symmetric tasks (STS, NLI), are read bare.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from embedders.base import Embedder, PromptConfig, PromptTokenizer, Role
 from embedders.losses import cosent, info_nce, similarity_distillation
-from embedders.methods.common import CORPUS_PROMPTS, PROMPTEOL_PROMPTS, MethodConfig, TrainableDecoderEmbedder
+from embedders.methods.common import CORPUS_PROMPTS, PROMPTEOL_PROMPTS, TemplatedConfig, TrainableDecoderEmbedder
 
 TEMPLATES: dict[str, PromptConfig] = {"prompteol": PROMPTEOL_PROMPTS, "eos": CORPUS_PROMPTS}
 
 
 @dataclass
-class CorpusConfig(MethodConfig):
+class CorpusConfig(TemplatedConfig):
     """Settings every corpus method has.
 
     Attributes:
         template: ``prompteol`` (last template token pooled, no EOS) or ``eos`` (the
-            papers' ``Instruct/Query`` prompt with an appended EOS that is pooled).
+            papers' ``Instruct/Query`` prompt with an appended EOS that is pooled);
+            checkpoints saved before templates existed read ``eos``.
         temperature: contrastive tau.
-        prompts: derived from ``template``; saved so a checkpoint says what it read.
     """
 
-    template: str = "prompteol"
+    TEMPLATES: ClassVar[dict[str, PromptConfig]] = TEMPLATES
+    LEGACY_TEMPLATE: ClassVar[str] = "eos"
+
     temperature: float = 0.05
-    prompts: PromptConfig = PROMPTEOL_PROMPTS
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.template not in TEMPLATES:
-            raise ValueError(f"template must be one of {', '.join(TEMPLATES)}, got {self.template!r}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
-        self.prompts = TEMPLATES[self.template]
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MethodConfig:
-        # Checkpoints written before templates existed all read the EOS layout.
-        if "template" not in data:
-            data = {**data, "template": "eos"}
-        return super().from_dict(data)
 
 
 class CorpusEmbedder(TrainableDecoderEmbedder):
