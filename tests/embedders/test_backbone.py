@@ -59,4 +59,30 @@ def test_two_processes_convert_the_gguf_once_into_a_fresh_cache(tmp_path):
     entries = sorted(x.name for x in tmp_path.iterdir())
     # One converted directory and its lock file; no leftover temporary directories.
     assert entries == ["smollm2-135m-instruct", "smollm2-135m-instruct.lock"]
-    assert (tmp_path / "smollm2-135m-instruct" / "model.safetensors").is_file()
+    from gguf import GGUFReader, dequantize
+    from safetensors.torch import load_file
+
+    from embedders import backbone
+
+    weights = load_file(tmp_path / "smollm2-135m-instruct" / "model.safetensors")
+    # The conversion reuses one parse of the file: its tensors are still the GGUF's, de-quantized.
+    reader = GGUFReader(backbone._package_dir(backbone._SMOLLM_PACKAGE) / backbone._SMOLLM_GGUF)
+    tensors = {t.name: t for t in reader.tensors}
+    for gguf_name, hf_name in (("token_embd.weight", "model.embed_tokens.weight"),
+                               ("output_norm.weight", "model.norm.weight"),
+                               ("blk.3.ffn_down.weight", "model.layers.3.mlp.down_proj.weight")):
+        t = tensors[gguf_name]
+        expected = torch.from_numpy(dequantize(t.data, t.tensor_type).copy()).float()
+        assert torch.equal(weights[hf_name], expected.reshape(weights[hf_name].shape)), hf_name
+
+
+def test_the_conversion_patch_is_undone_on_exit():
+    import gguf
+
+    from embedders import backbone
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with pytest.raises(RuntimeError), backbone._gguf_parsed_once():
+        assert gguf.GGUFReader is not reader and gguf.get_tensor_name_map is not name_map
+        raise RuntimeError("a failed conversion")
+    assert gguf.GGUFReader is reader and gguf.get_tensor_name_map is name_map
