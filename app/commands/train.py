@@ -68,7 +68,8 @@ def register(cli: typer.Typer) -> None:
             help="score on the method's dev suite every N steps and keep the best (0 = start and end only)")] = 0,
         dev: Annotated[bool, typer.Option("--dev/--no-dev", help="select the checkpoint on the dev suite")] = True,
         dev_size: Annotated[int | None, typer.Option(
-            help="dev subsample size (STS pairs, SciFact documents, CLINC texts); default 400")] = None,
+            help="dev subsample size (STS pairs, SciFact queries and documents, CLINC texts); default 400 "
+                 "(all 162 SciFact dev queries)")] = None,
         time_budget_min: Annotated[float | None, typer.Option(help="stop and save after this many minutes")]
             = None,
         stop_after: Annotated[int | None, typer.Option(
@@ -140,7 +141,8 @@ def register(cli: typer.Typer) -> None:
 
             if dev_size is not None and dev_size < 10:
                 raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
-            sizes = DevSizes(sts_pairs=dev_size, scifact_docs=dev_size, clinc_texts=dev_size) if dev_size else None
+            sizes = DevSizes(sts_pairs=dev_size, scifact_queries=dev_size, scifact_docs=dev_size,
+                             clinc_texts=dev_size) if dev_size else None
             evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
         from app.cli import command_line
 

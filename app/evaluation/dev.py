@@ -32,6 +32,7 @@ class DevSizes:
     """Dev subsample sizes: small enough to run every few dozen steps on one CPU thread."""
 
     sts_pairs: int = 400
+    scifact_queries: int | None = None  # None: every held-out query (162)
     scifact_docs: int = 400
     scifact_doc_words: int = 64
     clinc_texts: int = 400
@@ -58,7 +59,8 @@ def build_dev_tasks(root: Path, suite: str, sizes: DevSizes | None = None) -> li
         return [
             StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=s.sts_pairs, seed=0),
             RetrievalTask("scifact-dev", lambda: _scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
-                          doc_max_words=s.scifact_doc_words, n_docs=s.scifact_docs, seed=0),
+                          doc_max_words=s.scifact_doc_words, n_queries=s.scifact_queries,
+                          n_docs=s.scifact_docs, seed=0),
         ]
     if suite == "instruction":
         data, domains = root / "clinc150" / "data_full.json", root / "clinc150" / "domains.json"

@@ -32,3 +32,13 @@ def test_dev_suites_read_no_test_split(shared_data):
     assert set(clinc.views()[0].texts) <= val
     with pytest.raises(ValueError, match="unknown dev suite"):
         build_dev_tasks(shared_data, "test")
+
+
+def test_a_small_dev_size_samples_the_scifact_queries_too(shared_data):
+    from embedders.training.data import scifact_dev_query_ids
+
+    _, scifact = build_dev_tasks(shared_data, "corpus", DevSizes(sts_pairs=20, scifact_queries=12, scifact_docs=20))
+    data = scifact.data()
+    assert len(data.query_ids) == 12 and set(data.query_ids) <= scifact_dev_query_ids(shared_data)
+    judged = {doc for q in data.query_ids for doc in data.qrels[q]}
+    assert judged <= set(data.doc_ids)  # the kept queries' documents stay in the corpus
