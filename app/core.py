@@ -57,7 +57,7 @@ from app.services.indexing import (
 )
 from app.services.search import SearchRequest, SearchResponse, SearchService
 from app.settings import FacetSettings, apply_settings, get_settings
-from embedders.base import Embedder, HasTokenizer, Role
+from embedders.contract import Embedder, HasTokenizer, Role
 from indexer.errors import StoreBusyError
 
 logger = logging.getLogger(__name__)

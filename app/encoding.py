@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from app.errors import BusyError, FacetError, InvalidRequestError, as_domain_error
-from embedders.base import Embedder, Role, validate_instruction, validate_texts
+from embedders.contract import Embedder, Role, validate_instruction, validate_texts
 from embedders.explain import AnswerGenerator
 
 logger = logging.getLogger(__name__)

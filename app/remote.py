@@ -36,7 +36,7 @@ from app import errors as E
 from app.errors import FacetError, UnavailableError
 from app.services.indexing import PreparedJob
 from app.settings import FacetSettings
-from embedders.base import Role
+from embedders.contract import Role
 
 logger = logging.getLogger(__name__)
 

@@ -160,9 +160,13 @@ def get_settings() -> FacetSettings:
 
 def apply_settings(settings: FacetSettings) -> None:
     """Push settings that lower layers need (they never read the environment themselves)."""
-    from embedders import backbone, registry
-
+    # Imported only when needed: both modules import torch, which commands that never embed
+    # (collections, jobs, delete) should not pay for.
     if settings.model_cache_dir is not None:
+        from embedders import backbone
+
         backbone.set_cache_dir(settings.model_cache_dir)
     if settings.checkpoint_dir is not None:
+        from embedders import registry
+
         registry.set_checkpoint_dir(settings.checkpoint_dir)

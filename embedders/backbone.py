@@ -137,7 +137,8 @@ def _gguf_parsed_once() -> Iterator[None]:
     except ImportError:  # transformers then says gguf is missing, with its own message
         yield
         return
-    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    module: Any = gguf  # patched below: typed loosely on purpose
+    reader_class, name_map = module.GGUFReader, module.get_tensor_name_map
     readers: dict[tuple[str, str], Any] = {}
 
     def reader(path: Any, mode: str = "r") -> Any:
@@ -146,11 +147,11 @@ def _gguf_parsed_once() -> Iterator[None]:
             readers[key] = reader_class(path, mode)
         return readers[key]
 
-    gguf.GGUFReader, gguf.get_tensor_name_map = reader, functools.lru_cache(maxsize=None)(name_map)
+    module.GGUFReader, module.get_tensor_name_map = reader, functools.lru_cache(maxsize=None)(name_map)
     try:
         yield
     finally:
-        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
+        module.GGUFReader, module.get_tensor_name_map = reader_class, name_map
         readers.clear()
 
 

@@ -19,151 +19,25 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import torch
 
+from embedders.contract import (  # noqa: F401 (re-exported: the contract's historical home)
+    Embedder,
+    HasTokenizer,
+    PromptConfig,
+    Role,
+    validate_instruction,
+    validate_texts,
+)
 from embedders.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "facet_config.json"
-
-
-class Role(str, Enum):
-    """What a text is used as: a search query or an indexed document."""
-
-    QUERY = "query"
-    DOCUMENT = "document"
-
-    @classmethod
-    def parse(cls, value: Role | str) -> Role:
-        if isinstance(value, Role):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError as e:
-            valid = ", ".join(r.value for r in cls)
-            raise InvalidInputError(f"unknown role {value!r}; use one of: {valid}") from e
-
-
-@dataclass(frozen=True)
-class PromptConfig:
-    """Prompt templates per role.
-
-    Attributes:
-        query: template for ``role=query``; must contain ``{text}``.
-        document: template for ``role=document``; must contain ``{text}``.
-        instruction_format: how a non-empty instruction is rendered into ``{instruction}``.
-    """
-
-    query: str = "{instruction}{text}"
-    document: str = "{instruction}{text}"
-    instruction_format: str = "{instruction}\n"
-
-    def __post_init__(self) -> None:
-        for role in ("query", "document"):
-            template = getattr(self, role)
-            if template.count("{text}") != 1:
-                raise ValueError(f"PromptConfig.{role} must contain '{{text}}' exactly once: {template!r}")
-        if "{instruction}" not in self.instruction_format:
-            raise ValueError("PromptConfig.instruction_format must contain '{instruction}'")
-
-    def split(self, role: Role, instruction: str | None) -> tuple[str, str]:
-        """Render the template for ``role`` and split it around the text.
-
-        Returns:
-            (prefix, suffix): the prompt is ``prefix + text + suffix``.
-        """
-        template = self.query if role is Role.QUERY else self.document
-        rendered_instruction = (
-            self.instruction_format.format(instruction=instruction) if instruction else ""
-        )
-        prefix, suffix = template.split("{text}")
-        return (
-            prefix.replace("{instruction}", rendered_instruction),
-            suffix.replace("{instruction}", rendered_instruction),
-        )
-
-    def render(self, text: str, role: Role, instruction: str | None) -> str:
-        prefix, suffix = self.split(role, instruction)
-        return prefix + text + suffix
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """What every embedder offers to the indexer, the search service and the evaluator."""
-
-    name: str
-
-    @property
-    def dim(self) -> int: ...
-
-    @property
-    def identity(self) -> str: ...
-
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        role: Role | str = Role.DOCUMENT,
-        instruction: str | None = None,
-        batch_size: int = 32,
-        show_progress: bool = False,
-    ) -> np.ndarray: ...
-
-
-@runtime_checkable
-class HasTokenizer(Protocol):
-    """An embedder that exposes its tokenizer (to cut chunks and count tokens the way it reads).
-
-    ``tokenizer`` is a Hugging Face tokenizer, or None for an embedder without one.
-    """
-
-    max_length: int
-
-    @property
-    def tokenizer(self) -> Any: ...
-
-
-def validate_texts(texts: Any) -> list[str]:
-    """Check ``texts`` is a sequence of strings and return it as a list.
-
-    Raises:
-        InvalidInputError: for None, a bare string, or any non-string item (its index is named).
-    """
-    if texts is None:
-        raise InvalidInputError("texts is None; pass a list of strings (an empty list is fine)")
-    if isinstance(texts, str | bytes):
-        raise InvalidInputError(
-            "texts must be a list of strings, not a single string; wrap it: encode([text])"
-        )
-    try:
-        items = list(texts)
-    except TypeError as e:
-        raise InvalidInputError(
-            f"texts must be a list of strings, got {type(texts).__name__}"
-        ) from e
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            raise InvalidInputError(
-                f"texts[{i}] is {type(item).__name__} ({item!r:.40}), not str; every item must be a string"
-            )
-    return items
-
-
-def validate_instruction(instruction: Any) -> str | None:
-    if instruction is None:
-        return None
-    if not isinstance(instruction, str):
-        raise InvalidInputError(
-            f"instruction must be a string or None, got {type(instruction).__name__}"
-        )
-    stripped = instruction.strip()
-    return stripped or None
 
 
 @dataclass

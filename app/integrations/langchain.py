@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.core import Facet
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResult
-from embedders.base import Role
+from embedders.contract import Role
 from indexer.store import point_id
 
 _CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth")

@@ -26,7 +26,7 @@ from app.services.context import EmbedderCache, ServiceContext
 from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest, SearchService
 from app.settings import FacetSettings
-from embedders.base import HasTokenizer
+from embedders.contract import HasTokenizer
 from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans, whitespace_spans
 from indexer.parsing import ParsedDocument, parse_source
 from indexer.store import PointRecord, VectorStore, point_id

@@ -26,7 +26,7 @@ import numpy as np
 from app.errors import InvalidRequestError, NotFoundError, TooLargeError
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, payload_filters
-from embedders.base import Role
+from embedders.contract import Role
 from embedders.explain import explain_clusters
 from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
 

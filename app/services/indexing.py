@@ -39,7 +39,7 @@ from app.errors import (
 )
 from app.services import leases
 from app.services.context import ServiceContext
-from embedders.base import Embedder, HasTokenizer, Role
+from embedders.contract import Embedder, HasTokenizer, Role
 from indexer import metadata as md
 from indexer.chunking import (
     ChunkingConfig,

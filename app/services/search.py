@@ -21,7 +21,7 @@ import numpy as np
 from app.encoding import QueryEncoder
 from app.errors import InvalidRequestError, NotFoundError
 from app.services.context import ServiceContext
-from embedders.base import Role
+from embedders.contract import Role
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,

@@ -41,3 +41,18 @@ def test_bad_role_is_a_message_not_a_traceback():
     assert result.returncode == 2
     assert "unknown role 'passage'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_commands_that_never_embed_start_without_torch(tmp_path):
+    """collections / jobs / delete answer in about a second: they do not import torch."""
+    probe = ("import sys\nfrom typer.testing import CliRunner\nfrom app.cli import cli\n"
+             "for args in (['collections', '--json'], ['jobs', '--json'], ['delete', 'none', '--yes']):\n"
+             "    result = CliRunner().invoke(cli, args)\n"
+             "    assert result.exit_code in (0, 3), (args, result.output)\n"
+             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n")
+    import os
+
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, FACET_DATA_DIR=str(tmp_path / "data")))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
