@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from app.errors import ConflictError, NotFoundError
 from app.services import leases
@@ -70,7 +70,17 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     hint = (f"run `facet index {job.source} --collection {job.collection.name}` again to "
             "resume: what was indexed is kept")
     if job.state == "running":
+        # SQLite reads outside a transaction: this row may predate the lease read below. A writer
+        # commits its final state before it releases the lease, so a released lease with a
+        # freshly read row that says otherwise is a job that just ended, not an interrupted one.
         current = leases.holder(job.collection)
+        if current is None or current.job_id != job.id or not current.alive():
+            session = object_session(job)
+            if session is not None:
+                session.refresh(job)
+                if job.state != "running":
+                    return job.state, job.message
+                current = leases.holder(job.collection)
         if job.runner == "celery" and current is not None and current.job_id == job.id \
                 and not current.alive():
             # Its chunks wait in the broker: a worker that starts again goes on with them.
@@ -118,8 +128,15 @@ class CollectionService:
         current = leases.holder(coll)
         writer = current.describe() if current is not None and current.alive() else None
         try:
-            points = (self.store.count(coll.name) if self.store.collection_exists(coll.name)
-                      else None)
+            if current is not None and writer is not None and self.store.backend != "server" \
+                    and not current.is_this_process():
+                # An embedded collection belongs to its writer's process until the lease is
+                # released. The writer closes the shard just before that, so opening it would
+                # succeed for a moment and show counts beside "being indexed"; never touch it.
+                points = None
+            else:
+                points = (self.store.count(coll.name) if self.store.collection_exists(coll.name)
+                          else None)
         except StoreBusyError:
             # An embedded store's collection open in the writer's process: never touch it.
             points = None

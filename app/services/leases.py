@@ -65,6 +65,9 @@ class Holder:
             return False
         return not (self.host == HOST and self.pid and not pid_alive(self.pid))
 
+    def is_this_process(self) -> bool:
+        return self.host == HOST and self.pid == os.getpid()
+
     def describe(self, now: dt.datetime | None = None) -> str:
         """``job 12 (pid 345 on host h, heartbeat 3s ago)``."""
         now = now or md.utcnow()
