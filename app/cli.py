@@ -2,8 +2,8 @@
 
 Commands live in ``app.commands`` (one module per command group, each with a
 ``register(cli)``); they parse arguments, call one ``Facet`` method and print. This module
-owns what only the CLI needs: logging set-up and the mapping of domain errors to a one-line
-message and an exit code.
+owns what only the CLI needs: logging set-up and quieting the libraries; the mapping of domain
+errors to a one-line message and an exit code is in ``app.commands.common``.
 """
 
 from __future__ import annotations
@@ -12,27 +12,19 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from functools import wraps
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
-from app.errors import (
-    BusyError,
-    ConflictError,
-    DataError,
-    FacetError,
-    InvalidRequestError,
-    NotFoundError,
-    UnavailableError,
-    UnknownModelError,
+from app.commands.common import (  # noqa: F401 (re-exported: the commands' historical import path)
+    EXIT_CODES,
+    exit_code,
+    handle_errors,
+    open_facet,
+    plural,
+    shorten,
 )
 from app.settings import apply_settings, get_settings
-
-if TYPE_CHECKING:
-    from app.core import Facet
 
 cli = typer.Typer(
     name="facet",
@@ -41,55 +33,6 @@ cli = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-# Most specific first. An unknown embedder name is a bad option value (2), as it always was.
-EXIT_CODES: list[tuple[type[FacetError], int]] = [
-    (UnknownModelError, 2),
-    (InvalidRequestError, 2),
-    (NotFoundError, 3),
-    (DataError, 4),
-    (ConflictError, 5),
-    (BusyError, 6),
-    (UnavailableError, 7),
-    (FacetError, 1),
-]
-
-
-def exit_code(error: FacetError) -> int:
-    """The exit code the CLI uses for a domain error."""
-    return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
-
-
-def handle_errors(func: F) -> F:
-    """Turn domain and embedder errors into a one-line message and an exit code (no traceback)."""
-    from embedders.errors import EmbedderError
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except FacetError as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(exit_code(e)) from e
-        except EmbedderError as e:  # commands that use an embedder directly (eval, train)
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2) from e
-
-    return wrapper  # type: ignore[return-value]
-
-
-@contextmanager
-def open_facet(**kwargs: Any) -> Iterator[Facet]:
-    """The application core over the environment's settings, closed on exit."""
-    from app.core import Facet
-
-    facet = Facet.open(get_settings(), **kwargs)
-    try:
-        yield facet
-    finally:
-        facet.close()
 
 
 @cli.callback()
@@ -122,17 +65,6 @@ def quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()
     warnings.filterwarnings("ignore", category=FutureWarning)
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 document``, ``2 documents``."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
-def shorten(text: str | None, limit: int = 200) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
-    text = text or ""
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def command_line(ctx: typer.Context) -> str:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import handle_errors
+from app.commands.common import handle_errors
 from app.errors import InvalidRequestError
 from app.settings import get_settings
 

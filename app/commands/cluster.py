@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import handle_errors, open_facet, plural
+from app.commands.common import handle_errors, open_facet, plural
 from app.errors import InvalidRequestError, NotFoundError
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet, plural
+from app.commands.common import handle_errors, open_facet, plural
 from app.services.collections import JobInfo
 
 

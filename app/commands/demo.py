@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.commands.common import handle_errors, open_facet
 
 SAMPLE_FILE = Path(__file__).resolve().parents[1] / "sample_corpus" / "banking77_sample.jsonl"
 DEMO_COLLECTION = "demo-banking77"

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import handle_errors
+from app.commands.common import handle_errors
 from app.errors import InvalidRequestError, NotFoundError
 from app.settings import get_settings
 

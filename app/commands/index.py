@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import exit_code, handle_errors, open_facet, plural
+from app.commands.common import exit_code, handle_errors, open_facet, plural
 
 
 def progress_bar() -> tuple[Any, Any]:

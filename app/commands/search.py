@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet, shorten
+from app.commands.common import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors
+from app.commands.common import handle_errors
 from app.errors import UnavailableError
 
 

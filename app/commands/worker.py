@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import handle_errors, open_facet
+from app.commands.common import handle_errors, open_facet
 
 
 def register(cli: typer.Typer) -> None:

@@ -56,3 +56,12 @@ def test_commands_that_never_embed_start_without_torch(tmp_path):
                             env=dict(os.environ, FACET_DATA_DIR=str(tmp_path / "data")))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_a_command_module_imported_before_the_cli_is_still_registered():
+    probe = ("from app.commands.cluster import read_texts\nfrom app.cli import cli\n"
+             "from typer.testing import CliRunner\n"
+             "print(CliRunner().invoke(cli, ['cluster', '--help']).exit_code)\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0"

@@ -1,0 +1,90 @@
+"""What every command module shares: domain errors to a one-line message and an exit code, the
+application core over the environment's settings, and small wording helpers.
+
+Kept apart from ``app.cli`` (which registers the command modules) so that importing a command
+module first (``from app.commands.cluster import read_texts``) cannot leave it unregistered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from app.errors import (
+    BusyError,
+    ConflictError,
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+    UnknownModelError,
+)
+from app.settings import get_settings
+
+if TYPE_CHECKING:
+    from app.core import Facet
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Most specific first. An unknown embedder name is a bad option value (2), as it always was.
+EXIT_CODES: list[tuple[type[FacetError], int]] = [
+    (UnknownModelError, 2),
+    (InvalidRequestError, 2),
+    (NotFoundError, 3),
+    (DataError, 4),
+    (ConflictError, 5),
+    (BusyError, 6),
+    (UnavailableError, 7),
+    (FacetError, 1),
+]
+
+
+def exit_code(error: FacetError) -> int:
+    """The exit code the CLI uses for a domain error."""
+    return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
+
+
+def handle_errors(func: F) -> F:
+    """Turn domain and embedder errors into a one-line message and an exit code (no traceback)."""
+    from embedders.errors import EmbedderError
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except FacetError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(exit_code(e)) from e
+        except EmbedderError as e:  # commands that use an embedder directly (eval, train)
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from e
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def open_facet(**kwargs: Any) -> Iterator[Facet]:
+    """The application core over the environment's settings, closed on exit."""
+    from app.core import Facet
+
+    facet = Facet.open(get_settings(), **kwargs)
+    try:
+        yield facet
+    finally:
+        facet.close()
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 document``, ``2 documents``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def shorten(text: str | None, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
