@@ -270,7 +270,7 @@ def load_decoder(
             f"cannot load decoder backbone {name!r} from {path!r}: {e}. Use "
             f"'{DEFAULT_DECODER}' or a local model directory (no model hub is reachable offline)."
         ) from e
-    model = model.to(spec.device).eval()  # type: ignore[arg-type]  # AutoModelForCausalLM's stub mistypes .to
+    model = model.to(spec.device).eval()
     backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, "left"), spec)
     if shared:
         for p in model.parameters():
