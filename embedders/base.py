@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,32 @@ def pad_sequences(
         ids[i, sl] = torch.tensor(list(seq), dtype=torch.long)
         mask[i, sl] = 1
     return ids.to(device), mask.to(device)
+
+
+_TALLY = threading.local()
+
+
+def _log_truncated(name: str, count: int, total: int, budget: int) -> None:
+    logger.warning("%s: %d of %d texts were longer than %d tokens and were truncated "
+                   "(raise max_length or chunk the text to keep the rest)", name, count, total, budget)
+
+
+@contextmanager
+def _truncation_tally() -> Iterator[None]:
+    """Collect the truncation counts of one ``encode`` call's batches and log them once at the
+    end (a full SciFact run logged one line per batch: 163). Nested calls (an embedder that
+    encodes through another) join the outermost tally; each thread has its own."""
+    if getattr(_TALLY, "counts", None) is not None:
+        yield
+        return
+    _TALLY.counts = {}
+    try:
+        yield
+    finally:
+        counts, _TALLY.counts = _TALLY.counts, None
+        for (name, budget), (count, total) in counts.items():
+            if count:
+                _log_truncated(name, count, total, budget)
 
 
 class BaseEmbedder(ABC):
@@ -159,7 +187,7 @@ class BaseEmbedder(ABC):
             progress = tqdm(total=len(items), desc=f"encode {self.name}", unit="text")
         start = 0
         size = batch_size
-        with torch.inference_mode():
+        with torch.inference_mode(), _truncation_tally():
             while start < len(order):
                 idx = order[start : start + size]
                 try:
@@ -190,12 +218,15 @@ class BaseEmbedder(ABC):
     # -- token building shared by the model-backed embedders ------------------------
 
     def _warn_truncated(self, count: int, total: int, budget: int) -> None:
-        if count:
-            logger.warning(
-                "%s: %d of %d texts were longer than %d tokens and were truncated "
-                "(raise max_length or chunk the text to keep the rest)",
-                self.name, count, total, budget,
-            )
+        """Say that ``count`` of ``total`` texts were cut to ``budget`` tokens: once per
+        ``encode`` call (summed over its batches), or at once outside one (training)."""
+        tally = getattr(_TALLY, "counts", None)
+        if tally is not None:
+            seen = tally.setdefault((self.name, budget), [0, 0])
+            seen[0] += count
+            seen[1] += total
+        elif count:
+            _log_truncated(self.name, count, total, budget)
 
     # -- persistence -----------------------------------------------------------------
 

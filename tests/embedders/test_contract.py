@@ -138,6 +138,15 @@ def test_bad_role_and_batch_size(embedder):
         embedder.encode(["x"], batch_size=0)
 
 
+def test_truncation_is_said_once_per_encode_call(minilm, caplog):
+    """Summed over the call's batches, not one line per batch (a full SciFact run logged 163)."""
+    texts = ["word " * 600] * 5 + ["short"] * 3
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        minilm.encode(texts, batch_size=2)
+    said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
+    assert len(said) == 1 and "5 of 8 texts were longer than 256 tokens" in said[0], said
+
+
 def test_text_beyond_context_is_truncated_with_warning(embedder, caplog):
     long_text = "word " * 20_000
     with caplog.at_level(logging.WARNING):
