@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.orm import Session, object_session
 
 from app.errors import ConflictError, NotFoundError
@@ -77,7 +78,10 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
         if current is None or current.job_id != job.id or not current.alive():
             session = object_session(job)
             if session is not None:
-                session.refresh(job)
+                try:
+                    session.refresh(job)
+                except InvalidRequestError:  # the row is gone (its collection was just deleted)
+                    return "interrupted", "its collection was deleted while it ran"
                 if job.state != "running":
                     return job.state, job.message
                 current = leases.holder(job.collection)

@@ -1,0 +1,70 @@
+"""A job's shown state at the moment its writer finishes: SQLite reads the job row and the
+collection's lease in separate snapshots, so a reader can hold a 'running' row while the
+lease is already released. That job just completed; it must not be shown interrupted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.orm import sessionmaker
+
+from app.services import leases
+from app.services.collections import effective_state
+from indexer import metadata as md
+
+
+def _running_job(tmp_path: Path):
+    engine = md.make_engine(f"sqlite:///{tmp_path / 'facet.db'}")
+    sessions = sessionmaker(engine, expire_on_commit=False)
+    with sessions() as s:
+        coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8,
+                                    tokenizer="t")
+        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
+                          runner="inline")
+        s.add(job)
+        s.commit()
+        assert leases.acquire(s, coll.id, job.id, ttl_s=60) is None
+        return sessions, coll.id, job.id
+
+
+def _finish(sessions, coll_id: int, job_id: int) -> None:
+    """What a writer does at the end: the final state first, then the lease."""
+    with sessions() as w:
+        done = md.get_job(w, job_id)
+        assert done is not None
+        done.state = "completed"
+        w.commit()
+        leases.release(w, coll_id, job_id)
+
+
+def test_a_job_that_ends_between_the_two_reads_is_completed_not_interrupted(tmp_path):
+    sessions, coll_id, job_id = _running_job(tmp_path)
+    with sessions() as reader:
+        job = md.get_job(reader, job_id)  # read while running; its collection is not loaded yet
+        assert job is not None and job.state == "running"
+        _finish(sessions, coll_id, job_id)
+        assert effective_state(job) == ("completed", None)
+
+
+def test_a_running_job_whose_writer_is_gone_is_interrupted(tmp_path):
+    sessions, coll_id, job_id = _running_job(tmp_path)
+    with sessions() as w:
+        leases.release(w, coll_id, job_id)  # the lease is gone, the row still says running
+    with sessions() as reader:
+        job = md.get_job(reader, job_id)
+        assert job is not None
+        state, message = effective_state(job)
+        assert state == "interrupted" and "again to resume" in (message or "")
+
+
+def test_a_job_row_deleted_between_the_two_reads_is_not_an_error(tmp_path):
+    sessions, coll_id, job_id = _running_job(tmp_path)
+    with sessions() as reader:
+        job = md.get_job(reader, job_id)
+        assert job is not None
+        with sessions() as w:
+            leases.release(w, coll_id, job_id)
+            w.delete(w.get(md.IndexJob, job_id))
+            w.commit()
+        state, message = effective_state(job)
+        assert state == "interrupted" and "deleted" in (message or "")
