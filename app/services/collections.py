@@ -84,7 +84,6 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
                     return "interrupted", "its collection was deleted while it ran"
                 if job.state != "running":
                     return job.state, job.message
-                current = leases.holder(job.collection)
         if job.runner == "celery" and current is not None and current.job_id == job.id \
                 and not current.alive():
             # Its chunks wait in the broker: a worker that starts again goes on with them.

@@ -10,6 +10,7 @@ import pytest
 
 from app.commands.cluster import read_texts
 from app.errors import InvalidRequestError, NotFoundError
+from tests.app.cli_runner import invoke_cli
 
 TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
          "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
@@ -17,18 +18,6 @@ TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I or
 
 def facet(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=600)
-
-
-def facet_here(*args: str) -> subprocess.CompletedProcess[str]:
-    """The same command in this process (no interpreter and torch start): for exit codes and messages."""
-    from typer.testing import CliRunner
-
-    from app.cli import cli
-
-    result = CliRunner().invoke(cli, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def test_read_texts_formats(tmp_path):
@@ -74,12 +63,12 @@ def test_cluster_prints_and_writes_explained_clusters(tmp_path, tiny_inbedder_di
 def test_cluster_bad_input_is_a_message(tmp_path):
     src = tmp_path / "texts.txt"
     src.write_text("\n".join(TEXTS))
-    result = facet_here("cluster", str(src), "--instruction", "x", "--k", "1", "--embedder", "minilm", "--explain", "")
+    result = invoke_cli("cluster", str(src), "--instruction", "x", "--k", "1", "--embedder", "minilm", "--explain", "")
     assert result.returncode == 2 and "k must be at least 2" in result.stderr
     assert "Traceback" not in result.stderr
-    result = facet_here("cluster", str(src), "--instruction", "x", "--k", "9", "--embedder", "minilm", "--explain", "")
+    result = invoke_cli("cluster", str(src), "--instruction", "x", "--k", "9", "--embedder", "minilm", "--explain", "")
     assert result.returncode != 0 and "more than the 6 texts" in result.stderr
-    result = facet_here("cluster", str(src), "--instruction", "x", "--embedder", "minilm", "--explain", "minilm",
+    result = invoke_cli("cluster", str(src), "--instruction", "x", "--embedder", "minilm", "--explain", "minilm",
                    "--k", "2")
     assert result.returncode != 0 and "not an InBedder checkpoint" in result.stderr
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.app.cli_runner import invoke_cli
+
 
 def facet(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     # In-process CLI tests (CliRunner) set the quiet switches in this process's environment
@@ -32,26 +34,11 @@ def data(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run(data: Path, monkeypatch) -> Callable[..., subprocess.CompletedProcess[str]]:
+def run(data: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """``facet ARGS`` in this process with the same environment as ``facet`` gives a subprocess."""
-    from typer.testing import CliRunner
-
-    from app.cli import cli
-    from app.settings import get_settings
-
     def invoke(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        with monkeypatch.context() as patch:
-            for key, value in {"FACET_DATA_DIR": str(data), "FACET_CHUNK_TOKENS": "64",
-                               "FACET_CHUNK_OVERLAP": "8", **env}.items():
-                patch.setenv(key, value)
-            get_settings.cache_clear()  # the settings are read once per process
-            try:
-                result = CliRunner().invoke(cli, list(args))
-            finally:
-                get_settings.cache_clear()
-        if result.exception is not None and not isinstance(result.exception, SystemExit):
-            raise result.exception
-        return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+        return invoke_cli(*args, env={"FACET_DATA_DIR": str(data), "FACET_CHUNK_TOKENS": "64",
+                                      "FACET_CHUNK_OVERLAP": "8", **env})
 
     return invoke
 
