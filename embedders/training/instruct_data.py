@@ -214,11 +214,42 @@ def load_squad_topic(root: Path, passage_words: int = 120, seed: int = 0) -> lis
     return out
 
 
+def _both_views(fine: list[Triple], coarse_answer: Callable[[str], str], coarse_instructions: tuple[str, ...],
+                task: str, seed: int) -> list[Triple]:
+    """Each text twice, side by side: its fine triple, then the same text under a coarse
+    instruction with the coarse answer. The sampler keeps the two in one batch, where the
+    contrastive term must tell them apart: the text alone cannot, only its instruction."""
+    rng = random.Random(seed)
+    out = []
+    for t in fine:
+        out += [Triple(t.input, t.instruction, t.answer, task),
+                Triple(t.input, rng.choice(coarse_instructions), coarse_answer(t.answer), task)]
+    return out
+
+
+def load_banking77_views(root: Path, per_label: int = 20, seed: int = 2) -> list[Triple]:
+    """Banking77 texts under both an intent and an area instruction, in one batch."""
+    fine = _labelled(banking77_train(root), BANKING77_INSTRUCTIONS, "banking77-views", per_label, seed)
+    return _both_views(fine, lambda a: banking77_area(a.replace(" ", "_")), BANKING77_AREA_INSTRUCTIONS,
+                       "banking77-views", seed)
+
+
+def load_emotion_views(root: Path, per_label: int = 200, seed: int = 2) -> list[Triple]:
+    """Emotion texts under both an emotion and a valence instruction, in one batch."""
+    fine = _labelled(emotion_train(root), EMOTION_INSTRUCTIONS, "emotion-views", per_label, seed)
+    return _both_views(fine, lambda a: EMOTION_VALENCE.get(a, a), EMOTION_VALENCE_INSTRUCTIONS,
+                       "emotion-views", seed)
+
+
 LOADERS: dict[str, Callable[[Path], list[Triple]]] = {
     "c3": load_c3, "dream": load_dream, "squad": load_squad, "banking77": load_banking77, "emotion": load_emotion,
     "banking77-area": load_banking77_area, "emotion-valence": load_emotion_valence, "squad-topic": load_squad_topic,
+    "banking77-views": load_banking77_views, "emotion-views": load_emotion_views,
 }
-DEFAULT_TASKS = tuple(LOADERS)
+# Sources whose consecutive triples of one text form a unit that is never split across batches.
+PAIRED_TASKS = frozenset({"banking77-views", "emotion-views"})
+DEFAULT_TASKS = ("c3", "dream", "squad", "banking77", "emotion", "banking77-area", "emotion-valence",
+                 "squad-topic")
 
 
 def build_triples(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) -> dict[str, list[Triple]]:
@@ -231,9 +262,22 @@ def build_triples(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) 
     return load_sources(LOADERS, data_dir, tasks, "triples")
 
 
+def _units(triples: list[Triple], paired: bool) -> list[list[Triple]]:
+    """The sampling units: one triple each, or for a paired source each run of consecutive
+    triples that read the same text."""
+    units: list[list[Triple]] = []
+    for t in triples:
+        if paired and units and units[-1][0].input == t.input:
+            units[-1].append(t)
+        else:
+            units.append([t])
+    return units
+
+
 class TripleSampler:
     """Single-task batches: a task with probability proportional to its weight in ``mix``
-    (sqrt(size) without one), then triples without replacement, reshuffled per pass.
+    (sqrt(size) without one), then triples without replacement, reshuffled per pass; the
+    views of one text in a paired source (``PAIRED_TASKS``) always share a batch.
     Deterministic for a seed."""
 
     def __init__(self, triples: dict[str, list[Triple]], batch_size: int, seed: int = 0,
@@ -248,7 +292,8 @@ class TripleSampler:
         self.tasks = sorted(self.triples)
         weights = mix or {}
         self.weights = [weights.get(t) or len(self.triples[t]) ** 0.5 for t in self.tasks]
-        self._queues: dict[str, list[Triple]] = {t: [] for t in self.tasks}
+        self._units = {t: _units(v, t in PAIRED_TASKS) for t, v in self.triples.items()}
+        self._queues: dict[str, list[list[Triple]]] = {t: [] for t in self.tasks}
 
     def shares(self) -> dict[str, float]:
         """Expected share of batches per task."""
@@ -261,9 +306,11 @@ class TripleSampler:
         chosen: list[Triple] = []
         while len(chosen) < min(self.batch_size, len(self.triples[task])):
             if not queue:
-                items = list(self.triples[task])
-                self.rng.shuffle(items)
-                queue.extend(items)
-            chosen.append(queue.pop())
+                units = list(self._units[task])
+                self.rng.shuffle(units)
+                queue.extend(units)
+            if chosen and len(chosen) + len(queue[-1]) > self.batch_size:
+                break  # a whole unit or none
+            chosen.extend(queue.pop())
         return TripleBatch([t.input for t in chosen], [t.instruction for t in chosen],
                            [t.answer for t in chosen], task)

@@ -131,3 +131,28 @@ def test_triple_sampler_weights(shared_data):
     assert sampler.next_batch().task in ("banking77", "emotion")
     with pytest.raises(ValueError, match="unknown training source 'snli'"):
         build_sampler("triples", shared_data, "snli", 4, 0)
+
+
+def test_paired_views_share_a_batch_and_differ_only_by_instruction(shared_data):
+    """banking77-views / emotion-views: each text comes with its fine and its coarse question,
+    and the sampler never splits the two, so a batch holds the same text with two answers."""
+    from embedders.training.instruct_data import DEFAULT_TASKS, EMOTION_VALENCE, TripleSampler, build_triples
+
+    assert "banking77-views" not in DEFAULT_TASKS  # opt-in: the default mix is unchanged
+    triples = build_triples(shared_data, ("banking77-views", "emotion-views"))
+    sampler = TripleSampler(triples, 6, seed=3)
+    for _ in range(20):
+        batch = sampler.next_batch()
+        assert len(batch.inputs) == 6
+        by_text: dict[str, list[tuple[str, str]]] = {}
+        for text, instruction, answer in zip(batch.inputs, batch.instructions, batch.answers, strict=True):
+            by_text.setdefault(text, []).append((instruction, answer))
+        for views in by_text.values():
+            assert len(views) % 2 == 0  # both views or none
+            (fine_i, fine_a), (coarse_i, coarse_a) = views[:2]
+            assert fine_i != coarse_i and fine_a != coarse_a
+            if batch.task == "emotion-views":
+                assert coarse_a == EMOTION_VALENCE[fine_a]
+    # An odd batch size still never splits a text's views: the batch is one view short.
+    odd = TripleSampler(triples, 5, seed=3).next_batch()
+    assert len(odd.inputs) == 4

@@ -195,12 +195,12 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
     writer = _writer(tmp_path / "src", data, "stop")
     _wait_indexing(data / "facet.db", writer)
     writer.send_signal(signal.SIGINT)
-    writer.communicate(timeout=60)
+    _out, err = writer.communicate(timeout=60)
     assert writer.returncode != 0
     with Facet(FacetSettings(data_dir=data)) as facet:
         job = facet.jobs("stop")[0]
         assert job.state == "interrupted", job
-        assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or "")
+        assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or ""), err.decode()[-3000:]
         # The count it gives is what was kept (not the batch that was rolled back).
         assert f"with {job.docs_indexed} documents indexed;" in (job.message or ""), job
         # Nothing holds the collection any more: it can be read at once.
