@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.pool import NullPool
 
 logger = logging.getLogger(__name__)
 
@@ -225,14 +226,16 @@ class JobChunk(Base):
 # ------------------------------------------------------------------- engine
 
 
-def make_engine(url: str, *, migrate: bool = True) -> Engine:
+def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engine:
     """An engine for ``url`` with the schema at the current migration (``indexer.migrate``).
 
     SQLite gets foreign keys, WAL and a 30 s busy timeout (a worker, a CLI and a server may
-    write the same file).
+    write the same file). ``pooled=False`` keeps no connection open between uses (for a
+    process that forks children).
     """
     connect_args: dict[str, Any] = {"timeout": 30} if url.startswith("sqlite") else {}
-    engine = create_engine(url, future=True, connect_args=connect_args)
+    extra: dict[str, Any] = {} if pooled else {"poolclass": NullPool}
+    engine = create_engine(url, future=True, connect_args=connect_args, **extra)
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")

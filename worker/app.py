@@ -9,6 +9,9 @@ task whose worker died, one task prefetched per process, Redis visibility timeou
 Models are loaded once per worker *process*, in ``worker_process_init`` (after the fork):
 the parent never touches CUDA (a CUDA context does not survive ``fork``), and each child
 loads ``FACET_WORKER_PRELOAD`` (default: the default embedder) on ``FACET_DEVICE``.
+
+The main process also runs the sweeper that re-sends chunk tasks lost with killed workers
+(``worker/recovery.py``), once the worker consumes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ import sys
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 from app.remote import celery_config
 from app.settings import FacetSettings, get_settings
@@ -114,3 +123,20 @@ def _close(**_: Any) -> None:
     facet = _STATE.pop("facet", None)
     if facet is not None:
         facet.close()
+
+
+@worker_ready.connect
+def _start_sweeper(sender: Any = None, **_: Any) -> None:
+    """In the main process, once consuming: re-send chunk tasks lost with killed workers
+    (``worker/recovery.py``)."""
+    from worker.recovery import start_sweeper
+
+    name = getattr(sender, "hostname", None) or "worker"
+    _STATE["sweeper"] = start_sweeper(get_settings(), name)
+
+
+@worker_shutdown.connect
+def _stop_sweeper(**_: Any) -> None:
+    sweeper = _STATE.pop("sweeper", None)
+    if sweeper is not None:
+        sweeper.stop()

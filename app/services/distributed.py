@@ -21,6 +21,10 @@ loses and duplicates nothing:
 Point ids are deterministic (document id + chunk number), so a chunk re-run after a crash
 between the store write and its commit overwrites its own points.
 
+A chunk task the broker lost (a worker killed between taking the message and recording it as
+unacknowledged) is found by ``stalled_chunks`` and re-sent by the workers' sweeper
+(``worker/recovery.py``).
+
 A chunk that keeps killing its worker (out of memory, a crash in a native library) is
 re-delivered by ``task_reject_on_worker_lost``; each claim counts an attempt, and past
 ``worker_poison_limit`` the chunk is failed with its documents recorded as errors instead
@@ -515,6 +519,38 @@ class ChunkedIndexService:
             logger.info("job %d completed", job_id)
             return True
         return False
+
+
+def stalled_chunks(sessions: Any) -> list[tuple[int, int]]:
+    """``(job id, chunk number)`` of each unfinished chunk of a worker job nobody advances.
+
+    The job runs on Celery, is planned, and its collection lease lapsed (``facet jobs`` says
+    ``stalled``); the chunk is ``queued``, or ``running`` with a lapsed claim. Such a chunk is
+    waiting for its task, which is either still in the broker (a worker will take it) or was
+    lost with a worker killed as it took the message (see ``worker/recovery.py``).
+
+    Args:
+        sessions: a session factory of the metadata database.
+    """
+    from app.services.collections import effective_state
+
+    now = md.utcnow()
+    J, C = md.IndexJob, md.JobChunk
+    out: list[tuple[int, int]] = []
+    with sessions() as session:
+        jobs = session.scalars(select(J).where(J.state == "running", J.runner == "celery",
+                                               J.chunks_total > 0)).all()
+        for job in jobs:
+            if effective_state(job)[0] != "stalled":
+                continue
+            numbers = session.scalars(select(C.number).where(
+                C.job_id == job.id,
+                or_(C.state == "queued",
+                    (C.state == "running") & (or_(C.claimed_until.is_(None),
+                                                  C.claimed_until <= now))))
+                .order_by(C.number))
+            out.extend((job.id, int(n)) for n in numbers)
+    return out
 
 
 def is_transient(error: BaseException) -> bool:

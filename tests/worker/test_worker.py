@@ -126,6 +126,43 @@ def test_kill9_worker_mid_job_then_restart(stack: Stack, client, corpus, minilm,
           f"{job.chunks_written} points == chunks")
 
 
+def test_a_chunk_task_lost_with_its_worker_is_sent_again(stack: Stack, client, corpus, minilm,
+                                                        tmp_path) -> None:
+    """A worker killed between Redis' BRPOP and its HSET of the message into ``unacked``
+    loses the task: no visibility timeout brings it back. Made exact here: the test plans the
+    job itself and sends every chunk task but chunk 0, as if a killed worker had taken it."""
+    import base64
+    import json
+
+    import redis
+
+    from app.remote import INDEX_CHUNK_TASK, celery_client
+    from app.services.distributed import ChunkedIndexService, stalled_chunks
+    from app.services.indexing import PreparedJob
+    from worker.recovery import broker_chunks
+
+    job_id = client.submit_index(tmp_path / "src", "lost").id  # no worker yet: it waits
+    broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
+    message = json.loads(broker.rpop("index"))
+    assert message["headers"]["task"] == "facet.index_job"
+    payload = json.loads(base64.b64decode(message["body"]))[0][0]
+    numbers = ChunkedIndexService(client.context).plan(PreparedJob.from_dict(payload))
+    assert len(numbers) == N_DOCS // 4
+    sender = celery_client(stack.settings())
+    for n in numbers[1:]:
+        sender.send_task(INDEX_CHUNK_TASK, args=[job_id, n], queue="index")
+    # The sweeper's view of the broker, read from the real messages.
+    assert broker_chunks(broker) == {(job_id, n) for n in numbers[1:]}
+    time.sleep(4.5)  # past the lease (4 s): nobody advances the job
+    assert stalled_chunks(client.context.sessions) == [(job_id, n) for n in numbers]
+    worker = stack.start_worker(queues="index")
+    job = wait_for(client, job_id, timeout=120)
+    assert job.state == "completed", (job, worker.text()[-3000:])
+    assert_exact(client, "lost", corpus, minilm, job_id)
+    resent = [line for line in worker.text().splitlines() if "sent again" in line]
+    assert len(resent) == 1 and f"chunk 0 of job {job_id}:" in resent[0], resent
+
+
 def test_redis_restart_mid_job(stack: Stack, redis_server, client, corpus, minilm,
                                tmp_path) -> None:
     stack.start_worker(queues="index")
