@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -212,6 +213,44 @@ def estimate_documents(files: list[Path]) -> int:
     return total
 
 
+class _DeferredInterrupt:
+    """Ctrl-C while a job writes stops it between batches, not inside a database commit.
+
+    A KeyboardInterrupt raised in the middle of SQLAlchemy's commit or pool code can leave a
+    connection holding SQLite's write lock, so that recording the job as interrupted then
+    failed with "database is locked" (seen under load). The first Ctrl-C only sets a flag,
+    which the writer checks before each batch (``check``); a second one stops at once.
+    Installed only in the main thread, and only over Python's default handler.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _DeferredInterrupt:
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, _signum: int, _frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        logger.warning("Ctrl-C: stopping after the batch being written (Ctrl-C again to stop "
+                       "at once)")
+
+    def check(self) -> None:
+        """Raise the deferred KeyboardInterrupt, at a point where no write is half done."""
+        if self.requested:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
 class IndexService:
     """Bulk indexing into a collection; see the module docstring for the write protocol."""
 
@@ -320,7 +359,9 @@ class IndexService:
             session.commit()
             heartbeat = leases.Heartbeat(self.sessions, coll.id, job.id,
                                          self.settings.lease_ttl_s)
+            interrupt = _DeferredInterrupt()
             try:
+                interrupt.__enter__()
                 heartbeat.__enter__()
                 try:
                     files, skipped = discover_files(source)
@@ -333,7 +374,8 @@ class IndexService:
                 total = estimate_documents(files)
                 seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
                                  tokenize, chunking, options, progress, total, started,
-                                 heartbeat=heartbeat)
+                                 heartbeat=heartbeat, interrupt=interrupt)
+                interrupt.check()
                 if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
                 t0 = time.perf_counter()
@@ -357,6 +399,7 @@ class IndexService:
                 raise
             finally:
                 heartbeat.__exit__(None, None, None)
+                interrupt.__exit__(None, None, None)
                 job.finished_at = md.utcnow()
                 report.state = job.state
                 report.elapsed_s = time.perf_counter() - started
@@ -579,7 +622,8 @@ class IndexService:
              files: list[Path], embedder: Embedder, spec: str, tokenize: TokenSpans,
              chunking: ChunkingConfig, options: IndexOptions,
              progress: Callable[[Progress], None] | None, total: int,
-             started: float, heartbeat: leases.Heartbeat | None = None) -> set[str]:
+             started: float, heartbeat: leases.Heartbeat | None = None,
+             interrupt: _DeferredInterrupt | None = None) -> set[str]:
         batch_limit = options.batch_chunks or self.settings.index_batch_chunks
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
@@ -598,6 +642,8 @@ class IndexService:
                                          key, fraction))
             return tell
         while True:
+            if interrupt is not None:
+                interrupt.check()
             t0 = time.perf_counter()
             item = next(parsed, None)
             job.parse_s += time.perf_counter() - t0
@@ -617,7 +663,7 @@ class IndexService:
                     pending, pending_tokens = [], 0
                 self._process_streamed(session, coll, job, report, item, embedder, spec,
                                        tokenize, chunking, batch_limit, heartbeat,
-                                       within(item.key))
+                                       within(item.key), interrupt)
                 if progress is not None:
                     progress(Progress(report.docs_seen, max(total, report.docs_seen),
                                       report.chunks_written, time.perf_counter() - started))
@@ -650,7 +696,8 @@ class IndexService:
                           report: IndexReport, doc: StreamedDocument, embedder: Embedder,
                           spec: str, tokenize: TokenSpans, chunking: ChunkingConfig,
                           batch_limit: int, heartbeat: leases.Heartbeat | None,
-                          progress: Callable[[float], None] | None) -> None:
+                          progress: Callable[[float], None] | None,
+                          interrupt: _DeferredInterrupt | None = None) -> None:
         """The write protocol for one large file, its chunks encoded and written ``batch_limit``
         at a time as the file is read (step 2 runs once per chunk batch; step 3 once, at the
         end), so memory holds one piece of the file and one batch of vectors, and progress
@@ -682,6 +729,8 @@ class IndexService:
         batch: list[Any] = []
 
         def write(batch: list[Any]) -> None:
+            if interrupt is not None:
+                interrupt.check()
             if heartbeat is not None and heartbeat.lost:
                 raise ConflictError(f"job {job.id} lost the lease of {coll.name!r}; it stopped "
                                     "before writing more")

@@ -197,6 +197,9 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
     writer.send_signal(signal.SIGINT)
     _out, err = writer.communicate(timeout=60)
     assert writer.returncode != 0
+    # It stops between batches, never inside a commit (where an interrupt once left SQLite
+    # locked and the job could not be recorded as interrupted).
+    assert "Ctrl-C: stopping after the batch being written" in err.decode(), err.decode()[-3000:]
     with Facet(FacetSettings(data_dir=data)) as facet:
         job = facet.jobs("stop")[0]
         assert job.state == "interrupted", job
