@@ -108,6 +108,15 @@ def handle(method: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
     return 404, f"no route {method} {path}"
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5. Twenty search threads and a worker opening
+    # connections at once overflow it while the accept loop waits for the GIL (a loaded
+    # machine), and the kernel resets some of them: test_twenty_concurrent_searches failed
+    # with "connection reset" that way under xdist. Qdrant's server (actix) listens with 2048.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -142,8 +151,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=6333)
     args = parser.parse_args()
-    server = ThreadingHTTPServer((args.host, args.port), _Handler)
-    server.daemon_threads = True
+    server = _Server((args.host, args.port), _Handler)
     print(f"qdrant stand-in on http://{args.host}:{args.port}", flush=True)
     server.serve_forever()
 
