@@ -47,8 +47,11 @@ chromium:
 	    >/dev/null) || echo "could not install chromium: the UI browser test will be skipped"; \
 	else echo "no chromium: the UI browser test will be skipped (apt-get install -y chromium)"; fi
 
+# Two pytest processes (pytest-xdist), one test file at a time in each: the suite is mostly one
+# busy core per test, so this halves it on the 2-core CI box. PYTEST_WORKERS=0 runs it serially.
+PYTEST_WORKERS ?= 2
 unit: install chromium
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck unit
 

@@ -11,6 +11,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # make test runs two pytest processes on two cores: one torch thread each (and in the
+    # CLIs and workers they start), or four threads fight over two cores and the run takes
+    # longer than one process (measured: 12 min with two threads each, user time 20 min).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
