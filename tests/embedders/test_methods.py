@@ -74,6 +74,35 @@ def test_one_optimiser_step_lowers_the_loss(method):
     assert after.item() < before.item()
 
 
+def test_max_length_is_an_inference_option_that_reaches_the_tokenizer(method, caplog):
+    """A checkpoint trained at 96 tokens must be able to read a whole index chunk: the
+    ``max_length`` option re-budgets the tokenizer, changes the cache identity, and is checked."""
+    from embedders import InvalidInputError
+    from embedders.registry import apply_option
+
+    # ~110 tokens: over the fixture's 64, under Causal2Vec's encoder budget (256)
+    long_text = " ".join(f"Sentence {i} says something new about the weather." for i in range(10))
+    identity = method.identity
+    try:
+        with caplog.at_level("WARNING"):
+            short = method.encode([long_text])
+        assert "truncated" in caplog.text
+        caplog.clear()
+        apply_option(method, "max_length", "512")
+        assert method.max_length == method.config.max_length == 512
+        assert method.identity != identity
+        with caplog.at_level("WARNING"):
+            whole = method.encode([long_text])
+        assert "truncated" not in caplog.text
+        assert np.abs(short - whole).max() > 1e-3  # it read more of the text
+        with pytest.raises(InvalidInputError, match="max_length must be at least 16"):
+            apply_option(method, "max_length", "4")
+        assert method.max_length == 512  # a refused value changes nothing
+    finally:
+        apply_option(method, "max_length", "64")
+    assert method.identity == identity
+
+
 def test_gircse_kv_cache_equals_recomputation():
     model = _build("gircse")
     texts = ["A man is playing a guitar.", "Stock markets fell sharply on Tuesday.", "Hi"]

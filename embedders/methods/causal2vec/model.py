@@ -62,7 +62,7 @@ class Causal2VecEmbedder(CorpusEmbedder):
     method = "causal2vec"
     config_class = Causal2VecConfig
     config: Causal2VecConfig
-    OPTIONS = ("template", "context_placement", "context_pooling")
+    OPTIONS = ("template", "max_length", "context_placement", "context_pooling")
 
     def __init__(self, config: Causal2VecConfig | None = None, **kwargs: Any) -> None:
         config = config or Causal2VecConfig()

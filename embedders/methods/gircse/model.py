@@ -25,7 +25,7 @@ class GircseEmbedder(CorpusEmbedder):
 
     method = "gircse"
     config_class = GircseConfig
-    OPTIONS = ("soft_tokens", "use_cache", "template")  # settable at load time: "path[soft_tokens=10]"
+    OPTIONS = ("soft_tokens", "use_cache", "template", "max_length")  # settable at load time: "path[soft_tokens=10]"
     config: GircseConfig
 
     def __init__(self, config: GircseConfig | None = None, **kwargs: Any) -> None:
