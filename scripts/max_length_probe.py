@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -21,33 +22,28 @@ import torch
 
 from app.evaluation import loaders
 from app.evaluation.cache import EmbeddingCache
-from app.evaluation.dev import _scifact_dev
+from app.evaluation.dev import scifact_dev
 from app.evaluation.suites import SCIFACT_INSTRUCTION
 from app.evaluation.tasks import EvalContext, RetrievalTask, StsTask
 from app.settings import get_settings
 from embedders.registry import apply_option, load_embedder
 
+logger = logging.getLogger(__name__)
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("embedder", help="a corpus checkpoint or name with a max_length option")
-    parser.add_argument("--lengths", default="96,256,512", help="comma-separated token budgets")
-    parser.add_argument("--docs", type=int, default=400, help="SciFact dev corpus subset size")
-    parser.add_argument("--sts-pairs", type=int, default=400, help="STS-B dev pairs (0 skips)")
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-    torch.manual_seed(0)
-    root = get_settings().shared_data_dir
-    model = load_embedder(args.embedder)
-    tasks = [RetrievalTask("scifact-dev-whole", lambda: _scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
-                           doc_max_words=None, n_docs=args.docs, seed=0)]
-    if args.sts_pairs:
+
+def probe(model, root: Path, lengths: list[int], *, docs: int = 400, queries: int | None = None,
+          sts_pairs: int = 400) -> list[dict[str, float | int]]:
+    """Dev scores of ``model`` at each token budget in ``lengths`` (the option is left at the last)."""
+    tasks = [RetrievalTask("scifact-dev-whole", lambda: scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
+                           doc_max_words=None, n_docs=docs, n_queries=queries, seed=0)]
+    if sts_pairs:
         dev_csv = root / "stsb_en" / "stsb-en-dev.csv"
-        tasks.append(StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=args.sts_pairs, seed=0))
+        tasks.append(StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=sts_pairs, seed=0))
     rows = []
-    for length in [int(x) for x in args.lengths.split(",") if x.strip()]:
+    for length in lengths:
         apply_option(model, "max_length", str(length))
         start = time.perf_counter()
+        # No cache: the cache key holds max_length, but a probe should measure every budget afresh.
         ctx = EvalContext(model, EmbeddingCache(None), batch_size=16, show_progress=False)
         row: dict[str, float | int] = {"max_length": length}
         for task in tasks:
@@ -56,7 +52,25 @@ def main() -> None:
                 row[f"{task.name}/{key}"] = round(100 * value, 2)
         row["seconds"] = round(time.perf_counter() - start, 1)
         rows.append(row)
-        print(json.dumps(row), flush=True)
+        logger.info("%s", json.dumps(row))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("embedder", help="a corpus checkpoint or name with a max_length option")
+    parser.add_argument("--lengths", default="96,256,512", help="comma-separated token budgets")
+    parser.add_argument("--docs", type=int, default=400, help="SciFact dev corpus subset size")
+    parser.add_argument("--queries", type=int, default=None, help="SciFact dev queries (default: all 162)")
+    parser.add_argument("--sts-pairs", type=int, default=400, help="STS-B dev pairs (0 skips)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    torch.manual_seed(0)
+    model = load_embedder(args.embedder)
+    lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
+    rows = probe(model, get_settings().shared_data_dir, lengths, docs=args.docs, queries=args.queries,
+                 sts_pairs=args.sts_pairs)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"embedder": args.embedder, "rows": rows}, indent=1) + "\n")

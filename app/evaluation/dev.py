@@ -38,7 +38,9 @@ class DevSizes:
     clinc_texts: int = 400
 
 
-def _scifact_dev(root: Path) -> loaders.BeirData:
+def scifact_dev(root: Path) -> loaders.BeirData:
+    """SciFact's corpus with only the held-out *train* queries (``scifact_dev_query_ids``) and
+    their judgements: the retrieval dev set, never trained on and never a test split."""
     from embedders.training.data import scifact_dev_query_ids
 
     data = loaders.load_beir(root / "beir_scifact", "train")
@@ -58,7 +60,7 @@ def build_dev_tasks(root: Path, suite: str, sizes: DevSizes | None = None) -> li
         dev_csv = root / "stsb_en" / "stsb-en-dev.csv"
         return [
             StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=s.sts_pairs, seed=0),
-            RetrievalTask("scifact-dev", lambda: _scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
+            RetrievalTask("scifact-dev", lambda: scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
                           doc_max_words=s.scifact_doc_words, n_queries=s.scifact_queries,
                           n_docs=s.scifact_docs, seed=0),
         ]
