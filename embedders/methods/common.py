@@ -9,6 +9,7 @@ A trained method is saved as one directory:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
@@ -26,7 +27,7 @@ from embedders.backbone import (
     load_lora_state_dict,
     lora_state_dict,
 )
-from embedders.base import CONFIG_FILE, PromptConfig, Role
+from embedders.base import CONFIG_FILE, PromptConfig, PromptTokenizer, Role
 from embedders.baselines import DecoderEmbedder
 from embedders.errors import CheckpointError
 
@@ -164,6 +165,37 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
 
     def _build_heads(self) -> None:
         """Create extra trainable modules in ``self.heads``."""
+
+    # -- the token budget (an inference option of every method) -------------------------
+
+    @property
+    def max_length(self) -> int:
+        """Token budget per sequence, prompt included (the config's ``max_length``).
+
+        Settable at load time (``"ckpt[max_length=256]"``): a checkpoint trained on short
+        sentences can read a whole index chunk at inference. A refused value changes nothing.
+        """
+        return self.config.max_length
+
+    @max_length.setter
+    def max_length(self, value: int) -> None:
+        old = self.config.max_length
+        if value != old:
+            dataclasses.replace(self.config, max_length=value)  # runs the config's checks
+        self.config.max_length = value
+        # DecoderEmbedder.__init__ assigns it before any tokenizer exists: the config holds it.
+        if hasattr(self, "_tokenize"):
+            try:
+                self._set_tokenizer()
+            except ValueError:
+                self.config.max_length = old
+                self._set_tokenizer()
+                raise
+
+    def _set_tokenizer(self) -> None:
+        """(Re)build the prompt tokenizer(s) for the current prompts and ``max_length``."""
+        tok = self.backbone.tokenizer
+        self._tokenize = PromptTokenizer(tok, self.prompts, self.max_length, empty_ids=[tok.eos_token_id])
 
     # -- modes and parameters ----------------------------------------------------------
 

@@ -79,27 +79,13 @@ class CorpusEmbedder(TrainableDecoderEmbedder):
         self.teacher_weight = 0.0
 
     def _set_tokenizer(self) -> None:
+        if self.max_length <= self.reserved_positions + 8:
+            raise ValueError(f"max_length must leave room for text, got {self.max_length}")
         tok = self.backbone.tokenizer
         self.prompts = self.config.prompts
         end_ids = [tok.eos_token_id] if self.config.template == "eos" else []
         self._tokenize = PromptTokenizer(tok, self.prompts, self.max_length - self.reserved_positions,
                                          end_ids=end_ids, empty_ids=[tok.eos_token_id])
-
-    @property
-    def max_length(self) -> int:
-        """Token budget per sequence, prompt included (the config's ``max_length``)."""
-        return self.config.max_length
-
-    @max_length.setter
-    def max_length(self, value: int) -> None:
-        # DecoderEmbedder.__init__ assigns it before the tokenizer exists: the config holds it.
-        if value < 16:
-            raise ValueError(f"max_length must be at least 16 tokens, got {value}")
-        if value <= self.reserved_positions + 8:
-            raise ValueError(f"max_length must leave room for text, got {value}")
-        self.config.max_length = value
-        if hasattr(self, "_tokenize"):
-            self._set_tokenizer()
 
     @property
     def template(self) -> str:

@@ -158,3 +158,27 @@ def test_text_beyond_context_is_truncated_with_warning(embedder, caplog):
     # (up to batch-composition rounding: the first call batched it with "short").
     other = embedder.encode([long_text + " completely different ending"])
     assert np.abs(out[0] - other[0]).max() < BATCH_TOLERANCE.get(embedder.method, 1e-5)
+
+
+def test_max_length_is_a_checked_inference_option_of_every_trained_method(embedder):
+    """``ckpt[max_length=N]`` re-budgets a trained method (the corpus checkpoints serve more
+    tokens than they trained with); a budget that leaves no room is refused and changes nothing."""
+    from embedders.registry import apply_option
+
+    if embedder.method not in {"causal2vec", "gircse", "causal-eos", "inbedder", "instemb"}:
+        pytest.skip("baselines take their budget at construction")
+    before, identity = embedder.max_length, embedder.identity
+    text = "The quick brown fox jumps over the lazy dog while the farmer watches. " * 30  # ~450 tokens
+    try:
+        apply_option(embedder, "max_length", "300")
+        assert embedder.max_length == embedder.config.max_length == 300
+        assert embedder.identity != identity
+        tokens = embedder._tokenize([text], Role.DOCUMENT, None)
+        assert 290 <= len(tokens.sequences[0]) <= 300  # the tokenizer took the new budget
+        with pytest.raises(InvalidInputError, match="max_length"):
+            apply_option(embedder, "max_length", "9")
+        assert embedder.max_length == 300
+        assert len(embedder._tokenize([text], Role.DOCUMENT, None).sequences[0]) == len(tokens.sequences[0])
+    finally:
+        apply_option(embedder, "max_length", str(before))
+    assert embedder.identity == identity

@@ -40,11 +40,15 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
 
     method = "inbedder"
     config_class = InBedderConfig
-    OPTIONS = ("pooling", "gen_tokens")  # settable at load time: "path[pooling=avg-gen]"
+    OPTIONS = ("pooling", "gen_tokens", "max_length")  # settable at load time: "path[pooling=avg-gen]"
     config: InBedderConfig
 
     def __init__(self, config: InBedderConfig | None = None, **kwargs: Any) -> None:
         super().__init__(config or InBedderConfig(), **kwargs)
+        self._set_tokenizer()
+
+    def _set_tokenizer(self) -> None:
+        super()._set_tokenizer()
         # Training sequences are prompt + answer + EOS and must fit max_length, so the
         # prompt gets what the answer budget leaves (the config guarantees at least half).
         self._train_tokenize = PromptTokenizer(

@@ -61,10 +61,13 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
     method = "instemb"
     config_class = InstEmbConfig
     config: InstEmbConfig
-    OPTIONS = ("pooling",)  # "path[pooling=input-last]"
+    OPTIONS = ("pooling", "max_length")  # "path[pooling=input-last]"
 
     def __init__(self, config: InstEmbConfig | None = None, **kwargs: Any) -> None:
         super().__init__(config or InstEmbConfig(), **kwargs)
+        self._set_tokenizer()
+
+    def _set_tokenizer(self) -> None:
         tok = self.backbone.tokenizer
         # Room is kept for the look-ahead tokens inside max_length.
         self._tokenize = PromptTokenizer(tok, self.prompts, self.max_length - self.config.look_ahead,
