@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import torch
 
 from app.evaluation.loaders import StsPair
 from embedders.backbone import LoraSettings
 from embedders.methods.gircse import GircseConfig, GircseEmbedder
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("k_sweep", ROOT / "scripts" / "gircse_k_sweep.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.scripts import load_script
 
 
 def test_prefix_embeddings_equal_encode_at_each_k():
@@ -28,7 +16,7 @@ def test_prefix_embeddings_equal_encode_at_each_k():
     model = GircseEmbedder(GircseConfig(lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj",)),
                                         max_length=48), device="cpu")
     texts = ["A man plays the guitar.", "Share prices dropped sharply on Monday.", "A cat sleeps."]
-    sweep = _script()
+    sweep = load_script("gircse_k_sweep.py")
     prefix = sweep.k_prefix_embeddings(model, texts, max_k=4, batch_size=2)
     assert prefix.shape[:2] == (3, 4)
     for k in (1, 2, 4):

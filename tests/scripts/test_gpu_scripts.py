@@ -5,20 +5,10 @@ their whole path on a CPU (minutes, not part of the suite)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _pack():
-    spec = importlib.util.spec_from_file_location("pack", ROOT / "scripts" / "gpu" / "pack.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.scripts import ROOT, load_script
 
 
 def test_shell_scripts_parse():
@@ -28,7 +18,7 @@ def test_shell_scripts_parse():
 
 
 def test_bundle_names_existing_data_and_installed_packages(shared_data):
-    pack = _pack()
+    pack = load_script("gpu/pack.py")
     missing = [rel for rel in pack.DATA_FILES if not (shared_data / rel).is_file()]
     assert not missing, missing
     import importlib.metadata

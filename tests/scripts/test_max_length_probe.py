@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
 from embedders.backbone import LoraSettings
 from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("max_length_probe", ROOT / "scripts" / "max_length_probe.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.scripts import load_script
 
 
 def test_each_budget_is_scored_at_that_budget(shared_data, caplog):
@@ -34,7 +22,7 @@ def test_each_budget_is_scored_at_that_budget(shared_data, caplog):
 
     model.encode = spy  # type: ignore[method-assign]
     with caplog.at_level("WARNING"):
-        rows = _script().probe(model, shared_data, [40, 96], docs=6, queries=3, sts_pairs=0)
+        rows = load_script("max_length_probe.py").probe(model, shared_data, [40, 96], docs=6, queries=3, sts_pairs=0)
     assert [r["max_length"] for r in rows] == [40, 96]
     for row in rows:
         assert 0 <= row["scifact-dev-whole/ndcg@10"] <= 100
