@@ -158,6 +158,7 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         backbone = add_lora(load_decoder(config.backbone, device=device, dtype=dtype, shared=False), config.lora)
         super().__init__(name or self.method, config.backbone, prompts=config.prompts,
                          max_length=config.max_length, padding_side="left", backbone=backbone)
+        self._set_tokenizer()  # the method's own tokenizer(s), in place of the plain one
         self.heads = torch.nn.ModuleDict()
         self._build_heads()
         self.heads.to(device=self.device, dtype=self.backbone.spec.dtype)

@@ -74,7 +74,6 @@ class CorpusEmbedder(TrainableDecoderEmbedder):
 
     def __init__(self, config: CorpusConfig, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
-        self._set_tokenizer()
         self.teacher: Embedder | None = None
         self.teacher_weight = 0.0
 

@@ -45,7 +45,6 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
 
     def __init__(self, config: InBedderConfig | None = None, **kwargs: Any) -> None:
         super().__init__(config or InBedderConfig(), **kwargs)
-        self._set_tokenizer()
 
     def _set_tokenizer(self) -> None:
         super()._set_tokenizer()

@@ -65,7 +65,6 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
 
     def __init__(self, config: InstEmbConfig | None = None, **kwargs: Any) -> None:
         super().__init__(config or InstEmbConfig(), **kwargs)
-        self._set_tokenizer()
 
     def _set_tokenizer(self) -> None:
         tok = self.backbone.tokenizer
