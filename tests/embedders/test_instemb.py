@@ -96,6 +96,40 @@ def test_one_optimiser_step_lowers_the_loss(model, distill):
         model.eval()
 
 
+@pytest.mark.parametrize("pooling", ["daap", "all-mean"])
+def test_contrastive_on_served_reaches_the_look_ahead_and_its_step_lowers_the_loss(model, pooling):
+    """With distillation weighted out, only the contrastive term trains: at the last input token
+    (the paper) it never reaches the look-ahead embeddings; on the served embedding it does."""
+    params = model.trainable_parameters()
+    saved = [p.detach().clone() for p in params]
+    model.config.distill_weight, model.config.pooling = 0.0, pooling
+    model.train()
+    try:
+        grads = {}
+        for where in ("input-last", "served"):
+            model.config.contrastive_on = where
+            model.backbone.model.zero_grad(set_to_none=True)
+            model.heads.zero_grad(set_to_none=True)
+            loss, _ = model.training_loss(BATCH)
+            loss.backward()
+            grad = model.heads["look_ahead"].embeddings.grad
+            grads[where] = 0.0 if grad is None else float(grad.abs().sum())
+        assert grads["input-last"] == 0.0 and grads["served"] > 0.0
+        opt = torch.optim.SGD(params, lr=2e-3)
+        opt.step()
+        with torch.no_grad():
+            after, _ = model.training_loss(BATCH)
+        assert float(after) < float(loss)
+    finally:
+        with torch.no_grad():
+            for p, s in zip(params, saved, strict=True):
+                p.copy_(s)
+        model.backbone.model.zero_grad(set_to_none=True)
+        model.heads.zero_grad(set_to_none=True)
+        model.config.distill_weight, model.config.pooling, model.config.contrastive_on = 1.0, "daap", "input-last"
+        model.eval()
+
+
 def test_answer_ids_end_with_eos_and_respect_the_budget(model):
     eos = model.backbone.tokenizer.eos_token_id
     ids = model.answer_ids(["refund", " ".join(["word"] * 100)])
@@ -137,6 +171,8 @@ def test_pooling_option_through_load_embedder(model, tmp_path):
 def test_config_rejects_bad_values():
     with pytest.raises(ValueError, match="pooling"):
         InstEmbConfig(pooling="max")
+    with pytest.raises(ValueError, match="contrastive_on"):
+        InstEmbConfig(contrastive_on="everywhere")
     with pytest.raises(ValueError, match="distill"):
         InstEmbConfig(distill="l1")
     with pytest.raises(ValueError, match="look_ahead"):

@@ -10,6 +10,7 @@ from embedders.methods.common import InstructedConfig
 # answer. Templates (``template``): see ``embedders.methods.common.INSTRUCTION_TEMPLATES``.
 POOLINGS = ("daap", "input-last", "special-mean", "all-mean")
 DISTILL_LOSSES = ("mse", "kl")
+CONTRASTIVE_ON = ("input-last", "served")
 
 
 @dataclass
@@ -26,6 +27,10 @@ class InstEmbConfig(InstructedConfig):
             between their LM-head distributions.
         distill_weight: weight of the distillation term.
         contrastive_weight: weight of the multi-view supervised contrastive term.
+        contrastive_on: ``input-last`` contrasts the last input token's state (the paper);
+            ``served`` contrasts the pooled embedding ``encode`` returns (the student's views
+            under ``pooling``; the teacher's view pools its last input token with the
+            distillation targets), so the loss acts on what clustering and search use.
         temperature: SupCon tau.
         answer_max_tokens: gold-answer tokens the teacher reads.
         default_instruction: used when ``encode`` gets no instruction.
@@ -36,6 +41,7 @@ class InstEmbConfig(InstructedConfig):
     distill: str = "mse"
     distill_weight: float = 1.0
     contrastive_weight: float = 1.0
+    contrastive_on: str = "input-last"
     temperature: float = 0.1
     answer_max_tokens: int = 16
     default_instruction: str = "What is this text about?"
@@ -48,6 +54,8 @@ class InstEmbConfig(InstructedConfig):
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
         if self.distill not in DISTILL_LOSSES:
             raise ValueError(f"distill must be one of {', '.join(DISTILL_LOSSES)}, got {self.distill!r}")
+        if self.contrastive_on not in CONTRASTIVE_ON:
+            raise ValueError(f"contrastive_on must be one of {', '.join(CONTRASTIVE_ON)}, got {self.contrastive_on!r}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
         if self.distill_weight < 0 or self.contrastive_weight < 0:

@@ -11,7 +11,8 @@ Training (``training_loss``):
   the prompt followed by the gold answer; look-ahead state j is distilled onto the
   teacher's state at answer token j (the last answer token for j beyond the answer),
   with MSE on normalised states or KL between the LM-head distributions;
-* a multi-view supervised contrastive loss at the last input token, over four views
+* a multi-view supervised contrastive loss at the last input token (``contrastive_on``:
+  ``served`` moves it onto the pooled embedding), over four views
   of each example (student; student again, under another LoRA-dropout mask; teacher;
   the student reading the answer alone as its input), examples with the same answer
   being positives.
@@ -163,10 +164,11 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
 
     def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
         texts, instructions, answers = batch.inputs, batch.instructions, batch.answers
-        last_1, look_1, *_ = self.student_states(texts, instructions)
-        last_2 = self.student_states(texts, instructions).last_input  # another LoRA-dropout mask
-        answer_last = self.student_states(answers, instructions).last_input
+        first = self.student_states(texts, instructions)
+        second = self.student_states(texts, instructions)  # another LoRA-dropout mask
+        answer = self.student_states(answers, instructions)
         teacher_last, target_states, target_logits = self.teacher_states(texts, instructions, answers)
+        look_1 = first.look_ahead
         if self.config.distill == "kl":
             student_logits = self.backbone.model.get_output_embeddings()(look_1)
             distill = distill_kl(student_logits, target_logits)
@@ -174,7 +176,16 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
             distill = distill_mse(look_1, target_states)
         label_ids = {a: i for i, a in enumerate(dict.fromkeys(answers))}
         labels = torch.tensor([label_ids[a] for a in answers], device=self.device).repeat(4)
-        views = torch.cat([last_1, last_2, teacher_last.to(last_1.dtype), answer_last], dim=0)
+        teacher_last = teacher_last.to(look_1.dtype)
+        if self.config.contrastive_on == "served":
+            targets = target_states.to(look_1.dtype)
+            # The teacher keeps only its last input state and the targets, so under all-mean its
+            # view averages those L + 1 states rather than every prompt position.
+            kept = torch.cat([teacher_last.unsqueeze(1), targets], dim=1)
+            teacher_view = self.pool(StudentStates(teacher_last, targets, kept, torch.ones(kept.shape[:2], device=kept.device)))
+            views = torch.cat([self.pool(first), self.pool(second), teacher_view, self.pool(answer)], dim=0)
+        else:
+            views = torch.cat([first.last_input, second.last_input, teacher_last, answer.last_input], dim=0)
         contrastive = supervised_contrastive(views, labels, temperature=self.config.temperature)
         loss = self.config.distill_weight * distill + self.config.contrastive_weight * contrastive
         return loss, {"loss": float(loss.detach()), "distill": float(distill.detach()),
