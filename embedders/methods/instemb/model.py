@@ -182,7 +182,8 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
             # The teacher keeps only its last input state and the targets, so under all-mean its
             # view averages those L + 1 states rather than every prompt position.
             kept = torch.cat([teacher_last.unsqueeze(1), targets], dim=1)
-            teacher_view = self.pool(StudentStates(teacher_last, targets, kept, torch.ones(kept.shape[:2], device=kept.device)))
+            ones = torch.ones(kept.shape[:2], device=kept.device)
+            teacher_view = self.pool(StudentStates(teacher_last, targets, kept, ones))
             views = torch.cat([self.pool(first), self.pool(second), teacher_view, self.pool(answer)], dim=0)
         else:
             views = torch.cat([first.last_input, second.last_input, teacher_last, answer.last_input], dim=0)
