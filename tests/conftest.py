@@ -54,3 +54,33 @@ def tiny_inbedder_dir(tmp_path_factory) -> Path:
     model = InBedderEmbedder(InBedderConfig(lora=LoraSettings(r=2, target_modules=("q_proj",)),
                                             max_length=64, answer_max_tokens=4), device="cpu")
     return model.save(tmp_path_factory.mktemp("ckpt") / "inbedder")
+
+
+# Layers the plumbing tests keep of SmolLM2-135M-Instruct's 30 (see ``smollm2_cut``).
+CUT_LAYERS = 2
+
+
+@pytest.fixture(scope="session")
+def smollm2_cut(tmp_path_factory) -> str:
+    """SmolLM2-135M-Instruct cut to its first ``CUT_LAYERS`` decoder layers: the packaged
+    tokenizer, embedding table, layers and final norm, saved as a local backbone directory.
+
+    For tests that check plumbing (batching, padding, save/load, losses and gradients), where
+    the full 30 layers would only multiply the time of each forward pass by ~15; what depends
+    on the full model's depth (its trained checkpoints, the quality figures) keeps using it.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from embedders.backbone import DEFAULT_DECODER, resolve_model_path
+
+    src = resolve_model_path(DEFAULT_DECODER)
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    model.model.layers = model.model.layers[:CUT_LAYERS]
+    model.config.num_hidden_layers = CUT_LAYERS
+    if getattr(model.config, "layer_types", None):
+        model.config.layer_types = model.config.layer_types[:CUT_LAYERS]
+    target = tmp_path_factory.mktemp("backbone") / f"smollm2-{CUT_LAYERS}-layers"
+    model.save_pretrained(target)
+    AutoTokenizer.from_pretrained(src).save_pretrained(target)
+    return str(target)

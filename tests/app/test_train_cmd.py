@@ -11,8 +11,15 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 
-TINY = ["--batch-size", "2", "--max-length", "32", "--lora-r", "2", "--lora-targets", "q_proj", "--threads", "1",
-        "--tasks", "stsb:1,sick-nli:1"]
+TOY = ["--batch-size", "2", "--max-length", "32", "--lora-r", "2", "--lora-targets", "q_proj", "--threads", "1",
+       "--tasks", "stsb:1,sick-nli:1"]
+
+
+@pytest.fixture(scope="module")
+def tiny(smollm2_cut) -> list[str]:
+    """Toy sizes on SmolLM2 cut to two layers (tests/conftest.py): these tests check the
+    command's plumbing (selection, continuation, refusals), not what training reaches."""
+    return [*TOY, "--backbone", smollm2_cut]
 
 
 def _train(*args: str) -> tuple[int, str]:
@@ -21,10 +28,10 @@ def _train(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, shared_data) -> Path:
+def trained(tmp_path_factory, shared_data, tiny) -> Path:
     out = tmp_path_factory.mktemp("train") / "eos"
     code, output = _train("causal-eos", "--out", str(out), "--steps", "2", "--eval-every", "1", "--dev-size", "10",
-                          "--data-dir", str(shared_data), *TINY)
+                          "--data-dir", str(shared_data), *tiny)
     assert code == 0, output
     return out
 
@@ -42,33 +49,33 @@ def test_training_selects_on_dev_and_saves_a_loadable_checkpoint(trained):
     assert model.config.template == "prompteol" and model.encode(["a test"]).shape == (1, 576)
 
 
-def test_init_from_continues_and_counts_the_steps(trained, tmp_path, shared_data):
+def test_init_from_continues_and_counts_the_steps(trained, tmp_path, shared_data, tiny):
     before = json.loads((trained / "train_log.json").read_text())["weights_steps"]
     out = tmp_path / "more"
     code, output = _train("causal-eos", "--out", str(out), "--steps", "1", "--no-dev", "--init-from", str(trained),
-                          "--data-dir", str(shared_data), *TINY)
+                          "--data-dir", str(shared_data), *tiny)
     assert code == 0, output
     log = json.loads((out / "train_log.json").read_text())
     assert log["init_from"] == str(trained) and log["weights_steps"] == before + 1
 
 
-def test_init_from_another_method_or_backbone_is_refused(trained, tmp_path, shared_data):
+def test_init_from_another_method_or_backbone_is_refused(trained, tmp_path, shared_data, tiny, smollm2_cut):
     code, output = _train("causal2vec", "--out", str(tmp_path / "x"), "--init-from", str(trained),
-                          "--data-dir", str(shared_data), *TINY)
+                          "--data-dir", str(shared_data), *tiny)
     assert code == 2 and "is a 'causal-eos' checkpoint" in output and "--init-lora-from" in output
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-from", str(trained),
-                          "--backbone", "some/other-model", "--data-dir", str(shared_data), *TINY)
-    assert code == 2 and "was trained on backbone 'smollm2-135m-instruct'" in output
+                          "--data-dir", str(shared_data), *tiny, "--backbone", "some/other-model")
+    assert code == 2 and f"was trained on backbone '{smollm2_cut}'" in output
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-from", str(tmp_path / "nothing"),
-                          "--data-dir", str(shared_data), *TINY)
+                          "--data-dir", str(shared_data), *tiny)
     assert code == 3 and "no checkpoint there" in output
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-lora-from", str(trained),
-                          "--data-dir", str(shared_data), *TINY)
+                          "--data-dir", str(shared_data), *tiny)
     assert code == 2 and "continue it with --init-from" in output
     assert not (tmp_path / "x").exists()
 
 
-def test_init_lora_from_another_method_copies_the_adapter(trained, tmp_path, shared_data):
+def test_init_lora_from_another_method_copies_the_adapter(trained, tmp_path, shared_data, tiny, smollm2_cut):
     from safetensors.torch import load_file
 
     from embedders.backbone import lora_state_dict
@@ -76,14 +83,14 @@ def test_init_lora_from_another_method_copies_the_adapter(trained, tmp_path, sha
 
     out = tmp_path / "g"
     code, output = _train("gircse", "--out", str(out), "--steps", "1", "--no-dev", "--init-lora-from", str(trained),
-                          "--set", "train_soft_tokens=2", "--data-dir", str(shared_data), *TINY)
+                          "--set", "train_soft_tokens=2", "--data-dir", str(shared_data), *tiny)
     assert code == 0, output
     log = json.loads((out / "train_log.json").read_text())
     assert log["init_lora_method"] == "causal-eos"
     # The copy itself, before any step: build the model the way the command does.
     from app.commands.train import _build_from_lora
 
-    model, _ = _build_from_lora(trainable_methods()["gircse"], 32, "smollm2-135m-instruct", {}, str(trained), "cpu")
+    model, _ = _build_from_lora(trainable_methods()["gircse"], 32, smollm2_cut, {}, str(trained), "cpu")
     source = load_file(str(trained / "adapter.safetensors"))
     copied = lora_state_dict(model.backbone)
     assert set(source) == set(copied)
@@ -91,18 +98,18 @@ def test_init_lora_from_another_method_copies_the_adapter(trained, tmp_path, sha
         assert (copied[key].float() - value.float()).abs().max() < 1e-6
 
 
-def test_set_validates_fields(tmp_path, shared_data):
+def test_set_validates_fields(tmp_path, shared_data, tiny):
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--set", "nope=1", "--data-dir",
-                          str(shared_data), *TINY)
+                          str(shared_data), *tiny)
     assert code == 2 and "not a settable field" in output and "template" in output
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--set", "template=bogus", "--data-dir",
-                          str(shared_data), *TINY)
+                          str(shared_data), *tiny)
     assert code == 2 and "template must be one of prompteol, eos" in output
     code, output = _train("nomethod", "--out", str(tmp_path / "x"))
     assert code == 2 and "trainable: causal-eos, causal2vec, gircse, inbedder, instemb" in output
 
 
-def test_the_seed_fixes_the_fresh_weights(tmp_path, shared_data):
+def test_the_seed_fixes_the_fresh_weights(tmp_path, shared_data, tiny):
     """Two runs of one command start from the same LoRA and head weights (the command reproduces them)."""
     from safetensors.torch import load_file
 
@@ -110,7 +117,7 @@ def test_the_seed_fixes_the_fresh_weights(tmp_path, shared_data):
     for name in ("a", "b"):
         out = tmp_path / name
         code, output = _train("causal2vec", "--out", str(out), "--steps", "1", "--stop-after", "1", "--no-dev",
-                              "--lr", "1e-9", "--set", "mlp_hidden=16", "--data-dir", str(shared_data), *TINY)
+                              "--lr", "1e-9", "--set", "mlp_hidden=16", "--data-dir", str(shared_data), *tiny)
         assert code == 0, output
         outs.append(out)
     for file in ("adapter.safetensors", "heads.safetensors"):

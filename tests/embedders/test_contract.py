@@ -1,6 +1,12 @@
 """The contract table: every embedder crossed with the shared checks.
 
 Adding a method adds a row to ``EMBEDDERS``; every check then runs against it.
+
+The decoder rows run on SmolLM2 cut to its first two layers (``smollm2_cut`` in
+tests/conftest.py): the checks are about batching, padding, truncation, options and
+save/load, which the depth does not change, and the cut makes each forward pass ~15x
+cheaper. One row, ``causal-eos@shipped``, is the committed checkpoint loaded by its
+registered name: the whole 30-layer backbone with its trained LoRA, as users get it.
 """
 
 from __future__ import annotations
@@ -14,14 +20,17 @@ import torch
 from embedders import InvalidInputError, Role, load_checkpoint, load_embedder
 
 
-def _untrained(spec: str):
-    """A freshly initialised trainable method (LoRA B = 0, heads seeded); ``method[key=value]``
-    rows set inference options the way ``load_embedder`` does."""
+def _untrained(spec: str, backbone: str):
+    """A freshly initialised trainable method (LoRA B = 0, heads seeded) on ``backbone``;
+    ``method[key=value]`` rows set inference options the way ``load_embedder`` does."""
     from embedders.registry import apply_option, split_options, trainable_methods
 
     method, options = split_options(spec)
     torch.manual_seed(0)
-    model = trainable_methods()[method].model_class(device="cpu")
+    spec_ = trainable_methods()[method]
+    config = spec_.model_class.config_class()
+    config.backbone = backbone
+    model = spec_.model_class(config, device="cpu")
     for key, value in options.items():
         apply_option(model, key, value)
     return model
@@ -29,8 +38,9 @@ def _untrained(spec: str):
 
 # InBedder has two rows: its avg-gen pooling decodes greedily, a path 1st-gen never takes.
 EMBEDDERS = ["minilm", "backbone-mean", "backbone-prompteol", "causal2vec", "gircse", "causal-eos",
-             "inbedder", "inbedder[pooling=avg-gen]", "instemb"]
+             "inbedder", "inbedder[pooling=avg-gen]", "instemb", "causal-eos@shipped"]
 TRAINABLE = {"causal2vec", "gircse", "causal-eos", "inbedder", "inbedder[pooling=avg-gen]", "instemb"}
+SHIPPED = "@shipped"  # the committed checkpoint of that name, at full depth
 
 # Batch-size invariance tolerance (max abs difference of L2-normalised components). GIRCSE
 # feeds softmax(lm_head(h)) @ E back into the model K times, which amplifies the fp32
@@ -53,10 +63,14 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module", params=EMBEDDERS)
-def embedder(request):
+def embedder(request, smollm2_cut):
+    if request.param.endswith(SHIPPED):
+        return load_embedder(request.param.removesuffix(SHIPPED), device="cpu")
     if request.param in TRAINABLE:
-        return _untrained(request.param)
-    return load_embedder(request.param, device="cpu")
+        return _untrained(request.param, smollm2_cut)
+    if request.param == "minilm":
+        return load_embedder("minilm", device="cpu")
+    return load_embedder(request.param, device="cpu", backbone_name=smollm2_cut)
 
 
 def _tolerance(embedder) -> float:

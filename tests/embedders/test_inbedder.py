@@ -29,9 +29,11 @@ BATCH = TripleBatch(
 
 
 @pytest.fixture(scope="module")
-def model():
+def model(smollm2_cut):
+    """On SmolLM2 cut to two layers (tests/conftest.py): the checks here are generation and
+    pooling mechanics, not answer quality."""
     torch.manual_seed(0)
-    return InBedderEmbedder(InBedderConfig(lora=LORA, max_length=64), device="cpu")
+    return InBedderEmbedder(InBedderConfig(lora=LORA, max_length=64, backbone=smollm2_cut), device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +99,9 @@ def test_labels_cover_answer_and_eos_only(model):
         model.build_lm_batch([], [], [])
 
 
-def test_one_optimiser_step_lowers_the_loss():
+def test_one_optimiser_step_lowers_the_loss(smollm2_cut):
     torch.manual_seed(0)
-    model = InBedderEmbedder(InBedderConfig(lora=LORA, max_length=64), device="cpu")
+    model = InBedderEmbedder(InBedderConfig(lora=LORA, max_length=64, backbone=smollm2_cut), device="cpu")
     params = model.trainable_parameters()
     optimizer = torch.optim.AdamW(params, lr=1e-3)
     model.train()

@@ -28,9 +28,10 @@ BATCH = TripleBatch(
 
 
 @pytest.fixture(scope="module")
-def model():
+def model(smollm2_cut):
+    """On SmolLM2 cut to two layers (tests/conftest.py): the checks here are the losses' wiring."""
     torch.manual_seed(0)
-    return InstEmbEmbedder(InstEmbConfig(lora=LORA, max_length=64, look_ahead=3), device="cpu")
+    return InstEmbEmbedder(InstEmbConfig(lora=LORA, max_length=64, look_ahead=3, backbone=smollm2_cut), device="cpu")
 
 
 def test_only_lora_and_look_ahead_are_trainable(model):

@@ -21,18 +21,22 @@ from embedders.training.data import PairBatch
 LORA = LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj"))
 
 
-def _build(method: str):
+def _build(method: str, backbone: str):
+    """``method`` on ``backbone`` (SmolLM2 cut to two layers, tests/conftest.py: these checks are
+    plumbing, which the depth does not change)."""
     torch.manual_seed(0)
     if method == "causal2vec":
-        return Causal2VecEmbedder(Causal2VecConfig(lora=LORA, max_length=64, mlp_hidden=64), device="cpu")
+        return Causal2VecEmbedder(Causal2VecConfig(lora=LORA, max_length=64, mlp_hidden=64, backbone=backbone),
+                                  device="cpu")
     if method == "gircse":
-        return GircseEmbedder(GircseConfig(lora=LORA, max_length=64, train_soft_tokens=3), device="cpu")
-    return CausalEOSEmbedder(CausalEOSConfig(lora=LORA, max_length=64), device="cpu")
+        return GircseEmbedder(GircseConfig(lora=LORA, max_length=64, train_soft_tokens=3, backbone=backbone),
+                              device="cpu")
+    return CausalEOSEmbedder(CausalEOSConfig(lora=LORA, max_length=64, backbone=backbone), device="cpu")
 
 
 @pytest.fixture(scope="module", params=["causal2vec", "gircse", "causal-eos"])
-def method(request):
-    return _build(request.param)
+def method(request, smollm2_cut):
+    return _build(request.param, smollm2_cut)
 
 
 BATCH = PairBatch(
@@ -103,8 +107,8 @@ def test_max_length_is_an_inference_option_that_reaches_the_tokenizer(method, ca
     assert method.identity == identity
 
 
-def test_gircse_kv_cache_equals_recomputation():
-    model = _build("gircse")
+def test_gircse_kv_cache_equals_recomputation(smollm2_cut):
+    model = _build("gircse", smollm2_cut)
     texts = ["A man is playing a guitar.", "Stock markets fell sharply on Tuesday.", "Hi"]
     with torch.inference_mode():
         for k in (1, 4):
@@ -116,8 +120,8 @@ def test_gircse_kv_cache_equals_recomputation():
             assert (a - b).abs().max().item() < 1e-4
 
 
-def test_gircse_any_k_at_inference():
-    model = _build("gircse")
+def test_gircse_any_k_at_inference(smollm2_cut):
+    model = _build("gircse", smollm2_cut)
     outs = {}
     for k in (1, 10):
         model.soft_tokens = k
@@ -128,8 +132,8 @@ def test_gircse_any_k_at_inference():
         model.soft_tokens = 0
 
 
-def test_causal2vec_contextual_token_changes_the_embedding():
-    model = _build("causal2vec")
+def test_causal2vec_contextual_token_changes_the_embedding(smollm2_cut):
+    model = _build("causal2vec", smollm2_cut)
     texts = ["A man is playing a guitar.", "Stock markets fell sharply."]
     base = model.encode(texts)
     with torch.no_grad():
@@ -142,10 +146,10 @@ def test_causal2vec_contextual_token_changes_the_embedding():
     assert np.abs(base[:, 576:] - changed[:, 576:]).max() > 1e-3
 
 
-def test_checkpoint_has_fp16_adapter_and_heads(tmp_path):
+def test_checkpoint_has_fp16_adapter_and_heads(tmp_path, smollm2_cut):
     from safetensors.torch import load_file
 
-    model = _build("causal2vec")
+    model = _build("causal2vec", smollm2_cut)
     model.save(tmp_path)
     adapter = load_file(str(tmp_path / "adapter.safetensors"))
     heads = load_file(str(tmp_path / "heads.safetensors"))
@@ -154,8 +158,8 @@ def test_checkpoint_has_fp16_adapter_and_heads(tmp_path):
     assert all("lora_" in k for k in adapter)
 
 
-def test_gradient_checkpointing_gives_the_same_gradients():
-    model = _build("causal-eos")
+def test_gradient_checkpointing_gives_the_same_gradients(smollm2_cut):
+    model = _build("causal-eos", smollm2_cut)
     model.train()
 
     def grads() -> list[torch.Tensor]:
@@ -174,4 +178,4 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     for a, b in zip(plain, checkpointed, strict=True):
         assert torch.allclose(a, b, atol=1e-6)
     with pytest.raises(ValueError, match="KV cache"):
-        _build("gircse").enable_gradient_checkpointing()
+        _build("gircse", smollm2_cut).enable_gradient_checkpointing()
