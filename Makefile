@@ -51,7 +51,7 @@ chromium:
 # busy core per test, so this halves it on the 2-core CI box. PYTEST_WORKERS=0 runs it serially.
 PYTEST_WORKERS ?= 2
 unit: install chromium
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: lint typecheck unit
 

@@ -19,6 +19,32 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
+# The files that take longest, longest first (seconds of one xdist process, idle 2-core VM,
+# 2026-11-25). make test runs two processes, one file at a time each, handing out files in
+# collection order (--no-loadscope-reorder: xdist's own order is by number of tests, which put
+# the 8-test, ~4-minute worker file last and left one process idle for minutes). Longest first
+# lets the short files fill in behind them, so both processes end together.
+SLOW_FILES = (
+    "tests/worker/test_worker.py",  # ~250 s: worker subprocesses, kill -9, Redis restart
+    "tests/app/services/test_concurrency.py",  # ~100 s: a writer process and readers
+    "tests/embedders/test_contract.py",  # ~100 s: every embedder x the shared checks
+    "tests/embedders/test_backbone.py",  # ~60 s: two processes convert the GGUF
+    "tests/app/test_index_cmd.py",  # ~50 s: CLI subprocesses
+    "tests/app/api/test_openai_client.py",  # ~45 s: a uvicorn subprocess
+    "tests/app/test_encoding.py",
+    "tests/app/test_cluster_cmd.py",
+    "tests/app/services/test_crash.py",
+    "tests/examples/test_rag_example.py",
+    "tests/app/api/test_api.py",
+    "tests/ui/test_browser.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest files first (``SLOW_FILES``), the rest in their usual order (a stable sort)."""
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
@@ -42,9 +68,10 @@ def prompteol():
 
 
 @pytest.fixture(scope="session")
-def tiny_inbedder_dir(tmp_path_factory) -> Path:
-    """An InBedder checkpoint with a fresh rank-2 LoRA on q_proj (untrained, seeded): a real
-    model that answers, for code paths that need an explainer, not for answer quality."""
+def tiny_inbedder_dir(tmp_path_factory, smollm2_cut) -> Path:
+    """An InBedder checkpoint with a fresh rank-2 LoRA on q_proj (untrained, seeded) over
+    SmolLM2 cut to two layers: a real model that answers, for code paths that need an
+    explainer (batching, progress, naming clusters), not for answer quality."""
     import torch
 
     from embedders.backbone import LoraSettings
@@ -52,7 +79,8 @@ def tiny_inbedder_dir(tmp_path_factory) -> Path:
 
     torch.manual_seed(0)
     model = InBedderEmbedder(InBedderConfig(lora=LoraSettings(r=2, target_modules=("q_proj",)),
-                                            max_length=64, answer_max_tokens=4), device="cpu")
+                                            max_length=64, answer_max_tokens=4, backbone=smollm2_cut),
+                             device="cpu")
     return model.save(tmp_path_factory.mktemp("ckpt") / "inbedder")
 
 
