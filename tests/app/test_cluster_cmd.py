@@ -16,10 +16,6 @@ TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I or
          "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
 
 
-def facet(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=600)
-
-
 def test_read_texts_formats(tmp_path):
     (tmp_path / "a.txt").write_text("one\n\n two \nthree\n")
     assert read_texts(tmp_path / "a.txt") == ["one", "two", "three"]
@@ -44,8 +40,8 @@ def test_cluster_prints_and_writes_explained_clusters(tmp_path, tiny_inbedder_di
     src = tmp_path / "texts.txt"
     src.write_text("\n".join(TEXTS))
     out = tmp_path / "clusters.json"
-    result = facet("cluster", str(src), "--instruction", "What does the customer want?", "--k", "2",
-                   "--embedder", str(tiny_inbedder_dir), "--explain", str(tiny_inbedder_dir), "--out", str(out))
+    result = invoke_cli("cluster", str(src), "--instruction", "What does the customer want?", "--k", "2",
+                        "--embedder", str(tiny_inbedder_dir), "--explain", str(tiny_inbedder_dir), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("cluster ") >= 2
     # Progress on stderr, one line per stage when it is not a terminal, answering included.

@@ -97,12 +97,13 @@ def test_queries_go_before_waiting_bulk_work(batching) -> None:
         "texts": LONG, "embedder": "minilm"})]
     threads[0].start()
     wait_for(lambda: batching.in_flight == len(LONG))  # the model thread works on "hold"
-    # Two bulk pieces queue first, then a query: the query is served before both.
+    # Two bulk pieces queue first, then a query: the query is served before both. (Only "hold"
+    # needs to be long; the bulk pieces are short, as they wait in their own queue.)
     threads += [threading.Thread(target=run, args=(f"bulk{i}",), kwargs={
-        "texts": LONG, "embedder": "minilm", "bulk": True}) for i in range(2)]
+        "texts": TEXTS, "embedder": "minilm", "bulk": True}) for i in range(2)]
     for t in threads[1:]:
         t.start()
-    wait_for(lambda: batching.pending_texts == 2 * len(LONG))
+    wait_for(lambda: batching.pending_texts == 2 * len(TEXTS))
     threads.append(threading.Thread(target=run, args=("query",), kwargs={
         "texts": ["card declined"], "embedder": "minilm", "role": "query"}))
     threads[-1].start()

@@ -17,8 +17,6 @@ from typing import Any
 import httpx
 import pytest
 
-pytest.importorskip("gradio")
-
 from app.api import create_app
 from app.commands.demo import SAMPLE_FILE
 from app.core import Facet
@@ -70,6 +68,9 @@ def write_collection_source(folder: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def ui_server(minilm, tmp_path_factory) -> Iterator[UiServer]:
+    # Checked here rather than at collection: every xdist process collects every file, and
+    # gradio takes ~4 s to import.
+    pytest.importorskip("gradio")
     import uvicorn
 
     base = tmp_path_factory.mktemp("ui")

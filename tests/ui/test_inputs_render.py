@@ -148,7 +148,7 @@ def test_job_errors_name_files_relative_to_the_source() -> None:
 
 
 def test_unexpected_errors_show_a_generic_message_not_the_exception(caplog) -> None:
-    import gradio as gr
+    gr = pytest.importorskip("gradio")
 
     from ui.handlers import ui_errors
 

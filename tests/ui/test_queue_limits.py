@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("gradio")
-
 from app.settings import FacetSettings
-from ui.app import LIGHT, LIGHT_LIMIT, MODEL, build_ui
 
 
 def test_model_events_share_one_limited_group(tmp_path: Path) -> None:
+    # Imported here, not at collection: every xdist process collects every file, and gradio
+    # takes ~4 s to import.
+    pytest.importorskip("gradio")
+    from ui.app import LIGHT, LIGHT_LIMIT, MODEL, build_ui
+
     settings = FacetSettings(data_dir=tmp_path / "data", ui_concurrency=2, ui_max_queue=7)
     demo = build_ui(lambda: None, settings)  # type: ignore[arg-type, return-value]
     queued = {f.api_name: f for f in demo.fns.values() if f.queue}

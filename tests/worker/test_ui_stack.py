@@ -13,12 +13,11 @@ import pytest
 
 from .conftest import Stack, free_port
 
-pytest.importorskip("gradio")
-
 QUERY_INSTRUCTION = "Find notes about the same place"
 
 
 def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_path) -> None:
+    pytest.importorskip("gradio")  # here, not at collection: gradio takes ~4 s to import
     from gradio_client import Client, handle_file
 
     from app.core import Facet

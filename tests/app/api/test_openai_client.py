@@ -55,8 +55,10 @@ def server(tmp_path_factory) -> Iterator[str]:
 
 
 def facet_embed(*args: str) -> np.ndarray:
-    result = subprocess.run([sys.executable, "-m", "app", "embed", *args], capture_output=True,
-                            text=True, timeout=300)
+    """``facet embed ARGS`` (in this process: the server above is the subprocess under test)."""
+    from tests.app.cli_runner import invoke_cli
+
+    result = invoke_cli("embed", *args)
     assert result.returncode == 0, result.stderr
     return np.asarray(json.loads(result.stdout)["vectors"], dtype=np.float64)
 
