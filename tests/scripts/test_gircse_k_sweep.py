@@ -11,10 +11,10 @@ from embedders.methods.gircse import GircseConfig, GircseEmbedder
 from tests.scripts import load_script
 
 
-def test_prefix_embeddings_equal_encode_at_each_k():
+def test_prefix_embeddings_equal_encode_at_each_k(smollm2_cut):
     torch.manual_seed(0)
-    model = GircseEmbedder(GircseConfig(lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj",)),
-                                        max_length=48), device="cpu")
+    lora = LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj",))
+    model = GircseEmbedder(GircseConfig(backbone=smollm2_cut, lora=lora, max_length=48), device="cpu")
     texts = ["A man plays the guitar.", "Share prices dropped sharply on Monday.", "A cat sleeps."]
     sweep = load_script("gircse_k_sweep.py")
     prefix = sweep.k_prefix_embeddings(model, texts, max_k=4, batch_size=2)

@@ -9,10 +9,10 @@ from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
 from tests.scripts import load_script
 
 
-def test_each_budget_is_scored_at_that_budget(shared_data, caplog):
+def test_each_budget_is_scored_at_that_budget(shared_data, caplog, smollm2_cut):
     torch.manual_seed(0)
-    model = CausalEOSEmbedder(CausalEOSConfig(lora=LoraSettings(r=2, target_modules=("q_proj",)), max_length=128),
-                              device="cpu")
+    lora = LoraSettings(r=2, target_modules=("q_proj",))
+    model = CausalEOSEmbedder(CausalEOSConfig(backbone=smollm2_cut, lora=lora, max_length=128), device="cpu")
     seen: list[int] = []
     encode = model.encode
 
