@@ -49,6 +49,7 @@ chromium:
 
 # Two pytest processes (pytest-xdist), one test file at a time in each: the suite is mostly one
 # busy core per test, so this halves it on the 2-core CI box. PYTEST_WORKERS=0 runs it serially.
+# Files go out longest first (SLOW_FILES in tests/conftest.py), not in xdist's count order.
 PYTEST_WORKERS ?= 2
 unit: install chromium
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
