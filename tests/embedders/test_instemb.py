@@ -5,6 +5,8 @@ The shared contract checks live in test_contract.py.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 import torch
@@ -72,40 +74,54 @@ def test_teacher_is_the_backbone_without_adapters_and_gets_no_gradient(model):
         model.eval()
 
 
-@pytest.mark.parametrize("distill", ["mse", "kl"])
-def test_one_optimiser_step_lowers_the_loss(model, distill):
-    model.config.distill = distill
+@contextmanager
+def training_trial(model, **settings):
+    """Train mode with config ``settings`` for the block; on exit the trainable weights, the
+    settings, the gradients and eval mode are restored, so the module's model stays untouched."""
     params = model.trainable_parameters()
     saved = [p.detach().clone() for p in params]
-    opt = torch.optim.SGD(params, lr=2e-3)
+    before = {key: getattr(model.config, key) for key in settings}
+    for key, value in settings.items():
+        setattr(model.config, key, value)
     model.train()
     try:
-        loss, metrics = model.training_loss(BATCH)
-        assert set(metrics) == {"loss", "distill", "contrastive"}
-        assert metrics["distill"] > 0 and metrics["contrastive"] > 0
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            after, _ = model.training_loss(BATCH)
-        assert float(after) < float(loss)
+        yield params
     finally:
         with torch.no_grad():
             for p, s in zip(params, saved, strict=True):
                 p.copy_(s)
-        model.config.distill = "mse"
+        model.backbone.model.zero_grad(set_to_none=True)
+        model.heads.zero_grad(set_to_none=True)
+        for key, value in before.items():
+            setattr(model.config, key, value)
         model.eval()
+
+
+def assert_a_step_lowers(model, params, loss) -> None:
+    """One SGD step on the gradients ``loss`` left, then the same batch's loss is lower."""
+    torch.optim.SGD(params, lr=2e-3).step()
+    with torch.no_grad():
+        after, _ = model.training_loss(BATCH)
+    assert float(after) < float(loss)
+
+
+@pytest.mark.parametrize("distill", ["mse", "kl"])
+def test_one_optimiser_step_lowers_the_loss(model, distill):
+    with training_trial(model, distill=distill) as params:
+        loss, metrics = model.training_loss(BATCH)
+        assert set(metrics) == {"loss", "distill", "contrastive"}
+        assert metrics["distill"] > 0 and metrics["contrastive"] > 0
+        model.backbone.model.zero_grad(set_to_none=True)
+        model.heads.zero_grad(set_to_none=True)
+        loss.backward()
+        assert_a_step_lowers(model, params, loss)
 
 
 @pytest.mark.parametrize("pooling", ["daap", "all-mean"])
 def test_contrastive_on_served_reaches_the_look_ahead_and_its_step_lowers_the_loss(model, pooling):
     """With distillation weighted out, only the contrastive term trains: at the last input token
     (the paper) it never reaches the look-ahead embeddings; on the served embedding it does."""
-    params = model.trainable_parameters()
-    saved = [p.detach().clone() for p in params]
-    model.config.distill_weight, model.config.pooling = 0.0, pooling
-    model.train()
-    try:
+    with training_trial(model, distill_weight=0.0, pooling=pooling, contrastive_on="input-last") as params:
         grads = {}
         for where in ("input-last", "served"):
             model.config.contrastive_on = where
@@ -116,19 +132,7 @@ def test_contrastive_on_served_reaches_the_look_ahead_and_its_step_lowers_the_lo
             grad = model.heads["look_ahead"].embeddings.grad
             grads[where] = 0.0 if grad is None else float(grad.abs().sum())
         assert grads["input-last"] == 0.0 and grads["served"] > 0.0
-        opt = torch.optim.SGD(params, lr=2e-3)
-        opt.step()
-        with torch.no_grad():
-            after, _ = model.training_loss(BATCH)
-        assert float(after) < float(loss)
-    finally:
-        with torch.no_grad():
-            for p, s in zip(params, saved, strict=True):
-                p.copy_(s)
-        model.backbone.model.zero_grad(set_to_none=True)
-        model.heads.zero_grad(set_to_none=True)
-        model.config.distill_weight, model.config.pooling, model.config.contrastive_on = 1.0, "daap", "input-last"
-        model.eval()
+        assert_a_step_lowers(model, params, loss)
 
 
 def test_answer_ids_end_with_eos_and_respect_the_budget(model):
