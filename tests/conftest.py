@@ -94,7 +94,8 @@ def smollm2_cut(tmp_path_factory) -> str:
     tokenizer, embedding table, layers and final norm, saved as a local backbone directory.
 
     For tests that check plumbing (batching, padding, save/load, losses and gradients), where
-    the full 30 layers would only multiply the time of each forward pass by ~15; what depends
+    the full 30 layers would only multiply the layer work of each forward pass by 15 (the
+    embeddings and LM head stay as they are); what depends
     on the full model's depth (its trained checkpoints, the quality figures) keeps using it.
     """
     import torch
