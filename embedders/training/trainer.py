@@ -177,7 +177,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         recover_checkpoint(out_dir)
     start = time.perf_counter()
     skipped = 0
-    stopped = "completed"
+    # What a log written mid-run says: a run killed outright (SIGKILL, power loss) leaves
+    # its last checkpoint's log saying "running", not "completed".
+    stopped = "running"
 
     def make_log() -> dict[str, Any]:
         log = {"method": model.method, "config": asdict(config), "steps_done": len(history), "skipped": skipped,
@@ -271,6 +273,8 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                 logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
                 stopped = "time budget"
                 break
+        if stopped == "running":
+            stopped = "completed"
         if not curve or curve[-1]["step"] != done_at or evaluate is None:
             checkpoint(done_at)
     except KeyboardInterrupt:

@@ -57,6 +57,7 @@ def test_loss_falls_and_log_is_saved(tmp_path: Path) -> None:
     assert log["history"][-1]["loss"] < 0.1 * log["history"][0]["loss"]
     saved = json.loads((tmp_path / "train_log.json").read_text())
     assert saved["steps_done"] == 40 and (tmp_path / "toy.pt").is_file()
+    assert log["stopped"] == saved["stopped"] == "completed"
 
 
 def test_stop_after_replays_the_first_steps_of_a_longer_schedule() -> None:
@@ -80,7 +81,7 @@ def test_stop_after_out_of_range_is_refused(stop_after: int) -> None:
 
 def test_time_budget_stops_early() -> None:
     log = train(_Linear(), _Sampler(), TrainConfig(steps=1000, time_budget_s=0.0), progress=False)
-    assert log["steps_done"] == 1
+    assert log["steps_done"] == 1 and log["stopped"] == "time budget"
 
 
 class _Scripted:
@@ -167,3 +168,4 @@ def test_sigkill_mid_run_leaves_a_loadable_checkpoint(tmp_path: Path) -> None:
     state = torch.load(out / "toy.pt")
     log = json.loads((out / "train_log.json").read_text())
     assert "lin.weight" in state and log["best"]["step"] >= 1
+    assert log["stopped"] == "running"  # a killed run's last log never claims it completed
