@@ -56,13 +56,20 @@ PROMPTEOL_PROMPTS = PromptConfig(
 # scores CLINC-val hmean 49.6 against 24.4 for ``alpaca``, the papers' layout (input,
 # then instruction, then "### Response:"), kept for checkpoints trained with it.
 ALPACA_TEMPLATE = "### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:"
+# ``instruction-last``: the PromptEOL sentence, then the instruction, then a question that
+# asks for the answer, so the instruction is the last thing read before the pooled position
+# (the default's fixed ``means in one word`` asks for the text's meaning whatever the
+# instruction says).
+INSTRUCTION_LAST_TEMPLATE = 'This sentence : "{text}"\n{instruction}In one word:"'
 INSTRUCTION_TEMPLATES: dict[str, PromptConfig] = {
     "prompteol": PROMPTEOL_PROMPTS,
     "alpaca": PromptConfig(query=ALPACA_TEMPLATE, document=ALPACA_TEMPLATE, instruction_format="{instruction}"),
+    "instruction-last": PromptConfig(query=INSTRUCTION_LAST_TEMPLATE, document=INSTRUCTION_LAST_TEMPLATE,
+                                     instruction_format="{instruction}\n"),
 }
 # What precedes an answer's first word: PromptEOL's answer follows its opening quote
 # directly; after "Response:" a space makes it tokenise as running text.
-ANSWER_LEADS = {"prompteol": "", "alpaca": " "}
+ANSWER_LEADS = {"prompteol": "", "alpaca": " ", "instruction-last": ""}
 
 
 @dataclass
@@ -131,7 +138,8 @@ class TemplatedConfig(MethodConfig):
 @dataclass
 class InstructedConfig(TemplatedConfig):
     """Fields of the instruction methods (InBedder, InstEmb): ``template`` is ``prompteol``
-    or ``alpaca`` (see ``INSTRUCTION_TEMPLATES``); checkpoints without one read Alpaca."""
+    (default), ``alpaca`` or ``instruction-last`` (see ``INSTRUCTION_TEMPLATES``);
+    checkpoints without one read Alpaca."""
 
     TEMPLATES: ClassVar[dict[str, PromptConfig]] = INSTRUCTION_TEMPLATES
     LEGACY_TEMPLATE: ClassVar[str] = "alpaca"

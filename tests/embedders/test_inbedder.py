@@ -229,3 +229,30 @@ def test_prompteol_answer_follows_the_quote(tiny_inbedder_dir):
     ids = batch.input_ids[0].tolist()
     text = tok.decode(ids[ids.index(labels[0]) - 3: ids.index(labels[0]) + len(labels) - 1])
     assert text.endswith('word:"card arrival'), text
+
+
+def test_instruction_last_template_keeps_the_instruction_next_to_the_answer(smollm2_cut, tmp_path):
+    """``template=instruction-last``: the instruction follows the text and survives its
+    truncation, a training answer follows the template's closing quote, and a checkpoint
+    keeps the template."""
+    from embedders.registry import load_checkpoint
+
+    instruction = "Identify the broad domain of this request"
+    torch.manual_seed(0)
+    model = InBedderEmbedder(InBedderConfig(template="instruction-last", lora=LORA, max_length=64,
+                                            backbone=smollm2_cut), device="cpu")
+    assert model.config.template == "instruction-last" and model.config.answer_lead == ""
+    tok = model.backbone.tokenizer
+    long_text = "my card has still not arrived " * 40  # far over max_length (64)
+    batch = model.build_lm_batch([long_text], [instruction], ["banking"])
+    ids = [t for t, keep in zip(batch.input_ids[0].tolist(), batch.attention_mask[0].tolist(), strict=True) if keep]
+    assert len(ids) <= model.config.max_length + 2  # the prompt is cut to max_length, then the answer
+    decoded = tok.decode(ids)
+    assert decoded.startswith('This sentence : "my card') and '"\n' + instruction + '\nIn one word:"banking' in decoded
+    # The embedding reads the instruction: two instructions give two embeddings of one text.
+    a = model.encode(["my card has not arrived"], instruction=instruction)
+    b = model.encode(["my card has not arrived"], instruction="What does the customer want?")
+    assert np.abs(a - b).max() > 1e-3
+    loaded = load_checkpoint(model.save(tmp_path / "ckpt"), device="cpu")
+    assert loaded.config.template == "instruction-last"
+    assert np.allclose(loaded.encode(["my card has not arrived"], instruction=instruction), a, atol=1e-5)
