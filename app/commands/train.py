@@ -70,6 +70,9 @@ def register(cli: typer.Typer) -> None:
         dev_size: Annotated[int | None, typer.Option(
             help="dev subsample size (STS pairs, SciFact queries and documents, CLINC texts); default 400 "
                  "(all 162 SciFact dev queries)")] = None,
+        dev_samples: Annotated[int, typer.Option(
+            help="instruction methods: average the dev score over this many seeded CLINC val samples "
+                 "(one sample's score has an sd of 1-2 points; each sample costs one more evaluation)")] = 1,
         time_budget_min: Annotated[float | None, typer.Option(help="stop and save after this many minutes")]
             = None,
         stop_after: Annotated[int | None, typer.Option(
@@ -96,6 +99,14 @@ def register(cli: typer.Typer) -> None:
         if out is None:
             raise InvalidRequestError("--out DIR is required: the checkpoint directory to write")
         spec = methods[method]
+        # Bad dev options are refused before any model is loaded.
+        if dev_size is not None and dev_size < 10:
+            raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
+        if dev_samples < 1:
+            raise InvalidRequestError(f"--dev-samples must be at least 1, got {dev_samples}")
+        if dev_samples > 1 and spec.dev_suite != "instruction":
+            raise InvalidRequestError(f"--dev-samples is for the instruction dev suite; {spec.name}'s dev "
+                                      f"suite is {spec.dev_suite!r} (fixed STS-B and SciFact dev sets)")
         settings = get_settings()
         root = Path(data_dir or settings.shared_data_dir)
         if not root.is_dir():
@@ -139,10 +150,8 @@ def register(cli: typer.Typer) -> None:
         if dev:
             from app.evaluation.dev import DevEvaluator, DevSizes
 
-            if dev_size is not None and dev_size < 10:
-                raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
-            sizes = DevSizes(sts_pairs=dev_size, scifact_queries=dev_size, scifact_docs=dev_size,
-                             clinc_texts=dev_size) if dev_size else None
+            sizes = DevSizes(clinc_samples=dev_samples, **({} if dev_size is None else dict(
+                sts_pairs=dev_size, scifact_queries=dev_size, scifact_docs=dev_size, clinc_texts=dev_size)))
             evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
         from app.cli import command_line
 

@@ -4,7 +4,8 @@
   SciFact *train* queries held out from training (``scifact_dev_query_ids``) retrieved
   from a corpus subset (their relevant abstracts plus seeded others), nDCG@10.
 * ``instruction`` (InstEmb, InBedder): CLINC150 *validation* texts under the intent and
-  the domain instruction (harmonic mean of the two V-measures, and the steer gap).
+  the domain instruction (harmonic mean of the two V-measures, and the steer gap), on one
+  seeded sample or the mean of several (``DevSizes.clinc_samples``).
 
 ``DevEvaluator(model)`` returns one dict of scores whose ``score`` is what selection
 maximises: the mean of the suite's main scores (x 100), where a multi-view task counts
@@ -36,7 +37,14 @@ class DevSizes:
     scifact_docs: int = 400
     scifact_doc_words: int = 64
     clinc_texts: int = 400
-    clinc_seed: int = 0  # which seeded sample of CLINC val (training always selects on seed 0)
+    clinc_seed: int = 0  # which seeded sample of CLINC val (training selects on seed 0 by default)
+    # Seeded samples scored and averaged (seeds clinc_seed, clinc_seed + 1, ...): one 400-text
+    # sample's selection score has an sd of 1.2-2.2 points (scripts/dev_noise.py).
+    clinc_samples: int = 1
+
+    def __post_init__(self) -> None:
+        if self.clinc_samples < 1:
+            raise ValueError(f"clinc_samples must be at least 1, got {self.clinc_samples}")
 
 
 def scifact_dev(root: Path) -> loaders.BeirData:
@@ -67,10 +75,15 @@ def build_dev_tasks(root: Path, suite: str, sizes: DevSizes | None = None) -> li
         ]
     if suite == "instruction":
         data, domains = root / "clinc150" / "data_full.json", root / "clinc150" / "domains.json"
-        return [MultiViewClusteringTask(
-            "clinc-dev", lambda: loaders.build_clinc_multiview(data, domains, split="val", n=s.clinc_texts,
-                                                       seed=s.clinc_seed),
-            kmeans_seeds=(0, 1, 2))]
+
+        def clinc(seed: int) -> MultiViewClusteringTask:
+            # The first sample keeps the name "clinc-dev"; the others carry their seed.
+            name = "clinc-dev" if seed == s.clinc_seed else f"clinc-dev-s{seed}"
+            return MultiViewClusteringTask(
+                name, lambda: loaders.build_clinc_multiview(data, domains, split="val", n=s.clinc_texts, seed=seed),
+                kmeans_seeds=(0, 1, 2))
+
+        return [clinc(s.clinc_seed + i) for i in range(s.clinc_samples)]
     raise ValueError(f"unknown dev suite {suite!r}; use one of: {', '.join(DEV_SUITES)}")
 
 

@@ -107,6 +107,11 @@ def test_set_validates_fields(tmp_path, shared_data, tiny):
     assert code == 2 and "template must be one of prompteol, eos" in output
     code, output = _train("nomethod", "--out", str(tmp_path / "x"))
     assert code == 2 and "trainable: causal-eos, causal2vec, gircse, inbedder, instemb" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--dev-samples", "2", *tiny)
+    assert code == 2 and "--dev-samples is for the instruction dev suite" in output
+    code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--dev-samples", "0", *tiny)
+    assert code == 2 and "--dev-samples must be at least 1" in output
+    assert not (tmp_path / "x").exists()  # refused before anything was written
 
 
 def test_the_seed_fixes_the_fresh_weights(tmp_path, shared_data, tiny):

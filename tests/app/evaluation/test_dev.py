@@ -15,6 +15,22 @@ def test_instruction_dev_scores_hmean_plus_steer_gap(shared_data, minilm):
     assert scores["eval_seconds"] >= 0
 
 
+def test_several_clinc_samples_are_averaged(shared_data, minilm):
+    sizes = DevSizes(clinc_texts=40, clinc_seed=3, clinc_samples=2)
+    tasks = build_dev_tasks(shared_data, "instruction", sizes)
+    assert [t.name for t in tasks] == ["clinc-dev", "clinc-dev-s4"]
+    assert tasks[0].views()[0].texts != tasks[1].views()[0].texts
+    both = DevEvaluator(shared_data, "instruction", sizes=sizes)(minilm)
+    each = [DevEvaluator(shared_data, "instruction", sizes=DevSizes(clinc_texts=40, clinc_seed=seed))(minilm)
+            for seed in (3, 4)]
+    # The first sample is the single-sample suite of its seed; the score is the mean of both.
+    assert both["clinc-dev/hmean"] == each[0]["clinc-dev/hmean"]
+    assert both["clinc-dev-s4/hmean"] == each[1]["clinc-dev/hmean"]
+    assert both["score"] == pytest.approx((each[0]["score"] + each[1]["score"]) / 2, abs=0.02)
+    with pytest.raises(ValueError, match="clinc_samples must be at least 1"):
+        DevSizes(clinc_samples=0)
+
+
 def test_dev_suites_read_no_test_split(shared_data):
     corpus = build_dev_tasks(shared_data, "corpus", DevSizes(sts_pairs=20, scifact_docs=20))
     sts, scifact = corpus
