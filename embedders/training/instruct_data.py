@@ -14,8 +14,9 @@ Built from training splits only:
   SQuAD passage ("what is this passage about?" -> "steam engine").
 
 Answers are shortened the InBedder way: lower-cased, punctuation and English
-stopwords removed, at most ``max_words`` words. CLINC150, GoalEx and every test split
-are never read: they measure instruction following on unseen instructions.
+stopwords removed, at most ``max_words`` words. GoalEx and every test split are never
+read, and CLINC150 only by the opt-in ``clinc-views`` source (its *train* split): they
+measure instruction following on unseen instructions.
 """
 
 from __future__ import annotations
@@ -241,13 +242,42 @@ def load_emotion_views(root: Path, per_label: int = 200, seed: int = 2) -> list[
                        "emotion-views", seed)
 
 
+# CLINC150's *train* split, opt-in only (never in DEFAULT_TASKS): CLINC *val* selects the
+# instruction methods and CLINC *test* reports them, as a measure of following instructions
+# never trained on. This source teaches CLINC's own domain taxonomy, to test whether that
+# taxonomy is what the steer gap lacks; a model trained with it is in-domain on CLINC and is
+# not compared with zero-shot baselines there. Its instructions are not the evaluation's.
+CLINC_INTENT_INSTRUCTIONS = (
+    "What does the user ask the assistant to do?",
+    "What exactly is this request for?",
+    "Name the specific action the user wants.",
+)
+CLINC_DOMAIN_INSTRUCTIONS = (
+    "Which area of the assistant's services does this request fall under?",
+    "What general area is this request about?",
+    "Name the broad category of this request.",
+)
+
+
+def load_clinc_views(root: Path, per_label: int = 10, seed: int = 2) -> list[Triple]:
+    """CLINC150 *train* texts under both an intent and a domain instruction, in one batch
+    (opt-in; see ``CLINC_INTENT_INSTRUCTIONS``)."""
+    data = json.loads((root / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
+    domains = json.loads((root / "clinc150" / "domains.json").read_text(encoding="utf-8"))
+    domain_of = {intent.replace("_", " "): domain.replace("_", " ") for domain, intents in domains.items()
+                 for intent in intents}
+    items = [(text, intent) for text, intent in data["train"] if intent.replace("_", " ") in domain_of]
+    fine = _labelled(items, CLINC_INTENT_INSTRUCTIONS, "clinc-views", per_label, seed)
+    return _both_views(fine, lambda a: domain_of[a], CLINC_DOMAIN_INSTRUCTIONS, "clinc-views", seed)
+
+
 LOADERS: dict[str, Callable[[Path], list[Triple]]] = {
     "c3": load_c3, "dream": load_dream, "squad": load_squad, "banking77": load_banking77, "emotion": load_emotion,
     "banking77-area": load_banking77_area, "emotion-valence": load_emotion_valence, "squad-topic": load_squad_topic,
-    "banking77-views": load_banking77_views, "emotion-views": load_emotion_views,
+    "banking77-views": load_banking77_views, "emotion-views": load_emotion_views, "clinc-views": load_clinc_views,
 }
 # Sources whose consecutive triples of one text form a unit that is never split across batches.
-PAIRED_TASKS = frozenset({"banking77-views", "emotion-views"})
+PAIRED_TASKS = frozenset({"banking77-views", "emotion-views", "clinc-views"})
 DEFAULT_TASKS = ("c3", "dream", "squad", "banking77", "emotion", "banking77-area", "emotion-valence",
                  "squad-topic")
 

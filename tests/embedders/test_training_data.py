@@ -156,3 +156,31 @@ def test_paired_views_share_a_batch_and_differ_only_by_instruction(shared_data):
     # An odd batch size still never splits a text's views: the batch is one view short.
     odd = TripleSampler(triples, 5, seed=3).next_batch()
     assert len(odd.inputs) == 4
+
+
+def test_clinc_views_read_only_the_train_split_and_are_opt_in(shared_data):
+    """clinc-views (opt-in): CLINC *train* texts, each under an intent and a domain instruction
+    with its domain from domains.json; no val or test text, and not the evaluation's wording."""
+    import json
+
+    from app.evaluation.loaders import CLINC_DOMAIN_INSTRUCTION, CLINC_INTENT_INSTRUCTION
+    from embedders.training.instruct_data import (
+        CLINC_DOMAIN_INSTRUCTIONS,
+        DEFAULT_TASKS,
+        PAIRED_TASKS,
+        build_triples,
+    )
+
+    assert "clinc-views" not in DEFAULT_TASKS and "clinc-views" in PAIRED_TASKS
+    triples = build_triples(shared_data, ("clinc-views",))["clinc-views"]
+    data = json.loads((shared_data / "clinc150" / "data_full.json").read_text())
+    held_out = {t for split in ("val", "test") for t, _ in data[split]}
+    train = {t for t, _ in data["train"]}
+    assert {t.input for t in triples} <= train and not {t.input for t in triples} & held_out
+    domains = json.loads((shared_data / "clinc150" / "domains.json").read_text())
+    domain_of = {i.replace("_", " "): d.replace("_", " ") for d, intents in domains.items() for i in intents}
+    for fine, coarse in zip(triples[::2], triples[1::2], strict=True):
+        assert fine.input == coarse.input and coarse.instruction in CLINC_DOMAIN_INSTRUCTIONS
+        assert coarse.answer == domain_of[fine.answer]
+    instructions = {t.instruction for t in triples}
+    assert CLINC_INTENT_INSTRUCTION not in instructions and CLINC_DOMAIN_INSTRUCTION not in instructions
