@@ -4,8 +4,9 @@ Greedy answers (up to 4 tokens) to one seeded sample of CLINC150 *validation* te
 the intent and the domain instruction of the multi-view task; each distinct answer string is
 a cluster, scored by V-measure against the intent and the domain labels. The number of
 distinct answers says how coarse the model answers under each instruction; the V-measures
-say how well that grouping lines up with CLINC's own labels (V-measure falls with fewer
-clusters, so compare like with like). Never a test split.
+say how well that grouping lines up with CLINC's own labels (V-measure moves with the
+number of clusters, so a lower V with fewer answers says "not better", not "worse"). Never a
+test split.
 
     .venv/bin/python scripts/instruction_answers_probe.py checkpoints/inbedder --seed 0 \
         --out results/eval/answers-probe/inbedder.json
