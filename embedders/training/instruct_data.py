@@ -271,13 +271,59 @@ def load_clinc_views(root: Path, per_label: int = 10, seed: int = 2) -> list[Tri
     return _both_views(fine, lambda a: domain_of[a], CLINC_DOMAIN_INSTRUCTIONS, "clinc-views", seed)
 
 
+def _steer_quads(fine: list[Triple], coarse_answer: Callable[[str], str], coarse_instructions: tuple[str, ...],
+                 task: str, seed: int) -> list[Triple]:
+    """Two texts with the same coarse answer but different fine answers, each under its fine
+    and a coarse instruction: four consecutive triples the sampler keeps together. In one
+    batch the same two texts must then be positives under the coarse instruction and
+    negatives under the fine one, which only the instruction can tell apart (what the steer
+    gap measures; random paired views rarely put such a pair in one batch)."""
+    rng = random.Random(seed)
+    by_coarse: dict[str, dict[str, list[Triple]]] = defaultdict(lambda: defaultdict(list))
+    for t in fine:
+        by_coarse[coarse_answer(t.answer)][t.answer].append(t)
+    out: list[Triple] = []
+    for coarse in sorted(by_coarse):
+        groups = [list(v) for _, v in sorted(by_coarse[coarse].items())]
+        if len(groups) < 2:
+            continue  # one fine answer under this coarse one: no pair to tell apart
+        for g in groups:
+            rng.shuffle(g)
+        # Round-robin over the fine answers, so consecutive texts differ in their fine answer.
+        order = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
+        for a, b in zip(order[::2], order[1::2], strict=False):
+            if a.answer == b.answer:
+                continue
+            for t in (a, b):
+                out += [Triple(t.input, t.instruction, t.answer, task),
+                        Triple(t.input, rng.choice(coarse_instructions), coarse, task)]
+    return out
+
+
+def load_banking77_steer(root: Path, per_label: int = 20, seed: int = 3) -> list[Triple]:
+    """Banking77 pairs of one area and two intents, each text under both instructions (opt-in)."""
+    fine = _labelled(banking77_train(root), BANKING77_INSTRUCTIONS, "banking77-steer", per_label, seed)
+    return _steer_quads(fine, lambda a: banking77_area(a.replace(" ", "_")), BANKING77_AREA_INSTRUCTIONS,
+                        "banking77-steer", seed)
+
+
+def load_emotion_steer(root: Path, per_label: int = 200, seed: int = 3) -> list[Triple]:
+    """Emotion pairs of one valence and two emotions, each text under both instructions (opt-in)."""
+    fine = _labelled(emotion_train(root), EMOTION_INSTRUCTIONS, "emotion-steer", per_label, seed)
+    return _steer_quads(fine, lambda a: EMOTION_VALENCE.get(a, a), EMOTION_VALENCE_INSTRUCTIONS,
+                        "emotion-steer", seed)
+
+
 LOADERS: dict[str, Callable[[Path], list[Triple]]] = {
     "c3": load_c3, "dream": load_dream, "squad": load_squad, "banking77": load_banking77, "emotion": load_emotion,
     "banking77-area": load_banking77_area, "emotion-valence": load_emotion_valence, "squad-topic": load_squad_topic,
     "banking77-views": load_banking77_views, "emotion-views": load_emotion_views, "clinc-views": load_clinc_views,
+    "banking77-steer": load_banking77_steer, "emotion-steer": load_emotion_steer,
 }
-# Sources whose consecutive triples of one text form a unit that is never split across batches.
-PAIRED_TASKS = frozenset({"banking77-views", "emotion-views", "clinc-views"})
+# Sources whose consecutive triples form units (of this many triples) that are never split
+# across batches: a text's two views, or a steer quad (two texts, two views each).
+UNIT_SIZES = {"banking77-views": 2, "emotion-views": 2, "clinc-views": 2, "banking77-steer": 4, "emotion-steer": 4}
+PAIRED_TASKS = frozenset(UNIT_SIZES)
 DEFAULT_TASKS = ("c3", "dream", "squad", "banking77", "emotion", "banking77-area", "emotion-valence",
                  "squad-topic")
 
@@ -292,22 +338,17 @@ def build_triples(data_dir: str | Path, tasks: tuple[str, ...] = DEFAULT_TASKS) 
     return load_sources(LOADERS, data_dir, tasks, "triples")
 
 
-def _units(triples: list[Triple], paired: bool) -> list[list[Triple]]:
-    """The sampling units: one triple each, or for a paired source each run of consecutive
-    triples that read the same text."""
-    units: list[list[Triple]] = []
-    for t in triples:
-        if paired and units and units[-1][0].input == t.input:
-            units[-1].append(t)
-        else:
-            units.append([t])
-    return units
+def _units(triples: list[Triple], size: int = 1) -> list[list[Triple]]:
+    """The sampling units: runs of ``size`` consecutive triples (one each for a plain source)."""
+    if len(triples) % size:
+        raise ValueError(f"{len(triples)} triples do not split into units of {size}")
+    return [triples[i:i + size] for i in range(0, len(triples), size)]
 
 
 class TripleSampler:
     """Single-task batches: a task with probability proportional to its weight in ``mix``
     (sqrt(size) without one), then triples without replacement, reshuffled per pass; the
-    views of one text in a paired source (``PAIRED_TASKS``) always share a batch.
+    units of a paired source (``UNIT_SIZES``: a text's views, or a steer quad) always share a batch.
     Deterministic for a seed."""
 
     def __init__(self, triples: dict[str, list[Triple]], batch_size: int, seed: int = 0,
@@ -322,7 +363,7 @@ class TripleSampler:
         self.tasks = sorted(self.triples)
         weights = mix or {}
         self.weights = [weights.get(t) or len(self.triples[t]) ** 0.5 for t in self.tasks]
-        self._units = {t: _units(v, t in PAIRED_TASKS) for t, v in self.triples.items()}
+        self._units = {t: _units(v, UNIT_SIZES.get(t, 1)) for t, v in self.triples.items()}
         self._queues: dict[str, list[list[Triple]]] = {t: [] for t in self.tasks}
 
     def shares(self) -> dict[str, float]:

@@ -158,6 +158,41 @@ def test_paired_views_share_a_batch_and_differ_only_by_instruction(shared_data):
     assert len(odd.inputs) == 4
 
 
+def test_steer_quads_pair_two_texts_of_one_coarse_answer_under_both_instructions(shared_data):
+    """banking77-steer / emotion-steer (opt-in): each unit is two texts with the same coarse
+    answer and different fine answers, each under both instructions, and a batch never splits one."""
+    from embedders.training.instruct_data import (
+        BANKING77_AREA_INSTRUCTIONS,
+        DEFAULT_TASKS,
+        EMOTION_VALENCE,
+        UNIT_SIZES,
+        TripleSampler,
+        banking77_area,
+        build_triples,
+    )
+
+    assert "banking77-steer" not in DEFAULT_TASKS and UNIT_SIZES["emotion-steer"] == 4
+    triples = build_triples(shared_data, ("banking77-steer", "emotion-steer"))
+    coarse_of = {"banking77-steer": lambda a: banking77_area(a.replace(" ", "_")),
+                 "emotion-steer": lambda a: EMOTION_VALENCE[a]}
+    for task, rows in triples.items():
+        assert rows and len(rows) % 4 == 0
+        for i in range(0, len(rows), 4):
+            a_fine, a_coarse, b_fine, b_coarse = rows[i:i + 4]
+            assert a_fine.input == a_coarse.input != b_fine.input == b_coarse.input
+            assert a_fine.answer != b_fine.answer  # negatives under the fine instruction ...
+            assert a_coarse.answer == b_coarse.answer == coarse_of[task](a_fine.answer)  # ... positives here
+            assert a_fine.instruction != a_coarse.instruction
+    assert {t.instruction for t in triples["banking77-steer"][1::2]} <= set(BANKING77_AREA_INSTRUCTIONS)
+    sampler = TripleSampler(triples, 8, seed=0)
+    for _ in range(10):
+        batch = sampler.next_batch()
+        assert len(batch.inputs) == 8
+        for i in range(0, 8, 4):  # whole quads, in order
+            assert batch.inputs[i] == batch.inputs[i + 1] and batch.inputs[i + 2] == batch.inputs[i + 3]
+            assert batch.answers[i + 1] == batch.answers[i + 3]
+
+
 def test_clinc_views_read_only_the_train_split_and_are_opt_in(shared_data):
     """clinc-views (opt-in): CLINC *train* texts, each under an intent and a domain instruction
     with its domain from domains.json; no val or test text, and not the evaluation's wording."""
