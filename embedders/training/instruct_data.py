@@ -223,23 +223,36 @@ def _both_views(fine: list[Triple], coarse_answer: Callable[[str], str], coarse_
     rng = random.Random(seed)
     out = []
     for t in fine:
-        out += [Triple(t.input, t.instruction, t.answer, task),
-                Triple(t.input, rng.choice(coarse_instructions), coarse_answer(t.answer), task)]
+        out += _view_pair(t, coarse_answer, coarse_instructions, task, rng)
     return out
+
+
+def _view_pair(t: Triple, coarse_answer: Callable[[str], str], coarse_instructions: tuple[str, ...], task: str,
+               rng: random.Random) -> list[Triple]:
+    """A fine triple and the same text under a coarse instruction (one drawn) with its coarse answer."""
+    return [Triple(t.input, t.instruction, t.answer, task),
+            Triple(t.input, rng.choice(coarse_instructions), coarse_answer(t.answer), task)]
+
+
+def _banking77_area_answer(answer: str) -> str:
+    """The area of a Banking77 intent given as an answer ("card arrival" -> "card")."""
+    return banking77_area(answer.replace(" ", "_"))
+
+
+def _valence_answer(answer: str) -> str:
+    return EMOTION_VALENCE.get(answer, answer)
 
 
 def load_banking77_views(root: Path, per_label: int = 20, seed: int = 2) -> list[Triple]:
     """Banking77 texts under both an intent and an area instruction, in one batch."""
     fine = _labelled(banking77_train(root), BANKING77_INSTRUCTIONS, "banking77-views", per_label, seed)
-    return _both_views(fine, lambda a: banking77_area(a.replace(" ", "_")), BANKING77_AREA_INSTRUCTIONS,
-                       "banking77-views", seed)
+    return _both_views(fine, _banking77_area_answer, BANKING77_AREA_INSTRUCTIONS, "banking77-views", seed)
 
 
 def load_emotion_views(root: Path, per_label: int = 200, seed: int = 2) -> list[Triple]:
     """Emotion texts under both an emotion and a valence instruction, in one batch."""
     fine = _labelled(emotion_train(root), EMOTION_INSTRUCTIONS, "emotion-views", per_label, seed)
-    return _both_views(fine, lambda a: EMOTION_VALENCE.get(a, a), EMOTION_VALENCE_INSTRUCTIONS,
-                       "emotion-views", seed)
+    return _both_views(fine, _valence_answer, EMOTION_VALENCE_INSTRUCTIONS, "emotion-views", seed)
 
 
 # CLINC150's *train* split, opt-in only (never in DEFAULT_TASKS): CLINC *val* selects the
@@ -295,23 +308,20 @@ def _steer_quads(fine: list[Triple], coarse_answer: Callable[[str], str], coarse
             if a.answer == b.answer:
                 continue
             for t in (a, b):
-                out += [Triple(t.input, t.instruction, t.answer, task),
-                        Triple(t.input, rng.choice(coarse_instructions), coarse, task)]
+                out += _view_pair(t, coarse_answer, coarse_instructions, task, rng)
     return out
 
 
 def load_banking77_steer(root: Path, per_label: int = 20, seed: int = 3) -> list[Triple]:
     """Banking77 pairs of one area and two intents, each text under both instructions (opt-in)."""
     fine = _labelled(banking77_train(root), BANKING77_INSTRUCTIONS, "banking77-steer", per_label, seed)
-    return _steer_quads(fine, lambda a: banking77_area(a.replace(" ", "_")), BANKING77_AREA_INSTRUCTIONS,
-                        "banking77-steer", seed)
+    return _steer_quads(fine, _banking77_area_answer, BANKING77_AREA_INSTRUCTIONS, "banking77-steer", seed)
 
 
 def load_emotion_steer(root: Path, per_label: int = 200, seed: int = 3) -> list[Triple]:
     """Emotion pairs of one valence and two emotions, each text under both instructions (opt-in)."""
     fine = _labelled(emotion_train(root), EMOTION_INSTRUCTIONS, "emotion-steer", per_label, seed)
-    return _steer_quads(fine, lambda a: EMOTION_VALENCE.get(a, a), EMOTION_VALENCE_INSTRUCTIONS,
-                        "emotion-steer", seed)
+    return _steer_quads(fine, _valence_answer, EMOTION_VALENCE_INSTRUCTIONS, "emotion-steer", seed)
 
 
 LOADERS: dict[str, Callable[[Path], list[Triple]]] = {
