@@ -1,9 +1,11 @@
 """On-disk embedding cache, so re-running an evaluation (or a baseline beside it) is cheap.
 
 Each vector is keyed by ``sha256(identity, role, instruction, text)``. Vectors are
-grouped in a bucket folder per (embedder identity, role, instruction); each ``encode``
-that had misses appends one ``chunk-*.npz`` (keys + float32 vectors), written to a
-temporary name and renamed so a killed run never leaves a half-written chunk.
+grouped in a bucket folder per (embedder identity, role, instruction); an ``encode`` with
+misses appends a ``chunk-*.npz`` (keys + float32 vectors) every ``write_every`` new texts,
+each written to a temporary name and renamed, so a killed run never leaves a half-written
+chunk and a rerun encodes only what the killed one had not reached (a full SciFact corpus
+is an hour of CPU: it need not be done in one go).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from embedders import Embedder, Role
 
@@ -38,8 +41,11 @@ def _bucket_name(identity: str, role: str, instruction: str | None) -> tuple[str
 class EmbeddingCache:
     """Vectors on disk under ``root``; ``root=None`` disables caching (always encode)."""
 
-    def __init__(self, root: str | Path | None) -> None:
+    def __init__(self, root: str | Path | None, write_every: int = 512) -> None:
+        if write_every < 1:
+            raise ValueError(f"write_every must be >= 1, got {write_every}")
         self.root = Path(root) if root is not None else None
+        self.write_every = write_every
         self._loaded: dict[Path, dict[str, np.ndarray]] = {}
         self.hits = 0
         self.misses = 0
@@ -115,18 +121,33 @@ class EmbeddingCache:
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
         if missing:
-            new_keys = list(missing)
-            vectors = embedder.encode(
-                [missing[k] for k in new_keys],
-                role=role_value,
-                instruction=instr,
-                batch_size=batch_size,
-                show_progress=show_progress,
-            )
-            if bucket is not None:
-                self._write_chunk(bucket, identity, role_value, instr, new_keys, vectors)
-            for k, v in zip(new_keys, vectors, strict=True):
-                table[k] = v
+            # Longest first across the whole call, as the embedder would order one call's
+            # batches, so cutting it into parts adds no padding.
+            new_keys = sorted(missing, key=lambda k: -len(missing[k]))
+            # Without a cache there is nothing to save part-way: one call, the embedder's own bar.
+            step = len(new_keys) if bucket is None else self.write_every
+            slices = [new_keys[i:i + step] for i in range(0, len(new_keys), step)]
+            bar = None
+            if show_progress and len(slices) > 1:
+                bar = tqdm(total=len(new_keys), desc=f"encode {embedder.name}", unit="text")
+            try:
+                for part in slices:
+                    vectors = embedder.encode(
+                        [missing[k] for k in part],
+                        role=role_value,
+                        instruction=instr,
+                        batch_size=batch_size,
+                        show_progress=show_progress and bar is None,
+                    )
+                    if bucket is not None:
+                        self._write_chunk(bucket, identity, role_value, instr, part, vectors)
+                    for k, v in zip(part, vectors, strict=True):
+                        table[k] = v
+                    if bar is not None:
+                        bar.update(len(part))
+            finally:
+                if bar is not None:
+                    bar.close()
             if bucket is None:
                 # Without a cache keep vectors only for this call.
                 out = np.stack([table[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)

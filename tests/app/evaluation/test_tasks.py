@@ -59,6 +59,35 @@ def test_cache_key_includes_identity_role_and_instruction(tmp_path: Path) -> Non
     assert emb.encoded == [("a", "query", "x"), ("a", "document", "x"), ("a", "query", "y"), ("a", "query", "x")]
 
 
+def test_a_killed_encode_keeps_its_finished_parts_and_the_rerun_does_only_the_rest(tmp_path: Path) -> None:
+    # An hour-long corpus encode killed part-way (here: the embedder raises on its third
+    # part, as a KeyboardInterrupt would) keeps the parts written before it.
+    texts = [f"text {i:02d}" + "x" * (i % 3) for i in range(10)]
+    emb = FakeEmbedder(lambda t, r, i: hashed_vector(t), 16)
+    calls: list[int] = []
+    encode = emb.encode
+
+    def dies_on_third_part(part: list[str], **kw: object) -> np.ndarray:
+        calls.append(len(part))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return encode(part, **kw)
+
+    emb.encode = dies_on_third_part
+    with pytest.raises(KeyboardInterrupt):
+        EmbeddingCache(tmp_path, write_every=4).encode(emb, texts, role="document", instruction=None)
+    assert calls == [4, 4, 2] and len(emb.encoded) == 8
+    emb.encode = encode
+    emb.encoded.clear()
+    cache = EmbeddingCache(tmp_path, write_every=4)
+    out = cache.encode(emb, texts, role="document", instruction=None)
+    assert len(emb.encoded) == 2 and (cache.hits, cache.misses) == (8, 2)
+    whole = EmbeddingCache(None).encode(emb, texts, role="document", instruction=None)
+    np.testing.assert_allclose(out, whole, atol=1e-7)  # in the caller's order, parts or not
+    with pytest.raises(ValueError, match="write_every"):
+        EmbeddingCache(tmp_path, write_every=0)
+
+
 def test_disabled_cache_always_encodes() -> None:
     emb = FakeEmbedder(lambda t, r, i: hashed_vector(t), 8)
     cache = EmbeddingCache(None)
