@@ -182,18 +182,26 @@ def supervised_contrastive(views: torch.Tensor, labels: torch.Tensor, *, tempera
     return per_anchor.mean()
 
 
-def distill_mse(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+def distill_mse(student: torch.Tensor, teacher: torch.Tensor, *, center: bool = False) -> torch.Tensor:
     """Squared distance between L2-normalised student and teacher states, summed over the
     hidden size and averaged over positions (= 2 - 2 cos). Normalising first keeps the
     decoder's few huge activation dimensions from dominating the loss.
 
     Args:
         student: (..., dim); teacher: same shape (no gradient is taken through it).
+        center: subtract each side's mean state over all positions in the batch before
+            normalising. A decoder's states share one large direction (anisotropy), so the
+            plain cosine is high for any two states and is mostly fitted by that shared part;
+            centred, the loss only counts what tells one example's answer from another's.
     """
     if student.shape != teacher.shape:
         raise ValueError(f"student {tuple(student.shape)} and teacher {tuple(teacher.shape)} differ")
-    s = F.normalize(student.float(), dim=-1)
-    t = F.normalize(teacher.detach().float(), dim=-1)
+    s, t = student.float(), teacher.detach().float()
+    if center:
+        dims = tuple(range(s.dim() - 1))  # every axis but the hidden one
+        s = s - s.mean(dim=dims, keepdim=True)
+        t = t - t.mean(dim=dims, keepdim=True)
+    s, t = F.normalize(s, dim=-1), F.normalize(t, dim=-1)
     return (s - t).pow(2).sum(dim=-1).mean()
 
 

@@ -105,7 +105,7 @@ def assert_a_step_lowers(model, params, loss) -> None:
     assert float(after) < float(loss)
 
 
-@pytest.mark.parametrize("distill", ["mse", "kl"])
+@pytest.mark.parametrize("distill", ["mse", "mse-centered", "kl"])
 def test_one_optimiser_step_lowers_the_loss(model, distill):
     with training_trial(model, distill=distill) as params:
         loss, metrics = model.training_loss(BATCH)

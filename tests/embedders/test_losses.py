@@ -102,6 +102,21 @@ def test_distillation_losses_match_hand_computation():
     assert distill_kl(torch.ones(2, 5), torch.ones(2, 5)).item() == pytest.approx(0.0, abs=1e-7)
 
 
+def test_centred_distillation_ignores_the_states_shared_direction():
+    from embedders.losses import distill_mse
+
+    gen = torch.Generator().manual_seed(0)
+    teacher = torch.randn(4, 3, 8, generator=gen)  # (batch, positions, hidden)
+    shared = 50.0 * torch.randn(8, generator=gen)
+    # Plain cosine is near 1 for any states that share a large direction, whatever else they hold:
+    unrelated = torch.randn(4, 3, 8, generator=gen)
+    assert distill_mse(unrelated + shared, teacher + shared).item() < 0.05
+    assert distill_mse(unrelated + shared, teacher + shared, center=True).item() > 1.0
+    # Centred, a student that differs from the teacher by that direction alone is exact:
+    assert distill_mse(teacher + shared, teacher, center=True).item() == pytest.approx(0.0, abs=1e-5)
+    assert distill_mse(teacher + shared, teacher).item() > 0.5
+
+
 def test_cosent_hand_computed():
     a = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
     b = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # cosines 1, 0, 1/sqrt2

@@ -9,7 +9,7 @@ from embedders.methods.common import InstructedConfig
 # The look-ahead tokens follow the prompt, exactly where the frozen teacher reads the gold
 # answer. Templates (``template``): see ``embedders.methods.common.INSTRUCTION_TEMPLATES``.
 POOLINGS = ("daap", "input-last", "special-mean", "all-mean")
-DISTILL_LOSSES = ("mse", "kl")
+DISTILL_LOSSES = ("mse", "mse-centered", "kl")
 CONTRASTIVE_ON = ("input-last", "served")
 
 
@@ -23,8 +23,10 @@ class InstEmbConfig(InstructedConfig):
             paper's choice); ``input-last`` = last input token only; ``special-mean`` =
             mean of the look-ahead states only; ``all-mean`` = mean over every prompt and
             look-ahead position (the ablations).
-        distill: ``mse`` on normalised look-ahead vs teacher answer states, or ``kl``
-            between their LM-head distributions.
+        distill: ``mse`` on normalised look-ahead vs teacher answer states,
+            ``mse-centered`` the same after subtracting each side's batch-mean state (so the
+            states' shared direction cannot satisfy it), or ``kl`` between their LM-head
+            distributions.
         distill_weight: weight of the distillation term.
         contrastive_weight: weight of the multi-view supervised contrastive term.
         contrastive_on: ``input-last`` contrasts the last input token's state (the paper);

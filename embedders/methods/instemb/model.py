@@ -10,7 +10,8 @@ Training (``training_loss``):
 * a frozen teacher, the same backbone with the LoRA adapters switched off, reads
   the prompt followed by the gold answer; look-ahead state j is distilled onto the
   teacher's state at answer token j (the last answer token for j beyond the answer),
-  with MSE on normalised states or KL between the LM-head distributions;
+  with MSE on normalised states (``mse-centered``: after removing each side's batch-mean
+  state) or KL between the LM-head distributions;
 * a multi-view supervised contrastive loss at the last input token (``contrastive_on``:
   ``served`` moves it onto the pooled embedding), over four views
   of each example (student; student again, under another LoRA-dropout mask; teacher;
@@ -173,7 +174,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
             student_logits = self.backbone.model.get_output_embeddings()(look_1)
             distill = distill_kl(student_logits, target_logits)
         else:
-            distill = distill_mse(look_1, target_states)
+            distill = distill_mse(look_1, target_states, center=self.config.distill == "mse-centered")
         label_ids = {a: i for i, a in enumerate(dict.fromkeys(answers))}
         labels = torch.tensor([label_ids[a] for a in answers], device=self.device).repeat(4)
         teacher_last = teacher_last.to(look_1.dtype)
