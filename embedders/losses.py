@@ -199,6 +199,8 @@ def distill_mse(student: torch.Tensor, teacher: torch.Tensor, *, center: bool = 
     s, t = student.float(), teacher.detach().float()
     if center:
         dims = tuple(range(s.dim() - 1))  # every axis but the hidden one
+        if s[..., 0].numel() < 2:  # one state centred is zero: the loss would silently vanish
+            raise ValueError("centred distillation needs at least two states (batch x positions); got one")
         s = s - s.mean(dim=dims, keepdim=True)
         t = t - t.mean(dim=dims, keepdim=True)
     s, t = F.normalize(s, dim=-1), F.normalize(t, dim=-1)

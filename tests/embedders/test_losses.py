@@ -115,6 +115,8 @@ def test_centred_distillation_ignores_the_states_shared_direction():
     # Centred, a student that differs from the teacher by that direction alone is exact:
     assert distill_mse(teacher + shared, teacher, center=True).item() == pytest.approx(0.0, abs=1e-5)
     assert distill_mse(teacher + shared, teacher).item() > 0.5
+    with pytest.raises(ValueError, match="at least two states"):
+        distill_mse(teacher[:1, :1], teacher[:1, :1], center=True)
 
 
 def test_cosent_hand_computed():
