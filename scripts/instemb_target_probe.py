@@ -25,7 +25,6 @@ diagnostic only: no checkpoint is chosen on it.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
 import time
@@ -39,6 +38,7 @@ import torch.nn.functional as F
 from app.evaluation import loaders
 from app.evaluation.tasks import kmeans_v_measure
 from app.settings import get_settings
+from embedders.losses import distill_mse
 from embedders.registry import load_embedder
 from embedders.training.instruct_data import (
     BANKING77_AREA_INSTRUCTIONS,
@@ -52,8 +52,8 @@ KMEANS_SEEDS = (0, 1, 2)
 def views(root: Path, data: str, n: int, seed: int) -> tuple[list[str], list[dict[str, Any]]]:
     """Texts and, per view, its name, instruction, labels and gold answer strings."""
     if data == "banking77":
-        with (root / "banking77" / "test.csv").open(encoding="utf-8", newline="") as f:
-            rows = [(r["text"], r["category"]) for r in csv.DictReader(f)]
+        test = loaders.load_labelled_texts(root / "banking77" / "test.csv", label_column="category")
+        rows = list(zip(test.texts, test.labels, strict=True))
         rows = random.Random(seed).sample(rows, min(n, len(rows)))
         texts = [t for t, _ in rows]
         fine = [i for _, i in rows]
@@ -90,8 +90,10 @@ def states(model: Any, texts: list[str], instruction: str, answers: list[str],
     return {k: torch.cat(v) for k, v in parts.items()}
 
 
-def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
-    return round(float(F.cosine_similarity(a, b, dim=-1).mean()), 3)
+def _cos(a: torch.Tensor, b: torch.Tensor, *, center: bool = False) -> float:
+    """Mean cosine of matching states, read off the distillation loss itself (= 2 - 2 cos),
+    so ``center`` removes each side's mean state exactly as ``distill=mse-centered`` does."""
+    return round(1.0 - float(distill_mse(a, b, center=center)) / 2, 3)
 
 
 def probe(model: Any, root: Path, *, data: str = "banking77", texts: int = 400, seed: int = 0) -> dict[str, Any]:
@@ -108,13 +110,12 @@ def probe(model: Any, root: Path, *, data: str = "banking77", texts: int = 400, 
             clusters[part] = {other["name"]: round(100 * kmeans_v_measure(x, other["labels"], KMEANS_SEEDS)[0], 2)
                               for other in labelled}
         look, target = got["look_ahead"], got["target"]
-        centred = _cos(look - look.mean((0, 1), keepdim=True), target - target.mean((0, 1), keepdim=True))
         result["views"][view["name"]] = {
             "instruction": view["instruction"],
             "k": len(set(view["labels"])),
             "clusters": clusters,
             "cosine": {"raw": _cos(look, target),
-                       "centred": centred,
+                       "centred": _cos(look, target, center=True),
                        "target_vs_its_mean": _cos(target, target.mean((0, 1)).expand_as(target))},
             "seconds": round(time.perf_counter() - start, 1),
         }
