@@ -85,10 +85,12 @@ def _log_truncated(name: str, count: int, total: int, budget: int) -> None:
 
 
 @contextmanager
-def _truncation_tally() -> Iterator[None]:
-    """Collect the truncation counts of one ``encode`` call's batches and log them once at the
-    end (a full SciFact run logged one line per batch: 163). Nested calls (an embedder that
-    encodes through another) join the outermost tally; each thread has its own."""
+def truncation_tally() -> Iterator[None]:
+    """Collect the truncation counts of the batches tokenised inside it and log them once at
+    the end: one ``encode`` call (a full SciFact run logged one line per batch: 163), or one
+    log window of a training run (``embedders.training.trainer``). Nested calls (an embedder
+    that encodes through another, a dev evaluation inside a training window) join the
+    outermost tally; each thread has its own."""
     if getattr(_TALLY, "counts", None) is not None:
         yield
         return
@@ -187,7 +189,7 @@ class BaseEmbedder(ABC):
             progress = tqdm(total=len(items), desc=f"encode {self.name}", unit="text")
         start = 0
         size = batch_size
-        with torch.inference_mode(), _truncation_tally():
+        with torch.inference_mode(), truncation_tally():
             while start < len(order):
                 idx = order[start : start + size]
                 try:
@@ -219,7 +221,8 @@ class BaseEmbedder(ABC):
 
     def _warn_truncated(self, count: int, total: int, budget: int) -> None:
         """Say that ``count`` of ``total`` texts were cut to ``budget`` tokens: once per
-        ``encode`` call (summed over its batches), or at once outside one (training)."""
+        ``encode`` call or training log window (summed over its batches), or at once outside
+        one."""
         tally = getattr(_TALLY, "counts", None)
         if tally is not None:
             seen = tally.setdefault((self.name, budget), [0, 0])

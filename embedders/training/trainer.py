@@ -3,7 +3,8 @@
 A method supplies ``trainable_parameters()`` and ``training_loss(batch)``; the loop
 does seeding, AdamW with linear warm-up and decay, gradient clipping, progress,
 an optional wall-clock budget, periodic dev evaluation with best-checkpoint
-selection, and saving (checkpoint + ``train_log.json``).
+selection, and saving (checkpoint + ``train_log.json``). Texts cut to ``max_length``
+while training are reported once per log window (``log_every`` steps), not per batch.
 
 Saving is crash-safe: a checkpoint is written into a temporary sibling directory and
 swapped in by renames, and the log is replaced atomically, so a run killed at any
@@ -24,12 +25,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import torch
+
+from embedders.base import truncation_tally
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +92,8 @@ class TrainConfig:
             raise ValueError(f"head_lr_mult must be positive, got {self.head_lr_mult}")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
+        if self.log_every < 1:
+            raise ValueError(f"log_every must be >= 1, got {self.log_every}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.lr <= 0:
@@ -229,11 +235,17 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     done_at = 0
+    # Truncation warnings summed over a log window: a long-passage source would otherwise log
+    # a line for every tokenised side of every batch and bury the progress.
+    window = ExitStack()
     try:
         if evaluate is not None:
             checkpoint(0)
         for step in range(last):
             step_start = time.perf_counter()
+            if step % config.log_every == 0:
+                window.close()
+                window.enter_context(truncation_tally())
             batch = sampler.next_batch()
             loss, metrics = model.training_loss(batch)
             if not math.isfinite(float(loss.detach())):
@@ -264,6 +276,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                     postfix["dev"] = f"{best['score']:.2f}@{best['step']}"
                 bar.set_postfix(postfix)
             if (step + 1) % config.log_every == 0:
+                window.close()
                 recent = [h["loss"] for h in history[-config.log_every:] if "loss" in h]
                 logger.info("step %d/%d mean loss %.4f (%.0fs)", step + 1, config.steps,
                             sum(recent) / max(1, len(recent)), record["seconds"])
@@ -288,6 +301,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
             elif best:
                 _write_json(Path(out_dir) / "train_log.json", make_log())
     finally:
+        window.close()
         if bar is not None:
             bar.close()
         model.eval()

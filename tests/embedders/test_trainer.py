@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
 
+from embedders.base import BaseEmbedder
 from embedders.training.trainer import TrainConfig, train
 
 
@@ -71,6 +73,34 @@ def test_stop_after_replays_the_first_steps_of_a_longer_schedule() -> None:
     # A run whose schedule is 7 steps long decays differently.
     short = train(_Linear(), _Sampler(), TrainConfig(steps=7, lr=0.05, warmup=4), progress=False)
     assert short["history"][5]["lr"] != cut["history"][5]["lr"]
+
+
+class _Truncating(_Linear):
+    """Cuts one text of eight at every step, through the embedders' own truncation report."""
+
+    name = "toy"
+    _warn_truncated = BaseEmbedder._warn_truncated
+
+    def training_loss(self, batch: _Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        self._warn_truncated(1, 8, 96)
+        return super().training_loss(batch)
+
+
+def test_truncation_is_reported_once_per_log_window(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        train(_Truncating(), _Sampler(), TrainConfig(steps=25, lr=0.05, log_every=10), progress=False)
+    said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
+    # Two full windows and the last five steps, each summed: not 25 lines.
+    assert said == [
+        "toy: 10 of 80 texts were longer than 96 tokens and were truncated (raise max_length or chunk the text "
+        "to keep the rest)"] * 2 + [
+        "toy: 5 of 40 texts were longer than 96 tokens and were truncated (raise max_length or chunk the text "
+        "to keep the rest)"]
+
+
+def test_log_every_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="log_every"):
+        TrainConfig(steps=5, log_every=0)
 
 
 @pytest.mark.parametrize("stop_after", [0, 21])
