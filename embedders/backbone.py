@@ -253,31 +253,10 @@ def load_decoder(
         shared: return one cached frozen instance per (name, device, dtype). Only for
             read-only use: methods that add LoRA adapters must load their own copy.
     """
-    spec = pick_device(device, dtype)
-    key = ("decoder", name.lower(), str(spec.device), str(spec.dtype))
-    if shared:
-        with _shared_lock:
-            if key in _shared:
-                return _shared[key]
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    path = resolve_model_path(name)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=spec.dtype)
-    except OSError as e:
-        raise CheckpointError(
-            f"cannot load decoder backbone {name!r} from {path!r}: {e}. Use "
-            f"'{DEFAULT_DECODER}' or a local model directory (no model hub is reachable offline)."
-        ) from e
-    model = model.to(spec.device).eval()
-    backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, "left"), spec)
-    if shared:
-        for p in model.parameters():
-            p.requires_grad_(False)
-        with _shared_lock:
-            backbone = _shared.setdefault(key, backbone)
-    return backbone
+    return _load("decoder", name, AutoModelForCausalLM, pick_device(device, dtype), shared, padding_side="left",
+                 hint=f"Use '{DEFAULT_DECODER}' or a local model directory (no model hub is reachable offline).")
 
 
 def load_encoder(
@@ -291,25 +270,31 @@ def load_encoder(
 
     The encoder is small, so it runs in fp32 unless a dtype is forced.
     """
-    spec = pick_device(device, dtype if dtype is not None else torch.float32)
-    key = ("encoder", name.lower(), str(spec.device), str(spec.dtype))
+    from transformers import AutoModel
+
+    return _load("encoder", name, AutoModel, pick_device(device, dtype if dtype is not None else torch.float32),
+                 shared, padding_side="right", hint=f"Use '{DEFAULT_ENCODER}' or a local model directory.")
+
+
+def _load(kind: str, name: str, auto_class: Any, spec: DeviceSpec, shared: bool, *, padding_side: str,
+          hint: str) -> Backbone:
+    """Load (or, with ``shared``, reuse one frozen copy of) a ``kind`` backbone through
+    ``auto_class``; a model that cannot be read is a ``CheckpointError`` ending in ``hint``."""
+    key = (kind, name.lower(), str(spec.device), str(spec.dtype))
     if shared:
         with _shared_lock:
             if key in _shared:
                 return _shared[key]
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     path = resolve_model_path(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModel.from_pretrained(path, dtype=spec.dtype)
+        model = auto_class.from_pretrained(path, dtype=spec.dtype)
     except OSError as e:
-        raise CheckpointError(
-            f"cannot load encoder backbone {name!r} from {path!r}: {e}. Use "
-            f"'{DEFAULT_ENCODER}' or a local model directory."
-        ) from e
+        raise CheckpointError(f"cannot load {kind} backbone {name!r} from {path!r}: {e}. {hint}") from e
     model = model.to(spec.device).eval()
-    backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, "right"), spec)
+    backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, padding_side), spec)
     if shared:
         for p in model.parameters():
             p.requires_grad_(False)
