@@ -8,7 +8,8 @@ while training are reported once per log window (``log_every`` steps), not per b
 
 Saving is crash-safe: a checkpoint is written into a temporary sibling directory and
 swapped in by renames, and the log is replaced atomically, so a run killed at any
-moment leaves the last good checkpoint loadable. With an evaluator, the directory
+moment leaves the last good checkpoint loadable; ``kill`` (SIGTERM, what stops a run in
+the background) stops it like Ctrl-C, with its log written. With an evaluator, the directory
 always holds the best checkpoint seen so far (the start counts: if training never beats
 it, the start is what is kept) and the log holds the dev curve.
 """
@@ -21,11 +22,13 @@ import math
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,6 +156,25 @@ def recover_checkpoint(out_dir: str | Path) -> None:
         os.replace(old, target)
 
 
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While training, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does, so ``kill PID`` on a
+    background run keeps the best checkpoint and writes the log's ``stopped`` instead of dying
+    mid-step. Only the main thread can own signal handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str | Path | None = None,
           *, progress: bool = True, extra_log: dict[str, Any] | None = None,
           evaluate: Callable[[Any], dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -238,7 +260,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     # Truncation warnings summed over a log window: a long-passage source would otherwise log
     # a line for every tokenised side of every batch and bury the progress.
     window = ExitStack()
+    guard = ExitStack()
     try:
+        guard.enter_context(_sigterm_as_interrupt())
         if evaluate is not None:
             checkpoint(0)
         for step in range(last):
@@ -291,7 +315,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         if not curve or curve[-1]["step"] != done_at or evaluate is None:
             checkpoint(done_at)
     except KeyboardInterrupt:
-        # Ctrl-C: keep what is saved (the best so far), or the current weights when nothing scores them.
+        # Ctrl-C or SIGTERM: keep what is saved (the best so far), or the current weights when nothing scores them.
         stopped = "interrupted"
         logger.warning("interrupted after %d steps; %s", done_at,
                        "keeping the best checkpoint so far" if evaluate is not None else "saving the current weights")
@@ -301,6 +325,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
             elif best:
                 _write_json(Path(out_dir) / "train_log.json", make_log())
     finally:
+        guard.close()
         window.close()
         if bar is not None:
             bar.close()

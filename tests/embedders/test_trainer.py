@@ -199,3 +199,39 @@ def test_sigkill_mid_run_leaves_a_loadable_checkpoint(tmp_path: Path) -> None:
     log = json.loads((out / "train_log.json").read_text())
     assert "lin.weight" in state and log["best"]["step"] >= 1
     assert log["stopped"] == "running"  # a killed run's last log never claims it completed
+
+
+def test_sigterm_stops_like_ctrl_c_and_writes_the_log(tmp_path: Path) -> None:
+    """``kill PID`` is how a background run is stopped: the best checkpoint stays and the log
+    says it was interrupted (a SIGKILLed run's log still says "running", above)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "ck"
+    script = _KILL_SCRIPT.format(tests=str(Path(__file__).parent), out=str(out)) + "print('returned', flush=True)\n"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+        deadline = time.time() + 60
+        while not (out / "train_log.json").is_file() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and rest.strip() == "returned"  # train() returned its log
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["stopped"] == "interrupted" and log["best"]["step"] >= 1
+    assert "lin.weight" in torch.load(out / "toy.pt")
+
+
+def test_the_sigterm_handler_is_restored_after_training() -> None:
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    train(_Linear(), _Sampler(), TrainConfig(steps=3, lr=0.05), progress=False)
+    assert signal.getsignal(signal.SIGTERM) is before
