@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -226,6 +228,32 @@ class JobChunk(Base):
 # ------------------------------------------------------------------- engine
 
 
+SQLITE_BUSY_TIMEOUT_S = 30
+
+
+def _set_wal(cursor: Any, timeout_s: float) -> None:
+    """Put a SQLite database in WAL mode (a setting stored in the file, so usually already on).
+
+    Switching a new file to WAL needs an exclusive lock that SQLite's busy timeout does not
+    wait for: processes opening a new database at once got "database is locked" here about
+    once in 25 tries on two busy cores. So read the mode first, and retry the switch with a
+    short backoff for up to ``timeout_s``.
+    """
+    if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + timeout_s
+    delay = 0.01
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.25)
+
+
 def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engine:
     """An engine for ``url`` with the schema at the current migration (``indexer.migrate``).
 
@@ -233,7 +261,7 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
     write the same file). ``pooled=False`` keeps no connection open between uses (for a
     process that forks children).
     """
-    connect_args: dict[str, Any] = {"timeout": 30} if url.startswith("sqlite") else {}
+    connect_args: dict[str, Any] = {"timeout": SQLITE_BUSY_TIMEOUT_S} if url.startswith("sqlite") else {}
     extra: dict[str, Any] = {} if pooled else {"poolclass": NullPool}
     engine = create_engine(url, future=True, connect_args=connect_args, **extra)
     if engine.dialect.name == "sqlite":
@@ -242,7 +270,7 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
         def _sqlite_pragmas(conn: Any, _record: Any) -> None:
             cursor = conn.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _set_wal(cursor, SQLITE_BUSY_TIMEOUT_S)
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
 
