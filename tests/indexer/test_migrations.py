@@ -85,3 +85,28 @@ def test_processes_opening_a_new_database_at_once(tmp_path: Path) -> None:
         t.join(timeout=60)
     assert errors == []
     assert _diff(create_engine(url)) == []
+
+
+def test_a_new_database_waits_for_a_writer_before_switching_to_wal(tmp_path: Path) -> None:
+    """SQLite refuses the switch to WAL at once ("database is locked", no busy wait) while
+    another connection holds a write lock; make_engine waits for it instead of failing."""
+    import sqlite3
+    import time
+
+    path = tmp_path / "busy.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE scratch (i INTEGER)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO scratch VALUES (1)")
+    releaser = threading.Timer(0.5, lambda: writer.execute("COMMIT"))
+    releaser.start()
+    start = time.monotonic()
+    try:
+        engine = make_engine(f"sqlite:///{path}")
+    finally:
+        releaser.join()
+        writer.close()
+    assert time.monotonic() - start >= 0.4  # it did wait for the writer
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert migrate.current_revision(conn) == migrate.head_revision()  # and it was migrated
