@@ -169,16 +169,17 @@ def slow_eval(model):
 print("started", flush=True)
 train(_Linear(), _Sampler(), TrainConfig(steps=100000, lr=0.01, eval_every=1), {out!r}, progress=False,
       evaluate=slow_eval)
+print("returned", flush=True)
 """
 
 
-def test_sigkill_mid_run_leaves_a_loadable_checkpoint(tmp_path: Path) -> None:
-    import signal
+def _run_then_signal(out: Path, signum: int, settle_s: float) -> tuple[int, str]:
+    """Start ``_KILL_SCRIPT`` training into ``out``, wait for its first log and ``settle_s``
+    more, send ``signum``; return the exit code and what it printed after "started"."""
     import subprocess
     import sys
     import time
 
-    out = tmp_path / "ck"
     script = _KILL_SCRIPT.format(tests=str(Path(__file__).parent), out=str(out))
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
@@ -186,12 +187,20 @@ def test_sigkill_mid_run_leaves_a_loadable_checkpoint(tmp_path: Path) -> None:
         deadline = time.time() + 60
         while not (out / "train_log.json").is_file() and time.time() < deadline:
             time.sleep(0.05)
-        time.sleep(1.0)  # many saves happen in this second
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        time.sleep(settle_s)
+        proc.send_signal(signum)
+        rest, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
+    return proc.returncode, rest
+
+
+def test_sigkill_mid_run_leaves_a_loadable_checkpoint(tmp_path: Path) -> None:
+    import signal
+
+    out = tmp_path / "ck"
+    _run_then_signal(out, signal.SIGKILL, 1.0)  # many saves happen in this second
     from embedders.training.trainer import recover_checkpoint
 
     recover_checkpoint(out)
@@ -205,25 +214,10 @@ def test_sigterm_stops_like_ctrl_c_and_writes_the_log(tmp_path: Path) -> None:
     """``kill PID`` is how a background run is stopped: the best checkpoint stays and the log
     says it was interrupted (a SIGKILLed run's log still says "running", above)."""
     import signal
-    import subprocess
-    import sys
-    import time
 
     out = tmp_path / "ck"
-    script = _KILL_SCRIPT.format(tests=str(Path(__file__).parent), out=str(out)) + "print('returned', flush=True)\n"
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
-        deadline = time.time() + 60
-        while not (out / "train_log.json").is_file() and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
-        rest, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0 and rest.strip() == "returned"  # train() returned its log
+    code, rest = _run_then_signal(out, signal.SIGTERM, 0.5)
+    assert code == 0 and rest.strip() == "returned"  # train() returned its log
     log = json.loads((out / "train_log.json").read_text())
     assert log["stopped"] == "interrupted" and log["best"]["step"] >= 1
     assert "lin.weight" in torch.load(out / "toy.pt")
