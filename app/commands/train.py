@@ -75,6 +75,12 @@ def register(cli: typer.Typer) -> None:
                  "(one sample's score has an sd of 1-2 points; each sample costs one more evaluation)")] = 1,
         time_budget_min: Annotated[float | None, typer.Option(help="stop and save after this many minutes")]
             = None,
+        decay_over: Annotated[str, typer.Option(
+            help="'steps': the learning rate decays over --steps; 'time': over --time-budget-min when that "
+                 "ends first (a run sized by wall time on hardware of unknown speed)")] = "steps",
+        eval_every_min: Annotated[float | None, typer.Option(
+            help="also score on the dev suite after this many minutes of training since the last score")]
+            = None,
         stop_after: Annotated[int | None, typer.Option(
             help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
@@ -121,7 +127,8 @@ def register(cli: typer.Typer) -> None:
 
         try:
             config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after, eval_every=eval_every,
-                                 head_lr_mult=head_lr_mult,
+                                 head_lr_mult=head_lr_mult, decay_over=decay_over,
+                                 eval_every_s=eval_every_min * 60 if eval_every_min is not None else None,
                                  time_budget_s=time_budget_min * 60 if time_budget_min else None)
         except ValueError as e:
             raise InvalidRequestError(str(e)) from e

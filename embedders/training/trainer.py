@@ -75,6 +75,11 @@ class TrainConfig:
             start and the end); without one, save the weights this often. 0 = only at the end.
         head_lr_mult: learning-rate multiplier for a method's extra heads (``head_parameters()``,
             e.g. Causal2Vec's projector, trained from scratch while LoRA adapts a trained model).
+        decay_over: ``"steps"``: the decay spans ``steps``; ``"time"``: it spans whichever ends
+            first, ``steps`` or ``time_budget_s`` (the learning rate reaches its floor when the
+            budget runs out, for runs sized by wall time on hardware of unknown speed).
+        eval_every_s: with an evaluator, also score the model once this many seconds of
+            training have passed since the last evaluation (None = by steps only).
     """
 
     steps: int = 200
@@ -89,8 +94,16 @@ class TrainConfig:
     max_skipped: int = 10
     eval_every: int = 0
     head_lr_mult: float = 1.0
+    decay_over: str = "steps"
+    eval_every_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.decay_over not in ("steps", "time"):
+            raise ValueError(f"decay_over must be 'steps' or 'time', got {self.decay_over!r}")
+        if self.decay_over == "time" and self.time_budget_s is None:
+            raise ValueError("decay_over='time' needs a time budget")
+        if self.eval_every_s is not None and self.eval_every_s <= 0:
+            raise ValueError(f"eval_every_s must be positive, got {self.eval_every_s}")
         if self.head_lr_mult <= 0:
             raise ValueError(f"head_lr_mult must be positive, got {self.head_lr_mult}")
         if self.eval_every < 0:
@@ -111,11 +124,19 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _lr_factor(step: int, config: TrainConfig) -> float:
+# The trainer's clock (tests replace it to make time-based behaviour deterministic).
+_clock = time.perf_counter
+
+
+def _lr_factor(step: int, config: TrainConfig, elapsed: float = 0.0) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 10% of the peak over the
+    rest of the steps, or of the time budget if that ends sooner (``decay_over="time"``)."""
     if step < config.warmup:
         return (step + 1) / max(1, config.warmup)
-    span = max(1, config.steps - config.warmup)
-    return max(0.1, 1.0 - 0.9 * (step - config.warmup) / span)
+    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    if config.decay_over == "time" and config.time_budget_s:
+        progress = max(progress, elapsed / config.time_budget_s)
+    return max(0.1, 1.0 - 0.9 * progress)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -196,14 +217,15 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     groups = [{"params": [p for p in params if id(p) not in heads], "lr": config.lr},
               {"params": [p for p in params if id(p) in heads], "lr": config.lr * config.head_lr_mult}]
     optimizer = torch.optim.AdamW([g for g in groups if g["params"]], weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config))
+    start = _clock()
+    last_eval = start  # when the last evaluation ended (eval_every_s counts training time from there)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config, _clock() - start))
     history: list[dict[str, Any]] = []
     curve: list[dict[str, Any]] = []
     best: dict[str, Any] = {}
     last = config.stop_after or config.steps  # the schedule still spans config.steps
     if out_dir is not None:
         recover_checkpoint(out_dir)
-    start = time.perf_counter()
     skipped = 0
     # What a log written mid-run says: a run killed outright (SIGKILL, power loss) leaves
     # its last checkpoint's log saying "running", not "completed".
@@ -211,7 +233,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
 
     def make_log() -> dict[str, Any]:
         log = {"method": model.method, "config": asdict(config), "steps_done": len(history), "skipped": skipped,
-               "seconds": round(time.perf_counter() - start, 1), "stopped": stopped,
+               "seconds": round(_clock() - start, 1), "stopped": stopped,
                "seconds_per_step": round(sum(h["step_seconds"] for h in history) / max(1, len(history)), 3),
                **(extra_log or {})}
         # Optimiser steps behind the saved weights, counting those of an --init-from checkpoint.
@@ -224,6 +246,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
 
     def checkpoint(step: int) -> None:
         """Evaluate (if an evaluator was given) and save when the model is the best so far."""
+        nonlocal last_eval
         if evaluate is None:
             if out_dir is not None and step > 0:
                 save_checkpoint(model, out_dir, make_log())
@@ -231,7 +254,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         model.eval()
         scores = evaluate(model)
         model.train()
-        point = {"step": step, "seconds": round(time.perf_counter() - start, 1), **scores}
+        point = {"step": step, "seconds": round(_clock() - start, 1), **scores}
         curve.append(point)
         improved = not best or scores["score"] > best["score"]
         if improved:
@@ -244,6 +267,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                 save_checkpoint(model, out_dir, make_log())
             else:
                 _write_json(Path(out_dir) / "train_log.json", make_log())
+        last_eval = _clock()
 
     bar = None
     if progress:
@@ -266,7 +290,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         if evaluate is not None:
             checkpoint(0)
         for step in range(last):
-            step_start = time.perf_counter()
+            step_start = _clock()
             if step % config.log_every == 0:
                 window.close()
                 window.enter_context(truncation_tally())
@@ -290,8 +314,8 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
             scheduler.step()
             done_at = step + 1
             record = {"step": step + 1, "task": getattr(batch, "task", None), **metrics,
-                      "lr": scheduler.get_last_lr()[0], "seconds": round(time.perf_counter() - start, 2),
-                      "step_seconds": round(time.perf_counter() - step_start, 3)}
+                      "lr": scheduler.get_last_lr()[0], "seconds": round(_clock() - start, 2),
+                      "step_seconds": round(_clock() - step_start, 3)}
             history.append(record)
             if bar is not None:
                 bar.update(1)
@@ -304,9 +328,12 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                 recent = [h["loss"] for h in history[-config.log_every:] if "loss" in h]
                 logger.info("step %d/%d mean loss %.4f (%.0fs)", step + 1, config.steps,
                             sum(recent) / max(1, len(recent)), record["seconds"])
-            if config.eval_every and (step + 1) % config.eval_every == 0 and step + 1 < last:
+            due = bool(config.eval_every) and (step + 1) % config.eval_every == 0
+            if config.eval_every_s is not None and evaluate is not None:
+                due = due or _clock() - last_eval >= config.eval_every_s
+            if due and step + 1 < last:
                 checkpoint(step + 1)
-            if config.time_budget_s is not None and time.perf_counter() - start > config.time_budget_s:
+            if config.time_budget_s is not None and _clock() - start > config.time_budget_s:
                 logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
                 stopped = "time budget"
                 break

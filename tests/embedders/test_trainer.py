@@ -114,6 +114,48 @@ def test_time_budget_stops_early() -> None:
     assert log["steps_done"] == 1 and log["stopped"] == "time budget"
 
 
+class _OneSecondSteps(_Linear):
+    """Each training step takes exactly one second of the trainer's (fake) clock."""
+
+    def __init__(self, clock: list[float]) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def training_loss(self, batch: _Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        self.clock[0] += 1.0
+        return super().training_loss(batch)
+
+
+def _fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    from embedders.training import trainer
+
+    clock = [0.0]
+    monkeypatch.setattr(trainer, "_clock", lambda: clock[0])
+    return clock
+
+
+def test_decay_over_time_reaches_the_floor_when_the_budget_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _fake_clock(monkeypatch)
+    config = TrainConfig(steps=1000, lr=0.1, warmup=2, time_budget_s=20.0, decay_over="time")
+    log = train(_OneSecondSteps(clock), _Sampler(), config, progress=False)
+    lrs = [h["lr"] for h in log["history"]]
+    assert log["stopped"] == "time budget" and log["steps_done"] == 21
+    # Halfway through the budget the rate is about halfway down; at its end, at the 10% floor.
+    assert lrs[9] == pytest.approx(0.1 * (1 - 0.9 * 10 / 20))
+    assert lrs[-1] == pytest.approx(0.01)
+    # Decaying over the steps, the same 21 steps barely leave the peak.
+    by_steps = train(_OneSecondSteps(_fake_clock(monkeypatch)), _Sampler(),
+                     TrainConfig(steps=1000, lr=0.1, warmup=2, time_budget_s=20.0), progress=False)
+    assert by_steps["history"][-1]["lr"] > 0.098
+
+
+def test_decay_over_time_needs_a_budget() -> None:
+    with pytest.raises(ValueError, match="time budget"):
+        TrainConfig(steps=10, decay_over="time")
+    with pytest.raises(ValueError, match="decay_over"):
+        TrainConfig(steps=10, decay_over="epochs", time_budget_s=5.0)
+
+
 class _Scripted:
     """A dev evaluator that returns pre-set scores and records the weight it saw."""
 
@@ -137,6 +179,19 @@ def test_dev_selection_keeps_the_best_checkpoint_and_records_the_curve(tmp_path:
     assert float(saved["lin.weight"][0, 0]) == pytest.approx(evaluator.seen[1])  # the step-5 weights
     on_disk = json.loads((tmp_path / "ck" / "train_log.json").read_text())
     assert on_disk["best"]["step"] == 5 and len(on_disk["dev_curve"]) == 4 and on_disk["steps_done"] == 15
+
+
+def test_eval_every_s_scores_by_training_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _fake_clock(monkeypatch)
+
+    class Slow(_Scripted):  # an evaluation takes 3 s, which does not count as training time
+        def __call__(self, model: _Linear) -> dict[str, float]:
+            clock[0] += 3.0
+            return super().__call__(model)
+
+    log = train(_OneSecondSteps(clock), _Sampler(), TrainConfig(steps=12, lr=0.05, eval_every_s=4.0),
+                progress=False, evaluate=Slow([float(i) for i in range(10)]))
+    assert [p["step"] for p in log["dev_curve"]] == [0, 4, 8, 12]
 
 
 def test_a_start_that_is_never_beaten_is_what_is_kept(tmp_path: Path) -> None:
