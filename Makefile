@@ -62,7 +62,7 @@ clean-venv:
 # GPU training (docs/training.md, "Training on a lent GPU"): pack the bundle here, then make the
 # device calls this prints. CI never runs it.
 train-gpu: install
-	$(BIN)/python scripts/gpu/pack.py
+	$(BIN)/python scripts/gpu/pack.py --part-mb 39.25
 	@echo "device calls, back to back: 'bash scripts/gpu/device.sh stage' carrying each .gpu/part-NN but the last"
-	@echo "(with .gpu/SHA256SUMS), 'bash scripts/gpu/device.sh go' carrying the last, 'device.sh wait' until DONE,"
-	@echo "then 'device.sh collect' (checkpoints and results come back under \$$OUT)"
+	@echo "(with .gpu/SHA256SUMS), then 'DEADLINE_S=500 bash scripts/gpu/device.sh all' carrying the last"
+	@echo "(checkpoints and logs come back under \$$OUT); docs/training.md, 'Training on a lent GPU'"

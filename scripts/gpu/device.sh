@@ -1,38 +1,58 @@
 #!/usr/bin/env bash
 # Device-side steps of a GPU training run; each device call runs one of them from the repo root.
 # Runbook (docs/training.md, "Training on a lent GPU"): pack here with scripts/gpu/pack.py, then
-#   call k (k = 0..N-1):  bash scripts/gpu/device.sh stage      carry [".gpu/part-0k", ".gpu/SHA256SUMS"]
-#   last part's call:     bash scripts/gpu/device.sh go         (stage + setup + start training + wait)
-#   following calls:      bash scripts/gpu/device.sh wait       (until done or ~9.5 min)
-#   final call:           bash scripts/gpu/device.sh collect    (checkpoints and results into $OUT)
-# The machine stays warm for 30 s between calls, so make them back to back. Training runs in its
-# own process session and survives between calls; it stops by itself (time budgets in train_all.sh).
+#   call k (k = 0..N-2):  bash scripts/gpu/device.sh stage      carry [".gpu/part-0k", ".gpu/SHA256SUMS"]
+#   last part's call:     bash scripts/gpu/device.sh all        (stage, setup, train all five side by
+#                         side until DEADLINE_S seconds after the call began, collect into $OUT)
+# The machine stays warm for 30 s between calls, so make them back to back. `go`/`wait`/`collect`
+# split the last call for a lease longer than one 10-minute call.
 set -euo pipefail
 WORK=${FACET_GPU_WORK:-/tmp/facet-gpu}
 REPO=$(pwd)
 PY=${PYTHON:-python3}
-step=${1:?usage: device.sh stage|setup|go|wait|collect|smoke}
+step=${1:?usage: device.sh stage|setup|all|go|wait|collect|smoke}
+
+unxz() {  # xz stream on stdin -> tar stream on stdout (python's lzma: the image may lack xz)
+  "$PY" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)"
+}
 
 stage() {
   mkdir -p "$WORK/parts"
   cp .gpu/part-* .gpu/SHA256SUMS "$WORK/parts/"
   echo "staged: $(ls "$WORK/parts" | tr '\n' ' ')"
+  if [ -f .gpu/part-00 ] && [ "${SKIP_WHEELS:-0}" != 1 ]; then
+    # The wheels open the bundle, so the first part alone holds them: install them and try the
+    # imports of a training run now, while a missing package can still be fixed before the last call.
+    (unxz < .gpu/part-00 2>/dev/null | tar -x -C "$WORK" wheels 2>/dev/null) || true
+    wheels
+    env_file
+    # shellcheck disable=SC1091
+    source "$WORK/env.sh"
+    imports
+  fi
+}
+
+wheels() {
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" \
+    "$WORK"/wheels/*.whl
+}
+
+imports() {
+  "$PY" -c "import torch, transformers, peft; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-', '| transformers', transformers.__version__,
+      '| peft', peft.__version__)"
+  "$PY" -c "import app.cli, gguf, sklearn, embedders.training.trainer, embedders.training.data, app.evaluation.dev
+from embedders.registry import trainable_methods; print('methods:', ' '.join(trainable_methods()))"
 }
 
 setup() {
   (cd "$WORK/parts" && sha256sum -c --quiet SHA256SUMS)
-  cat "$WORK"/parts/part-* | tar -xz -C "$WORK"
-  if [ "${SKIP_WHEELS:-0}" != 1 ]; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" \
-      "$WORK"/wheels/*.whl
-  fi
+  cat "$WORK"/parts/part-* | unxz | tar -x -C "$WORK"
+  if [ "${SKIP_WHEELS:-0}" != 1 ] && [ ! -d "$WORK/site/transformers" ]; then wheels; fi
   env_file
   # shellcheck disable=SC1091
   source "$WORK/env.sh"
-  "$PY" -c "import torch, transformers, peft; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
-      torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-', '| transformers', transformers.__version__,
-      '| peft', peft.__version__)"
-  "$PY" -m app embedders | head -3
+  imports
 }
 
 env_file() {
@@ -47,7 +67,8 @@ start() {
   # shellcheck disable=SC1091
   source "$WORK/env.sh"
   mkdir -p "$WORK/out"
-  setsid nohup bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out" > "$WORK/train.log" 2>&1 < /dev/null &
+  setsid nohup env DEADLINE="${DEADLINE:-}" bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out" \
+      > "$WORK/train.log" 2>&1 < /dev/null &
   echo $! > "$WORK/train.pid"
   echo "training started (pid $(cat "$WORK/train.pid")); log $WORK/train.log"
 }
@@ -64,7 +85,7 @@ wait_run() {
 collect() {
   local out=${OUT:?collect writes into \$OUT}
   cp "$WORK/train.log" "$out/train.log"
-  (cd "$WORK/out" && tar -czf "$out/results.tgz" results)
+  (cd "$WORK/out" && tar -czf "$out/logs.tgz" logs)
   for dir in "$WORK"/out/checkpoints/*/; do
     name=$(basename "$dir")
     (cd "$WORK/out/checkpoints" && tar -czf "$out/ckpt-$name.tgz" "$name")
@@ -76,13 +97,18 @@ case "$step" in
   stage) stage ;;
   setup) setup ;;
   go) stage; setup; start; wait_run ;;
+  all)  # one call: DEADLINE_S (default 500) seconds after it began, the runs still going are stopped
+    began=$(date +%s); stage; setup
+    export DEADLINE=$((began + ${DEADLINE_S:-500})); start; WAIT_S=$((DEADLINE - $(date +%s) + 30)) wait_run
+    collect ;;
   wait) wait_run ;;
   collect) collect ;;
   smoke)  # the whole path on this machine (CPU, the venv's python, its packages instead of the
           # cp312 wheels, 3-step budgets): checks the scripts and bundle, not the GPU
     WORK=${FACET_GPU_WORK:-$(mktemp -d)}; export SKIP_WHEELS=1; stage; setup
     # shellcheck disable=SC1091
-    source "$WORK/env.sh"; SMOKE=1 bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out"; OUT=$WORK/collected
+    source "$WORK/env.sh"; SMOKE=1 bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out" 2>&1 | tee "$WORK/train.log"
+    OUT=$WORK/collected
     mkdir -p "$OUT"; collect ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
 esac
