@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import logging
 import os
 import shutil
@@ -369,6 +370,25 @@ def add_lora(backbone: Backbone, settings: LoraSettings) -> Backbone:
     )
     backbone.model = get_peft_model(backbone.model, config)
     return backbone
+
+
+def returned_cache(out: Any) -> Any:
+    """The KV cache a decoder forward returned. Recent transformers 5 releases call it ``cache``
+    and warn on ``past_key_values`` (to be removed within our pinned major); earlier 5.x only
+    know ``past_key_values``."""
+    fields = getattr(out, "__dataclass_fields__", {})
+    return out.cache if "cache" in fields else out.past_key_values
+
+
+@functools.lru_cache(maxsize=32)
+def _cache_argument(forward: Any) -> str:
+    return "cache" if "cache" in inspect.signature(forward).parameters else "past_key_values"
+
+
+def cache_argument(module: torch.nn.Module, cache: Any) -> dict[str, Any]:
+    """``{name: cache}`` for passing a KV cache back into ``module``'s forward, under the name
+    its transformers version expects (see :func:`returned_cache`)."""
+    return {_cache_argument(type(module).forward): cache}
 
 
 def lora_state_dict(backbone: Backbone) -> dict[str, torch.Tensor]:

@@ -107,17 +107,26 @@ def test_max_length_is_an_inference_option_that_reaches_the_tokenizer(method, ca
     assert method.identity == identity
 
 
-def test_gircse_kv_cache_equals_recomputation(smollm2_cut):
+def test_gircse_kv_cache_equals_recomputation(smollm2_cut, caplog):
+    from transformers.utils import logging as hf_logging
+
     model = _build("gircse", smollm2_cut)
     texts = ["A man is playing a guitar.", "Stock markets fell sharply on Tuesday.", "Hi"]
-    with torch.inference_mode():
-        for k in (1, 4):
-            cached = model.generate_states(texts, Role.QUERY, "Find the topic", k, use_cache=True)
-            full = model.generate_states(texts, Role.QUERY, "Find the topic", k, use_cache=False)
-            assert cached.shape == (3, k, model.dim)
-            a = torch.nn.functional.normalize(cached.mean(1), dim=-1)
-            b = torch.nn.functional.normalize(full.mean(1), dim=-1)
-            assert (a - b).abs().max().item() < 1e-4
+    hf_logging.warning_once.cache_clear()  # an earlier test may have spent the once-only warning
+    hf_logging.enable_propagation()  # transformers' warnings reach caplog only while propagating
+    try:
+        with torch.inference_mode(), caplog.at_level("WARNING"):
+            for k in (1, 4):
+                cached = model.generate_states(texts, Role.QUERY, "Find the topic", k, use_cache=True)
+                full = model.generate_states(texts, Role.QUERY, "Find the topic", k, use_cache=False)
+                assert cached.shape == (3, k, model.dim)
+                a = torch.nn.functional.normalize(cached.mean(1), dim=-1)
+                b = torch.nn.functional.normalize(full.mean(1), dim=-1)
+                assert (a - b).abs().max().item() < 1e-4
+    finally:
+        hf_logging.disable_propagation()
+    # The cache travels under the name this transformers version expects (no deprecation warning).
+    assert "deprecated" not in caplog.text
 
 
 def test_gircse_any_k_at_inference(smollm2_cut):

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from embedders.backbone import cache_argument, returned_cache
 from embedders.base import Role
 from embedders.losses import gircse_loss
 from embedders.methods.corpus import CorpusEmbedder
@@ -69,7 +70,7 @@ class GircseEmbedder(CorpusEmbedder):
         ones = mask.new_ones(mask.shape[0], 1)
         out = body(inputs_embeds=inputs, attention_mask=mask, position_ids=positions, use_cache=use_cache)
         state = last_token_pool(out.last_hidden_state, mask)  # (batch, hidden)
-        cache = out.past_key_values if use_cache else None
+        cache = returned_cache(out) if use_cache else None
         next_pos = positions.max(dim=1).values  # (batch,) last real position per row
         states = []
         for _ in range(k):
@@ -78,8 +79,8 @@ class GircseEmbedder(CorpusEmbedder):
             next_pos = next_pos + 1
             if use_cache:
                 out = body(inputs_embeds=soft, attention_mask=mask, position_ids=next_pos.unsqueeze(1),
-                           past_key_values=cache, use_cache=True)
-                cache = out.past_key_values
+                           use_cache=True, **cache_argument(body, cache))
+                cache = returned_cache(out)
             else:
                 inputs = torch.cat([inputs, soft], dim=1)
                 positions = torch.cat([positions, next_pos.unsqueeze(1)], dim=1)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from embedders.backbone import cache_argument, returned_cache
 from embedders.base import (
     PromptTokenizer,
     Role,
@@ -126,7 +127,7 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
         mask = batch.attention_mask
         positions = batch.position_ids()
         out = body(input_ids=batch.input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        cache = out.past_key_values
+        cache = returned_cache(out)
         state = last_token_pool(out.last_hidden_state, mask)  # (batch, hidden)
         next_pos = positions.max(dim=1).values  # (batch,) position of each row's last prompt token
         ones = mask.new_ones(mask.shape[0], 1)
@@ -143,8 +144,8 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
             mask = torch.cat([mask, ones], dim=1)
             next_pos = next_pos + 1
             out = body(input_ids=token.unsqueeze(1), attention_mask=mask, position_ids=next_pos.unsqueeze(1),
-                       past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+                       use_cache=True, **cache_argument(body, cache))
+            cache = returned_cache(out)
             state = out.last_hidden_state[:, -1]
             states.append(state)
             counted.append(~done)
