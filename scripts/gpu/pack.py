@@ -5,13 +5,13 @@ packages; each call may carry at most 64 MiB with the working tree. This script 
 ``.gpu/`` (git-ignored):
 
 * one xz-compressed tar bundle holding the packaged SmolLM2 GGUF, MiniLM (weights in fp16), the datasets
-  the training and evaluation read (a copy of the needed files of ../shared/data), and
+  training and its dev scoring read (a copy of the needed files of ../shared/data), and
   wheels for the Python packages the device lacks or has at other versions (pinned to
   the versions installed here);
 * the bundle split into ``.gpu/part-NN`` files of at most ``--part-mb`` MiB, each carried by
   one device call (``scripts/gpu/device.sh stage``), and ``SHA256SUMS``.
 
-Usage: ``.venv/bin/python scripts/gpu/pack.py [--part-mb 36]``; docs/training.md has the
+Usage: ``.venv/bin/python scripts/gpu/pack.py [--part-mb 39.25]``; docs/training.md has the
 device-call runbook.
 """
 
@@ -99,7 +99,8 @@ def _wheels(target: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part-mb", type=float, default=36.0, help="largest part (MiB); the repo rides along")
+    parser.add_argument("--part-mb", type=float, default=39.25,
+                        help="largest part (MiB); the 22.5 MiB working tree rides along, 64 MiB per call in all")
     args = parser.parse_args()
     if OUT.exists():
         shutil.rmtree(OUT)

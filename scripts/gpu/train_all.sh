@@ -9,8 +9,11 @@
 # (--decay-over time: the step speed on the lent card is not known in advance), is scored on its
 # dev suite every EVAL_EVERY_MIN minutes and keeps its best-on-dev weights (the start included, so
 # a run that does not help keeps the committed weights). Memory: the corpus methods at batch 64
-# recompute activations (--grad-checkpointing); GIRCSE cannot (its KV cache), so it and the
-# instruction methods take batch 32. A watchdog sends SIGTERM to any run still going at DEADLINE
+# recompute activations (--grad-checkpointing); GIRCSE cannot (its KV cache). On 2026-11-26 (H200)
+# the five together held 50.7 of 141 GB with GIRCSE and the instruction methods at batch 32, and
+# GIRCSE got 116 steps of 32 (its K=5 generation is sequential) against Causal-EOS's 349 of 64, which
+# left it behind Causal-EOS; so GIRCSE now takes batch 64 too (a launch-bound step costs about the
+# same at 64), the instruction methods 32. A watchdog sends SIGTERM to any run still going at DEADLINE
 # (epoch seconds; `facet train` then keeps its best checkpoint and writes its log).
 #
 # Env: TRAIN_MIN (default 5.5), EVAL_EVERY_MIN (1.5), DEADLINE (default now + TRAIN_MIN + 3 min),
@@ -41,7 +44,7 @@ args_for() {  # the recipe of each method's continuation (its own config rides i
     causal-eos) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr 1.5e-4" ;;
     causal2vec) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr 1.5e-4 \
 --head-lr-mult 10" ;;
-    gircse) echo "--batch-size $SMALL --teacher minilm --teacher-weight 1.0 --lr 1e-4" ;;
+    gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr 1e-4" ;;
     instemb|inbedder) echo "--batch-size $SMALL --lr 3e-4 --dev-samples 2" ;;
     *) echo "unknown method $1" >&2; return 1 ;;
   esac
