@@ -31,8 +31,12 @@ def test_train_all_trains_every_registered_method_with_real_options():
     from embedders.registry import trainable_methods
 
     text = (ROOT / "scripts" / "gpu" / "train_all.sh").read_text()
-    trained = set(re.findall(r"^run ([\w-]+) ", text, flags=re.M))
+    default = re.search(r'^METHODS=\$\{METHODS:-"([^"]+)"\}', text, flags=re.M)
+    assert default, "train_all.sh names its default METHODS"
+    trained = set(default.group(1).split())
     assert trained == set(trainable_methods())
+    recipes = {name for case in re.findall(r"^\s+([\w|-]+)\) echo ", text, flags=re.M) for name in case.split("|")}
+    assert trained <= recipes, sorted(trained - recipes)  # every method has its recipe in args_for
     from typer.main import get_command
 
     from app.cli import cli
@@ -41,6 +45,9 @@ def test_train_all_trains_every_registered_method_with_real_options():
     known = {opt for name in ("train", "eval") for p in commands[name].params
              for opt in [*p.opts, *getattr(p, "secondary_opts", [])]}
     joined = text.replace("\\\n", " ")  # continuation lines belong to their command
-    lines = [line for line in joined.splitlines() if "-m app " in line or re.match(r"^run [\w-]+ ", line)]
+    # the train command itself, its step limits and each method's recipe
+    lines = [line for line in joined.splitlines()
+             if "-m app " in line or re.match(r"^\s+(LIMIT=|[\w|-]+\) echo )", line)]
     used = {flag for line in lines for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", line)}
-    assert used and not used - known, sorted(used - known)
+    assert {"--decay-over", "--eval-every-min", "--init-from", "--batch-size"} <= used
+    assert not used - known, sorted(used - known)
