@@ -20,7 +20,9 @@ stage() {
   mkdir -p "$WORK/parts"
   cp .gpu/part-* .gpu/SHA256SUMS "$WORK/parts/"
   echo "staged: $(ls "$WORK/parts" | tr '\n' ' ')"
-  if [ -f .gpu/part-00 ] && [ "${SKIP_WHEELS:-0}" != 1 ]; then
+  # A part-00 left in the tree by the first call is still here in later ones: once the wheels are
+  # installed the check is not run again (it cost a second call 21 s of device time on 2026-11-26).
+  if [ -f .gpu/part-00 ] && [ "${SKIP_WHEELS:-0}" != 1 ] && ! wheels_installed; then
     # The wheels open the bundle, so the first part alone holds them: install them and try the
     # imports of a training run now, while a missing package can still be fixed before the last call.
     (unxz < .gpu/part-00 2>/dev/null | tar -x -C "$WORK" wheels 2>/dev/null) || true
@@ -31,6 +33,8 @@ stage() {
     imports
   fi
 }
+
+wheels_installed() { [ -d "$WORK/site/transformers" ]; }
 
 wheels() {
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" \
@@ -48,7 +52,7 @@ from embedders.registry import trainable_methods; print('methods:', ' '.join(tra
 setup() {
   (cd "$WORK/parts" && sha256sum -c --quiet SHA256SUMS)
   cat "$WORK"/parts/part-* | unxz | tar -x -C "$WORK"
-  if [ "${SKIP_WHEELS:-0}" != 1 ] && [ ! -d "$WORK/site/transformers" ]; then wheels; fi
+  if [ "${SKIP_WHEELS:-0}" != 1 ] && ! wheels_installed; then wheels; fi
   env_file
   # shellcheck disable=SC1091
   source "$WORK/env.sh"
