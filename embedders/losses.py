@@ -119,6 +119,22 @@ def iterative_refinement_penalty(step_losses: torch.Tensor, eps: float = 1e-8) -
     return torch.relu(logs[1:] - logs[:-1]).mean()
 
 
+STEP_WEIGHTINGS = ("uniform", "linear")
+
+
+def step_weights(k: int, weighting: str = "uniform") -> torch.Tensor:
+    """(k,) weights summing to 1 over GIRCSE's stepwise losses L_1..L_k.
+
+    ``uniform``: 1/k each. ``linear``: w_j = j / (1 + ... + k), so L_k weighs k times L_1.
+    """
+    if weighting == "uniform":
+        return torch.full((k,), 1.0 / k)
+    if weighting == "linear":
+        ranks = torch.arange(1, k + 1, dtype=torch.float32)
+        return ranks / ranks.sum()
+    raise ValueError(f"unknown step weighting {weighting!r}; choose one of {', '.join(STEP_WEIGHTINGS)}")
+
+
 def gircse_loss(
     query_steps: torch.Tensor,
     positive_steps: torch.Tensor,
@@ -128,10 +144,14 @@ def gircse_loss(
     refinement_weight: float = 1.0,
     scores: torch.Tensor | None = None,
     cosent_scale: float = 20.0,
+    step_weighting: str = "uniform",
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Total GIRCSE objective: mean_k L_k + weight * iterative refinement penalty.
+    """Total GIRCSE objective: sum_k w_k L_k + weight * iterative refinement penalty.
 
     L_k is InfoNCE after k generated tokens, or CoSENT when the batch has gold ``scores``.
+    ``step_weighting`` sets w: ``uniform`` (w_k = 1/K, the paper's mean) or ``linear``
+    (w_k proportional to k), which leans on the later steps so the first soft token is not
+    pushed to carry everything by itself.
 
     Returns:
         (loss, metrics) where metrics has the per-step losses and the penalty.
@@ -141,7 +161,7 @@ def gircse_loss(
     else:
         steps = stepwise(lambda q, p, _n: cosent(q, p, scores, scale=cosent_scale), query_steps, positive_steps)
     penalty = iterative_refinement_penalty(steps)
-    loss = steps.mean() + refinement_weight * penalty
+    loss = (step_weights(steps.numel(), step_weighting).to(steps) * steps).sum() + refinement_weight * penalty
     metrics = {f"L{k + 1}": float(v) for k, v in enumerate(steps.detach())}
     metrics["refine"] = float(penalty.detach())
     return loss, metrics

@@ -184,3 +184,22 @@ def test_gircse_loss_with_scores_uses_stepwise_cosent():
     for k in range(3):
         expected = cosent(q[:, : k + 1].mean(1), p[:, : k + 1].mean(1), scores)
         assert metrics[f"L{k + 1}"] == pytest.approx(expected.item(), abs=1e-5)
+
+
+def test_step_weights_uniform_and_linear():
+    from embedders.losses import step_weights
+
+    assert step_weights(4).tolist() == pytest.approx([0.25] * 4)
+    assert step_weights(3, "linear").tolist() == pytest.approx([1 / 6, 2 / 6, 3 / 6])
+    with pytest.raises(ValueError, match="unknown step weighting 'square'"):
+        step_weights(3, "square")
+
+
+def test_gircse_loss_linear_weighting_leans_on_later_steps():
+    torch.manual_seed(2)
+    q, p = torch.randn(4, 3, 6), torch.randn(4, 3, 6)
+    steps = stepwise_info_nce(q, p, temperature=0.02)
+    penalty = iterative_refinement_penalty(steps)
+    loss, _ = gircse_loss(q, p, temperature=0.02, refinement_weight=0.5, step_weighting="linear")
+    expected = (steps[0] + 2 * steps[1] + 3 * steps[2]) / 6 + 0.5 * penalty
+    assert loss.item() == pytest.approx(expected.item(), abs=1e-5)

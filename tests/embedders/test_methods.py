@@ -141,6 +141,20 @@ def test_gircse_any_k_at_inference(smollm2_cut):
         model.soft_tokens = 0
 
 
+def test_gircse_step_weighting_is_validated_and_reaches_the_loss(smollm2_cut):
+    with pytest.raises(ValueError, match="step_weighting must be one of uniform, linear, got 'square'"):
+        GircseConfig(step_weighting="square")
+    model = _build("gircse", smollm2_cut)
+    with torch.no_grad():
+        uniform, metrics = model.training_loss(BATCH)
+        model.config.step_weighting = "linear"
+        linear, _ = model.training_loss(BATCH)
+    steps = torch.tensor([metrics[f"L{k}"] for k in (1, 2, 3)])
+    # Same stepwise losses, re-weighted: the two totals differ by exactly the change in weights.
+    shift = float(((torch.tensor([1, 2, 3]) / 6 - 1 / 3) * steps).sum())
+    assert linear.item() - uniform.item() == pytest.approx(shift, abs=1e-3)
+
+
 def test_causal2vec_contextual_token_changes_the_embedding(smollm2_cut):
     model = _build("causal2vec", smollm2_cut)
     texts = ["A man is playing a guitar.", "Stock markets fell sharply."]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from embedders.losses import STEP_WEIGHTINGS
 from embedders.methods.corpus import CorpusConfig
 
 
@@ -17,6 +18,8 @@ class GircseConfig(CorpusConfig):
         soft_tokens: K used by ``encode`` (any K >= 1; test-time scaling).
         temperature: stepwise InfoNCE temperature (0.02 in the paper).
         refinement_weight: weight of the iterative refinement regulariser.
+        step_weighting: how the K stepwise losses are averaged: ``uniform`` (the paper) or
+            ``linear`` (L_k weighted by k; see ``embedders.losses.step_weights``).
         use_cache: generate with the KV cache (one prefill + K cached steps).
     """
 
@@ -24,6 +27,7 @@ class GircseConfig(CorpusConfig):
     soft_tokens: int = 5
     temperature: float = 0.02  # GIRCSE's own default (CorpusConfig: 0.05)
     refinement_weight: float = 1.0
+    step_weighting: str = "uniform"
     use_cache: bool = True
 
     def __post_init__(self) -> None:
@@ -32,3 +36,5 @@ class GircseConfig(CorpusConfig):
             raise ValueError("soft token counts must be >= 1")
         if self.refinement_weight < 0:
             raise ValueError(f"refinement_weight must be >= 0, got {self.refinement_weight}")
+        if self.step_weighting not in STEP_WEIGHTINGS:
+            raise ValueError(f"step_weighting must be one of {', '.join(STEP_WEIGHTINGS)}, got {self.step_weighting!r}")

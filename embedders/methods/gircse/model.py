@@ -101,7 +101,8 @@ class GircseEmbedder(CorpusEmbedder):
         assert q is not None and p is not None
         scores = torch.tensor(batch.scores, device=q.device) if batch.scores is not None else None
         loss, metrics = gircse_loss(q, p, n, temperature=self.config.temperature,
-                                    refinement_weight=self.config.refinement_weight, scores=scores)
+                                    refinement_weight=self.config.refinement_weight, scores=scores,
+                                    step_weighting=self.config.step_weighting)
         # The teacher sees the embeddings encode() returns: the mean over the K states.
         distill = self.distillation(batch, torch.cat([x.mean(dim=1) for x in (q, p, n) if x is not None]))
         if distill is not None:
