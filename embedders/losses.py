@@ -150,8 +150,8 @@ def gircse_loss(
 
     L_k is InfoNCE after k generated tokens, or CoSENT when the batch has gold ``scores``.
     ``step_weighting`` sets w: ``uniform`` (w_k = 1/K, the paper's mean) or ``linear``
-    (w_k proportional to k), which leans on the later steps so the first soft token is not
-    pushed to carry everything by itself.
+    (w_k proportional to k), meant to lean on the later steps; measured from a strong
+    last-token start it raised dev but did not bring back a rising K curve (README).
 
     Returns:
         (loss, metrics) where metrics has the per-step losses and the penalty.
