@@ -4,10 +4,14 @@
 #   call k (k = 0..N-2):  bash scripts/gpu/device.sh stage      carry [".gpu/part-0k", ".gpu/SHA256SUMS"]
 #   last part's call:     bash scripts/gpu/device.sh all        (stage, setup, train all five side by
 #                         side until DEADLINE_S seconds after the call began, collect into $OUT)
+#   if the lease has time left, at once (the machine stays warm 30 s):
+#                         bash scripts/gpu/device.sh cont       (continue the runs' bests at LR_SCALE,
+#                         default 0.5, until DEADLINE_S after the call began; collect into $OUT)
 # The machine stays warm for 30 s between calls, so make them back to back. `go`/`wait`/`collect`
 # split the last call for a lease longer than one 10-minute call.
 set -euo pipefail
 WORK=${FACET_GPU_WORK:-/tmp/facet-gpu}
+RUN_OUT=$WORK/out  # the `cont` step writes to $WORK/out2, starting from $WORK/out's checkpoints
 REPO=$(pwd)
 PY=${PYTHON:-python3}
 step=${1:?usage: device.sh stage|setup|all|go|wait|collect|smoke}
@@ -64,14 +68,15 @@ env_file() {
 export PYTHONPATH="$WORK/site:$REPO"
 export FACET_SHARED_DATA_DIR="$WORK/data" FACET_DATA_DIR="$WORK/facet" FACET_MODEL_CACHE_DIR="$WORK/models"
 export HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 ENV
 }
 
 start() {
   # shellcheck disable=SC1091
   source "$WORK/env.sh"
-  mkdir -p "$WORK/out"
-  setsid nohup env DEADLINE="${DEADLINE:-}" bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out" \
+  mkdir -p "$RUN_OUT"
+  setsid nohup env DEADLINE="${DEADLINE:-}" bash "$REPO/scripts/gpu/train_all.sh" "$RUN_OUT" \
       > "$WORK/train.log" 2>&1 < /dev/null &
   echo $! > "$WORK/train.pid"
   echo "training started (pid $(cat "$WORK/train.pid")); log $WORK/train.log"
@@ -89,10 +94,10 @@ wait_run() {
 collect() {
   local out=${OUT:?collect writes into \$OUT}
   cp "$WORK/train.log" "$out/train.log"
-  (cd "$WORK/out" && tar -czf "$out/logs.tgz" logs)
-  for dir in "$WORK"/out/checkpoints/*/; do
+  (cd "$RUN_OUT" && tar -czf "$out/logs.tgz" logs)
+  for dir in "$RUN_OUT"/checkpoints/*/; do
     name=$(basename "$dir")
-    (cd "$WORK/out/checkpoints" && tar -czf "$out/ckpt-$name.tgz" "$name")
+    (cd "$RUN_OUT/checkpoints" && tar -czf "$out/ckpt-$name.tgz" "$name")
   done
   ls -la "$out"
 }
@@ -105,14 +110,26 @@ case "$step" in
     began=$(date +%s); stage; setup
     export DEADLINE=$((began + ${DEADLINE_S:-500})); start; WAIT_S=$((DEADLINE - $(date +%s) + 30)) wait_run
     collect ;;
+  cont)  # a second call on the still-warm machine: the first call's bests, continued at LR_SCALE
+    began=$(date +%s)
+    export INIT_ROOT=$WORK/out/checkpoints LR_SCALE=${LR_SCALE:-0.5} SEED=${SEED:-12}
+    RUN_OUT=$WORK/out2; rm -rf "$RUN_OUT"
+    export DEADLINE=$((began + ${DEADLINE_S:-200})); start; WAIT_S=$((DEADLINE - $(date +%s) + 30)) wait_run
+    collect ;;
   wait) wait_run ;;
   collect) collect ;;
   smoke)  # the whole path on this machine (CPU, the venv's python, its packages instead of the
           # cp312 wheels, 3-step budgets): checks the scripts and bundle, not the GPU
-    WORK=${FACET_GPU_WORK:-$(mktemp -d)}; export SKIP_WHEELS=1; stage; setup
+    WORK=${FACET_GPU_WORK:-$(mktemp -d)}; RUN_OUT=$WORK/out; export SKIP_WHEELS=1; stage; setup
     # shellcheck disable=SC1091
     source "$WORK/env.sh"; SMOKE=1 bash "$REPO/scripts/gpu/train_all.sh" "$WORK/out" 2>&1 | tee "$WORK/train.log"
     OUT=$WORK/collected
+    mkdir -p "$OUT"; collect
+    # and a second call's continuation of those runs (`cont`), from what the first one kept
+    RUN_OUT=$WORK/out2
+    INIT_ROOT=$WORK/out/checkpoints LR_SCALE=0.5 SMOKE=1 bash "$REPO/scripts/gpu/train_all.sh" "$RUN_OUT" 2>&1 \
+        | tee "$WORK/train.log"
+    OUT=$WORK/collected2
     mkdir -p "$OUT"; collect ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
 esac

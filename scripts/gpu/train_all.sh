@@ -17,8 +17,11 @@
 # (epoch seconds; `facet train` then keeps its best checkpoint and writes its log).
 #
 # Env: TRAIN_MIN (default 5.5), EVAL_EVERY_MIN (1.5), DEADLINE (default now + TRAIN_MIN + 3 min),
-# METHODS (default all five), SMOKE=1 (2-step runs with a 20-item dev set, any device: a check of
-# the script, not of the GPU).
+# METHODS (run names, default all five; NAME-linear is GIRCSE with the stepwise losses weighted by k),
+# INIT_ROOT (where each run's start is, default the committed checkpoints/: RUN there, else METHOD),
+# LR_SCALE (default 1: multiplies each recipe's learning rate, e.g. 0.5 for a second call that
+# continues the first call's bests), SEED (11), SMOKE=1 (2-step runs with a 20-item dev set, any
+# device: a check of the script, not of the GPU).
 set -uo pipefail
 OUTDIR=${1:?usage: train_all.sh OUTDIR}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,6 +33,8 @@ TRAIN_MIN=${TRAIN_MIN:-5.5}
 EVAL_EVERY_MIN=${EVAL_EVERY_MIN:-1.5}
 DEADLINE=${DEADLINE:-$(( $(date +%s) + ${TRAIN_MIN%.*} * 60 + 180 ))}
 METHODS=${METHODS:-"causal-eos causal2vec gircse instemb inbedder"}
+INIT_ROOT=${INIT_ROOT:-$REPO/checkpoints}
+LR_SCALE=${LR_SCALE:-1}
 SEED=${SEED:-11}
 if [ "${SMOKE:-0}" = 1 ]; then
   LIMIT="--stop-after 2 --steps 4"; SIZES="--dev-size 20"; BIG=4; SMALL=4
@@ -39,23 +44,34 @@ else
 fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
-args_for() {  # the recipe of each method's continuation (its own config rides in the checkpoint)
+lr() { "$PY" -c "print('%g' % ($1 * $LR_SCALE))"; }
+
+method_of() { case $1 in gircse-linear) echo gircse ;; *) echo "$1" ;; esac; }
+
+args_for() {  # the recipe of each run's continuation (its method's config rides in the checkpoint)
   case $1 in
-    causal-eos) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr 1.5e-4" ;;
-    causal2vec) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr 1.5e-4 \
+    causal-eos) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4)" ;;
+    causal2vec) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) \
 --head-lr-mult 10" ;;
-    gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr 1e-4" ;;
-    instemb|inbedder) echo "--batch-size $SMALL --lr 3e-4 --dev-samples 2" ;;
-    *) echo "unknown method $1" >&2; return 1 ;;
+    gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4)" ;;
+    gircse-linear) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) \
+--set step_weighting=linear" ;;
+    instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
+    inbedder) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 4" ;;
+    *) echo "unknown run $1" >&2; return 1 ;;
   esac
+}
+
+init_for() {  # the run's own start if INIT_ROOT has one (a second call), else its method's checkpoint
+  if [ -d "$INIT_ROOT/$1" ]; then echo "$INIT_ROOT/$1"; else echo "$INIT_ROOT/$(method_of "$1")"; fi
 }
 
 declare -A PIDS
 for name in $METHODS; do
   extra=$(args_for "$name") || exit 2
-  echo "=== $name: train from $(date -u +%T): $extra"
+  echo "=== $name: train from $(date -u +%T), from $(init_for "$name"): $extra"
   # shellcheck disable=SC2086
-  "$PY" -m app train "$name" --out "checkpoints/$name" --init-from "$REPO/checkpoints/$name" --max-length 96 \
+  "$PY" -m app train "$(method_of "$name")" --out "checkpoints/$name" --init-from "$(init_for "$name")" --max-length 96 \
       --seed "$SEED" $LIMIT $SIZES $extra > "logs/$name.log" 2>&1 &
   PIDS[$name]=$!
 done
