@@ -15,9 +15,13 @@
 # left it behind Causal-EOS; so GIRCSE now takes batch 64 too (a launch-bound step costs about the
 # same at 64), the instruction methods 32. A watchdog sends SIGTERM to any run still going at DEADLINE
 # (epoch seconds; `facet train` then keeps its best checkpoint and writes its log).
+# What two leases showed: the corpus runs gain on every lease; the instruction methods' GPU
+# continuations fell on dev both times (InstEmb at 3e-4, InBedder at 3e-4 and at 1e-4 on four val
+# samples), so METHODS="causal-eos causal2vec gircse" is the better use of the next one.
 #
 # Env: TRAIN_MIN (default 5.5), EVAL_EVERY_MIN (1.5), DEADLINE (default now + TRAIN_MIN + 3 min),
-# METHODS (run names, default all five; NAME-linear is GIRCSE with the stepwise losses weighted by k),
+# METHODS (run names, default all five; gircse-linear is GIRCSE with the stepwise losses weighted by k,
+# which the committed GIRCSE now carries in its config, so plain `gircse` continues it the same way),
 # INIT_ROOT (where each run's start is, default the committed checkpoints/: RUN there, else METHOD),
 # LR_SCALE (default 1: multiplies each recipe's learning rate, e.g. 0.5 for a second call that
 # continues the first call's bests), SEED (11), SMOKE=1 (2-step runs with a 20-item dev set, any
