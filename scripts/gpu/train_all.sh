@@ -58,8 +58,7 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
     causal2vec) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) \
 --head-lr-mult 10" ;;
     gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4)" ;;
-    gircse-linear) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) \
---set step_weighting=linear" ;;
+    gircse-linear) echo "$(args_for gircse) --set step_weighting=linear" ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
     inbedder) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 4" ;;
     *) echo "unknown run $1" >&2; return 1 ;;
