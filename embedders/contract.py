@@ -5,6 +5,7 @@ without importing torch; ``embedders.base`` re-exports them beside the torch-bas
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -146,3 +147,29 @@ def validate_instruction(instruction: Any) -> str | None:
         )
     stripped = instruction.strip()
     return stripped or None
+
+
+# Identity fields that change how vectors are computed but not what they mean: the precision a
+# GPU worker runs at (bf16 beside a CPU's fp32) and GIRCSE's KV cache (tested equal without it).
+COMPARABLE_ACROSS = frozenset({"dtype", "use_cache"})
+
+
+def identity_changes(recorded: str, current: str) -> list[str]:
+    """What differs between two ``Embedder.identity`` strings, as field names (``weights`` for
+    retrained weights); empty when vectors made under ``recorded`` and ``current`` are comparable.
+
+    A collection records the identity of each embedder that wrote it; a retrained checkpoint,
+    or a served option changed (``max_length``), keeps the name but not the vectors' meaning.
+    ``recorded`` empty (nothing was recorded) compares equal to anything, and so does a field only
+    one side has: a setting added in a later version defaults to what the earlier one did.
+    """
+    if not recorded or recorded == current:
+        return []
+    try:
+        old, new = json.loads(recorded), json.loads(current)
+    except ValueError:
+        return ["identity"]
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return ["identity"]
+    keys = sorted((old.keys() & new.keys()) - COMPARABLE_ACROSS)
+    return [k for k in keys if old.get(k) != new.get(k)]

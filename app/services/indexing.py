@@ -40,7 +40,7 @@ from app.errors import (
 )
 from app.services import leases
 from app.services.context import ServiceContext
-from embedders.contract import Embedder, HasTokenizer, Role
+from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
 from indexer.chunking import (
     ChunkingConfig,
@@ -180,6 +180,28 @@ class PreparedJob:
 _ACTIVE_JOBS: set[int] = set()
 _COLLECTION_LOCKS: dict[str, threading.Lock] = {}
 _REGISTRY_LOCK = threading.Lock()
+
+
+def check_same_embedder(coll: md.Collection, embedder: Embedder) -> None:
+    """Refuse to add vectors to ``coll`` from a different version of an embedder that wrote it.
+
+    Same name, other vectors: a retrained checkpoint under its registered name, or a served
+    option changed (``max_length``). Unchanged documents keep their vectors on a re-index, so
+    the collection would mix two models' vectors and rank them against each other.
+
+    Raises:
+        ConflictError: says what changed and how to go on; nothing has been written.
+    """
+    for row in coll.embedders:
+        if row.name != embedder.name:
+            continue
+        changes = identity_changes(row.identity, embedder.identity)
+        if changes:
+            raise ConflictError(
+                f"collection {coll.name!r} holds {embedder.name!r} vectors from a different version of "
+                f"that embedder ({', '.join(changes)} changed since it was indexed): new vectors would "
+                f"not be comparable with them. Index into a new collection, or delete this one "
+                f"(facet delete {coll.name}) and index its sources again")
 
 
 def _collection_lock(name: str) -> threading.Lock:
@@ -509,6 +531,7 @@ class IndexService:
                         f"collection {name!r} was created with {what} {current}; chunking is fixed "
                         "per collection: drop the option, or index into a new collection")
         self._check_store(name, embedder)
+        check_same_embedder(coll, embedder)
         try:
             md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
                                           embedder.identity)

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from app.encoding import QueryEncoder
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services.context import ServiceContext
-from embedders.contract import Role
+from embedders.contract import Role, identity_changes
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -203,13 +203,19 @@ class SearchService:
         self.store = ctx.store
         self.encoder: QueryEncoder = ctx.encoder
         self._vectors: dict[str, list[str]] = {}
+        self._identities: dict[str, dict[str, str]] = {}  # collection -> vector name -> identity
+        self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
 
     def forget(self, collection: str | None = None) -> None:
         """Drop what is known about ``collection`` (every collection when None)."""
         if collection is None:
             self._vectors.clear()
+            self._identities.clear()
+            self._comparable.clear()
         else:
             self._vectors.pop(collection, None)
+            self._identities.pop(collection, None)
+            self._comparable = {k for k in self._comparable if k[0] != collection}
 
     def _vector_names(self, collection: str, refresh: bool = False) -> list[str]:
         names = None if refresh else self._vectors.get(collection)
@@ -225,8 +231,36 @@ class SearchService:
                     f"(known: {', '.join(known) or 'none'}); list them with `facet collections` "
                     "or create one with `facet index`")
             names = [e.name for e in coll.embedders]
+            self._identities[collection] = {e.name: e.identity for e in coll.embedders}
         self._vectors[collection] = names
         return names
+
+    def _check_comparable(self, collection: str, vector_name: str) -> None:
+        """Refuse a query embedded by a different version of the embedder that wrote the
+        collection (retrained under the same name, or a served option changed): its ranking
+        against the stored vectors would be meaningless, and nothing else would say so.
+
+        Checked once per collection, vector and loaded model, where the model runs in this
+        process; when the workers encode queries they are not compared here.
+
+        Raises:
+            ConflictError: what changed, and how to rebuild the collection.
+        """
+        model = self.ctx.embedders.peek(vector_name)
+        if model is None:
+            return
+        key = (collection, vector_name, id(model))
+        if key in self._comparable:
+            return
+        recorded = self._identities.get(collection, {}).get(vector_name, "")
+        changes = identity_changes(recorded, model.identity)
+        if changes:
+            raise ConflictError(
+                f"collection {collection!r} was indexed by a different version of {vector_name!r} "
+                f"({', '.join(changes)} changed since), so this query's vector is not comparable with "
+                f"the stored ones; index its sources into a new collection, or delete it "
+                f"(facet delete {collection}) and index them again")
+        self._comparable.add(key)
 
     def _collection_embedder(self, request: SearchRequest) -> str:
         names = self._vector_names(request.collection)
@@ -287,6 +321,7 @@ class SearchService:
         query_vec = self.encoder.encode([request.query], embedder=vector_name, role=Role.QUERY,
                                         instruction=instruction)[0]
         timings["encode_query"] = (time.perf_counter() - t0) * 1000
+        self._check_comparable(request.collection, vector_name)
 
         depth = request.top_k
         if request.rerank:

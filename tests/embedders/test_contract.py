@@ -11,6 +11,7 @@ registered name: the whole 30-layer backbone with its trained LoRA, as users get
 
 from __future__ import annotations
 
+import json
 import logging
 
 import numpy as np
@@ -194,3 +195,19 @@ def test_max_length_is_a_checked_inference_option_of_every_trained_method(embedd
     finally:
         apply_option(embedder, "max_length", str(before))
     assert embedder.identity == identity
+
+
+def test_identity_changes_name_what_makes_vectors_incomparable():
+    from embedders.contract import identity_changes
+
+    old = json.dumps({"method": "causal2vec", "max_length": 256, "weights": "aaaa", "template": "prompteol"})
+    retrained = json.dumps({"method": "causal2vec", "max_length": 96, "weights": "bbbb", "template": "prompteol"})
+    assert identity_changes(old, retrained) == ["max_length", "weights"]
+    assert identity_changes(old, old) == []
+    # A GPU worker's bf16 vectors and GIRCSE's KV cache switch are comparable with the CPU's.
+    on_gpu = json.dumps({**json.loads(old), "dtype": "bfloat16", "use_cache": False})
+    assert identity_changes(old, on_gpu) == []
+    # A field a later version added (with the earlier behaviour as its default) is not a change.
+    assert identity_changes(old, json.dumps({**json.loads(old), "step_weighting": "uniform"})) == []
+    assert identity_changes("", retrained) == []  # nothing recorded
+    assert identity_changes("not json", retrained) == ["identity"]
