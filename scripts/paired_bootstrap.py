@@ -1,0 +1,126 @@
+"""Is embedder A really ahead of embedder B? A paired bootstrap over the test items.
+
+Two checkpoints a few hundredths apart on a task mean can trade places with another sample of
+the same test sets. This script embeds each task's items with both embedders (through the
+evaluation cache, so anything ``facet eval --cache-dir`` already encoded is reused and the point
+scores are exactly the reported ones), then resamples the items with replacement (STS pairs;
+retrieval queries against the whole corpus), the same resample for A and B, and recomputes
+each task's score and the mean over the tasks. It prints the observed difference, a 95%
+percentile interval and the share of resamples in which A leads. Reporting, not selection:
+it says how sure a comparison on test sets is, and must never choose a checkpoint.
+
+    .venv/bin/python scripts/paired_bootstrap.py 'checkpoints/causal2vec[max_length=96]' \\
+        'checkpoints/causal-eos[max_length=96]' --tasks stsb,sick,scifact --cache-dir runs/eval-cache \\
+        --out results/eval/paired-bootstrap/causal2vec-vs-causal-eos.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from app.evaluation import metrics
+from app.evaluation.cache import EmbeddingCache
+from app.evaluation.suites import build_tasks, resolve_task_names
+from app.evaluation.tasks import EvalContext, RetrievalTask, StsTask, Task
+from app.settings import get_settings
+from embedders import Role
+from embedders.registry import load_embedder
+
+logger = logging.getLogger(__name__)
+
+# One task's score on a resample: maps an index array (items drawn with replacement) to a score.
+Scorer = Callable[[np.ndarray], float]
+
+
+def sts_scorer(task: StsTask, ctx: EvalContext) -> tuple[int, Scorer]:
+    """Spearman (x100) of cosine against gold over the drawn pairs."""
+    pairs = task.pairs()
+    a = ctx.encode([p.sentence1 for p in pairs], role=task.role, instruction=task.instruction)
+    b = ctx.encode([p.sentence2 for p in pairs], role=task.role, instruction=task.instruction)
+    cosine = (a * b).sum(axis=1)
+    gold = np.array([p.score for p in pairs], dtype=np.float64)
+    return len(pairs), lambda idx: 100 * metrics.spearman(cosine[idx], gold[idx])
+
+
+def retrieval_scorer(task: RetrievalTask, ctx: EvalContext) -> tuple[int, Scorer]:
+    """Mean nDCG@k (x100) over the drawn queries; each query still searches the whole corpus."""
+    data = task.data()
+    q = ctx.encode(data.query_texts, role=Role.QUERY, instruction=task.instruction)
+    docs = ctx.encode(data.doc_texts, role=Role.DOCUMENT, instruction=task.doc_instruction)
+    top = metrics.top_k(q @ docs.T, task.ndcg_k)
+    per_query = np.array([
+        metrics.ndcg_at_k([data.doc_ids[j] for j in row], data.qrels[qid], task.ndcg_k)
+        for qid, row in zip(data.query_ids, top, strict=True)
+    ])
+    return len(per_query), lambda idx: 100 * float(per_query[idx].mean())
+
+
+def scorer(task: Task, ctx: EvalContext) -> tuple[int, Scorer]:
+    if isinstance(task, StsTask):
+        return sts_scorer(task, ctx)
+    if isinstance(task, RetrievalTask):
+        return retrieval_scorer(task, ctx)
+    raise ValueError(f"task {task.name!r} ({task.kind}) is not supported: only STS and retrieval tasks")
+
+
+def paired_bootstrap(tasks: list[Task], ctx_a: EvalContext, ctx_b: EvalContext, *, resamples: int = 2000,
+                     seed: int = 0) -> dict:
+    """Observed scores and bootstrap distribution of A - B per task and for the task mean."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    rng = np.random.default_rng(seed)
+    per_task: dict[str, dict] = {}
+    diffs = np.zeros((len(tasks), resamples))
+    for t, task in enumerate(tasks):
+        n, score_a = scorer(task, ctx_a)
+        n_b, score_b = scorer(task, ctx_b)
+        assert n == n_b, "both embedders score the same items"
+        everything = np.arange(n)
+        observed_a, observed_b = score_a(everything), score_b(everything)
+        for r in range(resamples):
+            idx = rng.integers(0, n, size=n)
+            diffs[t, r] = score_a(idx) - score_b(idx)
+        per_task[task.name] = {"items": n, "a": round(observed_a, 2), "b": round(observed_b, 2),
+                               **_summary(observed_a - observed_b, diffs[t])}
+    observed = float(np.mean([v["a"] - v["b"] for v in per_task.values()]))
+    return {"tasks": per_task, "mean": _summary(observed, diffs.mean(axis=0)), "resamples": resamples, "seed": seed}
+
+
+def _summary(observed: float, draws: np.ndarray) -> dict[str, float]:
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return {"a_minus_b": round(float(observed), 2), "ci95": [round(float(low), 2), round(float(high), 2)],
+            "p_a_ahead": round(float((draws > 0).mean()), 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("a", help="embedder A (name or checkpoint, with [options])")
+    parser.add_argument("b", help="embedder B")
+    parser.add_argument("--tasks", default="stsb,sick,scifact", help="STS / retrieval tasks of the suite")
+    parser.add_argument("--suite", default="full", help="evaluation suite (default: full test sets)")
+    parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir", type=Path, default=None, help="the cache `facet eval --cache-dir` wrote")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    tasks = build_tasks(get_settings().shared_data_dir, args.suite, resolve_task_names(args.tasks))
+    cache = EmbeddingCache(args.cache_dir)
+    ctx_a, ctx_b = (EvalContext(load_embedder(name), cache, batch_size=16) for name in (args.a, args.b))
+    result = {"a": args.a, "b": args.b, "suite": args.suite,
+              **paired_bootstrap(tasks, ctx_a, ctx_b, resamples=args.resamples, seed=args.seed)}
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

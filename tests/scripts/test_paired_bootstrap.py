@@ -1,0 +1,52 @@
+"""scripts/paired_bootstrap.py: paired resampling of test items for two embedders."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.evaluation import loaders
+from app.evaluation.cache import EmbeddingCache
+from app.evaluation.dev import scifact_dev
+from app.evaluation.tasks import ClusteringTask, EvalContext, RetrievalTask, StsTask
+from tests.scripts import load_script
+
+
+@pytest.fixture(scope="module")
+def tasks(shared_data):
+    dev_csv = shared_data / "stsb_en" / "stsb-en-dev.csv"
+    return [StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=40, seed=0),
+            RetrievalTask("scifact-dev", lambda: scifact_dev(shared_data), instruction="Retrieve abstracts",
+                          doc_max_words=32, n_queries=8, n_docs=30, seed=0)]
+
+
+def test_observed_scores_are_the_evaluation_scores(tasks, minilm, prompteol, tmp_path):
+    bootstrap = load_script("paired_bootstrap.py")
+    cache = EmbeddingCache(tmp_path)
+    ctx_a, ctx_b = EvalContext(minilm, cache, show_progress=False), EvalContext(prompteol, cache, show_progress=False)
+    result = bootstrap.paired_bootstrap(tasks, ctx_a, ctx_b, resamples=200, seed=0)
+    for task in tasks:
+        row = result["tasks"][task.name]
+        assert row["a"] == round(100 * task.run(ctx_a).main_score, 2)
+        assert row["b"] == round(100 * task.run(ctx_b).main_score, 2)
+        assert row["a_minus_b"] == pytest.approx(row["a"] - row["b"], abs=0.011)
+        low, high = row["ci95"]
+        assert low <= high and 0.0 <= row["p_a_ahead"] <= 1.0
+    assert result["mean"]["a_minus_b"] == pytest.approx(
+        np.mean([r["a"] - r["b"] for r in result["tasks"].values()]), abs=0.011)
+    # The same seed draws the same resamples.
+    assert bootstrap.paired_bootstrap(tasks, ctx_a, ctx_b, resamples=200, seed=0) == result
+
+
+def test_an_embedder_against_itself_never_differs(tasks, minilm, tmp_path):
+    ctx = EvalContext(minilm, EmbeddingCache(tmp_path), show_progress=False)
+    result = load_script("paired_bootstrap.py").paired_bootstrap(tasks, ctx, ctx, resamples=50)
+    for row in [*result["tasks"].values(), result["mean"]]:
+        assert row["a_minus_b"] == 0 and row["ci95"] == [0, 0] and row["p_a_ahead"] == 0
+
+
+def test_other_task_kinds_are_refused(minilm, tmp_path):
+    task = ClusteringTask("c", lambda: None)
+    ctx = EvalContext(minilm, EmbeddingCache(tmp_path), show_progress=False)
+    with pytest.raises(ValueError, match="only STS and retrieval"):
+        load_script("paired_bootstrap.py").paired_bootstrap([task], ctx, ctx, resamples=5)
