@@ -94,8 +94,11 @@ def paired_bootstrap(tasks: list[Task], ctx_a: EvalContext, ctx_b: EvalContext, 
 
 def _summary(observed: float, draws: np.ndarray) -> dict[str, float]:
     low, high = np.percentile(draws, [2.5, 97.5])
-    return {"a_minus_b": round(float(observed), 2), "ci95": [round(float(low), 2), round(float(high), 2)],
-            "p_a_ahead": round(float((draws > 0).mean()), 3)}
+
+    def r(x: float) -> float:
+        return round(float(x), 2) + 0.0  # + 0.0: no "-0.0" in the report
+
+    return {"a_minus_b": r(observed), "ci95": [r(low), r(high)], "p_a_ahead": round(float((draws > 0).mean()), 3)}
 
 
 def main() -> None:

@@ -215,7 +215,7 @@ class SearchService:
         else:
             self._vectors.pop(collection, None)
             self._identities.pop(collection, None)
-            self._comparable = {k for k in self._comparable if k[0] != collection}
+            self._comparable = {k for k in list(self._comparable) if k[0] != collection}  # a copy: other threads add
 
     def _vector_names(self, collection: str, refresh: bool = False) -> list[str]:
         names = None if refresh else self._vectors.get(collection)
