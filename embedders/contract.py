@@ -154,9 +154,11 @@ def validate_instruction(instruction: Any) -> str | None:
 COMPARABLE_ACROSS = frozenset({"dtype", "use_cache"})
 
 
-def identity_changes(recorded: str, current: str) -> list[str]:
+def identity_changes(recorded: str, current: str, ignore: frozenset[str] = frozenset()) -> list[str]:
     """What differs between two ``Embedder.identity`` strings, as field names (``weights`` for
     retrained weights); empty when vectors made under ``recorded`` and ``current`` are comparable.
+    ``ignore`` names fields the caller knows do not matter for its texts (``max_length`` for a
+    short query against documents embedded at another budget).
 
     A collection records the identity of each embedder that wrote it; a retrained checkpoint,
     or a served option changed (``max_length``), keeps the name but not the vectors' meaning.
@@ -171,5 +173,5 @@ def identity_changes(recorded: str, current: str) -> list[str]:
         return ["identity"]
     if not isinstance(old, dict) or not isinstance(new, dict):
         return ["identity"]
-    keys = sorted((old.keys() & new.keys()) - COMPARABLE_ACROSS)
+    keys = sorted((old.keys() & new.keys()) - COMPARABLE_ACROSS - ignore)
     return [k for k in keys if old.get(k) != new.get(k)]

@@ -241,7 +241,9 @@ class SearchService:
         against the stored vectors would be meaningless, and nothing else would say so.
 
         Checked once per collection, vector and loaded model, where the model runs in this
-        process; when the workers encode queries they are not compared here.
+        process; when the workers encode queries they are not compared here. A different
+        ``max_length`` alone is no conflict here: it cuts long texts, not a query, so documents
+        indexed at 256 tokens are searched by the same weights serving 96 (indexing refuses it).
 
         Raises:
             ConflictError: what changed, and how to rebuild the collection.
@@ -253,7 +255,7 @@ class SearchService:
         if key in self._comparable:
             return
         recorded = self._identities.get(collection, {}).get(vector_name, "")
-        changes = identity_changes(recorded, model.identity)
+        changes = identity_changes(recorded, model.identity, ignore=frozenset({"max_length"}))
         if changes:
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "

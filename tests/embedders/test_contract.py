@@ -211,3 +211,4 @@ def test_identity_changes_name_what_makes_vectors_incomparable():
     assert identity_changes(old, json.dumps({**json.loads(old), "step_weighting": "uniform"})) == []
     assert identity_changes("", retrained) == []  # nothing recorded
     assert identity_changes("not json", retrained) == ["identity"]
+    assert identity_changes(old, retrained, ignore=frozenset({"max_length"})) == ["weights"]

@@ -3,8 +3,10 @@
 A retrained checkpoint keeps its registered name, and so does a changed served option
 (``max_length``); their vectors are not comparable with the old ones. Indexing more into such
 a collection, or searching it, must refuse and say why, rather than mix two models' vectors.
-Here the "new version" is MiniLM itself served at another ``max_length`` (same name, same
-backbone, different identity): a real model, no mock.
+Here a "new version" is MiniLM itself served at another ``max_length``, or reading its
+instruction through another prompt format (same name, same backbone, different identity): a real
+model, no mock. A different ``max_length`` alone only matters for documents: searching with it
+is allowed, indexing is not.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from app.services.indexing import IndexService
 from app.services.search import SearchRequest, SearchService
 from app.settings import FacetSettings
 from embedders.baselines import EncoderMeanEmbedder
+from embedders.contract import PromptConfig
 from indexer import metadata as md
 
 
@@ -46,17 +49,29 @@ def test_a_changed_embedder_cannot_add_to_or_search_a_collection_it_did_not_writ
     finally:
         first.close()
 
-    other = EncoderMeanEmbedder(name="minilm", max_length=32, backbone=minilm.backbone)
-    assert other.name == minilm.name and other.identity != minilm.identity
-    later = context(tmp_path, other)
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({"_id": "r9", "text": "Please block my lost card"}) + "\n")
+    budget = EncoderMeanEmbedder(name="minilm", max_length=32, backbone=minilm.backbone)
+    assert budget.name == minilm.name and budget.identity != minilm.identity
+    later = context(tmp_path, budget)
     try:
-        more = tmp_path / "more.jsonl"
-        more.write_text(json.dumps({"_id": "r9", "text": "Please block my lost card"}) + "\n")
         with pytest.raises(ConflictError, match=r"different version of .*max_length.*facet delete support"):
             IndexService(later).index(more, "support")
-        with pytest.raises(ConflictError, match=r"indexed by a different version of 'minilm' \(max_length"):
+        # A short query reads the same at either budget: the search goes ahead.
+        assert SearchService(later).search(SearchRequest("card", "support")).results
+    finally:
+        later.close()
+
+    prompt = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
+                                 prompts=PromptConfig(instruction_format="Task: {instruction} | "))
+    assert prompt.name == minilm.name and prompt.identity != minilm.identity
+    later = context(tmp_path, prompt)
+    try:
+        with pytest.raises(ConflictError, match=r"different version of .*prompts"):
+            IndexService(later).index(more, "support")
+        with pytest.raises(ConflictError, match=r"indexed by a different version of 'minilm' \(prompts"):
             SearchService(later).search(SearchRequest("card", "support"))
-        with later.sessions() as session:  # nothing was written: no job, no document
+        with later.sessions() as session:  # nothing was written: no new job, no document
             coll = md.get_collection(session, "support")
             assert coll is not None and len(md.list_jobs(session, coll.id)) == 1
             assert md.count_documents(session, coll.id) == 3
@@ -66,7 +81,7 @@ def test_a_changed_embedder_cannot_add_to_or_search_a_collection_it_did_not_writ
     # The version that wrote it still indexes and searches.
     again = context(tmp_path, minilm)
     try:
-        IndexService(again).index(tmp_path / "more.jsonl", "support")
+        IndexService(again).index(more, "support")
         assert SearchService(again).search(SearchRequest("lost card", "support")).results[0].doc_id == "r9"
     finally:
         again.close()
