@@ -253,6 +253,7 @@ class CeleryQueryEncoder:
         self.settings = settings
         self.app = celery_client(settings)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="facet-remote")
+        self._identities: dict[str, str] = {}  # embedder -> identity the last answering worker reported
 
     def _call(self, task: str, queue: str, kwargs: dict[str, Any]) -> Any:
         try:
@@ -277,7 +278,15 @@ class CeleryQueryEncoder:
         data = self._call(ENCODE_TASK, "index" if bulk else "query",
                           {"texts": list(texts), "embedder": embedder,
                            "role": Role.parse(role).value, "instruction": instruction})
-        return decode_result(data)
+        vectors = decode_result(data)
+        if isinstance(data.get("identity"), str):
+            self._identities[embedder] = data["identity"]
+        return vectors
+
+    def reported_identity(self, embedder: str) -> str | None:
+        """The identity of ``embedder`` as the worker that last encoded with it reported it (None
+        before any encode, or from a worker that does not report it)."""
+        return self._identities.get(embedder)
 
     def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None) -> Future[np.ndarray]:

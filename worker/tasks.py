@@ -97,15 +97,28 @@ def _error(e: FacetError) -> dict[str, Any]:
     return {"error": {"type": type(e).__name__, "message": str(e)}}
 
 
+# id(model) -> its identity: a trained checkpoint's digests its weights (tens of ms), once per model.
+_IDENTITIES: dict[int, str] = {}
+
+
 @celery_app.task(name=ENCODE_TASK, ignore_result=False, acks_late=False)
 def encode(texts: list[str], embedder: str, role: str, instruction: str | None) -> dict[str, Any]:
-    """Encode texts with this worker's model (the ``QueryEncoder`` seam)."""
+    """Encode texts with this worker's model (the ``QueryEncoder`` seam). The result names the
+    model's identity too, so the caller can tell vectors of another version of the embedder
+    from those its collection holds."""
+    facet = worker_facet()
     try:
-        vectors = worker_facet().encoder.encode(texts, embedder=embedder, role=role,
-                                                instruction=instruction)
+        vectors = facet.encoder.encode(texts, embedder=embedder, role=role, instruction=instruction)
     except FacetError as e:
         return _error(e)
-    return encode_result(vectors)
+    result = encode_result(vectors)
+    model = facet.embedder_cache.peek(embedder)
+    if model is not None:
+        identity = _IDENTITIES.get(id(model))
+        if identity is None:
+            identity = _IDENTITIES[id(model)] = model.identity
+        result["identity"] = identity
+    return result
 
 
 @celery_app.task(name=ANSWERS_TASK, ignore_result=False)

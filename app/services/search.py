@@ -240,8 +240,9 @@ class SearchService:
         collection (retrained under the same name, or a served option changed): its ranking
         against the stored vectors would be meaningless, and nothing else would say so.
 
-        Checked once per collection, vector and loaded model, where the model runs in this
-        process; when the workers encode queries they are not compared here. A different
+        Checked once per collection, vector and loaded model where the model runs in this
+        process; where workers encode the queries, against the identity the answering worker
+        reported (``CeleryQueryEncoder.reported_identity``), on every query. A different
         ``max_length`` alone is no conflict here: it cuts long texts, not a query, so documents
         indexed at 256 tokens are searched by the same weights serving 96 (indexing refuses it).
 
@@ -250,19 +251,26 @@ class SearchService:
         """
         model = self.ctx.embedders.peek(vector_name)
         if model is None:
-            return
-        key = (collection, vector_name, id(model))
-        if key in self._comparable:
-            return
+            reported = getattr(self.encoder, "reported_identity", None)
+            current = reported(vector_name) if callable(reported) else None
+            if current is None:
+                return
+            key = None  # a worker's answer: each query may come from another worker
+        else:
+            key = (collection, vector_name, id(model))
+            if key in self._comparable:
+                return
+            current = model.identity
         recorded = self._identities.get(collection, {}).get(vector_name, "")
-        changes = identity_changes(recorded, model.identity, ignore=frozenset({"max_length"}))
+        changes = identity_changes(recorded, current, ignore=frozenset({"max_length"}))
         if changes:
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
                 f"({', '.join(changes)} changed since), so this query's vector is not comparable with "
                 f"the stored ones; index its sources into a new collection, or delete it "
                 f"(facet delete {collection}) and index them again")
-        self._comparable.add(key)
+        if key is not None:
+            self._comparable.add(key)
 
     def _collection_embedder(self, request: SearchRequest) -> str:
         names = self._vector_names(request.collection)

@@ -234,10 +234,44 @@ def test_query_queue_encodes_on_the_worker(stack: Stack, minilm, tmp_path) -> No
         local = minilm.encode(texts, role="query", instruction="Find the intent")
         assert remote.dtype == local.dtype and remote.shape == local.shape
         assert abs(remote - local).max() < 1e-5
+        assert encoder.reported_identity("minilm") == minilm.identity
         with pytest.raises(UnknownModelError, match="no-such-model"):
             encoder.encode(["x"], embedder="no-such-model")
     finally:
         encoder.close()
+
+
+def test_a_search_encoded_on_a_worker_is_checked_against_the_collections_version(
+        stack: Stack, client, minilm, tmp_path) -> None:
+    """The worker reports its model's identity with the vectors; a search encoded there is
+    refused when the collection was written by another version of that embedder."""
+    import json
+
+    from app.errors import ConflictError
+    from app.remote import CeleryQueryEncoder
+    from indexer import metadata as md
+
+    stack.start_worker(queues="query")
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"_id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(
+        ["My card was declined", "How do I top up?", "The exchange rate was wrong"])))
+    client.index(records, "versions")  # in this process, with the session's MiniLM
+    settings = stack.settings()
+    remote = Facet(settings, encoder=CeleryQueryEncoder(settings))  # holds no model: queries go out
+    try:
+        assert remote.search(SearchRequest("card", "versions")).results
+        assert remote.embedder_cache.peek("minilm") is None
+        assert remote.encoder.reported_identity("minilm") == minilm.identity
+        with remote.context.sessions() as session:  # as if an older MiniLM had written it
+            row = md.get_collection(session, "versions").embedders[0]
+            old = json.loads(row.identity)
+            row.identity = json.dumps({**old, "prompts": {**old["prompts"], "instruction_format": "{instruction}: "}})
+            session.commit()
+        remote.searching.forget("versions")
+        with pytest.raises(ConflictError, match=r"different version of 'minilm' \(prompts"):
+            remote.search(SearchRequest("card", "versions"))
+    finally:
+        remote.close()
 
 
 def test_a_job_on_a_deleted_collection_is_dropped(stack: Stack, client, corpus, minilm,
