@@ -29,7 +29,6 @@ from app.evaluation.cache import EmbeddingCache
 from app.evaluation.suites import build_tasks, resolve_task_names
 from app.evaluation.tasks import EvalContext, RetrievalTask, StsTask, Task
 from app.settings import get_settings
-from embedders import Role
 from embedders.registry import load_embedder
 
 logger = logging.getLogger(__name__)
@@ -50,14 +49,9 @@ def sts_scorer(task: StsTask, ctx: EvalContext) -> tuple[int, Scorer]:
 
 def retrieval_scorer(task: RetrievalTask, ctx: EvalContext) -> tuple[int, Scorer]:
     """Mean nDCG@k (x100) over the drawn queries; each query still searches the whole corpus."""
-    data = task.data()
-    q = ctx.encode(data.query_texts, role=Role.QUERY, instruction=task.instruction)
-    docs = ctx.encode(data.doc_texts, role=Role.DOCUMENT, instruction=task.doc_instruction)
-    top = metrics.top_k(q @ docs.T, task.ndcg_k)
-    per_query = np.array([
-        metrics.ndcg_at_k([data.doc_ids[j] for j in row], data.qrels[qid], task.ndcg_k)
-        for qid, row in zip(data.query_ids, top, strict=True)
-    ])
+    rankings = task.rank(ctx, None, task.ndcg_k, task.instruction)  # what task.evaluate ranks
+    qrels = task.data().qrels
+    per_query = np.array([metrics.ndcg_at_k(ranked, qrels[qid], task.ndcg_k) for qid, ranked in rankings.items()])
     return len(per_query), lambda idx: 100 * float(per_query[idx].mean())
 
 

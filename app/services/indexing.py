@@ -182,12 +182,16 @@ _COLLECTION_LOCKS: dict[str, threading.Lock] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def check_same_embedder(coll: md.Collection, embedder: Embedder) -> None:
+def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str) -> None:
     """Refuse to add vectors to ``coll`` from a different version of an embedder that wrote it.
 
     Same name, other vectors: a retrained checkpoint under its registered name, or a served
     option changed (``max_length``). Unchanged documents keep their vectors on a re-index, so
     the collection would mix two models' vectors and rank them against each other.
+
+    Args:
+        identity: ``embedder.identity``, computed once by the caller (a trained checkpoint's
+            digests its weights).
 
     Raises:
         ConflictError: says what changed and how to go on; nothing has been written.
@@ -195,7 +199,7 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder) -> None:
     for row in coll.embedders:
         if row.name != embedder.name:
             continue
-        changes = identity_changes(row.identity, embedder.identity)
+        changes = identity_changes(row.identity, identity)
         if changes:
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors from a different version of "
@@ -531,10 +535,10 @@ class IndexService:
                         f"collection {name!r} was created with {what} {current}; chunking is fixed "
                         "per collection: drop the option, or index into a new collection")
         self._check_store(name, embedder)
-        check_same_embedder(coll, embedder)
+        identity = embedder.identity
+        check_same_embedder(coll, embedder, identity)
         try:
-            md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
-                                          embedder.identity)
+            md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim), identity)
             session.commit()
         except IntegrityError:
             session.rollback()  # added by a racing process: theirs is the same row
