@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -44,6 +45,7 @@ class EmbedderCache:
     def __init__(self, device: str | None = None) -> None:
         self.device = device
         self._models: dict[str, Embedder] = {}
+        self._identities: dict[int, tuple[weakref.ref[Any], str]] = {}
         self._lock = threading.Lock()
 
     def get(self, name: str) -> Embedder:
@@ -79,6 +81,22 @@ class EmbedderCache:
         with self._lock:
             self._models[name] = model
             self._models.setdefault(model.name, model)
+
+    def identity(self, model: Embedder) -> str:
+        """``model.identity``, computed once per model object: a trained checkpoint's digests
+        its weights (tens of milliseconds), and every index job, chunk and worker answer asks."""
+        with self._lock:
+            hit = self._identities.get(id(model))
+            if hit is not None and hit[0]() is model:
+                return hit[1]
+        identity = model.identity
+        try:
+            ref = weakref.ref(model)
+        except TypeError:  # not weak-referenceable: computed each time
+            return identity
+        with self._lock:
+            self._identities[id(model)] = (ref, identity)
+        return identity
 
     def loaded(self) -> list[str]:
         """Canonical names of the models loaded so far."""

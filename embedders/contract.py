@@ -164,14 +164,33 @@ def identity_changes(recorded: str, current: str, ignore: frozenset[str] = froze
     or a served option changed (``max_length``), keeps the name but not the vectors' meaning.
     ``recorded`` empty (nothing was recorded) compares equal to anything, and so does a field only
     one side has: a setting added in a later version defaults to what the earlier one did.
+    A trained method's settings sit under ``config`` in its identity; they are compared one by
+    one, by their own names, and those its config class marks training-only
+    (``TRAINING_ONLY``: a loss temperature, GIRCSE's training K) do not count.
     """
     if not recorded or recorded == current:
         return []
     try:
-        old, new = json.loads(recorded), json.loads(current)
+        old, new = _identity_fields(json.loads(recorded)), _identity_fields(json.loads(current))
     except ValueError:
         return ["identity"]
-    if not isinstance(old, dict) or not isinstance(new, dict):
+    if old is None or new is None:
         return ["identity"]
-    keys = sorted((old.keys() & new.keys()) - COMPARABLE_ACROSS - ignore)
+    skip = COMPARABLE_ACROSS | ignore
+    if old.get("method") == new.get("method") and isinstance(new.get("method"), str):
+        from embedders.registry import training_only_fields  # the methods register themselves there
+
+        skip = skip | training_only_fields(new["method"])
+    keys = sorted((old.keys() & new.keys()) - skip)
     return [k for k in keys if old.get(k) != new.get(k)]
+
+
+def _identity_fields(identity: Any) -> dict[str, Any] | None:
+    """An identity's fields with a trained method's ``config`` spread among them (None if it is
+    not a JSON object)."""
+    if not isinstance(identity, dict):
+        return None
+    config = identity.get("config")
+    if not isinstance(config, dict):
+        return identity
+    return {**{k: v for k, v in identity.items() if k != "config"}, **config}

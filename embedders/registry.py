@@ -101,6 +101,14 @@ def trainable_methods() -> dict[str, TrainableMethod]:
     return dict(sorted(_TRAINABLE.items()))
 
 
+def training_only_fields(method: str) -> frozenset[str]:
+    """The config fields of trainable ``method`` that shape training only (its config class's
+    ``TRAINING_ONLY``); empty for a method that is not trainable or not known here."""
+    registered = trainable_methods().get(method)
+    config_class = getattr(getattr(registered, "model_class", None), "config_class", None)
+    return frozenset(getattr(config_class, "TRAINING_ONLY", frozenset()))
+
+
 # -- shipped checkpoints ------------------------------------------------------------------
 
 _checkpoint_dir: Path | None = None

@@ -97,10 +97,6 @@ def _error(e: FacetError) -> dict[str, Any]:
     return {"error": {"type": type(e).__name__, "message": str(e)}}
 
 
-# id(model) -> its identity: a trained checkpoint's digests its weights (tens of ms), once per model.
-_IDENTITIES: dict[int, str] = {}
-
-
 @celery_app.task(name=ENCODE_TASK, ignore_result=False, acks_late=False)
 def encode(texts: list[str], embedder: str, role: str, instruction: str | None) -> dict[str, Any]:
     """Encode texts with this worker's model (the ``QueryEncoder`` seam). The result names the
@@ -114,10 +110,7 @@ def encode(texts: list[str], embedder: str, role: str, instruction: str | None) 
     result = encode_result(vectors)
     model = facet.embedder_cache.peek(embedder)
     if model is not None:
-        identity = _IDENTITIES.get(id(model))
-        if identity is None:
-            identity = _IDENTITIES[id(model)] = model.identity
-        result["identity"] = identity
+        result["identity"] = facet.embedder_cache.identity(model)
     return result
 
 

@@ -49,7 +49,7 @@ from sqlalchemy.orm import Session
 from app.errors import FacetError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
-from app.services.indexing import IndexOptions, IndexReport, IndexService, PreparedJob
+from app.services.indexing import IndexOptions, IndexReport, IndexService, PreparedJob, check_same_embedder
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
@@ -213,6 +213,9 @@ class ChunkedIndexService:
               prepared: PreparedJob, embedder: Any, chunk_docs: int) -> list[int]:
         t0 = time.perf_counter()
         source = Path(prepared.source)
+        # This worker's model may not be the one the job was queued against (retrained since,
+        # or another checkpoint on this machine): refuse before planning anything.
+        check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
         try:
             files = discover(source)
         except (SourceNotFoundError, UnsupportedSourceError) as e:
@@ -421,6 +424,9 @@ class ChunkedIndexService:
     def _write_chunk(self, session: Session, coll: md.Collection, job: md.IndexJob,
                      chunk: md.JobChunk, docs: list[tuple[Any, ...]]) -> int:
         embedder = self.ctx.embedders.get(job.embedder)
+        # Each chunk may run on another worker, with its own copy of the checkpoint: a copy that
+        # differs from the one the collection was indexed with fails this chunk, writing nothing.
+        check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
         tokenize = self.index._tokenizer_for(coll, embedder)
         chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
         t0 = time.perf_counter()

@@ -389,6 +389,9 @@ class IndexService:
             try:
                 interrupt.__enter__()
                 heartbeat.__enter__()
+                # Checked again here, not only when the job was queued: the model may have been
+                # loaded since (a background or worker run) from a checkpoint retrained meanwhile.
+                check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
                 try:
                     files, skipped = discover_files(source)
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
@@ -535,7 +538,7 @@ class IndexService:
                         f"collection {name!r} was created with {what} {current}; chunking is fixed "
                         "per collection: drop the option, or index into a new collection")
         self._check_store(name, embedder)
-        identity = embedder.identity
+        identity = self.ctx.embedders.identity(embedder)
         check_same_embedder(coll, embedder, identity)
         try:
             md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim), identity)

@@ -74,7 +74,14 @@ ANSWER_LEADS = {"prompteol": "", "alpaca": " ", "instruction-last": ""}
 
 @dataclass
 class MethodConfig:
-    """Fields every trainable method has; subclasses add their own."""
+    """Fields every trainable method has; subclasses add their own.
+
+    ``TRAINING_ONLY`` names the fields that shape training and never the vectors given weights
+    (a loss temperature or weight): a collection indexed by a checkpoint stays comparable with
+    the same weights under another value of them (``embedders.contract.identity_changes``).
+    """
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset()
 
     backbone: str = DEFAULT_DECODER
     max_length: int = 256

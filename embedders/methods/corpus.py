@@ -44,6 +44,7 @@ class CorpusConfig(TemplatedConfig):
 
     TEMPLATES: ClassVar[dict[str, PromptConfig]] = TEMPLATES
     LEGACY_TEMPLATE: ClassVar[str] = "eos"
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({"temperature"})
 
     temperature: float = 0.05
 

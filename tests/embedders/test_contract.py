@@ -212,3 +212,34 @@ def test_identity_changes_name_what_makes_vectors_incomparable():
     assert identity_changes("", retrained) == []  # nothing recorded
     assert identity_changes("not json", retrained) == ["identity"]
     assert identity_changes(old, retrained, ignore=frozenset({"max_length"})) == ["weights"]
+
+
+def test_a_trained_methods_settings_are_compared_one_by_one_and_training_only_ones_do_not_count():
+    """A trained checkpoint's identity nests its settings under ``config``: a changed budget is
+    named (and ignorable at search), GIRCSE's KV cache and loss settings are not changes."""
+    import dataclasses
+
+    from embedders.contract import identity_changes
+    from embedders.registry import trainable_methods, training_only_fields
+
+    config = {"max_length": 96, "soft_tokens": 5, "train_soft_tokens": 5, "temperature": 0.02,
+              "step_weighting": "linear", "refinement_weight": 5.0, "use_cache": True,
+              "prompts": {"query": "{text}"}}
+    shipped = json.dumps({"method": "gircse", "name": "gircse", "config": config, "weights": "aaaa"})
+
+    def variant(weights: str = "aaaa", **changes: object) -> str:
+        return json.dumps({"method": "gircse", "name": "gircse", "config": {**config, **changes},
+                           "weights": weights})
+
+    assert identity_changes(shipped, variant(max_length=256)) == ["max_length"]
+    assert identity_changes(shipped, variant(max_length=256), ignore=frozenset({"max_length"})) == []
+    assert identity_changes(shipped, variant(use_cache=False, step_weighting="uniform", temperature=0.05,
+                                             refinement_weight=1.0, train_soft_tokens=3)) == []
+    assert identity_changes(shipped, variant("bbbb", soft_tokens=8, prompts={"query": "Q: {text}"})) == [
+        "prompts", "soft_tokens", "weights"]
+    # Every method's training-only names are fields of its config (a misspelt name would match
+    # nothing, and the field it meant would still count as a change).
+    for name, method in trainable_methods().items():
+        known = {f.name for f in dataclasses.fields(method.model_class.config_class)}
+        assert training_only_fields(name) <= known, name
+    assert "temperature" in training_only_fields("causal-eos") and not training_only_fields("inbedder")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from embedders.losses import STEP_WEIGHTINGS
 from embedders.methods.corpus import CorpusConfig
@@ -22,6 +23,9 @@ class GircseConfig(CorpusConfig):
             ``linear`` (L_k weighted by k; see ``embedders.losses.step_weights``).
         use_cache: generate with the KV cache (one prefill + K cached steps).
     """
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = CorpusConfig.TRAINING_ONLY | {
+        "train_soft_tokens", "refinement_weight", "step_weighting"}
 
     train_soft_tokens: int = 5
     soft_tokens: int = 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from embedders.methods.common import InstructedConfig
 
@@ -37,6 +38,10 @@ class InstEmbConfig(InstructedConfig):
         answer_max_tokens: gold-answer tokens the teacher reads.
         default_instruction: used when ``encode`` gets no instruction.
     """
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({
+        "distill", "distill_weight", "contrastive_weight", "contrastive_on", "temperature",
+        "answer_max_tokens"})
 
     look_ahead: int = 4
     pooling: str = "daap"

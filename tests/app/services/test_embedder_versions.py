@@ -85,3 +85,63 @@ def test_a_changed_embedder_cannot_add_to_or_search_a_collection_it_did_not_writ
         assert SearchService(again).search(SearchRequest("lost card", "support")).results[0].doc_id == "r9"
     finally:
         again.close()
+
+
+def test_a_job_queued_before_the_model_changed_is_refused_when_it_runs(tmp_path, records, minilm):
+    """The check is made again where the job runs (a background thread, another process, a
+    worker that loads the model later), not only when it was queued: here the job is prepared
+    against MiniLM and run by a context that serves it at another budget."""
+    first = context(tmp_path, minilm)
+    try:
+        IndexService(first).index(records, "support")
+        more = tmp_path / "more.jsonl"
+        more.write_text(json.dumps({"_id": "r9", "text": "Please block my lost card"}) + "\n")
+        queued = IndexService(first).prepare(more, "support", runner="process")
+    finally:
+        first.close()
+
+    later = context(tmp_path, EncoderMeanEmbedder(name="minilm", max_length=32, backbone=minilm.backbone))
+    try:
+        with pytest.raises(ConflictError, match=r"different version of .*max_length"):
+            IndexService(later).run(queued)
+        with later.sessions() as session:
+            job = md.get_job(session, queued.job_id)
+            assert job is not None and job.state == "failed" and "max_length" in (job.message or "")
+            assert md.count_documents(session, job.collection_id) == 3  # r9 was not written
+        assert later.store.count(queued.collection) == 3
+    finally:
+        later.close()
+
+
+def test_a_worker_with_another_copy_of_the_checkpoint_fails_its_chunks_writing_nothing(
+        tmp_path, records, minilm):
+    """Celery's path: the planner and each chunk check the model of the worker that runs them."""
+    from app.services.distributed import ChunkedIndexService
+
+    first = context(tmp_path, minilm)
+    try:
+        queued = IndexService(first).prepare(records, "support", runner="celery")
+        service = ChunkedIndexService(first)
+        numbers = service.plan(queued, chunk_docs=2)
+        assert numbers == [0, 1]
+        assert service.run_chunk(queued.job_id, 0).outcome == "done"
+        again = IndexService(first).prepare(records, "support", runner="celery")  # queued behind it
+    finally:
+        first.close()
+
+    other = context(tmp_path, EncoderMeanEmbedder(name="minilm", max_length=32, backbone=minilm.backbone))
+    try:
+        outcome = ChunkedIndexService(other).run_chunk(queued.job_id, 1)
+        assert outcome.outcome == "failed" and "different version of that embedder" in (outcome.message or "")
+        assert outcome.finished_job
+        with other.sessions() as session:
+            job = md.get_job(session, queued.job_id)
+            assert job is not None and job.docs_indexed == 2 and job.docs_failed == 1
+        assert other.store.count("support") == 2  # only the first worker's chunk
+        # A planner on such a worker refuses the next job before planning it.
+        with pytest.raises(ConflictError, match=r"max_length"):
+            ChunkedIndexService(other).plan(again)
+        with other.sessions() as session:
+            assert md.get_job(session, again.job_id).state == "failed"
+    finally:
+        other.close()
