@@ -322,6 +322,13 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                 postfix = {"loss": f"{metrics.get('loss', float(loss.detach())):.3f}", "task": record["task"]}
                 if best:
                     postfix["dev"] = f"{best['score']:.2f}@{best['step']}"
+                if config.time_budget_s is not None:
+                    # The time budget, not --steps, usually ends such a run: show the steps it
+                    # will allow at the pace so far, so the bar's end and ETA are the real ones.
+                    elapsed = _clock() - start
+                    left = max(0.0, config.time_budget_s - elapsed)
+                    postfix["left"] = f"{left / 60:.0f}min"
+                    bar.total = min(last, done_at + int(left * done_at / max(elapsed, 1e-9)) + 1)
                 bar.set_postfix(postfix)
             if (step + 1) % config.log_every == 0:
                 window.close()
@@ -336,6 +343,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
             if config.time_budget_s is not None and _clock() - start > config.time_budget_s:
                 logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
                 stopped = "time budget"
+                if bar is not None:
+                    bar.total = done_at
+                    bar.refresh()
                 break
         if stopped == "running":
             stopped = "completed"

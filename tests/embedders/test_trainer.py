@@ -149,6 +149,17 @@ def test_decay_over_time_reaches_the_floor_when_the_budget_runs_out(monkeypatch:
     assert by_steps["history"][-1]["lr"] > 0.098
 
 
+def test_a_time_budgeted_runs_progress_bar_ends_where_the_budget_does(monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``--steps 100000 --time-budget-min 80`` must not show 100,000 steps and a 300-hour ETA."""
+    clock = _fake_clock(monkeypatch)
+    config = TrainConfig(steps=100_000, lr=0.1, warmup=2, time_budget_s=20.0, decay_over="time")
+    log = train(_OneSecondSteps(clock), _Sampler(), config, progress=True)
+    assert log["steps_done"] == 21
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "100000" not in last and "21/21" in last and "left=0min" in last
+
+
 def test_decay_over_time_needs_a_budget() -> None:
     with pytest.raises(ValueError, match="time budget"):
         TrainConfig(steps=10, decay_over="time")
