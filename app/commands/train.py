@@ -70,6 +70,10 @@ def register(cli: typer.Typer) -> None:
         dev_size: Annotated[int | None, typer.Option(
             help="dev subsample size (STS pairs, SciFact queries and documents, CLINC texts); default 400 "
                  "(all 162 SciFact dev queries)")] = None,
+        dev_corpus: Annotated[str, typer.Option(
+            help="corpus methods: rank the SciFact dev queries over a 'sample' (400 abstracts cut to 64 "
+                 "words; cheap) or the 'whole' corpus of whole abstracts (what users search; ~20 min per "
+                 "evaluation on one CPU thread, seconds on a GPU)")] = "sample",
         dev_samples: Annotated[int, typer.Option(
             help="instruction methods: average the dev score over this many seeded CLINC val samples "
                  "(one sample's score has an sd of 1-2 points; each sample costs one more evaluation)")] = 1,
@@ -110,6 +114,11 @@ def register(cli: typer.Typer) -> None:
             raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
         if dev_samples < 1:
             raise InvalidRequestError(f"--dev-samples must be at least 1, got {dev_samples}")
+        if dev_corpus not in ("sample", "whole"):
+            raise InvalidRequestError(f"--dev-corpus must be 'sample' or 'whole', got {dev_corpus!r}")
+        if dev_corpus == "whole" and spec.dev_suite != "corpus":
+            raise InvalidRequestError(f"--dev-corpus is for the corpus dev suite; {spec.name}'s dev suite is "
+                                      f"{spec.dev_suite!r}")
         if dev_samples > 1 and spec.dev_suite != "instruction":
             raise InvalidRequestError(f"--dev-samples is for the instruction dev suite; {spec.name}'s dev "
                                       f"suite is {spec.dev_suite!r} (fixed STS-B and SciFact dev sets)")
@@ -157,8 +166,11 @@ def register(cli: typer.Typer) -> None:
         if dev:
             from app.evaluation.dev import DevEvaluator, DevSizes
 
-            sizes = DevSizes(clinc_samples=dev_samples, **({} if dev_size is None else dict(
-                sts_pairs=dev_size, scifact_queries=dev_size, scifact_docs=dev_size, clinc_texts=dev_size)))
+            given: dict[str, Any] = {"clinc_samples": dev_samples}
+            if dev_size is not None:
+                given.update(sts_pairs=dev_size, scifact_queries=dev_size, scifact_docs=dev_size,
+                             clinc_texts=dev_size)
+            sizes = DevSizes.whole_corpus(**given) if dev_corpus == "whole" else DevSizes(**given)
             evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
         from app.cli import command_line
 

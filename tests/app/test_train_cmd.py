@@ -128,3 +128,11 @@ def test_the_seed_fixes_the_fresh_weights(tmp_path, shared_data, tiny):
     for file in ("adapter.safetensors", "heads.safetensors"):
         a, b = (load_file(str(o / file)) for o in outs)
         assert all((a[k].float() - b[k].float()).abs().max() == 0 for k in a), file
+
+
+def test_dev_corpus_is_checked_before_any_model_loads(tmp_path):
+    code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--dev-corpus", "whole")
+    assert code == 2 and "--dev-corpus is for the corpus dev suite" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--dev-corpus", "all")
+    assert code == 2 and "--dev-corpus must be 'sample' or 'whole'" in output
+    assert not (tmp_path / "x").exists()

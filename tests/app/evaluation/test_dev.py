@@ -58,3 +58,14 @@ def test_a_small_dev_size_samples_the_scifact_queries_too(shared_data):
     assert len(data.query_ids) == 12 and set(data.query_ids) <= scifact_dev_query_ids(shared_data)
     judged = {doc for q in data.query_ids for doc in data.qrels[q]}
     assert judged <= set(data.doc_ids)  # the kept queries' documents stay in the corpus
+
+
+def test_the_whole_corpus_dev_ranks_over_every_abstract_uncut(shared_data):
+    """``--dev-corpus whole``: the SciFact dev queries search the corpus users search."""
+    _, sample = build_dev_tasks(shared_data, "corpus", DevSizes(sts_pairs=20, scifact_queries=12))
+    _, whole = build_dev_tasks(shared_data, "corpus", DevSizes.whole_corpus(sts_pairs=20, scifact_queries=12))
+    assert (sample.name, whole.name) == ("scifact-dev", "scifact-dev-corpus")
+    small, full = sample.data(), whole.data()
+    assert len(small.doc_ids) == 400 and len(full.doc_ids) == 5183
+    assert full.query_ids == small.query_ids  # the same dev queries, only the pool differs
+    assert max(len(t.split()) for t in small.doc_texts) <= 64 < max(len(t.split()) for t in full.doc_texts)
