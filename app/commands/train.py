@@ -73,7 +73,7 @@ def register(cli: typer.Typer) -> None:
         dev_corpus: Annotated[str, typer.Option(
             help="corpus methods: rank the SciFact dev queries over a 'sample' (400 abstracts cut to 64 "
                  "words; cheap) or the 'whole' corpus of whole abstracts (what users search; ~20 min per "
-                 "evaluation on one CPU thread, seconds on a GPU)")] = "sample",
+                 "evaluation on one CPU thread; far less on a GPU, not yet measured)")] = "sample",
         dev_samples: Annotated[int, typer.Option(
             help="instruction methods: average the dev score over this many seeded CLINC val samples "
                  "(one sample's score has an sd of 1-2 points; each sample costs one more evaluation)")] = 1,
