@@ -22,7 +22,8 @@ unxz() {  # xz stream on stdin -> tar stream on stdout (python's lzma: the image
 
 stage() {
   mkdir -p "$WORK/parts"
-  cp .gpu/part-* .gpu/SHA256SUMS "$WORK/parts/"
+  # a call may carry no part (every part staged by earlier calls, the room kept for a carried run)
+  for f in .gpu/part-* .gpu/SHA256SUMS; do if [ -f "$f" ]; then cp "$f" "$WORK/parts/"; fi; done
   echo "staged: $(ls "$WORK/parts" | tr '\n' ' ')"
   # A part-00 left in the tree by the first call is still here in later ones: once the wheels are
   # installed the check is not run again (it cost a second call 21 s of device time on 2026-11-26).

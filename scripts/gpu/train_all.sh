@@ -21,7 +21,10 @@
 #
 # Env: TRAIN_MIN (default 5.5), EVAL_EVERY_MIN (1.5), DEADLINE (default now + TRAIN_MIN + 3 min),
 # METHODS (run names, default all five; gircse-linear is GIRCSE with the stepwise losses weighted by k,
-# which the committed GIRCSE now carries in its config, so plain `gircse` continues it the same way),
+# which the committed GIRCSE now carries in its config, so plain `gircse` continues it the same way;
+# NAME=PATH starts run NAME from PATH, relative to the repository, instead of the committed checkpoint,
+# e.g. gircse-c2=runs/gircse-c2 for a not-shipped candidate carried to the device; any gircse-* name is
+# a GIRCSE run with GIRCSE's recipe),
 # INIT_ROOT (where each run's start is, default the committed checkpoints/: RUN there, else METHOD),
 # LR_SCALE (default 1: multiplies each recipe's learning rate, e.g. 0.5 for a second call that
 # continues the first call's bests), SEED (11), DEV_CORPUS (sample: the corpus runs' SciFact dev over
@@ -54,7 +57,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 lr() { "$PY" -c "print('%g' % ($1 * $LR_SCALE))"; }
 
-method_of() { case $1 in gircse-linear) echo gircse ;; *) echo "$1" ;; esac; }
+method_of() { case $1 in gircse-*) echo gircse ;; *) echo "$1" ;; esac; }
 
 args_for() {  # the recipe of each run's continuation (its method's config rides in the checkpoint)
   case $1 in
@@ -64,22 +67,30 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
 --head-lr-mult 10 --dev-corpus $DEV_CORPUS" ;;
     gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) --dev-corpus $DEV_CORPUS" ;;
     gircse-linear) echo "$(args_for gircse) --set step_weighting=linear" ;;
+    gircse-*) args_for gircse ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
     inbedder) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 4" ;;
     *) echo "unknown run $1" >&2; return 1 ;;
   esac
 }
 
-init_for() {  # the run's own start if INIT_ROOT has one (a second call), else its method's checkpoint
-  if [ -d "$INIT_ROOT/$1" ]; then echo "$INIT_ROOT/$1"; else echo "$INIT_ROOT/$(method_of "$1")"; fi
+init_for() {  # the run's own start if INIT_ROOT has one (a second call), else the PATH its METHODS
+              # entry gave ($2), else its method's checkpoint
+  if [ -d "$INIT_ROOT/$1" ]; then echo "$INIT_ROOT/$1"
+  elif [ -n "${2:-}" ]; then case $2 in /*) echo "$2" ;; *) echo "$REPO/$2" ;; esac
+  else echo "$INIT_ROOT/$(method_of "$1")"; fi
 }
 
 declare -A PIDS
-for name in $METHODS; do
+for spec in $METHODS; do
+  name=${spec%%=*}; from=""
+  [ "$spec" != "$name" ] && from=${spec#*=}
   extra=$(args_for "$name") || exit 2
-  echo "=== $name: train from $(date -u +%T), from $(init_for "$name"): $extra"
+  init=$(init_for "$name" "$from")
+  [ -d "$init" ] || { echo "no checkpoint at $init for run $name" >&2; exit 2; }
+  echo "=== $name: train from $(date -u +%T), from $init: $extra"
   # shellcheck disable=SC2086
-  "$PY" -m app train "$(method_of "$name")" --out "checkpoints/$name" --init-from "$(init_for "$name")" --max-length 96 \
+  "$PY" -m app train "$(method_of "$name")" --out "checkpoints/$name" --init-from "$init" --max-length 96 \
       --seed "$SEED" $LIMIT $SIZES $extra > "logs/$name.log" 2>&1 &
   PIDS[$name]=$!
 done
