@@ -81,13 +81,17 @@ init_for() {  # the run's own start if INIT_ROOT has one (a second call), else t
   else echo "$INIT_ROOT/$(method_of "$1")"; fi
 }
 
-declare -A PIDS
-for spec in $METHODS; do
+declare -A PIDS INIT
+for spec in $METHODS; do  # every entry checked before any run starts
   name=${spec%%=*}; from=""
   [ "$spec" != "$name" ] && from=${spec#*=}
-  extra=$(args_for "$name") || exit 2
-  init=$(init_for "$name" "$from")
-  [ -d "$init" ] || { echo "no checkpoint at $init for run $name" >&2; exit 2; }
+  args_for "$name" > /dev/null || exit 2
+  INIT[$name]=$(init_for "$name" "$from")
+  [ -d "${INIT[$name]}" ] || { echo "no checkpoint at ${INIT[$name]} for run $name" >&2; exit 2; }
+done
+for spec in $METHODS; do
+  name=${spec%%=*}; init=${INIT[$name]}
+  extra=$(args_for "$name")
   echo "=== $name: train from $(date -u +%T), from $init: $extra"
   # shellcheck disable=SC2086
   "$PY" -m app train "$(method_of "$name")" --out "checkpoints/$name" --init-from "$init" --max-length 96 \

@@ -51,3 +51,47 @@ def test_train_all_trains_every_registered_method_with_real_options():
     used = {flag for line in lines for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", line)}
     assert {"--decay-over", "--eval-every-min", "--init-from", "--batch-size"} <= used
     assert not used - known, sorted(used - known)
+
+
+def _train_all_commands(tmp_path, methods: str, **env: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+    """Run train_all.sh with a stand-in for python that records each `-m app train` command
+    (arithmetic through `-c` still goes to the real interpreter); returns each run's command."""
+    import os
+    import sys
+
+    stub = tmp_path / "py"
+    stub.write_text(f'#!/bin/sh\nif [ "$1" = -c ]; then exec {sys.executable} "$@"; fi\necho "$@"\n')
+    stub.chmod(0o755)
+    out = tmp_path / "out"
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu" / "train_all.sh"), str(out)],
+        env={**os.environ, "PYTHON": str(stub), "SMOKE": "1", "METHODS": methods, **env},
+        capture_output=True, text=True, timeout=120,
+    )
+    logs = out / "logs"
+    commands = {p.stem: p.read_text() for p in logs.glob("*.log")} if logs.is_dir() else {}
+    return result, commands
+
+
+def test_a_methods_entry_with_a_path_starts_that_run_from_the_path(tmp_path):
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    result, commands = _train_all_commands(tmp_path, f"causal-eos gircse-c2={candidate}")
+    assert result.returncode == 0, result.stderr
+    assert f"--init-from {ROOT / 'checkpoints' / 'causal-eos'} " in commands["causal-eos"]
+    # a gircse-* run is GIRCSE with GIRCSE's recipe, from the path it was given
+    assert commands["gircse-c2"].startswith("-m app train gircse --out checkpoints/gircse-c2 ")
+    assert f"--init-from {candidate} " in commands["gircse-c2"]
+    # a second call (INIT_ROOT holds the first call's runs) continues the run's own best instead
+    first = tmp_path / "first"
+    (first / "gircse-c2").mkdir(parents=True)
+    result, commands = _train_all_commands(tmp_path, f"gircse-c2={candidate}", INIT_ROOT=str(first))
+    assert result.returncode == 0, result.stderr
+    assert f"--init-from {first / 'gircse-c2'} " in commands["gircse-c2"]
+
+
+def test_a_methods_entry_whose_path_is_missing_stops_before_any_run(tmp_path):
+    result, commands = _train_all_commands(tmp_path, f"causal-eos gircse-x={tmp_path / 'nowhere'}")
+    assert result.returncode == 2
+    assert "no checkpoint at" in result.stderr
+    assert not commands  # every entry is checked before the first run starts
