@@ -81,17 +81,18 @@ init_for() {  # the run's own start if INIT_ROOT has one (a second call), else t
   else echo "$INIT_ROOT/$(method_of "$1")"; fi
 }
 
-declare -A PIDS INIT
-for spec in $METHODS; do  # every entry checked before any run starts
+declare -A PIDS INIT EXTRA
+NAMES=()
+for spec in $METHODS; do  # every entry's recipe and start resolved before any run starts
   name=${spec%%=*}; from=""
   [ "$spec" != "$name" ] && from=${spec#*=}
-  args_for "$name" > /dev/null || exit 2
+  EXTRA[$name]=$(args_for "$name") || exit 2
   INIT[$name]=$(init_for "$name" "$from")
   [ -d "${INIT[$name]}" ] || { echo "no checkpoint at ${INIT[$name]} for run $name" >&2; exit 2; }
+  NAMES+=("$name")
 done
-for spec in $METHODS; do
-  name=${spec%%=*}; init=${INIT[$name]}
-  extra=$(args_for "$name")
+for name in "${NAMES[@]}"; do
+  init=${INIT[$name]}; extra=${EXTRA[$name]}
   echo "=== $name: train from $(date -u +%T), from $init: $extra"
   # shellcheck disable=SC2086
   "$PY" -m app train "$(method_of "$name")" --out "checkpoints/$name" --init-from "$init" --max-length 96 \
