@@ -24,7 +24,8 @@
 # which the committed GIRCSE now carries in its config, so plain `gircse` continues it the same way;
 # NAME=PATH starts run NAME from PATH, relative to the repository, instead of the committed checkpoint,
 # e.g. gircse-c2=runs/gircse-c2 for a not-shipped candidate carried to the device; any gircse-* name is
-# a GIRCSE run with GIRCSE's recipe),
+# a GIRCSE run with GIRCSE's recipe; gircse-lr2 is that recipe at twice the learning rate, for a lease
+# that gives GIRCSE the whole GPU: two GIRCSE runs instead of one beside the other methods),
 # INIT_ROOT (where each run's start is, default the committed checkpoints/: RUN there, else METHOD),
 # LR_SCALE (default 1: multiplies each recipe's learning rate, e.g. 0.5 for a second call that
 # continues the first call's bests), SEED (11), DEV_CORPUS (sample: the corpus runs' SciFact dev over
@@ -67,6 +68,7 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
 --head-lr-mult 10 --dev-corpus $DEV_CORPUS" ;;
     gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) --dev-corpus $DEV_CORPUS" ;;
     gircse-linear) echo "$(args_for gircse) --set step_weighting=linear" ;;
+    gircse-lr2) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 2e-4) --dev-corpus $DEV_CORPUS" ;;
     gircse-*) args_for gircse ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
     inbedder) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 4" ;;

@@ -95,3 +95,15 @@ def test_a_methods_entry_whose_path_is_missing_stops_before_any_run(tmp_path):
     assert result.returncode == 2
     assert "no checkpoint at" in result.stderr
     assert not commands  # every entry is checked before the first run starts
+
+
+def test_gircse_lr2_is_gircses_recipe_at_twice_the_learning_rate(tmp_path):
+    result, commands = _train_all_commands(tmp_path, "gircse gircse-lr2", LR_SCALE="0.5")
+    assert result.returncode == 0, result.stderr
+    plain, doubled = commands["gircse"], commands["gircse-lr2"]
+    assert doubled.startswith("-m app train gircse --out checkpoints/gircse-lr2 ")
+    assert f"--init-from {ROOT / 'checkpoints' / 'gircse'} " in doubled  # the committed GIRCSE
+    assert " --lr 5e-05 " in plain + " " and " --lr 0.0001 " in doubled + " "
+    # otherwise the same recipe
+    strip = lambda c: re.sub(r"--lr \S+|--out \S+", "", c)  # noqa: E731
+    assert strip(plain) == strip(doubled)
