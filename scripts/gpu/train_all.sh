@@ -17,7 +17,9 @@
 # (epoch seconds; `facet train` then keeps its best checkpoint and writes its log).
 # What two leases showed: the corpus runs gain on every lease; the instruction methods' GPU
 # continuations fell on dev both times (InstEmb at 3e-4, InBedder at 3e-4 and at 1e-4 on four val
-# samples), so METHODS="causal-eos causal2vec gircse" is the better use of the next one.
+# samples), so METHODS="causal-eos causal2vec gircse" is the better use of the next one. The fourth lease
+# gave GIRCSE the GPU alone (METHODS="gircse gircse-lr2"): 104 steps of 64 each in 7.3 minutes, 208 in all
+# against 141 beside three other runs, so its step is compute-bound at batch 64, not launch-bound.
 #
 # Env: TRAIN_MIN (default 5.5), EVAL_EVERY_MIN (1.5), DEADLINE (default now + TRAIN_MIN + 3 min),
 # METHODS (run names, default all five; gircse-linear is GIRCSE with the stepwise losses weighted by k,
