@@ -18,8 +18,9 @@
 # What two leases showed: the corpus runs gain on every lease; the instruction methods' GPU
 # continuations fell on dev both times (InstEmb at 3e-4, InBedder at 3e-4 and at 1e-4 on four val
 # samples), so METHODS="causal-eos causal2vec gircse" is the better use of the next one. The fourth lease
-# gave GIRCSE the GPU alone (METHODS="gircse gircse-lr2"): 104 steps of 64 each in 7.3 minutes, 208 in all
-# against 141 beside three other runs, so its step is compute-bound at batch 64, not launch-bound.
+# gave the GPU to GIRCSE alone (METHODS="gircse gircse-lr2"), and it did not buy speed: 104 steps of 64
+# per run in 7.3 minutes (3.5 s/step) against 141-143 (2.65) for each of two GIRCSE runs beside two
+# corpus runs on the third lease's H200; why is not known.
 #
 # Env: TRAIN_MIN (default 5.5), EVAL_EVERY_MIN (1.5), DEADLINE (default now + TRAIN_MIN + 3 min),
 # METHODS (run names, default all five; gircse-linear is GIRCSE with the stepwise losses weighted by k,
@@ -70,7 +71,7 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
 --head-lr-mult 10 --dev-corpus $DEV_CORPUS" ;;
     gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) --dev-corpus $DEV_CORPUS" ;;
     gircse-linear) echo "$(args_for gircse) --set step_weighting=linear" ;;
-    gircse-lr2) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 2e-4) --dev-corpus $DEV_CORPUS" ;;
+    gircse-lr2) LR_SCALE=$("$PY" -c "print(2 * $LR_SCALE)") args_for gircse ;;  # the same recipe, lr x2
     gircse-*) args_for gircse ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
     inbedder) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 4" ;;
