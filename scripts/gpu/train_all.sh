@@ -71,7 +71,7 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
 --head-lr-mult 10 --dev-corpus $DEV_CORPUS" ;;
     gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) --dev-corpus $DEV_CORPUS" ;;
     gircse-linear) echo "$(args_for gircse) --set step_weighting=linear" ;;
-    gircse-lr2) LR_SCALE=$("$PY" -c "print(2 * $LR_SCALE)") args_for gircse ;;  # the same recipe, lr x2
+    gircse-lr2) LR_SCALE=$(lr 2) args_for gircse ;;  # the same recipe, lr x2 (lr 2 prints 2 x LR_SCALE)
     gircse-*) args_for gircse ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
     inbedder) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 4" ;;
