@@ -1,0 +1,54 @@
+"""``facet soup CKPT CKPT... --out DIR``: average checkpoints of one method in weight space.
+
+The averaging lives in ``embedders.training.soup``; this edge resolves names, parses the
+weights and prints what was written. Score the soup on dev like any checkpoint before keeping it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from app.errors import InvalidRequestError
+
+
+def register(cli: typer.Typer) -> None:
+    from app.cli import handle_errors
+
+    @cli.command("soup")
+    @handle_errors
+    def soup_cmd(
+        checkpoints: Annotated[list[str], typer.Argument(
+            help="two or more checkpoints of one method (directories or registered names)")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="directory to write the averaged checkpoint to")],
+        weights: Annotated[str, typer.Option(
+            help="comma-separated weight per checkpoint, normalised to sum 1 (default: uniform)")] = "",
+        rank: Annotated[int | None, typer.Option(
+            help="LoRA rank of the soup (default: the first checkpoint's; the sum of the ranks is exact)")]
+            = None,
+        force: Annotated[bool, typer.Option("--force", help="overwrite a checkpoint already at --out")] = False,
+    ) -> None:
+        """Average checkpoints of one method (a "model soup"): no training, one model to serve."""
+        from app.commands.train import _resolve_checkpoint
+        from embedders.base import CONFIG_FILE
+        from embedders.training.soup import make_soup
+
+        paths = [_resolve_checkpoint(name, "soup")[0] for name in checkpoints]
+        parsed: list[float] | None = None
+        if weights.strip():
+            try:
+                parsed = [float(w) for w in weights.split(",")]
+            except ValueError as e:
+                raise InvalidRequestError(f"--weights {weights!r}: expected comma-separated numbers") from e
+        if (out / CONFIG_FILE).exists() and not force:
+            raise InvalidRequestError(f"--out {out} already holds a checkpoint; pass --force to overwrite it")
+        try:
+            report = make_soup(paths, out, weights=parsed, rank=rank)
+        except ValueError as e:
+            raise InvalidRequestError(str(e)) from e
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+        typer.echo(f"wrote {out} ({report.method}, rank {report.rank}, {report.energy_kept:.4%} of the exact "
+                   "average's energy kept in the worst module); score it on dev before keeping it", err=True)

@@ -1,0 +1,241 @@
+"""Weight-space averaging ("model soups") of checkpoints of one trainable method.
+
+Checkpoints fine-tuned from a shared start (continuations of one line, or side-by-side runs
+from the same weights) can be averaged in weight space into one model that often generalises
+better than any of them (Wortsman et al., 2022, "Model soups"); it costs no training and serves
+at the price of one model. Selection stays on dev: a soup is an ordinary checkpoint to score.
+
+A LoRA checkpoint stores each adapted weight's update as ``scale * B @ A``, so the average of
+the updates, ``sum_i w_i * scale_i * B_i @ A_i``, has rank up to the sum of the ranks. It is
+computed exactly in factored form (the ingredients' factors stacked side by side), then
+brought back to ``rank`` with a truncated SVD (thin QR of each stacked factor, SVD of the small
+core), so the soup stores as much as one ingredient. ``SoupReport.energy_kept`` says how much
+of the exact average survives the truncation (1.0 = nothing lost; ``rank=None`` keeps the sum
+of the ranks, exact). A method's extra modules (heads.safetensors, e.g. Causal2Vec's
+projector) are full weights and are averaged directly.
+
+Only inference-relevant settings must agree: the configs may differ in LoRA rank, alpha and
+dropout, and in the fields the method's config declares ``TRAINING_ONLY``; anything else
+(backbone, template, pooling, token budget...) would make the average mean nothing and is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from embedders.base import CONFIG_FILE
+from embedders.errors import CheckpointError
+from embedders.methods.common import ADAPTER_FILE, HEADS_FILE
+
+TRAIN_LOG_FILE = "train_log.json"
+_LORA_FREE = ("r", "alpha", "dropout")
+
+
+@dataclass
+class SoupReport:
+    """What a soup was made of and how faithful its stored adapter is to the exact average."""
+
+    ingredients: list[str]
+    weights: list[float]
+    method: str
+    rank: int
+    exact_rank: int
+    energy_kept: float  # min over adapted weights of |truncated update|^2 / |exact update|^2
+    energy_kept_mean: float
+    modules: int
+    heads_averaged: int
+    config_differences: dict[str, list[Any]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads((path / CONFIG_FILE).read_text())
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{path} is not a Facet checkpoint: {CONFIG_FILE} is missing") from e
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path / CONFIG_FILE} is not valid JSON: {e}") from e
+
+
+def _comparable(config: dict[str, Any], training_only: frozenset[str]) -> dict[str, Any]:
+    out = {k: v for k, v in config.items() if k not in training_only}
+    if isinstance(out.get("lora"), dict):
+        out["lora"] = {k: v for k, v in out["lora"].items() if k not in _LORA_FREE}
+    return out
+
+
+def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Raise CheckpointError unless every ingredient is the same method with the same inference
+    settings; return the training-only fields that differ (reported, not refused)."""
+    from embedders.registry import training_only_fields
+
+    first = metas[0]
+    training_only = training_only_fields(str(first.get("method")))
+    for path, meta in zip(paths[1:], metas[1:], strict=True):
+        if meta.get("method") != first.get("method"):
+            raise CheckpointError(f"cannot average {paths[0]} ({first.get('method')}) with {path} "
+                                  f"({meta.get('method')}): a soup needs one method")
+        a, b = (_comparable(m.get("config", {}), training_only) for m in (first, meta))
+        if a != b:
+            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            raise CheckpointError(f"cannot average {paths[0]} with {path}: their configs differ in "
+                                  f"{', '.join(keys)} (only LoRA rank/alpha/dropout and training-only "
+                                  "fields may differ)")
+    diffs: dict[str, list[Any]] = {}
+    # Training-only fields that differ: the soup keeps the first ingredient's value (what a
+    # continuation from it trains with); reported, not refused.
+    for key in sorted(training_only):
+        values = [m.get("config", {}).get(key) for m in metas]
+        if any(v != values[0] for v in values):
+            diffs[key] = values
+    return diffs
+
+
+def _lora_pairs(state: dict[str, torch.Tensor], path: Path) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """``{module prefix: (A, B)}`` from an adapter state dict."""
+    pairs: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    for key in state:
+        if ".lora_A." not in key:
+            if ".lora_B." not in key:
+                raise CheckpointError(f"{path / ADAPTER_FILE} holds {key!r}, which is not a LoRA factor")
+            continue
+        prefix, _, suffix = key.partition(".lora_A.")
+        b_key = f"{prefix}.lora_B.{suffix}"
+        if b_key not in state:
+            raise CheckpointError(f"{path / ADAPTER_FILE} has {key} but no {b_key}")
+        pairs[key] = (state[key].float(), state[b_key].float())
+    return pairs
+
+
+def _truncate(b_cat: torch.Tensor, a_cat: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """Best rank-``rank`` factors (B', A') of ``b_cat @ a_cat`` and the energy they keep."""
+    qb, rb = torch.linalg.qr(b_cat.double())  # (out, k), (k, k)
+    qa, ra = torch.linalg.qr(a_cat.double().T)  # (in, k), (k, k)
+    u, s, vh = torch.linalg.svd(rb @ ra.T)
+    total = float((s ** 2).sum())
+    keep = min(rank, s.numel())
+    root = s[:keep].sqrt()
+    b_new = (qb @ u[:, :keep]) * root  # (out, keep)
+    a_new = root[:, None] * (vh[:keep] @ qa.T)  # (keep, in)
+    if keep < rank:  # pad with zero directions so every module has the configured rank
+        b_new = torch.cat([b_new, b_new.new_zeros(b_new.shape[0], rank - keep)], dim=1)
+        a_new = torch.cat([a_new, a_new.new_zeros(rank - keep, a_new.shape[1])], dim=0)
+    energy = 1.0 if total == 0.0 else float((s[:keep] ** 2).sum()) / total
+    return b_new.float(), a_new.float(), energy
+
+
+def make_soup(checkpoints: list[str | Path], out: str | Path, *, weights: list[float] | None = None,
+              rank: int | None = None) -> SoupReport:
+    """Average ``checkpoints`` (directories of one method) into a new checkpoint at ``out``.
+
+    Args:
+        checkpoints: two or more checkpoint directories.
+        out: the directory to write (must not be one of the ingredients).
+        weights: one non-negative weight per ingredient (normalised to sum 1); None = uniform.
+        rank: the soup's LoRA rank; None = the first ingredient's. The exact average needs the
+            sum of the ranks (``SoupReport.exact_rank``); pass that for no truncation.
+
+    Raises:
+        CheckpointError: fewer than two ingredients, a missing file, mixed methods or configs.
+        ValueError: bad weights or rank.
+    """
+    paths = [Path(p) for p in checkpoints]
+    target = Path(out)
+    if len(paths) < 2:
+        raise CheckpointError("a soup needs at least two checkpoints")
+    if any(target.resolve() == p.resolve() for p in paths):
+        raise CheckpointError(f"--out {target} is one of the ingredients; write the soup elsewhere")
+    if weights is None:
+        weights = [1.0] * len(paths)
+    if len(weights) != len(paths):
+        raise ValueError(f"{len(weights)} weights for {len(paths)} checkpoints")
+    if any(not math.isfinite(w) or w < 0 for w in weights) or sum(weights) <= 0:
+        raise ValueError(f"weights must be non-negative with a positive sum, got {weights}")
+    total_w = sum(weights)
+    weights = [w / total_w for w in weights]
+    if rank is not None and rank < 1:
+        raise ValueError(f"rank must be at least 1, got {rank}")
+
+    metas = [_read_meta(p) for p in paths]
+    diffs = _check_compatible(paths, metas)
+    loras = [m.get("config", {}).get("lora", {}) for m in metas]
+    ranks = [int(lo.get("r", 0)) for lo in loras]
+    if any(r != ranks[0] for r in ranks) and 0 in ranks:
+        raise CheckpointError("cannot average a checkpoint without LoRA (r=0) with one that has it")
+
+    # The adapters: sum_i w_i * scale_i * B_i @ A_i per module, in stacked factored form.
+    report_energy: list[float] = []
+    adapter: dict[str, torch.Tensor] = {}
+    out_rank = 0
+    exact_rank = sum(ranks)
+    if ranks[0] > 0:
+        states = []
+        for p in paths:
+            if not (p / ADAPTER_FILE).is_file():
+                raise CheckpointError(f"{p} has no {ADAPTER_FILE}")
+            states.append(_lora_pairs(load_file(str(p / ADAPTER_FILE)), p))
+        keys = set(states[0])
+        for p, s in zip(paths[1:], states[1:], strict=True):
+            if set(s) != keys:
+                raise CheckpointError(f"{p} adapts other modules than {paths[0]}; a soup needs the same targets")
+        scales = [float(lo.get("alpha", 16)) / int(lo["r"]) for lo in loras]
+        out_rank = rank or ranks[0]
+        out_scale = scales[0]
+        for a_key in sorted(keys):
+            b_cat = torch.cat([w * sc * s[a_key][1] for w, sc, s in zip(weights, scales, states, strict=True)], dim=1)
+            a_cat = torch.cat([s[a_key][0] for s in states], dim=0)
+            b_new, a_new, energy = _truncate(b_cat, a_cat, out_rank)
+            report_energy.append(energy)
+            adapter[a_key] = a_new.half().contiguous()
+            adapter[a_key.replace(".lora_A.", ".lora_B.")] = (b_new / out_scale).half().contiguous()
+
+    # The heads: full weights, averaged directly.
+    heads: dict[str, torch.Tensor] = {}
+    head_files = [p / HEADS_FILE for p in paths]
+    present = [f.is_file() for f in head_files]
+    if any(present) and not all(present):
+        raise CheckpointError("some ingredients have heads.safetensors and others do not")
+    if all(present):
+        head_states = [load_file(str(f)) for f in head_files]
+        for f, s in zip(head_files[1:], head_states[1:], strict=True):
+            if set(s) != set(head_states[0]) or any(s[k].shape != head_states[0][k].shape for k in s):
+                raise CheckpointError(f"{f} does not match {head_files[0]}")
+        for key in head_states[0]:
+            heads[key] = sum(w * s[key].float() for w, s in zip(weights, head_states, strict=True)).half().contiguous()
+
+    meta = json.loads(json.dumps(metas[0]))
+    if out_rank:
+        meta["config"]["lora"]["r"] = out_rank
+        alpha = out_scale * out_rank
+        meta["config"]["lora"]["alpha"] = int(alpha) if float(alpha).is_integer() else alpha
+    report = SoupReport(
+        ingredients=[str(p) for p in paths], weights=[round(w, 6) for w in weights], method=str(meta["method"]),
+        rank=out_rank, exact_rank=exact_rank,
+        energy_kept=round(min(report_energy), 6) if report_energy else 1.0,
+        energy_kept_mean=round(sum(report_energy) / len(report_energy), 6) if report_energy else 1.0,
+        modules=len(report_energy), heads_averaged=len(heads), config_differences=diffs,
+    )
+    target.mkdir(parents=True, exist_ok=True)
+    if adapter:
+        save_file(adapter, str(target / ADAPTER_FILE))
+    if heads:
+        save_file(heads, str(target / HEADS_FILE))
+    logs = []
+    for p in paths:
+        try:
+            logs.append(json.loads((p / TRAIN_LOG_FILE).read_text()))
+        except (FileNotFoundError, json.JSONDecodeError):
+            logs.append(None)
+    (target / TRAIN_LOG_FILE).write_text(json.dumps({"soup": report.to_dict(), "ingredient_logs": logs},
+                                                    indent=2) + "\n")
+    (target / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")  # last: marks it complete
+    return report

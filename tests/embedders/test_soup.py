@@ -1,0 +1,127 @@
+"""Model soups (``embedders.training.soup`` and ``facet soup``): the stored adapter is the
+weighted average of the ingredients' LoRA updates, heads are averaged, mismatches are refused.
+
+Real checkpoints over SmolLM2 cut to two layers (tests/conftest.py), their LoRA factors set
+to seeded random values so the updates are not zero as a fresh adapter's are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from app.cli import cli
+from embedders.errors import CheckpointError
+from embedders.training.soup import make_soup
+
+
+def _checkpoint(root: Path, name: str, seed: int, backbone: str, method: str = "causal2vec", **config) -> Path:
+    from embedders.backbone import LoraSettings
+    from embedders.registry import trainable_methods
+
+    spec = trainable_methods()[method]
+    lora = LoraSettings(r=2, alpha=4, target_modules=("q_proj", "v_proj"))
+    config = spec.model_class.config_class(lora=lora, backbone=backbone, max_length=32, **config)
+    model = spec.model_class(config, device="cpu")
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param_name, param in [*model.backbone.model.named_parameters(), *model.heads.named_parameters()]:
+            if "lora_" in param_name or param in set(model.heads.parameters()):
+                param.copy_(0.05 * torch.randn(param.shape, generator=generator))
+    return model.save(root / name)
+
+
+def _updates(path: Path) -> dict[str, torch.Tensor]:
+    """Each adapted weight's LoRA update (scale * B @ A) as saved."""
+    lora = json.loads((path / "facet_config.json").read_text())["config"]["lora"]
+    state = load_file(str(path / "adapter.safetensors"))
+    return {k: lora["alpha"] / lora["r"] * state[k.replace("lora_A", "lora_B")].float() @ state[k].float()
+            for k in state if "lora_A" in k}
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory, smollm2_cut) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("soup")
+    return _checkpoint(root, "a", 1, smollm2_cut), _checkpoint(root, "b", 2, smollm2_cut)
+
+
+def test_the_exact_rank_soup_stores_the_weighted_average_of_the_updates_and_heads(pair, tmp_path):
+    a, b = pair
+    report = make_soup([a, b], tmp_path / "soup", weights=[3, 1], rank=4)
+    assert report.exact_rank == 4 and report.rank == 4 and report.energy_kept > 0.9999
+    assert report.weights == [0.75, 0.25] and report.modules == 4  # q and v in two layers
+    ua, ub, us = _updates(a), _updates(b), _updates(tmp_path / "soup")
+    for key in ua:
+        expected = 0.75 * ua[key] + 0.25 * ub[key]
+        assert torch.allclose(us[key], expected, atol=2e-3 * expected.abs().max().item()), key
+    ha, hb, hs = (load_file(str(p / "heads.safetensors")) for p in (a, b, tmp_path / "soup"))
+    assert set(hs) == set(ha)
+    for key in ha:
+        assert torch.allclose(hs[key].float(), 0.75 * ha[key].float() + 0.25 * hb[key].float(), atol=1e-3)
+    meta = json.loads((tmp_path / "soup" / "facet_config.json").read_text())
+    assert meta["config"]["lora"]["r"] == 4 and meta["config"]["lora"]["alpha"] == 8  # the scale (2) is kept
+    log = json.loads((tmp_path / "soup" / "train_log.json").read_text())
+    assert log["soup"]["ingredients"] == [str(a), str(b)]
+
+
+def test_a_truncated_soup_keeps_the_rank_and_reports_what_it_lost(pair, tmp_path):
+    from embedders import load_embedder
+
+    report = make_soup(list(pair), tmp_path / "soup")  # rank 2 of an exact rank 4
+    assert report.rank == 2 and report.exact_rank == 4 and 0.3 < report.energy_kept < 1.0
+    vectors = load_embedder(str(tmp_path / "soup"), device="cpu").encode(["a soup"])
+    assert vectors.shape[0] == 1 and torch.isfinite(torch.as_tensor(vectors)).all()
+
+
+def test_a_soup_of_one_checkpoint_with_itself_is_that_checkpoint(pair, tmp_path):
+    from embedders import load_embedder
+
+    a = pair[0]
+    report = make_soup([a, a], tmp_path / "same")
+    assert report.energy_kept > 0.9999
+    texts = ["one sentence", "and another one"]
+    before = load_embedder(str(a), device="cpu").encode(texts)
+    after = load_embedder(str(tmp_path / "same"), device="cpu").encode(texts)
+    assert (before * after).sum(-1).min() > 0.999
+
+
+def test_mismatched_ingredients_are_refused_before_anything_is_written(pair, tmp_path, smollm2_cut):
+    a, b = pair
+    other_method = _checkpoint(tmp_path, "eos", 3, smollm2_cut, method="causal-eos")
+    other_budget = _checkpoint(tmp_path, "long", 4, smollm2_cut)
+    meta = json.loads((other_budget / "facet_config.json").read_text())
+    meta["config"]["max_length"] = 64
+    (other_budget / "facet_config.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="one method"):
+        make_soup([a, other_method], tmp_path / "x")
+    with pytest.raises(CheckpointError, match="max_length"):
+        make_soup([a, other_budget], tmp_path / "x")
+    with pytest.raises(CheckpointError, match="at least two"):
+        make_soup([a], tmp_path / "x")
+    with pytest.raises(CheckpointError, match="one of the ingredients"):
+        make_soup([a, b], b)
+    with pytest.raises(ValueError, match="weights"):
+        make_soup([a, b], tmp_path / "x", weights=[1.0])
+    with pytest.raises(ValueError, match="non-negative"):
+        make_soup([a, b], tmp_path / "x", weights=[1.0, -1.0])
+    assert not (tmp_path / "x").exists()
+
+
+def test_facet_soup_writes_a_checkpoint_and_refuses_bad_input(pair, tmp_path):
+    a, b = pair
+    runner = CliRunner()
+    result = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s"), "--weights", "1,1"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["weights"] == [0.5, 0.5]
+    again = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s")])
+    assert again.exit_code == 2 and "--force" in again.output
+    forced = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s"), "--rank", "4", "--force"])
+    assert forced.exit_code == 0, forced.output
+    missing = runner.invoke(cli, ["soup", str(a), str(tmp_path / "nowhere"), "--out", str(tmp_path / "t")])
+    assert missing.exit_code == 3 and "no checkpoint" in missing.output
+    bad = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", "1,x"])
+    assert bad.exit_code == 2 and "comma-separated" in bad.output
