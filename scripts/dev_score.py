@@ -1,0 +1,78 @@
+"""Score checkpoints on their method's dev suite, as `facet train` selects: dev splits only.
+
+For comparing candidates that training did not score itself, such as a `facet soup` or runs
+brought back from a GPU, against the shipped weights re-scored on the same machine. Each
+checkpoint is scored on the dev suite its method declares (corpus: STS-B dev + SciFact
+held-out train queries; instruction: CLINC val), with the sizes `facet train` uses by
+default. `--gircse-k N` adds, for a GIRCSE checkpoint, the Spearman on all 1,500 STS-B dev
+pairs for every K up to N (GIRCSE's keep rule reads that curve).
+
+    .venv/bin/python scripts/dev_score.py checkpoints/gircse runs/soup/four --gircse-k 5 \
+        --out results/eval/soups/gircse-dev.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from app.evaluation import loaders
+from app.evaluation.dev import DevEvaluator, DevSizes
+from app.settings import get_settings
+from embedders.registry import load_embedder, trainable_methods
+
+
+def score(checkpoint: str, root: Path, *, sizes: DevSizes | None = None, gircse_k: int = 0) -> dict[str, Any]:
+    """The dev-suite scores of one checkpoint (and GIRCSE's STS-B dev curve over K when asked)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # the K sweep is a sibling script
+    from gircse_k_sweep import sweep
+
+    start = time.perf_counter()
+    model = load_embedder(checkpoint, device="cpu")
+    method = getattr(model, "method", None)
+    spec = trainable_methods().get(str(method))
+    if spec is None:
+        raise SystemExit(f"{checkpoint} is not a checkpoint of a trainable method (no dev suite)")
+    row: dict[str, Any] = {"checkpoint": checkpoint, "method": method, "suite": spec.dev_suite,
+                           "dev": DevEvaluator(root, spec.dev_suite, sizes=sizes)(model)}
+    if gircse_k and hasattr(model, "generate_states"):
+        pairs = loaders.load_sts_csv(root / "stsb_en" / "stsb-en-dev.csv")
+        row["stsb_dev_by_k"] = sweep(model, pairs, gircse_k)
+    row["seconds"] = round(time.perf_counter() - start, 1)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoints", nargs="+", help="checkpoint directories or registered names")
+    parser.add_argument("--gircse-k", type=int, default=0, help="GIRCSE: STS-B dev Spearman for K = 1..N")
+    parser.add_argument("--dev-size", type=int, default=None, help="dev subsample size (as facet train --dev-size)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="datasets root (default: the settings')")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--out", type=Path, default=None, help="append one JSON line per checkpoint here")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    root = Path(args.data_dir or get_settings().shared_data_dir)
+    sizes = None
+    if args.dev_size is not None:
+        n = args.dev_size
+        sizes = DevSizes(sts_pairs=n, scifact_queries=n, scifact_docs=n, clinc_texts=n)
+    for checkpoint in args.checkpoints:
+        row = score(checkpoint, root, sizes=sizes, gircse_k=args.gircse_k)
+        print(json.dumps(row), flush=True)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            with args.out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""scripts/dev_score.py: a checkpoint scored on its own method's dev suite, as training scores it."""
+
+from __future__ import annotations
+
+import json
+
+from app.evaluation.dev import DevEvaluator, DevSizes
+from embedders.registry import load_checkpoint
+from tests.scripts import load_script
+
+
+def test_each_checkpoint_gets_its_methods_dev_suite_and_trainings_scores(shared_data, tiny_inbedder_dir, smollm2_cut,
+                                                                         tmp_path, capsys):
+    from embedders.backbone import LoraSettings
+    from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
+
+    corpus_dir = CausalEOSEmbedder(CausalEOSConfig(lora=LoraSettings(r=2, target_modules=("q_proj",)),
+                                                   backbone=smollm2_cut, max_length=32),
+                                   device="cpu").save(tmp_path / "eos")
+    script = load_script("dev_score.py")
+    out = tmp_path / "rows.jsonl"
+    assert script.main([str(corpus_dir), str(tiny_inbedder_dir), "--dev-size", "10", "--out", str(out),
+                        "--data-dir", str(shared_data)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["suite"] for r in rows] == ["corpus", "instruction"]
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == rows
+    sizes = DevSizes(sts_pairs=10, scifact_queries=10, scifact_docs=10, clinc_texts=10)
+    for row, path, suite in ((rows[0], corpus_dir, "corpus"), (rows[1], tiny_inbedder_dir, "instruction")):
+        expected = DevEvaluator(shared_data, suite, sizes=sizes)(load_checkpoint(path, device="cpu"))
+        assert row["dev"]["score"] == expected["score"]
