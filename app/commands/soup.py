@@ -50,5 +50,8 @@ def register(cli: typer.Typer) -> None:
         except ValueError as e:
             raise InvalidRequestError(str(e)) from e
         typer.echo(json.dumps(report.to_dict(), indent=2))
+        for i, j in report.duplicates:
+            typer.echo(f"warning: {paths[j]} holds the same adapter as {paths[i]}; that model counts twice",
+                       err=True)
         typer.echo(f"wrote {out} ({report.method}, rank {report.rank}, {report.energy_kept:.4%} of the exact "
                    "average's energy kept in the worst module); score it on dev before keeping it", err=True)

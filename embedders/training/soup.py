@@ -52,6 +52,9 @@ class SoupReport:
     modules: int
     heads_averaged: int
     config_differences: dict[str, list[Any]] = field(default_factory=dict)
+    # Ingredients whose weights are identical to an earlier one's (e.g. a continuation that kept
+    # its start): [earlier index, later index]. Such a pair counts that model twice.
+    duplicates: list[list[int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -174,6 +177,7 @@ def make_soup(checkpoints: list[str | Path], out: str | Path, *, weights: list[f
 
     # The adapters: sum_i w_i * scale_i * B_i @ A_i per module, in stacked factored form.
     report_energy: list[float] = []
+    duplicates: list[list[int]] = []
     adapter: dict[str, torch.Tensor] = {}
     out_rank = 0
     exact_rank = sum(ranks)
@@ -188,6 +192,13 @@ def make_soup(checkpoints: list[str | Path], out: str | Path, *, weights: list[f
             if set(s) != keys:
                 raise CheckpointError(f"{p} adapts other modules than {paths[0]}; a soup needs the same targets")
         scales = [float(lo.get("alpha", 16)) / int(lo["r"]) for lo in loras]
+        for j in range(1, len(states)):
+            for i in range(j):
+                same = ranks[i] == ranks[j] and scales[i] == scales[j] and all(
+                    torch.equal(states[i][k][0], states[j][k][0]) and torch.equal(states[i][k][1], states[j][k][1])
+                    for k in keys)
+                if same and [i, j] not in duplicates and not any(d[1] == j for d in duplicates):
+                    duplicates.append([i, j])
         out_rank = rank or ranks[0]
         out_scale = scales[0]
         for a_key in sorted(keys):
@@ -222,7 +233,7 @@ def make_soup(checkpoints: list[str | Path], out: str | Path, *, weights: list[f
         rank=out_rank, exact_rank=exact_rank,
         energy_kept=round(min(report_energy), 6) if report_energy else 1.0,
         energy_kept_mean=round(sum(report_energy) / len(report_energy), 6) if report_energy else 1.0,
-        modules=len(report_energy), heads_averaged=len(heads), config_differences=diffs,
+        modules=len(report_energy), heads_averaged=len(heads), config_differences=diffs, duplicates=duplicates,
     )
     target.mkdir(parents=True, exist_ok=True)
     if adapter:

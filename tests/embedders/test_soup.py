@@ -52,7 +52,7 @@ def pair(tmp_path_factory, smollm2_cut) -> tuple[Path, Path]:
 def test_the_exact_rank_soup_stores_the_weighted_average_of_the_updates_and_heads(pair, tmp_path):
     a, b = pair
     report = make_soup([a, b], tmp_path / "soup", weights=[3, 1], rank=4)
-    assert report.exact_rank == 4 and report.rank == 4 and report.energy_kept > 0.9999
+    assert report.exact_rank == 4 and report.rank == 4 and report.energy_kept > 0.9999 and report.duplicates == []
     assert report.weights == [0.75, 0.25] and report.modules == 4  # q and v in two layers
     ua, ub, us = _updates(a), _updates(b), _updates(tmp_path / "soup")
     for key in ua:
@@ -82,7 +82,7 @@ def test_a_soup_of_one_checkpoint_with_itself_is_that_checkpoint(pair, tmp_path)
 
     a = pair[0]
     report = make_soup([a, a], tmp_path / "same")
-    assert report.energy_kept > 0.9999
+    assert report.energy_kept > 0.9999 and report.duplicates == [[0, 1]]
     texts = ["one sentence", "and another one"]
     before = load_embedder(str(a), device="cpu").encode(texts)
     after = load_embedder(str(tmp_path / "same"), device="cpu").encode(texts)
@@ -116,7 +116,9 @@ def test_facet_soup_writes_a_checkpoint_and_refuses_bad_input(pair, tmp_path):
     runner = CliRunner()
     result = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s"), "--weights", "1,1"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["weights"] == [0.5, 0.5]
+    assert json.loads(result.stdout)["weights"] == [0.5, 0.5] and "counts twice" not in result.output
+    twice = runner.invoke(cli, ["soup", str(a), str(a), "--out", str(tmp_path / "aa")])
+    assert twice.exit_code == 0 and "counts twice" in twice.output
     again = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s")])
     assert again.exit_code == 2 and "--force" in again.output
     forced = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s"), "--rank", "4", "--force"])
