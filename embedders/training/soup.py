@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,7 @@ def _truncate(b_cat: torch.Tensor, a_cat: torch.Tensor, rank: int) -> tuple[torc
     return b_new.float(), a_new.float(), energy
 
 
-def make_soup(checkpoints: list[str | Path], out: str | Path, *, weights: list[float] | None = None,
+def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: list[float] | None = None,
               rank: int | None = None) -> SoupReport:
     """Average ``checkpoints`` (directories of one method) into a new checkpoint at ``out``.
 
@@ -217,11 +218,12 @@ def make_soup(checkpoints: list[str | Path], out: str | Path, *, weights: list[f
         raise CheckpointError("some ingredients have heads.safetensors and others do not")
     if all(present):
         head_states = [load_file(str(f)) for f in head_files]
-        for f, s in zip(head_files[1:], head_states[1:], strict=True):
-            if set(s) != set(head_states[0]) or any(s[k].shape != head_states[0][k].shape for k in s):
+        for f, hs in zip(head_files[1:], head_states[1:], strict=True):
+            if set(hs) != set(head_states[0]) or any(hs[k].shape != head_states[0][k].shape for k in hs):
                 raise CheckpointError(f"{f} does not match {head_files[0]}")
         for key in head_states[0]:
-            heads[key] = sum(w * s[key].float() for w, s in zip(weights, head_states, strict=True)).half().contiguous()
+            mean = sum(w * hs[key].float() for w, hs in zip(weights, head_states, strict=True))
+            heads[key] = torch.as_tensor(mean).half().contiguous()
 
     meta = json.loads(json.dumps(metas[0]))
     if out_rank:
