@@ -88,6 +88,8 @@ def register(cli: typer.Typer) -> None:
         stop_after: Annotated[int | None, typer.Option(
             help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
+        last_out: Annotated[Path | None, typer.Option(
+            help="also save the weights as they are at the end, best on dev or not (a soup ingredient)")] = None,
         threads: Annotated[int | None, typer.Option(help="CPU threads for torch (1 for a background job)")] = None,
         grad_checkpointing: Annotated[bool, typer.Option(
             "--grad-checkpointing", help="recompute activations in backward: far less memory, ~1.5x the step time")]
@@ -109,6 +111,8 @@ def register(cli: typer.Typer) -> None:
         if out is None:
             raise InvalidRequestError("--out DIR is required: the checkpoint directory to write")
         spec = methods[method]
+        if last_out is not None and last_out.resolve() == out.resolve():
+            raise InvalidRequestError("--last-out must differ from --out (which keeps the best on dev)")
         # Bad dev options are refused before any model is loaded.
         if dev_size is not None and dev_size < 10:
             raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
@@ -179,7 +183,7 @@ def register(cli: typer.Typer) -> None:
                  **data_info, **init_info,
                  "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
                  "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
-        log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate)
+        log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate, last_out=last_out)
         typer.echo(summary(log, out))
         if log["stopped"] == "interrupted":
             raise typer.Exit(130)

@@ -198,13 +198,17 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str | Path | None = None,
           *, progress: bool = True, extra_log: dict[str, Any] | None = None,
-          evaluate: Callable[[Any], dict[str, Any]] | None = None) -> dict[str, Any]:
+          evaluate: Callable[[Any], dict[str, Any]] | None = None,
+          last_out: str | Path | None = None) -> dict[str, Any]:
     """Run the loop; save the model and a log to ``out_dir`` if given.
 
     Args:
         evaluate: scores the model on dev data and returns a dict with a ``score`` to
             maximise; run at the start, every ``config.eval_every`` steps and at the end.
             The best-scoring weights are what ``out_dir`` keeps.
+        last_out: also save the weights as they are when the run ends (completed or out of
+            time, not interrupted), whether or not they scored best: an ingredient for a soup
+            or a run to continue. Its log's ``weights_steps`` counts every step done.
 
     Returns:
         The log: config, per-step losses and metrics, dev curve, wall time, steps done.
@@ -370,4 +374,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     log = make_log()
     if out_dir is not None and stopped != "interrupted" and Path(out_dir).is_dir():
         _write_json(Path(out_dir) / "train_log.json", log)
+    if last_out is not None and stopped != "interrupted":
+        save_checkpoint(model, last_out, {**log, "weights": "last",
+                                          "weights_steps": log.get("init_weights_steps", 0) + len(history)})
     return log

@@ -59,6 +59,22 @@ def test_init_from_continues_and_counts_the_steps(trained, tmp_path, shared_data
     assert log["init_from"] == str(trained) and log["weights_steps"] == before + 1
 
 
+def test_last_out_keeps_the_final_weights_beside_the_best(trained, tmp_path, shared_data, tiny):
+    from embedders import load_embedder
+
+    out, last = tmp_path / "best", tmp_path / "last"
+    code, output = _train("causal-eos", "--out", str(out), "--last-out", str(last), "--steps", "2", "--eval-every",
+                          "1", "--dev-size", "10", "--init-from", str(trained), "--data-dir", str(shared_data), *tiny)
+    assert code == 0, output
+    before = json.loads((trained / "train_log.json").read_text())["weights_steps"]
+    best, final = (json.loads((d / "train_log.json").read_text()) for d in (out, last))
+    assert final["weights"] == "last" and final["weights_steps"] == before + 2
+    assert best["weights_steps"] == before + best["best"]["step"]
+    assert load_embedder(str(last), device="cpu").encode(["a test"]).shape == (1, 576)
+    same = _train("causal-eos", "--out", str(out), "--last-out", str(out), "--data-dir", str(shared_data), *tiny)
+    assert same[0] == 2 and "--last-out" in same[1]
+
+
 def test_init_from_another_method_or_backbone_is_refused(trained, tmp_path, shared_data, tiny, smollm2_cut):
     code, output = _train("causal2vec", "--out", str(tmp_path / "x"), "--init-from", str(trained),
                           "--data-dir", str(shared_data), *tiny)
