@@ -238,6 +238,10 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         modules=len(report_energy), heads_averaged=len(heads), config_differences=diffs, duplicates=duplicates,
     )
     target.mkdir(parents=True, exist_ok=True)
+    # Overwriting (facet soup --force): the config goes first, so a checkpoint is never
+    # half-replaced, and no file of the old checkpoint outlives it.
+    for name in (CONFIG_FILE, ADAPTER_FILE, HEADS_FILE, TRAIN_LOG_FILE):
+        (target / name).unlink(missing_ok=True)
     if adapter:
         save_file(adapter, str(target / ADAPTER_FILE))
     if heads:

@@ -123,6 +123,7 @@ def test_facet_soup_writes_a_checkpoint_and_refuses_bad_input(pair, tmp_path):
     assert again.exit_code == 2 and "--force" in again.output
     forced = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s"), "--rank", "4", "--force"])
     assert forced.exit_code == 0, forced.output
+    assert json.loads((tmp_path / "s" / "facet_config.json").read_text())["config"]["lora"]["r"] == 4
     missing = runner.invoke(cli, ["soup", str(a), str(tmp_path / "nowhere"), "--out", str(tmp_path / "t")])
     assert missing.exit_code == 3 and "no checkpoint" in missing.output
     bad = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", "1,x"])
