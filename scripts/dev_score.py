@@ -23,14 +23,16 @@ from typing import Any
 import torch
 
 from app.evaluation import loaders
-from app.evaluation.dev import DevEvaluator, DevSizes
+from app.evaluation.dev import DevEvaluator, DevSizes, one_size
 from app.settings import get_settings
 from embedders.registry import load_embedder, trainable_methods
 
 
 def score(checkpoint: str, root: Path, *, sizes: DevSizes | None = None, gircse_k: int = 0) -> dict[str, Any]:
     """The dev-suite scores of one checkpoint (and GIRCSE's STS-B dev curve over K when asked)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # the K sweep is a sibling script
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:  # the K sweep is a sibling script
+        sys.path.insert(0, here)
     from gircse_k_sweep import sweep
 
     start = time.perf_counter()
@@ -60,10 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     root = Path(args.data_dir or get_settings().shared_data_dir)
-    sizes = None
-    if args.dev_size is not None:
-        n = args.dev_size
-        sizes = DevSizes(sts_pairs=n, scifact_queries=n, scifact_docs=n, clinc_texts=n)
+    sizes = DevSizes(**one_size(args.dev_size)) if args.dev_size is not None else None
     for checkpoint in args.checkpoints:
         row = score(checkpoint, root, sizes=sizes, gircse_k=args.gircse_k)
         print(json.dumps(row), flush=True)

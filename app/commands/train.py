@@ -168,12 +168,11 @@ def register(cli: typer.Typer) -> None:
         sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
         evaluate = None
         if dev:
-            from app.evaluation.dev import DevEvaluator, DevSizes
+            from app.evaluation.dev import DevEvaluator, DevSizes, one_size
 
             given: dict[str, Any] = {"clinc_samples": dev_samples}
             if dev_size is not None:
-                given.update(sts_pairs=dev_size, scifact_queries=dev_size, scifact_docs=dev_size,
-                             clinc_texts=dev_size)
+                given.update(one_size(dev_size))
             sizes = DevSizes.whole_corpus(**given) if dev_corpus == "whole" else DevSizes(**given)
             evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
         from app.cli import command_line

@@ -57,6 +57,11 @@ class DevSizes:
             raise ValueError(f"clinc_samples must be at least 1, got {self.clinc_samples}")
 
 
+def one_size(n: int) -> dict[str, int]:
+    """``DevSizes`` fields for ``--dev-size n``: every dev subsample cut to ``n`` items."""
+    return {"sts_pairs": n, "scifact_queries": n, "scifact_docs": n, "clinc_texts": n}
+
+
 def scifact_dev(root: Path) -> loaders.BeirData:
     """SciFact's corpus with only the held-out *train* queries (``scifact_dev_query_ids``) and
     their judgements: the retrieval dev set, never trained on and never a test split."""

@@ -194,12 +194,12 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
                 raise CheckpointError(f"{p} adapts other modules than {paths[0]}; a soup needs the same targets")
         scales = [float(lo.get("alpha", 16)) / int(lo["r"]) for lo in loras]
         for j in range(1, len(states)):
-            for i in range(j):
-                same = ranks[i] == ranks[j] and scales[i] == scales[j] and all(
-                    torch.equal(states[i][k][0], states[j][k][0]) and torch.equal(states[i][k][1], states[j][k][1])
-                    for k in keys)
-                if same and [i, j] not in duplicates and not any(d[1] == j for d in duplicates):
+            for i in range(j):  # the first earlier ingredient with the same adapter, if any
+                if ranks[i] == ranks[j] and scales[i] == scales[j] and all(
+                        torch.equal(states[i][k][0], states[j][k][0]) and torch.equal(states[i][k][1], states[j][k][1])
+                        for k in keys):
                     duplicates.append([i, j])
+                    break
         out_rank = rank or ranks[0]
         out_scale = scales[0]
         for a_key in sorted(keys):
