@@ -61,7 +61,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 lr() { "$PY" -c "print('%g' % ($1 * $LR_SCALE))"; }
 
-method_of() { case $1 in gircse-*) echo gircse ;; *) echo "$1" ;; esac; }
+method_of() { case $1 in gircse-*) echo gircse ;; instemb-*) echo instemb ;; *) echo "$1" ;; esac; }
 
 args_for() {  # the recipe of each run's continuation (its method's config rides in the checkpoint)
   case $1 in
@@ -74,6 +74,12 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
     gircse-lr2) LR_SCALE=$(lr 2) args_for gircse ;;  # the same recipe, lr x2 (lr 2 prints 2 x LR_SCALE)
     gircse-*) args_for gircse ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
+    # InstEmb with steer quads in 40% of batches (two texts of one coarse answer under the fine and
+    # the coarse instruction), at a third of instemb's rate: its one unmet bar is the steer gap, and
+    # at 3e-4 its GPU continuation fell on dev.
+    instemb-steer) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 2 --tasks \
+banking77-steer:0.25,emotion-steer:0.15,c3:0.1,dream:0.1,squad:0.1,banking77:0.1,emotion:0.05,\
+banking77-area:0.05,emotion-valence:0.05,squad-topic:0.05" ;;
     inbedder) echo "--batch-size $SMALL --lr $(lr 1e-4) --dev-samples 4" ;;
     *) echo "unknown run $1" >&2; return 1 ;;
   esac
