@@ -93,12 +93,18 @@ wait_run() {
 }
 
 collect() {
+  # At most 8 files come back from $OUT (16 MiB each, 64 MiB together; on 2026-11-27 five runs'
+  # best + last weights made 12 files and four did not come back), so one file per run, its
+  # end-of-run weights inside, and the logs with train.log in one more: six files for five runs.
   local out=${OUT:?collect writes into \$OUT}
-  cp "$WORK/train.log" "$out/train.log"
+  cp "$WORK/train.log" "$RUN_OUT/logs/train.log"
   (cd "$RUN_OUT" && tar -czf "$out/logs.tgz" logs)
   for dir in "$RUN_OUT"/checkpoints/*/; do
     name=$(basename "$dir")
-    (cd "$RUN_OUT/checkpoints" && tar -czf "$out/ckpt-$name.tgz" "$name")
+    case $name in *-last) continue ;; esac
+    local parts=("$name")
+    [ -d "$RUN_OUT/checkpoints/$name-last" ] && parts+=("$name-last")
+    (cd "$RUN_OUT/checkpoints" && tar -czf "$out/ckpt-$name.tgz" "${parts[@]}")
   done
   ls -la "$out"
 }

@@ -107,3 +107,44 @@ def test_gircse_lr2_is_gircses_recipe_at_twice_the_learning_rate(tmp_path):
     # otherwise the same recipe
     strip = lambda c: re.sub(r"--lr \S+|--(last-)?out \S+", "", c)  # noqa: E731
     assert strip(plain) == strip(doubled)
+
+
+def test_instemb_steer_is_an_instemb_run_with_steer_quads_from_the_committed_weights(tmp_path):
+    result, commands = _train_all_commands(tmp_path, "instemb-steer")
+    assert result.returncode == 0, result.stderr
+    command = commands["instemb-steer"]
+    assert command.startswith("-m app train instemb --out checkpoints/instemb-steer ")
+    assert f"--init-from {ROOT / 'checkpoints' / 'instemb'} " in command
+    tasks = dict(item.split(":") for item in re.search(r"--tasks (\S+)", command).group(1).split(","))
+    from embedders.training.instruct_data import LOADERS
+
+    assert set(tasks) <= set(LOADERS), sorted(set(tasks) - set(LOADERS))
+    assert abs(sum(map(float, tasks.values())) - 1) < 1e-9
+    assert abs(float(tasks["banking77-steer"]) + float(tasks["emotion-steer"]) - 0.4) < 1e-9
+
+
+def test_collect_brings_each_run_back_as_one_file_with_its_end_weights(tmp_path):
+    """At most 8 files come back from a device call: one per run (best and end-of-run weights
+    together) plus the logs, so five runs fit."""
+    import os
+    import tarfile
+
+    work = tmp_path / "work"
+    for run in ("gircse", "gircse-last", "causal-eos"):  # causal-eos: a run without --last-out
+        (work / "out" / "checkpoints" / run).mkdir(parents=True)
+        (work / "out" / "checkpoints" / run / "adapter.safetensors").write_text(run)
+    (work / "out" / "logs").mkdir()
+    (work / "out" / "logs" / "gircse.log").write_text("dev")
+    (work / "train.log").write_text("gpu: 100 %")
+    out = tmp_path / "o"
+    out.mkdir()
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "device.sh"), "collect"],
+                            env={**os.environ, "FACET_GPU_WORK": str(work), "OUT": str(out)},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["ckpt-causal-eos.tgz", "ckpt-gircse.tgz", "logs.tgz"]
+    with tarfile.open(out / "ckpt-gircse.tgz") as tar:
+        assert sorted(tar.getnames()) == ["gircse", "gircse-last", "gircse-last/adapter.safetensors",
+                                          "gircse/adapter.safetensors"]
+    with tarfile.open(out / "logs.tgz") as tar:
+        assert {"logs/gircse.log", "logs/train.log"} <= set(tar.getnames())
