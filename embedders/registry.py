@@ -210,6 +210,21 @@ def is_checkpoint_dir(path: str | Path) -> bool:
     return (Path(path) / CONFIG_FILE).is_file()
 
 
+def read_checkpoint_config(directory: Path) -> dict[str, Any]:
+    """The saved ``facet_config.json`` of a checkpoint directory, without loading any weights.
+
+    Raises:
+        CheckpointError: the file is missing or not valid JSON.
+    """
+    config_path = directory / CONFIG_FILE
+    try:
+        return json.loads(config_path.read_text())
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{directory} is not a Facet checkpoint: {CONFIG_FILE} is missing") from e
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{config_path} is not valid JSON: {e}") from e
+
+
 def load_checkpoint(path: str | Path, device: str | None = None) -> BaseEmbedder:
     """Rebuild an embedder saved with ``save(path)``.
 
@@ -219,12 +234,7 @@ def load_checkpoint(path: str | Path, device: str | None = None) -> BaseEmbedder
     _ensure_builtins()
     directory = Path(path)
     config_path = directory / CONFIG_FILE
-    try:
-        config = json.loads(config_path.read_text())
-    except FileNotFoundError as e:
-        raise CheckpointError(f"{directory} is not a Facet checkpoint: {CONFIG_FILE} is missing") from e
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{config_path} is not valid JSON: {e}") from e
+    config = read_checkpoint_config(directory)
     method = config.get("method")
     if method not in _LOADERS:
         raise CheckpointError(

@@ -61,15 +61,6 @@ class SoupReport:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads((path / CONFIG_FILE).read_text())
-    except FileNotFoundError as e:
-        raise CheckpointError(f"{path} is not a Facet checkpoint: {CONFIG_FILE} is missing") from e
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path / CONFIG_FILE} is not valid JSON: {e}") from e
-
-
 def _comparable(config: dict[str, Any], training_only: frozenset[str]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k not in training_only}
     if isinstance(out.get("lora"), dict):
@@ -169,7 +160,9 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     if rank is not None and rank < 1:
         raise ValueError(f"rank must be at least 1, got {rank}")
 
-    metas = [_read_meta(p) for p in paths]
+    from embedders.registry import read_checkpoint_config
+
+    metas = [read_checkpoint_config(p) for p in paths]
     diffs = _check_compatible(paths, metas)
     loras = [m.get("config", {}).get("lora", {}) for m in metas]
     ranks = [int(lo.get("r", 0)) for lo in loras]
