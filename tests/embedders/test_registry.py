@@ -142,3 +142,22 @@ def test_checkpoint_dir_setting_registers_another_folder(tmp_path):
     finally:
         set_checkpoint_dir(None)
     assert "my-model" not in embedder_names()
+
+
+def test_a_folder_without_a_readable_config_is_refused_by_loading_and_by_soup(tmp_path):
+    from embedders.errors import CheckpointError
+    from embedders.registry import load_checkpoint, read_checkpoint_config
+    from embedders.training.soup import make_soup
+
+    empty, broken = tmp_path / "empty", tmp_path / "broken"
+    empty.mkdir()
+    broken.mkdir()
+    (broken / "facet_config.json").write_text("{not json")
+    for read in (read_checkpoint_config, load_checkpoint):
+        with pytest.raises(CheckpointError, match=r"is not a Facet checkpoint: facet_config\.json is missing"):
+            read(empty)
+        with pytest.raises(CheckpointError, match="is not valid JSON"):
+            read(broken)
+    with pytest.raises(CheckpointError, match="is not a Facet checkpoint"):
+        make_soup([empty, broken], tmp_path / "soup")
+    assert not (tmp_path / "soup").exists()  # nothing written
