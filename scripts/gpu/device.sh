@@ -97,6 +97,7 @@ collect() {
   # best + last weights made 12 files and four did not come back), so one file per run, its
   # end-of-run weights inside, and the logs with train.log in one more: six files for five runs.
   local out=${OUT:?collect writes into \$OUT}
+  mkdir -p "$RUN_OUT/logs"
   cp "$WORK/train.log" "$RUN_OUT/logs/train.log"
   (cd "$RUN_OUT" && tar -czf "$out/logs.tgz" logs)
   for dir in "$RUN_OUT"/checkpoints/*/; do

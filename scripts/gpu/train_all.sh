@@ -28,7 +28,8 @@
 # NAME=PATH starts run NAME from PATH, relative to the repository, instead of the committed checkpoint,
 # e.g. gircse-c2=runs/gircse-c2 for a not-shipped candidate carried to the device; any gircse-* name is
 # a GIRCSE run with GIRCSE's recipe; gircse-lr2 is that recipe at twice the learning rate, for a lease
-# that gives GIRCSE the whole GPU: two GIRCSE runs instead of one beside the other methods),
+# that gives GIRCSE the whole GPU: two GIRCSE runs instead of one beside the other methods;
+# instemb-steer is InstEmb with steer quads in 40% of its batches at lr 1e-4),
 # INIT_ROOT (where each run's start is, default the committed checkpoints/: RUN there, else METHOD),
 # LR_SCALE (default 1: multiplies each recipe's learning rate, e.g. 0.5 for a second call that
 # continues the first call's bests), SEED (11), DEV_CORPUS (sample: the corpus runs' SciFact dev over
