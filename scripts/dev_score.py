@@ -22,8 +22,7 @@ from typing import Any
 
 import torch
 
-from app.evaluation import loaders
-from app.evaluation.dev import DevEvaluator, DevSizes, one_size
+from app.evaluation.dev import DevEvaluator, DevSizes, one_size, stsb_dev
 from app.settings import get_settings
 from embedders.registry import load_embedder, trainable_methods
 
@@ -44,8 +43,7 @@ def score(checkpoint: str, root: Path, *, sizes: DevSizes | None = None, gircse_
     row: dict[str, Any] = {"checkpoint": checkpoint, "method": method, "suite": spec.dev_suite,
                            "dev": DevEvaluator(root, spec.dev_suite, sizes=sizes)(model)}
     if gircse_k and hasattr(model, "generate_states"):
-        pairs = loaders.load_sts_csv(root / "stsb_en" / "stsb-en-dev.csv")
-        row["stsb_dev_by_k"] = sweep(model, pairs, gircse_k)
+        row["stsb_dev_by_k"] = sweep(model, stsb_dev(root), gircse_k)
     row["seconds"] = round(time.perf_counter() - start, 1)
     return row
 

@@ -29,9 +29,8 @@ from pathlib import Path
 
 import torch
 
-from app.evaluation import loaders
 from app.evaluation.cache import EmbeddingCache
-from app.evaluation.dev import scifact_dev
+from app.evaluation.dev import scifact_dev, stsb_dev
 from app.evaluation.suites import SCIFACT_INSTRUCTION
 from app.evaluation.tasks import EvalContext, RetrievalTask, StsTask
 from app.settings import get_settings
@@ -54,8 +53,7 @@ def probe(model, root: Path, lengths: list[int], *, docs: int | None = 400, quer
     tasks = [RetrievalTask(name, lambda: scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
                            doc_max_words=None, n_docs=docs, n_queries=queries, seed=0)]
     if sts_pairs:
-        dev_csv = root / "stsb_en" / "stsb-en-dev.csv"
-        tasks.append(StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=sts_pairs, seed=0))
+        tasks.append(StsTask("stsb-dev", lambda: stsb_dev(root), sample=sts_pairs, seed=0))
     rows = []
     for length in lengths:
         apply_option(model, "max_length", str(length))

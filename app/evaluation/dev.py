@@ -62,6 +62,11 @@ def one_size(n: int) -> dict[str, int]:
     return {"sts_pairs": n, "scifact_queries": n, "scifact_docs": n, "clinc_texts": n}
 
 
+def stsb_dev(root: Path) -> list[loaders.StsPair]:
+    """All 1,500 STS-B dev pairs (``stsb_en/stsb-en-dev.csv`` under the datasets root)."""
+    return loaders.load_sts_csv(root / "stsb_en" / "stsb-en-dev.csv")
+
+
 def scifact_dev(root: Path) -> loaders.BeirData:
     """SciFact's corpus with only the held-out *train* queries (``scifact_dev_query_ids``) and
     their judgements: the retrieval dev set, never trained on and never a test split."""
@@ -81,9 +86,8 @@ def build_dev_tasks(root: Path, suite: str, sizes: DevSizes | None = None) -> li
     """
     s = sizes or DevSizes()
     if suite == "corpus":
-        dev_csv = root / "stsb_en" / "stsb-en-dev.csv"
         return [
-            StsTask("stsb-dev", lambda: loaders.load_sts_csv(dev_csv), sample=s.sts_pairs, seed=0),
+            StsTask("stsb-dev", lambda: stsb_dev(root), sample=s.sts_pairs, seed=0),
             RetrievalTask("scifact-dev" if s.scifact_docs else "scifact-dev-corpus", lambda: scifact_dev(root),
                           instruction=SCIFACT_INSTRUCTION,
                           doc_max_words=s.scifact_doc_words, n_queries=s.scifact_queries,
