@@ -159,14 +159,15 @@ def main() -> None:
                 runs[mode].append(row)
                 print(json.dumps({"mode": mode, **row}), flush=True)
         med = {m: statistics.median(x["seconds"] for x in rows) for m, rows in runs.items()}
-        cpu = {m: statistics.median(x["cpu_s"] for x in rows) for m, rows in runs.items()}
+        cpu_med = {m: statistics.median(x["cpu_s"] for x in rows) for m, rows in runs.items()}
         ratio = med["inprocess"] / med["worker"]
-        summary = {"docs": args.docs, "rounds": args.rounds,
-                   "median_s": {m: round(v, 2) for m, v in med.items()},
-                   "worker_over_inprocess_throughput": round(ratio, 3),
-                   "median_cpu_s": {m: round(v, 2) for m, v in cpu.items()},
-                   "cpu_ratio_inprocess_over_worker": round(cpu["inprocess"] / cpu["worker"], 3),
-                   "load_avg": os.getloadavg()}
+        cpu_ratio = cpu_med["inprocess"] / cpu_med["worker"]
+        summary: dict[str, Any] = {"docs": args.docs, "rounds": args.rounds,
+                                   "median_s": {m: round(v, 2) for m, v in med.items()},
+                                   "worker_over_inprocess_throughput": round(ratio, 3),
+                                   "median_cpu_s": {m: round(v, 2) for m, v in cpu_med.items()},
+                                   "cpu_ratio_inprocess_over_worker": round(cpu_ratio, 3),
+                                   "load_avg": os.getloadavg()}
         print(json.dumps(summary), flush=True)
         if args.out:
             Path(args.out).write_text(json.dumps({"runs": runs, **summary}, indent=2))

@@ -58,7 +58,8 @@ def views(root: Path, data: str, n: int, seed: int) -> tuple[list[str], list[dic
         texts = [t for t, _ in rows]
         fine = [i for _, i in rows]
         coarse = [banking77_area(i) for i in fine]
-        pairs = (("intent", BANKING77_INSTRUCTIONS[0], fine), ("area", BANKING77_AREA_INSTRUCTIONS[0], coarse))
+        pairs: tuple[tuple[str, str, list[str]], ...] = (
+            ("intent", BANKING77_INSTRUCTIONS[0], fine), ("area", BANKING77_AREA_INSTRUCTIONS[0], coarse))
     elif data == "clinc":
         clinc = loaders.build_clinc_multiview(root / "clinc150" / "data_full.json", root / "clinc150" / "domains.json",
                                               split="val", n=n, seed=seed)
@@ -135,7 +136,7 @@ def main() -> None:
     model = load_embedder(args.checkpoint, device="cpu")
     if getattr(model, "method", None) != "instemb":
         raise SystemExit(f"{args.checkpoint} is a {getattr(model, 'method', '?')} model; this probe needs InstEmb")
-    model.eval()
+    model.eval()  # type: ignore[attr-defined]  # an InstEmb model (a torch Module), checked above
     result = {"checkpoint": args.checkpoint, **probe(model, get_settings().shared_data_dir, data=args.data,
                                                        texts=args.texts, seed=args.seed)}
     for name, row in result["views"].items():

@@ -39,6 +39,7 @@ def main() -> None:
     which = sys.argv[1]
     evaluate = DevEvaluator(Path("../shared/data"), "instruction")
     start = time.time()
+    model: BackbonePromptEOLEmbedder | InBedderEmbedder
     if which == "backbone":
         model = BackbonePromptEOLEmbedder("backbone-prompteol", prompts=PROMPTEOL, max_length=96)
     else:

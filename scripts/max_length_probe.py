@@ -32,7 +32,7 @@ import torch
 from app.evaluation.cache import EmbeddingCache
 from app.evaluation.dev import scifact_dev, stsb_dev
 from app.evaluation.suites import SCIFACT_INSTRUCTION
-from app.evaluation.tasks import EvalContext, RetrievalTask, StsTask
+from app.evaluation.tasks import EvalContext, RetrievalTask, StsTask, Task
 from app.settings import get_settings
 from embedders.registry import apply_option, load_embedder
 
@@ -50,7 +50,7 @@ def probe(model, root: Path, lengths: list[int], *, docs: int | None = 400, quer
     if docs is not None and docs < 1:
         raise ValueError(f"docs must be >= 1 or None (the whole corpus), got {docs}")
     name = "scifact-dev-whole" if docs is not None else "scifact-dev-corpus"
-    tasks = [RetrievalTask(name, lambda: scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
+    tasks: list[Task] = [RetrievalTask(name, lambda: scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
                            doc_max_words=None, n_docs=docs, n_queries=queries, seed=0)]
     if sts_pairs:
         tasks.append(StsTask("stsb-dev", lambda: stsb_dev(root), sample=sts_pairs, seed=0))

@@ -21,6 +21,7 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ def paired_bootstrap(tasks: list[Task], ctx_a: EvalContext, ctx_b: EvalContext, 
     return {"tasks": per_task, "mean": _summary(observed, diffs.mean(axis=0)), "resamples": resamples, "seed": seed}
 
 
-def _summary(observed: float, draws: np.ndarray) -> dict[str, float]:
+def _summary(observed: float, draws: np.ndarray) -> dict[str, Any]:
     low, high = np.percentile(draws, [2.5, 97.5])
 
     def r(x: float) -> float:
