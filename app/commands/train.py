@@ -94,6 +94,10 @@ def register(cli: typer.Typer) -> None:
         grad_checkpointing: Annotated[bool, typer.Option(
             "--grad-checkpointing", help="recompute activations in backward: far less memory, ~1.5x the step time")]
             = False,
+        grad_cache: Annotated[int | None, typer.Option(
+            help="corpus methods: encode each batch in chunks of N texts and backpropagate through cached "
+                 "representations: the whole batch's negatives at one chunk's memory, ~1.3x the compute")]
+            = None,
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
         list_methods: Annotated[bool, typer.Option("--list", help="list the trainable methods and exit")] = False,
@@ -140,7 +144,7 @@ def register(cli: typer.Typer) -> None:
 
         try:
             config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after, eval_every=eval_every,
-                                 head_lr_mult=head_lr_mult, decay_over=decay_over,
+                                 head_lr_mult=head_lr_mult, decay_over=decay_over, grad_cache=grad_cache,
                                  eval_every_s=eval_every_min * 60 if eval_every_min is not None else None,
                                  time_budget_s=time_budget_min * 60 if time_budget_min else None)
         except ValueError as e:
@@ -165,6 +169,12 @@ def register(cli: typer.Typer) -> None:
                 model.enable_gradient_checkpointing()
             except ValueError as e:
                 raise InvalidRequestError(str(e)) from e
+        if grad_cache is not None:
+            from embedders.training.grad_cache import supports_grad_cache
+
+            if not supports_grad_cache(model):
+                raise InvalidRequestError(f"--grad-cache: {spec.name} has no cached-gradient path (the corpus "
+                                          "methods have one); train it without --grad-cache")
         sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
         evaluate = None
         if dev:

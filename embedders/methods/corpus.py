@@ -129,9 +129,20 @@ class CorpusEmbedder(TrainableDecoderEmbedder):
         target = self.teacher.encode(texts, role=Role.DOCUMENT, instruction=None, batch_size=len(texts))
         return similarity_distillation(student, torch.from_numpy(target).to(student.device))
 
+    def training_reps(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        """What the loss reads of one side of a batch, one row per text: here the embeddings
+        (batch, dim). Rows depend on their own text only, so a side may be computed in chunks
+        (``embedders.training.grad_cache``)."""
+        return self.embed_with_grad(texts, role, instruction)
+
     def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
-        q, p, n = (self.embed_with_grad(texts, role, instruction) if texts else None
-                   for texts, role, instruction in self.batch_sides(batch))
+        reps = [self.training_reps(texts, role, instruction) if texts else None
+                for texts, role, instruction in self.batch_sides(batch)]
+        return self.loss_from_reps(batch, *reps)
+
+    def loss_from_reps(self, batch: Any, q: torch.Tensor | None, p: torch.Tensor | None,
+                       n: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, float]]:
+        """The batch loss from the three sides' ``training_reps`` (negatives may be None)."""
         assert q is not None and p is not None
         loss = self.pair_loss(q, p, n, batch)
         metrics = {"pair": float(loss.detach())}

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from embedders.base import truncation_tally
+from embedders.training.grad_cache import cached_backward, supports_grad_cache
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,9 @@ class TrainConfig:
             budget runs out, for runs sized by wall time on hardware of unknown speed).
         eval_every_s: with an evaluator, also score the model once this many seconds of
             training have passed since the last evaluation (None = by steps only).
+        grad_cache: encode each batch in chunks of this many texts and backpropagate the
+            whole-batch loss through cached representations (``embedders.training.grad_cache``):
+            the negatives of the full batch at the memory of one chunk. None = a plain step.
     """
 
     steps: int = 200
@@ -96,8 +100,11 @@ class TrainConfig:
     head_lr_mult: float = 1.0
     decay_over: str = "steps"
     eval_every_s: float | None = None
+    grad_cache: int | None = None
 
     def __post_init__(self) -> None:
+        if self.grad_cache is not None and self.grad_cache < 1:
+            raise ValueError(f"grad_cache must be >= 1 texts per chunk, got {self.grad_cache}")
         if self.decay_over not in ("steps", "time"):
             raise ValueError(f"decay_over must be 'steps' or 'time', got {self.decay_over!r}")
         if self.decay_over == "time" and self.time_budget_s is None:
@@ -217,6 +224,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     params = model.trainable_parameters()
     if not params:
         raise ValueError(f"{model.method} has no trainable parameters")
+    if config.grad_cache is not None and not supports_grad_cache(model):
+        raise ValueError(f"{model.method} has no cached-gradient path (the corpus methods have one); "
+                         "train it without --grad-cache")
     heads = {id(p) for p in getattr(model, "head_parameters", list)()}
     groups = [{"params": [p for p in params if id(p) not in heads], "lr": config.lr},
               {"params": [p for p in params if id(p) in heads], "lr": config.lr * config.head_lr_mult}]
@@ -299,7 +309,12 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                 window.close()
                 window.enter_context(truncation_tally())
             batch = sampler.next_batch()
-            loss, metrics = model.training_loss(batch)
+            optimizer.zero_grad(set_to_none=True)
+            if config.grad_cache is not None:
+                # The gradients are accumulated here, chunk by chunk (none if the loss is non-finite).
+                loss, metrics = cached_backward(model, batch, config.grad_cache)
+            else:
+                loss, metrics = model.training_loss(batch)
             if not math.isfinite(float(loss.detach())):
                 # One bad batch should not end a long run; many in a row mean divergence.
                 skipped += 1
@@ -310,8 +325,8 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                         "lower --lr or check the data")
                 optimizer.zero_grad(set_to_none=True)
                 continue
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            if config.grad_cache is None:
+                loss.backward()
             if config.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
             optimizer.step()

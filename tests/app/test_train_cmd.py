@@ -127,6 +127,10 @@ def test_set_validates_fields(tmp_path, shared_data, tiny):
     assert code == 2 and "--dev-samples is for the instruction dev suite" in output
     code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--dev-samples", "0", *tiny)
     assert code == 2 and "--dev-samples must be at least 1" in output
+    code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--grad-cache", "4", *tiny)
+    assert code == 2 and "--grad-cache: inbedder has no cached-gradient path" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--grad-cache", "0", *tiny)
+    assert code == 2 and "grad_cache must be >= 1" in output
     assert not (tmp_path / "x").exists()  # refused before anything was written
 
 
@@ -152,3 +156,15 @@ def test_dev_corpus_is_checked_before_any_model_loads(tmp_path):
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--dev-corpus", "all")
     assert code == 2 and "--dev-corpus must be 'sample' or 'whole'" in output
     assert not (tmp_path / "x").exists()
+
+
+def test_grad_cache_trains_a_corpus_method_and_records_it(tmp_path, shared_data, tiny):
+    out = tmp_path / "gc"
+    args = [a for a in tiny]
+    args[args.index("--batch-size") + 1] = "4"
+    code, output = _train("causal-eos", "--out", str(out), "--steps", "2", "--no-dev", "--grad-cache", "2",
+                          "--data-dir", str(shared_data), *args)
+    assert code == 0, output
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["config"]["grad_cache"] == 2 and log["batch_size"] == 4 and log["steps_done"] == 2
+    assert all(h["loss"] > 0 for h in log["history"])

@@ -202,3 +202,68 @@ def test_gradient_checkpointing_gives_the_same_gradients(smollm2_cut):
         assert torch.allclose(a, b, atol=1e-6)
     with pytest.raises(ValueError, match="KV cache"):
         _build("gircse", smollm2_cut).enable_gradient_checkpointing()
+
+
+def _grads(model) -> list[torch.Tensor]:
+    return [p.grad.clone() for p in model.trainable_parameters()]
+
+
+def _zero(model) -> None:
+    for p in model.trainable_parameters():
+        p.grad = None
+
+
+def test_grad_cache_gives_the_gradients_of_a_plain_step(method):
+    """Chunks of 2 over sides of 3 texts (uneven chunks): the cached step's loss and parameter
+    gradients are those of one plain backward pass over the whole batch."""
+    from embedders.training.grad_cache import cached_backward
+
+    _zero(method)
+    loss, _ = method.training_loss(BATCH)
+    loss.backward()
+    plain = _grads(method)
+    _zero(method)
+    cached_loss, metrics = cached_backward(method, BATCH, chunk=2)
+    cached = _grads(method)
+    _zero(method)
+    assert cached_loss.item() == pytest.approx(loss.item(), abs=1e-5) and metrics["loss"] == pytest.approx(loss.item(),
+                                                                                                            abs=1e-5)
+    assert not cached_loss.requires_grad
+    assert any(g.abs().sum() > 0 for g in cached)
+    for a, b in zip(plain, cached, strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-3)
+
+
+def test_grad_cache_replays_the_dropout_masks_of_its_first_pass(smollm2_cut):
+    """With LoRA dropout on, the second pass must see the masks the cached representations were
+    made with: the gradients equal a with-grad pass chunked the same way from the same seed, and
+    the random stream continues as if each chunk had been encoded once."""
+    from embedders.training.grad_cache import cached_backward
+
+    torch.manual_seed(0)
+    lora = LoraSettings(r=4, alpha=8, dropout=0.5, target_modules=("q_proj", "v_proj"))
+    model = CausalEOSEmbedder(CausalEOSConfig(lora=lora, max_length=64, backbone=smollm2_cut), device="cpu")
+    with torch.no_grad():  # LoRA B starts at zero, which would hide the dropout on A's input
+        for name, p in model.backbone.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.05)
+    model.train()
+    torch.manual_seed(7)
+    reps = [torch.cat([model.training_reps(texts[i:i + 2], role, instruction) for i in range(0, len(texts), 2)])
+            for texts, role, instruction in model.batch_sides(BATCH)]
+    loss, _ = model.loss_from_reps(BATCH, *reps)
+    loss.backward()
+    reference, next_draw = _grads(model), torch.rand(1)
+    _zero(model)
+    torch.manual_seed(7)
+    cached_loss, _ = cached_backward(model, BATCH, chunk=2)
+    cached, cached_next = _grads(model), torch.rand(1)
+    _zero(model)
+    torch.manual_seed(8)
+    other = [model.training_reps(*side) for side in model.batch_sides(BATCH)]
+    model.eval()
+    assert cached_loss.item() == pytest.approx(loss.item(), abs=1e-5)
+    assert not torch.allclose(other[0], reps[0], atol=1e-4)  # the masks do change the representations
+    for a, b in zip(reference, cached, strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-3)
+    assert cached_next.item() == next_draw.item()

@@ -295,3 +295,10 @@ def test_the_sigterm_handler_is_restored_after_training() -> None:
     before = signal.getsignal(signal.SIGTERM)
     train(_Linear(), _Sampler(), TrainConfig(steps=3, lr=0.05), progress=False)
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_grad_cache_is_refused_for_a_model_without_a_cached_path() -> None:
+    with pytest.raises(ValueError, match="grad_cache must be >= 1"):
+        TrainConfig(grad_cache=0)
+    with pytest.raises(ValueError, match="no cached-gradient path"):
+        train(_Linear(), _Sampler(), TrainConfig(steps=1, grad_cache=4))

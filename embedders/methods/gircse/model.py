@@ -94,10 +94,13 @@ class GircseEmbedder(CorpusEmbedder):
                                       use_cache=self.config.use_cache)
         return states.mean(dim=1)
 
-    def training_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
-        k = self.config.train_soft_tokens
-        q, p, n = (self.generate_states(texts, role, instruction, k) if texts else None
-                   for texts, role, instruction in self.batch_sides(batch))
+    def training_reps(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        """The states of the K training soft tokens, (batch, K, hidden): the stepwise loss reads
+        the mean of the first k of them for every k."""
+        return self.generate_states(texts, role, instruction, self.config.train_soft_tokens)
+
+    def loss_from_reps(self, batch: Any, q: torch.Tensor | None, p: torch.Tensor | None,
+                       n: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, float]]:
         assert q is not None and p is not None
         scores = torch.tensor(batch.scores, device=q.device) if batch.scores is not None else None
         loss, metrics = gircse_loss(q, p, n, temperature=self.config.temperature,
