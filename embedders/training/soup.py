@@ -37,6 +37,10 @@ from embedders.methods.common import ADAPTER_FILE, HEADS_FILE
 
 TRAIN_LOG_FILE = "train_log.json"
 _LORA_FREE = ("r", "alpha", "dropout")
+# The served token budget: chosen on dev after training (docs/training.md, 6.), so a shipped
+# checkpoint may serve 256 while the runs continued from it say the 96 they trained at. The
+# weights do not depend on it; the soup serves the first ingredient's.
+_SERVING_FREE = frozenset({"max_length"})
 
 
 @dataclass
@@ -70,11 +74,12 @@ def _comparable(config: dict[str, Any], training_only: frozenset[str]) -> dict[s
 
 def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """Raise CheckpointError unless every ingredient is the same method with the same inference
-    settings; return the training-only fields that differ (reported, not refused)."""
+    settings (the served ``max_length`` aside); return the training-only fields and budgets that
+    differ (reported, not refused)."""
     from embedders.registry import training_only_fields
 
     first = metas[0]
-    training_only = training_only_fields(str(first.get("method")))
+    training_only = training_only_fields(str(first.get("method"))) | _SERVING_FREE
     for path, meta in zip(paths[1:], metas[1:], strict=True):
         if meta.get("method") != first.get("method"):
             raise CheckpointError(f"cannot average {paths[0]} ({first.get('method')}) with {path} "
@@ -83,11 +88,12 @@ def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[st
         if a != b:
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             raise CheckpointError(f"cannot average {paths[0]} with {path}: their configs differ in "
-                                  f"{', '.join(keys)} (only LoRA rank/alpha/dropout and training-only "
-                                  "fields may differ)")
+                                  f"{', '.join(keys)} (only LoRA rank/alpha/dropout, max_length and "
+                                  "training-only fields may differ)")
     diffs: dict[str, list[Any]] = {}
-    # Training-only fields that differ: the soup keeps the first ingredient's value (what a
-    # continuation from it trains with); reported, not refused.
+    # Training-only fields and the served budget that differ: the soup keeps the first
+    # ingredient's value (what a continuation from it trains with, what it serves); reported,
+    # not refused.
     for key in sorted(training_only):
         values = [m.get("config", {}).get(key) for m in metas]
         if any(v != values[0] for v in values):

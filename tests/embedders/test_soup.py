@@ -98,8 +98,9 @@ def test_mismatched_ingredients_are_refused_before_anything_is_written(pair, tmp
     (other_budget / "facet_config.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="one method"):
         make_soup([a, other_method], tmp_path / "x")
-    with pytest.raises(CheckpointError, match="max_length"):
-        make_soup([a, other_budget], tmp_path / "x")
+    other_template = _checkpoint(tmp_path, "eos-template", 5, smollm2_cut, template="eos")
+    with pytest.raises(CheckpointError, match="template"):
+        make_soup([a, other_template], tmp_path / "x")
     with pytest.raises(CheckpointError, match="at least two"):
         make_soup([a], tmp_path / "x")
     with pytest.raises(CheckpointError, match="one of the ingredients"):
@@ -128,3 +129,16 @@ def test_facet_soup_writes_a_checkpoint_and_refuses_bad_input(pair, tmp_path):
     assert missing.exit_code == 3 and "no checkpoint" in missing.output
     bad = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", "1,x"])
     assert bad.exit_code == 2 and "comma-separated" in bad.output
+
+
+def test_a_different_served_budget_is_reported_and_the_first_ones_kept(pair, tmp_path, smollm2_cut):
+    """A shipped checkpoint serves the budget chosen on dev (256) while a run continued from it
+    says the 96 it trained at: the weights are comparable, so the soup is made at the first's."""
+    a, _ = pair
+    longer = _checkpoint(tmp_path, "long", 4, smollm2_cut)
+    meta = json.loads((longer / "facet_config.json").read_text())
+    meta["config"]["max_length"] = 64
+    (longer / "facet_config.json").write_text(json.dumps(meta))
+    report = make_soup([longer, a], tmp_path / "soup")
+    assert report.config_differences["max_length"] == [64, 32]
+    assert json.loads((tmp_path / "soup" / "facet_config.json").read_text())["config"]["max_length"] == 64
