@@ -96,7 +96,7 @@ def register(cli: typer.Typer) -> None:
             = False,
         grad_cache: Annotated[int | None, typer.Option(
             help="corpus methods: encode each batch in chunks of N texts and backpropagate through cached "
-                 "representations: the whole batch's negatives at one chunk's memory, ~1.3x the compute")]
+                 "representations: the whole batch's negatives at one chunk's memory, one extra forward pass")]
             = None,
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
