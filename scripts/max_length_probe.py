@@ -51,7 +51,7 @@ def probe(model, root: Path, lengths: list[int], *, docs: int | None = 400, quer
         raise ValueError(f"docs must be >= 1 or None (the whole corpus), got {docs}")
     name = "scifact-dev-whole" if docs is not None else "scifact-dev-corpus"
     tasks: list[Task] = [RetrievalTask(name, lambda: scifact_dev(root), instruction=SCIFACT_INSTRUCTION,
-                           doc_max_words=None, n_docs=docs, n_queries=queries, seed=0)]
+                                       doc_max_words=None, n_docs=docs, n_queries=queries, seed=0)]
     if sts_pairs:
         tasks.append(StsTask("stsb-dev", lambda: stsb_dev(root), sample=sts_pairs, seed=0))
     rows = []

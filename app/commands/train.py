@@ -169,12 +169,13 @@ def register(cli: typer.Typer) -> None:
                 model.enable_gradient_checkpointing()
             except ValueError as e:
                 raise InvalidRequestError(str(e)) from e
-        if grad_cache is not None:
-            from embedders.training.grad_cache import supports_grad_cache
+        if grad_cache is not None:  # before the data loads (train() checks it too, for other callers)
+            from embedders.training.grad_cache import require_grad_cache
 
-            if not supports_grad_cache(model):
-                raise InvalidRequestError(f"--grad-cache: {spec.name} has no cached-gradient path (the corpus "
-                                          "methods have one); train it without --grad-cache")
+            try:
+                require_grad_cache(model, spec.name)
+            except ValueError as e:
+                raise InvalidRequestError(str(e)) from e
         sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
         evaluate = None
         if dev:

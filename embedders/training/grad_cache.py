@@ -37,6 +37,13 @@ def supports_grad_cache(model: Any) -> bool:
     return all(callable(getattr(model, name, None)) for name in REQUIRED)
 
 
+def require_grad_cache(model: Any, name: str) -> None:
+    """Raise ValueError, naming the method ``name``, unless ``model`` has a cached-gradient path."""
+    if not supports_grad_cache(model):
+        raise ValueError(f"--grad-cache: {name} has no cached-gradient path (the corpus methods have one); "
+                         "train it without --grad-cache")
+
+
 def _rng_state(device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
     cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
     return torch.get_rng_state(), cuda

@@ -65,8 +65,8 @@ class SoupReport:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _comparable(config: dict[str, Any], training_only: frozenset[str]) -> dict[str, Any]:
-    out = {k: v for k, v in config.items() if k not in training_only}
+def _comparable(config: dict[str, Any], free: frozenset[str]) -> dict[str, Any]:
+    out = {k: v for k, v in config.items() if k not in free}
     if isinstance(out.get("lora"), dict):
         out["lora"] = {k: v for k, v in out["lora"].items() if k not in _LORA_FREE}
     return out
@@ -79,12 +79,12 @@ def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[st
     from embedders.registry import training_only_fields
 
     first = metas[0]
-    training_only = training_only_fields(str(first.get("method"))) | _SERVING_FREE
+    free = training_only_fields(str(first.get("method"))) | _SERVING_FREE
     for path, meta in zip(paths[1:], metas[1:], strict=True):
         if meta.get("method") != first.get("method"):
             raise CheckpointError(f"cannot average {paths[0]} ({first.get('method')}) with {path} "
                                   f"({meta.get('method')}): a soup needs one method")
-        a, b = (_comparable(m.get("config", {}), training_only) for m in (first, meta))
+        a, b = (_comparable(m.get("config", {}), free) for m in (first, meta))
         if a != b:
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             raise CheckpointError(f"cannot average {paths[0]} with {path}: their configs differ in "
@@ -94,7 +94,7 @@ def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[st
     # Training-only fields and the served budget that differ: the soup keeps the first
     # ingredient's value (what a continuation from it trains with, what it serves); reported,
     # not refused.
-    for key in sorted(training_only):
+    for key in sorted(free):
         values = [m.get("config", {}).get(key) for m in metas]
         if any(v != values[0] for v in values):
             diffs[key] = values

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from embedders.base import truncation_tally
-from embedders.training.grad_cache import cached_backward, supports_grad_cache
+from embedders.training.grad_cache import cached_backward, require_grad_cache
 
 logger = logging.getLogger(__name__)
 
@@ -224,9 +224,8 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     params = model.trainable_parameters()
     if not params:
         raise ValueError(f"{model.method} has no trainable parameters")
-    if config.grad_cache is not None and not supports_grad_cache(model):
-        raise ValueError(f"{model.method} has no cached-gradient path (the corpus methods have one); "
-                         "train it without --grad-cache")
+    if config.grad_cache is not None:
+        require_grad_cache(model, model.method)
     heads = {id(p) for p in getattr(model, "head_parameters", list)()}
     groups = [{"params": [p for p in params if id(p) not in heads], "lr": config.lr},
               {"params": [p for p in params if id(p) in heads], "lr": config.lr * config.head_lr_mult}]

@@ -160,7 +160,7 @@ def test_dev_corpus_is_checked_before_any_model_loads(tmp_path):
 
 def test_grad_cache_trains_a_corpus_method_and_records_it(tmp_path, shared_data, tiny):
     out = tmp_path / "gc"
-    args = [a for a in tiny]
+    args = list(tiny)
     args[args.index("--batch-size") + 1] = "4"
     code, output = _train("causal-eos", "--out", str(out), "--steps", "2", "--no-dev", "--grad-cache", "2",
                           "--data-dir", str(shared_data), *args)
