@@ -109,6 +109,20 @@ def test_gircse_lr2_is_gircses_recipe_at_twice_the_learning_rate(tmp_path):
     assert strip(plain) == strip(doubled)
 
 
+def test_gircse_b256_is_gircses_lr2_recipe_at_four_times_the_batch_in_gradient_cache_chunks(tmp_path):
+    result, commands = _train_all_commands(tmp_path, "gircse-lr2 gircse-b256")
+    assert result.returncode == 0, result.stderr
+    lr2, big = commands["gircse-lr2"], commands["gircse-b256"]
+    assert big.startswith("-m app train gircse --out checkpoints/gircse-b256 ")
+    assert f"--init-from {ROOT / 'checkpoints' / 'gircse'} " in big
+    # SMOKE=1 shrinks the batch to 4 in chunks of 2 (so a CPU smoke run takes two chunks per step)
+    assert re.search(r"--batch-size 4 --grad-cache 2 ", big) and "--grad-cache" not in lr2
+    strip = lambda c: re.sub(r"--grad-cache \S+|--(last-)?out \S+", "", c).split()  # noqa: E731
+    assert strip(lr2) == strip(big)  # otherwise lr2's recipe: the same lr, teacher and dev
+    text = (ROOT / "scripts" / "gpu" / "train_all.sh").read_text()
+    assert re.search(r"HUGE=256; CHUNK=64", text)  # on the device: 256 in chunks of 64
+
+
 def test_instemb_steer_is_an_instemb_run_with_steer_quads_from_the_committed_weights(tmp_path):
     result, commands = _train_all_commands(tmp_path, "instemb-steer")
     assert result.returncode == 0, result.stderr
