@@ -8,6 +8,8 @@ retrieval queries against the whole corpus), the same resample for A and B, and 
 each task's score and the mean over the tasks. It prints the observed difference, a 95%
 percentile interval and the share of resamples in which A leads. Reporting, not selection:
 it says how sure a comparison on test sets is, and must never choose a checkpoint.
+``--task sts:FILE.csv`` / ``beir:FOLDER`` (as ``facet eval --task``) compares on other data instead,
+e.g. the STS-B *dev* split, to see whether a gap on test is there on the data models are selected on.
 
     .venv/bin/python scripts/paired_bootstrap.py 'checkpoints/causal2vec[max_length=96]' \\
         'checkpoints/causal-eos[max_length=96]' --tasks stsb,sick,scifact --cache-dir runs/eval-cache \\
@@ -27,7 +29,7 @@ import numpy as np
 
 from app.evaluation import metrics
 from app.evaluation.cache import EmbeddingCache
-from app.evaluation.suites import build_tasks, resolve_task_names
+from app.evaluation.suites import build_tasks, build_user_tasks, resolve_task_names
 from app.evaluation.tasks import EvalContext, RetrievalTask, StsTask, Task
 from app.settings import get_settings
 from embedders.registry import load_embedder
@@ -102,16 +104,24 @@ def main() -> None:
     parser.add_argument("b", help="embedder B")
     parser.add_argument("--tasks", default="stsb,sick,scifact", help="STS / retrieval tasks of the suite")
     parser.add_argument("--suite", default="full", help="evaluation suite (default: full test sets)")
+    parser.add_argument("--task", action="append", default=None, metavar="KIND:PATH",
+                        help="your own data instead of --tasks (sts:FILE.csv, beir:FOLDER; repeatable)")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", type=Path, default=None, help="the cache `facet eval --cache-dir` wrote")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    tasks = build_tasks(get_settings().shared_data_dir, args.suite, resolve_task_names(args.tasks))
+    if args.task:
+        tasks = build_user_tasks(args.task)
+        unsupported = [t.name for t in tasks if not isinstance(t, (StsTask, RetrievalTask))]
+        if unsupported:
+            parser.error(f"only STS and retrieval tasks can be resampled, not {', '.join(unsupported)}")
+    else:
+        tasks = build_tasks(get_settings().shared_data_dir, args.suite, resolve_task_names(args.tasks))
     cache = EmbeddingCache(args.cache_dir)
     ctx_a, ctx_b = (EvalContext(load_embedder(name), cache, batch_size=16) for name in (args.a, args.b))
-    result = {"a": args.a, "b": args.b, "suite": args.suite,
+    result = {"a": args.a, "b": args.b, "suite": "user" if args.task else args.suite, "user_tasks": args.task,
               **paired_bootstrap(tasks, ctx_a, ctx_b, resamples=args.resamples, seed=args.seed)}
     text = json.dumps(result, indent=1)
     print(text)

@@ -50,3 +50,34 @@ def test_other_task_kinds_are_refused(minilm, tmp_path):
     ctx = EvalContext(minilm, EmbeddingCache(tmp_path), show_progress=False)
     with pytest.raises(ValueError, match="only STS and retrieval"):
         load_script("paired_bootstrap.py").paired_bootstrap([task], ctx, ctx, resamples=5)
+
+
+def test_the_command_compares_on_a_users_sts_file(shared_data, tmp_path, monkeypatch, capsys):
+    """`--task sts:FILE` resamples the pairs of that file (e.g. a dev split) instead of the suite."""
+    import json
+    import sys
+
+    rows = (shared_data / "stsb_en" / "stsb-en-dev.csv").read_text().splitlines()[:30]
+    csv = tmp_path / "pairs.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--task", f"sts:{csv}",
+                                      "--resamples", "20", "--out", str(out)])
+    load_script("paired_bootstrap.py").main()
+    result = json.loads(out.read_text())
+    assert result["suite"] == "user" and result["user_tasks"] == [f"sts:{csv}"]
+    (row,) = result["tasks"].values()
+    assert row["items"] == 30 and row["a"] == row["b"] and row["a_minus_b"] == 0
+    assert json.loads(capsys.readouterr().out) == result
+
+
+def test_the_command_refuses_a_user_task_it_cannot_resample(shared_data, tmp_path, monkeypatch, capsys):
+    import sys
+
+    folder = shared_data / "goalex_clustering"
+    data = next(p.parent for p in sorted(folder.rglob("data.json")))
+    monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--task", f"goalex:{data}"])
+    with pytest.raises(SystemExit) as stop:
+        load_script("paired_bootstrap.py").main()
+    assert stop.value.code == 2
+    assert "only STS and retrieval tasks can be resampled" in capsys.readouterr().err
