@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from app.errors import InvalidRequestError
 from app.evaluation import metrics
 from app.evaluation.cache import EmbeddingCache
 from app.evaluation.suites import build_tasks, build_user_tasks, resolve_task_names
@@ -106,6 +107,7 @@ def main() -> None:
     parser.add_argument("--suite", default="full", help="evaluation suite (default: full test sets)")
     parser.add_argument("--task", action="append", default=None, metavar="KIND:PATH",
                         help="your own data instead of --tasks (sts:FILE.csv, beir:FOLDER; repeatable)")
+    parser.add_argument("--task-instruction", default=None, help="query instruction of --task beir")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", type=Path, default=None, help="the cache `facet eval --cache-dir` wrote")
@@ -113,7 +115,10 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.task:
-        tasks = build_user_tasks(args.task)
+        try:
+            tasks = build_user_tasks(args.task, args.task_instruction)
+        except InvalidRequestError as e:
+            parser.error(str(e))
         unsupported = [t.name for t in tasks if not isinstance(t, (StsTask, RetrievalTask))]
         if unsupported:
             parser.error(f"only STS and retrieval tasks can be resampled, not {', '.join(unsupported)}")

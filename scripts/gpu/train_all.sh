@@ -75,8 +75,8 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
     gircse-lr2) LR_SCALE=$(lr 2) args_for gircse ;;  # the same recipe, lr x2 (lr 2 prints 2 x LR_SCALE)
     # GIRCSE at four times the batch, in gradient-cache chunks of 64 (memory of a batch of 64, one
     # extra forward pass): on the second lease 64 instead of 32 cost 10% per step, and every lease so
-    # far ended with GIRCSE still gaining. A CPU smoke run (SMOKE=1, 4 in chunks of 2) works. Not yet run on a GPU: a lease that tries it should run it
-    # beside gircse-lr2 (the same lr) to compare on dev.
+    # far ended with GIRCSE still gaining. A CPU smoke run (SMOKE=1, 4 in chunks of 2) works; not
+    # yet run on a GPU: a lease that tries it should run it beside gircse-lr2 (the same lr).
     gircse-b256) echo "--batch-size $HUGE --grad-cache $CHUNK --teacher minilm --teacher-weight 1.0 --lr $(lr 2e-4) \
 --dev-corpus $DEV_CORPUS" ;;
     gircse-*) args_for gircse ;;

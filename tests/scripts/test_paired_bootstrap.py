@@ -81,3 +81,9 @@ def test_the_command_refuses_a_user_task_it_cannot_resample(shared_data, tmp_pat
         load_script("paired_bootstrap.py").main()
     assert stop.value.code == 2
     assert "only STS and retrieval tasks can be resampled" in capsys.readouterr().err
+    # a path that does not exist: the same usage error, before any model is loaded
+    missing = f"sts:{tmp_path / 'no.csv'}"
+    monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--task", missing])
+    with pytest.raises(SystemExit) as stop:
+        load_script("paired_bootstrap.py").main()
+    assert stop.value.code == 2 and "does not exist" in capsys.readouterr().err
