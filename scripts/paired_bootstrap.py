@@ -108,6 +108,9 @@ def main() -> None:
     parser.add_argument("--task", action="append", default=None, metavar="KIND:PATH",
                         help="your own data instead of --tasks (sts:FILE.csv, beir:FOLDER; repeatable)")
     parser.add_argument("--task-instruction", default=None, help="query instruction of --task beir")
+    parser.add_argument("--sts-sample", type=int, default=None, metavar="N",
+                        help="resample a seeded subsample of N pairs of each --task sts file (seed 0: with "
+                             "the STS-B dev file and 400, the pairs `facet train` selects on)")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", type=Path, default=None, help="the cache `facet eval --cache-dir` wrote")
@@ -122,11 +125,20 @@ def main() -> None:
         unsupported = [t.name for t in tasks if not isinstance(t, (StsTask, RetrievalTask))]
         if unsupported:
             parser.error(f"only STS and retrieval tasks can be resampled, not {', '.join(unsupported)}")
+        if args.sts_sample is not None:
+            if args.sts_sample < 2:
+                parser.error(f"--sts-sample must be at least 2, got {args.sts_sample}")
+            for task in tasks:
+                if isinstance(task, StsTask):
+                    task.sample, task.seed = args.sts_sample, 0
+    elif args.sts_sample is not None:
+        parser.error("--sts-sample applies to --task sts:FILE only")
     else:
         tasks = build_tasks(get_settings().shared_data_dir, args.suite, resolve_task_names(args.tasks))
     cache = EmbeddingCache(args.cache_dir)
     ctx_a, ctx_b = (EvalContext(load_embedder(name), cache, batch_size=16) for name in (args.a, args.b))
     result = {"a": args.a, "b": args.b, "suite": "user" if args.task else args.suite, "user_tasks": args.task,
+              "sts_sample": args.sts_sample,
               **paired_bootstrap(tasks, ctx_a, ctx_b, resamples=args.resamples, seed=args.seed)}
     text = json.dumps(result, indent=1)
     print(text)

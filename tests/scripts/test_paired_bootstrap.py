@@ -87,3 +87,39 @@ def test_the_command_refuses_a_user_task_it_cannot_resample(shared_data, tmp_pat
     with pytest.raises(SystemExit) as stop:
         load_script("paired_bootstrap.py").main()
     assert stop.value.code == 2 and "does not exist" in capsys.readouterr().err
+
+
+def test_sts_sample_resamples_the_pairs_training_selects_on(shared_data, tmp_path, monkeypatch):
+    """`--task sts:<STS-B dev> --sts-sample 400` draws exactly the trainer's 400 STS-B dev pairs."""
+    import json
+    import sys
+
+    from app.evaluation.dev import build_dev_tasks
+
+    bootstrap = load_script("paired_bootstrap.py")
+    captured = {}
+    real = bootstrap.paired_bootstrap
+
+    def spy(tasks, *args, **kwargs):
+        captured["pairs"] = tasks[0].pairs()
+        return real(tasks, *args, **kwargs)
+
+    monkeypatch.setattr(bootstrap, "paired_bootstrap", spy)
+    dev_csv = shared_data / "stsb_en" / "stsb-en-dev.csv"
+    out = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--task", f"sts:{dev_csv}",
+                                      "--sts-sample", "400", "--resamples", "5", "--out", str(out)])
+    bootstrap.main()
+    selected = build_dev_tasks(shared_data, "corpus")[0].pairs()  # what `facet train` scores on
+    assert len(selected) == 400 and captured["pairs"] == selected
+    result = json.loads(out.read_text())
+    assert result["sts_sample"] == 400 and next(iter(result["tasks"].values()))["items"] == 400
+
+
+def test_sts_sample_needs_a_users_sts_file(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--sts-sample", "400"])
+    with pytest.raises(SystemExit) as stop:
+        load_script("paired_bootstrap.py").main()
+    assert stop.value.code == 2 and "--sts-sample applies to --task sts:FILE only" in capsys.readouterr().err
