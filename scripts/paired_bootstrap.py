@@ -128,6 +128,8 @@ def main() -> None:
         if args.sts_sample is not None:
             if args.sts_sample < 2:
                 parser.error(f"--sts-sample must be at least 2, got {args.sts_sample}")
+            if not any(isinstance(task, StsTask) for task in tasks):
+                parser.error("--sts-sample applies to --task sts:FILE only")
             for task in tasks:
                 if isinstance(task, StsTask):
                     task.sample, task.seed = args.sts_sample, 0

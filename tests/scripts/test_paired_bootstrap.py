@@ -116,10 +116,15 @@ def test_sts_sample_resamples_the_pairs_training_selects_on(shared_data, tmp_pat
     assert result["sts_sample"] == 400 and next(iter(result["tasks"].values()))["items"] == 400
 
 
-def test_sts_sample_needs_a_users_sts_file(monkeypatch, capsys):
+def test_sts_sample_needs_a_users_sts_file(shared_data, monkeypatch, capsys):
     import sys
 
     monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--sts-sample", "400"])
+    with pytest.raises(SystemExit) as stop:
+        load_script("paired_bootstrap.py").main()
+    assert stop.value.code == 2 and "--sts-sample applies to --task sts:FILE only" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--sts-sample", "400",
+                                      "--task", f"beir:{shared_data / 'beir_scifact'}"])
     with pytest.raises(SystemExit) as stop:
         load_script("paired_bootstrap.py").main()
     assert stop.value.code == 2 and "--sts-sample applies to --task sts:FILE only" in capsys.readouterr().err
