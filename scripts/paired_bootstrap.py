@@ -125,18 +125,17 @@ def main() -> None:
         unsupported = [t.name for t in tasks if not isinstance(t, (StsTask, RetrievalTask))]
         if unsupported:
             parser.error(f"only STS and retrieval tasks can be resampled, not {', '.join(unsupported)}")
-        if args.sts_sample is not None:
-            if args.sts_sample < 2:
-                parser.error(f"--sts-sample must be at least 2, got {args.sts_sample}")
-            if not any(isinstance(task, StsTask) for task in tasks):
-                parser.error("--sts-sample applies to --task sts:FILE only")
-            for task in tasks:
-                if isinstance(task, StsTask):
-                    task.sample, task.seed = args.sts_sample, 0
-    elif args.sts_sample is not None:
-        parser.error("--sts-sample applies to --task sts:FILE only")
     else:
         tasks = build_tasks(get_settings().shared_data_dir, args.suite, resolve_task_names(args.tasks))
+    if args.sts_sample is not None:
+        # User STS tasks draw with the suites' seed (0), as the trainer's dev sample does (tested).
+        user_sts = [t for t in tasks if isinstance(t, StsTask)] if args.task else []
+        if not user_sts:
+            parser.error("--sts-sample applies to --task sts:FILE only")
+        if args.sts_sample < 2:
+            parser.error(f"--sts-sample must be at least 2, got {args.sts_sample}")
+        for task in user_sts:
+            task.sample = args.sts_sample
     cache = EmbeddingCache(args.cache_dir)
     ctx_a, ctx_b = (EvalContext(load_embedder(name), cache, batch_size=16) for name in (args.a, args.b))
     result = {"a": args.a, "b": args.b, "suite": "user" if args.task else args.suite, "user_tasks": args.task,
