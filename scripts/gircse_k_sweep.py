@@ -28,26 +28,34 @@ from embedders import Role
 from embedders.registry import load_embedder
 
 
-def k_prefix_embeddings(model, texts: list[str], max_k: int, batch_size: int = 32) -> np.ndarray:
-    """(n, max_k, hidden) normalised embeddings for K = 1..max_k (mean of the first K states)."""
+def k_prefix_embeddings(model, texts: list[str], max_k: int, batch_size: int = 32,
+                        with_prompt: bool = False) -> np.ndarray:
+    """(n, max_k, hidden) normalised embeddings for K = 1..max_k (mean of the first K states).
+
+    With ``with_prompt``, (n, 1 + max_k, hidden): row K is the mean of the prompt's last-token
+    state and the first K soft-token states (row 0: the prompt state alone), a pooling variant.
+    """
     out = []
     with torch.inference_mode():
         for i in tqdm(range(0, len(texts), batch_size), desc=f"gircse K<={max_k}", unit="batch"):
             states = model.generate_states(texts[i:i + batch_size], Role.DOCUMENT, None, max_k,
-                                           use_cache=model.config.use_cache).float()
-            steps = torch.arange(1, max_k + 1, device=states.device).view(1, -1, 1)
+                                           use_cache=model.config.use_cache, with_prompt_state=with_prompt).float()
+            steps = torch.arange(1, states.shape[1] + 1, device=states.device).view(1, -1, 1)
             means = states.cumsum(dim=1) / steps  # (batch, max_k, hidden): mean of the first K
             out.append(torch.nn.functional.normalize(means, dim=-1).cpu().numpy())
     return np.concatenate(out)
 
 
-def sweep(model, pairs: list[loaders.StsPair], max_k: int, batch_size: int = 32) -> dict[int, float]:
-    """Spearman x 100 of cosine vs gold for each K in 1..max_k."""
+def sweep(model, pairs: list[loaders.StsPair], max_k: int, batch_size: int = 32,
+          with_prompt: bool = False) -> dict[int, float]:
+    """Spearman x 100 of cosine vs gold for each K in 1..max_k (0..max_k ``with_prompt``: the
+    pool that also averages in the prompt's last-token state)."""
     emb = k_prefix_embeddings(model, [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs],
-                              max_k, batch_size)
+                              max_k, batch_size, with_prompt)
     a, b = emb[: len(pairs)], emb[len(pairs):]
     gold = [p.score for p in pairs]
-    return {k + 1: round(100 * spearman((a[:, k] * b[:, k]).sum(-1), gold), 2) for k in range(max_k)}
+    first = 0 if with_prompt else 1
+    return {k + first: round(100 * spearman((a[:, k] * b[:, k]).sum(-1), gold), 2) for k in range(emb.shape[1])}
 
 
 def main() -> None:
@@ -56,6 +64,8 @@ def main() -> None:
     ap.add_argument("--max-k", type=int, default=20)
     ap.add_argument("--split", choices=("test", "dev"), default="test", help="STS-B split (dev for selection)")
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--with-prompt", action="store_true",
+                    help="the pooling variant that averages the prompt's last-token state in too (K=0: it alone)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     model = load_embedder(args.checkpoint)
@@ -64,9 +74,10 @@ def main() -> None:
     root = Path(get_settings().shared_data_dir)
     pairs = loaders.load_sts_csv(root / "stsb_en" / f"stsb-en-{args.split}.csv")
     t = time.time()
-    scores = sweep(model, pairs, args.max_k, args.batch_size)
+    scores = sweep(model, pairs, args.max_k, args.batch_size, args.with_prompt)
+    key = "spearman_by_k_with_prompt" if args.with_prompt else "spearman_by_k"
     result = {"checkpoint": str(args.checkpoint), "task": f"stsb-{args.split}", "pairs": len(pairs),
-              "spearman_by_k": scores, "seconds": round(time.time() - t, 1)}
+              key: scores, "seconds": round(time.time() - t, 1)}
     print(json.dumps(result))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -28,3 +28,26 @@ def test_prefix_embeddings_equal_encode_at_each_k(smollm2_cut):
     pairs = [StsPair(texts[0], texts[1], 1.0), StsPair(texts[0], texts[0], 5.0), StsPair(texts[1], texts[2], 0.0)]
     scores = sweep.sweep(model, pairs, max_k=3, batch_size=4)
     assert sorted(scores) == [1, 2, 3] and all(-100 <= s <= 100 for s in scores.values())
+
+
+def test_the_with_prompt_pool_averages_the_prompt_state_in(smollm2_cut):
+    from embedders import Role
+
+    torch.manual_seed(0)
+    lora = LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj",))
+    model = GircseEmbedder(GircseConfig(backbone=smollm2_cut, lora=lora, max_length=48), device="cpu")
+    texts = ["A man plays the guitar.", "Share prices dropped sharply on Monday.", "A cat sleeps."]
+    with torch.inference_mode():
+        states = model.generate_states(texts, Role.DOCUMENT, None, 3, with_prompt_state=True)
+        soft = model.generate_states(texts, Role.DOCUMENT, None, 3)
+        reference = model.generate_states(texts, Role.DOCUMENT, None, 3, with_prompt_state=True, use_cache=False)
+    assert states.shape[1] == 4
+    torch.testing.assert_close(states[:, 1:], soft)  # the soft tokens are untouched
+    torch.testing.assert_close(states, reference, atol=1e-4, rtol=1e-4)
+    sweep = load_script("gircse_k_sweep.py")
+    pooled = sweep.k_prefix_embeddings(model, texts, max_k=3, batch_size=2, with_prompt=True)
+    for k in (0, 3):
+        expected = torch.nn.functional.normalize(states[:, : k + 1].float().mean(dim=1), dim=-1).numpy()
+        np.testing.assert_allclose(pooled[:, k], expected, atol=1e-4)
+    pairs = [StsPair(texts[0], texts[1], 1.0), StsPair(texts[0], texts[0], 5.0), StsPair(texts[1], texts[2], 0.0)]
+    assert sorted(sweep.sweep(model, pairs, max_k=2, batch_size=4, with_prompt=True)) == [0, 1, 2]

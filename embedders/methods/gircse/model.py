@@ -54,12 +54,14 @@ class GircseEmbedder(CorpusEmbedder):
         return probs.to(table.dtype) @ table
 
     def generate_states(self, texts: list[str], role: Role, instruction: str | None, k: int,
-                        *, use_cache: bool = True) -> torch.Tensor:
+                        *, use_cache: bool = True, with_prompt_state: bool = False) -> torch.Tensor:
         """States of K generated soft tokens, (batch, K, hidden).
 
         Args:
             use_cache: True for one prefill + K cached steps; False recomputes the whole
                 sequence at each step (the reference the cache is tested against).
+            with_prompt_state: also return the prompt's last-token state, the one the first
+                soft token is read from, first: (batch, 1 + K, hidden).
         """
         batch = self.tokenize(texts, role, instruction)
         body = self.backbone.base_model()
@@ -72,7 +74,7 @@ class GircseEmbedder(CorpusEmbedder):
         state = last_token_pool(out.last_hidden_state, mask)  # (batch, hidden)
         cache = returned_cache(out) if use_cache else None
         next_pos = positions.max(dim=1).values  # (batch,) last real position per row
-        states = []
+        states = [state] if with_prompt_state else []
         for _ in range(k):
             soft = self._soft_token(state).unsqueeze(1)  # (batch, 1, hidden)
             mask = torch.cat([mask, ones], dim=1)
