@@ -5,7 +5,8 @@ brought back from a GPU, against the shipped weights re-scored on the same machi
 checkpoint is scored on the dev suite its method declares (corpus: STS-B dev + SciFact
 held-out train queries; instruction: CLINC val), with the sizes `facet train` uses by
 default. `--gircse-k N` adds, for a GIRCSE checkpoint, the Spearman on all 1,500 STS-B dev
-pairs for every K up to N (GIRCSE's keep rule reads that curve).
+pairs for every K up to N (GIRCSE's keep rule reads that curve). `--dev-sts-pairs all` scores
+the corpus suite's STS part on all 1,500 dev pairs instead of the trainer's seeded 400.
 
     .venv/bin/python scripts/dev_score.py checkpoints/gircse runs/soup/four --gircse-k 5 \
         --out results/eval/soups/gircse-dev.jsonl
@@ -22,7 +23,7 @@ from typing import Any
 
 import torch
 
-from app.evaluation.dev import DevEvaluator, DevSizes, one_size, stsb_dev
+from app.evaluation.dev import DevEvaluator, DevSizes, one_size, sts_pairs_option, stsb_dev
 from app.settings import get_settings
 from embedders.registry import load_embedder, trainable_methods
 
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("checkpoints", nargs="+", help="checkpoint directories or registered names")
     parser.add_argument("--gircse-k", type=int, default=0, help="GIRCSE: STS-B dev Spearman for K = 1..N")
     parser.add_argument("--dev-size", type=int, default=None, help="dev subsample size (as facet train --dev-size)")
+    parser.add_argument("--dev-sts-pairs", default=None,
+                        help="corpus methods: STS-B dev pairs, a number or 'all' (as facet train --dev-sts-pairs)")
     parser.add_argument("--data-dir", type=Path, default=None, help="datasets root (default: the settings')")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     parser.add_argument("--out", type=Path, default=None, help="append one JSON line per checkpoint here")
@@ -60,7 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     root = Path(args.data_dir or get_settings().shared_data_dir)
-    sizes = DevSizes(**one_size(args.dev_size)) if args.dev_size is not None else None
+    given: dict[str, Any] = one_size(args.dev_size) if args.dev_size is not None else {}
+    if args.dev_sts_pairs is not None:
+        try:
+            given["sts_pairs"] = sts_pairs_option(args.dev_sts_pairs)
+        except ValueError as e:
+            parser.error(str(e))
+    sizes = DevSizes(**given) if given else None
     for checkpoint in args.checkpoints:
         row = score(checkpoint, root, sizes=sizes, gircse_k=args.gircse_k)
         print(json.dumps(row), flush=True)

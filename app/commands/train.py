@@ -70,6 +70,9 @@ def register(cli: typer.Typer) -> None:
         dev_size: Annotated[int | None, typer.Option(
             help="dev subsample size (STS pairs, SciFact queries and documents, CLINC texts); default 400 "
                  "(all 162 SciFact dev queries)")] = None,
+        dev_sts_pairs: Annotated[str | None, typer.Option(
+            help="corpus methods: STS-B dev pairs to score, a number or 'all' (the 1,500; halves the STS part's "
+                 "selection noise at ~3.75x its cost); default 400, or --dev-size")] = None,
         dev_corpus: Annotated[str, typer.Option(
             help="corpus methods: rank the SciFact dev queries over a 'sample' (400 abstracts cut to 64 "
                  "words; cheap) or the 'whole' corpus of whole abstracts (what users search; ~20 min per "
@@ -126,6 +129,17 @@ def register(cli: typer.Typer) -> None:
             raise InvalidRequestError(f"--dev-corpus must be 'sample' or 'whole', got {dev_corpus!r}")
         if dev_corpus == "whole" and spec.dev_suite != "corpus":
             raise InvalidRequestError(f"--dev-corpus is for the corpus dev suite; {spec.name}'s dev suite is "
+                                      f"{spec.dev_suite!r}")
+        sts_pairs: int | None = None
+        if dev_sts_pairs is not None:
+            from app.evaluation.dev import sts_pairs_option
+
+            try:
+                sts_pairs = sts_pairs_option(dev_sts_pairs)
+            except ValueError as e:
+                raise InvalidRequestError(str(e)) from e
+        if dev_sts_pairs is not None and spec.dev_suite != "corpus":
+            raise InvalidRequestError(f"--dev-sts-pairs is for the corpus dev suite; {spec.name}'s dev suite is "
                                       f"{spec.dev_suite!r}")
         if dev_samples > 1 and spec.dev_suite != "instruction":
             raise InvalidRequestError(f"--dev-samples is for the instruction dev suite; {spec.name}'s dev "
@@ -184,6 +198,8 @@ def register(cli: typer.Typer) -> None:
             given: dict[str, Any] = {"clinc_samples": dev_samples}
             if dev_size is not None:
                 given.update(one_size(dev_size))
+            if dev_sts_pairs is not None:
+                given["sts_pairs"] = sts_pairs
             sizes = DevSizes.whole_corpus(**given) if dev_corpus == "whole" else DevSizes(**given)
             evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
         from app.cli import command_line

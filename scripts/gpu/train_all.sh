@@ -35,7 +35,10 @@
 # continues the first call's bests), SEED (11), DEV_CORPUS (sample: the corpus runs' SciFact dev over
 # 400 abstracts cut to 64 words, as every lease so far; whole: over the 5,183 whole abstracts users
 # search, which picked the served budgets that test later agreed with where the 400 did not; its
-# cost per evaluation on a GPU is not measured yet, ~20 min on one CPU thread), SMOKE=1 (2-step runs with a 20-item dev set, any
+# cost per evaluation on a GPU is not measured yet, ~20 min on one CPU thread), DEV_STS (unset: the
+# corpus runs score the seeded 400 STS-B dev pairs; all: every 1,500, which halves that part's
+# selection noise; estimated +20 s per GIRCSE evaluation on the H200, scaled from its 13 s for 400
+# pairs plus SciFact dev, not measured), SMOKE=1 (2-step runs with a 20-item dev set, any
 # device: a check of the script, not of the GPU).
 set -uo pipefail
 OUTDIR=${1:?usage: train_all.sh OUTDIR}
@@ -52,6 +55,7 @@ INIT_ROOT=${INIT_ROOT:-$REPO/checkpoints}
 LR_SCALE=${LR_SCALE:-1}
 SEED=${SEED:-11}
 DEV_CORPUS=${DEV_CORPUS:-sample}
+DEV_STS=${DEV_STS:-}
 if [ "${SMOKE:-0}" = 1 ]; then
   LIMIT="--stop-after 2 --steps 4"; SIZES="--dev-size 20"; BIG=4; SMALL=4; HUGE=4; CHUNK=2
 else
@@ -105,6 +109,9 @@ for spec in $METHODS; do  # every entry's recipe and start resolved before any r
   name=${spec%%=*}; from=""
   [ "$spec" != "$name" ] && from=${spec#*=}
   EXTRA[$name]=$(args_for "$name") || exit 2
+  case $(method_of "$name") in causal-eos|causal2vec|gircse)
+    [ -n "$DEV_STS" ] && EXTRA[$name]="${EXTRA[$name]} --dev-sts-pairs $DEV_STS" ;;
+  esac
   INIT[$name]=$(init_for "$name" "$from")
   [ -d "${INIT[$name]}" ] || { echo "no checkpoint at ${INIT[$name]} for run $name" >&2; exit 2; }
   NAMES+=("$name")

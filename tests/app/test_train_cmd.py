@@ -158,6 +158,14 @@ def test_dev_corpus_is_checked_before_any_model_loads(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+def test_dev_sts_pairs_is_checked_before_any_model_loads(tmp_path):
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--dev-sts-pairs", "five")
+    assert code == 2 and "--dev-sts-pairs must be 'all' or a number of pairs >= 10" in output
+    code, output = _train("instemb", "--out", str(tmp_path / "x"), "--dev-sts-pairs", "all")
+    assert code == 2 and "--dev-sts-pairs is for the corpus dev suite" in output
+    assert not (tmp_path / "x").exists()
+
+
 def test_grad_cache_trains_a_corpus_method_and_records_it(tmp_path, shared_data, tiny):
     out = tmp_path / "gc"
     args = list(tiny)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from app.evaluation.dev import DevEvaluator, DevSizes
 from embedders.registry import load_checkpoint
 from tests.scripts import load_script
@@ -28,3 +30,10 @@ def test_each_checkpoint_gets_its_methods_dev_suite_and_trainings_scores(shared_
     for row, path, suite in ((rows[0], corpus_dir, "corpus"), (rows[1], tiny_inbedder_dir, "instruction")):
         expected = DevEvaluator(shared_data, suite, sizes=sizes)(load_checkpoint(path, device="cpu"))
         assert row["dev"]["score"] == expected["score"]
+
+
+def test_a_bad_sts_pair_count_is_a_usage_error_before_any_model_loads(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("dev_score.py").main(["no-such-checkpoint", "--dev-sts-pairs", "3"])
+    assert exit_info.value.code == 2
+    assert "--dev-sts-pairs must be 'all' or a number of pairs >= 10" in capsys.readouterr().err

@@ -162,3 +162,12 @@ def test_collect_brings_each_run_back_as_one_file_with_its_end_weights(tmp_path)
                                           "gircse/adapter.safetensors"]
     with tarfile.open(out / "logs.tgz") as tar:
         assert {"logs/gircse.log", "logs/train.log"} <= set(tar.getnames())
+
+
+def test_dev_sts_all_scores_every_stsb_dev_pair_in_the_corpus_runs_only(tmp_path):
+    result, commands = _train_all_commands(tmp_path, "causal-eos gircse-lr2 inbedder", DEV_STS="all")
+    assert result.returncode == 0, result.stderr
+    assert all(c.rstrip().endswith("--dev-sts-pairs all") for c in (commands["causal-eos"], commands["gircse-lr2"]))
+    assert "--dev-sts-pairs" not in commands["inbedder"]  # the instruction dev suite has no STS part
+    result, commands = _train_all_commands(tmp_path, "causal-eos")
+    assert "--dev-sts-pairs" not in commands["causal-eos"]  # unset: the trainer's 400 pairs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.evaluation.dev import DevEvaluator, DevSizes, build_dev_tasks
+from app.evaluation.dev import DevEvaluator, DevSizes, build_dev_tasks, sts_pairs_option
 
 
 def test_instruction_dev_scores_hmean_plus_steer_gap(shared_data, minilm):
@@ -69,3 +69,15 @@ def test_the_whole_corpus_dev_ranks_over_every_abstract_uncut(shared_data):
     assert len(small.doc_ids) == 400 and len(full.doc_ids) == 5183
     assert full.query_ids == small.query_ids  # the same dev queries, only the pool differs
     assert max(len(t.split()) for t in small.doc_texts) <= 64 < max(len(t.split()) for t in full.doc_texts)
+
+
+def test_all_stsb_dev_pairs_on_request(shared_data):
+    """``--dev-sts-pairs all``: the 1,500 dev pairs under their own task name; a number samples."""
+    sts, _ = build_dev_tasks(shared_data, "corpus", DevSizes(sts_pairs=None, scifact_docs=20))
+    assert sts.name == "stsb-dev-all" and len(sts.pairs()) == 1500
+    sampled, _ = build_dev_tasks(shared_data, "corpus", DevSizes(sts_pairs=sts_pairs_option("30"), scifact_docs=20))
+    assert sampled.name == "stsb-dev" and len(sampled.pairs()) == 30
+    assert sts_pairs_option("ALL") is None
+    for bad in ("9", "-1", "half", ""):
+        with pytest.raises(ValueError, match="'all' or a number of pairs >= 10"):
+            sts_pairs_option(bad)
