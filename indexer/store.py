@@ -540,11 +540,37 @@ def _client_error(store: QdrantClientStore, error: Exception) -> StoreError:
     return StoreError(f"{where} failed: {type(error).__name__}: {error}")
 
 
-def _translated(method: Any) -> Any:
+def _dropped_connection(error: Exception) -> bool:
+    """A request lost to the connection (reset, closed, refused), not to a timeout or a reply:
+    the server may never have seen it, and a fresh connection may well succeed."""
+    import httpx
+    from qdrant_client.http.exceptions import ResponseHandlingException
+
+    cause = error.source if isinstance(error, ResponseHandlingException) else error
+    return isinstance(cause, httpx.TransportError) and not isinstance(cause, httpx.TimeoutException)
+
+
+# A read that lost its connection is sent once more (on another connection) before the error
+# reaches the caller: a pooled keep-alive connection the server (or a proxy) has closed, or one
+# reset under load, fails the request sent on it though the server is fine (seen once in a fresh-
+# clone test run: twenty concurrent searches, "ReadError: Bad file descriptor"). Writes are not
+# resent here: a worker's job retries the whole chunk (worker.tasks, is_transient).
+_READ_RETRY_DELAY_S = 0.1
+
+
+def _translated(method: Any, *, retry_dropped: bool = False) -> Any:
     @functools.wraps(method)
     def wrapper(self: QdrantClientStore, *args: Any, **kwargs: Any) -> Any:
         try:
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as e:
+                if not (retry_dropped and self.url and _dropped_connection(e)):
+                    raise
+                logger.warning("Qdrant at %s dropped a %s request (%s: %s); sending it again",
+                               self.url, method.__name__, type(e).__name__, e)
+                time.sleep(_READ_RETRY_DELAY_S)
+                return method(self, *args, **kwargs)
         except StoreError:
             raise
         except (ValueError, TypeError) as e:
@@ -731,10 +757,11 @@ class QdrantClientStore(VectorStore):
         self._client.close()
 
 
-for _name in ("list_collections", "collection_exists", "vector_sizes", "ensure_collection",
-              "drop_collection", "upsert", "update_vectors", "delete", "delete_documents",
-              "search", "count", "retrieve", "scroll"):
-    setattr(QdrantClientStore, _name, _translated(getattr(QdrantClientStore, _name)))
+_READS = ("list_collections", "collection_exists", "vector_sizes", "search", "count", "retrieve", "scroll")
+for _name in (*_READS, "ensure_collection", "drop_collection", "upsert", "update_vectors", "delete",
+              "delete_documents"):
+    setattr(QdrantClientStore, _name, _translated(getattr(QdrantClientStore, _name),
+                                                  retry_dropped=_name in _READS))
 
 
 def open_store(backend: str, *, data_dir: Path, url: str | None = None,

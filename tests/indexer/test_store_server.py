@@ -1,0 +1,87 @@
+"""QdrantClientStore against a server over real HTTP when the server drops connections.
+
+The server is the test stand-in (``tests/worker/qdrant_standin.py``: Qdrant's REST API over
+qdrant-client's local mode; no Qdrant binary can run here), in a thread, with a switch that makes
+it close the connection of the next N requests without replying: what a reset or a stale
+keep-alive connection looks like to the client. qdrant-client and httpx are the real ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from indexer.errors import StoreUnavailableError
+from indexer.store import PointRecord, QdrantClientStore, point_id
+from tests.worker import qdrant_standin
+
+
+class _Dropping(qdrant_standin._Handler):
+    drop_next: ClassVar[int] = 0  # class-wide: how many of the next requests lose their connection
+    seen: ClassVar[list[str]] = []
+
+    def _serve(self) -> None:
+        _Dropping.seen.append(f"{self.command} {self.path}")
+        if _Dropping.drop_next > 0:
+            _Dropping.drop_next -= 1
+            self.close_connection = True
+            self.connection.close()  # no reply: the client reads a closed connection
+            return
+        super()._serve()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
+
+
+@pytest.fixture()
+def server_store() -> Iterator[QdrantClientStore]:
+    server = qdrant_standin._Server(("127.0.0.1", 0), _Dropping)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    store = QdrantClientStore(url=f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        yield store
+    finally:
+        store.close()
+        server.shutdown()
+        server.server_close()
+
+
+def _fill(store: QdrantClientStore, collection: str) -> np.ndarray:
+    vecs = np.eye(4, dtype=np.float32)
+    store.ensure_collection(collection, {"m": 4})
+    store.upsert(collection, [PointRecord(point_id("d", i), {"m": vecs[i]}, {"doc_id": "d", "chunk_no": i})
+                              for i in range(4)])
+    return vecs
+
+
+def test_a_read_that_loses_its_connection_is_sent_once_more(server_store) -> None:
+    vecs = _fill(server_store, "dropped_reads")
+    _Dropping.seen.clear()
+    server_store.search("dropped_reads", "m", vecs[2], limit=1)
+    undisturbed = list(_Dropping.seen)  # a search's requests (its vector check, then the query)
+    _Dropping.seen.clear()
+    _Dropping.drop_next = 1
+    hits = server_store.search("dropped_reads", "m", vecs[2], limit=1)
+    assert [h.payload["chunk_no"] for h in hits] == [2]
+    assert _Dropping.seen == undisturbed[:1] + undisturbed  # the dropped request, sent again, then the rest
+    _Dropping.drop_next = 1
+    assert server_store.count("dropped_reads") == 4
+
+
+def test_a_read_dropped_twice_and_a_dropped_write_are_unavailable_errors(server_store) -> None:
+    vecs = _fill(server_store, "dropped_twice")
+    _Dropping.seen.clear()
+    _Dropping.drop_next = 2
+    with pytest.raises(StoreUnavailableError, match=r"cannot reach Qdrant at http://127\.0\.0\.1"):
+        server_store.search("dropped_twice", "m", vecs[0], limit=1)
+    assert len(_Dropping.seen) == 2  # one retry, not a loop
+    _Dropping.seen.clear()
+    _Dropping.drop_next = 1
+    with pytest.raises(StoreUnavailableError):  # writes are not resent by the store
+        server_store.upsert("dropped_twice", [PointRecord(point_id("e", 0), {"m": vecs[0]}, {"doc_id": "e"})])
+    assert len(_Dropping.seen) == 1
+    assert server_store.count("dropped_twice") == 4  # and the dropped write was never applied
