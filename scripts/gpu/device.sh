@@ -85,8 +85,9 @@ start() {
 
 wait_run() {
   local limit=${WAIT_S:-560} waited=0
+  # polled every second: each second waited past the runs' end is lease time spent on nothing
   while kill -0 "$(cat "$WORK/train.pid")" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
-    sleep 20; waited=$((waited + 20))
+    sleep 1; waited=$((waited + 1))
   done
   grep -v "it/s\]$" "$WORK/train.log" | tail -n 40 || true
   if kill -0 "$(cat "$WORK/train.pid")" 2>/dev/null; then echo "STILL RUNNING after ${waited}s"; else echo "DONE"; fi

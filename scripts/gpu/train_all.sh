@@ -128,7 +128,8 @@ for name in "${NAMES[@]}"; do
 done
 
 running() { for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
-while running; do
+tick=0
+while running; do  # checked every second (the runs' end is seen at once), the GPU logged every 30
   if [ "$(date +%s)" -ge "$DEADLINE" ]; then
     echo "=== deadline: SIGTERM to the runs still going ($(date -u +%T))"
     for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
@@ -136,9 +137,12 @@ while running; do
     for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
     break
   fi
-  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total \
-      --format=csv,noheader | sed "s/^/[$(date -u +%T)] gpu: /"
-  sleep 30
+  if [ $((tick % 30)) -eq 0 ] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total --format=csv,noheader \
+        | sed "s/^/[$(date -u +%T)] gpu: /"
+  fi
+  tick=$((tick + 1))
+  sleep 1
 done
 for name in "${!PIDS[@]}"; do
   wait "${PIDS[$name]}"; rc=$?
