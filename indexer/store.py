@@ -397,22 +397,26 @@ class EdgeStore(VectorStore):
             self._write_sizes(collection, sizes)
 
     def drop_collection(self, collection: str) -> bool:
-        self._sizes.pop(collection, None)
-        shard = self._shards.pop(collection, None)
-        path = self._dir(collection)
-        if shard is not None:
-            shard.close()
-        else:
-            if not path.exists():
-                return False
-            self._lock(collection)  # never delete a folder another process has open
-        try:
-            if not path.exists():
-                return False
-            shutil.rmtree(path)
-            return True
-        finally:
-            _LOCKS.release(self._lock_path(collection))
+        # Under the open lock: a reader in another thread of this process (a UI or API request)
+        # would otherwise re-open the shard between its close and the folder's removal, and its
+        # new WAL files made rmtree fail ("Directory not empty: 'wal'", seen once in a UI test).
+        with self._open_lock:
+            self._sizes.pop(collection, None)
+            shard = self._shards.pop(collection, None)
+            path = self._dir(collection)
+            if shard is not None:
+                shard.close()
+            else:
+                if not path.exists():
+                    return False
+                self._lock(collection)  # never delete a folder another process has open
+            try:
+                if not path.exists():
+                    return False
+                shutil.rmtree(path)
+                return True
+            finally:
+                _LOCKS.release(self._lock_path(collection))
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:

@@ -137,3 +137,42 @@ def test_data_survives_reopening(kind: str, tmp_path: Path) -> None:
         assert s.count("c") == 12
     finally:
         s.close()
+
+
+def test_no_reader_reopens_an_edge_collection_while_it_is_being_dropped(tmp_path: Path, monkeypatch) -> None:
+    """A reader thread that asks for the collection mid-drop waits, then finds it gone; it must
+    not re-open the shard between its close and the folder's removal (its WAL files would make
+    the removal fail and leave an open shard on a deleted collection)."""
+    import shutil
+    import threading
+
+    import indexer.store as store_module
+
+    store = EdgeStore(tmp_path / "edge")
+    store.ensure_collection("c", {"m": DIM})
+    points, _ = _points(4)
+    store.upsert("c", points)
+    outcome: list[BaseException | int] = []
+
+    def reader() -> None:
+        try:
+            outcome.append(store.count("c"))
+        except BaseException as e:
+            outcome.append(e)
+
+    real_rmtree = shutil.rmtree
+    started: list[threading.Thread] = []
+
+    def rmtree_with_a_reader_in_between(path, *args, **kwargs):
+        thread = threading.Thread(target=reader)
+        thread.start()
+        started.append(thread)
+        thread.join(timeout=1.0)  # time for the reader to (wrongly) open the shard
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.shutil, "rmtree", rmtree_with_a_reader_in_between)
+    assert store.drop_collection("c") is True
+    started[0].join(timeout=30)
+    assert len(outcome) == 1 and isinstance(outcome[0], CollectionNotFoundError), outcome
+    assert not (tmp_path / "edge" / "c").exists() and "c" not in store._shards
+    store.close()
