@@ -38,6 +38,8 @@ class _Dropping(qdrant_standin._Handler):
 
 @pytest.fixture()
 def server_store() -> Iterator[QdrantClientStore]:
+    _Dropping.drop_next = 0
+    _Dropping.seen.clear()
     server = qdrant_standin._Server(("127.0.0.1", 0), _Dropping)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
