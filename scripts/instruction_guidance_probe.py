@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from app.evaluation import loaders, metrics
+from app.evaluation import loaders
 from app.evaluation.dev import DEV_KMEANS_SEEDS
-from app.evaluation.tasks import kmeans_v_measure
+from app.evaluation.tasks import multiview_scores
 from app.settings import get_settings
 from embedders.registry import load_embedder
 
@@ -38,28 +38,17 @@ def guided(e0: np.ndarray, e_instr: np.ndarray, w: float) -> np.ndarray:
 
 def score_views(model: Any, views: list[loaders.ClusteringView], weights: list[float],
                 kmeans_seeds: tuple[int, ...] = DEV_KMEANS_SEEDS) -> list[dict[str, float]]:
-    """One row per guidance weight: ``v_<view>``, ``cross_<labels>_under_<instruction>``,
-    ``hmean``, ``steer_gap`` (x 100, as the dev suite reports them) and ``score``."""
+    """One row per guidance weight: the multi-view task's scores (``v_<view>``,
+    ``cross_<labels>_under_<instruction>``, ``hmean``, ``steer_gap``; x 100, as the dev suite
+    reports them) and ``score``."""
     texts = views[0].texts
     e0 = np.asarray(model.encode(texts, role="query", instruction=None), dtype=np.float64)
     plain = {v.name: np.asarray(model.encode(texts, role="query", instruction=v.instruction), dtype=np.float64)
              for v in views}
     rows = []
     for w in weights:
-        emb = {name: guided(e0, e, w) for name, e in plain.items()}
-        row: dict[str, float] = {"w": w}
-        own, gaps = [], []
-        for labels in views:
-            v, _ = kmeans_v_measure(emb[labels.name], labels.labels, kmeans_seeds)
-            own.append(100 * v)
-            row[f"v_{labels.name}"] = round(100 * v, 2)
-            for instr in views:
-                if instr is not labels:
-                    c, _ = kmeans_v_measure(emb[instr.name], labels.labels, kmeans_seeds)
-                    row[f"cross_{labels.name}_under_{instr.name}"] = round(100 * c, 2)
-                    gaps.append(100 * (v - c))
-        row["hmean"] = round(metrics.harmonic_mean(own), 2)
-        row["steer_gap"] = round(float(np.mean(gaps)), 2)
+        scores = multiview_scores({name: guided(e0, e, w) for name, e in plain.items()}, views, kmeans_seeds)
+        row: dict[str, float] = {"w": w, **{key: round(100 * value, 2) for key, value in scores.items()}}
         row["score"] = round(row["hmean"] + row["steer_gap"], 2)
         rows.append(row)
     return rows

@@ -435,6 +435,28 @@ class ClusteringTask(Task):
         }
 
 
+def multiview_scores(embeddings: dict[str, np.ndarray], views: Sequence[ClusteringView],
+                     kmeans_seeds: Sequence[int]) -> dict[str, float]:
+    """The multi-view scores of ``MultiViewClusteringTask`` from each view's embeddings of the
+    shared texts (``embeddings[view.name]``: made under that view's instruction)."""
+    scores: dict[str, float] = {}
+    gaps: list[float] = []
+    matched: list[float] = []
+    for labels_view in views:
+        own, _ = kmeans_v_measure(embeddings[labels_view.name], labels_view.labels, kmeans_seeds)
+        scores[f"v_{labels_view.name}"] = own
+        matched.append(own)
+        for instr_view in views:
+            if instr_view is labels_view:
+                continue
+            crossed, _ = kmeans_v_measure(embeddings[instr_view.name], labels_view.labels, kmeans_seeds)
+            scores[f"cross_{labels_view.name}_under_{instr_view.name}"] = crossed
+            gaps.append(own - crossed)
+    scores["hmean"] = metrics.harmonic_mean(matched)
+    scores["steer_gap"] = float(np.mean(gaps))
+    return scores
+
+
 class MultiViewClusteringTask(Task):
     """The same texts under two or more labelings, each asked for by its own instruction.
 
@@ -477,21 +499,7 @@ class MultiViewClusteringTask(Task):
         views = self.views()
         texts = views[0].texts
         embeddings = {v.name: ctx.encode(texts, role=self.role, instruction=v.instruction) for v in views}
-        scores: dict[str, float] = {}
-        gaps: list[float] = []
-        matched: list[float] = []
-        for labels_view in views:
-            own, _ = kmeans_v_measure(embeddings[labels_view.name], labels_view.labels, self.kmeans_seeds)
-            scores[f"v_{labels_view.name}"] = own
-            matched.append(own)
-            for instr_view in views:
-                if instr_view is labels_view:
-                    continue
-                crossed, _ = kmeans_v_measure(embeddings[instr_view.name], labels_view.labels, self.kmeans_seeds)
-                scores[f"cross_{labels_view.name}_under_{instr_view.name}"] = crossed
-                gaps.append(own - crossed)
-        scores["hmean"] = metrics.harmonic_mean(matched)
-        scores["steer_gap"] = float(np.mean(gaps))
+        scores = multiview_scores(embeddings, views, self.kmeans_seeds)
         info = {
             "texts": len(texts),
             "views": {v.name: {"k": v.n_labels, "instruction": v.instruction} for v in views},
