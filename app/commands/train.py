@@ -127,9 +127,8 @@ def register(cli: typer.Typer) -> None:
             raise InvalidRequestError(f"--dev-samples must be at least 1, got {dev_samples}")
         if dev_corpus not in ("sample", "whole"):
             raise InvalidRequestError(f"--dev-corpus must be 'sample' or 'whole', got {dev_corpus!r}")
-        if dev_corpus == "whole" and spec.dev_suite != "corpus":
-            raise InvalidRequestError(f"--dev-corpus is for the corpus dev suite; {spec.name}'s dev suite is "
-                                      f"{spec.dev_suite!r}")
+        if dev_corpus == "whole":
+            _require_dev_suite(spec, "--dev-corpus", "corpus")
         sts_pairs: int | None = None
         if dev_sts_pairs is not None:
             from app.evaluation.dev import sts_pairs_option
@@ -138,12 +137,9 @@ def register(cli: typer.Typer) -> None:
                 sts_pairs = sts_pairs_option(dev_sts_pairs)
             except ValueError as e:
                 raise InvalidRequestError(str(e)) from e
-        if dev_sts_pairs is not None and spec.dev_suite != "corpus":
-            raise InvalidRequestError(f"--dev-sts-pairs is for the corpus dev suite; {spec.name}'s dev suite is "
-                                      f"{spec.dev_suite!r}")
-        if dev_samples > 1 and spec.dev_suite != "instruction":
-            raise InvalidRequestError(f"--dev-samples is for the instruction dev suite; {spec.name}'s dev "
-                                      f"suite is {spec.dev_suite!r} (fixed STS-B and SciFact dev sets)")
+            _require_dev_suite(spec, "--dev-sts-pairs", "corpus")
+        if dev_samples > 1:
+            _require_dev_suite(spec, "--dev-samples", "instruction", " (fixed STS-B and SciFact dev sets)")
         settings = get_settings()
         root = Path(data_dir or settings.shared_data_dir)
         if not root.is_dir():
@@ -213,6 +209,13 @@ def register(cli: typer.Typer) -> None:
         typer.echo(summary(log, out))
         if log["stopped"] == "interrupted":
             raise typer.Exit(130)
+
+
+def _require_dev_suite(spec: TrainableMethod, flag: str, suite: str, why: str = "") -> None:
+    """Refuse ``flag`` for a method whose dev suite is not ``suite`` (before any model loads)."""
+    if spec.dev_suite != suite:
+        raise InvalidRequestError(f"{flag} is for the {suite} dev suite; {spec.name}'s dev suite is "
+                                  f"{spec.dev_suite!r}{why}")
 
 
 def summary(log: dict[str, Any], out: Path) -> str:

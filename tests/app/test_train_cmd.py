@@ -150,19 +150,15 @@ def test_the_seed_fixes_the_fresh_weights(tmp_path, shared_data, tiny):
         assert all((a[k].float() - b[k].float()).abs().max() == 0 for k in a), file
 
 
-def test_dev_corpus_is_checked_before_any_model_loads(tmp_path):
-    code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--dev-corpus", "whole")
-    assert code == 2 and "--dev-corpus is for the corpus dev suite" in output
-    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--dev-corpus", "all")
-    assert code == 2 and "--dev-corpus must be 'sample' or 'whole'" in output
-    assert not (tmp_path / "x").exists()
-
-
-def test_dev_sts_pairs_is_checked_before_any_model_loads(tmp_path):
-    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--dev-sts-pairs", "five")
-    assert code == 2 and "--dev-sts-pairs must be 'all' or a number of pairs >= 10" in output
-    code, output = _train("instemb", "--out", str(tmp_path / "x"), "--dev-sts-pairs", "all")
-    assert code == 2 and "--dev-sts-pairs is for the corpus dev suite" in output
+@pytest.mark.parametrize(("method", "flag", "value", "message"), [
+    ("inbedder", "--dev-corpus", "whole", "--dev-corpus is for the corpus dev suite"),
+    ("causal-eos", "--dev-corpus", "all", "--dev-corpus must be 'sample' or 'whole'"),
+    ("causal-eos", "--dev-sts-pairs", "five", "--dev-sts-pairs must be 'all' or a number of pairs >= 10"),
+    ("instemb", "--dev-sts-pairs", "all", "--dev-sts-pairs is for the corpus dev suite"),
+])
+def test_dev_options_are_checked_before_any_model_loads(tmp_path, method, flag, value, message):
+    code, output = _train(method, "--out", str(tmp_path / "x"), flag, value)
+    assert code == 2 and message in output
     assert not (tmp_path / "x").exists()
 
 
