@@ -56,6 +56,7 @@ LR_SCALE=${LR_SCALE:-1}
 SEED=${SEED:-11}
 DEV_CORPUS=${DEV_CORPUS:-sample}
 DEV_STS=${DEV_STS:-}
+CORPUS_DEV="--dev-corpus $DEV_CORPUS${DEV_STS:+ --dev-sts-pairs $DEV_STS}"  # the corpus recipes' dev flags
 if [ "${SMOKE:-0}" = 1 ]; then
   LIMIT="--stop-after 2 --steps 4"; SIZES="--dev-size 20"; BIG=4; SMALL=4; HUGE=4; CHUNK=2
 else
@@ -71,10 +72,10 @@ method_of() { case $1 in gircse-*) echo gircse ;; instemb-*) echo instemb ;; *) 
 args_for() {  # the recipe of each run's continuation (its method's config rides in the checkpoint)
   case $1 in
     causal-eos) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) \
---dev-corpus $DEV_CORPUS" ;;
+$CORPUS_DEV" ;;
     causal2vec) echo "--batch-size $BIG --grad-checkpointing --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) \
---head-lr-mult 10 --dev-corpus $DEV_CORPUS" ;;
-    gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) --dev-corpus $DEV_CORPUS" ;;
+--head-lr-mult 10 $CORPUS_DEV" ;;
+    gircse) echo "--batch-size $BIG --teacher minilm --teacher-weight 1.0 --lr $(lr 1e-4) $CORPUS_DEV" ;;
     gircse-linear) echo "$(args_for gircse) --set step_weighting=linear" ;;
     gircse-lr2) LR_SCALE=$(lr 2) args_for gircse ;;  # the same recipe, lr x2 (lr 2 prints 2 x LR_SCALE)
     # GIRCSE at four times the batch, in gradient-cache chunks of 64 (memory of a batch of 64, one
@@ -82,7 +83,7 @@ args_for() {  # the recipe of each run's continuation (its method's config rides
     # far ended with GIRCSE still gaining. A CPU smoke run (SMOKE=1, 4 in chunks of 2) works; not
     # yet run on a GPU: a lease that tries it should run it beside gircse-lr2 (the same lr).
     gircse-b256) echo "--batch-size $HUGE --grad-cache $CHUNK --teacher minilm --teacher-weight 1.0 --lr $(lr 2e-4) \
---dev-corpus $DEV_CORPUS" ;;
+$CORPUS_DEV" ;;
     gircse-*) args_for gircse ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
     # InstEmb with steer quads in 40% of batches (two texts of one coarse answer under the fine and
@@ -109,9 +110,6 @@ for spec in $METHODS; do  # every entry's recipe and start resolved before any r
   name=${spec%%=*}; from=""
   [ "$spec" != "$name" ] && from=${spec#*=}
   EXTRA[$name]=$(args_for "$name") || exit 2
-  case $(method_of "$name") in causal-eos|causal2vec|gircse)
-    [ -n "$DEV_STS" ] && EXTRA[$name]="${EXTRA[$name]} --dev-sts-pairs $DEV_STS" ;;
-  esac
   INIT[$name]=$(init_for "$name" "$from")
   [ -d "${INIT[$name]}" ] || { echo "no checkpoint at ${INIT[$name]} for run $name" >&2; exit 2; }
   NAMES+=("$name")
