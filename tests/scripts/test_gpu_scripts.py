@@ -49,7 +49,8 @@ def test_train_all_trains_every_registered_method_with_real_options():
     lines = [line for line in joined.splitlines()
              if "-m app " in line or re.match(r"^\s*(LIMIT=|CORPUS_DEV=|[\w|-]+\) echo )", line)]
     used = {flag for line in lines for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", line)}
-    assert {"--decay-over", "--eval-every-min", "--init-from", "--batch-size", "--dev-corpus", "--dev-sts-pairs"} <= used
+    assert {"--decay-over", "--eval-every-min", "--init-from", "--batch-size", "--dev-corpus",
+            "--dev-sts-pairs"} <= used
     assert not used - known, sorted(used - known)
 
 
