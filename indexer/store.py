@@ -516,11 +516,23 @@ class EdgeStore(VectorStore):
                 _LOCKS.release(self._lock_path(collection))
 
     def close(self) -> None:
-        for name, shard in list(self._shards.items()):
-            shard.flush()
-            shard.close()
-            _LOCKS.release(self._lock_path(name))
-        self._shards.clear()
+        # Under the open lock, like drop_collection: a reader thread opening another collection
+        # mid-close would otherwise add a shard after the snapshot below, and clearing the dict
+        # would forget it open, its folder lock held until the process exits.
+        with self._open_lock:
+            shards, self._shards = self._shards, {}
+            failed: list[tuple[str, Exception]] = []
+            for name, shard in shards.items():
+                try:
+                    shard.flush()
+                    shard.close()
+                except Exception as e:  # one shard failing must not leave the others open
+                    failed.append((name, e))
+                finally:
+                    _LOCKS.release(self._lock_path(name))
+        if failed:
+            name, error = failed[0]
+            raise StoreError(f"cannot close edge shard {self._dir(name)}: {error}") from error
 
 
 # ------------------------------------------------------------------ qdrant-client

@@ -139,6 +139,78 @@ def test_data_survives_reopening(kind: str, tmp_path: Path) -> None:
         s.close()
 
 
+class _ShardWrapper:
+    """An edge shard whose close first runs ``before_close`` (the binding's objects take no
+    attributes, so the test wraps them)."""
+
+    def __init__(self, shard, before_close) -> None:
+        self.shard, self.before_close = shard, before_close
+
+    def flush(self) -> None:
+        self.shard.flush()
+
+    def close(self) -> None:
+        self.before_close()
+        self.shard.close()
+
+
+def test_a_collection_opened_while_the_edge_store_closes_is_not_left_locked(tmp_path: Path) -> None:
+    """A reader thread opening another collection mid-close waits for the close and then owns
+    a tracked shard; it must not open one the close then forgets, its folder lock held."""
+    import threading
+
+    from indexer.store import _LOCKS
+
+    store = EdgeStore(tmp_path / "edge")
+    for name in ("a", "b"):
+        store.ensure_collection(name, {"m": DIM})
+        store.upsert(name, _points(3)[0])
+    store.release("b")  # only "a" open when close starts
+    outcome: list[BaseException | int] = []
+
+    def reader() -> None:
+        try:
+            outcome.append(store.count("b"))
+        except BaseException as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=reader)
+
+    def open_b_mid_close() -> None:
+        thread.start()
+        thread.join(timeout=1.0)  # time for the reader to (wrongly) open "b" now
+
+    store._shards["a"] = _ShardWrapper(store._shards["a"], open_b_mid_close)
+    store.close()
+    thread.join(timeout=30)
+    assert outcome == [3]
+    b_lock = str(store._lock_path("b"))
+    assert b_lock not in _LOCKS._held or "b" in store._shards  # never held and forgotten
+    store.close()
+    assert b_lock not in _LOCKS._held and str(store._lock_path("a")) not in _LOCKS._held
+
+
+def test_a_shard_that_fails_to_close_does_not_keep_the_others_open(tmp_path: Path) -> None:
+    from indexer.store import _LOCKS
+
+    store = EdgeStore(tmp_path / "edge")
+    for name in ("a", "b"):
+        store.ensure_collection(name, {"m": DIM})
+
+    def fail() -> None:
+        raise RuntimeError("disk gone")
+
+    broken = store._shards["a"] = _ShardWrapper(store._shards["a"], fail)
+    with pytest.raises(StoreError, match=r"cannot close edge shard .*a: disk gone"):
+        store.close()
+    assert store._shards == {}
+    assert not any(str(store._lock_path(n)) in _LOCKS._held for n in ("a", "b"))
+    reopened = EdgeStore(tmp_path / "edge")  # "b" was closed properly and opens again
+    assert reopened.count("b") == 0
+    reopened.close()
+    broken.shard.close()
+
+
 def test_no_reader_reopens_an_edge_collection_while_it_is_being_dropped(tmp_path: Path, monkeypatch) -> None:
     """A reader thread that asks for the collection mid-drop waits, then finds it gone; it must
     not re-open the shard between its close and the folder's removal (its WAL files would make
