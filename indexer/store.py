@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,6 +272,54 @@ def _read_holder(path: Path) -> dict[str, object]:
 _LOCKS = _FolderLocks()
 
 
+class _ShardGate:
+    """Shared use and exclusive closing of one collection's shard, between threads.
+
+    Every call into a shard holds the gate shared (any number at once); dropping, releasing or
+    closing the shard holds it exclusive, so it waits for the calls in flight to return instead
+    of closing the shard under them (the binding then raises a bare "Shard is not initialized").
+    A waiting close goes first: calls that arrive meanwhile wait for it, then find the shard
+    re-opened or the collection gone.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._users = 0
+        self._closers = 0
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._closers:
+                self._cond.wait()
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._users -= 1
+                if not self._users:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._closers += 1
+            try:
+                while self._users:
+                    self._cond.wait()
+            except BaseException:
+                self._closers -= 1
+                self._cond.notify_all()
+                raise
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._closers -= 1
+                self._cond.notify_all()
+
+
 class EdgeStore(VectorStore):
     """Qdrant edge shards, one folder per collection under ``root``.
 
@@ -297,6 +345,9 @@ class EdgeStore(VectorStore):
         # A server's request threads and its job thread may open a shard at the same moment;
         # a second load of the same folder would fail on the folder's lock.
         self._open_lock = threading.Lock()
+        # Lock order: a collection's gate, then the open lock (never the other way round).
+        self._gates: dict[str, _ShardGate] = {}
+        self._gates_lock = threading.Lock()
 
     def _dir(self, collection: str) -> Path:
         return self.root / validate_name(collection)
@@ -331,7 +382,19 @@ class EdgeStore(VectorStore):
         os.replace(tmp, path)
         self._sizes[collection] = {str(k): int(v) for k, v in sizes.items()}
 
+    def _gate(self, collection: str) -> _ShardGate:
+        with self._gates_lock:
+            return self._gates.setdefault(collection, _ShardGate())
+
+    @contextlib.contextmanager
+    def _using(self, collection: str) -> Iterator[Any]:
+        """The collection's shard (opened if need be), not closed by another thread while the
+        caller uses it."""
+        with self._gate(collection).shared():
+            yield self._shard(collection)
+
     def _shard(self, collection: str) -> Any:
+        """Only inside ``_using``: the open shard, or open it."""
         shard = self._shards.get(collection)
         if shard is not None:
             return shard
@@ -389,18 +452,20 @@ class EdgeStore(VectorStore):
                         f"collection {collection!r} has vector {name!r} of size {sizes[name]}, "
                         f"not {dim}; use another collection for this embedder")
                 continue
-            self._shard(collection).update(
-                q.UpdateOperation.create_dense_vector(name, int(dim), q.Distance.Cosine))
+            with self._using(collection) as shard:
+                shard.update(q.UpdateOperation.create_dense_vector(name, int(dim), q.Distance.Cosine))
             sizes[name] = int(dim)
             added = True
         if added:
             self._write_sizes(collection, sizes)
 
     def drop_collection(self, collection: str) -> bool:
-        # Under the open lock: a reader in another thread of this process (a UI or API request)
-        # would otherwise re-open the shard between its close and the folder's removal, and its
-        # new WAL files made rmtree fail ("Directory not empty: 'wal'", seen once in a UI test).
-        with self._open_lock:
+        # The gate waits for calls in flight on the shard (a search during a delete returns its
+        # hits; the next one finds the collection gone). Under the open lock: a reader in another
+        # thread of this process (a UI or API request) would otherwise re-open the shard between
+        # its close and the folder's removal, and its new WAL files made rmtree fail ("Directory
+        # not empty: 'wal'", seen once in a UI test).
+        with self._gate(collection).exclusive(), self._open_lock:
             self._sizes.pop(collection, None)
             shard = self._shards.pop(collection, None)
             path = self._dir(collection)
@@ -437,7 +502,8 @@ class EdgeStore(VectorStore):
         q = self._q
         batch = [q.Point(p.id, {k: _as_list(v) for k, v in p.vectors.items()}, dict(p.payload))
                  for p in points]
-        self._shard(collection).update(q.UpdateOperation.upsert_points(batch))
+        with self._using(collection) as shard:
+            shard.update(q.UpdateOperation.upsert_points(batch))
 
     def update_vectors(self, collection: str, vector_name: str,
                        ids: Sequence[str], vectors: np.ndarray) -> None:
@@ -446,16 +512,19 @@ class EdgeStore(VectorStore):
         q = self._q
         ops = [q.PointVectors(pid, {vector_name: _as_list(vec)}) for pid, vec in zip(ids, vectors,
                                                                                   strict=True)]
-        self._shard(collection).update(q.UpdateOperation.update_vectors(ops))
+        with self._using(collection) as shard:
+            shard.update(q.UpdateOperation.update_vectors(ops))
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         if ids:
-            self._shard(collection).update(self._q.UpdateOperation.delete_points(list(ids)))
+            with self._using(collection) as shard:
+                shard.update(self._q.UpdateOperation.delete_points(list(ids)))
 
     def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
         if doc_ids:
-            self._shard(collection).update(self._q.UpdateOperation.delete_points_by_filter(
-                self._filter({DOC_ID_FIELD: list(doc_ids)})))
+            with self._using(collection) as shard:
+                shard.update(self._q.UpdateOperation.delete_points_by_filter(
+                    self._filter({DOC_ID_FIELD: list(doc_ids)})))
 
     def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
@@ -465,8 +534,9 @@ class EdgeStore(VectorStore):
             query=q.Query.Nearest(_as_list(vector), using=vector_name), limit=int(limit),
             filter=self._filter(filters), with_payload=True,
             params=q.SearchParams(exact=True) if exact else None)
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {}))
-                for p in self._shard(collection).search(request)]
+        with self._using(collection) as shard:
+            found = shard.search(request)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
     def _check_vector(self, collection: str, vector_name: str) -> None:
         sizes = self.vector_sizes(collection)
@@ -476,13 +546,13 @@ class EdgeStore(VectorStore):
                 f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
-        return int(self._shard(collection).count(
-            self._q.CountRequest(exact=True, filter=self._filter(filters))))
+        with self._using(collection) as shard:
+            return int(shard.count(self._q.CountRequest(exact=True, filter=self._filter(filters))))
 
     def retrieve(self, collection: str, ids: Sequence[str],
                  with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
-        records = self._shard(collection).retrieve(list(ids), with_payload=True,
-                                                   with_vector=with_vectors)
+        with self._using(collection) as shard:
+            records = shard.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
         return _retrieved(records)
 
     def scroll(self, collection: str, *, limit: int = 1000,
@@ -491,24 +561,29 @@ class EdgeStore(VectorStore):
         hits: list[Hit] = []
         offset = None
         while len(hits) < limit:
-            records, offset = self._shard(collection).scroll(q.ScrollRequest(
-                offset=offset, limit=min(1000, limit - len(hits)), filter=self._filter(filters),
-                with_payload=True))
+            with self._using(collection) as shard:
+                records, offset = shard.scroll(q.ScrollRequest(
+                    offset=offset, limit=min(1000, limit - len(hits)), filter=self._filter(filters),
+                    with_payload=True))
             hits.extend(Hit(str(r.id), 0.0, dict(r.payload or {})) for r in records)
             if offset is None or not records:
                 break
         return hits
 
     def optimize(self, collection: str) -> None:
-        self._shard(collection).optimize()
+        with self._using(collection) as shard:
+            shard.optimize()
 
     def flush(self) -> None:
-        for shard in self._shards.values():
-            shard.flush()
+        for name in list(self._shards):
+            with self._gate(name).shared():
+                shard = self._shards.get(name)  # None if dropped or released meanwhile
+                if shard is not None:
+                    shard.flush()
 
     def release(self, collection: str) -> None:
         """Close one collection's shard and let other processes open it."""
-        with self._open_lock:
+        with self._gate(collection).exclusive(), self._open_lock:
             shard = self._shards.pop(collection, None)
             if shard is not None:
                 shard.flush()
@@ -516,10 +591,15 @@ class EdgeStore(VectorStore):
                 _LOCKS.release(self._lock_path(collection))
 
     def close(self) -> None:
-        # Under the open lock, like drop_collection: a reader thread opening another collection
-        # mid-close would otherwise add a shard after the snapshot below, and clearing the dict
-        # would forget it open, its folder lock held until the process exits.
-        with self._open_lock:
+        # Every gate, then the open lock, like drop_collection: a reader thread opening another
+        # collection mid-close would otherwise add a shard after the swap below, which the close
+        # would forget open, its folder lock held until the process exits.
+        with contextlib.ExitStack() as gates:
+            with self._gates_lock:
+                every = [self._gates[name] for name in sorted(self._gates)]
+            for gate in every:  # calls in flight return first; later ones wait for the close
+                gates.enter_context(gate.exclusive())
+            gates.enter_context(self._open_lock)
             shards, self._shards = self._shards, {}
             failed: list[tuple[str, Exception]] = []
             for name, shard in shards.items():

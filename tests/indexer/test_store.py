@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,8 +158,6 @@ class _ShardWrapper:
 def test_a_collection_opened_while_the_edge_store_closes_is_not_left_locked(tmp_path: Path) -> None:
     """A reader thread opening another collection mid-close waits for the close and then owns
     a tracked shard; it must not open one the close then forgets, its folder lock held."""
-    import threading
-
     from indexer.store import _LOCKS
 
     store = EdgeStore(tmp_path / "edge")
@@ -190,6 +189,59 @@ def test_a_collection_opened_while_the_edge_store_closes_is_not_left_locked(tmp_
     assert b_lock not in _LOCKS._held and str(store._lock_path("a")) not in _LOCKS._held
 
 
+class _BlockingSearch(_ShardWrapper):
+    """A shard whose searches wait for ``go`` after signalling ``entered``."""
+
+    def __init__(self, shard) -> None:
+        super().__init__(shard, lambda: None)
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def search(self, request):
+        self.entered.set()
+        assert self.go.wait(timeout=30)
+        return self.shard.search(request)
+
+
+@pytest.mark.parametrize("closing", ["drop", "release", "close"])
+def test_a_search_in_flight_finishes_before_its_shard_is_closed(tmp_path: Path, closing: str) -> None:
+    """A search running when another thread drops, releases or closes the collection returns
+    its hits; the close waits for it (before, the binding raised a bare "Shard is not
+    initialized" into the search)."""
+    store = EdgeStore(tmp_path / "edge")
+    store.ensure_collection("c", {"m": DIM})
+    points, vectors = _points(4)
+    store.upsert("c", points)
+    slow = store._shards["c"] = _BlockingSearch(store._shards["c"])
+    found: list[BaseException | list] = []
+
+    def search() -> None:
+        try:
+            found.append(store.search("c", "m", vectors[0], limit=2))
+        except BaseException as e:
+            found.append(e)
+
+    searcher = threading.Thread(target=search)
+    searcher.start()
+    assert slow.entered.wait(timeout=30)
+    act = {"drop": lambda: store.drop_collection("c"), "release": lambda: store.release("c"),
+           "close": store.close}[closing]
+    closer = threading.Thread(target=act)
+    closer.start()
+    closer.join(timeout=0.5)
+    assert closer.is_alive()  # waiting for the search, not closing the shard under it
+    slow.go.set()
+    searcher.join(timeout=30)
+    closer.join(timeout=30)
+    assert not closer.is_alive()
+    assert len(found) == 1 and isinstance(found[0], list) and found[0][0].id == points[0].id, found
+    if closing == "drop":
+        with pytest.raises(CollectionNotFoundError):
+            store.search("c", "m", vectors[0], limit=2)
+    else:  # the next call opens the shard again
+        assert store.count("c") == 4
+    store.close()
+
+
 def test_a_shard_that_fails_to_close_does_not_keep_the_others_open(tmp_path: Path) -> None:
     from indexer.store import _LOCKS
 
@@ -216,7 +268,6 @@ def test_no_reader_reopens_an_edge_collection_while_it_is_being_dropped(tmp_path
     not re-open the shard between its close and the folder's removal (its WAL files would make
     the removal fail and leave an open shard on a deleted collection)."""
     import shutil
-    import threading
 
     import indexer.store as store_module
 
