@@ -141,6 +141,27 @@ def test_gircse_any_k_at_inference(smollm2_cut):
         model.soft_tokens = 0
 
 
+def test_gircse_soft_temperature_sharpens_the_soft_token(smollm2_cut):
+    from embedders.registry import apply_option
+
+    with pytest.raises(ValueError, match=r"soft_temperature must be > 0, got 0\.0"):
+        GircseConfig(soft_temperature=0.0)
+    model = _build("gircse", smollm2_cut)
+    table = model.backbone.model.get_input_embeddings().weight
+    state = torch.randn(2, model.dim)
+    with torch.no_grad():
+        logits = model.backbone.model.get_output_embeddings()(state).float()
+        paper = model._soft_token(state)
+        expected = torch.softmax(logits, dim=-1).to(table.dtype) @ table
+        assert torch.allclose(paper, expected, atol=1e-5)  # T = 1 (the default) is the paper's mixture
+        apply_option(model, "soft_temperature", "0.001")  # the load-time option, "ckpt[soft_temperature=...]"
+        assert model.config.soft_temperature == 0.001
+        sharp = model._soft_token(state)
+    # Near zero the mixture becomes the input embedding of the most likely token.
+    assert torch.allclose(sharp, table[logits.argmax(dim=-1)], atol=1e-3)
+    assert (sharp - paper).abs().max().item() > 1e-3
+
+
 def test_gircse_step_weighting_is_validated_and_reaches_the_loss(smollm2_cut):
     with pytest.raises(ValueError, match="step_weighting must be one of uniform, linear, got 'square'"):
         GircseConfig(step_weighting="square")

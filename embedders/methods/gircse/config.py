@@ -22,6 +22,9 @@ class GircseConfig(CorpusConfig):
         step_weighting: how the K stepwise losses are averaged: ``uniform`` (the paper) or
             ``linear`` (L_k weighted by k; see ``embedders.losses.step_weights``).
         use_cache: generate with the KV cache (one prefill + K cached steps).
+        soft_temperature: T in s = softmax(lm_head(h) / T), the distribution each soft token
+            mixes the input embeddings by; 1 is the paper, T < 1 sharpens towards the most
+            likely token, T > 1 flattens. Settable at load time like ``soft_tokens``.
     """
 
     TRAINING_ONLY: ClassVar[frozenset[str]] = CorpusConfig.TRAINING_ONLY | {
@@ -33,11 +36,14 @@ class GircseConfig(CorpusConfig):
     refinement_weight: float = 1.0
     step_weighting: str = "uniform"
     use_cache: bool = True
+    soft_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.train_soft_tokens < 1 or self.soft_tokens < 1:
             raise ValueError("soft token counts must be >= 1")
+        if not self.soft_temperature > 0:
+            raise ValueError(f"soft_temperature must be > 0, got {self.soft_temperature}")
         if self.refinement_weight < 0:
             raise ValueError(f"refinement_weight must be >= 0, got {self.refinement_weight}")
         if self.step_weighting not in STEP_WEIGHTINGS:

@@ -26,7 +26,8 @@ class GircseEmbedder(CorpusEmbedder):
 
     method = "gircse"
     config_class = GircseConfig
-    OPTIONS = ("soft_tokens", "use_cache", "template", "max_length")  # settable at load time: "path[soft_tokens=10]"
+    # Settable at load time: "path[soft_tokens=10]".
+    OPTIONS = ("soft_tokens", "soft_temperature", "use_cache", "template", "max_length")
     config: GircseConfig
 
     def __init__(self, config: GircseConfig | None = None, **kwargs: Any) -> None:
@@ -49,7 +50,10 @@ class GircseEmbedder(CorpusEmbedder):
     def _soft_token(self, state: torch.Tensor) -> torch.Tensor:
         """(batch, hidden) last state -> (batch, hidden) expected input embedding."""
         lm_head = self.backbone.model.get_output_embeddings()
-        probs = torch.softmax(lm_head(state).float(), dim=-1)  # (batch, vocab), fp32 for stability
+        logits = lm_head(state).float()  # (batch, vocab), fp32 for stability
+        if self.config.soft_temperature != 1.0:
+            logits = logits / self.config.soft_temperature
+        probs = torch.softmax(logits, dim=-1)
         table = self.backbone.model.get_input_embeddings().weight  # (vocab, hidden)
         return probs.to(table.dtype) @ table
 
