@@ -51,3 +51,27 @@ def test_the_with_prompt_pool_averages_the_prompt_state_in(smollm2_cut):
         np.testing.assert_allclose(pooled[:, k], expected, atol=1e-4)
     pairs = [StsPair(texts[0], texts[1], 1.0), StsPair(texts[0], texts[0], 5.0), StsPair(texts[1], texts[2], 0.0)]
     assert sorted(sweep.sweep(model, pairs, max_k=2, batch_size=4, with_prompt=True)) == [0, 1, 2]
+
+
+def test_the_pool_probe_s_mean_pools_are_what_encode_serves(smollm2_cut):
+    """scripts/gircse_pool_probe.py: its "mean" pool is encode() at K, its last pool encode() at
+    K + 1, and the other pools are other vectors."""
+    from embedders import Role
+
+    torch.manual_seed(0)
+    lora = LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj",))
+    model = GircseEmbedder(GircseConfig(backbone=smollm2_cut, lora=lora, max_length=48), device="cpu")
+    texts = ["A man plays the guitar.", "Share prices dropped sharply on Monday.", "A cat sleeps."]
+    with torch.inference_mode():
+        states = model.generate_states(texts, Role.DOCUMENT, None, 4).float().numpy()
+    pools = load_script("gircse_pool_probe.py").pools(states, 3)
+    assert sorted(pools) == ["drop_first", "last", "linear", "mean", "mean_k4", "mean_of_normalised"]
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    for k, name in ((3, "mean"), (4, "mean_k4")):
+        model.soft_tokens = k
+        np.testing.assert_allclose(unit(pools[name]), model.encode(texts, role="document"), atol=1e-4)
+    np.testing.assert_allclose(pools["last"], states[:, 2], atol=1e-6)
+    assert not np.allclose(unit(pools["linear"]), unit(pools["mean"]), atol=1e-4)
