@@ -162,8 +162,11 @@ def identity_changes(recorded: str, current: str, ignore: frozenset[str] = froze
 
     A collection records the identity of each embedder that wrote it; a retrained checkpoint,
     or a served option changed (``max_length``), keeps the name but not the vectors' meaning.
-    ``recorded`` empty (nothing was recorded) compares equal to anything, and so does a field only
-    one side has: a setting added in a later version defaults to what the earlier one did.
+    ``recorded`` empty (nothing was recorded) compares equal to anything. A setting added in a
+    later version defaults to what the earlier one did, so a trained method's field only one side
+    has is compared with its config's default (GIRCSE's ``soft_temperature`` at 1 matches a
+    collection indexed before the option existed, at 1.5 it does not); any other field only one
+    side has is not compared.
     A trained method's settings sit under ``config`` in its identity; they are compared one by
     one, by their own names, and those its config class marks training-only
     (``TRAINING_ONLY``: a loss temperature, GIRCSE's training K) do not count.
@@ -178,9 +181,12 @@ def identity_changes(recorded: str, current: str, ignore: frozenset[str] = froze
         return ["identity"]
     skip = COMPARABLE_ACROSS | ignore
     if old.get("method") == new.get("method") and isinstance(new.get("method"), str):
-        from embedders.registry import training_only_fields  # the methods register themselves there
+        from embedders.registry import config_defaults, training_only_fields  # the methods register there
 
         skip = skip | training_only_fields(new["method"])
+        defaults = config_defaults(new["method"])
+        old = {**{k: defaults[k] for k in new.keys() - old.keys() if k in defaults}, **old}
+        new = {**{k: defaults[k] for k in old.keys() - new.keys() if k in defaults}, **new}
     keys = sorted((old.keys() & new.keys()) - skip)
     return [k for k in keys if old.get(k) != new.get(k)]
 

@@ -109,6 +109,16 @@ def training_only_fields(method: str) -> frozenset[str]:
     return frozenset(getattr(config_class, "TRAINING_ONLY", frozenset()))
 
 
+def config_defaults(method: str) -> dict[str, Any]:
+    """The plain default of each config field of trainable ``method`` (fields built by a factory
+    left out); empty for a method that is not trainable or not known here."""
+    registered = trainable_methods().get(method)
+    config_class = getattr(getattr(registered, "model_class", None), "config_class", None)
+    if config_class is None or not dataclasses.is_dataclass(config_class):
+        return {}
+    return {f.name: f.default for f in dataclasses.fields(config_class) if f.default is not dataclasses.MISSING}
+
+
 # -- shipped checkpoints ------------------------------------------------------------------
 
 _checkpoint_dir: Path | None = None

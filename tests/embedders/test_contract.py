@@ -237,6 +237,11 @@ def test_a_trained_methods_settings_are_compared_one_by_one_and_training_only_on
                                              refinement_weight=1.0, train_soft_tokens=3)) == []
     assert identity_changes(shipped, variant("bbbb", soft_tokens=8, prompts={"query": "Q: {text}"})) == [
         "prompts", "soft_tokens", "weights"]
+    # A setting added later (soft_temperature): missing on the recorded side means its default,
+    # the earlier behaviour; served at another value it is a change.
+    assert identity_changes(shipped, variant(soft_temperature=1.0)) == []
+    assert identity_changes(shipped, variant(soft_temperature=1.5)) == ["soft_temperature"]
+    assert identity_changes(variant(soft_temperature=1.5), shipped) == ["soft_temperature"]
     # Every method's training-only names are fields of its config (a misspelt name would match
     # nothing, and the field it meant would still count as a change).
     for name, method in trainable_methods().items():
