@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +140,18 @@ def test_data_survives_reopening(kind: str, tmp_path: Path) -> None:
         s.close()
 
 
+def _recording(call, outcome: list) -> Callable[[], None]:
+    """A thread target that appends what ``call()`` returns, or what it raises, to ``outcome``."""
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as e:
+            outcome.append(e)
+
+    return run
+
+
 class _ShardWrapper:
     """An edge shard whose close first runs ``before_close`` (the binding's objects take no
     attributes, so the test wraps them)."""
@@ -167,13 +179,7 @@ def test_a_collection_opened_while_the_edge_store_closes_is_not_left_locked(tmp_
     store.release("b")  # only "a" open when close starts
     outcome: list[BaseException | int] = []
 
-    def reader() -> None:
-        try:
-            outcome.append(store.count("b"))
-        except BaseException as e:
-            outcome.append(e)
-
-    thread = threading.Thread(target=reader)
+    thread = threading.Thread(target=_recording(lambda: store.count("b"), outcome))
 
     def open_b_mid_close() -> None:
         thread.start()
@@ -214,13 +220,7 @@ def test_a_search_in_flight_finishes_before_its_shard_is_closed(tmp_path: Path, 
     slow = store._shards["c"] = _BlockingSearch(store._shards["c"])
     found: list[BaseException | list] = []
 
-    def search() -> None:
-        try:
-            found.append(store.search("c", "m", vectors[0], limit=2))
-        except BaseException as e:
-            found.append(e)
-
-    searcher = threading.Thread(target=search)
+    searcher = threading.Thread(target=_recording(lambda: store.search("c", "m", vectors[0], limit=2), found))
     searcher.start()
     assert slow.entered.wait(timeout=30)
     act = {"drop": lambda: store.drop_collection("c"), "release": lambda: store.release("c"),
@@ -277,17 +277,11 @@ def test_no_reader_reopens_an_edge_collection_while_it_is_being_dropped(tmp_path
     store.upsert("c", points)
     outcome: list[BaseException | int] = []
 
-    def reader() -> None:
-        try:
-            outcome.append(store.count("c"))
-        except BaseException as e:
-            outcome.append(e)
-
     real_rmtree = shutil.rmtree
     started: list[threading.Thread] = []
 
     def rmtree_with_a_reader_in_between(path, *args, **kwargs):
-        thread = threading.Thread(target=reader)
+        thread = threading.Thread(target=_recording(lambda: store.count("c"), outcome))
         thread.start()
         started.append(thread)
         thread.join(timeout=1.0)  # time for the reader to (wrongly) open the shard
