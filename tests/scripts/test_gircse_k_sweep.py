@@ -54,8 +54,8 @@ def test_the_with_prompt_pool_averages_the_prompt_state_in(smollm2_cut):
 
 
 def test_the_pool_probe_s_mean_pools_are_what_encode_serves(smollm2_cut):
-    """scripts/gircse_pool_probe.py: its "mean" pool is encode() at K, its last pool encode() at
-    K + 1, and the other pools are other vectors."""
+    """``--pools``: its "mean" pool is encode() at K, its last pool encode() at K + 1, and the
+    other pools are other vectors."""
     from embedders import Role
 
     torch.manual_seed(0)
@@ -64,7 +64,8 @@ def test_the_pool_probe_s_mean_pools_are_what_encode_serves(smollm2_cut):
     texts = ["A man plays the guitar.", "Share prices dropped sharply on Monday.", "A cat sleeps."]
     with torch.inference_mode():
         states = model.generate_states(texts, Role.DOCUMENT, None, 4).float().numpy()
-    pools = load_script("gircse_pool_probe.py").pools(states, 3)
+    sweep = load_script("gircse_k_sweep.py")
+    pools = sweep.pools(states, 3)
     assert sorted(pools) == ["drop_first", "last", "linear", "mean", "mean_k4", "mean_of_normalised"]
 
     def unit(x):
@@ -75,3 +76,8 @@ def test_the_pool_probe_s_mean_pools_are_what_encode_serves(smollm2_cut):
         np.testing.assert_allclose(unit(pools[name]), model.encode(texts, role="document"), atol=1e-4)
     np.testing.assert_allclose(pools["last"], states[:, 2], atol=1e-6)
     assert not np.allclose(unit(pools["linear"]), unit(pools["mean"]), atol=1e-4)
+    pairs = [StsPair(texts[0], texts[1], 1.0), StsPair(texts[0], texts[0], 5.0), StsPair(texts[1], texts[2], 0.0)]
+    scores = sweep.pool_scores(model, pairs, 3, batch_size=4)
+    model.soft_tokens = 3
+    assert scores["mean"] == sweep.sweep(model, pairs, max_k=3, batch_size=4)[3]  # the paper's pool, either way
+    assert sorted(scores) == sorted(pools) and all(-100 <= v <= 100 for v in scores.values())
