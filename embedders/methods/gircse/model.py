@@ -51,9 +51,7 @@ class GircseEmbedder(CorpusEmbedder):
         """(batch, hidden) last state -> (batch, hidden) expected input embedding."""
         lm_head = self.backbone.model.get_output_embeddings()
         logits = lm_head(state).float()  # (batch, vocab), fp32 for stability
-        if self.config.soft_temperature != 1.0:
-            logits = logits / self.config.soft_temperature
-        probs = torch.softmax(logits, dim=-1)
+        probs = torch.softmax(logits / self.config.soft_temperature, dim=-1)  # x / 1.0 is x exactly
         table = self.backbone.model.get_input_embeddings().weight  # (vocab, hidden)
         return probs.to(table.dtype) @ table
 
