@@ -101,19 +101,22 @@ def trainable_methods() -> dict[str, TrainableMethod]:
     return dict(sorted(_TRAINABLE.items()))
 
 
+def _config_class(method: str) -> Any:
+    """The config class of trainable ``method``; None if it is not trainable or not known here."""
+    registered = trainable_methods().get(method)
+    return getattr(getattr(registered, "model_class", None), "config_class", None)
+
+
 def training_only_fields(method: str) -> frozenset[str]:
     """The config fields of trainable ``method`` that shape training only (its config class's
     ``TRAINING_ONLY``); empty for a method that is not trainable or not known here."""
-    registered = trainable_methods().get(method)
-    config_class = getattr(getattr(registered, "model_class", None), "config_class", None)
-    return frozenset(getattr(config_class, "TRAINING_ONLY", frozenset()))
+    return frozenset(getattr(_config_class(method), "TRAINING_ONLY", frozenset()))
 
 
 def config_defaults(method: str) -> dict[str, Any]:
     """The plain default of each config field of trainable ``method`` (fields built by a factory
     left out); empty for a method that is not trainable or not known here."""
-    registered = trainable_methods().get(method)
-    config_class = getattr(getattr(registered, "model_class", None), "config_class", None)
+    config_class = _config_class(method)
     if config_class is None or not dataclasses.is_dataclass(config_class):
         return {}
     return {f.name: f.default for f in dataclasses.fields(config_class) if f.default is not dataclasses.MISSING}
