@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from indexer import lexical as lex
 from indexer.errors import (
     CollectionNotFoundError,
     StoreBusyError,
@@ -79,12 +80,38 @@ class PointRecord:
 
 
 @dataclass(frozen=True)
+class Fusion:
+    """Reciprocal rank fusion of the dense and lexical lists (Qdrant's weighted RRF): a point
+    gets ``1 / (k - 1 + R / w)`` from each list that holds it at 1-based rank ``R``, ``w`` that
+    list's weight; with weight 1 that is the usual ``1 / (k + rank)``, rank 0 the best.
+
+    Attributes:
+        k: damps the top ranks' lead (Qdrant's default is 2; larger values flatten).
+        dense_weight, lexical_weight: each list's weight (a weight w counts rank R as R / w).
+        candidates: how many points each list contributes before fusion (at least the limit).
+    """
+
+    k: int = 10
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    candidates: int = 100
+
+
+@dataclass(frozen=True)
 class Hit:
     """A point read back: id, score (0 for retrieve/scroll) and payload."""
 
     id: str
     score: float
     payload: dict[str, Any]
+
+
+def _vector_name(name: str) -> str:
+    validate_name(name, "vector")
+    if name == lex.LEXICAL_VECTOR:
+        raise StoreError(f"{name!r} names the term vectors of lexical search; give the embedder "
+                         "another name")
+    return name
 
 
 def _as_list(vector: Sequence[float] | np.ndarray) -> list[float]:
@@ -94,7 +121,8 @@ def _as_list(vector: Sequence[float] | np.ndarray) -> list[float]:
 
 
 def _vector_dict(vectors: Any) -> dict[str, list[float]]:
-    return {str(k): [float(x) for x in v] for k, v in dict(vectors).items()}
+    """The dense vectors of a record (the term vectors of lexical search are not returned)."""
+    return {str(k): [float(x) for x in v] for k, v in dict(vectors).items() if k != lex.LEXICAL_VECTOR}
 
 
 def _retrieved(records: Sequence[Any]) -> list[tuple[Hit, dict[str, list[float]]]]:
@@ -125,13 +153,51 @@ class VectorStore(ABC):
         return collection in self.list_collections()
 
     @abstractmethod
-    def ensure_collection(self, collection: str, vectors: Mapping[str, int]) -> None:
+    def ensure_collection(self, collection: str, vectors: Mapping[str, int], *,
+                          lexical: bool = False) -> None:
         """Create ``collection`` or add missing named vectors.
+
+        ``lexical``: keep BM25 term vectors of each point's payload ``text`` beside the dense
+        ones (``indexer.lexical``), for ``search_lexical`` and ``search_hybrid``. A new
+        collection gets them from the start; an existing edge collection without them gets
+        them added and filled from its stored texts; a server or local-mode collection
+        cannot add them and is left without (its searches say so).
 
         Raises:
             StoreError: a named vector exists with another dimension, or the backend
                 cannot add a vector to an existing collection.
         """
+
+    def has_lexical(self, collection: str) -> bool:
+        """Whether ``collection`` keeps term vectors for lexical and hybrid search."""
+        return False
+
+    def search_lexical(self, collection: str, text: str, *, limit: int,
+                       filters: Filters | None = None) -> list[Hit]:
+        """Points by BM25 score of ``text`` against their stored text, best first.
+
+        Raises:
+            StoreError: the collection keeps no term vectors.
+        """
+        raise self._no_lexical(collection)
+
+    def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+                      text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
+                      fusion: Fusion | None = None) -> list[Hit]:
+        """The dense and the lexical rankings fused by reciprocal rank (``Fusion``: each hit's
+        score is the sum over the two lists of ``1 / (k + rank)`` with weights 1, rank 0 the best).
+
+        Raises:
+            StoreError: the collection keeps no term vectors, or has no ``vector_name``.
+        """
+        raise self._no_lexical(collection)
+
+    def _no_lexical(self, collection: str) -> StoreError:
+        return StoreError(
+            f"collection {collection!r} keeps no term vectors, so it cannot be searched by words "
+            f"(mode lexical or hybrid); it was indexed before they existed or into a "
+            f"{self.backend} store that cannot add them: index its sources into a new collection "
+            f"(or on the edge backend, run `facet index` on it once more to add them)")
 
     @abstractmethod
     def drop_collection(self, collection: str) -> bool:
@@ -329,6 +395,7 @@ class EdgeStore(VectorStore):
 
     backend = "edge"
     _SIDE = "facet_vectors.json"
+    _LEXICAL_SIDE = "facet_lexical.json"  # written when the shard keeps term vectors
 
     def __init__(self, root: Path | str, *, lock_wait_s: float = 3.0) -> None:
         import qdrant_edge
@@ -342,6 +409,7 @@ class EdgeStore(VectorStore):
         # vector name on every call, and one process owns the folder, so it cannot change
         # behind our back.
         self._sizes: dict[str, dict[str, int]] = {}
+        self._lexical: dict[str, bool] = {}
         # A server's request threads and its job thread may open a shard at the same moment;
         # a second load of the same folder would fail on the folder's lock.
         self._open_lock = threading.Lock()
@@ -414,15 +482,18 @@ class EdgeStore(VectorStore):
             self._shards[collection] = shard
         return shard
 
-    def ensure_collection(self, collection: str, vectors: Mapping[str, int]) -> None:
+    def ensure_collection(self, collection: str, vectors: Mapping[str, int], *,
+                          lexical: bool = False) -> None:
         q = self._q
         for name in vectors:
-            validate_name(name, "vector")
+            _vector_name(name)
         path = self._dir(collection)
         if not self.collection_exists(collection):
             config = q.EdgeConfig(vectors={
                 name: q.EdgeVectorParams(size=int(dim), distance=q.Distance.Cosine)
-                for name, dim in vectors.items()})
+                for name, dim in vectors.items()},
+                sparse_vectors={lex.LEXICAL_VECTOR: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)}
+                if lexical else None)
             created = False
             with self._open_lock:
                 self._lock(collection)
@@ -439,7 +510,9 @@ class EdgeStore(VectorStore):
                         _LOCKS.release(self._lock_path(collection))
                         raise StoreError(f"cannot create edge shard {path}: {e}") from e
                     self._shards[collection] = shard
-                    self._write_sizes(collection, vectors)
+                    if lexical:
+                        self._write_lexical(collection)
+                    self._write_sizes(collection, vectors)  # last: it marks the shard complete
                     created = True
             if created:
                 return
@@ -458,6 +531,62 @@ class EdgeStore(VectorStore):
             added = True
         if added:
             self._write_sizes(collection, sizes)
+        if lexical and not self.has_lexical(collection):
+            self._add_lexical(collection)
+
+    def has_lexical(self, collection: str) -> bool:
+        known = self._lexical.get(collection)
+        if known is None:
+            self._require(collection)
+            path = self._dir(collection) / self._LEXICAL_SIDE
+            known = path.is_file()
+            if known:
+                version = json.loads(path.read_text()).get("version")
+                if version != lex.LEXICAL_VERSION:
+                    raise StoreError(f"collection {collection!r} keeps term vectors of another "
+                                     f"definition ({version!r}, this Facet reads "
+                                     f"{lex.LEXICAL_VERSION!r}); index its sources into a new one")
+            self._lexical[collection] = known
+        return known
+
+    def _write_lexical(self, collection: str) -> None:
+        path = self._dir(collection) / self._LEXICAL_SIDE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"version": lex.LEXICAL_VERSION}))
+        os.replace(tmp, path)
+        self._lexical[collection] = True
+
+    def _add_lexical(self, collection: str) -> None:
+        """Add the term vector to an existing shard and fill it from the stored texts."""
+        q = self._q
+        logger.info("adding the term vectors of lexical search to %s (from its stored texts)", collection)
+        with self._using(collection) as shard:
+            shard.update(q.UpdateOperation.create_sparse_vector(lex.LEXICAL_VECTOR, q.Modifier.Idf))
+        offset = None
+        while True:
+            with self._using(collection) as shard:
+                records, offset = shard.scroll(q.ScrollRequest(offset=offset, limit=512,
+                                                               with_payload=True))
+                if records:
+                    shard.update(q.UpdateOperation.update_vectors([
+                        q.PointVectors(r.id, {lex.LEXICAL_VECTOR: self._terms(
+                            lex.document_terms(str((r.payload or {}).get("text", ""))))})
+                        for r in records]))
+            if offset is None or not records:
+                break
+        with self._using(collection) as shard:
+            shard.flush()
+        self._write_lexical(collection)
+
+    def _terms(self, terms: tuple[list[int], list[float]]) -> Any:
+        return self._q.SparseVector(terms[0], terms[1])
+
+    def _vectors(self, collection: str, point: PointRecord) -> dict[str, Any]:
+        vectors: dict[str, Any] = {k: _as_list(v) for k, v in point.vectors.items()}
+        if self.has_lexical(collection):
+            vectors[lex.LEXICAL_VECTOR] = self._terms(
+                lex.document_terms(str(point.payload.get("text", ""))))
+        return vectors
 
     def drop_collection(self, collection: str) -> bool:
         # The gate waits for calls in flight on the shard (a search during a delete returns its
@@ -467,6 +596,7 @@ class EdgeStore(VectorStore):
         # not empty: 'wal'", seen once in a UI test).
         with self._gate(collection).exclusive(), self._open_lock:
             self._sizes.pop(collection, None)
+            self._lexical.pop(collection, None)
             shard = self._shards.pop(collection, None)
             path = self._dir(collection)
             if shard is not None:
@@ -500,8 +630,7 @@ class EdgeStore(VectorStore):
         if not points:
             return
         q = self._q
-        batch = [q.Point(p.id, {k: _as_list(v) for k, v in p.vectors.items()}, dict(p.payload))
-                 for p in points]
+        batch = [q.Point(p.id, self._vectors(collection, p), dict(p.payload)) for p in points]
         with self._using(collection) as shard:
             shard.update(q.UpdateOperation.upsert_points(batch))
 
@@ -536,6 +665,41 @@ class EdgeStore(VectorStore):
             params=q.SearchParams(exact=True) if exact else None)
         with self._using(collection) as shard:
             found = shard.search(request)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+
+    def search_lexical(self, collection: str, text: str, *, limit: int,
+                       filters: Filters | None = None) -> list[Hit]:
+        q = self._q
+        if not self.has_lexical(collection):
+            raise self._no_lexical(collection)
+        request = q.QueryRequest(
+            limit=int(limit), query=q.Query.Nearest(self._terms(lex.query_terms(text)),
+                                                    using=lex.LEXICAL_VECTOR),
+            filter=self._filter(filters), with_payload=True)
+        with self._using(collection) as shard:
+            found = shard.query(request)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+
+    def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+                      text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
+                      fusion: Fusion | None = None) -> list[Hit]:
+        q = self._q
+        f = fusion or Fusion()
+        self._check_vector(collection, vector_name)
+        if not self.has_lexical(collection):
+            raise self._no_lexical(collection)
+        n = max(int(limit), f.candidates)
+        where = self._filter(filters)
+        request = q.QueryRequest(
+            limit=int(limit), with_payload=True,
+            prefetches=[
+                q.Prefetch(limit=n, query=q.Query.Nearest(_as_list(vector), using=vector_name),
+                           filter=where, params=q.SearchParams(exact=True) if exact else None),
+                q.Prefetch(limit=n, query=q.Query.Nearest(self._terms(lex.query_terms(text)),
+                                                          using=lex.LEXICAL_VECTOR), filter=where)],
+            query=q.Fusion.Rrf(k=f.k, weights=[f.dense_weight, f.lexical_weight]))
+        with self._using(collection) as shard:
+            found = shard.query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
     def _check_vector(self, collection: str, vector_name: str) -> None:
@@ -717,6 +881,7 @@ class QdrantClientStore(VectorStore):
                         "serve every reader and writer from one `facet serve`", "*") from e
         else:
             raise StoreError("QdrantClientStore needs a server url or a local path (or ':memory:')")
+        self._lexical: dict[str, bool] = {}  # another process may drop and re-create: see has_lexical
 
     def list_collections(self) -> list[str]:
         return sorted(c.name for c in self._client.get_collections().collections)
@@ -732,17 +897,21 @@ class QdrantClientStore(VectorStore):
                              "use one named vector per embedder")
         return {name: int(p.size) for name, p in vectors.items()}
 
-    def ensure_collection(self, collection: str, vectors: Mapping[str, int]) -> None:
+    def ensure_collection(self, collection: str, vectors: Mapping[str, int], *,
+                          lexical: bool = False) -> None:
         m = self._m
         for name in vectors:
-            validate_name(name, "vector")
+            _vector_name(name)
         if not self.collection_exists(collection):
             from qdrant_client.http.exceptions import UnexpectedResponse
 
             try:
                 self._client.create_collection(collection, vectors_config={
                     name: m.VectorParams(size=int(dim), distance=m.Distance.COSINE)
-                    for name, dim in vectors.items()})
+                    for name, dim in vectors.items()},
+                    sparse_vectors_config={lex.LEXICAL_VECTOR: m.SparseVectorParams(
+                        modifier=m.Modifier.IDF)} if lexical else None)
+                self._lexical.pop(collection, None)
                 if self.backend == "server":  # local mode has no payload indexes
                     self._client.create_payload_index(collection, DOC_ID_FIELD,
                                                       m.PayloadSchemaType.KEYWORD)
@@ -764,11 +933,24 @@ class QdrantClientStore(VectorStore):
                 raise StoreError(f"collection {collection!r} has vector {name!r} of size "
                                  f"{sizes[name]}, not {dim}; use another collection")
 
+    def has_lexical(self, collection: str) -> bool:
+        known = self._lexical.get(collection)
+        if known is None:
+            self._require(collection)
+            sparse = self._client.get_collection(collection).config.params.sparse_vectors or {}
+            known = lex.LEXICAL_VECTOR in sparse
+            self._lexical[collection] = known
+        return known
+
     def drop_collection(self, collection: str) -> bool:
+        self._lexical.pop(collection, None)
         if not self.collection_exists(collection):
             return False
         self._client.delete_collection(collection)
         return True
+
+    def _terms(self, terms: tuple[list[int], list[float]]) -> Any:
+        return self._m.SparseVector(indices=terms[0], values=terms[1])
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:
@@ -787,9 +969,14 @@ class QdrantClientStore(VectorStore):
         if not points:
             return
         m = self._m
-        self._client.upsert(collection, wait=True, points=[
-            m.PointStruct(id=p.id, vector={k: _as_list(v) for k, v in p.vectors.items()},
-                          payload=dict(p.payload)) for p in points])
+        terms = self.has_lexical(collection)
+        points_out = []
+        for p in points:
+            vector: dict[str, Any] = {k: _as_list(v) for k, v in p.vectors.items()}
+            if terms:
+                vector[lex.LEXICAL_VECTOR] = self._terms(lex.document_terms(str(p.payload.get("text", ""))))
+            points_out.append(m.PointStruct(id=p.id, vector=vector, payload=dict(p.payload)))
+        self._client.upsert(collection, wait=True, points=points_out)
 
     def update_vectors(self, collection: str, vector_name: str,
                        ids: Sequence[str], vectors: np.ndarray) -> None:
@@ -825,6 +1012,40 @@ class QdrantClientStore(VectorStore):
             if exact and self.backend == "server" else None)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
 
+    def search_lexical(self, collection: str, text: str, *, limit: int,
+                       filters: Filters | None = None) -> list[Hit]:
+        if not self.has_lexical(collection):
+            raise self._no_lexical(collection)
+        response = self._client.query_points(
+            collection, query=self._terms(lex.query_terms(text)), using=lex.LEXICAL_VECTOR,
+            limit=int(limit), query_filter=self._filter(filters), with_payload=True)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+
+    def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+                      text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
+                      fusion: Fusion | None = None) -> list[Hit]:
+        m = self._m
+        f = fusion or Fusion()
+        sizes = self.vector_sizes(collection)
+        if vector_name not in sizes:
+            raise StoreError(
+                f"collection {collection!r} has no vectors from {vector_name!r} "
+                f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
+        if not self.has_lexical(collection):
+            raise self._no_lexical(collection)
+        n = max(int(limit), f.candidates)
+        where = self._filter(filters)
+        response = self._client.query_points(
+            collection, limit=int(limit), with_payload=True,
+            prefetch=[
+                m.Prefetch(query=_as_list(vector), using=vector_name, limit=n, filter=where,
+                           params=m.SearchParams(exact=True) if exact and self.backend == "server"
+                           else None),
+                m.Prefetch(query=self._terms(lex.query_terms(text)), using=lex.LEXICAL_VECTOR,
+                           limit=n, filter=where)],
+            query=m.RrfQuery(rrf=m.Rrf(k=f.k, weights=[f.dense_weight, f.lexical_weight])))
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+
     def count(self, collection: str, filters: Filters | None = None) -> int:
         self._require(collection)
         return int(self._client.count(collection, count_filter=self._filter(filters),
@@ -853,7 +1074,8 @@ class QdrantClientStore(VectorStore):
         self._client.close()
 
 
-_READS = ("list_collections", "collection_exists", "vector_sizes", "search", "count", "retrieve", "scroll")
+_READS = ("list_collections", "collection_exists", "vector_sizes", "search", "search_lexical", "search_hybrid",
+          "has_lexical", "count", "retrieve", "scroll")
 for _name in (*_READS, "ensure_collection", "drop_collection", "upsert", "update_vectors", "delete",
               "delete_documents"):
     setattr(QdrantClientStore, _name, _translated(getattr(QdrantClientStore, _name),

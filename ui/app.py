@@ -157,6 +157,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             s_reranker = picker(label="Reranker", choices=h.rerankers(),
                                                 value=next(iter(h.rerankers()), None))
                         s_group = gr.Checkbox(label="Group by document", value=False)
+                        s_mode = gr.Radio(["dense", "hybrid", "lexical"], value="dense",
+                                          label="Match by (dense: the embedder; lexical: the "
+                                                "words, BM25; hybrid: both)", elem_id="search-mode")
                 s_button = gr.Button("Search", variant="primary", elem_id="search-button")
                 s_summary = gr.HTML(elem_id="search-summary")
                 s_results = gr.HTML(elem_id="search-results")
@@ -303,7 +306,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
 
         search_event = gr.on([s_button.click, s_query.submit], h.search,
                              [s_query, s_instruction, s_collection, s_embedder, s_k, s_filters,
-                              s_rerank, s_reranker, s_group], [s_results, s_summary],
+                              s_rerank, s_reranker, s_group, s_mode], [s_results, s_summary],
                              api_name="search", **model)
         refresh(search_event.failure)  # a collection deleted elsewhere leaves the lists
         compare_event = c_button.click(h.compare, [c_query, c_a, c_b, c_collection, c_embedder,

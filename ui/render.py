@@ -127,6 +127,8 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
 def search_summary(response: SearchResponse, wall_ms: float) -> str:
     """One line: how many results, from which embedder and reranker, and how long it took."""
     reranked = f", reranked by {esc(response.reranker)}" if response.reranker else ""
+    if response.mode == "hybrid":
+        reranked = f" with BM25, fused by rank{reranked}"
     instruction = (f" under the instruction \u201c{esc(_short(response.instruction, 120))}\u201d"
                    if response.instruction else " without an instruction")
     return (f'<div class="facet-info">{len(response.results)} results from '

@@ -48,6 +48,9 @@ class SearchBody(_Body):
     group_by_document: bool = Field(
         default=True, description="one result per document (its best chunk, the others' numbers "
                                   "in more_chunks); false: one result per chunk")
+    mode: Literal["dense", "hybrid", "lexical"] = Field(
+        default="dense", description="dense: the embedder's nearest chunks; lexical: BM25 over the "
+                                     "chunks' words; hybrid: both, fused by reciprocal rank")
 
 
 class ClusterSearch(_Body):

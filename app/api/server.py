@@ -191,7 +191,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             query=body.query, collection=body.collection, instruction=body.instruction,
             top_k=body.k, filters=body.filters, rerank=body.rerank,
             rerank_depth=body.rerank_depth, embedder=body.embedder, exact=body.exact,
-            score_threshold=body.score_threshold, group_by_document=body.group_by_document))
+            score_threshold=body.score_threshold, group_by_document=body.group_by_document,
+            mode=body.mode))
         return _json(response.to_dict())
 
     @app.post("/cluster", dependencies=auth)

@@ -60,10 +60,12 @@ def register(cli: typer.Typer) -> None:
             emb = ", ".join(f"{k} ({v}-d)" for k, v in i.embedders.items())
             points = "? points" if i.points is None else plural(i.points, "point")
             busy = f" · being indexed by {i.writer}" if i.writer else ""
+            words = ("" if i.lexical is None else " · words (lexical/hybrid)" if i.lexical
+                     else " · no word index (dense only)")
             typer.echo(f"{i.name}: {plural(i.documents_indexed, 'document')} indexed, "
                        f"{i.documents_failed} failed, {plural(i.chunks, 'chunk')}, {points} · {emb} · "
                        f"{i.backend} · "
-                       f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{busy}")
+                       f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{words}{busy}")
 
     @cli.command("jobs")
     @handle_errors

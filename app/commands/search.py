@@ -14,6 +14,8 @@ from app.services.search import SearchResponse
 def print_results(response: SearchResponse) -> None:
     """Results as a ranked list with the query terms in bold."""
     header = f"{response.collection} · {response.embedder}"
+    if response.mode != "dense":
+        header += f" · {response.mode}"
     if response.reranker:
         header += f" · reranked by {response.reranker}"
     if response.instruction:
@@ -59,6 +61,9 @@ def register(cli: typer.Typer) -> None:
         group: Annotated[bool, typer.Option(
             "--group-by-document", help="one result per document (its best chunk), top-k "
                                         "documents instead of top-k chunks")] = False,
+        mode: Annotated[str, typer.Option(
+            "--mode", "-m", help="dense (the embedder), lexical (BM25 over the words) or hybrid "
+                                 "(both, fused by rank; docs/indexing.md)")] = "dense",
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Search a collection with an optional instruction, filters and rerank."""
@@ -67,7 +72,7 @@ def register(cli: typer.Typer) -> None:
         request = SearchRequest(query=query, collection=collection, instruction=instruction,
                                 top_k=top_k, filters=parse_filters(filters or []), rerank=rerank,
                                 rerank_depth=rerank_depth, embedder=embedder,
-                                group_by_document=group)
+                                group_by_document=group, mode=mode)
         with open_facet() as facet:
             response = facet.search(request)
         if as_json:

@@ -21,7 +21,7 @@ the facade's encoder either way.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -37,7 +37,7 @@ from app.services.search import MAX_TOP_K, SearchRequest, SearchResult
 from embedders.contract import Role
 from indexer.store import point_id
 
-_CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth")
+_CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth", "mode")
 
 
 def _facet(facet: Facet | None) -> Facet:
@@ -50,8 +50,8 @@ def to_document(result: SearchResult, collection: str) -> Document:
     ``page_content`` is the chunk text; ``metadata`` holds the document's own metadata
     (``jsonl``/``csv`` fields) plus ``doc_id``, ``source``, ``title``, ``chunk_no``,
     ``start``/``end`` (character offsets in the document), ``score`` (rerank score when
-    reranked, else cosine), ``vector_score``, ``rerank_score`` and ``collection``; on a clash
-    the Facet field wins. ``id`` is the Qdrant point id.
+    reranked, else the search's: cosine, BM25 or fused, by mode), ``vector_score``,
+    ``rerank_score`` and ``collection``; on a clash the Facet field wins. ``id`` is the Qdrant point id.
     """
     metadata: dict[str, Any] = dict(result.metadata)
     metadata.update(doc_id=result.doc_id, source=result.source, title=result.title,
@@ -66,7 +66,7 @@ class FacetRetriever(BaseRetriever):
     """Retrieve chunks of a Facet collection for a query read under an instruction.
 
     Every field can be overridden per call: ``invoke(query, instruction=..., k=..., filter=...,
-    score_threshold=..., rerank=..., rerank_depth=...)``.
+    score_threshold=..., rerank=..., rerank_depth=..., mode=...)``.
 
     Attributes:
         collection: the collection to search.
@@ -78,6 +78,7 @@ class FacetRetriever(BaseRetriever):
         score_threshold: drop documents scoring below this.
         rerank: an instruction embedder to rerank the candidates with.
         rerank_depth: candidates reranked (default 5 x k).
+        mode: ``dense`` (the embedder), ``lexical`` (BM25) or ``hybrid`` (both, fused by rank).
         facet: the application core to use (default ``Facet.shared()``).
     """
 
@@ -91,6 +92,7 @@ class FacetRetriever(BaseRetriever):
     score_threshold: float | None = None
     rerank: str | None = None
     rerank_depth: int | None = None
+    mode: Literal["dense", "hybrid", "lexical"] = "dense"
     facet: Facet | None = Field(default=None, exclude=True, repr=False)
 
     def _request(self, query: str, options: dict[str, Any]) -> SearchRequest:
@@ -106,7 +108,7 @@ class FacetRetriever(BaseRetriever):
                              instruction=pick("instruction"), top_k=pick("k"),
                              filters=pick("filter") or {}, rerank=pick("rerank"),
                              rerank_depth=pick("rerank_depth"), embedder=self.embedder,
-                             score_threshold=pick("score_threshold"))
+                             score_threshold=pick("score_threshold"), mode=pick("mode"))
 
     def _search(self, query: str, options: dict[str, Any]) -> list[Document]:
         response = _facet(self.facet).search(self._request(query, options))

@@ -33,6 +33,8 @@ class CollectionInfo:
     # Set while a job writes the collection ("job 12 (pid 345 on host h, heartbeat 2s ago)");
     # an embedded store's points cannot be counted then (``points`` is None).
     writer: str | None = None
+    # Whether it keeps the term vectors of lexical and hybrid search (None: not readable now).
+    lexical: bool | None = None
 
 
 @dataclass
@@ -130,19 +132,22 @@ class CollectionService:
     def _info(self, session: Session, coll: md.Collection) -> CollectionInfo:
         current = leases.holder(coll)
         writer = current.describe() if current is not None and current.alive() else None
+        points: int | None = None
+        lexical: bool | None = None
         try:
             if current is not None and writer is not None and self.store.backend != "server" \
                     and not current.is_this_process():
                 # An embedded collection belongs to its writer's process until the lease is
                 # released. The writer closes the shard just before that, so opening it would
                 # succeed for a moment and show counts beside "being indexed"; never touch it.
-                points = None
+                pass
             else:
-                points = (self.store.count(coll.name) if self.store.collection_exists(coll.name)
-                          else None)
+                exists = self.store.collection_exists(coll.name)
+                points = self.store.count(coll.name) if exists else None
+                lexical = self.store.has_lexical(coll.name) if exists else None
         except StoreBusyError:
             # An embedded store's collection open in the writer's process: never touch it.
-            points = None
+            points = lexical = None
             writer = writer or "another process"
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
@@ -151,7 +156,7 @@ class CollectionService:
             documents_indexed=md.count_documents(session, coll.id, "indexed"),
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=md.count_chunks(session, coll.id), points=points,
-            created_at=coll.created_at.isoformat(timespec="seconds"), writer=writer)
+            created_at=coll.created_at.isoformat(timespec="seconds"), writer=writer, lexical=lexical)
 
     def list_all(self) -> list[CollectionInfo]:
         with self.ctx.sessions() as session:

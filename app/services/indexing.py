@@ -573,9 +573,10 @@ class IndexService:
                 "(FACET_VECTOR_BACKEND=edge)")
 
     def ensure_store_collection(self, name: str, embedder: Embedder) -> None:
-        """Create the collection's vectors in the store (the lease holder does this)."""
+        """Create the collection's vectors in the store (the lease holder does this), with the
+        term vectors of lexical and hybrid search (added to an edge collection without them)."""
         try:
-            self.store.ensure_collection(name, {embedder.name: int(embedder.dim)})
+            self.store.ensure_collection(name, {embedder.name: int(embedder.dim)}, lexical=True)
         except StoreBusyError as e:
             raise ConflictError(str(e)) from e
         except StoreUnavailableError as e:

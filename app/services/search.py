@@ -1,5 +1,10 @@
 """The search service: query + instruction -> vector search -> optional rerank -> snippets.
 
+Modes: ``dense`` (the embedder's nearest neighbours, the default), ``lexical`` (BM25 over the
+chunks' words, no embedder) and ``hybrid`` (both lists fused by reciprocal rank, ``HYBRID_FUSION``;
+the instruction reaches only the dense side). Words need a collection that keeps term vectors
+(``indexer.lexical``; every collection indexed since they exist).
+
 Rerank: the rerank embedder scores (instruction, query) against (instruction, chunk):
 ``encode([query], role=query, instruction)`` against ``encode(chunks, role=document,
 instruction)``, cosine (dot product of normalised vectors). It reorders the top
@@ -29,7 +34,8 @@ from indexer.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from indexer.store import Filters, Hit
+from indexer.lexical import LEXICAL_VECTOR
+from indexer.store import Filters, Fusion, Hit
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +63,8 @@ class SearchRequest:
         score_threshold: drop results scoring below this (the rerank score when reranked).
         group_by_document: one result per document (its best chunk; the numbers of its other
             matching chunks in ``more_chunks``): ``top_k`` documents, not ``top_k`` chunks.
+        mode: ``dense`` (embedder), ``lexical`` (BM25 over the words) or ``hybrid`` (both, fused
+            by rank); see the module docstring. Scores are cosines, BM25 scores or fused scores.
     """
 
     query: str
@@ -70,9 +78,13 @@ class SearchRequest:
     exact: bool = False
     score_threshold: float | None = None
     group_by_document: bool = False
+    mode: str = "dense"
 
 
 MAX_TOP_K = 1000
+SEARCH_MODES = ("dense", "hybrid", "lexical")
+# Chosen on SciFact *dev* (held-out train queries) through this service: docs/indexing.md.
+HYBRID_FUSION = Fusion(k=10, dense_weight=1.0, lexical_weight=1.0, candidates=100)
 # Grouping fetches candidates for this many chunks per wanted document, deepening up to
 # GROUP_MAX_DEPTH when a few documents hold most of the matching chunks.
 GROUP_FETCH_FACTOR = 4
@@ -107,6 +119,7 @@ class SearchResponse:
     reranker: str | None
     results: list[SearchResult]
     timings_ms: dict[str, float]
+    mode: str = "dense"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,6 +218,7 @@ class SearchService:
         self._vectors: dict[str, list[str]] = {}
         self._identities: dict[str, dict[str, str]] = {}  # collection -> vector name -> identity
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
+        self.fusion = HYBRID_FUSION
 
     def forget(self, collection: str | None = None) -> None:
         """Drop what is known about ``collection`` (every collection when None)."""
@@ -304,6 +318,9 @@ class SearchService:
                 not 1 <= request.top_k <= MAX_TOP_K:
             raise InvalidRequestError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got "
                                       f"{request.top_k!r}")
+        if request.mode not in SEARCH_MODES:
+            raise InvalidRequestError(f"mode must be one of {', '.join(SEARCH_MODES)}, got "
+                                      f"{request.mode!r}")
         if request.rerank_depth is not None and not 1 <= request.rerank_depth <= MAX_TOP_K:
             raise InvalidRequestError(f"rerank_depth must be from 1 to {MAX_TOP_K}, got "
                                       f"{request.rerank_depth}")
@@ -327,11 +344,13 @@ class SearchService:
         timings: dict[str, float] = {}
         vector_name = self._collection_embedder(request)
 
-        t0 = time.perf_counter()
-        query_vec = self.encoder.encode([request.query], embedder=vector_name, role=Role.QUERY,
-                                        instruction=instruction)[0]
-        timings["encode_query"] = (time.perf_counter() - t0) * 1000
-        self._check_comparable(request.collection, vector_name)
+        query_vec: np.ndarray | None = None
+        if request.mode != "lexical":
+            t0 = time.perf_counter()
+            query_vec = self.encoder.encode([request.query], embedder=vector_name, role=Role.QUERY,
+                                            instruction=instruction)[0]
+            timings["encode_query"] = (time.perf_counter() - t0) * 1000
+            self._check_comparable(request.collection, vector_name)
 
         depth = request.top_k
         if request.rerank:
@@ -372,8 +391,9 @@ class SearchService:
             results = [r for r in results if r.score >= request.score_threshold]
         timings["results"] = (time.perf_counter() - t0) * 1000
         timings["total"] = (time.perf_counter() - started) * 1000
-        return SearchResponse(request.query, instruction, request.collection, vector_name,
-                              reranker_name, results, timings)
+        return SearchResponse(request.query, instruction, request.collection,
+                              LEXICAL_VECTOR if request.mode == "lexical" else vector_name,
+                              reranker_name, results, timings, request.mode)
 
     @staticmethod
     def rerank_scores(encoder: QueryEncoder, reranker: str, query: str, instruction: str | None,
@@ -385,11 +405,19 @@ class SearchService:
                            instruction=instruction)  # (n, dim)
         return [float(x) for x in d @ q]
 
-    def _vector_search(self, request: SearchRequest, vector_name: str, query_vec: np.ndarray,
+    def _vector_search(self, request: SearchRequest, vector_name: str, query_vec: np.ndarray | None,
                        depth: int) -> list[Hit]:
+        where = payload_filters(request.filters)
         try:
+            if query_vec is None:
+                return self.store.search_lexical(request.collection, request.query, limit=depth,
+                                                 filters=where)
+            if request.mode == "hybrid":
+                return self.store.search_hybrid(request.collection, vector_name, query_vec,
+                                                request.query, limit=depth, filters=where,
+                                                exact=request.exact, fusion=self.fusion)
             return self.store.search(request.collection, vector_name, query_vec, limit=depth,
-                                     filters=payload_filters(request.filters), exact=request.exact)
+                                     filters=where, exact=request.exact)
         except CollectionNotFoundError as e:
             self.forget(request.collection)
             raise NotFoundError(str(e)) from e

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from indexer.errors import CollectionNotFoundError, StoreError
-from indexer.store import EdgeStore, PointRecord, QdrantClientStore, VectorStore, point_id
+from indexer.store import EdgeStore, Fusion, PointRecord, QdrantClientStore, VectorStore, point_id
 
 DIM = 8
 
@@ -293,3 +293,119 @@ def test_no_reader_reopens_an_edge_collection_while_it_is_being_dropped(tmp_path
     assert len(outcome) == 1 and isinstance(outcome[0], CollectionNotFoundError), outcome
     assert not (tmp_path / "edge" / "c").exists() and "c" not in store._shards
     store.close()
+
+
+# ------------------------------------------------------------------ lexical and hybrid search
+
+# The three texts with "cat" have different BM25 scores (term frequency, length), so rankings have no ties.
+_TEXTS = ["Cats chase mice in the garden, and the cats win", "The stock market fell sharply today",
+          "A cat sleeps on the warm sofa", "Quarterly earnings beat the market forecast",
+          "Dogs and cats can live together in one big house with a garden and a pond",
+          "Interest rates rose again this year"]
+
+
+def _worded(n_texts: int = len(_TEXTS)) -> tuple[list[PointRecord], np.ndarray]:
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(n_texts, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    points = [PointRecord(point_id(f"doc{i}", 0), {"m": vecs[i]},
+                          {"doc_id": f"doc{i}", "chunk_no": 0, "text": _TEXTS[i],
+                           "meta": {"topic": "animals" if i in (0, 2, 4) else "money"}})
+              for i in range(n_texts)]
+    return points, vecs
+
+
+def test_lexical_search_scores_the_words_with_bm25(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM}, lexical=True)
+    points, _ = _worded()
+    store.upsert("c", points)
+    assert store.has_lexical("c")
+    hits = store.search_lexical("c", "cat", limit=10)
+    # "Cats" and "cat" are one term (stemmed, lower-cased); texts without it are not returned.
+    assert {h.payload["doc_id"] for h in hits} == {"doc0", "doc2", "doc4"}
+    assert all(h.score > 0 for h in hits)
+    # A rarer term weighs more (IDF): "market" is in two texts, "sharply" in one.
+    top = store.search_lexical("c", "market sharply", limit=2)
+    assert top[0].payload["doc_id"] == "doc1"
+    assert top[0].score > top[1].score
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "cat", limit=10,
+                                                               filters={"meta.topic": "money"})] == []
+    assert store.search_lexical("c", "the of and", limit=5) == []  # only stopwords: no terms
+    # Retrieval returns the dense vectors only; the term vectors stay in the store.
+    _, vectors = store.retrieve("c", [points[0].id], with_vectors=True)[0]
+    assert set(vectors) == {"m"}
+
+
+def test_hybrid_search_is_reciprocal_rank_fusion_of_both_lists(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM}, lexical=True)
+    points, vecs = _worded()
+    store.upsert("c", points)
+    query = vecs[1]  # dense: doc1 first; words: the cat texts
+    dense = [h.id for h in store.search("c", "m", query, limit=6, exact=True)]
+    words = [h.id for h in store.search_lexical("c", "cat", limit=6)]
+    for fusion in (Fusion(k=2), Fusion(k=60, dense_weight=1.0, lexical_weight=2.0)):
+        expected: dict[str, float] = {}
+        for weight, ranked in ((fusion.dense_weight, dense), (fusion.lexical_weight, words)):
+            for rank, pid in enumerate(ranked):
+                # Qdrant's weighted RRF: a weight divides the list's 1-based ranks.
+                expected[pid] = expected.get(pid, 0.0) + 1 / (fusion.k - 1 + (rank + 1) / weight)
+        hits = store.search_hybrid("c", "m", query, "cat", limit=6, exact=True, fusion=fusion)
+        assert {h.id for h in hits} == set(expected)
+        assert [h.score for h in hits] == pytest.approx([expected[h.id] for h in hits], rel=1e-5)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    only_money = store.search_hybrid("c", "m", query, "cat", limit=6, filters={"meta.topic": "money"})
+    assert {h.payload["doc_id"] for h in only_money} == {"doc1", "doc3", "doc5"}
+    with pytest.raises(StoreError, match="no vectors from 'other'"):
+        store.search_hybrid("c", "other", query, "cat", limit=3)
+
+
+def test_overwritten_points_get_the_terms_of_their_new_text(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM}, lexical=True)
+    points, vecs = _worded()
+    store.upsert("c", points)
+    changed = PointRecord(points[1].id, {"m": vecs[1]}, {**points[1].payload, "text": "zebras grazing"})
+    store.upsert("c", [changed])
+    assert [h.id for h in store.search_lexical("c", "zebra", limit=3)] == [points[1].id]
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "sharply", limit=3)] == []
+    # A dense-only update keeps the terms.
+    store.update_vectors("c", "m", [points[1].id], vecs[2:3])
+    assert [h.id for h in store.search_lexical("c", "zebra", limit=3)] == [points[1].id]
+
+
+def test_a_collection_without_term_vectors_says_so(store: VectorStore) -> None:
+    store.ensure_collection("c", {"m": DIM})
+    points, vecs = _worded()
+    store.upsert("c", points)
+    assert not store.has_lexical("c")
+    with pytest.raises(StoreError, match="keeps no term vectors"):
+        store.search_lexical("c", "cat", limit=3)
+    with pytest.raises(StoreError, match="keeps no term vectors"):
+        store.search_hybrid("c", "m", vecs[0], "cat", limit=3)
+    store.ensure_collection("c", {"m": DIM}, lexical=True)
+    if isinstance(store, EdgeStore):  # the edge shard adds them and fills them from the texts
+        assert store.has_lexical("c")
+        assert {h.payload["doc_id"] for h in store.search_lexical("c", "cat", limit=10)} == {
+            "doc0", "doc2", "doc4"}
+        assert store.search("c", "m", vecs[5], limit=1, exact=True)[0].id == points[5].id
+    else:  # qdrant-client cannot add a sparse vector to an existing collection
+        assert not store.has_lexical("c")
+    with pytest.raises(StoreError, match="names the term vectors"):
+        store.ensure_collection("d", {"bm25": DIM})
+
+
+def test_term_vectors_survive_reopening_an_edge_store(tmp_path: Path) -> None:
+    s = _open("edge", tmp_path)
+    s.ensure_collection("new", {"m": DIM}, lexical=True)
+    s.ensure_collection("old", {"m": DIM})
+    points, _ = _worded()
+    s.upsert("new", points)
+    s.upsert("old", points)
+    s.ensure_collection("old", {"m": DIM}, lexical=True)  # filled from the stored texts
+    s.close()
+    s = _open("edge", tmp_path)
+    try:
+        for name in ("new", "old"):
+            assert s.has_lexical(name)
+            assert [h.payload["doc_id"] for h in s.search_lexical(name, "sofa", limit=3)] == ["doc2"]
+    finally:
+        s.close()

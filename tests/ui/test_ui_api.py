@@ -25,9 +25,9 @@ from .conftest import (
 
 def search(client, query: str, instruction: str = "", collection: str = COLLECTION, *,
            embedder: str = "minilm", k: int = 5, filters: str = "", rerank: bool = False,
-           reranker: str = "minilm", group: bool = False) -> tuple[str, str]:
+           reranker: str = "minilm", group: bool = False, mode: str = "dense") -> tuple[str, str]:
     html, summary = client.predict(query, instruction, collection, embedder, k, filters, rerank,
-                                   reranker, group, api_name="/search")
+                                   reranker, group, mode, api_name="/search")
     return html, summary
 
 
@@ -59,6 +59,15 @@ def test_search_finds_the_planted_document_highlighted(ui_client) -> None:
     assert "<mark>parcel</mark> <mark>locker</mark>" in rows[0]
     assert "intent: card_arrival" in rows[0]
     assert "5 results from <b>demo-banking77</b> (minilm) under the instruction" in summary
+
+
+def test_word_and_hybrid_matching(ui_client) -> None:
+    words, summary = search(ui_client, "parcel locker", k=5, mode="lexical")
+    rows = rows_of(words)
+    assert PLANTED_ID in rows[0] and "(bm25)" in summary  # the only text with both words
+    assert all("<mark>" in r for r in rows)  # BM25 returns only texts holding a query word
+    hybrid, summary = search(ui_client, PLANTED_QUERY, PLANTED_INSTRUCTION, mode="hybrid")
+    assert PLANTED_ID in rows_of(hybrid)[0] and "(minilm with BM25, fused by rank)" in summary
 
 
 def test_document_html_is_escaped_not_rendered(ui_client) -> None:

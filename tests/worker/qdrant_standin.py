@@ -66,7 +66,8 @@ def handle(method: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         if c.collection_exists(name):
             return 409, f"Wrong input: Collection `{name}` already exists!"
         spec = m.CreateCollection.model_validate(body)
-        c.create_collection(name, vectors_config=spec.vectors)
+        c.create_collection(name, vectors_config=spec.vectors,
+                            sparse_vectors_config=spec.sparse_vectors)
         return 200, True
     if rest == "" and method == "DELETE":
         return 200, c.delete_collection(name)
@@ -89,8 +90,9 @@ def handle(method: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
     if rest == "/points/query":
         q = m.QueryRequest.model_validate(body)
         query = q.query.nearest if isinstance(q.query, m.NearestQuery) else q.query
-        response = c.query_points(name, query=query, using=q.using, query_filter=q.filter,
-                                  limit=q.limit or 10, with_payload=q.with_payload or True,
+        response = c.query_points(name, query=query, using=q.using, prefetch=q.prefetch,
+                                  query_filter=q.filter, limit=q.limit or 10,
+                                  with_payload=q.with_payload or True,
                                   score_threshold=q.score_threshold)
         return 200, _json(response)
     if rest == "/points/count":

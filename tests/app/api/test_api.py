@@ -109,12 +109,24 @@ def test_search_matches_the_facade_and_validates(client, facet) -> None:
     high = client.post("/search", json=body | {"score_threshold": payload["results"][2]["score"]})
     assert len(high.json()["results"]) == 3
 
+    for mode in ("lexical", "hybrid"):
+        r = client.post("/search", json=body | {"mode": mode})
+        assert r.status_code == 200, r.text
+        direct = facet.search(SearchRequest(body["query"], COLLECTION, body["instruction"], top_k=5,
+                                            filters=body["filters"], group_by_document=True, mode=mode))
+        assert r.json()["mode"] == mode
+        # Scores, not ids: tied scores (BM25 of texts with the same matched words and length) may
+        # come in either order, and a tie at the cut may keep either text.
+        assert [x["score"] for x in r.json()["results"]] == pytest.approx([x.score for x in direct.results])
+        assert {x["metadata"]["intent"] for x in r.json()["results"]} <= set(body["filters"]["intent"])
+
     for bad, status, fragment in [
         (body | {"collection": "nope"}, 404, "unknown collection 'nope'"),
         (body | {"query": "  "}, 400, "query is empty"),
         (body | {"k": 0}, 400, "k:"),
         (body | {"filters": {"intent": {"$ne": 1}}}, 400, "filters"),
         (body | {"rerank": "nope"}, 404, "rerank 'nope'"),
+        (body | {"mode": "fuzzy"}, 400, "mode"),
     ]:
         r = client.post("/search", json=bad)
         assert r.status_code == status and fragment in r.json()["error"]["message"], r.text

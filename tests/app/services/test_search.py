@@ -79,6 +79,61 @@ def test_request_errors(searchable) -> None:
         parse_filters(["n:=abc"])
 
 
+def test_lexical_mode_matches_words_without_the_embedder(searchable) -> None:
+    class _NoEncoding:
+        def encode(self, *args, **kwargs):
+            raise AssertionError("lexical search must not embed the query")
+
+    service = SearchService(searchable)
+    service.encoder = _NoEncoding()  # type: ignore[assignment]
+    response = service.search(SearchRequest("top up failed", "support", top_k=5, mode="lexical"))
+    assert response.mode == "lexical" and response.embedder == "bm25"
+    assert [r.doc_id for r in response.results] == ["c5", "c2"]  # only texts with the words
+    assert response.results[0].score > response.results[1].score > 0  # c5 has two of them
+    assert "encode_query" not in response.timings_ms
+    filtered = service.search(SearchRequest("card", "support", mode="lexical",
+                                            filters={"intent": "card"}, top_k=5))
+    assert {r.doc_id for r in filtered.results} == {"c1", "c4"}
+
+
+def test_hybrid_mode_fuses_the_dense_and_word_rankings(searchable) -> None:
+    service = SearchService(searchable)
+    query, instruction = "block a lost card", "Find the intent"
+    dense = service.search(SearchRequest(query, "support", instruction=instruction, top_k=5))
+    words = service.search(SearchRequest(query, "support", top_k=5, mode="lexical"))
+    hybrid = service.search(SearchRequest(query, "support", instruction=instruction, top_k=5,
+                                          mode="hybrid"))
+    assert hybrid.mode == "hybrid" and hybrid.embedder == "minilm" and "encode_query" in hybrid.timings_ms
+    k = service.fusion.k
+    expected: dict[str, float] = {}
+    for ranked in ([r.doc_id for r in dense.results], [r.doc_id for r in words.results]):
+        for rank, doc in enumerate(ranked):
+            expected[doc] = expected.get(doc, 0.0) + 1 / (k + rank)
+    assert [r.score for r in hybrid.results] == pytest.approx([expected[r.doc_id] for r in hybrid.results],
+                                                              rel=1e-5)
+    assert {r.doc_id for r in hybrid.results} == set(expected)
+    with pytest.raises(InvalidRequestError, match="mode must be one of dense, hybrid, lexical"):
+        service.search(SearchRequest(query, "support", mode="fuzzy"))
+
+
+def test_word_search_on_a_collection_without_term_vectors_says_what_to_do(make_ctx, tmp_path) -> None:
+    ctx = make_ctx()
+    IndexService(ctx).index(_one_record(tmp_path), "plain")
+    # As a collection indexed before term vectors existed: its metadata, a store without them.
+    ctx.store.drop_collection("plain")
+    ctx.store.ensure_collection("plain", {"minilm": 384})
+    service = SearchService(ctx)
+    with pytest.raises(InvalidRequestError, match=r"keeps no term vectors.*new collection"):
+        service.search(SearchRequest("card", "plain", mode="hybrid"))
+    assert service.search(SearchRequest("card", "plain")).results == []  # dense still answers
+
+
+def _one_record(tmp_path):
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"_id": "x", "text": "card declined"}) + "\n")
+    return path
+
+
 def test_snippet_window_prefers_the_query_terms() -> None:
     text = "filler " * 100 + "the refund arrived late " + "padding " * 100
     snippet, highlights = make_snippet(text, "refund late", width=80)

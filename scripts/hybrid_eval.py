@@ -1,0 +1,107 @@
+"""SciFact through the search service in each mode: dense, lexical (BM25) and hybrid (RRF).
+
+The corpus is indexed once by the index service (one chunk per abstract, as `facet bench
+--scifact` does), then every query goes through `SearchService.search` with facet eval's
+query instruction, and nDCG@10 / Recall@100 are computed with the evaluation package.
+
+`--split dev` uses SciFact *train* queries held out from training (the dev split checkpoints
+are chosen on) and scores each fusion setting of `--grid`: choose the served setting there.
+`--split test` scores the modes with the served setting (`HYBRID_FUSION`), for reporting.
+
+    .venv/bin/python scripts/hybrid_eval.py minilm --split dev --grid \
+        --out results/eval/hybrid/scifact-dev-minilm.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from app.encoding import EmbedderCache
+from app.evaluation import metrics
+from app.evaluation.dev import scifact_dev
+from app.evaluation.loaders import BeirData, load_beir
+from app.evaluation.suites import SCIFACT_INSTRUCTION
+from app.services.context import ServiceContext
+from app.services.indexing import IndexOptions, IndexService
+from app.services.search import HYBRID_FUSION, SearchRequest, SearchService
+from app.settings import FacetSettings, get_settings
+from indexer.store import Fusion
+
+GRID = [Fusion(k=k, dense_weight=1.0, lexical_weight=w, candidates=100)
+        for k in (2, 10, 30, 60) for w in (0.5, 1.0, 1.5)]
+
+
+def run_queries(service: SearchService, data: BeirData, embedder: str, mode: str,
+                exact: bool = False) -> dict[str, float]:
+    qids = sorted(data.qrels)
+    rankings: dict[str, list[str]] = {}
+    start = time.perf_counter()
+    for q in qids:
+        response = service.search(SearchRequest(data.queries[q], "scifact", instruction=SCIFACT_INSTRUCTION,
+                                                top_k=100, embedder=embedder, mode=mode,
+                                                exact=exact))
+        rankings[q] = [r.doc_id for r in response.results]
+    return {"ndcg@10": round(100 * metrics.mean_over_queries(rankings, data.qrels, "ndcg", 10), 2),
+            "recall@100": round(100 * metrics.mean_over_queries(rankings, data.qrels, "recall", 100), 2),
+            "ms_per_query": round(1000 * (time.perf_counter() - start) / len(qids), 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("embedder")
+    parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--grid", action="store_true", help="score every fusion setting of GRID (dev)")
+    parser.add_argument("--exact", action="store_true", help="exact dense search instead of HNSW")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    root = Path(get_settings().shared_data_dir)
+    data = scifact_dev(root) if args.split == "dev" else load_beir(root / "beir_scifact", "test")
+    out: dict[str, Any] = {"embedder": args.embedder, "split": args.split, "exact": args.exact,
+                           "queries": len(data.qrels), "documents": len(data.corpus),
+                           "served_fusion": asdict(HYBRID_FUSION)}
+    with tempfile.TemporaryDirectory(prefix="facet-hybrid-") as tmp:
+        ctx = ServiceContext(FacetSettings(data_dir=Path(tmp), chunk_tokens=100_000, chunk_overlap=0),
+                             embedders=EmbedderCache())
+        t0 = time.perf_counter()
+        report = IndexService(ctx).index(root / "beir_scifact" / "corpus.jsonl", "scifact",
+                                         IndexOptions(embedder=args.embedder))
+        out["index_s"] = round(time.perf_counter() - t0, 1)
+        out["chunks"] = report.chunks_written
+        print(f"indexed {report.chunks_written} chunks in {out['index_s']} s", file=sys.stderr)
+        service = SearchService(ctx)
+        for mode in ("dense", "lexical", "hybrid"):
+            out[mode] = run_queries(service, data, args.embedder, mode, args.exact)
+            print(mode, out[mode], file=sys.stderr)
+        if args.grid:
+            out["grid"] = []
+            for fusion in GRID:
+                service.fusion = fusion
+                row = {**asdict(fusion), **run_queries(service, data, args.embedder, "hybrid", args.exact)}
+                out["grid"].append(row)
+                print(row, file=sys.stderr)
+            service.fusion = replace(HYBRID_FUSION)
+            for mode in ("dense", "hybrid"):  # again: HNSW may have been built meanwhile
+                out[f"{mode}_again"] = run_queries(service, data, args.embedder, mode, args.exact)
+                print(f"{mode} again", out[f"{mode}_again"], file=sys.stderr)
+        ctx.close()
+    text = json.dumps(out, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
