@@ -106,6 +106,18 @@ class Hit:
     payload: dict[str, Any]
 
 
+# Lexical and fused scores tie often (BM25 of texts with the same matched words and length;
+# RRF of mirrored ranks), and Qdrant returns tied points in no fixed order: word and hybrid
+# searches fetch this many more, order ties by point id and cut, so one query always gives one list.
+_TIE_MARGIN = 16
+
+
+def _ranked(points: Sequence[Any], limit: int) -> list[Hit]:
+    hits = [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+    hits.sort(key=lambda h: (-round(h.score, 7), h.id))
+    return hits[:limit]
+
+
 def _vector_name(name: str) -> str:
     validate_name(name, "vector")
     if name == lex.LEXICAL_VECTOR:
@@ -673,12 +685,12 @@ class EdgeStore(VectorStore):
         if not self.has_lexical(collection):
             raise self._no_lexical(collection)
         request = q.QueryRequest(
-            limit=int(limit), query=q.Query.Nearest(self._terms(lex.query_terms(text)),
-                                                    using=lex.LEXICAL_VECTOR),
+            limit=int(limit) + _TIE_MARGIN, query=q.Query.Nearest(self._terms(lex.query_terms(text)),
+                                                                   using=lex.LEXICAL_VECTOR),
             filter=self._filter(filters), with_payload=True)
         with self._using(collection) as shard:
             found = shard.query(request)
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+        return _ranked(found, int(limit))
 
     def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                       text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
@@ -688,10 +700,10 @@ class EdgeStore(VectorStore):
         self._check_vector(collection, vector_name)
         if not self.has_lexical(collection):
             raise self._no_lexical(collection)
-        n = max(int(limit), f.candidates)
+        n = max(int(limit) + _TIE_MARGIN, f.candidates)
         where = self._filter(filters)
         request = q.QueryRequest(
-            limit=int(limit), with_payload=True,
+            limit=int(limit) + _TIE_MARGIN, with_payload=True,
             prefetches=[
                 q.Prefetch(limit=n, query=q.Query.Nearest(_as_list(vector), using=vector_name),
                            filter=where, params=q.SearchParams(exact=True) if exact else None),
@@ -700,7 +712,7 @@ class EdgeStore(VectorStore):
             query=q.Fusion.Rrf(k=f.k, weights=[f.dense_weight, f.lexical_weight]))
         with self._using(collection) as shard:
             found = shard.query(request)
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+        return _ranked(found, int(limit))
 
     def _check_vector(self, collection: str, vector_name: str) -> None:
         sizes = self.vector_sizes(collection)
@@ -1018,8 +1030,8 @@ class QdrantClientStore(VectorStore):
             raise self._no_lexical(collection)
         response = self._client.query_points(
             collection, query=self._terms(lex.query_terms(text)), using=lex.LEXICAL_VECTOR,
-            limit=int(limit), query_filter=self._filter(filters), with_payload=True)
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+            limit=int(limit) + _TIE_MARGIN, query_filter=self._filter(filters), with_payload=True)
+        return _ranked(response.points, int(limit))
 
     def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                       text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
@@ -1033,10 +1045,10 @@ class QdrantClientStore(VectorStore):
                 f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
         if not self.has_lexical(collection):
             raise self._no_lexical(collection)
-        n = max(int(limit), f.candidates)
+        n = max(int(limit) + _TIE_MARGIN, f.candidates)
         where = self._filter(filters)
         response = self._client.query_points(
-            collection, limit=int(limit), with_payload=True,
+            collection, limit=int(limit) + _TIE_MARGIN, with_payload=True,
             prefetch=[
                 m.Prefetch(query=_as_list(vector), using=vector_name, limit=n, filter=where,
                            params=m.SearchParams(exact=True) if exact and self.backend == "server"
@@ -1044,7 +1056,7 @@ class QdrantClientStore(VectorStore):
                 m.Prefetch(query=self._terms(lex.query_terms(text)), using=lex.LEXICAL_VECTOR,
                            limit=n, filter=where)],
             query=m.RrfQuery(rrf=m.Rrf(k=f.k, weights=[f.dense_weight, f.lexical_weight])))
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        return _ranked(response.points, int(limit))
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
         self._require(collection)

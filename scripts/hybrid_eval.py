@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
     parser.add_argument("--grid", action="store_true", help="score every fusion setting of GRID (dev)")
     parser.add_argument("--exact", action="store_true", help="exact dense search instead of HNSW")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="keep the index here and reuse it (default: a temporary folder)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -71,14 +73,16 @@ def main(argv: list[str] | None = None) -> int:
                            "queries": len(data.qrels), "documents": len(data.corpus),
                            "served_fusion": asdict(HYBRID_FUSION)}
     with tempfile.TemporaryDirectory(prefix="facet-hybrid-") as tmp:
-        ctx = ServiceContext(FacetSettings(data_dir=Path(tmp), chunk_tokens=100_000, chunk_overlap=0),
+        folder = args.data_dir or Path(tmp)  # a second run indexes nothing: the documents are unchanged
+        ctx = ServiceContext(FacetSettings(data_dir=folder, chunk_tokens=100_000, chunk_overlap=0),
                              embedders=EmbedderCache())
         t0 = time.perf_counter()
         report = IndexService(ctx).index(root / "beir_scifact" / "corpus.jsonl", "scifact",
                                          IndexOptions(embedder=args.embedder))
         out["index_s"] = round(time.perf_counter() - t0, 1)
         out["chunks"] = report.chunks_written
-        print(f"indexed {report.chunks_written} chunks in {out['index_s']} s", file=sys.stderr)
+        print(f"indexed {report.chunks_written} chunks ({report.docs_skipped} documents unchanged) in "
+              f"{out['index_s']} s", file=sys.stderr)
         service = SearchService(ctx)
         for mode in ("dense", "lexical", "hybrid"):
             out[mode] = run_queries(service, data, args.embedder, mode, args.exact)
@@ -91,9 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                 out["grid"].append(row)
                 print(row, file=sys.stderr)
             service.fusion = replace(HYBRID_FUSION)
-            for mode in ("dense", "hybrid"):  # again: HNSW may have been built meanwhile
-                out[f"{mode}_again"] = run_queries(service, data, args.embedder, mode, args.exact)
-                print(f"{mode} again", out[f"{mode}_again"], file=sys.stderr)
+            out["hybrid_again"] = run_queries(service, data, args.embedder, "hybrid", args.exact)
+            print("hybrid again", out["hybrid_again"], file=sys.stderr)
         ctx.close()
     text = json.dumps(out, indent=2)
     if args.out:
