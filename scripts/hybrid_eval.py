@@ -30,6 +30,7 @@ from app.evaluation import metrics
 from app.evaluation.dev import scifact_dev
 from app.evaluation.loaders import BeirData, load_beir
 from app.evaluation.suites import SCIFACT_INSTRUCTION
+from app.evaluation.tasks import RetrievalTask
 from app.services.context import ServiceContext
 from app.services.indexing import IndexOptions, IndexService
 from app.services.search import HYBRID_FUSION, SearchRequest, SearchService
@@ -55,6 +56,17 @@ def run_queries(service: SearchService, data: BeirData, embedder: str, mode: str
             "ms_per_query": round(1000 * (time.perf_counter() - start) / len(qids), 1)}
 
 
+def subset(data: BeirData, n_queries: int | None, n_docs: int | None) -> BeirData:
+    """Seeded queries and their judged documents plus a seeded sample of the others, as the
+    evaluation's retrieval tasks subsample (``RetrievalTask``, seed 0); None keeps all."""
+    if n_queries is None and n_docs is None:
+        return data
+    picked = RetrievalTask("subset", lambda: data, instruction=None, n_queries=n_queries, n_docs=n_docs,
+                           seed=0).data()
+    return BeirData({d: data.corpus[d] for d in picked.doc_ids},
+                    {q: data.queries[q] for q in picked.query_ids}, picked.qrels)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("embedder")
@@ -63,12 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact", action="store_true", help="exact dense search instead of HNSW")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep the index here and reuse it (default: a temporary folder)")
+    parser.add_argument("--queries", type=int, default=None, help="a seeded subset of the queries")
+    parser.add_argument("--docs", type=int, default=None,
+                        help="a corpus subset: the judged documents plus a seeded sample of the others")
+    parser.add_argument("--data-root", type=Path, default=None, help="datasets root (default: the settings')")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    root = Path(get_settings().shared_data_dir)
-    data = scifact_dev(root) if args.split == "dev" else load_beir(root / "beir_scifact", "test")
+    root = args.data_root or Path(get_settings().shared_data_dir)
+    data = subset(scifact_dev(root) if args.split == "dev" else load_beir(root / "beir_scifact", "test"),
+                  args.queries, args.docs)
     out: dict[str, Any] = {"embedder": args.embedder, "split": args.split, "exact": args.exact,
                            "queries": len(data.qrels), "documents": len(data.corpus),
                            "served_fusion": asdict(HYBRID_FUSION)}
@@ -76,9 +93,14 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.data_dir or Path(tmp)  # a second run indexes nothing: the documents are unchanged
         ctx = ServiceContext(FacetSettings(data_dir=folder, chunk_tokens=100_000, chunk_overlap=0),
                              embedders=EmbedderCache())
+        corpus = root / "beir_scifact" / "corpus.jsonl"
+        if args.docs is not None:  # index exactly the subset's records
+            kept = Path(tmp) / "corpus.jsonl"
+            with corpus.open() as src, kept.open("w") as dst:
+                dst.writelines(line for line in src if json.loads(line)["_id"] in data.corpus)
+            corpus = kept
         t0 = time.perf_counter()
-        report = IndexService(ctx).index(root / "beir_scifact" / "corpus.jsonl", "scifact",
-                                         IndexOptions(embedder=args.embedder))
+        report = IndexService(ctx).index(corpus, "scifact", IndexOptions(embedder=args.embedder))
         out["index_s"] = round(time.perf_counter() - t0, 1)
         out["chunks"] = report.chunks_written
         print(f"indexed {report.chunks_written} chunks ({report.docs_skipped} documents unchanged) in "

@@ -1,0 +1,38 @@
+"""scripts/hybrid_eval.py: SciFact through the search service in each mode, on a small subset."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from app.evaluation.cache import EmbeddingCache
+from app.evaluation.loaders import load_beir
+from app.evaluation.suites import SCIFACT_INSTRUCTION
+from app.evaluation.tasks import EvalContext, RetrievalTask
+from app.services.search import HYBRID_FUSION
+from tests.scripts import load_script
+
+
+def test_dense_mode_scores_as_facet_eval_and_the_grid_holds_the_served_fusion(shared_data, minilm, tmp_path,
+                                                                             capsys):
+    out = tmp_path / "hybrid.json"
+    script = load_script("hybrid_eval.py")
+    assert script.main(["minilm", "--split", "test", "--queries", "8", "--docs", "40", "--grid", "--exact",
+                        "--data-root", str(shared_data), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    assert (result["queries"], result["documents"], result["chunks"]) == (8, 40, 40)
+    # The dense mode through index -> store -> search service equals facet eval's scifact task
+    # on the same subset (same sampling, same instruction).
+    task = RetrievalTask("scifact", lambda: load_beir(shared_data / "beir_scifact", "test"),
+                         instruction=SCIFACT_INSTRUCTION, n_queries=8, n_docs=40, seed=0)
+    scores, _ = task.evaluate(EvalContext(minilm, EmbeddingCache(None), show_progress=False))
+    assert result["dense"]["ndcg@10"] == pytest.approx(round(100 * scores["ndcg@10"], 2), abs=0.011)
+    assert result["dense"]["recall@100"] == 100.0 == result["hybrid"]["recall@100"]  # 40 docs, top 100
+    assert 0 < result["lexical"]["ndcg@10"] <= 100
+    assert len(result["grid"]) == 12
+    served = [row for row in result["grid"]
+              if {k: row[k] for k in asdict(HYBRID_FUSION)} == asdict(HYBRID_FUSION)]
+    assert [row["ndcg@10"] for row in served] == [result["hybrid"]["ndcg@10"]] == [result["hybrid_again"]["ndcg@10"]]
