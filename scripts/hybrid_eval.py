@@ -23,6 +23,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from app.encoding import EmbedderCache
@@ -42,7 +43,7 @@ GRID = [Fusion(k=k, dense_weight=1.0, lexical_weight=w, candidates=100)
 
 
 def run_queries(service: SearchService, data: BeirData, embedder: str, mode: str,
-                exact: bool = False) -> dict[str, float]:
+                exact: bool = False) -> dict[str, Any]:
     qids = sorted(data.qrels)
     rankings: dict[str, list[str]] = {}
     start = time.perf_counter()
@@ -53,7 +54,19 @@ def run_queries(service: SearchService, data: BeirData, embedder: str, mode: str
         rankings[q] = [r.doc_id for r in response.results]
     return {"ndcg@10": round(100 * metrics.mean_over_queries(rankings, data.qrels, "ndcg", 10), 2),
             "recall@100": round(100 * metrics.mean_over_queries(rankings, data.qrels, "recall", 100), 2),
-            "ms_per_query": round(1000 * (time.perf_counter() - start) / len(qids), 1)}
+            "ms_per_query": round(1000 * (time.perf_counter() - start) / len(qids), 1),
+            "per_query_ndcg@10": [metrics.ndcg_at_k(rankings[q], data.qrels[q], 10) for q in qids]}
+
+
+def paired_bootstrap(a: list[float], b: list[float], resamples: int = 2000, seed: int = 0) -> dict[str, float]:
+    """Mean of a - b over the queries (x 100), with a 95% percentile interval from resampling the
+    queries (the same resample for both) and the share of resamples where a leads."""
+    diff = np.asarray(a) - np.asarray(b)
+    rng = np.random.default_rng(seed)
+    draws = diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
+    return {"diff": round(100 * float(diff.mean()), 2), "ci95_low": round(100 * float(np.percentile(draws, 2.5)), 2),
+            "ci95_high": round(100 * float(np.percentile(draws, 97.5)), 2),
+            "share_a_ahead": round(float((draws > 0).mean()), 4)}
 
 
 def subset(data: BeirData, n_queries: int | None, n_docs: int | None) -> BeirData:
@@ -106,18 +119,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"indexed {report.chunks_written} chunks ({report.docs_skipped} documents unchanged) in "
               f"{out['index_s']} s", file=sys.stderr)
         service = SearchService(ctx)
+        per_query: dict[str, list[float]] = {}
         for mode in ("dense", "lexical", "hybrid"):
             out[mode] = run_queries(service, data, args.embedder, mode, args.exact)
+            per_query[mode] = out[mode].pop("per_query_ndcg@10")
             print(mode, out[mode], file=sys.stderr)
+        out["paired_bootstrap_ndcg@10"] = {
+            f"{a} - {b}": paired_bootstrap(per_query[a], per_query[b])
+            for a, b in (("hybrid", "dense"), ("lexical", "dense"), ("hybrid", "lexical"))}
+        print(out["paired_bootstrap_ndcg@10"], file=sys.stderr)
+        out["per_query_ndcg@10"] = {"query_ids": sorted(data.qrels), **per_query}
         if args.grid:
             out["grid"] = []
             for fusion in GRID:
                 service.fusion = fusion
                 row = {**asdict(fusion), **run_queries(service, data, args.embedder, "hybrid", args.exact)}
+                row.pop("per_query_ndcg@10")
                 out["grid"].append(row)
                 print(row, file=sys.stderr)
             service.fusion = replace(HYBRID_FUSION)
             out["hybrid_again"] = run_queries(service, data, args.embedder, "hybrid", args.exact)
+            out["hybrid_again"].pop("per_query_ndcg@10")
             print("hybrid again", out["hybrid_again"], file=sys.stderr)
         ctx.close()
     text = json.dumps(out, indent=2)

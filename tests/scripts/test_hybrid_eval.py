@@ -32,6 +32,10 @@ def test_dense_mode_scores_as_facet_eval_and_the_grid_holds_the_served_fusion(sh
     assert result["dense"]["ndcg@10"] == pytest.approx(round(100 * scores["ndcg@10"], 2), abs=0.011)
     assert result["dense"]["recall@100"] == 100.0 == result["hybrid"]["recall@100"]  # 40 docs, top 100
     assert 0 < result["lexical"]["ndcg@10"] <= 100
+    boot = result["paired_bootstrap_ndcg@10"]["hybrid - dense"]
+    assert boot["diff"] == pytest.approx(result["hybrid"]["ndcg@10"] - result["dense"]["ndcg@10"], abs=0.011)
+    assert boot["ci95_low"] <= boot["diff"] <= boot["ci95_high"]
+    assert len(result["per_query_ndcg@10"]["dense"]) == 8
     assert len(result["grid"]) == 12
     served = [row for row in result["grid"]
               if {k: row[k] for k in asdict(HYBRID_FUSION)} == asdict(HYBRID_FUSION)]

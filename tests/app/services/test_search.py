@@ -104,11 +104,12 @@ def test_hybrid_mode_fuses_the_dense_and_word_rankings(searchable) -> None:
     hybrid = service.search(SearchRequest(query, "support", instruction=instruction, top_k=5,
                                           mode="hybrid"))
     assert hybrid.mode == "hybrid" and hybrid.embedder == "minilm" and "encode_query" in hybrid.timings_ms
-    k = service.fusion.k
+    f = service.fusion
     expected: dict[str, float] = {}
-    for ranked in ([r.doc_id for r in dense.results], [r.doc_id for r in words.results]):
+    for weight, ranked in ((f.dense_weight, [r.doc_id for r in dense.results]),
+                           (f.lexical_weight, [r.doc_id for r in words.results])):
         for rank, doc in enumerate(ranked):
-            expected[doc] = expected.get(doc, 0.0) + 1 / (k + rank)
+            expected[doc] = expected.get(doc, 0.0) + 1 / (f.k - 1 + (rank + 1) / weight)
     assert [r.score for r in hybrid.results] == pytest.approx([expected[r.doc_id] for r in hybrid.results],
                                                               rel=1e-5)
     assert {r.doc_id for r in hybrid.results} == set(expected)
