@@ -21,6 +21,7 @@ import gradio as gr
 
 from app.core import Facet
 from app.errors import InvalidRequestError
+from app.services.search import SEARCH_MODES
 from app.settings import FacetSettings, get_settings
 from ui import render
 from ui.handlers import (
@@ -157,7 +158,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             s_reranker = picker(label="Reranker", choices=h.rerankers(),
                                                 value=next(iter(h.rerankers()), None))
                         s_group = gr.Checkbox(label="Group by document", value=False)
-                        s_mode = gr.Radio(["dense", "hybrid", "lexical"], value="dense",
+                        s_mode = gr.Radio(list(SEARCH_MODES), value="dense",
                                           label="Match by (dense: the embedder; lexical: the "
                                                 "words, BM25; hybrid: both)", elem_id="search-mode")
                 s_button = gr.Button("Search", variant="primary", elem_id="search-button")

@@ -131,6 +131,8 @@ def search_summary(response: SearchResponse, wall_ms: float) -> str:
         reranked = f" with BM25, fused by rank{reranked}"
     instruction = (f" under the instruction \u201c{esc(_short(response.instruction, 120))}\u201d"
                    if response.instruction else " without an instruction")
+    if response.mode == "lexical" and response.instruction and not response.reranker:
+        instruction = " by the words alone (BM25 does not read the instruction)"
     return (f'<div class="facet-info">{len(response.results)} results from '
             f"<b>{esc(response.collection)}</b> ({esc(response.embedder)}{reranked}){instruction}"
             f" in {wall_ms:.0f} ms.</div>")

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.services.search import MAX_TOP_K
+from app.services.search import MAX_TOP_K, SearchMode
 
 Filters = dict[str, str | int | bool | list[str | int | bool]]
 
@@ -48,7 +48,7 @@ class SearchBody(_Body):
     group_by_document: bool = Field(
         default=True, description="one result per document (its best chunk, the others' numbers "
                                   "in more_chunks); false: one result per chunk")
-    mode: Literal["dense", "hybrid", "lexical"] = Field(
+    mode: SearchMode = Field(
         default="dense", description="dense: the embedder's nearest chunks; lexical: BM25 over the "
                                      "chunks' words; hybrid: both, fused by reciprocal rank")
 

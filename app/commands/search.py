@@ -20,6 +20,8 @@ def print_results(response: SearchResponse) -> None:
         header += f" · reranked by {response.reranker}"
     if response.instruction:
         header += f"\ninstruction: {shorten(response.instruction)}"
+        if response.mode == "lexical" and not response.reranker:
+            header += " (not read: lexical search matches the words only)"
     typer.echo(header)
     typer.echo(f"query: {shorten(response.query)}   ({response.timings_ms['total']:.0f} ms)")
     if not response.results:

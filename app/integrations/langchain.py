@@ -21,7 +21,7 @@ the facade's encoder either way.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -33,7 +33,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core import Facet
-from app.services.search import MAX_TOP_K, SearchRequest, SearchResult
+from app.services.search import MAX_TOP_K, SearchMode, SearchRequest, SearchResult
 from embedders.contract import Role
 from indexer.store import point_id
 
@@ -92,7 +92,7 @@ class FacetRetriever(BaseRetriever):
     score_threshold: float | None = None
     rerank: str | None = None
     rerank_depth: int | None = None
-    mode: Literal["dense", "hybrid", "lexical"] = "dense"
+    mode: SearchMode = "dense"
     facet: Facet | None = Field(default=None, exclude=True, repr=False)
 
     def _request(self, query: str, options: dict[str, Any]) -> SearchRequest:

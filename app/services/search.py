@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -82,10 +82,12 @@ class SearchRequest:
 
 
 MAX_TOP_K = 1000
-SEARCH_MODES = ("dense", "hybrid", "lexical")
-# Chosen on SciFact *dev* (held-out train queries) through this service, the best mean nDCG@10 of
-# minilm and causal2vec over k in {2, 10, 30, 60} x lexical weight in {0.5, 1, 1.5}: docs/indexing.md.
-HYBRID_FUSION = Fusion(k=2, dense_weight=1.0, lexical_weight=1.5, candidates=100)
+SearchMode = Literal["dense", "hybrid", "lexical"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+# Fusion's defaults (k=2, the words weighted 1.5, 100 candidates a list), chosen on SciFact *dev*
+# (held-out train queries) through this service: the best mean nDCG@10 of minilm and causal2vec
+# over k in {2, 10, 30, 60} x lexical weight in {0.5, 1, 1.5} (docs/indexing.md).
+HYBRID_FUSION = Fusion()
 # Grouping fetches candidates for this many chunks per wanted document, deepening up to
 # GROUP_MAX_DEPTH when a few documents hold most of the matching chunks.
 GROUP_FETCH_FACTOR = 4

@@ -66,6 +66,8 @@ def test_word_and_hybrid_matching(ui_client) -> None:
     rows = rows_of(words)
     assert PLANTED_ID in rows[0] and "(bm25)" in summary  # the only text with both words
     assert all("<mark>" in r for r in rows)  # BM25 returns only texts holding a query word
+    _, summary = search(ui_client, "parcel locker", PLANTED_INSTRUCTION, k=5, mode="lexical")
+    assert "BM25 does not read the instruction" in summary
     hybrid, summary = search(ui_client, PLANTED_QUERY, PLANTED_INSTRUCTION, mode="hybrid")
     assert PLANTED_ID in rows_of(hybrid)[0] and "(minilm with BM25, fused by rank)" in summary
 
