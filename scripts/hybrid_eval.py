@@ -7,6 +7,8 @@ query instruction, and nDCG@10 / Recall@100 are computed with the evaluation pac
 `--split dev` uses SciFact *train* queries held out from training (the dev split checkpoints
 are chosen on) and scores each fusion setting of `--grid`: choose the served setting there.
 `--split test` scores the modes with the served setting (`HYBRID_FUSION`), for reporting.
+`--beir FOLDER` runs the same on another BEIR-layout folder (corpus.jsonl, queries.jsonl,
+qrels/SPLIT.tsv), such as a user's own, with `--instruction` for its queries (default none).
 
     .venv/bin/python scripts/hybrid_eval.py minilm --split dev --grid \
         --out results/eval/hybrid/scifact-dev-minilm.json
@@ -43,12 +45,12 @@ GRID = [Fusion(k=k, dense_weight=1.0, lexical_weight=w, candidates=100)
 
 
 def run_queries(service: SearchService, data: BeirData, embedder: str, mode: str,
-                exact: bool = False) -> dict[str, Any]:
+                exact: bool = False, instruction: str | None = SCIFACT_INSTRUCTION) -> dict[str, Any]:
     qids = sorted(data.qrels)
     rankings: dict[str, list[str]] = {}
     start = time.perf_counter()
     for q in qids:
-        response = service.search(SearchRequest(data.queries[q], "scifact", instruction=SCIFACT_INSTRUCTION,
+        response = service.search(SearchRequest(data.queries[q], "scifact", instruction=instruction,
                                                 top_k=100, embedder=embedder, mode=mode,
                                                 exact=exact))
         rankings[q] = [r.doc_id for r in response.results]
@@ -83,7 +85,11 @@ def subset(data: BeirData, n_queries: int | None, n_docs: int | None) -> BeirDat
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("embedder")
-    parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--split", default="dev",
+                        help="SciFact: dev (held-out train queries) or test; with --beir: its qrels file's name")
+    parser.add_argument("--beir", type=Path, default=None, help="another BEIR-layout folder instead of SciFact")
+    parser.add_argument("--instruction", default=None,
+                        help="the query instruction (default: SciFact's with SciFact, none with --beir)")
     parser.add_argument("--grid", action="store_true", help="score every fusion setting of GRID (dev)")
     parser.add_argument("--exact", action="store_true", help="exact dense search instead of HNSW")
     parser.add_argument("--data-dir", type=Path, default=None,
@@ -97,16 +103,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     root = args.data_root or Path(get_settings().shared_data_dir)
-    data = subset(scifact_dev(root) if args.split == "dev" else load_beir(root / "beir_scifact", "test"),
-                  args.queries, args.docs)
-    out: dict[str, Any] = {"embedder": args.embedder, "split": args.split, "exact": args.exact,
+    folder = args.beir or root / "beir_scifact"
+    if args.beir is None and args.split not in ("dev", "test"):
+        parser.error("--split must be dev or test for SciFact")
+    full = scifact_dev(root) if args.beir is None and args.split == "dev" else load_beir(folder, args.split)
+    data = subset(full, args.queries, args.docs)
+    instruction = args.instruction if args.instruction is not None or args.beir else SCIFACT_INSTRUCTION
+    out: dict[str, Any] = {"embedder": args.embedder, "data": str(folder), "split": args.split,
+                           "instruction": instruction, "exact": args.exact,
                            "queries": len(data.qrels), "documents": len(data.corpus),
                            "served_fusion": asdict(HYBRID_FUSION)}
     with tempfile.TemporaryDirectory(prefix="facet-hybrid-") as tmp:
-        folder = args.data_dir or Path(tmp)  # a second run indexes nothing: the documents are unchanged
-        ctx = ServiceContext(FacetSettings(data_dir=folder, chunk_tokens=100_000, chunk_overlap=0),
+        index_dir = args.data_dir or Path(tmp)  # a second run indexes nothing: the documents are unchanged
+        ctx = ServiceContext(FacetSettings(data_dir=index_dir, chunk_tokens=100_000, chunk_overlap=0),
                              embedders=EmbedderCache())
-        corpus = root / "beir_scifact" / "corpus.jsonl"
+        corpus = folder / "corpus.jsonl"
         if args.docs is not None:  # index exactly the subset's records
             kept = Path(tmp) / "corpus.jsonl"
             with corpus.open() as src, kept.open("w") as dst:
@@ -121,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         service = SearchService(ctx)
         per_query: dict[str, list[float]] = {}
         for mode in ("dense", "lexical", "hybrid"):
-            out[mode] = run_queries(service, data, args.embedder, mode, args.exact)
+            out[mode] = run_queries(service, data, args.embedder, mode, args.exact, instruction)
             per_query[mode] = out[mode].pop("per_query_ndcg@10")
             print(mode, out[mode], file=sys.stderr)
         out["paired_bootstrap_ndcg@10"] = {
@@ -133,12 +144,14 @@ def main(argv: list[str] | None = None) -> int:
             out["grid"] = []
             for fusion in GRID:
                 service.fusion = fusion
-                row = {**asdict(fusion), **run_queries(service, data, args.embedder, "hybrid", args.exact)}
+                row = {**asdict(fusion),
+                       **run_queries(service, data, args.embedder, "hybrid", args.exact, instruction)}
                 row.pop("per_query_ndcg@10")
                 out["grid"].append(row)
                 print(row, file=sys.stderr)
             service.fusion = replace(HYBRID_FUSION)
-            out["hybrid_again"] = run_queries(service, data, args.embedder, "hybrid", args.exact)
+            out["hybrid_again"] = run_queries(service, data, args.embedder, "hybrid", args.exact,
+                                              instruction)
             out["hybrid_again"].pop("per_query_ndcg@10")
             print("hybrid again", out["hybrid_again"], file=sys.stderr)
         ctx.close()

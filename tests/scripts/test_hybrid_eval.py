@@ -40,3 +40,26 @@ def test_dense_mode_scores_as_facet_eval_and_the_grid_holds_the_served_fusion(sh
     served = [row for row in result["grid"]
               if {k: row[k] for k in asdict(HYBRID_FUSION)} == asdict(HYBRID_FUSION)]
     assert [row["ndcg@10"] for row in served] == [result["hybrid"]["ndcg@10"]] == [result["hybrid_again"]["ndcg@10"]]
+
+
+def test_a_users_own_beir_folder(tmp_path, capsys):
+    folder = tmp_path / "mine"
+    (folder / "qrels").mkdir(parents=True)
+    docs = {"d1": "The zebra crossing on Elm Street is repainted every spring",
+            "d2": "Our bakery sells sourdough and rye bread on weekends",
+            "d3": "Pedestrian safety near schools improved after new crossings",
+            "d4": "Quarterly revenue grew while costs fell"}
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n"
+                                                 for i, t in docs.items()))
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "zebra crossing"}) + "\n"
+                                          + json.dumps({"_id": "q2", "text": "where to buy rye bread"}) + "\n")
+    (folder / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    script = load_script("hybrid_eval.py")
+    assert script.main(["minilm", "--beir", str(folder), "--split", "dev"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["queries"], result["documents"], result["instruction"]) == (2, 4, None)
+    # Each query's one relevant text holds its words, so BM25 ranks it first.
+    assert result["lexical"]["ndcg@10"] == 100.0
+    assert result["hybrid"]["recall@100"] == 100.0
+    with pytest.raises(SystemExit):
+        script.main(["minilm", "--split", "train"])  # SciFact takes dev or test only
