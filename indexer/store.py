@@ -91,7 +91,7 @@ class Fusion:
         candidates: how many points each list contributes before fusion (at least the limit).
     """
 
-    k: int = 2  # the defaults are what the search service serves (HYBRID_FUSION), chosen on SciFact dev
+    k: int = 30  # the defaults are what the search service serves (HYBRID_FUSION), chosen on dev sets
     dense_weight: float = 1.0
     lexical_weight: float = 1.5
     candidates: int = 100

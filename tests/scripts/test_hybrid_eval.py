@@ -63,3 +63,16 @@ def test_a_users_own_beir_folder(tmp_path, capsys):
     assert result["hybrid"]["recall@100"] == 100.0
     with pytest.raises(SystemExit):
         script.main(["minilm", "--split", "train"])  # SciFact takes dev or test only
+
+
+def test_the_intent_set_is_built_from_banking77_train_with_same_intent_judgements(shared_data, tmp_path, capsys):
+    import csv
+
+    assert load_script("make_intent_beir.py").main([str(tmp_path), "--data-root", str(shared_data)]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert (counts["documents"], counts["queries"]) == (3000, 200)
+    train = {r["text"] for r in csv.DictReader((shared_data / "banking77" / "train.csv").open())}
+    data = load_beir(tmp_path, "train")
+    assert len(data.queries) == 200 and sum(len(r) for r in data.qrels.values()) == counts["judgements"]
+    assert {t for _, t in data.corpus.values()} <= train  # train texts only, never the test split
+    assert set(data.queries.values()) <= train
