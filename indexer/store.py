@@ -204,6 +204,29 @@ class VectorStore(ABC):
         """
         raise self._no_lexical(collection)
 
+    def _check_vector(self, collection: str, vector_name: str) -> None:
+        """StoreError unless ``collection`` has the named vector ``vector_name``."""
+        sizes = self.vector_sizes(collection)
+        if vector_name not in sizes:
+            raise StoreError(
+                f"collection {collection!r} has no vectors from {vector_name!r} "
+                f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
+
+    def _terms(self, terms: tuple[list[int], list[float]]) -> Any:
+        """Term ids and weights as this backend's sparse vector."""
+        raise NotImplementedError
+
+    def _text_terms(self, payload: Mapping[str, Any] | None) -> Any:
+        """The BM25 document terms of a point's stored text, as this backend's sparse vector."""
+        return self._terms(lex.document_terms(str((payload or {}).get("text", ""))))
+
+    def _point_vectors(self, collection: str, point: PointRecord) -> dict[str, Any]:
+        """A point's named vectors to write, with its term vector where the collection keeps them."""
+        vectors: dict[str, Any] = {k: _as_list(v) for k, v in point.vectors.items()}
+        if self.has_lexical(collection):
+            vectors[lex.LEXICAL_VECTOR] = self._text_terms(point.payload)
+        return vectors
+
     def _no_lexical(self, collection: str) -> StoreError:
         return StoreError(
             f"collection {collection!r} keeps no term vectors, so it cannot be searched by words "
@@ -581,8 +604,7 @@ class EdgeStore(VectorStore):
                                                                with_payload=True))
                 if records:
                     shard.update(q.UpdateOperation.update_vectors([
-                        q.PointVectors(r.id, {lex.LEXICAL_VECTOR: self._terms(
-                            lex.document_terms(str((r.payload or {}).get("text", ""))))})
+                        q.PointVectors(r.id, {lex.LEXICAL_VECTOR: self._text_terms(r.payload)})
                         for r in records]))
             if offset is None or not records:
                 break
@@ -592,13 +614,6 @@ class EdgeStore(VectorStore):
 
     def _terms(self, terms: tuple[list[int], list[float]]) -> Any:
         return self._q.SparseVector(terms[0], terms[1])
-
-    def _vectors(self, collection: str, point: PointRecord) -> dict[str, Any]:
-        vectors: dict[str, Any] = {k: _as_list(v) for k, v in point.vectors.items()}
-        if self.has_lexical(collection):
-            vectors[lex.LEXICAL_VECTOR] = self._terms(
-                lex.document_terms(str(point.payload.get("text", ""))))
-        return vectors
 
     def drop_collection(self, collection: str) -> bool:
         # The gate waits for calls in flight on the shard (a search during a delete returns its
@@ -642,7 +657,7 @@ class EdgeStore(VectorStore):
         if not points:
             return
         q = self._q
-        batch = [q.Point(p.id, self._vectors(collection, p), dict(p.payload)) for p in points]
+        batch = [q.Point(p.id, self._point_vectors(collection, p), dict(p.payload)) for p in points]
         with self._using(collection) as shard:
             shard.update(q.UpdateOperation.upsert_points(batch))
 
@@ -713,13 +728,6 @@ class EdgeStore(VectorStore):
         with self._using(collection) as shard:
             found = shard.query(request)
         return _ranked(found, int(limit))
-
-    def _check_vector(self, collection: str, vector_name: str) -> None:
-        sizes = self.vector_sizes(collection)
-        if vector_name not in sizes:
-            raise StoreError(
-                f"collection {collection!r} has no vectors from {vector_name!r} "
-                f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
         with self._using(collection) as shard:
@@ -981,14 +989,9 @@ class QdrantClientStore(VectorStore):
         if not points:
             return
         m = self._m
-        terms = self.has_lexical(collection)
-        points_out = []
-        for p in points:
-            vector: dict[str, Any] = {k: _as_list(v) for k, v in p.vectors.items()}
-            if terms:
-                vector[lex.LEXICAL_VECTOR] = self._terms(lex.document_terms(str(p.payload.get("text", ""))))
-            points_out.append(m.PointStruct(id=p.id, vector=vector, payload=dict(p.payload)))
-        self._client.upsert(collection, wait=True, points=points_out)
+        self._client.upsert(collection, wait=True, points=[
+            m.PointStruct(id=p.id, vector=self._point_vectors(collection, p), payload=dict(p.payload))
+            for p in points])
 
     def update_vectors(self, collection: str, vector_name: str,
                        ids: Sequence[str], vectors: np.ndarray) -> None:
@@ -1011,11 +1014,7 @@ class QdrantClientStore(VectorStore):
 
     def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
-        sizes = self.vector_sizes(collection)
-        if vector_name not in sizes:
-            raise StoreError(
-                f"collection {collection!r} has no vectors from {vector_name!r} "
-                f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
+        self._check_vector(collection, vector_name)
         response = self._client.query_points(
             collection, query=_as_list(vector), using=vector_name, limit=int(limit),
             query_filter=self._filter(filters), with_payload=True,
@@ -1038,11 +1037,7 @@ class QdrantClientStore(VectorStore):
                       fusion: Fusion | None = None) -> list[Hit]:
         m = self._m
         f = fusion or Fusion()
-        sizes = self.vector_sizes(collection)
-        if vector_name not in sizes:
-            raise StoreError(
-                f"collection {collection!r} has no vectors from {vector_name!r} "
-                f"(it has: {', '.join(sizes)}); index it with --embedder {vector_name}")
+        self._check_vector(collection, vector_name)
         if not self.has_lexical(collection):
             raise self._no_lexical(collection)
         n = max(int(limit) + _TIE_MARGIN, f.candidates)

@@ -21,7 +21,7 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from app.evaluation.dev import scifact_dev
 from app.evaluation.loaders import BeirData, load_beir
 from app.evaluation.suites import SCIFACT_INSTRUCTION
 from app.evaluation.tasks import RetrievalTask
+from app.services.benchmark import beir_corpus_subset
 from app.services.context import ServiceContext
 from app.services.indexing import IndexOptions, IndexService
 from app.services.search import HYBRID_FUSION, SearchRequest, SearchService
@@ -119,10 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                              embedders=EmbedderCache())
         corpus = folder / "corpus.jsonl"
         if args.docs is not None:  # index exactly the subset's records
-            kept = Path(tmp) / "corpus.jsonl"
-            with corpus.open() as src, kept.open("w") as dst:
-                dst.writelines(line for line in src if json.loads(line)["_id"] in data.corpus)
-            corpus = kept
+            corpus = beir_corpus_subset(corpus, Path(tmp) / "corpus.jsonl", data.corpus.keys())
         t0 = time.perf_counter()
         report = IndexService(ctx).index(corpus, "scifact", IndexOptions(embedder=args.embedder))
         out["index_s"] = round(time.perf_counter() - t0, 1)
@@ -149,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                 row.pop("per_query_ndcg@10")
                 out["grid"].append(row)
                 print(row, file=sys.stderr)
-            service.fusion = replace(HYBRID_FUSION)
+            service.fusion = HYBRID_FUSION
             out["hybrid_again"] = run_queries(service, data, args.embedder, "hybrid", args.exact,
                                               instruction)
             out["hybrid_again"].pop("per_query_ndcg@10")

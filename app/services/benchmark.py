@@ -16,7 +16,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +261,13 @@ def build_search_bench_collection(data_dir: Path, embedders: EmbedderCache, embe
     return result
 
 
+def beir_corpus_subset(corpus: Path, out: Path, keep: Collection[str]) -> Path:
+    """``out``: the records of a BEIR ``corpus.jsonl`` whose ``_id`` is in ``keep``, lines unchanged."""
+    with corpus.open() as src, out.open("w") as dst:
+        dst.writelines(line for line in src if json.loads(line)["_id"] in keep)
+    return out
+
+
 def facet_eval_scifact_task(settings: FacetSettings, n_docs: int | None = None) -> Any:
     """facet eval's full-suite scifact task; ``n_docs`` keeps every judged document plus the
     task's own seeded sample of the others (``None``: the whole corpus, as facet eval)."""
@@ -324,9 +331,7 @@ def scifact_consistency(folder: Path, embedder: str, embedders: EmbedderCache,
         if max_docs is not None:
             keep = set(facet_eval_scifact_task(settings, max_docs).data().doc_ids)
             beir.corpus = {d: v for d, v in beir.corpus.items() if d in keep}
-            corpus_file = Path(tmp) / "corpus_subset.jsonl"
-            with (folder / "corpus.jsonl").open() as src, corpus_file.open("w") as dst:
-                dst.writelines(line for line in src if json.loads(line)["_id"] in keep)
+            corpus_file = beir_corpus_subset(folder / "corpus.jsonl", Path(tmp) / "corpus_subset.jsonl", keep)
         t0 = time.perf_counter()
         report = IndexService(ctx).index(corpus_file, "scifact", IndexOptions(embedder=embedder))
         index_s = time.perf_counter() - t0
