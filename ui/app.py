@@ -158,9 +158,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             s_reranker = picker(label="Reranker", choices=h.rerankers(),
                                                 value=next(iter(h.rerankers()), None))
                         s_group = gr.Checkbox(label="Group by document", value=False)
-                        s_mode = gr.Radio(list(SEARCH_MODES), value="dense",
-                                          label="Match by (dense: the embedder; lexical: the "
-                                                "words, BM25; hybrid: both)", elem_id="search-mode")
+                        s_mode = gr.Radio(list(SEARCH_MODES), value="auto",
+                                          label="Match by (auto: hybrid without an instruction, "
+                                                "else dense; dense: the embedder; lexical: the "
+                                                "words, BM25; hybrid: both)",
+                                          elem_id="search-mode")
                 s_button = gr.Button("Search", variant="primary", elem_id="search-button")
                 s_summary = gr.HTML(elem_id="search-summary")
                 s_results = gr.HTML(elem_id="search-results")

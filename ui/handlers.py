@@ -231,17 +231,17 @@ class UiHandlers:
 
     def _request(self, query: str, instruction: str | None, collection: str | None,
                  embedder: str | None, k: float | None, filters: str | None,
-                 reranker: str | None = None, mode: str | None = None) -> SearchRequest:
+                 reranker: str | None = None, mode: str = "dense") -> SearchRequest:
         return SearchRequest(
             query=query, collection=self._collection(collection), instruction=instruction,
             top_k=int(k or 10), filters=inputs.parse_filter_text(filters),
             rerank=self._model(reranker, "reranker", self.rerankers()),
-            embedder=self._model(embedder, "embedder"), mode=mode or "dense")
+            embedder=self._model(embedder, "embedder"), mode=mode)
 
     @ui_errors
     def search(self, query: str | None, instruction: str | None, collection: str | None,
                embedder: str | None, k: float | None, filters: str | None, rerank: bool,
-               reranker: str | None, group: bool, mode: str | None = "dense") -> tuple[str, str]:
+               reranker: str | None, group: bool, mode: str | None = "auto") -> tuple[str, str]:
         """Search tab: ranked results (HTML) and a one-line summary with the time taken."""
         started = time.perf_counter()
         text, clean, notices = self._query(query, instruction)
@@ -249,7 +249,7 @@ class UiHandlers:
             raise InvalidRequestError("Rerank is on but no reranker is picked; pick one of: "
                                       f"{', '.join(self.rerankers())}")
         request = self._request(text, clean, collection, embedder, k, filters,
-                                reranker if rerank else None, mode)
+                                reranker if rerank else None, mode or "auto")
         response = self.facet.search(request)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices),

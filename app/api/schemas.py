@@ -49,8 +49,11 @@ class SearchBody(_Body):
         default=True, description="one result per document (its best chunk, the others' numbers "
                                   "in more_chunks); false: one result per chunk")
     mode: SearchMode = Field(
-        default="dense", description="dense: the embedder's nearest chunks; lexical: BM25 over the "
-                                     "chunks' words; hybrid: both, fused by reciprocal rank")
+        default="auto", description="auto: hybrid without an instruction or score_threshold where "
+                                    "the collection keeps term vectors, else dense; dense: the embedder's "
+                                    "nearest chunks; lexical: BM25 over the chunks' words; hybrid: "
+                                    "both, fused by reciprocal rank. The response's mode is the one "
+                                    "that ran")
 
 
 class ClusterSearch(_Body):

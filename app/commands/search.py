@@ -64,8 +64,10 @@ def register(cli: typer.Typer) -> None:
             "--group-by-document", help="one result per document (its best chunk), top-k "
                                         "documents instead of top-k chunks")] = False,
         mode: Annotated[str, typer.Option(
-            "--mode", "-m", help="dense (the embedder), lexical (BM25 over the words) or hybrid "
-                                 "(both, fused by rank; docs/indexing.md)")] = "dense",
+            "--mode", "-m", help="auto (hybrid without an instruction where the collection keeps "
+                                 "term vectors, else dense), dense (the embedder), lexical (BM25 "
+                                 "over the words) or hybrid (both, fused by rank; "
+                                 "docs/indexing.md)")] = "auto",
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Search a collection with an optional instruction, filters and rerank."""

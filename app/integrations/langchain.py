@@ -78,7 +78,9 @@ class FacetRetriever(BaseRetriever):
         score_threshold: drop documents scoring below this.
         rerank: an instruction embedder to rerank the candidates with.
         rerank_depth: candidates reranked (default 5 x k).
-        mode: ``dense`` (the embedder), ``lexical`` (BM25) or ``hybrid`` (both, fused by rank).
+        mode: ``auto`` (hybrid without an instruction or score_threshold where the collection
+            keeps term vectors, else dense), ``dense`` (the embedder), ``lexical`` (BM25) or
+            ``hybrid`` (both, fused by rank).
         facet: the application core to use (default ``Facet.shared()``).
     """
 
@@ -92,7 +94,7 @@ class FacetRetriever(BaseRetriever):
     score_threshold: float | None = None
     rerank: str | None = None
     rerank_depth: int | None = None
-    mode: SearchMode = "dense"
+    mode: SearchMode = "auto"
     facet: Facet | None = Field(default=None, exclude=True, repr=False)
 
     def _request(self, query: str, options: dict[str, Any]) -> SearchRequest:

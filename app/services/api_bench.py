@@ -108,7 +108,7 @@ def api_search_latency(data_dir: Path, collection: str, embedders: EmbedderCache
     with served(data_dir, env={"FACET_QUERY_THREADS": str(threads)}, preload=embedder) as url, \
             httpx.Client(base_url=url, timeout=60) as client:
         body = {"collection": collection, "instruction": instruction, "k": top_k,
-                "embedder": embedder}
+                "embedder": embedder, "mode": "dense"}  # against bare query encoding
         for q in queries[:3]:  # warm-up both sides
             client.post("/search", json=body | {"query": q}).raise_for_status()
             model.encode([q], role="query", instruction=instruction)
@@ -153,11 +153,11 @@ def inprocess_search_latency(data_dir: Path, collection: str, embedders: Embedde
     try:
         with Facet.open(FacetSettings(data_dir=data_dir), embedders=embedders) as facet:
             facet.search(SearchRequest(queries[0], collection, instruction, top_k=top_k,
-                                       embedder=embedder))
+                                       embedder=embedder, mode="dense"))
             for q in queries:
                 t0 = time.perf_counter()
                 response = facet.search(SearchRequest(q, collection, instruction, top_k=top_k,
-                                                      embedder=embedder))
+                                                      embedder=embedder, mode="dense"))
                 lat.append((time.perf_counter() - t0) * 1000)
                 stages.append(response.timings_ms)
     finally:

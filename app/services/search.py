@@ -1,9 +1,12 @@
 """The search service: query + instruction -> vector search -> optional rerank -> snippets.
 
-Modes: ``dense`` (the embedder's nearest neighbours, the default), ``lexical`` (BM25 over the
-chunks' words, no embedder) and ``hybrid`` (both lists fused by reciprocal rank, ``HYBRID_FUSION``;
-the instruction reaches only the dense side). Words need a collection that keeps term vectors
-(``indexer.lexical``; every collection indexed since they exist).
+Modes: ``dense`` (the embedder's nearest neighbours), ``lexical`` (BM25 over the chunks' words, no
+embedder), ``hybrid`` (both lists fused by reciprocal rank, ``HYBRID_FUSION``; the instruction
+reaches only the dense side) and ``auto``, the default: ``hybrid`` for a query without an
+instruction on a collection that keeps term vectors (``indexer.lexical``; every collection indexed
+since they exist), else ``dense``: the words cannot read an instruction and would outvote it, and a
+``score_threshold`` without rerank is on the cosine scale, which fused scores are not. The response
+names the mode that ran. Measured on dev data only (docs/indexing.md).
 
 Rerank: the rerank embedder scores (instruction, query) against (instruction, chunk):
 ``encode([query], role=query, instruction)`` against ``encode(chunks, role=document,
@@ -63,8 +66,10 @@ class SearchRequest:
         score_threshold: drop results scoring below this (the rerank score when reranked).
         group_by_document: one result per document (its best chunk; the numbers of its other
             matching chunks in ``more_chunks``): ``top_k`` documents, not ``top_k`` chunks.
-        mode: ``dense`` (embedder), ``lexical`` (BM25 over the words) or ``hybrid`` (both, fused
-            by rank); see the module docstring. Scores are cosines, BM25 scores or fused scores.
+        mode: ``auto`` (hybrid without an instruction where the collection keeps term vectors,
+            else dense), ``dense``
+            (embedder), ``lexical`` (BM25 over the words) or ``hybrid`` (both, fused by rank); see
+            the module docstring. Scores are cosines, BM25 scores or fused scores.
     """
 
     query: str
@@ -78,11 +83,11 @@ class SearchRequest:
     exact: bool = False
     score_threshold: float | None = None
     group_by_document: bool = False
-    mode: str = "dense"
+    mode: str = "auto"
 
 
 MAX_TOP_K = 1000
-SearchMode = Literal["dense", "hybrid", "lexical"]
+SearchMode = Literal["auto", "dense", "hybrid", "lexical"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 # Fusion's defaults (k=30, the words weighted 1.5, 100 candidates a list), chosen on dev data only
 # through this service: the best mean nDCG@10 over k in {2, 10, 30, 60} x lexical weight in
@@ -347,9 +352,10 @@ class SearchService:
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
         vector_name = self._collection_embedder(request)
+        mode = self.resolve_mode(request)
 
         query_vec: np.ndarray | None = None
-        if request.mode != "lexical":
+        if mode != "lexical":
             t0 = time.perf_counter()
             query_vec = self.encoder.encode([request.query], embedder=vector_name, role=Role.QUERY,
                                             instruction=instruction)[0]
@@ -362,12 +368,12 @@ class SearchService:
         if request.group_by_document:
             depth = min(GROUP_MAX_DEPTH, max(depth, GROUP_FETCH_FACTOR * request.top_k))
         t0 = time.perf_counter()
-        hits = self._vector_search(request, vector_name, query_vec, depth)
+        hits = self._vector_search(request, mode, vector_name, query_vec, depth)
         while (request.group_by_document and not request.rerank and len(hits) == depth
                and depth < GROUP_MAX_DEPTH
                and len({h.payload.get("doc_id") for h in hits}) < request.top_k):
             depth = min(GROUP_MAX_DEPTH, depth * 4)  # a few documents hold most matches
-            hits = self._vector_search(request, vector_name, query_vec, depth)
+            hits = self._vector_search(request, mode, vector_name, query_vec, depth)
         timings["vector_search"] = (time.perf_counter() - t0) * 1000
 
         rerank_scores: list[float] | None = None
@@ -396,8 +402,33 @@ class SearchService:
         timings["results"] = (time.perf_counter() - t0) * 1000
         timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResponse(request.query, instruction, request.collection,
-                              LEXICAL_VECTOR if request.mode == "lexical" else vector_name,
-                              reranker_name, results, timings, request.mode)
+                              LEXICAL_VECTOR if mode == "lexical" else vector_name,
+                              reranker_name, results, timings, mode)
+
+    def resolve_mode(self, request: SearchRequest) -> str:
+        """The mode a request runs in: its own, or for ``auto`` hybrid where the query has no
+        instruction, the collection keeps term vectors and no cosine ``score_threshold`` is set
+        (without rerank), else dense.
+
+        Raises:
+            NotFoundError: unknown collection (``auto`` only; the others find out when searching).
+        """
+        if request.mode != "auto":
+            return request.mode
+        if (request.instruction or "").strip():
+            return "dense"  # only the embedder reads the instruction; BM25 would outvote it
+        if request.score_threshold is not None and not request.rerank:
+            return "dense"
+        try:
+            return "hybrid" if self.store.has_lexical(request.collection) else "dense"
+        except CollectionNotFoundError as e:
+            self.forget(request.collection)
+            raise NotFoundError(str(e)) from e
+        except (StoreBusyError, StoreUnavailableError):
+            raise
+        except StoreError as e:  # term vectors of another definition: the embedder still works
+            logger.warning("%s; auto search falls back to dense", e)
+            return "dense"
 
     @staticmethod
     def rerank_scores(encoder: QueryEncoder, reranker: str, query: str, instruction: str | None,
@@ -409,14 +440,14 @@ class SearchService:
                            instruction=instruction)  # (n, dim)
         return [float(x) for x in d @ q]
 
-    def _vector_search(self, request: SearchRequest, vector_name: str, query_vec: np.ndarray | None,
-                       depth: int) -> list[Hit]:
+    def _vector_search(self, request: SearchRequest, mode: str, vector_name: str,
+                       query_vec: np.ndarray | None, depth: int) -> list[Hit]:
         where = payload_filters(request.filters)
         try:
             if query_vec is None:
                 return self.store.search_lexical(request.collection, request.query, limit=depth,
                                                  filters=where)
-            if request.mode == "hybrid":
+            if mode == "hybrid":
                 return self.store.search_hybrid(request.collection, vector_name, query_vec,
                                                 request.query, limit=depth, filters=where,
                                                 exact=request.exact, fusion=self.fusion)

@@ -89,12 +89,13 @@ def test_csv_without_a_text_column_warns_and_text_column_picks_it(tmp_path, run)
     assert found.returncode == 0, found.stderr
     [hit] = json.loads(found.stdout)["results"]
     assert (hit["doc_id"], hit["text"]) == ("r2", "burns every slice of bread")
+    assert json.loads(found.stdout)["mode"] == "hybrid"  # auto: the collection keeps its words
     # By the words alone: "slices" finds r2's "slice" (stemmed); the header names the mode.
     words = run("search", "slices", "-c", "reviews", "--mode", "lexical")
     assert words.returncode == 0, words.stderr
     assert "reviews · bm25 · lexical" in words.stdout and "r2" in words.stdout and "r1" not in words.stdout
     bad = run("search", "bread", "-c", "reviews", "--mode", "fuzzy")
-    assert bad.returncode != 0 and "mode must be one of dense, hybrid, lexical" in bad.stderr
+    assert bad.returncode != 0 and "mode must be one of auto, dense, hybrid, lexical" in bad.stderr
 
 
 def test_skipped_files_are_named_with_the_supported_types(tmp_path, run) -> None:

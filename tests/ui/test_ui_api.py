@@ -70,6 +70,12 @@ def test_word_and_hybrid_matching(ui_client) -> None:
     assert "BM25 does not read the instruction" in summary
     hybrid, summary = search(ui_client, PLANTED_QUERY, PLANTED_INSTRUCTION, mode="hybrid")
     assert PLANTED_ID in rows_of(hybrid)[0] and "(minilm with BM25, fused by rank)" in summary
+    # The radio's default, auto: hybrid without an instruction, the embedder alone with one.
+    for instruction, shown in (("", "(minilm with BM25, fused by rank) without an instruction"),
+                               (PLANTED_INSTRUCTION, "(minilm) under the instruction")):
+        _, summary = ui_client.predict(PLANTED_QUERY, instruction, COLLECTION, "minilm", 5, "", False,
+                                       "minilm", False, api_name="/search")
+        assert shown in summary, summary
 
 
 def test_document_html_is_escaped_not_rendered(ui_client) -> None:

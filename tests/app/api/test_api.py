@@ -98,6 +98,7 @@ def test_search_matches_the_facade_and_validates(client, facet) -> None:
     response = client.post("/search", json=body)
     assert response.status_code == 200, response.text
     payload = response.json()
+    assert payload["mode"] == "dense"  # auto with an instruction: only the embedder reads it
     direct = facet.search(SearchRequest(body["query"], COLLECTION, body["instruction"], top_k=5,
                                         filters=body["filters"], group_by_document=True))
     assert [r["doc_id"] for r in payload["results"]] == [r.doc_id for r in direct.results]
@@ -108,8 +109,16 @@ def test_search_matches_the_facade_and_validates(client, facet) -> None:
 
     high = client.post("/search", json=body | {"score_threshold": payload["results"][2]["score"]})
     assert len(high.json()["results"]) == 3
+    # Without an instruction auto is hybrid here (the collection keeps its words), unless a
+    # threshold (on the cosine scale) is set.
+    plain = {k: v for k, v in body.items() if k != "instruction"}
+    assert client.post("/search", json=plain).json()["mode"] == "hybrid"
+    dense = client.post("/search", json=plain | {"mode": "dense"}).json()
+    high = client.post("/search", json=plain | {"score_threshold": dense["results"][2]["score"]})
+    assert high.json()["mode"] == "dense"
+    assert [x["doc_id"] for x in high.json()["results"]] == [x["doc_id"] for x in dense["results"][:3]]
 
-    for mode in ("lexical", "hybrid"):
+    for mode in ("dense", "lexical", "hybrid"):
         r = client.post("/search", json=body | {"mode": mode})
         assert r.status_code == 200, r.text
         direct = facet.search(SearchRequest(body["query"], COLLECTION, body["instruction"], top_k=5,

@@ -112,6 +112,11 @@ def test_per_call_options_override_the_constructor(facet) -> None:
     hybrid = FacetRetriever(collection=COLLECTION, instruction=INTENT, k=3, mode="hybrid", facet=facet)
     want = facet.search(SearchRequest(query, COLLECTION, INTENT, top_k=3, mode="hybrid"))
     assert [d.metadata["score"] for d in hybrid.invoke(query)] == pytest.approx([r.score for r in want.results])
+    # The default, auto: with an instruction the embedder alone (base above), without one hybrid.
+    plain = FacetRetriever(collection=COLLECTION, k=3, facet=facet).invoke(query)
+    want = facet.search(SearchRequest(query, COLLECTION, top_k=3, mode="hybrid"))
+    assert [d.page_content for d in plain] == [r.text for r in want.results]
+    assert [d.metadata["score"] for d in plain] == pytest.approx([r.score for r in want.results])
     with pytest.raises(ValueError, match=r"unknown option.*top_k"):
         retriever.invoke(query, top_k=3)
 

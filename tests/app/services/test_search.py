@@ -28,7 +28,8 @@ def searchable(make_ctx, tmp_path):
 def test_search_ranks_like_exact_cosine_and_returns_snippets(searchable, minilm) -> None:
     service = SearchService(searchable)
     response = service.search(SearchRequest("card blocked", "support",
-                                            instruction="Find the intent", top_k=5))
+                                            instruction="Find the intent", top_k=5, mode="dense"))
+    assert response.mode == "dense"
     texts = [r.text for r in response.results]
     docs = minilm.encode(texts, role="document")
     q = minilm.encode(["card blocked"], role="query", instruction="Find the intent")[0]
@@ -99,7 +100,8 @@ def test_lexical_mode_matches_words_without_the_embedder(searchable) -> None:
 def test_hybrid_mode_fuses_the_dense_and_word_rankings(searchable) -> None:
     service = SearchService(searchable)
     query, instruction = "block a lost card", "Find the intent"
-    dense = service.search(SearchRequest(query, "support", instruction=instruction, top_k=5))
+    dense = service.search(SearchRequest(query, "support", instruction=instruction, top_k=5,
+                                         mode="dense"))
     words = service.search(SearchRequest(query, "support", top_k=5, mode="lexical"))
     hybrid = service.search(SearchRequest(query, "support", instruction=instruction, top_k=5,
                                           mode="hybrid"))
@@ -113,8 +115,60 @@ def test_hybrid_mode_fuses_the_dense_and_word_rankings(searchable) -> None:
     assert [r.score for r in hybrid.results] == pytest.approx([expected[r.doc_id] for r in hybrid.results],
                                                               rel=1e-5)
     assert {r.doc_id for r in hybrid.results} == set(expected)
-    with pytest.raises(InvalidRequestError, match="mode must be one of dense, hybrid, lexical"):
+    with pytest.raises(InvalidRequestError, match="mode must be one of auto, dense, hybrid, lexical"):
         service.search(SearchRequest(query, "support", mode="fuzzy"))
+
+
+def test_auto_mode_is_hybrid_without_an_instruction_where_the_collection_keeps_words(
+        searchable, make_ctx, tmp_path) -> None:
+    service = SearchService(searchable)
+    query, instruction = "block a lost card", "Find the intent"
+
+    def ranked(response):
+        return [(r.doc_id, r.score) for r in response.results]
+
+    def run(mode=None, **options):
+        return service.search(SearchRequest(query, "support", top_k=5, **options,
+                                            **({"mode": mode} if mode else {})))
+
+    auto, hybrid = run(), run("hybrid")
+    assert auto.mode == "hybrid" and ranked(auto) == ranked(hybrid)
+    # The words cannot read an instruction: with one, auto is dense, so the instruction steers.
+    instructed = run(instruction=instruction)
+    assert instructed.mode == "dense" and ranked(instructed) == ranked(run("dense", instruction=instruction))
+    # A score threshold is on the cosine scale, which fused scores are not: auto runs dense...
+    dense = run("dense", score_threshold=0.2)
+    thresholded = run(score_threshold=0.2)
+    assert thresholded.mode == "dense" and ranked(thresholded) == ranked(dense)
+    assert 0 < len(dense.results) < 5 and min(r.score for r in dense.results) >= 0.2
+    # ... unless the threshold applies to rerank scores (cosines of the reranker).
+    assert run(score_threshold=0.2, rerank="minilm").mode == "hybrid"
+    # A collection without term vectors (indexed before they existed) searches dense.
+    ctx = make_ctx(data_dir=tmp_path / "plain")
+    IndexService(ctx).index(_one_record(tmp_path), "plain")
+    ctx.store.drop_collection("plain")
+    ctx.store.ensure_collection("plain", {"minilm": 384})
+    plain = SearchService(ctx)
+    assert plain.search(SearchRequest("card", "plain")).mode == "dense"
+    with pytest.raises(NotFoundError):
+        plain.search(SearchRequest("card", "nowhere"))
+
+
+def test_auto_mode_falls_back_to_dense_on_term_vectors_of_another_definition(make_ctx, tmp_path,
+                                                                              caplog) -> None:
+    data = tmp_path / "other"
+    ctx = make_ctx(data_dir=data)
+    IndexService(ctx).index(_one_record(tmp_path), "old")
+    ctx.close()
+    [side] = data.rglob("facet_lexical.json")  # the edge store's record of its term vectors
+    side.write_text(json.dumps({"version": "bm25-of-a-future-facet"}))
+    service = SearchService(make_ctx(data_dir=data))
+    with caplog.at_level("WARNING"):
+        response = service.search(SearchRequest("card declined", "old"))
+    assert response.mode == "dense" and [r.doc_id for r in response.results] == ["x"]
+    assert "another definition" in caplog.text and "falls back to dense" in caplog.text
+    with pytest.raises(InvalidRequestError, match="another definition"):
+        service.search(SearchRequest("card declined", "old", mode="hybrid"))
 
 
 def test_word_search_on_a_collection_without_term_vectors_says_what_to_do(make_ctx, tmp_path) -> None:
