@@ -76,3 +76,27 @@ def test_the_intent_set_is_built_from_banking77_train_with_same_intent_judgement
     assert len(data.queries) == 200 and sum(len(r) for r in data.qrels.values()) == counts["judgements"]
     assert {t for _, t in data.corpus.values()} <= train  # train texts only, never the test split
     assert set(data.queries.values()) <= train
+
+
+def test_the_clinc_set_judges_one_query_set_by_intent_and_by_the_rest_of_its_domain(shared_data, tmp_path,
+                                                                                     capsys):
+    script = load_script("make_intent_beir.py")
+    assert script.main([str(tmp_path), "--clinc", "--data-root", str(shared_data)]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert (counts["documents"], counts["queries"]) == (2800, 200)
+    clinc = json.loads((shared_data / "clinc150" / "data_full.json").read_text())
+    intent_of = {t: i for t, i in clinc["val"]}  # validation texts only, never the test split
+    domain_of = {i: d for d, intents in json.loads((shared_data / "clinc150" / "domains.json").read_text()).items()
+                 for i in intents}
+    intent, domain = load_beir(tmp_path, "intent"), load_beir(tmp_path, "domain")
+    assert intent.queries == domain.queries and len(intent.queries) == 200
+    assert {t for _, t in intent.corpus.values()} | set(intent.queries.values()) <= set(intent_of)
+    for qrels, key in ((intent, "judgements_intent"), (domain, "judgements_domain")):
+        assert sum(len(r) for r in qrels.qrels.values()) == counts[key]
+    for q, text in list(intent.queries.items())[:20]:
+        want = intent_of[text]
+        assert {intent_of[intent.corpus[d][1]] for d in intent.qrels[q]} == {want}
+        judged = {intent_of[domain.corpus[d][1]] for d in domain.qrels[q]}
+        assert want not in judged and {domain_of[i] for i in judged} == {domain_of[want]}
+    assert script.main(["--print-instruction", "domain"]) == 0
+    assert capsys.readouterr().out.strip() == script.DOMAIN_QUERY
