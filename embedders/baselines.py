@@ -1,7 +1,9 @@
 """Baseline embedders reported beside the four methods.
 
 * ``minilm``: the packaged all-MiniLM-L6-v2 sentence-transformer (mean pooling over
-  its tokens), instruction prepended to the text when one is given.
+  its tokens). It was never trained on instructions: under one, its embedding is a blend of the
+  text's embedding with and without the instruction prepended (``instruction_weight``, the
+  prepended one's share; chosen on dev data, docs/indexing.md).
 * ``backbone-mean``: the untrained decoder backbone, mean of the last-layer states.
 * ``backbone-prompteol``: the untrained decoder backbone, last-token state of the
   PromptEOL prompt ``This sentence : "{text}" means in one word:"``.
@@ -9,6 +11,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +21,41 @@ from embedders.backbone import DEFAULT_DECODER, DEFAULT_ENCODER, Backbone, load_
 from embedders.base import BaseEmbedder, PromptConfig, PromptTokenizer, Role, TokenBatch, pad_sequences
 from embedders.pooling import last_token_pool, mean_pool
 
+# minilm's share of the instruction-prepended embedding under an instruction (EncoderMeanConfig),
+# chosen on dev data only (docs/indexing.md, "minilm and instructions").
+INSTRUCTION_WEIGHT = 0.25
+
+
+@dataclass
+class EncoderMeanConfig:
+    """Inference settings of ``EncoderMeanEmbedder``.
+
+    Attributes:
+        instruction_weight: under an instruction, the embedding is
+            ``normalize((1 - w) * e(text) + w * e(instruction + text))`` (each term normalised):
+            1 reads only the prepended form (what every encoder-mean embedder did before the
+            seventeenth session of 2026-11-27), 0 ignores the instruction.
+    """
+
+    instruction_weight: float = INSTRUCTION_WEIGHT
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.instruction_weight <= 1.0:
+            raise ValueError(f"instruction_weight must be from 0 to 1, got {self.instruction_weight}")
+
 
 class EncoderMeanEmbedder(BaseEmbedder):
     """A bidirectional encoder with mean pooling (sentence-transformers style)."""
 
     method = "encoder-mean"
+    OPTIONS = ("instruction_weight",)  # "minilm[instruction_weight=1]"
 
     def __init__(self, name: str = "minilm", backbone_name: str = DEFAULT_ENCODER, *,
                  prompts: PromptConfig | None = None, max_length: int = 256,
-                 device: str | None = None, backbone: Backbone | None = None) -> None:
+                 device: str | None = None, backbone: Backbone | None = None,
+                 instruction_weight: float = INSTRUCTION_WEIGHT) -> None:
         self.name = name
+        self.config = EncoderMeanConfig(instruction_weight)
         self.backbone_name = backbone_name
         self.prompts = prompts or PromptConfig(instruction_format="{instruction} ")
         self.max_length = max_length
@@ -50,6 +78,16 @@ class EncoderMeanEmbedder(BaseEmbedder):
         return self.backbone.tokenizer
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        w = self.config.instruction_weight
+        if not instruction or w == 1.0:
+            return self._mean(texts, role, instruction)
+        plain = torch.nn.functional.normalize(self._mean(texts, role, None).float(), dim=-1)
+        if w == 0.0:
+            return plain
+        instructed = torch.nn.functional.normalize(self._mean(texts, role, instruction).float(), dim=-1)
+        return (1.0 - w) * plain + w * instructed
+
+    def _mean(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         tokens = self._tokenize(texts, role, instruction)
         self._warn_truncated(tokens.truncated, len(texts), self.max_length)
         ids, mask = pad_sequences(tokens.sequences, self.backbone.tokenizer.pad_token_id, "right", self.device)
@@ -57,7 +95,8 @@ class EncoderMeanEmbedder(BaseEmbedder):
         return mean_pool(hidden, mask)
 
     def _config_dict(self) -> dict[str, Any]:
-        return {**super()._config_dict(), "backbone": self.backbone_name}
+        return {**super()._config_dict(), "backbone": self.backbone_name,
+                "instruction_weight": self.config.instruction_weight}
 
 
 class DecoderEmbedder(BaseEmbedder):
@@ -158,8 +197,9 @@ def load_baseline(path: Path, config: dict[str, Any], device: str | None = None)
     method = config["method"]
     common = {"prompts": _prompts_from(config), "max_length": config.get("max_length", 512),
               "device": device}
-    if method == EncoderMeanEmbedder.method:
-        return EncoderMeanEmbedder(config["name"], config["backbone"], **common)
+    if method == EncoderMeanEmbedder.method:  # saved before the option existed: the old behaviour
+        return EncoderMeanEmbedder(config["name"], config["backbone"],
+                                   instruction_weight=config.get("instruction_weight", 1.0), **common)
     cls = {BackboneMeanEmbedder.method: BackboneMeanEmbedder,
            BackbonePromptEOLEmbedder.method: BackbonePromptEOLEmbedder}[method]
     return cls(config["name"], config["backbone"], padding_side=config.get("padding_side", "left"), **common)

@@ -27,7 +27,8 @@ def _backbone_prompteol(**kwargs: Any) -> BackbonePromptEOLEmbedder:
     return BackbonePromptEOLEmbedder("backbone-prompteol", **kwargs)
 
 
-register_embedder("minilm", _minilm, "all-MiniLM-L6-v2 (packaged), mean pooling, instruction prepended; 384-d")
+register_embedder("minilm", _minilm, "all-MiniLM-L6-v2 (packaged), mean pooling; under an instruction a 3:1 blend "
+                  "of the plain and instruction-prepended embeddings (minilm[instruction_weight=W]); 384-d")
 register_embedder("backbone-mean", _backbone_mean, "untrained SmolLM2-135M-Instruct, mean of last-layer states; 576-d")
 register_embedder(
     "backbone-prompteol", _backbone_prompteol,

@@ -151,7 +151,9 @@ def validate_instruction(instruction: Any) -> str | None:
 
 # Identity fields that change how vectors are computed but not what they mean: the precision a
 # GPU worker runs at (bf16 beside a CPU's fp32) and GIRCSE's KV cache (tested equal without it).
-COMPARABLE_ACROSS = frozenset({"dtype", "use_cache"})
+# instruction_weight: how an encoder-mean embedder mixes its query under an instruction; the
+# documents a collection holds are embedded without one, so they stay comparable.
+COMPARABLE_ACROSS = frozenset({"dtype", "use_cache", "instruction_weight"})
 
 
 def identity_changes(recorded: str, current: str, ignore: frozenset[str] = frozenset()) -> list[str]:
