@@ -67,9 +67,9 @@ class SearchRequest:
         group_by_document: one result per document (its best chunk; the numbers of its other
             matching chunks in ``more_chunks``): ``top_k`` documents, not ``top_k`` chunks.
         mode: ``auto`` (hybrid without an instruction where the collection keeps term vectors,
-            else dense), ``dense``
-            (embedder), ``lexical`` (BM25 over the words) or ``hybrid`` (both, fused by rank); see
-            the module docstring. Scores are cosines, BM25 scores or fused scores.
+            else dense), ``dense`` (embedder), ``lexical`` (BM25 over the words) or ``hybrid``
+            (both, fused by rank); see the module docstring. Scores are cosines, BM25 scores or
+            fused scores.
     """
 
     query: str
