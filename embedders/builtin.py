@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedders.baselines import (
+    INSTRUCTION_WEIGHT,
     PROMPTEOL,
     BackboneMeanEmbedder,
     BackbonePromptEOLEmbedder,
@@ -27,8 +28,9 @@ def _backbone_prompteol(**kwargs: Any) -> BackbonePromptEOLEmbedder:
     return BackbonePromptEOLEmbedder("backbone-prompteol", **kwargs)
 
 
-register_embedder("minilm", _minilm, "all-MiniLM-L6-v2 (packaged), mean pooling; under an instruction a 3:1 blend "
-                  "of the plain and instruction-prepended embeddings (minilm[instruction_weight=W]); 384-d")
+register_embedder("minilm", _minilm, "all-MiniLM-L6-v2 (packaged), mean pooling; under an instruction, its plain "
+                  f"embedding blended with {INSTRUCTION_WEIGHT:g} of the instruction-prepended one "
+                  "(minilm[instruction_weight=W]); 384-d")
 register_embedder("backbone-mean", _backbone_mean, "untrained SmolLM2-135M-Instruct, mean of last-layer states; 576-d")
 register_embedder(
     "backbone-prompteol", _backbone_prompteol,
