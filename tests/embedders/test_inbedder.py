@@ -8,6 +8,9 @@ generation and the load-time options.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -256,3 +259,30 @@ def test_instruction_last_template_keeps_the_instruction_next_to_the_answer(smol
     loaded = load_checkpoint(model.save(tmp_path / "ckpt"), device="cpu")
     assert loaded.config.template == "instruction-last"
     assert np.allclose(loaded.encode(["my card has not arrived"], instruction=instruction), a, atol=1e-5)
+
+
+def test_instruction_weight_blends_in_the_default_instruction(checkpoint):
+    instruction = "What does the customer want?"
+    full = load_embedder(checkpoint)  # saved without the option: the paper's reading, w = 1
+    assert full.config.instruction_weight == 1.0
+    under = full.encode(TEXTS, role="query", instruction=instruction)
+    neutral = full.encode(TEXTS, role="query")  # the default instruction
+    assert not np.allclose(under, neutral, atol=1e-4)
+    for w in (0.0, 0.25):
+        blended = load_embedder(f"{checkpoint}[instruction_weight={w}]")
+        mixed = (1 - w) * neutral + w * under
+        expected = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+        assert np.allclose(blended.encode(TEXTS, role="query", instruction=instruction), expected, atol=1e-5)
+        # The default instruction itself, or none, is one pass and unchanged.
+        assert np.allclose(blended.encode(TEXTS, role="query"), neutral, atol=1e-6)
+    with pytest.raises(InvalidInputError, match="instruction_weight must be from 0 to 1"):
+        load_embedder(f"{checkpoint}[instruction_weight=-0.5]")
+    with pytest.raises(ValueError, match="instruction_weight must be from 0 to 1"):
+        InBedderConfig(instruction_weight=2.0)
+
+
+def test_the_shipped_checkpoint_serves_the_weight_chosen_on_val():
+    shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "inbedder"
+    config = json.loads((shipped / "facet_config.json").read_text())["config"]
+    selection = json.loads((shipped / "train_log.json").read_text())["inference_selection"]
+    assert config["instruction_weight"] == selection["instruction_weight"] == 0.25

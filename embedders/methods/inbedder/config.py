@@ -27,15 +27,23 @@ class InBedderConfig(InstructedConfig):
             length of generated answers for cluster explanations.
         default_instruction: used when ``encode`` gets no instruction; the prompt always
             has one, since the model was only ever trained with one.
+        instruction_weight: under another instruction I, the embedding is
+            ``(1 - w) * n(e(default)) + w * n(e(I))`` (``n``: unit length), the answer state
+            under the default instruction blended in; 1 (the paper, and every checkpoint saved
+            before the option) uses e(I) alone. Inference only: the shipped checkpoint sets the
+            value chosen on CLINC *val* (docs/results.md).
     """
 
     pooling: str = "1st-gen"
     gen_tokens: int = 3
     answer_max_tokens: int = 16
     default_instruction: str = "What is this text about?"
+    instruction_weight: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not 0.0 <= self.instruction_weight <= 1.0:
+            raise ValueError(f"instruction_weight must be from 0 to 1, got {self.instruction_weight}")
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
         if self.gen_tokens < 1:

@@ -41,7 +41,8 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
 
     method = "inbedder"
     config_class = InBedderConfig
-    OPTIONS = ("pooling", "gen_tokens", "max_length")  # settable at load time: "path[pooling=avg-gen]"
+    # settable at load time: "path[pooling=avg-gen]"
+    OPTIONS = ("pooling", "gen_tokens", "max_length", "instruction_weight")
     config: InBedderConfig
 
     def __init__(self, config: InBedderConfig | None = None, **kwargs: Any) -> None:
@@ -86,6 +87,18 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         instruction_ = self._instruction(instruction)
+        w = self.config.instruction_weight
+        if w == 1.0 or instruction_ == self.config.default_instruction:
+            return self._answer_state(texts, role, instruction_)
+        neutral = torch.nn.functional.normalize(
+            self._answer_state(texts, role, self.config.default_instruction).float(), dim=-1)
+        if w == 0.0:
+            return neutral
+        instructed = torch.nn.functional.normalize(self._answer_state(texts, role, instruction_).float(), dim=-1)
+        return (1.0 - w) * neutral + w * instructed
+
+    def _answer_state(self, texts: list[str], role: Role, instruction_: str) -> torch.Tensor:
+        """The pooled answer state of ``texts`` under one (rendered) instruction."""
         if self.config.pooling == "1st-gen":
             batch = self.tokenize(texts, role, instruction_)
             return last_token_pool(self.hidden_states(batch), batch.attention_mask)
