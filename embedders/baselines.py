@@ -19,7 +19,8 @@ import torch
 
 from embedders.backbone import DEFAULT_DECODER, DEFAULT_ENCODER, Backbone, load_decoder, load_encoder
 from embedders.base import BaseEmbedder, PromptConfig, PromptTokenizer, Role, TokenBatch, pad_sequences
-from embedders.pooling import last_token_pool, mean_pool
+from embedders.contract import check_instruction_weight
+from embedders.pooling import blend_instruction, last_token_pool, mean_pool
 
 # minilm's share of the instruction-prepended embedding under an instruction (EncoderMeanConfig),
 # chosen on dev data only (docs/indexing.md, "minilm and instructions").
@@ -40,8 +41,7 @@ class EncoderMeanConfig:
     instruction_weight: float = INSTRUCTION_WEIGHT
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.instruction_weight <= 1.0:
-            raise ValueError(f"instruction_weight must be from 0 to 1, got {self.instruction_weight}")
+        check_instruction_weight(self.instruction_weight)
 
 
 class EncoderMeanEmbedder(BaseEmbedder):
@@ -78,14 +78,10 @@ class EncoderMeanEmbedder(BaseEmbedder):
         return self.backbone.tokenizer
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
-        w = self.config.instruction_weight
-        if not instruction or w == 1.0:
-            return self._mean(texts, role, instruction)
-        plain = torch.nn.functional.normalize(self._mean(texts, role, None).float(), dim=-1)
-        if w == 0.0:
-            return plain
-        instructed = torch.nn.functional.normalize(self._mean(texts, role, instruction).float(), dim=-1)
-        return (1.0 - w) * plain + w * instructed
+        if not instruction:
+            return self._mean(texts, role, None)
+        return blend_instruction(self.config.instruction_weight, lambda: self._mean(texts, role, None),
+                                 lambda: self._mean(texts, role, instruction))
 
     def _mean(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         tokens = self._tokenize(texts, role, instruction)

@@ -151,6 +151,12 @@ def validate_instruction(instruction: Any) -> str | None:
 
 # Identity fields that change how vectors are computed but not what they mean: the precision a
 # GPU worker runs at (bf16 beside a CPU's fp32) and GIRCSE's KV cache (tested equal without it).
+def check_instruction_weight(weight: float) -> None:
+    """ValueError unless an ``instruction_weight`` (the instructed embedding's share) is in [0, 1]."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"instruction_weight must be from 0 to 1, got {weight}")
+
+
 # instruction_weight: how an encoder-mean embedder mixes its query under an instruction; the
 # documents a collection holds are embedded without one, so they stay comparable.
 COMPARABLE_ACROSS = frozenset({"dtype", "use_cache", "instruction_weight"})

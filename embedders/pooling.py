@@ -7,6 +7,8 @@ side.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 
@@ -69,3 +71,22 @@ def gather_positions(hidden: torch.Tensor, positions: torch.Tensor) -> torch.Ten
     if positions.dim() == 1:
         return hidden[rows, positions]
     return hidden[rows.unsqueeze(1), positions]
+
+
+def blend_instruction(weight: float, neutral: Callable[[], torch.Tensor],
+                      instructed: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``(1 - w) n(neutral) + w n(instructed)`` (``n``: unit length), the embedding under an
+    instruction with the embedding without it (or under a neutral one) blended in; ``weight``
+    1 is ``instructed()`` as it is and 0 is ``n(neutral())``, each computing one pass only.
+
+    Args:
+        weight: the instructed embedding's share, from 0 to 1.
+        neutral: computes the (batch, dim) embeddings without the instruction.
+        instructed: computes the (batch, dim) embeddings under it.
+    """
+    if weight == 1.0:
+        return instructed()
+    plain = torch.nn.functional.normalize(neutral().float(), dim=-1)
+    if weight == 0.0:
+        return plain
+    return (1.0 - weight) * plain + weight * torch.nn.functional.normalize(instructed().float(), dim=-1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from embedders.contract import check_instruction_weight
 from embedders.methods.common import INSTRUCTION_TEMPLATES, InstructedConfig
 
 # The paper's Alpaca-style prompt (``template="alpaca"``): the input first and the
@@ -42,8 +43,7 @@ class InBedderConfig(InstructedConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 <= self.instruction_weight <= 1.0:
-            raise ValueError(f"instruction_weight must be from 0 to 1, got {self.instruction_weight}")
+        check_instruction_weight(self.instruction_weight)
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
         if self.gen_tokens < 1:

@@ -28,7 +28,7 @@ from embedders.base import (
 from embedders.errors import InvalidInputError
 from embedders.methods.common import TrainableDecoderEmbedder
 from embedders.methods.inbedder.config import POOLINGS, InBedderConfig
-from embedders.pooling import last_token_pool
+from embedders.pooling import blend_instruction, last_token_pool
 
 if TYPE_CHECKING:  # only a type here: importing the method must not pull in the training data code
     from embedders.training.instruct_data import TripleBatch
@@ -87,15 +87,12 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         instruction_ = self._instruction(instruction)
-        w = self.config.instruction_weight
-        if w == 1.0 or instruction_ == self.config.default_instruction:
+        default = self.config.default_instruction
+        if instruction_ == default:
             return self._answer_state(texts, role, instruction_)
-        neutral = torch.nn.functional.normalize(
-            self._answer_state(texts, role, self.config.default_instruction).float(), dim=-1)
-        if w == 0.0:
-            return neutral
-        instructed = torch.nn.functional.normalize(self._answer_state(texts, role, instruction_).float(), dim=-1)
-        return (1.0 - w) * neutral + w * instructed
+        return blend_instruction(self.config.instruction_weight,
+                                 lambda: self._answer_state(texts, role, default),
+                                 lambda: self._answer_state(texts, role, instruction_))
 
     def _answer_state(self, texts: list[str], role: Role, instruction_: str) -> torch.Tensor:
         """The pooled answer state of ``texts`` under one (rendered) instruction."""
