@@ -67,9 +67,7 @@ class EmbedderCache:
                     if domain is None:
                         raise
                     raise domain from e
-                self._models[name] = model
-                # The same model is reachable by its canonical name too.
-                self._models.setdefault(model.name, model)
+                self._remember(name, model)
             return model
 
     def peek(self, name: str) -> Embedder | None:
@@ -79,7 +77,17 @@ class EmbedderCache:
     def put(self, name: str, model: Embedder) -> None:
         """Register an already loaded model (tests share their session fixture this way)."""
         with self._lock:
-            self._models[name] = model
+            self._remember(name, model)
+
+    def _remember(self, name: str, model: Embedder) -> None:
+        """Keep ``model`` under ``name`` and, for a plain name or checkpoint path, under its
+        canonical name too. A spec with options (``minilm[instruction_weight=1]``) is another
+        configuration of the model its name names: it must never answer for the plain name
+        (which would hand every later plain request the options of whichever came first)."""
+        from embedders.registry import split_options
+
+        self._models[name] = model
+        if not split_options(name)[1]:
             self._models.setdefault(model.name, model)
 
     def identity(self, model: Embedder) -> str:

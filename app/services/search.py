@@ -258,10 +258,13 @@ class SearchService:
         self._vectors[collection] = names
         return names
 
-    def _check_comparable(self, collection: str, vector_name: str) -> None:
-        """Refuse a query embedded by a different version of the embedder that wrote the
-        collection (retrained under the same name, or a served option changed): its ranking
-        against the stored vectors would be meaningless, and nothing else would say so.
+    def _check_comparable(self, collection: str, vector_name: str, query_spec: str) -> None:
+        """Refuse a query embedded (by ``query_spec``: a name, path or ``name[options]``) with a
+        different version of the embedder that wrote the collection's ``vector_name`` vectors
+        (retrained under the same name, a served option changed, or an option the request set
+        that changes the vectors): its ranking against the stored vectors would be meaningless,
+        and nothing else would say so. Options in ``COMPARABLE_ACROSS`` (minilm's
+        ``instruction_weight``) pass.
 
         Checked once per collection, vector and loaded model where the model runs in this
         process; where workers encode the queries, against the identity the answering worker
@@ -272,10 +275,10 @@ class SearchService:
         Raises:
             ConflictError: what changed, and how to rebuild the collection.
         """
-        model = self.ctx.embedders.peek(vector_name)
+        model = self.ctx.embedders.peek(query_spec)
         if model is None:
             reported = getattr(self.encoder, "reported_identity", None)
-            current = reported(vector_name) if callable(reported) else None
+            current = reported(query_spec) if callable(reported) else None
             if current is None:
                 return
             key = None  # a worker's answer: each query may come from another worker
@@ -287,6 +290,14 @@ class SearchService:
         recorded = self._identities.get(collection, {}).get(vector_name, "")
         changes = identity_changes(recorded, current, ignore=frozenset({"max_length"}))
         if changes:
+            from embedders.registry import split_options  # imports torch: only on this path
+
+            if split_options(query_spec)[1]:
+                raise ConflictError(
+                    f"{query_spec!r} embeds differently from the {vector_name!r} that indexed collection "
+                    f"{collection!r} ({', '.join(changes)} differ), so its query vectors are not comparable "
+                    f"with the stored ones; search with {vector_name!r}, or index the sources into a new "
+                    f"collection with --embedder {query_spec!r}")
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
                 f"({', '.join(changes)} changed since), so this query's vector is not comparable with "
@@ -352,15 +363,19 @@ class SearchService:
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
         vector_name = self._collection_embedder(request)
+        # What encodes the query: the embedder as the request named it, options included
+        # ("minilm[instruction_weight=1]" searches minilm's vectors with that weight), so long
+        # as its vectors compare with the stored ones (_check_comparable).
+        query_spec = request.embedder if request.embedder is not None else vector_name
         mode = self.resolve_mode(request)
 
         query_vec: np.ndarray | None = None
         if mode != "lexical":
             t0 = time.perf_counter()
-            query_vec = self.encoder.encode([request.query], embedder=vector_name, role=Role.QUERY,
+            query_vec = self.encoder.encode([request.query], embedder=query_spec, role=Role.QUERY,
                                             instruction=instruction)[0]
             timings["encode_query"] = (time.perf_counter() - t0) * 1000
-            self._check_comparable(request.collection, vector_name)
+            self._check_comparable(request.collection, vector_name, query_spec)
 
         depth = request.top_k
         if request.rerank:
@@ -381,7 +396,7 @@ class SearchService:
         if request.rerank and hits:
             t0 = time.perf_counter()
             reranker_name = self.ctx.embedders.get(request.rerank).name
-            rerank_scores = self.rerank_scores(self.encoder, reranker_name, request.query,
+            rerank_scores = self.rerank_scores(self.encoder, request.rerank, request.query,
                                                instruction,
                                                [str(h.payload.get("text", "")) for h in hits])
             order = np.argsort(-np.asarray(rerank_scores), kind="stable")

@@ -12,6 +12,7 @@ import pytest
 
 from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
 from app.errors import BusyError, InvalidRequestError, UnknownModelError
+from embedders.baselines import INSTRUCTION_WEIGHT
 
 TEXTS = ["my card was declined", "how do I top up", "exchange rate is wrong", "I lost my PIN",
          "where is my new card", "cash withdrawal fee", "transfer is pending", "freeze my card"]
@@ -164,3 +165,18 @@ def test_inline_encoder_sets_query_threads_for_the_call_only(cache, minilm) -> N
         assert seen == [1, 2] and torch.get_num_threads() == before == 2
     finally:
         torch.set_num_threads(original)
+
+
+def test_a_spec_with_options_never_answers_for_the_plain_name() -> None:
+    """``minilm[instruction_weight=1]`` is another configuration of minilm: loaded first, it must
+    not become what a later plain ``minilm`` gets (it did: the cache filed every model under its
+    canonical name too, so a long-running server served the first request's options to all)."""
+    cache = EmbedderCache("cpu")
+    spec = cache.get("minilm[instruction_weight=1]")
+    plain = cache.get("minilm")
+    assert spec is not plain and spec.name == plain.name == "minilm"
+    assert (spec.config.instruction_weight, plain.config.instruction_weight) == (1.0, INSTRUCTION_WEIGHT)
+    assert cache.get("minilm[instruction_weight=1]") is spec  # each spec is still loaded once
+    a = plain.encode(["top up failed"], instruction="Find messages about top-ups")
+    b = spec.encode(["top up failed"], instruction="Find messages about top-ups")
+    assert float(a[0] @ b[0]) < 0.999  # the two really embed differently under an instruction

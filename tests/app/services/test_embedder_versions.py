@@ -17,7 +17,7 @@ import pytest
 
 from app.errors import ConflictError
 from app.services.context import EmbedderCache, ServiceContext
-from app.services.indexing import IndexService
+from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest, SearchService
 from app.settings import FacetSettings
 from embedders.baselines import EncoderMeanEmbedder
@@ -145,3 +145,24 @@ def test_a_worker_with_another_copy_of_the_checkpoint_fails_its_chunks_writing_n
             assert md.get_job(session, again.job_id).state == "failed"
     finally:
         other.close()
+
+
+def test_a_request_option_that_changes_the_vectors_is_refused_one_that_does_not_is_served(tmp_path, records):
+    """A search may name the collection's embedder with options. GIRCSE with 2 soft tokens is not
+    the GIRCSE (5) that wrote the vectors: refused, saying which option and what to do; its KV
+    cache off computes the same vectors (``use_cache`` is comparable across): served, same scores."""
+    ctx = ServiceContext(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8),
+                         embedders=EmbedderCache("cpu"))
+    try:
+        IndexService(ctx).index(records, "support", IndexOptions(embedder="gircse"))
+        service = SearchService(ctx)
+        plain = service.search(SearchRequest("card", "support", mode="dense"))
+        with pytest.raises(ConflictError, match=r"'gircse\[soft_tokens=2\]' embeds differently from the 'gircse'"
+                                                r".*soft_tokens.*search with 'gircse'"):
+            service.search(SearchRequest("card", "support", embedder="gircse[soft_tokens=2]", mode="dense"))
+        uncached = service.search(SearchRequest("card", "support", embedder="gircse[use_cache=false]",
+                                                mode="dense"))
+        assert [r.doc_id for r in uncached.results] == [r.doc_id for r in plain.results]
+        assert [r.score for r in uncached.results] == pytest.approx([r.score for r in plain.results], abs=1e-3)
+    finally:
+        ctx.close()

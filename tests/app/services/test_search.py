@@ -229,3 +229,31 @@ def test_group_by_document_gives_top_k_documents_with_their_other_chunks(make_ct
     assert (fee.chunk_no, fee.score) == pytest.approx(first_of[fees])
     assert len(fee.more_chunks) >= 2 and fee.chunk_no not in fee.more_chunks
     assert all(r.more_chunks == [] for r in grouped.results if r.doc_id != fees)
+
+
+def test_an_option_in_the_request_encodes_the_query_whatever_is_loaded(searchable, minilm) -> None:
+    """``embedder="minilm[instruction_weight=1]"`` searches minilm's vectors with the query read
+    at that weight, though plain minilm is loaded already (it used to be ignored: the query went
+    to whichever model the cache held under the vector's name). The weight is comparable across
+    (documents carry no instruction), so the search goes ahead; reranking honours options too."""
+    from embedders import load_embedder
+
+    full = load_embedder("minilm[instruction_weight=1]", device="cpu")
+    service = SearchService(searchable)
+    instruction = "Find messages about topping up"
+    for spec, model in (("minilm[instruction_weight=1]", full), ("minilm", minilm),
+                        ("minilm[instruction_weight=1]", full)):
+        response = service.search(SearchRequest("it failed", "support", instruction=instruction,
+                                                top_k=5, embedder=spec, mode="dense"))
+        assert response.embedder == "minilm"
+        texts = [r.text for r in response.results]
+        want = minilm.encode(texts, role="document") @ model.encode(
+            ["it failed"], role="query", instruction=instruction)[0]
+        assert [r.score for r in response.results] == pytest.approx(list(want), abs=1e-4), spec
+    reranked = service.search(SearchRequest("it failed", "support", instruction=instruction, top_k=3,
+                                            rerank="minilm[instruction_weight=1]", rerank_depth=5))
+    assert reranked.reranker == "minilm"
+    texts = [r.text for r in reranked.results]
+    want = full.encode(texts, role="document", instruction=instruction) @ full.encode(
+        ["it failed"], role="query", instruction=instruction)[0]
+    assert [r.rerank_score for r in reranked.results] == pytest.approx(list(want), abs=1e-4)
