@@ -346,6 +346,19 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
     )
 
 
+def portable_spec(name_or_path: str) -> str:
+    """The spec that loads the same embedder from any working directory: a checkpoint
+    directory's path made absolute (options kept: ``runs/x[pooling=P]`` ->
+    ``/abs/runs/x[pooling=P]``); registered names, with or without options, unchanged."""
+    _ensure_builtins()
+    spec = str(name_or_path)
+    literal = spec.lower() in _EMBEDDERS or is_checkpoint_dir(spec)
+    base = spec if literal else split_options(spec)[0]
+    if base.lower() in _EMBEDDERS or not is_checkpoint_dir(base):
+        return spec
+    return str(Path(base).expanduser().resolve()) + spec[len(base):]
+
+
 _builtins_loaded = False
 
 

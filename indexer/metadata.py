@@ -79,8 +79,18 @@ class CollectionEmbedder(Base):
     name: Mapped[str] = mapped_column(String(128))
     dim: Mapped[int] = mapped_column(Integer)
     identity: Mapped[str] = mapped_column(Text)
+    # What loads the embedder that wrote the vector, from any working directory: a registered
+    # name, a checkpoint's absolute path, either with ``[options]``. Searches that name no
+    # embedder, and index chunks run by workers, load this. NULL in rows from before it existed
+    # (migration 0003): the name.
+    source: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     collection: Mapped[Collection] = relationship(back_populates="embedders")
+
+    @property
+    def spec(self) -> str:
+        """What to load for this vector: ``source``, else the name."""
+        return self.source or self.name
 
 
 class Document(Base):
@@ -302,11 +312,16 @@ def create_collection(session: Session, name: str, *, backend: str, chunk_size: 
 
 
 def ensure_collection_embedder(session: Session, collection: Collection, name: str, dim: int,
-                               identity: str) -> CollectionEmbedder:
+                               identity: str, source: str | None = None) -> CollectionEmbedder:
+    """The collection's row for vector ``name``, added if missing. ``source``: what loads the
+    embedder (``CollectionEmbedder.source``); kept from the first run that recorded one."""
     for existing in collection.embedders:
         if existing.name == name:
+            if existing.source is None and source is not None:
+                existing.source = source
+                session.flush()
             return existing
-    row = CollectionEmbedder(name=name, dim=dim, identity=identity)
+    row = CollectionEmbedder(name=name, dim=dim, identity=identity, source=source)
     collection.embedders.append(row)
     session.flush()
     return row

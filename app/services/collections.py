@@ -35,6 +35,9 @@ class CollectionInfo:
     writer: str | None = None
     # Whether it keeps the term vectors of lexical and hybrid search (None: not readable now).
     lexical: bool | None = None
+    # Vector name -> what loads its embedder, where that is not the name itself (a checkpoint's
+    # path, a name with options): searches load it.
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -151,6 +154,7 @@ class CollectionService:
             writer = writer or "another process"
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
+            sources={e.name: e.spec for e in coll.embedders if e.spec != e.name},
             chunk_size=coll.chunk_size, chunk_overlap=coll.chunk_overlap,
             documents=md.count_documents(session, coll.id),
             documents_indexed=md.count_documents(session, coll.id, "indexed"),

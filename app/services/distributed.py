@@ -423,7 +423,10 @@ class ChunkedIndexService:
 
     def _write_chunk(self, session: Session, coll: md.Collection, job: md.IndexJob,
                      chunk: md.JobChunk, docs: list[tuple[Any, ...]]) -> int:
-        embedder = self.ctx.embedders.get(job.embedder)
+        # The job names the vector; the collection records what loads its embedder (a checkpoint's
+        # path, options), which the vector's name alone would not.
+        spec = next((e.spec for e in coll.embedders if e.name == job.embedder), job.embedder)
+        embedder = self.ctx.embedders.get(spec)
         # Each chunk may run on another worker, with its own copy of the checkpoint: a copy that
         # differs from the one the collection was indexed with fails this chunk, writing nothing.
         check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
@@ -452,7 +455,7 @@ class ChunkedIndexService:
             s.add_all(tally.errors)
             self._add_counts(s, job_id, report, tally, chunks_done=1)
 
-        self.index._process_batch(session, coll, tally, report, items, embedder, job.embedder,
+        self.index._process_batch(session, coll, tally, report, items, embedder, spec,
                                   tokenize, chunking, finish=finish)
         return report.chunks_written
 

@@ -330,7 +330,7 @@ class IndexService:
         spec = options.embedder or self.settings.default_embedder
         embedder = self.ctx.embedders.get(spec)
         with self.sessions() as session:
-            coll = self._prepare_collection(session, collection, embedder, options)
+            coll = self._prepare_collection(session, collection, embedder, options, spec)
             self._refuse_other_writer(session, coll)
             job = self._start_job(session, coll, str(source.resolve()), embedder.name, runner)
             return PreparedJob(job.id, collection, str(source.resolve()), spec, options)
@@ -504,7 +504,7 @@ class IndexService:
     # ------------------------------------------------------------ preparation
 
     def _prepare_collection(self, session: Session, name: str, embedder: Embedder,
-                            options: IndexOptions) -> md.Collection:
+                            options: IndexOptions, spec: str) -> md.Collection:
         coll = md.get_collection(session, name)
         if coll is None:
             size = options.chunk_size or self.settings.chunk_tokens
@@ -541,7 +541,12 @@ class IndexService:
         identity = self.ctx.embedders.identity(embedder)
         check_same_embedder(coll, embedder, identity)
         try:
-            md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim), identity)
+            # What loads this embedder again (searches that name none, workers' index chunks):
+            # the spec as given, a checkpoint's path made absolute.
+            from embedders.registry import portable_spec  # torch is loaded by now (the model)
+
+            md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim), identity,
+                                          source=portable_spec(spec))
             session.commit()
         except IntegrityError:
             session.rollback()  # added by a racing process: theirs is the same row

@@ -226,6 +226,7 @@ class SearchService:
         self.encoder: QueryEncoder = ctx.encoder
         self._vectors: dict[str, list[str]] = {}
         self._identities: dict[str, dict[str, str]] = {}  # collection -> vector name -> identity
+        self._sources: dict[str, dict[str, str]] = {}  # collection -> vector name -> what loads it
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
         self.fusion = HYBRID_FUSION
 
@@ -234,10 +235,12 @@ class SearchService:
         if collection is None:
             self._vectors.clear()
             self._identities.clear()
+            self._sources.clear()
             self._comparable.clear()
         else:
             self._vectors.pop(collection, None)
             self._identities.pop(collection, None)
+            self._sources.pop(collection, None)
             self._comparable = {k for k in list(self._comparable) if k[0] != collection}  # a copy: other threads add
 
     def _vector_names(self, collection: str, refresh: bool = False) -> list[str]:
@@ -255,6 +258,7 @@ class SearchService:
                     "or create one with `facet index`")
             names = [e.name for e in coll.embedders]
             self._identities[collection] = {e.name: e.identity for e in coll.embedders}
+            self._sources[collection] = {e.name: e.spec for e in coll.embedders}
         self._vectors[collection] = names
         return names
 
@@ -290,19 +294,22 @@ class SearchService:
         recorded = self._identities.get(collection, {}).get(vector_name, "")
         changes = identity_changes(recorded, current, ignore=frozenset({"max_length"}))
         if changes:
-            from embedders.registry import split_options  # imports torch: only on this path
-
-            if split_options(query_spec)[1]:
+            source = self._sources.get(collection, {}).get(vector_name, vector_name)
+            if query_spec != source:
                 raise ConflictError(
-                    f"{query_spec!r} embeds differently from the {vector_name!r} that indexed collection "
-                    f"{collection!r} ({', '.join(changes)} differ), so its query vectors are not comparable "
-                    f"with the stored ones; search with {vector_name!r}, or index the sources into a new "
-                    f"collection with --embedder {query_spec!r}")
+                    f"{query_spec!r} embeds differently from {source!r}, which wrote the {vector_name!r} "
+                    f"vectors of collection {collection!r} ({', '.join(changes)} differ), so its query "
+                    f"vectors are not comparable with the stored ones; search without --embedder (or "
+                    f"with {vector_name!r}), or index the sources into a new collection with "
+                    f"--embedder {query_spec!r}")
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
                 f"({', '.join(changes)} changed since), so this query's vector is not comparable with "
                 f"the stored ones; index its sources into a new collection, or delete it "
-                f"(facet delete {collection}) and index them again")
+                f"(facet delete {collection}) and index them again"
+                + ("" if source != vector_name else
+                   " (a collection indexed from a checkpoint directory before Facet recorded where "
+                   "from: search with --embedder DIR)"))
         if key is not None:
             self._comparable.add(key)
 
@@ -322,6 +329,16 @@ class SearchService:
                 f"(it has: {', '.join(names)}); pick one of those or index with "
                 f"--embedder {model_name}")
         return model_name
+
+    def _query_spec(self, request: SearchRequest, vector_name: str) -> str:
+        """What encodes the query. Naming no embedder, or the vector itself: what wrote the
+        vector, as the collection recorded it (a checkpoint indexed from its directory is
+        loaded from there, not as the registered model of the same name). Naming another spec:
+        that, options included (``minilm[instruction_weight=1]`` searches minilm's vectors with
+        that weight), so long as its vectors compare with the stored ones (_check_comparable)."""
+        if request.embedder is None or request.embedder == vector_name:
+            return self._sources.get(request.collection, {}).get(vector_name, vector_name)
+        return request.embedder
 
     @staticmethod
     def validate(request: SearchRequest) -> None:
@@ -363,10 +380,7 @@ class SearchService:
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
         vector_name = self._collection_embedder(request)
-        # What encodes the query: the embedder as the request named it, options included
-        # ("minilm[instruction_weight=1]" searches minilm's vectors with that weight), so long
-        # as its vectors compare with the stored ones (_check_comparable).
-        query_spec = request.embedder if request.embedder is not None else vector_name
+        query_spec = self._query_spec(request, vector_name)
         mode = self.resolve_mode(request)
 
         query_vec: np.ndarray | None = None

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import select, update
 
 from app.services.collections import CollectionService
 from app.services.distributed import ChunkedIndexService
-from app.services.indexing import IndexService
+from app.services.indexing import IndexOptions, IndexService
+from app.services.search import SearchRequest, SearchService
+from embedders.baselines import EncoderMeanEmbedder
+from embedders.contract import PromptConfig
 from indexer import metadata as md
 
 from .conftest import write_corpus
@@ -219,3 +223,25 @@ def test_a_chunk_taken_over_after_its_claim_lapsed_counts_once(make_ctx, tmp_pat
     assert info.points == info.chunks == job.chunks_written
     ids = [h.id for h in ctx.store.scroll("c", limit=1000)]
     assert len(ids) == len(set(ids)) == info.points
+
+
+def test_chunks_load_the_checkpoint_directory_the_collection_recorded(make_ctx, tmp_path, minilm) -> None:
+    """The job row names the vector ("minilm"); a worker's chunk loads what the collection
+    recorded for it, the checkpoint directory it was indexed from, not the registered model of
+    that name (which failed every chunk as "a different version")."""
+    own = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
+                              prompts=PromptConfig(document="note: {instruction}{text}"))
+    own.save(tmp_path / "ck")
+    write_corpus(tmp_path / "src", 3)
+    ctx = make_ctx()
+    service = ChunkedIndexService(ctx)
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", IndexOptions(embedder=str(tmp_path / "ck")),
+                                         runner="celery")
+    outcomes = [service.run_chunk(prepared.job_id, n) for n in service.plan(prepared, 2)]
+    assert [o.outcome for o in outcomes] == ["done", "done"]
+    assert CollectionService(ctx).job(prepared.job_id).docs_indexed == 3
+    response = SearchService(ctx).search(SearchRequest("bank card", "c", top_k=3, mode="dense"))
+    texts = [r.text for r in response.results]
+    want = own.encode(texts, role="document") @ own.encode(["bank card"], role="query")[0]
+    assert [r.score for r in response.results] == pytest.approx(list(want), abs=1e-4)
+    assert not np.allclose(own.encode(texts, role="document"), minilm.encode(texts, role="document"), atol=1e-3)

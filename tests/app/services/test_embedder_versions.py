@@ -16,6 +16,7 @@ import json
 import pytest
 
 from app.errors import ConflictError
+from app.services.collections import CollectionService
 from app.services.context import EmbedderCache, ServiceContext
 from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest, SearchService
@@ -157,12 +158,45 @@ def test_a_request_option_that_changes_the_vectors_is_refused_one_that_does_not_
         IndexService(ctx).index(records, "support", IndexOptions(embedder="gircse"))
         service = SearchService(ctx)
         plain = service.search(SearchRequest("card", "support", mode="dense"))
-        with pytest.raises(ConflictError, match=r"'gircse\[soft_tokens=2\]' embeds differently from the 'gircse'"
-                                                r".*soft_tokens.*search with 'gircse'"):
+        with pytest.raises(ConflictError, match=r"'gircse\[soft_tokens=2\]' embeds differently from 'gircse', "
+                                                r"which wrote .*soft_tokens.*search without --embedder"):
             service.search(SearchRequest("card", "support", embedder="gircse[soft_tokens=2]", mode="dense"))
         uncached = service.search(SearchRequest("card", "support", embedder="gircse[use_cache=false]",
                                                 mode="dense"))
         assert [r.doc_id for r in uncached.results] == [r.doc_id for r in plain.results]
         assert [r.score for r in uncached.results] == pytest.approx([r.score for r in plain.results], abs=1e-3)
+    finally:
+        ctx.close()
+
+
+def test_a_collection_indexed_from_a_checkpoint_directory_is_searched_with_it(tmp_path, records, minilm,
+                                                                               monkeypatch):
+    """A checkpoint directory carries its method's name ("minilm" here; a ``facet train`` or
+    ``facet soup`` output is named like the registered checkpoint). The collection records the
+    directory, made absolute, so a search that names no embedder, or names the vector, loads it
+    from any working directory, not the registered model of that name (it did: the search was
+    refused as "a different version" of its own checkpoint). Here the checkpoint is minilm
+    saved with another instruction format: a real, different model under the same name."""
+    own = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
+                              prompts=PromptConfig(instruction_format="Task: {instruction} | "))
+    own.save(tmp_path / "ck")
+    monkeypatch.chdir(tmp_path)
+    ctx = context(tmp_path, minilm)  # the registered minilm is loaded in this process too
+    try:
+        IndexService(ctx).index(records, "support", IndexOptions(embedder="ck"))
+        assert CollectionService(ctx).get("support").sources == {"minilm": str(tmp_path / "ck")}
+        (tmp_path / "elsewhere").mkdir()
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        service = SearchService(ctx)
+        instruction = "Find messages about money transfers"
+        for named in (None, "minilm"):
+            response = service.search(SearchRequest("top up", "support", instruction=instruction, top_k=3,
+                                                    embedder=named, mode="dense"))
+            texts = [r.text for r in response.results]
+            want = own.encode(texts, role="document") @ own.encode(
+                ["top up"], role="query", instruction=instruction)[0]
+            assert [r.score for r in response.results] == pytest.approx(list(want), abs=1e-4), named
+        other = minilm.encode(["top up"], role="query", instruction=instruction)[0]
+        assert float(other @ own.encode(["top up"], role="query", instruction=instruction)[0]) < 0.999
     finally:
         ctx.close()
