@@ -331,7 +331,7 @@ def collection_rows(infos: Sequence[CollectionInfo]) -> list[list[Any]]:
     """One row per collection."""
     return [[c.name, c.documents, c.documents_indexed, c.documents_failed, c.chunks,
              c.points if c.points is not None else "missing",
-             ", ".join(f"{name} ({dim}-d)" for name, dim in c.embedders.items()),
+             c.embedders_label(),
              f"{c.chunk_size} tokens, overlap {c.chunk_overlap}", c.created_at]
             for c in infos]
 

@@ -57,8 +57,7 @@ def register(cli: typer.Typer) -> None:
         if not infos:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")
         for i in infos:
-            emb = ", ".join(f"{k} ({v}-d" + (f", from {i.sources[k]})" if k in i.sources else ")")
-                            for k, v in i.embedders.items())
+            emb = i.embedders_label()
             points = "? points" if i.points is None else plural(i.points, "point")
             busy = f" · being indexed by {i.writer}" if i.writer else ""
             words = ("" if i.lexical is None else " · words (lexical/hybrid)" if i.lexical

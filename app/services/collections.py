@@ -39,6 +39,11 @@ class CollectionInfo:
     # path, a name with options): searches load it.
     sources: dict[str, str] = field(default_factory=dict)
 
+    def embedders_label(self) -> str:
+        """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint)``: for listings."""
+        return ", ".join(f"{name} ({dim}-d" + (f", from {self.sources[name]})" if name in self.sources else ")")
+                         for name, dim in self.embedders.items())
+
 
 @dataclass
 class JobInfo:

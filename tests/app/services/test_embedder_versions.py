@@ -184,7 +184,9 @@ def test_a_collection_indexed_from_a_checkpoint_directory_is_searched_with_it(tm
     ctx = context(tmp_path, minilm)  # the registered minilm is loaded in this process too
     try:
         IndexService(ctx).index(records, "support", IndexOptions(embedder="ck"))
-        assert CollectionService(ctx).get("support").sources == {"minilm": str(tmp_path / "ck")}
+        info = CollectionService(ctx).get("support")
+        assert info.sources == {"minilm": str(tmp_path / "ck")}
+        assert info.embedders_label() == f"minilm (384-d, from {tmp_path / 'ck'})"
         (tmp_path / "elsewhere").mkdir()
         monkeypatch.chdir(tmp_path / "elsewhere")
         service = SearchService(ctx)
