@@ -871,6 +871,9 @@ class QdrantClientStore(VectorStore):
     server cannot be reached), with the URL and what to check.
     """
 
+    LEXICAL_TTL_S = 10.0  # how long has_lexical's answer is trusted (another process may re-create)
+    _clock = staticmethod(time.monotonic)
+
     def __init__(self, *, url: str | None = None, path: Path | str | None = None,
                  api_key: str | None = None) -> None:
         from qdrant_client import QdrantClient, models
@@ -901,7 +904,9 @@ class QdrantClientStore(VectorStore):
                         "serve every reader and writer from one `facet serve`", "*") from e
         else:
             raise StoreError("QdrantClientStore needs a server url or a local path (or ':memory:')")
-        self._lexical: dict[str, bool] = {}  # another process may drop and re-create: see has_lexical
+        # collection -> (keeps term vectors, when read): another process may drop and re-create
+        # a collection with or without them, so an answer is trusted for LEXICAL_TTL_S only.
+        self._lexical: dict[str, tuple[bool, float]] = {}
 
     def list_collections(self) -> list[str]:
         return sorted(c.name for c in self._client.get_collections().collections)
@@ -954,12 +959,16 @@ class QdrantClientStore(VectorStore):
                                  f"{sizes[name]}, not {dim}; use another collection")
 
     def has_lexical(self, collection: str) -> bool:
-        known = self._lexical.get(collection)
-        if known is None:
-            self._require(collection)
-            sparse = self._client.get_collection(collection).config.params.sparse_vectors or {}
-            known = lex.LEXICAL_VECTOR in sparse
-            self._lexical[collection] = known
+        """Read from the server at most once per ``LEXICAL_TTL_S`` per collection (auto mode asks on
+        every search), so a collection another process re-created is seen within that time."""
+        now = self._clock()
+        hit = self._lexical.get(collection)
+        if hit is not None and now - hit[1] < self.LEXICAL_TTL_S:
+            return hit[0]
+        self._require(collection)
+        sparse = self._client.get_collection(collection).config.params.sparse_vectors or {}
+        known = lex.LEXICAL_VECTOR in sparse
+        self._lexical[collection] = (known, now)
         return known
 
     def drop_collection(self, collection: str) -> bool:

@@ -87,3 +87,28 @@ def test_a_read_dropped_twice_and_a_dropped_write_are_unavailable_errors(server_
         server_store.upsert("dropped_twice", [PointRecord(point_id("e", 0), {"m": vecs[0]}, {"doc_id": "e"})])
     assert len(_Dropping.seen) == 1
     assert server_store.count("dropped_twice") == 4  # and the dropped write was never applied
+
+
+def test_term_vectors_of_a_collection_another_client_recreated_are_seen_within_the_ttl(server_store) -> None:
+    """``has_lexical`` is cached (auto mode asks on every search), but only for ``LEXICAL_TTL_S``:
+    a collection another process dropped and created again, with or without term vectors, reads
+    right after that (it used to be cached until the process ended: auto mode then searched a
+    re-created collection dense only, or asked for term vectors that were gone)."""
+    other = QdrantClientStore(url=server_store.url)
+    now = [1000.0]
+    server_store._clock = lambda: now[0]  # type: ignore[method-assign]
+    try:
+        other.ensure_collection("c", {"m": 4})
+        assert server_store.has_lexical("c") is False
+        other.drop_collection("c")
+        other.ensure_collection("c", {"m": 4}, lexical=True)
+        now[0] += server_store.LEXICAL_TTL_S / 2
+        assert server_store.has_lexical("c") is False  # within the ttl: the cached answer
+        now[0] += server_store.LEXICAL_TTL_S
+        assert server_store.has_lexical("c") is True
+        other.drop_collection("c")
+        other.ensure_collection("c", {"m": 4})
+        now[0] += server_store.LEXICAL_TTL_S
+        assert server_store.has_lexical("c") is False
+    finally:
+        other.close()
