@@ -27,7 +27,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from app.encoding import QueryEncoder
-from app.errors import ConflictError, InvalidRequestError, NotFoundError
+from app.errors import ConflictError, InvalidRequestError, NotFoundError, UnknownModelError
 from app.services.context import ServiceContext
 from embedders.contract import Role, identity_changes
 from indexer import metadata as md
@@ -386,8 +386,16 @@ class SearchService:
         query_vec: np.ndarray | None = None
         if mode != "lexical":
             t0 = time.perf_counter()
-            query_vec = self.encoder.encode([request.query], embedder=query_spec, role=Role.QUERY,
-                                            instruction=instruction)[0]
+            try:
+                query_vec = self.encoder.encode([request.query], embedder=query_spec, role=Role.QUERY,
+                                                instruction=instruction)[0]
+            except UnknownModelError as e:
+                if query_spec == request.embedder:
+                    raise
+                raise UnknownModelError(
+                    f"collection {request.collection!r}'s {vector_name!r} vectors were written by "
+                    f"{query_spec!r}, which cannot be loaded now ({e}); put it back, or search with "
+                    "--embedder naming a copy of the same weights") from e
             timings["encode_query"] = (time.perf_counter() - t0) * 1000
             self._check_comparable(request.collection, vector_name, query_spec)
 

@@ -202,3 +202,27 @@ def test_a_collection_indexed_from_a_checkpoint_directory_is_searched_with_it(tm
         assert float(other @ own.encode(["top up"], role="query", instruction=instruction)[0]) < 0.999
     finally:
         ctx.close()
+
+
+def test_a_recorded_checkpoint_that_is_gone_is_named_in_the_error(tmp_path, records, minilm):
+    """The directory a collection was indexed from was moved away: the search says which one it
+    needs, rather than "unknown embedder" for a path the user never typed into the search."""
+    import shutil
+
+    from app.errors import UnknownModelError
+
+    EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
+                        prompts=PromptConfig(instruction_format="Task: {instruction} | ")).save(tmp_path / "ck")
+    first = context(tmp_path, minilm)
+    try:
+        IndexService(first).index(records, "support", IndexOptions(embedder=str(tmp_path / "ck")))
+    finally:
+        first.close()
+    shutil.rmtree(tmp_path / "ck")
+    later = context(tmp_path, minilm)  # a new process: nothing loaded from the directory
+    try:
+        with pytest.raises(UnknownModelError, match=r"'minilm' vectors were written by '.*ck', which cannot be "
+                                                    r"loaded now .*search with --embedder"):
+            SearchService(later).search(SearchRequest("card", "support", mode="dense"))
+    finally:
+        later.close()
