@@ -25,7 +25,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from app.encoding import EmbedderCache
@@ -59,17 +58,6 @@ def run_queries(service: SearchService, data: BeirData, embedder: str, mode: str
             "recall@100": round(100 * metrics.mean_over_queries(rankings, data.qrels, "recall", 100), 2),
             "ms_per_query": round(1000 * (time.perf_counter() - start) / len(qids), 1),
             "per_query_ndcg@10": [metrics.ndcg_at_k(rankings[q], data.qrels[q], 10) for q in qids]}
-
-
-def paired_bootstrap(a: list[float], b: list[float], resamples: int = 2000, seed: int = 0) -> dict[str, float]:
-    """Mean of a - b over the queries (x 100), with a 95% percentile interval from resampling the
-    queries (the same resample for both) and the share of resamples where a leads."""
-    diff = np.asarray(a) - np.asarray(b)
-    rng = np.random.default_rng(seed)
-    draws = diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
-    return {"diff": round(100 * float(diff.mean()), 2), "ci95_low": round(100 * float(np.percentile(draws, 2.5)), 2),
-            "ci95_high": round(100 * float(np.percentile(draws, 97.5)), 2),
-            "share_a_ahead": round(float((draws > 0).mean()), 4)}
 
 
 def subset(data: BeirData, n_queries: int | None, n_docs: int | None) -> BeirData:
@@ -134,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             per_query[mode] = out[mode].pop("per_query_ndcg@10")
             print(mode, out[mode], file=sys.stderr)
         out["paired_bootstrap_ndcg@10"] = {
-            f"{a} - {b}": paired_bootstrap(per_query[a], per_query[b])
+            f"{a} - {b}": metrics.paired_bootstrap(per_query[a], per_query[b])
             for a, b in (("hybrid", "dense"), ("lexical", "dense"), ("hybrid", "lexical"))}
         print(out["paired_bootstrap_ndcg@10"], file=sys.stderr)
         out["per_query_ndcg@10"] = {"query_ids": sorted(data.qrels), **per_query}

@@ -27,14 +27,9 @@ from app.evaluation.loaders import load_beir
 from app.settings import get_settings
 from embedders.registry import load_embedder
 
-try:  # run as a script: scripts/ is not a package
-    from hybrid_eval import paired_bootstrap
-except ImportError:  # pragma: no cover - imported as scripts.instruction_view_eval in tests
-    from scripts.hybrid_eval import paired_bootstrap
-
 
 def ndcg_per_query(doc_vecs: np.ndarray, doc_ids: list[str], query_vecs: np.ndarray, query_ids: list[str],
-                   qrels: dict[str, dict[str, int]], k: int = 10) -> list[float]:
+                   qrels: dict[str, dict[str, float]], k: int = 10) -> list[float]:
     scores = query_vecs @ doc_vecs.T
     out = []
     for row, qid in zip(scores, query_ids, strict=True):
@@ -72,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     row = {"embedder": args.embedder, "beir": str(args.beir), "split": args.split,
            "instruction": args.instruction, "queries": len(query_ids), "docs": len(doc_ids),
            "dense": round(100 * float(np.mean(plain)), 2), "view": round(100 * float(np.mean(view)), 2),
-           "view_minus_dense": paired_bootstrap(view, plain)}
+           "view_minus_dense": metrics.paired_bootstrap(view, plain)}
     print(json.dumps(row, indent=2))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

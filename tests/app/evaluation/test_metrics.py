@@ -114,3 +114,14 @@ def test_top_k_orders_best_first_and_breaks_ties_by_index() -> None:
     scores = np.array([[0.1, 0.9, 0.5, 0.9], [3.0, 2.0, 1.0, 0.0]])
     assert metrics.top_k(scores, 3).tolist() == [[1, 3, 2], [0, 1, 2]]
     assert metrics.top_k(scores, 10).tolist() == [[1, 3, 2, 0], [0, 1, 2, 3]]
+
+
+def test_paired_bootstrap_over_queries() -> None:
+    # a leads by 0.1 on every query: no resample can say otherwise.
+    sure = metrics.paired_bootstrap([0.5, 0.7, 0.9], [0.4, 0.6, 0.8], resamples=200)
+    assert sure == {"diff": 10.0, "ci95_low": 10.0, "ci95_high": 10.0, "share_a_ahead": 1.0}
+    # one query each way: the interval straddles zero, and the same seed gives the same draws.
+    mixed = metrics.paired_bootstrap([1.0, 0.0], [0.0, 1.0], resamples=500, seed=3)
+    assert mixed["diff"] == 0.0 and mixed["ci95_low"] < 0 < mixed["ci95_high"]
+    assert 0.1 < mixed["share_a_ahead"] < 0.4  # a leads only when both draws are the first query
+    assert metrics.paired_bootstrap([1.0, 0.0], [0.0, 1.0], resamples=500, seed=3) == mixed
