@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beir", type=Path, required=True, help="a BEIR-layout folder")
     parser.add_argument("--split", required=True, help="its qrels file's name (qrels/SPLIT.tsv)")
     parser.add_argument("--instruction", required=True)
+    parser.add_argument("--query-blends", default="",
+                        help="comma-separated weights w: also score queries read as normalize((1-w) e(query) + "
+                             "w e(instruction, query)) against the plain documents (no second index), beside the view")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     parser.add_argument("--out", type=Path, default=None)
@@ -62,12 +65,25 @@ def main(argv: list[str] | None = None) -> int:
                             show_progress=True)
 
     q = enc(queries, "query", args.instruction)
-    plain = ndcg_per_query(enc(docs, "document", None), doc_ids, q, query_ids, data.qrels)
+    plain_docs = enc(docs, "document", None)
+    plain = ndcg_per_query(plain_docs, doc_ids, q, query_ids, data.qrels)
     view = ndcg_per_query(enc(docs, "document", args.instruction), doc_ids, q, query_ids, data.qrels)
-    row = {"embedder": args.embedder, "beir": str(args.beir), "split": args.split,
-           "instruction": args.instruction, "queries": len(query_ids), "docs": len(doc_ids),
-           "dense": round(100 * float(np.mean(plain)), 2), "view": round(100 * float(np.mean(view)), 2),
-           "view_minus_dense": metrics.paired_bootstrap(view, plain)}
+    row: dict[str, object] = {
+        "embedder": args.embedder, "beir": str(args.beir), "split": args.split,
+        "instruction": args.instruction, "queries": len(query_ids), "docs": len(doc_ids),
+        "dense": round(100 * float(np.mean(plain)), 2), "view": round(100 * float(np.mean(view)), 2),
+        "view_minus_dense": metrics.paired_bootstrap(view, plain)}
+    weights = [float(w) for w in args.query_blends.split(",") if w.strip()]
+    if weights:
+        q0 = enc(queries, "query", None)
+        blends: dict[str, object] = {}
+        for w in weights:
+            mixed = (1.0 - w) * q0 + w * q
+            mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+            scores = ndcg_per_query(plain_docs, doc_ids, mixed, query_ids, data.qrels)
+            blends[f"{w:g}"] = {"ndcg": round(100 * float(np.mean(scores)), 2),
+                                "view_minus_blend": metrics.paired_bootstrap(view, scores)}
+        row["query_blends"] = blends
     print(json.dumps(row, indent=2))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,17 +26,21 @@ def test_dense_and_view_scores_match_a_hand_computation(tmp_path, minilm):
     instruction = "Find messages about the same problem"
     assert load_script("instruction_view_eval.py").main(
         ["minilm", "--beir", str(beir), "--split", "dev", "--instruction", instruction, "--out", str(out),
-         "--no-cache"]) == 0
+         "--no-cache", "--query-blends", "0,1"]) == 0
     row = json.loads(out.read_text())
     ids = sorted(docs)
     q = minilm.encode([queries["q1"], queries["q2"]], role="query", instruction=instruction)
 
-    def score(doc_instruction: str | None) -> float:
+    def score(doc_instruction: str | None, queries_read=q) -> float:
         d = minilm.encode([docs[i] for i in ids], role="document", instruction=doc_instruction)
-        ranked = [[ids[i] for i in np.argsort(-(d @ v), kind="stable")] for v in q]
+        ranked = [[ids[i] for i in np.argsort(-(d @ v), kind="stable")] for v in queries_read]
         return round(100 * float(np.mean([metrics.ndcg_at_k(r, qrels[qid], 10)
                                            for r, qid in zip(ranked, ("q1", "q2"), strict=True)])), 2)
 
     assert (row["dense"], row["view"]) == (score(None), score(instruction))
     assert row["queries"] == 2 and row["docs"] == 5
+    # Query blends against the plain documents: weight 1 is the dense row, 0 the query without its instruction.
+    q0 = minilm.encode([queries["q1"], queries["q2"]], role="query")
+    assert row["query_blends"]["1"]["ndcg"] == row["dense"]
+    assert row["query_blends"]["0"]["ndcg"] == score(None, q0)
     assert abs(row["view_minus_dense"]["diff"] - (row["view"] - row["dense"])) < 0.02
