@@ -80,14 +80,16 @@ class EmbedderCache:
             self._remember(name, model)
 
     def _remember(self, name: str, model: Embedder) -> None:
-        """Keep ``model`` under ``name`` and, for a plain name or checkpoint path, under its
-        canonical name too. A spec with options (``minilm[instruction_weight=1]``) is another
-        configuration of the model its name names: it must never answer for the plain name
-        (which would hand every later plain request the options of whichever came first)."""
-        from embedders.registry import split_options
+        """Keep ``model`` under ``name`` and, where ``name`` loads exactly what the registered
+        canonical name loads (``checkpoints/inbedder`` for ``inbedder``), under that name too. A
+        spec with options (``minilm[instruction_weight=1]``), or another checkpoint directory that
+        carries a registered name (a ``facet train`` output is named after its method), is another
+        model: it must never answer for the registered name, which would hand every later request
+        for it in this process whatever was loaded first."""
+        from embedders.registry import loads_registered
 
         self._models[name] = model
-        if not split_options(name)[1]:
+        if loads_registered(name, model.name):
             self._models.setdefault(model.name, model)
 
     def identity(self, model: Embedder) -> str:

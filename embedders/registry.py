@@ -43,6 +43,7 @@ class EmbedderInfo:
     description: str
     kind: str  # "baseline", "method" or "checkpoint"
     factory: EmbedderFactory
+    path: Path | None = None  # a registered checkpoint's directory
 
 
 _EMBEDDERS: dict[str, EmbedderInfo] = {}
@@ -169,7 +170,7 @@ def register_checkpoints() -> list[str]:
         def factory(device: str | None = None, _path: Path = path, **_: Any) -> BaseEmbedder:
             return load_checkpoint(_path, device=device)
 
-        _EMBEDDERS[name] = EmbedderInfo(name, description, "checkpoint", factory)
+        _EMBEDDERS[name] = EmbedderInfo(name, description, "checkpoint", factory, path.resolve())
         added.append(name)
     return added
 
@@ -344,6 +345,21 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
         f"unknown embedder {str(name_or_path)!r}: not a registered name and not a directory with "
         f"{CONFIG_FILE}. Valid names: {', '.join(embedder_names())}"
     )
+
+
+def loads_registered(spec: str, name: str) -> bool:
+    """Whether ``spec`` loads exactly what the registered ``name`` loads: that name itself, or,
+    for a registered checkpoint, a path to its directory; never a spec with options, nor another
+    directory that merely carries the same name in its config (a ``facet train`` output is named
+    after its method)."""
+    _ensure_builtins()
+    info = _EMBEDDERS.get(name.lower())
+    if info is None:
+        return False
+    if spec.lower() == info.name.lower():
+        return True
+    return (info.path is not None and is_checkpoint_dir(spec)
+            and Path(spec).expanduser().resolve() == info.path)
 
 
 def portable_spec(name_or_path: str) -> str:

@@ -161,3 +161,20 @@ def test_a_folder_without_a_readable_config_is_refused_by_loading_and_by_soup(tm
     with pytest.raises(CheckpointError, match="is not a Facet checkpoint"):
         make_soup([empty, broken], tmp_path / "soup")
     assert not (tmp_path / "soup").exists()  # nothing written
+
+
+def test_loads_registered_only_for_the_name_itself_or_its_own_checkpoint_directory(tmp_path) -> None:
+    from embedders.registry import checkpoint_dir, loads_registered
+
+    registered = sorted(p for p in checkpoint_dir().iterdir() if (p / "facet_config.json").is_file())
+    assert registered, "the committed checkpoints are registered by folder name"
+    folder = registered[0]
+    assert loads_registered(folder.name, folder.name)
+    assert loads_registered(str(folder), folder.name)  # the registered checkpoint by its path
+    assert not loads_registered(f"{folder.name}[max_length=64]", folder.name)  # options: another model
+    copy = tmp_path / folder.name
+    copy.mkdir()
+    (copy / "facet_config.json").write_text((folder / "facet_config.json").read_text())
+    assert not loads_registered(str(copy), folder.name)  # another directory with the same name
+    assert loads_registered("minilm", "minilm") and loads_registered("MiniLM", "minilm")
+    assert not loads_registered("minilm", "no-such-name")
