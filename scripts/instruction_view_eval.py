@@ -4,8 +4,11 @@ Scores one embedder on a BEIR-layout folder two ways, exact cosine, nDCG@10 (x 1
 paired bootstrap over the queries: ``dense``, the query under the instruction against documents
 embedded without one (what a collection holds today), and ``view``, query and documents both
 under the instruction (what indexing the collection once more under that instruction, as its
-own named vector, would hold). Dev data only when a decision rests on it: the CLINC-val set of
-``scripts/make_intent_beir.py --clinc`` (qrels ``intent`` and ``domain``).
+own named vector, would hold). ``--query-blends 0,0.25,...`` adds the cheaper alternative: the
+query read as ``normalize((1 - w) e(query) + w e(instruction, query))`` against the plain documents,
+compared with the view. Dev data only when a decision rests on it: the CLINC-val set of
+``scripts/make_intent_beir.py --clinc`` (qrels ``intent`` and ``domain``; docs/indexing.md,
+"Instruction views").
 
     .venv/bin/python scripts/make_intent_beir.py --clinc runs/clinc-val-beir
     .venv/bin/python scripts/instruction_view_eval.py checkpoints/inbedder --beir runs/clinc-val-beir \\
