@@ -113,3 +113,20 @@ def smollm2_cut(tmp_path_factory) -> str:
     model.save_pretrained(target)
     AutoTokenizer.from_pretrained(src).save_pretrained(target)
     return str(target)
+
+
+@pytest.fixture
+def minilm_namesake(tmp_path: Path, minilm):
+    """Another model in a checkpoint directory named "minilm", as a ``facet train`` output is named
+    after its method: minilm reading documents and instructions through other prompts (``note: ``
+    before a document, ``Task: ... | `` around an instruction). Real weights, no mock.
+
+    Returns:
+        (the directory, the model).
+    """
+    from embedders.baselines import EncoderMeanEmbedder
+    from embedders.contract import PromptConfig
+
+    model = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone, prompts=PromptConfig(
+        document="note: {instruction}{text}", instruction_format="Task: {instruction} | "))
+    return model.save(tmp_path / "namesake"), model

@@ -182,18 +182,13 @@ def test_a_spec_with_options_never_answers_for_the_plain_name() -> None:
     assert float(a[0] @ b[0]) < 0.999  # the two really embed differently under an instruction
 
 
-def test_another_checkpoint_named_like_a_registered_one_never_answers_for_it(tmp_path, minilm) -> None:
+def test_another_checkpoint_named_like_a_registered_one_never_answers_for_it(minilm_namesake, minilm) -> None:
     """A checkpoint directory carries its method's name ("minilm" here, as a ``facet train`` output
     carries "causal-eos"): loading it must not make the registered name load it in this process
     (it did: a server that had searched a collection indexed from such a directory then served
     that checkpoint to every request naming the registered model)."""
-    from embedders.baselines import EncoderMeanEmbedder
-    from embedders.contract import PromptConfig
-
-    EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
-                        prompts=PromptConfig(instruction_format="Task: {instruction} | ")).save(tmp_path / "ck")
     cache = EmbedderCache("cpu")
-    own = cache.get(str(tmp_path / "ck"))
+    own = cache.get(str(minilm_namesake[0]))
     registered = cache.get("minilm")
     assert own.name == registered.name == "minilm" and own is not registered
     assert own.identity != registered.identity and registered.identity == minilm.identity

@@ -18,8 +18,6 @@ from app.services.collections import CollectionService
 from app.services.distributed import ChunkedIndexService
 from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest, SearchService
-from embedders.baselines import EncoderMeanEmbedder
-from embedders.contract import PromptConfig
 from indexer import metadata as md
 
 from .conftest import write_corpus
@@ -225,17 +223,16 @@ def test_a_chunk_taken_over_after_its_claim_lapsed_counts_once(make_ctx, tmp_pat
     assert len(ids) == len(set(ids)) == info.points
 
 
-def test_chunks_load_the_checkpoint_directory_the_collection_recorded(make_ctx, tmp_path, minilm) -> None:
+def test_chunks_load_the_checkpoint_directory_the_collection_recorded(make_ctx, tmp_path, minilm,
+                                                                     minilm_namesake) -> None:
     """The job row names the vector ("minilm"); a worker's chunk loads what the collection
     recorded for it, the checkpoint directory it was indexed from, not the registered model of
     that name (which failed every chunk as "a different version")."""
-    own = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
-                              prompts=PromptConfig(document="note: {instruction}{text}"))
-    own.save(tmp_path / "ck")
+    directory, own = minilm_namesake
     write_corpus(tmp_path / "src", 3)
     ctx = make_ctx()
     service = ChunkedIndexService(ctx)
-    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", IndexOptions(embedder=str(tmp_path / "ck")),
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", IndexOptions(embedder=str(directory)),
                                          runner="celery")
     outcomes = [service.run_chunk(prepared.job_id, n) for n in service.plan(prepared, 2)]
     assert [o.outcome for o in outcomes] == ["done", "done"]

@@ -170,23 +170,20 @@ def test_a_request_option_that_changes_the_vectors_is_refused_one_that_does_not_
 
 
 def test_a_collection_indexed_from_a_checkpoint_directory_is_searched_with_it(tmp_path, records, minilm,
-                                                                               monkeypatch):
+                                                                               minilm_namesake, monkeypatch):
     """A checkpoint directory carries its method's name ("minilm" here; a ``facet train`` or
     ``facet soup`` output is named like the registered checkpoint). The collection records the
     directory, made absolute, so a search that names no embedder, or names the vector, loads it
     from any working directory, not the registered model of that name (it did: the search was
-    refused as "a different version" of its own checkpoint). Here the checkpoint is minilm
-    saved with another instruction format: a real, different model under the same name."""
-    own = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
-                              prompts=PromptConfig(instruction_format="Task: {instruction} | "))
-    own.save(tmp_path / "ck")
-    monkeypatch.chdir(tmp_path)
+    refused as "a different version" of its own checkpoint)."""
+    directory, own = minilm_namesake
+    monkeypatch.chdir(directory.parent)
     ctx = context(tmp_path, minilm)  # the registered minilm is loaded in this process too
     try:
-        IndexService(ctx).index(records, "support", IndexOptions(embedder="ck"))
+        IndexService(ctx).index(records, "support", IndexOptions(embedder=directory.name))  # a relative path
         info = CollectionService(ctx).get("support")
-        assert info.sources == {"minilm": str(tmp_path / "ck")}
-        assert info.embedders_label() == f"minilm (384-d, from {tmp_path / 'ck'})"
+        assert info.sources == {"minilm": str(directory)}
+        assert info.embedders_label() == f"minilm (384-d, from {directory})"
         (tmp_path / "elsewhere").mkdir()
         monkeypatch.chdir(tmp_path / "elsewhere")
         service = SearchService(ctx)
@@ -204,24 +201,22 @@ def test_a_collection_indexed_from_a_checkpoint_directory_is_searched_with_it(tm
         ctx.close()
 
 
-def test_a_recorded_checkpoint_that_is_gone_is_named_in_the_error(tmp_path, records, minilm):
+def test_a_recorded_checkpoint_that_is_gone_is_named_in_the_error(tmp_path, records, minilm, minilm_namesake):
     """The directory a collection was indexed from was moved away: the search says which one it
     needs, rather than "unknown embedder" for a path the user never typed into the search."""
     import shutil
 
     from app.errors import UnknownModelError
 
-    EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone,
-                        prompts=PromptConfig(instruction_format="Task: {instruction} | ")).save(tmp_path / "ck")
     first = context(tmp_path, minilm)
     try:
-        IndexService(first).index(records, "support", IndexOptions(embedder=str(tmp_path / "ck")))
+        IndexService(first).index(records, "support", IndexOptions(embedder=str(minilm_namesake[0])))
     finally:
         first.close()
-    shutil.rmtree(tmp_path / "ck")
+    shutil.rmtree(minilm_namesake[0])
     later = context(tmp_path, minilm)  # a new process: nothing loaded from the directory
     try:
-        with pytest.raises(UnknownModelError, match=r"'minilm' vectors were written by '.*ck', which cannot be "
+        with pytest.raises(UnknownModelError, match=r"'minilm' vectors were written by '.*namesake', which cannot be "
                                                     r"loaded now .*search with --embedder"):
             SearchService(later).search(SearchRequest("card", "support", mode="dense"))
     finally:
