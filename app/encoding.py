@@ -70,6 +70,28 @@ class EmbedderCache:
                 self._remember(name, model)
             return model
 
+    def name_of(self, name: str) -> str:
+        """The canonical name of the embedder ``name`` loads, without loading it where its name can
+        be read (a registered baseline, a checkpoint's config): a process whose queries are encoded
+        by workers need not hold a model just to name it.
+
+        Raises:
+            UnknownModelError, DataError: as ``get``.
+        """
+        from embedders.registry import saved_name
+
+        model = self._models.get(name)
+        if model is not None:
+            return model.name
+        try:
+            saved = saved_name(name)
+        except Exception as e:
+            domain = as_domain_error(e)
+            if domain is None:
+                raise
+            raise domain from e
+        return saved if saved is not None else self.get(name).name
+
     def peek(self, name: str) -> Embedder | None:
         """The model if it is loaded already, else None; never waits for a load."""
         return self._models.get(name)

@@ -347,6 +347,31 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
     )
 
 
+def saved_name(name_or_path: str) -> str | None:
+    """The ``name`` the embedder ``name_or_path`` (options allowed) loads as, read without loading
+    any weights: a baseline's registered name, a checkpoint's ``name`` in its config. None where
+    only loading it would tell (a config without a name).
+
+    Raises:
+        UnknownEmbedderError: neither a registered name nor a checkpoint directory.
+        CheckpointError: a config that cannot be read.
+    """
+    _ensure_builtins()
+    spec = str(name_or_path)
+    literal = spec.lower() in _EMBEDDERS or is_checkpoint_dir(spec)
+    base = spec if literal else split_options(spec)[0]
+    info = _EMBEDDERS.get(base.lower())
+    if info is not None and info.path is None:
+        return info.name
+    directory = info.path if info is not None else Path(base)
+    if directory is None or not is_checkpoint_dir(directory):
+        raise UnknownEmbedderError(
+            f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}. "
+            f"Valid names: {', '.join(embedder_names())}")
+    name = read_checkpoint_config(directory).get("name")
+    return str(name) if name else None
+
+
 def loads_registered(spec: str, name: str) -> bool:
     """Whether ``spec`` loads exactly what the registered ``name`` loads: that name itself, or,
     for a registered checkpoint, a path to its directory; never a spec with options, nor another

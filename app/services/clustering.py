@@ -296,7 +296,7 @@ class ClusterService:
                 center=(round(float(center[0]), 5), round(float(center[1]), 5))))
         timings["explain"] = (time.perf_counter() - t0) * 1000
         report(1.0, "done")
-        model_name = self.ctx.embedders.get(spec).name
+        model_name = self.ctx.embedders.name_of(spec)
         return ClusterResponse(
             instruction=instruction, embedder=model_name, explainer=request.explainer, k=k,
             k_chosen=request.k is None, silhouette=silhouette, texts=texts, labels=label_list,

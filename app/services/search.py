@@ -320,7 +320,7 @@ class SearchService:
             return default if default in names else names[0]
         if request.embedder in names:
             return request.embedder
-        model_name = self.ctx.embedders.get(request.embedder).name
+        model_name = self.ctx.embedders.name_of(request.embedder)
         if model_name not in names:
             names = self._vector_names(request.collection, refresh=True)
         if model_name not in names:
@@ -417,7 +417,7 @@ class SearchService:
         reranker_name: str | None = None
         if request.rerank and hits:
             t0 = time.perf_counter()
-            reranker_name = self.ctx.embedders.get(request.rerank).name
+            reranker_name = self.ctx.embedders.name_of(request.rerank)
             rerank_scores = self.rerank_scores(self.encoder, request.rerank, request.query,
                                                instruction,
                                                [str(h.payload.get("text", "")) for h in hits])

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from embedders import InvalidInputError, Role, load_checkpoint, load_embedder
+from embedders.registry import saved_name
 
 
 def _untrained(spec: str, backbone: str):
@@ -125,8 +126,9 @@ def test_save_load_round_trip(embedder, tmp_path):
     again.save(tmp_path / "ckpt2")
     third = load_checkpoint(tmp_path / "ckpt2", device="cpu")
     assert np.abs(b - third.encode(TEXTS, instruction="Find the topic")).max() < 1e-5
-    # A checkpoint path is accepted wherever a name is.
+    # A checkpoint path is accepted wherever a name is, and its name reads without loading it.
     assert load_embedder(str(tmp_path / "ckpt")).dim == embedder.dim
+    assert saved_name(str(tmp_path / "ckpt")) == saved_name(f"{tmp_path / 'ckpt'}[max_length=16]") == embedder.name
 
 
 def test_empty_list_gives_empty_array(embedder):

@@ -178,3 +178,15 @@ def test_loads_registered_only_for_the_name_itself_or_its_own_checkpoint_directo
     assert not loads_registered(str(copy), folder.name)  # another directory with the same name
     assert loads_registered("minilm", "minilm") and loads_registered("MiniLM", "minilm")
     assert not loads_registered("minilm", "no-such-name")
+
+
+def test_saved_name_reads_the_name_without_loading(minilm, minilm_namesake) -> None:
+    from embedders.registry import list_embedders, saved_name
+
+    assert saved_name("minilm") == saved_name("minilm[instruction_weight=1]") == minilm.name
+    assert saved_name(str(minilm_namesake[0])) == minilm_namesake[1].name == "minilm"
+    registered = {info.name: info for info in list_embedders()}
+    for name, info in registered.items():  # a checkpoint's from its config, a baseline's as registered
+        assert saved_name(name) == name, info.description
+    with pytest.raises(UnknownEmbedderError, match=r"unknown embedder 'no-such-model\[max_length=3\]'"):
+        saved_name("no-such-model[max_length=3]")

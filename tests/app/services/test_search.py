@@ -257,3 +257,24 @@ def test_an_option_in_the_request_encodes_the_query_whatever_is_loaded(searchabl
     want = full.encode(texts, role="document", instruction=instruction) @ full.encode(
         ["it failed"], role="query", instruction=instruction)[0]
     assert [r.rerank_score for r in reranked.results] == pytest.approx(list(want), abs=1e-4)
+
+
+def test_naming_an_embedder_or_reranker_does_not_load_it_where_workers_encode(make_ctx, searchable, minilm) -> None:
+    """Where another process encodes (Celery workers; here an encoder over a cache of its own), a
+    search that names an embedder or a reranker reads its name from the registry or the checkpoint's
+    config: the searching process loads no model for it (it loaded the reranker just to name it)."""
+    from app.encoding import EmbedderCache, InlineQueryEncoder
+    from app.services.context import ServiceContext
+
+    workers = EmbedderCache("cpu")
+    workers.put("minilm", minilm)
+    ctx = ServiceContext(searchable.settings, embedders=EmbedderCache("cpu"), encoder=InlineQueryEncoder(workers))
+    try:
+        spec = "minilm[instruction_weight=1]"
+        response = SearchService(ctx).search(SearchRequest("it failed", "support", instruction="Find top-ups",
+                                                           embedder=spec, rerank=spec, top_k=2, mode="dense"))
+        assert (response.embedder, response.reranker) == ("minilm", "minilm") and response.results
+        assert ctx.embedders.peek(spec) is None and ctx.embedders.peek("minilm") is None
+        assert workers.peek(spec) is not None  # the encoding side loaded it
+    finally:
+        ctx.close()
