@@ -328,9 +328,7 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
             f"{', '.join(embedder_names())}"
         )
     _ensure_builtins()
-    # A real name or checkpoint directory wins over the "name[key=value]" reading.
-    literal = str(name_or_path).lower() in _EMBEDDERS or is_checkpoint_dir(name_or_path)
-    base, options = (str(name_or_path), {}) if literal else split_options(str(name_or_path))
+    base, options = _split_spec(str(name_or_path))
     if options:
         model = load_embedder(base, device=device, **kwargs)
         for key, value in options.items():
@@ -347,6 +345,14 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
     )
 
 
+def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``split_options``, except that a registered name or a checkpoint directory whose own name
+    ends in brackets is read as it is (a real name wins over the ``name[key=value]`` reading)."""
+    if spec.lower() in _EMBEDDERS or is_checkpoint_dir(spec):
+        return spec, {}
+    return split_options(spec)
+
+
 def saved_name(name_or_path: str) -> str | None:
     """The ``name`` the embedder ``name_or_path`` (options allowed) loads as, read without loading
     any weights: a baseline's registered name, a checkpoint's ``name`` in its config. None where
@@ -358,8 +364,7 @@ def saved_name(name_or_path: str) -> str | None:
     """
     _ensure_builtins()
     spec = str(name_or_path)
-    literal = spec.lower() in _EMBEDDERS or is_checkpoint_dir(spec)
-    base = spec if literal else split_options(spec)[0]
+    base = _split_spec(spec)[0]
     info = _EMBEDDERS.get(base.lower())
     if info is not None and info.path is None:
         return info.name
@@ -393,8 +398,7 @@ def portable_spec(name_or_path: str) -> str:
     ``/abs/runs/x[pooling=P]``); registered names, with or without options, unchanged."""
     _ensure_builtins()
     spec = str(name_or_path)
-    literal = spec.lower() in _EMBEDDERS or is_checkpoint_dir(spec)
-    base = spec if literal else split_options(spec)[0]
+    base = _split_spec(spec)[0]
     if base.lower() in _EMBEDDERS or not is_checkpoint_dir(base):
         return spec
     return str(Path(base).expanduser().resolve()) + spec[len(base):]
