@@ -42,6 +42,7 @@ from app.errors import (
     InvalidRequestError,
     TooLargeError,
     as_domain_error,
+    domain_errors,
 )
 from app.jobs import JobRunner, ThreadJobRunner
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
@@ -277,7 +278,7 @@ class Facet:
                      role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
         """``embed`` for async callers: waits on the encoder's future without holding a thread
         (a model that is not loaded yet is loaded in a worker thread). Same errors as ``embed``."""
-        try:
+        with domain_errors():
             role_ = self._check_embed(texts, role)
             name = embedder or self.settings.default_embedder
             loaded = self.embedder_cache.peek(name)
@@ -288,13 +289,6 @@ class Facet:
             # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
             tokens = (self.count_tokens(model, texts) if len(texts) <= 64 else
                       await asyncio.to_thread(self.count_tokens, model, texts))
-        except FacetError:
-            raise
-        except Exception as e:
-            domain = as_domain_error(e)
-            if domain is None:
-                raise
-            raise domain from e
         clean = (instruction or "").strip() or None
         return Embeddings(model.name, int(model.dim), role_.value, clean, vectors, tokens)
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from app.errors import BusyError, FacetError, InvalidRequestError, as_domain_error
+from app.errors import BusyError, FacetError, InvalidRequestError, domain_errors
 from embedders.contract import Embedder, Role, validate_instruction, validate_texts
 from embedders.explain import AnswerGenerator
 
@@ -60,13 +60,8 @@ class EmbedderCache:
         with self._lock:
             model = self._models.get(name)
             if model is None:
-                try:
+                with domain_errors():
                     model = load_embedder(name, device=self.device)
-                except Exception as e:
-                    domain = as_domain_error(e)
-                    if domain is None:
-                        raise
-                    raise domain from e
                 self._remember(name, model)
             return model
 
@@ -83,13 +78,8 @@ class EmbedderCache:
         model = self._models.get(name)
         if model is not None:
             return model.name
-        try:
+        with domain_errors():
             saved = saved_name(name)
-        except Exception as e:
-            domain = as_domain_error(e)
-            if domain is None:
-                raise
-            raise domain from e
         return saved if saved is not None else self.get(name).name
 
     def peek(self, name: str) -> Embedder | None:
@@ -182,25 +172,15 @@ def _answers(embedders: EmbedderCache, texts: Sequence[str], explainer: str,
         raise InvalidRequestError(f"explainer {explainer!r} is not an InBedder checkpoint (it cannot "
                                   "answer); pass an InBedder checkpoint directory, or no explainer "
                                   "to take keywords from the texts themselves")
-    try:
+    with domain_errors():
         return model.generate_answers(texts, instruction, max_new_tokens=max_new_tokens,
                                       batch_size=ANSWER_BATCH)
-    except Exception as e:
-        domain = as_domain_error(e)
-        if domain is None:
-            raise
-        raise domain from e
 
 
 def _call(model: Embedder, texts: list[str], role: Role, instruction: str | None,
           batch_size: int) -> np.ndarray:
-    try:
+    with domain_errors():
         return model.encode(texts, role=role, instruction=instruction, batch_size=batch_size)
-    except Exception as e:
-        domain = as_domain_error(e)
-        if domain is None:
-            raise
-        raise domain from e
 
 
 class InlineQueryEncoder:
@@ -256,13 +236,8 @@ class InlineQueryEncoder:
 
 def _validated(texts: Sequence[str], role: Role | str,
                instruction: str | None) -> tuple[list[str], Role, str | None]:
-    try:
+    with domain_errors():
         return validate_texts(texts), Role.parse(role), validate_instruction(instruction)
-    except Exception as e:
-        domain = as_domain_error(e)
-        if domain is None:
-            raise
-        raise domain from e
 
 
 @dataclass

@@ -9,6 +9,9 @@ the core (``as_domain_error``), so an edge only ever handles ``FacetError``.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class FacetError(Exception):
     """Base class of every error the application core raises on purpose."""
@@ -84,3 +87,18 @@ def as_domain_error(error: Exception) -> FacetError | None:
     if isinstance(error, IndexerError):
         return InvalidRequestError(str(error))
     return None
+
+
+@contextlib.contextmanager
+def domain_errors() -> Iterator[None]:
+    """Let the block's errors of the lower packages out as their domain errors (``as_domain_error``);
+    domain errors and anything else pass unchanged."""
+    try:
+        yield
+    except FacetError:
+        raise
+    except Exception as e:
+        domain = as_domain_error(e)
+        if domain is None:
+            raise
+        raise domain from e
