@@ -294,7 +294,7 @@ class SearchService:
         recorded = self._identities.get(collection, {}).get(vector_name, "")
         changes = identity_changes(recorded, current, ignore=frozenset({"max_length"}))
         if changes:
-            source = self._sources.get(collection, {}).get(vector_name, vector_name)
+            source = self._source(collection, vector_name)
             if query_spec != source:
                 raise ConflictError(
                     f"{query_spec!r} embeds differently from {source!r}, which wrote the {vector_name!r} "
@@ -330,6 +330,11 @@ class SearchService:
                 f"--embedder {model_name}")
         return model_name
 
+    def _source(self, collection: str, vector_name: str) -> str:
+        """What the collection recorded as loading the embedder of ``vector_name`` (its name when
+        nothing was recorded)."""
+        return self._sources.get(collection, {}).get(vector_name, vector_name)
+
     def _query_spec(self, request: SearchRequest, vector_name: str) -> str:
         """What encodes the query. Naming no embedder, or the vector itself: what wrote the
         vector, as the collection recorded it (a checkpoint indexed from its directory is
@@ -337,7 +342,7 @@ class SearchService:
         that, options included (``minilm[instruction_weight=1]`` searches minilm's vectors with
         that weight), so long as its vectors compare with the stored ones (_check_comparable)."""
         if request.embedder is None or request.embedder == vector_name:
-            return self._sources.get(request.collection, {}).get(vector_name, vector_name)
+            return self._source(request.collection, vector_name)
         return request.embedder
 
     @staticmethod
