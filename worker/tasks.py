@@ -49,8 +49,14 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
         logger.info("job %d: %s; retrying in %.0fs", prepared.job_id, e, e.retry_in_s)
         raise self.retry(countdown=e.retry_in_s) from e
     except Exception as e:
-        if is_transient(e) and self.request.retries < MAX_TRANSIENT_RETRIES:
-            raise self.retry(countdown=_backoff(self.request.retries)) from e
+        if is_transient(e):
+            if self.request.retries < MAX_TRANSIENT_RETRIES:
+                countdown = _backoff(self.request.retries)
+                logger.warning("job %d: %s; planning again in %.1fs", prepared.job_id, e, countdown)
+                raise self.retry(countdown=countdown) from e
+            service.give_up(prepared.job_id, f"gave up after {MAX_TRANSIENT_RETRIES} retries: "
+                                             f"{type(e).__name__}: {e}")
+            return {"job_id": prepared.job_id, "state": "failed", "message": str(e)}
         if isinstance(e, FacetError):  # recorded on the job row by plan()
             logger.warning("job %d failed: %s", prepared.job_id, e)
             return {"job_id": prepared.job_id, "state": "failed", "message": str(e)}

@@ -100,7 +100,9 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             return "stalled", ("no worker has made progress on it for over "
                                f"{(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
                                if current.heartbeat_at else "no worker has made progress") + \
-                ("; it goes on when a worker runs again (`facet worker --queues index`)")
+                ("; it goes on when a worker runs again (`facet worker --queues index`). A chunk "
+                 "a killed worker had taken comes back after the broker's visibility timeout "
+                 f"(FACET_VISIBILITY_TIMEOUT_S); to go on at once, {hint}")
         if current is None or current.job_id != job.id or not current.alive():
             since = (f" (last heartbeat {current.heartbeat_at.isoformat(timespec='seconds')})"
                      if current is not None and current.job_id == job.id and current.heartbeat_at

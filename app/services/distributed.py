@@ -202,12 +202,23 @@ class ChunkedIndexService:
                 return self._plan(session, coll, job, prepared, embedder, chunk_docs)
             except BaseException as e:
                 session.rollback()
-                job.state, job.finished_at = "failed", md.utcnow()
-                job.message = f"{type(e).__name__}: {e}"
-                session.commit()
-                leases.release(session, coll.id, job.id)
-                self.store.release(coll.name)
+                if isinstance(e, Exception) and is_transient(e):
+                    raise  # the task plans again (nothing was committed); see ``give_up``
+                self._fail_job(session, job, f"{type(e).__name__}: {e}")
                 raise
+
+    def give_up(self, job_id: int, message: str) -> None:
+        """Fail a job whose planning kept meeting transient errors (its retries ran out)."""
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is not None and job.state in ("queued", "running"):
+                self._fail_job(session, job, message)
+
+    def _fail_job(self, session: Session, job: md.IndexJob, message: str) -> None:
+        job.state, job.finished_at, job.message = "failed", md.utcnow(), message
+        session.commit()
+        leases.release(session, job.collection.id, job.id)
+        self.store.release(job.collection.name)
 
     def _plan(self, session: Session, coll: md.Collection, job: md.IndexJob,
               prepared: PreparedJob, embedder: Any, chunk_docs: int) -> list[int]:
@@ -346,7 +357,11 @@ class ChunkedIndexService:
             if not self._claim(session, job_id, number):
                 session.refresh(chunk)
                 if chunk.state in ("done", "failed"):
-                    return ChunkOutcome(job_id, number, "duplicate",
+                    # A re-delivered (or swept) task of a finished chunk still completes the job
+                    # if its last chunk's run could not: it raised in the finish, or its worker
+                    # died between the chunk's commit and the finish.
+                    finished = self._finish(session, job_id)
+                    return ChunkOutcome(job_id, number, "duplicate", finished_job=finished,
                                         message=f"chunk already {chunk.state}")
                 left = ((chunk.claimed_until - md.utcnow()).total_seconds()
                         if chunk.claimed_until else 1.0)
@@ -511,16 +526,28 @@ class ChunkedIndexService:
             return False
         coll = job.collection
         t0 = time.perf_counter()
-        self.store.optimize(coll.name)
-        self.store.flush()
+        notes = []
+        try:
+            self.store.optimize(coll.name)
+            self.store.flush()
+        except Exception as e:
+            if is_transient(e):
+                raise  # the task is retried; its next run finds the chunk done and finishes
+            # Every chunk is written and committed: the job is done, its index built later by
+            # the store itself. Left running, nothing would ever complete it.
+            logger.exception("job %d: the store could not be optimised", job_id)
+            notes.append(f"the store could not be optimised ({type(e).__name__}: {e}); "
+                         "every chunk was written")
         failed = session.scalar(select(func.count()).select_from(C).where(
             C.job_id == job_id, C.state == "failed")) or 0
+        if failed:
+            notes.insert(0, f"{failed} chunk(s) failed; their documents are listed as errors: "
+                            f"facet jobs {job_id}")
         J = md.IndexJob
         done = session.execute(update(J).where(J.id == job_id, J.state == "running").values(
             state="completed", finished_at=md.utcnow(), store_s=J.store_s + (
                 time.perf_counter() - t0),
-            message=(f"{failed} chunk(s) failed; their documents are listed as errors: "
-                     f"facet jobs {job_id}") if failed else None))
+            message="; ".join(notes) or None))
         session.commit()
         leases.release(session, coll.id, job_id)
         self.store.release(coll.name)
@@ -536,7 +563,9 @@ def stalled_chunks(sessions: Any) -> list[tuple[int, int]]:
     The job runs on Celery, is planned, and its collection lease lapsed (``facet jobs`` says
     ``stalled``); the chunk is ``queued``, or ``running`` with a lapsed claim. Such a chunk is
     waiting for its task, which is either still in the broker (a worker will take it) or was
-    lost with a worker killed as it took the message (see ``worker/recovery.py``).
+    lost with a worker killed as it took the message (see ``worker/recovery.py``). A stalled job
+    whose chunks all finished (its finish raised, or its finisher died) yields its last chunk:
+    that chunk's task, sent again, completes the job.
 
     Args:
         sessions: a session factory of the metadata database.
@@ -557,20 +586,33 @@ def stalled_chunks(sessions: Any) -> list[tuple[int, int]]:
                 or_(C.state == "queued",
                     (C.state == "running") & (or_(C.claimed_until.is_(None),
                                                   C.claimed_until <= now))))
-                .order_by(C.number))
-            out.extend((job.id, int(n)) for n in numbers)
+                .order_by(C.number)).all()
+            if not numbers:
+                # Every chunk finished but nothing completed the job (its finisher died or
+                # raised): a task of its last chunk finds the chunk done and completes it.
+                numbers = [session.scalar(select(func.max(C.number)).where(C.job_id == job.id))]
+            out.extend((job.id, int(n)) for n in numbers if n is not None)
     return out
 
 
 def is_transient(error: BaseException) -> bool:
-    """Errors worth a retry with backoff: the store server or the database out of reach."""
+    """Errors worth a retry with backoff: the store server or the database out of reach, or an
+    embedded store's collection open in another process for now (a search, another pool
+    process). A domain error raised from such an error (``raise ... from e``) is one too."""
     from sqlalchemy.exc import DBAPIError, OperationalError
 
-    from indexer.errors import StoreUnavailableError
+    from indexer.errors import StoreBusyError, StoreUnavailableError
 
-    if isinstance(error, StoreUnavailableError | OperationalError):
-        return True
-    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
+    seen: BaseException | None = error
+    for _ in range(4):  # the error and the errors it was raised from
+        if seen is None:
+            return False
+        if isinstance(seen, StoreUnavailableError | StoreBusyError | OperationalError):
+            return True
+        if isinstance(seen, DBAPIError) and bool(seen.connection_invalidated):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 __all__ = ["ChunkBusy", "ChunkOutcome", "ChunkedIndexService", "IndexOptions", "JobGone",

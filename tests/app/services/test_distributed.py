@@ -242,3 +242,95 @@ def test_chunks_load_the_checkpoint_directory_the_collection_recorded(make_ctx, 
     want = own.encode(texts, role="document") @ own.encode(["bank card"], role="query")[0]
     assert [r.score for r in response.results] == pytest.approx(list(want), abs=1e-4)
     assert not np.allclose(own.encode(texts, role="document"), minilm.encode(texts, role="document"), atol=1e-3)
+
+
+def test_a_finish_that_met_an_outage_is_completed_by_its_chunk_sent_again(make_ctx,
+                                                                         tmp_path) -> None:
+    """The last chunk commits, then the store is out of reach as its finisher optimises it. The
+    retried task finds the chunk done; it used to return "duplicate" and leave the job running
+    for ever ("stalled", every chunk done), since no chunk was left for the sweeper to send.
+    Now the sweeper names the job's last chunk and that chunk's task completes the job."""
+    from app.services.distributed import is_transient, stalled_chunks
+    from indexer.errors import StoreUnavailableError
+
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    assert service.run_chunk(prepared.job_id, numbers[0]).outcome == "done"
+    real_optimize = ctx.store.optimize
+    calls = {"n": 0}
+
+    def flaky_optimize(collection):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise StoreUnavailableError("cannot reach Qdrant at http://qdrant:6333: timed out")
+        return real_optimize(collection)
+
+    ctx.store.optimize = flaky_optimize  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailableError) as raised:
+        service.run_chunk(prepared.job_id, numbers[1])
+    assert is_transient(raised.value)
+    with ctx.sessions() as s:  # its ttl passes: nobody renews the lease
+        s.execute(update(md.Collection).values(lease_expires_at=md.utcnow()))
+        s.commit()
+    catalog = CollectionService(ctx)
+    assert catalog.job(prepared.job_id).state == "stalled"
+    assert stalled_chunks(ctx.sessions) == [(prepared.job_id, numbers[1])]
+    again = service.run_chunk(prepared.job_id, numbers[1])
+    assert (again.outcome, again.finished_job) == ("duplicate", True)
+    job = catalog.job(prepared.job_id)
+    assert job.state == "completed" and job.message is None
+    assert (job.docs_indexed, job.chunks_done) == (4, 2)
+    assert stalled_chunks(ctx.sessions) == []
+
+
+def test_a_finish_whose_optimisation_fails_still_completes_the_job(make_ctx, tmp_path) -> None:
+    from indexer.errors import StoreError
+
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+
+    def broken_optimize(collection):  # type: ignore[no-untyped-def]
+        raise StoreError("optimizer crashed")
+
+    ctx.store.optimize = broken_optimize  # type: ignore[method-assign]
+    outcomes = [service.run_chunk(prepared.job_id, n) for n in numbers]
+    assert [o.finished_job for o in outcomes] == [False, True]
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert job.state == "completed" and job.docs_indexed == 4
+    assert "could not be optimised (StoreError: optimizer crashed)" in (job.message or "")
+    assert CollectionService(ctx).get("c").points == job.chunks_written
+
+
+def test_a_plan_that_met_a_busy_store_is_planned_again_not_failed(make_ctx, tmp_path) -> None:
+    """The collection is open in another process as a worker plans (an embedded store: a
+    server that searched it, another pool process). Planning used to fail the job for good,
+    so the task's retry found it failed and did nothing."""
+    from app.errors import ConflictError
+    from app.services.distributed import is_transient
+    from indexer.errors import StoreBusyError
+
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx()
+    service = ChunkedIndexService(ctx)
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", runner="celery")
+    real_ensure = ctx.store.ensure_collection
+    calls = {"n": 0}
+
+    def busy_once(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise StoreBusyError("collection 'c' is open in pid 1 on host h", "c", None)
+        return real_ensure(*args, **kwargs)
+
+    ctx.store.ensure_collection = busy_once  # type: ignore[method-assign]
+    with pytest.raises(ConflictError) as raised:
+        service.plan(prepared, 2)
+    assert is_transient(raised.value)
+    assert CollectionService(ctx).job(prepared.job_id).state == "running"
+    numbers = service.plan(prepared, 2)  # the task's retry
+    assert numbers == [0, 1]
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    assert CollectionService(ctx).job(prepared.job_id).state == "completed"
