@@ -344,6 +344,12 @@ class Facet:
                                       "workers' queue yet; index in this process (no "
                                       "--background) or name the column 'text'")
         prepared = self.indexing.prepare(source, collection, options, runner=runner)
+        if runner == "celery" and self.context.store.backend != "server":
+            # An embedded store's collection opens in one process at a time: a server that has
+            # searched it lets it go, so that the workers can write it (its searches meanwhile
+            # are refused, naming the job, as the CLI's are; the next one after the job opens
+            # it again).
+            self.context.store.release(collection)
         try:
             self.job_runner.submit(prepared)
         except Exception as e:

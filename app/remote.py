@@ -257,7 +257,11 @@ class CeleryQueryEncoder:
 
     def _call(self, task: str, queue: str, kwargs: dict[str, Any]) -> Any:
         try:
-            result = self.app.send_task(task, kwargs=kwargs, queue=queue, ignore_result=False)
+            # The caller waits FACET_WORKER_TIMEOUT_S at most; a task no worker took by then is
+            # dropped (revoked as expired) instead of being run later for nobody, ahead of the
+            # queries sent after it.
+            result = self.app.send_task(task, kwargs=kwargs, queue=queue, ignore_result=False,
+                                        expires=self.settings.worker_timeout_s)
         except Exception as e:
             check_broker(self.settings)  # the clearer message when the broker is down
             raise UnavailableError(f"could not send {task} to the {queue!r} queue: {e}") from e

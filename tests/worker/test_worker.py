@@ -241,6 +241,28 @@ def test_query_queue_encodes_on_the_worker(stack: Stack, minilm, tmp_path) -> No
         encoder.close()
 
 
+def test_a_query_nobody_answered_in_time_is_not_run_later(stack: Stack, tmp_path) -> None:
+    """A search whose encode timed out (no worker on the query queue) left its task queued:
+    the next worker ran it for nobody, ahead of the queries sent after it. It now expires
+    with the caller's wait."""
+    from app.errors import UnavailableError
+    from app.remote import CeleryQueryEncoder
+
+    encoder = CeleryQueryEncoder(stack.settings(worker_timeout_s=1.0))
+    try:
+        with pytest.raises(UnavailableError, match="no worker answered on the 'query' queue"):
+            encoder.encode(["stale query"], embedder="minilm")
+        time.sleep(1.5)  # the task's expiry passes while it waits in the queue
+        worker = stack.start_worker(queues="query")
+        encoder.settings = stack.settings(worker_timeout_s=60.0)
+        assert encoder.encode(["fresh query"], embedder="minilm").shape == (1, 384)
+        log = worker.text()
+        assert log.count("facet.encode[") >= 2, log  # both reached the worker...
+        assert log.count("succeeded in") == 1, log  # ...which ran only the fresh one
+    finally:
+        encoder.close()
+
+
 def test_a_search_encoded_on_a_worker_is_checked_against_the_collections_version(
         stack: Stack, client, minilm, tmp_path) -> None:
     """The worker reports its model's identity with the vectors; a search encoded there is
@@ -272,6 +294,31 @@ def test_a_search_encoded_on_a_worker_is_checked_against_the_collections_version
             remote.search(SearchRequest("card", "versions"))
     finally:
         remote.close()
+
+
+def test_a_server_on_an_embedded_store_lets_the_workers_write_what_it_searched(
+        stack: Stack, minilm, tmp_path) -> None:
+    """An embedded (edge) store with a broker: the facade that searched a collection, as
+    `facet serve` does, held its folder, so every chunk a worker ran for a job submitted through
+    that same facade failed with "open in pid ..." and the job never completed. It now lets
+    the collection go when it sends the job to the workers, and searches it again after."""
+    del stack.env["FACET_QDRANT_URL"]  # the embedded default: the store's folder in the data dir
+    first = write_corpus(tmp_path / "first", 4, words=40)
+    facet = Facet(stack.settings())
+    facet.embedder_cache.put("minilm", minilm)
+    try:
+        facet.index(tmp_path / "first", "shared")  # in this process
+        assert facet.search(SearchRequest("bank card", "shared", top_k=3)).results  # holds it
+        stack.start_worker(queues="index")
+        more = write_corpus(tmp_path / "more", 8, words=40)
+        job_id = facet.submit_index(tmp_path / "more", "shared").id
+        job = wait_for(facet, job_id, timeout=120)
+        assert job.state == "completed" and job.message is None, job
+        assert (job.docs_seen, job.docs_indexed, job.docs_failed) == (8, 8, 0)
+        hits = facet.search(SearchRequest("bank card", "shared", top_k=50)).results
+        assert {h.source for h in hits} == set(first) | set(more)
+    finally:
+        facet.close()
 
 
 def test_a_job_on_a_deleted_collection_is_dropped(stack: Stack, client, corpus, minilm,
