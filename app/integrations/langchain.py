@@ -66,7 +66,9 @@ class FacetRetriever(BaseRetriever):
     """Retrieve chunks of a Facet collection for a query read under an instruction.
 
     Every field can be overridden per call: ``invoke(query, instruction=..., k=..., filter=...,
-    score_threshold=..., rerank=..., rerank_depth=..., mode=...)``.
+    score_threshold=..., rerank=..., rerank_depth=..., mode=...)``; a per-call ``None`` clears
+    the retriever's value (``instruction=None``: search without one), except for ``k`` and
+    ``mode``, which keep it.
 
     Attributes:
         collection: the collection to search.
@@ -104,7 +106,11 @@ class FacetRetriever(BaseRetriever):
                              f"it takes {', '.join(_CALL_OPTIONS)}")
 
         def pick(name: str) -> Any:
-            return options[name] if options.get(name) is not None else getattr(self, name)
+            # A per-call None means none (no instruction, no filter, no rerank...); only ``k``
+            # and ``mode``, which always have a value, keep the retriever's for None.
+            if name not in options or (options[name] is None and name in ("k", "mode")):
+                return getattr(self, name)
+            return options[name]
 
         return SearchRequest(query=query, collection=self.collection,
                              instruction=pick("instruction"), top_k=pick("k"),

@@ -350,10 +350,14 @@ class SearchService:
         """Check a request without running it.
 
         Raises:
-            InvalidRequestError: empty query, ``top_k`` or ``rerank_depth`` out of range,
-                a filter value that is not a string, integer, boolean or list of them.
+            InvalidRequestError: a query that is empty or not a string, ``top_k`` or
+                ``rerank_depth`` out of range, filters that are not a mapping, a filter value
+                that is not a string, integer, boolean or list of them.
         """
-        if not isinstance(request.query, str) or not request.query.strip():
+        if not isinstance(request.query, str):
+            raise InvalidRequestError(f"the query must be a string, got "
+                                      f"{type(request.query).__name__} {request.query!r:.80}")
+        if not request.query.strip():
             raise InvalidRequestError("the query is empty; pass the text to search for, e.g. "
                                       "facet search \"card not working\" --collection NAME")
         if isinstance(request.top_k, bool) or not isinstance(request.top_k, int) or \
@@ -366,6 +370,10 @@ class SearchService:
         if request.rerank_depth is not None and not 1 <= request.rerank_depth <= MAX_TOP_K:
             raise InvalidRequestError(f"rerank_depth must be from 1 to {MAX_TOP_K}, got "
                                       f"{request.rerank_depth}")
+        if not isinstance(request.filters, Mapping):
+            raise InvalidRequestError(
+                f"filters must map payload fields to values ({{'intent': 'refund'}}), got "
+                f"{type(request.filters).__name__} {request.filters!r:.80}")
         for key, value in request.filters.items():
             values = value if isinstance(value, list | tuple) else [value]
             if not values or not all(isinstance(v, str | int | bool) for v in values):

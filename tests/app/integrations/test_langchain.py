@@ -121,6 +121,26 @@ def test_per_call_options_override_the_constructor(facet) -> None:
         retriever.invoke(query, top_k=3)
 
 
+def test_a_per_call_none_clears_the_constructors_value_and_bad_input_is_named(facet) -> None:
+    """``instruction=None`` per call searches without the retriever's instruction (it used to
+    be read as "not given", so the constructor's stayed), as ``filter=None`` drops its filter;
+    ``k=None`` keeps the retriever's k. A query or filter of the wrong type says so (a dict
+    query was "the query is empty", a list filter an AttributeError)."""
+    from app.errors import InvalidRequestError
+
+    retriever = FacetRetriever(collection=COLLECTION, instruction=INTENT, k=3,
+                               filter={"intent": "card_arrival"}, facet=facet)
+    query = "it has not arrived"
+    cleared = retriever.invoke(query, instruction=None, filter=None, k=None)
+    want = facet.search(SearchRequest(query, COLLECTION, top_k=3))
+    assert [d.page_content for d in cleared] == [r.text for r in want.results]
+    assert len({d.metadata["intent"] for d in cleared}) > 1  # the filter went too
+    with pytest.raises(InvalidRequestError, match="the query must be a string, got dict"):
+        retriever.invoke({"query": "card"})  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match="filters must map payload fields to values"):
+        retriever.invoke(query, filter=[("intent", "card_arrival")])
+
+
 async def test_async_retrieval_equals_sync(facet) -> None:
     retriever = FacetRetriever(collection=COLLECTION, instruction=INTENT, k=3, facet=facet)
     sync = retriever.invoke("lost my card")
