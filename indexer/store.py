@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +143,24 @@ def _retrieved(records: Sequence[Any]) -> list[tuple[Hit, dict[str, list[float]]
              _vector_dict(r.vector if isinstance(r.vector, dict) else {}))
             for r in records]
 
+
+
+def _values(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _condition(field_condition: Any, match_value: Callable[[Any], Any],
+               match_any: Callable[[list[Any]], Any], filter_: Any, key: str, value: Any) -> Any:
+    """One filter key as a Qdrant condition (either client's classes): one value matched
+    exactly, a list by any of its values. ``MatchAny`` takes only all-string or all-integer
+    lists; a list with booleans or of mixed types is a ``should`` of exact matches."""
+    values = _values(value)
+    if len(values) == 1:
+        return field_condition(key=key, match=match_value(values[0]))
+    if all(isinstance(v, str) for v in values) or all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return field_condition(key=key, match=match_any(values))
+    return filter_(should=[field_condition(key=key, match=match_value(v)) for v in values])
 
 
 class VectorStore(ABC):
@@ -644,14 +662,18 @@ class EdgeStore(VectorStore):
         if not filters:
             return None
         q = self._q
-        conditions = []
         for key, value in filters.items():
-            if isinstance(value, list | tuple):
-                match: Any = q.MatchAny(list(value))
-            else:
-                match = q.MatchValue(value)
-            conditions.append(q.FieldCondition(key=key, match=match))
-        return q.Filter(must=conditions)
+            if any(isinstance(v, bool) for v in _values(value)):
+                # qdrant-edge 0.9 reads a match on true as one on the integer 1 (bool is an int
+                # to its binding), so such a filter would return the points whose field is 1
+                # and miss those whose field is true.
+                raise StoreError(
+                    f"filter {key!r}: the edge store cannot match true/false (qdrant-edge 0.9 "
+                    "reads them as the integers 1/0); store the field as a string or an "
+                    "integer, or use FACET_VECTOR_BACKEND=local or a Qdrant server")
+        return q.Filter(must=[_condition(q.FieldCondition, lambda v: q.MatchValue(v),
+                                         lambda vs: q.MatchAny(vs), q.Filter, key, value)
+                              for key, value in filters.items()])
 
     def upsert(self, collection: str, points: Sequence[PointRecord]) -> None:
         if not points:
@@ -985,14 +1007,9 @@ class QdrantClientStore(VectorStore):
         if not filters:
             return None
         m = self._m
-        conditions: list[Any] = []
-        for key, value in filters.items():
-            if isinstance(value, list | tuple):
-                match: Any = m.MatchAny(any=list(value))
-            else:
-                match = m.MatchValue(value=value)
-            conditions.append(m.FieldCondition(key=key, match=match))
-        return m.Filter(must=conditions)
+        return m.Filter(must=[_condition(m.FieldCondition, lambda v: m.MatchValue(value=v),
+                                         lambda vs: m.MatchAny(any=vs), m.Filter, key, value)
+                              for key, value in filters.items()])
 
     def upsert(self, collection: str, points: Sequence[PointRecord]) -> None:
         if not points:

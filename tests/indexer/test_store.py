@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -71,6 +72,36 @@ def test_filters(store: VectorStore) -> None:
     assert store.count("c", {"meta.lang": "en", "meta.year": 2001}) == 7
     hits = store.search("c", "m", vecs[0], limit=40, filters={"meta.lang": "fr"})
     assert len(hits) == 20 and all(h.payload["meta"]["lang"] == "fr" for h in hits)
+
+
+def test_boolean_and_mixed_filters_match_exactly_or_are_refused(store: VectorStore) -> None:
+    """A payload true is not the integer 1. On the edge store a filter on true used to return
+    the point whose field was 1 and miss the one whose field was true (its binding reads a bool
+    as an int), so it is refused there; a list of booleans or of mixed types failed on the
+    qdrant-client stores (MatchAny takes only all-string or all-integer lists)."""
+    from indexer.errors import StoreError
+
+    store.ensure_collection("c", {"m": DIM})
+    values = [True, 1, False, 0, "a"]
+    rng = np.random.default_rng(0)
+    store.upsert("c", [PointRecord(str(uuid.UUID(int=i + 1)), {"m": rng.normal(size=DIM)},
+                                   {"doc_id": f"d{i}", "f": v}) for i, v in enumerate(values)])
+
+    def match(value: object) -> set[str]:
+        hits = store.search("c", "m", rng.normal(size=DIM), limit=10, filters={"f": value})
+        return {h.payload["doc_id"] for h in hits}
+
+    assert match(1) == match([1]) == {"d1"}
+    assert match(["a", 1]) == {"d1", "d4"}  # mixed types: any of them
+    assert match([0, 1]) == {"d1", "d3"}
+    if store.backend == "edge":
+        for value in (True, [False], ["a", True]):
+            with pytest.raises(StoreError, match="the edge store cannot match true/false"):
+                match(value)
+    else:
+        assert match(True) == match([True]) == {"d0"}
+        assert match([True, False]) == {"d0", "d2"}
+        assert match(["a", False, 1]) == {"d1", "d2", "d4"}
 
 
 def test_delete_by_id_and_by_document(store: VectorStore) -> None:
