@@ -43,7 +43,7 @@ def eval_cmd(
         typer.Option("--data-dir", help="dataset root (default: settings shared_data_dir, ../shared/data)"),
     ] = None,
     rerank_first_stage: Annotated[
-        str, typer.Option("--rerank-first-stage", help="first-stage embedder of rerank tasks")
+        str, typer.Option("--rerank-first-stage", help="first-stage embedder of rerank tasks (not --task ones)")
     ] = "minilm",
     rerank_top_n: Annotated[
         int | None,
@@ -53,7 +53,8 @@ def eval_cmd(
         int | None,
         typer.Option(
             "--doc-max-words",
-            help="truncate retrieval documents to N words (default: quick 64, full whole; 0 = whole)",
+            help="truncate retrieval documents, --task beir ones included, to N words "
+            "(default: quick 64, full whole, --task whole; 0 = whole)",
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
@@ -132,7 +133,12 @@ def eval_cmd(
         raise InvalidRequestError(f"--doc-max-words must be >= 0, got {doc_max_words}")
 
     settings = get_settings()
-    user_tasks = build_user_tasks(task, task_instruction) if task else []
+    options = SuiteOptions(
+        rerank_first_stage=rerank_first_stage,
+        rerank_top_n=rerank_top_n,
+        doc_max_words=doc_max_words,
+    )
+    user_tasks = build_user_tasks(task, task_instruction, options) if task else []
     if task_instruction is not None and not task:
         raise InvalidRequestError("--task-instruction applies to --task items; to change a built-in task's "
                                   "instruction use --instruction TASK=TEXT")
@@ -143,14 +149,13 @@ def eval_cmd(
         if not root.is_dir():
             raise NotFoundError(f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR")
         names = resolve_task_names(tasks)
-        options = SuiteOptions(
-            rerank_first_stage=rerank_first_stage,
-            rerank_top_n=rerank_top_n,
-            doc_max_words=doc_max_words,
-        )
         task_list = build_tasks(root, suite, names, options) + task_list
     for override in instruction or []:
         _override_instruction(task_list, override)
+    # Every data file is read and checked before any model loads: malformed data cost a second,
+    # not a run that fails at its last task.
+    for t in task_list:
+        t.prepare()
     cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))
 
     from embedders import load_embedder
@@ -189,7 +194,7 @@ def _override_instruction(tasks: list[Any], override: str) -> None:
     name = name.strip().lower()
     if not sep or not name:
         raise InvalidRequestError(f"--instruction takes TASK=TEXT, got {override!r}")
-    matches = [t for t in tasks if t.name == name]
+    matches = [t for t in tasks if t.name.lower() == name]
     if not matches:
         chosen = ", ".join(t.name for t in tasks)
         raise InvalidRequestError(f"--instruction names task {name!r}, which is not being run ({chosen})")

@@ -15,6 +15,7 @@ malformed record. Formats:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -22,7 +23,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from app.errors import DataError
 
@@ -77,22 +78,50 @@ def _require_file(path: Path) -> None:
         raise DataError(f"{path}: file not found (check --data-dir or the dataset path)")
 
 
-def _open_text(path: Path) -> Any:
+@contextlib.contextmanager
+def _open_text(path: Path) -> Iterator[Iterator[str]]:
+    """The file's lines, line ends kept (as ``open(newline="")`` gives them), decoded as UTF-8
+    one at a time, so a file that is not UTF-8 is a ``DataError`` naming the line and byte
+    instead of a ``UnicodeDecodeError`` from wherever the bad byte happens to be read."""
     _require_file(path)
     try:
-        return path.open(encoding="utf-8", newline="")
+        f = path.open("rb")
     except OSError as e:
         raise DataError(f"{path}: cannot be opened: {e}") from e
+    with f:
+        yield _decoded_lines(path, f)
+
+
+def _decoded_lines(path: Path, f: IO[bytes]) -> Iterator[str]:
+    offset = 0
+    # UTF-8 never uses the byte 0x0A inside a character, so splitting the bytes at newlines
+    # and decoding each piece reads exactly what a text-mode file would.
+    for lineno, raw in enumerate(f, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise _not_utf8(path, lineno, offset + e.start) from e
+        offset += len(raw)
+
+
+def _not_utf8(path: Path, lineno: int, byte: int) -> DataError:
+    return DataError(f"{path}, line {lineno}: not UTF-8 text (byte {byte} of the file); save it as UTF-8")
 
 
 def _read_json(path: Path) -> Any:
     _require_file(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+    except OSError as e:
+        raise DataError(f"{path}: cannot be opened: {e}") from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _not_utf8(path, raw.count(b"\n", 0, e.start) + 1, e.start) from e
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise DataError(f"{path}, line {e.lineno}: invalid JSON: {e.msg}") from e
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text: {e}") from e
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -133,8 +162,25 @@ def _float(value: str, what: str, path: Path, lineno: int) -> float:
 # -- STS ------------------------------------------------------------------------------
 
 
+def _check_pairs(pairs: list[StsPair], path: Path) -> list[StsPair]:
+    """``pairs`` if a Spearman correlation can be computed on them (checked before anything
+    is encoded): at least two pairs, and gold scores that are not all equal."""
+    if len(pairs) < 2:
+        raise DataError(f"{path}: only 1 sentence pair; a Spearman correlation needs at least 2")
+    if len({p.score for p in pairs}) < 2:
+        raise DataError(
+            f"{path}: every gold score is {pairs[0].score:g}; a Spearman correlation needs scores that differ"
+        )
+    return pairs
+
+
 def load_sts_csv(path: str | Path) -> list[StsPair]:
-    """Read an STS-B style csv: no header, ``sentence1,sentence2,score`` (quoted where needed)."""
+    """Read an STS-B style csv: no header, ``sentence1,sentence2,score`` (quoted where needed).
+
+    Raises:
+        DataError: a malformed row (file and line named), text that is not UTF-8, fewer than
+            two pairs, or one gold score for every pair (Spearman is undefined then).
+    """
     p = Path(path)
     pairs: list[StsPair] = []
     with _open_text(p) as f:
@@ -158,16 +204,20 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
             raise DataError(f"{p}, line {reader.line_num}: malformed csv: {e}") from e
     if not pairs:
         raise DataError(f"{p}: no sentence pairs found")
-    return pairs
+    return _check_pairs(pairs, p)
 
 
 def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
-    """Read SICK.txt (tab-separated, header); keep rows whose ``SemEval_set`` is ``split``."""
+    """Read SICK.txt (tab-separated, header); keep rows whose ``SemEval_set`` is ``split``.
+
+    Raises:
+        DataError: as ``load_sts_csv``.
+    """
     p = Path(path)
     needed = ("sentence_A", "sentence_B", "relatedness_score", "SemEval_set")
     pairs: list[StsPair] = []
     with _open_text(p) as f:
-        header_line = f.readline()
+        header_line = next(f, "")
         header = header_line.rstrip("\r\n").split("\t")
         missing = [c for c in needed if c not in header]
         if missing:
@@ -188,7 +238,7 @@ def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
             pairs.append(StsPair(s1, s2, _float(fields[col["relatedness_score"]], "relatedness_score", p, lineno)))
     if not pairs:
         raise DataError(f"{p}: no rows with SemEval_set == {split!r}")
-    return pairs
+    return _check_pairs(pairs, p)
 
 
 # -- retrieval -------------------------------------------------------------------------

@@ -9,6 +9,7 @@ documented in docs/evaluation.md; change both together.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -88,6 +89,7 @@ def _scifact_retrieval(root: Path, p: dict[str, Any], o: SuiteOptions, name: str
         lambda: loaders.load_beir(folder, "test"),
         instruction=SCIFACT_INSTRUCTION,
         doc_max_words=words,
+        split="test",
         n_queries=p["queries"],
         n_docs=p["docs"],
         seed=SEED,
@@ -278,18 +280,89 @@ def describe_tasks(suite: str | None = None) -> list[dict[str, Any]]:
 USER_TASK_KINDS = ("beir", "sts", "goalex")
 
 
-def _beir_split(folder: Path) -> str:
+def _beir_split(item: str, folder: Path, split: str) -> str:
+    """The qrels split of a ``beir:`` item: the one given (which must exist), else ``test``,
+    else the first ``qrels/*.tsv`` by name."""
     qrels = folder / "qrels"
-    if (qrels / "test.tsv").is_file():
-        return "test"
     found = sorted(p.stem for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
+    if split:
+        if split not in found:
+            raise InvalidRequestError(
+                f"--task {item!r}: {qrels / (split + '.tsv')} does not exist; "
+                f"splits found: {', '.join(found) or 'none'}"
+            )
+        return split
     if not found:
-        raise InvalidRequestError(f"beir:{folder}: no qrels/*.tsv judgements found (expected qrels/test.tsv)")
-    return found[0]
+        raise InvalidRequestError(
+            f"--task {item!r}: {folder} has no qrels/*.tsv judgements (expected qrels/test.tsv)"
+        )
+    return "test" if "test" in found else found[0]
 
 
-def build_user_tasks(specs: list[str], instruction: str | None = None) -> list[Task]:
-    """Tasks over a user's own data, the same metrics as the built-in ones.
+# What each kind of --task reads (checked before anything runs, so a wrong path names the
+# path given rather than a file the loader later fails to find).
+USER_TASK_LAYOUTS = {
+    "beir": ("a BEIR folder with corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv", ("corpus.jsonl", "queries.jsonl")),
+    "sts": ("a csv file of sentence1,sentence2,score rows", ()),
+    "goalex": ("a GoalEx folder with data.json and labels.json", ("data.json", "labels.json")),
+}
+
+
+def _check_layout(item: str, kind: str, path: Path) -> None:
+    what, files = USER_TASK_LAYOUTS[kind]
+    if not path.exists():
+        raise InvalidRequestError(f"--task {item!r}: {path} does not exist; give {what}")
+    if kind == "sts":
+        if not path.is_file():
+            raise InvalidRequestError(f"--task {item!r}: {path} is a folder; give {what}")
+        return
+    if not path.is_dir():
+        raise InvalidRequestError(f"--task {item!r}: {path} is a file; give {what}")
+    missing = [name for name in files if not (path / name).is_file()]
+    if missing:
+        raise InvalidRequestError(f"--task {item!r}: {path} has no {' or '.join(missing)}; give {what}")
+
+
+def _unique_names(entries: list[tuple[str, Path, str]]) -> list[str]:
+    """``KIND:NAME[@SPLIT]`` for each ``(kind, absolute path, split)``: NAME is the path's last
+    part, with as many parent folders before it as it takes to tell entries apart
+    (``beir:a/data``, ``beir:b/data``), so no two tasks share a row of the report.
+
+    Raises:
+        InvalidRequestError: the same data given twice.
+    """
+    seen: set[tuple[str, Path, str]] = set()
+    for entry in entries:
+        if entry in seen:
+            kind, path, split = entry
+            raise InvalidRequestError(
+                f"--task gives {kind}:{path}{'@' + split if split else ''} twice; give each data set once"
+            )
+        seen.add(entry)
+    depth = [1] * len(entries)
+
+    def name(i: int) -> str:
+        kind, path, split = entries[i]
+        tail = Path(*path.parts[-depth[i]:]).as_posix()
+        return f"{kind}:{tail}" + (f"@{split}" if split else "")
+
+    while True:
+        names = [name(i) for i in range(len(entries))]
+        clashes = {n for n in names if names.count(n) > 1}
+        if not clashes:
+            return names
+        for i, n in enumerate(names):
+            if n in clashes:
+                depth[i] += 1  # distinct absolute paths differ at some depth
+
+
+def build_user_tasks(
+    specs: list[str], instruction: str | None = None, options: SuiteOptions | None = None
+) -> list[Task]:
+    """Tasks over a user's own data, the same metrics as the built-in ones, on every item.
+
+    Each task is named ``KIND:NAME`` (``beir:scifact``, ``sts:pairs.csv``), with ``@SPLIT``
+    when a BEIR split was given and parent folders added where two names would be equal.
 
     Args:
         specs: ``KIND:PATH`` items (a value may hold several, comma-separated): ``beir:FOLDER``
@@ -298,29 +371,37 @@ def build_user_tasks(specs: list[str], instruction: str | None = None) -> list[T
             no header) and ``goalex:FOLDER`` (data.json + labels.json).
         instruction: the query instruction for beir tasks and the clustering instruction for
             goalex tasks (GoalEx's own ``goal`` when None); STS reads bare texts, like STS-B.
+        options: of the suite options only ``doc_max_words`` applies (to beir tasks; None or 0
+            keeps documents whole); the rerank options have no user task to apply to.
 
     Raises:
-        InvalidRequestError: an unknown kind, a malformed item or a path that does not exist.
+        InvalidRequestError: an unknown kind, a malformed item, a path that does not exist or
+            lacks a file of its layout, an unknown split, or the same data given twice.
     """
+    opts = options or SuiteOptions()
     items = [part.strip() for spec in specs for part in spec.split(",") if part.strip()]
-    tasks: list[Task] = []
+    parsed: list[tuple[str, Path, str, str]] = []  # (kind, path, split read, split given)
     for item in items:
         kind, sep, raw = item.partition(":")
         kind = kind.strip().lower()
         if not sep or kind not in USER_TASK_KINDS or not raw.strip():
             raise InvalidRequestError(f"--task {item!r}: use KIND:PATH with KIND one of {', '.join(USER_TASK_KINDS)}")
-        path_text, _, split = raw.strip().partition("@") if kind == "beir" else (raw.strip(), "", "")
-        path = Path(path_text).expanduser()
-        if not path.exists():
-            raise InvalidRequestError(f"--task {item!r}: {path} does not exist")
-        name = f"{kind}:{path.name or path}"
+        path_text, _, given = raw.strip().partition("@") if kind == "beir" else (raw.strip(), "", "")
+        path = Path(path_text.strip()).expanduser()
+        _check_layout(item, kind, path)
+        split = _beir_split(item, path, given.strip()) if kind == "beir" else ""
+        parsed.append((kind, path, split, given.strip()))
+    if not parsed:
+        raise InvalidRequestError("--task needs at least one KIND:PATH item")
+    # The name shows the split only where the user chose it; the task's info always records it.
+    names = _unique_names([(kind, Path(os.path.abspath(path)), given) for kind, path, _, given in parsed])
+    tasks: list[Task] = []
+    for name, (kind, path, split, _) in zip(names, parsed, strict=True):
         if kind == "beir":
-            tasks.append(RetrievalTask(name, partial(loaders.load_beir, path, split or _beir_split(path)),
-                                       instruction=instruction, seed=SEED))
+            tasks.append(RetrievalTask(name, partial(loaders.load_beir, path, split), instruction=instruction,
+                                       doc_max_words=opts.doc_max_words or None, split=split, seed=SEED))
         elif kind == "sts":
             tasks.append(StsTask(name, partial(loaders.load_sts_csv, path), seed=SEED))
         else:
             tasks.append(ClusteringTask(name, partial(loaders.load_goalex, path, instruction), seed=SEED))
-    if not tasks:
-        raise InvalidRequestError("--task needs at least one KIND:PATH item")
     return tasks

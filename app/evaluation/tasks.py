@@ -144,6 +144,10 @@ class Task(ABC):
         self.name = name
         self.description = description
 
+    def prepare(self) -> None:
+        """Read and check the task's data now, before anything is encoded (otherwise the data
+        are read on the first run). Malformed data raise ``app.errors.DataError``."""
+
     def run(self, ctx: EvalContext) -> TaskResult:
         start = time.perf_counter()
         scores, info = self.evaluate(ctx)
@@ -186,6 +190,9 @@ class StsTask(Task):
         self.instruction, self.role = instruction, role
         self._pairs: list[StsPair] | None = None
 
+    def prepare(self) -> None:
+        self.pairs()
+
     def pairs(self) -> list[StsPair]:
         if self._pairs is None:
             everything = self.source()
@@ -222,6 +229,7 @@ class RetrievalTask(Task):
         source: returns the BEIR data.
         instruction: query instruction (documents get ``doc_instruction``, default none).
         doc_max_words: documents (title + text) cut to this many words; None keeps them whole.
+        split: the qrels split read (recorded in the task's info), when known.
         n_queries: seeded subsample of the judged queries; None for all.
         n_docs: corpus subset size: every document judged for the kept queries plus a seeded
             random sample of the others up to this size; None keeps the whole corpus.
@@ -238,6 +246,7 @@ class RetrievalTask(Task):
         instruction: str | None,
         doc_instruction: str | None = None,
         doc_max_words: int | None = None,
+        split: str | None = None,
         n_queries: int | None = None,
         n_docs: int | None = None,
         seed: int = 0,
@@ -254,9 +263,13 @@ class RetrievalTask(Task):
             n_docs,
             seed,
         )
+        self.split = split
         self.ndcg_k, self.recall_k = ndcg_k, recall_k
         self.main_metric = f"ndcg@{ndcg_k}"
         self._data: RetrievalSet | None = None
+
+    def prepare(self) -> None:
+        self.data()
 
     def data(self) -> RetrievalSet:
         if self._data is not None:
@@ -280,12 +293,15 @@ class RetrievalTask(Task):
 
     def info(self) -> dict[str, Any]:
         d = self.data()
-        return {
+        info: dict[str, Any] = {
             "queries": len(d.query_ids),
             "documents": len(d.doc_ids),
             "doc_max_words": self.doc_max_words,
             "instruction": self.instruction,
         }
+        if self.split is not None:
+            info["split"] = self.split
+        return info
 
     def rank(
         self, ctx: EvalContext, embedder: Embedder | None, k: int, instruction: str | None
@@ -332,6 +348,9 @@ class RerankTask(Task):
         self.first_stage_instruction = first_stage_instruction
         self.main_metric = f"ndcg@{retrieval.ndcg_k}"
         self._candidates: dict[str, list[str]] | None = None
+
+    def prepare(self) -> None:
+        self.retrieval.prepare()
 
     def candidates(self, ctx: EvalContext) -> dict[str, list[str]]:
         if self._candidates is None:
@@ -416,6 +435,9 @@ class ClusteringTask(Task):
         self.kmeans_seeds, self.role = tuple(kmeans_seeds), role
         self._view: ClusteringView | None = None
 
+    def prepare(self) -> None:
+        self.view()
+
     def view(self) -> ClusteringView:
         if self._view is None:
             self._view = _subsample_view(self.source(), self.sample, self.seed)
@@ -486,6 +508,9 @@ class MultiViewClusteringTask(Task):
         self.kmeans_seeds, self.role = tuple(kmeans_seeds), role
         self._views: list[ClusteringView] | None = None
 
+    def prepare(self) -> None:
+        self.views()
+
     def views(self) -> list[ClusteringView]:
         if self._views is None:
             views = self.source()
@@ -540,6 +565,9 @@ class ClassificationTask(Task):
             role,
         )
         self._data: tuple[LabelledTexts, LabelledTexts] | None = None
+
+    def prepare(self) -> None:
+        self.data()
 
     def data(self) -> tuple[LabelledTexts, LabelledTexts]:
         if self._data is None:

@@ -58,9 +58,51 @@ SICK_HEADER = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tSemEval_set\n
 
 
 def test_sick_keeps_the_split(tmp_path: Path) -> None:
-    p = _write(tmp_path / "SICK.txt", SICK_HEADER + "1\ta\tb\t4.5\tTEST\n2\tc\td\t1\tTRAIN\n")
-    assert loaders.load_sick(p) == [loaders.StsPair("a", "b", 4.5)]
-    assert loaders.load_sick(p, "TRAIN") == [loaders.StsPair("c", "d", 1.0)]
+    rows = "1\ta\tb\t4.5\tTEST\n2\tc\td\t1\tTRAIN\n3\te\tf\t2\tTEST\n4\tg\th\t3\tTRAIN\n"
+    p = _write(tmp_path / "SICK.txt", SICK_HEADER + rows)
+    assert loaders.load_sick(p) == [loaders.StsPair("a", "b", 4.5), loaders.StsPair("e", "f", 2.0)]
+    assert loaders.load_sick(p, "TRAIN") == [loaders.StsPair("c", "d", 1.0), loaders.StsPair("g", "h", 3.0)]
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        ("a,b,4\n", "only 1 sentence pair"),
+        ("a,b,3\nc,d,3\n\ne,f,3.0\n", "every gold score is 3"),
+    ],
+)
+def test_sts_needs_two_pairs_with_different_scores(tmp_path: Path, content: str, what: str) -> None:
+    """Spearman is undefined on one pair or constant gold scores: found when reading, before encoding."""
+    p = _write(tmp_path / "sts.csv", content)
+    assert str(p) in _raises(what, loaders.load_sts_csv, p)
+    sick = "".join(f"{i}\t{a}\t{b}\t{score}\tTEST\n" for i, (a, b, score) in
+                   enumerate((row.split(",") for row in content.split()), start=1))
+    p = _write(tmp_path / "SICK.txt", SICK_HEADER + sick)
+    assert str(p) in _raises(what, loaders.load_sick, p)
+
+
+LATIN1_LINE = "caf\u00e9,cafe,1\n".encode("latin-1")
+
+
+@pytest.mark.parametrize(
+    ("file", "good", "call"),
+    [
+        ("sts.csv", b"a,b,1\n", lambda root: loaders.load_sts_csv(root / "sts.csv")),
+        ("SICK.txt", SICK_HEADER.encode(), lambda root: loaders.load_sick(root / "SICK.txt")),
+        ("corpus.jsonl", b'{"_id": "d1", "text": "one"}\n', lambda root: loaders.load_beir(root)),
+        ("queries.jsonl", b'{"_id": "q1", "text": "first"}\n', lambda root: loaders.load_beir(root)),
+        ("qrels/test.tsv", b"query-id\tcorpus-id\tscore\n", lambda root: loaders.load_beir(root)),
+        ("data.json", b'{"texts": ["a",\n', lambda root: loaders.load_goalex(root)),
+        ("train.csv", b"text,label\n", lambda root: loaders.load_labelled_texts(root / "train.csv")),
+    ],
+)
+def test_not_utf8_is_a_data_error_naming_the_line(tmp_path: Path, file: str, good: bytes, call) -> None:  # type: ignore[no-untyped-def]
+    """Every reader reports a Latin-1 byte on line 2 as malformed data, not a UnicodeDecodeError."""
+    root = _beir(tmp_path / "b")
+    _goalex(root, ["a", "b"], [0, 1])
+    (root / file).write_bytes(good + LATIN1_LINE)
+    msg = _raises("not UTF-8 text", call, root)
+    assert file.split("/")[-1] in msg and "line 2:" in msg and f"byte {len(good) + 3}" in msg
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,112 @@
+"""`--task KIND:PATH`: unique names, the split and the suite options recorded, layouts checked
+up front, and malformed data refused before any model loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.commands.eval import _override_instruction
+from app.errors import InvalidRequestError
+from app.evaluation.suites import SuiteOptions, build_user_tasks
+from app.evaluation.tasks import RetrievalTask
+
+DOCS = {"d1": "one two three four five six", "d2": "seven eight nine ten eleven twelve"}
+
+
+def _beir(root: Path, splits: tuple[str, ...] = ("dev", "train"), queries: bool = True) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in DOCS.items()))
+    if queries:
+        (root / "queries.jsonl").write_text('{"_id": "q1", "text": "first"}\n{"_id": "q2", "text": "second"}\n')
+    for i, split in enumerate(splits):
+        (root / "qrels" / f"{split}.tsv").write_text(f"query-id\tcorpus-id\tscore\nq1\td{i + 1}\t1\n")
+    return root
+
+
+def _sts(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("a,b,1\nc,d,2\n")
+    return path
+
+
+def test_two_splits_of_one_folder_get_their_own_names_and_record_the_split(tmp_path: Path) -> None:
+    folder = _beir(tmp_path / "F")
+    dev, train = build_user_tasks([f"beir:{folder}@dev,beir:{folder}@train"])
+    assert (dev.name, train.name) == ("beir:F@dev", "beir:F@train")
+    assert isinstance(dev, RetrievalTask) and isinstance(train, RetrievalTask)
+    assert dev.info()["split"] == "dev" and train.info()["split"] == "train"
+    assert dev.data().qrels == {"q1": {"d1": 1.0}} and train.data().qrels == {"q1": {"d2": 1.0}}
+    # Without @SPLIT the name stays short and the info says which split was read.
+    (plain,) = build_user_tasks([f"beir:{folder}"])
+    assert plain.name == "beir:F" and plain.info()["split"] == "dev"  # no test.tsv: the first by name
+
+
+def test_equal_basenames_are_told_apart_by_their_folders(tmp_path: Path) -> None:
+    a, b = _sts(tmp_path / "x" / "a" / "pairs.csv"), _sts(tmp_path / "y" / "b" / "pairs.csv")
+    c = _sts(tmp_path / "z" / "a" / "pairs.csv")
+    other = _sts(tmp_path / "other.csv")
+    names = [t.name for t in build_user_tasks([f"sts:{a},sts:{b},sts:{c},sts:{other}"])]
+    assert names == ["sts:x/a/pairs.csv", "sts:b/pairs.csv", "sts:z/a/pairs.csv", "sts:other.csv"]
+    with pytest.raises(InvalidRequestError, match="twice; give each data set once"):
+        build_user_tasks([f"sts:{a}", f"sts:{tmp_path / 'x' / 'a' / '..' / 'a' / 'pairs.csv'}"])
+
+
+def test_instruction_override_names_a_user_task(tmp_path: Path) -> None:
+    folder = _beir(tmp_path / "F")
+    tasks = build_user_tasks([f"beir:{folder}@dev,beir:{folder}@train"], "Find it")
+    _override_instruction(tasks, "beir:F@dev=Find the evidence")  # names are matched case-blind
+    assert [t.instruction for t in tasks] == ["Find the evidence", "Find it"]  # type: ignore[attr-defined]
+
+
+def test_doc_max_words_applies_to_user_retrieval_tasks(tmp_path: Path) -> None:
+    folder = _beir(tmp_path / "F")
+    (cut,) = build_user_tasks([f"beir:{folder}@dev"], options=SuiteOptions(doc_max_words=2))
+    assert isinstance(cut, RetrievalTask)
+    assert cut.data().doc_texts == ["one two", "seven eight"] and cut.info()["doc_max_words"] == 2
+    for options in (None, SuiteOptions(doc_max_words=0)):  # default and 0: documents whole
+        (whole,) = build_user_tasks([f"beir:{folder}@dev"], options=options)
+        assert isinstance(whole, RetrievalTask) and whole.data().doc_texts == list(DOCS.values())
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("beir:{root}/noq", "noq has no queries.jsonl; give a BEIR folder"),
+        ("beir:{root}/F@test", "qrels/test.tsv does not exist; splits found: dev, train"),
+        ("beir:{root}/pairs.csv", "pairs.csv is a file; give a BEIR folder"),
+        ("sts:{root}/F", "F is a folder; give a csv file"),
+        ("goalex:{root}/F", "F has no data.json or labels.json; give a GoalEx folder"),
+    ],
+)
+def test_a_wrong_layout_names_the_path_given(tmp_path: Path, spec: str, message: str) -> None:
+    _beir(tmp_path / "F")
+    _beir(tmp_path / "noq", queries=False)
+    _sts(tmp_path / "pairs.csv")
+    with pytest.raises(InvalidRequestError, match=message) as info:
+        build_user_tasks([spec.format(root=tmp_path)])
+    assert "--data-dir" not in str(info.value) and str(tmp_path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("a,b,1\n", "only 1 sentence pair"),
+        ("a,b,2\nc,d,2\n", "every gold score is 2"),
+        (b"a,b,1\n" + "caf\u00e9,cafe,2\n".encode("latin-1"), "line 2: not UTF-8 text"),
+    ],
+)
+def test_malformed_user_data_exit_4_before_any_model_loads(tmp_path: Path, content: str | bytes,
+                                                           message: str) -> None:
+    path = tmp_path / "x.csv"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    # An embedder that does not exist: the data are checked before it would be loaded (exit 2).
+    result = CliRunner().invoke(cli, ["eval", "no-such-embedder", "--task", f"sts:{path}", "--baselines", "",
+                                      "--no-cache", "--no-progress", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 4, result.output
+    assert f"{path}" in result.output and message in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "out").exists()
