@@ -1,12 +1,13 @@
 """``facet cluster``: cluster texts under an instruction and explain each cluster.
 
-Texts come from a file (one per line in .txt, a ``text`` field per line in .jsonl, or
-a GoalEx ``data.json`` with a ``texts`` list) or from a collection (``--collection``, with
-``--filter``). The work is the cluster service's (``app.services.clustering``): the
-instruction embedder embeds the texts under ``--instruction``, k-means groups them, and an
-InBedder checkpoint (``--explain``) answers the same instruction about every text; each
-cluster is described by the TF-IDF keywords of its members' answers, its most shared answer
-and its most central members.
+Texts come from a file (one per line in .txt, a ``text`` field or a JSON string per line in
+.jsonl, a JSON list of strings or a GoalEx ``data.json`` with a ``texts`` list, or the ``text``
+column of a .csv: the same reader as the UI's upload, ``app.services.clustering.read_text_file``)
+or from a collection (``--collection``, with ``--filter``). The work is the cluster service's
+(``app.services.clustering``): the instruction embedder embeds the texts under ``--instruction``,
+k-means groups them, and an InBedder checkpoint (``--explain``) answers the same instruction about
+every text; each cluster is described by the TF-IDF keywords of its members' answers, its most
+shared answer and its most central members.
 """
 
 from __future__ import annotations
@@ -24,32 +25,24 @@ from app.errors import InvalidRequestError, NotFoundError
 
 
 def read_texts(path: Path, limit: int | None = None) -> list[str]:
-    """Texts from .txt (one per line), .jsonl (``text`` field) or a GoalEx-style .json (``texts``)."""
+    """Texts from a .txt, .json, .jsonl or .csv file (``read_text_file``), the first ``limit``
+    of them (None or 0: all).
+
+    Raises:
+        NotFoundError: no such file.
+        DataError: a file the reader refuses (type, encoding, shape; the line is named).
+        InvalidRequestError: a negative limit, or fewer than 2 texts.
+    """
+    from app.services.clustering import limit_option, read_text_file
+
+    limit = limit_option(limit)
     if not path.is_file():
         raise NotFoundError(f"{path} does not exist")
-    texts: list[str] = []
-    if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or not isinstance(data.get("texts"), list):
-            raise InvalidRequestError(f"{path}: expected a JSON object with a 'texts' list")
-        texts = [str(t) for t in data["texts"]]
-    elif path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as f:
-            for line_no, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise InvalidRequestError(f"{path}:{line_no}: invalid JSON: {e}") from e
-                if not isinstance(row, dict) or "text" not in row:
-                    raise InvalidRequestError(f"{path}:{line_no}: each line needs a 'text' field")
-                texts.append(str(row["text"]))
-    else:
-        texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = read_text_file(path)
     texts = texts[:limit] if limit else texts
     if len(texts) < 2:
-        raise InvalidRequestError(f"{path} holds {len(texts)} texts; clustering needs at least 2")
+        raise InvalidRequestError(f"{path} holds {plural(len(texts), 'text')}"
+                                  f"{f' (--limit {limit})' if limit else ''}; clustering needs at least 2")
     return texts
 
 
@@ -83,7 +76,8 @@ def register(cli: typer.Typer) -> None:
     def cluster_cmd(
         instruction: Annotated[str, typer.Option("--instruction", "-i", help="the aspect to group by")],
         source: Annotated[Path | None, typer.Argument(
-            help=".txt (one text per line), .jsonl (text field) or data.json; or use --collection")
+            help=".txt (one text per line), .json (list or GoalEx data.json), .jsonl (text field), "
+                 ".csv (text column); or use --collection")
         ] = None,
         collection: Annotated[str | None, typer.Option(
             "--collection", "-c", help="cluster this collection's chunks instead of a file")] = None,
@@ -95,7 +89,8 @@ def register(cli: typer.Typer) -> None:
         explain: Annotated[str | None, typer.Option(
             "--explain", help="InBedder checkpoint whose answers name the clusters ('' to skip)")]
             = "inbedder",
-        limit: Annotated[int | None, typer.Option("--limit", help="use only the first N texts")] = None,
+        limit: Annotated[int | None, typer.Option(
+            "--limit", help="use only the first N texts (0 = all; with --collection, at most N chunks)")] = None,
         keywords: Annotated[int, typer.Option("--keywords", help="keywords per cluster")] = 5,
         members: Annotated[int, typer.Option("--members", help="representative members per cluster")] = 3,
         answer_tokens: Annotated[int | None, typer.Option(
@@ -104,16 +99,17 @@ def register(cli: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option("--out", "-o", help="write the clusters as JSON")] = None,
     ) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
-        from app.services.clustering import ClusterRequest
+        from app.services.clustering import ClusterRequest, k_option, limit_option
         from app.services.search import parse_filters
 
         if (source is None) == (collection is None):
             raise InvalidRequestError("give a file of texts or --collection NAME (one of them)")
+        chosen_k = k_option(k)
         texts = read_texts(source, limit) if source is not None else None
         request = ClusterRequest(
             instruction=instruction, texts=texts, collection=collection,
-            filters=parse_filters(filters or []), limit=limit if collection else None,
-            k=None if k == 0 else k, embedder=embedder,
+            filters=parse_filters(filters or []), limit=limit_option(limit) if collection else None,
+            k=chosen_k, embedder=embedder,
             explainer=explain or None, keywords=keywords, members=members,
             answer_tokens=answer_tokens, seed=seed)
         with open_facet() as facet:
@@ -122,10 +118,12 @@ def register(cli: typer.Typer) -> None:
                 result = facet.cluster(request, progress=update)
             finally:
                 bar.close()
-        typer.echo(f"{plural(len(result.texts), 'text')} in {result.k} clusters in "
+        typer.echo(f"{plural(len(result.texts), 'text')} in {plural(result.k, 'cluster')} in "
                    f"{sum(result.timings_ms.values()) / 1000:.1f}s ("
                    + ", ".join(f"{stage} {ms / 1000:.1f}s" for stage, ms in result.timings_ms.items())
                    + ")", err=True)
+        if result.note:
+            typer.echo(f"note: {result.note}", err=True)
         for c in result.clusters:
             typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {c.name} · {', '.join(c.keywords)}")
             for text in c.representatives:

@@ -10,20 +10,29 @@ each cluster gets:
 * a name: the answer most members share (explainer given), else its top keywords joined;
 * representatives: the members nearest the cluster centroid (cosine);
 * a 2-D position: PCA of the embeddings, the same projection for every text (a map).
+
+Fewer distinct texts than clusters (a file of repeated lines) give fewer clusters; the response
+says how many were found and why (``note``). ``read_text_file`` and ``read_label_file`` read
+the text and label files that the CLI and the UI both accept.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import logging
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from app.errors import InvalidRequestError, NotFoundError, TooLargeError
+from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, payload_filters
 from embedders.contract import Role
@@ -39,6 +48,9 @@ ClusterProgress = Callable[[float, str], None]
 # Texts encoded (or answered) per progress step: small enough that a bar moves every few
 # seconds on a CPU, large enough that the per-call overhead stays negligible.
 PROGRESS_STEP_TEXTS = 128
+
+# File types the UI's upload takes (``read_text_file`` reads any other as lines, as the CLI's FILE).
+TEXT_FILE_SUFFIXES = (".txt", ".json", ".jsonl", ".csv")
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,11 @@ class Cluster:
 
 @dataclass
 class ClusterResponse:
-    """The clustering of ``texts``; ``labels``, ``coordinates`` and ``sources`` are per text."""
+    """The clustering of ``texts``; ``labels``, ``coordinates`` and ``sources`` are per text.
+
+    ``k`` is the number of clusters found (``len(clusters)``); ``note`` says why it is fewer
+    than the k asked for, or why k was not chosen by silhouette (too few distinct texts).
+    """
 
     instruction: str
     embedder: str
@@ -110,24 +126,27 @@ class ClusterResponse:
     answers: list[str] | None
     clusters: list[Cluster]
     timings_ms: dict[str, float]
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def choose_k(vectors: np.ndarray, max_k: int, seed: int) -> tuple[int, float]:
-    """The k from 2 to ``max_k`` whose k-means clustering has the best cosine silhouette.
+    """The k from 2 to ``max_k`` whose k-means clustering has the best cosine silhouette (k is
+    also kept below the number of texts and at most the number of distinct vectors; the caller
+    makes sure there are at least 3 texts and 2 distinct vectors).
 
     Returns:
         (k, its silhouette).
     """
-    from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
 
     n = len(vectors)
     best_k, best_score = 2, -2.0
-    for k in range(2, min(max_k, n - 1) + 1):
-        labels = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(vectors)
+    # More clusters than distinct vectors would leave some empty (and sklearn warn about it).
+    for k in range(2, min(max_k, n - 1, distinct_rows(vectors)) + 1):
+        labels = _kmeans(vectors, k, seed)
         if len(set(labels.tolist())) < 2:
             continue
         # A sample bounds the O(n^2) cost on large sets; seeded, so the choice is stable.
@@ -136,6 +155,31 @@ def choose_k(vectors: np.ndarray, max_k: int, seed: int) -> tuple[int, float]:
         if score > best_score:
             best_k, best_score = k, score
     return best_k, best_score
+
+
+def distinct_rows(vectors: np.ndarray) -> int:
+    """How many different rows ``vectors`` has, to 5 decimals (the same text encoded in two
+    batches may differ in the last bits)."""
+    return len(np.unique(np.round(vectors, 5), axis=0)) if len(vectors) else 0
+
+
+def _kmeans(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """k-means labels, (n,). Near-duplicate vectors can still leave a cluster empty, which
+    sklearn reports as a ConvergenceWarning; the caller counts the clusters actually found."""
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return np.asarray(KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(vectors))
+
+
+def _few_distinct(texts: Sequence[str], distinct: int) -> str:
+    """Why there are so few clusters: ``only 1 distinct text`` (or embedding)."""
+    different = len(set(texts))
+    if different > distinct:  # different texts the embedder could not tell apart
+        return f"only {distinct} distinct {'embedding' if distinct == 1 else 'embeddings'}"
+    return f"only {different} distinct {'text' if different == 1 else 'texts'}"
 
 
 def map_coordinates(vectors: np.ndarray) -> np.ndarray:
@@ -185,7 +229,8 @@ class ClusterService:
                 "give exactly one source of texts: texts, collection (with optional filters) or "
                 f"search; got {', '.join(given) or 'none'}")
         if request.k is not None and (isinstance(request.k, bool) or request.k < 2):
-            raise InvalidRequestError(f"k must be at least 2, got {request.k}")
+            raise InvalidRequestError(f"k must be at least 2 (or None to choose it by silhouette), "
+                                      f"got {request.k}")
         if request.max_k < 2:
             raise InvalidRequestError(f"max_k must be at least 2, got {request.max_k}")
         for name, value in (("keywords", request.keywords), ("members", request.members)):
@@ -212,8 +257,6 @@ class ClusterService:
             TooLargeError: more texts than ``FACET_MAX_CLUSTER_TEXTS``.
             NotFoundError: unknown collection (or search collection).
         """
-        from sklearn.cluster import KMeans
-
         self.validate(request)
         report = progress or (lambda fraction, stage: None)
         timings: dict[str, float] = {}
@@ -252,12 +295,22 @@ class ClusterService:
 
         t0 = time.perf_counter()
         silhouette: float | None = None
-        if request.k is None:
+        distinct = distinct_rows(vectors)
+        if request.k is not None:
+            k = min(request.k, distinct)
+        elif min(distinct, len(texts) - 1) >= 2:
             k, silhouette = choose_k(vectors, request.max_k, request.seed)
-        else:
-            k = request.k
-        labels = KMeans(n_clusters=k, n_init=4, random_state=request.seed).fit_predict(vectors)
-        label_list = [int(x) for x in labels]
+        else:  # a silhouette needs 2 clusters and a text more: nothing to choose between
+            k = min(distinct, 2)
+        label_list = [int(x) for x in _kmeans(vectors, k, request.seed)]
+        found = len(set(label_list))
+        note: str | None = None
+        if request.k is not None and found < request.k:
+            why = _few_distinct(texts, distinct) if distinct < request.k else "k-means left some empty"
+            note = f"{found} {'cluster' if found == 1 else 'clusters'} instead of the {request.k} asked for: {why}"
+        elif request.k is None and silhouette is None:
+            reason = _few_distinct(texts, distinct) if distinct < len(texts) else f"only {len(texts)} texts"
+            note = f"k = {found}, not chosen by silhouette: {reason}"
         timings["kmeans"] = (time.perf_counter() - t0) * 1000
 
         answers: list[str] | None = None
@@ -298,10 +351,10 @@ class ClusterService:
         report(1.0, "done")
         model_name = self.ctx.embedders.name_of(spec)
         return ClusterResponse(
-            instruction=instruction, embedder=model_name, explainer=request.explainer, k=k,
-            k_chosen=request.k is None, silhouette=silhouette, texts=texts, labels=label_list,
+            instruction=instruction, embedder=model_name, explainer=request.explainer, k=found,
+            k_chosen=silhouette is not None, silhouette=silhouette, texts=texts, labels=label_list,
             coordinates=[(round(float(x), 5), round(float(y), 5)) for x, y in xy],
-            sources=sources, answers=answers, clusters=clusters, timings_ms=timings)
+            sources=sources, answers=answers, clusters=clusters, timings_ms=timings, note=note)
 
     def _texts(self, request: ClusterRequest) -> tuple[list[str], list[dict[str, Any]]]:
         if request.texts is not None:
@@ -333,3 +386,146 @@ class ClusterService:
         return ([str(h.payload.get("text", "")) for h in hits],
                 [{"doc_id": h.payload.get("doc_id"), "chunk_no": h.payload.get("chunk_no"),
                   "title": h.payload.get("title")} for h in hits])
+
+
+# -- what the edges read -----------------------------------------------------------------------
+
+
+def k_option(k: int | None) -> int | None:
+    """A request's ``k`` from a CLI option or a UI box, where 0 (or nothing) means "choose it
+    by silhouette".
+
+    Raises:
+        InvalidRequestError: a negative k, or 1.
+    """
+    if not k:
+        return None
+    if k < 2:
+        raise InvalidRequestError(f"k must be 0 (choose it by silhouette) or at least 2, got {k}")
+    return k
+
+
+def limit_option(limit: int | None) -> int | None:
+    """How many texts to take, from a CLI option or a UI box where 0 (or nothing) means all.
+
+    Raises:
+        InvalidRequestError: a negative limit.
+    """
+    if limit is not None and limit < 0:
+        raise InvalidRequestError(f"the limit must be 0 (all the texts) or a positive number of texts, got {limit}")
+    return limit or None
+
+
+def read_text_file(path: Path, name: str | None = None) -> list[str]:
+    """Texts to cluster from a file: ``.json`` (a list of strings, or a GoalEx-style object with
+    a ``texts`` list), ``.jsonl`` (a ``text`` field or a JSON string per line), ``.csv`` (the
+    ``text`` column, else the first; the first row is the header), any other (``.txt``, ``.md``,
+    no suffix) one text per line.
+    Blank texts are skipped; a text that is not a string (``null``, a number) is an error.
+
+    Args:
+        path: the file.
+        name: how messages name the file (default its path; the UI gives the upload's name).
+
+    Raises:
+        DataError: binary, not UTF-8 text, not valid JSON, or not of the expected shape; the
+            message names the file and the line (or item).
+    """
+    where = name or str(path)
+    suffix = path.suffix.lower()
+    raw = _read_utf8(path, where)
+    if suffix == ".json":
+        data = _json(raw, where)
+        items = data.get("texts") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            raise DataError(f"{where}: expected a JSON list of strings or an object with a "
+                            "'texts' list")
+        for i, item in enumerate(items):
+            if not isinstance(item, str):
+                raise DataError(f"{where}: text {i + 1} of the list is {_json_kind(item)}, not a "
+                                "string; give every text as a JSON string")
+        return [t for t in items if t.strip()]
+    if suffix == ".jsonl":
+        texts = []
+        for line_no, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            row = _json(line, f"{where}:{line_no}")
+            if isinstance(row, dict) and "text" in row:
+                text = row["text"]
+            elif isinstance(row, str):
+                text = row
+            else:
+                raise DataError(f"{where}:{line_no}: each line needs a 'text' field (or is a "
+                                "JSON string)")
+            if not isinstance(text, str):
+                raise DataError(f"{where}:{line_no}: 'text' is {_json_kind(text)}, not a string; "
+                                "give every line a text or remove the line")
+            texts.append(text)
+        return [t for t in texts if t.strip()]
+    if suffix == ".csv":
+        try:
+            rows = list(csv.reader(io.StringIO(raw, newline="")))
+        except csv.Error as e:
+            raise DataError(f"{where}: not a readable csv file ({e})") from e
+        if not rows:
+            return []
+        header = [h.strip().lower() for h in rows[0]]
+        column = header.index("text") if "text" in header else 0
+        return [r[column] for r in rows[1:] if len(r) > column and r[column].strip()]
+    return [line.strip() for line in raw.splitlines() if line.strip()]
+
+
+def read_label_file(path: Path, name: str | None = None) -> list[str]:
+    """Gold labels of texts, in order: ``.json`` (a list, or an object with a ``labels`` list,
+    as GoalEx's labels.json), else one label per line.
+
+    Raises:
+        DataError: not UTF-8 text, not valid JSON, not of that shape, or a label that is
+            ``null``, a list or an object.
+    """
+    where = name or str(path)
+    raw = _read_utf8(path, where)
+    if path.suffix.lower() != ".json":
+        return [line.strip() for line in raw.splitlines() if line.strip()]
+    data = _json(raw, where)
+    items = data.get("labels") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise DataError(f"{where}: expected a JSON list of labels or an object with a 'labels' list")
+    for i, item in enumerate(items):
+        if item is None or isinstance(item, list | dict):
+            raise DataError(f"{where}: label {i + 1} of the list is {_json_kind(item)}; give every "
+                            "label as a string or a number")
+    return [str(x) for x in items]
+
+
+def _read_utf8(path: Path, where: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise DataError(f"{where} cannot be read: {e.strerror or e}") from e
+    if b"\x00" in data[:8192]:
+        raise DataError(f"{where} looks binary (it has NUL bytes), not text; give a text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(f"{where} is not UTF-8 text (line {line}, byte {e.start}); save it as UTF-8") from e
+
+
+def _json(raw: str, where: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})") from e
+
+
+def _json_kind(value: Any) -> str:
+    """How a JSON value reads in a message: ``null``, ``the number 3``, ``a list``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else repr(value)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import pytest
 
 from app.commands.cluster import read_texts
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import DataError, InvalidRequestError, NotFoundError
 from tests.app.cli_runner import invoke_cli
 
 TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
@@ -23,17 +24,79 @@ def test_read_texts_formats(tmp_path):
     assert read_texts(tmp_path / "b.jsonl") == ["x", "y"]
     (tmp_path / "c.json").write_text(json.dumps({"goal": "g", "texts": ["p", "q", "r"]}))
     assert read_texts(tmp_path / "c.json", limit=2) == ["p", "q"]
+    assert read_texts(tmp_path / "c.json", limit=0) == ["p", "q", "r"]  # 0 = all, as in the UI
+    # The UI's formats too (one reader for both): a JSON list, string lines, a csv's text column.
+    (tmp_path / "d.json").write_text(json.dumps(["p", "q"]))
+    assert read_texts(tmp_path / "d.json") == ["p", "q"]
+    (tmp_path / "e.jsonl").write_text('"x"\n{"text": "y"}\n')
+    assert read_texts(tmp_path / "e.jsonl") == ["x", "y"]
+    (tmp_path / "f.csv").write_text('id,text\n1,"one, two"\n2,three\n')
+    assert read_texts(tmp_path / "f.csv") == ["one, two", "three"]
+    (tmp_path / "notes.md").write_text("# a\nb\n")  # any other text file: one text per line
+    assert read_texts(tmp_path / "notes.md") == ["# a", "b"]
 
 
 def test_read_texts_errors(tmp_path):
     with pytest.raises(NotFoundError):
         read_texts(tmp_path / "missing.txt")
     (tmp_path / "bad.jsonl").write_text('{"text": "x"}\nnot json\n')
-    with pytest.raises(InvalidRequestError, match=r"bad\.jsonl:2"):
+    with pytest.raises(DataError, match=r"bad\.jsonl:2: not valid JSON"):
         read_texts(tmp_path / "bad.jsonl")
     (tmp_path / "one.txt").write_text("only one\n")
-    with pytest.raises(InvalidRequestError, match="at least 2"):
+    with pytest.raises(InvalidRequestError, match="holds 1 text; clustering needs at least 2"):
         read_texts(tmp_path / "one.txt")
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    with pytest.raises(InvalidRequestError, match="got -5"):
+        read_texts(tmp_path / "two.txt", limit=-5)
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("latin1.txt", "ok\ncaf\u00e9\n".encode("latin-1"), r"latin1\.txt is not UTF-8 text \(line 2, byte 6\)"),
+    ("bad.json", b'["a",\n]', r"bad\.json: not valid JSON \(Expecting value at line 2\)"),
+    ("null.jsonl", b'{"text": "a"}\n{"text": null}\n{"text": "b"}\n', r"null\.jsonl:2: 'text' is null, not a string"),
+    ("num.jsonl", b'{"text": "a"}\n{"text": 7}\n', r"num\.jsonl:2: 'text' is the number 7"),
+    ("null.json", b'{"texts": ["a", null, "b"]}', r"null\.json: text 2 of the list is null"),
+    ("slides.pdf", b"%PDF-1.4\n\x00\x01", r"slides\.pdf looks binary"),
+])
+def test_unreadable_files_are_data_errors_exit_4(tmp_path, name, content, message):
+    """Not UTF-8, not JSON or a null text: a one-line message naming the file and line, exit 4."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=message):
+        read_texts(path)
+    result = invoke_cli("cluster", str(path), "--instruction", "x", "--embedder", "minilm", "--explain", "")
+    assert result.returncode == 4, result.stderr
+    assert "Traceback" not in result.stderr and name in result.stderr
+
+
+def test_limit_and_k_options_are_checked(tmp_path):
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS))
+    result = invoke_cli("cluster", str(src), "-i", "x", "--limit", "-5", "--embedder", "minilm", "--explain", "")
+    assert result.returncode == 2 and "limit must be 0 (all the texts) or a positive number" in result.stderr
+    result = invoke_cli("cluster", str(src), "-i", "x", "--k", "-1", "--embedder", "minilm", "--explain", "")
+    assert result.returncode == 2
+    assert "k must be 0 (choose it by silhouette) or at least 2, got -1" in result.stderr
+
+
+def test_duplicate_texts_give_the_clusters_found_and_say_why(tmp_path):
+    """Ten copies of one text: one cluster, said so, whatever k was asked; no sklearn warning."""
+    src = tmp_path / "d.txt"
+    src.write_text("my card was declined\n" * 10)
+    for k, note in [("4", "note: 1 cluster instead of the 4 asked for: only 1 distinct text"),
+                    ("0", "note: k = 1, not chosen by silhouette: only 1 distinct text")]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = invoke_cli("cluster", str(src), "-i", "x", "--k", k, "--embedder", "minilm",
+                                "--explain", "")
+        assert result.returncode == 0, result.stderr
+        assert "10 texts in 1 cluster in" in result.stderr and note in result.stderr
+        assert result.stdout.count("cluster ") == 1
+        assert not [w for w in caught if "ConvergenceWarning" in type(w.message).__name__]
+    src.write_text("my card was declined\n" * 5 + "where is my refund\n" * 5)
+    result = invoke_cli("cluster", str(src), "-i", "x", "--k", "4", "--embedder", "minilm", "--explain", "")
+    assert "10 texts in 2 clusters" in result.stderr
+    assert "2 clusters instead of the 4 asked for: only 2 distinct texts" in result.stderr
 
 
 def test_cluster_prints_and_writes_explained_clusters(tmp_path, tiny_inbedder_dir):
@@ -60,7 +123,7 @@ def test_cluster_bad_input_is_a_message(tmp_path):
     src = tmp_path / "texts.txt"
     src.write_text("\n".join(TEXTS))
     result = invoke_cli("cluster", str(src), "--instruction", "x", "--k", "1", "--embedder", "minilm", "--explain", "")
-    assert result.returncode == 2 and "k must be at least 2" in result.stderr
+    assert result.returncode == 2 and "k must be 0 (choose it by silhouette) or at least 2, got 1" in result.stderr
     assert "Traceback" not in result.stderr
     result = invoke_cli("cluster", str(src), "--instruction", "x", "--k", "9", "--embedder", "minilm", "--explain", "")
     assert result.returncode != 0 and "more than the 6 texts" in result.stderr
