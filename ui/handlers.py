@@ -33,7 +33,7 @@ from app.errors import (
     UnavailableError,
     UnknownModelError,
 )
-from app.services.clustering import ClusterRequest, ClusterResponse
+from app.services.clustering import ClusterRequest, ClusterResponse, k_option, limit_option
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest, SearchResponse
 from app.settings import FacetSettings
@@ -232,9 +232,12 @@ class UiHandlers:
     def _request(self, query: str, instruction: str | None, collection: str | None,
                  embedder: str | None, k: float | None, filters: str | None,
                  reranker: str | None = None, mode: str = "dense") -> SearchRequest:
+        top_k = 10 if k is None else int(k)
+        if top_k < 1:
+            raise InvalidRequestError(f"k (the number of results) must be at least 1, got {top_k}")
         return SearchRequest(
             query=query, collection=self._collection(collection), instruction=instruction,
-            top_k=int(k or 10), filters=inputs.parse_filter_text(filters),
+            top_k=top_k, filters=inputs.parse_filter_text(filters),
             rerank=self._model(reranker, "reranker", self.rerankers()),
             embedder=self._model(embedder, "embedder"), mode=mode)
 
@@ -253,7 +256,7 @@ class UiHandlers:
         response = self.facet.search(request)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices),
-                render.search_summary(response, wall_ms))
+                render.search_summary(response, wall_ms, group_by_document=bool(group)))
 
     @ui_errors
     def compare(self, query: str | None, instruction_a: str | None, instruction_b: str | None,
@@ -285,7 +288,8 @@ class UiHandlers:
         clean = inputs.require_text(instruction, "instruction", "What is the topic of this text?")
         clean, cut = inputs.clip(clean, limit_, "instruction")
         notices = [cut] if cut else []
-        n = int(limit or 0) or None
+        n = limit_option(int(limit or 0))
+        chosen_k = k_option(int(k or 0))
         texts: list[str] | None = None
         search: SearchRequest | None = None
         name: str | None = None
@@ -297,13 +301,14 @@ class UiHandlers:
             if not texts:
                 raise InvalidRequestError("No texts: paste one text per line or upload a file "
                                           f"({', '.join(inputs.CLUSTER_FILE_SUFFIXES)})")
-            texts = texts[:n] if n else texts
             if labels_file:
                 labels = inputs.read_labels(Path(labels_file))
-                if len(labels) < len(texts):
+                # Counted before the limit: the labels file labels the whole upload.
+                if len(labels) != len(texts):
                     raise InvalidRequestError(f"{len(labels)} labels for {len(texts)} texts; give "
                                               "one label per text, in the same order")
-                labels = labels[:len(texts)]
+            texts = texts[:n] if n else texts
+            labels = labels[:len(texts)] if labels is not None else None
         elif source == SOURCE_SEARCH:
             text, q_instruction, more = self._query(query, query_instruction)
             notices += more
@@ -319,7 +324,7 @@ class UiHandlers:
         request = ClusterRequest(
             instruction=clean, texts=texts, collection=name, search=search,
             filters=inputs.parse_filter_text(filters) if name else {},
-            limit=n if name else None, k=int(k) if k else None,
+            limit=n if name else None, k=chosen_k,
             embedder=self._model(embedder, "embedder"),
             explainer=None if explainer in (None, "", NO_EXPLAINER) else
             self._model(explainer, "explainer"))

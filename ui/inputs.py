@@ -8,9 +8,6 @@ allowed roots before the core ever sees them.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import re
 import shutil
@@ -20,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file
 from app.services.search import parse_filters
 
-# Cluster inputs read from an upload (text lists and labels), whatever the file type.
-CLUSTER_FILE_SUFFIXES = (".txt", ".json", ".jsonl", ".csv")
+# Cluster inputs read from an upload (text lists), whatever the file type.
+CLUSTER_FILE_SUFFIXES = TEXT_FILE_SUFFIXES
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -70,46 +68,17 @@ def _suffix(path: Path) -> str:
 def read_text_list(path: Path) -> list[str]:
     """Texts from an uploaded file: ``.txt`` (one per line), ``.json`` (a list of strings, or a
     GoalEx-style object with a ``texts`` list), ``.jsonl`` (a ``text`` field or a string per
-    line) or ``.csv`` (the ``text`` column, else the first).
+    line) or ``.csv`` (the ``text`` column, else the first). The CLI's ``facet cluster FILE``
+    reads files with the same function (``app.services.clustering.read_text_file``).
 
     Raises:
-        DataError: another file type, not UTF-8 text, or not of the expected shape.
+        DataError: another file type, not UTF-8 text, not of the expected shape, or a text
+            that is not a string (``null``); named by the upload's name, never its server path.
     """
-    name = path.name
-    if _suffix(path) not in CLUSTER_FILE_SUFFIXES:
-        raise DataError(f"{name}: texts to cluster must be in a {', '.join(CLUSTER_FILE_SUFFIXES)} "
-                        f"file, not {path.suffix or 'a file without a suffix'}")
-    raw = _read_utf8(path)
-    suffix = _suffix(path)
-    if suffix == ".json":
-        data = _json(raw, name)
-        items = data.get("texts") if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise DataError(f"{name}: expected a JSON list of strings or an object with a "
-                            "'texts' list")
-        return [str(t) for t in items if str(t).strip()]
-    if suffix == ".jsonl":
-        texts = []
-        for line_no, line in enumerate(raw.splitlines(), 1):
-            if not line.strip():
-                continue
-            row = _json(line, f"{name}:{line_no}")
-            if isinstance(row, dict) and "text" in row:
-                texts.append(str(row["text"]))
-            elif isinstance(row, str):
-                texts.append(row)
-            else:
-                raise DataError(f"{name}:{line_no}: each line needs a 'text' field (or is a "
-                                "JSON string)")
-        return [t for t in texts if t.strip()]
-    if suffix == ".csv":
-        rows = list(csv.reader(io.StringIO(raw)))
-        if not rows:
-            return []
-        header = [h.strip().lower() for h in rows[0]]
-        column = header.index("text") if "text" in header else 0
-        return [r[column] for r in rows[1:] if len(r) > column and r[column].strip()]
-    return pasted_texts(raw)
+    if path.suffix.lower() not in CLUSTER_FILE_SUFFIXES:
+        raise DataError(f"{path.name}: texts to cluster must be in a "
+                        f"{', '.join(CLUSTER_FILE_SUFFIXES)} file, not {path.suffix or 'a file without a suffix'}")
+    return read_text_file(path, name=path.name)
 
 
 def read_labels(path: Path) -> list[str]:
@@ -119,33 +88,7 @@ def read_labels(path: Path) -> list[str]:
     Raises:
         DataError: unreadable, or not of that shape.
     """
-    raw = _read_utf8(path)
-    if _suffix(path) == ".json":
-        data = _json(raw, path.name)
-        items = data.get("labels") if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise DataError(f"{path.name}: expected a JSON list of labels or an object with a "
-                            "'labels' list")
-        return [str(x) for x in items]
-    return [line.strip() for line in raw.splitlines() if line.strip()]
-
-
-def _read_utf8(path: Path) -> str:
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise DataError(f"{path.name} looks binary (it has NUL bytes), not text; upload a text "
-                        "file")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path.name} is not UTF-8 text (byte {e.start}); save it as UTF-8") from e
-
-
-def _json(raw: str, where: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise DataError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    return read_label_file(path, name=path.name)
 
 
 # ------------------------------------------------------------------ uploads

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.commands.common import plural
+
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
@@ -124,8 +126,12 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
     return head + table
 
 
-def search_summary(response: SearchResponse, wall_ms: float) -> str:
-    """One line: how many results, from which embedder and reranker, and how long it took."""
+def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False) -> str:
+    """One line: how many results, from which embedder and reranker, and how long it took.
+
+    With ``group_by_document`` it counts what the table shows: documents, and the matching
+    chunks among them.
+    """
     reranked = f", reranked by {esc(response.reranker)}" if response.reranker else ""
     if response.mode == "hybrid":
         reranked = f" with BM25, fused by rank{reranked}"
@@ -133,7 +139,11 @@ def search_summary(response: SearchResponse, wall_ms: float) -> str:
                    if response.instruction else " without an instruction")
     if response.mode == "lexical" and response.instruction and not response.reranker:
         instruction = " by the words alone (BM25 does not read the instruction)"
-    return (f'<div class="facet-info">{len(response.results)} results from '
+    count = plural(len(response.results), "result")
+    if group_by_document:
+        documents = len({r.doc_id for r in response.results})
+        count = f"{plural(documents, 'document')} ({plural(len(response.results), 'matching chunk')})"
+    return (f'<div class="facet-info">{count} from '
             f"<b>{esc(response.collection)}</b> ({esc(response.embedder)}{reranked}){instruction}"
             f" in {wall_ms:.0f} ms.</div>")
 
@@ -248,8 +258,10 @@ def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
 
 def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: float | None,
                     label_count: int | None, notices: Sequence[str] = ()) -> str:
-    """What was clustered and how well: texts, k, silhouette, V-measure against labels, time."""
-    parts = [f"<b>{len(response.texts):,}</b> texts, <b>k = {response.k}</b>"
+    """What was clustered and how well: texts, k, silhouette, V-measure against labels, time;
+    the response's note (fewer clusters than asked for, and why) is shown above it."""
+    texts = len(response.texts)
+    parts = [f"<b>{texts:,}</b> {'text' if texts == 1 else 'texts'}, <b>k = {response.k}</b>"
              + (" (chosen by silhouette)" if response.k_chosen else "")]
     if response.silhouette is not None:
         parts.append(f"silhouette {response.silhouette:.3f}")
@@ -260,7 +272,8 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
                     ", names from keywords"))
     stages = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in response.timings_ms.items())
     parts.append(f"{wall_s:.1f} s ({stages})")
-    return (notices_html(notices) + '<div class="facet-info facet-cluster-summary">'
+    notes = [*notices, response.note] if response.note else list(notices)
+    return (notices_html(notes) + '<div class="facet-info facet-cluster-summary">'
             + " · ".join(parts) + f"<br><small>instruction: \u201c{esc(response.instruction)}"
             "\u201d</small></div>")
 

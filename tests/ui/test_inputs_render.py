@@ -48,6 +48,9 @@ def test_text_lists_from_files(tmp_path: Path, name: str, content: str, want: li
     ("a.json", "{not json", "not valid JSON"),
     ("a.json", json.dumps({"texts": "nope"}), "expected a JSON list"),
     ("a.jsonl", '{"body": "x"}', "each line needs a 'text' field"),
+    # A null (or number) text is refused with its line, never clustered as "None".
+    ("a.jsonl", '{"text": "x"}\n{"text": null}\n', r"a\.jsonl:2: 'text' is null, not a string"),
+    ("a.json", json.dumps(["x", 3]), r"a\.json: text 2 of the list is the number 3, not a string"),
 ])
 def test_bad_text_files(tmp_path: Path, name: str, content: str, error: str) -> None:
     path = tmp_path / name
@@ -65,6 +68,76 @@ def test_labels(tmp_path: Path) -> None:
     (tmp_path / "l.txt").write_text("sport\nworld\n")
     assert inputs.read_labels(tmp_path / "labels.json") == ["0", "3", "1"]
     assert inputs.read_labels(tmp_path / "l.txt") == ["sport", "world"]
+    (tmp_path / "null.json").write_text(json.dumps(["a", None]))
+    with pytest.raises(DataError, match=r"null\.json: label 2 of the list is null"):
+        inputs.read_labels(tmp_path / "null.json")
+
+
+def _handlers(tmp_path: Path):  # type: ignore[no-untyped-def]
+    pytest.importorskip("gradio")
+    from app.settings import FacetSettings
+    from ui.handlers import UiHandlers
+
+    def no_facet() -> None:
+        raise AssertionError("the input is refused before the core is asked")
+
+    return UiHandlers(no_facet, FacetSettings(data_dir=tmp_path), export_dir=tmp_path)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("limit", "k", "labels", "message"), [
+    (0, 0, "a\nb\nc\nd\n", "4 labels for 3 texts"),   # more labels than texts
+    (0, 0, "a\nb\n", "2 labels for 3 texts"),
+    (0, -1, None, "k must be 0 (choose it by silhouette) or at least 2, got -1"),
+    (-5, 0, None, "limit must be 0 (all the texts) or a positive number of texts, got -5"),
+])
+def test_cluster_tab_refuses_bad_counts(tmp_path: Path, limit: int, k: int, labels: str | None,
+                                        message: str) -> None:
+    import gradio as gr
+
+    from ui.handlers import NO_EXPLAINER, SOURCE_TEXTS
+
+    handlers = _handlers(tmp_path)
+    labels_file = None
+    if labels is not None:
+        labels_file = tmp_path / "labels.txt"
+        labels_file.write_text(labels)
+    with pytest.raises(gr.Error) as info:
+        handlers.cluster(SOURCE_TEXTS, None, "", limit, None, None, "one\ntwo\nthree", None,
+                         str(labels_file) if labels_file else None, "topic", k, None, NO_EXPLAINER)
+    assert message in info.value.message
+
+
+def test_search_tab_refuses_k_0(tmp_path: Path) -> None:
+    import gradio as gr
+
+    with pytest.raises(gr.Error) as info:
+        _handlers(tmp_path).search("my card", "", "c", None, 0, "", False, None, False, "dense")
+    assert "k (the number of results) must be at least 1, got 0" in info.value.message
+
+
+def test_search_summary_counts_what_is_shown() -> None:
+    one = SearchResponse("q", None, "c", "minilm", None, [_result(1, "x", 0.9)], {})
+    assert '<div class="facet-info">1 result from <b>c</b>' in render.search_summary(one, 5)
+    chunks = [_result(1, "x", 0.9), _result(2, "y", 0.8), _result(3, "x", 0.7), _result(4, "z", 0.6),
+              _result(5, "x", 0.5)]
+    grouped = SearchResponse("q", None, "c", "minilm", None, chunks, {})
+    assert "5 results from" in render.search_summary(grouped, 5)
+    summary = render.search_summary(grouped, 5, group_by_document=True)
+    assert "3 documents (5 matching chunks) from" in summary
+    assert render.results_html(grouped, group_by_document=True).count("<tr><td") == 3
+
+
+def test_cluster_summary_says_why_there_are_fewer_clusters() -> None:
+    from app.services.clustering import Cluster, ClusterResponse
+
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=1, k_chosen=False, silhouette=None,
+        texts=["same"] * 4, labels=[0] * 4, coordinates=[(0.0, 0.0)] * 4, sources=[], answers=None,
+        clusters=[Cluster(0, 4, "same", ["same"], ["same"], [0], (0.0, 0.0))], timings_ms={},
+        note="1 cluster instead of the 3 asked for: only 1 distinct text")
+    summary = render.cluster_summary(response, wall_s=1.0, v_measure=None, label_count=None)
+    assert "<b>4</b> texts, <b>k = 1</b>" in summary
+    assert '<div class="facet-note">1 cluster instead of the 3 asked for: only 1 distinct text</div>' in summary
 
 
 def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
