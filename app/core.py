@@ -338,11 +338,6 @@ class Facet:
         if callable(check):  # e.g. the broker is up: say so before recording a job
             check()
         runner = getattr(self.job_runner, "runner_name", "thread")
-        if options is not None and options.text_column and runner == "celery":
-            # A worker's chunk task re-reads its documents without the job's options.
-            raise InvalidRequestError("text_column (--text-column) is not supported by the "
-                                      "workers' queue yet; index in this process (no "
-                                      "--background) or name the column 'text'")
         prepared = self.indexing.prepare(source, collection, options, runner=runner)
         if runner == "celery" and self.context.store.backend != "server":
             # An embedded store's collection opens in one process at a time: a server that has

@@ -193,6 +193,8 @@ class IndexJob(Base):
     chunks_total: Mapped[int] = mapped_column(Integer, default=0)
     chunks_done: Mapped[int] = mapped_column(Integer, default=0)
     docs_total: Mapped[int] = mapped_column(Integer, default=0)
+    # The csv column / jsonl field holding the text (migration 0004): workers' chunks read it.
+    text_column: Mapped[str | None] = mapped_column(String(128), default=None)
 
     errors: Mapped[list[JobError]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")

@@ -117,8 +117,8 @@ class _Tally:
 
 class _ParseCache:
     """Parsed documents of recently read source files, per process (a jsonl corpus is read
-    once by a worker process, not once per chunk). Keyed by (path, size, mtime): a file
-    changed since it was read is read again."""
+    once by a worker process, not once per chunk). Keyed by path and the job's text column,
+    stamped with (size, mtime): a file changed since it was read is read again."""
 
     def __init__(self, max_files: int = 4096) -> None:
         self.max_files = max_files
@@ -126,23 +126,26 @@ class _ParseCache:
             collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def documents(self, path: str, max_bytes: int) -> dict[str, ParsedDocument | DocumentError]:
+    def documents(self, path: str, max_bytes: int, text_column: str | None = None
+                  ) -> dict[str, ParsedDocument | DocumentError]:
         try:
             st = os.stat(path)
             stamp = (st.st_size, st.st_mtime_ns)
         except OSError:
             return {}
+        key = f"{path}\0{text_column or ''}"
         with self._lock:
-            hit = self._files.get(path)
+            hit = self._files.get(key)
             if hit is not None and hit[0] == stamp:
-                self._files.move_to_end(path)
+                self._files.move_to_end(key)
                 return hit[1]
         docs: dict[str, ParsedDocument | DocumentError] = {}
-        for item in parse_file(Path(path), max_bytes=max_bytes):  # whole files: no streaming
+        # Whole files (no streaming), read as the job's inline run would read them.
+        for item in parse_file(Path(path), max_bytes=max_bytes, text_column=text_column):
             if isinstance(item, ParsedDocument | DocumentError):
                 docs.setdefault(item.key, item)
         with self._lock:
-            self._files[path] = (stamp, docs)
+            self._files[key] = (stamp, docs)
             while len(self._files) > self.max_files:
                 self._files.popitem(last=False)
         return docs
@@ -257,7 +260,7 @@ class ChunkedIndexService:
                     todo.append([item.key, item.source, digest])
 
         for path in files:
-            for item in _PARSED.documents(str(path), max_bytes).values():
+            for item in _PARSED.documents(str(path), max_bytes, job.text_column).values():
                 if item.key in seen:
                     message = (f"duplicate document id {item.key!r} in {item.source}; only the "
                                "first occurrence is indexed")
@@ -417,12 +420,13 @@ class ChunkedIndexService:
             finished = self._finish(session, job_id)
             return ChunkOutcome(job_id, number, "done", len(docs), written, finished)
 
-    def _current_documents(self, docs: list[tuple[Any, ...]]) -> list[ParsedDocument | DocumentError]:
+    def _current_documents(self, docs: list[tuple[Any, ...]], text_column: str | None = None
+                           ) -> list[ParsedDocument | DocumentError]:
         """The chunk's documents as the source holds them now (changed ones noted)."""
         max_bytes = int(self.settings.max_document_mb * 2**20)
         out: list[ParsedDocument | DocumentError] = []
         for key, source, planned_hash in docs:
-            item = _PARSED.documents(str(source), max_bytes).get(str(key))
+            item = _PARSED.documents(str(source), max_bytes, text_column).get(str(key))
             if item is None:
                 out.append(DocumentError(str(key), str(source),
                                          f"{key} is no longer in {source} (removed after the job "
@@ -448,7 +452,7 @@ class ChunkedIndexService:
         tokenize = self.index._tokenizer_for(coll, embedder)
         chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
         t0 = time.perf_counter()
-        items = self._current_documents(docs)
+        items = self._current_documents(docs, job.text_column)
         tally = _Tally(parse_s=time.perf_counter() - t0)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")

@@ -332,7 +332,8 @@ class IndexService:
         with self.sessions() as session:
             coll = self._prepare_collection(session, collection, embedder, options, spec)
             self._refuse_other_writer(session, coll)
-            job = self._start_job(session, coll, str(source.resolve()), embedder.name, runner)
+            job = self._start_job(session, coll, str(source.resolve()), embedder.name, runner,
+                                  options.text_column)
             return PreparedJob(job.id, collection, str(source.resolve()), spec, options)
 
     def _refuse_other_writer(self, session: Session, coll: md.Collection) -> None:
@@ -635,9 +636,10 @@ class IndexService:
         return tokenizer_spans(tokenizer)
 
     def _start_job(self, session: Session, coll: md.Collection, source: str,
-                   embedder: str, runner: str) -> md.IndexJob:
+                   embedder: str, runner: str, text_column: str | None = None) -> md.IndexJob:
         job = md.IndexJob(collection_id=coll.id, source=source, embedder=embedder,
-                          pid=os.getpid(), host=leases.HOST, runner=runner, state="queued")
+                          pid=os.getpid(), host=leases.HOST, runner=runner, state="queued",
+                          text_column=text_column)
         session.add(job)
         session.commit()
         with _REGISTRY_LOCK:

@@ -105,6 +105,18 @@ def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus
     again = submit(stack, tmp_path / "src", "bg")
     job = wait_for(client, again)
     assert (job.state, job.docs_skipped, job.chunks_total) == ("completed", N_DOCS, 0)
+    # Records whose text is in another field: the workers read the job's --text-column (it
+    # used to be refused for them).
+    reviews = tmp_path / "reviews.jsonl"
+    reviews.write_text("".join(f'{{"_id": "r{i}", "review": "review {i} of the card"}}\n'
+                               for i in range(6)))
+    done = stack.facet("index", str(reviews), "-c", "reviews", "--text-column", "review",
+                       "--background")
+    assert done.returncode == 0, done.stderr
+    job = wait_for(client, int(done.stdout.strip().splitlines()[-1]))
+    assert (job.state, job.docs_indexed, job.docs_failed) == ("completed", 6, 0), job
+    texts = {h.payload["text"] for h in client.context.store.scroll("reviews", limit=100)}
+    assert texts == {f"review {i} of the card" for i in range(6)}
 
 
 def test_kill9_worker_mid_job_then_restart(stack: Stack, client, corpus, minilm,

@@ -334,3 +334,24 @@ def test_a_plan_that_met_a_busy_store_is_planned_again_not_failed(make_ctx, tmp_
     for n in numbers:
         service.run_chunk(prepared.job_id, n)
     assert CollectionService(ctx).job(prepared.job_id).state == "completed"
+
+
+def test_a_text_column_reaches_the_plan_and_every_chunk(make_ctx, tmp_path) -> None:
+    """A job over records whose text is in another field (``--text-column``) was refused for
+    the workers (a chunk knows only its job's id); the column is now on the job row."""
+    import json
+
+    src = tmp_path / "reviews.jsonl"
+    src.write_text("".join(json.dumps({"_id": f"r{i}", "text": "header only",
+                                       "review": f"review {i}: the card arrived late"}) + "\n"
+                           for i in range(5)))
+    ctx = make_ctx()
+    service = ChunkedIndexService(ctx)
+    prepared = IndexService(ctx).prepare(src, "c", IndexOptions(text_column="review"),
+                                         runner="celery")
+    for n in service.plan(prepared, 2):
+        assert service.run_chunk(prepared.job_id, n).outcome == "done"
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert job.state == "completed" and job.docs_indexed == 5 and job.message is None
+    texts = sorted(h.payload["text"] for h in ctx.store.scroll("c", limit=100))
+    assert texts == [f"review {i}: the card arrived late" for i in range(5)]
