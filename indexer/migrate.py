@@ -116,7 +116,36 @@ def upgrade(engine: Engine) -> str:
             logger.info("metadata database predates migrations: stamping %s", BASELINE)
             command.stamp(cfg, BASELINE)
             conn.commit()
-        command.upgrade(cfg, "head")
-        conn.commit()
+        with _foreign_keys_off(conn):
+            command.upgrade(cfg, "head")
+            conn.commit()
         logger.info("migrated the metadata database from %s to %s", current or BASELINE, head)
         return "upgraded"
+
+
+@contextlib.contextmanager
+def _foreign_keys_off(conn: Connection) -> Iterator[None]:
+    """SQLite without foreign-key enforcement for the block, then checked.
+
+    A batch migration rebuilds a table (copy, drop the old one, rename); with enforcement on,
+    the drop cascades to every row referencing the old table, so migration 0002 rebuilding
+    ``index_jobs`` erased every job's ``job_errors``. SQLite's documented procedure for such
+    changes: enforcement off, then ``PRAGMA foreign_key_check``.
+
+    Raises:
+        RuntimeError: the migrated database has rows whose parent is gone.
+    """
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    conn.commit()  # the pragma is a no-op inside a transaction
+    conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+    try:
+        yield
+        broken = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+        if broken:
+            raise RuntimeError(f"the migrated metadata database has {len(broken)} row(s) whose "
+                               f"parent row is gone (first: {tuple(broken[0])})")
+    finally:
+        conn.commit()
+        conn.exec_driver_sql("PRAGMA foreign_keys=ON")

@@ -42,6 +42,8 @@ def _issue6_database(url: str) -> None:
                 "docs_indexed, docs_skipped, docs_failed, docs_deleted, chunks_written, parse_s, "
                 "encode_s, store_s, metadata_s, started_at) VALUES (1, '/src', 'minilm', "
                 f"'{state}', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '2026-01-01')"))
+        conn.execute(text("INSERT INTO job_errors (job_id, document_key, kind, message) VALUES "
+                          "(2, '/src/bad.pdf', 'error', 'not a PDF')"))
         conn.execute(text("DROP TABLE alembic_version"))
         conn.commit()
     engine.dispose()
@@ -57,6 +59,11 @@ def test_a_database_from_before_migrations_is_upgraded_in_place(tmp_path: Path) 
         assert [tuple(j) for j in jobs] == [(1, "completed", "inline"), (2, "completed", "inline"),
                                              (3, "running", "inline")]
         assert conn.execute(text("SELECT writer_job_id FROM collections")).scalar() is None
+        # Rebuilding index_jobs (0002) cascaded its drop to job_errors: every error was lost.
+        assert [tuple(r) for r in conn.execute(text(
+            "SELECT job_id, document_key, message FROM job_errors")).all()] == [
+            (2, "/src/bad.pdf", "not a PDF")]
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1  # on again after it
         # Ids are not reused after the newest job is deleted (AUTOINCREMENT since 0002).
         conn.execute(text("DELETE FROM index_jobs WHERE id = 3"))
         conn.execute(text(

@@ -90,4 +90,5 @@ def test_migrations_on_postgres_from_before_migrations(postgres_url) -> None:
     assert _diff(engine) == []
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM index_jobs")).scalar() == 3
+        assert conn.execute(text("SELECT count(*) FROM job_errors")).scalar() == 1
     engine.dispose()
