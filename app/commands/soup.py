@@ -43,6 +43,8 @@ def register(cli: typer.Typer) -> None:
                 parsed = [float(w) for w in weights.split(",")]
             except ValueError as e:
                 raise InvalidRequestError(f"--weights {weights!r}: expected comma-separated numbers") from e
+        if out.exists() and not out.is_dir():
+            raise InvalidRequestError(f"--out {out} is a file; give a directory for the soup")
         if (out / CONFIG_FILE).exists() and not force:
             raise InvalidRequestError(f"--out {out} already holds a checkpoint; pass --force to overwrite it")
         try:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
 if TYPE_CHECKING:
@@ -120,6 +121,9 @@ def register(cli: typer.Typer) -> None:
         spec = methods[method]
         if last_out is not None and last_out.resolve() == out.resolve():
             raise InvalidRequestError("--last-out must differ from --out (which keeps the best on dev)")
+        check_out_dir(out, "--out")
+        if last_out is not None:
+            check_out_dir(last_out, "--last-out")
         # Bad dev options are refused before any model is loaded.
         if dev_size is not None and dev_size < 10:
             raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
@@ -223,6 +227,8 @@ def summary(log: dict[str, Any], out: Path) -> str:
     losses = [h["loss"] for h in log["history"] if "loss" in h]
     head = sum(losses[:10]) / max(1, len(losses[:10]))
     tail = sum(losses[-10:]) / max(1, len(losses[-10:]))
+    from embedders.base import CONFIG_FILE
+
     lines = [f"trained {log['method']}: {log['steps_done']} steps in {log['seconds']}s "
              f"({log['seconds_per_step']} s/step, {log['stopped']}); mean loss first 10 steps {head:.4f} -> "
              f"last 10 {tail:.4f}"]
@@ -231,10 +237,38 @@ def summary(log: dict[str, Any], out: Path) -> str:
         start = log["dev_curve"][0]
         lines.append(f"dev score {start['score']} at step {start['step']} -> best {best['score']} at step "
                      f"{best['step']} ({', '.join(f'{k} {v}' for k, v in best.items() if '/' in k)})")
+    if not (out / CONFIG_FILE).is_file():
+        lines.append(f"nothing saved to {out}: the run stopped before its first checkpoint")
+    elif best:
         lines.append(f"saved the step-{best['step']} weights ({log['weights_steps']} steps in all) to {out}")
     else:
         lines.append(f"saved to {out}")
     return "\n".join(lines)
+
+
+# What a checkpoint directory holds (embedders.base.CONFIG_FILE, the methods' ADAPTER_FILE and
+# HEADS_FILE, the trainer's log; named here so that the CLI needs no torch to check --out).
+CHECKPOINT_FILES = frozenset({"facet_config.json", "adapter.safetensors", "heads.safetensors",
+                              "train_log.json"})
+
+
+def check_out_dir(out: Path, flag: str) -> None:
+    """Refuse an output that is a file, or a directory holding anything but a checkpoint's
+    files: a save replaces the whole directory (by renames, so a kill never leaves half a
+    checkpoint), which deleted whatever else it held.
+
+    Raises:
+        InvalidRequestError: as above; nothing is written.
+    """
+    if out.exists() and not out.is_dir():
+        raise InvalidRequestError(f"{flag} {out} is a file; give a directory (a new one, or a checkpoint "
+                                  "to replace)")
+    if out.is_dir():
+        others = sorted(p.name for p in out.iterdir() if p.name not in CHECKPOINT_FILES)
+        if others:
+            shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+            raise InvalidRequestError(f"{flag} {out} holds other files ({shown}), which saving a checkpoint "
+                                      "there would delete; give a new directory or an existing checkpoint")
 
 
 def parse_settings(items: list[str]) -> dict[str, str]:
@@ -270,8 +304,10 @@ def _typed(config_class: Any, base: Any, values: dict[str, str]) -> dict[str, An
                 typed[key] = raw.lower() in ("true", "1")
             else:
                 typed[key] = type(current)(raw)
+                if isinstance(typed[key], float) and not math.isfinite(typed[key]):
+                    raise ValueError(raw)
         except ValueError as e:
-            wanted = {"int": "an integer", "float": "a number", "str": "a string"}.get(
+            wanted = {"int": "an integer", "float": "a finite number", "str": "a string"}.get(
                 type(current).__name__, f"a value of type {type(current).__name__}")
             raise InvalidRequestError(f"--set {key}={raw!r}: expected {wanted}") from e
     return typed
@@ -361,7 +397,15 @@ def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, A
     if not is_checkpoint_dir(path):
         raise NotFoundError(f"{flag} {name_or_path!r}: no checkpoint there (a directory with {CONFIG_FILE}, "
                             f"or a name under {checkpoint_dir()})")
-    return path, json.loads((path / CONFIG_FILE).read_text())
+    try:
+        meta = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataError(f"{flag} {name_or_path!r}: {path / CONFIG_FILE} is not valid JSON ({e}); "
+                        "the checkpoint is damaged") from e
+    if not isinstance(meta, dict):
+        raise DataError(f"{flag} {name_or_path!r}: {path / CONFIG_FILE} is not a JSON object; "
+                        "the checkpoint is damaged")
+    return path, meta
 
 
 def _check_backbone(path: Path, meta: dict[str, Any], backbone: str, flag: str) -> None:

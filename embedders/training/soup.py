@@ -34,6 +34,7 @@ from safetensors.torch import load_file, save_file
 from embedders.base import CONFIG_FILE
 from embedders.errors import CheckpointError
 from embedders.methods.common import ADAPTER_FILE, HEADS_FILE
+from embedders.training.trainer import current_umask
 
 TRAIN_LOG_FILE = "train_log.json"
 _LORA_FREE = ("r", "alpha", "dropout")
@@ -159,9 +160,13 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         weights = [1.0] * len(paths)
     if len(weights) != len(paths):
         raise ValueError(f"{len(weights)} weights for {len(paths)} checkpoints")
-    if any(not math.isfinite(w) or w < 0 for w in weights) or sum(weights) <= 0:
+    if any(not math.isfinite(w) for w in weights):
+        raise ValueError(f"weights must be finite numbers, got {weights}")
+    if any(w < 0 for w in weights) or sum(weights) <= 0:
         raise ValueError(f"weights must be non-negative with a positive sum, got {weights}")
     total_w = sum(weights)
+    if not math.isfinite(total_w):  # 1e308,1e308: each finite, their sum not (it made all zeros)
+        raise ValueError(f"weights {weights} are too large to add up; give relative sizes like 3,1")
     weights = [w / total_w for w in weights]
     if rank is not None and rank < 1:
         raise ValueError(f"rank must be at least 1, got {rank}")
@@ -254,4 +259,7 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     (target / TRAIN_LOG_FILE).write_text(json.dumps({"soup": report.to_dict(), "ingredient_logs": logs},
                                                     indent=2) + "\n")
     (target / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")  # last: marks it complete
+    for name in (CONFIG_FILE, ADAPTER_FILE, HEADS_FILE, TRAIN_LOG_FILE):  # as a plain open would
+        if (target / name).is_file():
+            (target / name).chmod(0o666 & ~current_umask())
     return report

@@ -111,16 +111,16 @@ class TrainConfig:
             raise ValueError("decay_over='time' needs a time budget")
         if self.eval_every_s is not None and self.eval_every_s <= 0:
             raise ValueError(f"eval_every_s must be positive, got {self.eval_every_s}")
-        if self.head_lr_mult <= 0:
-            raise ValueError(f"head_lr_mult must be positive, got {self.head_lr_mult}")
+        if not self.head_lr_mult > 0 or not math.isfinite(self.head_lr_mult):
+            raise ValueError(f"head_lr_mult must be a positive number, got {self.head_lr_mult}")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.log_every < 1:
             raise ValueError(f"log_every must be >= 1, got {self.log_every}")
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if self.lr <= 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
+        if not self.lr > 0 or not math.isfinite(self.lr):  # NaN passed `<= 0` and trained NaNs
+            raise ValueError(f"lr must be a positive number, got {self.lr}")
         if self.stop_after is not None and not 1 <= self.stop_after <= self.steps:
             raise ValueError(f"stop_after must be between 1 and steps ({self.steps}), got {self.stop_after}")
 
@@ -163,6 +163,7 @@ def save_checkpoint(model: Trainable, out_dir: str | Path, log: dict[str, Any]) 
     try:
         model.save(tmp)
         _write_json(tmp / "train_log.json", log)
+        _umask_modes(tmp)
         old = target.with_name(f".{target.name}.old")
         if old.exists():
             shutil.rmtree(old)
@@ -174,6 +175,23 @@ def save_checkpoint(model: Trainable, out_dir: str | Path, log: dict[str, Any]) 
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and back: there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _umask_modes(folder: Path) -> None:
+    """Give ``folder`` and its files the modes a plain mkdir / open would (mkdtemp makes 0700,
+    and some writers 0600), so a worker running as another user can load the checkpoint."""
+    mask = current_umask()
+    folder.chmod(0o777 & ~mask)
+    for f in folder.iterdir():
+        if f.is_file():
+            f.chmod(0o666 & ~mask)
 
 
 def recover_checkpoint(out_dir: str | Path) -> None:

@@ -172,3 +172,57 @@ def test_grad_cache_trains_a_corpus_method_and_records_it(tmp_path, shared_data,
     log = json.loads((out / "train_log.json").read_text())
     assert log["config"]["grad_cache"] == 2 and log["batch_size"] == 4 and log["steps_done"] == 2
     assert all(h["loss"] > 0 for h in log["history"])
+
+
+def test_out_that_holds_other_files_is_refused_and_nothing_is_lost(tmp_path, shared_data, tiny, trained):
+    """A save replaces its whole directory: --out naming a folder of the user's files deleted
+    them (and a file was replaced by a checkpoint); both are refused before anything loads.
+    An existing checkpoint may be replaced, as a continuation in place does."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("precious")
+    code, output = _train("causal-eos", "--out", str(folder), "--steps", "1", "--no-dev", *tiny)
+    assert code == 2 and "holds other files (notes.txt)" in output, output
+    assert (folder / "notes.txt").read_text() == "precious"
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    code, output = _train("causal-eos", "--out", str(afile), "--steps", "1", "--no-dev", *tiny)
+    assert code == 2 and "is a file" in output and afile.read_text() == "x"
+    code, output = _train("causal-eos", "--out", str(tmp_path / "ok"), "--last-out", str(folder), "--steps", "1",
+                          "--no-dev", *tiny)
+    assert code == 2 and "--last-out" in output and "holds other files" in output
+    import shutil
+
+    again = tmp_path / "again"
+    shutil.copytree(trained, again)
+    code, output = _train("causal-eos", "--out", str(again), "--init-from", str(again), "--steps", "1", "--no-dev",
+                          "--data-dir", str(shared_data), *tiny)
+    assert code == 0, output
+    mode = (again / "adapter.safetensors").stat().st_mode & 0o777
+    assert mode & 0o044 == 0o044 and again.stat().st_mode & 0o055 == 0o055  # readable by others (umask 022)
+
+
+def test_non_finite_numbers_and_a_damaged_config_are_refused(tmp_path, shared_data, tiny):
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--lr", "nan", "--no-dev", *tiny)
+    assert code == 2 and "lr must be a positive number, got nan" in output
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--set", "temperature=inf", *tiny)
+    assert code == 2 and "--set temperature='inf': expected a finite number" in output
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "facet_config.json").write_text("garbage")
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-from", str(damaged), *tiny)
+    assert code == 4 and "facet_config.json is not valid JSON" in output and "Traceback" not in output
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_run_that_saved_nothing_does_not_claim_a_save(tmp_path, trained):
+    """Interrupted before its first save (say, during the step-0 dev evaluation), a run said
+    "keeping the best checkpoint so far ... saved to OUT" with no OUT written."""
+    from app.commands.train import summary
+
+    log = json.loads((trained / "train_log.json").read_text())
+    said = summary({**log, "steps_done": 0, "history": [], "stopped": "interrupted", "best": None},
+                   tmp_path / "never-written")
+    assert said.splitlines()[-1] == (f"nothing saved to {tmp_path / 'never-written'}: the run stopped "
+                                     "before its first checkpoint")
+    assert f"to {trained}" in summary(log, trained)

@@ -125,6 +125,16 @@ def test_facet_soup_writes_a_checkpoint_and_refuses_bad_input(pair, tmp_path):
     assert missing.exit_code == 3 and "no checkpoint" in missing.output
     bad = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", "1,x"])
     assert bad.exit_code == 2 and "comma-separated" in bad.output
+    # Each finite, their sum not: normalised to zeros, it wrote a zero soup and called it fine.
+    huge = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", "1e308,1e308"])
+    assert huge.exit_code == 2 and "too large to add up" in huge.output
+    inf = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", "inf,1"])
+    assert inf.exit_code == 2 and "must be finite numbers" in inf.output
+    (tmp_path / "afile").write_text("x")
+    into_file = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "afile")])
+    assert into_file.exit_code == 2 and "is a file" in into_file.output
+    assert not (tmp_path / "t").exists()
+    assert (tmp_path / "s" / "adapter.safetensors").stat().st_mode & 0o044 == 0o044  # not 0600
 
 
 def test_a_different_served_budget_is_reported_and_the_first_ones_kept(pair, tmp_path, smollm2_cut):
