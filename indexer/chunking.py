@@ -19,6 +19,11 @@ TokenSpans = Callable[[str], Sequence[tuple[int, int]]]
 _WORD = re.compile(r"\S+")
 
 
+# Far beyond what any embedder reads in one pass (they truncate at a few thousand tokens); a
+# larger size is a typo, and one past 2**63 overflowed the database's integer column.
+MAX_CHUNK_TOKENS = 65_536
+
+
 @dataclass(frozen=True)
 class ChunkingConfig:
     """How documents are cut.
@@ -32,8 +37,8 @@ class ChunkingConfig:
     overlap: int = 32
 
     def __post_init__(self) -> None:
-        if self.size < 1:
-            raise ValueError(f"chunk size must be >= 1 token, got {self.size}")
+        if not 1 <= self.size <= MAX_CHUNK_TOKENS:
+            raise ValueError(f"chunk size must be from 1 to {MAX_CHUNK_TOKENS:,} tokens, got {self.size}")
         if not 0 <= self.overlap < self.size:
             raise ValueError(
                 f"chunk overlap must be >= 0 and smaller than the chunk size ({self.size}), "

@@ -93,6 +93,9 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
         message = (f"the request body is not valid JSON ({first.get('msg')}); send a JSON object "
                    "with Content-Type: application/json")
         param = ""
+    elif not param:  # the body as a whole: missing, a form, a JSON array or string
+        message = ("the request body must be a JSON object sent with Content-Type: "
+                   f"application/json ({first.get('msg')})")
     elif first.get("type") == "extra_forbidden":
         message = f"unknown field {param!r}; check its spelling against docs/api.md"
     elif first.get("type") == "missing":

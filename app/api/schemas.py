@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.services.clustering import MAX_SEED
 from app.services.search import MAX_TOP_K, SearchMode
+from indexer.chunking import MAX_CHUNK_TOKENS
 
 Filters = dict[str, str | int | bool | list[str | int | bool]]
 
@@ -83,7 +85,7 @@ class ClusterBody(_Body):
     keywords: int = Field(default=5, ge=1, le=50)
     members: int = Field(default=3, ge=1, le=50)
     answer_tokens: int | None = Field(default=None, ge=1, le=64)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
 
 
 class JobBody(_Body):
@@ -94,7 +96,7 @@ class JobBody(_Body):
     embedder: str | None = None
     sync: bool | None = Field(default=None, description="remove documents gone from the source; "
                                                         "default: yes for a folder, no for a file")
-    chunk_tokens: int | None = Field(default=None, ge=1)
-    chunk_overlap: int | None = Field(default=None, ge=0)
+    chunk_tokens: int | None = Field(default=None, ge=1, le=MAX_CHUNK_TOKENS)
+    chunk_overlap: int | None = Field(default=None, ge=0, le=MAX_CHUNK_TOKENS)
     text_column: str | None = Field(default=None, min_length=1,
                                     description="the csv column / jsonl field holding the text")

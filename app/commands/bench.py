@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import handle_errors
-from app.errors import InvalidRequestError
+from app.errors import InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
 BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
@@ -38,39 +38,39 @@ def register(cli: typer.Typer) -> None:
             "--source", help="corpus for the indexing benchmark (default: the first --index-docs "
                              "BANKING77 training texts)")] = None,
         index_docs: Annotated[int, typer.Option(
-            "--index-docs", help="BANKING77 texts in the default indexing corpus")] = 2000,
+            "--index-docs", min=1, help="BANKING77 texts in the default indexing corpus")] = 2000,
         rounds: Annotated[int, typer.Option(
-            "--rounds", help="alternating bare / end-to-end indexing runs (medians reported)")] = 3,
+            "--rounds", min=1, help="alternating bare / end-to-end indexing runs (medians reported)")] = 3,
         embedder: Annotated[str, typer.Option("--embedder", "-e")] = "minilm",
         rerank: Annotated[str, typer.Option("--rerank")] = "minilm",
         rerank_depth: Annotated[int, typer.Option(
-            "--rerank-depth", help="candidates the reranker re-scores per search")] = 30,
+            "--rerank-depth", min=1, help="candidates the reranker re-scores per search")] = 30,
         points: Annotated[int, typer.Option(
-            "--points", help="synthetic chunks of the search-latency collection (edge)")
+            "--points", min=1, help="synthetic chunks of the search-latency collection (edge)")
         ] = 100_000,
         local_points: Annotated[int, typer.Option(
-            "--local-points", help="points for the edge vs qdrant-client local comparison")
+            "--local-points", min=1, help="points for the edge vs qdrant-client local comparison")
         ] = 20_000,
         scifact_docs: Annotated[int | None, typer.Option(
-            "--scifact-docs", help="SciFact corpus subset on both sides: judged docs + facet "
+            "--scifact-docs", min=1, help="SciFact corpus subset on both sides: judged docs + facet "
                                    "eval's seeded sample of the others (default: all)")] = None,
         gircse: Annotated[str, typer.Option(
             "--gircse", help="gircse-cache: the GIRCSE checkpoint")] = "gircse",
         gircse_baseline: Annotated[str, typer.Option(
             "--gircse-baseline", help="gircse-cache: embedder the times are divided by")] = "causal-eos",
         texts: Annotated[int, typer.Option(
-            "--texts", help="gircse-cache: STS-B training sentences encoded")] = 512,
+            "--texts", min=1, help="gircse-cache: STS-B training sentences encoded")] = 512,
         soft_tokens: Annotated[int, typer.Option(
-            "--soft-tokens", help="gircse-cache: K generated soft tokens")] = 5,
+            "--soft-tokens", min=1, help="gircse-cache: K generated soft tokens")] = 5,
         bench_dir: Annotated[Path | None, typer.Option(
             "--bench-dir", help="api-search: keep the --points collection here and reuse it "
                                 "(default: a temporary folder)")] = None,
         clients: Annotated[int, typer.Option(
-            "--clients", help="api-embed: concurrent clients")] = 8,
+            "--clients", min=1, help="api-embed: concurrent clients")] = 8,
         api_texts: Annotated[int, typer.Option(
-            "--api-texts", help="api-embed: BANKING77 texts sent per run")] = 512,
+            "--api-texts", min=1, help="api-embed: BANKING77 texts sent per run")] = 512,
         texts_per_request: Annotated[int, typer.Option(
-            "--texts-per-request", help="api-embed: texts in each request")] = 1,
+            "--texts-per-request", min=1, help="api-embed: texts in each request")] = 1,
         threads: Annotated[int | None, typer.Option(
             "--threads", help="api-*: torch threads of the server's model thread and of the "
                               "bare runs (default FACET_QUERY_THREADS)")] = None,
@@ -91,6 +91,8 @@ def register(cli: typer.Typer) -> None:
         if unknown:
             raise InvalidRequestError(f"unknown --parts {', '.join(sorted(unknown))}; pick from "
                                       f"{', '.join(sorted(known))}")
+        if source is not None and not source.exists():
+            raise NotFoundError(f"--source {source} does not exist")
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
                                    "cpus": os.cpu_count()}
         typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")

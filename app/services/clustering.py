@@ -34,7 +34,7 @@ import numpy as np
 
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
 from app.services.context import ServiceContext
-from app.services.search import SearchRequest, SearchService, payload_filters
+from app.services.search import SearchRequest, SearchService, check_filters, payload_filters
 from embedders.contract import Role
 from embedders.explain import explain_clusters
 from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
@@ -48,6 +48,9 @@ ClusterProgress = Callable[[float, str], None]
 # Texts encoded (or answered) per progress step: small enough that a bar moves every few
 # seconds on a CPU, large enough that the per-call overhead stays negligible.
 PROGRESS_STEP_TEXTS = 128
+
+# k-means' random_state takes 0 .. 2**32 - 1 (numpy's seed range).
+MAX_SEED = 2**32 - 1
 
 # File types the UI's upload takes (``read_text_file`` reads any other as lines, as the CLI's FILE).
 TEXT_FILE_SUFFIXES = (".txt", ".json", ".jsonl", ".csv")
@@ -233,6 +236,10 @@ class ClusterService:
                                       f"got {request.k}")
         if request.max_k < 2:
             raise InvalidRequestError(f"max_k must be at least 2, got {request.max_k}")
+        if request.collection is not None:
+            check_filters(request.filters)
+        if isinstance(request.seed, bool) or not 0 <= request.seed <= MAX_SEED:
+            raise InvalidRequestError(f"seed must be from 0 to {MAX_SEED}, got {request.seed}")
         for name, value in (("keywords", request.keywords), ("members", request.members)):
             if value < 1:
                 raise InvalidRequestError(f"{name} must be at least 1, got {value}")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from sqlalchemy.exc import InvalidRequestError
+from sqlalchemy.exc import InvalidRequestError as RowGoneError
 from sqlalchemy.orm import Session, object_session
 
-from app.errors import ConflictError, NotFoundError
+from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
@@ -71,6 +71,12 @@ class JobInfo:
     docs_total: int = 0
 
 
+# The largest id a SQL integer column holds (SQLite and PostgreSQL bigint): a larger one is no
+# job, not an OverflowError from the driver.
+MAX_ROW_ID = 2**63 - 1
+MAX_JOBS_LISTED = 1000
+
+
 def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """The job's state as it truly is now, and the message to show with it.
 
@@ -90,7 +96,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             if session is not None:
                 try:
                     session.refresh(job)
-                except InvalidRequestError:  # the row is gone (its collection was just deleted)
+                except RowGoneError:  # the row is gone (its collection was just deleted)
                     return "interrupted", "its collection was deleted while it ran"
                 if job.state != "running":
                     return job.state, job.message
@@ -200,6 +206,14 @@ class CollectionService:
         return info
 
     def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:
+        """The newest ``limit`` jobs (of one collection when named).
+
+        Raises:
+            InvalidRequestError: ``limit`` outside 1..1000 (SQLite reads a negative LIMIT as none).
+            NotFoundError: an unknown collection.
+        """
+        if isinstance(limit, bool) or not 1 <= limit <= MAX_JOBS_LISTED:
+            raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}")
         with self.ctx.sessions() as session:
             coll_id = None
             if collection is not None:
@@ -210,6 +224,8 @@ class CollectionService:
             return [_job_info(j, with_errors=False) for j in md.list_jobs(session, coll_id, limit)]
 
     def job(self, job_id: int) -> JobInfo:
+        if isinstance(job_id, bool) or not 1 <= job_id <= MAX_ROW_ID:  # SQL cannot even look it up
+            raise NotFoundError(f"no index job {job_id}; list them with `facet jobs`")
         with self.ctx.sessions() as session:
             job = md.get_job(session, job_id)
             if job is None:

@@ -169,6 +169,34 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
     return filters
 
 
+# Payload integers are 64-bit in Qdrant: a larger filter value cannot match and broke the
+# store's request (an HTTP 500).
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def check_filters(filters: Any) -> None:
+    """Refuse filters a store cannot run (the search's and the clustering's).
+
+    Raises:
+        InvalidRequestError: not a mapping; a value that is not a string, a 64-bit integer, a
+            boolean or a non-empty list of them.
+    """
+    if not isinstance(filters, Mapping):
+        raise InvalidRequestError(
+            f"filters must map payload fields to values ({{'intent': 'refund'}}), got "
+            f"{type(filters).__name__} {filters!r:.80}")
+    for key, value in filters.items():
+        values = value if isinstance(value, list | tuple) else [value]
+        if not values or not all(isinstance(v, str | int | bool) for v in values):
+            raise InvalidRequestError(
+                f"filter {key!r}: {value!r} cannot be matched; use a string, an integer, a "
+                "boolean or a non-empty list of them (any of)")
+        for v in values:
+            if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
+                raise InvalidRequestError(f"filter {key!r}: {v} is outside the 64-bit integers "
+                                          "that payloads hold, so it matches nothing")
+
+
 def payload_filters(filters: Mapping[str, Any]) -> Filters:
     """Map user filter keys onto payload paths (metadata lives under ``meta``)."""
     out: dict[str, Any] = {}
@@ -249,7 +277,16 @@ class SearchService:
             return names
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, collection)
-            if coll is None or not self.store.collection_exists(collection):
+            if coll is not None and not self.store.collection_exists(collection):
+                # Recorded (a job was submitted) but nothing written yet: not "unknown", which
+                # the list of known collections beside it contradicted.
+                self._vectors.pop(collection, None)
+                latest = md.list_jobs(session, coll.id, 1)
+                job = (f"job {latest[0].id} ({latest[0].state}; `facet jobs {latest[0].id}`)"
+                       if latest else "no job")
+                raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {job} "
+                                    "has not written its first documents")
+            if coll is None:
                 known = [c.name for c in md.list_collections(session)]
                 self._vectors.pop(collection, None)
                 raise NotFoundError(
@@ -370,16 +407,7 @@ class SearchService:
         if request.rerank_depth is not None and not 1 <= request.rerank_depth <= MAX_TOP_K:
             raise InvalidRequestError(f"rerank_depth must be from 1 to {MAX_TOP_K}, got "
                                       f"{request.rerank_depth}")
-        if not isinstance(request.filters, Mapping):
-            raise InvalidRequestError(
-                f"filters must map payload fields to values ({{'intent': 'refund'}}), got "
-                f"{type(request.filters).__name__} {request.filters!r:.80}")
-        for key, value in request.filters.items():
-            values = value if isinstance(value, list | tuple) else [value]
-            if not values or not all(isinstance(v, str | int | bool) for v in values):
-                raise InvalidRequestError(
-                    f"filter {key!r}: {value!r} cannot be matched; use a string, an integer, a "
-                    "boolean or a non-empty list of them (any of)")
+        check_filters(request.filters)
 
     def search(self, request: SearchRequest) -> SearchResponse:
         """Run one search.

@@ -166,3 +166,26 @@ def test_readme_tells_how_to_run_facet_and_its_options_exist() -> None:
     for suffix in (".txt", ".pdf", ".docx", ".json", ".jsonl", ".csv", ".html"):
         assert suffix in readme
     assert "FACET_MAX_DOCUMENT_MB" in readme and "exits 4" in readme
+
+
+def test_out_of_range_numbers_are_exit_2_or_3_not_tracebacks(tmp_path, run) -> None:
+    """`facet jobs 99999999999999999999`, a filter integer past 64 bits and `--seed -1` were
+    tracebacks (exit 1); `facet jobs --limit -5` listed every job, `--limit 0` none."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.txt").write_text("my card was declined at the shop")
+    (tmp_path / "src" / "b.txt").write_text("what is the exchange rate today")
+    assert run("index", str(tmp_path / "src"), "-c", "c", "-e", "minilm").returncode == 0
+    huge = "99999999999999999999"
+    for args, code, fragment in [
+        (("jobs", huge), 3, f"no index job {huge}"),
+        (("jobs", "--limit", "0"), 2, "limit must be from 1 to 1000, got 0"),
+        (("jobs", "--limit", "-5"), 2, "limit must be from 1 to 1000, got -5"),
+        (("search", "card", "-c", "c", "-f", f"n:={huge}"), 2, "outside the 64-bit integers"),
+        (("cluster", "--collection", "c", "-i", "x", "--seed", "-1", "-e", "minilm",
+          "--explain", "", "--k", "0"), 2, "seed must be from 0 to 4294967295"),
+        (("bench", "--parts", "search", "--points", "0"), 2, "--points"),  # was IndexError / ValueError
+        (("bench", "--parts", "index", "--source", str(tmp_path / "nowhere")), 3, "does not exist"),
+    ]:
+        result = run(*args)
+        assert (result.returncode, "Traceback" in result.stderr) == (code, False), (args, result.stderr)
+        assert fragment in result.stderr, (args, result.stderr)

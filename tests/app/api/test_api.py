@@ -194,6 +194,40 @@ def test_jobs_run_in_the_background_and_report(client, tmp_path) -> None:
     assert client.get("/collections/nope").status_code == 404
 
 
+def test_out_of_range_numbers_are_400_not_500(client) -> None:
+    """Each of these was an HTTP 500 (an OverflowError from the database or the store, or
+    k-means' own range check), and the same inputs tracebacks in the CLI."""
+    huge = 99999999999999999999
+    r = client.get(f"/jobs/{huge}")
+    assert r.status_code == 404 and "no index job" in r.json()["error"]["message"], r.text
+    r = client.post("/search", json={"query": "card", "collection": COLLECTION, "filters": {"intent": huge}})
+    assert r.status_code == 400 and "outside the 64-bit integers" in r.json()["error"]["message"], r.text
+    r = client.post("/cluster", json={"instruction": "x", "collection": COLLECTION, "limit": 10,
+                                      "filters": {"n": [1, huge]}})
+    assert r.status_code == 400 and "outside the 64-bit integers" in r.json()["error"]["message"], r.text
+    for seed in (-1, 2**32):
+        r = client.post("/cluster", json={"instruction": "x", "texts": ["a b", "c d", "e f"], "k": 2,
+                                          "seed": seed})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "seed", r.text
+    r = client.post("/jobs", json={"source": "/tmp", "collection": "c9", "chunk_tokens": huge})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "chunk_tokens", r.text
+    for limit in (0, -5, 1001):
+        r = client.get("/jobs", params={"limit": limit})
+        assert r.status_code == 400 and "limit must be from 1 to 1000" in r.json()["error"]["message"]
+
+
+def test_a_body_that_is_not_a_json_object_says_so(client) -> None:
+    """A form post (curl -d without a content-type), an empty body or a JSON array answered
+    ": Input should be a valid dictionary..." or " is required"."""
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    as_json = {"content-type": "application/json"}
+    for content, headers in [(b'{"model": "minilm", "input": "x"}', form), (b"", as_json),
+                             (b"[1, 2]", as_json)]:
+        r = client.post("/v1/embeddings", content=content, headers=headers)
+        message = r.json()["error"]["message"]
+        assert r.status_code == 400 and message.startswith("the request body must be a JSON object"), message
+
+
 def test_health_info_and_models(client) -> None:
     assert client.get("/health").json() == {"status": "ok"}
     info = client.get("/info").json()

@@ -78,6 +78,12 @@ def test_request_errors(searchable) -> None:
         parse_filters(["intent"])
     with pytest.raises(InvalidRequestError, match="not JSON"):
         parse_filters(["n:=abc"])
+    # A collection recorded by a queued job whose first documents are not written yet was
+    # "unknown collection 'fresh' (known: fresh, support)".
+    IndexService(searchable).prepare(searchable.settings.data_dir.parent / "records.jsonl", "fresh",
+                                     runner="celery")
+    with pytest.raises(NotFoundError, match=r"'fresh' has nothing searchable yet: job 2 \(queued"):
+        service.search(SearchRequest("x", "fresh"))
 
 
 def test_lexical_mode_matches_words_without_the_embedder(searchable) -> None:
