@@ -94,8 +94,15 @@ def upgrade(engine: Engine) -> str:
     """
     head = head_revision()
     with engine.connect() as conn:
-        if current_revision(conn) == head:
+        recorded = current_revision(conn)
+        if recorded == head:
             return "current"
+    if recorded is not None and recorded not in {r.revision for r in _script().walk_revisions()}:
+        # Alembic's own message ("Can't locate revision identified by ...") reads as a bad URL.
+        raise RuntimeError(f"the metadata database is at schema revision {recorded}, which this "
+                           f"Facet does not know (it knows up to {head}): a newer Facet migrated "
+                           "it; run that version, or give this one another FACET_DATA_DIR / "
+                           "FACET_DATABASE_URL")
     from alembic import command
 
     from indexer.metadata import Base

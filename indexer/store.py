@@ -248,8 +248,8 @@ class VectorStore(ABC):
     def _no_lexical(self, collection: str) -> StoreError:
         return StoreError(
             f"collection {collection!r} keeps no term vectors, so it cannot be searched by words "
-            f"(mode lexical or hybrid); it was indexed before they existed or into a "
-            f"{self.backend} store that cannot add them: index its sources into a new collection "
+            f"(mode lexical or hybrid); it was indexed before they existed, or into the "
+            f"{self.backend} store, which cannot add them: index its sources into a new collection "
             f"(or on the edge backend, run `facet index` on it once more to add them)")
 
     @abstractmethod

@@ -59,7 +59,8 @@ def register(cli: typer.Typer) -> None:
         for i in infos:
             emb = i.embedders_label()
             points = "? points" if i.points is None else plural(i.points, "point")
-            busy = f" · being indexed by {i.writer}" if i.writer else ""
+            busy = (f" · being indexed by {i.writer}" if i.writer else
+                    f" · open in {i.open_in} (not indexing; its points are counted there)" if i.open_in else "")
             words = ("" if i.lexical is None else " · words (lexical/hybrid)" if i.lexical
                      else " · no word index (dense only)")
             typer.echo(f"{i.name}: {plural(i.documents_indexed, 'document')} indexed, "

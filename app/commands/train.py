@@ -424,7 +424,7 @@ def _init_checkpoint(name_or_path: str, method: str, backbone: str) -> tuple[Pat
     """
     path, meta = _resolve_checkpoint(name_or_path, "--init-from")
     if meta.get("method") != method:
-        raise InvalidRequestError(f"--init-from {path} is a {meta.get('method')!r} checkpoint; training {method!r} "
+        raise InvalidRequestError(f"--init-from {path} is a checkpoint of {meta.get('method')!r}; training {method!r} "
                                   f"needs a {method!r} checkpoint (or --init-lora-from to copy only its adapter)")
     _check_backbone(path, meta, backbone, "--init-from")
     return path, meta

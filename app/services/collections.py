@@ -38,6 +38,9 @@ class CollectionInfo:
     # Vector name -> what loads its embedder, where that is not the name itself (a checkpoint's
     # path, a name with options): searches load it.
     sources: dict[str, str] = field(default_factory=dict)
+    # An embedded store's collection open in another process that is not writing it (a
+    # `facet serve` that searched it): "pid 345 on host h". Its points cannot be counted here.
+    open_in: str | None = None
 
     def embedders_label(self) -> str:
         """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint)``: for listings."""
@@ -150,6 +153,7 @@ class CollectionService:
         writer = current.describe() if current is not None and current.alive() else None
         points: int | None = None
         lexical: bool | None = None
+        open_in: str | None = None
         try:
             if current is not None and writer is not None and self.store.backend != "server" \
                     and not current.is_this_process():
@@ -161,10 +165,13 @@ class CollectionService:
                 exists = self.store.collection_exists(coll.name)
                 points = self.store.count(coll.name) if exists else None
                 lexical = self.store.has_lexical(coll.name) if exists else None
-        except StoreBusyError:
-            # An embedded store's collection open in the writer's process: never touch it.
+        except StoreBusyError as e:
+            # An embedded store's collection open in another process: the writer's, or one that
+            # only reads it (a server); never touch it.
             points = lexical = None
-            writer = writer or "another process"
+            if writer is None:
+                open_in = (f"pid {e.holder.get('pid')} on host {e.holder.get('host')}" if e.holder
+                           else "another process")
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
             sources={e.name: e.spec for e in coll.embedders if e.spec != e.name},
@@ -173,7 +180,8 @@ class CollectionService:
             documents_indexed=md.count_documents(session, coll.id, "indexed"),
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=md.count_chunks(session, coll.id), points=points,
-            created_at=coll.created_at.isoformat(timespec="seconds"), writer=writer, lexical=lexical)
+            created_at=coll.created_at.isoformat(timespec="seconds"), writer=writer, lexical=lexical,
+            open_in=open_in)
 
     def list_all(self) -> list[CollectionInfo]:
         with self.ctx.sessions() as session:

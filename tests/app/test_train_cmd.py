@@ -78,7 +78,7 @@ def test_last_out_keeps_the_final_weights_beside_the_best(trained, tmp_path, sha
 def test_init_from_another_method_or_backbone_is_refused(trained, tmp_path, shared_data, tiny, smollm2_cut):
     code, output = _train("causal2vec", "--out", str(tmp_path / "x"), "--init-from", str(trained),
                           "--data-dir", str(shared_data), *tiny)
-    assert code == 2 and "is a 'causal-eos' checkpoint" in output and "--init-lora-from" in output
+    assert code == 2 and "is a checkpoint of 'causal-eos'" in output and "--init-lora-from" in output
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-from", str(trained),
                           "--data-dir", str(shared_data), *tiny, "--backbone", "some/other-model")
     assert code == 2 and f"was trained on backbone '{smollm2_cut}'" in output

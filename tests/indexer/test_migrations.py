@@ -117,3 +117,17 @@ def test_a_new_database_waits_for_a_writer_before_switching_to_wal(tmp_path: Pat
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert migrate.current_revision(conn) == migrate.head_revision()  # and it was migrated
+
+
+def test_a_database_from_a_newer_facet_is_named_as_such(tmp_path: Path) -> None:
+    """A database another, newer Facet migrated said "Can't locate revision identified by
+    '0099'", which the caller's hint turned into "check FACET_DATABASE_URL"."""
+    import pytest
+
+    url = f"sqlite:///{tmp_path / 'newer.db'}"
+    make_engine(url).dispose()
+    with create_engine(url).begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    with pytest.raises(RuntimeError, match=r"revision 0099, which this Facet does not know .* a newer "
+                                           r"Facet migrated it"):
+        make_engine(url)

@@ -227,3 +227,26 @@ def test_background_in_embedded_mode_runs_a_detached_process(tmp_path) -> None:
     assert follow.returncode == 0, follow.stdout + follow.stderr
     assert follow.stdout.splitlines()[-1].startswith(f"job {job_id} completed: 3/3 documents")
     assert (data / "logs" / f"job-{job_id}.log").is_file()
+
+
+def test_a_collection_open_in_a_reading_process_is_not_called_being_indexed(make_ctx, tmp_path) -> None:
+    """A `facet serve` that searched a collection holds its folder: `facet collections` said
+    "? points · being indexed by another process", though nothing was indexing it."""
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx(store_wait_s=0.2)
+    IndexService(ctx).index(tmp_path / "src", "c")
+    ctx.store.release("c")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+         "from indexer.store import open_store\n"
+         "s = open_store('edge', data_dir=Path(sys.argv[1]))\ns.count('c')\nprint('open', flush=True)\n"
+         "time.sleep(60)", str(ctx.settings.data_dir)],
+        cwd=ROOT, stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"open"
+        info = CollectionService(ctx).get("c")
+        assert (info.writer, info.points) == (None, None)
+        assert info.open_in == f"pid {holder.pid} on host {os.uname().nodename}", info
+    finally:
+        holder.kill()
+        holder.wait()
