@@ -179,7 +179,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             embedding: Any = (base64.b64encode(row.tobytes()).decode("ascii")
                               if body.encoding_format == "base64" else row.tolist())
             data.append({"object": "embedding", "index": i, "embedding": embedding})
-        return _json({"object": "list", "data": data, "model": result.embedder,
+        # The model as requested (an id of GET /v1/models, options included), as OpenAI echoes
+        # it: the canonical name alone hid which variant answered.
+        return _json({"object": "list", "data": data, "model": body.model or result.embedder,
                       "usage": {"prompt_tokens": result.tokens, "total_tokens": result.tokens}})
 
     @app.post("/search", dependencies=auth)

@@ -256,6 +256,22 @@ def test_api_key_is_required_when_set(minilm, tmp_path) -> None:
         facet.close()
 
 
+def test_the_model_is_echoed_as_requested_with_its_options(minilm, tmp_path) -> None:
+    """A listed ``name[options]`` answered "model": "minilm", hiding which variant encoded."""
+    spec = "minilm[instruction_weight=1]"
+    facet = serving_facet(tmp_path / "data", minilm, api_models=["minilm", spec])
+    try:
+        with TestClient(create_app(facet)) as c:
+            body = {"input": ["card declined"], "instruction": "Find the intent"}
+            variant = c.post("/v1/embeddings", json=body | {"model": spec})
+            plain = c.post("/v1/embeddings", json=body | {"model": "minilm"})
+            assert (variant.json()["model"], plain.json()["model"]) == (spec, "minilm")
+            assert not np.allclose(_vectors(variant.json()), _vectors(plain.json()))
+            assert spec in [m["id"] for m in c.get("/v1/models").json()["data"]]
+    finally:
+        facet.close()
+
+
 def test_busy_encoder_answers_429(minilm, tmp_path) -> None:
     # At most 4 texts may wait; a long request keeps the model thread busy while six 3-text
     # requests arrive together, so at most one fits in the queue. Real model and queue.
