@@ -21,10 +21,10 @@ from app.commands.common import (  # noqa: F401 (re-exported: the commands' hist
     exit_code,
     handle_errors,
     open_facet,
-    plural,
     shorten,
 )
 from app.settings import apply_settings, get_settings
+from app.text import plural  # noqa: F401 (re-exported, as above)
 
 cli = typer.Typer(
     name="facet",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.commands.common import plural
+from app.text import plural
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

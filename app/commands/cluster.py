@@ -20,8 +20,9 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import handle_errors, open_facet, plural
+from app.commands.common import handle_errors, open_facet
 from app.errors import InvalidRequestError, NotFoundError
+from app.text import plural
 
 
 def read_texts(path: Path, limit: int | None = None) -> list[str]:

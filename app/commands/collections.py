@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import handle_errors, open_facet, plural
+from app.commands.common import handle_errors, open_facet
 from app.services.collections import JobInfo
+from app.text import plural
 
 
 def progress_line(j: JobInfo) -> str:

@@ -79,11 +79,6 @@ def open_facet(**kwargs: Any) -> Iterator[Facet]:
         facet.close()
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 document``, ``2 documents``."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
 def shorten(text: str | None, limit: int = 200) -> str:
     """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
     text = text or ""

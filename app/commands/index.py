@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import exit_code, handle_errors, open_facet, plural
+from app.commands.common import exit_code, handle_errors, open_facet
+from app.text import plural
 
 
 def progress_bar() -> tuple[Any, Any]:
