@@ -53,7 +53,8 @@ class FacetSettings(BaseSettings):
         default=1, ge=1, description="torch threads of the query-encoding thread; 1 is fastest for "
                                      "one short query and never fights other work for the cores")
     index_threads: int | None = Field(
-        default=None, ge=1, description="torch threads of background index jobs; unset = torch's "
+        default=None, ge=1, description="torch threads of index jobs in their own process (a "
+                                        "worker, `facet index --background`); unset = torch's "
                                         "default (all cores)")
     batch_max_texts: int = Field(default=64, ge=1,
                                  description="texts the query encoder encodes together at most")

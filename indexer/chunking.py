@@ -19,9 +19,10 @@ TokenSpans = Callable[[str], Sequence[tuple[int, int]]]
 _WORD = re.compile(r"\S+")
 
 
-# Far beyond what any embedder reads in one pass (they truncate at a few thousand tokens); a
-# larger size is a typo, and one past 2**63 overflowed the database's integer column.
-MAX_CHUNK_TOKENS = 65_536
+# The largest size the metadata's integer column holds (PostgreSQL's 32-bit INTEGER); a larger
+# one overflowed it (an HTTP 500). Sizes far above an embedder's max_length are legitimate: a
+# whole document as one chunk (scripts/hybrid_eval.py uses 100,000).
+MAX_CHUNK_TOKENS = 2**31 - 1
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,14 @@ def register(cli: typer.Typer) -> None:
         """Run one prepared index job in this process (what `facet index --background`
         starts in embedded mode)."""
         from app.services.indexing import PreparedJob
+        from app.settings import get_settings
 
         job = PreparedJob.from_dict(json.loads(payload))
+        threads = get_settings().index_threads
+        if threads:  # a background job's own process: FACET_INDEX_THREADS, as a worker's
+            import torch
+
+            torch.set_num_threads(threads)
         with open_facet() as facet:
             report = facet._run_job(job)
         typer.echo(f"job {report.job_id} {report.state}: {report.docs_indexed} indexed, "
