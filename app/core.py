@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -402,11 +403,28 @@ class Facet:
 
     @_domain_errors
     def delete_collection(self, name: str) -> CollectionInfo:
-        """Delete a collection's points and metadata; returns what it held."""
+        """Delete a collection's points, metadata and uploaded files; returns what it held."""
         try:
-            return self.catalog.delete(name)
+            info = self.catalog.delete(name)
         finally:
             self.searching.forget(name)
+        # An upload job indexes its whole folder: files left there came back into a new
+        # collection of the same name.
+        shutil.rmtree(self.upload_folder(name), ignore_errors=True)
+        return info
+
+    @_domain_errors
+    def upload_folder(self, collection: str) -> Path:
+        """Where files uploaded into ``collection`` are kept (``DATA_DIR/uploads/NAME``), each
+        upload job indexing the folder; deleting the collection removes it.
+
+        Raises:
+            InvalidRequestError: not a valid collection name (checked before any file is put
+                there).
+        """
+        from indexer.store import validate_name
+
+        return Path(self.settings.data_dir) / "uploads" / validate_name(collection)
 
     @_domain_errors
     def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:

@@ -312,10 +312,15 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                               s_rerank, s_reranker, s_group, s_mode], [s_results, s_summary],
                              api_name="search", **model)
         refresh(search_event.failure)  # a collection deleted elsewhere leaves the lists
+        # A failed run leaves no earlier results on the page under its error, as if current.
+        failed = render.failed_html()
+        search_event.failure(lambda: ("", failed), None, [s_results, s_summary],
+                             api_visibility="private", queue=False)
         compare_event = c_button.click(h.compare, [c_query, c_a, c_b, c_collection, c_embedder,
                                                    c_k, c_filters], c_results,
                                        api_name="compare", **model)
         refresh(compare_event.failure)
+        compare_event.failure(lambda: failed, None, c_results, api_visibility="private", queue=False)
 
         k_source.change(lambda source: (gr.update(visible=source != SOURCE_TEXTS),
                                         gr.update(visible=source == SOURCE_SEARCH),
@@ -328,6 +333,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                         k_explainer], [k_summary, k_plot, k_table, k_csv],
             api_name="cluster", show_progress_on=k_summary, **model)
         refresh(cluster_event.failure)
+        cluster_event.failure(lambda: (failed, None, [], None), None, [k_summary, k_plot, k_table, k_csv],
+                              api_visibility="private", queue=False)
 
         job_outputs = [i_job, i_total, i_status, i_errors, i_timer]
         upload_event = i_upload_button.click(h.index_upload, [i_files, i_collection, i_embedder],

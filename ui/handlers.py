@@ -382,15 +382,18 @@ class UiHandlers:
         if not name:
             raise InvalidRequestError("Name the collection to index into (pick one or type a "
                                       "new name).")
-        # One upload folder per collection: uploading a file again updates its document.
-        folder = self.settings.data_dir / "uploads" / inputs.original_name(Path(name))
+        # One upload folder per collection: uploading a file again updates its document. The
+        # name is checked first: one reduced to a safe file name ('oops/mix' -> 'mix') put the
+        # files in another collection's folder, and the refusal's clean-up deleted its copies.
+        folder = self.facet.upload_folder(name)
         staged = inputs.stage_uploads(checked.accepted, folder)
         try:
-            return *self._start(folder, name, embedder, checked.refused), None
+            started = self._start(folder, name, embedder, checked.refused)
         except FacetError:
-            for path in staged:  # the job was refused (a bad name...): leave nothing behind
-                path.unlink(missing_ok=True)
+            staged.undo()  # the job was refused (the collection busy...): the folder as it was
             raise
+        staged.keep()
+        return *started, None
 
     @ui_errors
     def index_folder(self, folder: str | None, collection: str | None,

@@ -133,16 +133,44 @@ def original_name(path: Path) -> str:
     return name[:120]
 
 
-def stage_uploads(files: Sequence[Path], folder: Path) -> list[Path]:
+@dataclass
+class Staged:
+    """Uploads copied into a collection's folder, with the files they replaced kept aside
+    until the job is accepted: a refused job puts the folder back as it was (deleting a
+    replaced file there would make the next upload job's sync drop its document)."""
+
+    copies: list[Path]
+    previous: dict[Path, Path]  # copy -> the version it replaced, kept outside the folder
+
+    def undo(self) -> None:
+        for copy in self.copies:
+            kept = self.previous.get(copy)
+            if kept is not None:
+                os.replace(kept, copy)
+            else:
+                copy.unlink(missing_ok=True)
+
+    def keep(self) -> None:
+        for kept in self.previous.values():
+            kept.unlink(missing_ok=True)
+
+
+def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
-    updates its document instead of adding a copy); returns the copies."""
+    updates its document instead of adding a copy)."""
     folder.mkdir(parents=True, exist_ok=True)
-    copies = []
+    aside = folder.parent / ".previous" / folder.name
+    staged = Staged([], {})
     for path in files:
         target = folder / original_name(path)
+        if target.exists():
+            aside.mkdir(parents=True, exist_ok=True)
+            kept = aside / target.name
+            os.replace(target, kept)
+            staged.previous[target] = kept
         shutil.copyfile(path, target)
-        copies.append(target)
-    return copies
+        staged.copies.append(target)
+    return staged
 
 
 # ------------------------------------------------------------ allowed roots

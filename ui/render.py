@@ -126,6 +126,12 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
     return head + table
 
 
+def failed_html() -> str:
+    """What a result area shows after its run failed (the error itself is the toast)."""
+    return ('<div class="facet-info facet-failed">The last run failed (its message is shown '
+            "above); nothing from an earlier run is shown here.</div>")
+
+
 def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False) -> str:
     """One line: how many results, from which embedder and reranker, and how long it took.
 

@@ -156,8 +156,9 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
         elif "=" in item:
             key, value = item.split("=", 1)
         else:
-            raise InvalidRequestError(f"filter {item!r} has no '='; write key=value "
-                                      "(e.g. --filter source=/data/a.txt --filter label=refund)")
+            # Worded for every edge (the UI's filter box too): no CLI flag in it.
+            raise InvalidRequestError(f"filter {item!r} has no '='; write key=value, e.g. "
+                                      "label=refund or source=/data/a.txt (key:=2020 for a number)")
         key = key.strip()
         if not key:
             raise InvalidRequestError(f"filter {item!r} has an empty key")

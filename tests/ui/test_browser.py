@@ -236,5 +236,8 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, shots,
     messages["collection deleted while open"] = toast_text(page, shot)
     shots.append(shot)
     assert "unknown collection 'short-lived'" in messages["collection deleted while open"]
+    # The earlier search's results do not stay under the error as if they were this one's.
+    page.locator("#search-summary .facet-failed").wait_for()
+    assert page.inner_text("#search-results").strip() == ""
     for what, text in messages.items():
         print(f"{what}: {text}")

@@ -155,8 +155,20 @@ def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
         "big.txt is 0.0 MB, over the 0.002 MB upload limit (FACET_UI_MAX_UPLOAD_MB)",
         "tool.exe: .exe files cannot be indexed; upload .md, .txt",
         "gone.txt: the upload is gone from the server; upload it again"]
-    copies = inputs.stage_uploads(checked.accepted, tmp_path / "staged")
+    staged = inputs.stage_uploads(checked.accepted, tmp_path / "staged")
+    copies = staged.copies
     assert [c.name for c in copies] == ["Notes_final_.md"] and copies[0].read_text() == "hello"
+    # A second upload of the file replaces it; a refused job puts the first version back (a
+    # deleted file there would make the next upload job's sync drop its document).
+    ok.write_text("hello again")
+    again = inputs.stage_uploads([ok], tmp_path / "staged")
+    assert copies[0].read_text() == "hello again"
+    again.undo()
+    assert copies[0].read_text() == "hello" and sorted(p.name for p in (tmp_path / "staged").iterdir()) == [
+        "Notes_final_.md"]
+    inputs.stage_uploads([ok], tmp_path / "staged").keep()
+    assert copies[0].read_text() == "hello again"
+    assert not any((tmp_path / ".previous").rglob("*.md"))
 
 
 def test_folders_only_under_roots(tmp_path: Path) -> None:

@@ -226,6 +226,30 @@ def test_index_uploads_runs_a_job_lists_per_document_errors(ui_client, tmp_path)
     assert "Lighthouse" in found and "keeper" in found
 
 
+def test_a_refused_upload_touches_no_collection_and_a_deleted_ones_uploads_go(ui_client, ui_server,
+                                                                              tmp_path) -> None:
+    """'oops/mix' was reduced to the folder name 'mix': the upload landed in collection mix's
+    folder and the refusal's clean-up deleted mix's own copy. And a deleted collection's
+    uploads stayed, so a new collection of that name indexed them all again."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("The keeper of the lighthouse polishes the lens at dusk.")
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Guide\nHow to trim the lamp wick.")
+    job, _, _, _, _ = ui_client.predict([handle_file(str(notes)), handle_file(str(guide))], "mix",
+                                        "minilm", api_name="/index_upload")
+    assert "2 indexed" in wait_for_job(ui_client, job)[0]
+    stored = ui_server.facet.settings.data_dir / "uploads" / "mix"  # Facet.upload_folder("mix")
+    assert sorted(p.name for p in stored.iterdir()) == ["guide.md", "notes.txt"]
+    with pytest.raises(AppError, match="invalid collection name 'oops/mix'"):
+        ui_client.predict([handle_file(str(notes))], "oops/mix", "minilm", api_name="/index_upload")
+    assert sorted(p.name for p in stored.iterdir()) == ["guide.md", "notes.txt"]
+    ui_client.predict("mix", "mix", api_name="/delete_collection")
+    assert not stored.exists()
+    job, _, _, _, _ = ui_client.predict([handle_file(str(notes))], "mix", "minilm", api_name="/index_upload")
+    html, _ = wait_for_job(ui_client, job)
+    assert "1/1 documents seen" in html and "1 indexed" in html, html
+
+
 def test_index_folder_only_under_the_allowed_roots(ui_client, ui_server) -> None:
     job, _, _, _ = ui_client.predict(str(ui_server.root / "notes"), "notes", "minilm",
                                      api_name="/index_folder")
