@@ -80,6 +80,10 @@ def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
 
 def _document(r: SearchResult) -> str:
     name = r.title or r.doc_id
+    if not r.title and r.source and r.doc_id.startswith(r.source):
+        # A record named by its file and line (``/srv/.../uploads/c/msgs.jsonl#L3``): the file's
+        # name, as uploaded, not its path on the server.
+        name = Path(r.source).name + r.doc_id[len(r.source):]
     return (f'<span title="{esc(r.source)}">{esc(name)}</span><br>'
             f"<small>chunk {r.chunk_no}</small>")
 

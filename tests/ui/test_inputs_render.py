@@ -127,6 +127,15 @@ def test_search_summary_counts_what_is_shown() -> None:
     assert render.results_html(grouped, group_by_document=True).count("<tr><td") == 3
 
 
+def test_a_record_without_a_title_is_named_by_its_file_not_its_server_path() -> None:
+    from dataclasses import replace
+
+    source = "/srv/facet/data/uploads/mix/msgs.jsonl"
+    record = replace(_result(1, "x", 0.9), doc_id=f"{source}#L3", source=source)
+    html = render.results_html(SearchResponse("q", None, "c", "minilm", None, [record], {}))
+    assert ">msgs.jsonl#L3</span>" in html
+
+
 def test_cluster_summary_says_why_there_are_fewer_clusters() -> None:
     from app.services.clustering import Cluster, ClusterResponse
 
