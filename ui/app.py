@@ -344,6 +344,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                              job_outputs, api_name="index_folder", **light)
         refresh(upload_event.then)
         refresh(folder_event.then)
+        demo.load(h.resume_job, None, job_outputs, api_visibility="private", **light)
         i_timer.tick(h.job_status, [i_job, i_total], [i_status, i_errors, i_timer],
                      api_name="job_status", show_progress="hidden", **light)
 

@@ -403,6 +403,21 @@ class UiHandlers:
         return self._start(source, collection, embedder, [])
 
     @ui_errors
+    def resume_job(self) -> tuple[int, int, str, list[list[str]], Any]:
+        """Index tab, on page load: the bar of the newest job still queued or running, so a
+        reload mid-job does not lose it (it showed job 0 and nothing); else an empty bar."""
+        active = [j for j in self.facet.jobs(limit=20) if j.state in ("queued", "running")]
+        if not active:
+            return 0, 0, "", [], gr.Timer(active=False)
+        job = active[0]
+        try:
+            total = job.docs_total or self.facet.estimate_documents(job.source)
+        except FacetError:  # the source is gone meanwhile: the bar counts what the job saw
+            total = job.docs_seen
+        return job.id, total, render.job_html(job, total), render.job_error_rows(job), \
+            gr.Timer(active=True)
+
+    @ui_errors
     def job_status(self, job_id: float | None, total: float | None,
                    ) -> tuple[str, list[list[str]], Any]:
         """Index tab, polled every second: the job's bar, its per-document errors, and the

@@ -287,6 +287,33 @@ def test_upload_over_the_size_limit_is_refused(ui_client, ui_server, tmp_path) -
         handlers.index_upload([str(big)], "uploads", "minilm")
 
 
+def test_a_page_loaded_mid_job_shows_that_jobs_bar(minilm, tmp_path) -> None:
+    """Reloading the page while a job ran showed job 0 and an empty bar, with no way back to
+    it on the Index tab."""
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.settings import FacetSettings
+    from ui.handlers import UiHandlers
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        handlers = UiHandlers(facet, facet.settings, tmp_path / "exports")
+        job_id, total, html, errors, timer = handlers.resume_job()
+        assert (job_id, total, html, errors, timer.active) == (0, 0, "", [], False)
+        source = tmp_path / "notes"
+        source.mkdir()
+        for i in range(3):
+            (source / f"n{i}.txt").write_text(f"note {i} about the lighthouse")
+        queued = facet.indexing.prepare(source, "notes", runner="celery")  # waits for a worker
+        job_id, total, html, errors, timer = handlers.resume_job()
+        assert (job_id, total, timer.active) == (queued.job_id, 3, True)
+        assert 'data-state="queued"' in html, html
+    finally:
+        facet.close()
+
+
 # ------------------------------------------------------------ collections
 
 
