@@ -373,7 +373,10 @@ class Facet:
         Raises:
             InvalidRequestError, NotFoundError: see ``SearchService.search``.
         """
-        return self.searching.search(request)
+        try:
+            return self.searching.search(request)
+        finally:
+            self._let_workers_write([request.collection])
 
     @_domain_errors
     def cluster(self, request: ClusterRequest,
@@ -387,19 +390,42 @@ class Facet:
         Raises:
             InvalidRequestError, TooLargeError, NotFoundError: see ``ClusterService.cluster``.
         """
-        return self.clustering.cluster(request, progress)
+        try:
+            return self.clustering.cluster(request, progress)
+        finally:
+            self._let_workers_write([n for n in (request.collection, request.search and
+                                                 request.search.collection) if n])
+
+    def _let_workers_write(self, collections: Sequence[str]) -> None:
+        """With jobs on the workers and an embedded store, let go of each collection a worker
+        job waits for or writes: a read reopened its folder (held until the next job
+        submission), and the worker's plan or chunks were refused until they gave up."""
+        if getattr(self.job_runner, "runner_name", None) != "celery" or \
+                self.context.store.backend == "server" or not collections:
+            return
+        from indexer import metadata as md
+
+        with self.context.sessions() as session:
+            busy = set(md.collections_with_worker_jobs(session, collections))
+        for name in busy:
+            self.context.store.release(name)
 
     # -------------------------------------------------------- collections/jobs
 
     @_domain_errors
     def collections(self) -> list[CollectionInfo]:
         """Every collection with its counts, embedders and chunking."""
-        return self.catalog.list_all()
+        infos = self.catalog.list_all()
+        self._let_workers_write([i.name for i in infos])
+        return infos
 
     @_domain_errors
     def collection(self, name: str) -> CollectionInfo:
         """One collection. Raises ``NotFoundError`` for an unknown name."""
-        return self.catalog.get(name)
+        try:
+            return self.catalog.get(name)
+        finally:
+            self._let_workers_write([name])
 
     @_domain_errors
     def delete_collection(self, name: str) -> CollectionInfo:

@@ -456,6 +456,14 @@ def list_jobs(session: Session, collection_id: int | None = None, limit: int = 2
     return session.scalars(query).all()
 
 
+def collections_with_worker_jobs(session: Session, names: Sequence[str]) -> list[str]:
+    """Those of ``names`` with a worker (Celery) job queued or running."""
+    return list(session.scalars(
+        select(Collection.name).join(IndexJob, IndexJob.collection_id == Collection.id).where(
+            Collection.name.in_(list(names)), IndexJob.runner == "celery",
+            IndexJob.state.in_(("queued", "running"))).distinct()))
+
+
 def running_jobs(session: Session, collection_id: int,
                  states: Sequence[str] = ("running",)) -> Sequence[IndexJob]:
     """Jobs of a collection in one of ``states`` (a queued job counts as unfinished too)."""

@@ -313,7 +313,8 @@ def test_a_server_on_an_embedded_store_lets_the_workers_write_what_it_searched(
     """An embedded (edge) store with a broker: the facade that searched a collection, as
     `facet serve` does, held its folder, so every chunk a worker ran for a job submitted through
     that same facade failed with "open in pid ..." and the job never completed. It now lets
-    the collection go when it sends the job to the workers, and searches it again after."""
+    the collection go when it sends the job to the workers, and after each read while a worker
+    job waits for it or writes it."""
     del stack.env["FACET_QDRANT_URL"]  # the embedded default: the store's folder in the data dir
     first = write_corpus(tmp_path / "first", 4, words=40)
     facet = Facet(stack.settings())
@@ -321,9 +322,13 @@ def test_a_server_on_an_embedded_store_lets_the_workers_write_what_it_searched(
     try:
         facet.index(tmp_path / "first", "shared")  # in this process
         assert facet.search(SearchRequest("bank card", "shared", top_k=3)).results  # holds it
-        stack.start_worker(queues="index")
         more = write_corpus(tmp_path / "more", 8, words=40)
         job_id = facet.submit_index(tmp_path / "more", "shared").id
+        # Searched again while the job waits for a worker: the folder reopened here, and the
+        # worker's plan was refused until it gave up. Reads let it go while a worker job waits.
+        assert facet.search(SearchRequest("bank card", "shared", top_k=3)).results
+        assert facet.collection("shared").documents_indexed == len(first)
+        stack.start_worker(queues="index")
         job = wait_for(facet, job_id, timeout=120)
         assert job.state == "completed" and job.message is None, job
         assert (job.docs_seen, job.docs_indexed, job.docs_failed) == (8, 8, 0)
