@@ -340,12 +340,9 @@ class Facet:
             check()
         runner = getattr(self.job_runner, "runner_name", "thread")
         prepared = self.indexing.prepare(source, collection, options, runner=runner)
-        if runner == "celery" and self.context.store.backend != "server":
-            # An embedded store's collection opens in one process at a time: a server that has
-            # searched it lets it go, so that the workers can write it (its searches meanwhile
-            # are refused, naming the job, as the CLI's are; the next one after the job opens
-            # it again).
-            self.context.store.release(collection)
+        # The job is queued for the workers now: a server that has read the collection lets it
+        # go (an embedded store's folder opens in one process at a time).
+        self._let_workers_write([collection])
         try:
             self.job_runner.submit(prepared)
         except Exception as e:

@@ -35,6 +35,7 @@ import numpy as np
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, check_filters, payload_filters
+from app.text import plural
 from embedders.contract import Role
 from embedders.explain import explain_clusters
 from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
@@ -181,8 +182,8 @@ def _few_distinct(texts: Sequence[str], distinct: int) -> str:
     """Why there are so few clusters: ``only 1 distinct text`` (or embedding)."""
     different = len(set(texts))
     if different > distinct:  # different texts the embedder could not tell apart
-        return f"only {distinct} distinct {'embedding' if distinct == 1 else 'embeddings'}"
-    return f"only {different} distinct {'text' if different == 1 else 'texts'}"
+        return f"only {plural(distinct, 'distinct embedding')}"
+    return f"only {plural(different, 'distinct text')}"
 
 
 def map_coordinates(vectors: np.ndarray) -> np.ndarray:
@@ -314,7 +315,7 @@ class ClusterService:
         note: str | None = None
         if request.k is not None and found < request.k:
             why = _few_distinct(texts, distinct) if distinct < request.k else "k-means left some empty"
-            note = f"{found} {'cluster' if found == 1 else 'clusters'} instead of the {request.k} asked for: {why}"
+            note = f"{plural(found, 'cluster')} instead of the {request.k} asked for: {why}"
         elif request.k is None and silhouette is None:
             reason = _few_distinct(texts, distinct) if distinct < len(texts) else f"only {len(texts)} texts"
             note = f"k = {found}, not chosen by silhouette: {reason}"
