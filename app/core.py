@@ -59,6 +59,7 @@ from app.services.indexing import (
 )
 from app.services.search import SearchRequest, SearchResponse, SearchService
 from app.settings import FacetSettings, apply_settings, get_settings
+from app.text import check_texts
 from embedders.contract import Embedder, HasTokenizer, Role
 from indexer.errors import StoreBusyError
 
@@ -254,6 +255,7 @@ class Facet:
         if len(texts) > limit:
             raise TooLargeError(f"{len(texts)} texts in one call, more than the limit of {limit} "
                                 "(FACET_MAX_TEXTS_PER_CALL); split them into several calls")
+        check_texts(texts)
         return Role.parse(role)
 
     @_domain_errors
@@ -262,7 +264,8 @@ class Facet:
         """Embed texts (``role`` picks the prompt; an instruction conditions the embedding).
 
         Raises:
-            InvalidRequestError: texts not a list of strings, bad role.
+            InvalidRequestError: texts not a list of strings, an empty (or blank) text, bad
+                role.
             TooLargeError: more than ``FACET_MAX_TEXTS_PER_CALL`` texts.
             UnknownModelError: unknown embedder.
             BusyError: the encoder's queue is full (a server under load).

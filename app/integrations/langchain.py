@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.core import Facet
 from app.services.search import MAX_TOP_K, SearchMode, SearchRequest, SearchResult
+from app.text import check_texts
 from embedders.contract import Role
 from indexer.store import point_id
 
@@ -165,6 +166,7 @@ class FacetEmbeddings(BaseModel, Embeddings):
         return self.model_copy(update=update)
 
     def _embed(self, texts: list[str], role: Role, instruction: str | None) -> list[list[float]]:
+        check_texts(texts)  # before any slice is embedded, naming the text's own index
         facet = _facet(self.facet)
         step = facet.settings.max_texts_per_call
         out: list[list[float]] = []

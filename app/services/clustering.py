@@ -35,7 +35,7 @@ import numpy as np
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, check_filters, payload_filters
-from app.text import plural
+from app.text import check_texts, plural
 from embedders.contract import Role
 from embedders.explain import explain_clusters
 from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
@@ -369,10 +369,7 @@ class ClusterService:
             if isinstance(request.texts, str):
                 raise InvalidRequestError("texts must be a list of strings, not one string")
             texts = list(request.texts)
-            bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
-            if bad:
-                raise InvalidRequestError(f"texts[{bad[0]}] is {type(texts[bad[0]]).__name__}, "
-                                          "not a string; every text must be a string")
+            check_texts(texts)
             return texts, [{"index": i} for i in range(len(texts))]
         if request.search is not None:
             response = self.search_service.search(request.search)

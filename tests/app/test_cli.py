@@ -29,6 +29,12 @@ def test_embed_prints_normalised_vectors():
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
 
 
+def test_an_empty_text_is_refused_with_a_message():
+    result = facet("embed", "a cat", "")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "texts[1] is empty" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_unknown_embedder_is_a_message_not_a_traceback():
     result = facet("embed", "--embedder", "nope", "x")
     assert result.returncode == 2

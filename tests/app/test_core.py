@@ -68,6 +68,8 @@ def test_only_domain_errors_come_out(facet) -> None:
         facet.embed("x")  # type: ignore[arg-type]
     with pytest.raises(InvalidRequestError, match=r"texts\[1\] is int"):
         facet.embed(["x", 1])  # type: ignore[list-item]
+    with pytest.raises(InvalidRequestError, match=r"texts\[2\] is empty"):
+        facet.embed(["x", "y", "  \t"])  # as indexing, search and the API's input refuse one
     with pytest.raises(TooLargeError, match="FACET_MAX_TEXTS_PER_CALL"):
         facet.embed(["x"] * (facet.settings.max_texts_per_call + 1))
     with pytest.raises(NotFoundError):

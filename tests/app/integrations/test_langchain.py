@@ -19,6 +19,7 @@ from langchain_tests.unit_tests import EmbeddingsUnitTests
 from app.commands.demo import SAMPLE_FILE
 from app.core import Facet
 from app.encoding import EmbedderCache
+from app.errors import InvalidRequestError
 from app.integrations.langchain import FacetEmbeddings, FacetRetriever
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
@@ -164,6 +165,15 @@ def test_embeddings_roles_and_instructions(facet, minilm) -> None:
     assert both.query_instruction == INTENT and both.document_instruction == "Represent the intent"
     assert not np.allclose(both.embed_documents(texts[:1])[0], emb.embed_documents(texts[:1])[0],
                            atol=1e-3)
+
+
+def test_embeddings_refuse_an_empty_text_before_embedding_any(facet, monkeypatch) -> None:
+    monkeypatch.setattr(facet.settings, "max_texts_per_call", 2)  # embedded in slices of 2
+    emb = FacetEmbeddings(model="minilm", facet=facet)
+    with pytest.raises(InvalidRequestError, match=r"texts\[3\] is empty"):
+        emb.embed_documents(["a", "b", "c", ""])  # the index in the caller's list, not a slice's
+    with pytest.raises(InvalidRequestError, match=r"texts\[0\] is empty"):
+        emb.embed_query(" ")
 
 
 @pytest.mark.parametrize("where", ["memory", "folder"])

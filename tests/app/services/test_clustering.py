@@ -125,6 +125,7 @@ def test_bad_requests(service, make_ctx) -> None:
         (ClusterRequest(INSTRUCTION, texts=["one"]), "at least 2 texts"),
         (ClusterRequest(INSTRUCTION, texts="a string"), "not one string"),  # type: ignore[arg-type]
         (ClusterRequest(INSTRUCTION, texts=["a", 2]), "texts[1] is int"),  # type: ignore[list-item]
+        (ClusterRequest(INSTRUCTION, texts=["a", " \n", "b"]), "texts[1] is empty"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, explainer="minilm"), "not an InBedder"),
     ]
     for request, fragment in cases:
