@@ -49,7 +49,14 @@ from sqlalchemy.orm import Session
 from app.errors import FacetError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
-from app.services.indexing import IndexOptions, IndexReport, IndexService, PreparedJob, check_same_embedder
+from app.services.indexing import (
+    IndexOptions,
+    IndexReport,
+    IndexService,
+    PreparedJob,
+    check_same_embedder,
+    note_document_error,
+)
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
@@ -502,6 +509,12 @@ class ChunkedIndexService:
         tally = _Tally(errors=[md.JobError(job_id=job.id, document_key=str(key), kind="error",
                                            message=message) for key, _s, _h in docs])
         session.add_all(tally.errors)
+        # The documents' rows say so too (a write that failed part-way left them ``pending``,
+        # counted in the collection's documents but neither indexed nor failed).
+        rows = md.documents_by_key(session, job.collection_id, [str(key) for key, _s, _h in docs])
+        for key, source, _h in docs:
+            note_document_error(session, job.collection_id, str(key), str(source), message,
+                                rows.get(str(key)))
         self._add_counts(session, job.id, report, tally, chunks_done=1)
         session.commit()
 

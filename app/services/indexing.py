@@ -5,8 +5,8 @@ batch goes through three steps:
 
 1. the documents about to be (re)written are marked ``pending`` and committed;
 2. their points are written (old points of changed documents deleted first; points of a
-   ``pending`` document, whose previous write may be incomplete, are deleted by payload
-   filter) and the store is flushed;
+   ``pending`` or ``error`` document, whose previous write may be incomplete, are deleted by
+   payload filter) and the store is flushed;
 3. chunk rows, hashes and ``indexed`` status are committed in one transaction.
 
 Point ids are deterministic, so a run killed anywhere and started again rewrites the
@@ -180,6 +180,27 @@ class PreparedJob:
 _ACTIVE_JOBS: set[int] = set()
 _COLLECTION_LOCKS: dict[str, threading.Lock] = {}
 _REGISTRY_LOCK = threading.Lock()
+
+
+# A document's status before a write that says its points may be partly written (a run stopped
+# between the store and the metadata, or a write that failed part-way): the next write deletes
+# them by payload filter first.
+PARTIAL = ("pending", "error")
+
+
+def note_document_error(session: Session, collection_id: int, key: str, source: str,
+                        message: str, row: md.Document | None) -> None:
+    """Record that document ``key`` failed to index: a new document gets an ``error`` row, a
+    ``pending`` one (its write may be partial) becomes ``error``, and an ``indexed`` one keeps
+    what was indexed before, with only the error noted beside it. ``error`` documents count as
+    failed in a collection's figures and are indexed again by the next job."""
+    if row is None:
+        session.add(md.Document(collection_id=collection_id, key=key, source=source,
+                                status="error", error=message, meta={}))
+        return
+    row.error = message
+    if row.status != "indexed":
+        row.status = "error"
 
 
 def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str) -> None:
@@ -760,7 +781,7 @@ class IndexService:
             row.status = "pending"
         session.commit()
         job.metadata_s += time.perf_counter() - t0
-        if before == "pending":
+        if before in PARTIAL:
             self.store.delete_documents(coll.name, [doc.key])  # an earlier write may be partial
         title = doc.title or Path(doc.source).name
         rows: list[md.Chunk] = []
@@ -907,7 +928,7 @@ class IndexService:
             n = len(it.chunks)
             if it.mode == "write":
                 before = previous_status[it.doc.key]
-                if before == "pending":
+                if before in PARTIAL:
                     refilter.append(it.doc.key)  # an earlier write may be partial
                 elif before != "new":
                     new_ids = {c.point_id for c in it.chunks}
@@ -971,14 +992,7 @@ class IndexService:
         report.docs_failed += 1
         report.errors.append((entry.key, entry.message))
         job.errors.append(md.JobError(document_key=entry.key, kind="error", message=entry.message))
-        if row is None:
-            session.add(md.Document(collection_id=coll.id, key=entry.key, source=entry.source,
-                                    status="error", error=entry.message, meta={}))
-        else:
-            # Keep what was indexed before: only note the error beside it.
-            row.error = entry.message
-            if row.status != "indexed":
-                row.status = "error"
+        note_document_error(session, coll.id, entry.key, entry.source, entry.message, row)
 
     @staticmethod
     def _sync_counters(job: md.IndexJob, report: IndexReport) -> None:

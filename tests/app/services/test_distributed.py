@@ -97,6 +97,49 @@ def test_a_chunk_that_keeps_killing_its_worker_is_failed_not_rerun(make_ctx, tmp
         assert chunk is not None and (chunk.state, chunk.attempts) == ("failed", 3)
 
 
+def test_a_failed_chunk_marks_its_documents_failed_and_the_next_job_clears_its_points(
+        make_ctx, tmp_path, monkeypatch) -> None:
+    files = sorted(write_corpus(tmp_path / "src", 4))
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    # The first document grows to several chunks; the chunk writing it fails after its points
+    # reached the store (the flush raises), before the metadata says so.
+    Path(files[0]).write_text(" ".join(f"harbour ferry timetable line {i}." for i in range(80)))
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    assert numbers == [0]
+    real_flush = ctx.store.flush
+
+    def broken_flush() -> None:
+        raise RuntimeError("disk went away")
+
+    monkeypatch.setattr(ctx.store, "flush", broken_flush)
+    outcome = service.run_chunk(prepared.job_id, 0)
+    monkeypatch.setattr(ctx.store, "flush", real_flush)
+    assert outcome.outcome == "failed" and outcome.finished_job
+    info = CollectionService(ctx).get("c")
+    # Counted as failed, as the job counts it, not left "pending" (in neither figure).
+    assert (info.documents, info.documents_indexed, info.documents_failed) == (4, 3, 1)
+    assert CollectionService(ctx).job(prepared.job_id).docs_failed == 1
+    with ctx.sessions() as s:
+        row = md.documents_by_key(s, md.get_collection(s, "c").id, [files[0]])[files[0]]
+        assert row.status == "error" and "disk went away" in (row.error or "")
+    assert info.points is not None and info.points > info.chunks  # the partial write's points
+
+    # Back to one chunk: the next job deletes every point the failed write left, not only the
+    # ones its old chunk rows name.
+    Path(files[0]).write_text("a short note about ferries")
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    info = CollectionService(ctx).get("c")
+    assert (info.documents_indexed, info.documents_failed) == (4, 0)
+    assert info.points == info.chunks == 4
+    assert [h.payload["text"] for h in ctx.store.scroll("c", filters={"doc_id": files[0]})] == [
+        "a short note about ferries"]
+
+
 def test_chunks_of_a_deleted_collection_are_dropped(make_ctx, tmp_path) -> None:
     write_corpus(tmp_path / "src", 4)
     ctx = make_ctx()
