@@ -34,6 +34,7 @@ from app.errors import (
     UnknownModelError,
 )
 from app.services.clustering import ClusterRequest, ClusterResponse, k_option, limit_option
+from app.services.collections import JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest, SearchResponse
 from app.settings import FacetSettings
@@ -414,20 +415,27 @@ class UiHandlers:
             total = job.docs_total or self.facet.estimate_documents(job.source)
         except FacetError:  # the source is gone meanwhile: the bar counts what the job saw
             total = job.docs_seen
-        return job.id, total, render.job_html(job, total), render.job_error_rows(job), \
-            gr.Timer(active=True)
+        html = render.job_html(job, total) + render.other_jobs_html(active[1:])
+        return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
+
+    def _other_active_jobs(self, shown: int) -> list[JobInfo]:
+        return [j for j in self.facet.jobs(limit=20)
+                if j.state in ("queued", "running") and j.id != shown]
 
     @ui_errors
     def job_status(self, job_id: float | None, total: float | None,
                    ) -> tuple[str, list[list[str]], Any]:
-        """Index tab, polled every second: the job's bar, its per-document errors, and the
-        timer (stopped once the job has finished)."""
+        """Index tab, polled every second: the job's bar (with a line for any other job still
+        in progress), its per-document errors, and the timer (stopped once the job and any
+        other has finished)."""
         if not job_id:
             return "", [], gr.Timer(active=False)
         job = self.facet.job(int(job_id))
         finished = job.state not in ("queued", "running")
-        return (render.job_html(job, int(total) if total else None), render.job_error_rows(job),
-                gr.Timer(active=not finished))
+        others = self._other_active_jobs(job.id)
+        html = render.job_html(job, int(total) if total else None) + render.other_jobs_html(others)
+        # Polled on while another job goes on, so its line stays current and then goes away.
+        return html, render.job_error_rows(job), gr.Timer(active=not finished or bool(others))
 
     # ---------------------------------------------------------- collections
 

@@ -330,6 +330,17 @@ def job_html(job: JobInfo, total: int | None) -> str:
             f'<div class="facet-info">{text}</div>{message}</div>')
 
 
+def other_jobs_html(jobs: Sequence[JobInfo]) -> str:
+    """One line for the jobs still queued or running beside the one whose bar is shown (a
+    second job started from the page takes the bar; the first goes on)."""
+    if not jobs:
+        return ""
+    items = "; ".join(f"job {j.id} into <b>{esc(j.collection)}</b> {esc(j.state)}, "
+                      f"{plural(j.docs_seen, 'document')} seen" for j in jobs)
+    return (f'<div class="facet-note facet-other-jobs">Also in progress: {items} '
+            "(the Collections tab lists every job).</div>")
+
+
 JOB_ERROR_COLUMNS = ["document", "kind", "message"]
 
 

@@ -310,6 +310,24 @@ def test_a_page_loaded_mid_job_shows_that_jobs_bar(minilm, tmp_path) -> None:
         job_id, total, html, errors, timer = handlers.resume_job()
         assert (job_id, total, timer.active) == (queued.job_id, 3, True)
         assert 'data-state="queued"' in html, html
+        assert "Also in progress" not in html
+
+        # A second job takes the bar; the first one, still queued, keeps a line under it.
+        second = facet.indexing.prepare(source, "more", runner="celery")
+        job_id, _total, html, _errors, _timer = handlers.resume_job()
+        assert job_id == second.job_id
+        assert f"Also in progress: job {queued.job_id} into <b>notes</b> queued" in html, html
+        html, _errors, timer = handlers.job_status(second.job_id, 3)
+        assert f"job {queued.job_id} into <b>notes</b>" in html and timer.active
+        # A finished job's bar keeps polling while another job goes on, then stops.
+        done = facet.index(source, "done")
+        html, _errors, timer = handlers.job_status(done.job_id, 3)
+        assert 'data-state="completed"' in html and timer.active
+        assert f"job {queued.job_id} into" in html and f"job {second.job_id} into" in html
+        for job in (queued, second):
+            facet.indexing.fail(job.job_id, "stopped by the test")
+        html, _errors, timer = handlers.job_status(done.job_id, 3)
+        assert "Also in progress" not in html and not timer.active
     finally:
         facet.close()
 
