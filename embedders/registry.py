@@ -377,6 +377,42 @@ def saved_name(name_or_path: str) -> str | None:
     return str(name) if name else None
 
 
+def check_embedder(name_or_path: str) -> None:
+    """Check, without loading any weights, that ``name_or_path`` can be loaded: a registered
+    name, or a checkpoint directory whose config a known method reads (options after the name
+    are checked when it loads). For commands that run one embedder after another, so that a
+    typo in the last one is found before the first has run.
+
+    Raises:
+        UnknownEmbedderError: neither a registered name nor a checkpoint directory.
+        CheckpointError: a config that cannot be read, an unknown method, a config value its
+            method refuses.
+    """
+    saved_name(name_or_path)  # a registered name, or a directory with a readable config
+    _ensure_builtins()
+    base = _split_spec(str(name_or_path))[0]
+    info = _EMBEDDERS.get(base.lower())
+    if info is not None and info.path is None:
+        return
+    directory = info.path if info is not None else Path(base)
+    assert directory is not None
+    meta = read_checkpoint_config(directory)
+    method = meta.get("method")
+    if method not in _LOADERS:
+        raise CheckpointError(
+            f"{directory / CONFIG_FILE} names method {method!r}, which has no loader; known methods: "
+            f"{', '.join(sorted(_LOADERS)) or 'none'}")
+    config_class = _config_class(str(method))
+    if config_class is not None:
+        saved = meta.get("config")
+        if not isinstance(saved, dict):
+            raise CheckpointError(f"{directory / CONFIG_FILE} has no \"config\" object")
+        try:
+            config_class.from_dict(saved)
+        except CheckpointError as e:
+            raise CheckpointError(f"{directory / CONFIG_FILE}: {e}") from e
+
+
 def loads_registered(spec: str, name: str) -> bool:
     """Whether ``spec`` loads exactly what the registered ``name`` loads: that name itself, or,
     for a registered checkpoint, a path to its directory; never a spec with options, nor another

@@ -23,6 +23,7 @@ from app.errors import (
     NotFoundError,
     UnavailableError,
     UnknownModelError,
+    as_domain_error,
 )
 from app.settings import get_settings
 
@@ -61,8 +62,10 @@ def handle_errors(func: F) -> F:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(exit_code(e)) from e
         except EmbedderError as e:  # commands that use an embedder directly (eval, train)
+            # The code the facade's translation gives (an unreadable checkpoint is 4 there too).
             typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2) from e
+            domain = as_domain_error(e)
+            raise typer.Exit(exit_code(domain) if domain is not None else 2) from e
 
     return wrapper  # type: ignore[return-value]
 

@@ -156,6 +156,12 @@ def eval_cmd(
     # not a run that fails at its last task.
     for t in task_list:
         t.prepare()
+    # ...and every embedder named, so that a typo in the last baseline is not found after the
+    # first embedder has run every task (and then no report written).
+    from embedders.registry import check_embedder
+
+    for spec in [embedder, *_split(baselines)]:
+        check_embedder(spec)
     cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))
 
     from embedders import load_embedder

@@ -110,7 +110,10 @@ class MethodConfig:
             raise CheckpointError(
                 f"{cls.__name__} does not know the fields {unknown}; valid fields: {sorted(known)}"
             )
-        return cls(**data)
+        try:
+            return cls(**data)
+        except (TypeError, ValueError) as e:  # a saved value out of range or of the wrong shape
+            raise CheckpointError(f"a saved {cls.__name__} that is not valid: {e}") from e
 
 
 @dataclass
@@ -295,7 +298,14 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         Raises:
             CheckpointError: missing weights, or weights that do not fit the config.
         """
-        config = config or cls.config_class.from_dict(meta["config"])
+        if config is None:
+            saved = meta.get("config")
+            if not isinstance(saved, dict):
+                raise CheckpointError(f"{path / CONFIG_FILE} has no \"config\" object")
+            try:
+                config = cls.config_class.from_dict(saved)
+            except CheckpointError as e:
+                raise CheckpointError(f"{path / CONFIG_FILE}: {e}") from e
         model = cls(config, name=meta.get("name"), device=device, dtype=dtype)
         dtype = model.backbone.spec.dtype
         adapter_path = path / ADAPTER_FILE

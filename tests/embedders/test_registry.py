@@ -59,6 +59,30 @@ def test_bad_checkpoints(tmp_path):
         load_checkpoint(tmp_path)
 
 
+def test_a_config_value_its_method_refuses_is_a_checkpoint_error(tmp_path):
+    import shutil
+
+    from embedders.registry import check_embedder, checkpoint_dir
+
+    damaged = tmp_path / "ck"
+    shutil.copytree(checkpoint_dir() / "causal-eos", damaged)
+    meta = json.loads((damaged / "facet_config.json").read_text())
+    for field, value, message in [("template", "nope", "template must be one of"),
+                                  ("max_length", 8, "max_length must be at least 16")]:
+        bad = {**meta, "config": {**meta["config"], field: value}}
+        (damaged / "facet_config.json").write_text(json.dumps(bad))
+        for check in (check_embedder, load_embedder):  # read without weights, and loaded
+            with pytest.raises(CheckpointError, match=f"ck/facet_config.json: .*{message}"):
+                check(str(damaged))
+    (damaged / "facet_config.json").write_text(json.dumps({**meta, "config": None}))
+    with pytest.raises(CheckpointError, match='has no "config" object'):
+        check_embedder(str(damaged))
+    with pytest.raises(UnknownEmbedderError, match="unknown embedder 'minlm'"):
+        check_embedder("minlm")
+    check_embedder("minilm[instruction_weight=0]")  # options are checked when it loads
+    check_embedder(str(checkpoint_dir() / "causal-eos"))
+
+
 def test_split_options_parses_bracket_suffix():
     from embedders.registry import split_options
 

@@ -176,6 +176,34 @@ def test_eval_list_tasks_and_errors(tmp_path: Path) -> None:
     assert out.exit_code == 4 and "stsb-en-test.csv, line 2" in out.output
 
 
+def test_every_embedder_is_checked_before_any_runs(tmp_path: Path) -> None:
+    """A typo in the last baseline was found after the first embedder had run every task, and
+    then no report was written; a checkpoint whose config holds a refused value was a
+    traceback."""
+    import shutil
+
+    from embedders.registry import checkpoint_dir
+
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
+                     "stocks fell,someone cooks pasta,0\n")
+    args = ["eval", "minilm", "--task", f"sts:{pairs}", "--out", str(tmp_path / "o"), "--no-cache",
+            "--no-progress"]
+    typo = CliRunner().invoke(cli, [*args, "--baselines", "minilm,minlm"])
+    assert typo.exit_code == 2 and "unknown embedder 'minlm'" in typo.output
+    assert "spearman" not in typo.output  # nothing ran
+    damaged = tmp_path / "ck"
+    shutil.copytree(checkpoint_dir() / "causal-eos", damaged)
+    meta = json.loads((damaged / "facet_config.json").read_text())
+    meta["config"]["max_length"] = 8
+    (damaged / "facet_config.json").write_text(json.dumps(meta))
+    bad = CliRunner().invoke(cli, [*args, "--baselines", str(damaged)])
+    assert bad.exit_code == 4, bad.output
+    assert "facet_config.json: a saved CausalEOSConfig that is not valid: max_length must be at " \
+        "least 16 tokens, got 8" in bad.output and "spearman" not in bad.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_instruction_override(tmp_path: Path) -> None:
     from app.commands.eval import _override_instruction
     from app.errors import InvalidRequestError
