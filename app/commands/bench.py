@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import handle_errors
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
 BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
@@ -93,6 +93,13 @@ def register(cli: typer.Typer) -> None:
                                       f"{', '.join(sorted(known))}")
         if source is not None and not source.exists():
             raise NotFoundError(f"--source {source} does not exist")
+        if out is not None:  # before the work, not after it (the figures were lost)
+            if out.is_dir():
+                raise InvalidRequestError(f"--out {out} is a folder; name the JSON file to write")
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise DataError(f"--out {out}: cannot create its folder: {e.strerror or e}") from e
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
                                    "cpus": os.cpu_count()}
         typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
@@ -233,8 +240,8 @@ def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, point
             for label in ("batching", "no_batching"):
                 x = r[label]
                 typer.echo(
-                    f"/v1/embeddings, {clients} clients x {r['requests']} requests of "
-                    f"{texts_per_request} text(s) ({embedder}, {threads} model thread(s)), "
+                    f"/v1/embeddings, {r['requests']} requests of {texts_per_request} "
+                    f"text(s) shared by {clients} clients ({embedder}, {threads} model thread(s)), "
                     f"{label}: {x['api_texts_per_s']:.1f} texts/s vs bare encode loop "
                     f"{x['bare_loop_texts_per_s']:.1f} texts/s: ratio {x['ratio']:.2f} "
                     f"({x['mean_texts_per_batch']:.1f} texts per server batch, largest "

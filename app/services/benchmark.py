@@ -167,6 +167,7 @@ def bench_store(store: VectorStore, n: int, dim: int, queries: int = 200,
     optimized) and for ``exact=True`` (a check of the ground truth itself, expected 1.0).
     """
     v = vector_name
+    clusters = min(clusters, n)  # no more centres than points
     vecs = _synthetic(n, dim, clusters=clusters)
     ids = [point_id(f"d{i}", 0) for i in range(n)]
     store.ensure_collection("bench", {v: dim})
@@ -192,7 +193,8 @@ def bench_store(store: VectorStore, n: int, dim: int, queries: int = 200,
         store.search("bench", v, q, limit=10, filters={"meta.g": i % 10})
         filtered.append((time.perf_counter() - t0) * 1000)
     k = min(recall_queries, queries)
-    truth = np.argsort(-(qvecs[:k] @ vecs.T), axis=1, kind="stable")[:, :10]
+    top = min(10, n)  # a collection of fewer than 10 points has only n to find
+    truth = np.argsort(-(qvecs[:k] @ vecs.T), axis=1, kind="stable")[:, :top]
     hnsw_hits = exact_hits = 0
     for i in range(k):
         want = {ids[j] for j in truth[i]}
@@ -204,7 +206,7 @@ def bench_store(store: VectorStore, n: int, dim: int, queries: int = 200,
             "upsert_s": upsert_s, "upsert_points_per_s": n / upsert_s, "optimize_s": optimize_s,
             "search_p50_ms": _pct(lat, 50), "search_p95_ms": _pct(lat, 95),
             "filtered_p50_ms": _pct(filtered, 50), "filtered_p95_ms": _pct(filtered, 95),
-            "recall_at_10": hnsw_hits / (10 * k), "exact_recall_at_10": exact_hits / (10 * k),
+            "recall_at_10": hnsw_hits / (top * k), "exact_recall_at_10": exact_hits / (top * k),
             "recall_queries": k, "queries": len(lat), "load_average": load_average()}
 
 
