@@ -428,6 +428,25 @@ class BatchingQueryEncoder:
                 size += len(request.texts)
         return size
 
+    def _fail(self, batch: list[_Request], error: BaseException) -> None:
+        self._done()
+        for request in batch:
+            request.future.set_exception(error)
+
+    def _run_alone(self, request: _Request) -> None:
+        name, role, instruction = request.key
+        try:
+            vectors = _call(self.embedders.get(name), request.texts, role, instruction,
+                            self.batch_size)
+        except Exception as e:
+            request.future.set_exception(e)
+            return
+        request.future.set_result(vectors)
+        self.stats.requests += 1
+        self.stats.texts += len(request.texts)
+        self.stats.batches += 1
+        self.stats.largest_batch = max(self.stats.largest_batch, len(request.texts))
+
     def _loop(self) -> None:
         if self.threads is not None:
             import torch
@@ -452,13 +471,20 @@ class BatchingQueryEncoder:
             texts = [t for request in batch for t in request.texts]
             try:
                 vectors = _call(self.embedders.get(name), texts, role, instruction, self.batch_size)
-            except BaseException as e:  # handed to every waiting caller, never lost in this thread
-                self._done()
+            except Exception as e:
+                if len(batch) == 1:
+                    self._fail(batch, e)
+                    continue
+                # One caller's text can fail a merged batch: each request runs alone, so the
+                # error reaches only the caller whose text it was (it reached every caller of
+                # the batch before).
                 for request in batch:
-                    request.future.set_exception(e)
-                if not isinstance(e, Exception):
-                    raise
+                    self._run_alone(request)
+                self._done()
                 continue
+            except BaseException as e:  # handed to every waiting caller, never lost in this thread
+                self._fail(batch, e)
+                raise
             self._done()
             offset = 0
             for request in batch:

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.errors import InvalidRequestError
+from embedders.contract import check_encodable
+from embedders.errors import InvalidInputError
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -16,7 +18,8 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
-    """Every text to embed or cluster is a string with something in it, as every document to
+    """Every text to embed or cluster is a string with something in it (and text: no unpaired
+    surrogate), as every document to
     index and every query must be: an empty text has no meaning to embed (the vector would be
     the prompt's alone), and the HTTP API's OpenAI-style ``input`` refuses it too.
 
@@ -31,3 +34,12 @@ def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
         if not item.strip():
             raise InvalidRequestError(f"{name}[{i}] is empty; every text must contain something "
                                       "to embed")
+        check_text_encodable(item, f"{name}[{i}]")
+
+
+def check_text_encodable(text: str, where: str) -> None:
+    """``InvalidRequestError`` for a string holding an unpaired surrogate (not Unicode text)."""
+    try:
+        check_encodable(text, where)
+    except InvalidInputError as e:
+        raise InvalidRequestError(str(e)) from None

@@ -135,7 +135,21 @@ def validate_texts(texts: Any) -> list[str]:
             raise InvalidInputError(
                 f"texts[{i}] is {type(item).__name__} ({item!r:.40}), not str; every item must be a string"
             )
+        check_encodable(item, f"texts[{i}]")
     return items
+
+
+def check_encodable(text: str, where: str) -> None:
+    """``InvalidInputError`` unless ``text`` can be encoded. A Python string can hold what no
+    text encoding can: an unpaired surrogate (JSON's ``"\\ud800"`` decodes to one), on which
+    tokenizers fail with a TypeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidInputError(
+            f"{where} holds an unpaired surrogate ({text[e.start]!r} at character {e.start}), "
+            "which is not Unicode text; send the text as valid UTF-8 / paired \\u escapes"
+        ) from None
 
 
 def validate_instruction(instruction: Any) -> str | None:
@@ -145,6 +159,7 @@ def validate_instruction(instruction: Any) -> str | None:
         raise InvalidInputError(
             f"instruction must be a string or None, got {type(instruction).__name__}"
         )
+    check_encodable(instruction, "the instruction")
     stripped = instruction.strip()
     return stripped or None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ import numpy as np
 from app.encoding import QueryEncoder
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, UnknownModelError
 from app.services.context import ServiceContext
+from app.text import check_text_encodable
 from embedders.contract import Role, identity_changes
 from indexer import metadata as md
 from indexer.errors import (
@@ -388,7 +390,9 @@ class SearchService:
         """Check a request without running it.
 
         Raises:
-            InvalidRequestError: a query that is empty or not a string, ``top_k`` or
+            InvalidRequestError: a query that is empty, not a string or not text, an
+                instruction that is not text, a score_threshold that is not a finite number,
+                ``top_k`` or
                 ``rerank_depth`` out of range, filters that are not a mapping, a filter value
                 that is not a string, integer, boolean or list of them.
         """
@@ -398,6 +402,14 @@ class SearchService:
         if not request.query.strip():
             raise InvalidRequestError("the query is empty; pass the text to search for, e.g. "
                                       "facet search \"card not working\" --collection NAME")
+        check_text_encodable(request.query, "the query")
+        if isinstance(request.instruction, str):
+            check_text_encodable(request.instruction, "the instruction")
+        threshold = request.score_threshold
+        if threshold is not None and (isinstance(threshold, bool)
+                                      or not isinstance(threshold, int | float)
+                                      or not math.isfinite(threshold)):
+            raise InvalidRequestError(f"score_threshold must be a finite number, got {threshold!r}")
         if isinstance(request.top_k, bool) or not isinstance(request.top_k, int) or \
                 not 1 <= request.top_k <= MAX_TOP_K:
             raise InvalidRequestError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got "

@@ -123,6 +123,49 @@ def test_errors_reach_the_caller_and_the_thread_survives(batching) -> None:
     assert batching.encode(["still works"], embedder="minilm").shape == (1, 384)
 
 
+def test_one_callers_failing_text_fails_only_that_caller(cache, minilm) -> None:
+    """Requests merged into one batch all got the error one of them caused (a text the model
+    refused made other clients' valid requests fail)."""
+
+    class Picky:  # minilm that refuses one text, as a tokenizer refuses what it cannot read
+        def __init__(self) -> None:
+            self.dim, self.name = minilm.dim, "picky"
+
+        def encode(self, texts, **kwargs):
+            if "poison" in texts:
+                raise ValueError("cannot read 'poison'")
+            return minilm.encode(texts, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(minilm, name)
+
+    cache.put("picky", Picky())  # type: ignore[arg-type]
+    encoder = BatchingQueryEncoder(cache, threads=1, max_batch_texts=64)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            hold = pool.submit(encoder.encode, LONG, embedder="picky")
+            wait_for(lambda: encoder.in_flight == len(LONG))
+            futures = {text: pool.submit(encoder.encode, [text], embedder="picky", role="query")
+                       for text in ("my card was declined", "poison", "exchange rate")}
+            wait_for(lambda: encoder.pending_texts == 3)  # they wait together: one batch
+            hold.result()
+            with pytest.raises(ValueError, match="cannot read 'poison'"):
+                futures["poison"].result()
+            for text in ("my card was declined", "exchange rate"):
+                np.testing.assert_allclose(futures[text].result(),
+                                           minilm.encode([text], role="query"), atol=1e-5)
+        assert encoder.encode(["still works"], embedder="picky").shape == (1, 384)
+    finally:
+        encoder.close()
+
+
+def test_an_unpaired_surrogate_is_refused_before_it_reaches_a_batch(batching) -> None:
+    for texts, instruction, where in ((["ok", "a\ud800b"], None, r"texts\[1\]"),
+                                      (["ok"], "x\udfff", "the instruction")):
+        with pytest.raises(InvalidRequestError, match=f"{where} holds an unpaired surrogate"):
+            batching.encode(texts, embedder="minilm", instruction=instruction)
+
+
 def test_a_full_queue_refuses_with_busy(cache) -> None:
     encoder = BatchingQueryEncoder(cache, max_pending_texts=3)
     try:

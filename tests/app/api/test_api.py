@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import time
 
 import numpy as np
@@ -58,9 +59,12 @@ def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
     ({"input": "x"}, 400, "model is required"),
     ({"input": "x", "model": "minilm", "instructions": "typo"}, 400, "unknown field 'instructions'"),
     ({"input": ["x"] * 10_000, "model": "minilm"}, 413, "more than the limit of 2048"),
+    ({"input": ["ok", "a \ud800"], "model": "minilm"}, 400, "texts[1] holds an unpaired surrogate"),
 ])
 def test_bad_embedding_requests_are_4xx_json(client, body, status, fragment) -> None:
-    response = client.post("/v1/embeddings", json=body)
+    # As bytes of json.dumps: its \\u escapes carry what httpx's json= cannot encode.
+    response = client.post("/v1/embeddings", content=json.dumps(body).encode(),
+                           headers={"content-type": "application/json"})
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert fragment in error["message"], error
@@ -134,8 +138,13 @@ def test_search_matches_the_facade_and_validates(client, facet) -> None:
         (body | {"filters": {"intent": {"$ne": 1}}}, 400, "filters"),
         (body | {"rerank": "nope"}, 404, "rerank 'nope'"),
         (body | {"mode": "fuzzy"}, 400, "mode"),
+        # An unpaired surrogate was a 500 TypeError from the tokenizer; NaN returned nothing.
+        (body | {"query": "card \ud800"}, 400, "the query holds an unpaired surrogate"),
+        (body | {"instruction": "\udfff"}, 400, "the instruction holds an unpaired surrogate"),
+        (body | {"score_threshold": float("nan")}, 400, "score_threshold must be a finite number"),
     ]:
-        r = client.post("/search", json=bad)
+        r = client.post("/search", content=json.dumps(bad).encode(),
+                        headers={"content-type": "application/json"})
         assert r.status_code == status and fragment in r.json()["error"]["message"], r.text
 
 
