@@ -189,6 +189,10 @@ def check_filters(filters: Any) -> None:
             f"filters must map payload fields to values ({{'intent': 'refund'}}), got "
             f"{type(filters).__name__} {filters!r:.80}")
     for key, value in filters.items():
+        if not isinstance(key, str) or '"' in key:
+            raise InvalidRequestError(
+                f"filter key {key!r} cannot be matched: a key is the name of a metadata field "
+                "(a string without double quotes)")
         values = value if isinstance(value, list | tuple) else [value]
         if not values or not all(isinstance(v, str | int | bool) for v in values):
             raise InvalidRequestError(
@@ -200,12 +204,23 @@ def check_filters(filters: Any) -> None:
                                           "that payloads hold, so it matches nothing")
 
 
+_PLAIN_KEY = re.compile(r"[\w-]+")
+
+
 def payload_filters(filters: Mapping[str, Any]) -> Filters:
-    """Map user filter keys onto payload paths (metadata lives under ``meta``)."""
+    """Map user filter keys onto payload paths: ``doc_id``, ``source``, ``title`` and
+    ``chunk_no`` are the point's own fields; any other key, or what follows ``meta.``, is a
+    metadata field (``meta.source`` is a metadata column named ``source``). Metadata is flat
+    (nested objects are not kept), so a key is one field even with a space, dot or bracket in
+    it: such a key is quoted in Qdrant's path syntax (unquoted, ``a b`` was an invalid path and
+    ``a.b`` read as a nested field that no payload holds)."""
     out: dict[str, Any] = {}
     for key, value in filters.items():
-        path = key if key in TOP_LEVEL_FIELDS or key.startswith("meta.") else f"meta.{key}"
-        out[path] = value
+        if key in TOP_LEVEL_FIELDS:
+            out[key] = value
+            continue
+        field = key[len("meta."):] if key.startswith("meta.") else key
+        out["meta." + (field if _PLAIN_KEY.fullmatch(field) else f'"{field}"')] = value
     return out
 
 

@@ -53,6 +53,34 @@ def test_filters_restrict_results(searchable) -> None:
     assert none.results == []
 
 
+def test_filters_on_any_metadata_key(make_ctx, tmp_path) -> None:
+    """A key with a space was an invalid Qdrant path (a 500 / traceback); a dotted or bracketed
+    key matched nothing (read as a nested path); a metadata column named like a point field
+    needs `meta.`."""
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"id": "r1", "text": "a gold member's card", "customer type": "gold", "a.b": "x",
+         "a[0]": "z", "source": "web"},
+        {"id": "r2", "text": "a basic member's card", "customer type": "basic", "a.b": "y",
+         "a[0]": "w", "source": "mail"}]))
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "odd")
+    service = SearchService(ctx)
+
+    def ids(*filters: str) -> set[str]:
+        request = SearchRequest("card", "odd", top_k=5, filters=parse_filters(list(filters)))
+        return {r.doc_id for r in service.search(request).results}
+
+    assert ids("customer type=gold") == {"r1"}
+    assert ids("a.b=y") == {"r2"}
+    assert ids("a[0]=z") == {"r1"}
+    assert ids("meta.source=mail") == {"r2"}
+    assert ids(f"source={path}") == {"r1", "r2"}  # the point's own field: the file
+    assert ids("meta.customer type=basic", "a.b=y") == {"r2"}
+    with pytest.raises(InvalidRequestError, match="filter key 'a\"b' cannot be matched"):
+        ids('a"b=1')
+
+
 def test_rerank_reorders_by_the_rerank_embedder(searchable, minilm) -> None:
     service = SearchService(searchable)
     instruction = "Find messages about topping up"
