@@ -54,6 +54,7 @@ from app.services.indexing import (
     IndexReport,
     IndexService,
     PreparedJob,
+    Seen,
     check_same_embedder,
     note_document_error,
 )
@@ -245,7 +246,7 @@ class ChunkedIndexService:
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")
         max_bytes = int(self.settings.max_document_mb * 2**20)
-        seen: set[str] = set()
+        seen = Seen()
         todo: list[list[str]] = []
         pending: list[ParsedDocument | DocumentError] = []
 
@@ -268,7 +269,7 @@ class ChunkedIndexService:
 
         for path in files:
             for item in _PARSED.documents(str(path), max_bytes, job.text_column).values():
-                if item.key in seen:
+                if item.key in seen.keys:
                     message = (f"duplicate document id {item.key!r} in {item.source}; only the "
                                "first occurrence is indexed")
                     report.docs_seen += 1
@@ -277,7 +278,7 @@ class ChunkedIndexService:
                     job.errors.append(md.JobError(document_key=item.key, kind="error",
                                                   message=message))
                     continue
-                seen.add(item.key)
+                seen.add(item)
                 pending.append(item)
                 if len(pending) >= 500:
                     classify(pending)

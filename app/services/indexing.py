@@ -40,6 +40,7 @@ from app.errors import (
 )
 from app.services import leases
 from app.services.context import ServiceContext
+from app.text import plural
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
 from indexer.chunking import (
@@ -89,6 +90,21 @@ class IndexOptions:
     def syncs(self, source: Path) -> bool:
         """Whether a run over ``source`` removes what is gone from it (see ``sync``)."""
         return self.sync if self.sync is not None else source.is_dir()
+
+
+@dataclass
+class Seen:
+    """What a run read from its source, for ``--sync``: the document keys, and the files that
+    gave an error (a malformed line, an unreadable file), whose records this run could not
+    name: their missing keys may be records that still exist, so sync leaves them."""
+
+    keys: set[str] = field(default_factory=set)
+    failed_sources: set[str] = field(default_factory=set)
+
+    def add(self, item: ParsedDocument | DocumentError | StreamedDocument) -> None:
+        self.keys.add(item.key)
+        if isinstance(item, DocumentError):
+            self.failed_sources.add(item.source)
 
 
 @dataclass(frozen=True)
@@ -682,11 +698,11 @@ class IndexService:
              chunking: ChunkingConfig, options: IndexOptions,
              progress: Callable[[Progress], None] | None, total: int,
              started: float, heartbeat: leases.Heartbeat | None = None,
-             interrupt: _DeferredInterrupt | None = None) -> set[str]:
+             interrupt: _DeferredInterrupt | None = None) -> Seen:
         batch_limit = options.batch_chunks or self.settings.index_batch_chunks
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
-        seen_keys: set[str] = set()
+        seen = Seen()
         parsed = self._parsed(files, options.text_column)
 
         def within(key: str) -> Callable[[float], None] | None:
@@ -706,7 +722,7 @@ class IndexService:
             t0 = time.perf_counter()
             item = next(parsed, None)
             job.parse_s += time.perf_counter() - t0
-            if item is not None and item.key in seen_keys:
+            if item is not None and item.key in seen.keys:
                 # Recorded on the job only: the document row belongs to the first occurrence.
                 message = (f"duplicate document id {item.key!r} in {item.source}; only the first "
                            "occurrence is indexed")
@@ -715,7 +731,7 @@ class IndexService:
                 report.errors.append((item.key, message))
                 job.errors.append(md.JobError(document_key=item.key, kind="error", message=message))
             elif isinstance(item, StreamedDocument):
-                seen_keys.add(item.key)
+                seen.add(item)
                 if pending:  # what came before it goes first: documents stay in order
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
                                         tokenize, chunking)
@@ -728,7 +744,7 @@ class IndexService:
                                       report.chunks_written, time.perf_counter() - started))
                 continue
             elif item is not None:
-                seen_keys.add(item.key)
+                seen.add(item)
                 pending.append(item)
                 if isinstance(item, ParsedDocument):
                     # A cheap size estimate (4 chars per token) decides when to flush.
@@ -749,7 +765,7 @@ class IndexService:
                 pending, pending_tokens = [], 0
             if item is None:
                 break
-        return seen_keys
+        return seen
 
     def _process_streamed(self, session: Session, coll: md.Collection, job: md.IndexJob,
                           report: IndexReport, doc: StreamedDocument, embedder: Embedder,
@@ -1004,22 +1020,39 @@ class IndexService:
         job.chunks_written = report.chunks_written
 
     def _sync(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
-              source: Path, files: list[Path], seen: set[str]) -> None:
-        """Drop documents under ``source`` that this run did not see (deleted files/records)."""
+              source: Path, files: list[Path], seen: Seen) -> None:
+        """Drop documents under ``source`` that this run did not see (deleted files/records),
+        except the records of a file that gave an error this run: a record on a malformed
+        line, or in a file that could not be read, is not gone (it was deleted, data lost)."""
         prefix = str(source) + os.sep if source.is_dir() else None
         known = md.document_keys_under(session, coll.id, [str(f) for f in files] + [str(source)],
                                        prefix)
-        gone = sorted(set(known) - seen)
+        gone = sorted(set(known) - seen.keys)
         if not gone:
             return
-        t0 = time.perf_counter()
         rows = list(md.documents_by_key(session, coll.id, gone).values())
+        kept: dict[str, int] = {}
+        for row in rows:
+            if row.source in seen.failed_sources:
+                kept[row.source] = kept.get(row.source, 0) + 1
+        for path, n in sorted(kept.items()):
+            message = (f"{plural(n, 'indexed record')} of {path} not seen this run kept: the "
+                       "file had errors (listed here), so a missing record may only be unreadable; "
+                       "fix the file and index again to remove what is really gone")
+            report.warnings.append((path, message))
+            job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
+        rows = [row for row in rows if row.source not in seen.failed_sources]
+        if not rows:
+            return
+        gone = [row.key for row in rows]
+        t0 = time.perf_counter()
         self.store.delete(coll.name, md.chunk_point_ids(session, [r.id for r in rows]))
         self.store.delete_documents(coll.name, gone)
         self.store.flush()
         job.store_s += time.perf_counter() - t0
         md.delete_documents(session, rows)
-        report.docs_deleted += len(rows)
+        # An error row of a line or file that now reads (or is gone) is not a document removed.
+        report.docs_deleted += sum(1 for row in rows if row.status != "error")
         self._sync_counters(job, report)
         session.commit()
         logger.debug("sync removed %d documents no longer in %s", len(rows), source)

@@ -140,6 +140,26 @@ def test_a_failed_chunk_marks_its_documents_failed_and_the_next_job_clears_its_p
         "a short note about ferries"]
 
 
+def test_planning_keeps_the_records_of_a_file_that_failed_to_parse(make_ctx, tmp_path) -> None:
+    import json
+
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = [json.dumps({"id": f"s{i}", "text": f"record {i} about {w}"})
+             for i, w in enumerate(["wolves", "bears", "moose"])]
+    (src / "d.jsonl").write_text("\n".join(lines) + "\n")
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, src, "c")
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    (src / "d.jsonl").write_text("\n".join([lines[0], "{broken", lines[2]]) + "\n")
+    _service, second, _numbers = _plan(ctx, src, "c")
+    job = CollectionService(ctx).job(second.job_id)
+    assert (job.docs_deleted, job.docs_failed) == (0, 1)
+    assert ctx.store.count("c", {"doc_id": "s1"}) == 1
+    assert any("kept: the file had errors" in e["message"] for e in job.errors)
+
+
 def test_chunks_of_a_deleted_collection_are_dropped(make_ctx, tmp_path) -> None:
     write_corpus(tmp_path / "src", 4)
     ctx = make_ctx()

@@ -94,6 +94,40 @@ def test_sync_is_the_default_for_folders_and_no_sync_keeps(make_ctx, tmp_path, m
     assert ctx.store.count("recs") == 1
 
 
+def test_sync_keeps_the_records_of_a_file_that_failed_to_parse(make_ctx, tmp_path) -> None:
+    """A typo on one jsonl line made --sync delete that line's record (its error is keyed
+    path#L2, so the record's id looked gone); a csv that became unreadable lost every record."""
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = [json.dumps({"id": f"s{i}", "text": f"record {i} about {w}"})
+             for i, w in enumerate(["wolves", "bears", "moose"])]
+    (src / "d.jsonl").write_text("\n".join(lines) + "\n")
+    (src / "t.csv").write_text("id,text\nc1,otters by the river\nc2,beavers build dams\n")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    assert service.index(src, "syn").docs_indexed == 5
+    (src / "d.jsonl").write_text("\n".join([lines[0], lines[1].replace('"record', "record")])
+                                 + "\n")  # line 2 broken, line 3 (s2) removed for real
+    (src / "t.csv").write_bytes(b"id,text\nc1,otters\x00 by the river\nc2,beavers build dams\n")
+    report = service.index(src, "syn")
+    assert report.docs_deleted == 0 and report.docs_failed == 2  # the line and the csv
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "syn")
+        assert coll is not None
+        assert set(md.documents_by_key(s, coll.id, ["s0", "s1", "s2", "c1", "c2"])) == {
+            "s0", "s1", "s2", "c1", "c2"}
+    assert ctx.store.count("syn") == 5  # every record still searchable
+    warnings = dict(report.warnings)
+    assert "kept: the file had errors" in warnings[str(src / "d.jsonl")]
+    assert warnings[str(src / "t.csv")].startswith("2 indexed records of")
+    # Fixed, the files sync again: s2 (really gone) goes.
+    (src / "d.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    (src / "t.csv").write_text("id,text\nc1,otters by the river\nc2,beavers build dams\n")
+    fixed = service.index(src, "syn")
+    assert (fixed.docs_deleted, fixed.docs_failed) == (1, 0)
+    assert ctx.store.count("syn") == 4 and ctx.store.count("syn", {"doc_id": "s2"}) == 0
+
+
 def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, minilm) -> None:
     src = tmp_path / "src"
     files = write_corpus(src, 4)
