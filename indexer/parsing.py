@@ -28,6 +28,8 @@ import hashlib
 import io
 import json
 import logging
+import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,9 +144,30 @@ def supported_types() -> str:
     return " ".join(sorted(SUPPORTED_SUFFIXES))
 
 
+def display_path(path: Path | str) -> str:
+    """``path`` as printable text: a name that is not valid UTF-8 (its bytes arrive as lone
+    surrogates) shows its bad bytes as ``\\xe9`` instead of failing to print or to store."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
+def skip_reason(path: Path) -> str:
+    """Why ``discover_files`` left ``path`` out, for its messages."""
+    if display_path(path) != str(path):
+        return "its name is not valid UTF-8; rename it"
+    if path.is_symlink() and path.is_dir():
+        return "a link to a folder, not followed (index that folder itself)"
+    if path.is_symlink() and not path.exists():
+        return "a broken link"
+    if not path.is_file():
+        return "not a regular file"
+    return f"unsupported type {path.suffix or '(none)'!r}"
+
+
 def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
-    """``discover``, and the files of unsupported types it left out (sorted; hidden ones are
-    not listed). Raises as ``discover``."""
+    """``discover``, and what it left out (sorted; hidden ones are not listed): files of
+    unsupported types, names that are not valid UTF-8, links to folders (not followed) and
+    broken links (``skip_reason`` says which). Hidden folders are not walked at all. Raises
+    as ``discover``."""
     if not source.exists():
         raise SourceNotFoundError(
             f"{source} does not exist; pass a folder, a file "
@@ -159,15 +182,22 @@ def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
         return [source.resolve()], []
     files: list[Path] = []
     skipped: list[Path] = []
-    for path in sorted(source.resolve().rglob("*")):
-        rel = path.relative_to(source.resolve())
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
-            continue
-        if path.suffix.lower() in SUPPORTED_SUFFIXES:
-            files.append(path)
-        else:
-            skipped.append(path)
-    return files, skipped
+    for dirpath, dirnames, filenames in os.walk(source.resolve()):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        # os.walk lists a link to a folder among the folders and does not enter it.
+        skipped.extend(here / d for d in dirnames if (here / d).is_symlink())
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            path = here / name
+            if display_path(path) != str(path) or not path.is_file():
+                skipped.append(path)  # a name that cannot be stored, a broken link, a fifo
+            elif path.suffix.lower() in SUPPORTED_SUFFIXES:
+                files.append(path)
+            else:
+                skipped.append(path)
+    return sorted(files), sorted(skipped)
 
 
 def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -355,13 +385,24 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
     try:
         with path.open("rb") as fh:
             head_bytes = fh.read(_DETECT_BYTES)
-        if looks_binary(head_bytes):
+        warnings: list[str] = []
+        utf16 = None
+        if head_bytes[:2] in (b"\xff\xfe", b"\xfe\xff"):  # before the binary sniff, as
+            try:                                          # decode_text: UTF-16 is half NULs
+                utf16 = _hash_pass(path, "utf-16", "strict")
+                warnings.append(f"{key}: UTF-16 (byte order mark), not UTF-8")
+            except UnicodeDecodeError:
+                pass  # judged as bytes below
+        if utf16 is None and looks_binary(head_bytes):
             return DocumentError(key, key, f"{key} looks binary (NUL or control bytes), not text; "
                                            "remove it from the source or convert it to text")
-        warnings: list[str] = []
         try:
             encoding, errors = "utf-8-sig", "strict"
-            digest, head, content, replaced = _hash_pass(path, encoding, errors)
+            if utf16 is not None:
+                encoding = "utf-16"
+                digest, head, content, replaced = utf16
+            else:
+                digest, head, content, replaced = _hash_pass(path, encoding, errors)
         except UnicodeDecodeError as e:
             detected = detect_encoding(head_bytes)
             try:
@@ -506,15 +547,44 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
         yield _record_document(path, record, f"item{i}", max_bytes, warnings, text_column)
 
 
-def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> dict[str, Any]:
+def _surrogate_at(text: str) -> int | None:
+    """Where ``text`` holds an unpaired surrogate (a JSON ``\\ud83d`` escape without its
+    pair), which no tokenizer or database reads; None for real text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return None
+
+
+def _unstorable(value: Any) -> str | None:
+    """Why a metadata value cannot go into a payload, or None."""
+    for x in value if isinstance(value, list) else [value]:
+        if isinstance(x, float) and not math.isfinite(x):
+            return f"{x} is not a finite number"
+        if isinstance(x, str) and _surrogate_at(x) is not None:
+            return "it holds an unpaired surrogate (a broken \\u escape)"
+    return None
+
+
+def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> tuple[dict[str, Any], list[str]]:
+    """The record's scalar fields (and lists of scalars) as metadata, and why any field that
+    is one was not kept (NaN or Infinity, which Python's json writes by default, and broken
+    escapes stop the store and the database)."""
     meta: dict[str, Any] = {}
+    dropped: list[str] = []
     for k, v in record.items():
         if k in skip or v is None:
             continue
         scalar = (str, int, float, bool)
         if isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) for x in v)):
-            meta[str(k)] = v
-    return meta
+            why = _unstorable(v) or _unstorable(str(k))
+            if why is None:
+                meta[str(k)] = v
+            else:
+                dropped.append(f"metadata field {str(k).encode('utf-8', 'backslashreplace').decode()!r} "
+                               f"not kept: {why}")
+    return meta, dropped
 
 
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
@@ -544,10 +614,20 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                              f"{max_bytes / 2**20:.1f} MiB per-document limit")
     title = record.get("title")
     title = str(title) if title not in (None, "") else None
+    if _surrogate_at(key) is not None:
+        return DocumentError(fallback_key, str(path), f"{path}:{where}: the record's id holds an "
+                             "unpaired surrogate (a broken \\u escape); fix that record")
+    for name, value in ((repr(text_field), text), ("'title'", title or "")):
+        at = _surrogate_at(value)
+        if at is not None:
+            return DocumentError(key, str(path), f"{path}:{where}: field {name} holds an unpaired "
+                                 f"surrogate at character {at} (a broken \\u escape, e.g. half "
+                                 "an emoji); fix that record")
     # A BEIR record is title + text; both are embedded, so both are part of the document.
     full = f"{title}\n{text}" if title and text.strip() else text
-    meta = _scalar_metadata(record, {text_field, "title", *(f for f in (id_field,) if f)})
-    doc = ParsedDocument(key, str(path), full, title=title, metadata=meta, warnings=list(warnings))
+    meta, dropped = _scalar_metadata(record, {text_field, "title", *(f for f in (id_field,) if f)})
+    doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
+                         warnings=[*warnings, *(f"{path}:{where}: {d}" for d in dropped)])
     if not text.strip():
         return DocumentError(key, str(path), f"{path}:{where}: record {key!r} has empty text")
     return doc
@@ -556,7 +636,9 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
 def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
                  text_column: str | None = None) -> Iterator[ParseResult]:
     seen = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: str.splitlines also splits at U+2028, U+0085 ..., which JSON
+    # strings may hold raw (json.dumps(..., ensure_ascii=False) writes them so).
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         seen += 1

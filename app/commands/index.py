@@ -131,6 +131,11 @@ def register(cli: typer.Typer) -> None:
                        f"{'file' if len(report.skipped_files) == 1 else 'files'} of unsupported "
                        f"types: {shown}{f' and {more} more' if more > 0 else ''} "
                        f"(supported: {' '.join(Facet.supported_suffixes())})", err=True)
+        for name, why in report.skipped_other[:10]:
+            typer.echo(f"  skipped {name}: {why}", err=True)
+        if len(report.skipped_other) > 10:
+            typer.echo(f"  ... {len(report.skipped_other) - 10} more skipped: facet jobs "
+                       f"{report.job_id}", err=True)
         for _key, message in report.errors[:20]:
             typer.echo(f"  error: {message}", err=True)
         if len(report.errors) > 20:

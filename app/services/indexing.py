@@ -64,7 +64,9 @@ from indexer.parsing import (
     StreamedDocument,
     discover,
     discover_files,
+    display_path,
     parse_file,
+    skip_reason,
     supported_types,
 )
 from indexer.store import PointRecord, point_id, validate_name
@@ -144,6 +146,9 @@ class IndexReport:
     warnings: list[tuple[str, str]] = field(default_factory=list)
     collection_removed: bool = False
     skipped_files: list[str] = field(default_factory=list)  # of unsupported types
+    # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
+    # link): (the path as printable text, why).
+    skipped_other: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def docs_per_s(self) -> float:
@@ -488,16 +493,16 @@ class IndexService:
 
     @staticmethod
     def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path]) -> None:
-        """Name the files of unsupported types on the report and, as warnings, on the job."""
-        report.skipped_files = [str(p) for p in skipped]
-        if not skipped:
-            return
-        for path in skipped[:100]:
-            job.errors.append(md.JobError(
-                document_key=str(path), kind="warning",
-                message=f"{path}: skipped, unsupported type {path.suffix or '(none)'!r} "
-                        f"(supported: {supported_types()})"))
-        logger.debug("skipped %d files of unsupported types", len(skipped))
+        """Name what discovery left out on the report and, as warnings, on the job."""
+        reasons = [(display_path(p), skip_reason(p)) for p in skipped]
+        report.skipped_files = [name for name, why in reasons if why.startswith("unsupported")]
+        report.skipped_other = [(name, why) for name, why in reasons
+                                if not why.startswith("unsupported")]
+        for name, why in reasons[:100]:
+            supported = f" (supported: {supported_types()})" if why.startswith("unsupported") else ""
+            job.errors.append(md.JobError(document_key=name, kind="warning",
+                                          message=f"{name}: skipped, {why}{supported}"))
+        logger.debug("skipped %d files", len(skipped))
 
     def _drop_if_nothing_indexed(self, session: Session, coll: md.Collection,
                                  job: md.IndexJob) -> bool:

@@ -105,9 +105,11 @@ def test_skipped_files_are_named_with_the_supported_types(tmp_path, run) -> None
     (src / "records.json").write_text(json.dumps([{"id": "a", "text": "a refund request"}]))
     for name in ("budget.xlsx", "photo.png", "slides.pptx", "archive.zip"):
         (src / name).write_bytes(b"PK\x03\x04")
+    (src / os.fsdecode(b"caf\xe9.txt")).write_text("coffee")  # crashed the whole run
     mixed = run("index", str(src), "-c", "mixed")
     assert mixed.returncode == 0, mixed.stderr
     assert "2 indexed" in mixed.stdout
+    assert f"skipped {src}/caf\\xe9.txt: its name is not valid UTF-8; rename it" in mixed.stderr
     assert ("skipped 4 files of unsupported types: archive.zip, budget.xlsx, photo.png, "
             "slides.pptx (supported: .csv .docx .htm .html .json .jsonl .markdown .md .pdf "
             ".txt)") in mixed.stderr

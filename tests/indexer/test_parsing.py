@@ -221,6 +221,9 @@ def test_docx_json_and_the_list_of_skipped_files(tmp_path: Path) -> None:
     ("notes.md", ("# Big title\n\n" + "Café crème line\r\n" * 20_000).encode()),
     ("latin.txt", ("Café crème line\n" * 20_000).encode("latin-1")),
     ("bom.txt", b"\xef\xbb\xbf" + b"plain line\n" * 20_000),
+    # Was "looks binary" once streamed (the sniff saw UTF-16's NULs before the BOM).
+    ("utf16le.txt", ("\ufeff" + "lighthouses and the sea.\n" * 20_000).encode("utf-16-le")),
+    ("utf16be.txt", ("\ufeff" + "Café by the sea.\n" * 20_000).encode("utf-16-be")),
 ])
 def test_a_large_file_streams_with_the_hash_and_text_of_a_whole_read(tmp_path: Path, name: str,
                                                                       data: bytes) -> None:
@@ -240,3 +243,58 @@ def test_large_empty_or_binary_files_are_rejected_without_streaming(tmp_path: Pa
     (tmp_path / "blob.txt").write_bytes(b"\x00\x01" * 10_000)
     assert "is empty" in _msg(_one(tmp_path / "blank.txt", stream_over_bytes=1000))
     assert "looks binary" in _msg(_one(tmp_path / "blob.txt", stream_over_bytes=1000))
+
+
+def test_jsonl_values_no_store_can_hold_are_named_not_a_crash(tmp_path: Path) -> None:
+    """NaN / Infinity (json.dumps writes them) in metadata crashed the job in the store; a
+    broken surrogate escape in the text crashed the tokenizer; U+2028 inside a string split a
+    line in two (both halves "malformed", later line numbers shifted)."""
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join([
+        '{"id": "n1", "text": "wolves", "score": NaN, "rank": Infinity, "g": "a", '
+        '"xs": [1.5, -Infinity], "bad": "half \\ud83d emoji"}',
+        '{"id": "n2", "text": "broken emoji \\ud83d pigeons"}',
+        '{"id": "n3", "text": "an owl", "title": "\\udc00"}',
+        json.dumps({"id": "n4", "text": "owls\u2028here", "sep": "a\x85b"}, ensure_ascii=False),
+        "[1, 2]",
+        '{"id": "\\ud800", "text": "bad id"}',
+    ]) + "\n", encoding="utf-8")
+    results = {r.key: r for r in parse_file(path)}
+    n1 = results["n1"]
+    assert isinstance(n1, ParsedDocument) and n1.metadata == {"g": "a"}
+    assert sorted(w.split(": ", 1)[1] for w in n1.warnings) == [
+        "metadata field 'bad' not kept: it holds an unpaired surrogate (a broken \\u escape)",
+        "metadata field 'rank' not kept: inf is not a finite number",
+        "metadata field 'score' not kept: nan is not a finite number",
+        "metadata field 'xs' not kept: -inf is not a finite number"]
+    assert "field 'text' holds an unpaired surrogate at character 13" in _msg(results["n2"])
+    assert "field 'title' holds an unpaired surrogate at character 0" in _msg(results["n3"])
+    n4 = results["n4"]
+    assert isinstance(n4, ParsedDocument) and n4.text == "owls\u2028here"
+    assert n4.metadata == {"sep": "a\x85b"}
+    assert "d.jsonl:5: expected a JSON object" in _msg(results[f"{path}#L5"])
+    assert "the record's id holds an unpaired surrogate" in _msg(results[f"{path}#L6"])
+
+
+def test_discovery_names_what_it_leaves_out(tmp_path: Path) -> None:
+    """A file name that is not UTF-8 crashed the whole run (in the database); links to folders
+    and broken links vanished without a word; hidden folders were walked, then dropped."""
+    import os
+
+    from indexer.parsing import display_path, skip_reason
+
+    (tmp_path / "ok.txt").write_text("cocoa")
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("coffee")
+    other = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    other.mkdir(exist_ok=True)
+    (other / "far.txt").write_text("far away")
+    (tmp_path / "linked").symlink_to(other, target_is_directory=True)
+    (tmp_path / "dangling.txt").symlink_to(tmp_path / "missing.txt")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.txt").write_text("hidden")
+    files, skipped = discover_files(tmp_path)
+    assert [p.name for p in files] == ["ok.txt"]
+    assert {display_path(p): skip_reason(p) for p in skipped} == {
+        str(tmp_path / "caf\\xe9.txt"): "its name is not valid UTF-8; rename it",
+        str(tmp_path / "dangling.txt"): "a broken link",
+        str(tmp_path / "linked"): "a link to a folder, not followed (index that folder itself)"}
