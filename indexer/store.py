@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 # Fixed namespace: the same (document, chunk) gets the same id on every machine and run.
 FACET_NAMESPACE = uuid.UUID("6f1d3c1e-5a0b-4f7e-9a53-2c8d7e4b9f10")
 DOC_ID_FIELD = "doc_id"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 Scalar = str | int | float | bool
 Filters = Mapping[str, Scalar | Sequence[Scalar]]
@@ -62,7 +62,8 @@ def point_id(doc_id: str, chunk_no: int) -> str:
 
 def validate_name(name: str, what: str = "collection") -> str:
     """Collection and vector names become folder names: keep them simple."""
-    if not _NAME.match(name or ""):
+    # fullmatch: with match and "$", a name ending in a newline passed (a folder "nl\n").
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise StoreError(
             f"invalid {what} name {name!r}: use 1-128 letters, digits, '_', '-' or '.', "
             "starting with a letter or digit"

@@ -139,8 +139,9 @@ def test_collection_management_and_errors(store: VectorStore) -> None:
         store.count("zz")
     with pytest.raises(StoreError, match="no vectors from 'other'"):
         store.search("a", "other", [0.0] * DIM, limit=1)
-    with pytest.raises(StoreError, match="invalid collection name"):
-        store.ensure_collection("../x", {"m": DIM})
+    for bad in ("../x", "nl\n", "a\nb", ""):  # "nl\n" passed and made a folder named so
+        with pytest.raises(StoreError, match="invalid collection name"):
+            store.ensure_collection(bad, {"m": DIM})
     assert store.drop_collection("a") is True
     assert store.drop_collection("a") is False
     assert store.list_collections() == []
