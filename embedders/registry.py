@@ -80,6 +80,7 @@ def register_trainable(method: TrainableMethod) -> None:
     Raises:
         DuplicateRegistrationError: the name is taken.
     """
+    _ensure_builtins()
     if method.name in _TRAINABLE:
         owner = getattr(_TRAINABLE[method.name].model_class, "__module__", "?")
         raise DuplicateRegistrationError(
@@ -179,8 +180,11 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
     """Make ``name`` loadable with ``load_embedder(name)``.
 
     Raises:
-        DuplicateRegistrationError: the name is taken.
+        DuplicateRegistrationError: the name is taken (by a packaged embedder or checkpoint too,
+            even before anything was loaded: a plugin registering ``minilm`` first broke the
+            packaged names' registration for the whole process).
     """
+    _ensure_builtins()
     key = name.lower()
     if key in _EMBEDDERS:
         owner = getattr(_EMBEDDERS[key].factory, "__module__", "?")
@@ -201,6 +205,7 @@ def register_method(method: str, loader: CheckpointLoader) -> None:
     Raises:
         DuplicateRegistrationError: the method already has a loader.
     """
+    _ensure_builtins()
     if method in _LOADERS:
         owner = getattr(_LOADERS[method], "__module__", "?")
         raise DuplicateRegistrationError(
@@ -448,7 +453,10 @@ def _ensure_builtins() -> None:
     global _builtins_loaded
     if _builtins_loaded:
         return
-    _builtins_loaded = True
-    import embedders.builtin  # noqa: F401  (registers on import)
-
+    _builtins_loaded = True  # first: the packaged modules' own register_* calls come back here
+    try:
+        import embedders.builtin  # noqa: F401  (registers on import)
+    except BaseException:
+        _builtins_loaded = False  # the next use tries again instead of a half-empty registry
+        raise
     register_checkpoints()

@@ -83,6 +83,31 @@ def test_a_config_value_its_method_refuses_is_a_checkpoint_error(tmp_path):
     check_embedder(str(checkpoint_dir() / "causal-eos"))
 
 
+def test_a_packaged_name_is_taken_before_anything_loads() -> None:
+    """A plugin registering 'minilm' before the first lookup was accepted; the packaged
+    registration then failed half-way, and gircse, backbone-mean and every checkpoint were
+    'unknown' for the rest of the process. A fresh interpreter, as a plugin meets it."""
+    import ast
+    import subprocess
+    import sys
+
+    script = (
+        "from embedders import DuplicateRegistrationError, register_embedder\n"
+        "from embedders.registry import embedder_names\n"
+        "try:\n"
+        "    register_embedder('minilm', lambda **kw: None, 'mine')\n"
+        "    print('accepted')\n"
+        "except DuplicateRegistrationError as e:\n"
+        "    print('refused:', e)\n"
+        "register_embedder('mine', lambda **kw: None, 'mine')\n"
+        "print(sorted(embedder_names()))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0].startswith("refused: an embedder named 'minilm' is already registered (by "
+                             "embedders.builtin)")
+    assert {"minilm", "gircse", "backbone-mean", "causal2vec", "mine"} <= set(ast.literal_eval(out[1]))
+
+
 def test_split_options_parses_bracket_suffix():
     from embedders.registry import split_options
 
