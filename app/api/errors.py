@@ -114,6 +114,11 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     message = str(exc.detail)
     if exc.status_code == 404 and message == "Not Found":
         message = "no such endpoint; see GET /info or docs/api.md for the routes"
+    elif exc.status_code == 400 and message == "There was an error parsing the body":
+        # FastAPI's words when the JSON reader gives up (nested thousands deep, a number of
+        # thousands of digits): the same message as any other body that is not JSON.
+        message = ("the request body is not valid JSON (too deeply nested or a number too long "
+                   "to read); send a JSON object with Content-Type: application/json")
     return error_response(exc.status_code, message, type_,
                           headers=dict(exc.headers) if exc.headers else None)
 
@@ -129,7 +134,41 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(FacetError, _facet_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_exception_handler(Exception, _unexpected)  # what escapes the middleware below
+    app.add_middleware(UnexpectedErrorMiddleware)
+
+
+class UnexpectedErrorMiddleware:
+    """Answers an unexpected exception with the JSON 500 and ends the request there.
+
+    Starlette runs a handler registered for ``Exception`` in its outermost middleware, which
+    sends the response and then raises the exception again for the server to log: uvicorn
+    then closed the keep-alive connection, so the client's next request on it failed
+    (``Connection reset by peer``). Caught here, inside that middleware, the exception is
+    logged once and the connection stays open.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            if started:  # part of a response is out: nothing well-formed can follow
+                raise
+            response = await _unexpected(Request(scope), exc)
+            await response(scope, receive, send)
 
 
 class BodyLimitMiddleware:

@@ -77,6 +77,12 @@ def test_malformed_and_oversized_bodies(client, facet) -> None:
     bad_json = client.post("/v1/embeddings", content=b'{"input": "x",',
                            headers={"content-type": "application/json"})
     assert bad_json.status_code == 400 and "not valid JSON" in bad_json.json()["error"]["message"]
+    for unreadable in (b'{"input": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
+                       b'{"input": "x", "dimensions": ' + b"9" * 5_000 + b"}"):
+        deep = client.post("/v1/embeddings", content=unreadable,
+                           headers={"content-type": "application/json"})
+        assert deep.status_code == 400 and "not valid JSON" in deep.json()["error"]["message"], \
+            deep.text
     limit = int(facet.settings.api_max_body_mb * 2**20)
     big = client.post("/v1/embeddings", content=b" " * (limit + 1),
                       headers={"content-type": "application/json"})
@@ -309,3 +315,62 @@ def test_busy_encoder_answers_429(minilm, tmp_path) -> None:
             assert post(["x"]).status_code == 200
     finally:
         facet.close()
+
+
+def test_an_unexpected_error_is_a_json_500_and_the_connection_stays_open(facet, monkeypatch) -> None:
+    """After any 500, uvicorn closed the keep-alive connection (Starlette re-raised the error
+    after its handler answered), so the client's next request failed with a reset. A real
+    uvicorn in a thread, one httpx connection."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
+
+    def boom(*_args, **_kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(facet, "collections", boom)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(facet), log_level="critical"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.05)
+        failed = httpx.get(f"http://127.0.0.1:{port}/collections")
+        assert failed.status_code == 500
+        assert failed.json()["error"]["message"].startswith("internal error (RuntimeError)")
+        # One raw connection, two requests: the second is answered on it (httpx's pool hides a
+        # closed connection by opening another, which a client mid-request cannot).
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            replies = []
+            for path in ("/collections", "/health"):
+                conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                data = b""
+                while b"\r\n\r\n" not in data or len(data) < _framed_length(data):
+                    piece = conn.recv(65536)
+                    if not piece:
+                        break
+                    data += piece
+                replies.append(data.split(b"\r\n", 1)[0])
+            assert replies == [b"HTTP/1.1 500 Internal Server Error", b"HTTP/1.1 200 OK"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+def _framed_length(data: bytes) -> int:
+    """Bytes of one HTTP response with a Content-Length, headers included (a lower bound while
+    the headers are incomplete)."""
+    head, _, _ = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + 4 + int(value)
+    return len(head) + 4
