@@ -261,6 +261,34 @@ class BatchStats:
     busy_refusals: int = 0
 
 
+def _joined(futures: list[Future[np.ndarray]]) -> Future[np.ndarray]:
+    """One future for the pieces of a request: their rows in order, or the first error."""
+    joined: Future[np.ndarray] = Future()
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def done(_piece: Future[np.ndarray]) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if joined.done():
+            return
+        error = _piece.exception()
+        if error is not None:
+            with lock:
+                if not joined.done():
+                    joined.set_exception(error)
+            return
+        if last:
+            with lock:
+                if not joined.done():
+                    joined.set_result(np.concatenate([f.result() for f in futures], axis=0))
+
+    for future in futures:
+        future.add_done_callback(done)
+    return joined
+
+
 class BatchingQueryEncoder:
     """One model thread; concurrent same-key requests share a batch; queries before bulk work.
 
@@ -309,12 +337,22 @@ class BatchingQueryEncoder:
             BusyError: more than ``max_pending_texts`` texts would be waiting.
         """
         items, role_, instruction_ = _validated(texts, role, instruction)
-        request = _Request((embedder, role_, instruction_), items)
+        key = (embedder, role_, instruction_)
         if not items:
+            request = _Request(key, items)
             # Nothing to batch; the model still says how wide an empty result is.
             request.future.set_result(_call(self.embedders.get(embedder), items, role_,
                                             instruction_, self.batch_size))
             return request.future
+        if len(items) <= self.batch_size:
+            requests = [_Request(key, items)]
+        else:
+            # A request of more texts than one forward pass is bulk work in pieces, so queries
+            # sent meanwhile are served between them (one request of 512 long texts held every
+            # search for 90 s).
+            requests = [_Request(key, items[i:i + self.batch_size])
+                        for i in range(0, len(items), self.batch_size)]
+            bulk = True
         with self._cond:
             if self._closed:
                 raise FacetError("the query encoder is closed")
@@ -324,22 +362,23 @@ class BatchingQueryEncoder:
                     f"{self._pending} texts are already waiting to be encoded (limit "
                     f"{self.max_pending_texts}, FACET_MAX_PENDING_TEXTS); retry shortly or send "
                     "fewer texts per request", retry_after_s=1.0)
-            (self._bulk if bulk else self._urgent).append(request)
+            (self._bulk if bulk else self._urgent).extend(requests)
             self._pending += len(items)
             self._start()
             self._cond.notify()
-        return request.future
+        return requests[0].future if len(requests) == 1 else _joined([r.future for r in requests])
 
     def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None, bulk: bool = False) -> np.ndarray:
-        """Encode and wait. Bulk work goes in ``batch_size`` pieces, so waiting queries are
-        served between the pieces of a long index batch."""
+        """Encode and wait. Bulk work, and any request of more than ``batch_size`` texts, goes
+        in ``batch_size`` pieces, so waiting queries are served between the pieces."""
         if not bulk:
             return self.submit(texts, embedder=embedder, role=role, instruction=instruction).result()
         items, _, _ = _validated(texts, role, instruction)
         if len(items) <= self.batch_size:
             return self.submit(items, embedder=embedder, role=role, instruction=instruction,
                                bulk=True).result()
+        # One piece queued at a time: a long index batch never fills the queue ahead of others.
         return np.concatenate([
             self.submit(items[i:i + self.batch_size], embedder=embedder, role=role,
                         instruction=instruction, bulk=True).result()

@@ -113,6 +113,25 @@ def test_queries_go_before_waiting_bulk_work(batching) -> None:
     assert order.index("query") < order.index("bulk0") and order.index("query") < order.index("bulk1")
 
 
+def test_a_large_request_goes_in_pieces_that_queries_pass(batching, minilm) -> None:
+    """One /v1/embeddings request of 512 long texts held the model thread for 90 s and every
+    search waited behind it: a request of more than one forward pass is now bulk work."""
+    big = [f"{i} " + " ".join(["word"] * 150) for i in range(6 * 32)]  # six pieces of 32
+    finished: dict[str, float] = {}
+    whole = batching.submit(big, embedder="minilm", role="document")
+    whole.add_done_callback(lambda _f: finished.setdefault("big", time.monotonic()))
+    wait_for(lambda: batching.in_flight > 0)  # its first piece is being encoded
+    query = batching.submit(["card declined"], embedder="minilm", role="query")
+    query.add_done_callback(lambda _f: finished.setdefault("query", time.monotonic()))
+    vectors = whole.result(timeout=300)
+    assert finished["query"] < finished["big"]
+    np.testing.assert_allclose(vectors[[0, 33, 191]],
+                               minilm.encode([big[0], big[33], big[191]], role="document"),
+                               atol=1e-5)
+    np.testing.assert_allclose(query.result()[0], minilm.encode(["card declined"], role="query")[0],
+                               atol=1e-5)
+
+
 def test_errors_reach_the_caller_and_the_thread_survives(batching) -> None:
     with pytest.raises(UnknownModelError, match="unknown embedder 'nope'"):
         batching.encode(["x"], embedder="nope")
