@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.encoding import EmbedderCache, InlineQueryEncoder, QueryEncoder
-from app.errors import ConflictError, FacetError, InvalidRequestError
+from app.errors import ConflictError, DataError, FacetError, InvalidRequestError
 from app.settings import FacetSettings
 from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
@@ -36,10 +37,21 @@ class ServiceContext:
                  embedders: EmbedderCache | None = None,
                  encoder: QueryEncoder | None = None) -> None:
         self.settings = settings
-        Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+        data_dir = Path(settings.data_dir)
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file in the way, a parent that is a file, no permission
+            why = "it is a file" if data_dir.is_file() else (e.strerror or str(e))
+            raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) cannot be used: "
+                            f"{why}; point FACET_DATA_DIR at a folder this user can write") from e
         try:
             self.engine = make_engine(settings.resolved_database_url)
-        except Exception as e:  # driver missing, server down, bad URL
+        except Exception as e:  # driver missing, server down, bad URL, a read-only folder
+            if settings.database_url is None and not os.access(data_dir, os.W_OK):
+                raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) is not writable: "
+                                "Facet keeps its database, locks and vectors there, for reading "
+                                "too; point FACET_DATA_DIR at a writable folder (a copy of this "
+                                "one to read it)") from e
             raise FacetError(f"cannot open the metadata database "
                              f"{settings.resolved_database_url!r}: {e}; check FACET_DATABASE_URL"
                              ) from e

@@ -71,3 +71,18 @@ def test_a_command_module_imported_before_the_cli_is_still_registered():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "0"
+
+
+def test_a_data_folder_that_is_a_file_is_a_message(tmp_path):
+    """FACET_DATA_DIR at a file (or under one) was a FileExistsError / NotADirectoryError
+    traceback from every command, facet embed included."""
+    import os
+
+    (tmp_path / "afile").write_text("hi")
+    for where, why in ((tmp_path / "afile", "it is a file"),
+                       (tmp_path / "afile" / "sub", "Not a directory")):
+        result = subprocess.run([sys.executable, "-m", "app", "collections"], capture_output=True,
+                                text=True, timeout=300,
+                                env={**os.environ, "FACET_DATA_DIR": str(where)})
+        assert result.returncode == 4 and "Traceback" not in result.stderr
+        assert f"the data folder {where} (FACET_DATA_DIR) cannot be used: {why}" in result.stderr
