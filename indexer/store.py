@@ -55,6 +55,32 @@ Scalar = str | int | float | bool
 Filters = Mapping[str, Scalar | Sequence[Scalar]]
 
 
+def _command() -> str:
+    """This process as a user started it, for another process's busy message: ``facet
+    serve``, ``facet index``... (the program's name and its first argument)."""
+    import sys
+
+    program = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if program in ("", "-c"):
+        return ""
+    if sys.argv[0].endswith(os.path.join("app", "__main__.py")):  # python -m app ...
+        program = "facet"
+    arguments = [a for a in sys.argv[1:2] if not a.startswith("-")]
+    return " ".join([program, *arguments])[:80]
+
+
+def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
+    who = (f"pid {holder.get('pid')} on host {holder.get('host')}" if holder else "another process")
+    command = str((holder or {}).get("command") or "")
+    if command:
+        who += f" ({command})"
+    why = f"collection {collection!r} is open in {who}: an embedded store folder is used by one process at a time"
+    if any(word in command.split() for word in ("serve", "ui")):
+        return (f"{why}; that server keeps it open until it stops, so send this work to it (its "
+                "HTTP API or UI) or stop it first")
+    return f"{why}; wait for it to finish, or serve every reader and writer from one `facet serve`"
+
+
 def point_id(doc_id: str, chunk_no: int) -> str:
     """Deterministic point id of chunk ``chunk_no`` of document ``doc_id``."""
     return str(uuid.uuid5(FACET_NAMESPACE, f"{doc_id}\x00{chunk_no}"))
@@ -300,6 +326,15 @@ class VectorStore(ABC):
     def release(self, collection: str) -> None:
         """Let other processes open ``collection`` (embedded stores; a no-op for a server)."""
 
+    def hold(self, collection: str) -> None:
+        """Open an existing ``collection`` for this process now, before a write begins, so
+        that another process holding it is found first (embedded stores; a no-op for a server).
+
+        Raises:
+            StoreBusyError: another process has it open.
+            CollectionNotFoundError: no such collection.
+        """
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -353,17 +388,12 @@ class _FolderLocks:
                     if time.monotonic() >= deadline:
                         holder = _read_holder(path)
                         os.close(fd)
-                        who = (f"pid {holder.get('pid')} on host {holder.get('host')}"
-                               if holder else "another process")
-                        raise StoreBusyError(
-                            f"collection {collection!r} is open in {who} (an embedded store "
-                            "folder can be used by one process at a time); wait for it to "
-                            "finish, or serve every reader and writer from one `facet serve`",
-                            collection, holder) from None
+                        raise StoreBusyError(_busy_message(collection, holder), collection,
+                                             holder) from None
                     time.sleep(0.05)
             os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-                      .encode(), 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                      "command": _command()}).encode(), 0)
             self._held[key] = (fd, 1)
 
     def release(self, path: Path) -> None:
@@ -787,6 +817,10 @@ class EdgeStore(VectorStore):
                 shard = self._shards.get(name)  # None if dropped or released meanwhile
                 if shard is not None:
                     shard.flush()
+
+    def hold(self, collection: str) -> None:
+        with self._using(collection):
+            pass  # opened (its lock taken) and kept open until release / close
 
     def release(self, collection: str) -> None:
         """Close one collection's shard and let other processes open it."""

@@ -421,6 +421,10 @@ class IndexService:
             coll = job.collection
             report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                                  state="running")
+            # The store first: a process holding the collection open is found before this job
+            # takes the lease (a stalled writer's expired lease was taken, then both jobs
+            # failed) or records documents as about to be written (left 'pending' for ever).
+            self.hold_store_collection(coll.name)
             self.take_lease(session, coll, job)
             started = time.perf_counter()
             job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
@@ -625,6 +629,22 @@ class IndexService:
         term vectors of lexical and hybrid search (added to an edge collection without them)."""
         try:
             self.store.ensure_collection(name, {embedder.name: int(embedder.dim)}, lexical=True)
+        except StoreBusyError as e:
+            raise ConflictError(str(e)) from e
+        except StoreUnavailableError as e:
+            raise UnavailableError(str(e)) from e
+        except StoreError as e:
+            raise InvalidRequestError(str(e)) from e
+
+    def hold_store_collection(self, name: str) -> None:
+        """Open an existing collection in the store for this writer (``VectorStore.hold``).
+
+        Raises:
+            ConflictError: another process has it open.
+        """
+        try:
+            if self.store.collection_exists(name):
+                self.store.hold(name)
         except StoreBusyError as e:
             raise ConflictError(str(e)) from e
         except StoreUnavailableError as e:

@@ -448,3 +448,16 @@ def test_term_vectors_survive_reopening_an_edge_store(tmp_path: Path) -> None:
             assert [h.payload["doc_id"] for h in s.search_lexical(name, "sofa", limit=3)] == ["doc2"]
     finally:
         s.close()
+
+
+def test_the_busy_message_names_the_holding_command() -> None:
+    """'wait for it to finish' was the advice when the holder was a `facet serve`, which keeps
+    a collection it read open until it stops."""
+    from indexer.store import _busy_message
+
+    served = _busy_message("c", {"pid": 7, "host": "h", "command": "facet serve"})
+    assert served.startswith("collection 'c' is open in pid 7 on host h (facet serve)")
+    assert "send this work to it (its HTTP API or UI) or stop it first" in served
+    indexing = _busy_message("c", {"pid": 7, "host": "h", "command": "facet index"})
+    assert "(facet index)" in indexing and "wait for it to finish" in indexing
+    assert _busy_message("c", None).startswith("collection 'c' is open in another process:")

@@ -22,7 +22,7 @@ import pytest
 from app.core import Facet
 from app.errors import ConflictError
 from app.services.collections import CollectionService
-from app.services.indexing import IndexService
+from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
 from indexer import metadata as md
@@ -247,6 +247,36 @@ def test_a_collection_open_in_a_reading_process_is_not_called_being_indexed(make
         info = CollectionService(ctx).get("c")
         assert (info.writer, info.points) == (None, None)
         assert info.open_in == f"pid {holder.pid} on host {os.uname().nodename}", info
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_writer_refused_by_a_process_holding_the_collection_leaves_nothing(make_ctx, tmp_path) -> None:
+    """`facet index` against a collection a `facet serve` had open: refused (exit 5), but the
+    new documents stayed 'pending' (340 documents, 300 indexed) and the job had taken the lease
+    first (with a stalled writer's expired lease, both jobs then failed)."""
+    write_corpus(tmp_path / "src", 2)
+    write_corpus(tmp_path / "more", 3)
+    ctx = make_ctx(store_wait_s=0.2)
+    service = IndexService(ctx)
+    service.index(tmp_path / "src", "c")
+    ctx.store.release("c")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+         "from indexer.store import open_store\n"
+         "s = open_store('edge', data_dir=Path(sys.argv[1]))\ns.count('c')\nprint('open', flush=True)\n"
+         "time.sleep(60)", str(ctx.settings.data_dir)],
+        cwd=ROOT, stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"open"
+        with pytest.raises(ConflictError, match=f"collection 'c' is open in pid {holder.pid}"):
+            service.index(tmp_path / "more", "c", IndexOptions(sync=False))
+        info = CollectionService(ctx).get("c")
+        assert (info.documents, info.documents_indexed) == (2, 2)  # no phantom 'pending' rows
+        with ctx.sessions() as s:
+            coll = md.get_collection(s, "c")
+            assert coll is not None and coll.writer_job_id is None  # the lease was not taken
     finally:
         holder.kill()
         holder.wait()
