@@ -6,12 +6,16 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from app.commands.common import exit_code, handle_errors, open_facet
+from app.errors import FacetError
 from app.text import plural
+
+if TYPE_CHECKING:
+    from app.core import Facet
 
 
 def progress_bar() -> tuple[Any, Any]:
@@ -58,6 +62,16 @@ def _submit(source: Path, collection: str, options: Any, as_json: bool) -> None:
     typer.echo(f"{job.id}")
     typer.echo(f"job {job.id} queued on {where}: follow it with `facet jobs {job.id} --follow`",
                err=True)
+
+
+def _say_how_to_resume(facet: Facet, collection: str) -> None:
+    """After Ctrl-C: the stopped job's line (what was kept, how to go on), which was only in
+    ``facet jobs``."""
+    try:
+        job = facet.jobs(collection, limit=1)[0]
+    except (FacetError, IndexError):
+        return  # stopped before the job was recorded (loading the model): nothing was written
+    typer.echo(f"job {job.id} {job.state}: {job.message or ''}", err=True)
 
 
 def register(cli: typer.Typer) -> None:
@@ -108,6 +122,10 @@ def register(cli: typer.Typer) -> None:
             bar, update = progress_bar()
             try:
                 report = facet.index(source, collection, options, progress=update)
+            except KeyboardInterrupt:
+                bar.close()
+                _say_how_to_resume(facet, collection)
+                raise typer.Exit(130) from None
             finally:
                 bar.close()
         failure = None if allow_failures else report.failure()

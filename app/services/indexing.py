@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -682,9 +683,26 @@ class IndexService:
             old.message = "its process ended without finishing; resumed by a later job"
             if old.source == job.source and was == "running":
                 job.resumed_from = max(job.resumed_from or 0, old.id)
+        if not job.resumed_from:
+            self._link_stopped_job(session, coll, job)
         if job.resumed_from:
             logger.info("resuming interrupted job %d as job %d", job.resumed_from, job.id)
         session.commit()
+
+    @staticmethod
+    def _link_stopped_job(session: Session, coll: md.Collection, job: md.IndexJob) -> None:
+        """A job stopped by Ctrl-C (or an exit) is ``interrupted`` already and says to run it
+        again: the next job of the same source resumes it, and its message then says by which
+        job (it kept saying "run ... again to resume" after that run had finished)."""
+        J = md.IndexJob
+        last = session.scalar(select(J).where(J.collection_id == coll.id, J.source == job.source,
+                                              J.id < job.id).order_by(J.id.desc()).limit(1))
+        if last is None or last.state != "interrupted":
+            return
+        if session.scalar(select(func.count()).select_from(J).where(J.resumed_from == last.id)):
+            return  # resumed already
+        job.resumed_from = last.id
+        last.message = f"{(last.message or 'stopped').split(';')[0]}; resumed by job {job.id}"
 
     def _tokenizer_for(self, coll: md.Collection, embedder: Embedder) -> TokenSpans:
         # Chunks are shared by every embedder of a collection, so they are always cut

@@ -206,8 +206,17 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
         assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or ""), err.decode()[-3000:]
         # The count it gives is what was kept (not the batch that was rolled back).
         assert f"with {job.docs_indexed} documents indexed;" in (job.message or ""), job
+        # ...and the terminal said so too (it was only in `facet jobs`).
+        assert f"job {job.id} interrupted: stopped (Ctrl-C) with" in err.decode(), err.decode()[-2000:]
+        assert writer.returncode == 130
         # Nothing holds the collection any more: it can be read at once.
         assert facet.collection("stop").writer is None
+        # Run again, it resumes the stopped job, which then says so (it kept saying "run ...
+        # again to resume" after the run that resumed it had finished).
+        again = facet.index(str(tmp_path / "src"), "stop")
+        assert facet.job(again.job_id).resumed_from == job.id
+        assert facet.job(job.id).message == (f"stopped (Ctrl-C) with {job.docs_indexed} documents "
+                                             f"indexed; resumed by job {again.job_id}")
 
 
 @pytest.mark.slow
