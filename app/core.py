@@ -78,6 +78,8 @@ def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        if args and isinstance(args[0], Facet):
+            args[0]._check_open()
         try:
             return method(*args, **kwargs)
         except FacetError:
@@ -230,6 +232,13 @@ class Facet:
             if Facet._shared is self:
                 Facet._shared = None
 
+    def _check_open(self) -> None:
+        """A closed facade refuses work: it reopened the store (holding the folder again, past
+        its own close) and a queued job left an empty collection."""
+        if self._closed:
+            raise InvalidRequestError("this Facet is closed; open another one (Facet.open(), "
+                                      "Facet.for_serving())")
+
     def __enter__(self) -> Facet:
         return self
 
@@ -282,6 +291,7 @@ class Facet:
                      role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
         """``embed`` for async callers: waits on the encoder's future without holding a thread
         (a model that is not loaded yet is loaded in a worker thread). Same errors as ``embed``."""
+        self._check_open()
         with domain_errors():
             role_ = self._check_embed(texts, role)
             name = embedder or self.settings.default_embedder

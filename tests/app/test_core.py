@@ -94,6 +94,25 @@ async def test_aembed_equals_embed(cache, tmp_path) -> None:
         facet.close()
 
 
+def test_a_closed_facade_refuses_work_and_holds_nothing(cache, tmp_path) -> None:
+    """After close(), search/index/embed still worked and reopened the store (holding the
+    folder past close, which a second close() no longer released), and submit_index left an
+    empty collection behind."""
+    src = _corpus(tmp_path / "notes", {"a": "a note about lighthouses"})
+    settings = FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8)
+    first = Facet(settings, embedders=cache)
+    first.index(src, "c1")
+    first.close()
+    for call in (lambda: first.search(SearchRequest("x", "c1")), lambda: first.embed(["x"]),
+                 lambda: first.index(src, "c2"), lambda: first.submit_index(src, "late"),
+                 lambda: first.collections()):
+        with pytest.raises(InvalidRequestError, match="this Facet is closed"):
+            call()
+    with Facet(settings, embedders=cache) as second:  # the folder is free, nothing was added
+        assert [c.name for c in second.collections()] == ["c1"]
+        assert second.search(SearchRequest("lighthouse", "c1")).results
+
+
 def test_index_search_delete_keep_the_search_cache_right(facet, tmp_path) -> None:
     src = _corpus(tmp_path / "a", {"card": "My card was declined at the shop.",
                                    "rate": "The exchange rate was wrong."})
