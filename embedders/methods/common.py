@@ -159,6 +159,16 @@ class InstructedConfig(TemplatedConfig):
         return ANSWER_LEADS[self.template]
 
 
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file's tensors; a damaged one (truncated, empty, not safetensors) is a
+    ``CheckpointError`` naming it, not the reader's own exception."""
+    try:
+        return load_file(str(path))
+    except Exception as e:  # safetensors raises its own SafetensorError, OSError, ValueError
+        raise CheckpointError(f"{path} cannot be read ({type(e).__name__}: {e}); the checkpoint "
+                              "is damaged: copy it again or retrain it") from e
+
+
 class TrainableDecoderEmbedder(DecoderEmbedder):
     """A decoder embedder with its own (unshared) backbone wrapped in LoRA, plus extra heads.
 
@@ -312,13 +322,17 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         if config.lora.r > 0:
             if not adapter_path.is_file():
                 raise CheckpointError(f"{path} has no {ADAPTER_FILE} but its config has LoRA r={config.lora.r}")
-            state = {k: v.to(dtype) for k, v in load_file(str(adapter_path)).items()}
-            load_lora_state_dict(model.backbone, state)
+            state = {k: v.to(dtype) for k, v in read_weights(adapter_path).items()}
+            try:
+                load_lora_state_dict(model.backbone, state)
+            except RuntimeError as e:  # a size mismatch: the config's rank is not the file's
+                raise CheckpointError(f"{adapter_path} does not fit the LoRA settings in its "
+                                      f"config ({config.lora.to_dict()}): {e}") from e
         heads_path = path / HEADS_FILE
         if len(model.heads.state_dict()):
             if not heads_path.is_file():
                 raise CheckpointError(f"{path} has no {HEADS_FILE}; the {cls.method} heads are missing")
-            state = {k: v.to(dtype) for k, v in load_file(str(heads_path)).items()}
+            state = {k: v.to(dtype) for k, v in read_weights(heads_path).items()}
             try:
                 model.heads.load_state_dict(state)
             except RuntimeError as e:

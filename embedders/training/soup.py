@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from embedders.base import CONFIG_FILE
 from embedders.errors import CheckpointError
-from embedders.methods.common import ADAPTER_FILE, HEADS_FILE
+from embedders.methods.common import ADAPTER_FILE, HEADS_FILE, read_weights
 from embedders.training.trainer import current_umask
 
 TRAIN_LOG_FILE = "train_log.json"
@@ -191,7 +191,7 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         for p in paths:
             if not (p / ADAPTER_FILE).is_file():
                 raise CheckpointError(f"{p} has no {ADAPTER_FILE}")
-            states.append(_lora_pairs(load_file(str(p / ADAPTER_FILE)), p))
+            states.append(_lora_pairs(read_weights(p / ADAPTER_FILE), p))
         keys = set(states[0])
         for p, s in zip(paths[1:], states[1:], strict=True):
             if set(s) != keys:
@@ -221,7 +221,7 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     if any(present) and not all(present):
         raise CheckpointError("some ingredients have heads.safetensors and others do not")
     if all(present):
-        head_states = [load_file(str(f)) for f in head_files]
+        head_states = [read_weights(f) for f in head_files]
         for f, hs in zip(head_files[1:], head_states[1:], strict=True):
             if set(hs) != set(head_states[0]) or any(hs[k].shape != head_states[0][k].shape for k in hs):
                 raise CheckpointError(f"{f} does not match {head_files[0]}")

@@ -108,6 +108,33 @@ def test_a_packaged_name_is_taken_before_anything_loads() -> None:
     assert {"minilm", "gircse", "backbone-mean", "causal2vec", "mine"} <= set(ast.literal_eval(out[1]))
 
 
+def test_damaged_weight_files_are_checkpoint_errors(tmp_path):
+    """A truncated or empty adapter / heads file, or a config whose LoRA rank is not the
+    file's, was a SafetensorError / RuntimeError traceback (exit 1, and out of the facade)."""
+    import shutil
+
+    from embedders.registry import checkpoint_dir
+
+    for name, file, damage, message in [
+        ("causal-eos", "adapter.safetensors", "truncate", "adapter.safetensors cannot be read"),
+        ("causal-eos", "adapter.safetensors", "empty", "adapter.safetensors cannot be read"),
+        ("causal2vec", "heads.safetensors", "truncate", "heads.safetensors cannot be read"),
+        ("causal-eos", "facet_config.json", "rank", "does not fit the LoRA settings"),
+    ]:
+        ck = tmp_path / f"{name}-{damage}"
+        shutil.copytree(checkpoint_dir() / name, ck)
+        if damage == "truncate":
+            (ck / file).write_bytes((ck / file).read_bytes()[:1000])
+        elif damage == "empty":
+            (ck / file).write_bytes(b"")
+        else:
+            meta = json.loads((ck / file).read_text())
+            meta["config"]["lora"]["r"] = 4
+            (ck / file).write_text(json.dumps(meta))
+        with pytest.raises(CheckpointError, match=message):
+            load_embedder(str(ck))
+
+
 def test_split_options_parses_bracket_suffix():
     from embedders.registry import split_options
 
