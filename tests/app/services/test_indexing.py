@@ -128,6 +128,26 @@ def test_sync_keeps_the_records_of_a_file_that_failed_to_parse(make_ctx, tmp_pat
     assert ctx.store.count("syn") == 4 and ctx.store.count("syn", {"doc_id": "s2"}) == 0
 
 
+def test_a_record_replacing_another_files_record_of_the_same_id_says_so(make_ctx, tmp_path) -> None:
+    """jan.csv then feb.csv, both with ids 1 and 2: February's records replaced January's with
+    '2 indexed, 0 failed' and no word."""
+    src = tmp_path / "ow"
+    src.mkdir()
+    (src / "jan.csv").write_text("id,text\n1,january report about shoes\n2,january hats\n")
+    (src / "feb.csv").write_text("id,text\n1,february report about gloves\n2,february scarves\n")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src / "jan.csv", "ow")
+    report = service.index(src / "feb.csv", "ow")
+    assert report.docs_indexed == 2
+    warnings = dict(report.warnings)
+    assert f"document id '1' was a record of {src / 'jan.csv'}, which still exists" in warnings["1"]
+    # A renamed file is the same documents, moved: no warning.
+    (src / "feb.csv").rename(src / "february.csv")
+    moved = service.index(src / "february.csv", "ow")
+    assert not any("was a record of" in w for _k, w in moved.warnings)
+
+
 def test_bad_input_is_recorded_and_nothing_indexed_is_lost(make_ctx, tmp_path, minilm) -> None:
     src = tmp_path / "src"
     files = write_corpus(src, 4)
