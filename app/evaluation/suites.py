@@ -393,6 +393,13 @@ def build_user_tasks(
         parsed.append((kind, path, split, given.strip()))
     if not parsed:
         raise InvalidRequestError("--task needs at least one KIND:PATH item")
+    # The same data twice, however given: beir:X reads a split, beir:X@that-split the same one.
+    read = [(kind, Path(os.path.abspath(path)), split) for kind, path, split, _ in parsed]
+    for i, (kind, path, split) in enumerate(read):
+        if (kind, path, split) in read[:i]:
+            raise InvalidRequestError(
+                f"--task gives {kind}:{path}{'@' + split if split else ''} twice; give each data "
+                "set once" + (f" (without @SPLIT, beir:{path} reads {split})" if split else ""))
     # The name shows the split only where the user chose it; the task's info always records it.
     names = _unique_names([(kind, Path(os.path.abspath(path)), given) for kind, path, _, given in parsed])
     tasks: list[Task] = []

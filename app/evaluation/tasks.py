@@ -34,6 +34,16 @@ logger = logging.getLogger(__name__)
 DEFAULT_KMEANS_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 
 
+def _without_instructions(info: Any) -> Any:
+    """``info`` with every ``instruction`` set to None (``--no-instructions`` ran without them;
+    results.json recorded the dropped ones as if used)."""
+    if isinstance(info, dict):
+        return {k: None if k == "instruction" else _without_instructions(v) for k, v in info.items()}
+    if isinstance(info, list):
+        return [_without_instructions(v) for v in info]
+    return info
+
+
 @dataclass
 class TaskResult:
     """Scores of one task for one embedder."""
@@ -151,6 +161,8 @@ class Task(ABC):
     def run(self, ctx: EvalContext) -> TaskResult:
         start = time.perf_counter()
         scores, info = self.evaluate(ctx)
+        if not ctx.use_instructions:  # the report says what was used: no instruction
+            info = _without_instructions(info)
         return TaskResult(self.name, self.kind, self.main_metric, scores, info, time.perf_counter() - start)
 
     @abstractmethod

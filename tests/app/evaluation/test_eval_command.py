@@ -204,6 +204,22 @@ def test_every_embedder_is_checked_before_any_runs(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.usefixtures("minilm")
+def test_no_instructions_records_none(tmp_path: Path) -> None:
+    """--no-instructions ran without the task's instruction, but results.json recorded it."""
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
+                     "stocks fell,someone cooks pasta,0\n")
+    out = tmp_path / "o"
+    run = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--task-instruction",
+                                   "Retrieve X", "--no-instructions", "--baselines", "",
+                                   "--out", str(out), "--no-progress"])
+    assert run.exit_code == 0, run.output
+    report = json.loads((out / "results.json").read_text())
+    (result,) = report["runs"][0]["results"]
+    assert result["info"]["instruction"] is None and report["settings"]["use_instructions"] is False
+
+
 def test_instruction_override(tmp_path: Path) -> None:
     from app.commands.eval import _override_instruction
     from app.errors import InvalidRequestError

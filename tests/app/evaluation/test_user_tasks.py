@@ -44,6 +44,9 @@ def test_two_splits_of_one_folder_get_their_own_names_and_record_the_split(tmp_p
     # Without @SPLIT the name stays short and the info says which split was read.
     (plain,) = build_user_tasks([f"beir:{folder}"])
     assert plain.name == "beir:F" and plain.info()["split"] == "dev"  # no test.tsv: the first by name
+    # ...so beir:F beside beir:F@dev is the same data twice (two rows of equal scores before).
+    with pytest.raises(InvalidRequestError, match="@dev twice"):
+        build_user_tasks([f"beir:{folder},beir:{folder}@dev"])
 
 
 def test_equal_basenames_are_told_apart_by_their_folders(tmp_path: Path) -> None:
