@@ -207,11 +207,14 @@ def test_every_embedder_is_checked_before_any_runs(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("minilm")
 def test_no_instructions_records_none(tmp_path: Path) -> None:
     """--no-instructions ran without the task's instruction, but results.json recorded it."""
-    pairs = tmp_path / "pairs.csv"
-    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
-                     "stocks fell,someone cooks pasta,0\n")
+    beir = tmp_path / "myset"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "text": "cats purr"}\n'
+                                       '{"_id": "d2", "text": "stocks fell"}\n')
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "a purring cat"}\n')
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     out = tmp_path / "o"
-    run = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--task-instruction",
+    run = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"beir:{beir}", "--task-instruction",
                                    "Retrieve X", "--no-instructions", "--baselines", "",
                                    "--out", str(out), "--no-progress"])
     assert run.exit_code == 0, run.output
