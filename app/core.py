@@ -224,6 +224,7 @@ class Facet:
         if self._closed:
             return
         self._closed = True
+        self.context.stopping.set()  # a running job stops at its next batch, interrupted
         self.job_runner.close()
         if self._owns_encoder:
             self.encoder.close()

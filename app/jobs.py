@@ -69,6 +69,7 @@ class ThreadJobRunner:
     """
 
     runner_name = "thread"
+    stop_wait_s = 30.0
 
     def __init__(self, run: RunJob,
                  on_abandon: Callable[[PreparedJob], None] | None = None) -> None:
@@ -120,8 +121,11 @@ class ThreadJobRunner:
                 self._on_abandon(job)
         if self._thread is not None:
             self._queue.put(None)
-        # A running job is not waited for: a killed run resumes with the next job
-        # (the index service's write protocol loses and duplicates nothing).
+            # A running job stops at its next batch once the facade is closing (its context's
+            # ``stopping``): give it that long to record itself interrupted. One that takes
+            # longer is left; the process ending, it shows interrupted all the same, and the
+            # write protocol loses and duplicates nothing when it is resumed.
+            self._thread.join(timeout=self.stop_wait_s)
 
     def join(self, timeout: float = 600.0) -> bool:
         """Wait until every submitted job is done (tests, scripts); False on timeout."""

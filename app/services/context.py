@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,6 +38,8 @@ class ServiceContext:
                  embedders: EmbedderCache | None = None,
                  encoder: QueryEncoder | None = None) -> None:
         self.settings = settings
+        # Set when the process shuts down: a running index job stops at its next batch.
+        self.stopping = threading.Event()
         data_dir = Path(settings.data_dir)
         try:
             data_dir.mkdir(parents=True, exist_ok=True)

@@ -296,6 +296,11 @@ def estimate_documents(files: list[Path]) -> int:
     return total
 
 
+class _ServerStopping(Exception):
+    """Raised between batches when the process that runs the job is shutting down (a `facet
+    serve` stopped by SIGTERM): the job ends ``interrupted``, ready to resume."""
+
+
 class _DeferredInterrupt:
     """Ctrl-C while a job writes stops it between batches, not inside a database commit.
 
@@ -306,8 +311,9 @@ class _DeferredInterrupt:
     Installed only in the main thread, and only over Python's default handler.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stopping: threading.Event | None = None) -> None:
         self.requested = False
+        self.stopping = stopping
         self._previous: Any = None
 
     def __enter__(self) -> _DeferredInterrupt:
@@ -324,9 +330,12 @@ class _DeferredInterrupt:
                        "at once)")
 
     def check(self) -> None:
-        """Raise the deferred KeyboardInterrupt, at a point where no write is half done."""
+        """Raise the deferred KeyboardInterrupt (or ``_ServerStopping``), at a point where no
+        write is half done."""
         if self.requested:
             raise KeyboardInterrupt
+        if self.stopping is not None and self.stopping.is_set():
+            raise _ServerStopping("the server is stopping")
 
     def __exit__(self, *_exc: object) -> None:
         if self._previous is not None:
@@ -447,7 +456,7 @@ class IndexService:
             session.commit()
             heartbeat = leases.Heartbeat(self.sessions, coll.id, job.id,
                                          self.settings.lease_ttl_s)
-            interrupt = _DeferredInterrupt()
+            interrupt = _DeferredInterrupt(self.ctx.stopping)
             try:
                 interrupt.__enter__()
                 heartbeat.__enter__()
@@ -476,18 +485,24 @@ class IndexService:
                 job.state = "completed"
             except BaseException as e:
                 session.rollback()
-                if isinstance(e, KeyboardInterrupt | SystemExit):
+                # The server stopping also fails a batch on its way out (the encoder closes):
+                # that is an interruption too, not the job's failure.
+                stopping = isinstance(e, _ServerStopping) or self.ctx.stopping.is_set()
+                if isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
+                    why = ("the server stopping" if stopping else
+                           "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
                     # The job row's counts (reloaded after the rollback) are what was kept;
                     # the report also counts the batch that was being written.
-                    job.message = (f"stopped ({'Ctrl-C' if isinstance(e, KeyboardInterrupt) else 'exit'}"
-                                   f") with {job.docs_indexed} documents indexed; run the same `facet "
-                                   f"index {prepared.source} --collection {coll.name}` again to "
-                                   "resume: what was indexed is kept")
+                    job.message = (f"stopped ({why}) with {job.docs_indexed} documents indexed; "
+                                   f"run the same `facet index {prepared.source} --collection "
+                                   f"{coll.name}` (or submit the job) again to resume: what was "
+                                   "indexed is kept")
                 else:
                     job.state = "failed"
                     job.message = f"{type(e).__name__}: {e}"
-                raise
+                if not stopping:
+                    raise
             finally:
                 heartbeat.__exit__(None, None, None)
                 interrupt.__exit__(None, None, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,31 @@ def test_a_closed_facade_refuses_work_and_holds_nothing(cache, tmp_path) -> None
     with Facet(settings, embedders=cache) as second:  # the folder is free, nothing was added
         assert [c.name for c in second.collections()] == ["c1"]
         assert second.search(SearchRequest("lighthouse", "c1")).results
+
+
+def test_closing_a_server_interrupts_its_running_job_resumably(cache, tmp_path) -> None:
+    """SIGTERM on `facet serve` marked the running job failed ('the query encoder is closed'),
+    not interrupted with the way to resume."""
+    from app.services.indexing import IndexOptions
+
+    src = _corpus(tmp_path / "many", {f"d{i:03d}": f"note {i} about " + "trains " * 40
+                                      for i in range(300)})
+    settings = FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8)
+    server = Facet.for_serving(settings, embedders=cache)
+    job = server.submit_index(src, "big", IndexOptions(batch_chunks=4))
+    deadline = time.monotonic() + 120
+    while server.job(job.id).docs_indexed < 8:
+        assert time.monotonic() < deadline, server.job(job.id)
+        time.sleep(0.05)
+    server.close()
+    with Facet(settings, embedders=cache) as after:
+        stopped = after.job(job.id)
+        assert stopped.state == "interrupted", stopped
+        assert (stopped.message or "").startswith("stopped (the server stopping) with ")
+        assert 0 < stopped.docs_indexed < 300
+        again = after.index(src, "big")
+        assert after.job(again.job_id).resumed_from == job.id
+        assert after.collection("big").documents_indexed == 300
 
 
 def test_index_search_delete_keep_the_search_cache_right(facet, tmp_path) -> None:
