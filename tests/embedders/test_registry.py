@@ -179,6 +179,17 @@ def test_apply_option_parses_by_type_and_runs_the_config_checks():
     assert model.config.k == 12  # a refused value leaves the option unchanged
 
 
+def test_causal2vec_refuses_concat_pooling_without_its_contextual_state_in_either_order():
+    """'causal2vec[context_placement=none,context_pooling=concat]' broke at the first encode
+    (a shape mismatch traceback); the other order was refused."""
+    for spec in ("causal2vec[context_placement=none,context_pooling=concat]",
+                 "causal2vec[context_pooling=concat,context_placement=none]"):
+        with pytest.raises(InvalidInputError, match="needs"):
+            load_embedder(spec)
+    model = load_embedder("causal2vec[context_placement=none,context_pooling=last]")
+    assert model.encode(["a cat"]).shape == (1, 576)
+
+
 def test_identity_marks_reduced_precision_only():
     import torch
 

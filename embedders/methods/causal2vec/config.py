@@ -52,6 +52,9 @@ class Causal2VecConfig(CorpusConfig):
             raise ValueError(f"context_pooling must be one of {', '.join(CONTEXT_POOLINGS)}, "
                              f"got {self.context_pooling!r}")
         if self.context_placement == "none" and self.context_pooling != "last":
+            raise ValueError("context_placement=none needs context_pooling=last (there is no "
+                             "Contextual state)")
+        if self.context_placement == "none" and self.context_pooling != "last":
             raise ValueError(f"context_pooling={self.context_pooling!r} needs a Contextual token; use "
                              "context_pooling='last' "
                              "with context_placement='none'")

@@ -103,6 +103,11 @@ class Causal2VecEmbedder(CorpusEmbedder):
     def context_pooling(self, value: str) -> None:
         if value not in CONTEXT_POOLINGS:
             raise ValueError(f"context_pooling must be one of {', '.join(CONTEXT_POOLINGS)}, got {value!r}")
+        if value != "last" and self.config.context_placement == "none":
+            # The other order of the two options was caught; this one broke at the first
+            # encode (a 576-d state into 1152 columns).
+            raise ValueError(f"context_pooling={value} needs the Contextual state, which "
+                             "context_placement=none leaves out; use context_pooling=last")
         self.config.context_pooling = value
 
     @property
