@@ -261,6 +261,9 @@ class Facet:
         if isinstance(texts, str):
             raise InvalidRequestError("texts must be a list of strings, not one string; wrap it: "
                                       "[text]")
+        if not isinstance(texts, Sequence):  # None, a number, a generator: a TypeError before
+            raise InvalidRequestError(f"texts must be a list of strings, got "
+                                      f"{type(texts).__name__}")
         limit = self.settings.max_texts_per_call
         if len(texts) > limit:
             raise TooLargeError(f"{len(texts)} texts in one call, more than the limit of {limit} "

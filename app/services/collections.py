@@ -232,7 +232,9 @@ class CollectionService:
             return [_job_info(j, with_errors=False) for j in md.list_jobs(session, coll_id, limit)]
 
     def job(self, job_id: int) -> JobInfo:
-        if isinstance(job_id, bool) or not 1 <= job_id <= MAX_ROW_ID:  # SQL cannot even look it up
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise InvalidRequestError(f"a job id is a whole number, got {job_id!r}")
+        if not 1 <= job_id <= MAX_ROW_ID:  # SQL cannot even look it up
             raise NotFoundError(f"no index job {job_id}; list them with `facet jobs`")
         with self.ctx.sessions() as session:
             job = md.get_job(session, job_id)

@@ -383,6 +383,8 @@ class IndexService:
             As ``index``.
         """
         options = options or IndexOptions()
+        if not str(source).strip():  # Path("") is ".": it indexed the process's folder
+            raise InvalidRequestError("the source is empty; give the folder or file to index")
         source = Path(source).expanduser()
         try:
             validate_name(collection)

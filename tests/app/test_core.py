@@ -73,6 +73,14 @@ def test_only_domain_errors_come_out(facet) -> None:
         facet.embed(["x", "y", "  \t"])  # as indexing, search and the API's input refuse one
     with pytest.raises(TooLargeError, match="FACET_MAX_TEXTS_PER_CALL"):
         facet.embed(["x"] * (facet.settings.max_texts_per_call + 1))
+    # TypeErrors before, out of the facade's FacetError contract; "" indexed the process's folder.
+    with pytest.raises(InvalidRequestError, match="texts must be a list of strings, got NoneType"):
+        facet.embed(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match="a job id is a whole number, got 'abc'"):
+        facet.job("abc")  # type: ignore[arg-type]
+    for submit in (facet.index, facet.submit_index):
+        with pytest.raises(InvalidRequestError, match="the source is empty"):
+            submit("  ", "c")
     with pytest.raises(NotFoundError):
         facet.search(SearchRequest("x", "nope"))
     with pytest.raises(NotFoundError):
