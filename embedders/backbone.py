@@ -188,7 +188,8 @@ def resolve_model_path(name: str) -> str:
     """Map a backbone name to something ``from_pretrained`` can load.
 
     Args:
-        name: ``smollm2-135m-instruct``, ``all-minilm-l6-v2``, a local directory or a hub id.
+        name: ``smollm2-135m-instruct``, ``all-minilm-l6-v2``, a local directory, or a hub id
+            already in the Hugging Face cache (nothing is downloaded).
 
     Returns:
         A local directory for the packaged models, otherwise ``name`` unchanged.
@@ -290,9 +291,16 @@ def _load(kind: str, name: str, auto_class: Any, spec: DeviceSpec, shared: bool,
 
     path = resolve_model_path(name)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = auto_class.from_pretrained(path, dtype=spec.dtype)
-    except OSError as e:
+        # Never the network: a name that is neither packaged nor a local folder retried the
+        # model hub for ~50 s before failing. A hub model already in the Hugging Face cache
+        # (downloaded beforehand) still loads.
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = auto_class.from_pretrained(path, dtype=spec.dtype, local_files_only=True)
+    except Exception as e:  # OSError when missing; ValueError, KeyError... for a broken folder
+        if not Path(path).is_dir():
+            raise CheckpointError(
+                f"{kind} backbone {name!r} is not a packaged model, a local model directory or a "
+                f"model in the Hugging Face cache (Facet downloads nothing). {hint}") from e
         raise CheckpointError(f"cannot load {kind} backbone {name!r} from {path!r}: {e}. {hint}") from e
     model = model.to(spec.device).eval()
     backbone = Backbone(name, model, _prepare_tokenizer(tokenizer, padding_side), spec)

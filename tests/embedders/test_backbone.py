@@ -30,11 +30,21 @@ def test_packaged_encoder_path_resolves():
     assert (path / "model.safetensors").is_file()
 
 
-def test_unknown_local_path_is_a_clear_error(tmp_path):
+def test_unknown_local_path_is_a_clear_error_at_once(tmp_path):
+    """A name that is no local model retried the model hub for ~50 s before failing."""
+    import time
+
     from embedders.backbone import load_decoder
 
-    with pytest.raises(CheckpointError, match="cannot load decoder backbone"):
-        load_decoder(str(tmp_path / "missing-model"))
+    (tmp_path / "empty-model").mkdir()
+    started = time.monotonic()
+    for name, message in ((str(tmp_path / "missing-model"), "is not a packaged model, a local "
+                           "model directory or a model in the Hugging Face cache"),
+                          ("nosuch-org/nosuch-model", "Facet downloads nothing"),
+                          (str(tmp_path / "empty-model"), "cannot load decoder backbone")):
+        with pytest.raises(CheckpointError, match=message):
+            load_decoder(name)
+    assert time.monotonic() - started < 20  # no network retries
 
 
 @pytest.mark.slow
