@@ -312,9 +312,11 @@ class Facet:
 
     @staticmethod
     def count_tokens(model: Embedder, texts: Sequence[str]) -> int:
-        """Tokens ``model`` reads of ``texts`` (each cut at its ``max_length``); words when it
-        has no tokenizer. Tokenises without truncation or padding, so it never changes the
-        shared tokenizer's settings while the model thread uses it."""
+        """Tokens of ``texts`` (each counted up to the model's ``max_length``; an upper bound
+        where a prompt template's own tokens take part of that budget); words when it has no
+        tokenizer. The usage figure of ``/v1/embeddings``. Tokenises without truncation or
+        padding, so it never changes the shared tokenizer's settings while the model thread
+        uses it."""
         tokenizer = model.tokenizer if isinstance(model, HasTokenizer) else None
         if tokenizer is None or not texts:
             return sum(len(t.split()) for t in texts)

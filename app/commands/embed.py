@@ -52,6 +52,6 @@ def register(cli: typer.Typer) -> None:
             "embedder": result.embedder,
             "dim": result.dim,
             "role": result.role,
-            "instruction": instruction,
+            "instruction": result.instruction,  # what was used: a blank one is none
             "vectors": [[round(float(x), 6) for x in row] for row in result.vectors],
         }))

@@ -29,6 +29,13 @@ def test_embed_prints_normalised_vectors():
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
 
 
+def test_embed_prints_the_instruction_it_used():
+    """`-i "   "` printed "   " as the instruction, though none was used (the library said None)."""
+    blank = facet("embed", "--instruction", "   ", "a cat")
+    assert blank.returncode == 0, blank.stderr
+    assert json.loads(blank.stdout)["instruction"] is None
+
+
 def test_an_empty_text_is_refused_with_a_message():
     result = facet("embed", "a cat", "")
     assert result.returncode == 2 and result.stdout == ""
