@@ -272,11 +272,16 @@ def split_options(spec: str) -> tuple[str, dict[str, str]]:
     if not spec.endswith("]") or "[" not in spec:
         return spec, {}
     base, _, inner = spec[:-1].rpartition("[")
+    if "[" in base or "]" in base or "[" in inner:
+        raise InvalidInputError(f"{spec!r}: give the options in one pair of brackets, "
+                                "name[key=value,key2=value2]")
     options: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in inner.split(","))):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InvalidInputError(f"embedder option {item!r} in {spec!r} is not key=value")
+        if key.strip() in options:  # the last one silently won
+            raise InvalidInputError(f"embedder option {key.strip()!r} is given twice in {spec!r}")
         options[key.strip()] = value.strip()
     return base, options
 

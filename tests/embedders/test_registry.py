@@ -143,6 +143,18 @@ def test_split_options_parses_bracket_suffix():
         "ckpt", {"soft_tokens": "10", "use_cache": "false"})
     with pytest.raises(InvalidInputError, match="not key=value"):
         split_options("ckpt[soft_tokens]")
+    # The last of two values silently won; a second pair of brackets was applied as well.
+    with pytest.raises(InvalidInputError, match="'instruction_weight' is given twice"):
+        split_options("minilm[instruction_weight=1,instruction_weight=0]")
+    with pytest.raises(InvalidInputError, match="in one pair of brackets"):
+        split_options("minilm[instruction_weight=0.5][instruction_weight=1]")
+
+
+def test_soft_tokens_has_a_ceiling():
+    """gircse[soft_tokens=2000] ran for minutes on two texts (a forward pass per soft token)."""
+    with pytest.raises(InvalidInputError, match="soft_tokens must be from 1 to 64, got 2000"):
+        load_embedder("gircse[soft_tokens=2000]")
+    assert load_embedder("gircse[soft_tokens=64]").soft_tokens == 64  # type: ignore[attr-defined]
 
 
 def test_apply_option_parses_by_type_and_runs_the_config_checks():

@@ -8,6 +8,8 @@ from typing import ClassVar
 from embedders.losses import STEP_WEIGHTINGS
 from embedders.methods.corpus import CorpusConfig
 
+MAX_SOFT_TOKENS = 64
+
 
 @dataclass
 class GircseConfig(CorpusConfig):
@@ -42,6 +44,11 @@ class GircseConfig(CorpusConfig):
         super().__post_init__()
         if self.train_soft_tokens < 1 or self.soft_tokens < 1:
             raise ValueError("soft token counts must be >= 1")
+        if max(self.train_soft_tokens, self.soft_tokens) > MAX_SOFT_TOKENS:
+            # Each soft token is one more sequential forward pass (2,000 ran for minutes on two
+            # texts); the K curve is flat well before this.
+            raise ValueError(f"soft token counts must be at most {MAX_SOFT_TOKENS}, got "
+                             f"{max(self.train_soft_tokens, self.soft_tokens)}")
         if not self.soft_temperature > 0:
             raise ValueError(f"soft_temperature must be > 0, got {self.soft_temperature}")
         if self.refinement_weight < 0:

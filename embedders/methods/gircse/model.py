@@ -17,7 +17,7 @@ from embedders.backbone import cache_argument, returned_cache
 from embedders.base import Role
 from embedders.losses import gircse_loss
 from embedders.methods.corpus import CorpusEmbedder
-from embedders.methods.gircse.config import GircseConfig
+from embedders.methods.gircse.config import MAX_SOFT_TOKENS, GircseConfig
 from embedders.pooling import last_token_pool
 
 
@@ -39,8 +39,8 @@ class GircseEmbedder(CorpusEmbedder):
 
     @soft_tokens.setter
     def soft_tokens(self, k: int) -> None:
-        if k < 1:
-            raise ValueError(f"soft_tokens must be >= 1, got {k}")
+        if not 1 <= k <= MAX_SOFT_TOKENS:
+            raise ValueError(f"soft_tokens must be from 1 to {MAX_SOFT_TOKENS}, got {k}")
         self.config.soft_tokens = k
 
     def enable_gradient_checkpointing(self) -> None:
