@@ -606,6 +606,9 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     id_field = next((f for f in _ID_FIELDS if record.get(f) not in (None, "")), None)
     key = str(record[id_field]) if id_field else fallback_key
     text = record[text_field]
+    if text is None and where.startswith("row"):  # csv.DictReader's value for a missing field
+        return DocumentError(key, str(path), f"{path}:{where}: no value in the {text_field!r} "
+                                             "column (the row has fewer fields than the header)")
     if not isinstance(text, str):
         return DocumentError(key, str(path), f"{path}:{where}: field {text_field!r} is "
                                              f"{type(text).__name__}, expected a string")
@@ -677,7 +680,13 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
         text_field = text_column
     else:
         text_field = next((f for f in _TEXT_FIELDS if f in fields), fields[0])
-        if text_field not in _TEXT_FIELDS:
+        other = next((d for d in (";", "\t", "|") if len(fields) == 1 and d in fields[0]), None)
+        if other is not None:
+            # One column whose name holds another separator: no --text-column helps.
+            guessed = (f"{path}: its header {fields[0]!r} looks {other!r}-separated, but a .csv "
+                       "is read as comma-separated: every row became one column, embedded whole "
+                       "(ids included); save it with commas")
+        elif text_field not in _TEXT_FIELDS:
             guessed = (f"{path}: no text column ({', '.join(_TEXT_FIELDS)}); embedded the first "
                        f"column, {text_field!r}, of {', '.join(fields)}: name the right one with "
                        "--text-column")

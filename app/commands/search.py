@@ -11,8 +11,9 @@ from app.commands.common import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse
 
 
-def print_results(response: SearchResponse) -> None:
-    """Results as a ranked list with the query terms in bold."""
+def print_results(response: SearchResponse, filtered: bool = False) -> None:
+    """Results as a ranked list with the query terms in bold; ``filtered``: the search had
+    filters (what an empty list then points at)."""
     header = f"{response.collection} · {response.embedder}"
     if response.mode != "dense":
         header += f" · {response.mode}"
@@ -25,7 +26,12 @@ def print_results(response: SearchResponse) -> None:
     typer.echo(header)
     typer.echo(f"query: {shorten(response.query)}   ({response.timings_ms['total']:.0f} ms)")
     if not response.results:
-        typer.echo("  no results (check the filters)")
+        # "check the filters" was said with no filter too (an empty collection, a lexical
+        # query of stop words only).
+        why = ("check the filters" if filtered else
+               "no indexed word of the query is in it" if response.mode == "lexical" else
+               "the collection holds nothing searchable")
+        typer.echo(f"  no results ({why})")
     for r in response.results:
         snippet = r.snippet
         for a, b in sorted(r.highlights, reverse=True):
@@ -82,4 +88,4 @@ def register(cli: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(response.to_dict(), indent=2, ensure_ascii=False))
         else:
-            print_results(response)
+            print_results(response, filtered=bool(request.filters))

@@ -584,6 +584,10 @@ class IndexService:
 
     def _prepare_collection(self, session: Session, name: str, embedder: Embedder,
                             options: IndexOptions, spec: str) -> md.Collection:
+        for value, what in ((options.chunk_size, "chunk size"), (options.batch_chunks, "batch_chunks")):
+            if value is not None and (isinstance(value, bool) or value < 1):
+                # 0 read as "unset", then as a mismatch with the collection it had just created.
+                raise InvalidRequestError(f"{what} must be at least 1, got {value}")
         coll = md.get_collection(session, name)
         if coll is None:
             size = options.chunk_size or self.settings.chunk_tokens

@@ -300,10 +300,10 @@ class SearchService:
                 # the list of known collections beside it contradicted.
                 self._vectors.pop(collection, None)
                 latest = md.list_jobs(session, coll.id, 1)
-                job = (f"job {latest[0].id} ({latest[0].state}; `facet jobs {latest[0].id}`)"
-                       if latest else "no job")
-                raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {job} "
-                                    "has not written its first documents")
+                why = (f"job {latest[0].id} ({latest[0].state}; `facet jobs {latest[0].id}`) has "
+                       "not written its first documents" if latest else
+                       "no job has written to it (index into it, or delete it)")
+                raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {why}")
             if coll is None:
                 known = [c.name for c in md.list_collections(session)]
                 self._vectors.pop(collection, None)

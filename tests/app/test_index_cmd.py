@@ -205,3 +205,17 @@ def test_bench_writes_its_json_into_a_new_folder_and_counts_recall_of_few_points
     assert [(r["backend"], r["points"], r["vectors"]) for r in rows] == [
         ("edge", 5, "5 clusters"), ("local", 5, "5 clusters")]
     assert all(r["recall_at_10"] == r["exact_recall_at_10"] == 1.0 for r in rows)
+
+
+def test_zero_chunk_tokens_is_refused_and_empty_results_say_why(tmp_path, run) -> None:
+    """--chunk-tokens 0 said the new collection 'was created with chunk size 200' and left an
+    empty collection behind; "no results (check the filters)" was printed with no filter."""
+    (tmp_path / "a.txt").write_text("hi there")
+    zero = run("index", str(tmp_path / "a.txt"), "-c", "ct", "--chunk-tokens", "0")
+    assert zero.returncode == 2 and "chunk size must be at least 1, got 0" in zero.stderr
+    assert "no collections yet" in run("collections").stdout
+    assert run("index", str(tmp_path / "a.txt"), "-c", "ct").returncode == 0
+    stop_words = run("search", "the of and", "-c", "ct", "--mode", "lexical")
+    assert "no results (no indexed word of the query is in it)" in stop_words.stdout
+    filtered = run("search", "hi", "-c", "ct", "-f", "lang=fr")
+    assert "no results (check the filters)" in filtered.stdout

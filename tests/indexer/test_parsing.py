@@ -298,3 +298,18 @@ def test_discovery_names_what_it_leaves_out(tmp_path: Path) -> None:
         str(tmp_path / "caf\\xe9.txt"): "its name is not valid UTF-8; rename it",
         str(tmp_path / "dangling.txt"): "a broken link",
         str(tmp_path / "linked"): "a link to a folder, not followed (index that folder itself)"}
+
+
+def test_csv_messages_say_what_is_wrong(tmp_path: Path) -> None:
+    """A short row said "field 'text' is NoneType, expected a string"; a ;-separated file
+    advised --text-column, which cannot help."""
+    short = tmp_path / "short.csv"
+    short.write_text("id,text\na,first\nb\n")
+    results = {r.key: r for r in parse_file(short)}
+    assert "row3: no value in the 'text' column (the row has fewer fields than the header)" in \
+        _msg(results["b"])
+    semi = tmp_path / "semi.csv"
+    semi.write_text("id;text\n1;a card was declined\n")
+    (doc,) = list(parse_file(semi))
+    assert isinstance(doc, ParsedDocument)
+    assert any("looks ';'-separated" in w and "save it with commas" in w for w in doc.warnings)
