@@ -205,6 +205,17 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path]) -> Path:
             "to add it to FACET_UI_ALLOWED_ROOTS")
     if not resolved.is_dir():
         raise NotFoundError(f"{text} is not a folder on the server; pick one from the list")
+    # Indexing reads a link to a file wherever it points: a link inside the folder must not
+    # reach past the allowed roots either (the folder alone was checked).
+    from indexer.parsing import discover
+
+    outside = [f for f in discover(resolved)
+               if not any(Path(os.path.realpath(f)).is_relative_to(root) for root in resolved_roots)]
+    if outside:
+        raise InvalidRequestError(
+            f"{text} holds {len(outside)} link(s) to files outside the folders this server may "
+            f"index (e.g. {outside[0].name}); nothing was indexed: remove them or pick another "
+            "folder")
     return resolved
 
 

@@ -196,6 +196,15 @@ def test_folders_only_under_roots(tmp_path: Path) -> None:
         inputs.resolve_under_roots("a", [])
     with pytest.raises(InvalidRequestError, match="Pick a folder first"):
         inputs.resolve_under_roots(" ", [root])
+    # A link inside an allowed folder to a file outside them was indexed (read and shown).
+    (tmp_path / "other" / "secret.txt").write_text("not for the UI")
+    (root / "a" / "b" / "inside.txt").write_text("fine")
+    (root / "a" / "b" / "linked.txt").symlink_to(tmp_path / "other" / "secret.txt")
+    (root / "a" / "near.txt").symlink_to(root / "a" / "b" / "inside.txt")  # inside: fine
+    with pytest.raises(InvalidRequestError, match=r"holds 1 link\(s\) to files outside .*linked.txt"):
+        inputs.resolve_under_roots("a/b", [root])
+    (root / "a" / "b" / "linked.txt").unlink()
+    assert inputs.resolve_under_roots("a", [root]) == (root / "a").resolve()
     found = inputs.list_folders([root], depth=2)
     assert found == [str(root.resolve()), str((root / "a").resolve()),
                      str((root / "a" / "b").resolve())]
