@@ -560,6 +560,11 @@ class EdgeStore(VectorStore):
                 shard = self._q.EdgeShard.load(str(self._dir(collection)))
             except Exception as e:  # the binding raises plain Exceptions
                 _LOCKS.release(self._lock_path(collection))
+                if "WouldBlock" in str(e):  # its WAL is locked: by another store in this process
+                    raise StoreBusyError(
+                        f"collection {collection!r} is open in another store of this process "
+                        f"(pid {os.getpid()}): open one Facet per data folder per process and "
+                        "share it", collection, {"pid": os.getpid()}) from e
                 raise StoreError(
                     f"cannot open edge shard {self._dir(collection)}: {e}; another process may "
                     "hold it (one process per data folder)") from e

@@ -147,6 +147,18 @@ def test_closing_a_server_interrupts_its_running_job_resumably(cache, tmp_path) 
         assert after.collection("big").documents_indexed == 300
 
 
+def test_two_facades_on_one_folder_in_one_process_is_a_conflict(cache, tmp_path) -> None:
+    """The second one's search was an InvalidRequestError saying 'another process may hold
+    it' (the WAL lock of the first one's open shard), in the same process."""
+    src = _corpus(tmp_path / "notes", {"a": "a lighthouse keeper"})
+    settings = FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8)
+    with Facet(settings, embedders=cache) as first, Facet(settings, embedders=cache) as second:
+        first.index(src, "c")
+        first.search(SearchRequest("lighthouse", "c"))  # holds the collection open
+        with pytest.raises(ConflictError, match="open in another store of this process"):
+            second.search(SearchRequest("lighthouse", "c"))
+
+
 def test_index_search_delete_keep_the_search_cache_right(facet, tmp_path) -> None:
     src = _corpus(tmp_path / "a", {"card": "My card was declined at the shop.",
                                    "rate": "The exchange rate was wrong."})
