@@ -165,13 +165,18 @@ class QueryEncoder(Protocol):
 ANSWER_BATCH = 32
 
 
+def not_an_explainer(explainer: str) -> InvalidRequestError:
+    """The refusal of an explainer that cannot answer."""
+    return InvalidRequestError(f"explainer {explainer!r} is not an InBedder checkpoint (it cannot "
+                               "answer); pass an InBedder checkpoint directory, or no explainer "
+                               "to take keywords from the texts themselves")
+
+
 def _answers(embedders: EmbedderCache, texts: Sequence[str], explainer: str,
              instruction: str | None, max_new_tokens: int | None) -> list[str]:
     model = embedders.get(explainer)
     if not isinstance(model, AnswerGenerator):
-        raise InvalidRequestError(f"explainer {explainer!r} is not an InBedder checkpoint (it cannot "
-                                  "answer); pass an InBedder checkpoint directory, or no explainer "
-                                  "to take keywords from the texts themselves")
+        raise not_an_explainer(explainer)
     with domain_errors():
         return model.generate_answers(texts, instruction, max_new_tokens=max_new_tokens,
                                       batch_size=ANSWER_BATCH)

@@ -423,6 +423,29 @@ def check_embedder(name_or_path: str) -> None:
             raise CheckpointError(f"{directory / CONFIG_FILE}: {e}") from e
 
 
+def answers_questions(name_or_path: str) -> bool | None:
+    """Whether ``name_or_path`` loads a model that generates answers (an InBedder-style
+    cluster explainer), read without loading any weights: False for the packaged baselines and
+    for checkpoints of methods that do not answer; None where only loading would tell (an
+    embedder registered by other code, a name that loads nothing)."""
+    _ensure_builtins()
+    base = _split_spec(str(name_or_path))[0]
+    info = _EMBEDDERS.get(base.lower())
+    if info is not None and info.path is None:
+        return False if getattr(info.factory, "__module__", "") == "embedders.builtin" else None
+    directory = info.path if info is not None else Path(base)
+    if directory is None or not is_checkpoint_dir(directory):
+        return None
+    try:
+        method = read_checkpoint_config(directory).get("method")
+    except CheckpointError:
+        return None
+    registered = trainable_methods().get(str(method))
+    if registered is None:
+        return None
+    return callable(getattr(registered.model_class, "generate_answers", None))
+
+
 def loads_registered(spec: str, name: str) -> bool:
     """Whether ``spec`` loads exactly what the registered ``name`` loads: that name itself, or,
     for a registered checkpoint, a path to its directory; never a spec with options, nor another

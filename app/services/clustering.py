@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from app.encoding import not_an_explainer
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, check_filters, payload_filters
@@ -248,6 +249,12 @@ class ClusterService:
             raise InvalidRequestError(f"answer_tokens must be at least 1, got {request.answer_tokens}")
         if request.limit is not None and request.limit < 2:
             raise InvalidRequestError(f"limit must be at least 2, got {request.limit}")
+        if request.explainer:
+            from embedders.registry import answers_questions
+
+            # Known from the name, before any text is encoded (it was refused after, 17 s in).
+            if answers_questions(request.explainer) is False:
+                raise not_an_explainer(request.explainer)
 
     def cluster(self, request: ClusterRequest,
                 progress: ClusterProgress | None = None) -> ClusterResponse:

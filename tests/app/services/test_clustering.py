@@ -132,6 +132,11 @@ def test_bad_requests(service, make_ctx) -> None:
         with pytest.raises(InvalidRequestError) as info:
             service.cluster(request)
         assert fragment in str(info.value)
+    # Refused from the name, before any text is encoded (17 s of work came first).
+    for explainer in ("minilm", "causal-eos"):
+        with pytest.raises(InvalidRequestError, match="not an InBedder checkpoint"):
+            service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer=explainer))
+    service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer="inbedder"))
     small = ClusterService(make_ctx(max_cluster_texts=5))
     with pytest.raises(TooLargeError, match="FACET_MAX_CLUSTER_TEXTS"):
         small.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS))
