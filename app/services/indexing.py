@@ -17,6 +17,7 @@ changed, and a document that now fails to parse keeps its indexed version.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -294,6 +295,20 @@ def estimate_documents(files: list[Path]) -> int:
         else:
             total += 1
     return total
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """The store's refusals as domain errors: another process holding the collection is a
+    conflict, a server out of reach unavailable, anything else a bad request."""
+    try:
+        yield
+    except StoreBusyError as e:
+        raise ConflictError(str(e)) from e
+    except StoreUnavailableError as e:
+        raise UnavailableError(str(e)) from e
+    except StoreError as e:
+        raise InvalidRequestError(str(e)) from e
 
 
 class _ServerStopping(Exception):
@@ -663,14 +678,8 @@ class IndexService:
     def ensure_store_collection(self, name: str, embedder: Embedder) -> None:
         """Create the collection's vectors in the store (the lease holder does this), with the
         term vectors of lexical and hybrid search (added to an edge collection without them)."""
-        try:
+        with _store_errors():
             self.store.ensure_collection(name, {embedder.name: int(embedder.dim)}, lexical=True)
-        except StoreBusyError as e:
-            raise ConflictError(str(e)) from e
-        except StoreUnavailableError as e:
-            raise UnavailableError(str(e)) from e
-        except StoreError as e:
-            raise InvalidRequestError(str(e)) from e
 
     def hold_store_collection(self, name: str) -> None:
         """Open an existing collection in the store for this writer (``VectorStore.hold``).
@@ -678,15 +687,9 @@ class IndexService:
         Raises:
             ConflictError: another process has it open.
         """
-        try:
+        with _store_errors():
             if self.store.collection_exists(name):
                 self.store.hold(name)
-        except StoreBusyError as e:
-            raise ConflictError(str(e)) from e
-        except StoreUnavailableError as e:
-            raise UnavailableError(str(e)) from e
-        except StoreError as e:
-            raise InvalidRequestError(str(e)) from e
 
     def take_lease(self, session: Session, coll: md.Collection, job: md.IndexJob) -> None:
         """Become the collection's single writer for ``job``, or raise the one-writer conflict.
