@@ -65,8 +65,8 @@ def _command() -> str:
         return ""
     if sys.argv[0].endswith(os.path.join("app", "__main__.py")):  # python -m app ...
         program = "facet"
-    arguments = [a for a in sys.argv[1:2] if not a.startswith("-")]
-    return " ".join([program, *arguments])[:80]
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)  # past -v
+    return " ".join([program, *([command] if command else [])])[:80]
 
 
 def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
