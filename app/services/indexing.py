@@ -18,6 +18,7 @@ changed, and a document that now fails to parse keeps its indexed version.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -226,18 +227,19 @@ def note_document_error(session: Session, collection_id: int, key: str, source: 
         row.status = "error"
 
 
-def _note_replaced_source(doc: ParsedDocument, row: md.Document | None) -> None:
+def _note_replaced_source(doc: ParsedDocument, row: md.Document | None) -> ParsedDocument:
     """A record whose id is already a document of another file replaces it (ids are unique
     in a collection: a file renamed or a record moved must go on being one document), with a
     warning: indexing jan.csv and then feb.csv, both with ids 1 and 2, replaced January's
-    records without a word."""
+    records without a word. A copy carries the warning (parsed documents may be cached)."""
     if row is None or row.source == doc.source or row.key == doc.key == doc.source:
-        return
-    if row.status == "indexed" and Path(row.source).exists():
-        doc.warnings.append(
-            f"document id {doc.key!r} was a record of {row.source}, which still exists; this "
+        return doc
+    if row.status != "indexed" or not Path(row.source).exists():
+        return doc
+    note = (f"document id {doc.key!r} was a record of {row.source}, which still exists; this "
             f"record of {doc.source} replaced it (ids are unique in a collection: give the "
             "records their own ids, or index the files into separate collections)")
+    return dataclasses.replace(doc, warnings=[*doc.warnings, note])
 
 
 def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str) -> None:
@@ -974,8 +976,7 @@ class IndexService:
                     continue
                 items.append(_Item(entry, digest, row, "vectors"))
             else:
-                _note_replaced_source(entry, row)
-                items.append(_Item(entry, digest, row, "write"))
+                items.append(_Item(_note_replaced_source(entry, row), digest, row, "write"))
         # Step 1: mark what is about to be written.
         to_write = [it for it in items if it.mode == "write"]
         previous_status: dict[str, str] = {}
