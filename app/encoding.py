@@ -264,6 +264,7 @@ class BatchStats:
     batches: int = 0
     largest_batch: int = 0
     busy_refusals: int = 0
+    cancelled_texts: int = 0  # dropped unencoded: their caller had gone (a client disconnected)
 
 
 def _joined(futures: list[Future[np.ndarray]]) -> Future[np.ndarray]:
@@ -291,6 +292,13 @@ def _joined(futures: list[Future[np.ndarray]]) -> Future[np.ndarray]:
 
     for future in futures:
         future.add_done_callback(done)
+
+    def cancel_pieces(whole: Future[np.ndarray]) -> None:
+        if whole.cancelled():  # the caller went away: the pieces still queued are dropped
+            for future in futures:
+                future.cancel()
+
+    joined.add_done_callback(cancel_pieces)
     return joined
 
 
@@ -442,6 +450,12 @@ class BatchingQueryEncoder:
                 self._cond.wait()
             queue = self._urgent if self._urgent else self._bulk
             first = queue.popleft()
+            # RUNNING from here on, so a late cancel cannot race the result (setting one on a
+            # cancelled future raised in this thread and stopped it); a request cancelled while
+            # it waited (its caller went away) is dropped.
+            if not first.future.set_running_or_notify_cancel():
+                self._drop(first)
+                return []
             batch, size = [first], len(first.texts)
             if first.work is not None:
                 self._pending -= size
@@ -468,9 +482,17 @@ class BatchingQueryEncoder:
             if request.work is None and request.key == key and \
                     size + len(request.texts) <= self.max_batch_texts:
                 queue.remove(request)
+                if not request.future.set_running_or_notify_cancel():
+                    self._drop(request)
+                    continue
                 batch.append(request)
                 size += len(request.texts)
         return size
+
+    def _drop(self, request: _Request) -> None:
+        """A request cancelled while it waited, taken off the queue (under the lock)."""
+        self._pending -= len(request.texts)
+        self.stats.cancelled_texts += len(request.texts)
 
     def _fail(self, batch: list[_Request], error: BaseException) -> None:
         self._done()
@@ -500,6 +522,8 @@ class BatchingQueryEncoder:
             batch = self._take()
             if batch is None:
                 return
+            if not batch:  # a cancelled request, dropped
+                continue
             work = batch[0].work
             if work is not None:
                 try:

@@ -8,14 +8,16 @@ closed at shutdown. Routes are listed in docs/api.md.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
@@ -30,6 +32,7 @@ from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _facet(request: Request) -> Facet:
@@ -67,6 +70,27 @@ def _check_model(facet: Facet, name: str | None, field: str) -> None:
     if name not in allowed:
         raise UnknownModelError(f"{field} {name!r} is not served here; available: "
                                 f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)")
+
+
+async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
+    """``work``'s result, or None once the client has disconnected: the work is cancelled and
+    its pieces still queued are dropped (a client that gave up on 512 texts kept the model
+    thread busy with them for minutes)."""
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            logger.info("a client disconnected: its encoding was cancelled")
+            return None
+
+
+DISCONNECT_POLL_S = 0.5
+CLIENT_CLOSED_REQUEST = 499  # nginx's status for a request its client gave up
 
 
 def _texts(value: Any) -> list[str]:
@@ -159,16 +183,19 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                                            for name in allowed_models(facet)]}
 
     @app.post("/v1/embeddings", dependencies=auth)
-    async def embeddings(body: EmbeddingsBody, facet: FacetDep) -> Response:
+    async def embeddings(body: EmbeddingsBody, facet: FacetDep, request: Request) -> Response:
         """OpenAI-compatible embeddings, plus ``instruction`` and ``role`` (query/document).
 
         Async: a request waits on the encoder's future in the event loop, not in a thread of
         the pool, so many concurrent clients cost no threads (the model thread does the work).
+        A client that disconnects cancels what of its request is still queued.
         """
         texts = _texts(body.input)
         _check_model(facet, body.model, "model")
-        result = await facet.aembed(texts, embedder=body.model, role=body.role,
-                                    instruction=body.instruction)
+        result = await _unless_disconnected(request, facet.aembed(
+            texts, embedder=body.model, role=body.role, instruction=body.instruction))
+        if result is None:  # nobody is there to read an answer
+            return Response(status_code=CLIENT_CLOSED_REQUEST)
         if body.dimensions is not None and body.dimensions != result.dim:
             raise InvalidRequestError(f"dimensions={body.dimensions}: {result.embedder} gives "
                                       f"{result.dim}-d vectors and Facet does not shorten them; "

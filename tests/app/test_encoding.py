@@ -132,6 +132,17 @@ def test_a_large_request_goes_in_pieces_that_queries_pass(batching, minilm) -> N
                                atol=1e-5)
 
 
+def test_a_cancelled_request_drops_its_queued_pieces(batching) -> None:
+    """A client that gave up on a large request kept the model thread busy with all of it."""
+    big = [f"{i} " + " ".join(["word"] * 150) for i in range(6 * 32)]
+    whole = batching.submit(big, embedder="minilm", role="document")
+    wait_for(lambda: batching.in_flight > 0)  # the first piece is being encoded
+    assert whole.cancel()
+    wait_for(lambda: batching.pending_texts == 0 and batching.in_flight == 0)
+    assert batching.stats.cancelled_texts >= 4 * 32  # at most one more piece was taken
+    assert batching.encode(["still works"], embedder="minilm").shape == (1, 384)
+
+
 def test_errors_reach_the_caller_and_the_thread_survives(batching) -> None:
     with pytest.raises(UnknownModelError, match="unknown embedder 'nope'"):
         batching.encode(["x"], embedder="nope")

@@ -374,3 +374,41 @@ def _framed_length(data: bytes) -> int:
         if name.strip().lower() == b"content-length":
             return len(head) + 4 + int(value)
     return len(head) + 4
+
+
+def test_a_client_that_disconnects_cancels_its_queued_encoding(minilm, tmp_path) -> None:
+    """A client that gave up (a timeout) on 512 long texts left the model thread encoding all
+    of them for nobody, searches waiting behind. A real uvicorn in a thread."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
+
+    facet = serving_facet(tmp_path / "data", minilm)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(facet), log_level="critical"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.05)
+        texts = [f"{i} " + "word " * 200 for i in range(512)]
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"http://127.0.0.1:{port}/v1/embeddings",
+                       json={"input": texts, "model": "minilm"}, timeout=1.5)
+        stats = facet.encoder.stats  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 60
+        while facet.encoder.pending_texts or facet.encoder.in_flight:  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, "the abandoned pieces were still being encoded"
+            time.sleep(0.05)
+        assert stats.cancelled_texts > 256 and stats.texts < 256, vars(stats)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+        facet.close()
