@@ -650,8 +650,9 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
             record = json.loads(line)
         except json.JSONDecodeError as e:
             yield DocumentError(f"{path}#{where}", str(path),
-                                f"{path}:{lineno}: malformed JSON line ({e.msg} at column "
-                                f"{e.colno}); fix or remove that line")
+                                f"{path}:{lineno}: malformed JSON line "
+                                f"({e.msg.removesuffix(' at')} at column {e.colno}); fix or "
+                                "remove that line")
             continue
         if not isinstance(record, dict):
             yield DocumentError(f"{path}#{where}", str(path),

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from app.errors import (
     ConflictError,
     DataError,
+    FacetError,
     InvalidRequestError,
     NotFoundError,
     UnavailableError,
@@ -467,7 +468,12 @@ class IndexService:
             # The store first: a process holding the collection open is found before this job
             # takes the lease (a stalled writer's expired lease was taken, then both jobs
             # failed) or records documents as about to be written (left 'pending' for ever).
-            self.hold_store_collection(coll.name)
+            try:
+                self.hold_store_collection(coll.name)
+            except FacetError as e:  # refused, not interrupted: nothing to resume
+                job.state, job.finished_at, job.message = "failed", md.utcnow(), str(e)
+                session.commit()
+                raise
             self.take_lease(session, coll, job)
             started = time.perf_counter()
             job.state, job.pid, job.host = "running", os.getpid(), leases.HOST

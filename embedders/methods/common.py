@@ -326,8 +326,11 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
             try:
                 load_lora_state_dict(model.backbone, state)
             except RuntimeError as e:  # a size mismatch: the config's rank is not the file's
+                # torch lists every mismatched tensor (hundreds of lines): name one.
+                first = next((line.strip() for line in str(e).splitlines()
+                              if "size mismatch" in line), str(e).splitlines()[0])
                 raise CheckpointError(f"{adapter_path} does not fit the LoRA settings in its "
-                                      f"config ({config.lora.to_dict()}): {e}") from e
+                                      f"config ({config.lora.to_dict()}): {first}") from e
         heads_path = path / HEADS_FILE
         if len(model.heads.state_dict()):
             if not heads_path.is_file():

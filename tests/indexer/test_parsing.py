@@ -273,6 +273,10 @@ def test_jsonl_values_no_store_can_hold_are_named_not_a_crash(tmp_path: Path) ->
     assert isinstance(n4, ParsedDocument) and n4.text == "owls\u2028here"
     assert n4.metadata == {"sep": "a\x85b"}
     assert "d.jsonl:5: expected a JSON object" in _msg(results[f"{path}#L5"])
+    control = tmp_path / "c.jsonl"
+    control.write_text('{"id": "x", "text": "a\tb\x01"}\n')
+    (bad,) = list(parse_file(control))
+    assert "malformed JSON line (Invalid control character at column" in _msg(bad)  # "at at"
     assert "the record's id holds an unpaired surrogate" in _msg(results[f"{path}#L6"])
 
 
