@@ -72,6 +72,10 @@ def _check_model(facet: Facet, name: str | None, field: str) -> None:
                                 f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)")
 
 
+DISCONNECT_POLL_S = 0.5
+CLIENT_CLOSED_REQUEST = 499  # nginx's status for a request its client gave up
+
+
 async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
     """``work``'s result, or None once the client has disconnected: the work is cancelled and
     its pieces still queued are dropped (a client that gave up on 512 texts kept the model
@@ -87,10 +91,6 @@ async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T]) -
                 await task
             logger.info("a client disconnected: its encoding was cancelled")
             return None
-
-
-DISCONNECT_POLL_S = 0.5
-CLIENT_CLOSED_REQUEST = 499  # nginx's status for a request its client gave up
 
 
 def _texts(value: Any) -> list[str]:

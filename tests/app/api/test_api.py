@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -322,26 +324,14 @@ def test_an_unexpected_error_is_a_json_500_and_the_connection_stays_open(facet, 
     after its handler answered), so the client's next request failed with a reset. A real
     uvicorn in a thread, one httpx connection."""
     import socket
-    import threading
 
     import httpx
-    import uvicorn
 
     def boom(*_args, **_kwargs):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(facet, "collections", boom)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(facet), log_level="critical"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.05)
+    with _uvicorn_in_a_thread(facet) as port:
         failed = httpx.get(f"http://127.0.0.1:{port}/collections")
         assert failed.status_code == 500
         assert failed.json()["error"]["message"].startswith("internal error (RuntimeError)")
@@ -359,10 +349,6 @@ def test_an_unexpected_error_is_a_json_500_and_the_connection_stays_open(facet, 
                     data += piece
                 replies.append(data.split(b"\r\n", 1)[0])
             assert replies == [b"HTTP/1.1 500 Internal Server Error", b"HTTP/1.1 200 OK"]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 def _framed_length(data: bytes) -> int:
@@ -379,16 +365,36 @@ def _framed_length(data: bytes) -> int:
 def test_a_client_that_disconnects_cancels_its_queued_encoding(minilm, tmp_path) -> None:
     """A client that gave up (a timeout) on 512 long texts left the model thread encoding all
     of them for nobody, searches waiting behind. A real uvicorn in a thread."""
+    import httpx
+
+    facet = serving_facet(tmp_path / "data", minilm)
+    try:
+        with _uvicorn_in_a_thread(facet) as port:
+            texts = [f"{i} " + "word " * 200 for i in range(512)]
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.post(f"http://127.0.0.1:{port}/v1/embeddings",
+                           json={"input": texts, "model": "minilm"}, timeout=1.5)
+            stats = facet.encoder.stats  # type: ignore[attr-defined]
+            deadline = time.monotonic() + 60
+            while facet.encoder.pending_texts or facet.encoder.in_flight:  # type: ignore[attr-defined]
+                assert time.monotonic() < deadline, "the abandoned pieces were still being encoded"
+                time.sleep(0.05)
+            assert stats.cancelled_texts > 256 and stats.texts < 256, vars(stats)
+    finally:
+        facet.close()
+
+
+@contextlib.contextmanager
+def _uvicorn_in_a_thread(facet) -> Iterator[int]:
+    """A real uvicorn serving ``facet``'s app on a free local port (what TestClient cannot
+    show: connections, disconnects), stopped after the block; yields the port."""
     import socket
     import threading
 
-    import httpx
     import uvicorn
 
-    facet = serving_facet(tmp_path / "data", minilm)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(create_app(facet), log_level="critical"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -397,18 +403,8 @@ def test_a_client_that_disconnects_cancels_its_queued_encoding(minilm, tmp_path)
         while not server.started:
             assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
             time.sleep(0.05)
-        texts = [f"{i} " + "word " * 200 for i in range(512)]
-        with pytest.raises(httpx.ReadTimeout):
-            httpx.post(f"http://127.0.0.1:{port}/v1/embeddings",
-                       json={"input": texts, "model": "minilm"}, timeout=1.5)
-        stats = facet.encoder.stats  # type: ignore[attr-defined]
-        deadline = time.monotonic() + 60
-        while facet.encoder.pending_texts or facet.encoder.in_flight:  # type: ignore[attr-defined]
-            assert time.monotonic() < deadline, "the abandoned pieces were still being encoded"
-            time.sleep(0.05)
-        assert stats.cancelled_texts > 256 and stats.texts < 256, vars(stats)
+        yield sock.getsockname()[1]
     finally:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
-        facet.close()
