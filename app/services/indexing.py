@@ -661,16 +661,10 @@ class IndexService:
 
     def _check_store(self, name: str, embedder: Embedder) -> None:
         """Refuse an embedder the collection's store cannot take, without writing anything."""
-        try:
+        with _store_errors():
             if not self.store.collection_exists(name):
                 return
             sizes = self.store.vector_sizes(name)
-        except StoreBusyError as e:
-            raise ConflictError(str(e)) from e
-        except StoreUnavailableError as e:
-            raise UnavailableError(str(e)) from e
-        except StoreError as e:
-            raise InvalidRequestError(str(e)) from e
         have = sizes.get(embedder.name)
         if have is not None and have != int(embedder.dim):
             raise InvalidRequestError(
