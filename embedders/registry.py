@@ -363,6 +363,25 @@ def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
     return split_options(spec)
 
 
+def _resolve(spec: str) -> tuple[EmbedderInfo | None, Path | None]:
+    """What ``spec`` (options allowed) names, without loading anything: ``(info, None)`` for a
+    registered non-checkpoint embedder, ``(info or None, directory)`` for a checkpoint
+    directory (registered or a path), ``(None, None)`` for neither."""
+    _ensure_builtins()
+    base = _split_spec(spec)[0]
+    info = _EMBEDDERS.get(base.lower())
+    if info is not None and info.path is None:
+        return info, None
+    directory = info.path if info is not None else Path(base)
+    return (info, directory) if directory is not None and is_checkpoint_dir(directory) else (None, None)
+
+
+def _unknown(spec: str) -> UnknownEmbedderError:
+    return UnknownEmbedderError(
+        f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}. "
+        f"Valid names: {', '.join(embedder_names())}")
+
+
 def saved_name(name_or_path: str) -> str | None:
     """The ``name`` the embedder ``name_or_path`` (options allowed) loads as, read without loading
     any weights: a baseline's registered name, a checkpoint's ``name`` in its config. None where
@@ -372,17 +391,11 @@ def saved_name(name_or_path: str) -> str | None:
         UnknownEmbedderError: neither a registered name nor a checkpoint directory.
         CheckpointError: a config that cannot be read.
     """
-    _ensure_builtins()
-    spec = str(name_or_path)
-    base = _split_spec(spec)[0]
-    info = _EMBEDDERS.get(base.lower())
-    if info is not None and info.path is None:
+    info, directory = _resolve(str(name_or_path))
+    if directory is None:
+        if info is None:
+            raise _unknown(str(name_or_path))
         return info.name
-    directory = info.path if info is not None else Path(base)
-    if directory is None or not is_checkpoint_dir(directory):
-        raise UnknownEmbedderError(
-            f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}. "
-            f"Valid names: {', '.join(embedder_names())}")
     name = read_checkpoint_config(directory).get("name")
     return str(name) if name else None
 
@@ -398,29 +411,20 @@ def check_embedder(name_or_path: str) -> None:
         CheckpointError: a config that cannot be read, an unknown method, a config value its
             method refuses.
     """
-    saved_name(name_or_path)  # a registered name, or a directory with a readable config
-    _ensure_builtins()
-    base = _split_spec(str(name_or_path))[0]
-    info = _EMBEDDERS.get(base.lower())
-    if info is not None and info.path is None:
+    info, directory = _resolve(str(name_or_path))
+    if directory is None:
+        if info is None:
+            raise _unknown(str(name_or_path))
         return
-    directory = info.path if info is not None else Path(base)
-    assert directory is not None
     meta = read_checkpoint_config(directory)
     method = meta.get("method")
     if method not in _LOADERS:
         raise CheckpointError(
             f"{directory / CONFIG_FILE} names method {method!r}, which has no loader; known methods: "
             f"{', '.join(sorted(_LOADERS)) or 'none'}")
-    config_class = _config_class(str(method))
-    if config_class is not None:
-        saved = meta.get("config")
-        if not isinstance(saved, dict):
-            raise CheckpointError(f"{directory / CONFIG_FILE} has no \"config\" object")
-        try:
-            config_class.from_dict(saved)
-        except CheckpointError as e:
-            raise CheckpointError(f"{directory / CONFIG_FILE}: {e}") from e
+    registered = trainable_methods().get(str(method))
+    if registered is not None:  # the check its loader makes first (a baseline's has no config)
+        registered.model_class.saved_config(directory, meta)
 
 
 def answers_questions(name_or_path: str) -> bool | None:
@@ -428,14 +432,10 @@ def answers_questions(name_or_path: str) -> bool | None:
     cluster explainer), read without loading any weights: False for the packaged baselines and
     for checkpoints of methods that do not answer; None where only loading would tell (an
     embedder registered by other code, a name that loads nothing)."""
-    _ensure_builtins()
-    base = _split_spec(str(name_or_path))[0]
-    info = _EMBEDDERS.get(base.lower())
-    if info is not None and info.path is None:
-        return False if getattr(info.factory, "__module__", "") == "embedders.builtin" else None
-    directory = info.path if info is not None else Path(base)
-    if directory is None or not is_checkpoint_dir(directory):
-        return None
+    info, directory = _resolve(str(name_or_path))
+    if directory is None:
+        packaged = info is not None and getattr(info.factory, "__module__", "") == "embedders.builtin"
+        return False if packaged else None
     try:
         method = read_checkpoint_config(directory).get("method")
     except CheckpointError:

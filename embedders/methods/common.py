@@ -295,6 +295,22 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         return target
 
     @classmethod
+    def saved_config(cls, path: Path, meta: dict[str, Any]) -> MethodConfig:
+        """The config a checkpoint in ``path`` was saved with (``meta``: its parsed
+        facet_config.json), read without loading any weights.
+
+        Raises:
+            CheckpointError: no ``config`` object, or one this method refuses (naming the file).
+        """
+        saved = meta.get("config")
+        if not isinstance(saved, dict):
+            raise CheckpointError(f"{path / CONFIG_FILE} has no \"config\" object")
+        try:
+            return cls.config_class.from_dict(saved)
+        except CheckpointError as e:
+            raise CheckpointError(f"{path / CONFIG_FILE}: {e}") from e
+
+    @classmethod
     def load(cls, path: Path, meta: dict[str, Any], device: str | None = None, *,
              dtype: str | torch.dtype | None = None, config: MethodConfig | None = None) -> TrainableDecoderEmbedder:
         """Rebuild a saved checkpoint.
@@ -308,14 +324,7 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         Raises:
             CheckpointError: missing weights, or weights that do not fit the config.
         """
-        if config is None:
-            saved = meta.get("config")
-            if not isinstance(saved, dict):
-                raise CheckpointError(f"{path / CONFIG_FILE} has no \"config\" object")
-            try:
-                config = cls.config_class.from_dict(saved)
-            except CheckpointError as e:
-                raise CheckpointError(f"{path / CONFIG_FILE}: {e}") from e
+        config = config or cls.saved_config(path, meta)
         model = cls(config, name=meta.get("name"), device=device, dtype=dtype)
         dtype = model.backbone.spec.dtype
         adapter_path = path / ADAPTER_FILE
