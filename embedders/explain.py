@@ -4,9 +4,13 @@ InBedder answers the clustering instruction about every member in a few content
 words ("card arrival", "refund"). Those answers name what a cluster has in common
 far better than the raw texts do, so a cluster is explained by:
 
-* keywords: each cluster's answers concatenated into one document, TF-IDF across
-  the clusters' documents (stopwords dropped), the top terms per cluster; words that
-  every cluster's answers use score low, words one cluster uses a lot score high;
+* keywords: the content words a cluster's members use more than the whole set does.
+  A word's score in cluster c is ``p(w|c) * log(p(w|c) / p(w))``, the share of c's members
+  whose answer holds it times the log of how much more common it is in c than overall (its
+  term in the KL divergence of c's word use from the set's). A word every cluster uses
+  evenly scores 0 and comes after every distinctive word; a word rarer in c than elsewhere
+  is never c's keyword. Function words and contractions ("didn't", "im") are dropped, but
+  not content words that generic stop lists hold ("top up", "bill", "interest");
 * representatives: the members closest to the cluster centroid (cosine) when
   embeddings are given, else the members whose answers contain the most keywords.
 
@@ -16,6 +20,9 @@ generates them first.
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -32,7 +39,7 @@ class ClusterExplanation:
     Attributes:
         cluster: the cluster label.
         size: number of members.
-        keywords: top TF-IDF terms of the members' answers, best first (fewer than
+        keywords: the members' answers' most distinctive words, best first (fewer than
             ``top_k`` when the answers hold fewer distinct content words).
         representatives: member texts that show the cluster best, best first.
         representative_indices: positions of those members in the input lists.
@@ -53,10 +60,29 @@ class AnswerGenerator(Protocol):
                          batch_size: int = 16) -> list[str]: ...
 
 
-def _stop_words() -> list[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+# Contractions typed without their apostrophe, as short texts often are ("im", "dont"): as
+# little content as the function words they stand for. ("id" and "ill" stay: ID, ill.)
+_BARE_CONTRACTIONS = frozenset((
+    "im", "ive", "dont", "didnt", "doesnt", "cant", "wont", "isnt", "wasnt", "arent", "werent",
+    "havent", "hasnt", "hadnt", "couldnt", "wouldnt", "shouldnt", "youre", "youve", "theyre",
+    "thats", "whats", "theres",
+))
+_KEYWORD_STOP_WORDS = STOPWORDS | _BARE_CONTRACTIONS | frozenset(("also", "may", "might", "must", "us"))
+_TOKEN = re.compile(r"\w+(?:'\w+)*")
 
-    return sorted(STOPWORDS | ENGLISH_STOP_WORDS)
+
+def keyword_terms(text: str) -> list[str]:
+    """The candidate keywords of ``text``, in order: lower-cased words of two or more
+    characters, without function words, contractions (``didn't``, ``i'm``: they were split
+    into "didn", "im") or a possessive's ``'s`` ("bank's" -> "bank")."""
+    words = []
+    for word in _TOKEN.findall(text.lower().replace("\u2019", "'")):
+        if word.endswith("'s"):
+            word = word[:-2]
+        if "'" in word or len(word) < 2 or word.isdigit() or word in _KEYWORD_STOP_WORDS:
+            continue
+        words.append(word)
+    return words
 
 
 def _check_inputs(texts: Sequence[str], labels: Sequence[int], embeddings: Any, top_k: int,
@@ -123,36 +149,43 @@ def explain_clusters(
         kind = type(answers[bad[0]]).__name__
         raise ValueError(f"answers[{bad[0]}] is {kind}, not str; every answer must be a string")
 
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     clusters = sorted(set(ids))
     member_lists = {c: [i for i, label in enumerate(ids) if label == c] for c in clusters}
-    documents = [" ".join(answers[i] for i in member_lists[c]) for c in clusters]
-    vectorizer = TfidfVectorizer(stop_words=_stop_words())
-    try:
-        scores = vectorizer.fit_transform(documents).toarray()  # (clusters, terms)
-        terms = vectorizer.get_feature_names_out()
-    except ValueError:  # every answer is empty or stopwords only: nothing to rank
-        scores, terms = np.zeros((len(clusters), 0)), np.array([], dtype=object)
-    analyze = vectorizer.build_analyzer()
+    terms = [keyword_terms(a) for a in answers]
+    used_by = Counter(w for words in terms for w in set(words))  # members using each word, all clusters
 
     out = []
-    for row, c in enumerate(clusters):
+    for c in clusters:
         idx = member_lists[c]
-        # Highest score first, ties alphabetical, so the output does not depend on dict order.
-        ranked = sorted((i for i in range(len(terms)) if scores[row, i] > 0), key=lambda i: (-scores[row, i], terms[i]))
-        keywords = [str(terms[i]) for i in ranked[:top_k]]
+        keywords = _keywords(idx, terms, used_by, len(ids), top_k)
         if matrix is not None:
             vectors = matrix[idx] / np.maximum(np.linalg.norm(matrix[idx], axis=1, keepdims=True), 1e-12)
             centroid = vectors.mean(axis=0)
             closeness = vectors @ (centroid / max(float(np.linalg.norm(centroid)), 1e-12))
         else:
             wanted = set(keywords)
-            closeness = np.array([len(wanted & set(analyze(answers[i]))) for i in idx], dtype=np.float64)
+            closeness = np.array([len(wanted & set(terms[i])) for i in idx], dtype=np.float64)
         # Stable sort: equally close members keep their input order.
         best = [idx[j] for j in np.argsort(-closeness, kind="stable")[:members]]
         out.append(ClusterExplanation(c, len(idx), keywords, [texts[i] for i in best], best))
     return out
+
+
+def _keywords(members: list[int], terms: list[list[str]], used_by: Counter[str], total: int,
+              top_k: int) -> list[str]:
+    """The ``top_k`` words of one cluster, best first (see the module docstring): by the
+    score, then by how many of its members use the word, then by how often, then
+    alphabetically, so the order never depends on set or dict order."""
+    here = Counter(w for i in members for w in set(terms[i]))
+    uses = Counter(w for i in members for w in terms[i])
+    n = len(members)
+    ranked = []
+    for word, count in here.items():
+        share = count / n
+        score = share * math.log(share / (used_by[word] / total))
+        if score > -1e-12:  # a word the other clusters use more is not this one's
+            ranked.append((-max(score, 0.0), -count, -uses[word], word))
+    return [word for *_, word in sorted(ranked)[:top_k]]
 
 
 def explain_with_inbedder(

@@ -6,7 +6,7 @@ column of a .csv: the same reader as the UI's upload, ``app.services.clustering.
 or from a collection (``--collection``, with ``--filter``). The work is the cluster service's
 (``app.services.clustering``): the instruction embedder embeds the texts under ``--instruction``,
 k-means groups them, and an InBedder checkpoint (``--explain``) answers the same instruction about
-every text; each cluster is described by the TF-IDF keywords of its members' answers, its most
+every text; each cluster is described by the most distinctive words of its members' answers, its most
 shared answer and its most central members.
 """
 

@@ -5,8 +5,9 @@ or the results of a search. The instruction embedder encodes them under the inst
 k-means groups them (``k`` given, or chosen by the best silhouette from 2 to ``max_k``), and
 each cluster gets:
 
-* keywords: TF-IDF top words of the members' InBedder answers to the same instruction when
-  an explainer is given, else of the members' own texts (``embedders.explain``);
+* keywords: the words the members' InBedder answers to the same instruction (when an explainer
+  is given, else the members' own texts) use more than the other clusters' do
+  (``embedders.explain``);
 * a name: the answer most members share (explainer given), else its top keywords joined;
 * representatives: the members nearest the cluster centroid (cosine);
 * a 2-D position: PCA of the embeddings, the same projection for every text (a map).

@@ -39,6 +39,35 @@ def test_words_every_cluster_uses_rank_below_distinctive_ones():
     assert out[1].keywords == ["refund", "problem"]
 
 
+def test_a_word_every_member_uses_comes_after_every_distinctive_word():
+    # "feel" is in every text of both clusters; TF-IDF with smoothed IDF ranked it first.
+    texts = ["i feel happy today", "i feel so joyful and glad", "i feel great",
+             "i feel sad", "i feel lonely and sad tonight", "i feel down"]
+    out = explain_clusters(texts, [0, 0, 0, 1, 1, 1], texts, top_k=3)
+    assert "feel" not in out[0].keywords[:3] and "feel" not in out[1].keywords[:3]
+    assert out[1].keywords[0] == "sad"  # two of three members use it
+    assert explain_clusters(texts, [0, 0, 0, 1, 1, 1], texts, top_k=10)[0].keywords[-1] == "feel"
+
+
+def test_a_word_rarer_in_a_cluster_than_elsewhere_is_not_its_keyword():
+    answers = ["card", "card", "card refund", "refund", "refund", "refund"]
+    out = explain_clusters(TEXTS, LABELS, answers, top_k=5)
+    assert out[0].keywords == ["card"]
+    assert out[1].keywords == ["refund"]
+
+
+def test_contractions_and_numbers_are_not_keywords_but_generic_stop_words_can_be():
+    texts = ["My card hasn't arrived", "It hasn't come and I didn't get it, im worried",
+             "Why didn't my top up work", "My top up didn't go through &#39;39"]
+    out = explain_clusters(texts, [0, 0, 1, 1], texts, top_k=10)
+    words = {w for e in out for w in e.keywords}
+    assert not words & {"hasn", "didn", "im", "39", "t"}
+    assert out[1].keywords[0] == "top"  # in scikit-learn's English stop list, as "bill" and "interest"
+    bills = explain_clusters(["bill", "interest"], [0, 1], ["my bill", "the interest"])
+    assert [e.keywords for e in bills] == [["bill"], ["interest"]]
+    assert explain_clusters(["the bank's fee"] * 2, [0, 1], ["the bank's fee", "x"])[0].keywords == ["bank", "fee"]
+
+
 def test_stopwords_are_never_keywords():
     answers = ["the card is about arrival", "what about the card", "it is a refund", "refund for you"]
     out = explain_clusters(TEXTS[:4], [5, 5, 9, 9], answers, top_k=10)
