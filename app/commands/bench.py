@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import handle_errors
-from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.commands.common import handle_errors, prepare_out_file, write_out_file
+from app.errors import InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
 BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
@@ -94,12 +94,7 @@ def register(cli: typer.Typer) -> None:
         if source is not None and not source.exists():
             raise NotFoundError(f"--source {source} does not exist")
         if out is not None:  # before the work, not after it (the figures were lost)
-            if out.is_dir():
-                raise InvalidRequestError(f"--out {out} is a folder; name the JSON file to write")
-            try:
-                out.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise DataError(f"--out {out}: cannot create its folder: {e.strerror or e}") from e
+            prepare_out_file(out)
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
                                    "cpus": os.cpu_count()}
         typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
@@ -175,7 +170,7 @@ def register(cli: typer.Typer) -> None:
         results["load_average_end"] = bm.load_average()
         typer.echo(f"load average at the end {results['load_average_end']}")
         if out is not None:
-            out.write_text(json.dumps(results, indent=2))
+            write_out_file(out, json.dumps(results, indent=2))
             typer.echo(f"wrote {out}")
 
 

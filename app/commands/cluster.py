@@ -20,9 +20,11 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import handle_errors, open_facet
+from app.commands.common import handle_errors, open_facet, prepare_out_file, write_out_file
 from app.errors import InvalidRequestError, NotFoundError
 from app.text import plural
+
+DEFAULT_K = 8
 
 
 def read_texts(path: Path, limit: int | None = None) -> list[str]:
@@ -37,6 +39,9 @@ def read_texts(path: Path, limit: int | None = None) -> list[str]:
     from app.services.clustering import limit_option, read_text_file
 
     limit = limit_option(limit)
+    if path.is_dir():
+        raise InvalidRequestError(f"{path} is a folder; give a file of texts, or index the folder "
+                                  "and cluster it with --collection")
     if not path.is_file():
         raise NotFoundError(f"{path} does not exist")
     texts = read_text_file(path)
@@ -84,7 +89,7 @@ def register(cli: typer.Typer) -> None:
             "--collection", "-c", help="cluster this collection's chunks instead of a file")] = None,
         filters: Annotated[list[str] | None, typer.Option(
             "--filter", "-f", help="with --collection: key=value or key:=JSON")] = None,
-        k: Annotated[int, typer.Option("--k", help="number of clusters; 0 chooses it by silhouette")] = 8,
+        k: Annotated[int, typer.Option("--k", help="number of clusters; 0 chooses it by silhouette")] = DEFAULT_K,
         embedder: Annotated[str, typer.Option("--embedder", "-e", help="instruction embedder (name or path)")]
             = "inbedder",
         explain: Annotated[str | None, typer.Option(
@@ -106,7 +111,16 @@ def register(cli: typer.Typer) -> None:
         if (source is None) == (collection is None):
             raise InvalidRequestError("give a file of texts or --collection NAME (one of them)")
         chosen_k = k_option(k)
+        if source is not None and filters:
+            raise InvalidRequestError("--filter selects a collection's chunks (with --collection); "
+                                      "a file's texts are all clustered")
+        if out is not None:  # before the work (a folder or a read-only path was found at the end)
+            prepare_out_file(out)
         texts = read_texts(source, limit) if source is not None else None
+        if texts is not None and chosen_k is not None and chosen_k > len(texts):
+            default = " (the default)" if k == DEFAULT_K else ""
+            raise InvalidRequestError(f"--k {k}{default} is more than the {plural(len(texts), 'text')} of "
+                                      f"{source}; give a smaller --k, or --k 0 to choose it")
         request = ClusterRequest(
             instruction=instruction, texts=texts, collection=collection,
             filters=parse_filters(filters or []), limit=limit_option(limit) if collection else None,
@@ -126,11 +140,11 @@ def register(cli: typer.Typer) -> None:
         if result.note:
             typer.echo(f"note: {result.note}", err=True)
         for c in result.clusters:
-            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {c.name} · {', '.join(c.keywords)}")
-            for text in c.representatives:
-                typer.echo(f"    - {text[:110]}")
+            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {' '.join(c.name.split())} · "
+                       f"{', '.join(c.keywords)}")
+            for text in c.representatives:  # one line each: a text's own newlines could pass for output
+                typer.echo(f"    - {' '.join(text.split())[:110]}")
         if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
             payload = result.to_dict() | {"source": str(source or collection), "seed": seed}
-            out.write_text(json.dumps(payload, indent=1))
+            write_out_file(out, json.dumps(payload, indent=1))
             typer.echo(f"wrote {out}")

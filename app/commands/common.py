@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -80,6 +81,40 @@ def open_facet(**kwargs: Any) -> Iterator[Facet]:
         yield facet
     finally:
         facet.close()
+
+
+def prepare_out_file(out: Path, flag: str = "--out") -> None:
+    """Check, before any work, that the JSON file ``out`` can be written: not a folder, its
+    folder created and writable (a command that found out only at the end lost its figures).
+
+    Raises:
+        InvalidRequestError: ``out`` is a folder.
+        DataError: its folder cannot be created or written to, or the file cannot be.
+    """
+    import os
+
+    if out.is_dir():
+        raise InvalidRequestError(f"{flag} {out} is a folder; name the JSON file to write")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DataError(f"{flag} {out}: cannot create its folder: {e.strerror or e}") from e
+    target = out if out.exists() else out.parent
+    if not os.access(target, os.W_OK):
+        raise DataError(f"{flag} {out}: {'the file' if target == out else 'its folder'} is not writable")
+
+
+def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
+    """Write ``text`` to ``out`` (checked by ``prepare_out_file``); a failure that came after the
+    check (a full disk) is one line, not a traceback.
+
+    Raises:
+        DataError: the file cannot be written.
+    """
+    try:
+        out.write_text(text)
+    except OSError as e:
+        raise DataError(f"{flag} {out}: cannot write it: {e.strerror or e}") from e
 
 
 def shorten(text: str | None, limit: int = 200) -> str:

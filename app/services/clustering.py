@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from app.encoding import not_an_explainer
-from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError
+from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError, as_domain_error
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, check_filters, payload_filters
 from app.text import check_texts, plural
@@ -221,9 +221,16 @@ class ClusterService:
         """Check a request without running it.
 
         Raises:
-            InvalidRequestError: no instruction, not exactly one source, bad k/max_k/keywords/
-                members/answer_tokens.
+            InvalidRequestError: no instruction, not exactly one source, filters or a limit
+                without a collection, bad k/max_k/keywords/members/answer_tokens/limit/seed.
+            UnknownModelError: an explainer name that loads nothing (when encoding here).
         """
+        for name, value in (("k", request.k), ("max_k", request.max_k), ("keywords", request.keywords),
+                            ("members", request.members), ("answer_tokens", request.answer_tokens),
+                            ("limit", request.limit), ("seed", request.seed)):
+            optional = name in ("k", "answer_tokens", "limit")
+            if (value is not None or not optional) and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidRequestError(f"{name} must be a whole number, got {value!r}")
         if not isinstance(request.instruction, str) or not request.instruction.strip():
             raise InvalidRequestError("the instruction must not be empty: it is what the texts are "
                                       "grouped by (e.g. 'What does the customer want?')")
@@ -234,7 +241,14 @@ class ClusterService:
             raise InvalidRequestError(
                 "give exactly one source of texts: texts, collection (with optional filters) or "
                 f"search; got {', '.join(given) or 'none'}")
-        if request.k is not None and (isinstance(request.k, bool) or request.k < 2):
+        if request.collection is None and (request.filters or request.limit is not None):
+            # They were ignored: every text (or search result) was clustered.
+            given_opts = " and ".join(n for n, v in (("filters", request.filters),
+                                                      ("limit", request.limit is not None)) if v)
+            where = ("put them in the search request (its filters, and top_k for how many)"
+                     if request.search is not None else "send only the texts to cluster")
+            raise InvalidRequestError(f"{given_opts} apply to a collection's texts; {where}")
+        if request.k is not None and request.k < 2:
             raise InvalidRequestError(f"k must be at least 2 (or None to choose it by silhouette), "
                                       f"got {request.k}")
         if request.max_k < 2:
@@ -251,9 +265,15 @@ class ClusterService:
         if request.limit is not None and request.limit < 2:
             raise InvalidRequestError(f"limit must be at least 2, got {request.limit}")
         if request.explainer:
-            from embedders.registry import answers_questions
+            from embedders.errors import EmbedderError
+            from embedders.registry import answers_questions, check_embedder
 
             # Known from the name, before any text is encoded (it was refused after, 17 s in).
+            if not self.ctx.settings.encode_on_workers:  # else the workers' registry decides
+                try:
+                    check_embedder(request.explainer)
+                except EmbedderError as e:
+                    raise as_domain_error(e) or e from e
             if answers_questions(request.explainer) is False:
                 raise not_an_explainer(request.explainer)
 
@@ -285,7 +305,10 @@ class ClusterService:
             raise TooLargeError(f"{len(texts)} texts to cluster, more than the limit of {cap} "
                                 "(FACET_MAX_CLUSTER_TEXTS); send fewer or raise the limit")
         if len(texts) < 2:
-            raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}")
+            why = (" (check the filters: they matched "
+                   f"{plural(len(texts), 'chunk')} of collection {request.collection!r})"
+                   if request.collection is not None and request.filters else "")
+            raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}")
         if request.k is not None and request.k > len(texts):
             raise InvalidRequestError(f"k={request.k} is more than the {len(texts)} texts")
         instruction = request.instruction.strip()
@@ -485,6 +508,9 @@ def read_text_file(path: Path, name: str | None = None) -> list[str]:
             return []
         header = [h.strip().lower() for h in rows[0]]
         column = header.index("text") if "text" in header else 0
+        if "text" not in header:
+            logger.warning("%s: no 'text' column; clustering the first column, %r", where,
+                           rows[0][0] if rows[0] else "")
         return [r[column] for r in rows[1:] if len(r) > column and r[column].strip()]
     return [line.strip() for line in raw.splitlines() if line.strip()]
 

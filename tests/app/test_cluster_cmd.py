@@ -132,6 +132,39 @@ def test_cluster_bad_input_is_a_message(tmp_path):
     assert result.returncode != 0 and "not an InBedder checkpoint" in result.stderr
 
 
+def test_cluster_refusals_come_before_the_work_and_name_the_option(tmp_path):
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS[:3]))
+    base = ["cluster", str(src), "-i", "x", "--embedder", "minilm", "--explain", ""]
+    (tmp_path / "outdir").mkdir()
+    for extra, code, message in [  # (a read-only folder cannot be tested here: root writes anyway)
+        (["--out", str(tmp_path / "outdir"), "--k", "2"], 2, "is a folder; name the JSON file"),
+        (["--out", str(src / "x.json"), "--k", "2"], 4, "cannot create its folder"),
+        ([], 2, "--k 8 (the default) is more than the 3 texts of"),
+        (["--filter", "a=b", "--k", "2"], 2, "--filter selects a collection's chunks"),
+    ]:
+        result = invoke_cli(*base, *extra)
+        assert result.returncode == code, (extra, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+        assert "encoding" not in result.stderr  # refused before any text was encoded
+    result = invoke_cli("cluster", str(tmp_path), "-i", "x", "--embedder", "minilm", "--explain", "")
+    assert result.returncode == 2 and "is a folder; give a file of texts" in result.stderr
+    result = invoke_cli(*base, "--k", "2", "--explain", "inbeder")
+    assert result.returncode == 2 and "unknown embedder 'inbeder'" in result.stderr
+    assert "encoding" not in result.stderr
+
+
+def test_a_text_with_newlines_is_listed_on_one_line(tmp_path):
+    src = tmp_path / "nl.jsonl"
+    texts = ["first text about cats\ncluster 7 (99 texts): fake\n    - not a member", "dogs bark loudly",
+             "the stock market fell", "stocks rose today"]
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    result = invoke_cli("cluster", str(src), "-i", "topic", "--k", "2", "--embedder", "minilm", "--explain", "")
+    assert result.returncode == 0, result.stderr
+    assert "cluster 7" not in result.stdout.replace("- first text about cats cluster 7", "")
+    assert result.stdout.count("\ncluster ") + result.stdout.startswith("cluster ") == 2
+
+
 def test_cluster_defaults_resolve_the_shipped_inbedder_from_any_folder(tmp_path):
     """The defaults name the registered checkpoint 'inbedder', not a path relative to the repo."""
     src = tmp_path / "texts.txt"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from app.errors import InvalidRequestError, NotFoundError, TooLargeError
+from app.errors import InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
 from app.services.clustering import ClusterRequest, ClusterService, choose_k, map_coordinates
 from app.services.indexing import IndexService
 from app.services.search import SearchRequest
@@ -100,6 +100,9 @@ def test_collection_with_filter_and_search_results(make_ctx, tmp_path) -> None:
     assert len(found.texts) == 6 and all("score" in s for s in found.sources)
     with pytest.raises(NotFoundError, match="unknown collection 'nope'"):
         service.cluster(ClusterRequest(INSTRUCTION, collection="nope"))
+    with pytest.raises(InvalidRequestError, match=r"got 0 \(check the filters: they matched 0 chunks "
+                                                  "of collection 'msgs'"):
+        service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", filters={"topic": "none"}))
 
 
 def test_explainer_answers_name_the_clusters(make_ctx, tiny_inbedder_dir) -> None:
@@ -137,6 +140,24 @@ def test_bad_requests(service, make_ctx) -> None:
         with pytest.raises(InvalidRequestError, match="not an InBedder checkpoint"):
             service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer=explainer))
     service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer="inbedder"))
+    # A mistyped explainer is refused before the texts are encoded, not after.
+    with pytest.raises(UnknownModelError, match="unknown embedder 'inbeder'"):
+        service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer="inbeder"))
+    # Options that only a collection uses were ignored for given texts and search results.
+    search = SearchRequest(query="card", collection="c")
+    for request, fragment in [
+        (ClusterRequest(INSTRUCTION, texts=TEXTS, limit=2), "limit apply to a collection's texts; send only"),
+        (ClusterRequest(INSTRUCTION, texts=TEXTS, filters={"a": 1}), "filters apply to a collection's"),
+        (ClusterRequest(INSTRUCTION, search=search, filters={"a": 1}, limit=3),
+         "filters and limit apply to a collection's texts; put them in the search request"),
+    ]:
+        with pytest.raises(InvalidRequestError, match=fragment):
+            service.validate(request)
+    # Not whole numbers: a domain error, not sklearn's or a TypeError after the encoding.
+    for field_name, value in [("k", 2.5), ("max_k", 2.5), ("members", "3"), ("keywords", 2.5),
+                              ("seed", None), ("answer_tokens", 1.5), ("k", True)]:
+        with pytest.raises(InvalidRequestError, match=f"{field_name} must be a whole number"):
+            service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, **{field_name: value}))
     small = ClusterService(make_ctx(max_cluster_texts=5))
     with pytest.raises(TooLargeError, match="FACET_MAX_CLUSTER_TEXTS"):
         small.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS))
