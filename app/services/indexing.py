@@ -41,6 +41,7 @@ from app.errors import (
     InvalidRequestError,
     NotFoundError,
     UnavailableError,
+    UnknownModelError,
 )
 from app.services import leases
 from app.services.context import ServiceContext
@@ -241,6 +242,11 @@ def _note_replaced_source(doc: ParsedDocument, row: md.Document | None) -> Parse
             f"record of {doc.source} replaced it (ids are unique in a collection: give the "
             "records their own ids, or index the files into separate collections)")
     return dataclasses.replace(doc, warnings=[*doc.warnings, note])
+
+
+def _companion_key(name: str) -> str:
+    """How a run's warning about another embedder's missing vectors is keyed."""
+    return f"embedder {name}"
 
 
 def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str) -> None:
@@ -885,6 +891,7 @@ class IndexService:
         title = doc.title or Path(doc.source).name
         rows: list[md.Chunk] = []
         batch: list[Any] = []
+        companions_written: dict[str, Any] = {}  # the other embedders that wrote every batch
 
         def write(batch: list[Any]) -> None:
             if interrupt is not None:
@@ -895,12 +902,15 @@ class IndexService:
             t0 = time.perf_counter()
             vectors = self.ctx.encoder.encode([c.text for c in batch], embedder=spec,
                                               role=Role.DOCUMENT, bulk=True)
+            companions = self._companion_vectors(coll, embedder, [c.text for c in batch], job, report)
+            companions_written.update(companions)
             job.encode_s += time.perf_counter() - t0
             t0 = time.perf_counter()
-            points = [PointRecord(point_id(doc.key, c.number), {embedder.name: vec}, {
+            points = [PointRecord(point_id(doc.key, c.number),
+                                  {embedder.name: vec} | {name: v[j] for name, v in companions.items()}, {
                 "doc_id": doc.key, "source": doc.source, "title": title, "chunk_no": c.number,
                 "text": c.text, "start": c.start, "end": c.end, "meta": doc.metadata})
-                for c, vec in zip(batch, vectors, strict=True)]
+                for j, (c, vec) in enumerate(zip(batch, vectors, strict=True))]
             for start in range(0, len(points), 512):
                 self.store.upsert(coll.name, points[start:start + 512])
             self.store.flush()
@@ -935,6 +945,9 @@ class IndexService:
         t0 = time.perf_counter()
         md.replace_chunks_many(session, [(row, rows)], new={row.id} if before == "new" else ())
         md.set_vector_hashes(session, [(row, doc.content_hash)], embedder.name)
+        for name in companions_written:
+            if not any(k == _companion_key(name) for k, _ in report.warnings):  # none missed
+                md.set_vector_hashes(session, [(row, doc.content_hash)], name)
         row.source, row.title, row.meta = doc.source, doc.title, doc.metadata
         row.content_hash, row.status, row.error = doc.content_hash, "indexed", None
         row.warning = "; ".join(doc.warnings) or None
@@ -970,7 +983,11 @@ class IndexService:
                 self._record_error(session, coll, job, report, entry, row)
                 continue
             digest = entry.content_hash
-            if row is not None and row.status == "indexed" and row.content_hash == digest:
+            # A record whose file was renamed or moved is written again (its source, in the row
+            # and the payload, named the old path for ever, and `--sync` of that path then
+            # removed records that still exist).
+            if row is not None and row.status == "indexed" and row.content_hash == digest and \
+                    row.source == entry.source:
                 if vec_hashes.get(row.id) == digest:
                     report.docs_skipped += 1
                     continue
@@ -1013,10 +1030,16 @@ class IndexService:
         vectors = (self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT, bulk=True)
                    if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
         job.encode_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        companions = self._companion_vectors(
+            coll, embedder, [c.text for it in items if it.mode == "write" for c in it.chunks],
+            job, report)
+        job.encode_s += time.perf_counter() - t0
 
         # Step 2: the store.
         t0 = time.perf_counter()
         offset = 0
+        written = 0  # chunks written whole so far: the row of the companions' vectors
         points: list[PointRecord] = []
         stale_ids: list[str] = []
         refilter: list[str] = []
@@ -1035,11 +1058,13 @@ class IndexService:
                 # A file's name is its title; records of a jsonl/csv have their own or none.
                 title = it.doc.title or (Path(it.doc.source).name if it.doc.key == it.doc.source
                                          else None)
-                for c, vec in zip(it.chunks, vectors[offset:offset + n], strict=True):
-                    points.append(PointRecord(c.point_id, {embedder.name: vec}, {
+                for j, (c, vec) in enumerate(zip(it.chunks, vectors[offset:offset + n], strict=True)):
+                    named = {embedder.name: vec} | {name: v[written + j] for name, v in companions.items()}
+                    points.append(PointRecord(c.point_id, named, {
                         "doc_id": it.doc.key, "source": it.doc.source, "title": title,
                         "chunk_no": c.number, "text": c.text, "start": c.start, "end": c.end,
                         "meta": it.doc.metadata}))
+                written += n
             else:
                 update_ids.extend(c.point_id for c in it.chunks)
                 update_rows.extend(range(offset, offset + n))
@@ -1064,6 +1089,9 @@ class IndexService:
                  if it.row is not None and previous_status.get(it.doc.key) == "new"})
         md.set_vector_hashes(session, [(it.row, it.hash) for it in items if it.row is not None],
                              embedder.name)
+        for name in companions:
+            md.set_vector_hashes(session, [(it.row, it.hash) for it in items
+                                           if it.row is not None and it.mode == "write"], name)
         for it in items:
             assert it.row is not None
             if it.mode == "write":
@@ -1085,6 +1113,45 @@ class IndexService:
             self._sync_counters(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
+
+    def _companion_vectors(self, coll: md.Collection, embedder: Embedder, texts: list[str],
+                           job: Any, report: IndexReport) -> dict[str, np.ndarray]:
+        """The vectors of ``texts`` (chunks about to be written whole) by each other embedder
+        of ``coll``, by name: a point written anew keeps every named vector of the collection
+        (it kept only the running embedder's, so a changed or new document was missing from
+        every search with the others until each indexed the collection again).
+
+        An embedder that cannot be loaded here, or that loads a different version than the one
+        that wrote the collection, is left out with one warning per run: its vectors of these
+        documents are missing until it indexes the collection again (its vector hashes say
+        so, and that run fills them in).
+        """
+        out: dict[str, np.ndarray] = {}
+        if not texts:
+            return out
+        from embedders.errors import EmbedderError
+
+        for other in list(coll.embedders):
+            key = _companion_key(other.name)
+            if other.name == embedder.name or any(k == key for k, _ in report.warnings):
+                continue
+            try:
+                model = self.ctx.embedders.get(other.spec)
+                changes = identity_changes(other.identity, self.ctx.embedders.identity(model))
+                if changes:
+                    raise ConflictError(f"{other.spec!r} now loads a different version "
+                                        f"({', '.join(changes)} changed)")
+                out[other.name] = self.ctx.encoder.encode(texts, embedder=other.spec,
+                                                          role=Role.DOCUMENT, bulk=True)
+            except (UnknownModelError, DataError, ConflictError, EmbedderError) as e:
+                # (Not a busy or closed encoder: the run stops then, as for its own embedder.)
+                message = (f"the {other.name!r} vectors of the documents this run writes are "
+                           f"missing: {e}; searches with {other.name!r} miss them until "
+                           f"`facet index` runs on this collection with --embedder {other.spec}")
+                logger.warning("%s", message)
+                report.warnings.append((key, message))
+                job.errors.append(md.JobError(document_key=key, kind="warning", message=message))
+        return out
 
     def _record_error(self, session: Session, coll: md.Collection, job: Any,
                       report: IndexReport, entry: DocumentError, row: md.Document | None) -> None:

@@ -285,3 +285,103 @@ def test_a_large_file_streams_its_chunks_with_progress(make_ctx, tmp_path, minil
     edited = service.index(big.parent, "big")
     assert set(_store_ids(ctx, "big")) == _expected_points({str(big): text[: len(text) // 2]}, minilm)
     assert edited.docs_indexed == 1
+
+
+@pytest.fixture
+def notes_embedder(tmp_path, minilm):
+    """A second embedder for one collection, with real weights: minilm reading documents through
+    another prompt, saved as a checkpoint named 'minilm-notes' (its own named vector)."""
+    from embedders.baselines import EncoderMeanEmbedder
+    from embedders.contract import PromptConfig
+
+    model = EncoderMeanEmbedder(name="minilm-notes", backbone=minilm.backbone,
+                                prompts=PromptConfig(document="note: {instruction}{text}"))
+    return str(model.save(tmp_path / "notes"))
+
+
+def _dense_hits(ctx, collection: str, query: str, embedder: str) -> list[tuple[str, str]]:
+    from app.services.search import SearchRequest, SearchService
+
+    response = SearchService(ctx).search(SearchRequest(query, collection, top_k=10, embedder=embedder,
+                                                       mode="dense"))
+    return [(r.doc_id, r.text) for r in response.results]
+
+
+def test_a_document_written_anew_keeps_every_embedder_of_the_collection(make_ctx, tmp_path, minilm,
+                                                                         notes_embedder) -> None:
+    """A changed (or new) file indexed with one embedder kept only that embedder's vector: it
+    was missing from every search with the collection's other embedder, without a word."""
+    import shutil
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("the quick zorblat fox jumps")
+    (src / "b.txt").write_text("a calm lake at dawn with herons")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "e")
+    assert service.index(src, "e", IndexOptions(embedder=notes_embedder)).docs_indexed == 2
+    (src / "a.txt").write_text("the quick zorblat fox jumps over a fence of painted planks")
+    (src / "c.txt").write_text("an old lighthouse keeper counts ships")
+    report = service.index(src, "e")  # minilm only
+    assert (report.docs_indexed, report.docs_skipped, report.warnings) == (2, 1, [])
+    for embedder in ("minilm", "minilm-notes"):
+        hits = dict(_dense_hits(ctx, "e", "fox over a painted fence", embedder))
+        assert hits[str(src / "a.txt")].endswith("painted planks"), embedder
+        assert str(src / "c.txt") in hits, embedder
+    # Nothing is left for the other embedder to do: its vectors are current.
+    assert service.index(src, "e", IndexOptions(embedder=notes_embedder)).docs_indexed == 0
+
+    # An embedder that cannot be loaded any more: written without it, said so, refilled later.
+    saved = tmp_path / "notes-saved"
+    shutil.copytree(notes_embedder, saved)
+    shutil.rmtree(notes_embedder)
+    ctx.close()  # a new process: only minilm loaded
+    from app.services.context import EmbedderCache, ServiceContext
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    ctx = ServiceContext(ctx.settings, embedders=cache)
+    service = IndexService(ctx)
+    (src / "b.txt").write_text("a calm lake at dusk with cranes")
+    report = service.index(src, "e")
+    assert report.docs_indexed == 1 and report.docs_failed == 0
+    assert len(report.warnings) == 1 and "the 'minilm-notes' vectors of the documents this run writes are " \
+        "missing" in report.warnings[0][1]
+    shutil.copytree(saved, notes_embedder)
+    again = service.index(src, "e", IndexOptions(embedder=notes_embedder))
+    assert again.docs_indexed == 1  # b.txt's missing vector, filled in
+    assert str(src / "b.txt") in dict(_dense_hits(ctx, "e", "lake at dusk with cranes", "minilm-notes"))
+    ctx.close()
+
+
+def test_a_renamed_file_moves_its_records_and_sync_keeps_them(make_ctx, tmp_path) -> None:
+    """Records with ids kept the old file as their source after a rename (content unchanged, so
+    skipped): a later error in the renamed file, or a --sync of the old folder, then removed them."""
+    src = tmp_path / "src"
+    (src / "old").mkdir(parents=True)
+    (src / "new").mkdir()
+    records = [{"id": f"r{i}", "text": t} for i, t in enumerate(["alpha apple orchard", "beta banana grove",
+                                                                  "gamma grape vine"])]
+    (src / "old" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (src / "old" / "note.txt").write_text("a note about zebras")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "ren")
+    (src / "old" / "a.jsonl").rename(src / "new" / "b.jsonl")
+    service.index(src, "ren")
+    moved = str(src / "new" / "b.jsonl")
+    with ctx.sessions() as session:
+        coll = md.get_collection(session, "ren")
+        rows = md.documents_by_key(session, coll.id, ["r0", "r1", "r2"])
+        assert {r.source for r in rows.values()} == {moved}
+    assert {h.payload["source"] for h in ctx.store.scroll("ren", limit=100)
+            if h.payload["doc_id"].startswith("r")} == {moved}
+    # A sync of the old folder removes nothing of the moved file.
+    assert service.index(src / "old", "ren").docs_deleted == 0
+    # A malformed line in the moved file: its unreadable record is kept (it was deleted).
+    lines = (src / "new" / "b.jsonl").read_text().splitlines()
+    (src / "new" / "b.jsonl").write_text("\n".join([lines[0], lines[1][:-1], lines[2]]) + "\n")
+    report = service.index(src, "ren")
+    assert (report.docs_failed, report.docs_deleted) == (1, 0)
+    assert CollectionService(ctx).get("ren").points == 4  # r0..r2 and the note; the error is a row
