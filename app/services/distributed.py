@@ -261,7 +261,7 @@ class ChunkedIndexService:
                     continue
                 digest = item.content_hash
                 if row is not None and row.status == "indexed" and row.content_hash == digest \
-                        and hashes.get(row.id) == digest:
+                        and hashes.get(row.id) == digest and row.source == item.source:  # not moved
                     report.docs_seen += 1
                     report.docs_skipped += 1
                 else:

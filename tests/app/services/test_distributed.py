@@ -418,3 +418,21 @@ def test_a_text_column_reaches_the_plan_and_every_chunk(make_ctx, tmp_path) -> N
     assert job.state == "completed" and job.docs_indexed == 5 and job.message is None
     texts = sorted(h.payload["text"] for h in ctx.store.scroll("c", limit=100))
     assert texts == [f"review {i}: the card arrived late" for i in range(5)]
+
+
+def test_a_moved_record_file_is_planned_again_so_its_source_follows(make_ctx, tmp_path) -> None:
+    """The plan skipped records whose content was unchanged, so a renamed file's records kept
+    the old path as their source (in the row and the payload) on the worker path too."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"id": "r1", "text": "alpha apple"}\n{"id": "r2", "text": "beta banana"}\n')
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, src, "c")
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    (src / "a.jsonl").rename(src / "b.jsonl")
+    service, prepared, numbers = _plan(ctx, src, "c")
+    assert numbers  # the two records are written again
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    assert {h.payload["source"] for h in ctx.store.scroll("c", limit=10)} == {str(src / "b.jsonl")}
