@@ -25,7 +25,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from app.api import errors
 from app.api.schemas import ClusterBody, EmbeddingsBody, JobBody, SearchBody
 from app.core import Facet
-from app.errors import InvalidRequestError, UnknownModelError
+from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
 from app.services.clustering import ClusterRequest
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest
@@ -150,7 +150,14 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         if own:
             Facet.set_shared(served)  # in-process LangChain objects use the same store
         for name in preload:
-            served.embed(["warm-up"], embedder=name)
+            try:
+                served.embed(["warm-up"], embedder=name)
+            except UnavailableError as e:
+                # Queries encoded on workers (FACET_ENCODE_ON_WORKERS): a worker still loading its
+                # models at start-up is no reason to exit (compose restarted the API in a loop).
+                logger.warning("%s was not warmed up: %s; the API starts anyway, and each "
+                               "query waits for a worker", name, e)
+                continue
             logger.info("loaded %s", name)
         try:
             yield

@@ -80,3 +80,18 @@ def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_p
         client.close()
         demo.close()
         facet.close()
+
+
+def test_the_api_starts_before_any_worker_answers_its_warm_up(stack: Stack, caplog) -> None:
+    """compose starts the API when the worker container starts, before its models are loaded:
+    the warm-up of a preloaded embedder on the 'query' queue timed out and the API exited (a
+    54-line traceback, then a restart loop)."""
+    from fastapi.testclient import TestClient
+
+    from app.api.server import create_app
+
+    app = create_app(settings=stack.settings(encode_on_workers=True, worker_timeout_s=1),
+                     preload=["minilm"])
+    with caplog.at_level("WARNING"), TestClient(app) as client:
+        assert client.get("/health").status_code == 200
+    assert "minilm was not warmed up: no worker answered on the 'query' queue" in caplog.text
