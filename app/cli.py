@@ -23,6 +23,7 @@ from app.commands.common import (  # noqa: F401 (re-exported: the commands' hist
     open_facet,
     shorten,
 )
+from app.errors import FacetError
 from app.settings import apply_settings, get_settings
 from app.text import plural  # noqa: F401 (re-exported, as above)
 
@@ -48,7 +49,12 @@ def _main(
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if not verbose:
         quiet_libraries()
-    apply_settings(get_settings())
+    try:
+        settings = get_settings()
+    except FacetError as e:  # a FACET_* variable that does not parse
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(exit_code(e)) from e
+    apply_settings(settings)
 
 
 def quiet_libraries() -> None:

@@ -155,8 +155,45 @@ class FacetSettings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> FacetSettings:
-    """The process-wide settings (read once). Tests build ``FacetSettings(...)`` directly."""
-    return FacetSettings()
+    """The process-wide settings (read once). Tests build ``FacetSettings(...)`` directly.
+
+    Raises:
+        InvalidRequestError: a ``FACET_*`` variable that does not parse, named with what it
+            should look like (pydantic's own report was a 50-line traceback from every command,
+            even those that never use the variable).
+    """
+    import os
+    import re
+
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from app.errors import InvalidRequestError
+
+    try:
+        return FacetSettings()
+    except ValidationError as e:
+        problems = []
+        for error in e.errors():
+            loc = error["loc"]
+            name = f"FACET_{str(loc[0]).upper()}" if loc else "a FACET_ variable"
+            item = f" (item {int(loc[1]) + 1})" if len(loc) > 1 and isinstance(loc[1], int) else ""
+            problems.append(f"{name}{item}={error.get('input')!r}: {error['msg']}{_json_hint(loc)}")
+        raise InvalidRequestError("; ".join(problems)) from None
+    except SettingsError as e:
+        found = re.search(r'field "(\w+)"', str(e))
+        field = found.group(1) if found else ""
+        name = f"FACET_{field.upper()}" if field else "a FACET_ variable"
+        value = f"={os.environ[name]!r}" if name in os.environ else ""
+        raise InvalidRequestError(f"{name}{value} cannot be read{_json_hint((field,))}") from None
+
+
+def _json_hint(loc: tuple[object, ...]) -> str:
+    """For a list setting, how to write one (as JSON); else nothing."""
+    field = FacetSettings.model_fields.get(str(loc[0])) if loc else None
+    if field is None or "list" not in str(field.annotation).lower():
+        return ""
+    return " (a list is written as JSON, e.g. '[\"first\", \"second\"]')"
 
 
 def apply_settings(settings: FacetSettings) -> None:

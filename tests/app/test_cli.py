@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+from tests.app.cli_runner import invoke_cli
 
 
 def facet(*args: str) -> subprocess.CompletedProcess[str]:
@@ -93,3 +96,15 @@ def test_a_data_folder_that_is_a_file_is_a_message(tmp_path):
                                 env={**os.environ, "FACET_DATA_DIR": str(where)})
         assert result.returncode == 4 and "Traceback" not in result.stderr
         assert f"the data folder {where} (FACET_DATA_DIR) cannot be used: {why}" in result.stderr
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"FACET_UI_ALLOWED_ROOTS": "/tmp"}, "FACET_UI_ALLOWED_ROOTS='/tmp' cannot be read (a list is written as JSON"),
+    ({"FACET_API_MODELS": "minilm"}, "FACET_API_MODELS='minilm': Input should be a valid list (a list is"),
+    ({"FACET_CHUNK_TOKENS": "abc"}, "FACET_CHUNK_TOKENS='abc': Input should be a valid integer"),
+])
+def test_a_setting_that_does_not_parse_is_one_line_from_every_command(tmp_path, env, message):
+    """Every command (even those that never use the variable) printed pydantic's traceback."""
+    result = invoke_cli("collections", env={"FACET_DATA_DIR": str(tmp_path), **env})
+    assert result.returncode == 2 and message in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
