@@ -52,3 +52,16 @@ def test_the_stack_has_what_the_deployment_needs() -> None:
     assert {"FACET_BROKER_URL", "FACET_QDRANT_URL", "FACET_DATABASE_URL"} <= set(env)
     assert {"qdrant-data", "redis-data", "model-cache"} <= set(spec["volumes"])
     assert (ROOT / "Dockerfile").is_file()
+
+
+def test_nothing_is_published_beyond_this_host_by_default() -> None:
+    """The API (no key by default) and Qdrant (no key) were published on every interface."""
+    import re
+
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    published = {name: spec.get("ports", []) for name, spec in services.items() if spec.get("ports")}
+    assert set(published) == {"api", "qdrant"}
+    for name, ports in published.items():
+        for port in ports:
+            default_host = re.fullmatch(r"\$\{FACET_PUBLISH_HOST:-([^}]*)\}:\d+:\d+", str(port))
+            assert default_host and default_host.group(1) == "127.0.0.1", (name, port)
