@@ -1,7 +1,10 @@
 """All runtime settings, read from ``FACET_*`` environment variables in one place.
 
-This is the only module that reads ``FACET_*`` variables; everything else receives
-settings (or the values it needs) as arguments.
+This is the only module of the application that reads ``FACET_*`` variables; everything else
+receives settings (or the values it needs) as arguments. One exception, below the application:
+``embedders.backbone`` reads ``FACET_DTYPE`` (the models' precision: ``float32``, ``bfloat16``,
+``float16``; default bfloat16 on CUDA, float32 on CPU), so that scripts which load models
+without the CLI honour it too.
 """
 
 from __future__ import annotations
@@ -76,9 +79,9 @@ class FacetSettings(BaseSettings):
     api_max_body_mb: float = Field(default=16.0, gt=0,
                                    description="larger request bodies are refused with 413")
     api_models: list[str] | None = Field(
-        default=None, description="embedders the API may load (names or checkpoint paths); unset = "
-                                  "the registered names, the default embedder and the collections' "
-                                  "embedders")
+        default=None, description="embedders the API may load (names or checkpoint paths, "
+                                  "options included, exactly as requested); unset = the registered "
+                                  "names and the default embedder")
     # Celery (full stack): docs/deploy.md.
     broker_url: str | None = Field(
         default=None, description="Celery broker (redis://host:6379/0); set = `facet index "

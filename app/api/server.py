@@ -68,8 +68,13 @@ def _check_model(facet: Facet, name: str | None, field: str) -> None:
         return
     allowed = allowed_models(facet)
     if name not in allowed:
+        # Options load another model object, so a name with options is served only where the
+        # list names it so (a client could otherwise fill the server's memory with variants).
+        options = ("; a name with [options] is served only when FACET_API_MODELS lists it exactly "
+                   "as requested" if "[" in name else "")
         raise UnknownModelError(f"{field} {name!r} is not served here; available: "
-                                f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)")
+                                f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)"
+                                f"{options}")
 
 
 DISCONNECT_POLL_S = 0.5

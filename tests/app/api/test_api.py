@@ -55,6 +55,8 @@ def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
     ({"input": {"text": "x"}, "model": "minilm"}, 400, "must be a string or a list"),
     ({"input": "x", "model": "nope"}, 404, "model 'nope' is not served here"),
     ({"input": "x", "model": "../../etc"}, 404, "is not served here"),
+    ({"input": "x", "model": "minilm[instruction_weight=1]"}, 404,
+     "a name with [options] is served only when FACET_API_MODELS lists it exactly"),
     ({"input": "x", "model": "minilm", "encoding_format": "binary"}, 400, "encoding_format"),
     ({"input": "x", "model": "minilm", "role": "passage"}, 400, "role"),
     ({"input": "x", "model": "minilm", "dimensions": 128}, 400, "does not shorten"),
