@@ -256,6 +256,20 @@ def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tup
     return prefix + snippet + suffix, highlights
 
 
+def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any]:
+    """The first ``head`` hits, then the first hit of each document not among them, until
+    ``documents`` documents are covered (hits are best first)."""
+    kept = list(hits[:head])
+    seen = {h.payload.get("doc_id") for h in kept}
+    for h in hits[head:]:
+        if len(seen) >= documents:
+            break
+        if h.payload.get("doc_id") not in seen:
+            seen.add(h.payload.get("doc_id"))
+            kept.append(h)
+    return kept
+
+
 class SearchService:
     """Instruction-aware search over a collection.
 
@@ -475,11 +489,16 @@ class SearchService:
             depth = min(GROUP_MAX_DEPTH, max(depth, GROUP_FETCH_FACTOR * request.top_k))
         t0 = time.perf_counter()
         hits = self._vector_search(request, mode, vector_name, query_vec, depth)
-        while (request.group_by_document and not request.rerank and len(hits) == depth
-               and depth < GROUP_MAX_DEPTH
+        candidates = depth
+        while (request.group_by_document and len(hits) == depth and depth < GROUP_MAX_DEPTH
                and len({h.payload.get("doc_id") for h in hits}) < request.top_k):
             depth = min(GROUP_MAX_DEPTH, depth * 4)  # a few documents hold most matches
             hits = self._vector_search(request, mode, vector_name, query_vec, depth)
+        if request.rerank and len(hits) > candidates:
+            # The reranker reads the first `candidates` chunks and the best chunk of each further
+            # document until top_k documents are among them: a long document's chunks filled the
+            # candidates and a grouped rerank returned fewer documents than asked.
+            hits = _with_more_documents(hits, candidates, request.top_k)
         timings["vector_search"] = (time.perf_counter() - t0) * 1000
 
         rerank_scores: list[float] | None = None

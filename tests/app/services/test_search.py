@@ -264,6 +264,17 @@ def test_group_by_document_gives_top_k_documents_with_their_other_chunks(make_ct
     assert len(fee.more_chunks) >= 2 and fee.chunk_no not in fee.more_chunks
     assert all(r.more_chunks == [] for r in grouped.results if r.doc_id != fees)
 
+    # Reranked, the candidates were the first rerank_depth chunks, all of them the long
+    # document's: one result where three documents were asked for.
+    for mode in ("dense", "lexical"):  # (two of the documents hold the query's words)
+        plain = service.search(SearchRequest(query, "long", top_k=3, group_by_document=True, mode=mode))
+        reranked = service.search(SearchRequest(query, "long", top_k=3, group_by_document=True,
+                                                rerank="minilm", rerank_depth=4, mode=mode))
+        docs = [r.doc_id for r in reranked.results]
+        assert len(docs) == len(set(docs)) == (3 if mode == "dense" else 2), (mode, docs)
+        assert set(docs) == {r.doc_id for r in plain.results}
+        assert fees in docs and reranked.results[0].rerank_score is not None
+
 
 def test_an_option_in_the_request_encodes_the_query_whatever_is_loaded(searchable, minilm) -> None:
     """``embedder="minilm[instruction_weight=1]"`` searches minilm's vectors with the query read
