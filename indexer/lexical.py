@@ -15,6 +15,7 @@ another one (its stored terms would not match the query's).
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,15 +34,24 @@ def _model() -> Any:
                                                    language="english"))
 
 
+def _nfc(text: str | None) -> str:
+    """``text`` in Unicode's composed form (NFC), so that "café" typed with one code point for
+    "é" and with "e" plus a combining accent are one term (they were two: a query found only
+    the documents written the same way, where dense search found both). Text that is NFC
+    already, nearly all text, is unchanged, so the terms of collections written before this
+    (``LEXICAL_VERSION`` unchanged) still match."""
+    return unicodedata.normalize("NFC", text or "")
+
+
 def document_terms(text: str) -> tuple[list[int], list[float]]:
     """The BM25 term weights of a stored text: (term ids, weights); empty for no terms."""
-    vec = _model().embed_document(text or "")
+    vec = _model().embed_document(_nfc(text))
     return list(vec.indices), [float(v) for v in vec.values]
 
 
 def query_terms(text: str) -> tuple[list[int], list[float]]:
     """A query's terms, weight 1 each (the store applies the IDF)."""
-    vec = _model().embed_query(text or "")
+    vec = _model().embed_query(_nfc(text))
     return list(vec.indices), [float(v) for v in vec.values]
 
 

@@ -131,6 +131,24 @@ def test_lexical_mode_matches_words_without_the_embedder(searchable) -> None:
     assert {r.doc_id for r in filtered.results} == {"c1", "c4"}
 
 
+def test_lexical_terms_do_not_depend_on_how_an_accent_is_encoded(make_ctx, tmp_path) -> None:
+    """"café" as one code point (NFC, what keyboards type) and as "e" + a combining accent (NFD,
+    what some files and systems hold) were two terms: each found only the documents written its
+    way, where dense search found both."""
+    import unicodedata
+
+    path = tmp_path / "u.jsonl"
+    path.write_text(json.dumps({"_id": "nfc", "text": unicodedata.normalize("NFC", "Café crème in Paris")})
+                    + "\n" + json.dumps({"_id": "nfd", "text": unicodedata.normalize("NFD", "Café noir in Lyon")})
+                    + "\n")
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "u")
+    service = SearchService(ctx)
+    for form in ("NFC", "NFD"):
+        found = service.search(SearchRequest(unicodedata.normalize(form, "café"), "u", mode="lexical"))
+        assert {r.doc_id for r in found.results} == {"nfc", "nfd"}, form
+
+
 def test_hybrid_mode_fuses_the_dense_and_word_rankings(searchable) -> None:
     service = SearchService(searchable)
     query, instruction = "block a lost card", "Find the intent"
