@@ -176,18 +176,35 @@ def _values(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
+# Integers up to this size are exact as floats, so a range [v, v] matches a float field equal to v.
+_EXACT_FLOAT_INT = 2**53
+
+
 def _condition(field_condition: Any, match_value: Callable[[Any], Any],
-               match_any: Callable[[list[Any]], Any], filter_: Any, key: str, value: Any) -> Any:
+               match_any: Callable[[list[Any]], Any], match_range: Callable[[float], Any],
+               filter_: Any, key: str, value: Any) -> Any:
     """One filter key as a Qdrant condition (either client's classes): one value matched
     exactly, a list by any of its values. ``MatchAny`` takes only all-string or all-integer
-    lists; a list with booleans or of mixed types is a ``should`` of exact matches."""
+    lists; a list with booleans or of mixed types is a ``should`` of exact matches.
+
+    A number matches a field holding the same number as an integer or a float: Qdrant's exact
+    match takes no floats and matches an integer only to an integer field, so a float is the
+    range [v, v] and an integer also matches through that range (a field of 6.0 matched
+    neither ``6.0``, refused, nor ``6``; JSON clients send 6.0 as 6 after validation)."""
+    def one(v: Any) -> Any:
+        if isinstance(v, float):
+            return field_condition(key=key, range=match_range(v))
+        exact = field_condition(key=key, match=match_value(v))
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) <= _EXACT_FLOAT_INT:
+            return filter_(should=[exact, field_condition(key=key, range=match_range(float(v)))])
+        return exact
+
     values = _values(value)
     if len(values) == 1:
-        return field_condition(key=key, match=match_value(values[0]))
-    if all(isinstance(v, str) for v in values) or all(
-            isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return one(values[0])
+    if all(isinstance(v, str) for v in values):
         return field_condition(key=key, match=match_any(values))
-    return filter_(should=[field_condition(key=key, match=match_value(v)) for v in values])
+    return filter_(should=[one(v) for v in values])
 
 
 class VectorStore(ABC):
@@ -708,7 +725,8 @@ class EdgeStore(VectorStore):
                     "reads them as the integers 1/0); store the field as a string or an "
                     "integer, or use FACET_VECTOR_BACKEND=local or a Qdrant server")
         return q.Filter(must=[_condition(q.FieldCondition, lambda v: q.MatchValue(v),
-                                         lambda vs: q.MatchAny(vs), q.Filter, key, value)
+                                         lambda vs: q.MatchAny(vs),
+                                         lambda v: q.RangeFloat(gte=v, lte=v), q.Filter, key, value)
                               for key, value in filters.items()])
 
     def upsert(self, collection: str, points: Sequence[PointRecord]) -> None:
@@ -1048,7 +1066,8 @@ class QdrantClientStore(VectorStore):
             return None
         m = self._m
         return m.Filter(must=[_condition(m.FieldCondition, lambda v: m.MatchValue(value=v),
-                                         lambda vs: m.MatchAny(any=vs), m.Filter, key, value)
+                                         lambda vs: m.MatchAny(any=vs),
+                                         lambda v: m.Range(gte=v, lte=v), m.Filter, key, value)
                               for key, value in filters.items()])
 
     def upsert(self, collection: str, points: Sequence[PointRecord]) -> None:

@@ -11,7 +11,7 @@ from app.services.clustering import MAX_SEED
 from app.services.search import MAX_TOP_K, SearchMode
 from indexer.chunking import MAX_CHUNK_TOKENS
 
-Filters = dict[str, str | int | bool | list[str | int | bool]]
+Filters = dict[str, str | int | float | bool | list[str | int | float | bool]]
 
 
 class _Body(BaseModel):

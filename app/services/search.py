@@ -152,8 +152,8 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
             except json.JSONDecodeError as e:
                 raise InvalidRequestError(f"filter {item!r}: {raw!r} is not JSON; write "
                                           "key:=2020 or key:=true, or key=text for strings") from e
-            if not isinstance(value, str | int | bool):
-                raise InvalidRequestError(f"filter {item!r}: only strings, integers and booleans "
+            if not isinstance(value, str | int | float | bool):
+                raise InvalidRequestError(f"filter {item!r}: only strings, numbers and booleans "
                                           "can be matched")
         elif "=" in item:
             key, value = item.split("=", 1)
@@ -182,7 +182,7 @@ def check_filters(filters: Any) -> None:
 
     Raises:
         InvalidRequestError: not a mapping; a value that is not a string, a 64-bit integer, a
-            boolean or a non-empty list of them.
+            finite number, a boolean or a non-empty list of them.
     """
     if not isinstance(filters, Mapping):
         raise InvalidRequestError(
@@ -194,11 +194,13 @@ def check_filters(filters: Any) -> None:
                 f"filter key {key!r} cannot be matched: a key is the name of a metadata field "
                 "(a string without double quotes)")
         values = value if isinstance(value, list | tuple) else [value]
-        if not values or not all(isinstance(v, str | int | bool) for v in values):
+        if not values or not all(isinstance(v, str | int | float | bool) for v in values):
             raise InvalidRequestError(
-                f"filter {key!r}: {value!r} cannot be matched; use a string, an integer, a "
+                f"filter {key!r}: {value!r} cannot be matched; use a string, a number, a "
                 "boolean or a non-empty list of them (any of)")
         for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InvalidRequestError(f"filter {key!r}: {v} matches nothing; use a finite number")
             if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
                 raise InvalidRequestError(f"filter {key!r}: {v} is outside the 64-bit integers "
                                           "that payloads hold, so it matches nothing")

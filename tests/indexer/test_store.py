@@ -104,6 +104,27 @@ def test_boolean_and_mixed_filters_match_exactly_or_are_refused(store: VectorSto
         assert match(["a", False, 1]) == {"d1", "d2", "d4"}
 
 
+def test_a_number_matches_a_field_holding_it_as_an_integer_or_a_float(store: VectorStore) -> None:
+    """A float field could not be matched at all: Qdrant's exact match takes no floats (6.0 was
+    refused) and matches an integer only to an integer field (6 found nothing)."""
+    store.ensure_collection("c", {"m": DIM})
+    values = [6.0, 6, 4.5, 2**62, "6"]
+    rng = np.random.default_rng(0)
+    store.upsert("c", [PointRecord(str(uuid.UUID(int=i + 1)), {"m": rng.normal(size=DIM)},
+                                   {"doc_id": f"d{i}", "price": v}) for i, v in enumerate(values)])
+
+    def match(value: object) -> set[str]:
+        hits = store.search("c", "m", rng.normal(size=DIM), limit=10, filters={"price": value})
+        assert store.count("c", {"price": value}) == len(hits)
+        return {h.payload["doc_id"] for h in hits}
+
+    assert match(6.0) == match(6) == {"d0", "d1"}
+    assert match(4.5) == {"d2"} and match(4.0) == set()
+    assert match([4.5, 6]) == {"d0", "d1", "d2"}
+    assert match(2**62) == {"d3"}  # beyond a float's exact integers: the exact match alone
+    assert match("6") == {"d4"}
+
+
 def test_delete_by_id_and_by_document(store: VectorStore) -> None:
     store.ensure_collection("c", {"m": DIM})
     points, _ = _points(40)

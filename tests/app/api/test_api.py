@@ -410,3 +410,17 @@ def _uvicorn_in_a_thread(facet) -> Iterator[int]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def test_a_float_filter_over_http_matches(client, facet, tmp_path) -> None:
+    """{"price": 6.0} was validated into the integer 6 and matched nothing (200, no results);
+    {"price": 4.5} was a 400 listing four type errors."""
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"id":"a","text":"red apple","price":6.0}\n{"id":"b","text":"green pear","price":4.5}\n')
+    facet.index(path, "prices")
+    for value, expected in ((6.0, ["a"]), (4.5, ["b"]), ([4.5, 6], ["a", "b"])):
+        response = client.post("/search", json={"query": "fruit", "collection": "prices",
+                                                "filters": {"price": value}})
+        assert response.status_code == 200, response.text
+        assert sorted(r["doc_id"] for r in response.json()["results"]) == expected, value
+

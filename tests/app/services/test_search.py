@@ -53,6 +53,25 @@ def test_filters_restrict_results(searchable) -> None:
     assert none.results == []
 
 
+def test_a_float_field_is_matched_by_a_number_filter(make_ctx, tmp_path) -> None:
+    """`price:=6` found nothing for a field of 6.0, and `price:=6.0` was refused."""
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"id":"a","text":"red apple","price":6.0,"year":2020}\n'
+                    '{"id":"b","text":"green pear","price":4.5,"year":2021}\n')
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "p")
+    service = SearchService(ctx)
+
+    def ids(*filters: str) -> set[str]:
+        request = SearchRequest("fruit", "p", top_k=5, filters=parse_filters(list(filters)))
+        return {r.doc_id for r in service.search(request).results}
+
+    assert ids("price:=6") == ids("price:=6.0") == ids("year:=2020.0") == {"a"}
+    assert ids("price:=4.5") == {"b"} and ids("price=6.0") == set()  # key=value is a string
+    with pytest.raises(InvalidRequestError, match="matches nothing; use a finite number"):
+        service.search(SearchRequest("fruit", "p", filters={"price": float("nan")}))
+
+
 def test_filters_on_any_metadata_key(make_ctx, tmp_path) -> None:
     """A key with a space was an invalid Qdrant path (a 500 / traceback); a dotted or bracketed
     key matched nothing (read as a nested path); a metadata column named like a point field
