@@ -108,7 +108,10 @@ def register(cli: typer.Typer) -> None:
                 typer.echo(f"  {j.message}")
             if job_id is not None:
                 for e in j.errors:
-                    typer.echo(f"  {e['kind']}: {e['message']}")
+                    # A chunk's failure names no document in its message: ten identical lines.
+                    doc = e.get("document")
+                    named = f"{doc}: " if doc and doc not in e["message"] else ""
+                    typer.echo(f"  {e['kind']}: {named}{e['message']}")
 
     @cli.command("delete")
     @handle_errors

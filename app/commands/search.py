@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -11,7 +13,22 @@ from app.commands.common import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse
 
 
-def print_results(response: SearchResponse, filtered: bool = False) -> None:
+def _filter_hint(filters: Mapping[str, Any] | bool) -> str:
+    """What to check when a filtered search found nothing: a number written ``key=2020`` is the
+    string "2020", which a field of numbers never holds."""
+    numeric = [f"{k}:={v}" for k, value in (filters.items() if isinstance(filters, Mapping) else ())
+               for v in (value if isinstance(value, list) else [value])
+               if isinstance(v, str) and _NUMBER.fullmatch(v.strip())]
+    if numeric:
+        return (f"check the filters; a field of numbers (not a csv column) is matched with "
+                f"{', '.join(numeric)}")
+    return "check the filters"
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
+def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
     """Results as a ranked list with the query terms in bold; ``filtered``: the search had
     filters (what an empty list then points at)."""
     header = f"{response.collection} · {response.embedder}"
@@ -28,7 +45,7 @@ def print_results(response: SearchResponse, filtered: bool = False) -> None:
     if not response.results:
         # "check the filters" was said with no filter too (an empty collection, a lexical
         # query of stop words only).
-        why = ("check the filters" if filtered else
+        why = (_filter_hint(filtered) if filtered else
                "no indexed word of the query is in it" if response.mode == "lexical" else
                "the collection holds nothing searchable")
         typer.echo(f"  no results ({why})")
@@ -88,4 +105,4 @@ def register(cli: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(response.to_dict(), indent=2, ensure_ascii=False))
         else:
-            print_results(response, filtered=bool(request.filters))
+            print_results(response, filtered=request.filters)

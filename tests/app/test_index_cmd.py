@@ -219,3 +219,27 @@ def test_zero_chunk_tokens_is_refused_and_empty_results_say_why(tmp_path, run) -
     assert "no results (no indexed word of the query is in it)" in stop_words.stdout
     filtered = run("search", "hi", "-c", "ct", "-f", "lang=fr")
     assert "no results (check the filters)" in filtered.stdout
+    # A number written key=value is a string: say how a field of numbers is matched.
+    (tmp_path / "y.jsonl").write_text('{"id": "y1", "text": "hello", "year": 2020}\n')
+    assert run("index", str(tmp_path / "y.jsonl"), "-c", "yr").returncode == 0
+    numeric = run("search", "hello", "-c", "yr", "-f", "year=2020")
+    assert "check the filters; a field of numbers (not a csv column) is matched with year:=2020" \
+        in numeric.stdout
+    assert "y1" in run("search", "hello", "-c", "yr", "-f", "year:=2020").stdout
+
+
+def test_a_job_error_whose_message_names_no_document_is_listed_with_it(tmp_path, run, data) -> None:
+    """A failed chunk's error (the same message for each of its documents) printed ten
+    identical lines in `facet jobs N`: the documents were only in --json."""
+    import sqlite3
+
+    (tmp_path / "a.txt").write_text("hello there")
+    assert run("index", str(tmp_path / "a.txt"), "-c", "je").returncode == 0
+    message = "chunk 0 was started 3 times and its worker died each time"
+    with sqlite3.connect(data / "facet.db") as db:
+        db.executemany("INSERT INTO job_errors (job_id, document_key, kind, message) VALUES (1, ?, 'error', ?)",
+                       [("doc-7", message), ("doc-8", message), ("doc-9", "doc-9: unreadable")])
+    shown = run("jobs", "1").stdout
+    assert f"error: doc-7: {message}" in shown and f"error: doc-8: {message}" in shown
+    assert "error: doc-9: unreadable" in shown and "doc-9: doc-9" not in shown
+
