@@ -237,7 +237,8 @@ class ChunkedIndexService:
         source = Path(prepared.source)
         # This worker's model may not be the one the job was queued against (retrained since,
         # or another checkpoint on this machine): refuse before planning anything.
-        check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
+        check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
+                            worker=self.worker)
         try:
             files = discover(source)
         except (SourceNotFoundError, UnsupportedSourceError) as e:
@@ -456,7 +457,8 @@ class ChunkedIndexService:
         embedder = self.ctx.embedders.get(spec)
         # Each chunk may run on another worker, with its own copy of the checkpoint: a copy that
         # differs from the one the collection was indexed with fails this chunk, writing nothing.
-        check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
+        check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
+                            worker=self.worker)
         tokenize = self.index._tokenizer_for(coll, embedder)
         chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
         t0 = time.perf_counter()

@@ -249,7 +249,8 @@ def _companion_key(name: str) -> str:
     return f"embedder {name}"
 
 
-def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str) -> None:
+def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
+                        worker: str | None = None) -> None:
     """Refuse to add vectors to ``coll`` from a different version of an embedder that wrote it.
 
     Same name, other vectors: a retrained checkpoint under its registered name, or a served
@@ -259,6 +260,10 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str) 
     Args:
         identity: ``embedder.identity``, computed once by the caller (a trained checkpoint's
             digests its weights).
+        worker: the worker running a job's plan or chunk (``host:pid``), whose copy of the
+            checkpoint is then what differs from the submitting process's, most often: the
+            message says so (it told the user to delete the collection or index into a new one,
+            which failed the same way).
 
     Raises:
         ConflictError: says what changed and how to go on; nothing has been written.
@@ -267,6 +272,13 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str) 
         if row.name != embedder.name:
             continue
         changes = identity_changes(row.identity, identity)
+        if changes and worker is not None:
+            raise ConflictError(
+                f"worker {worker} loads {row.spec!r} as a different version of {embedder.name!r} "
+                f"than the one collection {coll.name!r} records ({', '.join(changes)} differ), "
+                "recorded by the process that submitted the job or indexed the collection: give "
+                "every worker the same checkpoint files (the same path, or FACET_CHECKPOINT_DIR "
+                "holding the same copy) as that process, restart the workers and submit again")
         if changes:
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors from a different version of "

@@ -373,6 +373,13 @@ class SearchService:
                     f"vectors are not comparable with the stored ones; search without --embedder (or "
                     f"with {vector_name!r}), or index the sources into a new collection with "
                     f"--embedder {query_spec!r}")
+            if key is None:  # the query was encoded by a worker: its copy may be what differs
+                raise ConflictError(
+                    f"the worker that encoded this query loads a different version of "
+                    f"{vector_name!r} than the one that indexed collection {collection!r} "
+                    f"({', '.join(changes)} differ): give every worker the same checkpoint files "
+                    f"as the process that indexed it (or, if the checkpoint was retrained since, "
+                    f"index the sources into a new collection)")
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
                 f"({', '.join(changes)} changed since), so this query's vector is not comparable with "
