@@ -100,7 +100,8 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"job {j.id} {j.state}{resumed}: {j.collection} <- {j.source} "
                        f"[{j.embedder}] seen {j.docs_seen}, indexed {j.docs_indexed}, "
                        f"unchanged {j.docs_skipped}, failed {j.docs_failed}, removed "
-                       f"{j.docs_deleted}, chunks {j.chunks_written} · started {j.started_at}")
+                       f"{j.docs_deleted}, chunks {j.chunks_written} · "
+                       f"{'queued' if j.state == 'queued' else 'started'} {j.started_at}")
             if job_id is not None:
                 typer.echo(f"  timings (s): {j.timings}")
             if j.message and (job_id is not None or j.state != "completed"):

@@ -80,6 +80,10 @@ MAX_ROW_ID = 2**63 - 1
 MAX_JOBS_LISTED = 1000
 
 
+# A worker job queued this long with no job writing its collection gets a hint in `facet jobs`.
+QUEUED_HINT_S = 300.0
+
+
 def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """The job's state as it truly is now, and the message to show with it.
 
@@ -120,6 +124,15 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     if job.state == "queued" and job.runner != "celery" and job.host == leases.HOST \
             and not leases.pid_alive(job.pid):
         return "interrupted", f"the process that queued it ended before it ran; {hint}"
+    if job.state == "queued" and job.runner == "celery" and job.message is None:
+        waited = (md.utcnow() - job.started_at).total_seconds()
+        if waited > QUEUED_HINT_S and leases.holder(job.collection) is None:
+            # Nothing says why: no worker ran, or its task was lost with the broker's data
+            # (it then stayed `queued` for ever, and `--follow` waited with it).
+            return "queued", (f"waiting for a worker for {waited / 60:.0f} min and no job is "
+                              "writing this collection: start one (`facet worker --queues index`); "
+                              "if workers are running and idle, its task was lost (a broker that "
+                              f"lost its data): {hint}")
     return job.state, job.message
 
 

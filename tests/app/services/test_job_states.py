@@ -68,3 +68,35 @@ def test_a_job_row_deleted_between_the_two_reads_is_not_an_error(tmp_path):
             w.commit()
         state, message = effective_state(job)
         assert state == "interrupted" and "deleted" in (message or "")
+
+
+def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
+    """A worker job whose task was lost with the broker's data stayed `queued` for ever, with
+    nothing to say why or what to do."""
+    from datetime import timedelta
+
+    engine = md.make_engine(f"sqlite:///{tmp_path / 'facet.db'}")
+    sessions = sessionmaker(engine, expire_on_commit=False)
+    with sessions() as s:
+        coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8,
+                                    tokenizer="t")
+        fresh = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="queued",
+                            runner="celery")
+        old = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="queued",
+                          runner="celery", started_at=md.utcnow() - timedelta(minutes=20))
+        s.add_all([fresh, old])
+        s.commit()
+        assert effective_state(fresh) == ("queued", None)
+        state, message = effective_state(old)
+        assert state == "queued" and "waiting for a worker for 20 min" in (message or "")
+        assert "its task was lost" in (message or "") and "facet index src --collection c" in (message or "")
+        writer = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
+                             runner="celery")
+        s.add(writer)
+        s.commit()
+        assert leases.acquire(s, coll.id, writer.id, ttl_s=60) is None
+        old_id = old.id
+    with sessions() as reader:
+        waiting = md.get_job(reader, old_id)
+        assert waiting is not None
+        assert effective_state(waiting) == ("queued", None)  # behind a job that is writing
