@@ -261,7 +261,8 @@ CLUSTER_COLUMNS = ["cluster", "size", "name", "keywords", "central members"]
 
 def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
     """One row per cluster, largest first: id, size, name, keywords, central members."""
-    return [[c.id, c.size, c.name, ", ".join(c.keywords),
+    return [[c.id, c.size, c.name + (f" ({c.name_count} of {c.size})" if c.name_count is not None
+                                      and c.name_count < c.size else ""), ", ".join(c.keywords),
              " | ".join(_short(" ".join(m.split()), 160) for m in c.representatives)]
             for c in response.clusters]
 

@@ -140,7 +140,9 @@ def register(cli: typer.Typer) -> None:
         if result.note:
             typer.echo(f"note: {result.note}", err=True)
         for c in result.clusters:
-            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {' '.join(c.name.split())} · "
+            share = (f" ({c.name_count} of {c.size} answers)"
+                     if c.name_count is not None and c.name_count < c.size else "")
+            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {' '.join(c.name.split())}{share} · "
                        f"{', '.join(c.keywords)}")
             for text in c.representatives:  # one line each: a text's own newlines could pass for output
                 typer.echo(f"    - {' '.join(text.split())[:110]}")

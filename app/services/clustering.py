@@ -109,6 +109,9 @@ class Cluster:
     representatives: list[str]
     representative_indices: list[int]
     center: tuple[float, float]
+    # How many members' answers are the name (an explainer's answer), None for a name made of
+    # keywords: a name 7 of 16 members share describes the cluster less than it seems.
+    name_count: int | None = None
 
 
 @dataclass
@@ -201,13 +204,14 @@ def map_coordinates(vectors: np.ndarray) -> np.ndarray:
     return np.asarray(xy, dtype=np.float64)
 
 
-def _name(members: list[int], answers: list[str] | None, keywords: list[str]) -> str:
+def _name(members: list[int], answers: list[str] | None, keywords: list[str]) -> tuple[str, int | None]:
+    """The cluster's name and how many members' answers it is (None: made of keywords)."""
     if answers is not None:
         counts = Counter(answers[i].strip().lower() for i in members if answers[i].strip())
         if counts:
             # Most shared answer; ties go to the one met first among central-first members.
-            return counts.most_common(1)[0][0]
-    return " / ".join(keywords[:3]) or "(no keywords)"
+            return counts.most_common(1)[0]
+    return " / ".join(keywords[:3]) or "(no keywords)", None
 
 
 class ClusterService:
@@ -381,8 +385,9 @@ class ClusterService:
             central_first = c.representative_indices + [i for i in members
                                                         if i not in c.representative_indices]
             center = xy[members].mean(axis=0)
+            name, name_count = _name(central_first, answers, c.keywords)
             clusters.append(Cluster(
-                id=c.cluster, size=c.size, name=_name(central_first, answers, c.keywords),
+                id=c.cluster, size=c.size, name=name, name_count=name_count,
                 keywords=c.keywords, representatives=c.representatives,
                 representative_indices=c.representative_indices,
                 center=(round(float(center[0]), 5), round(float(center[1]), 5))))

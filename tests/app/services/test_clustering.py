@@ -41,7 +41,7 @@ def test_texts_are_grouped_named_and_mapped(service) -> None:
     assert len(result.coordinates) == len(TEXTS) and result.k == 3 and not result.k_chosen
     for c in result.clusters:
         members = [i for i, label in enumerate(result.labels) if label == c.id]
-        assert c.size == len(members) == 4
+        assert c.size == len(members) == 4 and c.name_count is None  # a name of keywords
         assert set(c.representative_indices) <= set(members) and len(c.representatives) == 3
         assert c.keywords and c.name == " / ".join(c.keywords[:3])  # no explainer: from the texts
         xy = np.asarray(result.coordinates)[members].mean(axis=0)
@@ -115,7 +115,7 @@ def test_explainer_answers_name_the_clusters(make_ctx, tiny_inbedder_dir) -> Non
         answers = [result.answers[i].strip().lower() for i in members if result.answers[i].strip()]
         if answers:  # the most shared answer of the members names the cluster
             assert c.name in answers
-            assert max(answers.count(a) for a in answers) == answers.count(c.name)
+            assert max(answers.count(a) for a in answers) == answers.count(c.name) == c.name_count
 
 
 def test_bad_requests(service, make_ctx) -> None:
