@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -438,10 +439,49 @@ def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
     return doc
 
 
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r" {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r" {0,3}=+[ \t]*$")
+_INLINE_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def _plain_heading(text: str) -> str | None:
+    """A heading's words without its inline markup (``**bold**``, ``[link](url)``, code)."""
+    text = _INLINE_LINK.sub(r"\1", text)
+    text = re.sub(r"(\*\*|__|\*|`)", "", text).strip()
+    return text or None
+
+
 def _markdown_title(text: str) -> str | None:
-    for line in text.splitlines()[:20]:
-        if line.startswith("# "):
-            return line[2:].strip() or None
+    """The document's title: front matter's ``title:``, else its first level-1 heading (``# T``,
+    or a line underlined with ``===``) outside code blocks, within the first 40 lines. (A
+    ``# comment`` in a fenced shell block was taken for the title.)"""
+    lines = text.splitlines()[:40]
+    start = 0
+    if lines and lines[0].strip() == "---":  # YAML front matter
+        for i in range(1, len(lines)):
+            if lines[i].strip() in ("---", "..."):
+                start = i + 1
+                break
+            key, _, value = lines[i].partition(":")
+            if key.strip().lower() == "title" and value.strip():
+                return value.strip().strip("'\"") or None
+    fence: str | None = None
+    for i in range(start, len(lines)):
+        line = lines[i]
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        heading = _ATX.match(line)
+        if heading:
+            return _plain_heading(heading.group(1))
+        if line.strip() and i + 1 < len(lines) and _SETEXT.match(lines[i + 1]):
+            return _plain_heading(line)
     return None
 
 
@@ -453,9 +493,34 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
         tag.decompose()
     title = soup.title.get_text(strip=True) if soup.title else None
     body = soup.body or soup
-    lines = [line.strip() for line in body.get_text("\n").splitlines()]
+    # Lines break at block elements only: a newline between every text node split words that
+    # inline tags cut ("gran<i>ola</i>" was "gran\nola", found by no search for "granola").
+    for tag in body.find_all(_HTML_BLOCKS):
+        tag.insert_before(_BLOCK_BREAK)
+        tag.insert_after(_BLOCK_BREAK)
+    for tag in body.find_all("br"):
+        tag.replace_with(_BLOCK_BREAK)
+    text = _drop_invisible(body.get_text(""))
+    lines = [" ".join(segment.split()) for segment in text.split(_BLOCK_BREAK)]
     return ParsedDocument(str(path), str(path), "\n".join(x for x in lines if x),
                           title=title or None, warnings=warnings)
+
+
+# Elements a browser lays out as blocks (a line of their own); every other tag is inline.
+_HTML_BLOCKS = ["address", "article", "aside", "blockquote", "caption", "dd", "details", "dialog",
+                "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2",
+                "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "option", "p",
+                "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
+                "ul"]
+_BLOCK_BREAK = "\x00"  # no text holds it (a NUL makes a file binary)
+# Characters a reader never sees that split a word for search: soft hyphens (&shy;), zero-width
+# spaces, word joiners, a BOM inside the text. (Joiners between letters of some scripts and in
+# emoji, U+200C/U+200D, are kept.)
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u2060\ufeff"))
+
+
+def _drop_invisible(text: str) -> str:
+    return text.translate(_INVISIBLE)
 
 
 def _parse_pdf(path: Path, data: bytes) -> ParseResult:
@@ -470,7 +535,8 @@ def _parse_pdf(path: Path, data: bytes) -> ParseResult:
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
         return DocumentError(key, key, f"{path} is not a readable PDF ({e}); re-export it or "
                                        "remove it from the source")
-    return _finish(ParsedDocument(key, key, "\n\n".join(p.strip() for p in pages if p.strip()),
+    return _finish(ParsedDocument(key, key, _drop_invisible("\n\n".join(p.strip() for p in pages
+                                                                       if p.strip())),
                                   title=str(title) if title else None))
 
 
@@ -495,19 +561,11 @@ def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
     except (zipfile.BadZipFile, KeyError, ET.ParseError, OSError) as e:
         return DocumentError(key, key, f"{path} is not a readable .docx ({e}); re-save it from "
                                        "Word or export it as PDF or text")
-    paragraphs = []
-    for p in root.iter(f"{_W}p"):
-        parts = []
-        for node in p.iter():
-            if node.tag == f"{_W}t" and node.text:
-                parts.append(node.text)
-            elif node.tag == f"{_W}tab":
-                parts.append("\t")
-            elif node.tag in (f"{_W}br", f"{_W}cr"):
-                parts.append("\n")
-        line = "".join(parts).strip()
-        if line:
-            paragraphs.append(line)
+    # The namespace of the document: transitional (what Word saves by default) or strict
+    # ("Strict Open XML", whose text was refused as "empty").
+    w = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else _W
+    paragraphs: list[str] = []
+    _docx_paragraphs(root, w, paragraphs)
     title = None
     if props is not None:
         try:
@@ -515,7 +573,61 @@ def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
             title = (found.text or "").strip() or None if found is not None else None
         except ET.ParseError:
             title = None
-    return _finish(ParsedDocument(key, key, "\n".join(paragraphs), title=title))
+    return _finish(ParsedDocument(key, key, _drop_invisible("\n".join(paragraphs)), title=title))
+
+
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+
+
+def _docx_paragraphs(node: Any, w: str, out: list[str]) -> None:
+    """Append the text of every paragraph under ``node`` to ``out``, in order, each once.
+
+    A paragraph's own runs make its line; a paragraph nested in it (a text box's) is a line of
+    its own after it, not part of it; ``mc:Fallback`` repeats what ``mc:Choice`` holds, for
+    older readers, and is skipped (a text box's text was stored four times, glued to the word
+    before it). A non-breaking hyphen is a hyphen, a symbol its character (both were dropped:
+    "e-mail" became "email", "25°C" "25C").
+    """
+    for child in node:
+        if child.tag == f"{_MC}Fallback":
+            continue
+        if child.tag == f"{w}p":
+            parts: list[str] = []
+            nested: list[str] = []
+            _docx_runs(child, w, parts, nested)
+            line = "".join(parts).strip()
+            if line:
+                out.append(line)
+            out.extend(nested)
+        else:
+            _docx_paragraphs(child, w, out)
+
+
+def _docx_runs(node: Any, w: str, parts: list[str], nested: list[str]) -> None:
+    for child in node:
+        tag = child.tag
+        if tag == f"{_MC}Fallback":
+            continue
+        if tag == f"{w}p":
+            _docx_paragraphs([child], w, nested)
+        elif tag == f"{w}t":
+            parts.append(child.text or "")
+        elif tag == f"{w}tab":
+            parts.append("\t")
+        elif tag in (f"{w}br", f"{w}cr"):
+            parts.append("\n")
+        elif tag == f"{w}noBreakHyphen":
+            parts.append("-")
+        elif tag == f"{w}sym":
+            code = child.get(f"{w}char")
+            try:
+                value = int(code or "", 16)
+            except ValueError:
+                continue
+            # Symbol fonts address their glyphs at U+F0xx: the character is the low byte.
+            parts.append(chr(value - 0xF000 if 0xF020 <= value <= 0xF0FF else value))
+        else:
+            _docx_runs(child, w, parts, nested)
 
 
 def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
@@ -616,6 +728,13 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
         return DocumentError(key, str(path), f"{path}:{where}: text is over the "
                                              f"{max_bytes / 2**20:.1f} MiB per-document limit")
     title = record.get("title")
+    if isinstance(title, list) and all(isinstance(t, str | int | float) and not isinstance(t, bool)
+                                       for t in title):
+        title = " ".join(str(t) for t in title)  # ["Camp", "Stove"] was "['Camp', 'Stove']"
+    elif isinstance(title, dict | list | bool):
+        warnings = [*warnings, f"{path}:{where}: 'title' is a JSON {type(title).__name__}, "
+                               "not text; left out (give a string)"]
+        title = None
     title = str(title) if title not in (None, "") else None
     if _surrogate_at(key) is not None:
         return DocumentError(fallback_key, str(path), f"{path}:{where}: the record's id holds an "
@@ -627,7 +746,8 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                  f"surrogate at character {at} (a broken \\u escape, e.g. half "
                                  "an emoji); fix that record")
     # A BEIR record is title + text; both are embedded, so both are part of the document.
-    full = f"{title}\n{text}" if title and text.strip() else text
+    # (Not when the text is the title itself: `--text-column title` stored it twice.)
+    full = f"{title}\n{text}" if title and text.strip() and text_field != "title" else text
     meta, dropped = _scalar_metadata(record, {text_field, "title", *(f for f in (id_field,) if f)})
     doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
                          warnings=[*warnings, *(f"{path}:{where}: {d}" for d in dropped)])

@@ -317,3 +317,79 @@ def test_csv_messages_say_what_is_wrong(tmp_path: Path) -> None:
     (doc,) = list(parse_file(semi))
     assert isinstance(doc, ParsedDocument)
     assert any("looks ';'-separated" in w and "save it with commas" in w for w in doc.warnings)
+
+
+_TRANSITIONAL = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def _docx_xml(path: Path, body: str, namespace: str = _TRANSITIONAL) -> Path:
+    import zipfile
+
+    mc = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("word/document.xml", f'<w:document xmlns:w="{namespace}" xmlns:mc="{mc}" '
+                                         f'xmlns:wps="x-wps" xmlns:v="x-v"><w:body>{body}</w:body></w:document>')
+    return path
+
+
+def test_docx_text_boxes_symbols_hyphens_and_strict_xml(tmp_path: Path) -> None:
+    """Word writes a text box twice (mc:Choice and mc:Fallback), each a paragraph inside the
+    paragraph holding it: its text was stored four times, glued to the word before it. A
+    non-breaking hyphen and a symbol were dropped; Strict Open XML was 'empty'."""
+    box = ("<w:p><w:r><w:t>See the diagram box:</w:t></w:r><w:r><mc:AlternateContent><mc:Choice>"
+           "<wps:txbx><w:txbxContent><w:p><w:r><w:t>Muster point map</w:t></w:r></w:p></w:txbxContent>"
+           "</wps:txbx></mc:Choice><mc:Fallback><v:textbox><w:txbxContent><w:p><w:r><w:t>Muster point "
+           "map</w:t></w:r></w:p></w:txbxContent></v:textbox></mc:Fallback></mc:AlternateContent></w:r></w:p>"
+           "<w:p><w:r><w:t>call 555</w:t><w:noBreakHyphen/><w:t>0199 at 25</w:t>"
+           '<w:sym w:char="F0B0"/><w:t>C</w:t></w:r></w:p>')
+    doc = _one(_docx_xml(tmp_path / "box.docx", box))
+    assert isinstance(doc, ParsedDocument)
+    assert doc.text == "See the diagram box:\nMuster point map\ncall 555-0199 at 25°C"
+    strict = _one(_docx_xml(tmp_path / "strict.docx", "<w:p><w:r><w:t>Strict terms apply.</w:t></w:r></w:p>",
+                            namespace="http://purl.oclc.org/ooxml/wordprocessingml/main"))
+    assert isinstance(strict, ParsedDocument) and strict.text == "Strict terms apply."
+
+
+def test_html_breaks_lines_at_blocks_only_and_drops_invisible_characters(tmp_path: Path) -> None:
+    """A newline between every text node cut words that inline tags split ("gran<i>ola</i>"), and
+    soft hyphens kept "Donau&shy;dampf" from matching "Donaudampf"."""
+    (tmp_path / "p.html").write_text(
+        "<html><body><nav><ul><li><a href='/'>Home</a></li><li><a href='/x'>About</a></li></ul></nav>"
+        "<p>Try our <b>super</b>food "
+        "and gran<i>ola</i>.\n  Twice   spaced.</p><table><tr><td>Espresso</td><td>$2.50</td></tr></table>"
+        "<p>Donau&shy;dampf&#8203;schiff<br>next line</p></body></html>")
+    doc = _one(tmp_path / "p.html")
+    assert isinstance(doc, ParsedDocument)
+    assert doc.text == ("Home\nAbout\nTry our superfood and granola. Twice spaced.\nEspresso\n$2.50\n"
+                        "Donaudampfschiff\nnext line")
+
+
+@pytest.mark.parametrize(("content", "title"), [
+    ("---\ntitle: 'Deployment Guide'\n---\nbody", "Deployment Guide"),
+    ("```bash\n# Install the chart\n```\n# Client Reference\nbody", "Client Reference"),
+    ("Deployment Guide\n================\n\nbody", "Deployment Guide"),
+    ("   # Indented #\nbody", "Indented"),
+    ("# Title with **bold** and [a link](http://x.y)\n", "Title with bold and a link"),
+    ("#hashtag\nno heading", None),
+])
+def test_markdown_titles(tmp_path: Path, content: str, title: str | None) -> None:
+    """The first `# ` line within 20 lines was the title, a comment in a code block included;
+    front matter and underlined headings were not read."""
+    (tmp_path / "m.md").write_text(content)
+    doc = _one(tmp_path / "m.md")
+    assert isinstance(doc, ParsedDocument) and doc.title == title
+
+
+def test_record_titles_that_are_lists_or_the_text_column(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text(
+        json.dumps({"_id": "a", "title": "Headlamp 300", "price": 30}) + "\n")
+    only = _one(tmp_path / "t.jsonl", text_column="title")
+    assert isinstance(only, ParsedDocument) and only.text == "Headlamp 300"  # was stored twice
+    (tmp_path / "l.jsonl").write_text(
+        json.dumps({"_id": "p", "title": ["Camp", "Stove"], "text": "gas stove"}) + "\n"
+        + json.dumps({"_id": "q", "title": {"en": "Stove"}, "text": "gas stove"}) + "\n")
+    listed, nested = list(parse_file(tmp_path / "l.jsonl"))
+    assert isinstance(listed, ParsedDocument) and listed.title == "Camp Stove"
+    assert listed.text == "Camp Stove\ngas stove"  # was "['Camp', 'Stove']"
+    assert isinstance(nested, ParsedDocument) and nested.title is None and nested.text == "gas stove"
+    assert any("'title' is a JSON dict" in w for w in nested.warnings)
