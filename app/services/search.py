@@ -21,6 +21,7 @@ import logging
 import math
 import re
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
@@ -46,7 +47,8 @@ logger = logging.getLogger(__name__)
 
 # Payload fields written by the indexer; any other filter key is user metadata.
 TOP_LEVEL_FIELDS = {"doc_id", "source", "title", "chunk_no"}
-_TERM = re.compile(r"\w+", re.UNICODE)
+# A word with its combining marks ("café" written as "e" + U+0301 was cut at the accent).
+_TERM = re.compile(r"\w[\w\u0300-\u036f]*", re.UNICODE)
 _STOP = {"the", "a", "an", "of", "to", "in", "and", "or", "is", "are", "for", "on", "with", "my",
          "i", "it", "do", "does", "what", "how", "can", "be", "this", "that", "me", "you"}
 
@@ -226,11 +228,20 @@ def payload_filters(filters: Mapping[str, Any]) -> Filters:
     return out
 
 
+_SPACE = re.compile(r"\s+")
+
+
+def _fold(word: str) -> str:
+    """How a query word and a text word are compared for highlighting: composed form and
+    case-folded ("Café" typed and "Cafe" + U+0301 stored are one word, as for lexical search)."""
+    return unicodedata.normalize("NFC", word).casefold()
+
+
 def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tuple[int, int]]]:
     """The ``width``-character window of ``text`` holding most query terms, and where the
     terms are in it (``(start, end)`` offsets into the snippet)."""
-    terms = {t.lower() for t in _TERM.findall(query) if t.lower() not in _STOP and len(t) > 1}
-    matches = [(m.start(), m.end()) for m in _TERM.finditer(text) if m.group().lower() in terms]
+    terms = {_fold(t) for t in _TERM.findall(query) if t.lower() not in _STOP and len(t) > 1}
+    matches = [(m.start(), m.end()) for m in _TERM.finditer(text) if _fold(m.group()) in terms]
     if len(text) <= width or not matches:
         start = 0
     else:
@@ -241,13 +252,13 @@ def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tup
             if n > best:
                 best, start = n, window_start
     end = min(len(text), start + width)
-    # Do not cut words in half.
+    # Do not cut words in half (at any whitespace: lines of a table or a PDF have no spaces).
     if start > 0:
-        space = text.find(" ", start)
-        if 0 <= space < start + 20:
-            start = space + 1
+        found = _SPACE.search(text, start, start + 20)
+        if found:
+            start = found.end()
     if end < len(text):
-        space = text.rfind(" ", start, end)
+        space = max(text.rfind(c, start, end) for c in " \n\t")
         if space > end - 20:
             end = space
     snippet = text[start:end]

@@ -267,6 +267,20 @@ def test_snippet_window_prefers_the_query_terms() -> None:
     assert [snippet[a:b] for a, b in highlights] == ["refund", "late"]
 
 
+def test_snippet_highlights_words_with_combining_accents_and_cuts_at_newlines() -> None:
+    """An accent written as a combining mark cut the word there, so "café" was not highlighted in
+    text lexical search had matched; snippets of line-separated text began mid-word."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFD", "Our Café serves crème brûlée")
+    snippet, highlights = make_snippet(text, "café crème")
+    assert [unicodedata.normalize("NFC", snippet[a:b]) for a, b in highlights] == ["Café", "crème"]
+    lines = "\n".join(["Espresso", "Mocha", "Ristretto", "Cortado"] * 30) + "\nrefund here"
+    snippet, _ = make_snippet(lines, "refund", width=60)
+    first = snippet.removeprefix("…").split("\n")[0]
+    assert first in {"Espresso", "Mocha", "Ristretto", "Cortado"}, snippet
+
+
 def test_group_by_document_gives_top_k_documents_with_their_other_chunks(make_ctx, tmp_path,
                                                                           minilm) -> None:
     src = tmp_path / "long"
