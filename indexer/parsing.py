@@ -535,9 +535,14 @@ def _parse_pdf(path: Path, data: bytes) -> ParseResult:
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
         return DocumentError(key, key, f"{path} is not a readable PDF ({e}); re-export it or "
                                        "remove it from the source")
-    return _finish(ParsedDocument(key, key, _drop_invisible("\n\n".join(p.strip() for p in pages
-                                                                       if p.strip())),
-                                  title=str(title) if title else None))
+    text = _LINE_END_HYPHEN.sub(r"\1\2", "\n\n".join(p.strip() for p in pages if p.strip()))
+    return _finish(ParsedDocument(key, key, _drop_invisible(text), title=str(title) if title else None))
+
+
+# A word a PDF's layout hyphenated at a line end ("opera-\ntors"): joined, as a reader reads it
+# (no search for "operators" found it). Only before a lower-case letter, so "fire-\nSafety" and a
+# dash ending a line stay.
+_LINE_END_HYPHEN = re.compile(r"(\w)-\n(?=[a-z])([a-z])")
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

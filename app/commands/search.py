@@ -59,7 +59,8 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
                                      else "")
         line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{r.doc_id} {chunks}] {meta}"
         typer.echo(line.rstrip())
-        typer.echo(f"       {snippet}")
+        # Every line of a snippet indented (a table's or a PDF's lines ran down the margin).
+        typer.echo("\n".join(f"       {line}" for line in snippet.splitlines() or [""]))
 
 
 def register(cli: typer.Typer) -> None:

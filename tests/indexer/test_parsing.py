@@ -393,3 +393,33 @@ def test_record_titles_that_are_lists_or_the_text_column(tmp_path: Path) -> None
     assert listed.text == "Camp Stove\ngas stove"  # was "['Camp', 'Stove']"
     assert isinstance(nested, ParsedDocument) and nested.title is None and nested.text == "gas stove"
     assert any("'title' is a JSON dict" in w for w in nested.warnings)
+
+
+def _pdf_lines(path: Path, lines: list[str]) -> Path:
+    """A one-page PDF written by hand: one text object per line, Helvetica."""
+    ops = [f"BT /F1 11 Tf 72 {720 - 14 * i} Td ({line}) Tj ET" for i, line in enumerate(lines)]
+    stream = "\n".join(ops).encode("latin-1")
+    objs = {1: b"<< /Type /Catalog /Pages 2 0 R >>", 2: b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+            3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            4: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+               b"/Contents 5 0 R >>",
+            5: b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"}
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for i in sorted(objs):
+        offsets[i] = len(out)
+        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 6\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % offsets[i] for i in range(1, 6))
+    out += b"trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
+    path.write_bytes(bytes(out))
+    return path
+
+
+def test_pdf_words_hyphenated_at_a_line_end_are_joined(tmp_path: Path) -> None:
+    """'opera-' at a line's end and 'tors.' on the next were two words no search found."""
+    doc = _one(_pdf_lines(tmp_path / "r.pdf", ["key challenge for grid opera-", "tors. Fire-",
+                                                "Safety rules apply -", "always."]))
+    assert isinstance(doc, ParsedDocument)
+    assert "grid operators. Fire-\nSafety rules apply -\nalways." in doc.text, doc.text
+
