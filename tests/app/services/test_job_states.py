@@ -13,12 +13,18 @@ from app.services.collections import effective_state
 from indexer import metadata as md
 
 
-def _running_job(tmp_path: Path):
+def _collection(tmp_path: Path):
+    """A fresh database with collection 'c': (sessions, the session that made it, the collection)."""
     engine = md.make_engine(f"sqlite:///{tmp_path / 'facet.db'}")
     sessions = sessionmaker(engine, expire_on_commit=False)
-    with sessions() as s:
-        coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8,
-                                    tokenizer="t")
+    s = sessions()
+    return sessions, s, md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8,
+                                             tokenizer="t")
+
+
+def _running_job(tmp_path: Path):
+    sessions, s, coll = _collection(tmp_path)
+    with s:
         job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
                           runner="inline")
         s.add(job)
@@ -75,11 +81,8 @@ def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
     nothing to say why or what to do."""
     from datetime import timedelta
 
-    engine = md.make_engine(f"sqlite:///{tmp_path / 'facet.db'}")
-    sessions = sessionmaker(engine, expire_on_commit=False)
-    with sessions() as s:
-        coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8,
-                                    tokenizer="t")
+    sessions, s, coll = _collection(tmp_path)
+    with s:
         fresh = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="queued",
                             runner="celery")
         old = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="queued",

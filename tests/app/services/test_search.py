@@ -53,19 +53,26 @@ def test_filters_restrict_results(searchable) -> None:
     assert none.results == []
 
 
+def _filtered_ids(ctx, path, collection: str, query: str):
+    """Index ``path`` into ``collection``; return the search service and a function from CLI
+    filters (``key=value``, ``key:=JSON``) to the ids of the documents the query then finds."""
+    IndexService(ctx).index(path, collection)
+    service = SearchService(ctx)
+
+    def ids(*filters: str) -> set[str]:
+        request = SearchRequest(query, collection, top_k=5, filters=parse_filters(list(filters)))
+        return {r.doc_id for r in service.search(request).results}
+
+    return service, ids
+
+
 def test_a_float_field_is_matched_by_a_number_filter(make_ctx, tmp_path) -> None:
     """`price:=6` found nothing for a field of 6.0, and `price:=6.0` was refused."""
     path = tmp_path / "p.jsonl"
     path.write_text('{"id":"a","text":"red apple","price":6.0,"year":2020}\n'
                     '{"id":"b","text":"green pear","price":4.5,"year":2021}\n')
     ctx = make_ctx()
-    IndexService(ctx).index(path, "p")
-    service = SearchService(ctx)
-
-    def ids(*filters: str) -> set[str]:
-        request = SearchRequest("fruit", "p", top_k=5, filters=parse_filters(list(filters)))
-        return {r.doc_id for r in service.search(request).results}
-
+    service, ids = _filtered_ids(ctx, path, "p", "fruit")
     assert ids("price:=6") == ids("price:=6.0") == ids("year:=2020.0") == {"a"}
     assert ids("price:=4.5") == {"b"} and ids("price=6.0") == set()  # key=value is a string
     with pytest.raises(InvalidRequestError, match="matches nothing; use a finite number"):
@@ -82,14 +89,7 @@ def test_filters_on_any_metadata_key(make_ctx, tmp_path) -> None:
          "a[0]": "z", "source": "web"},
         {"id": "r2", "text": "a basic member's card", "customer type": "basic", "a.b": "y",
          "a[0]": "w", "source": "mail"}]))
-    ctx = make_ctx()
-    IndexService(ctx).index(path, "odd")
-    service = SearchService(ctx)
-
-    def ids(*filters: str) -> set[str]:
-        request = SearchRequest("card", "odd", top_k=5, filters=parse_filters(list(filters)))
-        return {r.doc_id for r in service.search(request).results}
-
+    _, ids = _filtered_ids(make_ctx(), path, "odd", "card")
     assert ids("customer type=gold") == {"r1"}
     assert ids("a.b=y") == {"r2"}
     assert ids("a[0]=z") == {"r1"}
