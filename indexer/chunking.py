@@ -1,10 +1,11 @@
 """Token-aware chunking with overlap. Pure functions: no I/O, no model.
 
 A tokenizer is reduced to one callable, ``TokenSpans``: text -> list of ``(start, end)``
-character offsets, one per token, in order. Chunks are windows of ``size`` tokens that
-start every ``size - overlap`` tokens; each chunk's text is the exact slice of the
-document between its first token's start and its last token's end, so the offsets in
-the payload always point back at the source text.
+character offsets, one per token, in order. Chunks are windows of at most ``size`` tokens
+that overlap by about ``overlap`` tokens and begin and end on word boundaries where the text
+has any (``_window``); each chunk's text is the exact slice of the document between its
+first token's start and its last token's end, so the offsets in the payload always point
+back at the source text.
 """
 
 from __future__ import annotations
@@ -87,26 +88,56 @@ def tokenizer_spans(tokenizer: Any) -> TokenSpans:
     return spans
 
 
+def _starts_word(spans: Sequence[tuple[int, int]], i: int) -> bool:
+    """Whether token ``i`` begins a word: the first token, or one after whitespace (a word-piece
+    such as "##walk", or punctuation glued to a word, does not)."""
+    return i == 0 or spans[i][0] > spans[i - 1][1]
+
+
+def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig,
+            n: int) -> tuple[int, int]:
+    """The window that begins at token ``start``: ``(end, next_start)``, ``end`` exclusive and
+    ``next_start`` ``n`` for the last window.
+
+    A window holds at most ``size`` tokens and ends before a word, not inside one; the next
+    begins at a word about ``overlap`` tokens before the end (a little earlier rather than
+    later). Cutting inside words made lexical search find fragments ("catwalk" cut as
+    "cat|walk" matched "walk") and snippets start mid-word. Where no word boundary is near
+    (a word longer than the window, text without spaces) the windows cut tokens as before.
+    """
+    end = min(start + config.size, n)
+    if end < n and not _starts_word(spans, end):
+        boundary = next((i for i in range(end - 1, start, -1) if _starts_word(spans, i)), None)
+        if boundary is not None:
+            end = boundary
+    if end >= n:
+        return end, n
+    nxt = max(end - config.overlap, start + 1)
+    if _starts_word(spans, nxt):
+        return end, nxt
+    earlier = next((i for i in range(nxt - 1, start, -1) if _starts_word(spans, i)), None)
+    if earlier is not None:
+        return end, earlier
+    later = next((i for i in range(nxt + 1, end + 1) if _starts_word(spans, i)), None)
+    return end, later if later is not None else nxt
+
+
 def chunk_spans(
     spans: Sequence[tuple[int, int]], config: ChunkingConfig
 ) -> list[tuple[int, int]]:
-    """Token windows as ``(first_token, last_token_exclusive)`` index pairs.
+    """Token windows as ``(first_token, last_token_exclusive)`` index pairs, on word
+    boundaries where there are any (``_window``).
 
     The last window is not padded: it holds whatever tokens remain, and a window that
     would only repeat the overlap of its predecessor is not emitted.
     """
     n = len(spans)
-    if n == 0:
-        return []
-    step = config.size - config.overlap
     windows: list[tuple[int, int]] = []
     start = 0
-    while True:
-        end = min(start + config.size, n)
+    while start < n:
+        end, nxt = _window(spans, start, config, n)
         windows.append((start, end))
-        if end >= n:
-            break
-        start += step
+        start = nxt
     return windows
 
 
@@ -168,7 +199,6 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
     whitespace first (WordPiece, byte-level BPE) the chunks are those of ``chunk_text`` on the
     whole text: same numbers, offsets, token counts and texts.
     """
-    step = config.size - config.overlap
     buffer = ""
     base = 0  # offset of buffer[0] in the whole text
     target = 0  # offset in buffer of the next window's first token
@@ -190,17 +220,14 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
         n = len(spans)
         start = first
         while start < n:
-            end = min(start + config.size, n)
-            if not final and end > n - _STREAM_MARGIN:
+            if not final and min(start + config.size, n) > n - _STREAM_MARGIN:
                 break  # too near the cut: wait for more text
+            end, nxt = _window(spans, start, config, n)
             a, b = spans[start][0], spans[end - 1][1]
             yield Chunk(number=number, text=work[a:b], start=base + a, end=base + b,
                         n_tokens=end - start)
             number += 1
-            if end >= n:
-                start = n
-                break
-            start += step
+            start = nxt
         if final:
             return
         if start >= n:  # everything read so far is chunked (cannot happen before the end)

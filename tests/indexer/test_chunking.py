@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from indexer.chunking import (
@@ -52,11 +54,40 @@ def test_token_aware_with_the_minilm_tokenizer(minilm) -> None:
     n_tokens = len(spans(text))
     assert n_tokens > 100
     assert all(c.n_tokens <= 32 for c in chunks)
-    assert sum(c.n_tokens for c in chunks) - 8 * (len(chunks) - 1) == n_tokens
+    covered = [(c.start, c.end) for c in chunks]
+    assert covered[0][0] == 0 and covered[-1][1] == len(text.rstrip())
+    assert all(b[0] < a[1] for a, b in itertools.pairwise(covered))  # they overlap: no gap
     for c in chunks:
         assert text[c.start:c.end] == c.text
         # The chunk re-tokenizes to the same number of tokens: windows end on token edges.
         assert len(spans(c.text)) == c.n_tokens
+        # ... and on word edges: a window cut inside "tokenization" began at "##ization".
+        assert c.start == 0 or text[c.start - 1].isspace(), c.text[:20]
+        assert c.end == len(text) or text[c.end].isspace(), c.text[-20:]
+
+
+def test_windows_fall_between_words_and_cut_a_word_only_when_it_is_longer_than_one() -> None:
+    """'catwalk' is two tokens here: a window that began at its second half gave lexical search
+    the term 'walk' for a text holding none."""
+    text = "A " + " ".join(["catwalk"] * 20)
+
+    def pieces(t: str) -> list[tuple[int, int]]:  # "cat" + "walk", "A": one token each
+        out = []
+        for word in whitespace_spans(t):
+            a, b = word
+            out += [(a, a + 3), (a + 3, b)] if t[a:b] == "catwalk" else [word]
+        return out
+
+    for size, overlap in ((5, 2), (4, 1), (6, 0)):
+        chunks = chunk_text(text, pieces, ChunkingConfig(size, overlap))
+        assert all(c.text.startswith(("A", "cat")) and c.text.endswith("walk") for c in chunks)
+        assert all(c.n_tokens <= size for c in chunks)
+        assert {w for c in chunks for w in c.text.split()} == {"A", "catwalk"}
+        assert chunks[-1].end == len(text)
+    # One word longer than the window: cut inside it, as there is no other way.
+    long = chunk_text("antidisestablishment", lambda t: [(i, i + 4) for i in range(0, len(t), 4)],
+                      ChunkingConfig(2, 1))
+    assert [c.text for c in long] == ["antidise", "disestab", "stablish", "lishment"]
 
 
 @pytest.mark.parametrize("config", [ChunkingConfig(64, 8), ChunkingConfig(200, 32),
