@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import logging
+import numbers
 import time
 import warnings
 from collections import Counter
@@ -233,7 +234,8 @@ class ClusterService:
                             ("members", request.members), ("answer_tokens", request.answer_tokens),
                             ("limit", request.limit), ("seed", request.seed)):
             optional = name in ("k", "answer_tokens", "limit")
-            if (value is not None or not optional) and (isinstance(value, bool) or not isinstance(value, int)):
+            if (value is not None or not optional) and (isinstance(value, bool)
+                                                        or not isinstance(value, numbers.Integral)):
                 raise InvalidRequestError(f"{name} must be a whole number, got {value!r}")
         if not isinstance(request.instruction, str) or not request.instruction.strip():
             raise InvalidRequestError("the instruction must not be empty: it is what the texts are "
@@ -247,11 +249,11 @@ class ClusterService:
                 f"search; got {', '.join(given) or 'none'}")
         if request.collection is None and (request.filters or request.limit is not None):
             # They were ignored: every text (or search result) was clustered.
-            given_opts = " and ".join(n for n, v in (("filters", request.filters),
-                                                      ("limit", request.limit is not None)) if v)
+            given = [n for n, v in (("filters", request.filters), ("limit", request.limit is not None)) if v]
             where = ("put them in the search request (its filters, and top_k for how many)"
                      if request.search is not None else "send only the texts to cluster")
-            raise InvalidRequestError(f"{given_opts} apply to a collection's texts; {where}")
+            verb = "applies" if given == ["limit"] else "apply"
+            raise InvalidRequestError(f"{' and '.join(given)} {verb} to a collection's texts; {where}")
         if request.k is not None and request.k < 2:
             raise InvalidRequestError(f"k must be at least 2 (or None to choose it by silhouette), "
                                       f"got {request.k}")

@@ -58,6 +58,7 @@ from app.services.indexing import (
     check_same_embedder,
     note_document_error,
 )
+from app.text import plural
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
@@ -383,7 +384,7 @@ class ChunkedIndexService:
             coll = job.collection
             docs = [tuple(d) for d in chunk.docs]
             if chunk.attempts > self.settings.worker_poison_limit:
-                message = (f"chunk {number} was started {chunk.attempts - 1} times and its worker "
+                message = (f"chunk {number} was started {plural(chunk.attempts - 1, 'time')} and its worker "
                            "died each time (out of memory? a crash?); its documents are skipped "
                            f"(FACET_WORKER_POISON_LIMIT={self.settings.worker_poison_limit})")
                 self._fail_chunk(session, job, chunk, docs, message)
@@ -561,7 +562,7 @@ class ChunkedIndexService:
         failed = session.scalar(select(func.count()).select_from(C).where(
             C.job_id == job_id, C.state == "failed")) or 0
         if failed:
-            notes.insert(0, f"{failed} chunk(s) failed; their documents are listed as errors: "
+            notes.insert(0, f"{plural(failed, 'chunk')} failed; their documents are listed as errors: "
                             f"facet jobs {job_id}")
         J = md.IndexJob
         done = session.execute(update(J).where(J.id == job_id, J.state == "running").values(

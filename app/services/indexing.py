@@ -1151,15 +1151,23 @@ class IndexService:
                 model = self.ctx.embedders.get(other.spec)
                 changes = identity_changes(other.identity, self.ctx.embedders.identity(model))
                 if changes:
-                    raise ConflictError(f"{other.spec!r} now loads a different version "
-                                        f"({', '.join(changes)} changed)")
+                    # Retrained since: its vectors would not be comparable with the stored ones,
+                    # and `facet index --embedder` with it is refused for the same reason.
+                    message = (f"the {other.name!r} vectors of the documents this run writes are "
+                               f"missing: {other.spec!r} now loads a different version "
+                               f"({', '.join(changes)} changed) than the one that wrote them, so "
+                               f"they cannot be filled in from it; put that version back (then "
+                               f"`facet index` with --embedder {other.spec} fills them in), or "
+                               f"index the sources into a new collection")
+                    raise ConflictError(message)
                 out[other.name] = self.ctx.encoder.encode(texts, embedder=other.spec,
                                                           role=Role.DOCUMENT, bulk=True)
             except (UnknownModelError, DataError, ConflictError, EmbedderError) as e:
                 # (Not a busy or closed encoder: the run stops then, as for its own embedder.)
-                message = (f"the {other.name!r} vectors of the documents this run writes are "
-                           f"missing: {e}; searches with {other.name!r} miss them until "
-                           f"`facet index` runs on this collection with --embedder {other.spec}")
+                message = str(e) if isinstance(e, ConflictError) else (
+                    f"the {other.name!r} vectors of the documents this run writes are "
+                    f"missing: {e}; searches with {other.name!r} miss them until "
+                    f"`facet index` runs on this collection with --embedder {other.spec}")
                 logger.warning("%s", message)
                 report.warnings.append((key, message))
                 job.errors.append(md.JobError(document_key=key, kind="warning", message=message))

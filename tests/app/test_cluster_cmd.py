@@ -140,6 +140,7 @@ def test_cluster_refusals_come_before_the_work_and_name_the_option(tmp_path):
     for extra, code, message in [  # (a read-only folder cannot be tested here: root writes anyway)
         (["--out", str(tmp_path / "outdir"), "--k", "2"], 2, "is a folder; name the JSON file"),
         (["--out", str(src / "x.json"), "--k", "2"], 4, "cannot create its folder"),
+        (["--out", "/proc/facet-nope.json", "--k", "2"], 4, "cannot write it"),  # root passed os.access
         ([], 2, "--k 8 (the default) is more than the 3 texts of"),
         (["--filter", "a=b", "--k", "2"], 2, "--filter selects a collection's chunks"),
     ]:

@@ -146,7 +146,7 @@ def test_bad_requests(service, make_ctx) -> None:
     # Options that only a collection uses were ignored for given texts and search results.
     search = SearchRequest(query="card", collection="c")
     for request, fragment in [
-        (ClusterRequest(INSTRUCTION, texts=TEXTS, limit=2), "limit apply to a collection's texts; send only"),
+        (ClusterRequest(INSTRUCTION, texts=TEXTS, limit=2), "limit applies to a collection's texts; send only"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, filters={"a": 1}), "filters apply to a collection's"),
         (ClusterRequest(INSTRUCTION, search=search, filters={"a": 1}, limit=3),
          "filters and limit apply to a collection's texts; put them in the search request"),
@@ -158,6 +158,7 @@ def test_bad_requests(service, make_ctx) -> None:
                               ("seed", None), ("answer_tokens", 1.5), ("k", True)]:
         with pytest.raises(InvalidRequestError, match=f"{field_name} must be a whole number"):
             service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, **{field_name: value}))
+    service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, k=np.int64(3)))  # a library caller's k
     small = ClusterService(make_ctx(max_cluster_texts=5))
     with pytest.raises(TooLargeError, match="FACET_MAX_CLUSTER_TEXTS"):
         small.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS))

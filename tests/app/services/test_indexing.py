@@ -354,6 +354,24 @@ def test_a_document_written_anew_keeps_every_embedder_of_the_collection(make_ctx
     assert str(src / "b.txt") in dict(_dense_hits(ctx, "e", "lake at dusk with cranes", "minilm-notes"))
     ctx.close()
 
+    # Retrained since (other prompts, same name): left out too, and the warning does not send the
+    # user to `facet index --embedder` with it, which is refused (another version).
+    from embedders.baselines import EncoderMeanEmbedder
+    from embedders.contract import PromptConfig
+
+    shutil.rmtree(notes_embedder)
+    EncoderMeanEmbedder(name="minilm-notes", backbone=minilm.backbone,
+                        prompts=PromptConfig(document="memo: {instruction}{text}")).save(notes_embedder)
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    ctx = ServiceContext(ctx.settings, embedders=cache)
+    (src / "c.txt").write_text("an old lighthouse keeper counts boats")
+    report = IndexService(ctx).index(src, "e")
+    assert report.docs_indexed == 1 and len(report.warnings) == 1
+    assert "now loads a different version (prompts changed) than the one that wrote them, so they " \
+           "cannot be filled in from it; put that version back" in report.warnings[0][1]
+    ctx.close()
+
 
 def test_a_renamed_file_moves_its_records_and_sync_keeps_them(make_ctx, tmp_path) -> None:
     """Records with ids kept the old file as their source after a rename (content unchanged, so
