@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from sqlalchemy import select
 from sqlalchemy.exc import InvalidRequestError as RowGoneError
 from sqlalchemy.orm import Session, object_session
 
@@ -84,6 +85,18 @@ MAX_JOBS_LISTED = 1000
 QUEUED_HINT_S = 300.0
 
 
+def _later_completed(job: md.IndexJob) -> int | None:
+    """A job of the same collection, source and embedder that completed after ``job`` was
+    queued (the newest), or None."""
+    session = object_session(job)
+    if session is None:
+        return None
+    J = md.IndexJob
+    return session.scalar(select(J.id).where(
+        J.collection_id == job.collection_id, J.source == job.source, J.embedder == job.embedder,
+        J.id > job.id, J.state == "completed").order_by(J.id.desc()).limit(1))
+
+
 def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """The job's state as it truly is now, and the message to show with it.
 
@@ -126,6 +139,12 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
         return "interrupted", f"the process that queued it ended before it ran; {hint}"
     if job.state == "queued" and job.runner == "celery" and job.message is None:
         waited = (md.utcnow() - job.started_at).total_seconds()
+        later = _later_completed(job) if waited > QUEUED_HINT_S else None
+        if later is not None:
+            # Its hint was followed: the hint must not go on asking for the run that was made.
+            return "queued", (f"superseded by job {later}, which indexed the same source with the "
+                              "same embedder after this one was queued; if this one's task still "
+                              "reaches a worker, it finds nothing to do")
         if waited > QUEUED_HINT_S and leases.holder(job.collection) is None:
             # Nothing says why: no worker ran, or its task was lost with the broker's data
             # (it then stayed `queued` for ever, and `--follow` waited with it).

@@ -103,3 +103,13 @@ def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
         waiting = md.get_job(reader, old_id)
         assert waiting is not None
         assert effective_state(waiting) == ("queued", None)  # behind a job that is writing
+    with sessions() as s:  # the hint followed: a later run of the same source completed
+        writer = s.get(md.IndexJob, writer.id)
+        writer.state = "completed"
+        s.commit()
+        leases.release(s, coll.id, writer.id)
+    with sessions() as reader:
+        waiting = md.get_job(reader, old_id)
+        state, message = effective_state(waiting)
+        assert state == "queued" and (message or "").startswith(f"superseded by job {writer.id}")
+        assert "again to resume" not in (message or "")
