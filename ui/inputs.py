@@ -127,10 +127,30 @@ def check_uploads(paths: Sequence[str | Path], *, max_mb: float,
     return CheckedUploads(accepted, refused)
 
 
+# What a file name on the server may not hold: separators, characters Windows refuses (a
+# folder may be shared), control characters.
+_UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+_MAX_NAME_BYTES = 200  # file systems allow 255 bytes; Cyrillic and CJK take 2-3 per character
+
+
 def original_name(path: Path) -> str:
-    """A safe file name for an upload (Gradio keeps the original name as the last part)."""
-    name = _SAFE_NAME.sub("_", path.name).strip("._") or "upload"
-    return name[:120]
+    """The upload's own name as the server's file name (Gradio keeps it as the last part),
+    with only what a file name cannot hold replaced, and no leading dot (a hidden file is
+    never indexed). Letters of any script, spaces and brackets stay: keeping only ASCII made
+    "отчёт.txt" the file "txt", which has no suffix and was skipped, and made "my notes.txt"
+    and "my_notes.txt" one file."""
+    name = _UNSAFE_NAME.sub("_", path.name).strip().lstrip(".").strip()
+    stem, suffix = Path(name).stem, Path(name).suffix
+    if not stem or stem == suffix:
+        stem = "upload"
+    while stem and len((stem + suffix).encode("utf-8")) > _MAX_NAME_BYTES:
+        stem = stem[:-1]
+    return (stem or "upload") + suffix
+
+
+def _legacy_name(path: Path) -> str:
+    """The name uploads were given before: ASCII letters, digits and ``._-`` only."""
+    return (_SAFE_NAME.sub("_", path.name).strip("._") or "upload")[:120]
 
 
 @dataclass
@@ -155,14 +175,35 @@ class Staged:
             kept.unlink(missing_ok=True)
 
 
+def _target(folder: Path, upload: Path) -> Path:
+    """Where ``upload`` goes in ``folder``: its name (``original_name``), or the name an
+    earlier upload of it was given under the old ASCII-only rule if that file is there, so that
+    uploading it again still updates its document rather than adding a second one."""
+    target = folder / original_name(upload)
+    legacy = folder / _legacy_name(upload)
+    if legacy != target and not target.exists() and legacy.is_file() \
+            and legacy.suffix.lower() == target.suffix.lower() and legacy.stem:
+        return legacy
+    return target
+
+
 def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
-    updates its document instead of adding a copy)."""
+    updates its document instead of adding a copy).
+
+    Raises:
+        InvalidRequestError: two uploads would have one name there; nothing is copied.
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    targets = [_target(folder, path) for path in files]
+    same = sorted({t.name for t in targets if targets.count(t) > 1})
+    if same:  # the later copy replaced the earlier one, and its document was lost
+        raise InvalidRequestError(
+            f"Two uploads would both be {', '.join(same)} on the server (the same name); rename "
+            "one and upload again. Nothing was indexed.")
     aside = folder.parent / ".previous" / folder.name
     staged = Staged([], {})
-    for path in files:
-        target = folder / original_name(path)
+    for path, target in zip(files, targets, strict=True):
         if target.exists():
             aside.mkdir(parents=True, exist_ok=True)
             kept = aside / target.name

@@ -166,7 +166,7 @@ def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
         "gone.txt: the upload is gone from the server; upload it again"]
     staged = inputs.stage_uploads(checked.accepted, tmp_path / "staged")
     copies = staged.copies
-    assert [c.name for c in copies] == ["Notes_final_.md"] and copies[0].read_text() == "hello"
+    assert [c.name for c in copies] == ["Notes (final).md"] and copies[0].read_text() == "hello"
     # A second upload of the file replaces it; a refused job puts the first version back (a
     # deleted file there would make the next upload job's sync drop its document).
     ok.write_text("hello again")
@@ -174,10 +174,42 @@ def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
     assert copies[0].read_text() == "hello again"
     again.undo()
     assert copies[0].read_text() == "hello" and sorted(p.name for p in (tmp_path / "staged").iterdir()) == [
-        "Notes_final_.md"]
+        "Notes (final).md"]
     inputs.stage_uploads([ok], tmp_path / "staged").keep()
     assert copies[0].read_text() == "hello again"
     assert not any((tmp_path / ".previous").rglob("*.md"))
+
+
+def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Path) -> None:
+    """ASCII-only names made "отчёт.txt" the suffix-less file "txt" (skipped: a job of 0
+    documents, "completed") and "my notes.txt" / "my_notes.txt" one file (one upload lost)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    names = ["отчёт.txt", "报告.md", "my notes.txt", "my_notes.txt", ".hidden.txt", "a:b?.txt",
+             "д" * 125 + ".txt"]
+    paths = []
+    for i, name in enumerate(names):
+        (src / name).write_text(f"text {i}")
+        paths.append(src / name)
+    staged = inputs.stage_uploads(paths, tmp_path / "up")
+    got = [c.name for c in staged.copies]
+    assert got[:6] == ["отчёт.txt", "报告.md", "my notes.txt", "my_notes.txt", "hidden.txt", "a_b_.txt"]
+    assert got[6].endswith(".txt") and len(got[6].encode()) <= 200
+    assert [c.read_text() for c in staged.copies] == [f"text {i}" for i in range(len(names))]
+    # Two uploads of one name (from two folders) in one go: refused, nothing copied.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "my notes.txt").write_text("another")
+    with pytest.raises(InvalidRequestError, match=r"Two uploads would both be my notes\.txt"):
+        inputs.stage_uploads([src / "my notes.txt", tmp_path / "other" / "my notes.txt"], tmp_path / "up2")
+    assert not (tmp_path / "up2").exists() or not any((tmp_path / "up2").iterdir())
+    # A file uploaded under the old rule is still updated in place, not doubled.
+    old = tmp_path / "up3"
+    old.mkdir()
+    (old / "Notes_final_.md").write_text("v1")
+    (src / "Notes (final).md").write_text("v2")
+    again = inputs.stage_uploads([src / "Notes (final).md"], old)
+    assert [c.name for c in again.copies] == ["Notes_final_.md"] and sorted(p.name for p in old.iterdir()) == [
+        "Notes_final_.md"]
 
 
 def test_folders_only_under_roots(tmp_path: Path) -> None:
