@@ -140,7 +140,8 @@ class SearchResponse:
 
 def parse_filters(items: Sequence[str]) -> dict[str, Any]:
     """CLI filters: ``key=value`` matches a string value, ``key:=JSON`` a typed one
-    (``year:=2020``, ``flag:=true``); a repeated key matches any of its values.
+    (``year:=2020``, ``flag:=true``); a repeated key matches any of its values. Spaces around
+    the key and a ``key=value`` value are dropped (``key:=" x "`` keeps them).
 
     Raises:
         InvalidRequestError: an item without ``=`` or with bad JSON after ``:=``.
@@ -159,6 +160,9 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
                                           "can be matched")
         elif "=" in item:
             key, value = item.split("=", 1)
+            # "intent = card_arrival" matched nothing: the value was " card_arrival". (A value
+            # whose spaces matter is written as JSON: key:=" padded ".)
+            value = value.strip()
         else:
             # Worded for every edge (the UI's filter box too): no CLI flag in it.
             raise InvalidRequestError(f"filter {item!r} has no '='; write key=value, e.g. "

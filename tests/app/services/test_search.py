@@ -51,6 +51,8 @@ def test_filters_restrict_results(searchable) -> None:
     assert {r.doc_id for r in typed.results} == {"c3", "c4"}
     none = service.search(SearchRequest("money", "support", filters={"intent": "nope"}))
     assert none.results == []
+    # Spaces around '=' (typed in the UI's box): the value was " top_up" and matched nothing.
+    assert parse_filters([" intent = top_up ", 'pad:=" x "']) == {"intent": "top_up", "pad": " x "}
 
 
 def _filtered_ids(ctx, path, collection: str, query: str):
