@@ -36,7 +36,7 @@ from app.errors import (
 from app.services.clustering import ClusterRequest, ClusterResponse, k_option, limit_option
 from app.services.collections import JobInfo
 from app.services.indexing import IndexOptions
-from app.services.search import SearchRequest, SearchResponse
+from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
 from app.settings import FacetSettings
 from ui import inputs, render
 
@@ -272,7 +272,8 @@ class UiHandlers:
         first = self.facet.search(self._request(text, a, collection, embedder, k, filters))
         second: SearchResponse = self.facet.search(
             self._request(text, b, collection, embedder, k, filters))
-        return render.compare_html(first, second, notices + notices_b[1:])
+        # (The query was clipped already, so B's notices are its instruction's: `[1:]` dropped it.)
+        return render.compare_html(first, second, notices + [n for n in notices_b if n not in notices])
 
     # -------------------------------------------------------------- cluster
 
@@ -311,10 +312,16 @@ class UiHandlers:
             texts = texts[:n] if n else texts
             labels = labels[:len(texts)] if labels is not None else None
         elif source == SOURCE_SEARCH:
-            text, q_instruction, more = self._query(query, query_instruction)
+            text, q_instruction, more = self._query(query, query_instruction, what="search instruction")
             notices += more
+            # "0 = all" took 100 results and a box value over a search's limit was refused as
+            # "top_k must be ... 1000": the box is the number of results, at most MAX_TOP_K.
+            top_k = min(n or MAX_TOP_K, MAX_TOP_K)
+            if n and n > MAX_TOP_K:
+                notices.append(f"A search returns at most {MAX_TOP_K:,} results: clustering its top "
+                               f"{MAX_TOP_K:,}, not {n:,}.")
             search = SearchRequest(query=text, collection=self._collection(collection),
-                                   instruction=q_instruction, top_k=n or 100,
+                                   instruction=q_instruction, top_k=top_k,
                                    filters=inputs.parse_filter_text(filters))
         elif source == SOURCE_COLLECTION:
             name = self._collection(collection)

@@ -19,7 +19,7 @@ from app.text import plural
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from app.services.clustering import ClusterResponse
+    from app.services.clustering import Cluster, ClusterResponse
     from app.services.collections import CollectionInfo, JobInfo
     from app.services.search import SearchResponse, SearchResult
 
@@ -220,9 +220,20 @@ def _wrap(text: str, width: int = 70, limit: int = 280) -> str:
     return "<br>".join(esc(x) for x in lines)
 
 
-def cluster_label(c_id: int, name: str, size: int) -> str:
-    """A cluster's legend entry."""
-    return f"{c_id}: {_short(name, 40)} ({size})"
+def cluster_name(cluster: Cluster) -> str:
+    """A cluster's name as the page shows it: with how many members' answers it is, where that
+    is not all of them ("payment (24 of 71)": the table said so, the legend and the CSV did not)."""
+    shared = cluster.name_count
+    return cluster.name + (f" ({shared} of {cluster.size})" if shared is not None and shared < cluster.size
+                           else "")
+
+
+def cluster_label(cluster: Cluster) -> str:
+    """A cluster's legend entry: its id, name and size ("2: payment, 24 of 71")."""
+    shared = cluster.name_count
+    count = (f"{shared} of {cluster.size}" if shared is not None and shared < cluster.size
+             else str(cluster.size))
+    return f"{cluster.id}: {_short(cluster.name, 40)} ({count})"
 
 
 def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
@@ -238,7 +249,7 @@ def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
         colour = PALETTE[n % len(PALETTE)]
         fig.add_trace(go.Scatter(
             x=[xs[i] for i in idx], y=[ys[i] for i in idx], mode="markers",
-            name=esc(cluster_label(cluster.id, cluster.name, cluster.size)),
+            name=esc(cluster_label(cluster)),
             marker={"size": 6 if len(response.texts) > 500 else 9, "color": colour,
                     "opacity": 0.75},
             hovertext=[_wrap(response.texts[i]) for i in idx], hoverinfo="text"))
@@ -261,8 +272,7 @@ CLUSTER_COLUMNS = ["cluster", "size", "name", "keywords", "central members"]
 
 def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
     """One row per cluster, largest first: id, size, name, keywords, central members."""
-    return [[c.id, c.size, c.name + (f" ({c.name_count} of {c.size})" if c.name_count is not None
-                                      and c.name_count < c.size else ""), ", ".join(c.keywords),
+    return [[c.id, c.size, cluster_name(c), ", ".join(c.keywords),
              " | ".join(_short(" ".join(m.split()), 160) for m in c.representatives)]
             for c in response.clusters]
 
@@ -294,15 +304,17 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
     """Every text with its cluster, the cluster's name, map position (and gold label)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"clusters-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.csv"
-    names = {c.id: c.name for c in response.clusters}
+    by_id = {c.id: c for c in response.clusters}
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["index", "cluster", "cluster_name", "x", "y", "text"]
-                        + (["label"] if labels is not None else []))
+        writer.writerow(["index", "cluster", "cluster_name", "name_answers", "cluster_keywords", "x",
+                         "y", "text"] + (["label"] if labels is not None else []))
         for i, (text, label, (x, y)) in enumerate(zip(response.texts, response.labels,
                                                       response.coordinates, strict=True)):
-            writer.writerow([i, label, names.get(label, ""), x, y, text]
-                            + ([labels[i]] if labels is not None else []))
+            c = by_id.get(label)
+            shared = "" if c is None or c.name_count is None else f"{c.name_count} of {c.size}"
+            writer.writerow([i, label, c.name if c else "", shared, ", ".join(c.keywords) if c else "",
+                             x, y, text] + ([labels[i]] if labels is not None else []))
     return path
 
 

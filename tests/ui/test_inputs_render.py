@@ -136,6 +136,27 @@ def test_a_record_without_a_title_is_named_by_its_file_not_its_server_path() -> 
     assert ">msgs.jsonl#L3</span>" in html
 
 
+def test_a_name_shared_by_some_members_says_so_in_the_table_legend_and_csv(tmp_path: Path) -> None:
+    """The table said "payment (24 of 71)"; the map's legend and the CSV said "payment"."""
+    import csv
+
+    from app.services.clustering import Cluster, ClusterResponse
+
+    clusters = [Cluster(0, 3, "payment", ["card", "pay"], ["a"], [0], (0.0, 0.0), name_count=2),
+                Cluster(1, 1, "refund", ["refund"], ["c"], [2], (1.0, 1.0), name_count=1)]
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer="inbedder", k=2, k_chosen=False, silhouette=None,
+        texts=["a", "b", "c", "d"], labels=[0, 0, 1, 0], coordinates=[(0.0, 0.0)] * 4, sources=[],
+        answers=["payment", "payment", "refund", "fee"], clusters=clusters, timings_ms={})
+    assert [row[2] for row in render.cluster_rows(response)] == ["payment (2 of 3)", "refund"]
+    legend = [t["name"] for t in render.cluster_figure(response).to_dict()["data"] if t.get("showlegend") is not False]
+    assert legend[:2] == ["0: payment (2 of 3)", "1: refund (1)"]
+    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["cluster_name"], r["name_answers"], r["cluster_keywords"]) for r in rows][:3] == [
+        ("payment", "2 of 3", "card, pay"), ("payment", "2 of 3", "card, pay"), ("refund", "1 of 1", "refund")]
+
+
 def test_cluster_summary_says_why_there_are_fewer_clusters() -> None:
     from app.services.clustering import Cluster, ClusterResponse
 

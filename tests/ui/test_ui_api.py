@@ -20,6 +20,7 @@ from .conftest import (
     PLANTED_ID,
     PLANTED_INSTRUCTION,
     PLANTED_QUERY,
+    SAMPLE_SIZE,
 )
 
 
@@ -132,6 +133,10 @@ def test_compare_shows_two_rankings_side_by_side(ui_client) -> None:
     with pytest.raises(AppError, match="Instructions A and B are the same"):
         ui_client.predict("my card", "same", "same", COLLECTION, "minilm", 5, "",
                           api_name="/compare")
+    # Both instructions cut for length: both said so (B's notice was dropped).
+    html = ui_client.predict("my card", "a" * 3000, "b" * 3000, COLLECTION, "minilm", 5, "",
+                             api_name="/compare")
+    assert "The instruction A had 3,000 characters" in html and "The instruction B had 3,000" in html
 
 
 # ----------------------------------------------------------------- cluster
@@ -160,8 +165,9 @@ def test_cluster_texts_with_labels_gives_map_names_vmeasure_and_csv(ui_client, t
     assert "football" in names or "striker" in names
     with open(csv_path, encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 12 and set(rows[0]) == {"index", "cluster", "cluster_name", "x", "y",
-                                                 "text", "label"}
+    assert len(rows) == 12 and set(rows[0]) == {"index", "cluster", "cluster_name", "name_answers",
+                                                 "cluster_keywords", "x", "y", "text", "label"}
+    assert all(row["cluster_keywords"] and row["name_answers"] == "" for row in rows)  # names of keywords
     by_cluster: dict[str, set[str]] = {}
     for row in rows:
         by_cluster.setdefault(row["cluster"], set()).add(row["label"])
@@ -180,6 +186,13 @@ def test_cluster_a_collection_and_search_results(ui_client) -> None:
         "", None, None, "Why is the customer writing?", 3, "minilm", "keywords (no explainer)",
         api_name="/cluster")
     assert "<b>12</b> texts, <b>k = 3</b>" in summary and len(table["data"]) == 3
+    # "0 = all" clustered 100 search results, and 2000 was refused as "top_k must be ... 1000".
+    for limit, notice in ((0, None), (2000, "A search returns at most 1,000 results")):
+        summary, _, table, _ = ui_client.predict(
+            "search results", COLLECTION, "", limit, "card", "", "", None, None,
+            "Why is the customer writing?", 3, "minilm", "keywords (no explainer)", api_name="/cluster")
+        found = int(re.search(r"<b>([\d,]+)</b> texts", summary).group(1).replace(",", ""))
+        assert found == SAMPLE_SIZE + 2 and (notice is None or notice in summary), summary  # every text
 
 
 def test_cluster_bad_input_is_a_readable_error(ui_client, tmp_path) -> None:
