@@ -104,3 +104,23 @@ def test_streamed_chunks_are_those_of_the_whole_text(minilm, config) -> None:
         for piece in (997, 8192, 10**6):
             pieces = (text[i:i + piece] for i in range(0, len(text), piece))
             assert list(stream_chunks(pieces, tokenize, config)) == whole
+
+
+def test_a_long_text_is_tokenized_in_pieces_with_the_same_chunks(minilm, monkeypatch) -> None:
+    """A whole 15 MB record was tokenized at once (~3 GB of token lists); above the piece size
+    it is tokenized a piece at a time, giving the chunks of the whole text."""
+    import indexer.chunking as chunking
+
+    text = " ".join(f"word{i % 97} unbelievable co-operation café" for i in range(3000))
+    tokenize = tokenizer_spans(minilm.backbone.tokenizer)
+    whole = chunk_text(text, tokenize, ChunkingConfig(64, 8))
+    longest = [0]
+
+    def counting(t: str):
+        longest[0] = max(longest[0], len(t))
+        return tokenize(t)
+
+    monkeypatch.setattr(chunking, "_WHOLE_TEXT_CHARS", 20_000)
+    assert len(text) > 5 * 20_000
+    assert chunk_text(text, counting, ChunkingConfig(64, 8)) == whole
+    assert longest[0] < 2 * 20_000
