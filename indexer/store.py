@@ -343,6 +343,11 @@ class VectorStore(ABC):
     def release(self, collection: str) -> None:
         """Let other processes open ``collection`` (embedded stores; a no-op for a server)."""
 
+    def is_open(self, collection: str) -> bool:
+        """Whether this process holds ``collection`` open now (embedded stores); True where
+        nothing is opened per collection (a server), so callers never release it for nothing."""
+        return True
+
     def hold(self, collection: str) -> None:
         """Open an existing ``collection`` for this process now, before a write begins, so
         that another process holding it is found first (embedded stores; a no-op for a server).
@@ -844,6 +849,9 @@ class EdgeStore(VectorStore):
     def hold(self, collection: str) -> None:
         with self._using(collection):
             pass  # opened (its lock taken) and kept open until release / close
+
+    def is_open(self, collection: str) -> bool:
+        return collection in self._shards
 
     def release(self, collection: str) -> None:
         """Close one collection's shard and let other processes open it."""

@@ -194,9 +194,17 @@ class CollectionService:
                 # succeed for a moment and show counts beside "being indexed"; never touch it.
                 pass
             else:
-                exists = self.store.collection_exists(coll.name)
-                points = self.store.count(coll.name) if exists else None
-                lexical = self.store.has_lexical(coll.name) if exists else None
+                # A collection this process did not have open is closed again once counted:
+                # each open shard maps ~38 MB, and a server listing 40 collections grew from
+                # 0.8 to 3.2 GB, kept for its life.
+                was_open = self.store.is_open(coll.name)
+                try:
+                    exists = self.store.collection_exists(coll.name)
+                    points = self.store.count(coll.name) if exists else None
+                    lexical = self.store.has_lexical(coll.name) if exists else None
+                finally:
+                    if not was_open:
+                        self.store.release(coll.name)
         except StoreBusyError as e:
             # An embedded store's collection open in another process: the writer's, or one that
             # only reads it (a server); never touch it.

@@ -403,3 +403,19 @@ def test_a_renamed_file_moves_its_records_and_sync_keeps_them(make_ctx, tmp_path
     report = service.index(src, "ren")
     assert (report.docs_failed, report.docs_deleted) == (1, 0)
     assert CollectionService(ctx).get("ren").points == 4  # r0..r2 and the note; the error is a row
+
+
+def test_listing_collections_leaves_open_only_what_was_open(make_ctx, tmp_path) -> None:
+    """Counting points opened every collection's shard and kept it (~38 MB mapped each: a server
+    grew from 0.8 to 3.2 GB after one GET /collections of 40 collections)."""
+    (tmp_path / "a.txt").write_text("hello there")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    for name in ("one", "two", "three"):
+        service.index(tmp_path / "a.txt", name)
+    for name in ("one", "two", "three"):
+        ctx.store.release(name)
+    ctx.store.count("two")  # a search has it open: it stays open
+    infos = CollectionService(ctx).list_all()
+    assert [(i.name, i.points) for i in infos] == [("one", 1), ("three", 1), ("two", 1)]
+    assert [n for n in ("one", "two", "three") if ctx.store.is_open(n)] == ["two"]
