@@ -214,14 +214,15 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                elem_id="cluster-labels")
                         k_limit = gr.Number(label="At most this many texts (0 = all, up to "
                                                   f"{settings.max_cluster_texts:,})",
-                                            value=500, precision=0, minimum=0,
-                                            elem_id="cluster-limit")
+                                            value=500, precision=0, elem_id="cluster-limit")
                     with gr.Column(scale=2):
                         k_instruction = gr.Textbox(label="Instruction (what to group by)",
                                                    elem_id="cluster-instruction",
                                                    placeholder="What is the topic of this text?")
+                        # No `minimum`: Gradio's own "Value -1 is less than minimum value 0" named
+                        # no box; the handler's message says which and why (docs/ui.md).
                         k_k = gr.Number(label="k (0 = choose by silhouette)", value=0,
-                                        precision=0, minimum=0, elem_id="cluster-k")
+                                        precision=0, elem_id="cluster-k")
                         k_embedder = picker(label="Instruction embedder", choices=embedders,
                                             elem_id="cluster-embedder",
                                             value=settings.default_embedder

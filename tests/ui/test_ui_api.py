@@ -202,6 +202,10 @@ def test_cluster_bad_input_is_a_readable_error(ui_client, tmp_path) -> None:
     with pytest.raises(AppError, match="k=5 is more than the 3 texts"):
         ui_client.predict(*args, "Topic?", 5, "minilm", "keywords (no explainer)",
                           api_name="/cluster")
+    # The box's own minimum answered first, naming no box ("Value -1 is less than minimum value 0").
+    with pytest.raises(AppError, match=r"k must be 0 \(choose it by silhouette\) or at least 2, got -1"):
+        ui_client.predict(*args, "Topic?", -1, "minilm", "keywords (no explainer)",
+                          api_name="/cluster")
     labels = tmp_path / "short.txt"
     labels.write_text("a\nb\n")
     args[-1] = handle_file(str(labels))
