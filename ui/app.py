@@ -345,6 +345,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                              job_outputs, api_name="index_folder", **light)
         refresh(upload_event.then)
         refresh(folder_event.then)
+        # A refused request left the previous job's bar under the error badges, as if that job
+        # had failed; the bar comes back on the timer's next tick if a job is still running.
+        for event in (upload_event, folder_event):
+            event.failure(lambda: (failed, []), None, [i_status, i_errors], api_visibility="private",
+                          queue=False)
         demo.load(h.resume_job, None, job_outputs, api_visibility="private", **light)
         i_timer.tick(h.job_status, [i_job, i_total], [i_status, i_errors, i_timer],
                      api_name="job_status", show_progress="hidden", **light)

@@ -218,6 +218,8 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, shots,
     page.click("#index-upload-button")
     messages["non-text file"] = toast_text(page)
     assert "Nothing to index: photo.png: .png files cannot be indexed" in messages["non-text file"]
+    # The bar says the request failed, not what an earlier job did (it looked as if that had failed).
+    page.locator("#index-status .facet-failed").wait_for()
 
     fill_picker(page, "#index-folder", "/etc")
     page.click("#index-folder-button")
