@@ -90,7 +90,7 @@ def test_a_chunk_that_keeps_killing_its_worker_is_failed_not_rerun(make_ctx, tmp
     assert service.run_chunk(prepared.job_id, 1).finished_job
     job = CollectionService(ctx).job(prepared.job_id)
     assert job.state == "completed" and (job.docs_indexed, job.docs_failed) == (2, 2)
-    assert "1 chunk(s) failed" in (job.message or "")
+    assert "1 chunk failed" in (job.message or "")
     with ctx.sessions() as s:
         chunk = s.scalar(select(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id,
                                                     md.JobChunk.number == 0))
