@@ -16,6 +16,7 @@ from app.text import plural
 
 if TYPE_CHECKING:
     from app.core import Facet
+    from app.services.indexing import IndexReport
 
 
 def progress_bar() -> tuple[Any, Any]:
@@ -72,6 +73,14 @@ def _say_how_to_resume(facet: Facet, collection: str) -> None:
     except (FacetError, IndexError):
         return  # stopped before the job was recorded (loading the model): nothing was written
     typer.echo(f"job {job.id} {job.state}: {job.message or ''}", err=True)
+
+
+def rate(report: IndexReport) -> str:
+    """The run's speed: documents per second, or chunks per second where fewer than one
+    document a second went in (one large streamed file read "0.0 docs/s")."""
+    if report.docs_per_s >= 1 or not report.chunks_written or report.elapsed_s <= 0:
+        return f"{report.docs_per_s:.1f} docs/s"
+    return f"{report.chunks_written / report.elapsed_s:.1f} chunks/s"
 
 
 def register(cli: typer.Typer) -> None:
@@ -138,8 +147,7 @@ def register(cli: typer.Typer) -> None:
             f"job {report.job_id} {report.state}: {plural(report.docs_seen, 'document')} seen, "
             f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
             f"{report.docs_failed} failed, {report.docs_deleted} removed; "
-            f"{plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s "
-            f"({report.docs_per_s:.1f} docs/s)")
+            f"{plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s ({rate(report)})")
         if report.skipped_files:
             from app.core import Facet
 
