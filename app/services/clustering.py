@@ -313,7 +313,10 @@ class ClusterService:
         if len(texts) < 2:
             why = (" (check the filters: they matched "
                    f"{plural(len(texts), 'chunk')} of collection {request.collection!r})"
-                   if request.collection is not None and request.filters else "")
+                   if request.collection is not None and request.filters else
+                   f" (the search found {plural(len(texts), 'result')}"
+                   f"{'; check its filters' if request.search.filters else ''})"
+                   if request.search is not None else "")
             raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}")
         if request.k is not None and request.k > len(texts):
             raise InvalidRequestError(f"k={request.k} is more than the {len(texts)} texts")

@@ -103,6 +103,8 @@ def test_collection_with_filter_and_search_results(make_ctx, tmp_path) -> None:
     with pytest.raises(InvalidRequestError, match=r"got 0 \(check the filters: they matched 0 chunks "
                                                   "of collection 'msgs'"):
         service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", filters={"topic": "none"}))
+    with pytest.raises(InvalidRequestError, match=r"got 0 \(the search found 0 results; check its filters\)"):
+        service.cluster(ClusterRequest(INSTRUCTION, search=SearchRequest("card", "msgs", filters={"topic": "x"})))
 
 
 def test_explainer_answers_name_the_clusters(make_ctx, tiny_inbedder_dir) -> None:
