@@ -223,17 +223,12 @@ def _wrap(text: str, width: int = 70, limit: int = 280) -> str:
 def cluster_name(cluster: Cluster) -> str:
     """A cluster's name as the page shows it: with how many members' answers it is, where that
     is not all of them ("payment (24 of 71)": the table said so, the legend and the CSV did not)."""
-    shared = cluster.name_count
-    return cluster.name + (f" ({shared} of {cluster.size})" if shared is not None and shared < cluster.size
-                           else "")
+    return cluster.name + (f" ({cluster.name_share})" if cluster.name_share else "")
 
 
 def cluster_label(cluster: Cluster) -> str:
     """A cluster's legend entry: its id, name and size ("2: payment, 24 of 71")."""
-    shared = cluster.name_count
-    count = (f"{shared} of {cluster.size}" if shared is not None and shared < cluster.size
-             else str(cluster.size))
-    return f"{cluster.id}: {_short(cluster.name, 40)} ({count})"
+    return f"{cluster.id}: {_short(cluster.name, 40)} ({cluster.name_share or cluster.size})"
 
 
 def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:

@@ -140,8 +140,7 @@ def register(cli: typer.Typer) -> None:
         if result.note:
             typer.echo(f"note: {result.note}", err=True)
         for c in result.clusters:
-            share = (f" ({c.name_count} of {c.size} answers)"
-                     if c.name_count is not None and c.name_count < c.size else "")
+            share = f" ({c.name_share} answers)" if c.name_share else ""
             typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {' '.join(c.name.split())}{share} · "
                        f"{', '.join(c.keywords)}")
             for text in c.representatives:  # one line each: a text's own newlines could pass for output

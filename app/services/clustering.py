@@ -114,6 +114,14 @@ class Cluster:
     # keywords: a name 7 of 16 members share describes the cluster less than it seems.
     name_count: int | None = None
 
+    @property
+    def name_share(self) -> str | None:
+        """"24 of 71" where the name is fewer than all its members' answers, else None (what
+        the CLI and the page show beside the name)."""
+        if self.name_count is None or self.name_count >= self.size:
+            return None
+        return f"{self.name_count} of {self.size}"
+
 
 @dataclass
 class ClusterResponse:
