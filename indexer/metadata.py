@@ -35,6 +35,14 @@ from sqlalchemy.pool import NullPool
 
 logger = logging.getLogger(__name__)
 
+# The longest document key / source path a collection stores (the columns' width, which
+# PostgreSQL enforces and SQLite does not: a longer one is refused as that document's error
+# on both, by ``app.services.indexing``).
+MAX_KEY_CHARS = 1024
+# The largest id an INTEGER primary key holds on PostgreSQL (a larger one is no row: looking
+# it up raised there, and an OverflowError past 2**63 on SQLite).
+MAX_ROW_ID = 2**31 - 1
+
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -106,8 +114,8 @@ class Document(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(
         ForeignKey("collections.id", ondelete="CASCADE"), index=True)
-    key: Mapped[str] = mapped_column(String(1024))
-    source: Mapped[str] = mapped_column(String(1024), index=True)
+    key: Mapped[str] = mapped_column(String(MAX_KEY_CHARS))
+    source: Mapped[str] = mapped_column(String(MAX_KEY_CHARS), index=True)
     title: Mapped[str | None] = mapped_column(Text, default=None)
     content_hash: Mapped[str | None] = mapped_column(String(64), default=None)
     status: Mapped[str] = mapped_column(String(16), default="pending")
@@ -170,7 +178,9 @@ class IndexJob(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(
         ForeignKey("collections.id", ondelete="CASCADE"), index=True)
-    source: Mapped[str] = mapped_column(String(1024))
+    # Text, not VARCHAR (migration 0005): PostgreSQL enforces a length SQLite ignores, and a
+    # folder's path, a csv header or a refused document's key has none.
+    source: Mapped[str] = mapped_column(Text)
     embedder: Mapped[str] = mapped_column(String(128))
     state: Mapped[str] = mapped_column(String(16), default="running")
     pid: Mapped[int | None] = mapped_column(Integer, default=None)
@@ -194,7 +204,7 @@ class IndexJob(Base):
     chunks_done: Mapped[int] = mapped_column(Integer, default=0)
     docs_total: Mapped[int] = mapped_column(Integer, default=0)
     # The csv column / jsonl field holding the text (migration 0004): workers' chunks read it.
-    text_column: Mapped[str | None] = mapped_column(String(128), default=None)
+    text_column: Mapped[str | None] = mapped_column(Text, default=None)
 
     errors: Mapped[list[JobError]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")
@@ -208,7 +218,7 @@ class JobError(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("index_jobs.id", ondelete="CASCADE"), index=True)
-    document_key: Mapped[str] = mapped_column(String(1024))
+    document_key: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(String(16))  # "error" or "warning"
     message: Mapped[str] = mapped_column(Text)
 
@@ -275,6 +285,10 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
     """
     connect_args: dict[str, Any] = {"timeout": SQLITE_BUSY_TIMEOUT_S} if url.startswith("sqlite") else {}
     extra: dict[str, Any] = {} if pooled else {"poolclass": NullPool}
+    if not url.startswith("sqlite"):
+        # A server restarted (or a pooled connection dropped) under a long-running `facet
+        # serve` answered the next request with a 500: test a pooled connection before use.
+        extra["pool_pre_ping"] = True
     engine = create_engine(url, future=True, connect_args=connect_args, **extra)
     if engine.dialect.name == "sqlite":
 
@@ -331,7 +345,7 @@ def ensure_collection_embedder(session: Session, collection: Collection, name: s
 
 def documents_by_key(session: Session, collection_id: int,
                      keys: Iterable[str]) -> dict[str, Document]:
-    keys = list(keys)
+    keys = [k for k in keys if len(k) <= MAX_KEY_CHARS]  # a longer one is no row
     out: dict[str, Document] = {}
     for start in range(0, len(keys), 500):  # stay under SQL parameter limits
         part = keys[start:start + 500]
@@ -445,6 +459,8 @@ def count_chunks(session: Session, collection_id: int) -> int:
 
 
 def get_job(session: Session, job_id: int) -> IndexJob | None:
+    if not 0 < job_id <= MAX_ROW_ID:  # PostgreSQL's INTEGER refuses a larger one outright
+        return None
     return session.get(IndexJob, job_id)
 
 

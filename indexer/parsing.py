@@ -124,7 +124,10 @@ class StreamedDocument:
         """The text, ``chars`` characters at a time."""
         with self.path.open(encoding=self.encoding, errors=self.errors, newline="") as fh:
             while piece := fh.read(chars):
-                yield piece
+                if "\x00" in piece:  # dropped, as the hash pass did (see _without_nul)
+                    piece = piece.replace("\x00", "")
+                if piece:
+                    yield piece
 
 
 ParseResult = ParsedDocument | DocumentError | StreamedDocument
@@ -363,20 +366,24 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
                   "replaced with U+FFFD"]
 
 
-def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, int]:
+def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, int, int]:
     """One pass over the decoded text: its sha256 (as ``content_hash`` feeds it), its first
-    64 KiB, whether it holds anything but whitespace, and its U+FFFD count."""
+    64 KiB, whether it holds anything but whitespace, its U+FFFD count and how many NUL
+    characters it drops (as ``pieces`` does: the binary check reads only the first 8 KiB)."""
     digest = hashlib.sha256()
-    head, content, replaced = "", False, 0
+    head, content, replaced, nuls = "", False, 0, 0
     with path.open(encoding=encoding, errors=errors, newline="") as fh:
         while piece := fh.read(1 << 20):
+            if "\x00" in piece:
+                nuls += piece.count("\x00")
+                piece = piece.replace("\x00", "")
             digest.update(piece.encode("utf-8", "surrogatepass"))
             if len(head) < 65536:
                 head += piece[:65536 - len(head)]
-            content = content or not piece.isspace()
+            content = content or (bool(piece) and not piece.isspace())
             replaced += piece.count("\ufffd") if errors == "replace" else 0
     digest.update(b"\x00")
-    return digest, head, content, replaced
+    return digest, head, content, replaced, nuls
 
 
 def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument | DocumentError:
@@ -401,20 +408,20 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
             encoding, errors = "utf-8-sig", "strict"
             if utf16 is not None:
                 encoding = "utf-16"
-                digest, head, content, replaced = utf16
+                digest, head, content, replaced, nuls = utf16
             else:
-                digest, head, content, replaced = _hash_pass(path, encoding, errors)
+                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
         except UnicodeDecodeError as e:
             detected = detect_encoding(head_bytes)
             try:
                 if detected is None:
                     raise e
                 encoding = detected
-                digest, head, content, replaced = _hash_pass(path, encoding, errors)
+                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
                 warnings.append(f"{key}: not UTF-8; decoded as {encoding}")
             except (UnicodeDecodeError, LookupError):
                 encoding, errors = "utf-8-sig", "replace"
-                digest, head, content, replaced = _hash_pass(path, encoding, errors)
+                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
                 warnings.append(f"{key}: invalid UTF-8; {replaced} characters replaced with "
                                 "U+FFFD")
                 if replaced > _MAX_REPLACEMENT_RATIO * size:
@@ -425,6 +432,8 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
         return DocumentError(key, key, f"cannot read {path}: {e}")
     if not content:
         return DocumentError(key, key, f"{key} is empty: no text to index")
+    if nuls:
+        warnings.append(f"{key}: {nuls} NUL character{'s' if nuls != 1 else ''} removed")
     title = _markdown_title(head) if markdown else None
     for part in (title or "", json.dumps({}, sort_keys=True)):
         digest.update(part.encode("utf-8", "surrogatepass"))
@@ -434,9 +443,24 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
 
 
 def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
-    if isinstance(doc, ParsedDocument) and not doc.text.strip():
-        return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index")
+    if isinstance(doc, ParsedDocument):
+        doc.text = _without_nul(doc.text, doc.key, doc.warnings)
+        if doc.title:
+            doc.title = _without_nul(doc.title, f"{doc.key}'s title", doc.warnings) or None
+        if not doc.text.strip():
+            return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index")
     return doc
+
+
+def _without_nul(text: str, where: str, warnings: list[str]) -> str:
+    """``text`` without NUL characters, noting how many went: PostgreSQL cannot store one (the
+    whole batch failed there), no tokenizer reads one, and the binary check sees only a file's
+    first 8 KiB (a log padded with NULs later, a jsonl ``\\u0000`` escape, a PDF's glyph)."""
+    if "\x00" not in text:
+        return text
+    n = text.count("\x00")
+    warnings.append(f"{where}: {n} NUL character{'s' if n != 1 else ''} removed")
+    return text.replace("\x00", "")
 
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -744,6 +768,9 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     if _surrogate_at(key) is not None:
         return DocumentError(fallback_key, str(path), f"{path}:{where}: the record's id holds an "
                              "unpaired surrogate (a broken \\u escape); fix that record")
+    if "\x00" in key:  # no database key holds one (PostgreSQL refused the whole batch)
+        return DocumentError(fallback_key, str(path), f"{path}:{where}: the record's id holds a "
+                             "NUL character (a \\u0000 escape); fix that record")
     for name, value in ((repr(text_field), text), ("'title'", title or "")):
         at = _surrogate_at(value)
         if at is not None:
@@ -752,10 +779,13 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                  "an emoji); fix that record")
     # A BEIR record is title + text; both are embedded, so both are part of the document.
     # (Not when the text is the title itself: `--text-column title` stored it twice.)
+    notes = [*warnings]
+    text = _without_nul(text, f"{path}:{where}: field {text_field!r}", notes)
+    title = _without_nul(title, f"{path}:{where}: field 'title'", notes) or None if title else None
     full = f"{title}\n{text}" if title and text.strip() and text_field != "title" else text
     meta, dropped = _scalar_metadata(record, {text_field, "title", *(f for f in (id_field,) if f)})
     doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
-                         warnings=[*warnings, *(f"{path}:{where}: {d}" for d in dropped)])
+                         warnings=[*notes, *(f"{path}:{where}: {d}" for d in dropped)])
     if not text.strip():
         return DocumentError(key, str(path), f"{path}:{where}: record {key!r} has empty text")
     return doc

@@ -75,9 +75,6 @@ class JobInfo:
     docs_total: int = 0
 
 
-# The largest id a SQL integer column holds (SQLite and PostgreSQL bigint): a larger one is no
-# job, not an OverflowError from the driver.
-MAX_ROW_ID = 2**63 - 1
 MAX_JOBS_LISTED = 1000
 
 
@@ -274,7 +271,8 @@ class CollectionService:
     def job(self, job_id: int) -> JobInfo:
         if isinstance(job_id, bool) or not isinstance(job_id, int):
             raise InvalidRequestError(f"a job id is a whole number, got {job_id!r}")
-        if not 1 <= job_id <= MAX_ROW_ID:  # SQL cannot even look it up
+        if not 1 <= job_id <= md.MAX_ROW_ID:  # SQL cannot even look it up (PostgreSQL's
+            # INTEGER ends at 2**31 - 1; a larger id was a 500 there, "no job" on SQLite)
             raise NotFoundError(f"no index job {job_id}; list them with `facet jobs`")
         with self.ctx.sessions() as session:
             job = md.get_job(session, job_id)

@@ -57,6 +57,7 @@ from app.services.indexing import (
     Seen,
     check_same_embedder,
     note_document_error,
+    storable,
 )
 from app.text import plural
 from indexer import metadata as md
@@ -253,6 +254,7 @@ class ChunkedIndexService:
         pending: list[ParsedDocument | DocumentError] = []
 
         def classify(batch: list[ParsedDocument | DocumentError]) -> None:
+            batch = storable(batch)
             rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
             hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
             for item in batch:
@@ -505,13 +507,42 @@ class ChunkedIndexService:
 
     def _fail_chunk(self, session: Session, job: md.IndexJob, chunk: md.JobChunk,
                     docs: list[tuple[Any, ...]], message: str) -> None:
+        job_id, chunk_id, number = job.id, chunk.id, chunk.number
+        try:
+            self._record_failed_chunk(session, job, chunk, docs, message)
+        except Exception as e:
+            if is_transient(e):
+                raise
+            # Recording each document's error failed too (the error that failed the chunk can
+            # fail its record: PostgreSQL refused a key SQLite stored). Raising here left the
+            # chunk `running`: the sweeper sent it again every minute, past the poison limit,
+            # and the job never ended. The chunk fails with one error instead.
+            logger.exception("job %d: chunk %d's document errors could not be recorded", job_id,
+                             number)
+            session.rollback()
+            job_row = md.get_job(session, job_id)
+            chunk_row = session.get(md.JobChunk, chunk_id, populate_existing=True)
+            if job_row is None or chunk_row is None:
+                return
+            self._record_failed_chunk(
+                session, job_row, chunk_row, [], f"{message} (its {len(docs)} documents' own "
+                f"errors could not be recorded: {type(e).__name__})", docs_failed=len(docs))
+
+    def _record_failed_chunk(self, session: Session, job: md.IndexJob, chunk: md.JobChunk,
+                             docs: list[tuple[Any, ...]], message: str,
+                             docs_failed: int | None = None) -> None:
+        """The chunk ``failed``; each of ``docs`` a job error and a failed document (with no
+        ``docs``, one job error names the chunk and ``docs_failed`` documents are counted)."""
+        n = len(docs) if docs_failed is None else docs_failed
         chunk.state, chunk.error, chunk.finished_at = "failed", message, md.utcnow()
         chunk.claimed_until = None
         report = IndexReport(job_id=job.id, collection=job.collection.name,
                              embedder=job.embedder, state="running",
-                             docs_seen=len(docs), docs_failed=len(docs))
+                             docs_seen=n, docs_failed=n)
         tally = _Tally(errors=[md.JobError(job_id=job.id, document_key=str(key), kind="error",
-                                           message=message) for key, _s, _h in docs])
+                                           message=message) for key, _s, _h in docs] or
+                       [md.JobError(job_id=job.id, document_key=f"chunk {chunk.number}",
+                                    kind="error", message=message)])
         session.add_all(tally.errors)
         # The documents' rows say so too (a write that failed part-way left them ``pending``,
         # counted in the collection's documents but neither indexed nor failed).

@@ -221,12 +221,34 @@ def note_document_error(session: Session, collection_id: int, key: str, source: 
     what was indexed before, with only the error noted beside it. ``error`` documents count as
     failed in a collection's figures and are indexed again by the next job."""
     if row is None:
-        session.add(md.Document(collection_id=collection_id, key=key, source=source,
-                                status="error", error=message, meta={}))
-        return
+        if len(key) <= md.MAX_KEY_CHARS and len(source) <= md.MAX_KEY_CHARS:
+            session.add(md.Document(collection_id=collection_id, key=key, source=source,
+                                    status="error", error=message, meta={}))
+        return  # (one too long to store is only the job's error: `storable` refused it)
     row.error = message
     if row.status != "indexed":
         row.status = "error"
+
+
+def storable(batch: list[Any]) -> list[Any]:
+    """``batch`` with every document whose id or source path is longer than a collection
+    stores (``md.MAX_KEY_CHARS``) turned into that document's error: PostgreSQL refused the
+    whole batch with a traceback (and a worker's chunk failed for ever), SQLite stored it."""
+    out = []
+    for item in batch:
+        names = (("path", item.source),) if item.key == item.source else \
+            (("id", item.key), ("path", item.source))  # a file's key is its path
+        too_long = next(((what, len(value)) for what, value in names
+                         if len(value) > md.MAX_KEY_CHARS), None)
+        if too_long is None or isinstance(item, DocumentError):
+            out.append(item)
+            continue
+        what, n = too_long
+        fix = "give the record a shorter id" if what == "id" else "move it to a shorter path"
+        name = item.key if len(item.key) <= 80 else f"{item.key[:60]}...{item.key[-17:]}"
+        out.append(DocumentError(item.key, item.source, f"{name}: its {what} is {n:,} characters, "
+                                 f"over the {md.MAX_KEY_CHARS:,} a collection stores; {fix}"))
+    return out
 
 
 def _note_replaced_source(doc: ParsedDocument, row: md.Document | None) -> ParsedDocument:
@@ -822,6 +844,8 @@ class IndexService:
                 interrupt.check()
             t0 = time.perf_counter()
             item = next(parsed, None)
+            if item is not None:
+                item = storable([item])[0]
             job.parse_s += time.perf_counter() - t0
             if item is not None and item.key in seen.keys:
                 # Recorded on the job only: the document row belongs to the first occurrence.
@@ -985,6 +1009,7 @@ class IndexService:
                 onto ``job`` (a chunk task adds its counts to the shared job row there).
         """
         t0 = time.perf_counter()
+        batch = storable(batch)
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
         vec_hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
         items: list[_Item] = []

@@ -224,6 +224,8 @@ def test_docx_json_and_the_list_of_skipped_files(tmp_path: Path) -> None:
     # Was "looks binary" once streamed (the sniff saw UTF-16's NULs before the BOM).
     ("utf16le.txt", ("\ufeff" + "lighthouses and the sea.\n" * 20_000).encode("utf-16-le")),
     ("utf16be.txt", ("\ufeff" + "Café by the sea.\n" * 20_000).encode("utf-16-be")),
+    # NULs past the 8 KiB the binary check reads (a log's preallocated tail): dropped alike.
+    ("padded.txt", b"a line of the log\n" * 1_000 + b"\x00" * 500 + b"after the gap\n" * 100),
 ])
 def test_a_large_file_streams_with_the_hash_and_text_of_a_whole_read(tmp_path: Path, name: str,
                                                                       data: bytes) -> None:
@@ -236,6 +238,25 @@ def test_a_large_file_streams_with_the_hash_and_text_of_a_whole_read(tmp_path: P
     assert "".join(streamed.pieces(777)) == whole.text
     assert (streamed.key, streamed.title) == (whole.key, whole.title)
     assert [w.split(";")[-1] for w in streamed.warnings] == [w.split(";")[-1] for w in whole.warnings]
+
+
+def test_nul_characters_no_database_stores_are_dropped_or_refused(tmp_path: Path) -> None:
+    """PostgreSQL cannot store a NUL: a late one in a text file, or a \\u0000 escape in a
+    record, failed the whole batch there (SQLite stored it)."""
+    padded = tmp_path / "padded.txt"
+    padded.write_bytes(b"a line of the log\n" * 1_000 + b"\x00\x00tail")
+    doc = _one(padded)
+    assert isinstance(doc, ParsedDocument) and doc.text.endswith("log\ntail")
+    assert doc.warnings == [f"{padded}: 2 NUL characters removed"]
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"id": "a", "title": "T\u0000", "text": "x\u0000y"}) + "\n" +
+                    json.dumps({"id": "b\u0000", "text": "fine"}) + "\n")
+    first, second = list(parse_file(path))
+    assert isinstance(first, ParsedDocument) and (first.title, first.text) == ("T", "T\nxy")
+    assert [w.split(": ", 1)[1] for w in first.warnings] == [
+        "field 'text': 1 NUL character removed", "field 'title': 1 NUL character removed"]
+    assert isinstance(second, DocumentError) and second.key == f"{path}#L2"
+    assert "the record's id holds a NUL character" in second.message
 
 
 def test_large_empty_or_binary_files_are_rejected_without_streaming(tmp_path: Path) -> None:

@@ -436,3 +436,34 @@ def test_a_moved_record_file_is_planned_again_so_its_source_follows(make_ctx, tm
     for n in numbers:
         service.run_chunk(prepared.job_id, n)
     assert {h.payload["source"] for h in ctx.store.scroll("c", limit=10)} == {str(src / "b.jsonl")}
+
+
+def test_a_chunk_whose_document_errors_cannot_be_recorded_still_fails_and_ends_the_job(
+        make_ctx, tmp_path, monkeypatch) -> None:
+    """On PostgreSQL a key SQLite stored made recording the chunk's own error raise too: the
+    chunk stayed `running`, was sent again every minute past the poison limit, and the job
+    never ended. Recording each document's error fails here on cue."""
+    import app.services.distributed as distributed
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, tmp_path / "src", "c")
+
+    def broken_flush() -> None:
+        raise RuntimeError("disk went away")
+
+    def unrecordable(*args, **kwargs) -> None:
+        raise ValueError("value too long for type character varying(1024)")
+
+    monkeypatch.setattr(ctx.store, "flush", broken_flush)
+    monkeypatch.setattr(distributed, "note_document_error", unrecordable)
+    outcome = service.run_chunk(prepared.job_id, numbers[0])
+    assert outcome.outcome == "failed" and outcome.finished_job
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert job.state == "completed" and (job.docs_seen, job.docs_failed) == (2, 2)
+    [error] = job.errors
+    assert error["document"] == "chunk 0" and "disk went away" in error["message"]
+    assert "could not be recorded: ValueError" in error["message"]
+    with ctx.sessions() as s:
+        chunk = s.scalar(select(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id))
+        assert chunk.state == "failed" and chunk.claimed_until is None

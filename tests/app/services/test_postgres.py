@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from app.services.collections import CollectionService
-from app.services.indexing import IndexService
+from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest, SearchService
+from indexer import metadata as md
 
 from .conftest import write_corpus
 
@@ -27,8 +28,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class Cluster:
+    """A throwaway PostgreSQL cluster: its URL, and a restart (as an operator's upgrade)."""
+
+    def __init__(self, url: str, restart: list[str]) -> None:
+        self.url, self._restart = url, restart
+
+    def restart(self) -> None:
+        subprocess.run(self._restart, check=True, capture_output=True)
+
+
 @pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
+def postgres() -> Iterator[Cluster]:
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL server binaries not found in {PG_BIN}")
     pytest.importorskip("psycopg", reason="install psycopg[binary] (the dev extra)")
@@ -44,15 +55,22 @@ def postgres_url() -> Iterator[str]:
     port = _free_port()
     subprocess.run([*prefix, str(PG_BIN / "initdb"), "-D", str(data), "-U", "facet", "-A", "trust",
                     "--no-sync"], check=True, capture_output=True)
+    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
     subprocess.run([*prefix, str(PG_BIN / "pg_ctl"), "-D", str(data), "-w", "-l",
-                    str(root / "log"), "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 "
-                    "-c fsync=off", "start"], check=True, capture_output=True)
+                    str(root / "log"), "-o", options, "start"], check=True, capture_output=True)
     try:
-        yield f"postgresql+psycopg://facet@127.0.0.1:{port}/postgres"
+        yield Cluster(f"postgresql+psycopg://facet@127.0.0.1:{port}/postgres",
+                      [*prefix, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w",
+                       "-l", str(root / "log"), "-o", options, "restart"])
     finally:
         subprocess.run([*prefix, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate",
                         "stop"], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres: Cluster) -> str:
+    return postgres.url
 
 
 def test_index_and_search_with_postgres_metadata(make_ctx, tmp_path, postgres_url) -> None:
@@ -92,3 +110,101 @@ def test_migrations_on_postgres_from_before_migrations(postgres_url) -> None:
         assert conn.execute(text("SELECT count(*) FROM index_jobs")).scalar() == 3
         assert conn.execute(text("SELECT count(*) FROM job_errors")).scalar() == 1
     engine.dispose()
+
+
+def _awkward_source(root: Path) -> dict[str, str]:
+    """What SQLite stores and PostgreSQL refused (the whole batch, with a traceback): a record
+    id over 1,024 characters, a file whose path is, NUL characters in a record's text and id
+    and in a text file past the 8 KiB the binary check reads. Returns the keys by role."""
+    import json
+
+    root.mkdir(parents=True)
+    records = [{"id": "x" * 1100, "text": "a record whose id is far too long"},
+               {"id": "ok", "text": "a normal record about harbour ferries"},
+               {"id": "n1", "text": "ferry \u0000timetables for the winter"},
+               {"id": "bad\u0000id", "text": "an id holding a NUL"}]
+    (root / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    late = root / "late.txt"
+    late.write_bytes(b"words about trains. " * 500 + b"oops\x00 a NUL tail\n")
+    deep = root
+    for i in range(5):
+        deep = deep / (f"{i}" * 220)
+    deep.mkdir(parents=True)
+    (deep / "deep.txt").write_text("a note filed far too deep")
+    return {"long": "x" * 1100, "deep": str(deep / "deep.txt"), "late": str(late),
+            "records": str(root / "records.jsonl")}
+
+
+def _check_awkward(ctx, job_id: int, keys: dict[str, str]) -> None:
+    job = CollectionService(ctx).job(job_id)
+    assert job.state == "completed"
+    # indexed: ok, n1, late.txt; refused: the long id, the NUL id, the deep file
+    assert (job.docs_indexed, job.docs_failed) == (3, 3)
+    errors = {e["document"]: e["message"] for e in job.errors if e["kind"] == "error"}
+    assert "its id is 1,100 characters, over the 1,024" in errors[keys["long"]]
+    assert "its path is" in errors[keys["deep"]] and "move it to a shorter path" in \
+        errors[keys["deep"]]
+    assert any("holds a NUL character" in m for m in errors.values())
+    warnings = [e["message"] for e in job.errors if e["kind"] == "warning"]
+    assert any("1 NUL character removed" in w and "'text'" in w for w in warnings)
+    assert any(w.startswith(keys["late"]) and "NUL character removed" in w for w in warnings)
+    texts = [h.payload["text"] for h in ctx.store.scroll("awk")]
+    assert "ferry timetables for the winter" in texts and not any("\x00" in t for t in texts)
+    info = CollectionService(ctx).get("awk")
+    assert info.documents_indexed == 3 and info.points == info.chunks
+
+
+def test_what_sqlite_stores_is_refused_per_document_not_a_crash_on_postgres(
+        make_ctx, tmp_path, postgres_url) -> None:
+    keys = _awkward_source(tmp_path / "src")
+    ctx = make_ctx(database_url=postgres_url)
+    report = IndexService(ctx).index(tmp_path / "src", "awk")
+    _check_awkward(ctx, report.job_id, keys)
+    # A text column named by a long csv header (a survey question), and a job on a folder
+    # whose path is over 1,024 characters: both were VARCHARs PostgreSQL enforced.
+    header = "How satisfied were you with the booking process, the ferry itself and the help " \
+        "our staff gave you at the harbour on the day of travel?"
+    (tmp_path / "survey").mkdir()
+    (tmp_path / "survey" / "answers.csv").write_text(
+        f'id,"{header}"\n1,very happy with the crossing\n')
+    done = IndexService(ctx).index(tmp_path / "survey", "survey", IndexOptions(text_column=header))
+    assert (done.state, done.docs_indexed) == ("completed", 1)
+    deep = IndexService(ctx).index(Path(keys["deep"]).parent, "deep")
+    assert (deep.state, deep.docs_failed) == ("completed", 1)
+    assert "its path is" in deep.errors[0][1]
+    CollectionService(ctx).delete("awk")
+    CollectionService(ctx).delete("survey")
+
+
+def test_the_worker_path_refuses_them_per_document_too_on_postgres(make_ctx, tmp_path,
+                                                                   postgres_url) -> None:
+    from app.services.distributed import ChunkedIndexService
+
+    keys = _awkward_source(tmp_path / "src")
+    ctx = make_ctx(database_url=postgres_url)
+    service = ChunkedIndexService(ctx)
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "awk", runner="celery")
+    for number in service.plan(prepared, 2):
+        assert service.run_chunk(prepared.job_id, number).outcome == "done"
+    _check_awkward(ctx, prepared.job_id, keys)
+    CollectionService(ctx).delete("awk")
+
+
+def test_a_job_id_past_postgres_integers_is_no_job(make_ctx, postgres_url) -> None:
+    from app.errors import NotFoundError
+
+    ctx = make_ctx(database_url=postgres_url)
+    with pytest.raises(NotFoundError, match="no index job 2147483648"):
+        CollectionService(ctx).job(2**31)
+    with ctx.sessions() as session:
+        assert md.get_job(session, 2**31) is None
+
+
+def test_a_database_restart_costs_no_request(make_ctx, tmp_path, postgres) -> None:
+    """`facet serve` answered the first request after PostgreSQL restarted with a 500 (a
+    pooled connection the server had closed)."""
+    ctx = make_ctx(database_url=postgres.url)
+    service = CollectionService(ctx)
+    assert service.list_all() == []
+    postgres.restart()
+    assert service.list_all() == []
