@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -94,6 +95,16 @@ def _later_completed(job: md.IndexJob) -> int | None:
         J.id > job.id, J.state == "completed").order_by(J.id.desc()).limit(1))
 
 
+def resume_command(job: md.IndexJob) -> str:
+    """The `facet index` that goes on with ``job``: its source, collection and embedder (the
+    hint named no embedder, so following it after a second embedder's job stopped ran the
+    default one, which found nothing to do: the second embedder's vectors stayed missing)."""
+    spec = next((e.source for e in job.collection.embedders
+                 if e.name == job.embedder and e.source), job.embedder)
+    return (f"facet index {shlex.quote(job.source)} --collection {job.collection.name} "
+            f"--embedder {shlex.quote(spec)}")
+
+
 def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """The job's state as it truly is now, and the message to show with it.
 
@@ -101,8 +112,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     gone) is ``interrupted``, whatever its row still says; so is a ``queued`` job whose
     submitting process on this host is gone (a queued worker job waits in the broker instead).
     """
-    hint = (f"run `facet index {job.source} --collection {job.collection.name}` again to "
-            "resume: what was indexed is kept")
+    hint = f"run `{resume_command(job)}` again to resume: what was indexed is kept"
     if job.state == "running":
         # SQLite reads outside a transaction: this row may predate the lease read below. A writer
         # commits its final state before it releases the lease, so a released lease with a

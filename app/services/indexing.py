@@ -44,6 +44,7 @@ from app.errors import (
     UnknownModelError,
 )
 from app.services import leases
+from app.services.collections import resume_command
 from app.services.context import ServiceContext
 from app.text import plural
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
@@ -560,9 +561,8 @@ class IndexService:
                     # The job row's counts (reloaded after the rollback) are what was kept;
                     # the report also counts the batch that was being written.
                     job.message = (f"stopped ({why}) with {job.docs_indexed} documents indexed; "
-                                   f"run the same `facet index {prepared.source} --collection "
-                                   f"{coll.name}` (or submit the job) again to resume: what was "
-                                   "indexed is kept")
+                                   f"run `{resume_command(job)}` (or submit the job) again to "
+                                   "resume: what was indexed is kept")
                 else:
                     job.state = "failed"
                     job.message = f"{type(e).__name__}: {e}"
@@ -760,9 +760,13 @@ class IndexService:
             was = old.state
             old.state = "interrupted"
             old.finished_at = old.finished_at or md.utcnow()
-            old.message = "its process ended without finishing; resumed by a later job"
-            if old.source == job.source and was == "running":
-                job.resumed_from = max(job.resumed_from or 0, old.id)
+            if old.source == job.source and old.embedder == job.embedder:
+                old.message = f"its process ended without finishing; resumed by job {job.id}"
+                if was == "running":
+                    job.resumed_from = max(job.resumed_from or 0, old.id)
+            else:  # another source or embedder: this job does not do its work
+                old.message = (f"its process ended without finishing; run `{resume_command(old)}` "
+                               "again to finish it: what was indexed is kept")
         if not job.resumed_from:
             self._link_stopped_job(session, coll, job)
         if job.resumed_from:
@@ -776,7 +780,8 @@ class IndexService:
         job (it kept saying "run ... again to resume" after that run had finished)."""
         J = md.IndexJob
         last = session.scalar(select(J).where(J.collection_id == coll.id, J.source == job.source,
-                                              J.id < job.id).order_by(J.id.desc()).limit(1))
+                                              J.embedder == job.embedder, J.id < job.id)
+                              .order_by(J.id.desc()).limit(1))
         if last is None or last.state != "interrupted":
             return
         if session.scalar(select(func.count()).select_from(J).where(J.resumed_from == last.id)):

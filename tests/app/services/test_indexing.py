@@ -419,3 +419,35 @@ def test_listing_collections_leaves_open_only_what_was_open(make_ctx, tmp_path) 
     infos = CollectionService(ctx).list_all()
     assert [(i.name, i.points) for i in infos] == [("one", 1), ("three", 1), ("two", 1)]
     assert [n for n in ("one", "two", "three") if ctx.store.is_open(n)] == ["two"]
+
+
+def test_a_stopped_job_of_a_second_embedder_is_resumed_only_by_that_embedder(
+        make_ctx, tmp_path, notes_embedder) -> None:
+    """The hint said `facet index SRC --collection C` without the embedder: following it ran
+    the default embedder, which found nothing to do and counted as the resume (the stopped
+    job read "resumed by a later job"), so the second embedder's vectors stayed missing."""
+    import subprocess
+
+    src = tmp_path / "src"
+    write_corpus(src, 3)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "e")
+    # A job of the second embedder whose process died (its pid is gone, it holds no lease).
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    prepared = service.prepare(src, "e", IndexOptions(embedder=notes_embedder))
+    with ctx.sessions() as s:
+        stopped = md.get_job(s, prepared.job_id)
+        stopped.state, stopped.pid = "running", dead.pid
+        s.commit()
+    report = service.index(src, "e")  # the default embedder
+    assert report.docs_indexed == 0
+    stopped_info = CollectionService(ctx).job(prepared.job_id)
+    assert stopped_info.state == "interrupted"
+    assert f"--embedder {notes_embedder}` again to finish it" in (stopped_info.message or "")
+    assert CollectionService(ctx).job(report.job_id).resumed_from is None
+    # The command the message names does the work and is the resume.
+    resumed = service.index(src, "e", IndexOptions(embedder=notes_embedder))
+    assert resumed.docs_indexed == 3
+    assert CollectionService(ctx).job(resumed.job_id).resumed_from == prepared.job_id
