@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from app.commands.common import handle_errors, open_facet
-from app.services.collections import JobInfo
+from app.services.collections import SUPERSEDED, JobInfo
 from app.text import plural
 
 
@@ -25,7 +25,7 @@ def progress_line(j: JobInfo) -> str:
 
 def _follow(job_id: int, interval: float) -> int:
     """Print the job's progress whenever it changes until it ends; the exit code."""
-    last = ""
+    last, said = "", ""
     with open_facet() as facet:
         while True:
             job = facet.job(job_id)
@@ -37,6 +37,13 @@ def _follow(job_id: int, interval: float) -> int:
                 if job.message:
                     typer.echo(f"  {job.message}")
                 return 0 if job.state == "completed" else 1
+            if job.message and job.message != said:
+                # A queued job's hints (no worker for minutes, superseded) and a stalled
+                # job's: only `facet jobs ID` showed them, while this waited without a word.
+                typer.echo(f"  {job.message}")
+                said = job.message
+            if job.state == "queued" and job.message and job.message.startswith(SUPERSEDED):
+                return 0  # a later job indexed its source: nothing will ever move here
             time.sleep(max(0.1, interval))
 
 

@@ -95,6 +95,10 @@ def _later_completed(job: md.IndexJob) -> int | None:
         J.id > job.id, J.state == "completed").order_by(J.id.desc()).limit(1))
 
 
+# How a queued job's message starts once a later job did its work (`facet jobs --follow` stops).
+SUPERSEDED = "superseded by job"
+
+
 def resume_command(job: md.IndexJob) -> str:
     """The `facet index` that goes on with ``job``: its source, collection and embedder (the
     hint named no embedder, so following it after a second embedder's job stopped ran the
@@ -149,7 +153,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
         later = _later_completed(job) if waited > QUEUED_HINT_S else None
         if later is not None:
             # Its hint was followed: the hint must not go on asking for the run that was made.
-            return "queued", (f"superseded by job {later}, which indexed the same source with the "
+            return "queued", (f"{SUPERSEDED} {later}, which indexed the same source with the "
                               "same embedder after this one was queued; if this one's task still "
                               "reaches a worker, it finds nothing to do")
         if waited > QUEUED_HINT_S and leases.holder(job.collection) is None:

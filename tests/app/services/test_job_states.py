@@ -113,3 +113,36 @@ def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
         state, message = effective_state(waiting)
         assert state == "queued" and (message or "").startswith(f"superseded by job {writer.id}")
         assert "again to resume" not in (message or "")
+
+
+def test_follow_says_a_queued_job_was_superseded_and_stops(tmp_path):
+    """`facet jobs N --follow` (what `--background` says to run) printed only "job 1 queued:
+    0/? documents" and waited for ever on a superseded job, whose message only `facet jobs N`
+    showed."""
+    from datetime import timedelta
+
+    engine = md.make_engine(f"sqlite:///{tmp_path / 'facet.db'}")
+    with sessionmaker(engine)() as s:
+        coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8,
+                                    tokenizer="minilm")
+        queued = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
+                             state="queued", runner="celery",
+                             started_at=md.utcnow() - timedelta(minutes=6))
+        s.add(queued)
+        s.commit()
+        s.add(md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
+                          state="completed", runner="inline"))
+        s.commit()
+        job_id = queued.id
+    engine.dispose()
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from app.cli import main; main()", "jobs",
+                           str(job_id), "--follow", "--interval", "0.2"],
+                          env=dict(os.environ, FACET_DATA_DIR=str(tmp_path)), capture_output=True,
+                          text=True, timeout=60)  # it waited for ever
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].startswith(f"job {job_id} queued")
+    assert done.stdout.splitlines()[1].startswith(f"  superseded by job {job_id + 1}")
