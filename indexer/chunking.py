@@ -88,14 +88,31 @@ def tokenizer_spans(tokenizer: Any) -> TokenSpans:
     return spans
 
 
-def _starts_word(spans: Sequence[tuple[int, int]], i: int) -> bool:
-    """Whether token ``i`` begins a word: the first token, or one after whitespace (a word-piece
-    such as "##walk", or punctuation glued to a word, does not)."""
-    return i == 0 or spans[i][0] > spans[i - 1][1]
+def _starts_word(spans: Sequence[tuple[int, int]], i: int, text: str | None = None) -> bool:
+    """Whether token ``i`` begins a word: the first token, one after whitespace (a word-piece
+    such as "##walk", or punctuation glued to a word, does not), or, given ``text``, one whose
+    span starts with whitespace or follows a token that ends with it. Byte-level BPE (the LLM
+    embedders' tokenizers) puts the space inside the next token (" cat", "walk"), so without
+    the text no token ever followed a gap and their windows cut inside words."""
+    if i == 0 or spans[i][0] > spans[i - 1][1]:
+        return True
+    if text is None:
+        return False
+    return text[spans[i][0]].isspace() or text[spans[i - 1][1] - 1].isspace()
+
+
+def _trimmed(text: str, a: int, b: int) -> tuple[int, int]:
+    """``text[a:b]`` without its leading and trailing whitespace (a byte-level BPE window
+    begins with its first word's space); the span unchanged when it is all whitespace."""
+    stripped = text[a:b].strip()
+    if not stripped:
+        return a, b
+    a += len(text[a:b]) - len(text[a:b].lstrip())
+    return a, a + len(stripped)
 
 
 def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig,
-            n: int) -> tuple[int, int]:
+            n: int, text: str | None = None) -> tuple[int, int]:
     """The window that begins at token ``start``: ``(end, next_start)``, ``end`` exclusive and
     ``next_start`` ``n`` for the last window.
 
@@ -106,24 +123,24 @@ def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig
     (a word longer than the window, text without spaces) the windows cut tokens as before.
     """
     end = min(start + config.size, n)
-    if end < n and not _starts_word(spans, end):
-        boundary = next((i for i in range(end - 1, start, -1) if _starts_word(spans, i)), None)
+    if end < n and not _starts_word(spans, end, text):
+        boundary = next((i for i in range(end - 1, start, -1) if _starts_word(spans, i, text)), None)
         if boundary is not None:
             end = boundary
     if end >= n:
         return end, n
     nxt = max(end - config.overlap, start + 1)
-    if _starts_word(spans, nxt):
+    if _starts_word(spans, nxt, text):
         return end, nxt
-    earlier = next((i for i in range(nxt - 1, start, -1) if _starts_word(spans, i)), None)
+    earlier = next((i for i in range(nxt - 1, start, -1) if _starts_word(spans, i, text)), None)
     if earlier is not None:
         return end, earlier
-    later = next((i for i in range(nxt + 1, end + 1) if _starts_word(spans, i)), None)
+    later = next((i for i in range(nxt + 1, end + 1) if _starts_word(spans, i, text)), None)
     return end, later if later is not None else nxt
 
 
 def chunk_spans(
-    spans: Sequence[tuple[int, int]], config: ChunkingConfig
+    spans: Sequence[tuple[int, int]], config: ChunkingConfig, text: str | None = None
 ) -> list[tuple[int, int]]:
     """Token windows as ``(first_token, last_token_exclusive)`` index pairs, on word
     boundaries where there are any (``_window``).
@@ -135,7 +152,7 @@ def chunk_spans(
     windows: list[tuple[int, int]] = []
     start = 0
     while start < n:
-        end, nxt = _window(spans, start, config, n)
+        end, nxt = _window(spans, start, config, n, text)
         windows.append((start, end))
         start = nxt
     return windows
@@ -164,9 +181,8 @@ def chunk_text(text: str, tokenize: TokenSpans, config: ChunkingConfig) -> list[
         return list(stream_chunks(pieces, tokenize, config))
     spans = tokenize(text)
     chunks: list[Chunk] = []
-    for number, (first, last) in enumerate(chunk_spans(spans, config)):
-        start = spans[first][0]
-        end = spans[last - 1][1]
+    for number, (first, last) in enumerate(chunk_spans(spans, config, text)):
+        start, end = _trimmed(text, spans[first][0], spans[last - 1][1])
         chunks.append(Chunk(number=number, text=text[start:end], start=start, end=end,
                             n_tokens=last - first))
     return chunks
@@ -212,6 +228,10 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
     buffer = ""
     base = 0  # offset of buffer[0] in the whole text
     target = 0  # offset in buffer of the next window's first token
+    # Tokens before it that start at the same character: byte-level BPE splits one CJK
+    # character or emoji into several tokens with the same span (the offset alone named the
+    # first of them, and the streamed windows drifted from the whole text's).
+    target_dup = 0
     number = 0
     source = iter(pieces)
     while True:
@@ -227,13 +247,14 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
             work = buffer
         spans = tokenize(work)
         first = next((i for i, (a, _) in enumerate(spans) if a >= target), len(spans))
+        first = min(first + target_dup, len(spans))
         n = len(spans)
         start = first
         while start < n:
             if not final and min(start + config.size, n) > n - _STREAM_MARGIN:
                 break  # too near the cut: wait for more text
-            end, nxt = _window(spans, start, config, n)
-            a, b = spans[start][0], spans[end - 1][1]
+            end, nxt = _window(spans, start, config, n, work)
+            a, b = _trimmed(work, spans[start][0], spans[end - 1][1])
             yield Chunk(number=number, text=work[a:b], start=base + a, end=base + b,
                         n_tokens=end - start)
             number += 1
@@ -241,8 +262,11 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
         if final:
             return
         if start >= n:  # everything read so far is chunked (cannot happen before the end)
-            base, buffer, target = base + len(work), buffer[len(work):], 0
+            base, buffer, target, target_dup = base + len(work), buffer[len(work):], 0, 0
             continue
+        target_dup = 0
+        while start - target_dup > 0 and spans[start - target_dup - 1][0] == spans[start][0]:
+            target_dup += 1
         keep_from = _word_before(work, spans[start][0])
         target = spans[start][0] - keep_from
         base += keep_from

@@ -90,6 +90,49 @@ def test_windows_fall_between_words_and_cut_a_word_only_when_it_is_longer_than_o
     assert [c.text for c in long] == ["antidise", "disestab", "stablish", "lishment"]
 
 
+@pytest.fixture(scope="module")
+def bpe_spans():
+    """The LLM embedders' byte-level BPE tokenizer (SmolLM2's): its spans hold the space
+    before a word (" cat", "walk")."""
+    from transformers import AutoTokenizer
+
+    from embedders.backbone import DEFAULT_DECODER, resolve_model_path
+
+    return tokenizer_spans(AutoTokenizer.from_pretrained(resolve_model_path(DEFAULT_DECODER)))
+
+
+def test_byte_level_bpe_windows_fall_between_words_too(bpe_spans) -> None:
+    """Every collection of an LLM embedder was still cut inside words ("...down the cat" |
+    "walk in Paris"): no BPE token follows a gap, the space is inside the next token."""
+    text = " ".join(["The model walked down the catwalk in Paris."] * 12 +
+                     ["Internationalization overwhelmingly\nmatters."] * 6)
+    for config in (ChunkingConfig(16, 4), ChunkingConfig(7, 2), ChunkingConfig(32, 0)):
+        chunks = chunk_text(text, bpe_spans, config)
+        assert len(chunks) > 3
+        for c in chunks:
+            assert c.text == text[c.start:c.end] and c.text == c.text.strip()
+            assert c.start == 0 or text[c.start - 1].isspace(), c.text
+            assert c.end == len(text) or text[c.end].isspace(), c.text
+        assert {w for c in chunks for w in c.text.split()} == set(text.split())
+
+
+@pytest.mark.parametrize("config", [ChunkingConfig(64, 8), ChunkingConfig(200, 32),
+                                    ChunkingConfig(5, 0), ChunkingConfig(16, 4)])
+def test_streamed_bpe_chunks_are_those_of_the_whole_text(bpe_spans, config) -> None:
+    """With CJK and emoji (several byte tokens to one character) the streamed windows of a
+    BPE tokenizer ended elsewhere than the whole text's."""
+    import random
+
+    rng = random.Random(1)
+    words = ["catwalk", "the", "plan", "Hello", "world.", "日本語のテキスト", "emoji😀", "café",
+             "Straße", "—", "\n", "x" * 40]
+    text = " ".join(rng.choice(words) for _ in range(3_000))
+    whole = chunk_text(text, bpe_spans, config)
+    for piece in (137, 4096):
+        pieces = (text[i:i + piece] for i in range(0, len(text), piece))
+        assert list(stream_chunks(pieces, bpe_spans, config)) == whole
+
+
 @pytest.mark.parametrize("config", [ChunkingConfig(64, 8), ChunkingConfig(200, 32),
                                     ChunkingConfig(5, 0)])
 def test_streamed_chunks_are_those_of_the_whole_text(minilm, config) -> None:
