@@ -56,6 +56,7 @@ from app.services.indexing import (
     PreparedJob,
     Seen,
     check_same_embedder,
+    companion_key,
     note_document_error,
     storable,
 )
@@ -469,6 +470,13 @@ class ChunkedIndexService:
         tally = _Tally(parse_s=time.perf_counter() - t0)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")
+        # Another embedder of the collection that an earlier chunk of this job could not load
+        # is not tried (nor warned about: once a job, as inline) again in each chunk.
+        J = md.JobError
+        report.warnings.extend((str(k), str(m)) for k, m in session.execute(
+            select(J.document_key, J.message).where(
+                J.job_id == job.id, J.kind == "warning",
+                J.document_key.in_([companion_key(e.name) for e in coll.embedders]))))
         job_id, chunk_id = job.id, chunk.id
 
         def finish(s: Session) -> None:

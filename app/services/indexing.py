@@ -267,7 +267,7 @@ def _note_replaced_source(doc: ParsedDocument, row: md.Document | None) -> Parse
     return dataclasses.replace(doc, warnings=[*doc.warnings, note])
 
 
-def _companion_key(name: str) -> str:
+def companion_key(name: str) -> str:
     """How a run's warning about another embedder's missing vectors is keyed."""
     return f"embedder {name}"
 
@@ -987,7 +987,7 @@ class IndexService:
         md.replace_chunks_many(session, [(row, rows)], new={row.id} if before == "new" else ())
         md.set_vector_hashes(session, [(row, doc.content_hash)], embedder.name)
         for name in companions_written:
-            if not any(k == _companion_key(name) for k, _ in report.warnings):  # none missed
+            if not any(k == companion_key(name) for k, _ in report.warnings):  # none missed
                 md.set_vector_hashes(session, [(row, doc.content_hash)], name)
         row.source, row.title, row.meta = doc.source, doc.title, doc.metadata
         row.content_hash, row.status, row.error = doc.content_hash, "indexed", None
@@ -1174,7 +1174,7 @@ class IndexService:
         from embedders.errors import EmbedderError
 
         for other in list(coll.embedders):
-            key = _companion_key(other.name)
+            key = companion_key(other.name)
             if other.name == embedder.name or any(k == key for k, _ in report.warnings):
                 continue
             try:

@@ -467,3 +467,41 @@ def test_a_chunk_whose_document_errors_cannot_be_recorded_still_fails_and_ends_t
     with ctx.sessions() as s:
         chunk = s.scalar(select(md.JobChunk).where(md.JobChunk.job_id == prepared.job_id))
         assert chunk.state == "failed" and chunk.claimed_until is None
+
+
+def test_a_companion_embedder_that_cannot_load_is_warned_about_once_a_job(make_ctx, tmp_path,
+                                                                          minilm) -> None:
+    """Each chunk task had its own report: a job of three chunks listed the same "vectors are
+    missing" warning three times (and tried to load the embedder each time); inline says it
+    once."""
+    import shutil
+
+    from embedders.baselines import EncoderMeanEmbedder
+    from embedders.contract import PromptConfig
+
+    notes = str(EncoderMeanEmbedder(name="minilm-notes", backbone=minilm.backbone,
+                                    prompts=PromptConfig(document="note: {instruction}{text}"))
+                .save(tmp_path / "notes"))
+    files = write_corpus(tmp_path / "src", 3)
+    ctx = make_ctx()
+    IndexService(ctx).index(tmp_path / "src", "c")
+    IndexService(ctx).index(tmp_path / "src", "c", IndexOptions(embedder=notes))
+    shutil.rmtree(notes)
+    for i, path in enumerate(sorted(files)):
+        Path(path).write_text(f"a rewritten note number {i} about lighthouses")
+    from app.services.context import EmbedderCache, ServiceContext
+
+    cache = EmbedderCache("cpu")  # a fresh worker: only minilm loaded
+    cache.put("minilm", minilm)
+    worker = ServiceContext(ctx.settings, embedders=cache)
+    service = ChunkedIndexService(worker)
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", runner="celery")
+    numbers = service.plan(prepared, 1)
+    assert len(numbers) == 3
+    assert [service.run_chunk(prepared.job_id, n).outcome for n in numbers] == ["done"] * 3
+    job = CollectionService(ctx).job(prepared.job_id)
+    warnings = [e for e in job.errors if e["kind"] == "warning"]
+    assert len(warnings) == 1 and warnings[0]["document"] == "embedder minilm-notes"
+    assert "vectors of the documents this run writes are missing" in warnings[0]["message"]
+    assert job.docs_indexed == 3
+    worker.close()
