@@ -42,6 +42,38 @@ logger = logging.getLogger(__name__)
 CONFIG_FILE = "facet_config.json"
 
 
+def recover_checkpoint(out_dir: str | Path, partial_older_than_s: float | None = None) -> bool:
+    """Undo a checkpoint swap that a kill interrupted between its two renames (the saved copy
+    ``.NAME.old`` is complete; ``embedders.training.trainer.save_checkpoint``); True when it
+    did. Every loader calls it (only ``facet train`` did, so everything else said "unknown
+    embedder" for a checkpoint that was there). With ``partial_older_than_s``, also remove the
+    ``.NAME.new-*`` folders of saves killed mid-write that are older than that (a save takes
+    seconds; they were never cleaned).
+    """
+    import os
+    import shutil
+    import time
+
+    target = Path(out_dir)
+    old = target.with_name(f".{target.name}.old")
+    recovered = False
+    if not target.exists() and old.is_dir():
+        try:
+            os.replace(old, target)
+            recovered = True
+        except OSError:  # another process recovered it first, or a read-only folder
+            pass
+    if partial_older_than_s is not None and target.parent.is_dir():
+        now = time.time()
+        for partial in target.parent.glob(f".{target.name}.new-*"):
+            try:
+                if now - partial.stat().st_mtime > partial_older_than_s:
+                    shutil.rmtree(partial, ignore_errors=True)
+            except OSError:
+                continue
+    return recovered
+
+
 @dataclass
 class TokenBatch:
     """Padded token ids for one batch plus where each row's text starts and ends."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embedders.base import CONFIG_FILE, BaseEmbedder
+from embedders.base import CONFIG_FILE, BaseEmbedder, recover_checkpoint
 from embedders.errors import CheckpointError, DuplicateRegistrationError, InvalidInputError, UnknownEmbedderError
 
 logger = logging.getLogger(__name__)
@@ -226,7 +226,9 @@ def embedder_names() -> list[str]:
 
 
 def is_checkpoint_dir(path: str | Path) -> bool:
-    return (Path(path) / CONFIG_FILE).is_file()
+    if (Path(path) / CONFIG_FILE).is_file():
+        return True
+    return recover_checkpoint(path) and (Path(path) / CONFIG_FILE).is_file()
 
 
 def read_checkpoint_config(directory: Path) -> dict[str, Any]:

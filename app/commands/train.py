@@ -351,12 +351,7 @@ def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int, backbone:
     except ValueError as e:
         raise InvalidRequestError(str(e)) from e
     model = spec.model_class.load(path, meta, device, dtype="float32", config=config)
-    previous = 0
-    log_path = path / "train_log.json"
-    if log_path.is_file():
-        prior = json.loads(log_path.read_text())
-        previous = int(prior.get("weights_steps", prior.get("steps_done", 0)))
-    return model, {"init_from": str(path), "init_weights_steps": previous}
+    return model, {"init_from": str(path), **_prior_runs(path)}
 
 
 def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, overrides: dict[str, str],
@@ -381,10 +376,37 @@ def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, over
         load_lora_state_dict(model.backbone, {k: v.float() for k, v in load_file(str(path / ADAPTER_FILE)).items()})
     except CheckpointError as e:
         raise InvalidRequestError(f"--init-lora-from {path}: {e}") from e
-    prior = path / "train_log.json"
-    previous = int(json.loads(prior.read_text()).get("weights_steps", 0)) if prior.is_file() else 0
     return model, {"init_lora_from": str(path), "init_lora_method": meta.get("method"),
-                   "init_weights_steps": previous}
+                   **_prior_runs(path)}
+
+
+# What a continued checkpoint's log keeps of each run behind its weights (not the per-step
+# history: the committed logs stay small).
+_RUN_SUMMARY = ("command", "init_from", "init_lora_from", "steps_done", "weights_steps",
+                "batch_size", "device", "seconds_per_step", "stopped", "best", "dev_curve",
+                "soup", "note", "where", "inference_selection", "not_kept")
+
+
+def _prior_runs(path: Path) -> dict[str, Any]:
+    """The steps behind ``path``'s weights and the runs that made them, for the new log.
+
+    A run continuing a checkpoint (in place: ``--out X --init-from X``) wrote a fresh log and
+    dropped the history the old one held (``earlier_runs``, notes); it is carried over, with
+    the old log's own run appended as a summary. A soup's steps are its longest ingredient's.
+    """
+    from embedders.training.soup import weights_steps
+
+    log_path = path / "train_log.json"
+    try:
+        prior = json.loads(log_path.read_text()) if log_path.is_file() else {}
+    except json.JSONDecodeError as e:
+        raise InvalidRequestError(f"{log_path} is not valid JSON ({e}); fix or remove it") from e
+    if not isinstance(prior, dict) or not prior:
+        return {"init_weights_steps": 0}
+    earlier = [r for r in prior.get("earlier_runs") or [] if isinstance(r, dict)]
+    summary = {k: prior[k] for k in _RUN_SUMMARY if k in prior}
+    return {"init_weights_steps": weights_steps(prior),
+            "earlier_runs": [*earlier, summary] if summary else earlier}
 
 
 def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, Any]]:

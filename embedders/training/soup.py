@@ -118,6 +118,17 @@ def _lora_pairs(state: dict[str, torch.Tensor], path: Path) -> dict[str, tuple[t
     return pairs
 
 
+def weights_steps(log: dict[str, Any]) -> int:
+    """The training steps behind a checkpoint's weights, from its ``train_log.json``: its
+    ``weights_steps`` (every step across runs), else ``steps_done``, else (a soup written
+    before it recorded them) the most of its ingredients'."""
+    for key in ("weights_steps", "steps_done"):
+        if isinstance(log.get(key), int):
+            return int(log[key])
+    ingredients = [x for x in log.get("ingredient_logs") or [] if isinstance(x, dict)]
+    return max((weights_steps(x) for x in ingredients), default=0)
+
+
 def _truncate(b_cat: torch.Tensor, a_cat: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Best rank-``rank`` factors (B', A') of ``b_cat @ a_cat`` and the energy they keep."""
     qb, rb = torch.linalg.qr(b_cat.double())  # (out, k), (k, k)
@@ -186,6 +197,12 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     adapter: dict[str, torch.Tensor] = {}
     out_rank = 0
     exact_rank = sum(ranks)
+    if rank is not None and exact_rank and rank > exact_rank:
+        # Past the exact average's rank it only padded zero directions: a 101 MB adapter at
+        # --rank 500 with rank 16's vectors, and a huge rank ran for minutes on gigabytes.
+        raise ValueError(f"rank {rank} is over the exact average's rank, {exact_rank} (the sum "
+                         f"of the ingredients' ranks): give --rank {exact_rank} for no "
+                         "truncation, or less")
     if ranks[0] > 0:
         states = []
         for p in paths:
@@ -256,8 +273,12 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
             logs.append(json.loads((p / TRAIN_LOG_FILE).read_text()))
         except (FileNotFoundError, json.JSONDecodeError):
             logs.append(None)
-    (target / TRAIN_LOG_FILE).write_text(json.dumps({"soup": report.to_dict(), "ingredient_logs": logs},
-                                                    indent=2) + "\n")
+    # The steps behind the averaged weights: the longest ingredient's (`facet train --init-from`
+    # a soup counted them as 0, as if it started from scratch).
+    steps = max((weights_steps(log) for log in logs if isinstance(log, dict)), default=0)
+    (target / TRAIN_LOG_FILE).write_text(json.dumps(
+        {"soup": report.to_dict(), "weights_steps": steps, "ingredient_logs": logs},
+        indent=2) + "\n")
     (target / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")  # last: marks it complete
     for name in (CONFIG_FILE, ADAPTER_FILE, HEADS_FILE, TRAIN_LOG_FILE):  # as a plain open would
         if (target / name).is_file():

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from embedders.base import truncation_tally
+from embedders.base import recover_checkpoint, truncation_tally
 from embedders.training.grad_cache import cached_backward, require_grad_cache
 
 logger = logging.getLogger(__name__)
@@ -194,14 +194,6 @@ def _umask_modes(folder: Path) -> None:
             f.chmod(0o666 & ~mask)
 
 
-def recover_checkpoint(out_dir: str | Path) -> None:
-    """Undo a swap that a kill interrupted between its two renames (the old copy is complete)."""
-    target = Path(out_dir)
-    old = target.with_name(f".{target.name}.old")
-    if not target.exists() and old.exists():
-        os.replace(old, target)
-
-
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """While training, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does, so ``kill PID`` on a
@@ -256,7 +248,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     best: dict[str, Any] = {}
     last = config.stop_after or config.steps  # the schedule still spans config.steps
     if out_dir is not None:
-        recover_checkpoint(out_dir)
+        recover_checkpoint(out_dir, partial_older_than_s=600.0)
     skipped = 0
     # What a log written mid-run says: a run killed outright (SIGKILL, power loss) leaves
     # its last checkpoint's log saying "running", not "completed".

@@ -226,3 +226,25 @@ def test_a_run_that_saved_nothing_does_not_claim_a_save(tmp_path, trained):
     assert said.splitlines()[-1] == (f"nothing saved to {tmp_path / 'never-written'}: the run stopped "
                                      "before its first checkpoint")
     assert f"to {trained}" in summary(log, trained)
+
+
+def test_a_continuation_in_place_keeps_the_runs_behind_the_weights(trained, tmp_path, shared_data, tiny):
+    """`--out X --init-from X` wrote a fresh log: the history the old one held (its
+    `earlier_runs`, notes, the run itself) was gone, even when the start weights were kept."""
+    import shutil
+
+    ck = tmp_path / "ck"
+    shutil.copytree(trained, ck)
+    log = json.loads((ck / "train_log.json").read_text())
+    first = {"command": "facet train causal-eos --out ck (a first run)", "steps_done": 7}
+    log.update(earlier_runs=[first], note="kept at its best dev step")
+    (ck / "train_log.json").write_text(json.dumps(log))
+    code, output = _train("causal-eos", "--out", str(ck), "--init-from", str(ck), "--steps", "1", "--no-dev",
+                          "--data-dir", str(shared_data), *tiny)
+    assert code == 0, output
+    after = json.loads((ck / "train_log.json").read_text())
+    assert after["earlier_runs"][0] == first
+    previous = after["earlier_runs"][1]
+    assert previous["command"] == log["command"] and previous["note"] == "kept at its best dev step"
+    assert previous["dev_curve"] == log["dev_curve"] and "history" not in previous
+    assert after["weights_steps"] == log["weights_steps"] + 1

@@ -148,3 +148,19 @@ def test_a_different_served_budget_is_reported_and_the_first_ones_kept(pair, tmp
     report = make_soup([longer, a], tmp_path / "soup")
     assert report.config_differences["max_length"] == [64, 32]
     assert json.loads((tmp_path / "soup" / "facet_config.json").read_text())["config"]["max_length"] == 64
+
+
+def test_a_rank_past_the_exact_average_is_refused_and_the_steps_behind_are_kept(pair, tmp_path):
+    """--rank 500 wrote a 101 MB adapter of zero directions (rank 16's vectors) and a huge
+    rank ran for minutes; `facet train --init-from` a soup counted 0 steps behind it."""
+    import shutil
+
+    with pytest.raises(ValueError, match="over the exact average's rank, 4"):
+        make_soup(list(pair), tmp_path / "big", rank=5)
+    assert not (tmp_path / "big").exists()
+    a, b = (Path(shutil.copytree(p, tmp_path / p.name)) for p in pair)
+    (a / "train_log.json").write_text(json.dumps({"weights_steps": 120}))
+    (b / "train_log.json").write_text(json.dumps({"steps_done": 200}))
+    make_soup([a, b], tmp_path / "soup")
+    log = json.loads((tmp_path / "soup" / "train_log.json").read_text())
+    assert log["weights_steps"] == 200

@@ -302,3 +302,28 @@ def test_grad_cache_is_refused_for_a_model_without_a_cached_path() -> None:
         TrainConfig(grad_cache=0)
     with pytest.raises(ValueError, match="no cached-gradient path"):
         train(_Linear(), _Sampler(), TrainConfig(steps=1, grad_cache=4))
+
+
+def test_a_checkpoint_whose_swap_was_interrupted_loads_by_path_and_partials_are_cleaned(
+        tmp_path: Path, minilm) -> None:
+    """Only `facet train` undid a swap a kill interrupted: `facet embed --embedder PATH` (and
+    eval, soup, search) said "unknown embedder" for the checkpoint kept as `.NAME.old`. And
+    a save killed mid-write left `.NAME.new-*` folders no run ever removed."""
+    import os
+    import time
+
+    from embedders.base import recover_checkpoint
+    from embedders.registry import load_embedder
+
+    target = tmp_path / "ck"
+    minilm.save(target)
+    target.rename(tmp_path / ".ck.old")
+    model = load_embedder(str(target), device="cpu")
+    assert target.is_dir() and not (tmp_path / ".ck.old").exists()
+    assert model.encode(["a harbour"]).shape == (1, 384)
+    stale, fresh = tmp_path / ".ck.new-abc123", tmp_path / ".ck.new-def456"
+    stale.mkdir()
+    fresh.mkdir()  # a save in progress right now: left alone
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    assert recover_checkpoint(target, partial_older_than_s=600) is False
+    assert not stale.exists() and fresh.exists()
