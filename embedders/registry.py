@@ -158,8 +158,15 @@ def register_checkpoints() -> list[str]:
     for path in sorted(p for p in root.iterdir() if is_checkpoint_dir(p)):
         name = path.name.lower()
         if name in _EMBEDDERS:
-            if _EMBEDDERS[name].kind != "checkpoint":
+            held = _EMBEDDERS[name]
+            if held.kind != "checkpoint":
                 logger.warning("checkpoint %s not registered: the name %r is taken", path, name)
+            elif held.path is not None and held.path != path.resolve():
+                # Folders whose names differ only in case ("myeos", "MyEOS"): the name loaded
+                # the other one's model, without a word.
+                logger.warning("checkpoint %s not registered: the name %r already loads %s (the "
+                               "folder names differ only in case); rename one, or load it by "
+                               "its path", path, name, held.path)
             continue
         try:
             meta = json.loads((path / CONFIG_FILE).read_text())

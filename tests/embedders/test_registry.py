@@ -290,3 +290,25 @@ def test_saved_name_reads_the_name_without_loading(minilm, minilm_namesake) -> N
         assert saved_name(name) == name, info.description
     with pytest.raises(UnknownEmbedderError, match=r"unknown embedder 'no-such-model\[max_length=3\]'"):
         saved_name("no-such-model[max_length=3]")
+
+
+def test_checkpoint_folders_differing_only_in_case_are_named_not_silently_merged(tmp_path, caplog):
+    """`--embedder myeos` loaded the folder "MyEOS" (another method) with no word about
+    "myeos", which no name could reach."""
+    import logging
+
+    from embedders.registry import list_embedders, set_checkpoint_dir
+
+    for folder, method in (("MyEOS", "causal-eos"), ("myeos", "causal2vec")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "facet_config.json").write_text(json.dumps(
+            {"method": method, "name": method, "backbone": "smollm2-135m-instruct"}))
+    try:
+        with caplog.at_level(logging.WARNING, logger="embedders.registry"):
+            set_checkpoint_dir(tmp_path)
+            info = {i.name: i for i in list_embedders()}["myeos"]
+    finally:
+        set_checkpoint_dir(None)
+    assert info.path == (tmp_path / "MyEOS").resolve()
+    assert any(f"{tmp_path / 'myeos'} not registered" in r.message and "differ only in case" in
+               r.message for r in caplog.records), caplog.text
