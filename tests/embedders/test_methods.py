@@ -146,6 +146,8 @@ def test_gircse_soft_temperature_sharpens_the_soft_token(smollm2_cut):
 
     with pytest.raises(ValueError, match=r"soft_temperature must be > 0, got 0\.0"):
         GircseConfig(soft_temperature=0.0)
+    with pytest.raises(ValueError, match=r"at least 0\.001 .*got 1e-45"):  # was NaN vectors, exit 0
+        GircseConfig(soft_temperature=1e-45)
     model = _build("gircse", smollm2_cut)
     table = model.backbone.model.get_input_embeddings().weight
     state = torch.randn(2, model.dim)

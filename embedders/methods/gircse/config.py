@@ -11,6 +11,10 @@ from embedders.methods.corpus import CorpusConfig
 MAX_SOFT_TOKENS = 64
 
 
+# The smallest soft-token temperature served (see ``GircseConfig``).
+MIN_SOFT_TEMPERATURE = 0.001
+
+
 @dataclass
 class GircseConfig(CorpusConfig):
     """GIRCSE settings. The soft tokens are generated after the template (see
@@ -51,6 +55,11 @@ class GircseConfig(CorpusConfig):
                              f"{max(self.train_soft_tokens, self.soft_tokens)}")
         if not self.soft_temperature > 0:
             raise ValueError(f"soft_temperature must be > 0, got {self.soft_temperature}")
+        if self.soft_temperature < MIN_SOFT_TEMPERATURE:
+            # logits / 1e-45 overflowed to inf and every vector was NaN, with exit 0; at 0.001
+            # the mixture is already the most likely token's embedding.
+            raise ValueError(f"soft_temperature must be at least {MIN_SOFT_TEMPERATURE} (already "
+                             f"one most likely token), got {self.soft_temperature}")
         if self.refinement_weight < 0:
             raise ValueError(f"refinement_weight must be >= 0, got {self.refinement_weight}")
         if self.step_weighting not in STEP_WEIGHTINGS:
