@@ -360,7 +360,8 @@ class PromptTokenizer:
         if budget < 1:
             raise InvalidInputError(
                 f"the instruction and prompt take {len(head) + len(tail)} tokens, leaving no room for "
-                f"text within max_length={self.max_length}; shorten the instruction"
+                f"text within max_length={self.max_length}; shorten the instruction or raise "
+                "max_length (`--max-length`, or the embedder's [max_length=N] option)"
             )
         char_cap = budget * self._CHARS_PER_TOKEN_BOUND
         sequences: list[list[int]] = []

@@ -319,7 +319,9 @@ def apply_option(model: BaseEmbedder, key: str, value: str) -> None:
         else:
             parsed = type(current)(value)
     except ValueError as e:
-        raise InvalidInputError(f"option {key}={value!r}: expected a {type(current).__name__}") from e
+        kind = {"int": "whole number", "float": "number", "bool": "true or false",
+                "str": "text"}.get(type(current).__name__, type(current).__name__)
+        raise InvalidInputError(f"option {key}={value!r}: expected a {kind}") from e
     try:
         if isinstance(getattr(type(model), key, None), property):
             setattr(model, key, parsed)  # a property validates the value

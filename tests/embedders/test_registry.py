@@ -185,7 +185,7 @@ def test_apply_option_parses_by_type_and_runs_the_config_checks():
     assert model.config.k == 12 and model.config.flag is False
     with pytest.raises(InvalidInputError, match="k must be >= 1"):
         apply_option(model, "k", "0")  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="expected a int"):
+    with pytest.raises(InvalidInputError, match="expected a whole number"):
         apply_option(model, "k", "many")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="no option 'other'; options: flag, k"):
         apply_option(model, "other", "1")  # type: ignore[arg-type]
