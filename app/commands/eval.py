@@ -82,15 +82,16 @@ def eval_cmd(
     ] = None,
     task_instruction: Annotated[
         str | None,
-        typer.Option("--task-instruction", help="query instruction of --task beir / clustering goal of goalex"),
+        typer.Option("--task-instruction", help="query instruction of --task beir / clustering goal of goalex "
+                     "('' drops both)"),
     ] = None,
     instruction: Annotated[
         list[str] | None,
         typer.Option(
             "--instruction",
             "-i",
-            help="TASK=TEXT: replace a task's instruction (repeatable; not for clinc-multiview, "
-            "whose views carry their own)",
+            help="TASK=TEXT: replace a task's instruction, TASK= drops it (repeatable; not for "
+            "clinc-multiview, whose views carry their own)",
         ),
     ] = None,
 ) -> None:
@@ -195,7 +196,8 @@ def eval_cmd(
 
 
 def _override_instruction(tasks: list[Any], override: str) -> None:
-    """Apply one ``TASK=TEXT`` instruction override to the built tasks."""
+    """Apply one ``TASK=TEXT`` instruction override to the built tasks; an empty TEXT drops the
+    task's instruction (None: for a clustering task too, whose goal is kept only by not overriding)."""
     name, sep, text = override.partition("=")
     name = name.strip().lower()
     if not sep or not name:

@@ -2,7 +2,8 @@
 
 Every reader takes a path, so any dataset in the same format can be evaluated, and
 raises :class:`app.errors.DataError` naming the file and (1-based) line of the first
-malformed record. Formats:
+malformed record. Files are UTF-8; a leading byte-order mark (files saved "UTF-8 with BOM")
+is skipped. Formats:
 
 * STS csv (STS-B): no header, ``sentence1,sentence2,score``.
 * SICK tsv: header with ``sentence_A``, ``sentence_B``, ``relatedness_score``, ``SemEval_set``.
@@ -15,10 +16,12 @@ malformed record. Formats:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import json
 import logging
+import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -82,7 +85,8 @@ def _require_file(path: Path) -> None:
 def _open_text(path: Path) -> Iterator[Iterator[str]]:
     """The file's lines, line ends kept (as ``open(newline="")`` gives them), decoded as UTF-8
     one at a time, so a file that is not UTF-8 is a ``DataError`` naming the line and byte
-    instead of a ``UnicodeDecodeError`` from wherever the bad byte happens to be read."""
+    instead of a ``UnicodeDecodeError`` from wherever the bad byte happens to be read. A
+    byte-order mark is skipped (as ``utf-8-sig`` would): it hid a header or became text."""
     _require_file(path)
     try:
         f = path.open("rb")
@@ -97,6 +101,9 @@ def _decoded_lines(path: Path, f: IO[bytes]) -> Iterator[str]:
     # UTF-8 never uses the byte 0x0A inside a character, so splitting the bytes at newlines
     # and decoding each piece reads exactly what a text-mode file would.
     for lineno, raw in enumerate(f, start=1):
+        if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8):]
+            offset = len(codecs.BOM_UTF8)
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -114,10 +121,11 @@ def _read_json(path: Path) -> Any:
         raw = path.read_bytes()
     except OSError as e:
         raise DataError(f"{path}: cannot be opened: {e}") from e
+    start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = raw.decode("utf-8")
+        text = raw[start:].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _not_utf8(path, raw.count(b"\n", 0, e.start) + 1, e.start) from e
+        raise _not_utf8(path, raw.count(b"\n", 0, start + e.start) + 1, start + e.start) from e
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -154,8 +162,8 @@ def _float(value: str, what: str, path: Path, lineno: int) -> float:
         number = float(value)
     except ValueError as e:
         raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a number") from e
-    if number != number:  # NaN
-        raise DataError(f"{path}, line {lineno}: {what} is NaN")
+    if not math.isfinite(number):  # nan, inf: a nan metric, and a bare NaN in results.json
+        raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a finite number")
     return number
 
 
@@ -246,7 +254,16 @@ def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     """Read a BEIR folder. Queries without judgements are dropped; judgements on unknown ids are
-    dropped with a warning (some published sets have a few)."""
+    dropped with a warning (some published sets have a few). A judged query with no relevant
+    document (every grade 0 or below) is kept, with a warning: it scores 0 in nDCG and Recall
+    and counts in their means, as in trec_eval/pytrec_eval and so BEIR.
+
+    Raises:
+        DataError: a malformed line, a duplicate ``_id`` (corpus or queries) or judgement (the
+            same query and document twice), a blank document (title and text) or query, a
+            grade that is not a finite number (file and line named); no usable judgement, or
+            none above 0.
+    """
     root = Path(folder)
     if not root.is_dir():
         raise DataError(f"{root}: BEIR folder not found (expected corpus.jsonl, queries.jsonl, qrels/)")
@@ -258,14 +275,23 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         text = _str_field(obj, "text", path, lineno)
         if doc_id in corpus:
             raise DataError(f"{path}, line {lineno}: duplicate _id {doc_id!r}")
+        if not title.strip() and not text.strip():
+            raise DataError(f"{path}, line {lineno}: empty document (title and text are blank)")
         corpus[doc_id] = (title, text)
     queries: dict[str, str] = {}
     path = root / "queries.jsonl"
     for lineno, obj in _jsonl(path):
-        queries[_str_field(obj, "_id", path, lineno)] = _str_field(obj, "text", path, lineno)
+        query_id = _str_field(obj, "_id", path, lineno)
+        text = _str_field(obj, "text", path, lineno)
+        if query_id in queries:
+            raise DataError(f"{path}, line {lineno}: duplicate _id {query_id!r}")
+        if not text.strip():
+            raise DataError(f"{path}, line {lineno}: empty query (text is blank)")
+        queries[query_id] = text
     qrels: dict[str, dict[str, float]] = {}
     path = root / "qrels" / f"{split}.tsv"
     unknown = 0
+    first_line: dict[tuple[str, str], int] = {}  # (query, doc) -> the line that judged it
     with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             fields = line.strip().split("\t") if "\t" in line else line.split()
@@ -281,6 +307,12 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 )
             qid, did, grade = fields
             score = _float(grade, "score", path, lineno)
+            if (qid, did) in first_line:
+                raise DataError(
+                    f"{path}, line {lineno}: duplicate judgement of query {qid!r} and document {did!r} "
+                    f"(first on line {first_line[qid, did]})"
+                )
+            first_line[qid, did] = lineno
             if qid not in queries or did not in corpus:
                 unknown += 1
                 continue
@@ -293,6 +325,18 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         )
     if not qrels:
         raise DataError(f"{path}: no usable relevance judgements")
+    no_relevant = sorted(q for q, rel in qrels.items() if not any(grade > 0 for grade in rel.values()))
+    if len(no_relevant) == len(qrels):
+        raise DataError(f"{path}: no judgement above 0; every query would score 0 (no relevant document)")
+    if no_relevant:
+        logger.warning(
+            "%s: %d of %d judged queries have no relevant document (every grade <= 0; first %r); "
+            "each scores 0 in nDCG and Recall and counts in their means, as in trec_eval and BEIR",
+            path,
+            len(no_relevant),
+            len(qrels),
+            no_relevant[0],
+        )
     return BeirData(corpus, {q: queries[q] for q in qrels}, qrels)
 
 

@@ -26,6 +26,7 @@ from app.evaluation.tasks import (
     RetrievalTask,
     StsTask,
     Task,
+    ViewInstruction,
 )
 
 SUITES = ("quick", "full")
@@ -370,7 +371,8 @@ def build_user_tasks(
             ``beir:FOLDER@SPLIT`` picks the qrels file), ``sts:FILE.csv`` (sentence1,sentence2,score,
             no header) and ``goalex:FOLDER`` (data.json + labels.json).
         instruction: the query instruction for beir tasks and the clustering instruction for
-            goalex tasks (GoalEx's own ``goal`` when None); STS reads bare texts, like STS-B.
+            goalex tasks (GoalEx's own ``goal`` when None; an empty one drops it, and the beir
+            one); STS reads bare texts, like STS-B.
         options: of the suite options only ``doc_max_words`` applies (to beir tasks; None or 0
             keeps documents whole); the rerank options have no user task to apply to.
 
@@ -379,6 +381,9 @@ def build_user_tasks(
             lacks a file of its layout, an unknown split, or the same data given twice.
     """
     opts = options or SuiteOptions()
+    # An empty TEXT drops the instruction, the GoalEx goal included (None there keeps the goal).
+    chosen = None if instruction is None else instruction.strip() or None
+    goal: str | ViewInstruction | None = ViewInstruction.OWN if instruction is None else chosen
     items = [part.strip() for spec in specs for part in spec.split(",") if part.strip()]
     parsed: list[tuple[str, Path, str, str]] = []  # (kind, path, split read, split given)
     for item in items:
@@ -405,10 +410,10 @@ def build_user_tasks(
     tasks: list[Task] = []
     for name, (kind, path, split, _) in zip(names, parsed, strict=True):
         if kind == "beir":
-            tasks.append(RetrievalTask(name, partial(loaders.load_beir, path, split), instruction=instruction,
+            tasks.append(RetrievalTask(name, partial(loaders.load_beir, path, split), instruction=chosen,
                                        doc_max_words=opts.doc_max_words or None, split=split, seed=SEED))
         elif kind == "sts":
             tasks.append(StsTask(name, partial(loaders.load_sts_csv, path), seed=SEED))
         else:
-            tasks.append(ClusteringTask(name, partial(loaders.load_goalex, path, instruction), seed=SEED))
+            tasks.append(ClusteringTask(name, partial(loaders.load_goalex, path), instruction=goal, seed=SEED))
     return tasks

@@ -8,6 +8,7 @@ exactly the same items. Scores are fractions; the report multiplies by 100.
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 import time
@@ -313,6 +314,10 @@ class RetrievalTask(Task):
         }
         if self.split is not None:
             info["split"] = self.split
+        # Judged, but with no grade above 0: each scores 0 and counts in the means (the loader warns).
+        unanswerable = sum(1 for rel in d.qrels.values() if not any(grade > 0 for grade in rel.values()))
+        if unanswerable:
+            info["queries_without_relevant"] = unanswerable
         return info
 
     def rank(
@@ -418,12 +423,21 @@ def _subsample_view(view: ClusteringView, n: int | None, seed: int) -> Clusterin
     )
 
 
+class ViewInstruction(enum.Enum):
+    """``ClusteringTask(instruction=ViewInstruction.OWN)``: embed under the view's own instruction
+    (the GoalEx goal). A separate value because None, there as everywhere, drops the instruction
+    (``--instruction TASK=`` used to keep the goal)."""
+
+    OWN = "own"
+
+
 class ClusteringTask(Task):
     """V-measure of k-means on the embeddings, k = number of labels, mean over fixed seeds.
 
     Args:
         source: returns the view (texts, labels, instruction).
-        instruction: overrides the view's instruction (the GoalEx goal).
+        instruction: replaces the view's instruction (the GoalEx goal); None drops it;
+            ``ViewInstruction.OWN`` (the default) keeps it. Read when the view is.
         sample: seeded subsample of texts; None for all.
     """
 
@@ -435,7 +449,7 @@ class ClusteringTask(Task):
         name: str,
         source: Callable[[], ClusteringView],
         *,
-        instruction: str | None = None,
+        instruction: str | ViewInstruction | None = ViewInstruction.OWN,
         sample: int | None = None,
         seed: int = 0,
         kmeans_seeds: Sequence[int] = DEFAULT_KMEANS_SEEDS,
@@ -446,15 +460,18 @@ class ClusteringTask(Task):
         self.source, self.instruction, self.sample, self.seed = source, instruction, sample, seed
         self.kmeans_seeds, self.role = tuple(kmeans_seeds), role
         self._view: ClusteringView | None = None
+        self._own_instruction: str | None = None
 
     def prepare(self) -> None:
         self.view()
 
     def view(self) -> ClusteringView:
+        """The (sub)sampled view, its instruction the one its texts are embedded under."""
         if self._view is None:
             self._view = _subsample_view(self.source(), self.sample, self.seed)
-            if self.instruction is not None:
-                self._view.instruction = self.instruction
+            self._own_instruction = self._view.instruction
+        chosen = self.instruction  # set after the view was read (--instruction), it still applies
+        self._view.instruction = self._own_instruction if isinstance(chosen, ViewInstruction) else chosen
         return self._view
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:

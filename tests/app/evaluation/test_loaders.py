@@ -39,6 +39,9 @@ def test_sts_csv_reads_quoted_commas(tmp_path: Path) -> None:
         ("a,b,1\na,b,1\nx,y,high\n", 3, "not a number"),
         ("a,b,1\n,b,2\n", 2, "empty sentence"),
         ("a,b,c,1\n", 1, "expected 3 fields"),
+        ("a,b,1\nc,d,inf\n", 2, "'inf' is not a finite number"),
+        ("a,b,-Infinity\nc,d,1\n", 1, "'-Infinity' is not a finite number"),
+        ("a,b,1\nc,d,nan\n", 2, "'nan' is not a finite number"),
     ],
 )
 def test_sts_csv_malformed(tmp_path: Path, content: str, line: int, what: str) -> None:
@@ -153,12 +156,80 @@ def test_beir_reads_and_drops_unjudged_queries(tmp_path: Path) -> None:
         ({"queries": "[1, 2]\n"}, "queries.jsonl", 1, "JSON object"),
         ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\n"}, "test.tsv", 2, "expected 'query-id"),
         ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\tyes\n"}, "test.tsv", 3, "not a number"),
+        # A non-finite grade made nDCG nan and results.json invalid JSON (a bare NaN), exit 0.
+        ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\tinf\n"}, "test.tsv", 3, "'inf' is not a finite"),
+        ({"qrels": "q1\td2\t-inf\n"}, "test.tsv", 1, "'-inf' is not a finite number"),
+        # Duplicates overwrote silently: a query's text, or the grade of an earlier judgement.
+        ({"queries": '{"_id": "q1", "text": "first"}\n{"_id": "q1", "text": "again"}\n'}, "queries.jsonl", 2,
+         "duplicate _id 'q1'"),
+        ({"qrels": "query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td1\t1\nq1\td2\t0\n"}, "test.tsv", 4,
+         "duplicate judgement of query 'q1' and document 'd2' \\(first on line 2\\)"),
+        # Blank texts were embedded and scored; every other reader refuses them.
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d2", "title": " ", "text": "\\n"}\n'}, "corpus.jsonl", 2,
+         "empty document"),
+        ({"queries": '{"_id": "q1", "text": "  "}\n'}, "queries.jsonl", 1, "empty query"),
     ],
 )
 def test_beir_malformed(tmp_path: Path, kwargs: dict[str, str], file: str, line: int, what: str) -> None:
     root = _beir(tmp_path / "b", **kwargs)
     msg = _raises(what, loaders.load_beir, root)
     assert file in msg and f"line {line}:" in msg
+
+
+def test_beir_document_with_only_a_title_is_not_empty(tmp_path: Path) -> None:
+    root = _beir(tmp_path / "b", corpus='{"_id": "d1", "title": "T1", "text": ""}\n{"_id": "d2", "text": "two"}\n')
+    assert loaders.load_beir(root).corpus == {"d1": ("T1", ""), "d2": ("", "two")}
+
+
+def test_beir_warns_of_queries_without_a_relevant_document(tmp_path: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """A query judged only 0 (or below) scores 0 in nDCG and Recall and counts in the means, as
+    trec_eval/pytrec_eval (and so BEIR) score it; it used to do so without a word."""
+    root = _beir(tmp_path / "b", queries='{"_id": "q1", "text": "first"}\n{"_id": "q2", "text": "second"}\n'
+                 '{"_id": "q3", "text": "third"}\n',
+                 qrels="query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td1\t0\nq2\td1\t0\nq3\td2\t-1\n")
+    with caplog.at_level("WARNING", logger="app.evaluation.loaders"):
+        data = loaders.load_beir(root)
+    assert data.qrels == {"q1": {"d2": 1.0, "d1": 0.0}, "q2": {"d1": 0.0}, "q3": {"d2": -1.0}}
+    assert "2 of 3 judged queries have no relevant document" in caplog.text and "test.tsv" in caplog.text
+    only_zeros = _beir(tmp_path / "z", qrels="query-id\tcorpus-id\tscore\nq1\td2\t0\n")
+    _raises("no judgement above 0", loaders.load_beir, only_zeros)
+
+
+BOM = "\ufeff"
+
+
+@pytest.mark.parametrize(
+    ("file", "content", "call", "expected"),
+    [
+        ("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td2\t1\n", lambda r: loaders.load_beir(r).qrels,
+         {"q1": {"d2": 1.0}}),
+        ("qrels/test.tsv", "q1\td2\t1\n", lambda r: loaders.load_beir(r).qrels, {"q1": {"d2": 1.0}}),
+        ("corpus.jsonl", '{"_id": "d2", "text": "two"}\n', lambda r: loaders.load_beir(r).corpus, {"d2": ("", "two")}),
+        ("queries.jsonl", '{"_id": "q1", "text": "first"}\n', lambda r: loaders.load_beir(r).queries,
+         {"q1": "first"}),
+        ("sts.csv", "a,b,1\nc,d,2\n", lambda r: loaders.load_sts_csv(r / "sts.csv"),
+         [loaders.StsPair("a", "b", 1.0), loaders.StsPair("c", "d", 2.0)]),
+        ("SICK.txt", SICK_HEADER + "1\ta\tb\t4.5\tTEST\n2\tc\td\t1\tTEST\n",
+         lambda r: loaders.load_sick(r / "SICK.txt"), [loaders.StsPair("a", "b", 4.5), loaders.StsPair("c", "d", 1.0)]),
+        ("data.json", '{"goal": "g", "texts": ["a", "b"]}', lambda r: loaders.load_goalex(r).texts, ["a", "b"]),
+        ("train.csv", "text,label\nhi,x\n", lambda r: loaders.load_labelled_texts(r / "train.csv").texts, ["hi"]),
+    ],
+)
+def test_a_utf8_bom_is_not_read_as_text(tmp_path: Path, file: str, content: str, call, expected: object) -> None:  # type: ignore[no-untyped-def]
+    """Files saved "UTF-8 with BOM" (Excel, Notepad): the BOM hid the qrels header (``line 1:
+    score 'score' is not a number``) and became part of the first sentence or id elsewhere."""
+    root = _beir(tmp_path / "b")
+    _goalex(root, ["a", "b"], [0, 1])
+    _write(root / file, BOM + content)
+    assert call(root) == expected
+
+
+def test_not_utf8_after_a_bom_names_the_byte_of_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "sts.csv"
+    p.write_bytes(BOM.encode() + b"a,b,1\n" + LATIN1_LINE)
+    assert "line 2:" in _raises("not UTF-8 text", loaders.load_sts_csv, p)
+    assert f"byte {3 + 6 + 3}" in _raises("not UTF-8 text", loaders.load_sts_csv, p)
 
 
 def test_beir_without_usable_qrels(tmp_path: Path) -> None:

@@ -163,6 +163,20 @@ def test_retrieval_task_hand_case() -> None:
     assert no_instruction.scores["ndcg@10"] == pytest.approx((1 + expected_q1) / 2)
 
 
+def test_retrieval_info_counts_queries_without_a_relevant_document() -> None:
+    """Such a query scores 0 and counts in the mean (trec_eval/BEIR); results.json now says how many."""
+
+    def only_zero_for_q1() -> loaders.BeirData:
+        data = _beir()
+        data.qrels["q1"] = {"d1": 0.0}
+        return data
+
+    result = RetrievalTask("r", only_zero_for_q1, instruction=None).run(_ctx(FakeEmbedder(_topic_vectors, 8)))
+    assert result.scores["ndcg@10"] == pytest.approx(0.5)  # q0: 1, q1: 0
+    assert result.info["queries"] == 2 and result.info["queries_without_relevant"] == 1
+    assert "queries_without_relevant" not in RetrievalTask("r", _beir, instruction=None).info()
+
+
 def test_retrieval_subset_keeps_judged_docs_and_truncates() -> None:
     task = RetrievalTask("r", _beir, instruction=None, n_queries=1, n_docs=3, doc_max_words=1, seed=0)
     data = task.data()

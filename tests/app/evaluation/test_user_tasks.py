@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from app.cli import cli
 from app.commands.eval import _override_instruction
 from app.errors import InvalidRequestError
-from app.evaluation.suites import SuiteOptions, build_user_tasks
-from app.evaluation.tasks import RetrievalTask
+from app.evaluation.suites import SuiteOptions, build_tasks, build_user_tasks
+from app.evaluation.tasks import ClusteringTask, RetrievalTask
 
 DOCS = {"d1": "one two three four five six", "d2": "seven eight nine ten eleven twelve"}
 
@@ -66,6 +66,44 @@ def test_instruction_override_names_a_user_task(tmp_path: Path) -> None:
     assert [t.instruction for t in tasks] == ["Find the evidence", "Find it"]  # type: ignore[attr-defined]
 
 
+def _goalex(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "data.json").write_text(json.dumps({"goal": "by topic", "texts": ["a", "b", "c"]}))
+    (folder / "labels.json").write_text(json.dumps({"labels": [0, 1, 0]}))
+    return folder
+
+
+def test_an_empty_instruction_override_drops_the_goalex_goal(tmp_path: Path) -> None:
+    """`--instruction TASK=` drops a task's instruction; a GoalEx task took the None it got for
+    "no override" and clustered under data.json's goal all the same."""
+    _goalex(tmp_path / "data" / "goalex_clustering" / "agnews")
+    mine = _goalex(tmp_path / "mine")
+    folder = _beir(tmp_path / "F")
+    tasks = [*build_tasks(tmp_path / "data", "quick", ["goalex-agnews", "scifact-rerank", "emotion"]),
+             *build_user_tasks([f"goalex:{mine},beir:{folder}@dev"], "Find it")]
+    for name in ("goalex-agnews", "goalex:mine", "scifact-rerank", "emotion", "beir:F@dev"):
+        _override_instruction(tasks, f"{name}= ")
+    agnews, rerank, emotion, user, beir = tasks
+    assert isinstance(agnews, ClusteringTask) and isinstance(user, ClusteringTask)
+    assert agnews.view().instruction is None and user.view().instruction is None
+    assert rerank.retrieval.instruction is None  # type: ignore[attr-defined]
+    assert emotion.instruction is None and beir.instruction is None  # type: ignore[attr-defined]
+    # Without an override, or with a TEXT, the goal is kept or replaced as before.
+    kept, replaced = build_tasks(tmp_path / "data", "quick", ["goalex-agnews", "goalex-agnews"])
+    _override_instruction([replaced], "goalex-agnews=by sentiment")
+    assert isinstance(kept, ClusteringTask) and isinstance(replaced, ClusteringTask)
+    assert (kept.view().instruction, replaced.view().instruction) == ("by topic", "by sentiment")
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "by topic"), ("by colour", "by colour"), ("", None)])
+def test_task_instruction_replaces_or_drops_the_goalex_goal(tmp_path: Path, given: str | None,
+                                                            expected: str | None) -> None:
+    mine, folder = _goalex(tmp_path / "mine"), _beir(tmp_path / "F")
+    user, beir = build_user_tasks([f"goalex:{mine},beir:{folder}@dev"], given)
+    assert isinstance(user, ClusteringTask) and user.view().instruction == expected
+    assert beir.instruction == (expected if given is not None else None)  # type: ignore[attr-defined]
+
+
 def test_doc_max_words_applies_to_user_retrieval_tasks(tmp_path: Path) -> None:
     folder = _beir(tmp_path / "F")
     (cut,) = build_user_tasks([f"beir:{folder}@dev"], options=SuiteOptions(doc_max_words=2))
@@ -113,3 +151,19 @@ def test_malformed_user_data_exit_4_before_any_model_loads(tmp_path: Path, conte
     assert result.exit_code == 4, result.output
     assert f"{path}" in result.output and message in result.output
     assert "Traceback" not in result.output and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("qrels", "message"),
+    [
+        ("q1\td1\t1\nq2\td2\tinf\n", "test.tsv, line 2: score 'inf' is not a finite number"),
+        ("q1\td1\t1\nq1\td1\t2\n", "test.tsv, line 2: duplicate judgement of query 'q1' and document 'd1'"),
+    ],
+)
+def test_malformed_user_qrels_exit_4(tmp_path: Path, qrels: str, message: str) -> None:
+    folder = _beir(tmp_path / "F", splits=("test",))
+    (folder / "qrels" / "test.tsv").write_text(qrels)
+    result = CliRunner().invoke(cli, ["eval", "no-such-embedder", "--task", f"beir:{folder}", "--baselines", "",
+                                      "--no-cache", "--no-progress", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 4, result.output
+    assert message in result.output and not (tmp_path / "out").exists()
