@@ -357,6 +357,19 @@ def _unique_names(entries: list[tuple[str, Path, str]]) -> list[str]:
                 depth[i] += 1  # distinct absolute paths differ at some depth
 
 
+def _exists(path_text: str) -> bool:
+    return bool(path_text.strip()) and Path(path_text.strip()).expanduser().exists()
+
+
+def _task_items(spec: str) -> list[str]:
+    """A ``--task`` value's ``KIND:PATH`` items: comma-separated, unless the whole value names
+    a path (with or without ``@SPLIT``) that holds a comma (such a folder could not be given)."""
+    _, sep, raw = spec.partition(":")
+    if sep and "," in raw and (_exists(raw) or ("@" in raw and _exists(raw.rpartition("@")[0]))):
+        return [spec]
+    return spec.split(",")
+
+
 def build_user_tasks(
     specs: list[str], instruction: str | None = None, options: SuiteOptions | None = None
 ) -> list[Task]:
@@ -384,14 +397,15 @@ def build_user_tasks(
     # An empty TEXT drops the instruction, the GoalEx goal included (None there keeps the goal).
     chosen = None if instruction is None else instruction.strip() or None
     goal: str | ViewInstruction | None = ViewInstruction.OWN if instruction is None else chosen
-    items = [part.strip() for spec in specs for part in spec.split(",") if part.strip()]
+    items = [part.strip() for spec in specs for part in _task_items(spec) if part.strip()]
     parsed: list[tuple[str, Path, str, str]] = []  # (kind, path, split read, split given)
     for item in items:
         kind, sep, raw = item.partition(":")
         kind = kind.strip().lower()
         if not sep or kind not in USER_TASK_KINDS or not raw.strip():
             raise InvalidRequestError(f"--task {item!r}: use KIND:PATH with KIND one of {', '.join(USER_TASK_KINDS)}")
-        path_text, _, given = raw.strip().partition("@") if kind == "beir" else (raw.strip(), "", "")
+        path_text, _, given = (raw.strip(), "", "") if kind != "beir" or _exists(raw) else \
+            raw.strip().rpartition("@")
         path = Path(path_text.strip()).expanduser()
         _check_layout(item, kind, path)
         split = _beir_split(item, path, given.strip()) if kind == "beir" else ""

@@ -167,3 +167,18 @@ def test_malformed_user_qrels_exit_4(tmp_path: Path, qrels: str, message: str) -
                                       "--no-cache", "--no-progress", "--out", str(tmp_path / "out")])
     assert result.exit_code == 4, result.output
     assert message in result.output and not (tmp_path / "out").exists()
+
+
+def test_folders_whose_names_hold_a_comma_or_an_at_sign_can_be_given(tmp_path: Path) -> None:
+    """`--task beir:ds/my,set` and `beir:ds/v@2` said "ds/my does not exist" / "ds/v does not
+    exist": the value was cut at the comma and the @ whatever the path."""
+    comma = _beir(tmp_path / "my,set")
+    (task,) = build_user_tasks([f"beir:{comma}"])
+    assert task.name == "beir:my,set" and task.data().qrels == {"q1": {"d1": 1.0}}
+    (task,) = build_user_tasks([f"beir:{comma}@train"])
+    assert task.name == "beir:my,set@train" and task.info()["split"] == "train"
+    at = _beir(tmp_path / "v@2")
+    (task,) = build_user_tasks([f"beir:{at}"])
+    assert task.name == "beir:v@2" and task.info()["split"] == "dev"
+    (task,) = build_user_tasks([f"beir:{at}@train"])
+    assert task.info()["split"] == "train"
