@@ -232,7 +232,8 @@ class UiHandlers:
 
     def _request(self, query: str, instruction: str | None, collection: str | None,
                  embedder: str | None, k: float | None, filters: str | None,
-                 reranker: str | None = None, mode: str = "dense") -> SearchRequest:
+                 reranker: str | None = None, mode: str = "dense",
+                 group_by_document: bool = False) -> SearchRequest:
         top_k = 10 if k is None else int(k)
         if top_k < 1:
             raise InvalidRequestError(f"k (the number of results) must be at least 1, got {top_k}")
@@ -240,7 +241,8 @@ class UiHandlers:
             query=query, collection=self._collection(collection), instruction=instruction,
             top_k=top_k, filters=inputs.parse_filter_text(filters),
             rerank=self._model(reranker, "reranker", self.rerankers()),
-            embedder=self._model(embedder, "embedder"), mode=mode)
+            embedder=self._model(embedder, "embedder"), mode=mode,
+            group_by_document=group_by_document)
 
     @ui_errors
     def search(self, query: str | None, instruction: str | None, collection: str | None,
@@ -252,11 +254,14 @@ class UiHandlers:
         if rerank and not (reranker or "").strip():
             raise InvalidRequestError("Rerank is on but no reranker is picked; pick one of: "
                                       f"{', '.join(self.rerankers())}")
+        # Grouped by the core, as on every other edge: k documents (grouping k chunks here
+        # showed fewer, with gaps in the ranks).
         request = self._request(text, clean, collection, embedder, k, filters,
-                                reranker if rerank else None, mode or "auto")
+                                reranker if rerank else None, mode or "auto", bool(group))
         response = self.facet.search(request)
         wall_ms = (time.perf_counter() - started) * 1000
-        return (render.results_html(response, group_by_document=bool(group), notices=notices),
+        return (render.results_html(response, group_by_document=bool(group), notices=notices,
+                                    filters=request.filters),
                 render.search_summary(response, wall_ms, group_by_document=bool(group)))
 
     @ui_errors

@@ -10,10 +10,11 @@ from __future__ import annotations
 import csv
 import html
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.services.search import why_no_results
 from app.text import plural
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def _score(r: SearchResult) -> str:
 
 
 def results_html(response: SearchResponse, *, group_by_document: bool = False,
-                 notices: Sequence[str] = ()) -> str:
+                 notices: Sequence[str] = (), filters: Mapping[str, Any] | None = None) -> str:
     """The ranked results as an HTML table: rank, score, document, highlighted snippet, metadata.
 
     With ``group_by_document`` there is one row per document (at its best rank and score) with
@@ -103,8 +104,8 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
     """
     head = notices_html(notices)
     if not response.results:
-        return head + '<p class="facet-info">No results. Loosen the filters or check the ' \
-                      "collection.</p>"
+        return head + (f'<p class="facet-info">No results: '
+                       f"{esc(why_no_results(response, filters))}.</p>")
     rows = []
     if group_by_document:
         groups: dict[str, list[SearchResult]] = {}
@@ -115,7 +116,12 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
             snippets = "<br>".join(
                 (f"<small>chunk {m.chunk_no}:</small> " if len(members) > 1 else "")
                 + highlight(m.snippet, m.highlights) for m in members)
-            count = f"<br><small>{len(members)} chunks</small>" if len(members) > 1 else ""
+            more = sorted({n for m in members for n in m.more_chunks})
+            if more:  # the core grouped them: its other matching chunks, by number
+                snippets += (f"<br><small>also matching: chunk{'s' if len(more) > 1 else ''} "
+                             f"{', '.join(map(str, more))}</small>")
+            n_chunks = len(members) + len(more)
+            count = f"<br><small>{n_chunks} chunks</small>" if n_chunks > 1 else ""
             rows.append(f'<tr><td class="num">{best.rank}</td><td class="num">{_score(best)}</td>'
                         f"<td>{_document(best)}{count}</td><td>{snippets}</td>"
                         f"<td>{_metadata(best.metadata)}</td></tr>")
@@ -152,7 +158,8 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
     count = plural(len(response.results), "result")
     if group_by_document:
         documents = len({r.doc_id for r in response.results})
-        count = f"{plural(documents, 'document')} ({plural(len(response.results), 'matching chunk')})"
+        chunks = sum(1 + len(r.more_chunks) for r in response.results)
+        count = f"{plural(documents, 'document')} ({plural(chunks, 'matching chunk')})"
     return (f'<div class="facet-info">{count} from '
             f"<b>{esc(response.collection)}</b> ({esc(response.embedder)}{reranked}){instruction}"
             f" in {wall_ms:.0f} ms.</div>")

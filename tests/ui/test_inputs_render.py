@@ -327,3 +327,13 @@ def test_unexpected_errors_show_a_generic_message_not_the_exception(caplog) -> N
     assert info.value.message == ("unknown collection '&lt;b&gt;x&lt;/b&gt;'. The collection "
                                   "lists on this page have been refreshed.")
     assert info.value.title == "Not found"
+
+
+def test_no_results_says_what_to_check_as_the_cli_does() -> None:
+    """The UI said only "Loosen the filters or check the collection" where the CLI named the
+    `year:=2020` a field of numbers needs (the filter box takes the same syntax)."""
+    empty = SearchResponse("q", None, "c", "minilm", None, [], {})
+    html = render.results_html(empty, filters={"year": "2020"})
+    assert "a field of numbers (not a csv column) is matched with year:=2020" in html
+    assert "check the filters." in render.results_html(empty, filters={"topic": "x"})
+    assert "nothing searchable" in render.results_html(empty)

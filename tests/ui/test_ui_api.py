@@ -118,8 +118,19 @@ def test_group_by_document_merges_chunks(ui_client, ui_server, tmp_path) -> None
     grouped, _ = search(ui_client, "harbour tide gauge report", collection="grouping", k=4,
                         group=True)
     assert len(rows_of(flat)) == 4
-    assert len(rows_of(grouped)) == 1 and "4 chunks" in grouped
-    assert grouped.count("<small>chunk ") >= 4
+    assert len(rows_of(grouped)) == 1 and re.search(r"<small>([4-9]|\d\d) chunks</small>", grouped)
+    assert "also matching: chunks " in grouped
+    # k documents, as on every other edge (the UI grouped k chunks: here one row for k=2).
+    other = tmp_path / "ferry.txt"
+    other.write_text("The ferry timetable lists harbour departures at each high tide.")
+    job, _, _, _, _ = ui_client.predict([handle_file(str(other))], "grouping", "minilm",
+                                        api_name="/index_upload")
+    wait_for_job(ui_client, job)
+    two, summary = search(ui_client, "harbour tide gauge report", collection="grouping", k=2,
+                          group=True)
+    assert len(rows_of(two)) == 2 and "2 documents (" in summary
+    assert [re.search(r'<td class="num">(\d+)</td>', row).group(1) for row in rows_of(two)] == [
+        "1", "2"]
 
 
 def test_compare_shows_two_rankings_side_by_side(ui_client) -> None:
