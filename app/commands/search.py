@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
 
 from app.commands.common import handle_errors, open_facet, shorten
-from app.services.search import SearchResponse
-
-
-def _filter_hint(filters: Mapping[str, Any] | bool) -> str:
-    """What to check when a filtered search found nothing: a number written ``key=2020`` is the
-    string "2020", which a field of numbers never holds."""
-    numeric = [f"{k}:={v}" for k, value in (filters.items() if isinstance(filters, Mapping) else ())
-               for v in (value if isinstance(value, list) else [value])
-               if isinstance(v, str) and _NUMBER.fullmatch(v.strip())]
-    if numeric:
-        return (f"check the filters; a field of numbers (not a csv column) is matched with "
-                f"{', '.join(numeric)}")
-    return "check the filters"
-
-
-_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+from app.services.search import SearchResponse, why_no_results
 
 
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
@@ -43,12 +27,7 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
     typer.echo(header)
     typer.echo(f"query: {shorten(response.query)}   ({response.timings_ms['total']:.0f} ms)")
     if not response.results:
-        # "check the filters" was said with no filter too (an empty collection, a lexical
-        # query of stop words only).
-        why = (_filter_hint(filtered) if filtered else
-               "no indexed word of the query is in it" if response.mode == "lexical" else
-               "the collection holds nothing searchable")
-        typer.echo(f"  no results ({why})")
+        typer.echo(f"  no results ({why_no_results(response, filtered)})")
     for r in response.results:
         snippet = r.snippet
         for a, b in sorted(r.highlights, reverse=True):

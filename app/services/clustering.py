@@ -428,7 +428,8 @@ class ClusterService:
         assert request.collection is not None
         name = request.collection
         if not self.ctx.store.collection_exists(name):
-            raise NotFoundError(f"unknown collection {name!r}; list them with `facet collections`")
+            self.search_service.vector_names(name)  # says why as a search does: the known ones
+            raise NotFoundError(f"collection {name!r} has nothing to cluster yet")
         cap = self.ctx.settings.max_cluster_texts
         limit = min(request.limit or cap, cap)
         try:

@@ -138,6 +138,29 @@ class SearchResponse:
         return asdict(self)
 
 
+def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool | None) -> str:
+    """What to check when a search found nothing, for every edge to show (the UI said only
+    "loosen the filters" where the CLI named the `key:=2020` a field of numbers needs).
+
+    "check the filters" was said with no filter too (an empty collection, a lexical query of
+    stop words only); a number written ``key=2020`` is the string "2020", which a field of
+    numbers never holds.
+    """
+    if not filters:
+        return ("no indexed word of the query is in it" if response.mode == "lexical" else
+                "the collection holds nothing searchable")
+    numeric = [f"{k}:={v}" for k, value in (filters.items() if isinstance(filters, Mapping) else ())
+               for v in (value if isinstance(value, list) else [value])
+               if isinstance(v, str) and _NUMBER.fullmatch(v.strip())]
+    if numeric:
+        return (f"check the filters; a field of numbers (not a csv column) is matched with "
+                f"{', '.join(numeric)}")
+    return "check the filters"
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
 def parse_filters(items: Sequence[str]) -> dict[str, Any]:
     """CLI filters: ``key=value`` matches a string value, ``key:=JSON`` a typed one
     (``year:=2020``, ``flag:=true``); a repeated key matches any of its values. Spaces around
@@ -320,6 +343,15 @@ class SearchService:
             self._sources.pop(collection, None)
             self._comparable = {k for k in list(self._comparable) if k[0] != collection}  # a copy: other threads add
 
+    def vector_names(self, collection: str) -> list[str]:
+        """The named vectors (embedders) of ``collection``.
+
+        Raises:
+            NotFoundError: an unknown collection (naming the known ones), or one with nothing
+                searchable yet (naming its job).
+        """
+        return self._vector_names(collection)
+
     def _vector_names(self, collection: str, refresh: bool = False) -> list[str]:
         names = None if refresh else self._vectors.get(collection)
         if names is not None:
@@ -340,8 +372,7 @@ class SearchService:
                 self._vectors.pop(collection, None)
                 raise NotFoundError(
                     f"unknown collection {collection!r} "
-                    f"(known: {', '.join(known) or 'none'}); list them with `facet collections` "
-                    "or create one with `facet index`")
+                    f"(known: {', '.join(known) or 'none'}); indexing into a new name creates it")
             names = [e.name for e in coll.embedders]
             self._identities[collection] = {e.name: e.identity for e in coll.embedders}
             self._sources[collection] = {e.name: e.spec for e in coll.embedders}
@@ -385,9 +416,9 @@ class SearchService:
                 raise ConflictError(
                     f"{query_spec!r} embeds differently from {source!r}, which wrote the {vector_name!r} "
                     f"vectors of collection {collection!r} ({', '.join(changes)} differ), so its query "
-                    f"vectors are not comparable with the stored ones; search without --embedder (or "
-                    f"with {vector_name!r}), or index the sources into a new collection with "
-                    f"--embedder {query_spec!r}")
+                    f"vectors are not comparable with the stored ones; search with the embedder "
+                    f"{vector_name!r} (or name none), or index the sources into a new collection "
+                    f"with the embedder {query_spec!r}")
             if key is None:  # the query was encoded by a worker: its copy may be what differs
                 raise ConflictError(
                     f"the worker that encoded this query loads a different version of "
@@ -398,11 +429,11 @@ class SearchService:
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
                 f"({', '.join(changes)} changed since), so this query's vector is not comparable with "
-                f"the stored ones; index its sources into a new collection, or delete it "
-                f"(facet delete {collection}) and index them again"
+                f"the stored ones; index its sources into a new collection, or delete it and "
+                f"index them again"
                 + ("" if source != vector_name else
                    " (a collection indexed from a checkpoint directory before Facet recorded where "
-                   "from: search with --embedder DIR)"))
+                   "from: search with the checkpoint directory as the embedder)"))
         if key is not None:
             self._comparable.add(key)
 
@@ -419,8 +450,8 @@ class SearchService:
         if model_name not in names:
             raise InvalidRequestError(
                 f"collection {request.collection!r} has no vectors from {model_name!r} "
-                f"(it has: {', '.join(names)}); pick one of those or index with "
-                f"--embedder {model_name}")
+                f"(it has: {', '.join(names)}); pick one of those, or index the collection "
+                f"with the embedder {model_name!r} first")
         return model_name
 
     def _source(self, collection: str, vector_name: str) -> str:
@@ -453,8 +484,7 @@ class SearchService:
             raise InvalidRequestError(f"the query must be a string, got "
                                       f"{type(request.query).__name__} {request.query!r:.80}")
         if not request.query.strip():
-            raise InvalidRequestError("the query is empty; pass the text to search for, e.g. "
-                                      "facet search \"card not working\" --collection NAME")
+            raise InvalidRequestError("the query is empty: give the text to search for")
         check_text_encodable(request.query, "the query")
         if isinstance(request.instruction, str):
             check_text_encodable(request.instruction, "the instruction")
@@ -502,7 +532,7 @@ class SearchService:
                 raise UnknownModelError(
                     f"collection {request.collection!r}'s {vector_name!r} vectors were written by "
                     f"{query_spec!r}, which cannot be loaded now ({e}); put it back, or search with "
-                    "--embedder naming a copy of the same weights") from e
+                    "an embedder naming a copy of the same weights") from e
             timings["encode_query"] = (time.perf_counter() - t0) * 1000
             self._check_comparable(request.collection, vector_name, query_spec)
 

@@ -152,10 +152,15 @@ def test_search_matches_the_facade_and_validates(client, facet) -> None:
         (body | {"query": "card \ud800"}, 400, "the query holds an unpaired surrogate"),
         (body | {"instruction": "\udfff"}, 400, "the instruction holds an unpaired surrogate"),
         (body | {"score_threshold": float("nan")}, 400, "score_threshold must be a finite number"),
+        (body | {"embedder": "backbone-mean"}, 400, "with the embedder 'backbone-mean' first"),
     ]:
         r = client.post("/search", content=json.dumps(bad).encode(),
                         headers={"content-type": "application/json"})
         assert r.status_code == status and fragment in r.json()["error"]["message"], r.text
+        # The core's messages reach every edge: no CLI command or flag in them (an empty query
+        # answered "e.g. facet search \"card not working\" --collection NAME").
+        assert "facet " not in r.json()["error"]["message"], r.text
+        assert " --" not in r.json()["error"]["message"], r.text
 
 
 def test_cluster_a_collection_and_given_texts(client) -> None:

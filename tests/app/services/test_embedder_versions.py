@@ -166,7 +166,7 @@ def test_a_request_option_that_changes_the_vectors_is_refused_one_that_does_not_
         service = SearchService(ctx)
         plain = service.search(SearchRequest("card", "support", mode="dense"))
         with pytest.raises(ConflictError, match=r"'gircse\[soft_tokens=2\]' embeds differently from 'gircse', "
-                                                r"which wrote .*soft_tokens.*search without --embedder"):
+                                                r"which wrote .*soft_tokens.*search with the embedder"):
             service.search(SearchRequest("card", "support", embedder="gircse[soft_tokens=2]", mode="dense"))
         uncached = service.search(SearchRequest("card", "support", embedder="gircse[use_cache=false]",
                                                 mode="dense"))
@@ -224,7 +224,7 @@ def test_a_recorded_checkpoint_that_is_gone_is_named_in_the_error(tmp_path, reco
     later = context(tmp_path, minilm)  # a new process: nothing loaded from the directory
     try:
         with pytest.raises(UnknownModelError, match=r"'minilm' vectors were written by '.*namesake', which cannot be "
-                                                    r"loaded now .*search with --embedder"):
+                                                    r"loaded now .*search with an embedder naming a copy"):
             SearchService(later).search(SearchRequest("card", "support", mode="dense"))
     finally:
         later.close()
