@@ -38,7 +38,8 @@ from app.text import check_texts
 from embedders.contract import Role
 from indexer.store import point_id
 
-_CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth", "mode")
+_CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth", "mode",
+                 "group_by_document")
 
 
 def _facet(facet: Facet | None) -> Facet:
@@ -52,13 +53,15 @@ def to_document(result: SearchResult, collection: str) -> Document:
     (``jsonl``/``csv`` fields) plus ``doc_id``, ``source``, ``title``, ``chunk_no``,
     ``start``/``end`` (character offsets in the document), ``score`` (rerank score when
     reranked, else the search's: cosine, BM25 or fused, by mode), ``vector_score``,
-    ``rerank_score`` and ``collection``; on a clash the Facet field wins. ``id`` is the Qdrant point id.
+    ``rerank_score``, ``more_chunks`` (grouped by document: its other matching chunks) and
+    ``collection``; on a clash the Facet field wins. ``id`` is the Qdrant point id.
     """
     metadata: dict[str, Any] = dict(result.metadata)
     metadata.update(doc_id=result.doc_id, source=result.source, title=result.title,
                     chunk_no=result.chunk_no, start=result.start, end=result.end,
                     score=result.score, vector_score=result.vector_score,
-                    rerank_score=result.rerank_score, collection=collection)
+                    rerank_score=result.rerank_score, more_chunks=list(result.more_chunks),
+                    collection=collection)
     return Document(page_content=result.text, metadata=metadata,
                     id=point_id(result.doc_id, result.chunk_no))
 
@@ -67,16 +70,17 @@ class FacetRetriever(BaseRetriever):
     """Retrieve chunks of a Facet collection for a query read under an instruction.
 
     Every field can be overridden per call: ``invoke(query, instruction=..., k=..., filter=...,
-    score_threshold=..., rerank=..., rerank_depth=..., mode=...)``; a per-call ``None`` clears
-    the retriever's value (``instruction=None``: search without one), except for ``k`` and
-    ``mode``, which keep it.
+    score_threshold=..., rerank=..., rerank_depth=..., mode=..., group_by_document=...)``; a
+    per-call ``None`` clears the retriever's value (``instruction=None``: search without one),
+    except for ``k``, ``mode`` and ``group_by_document``, which keep it.
 
     Attributes:
         collection: the collection to search.
         embedder: which of the collection's embedders to search (default: the settings' one
             if the collection has it, else its first).
         instruction: what the query means ("Find the customer's intent"); None for none.
-        k: documents returned.
+        k: chunks returned (documents with ``group_by_document``); 4 by default, as LangChain's
+            own retrievers (every other edge of Facet returns 10).
         filter: payload filters, ``{"intent": "refund"}`` or ``{"intent": ["a", "b"]}`` (any of).
         score_threshold: drop documents scoring below this.
         rerank: an instruction embedder to rerank the candidates with.
@@ -84,6 +88,8 @@ class FacetRetriever(BaseRetriever):
         mode: ``auto`` (hybrid without an instruction or score_threshold where the collection
             keeps term vectors, else dense), ``dense`` (the embedder), ``lexical`` (BM25) or
             ``hybrid`` (both, fused by rank).
+        group_by_document: one chunk per document (its best; the others' numbers in the
+            metadata's ``more_chunks``), so ``k`` distinct documents reach the chain.
         facet: the application core to use (default ``Facet.shared()``).
     """
 
@@ -98,6 +104,7 @@ class FacetRetriever(BaseRetriever):
     rerank: str | None = None
     rerank_depth: int | None = None
     mode: SearchMode = "auto"
+    group_by_document: bool = False
     facet: Facet | None = Field(default=None, exclude=True, repr=False)
 
     def _request(self, query: str, options: dict[str, Any]) -> SearchRequest:
@@ -109,7 +116,8 @@ class FacetRetriever(BaseRetriever):
         def pick(name: str) -> Any:
             # A per-call None means none (no instruction, no filter, no rerank...); only ``k``
             # and ``mode``, which always have a value, keep the retriever's for None.
-            if name not in options or (options[name] is None and name in ("k", "mode")):
+            if name not in options or (options[name] is None and
+                                        name in ("k", "mode", "group_by_document")):
                 return getattr(self, name)
             return options[name]
 
@@ -117,7 +125,8 @@ class FacetRetriever(BaseRetriever):
                              instruction=pick("instruction"), top_k=pick("k"),
                              filters=pick("filter") or {}, rerank=pick("rerank"),
                              rerank_depth=pick("rerank_depth"), embedder=self.embedder,
-                             score_threshold=pick("score_threshold"), mode=pick("mode"))
+                             score_threshold=pick("score_threshold"), mode=pick("mode"),
+                             group_by_document=bool(pick("group_by_document")))
 
     def _search(self, query: str, options: dict[str, Any]) -> list[Document]:
         response = _facet(self.facet).search(self._request(query, options))

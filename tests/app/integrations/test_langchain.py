@@ -200,3 +200,29 @@ def test_embeddings_inside_langchain_qdrant(facet, tmp_path, where) -> None:
         assert retriever.invoke("charged two times")[0].page_content == texts[2]
     finally:
         client.close()
+
+
+def test_group_by_document_gives_k_distinct_documents(facet, tmp_path) -> None:
+    """k counted chunks only: a RAG chain got two chunks of one long document where it asked
+    for two documents (every other edge can group; the retriever could not)."""
+    import json
+
+    records = tmp_path / "ferries.jsonl"
+    long = " ".join(f"Sentence {i} of the harbour report mentions the ferry timetable and the tide."
+                    for i in range(60))
+    records.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "report", "text": long},
+        {"id": "note", "text": "The ferry timetable changes at the spring tide."},
+        {"id": "other", "text": "Knead the bread dough until it is smooth."}]))
+    facet.index(records, "ferries")
+    query = "harbour ferry timetable tide"
+    flat = FacetRetriever(collection="ferries", k=3, mode="dense", facet=facet).invoke(query)
+    assert sorted(d.metadata["doc_id"] for d in flat) == ["note", "report", "report"]
+    grouped = FacetRetriever(collection="ferries", k=3, mode="dense", group_by_document=True,
+                             facet=facet).invoke(query)
+    assert sorted(d.metadata["doc_id"] for d in grouped) == ["note", "other", "report"]
+    report = next(d for d in grouped if d.metadata["doc_id"] == "report")
+    assert report.metadata["more_chunks"]
+    per_call = FacetRetriever(collection="ferries", k=3, mode="dense", facet=facet).invoke(
+        query, group_by_document=True)
+    assert [d.metadata["doc_id"] for d in per_call] == [d.metadata["doc_id"] for d in grouped]
