@@ -71,6 +71,33 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse a port another process listens on, before any model loads: `facet ui` ended in
+    Gradio's traceback ("set GRADIO_SERVER_PORT"), `facet serve` after loading its embedder.
+
+    Raises:
+        ConflictError: the port is taken.
+        InvalidRequestError: the host cannot be listened on.
+    """
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise InvalidRequestError(f"--host {host!r} cannot be listened on: {e}") from e
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn and gradio bind
+        try:
+            probe.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise ConflictError(f"port {port} on {host} is in use (another server?); pick "
+                                    "another with --port") from e
+            raise InvalidRequestError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+
+
 @contextmanager
 def open_facet(**kwargs: Any) -> Iterator[Facet]:
     """The application core over the environment's settings, closed on exit."""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import handle_errors
+from app.commands.common import check_port, handle_errors
 from app.errors import UnavailableError
 
 
@@ -17,7 +17,7 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def serve_cmd(
         host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", "-p")] = 8000,
+        port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535)] = 8000,
         preload: Annotated[list[str] | None, typer.Option(
             "--preload", help="embedder to load at start-up (repeat; default FACET_DEFAULT_EMBEDDER)")
         ] = None,
@@ -36,6 +36,7 @@ def register(cli: typer.Typer) -> None:
                                    "pip install 'facet-search[api]'") from e
         from app.settings import get_settings
 
+        check_port(host, port)
         settings = get_settings()
         names = preload if preload is not None else [settings.default_embedder]
         app = create_app(settings=settings, preload=[n for n in names if n])

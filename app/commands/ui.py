@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import handle_errors
+from app.commands.common import check_port, handle_errors
 from app.errors import UnavailableError
 
 
@@ -17,7 +17,7 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def ui_cmd(
         host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", "-p")] = 7860,
+        port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535)] = 7860,
         preload: Annotated[list[str] | None, typer.Option(
             "--preload", help="embedder to load at start-up (repeat; default FACET_DEFAULT_EMBEDDER)")
         ] = None,
@@ -38,6 +38,7 @@ def register(cli: typer.Typer) -> None:
         from app.settings import get_settings
         from ui.app import launch_ui
 
+        check_port(host, port)
         settings = get_settings()
         facet = Facet.for_serving(settings)
         Facet.set_shared(facet)

@@ -108,3 +108,24 @@ def test_a_setting_that_does_not_parse_is_one_line_from_every_command(tmp_path, 
     result = invoke_cli("collections", env={"FACET_DATA_DIR": str(tmp_path), **env})
     assert result.returncode == 2 and message in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_a_bad_or_busy_port_is_one_line_before_any_model_loads(tmp_path, command) -> None:
+    """`facet ui --port 99999` ended in a 16-frame traceback (OverflowError), a busy port in
+    Gradio's "set GRADIO_SERVER_PORT"; `facet serve --port 99999` listened on 34463 (99999 -
+    65536) while its log said 99999, after loading its embedder."""
+    import socket
+
+    env = {"FACET_DATA_DIR": str(tmp_path)}
+    out_of_range = invoke_cli(command, "--port", "99999", env=env)
+    assert out_of_range.returncode == 2 and f"Usage: facet {command}" in out_of_range.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = invoke_cli(command, "--port", str(port), env=env)
+    assert busy.returncode == 5, busy.stdout + busy.stderr
+    assert busy.stderr.strip() == (f"error: port {port} on 127.0.0.1 is in use (another server?); "
+                                   "pick another with --port")
+    assert not (tmp_path / "facet.db").exists()  # refused before the data folder was opened
