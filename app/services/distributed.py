@@ -246,7 +246,7 @@ class ChunkedIndexService:
             files = discover(source)
         except (SourceNotFoundError, UnsupportedSourceError) as e:
             raise NotFoundError(f"{e} (it was there when the job was queued)") from e
-        self.index.ensure_store_collection(coll.name, embedder)
+        self.index.ensure_store_collection(session, coll, job, embedder)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")
         max_bytes = int(self.settings.max_document_mb * 2**20)

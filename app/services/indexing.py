@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -534,7 +534,7 @@ class IndexService:
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
                 self._note_skipped(job, report, skipped)
-                self.ensure_store_collection(coll.name, embedder)
+                self.ensure_store_collection(session, coll, job, embedder)
                 tokenize = self._tokenizer_for(coll, embedder)
                 chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
                 total = estimate_documents(files)
@@ -645,6 +645,18 @@ class IndexService:
 
     # ------------------------------------------------------------ preparation
 
+    def _drop_orphan(self, name: str) -> None:
+        """Remove store vectors of ``name`` that no collection row owns (the metadata database
+        lost or replaced): a new collection of that name took them over, and searches returned
+        documents it never indexed, which neither `--sync` nor `facet delete` could remove."""
+        with _store_errors():
+            if not self.store.collection_exists(name):
+                return
+            logger.warning("the vector store holds a collection %r that the metadata does not "
+                           "know (the metadata database lost or replaced?); its points are "
+                           "removed before the new collection is created", name)
+            self.store.drop_collection(name)
+
     def _prepare_collection(self, session: Session, name: str, embedder: Embedder,
                             options: IndexOptions, spec: str) -> md.Collection:
         for value, what in ((options.chunk_size, "chunk size"), (options.batch_chunks, "batch_chunks")):
@@ -653,6 +665,7 @@ class IndexService:
                 raise InvalidRequestError(f"{what} must be at least 1, got {value}")
         coll = md.get_collection(session, name)
         if coll is None:
+            self._drop_orphan(name)
             size = options.chunk_size or self.settings.chunk_tokens
             overlap = (options.chunk_overlap if options.chunk_overlap is not None
                        else min(self.settings.chunk_overlap, max(0, size - 1)))
@@ -717,11 +730,38 @@ class IndexService:
                 "this embedder into a new collection, or use the edge backend "
                 "(FACET_VECTOR_BACKEND=edge)")
 
-    def ensure_store_collection(self, name: str, embedder: Embedder) -> None:
+    def ensure_store_collection(self, session: Session, coll: md.Collection, job: Any,
+                                embedder: Embedder) -> None:
         """Create the collection's vectors in the store (the lease holder does this), with the
-        term vectors of lexical and hybrid search (added to an edge collection without them)."""
+        term vectors of lexical and hybrid search (added to an edge collection without them).
+
+        A store that had no such collection although documents of it are indexed (its folder
+        removed, or the metadata restored apart from it) had every document "unchanged" for
+        ever and searches empty: they are marked to be written again, with a warning on
+        ``job`` (this run writes those under its source).
+        """
         with _store_errors():
-            self.store.ensure_collection(name, {embedder.name: int(embedder.dim)}, lexical=True)
+            existed = self.store.collection_exists(coll.name)
+            self.store.ensure_collection(coll.name, {embedder.name: int(embedder.dim)},
+                                         lexical=True)
+        if existed:
+            return
+        D = md.Document
+        lost = int(session.scalar(select(func.count()).select_from(D).where(
+            D.collection_id == coll.id, D.status == "indexed")) or 0)
+        if not lost:
+            return
+        session.execute(update(D).where(D.collection_id == coll.id, D.status == "indexed")
+                        .values(status="pending"))
+        session.execute(delete(md.DocumentVector).where(md.DocumentVector.document_id.in_(
+            select(D.id).where(D.collection_id == coll.id))))
+        message = (f"the vector store held nothing of collection {coll.name!r}, whose metadata "
+                   f"lists {plural(lost, 'indexed document')} (its store folder removed, or the "
+                   "metadata restored apart from it?): they are written again, those of this "
+                   "run's source now; index the other sources again too")
+        logger.warning("%s", message)
+        job.errors.append(md.JobError(document_key=coll.name, kind="warning", message=message))
+        session.commit()
 
     def hold_store_collection(self, name: str) -> None:
         """Open an existing collection in the store for this writer (``VectorStore.hold``).

@@ -30,6 +30,7 @@ import numpy as np
 
 from app.encoding import QueryEncoder
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, UnknownModelError
+from app.services.collections import effective_state
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders.contract import Role, identity_changes
@@ -363,9 +364,14 @@ class SearchService:
                 # the list of known collections beside it contradicted.
                 self._vectors.pop(collection, None)
                 latest = md.list_jobs(session, coll.id, 1)
-                why = (f"job {latest[0].id} ({latest[0].state}; `facet jobs {latest[0].id}`) has "
-                       "not written its first documents" if latest else
-                       "no job has written to it (index into it, or delete it)")
+                state = effective_state(latest[0])[0] if latest else None
+                why = ("no job has written to it (index into it, or delete it)" if not latest else
+                       f"the vector store holds none of it although job {latest[0].id} "
+                       f"{state} (its store folder removed, or the metadata restored apart "
+                       "from it?); index its sources again to write it anew"
+                       if state in ("completed", "failed", "interrupted") and
+                       md.count_documents(session, coll.id, status="indexed") else
+                       f"job {latest[0].id} ({state}) has not written its first documents")
                 raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {why}")
             if coll is None:
                 known = [c.name for c in md.list_collections(session)]

@@ -451,3 +451,45 @@ def test_a_stopped_job_of_a_second_embedder_is_resumed_only_by_that_embedder(
     resumed = service.index(src, "e", IndexOptions(embedder=notes_embedder))
     assert resumed.docs_indexed == 3
     assert CollectionService(ctx).job(resumed.job_id).resumed_from == prepared.job_id
+
+
+def test_a_store_and_a_metadata_database_that_disagree_are_reconciled(make_ctx, tmp_path) -> None:
+    """Facet never checked the two against each other: (a) a store folder whose collection row
+    was lost (the database deleted or restored from elsewhere) was taken over by a new
+    collection of that name, whose searches returned the old documents, unremovable; (b) a
+    store folder lost under intact metadata left every document "unchanged" for ever and the
+    collection unsearchable."""
+    import shutil
+
+    from app.services.search import SearchRequest, SearchService
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    write_corpus(old, 6, words=20)
+    (new / "sub").mkdir(parents=True)
+    (new / "sub" / "ferry.txt").write_text("the ferry timetable for the winter months")
+    data = tmp_path / "data"
+    ctx = make_ctx(data_dir=data)
+    IndexService(ctx).index(old, "notes")
+    ctx.close()
+    (data / "facet.db").unlink()  # (a): the metadata lost, the store folder left
+    ctx = make_ctx(data_dir=data)
+    report = IndexService(ctx).index(new, "notes")
+    assert report.docs_indexed == 1
+    info = CollectionService(ctx).get("notes")
+    assert info.points == info.chunks == 1
+    hits = SearchService(ctx).search(SearchRequest("bank card football", "notes", top_k=10)).results
+    assert {h.doc_id for h in hits} == {str(new / "sub" / "ferry.txt")}
+    ctx.close()
+
+    shutil.rmtree(data / "qdrant-edge" / "notes")  # (b): the store lost, the metadata left
+    ctx = make_ctx(data_dir=data)
+    with pytest.raises(NotFoundError, match="the vector store holds none of it although job 1 "
+                                            "completed"):  # was: "has not written its first"
+        SearchService(ctx).search(SearchRequest("ferry", "notes", top_k=1))
+    again = IndexService(ctx).index(new, "notes")
+    assert (again.docs_indexed, again.docs_skipped) == (1, 0)
+    job = CollectionService(ctx).job(again.job_id)
+    assert any("held nothing of collection 'notes'" in e["message"] for e in job.errors)
+    info = CollectionService(ctx).get("notes")
+    assert info.points == info.chunks == 1 and info.documents_indexed == 1
+    assert SearchService(ctx).search(SearchRequest("ferry", "notes", top_k=1)).results
