@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -27,6 +27,18 @@ class FacetSettings(BaseSettings):
 
     data_dir: Path = Field(default_factory=_default_data_dir,
                            description="where the embedded store, SQLite DB and caches live")
+
+    @field_validator("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir",
+                     mode="before")
+    @classmethod
+    def _folder(cls, value: object) -> object:
+        """``~`` expanded (a literal "./~/facet" was created), and an empty value refused: a
+        compose file's unset ``${FACET_DATA_DIR}`` put the database in the working directory."""
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("is empty: unset it for the default, or give a folder")
+            return Path(value).expanduser()
+        return value.expanduser() if isinstance(value, Path) else value
     model_cache_dir: Path | None = Field(
         default=None, description="converted backbone models; default ~/.cache/facet/models")
     checkpoint_dir: Path | None = Field(
@@ -149,7 +161,12 @@ class FacetSettings(BaseSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{self.data_dir / 'facet.db'}"
+        from sqlalchemy.engine import URL
+
+        # Escaped: a "?" or "%41" in the folder's name put the database elsewhere (the part
+        # after "?" read as URL options, so two data folders shared one database).
+        return URL.create("sqlite", database=str(self.data_dir / "facet.db")).render_as_string(
+            hide_password=False)
 
     @property
     def cache_dir(self) -> Path:

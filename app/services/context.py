@@ -55,9 +55,10 @@ class ServiceContext:
                                 "Facet keeps its database, locks and vectors there, for reading "
                                 "too; point FACET_DATA_DIR at a writable folder (a copy of this "
                                 "one to read it)") from e
+            check = ("FACET_DATABASE_URL" if settings.database_url else
+                     f"the data folder {data_dir} (FACET_DATA_DIR)")
             raise FacetError(f"cannot open the metadata database "
-                             f"{settings.resolved_database_url!r}: {e}; check FACET_DATABASE_URL"
-                             ) from e
+                             f"{settings.resolved_database_url!r}: {e}; check {check}") from e
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
         if store is None:
             try:

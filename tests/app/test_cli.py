@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,3 +130,18 @@ def test_a_bad_or_busy_port_is_one_line_before_any_model_loads(tmp_path, command
     assert busy.stderr.strip() == (f"error: port {port} on 127.0.0.1 is in use (another server?); "
                                    "pick another with --port")
     assert not (tmp_path / "facet.db").exists()  # refused before the data folder was opened
+
+
+def test_a_data_folder_named_with_a_question_mark_keeps_its_database(tmp_path) -> None:
+    """FACET_DATA_DIR=/x/data?1 put the SQLite database at /x/data (what follows "?" read as
+    URL options): a backup of the folder missed it and data?2 shared it. An empty value used the
+    working directory, a "~" was a folder named "~"."""
+    from app.settings import FacetSettings
+
+    first, second = tmp_path / "data?1", tmp_path / "data?2"
+    assert invoke_cli("collections", env={"FACET_DATA_DIR": str(first)}).returncode == 0
+    assert (first / "facet.db").is_file() and not (tmp_path / "data").exists()
+    assert FacetSettings(data_dir=second).resolved_database_url.endswith("data%3F2/facet.db")
+    assert FacetSettings(data_dir="~/x").data_dir == Path.home() / "x"
+    empty = invoke_cli("collections", env={"FACET_DATA_DIR": ""})
+    assert empty.returncode == 2 and "FACET_DATA_DIR='': Value error, is empty" in empty.stderr
