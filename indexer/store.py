@@ -400,7 +400,13 @@ class _FolderLocks:
                 fd, refs = self._held[key]
                 self._held[key] = (fd, refs + 1)
                 return
-            fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+            except PermissionError as e:  # was a traceback from every command on the folder
+                raise StoreError(
+                    f"cannot open {key}: {e.strerror}; the data folder's files belong to another "
+                    "user (after a `sudo facet ...`?): give them back to this one (chown -R), or "
+                    "run as their owner") from e
             deadline = time.monotonic() + max(0.0, wait_s)
             while True:
                 try:

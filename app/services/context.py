@@ -47,6 +47,15 @@ class ServiceContext:
             why = "it is a file" if data_dir.is_file() else (e.strerror or str(e))
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) cannot be used: "
                             f"{why}; point FACET_DATA_DIR at a folder this user can write") from e
+        database = data_dir / "facet.db"
+        if settings.database_url is None and any(
+                f.exists() and not os.access(f, os.W_OK)
+                for f in (database, data_dir / "facet.db-wal", data_dir / "qdrant-edge")):
+            # The folder writable, its files another user's: writes ended in "attempt to write
+            # a readonly database" with the SQL, searches in a PermissionError traceback.
+            raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) holds files this user "
+                            "cannot write (after a `sudo facet ...`?): give them back to this "
+                            "user (chown -R), or run as their owner")
         try:
             self.engine = make_engine(settings.resolved_database_url)
         except Exception as e:  # driver missing, server down, bad URL, a read-only folder

@@ -145,3 +145,33 @@ def test_a_data_folder_named_with_a_question_mark_keeps_its_database(tmp_path) -
     assert FacetSettings(data_dir="~/x").data_dir == Path.home() / "x"
     empty = invoke_cli("collections", env={"FACET_DATA_DIR": ""})
     assert empty.returncode == 2 and "FACET_DATA_DIR='': Value error, is empty" in empty.stderr
+
+
+def test_a_data_folder_whose_files_another_user_owns_is_one_line(tmp_path) -> None:
+    """A writable folder holding another user's files (after one `sudo facet ...`): searches
+    ended in a PermissionError traceback from the lock file, indexing in "attempt to write a
+    readonly database" with the SQL. Run without root's permission overrides (capsh)."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("capsh") is None:
+        pytest.skip("needs root and capsh to act as a user who cannot write another's files")
+    data = tmp_path / "data"
+    assert invoke_cli("collections", env={"FACET_DATA_DIR": str(data)}).returncode == 0
+    (data / "qdrant-edge" / "notes").mkdir(parents=True)
+    tmp_path.chmod(0o755)
+    for path in [data, *data.rglob("*")]:
+        shutil.chown(path, "nobody", "nogroup")
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    shutil.chown(data, "root", "root")  # the folder itself writable, its files not
+    script = f"FACET_DATA_DIR={data} {sys.executable} -c 'from app.cli import main; main()' "
+    for args in ("collections", "search card -c notes"):
+        done = subprocess.run(
+            ["capsh", "--drop=cap_dac_override,cap_dac_read_search,cap_fowner", "--", "-c",
+             script + args], capture_output=True, text=True, timeout=120,
+            cwd=str(Path(__file__).resolve().parents[2]))
+        assert done.returncode == 4, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"error: the data folder {data} (FACET_DATA_DIR) holds files this user cannot write "
+            "(after a `sudo facet ...`?): give them back to this user (chown -R), or run as "
+            "their owner"), done.stderr
