@@ -208,7 +208,7 @@ class BaseEmbedder(ABC):
         role_ = Role.parse(role)
         instruction_ = validate_instruction(instruction)
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise InvalidInputError(f"the batch size must be a positive whole number, got {batch_size!r}")
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if not items:
             return out

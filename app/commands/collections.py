@@ -20,7 +20,7 @@ def progress_line(j: JobInfo) -> str:
     chunks = f", chunk tasks {j.chunks_done}/{j.chunks_total}" if j.chunks_total else ""
     return (f"job {j.id} {j.state}: {j.docs_seen}/{total or '?'} documents ({j.docs_indexed} "
             f"indexed, {j.docs_skipped} unchanged, {j.docs_failed} failed){chunks}, "
-            f"{j.chunks_written} chunks written")
+            f"{plural(j.chunks_written, 'chunk')} written")
 
 
 def _follow(job_id: int, interval: float) -> int:

@@ -25,7 +25,10 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
         if response.mode == "lexical" and not response.reranker:
             header += " (not read: lexical search matches the words only)"
     typer.echo(header)
-    typer.echo(f"query: {shorten(response.query)}   ({response.timings_ms['total']:.0f} ms)")
+    load = response.timings_ms.get("load_model")
+    took = (f"{response.timings_ms['total'] - load:.0f} ms, after {load / 1000:.1f} s loading "
+            f"{response.embedder}" if load else f"{response.timings_ms['total']:.0f} ms")
+    typer.echo(f"query: {shorten(response.query)}   ({took})")
     if not response.results:
         typer.echo(f"  no results ({why_no_results(response, filtered)})")
     for r in response.results:

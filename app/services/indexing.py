@@ -675,8 +675,13 @@ class IndexService:
                 raise InvalidRequestError(str(e)) from e
             max_len = embedder.max_length if isinstance(embedder, HasTokenizer) else None
             if max_len and size > max_len:
-                logger.warning("chunks of %d tokens exceed %s's max_length %d: the encoder will "
-                               "truncate them", size, embedder.name, max_len)
+                # The shipped causal checkpoints serve 96 tokens, the default chunk is 200:
+                # most of every chunk never reached its vector, and nothing said what to do.
+                logger.warning("chunks of %d tokens exceed %s's max_length %d: the encoder reads "
+                               "only the start of each; for whole chunks create the collection "
+                               "with --chunk-tokens %d or less (or load the embedder with "
+                               "[max_length=N])", size, embedder.name, max_len,
+                               max(1, max_len - 16))
             try:
                 coll = md.create_collection(session, name, backend=self.store.backend,
                                             chunk_size=size, chunk_overlap=overlap,

@@ -153,6 +153,10 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
     numeric = [f"{k}:={v}" for k, value in (filters.items() if isinstance(filters, Mapping) else ())
                for v in (value if isinstance(value, list) else [value])
                if isinstance(v, str) and _NUMBER.fullmatch(v.strip())]
+    ids = [f"doc_id={v}" for k, value in (filters.items() if isinstance(filters, Mapping) else ())
+           if k in ("id", "_id") for v in (value if isinstance(value, list) else [value])]
+    if ids:  # a record's id field is its document id, not metadata (`id:=3` found nothing too)
+        return f"check the filters; a record's id is matched with {', '.join(ids)}"
     if numeric:
         return (f"check the filters; a field of numbers (not a csv column) is matched with "
                 f"{', '.join(numeric)}")
@@ -501,8 +505,8 @@ class SearchService:
             raise InvalidRequestError(f"score_threshold must be a finite number, got {threshold!r}")
         if isinstance(request.top_k, bool) or not isinstance(request.top_k, int) or \
                 not 1 <= request.top_k <= MAX_TOP_K:
-            raise InvalidRequestError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got "
-                                      f"{request.top_k!r}")
+            raise InvalidRequestError(f"k (the number of results) must be a whole number from 1 "
+                                      f"to {MAX_TOP_K}, got {request.top_k!r}")
         if request.mode not in SEARCH_MODES:
             raise InvalidRequestError(f"mode must be one of {', '.join(SEARCH_MODES)}, got "
                                       f"{request.mode!r}")
@@ -530,6 +534,13 @@ class SearchService:
         if mode != "lexical":
             t0 = time.perf_counter()
             try:
+                if getattr(self.encoder, "embedders", None) is self.ctx.embedders and \
+                        self.ctx.embedders.peek(query_spec) is None:
+                    # Loaded here, in this process: timed apart (a one-off `facet search`
+                    # reported a 5 s "query" that was 5 s of loading the model).
+                    self.ctx.embedders.get(query_spec)
+                    timings["load_model"] = (time.perf_counter() - t0) * 1000
+                    t0 = time.perf_counter()
                 query_vec = self.encoder.encode([request.query], embedder=query_spec, role=Role.QUERY,
                                                 instruction=instruction)[0]
             except UnknownModelError as e:

@@ -149,7 +149,7 @@ def test_bad_input_raises_clear_error(embedder, bad, fragment):
 def test_bad_role_and_batch_size(embedder):
     with pytest.raises(InvalidInputError, match="unknown role 'passage'; use one of: query, document"):
         embedder.encode(["x"], role="passage")
-    with pytest.raises(InvalidInputError, match="batch_size must be a positive integer"):
+    with pytest.raises(InvalidInputError, match="the batch size must be a positive whole number"):
         embedder.encode(["x"], batch_size=0)
 
 

@@ -337,3 +337,4 @@ def test_no_results_says_what_to_check_as_the_cli_does() -> None:
     assert "a field of numbers (not a csv column) is matched with year:=2020" in html
     assert "check the filters." in render.results_html(empty, filters={"topic": "x"})
     assert "nothing searchable" in render.results_html(empty)
+    assert "a record&#x27;s id is matched with doc_id=3" in render.results_html(empty, filters={"id": "3"})

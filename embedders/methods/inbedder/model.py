@@ -184,7 +184,7 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
         if not isinstance(steps, int) or steps < 1:
             raise InvalidInputError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise InvalidInputError(f"the batch size must be a positive whole number, got {batch_size!r}")
         tokenizer = self.backbone.tokenizer
         eos = tokenizer.eos_token_id
         answers = [""] * len(items)

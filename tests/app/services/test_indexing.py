@@ -493,3 +493,16 @@ def test_a_store_and_a_metadata_database_that_disagree_are_reconciled(make_ctx, 
     info = CollectionService(ctx).get("notes")
     assert info.points == info.chunks == 1 and info.documents_indexed == 1
     assert SearchService(ctx).search(SearchRequest("ferry", "notes", top_k=1)).results
+
+
+def test_chunks_longer_than_the_embedder_reads_say_what_to_do(make_ctx, tmp_path, caplog) -> None:
+    """The shipped causal checkpoints serve 96 tokens and the default chunk is 200: the warning
+    said only "the encoder will truncate them", not how to get whole chunks embedded."""
+    import logging
+
+    write_corpus(tmp_path / "src", 1)
+    with caplog.at_level(logging.WARNING, logger="app.services.indexing"):
+        IndexService(make_ctx()).index(tmp_path / "src", "long", IndexOptions(chunk_size=300,
+                                                                              chunk_overlap=8))
+    assert "chunks of 300 tokens exceed minilm's max_length 256: the encoder reads only the start " \
+        "of each; for whole chunks create the collection with --chunk-tokens 240 or less" in caplog.text

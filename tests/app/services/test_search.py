@@ -376,3 +376,20 @@ def test_naming_an_embedder_or_reranker_does_not_load_it_where_workers_encode(ma
         assert workers.peek(spec) is not None  # the encoding side loaded it
     finally:
         ctx.close()
+
+
+def test_loading_the_query_embedder_is_timed_apart_from_encoding(searchable) -> None:
+    """A one-off `facet search` printed "(5322 ms)" for a query that took 50: the rest was
+    loading the model, counted as encoding the query."""
+    from app.services.context import EmbedderCache, ServiceContext
+
+    searchable.close()  # a new process, nothing loaded
+    ctx = ServiceContext(searchable.settings, embedders=EmbedderCache("cpu"))
+    try:
+        service = SearchService(ctx)
+        first = service.search(SearchRequest("card", "support", top_k=2, mode="dense")).timings_ms
+        again = service.search(SearchRequest("card", "support", top_k=2, mode="dense")).timings_ms
+    finally:
+        ctx.close()
+    assert "load_model" in first and "load_model" not in again
+    assert first["total"] >= first["load_model"] + first["encode_query"]
