@@ -103,7 +103,8 @@ def _starts_word(spans: Sequence[tuple[int, int]], i: int, text: str | None = No
 
 def _trimmed(text: str, a: int, b: int) -> tuple[int, int]:
     """``text[a:b]`` without its leading and trailing whitespace (a byte-level BPE window
-    begins with its first word's space); the span unchanged when it is all whitespace."""
+    begins with its first word's space); the span unchanged when it is all whitespace (BPE
+    makes tokens of whitespace runs: such a window is no chunk, and is skipped)."""
     stripped = text[a:b].strip()
     if not stripped:
         return a, b
@@ -181,9 +182,11 @@ def chunk_text(text: str, tokenize: TokenSpans, config: ChunkingConfig) -> list[
         return list(stream_chunks(pieces, tokenize, config))
     spans = tokenize(text)
     chunks: list[Chunk] = []
-    for number, (first, last) in enumerate(chunk_spans(spans, config, text)):
+    for first, last in chunk_spans(spans, config, text):
         start, end = _trimmed(text, spans[first][0], spans[last - 1][1])
-        chunks.append(Chunk(number=number, text=text[start:end], start=start, end=end,
+        if text[start:end].isspace():
+            continue  # a window of whitespace tokens alone (see _trimmed)
+        chunks.append(Chunk(number=len(chunks), text=text[start:end], start=start, end=end,
                             n_tokens=last - first))
     return chunks
 
@@ -255,9 +258,10 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
                 break  # too near the cut: wait for more text
             end, nxt = _window(spans, start, config, n, work)
             a, b = _trimmed(work, spans[start][0], spans[end - 1][1])
-            yield Chunk(number=number, text=work[a:b], start=base + a, end=base + b,
-                        n_tokens=end - start)
-            number += 1
+            if not work[a:b].isspace():
+                yield Chunk(number=number, text=work[a:b], start=base + a, end=base + b,
+                            n_tokens=end - start)
+                number += 1
             start = nxt
         if final:
             return

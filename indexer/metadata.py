@@ -30,7 +30,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, validates
 from sqlalchemy.pool import NullPool
 
 logger = logging.getLogger(__name__)
@@ -101,6 +101,12 @@ class CollectionEmbedder(Base):
         return self.source or self.name
 
 
+def visible_nul(value: str | None) -> str | None:
+    """``value`` with each NUL character written ``\\x00``: PostgreSQL cannot store one, and a
+    message quoting a record's field name that held one failed the whole batch there."""
+    return value.replace("\x00", "\\x00") if value and "\x00" in value else value
+
+
 class Document(Base):
     """A parsed document (or a record of a jsonl/csv file).
 
@@ -122,6 +128,10 @@ class Document(Base):
     error: Mapped[str | None] = mapped_column(Text, default=None)
     warning: Mapped[str | None] = mapped_column(Text, default=None)
     n_chunks: Mapped[int] = mapped_column(Integer, default=0)
+
+    @validates("error", "warning")
+    def _storable(self, _key: str, value: str | None) -> str | None:
+        return visible_nul(value)
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -210,6 +220,10 @@ class IndexJob(Base):
         cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")
     collection: Mapped[Collection] = relationship()
 
+    @validates("message")
+    def _storable(self, _key: str, value: str | None) -> str | None:
+        return visible_nul(value)
+
 
 class JobError(Base):
     """A per-document error or warning of a job."""
@@ -221,6 +235,10 @@ class JobError(Base):
     document_key: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(String(16))  # "error" or "warning"
     message: Mapped[str] = mapped_column(Text)
+
+    @validates("document_key", "message")
+    def _storable(self, _key: str, value: str) -> str:
+        return visible_nul(value) or value
 
 
 class JobChunk(Base):
@@ -311,6 +329,8 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
 
 
 def get_collection(session: Session, name: str) -> Collection | None:
+    if "\x00" in name:  # no collection is named so (PostgreSQL refused the lookup: a 500)
+        return None
     return session.scalar(select(Collection).where(Collection.name == name))
 
 

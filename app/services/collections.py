@@ -250,6 +250,9 @@ class CollectionService:
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
             if coll is None:
+                orphan = self._delete_orphan(name)
+                if orphan is not None:
+                    return orphan
                 raise self._not_found(session, name)
             current = leases.live_holder(session, coll.id)
             if current is not None:
@@ -263,6 +266,23 @@ class CollectionService:
         logger.info("deleted collection %s (%d documents, %s points)", name, info.documents,
                     info.points)
         return info
+
+    def _delete_orphan(self, name: str) -> CollectionInfo | None:
+        """Remove vectors of ``name`` that this metadata database does not know (its own lost,
+        or another database's over the same store), which indexing refuses to take over; None
+        when the store has none either."""
+        try:
+            if not self.store.collection_exists(name):
+                return None
+            sizes = dict(self.store.vector_sizes(name))
+            points = self.store.count(name)
+        except StoreBusyError:
+            raise
+        except Exception:  # an unreadable orphan is still removed
+            sizes, points = {}, None
+        self.store.drop_collection(name)
+        logger.info("deleted the vectors of %s, which no collection of this metadata owned", name)
+        return CollectionInfo(name, self.store.backend, sizes, 0, 0, 0, 0, 0, 0, points, "")
 
     def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:
         """The newest ``limit`` jobs (of one collection when named).

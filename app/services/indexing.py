@@ -444,6 +444,9 @@ class IndexService:
         options = options or IndexOptions()
         if not str(source).strip():  # Path("") is ".": it indexed the process's folder
             raise InvalidRequestError("the source is empty; give the folder or file to index")
+        if options.text_column is not None and "\x00" in options.text_column:
+            # (PostgreSQL cannot store one: the job row's insert was a 500 over HTTP.)
+            raise InvalidRequestError("the text column's name holds a NUL character")
         source = Path(source).expanduser()
         try:
             validate_name(collection)
@@ -645,17 +648,22 @@ class IndexService:
 
     # ------------------------------------------------------------ preparation
 
-    def _drop_orphan(self, name: str) -> None:
-        """Remove store vectors of ``name`` that no collection row owns (the metadata database
-        lost or replaced): a new collection of that name took them over, and searches returned
-        documents it never indexed, which neither `--sync` nor `facet delete` could remove."""
+    def _refuse_orphan(self, name: str) -> None:
+        """Refuse to create ``name`` over store vectors that no collection row owns (this
+        database lost, or another database's: a FACET_DATABASE_URL switched or mistyped over
+        the same store). Taken over, they answered its searches with documents it never
+        indexed, unremovable; dropped, another database's collection lost its vectors.
+
+        Raises:
+            ConflictError: the store holds such vectors (deleting the collection removes them).
+        """
         with _store_errors():
-            if not self.store.collection_exists(name):
-                return
-            logger.warning("the vector store holds a collection %r that the metadata does not "
-                           "know (the metadata database lost or replaced?); its points are "
-                           "removed before the new collection is created", name)
-            self.store.drop_collection(name)
+            if self.store.collection_exists(name):
+                raise ConflictError(
+                    f"the vector store already holds a collection {name!r} that this metadata "
+                    "database does not know (its own database lost, or another database's over "
+                    f"the same store?): index into another name, or delete {name!r} (which "
+                    "removes those vectors) and index again")
 
     def _prepare_collection(self, session: Session, name: str, embedder: Embedder,
                             options: IndexOptions, spec: str) -> md.Collection:
@@ -665,7 +673,7 @@ class IndexService:
                 raise InvalidRequestError(f"{what} must be at least 1, got {value}")
         coll = md.get_collection(session, name)
         if coll is None:
-            self._drop_orphan(name)
+            self._refuse_orphan(name)
             size = options.chunk_size or self.settings.chunk_tokens
             overlap = (options.chunk_overlap if options.chunk_overlap is not None
                        else min(self.settings.chunk_overlap, max(0, size - 1)))
@@ -747,7 +755,10 @@ class IndexService:
         """
         with _store_errors():
             existed = self.store.collection_exists(coll.name)
-            self.store.ensure_collection(coll.name, {embedder.name: int(embedder.dim)},
+            # Every embedder of the collection: a store collection recreated with this one's
+            # vector alone refused the points its other embedders' vectors go with.
+            vectors = {e.name: int(e.dim) for e in coll.embedders}
+            self.store.ensure_collection(coll.name, {**vectors, embedder.name: int(embedder.dim)},
                                          lexical=True)
         if existed:
             return

@@ -116,6 +116,19 @@ def test_byte_level_bpe_windows_fall_between_words_too(bpe_spans) -> None:
         assert {w for c in chunks for w in c.text.split()} == set(text.split())
 
 
+def test_windows_of_whitespace_alone_are_no_chunks(bpe_spans) -> None:
+    """BPE makes tokens of whitespace runs (a padded log, NBSP-filled HTML): 10 of 12 chunks
+    held only whitespace, and blank snippets topped every search."""
+    text = "Intro words here.\n" + "\n \t\n \u00a0\n" * 400 + "Closing words about ferries."
+    for config in (ChunkingConfig(16, 4), ChunkingConfig(64, 8)):
+        chunks = chunk_text(text, bpe_spans, config)
+        assert [c.number for c in chunks] == list(range(len(chunks)))
+        assert chunks and not any(c.text.isspace() for c in chunks)
+        assert chunks[0].text.startswith("Intro") and chunks[-1].text.endswith("ferries.")
+        pieces = (text[i:i + 137] for i in range(0, len(text), 137))
+        assert list(stream_chunks(pieces, bpe_spans, config)) == chunks
+
+
 @pytest.mark.parametrize("config", [ChunkingConfig(64, 8), ChunkingConfig(200, 32),
                                     ChunkingConfig(5, 0), ChunkingConfig(16, 4)])
 def test_streamed_bpe_chunks_are_those_of_the_whole_text(bpe_spans, config) -> None:

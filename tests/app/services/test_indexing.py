@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.errors import ConflictError, DataError, InvalidRequestError, NotFoundError
 from app.services.collections import CollectionService
 from app.services.indexing import IndexOptions, IndexService
 from indexer import metadata as md
@@ -473,6 +473,12 @@ def test_a_store_and_a_metadata_database_that_disagree_are_reconciled(make_ctx, 
     ctx.close()
     (data / "facet.db").unlink()  # (a): the metadata lost, the store folder left
     ctx = make_ctx(data_dir=data)
+    # Refused, not taken over, nor dropped (another database's collection over the same store
+    # lost its vectors that way); deleting the name removes the orphan vectors.
+    with pytest.raises(ConflictError, match="already holds a collection 'notes' that this "
+                                            "metadata database does not know"):
+        IndexService(ctx).index(new, "notes")
+    assert CollectionService(ctx).delete("notes").points == 6
     report = IndexService(ctx).index(new, "notes")
     assert report.docs_indexed == 1
     info = CollectionService(ctx).get("notes")
@@ -506,3 +512,29 @@ def test_chunks_longer_than_the_embedder_reads_say_what_to_do(make_ctx, tmp_path
                                                                               chunk_overlap=8))
     assert "chunks of 300 tokens exceed minilm's max_length 256: the encoder reads only the start " \
         "of each; for whole chunks create the collection with --chunk-tokens 240 or less" in caplog.text
+
+
+def test_a_lost_store_of_a_two_embedder_collection_is_written_again_for_both(
+        make_ctx, tmp_path, notes_embedder) -> None:
+    """The store collection was recreated with the running embedder's vector alone: every later
+    run failed on the other embedder's vectors ("Not existing vector name"), for good."""
+    import shutil
+
+    from app.services.search import SearchRequest, SearchService
+
+    write_corpus(tmp_path / "src", 3)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(tmp_path / "src", "two")
+    service.index(tmp_path / "src", "two", IndexOptions(embedder=notes_embedder))
+    ctx.close()
+    shutil.rmtree(ctx.settings.data_dir / "qdrant-edge" / "two")
+    ctx = make_ctx()
+    again = IndexService(ctx).index(tmp_path / "src", "two", IndexOptions(embedder=notes_embedder))
+    assert (again.state, again.docs_indexed) == ("completed", 3)
+    info = CollectionService(ctx).get("two")
+    assert info.points == info.chunks and set(info.embedders) == {"minilm", "minilm-notes"}
+    for embedder in ("minilm", "minilm-notes"):
+        hits = SearchService(ctx).search(SearchRequest("bank card", "two", top_k=3, embedder=embedder,
+                                                       mode="dense")).results
+        assert len(hits) == 3, embedder

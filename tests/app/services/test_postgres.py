@@ -208,3 +208,28 @@ def test_a_database_restart_costs_no_request(make_ctx, tmp_path, postgres) -> No
     assert service.list_all() == []
     postgres.restart()
     assert service.list_all() == []
+
+
+def test_nul_characters_outside_text_are_no_crash_on_postgres(make_ctx, tmp_path, postgres_url) -> None:
+    """A NUL in a field name quoted by a record's error failed the whole batch (the error text
+    is stored); one in a collection name or a text column was a 500 over HTTP."""
+    import json
+
+    from app.errors import InvalidRequestError, NotFoundError
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "n.jsonl").write_text(json.dumps({"id": "r4", "body": "ferry four"}) + "\n" +
+                                 json.dumps({"id": "r5", "text": "x", "ta\u0000g": 1}) + "\n")
+    ctx = make_ctx(database_url=postgres_url)
+    report = IndexService(ctx).index(src, "nul", IndexOptions(text_column="body"))
+    assert (report.state, report.docs_indexed, report.docs_failed) == ("completed", 1, 1)
+    [error] = [e for e in CollectionService(ctx).job(report.job_id).errors if e["kind"] == "error"]
+    assert "ta\\x00g" in error["message"]
+    with pytest.raises(NotFoundError):
+        CollectionService(ctx).get("a\x00b")
+    with pytest.raises(NotFoundError):
+        SearchService(ctx).search(SearchRequest("ferry", "n\x001", top_k=1))
+    with pytest.raises(InvalidRequestError, match="text column's name holds a NUL"):
+        IndexService(ctx).prepare(src, "zz", IndexOptions(text_column="bo\x00dy"))
+    CollectionService(ctx).delete("nul")
