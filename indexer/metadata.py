@@ -128,10 +128,6 @@ class Document(Base):
     error: Mapped[str | None] = mapped_column(Text, default=None)
     warning: Mapped[str | None] = mapped_column(Text, default=None)
     n_chunks: Mapped[int] = mapped_column(Integer, default=0)
-
-    @validates("error", "warning")
-    def _storable(self, _key: str, value: str | None) -> str | None:
-        return visible_nul(value)
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -140,6 +136,10 @@ class Document(Base):
         order_by="Chunk.number")
     vectors: Mapped[list[DocumentVector]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True)
+
+    @validates("error", "warning")
+    def _storable(self, _key: str, value: str | None) -> str | None:
+        return visible_nul(value)
 
 
 class DocumentVector(Base):
@@ -263,6 +263,10 @@ class JobChunk(Base):
     claimed_until: Mapped[dt.datetime | None] = mapped_column(default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     finished_at: Mapped[dt.datetime | None] = mapped_column(default=None)
+
+    @validates("error")
+    def _storable(self, _key: str, value: str | None) -> str | None:
+        return visible_nul(value)
 
 
 # ------------------------------------------------------------------- engine
