@@ -28,17 +28,6 @@ class FacetSettings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir,
                            description="where the embedded store, SQLite DB and caches live")
 
-    @field_validator("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir",
-                     mode="before")
-    @classmethod
-    def _folder(cls, value: object) -> object:
-        """``~`` expanded (a literal "./~/facet" was created), and an empty value refused: a
-        compose file's unset ``${FACET_DATA_DIR}`` put the database in the working directory."""
-        if isinstance(value, str):
-            if not value.strip():
-                raise ValueError("is empty: unset it for the default, or give a folder")
-            return Path(value).expanduser()
-        return value.expanduser() if isinstance(value, Path) else value
     model_cache_dir: Path | None = Field(
         default=None, description="converted backbone models; default ~/.cache/facet/models")
     checkpoint_dir: Path | None = Field(
@@ -156,6 +145,18 @@ class FacetSettings(BaseSettings):
     ui_examples: dict[str, list[str]] = Field(
         default_factory=dict, description="example instructions per collection (JSON object), "
                                           "shown beside the built-in ones")
+
+    @field_validator("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir",
+                     mode="before")
+    @classmethod
+    def _folder(cls, value: object) -> object:
+        """``~`` expanded (a literal "./~/facet" was created), and an empty value refused: a
+        compose file's unset ``${FACET_DATA_DIR}`` put the database in the working directory."""
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("is empty: unset it for the default, or give a folder")
+            return Path(value).expanduser()
+        return value.expanduser() if isinstance(value, Path) else value
 
     @property
     def resolved_database_url(self) -> str:
