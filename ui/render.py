@@ -337,7 +337,8 @@ def job_html(job: JobInfo, total: int | None) -> str:
     elapsed = sum(job.timings.values())
     text = (f"Job {job.id} <b>{esc(job.state)}</b>: {done:,}{of} documents seen, "
             f"{job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
-            f"{job.docs_failed:,} failed, {job.chunks_written:,} chunks written"
+            f"{job.docs_failed:,} failed, {job.chunks_written:,} "
+            f"chunk{'' if job.chunks_written == 1 else 's'} written"
             + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     message = f'<div class="facet-note">{esc(job.message)}</div>' if job.message else ""
     return (f'<div class="facet-job" data-state="{esc(job.state)}">'
