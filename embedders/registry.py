@@ -350,6 +350,8 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
         )
     _ensure_builtins()
     base, options = _split_spec(str(name_or_path))
+    if base != str(name_or_path) and not options:  # "minilm[]": no options, the model itself
+        return load_embedder(base, device=device, **kwargs)
     if options:
         model = load_embedder(base, device=device, **kwargs)
         for key, value in options.items():

@@ -312,3 +312,12 @@ def test_checkpoint_folders_differing_only_in_case_are_named_not_silently_merged
     assert info.path == (tmp_path / "MyEOS").resolve()
     assert any(f"{tmp_path / 'myeos'} not registered" in r.message and "differ only in case" in
                r.message for r in caplog.records), caplog.text
+
+
+def test_empty_brackets_are_no_options() -> None:
+    """`--embedder 'minilm[]'` said "unknown embedder 'minilm[]'" (saved_name read it as
+    minilm)."""
+    from embedders.registry import load_embedder, saved_name
+
+    assert saved_name("minilm[]") == "minilm"
+    assert load_embedder("minilm[]", device="cpu").name == "minilm"
