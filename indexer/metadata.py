@@ -39,6 +39,13 @@ logger = logging.getLogger(__name__)
 # PostgreSQL enforces and SQLite does not: a longer one is refused as that document's error
 # on both, by ``app.services.indexing``).
 MAX_KEY_CHARS = 1024
+
+
+def fits_key(value: str) -> bool:
+    """Whether ``value`` fits a document's key or source column (``MAX_KEY_CHARS``)."""
+    return len(value) <= MAX_KEY_CHARS
+
+
 # The largest id an INTEGER primary key holds on PostgreSQL (a larger one is no row: looking
 # it up raised there, and an OverflowError past 2**63 on SQLite).
 MAX_ROW_ID = 2**31 - 1
@@ -369,7 +376,7 @@ def ensure_collection_embedder(session: Session, collection: Collection, name: s
 
 def documents_by_key(session: Session, collection_id: int,
                      keys: Iterable[str]) -> dict[str, Document]:
-    keys = [k for k in keys if len(k) <= MAX_KEY_CHARS]  # a longer one is no row
+    keys = [k for k in keys if fits_key(k)]  # a longer one is no row
     out: dict[str, Document] = {}
     for start in range(0, len(keys), 500):  # stay under SQL parameter limits
         part = keys[start:start + 500]

@@ -433,7 +433,7 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
     if not content:
         return DocumentError(key, key, f"{key} is empty: no text to index")
     if nuls:
-        warnings.append(f"{key}: {nuls} NUL character{'s' if nuls != 1 else ''} removed")
+        warnings.append(_nuls_removed(key, nuls))
     title = _markdown_title(head) if markdown else None
     for part in (title or "", json.dumps({}, sort_keys=True)):
         digest.update(part.encode("utf-8", "surrogatepass"))
@@ -458,9 +458,12 @@ def _without_nul(text: str, where: str, warnings: list[str]) -> str:
     first 8 KiB (a log padded with NULs later, a jsonl ``\\u0000`` escape, a PDF's glyph)."""
     if "\x00" not in text:
         return text
-    n = text.count("\x00")
-    warnings.append(f"{where}: {n} NUL character{'s' if n != 1 else ''} removed")
+    warnings.append(_nuls_removed(where, text.count("\x00")))
     return text.replace("\x00", "")
+
+
+def _nuls_removed(where: str, n: int) -> str:
+    return f"{where}: {n} NUL character{'s' if n != 1 else ''} removed"
 
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -536,7 +539,9 @@ _HTML_BLOCKS = ["address", "article", "aside", "blockquote", "caption", "dd", "d
                 "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "option", "p",
                 "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
                 "ul"]
-_BLOCK_BREAK = "\x00"  # no text holds it (a NUL makes a file binary)
+# No text reaches _finish with one (a NUL in the first 8 KiB makes a file binary; a later one
+# becomes a line break here, where _finish would have removed it).
+_BLOCK_BREAK = "\x00"
 # Characters a reader never sees that split a word for search: soft hyphens (&shy;), zero-width
 # spaces, word joiners, a BOM inside the text. (Joiners between letters of some scripts and in
 # emoji, U+200C/U+200D, are kept.)

@@ -103,8 +103,8 @@ def resume_command(job: md.IndexJob) -> str:
     """The `facet index` that goes on with ``job``: its source, collection and embedder (the
     hint named no embedder, so following it after a second embedder's job stopped ran the
     default one, which found nothing to do: the second embedder's vectors stayed missing)."""
-    spec = next((e.source for e in job.collection.embedders
-                 if e.name == job.embedder and e.source), job.embedder)
+    spec = next((e.spec for e in job.collection.embedders if e.name == job.embedder),
+                job.embedder)
     return (f"facet index {shlex.quote(job.source)} --collection {job.collection.name} "
             f"--embedder {shlex.quote(spec)}")
 

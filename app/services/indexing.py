@@ -222,7 +222,7 @@ def note_document_error(session: Session, collection_id: int, key: str, source: 
     what was indexed before, with only the error noted beside it. ``error`` documents count as
     failed in a collection's figures and are indexed again by the next job."""
     if row is None:
-        if len(key) <= md.MAX_KEY_CHARS and len(source) <= md.MAX_KEY_CHARS:
+        if md.fits_key(key) and md.fits_key(source):
             session.add(md.Document(collection_id=collection_id, key=key, source=source,
                                     status="error", error=message, meta={}))
         return  # (one too long to store is only the job's error: `storable` refused it)
@@ -240,7 +240,7 @@ def storable(batch: list[Any]) -> list[Any]:
         names = (("path", item.source),) if item.key == item.source else \
             (("id", item.key), ("path", item.source))  # a file's key is its path
         too_long = next(((what, len(value)) for what, value in names
-                         if len(value) > md.MAX_KEY_CHARS), None)
+                         if not md.fits_key(value)), None)
         if too_long is None or isinstance(item, DocumentError):
             out.append(item)
             continue
@@ -1070,7 +1070,6 @@ class IndexService:
                 onto ``job`` (a chunk task adds its counts to the shared job row there).
         """
         t0 = time.perf_counter()
-        batch = storable(batch)
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
         vec_hashes = md.vector_hashes(session, [r.id for r in rows.values()], embedder.name)
         items: list[_Item] = []

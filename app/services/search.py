@@ -150,11 +150,10 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
     if not filters:
         return ("no indexed word of the query is in it" if response.mode == "lexical" else
                 "the collection holds nothing searchable")
-    numeric = [f"{k}:={v}" for k, value in (filters.items() if isinstance(filters, Mapping) else ())
-               for v in (value if isinstance(value, list) else [value])
-               if isinstance(v, str) and _NUMBER.fullmatch(v.strip())]
-    ids = [f"doc_id={v}" for k, value in (filters.items() if isinstance(filters, Mapping) else ())
-           if k in ("id", "_id") for v in (value if isinstance(value, list) else [value])]
+    given = [(k, v) for k, value in (filters.items() if isinstance(filters, Mapping) else ())
+             for v in (value if isinstance(value, list) else [value])]
+    numeric = [f"{k}:={v}" for k, v in given if isinstance(v, str) and _NUMBER.fullmatch(v.strip())]
+    ids = [f"doc_id={v}" for k, v in given if k in ("id", "_id")]
     if ids:  # a record's id field is its document id, not metadata (`id:=3` found nothing too)
         return f"check the filters; a record's id is matched with {', '.join(ids)}"
     if numeric:
@@ -368,14 +367,17 @@ class SearchService:
                 # the list of known collections beside it contradicted.
                 self._vectors.pop(collection, None)
                 latest = md.list_jobs(session, coll.id, 1)
-                state = effective_state(latest[0])[0] if latest else None
-                why = ("no job has written to it (index into it, or delete it)" if not latest else
-                       f"the vector store holds none of it although job {latest[0].id} "
-                       f"{state} (its store folder removed, or the metadata restored apart "
-                       "from it?); index its sources again to write it anew"
-                       if state in ("completed", "failed", "interrupted") and
-                       md.count_documents(session, coll.id, status="indexed") else
-                       f"job {latest[0].id} ({state}) has not written its first documents")
+                if not latest:
+                    why = "no job has written to it (index into it, or delete it)"
+                else:
+                    job, state = latest[0], effective_state(latest[0])[0]
+                    if state in ("completed", "failed", "interrupted") and \
+                            md.count_documents(session, coll.id, status="indexed"):
+                        why = (f"the vector store holds none of it although job {job.id} "
+                               f"{state} (its store folder removed, or the metadata restored "
+                               "apart from it?); index its sources again to write it anew")
+                    else:
+                        why = f"job {job.id} ({state}) has not written its first documents"
                 raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {why}")
             if coll is None:
                 known = [c.name for c in md.list_collections(session)]
