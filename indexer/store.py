@@ -258,13 +258,32 @@ class VectorStore(ABC):
     def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                       text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
                       fusion: Fusion | None = None) -> list[Hit]:
-        """The dense and the lexical rankings fused by reciprocal rank (``Fusion``: each hit's
-        score is the sum over the two lists of ``1 / (k + rank)`` with weights 1, rank 0 the best).
+        """The dense and the lexical rankings fused by reciprocal rank (``Fusion``: each hit gets
+        ``1 / (k - 1 + R / w)`` from each list holding it at 1-based rank ``R``).
+
+        Each list is its top ``max(limit, fusion.candidates)``, ranked here with ties in point-id
+        order (Qdrant's own fusion ranks tied BM25 scores in an order that moves with the list's
+        length, so one query ranked differently at another ``limit``); so the first results do
+        not depend on ``limit`` while it is within ``candidates``.
 
         Raises:
             StoreError: the collection keeps no term vectors, or has no ``vector_name``.
         """
-        raise self._no_lexical(collection)
+        f = fusion or Fusion()
+        self._check_vector(collection, vector_name)
+        if not self.has_lexical(collection):
+            raise self._no_lexical(collection)
+        n = max(int(limit), f.candidates)
+        dense = _ranked(self.search(collection, vector_name, vector, limit=n + _TIE_MARGIN,
+                                    filters=filters, exact=exact), n)
+        words = self.search_lexical(collection, text, limit=n, filters=filters)
+        fused: dict[str, Hit] = {}
+        for weight, ranked in ((f.dense_weight, dense), (f.lexical_weight, words)):
+            for rank, hit in enumerate(ranked, start=1):
+                score = 1.0 / (f.k - 1 + rank / weight)
+                seen = fused.get(hit.id)
+                fused[hit.id] = Hit(hit.id, score + (seen.score if seen else 0.0), hit.payload)
+        return _ranked(list(fused.values()), int(limit))
 
     def _check_vector(self, collection: str, vector_name: str) -> None:
         """StoreError unless ``collection`` has the named vector ``vector_name``."""
@@ -794,28 +813,6 @@ class EdgeStore(VectorStore):
             found = shard.query(request)
         return _ranked(found, int(limit))
 
-    def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
-                      text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
-                      fusion: Fusion | None = None) -> list[Hit]:
-        q = self._q
-        f = fusion or Fusion()
-        self._check_vector(collection, vector_name)
-        if not self.has_lexical(collection):
-            raise self._no_lexical(collection)
-        n = max(int(limit) + _TIE_MARGIN, f.candidates)
-        where = self._filter(filters)
-        request = q.QueryRequest(
-            limit=int(limit) + _TIE_MARGIN, with_payload=True,
-            prefetches=[
-                q.Prefetch(limit=n, query=q.Query.Nearest(_as_list(vector), using=vector_name),
-                           filter=where, params=q.SearchParams(exact=True) if exact else None),
-                q.Prefetch(limit=n, query=q.Query.Nearest(self._terms(lex.query_terms(text)),
-                                                          using=lex.LEXICAL_VECTOR), filter=where)],
-            query=q.Fusion.Rrf(k=f.k, weights=[f.dense_weight, f.lexical_weight]))
-        with self._using(collection) as shard:
-            found = shard.query(request)
-        return _ranked(found, int(limit))
-
     def count(self, collection: str, filters: Filters | None = None) -> int:
         with self._using(collection) as shard:
             return int(shard.count(self._q.CountRequest(exact=True, filter=self._filter(filters))))
@@ -1129,27 +1126,6 @@ class QdrantClientStore(VectorStore):
         response = self._client.query_points(
             collection, query=self._terms(lex.query_terms(text)), using=lex.LEXICAL_VECTOR,
             limit=int(limit) + _TIE_MARGIN, query_filter=self._filter(filters), with_payload=True)
-        return _ranked(response.points, int(limit))
-
-    def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
-                      text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
-                      fusion: Fusion | None = None) -> list[Hit]:
-        m = self._m
-        f = fusion or Fusion()
-        self._check_vector(collection, vector_name)
-        if not self.has_lexical(collection):
-            raise self._no_lexical(collection)
-        n = max(int(limit) + _TIE_MARGIN, f.candidates)
-        where = self._filter(filters)
-        response = self._client.query_points(
-            collection, limit=int(limit) + _TIE_MARGIN, with_payload=True,
-            prefetch=[
-                m.Prefetch(query=_as_list(vector), using=vector_name, limit=n, filter=where,
-                           params=m.SearchParams(exact=True) if exact and self.backend == "server"
-                           else None),
-                m.Prefetch(query=self._terms(lex.query_terms(text)), using=lex.LEXICAL_VECTOR,
-                           limit=n, filter=where)],
-            query=m.RrfQuery(rrf=m.Rrf(k=f.k, weights=[f.dense_weight, f.lexical_weight])))
         return _ranked(response.points, int(limit))
 
     def count(self, collection: str, filters: Filters | None = None) -> int:

@@ -419,6 +419,28 @@ def test_hybrid_search_is_reciprocal_rank_fusion_of_both_lists(store: VectorStor
         store.search_hybrid("c", "other", query, "cat", limit=3)
 
 
+def test_hybrid_search_ranks_the_same_whatever_the_limit(store: VectorStore) -> None:
+    # Short texts from a small vocabulary tie often on BM25: the fused top must not depend on
+    # how many results were asked for (Qdrant's own fusion ranked tied texts in an order that
+    # moved with the candidate lists' length, so k=10 and k=90 disagreed on their first ten).
+    store.ensure_collection("c", {"m": DIM}, lexical=True)
+    rng = np.random.default_rng(7)
+    words = ["card", "arrived", "not", "yet", "my", "when", "will", "the", "new", "come", "send",
+             "post"]
+    vecs = rng.normal(size=(400, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store.upsert("c", [PointRecord(point_id(f"d{i}", 0), {"m": vecs[i]},
+                                   {"doc_id": f"d{i}", "chunk_no": 0,
+                                    "text": " ".join(rng.choice(words, size=rng.integers(2, 8)))})
+                       for i in range(400)])
+    query = vecs[0] + vecs[1]
+    first = [h.id for h in store.search_hybrid("c", "m", query, "card arrived", limit=10)]
+    for limit in (22, 90, 100):  # within Fusion.candidates (100); deeper lists may reorder
+        hits = store.search_hybrid("c", "m", query, "card arrived", limit=limit)
+        assert len(hits) == limit
+        assert [h.id for h in hits[:10]] == first, limit
+
+
 def test_overwritten_points_get_the_terms_of_their_new_text(store: VectorStore) -> None:
     store.ensure_collection("c", {"m": DIM}, lexical=True)
     points, vecs = _worded()
