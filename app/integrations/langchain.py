@@ -21,7 +21,7 @@ the facade's encoder either way.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -30,9 +30,10 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from app.core import Facet
+from app.errors import InvalidRequestError
 from app.services.search import MAX_TOP_K, SearchMode, SearchRequest, SearchResult
 from app.text import check_texts
 from embedders.contract import Role
@@ -119,14 +120,15 @@ class FacetRetriever(BaseRetriever):
             if name not in options or (options[name] is None and
                                         name in ("k", "mode", "group_by_document")):
                 return getattr(self, name)
-            return options[name]
+            # The facade checks filters itself, with messages naming the field and value.
+            return options[name] if name == "filter" else _call_option(name, options[name])
 
         return SearchRequest(query=query, collection=self.collection,
                              instruction=pick("instruction"), top_k=pick("k"),
                              filters=pick("filter") or {}, rerank=pick("rerank"),
                              rerank_depth=pick("rerank_depth"), embedder=self.embedder,
                              score_threshold=pick("score_threshold"), mode=pick("mode"),
-                             group_by_document=bool(pick("group_by_document")))
+                             group_by_document=pick("group_by_document"))
 
     def _search(self, query: str, options: dict[str, Any]) -> list[Document]:
         response = _facet(self.facet).search(self._request(query, options))
@@ -140,6 +142,24 @@ class FacetRetriever(BaseRetriever):
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
         return await asyncio.to_thread(self._search, query, kwargs)
+
+
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
+
+
+def _call_option(name: str, value: Any) -> Any:
+    """A per-call option read by its field's own rules, as the constructor reads it
+    (``group_by_document="false"`` is False, ``k="3"`` is 3, ``k=0`` is refused)."""
+    if name not in _ADAPTERS:
+        field = FacetRetriever.model_fields[name]
+        kind: Any = (Annotated[(field.annotation, *field.metadata)] if field.metadata
+                     else field.annotation)
+        _ADAPTERS[name] = TypeAdapter(kind)
+    try:
+        return _ADAPTERS[name].validate_python(value)
+    except ValidationError as e:
+        raise InvalidRequestError(f"FacetRetriever option {name}={value!r}: "
+                                  f"{e.errors()[0]['msg']}") from None
 
 
 _KEEP: Any = object()

@@ -120,6 +120,14 @@ def test_per_call_options_override_the_constructor(facet) -> None:
     assert [d.metadata["score"] for d in plain] == pytest.approx([r.score for r in want.results])
     with pytest.raises(ValueError, match=r"unknown option.*top_k"):
         retriever.invoke(query, top_k=3)
+    # Per-call values are read by the constructor's rules ("2" is 2); a bad value is named.
+    assert [d.page_content for d in retriever.invoke(query, k="2")] == [d.page_content for d in
+                                                                       base[:2]]
+    from app.errors import InvalidRequestError
+    with pytest.raises(InvalidRequestError, match=r"group_by_document='maybe'.*valid boolean"):
+        retriever.invoke(query, group_by_document="maybe")
+    with pytest.raises(InvalidRequestError, match=r"k=0.*greater than or equal to 1"):
+        retriever.invoke(query, k=0)
 
 
 def test_a_per_call_none_clears_the_constructors_value_and_bad_input_is_named(facet) -> None:
@@ -226,3 +234,12 @@ def test_group_by_document_gives_k_distinct_documents(facet, tmp_path) -> None:
     per_call = FacetRetriever(collection="ferries", k=3, mode="dense", facet=facet).invoke(
         query, group_by_document=True)
     assert [d.metadata["doc_id"] for d in per_call] == [d.metadata["doc_id"] for d in grouped]
+    # A per-call string is read as the constructor reads it: "false" does not group (it did,
+    # being a non-empty string), "true" does.
+    for off in ("false", "no", "0"):
+        assert sorted(d.metadata["doc_id"] for d in FacetRetriever(
+            collection="ferries", k=3, mode="dense", facet=facet).invoke(
+                query, group_by_document=off)) == ["note", "report", "report"]
+    assert [d.metadata["doc_id"] for d in FacetRetriever(
+        collection="ferries", k=3, mode="dense", facet=facet).invoke(
+            query, group_by_document="true")] == [d.metadata["doc_id"] for d in grouped]
