@@ -1120,6 +1120,10 @@ class IndexService:
                 it.chunks = list(it.row.chunks)
             texts.extend(c.text for c in it.chunks)
         job.parse_s += time.perf_counter() - t0
+        # No transaction stays open through the encode: loading the chunks above flushed the
+        # job's timing, which holds SQLite's write lock until the next commit (the lease's
+        # heartbeat and every other writer then waited, and failed, for the whole encode).
+        session.commit()
 
         t0 = time.perf_counter()
         # Through the encoder (bulk): in a server the model thread serves waiting searches

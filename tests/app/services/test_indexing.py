@@ -421,6 +421,45 @@ def test_listing_collections_leaves_open_only_what_was_open(make_ctx, tmp_path) 
     assert [n for n in ("one", "two", "three") if ctx.store.is_open(n)] == ["two"]
 
 
+def test_a_second_embedder_encodes_without_holding_the_database(make_ctx, tmp_path,
+                                                                notes_embedder) -> None:
+    """Adding an embedder to indexed documents loaded their chunks after the job's timing was
+    changed, so the load flushed an UPDATE and kept SQLite's write lock through the whole
+    encode: the lease heartbeat failed (the job read "interrupted" while running) and any other
+    writer waited 30 s, then failed with "database is locked"."""
+    import sqlite3
+
+    src = tmp_path / "src"
+    write_corpus(src, 4)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "e")
+    original = ctx.encoder.encode
+    writable: list[bool] = []
+
+    def encode_and_try_a_write(texts, **kw):
+        other = sqlite3.connect(ctx.settings.data_dir / "facet.db", timeout=0.2)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+            writable.append(True)
+        except sqlite3.OperationalError:
+            writable.append(False)
+        finally:
+            other.close()
+        return original(texts, **kw)
+
+    ctx.encoder.encode = encode_and_try_a_write  # type: ignore[method-assign]
+    report = service.index(src, "e", IndexOptions(embedder=notes_embedder))
+    assert report.docs_indexed == 4
+    assert writable and all(writable)
+    # A changed document is written anew with the other embedder's vectors too (companions).
+    next(iter(sorted(src.iterdir()))).write_text("a changed note about ferries")
+    writable.clear()
+    service.index(src, "e")
+    assert len(writable) == 2 and all(writable)
+
+
 def test_a_stopped_job_of_a_second_embedder_is_resumed_only_by_that_embedder(
         make_ctx, tmp_path, notes_embedder) -> None:
     """The hint said `facet index SRC --collection C` without the embedder: following it ran
