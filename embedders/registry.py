@@ -376,6 +376,12 @@ def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
     return split_options(spec)
 
 
+def without_options(spec: str) -> str:
+    """``spec`` less its ``[key=value]`` options: ``runs/x[pooling=P]`` -> ``runs/x`` (a registered
+    name or checkpoint directory whose own name ends in brackets is kept whole)."""
+    return _split_spec(spec)[0]
+
+
 def _resolve(spec: str) -> tuple[EmbedderInfo | None, Path | None]:
     """What ``spec`` (options allowed) names, without loading anything: ``(info, None)`` for a
     registered non-checkpoint embedder, ``(info or None, directory)`` for a checkpoint

@@ -34,6 +34,7 @@ from app.services.collections import effective_state
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders.contract import Role, identity_changes
+from embedders.registry import without_options
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -472,13 +473,18 @@ class SearchService:
         return self._sources.get(collection, {}).get(vector_name, vector_name)
 
     def _query_spec(self, request: SearchRequest, vector_name: str) -> str:
-        """What encodes the query. Naming no embedder, or the vector itself: what wrote the
-        vector, as the collection recorded it (a checkpoint indexed from its directory is
-        loaded from there, not as the registered model of the same name). Naming another spec:
-        that, options included (``minilm[instruction_weight=1]`` searches minilm's vectors with
-        that weight), so long as its vectors compare with the stored ones (_check_comparable)."""
-        if request.embedder is None or request.embedder == vector_name:
+        """What encodes the query. Naming no embedder: what wrote the vector, as the collection
+        recorded it (a checkpoint indexed from its directory is loaded from there, not as the
+        registered model of the same name; options included). Naming the vector itself: the
+        same model without the recorded options (``inbedder`` on a collection indexed with
+        ``inbedder[instruction_weight=1]`` is the served InBedder, as the name says everywhere
+        else). Naming another spec: that, options included (``minilm[instruction_weight=1]``
+        searches minilm's vectors with that weight), so long as its vectors compare with the
+        stored ones (_check_comparable)."""
+        if request.embedder is None:
             return self._source(request.collection, vector_name)
+        if request.embedder == vector_name:
+            return without_options(self._source(request.collection, vector_name))
         return request.embedder
 
     @staticmethod

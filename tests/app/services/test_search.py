@@ -357,6 +357,33 @@ def test_an_option_in_the_request_encodes_the_query_whatever_is_loaded(searchabl
     assert [r.rerank_score for r in reranked.results] == pytest.approx(list(want), abs=1e-4)
 
 
+def test_naming_the_embedder_of_a_collection_indexed_with_options_drops_them(make_ctx,
+                                                                            tmp_path, minilm) -> None:
+    """A collection indexed with ``minilm[instruction_weight=1]``: naming no embedder reads the
+    query as it was indexed (weight 1), but naming ``minilm`` quietly did the same, where the
+    name means the served model everywhere else (``checkpoints/inbedder`` and
+    ``inbedder[instruction_weight=0.25]`` gave one ranking, ``inbedder`` another)."""
+    from app.services.indexing import IndexOptions
+    from embedders import load_embedder
+
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps({"_id": f"r{i}", "text": t}) + "\n" for i, t in enumerate([
+        "My card was declined at the supermarket", "Top up failed twice this morning",
+        "The exchange rate you applied was wrong", "I lost my card yesterday, please block it"])))
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "opts", IndexOptions(embedder="minilm[instruction_weight=1]"))
+    full = load_embedder("minilm[instruction_weight=1]", device="cpu")
+    service = SearchService(ctx)
+    instruction = "Find messages about topping up"
+    for named, model in ((None, full), ("minilm", minilm)):
+        response = service.search(SearchRequest("it failed", "opts", instruction=instruction,
+                                                top_k=4, embedder=named, mode="dense"))
+        texts = [r.text for r in response.results]
+        want = minilm.encode(texts, role="document") @ model.encode(
+            ["it failed"], role="query", instruction=instruction)[0]
+        assert [r.score for r in response.results] == pytest.approx(list(want), abs=1e-4), named
+
+
 def test_naming_an_embedder_or_reranker_does_not_load_it_where_workers_encode(make_ctx, searchable, minilm) -> None:
     """Where another process encodes (Celery workers; here an encoder over a cache of its own), a
     search that names an embedder or a reranker reads its name from the registry or the checkpoint's
