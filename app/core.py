@@ -444,6 +444,12 @@ class Facet:
             self._let_workers_write([name])
 
     @_domain_errors
+    def orphan_collection(self, name: str) -> CollectionInfo | None:
+        """Vectors the store holds under ``name`` that no collection of this metadata database
+        owns (``delete_collection`` removes them); None when there are none."""
+        return self.catalog.orphan(name)
+
+    @_domain_errors
     def delete_collection(self, name: str) -> CollectionInfo:
         """Delete a collection's points, metadata and uploaded files; returns what it held."""
         try:

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from app.commands.common import handle_errors, open_facet
+from app.errors import NotFoundError
 from app.services.collections import SUPERSEDED, JobInfo
 from app.text import plural
 
@@ -129,10 +130,20 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Delete a collection: its points and all its metadata."""
         with open_facet() as facet:
-            info = facet.collection(collection)
+            try:
+                info = facet.collection(collection)
+                orphan = False
+            except NotFoundError:
+                # Vectors no collection of this database owns (indexing into the name is
+                # refused until they are deleted) are removed the same way.
+                stray = facet.orphan_collection(collection)
+                if stray is None:
+                    raise
+                info, orphan = stray, True
+            points = "? points" if info.points is None else plural(info.points, "point")
+            what = (f"{points} that no collection of this database owns" if orphan
+                    else f"{plural(info.documents, 'document')}, {points}")
             if not yes:
-                typer.confirm(f"delete {collection!r} ({plural(info.documents, 'document')}, "
-                              f"{info.points} points)?", abort=True)
+                typer.confirm(f"delete {collection!r} ({what})?", abort=True)
             facet.delete_collection(collection)
-        points = "? points" if info.points is None else plural(info.points, "point")
-        typer.echo(f"deleted {collection}: {plural(info.documents, 'document')}, {points}")
+        typer.echo(f"deleted {collection}: {what}")

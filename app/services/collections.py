@@ -267,10 +267,16 @@ class CollectionService:
                     info.points)
         return info
 
-    def _delete_orphan(self, name: str) -> CollectionInfo | None:
-        """Remove vectors of ``name`` that this metadata database does not know (its own lost,
-        or another database's over the same store), which indexing refuses to take over; None
-        when the store has none either."""
+    def orphan(self, name: str) -> CollectionInfo | None:
+        """What the store holds under ``name`` that this metadata database does not know (its
+        own lost, or another database's over the same store), which indexing refuses to take
+        over; None when the database knows ``name`` or the store holds nothing under it."""
+        with self.ctx.sessions() as session:
+            if md.get_collection(session, name) is not None:
+                return None
+        return self._orphan(name)
+
+    def _orphan(self, name: str) -> CollectionInfo | None:
         try:
             if not self.store.collection_exists(name):
                 return None
@@ -278,11 +284,18 @@ class CollectionService:
             points = self.store.count(name)
         except StoreBusyError:
             raise
-        except Exception:  # an unreadable orphan is still removed
+        except Exception:  # an unreadable orphan is still shown, and removed
             sizes, points = {}, None
+        return CollectionInfo(name, self.store.backend, sizes, 0, 0, 0, 0, 0, 0, points, "")
+
+    def _delete_orphan(self, name: str) -> CollectionInfo | None:
+        """Remove the vectors ``orphan`` describes; None when the store has none either."""
+        info = self._orphan(name)
+        if info is None:
+            return None
         self.store.drop_collection(name)
         logger.info("deleted the vectors of %s, which no collection of this metadata owned", name)
-        return CollectionInfo(name, self.store.backend, sizes, 0, 0, 0, 0, 0, 0, points, "")
+        return info
 
     def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:
         """The newest ``limit`` jobs (of one collection when named).

@@ -257,3 +257,21 @@ def test_the_speed_of_a_run_of_few_large_documents_is_in_chunks() -> None:
                        docs_indexed=50, chunks_written=60, elapsed_s=2.0)
     assert rate(many) == "25.0 docs/s"
     assert rate(IndexReport(job_id=3, collection="c", embedder="minilm", state="completed")) == "0.0 docs/s"
+
+
+def test_delete_removes_vectors_no_collection_owns(tmp_path, run, data) -> None:
+    """Indexing over a store collection the metadata does not know is refused with "delete
+    'lost' (which removes those vectors)", but `facet delete lost` answered "unknown collection"
+    and left them: only by hand could the name be used again."""
+    src = tmp_path / "small.txt"
+    src.write_text("the ferry leaves at noon")
+    assert run("index", str(src), "--collection", "lost").returncode == 0
+    for db in data.glob("facet.db*"):
+        db.unlink()
+    refused = run("index", str(src), "--collection", "lost")
+    assert refused.returncode != 0 and "delete 'lost'" in refused.stderr
+    gone = run("delete", "lost", "--yes")
+    assert gone.returncode == 0, gone.stderr
+    assert "deleted lost: 1 point that no collection of this database owns" in gone.stdout
+    assert run("index", str(src), "--collection", "lost").returncode == 0
+    assert run("delete", "none", "--yes").returncode != 0  # neither known nor stray: not found
