@@ -75,6 +75,36 @@ def test_a_database_from_before_migrations_is_upgraded_in_place(tmp_path: Path) 
         assert conn.execute(text("SELECT max(id) FROM index_jobs")).scalar() == 4
 
 
+def test_rebuilding_index_jobs_keeps_its_id_counter(tmp_path: Path) -> None:
+    """0005 rebuilds index_jobs on SQLite; the copy recorded only the largest id left, so the
+    ids of jobs deleted with their collection were handed out again (a queued task of a deleted
+    collection's job could then be taken for a new job's)."""
+    insert = text("INSERT INTO index_jobs (collection_id, source, embedder, state, docs_seen, "
+                  "docs_indexed, docs_skipped, docs_failed, docs_deleted, chunks_written, "
+                  "parse_s, encode_s, store_s, metadata_s, started_at, runner, chunks_total, "
+                  "chunks_done, docs_total) VALUES (1, '/src', 'minilm', 'completed', 0, 0, 0, "
+                  "0, 0, 0, 0, 0, 0, 0, '2026-01-02', 'inline', 0, 0, 0)")
+    for keep in (1, 0):  # the newest jobs deleted; then every job
+        url = f"sqlite:///{tmp_path / f'at0004-{keep}.db'}"
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            command.upgrade(migrate._config(conn), "0004")
+            conn.execute(text("INSERT INTO collections (name, backend, chunk_size, chunk_overlap, "
+                              "tokenizer, created_at) VALUES ('c', 'edge', 200, 32, 'minilm', "
+                              "'2026-01-01')"))
+            for _ in range(3):
+                conn.execute(insert)
+            conn.execute(text("DELETE FROM index_jobs WHERE id > :keep"), {"keep": keep})
+            conn.commit()
+        engine.dispose()
+        engine = make_engine(url)  # upgrades to head
+        with engine.begin() as conn:
+            assert migrate.current_revision(conn) == migrate.head_revision()
+            conn.execute(insert)
+            assert conn.execute(text("SELECT max(id) FROM index_jobs")).scalar() == 4, keep
+        engine.dispose()
+
+
 def test_processes_opening_a_new_database_at_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'race.db'}"
     errors: list[BaseException] = []
