@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -760,24 +760,50 @@ class IndexService:
             vectors = {e.name: int(e.dim) for e in coll.embedders}
             self.store.ensure_collection(coll.name, {**vectors, embedder.name: int(embedder.dim)},
                                          lexical=True)
-        if existed:
-            return
         D = md.Document
+        where: ColumnElement[bool]
+        if existed:
+            lost_ids = self._documents_missing_points(session, coll)
+            if not lost_ids:
+                return
+            where = D.id.in_(lost_ids)
+            held = "lacked the points of"
+        else:
+            where = D.collection_id == coll.id
+            held = "held nothing of collection"
         lost = int(session.scalar(select(func.count()).select_from(D).where(
-            D.collection_id == coll.id, D.status == "indexed")) or 0)
+            where, D.status == "indexed")) or 0)
         if not lost:
             return
-        session.execute(update(D).where(D.collection_id == coll.id, D.status == "indexed")
-                        .values(status="pending"))
+        session.execute(update(D).where(where, D.status == "indexed").values(status="pending"))
         session.execute(delete(md.DocumentVector).where(md.DocumentVector.document_id.in_(
-            select(D.id).where(D.collection_id == coll.id))))
-        message = (f"the vector store held nothing of collection {coll.name!r}, whose metadata "
-                   f"lists {plural(lost, 'indexed document')} (its store folder removed, or the "
+            select(D.id).where(where))))
+        what = (f"the vector store {held} {plural(lost, 'indexed document')} of collection "
+                f"{coll.name!r}" if existed else
+                f"the vector store {held} {coll.name!r}, whose metadata lists "
+                f"{plural(lost, 'indexed document')}")
+        message = (f"{what} (its store folder removed or restored from an older copy, or the "
                    "metadata restored apart from it?): they are written again, those of this "
                    "run's source now; index the other sources again too")
         logger.warning("%s", message)
         job.errors.append(md.JobError(document_key=coll.name, kind="warning", message=message))
         session.commit()
+
+    def _documents_missing_points(self, session: Session, coll: md.Collection) -> list[int]:
+        """Indexed documents of ``coll`` with a chunk whose point the store lacks (a store folder
+        restored from an older copy under newer metadata): every search missed them, and every
+        run took them as unchanged. Read only when the store holds fewer points than the
+        metadata's chunks (one count per run; the ids are compared then)."""
+        D, C = md.Document, md.Chunk
+        indexed = select(C.point_id, C.document_id).join(D, C.document_id == D.id).where(
+            D.collection_id == coll.id, D.status == "indexed")
+        expected = int(session.scalar(select(func.count()).select_from(indexed.subquery())) or 0)
+        with _store_errors():
+            held = self.store.count(coll.name)
+            if held >= expected:
+                return []
+            present = {h.id for h in self.store.scroll(coll.name, limit=held + 1)}
+        return sorted({doc for pid, doc in session.execute(indexed) if pid not in present})
 
     def hold_store_collection(self, name: str) -> None:
         """Open an existing collection in the store for this writer (``VectorStore.hold``).

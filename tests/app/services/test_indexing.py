@@ -540,6 +540,43 @@ def test_a_store_and_a_metadata_database_that_disagree_are_reconciled(make_ctx, 
     assert SearchService(ctx).search(SearchRequest("ferry", "notes", top_k=1)).results
 
 
+def test_a_store_restored_from_an_older_copy_gets_the_missing_points_written(make_ctx,
+                                                                             tmp_path) -> None:
+    """Only a store collection that was gone entirely was noticed: one restored from an older
+    copy (fewer points than the metadata's chunks) left the documents written since it missing
+    from every search for good, each run counting them "unchanged"."""
+    import shutil
+
+    from app.services.search import SearchRequest, SearchService
+
+    src = tmp_path / "src"
+    write_corpus(src / "a", 3, words=20)
+    ctx = make_ctx()
+    IndexService(ctx).index(src, "rs")
+    ctx.close()
+    folder = ctx.settings.data_dir / "qdrant-edge" / "rs"
+    shutil.copytree(folder, tmp_path / "copy")
+    (src / "b").mkdir()
+    (src / "b" / "ferry.txt").write_text("the ferry timetable for the winter months")
+    ctx = make_ctx()
+    assert IndexService(ctx).index(src, "rs").docs_indexed == 1
+    ctx.close()
+    shutil.rmtree(folder)
+    shutil.copytree(tmp_path / "copy", folder)  # the older copy, without the ferry
+    ctx = make_ctx()
+    again = IndexService(ctx).index(src, "rs")
+    assert (again.docs_indexed, again.docs_skipped) == (1, 3)
+    job = CollectionService(ctx).job(again.job_id)
+    assert any("lacked the points of 1 indexed document of collection 'rs'" in e["message"]
+               for e in job.errors)
+    info = CollectionService(ctx).get("rs")
+    assert info.points == info.chunks
+    hits = SearchService(ctx).search(SearchRequest("ferry timetable", "rs", top_k=1,
+                                                   mode="lexical")).results
+    assert [h.doc_id for h in hits] == [str(src / "b" / "ferry.txt")]
+    assert IndexService(ctx).index(src, "rs").docs_indexed == 0  # consistent again: no warning
+
+
 def test_chunks_longer_than_the_embedder_reads_say_what_to_do(make_ctx, tmp_path, caplog) -> None:
     """The shipped causal checkpoints serve 96 tokens and the default chunk is 200: the warning
     said only "the encoder will truncate them", not how to get whole chunks embedded."""
