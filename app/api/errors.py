@@ -5,12 +5,14 @@
 so the official ``openai`` client raises its own typed errors with our message. Domain
 errors map by class (most specific first); request validation errors become 400 naming the
 field; bodies over ``FACET_API_MAX_BODY_MB`` are refused before they are parsed (413).
+``responses`` declares a route's error statuses in /openapi.json.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,6 +21,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.schemas import ErrorResponse
 from app.errors import (
     BusyError,
     ConflictError,
@@ -45,6 +48,38 @@ STATUS: list[tuple[type[FacetError], int, str, str | None]] = [
     (UnavailableError, 503, "server_error", "unavailable"),
     (FacetError, 500, "server_error", None),
 ]
+
+
+# What each status means, as /openapi.json says it; each route declares the ones it answers.
+MEANING: dict[int, str] = {
+    400: "invalid request: a field that does not validate (named in param), a body that is not "
+         "a JSON object, a value the service refuses",
+    401: "missing or wrong API key: send 'Authorization: Bearer <FACET_API_KEY>'",
+    404: "not found: an unknown collection, job or path, or a model not served here (code "
+         "model_not_found)",
+    409: "conflict: another process writes the collection, or it holds vectors of another "
+         "version of the embedder",
+    413: "too large: a body over FACET_API_MAX_BODY_MB, or more texts than a limit allows (code "
+         "request_too_large)",
+    422: "unreadable data: a source or checkpoint that cannot be read (code unreadable_data)",
+    429: "busy: the encoder's queue is full (FACET_MAX_PENDING_TEXTS); retry after Retry-After "
+         "seconds (code busy)",
+    500: "server-side failure (a database out of reach...); the server log has the details",
+    503: "unavailable: a part the request needs is not installed or not running (a worker, the "
+         "broker, the store server; code unavailable)",
+}
+_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
+}
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """A route's ``responses=``: ``statuses`` with the error body, what each means and its
+    headers."""
+    return {status: {"model": ErrorResponse, "description": MEANING[status],
+                     **({"headers": _HEADERS[status]} if status in _HEADERS else {})}
+            for status in sorted(statuses)}
 
 
 def error_body(message: str, type_: str, param: str | None = None,
@@ -115,12 +150,28 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 404 and message == "Not Found":
         message = "no such endpoint; see GET /info or docs/api.md for the routes"
     elif exc.status_code == 400 and message == "There was an error parsing the body":
-        # FastAPI's words when the JSON reader gives up (nested thousands deep, a number of
-        # thousands of digits): the same message as any other body that is not JSON.
-        message = ("the request body is not valid JSON (too deeply nested or a number too long "
-                   "to read); send a JSON object with Content-Type: application/json")
+        message = _unparsed_body(exc.__cause__)
     return error_response(exc.status_code, message, type_,
                           headers=dict(exc.headers) if exc.headers else None)
+
+
+def _unparsed_body(cause: BaseException | None) -> str:
+    """Why the JSON reader gave up on a body, from the error FastAPI chained to its own "There
+    was an error parsing the body" (every cause was once blamed on nesting or a long number:
+    a Latin-1 "café" too)."""
+    if isinstance(cause, UnicodeDecodeError):  # before ValueError: it is one
+        byte = cause.object[cause.start:cause.start + 1].hex()
+        why = (f"is not UTF-8 (byte 0x{byte} at offset {cause.start} is not valid there); "
+               "send the JSON encoded as UTF-8")
+    elif isinstance(cause, RecursionError):
+        why = "is JSON nested too deeply to read; send a JSON object with fewer levels"
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        why = (f"holds a number of more than {sys.get_int_max_str_digits()} digits, too long to "
+               "read; send a shorter number")
+    else:
+        why = (f"could not be read as JSON ({type(cause).__name__ if cause else 'no reason given'}); "
+               "send a JSON object with Content-Type: application/json")
+    return f"the request body {why}"
 
 
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -178,15 +229,20 @@ class BodyLimitMiddleware:
     to the limit and then replayed to the app.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, max_mb: float | None = None) -> None:
+        """``max_mb``: the limit as configured, for the message (default ``max_bytes`` in MB)."""
         self.app = app
         self.max_bytes = max_bytes
+        self.max_mb = max_mb
 
     async def _refuse(self, send: Send, size: str) -> None:
-        mb = self.max_bytes / 2**20
+        # The MB as configured, and the bytes the body is compared with: 0.01 MB was printed
+        # from the whole bytes as "0.00999928 MB".
+        mb = self.max_mb if self.max_mb is not None else self.max_bytes / 2**20
         body = json.dumps(error_body(
-            f"the request body is {size}, over the limit of {mb:g} MB (FACET_API_MAX_BODY_MB); "
-            "send fewer or shorter texts per request", "invalid_request_error",
+            f"the request body is {size}, over the limit of {mb:g} MB ({self.max_bytes} bytes; "
+            "FACET_API_MAX_BODY_MB); send fewer or shorter texts per request",
+            "invalid_request_error",
             code="request_too_large")).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"),

@@ -1,17 +1,47 @@
-"""Request bodies of the HTTP API (pydantic). Unknown fields are refused, so a misspelt
-option is a 400 that names it instead of being ignored."""
+"""Request bodies of the HTTP API (pydantic), and the response bodies /openapi.json
+declares. Unknown request fields are refused, so a misspelt option is a 400 that names it
+instead of being ignored.
+
+The responses of search, cluster, jobs and collections are the services' dataclasses
+(``SearchResponse``, ``JobInfo``...) as the routes render them; only the bodies the routes
+build by hand (OpenAI's shapes, errors) are modelled here.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
+from app.errors import InvalidRequestError
 from app.services.clustering import MAX_SEED
-from app.services.search import MAX_TOP_K, SearchMode
+from app.services.search import MAX_TOP_K, SearchMode, check_filters
 from indexer.chunking import MAX_CHUNK_TOKENS
 
-Filters = dict[str, str | int | float | bool | list[str | int | float | bool]]
+_SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
+
+
+def _checked_filters(filters: dict[str, Any]) -> dict[str, Any]:
+    """The facade's own check (``check_filters``), run while the body is validated: typed as
+    a union, {"stars": {"gte": 3}} was refused with pydantic's five type errors ("filters.stars.str:
+    Input should be a valid string (and 4 more problems)") where every other edge says what a
+    filter value may be."""
+    try:
+        check_filters(filters)
+    except InvalidRequestError as e:
+        raise PydanticCustomError("invalid_filter", "{reason}", {"reason": str(e)}) from None
+    return filters
+
+
+# Values are checked by ``_checked_filters``, not by their type: the schema only documents them.
+Filters = Annotated[
+    dict[str, Annotated[Any, WithJsonSchema({"anyOf": [*_SCALAR, {
+        "type": "array", "minItems": 1, "items": {"anyOf": _SCALAR}}]})]],
+    AfterValidator(_checked_filters),
+    Field(description="payload field -> the value it must equal, or a non-empty list of values "
+                      "(any of)"),
+]
 
 
 class _Body(BaseModel):
@@ -25,7 +55,9 @@ class EmbeddingsBody(_Body):
     answered with its index and what it is, and token-id arrays with why they are refused.
     """
 
-    input: Any
+    # Any for the check by hand; the schema says what that check lets through.
+    input: Annotated[Any, WithJsonSchema({"anyOf": [
+        {"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "string"}}]})]
     model: str
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = None
@@ -100,3 +132,66 @@ class JobBody(_Body):
     chunk_overlap: int | None = Field(default=None, ge=0, le=MAX_CHUNK_TOKENS)
     text_column: str | None = Field(default=None, min_length=1,
                                     description="the csv column / jsonl field holding the text")
+
+
+# --------------------------------------------------------------------------- responses
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong (OpenAI's error object)."""
+
+    message: str = Field(description="what was wrong and how to fix it")
+    type: str = Field(description="invalid_request_error, authentication_error, not_found_error, "
+                                  "conflict_error, rate_limit_error or server_error")
+    param: str | None = Field(description="the request field at fault, where there is one")
+    code: str | None = Field(description="model_not_found, request_too_large, unreadable_data, "
+                                         "busy or unavailable; else null")
+
+
+class ErrorResponse(BaseModel):
+    """Every 4xx/5xx body: ``{"error": {"message", "type", "param", "code"}}``."""
+
+    error: ErrorDetail
+
+
+class Embedding(BaseModel):
+    object: Literal["embedding"]
+    index: int
+    embedding: list[float] | str = Field(
+        description="floats, or with encoding_format=base64 their little-endian float32 bytes "
+                    "in base64")
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingsResponse(BaseModel):
+    """``POST /v1/embeddings``: OpenAI's shape."""
+
+    object: Literal["list"]
+    data: list[Embedding]
+    model: str = Field(description="the model as requested, options included")
+    usage: Usage
+
+
+class ModelInfo(BaseModel):
+    """One model ``model`` may name (OpenAI's model object)."""
+
+    id: str
+    object: Literal["model"]
+    created: int = Field(description="Unix time this server started (Facet records no creation "
+                                     "time for a model)")
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    """``GET /v1/models``."""
+
+    object: Literal["list"]
+    data: list[ModelInfo]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]

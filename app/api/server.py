@@ -3,7 +3,8 @@
 Each route parses its body (``app.api.schemas``), calls one facade method and renders the
 result as JSON; errors are mapped in ``app.api.errors``. The facade is built once at start-up
 (``Facet.for_serving``: models stay loaded, one model thread batches concurrent encodes) and
-closed at shutdown. Routes are listed in docs/api.md.
+closed at shutdown. Routes are listed in docs/api.md; /openapi.json declares each route's
+statuses and bodies as they are (``_openapi``).
 """
 
 from __future__ import annotations
@@ -14,21 +15,33 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Annotated, Any, TypeVar
 
 import numpy as np
-from fastapi import Depends, FastAPI, HTTPException, Request, Response
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, Security
+from fastapi.security import HTTPBearer
 
 from app.api import errors
-from app.api.schemas import ClusterBody, EmbeddingsBody, JobBody, SearchBody
+from app.api.schemas import (
+    ClusterBody,
+    EmbeddingsBody,
+    EmbeddingsResponse,
+    Health,
+    JobBody,
+    ModelInfo,
+    ModelList,
+    SearchBody,
+)
 from app.core import Facet
 from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
-from app.services.clustering import ClusterRequest
+from app.services.clustering import ClusterRequest, ClusterResponse
+from app.services.collections import MAX_JOBS_LISTED, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
-from app.services.search import SearchRequest
+from app.services.search import SearchRequest, SearchResponse
 from app.settings import FacetSettings, get_settings
 
 logger = logging.getLogger(__name__)
@@ -54,6 +67,40 @@ def _require_key(request: Request) -> None:
         raise HTTPException(401, "missing or wrong API key: send the header 'Authorization: Bearer "
                                  "<key>' with the server's FACET_API_KEY",
                             headers={"WWW-Authenticate": "Bearer"})
+
+
+# The key as /openapi.json declares it (the Authorize button of /docs); only documents it, the
+# check is ``_require_key``'s.
+_BEARER = HTTPBearer(
+    auto_error=False, scheme_name="FACET_API_KEY",
+    description="the server's FACET_API_KEY, sent as 'Authorization: Bearer <key>' (every route "
+                "but /health)")
+
+
+def check_api_key(key: str | None) -> None:
+    """Refuse a ``FACET_API_KEY`` that no request could carry.
+
+    Clients send headers in ASCII: httpx and the openai client cannot send "kéy" at all
+    (UnicodeEncodeError), and the UTF-8 bytes curl sends were read as Latin-1, so they never
+    matched either; spaces around the key are not part of the header's value. Such a key
+    started a server nobody could use.
+
+    Raises:
+        InvalidRequestError: a character outside printable ASCII, or spaces around the key.
+    """
+    if not key:
+        return
+    at = next((i for i, c in enumerate(key) if not " " <= c <= "~"), None)
+    if at is not None:
+        raise InvalidRequestError(
+            f"FACET_API_KEY holds a character that is not printable ASCII (character {at + 1}), "
+            "which an HTTP header cannot carry: no client could send 'Authorization: Bearer "
+            "<key>' with it. Choose a key of ASCII letters, digits and punctuation, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    if key != key.strip():
+        raise InvalidRequestError(
+            "FACET_API_KEY begins or ends with a space, which the 'Authorization' header drops, "
+            "so no request would match it; remove the spaces")
 
 
 def allowed_models(facet: Facet) -> list[str]:
@@ -144,8 +191,13 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             ``Facet.for_serving(settings)`` built at start-up and closed at shutdown.
         settings: settings for the facade it builds (default the environment's).
         preload: embedders to load and warm up at start-up, so the first request is not slow.
+
+    Raises:
+        InvalidRequestError: a ``FACET_API_KEY`` no client could send (``check_api_key``).
     """
     settings = facet.settings if facet is not None else (settings or get_settings())
+    check_api_key(settings.api_key)
+    started = int(time.time())  # the models' "created" (Facet records none for a model)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -174,27 +226,53 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                   description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "
                               "clustering and index jobs. See docs/api.md.")
     errors.install(app)
-    app.add_middleware(errors.BodyLimitMiddleware,
+    app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
+    _openapi(app)
     auth = [Depends(_require_key)]
+    if settings.api_key:  # declared only where it is asked for
+        auth.append(Security(_BEARER))
 
-    @app.get("/health")
+    def fails(*statuses: int) -> dict[int | str, dict[str, Any]]:
+        """The error statuses a route declares: ``statuses``, and 401 where a key is set."""
+        return errors.responses(*statuses, *((401,) if settings.api_key else ()))
+
+    # Any route over the facade may fail server-side (500: a database out of reach...); one
+    # with a body answers 400 for a body that does not validate, 413 for one too large.
+    facade = (500,)
+    with_body = (400, 413, 500)
+    # An embedder to load (unknown 404, unreadable checkpoint 422) and encode with (the queue
+    # full 429, workers out of reach 503).
+    encoding = (404, 422, 429, 503)
+
+    @app.get("/health", response_model=Health)
     def health() -> dict[str, str]:
         """Liveness: no key needed, no work done."""
         return {"status": "ok"}
 
-    @app.get("/info", dependencies=auth)
+    @app.get("/info", dependencies=auth, responses=fails(*facade))
     def info(facet: FacetDep) -> dict[str, Any]:
         """Backend, default embedder, loaded models, limits, encoder statistics."""
         return facet.info() | {"api_models": allowed_models(facet)}
 
-    @app.get("/v1/models", dependencies=auth)
+    def model_info(name: str) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": started, "owned_by": "facet"}
+
+    @app.get("/v1/models", dependencies=auth, response_model=ModelList, responses=fails())
     def models(facet: FacetDep) -> dict[str, Any]:
         """The embedders ``model`` may name (OpenAI's model list shape)."""
-        return {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "facet"}
-                                           for name in allowed_models(facet)]}
+        return {"object": "list", "data": [model_info(name) for name in allowed_models(facet)]}
 
-    @app.post("/v1/embeddings", dependencies=auth)
+    @app.get("/v1/models/{model:path}", dependencies=auth, response_model=ModelInfo,
+             responses=fails(404))
+    def model_detail(model: str, facet: FacetDep) -> dict[str, Any]:
+        """One of them (OpenAI's ``models.retrieve``; it answered "no such endpoint"), 404
+        ``model_not_found`` for any other name. A path: a checkpoint's id holds slashes."""
+        _check_model(facet, model, "model")
+        return model_info(model)
+
+    @app.post("/v1/embeddings", dependencies=auth, response_model=EmbeddingsResponse,
+              responses=fails(*with_body, *encoding))
     async def embeddings(body: EmbeddingsBody, facet: FacetDep, request: Request) -> Response:
         """OpenAI-compatible embeddings, plus ``instruction`` and ``role`` (query/document).
 
@@ -223,7 +301,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         return _json({"object": "list", "data": data, "model": body.model or result.embedder,
                       "usage": {"prompt_tokens": result.tokens, "total_tokens": result.tokens}})
 
-    @app.post("/search", dependencies=auth)
+    # A collection: unknown (404), or written by another process or embedder version (409).
+    @app.post("/search", dependencies=auth, response_model=SearchResponse,
+              responses=fails(*with_body, *encoding, 409))
     def search(body: SearchBody, facet: FacetDep) -> Response:
         """Instruction-aware search of a collection."""
         _check_model(facet, body.embedder, "embedder")
@@ -236,7 +316,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             mode=body.mode))
         return _json(response.to_dict())
 
-    @app.post("/cluster", dependencies=auth)
+    @app.post("/cluster", dependencies=auth, response_model=ClusterResponse,
+              responses=fails(*with_body, *encoding, 409))
     def cluster(body: ClusterBody, facet: FacetDep) -> Response:
         """Cluster texts, a collection or search results under an instruction."""
         _check_model(facet, body.embedder, "embedder")
@@ -255,7 +336,11 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             members=body.members, answer_tokens=body.answer_tokens, seed=body.seed))
         return _json(result.to_dict())
 
-    @app.post("/jobs", status_code=202, dependencies=auth)
+    # Submitting loads the embedder (422) and may send the job to the broker (503); nothing
+    # is encoded yet (no 429).
+    @app.post("/jobs", status_code=202, dependencies=auth, response_model=JobInfo,
+              responses=fails(*with_body, 404, 409, 422, 503) | {202: {"headers": {"Location": {
+                  "description": "the job's URL", "schema": {"type": "string"}}}}})
     def submit_job(body: JobBody, facet: FacetDep) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
         _check_model(facet, body.embedder, "embedder")
@@ -264,22 +349,30 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column))
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
 
-    @app.get("/jobs", dependencies=auth)
-    def list_jobs(facet: FacetDep, collection: str | None = None, limit: int = 20) -> Response:
-        """Recent jobs, newest first."""
+    @app.get("/jobs", dependencies=auth, response_model=list[JobInfo],
+             responses=fails(*facade, 400, 404))
+    def list_jobs(facet: FacetDep, collection: str | None = None,
+                  limit: Annotated[int, Query(json_schema_extra={
+                      "minimum": 1, "maximum": MAX_JOBS_LISTED})] = 20) -> Response:
+        """Recent jobs, newest first (of one collection when named). ``limit``'s bounds are
+        the facade's check (its message names them), only declared here."""
         return _json([asdict(j) for j in facet.jobs(collection, limit)])
 
-    @app.get("/jobs/{job_id}", dependencies=auth)
+    @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
+             responses=fails(*facade, 400, 404))
     def get_job(job_id: int, facet: FacetDep) -> Response:
         """One job: state, counters, timings and per-document errors."""
         return _json(asdict(facet.job(job_id)))
 
-    @app.get("/collections", dependencies=auth)
+    # A store server out of reach: 503.
+    @app.get("/collections", dependencies=auth, response_model=list[CollectionInfo],
+             responses=fails(*facade, 503))
     def collections(facet: FacetDep) -> Response:
         """Every collection with its counts and embedders."""
         return _json([asdict(c) for c in facet.collections()])
 
-    @app.get("/collections/{name}", dependencies=auth)
+    @app.get("/collections/{name}", dependencies=auth, response_model=CollectionInfo,
+             responses=fails(*facade, 404, 503))
     def collection(name: str, facet: FacetDep) -> Response:
         """One collection."""
         return _json(asdict(facet.collection(name)))
@@ -287,6 +380,28 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     if settings.ui_mount:
         _mount_ui(app, settings)
     return app
+
+
+def _openapi(app: FastAPI) -> None:
+    """/openapi.json without FastAPI's 422 ``HTTPValidationError``, which it declares for every
+    route with parameters: this API answers validation errors with 400 in its own error shape
+    (``errors``), and 422 only for unreadable data, where a route declares it so."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        spec = generate()  # kept by FastAPI after the first call; removing twice is harmless
+        for operations in spec.get("paths", {}).values():
+            for operation in operations.values():
+                schema = operation.get("responses", {}).get("422", {}).get("content", {}).get(
+                    "application/json", {}).get("schema", {})
+                if schema.get("$ref", "").endswith("/HTTPValidationError"):
+                    del operation["responses"]["422"]
+        schemas = spec.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _mount_ui(app: FastAPI, settings: FacetSettings) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import socket
 import time
+import urllib.parse
 from collections.abc import Iterator
 
 import numpy as np
@@ -81,12 +83,19 @@ def test_malformed_and_oversized_bodies(client, facet) -> None:
     bad_json = client.post("/v1/embeddings", content=b'{"input": "x",',
                            headers={"content-type": "application/json"})
     assert bad_json.status_code == 400 and "not valid JSON" in bad_json.json()["error"]["message"]
-    for unreadable in (b'{"input": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
-                       b'{"input": "x", "dimensions": ' + b"9" * 5_000 + b"}"):
-        deep = client.post("/v1/embeddings", content=unreadable,
-                           headers={"content-type": "application/json"})
-        assert deep.status_code == 400 and "not valid JSON" in deep.json()["error"]["message"], \
-            deep.text
+    # Each body the JSON reader gives up on is answered with its own cause: every one was
+    # "not valid JSON (too deeply nested or a number too long to read)", a Latin-1 "café" too.
+    for unreadable, cause in [
+            (b'{"input": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", "is JSON nested too deeply"),
+            (b'{"input": "x", "dimensions": ' + b"9" * 5_000 + b"}",
+             "holds a number of more than 4300 digits"),
+            ('{"input": "caf\xe9", "model": "minilm"}'.encode("latin-1"),
+             "is not UTF-8 (byte 0xe9 at offset 14")]:
+        r = client.post("/v1/embeddings", content=unreadable,
+                        headers={"content-type": "application/json"})
+        message = r.json()["error"]["message"]
+        assert r.status_code == 400 and message.startswith(f"the request body {cause}"), message
+        assert ("nested" in message) == ("nested" in cause), message
     limit = int(facet.settings.api_max_body_mb * 2**20)
     big = client.post("/v1/embeddings", content=b" " * (limit + 1),
                       headers={"content-type": "application/json"})
@@ -260,6 +269,214 @@ def test_health_info_and_models(client) -> None:
     assert "minilm" in [m["id"] for m in client.get("/v1/models").json()["data"]]
 
 
+def test_a_model_is_retrieved_as_openai_does(client) -> None:
+    """GET /v1/models/{id} (the openai client's ``models.retrieve``) answered "no such endpoint"."""
+    listed = client.get("/v1/models").json()["data"]
+    one = client.get("/v1/models/minilm")
+    assert one.status_code == 200, one.text
+    model = one.json()
+    assert model == next(m for m in listed if m["id"] == "minilm")  # the list's object
+    assert set(model) == {"id", "object", "created", "owned_by"} and model["object"] == "model"
+    assert isinstance(model["created"], int) and model["owned_by"] == "facet"
+    for name in ("text-embedding-3-small", "checkpoints/causal-eos"):  # an id may hold slashes
+        r = client.get(f"/v1/models/{name}")
+        error = r.json()["error"]
+        assert r.status_code == 404 and error["code"] == "model_not_found", r.text
+        assert error["type"] == "invalid_request_error"
+        assert error["message"].startswith(f"model {name!r} is not served here; available: ")
+
+
+@pytest.mark.parametrize("value", [{"gte": 3}, None, [[3]], [], {}])
+def test_a_filter_value_that_cannot_match_gets_the_facades_message(client, value) -> None:
+    """{"stars": {"gte": 3}} was answered "filters.stars.str: Input should be a valid string (and
+    4 more problems)" where the CLI and LangChain say what a filter value may be."""
+    from app.errors import InvalidRequestError
+    from app.services.search import check_filters
+
+    with pytest.raises(InvalidRequestError) as facade:
+        check_filters({"stars": value})
+    filters = {"stars": value}
+    for path, body, param in [
+            ("/search", {"query": "card", "collection": COLLECTION, "filters": filters}, "filters"),
+            ("/cluster", {"instruction": "x", "collection": COLLECTION, "filters": filters},
+             "filters"),
+            ("/cluster", {"instruction": "x", "search": {"query": "card", "collection": COLLECTION,
+                                                         "filters": filters}}, "search.filters")]:
+        r = client.post(path, json=body)
+        error = r.json()["error"]
+        assert r.status_code == 400 and error["param"] == param, r.text
+        assert error["message"] == f"{param}: {facade.value}", error
+
+
+def test_the_body_limit_is_said_as_configured(minilm, tmp_path) -> None:
+    """FACET_API_MAX_BODY_MB=0.01 was said as "over the limit of 0.00999928 MB"."""
+    facet = serving_facet(tmp_path / "data", minilm, api_max_body_mb=0.01)
+    try:
+        with TestClient(create_app(facet)) as c:
+            r = c.post("/v1/embeddings", content=b" " * 20_000,
+                       headers={"content-type": "application/json"})
+            assert r.status_code == 413, r.text
+            assert r.json()["error"]["message"].startswith(
+                "the request body is 20000 bytes, over the limit of 0.01 MB (10485 bytes; "
+                "FACET_API_MAX_BODY_MB)"), r.text
+    finally:
+        facet.close()
+
+
+def _schema(spec: dict, path: str, method: str, status: int) -> dict:
+    """The declared schema of one response, as one JSON Schema (its references resolved in
+    ``spec``'s components), strict: an object a route returns with a field its component
+    does not declare fails (the components are dataclasses and models with fixed fields)."""
+    import copy
+
+    responses = spec["paths"][path][method]["responses"]
+    assert str(status) in responses, f"{method.upper()} {path} answered {status}, not declared"
+    components = copy.deepcopy(spec["components"])
+    for component in components["schemas"].values():
+        if "properties" in component:
+            component.setdefault("additionalProperties", False)
+    return {**responses[str(status)]["content"]["application/json"]["schema"],
+            "components": components}
+
+
+def _conforms(spec: dict, path: str, method: str, response) -> None:
+    import jsonschema
+
+    jsonschema.validate(response.json(), _schema(spec, path, method, response.status_code),
+                        cls=jsonschema.Draft202012Validator)
+
+
+def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> None:
+    """/openapi.json declared only FastAPI's 422 {"detail": [...]} (which no request gets: a
+    bad request is a 400 in the error shape, 422 is unreadable data), no other error, empty
+    200 bodies and no bounds for GET /jobs' limit. Every answer below is checked against what
+    the spec declares for its route and status."""
+    spec = client.get("/openapi.json").json()
+    assert "HTTPValidationError" not in json.dumps(spec)
+    declared = {(method.upper(), path): sorted(int(s) for s in op["responses"])
+                for path, ops in spec["paths"].items() for method, op in ops.items()}
+    with_body = [400, 413, 500]
+    encoding = [404, 422, 429, 503]
+    assert declared == {
+        ("GET", "/health"): [200],
+        ("GET", "/info"): [200, 500],
+        ("GET", "/v1/models"): [200],
+        ("GET", "/v1/models/{model}"): [200, 404],
+        ("POST", "/v1/embeddings"): sorted([200, *with_body, *encoding]),
+        ("POST", "/search"): sorted([200, *with_body, *encoding, 409]),
+        ("POST", "/cluster"): sorted([200, *with_body, *encoding, 409]),
+        ("POST", "/jobs"): sorted([202, *with_body, 404, 409, 422, 503]),
+        ("GET", "/jobs"): [200, 400, 404, 500],
+        ("GET", "/jobs/{job_id}"): [200, 400, 404, 500],
+        ("GET", "/collections"): [200, 500, 503],
+        ("GET", "/collections/{name}"): [200, 404, 500, 503],
+    }
+    for path, ops in spec["paths"].items():
+        for op in ops.values():
+            for status, response in op["responses"].items():
+                schema = response["content"]["application/json"]["schema"]
+                if int(status) >= 400:
+                    assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)
+                elif path != "/info":  # /info: an object of the facade's figures
+                    assert "$ref" in schema or "$ref" in schema.get("items", {}), (path, schema)
+    # No key is set here: nothing says one is needed.
+    assert "securitySchemes" not in spec["components"]
+    assert not any("security" in op for ops in spec["paths"].values() for op in ops.values())
+    limit = next(p for p in spec["paths"]["/jobs"]["get"]["parameters"] if p["name"] == "limit")
+    assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 1000)
+
+    search = {"query": "card declined", "collection": COLLECTION, "k": 3}
+    source = tmp_path / "one.txt"
+    source.write_text("The parcel arrived late.")
+    unreadable = tmp_path / "data.bin"
+    unreadable.write_bytes(b"\x00\x01")
+    calls = [
+        ("/health", "get", {}), ("/info", "get", {}), ("/v1/models", "get", {}),
+        ("/v1/models/{model}", "get", {"url": "/v1/models/minilm"}),
+        ("/v1/models/{model}", "get", {"url": "/v1/models/nope"}),
+        ("/v1/embeddings", "post", {"json": {"input": ["a", "b"], "model": "minilm"}}),
+        ("/v1/embeddings", "post", {"json": {"input": "a", "model": "minilm",
+                                             "encoding_format": "base64"}}),
+        ("/v1/embeddings", "post", {"json": {"input": ["a"] * 3000, "model": "minilm"}}),
+        ("/search", "post", {"json": search}),
+        ("/search", "post", {"json": search | {"mode": "hybrid", "group_by_document": False}}),
+        ("/search", "post", {"json": search | {"k": 0}}),
+        ("/search", "post", {"json": search | {"collection": "nope"}}),
+        ("/cluster", "post", {"json": {"instruction": "topic", "k": 2, "texts": [
+            "card lost", "card stolen", "exchange rates", "currency rate"]}}),
+        ("/jobs", "post", {"json": {"source": str(source), "collection": "openapi"}}),
+        ("/jobs", "post", {"json": {"source": str(unreadable), "collection": "openapi"}}),
+        ("/jobs", "get", {}), ("/jobs", "get", {"params": {"limit": 0}}),
+        ("/jobs/{job_id}", "get", {"url": "/jobs/1"}),
+        ("/jobs/{job_id}", "get", {"url": "/jobs/x"}),
+        ("/collections", "get", {}), ("/collections/{name}", "get", {"url": f"/collections/{COLLECTION}"}),
+        ("/collections/{name}", "get", {"url": "/collections/nope"}),
+    ]
+    statuses = []
+    for path, method, kwargs in calls:
+        url = kwargs.pop("url", path)
+        r = client.request(method, url, **kwargs)
+        statuses.append(r.status_code)
+        _conforms(spec, path, method, r)
+    assert statuses == [200, 200, 200, 200, 404, 200, 200, 413, 200, 200, 400, 404, 200, 202, 422,
+                        200, 400, 200, 400, 200, 200, 404]
+    # A body over FACET_API_MAX_BODY_MB (refused before the app) has the shape too.
+    big = client.post("/search", content=b" " * (int(facet.settings.api_max_body_mb * 2**20) + 1),
+                      headers={"content-type": "application/json"})
+    _conforms(spec, "/search", "post", big)
+
+
+def test_openapi_declares_the_key_when_one_is_set(tmp_path) -> None:
+    """With FACET_API_KEY set, /docs had no Authorize button (no security scheme) and "Try it
+    out" always got 401; nor was 401 declared."""
+    from app.settings import FacetSettings
+
+    app = create_app(settings=FacetSettings(data_dir=tmp_path / "data", api_key="s3cret",
+                                            ui_mount=False))
+    spec = TestClient(app).get("/openapi.json").json()  # the spec needs no key, nor the facade
+    schemes = spec["components"]["securitySchemes"]
+    assert len(schemes) == 1 and {**next(iter(schemes.values())), "description": ""} == {
+        "type": "http", "scheme": "bearer", "description": ""}
+    name = next(iter(schemes))
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            keyed = path != "/health"
+            assert (op.get("security") == [{name: []}]) is keyed, (method, path)
+            assert ("401" in op["responses"]) is keyed, (method, path)
+    assert _schema(spec, "/search", "post", 401)["$ref"].endswith("/ErrorResponse")
+
+
+@pytest.mark.parametrize("key", ["kéy", "s3cret\t", " s3cret", "s3cret "])
+def test_a_key_no_client_can_send_is_refused_at_start(key, tmp_path) -> None:
+    """A non-ASCII FACET_API_KEY started the server, which then refused everyone: httpx and the
+    openai client cannot send it (UnicodeEncodeError) and curl's UTF-8 bytes were 401. Spaces
+    around the key are dropped from the header, so they never matched either."""
+    from app.errors import InvalidRequestError
+    from app.settings import FacetSettings
+
+    with pytest.raises(InvalidRequestError, match=r"^FACET_API_KEY ") as refused:
+        create_app(settings=FacetSettings(data_dir=tmp_path / "data", api_key=key,
+                                          ui_mount=False))
+    assert key.strip() not in str(refused.value)  # the secret is not printed
+
+
+def test_facet_serve_says_why_it_refuses_the_key(tmp_path, monkeypatch) -> None:
+    """As any setting that cannot work: one line and exit 2, before anything listens."""
+    import uvicorn
+
+    from tests.app.cli_runner import invoke_cli
+
+    monkeypatch.setattr(uvicorn, "run", lambda *_args, **_kwargs: None)  # never serve here
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = invoke_cli("serve", "--port", str(port), env={
+        "FACET_API_KEY": "clé", "FACET_DATA_DIR": str(tmp_path / "data"), "FACET_UI_MOUNT": "false"})
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("error: FACET_API_KEY holds a character that is not printable "
+                                    "ASCII (character 3)"), result.stderr
+
+
 def test_api_key_is_required_when_set(minilm, tmp_path) -> None:
     facet = serving_facet(tmp_path / "data", minilm, api_key="s3cret")
     try:
@@ -292,6 +509,9 @@ def test_the_model_is_echoed_as_requested_with_its_options(minilm, tmp_path) -> 
             assert (variant.json()["model"], plain.json()["model"]) == (spec, "minilm")
             assert not np.allclose(_vectors(variant.json()), _vectors(plain.json()))
             assert spec in [m["id"] for m in c.get("/v1/models").json()["data"]]
+            # As the openai client asks for it: brackets percent-encoded.
+            retrieved = c.get("/v1/models/" + urllib.parse.quote(spec, safe=""))
+            assert retrieved.status_code == 200 and retrieved.json()["id"] == spec, retrieved.text
     finally:
         facet.close()
 
