@@ -358,10 +358,17 @@ class PromptTokenizer:
         tail = self._fixed_ids(suffix) + self.end_ids
         budget = self.max_length - len(head) - len(tail)
         if budget < 1:
+            # (Said for every edge: the UI and the API have no max_length to raise, and only
+            # some embedders take a [max_length=N] option.)
+            bare_prefix, bare_suffix = self.prompts.split(role, None)
+            bare = (len(self.start_ids) + len(self._fixed_ids(bare_prefix))
+                    + len(self._fixed_ids(bare_suffix)) + len(self.end_ids))
             raise InvalidInputError(
-                f"the instruction and prompt take {len(head) + len(tail)} tokens, leaving no room for "
-                f"text within max_length={self.max_length}; shorten the instruction or raise "
-                "max_length (`--max-length`, or the embedder's [max_length=N] option)"
+                f"the instruction is too long for this embedder: with its prompt it takes "
+                f"{len(head) + len(tail)} of the {self.max_length} tokens the embedder reads, "
+                f"leaving no room for the text; shorten the instruction to well under "
+                f"{max(self.max_length - bare - 1, 0)} tokens (about "
+                f"{max(self.max_length - bare - 1, 0) * 3} characters of English)"
             )
         char_cap = budget * self._CHARS_PER_TOKEN_BOUND
         sequences: list[list[int]] = []

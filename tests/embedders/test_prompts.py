@@ -36,8 +36,14 @@ def test_prompt_tokenizer_keeps_suffix_when_truncating(prompteol):
 
 def test_prompt_tokenizer_rejects_instruction_that_fills_context(prompteol):
     pt = PromptTokenizer(prompteol.backbone.tokenizer, PROMPTEOL, max_length=16)
-    with pytest.raises(InvalidInputError, match="shorten the instruction"):
+    with pytest.raises(InvalidInputError, match="shorten the instruction") as e:
         pt(["x"], Role.DOCUMENT, "a very long instruction " * 20)
+    # Said for every edge: no CLI flag, no option only some embedders take (the UI offered
+    # `--max-length`, and minilm refused [max_length=N]); how much room there is instead.
+    assert "--max-length" not in str(e.value) and "max_length=" not in str(e.value)
+    bare = len(pt(["x"], Role.DOCUMENT, None).sequences[0]) - 1  # the prompt without the text
+    assert "of the 16 tokens the embedder reads" in str(e.value)
+    assert f"well under {16 - bare - 1} tokens" in str(e.value)
 
 
 def test_prompt_tokenizer_each_reads_every_text_under_its_own_instruction(prompteol):
