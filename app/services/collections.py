@@ -99,6 +99,13 @@ def _later_completed(job: md.IndexJob) -> int | None:
 SUPERSEDED = "superseded by job"
 
 
+def follow_hint(job_id: int) -> str:
+    """How to wait for job ``job_id``, in the words of every edge (these messages reach the
+    CLI, the API and the UI alike)."""
+    return (f"wait for job {job_id} to finish (`facet jobs {job_id} --follow`, GET "
+            f"/jobs/{job_id}, or the UI's Collections tab)")
+
+
 def resume_command(job: md.IndexJob) -> str:
     """The `facet index` that goes on with ``job``: its source, collection and embedder (the
     hint named no embedder, so following it after a second embedder's job stopped ran the
@@ -257,8 +264,8 @@ class CollectionService:
             current = leases.live_holder(session, coll.id)
             if current is not None:
                 raise ConflictError(
-                    f"collection {name!r} is being indexed by {current.describe()}; wait for it "
-                    f"(`facet jobs {current.job_id} --follow`) and delete it then")
+                    f"collection {name!r} is being indexed by {current.describe()}; "
+                    f"{follow_hint(current.job_id)} and delete it then")
             info = self._info(session, coll)
             self.store.drop_collection(name)
             md.delete_collection(session, coll)
@@ -320,11 +327,11 @@ class CollectionService:
             raise InvalidRequestError(f"a job id is a whole number, got {job_id!r}")
         if not 1 <= job_id <= md.MAX_ROW_ID:  # SQL cannot even look it up (PostgreSQL's
             # INTEGER ends at 2**31 - 1; a larger id was a 500 there, "no job" on SQLite)
-            raise NotFoundError(f"no index job {job_id}; list them with `facet jobs`")
+            raise NotFoundError(f"no index job {job_id}")
         with self.ctx.sessions() as session:
             job = md.get_job(session, job_id)
             if job is None:
-                raise NotFoundError(f"no index job {job_id}; list them with `facet jobs`")
+                raise NotFoundError(f"no index job {job_id}")
             return _job_info(job, with_errors=True)
 
     def busy_message(self, collection: str, fallback: str) -> str:
@@ -335,8 +342,8 @@ class CollectionService:
             if current is None or not current.alive():
                 return fallback
             return (f"collection {collection!r} is being indexed by {current.describe()}; an "
-                    "embedded store opens a collection in one process at a time, so wait for it "
-                    f"(`facet jobs {current.job_id} --follow`), or serve readers and writers "
+                    "embedded store opens a collection in one process at a time, so "
+                    f"{follow_hint(current.job_id)}, or serve readers and writers "
                     "from one `facet serve` (or the full stack: docs/deploy.md)")
 
     @staticmethod

@@ -44,7 +44,7 @@ from app.errors import (
     UnknownModelError,
 )
 from app.services import leases
-from app.services.collections import resume_command
+from app.services.collections import follow_hint, resume_command
 from app.services.context import ServiceContext
 from app.text import plural
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
@@ -478,9 +478,8 @@ class IndexService:
     @staticmethod
     def one_writer_message(collection: str, current: leases.Holder) -> str:
         """The one-writer refusal, naming the live writer."""
-        return (f"{current.describe()} is still indexing into {collection!r}; wait for it "
-                f"(`facet jobs {current.job_id} --follow`) or stop it first (one writer per "
-                "collection)")
+        return (f"{current.describe()} is still indexing into {collection!r}; "
+                f"{follow_hint(current.job_id)} or stop it first (one writer per collection)")
 
     def run(self, prepared: PreparedJob,
             progress: Callable[[Progress], None] | None = None) -> IndexReport:

@@ -614,3 +614,28 @@ def test_a_lost_store_of_a_two_embedder_collection_is_written_again_for_both(
         hits = SearchService(ctx).search(SearchRequest("bank card", "two", top_k=3, embedder=embedder,
                                                        mode="dense")).results
         assert len(hits) == 3, embedder
+
+
+def test_refusals_while_a_job_writes_say_how_to_wait_on_every_edge(make_ctx, tmp_path) -> None:
+    """Deleting (or indexing into) a collection another job writes answered "wait for it
+    (`facet jobs 7 --follow`)" in the UI and over HTTP too, where there is no such command."""
+    from app.services import leases
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    IndexService(ctx).index(tmp_path / "src", "c")
+    with ctx.sessions() as s:
+        coll = md.get_collection(s, "c")
+        assert coll is not None
+        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
+                          runner="inline")
+        s.add(job)
+        s.commit()
+        assert leases.acquire(s, coll.id, job.id, ttl_s=60) is None
+        job_id = job.id
+    for refused in (lambda: CollectionService(ctx).delete("c"),
+                    lambda: IndexService(ctx).index(tmp_path / "src", "c")):
+        with pytest.raises(ConflictError) as e:
+            refused()
+        assert f"wait for job {job_id} to finish (`facet jobs {job_id} --follow`, GET " \
+               f"/jobs/{job_id}, or the UI's Collections tab)" in str(e.value)
