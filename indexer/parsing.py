@@ -740,7 +740,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
         text_field = text_column if text_column in record else None
         if text_field is None:
             return DocumentError(fallback_key, str(path),
-                                 f"{path}:{where}: no field {text_column!r} (--text-column); "
+                                 f"{path}:{where}: no field {text_column!r} (the text column asked for); "
                                  f"found {', '.join(map(str, record)) or 'none'}")
     else:
         text_field = next((f for f in _TEXT_FIELDS if f in record), None)
@@ -835,7 +835,7 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
     if text_column is not None:
         if text_column not in fields:
             yield DocumentError(str(path), str(path),
-                                f"{path}: no column {text_column!r} (--text-column); its columns "
+                                f"{path}: no column {text_column!r} (the text column asked for); its columns "
                                 f"are {', '.join(fields)}")
             return
         text_field = text_column
@@ -849,8 +849,8 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
                        "(ids included); save it with commas")
         elif text_field not in _TEXT_FIELDS:
             guessed = (f"{path}: no text column ({', '.join(_TEXT_FIELDS)}); embedded the first "
-                       f"column, {text_field!r}, of {', '.join(fields)}: name the right one with "
-                       "--text-column")
+                       f"column, {text_field!r}, of {', '.join(fields)}: name the right one as the "
+                       "text column (`facet index --text-column`, text_column in POST /jobs)")
     rows = 0
     try:
         for rowno, row in enumerate(reader, start=2):

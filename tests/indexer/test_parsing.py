@@ -165,6 +165,7 @@ def test_csv_text_column_is_named_or_the_guess_is_warned_once(tmp_path: Path) ->
     [missing] = list(parse_file(path, text_column="body_text"))
     assert isinstance(missing, DocumentError)
     assert "no column 'body_text'" in missing.message and "id, product, review" in missing.message
+    assert "--text-column" not in missing.message  # it reaches POST /jobs and the UI too
 
 
 def test_jsonl_text_column_overrides_the_usual_fields(tmp_path: Path) -> None:
@@ -175,6 +176,7 @@ def test_jsonl_text_column_overrides_the_usual_fields(tmp_path: Path) -> None:
     assert isinstance(first, ParsedDocument) and first.text == "the long answer"
     assert first.metadata == {"text": "short"}
     assert isinstance(second, DocumentError) and "no field 'answer'" in second.message
+    assert "--text-column" not in second.message
 
 
 def _docx(path: Path, paragraphs: list[str], title: str | None = None) -> Path:
