@@ -204,7 +204,8 @@ def map_coordinates(vectors: np.ndarray) -> np.ndarray:
     """2-D PCA coordinates of the rows of ``vectors``, (n, 2); zeros where n < 2."""
     from sklearn.decomposition import PCA
 
-    if len(vectors) < 2:
+    if len(vectors) < 2 or np.ptp(vectors, axis=0).max() == 0:
+        # (All rows alike: PCA divides by a zero variance and warns, for the same zeros.)
         return np.zeros((len(vectors), 2))
     components = min(2, vectors.shape[1], len(vectors))
     xy = PCA(n_components=components, random_state=0).fit_transform(vectors)
@@ -327,7 +328,10 @@ class ClusterService:
                    if request.search is not None else "")
             raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}")
         if request.k is not None and request.k > len(texts):
-            raise InvalidRequestError(f"k={request.k} is more than the {len(texts)} texts")
+            raise InvalidRequestError(
+                f"k={request.k} is more than the {plural(len(texts), 'text')} to cluster; "
+                f"ask for at most {len(texts)}, or let k be chosen by silhouette (k "
+                "unset; `--k 0` on the command line, whose default is 8)")
         instruction = request.instruction.strip()
         spec = request.embedder or self.ctx.settings.default_embedder
 

@@ -126,7 +126,8 @@ def test_bad_requests(service, make_ctx) -> None:
         (ClusterRequest(INSTRUCTION), "exactly one source"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, collection="x"), "exactly one source"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, k=1), "k must be at least 2"),
-        (ClusterRequest(INSTRUCTION, texts=TEXTS[:3], k=4), "k=4 is more than the 3 texts"),
+        (ClusterRequest(INSTRUCTION, texts=TEXTS[:3], k=4),
+         r"k=4 is more than the 3 texts to cluster; ask for at most 3, or let k be chosen"),
         (ClusterRequest(INSTRUCTION, texts=["one"]), "at least 2 texts"),
         (ClusterRequest(INSTRUCTION, texts="a string"), "not one string"),  # type: ignore[arg-type]
         (ClusterRequest(INSTRUCTION, texts=["a", 2]), "texts[1] is int"),  # type: ignore[list-item]
@@ -175,6 +176,13 @@ def test_choose_k_and_map_helpers() -> None:
     xy = map_coordinates(points)
     assert xy.shape == (40, 2)
     assert map_coordinates(points[:1]).shape == (1, 2)
+    # Rows all alike (one text pasted four times): zeros, without PCA's "invalid value
+    # encountered in divide" RuntimeWarning reaching the user's terminal.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not map_coordinates(np.repeat(points[:1], 4, axis=0)).any()
 
 
 def test_explainer_answers_are_generated_in_batches_with_progress(make_ctx, tiny_inbedder_dir,
