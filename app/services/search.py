@@ -34,7 +34,6 @@ from app.services.collections import effective_state
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders.contract import Role, identity_changes
-from embedders.registry import without_options
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -484,6 +483,8 @@ class SearchService:
         if request.embedder is None:
             return self._source(request.collection, vector_name)
         if request.embedder == vector_name:
+            from embedders.registry import without_options  # (imports torch: not at start-up)
+
             return without_options(self._source(request.collection, vector_name))
         return request.embedder
 
