@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import shlex
 from dataclasses import dataclass, field
@@ -99,6 +100,14 @@ def _later_completed(job: md.IndexJob) -> int | None:
 SUPERSEDED = "superseded by job"
 
 
+def utc_text(moment: dt.datetime) -> str:
+    """A stored time (naive UTC) as ISO 8601 marked UTC, ``2026-11-28T10:19:45Z``: without the
+    zone a reader (or JavaScript's Date) took it for local time, hours off."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds") + "Z"
+
+
 def follow_hint(job_id: int) -> str:
     """How to wait for job ``job_id``, in the words of every edge (these messages reach the
     CLI, the API and the UI alike)."""
@@ -148,7 +157,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
                  "a killed worker had taken comes back after the broker's visibility timeout "
                  f"(FACET_VISIBILITY_TIMEOUT_S); to go on at once, {hint}")
         if current is None or current.job_id != job.id or not current.alive():
-            since = (f" (last heartbeat {current.heartbeat_at.isoformat(timespec='seconds')})"
+            since = (f" (last heartbeat {utc_text(current.heartbeat_at)})"
                      if current is not None and current.job_id == job.id and current.heartbeat_at
                      else "")
             return "interrupted", f"its writer stopped without finishing{since}; {hint}"
@@ -182,8 +191,8 @@ def _job_info(job: md.IndexJob, with_errors: bool) -> JobInfo:
         chunks_written=job.chunks_written,
         timings={"parse_chunk": round(job.parse_s, 3), "encode": round(job.encode_s, 3),
                  "store": round(job.store_s, 3), "metadata": round(job.metadata_s, 3)},
-        started_at=job.started_at.isoformat(timespec="seconds"),
-        finished_at=job.finished_at.isoformat(timespec="seconds") if job.finished_at else None,
+        started_at=utc_text(job.started_at),
+        finished_at=utc_text(job.finished_at) if job.finished_at else None,
         resumed_from=job.resumed_from, message=message,
         errors=[{"document": e.document_key, "kind": e.kind, "message": e.message}
                 for e in job.errors] if with_errors else [],
@@ -238,7 +247,7 @@ class CollectionService:
             documents_indexed=md.count_documents(session, coll.id, "indexed"),
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=md.count_chunks(session, coll.id), points=points,
-            created_at=coll.created_at.isoformat(timespec="seconds"), writer=writer, lexical=lexical,
+            created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,
             open_in=open_in)
 
     def list_all(self) -> list[CollectionInfo]:

@@ -639,3 +639,20 @@ def test_refusals_while_a_job_writes_say_how_to_wait_on_every_edge(make_ctx, tmp
             refused()
         assert f"wait for job {job_id} to finish (`facet jobs {job_id} --follow`, GET " \
                f"/jobs/{job_id}, or the UI's Collections tab)" in str(e.value)
+
+
+def test_times_are_marked_utc(make_ctx, tmp_path) -> None:
+    """Job and collection times were naive UTC ("2026-11-28T10:19:45"): read as local time by a
+    user in New York, and by JavaScript's Date, five hours off."""
+    import datetime as dt
+
+    write_corpus(tmp_path / "src", 1)
+    ctx = make_ctx()
+    report = IndexService(ctx).index(tmp_path / "src", "c")
+    job = CollectionService(ctx).job(report.job_id)
+    created = CollectionService(ctx).get("c").created_at
+    for text in (job.started_at, job.finished_at, created):
+        assert text is not None and text.endswith("Z"), text
+        moment = dt.datetime.fromisoformat(text)
+        assert moment.utcoffset() == dt.timedelta(0)
+        assert abs((dt.datetime.now(dt.UTC) - moment).total_seconds()) < 300
