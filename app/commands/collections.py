@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from app.commands.common import handle_errors, open_facet
-from app.errors import NotFoundError
+from app.errors import InvalidRequestError, NotFoundError
 from app.services.collections import SUPERSEDED, JobInfo
 from app.text import plural
 
@@ -98,6 +98,10 @@ def register(cli: typer.Typer) -> None:
             raise typer.Exit(_follow(job_id, interval))
         with open_facet() as facet:
             jobs = [facet.job(job_id)] if job_id is not None else facet.jobs(collection, limit)
+        if job_id is not None and collection is not None and jobs[0].collection != collection:
+            # (It was ignored: job 1 of c1 printed for `facet jobs 1 -c s`.)
+            raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} but of "
+                                      f"{jobs[0].collection!r}")
         if as_json:
             typer.echo(json.dumps([asdict(j) for j in jobs], indent=2))
             return

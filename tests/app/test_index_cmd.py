@@ -275,3 +275,13 @@ def test_delete_removes_vectors_no_collection_owns(tmp_path, run, data) -> None:
     assert "deleted lost: 1 point that no collection of this database owns" in gone.stdout
     assert run("index", str(src), "--collection", "lost").returncode == 0
     assert run("delete", "none", "--yes").returncode != 0  # neither known nor stray: not found
+
+
+def test_jobs_of_one_id_and_another_collection_is_refused(tmp_path, run) -> None:
+    """`facet jobs 1 -c other` printed job 1 of its own collection: the filter was ignored."""
+    src = tmp_path / "small.txt"
+    src.write_text("the ferry leaves at noon")
+    assert run("index", str(src), "--collection", "c1").returncode == 0
+    assert "job 1 completed: c1" in run("jobs", "1", "-c", "c1").stdout
+    wrong = run("jobs", "1", "-c", "other")
+    assert wrong.returncode == 2 and "job 1 is not of collection 'other' but of 'c1'" in wrong.stderr
