@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from app.commands.common import check_port, handle_errors
-from app.errors import UnavailableError
+from app.errors import InvalidRequestError, UnavailableError
 
 
 def register(cli: typer.Typer) -> None:
@@ -38,6 +38,11 @@ def register(cli: typer.Typer) -> None:
         from app.settings import get_settings
         from ui.app import launch_ui
 
+        if ":" in host:
+            # Gradio writes its own URL as http://HOST:PORT without brackets, and then fails
+            # on it ("Invalid port: ':1:7860'") after the page started loading.
+            raise InvalidRequestError(f"the UI cannot listen on the IPv6 address {host!r}; give "
+                                      "--host an IPv4 address (127.0.0.1, 0.0.0.0) or a host name")
         check_port(host, port)
         settings = get_settings()
         facet = Facet.for_serving(settings)

@@ -132,6 +132,16 @@ def test_a_bad_or_busy_port_is_one_line_before_any_model_loads(tmp_path, command
     assert not (tmp_path / "facet.db").exists()  # refused before the data folder was opened
 
 
+def test_the_ui_refuses_an_ipv6_host_in_one_line(tmp_path) -> None:
+    """`facet ui --host ::1` passed the port check, printed its URL, then died in Gradio's
+    traceback (httpx.InvalidURL: Invalid port: ':1:28414'), nothing listening."""
+    refused = invoke_cli("ui", "--host", "::1", "--port", "28414", env={"FACET_DATA_DIR": str(tmp_path)})
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("error: the UI cannot listen on the IPv6 address '::1'; give "
+                                      "--host an IPv4 address (127.0.0.1, 0.0.0.0) or a host name")
+    assert not (tmp_path / "facet.db").exists()
+
+
 def test_a_data_folder_named_with_a_question_mark_keeps_its_database(tmp_path) -> None:
     """FACET_DATA_DIR=/x/data?1 put the SQLite database at /x/data (what follows "?" read as
     URL options): a backup of the folder missed it and data?2 shared it. An empty value used the
