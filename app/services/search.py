@@ -159,6 +159,13 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
     if numeric:
         return (f"check the filters; a field of numbers (not a csv column) is matched with "
                 f"{', '.join(numeric)}")
+    # The other way round: a csv column holds text, so `stars:=5` (the number) never matches
+    # its "5" (the UI said only "check the filters").
+    texts = [f"{k}={v}" for k, v in given
+             if isinstance(v, int | float) and not isinstance(v, bool)]
+    if texts:
+        return (f"check the filters; a csv column (text) is matched with {', '.join(texts)}, "
+                "a field of numbers with key:=N")
     return "check the filters"
 
 

@@ -226,6 +226,13 @@ def test_zero_chunk_tokens_is_refused_and_empty_results_say_why(tmp_path, run) -
     assert "check the filters; a field of numbers (not a csv column) is matched with year:=2020" \
         in numeric.stdout
     assert "y1" in run("search", "hello", "-c", "yr", "-f", "year:=2020").stdout
+    # The other way round: a csv column holds text, so a number (key:=5) never matches it (the
+    # hint said only "check the filters").
+    (tmp_path / "r.csv").write_text("id,text,stars\nr1,good food,5\n")
+    assert run("index", str(tmp_path / "r.csv"), "-c", "rv").returncode == 0
+    texts = run("search", "food", "-c", "rv", "-f", "stars:=5")
+    assert "check the filters; a csv column (text) is matched with stars=5" in texts.stdout
+    assert "r1" in run("search", "food", "-c", "rv", "-f", "stars=5").stdout
 
 
 def test_a_job_error_whose_message_names_no_document_is_listed_with_it(tmp_path, run, data) -> None:
