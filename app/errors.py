@@ -59,7 +59,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
     ``embedders`` errors: unknown name -> ``UnknownModelError``, bad input -> ``InvalidRequestError``,
     unreadable checkpoint -> ``DataError``; ``indexer`` errors: missing collection ->
     ``NotFoundError``, a collection another process has open -> ``ConflictError``, a store
-    server out of reach -> ``UnavailableError``, other store refusals -> ``InvalidRequestError``.
+    server out of reach -> ``UnavailableError``, other store refusals -> ``InvalidRequestError``;
+    SQLite's "database is locked" after its busy timeout -> ``BusyError``.
     """
     from embedders.errors import CheckpointError, EmbedderError, UnknownEmbedderError
     from indexer.errors import (
@@ -86,6 +87,16 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return UnavailableError(str(error))
     if isinstance(error, IndexerError):
         return InvalidRequestError(str(error))
+    from sqlalchemy.exc import OperationalError
+
+    from indexer.metadata import SQLITE_BUSY_TIMEOUT_S
+
+    if isinstance(error, OperationalError) and "database is locked" in str(error.orig):
+        # Another process held SQLite's write lock for the whole busy timeout (a long write):
+        # it was a 60-line SQLAlchemy traceback.
+        return BusyError(f"the metadata database (SQLite) stayed locked by another process's "
+                         f"write for the whole wait ({SQLITE_BUSY_TIMEOUT_S} s); try again when "
+                         "it is done", retry_after_s=5.0)
     return None
 
 

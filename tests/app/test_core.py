@@ -343,3 +343,28 @@ def test_searches_keep_answering_while_a_job_writes_the_collection(cache, tmp_pa
         assert facet.collection("c").documents_indexed == 601
     finally:
         facet.close()
+
+
+def test_a_metadata_database_locked_too_long_is_busy_not_a_traceback(cache, tmp_path,
+                                                                     monkeypatch) -> None:
+    """Another process holding SQLite's write lock past the busy timeout gave every edge a
+    60-line SQLAlchemy traceback (`facet index` into another collection during a long write)."""
+    import sqlite3
+
+    from app.errors import BusyError
+
+    monkeypatch.setattr(md, "SQLITE_BUSY_TIMEOUT_S", 0.3)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    holder = None
+    try:
+        assert facet.collections() == []  # the database exists
+        holder = sqlite3.connect(tmp_path / "data" / "facet.db")
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(BusyError, match=r"stayed locked by another process's write for the "
+                                            r"whole wait \(0.3 s\); try again"):
+            facet.index(_corpus(tmp_path / "src", {"a": "the ferry leaves at noon"}), "other")
+    finally:
+        if holder is not None:
+            holder.rollback()
+            holder.close()
+        facet.close()
