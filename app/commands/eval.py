@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -9,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import handle_errors
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
 
@@ -19,7 +20,57 @@ def register(cli: typer.Typer) -> None:
 
 
 def _split(names: str | None) -> list[str]:
-    return [n.strip() for n in (names or "").split(",") if n.strip()]
+    """Comma-separated embedder specs, split only at commas outside brackets: an embedder's
+    options are comma-separated too (``checkpoints/x[max_length=96,context_placement=none]``,
+    as docs/results.md writes them), and splitting inside them named an embedder ``x[max_length=96``."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in names or "":
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth = max(0, depth - 1)
+        current.append(char)
+    parts.append("".join(current))
+    return [n.strip() for n in parts if n.strip()]
+
+
+def _loads_as(spec: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What ``spec`` (checked by ``check_embedder``) loads, read without loading it: the
+    registered name (case does not matter) or the checkpoint folder, and the options. Two
+    spellings of one model (``minilm``, ``MiniLM``, ``minilm[]``) gave two identical columns."""
+    from embedders.registry import list_embedders, split_options, without_options
+
+    base = without_options(spec)
+    options = split_options(spec)[1] if base != spec else {}
+    info = next((i for i in list_embedders() if i.name == base.lower()), None)
+    if info is not None:
+        where = str(info.path) if info.path is not None else info.name
+    else:
+        where = str(Path(base).expanduser().resolve())  # a checkpoint folder, however it is written
+    return where, tuple(sorted(options.items()))
+
+
+def _distinct_baselines(embedder: str, baselines: list[str]) -> list[str]:
+    """``baselines`` less those that load the same model as the evaluated embedder or an
+    earlier baseline (each dropped one is said on stderr)."""
+    seen = {_loads_as(embedder): embedder}
+    kept: list[str] = []
+    for spec in baselines:
+        key = _loads_as(spec)
+        if key in seen:
+            if spec != seen[key]:  # an exact repeat was always dropped without a word
+                typer.echo(f"note: baseline {spec!r} loads the same model as {seen[key]!r}; evaluated once",
+                           err=True)
+            continue
+        seen[key] = spec
+        kept.append(spec)
+    return kept
 
 
 @handle_errors
@@ -98,7 +149,7 @@ def eval_cmd(
     """Evaluate EMBEDDER on STS, retrieval, rerank, clustering, multi-view clustering and
     classification tasks, with baselines beside it; writes results.json and results.md."""
     from app.evaluation.cache import EmbeddingCache
-    from app.evaluation.runner import EvalRunner, markdown_table, write_report
+    from app.evaluation.runner import EvalRunner, markdown_table, prepare_report_dir, write_report
     from app.evaluation.suites import (
         SUITES,
         SuiteOptions,
@@ -157,12 +208,19 @@ def eval_cmd(
     # not a run that fails at its last task.
     for t in task_list:
         t.prepare()
-    # ...and every embedder named, so that a typo in the last baseline is not found after the
-    # first embedder has run every task (and then no report written).
+    # ...and every embedder named, the rerank tasks' first stage included, so that a typo in the
+    # last baseline is not found after the first embedder has run every task (and then no report
+    # written), nor one in the first stage after the tasks run before the rerank ones.
     from embedders.registry import check_embedder
 
-    for spec in [embedder, *_split(baselines)]:
+    for spec in [embedder, *_split(baselines), rerank_first_stage]:
         check_embedder(spec)
+    baseline_list = _distinct_baselines(embedder, _split(baselines))
+    # ...and the report's folder, so that a file in its place or a folder that cannot be written
+    # is found now, not after the whole run (its figures then lost to a traceback).
+    safe = Path(embedder).name.replace(" ", "_") or "embedder"
+    out_dir = out or Path("results") / f"{safe}-{suite}"
+    created = prepare_report_dir(out_dir)
     cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))
 
     from embedders import load_embedder
@@ -184,14 +242,21 @@ def eval_cmd(
             err=True,
         )
 
-    report = runner.run(embedder, _split(baselines), task_list, suite, on_result=show)
-    safe = Path(embedder).name.replace(" ", "_") or "embedder"
-    out_dir = out or Path("results") / f"{safe}-{suite}"
+    try:
+        report = runner.run(embedder, baseline_list, task_list, suite, on_result=show)
+    except BaseException:
+        if created:  # an empty folder left by a run that failed or was stopped
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
     from app.cli import command_line
 
     command = command_line(ctx)
-    json_path, md_path = write_report(report, out_dir, command)
-    typer.echo(markdown_table(report))
+    typer.echo(markdown_table(report))  # first: a write that fails (a full disk) keeps the figures
+    try:
+        json_path, md_path = write_report(report, out_dir, command)
+    except OSError as e:
+        raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
     typer.echo(f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)")
 
 

@@ -183,7 +183,8 @@ def _check_pairs(pairs: list[StsPair], path: Path) -> list[StsPair]:
 
 
 def load_sts_csv(path: str | Path) -> list[StsPair]:
-    """Read an STS-B style csv: no header, ``sentence1,sentence2,score`` (quoted where needed).
+    """Read an STS-B style csv: no header, ``sentence1,sentence2,score`` (quoted where needed;
+    a space after a comma is allowed, and each sentence is stripped of surrounding spaces).
 
     Raises:
         DataError: a malformed row (file and line named), text that is not UTF-8, fewer than
@@ -192,7 +193,10 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
     p = Path(path)
     pairs: list[StsPair] = []
     with _open_text(p) as f:
-        reader = csv.reader(f)
+        # Spaces after a comma are skipped: without that, in `"a", "b, c", 4.8` the second
+        # quote was not read as one, so its comma split the sentence and the quote marks
+        # became text.
+        reader = csv.reader(f, skipinitialspace=True)
         try:
             for row in reader:
                 lineno = reader.line_num
@@ -204,8 +208,8 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
                         f"got {len(row)}; "
                         "quote sentences that contain commas"
                     )
-                s1, s2, score = row
-                if not s1.strip() or not s2.strip():
+                s1, s2, score = (c.strip() for c in row)  # both sentences alike (`"a" , b`)
+                if not s1 or not s2:
                     raise DataError(f"{p}, line {lineno}: empty sentence")
                 pairs.append(StsPair(s1, s2, _float(score, "score", p, lineno)))
         except csv.Error as e:

@@ -1,7 +1,8 @@
 """Run a list of tasks for an embedder and its baselines, and write the report.
 
-``EvalRunner`` is a plain object holding the logic; the CLI only parses options,
-calls :meth:`EvalRunner.run` and :func:`write_report`, and prints.
+``EvalRunner`` is a plain object holding the logic; the CLI only parses options, checks the
+report's folder with :func:`prepare_report_dir`, calls :meth:`EvalRunner.run` and
+:func:`write_report`, and prints.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.errors import DataError, InvalidRequestError
 from app.evaluation.cache import EmbeddingCache
 from app.evaluation.tasks import EvalContext, Task, TaskResult
 from embedders import Embedder
@@ -180,6 +182,42 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
         loads = " | ".join(f"{a:.1f} → {b:.1f}" for a, b in (r.load_average for r in report.runs))
         lines.append(f"| *all* | load average (1 min) | {loads} |")
     return "\n".join(lines)
+
+
+REPORT_FILES = ("results.json", "results.md")
+
+
+def prepare_report_dir(out_dir: Path, flag: str = "--out") -> bool:
+    """Check, before any work, that ``write_report`` can write into ``out_dir``: created if
+    missing, a folder, its report files writable (``facet eval`` found out only after the
+    whole run, and lost the figures to a traceback). Returns whether it created the folder.
+
+    Raises:
+        InvalidRequestError: ``out_dir`` is a file, or one of its report files is a folder.
+        DataError: the folder cannot be created, or a report file cannot be written in it.
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidRequestError(f"{flag} {out_dir} is a file; name a folder for "
+                                  f"{' and '.join(REPORT_FILES)}")
+    existed = out_dir.is_dir()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DataError(f"{flag} {out_dir}: cannot create the folder: {e.strerror or e}") from e
+    for name in REPORT_FILES:
+        path = out_dir / name
+        if path.is_dir():
+            raise InvalidRequestError(f"{flag} {out_dir}: {name} in it is a folder; remove it or "
+                                      f"name another {flag}")
+        was_there = path.exists()
+        try:  # opened, not asked (os.access says yes to root)
+            with path.open("a"):
+                pass
+        except OSError as e:
+            raise DataError(f"{flag} {out_dir}: cannot write {name} in it: {e.strerror or e}") from e
+        if not was_there:
+            path.unlink(missing_ok=True)  # the probe leaves nothing behind
+    return not existed
 
 
 def write_report(report: EvalReport, out_dir: Path, command: str | None = None) -> tuple[Path, Path]:

@@ -271,3 +271,83 @@ def test_eval_on_your_own_data(tmp_path: Path) -> None:
         assert failed.exit_code == 2 and message in failed.output
     lone = CliRunner().invoke(cli, ["eval", "minilm", "--task-instruction", "x", "--baselines", ""])
     assert lone.exit_code == 2 and "applies to --task" in lone.output
+
+
+def test_baselines_split_at_commas_outside_an_embedders_options(tmp_path: Path) -> None:
+    """`--baselines 'checkpoints/causal2vec[max_length=96,context_placement=none]'` (as
+    docs/results.md writes it) was split inside the brackets: "unknown embedder
+    'checkpoints/causal2vec[max_length=96'"."""
+    from app.commands.eval import _split
+
+    assert _split("a[x=1,y=2], b ,c[],,d[k=v]") == ["a[x=1,y=2]", "b", "c[]", "d[k=v]"]
+    assert _split("") == [] and _split(None) == []
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n")
+    result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--no-cache", "--out",
+                                      str(tmp_path / "o"), "--baselines",
+                                      "minilm[instruction_weight=1,max_length=96],minlm"])
+    # The bracketed spec is one embedder (its options are checked as it loads); the typo after it is named.
+    assert result.exit_code == 2 and "unknown embedder 'minlm'" in result.output, result.output
+
+
+def test_the_rerank_first_stage_is_checked_before_any_task_runs(tmp_path: Path) -> None:
+    """`--tasks stsb,sick,scifact-rerank --rerank-first-stage minilmm` ran stsb and sick, then
+    failed "unknown embedder 'minilmm'" and wrote no report."""
+    root = _tiny_data_root(tmp_path / "data")
+    result = CliRunner().invoke(cli, ["eval", "minilm", "--tasks", "stsb,scifact-rerank", "--data-dir", str(root),
+                                      "--rerank-first-stage", "minilmm", "--baselines", "", "--no-cache",
+                                      "--no-progress", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "unknown embedder 'minilmm'" in result.output
+    assert "spearman" not in result.output and not (tmp_path / "o").exists()  # nothing ran
+
+
+def test_an_out_that_cannot_hold_the_report_is_refused_before_any_work(tmp_path: Path) -> None:
+    """A file as --out was a FileExistsError traceback after the whole run, results.json being
+    a folder an IsADirectoryError, an --out that cannot be created the same."""
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    clash = tmp_path / "clash"
+    (clash / "results.json").mkdir(parents=True)
+    args = ["eval", "minilm", "--task", f"sts:{pairs}", "--baselines", "", "--no-cache", "--no-progress"]
+    for out, code, message in [
+        (afile, 2, f"--out {afile} is a file; name a folder for results.json and results.md"),
+        (clash, 2, f"--out {clash}: results.json in it is a folder"),
+        (afile / "sub", 4, f"--out {afile / 'sub'}: cannot create the folder"),
+    ]:
+        result = CliRunner().invoke(cli, [*args, "--out", str(out)])
+        assert isinstance(result.exception, SystemExit), result.exception  # a message, not a traceback
+        assert result.exit_code == code and message in result.output, result.output
+        assert "spearman" not in result.output  # before any model ran
+    assert afile.read_text() == "x"
+
+
+@pytest.mark.usefixtures("minilm")
+def test_a_new_out_folder_is_created_up_front_and_the_report_written_there(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n")
+    out = tmp_path / "new" / "deeper"
+    result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--baselines", "",
+                                      "--no-cache", "--no-progress", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["results.json", "results.md"]
+
+
+@pytest.mark.usefixtures("minilm")
+def test_a_baseline_that_loads_the_evaluated_model_adds_no_column(tmp_path: Path) -> None:
+    """`--baselines MiniLM` or `minilm[]` beside `minilm` added a second, identical column
+    (`minilm,minilm` was already one); options that change the model still count."""
+    from app.commands.eval import _loads_as
+
+    assert _loads_as("minilm") == _loads_as("MiniLM") == _loads_as("minilm[]")
+    assert _loads_as("minilm[instruction_weight=1]") != _loads_as("minilm")
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n")
+    out = tmp_path / "o"
+    result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--baselines",
+                                      "MiniLM,minilm[],minilm", "--no-progress", "--out", str(out),
+                                      "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    assert [r["embedder"] for r in json.loads((out / "results.json").read_text())["runs"]] == ["minilm"]
+    assert "baseline 'MiniLM' loads the same model as 'minilm'; evaluated once" in result.output

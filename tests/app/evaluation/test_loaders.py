@@ -346,3 +346,20 @@ def test_labelled_texts_malformed(tmp_path: Path, content: str, line: int, what:
     p = _write(tmp_path / "train.csv", content)
     msg = _raises(what, loaders.load_labelled_texts, p)
     assert str(p) in msg and f"line {line}:" in msg
+
+
+def test_sts_csv_allows_a_space_after_each_comma_and_strips_both_sentences(tmp_path: Path) -> None:
+    """`"a", "b, c", 4.8` was 4 fields ("quote sentences that contain commas", though quoted);
+    without the inner comma the second sentence was embedded as ` "b"`, quote marks and all."""
+    p = _write(tmp_path / "sp.csv", '"A man plays guitar.", "A person, a guitar.", 4.8\n'
+                                    '"A dog runs.", "A cat sleeps.", 0.5\n'
+                                    ' She cooks. ,  A woman cooks.  ,4.0\n'
+                                    '"Quoted, then a space." , Plain., 1\n')
+    assert loaders.load_sts_csv(p) == [
+        loaders.StsPair("A man plays guitar.", "A person, a guitar.", 4.8),
+        loaders.StsPair("A dog runs.", "A cat sleeps.", 0.5),
+        loaders.StsPair("She cooks.", "A woman cooks.", 4.0),
+        loaders.StsPair("Quoted, then a space.", "Plain.", 1.0),
+    ]
+    blank = _write(tmp_path / "blank.csv", "a,b,1\n  , b,2\n")
+    assert "line 2:" in _raises("empty sentence", loaders.load_sts_csv, blank)
