@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import handle_errors, prepare_out_file, write_out_file
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
 BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
@@ -40,7 +40,8 @@ def register(cli: typer.Typer) -> None:
         index_docs: Annotated[int, typer.Option(
             "--index-docs", min=1, help="BANKING77 texts in the default indexing corpus")] = 2000,
         rounds: Annotated[int, typer.Option(
-            "--rounds", min=1, help="alternating bare / end-to-end indexing runs (medians reported)")] = 3,
+            "--rounds", min=1, help="rounds of the index, gircse-cache, api-search and api-embed parts "
+                                    "(alternating bare / measured runs; medians reported)")] = 3,
         embedder: Annotated[str, typer.Option("--embedder", "-e")] = "minilm",
         rerank: Annotated[str, typer.Option("--rerank")] = "minilm",
         rerank_depth: Annotated[int, typer.Option(
@@ -91,8 +92,18 @@ def register(cli: typer.Typer) -> None:
         if unknown:
             raise InvalidRequestError(f"unknown --parts {', '.join(sorted(unknown))}; pick from "
                                       f"{', '.join(sorted(known))}")
+        if not wanted:  # it measured nothing and wrote a JSON of load averages, exit 0
+            raise InvalidRequestError(f"--parts names no part; pick from {', '.join(sorted(known))}")
         if source is not None and not source.exists():
             raise NotFoundError(f"--source {source} does not exist")
+        if source is not None and "index" in wanted:
+            _check_source(source)
+        # Every embedder a part loads, before any part runs: a typo in --rerank was found when
+        # the search part started, and the index and store figures already measured were lost.
+        from embedders.registry import check_embedder
+
+        for spec in _embedders_used(wanted, embedder, rerank, gircse, gircse_baseline):
+            check_embedder(spec)
         if out is not None:  # before the work, not after it (the figures were lost)
             prepare_out_file(out)
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
@@ -104,6 +115,9 @@ def register(cli: typer.Typer) -> None:
                     settings.shared_data_dir / "banking77" / "train.csv",
                     Path(tmp) / "banking77_train.jsonl", index_docs)
                 r = bm.bench_indexing(src, embedder, cache, rounds=rounds, log=typer.echo)
+            if not r["chunks"]:  # "0 docs ... ratio 0.000 ... non-encode share 100.0%"
+                raise DataError(f"--source {src}: no text to index in it ({r['documents']} "
+                                "documents, 0 chunks); nothing to measure")
             results["index"] = r
             st = r["stage_s_median"]
             typer.echo(
@@ -139,8 +153,9 @@ def register(cli: typer.Typer) -> None:
                        f"top 10): no rerank p50/p95 {r['no_rerank']['p50_ms']:.1f}/"
                        f"{r['no_rerank']['p95_ms']:.1f} ms; rerank ({rerank}, depth "
                        f"{r['rerank_depth']}) {r['rerank']['p50_ms']:.1f}/"
-                       f"{r['rerank']['p95_ms']:.1f} ms; stage p50 {r['no_rerank']['stage_p50_ms']}"
-                       f" / {r['rerank']['stage_p50_ms']}")
+                       f"{r['rerank']['p95_ms']:.1f} ms; stage p50 without rerank "
+                       f"{_stages(r['no_rerank']['stage_p50_ms'])}; with rerank "
+                       f"{_stages(r['rerank']['stage_p50_ms'])}")
         if "scifact" in wanted:
             folder = settings.shared_data_dir / "beir_scifact"
             r = bm.scifact_consistency(folder, embedder, cache, settings, log=typer.echo,
@@ -166,12 +181,46 @@ def register(cli: typer.Typer) -> None:
         if "api-search" in wanted or "api-embed" in wanted:
             results.update(_api_parts(wanted, settings, cache, embedder, points, bench_dir,
                                       clients, api_texts, texts_per_request,
-                                      threads or settings.query_threads))
+                                      threads or settings.query_threads, rounds))
         results["load_average_end"] = bm.load_average()
         typer.echo(f"load average at the end {results['load_average_end']}")
         if out is not None:
             write_out_file(out, json.dumps(results, indent=2))
             typer.echo(f"wrote {out}")
+
+
+def _check_source(source: Path) -> None:
+    """Refuse an indexing source with no file ``facet index`` reads (an empty folder was measured
+    as "0 docs ... ratio 0.000 ... non-encode share 100.0%")."""
+    from app.errors import domain_errors
+    from indexer.parsing import discover_files, skip_reason, supported_types
+
+    with domain_errors():
+        files, skipped = discover_files(source)
+    if not files:
+        left_out = (f" ({len(skipped)} left out, e.g. {skipped[0].name}: {skip_reason(skipped[0])})"
+                    if skipped else "")
+        raise InvalidRequestError(f"--source {source} holds no file to index{left_out}; give a "
+                                  f"folder or file of a supported type: {supported_types()}")
+
+
+def _embedders_used(wanted: set[str], embedder: str, rerank: str, gircse: str,
+                    gircse_baseline: str) -> list[str]:
+    """The embedder options the ``wanted`` parts load, each once, in the order given."""
+    used = []
+    if wanted - {"gircse-cache"}:
+        used.append(embedder)
+    if "search" in wanted:
+        used.append(rerank)
+    if "gircse-cache" in wanted:
+        used += [gircse, gircse_baseline]
+    return list(dict.fromkeys(used))
+
+
+def _stages(stages_ms: dict[str, float]) -> str:
+    """Stage timings as text: ``encode_query 103.12 ms, search 2.03 ms`` (the dict itself
+    printed with 14 digits and no unit)."""
+    return ", ".join(f"{name} {ms:.2f} ms" for name, ms in stages_ms.items())
 
 
 def _store_line(label: str, r: dict[str, Any]) -> str:
@@ -185,7 +234,7 @@ def _store_line(label: str, r: dict[str, Any]) -> str:
 
 def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, points: int,
                bench_dir: Path | None, clients: int, api_texts: int, texts_per_request: int,
-               threads: int) -> dict[str, Any]:
+               threads: int, rounds: int) -> dict[str, Any]:
     import csv
     import tempfile
 
@@ -211,9 +260,10 @@ def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, point
             for r in ref.values():
                 typer.echo(f"in-process Facet.search, calling thread, {r['threads']} torch "
                            f"thread(s): p50/p95 {r['p50_ms']:.1f}/{r['p95_ms']:.1f} ms; stage "
-                           f"p50 {r['stage_p50_ms']}")
+                           f"p50 {_stages(r['stage_p50_ms'])}")
             r = ab.api_search_latency(data, "bench", cache, embedder, BENCH_QUERIES,
-                                      instruction=instruction, threads=threads, log=typer.echo)
+                                      instruction=instruction, rounds=rounds, threads=threads,
+                                      log=typer.echo)
             results["api_search"] = r | {"points": points, "in_process": ref}
             typer.echo(
                 f"API POST /search on {points} chunks ({r['searches']} warm searches, top "
@@ -221,7 +271,7 @@ def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, point
                 f"{r['api_p50_ms']:.1f}/{r['api_p95_ms']:.1f} ms; bare query encode p50/p95 "
                 f"{r['encode_p50_ms']:.1f}/{r['encode_p95_ms']:.1f} ms; p50 - encode = "
                 f"{r['p50_minus_encode_ms']:.1f} ms (target <= 20), ratio "
-                f"{r['p50_ratio_to_encode']:.2f}; server stage p50 {r['server_stage_p50_ms']}; "
+                f"{r['p50_ratio_to_encode']:.2f}; server stage p50 {_stages(r['server_stage_p50_ms'])}; "
                 f"HTTP + client p50 {r['http_and_client_p50_ms']:.1f} ms")
         if "api-embed" in wanted:
             path = settings.shared_data_dir / "banking77" / "train.csv"
@@ -230,7 +280,8 @@ def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, point
                                                        strict=False)]
             r = ab.api_embeddings_throughput(root / "embed", cache, embedder, texts,
                                              texts_per_request=texts_per_request,
-                                             clients=clients, threads=threads, log=typer.echo)
+                                             clients=clients, threads=threads, rounds=rounds,
+                                             log=typer.echo)
             results["api_embed"] = r
             for label in ("batching", "no_batching"):
                 x = r[label]

@@ -113,6 +113,7 @@ def api_search_latency(data_dir: Path, collection: str, embedders: EmbedderCache
             client.post("/search", json=body | {"query": q}).raise_for_status()
             model.encode([q], role="query", instruction=instruction)
         for r in range(rounds):
+            start = len(api)
             for q in queries:
                 t0 = time.perf_counter()
                 model.encode([q], role="query", instruction=instruction)
@@ -122,8 +123,9 @@ def api_search_latency(data_dir: Path, collection: str, embedders: EmbedderCache
                 api.append((time.perf_counter() - t0) * 1000)
                 response.raise_for_status()
                 stages.append(response.json()["timings_ms"])
-            log(f"  round {r + 1}/{rounds}: API p50 {statistics.median(api):.1f} ms, bare encode "
-                f"p50 {statistics.median(bare):.1f} ms, load {os.getloadavg()[0]:.2f}")
+            # This round's own medians (the line showed the running median of rounds 1..r).
+            log(f"  round {r + 1}/{rounds}: API p50 {statistics.median(api[start:]):.1f} ms, bare "
+                f"encode p50 {statistics.median(bare[start:]):.1f} ms, load {os.getloadavg()[0]:.2f}")
     stage_p50 = {k: float(statistics.median(s[k] for s in stages)) for k in stages[0]}
     return {"searches": len(api), "embedder": embedder, "top_k": top_k, "threads": threads,
             "api_p50_ms": _pct(api, 50), "api_p95_ms": _pct(api, 95),

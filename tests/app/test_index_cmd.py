@@ -284,6 +284,120 @@ def test_delete_removes_vectors_no_collection_owns(tmp_path, run, data) -> None:
     assert run("delete", "none", "--yes").returncode != 0  # neither known nor stray: not found
 
 
+def test_bench_refuses_what_it_cannot_measure_before_any_part_runs(tmp_path, run) -> None:
+    """`--rerank minilmm` was found when the search part started, after the store part had
+    printed its figures, and no --out written; `--parts ""` measured nothing with exit 0; an
+    empty --source was "0 docs ... ratio 0.000 ... non-encode share 100.0%"."""
+    out = tmp_path / "b.json"
+    small = ("--points", "5", "--local-points", "5", "--out", str(out))
+    for args, code, fragment in [
+        (("--parts", "store,search", "--rerank", "minilmm", *small), 2, "unknown embedder 'minilmm'"),
+        (("--parts", "store,gircse-cache", "--gircse", "nope", *small), 2, "unknown embedder 'nope'"),
+        (("--parts", "", *small), 2, "--parts names no part; pick from api-embed"),
+        (("--parts", "index", "--source", str(tmp_path), *small), 2,
+         f"--source {tmp_path} holds no file to index; give a folder or file of a supported type"),
+    ]:
+        result = run("bench", *args)
+        assert (result.returncode, "Traceback" in result.stderr) == (code, False), (args, result.stderr)
+        assert fragment in result.stderr, (args, result.stderr)
+        assert "store edge" not in result.stdout and not out.exists(), (args, result.stdout)
+    (tmp_path / "only.bin").write_bytes(b"\0")
+    binary = run("bench", "--parts", "index", "--source", str(tmp_path))
+    assert binary.returncode == 2 and "(1 left out, e.g. only.bin: unsupported type '.bin')" in binary.stderr
+    (tmp_path / "empty.txt").write_text("")
+    blank = run("bench", "--parts", "index", "--source", str(tmp_path), "--rounds", "1")
+    assert blank.returncode == 4 and "no text to index in it" in blank.stderr, blank.stderr
+    # An option no wanted part uses is not looked at (--gircse names a checkpoint few have).
+    from app.commands.bench import _embedders_used
+
+    assert _embedders_used({"store", "index"}, "minilm", "r", "g", "gb") == ["minilm"]
+    assert _embedders_used({"search", "gircse-cache"}, "minilm", "minilm", "g", "gb") == ["minilm", "g", "gb"]
+    assert _embedders_used({"gircse-cache"}, "minilm", "r", "g", "gb") == ["g", "gb"]
+
+
+def test_bench_prints_stage_timings_in_ms_and_rounds_drive_the_api_parts(monkeypatch, run) -> None:
+    """The search lines printed `stage p50 {'encode_query': 103.12332649846212, ...}` (a dict,
+    no unit); --rounds, documented for indexing only, now sets the api-* parts' rounds too."""
+    from app.services import api_bench as ab
+    from app.services import benchmark as bm
+
+    stages = {"encode_query": 103.12332649846212, "vector_search": 0.4}
+    built = {"points": 5, "dim": 384, "vectors": "5 clusters", "upsert_s": 0.1, "upsert_points_per_s": 50.0,
+             "optimize_s": 0.0, "search_p50_ms": 0.1, "search_p95_ms": 0.2, "filtered_p50_ms": 0.1,
+             "filtered_p95_ms": 0.2, "recall_at_10": 1.0, "exact_recall_at_10": 1.0, "load_average": 1.0}
+    timing = {"p50_ms": 110.0, "p95_ms": 120.0, "stage_p50_ms": stages}
+    calls = {}
+
+    def api_search(*args, **kwargs):
+        calls["rounds"] = kwargs.get("rounds")
+        return {"searches": 40, "top_k": 10, "api_p50_ms": 120.0, "api_p95_ms": 130.0, "encode_p50_ms": 100.0,
+                "encode_p95_ms": 110.0, "p50_minus_encode_ms": 20.0, "p50_ratio_to_encode": 1.2,
+                "server_stage_p50_ms": stages | {"total": 110.0}, "http_and_client_p50_ms": 10.0}
+
+    monkeypatch.setattr(bm, "build_search_bench_collection", lambda *a, **k: built)
+    monkeypatch.setattr(bm, "bench_search_latency",
+                        lambda *a, **k: {"no_rerank": timing, "rerank": timing, "rerank_depth": 30})
+    monkeypatch.setattr(ab, "inprocess_search_latency", lambda *a, **k: timing | {"threads": 1})
+    monkeypatch.setattr(ab, "api_search_latency", api_search)
+    result = run("bench", "--parts", "search,api-search", "--rounds", "2", "--threads", "1")
+    assert result.returncode == 0, result.stderr
+    assert "{'" not in result.stdout and "103.1233" not in result.stdout
+    assert "stage p50 without rerank encode_query 103.12 ms, vector_search 0.40 ms; with rerank " \
+        "encode_query 103.12 ms" in result.stdout
+    assert "thread(s): p50/p95 110.0/120.0 ms; stage p50 encode_query 103.12 ms, vector_search 0.40 ms" \
+        in result.stdout
+    assert "server stage p50 encode_query 103.12 ms, vector_search 0.40 ms, total 110.00 ms;" in result.stdout
+    assert calls["rounds"] == 2
+
+
+def test_api_search_rounds_print_their_own_median(monkeypatch) -> None:
+    """"round 2/3: API p50 45.7 ms" was the median over rounds 1..2, not round 2's."""
+    import contextlib
+    import time
+
+    import httpx
+
+    from app.services import api_bench as ab
+
+    posts = []
+
+    class Response:
+        def raise_for_status(self) -> None:
+            pass
+
+        def json(self) -> dict:
+            return {"timings_ms": {"total": 1.0}}
+
+    class Client:
+        def __init__(self, **_) -> None:
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_) -> None:
+            pass
+
+        def post(self, *_, **__) -> Response:
+            posts.append(1)
+            if 3 < len(posts) <= 6:  # after 3 warm-ups, round 1's three searches are slow
+                time.sleep(0.06)
+            return Response()
+
+    class Model:
+        def encode(self, *_, **__) -> None:
+            pass
+
+    monkeypatch.setattr(ab, "served", lambda *a, **k: contextlib.nullcontext("http://fake"))
+    monkeypatch.setattr(ab, "_bare_model", lambda *a: Model())
+    monkeypatch.setattr(httpx, "Client", Client)
+    lines: list[str] = []
+    ab.api_search_latency(Path("unused"), "bench", None, "minilm", ["a", "b", "c"], instruction="x",
+                          rounds=2, log=lines.append)
+    first, second = (float(line.split("API p50 ")[1].split(" ms")[0]) for line in lines)
+    assert first >= 55 and second < 20, lines  # the running median of both rounds was ~30
+
+
 def test_jobs_of_one_id_and_another_collection_is_refused(tmp_path, run) -> None:
     """`facet jobs 1 -c other` printed job 1 of its own collection: the filter was ignored."""
     src = tmp_path / "small.txt"
