@@ -8,6 +8,8 @@ retrieval queries against the whole corpus), the same resample for A and B, and 
 each task's score and the mean over the tasks. It prints the observed difference, a 95%
 percentile interval and the share of resamples in which A leads. Reporting, not selection:
 it says how sure a comparison on test sets is, and must never choose a checkpoint.
+A resample an STS score is undefined on (every drawn pair with one gold score, likely in a small
+file of 0/1 scores) is drawn again; each task's ``redrawn`` in the output counts them.
 ``--task sts:FILE.csv`` / ``beir:FOLDER`` (as ``facet eval --task``) compares on other data instead,
 e.g. the STS-B *dev* split, to see whether a gap on test is there on the data models are selected on.
 
@@ -40,15 +42,36 @@ logger = logging.getLogger(__name__)
 # One task's score on a resample: maps an index array (items drawn with replacement) to a score.
 Scorer = Callable[[np.ndarray], float]
 
+# Draws in a row that may be degenerate before a task is given up on: a resample of n pairs with
+# at least two gold values is degenerate with probability at most 1/2 (two pairs), so only data
+# whose cosines are all equal get here.
+MAX_REDRAWS_IN_A_ROW = 1000
+
+
+class DegenerateResample(ValueError):
+    """A resample the score is undefined on: an STS resample whose gold scores, or cosines, are
+    all equal (Spearman needs both sides to vary)."""
+
 
 def sts_scorer(task: StsTask, ctx: EvalContext) -> tuple[int, Scorer]:
-    """Spearman (x100) of cosine against gold over the drawn pairs."""
+    """Spearman (x100) of cosine against gold over the drawn pairs.
+
+    The scorer raises ``DegenerateResample`` on a draw whose gold scores or cosines are all
+    equal: in a small file, or one with few distinct gold scores (0/1), a draw of one gold value
+    is likely, and ``facet eval`` accepts such files.
+    """
     pairs = task.pairs()
     a = ctx.encode([p.sentence1 for p in pairs], role=task.role, instruction=task.instruction)
     b = ctx.encode([p.sentence2 for p in pairs], role=task.role, instruction=task.instruction)
     cosine = (a * b).sum(axis=1)
     gold = np.array([p.score for p in pairs], dtype=np.float64)
-    return len(pairs), lambda idx: 100 * metrics.spearman(cosine[idx], gold[idx])
+
+    def score(idx: np.ndarray) -> float:
+        if np.ptp(gold[idx]) == 0 or np.ptp(cosine[idx]) == 0:
+            raise DegenerateResample(f"task {task.name!r}: the drawn pairs have one gold score or one cosine")
+        return 100 * metrics.spearman(cosine[idx], gold[idx])
+
+    return len(pairs), score
 
 
 def retrieval_scorer(task: RetrievalTask, ctx: EvalContext) -> tuple[int, Scorer]:
@@ -69,7 +92,17 @@ def scorer(task: Task, ctx: EvalContext) -> tuple[int, Scorer]:
 
 def paired_bootstrap(tasks: list[Task], ctx_a: EvalContext, ctx_b: EvalContext, *, resamples: int = 2000,
                      seed: int = 0) -> dict:
-    """Observed scores and bootstrap distribution of A - B per task and for the task mean."""
+    """Observed scores and bootstrap distribution of A - B per task and for the task mean.
+
+    A resample a score is undefined on (``DegenerateResample``: every drawn STS pair with the
+    same gold score) is drawn again, for A and B alike, so the distribution is over the
+    resamples both scores exist on; each task's ``redrawn`` says how many were. Data without
+    such draws get exactly the resamples they always did.
+
+    Raises:
+        ValueError: ``resamples`` below 1; a task whose draws are degenerate time after time
+            (an STS task whose cosines are all equal).
+    """
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
     rng = np.random.default_rng(seed)
@@ -81,11 +114,22 @@ def paired_bootstrap(tasks: list[Task], ctx_a: EvalContext, ctx_b: EvalContext, 
         assert n == n_b, "both embedders score the same items"
         everything = np.arange(n)
         observed_a, observed_b = score_a(everything), score_b(everything)
+        redrawn = 0
         for r in range(resamples):
-            idx = rng.integers(0, n, size=n)
-            diffs[t, r] = score_a(idx) - score_b(idx)
+            for in_a_row in range(MAX_REDRAWS_IN_A_ROW + 1):
+                idx = rng.integers(0, n, size=n)
+                try:
+                    diffs[t, r] = score_a(idx) - score_b(idx)
+                    break
+                except DegenerateResample as e:
+                    if in_a_row == MAX_REDRAWS_IN_A_ROW:
+                        raise ValueError(f"{e}, in {MAX_REDRAWS_IN_A_ROW + 1} draws in a row; it cannot "
+                                         "be resampled") from e
+                    redrawn += 1
+        if redrawn:
+            logger.info("%s: %d resample(s) with one gold score or one cosine drawn again", task.name, redrawn)
         per_task[task.name] = {"items": n, "a": round(observed_a, 2), "b": round(observed_b, 2),
-                               **_summary(observed_a - observed_b, diffs[t])}
+                               **_summary(observed_a - observed_b, diffs[t]), "redrawn": redrawn}
     observed = float(np.mean([v["a"] - v["b"] for v in per_task.values()]))
     return {"tasks": per_task, "mean": _summary(observed, diffs.mean(axis=0)), "resamples": resamples, "seed": seed}
 

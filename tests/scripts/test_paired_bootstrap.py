@@ -128,3 +128,31 @@ def test_sts_sample_needs_a_users_sts_file(shared_data, monkeypatch, capsys):
     with pytest.raises(SystemExit) as stop:
         load_script("paired_bootstrap.py").main()
     assert stop.value.code == 2 and "--sts-sample applies to --task sts:FILE only" in capsys.readouterr().err
+
+
+def test_resamples_of_one_gold_score_are_drawn_again_and_counted(tmp_path, monkeypatch, capsys):
+    """A 10-pair file of 0/1 gold scores (which `facet eval --task sts:` accepts) crashed with
+    "spearman is undefined when one side is constant" at the first resample of one gold value."""
+    import json
+    import sys
+
+    sentences = ["a man plays a guitar", "a dog runs in the park", "she cooks pasta", "stocks fell today",
+                 "a child rides a bike", "the train is late", "it rains in paris", "cats sleep a lot",
+                 "he reads a book", "the sun is hot"]
+    csv = tmp_path / "binary.csv"
+    csv.write_text("".join(f"{s},{s} again,{int(i == 0)}\n" for i, s in enumerate(sentences)))
+    out = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--task", f"sts:{csv}",
+                                      "--resamples", "40", "--out", str(out)])
+    load_script("paired_bootstrap.py").main()
+    (row,) = json.loads(out.read_text())["tasks"].values()
+    # One gold 1 among ten: a resample misses it with probability 0.9^10 = 0.35.
+    assert row["items"] == 10 and row["redrawn"] > 0
+    assert row["a_minus_b"] == 0 and row["ci95"] == [0, 0]
+    assert json.loads(capsys.readouterr().out)["resamples"] == 40
+
+
+def test_a_task_without_degenerate_resamples_redraws_none(tasks, minilm, tmp_path):
+    ctx = EvalContext(minilm, EmbeddingCache(tmp_path), show_progress=False)
+    result = load_script("paired_bootstrap.py").paired_bootstrap(tasks, ctx, ctx, resamples=20)
+    assert [row["redrawn"] for row in result["tasks"].values()] == [0, 0]
