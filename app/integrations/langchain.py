@@ -211,6 +211,8 @@ class FacetEmbeddings(BaseModel, Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         """The query vector (role ``query``, ``query_instruction``), L2-normalised."""
+        if isinstance(text, str) and not text.strip():  # it was "texts[0] is empty": no list given
+            raise InvalidRequestError("the query is empty: give the text to embed")
         return self._embed([text], Role.QUERY, self.query_instruction)[0]
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:

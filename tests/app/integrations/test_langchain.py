@@ -180,7 +180,8 @@ def test_embeddings_refuse_an_empty_text_before_embedding_any(facet, monkeypatch
     emb = FacetEmbeddings(model="minilm", facet=facet)
     with pytest.raises(InvalidRequestError, match=r"texts\[3\] is empty"):
         emb.embed_documents(["a", "b", "c", ""])  # the index in the caller's list, not a slice's
-    with pytest.raises(InvalidRequestError, match=r"texts\[0\] is empty"):
+    # A query is one text, not a list: "texts[0] is empty" named a list the caller never gave.
+    with pytest.raises(InvalidRequestError, match=r"^the query is empty: give the text to embed$"):
         emb.embed_query(" ")
 
 
