@@ -242,9 +242,13 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             # ------------------------------------------------------------- index
             with gr.Tab("Index", id="index"):
                 with gr.Row():
-                    i_collection = picker(label="Collection (pick or type a new name)",
-                                          choices=[],
+                    # A new name has its own box: typed into the picker, Enter took the first
+                    # collection holding it ("note" became "notes"), and the upload went there.
+                    i_collection = picker(label="Collection (pick one)", choices=[],
                                           elem_id="index-collection")
+                    i_new = gr.Textbox(label="or a new collection (used instead of the pick when "
+                                             "filled)", placeholder="its name, e.g. my-notes",
+                                       elem_id="index-new-collection")
                     i_embedder = picker(label="Corpus embedder", choices=embedders,
                                         value=settings.default_embedder
                                         if settings.default_embedder in embedders else None)
@@ -268,6 +272,12 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                   elem_id="index-job")
                 i_total = gr.State(0)
                 i_status = gr.HTML(elem_id="index-status")
+                # Jobs stopped before they finished (a server restart): shown only when there is
+                # one this page can resume.
+                with gr.Row(visible=False) as i_stopped_row:
+                    i_stopped = picker(label="Stopped job (it did not finish: what it indexed is "
+                                             "kept)", choices=[], elem_id="index-stopped", scale=3)
+                    i_resume = gr.Button("Resume", elem_id="index-resume-button", scale=1)
                 i_errors = gr.Dataframe(headers=render.JOB_ERROR_COLUMNS,
                                         label="Per-document errors and warnings",
                                         interactive=False, wrap=True, elem_id="index-errors")
@@ -279,7 +289,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 l_table = gr.Dataframe(headers=render.COLLECTION_COLUMNS, label="Collections",
                                        interactive=False, elem_id="collections-table")
                 l_jobs = gr.Dataframe(headers=render.JOB_COLUMNS, label="Recent index jobs",
-                                      interactive=False)
+                                      interactive=False, wrap=True, elem_id="jobs-table")
                 with gr.Row():
                     l_delete = picker(label="Delete collection", choices=[],
                                       elem_id="delete-collection")
@@ -338,19 +348,33 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                               api_visibility="private", queue=False)
 
         job_outputs = [i_job, i_total, i_status, i_errors, i_timer]
-        upload_event = i_upload_button.click(h.index_upload, [i_files, i_collection, i_embedder],
+        # The new name last: an API client that sends files, collection and embedder still can.
+        upload_event = i_upload_button.click(h.index_upload,
+                                             [i_files, i_collection, i_embedder, i_new],
                                              [*job_outputs, i_files], api_name="index_upload",
                                              **light)
-        folder_event = i_folder_button.click(h.index_folder, [i_folder, i_collection, i_embedder],
+        folder_event = i_folder_button.click(h.index_folder,
+                                             [i_folder, i_collection, i_embedder, i_new],
                                              job_outputs, api_name="index_folder", **light)
+        resume_event = i_resume.click(h.resume_index, i_stopped, job_outputs,
+                                      api_name="resume_index", **light)
+        # Picking a collection clears a new name typed before: the last choice is the one used.
+        # (`change`, not `select`: Enter in the picker picks without a select event. The pickers'
+        # refresh keeps the index picker's value, so only a pick, or filling an empty picker
+        # with the first collection, clears it.)
+        i_collection.change(lambda: "", None, i_new, api_visibility="private", queue=False)
         refresh(upload_event.then)
         refresh(folder_event.then)
         # A refused request left the previous job's bar under the error badges, as if that job
         # had failed; the bar comes back on the timer's next tick if a job is still running.
-        for event in (upload_event, folder_event):
+        for event in (upload_event, folder_event, resume_event):
             event.failure(lambda: (failed, []), None, [i_status, i_errors], api_visibility="private",
                           queue=False)
-        demo.load(h.resume_job, None, job_outputs, api_visibility="private", **light)
+        load_event = demo.load(h.resume_job, None, job_outputs, api_visibility="private", **light)
+        # A job started (or resumed) here goes on with a stopped one's folder: it leaves the list.
+        for event in (load_event, upload_event, folder_event, resume_event):
+            event.then(h.stopped_jobs, None, [i_stopped_row, i_stopped], api_visibility="private",
+                       **light)
         i_timer.tick(h.job_status, [i_job, i_total], [i_status, i_errors, i_timer],
                      api_name="job_status", show_progress="hidden", **light)
 

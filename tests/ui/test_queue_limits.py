@@ -24,8 +24,8 @@ def test_model_events_share_one_limited_group(tmp_path: Path) -> None:
     assert model == {"search", "compare", "cluster"}
     assert all(queued[name].concurrency_limit == 2 for name in model)
     light = {name: f for name, f in queued.items() if name not in model}
-    assert {"index_upload", "index_folder", "job_status", "collections", "delete_collection",
-            "pickers"} <= set(light)
+    assert {"index_upload", "index_folder", "resume_index", "job_status", "collections",
+            "delete_collection", "pickers", "stopped_jobs"} <= set(light)
     assert all(f.concurrency_id == LIGHT and f.concurrency_limit == LIGHT_LIMIT
                for f in light.values())
     # Unqueued events only toggle widgets in the page (no facade call).

@@ -150,6 +150,34 @@ def test_compare_shows_two_rankings_side_by_side(ui_client) -> None:
     assert "The instruction A had 3,000 characters" in html and "The instruction B had 3,000" in html
 
 
+def test_compare_instructions_that_differ_past_the_limit_say_so(ui_client) -> None:
+    """Two instructions of 2,383 characters differing only at the end were refused as "the
+    same", after two "only the first 2,000 were used" toasts: what is compared is what is
+    used, and the message says so."""
+    a = "Find documents on the same topic. " * 70 + "AAA"
+    b = "Find documents on the same topic. " * 70 + "BBB"
+    with pytest.raises(AppError, match="Instructions A and B are the same in their first 2,000 "
+                                       "characters, which is all that is used"):
+        ui_client.predict("my card", a, b, COLLECTION, "minilm", 5, "", api_name="/compare")
+
+
+def test_an_instruction_the_embedder_cannot_fit_is_named_in_words_the_page_can_act_on(
+        ui_client) -> None:
+    """A 1,688-character instruction, inside the page's 2,000, is more than minilm's 256 tokens:
+    the toast said "the instruction" with two on the Compare tab, and named options only the
+    command line has."""
+    long = ("Find documents on the same topic. " * 50)[:1688]
+    with pytest.raises(AppError) as info:
+        ui_client.predict("my card", "Find messages about fees", long, COLLECTION, "minilm", 5, "",
+                          api_name="/compare")
+    message = str(info.value)
+    assert message.startswith("Instruction B: the instruction is too long"), message
+    assert "shorten the instruction" in message and "--max-length" not in message
+    with pytest.raises(AppError, match="shorten the instruction") as info:
+        search(ui_client, "my card", long)
+    assert "--max-length" not in str(info.value)
+
+
 # ----------------------------------------------------------------- cluster
 
 TOPIC_TEXTS = (
@@ -356,6 +384,141 @@ def test_a_page_loaded_mid_job_shows_that_jobs_bar(minilm, tmp_path) -> None:
             facet.indexing.fail(job.job_id, "stopped by the test")
         html, _errors, timer = handlers.job_status(done.job_id, 3)
         assert "Also in progress" not in html and not timer.active
+    finally:
+        facet.close()
+
+
+def _own_facet(minilm, tmp_path: Path, **settings):  # type: ignore[no-untyped-def]
+    """A facade of its own (jobs stopped and files removed here touch no other test)."""
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.settings import FacetSettings
+    from ui.handlers import UiHandlers
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data", **settings), embedders=cache)
+    return facet, UiHandlers(facet, facet.settings, tmp_path / "exports")
+
+
+def _finished(facet, job_id: int, timeout: float = 120):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while (job := facet.job(job_id)).state in ("queued", "running"):
+        assert time.monotonic() < deadline, f"job {job_id} still {job.state}"
+        time.sleep(0.1)
+    return job
+
+
+def test_uploads_that_cannot_be_indexed_are_not_kept_for_the_next_job(minilm, tmp_path) -> None:
+    """A binary .txt and an empty file stayed in the collection's upload folder: every later
+    upload job listed their errors again, and the Collections tab counted them as failed."""
+    facet, handlers = _own_facet(minilm, tmp_path)
+    try:
+        files = tmp_path / "in"
+        files.mkdir()
+        (files / "good.txt").write_text("The keeper polishes the great lens at dusk.")
+        (files / "scan.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+        (files / "empty.txt").write_text("")
+        (files / "later.txt").write_text("The ferry leaves the harbour at high tide.")
+        folder = facet.upload_folder("up")
+        job_id, total, *_ = handlers.index_upload(
+            [str(files / n) for n in ("good.txt", "scan.txt", "empty.txt")], "up", "minilm")
+        job = _finished(facet, job_id)
+        assert job.docs_failed == 2
+        html, errors, _timer = handlers.job_status(job_id, total)
+        assert "Not kept in the uploads of up, as they cannot be indexed" in html
+        assert "empty.txt, scan.txt." in html and len(errors) == 2  # the errors still say why
+        assert sorted(p.name for p in folder.iterdir()) == ["good.txt"]
+        # The next upload job lists no old errors, and the collection stops counting them.
+        job_id, *_ = handlers.index_upload([str(files / "later.txt")], "up", "minilm")
+        job = _finished(facet, job_id)
+        assert (job.state, job.docs_failed, job.errors) == ("completed", 0, [])
+        assert facet.collection("up").documents_failed == 0
+        # Its page closed before the job ended: the next upload takes the file out first.
+        job_id, *_ = handlers.index_upload([str(files / "scan.txt")], "up", "minilm")
+        assert _finished(facet, job_id).docs_failed == 1
+        job_id, *_ = handlers.index_upload([str(files / "later.txt")], "up", "minilm")
+        job = _finished(facet, job_id)
+        assert (job.docs_failed, job.errors) == (0, [])
+        assert sorted(p.name for p in folder.iterdir()) == ["good.txt", "later.txt"]
+    finally:
+        facet.close()
+
+
+def test_a_job_stopped_by_a_restart_is_shown_and_resumed_from_the_page(minilm, tmp_path) -> None:
+    """An upload job stopped by a server restart was shown nowhere: the Index tab looked for
+    queued or running jobs only, the jobs table said "interrupted" with no message, a search
+    returned the indexed part as if complete, and only the command line could resume it."""
+    from gradio import Error
+
+    from app.services.indexing import IndexOptions
+
+    root = tmp_path / "allowed"
+    root.mkdir()
+    facet, handlers = _own_facet(minilm, tmp_path, ui_allowed_roots=[root])
+    try:
+        folder = facet.upload_folder("notes")
+        folder.mkdir(parents=True)
+        for i in range(3):
+            (folder / f"n{i}.txt").write_text(f"Note {i}: the lighthouse keeper's log for day {i}.")
+
+        def stop(_progress: object) -> None:  # the server stops after the first batch
+            facet.context.stopping.set()
+
+        stopped = facet.index(folder, "notes", IndexOptions(batch_chunks=1), progress=stop)
+        facet.context.stopping.clear()
+        assert (stopped.state, stopped.docs_indexed) == ("interrupted", 1)
+
+        _, jobs = handlers.collections()
+        row = next(r for r in jobs if r[0] == stopped.job_id)
+        assert row[2] == "interrupted"
+        assert row[-1].startswith("stopped (the server stopping) with 1 documents indexed; to go "
+                                  "on, pick it as the stopped job on the Index tab and press Resume")
+        assert "facet index" not in row[-1] and "--collection" not in row[-1]
+        # The Index tab, loaded: the stopped job's bar, and the row to resume it.
+        job_id, _total, html, _errors, timer = handlers.resume_job()
+        assert job_id == stopped.job_id and not timer.active
+        assert 'data-state="interrupted"' in html and "press Resume" in html
+        row_update, picker = handlers.stopped_jobs()
+        assert row_update["visible"] and picker["value"] == stopped.job_id
+        assert picker["choices"] == [(f"job {stopped.job_id} into notes (1 document indexed before "
+                                      "it stopped)", stopped.job_id)]
+        # A search says its results may miss what the job had not reached.
+        results, _ = handlers.search("lighthouse log", "", "notes", "minilm", 5, "", False, None,
+                                     False, "dense")
+        assert f"These results may miss documents: index job {stopped.job_id} into notes did not " \
+               "finish" in results
+
+        resumed_id, *_ = handlers.resume_index(stopped.job_id)
+        resumed = _finished(facet, resumed_id)
+        assert (resumed.state, resumed.docs_indexed, resumed.docs_skipped) == ("completed", 2, 1)
+        assert resumed.resumed_from == stopped.job_id
+        assert facet.collection("notes").documents_indexed == 3
+        row_update, _ = handlers.stopped_jobs()
+        assert not row_update["visible"]
+        _, jobs = handlers.collections()
+        assert next(r for r in jobs if r[0] == stopped.job_id)[-1].endswith(
+            f"resumed by job {resumed_id}")
+        with pytest.raises(Error, match="is completed, not stopped: there is nothing to resume"):
+            handlers.resume_index(resumed_id)
+        results, _ = handlers.search("lighthouse log", "", "notes", "minilm", 5, "", False, None,
+                                     False, "dense")
+        assert "may miss documents" not in results
+
+        # One started from the command line, on a folder this page may not index: said so.
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        for i in range(2):
+            (elsewhere / f"e{i}.txt").write_text(f"Entry {i} of the harbour master's book.")
+        other = facet.index(elsewhere, "cli", IndexOptions(batch_chunks=1), progress=stop)
+        facet.context.stopping.clear()
+        _, jobs = handlers.collections()
+        assert "this page cannot resume it" in next(r for r in jobs if r[0] == other.job_id)[-1]
+        with pytest.raises(Error, match=f"Job {other.job_id} cannot be resumed here"):
+            handlers.resume_index(other.job_id)
+        assert not handlers.stopped_jobs()[0]["visible"]
+        with pytest.raises(Error, match="Pick the stopped job to resume first"):
+            handlers.resume_index(None)
     finally:
         facet.close()
 
