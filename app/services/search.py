@@ -479,20 +479,16 @@ class SearchService:
         return self._sources.get(collection, {}).get(vector_name, vector_name)
 
     def _query_spec(self, request: SearchRequest, vector_name: str) -> str:
-        """What encodes the query. Naming no embedder: what wrote the vector, as the collection
-        recorded it (a checkpoint indexed from its directory is loaded from there, not as the
-        registered model of the same name; options included). Naming the vector itself: the
-        same model without the recorded options (``inbedder`` on a collection indexed with
-        ``inbedder[instruction_weight=1]`` is the served InBedder, as the name says everywhere
-        else). Naming another spec: that, options included (``minilm[instruction_weight=1]``
-        searches minilm's vectors with that weight), so long as its vectors compare with the
-        stored ones (_check_comparable)."""
-        if request.embedder is None:
+        """What encodes the query. Naming no embedder, or the vector itself: what wrote the
+        vector, as the collection recorded it, options included (a checkpoint indexed from its
+        directory is loaded from there, not as the registered model of the same name; a
+        collection indexed with ``inbedder[instruction_weight=1]`` is searched at that weight
+        when ``inbedder`` is named: naming the vector picks one of a collection's embedders, as
+        the UI and the API do). Naming another spec: that, options included
+        (``minilm[instruction_weight=0.25]`` overrides the recorded weight), so long as its
+        vectors compare with the stored ones (_check_comparable)."""
+        if request.embedder is None or request.embedder == vector_name:
             return self._source(request.collection, vector_name)
-        if request.embedder == vector_name:
-            from embedders.registry import without_options  # (imports torch: not at start-up)
-
-            return without_options(self._source(request.collection, vector_name))
         return request.embedder
 
     @staticmethod

@@ -357,12 +357,12 @@ def test_an_option_in_the_request_encodes_the_query_whatever_is_loaded(searchabl
     assert [r.rerank_score for r in reranked.results] == pytest.approx(list(want), abs=1e-4)
 
 
-def test_naming_the_embedder_of_a_collection_indexed_with_options_drops_them(make_ctx,
-                                                                            tmp_path, minilm) -> None:
-    """A collection indexed with ``minilm[instruction_weight=1]``: naming no embedder reads the
-    query as it was indexed (weight 1), but naming ``minilm`` quietly did the same, where the
-    name means the served model everywhere else (``checkpoints/inbedder`` and
-    ``inbedder[instruction_weight=0.25]`` gave one ranking, ``inbedder`` another)."""
+def test_naming_the_vector_of_a_collection_indexed_with_options_keeps_them(make_ctx, tmp_path,
+                                                                          minilm) -> None:
+    """A collection indexed with ``minilm[instruction_weight=1]``: naming no embedder and naming
+    the vector ``minilm`` (how the UI and the API pick one of a collection's embedders) both
+    read the query as it was indexed; options given override. (For one session a bare name
+    dropped the recorded options, and every UI search of such a collection lost them.)"""
     from app.services.indexing import IndexOptions
     from embedders import load_embedder
 
@@ -375,7 +375,8 @@ def test_naming_the_embedder_of_a_collection_indexed_with_options_drops_them(mak
     full = load_embedder("minilm[instruction_weight=1]", device="cpu")
     service = SearchService(ctx)
     instruction = "Find messages about topping up"
-    for named, model in ((None, full), ("minilm", minilm)):
+    for named, model in ((None, full), ("minilm", full),
+                         ("minilm[instruction_weight=0.25]", minilm)):
         response = service.search(SearchRequest("it failed", "opts", instruction=instruction,
                                                 top_k=4, embedder=named, mode="dense"))
         texts = [r.text for r in response.results]
