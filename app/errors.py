@@ -60,7 +60,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
     unreadable checkpoint -> ``DataError``; ``indexer`` errors: missing collection ->
     ``NotFoundError``, a collection another process has open -> ``ConflictError``, a store
     server out of reach -> ``UnavailableError``, other store refusals -> ``InvalidRequestError``;
-    SQLite's "database is locked" after its busy timeout -> ``BusyError``.
+    SQLite's "database is locked" after its busy timeout, PostgreSQL's lock timeout ->
+    ``BusyError``.
     """
     from embedders.errors import CheckpointError, EmbedderError, UnknownEmbedderError
     from indexer.errors import (
@@ -91,12 +92,15 @@ def as_domain_error(error: Exception) -> FacetError | None:
 
     from indexer.metadata import SQLITE_BUSY_TIMEOUT_S
 
-    if isinstance(error, OperationalError) and "database is locked" in str(error.orig):
-        # Another process held SQLite's write lock for the whole busy timeout (a long write):
-        # it was a 60-line SQLAlchemy traceback.
-        return BusyError(f"the metadata database (SQLite) stayed locked by another process's "
-                         f"write for the whole wait ({SQLITE_BUSY_TIMEOUT_S} s); try again when "
-                         "it is done", retry_after_s=5.0)
+    if isinstance(error, OperationalError):
+        # Another process held SQLite's write lock, or a PostgreSQL session a table's lock
+        # (lock_timeout, SQLSTATE 55P03), for the whole wait: it was a 60-line traceback.
+        sqlite = "database is locked" in str(error.orig)
+        if sqlite or getattr(error.orig, "sqlstate", None) == "55P03":
+            return BusyError(f"the metadata database ({'SQLite' if sqlite else 'PostgreSQL'}) "
+                             f"stayed locked by another process's write for the whole wait "
+                             f"({SQLITE_BUSY_TIMEOUT_S} s); try again when it is done",
+                             retry_after_s=5.0)
     return None
 
 

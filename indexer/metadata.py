@@ -309,10 +309,14 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
     """An engine for ``url`` with the schema at the current migration (``indexer.migrate``).
 
     SQLite gets foreign keys, WAL and a 30 s busy timeout (a worker, a CLI and a server may
-    write the same file). ``pooled=False`` keeps no connection open between uses (for a
-    process that forks children).
+    write the same file); PostgreSQL the same 30 s as its ``lock_timeout``. ``pooled=False``
+    keeps no connection open between uses (for a process that forks children).
     """
     connect_args: dict[str, Any] = {"timeout": SQLITE_BUSY_TIMEOUT_S} if url.startswith("sqlite") else {}
+    if url.startswith("postgresql"):
+        # The same wait for a lock as SQLite's busy timeout, then an error (a table locked by
+        # another session, idle in its transaction, held every command and request for ever).
+        connect_args["options"] = f"-c lock_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}"
     extra: dict[str, Any] = {} if pooled else {"poolclass": NullPool}
     if not url.startswith("sqlite"):
         # A server restarted (or a pooled connection dropped) under a long-running `facet

@@ -233,3 +233,32 @@ def test_nul_characters_outside_text_are_no_crash_on_postgres(make_ctx, tmp_path
     with pytest.raises(InvalidRequestError, match="text column's name holds a NUL"):
         IndexService(ctx).prepare(src, "zz", IndexOptions(text_column="bo\x00dy"))
     CollectionService(ctx).delete("nul")
+
+
+def test_a_table_locked_too_long_is_busy_not_a_hang(tmp_path, postgres_url, monkeypatch) -> None:
+    """A session holding a table's lock (idle in its transaction) held every command and API
+    request for ever on PostgreSQL; with a lock_timeout set by hand, a 100-line traceback. Now
+    the same wait as SQLite's busy timeout, then the same BusyError."""
+    from sqlalchemy import create_engine, text
+
+    from app.core import Facet
+    from app.errors import BusyError
+    from app.settings import FacetSettings
+
+    monkeypatch.setattr(md, "SQLITE_BUSY_TIMEOUT_S", 1)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data", database_url=postgres_url))
+    other = create_engine(postgres_url)
+    try:
+        assert facet.collections() == []  # migrated, connected
+        facet.close()
+        facet = Facet(FacetSettings(data_dir=tmp_path / "data", database_url=postgres_url))
+        with other.connect() as holder:
+            holder.execute(text("LOCK TABLE collections IN ACCESS EXCLUSIVE MODE"))
+            with pytest.raises(BusyError, match=r"the metadata database \(PostgreSQL\) stayed "
+                                                r"locked .* \(1 s\); try again"):
+                facet.collections()
+            holder.rollback()
+        assert facet.collections() == []
+    finally:
+        facet.close()
+        other.dispose()
