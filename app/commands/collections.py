@@ -91,17 +91,18 @@ def register(cli: typer.Typer) -> None:
                             ] = 1.0,
     ) -> None:
         """List index jobs, or show one with its per-document errors."""
-        if follow:
-            if job_id is None:
-                typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
-                raise typer.Exit(2)
-            raise typer.Exit(_follow(job_id, interval))
+        if follow and job_id is None:
+            typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
+            raise typer.Exit(2)
         with open_facet() as facet:
             jobs = [facet.job(job_id)] if job_id is not None else facet.jobs(collection, limit)
         if job_id is not None and collection is not None and jobs[0].collection != collection:
-            # (It was ignored: job 1 of c1 printed for `facet jobs 1 -c s`.)
+            # (It was ignored: job 1 of c1 printed for `facet jobs 1 -c s`, with --follow too.)
             raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} but of "
                                       f"{jobs[0].collection!r}")
+        if follow:
+            assert job_id is not None
+            raise typer.Exit(_follow(job_id, interval))
         if as_json:
             typer.echo(json.dumps([asdict(j) for j in jobs], indent=2))
             return

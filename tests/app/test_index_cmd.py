@@ -404,5 +404,7 @@ def test_jobs_of_one_id_and_another_collection_is_refused(tmp_path, run) -> None
     src.write_text("the ferry leaves at noon")
     assert run("index", str(src), "--collection", "c1").returncode == 0
     assert "job 1 completed: c1" in run("jobs", "1", "-c", "c1").stdout
-    wrong = run("jobs", "1", "-c", "other")
-    assert wrong.returncode == 2 and "job 1 is not of collection 'other' but of 'c1'" in wrong.stderr
+    for follow in ([], ["--follow"]):
+        wrong = run("jobs", "1", "-c", "other", *follow)
+        assert wrong.returncode == 2, follow
+        assert "job 1 is not of collection 'other' but of 'c1'" in wrong.stderr
