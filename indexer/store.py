@@ -350,8 +350,9 @@ class VectorStore(ABC):
 
     @abstractmethod
     def scroll(self, collection: str, *, limit: int = 1000,
-               filters: Filters | None = None) -> list[Hit]:
-        """Up to ``limit`` points (payloads), in id order."""
+               filters: Filters | None = None, with_payload: bool = True) -> list[Hit]:
+        """Up to ``limit`` points (payloads, or empty ones without ``with_payload``), in id
+        order."""
 
     def optimize(self, collection: str) -> None:
         """Build indexes after a bulk load (a no-op where the backend does it itself)."""
@@ -824,7 +825,7 @@ class EdgeStore(VectorStore):
         return _retrieved(records)
 
     def scroll(self, collection: str, *, limit: int = 1000,
-               filters: Filters | None = None) -> list[Hit]:
+               filters: Filters | None = None, with_payload: bool = True) -> list[Hit]:
         q = self._q
         hits: list[Hit] = []
         offset = None
@@ -832,7 +833,7 @@ class EdgeStore(VectorStore):
             with self._using(collection) as shard:
                 records, offset = shard.scroll(q.ScrollRequest(
                     offset=offset, limit=min(1000, limit - len(hits)), filter=self._filter(filters),
-                    with_payload=True))
+                    with_payload=with_payload))
             hits.extend(Hit(str(r.id), 0.0, dict(r.payload or {})) for r in records)
             if offset is None or not records:
                 break
@@ -1140,13 +1141,13 @@ class QdrantClientStore(VectorStore):
         return _retrieved(records)
 
     def scroll(self, collection: str, *, limit: int = 1000,
-               filters: Filters | None = None) -> list[Hit]:
+               filters: Filters | None = None, with_payload: bool = True) -> list[Hit]:
         hits: list[Hit] = []
         offset = None
         while len(hits) < limit:
             records, offset = self._client.scroll(
                 collection, scroll_filter=self._filter(filters), limit=min(1000, limit - len(hits)),
-                offset=offset, with_payload=True)
+                offset=offset, with_payload=with_payload)
             hits.extend(Hit(str(r.id), 0.0, dict(r.payload or {})) for r in records)
             if offset is None or not records:
                 break

@@ -761,10 +761,12 @@ class IndexService:
                                          lexical=True)
         D = md.Document
         where: ColumnElement[bool]
+        stale: list[str] = []
         if existed:
-            lost_ids = self._documents_missing_points(session, coll)
-            if not lost_ids:
-                return
+            lost_ids, stale = self._compare_points(session, coll)
+            if stale:
+                with _store_errors():
+                    self.store.delete(coll.name, stale)
             where = D.id.in_(lost_ids)
             held = "lacked the points of"
         else:
@@ -772,37 +774,49 @@ class IndexService:
             held = "held nothing of collection"
         lost = int(session.scalar(select(func.count()).select_from(D).where(
             where, D.status == "indexed")) or 0)
-        if not lost:
+        if not lost and not stale:
             return
         session.execute(update(D).where(where, D.status == "indexed").values(status="pending"))
         session.execute(delete(md.DocumentVector).where(md.DocumentVector.document_id.in_(
             select(D.id).where(where))))
-        what = (f"the vector store {held} {plural(lost, 'indexed document')} of collection "
-                f"{coll.name!r}" if existed else
-                f"the vector store {held} {coll.name!r}, whose metadata lists "
-                f"{plural(lost, 'indexed document')}")
-        message = (f"{what} (its store folder removed or restored from an older copy, or the "
+        parts = ([f"lacked the points of {plural(lost, 'indexed document')}, written again (those "
+                  "of this run's source now; index the other sources again too)"] if lost else [])
+        parts += ([f"held {plural(len(stale), 'point')} of documents since removed or rewritten, "
+                   "deleted"] if stale else [])
+        message = (f"the vector store of collection {coll.name!r} {' and '.join(parts)} (its "
+                   "store folder restored from an older copy, or the metadata restored apart "
+                   "from it?)" if existed else
+                   f"the vector store {held} {coll.name!r}, whose metadata lists "
+                   f"{plural(lost, 'indexed document')} (its store folder removed, or the "
                    "metadata restored apart from it?): they are written again, those of this "
                    "run's source now; index the other sources again too")
         logger.warning("%s", message)
         job.errors.append(md.JobError(document_key=coll.name, kind="warning", message=message))
         session.commit()
 
-    def _documents_missing_points(self, session: Session, coll: md.Collection) -> list[int]:
-        """Indexed documents of ``coll`` with a chunk whose point the store lacks (a store folder
-        restored from an older copy under newer metadata): every search missed them, and every
-        run took them as unchanged. Read only when the store holds fewer points than the
-        metadata's chunks (one count per run; the ids are compared then)."""
+    def _compare_points(self, session: Session, coll: md.Collection) -> tuple[list[int], list[str]]:
+        """The store's point ids against the metadata's chunks (a store folder restored from an
+        older copy under newer metadata: every search missed what was written since, and
+        returned what was removed since, for good, each run taking it all as unchanged).
+
+        Returns the indexed documents with a chunk whose point the store lacks, and the store's
+        points that no chunk of the collection's documents names. Ids only, every run (what
+        changed in place since the copy, and a vector of an embedder added since, are not seen).
+        """
         D, C = md.Document, md.Chunk
-        indexed = select(C.point_id, C.document_id).join(D, C.document_id == D.id).where(
-            D.collection_id == coll.id, D.status == "indexed")
-        expected = int(session.scalar(select(func.count()).select_from(indexed.subquery())) or 0)
+        chunks = select(C.point_id, C.document_id, D.status).join(D, C.document_id == D.id).where(
+            D.collection_id == coll.id)
         with _store_errors():
             held = self.store.count(coll.name)
-            if held >= expected:
-                return []
-            present = {h.id for h in self.store.scroll(coll.name, limit=held + 1)}
-        return sorted({doc for pid, doc in session.execute(indexed) if pid not in present})
+            present = {h.id for h in self.store.scroll(coll.name, limit=held + 1,
+                                                       with_payload=False)}
+        known: set[str] = set()
+        lost: set[int] = set()
+        for pid, doc, status in session.execute(chunks):
+            known.add(pid)
+            if status == "indexed" and pid not in present:
+                lost.add(doc)
+        return sorted(lost), sorted(present - known)
 
     def hold_store_collection(self, name: str) -> None:
         """Open an existing collection in the store for this writer (``VectorStore.hold``).
