@@ -800,8 +800,9 @@ class IndexService:
         returned what was removed since, for good, each run taking it all as unchanged).
 
         Returns the indexed documents with a chunk whose point the store lacks, and the store's
-        points that no chunk of the collection's documents names. Ids only, every run (what
-        changed in place since the copy, and a vector of an embedder added since, are not seen).
+        points that no chunk of the collection's documents names (but those of a document being
+        written). Ids only, every run (what changed in place since the copy, and a vector of an
+        embedder added since, are not seen).
         """
         D, C = md.Document, md.Chunk
         chunks = select(C.point_id, C.document_id, D.status).join(D, C.document_id == D.id).where(
@@ -816,7 +817,19 @@ class IndexService:
             known.add(pid)
             if status == "indexed" and pid not in present:
                 lost.add(doc)
-        return sorted(lost), sorted(present - known)
+        unknown = sorted(present - known)
+        if not unknown:
+            return sorted(lost), []
+        # A point no chunk names is stale unless its document is still being written (a job
+        # stopped between its store write and its metadata's: that document is not "indexed",
+        # and the run that writes it again replaces its points; not a restored copy).
+        with _store_errors():
+            owners = {h.id: str(h.payload.get("doc_id"))
+                      for h, _ in self.store.retrieve(coll.name, unknown)}
+        statuses = {k: d.status for k, d in
+                    md.documents_by_key(session, coll.id, set(owners.values())).items()}
+        stale = [pid for pid, key in owners.items() if statuses.get(key, "indexed") == "indexed"]
+        return sorted(lost), sorted(stale)
 
     def hold_store_collection(self, name: str) -> None:
         """Open an existing collection in the store for this writer (``VectorStore.hold``).

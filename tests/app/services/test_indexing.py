@@ -683,3 +683,32 @@ def test_times_are_marked_utc(make_ctx, tmp_path) -> None:
         moment = dt.datetime.fromisoformat(text)
         assert moment.utcoffset() == dt.timedelta(0)
         assert abs((dt.datetime.now(dt.UTC) - moment).total_seconds()) < 300
+
+
+def test_points_of_a_document_still_being_written_are_no_restored_copy(make_ctx, tmp_path) -> None:
+    """A job stopped between a batch's store write and its metadata's leaves points no chunk
+    names, of a document that is not "indexed": resuming it must not take them for a store
+    restored from an older copy (no warning; the resumed run writes the document)."""
+    from indexer.store import PointRecord
+
+    src = tmp_path / "src"
+    write_corpus(src, 2, words=20)
+    ctx = make_ctx()
+    IndexService(ctx).index(src, "w")
+    late = src / "late.txt"
+    late.write_text("the ferry timetable for the winter months")
+    with ctx.sessions() as s:  # what step 1 and step 2 of the stopped batch left
+        coll = md.get_collection(s, "w")
+        assert coll is not None
+        s.add(md.Document(collection_id=coll.id, key=str(late), source=str(late), title=None,
+                          meta={}, status="pending"))
+        s.commit()
+    vector = ctx.embedders.get("minilm").encode(["the ferry timetable"], role="document")[0]
+    ctx.store.upsert("w", [PointRecord(point_id(str(late), 0), {"minilm": vector}, {
+        "doc_id": str(late), "chunk_no": 0, "text": "the ferry timetable"})])
+    resumed = IndexService(ctx).index(src, "w")
+    assert resumed.docs_indexed == 1
+    errors = CollectionService(ctx).job(resumed.job_id).errors
+    assert not any("vector store" in e["message"] for e in errors), errors
+    info = CollectionService(ctx).get("w")
+    assert info.points == info.chunks
