@@ -42,6 +42,7 @@ from app.errors import (
     NotFoundError,
     UnavailableError,
     UnknownModelError,
+    as_domain_error,
 )
 from app.services import leases
 from app.services.collections import follow_hint, resume_command
@@ -567,7 +568,11 @@ class IndexService:
                                    "resume: what was indexed is kept")
                 else:
                     job.state = "failed"
-                    job.message = f"{type(e).__name__}: {e}"
+                    # A lower package's error as its edges say it ("database is locked" was
+                    # stored as the SQL statement and its parameters, for every edge to show).
+                    domain = as_domain_error(e) if isinstance(e, Exception) else None
+                    job.message = (f"{type(domain).__name__}: {domain}" if domain is not None
+                                   else f"{type(e).__name__}: {e}")
                 if not stopping:
                     raise
             finally:

@@ -193,5 +193,10 @@ class Heartbeat:
                         return
                     if callable(self.extra):
                         self.extra(session)
-            except Exception:  # a database hiccup: try again at the next beat
-                logger.warning("lease heartbeat of job %d failed", self.job_id, exc_info=True)
+            except Exception as e:  # a database hiccup: try again at the next beat
+                # One line (a 50-line traceback in the user's terminal mid-run); the traceback
+                # at debug level.
+                logger.warning("lease heartbeat of job %d failed (%s); trying again at the next "
+                               "beat", self.job_id, str(e).splitlines()[0][:200] if str(e) else
+                               type(e).__name__)
+                logger.debug("lease heartbeat of job %d failed", self.job_id, exc_info=True)

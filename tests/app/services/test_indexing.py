@@ -712,3 +712,31 @@ def test_points_of_a_document_still_being_written_are_no_restored_copy(make_ctx,
     assert not any("vector store" in e["message"] for e in errors), errors
     info = CollectionService(ctx).get("w")
     assert info.points == info.chunks
+
+
+def test_a_job_failed_by_a_locked_database_says_so_in_words(make_ctx, tmp_path) -> None:
+    """A job that failed on SQLite's "database is locked" stored the SQLAlchemy error whole (the
+    UPDATE statement and its parameters) as the message every edge shows."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    src = tmp_path / "src"
+    write_corpus(src, 2)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "c")
+    next(iter(sorted(src.iterdir()))).write_text("a changed note about ferries")
+
+    def locked(texts, **kw):
+        raise OperationalError("UPDATE documents SET n_chunks=?", {"n": 1},
+                               sqlite3.OperationalError("database is locked"))
+
+    ctx.encoder.encode = locked  # type: ignore[method-assign]
+    with pytest.raises(OperationalError):
+        service.index(src, "c")
+    job = CollectionService(ctx).jobs("c", limit=1)[0]
+    assert job.state == "failed"
+    assert job.message is not None and job.message.startswith(
+        "BusyError: the metadata database (SQLite) stayed locked by another process's write")
+    assert "UPDATE documents" not in job.message

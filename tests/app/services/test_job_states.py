@@ -146,3 +146,25 @@ def test_follow_says_a_queued_job_was_superseded_and_stops(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0].startswith(f"job {job_id} queued")
     assert done.stdout.splitlines()[1].startswith(f"  superseded by job {job_id + 1}")
+
+
+def test_a_failed_heartbeat_is_one_line_not_a_traceback(caplog) -> None:
+    """A renewal that met "database is locked" printed a 50-line SQLAlchemy traceback into the
+    terminal of the job's user (at warning level); now one line, the traceback at debug."""
+    import logging
+    import sqlite3
+    import time
+
+    from sqlalchemy.exc import OperationalError
+
+    def sessions():
+        raise OperationalError("UPDATE collections SET heartbeat_at=?", {},
+                               sqlite3.OperationalError("database is locked"))
+
+    with caplog.at_level(logging.WARNING, logger="app.services.leases"), \
+            leases.Heartbeat(sessions, 1, 7, ttl_s=0.8):  # type: ignore[arg-type]
+        time.sleep(0.5)
+    failed = [r for r in caplog.records if "heartbeat of job 7 failed" in r.getMessage()]
+    assert failed and all(r.exc_info is None for r in failed)
+    assert "database is locked" in failed[0].getMessage()
+    assert "\n" not in failed[0].getMessage()
