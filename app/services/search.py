@@ -389,9 +389,16 @@ class SearchService:
             if coll is None:
                 known = [c.name for c in md.list_collections(session)]
                 self._vectors.pop(collection, None)
+                # Vectors under that name that this database does not know (its own lost, or
+                # another database's): indexing into it is refused, so do not suggest it.
+                stray = self.store.collection_exists(collection)
                 raise NotFoundError(
-                    f"unknown collection {collection!r} "
-                    f"(known: {', '.join(known) or 'none'}); indexing into a new name creates it")
+                    f"unknown collection {collection!r} (known: {', '.join(known) or 'none'}); "
+                    + (f"the vector store holds vectors under that name that this metadata "
+                       f"database does not know (a lost or another database?): delete "
+                       f"{collection!r} to remove them, or point FACET_DATABASE_URL at the "
+                       f"database that indexed them" if stray else
+                       "indexing into a new name creates it"))
             names = [e.name for e in coll.embedders]
             self._identities[collection] = {e.name: e.identity for e in coll.embedders}
             self._sources[collection] = {e.name: e.spec for e in coll.embedders}

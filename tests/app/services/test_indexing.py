@@ -517,6 +517,10 @@ def test_a_store_and_a_metadata_database_that_disagree_are_reconciled(make_ctx, 
     with pytest.raises(ConflictError, match="already holds a collection 'notes' that this "
                                             "metadata database does not know"):
         IndexService(ctx).index(new, "notes")
+    # A search says so too (it suggested indexing into the name, which is refused).
+    with pytest.raises(NotFoundError, match="the vector store holds vectors under that name that "
+                                            "this metadata database does not know"):
+        SearchService(ctx).search(SearchRequest("ferry", "notes", top_k=1))
     assert CollectionService(ctx).delete("notes").points == 6
     report = IndexService(ctx).index(new, "notes")
     assert report.docs_indexed == 1
