@@ -773,10 +773,8 @@ class IndexService:
                 with _store_errors():
                     self.store.delete(coll.name, stale)
             where = D.id.in_(lost_ids)
-            held = "lacked the points of"
         else:
             where = D.collection_id == coll.id
-            held = "held nothing of collection"
         lost = int(session.scalar(select(func.count()).select_from(D).where(
             where, D.status == "indexed")) or 0)
         if not lost and not stale:
@@ -791,8 +789,8 @@ class IndexService:
         message = (f"the vector store of collection {coll.name!r} {' and '.join(parts)} (its "
                    "store folder restored from an older copy, or the metadata restored apart "
                    "from it?)" if existed else
-                   f"the vector store {held} {coll.name!r}, whose metadata lists "
-                   f"{plural(lost, 'indexed document')} (its store folder removed, or the "
+                   f"the vector store held nothing of collection {coll.name!r}, whose metadata "
+                   f"lists {plural(lost, 'indexed document')} (its store folder removed, or the "
                    "metadata restored apart from it?): they are written again, those of this "
                    "run's source now; index the other sources again too")
         logger.warning("%s", message)
