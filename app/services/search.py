@@ -391,7 +391,10 @@ class SearchService:
                 self._vectors.pop(collection, None)
                 # Vectors under that name that this database does not know (its own lost, or
                 # another database's): indexing into it is refused, so do not suggest it.
-                stray = self.store.collection_exists(collection)
+                try:
+                    stray = self.store.collection_exists(collection)
+                except StoreError:  # a name no store collection can have ("n\x001")
+                    stray = False
                 raise NotFoundError(
                     f"unknown collection {collection!r} (known: {', '.join(known) or 'none'}); "
                     + (f"the vector store holds vectors under that name that this metadata "
