@@ -26,6 +26,7 @@ from app.errors import (
     UnknownModelError,
     as_domain_error,
 )
+from app.files import probe_writable
 from app.settings import get_settings
 
 if TYPE_CHECKING:
@@ -124,14 +125,10 @@ def prepare_out_file(out: Path, flag: str = "--out") -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise DataError(f"{flag} {out}: cannot create its folder: {e.strerror or e}") from e
-    existed = out.exists()
-    try:  # opened, not asked (os.access says yes to root, and /proc passed it)
-        with out.open("a"):
-            pass
+    try:
+        probe_writable(out)
     except OSError as e:
         raise DataError(f"{flag} {out}: cannot write it: {e.strerror or e}") from e
-    if not existed:
-        out.unlink(missing_ok=True)  # the probe leaves nothing behind
 
 
 def write_out_file(out: Path, text: str, flag: str = "--out") -> None:

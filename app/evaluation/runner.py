@@ -21,6 +21,7 @@ from typing import Any
 from app.errors import DataError, InvalidRequestError
 from app.evaluation.cache import EmbeddingCache
 from app.evaluation.tasks import EvalContext, Task, TaskResult
+from app.files import probe_writable
 from embedders import Embedder
 
 logger = logging.getLogger(__name__)
@@ -209,14 +210,10 @@ def prepare_report_dir(out_dir: Path, flag: str = "--out") -> bool:
         if path.is_dir():
             raise InvalidRequestError(f"{flag} {out_dir}: {name} in it is a folder; remove it or "
                                       f"name another {flag}")
-        was_there = path.exists()
-        try:  # opened, not asked (os.access says yes to root)
-            with path.open("a"):
-                pass
+        try:
+            probe_writable(path)
         except OSError as e:
             raise DataError(f"{flag} {out_dir}: cannot write {name} in it: {e.strerror or e}") from e
-        if not was_there:
-            path.unlink(missing_ok=True)  # the probe leaves nothing behind
     return not existed
 
 
