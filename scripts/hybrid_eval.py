@@ -36,7 +36,7 @@ from app.evaluation.tasks import RetrievalTask
 from app.services.benchmark import beir_corpus_subset
 from app.services.context import ServiceContext
 from app.services.indexing import IndexOptions, IndexService
-from app.services.search import HYBRID_FUSION, SearchRequest, SearchService
+from app.services.search import HYBRID_FUSION, RERANK_DOCUMENTS_INSTRUCTED, SearchRequest, SearchService
 from app.settings import FacetSettings, get_settings
 from indexer.store import Fusion
 
@@ -45,17 +45,25 @@ GRID = [Fusion(k=k, dense_weight=1.0, lexical_weight=w, candidates=100)
 
 
 def run_queries(service: SearchService, data: BeirData, embedder: str, mode: str,
-                exact: bool = False, instruction: str | None = SCIFACT_INSTRUCTION) -> dict[str, Any]:
+                exact: bool = False, instruction: str | None = SCIFACT_INSTRUCTION,
+                rerank: str | None = None, rerank_depth: int | None = None,
+                progress: str | None = None) -> dict[str, Any]:
+    """nDCG@10 and Recall@100 of ``mode``'s ranking; with ``rerank``, its ranking of the first
+    stage's top ``rerank_depth`` (Recall at that depth, which reranking does not change)."""
     qids = sorted(data.qrels)
     rankings: dict[str, list[str]] = {}
+    depth = (rerank_depth or 100) if rerank else 100
     start = time.perf_counter()
-    for q in qids:
+    for i, q in enumerate(qids):
         response = service.search(SearchRequest(data.queries[q], "scifact", instruction=instruction,
-                                                top_k=100, embedder=embedder, mode=mode,
-                                                exact=exact))
+                                                top_k=depth, embedder=embedder, mode=mode,
+                                                exact=exact, rerank=rerank, rerank_depth=depth))
         rankings[q] = [r.doc_id for r in response.results]
+        if progress and (i + 1) % 20 == 0:
+            print(f"{progress}: {i + 1}/{len(qids)} queries, "
+                  f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
     return {"ndcg@10": round(100 * metrics.mean_over_queries(rankings, data.qrels, "ndcg", 10), 2),
-            "recall@100": round(100 * metrics.mean_over_queries(rankings, data.qrels, "recall", 100), 2),
+            f"recall@{depth}": round(100 * metrics.mean_over_queries(rankings, data.qrels, "recall", depth), 2),
             "ms_per_query": round(1000 * (time.perf_counter() - start) / len(qids), 1),
             "per_query_ndcg@10": [metrics.ndcg_at_k(rankings[q], data.qrels[q], 10) for q in qids]}
 
@@ -87,6 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=None,
                         help="a corpus subset: the judged documents plus a seeded sample of the others")
     parser.add_argument("--data-root", type=Path, default=None, help="datasets root (default: the settings')")
+    parser.add_argument("--rerank", action="append", default=[], metavar="EMBEDDER",
+                        help="also rerank each first stage's top --rerank-depth with this embedder "
+                             "(repeatable), reading the documents each --rerank-docs way")
+    parser.add_argument("--rerank-depth", type=int, default=20)
+    parser.add_argument("--rerank-first", default="hybrid",
+                        help="comma-separated first-stage modes for --rerank (default hybrid)")
+    parser.add_argument("--rerank-docs", default="instruction,bare",
+                        help="comma-separated: instruction (the chunk under the query's instruction, "
+                             "as served) and/or bare (the chunk alone)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -95,6 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.beir or root / "beir_scifact"
     if args.beir is None and args.split not in ("dev", "test"):
         parser.error("--split must be dev or test for SciFact")
+    readings = [r.strip() for r in args.rerank_docs.split(",") if r.strip()]
+    firsts = [m.strip() for m in args.rerank_first.split(",") if m.strip()]
+    if any(r not in ("instruction", "bare") for r in readings) or not readings:
+        parser.error("--rerank-docs takes instruction and/or bare")
+    if any(m not in ("dense", "lexical", "hybrid") for m in firsts) or not firsts:
+        parser.error("--rerank-first takes dense, lexical and/or hybrid")
+    if args.rerank_depth < 10:
+        parser.error("--rerank-depth must be at least 10 (nDCG@10 reads ten)")
     full = scifact_dev(root) if args.beir is None and args.split == "dev" else load_beir(folder, args.split)
     data = subset(full, args.queries, args.docs)
     instruction = args.instruction if args.instruction is not None or args.beir else SCIFACT_INSTRUCTION
@@ -140,6 +165,30 @@ def main(argv: list[str] | None = None) -> int:
                                               instruction)
             out["hybrid_again"].pop("per_query_ndcg@10")
             print("hybrid again", out["hybrid_again"], file=sys.stderr)
+        if args.rerank:
+            out["rerank"] = []
+            for reranker in args.rerank:
+                for first in firsts:
+                    for reading in readings:
+                        service.rerank_documents_instructed = reading == "instruction"
+                        label = f"{first} top-{args.rerank_depth} reranked by {reranker}, documents {reading}"
+                        row = {"first_stage": first, "reranker": reranker, "documents": reading,
+                               "depth": args.rerank_depth,
+                               **run_queries(service, data, args.embedder, first, args.exact, instruction,
+                                             rerank=reranker, rerank_depth=args.rerank_depth,
+                                             progress=label)}
+                        per_query[f"{first}+{reranker}+{reading}"] = row.pop("per_query_ndcg@10")
+                        out["rerank"].append(row)
+                        print(label, row, file=sys.stderr)
+                    if len(readings) == 2:
+                        a, b = (f"{first}+{reranker}+{r}" for r in ("instruction", "bare"))
+                        out["paired_bootstrap_ndcg@10"][f"{a} - {b}"] = metrics.paired_bootstrap(
+                            per_query[a], per_query[b])
+                    out["paired_bootstrap_ndcg@10"].update({
+                        f"{first}+{reranker}+{r} - {first}": metrics.paired_bootstrap(
+                            per_query[f"{first}+{reranker}+{r}"], per_query[first]) for r in readings})
+            service.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
+            out["per_query_ndcg@10"] = {"query_ids": sorted(data.qrels), **per_query}
         ctx.close()
     text = json.dumps(out, indent=2)
     if args.out:

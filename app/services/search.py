@@ -99,6 +99,9 @@ SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 # {0.5, 1, 1.5} of minilm and causal2vec on SciFact dev (held-out train queries) and on an intent
 # retrieval set built from BANKING77 *train* (docs/indexing.md).
 HYBRID_FUSION = Fusion()
+# Whether the reranker reads each candidate chunk under the query's instruction (the design card's
+# (instruction, chunk)) or bare, as every embedder reads documents when indexing and in `facet eval`.
+RERANK_DOCUMENTS_INSTRUCTED = True
 # Grouping fetches candidates for this many chunks per wanted document, deepening up to
 # GROUP_MAX_DEPTH when a few documents hold most of the matching chunks.
 GROUP_FETCH_FACTOR = 4
@@ -340,6 +343,7 @@ class SearchService:
         self._sources: dict[str, dict[str, str]] = {}  # collection -> vector name -> what loads it
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
         self.fusion = HYBRID_FUSION
+        self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
 
     def forget(self, collection: str | None = None) -> None:
         """Drop what is known about ``collection`` (every collection when None)."""
@@ -599,9 +603,10 @@ class SearchService:
         if request.rerank and hits:
             t0 = time.perf_counter()
             reranker_name = self.ctx.embedders.name_of(request.rerank)
-            rerank_scores = self.rerank_scores(self.encoder, request.rerank, request.query,
-                                               instruction,
-                                               [str(h.payload.get("text", "")) for h in hits])
+            rerank_scores = self.rerank_scores(
+                self.encoder, request.rerank, request.query, instruction,
+                [str(h.payload.get("text", "")) for h in hits],
+                doc_instruction=instruction if self.rerank_documents_instructed else None)
             order = np.argsort(-np.asarray(rerank_scores), kind="stable")
             hits = [hits[i] for i in order]
             rerank_scores = [rerank_scores[i] for i in order]
@@ -650,12 +655,12 @@ class SearchService:
 
     @staticmethod
     def rerank_scores(encoder: QueryEncoder, reranker: str, query: str, instruction: str | None,
-                      texts: Sequence[str]) -> list[float]:
-        """Cosine of (instruction, query) against each (instruction, text) under ``reranker``."""
+                      texts: Sequence[str], *, doc_instruction: str | None = None) -> list[float]:
+        """Cosine of (instruction, query) against each (doc_instruction, text) under ``reranker``."""
         q = encoder.encode([query], embedder=reranker, role=Role.QUERY,
                            instruction=instruction)[0]  # (dim,)
         d = encoder.encode(list(texts), embedder=reranker, role=Role.DOCUMENT,
-                           instruction=instruction)  # (n, dim)
+                           instruction=doc_instruction)  # (n, dim)
         return [float(x) for x in d @ q]
 
     def _vector_search(self, request: SearchRequest, mode: str, vector_name: str,

@@ -115,6 +115,15 @@ def test_rerank_reorders_by_the_rerank_embedder(searchable, minilm) -> None:
     d = minilm.encode(texts, role="document", instruction=instruction)
     assert scores == pytest.approx(list(d @ q), abs=1e-4)
     assert float(np.max(d @ q)) == pytest.approx(scores[0], abs=1e-4)
+    # The other reading (measured against the served one by scripts/hybrid_eval.py --rerank):
+    # the chunks bare, as they were indexed.
+    service.rerank_documents_instructed = False
+    bare = service.search(SearchRequest("it failed", "support", instruction=instruction,
+                                        top_k=3, rerank="minilm", rerank_depth=5))
+    d_bare = minilm.encode([r.text for r in bare.results], role="document")
+    assert [r.rerank_score for r in bare.results] == pytest.approx(list(d_bare @ q), abs=1e-4)
+    assert not np.allclose(d_bare, minilm.encode([r.text for r in bare.results], role="document",
+                                                 instruction=instruction), atol=1e-3)
 
 
 def test_request_errors(searchable) -> None:
