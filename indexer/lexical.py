@@ -6,32 +6,62 @@ them by each term's IDF over the collection at query time (Qdrant's ``idf`` modi
 the scores are BM25's. Queries are the set of their terms, weight 1.
 
 The tokenizer, stemmer and stopwords are Qdrant's own BM25 model (``qdrant_edge.Bm25``,
-English), computed in this process for every backend, so a collection is written and
-searched with one definition of a term whichever Qdrant holds it. ``LEXICAL_VERSION`` names
-that definition: a collection records it, and a search refuses a collection written under
-another one (its stored terms would not match the query's).
+English stemmer and stopwords), computed in this process for every backend, so a collection
+is written and searched with one definition of a term whichever Qdrant holds it. A version
+names each definition, and each version has its own sparse vector name, so a collection's
+vector says which definition wrote it (the edge store also records it beside the shard):
+its queries are read the same way, and a collection written under an older definition keeps
+working. New collections get ``LEXICAL_VERSION``:
+
+- ``qdrant-bm25-en-v1`` (vector ``bm25``, until the sixth session of 2026-11-28): Qdrant's word
+  tokenizer, which splits at spaces and punctuation only, so a run of Chinese, Japanese or Thai
+  text between punctuation was one term and a query word inside it matched nothing.
+- ``qdrant-bm25-multilingual-v1`` (vector ``bm25m``): Qdrant's multilingual tokenizer, which
+  segments those scripts into words and reads English as before (SciFact dev, BM25 alone:
+  nDCG@10 74.60 against 74.56; docs/indexing.md).
 """
 
 from __future__ import annotations
 
 import functools
 import unicodedata
-from collections.abc import Sequence
 from typing import Any
 
-LEXICAL_VECTOR = "bm25"  # the sparse vector's name in the store (not an embedder name)
-LEXICAL_VERSION = "qdrant-bm25-en-v1"
+LEXICAL_VERSION = "qdrant-bm25-multilingual-v1"  # the definition new collections are written with
+# version -> (the sparse vector's name in the store, Qdrant's tokenizer)
+DEFINITIONS: dict[str, tuple[str, str]] = {
+    "qdrant-bm25-en-v1": ("bm25", "Word"),
+    LEXICAL_VERSION: ("bm25m", "Multilingual"),
+}
+LEXICAL_VECTOR = DEFINITIONS[LEXICAL_VERSION][0]  # a new collection's sparse vector
+LEXICAL_VECTORS = frozenset(name for name, _ in DEFINITIONS.values())  # names no embedder may take
+LEXICAL_LABEL = "bm25"  # how results name lexical search (the embedder field of a response)
 # BM25's k1 and b (Robertson's usual values) and the expected document length in terms:
 # Facet's chunks hold up to 256 tokens by default.
 BM25_K1, BM25_B, BM25_AVG_LEN = 1.2, 0.75, 256.0
 
 
+def vector_name(version: str) -> str:
+    """The sparse vector name of definition ``version``.
+
+    Raises:
+        KeyError: an unknown version.
+    """
+    return DEFINITIONS[version][0]
+
+
+def version_of_vector(name: str) -> str | None:
+    """The definition whose sparse vector is called ``name``; None for none."""
+    return next((v for v, (n, _) in DEFINITIONS.items() if n == name), None)
+
+
 @functools.cache
-def _model() -> Any:
+def _model(version: str = LEXICAL_VERSION) -> Any:
     import qdrant_edge
 
+    tokenizer = getattr(qdrant_edge.TokenizerType, DEFINITIONS[version][1])
     return qdrant_edge.Bm25(qdrant_edge.Bm25Config(k=BM25_K1, b=BM25_B, avg_len=BM25_AVG_LEN,
-                                                   language="english"))
+                                                   language="english", tokenizer=tokenizer))
 
 
 def _nfc(text: str | None) -> str:
@@ -43,17 +73,15 @@ def _nfc(text: str | None) -> str:
     return unicodedata.normalize("NFC", text or "")
 
 
-def document_terms(text: str) -> tuple[list[int], list[float]]:
-    """The BM25 term weights of a stored text: (term ids, weights); empty for no terms."""
-    vec = _model().embed_document(_nfc(text))
+def document_terms(text: str, version: str = LEXICAL_VERSION) -> tuple[list[int], list[float]]:
+    """The BM25 term weights of a stored text under definition ``version``: (term ids,
+    weights); empty for no terms."""
+    vec = _model(version).embed_document(_nfc(text))
     return list(vec.indices), [float(v) for v in vec.values]
 
 
-def query_terms(text: str) -> tuple[list[int], list[float]]:
-    """A query's terms, weight 1 each (the store applies the IDF)."""
-    vec = _model().embed_query(_nfc(text))
+def query_terms(text: str, version: str = LEXICAL_VERSION) -> tuple[list[int], list[float]]:
+    """A query's terms under definition ``version``, weight 1 each (the store applies the IDF)."""
+    vec = _model(version).embed_query(_nfc(text))
     return list(vec.indices), [float(v) for v in vec.values]
 
-
-def documents_terms(texts: Sequence[str]) -> list[tuple[list[int], list[float]]]:
-    return [document_terms(t) for t in texts]

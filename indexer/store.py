@@ -147,7 +147,7 @@ def _ranked(points: Sequence[Any], limit: int) -> list[Hit]:
 
 def _vector_name(name: str) -> str:
     validate_name(name, "vector")
-    if name == lex.LEXICAL_VECTOR:
+    if name in lex.LEXICAL_VECTORS:
         raise StoreError(f"{name!r} names the term vectors of lexical search; give the embedder "
                          "another name")
     return name
@@ -161,7 +161,7 @@ def _as_list(vector: Sequence[float] | np.ndarray) -> list[float]:
 
 def _vector_dict(vectors: Any) -> dict[str, list[float]]:
     """The dense vectors of a record (the term vectors of lexical search are not returned)."""
-    return {str(k): [float(x) for x in v] for k, v in dict(vectors).items() if k != lex.LEXICAL_VECTOR}
+    return {str(k): [float(x) for x in v] for k, v in dict(vectors).items() if k not in lex.LEXICAL_VECTORS}
 
 
 def _retrieved(records: Sequence[Any]) -> list[tuple[Hit, dict[str, list[float]]]]:
@@ -244,7 +244,12 @@ class VectorStore(ABC):
 
     def has_lexical(self, collection: str) -> bool:
         """Whether ``collection`` keeps term vectors for lexical and hybrid search."""
-        return False
+        return self.lexical_version(collection) is not None
+
+    def lexical_version(self, collection: str) -> str | None:
+        """The definition of a term (``indexer.lexical.DEFINITIONS``) ``collection``'s term
+        vectors were written with; None when it keeps none."""
+        return None
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
@@ -297,15 +302,29 @@ class VectorStore(ABC):
         """Term ids and weights as this backend's sparse vector."""
         raise NotImplementedError
 
-    def _text_terms(self, payload: Mapping[str, Any] | None) -> Any:
-        """The BM25 document terms of a point's stored text, as this backend's sparse vector."""
-        return self._terms(lex.document_terms(str((payload or {}).get("text", ""))))
+    def _text_terms(self, payload: Mapping[str, Any] | None, version: str) -> Any:
+        """The BM25 document terms of a point's stored text under definition ``version``, as
+        this backend's sparse vector."""
+        return self._terms(lex.document_terms(str((payload or {}).get("text", "")), version))
+
+    def _query_terms(self, collection: str, text: str) -> tuple[str, Any]:
+        """``text``'s query terms under ``collection``'s definition: (its sparse vector's name,
+        the terms as this backend's sparse vector).
+
+        Raises:
+            StoreError: the collection keeps no term vectors.
+        """
+        version = self.lexical_version(collection)
+        if version is None:
+            raise self._no_lexical(collection)
+        return lex.vector_name(version), self._terms(lex.query_terms(text, version))
 
     def _point_vectors(self, collection: str, point: PointRecord) -> dict[str, Any]:
         """A point's named vectors to write, with its term vector where the collection keeps them."""
         vectors: dict[str, Any] = {k: _as_list(v) for k, v in point.vectors.items()}
-        if self.has_lexical(collection):
-            vectors[lex.LEXICAL_VECTOR] = self._text_terms(point.payload)
+        version = self.lexical_version(collection)
+        if version is not None:
+            vectors[lex.vector_name(version)] = self._text_terms(point.payload, version)
         return vectors
 
     def _no_lexical(self, collection: str) -> StoreError:
@@ -541,7 +560,7 @@ class EdgeStore(VectorStore):
         # vector name on every call, and one process owns the folder, so it cannot change
         # behind our back.
         self._sizes: dict[str, dict[str, int]] = {}
-        self._lexical: dict[str, bool] = {}
+        self._lexical: dict[str, str | None] = {}  # collection -> its term definition (None: none)
         # A server's request threads and its job thread may open a shard at the same moment;
         # a second load of the same folder would fail on the folder's lock.
         self._open_lock = threading.Lock()
@@ -668,35 +687,43 @@ class EdgeStore(VectorStore):
             added = True
         if added:
             self._write_sizes(collection, sizes)
-        if lexical and not self.has_lexical(collection):
-            self._add_lexical(collection)
+        if lexical and self.lexical_version(collection) != lex.LEXICAL_VERSION:
+            self._add_lexical(collection)  # none yet, or an older definition's
 
-    def has_lexical(self, collection: str) -> bool:
-        known = self._lexical.get(collection)
-        if known is None:
+    def lexical_version(self, collection: str) -> str | None:
+        if collection not in self._lexical:
             self._require(collection)
             path = self._dir(collection) / self._LEXICAL_SIDE
-            known = path.is_file()
-            if known:
+            version = None
+            if path.is_file():
                 version = json.loads(path.read_text()).get("version")
-                if version != lex.LEXICAL_VERSION:
+                if version not in lex.DEFINITIONS:
                     raise StoreError(f"collection {collection!r} keeps term vectors of another "
-                                     f"definition ({version!r}, this Facet reads "
-                                     f"{lex.LEXICAL_VERSION!r}); index its sources into a new one")
-            self._lexical[collection] = known
-        return known
+                                     f"definition ({version!r}; this Facet reads "
+                                     f"{', '.join(map(repr, lex.DEFINITIONS))}); index its sources "
+                                     "into a new one")
+            self._lexical[collection] = version
+        return self._lexical[collection]
 
     def _write_lexical(self, collection: str) -> None:
         path = self._dir(collection) / self._LEXICAL_SIDE
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"version": lex.LEXICAL_VERSION}))
         os.replace(tmp, path)
-        self._lexical[collection] = True
+        self._lexical[collection] = lex.LEXICAL_VERSION
 
     def _add_lexical(self, collection: str) -> None:
-        """Add the term vector to an existing shard and fill it from the stored texts."""
+        """Add the term vector of today's definition to an existing shard and fill it from the
+        stored texts; then drop the term vector of an older definition, if it had one (the
+        searches read it until the side file names the new one)."""
         q = self._q
-        logger.info("adding the term vectors of lexical search to %s (from its stored texts)", collection)
+        older = self.lexical_version(collection)
+        if older is None:
+            logger.info("adding the term vectors of lexical search to %s (from its stored texts)",
+                        collection)
+        else:
+            logger.warning("rewriting the term vectors of %s's lexical search (%s -> %s, from its "
+                           "stored texts)", collection, older, lex.LEXICAL_VERSION)
         with self._using(collection) as shard:
             shard.update(q.UpdateOperation.create_sparse_vector(lex.LEXICAL_VECTOR, q.Modifier.Idf))
         offset = None
@@ -706,13 +733,18 @@ class EdgeStore(VectorStore):
                                                                with_payload=True))
                 if records:
                     shard.update(q.UpdateOperation.update_vectors([
-                        q.PointVectors(r.id, {lex.LEXICAL_VECTOR: self._text_terms(r.payload)})
+                        q.PointVectors(r.id, {lex.LEXICAL_VECTOR: self._text_terms(
+                            r.payload, lex.LEXICAL_VERSION)})
                         for r in records]))
             if offset is None or not records:
                 break
         with self._using(collection) as shard:
             shard.flush()
         self._write_lexical(collection)
+        if older is not None and lex.vector_name(older) != lex.LEXICAL_VECTOR:
+            with self._using(collection) as shard:
+                shard.update(q.UpdateOperation.delete_vector_name(lex.vector_name(older)))
+                shard.flush()
 
     def _terms(self, terms: tuple[list[int], list[float]]) -> Any:
         return self._q.SparseVector(terms[0], terms[1])
@@ -804,11 +836,9 @@ class EdgeStore(VectorStore):
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
         q = self._q
-        if not self.has_lexical(collection):
-            raise self._no_lexical(collection)
+        using, terms = self._query_terms(collection, text)
         request = q.QueryRequest(
-            limit=int(limit) + _TIE_MARGIN, query=q.Query.Nearest(self._terms(lex.query_terms(text)),
-                                                                   using=lex.LEXICAL_VECTOR),
+            limit=int(limit) + _TIE_MARGIN, query=q.Query.Nearest(terms, using=using),
             filter=self._filter(filters), with_payload=True)
         with self._using(collection) as shard:
             found = shard.query(request)
@@ -998,7 +1028,7 @@ class QdrantClientStore(VectorStore):
             raise StoreError("QdrantClientStore needs a server url or a local path (or ':memory:')")
         # collection -> (keeps term vectors, when read): another process may drop and re-create
         # a collection with or without them, so an answer is trusted for LEXICAL_TTL_S only.
-        self._lexical: dict[str, tuple[bool, float]] = {}
+        self._lexical: dict[str, tuple[str | None, float]] = {}
 
     def list_collections(self) -> list[str]:
         return sorted(c.name for c in self._client.get_collections().collections)
@@ -1050,18 +1080,22 @@ class QdrantClientStore(VectorStore):
                 raise StoreError(f"collection {collection!r} has vector {name!r} of size "
                                  f"{sizes[name]}, not {dim}; use another collection")
 
-    def has_lexical(self, collection: str) -> bool:
+    def lexical_version(self, collection: str) -> str | None:
         """Read from the server at most once per ``LEXICAL_TTL_S`` per collection (auto mode asks on
-        every search), so a collection another process re-created is seen within that time."""
+        every search), so a collection another process re-created is seen within that time. The
+        sparse vector's name says which definition wrote it (a collection created before the
+        multilingual one keeps ``bm25``: this backend cannot add a vector to rewrite it)."""
         now = self._clock()
         hit = self._lexical.get(collection)
         if hit is not None and now - hit[1] < self.LEXICAL_TTL_S:
             return hit[0]
         self._require(collection)
         sparse = self._client.get_collection(collection).config.params.sparse_vectors or {}
-        known = lex.LEXICAL_VECTOR in sparse
-        self._lexical[collection] = (known, now)
-        return known
+        versions = [v for v in map(lex.version_of_vector, sparse) if v is not None]
+        version = (lex.LEXICAL_VERSION if lex.LEXICAL_VERSION in versions
+                   else versions[0] if versions else None)
+        self._lexical[collection] = (version, now)
+        return version
 
     def drop_collection(self, collection: str) -> bool:
         self._lexical.pop(collection, None)
@@ -1122,10 +1156,9 @@ class QdrantClientStore(VectorStore):
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
-        if not self.has_lexical(collection):
-            raise self._no_lexical(collection)
+        using, terms = self._query_terms(collection, text)
         response = self._client.query_points(
-            collection, query=self._terms(lex.query_terms(text)), using=lex.LEXICAL_VECTOR,
+            collection, query=terms, using=using,
             limit=int(limit) + _TIE_MARGIN, query_filter=self._filter(filters), with_payload=True)
         return _ranked(response.points, int(limit))
 
@@ -1158,7 +1191,7 @@ class QdrantClientStore(VectorStore):
 
 
 _READS = ("list_collections", "collection_exists", "vector_sizes", "search", "search_lexical", "search_hybrid",
-          "has_lexical", "count", "retrieve", "scroll")
+          "has_lexical", "lexical_version", "count", "retrieve", "scroll")
 for _name in (*_READS, "ensure_collection", "drop_collection", "upsert", "update_vectors", "delete",
               "delete_documents"):
     setattr(QdrantClientStore, _name, _translated(getattr(QdrantClientStore, _name),

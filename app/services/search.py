@@ -41,7 +41,7 @@ from indexer.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from indexer.lexical import LEXICAL_VECTOR
+from indexer.lexical import LEXICAL_LABEL
 from indexer.store import Filters, Fusion, Hit
 
 logger = logging.getLogger(__name__)
@@ -625,7 +625,7 @@ class SearchService:
         timings["results"] = (time.perf_counter() - t0) * 1000
         timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResponse(request.query, instruction, request.collection,
-                              LEXICAL_VECTOR if mode == "lexical" else vector_name,
+                              LEXICAL_LABEL if mode == "lexical" else vector_name,
                               reranker_name, results, timings, mode)
 
     def resolve_mode(self, request: SearchRequest) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from indexer.errors import CollectionNotFoundError, StoreError
+from indexer import lexical as lex
 from indexer.store import EdgeStore, Fusion, PointRecord, QdrantClientStore, VectorStore, point_id
 
 DIM = 8
@@ -471,8 +472,62 @@ def test_a_collection_without_term_vectors_says_so(store: VectorStore) -> None:
         assert store.search("c", "m", vecs[5], limit=1, exact=True)[0].id == points[5].id
     else:  # qdrant-client cannot add a sparse vector to an existing collection
         assert not store.has_lexical("c")
-    with pytest.raises(StoreError, match="names the term vectors"):
-        store.ensure_collection("d", {"bm25": DIM})
+    for reserved in ("bm25", "bm25m"):  # each term definition's vector name
+        with pytest.raises(StoreError, match="names the term vectors"):
+            store.ensure_collection("d", {reserved: DIM})
+
+
+_CJK = ["大熊猫是中国特有的动物，主要生活在四川的山区。它们每天花很多时间吃竹子。",
+        "长城是中国古代的军事防御工程，全长两万多公里。",
+        "東京は日本の首都です。人口が多い。"]
+
+
+def _cjk_points() -> list[PointRecord]:
+    rng = np.random.default_rng(5)
+    return [PointRecord(point_id(f"z{i}", 0), {"m": rng.normal(size=DIM).astype(np.float32)},
+                        {"doc_id": f"z{i}", "chunk_no": 0, "text": t}) for i, t in enumerate(_CJK)]
+
+
+def test_lexical_search_finds_words_in_chinese_and_japanese_text(store: VectorStore) -> None:
+    """The word tokenizer made each run of CJK text between punctuation one term, so a query
+    word inside it ("竹子" in "...它们每天花很多时间吃竹子") matched nothing and hybrid was dense alone.
+    (Segmentation is a dictionary's: "熊猫" alone is not found in "大熊猫", "大熊猫" is.)"""
+    store.ensure_collection("c", {"m": DIM}, lexical=True)
+    store.upsert("c", [*_worded()[0], *_cjk_points()])
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "竹子", limit=3)] == ["z0"]
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "大熊猫", limit=3)] == ["z0"]
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "长城", limit=3)] == ["z1"]
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "日本の首都", limit=3)][0] == "z2"
+    # English reads as before: stemmed, lower-cased, stopwords dropped.
+    assert {h.payload["doc_id"] for h in store.search_lexical("c", "Cats", limit=10)} == {
+        "doc0", "doc2", "doc4"}
+
+
+def test_a_collection_written_under_the_older_term_definition(store: VectorStore, monkeypatch) -> None:
+    """Collections written before the multilingual definition keep the word tokenizer's terms
+    under the vector `bm25`: their queries are read that way (not mixed with the new terms); an
+    edge collection is rewritten from its stored texts by the next index run
+    (ensure_collection), a server / local-mode one cannot add a vector and keeps them."""
+    older = "qdrant-bm25-en-v1"
+    with monkeypatch.context() as m:
+        m.setattr(lex, "LEXICAL_VERSION", older)
+        m.setattr(lex, "LEXICAL_VECTOR", lex.vector_name(older))
+        store.ensure_collection("c", {"m": DIM}, lexical=True)
+    store.upsert("c", [*_worded()[0], *_cjk_points()])
+    assert store.lexical_version("c") == older
+    assert {h.payload["doc_id"] for h in store.search_lexical("c", "cat", limit=10)} == {
+        "doc0", "doc2", "doc4"}
+    assert store.search_lexical("c", "竹子", limit=3) == []  # the old definition's limit
+    store.ensure_collection("c", {"m": DIM}, lexical=True)
+    if isinstance(store, EdgeStore):
+        assert store.lexical_version("c") == lex.LEXICAL_VERSION
+        assert [h.payload["doc_id"] for h in store.search_lexical("c", "竹子", limit=3)] == ["z0"]
+        assert {h.payload["doc_id"] for h in store.search_hybrid(
+            "c", "m", np.ones(DIM, np.float32), "cat", limit=20)} >= {"doc0", "doc2", "doc4"}
+        _, vectors = store.retrieve("c", [point_id("z0", 0)], with_vectors=True)[0]
+        assert set(vectors) == {"m"}
+    else:
+        assert store.lexical_version("c") == older
 
 
 def test_term_vectors_survive_reopening_an_edge_store(tmp_path: Path) -> None:
