@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.errors import CollectionNotFoundError, StoreError
 from indexer import lexical as lex
+from indexer.errors import CollectionNotFoundError, StoreError
 from indexer.store import EdgeStore, Fusion, PointRecord, QdrantClientStore, VectorStore, point_id
 
 DIM = 8
@@ -497,7 +497,7 @@ def test_lexical_search_finds_words_in_chinese_and_japanese_text(store: VectorSt
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "竹子", limit=3)] == ["z0"]
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "大熊猫", limit=3)] == ["z0"]
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "长城", limit=3)] == ["z1"]
-    assert [h.payload["doc_id"] for h in store.search_lexical("c", "日本の首都", limit=3)][0] == "z2"
+    assert store.search_lexical("c", "日本の首都", limit=3)[0].payload["doc_id"] == "z2"
     # English reads as before: stemmed, lower-cased, stopwords dropped.
     assert {h.payload["doc_id"] for h in store.search_lexical("c", "Cats", limit=10)} == {
         "doc0", "doc2", "doc4"}
