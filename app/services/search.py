@@ -33,6 +33,7 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError, Unknow
 from app.services.collections import effective_state
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
+from embedders import scripts
 from embedders.contract import Role, identity_changes
 from indexer import metadata as md
 from indexer.errors import (
@@ -49,7 +50,6 @@ logger = logging.getLogger(__name__)
 # Payload fields written by the indexer; any other filter key is user metadata.
 TOP_LEVEL_FIELDS = {"doc_id", "source", "title", "chunk_no"}
 # A word with its combining marks ("café" written as "e" + U+0301 was cut at the accent).
-_TERM = re.compile(r"\w[\w\u0300-\u036f]*", re.UNICODE)
 _STOP = {"the", "a", "an", "of", "to", "in", "and", "or", "is", "are", "for", "on", "with", "my",
          "i", "it", "do", "does", "what", "how", "can", "be", "this", "that", "me", "you"}
 
@@ -261,12 +261,28 @@ def payload_filters(filters: Mapping[str, Any]) -> Filters:
     ``a.b`` read as a nested field that no payload holds)."""
     out: dict[str, Any] = {}
     for key, value in filters.items():
+        value = _either_form(value)
         if key in TOP_LEVEL_FIELDS:
             out[key] = value
             continue
         field = key[len("meta."):] if key.startswith("meta.") else key
         out["meta." + (field if _PLAIN_KEY.fullmatch(field) else f'"{field}"')] = value
     return out
+
+
+def _either_form(value: Any) -> Any:
+    """A string filter value (or each string of a list) as any of its composed and decomposed
+    Unicode forms: "é" is one code point or "e" plus a combining accent (file names from macOS,
+    text from some editors), and payloads are stored as written, so ``lang=français`` typed one
+    way matched nothing stored the other way."""
+    items = value if isinstance(value, list) else [value]
+    forms = [item for item in items if not isinstance(item, str)]  # numbers and booleans as given
+    for item in items:
+        if isinstance(item, str):
+            forms += [f for f in dict.fromkeys([item, unicodedata.normalize("NFC", item),
+                                                unicodedata.normalize("NFD", item)])
+                      if f not in forms]
+    return value if len(forms) == len(items) else forms
 
 
 _SPACE = re.compile(r"\s+")
@@ -278,11 +294,36 @@ def _fold(word: str) -> str:
     return unicodedata.normalize("NFC", word).casefold()
 
 
+def _unspaced_matches(text: str, query: str) -> list[tuple[int, int]]:
+    """Where the character pairs of the query's Chinese, Japanese, Thai... runs occur in
+    ``text``'s runs, overlapping spans merged: those scripts have no spaces, so a word is not a
+    ``\\w+`` run (a whole clause is) and "北京" was never highlighted in "北京是中国的首都"."""
+    grams = {g for run in scripts.UNSPACED_RUN.findall(query) for g in scripts.pairs(run)}
+    spans: list[tuple[int, int]] = []
+    for m in scripts.UNSPACED_RUN.finditer(text) if grams else ():
+        for a, b in scripts.pair_spans(m.group()):
+            if m.group()[a:b] not in grams:
+                continue
+            a, b = a + m.start(), b + m.start()
+            if spans and spans[-1][1] > a:  # overlaps the last span: extend it
+                spans[-1] = (spans[-1][0], b)
+            else:
+                spans.append((a, b))
+    return spans
+
+
 def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tuple[int, int]]]:
     """The ``width``-character window of ``text`` holding most query terms, and where the
     terms are in it (``(start, end)`` offsets into the snippet)."""
-    terms = {_fold(t) for t in _TERM.findall(query) if t.lower() not in _STOP and len(t) > 1}
-    matches = [(m.start(), m.end()) for m in _TERM.finditer(text) if _fold(m.group()) in terms]
+    word = scripts.word_pattern()
+    terms = {_fold(t) for t in word.findall(query) if t.lower() not in _STOP and len(t) > 1}
+    matches: list[tuple[int, int]] = []
+    for a, b in sorted({(m.start(), m.end()) for m in word.finditer(text) if _fold(m.group()) in terms}
+                       | set(_unspaced_matches(text, query))):
+        if matches and a < matches[-1][1]:  # a word of the query inside a highlighted run
+            matches[-1] = (matches[-1][0], max(b, matches[-1][1]))
+        else:
+            matches.append((a, b))
     if len(text) <= width or not matches:
         start = 0
     else:

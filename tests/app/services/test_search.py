@@ -292,6 +292,37 @@ def test_snippet_highlights_words_with_combining_accents_and_cuts_at_newlines() 
     assert first in {"Espresso", "Mocha", "Ristretto", "Cortado"}, snippet
 
 
+def test_snippet_highlights_scripts_with_marks_and_without_spaces() -> None:
+    """``\\w`` does not match most combining marks, so Hindi and vowelled Arabic words were cut
+    into pieces and not highlighted ("दिल्ली" -> द, ल, ल); Chinese and Thai have no spaces, so a
+    whole clause was one "word" and a query word inside it was never highlighted."""
+    def marked(text: str, query: str) -> list[str]:
+        snippet, highlights = make_snippet(text, query)
+        return [snippet[a:b] for a, b in highlights]
+
+    assert marked("भारत की राजधानी नई दिल्ली है", "दिल्ली") == ["दिल्ली"]
+    assert marked("ذهب إلى المَدْرَسَةِ صباحا", "المَدْرَسَةِ") == ["المَدْرَسَةِ"]
+    assert marked("北京是中国的首都，也是一座古城。", "北京的首都") == ["北京", "的首都"]
+    assert marked("กรุงเทพมหานครเป็นเมืองหลวง", "เมืองหลวง") == ["เมืองหลวง"]
+    assert marked("北京是中国的首都", "上海") == []
+    assert marked("A cat and a dog", "cat dogs") == ["cat"]  # Latin text as before
+
+
+def test_filters_match_either_unicode_form_of_a_value(make_ctx, tmp_path) -> None:
+    """Payloads are stored as written; a value typed composed ("é" one code point) matched
+    nothing stored decomposed ("e" + U+0301, as macOS writes file names), and the reverse."""
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "français")
+    path = tmp_path / "langs.jsonl"
+    path.write_text(json.dumps({"id": "d1", "text": "Le thé est chaud", "lang": nfd}) + "\n"
+                    + json.dumps({"id": "d2", "text": "The tea is hot", "lang": "english"}) + "\n")
+    _, ids = _filtered_ids(make_ctx(), path, "langs", "tea")
+    assert ids("lang=français") == ids(f"lang={nfd}") == {"d1"}
+    assert ids("lang=français", "lang=english") == {"d1", "d2"}  # any of them
+    assert ids("lang=francais") == set()  # accents are not folded
+
+
 def test_group_by_document_gives_top_k_documents_with_their_other_chunks(make_ctx, tmp_path,
                                                                           minilm) -> None:
     src = tmp_path / "long"
