@@ -91,8 +91,8 @@ def validate_name(name: str, what: str = "collection") -> str:
     # fullmatch: with match and "$", a name ending in a newline passed (a folder "nl\n").
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise StoreError(
-            f"invalid {what} name {name!r}: use 1-128 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit"
+            f"invalid {what} name {name!r}: use 1-128 ASCII letters (A-Z, a-z), digits, '_', '-' "
+            "or '.', starting with a letter or digit"
         )
     return name
 

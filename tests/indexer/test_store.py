@@ -164,6 +164,9 @@ def test_collection_management_and_errors(store: VectorStore) -> None:
     for bad in ("../x", "nl\n", "a\nb", ""):  # "nl\n" passed and made a folder named so
         with pytest.raises(StoreError, match="invalid collection name"):
             store.ensure_collection(bad, {"m": DIM})
+    # "use letters" refused "café" and "中文" without saying why: they are letters, not ASCII ones.
+    with pytest.raises(StoreError, match=r"invalid collection name 'café': use 1-128 ASCII letters"):
+        store.ensure_collection("café", {"m": DIM})
     assert store.drop_collection("a") is True
     assert store.drop_collection("a") is False
     assert store.list_collections() == []
