@@ -10,7 +10,11 @@ far better than the raw texts do, so a cluster is explained by:
   term in the KL divergence of c's word use from the set's). A word every cluster uses
   evenly scores 0 and comes after every distinctive word; a word rarer in c than elsewhere
   is never c's keyword. Function words and contractions ("didn't", "im") are dropped, but
-  not content words that generic stop lists hold ("top up", "bill", "interest");
+  not content words that generic stop lists hold ("top up", "bill", "interest"). Scripts
+  written without spaces between words (Chinese, Japanese, Korean, Thai, Lao, Khmer, Burmese)
+  are cut into overlapping character pairs ("熊猫吃竹子" -> 熊猫, 猫吃, 吃竹, 竹子), as
+  search engines index them without a dictionary: split at non-word characters, a whole
+  clause is one "word" that no other member uses, and such clauses named the clusters;
 * representatives: the members closest to the cluster centroid (cosine) when
   embeddings are given, else the members whose answers contain the most keywords.
 
@@ -29,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from embedders.scripts import UNSPACED, pairs
 from embedders.training.instruct_data import STOPWORDS
 
 
@@ -68,15 +73,20 @@ _BARE_CONTRACTIONS = frozenset((
     "thats", "whats", "theres",
 ))
 _KEYWORD_STOP_WORDS = STOPWORDS | _BARE_CONTRACTIONS | frozenset(("also", "may", "might", "must", "us"))
-_TOKEN = re.compile(r"\w+(?:'\w+)*")
+_WORD = rf"[^\W{UNSPACED}]"
+_TOKEN = re.compile(rf"([{UNSPACED}]+)|({_WORD}+(?:'{_WORD}+)*)")
 
 
 def keyword_terms(text: str) -> list[str]:
     """The candidate keywords of ``text``, in order: lower-cased words of two or more
     characters, without function words, contractions (``didn't``, ``i'm``: they were split
-    into "didn", "im") or a possessive's ``'s`` ("bank's" -> "bank")."""
-    words = []
-    for word in _TOKEN.findall(text.lower().replace("\u2019", "'")):
+    into "didn", "im") or a possessive's ``'s`` ("bank's" -> "bank"); in scripts written
+    without spaces (Chinese, Japanese, Korean, Thai, ...), overlapping character pairs."""
+    words: list[str] = []
+    for run, word in _TOKEN.findall(text.lower().replace("\u2019", "'")):
+        if run:
+            words.extend(pair for pair in pairs(run) if not pair.isdigit())
+            continue
         if word.endswith("'s"):
             word = word[:-2]
         if "'" in word or len(word) < 2 or word.isdigit() or word in _KEYWORD_STOP_WORDS:

@@ -41,22 +41,23 @@ def word_pattern() -> re.Pattern[str]:
     return re.compile(rf"\w[\w{combining_marks()}]*")
 
 
-def units(run: str) -> list[tuple[int, int]]:
-    """The characters of ``run`` as (start, end) offsets, each with the combining marks that
-    follow it (Thai "ร้อน": ร้, อ, น)."""
-    out: list[tuple[int, int]] = []
-    for i, char in enumerate(run):
-        if out and unicodedata.category(char).startswith("M"):
-            out[-1] = (out[-1][0], i + 1)
-        else:
-            out.append((i, i + 1))
-    return out
-
-
 def pair_spans(run: str) -> list[tuple[int, int]]:
     """Overlapping pairs of the characters of ``run`` (a run of ``UNSPACED`` text) as (start,
-    end) offsets; one character gives nothing."""
-    return [(a, b) for (a, _), (_, b) in itertools.pairwise(units(run))]
+    end) offsets, each character with the combining marks that follow it; the punctuation of
+    those blocks (the katakana middle dot, Burmese and Khmer full stops) separates, and a single
+    character gives nothing, as a one-letter word does."""
+    spans: list[tuple[int, int]] = []
+    units: list[tuple[int, int]] = []
+    for i, char in enumerate(run + " "):
+        kind = unicodedata.category(char)
+        if units and kind.startswith("M"):
+            units[-1] = (units[-1][0], i + 1)
+        elif kind[0] in "PSZ":
+            spans.extend((a, b) for (a, _), (_, b) in itertools.pairwise(units))
+            units = []
+        else:
+            units.append((i, i + 1))
+    return spans
 
 
 def pairs(run: str) -> list[str]:

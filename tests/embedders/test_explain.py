@@ -68,6 +68,24 @@ def test_contractions_and_numbers_are_not_keywords_but_generic_stop_words_can_be
     assert explain_clusters(["the bank's fee"] * 2, [0, 1], ["the bank's fee", "x"])[0].keywords == ["bank", "fee"]
 
 
+def test_texts_without_spaces_are_named_by_the_character_pairs_they_share():
+    """A Chinese clause is one ``\\w+`` word that no other member uses: every score tied and
+    the alphabetical tie-break named the clusters by whole clauses."""
+    pandas = ["熊猫最喜欢吃竹子", "一只成年熊猫一天可以吃掉十几公斤竹子", "大熊猫是中国的国宝"]
+    wall = ["长城是古代修建的防御工程", "长城全长两万多公里", "每年有很多游客去北京爬长城"]
+    out = explain_clusters(pandas + wall, [0, 0, 0, 1, 1, 1], pandas + wall, top_k=3)
+    assert out[0].keywords[:2] == ["熊猫", "竹子"]  # all three members, then two of them
+    assert out[1].keywords[0] == "长城"
+    # Thai, its vowel signs and tone marks kept with their letters; Japanese kana with kanji.
+    thai = ["ฝนตกหนักวันนี้", "วันนี้ฝนตกอีกแล้ว", "แมวนอนบนโซฟา", "แมวชอบกินปลา"]
+    rain, cat = explain_clusters(thai, [0, 0, 1, 1], thai, top_k=10)
+    assert {"ฝน", "ตก", "วัน"} <= set(rain.keywords[:5])  # ฝนตก: it rains; วันนี้: today
+    assert set(cat.keywords[:2]) == {"แม", "มว"}  # แมว: cat
+    japanese = ["東京タワーに行った", "東京タワーは高い", "富士山に登った", "富士山がきれい"]
+    tower, fuji = explain_clusters(japanese, [0, 0, 1, 1], japanese)
+    assert {"東京", "タワ"} <= set(tower.keywords) and {"富士", "士山"} <= set(fuji.keywords)
+
+
 def test_stopwords_are_never_keywords():
     answers = ["the card is about arrival", "what about the card", "it is a refund", "refund for you"]
     out = explain_clusters(TEXTS[:4], [5, 5, 9, 9], answers, top_k=10)
