@@ -136,6 +136,46 @@ def truncation_tally() -> Iterator[None]:
                 _log_truncated(name, count, total, budget)
 
 
+_UNREAD = threading.local()
+
+
+def _log_unread(name: str, count: int, total: int) -> None:
+    logger.warning("%s: %d of %d texts are mostly unknown tokens to its tokenizer (a script or symbols "
+                   "it does not read, such as Thai or emoji), so they embed nearly alike and rank "
+                   "arbitrarily; use an embedder whose tokenizer reads them (e.g. causal2vec)",
+                   name, count, total)
+
+
+@contextmanager
+def unread_tally(name: str, tokenizer: Any, texts: Sequence[str]) -> Iterator[None]:
+    """Watch what ``PromptTokenizer`` reads with ``tokenizer`` inside it and log once at the end
+    how many of ``texts`` were mostly its unknown token (all-MiniLM reads every Thai text and
+    emoji as one ``[UNK]``: different texts embedded identically, and nothing said so). Only a
+    tokenizer with an unknown token is watched; other tokenizers (a helper encoder's, as in
+    Causal2Vec) are not. A nested call watches its own tokenizer until it ends."""
+    if tokenizer is None or getattr(tokenizer, "unk_token_id", None) is None:
+        yield
+        return
+    before = getattr(_UNREAD, "watch", None)
+    flagged: set[str] = set()
+    _UNREAD.watch = (tokenizer, flagged)
+    try:
+        yield
+    finally:
+        _UNREAD.watch = before
+        if flagged:
+            count = sum(1 for t in texts if t in flagged)
+            if count:
+                _log_unread(name, count, len(texts))
+
+
+def _unread_watch(tokenizer: Any) -> set[str] | None:
+    """Where to note the texts ``tokenizer`` reads as mostly unknown, or None when no
+    ``unread_tally`` watches it."""
+    watch = getattr(_UNREAD, "watch", None)
+    return watch[1] if watch is not None and watch[0] is tokenizer else None
+
+
 class BaseEmbedder(ABC):
     """Shared ``encode`` (validate, sort, batch, back off on OOM, normalise).
 
@@ -221,7 +261,7 @@ class BaseEmbedder(ABC):
             progress = tqdm(total=len(items), desc=f"encode {self.name}", unit="text")
         start = 0
         size = batch_size
-        with torch.inference_mode(), truncation_tally():
+        with torch.inference_mode(), truncation_tally(), unread_tally(self.name, self.tokenizer, items):
             while start < len(order):
                 idx = order[start : start + size]
                 try:
@@ -381,6 +421,9 @@ class PromptTokenizer:
         joint = iter(self.tokenizer(whole, add_special_tokens=False, return_offsets_mapping=True)
                      .encodings if whole else [])
         extra = len(self.start_ids) + len(self.end_ids)
+        unread = _unread_watch(self.tokenizer)
+        unk, special = (self.tokenizer.unk_token_id, set(self.tokenizer.all_special_ids)) if unread is not None \
+            else (None, set())
         for text in texts:
             if len(text) <= char_cap:
                 enc = next(joint)
@@ -396,9 +439,21 @@ class PromptTokenizer:
                     offset = len(self.start_ids)
                     sequences.append(self.start_ids + list(enc.ids) + self.end_ids)
                     spans.append((offset + first, offset + last))
+                    if unread is not None and _mostly_unknown(enc.ids[first:last], unk, special):
+                        unread.add(text)
                     continue
             truncated += 1
             ids = list(self.tokenizer(text[:char_cap], add_special_tokens=False)["input_ids"])[:budget]
             sequences.append(head + ids + tail)
             spans.append((len(head), len(head) + len(ids)))
+            if unread is not None and _mostly_unknown(ids, unk, special):
+                unread.add(text)
         return PromptTokens(sequences, spans, truncated)
+
+
+def _mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:
+    """More than half of the ordinary tokens of ``ids`` (the special ones other than ``unk``
+    left out) are ``unk``."""
+    unknown = sum(1 for i in ids if i == unk)
+    plain = sum(1 for i in ids if i == unk or i not in special)
+    return plain > 0 and 2 * unknown > plain

@@ -162,6 +162,23 @@ def test_truncation_is_said_once_per_encode_call(minilm, caplog):
     assert len(said) == 1 and "5 of 8 texts were longer than 256 tokens" in said[0], said
 
 
+def test_texts_the_tokenizer_cannot_read_are_said_once_per_encode_call(minilm, caplog):
+    """all-MiniLM reads every Thai text (and emoji) as ``[UNK]``: different texts embedded
+    identically and ranked arbitrarily, and nothing said so."""
+    thai = ["ฝนตกหนักมากวันนี้", "แมวชอบนอนบนโซฟา"]  # "heavy rain today", "the cat sleeps on the sofa"
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        out = minilm.encode([*thai, "A man is playing a guitar."], instruction="Find the topic", batch_size=1)
+    said = [r.getMessage() for r in caplog.records if "unknown tokens" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("minilm: 2 of 3 texts are mostly unknown tokens to its tokenizer"), said
+    assert "causal2vec" in said[0]
+    assert float(out[0] @ out[1]) > 0.999  # why it matters: the two texts embed alike
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        minilm.encode([*TEXTS[:4], "שלום עולם"], instruction="Find the topic")
+    assert not [r for r in caplog.records if "unknown tokens" in r.getMessage()], caplog.text
+
+
 def test_text_beyond_context_is_truncated_with_warning(embedder, caplog):
     long_text = "word " * 20_000
     with caplog.at_level(logging.WARNING):
