@@ -2,7 +2,9 @@
 
 Everything that came from a user or a document is escaped (``html.escape``) before it goes
 into HTML, including hover texts of the map; highlights are added as ``<mark>`` around
-escaped pieces, never by inserting markup into raw text.
+escaped pieces, never by inserting markup into raw text. Every element holding such text has
+``dir="auto"`` (``auto_dir``), so an Arabic or Hebrew snippet, title or metadata value reads
+right to left and its cut marks ("…") land at its ends, not mid-sentence.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ PALETTE = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#F
 CSS = """
 .facet-table {border-collapse: collapse; width: 100%; font-size: 0.92em}
 .facet-table th, .facet-table td {border-bottom: 1px solid #ddd; padding: 4px 6px;
-  text-align: left; vertical-align: top}
+  text-align: start; vertical-align: top}
 .facet-table td.num {text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums}
 .facet-table mark {background: #ffe58a; padding: 0 1px}
 .facet-table small, .facet-note small {color: #666}
@@ -48,6 +50,13 @@ CSS = """
 def esc(value: object) -> str:
     """HTML-escaped ``str(value)``."""
     return html.escape(str(value), quote=True)
+
+
+def auto_dir(inner_html: str, tag: str = "span") -> str:
+    """``inner_html`` (already escaped) in a ``tag`` with ``dir="auto"``: the browser reads its
+    direction from its first strong letter, so right-to-left text is laid out (and, in a
+    block, aligned) right to left, and isolated from the left-to-right text around it."""
+    return f'<{tag} dir="auto">{inner_html}</{tag}>'
 
 
 def highlight(snippet: str, spans: Sequence[Sequence[int]]) -> str:
@@ -75,7 +84,7 @@ def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
     for key, value in meta.items():
         text = str(value)
         text = text if len(text) <= limit else text[:limit] + "…"
-        parts.append(f"{esc(key)}: {esc(text)}")
+        parts.append(f"{auto_dir(esc(key))}: {auto_dir(esc(text))}")
     return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
 
 
@@ -85,7 +94,7 @@ def _document(r: SearchResult) -> str:
         # A record named by its file and line (``/srv/.../uploads/c/msgs.jsonl#L3``): the file's
         # name, as uploaded, not its path on the server.
         name = Path(r.source).name + r.doc_id[len(r.source):]
-    return (f'<span title="{esc(r.source)}">{esc(name)}</span><br>'
+    return (f'<span dir="auto" title="{esc(r.source)}">{esc(name)}</span><br>'
             f"<small>chunk {r.chunk_no}</small>")
 
 
@@ -113,13 +122,15 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
             groups.setdefault(r.doc_id, []).append(r)
         for members in groups.values():
             best = members[0]
-            snippets = "<br>".join(
-                (f"<small>chunk {m.chunk_no}:</small> " if len(members) > 1 else "")
-                + highlight(m.snippet, m.highlights) for m in members)
+            # One block per snippet, each with its own direction; the chunk label has its own
+            # (dir="auto" skips it when it picks the snippet's).
+            snippets = "".join(auto_dir(
+                (f'<small dir="ltr">chunk {m.chunk_no}:</small> ' if len(members) > 1 else "")
+                + highlight(m.snippet, m.highlights), "div") for m in members)
             more = sorted({n for m in members for n in m.more_chunks})
             if more:  # the core grouped them: its other matching chunks, by number
-                snippets += (f"<br><small>also matching: chunk{'s' if len(more) > 1 else ''} "
-                             f"{', '.join(map(str, more))}</small>")
+                snippets += (f"<div><small>also matching: chunk{'s' if len(more) > 1 else ''} "
+                             f"{', '.join(map(str, more))}</small></div>")
             n_chunks = len(members) + len(more)
             count = f"<br><small>{n_chunks} chunks</small>" if n_chunks > 1 else ""
             rows.append(f'<tr><td class="num">{best.rank}</td><td class="num">{_score(best)}</td>'
@@ -128,7 +139,7 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
     else:
         for r in response.results:
             rows.append(f'<tr><td class="num">{r.rank}</td><td class="num">{_score(r)}</td>'
-                        f"<td>{_document(r)}</td><td>{highlight(r.snippet, r.highlights)}</td>"
+                        f"<td>{_document(r)}</td>{auto_dir(highlight(r.snippet, r.highlights), 'td')}"
                         f"<td>{_metadata(r.metadata)}</td></tr>")
     table = ('<table class="facet-table facet-results"><thead><tr><th>#</th><th>score</th>'
              "<th>document</th><th>snippet</th><th>metadata</th></tr></thead><tbody>"
@@ -151,7 +162,7 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
     reranked = f", reranked by {esc(response.reranker)}" if response.reranker else ""
     if response.mode == "hybrid":
         reranked = f" with BM25, fused by rank{reranked}"
-    instruction = (f" under the instruction \u201c{esc(_short(response.instruction, 120))}\u201d"
+    instruction = (f" under the instruction \u201c{auto_dir(esc(_short(response.instruction, 120)))}\u201d"
                    if response.instruction else " without an instruction")
     if response.mode == "lexical" and response.instruction and not response.reranker:
         instruction = " by the words alone (BM25 does not read the instruction)"
@@ -197,15 +208,15 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
             elif key(r) not in other:
                 mark = ' <span class="facet-down">out</span>'
             cells.append(f'<td class="num">{r.score:.3f}{mark}</td>'
-                         f"<td>{esc(r.title or r.doc_id)}<br>"
-                         f"{highlight(r.snippet, r.highlights)}</td>")
+                         f"<td>{auto_dir(esc(r.title or r.doc_id), 'div')}"
+                         f"{auto_dir(highlight(r.snippet, r.highlights), 'div')}</td>")
         rows.append(f'<tr><td class="num">{i + 1}</td>{"".join(cells)}</tr>')
     summary = (f'<div class="facet-info">{shared} of the top {max(len(a.results), 1)} results are '
                f"shared; {moved} of them moved. Arrows: rank change from A to B; "
                "<i>new</i>: not in A's list; <i>out</i>: dropped from B's.</div>")
     table = ('<table class="facet-table facet-compare"><thead><tr><th>#</th>'
-             f"<th>score</th><th>A: {esc(_short(a.instruction, 80) or '(no instruction)')}</th>"
-             f"<th>score</th><th>B: {esc(_short(b.instruction, 80) or '(no instruction)')}</th>"
+             f"<th>score</th><th>A: {auto_dir(esc(_short(a.instruction, 80) or '(no instruction)'))}</th>"
+             f"<th>score</th><th>B: {auto_dir(esc(_short(b.instruction, 80) or '(no instruction)'))}</th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     return notices_html(notices) + summary + table
 
@@ -297,7 +308,7 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
     parts.append(f"{wall_s:.1f} s ({stages})")
     notes = [*notices, response.note] if response.note else list(notices)
     return (notices_html(notes) + '<div class="facet-info facet-cluster-summary">'
-            + " · ".join(parts) + f"<br><small>instruction: \u201c{esc(response.instruction)}"
+            + " · ".join(parts) + f"<br><small>instruction: \u201c{auto_dir(esc(response.instruction))}"
             "\u201d</small></div>")
 
 

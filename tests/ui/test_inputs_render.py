@@ -353,6 +353,35 @@ def test_compare_marks_moves() -> None:
     assert '<span class="facet-down">out</span>' in html        # z dropped from B
 
 
+def test_user_text_is_laid_out_in_its_own_direction() -> None:
+    """An Arabic snippet sat left-aligned in a left-to-right cell, its cut marks mid-sentence:
+    every element holding text from a document or a person has dir="auto"."""
+    from dataclasses import replace
+
+    snippet = "…تأخرت <b>بطاقتي</b> الجديدة…"
+    arabic = replace(_result(1, "x", 0.9), title="رسالة العميل", snippet=snippet, highlights=[(10, 16)],
+                     metadata={"النية": "وصول البطاقة", "lang": "ar"})
+    html = render.results_html(SearchResponse("q", None, "c", "minilm", None, [arabic], {}))
+    cell = '<td dir="auto">…تأخرت &lt;b&gt;<mark>بطاقتي</mark>&lt;/b&gt; الجديدة…</td>'
+    assert cell in html and "<b>" not in html  # its own direction, and still escaped
+    assert '<span dir="auto" title="s">رسالة العميل</span>' in html
+    assert '<span dir="auto">النية</span>: <span dir="auto">وصول البطاقة</span>' in html
+    assert '<td class="num">1</td>' in html  # numbers keep their cells
+    grouped = render.results_html(SearchResponse("q", None, "c", "minilm", None,
+                                                 [arabic, replace(arabic, rank=2, chunk_no=1)], {}),
+                                  group_by_document=True)
+    # One block per snippet; its label has its own direction, which dir="auto" skips.
+    assert grouped.count('<div dir="auto"><small dir="ltr">chunk ') == 2
+    assert '<small dir="ltr">chunk 1:</small> …تأخرت &lt;b&gt;<mark>' in grouped
+    a = SearchResponse("q", "ابحث عن البطاقات", "c", "minilm", None, [arabic], {})
+    b = SearchResponse("q", "B", "c", "minilm", None, [_result(1, "y", 0.8)], {})
+    compared = render.compare_html(a, b)
+    assert '<div dir="auto">رسالة العميل</div><div dir="auto">…تأخرت &lt;b&gt;<mark>' in compared
+    assert '<th>A: <span dir="auto">ابحث عن البطاقات</span></th>' in compared
+    assert '\u201c<span dir="auto">ابحث عن البطاقات</span>\u201d' in render.search_summary(a, 5)
+    assert "text-align: start" in render.CSS  # a right-to-left cell aligns right
+
+
 def test_job_errors_name_files_relative_to_the_source() -> None:
     source = "/srv/facet/data/uploads/notes"
     job = JobInfo(id=3, collection="notes", source=source, embedder="minilm", state="completed",

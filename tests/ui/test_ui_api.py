@@ -36,6 +36,11 @@ def rows_of(html: str) -> list[str]:
     return re.findall(r"<tr><td class=\"num\">.*?</tr>", html, flags=re.S)
 
 
+def text_of(html: str) -> str:
+    """What the HTML reads as, without its tags (user text sits in ``dir="auto"`` spans)."""
+    return re.sub(r"<[^>]*>", "", html)
+
+
 def wait_for_job(client, job_id: int, timeout: float = 120) -> tuple[str, list[list[str]]]:
     deadline = time.monotonic() + timeout
     while True:
@@ -58,7 +63,7 @@ def test_search_finds_the_planted_document_highlighted(ui_client) -> None:
     assert PLANTED_ID in rows[0]
     # Query terms are marked inside the escaped snippet; metadata is shown.
     assert "<mark>parcel</mark> <mark>locker</mark>" in rows[0]
-    assert "intent: card_arrival" in rows[0]
+    assert "intent: card_arrival" in text_of(rows[0])
     assert "5 results from <b>demo-banking77</b> (minilm) under the instruction" in summary
 
 
@@ -91,10 +96,10 @@ def test_document_html_is_escaped_not_rendered(ui_client) -> None:
 def test_filters_rerank_and_the_instruction_change_results(ui_client) -> None:
     html, _ = search(ui_client, "where is my card", filters="intent=card_arrival", k=10)
     rows = rows_of(html)
-    assert rows and all("intent: card_arrival" in r for r in rows)
+    assert rows and all("intent: card_arrival" in text_of(r) for r in rows)
     several, _ = search(ui_client, "where is my card", k=10,
                         filters="intent=card_arrival; intent=lost_or_stolen_card")
-    assert {m for r in rows_of(several) for m in re.findall(r"intent: (\w+)", r)} == \
+    assert {m for r in rows_of(several) for m in re.findall(r"intent: (\w+)", text_of(r))} == \
         {"card_arrival", "lost_or_stolen_card"}
     reranked, summary = search(ui_client, PLANTED_QUERY, PLANTED_INSTRUCTION, rerank=True)
     assert "reranked by minilm" in summary and "vector 0." in reranked
@@ -137,8 +142,8 @@ def test_compare_shows_two_rankings_side_by_side(ui_client) -> None:
     html = ui_client.predict("my card", "Find messages about a card that never arrived",
                              "Find messages about fees or exchange rates", COLLECTION, "minilm",
                              5, "", api_name="/compare")
-    assert "A: Find messages about a card that never arrived" in html
-    assert "B: Find messages about fees or exchange rates" in html
+    assert "A: Find messages about a card that never arrived" in text_of(html)
+    assert "B: Find messages about fees or exchange rates" in text_of(html)
     assert re.search(r"\d of the top 5 results are shared; \d+ of them moved", html)
     assert len(re.findall(r"<tr><td class=\"num\">", html)) == 5
     with pytest.raises(AppError, match="Instructions A and B are the same"):
