@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -244,9 +245,14 @@ class BaseEmbedder(ABC):
         Raises:
             InvalidInputError: texts is None, not a list of strings, or role / batch size invalid.
         """
-        items = validate_texts(texts)
+        # Composed form (NFC): "é" as one code point or as "e" + U+0301 (macOS file names, some
+        # editors) is one text; byte-level BPE tokenizers read the two forms as different tokens
+        # (Causal2Vec: cosine 0.86 between the forms of one sentence, 36 tokens against 53).
+        items = [unicodedata.normalize("NFC", t) for t in validate_texts(texts)]
         role_ = Role.parse(role)
         instruction_ = validate_instruction(instruction)
+        if instruction_ is not None:
+            instruction_ = unicodedata.normalize("NFC", instruction_)
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"the batch size must be a positive whole number, got {batch_size!r}")
         out = np.zeros((len(items), self.dim), dtype=np.float32)
