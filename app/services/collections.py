@@ -276,8 +276,13 @@ class CollectionService:
                     f"collection {name!r} is being indexed by {current.describe()}; "
                     f"{follow_hint(current.job_id)} and delete it then")
             info = self._info(session, coll)
-            self.store.drop_collection(name)
+            # The metadata's rows first, flushed (this takes the database's write lock, or fails
+            # busy with nothing changed), then the vectors, then the commit: dropping the vectors
+            # first left a database locked by another writer listing a collection whose vectors
+            # were gone, and the delete said it had failed.
             md.delete_collection(session, coll)
+            session.flush()
+            self.store.drop_collection(name)
             session.commit()
         logger.info("deleted collection %s (%d documents, %s points)", name, info.documents,
                     info.points)

@@ -368,3 +368,30 @@ def test_a_metadata_database_locked_too_long_is_busy_not_a_traceback(cache, tmp_
             holder.rollback()
             holder.close()
         facet.close()
+
+
+def test_a_delete_that_finds_the_database_locked_changes_nothing(cache, tmp_path, monkeypatch) -> None:
+    """The vectors were dropped before the metadata's write failed busy: the collection stayed
+    listed with its store folder gone, searches said it held nothing searchable."""
+    import sqlite3
+
+    from app.errors import BusyError
+
+    monkeypatch.setattr(md, "SQLITE_BUSY_TIMEOUT_S", 0.3)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    holder = None
+    try:
+        facet.index(_corpus(tmp_path / "src", {"a": "the ferry leaves at noon"}), "kept")
+        holder = sqlite3.connect(tmp_path / "data" / "facet.db")
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(BusyError, match="stayed locked"):
+            facet.delete_collection("kept")
+        holder.rollback()
+        assert [c.name for c in facet.collections()] == ["kept"]
+        assert [Path(r.doc_id).name for r in facet.search(SearchRequest("ferry", "kept")).results] == ["a.txt"]
+        facet.delete_collection("kept")
+        assert facet.collections() == []
+    finally:
+        if holder is not None:
+            holder.close()
+        facet.close()
