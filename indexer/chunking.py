@@ -4,8 +4,9 @@ A tokenizer is reduced to one callable, ``TokenSpans``: text -> list of ``(start
 character offsets, one per token, in order. Chunks are windows of at most ``size`` tokens
 that overlap by about ``overlap`` tokens and begin and end on word boundaries where the text
 has any (``_window``); each chunk's text is the exact slice of the document between its
-first token's start and its last token's end, so the offsets in the payload always point
-back at the source text.
+first token's start and its last token's end (widened over the characters of its words that
+the tokenizer left out, such as the accents an uncased one strips: ``_chunk_bounds``), so the
+offsets in the payload always point back at the source text.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ class Chunk:
     Attributes:
         number: position of the chunk in its document, from 0.
         text: ``document[start:end]``.
-        start: character offset of the first token.
-        end: character offset just past the last token.
+        start: character offset of the first token (or of characters of its word before it
+            that the tokenizer left out).
+        end: character offset just past the last token (and the characters of its word after
+            it that the tokenizer left out: combining marks an uncased tokenizer strips).
         n_tokens: tokens in the chunk.
     """
 
@@ -93,11 +96,19 @@ def _starts_word(spans: Sequence[tuple[int, int]], i: int, text: str | None = No
     such as "##walk", or punctuation glued to a word, does not), or, given ``text``, one whose
     span starts with whitespace or follows a token that ends with it. Byte-level BPE (the LLM
     embedders' tokenizers) puts the space inside the next token (" cat", "walk"), so without
-    the text no token ever followed a gap and their windows cut inside words."""
-    if i == 0 or spans[i][0] > spans[i - 1][1]:
+    the text no token ever followed a gap and their windows cut inside words.
+
+    Given ``text``, a gap between two tokens is a word boundary only if it holds whitespace:
+    an uncased WordPiece tokenizer strips accents, so the combining marks of NFD text, Arabic
+    harakat and Hebrew points fall between the spans of one word's tokens ("المَدْرَسَةِ"),
+    and counting every gap as a boundary cut windows inside words."""
+    if i == 0:
         return True
+    gap_start, gap_end = spans[i - 1][1], spans[i][0]
     if text is None:
-        return False
+        return gap_end > gap_start
+    if any(ch.isspace() for ch in text[gap_start:gap_end]):
+        return True
     return text[spans[i][0]].isspace() or text[spans[i - 1][1] - 1].isspace()
 
 
@@ -112,20 +123,58 @@ def _trimmed(text: str, a: int, b: int) -> tuple[int, int]:
     return a, a + len(stripped)
 
 
+def _chunk_bounds(text: str, spans: Sequence[tuple[int, int]], first: int, last: int,
+                  head: bool = True) -> tuple[int, int]:
+    """The character span of the window ``spans[first:last]``: from its first token's start
+    to its last token's end, widened over the characters the tokenizer left out (the marks an
+    uncased tokenizer strips, control and format characters) that belong to its words, and
+    without leading or trailing whitespace (``_trimmed``).
+
+    A gap's characters before its first whitespace belong to the word before it (a combining
+    mark follows its letter); those after its last whitespace to the word after it; the rest
+    (a dropped character alone between spaces) to the window that ends before the gap, so
+    that every character is in some chunk. ``head``: ``spans[0]`` is the first token of the
+    whole text (the characters before it go to the first window)."""
+    a, b = spans[first][0], spans[last - 1][1]
+    lo = spans[first - 1][1] if first > 0 else 0
+    before = text[lo:a]
+    if first == 0 and head:
+        a = lo + len(before) - len(before.lstrip())
+    else:
+        ws = max((k for k, ch in enumerate(before) if ch.isspace()), default=None)
+        if ws is not None:
+            a = lo + ws + 1
+    hi = spans[last][0] if last < len(spans) else len(text)
+    after = text[b:hi]
+    if last < len(spans):
+        ws = max((k for k, ch in enumerate(after) if ch.isspace()), default=None)
+        if ws is not None:
+            after = after[:ws]
+    b += len(after.rstrip())
+    return _trimmed(text, a, b)
+
+
 def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig,
-            n: int, text: str | None = None) -> tuple[int, int]:
+            n: int, text: str | None = None, floor: int = 0) -> tuple[int, int]:
     """The window that begins at token ``start``: ``(end, next_start)``, ``end`` exclusive and
-    ``next_start`` ``n`` for the last window.
+    ``next_start`` ``n`` for the last window. ``floor``: where the previous window ended.
 
     A window holds at most ``size`` tokens and ends before a word, not inside one; the next
     begins at a word about ``overlap`` tokens before the end (a little earlier rather than
     later). Cutting inside words made lexical search find fragments ("catwalk" cut as
     "cat|walk" matched "walk") and snippets start mid-word. Where no word boundary is near
     (a word longer than the window, text without spaces) the windows cut tokens as before.
+
+    A window ends past ``floor`` and, unless it is the last, holds more than ``overlap``
+    tokens (the next would repeat a shorter one almost whole), and "a little earlier" is at
+    most ``overlap`` tokens more: in CJK text with a few spaces the next start fell back to a
+    word however far before the end, the window from there retreated to the same word
+    boundary as its predecessor, and it was emitted inside it.
     """
     end = min(start + config.size, n)
     if end < n and not _starts_word(spans, end, text):
-        boundary = next((i for i in range(end - 1, start, -1) if _starts_word(spans, i, text)), None)
+        low = max(start + config.overlap, floor)
+        boundary = next((i for i in range(end - 1, low, -1) if _starts_word(spans, i, text)), None)
         if boundary is not None:
             end = boundary
     if end >= n:
@@ -133,7 +182,8 @@ def _window(spans: Sequence[tuple[int, int]], start: int, config: ChunkingConfig
     nxt = max(end - config.overlap, start + 1)
     if _starts_word(spans, nxt, text):
         return end, nxt
-    earlier = next((i for i in range(nxt - 1, start, -1) if _starts_word(spans, i, text)), None)
+    low = max(nxt - config.overlap - 1, start)
+    earlier = next((i for i in range(nxt - 1, low, -1) if _starts_word(spans, i, text)), None)
     if earlier is not None:
         return end, earlier
     later = next((i for i in range(nxt + 1, end + 1) if _starts_word(spans, i, text)), None)
@@ -147,13 +197,14 @@ def chunk_spans(
     boundaries where there are any (``_window``).
 
     The last window is not padded: it holds whatever tokens remain, and a window that
-    would only repeat the overlap of its predecessor is not emitted.
+    would only repeat the overlap of its predecessor is not emitted: each ends past the end
+    of the one before it.
     """
     n = len(spans)
     windows: list[tuple[int, int]] = []
-    start = 0
+    start = end = 0
     while start < n:
-        end, nxt = _window(spans, start, config, n, text)
+        end, nxt = _window(spans, start, config, n, text, floor=end)
         windows.append((start, end))
         start = nxt
     return windows
@@ -183,7 +234,7 @@ def chunk_text(text: str, tokenize: TokenSpans, config: ChunkingConfig) -> list[
     spans = tokenize(text)
     chunks: list[Chunk] = []
     for first, last in chunk_spans(spans, config, text):
-        start, end = _trimmed(text, spans[first][0], spans[last - 1][1])
+        start, end = _chunk_bounds(text, spans, first, last)
         if text[start:end].isspace():
             continue  # a window of whitespace tokens alone (see _trimmed)
         chunks.append(Chunk(number=len(chunks), text=text[start:end], start=start, end=end,
@@ -217,6 +268,20 @@ def _last_space(text: str) -> int:
     return i
 
 
+def _token_at(spans: Sequence[tuple[int, int]], offset: int, dups: int) -> int:
+    """Index of the first token that starts at or after ``offset``, plus ``dups``."""
+    first = next((i for i, (a, _) in enumerate(spans) if a >= offset), len(spans))
+    return min(first + dups, len(spans))
+
+
+def _dups_before(spans: Sequence[tuple[int, int]], i: int) -> int:
+    """Tokens just before token ``i`` that start at the same character."""
+    k = 0
+    while i - k > 0 and spans[i - k - 1][0] == spans[i][0]:
+        k += 1
+    return k
+
+
 def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingConfig
                   ) -> Iterator[Chunk]:
     """``chunk_text`` over a text that arrives in pieces (a large file read in a stream).
@@ -235,6 +300,8 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
     # character or emoji into several tokens with the same span (the offset alone named the
     # first of them, and the streamed windows drifted from the whole text's).
     target_dup = 0
+    # Where the last window emitted ended (``_window``'s floor), kept the same way.
+    floor_at, floor_dup = 0, 0
     number = 0
     source = iter(pieces)
     while True:
@@ -249,29 +316,29 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
         else:
             work = buffer
         spans = tokenize(work)
-        first = next((i for i, (a, _) in enumerate(spans) if a >= target), len(spans))
-        first = min(first + target_dup, len(spans))
         n = len(spans)
-        start = first
+        start = _token_at(spans, target, target_dup)
+        floor = _token_at(spans, floor_at, floor_dup)
         while start < n:
             if not final and min(start + config.size, n) > n - _STREAM_MARGIN:
                 break  # too near the cut: wait for more text
-            end, nxt = _window(spans, start, config, n, work)
-            a, b = _trimmed(work, spans[start][0], spans[end - 1][1])
+            end, nxt = _window(spans, start, config, n, work, floor)
+            a, b = _chunk_bounds(work, spans, start, end, head=base == 0)
             if not work[a:b].isspace():
                 yield Chunk(number=number, text=work[a:b], start=base + a, end=base + b,
                             n_tokens=end - start)
                 number += 1
-            start = nxt
+            start, floor = nxt, end
         if final:
             return
         if start >= n:  # everything read so far is chunked (cannot happen before the end)
             base, buffer, target, target_dup = base + len(work), buffer[len(work):], 0, 0
+            floor_at, floor_dup = 0, 0
             continue
-        target_dup = 0
-        while start - target_dup > 0 and spans[start - target_dup - 1][0] == spans[start][0]:
-            target_dup += 1
+        target_dup = _dups_before(spans, start)
+        floor_dup = _dups_before(spans, floor)
         keep_from = _word_before(work, spans[start][0])
         target = spans[start][0] - keep_from
+        floor_at = spans[floor][0] - keep_from  # the floor is never before the next start
         base += keep_from
         buffer = buffer[keep_from:]

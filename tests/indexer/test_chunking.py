@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import unicodedata
 
 import pytest
 
@@ -180,3 +181,91 @@ def test_a_long_text_is_tokenized_in_pieces_with_the_same_chunks(minilm, monkeyp
     assert len(text) > 5 * 20_000
     assert chunk_text(text, counting, ChunkingConfig(64, 8)) == whole
     assert longest[0] < 2 * 20_000
+
+
+def _assert_rebuilds_the_text(text: str, chunks, config: ChunkingConfig) -> None:
+    """Consecutive chunks each end past the one before (none lies inside its predecessor),
+    and the chunks minus their overlaps are the whole text: nothing but whitespace between or
+    around them, so every character is in some chunk."""
+    assert [c.number for c in chunks] == list(range(len(chunks)))
+    pos = 0
+    for prev, c in itertools.pairwise([None, *chunks]):
+        assert c.text == text[c.start:c.end] and c.n_tokens <= config.size
+        if prev is not None:
+            assert c.start > prev.start and c.end > prev.end, (prev.text, c.text)
+        assert not text[pos:c.start].strip(), repr(text[pos:c.start])
+        pos = max(pos, c.end)
+    assert not text[pos:].strip(), repr(text[pos:])
+
+
+_ZH = "大熊猫是中国特有的动物，主要生活在四川的山区。它们每天花很多时间吃竹子，一只成年熊猫一天可以吃掉十几公斤竹子。"
+_JA = "日本の歴史は古く、縄文時代から始まり、弥生時代、古墳時代を経て、飛鳥時代に国家の形が整えられた。"
+
+
+@pytest.mark.parametrize("text", [" iPhone 15 ".join([_ZH] * 4), "# 日本の歴史\n\n" + _JA * 5],
+                         ids=["chinese-with-a-few-spaces", "japanese-under-a-heading"])
+def test_no_window_lies_inside_the_one_before_it(minilm, bpe_spans, text) -> None:
+    """In CJK text with a few spaces the next window fell back to a word start however far
+    before the end, then retreated to the same word boundary as its predecessor: a chunk
+    wholly inside the one before ((56, 131) then (66, 131); '# 日本の歴史' then '日本の歴史')."""
+    spans = tokenizer_spans(minilm.backbone.tokenizer)
+    for config in (ChunkingConfig(64, 8), ChunkingConfig(32, 8), ChunkingConfig(16, 4)):
+        chunks = chunk_text(text, spans, config)
+        assert len(chunks) > 1
+        _assert_rebuilds_the_text(text, chunks, config)
+        windows = chunk_spans(spans(text), config, text)
+        for (a0, a1), (b0, b1) in itertools.pairwise(windows):
+            # Each window makes progress, and they overlap by about `overlap` tokens.
+            assert a0 < b0 <= a1 < b1 and a1 - b0 <= 2 * config.overlap, windows
+        for tokenize in (spans, bpe_spans):
+            whole = chunk_text(text, tokenize, config)
+            pieces = (text[i:i + 37] for i in range(0, len(text), 37))
+            assert list(stream_chunks(pieces, tokenize, config)) == whole
+
+
+_ARABIC = "ذَهَبَ الوَلَدُ إلى المَدْرَسَةِ فِي الصَّبَاحِ " * 4
+_FRENCH = unicodedata.normalize("NFD", "Le café enneigé, j'ai mangé du pâté et du rosé. " * 10)
+_HEBREW = "בְּרֵאשִׁית בָּרָא אֱלֹהִים אֵת הַשָּׁמַיִם וְאֵת הָאָרֶץ׃ " * 8
+
+
+@pytest.mark.parametrize("text", [
+    _ARABIC, _ARABIC.rstrip(),  # it ends with a mark (kasra)
+    _FRENCH, _FRENCH + unicodedata.normalize("NFD", "Un rosé"),  # ... with U+0301
+    _HEBREW,
+], ids=["arabic", "arabic-ending-in-a-mark", "french-nfd", "french-nfd-ending-in-a-mark",
+        "hebrew"])
+def test_combining_marks_the_tokenizer_strips_stay_inside_their_words(minilm, text) -> None:
+    """MiniLM's uncased tokenizer strips accents: the combining marks of NFD text, Arabic
+    harakat and Hebrew points fall between token spans, and every such gap counted as a word
+    start. Chunks began and ended inside words ('ذَهَبَ الوَلَدُ إلى المَدْر' + 'َ...'), a chunk
+    ending before a mark dropped it, and the text's last mark was in no chunk at all."""
+    spans = tokenizer_spans(minilm.backbone.tokenizer)
+    assert any(unicodedata.combining(ch) for ch in text)
+    for config in (ChunkingConfig(16, 4), ChunkingConfig(32, 8), ChunkingConfig(64, 8)):
+        chunks = chunk_text(text, spans, config)
+        assert len(chunks) > 1 or config.size == 64
+        _assert_rebuilds_the_text(text, chunks, config)
+        for c in chunks:
+            assert c.start == 0 or text[c.start - 1].isspace(), c.text
+            assert c.end == len(text) or text[c.end].isspace(), c.text
+            assert not unicodedata.combining(c.text[0]), c.text
+            assert len(spans(c.text)) == c.n_tokens
+        pieces = (text[i:i + 41] for i in range(0, len(text), 41))
+        assert list(stream_chunks(pieces, spans, config)) == chunks
+
+
+def test_only_a_gap_with_whitespace_is_a_word_boundary() -> None:
+    """A tokenizer that leaves characters out (here: one token per letter, marks dropped):
+    the marks belong to their word, and to the chunk that holds the letter before them."""
+    text = unicodedata.normalize("NFD", "été élève rôtie ") * 6 + unicodedata.normalize("NFD", "été")
+
+    def letters(t: str) -> list[tuple[int, int]]:
+        return [(i, i + 1) for i, ch in enumerate(t) if not ch.isspace()
+                and not unicodedata.combining(ch)]
+
+    for config in (ChunkingConfig(8, 2), ChunkingConfig(12, 3), ChunkingConfig(6, 0)):
+        chunks = chunk_text(text, letters, config)
+        _assert_rebuilds_the_text(text, chunks, config)
+        words = set(text.split())
+        assert all(set(c.text.split()) <= words for c in chunks), [c.text for c in chunks]
+        assert chunks[-1].end == len(text)
