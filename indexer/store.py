@@ -262,14 +262,16 @@ class VectorStore(ABC):
 
     def search_hybrid(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                       text: str, *, limit: int, filters: Filters | None = None, exact: bool = False,
-                      fusion: Fusion | None = None) -> list[Hit]:
+                      fusion: Fusion | None = None, candidates: int | None = None) -> list[Hit]:
         """The dense and the lexical rankings fused by reciprocal rank (``Fusion``: each hit gets
         ``1 / (k - 1 + R / w)`` from each list holding it at 1-based rank ``R``).
 
-        Each list is its top ``max(limit, fusion.candidates)``, ranked here with ties in point-id
-        order (Qdrant's own fusion ranks tied BM25 scores in an order that moves with the list's
-        length, so one query ranked differently at another ``limit``); so the first results do
-        not depend on ``limit`` while it is within ``candidates``.
+        Each list is its top ``max(candidates or limit, fusion.candidates)``, ranked here with
+        ties in point-id order (Qdrant's own fusion ranks tied BM25 scores in an order that moves
+        with the list's length, so one query ranked differently at another ``limit``); so the
+        first results do not depend on ``limit`` while it is within ``fusion.candidates``.
+        ``candidates`` lets a caller that over-fetches (grouping by document) keep the lists a
+        plain search of the same request would fuse: longer lists let other chunks into the top.
 
         Raises:
             StoreError: the collection keeps no term vectors, or has no ``vector_name``.
@@ -278,7 +280,7 @@ class VectorStore(ABC):
         self._check_vector(collection, vector_name)
         if not self.has_lexical(collection):
             raise self._no_lexical(collection)
-        n = max(int(limit), f.candidates)
+        n = max(int(candidates or limit), f.candidates)
         dense = _ranked(self.search(collection, vector_name, vector, limit=n + _TIE_MARGIN,
                                     filters=filters, exact=exact), n)
         words = self.search_lexical(collection, text, limit=n, filters=filters)

@@ -623,15 +623,20 @@ class SearchService:
         depth = request.top_k
         if request.rerank:
             depth = max(request.rerank_depth or 5 * request.top_k, request.top_k)
+        # Hybrid fuses lists as long as the request asks for, not as grouping over-fetches: longer
+        # lists let other chunks into the fused top, so grouped and chunk results disagreed.
+        lists = depth
         if request.group_by_document:
             depth = min(GROUP_MAX_DEPTH, max(depth, GROUP_FETCH_FACTOR * request.top_k))
         t0 = time.perf_counter()
-        hits = self._vector_search(request, mode, vector_name, query_vec, depth)
+        hits = self._vector_search(request, mode, vector_name, query_vec, depth, lists)
         candidates = depth
-        while (request.group_by_document and len(hits) == depth and depth < GROUP_MAX_DEPTH
-               and len({h.payload.get("doc_id") for h in hits}) < request.top_k):
-            depth = min(GROUP_MAX_DEPTH, depth * 4)  # a few documents hold most matches
-            hits = self._vector_search(request, mode, vector_name, query_vec, depth)
+        while (request.group_by_document and len({h.payload.get("doc_id") for h in hits}) < request.top_k
+               and (len(hits) == depth < GROUP_MAX_DEPTH or (mode == "hybrid" and lists < depth))):
+            if len(hits) == depth:
+                depth = min(GROUP_MAX_DEPTH, depth * 4)  # a few documents hold most matches
+            lists = depth
+            hits = self._vector_search(request, mode, vector_name, query_vec, depth, lists)
         if request.rerank and len(hits) > candidates:
             # The reranker reads the first `candidates` chunks and the best chunk of each further
             # document until top_k documents are among them: a long document's chunks filled the
@@ -705,7 +710,7 @@ class SearchService:
         return [float(x) for x in d @ q]
 
     def _vector_search(self, request: SearchRequest, mode: str, vector_name: str,
-                       query_vec: np.ndarray | None, depth: int) -> list[Hit]:
+                       query_vec: np.ndarray | None, depth: int, lists: int | None = None) -> list[Hit]:
         where = payload_filters(request.filters)
         try:
             if query_vec is None:
@@ -714,7 +719,8 @@ class SearchService:
             if mode == "hybrid":
                 return self.store.search_hybrid(request.collection, vector_name, query_vec,
                                                 request.query, limit=depth, filters=where,
-                                                exact=request.exact, fusion=self.fusion)
+                                                exact=request.exact, fusion=self.fusion,
+                                                candidates=lists)
             return self.store.search(request.collection, vector_name, query_vec, limit=depth,
                                      filters=where, exact=request.exact)
         except CollectionNotFoundError as e:

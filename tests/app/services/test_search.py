@@ -323,6 +323,34 @@ def test_filters_match_either_unicode_form_of_a_value(make_ctx, tmp_path) -> Non
     assert ids("lang=francais") == set()  # accents are not folded
 
 
+def test_hybrid_grouped_by_document_ranks_as_the_chunks_do(make_ctx, tmp_path) -> None:
+    """Grouping over-fetches 4 x k chunks; from k=26 that made the fused lists longer than a
+    plain search's 100, other chunks entered the fused top, and the API's grouped default
+    disagreed with the CLI's chunks (here, documents of one chunk each) from about rank 19."""
+    import random
+
+    rng = random.Random(1)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+             "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi",
+             "chi", "psi", "omega"]
+    path = tmp_path / "greek.jsonl"
+    path.write_text("".join(json.dumps({"id": f"t{i:03d}",
+                                        "text": " ".join(rng.choice(words) for _ in range(120))}) + "\n"
+                            for i in range(300)))
+    ctx = make_ctx(chunk_tokens=400)  # one chunk per document
+    IndexService(ctx).index(path, "greek")
+    service = SearchService(ctx)
+
+    def ranked(k: int, grouped: bool) -> list[str]:
+        response = service.search(SearchRequest("alpha beta omega", "greek", top_k=k, mode="hybrid",
+                                                group_by_document=grouped))
+        return [r.doc_id for r in response.results]
+
+    chunks = ranked(50, grouped=False)
+    assert ranked(50, grouped=True) == chunks
+    assert ranked(10, grouped=True) == chunks[:10] == ranked(10, grouped=False)
+
+
 def test_group_by_document_gives_top_k_documents_with_their_other_chunks(make_ctx, tmp_path,
                                                                           minilm) -> None:
     src = tmp_path / "long"
