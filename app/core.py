@@ -480,9 +480,20 @@ class Facet:
         return self.catalog.jobs(collection, limit)
 
     @_domain_errors
-    def job(self, job_id: int) -> JobInfo:
-        """One job with its per-document errors. Raises ``NotFoundError`` for an unknown id."""
-        return self.catalog.job(job_id)
+    def job(self, job_id: int, collection: str | None = None) -> JobInfo:
+        """One job with its per-document errors.
+
+        Raises:
+            NotFoundError: an unknown id.
+            InvalidRequestError: ``collection`` given and the job is of another one (the
+                CLI's ``-c`` and the API's ``?collection=`` were ignored: another collection's
+                job was shown).
+        """
+        job = self.catalog.job(job_id)
+        if collection is not None and job.collection != collection:
+            raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} but of "
+                                      f"{job.collection!r}")
+        return job
 
     # ------------------------------------------------------------------- info
 

@@ -74,10 +74,18 @@ _HEADERS: dict[int, dict[str, Any]] = {
 }
 
 
-def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """A route's ``responses=``: ``statuses`` with the error body, what each means and its
-    headers."""
-    return {status: {"model": ErrorResponse, "description": MEANING[status],
+# 429 where the metadata database is written (``app.errors.as_domain_error``'s BusyError for
+# SQLite's "database is locked" or PostgreSQL's lock timeout): the route's ``meaning``.
+BUSY_DATABASE = ("busy: the metadata database stayed locked by another process's write (an index "
+                 "job, a CLI) for the whole wait; retry after Retry-After seconds (code busy)")
+
+
+def responses(*statuses: int,
+              meaning: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
+    """A route's ``responses=``: ``statuses`` with the error body, what each means (``MEANING``,
+    or the route's own ``meaning``) and its headers."""
+    meaning = MEANING | (meaning or {})
+    return {status: {"model": ErrorResponse, "description": meaning[status],
                      **({"headers": _HEADERS[status]} if status in _HEADERS else {})}
             for status in sorted(statuses)}
 
@@ -131,6 +139,11 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     elif not param:  # the body as a whole: missing, a form, a JSON array or string
         message = ("the request body must be a JSON object sent with Content-Type: "
                    f"application/json ({first.get('msg')})")
+    elif first.get("type") == "extra_forbidden" and first.get("loc", ())[:1] == ("query",):
+        # A route's query model (``app.api.schemas``): ``?colection=b1`` listed every
+        # collection's jobs.
+        param = _location(tuple(first["loc"][1:]))
+        message = f"unknown query parameter {param!r}; check its spelling against docs/api.md"
     elif first.get("type") == "extra_forbidden":
         message = f"unknown field {param!r}; check its spelling against docs/api.md"
     elif first.get("type") == "missing":

@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from app.errors import InvalidRequestError
 from app.services.clustering import MAX_SEED
+from app.services.collections import MAX_JOBS_LISTED
 from app.services.search import MAX_TOP_K, SearchMode, check_filters
 from indexer.chunking import MAX_CHUNK_TOKENS
 
@@ -132,6 +133,33 @@ class JobBody(_Body):
     chunk_overlap: int | None = Field(default=None, ge=0, le=MAX_CHUNK_TOKENS)
     text_column: str | None = Field(default=None, min_length=1,
                                     description="the csv column / jsonl field holding the text")
+
+
+class _Query(BaseModel):
+    """A route's query parameters; unknown ones are refused as unknown body fields are
+    (``?colection=b1`` listed every collection's jobs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobListQuery(_Query):
+    """``GET /jobs``. ``limit``'s bounds are the facade's check (its message names them), only
+    declared here."""
+
+    collection: str | None = Field(default=None, description="only this collection's jobs")
+    limit: int = Field(default=20, json_schema_extra={"minimum": 1, "maximum": MAX_JOBS_LISTED})
+
+
+class JobQuery(_Query):
+    """``GET /jobs/{job_id}``."""
+
+    collection: str | None = Field(
+        default=None, description="the collection the job must be of: a job of another one is "
+                                  "refused (400), as `facet jobs ID -c NAME` refuses it")
+
+
+class NoQuery(_Query):
+    """A route that takes no query parameter (``POST /jobs``: its options are its body)."""
 
 
 # --------------------------------------------------------------------------- responses

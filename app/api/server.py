@@ -32,14 +32,17 @@ from app.api.schemas import (
     EmbeddingsResponse,
     Health,
     JobBody,
+    JobListQuery,
+    JobQuery,
     ModelInfo,
     ModelList,
+    NoQuery,
     SearchBody,
 )
 from app.core import Facet
 from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
 from app.services.clustering import ClusterRequest, ClusterResponse
-from app.services.collections import MAX_JOBS_LISTED, CollectionInfo, JobInfo
+from app.services.collections import CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest, SearchResponse
 from app.settings import FacetSettings, get_settings
@@ -233,9 +236,12 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     if settings.api_key:  # declared only where it is asked for
         auth.append(Security(_BEARER))
 
-    def fails(*statuses: int) -> dict[int | str, dict[str, Any]]:
-        """The error statuses a route declares: ``statuses``, and 401 where a key is set."""
-        return errors.responses(*statuses, *((401,) if settings.api_key else ()))
+    def fails(*statuses: int,
+              meaning: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
+        """The error statuses a route declares: ``statuses``, and 401 where a key is set;
+        ``meaning``: the route's own descriptions of some (``errors.responses``)."""
+        return errors.responses(*statuses, *((401,) if settings.api_key else ()),
+                                meaning=meaning)
 
     # Any route over the facade may fail server-side (500: a database out of reach...); one
     # with a body answers 400 for a body that does not validate, 413 for one too large.
@@ -336,12 +342,15 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             members=body.members, answer_tokens=body.answer_tokens, seed=body.seed))
         return _json(result.to_dict())
 
-    # Submitting loads the embedder (422) and may send the job to the broker (503); nothing
-    # is encoded yet (no 429).
+    # Submitting loads the embedder (422), writes the queued job row (429 while another
+    # process holds the metadata database's write lock for the whole wait) and may send the
+    # job to the broker (503); nothing is encoded yet.
     @app.post("/jobs", status_code=202, dependencies=auth, response_model=JobInfo,
-              responses=fails(*with_body, 404, 409, 422, 503) | {202: {"headers": {"Location": {
-                  "description": "the job's URL", "schema": {"type": "string"}}}}})
-    def submit_job(body: JobBody, facet: FacetDep) -> Response:
+              responses=fails(*with_body, 404, 409, 422, 429, 503,
+                              meaning={429: errors.BUSY_DATABASE}) | {202: {"headers": {
+                  "Location": {"description": "the job's URL", "schema": {"type": "string"}}}}})
+    def submit_job(body: JobBody, facet: FacetDep,
+                   _: Annotated[NoQuery, Query()]) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
         _check_model(facet, body.embedder, "embedder")
         job = facet.submit_index(body.source, body.collection, IndexOptions(
@@ -349,20 +358,23 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column))
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
 
+    # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past
+    # a writer's lock). A query parameter they do not take is a 400 that names it.
     @app.get("/jobs", dependencies=auth, response_model=list[JobInfo],
              responses=fails(*facade, 400, 404))
-    def list_jobs(facet: FacetDep, collection: str | None = None,
-                  limit: Annotated[int, Query(json_schema_extra={
-                      "minimum": 1, "maximum": MAX_JOBS_LISTED})] = 20) -> Response:
-        """Recent jobs, newest first (of one collection when named). ``limit``'s bounds are
-        the facade's check (its message names them), only declared here."""
-        return _json([asdict(j) for j in facet.jobs(collection, limit)])
+    def list_jobs(facet: FacetDep, query: Annotated[JobListQuery, Query()]) -> Response:
+        """Recent jobs, newest first (of one collection when named)."""
+        return _json([asdict(j) for j in facet.jobs(query.collection, query.limit)])
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
              responses=fails(*facade, 400, 404))
-    def get_job(job_id: int, facet: FacetDep) -> Response:
-        """One job: state, counters, timings and per-document errors."""
-        return _json(asdict(facet.job(job_id)))
+    def get_job(job_id: int, facet: FacetDep, query: Annotated[JobQuery, Query()]) -> Response:
+        """One job: state, counters, timings and per-document errors; with ``collection``, only
+        if it is of that collection (job 3 of b2 was answered to ``?collection=b1``)."""
+        try:
+            return _json(asdict(facet.job(job_id, query.collection)))
+        except InvalidRequestError as e:  # the job is of another collection
+            return errors.error_response(400, str(e), "invalid_request_error", param="collection")
 
     # A store server out of reach: 503.
     @app.get("/collections", dependencies=auth, response_model=list[CollectionInfo],

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from app.commands.common import handle_errors, open_facet
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import NotFoundError
 from app.services.collections import SUPERSEDED, JobInfo
 from app.text import plural
 
@@ -95,11 +95,8 @@ def register(cli: typer.Typer) -> None:
             typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
             raise typer.Exit(2)
         with open_facet() as facet:
-            jobs = [facet.job(job_id)] if job_id is not None else facet.jobs(collection, limit)
-        if job_id is not None and collection is not None and jobs[0].collection != collection:
-            # (It was ignored: job 1 of c1 printed for `facet jobs 1 -c s`, with --follow too.)
-            raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} but of "
-                                      f"{jobs[0].collection!r}")
+            jobs = ([facet.job(job_id, collection)] if job_id is not None
+                    else facet.jobs(collection, limit))
         if follow:
             assert job_id is not None
             raise typer.Exit(_follow(job_id, interval))

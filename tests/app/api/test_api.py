@@ -365,7 +365,7 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
         ("POST", "/v1/embeddings"): sorted([200, *with_body, *encoding]),
         ("POST", "/search"): sorted([200, *with_body, *encoding, 409]),
         ("POST", "/cluster"): sorted([200, *with_body, *encoding, 409]),
-        ("POST", "/jobs"): sorted([202, *with_body, 404, 409, 422, 503]),
+        ("POST", "/jobs"): sorted([202, *with_body, 404, 409, 422, 429, 503]),
         ("GET", "/jobs"): [200, 400, 404, 500],
         ("GET", "/jobs/{job_id}"): [200, 400, 404, 500],
         ("GET", "/collections"): [200, 500, 503],
@@ -424,6 +424,89 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
     big = client.post("/search", content=b" " * (int(facet.settings.api_max_body_mb * 2**20) + 1),
                       headers={"content-type": "application/json"})
     _conforms(spec, "/search", "post", big)
+
+
+def test_a_locked_metadata_database_is_a_declared_429(minilm, tmp_path, monkeypatch) -> None:
+    """POST /jobs answered 429 (BusyError) while another process held SQLite's write lock, but
+    /openapi.json did not declare 429 for it. Reads get past the lock (WAL): they answer."""
+    import sqlite3
+
+    import indexer.metadata
+
+    monkeypatch.setattr(indexer.metadata, "SQLITE_BUSY_TIMEOUT_S", 0.2)  # not 30 s per try
+    source = tmp_path / "one.txt"
+    source.write_text("The parcel arrived late.")
+    facet = serving_facet(tmp_path / "data", minilm)
+    try:
+        with TestClient(create_app(facet)) as c:
+            spec = c.get("/openapi.json").json()
+            declared = spec["paths"]["/jobs"]["post"]["responses"]["429"]
+            assert "metadata database" in declared["description"]
+            assert "Retry-After" in declared["headers"]
+            lock = sqlite3.connect(tmp_path / "data" / "facet.db", isolation_level=None)
+            try:
+                lock.execute("BEGIN IMMEDIATE")  # another process's write in progress
+                r = c.post("/jobs", json={"source": str(source), "collection": "locked"})
+                assert r.status_code == 429, r.text
+                assert r.json()["error"]["code"] == "busy" and r.headers["retry-after"] == "5"
+                assert "stayed locked" in r.json()["error"]["message"]
+                _conforms(spec, "/jobs", "post", r)
+                assert c.get("/jobs").status_code == 200
+            finally:
+                lock.execute("ROLLBACK")
+                lock.close()
+            r = c.post("/jobs", json={"source": str(source), "collection": "locked"})
+            assert r.status_code == 202, r.text
+            deadline = time.monotonic() + 60
+            while c.get(f"/jobs/{r.json()['id']}").json()["state"] in ("queued", "running"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        facet.close()
+
+
+def test_job_routes_refuse_another_collection_and_unknown_parameters(client, tmp_path) -> None:
+    """GET /jobs/ID?collection=b1 answered job ID of b2, and GET /jobs?colection=b1 (misspelt)
+    every collection's jobs: both were ignored. Now a 400 naming the parameter, as `facet jobs
+    ID -c b1` refuses the first and a body's unknown field is refused."""
+    spec = client.get("/openapi.json").json()
+    source = tmp_path / "one.txt"
+    source.write_text("The parcel arrived late.")
+    job = client.post("/jobs", json={"source": str(source), "collection": "jobs_b2"}).json()
+    deadline = time.monotonic() + 60
+    while job["state"] in ("queued", "running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        job = client.get(f"/jobs/{job['id']}").json()
+
+    r = client.get(f"/jobs/{job['id']}", params={"collection": "jobs_b1"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["message"] == (f"job {job['id']} is not of collection 'jobs_b1' "
+                                            "but of 'jobs_b2'")
+    assert r.json()["error"]["param"] == "collection"
+    _conforms(spec, "/jobs/{job_id}", "get", r)
+    r = client.get(f"/jobs/{job['id']}", params={"collection": "jobs_b2"})
+    assert r.status_code == 200 and r.json()["id"] == job["id"], r.text
+    assert client.get("/jobs/999999", params={"collection": "jobs_b2"}).status_code == 404
+    get_job = spec["paths"]["/jobs/{job_id}"]["get"]
+    assert [p["name"] for p in get_job["parameters"] if p["in"] == "query"] == ["collection"]
+
+    for method, url, path, kwargs in [
+        ("get", "/jobs", "/jobs", {"params": {"colection": "jobs_b2"}}),
+        ("get", f"/jobs/{job['id']}", "/jobs/{job_id}", {"params": {"colection": "jobs_b2"}}),
+        ("post", "/jobs", "/jobs", {"params": {"sync": "false"},
+                                    "json": {"source": str(source), "collection": "jobs_b2"}}),
+    ]:
+        r = client.request(method, url, **kwargs)
+        assert r.status_code == 400, (url, r.text)
+        error = r.json()["error"]
+        name = next(iter(kwargs["params"]))
+        assert error["param"] == name, error
+        assert error["message"] == (f"unknown query parameter {name!r}; check its spelling "
+                                    "against docs/api.md")
+        _conforms(spec, path, method, r)
+    assert [j["id"] for j in client.get("/jobs", params={"collection": "jobs_b2"}).json()] == [
+        job["id"]]  # the refused POST queued nothing
 
 
 def test_openapi_declares_the_key_when_one_is_set(tmp_path) -> None:
