@@ -42,6 +42,19 @@ class JobRunner(Protocol):
         ...
 
 
+def _log_failure(job_id: int, error: Exception) -> None:
+    """One line for a failure the domain names (a locked database, a missing source...: the
+    job's row holds the same message), a traceback for anything else. A lock held past the
+    busy timeout logged ~95 lines of SQLAlchemy traceback ending in the SQL and its values."""
+    from app.errors import as_domain_error
+
+    domain = as_domain_error(error)
+    if domain is None:
+        logger.exception("index job %d failed", job_id)
+    else:
+        logger.error("index job %d failed: %s: %s", job_id, type(domain).__name__, domain)
+
+
 class InlineJobRunner:
     """Runs each job in the calling thread before ``submit`` returns (errors are in its row)."""
 
@@ -53,8 +66,8 @@ class InlineJobRunner:
     def submit(self, job: PreparedJob) -> None:
         try:
             self._run(job)
-        except Exception:
-            logger.exception("index job %d failed", job.job_id)
+        except Exception as e:
+            _log_failure(job.job_id, e)
 
     def close(self) -> None:
         """Nothing runs in the background."""
@@ -96,9 +109,9 @@ class ThreadJobRunner:
                 if job is None:
                     return
                 self._run(job)
-            except Exception:  # the job row holds the error; the thread goes on
+            except Exception as e:  # the job row holds the error; the thread goes on
                 assert job is not None
-                logger.exception("index job %d failed", job.job_id)
+                _log_failure(job.job_id, e)
             finally:
                 self._queue.task_done()
 

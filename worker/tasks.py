@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from app.errors import FacetError
+from app.errors import FacetError, as_domain_error
 from app.remote import ANSWERS_TASK, ENCODE_TASK, INDEX_CHUNK_TASK, INDEX_JOB_TASK, encode_result
 from app.services.distributed import ChunkBusy, JobGone, WriterBusy, is_transient
 from app.services.indexing import IndexService, PreparedJob
@@ -90,12 +90,15 @@ def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
         if not is_transient(e):
             raise
         service.release_claim(int(job_id), int(number))
+        # The domain's one line ("the metadata database stayed locked..."), not SQLAlchemy's
+        # error with its statement and every parameter.
+        said = as_domain_error(e) or e
         if self.request.retries >= MAX_TRANSIENT_RETRIES:
             service.fail_chunk(int(job_id), int(number),
-                               f"gave up after {MAX_TRANSIENT_RETRIES} retries: {e}")
+                               f"gave up after {MAX_TRANSIENT_RETRIES} retries: {said}")
             raise
         countdown = _backoff(self.request.retries)
-        logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, e, countdown)
+        logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, said, countdown)
         raise self.retry(countdown=countdown) from e
 
 

@@ -395,3 +395,31 @@ def test_a_delete_that_finds_the_database_locked_changes_nothing(cache, tmp_path
         if holder is not None:
             holder.close()
         facet.close()
+
+
+def test_a_job_failing_on_a_locked_database_logs_one_line(caplog) -> None:
+    """The job thread logged ~95 lines of SQLAlchemy traceback, ending in the statement and its
+    values, for a lock the job's row already described in one line; an unexpected error keeps
+    its traceback."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from app.jobs import InlineJobRunner
+
+    def locked(job) -> None:
+        raise OperationalError("UPDATE documents SET n_chunks=?", (3,),
+                               sqlite3.OperationalError("database is locked"))
+
+    def broken(job) -> None:
+        raise RuntimeError("a bug")
+
+    job = type("Job", (), {"job_id": 7})()
+    with caplog.at_level("ERROR", logger="app.jobs"):
+        InlineJobRunner(locked).submit(job)
+        InlineJobRunner(broken).submit(job)
+    first, second = caplog.records
+    assert first.getMessage().startswith("index job 7 failed: BusyError: the metadata database "
+                                         "(SQLite) stayed locked")
+    assert first.exc_info is None and "UPDATE documents" not in caplog.text
+    assert second.getMessage() == "index job 7 failed" and second.exc_info is not None
