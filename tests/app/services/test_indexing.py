@@ -460,6 +460,58 @@ def test_a_second_embedder_encodes_without_holding_the_database(make_ctx, tmp_pa
     assert len(writable) == 2 and all(writable)
 
 
+def test_the_store_optimizes_without_holding_the_database(make_ctx, tmp_path, monkeypatch) -> None:
+    """A folder's sync query opened a write transaction (autoflush) that stayed open through the
+    store's optimize (23 s for 50k points): another collection's job waited the whole busy
+    timeout and failed."""
+    import sqlite3
+
+    src = tmp_path / "src"
+    write_corpus(src, 3)
+    ctx = make_ctx()
+    writable: list[bool] = []
+    original = type(ctx.store).optimize
+
+    def optimize_and_try_a_write(store, collection):
+        other = sqlite3.connect(ctx.settings.data_dir / "facet.db", timeout=0.2)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+            writable.append(True)
+        except sqlite3.OperationalError:
+            writable.append(False)
+        finally:
+            other.close()
+        return original(store, collection)
+
+    monkeypatch.setattr(type(ctx.store), "optimize", optimize_and_try_a_write)
+    service = IndexService(ctx)
+    service.index(src, "o")
+    service.index(src, "o")  # nothing changed: the sync runs, nothing is removed
+    assert writable == [True, True]
+
+
+def test_a_batch_of_unchanged_documents_does_not_flush_the_store(make_ctx, tmp_path,
+                                                                   monkeypatch) -> None:
+    """Every batch flushed the store even when it wrote nothing (~6 fsyncs each: 197 flushes in
+    a no-change run over 50k chunks; with one chunk a batch, 71 s instead of 1.3 s for 10k
+    files). The end of the job still flushes once."""
+    src = tmp_path / "src"
+    write_corpus(src, 6)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "f", IndexOptions(batch_chunks=1))
+    flushes: list[int] = []
+    original = type(ctx.store).flush
+    monkeypatch.setattr(type(ctx.store), "flush", lambda store: (flushes.append(1), original(store))[1])
+    report = service.index(src, "f", IndexOptions(batch_chunks=1))
+    assert report.docs_skipped == 6 and len(flushes) == 1
+    (src / sorted(p.name for p in src.iterdir())[0]).write_text("a changed note about ferries")
+    flushes.clear()
+    service.index(src, "f", IndexOptions(batch_chunks=1))
+    assert len(flushes) == 2  # the changed document's batch, then the job's end
+
+
 def test_a_stopped_job_of_a_second_embedder_is_resumed_only_by_that_embedder(
         make_ctx, tmp_path, notes_embedder) -> None:
     """The hint said `facet index SRC --collection C` without the embedder: following it ran
