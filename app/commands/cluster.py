@@ -96,7 +96,10 @@ def register(cli: typer.Typer) -> None:
             "--explain", help="InBedder checkpoint whose answers name the clusters ('' to skip)")]
             = "inbedder",
         limit: Annotated[int | None, typer.Option(
-            "--limit", help="use only the first N texts (0 = all; with --collection, at most N chunks)")] = None,
+            "--limit", help="use only the first N texts (0 = all, up to FACET_MAX_CLUSTER_TEXTS, "
+                            "5000 unless set: a file with more is refused, --collection takes "
+                            "its first chunks up to N or that cap and the note says how many "
+                            "of how many)")] = None,
         keywords: Annotated[int, typer.Option("--keywords", help="keywords per cluster")] = 5,
         members: Annotated[int, typer.Option("--members", help="representative members per cluster")] = 3,
         answer_tokens: Annotated[int | None, typer.Option(

@@ -13,7 +13,8 @@ each cluster gets:
 * a 2-D position: PCA of the embeddings, the same projection for every text (a map).
 
 Fewer distinct texts than clusters (a file of repeated lines) give fewer clusters; the response
-says how many were found and why (``note``). ``read_text_file`` and ``read_label_file`` read
+says how many were found and why (``note``); so does a collection cut to ``limit`` or
+``FACET_MAX_CLUSTER_TEXTS`` (how many of how many chunks). ``read_text_file`` and ``read_label_file`` read
 the text and label files that the CLI and the UI both accept.
 """
 
@@ -71,7 +72,8 @@ class ClusterRequest:
             ``limit`` of them, in point-id order).
         search: cluster the results of this search (its ``top_k`` is how many).
         filters: payload filters for ``collection`` (as in search).
-        limit: texts taken from ``collection``; default and cap ``FACET_MAX_CLUSTER_TEXTS``.
+        limit: texts taken from ``collection``; default and cap ``FACET_MAX_CLUSTER_TEXTS``
+            (a collection cut to it is said in the response's ``note``, with its chunk count).
         k: number of clusters; None chooses it by silhouette from 2 to ``max_k``.
         max_k: the largest k tried when choosing.
         embedder: the instruction embedder (name or checkpoint); default the settings' one.
@@ -128,7 +130,9 @@ class ClusterResponse:
     """The clustering of ``texts``; ``labels``, ``coordinates`` and ``sources`` are per text.
 
     ``k`` is the number of clusters found (``len(clusters)``); ``note`` says why it is fewer
-    than the k asked for, or why k was not chosen by silhouette (too few distinct texts).
+    than the k asked for, or why k was not chosen by silhouette (too few distinct texts), and
+    when a collection was cut to ``limit`` or ``FACET_MAX_CLUSTER_TEXTS`` ("clustered the
+    first 5,000 of 50,001 chunks (FACET_MAX_CLUSTER_TEXTS caps it)"), the parts joined by "; ".
     """
 
     instruction: str
@@ -313,7 +317,7 @@ class ClusterService:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         report(0.0, "collecting the texts")
-        texts, sources = self._texts(request)
+        texts, sources, cut = self._texts(request)
         timings["texts"] = (time.perf_counter() - t0) * 1000
         cap = self.ctx.settings.max_cluster_texts
         if len(texts) > cap:
@@ -371,6 +375,8 @@ class ClusterService:
         elif request.k is None and silhouette is None:
             reason = _few_distinct(texts, distinct) if distinct < len(texts) else f"only {len(texts)} texts"
             note = f"k = {found}, not chosen by silhouette: {reason}"
+        if cut is not None:  # a collection cut to the cap or the limit: said, with numbers
+            note = f"{cut}; {note}" if note else cut
         timings["kmeans"] = (time.perf_counter() - t0) * 1000
 
         answers: list[str] | None = None
@@ -417,18 +423,21 @@ class ClusterService:
             coordinates=[(round(float(x), 5), round(float(y), 5)) for x, y in xy],
             sources=sources, answers=answers, clusters=clusters, timings_ms=timings, note=note)
 
-    def _texts(self, request: ClusterRequest) -> tuple[list[str], list[dict[str, Any]]]:
+    def _texts(self, request: ClusterRequest,
+               ) -> tuple[list[str], list[dict[str, Any]], str | None]:
+        """The texts, their sources, and what says that a collection was cut (None: all of
+        its chunks that the filters match are here)."""
         if request.texts is not None:
             if isinstance(request.texts, str):
                 raise InvalidRequestError("texts must be a list of strings, not one string")
             texts = list(request.texts)
             check_texts(texts)
-            return texts, [{"index": i} for i in range(len(texts))]
+            return texts, [{"index": i} for i in range(len(texts))], None
         if request.search is not None:
             response = self.search_service.search(request.search)
             return ([r.text for r in response.results],
                     [{"doc_id": r.doc_id, "chunk_no": r.chunk_no, "title": r.title,
-                      "score": r.score} for r in response.results])
+                      "score": r.score} for r in response.results], None)
         assert request.collection is not None
         name = request.collection
         if not self.ctx.store.collection_exists(name):
@@ -436,15 +445,28 @@ class ClusterService:
             raise NotFoundError(f"collection {name!r} has nothing to cluster yet")
         cap = self.ctx.settings.max_cluster_texts
         limit = min(request.limit or cap, cap)
+        filters = payload_filters(request.filters)
         try:
-            hits = self.ctx.store.scroll(name, limit=limit, filters=payload_filters(request.filters))
+            hits = self.ctx.store.scroll(name, limit=limit, filters=filters)
+            # Only a full scroll may have been cut: the store counts the rest (no scroll of it).
+            total = self.ctx.store.count(name, filters) if len(hits) >= limit else len(hits)
         except (StoreBusyError, StoreUnavailableError):
             raise  # the facade names the writer / the server to start
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
+        cut = None
+        if total > len(hits):
+            matching = " matching the filters" if request.filters else ""
+            if request.limit is not None and request.limit <= cap:
+                why = f"limit {request.limit:,}"
+            elif request.limit is not None and request.limit > cap:
+                why = f"FACET_MAX_CLUSTER_TEXTS caps it; the limit of {request.limit:,} asked for more"
+            else:
+                why = "FACET_MAX_CLUSTER_TEXTS caps it"
+            cut = f"clustered the first {len(hits):,} of {total:,} chunks{matching} ({why})"
         return ([str(h.payload.get("text", "")) for h in hits],
                 [{"doc_id": h.payload.get("doc_id"), "chunk_no": h.payload.get("chunk_no"),
-                  "title": h.payload.get("title")} for h in hits])
+                  "title": h.payload.get("title")} for h in hits], cut)
 
 
 # -- what the edges read -----------------------------------------------------------------------

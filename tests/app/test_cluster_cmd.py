@@ -175,3 +175,26 @@ def test_cluster_defaults_resolve_the_shipped_inbedder_from_any_folder(tmp_path)
                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "unknown embedder" not in result.stderr and result.stdout.count("cluster ") >= 2
+
+
+def test_a_collection_cut_to_the_cap_is_said_and_limit_0_is_all_up_to_it(tmp_path):
+    """`--limit 0` ("0 = all") clustered the first FACET_MAX_CLUSTER_TEXTS chunks of a larger
+    collection and nothing said so: the note names how many of how many, and the help says
+    what 0 means."""
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps({"id": f"r{i}", "text": text}) + "\n"
+                           for i, text in enumerate(TEXTS * 2)))
+    env = {"FACET_DATA_DIR": str(tmp_path / "data"), "FACET_MAX_CLUSTER_TEXTS": "5"}
+    indexed = invoke_cli("index", str(src), "-c", "s12", "--embedder", "minilm", env=env)
+    assert indexed.returncode == 0, indexed.stderr
+    result = invoke_cli("cluster", "--collection", "s12", "--embedder", "minilm", "--explain", "",
+                        "--k", "2", "--limit", "0", "-i", "What does the customer want?", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "5 texts in 2 clusters" in result.stderr
+    assert ("note: clustered the first 5 of 12 chunks (FACET_MAX_CLUSTER_TEXTS caps it)"
+            in result.stderr), result.stderr
+    result = invoke_cli("cluster", "--collection", "s12", "--embedder", "minilm", "--explain", "",
+                        "--k", "2", "--limit", "3", "-i", "What does the customer want?", env=env)
+    assert "note: clustered the first 3 of 12 chunks (limit 3)" in result.stderr, result.stderr
+    helped = " ".join(invoke_cli("cluster", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert "0 = all, up to FACET_MAX_CLUSTER_TEXTS" in helped, helped

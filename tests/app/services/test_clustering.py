@@ -212,3 +212,42 @@ def test_explainer_answers_are_generated_in_batches_with_progress(make_ctx, tiny
     assert answering == [f"{tiny_inbedder_dir} answering {n}/12 texts" for n in (0, 5, 10)]
     assert [f for f, _ in seen] == sorted(f for f, _ in seen)
     assert result.answers is not None and len(result.answers) == 12
+
+
+def test_a_collection_cut_to_the_cap_or_the_limit_says_so_in_the_note(make_ctx, tmp_path) -> None:
+    """A collection was cut to FACET_MAX_CLUSTER_TEXTS (or the limit) without a word, even with
+    "0 = all": the note says how many of how many chunks, counted by the store (no scroll of
+    the rest), and keeps what it said before."""
+    rows = [{"_id": f"d{i}", "text": t, "topic": name}
+            for i, (t, name) in enumerate((t, name) for name, g in GROUPS.items() for t in g)]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ctx = make_ctx(max_cluster_texts=5)
+    IndexService(ctx).index(path, "msgs")
+    service = ClusterService(ctx)
+    scrolled: list[int] = []
+    scroll = ctx.store.scroll
+
+    def spy(collection, *, limit=1000, **kwargs):
+        scrolled.append(limit)
+        return scroll(collection, limit=limit, **kwargs)
+
+    ctx.store.scroll = spy  # type: ignore[method-assign]
+    capped = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2))
+    assert len(capped.texts) == 5 and scrolled == [5]
+    assert capped.note == "clustered the first 5 of 12 chunks (FACET_MAX_CLUSTER_TEXTS caps it)"
+    over = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2, limit=8))
+    assert over.note == ("clustered the first 5 of 12 chunks (FACET_MAX_CLUSTER_TEXTS caps it; "
+                         "the limit of 8 asked for more)")
+    limited = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2, limit=3,
+                                             filters={"topic": ["card", "pin"]}))
+    assert limited.note == "clustered the first 3 of 8 chunks matching the filters (limit 3)"
+    # Combined with the note that was there: two texts leave no k to choose by silhouette.
+    two = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", limit=2))
+    assert two.note == ("clustered the first 2 of 12 chunks (limit 2); k = 2, not chosen by "
+                        "silhouette: only 2 texts")
+    # All that the filters match (4, and a limit of exactly 4): nothing to say.
+    for limit in (None, 4):
+        whole = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2, limit=limit,
+                                               filters={"topic": "card"}))
+        assert len(whole.texts) == 4 and whole.note is None
