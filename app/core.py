@@ -47,7 +47,7 @@ from app.errors import (
 )
 from app.jobs import JobRunner, ThreadJobRunner
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
-from app.services.collections import CollectionInfo, CollectionService, JobInfo
+from app.services.collections import DEFAULT_JOB_ERRORS, CollectionInfo, CollectionService, JobInfo
 from app.services.context import ServiceContext
 from app.services.indexing import (
     IndexOptions,
@@ -480,20 +480,18 @@ class Facet:
         return self.catalog.jobs(collection, limit)
 
     @_domain_errors
-    def job(self, job_id: int, collection: str | None = None) -> JobInfo:
-        """One job with its per-document errors.
+    def job(self, job_id: int, collection: str | None = None,
+            errors: int | None = DEFAULT_JOB_ERRORS) -> JobInfo:
+        """One job with the first ``errors`` of its per-document errors (None: all) and their
+        total (``errors_total``).
 
         Raises:
             NotFoundError: an unknown id.
             InvalidRequestError: ``collection`` given and the job is of another one (the
                 CLI's ``-c`` and the API's ``?collection=`` were ignored: another collection's
-                job was shown).
+                job was shown); ``errors`` out of 0..``MAX_JOB_ERRORS``.
         """
-        job = self.catalog.job(job_id)
-        if collection is not None and job.collection != collection:
-            raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} but of "
-                                      f"{job.collection!r}")
-        return job
+        return self.catalog.job(job_id, errors, collection)
 
     # ------------------------------------------------------------------- info
 

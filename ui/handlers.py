@@ -491,6 +491,8 @@ class UiHandlers:
             return []
         if Path(job.source) != folder:
             return []
+        if job.errors_total > len(job.errors):  # the first ones only: this needs every one
+            job = self.facet.job(job.id, errors=None)
         names = inputs.drop_unindexable(
             folder, [e["document"] for e in job.errors if e["kind"] == "error"],
             max_bytes=int(self.settings.max_document_mb * 2**20),

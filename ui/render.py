@@ -411,14 +411,21 @@ JOB_ERROR_COLUMNS = ["document", "kind", "message"]
 def job_error_rows(job: JobInfo) -> list[list[str]]:
     """Per-document errors and warnings of a job, with the job's source folder cut from the
     messages (the indexer names the file by its full server path, e.g. the data folder's
-    upload area; the page shows it relative to what was picked or uploaded)."""
+    upload area; the page shows it relative to what was picked or uploaded). A job comes with
+    its first errors only (``CollectionService.job``): a last row says how many more there
+    are, of how many (the table listed 20,000 rows at each poll of a running job)."""
     prefix = job.source.rstrip("/") + "/" if job.source else None
 
     def relative(message: str) -> str:
         return message.replace(prefix, "") if prefix else message
 
-    return [[Path(e["document"]).name or e["document"], e["kind"], relative(e["message"])]
+    rows = [[Path(e["document"]).name or e["document"], e["kind"], relative(e["message"])]
             for e in job.errors]
+    more = job.errors_total - len(job.errors)
+    if more > 0:
+        rows.append(["…", "", f"{more:,} more not listed: {job.errors_total:,} errors and "
+                              f"warnings in all, the first {len(job.errors):,} above"])
+    return rows
 
 
 COLLECTION_COLUMNS = ["name", "documents", "indexed", "failed", "chunks", "points", "embedders",

@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from app.errors import InvalidRequestError
 from app.services.clustering import MAX_SEED
-from app.services.collections import MAX_JOBS_LISTED
+from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED
 from app.services.search import MAX_TOP_K, SearchMode, check_filters
 from indexer.chunking import MAX_CHUNK_TOKENS
 
@@ -156,6 +156,12 @@ class JobQuery(_Query):
     collection: str | None = Field(
         default=None, description="the collection the job must be of: a job of another one is "
                                   "refused (400), as `facet jobs ID -c NAME` refuses it")
+    # Its bounds are checked by the route (its message names them and the parameter), only
+    # declared here.
+    errors: int = Field(
+        default=DEFAULT_JOB_ERRORS, json_schema_extra={"minimum": 0, "maximum": MAX_JOB_ERRORS},
+        description="how many of the job's per-document errors to return (the first ones); "
+                    "`errors_total` counts them all")
 
 
 class NoQuery(_Query):

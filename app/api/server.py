@@ -42,7 +42,7 @@ from app.api.schemas import (
 from app.core import Facet
 from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
 from app.services.clustering import ClusterRequest, ClusterResponse
-from app.services.collections import CollectionInfo, JobInfo
+from app.services.collections import MAX_JOB_ERRORS, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest, SearchResponse
 from app.settings import FacetSettings, get_settings
@@ -369,10 +369,15 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
              responses=fails(*facade, 400, 404))
     def get_job(job_id: int, facet: FacetDep, query: Annotated[JobQuery, Query()]) -> Response:
-        """One job: state, counters, timings and per-document errors; with ``collection``, only
-        if it is of that collection (job 3 of b2 was answered to ``?collection=b1``)."""
+        """One job: state, counters, timings and the first ``errors`` (default 100, at most
+        1000) of its per-document errors with their total (``errors_total``); with
+        ``collection``, only if it is of that collection (job 3 of b2 was answered to
+        ``?collection=b1``)."""
+        if not 0 <= query.errors <= MAX_JOB_ERRORS:
+            return errors.error_response(400, f"errors must be from 0 to {MAX_JOB_ERRORS}, got "
+                                         f"{query.errors}", "invalid_request_error", param="errors")
         try:
-            return _json(asdict(facet.job(job_id, query.collection)))
+            return _json(asdict(facet.job(job_id, query.collection, query.errors)))
         except InvalidRequestError as e:  # the job is of another collection
             return errors.error_response(400, str(e), "invalid_request_error", param="collection")
 

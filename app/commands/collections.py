@@ -11,7 +11,7 @@ import typer
 
 from app.commands.common import handle_errors, open_facet
 from app.errors import NotFoundError
-from app.services.collections import SUPERSEDED, JobInfo
+from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, SUPERSEDED, JobInfo
 from app.text import plural
 
 
@@ -24,12 +24,33 @@ def progress_line(j: JobInfo) -> str:
             f"{plural(j.chunks_written, 'chunk')} written")
 
 
+# Per-document errors `facet jobs ID` prints unless --errors says (as many as `facet index`
+# prints before its "... N more").
+SHOWN_ERRORS = 20
+
+
+def error_lines(j: JobInfo, job_id: int) -> list[str]:
+    """The job's errors as printed, then "... N more" when it has more than were read."""
+    lines = []
+    for e in j.errors:
+        # A chunk's failure names no document in its message: ten identical lines.
+        doc = e.get("document")
+        named = f"{doc}: " if doc and doc not in e["message"] else ""
+        lines.append(f"  {e['kind']}: {named}{e['message']}")
+    more = j.errors_total - len(j.errors)
+    if more > 0:
+        lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} --errors N "
+                     f"shows the first N, up to {MAX_JOB_ERRORS}")
+    return lines
+
+
 def _follow(job_id: int, interval: float) -> int:
     """Print the job's progress whenever it changes until it ends; the exit code."""
     last, said = "", ""
     with open_facet() as facet:
         while True:
-            job = facet.job(job_id)
+            # No errors: they were all read again at each interval, 20,000 of them on a big job.
+            job = facet.job(job_id, errors=0)
             line = progress_line(job)
             if line != last:
                 typer.echo(line)
@@ -89,13 +110,24 @@ def register(cli: typer.Typer) -> None:
                                    "failed or was interrupted)")] = False,
         interval: Annotated[float, typer.Option("--interval", help="seconds between updates")
                             ] = 1.0,
+        errors: Annotated[int | None, typer.Option(
+            "--errors", help=f"with JOB_ID: show its first N per-document errors (default "
+                             f"{SHOWN_ERRORS}, {DEFAULT_JOB_ERRORS} with --json; at most "
+                             f"{MAX_JOB_ERRORS}); the rest are counted")
+                          ] = None,
     ) -> None:
         """List index jobs, or show one with its per-document errors."""
         if follow and job_id is None:
             typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
             raise typer.Exit(2)
+        if errors is not None and job_id is None:
+            typer.echo("error: --errors needs a JOB_ID (a list of jobs shows no errors)", err=True)
+            raise typer.Exit(2)
         with open_facet() as facet:
-            jobs = ([facet.job(job_id, collection)] if job_id is not None
+            # Only the errors shown are read (SQL LIMIT), and counted: a job with 20,000
+            # printed 20,002 lines.
+            shown = errors if errors is not None else DEFAULT_JOB_ERRORS if as_json else SHOWN_ERRORS
+            jobs = ([facet.job(job_id, collection, shown)] if job_id is not None
                     else facet.jobs(collection, limit))
         if follow:
             assert job_id is not None
@@ -118,11 +150,8 @@ def register(cli: typer.Typer) -> None:
                 # Interrupted, stalled or failed: say why and how to go on in the list too.
                 typer.echo(f"  {j.message}")
             if job_id is not None:
-                for e in j.errors:
-                    # A chunk's failure names no document in its message: ten identical lines.
-                    doc = e.get("document")
-                    named = f"{doc}: " if doc and doc not in e["message"] else ""
-                    typer.echo(f"  {e['kind']}: {named}{e['message']}")
+                for line in error_lines(j, job_id):
+                    typer.echo(line)
 
     @cli.command("delete")
     @handle_errors

@@ -408,3 +408,41 @@ def test_jobs_of_one_id_and_another_collection_is_refused(tmp_path, run) -> None
         wrong = run("jobs", "1", "-c", "other", *follow)
         assert wrong.returncode == 2, follow
         assert "job 1 is not of collection 'other' but of 'c1'" in wrong.stderr
+
+
+def test_jobs_of_a_job_with_many_errors_prints_the_first_ones_and_how_many_more(
+        tmp_path, run, monkeypatch) -> None:
+    """`facet jobs 1` printed every per-document error (20,002 lines for 20,000) and `--follow`
+    read them all at each interval; `facet index` prints 20 and "... N more"."""
+    from app.services.collections import CollectionService
+
+    src = tmp_path / "e.jsonl"
+    src.write_text(json.dumps({"id": "ok", "text": "valid"}) + "\n" + "".join(
+        json.dumps({"id": f"r{i}", "text": "  "}) + "\n" for i in range(300)))
+    indexed = run("index", str(src), "-c", "errs", "--embedder", "minilm")
+    assert "... 280 more: facet jobs 1" in indexed.stderr, indexed.stderr
+    shown = run("jobs", "1")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert sum(line.startswith("  error: ") for line in lines) == 20, shown.stdout
+    assert lines[-1] == ("  ... 280 more (of 300): facet jobs 1 --errors N shows the first N, "
+                         "up to 1000")
+    five = run("jobs", "1", "--errors", "5").stdout
+    assert five.count("  error: ") == 5 and "  ... 295 more (of 300)" in five
+    everything = run("jobs", "1", "--errors", "1000").stdout
+    assert everything.count("  error: ") == 300 and " more (of " not in everything
+    [payload] = json.loads(run("jobs", "1", "--json").stdout)
+    assert len(payload["errors"]) == 100 and payload["errors_total"] == 300
+    wrong = run("jobs", "1", "--errors", "1001")
+    assert wrong.returncode == 2 and "errors must be from 0 to 1000, got 1001" in wrong.stderr
+    assert run("jobs", "--errors", "5").returncode == 2
+    asked: list[int | None] = []
+    job = CollectionService.job
+
+    def spy(self, job_id, errors=100, collection=None):
+        asked.append(errors)
+        return job(self, job_id, errors, collection)
+
+    monkeypatch.setattr(CollectionService, "job", spy)
+    followed = run("jobs", "1", "--follow", "--interval", "0.1")
+    assert "job 1 completed" in followed.stdout and asked[1:] == [0], asked

@@ -393,6 +393,10 @@ def test_job_errors_name_files_relative_to_the_source() -> None:
                                       "bytes), not text"}])
     assert render.job_error_rows(job) == [
         ["scan.txt", "error", "sub/scan.txt looks binary (NUL or control bytes), not text"]]
+    # A job comes with its first errors only: a last row says how many more, of how many.
+    job.errors_total = 20_000
+    assert render.job_error_rows(job)[1:] == [
+        ["…", "", "19,999 more not listed: 20,000 errors and warnings in all, the first 1 above"]]
 
 
 def _job(state: str, message: str | None, job_id: int = 7) -> JobInfo:

@@ -654,3 +654,57 @@ def test_inbedder_explainer_names_clusters_with_a_progress_bar(ui_server, tiny_i
     assert f"names from {explainer}" in summary and len(table) == 2
     assert any(s.startswith("encoding") for s in stages)
     assert any("answering" in s for s in stages) and stages[-1] == "done"
+
+
+def test_a_collection_cut_by_the_limit_or_the_cap_is_said_above_the_summary(ui_client, minilm,
+                                                                             tmp_path) -> None:
+    """The Cluster tab cut a collection to FACET_MAX_CLUSTER_TEXTS (or its limit box) and
+    nothing said so: the note above the summary says how many of how many chunks."""
+    summary, *_ = ui_client.predict(
+        "collection", COLLECTION, "", 30, "", "", "", None, None,
+        "What does the customer want?", 2, "minilm", "keywords (no explainer)", api_name="/cluster")
+    assert f"clustered the first 30 of {SAMPLE_SIZE + 2} chunks (limit 30)" in summary, summary
+    facet, handlers = _own_facet(minilm, tmp_path, max_cluster_texts=4)
+    try:
+        source = tmp_path / "rows.jsonl"
+        source.write_text("".join(json.dumps({"id": f"r{i}", "text": f"my card {i} was declined"})
+                                  + "\n" for i in range(9)))
+        facet.index(source, "capped")
+        summary, *_ = handlers.cluster("collection", "capped", "", 0, "", "", "", None, None,
+                                       "What does the customer want?", 2, "minilm",
+                                       "keywords (no explainer)", progress=lambda *a, **k: None)
+        assert "<b>4</b> texts" in summary
+        assert "clustered the first 4 of 9 chunks (FACET_MAX_CLUSTER_TEXTS caps it)" in summary
+    finally:
+        facet.close()
+
+
+def test_a_job_with_many_errors_lists_the_first_ones_and_a_line_with_the_total(minilm,
+                                                                              tmp_path) -> None:
+    """The Index tab's job_status, polled every second, returned every error (20,000 rows at
+    each poll): the first 100 and a line with how many more; the uploads that cannot be
+    indexed are still all taken out, past the first 100."""
+    facet, handlers = _own_facet(minilm, tmp_path)
+    try:
+        source = tmp_path / "e.jsonl"
+        source.write_text(json.dumps({"id": "ok", "text": "valid"}) + "\n" + "".join(
+            json.dumps({"id": f"r{i}", "text": "  "}) + "\n" for i in range(300)))
+        report = facet.index(source, "errs")
+        _html, errors, _timer = handlers.job_status(report.job_id, 301)
+        assert len(errors) == 101 and errors[0][0] == "r0"
+        assert errors[-1] == ["…", "", "200 more not listed: 300 errors and warnings in all, "
+                                       "the first 100 above"]
+        files = tmp_path / "in"
+        files.mkdir()
+        for i in range(105):
+            (files / f"empty{i:03d}.txt").write_text("")
+        (files / "good.txt").write_text("The keeper polishes the great lens at dusk.")
+        job_id, total, *_ = handlers.index_upload(sorted(str(p) for p in files.iterdir()), "up",
+                                                  "minilm")
+        assert _finished(facet, job_id).docs_failed == 105
+        html, errors, _timer = handlers.job_status(job_id, total)
+        assert len(errors) == 101 and errors[-1][2].startswith("5 more not listed: 105 errors")
+        assert "Not kept in the uploads of up" in html and "empty104.txt" in html
+        assert [p.name for p in facet.upload_folder("up").iterdir()] == ["good.txt"]
+    finally:
+        facet.close()

@@ -489,7 +489,7 @@ def test_job_routes_refuse_another_collection_and_unknown_parameters(client, tmp
     assert r.status_code == 200 and r.json()["id"] == job["id"], r.text
     assert client.get("/jobs/999999", params={"collection": "jobs_b2"}).status_code == 404
     get_job = spec["paths"]["/jobs/{job_id}"]["get"]
-    assert [p["name"] for p in get_job["parameters"] if p["in"] == "query"] == ["collection"]
+    assert [p["name"] for p in get_job["parameters"] if p["in"] == "query"] == ["collection", "errors"]
 
     for method, url, path, kwargs in [
         ("get", "/jobs", "/jobs", {"params": {"colection": "jobs_b2"}}),
@@ -732,3 +732,64 @@ def test_a_float_filter_over_http_matches(client, facet, tmp_path) -> None:
         assert response.status_code == 200, response.text
         assert sorted(r["doc_id"] for r in response.json()["results"]) == expected, value
 
+
+
+def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, minilm,
+                                                                       tmp_path) -> None:
+    """POST /cluster {"collection": ...} cut the collection to FACET_MAX_CLUSTER_TEXTS (or the
+    limit) and its `note` was null: it now says how many of how many chunks."""
+    chunks = client.get(f"/collections/{COLLECTION}").json()["chunks"]
+    r = client.post("/cluster", json={"instruction": "What does the customer want?",
+                                      "collection": COLLECTION, "limit": 6, "k": 2})
+    assert r.status_code == 200, r.text
+    assert len(r.json()["texts"]) == 6 and chunks > 6
+    assert r.json()["note"] == f"clustered the first 6 of {chunks:,} chunks (limit 6)"
+    source = tmp_path / "rows.jsonl"
+    source.write_text("".join(json.dumps({"id": f"r{i}", "text": f"my card number {i} was declined"})
+                              + "\n" for i in range(9)))
+    facet = serving_facet(tmp_path / "data", minilm, max_cluster_texts=4)
+    try:
+        facet.index(source, "capped")
+        with TestClient(create_app(facet)) as c:
+            r = c.post("/cluster", json={"instruction": "What does the customer want?",
+                                         "collection": "capped", "k": 2})
+            assert r.status_code == 200, r.text
+            assert len(r.json()["texts"]) == 4
+            assert r.json()["note"] == ("clustered the first 4 of 9 chunks "
+                                        "(FACET_MAX_CLUSTER_TEXTS caps it)")
+    finally:
+        facet.close()
+
+
+def test_a_job_with_many_errors_returns_the_first_ones_and_their_total(client, tmp_path) -> None:
+    """GET /jobs/ID returned every per-document error (20,000: 2.5 MB, a second): the first
+    100 unless `errors` asks for more (at most 1000) or fewer, and `errors_total` counts all."""
+    spec = client.get("/openapi.json").json()
+    source = tmp_path / "e.jsonl"
+    source.write_text(json.dumps({"id": "ok", "text": "valid"}) + "\n" + "".join(
+        json.dumps({"id": f"r{i}", "text": "  "}) + "\n" for i in range(300)))
+    job = client.post("/jobs", json={"source": str(source), "collection": "errs",
+                                     "embedder": "minilm"}).json()
+    deadline = time.monotonic() + 120
+    while job["state"] in ("queued", "running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        job = client.get(f"/jobs/{job['id']}", params={"errors": 0}).json()
+    assert job["errors"] == [] and job["errors_total"] == 300
+    r = client.get(f"/jobs/{job['id']}")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert len(body["errors"]) == 100 and body["errors_total"] == 300
+    assert [e["document"] for e in body["errors"][:3]] == ["r0", "r1", "r2"]  # the first ones
+    _conforms(spec, "/jobs/{job_id}", "get", r)
+    assert len(client.get(f"/jobs/{job['id']}", params={"errors": 1000}).json()["errors"]) == 300
+    assert len(client.get(f"/jobs/{job['id']}", params={"errors": 7}).json()["errors"]) == 7
+    for bad in (-1, 1001):
+        r = client.get(f"/jobs/{job['id']}", params={"errors": bad})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "errors", r.text
+        assert r.json()["error"]["message"] == f"errors must be from 0 to 1000, got {bad}"
+        _conforms(spec, "/jobs/{job_id}", "get", r)
+    listed = client.get("/jobs", params={"collection": "errs"}).json()
+    assert listed[0]["errors"] == [] and listed[0]["errors_total"] == 300
+    declared = {p["name"]: p for p in spec["paths"]["/jobs/{job_id}"]["get"]["parameters"]}
+    assert declared["errors"]["schema"]["maximum"] == 1000
