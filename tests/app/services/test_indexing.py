@@ -421,13 +421,27 @@ def test_listing_collections_leaves_open_only_what_was_open(make_ctx, tmp_path) 
     assert [n for n in ("one", "two", "three") if ctx.store.is_open(n)] == ["two"]
 
 
+def _another_process_could_write(ctx) -> bool:
+    """Whether another connection gets SQLite's write lock now (within 0.2 s)."""
+    import sqlite3
+
+    other = sqlite3.connect(ctx.settings.data_dir / "facet.db", timeout=0.2)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()
+
+
 def test_a_second_embedder_encodes_without_holding_the_database(make_ctx, tmp_path,
                                                                 notes_embedder) -> None:
     """Adding an embedder to indexed documents loaded their chunks after the job's timing was
     changed, so the load flushed an UPDATE and kept SQLite's write lock through the whole
     encode: the lease heartbeat failed (the job read "interrupted" while running) and any other
     writer waited 30 s, then failed with "database is locked"."""
-    import sqlite3
 
     src = tmp_path / "src"
     write_corpus(src, 4)
@@ -438,15 +452,7 @@ def test_a_second_embedder_encodes_without_holding_the_database(make_ctx, tmp_pa
     writable: list[bool] = []
 
     def encode_and_try_a_write(texts, **kw):
-        other = sqlite3.connect(ctx.settings.data_dir / "facet.db", timeout=0.2)
-        try:
-            other.execute("BEGIN IMMEDIATE")
-            other.execute("ROLLBACK")
-            writable.append(True)
-        except sqlite3.OperationalError:
-            writable.append(False)
-        finally:
-            other.close()
+        writable.append(_another_process_could_write(ctx))
         return original(texts, **kw)
 
     ctx.encoder.encode = encode_and_try_a_write  # type: ignore[method-assign]
@@ -464,7 +470,6 @@ def test_the_store_optimizes_without_holding_the_database(make_ctx, tmp_path, mo
     """A folder's sync query opened a write transaction (autoflush) that stayed open through the
     store's optimize (23 s for 50k points): another collection's job waited the whole busy
     timeout and failed."""
-    import sqlite3
 
     src = tmp_path / "src"
     write_corpus(src, 3)
@@ -473,15 +478,7 @@ def test_the_store_optimizes_without_holding_the_database(make_ctx, tmp_path, mo
     original = type(ctx.store).optimize
 
     def optimize_and_try_a_write(store, collection):
-        other = sqlite3.connect(ctx.settings.data_dir / "facet.db", timeout=0.2)
-        try:
-            other.execute("BEGIN IMMEDIATE")
-            other.execute("ROLLBACK")
-            writable.append(True)
-        except sqlite3.OperationalError:
-            writable.append(False)
-        finally:
-            other.close()
+        writable.append(_another_process_could_write(ctx))
         return original(store, collection)
 
     monkeypatch.setattr(type(ctx.store), "optimize", optimize_and_try_a_write)
