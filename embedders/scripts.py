@@ -37,8 +37,11 @@ def combining_marks() -> str:
 
 @functools.cache
 def word_pattern() -> re.Pattern[str]:
-    """A word: a letter or digit, then letters, digits and combining marks."""
-    return re.compile(rf"\w[\w{combining_marks()}]*")
+    """A word of a spaced script: a letter or digit, then letters, digits and combining marks,
+    none of them ``UNSPACED`` (a Latin word or a number written against Chinese text, as in
+    "Python是一种编程语言", is a word of its own; the Chinese is read by ``pair_spans``)."""
+    letter = rf"[^\W{UNSPACED}]"
+    return re.compile(rf"{letter}(?:{letter}|[{combining_marks()}])*")
 
 
 def pair_spans(run: str) -> list[tuple[int, int]]:

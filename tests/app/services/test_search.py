@@ -305,6 +305,10 @@ def test_snippet_highlights_scripts_with_marks_and_without_spaces() -> None:
     assert marked("北京是中国的首都，也是一座古城。", "北京的首都") == ["北京", "的首都"]
     assert marked("กรุงเทพมหานครเป็นเมืองหลวง", "เมืองหลวง") == ["เมืองหลวง"]
     assert marked("北京是中国的首都", "上海") == []
+    # A Latin word or a number against Chinese text is a word of its own (it was part of one
+    # long "word" with the Chinese, so "python" was never highlighted there).
+    assert marked("Python是一种编程语言，python很流行", "python 编程") == ["Python", "编程", "python"]
+    assert marked("我在2024年去了北京，iPhone很贵。", "iphone 2024") == ["2024", "iPhone"]
     assert marked("A cat and a dog", "cat dogs") == ["cat"]  # Latin text as before
 
 
