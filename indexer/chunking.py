@@ -237,6 +237,10 @@ def chunk_text(text: str, tokenize: TokenSpans, config: ChunkingConfig) -> list[
         start, end = _chunk_bounds(text, spans, first, last)
         if text[start:end].isspace():
             continue  # a window of whitespace tokens alone (see _trimmed)
+        if chunks and end <= chunks[-1].end:
+            # Inside the previous chunk once trimmed: a window that ended past its predecessor
+            # only by a whitespace token (BPE's "\n\n" before a long run without spaces).
+            continue
         chunks.append(Chunk(number=len(chunks), text=text[start:end], start=start, end=end,
                             n_tokens=last - first))
     return chunks
@@ -303,6 +307,7 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
     # Where the last window emitted ended (``_window``'s floor), kept the same way.
     floor_at, floor_dup = 0, 0
     number = 0
+    last_end = -1  # where the last chunk yielded ends (a chunk inside it is not yielded)
     source = iter(pieces)
     while True:
         piece = next(source, None)
@@ -324,10 +329,11 @@ def stream_chunks(pieces: Iterable[str], tokenize: TokenSpans, config: ChunkingC
                 break  # too near the cut: wait for more text
             end, nxt = _window(spans, start, config, n, work, floor)
             a, b = _chunk_bounds(work, spans, start, end, head=base == 0)
-            if not work[a:b].isspace():
+            if not work[a:b].isspace() and base + b > last_end:  # (as in chunk_text)
                 yield Chunk(number=number, text=work[a:b], start=base + a, end=base + b,
                             n_tokens=end - start)
                 number += 1
+                last_end = base + b
             start, floor = nxt, end
         if final:
             return

@@ -223,6 +223,18 @@ def test_no_window_lies_inside_the_one_before_it(minilm, bpe_spans, text) -> Non
             assert list(stream_chunks(pieces, tokenize, config)) == whole
 
 
+def test_a_window_past_its_predecessor_only_by_whitespace_is_not_a_chunk(bpe_spans) -> None:
+    """BPE makes a token of "\n\n": a window ending past its predecessor only by that token
+    was trimmed to lie inside it (a paragraph of 199 words, a blank line, then a long run
+    without spaces: chunk 1 (1008, 1193) inside chunk 0 (0, 1193), a duplicate hit)."""
+    text = " ".join(["alpha"] * 199) + "\n\n" + "".join(f"{i:04x}" for i in range(200))
+    config = ChunkingConfig(200, 32)
+    chunks = chunk_text(text, bpe_spans, config)
+    _assert_rebuilds_the_text(text, chunks, config)
+    pieces = (text[i:i + 97] for i in range(0, len(text), 97))
+    assert list(stream_chunks(pieces, bpe_spans, config)) == chunks
+
+
 _ARABIC = "ذَهَبَ الوَلَدُ إلى المَدْرَسَةِ فِي الصَّبَاحِ " * 4
 _FRENCH = unicodedata.normalize("NFD", "Le café enneigé, j'ai mangé du pâté et du rosé. " * 10)
 _HEBREW = "בְּרֵאשִׁית בָּרָא אֱלֹהִים אֵת הַשָּׁמַיִם וְאֵת הָאָרֶץ׃ " * 8
