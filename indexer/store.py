@@ -1031,6 +1031,7 @@ class QdrantClientStore(VectorStore):
         # collection -> (keeps term vectors, when read): another process may drop and re-create
         # a collection with or without them, so an answer is trusted for LEXICAL_TTL_S only.
         self._lexical: dict[str, tuple[str | None, float]] = {}
+        self._said_older: set[str] = set()  # collections warned of an older term definition
 
     def list_collections(self) -> list[str]:
         return sorted(c.name for c in self._client.get_collections().collections)
@@ -1071,6 +1072,14 @@ class QdrantClientStore(VectorStore):
             except ValueError as e:
                 if "already exists" not in str(e):
                     raise
+        version = self.lexical_version(collection) if lexical else None
+        if version not in (None, lex.LEXICAL_VERSION) and collection not in self._said_older:
+            self._said_older.add(collection)
+            logger.warning("collection %s keeps the term vectors of %s (words split at spaces and "
+                           "punctuation only: no Chinese, Japanese or Thai word is found by "
+                           "lexical search); the %s backend cannot rewrite them: index its sources "
+                           "into a new collection for today's %s", collection, version,
+                           self.backend, lex.LEXICAL_VERSION)
         sizes = self.vector_sizes(collection)
         for name, dim in vectors.items():
             if name not in sizes:
