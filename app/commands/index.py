@@ -33,6 +33,8 @@ def progress_bar() -> tuple[Any, Any]:
         if p.current is not None:  # inside a large file: its chunks move the bar
             bar.set_description(f"{Path(p.current).name} {p.current_fraction or 0:.0%}",
                                 refresh=False)
+        elif getattr(p, "stage", None):  # after the documents: what the wait is for
+            bar.set_description(p.stage, refresh=False)
         elif getattr(bar, "desc", ""):
             bar.set_description("", refresh=False)
         bar.set_postfix(chunks=p.chunks_written, refresh=False)

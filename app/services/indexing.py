@@ -123,6 +123,8 @@ class Progress:
     Attributes:
         current: the large file being streamed now, else None.
         current_fraction: how far into ``current`` (by bytes, approximate), else None.
+        stage: a step after the documents that takes a while on a large collection (the
+            store's ``optimize``: tens of seconds at 50k chunks, the bar sat at 100% meanwhile).
     """
 
     docs_done: int
@@ -131,6 +133,7 @@ class Progress:
     elapsed_s: float
     current: str | None = None
     current_fraction: float | None = None
+    stage: str | None = None
 
 
 @dataclass
@@ -552,6 +555,10 @@ class IndexService:
                 # query had opened a write transaction (autoflush), and other processes' jobs
                 # failed busy after waiting the whole 30 s for it.
                 session.commit()
+                if progress is not None:
+                    progress(Progress(report.docs_seen, max(total, report.docs_seen),
+                                      report.chunks_written, time.perf_counter() - started,
+                                      stage="optimizing the store"))
                 t0 = time.perf_counter()
                 self.store.optimize(coll.name)
                 self.store.flush()
