@@ -16,9 +16,14 @@ working. New collections get ``LEXICAL_VERSION``:
 - ``qdrant-bm25-en-v1`` (vector ``bm25``, until the sixth session of 2026-11-28): Qdrant's word
   tokenizer, which splits at spaces and punctuation only, so a run of Chinese, Japanese or Thai
   text between punctuation was one term and a query word inside it matched nothing.
-- ``qdrant-bm25-multilingual-v1`` (vector ``bm25m``): Qdrant's multilingual tokenizer, which
-  segments those scripts into words and reads English as before (SciFact dev, BM25 alone:
-  nDCG@10 74.60 against 74.56; docs/indexing.md).
+- ``qdrant-bm25-multilingual-v1`` (vector ``bm25m``, a few hours of that session, never released):
+  Qdrant's multilingual tokenizer, which segments those scripts by dictionary but drops every
+  all-digit token ("404", "2020", "3.11": numbers were no longer found).
+- ``qdrant-bm25-en-pairs-v1`` (vector ``bm25p``): the word tokenizer, numbers kept, on text whose
+  Chinese, Japanese, Korean and Thai runs are rewritten as their overlapping character pairs
+  (``embedders.scripts.pairs``: "大熊猫" -> "大熊 熊猫", as Lucene's CJK bigram filter does), so a
+  word inside a run is found without a dictionary ("熊猫" in "大熊猫"); English reads exactly as
+  under ``en-v1``.
 """
 
 from __future__ import annotations
@@ -27,14 +32,17 @@ import functools
 import unicodedata
 from typing import Any
 
-LEXICAL_VERSION = "qdrant-bm25-multilingual-v1"  # the definition new collections are written with
-# version -> (the sparse vector's name in the store, Qdrant's tokenizer)
-DEFINITIONS: dict[str, tuple[str, str]] = {
-    "qdrant-bm25-en-v1": ("bm25", "Word"),
-    LEXICAL_VERSION: ("bm25m", "Multilingual"),
+from embedders import scripts
+
+LEXICAL_VERSION = "qdrant-bm25-en-pairs-v1"  # the definition new collections are written with
+# version -> (the sparse vector's name in the store, Qdrant's tokenizer, unspaced runs as pairs)
+DEFINITIONS: dict[str, tuple[str, str, bool]] = {
+    "qdrant-bm25-en-v1": ("bm25", "Word", False),
+    "qdrant-bm25-multilingual-v1": ("bm25m", "Multilingual", False),
+    LEXICAL_VERSION: ("bm25p", "Word", True),
 }
 LEXICAL_VECTOR = DEFINITIONS[LEXICAL_VERSION][0]  # a new collection's sparse vector
-LEXICAL_VECTORS = frozenset(name for name, _ in DEFINITIONS.values())  # names no embedder may take
+LEXICAL_VECTORS = frozenset(d[0] for d in DEFINITIONS.values())  # names no embedder may take
 LEXICAL_LABEL = "bm25"  # how results name lexical search (the embedder field of a response)
 # BM25's k1 and b (Robertson's usual values) and the expected document length in terms:
 # Facet's chunks hold up to 256 tokens by default.
@@ -52,7 +60,7 @@ def vector_name(version: str) -> str:
 
 def version_of_vector(name: str) -> str | None:
     """The definition whose sparse vector is called ``name``; None for none."""
-    return next((v for v, (n, _) in DEFINITIONS.items() if n == name), None)
+    return next((v for v, d in DEFINITIONS.items() if d[0] == name), None)
 
 
 @functools.cache
@@ -62,6 +70,19 @@ def _model(version: str = LEXICAL_VERSION) -> Any:
     tokenizer = getattr(qdrant_edge.TokenizerType, DEFINITIONS[version][1])
     return qdrant_edge.Bm25(qdrant_edge.Bm25Config(k=BM25_K1, b=BM25_B, avg_len=BM25_AVG_LEN,
                                                    language="english", tokenizer=tokenizer))
+
+
+def _pairs_of_runs(text: str) -> str:
+    """``text`` with each run of an unspaced script replaced by its character pairs, spaced (a
+    run of one character stays itself)."""
+    return scripts.UNSPACED_RUN.sub(
+        lambda m: " " + " ".join(scripts.pairs(m.group()) or [m.group()]) + " ", text)
+
+
+def _prepared(text: str | None, version: str) -> str:
+    """What definition ``version``'s tokenizer reads of ``text``."""
+    text = _nfc(text)
+    return _pairs_of_runs(text) if DEFINITIONS[version][2] else text
 
 
 def _nfc(text: str | None) -> str:
@@ -76,12 +97,12 @@ def _nfc(text: str | None) -> str:
 def document_terms(text: str, version: str = LEXICAL_VERSION) -> tuple[list[int], list[float]]:
     """The BM25 term weights of a stored text under definition ``version``: (term ids,
     weights); empty for no terms."""
-    vec = _model(version).embed_document(_nfc(text))
+    vec = _model(version).embed_document(_prepared(text, version))
     return list(vec.indices), [float(v) for v in vec.values]
 
 
 def query_terms(text: str, version: str = LEXICAL_VERSION) -> tuple[list[int], list[float]]:
     """A query's terms under definition ``version``, weight 1 each (the store applies the IDF)."""
-    vec = _model(version).embed_query(_nfc(text))
+    vec = _model(version).embed_query(_prepared(text, version))
     return list(vec.indices), [float(v) for v in vec.values]
 

@@ -1075,11 +1075,11 @@ class QdrantClientStore(VectorStore):
         version = self.lexical_version(collection) if lexical else None
         if version not in (None, lex.LEXICAL_VERSION) and collection not in self._said_older:
             self._said_older.add(collection)
-            logger.warning("collection %s keeps the term vectors of %s (words split at spaces and "
-                           "punctuation only: no Chinese, Japanese or Thai word is found by "
-                           "lexical search); the %s backend cannot rewrite them: index its sources "
-                           "into a new collection for today's %s", collection, version,
-                           self.backend, lex.LEXICAL_VERSION)
+            logger.warning("collection %s keeps the term vectors of %s, an older definition of a "
+                           "term (its lexical search misses words of Chinese, Japanese or Thai "
+                           "text, or numbers: docs/indexing.md); the %s backend cannot rewrite "
+                           "them: index its sources into a new collection for today's %s",
+                           collection, version, self.backend, lex.LEXICAL_VERSION)
         sizes = self.vector_sizes(collection)
         for name, dim in vectors.items():
             if name not in sizes:

@@ -494,13 +494,21 @@ def _cjk_points() -> list[PointRecord]:
 def test_lexical_search_finds_words_in_chinese_and_japanese_text(store: VectorStore) -> None:
     """The word tokenizer made each run of CJK text between punctuation one term, so a query
     word inside it ("竹子" in "...它们每天花很多时间吃竹子") matched nothing and hybrid was dense alone.
-    (Segmentation is a dictionary's: "熊猫" alone is not found in "大熊猫", "大熊猫" is.)"""
+    Such runs are read as character pairs, so a word inside a longer one is found too ("熊猫" in
+    "大熊猫", which Qdrant's dictionary-based multilingual tokenizer missed); and numbers are terms
+    (that tokenizer dropped "404", "2020", "3.11")."""
     store.ensure_collection("c", {"m": DIM}, lexical=True)
     store.upsert("c", [*_worded()[0], *_cjk_points()])
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "竹子", limit=3)] == ["z0"]
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "大熊猫", limit=3)] == ["z0"]
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "熊猫", limit=3)] == ["z0"]
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "长城", limit=3)] == ["z1"]
     assert store.search_lexical("c", "日本の首都", limit=3)[0].payload["doc_id"] == "z2"
+    store.upsert("c", [PointRecord(point_id("n", 0), {"m": np.ones(DIM, np.float32)},
+                                   {"doc_id": "n", "chunk_no": 0,
+                                    "text": "Server error 404 after the 2020 upgrade to Python 3.11"})])
+    for number in ("404", "2020", "3.11"):
+        assert [h.payload["doc_id"] for h in store.search_lexical("c", number, limit=3)] == ["n"], number
     # English reads as before: stemmed, lower-cased, stopwords dropped.
     assert {h.payload["doc_id"] for h in store.search_lexical("c", "Cats", limit=10)} == {
         "doc0", "doc2", "doc4"}
