@@ -9,6 +9,9 @@ are chosen on) and scores each fusion setting of `--grid`: choose the served set
 `--split test` scores the modes with the served setting (`HYBRID_FUSION`), for reporting.
 `--beir FOLDER` runs the same on another BEIR-layout folder (corpus.jsonl, queries.jsonl,
 qrels/SPLIT.tsv), such as a user's own, with `--instruction` for its queries (default none).
+`--rerank NAME` (repeatable) also reranks each `--rerank-first` mode's top `--rerank-depth`
+through the service, reading the candidates under the instruction (as served) and bare
+(`--rerank-docs`), with paired bootstraps between the readings and against the first stage.
 
     .venv/bin/python scripts/hybrid_eval.py minilm --split dev --grid \
         --out results/eval/hybrid/scifact-dev-minilm.json
