@@ -109,6 +109,10 @@ def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
+# Upload names a notice lists before saying how many more.
+NAMES_LISTED = 10
+
+
 @dataclass
 class Pickers:
     """Choices for every picker of the page (refreshed on load and after changes)."""
@@ -372,10 +376,14 @@ class UiHandlers:
             notices += more
             # "0 = all" took 100 results and a box value over a search's limit was refused as
             # "top_k must be ... 1000": the box is the number of results, at most MAX_TOP_K.
-            top_k = min(n or MAX_TOP_K, MAX_TOP_K)
-            if n and n > MAX_TOP_K:
-                notices.append(f"A search returns at most {MAX_TOP_K:,} results: clustering its top "
-                               f"{MAX_TOP_K:,}, not {n:,}.")
+            # ...and at most FACET_MAX_CLUSTER_TEXTS: set below 1,000, "0 = all, up to 50" was
+            # refused as "120 texts to cluster, more than the limit of 50".
+            most = min(MAX_TOP_K, self.settings.max_cluster_texts)
+            top_k = min(n or most, most)
+            if n and n > most:
+                notices.append(f"Clustering the top {most:,} results, not {n:,}: "
+                               + (f"a search returns at most {MAX_TOP_K:,}." if most == MAX_TOP_K
+                                  else "FACET_MAX_CLUSTER_TEXTS caps it."))
             search = SearchRequest(query=text, collection=self._collection(collection),
                                    instruction=q_instruction, top_k=top_k,
                                    filters=inputs.parse_filter_text(filters))
@@ -500,8 +508,11 @@ class UiHandlers:
         self._cleaned.add(job.id)
         if not names:
             return []
+        # The first names only: 150 empty files made a 12-line wall of names.
+        listed = ", ".join(names[:NAMES_LISTED]) + (
+            f" and {len(names) - NAMES_LISTED:,} more" if len(names) > NAMES_LISTED else "")
         return [f"Not kept in the uploads of {job.collection}, as they cannot be indexed (the errors "
-                f"below say why): {', '.join(names)}. Fix them and upload them again; the "
+                f"below say why): {listed}. Fix them and upload them again; the "
                 "collection stops counting them as failed with its next upload."]
 
     def _drop_earlier_failures(self, collection: str, folder: Path) -> None:

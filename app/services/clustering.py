@@ -463,7 +463,9 @@ class ClusterService:
                 why = f"FACET_MAX_CLUSTER_TEXTS caps it; the limit of {request.limit:,} asked for more"
             else:
                 why = "FACET_MAX_CLUSTER_TEXTS caps it"
-            cut = f"clustered the first {len(hits):,} of {total:,} chunks{matching} ({why})"
+            # "the first" read as the documents' order: storage order is by point id, which
+            # spreads across the collection (not a random sample either).
+            cut = f"clustered {len(hits):,} of {total:,} chunks{matching}, in storage order ({why})"
         return ([str(h.payload.get("text", "")) for h in hits],
                 [{"doc_id": h.payload.get("doc_id"), "chunk_no": h.payload.get("chunk_no"),
                   "title": h.payload.get("title")} for h in hits], cut)

@@ -191,10 +191,10 @@ def test_a_collection_cut_to_the_cap_is_said_and_limit_0_is_all_up_to_it(tmp_pat
                         "--k", "2", "--limit", "0", "-i", "What does the customer want?", env=env)
     assert result.returncode == 0, result.stderr
     assert "5 texts in 2 clusters" in result.stderr
-    assert ("note: clustered the first 5 of 12 chunks (FACET_MAX_CLUSTER_TEXTS caps it)"
+    assert ("note: clustered 5 of 12 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)"
             in result.stderr), result.stderr
     result = invoke_cli("cluster", "--collection", "s12", "--embedder", "minilm", "--explain", "",
                         "--k", "2", "--limit", "3", "-i", "What does the customer want?", env=env)
-    assert "note: clustered the first 3 of 12 chunks (limit 3)" in result.stderr, result.stderr
+    assert "note: clustered 3 of 12 chunks, in storage order (limit 3)" in result.stderr, result.stderr
     helped = " ".join(invoke_cli("cluster", "--help", env={"COLUMNS": "200"}).stdout.split())
     assert "0 = all, up to FACET_MAX_CLUSTER_TEXTS" in helped, helped

@@ -231,7 +231,7 @@ def test_cluster_a_collection_and_search_results(ui_client) -> None:
         api_name="/cluster")
     assert "<b>12</b> texts, <b>k = 3</b>" in summary and len(table["data"]) == 3
     # "0 = all" clustered 100 search results, and 2000 was refused as "top_k must be ... 1000".
-    for limit, notice in ((0, None), (2000, "A search returns at most 1,000 results")):
+    for limit, notice in ((0, None), (2000, "a search returns at most 1,000")):
         summary, _, table, _ = ui_client.predict(
             "search results", COLLECTION, "", limit, "card", "", "", None, None,
             "Why is the customer writing?", 3, "minilm", "keywords (no explainer)", api_name="/cluster")
@@ -663,7 +663,7 @@ def test_a_collection_cut_by_the_limit_or_the_cap_is_said_above_the_summary(ui_c
     summary, *_ = ui_client.predict(
         "collection", COLLECTION, "", 30, "", "", "", None, None,
         "What does the customer want?", 2, "minilm", "keywords (no explainer)", api_name="/cluster")
-    assert f"clustered the first 30 of {SAMPLE_SIZE + 2} chunks (limit 30)" in summary, summary
+    assert f"clustered 30 of {SAMPLE_SIZE + 2} chunks, in storage order (limit 30)" in summary, summary
     facet, handlers = _own_facet(minilm, tmp_path, max_cluster_texts=4)
     try:
         source = tmp_path / "rows.jsonl"
@@ -674,7 +674,16 @@ def test_a_collection_cut_by_the_limit_or_the_cap_is_said_above_the_summary(ui_c
                                        "What does the customer want?", 2, "minilm",
                                        "keywords (no explainer)", progress=lambda *a, **k: None)
         assert "<b>4</b> texts" in summary
-        assert "clustered the first 4 of 9 chunks (FACET_MAX_CLUSTER_TEXTS caps it)" in summary
+        assert "clustered 4 of 9 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)" in summary
+        # Search results as the source: "0 = all, up to 4" was refused as "9 texts to cluster,
+        # more than the limit of 4"; a box above the cap is said.
+        for limit in (0, 6):
+            summary, *_ = handlers.cluster("search results", "capped", "", limit, "card declined", "",
+                                           "", None, None, "What does the customer want?", 2,
+                                           "minilm", "keywords (no explainer)",
+                                           progress=lambda *a, **k: None)
+            assert "<b>4</b> texts" in summary, summary
+            assert (limit == 0) != ("FACET_MAX_CLUSTER_TEXTS caps it" in summary), summary
     finally:
         facet.close()
 
@@ -704,7 +713,8 @@ def test_a_job_with_many_errors_lists_the_first_ones_and_a_line_with_the_total(m
         assert _finished(facet, job_id).docs_failed == 105
         html, errors, _timer = handlers.job_status(job_id, total)
         assert len(errors) == 101 and errors[-1][2].startswith("5 more not listed: 105 errors")
-        assert "Not kept in the uploads of up" in html and "empty104.txt" in html
+        # Every one taken out; the notice names the first ten (it listed all 105, a wall of names).
+        assert "Not kept in the uploads of up" in html and "and 95 more." in html
         assert [p.name for p in facet.upload_folder("up").iterdir()] == ["good.txt"]
     finally:
         facet.close()

@@ -743,7 +743,7 @@ def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, mi
                                       "collection": COLLECTION, "limit": 6, "k": 2})
     assert r.status_code == 200, r.text
     assert len(r.json()["texts"]) == 6 and chunks > 6
-    assert r.json()["note"] == f"clustered the first 6 of {chunks:,} chunks (limit 6)"
+    assert r.json()["note"] == f"clustered 6 of {chunks:,} chunks, in storage order (limit 6)"
     source = tmp_path / "rows.jsonl"
     source.write_text("".join(json.dumps({"id": f"r{i}", "text": f"my card number {i} was declined"})
                               + "\n" for i in range(9)))
@@ -755,7 +755,7 @@ def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, mi
                                          "collection": "capped", "k": 2})
             assert r.status_code == 200, r.text
             assert len(r.json()["texts"]) == 4
-            assert r.json()["note"] == ("clustered the first 4 of 9 chunks "
+            assert r.json()["note"] == ("clustered 4 of 9 chunks, in storage order "
                                         "(FACET_MAX_CLUSTER_TEXTS caps it)")
     finally:
         facet.close()

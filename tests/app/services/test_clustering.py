@@ -235,16 +235,16 @@ def test_a_collection_cut_to_the_cap_or_the_limit_says_so_in_the_note(make_ctx, 
     ctx.store.scroll = spy  # type: ignore[method-assign]
     capped = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2))
     assert len(capped.texts) == 5 and scrolled == [5]
-    assert capped.note == "clustered the first 5 of 12 chunks (FACET_MAX_CLUSTER_TEXTS caps it)"
+    assert capped.note == "clustered 5 of 12 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)"
     over = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2, limit=8))
-    assert over.note == ("clustered the first 5 of 12 chunks (FACET_MAX_CLUSTER_TEXTS caps it; "
+    assert over.note == ("clustered 5 of 12 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it; "
                          "the limit of 8 asked for more)")
     limited = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2, limit=3,
                                              filters={"topic": ["card", "pin"]}))
-    assert limited.note == "clustered the first 3 of 8 chunks matching the filters (limit 3)"
+    assert limited.note == "clustered 3 of 8 chunks matching the filters, in storage order (limit 3)"
     # Combined with the note that was there: two texts leave no k to choose by silhouette.
     two = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", limit=2))
-    assert two.note == ("clustered the first 2 of 12 chunks (limit 2); k = 2, not chosen by "
+    assert two.note == ("clustered 2 of 12 chunks, in storage order (limit 2); k = 2, not chosen by "
                         "silhouette: only 2 texts")
     # All that the filters match (4, and a limit of exactly 4): nothing to say.
     for limit in (None, 4):
