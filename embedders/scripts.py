@@ -14,6 +14,7 @@ import unicodedata
 # CJK ideographs (with extensions A-H and the compatibility ones). Hangul is spaced, but its
 # words carry their particles (판다가, 판다는), so it is paired like the others.
 UNSPACED = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+            "\uff66-\uff9f"  # half-width katakana (ﾊﾟﾝﾀﾞ)
             "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f")
 UNSPACED_RUN = re.compile(f"[{UNSPACED}]+")
 
@@ -44,25 +45,37 @@ def word_pattern() -> re.Pattern[str]:
     return re.compile(rf"{letter}(?:{letter}|[{combining_marks()}])*")
 
 
-def pair_spans(run: str) -> list[tuple[int, int]]:
-    """Overlapping pairs of the characters of ``run`` (a run of ``UNSPACED`` text) as (start,
-    end) offsets, each character with the combining marks that follow it; the punctuation of
-    those blocks (the katakana middle dot, Burmese and Khmer full stops) separates, and a single
-    character gives nothing, as a one-letter word does."""
-    spans: list[tuple[int, int]] = []
+def segments(run: str) -> list[list[tuple[int, int]]]:
+    """The characters of ``run`` (a run of ``UNSPACED`` text) as (start, end) offsets, each
+    with the combining marks that follow it, in segments that the blocks' punctuation (the
+    katakana middle dot, Burmese and Khmer full stops) separates."""
+    out: list[list[tuple[int, int]]] = []
     units: list[tuple[int, int]] = []
     for i, char in enumerate(run + " "):
         kind = unicodedata.category(char)
         if units and kind.startswith("M"):
             units[-1] = (units[-1][0], i + 1)
         elif kind[0] in "PSZ":
-            spans.extend((a, b) for (a, _), (_, b) in itertools.pairwise(units))
+            if units:
+                out.append(units)
             units = []
         else:
             units.append((i, i + 1))
-    return spans
+    return out
+
+
+def pair_spans(run: str) -> list[tuple[int, int]]:
+    """Overlapping pairs of the characters of ``run`` as (start, end) offsets, within each of its
+    ``segments``; a segment of one character gives nothing, as a one-letter word does."""
+    return [(a, b) for units in segments(run) for (a, _), (_, b) in itertools.pairwise(units)]
 
 
 def pairs(run: str) -> list[str]:
     """The pairs of ``pair_spans`` as text (Thai "ร้อน": ร้อ, อน)."""
     return [run[a:b] for a, b in pair_spans(run)]
+
+
+def singles(run: str) -> list[str]:
+    """The characters of ``run`` (with their marks), one by one: the one-character words of
+    Chinese and Japanese (猫, 水) and Korean syllables (책) are found by them."""
+    return [run[a:b] for units in segments(run) for a, b in units]

@@ -21,9 +21,10 @@ working. New collections get ``LEXICAL_VERSION``:
   all-digit token ("404", "2020", "3.11": numbers were no longer found).
 - ``qdrant-bm25-en-pairs-v1`` (vector ``bm25p``): the word tokenizer, numbers kept, on text whose
   Chinese, Japanese, Korean and Thai runs are rewritten as their overlapping character pairs
-  (``embedders.scripts.pairs``: "大熊猫" -> "大熊 熊猫", as Lucene's CJK bigram filter does), so a
-  word inside a run is found without a dictionary ("熊猫" in "大熊猫"); English reads exactly as
-  under ``en-v1``.
+  (``embedders.scripts.pairs``: "大熊猫" -> "大熊 熊猫", as Lucene's CJK bigram filter does) and,
+  in documents, its single characters (猫, 책), so a word inside a run is found without a
+  dictionary ("熊猫" in "大熊猫") and a one-character query too; English reads exactly as under
+  ``en-v1``.
 """
 
 from __future__ import annotations
@@ -72,17 +73,23 @@ def _model(version: str = LEXICAL_VERSION) -> Any:
                                                    language="english", tokenizer=tokenizer))
 
 
-def _pairs_of_runs(text: str) -> str:
-    """``text`` with each run of an unspaced script replaced by its character pairs, spaced (a
-    run of one character stays itself)."""
-    return scripts.UNSPACED_RUN.sub(
-        lambda m: " " + " ".join(scripts.pairs(m.group()) or [m.group()]) + " ", text)
+def _pairs_of_runs(text: str, *, document: bool) -> str:
+    """``text`` with each run of an unspaced script replaced, spaced, by its character pairs and,
+    in a document, its single characters too (Lucene's unigrams beside the bigrams: a one-
+    character word such as 猫 or 책 is a term; a query of one character is that character)."""
+    def rewrite(m: Any) -> str:
+        run = m.group()
+        terms = scripts.pairs(run) + scripts.singles(run) if document else (
+            scripts.pairs(run) or scripts.singles(run))
+        return " " + " ".join(terms) + " "
+
+    return scripts.UNSPACED_RUN.sub(rewrite, text)
 
 
-def _prepared(text: str | None, version: str) -> str:
+def _prepared(text: str | None, version: str, *, document: bool) -> str:
     """What definition ``version``'s tokenizer reads of ``text``."""
     text = _nfc(text)
-    return _pairs_of_runs(text) if DEFINITIONS[version][2] else text
+    return _pairs_of_runs(text, document=document) if DEFINITIONS[version][2] else text
 
 
 def _nfc(text: str | None) -> str:
@@ -97,12 +104,12 @@ def _nfc(text: str | None) -> str:
 def document_terms(text: str, version: str = LEXICAL_VERSION) -> tuple[list[int], list[float]]:
     """The BM25 term weights of a stored text under definition ``version``: (term ids,
     weights); empty for no terms."""
-    vec = _model(version).embed_document(_prepared(text, version))
+    vec = _model(version).embed_document(_prepared(text, version, document=True))
     return list(vec.indices), [float(v) for v in vec.values]
 
 
 def query_terms(text: str, version: str = LEXICAL_VERSION) -> tuple[list[int], list[float]]:
     """A query's terms under definition ``version``, weight 1 each (the store applies the IDF)."""
-    vec = _model(version).embed_query(_prepared(text, version))
+    vec = _model(version).embed_query(_prepared(text, version, document=False))
     return list(vec.indices), [float(v) for v in vec.values]
 

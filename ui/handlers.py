@@ -370,6 +370,13 @@ class UiHandlers:
                     raise InvalidRequestError(f"{len(labels)} labels for {len(texts)} texts; give "
                                               "one label per text, in the same order")
             texts = texts[:n] if n else texts
+            # "0 = all, up to FACET_MAX_CLUSTER_TEXTS", as for the other sources (more was
+            # refused: "120 texts to cluster, more than the limit of 50").
+            most = self.settings.max_cluster_texts
+            if len(texts) > most:
+                notices.append(f"Clustering the first {most:,} texts, not {len(texts):,}: "
+                               "FACET_MAX_CLUSTER_TEXTS caps it.")
+                texts = texts[:most]
             labels = labels[:len(texts)] if labels is not None else None
         elif source == SOURCE_SEARCH:
             text, q_instruction, more = self._query(query, query_instruction, what="search instruction")

@@ -298,15 +298,19 @@ def _unspaced_matches(text: str, query: str) -> list[tuple[int, int]]:
     """Where the character pairs of the query's Chinese, Japanese, Thai... runs occur in
     ``text``'s runs, overlapping spans merged: those scripts have no spaces, so a word is not a
     ``\\w+`` run (a whole clause is) and "北京" was never highlighted in "北京是中国的首都"."""
-    grams = {g for run in scripts.UNSPACED_RUN.findall(query) for g in scripts.pairs(run)}
+    # As lexical search reads a query: its runs' pairs, or a run's one character (猫).
+    grams = {g for run in scripts.UNSPACED_RUN.findall(query)
+             for g in (scripts.pairs(run) or scripts.singles(run))}
+    singles = any(len(scripts.singles(g)) == 1 for g in grams)
     spans: list[tuple[int, int]] = []
     for m in scripts.UNSPACED_RUN.finditer(text) if grams else ():
-        for a, b in scripts.pair_spans(m.group()):
+        units = [u for seg in scripts.segments(m.group()) for u in seg] if singles else []
+        for a, b in sorted(scripts.pair_spans(m.group()) + units):
             if m.group()[a:b] not in grams:
                 continue
             a, b = a + m.start(), b + m.start()
             if spans and spans[-1][1] > a:  # overlaps the last span: extend it
-                spans[-1] = (spans[-1][0], b)
+                spans[-1] = (spans[-1][0], max(b, spans[-1][1]))
             else:
                 spans.append((a, b))
     return spans

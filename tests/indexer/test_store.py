@@ -502,6 +502,13 @@ def test_lexical_search_finds_words_in_chinese_and_japanese_text(store: VectorSt
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "竹子", limit=3)] == ["z0"]
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "大熊猫", limit=3)] == ["z0"]
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "熊猫", limit=3)] == ["z0"]
+    # A one-character word: documents keep single characters beside the pairs ("猫" alone was no
+    # term: it was found only between punctuation).
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "猫", limit=3)] == ["z0"]
+    # Half-width katakana is an unspaced script too (the run was one word).
+    store.upsert("c", [PointRecord(point_id("hw", 0), {"m": np.ones(DIM, np.float32)},
+                                   {"doc_id": "hw", "chunk_no": 0, "text": "ﾊﾟﾝﾀﾞｶﾞｲﾙ動物園"})])
+    assert [h.payload["doc_id"] for h in store.search_lexical("c", "ﾊﾟﾝﾀﾞ", limit=3)] == ["hw"]
     assert [h.payload["doc_id"] for h in store.search_lexical("c", "长城", limit=3)] == ["z1"]
     assert store.search_lexical("c", "日本の首都", limit=3)[0].payload["doc_id"] == "z2"
     store.upsert("c", [PointRecord(point_id("n", 0), {"m": np.ones(DIM, np.float32)},

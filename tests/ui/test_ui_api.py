@@ -684,6 +684,13 @@ def test_a_collection_cut_by_the_limit_or_the_cap_is_said_above_the_summary(ui_c
                                            progress=lambda *a, **k: None)
             assert "<b>4</b> texts" in summary, summary
             assert (limit == 0) != ("FACET_MAX_CLUSTER_TEXTS caps it" in summary), summary
+        # Pasted texts too: more than the cap was refused whatever the box said.
+        pasted = "\n".join(f"my card {i} was declined" for i in range(9))
+        for limit in (0, 6):
+            summary, *_ = handlers.cluster("pasted or uploaded texts", None, "", limit, "", "", pasted,
+                                           None, None, "What does the customer want?", 2, "minilm",
+                                           "keywords (no explainer)", progress=lambda *a, **k: None)
+            assert "<b>4</b> texts" in summary and "FACET_MAX_CLUSTER_TEXTS caps it" in summary, summary
     finally:
         facet.close()
 

@@ -305,6 +305,9 @@ def test_snippet_highlights_scripts_with_marks_and_without_spaces() -> None:
     assert marked("北京是中国的首都，也是一座古城。", "北京的首都") == ["北京", "的首都"]
     assert marked("กรุงเทพมหานครเป็นเมืองหลวง", "เมืองหลวง") == ["เมืองหลวง"]
     assert marked("北京是中国的首都", "上海") == []
+    # A one-character word (lexical search finds it since its documents keep single characters).
+    assert marked("我喜欢猫。猫是一种很可爱的动物。", "猫") == ["猫", "猫"]
+    assert marked("책을 읽는 것을 좋아해요", "책") == ["책"]
     # A Latin word or a number against Chinese text is a word of its own (it was part of one
     # long "word" with the Chinese, so "python" was never highlighted there).
     assert marked("Python是一种编程语言，python很流行", "python 编程") == ["Python", "编程", "python"]
