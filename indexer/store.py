@@ -1075,11 +1075,13 @@ class QdrantClientStore(VectorStore):
         version = self.lexical_version(collection) if lexical else None
         if version not in (None, lex.LEXICAL_VERSION) and collection not in self._said_older:
             self._said_older.add(collection)
+            # Only the unreleased multilingual definition dropped numbers.
+            numbers = ", and numbers" if version == "qdrant-bm25-multilingual-v1" else ""
             logger.warning("collection %s keeps the term vectors of %s, an older definition of a "
-                           "term (its lexical search misses words of Chinese, Japanese or Thai "
-                           "text, or numbers: docs/indexing.md); the %s backend cannot rewrite "
-                           "them: index its sources into a new collection for today's %s",
-                           collection, version, self.backend, lex.LEXICAL_VERSION)
+                           "term (its lexical search misses words inside Chinese, Japanese, "
+                           "Korean or Thai text%s: docs/indexing.md); the %s backend cannot "
+                           "rewrite them: index its sources into a new collection for today's %s",
+                           collection, version, numbers, self.backend, lex.LEXICAL_VERSION)
         sizes = self.vector_sizes(collection)
         for name, dim in vectors.items():
             if name not in sizes:

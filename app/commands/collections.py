@@ -123,6 +123,10 @@ def register(cli: typer.Typer) -> None:
         if errors is not None and job_id is None:
             typer.echo("error: --errors needs a JOB_ID (a list of jobs shows no errors)", err=True)
             raise typer.Exit(2)
+        if errors is not None and follow:
+            typer.echo("error: --follow shows no per-document errors; run `facet jobs "
+                       f"{job_id} --errors {errors}` after it", err=True)
+            raise typer.Exit(2)
         with open_facet() as facet:
             # Only the errors shown are read (SQL LIMIT), and counted: a job with 20,000
             # printed 20,002 lines.

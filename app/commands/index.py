@@ -12,6 +12,7 @@ import typer
 
 from app.commands.common import exit_code, handle_errors, open_facet
 from app.errors import FacetError
+from app.services.collections import MAX_JOB_ERRORS
 from app.text import plural
 
 if TYPE_CHECKING:
@@ -168,7 +169,10 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"  error: {message}", err=True)
         if len(report.errors) > 20:
             more = len(report.errors) - 20
-            typer.echo(f"  ... {more} more: facet jobs {report.job_id}", err=True)
+            # `facet jobs ID` alone prints the same first 20 again.
+            listed = min(MAX_JOB_ERRORS, len(report.errors) + len(report.warnings))
+            typer.echo(f"  ... {more} more: facet jobs {report.job_id} --errors {listed}",
+                       err=True)
         for _key, message in report.warnings[:5]:
             typer.echo(f"  warning: {message}", err=True)
         if failure is not None:

@@ -131,8 +131,8 @@ class ClusterResponse:
 
     ``k`` is the number of clusters found (``len(clusters)``); ``note`` says why it is fewer
     than the k asked for, or why k was not chosen by silhouette (too few distinct texts), and
-    when a collection was cut to ``limit`` or ``FACET_MAX_CLUSTER_TEXTS`` ("clustered the
-    first 5,000 of 50,001 chunks (FACET_MAX_CLUSTER_TEXTS caps it)"), the parts joined by "; ".
+    when a collection was cut to ``limit`` or ``FACET_MAX_CLUSTER_TEXTS`` ("clustered
+    5,000 of 50,001 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)"), the parts joined by "; ".
     """
 
     instruction: str

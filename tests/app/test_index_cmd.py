@@ -420,7 +420,8 @@ def test_jobs_of_a_job_with_many_errors_prints_the_first_ones_and_how_many_more(
     src.write_text(json.dumps({"id": "ok", "text": "valid"}) + "\n" + "".join(
         json.dumps({"id": f"r{i}", "text": "  "}) + "\n" for i in range(300)))
     indexed = run("index", str(src), "-c", "errs", "--embedder", "minilm")
-    assert "... 280 more: facet jobs 1" in indexed.stderr, indexed.stderr
+    # The hint shows the rest: `facet jobs 1` alone prints the same first 20 again.
+    assert "... 280 more: facet jobs 1 --errors 300\n" in indexed.stderr, indexed.stderr
     shown = run("jobs", "1")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
@@ -436,6 +437,8 @@ def test_jobs_of_a_job_with_many_errors_prints_the_first_ones_and_how_many_more(
     wrong = run("jobs", "1", "--errors", "1001")
     assert wrong.returncode == 2 and "errors must be from 0 to 1000, got 1001" in wrong.stderr
     assert run("jobs", "--errors", "5").returncode == 2
+    followed = run("jobs", "1", "--follow", "--errors", "5")  # was silently ignored
+    assert followed.returncode == 2 and "--follow shows no per-document errors" in followed.stderr
     asked: list[int | None] = []
     job = CollectionService.job
 
