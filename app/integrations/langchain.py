@@ -30,7 +30,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from app.core import Facet
 from app.errors import InvalidRequestError
@@ -41,28 +41,40 @@ from indexer.store import point_id
 
 _CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth", "mode",
                  "group_by_document")
+# Names other edges or LangChain habits use for a retriever option: said in the refusal.
+_ALIASES = {"filters": "filter", "top_k": "k", "search_kwargs": "the options themselves (k=..., "
+            "filter=...)", "instructions": "instruction", "score_treshold": "score_threshold"}
+
+
+def _unknown(names: list[str], where: str, known: tuple[str, ...]) -> InvalidRequestError:
+    hints = [f"{n} -> {_ALIASES[n]}" for n in names if n in _ALIASES]
+    return InvalidRequestError(
+        f"FacetRetriever got unknown {where} {', '.join(names)}"
+        f"{' (' + '; '.join(hints) + ')' if hints else ''}; it takes {', '.join(known)}")
 
 
 def _facet(facet: Facet | None) -> Facet:
     return facet if facet is not None else Facet.shared()
 
 
-def to_document(result: SearchResult, collection: str) -> Document:
+def to_document(result: SearchResult, collection: str, mode: str | None = None) -> Document:
     """A search result as a LangChain ``Document``.
 
     ``page_content`` is the chunk text; ``metadata`` holds the document's own metadata
     (``jsonl``/``csv`` fields) plus ``doc_id``, ``source``, ``title``, ``chunk_no``,
     ``start``/``end`` (character offsets in the document), ``score`` (rerank score when
     reranked, else the search's: cosine, BM25 or fused, by mode), ``vector_score``,
-    ``rerank_score``, ``more_chunks`` (grouped by document: its other matching chunks) and
-    ``collection``; on a clash the Facet field wins. ``id`` is the Qdrant point id.
+    ``rerank_score``, ``more_chunks`` (grouped by document: its other matching chunks),
+    ``collection`` and ``mode`` (the search mode that ran, which says what kind of score
+    ``score`` is: a fused score of 0.03 is a good hybrid hit, a cosine of 0.03 is not); on a
+    clash the Facet field wins. ``id`` is the Qdrant point id.
     """
     metadata: dict[str, Any] = dict(result.metadata)
     metadata.update(doc_id=result.doc_id, source=result.source, title=result.title,
                     chunk_no=result.chunk_no, start=result.start, end=result.end,
                     score=result.score, vector_score=result.vector_score,
                     rerank_score=result.rerank_score, more_chunks=list(result.more_chunks),
-                    collection=collection)
+                    collection=collection, mode=mode)
     return Document(page_content=result.text, metadata=metadata,
                     id=point_id(result.doc_id, result.chunk_no))
 
@@ -94,7 +106,9 @@ class FacetRetriever(BaseRetriever):
         facet: the application core to use (default ``Facet.shared()``).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # A misspelt setting (``filters=``, ``top_k=``) is refused, not ignored: ignored, the
+    # search ran unfiltered and nothing said so.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     collection: str
     embedder: str | None = None
@@ -108,11 +122,21 @@ class FacetRetriever(BaseRetriever):
     group_by_document: bool = False
     facet: Facet | None = Field(default=None, exclude=True, repr=False)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_settings(cls, data: Any) -> Any:
+        """The refusal of an unknown setting names the one meant (``filters`` -> ``filter``)."""
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(cls.model_fields))
+            if unknown:
+                raise _unknown(unknown, "setting(s)", tuple(
+                    n for n in cls.model_fields if n not in BaseRetriever.model_fields))
+        return data
+
     def _request(self, query: str, options: dict[str, Any]) -> SearchRequest:
         unknown = sorted(set(options) - set(_CALL_OPTIONS))
-        if unknown:
-            raise ValueError(f"FacetRetriever got unknown option(s) {', '.join(unknown)}; per call "
-                             f"it takes {', '.join(_CALL_OPTIONS)}")
+        if unknown:  # a FacetError, as a bad value of a known option is
+            raise _unknown(unknown, "option(s)", _CALL_OPTIONS)
 
         def pick(name: str) -> Any:
             # A per-call None means none (no instruction, no filter, no rerank...); only ``k``
@@ -132,7 +156,7 @@ class FacetRetriever(BaseRetriever):
 
     def _search(self, query: str, options: dict[str, Any]) -> list[Document]:
         response = _facet(self.facet).search(self._request(query, options))
-        return [to_document(r, self.collection) for r in response.results]
+        return [to_document(r, self.collection, response.mode) for r in response.results]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[Document]:

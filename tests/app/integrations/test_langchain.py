@@ -88,6 +88,24 @@ def test_documents_carry_payload_metadata_score_and_match_the_facade(facet) -> N
     assert top.id and len({d.id for d in docs}) == 5
     scores = [d.metadata["score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
+    # What kind of score it is: a chain could not tell a cosine from a fused score.
+    assert {d.metadata["mode"] for d in docs} == {direct.mode} == {"dense"}
+    assert {d.metadata["mode"] for d in FacetRetriever(collection=COLLECTION, facet=facet).invoke(
+        "card declined")} == {"hybrid"}
+
+
+def test_a_misspelt_setting_is_refused_with_the_name_meant(facet) -> None:
+    """`filters=` (the facade's and the API's name) and `search_kwargs=` (LangChain's habit)
+    were ignored: the search ran unfiltered and nothing said so."""
+    from app.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match=r"unknown setting\(s\) filters \(filters -> filter\)"):
+        FacetRetriever(collection=COLLECTION, filters={"intent": "card_arrival"}, facet=facet)
+    with pytest.raises(InvalidRequestError, match=r"search_kwargs .*it takes collection, embedder"):
+        FacetRetriever(collection=COLLECTION, search_kwargs={"k": 1}, facet=facet)
+    # LangChain's own settings still pass.
+    tagged = FacetRetriever(collection=COLLECTION, tags=["t"], metadata={"m": 1}, k=2, facet=facet)
+    assert len(tagged.invoke("card declined")) == 2
 
 
 def test_per_call_options_override_the_constructor(facet) -> None:
@@ -118,12 +136,12 @@ def test_per_call_options_override_the_constructor(facet) -> None:
     want = facet.search(SearchRequest(query, COLLECTION, top_k=3, mode="hybrid"))
     assert [d.page_content for d in plain] == [r.text for r in want.results]
     assert [d.metadata["score"] for d in plain] == pytest.approx([r.score for r in want.results])
-    with pytest.raises(ValueError, match=r"unknown option.*top_k"):
+    from app.errors import InvalidRequestError
+    with pytest.raises(InvalidRequestError, match=r"unknown option\(s\) top_k \(top_k -> k\)"):
         retriever.invoke(query, top_k=3)
     # Per-call values are read by the constructor's rules ("2" is 2); a bad value is named.
     assert [d.page_content for d in retriever.invoke(query, k="2")] == [d.page_content for d in
                                                                        base[:2]]
-    from app.errors import InvalidRequestError
     with pytest.raises(InvalidRequestError, match=r"group_by_document='maybe'.*valid boolean"):
         retriever.invoke(query, group_by_document="maybe")
     with pytest.raises(InvalidRequestError, match=r"k=0.*greater than or equal to 1"):
