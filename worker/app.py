@@ -122,7 +122,7 @@ def _load_models(**_: Any) -> None:
 def _close(**_: Any) -> None:
     facet = _STATE.pop("facet", None)
     if facet is not None:
-        facet.close()
+        facet.close(reason="the worker stopping")
 
 
 @worker_ready.connect

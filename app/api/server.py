@@ -223,7 +223,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             yield
         finally:
             if own:
-                served.close()
+                served.close(reason="the server stopping")
 
     app = FastAPI(title="Facet", version="0.1.0", lifespan=lifespan,
                   description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "

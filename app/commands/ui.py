@@ -54,4 +54,4 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"Facet UI on http://{host}:{port} (data dir {settings.data_dir})")
             launch_ui(facet, host=host, port=port, block=True)
         finally:
-            facet.close()
+            facet.close(reason="the server stopping")

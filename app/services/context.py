@@ -38,8 +38,10 @@ class ServiceContext:
                  embedders: EmbedderCache | None = None,
                  encoder: QueryEncoder | None = None) -> None:
         self.settings = settings
-        # Set when the process shuts down: a running index job stops at its next batch.
+        # Set when the process shuts down: a running index job stops at its next batch, and its
+        # message says why ("stopped (the server stopping) with ...").
         self.stopping = threading.Event()
+        self.stop_reason = "its Facet closing"
         data_dir = Path(settings.data_dir)
         try:
             data_dir.mkdir(parents=True, exist_ok=True)

@@ -571,7 +571,7 @@ class IndexService:
                 stopping = isinstance(e, _ServerStopping) or self.ctx.stopping.is_set()
                 if isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
-                    why = ("the server stopping" if stopping else
+                    why = (self.ctx.stop_reason if stopping else
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
                     # The job row's counts (reloaded after the rollback) are what was kept;
                     # the report also counts the batch that was being written.

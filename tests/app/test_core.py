@@ -103,6 +103,30 @@ async def test_aembed_equals_embed(cache, tmp_path) -> None:
         facet.close()
 
 
+async def test_aembed_of_an_inline_facade_lets_the_event_loop_run(cache, tmp_path) -> None:
+    """``Facet.open()`` encodes in the calling thread: its ``aembed`` held the event loop for the
+    whole encode (a 10 ms heartbeat stalled 16.6 s for 1,000 texts)."""
+    import asyncio
+
+    with Facet.open(FacetSettings(data_dir=tmp_path / "data"), embedders=cache) as facet:
+        assert isinstance(facet.encoder, InlineQueryEncoder)
+        texts = [f"note {i} about the lighthouse keeper and the " + "sea " * 30 for i in range(400)]
+        beats = 0
+
+        async def heartbeat() -> None:
+            nonlocal beats
+            while True:
+                await asyncio.sleep(0.01)
+                beats += 1
+
+        ticker = asyncio.create_task(heartbeat())
+        out = await facet.aembed(texts)
+        ticker.cancel()
+        assert out.vectors.shape == (400, 384)
+        np.testing.assert_allclose(out.vectors[:3], facet.embed(texts[:3]).vectors, atol=1e-5)
+        assert beats >= 5, beats  # the loop ran while the texts were encoded
+
+
 def test_a_closed_facade_refuses_work_and_holds_nothing(cache, tmp_path) -> None:
     """After close(), search/index/embed still worked and reopened the store (holding the
     folder past close, which a second close() no longer released), and submit_index left an
@@ -136,7 +160,7 @@ def test_closing_a_server_interrupts_its_running_job_resumably(cache, tmp_path) 
     while server.job(job.id).docs_indexed < 8:
         assert time.monotonic() < deadline, server.job(job.id)
         time.sleep(0.05)
-    server.close()
+    server.close(reason="the server stopping")  # as `facet serve` and `facet ui` close it
     with Facet(settings, embedders=cache) as after:
         stopped = after.job(job.id)
         assert stopped.state == "interrupted", stopped
@@ -145,6 +169,42 @@ def test_closing_a_server_interrupts_its_running_job_resumably(cache, tmp_path) 
         again = after.index(src, "big")
         assert after.job(again.job_id).resumed_from == job.id
         assert after.collection("big").documents_indexed == 300
+
+
+def test_a_script_ending_while_its_background_job_runs_exits_cleanly_and_the_job_resumes(
+        tmp_path) -> None:
+    """A script that submitted a job and ended without ``close()`` aborted in the interpreter's
+    shutdown (exit 134, "terminate called without an active exception"), its job thread inside
+    torch; the facade is closed at exit: the job stops at its next batch, interrupted."""
+    import sys
+
+    src = _corpus(tmp_path / "many", {f"d{i:03d}": f"note {i} about " + "trains " * 40
+                                      for i in range(300)})
+    data = tmp_path / "data"
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import time\n"
+        "from app.core import Facet\n"
+        "from app.services.indexing import IndexOptions\n"
+        "facet = Facet.open()\n"
+        f"job = facet.submit_index({str(src)!r}, 'big', IndexOptions(batch_chunks=4))\n"
+        "while facet.job(job.id).docs_indexed < 8:\n"
+        "    time.sleep(0.05)\n"
+        "print(job.id, flush=True)\n")  # and ends, the job running
+    env = {"PATH": "/usr/bin:/bin", "FACET_DATA_DIR": str(data), "OMP_NUM_THREADS": "1",
+           "FACET_CHUNK_TOKENS": "64", "FACET_CHUNK_OVERLAP": "8",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    job_id = int(done.stdout.split()[0])
+    settings = FacetSettings(data_dir=data, chunk_tokens=64, chunk_overlap=8)
+    with Facet(settings) as after:
+        stopped = after.job(job_id)
+        assert stopped.state == "interrupted", stopped
+        assert (stopped.message or "").startswith(
+            "stopped (the process exiting before the job ended) with "), stopped.message
+        assert 0 < stopped.docs_indexed < 300
 
 
 def test_two_facades_on_one_folder_in_one_process_is_a_conflict(cache, tmp_path) -> None:

@@ -468,6 +468,7 @@ def test_a_job_stopped_by_a_restart_is_shown_and_resumed_from_the_page(minilm, t
             (folder / f"n{i}.txt").write_text(f"Note {i}: the lighthouse keeper's log for day {i}.")
 
         def stop(_progress: object) -> None:  # the server stops after the first batch
+            facet.context.stop_reason = "the server stopping"  # as `facet ui` closes it
             facet.context.stopping.set()
 
         stopped = facet.index(folder, "notes", IndexOptions(batch_chunks=1), progress=stop)
