@@ -362,10 +362,7 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
         return _EMBEDDERS[key].factory(device=device, **kwargs)
     if is_checkpoint_dir(name_or_path):
         return load_checkpoint(name_or_path, device=device)
-    raise UnknownEmbedderError(
-        f"unknown embedder {str(name_or_path)!r}: not a registered name and not a directory with "
-        f"{CONFIG_FILE}. Valid names: {', '.join(embedder_names())}"
-    )
+    raise _unknown(str(name_or_path))
 
 
 def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -396,9 +393,15 @@ def _resolve(spec: str) -> tuple[EmbedderInfo | None, Path | None]:
 
 
 def _unknown(spec: str) -> UnknownEmbedderError:
+    root = checkpoint_dir()
+    # An installed (non-editable) package has no checkpoints/ beside it: the trained names
+    # (causal2vec, inbedder...) were simply missing from the list, and nothing said why.
+    missing = (f" (no checkpoints folder at {root}, so no trained checkpoint has a name: set "
+               "FACET_CHECKPOINT_DIR to a folder of checkpoints, such as a Facet checkout's "
+               "checkpoints/)" if not root.is_dir() else "")
     return UnknownEmbedderError(
         f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}. "
-        f"Valid names: {', '.join(embedder_names())}")
+        f"Valid names: {', '.join(embedder_names())}{missing}")
 
 
 def saved_name(name_or_path: str) -> str | None:

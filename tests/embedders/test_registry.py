@@ -29,6 +29,24 @@ def test_unknown_name_lists_valid_ones():
     assert "no-such-embedder" in message
     for name in ("minilm", "backbone-mean", "backbone-prompteol"):
         assert name in message
+    assert "no checkpoints folder" not in message  # the checkout's checkpoints/ is there
+
+
+def test_unknown_name_without_a_checkpoints_folder_says_how_to_name_them(tmp_path):
+    """An installed (non-editable) package has no checkpoints/ beside it: `causal2vec` was
+    unknown and the valid names simply lacked the trained ones."""
+    from embedders.registry import set_checkpoint_dir
+
+    set_checkpoint_dir(tmp_path / "absent")
+    try:
+        with pytest.raises(UnknownEmbedderError, match=r"no checkpoints folder at .*absent.*set "
+                                                       r"FACET_CHECKPOINT_DIR"):
+            load_embedder("causal2vec")
+    finally:
+        set_checkpoint_dir(None)
+    from embedders.registry import embedder_names  # the default folder is back
+
+    assert "causal2vec" in embedder_names()
 
 
 @pytest.mark.parametrize("bad", ["", "   ", None])
