@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
+from gradio import utils as gr_utils
 
 from app.core import Facet
 from app.errors import InvalidRequestError
@@ -121,7 +122,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
     """
     if settings is None:
         settings = facet.settings if isinstance(facet, Facet) else get_settings()
-    h = UiHandlers(facet, settings, export_dir)
+    # Files from a client must be Gradio's own uploads: a mounted app (`facet serve`) skips
+    # Gradio's check of them.
+    h = UiHandlers(facet, settings, export_dir, upload_root=Path(gr_utils.get_upload_folder()))
     embedders = h.embedders()
     model: dict[str, Any] = {"concurrency_id": MODEL, "concurrency_limit": settings.ui_concurrency}
     light: dict[str, Any] = {"concurrency_id": LIGHT, "concurrency_limit": LIGHT_LIMIT}
@@ -396,6 +399,11 @@ def mount_ui(app: FastAPI, facet: Facet | Callable[[], Facet], settings: FacetSe
     """Serve the page from an existing FastAPI app (``facet serve``) at ``path``."""
     demo = build_ui(facet, settings)
     mounted: FastAPI = gr.mount_gradio_app(app, demo, path=path, **launch_options(settings))
+    # Gradio checks that a file a client names was uploaded (not /etc/... or any file of the
+    # server's) only once the Blocks "has launched", which mount_gradio_app never marks (Gradio
+    # 6.31): mounted, the page copied any server file a request named into its cache and
+    # clustered or indexed it. The flag gates nothing else there.
+    demo.has_launched = True
     logger.info("UI mounted at %s", path)
     return mounted
 

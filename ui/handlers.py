@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import html
 import logging
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -145,14 +146,33 @@ class UiHandlers:
     """
 
     def __init__(self, facet: Facet | Callable[[], Facet], settings: FacetSettings,
-                 export_dir: Path | None = None) -> None:
+                 export_dir: Path | None = None, upload_root: Path | None = None) -> None:
         self._facet = facet
         self.settings = settings
+        # Where the page's uploads land (Gradio's upload folder); a file path from a client
+        # must lie in it. None: not checked (handlers called in process, as tests do).
+        self.upload_root = Path(os.path.realpath(upload_root)) if upload_root else None
         self.export_dir = export_dir or Path(tempfile.mkdtemp(prefix="facet-ui-"))
         # Finished upload jobs whose files that cannot be indexed were taken out already: the
         # bar is polled every second while another job runs, and a file fixed and uploaded
         # again since would be parsed on every tick.
         self._cleaned: set[int] = set()
+
+    def _uploaded(self, item: str | Path) -> Path:
+        """``item`` as the path of a file uploaded through the page. Under `facet serve` Gradio
+        checked none of the paths a client sent (its check waits for a ``launch()`` that a mounted
+        app never makes), so a request naming /etc/... or a file of the server's read it, for
+        clustering or into a collection that search then showed.
+
+        Raises:
+            InvalidRequestError: the path is not in the upload folder.
+        """
+        path = Path(item)
+        if self.upload_root is not None and not Path(os.path.realpath(path)).is_relative_to(
+                self.upload_root):
+            raise InvalidRequestError(f"{path.name} was not uploaded through this page; upload "
+                                      "the file again")
+        return path
 
     @property
     def facet(self) -> Facet:
@@ -359,12 +379,12 @@ class UiHandlers:
         if source == SOURCE_TEXTS:
             texts = inputs.pasted_texts(pasted)
             if upload:
-                texts += inputs.read_text_list(Path(upload))
+                texts += inputs.read_text_list(self._uploaded(upload))
             if not texts:
                 raise InvalidRequestError("No texts: paste one text per line or upload a file "
                                           f"({', '.join(inputs.CLUSTER_FILE_SUFFIXES)})")
             if labels_file:
-                labels = inputs.read_labels(Path(labels_file))
+                labels = inputs.read_labels(self._uploaded(labels_file))
                 # Counted before the limit: the labels file labels the whole upload.
                 if len(labels) != len(texts):
                     raise InvalidRequestError(f"{len(labels)} labels for {len(texts)} texts; give "
@@ -468,7 +488,8 @@ class UiHandlers:
         if not files:
             raise InvalidRequestError("Upload at least one file first "
                                       f"({', '.join(Facet.supported_suffixes())}).")
-        checked = inputs.check_uploads(files, max_mb=self.settings.ui_max_upload_mb,
+        checked = inputs.check_uploads([self._uploaded(f) for f in files],
+                                       max_mb=self.settings.ui_max_upload_mb,
                                        suffixes=Facet.supported_suffixes())
         if not checked.accepted:
             raise DataError("Nothing to index: " + "; ".join(checked.refused))

@@ -726,3 +726,29 @@ def test_a_job_with_many_errors_lists_the_first_ones_and_a_line_with_the_total(m
         assert [p.name for p in facet.upload_folder("up").iterdir()] == ["good.txt"]
     finally:
         facet.close()
+
+
+def _raw_call(ui_server, api_name: str, data: list) -> str:
+    """One event through Gradio's HTTP API as any client may send it (gradio_client uploads a
+    file first; a raw request can name any path): the event stream's text."""
+    import httpx
+
+    base = f"{ui_server.ui}gradio_api/call/{api_name}"
+    event = httpx.post(base, json={"data": data}, timeout=30).json()["event_id"]
+    return httpx.get(f"{base}/{event}", timeout=120).text
+
+
+def test_a_client_cannot_make_the_mounted_page_read_a_server_file(ui_server) -> None:
+    """Under `facet serve` Gradio checked no path a client sent (its check waits for a
+    launch() that a mounted app never makes): a file field naming a file of the server's
+    clustered it, and returned its lines, or indexed it into a collection."""
+    secret = ui_server.root.parent / "outside" / "secret.txt"
+    field = {"path": str(secret), "meta": {"_type": "gradio.FileData"}, "orig_name": "x.txt"}
+    clustered = _raw_call(ui_server, "cluster", [
+        "pasted or uploaded texts", None, "", 500, "", "", "", field, None, "topic", 2, "minilm",
+        "keywords (no explainer)"])
+    assert "event: error" in clustered and "not to be indexed" not in clustered, clustered
+    indexed = _raw_call(ui_server, "index_upload", [[field], None, "minilm", "stolen"])
+    assert "event: error" in indexed, indexed
+    assert "stolen" not in [c.name for c in ui_server.facet.collections()]
+    assert not (ui_server.data_dir / "uploads" / "stolen").exists()
