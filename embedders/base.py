@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from embedders.contract import (  # noqa: F401 (re-exported: the contract's historical home)
+    CHARS_PER_TOKEN_BOUND,
     Embedder,
     HasTokenizer,
     PromptConfig,
@@ -352,7 +353,7 @@ class PromptTokenizer:
 
     # A text longer than this many characters per token of budget is certainly cut;
     # slicing it first keeps tokenising a 50 MB string cheap.
-    _CHARS_PER_TOKEN_BOUND = 32
+    _CHARS_PER_TOKEN_BOUND = CHARS_PER_TOKEN_BOUND
 
     def __init__(self, tokenizer: Any, prompts: PromptConfig, max_length: int,
                  start_ids: Sequence[int] = (), end_ids: Sequence[int] = (),

@@ -99,6 +99,11 @@ class Embedder(Protocol):
     ) -> np.ndarray: ...
 
 
+# A token is read from at most this many characters of a text: anything past ``max_length``
+# times it is never read, so it is not tokenised (a 15 MB text took ~50 s to tokenise whole).
+CHARS_PER_TOKEN_BOUND = 32
+
+
 @runtime_checkable
 class HasTokenizer(Protocol):
     """An embedder that exposes its tokenizer (to cut chunks and count tokens the way it reads).

@@ -483,3 +483,32 @@ def test_a_job_failing_on_a_locked_database_logs_one_line(caplog) -> None:
                                          "(SQLite) stayed locked")
     assert first.exc_info is None and "UPDATE documents" not in caplog.text
     assert second.getMessage() == "index job 7 failed" and second.exc_info is not None
+
+
+def test_counting_tokens_reads_no_more_of_a_text_than_the_embedder_can(minilm) -> None:
+    """`/v1/embeddings`' usage count tokenised each text whole: one 15 MB input held the
+    server's event loop ~50 s (health checks waited as long). The count reads as much as the
+    embedder does, up to its max_length tokens."""
+    from dataclasses import dataclass, field
+
+    from embedders.contract import CHARS_PER_TOKEN_BOUND
+
+    @dataclass
+    class Spy:  # the embedder's tokenizer, recording the lengths it is given
+        inner: object
+        lengths: list[int] = field(default_factory=list)
+
+        def __call__(self, texts, **kwargs):
+            self.lengths += [len(t) for t in texts]
+            return self.inner(texts, **kwargs)
+
+    @dataclass
+    class Model:
+        tokenizer: Spy
+        max_length: int
+
+    spy = Spy(minilm.tokenizer)
+    model = Model(spy, minilm.max_length)
+    huge = "word " * 300_000
+    assert Facet.count_tokens(model, [huge, "two words"]) == minilm.max_length + 2
+    assert spy.lengths == [minilm.max_length * CHARS_PER_TOKEN_BOUND, 9]
