@@ -143,7 +143,11 @@ def original_name(path: Path) -> str:
     never indexed). Letters of any script, spaces and brackets stay: keeping only ASCII made
     "отчёт.txt" the file "txt", which has no suffix and was skipped, and made "my notes.txt"
     and "my_notes.txt" one file."""
-    name = _UNSAFE_NAME.sub("_", path.name).strip().lstrip(".").strip()
+    cleaned = _UNSAFE_NAME.sub("_", path.name).strip()
+    name = cleaned.lstrip(".").strip()
+    if not Path(name).suffix and Path(cleaned).suffix:
+        # "..txt" became "txt": no suffix, skipped, and kept in the uploads for good.
+        name = "upload" + Path(cleaned).suffix
     stem, suffix = Path(name).stem, Path(name).suffix
     if not stem or stem == suffix:
         stem = "upload"
@@ -288,6 +292,9 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path]) -> Path:
     if not text:
         raise InvalidRequestError("Pick a folder first (one under "
                                   f"{', '.join(str(r) for r in roots)})")
+    if "\x00" in text:  # no path holds one ("Something went wrong on the server")
+        raise InvalidRequestError("A folder name cannot hold a NUL character; pick a folder "
+                                  f"under {', '.join(str(r) for r in roots)}")
     resolved_roots = [Path(r).expanduser().resolve() for r in roots]
     candidate = Path(text).expanduser()
     if not candidate.is_absolute():

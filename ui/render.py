@@ -235,7 +235,9 @@ def _wrap(text: str, width: int = 70, limit: int = 280) -> str:
         else:
             line = f"{line} {word}" if line else word
     lines.append(line)
-    return "<br>".join(esc(x) for x in lines)
+    # Quotes stay as they are: plotly's hover labels decode only a few entities, so "&quot;"
+    # showed as written; with < > & escaped no tag can form, so a quote cannot open one.
+    return "<br>".join(html.escape(x, quote=False) for x in lines)
 
 
 def cluster_name(cluster: Cluster) -> str:

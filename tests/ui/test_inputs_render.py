@@ -160,6 +160,19 @@ def test_a_name_shared_by_some_members_says_so_in_the_table_legend_and_csv(tmp_p
         ("payment", "2 of 3", "card, pay"), ("payment", "2 of 3", "card, pay"), ("refund", "1 of 1", "refund")]
 
 
+def test_map_hover_text_shows_quotes_as_typed_and_escapes_markup() -> None:
+    """Hovering a text with double quotes showed "&quot;" (plotly decodes few entities)."""
+    from app.services.clustering import Cluster, ClusterResponse
+
+    texts = ['she said "hi" <b>loud</b> & left', "plain"]
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=1, k_chosen=False, silhouette=None,
+        texts=texts, labels=[0, 0], coordinates=[(0.0, 0.0)] * 2, sources=[], answers=[],
+        clusters=[Cluster(0, 2, "talk", ["talk"], ["plain"], [1], (0.0, 0.0))], timings_ms={})
+    hovers = [h for t in render.cluster_figure(response).to_dict()["data"] for h in t.get("hovertext") or []]
+    assert 'she said "hi" &lt;b&gt;loud&lt;/b&gt; &amp; left' in hovers, hovers
+
+
 def test_csv_export_neutralises_spreadsheet_formulas(tmp_path: Path) -> None:
     """A clustered text `=HYPERLINK(...)` was written as it was: a spreadsheet opening the export
     ran it (OWASP "CSV injection"). Every text cell starting with = + - @, a tab or a carriage
@@ -240,7 +253,7 @@ def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Pat
     src = tmp_path / "in"
     src.mkdir()
     names = ["отчёт.txt", "报告.md", "my notes.txt", "my_notes.txt", ".hidden.txt", "a:b?.txt",
-             "д" * 125 + ".txt"]
+             "д" * 125 + ".txt", "..md"]
     paths = []
     for i, name in enumerate(names):
         (src / name).write_text(f"text {i}")
@@ -249,6 +262,7 @@ def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Pat
     got = [c.name for c in staged.copies]
     assert got[:6] == ["отчёт.txt", "报告.md", "my notes.txt", "my_notes.txt", "hidden.txt", "a_b_.txt"]
     assert got[6].endswith(".txt") and len(got[6].encode()) <= 200
+    assert got[7] == "upload.md"  # was "md": no suffix, skipped and kept for good
     assert [c.read_text() for c in staged.copies] == [f"text {i}" for i in range(len(names))]
     # Two uploads of one name (from two folders) in one go: refused, nothing copied.
     (tmp_path / "other").mkdir()
@@ -312,6 +326,8 @@ def test_folders_only_under_roots(tmp_path: Path) -> None:
         inputs.resolve_under_roots("a", [])
     with pytest.raises(InvalidRequestError, match="Pick a folder first"):
         inputs.resolve_under_roots(" ", [root])
+    with pytest.raises(InvalidRequestError, match="cannot hold a NUL"):  # was a ValueError
+        inputs.resolve_under_roots("a\x00b", [root])
     # A link inside an allowed folder to a file outside them was indexed (read and shown).
     (tmp_path / "other" / "secret.txt").write_text("not for the UI")
     (root / "a" / "b" / "inside.txt").write_text("fine")
