@@ -18,7 +18,15 @@ Decisions on bad input:
 * **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
   their size and the limit, so a 50 MB log cannot stall a run.
 * **Malformed jsonl lines** are errors keyed ``path#L<line>`` with the line number; the
-  other lines of the file are indexed.
+  other lines of the file are indexed. JSON nested deeper than Python's json reader goes (its
+  recursion limit, about a thousand levels) is such an error too ("nested too deeply to read"),
+  for a jsonl line or a whole .json file, not a crash of the run.
+* **Malformed csv rows** are errors keyed ``path#row<n>`` naming their line; the rows after
+  them are still read. A field may be as long as the file (a field over the document limit
+  is that row's error), not only the csv module's default 128 Ki characters.
+* **A .docx** is checked before each of its parts is unpacked: ``word/document.xml`` over
+  ``_DOCX_XML_FACTOR`` x ``max_bytes`` is an error naming the limit; ``docProps/core.xml``
+  (the title) over ``_DOCX_CORE_BYTES`` is skipped with a warning, the text still indexed.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import logging
 import math
 import os
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +60,21 @@ _SNIFF = 8192
 _MAX_REPLACEMENT_RATIO = 0.2
 _TEXT_FIELDS = ("text", "contents", "content", "body")
 _ID_FIELDS = ("_id", "id", "doc_id")
+# A .docx's word/document.xml may unpack to this many times max_bytes (which the .docx file
+# itself is under). ElementTree holds ~10-14x the XML in memory while parsing, so the default
+# cap (80 MiB of XML) peaks near 1 GB; 10x (200 MiB) peaked at ~3.5 GB. Real documents are far
+# below it: a 400-page FCC order's document.xml is 2.8 MB, a formatted thesis 0.8 MB; running
+# prose is ~3x its text in XML, so a document at the cap holds more text than max_bytes anyway
+# (only a table-heavy one, ~50x, could be refused below that: 1.7 MB of table cells in 80 MB).
+_DOCX_XML_FACTOR = 4
+# docProps/core.xml holds the metadata (title, author, dates): a few KB in real files.
+_DOCX_CORE_BYTES = 1 << 20
+# csv's field limit is process-global (csv.field_size_limit sets it for every reader of the
+# process, the clustering's too). It only guards memory, and a field cannot outgrow the text
+# it is read from, which is already in memory: raised once, to the largest a C long takes
+# everywhere (2**31 - 1 on Windows), so a field up to the document limit is read and a longer
+# one is that row's "over the per-document limit" error, not the end of the file.
+_CSV_FIELD_LIMIT = 2**31 - 1
 
 
 @dataclass
@@ -584,14 +608,33 @@ def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
     import zipfile
 
     key = str(path)
+    warnings: list[str] = []
+    # Every part is sized (ZipInfo.file_size, the unpacked size; reading stops there, and a
+    # part that holds more fails its CRC check) before it is read: core.xml was read whatever
+    # its size (a 306 KB file unpacking it to 300 MB peaked at 933 MB), and document.xml was
+    # allowed 10x max_bytes (200 MB of XML peaked at ~3.5 GB in ElementTree).
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             info = zf.getinfo("word/document.xml")
-            if info.file_size > 10 * max_bytes:  # a zip bomb, or a document far over the limit
-                return DocumentError(key, key, f"{path}: its text part is {info.file_size / 2**20:.1f}"
-                                               f" MiB unpacked, over 10x the per-document limit")
+            cap = _DOCX_XML_FACTOR * max_bytes
+            if info.file_size > cap:  # a zip bomb, or a document far over the limit
+                return DocumentError(
+                    key, key,
+                    f"{path}: its text part (word/document.xml) is {info.file_size / 2**20:.1f} MiB "
+                    f"unpacked, over the {cap / 2**20:.1f} MiB limit ({_DOCX_XML_FACTOR}x the "
+                    f"{max_bytes / 2**20:.1f} MiB per-document limit); split the document or raise "
+                    "FACET_MAX_DOCUMENT_MB")
             root = ET.fromstring(zf.read(info))
-            props = zf.read("docProps/core.xml") if "docProps/core.xml" in zf.namelist() else None
+            props = None
+            if "docProps/core.xml" in zf.namelist():
+                core = zf.getinfo("docProps/core.xml")
+                if core.file_size > _DOCX_CORE_BYTES:  # metadata only: the text is still read
+                    warnings.append(f"{path}: its metadata part (docProps/core.xml) is "
+                                    f"{core.file_size / 2**20:.1f} MiB unpacked, over the "
+                                    f"{_DOCX_CORE_BYTES / 2**20:.0f} MiB limit; not read, so "
+                                    "the document has no title")
+                else:
+                    props = zf.read(core)
     except (zipfile.BadZipFile, KeyError, ET.ParseError, OSError) as e:
         return DocumentError(key, key, f"{path} is not a readable .docx ({e}); re-save it from "
                                        "Word or export it as PDF or text")
@@ -599,7 +642,13 @@ def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
     # ("Strict Open XML", whose text was refused as "empty").
     w = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else _W
     paragraphs: list[str] = []
-    _docx_paragraphs(root, w, paragraphs)
+    try:
+        _docx_paragraphs(root, w, paragraphs)
+    except RecursionError:  # thousands of elements inside each other: a crash of the run
+        return DocumentError(key, key, f"{path}: its XML is nested too deeply to read (elements "
+                                       f"inside each other more than about "
+                                       f"{sys.getrecursionlimit()} levels deep); re-save it from "
+                                       "Word or export it as PDF or text")
     title = None
     if props is not None:
         try:
@@ -607,7 +656,8 @@ def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
             title = (found.text or "").strip() or None if found is not None else None
         except ET.ParseError:
             title = None
-    return _finish(ParsedDocument(key, key, _drop_invisible("\n".join(paragraphs)), title=title))
+    return _finish(ParsedDocument(key, key, _drop_invisible("\n".join(paragraphs)), title=title,
+                                  warnings=warnings))
 
 
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
@@ -673,6 +723,9 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
         yield DocumentError(str(path), str(path), f"{path}:{e.lineno}: malformed JSON ({e.msg} at "
                                                   f"column {e.colno})")
         return
+    except RecursionError:  # '[' * 100000 stopped the whole run with a traceback
+        yield DocumentError(str(path), str(path), f"{path}: {_too_deep_json()}; flatten it")
+        return
     if isinstance(data, dict):
         doc = _record_document(path, data, "root", max_bytes, warnings, text_column)
         if doc.key == f"{path}#root":  # one record without an id: the file is the document
@@ -691,6 +744,13 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
                                 f"{path}: item {i} is {type(record).__name__}, expected an object")
             continue
         yield _record_document(path, record, f"item{i}", max_bytes, warnings, text_column)
+
+
+def _too_deep_json() -> str:
+    """Why JSON that raised RecursionError was not read (the C reader recurses once per
+    nested list or object, up to the interpreter's recursion limit)."""
+    return (f"JSON nested too deeply to read (lists or objects inside each other more than about "
+            f"{sys.getrecursionlimit()} levels deep)")
 
 
 def _surrogate_at(text: str) -> int | None:
@@ -814,6 +874,10 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
                                 f"({e.msg.removesuffix(' at')} at column {e.colno}); fix or "
                                 "remove that line")
             continue
+        except RecursionError:  # one such line stopped the whole run, every file unindexed
+            yield DocumentError(f"{path}#{where}", str(path),
+                                f"{path}:{lineno}: {_too_deep_json()}; fix or remove that line")
+            continue
         if not isinstance(record, dict):
             yield DocumentError(f"{path}#{where}", str(path),
                                 f"{path}:{lineno}: expected a JSON object, got "
@@ -826,11 +890,19 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
 
 def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
                text_column: str | None = None) -> Iterator[ParseResult]:
+    allow_long_csv_fields()
     reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
+    try:
+        header = reader.fieldnames
+    except csv.Error as e:  # was uncaught: the whole run stopped with a traceback
+        yield DocumentError(str(path), str(path),
+                            f"{path}:{reader.reader.line_num}: malformed CSV header "
+                            f"({_csv_error(e)}); no rows were read, fix the header")
+        return
+    if not header:
         yield DocumentError(str(path), str(path), f"{path} is empty: no header row")
         return
-    fields = [f.strip() for f in reader.fieldnames]
+    fields = [f.strip() for f in header]
     guessed: str | None = None
     if text_column is not None:
         if text_column not in fields:
@@ -852,15 +924,45 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
                        f"column, {text_field!r}, of {', '.join(fields)}: name the right one as the "
                        "text column (`facet index --text-column`, text_column in POST /jobs)")
     rows = 0
-    try:
-        for rowno, row in enumerate(reader, start=2):
+    rowno = 1  # the header's
+    while True:
+        rowno += 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            # The csv reader drops the rest of the line it failed on and goes on at the next,
+            # so one bad row no longer loses every row after it. (With the default dialect no
+            # error arises inside a quoted field, the field limit aside, which _CSV_FIELD_LIMIT
+            # puts out of reach: the next line never starts mid-field.) The line is the inner
+            # reader's: DictReader's line_num is the last good row's, one or more too few.
             rows += 1
-            record = {k.strip(): v for k, v in row.items() if k is not None}
-            # The guess is noted on the file's first record, not on every row.
-            notes = [*warnings, guessed] if guessed and rows == 1 else warnings
-            yield _record_document(path, record, f"row{rowno}", max_bytes, notes, text_field)
-    except csv.Error as e:
-        yield DocumentError(f"{path}#row{reader.line_num}", str(path),
-                            f"{path}:{reader.line_num}: malformed CSV ({e})")
+            line = reader.reader.line_num
+            yield DocumentError(f"{path}#row{rowno}", str(path),
+                                f"{path}:{line}: malformed CSV row ({_csv_error(e)}); that row "
+                                "was skipped, the rows after it were read")
+            continue
+        rows += 1
+        record = {k.strip(): v for k, v in row.items() if k is not None}
+        # The guess is noted on the file's first record, not on every row.
+        notes = [*warnings, guessed] if guessed and rows == 1 else warnings
+        yield _record_document(path, record, f"row{rowno}", max_bytes, notes, text_field)
     if rows == 0:
         yield DocumentError(str(path), str(path), f"{path} has a header but no rows")
+
+
+def allow_long_csv_fields() -> None:
+    """Raise the csv module's process-wide field limit to ``_CSV_FIELD_LIMIT`` (once): every
+    reader of csv text in memory calls it, so a long field reads the same in any process."""
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+
+
+def _csv_error(e: csv.Error) -> str:
+    """The csv module's message, in words for a reader of the file."""
+    if "new-line character seen in unquoted field" in str(e):
+        # Its own advice ("universal-newline mode") is about Python code, not the file.
+        return ("a carriage return (\\r) inside an unquoted field; quote that field or save the "
+                "file with \\n or \\r\\n line ends")
+    return str(e)

@@ -25,6 +25,7 @@ import io
 import json
 import logging
 import numbers
+import sys
 import time
 import warnings
 from collections import Counter
@@ -548,6 +549,10 @@ def read_text_file(path: Path, name: str | None = None) -> list[str]:
         return [t for t in texts if t.strip()]
     if suffix == ".csv":
         try:
+            # A long field reads as the indexer reads it, whatever ran before in this process.
+            from indexer.parsing import allow_long_csv_fields
+
+            allow_long_csv_fields()
             rows = list(csv.reader(io.StringIO(raw, newline="")))
         except csv.Error as e:
             raise DataError(f"{where}: not a readable csv file ({e})") from e
@@ -604,6 +609,10 @@ def _json(raw: str, where: str) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError as e:
         raise DataError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    except RecursionError as e:  # '[' * 100000: was a traceback, not a message
+        raise DataError(f"{where}: JSON nested too deeply to read (lists or objects inside each "
+                        f"other more than about {sys.getrecursionlimit()} levels deep); flatten "
+                        "it") from e
 
 
 def _json_kind(value: Any) -> str:

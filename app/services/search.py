@@ -192,6 +192,10 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
             except json.JSONDecodeError as e:
                 raise InvalidRequestError(f"filter {item!r}: {raw!r} is not JSON; write "
                                           "key:=2020 or key:=true, or key=text for strings") from e
+            except RecursionError as e:  # key:=[[[[... thousands deep: was a traceback
+                raise InvalidRequestError(f"filter {key.strip()!r}: its JSON value is nested too "
+                                          "deeply to read; only strings, numbers and booleans "
+                                          "can be matched") from e
             if not isinstance(value, str | int | float | bool):
                 raise InvalidRequestError(f"filter {item!r}: only strings, numbers and booleans "
                                           "can be matched")

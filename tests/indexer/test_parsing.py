@@ -446,3 +446,116 @@ def test_pdf_words_hyphenated_at_a_line_end_are_joined(tmp_path: Path) -> None:
     assert isinstance(doc, ParsedDocument)
     assert "grid operators. Fire-\nSafety rules apply -\nalways." in doc.text, doc.text
 
+
+
+def test_json_nested_too_deeply_is_an_error_of_that_file_or_line(tmp_path: Path) -> None:
+    """A .json file or a jsonl line nested thousands of levels deep raised RecursionError out of
+    the parser: the whole run stopped with a traceback, the good files beside it unindexed."""
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "good.txt").write_text("a good file about granola")
+    (tmp_path / "lines.jsonl").write_text('{"id": "a", "text": "first"}\n' + '{"x": ' * 5_000
+                                          + '\n{"id": "b", "text": "third"}\n')
+    results = {r.key: r for r in parse_source(tmp_path)}
+    deep = results[str(tmp_path / "deep.json")]
+    assert isinstance(deep, DocumentError) and "nested too deeply to read" in deep.message
+    line = results[f"{tmp_path / 'lines.jsonl'}#L2"]
+    assert isinstance(line, DocumentError)
+    assert f"{tmp_path / 'lines.jsonl'}:2: JSON nested too deeply to read" in line.message
+    assert [results[k].text for k in ("a", "b")] == ["first", "third"]  # type: ignore[union-attr]
+    assert isinstance(results[str(tmp_path / "good.txt")], ParsedDocument)
+
+
+def test_docx_xml_nested_too_deeply_is_an_error_of_that_file(tmp_path: Path) -> None:
+    """Elements nested thousands deep in word/document.xml raised RecursionError out of the
+    paragraph walk, stopping the run."""
+    body = "<w:sdt>" * 5_000 + "<w:p><w:r><w:t>deep</w:t></w:r></w:p>" + "</w:sdt>" * 5_000
+    assert "nested too deeply to read" in _msg(_one(_docx_xml(tmp_path / "deep.docx", body)))
+
+
+def _docx_padded(path: Path, part: str, xml: str, unpacked: int) -> Path:
+    """A .docx whose ``part`` is ``xml`` padded with spaces (legal after the root element) to
+    ``unpacked`` bytes: a long run of one byte deflates ~1000:1, so the file stays a few KB."""
+    import zipfile
+
+    w = _TRANSITIONAL
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        if part != "word/document.xml":
+            zf.writestr("word/document.xml", f'<w:document xmlns:w="{w}"><w:body><w:p><w:r><w:t>'
+                                             "Card fees rise in May.</w:t></w:r></w:p></w:body></w:document>")
+        zf.writestr(part, xml + " " * (unpacked - len(xml)))
+    return path
+
+
+def test_a_docx_metadata_part_over_1_mib_is_skipped_not_read(tmp_path: Path) -> None:
+    """docProps/core.xml was read whatever its size: a 306 KB .docx unpacking it to 300 MB
+    peaked at 933 MB. Over 1 MiB it is skipped, sized before it is unpacked; the text is still
+    indexed, without a title, and a warning says why."""
+    core = ('<cp:coreProperties xmlns:cp="x" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            "<dc:title>Memo</dc:title></cp:coreProperties>")
+    big_core = _docx_padded(tmp_path / "core.docx", "docProps/core.xml", core, 3 * 2**20 // 2)
+    assert big_core.stat().st_size < 20_000
+    doc = _one(big_core)
+    assert isinstance(doc, ParsedDocument)
+    assert (doc.text, doc.title) == ("Card fees rise in May.", None)
+    assert any("docProps/core.xml) is 1.5 MiB unpacked, over the 1 MiB limit" in w
+               for w in doc.warnings), doc.warnings
+    small = _docx_padded(tmp_path / "small-core.docx", "docProps/core.xml", core, 2**20)
+    assert _one(small).title == "Memo"  # type: ignore[union-attr]  # at the cap: read
+
+
+def test_a_docx_text_part_over_4x_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
+    """word/document.xml was allowed to unpack to 10x the per-document limit: 200 MB of XML,
+    ~3.5 GB while ElementTree parsed it. Over 4x it is refused before it is unpacked, the
+    message naming the limit; at 4x it is read."""
+    body = (f'<w:document xmlns:w="{_TRANSITIONAL}"><w:body><w:p><w:r><w:t>Quarterly memo'
+            "</w:t></w:r></w:p></w:body></w:document>")
+    limit = 64 * 1024  # max_bytes: the text part may unpack to 256 KiB
+    over = _docx_padded(tmp_path / "over.docx", "word/document.xml", body, 5 * limit)
+    assert over.stat().st_size < limit
+    message = _msg(_one(over, max_bytes=limit))
+    assert "its text part (word/document.xml) is 0.3 MiB unpacked, over the 0.2 MiB limit (4x " \
+           "the 0.1 MiB per-document limit)" in message, message
+    under = _docx_padded(tmp_path / "under.docx", "word/document.xml", body, 4 * limit)
+    doc = _one(under, max_bytes=limit)
+    assert isinstance(doc, ParsedDocument) and doc.text == "Quarterly memo"
+
+
+def test_csv_fields_longer_than_the_csv_module_default_are_read(tmp_path: Path) -> None:
+    """A field over csv's default limit of 131,072 characters ended the file: one "field larger
+    than field limit" error, every later row silently dropped (and, on the first row, a second
+    "has a header but no rows" error, with the line number one short)."""
+    big = "granola " * 25_000  # 200,000 characters
+    middle = tmp_path / "middle.csv"
+    middle.write_text(f"id,text\na,first\nb,{big}\nc,third\nd,fourth\n")
+    results = list(parse_file(middle))
+    assert [type(r).__name__ for r in results] == ["ParsedDocument"] * 4, results
+    assert [r.key for r in results] == ["a", "b", "c", "d"]
+    assert results[1].text == big  # type: ignore[union-attr]
+    first = tmp_path / "first.csv"
+    first.write_text(f'id,text\nb,"{big}"\nc,third\n')
+    assert [(type(r).__name__, r.key) for r in parse_file(first)] == [
+        ("ParsedDocument", "b"), ("ParsedDocument", "c")]
+    # Over the per-document limit: that row's error, the rows after it still read.
+    results = {r.key: r for r in parse_file(middle, max_bytes=150_000)}
+    assert f"{middle}:row3: text is over the" in _msg(results["b"])
+    assert [results[k].text for k in ("a", "c", "d")] == ["first", "third", "fourth"]  # type: ignore[union-attr]
+
+
+def test_a_malformed_csv_row_names_its_line_and_the_rows_after_it_are_read(tmp_path: Path) -> None:
+    """A malformed row ended the file (every later row silently dropped), and its line number was
+    the previous good row's."""
+    path = tmp_path / "cr.csv"
+    path.write_text('id,text\na,"two\nlines"\nb,bad\rrow\nc,after the bad row\n')
+    results = list(parse_file(path))
+    assert [r.key for r in results] == ["a", f"{path}#row3", "c"]
+    assert _msg(results[1]).startswith(f"{path}:4: malformed CSV row (a carriage return (\\r) "
+                                       "inside an unquoted field;"), _msg(results[1])
+    assert results[2].text == "after the bad row"  # type: ignore[union-attr]
+
+
+def test_a_malformed_csv_header_is_an_error_of_that_file(tmp_path: Path) -> None:
+    """A malformed header raised csv.Error out of the parser: the whole run stopped with a
+    traceback."""
+    header = tmp_path / "header.csv"
+    header.write_text("id,te\rxt\na,first\n")
+    assert _msg(_one(header)).startswith(f"{header}:1: malformed CSV header (a carriage return")

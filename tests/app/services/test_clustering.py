@@ -7,8 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from app.errors import InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
-from app.services.clustering import ClusterRequest, ClusterService, choose_k, map_coordinates
+from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
+from app.services.clustering import (
+    ClusterRequest,
+    ClusterService,
+    choose_k,
+    map_coordinates,
+    read_label_file,
+    read_text_file,
+)
 from app.services.indexing import IndexService
 from app.services.search import SearchRequest
 
@@ -251,3 +258,31 @@ def test_a_collection_cut_to_the_cap_or_the_limit_says_so_in_the_note(make_ctx, 
         whole = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2, limit=limit,
                                                filters={"topic": "card"}))
         assert len(whole.texts) == 4 and whole.note is None
+
+
+def test_json_nested_too_deeply_is_a_data_error(tmp_path) -> None:
+    """`facet cluster deep.json` (lists nested thousands deep) ended in a RecursionError
+    traceback instead of the one-line DataError every other unreadable file gives."""
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.json").write_text(deep)
+    (tmp_path / "deep.jsonl").write_text('{"text": "a"}\n' + deep + "\n")
+    with pytest.raises(DataError, match=r"deep\.json: JSON nested too deeply to read"):
+        read_text_file(tmp_path / "deep.json")
+    with pytest.raises(DataError, match=r"deep\.jsonl:2: JSON nested too deeply to read"):
+        read_text_file(tmp_path / "deep.jsonl")
+    with pytest.raises(DataError, match=r"labels\.json: JSON nested too deeply to read"):
+        read_label_file(tmp_path / "deep.json", name="labels.json")
+
+
+def test_a_csv_field_longer_than_the_csv_modules_default_is_read(tmp_path) -> None:
+    """The csv module's field limit (131,072 characters) is process-wide: `facet cluster
+    long.csv` refused a long text unless the same process had indexed a csv before."""
+    import csv
+
+    long = "word " * 40_000  # 200,000 characters
+    (tmp_path / "long.csv").write_text(f'text\nshort one\n"{long}"\n')
+    before = csv.field_size_limit(131_072)  # as a fresh process has it
+    try:
+        assert read_text_file(tmp_path / "long.csv") == ["short one", long]
+    finally:
+        csv.field_size_limit(before)

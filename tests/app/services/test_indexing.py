@@ -796,3 +796,21 @@ def test_a_job_failed_by_a_locked_database_says_so_in_words(make_ctx, tmp_path) 
     assert job.message is not None and job.message.startswith(
         "BusyError: the metadata database (SQLite) stayed locked by another process's write")
     assert "UPDATE documents" not in job.message
+
+
+def test_json_nested_too_deeply_fails_that_file_or_line_not_the_job(make_ctx, tmp_path) -> None:
+    """A .json file (or a jsonl line) nested thousands of levels deep raised RecursionError
+    through the job: `facet index` failed with a traceback and indexed nothing, the good .txt
+    beside it included."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (src / "good.txt").write_text("a good note about ferries and their timetables")
+    (src / "lines.jsonl").write_text(json.dumps({"id": "r1", "text": "a record about otters"})
+                                     + "\n" + "[" * 100_000 + "\n")
+    report = IndexService(make_ctx()).index(src, "deep")
+    errors = dict(report.errors)
+    assert (report.docs_indexed, report.docs_failed) == (2, 2)
+    assert "JSON nested too deeply to read" in errors[str(src / "deep.json")]
+    assert f"{src / 'lines.jsonl'}:2: JSON nested too deeply to read" in \
+        errors[f"{src / 'lines.jsonl'}#L2"]

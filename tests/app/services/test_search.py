@@ -496,3 +496,14 @@ def test_loading_the_query_embedder_is_timed_apart_from_encoding(searchable) -> 
         ctx.close()
     assert "load_model" in first and "load_model" not in again
     assert first["total"] >= first["load_model"] + first["encode_query"]
+
+
+def test_a_filter_value_nested_too_deeply_is_a_request_error() -> None:
+    """`--filter 'a:=[[[[...'` thousands deep raised RecursionError (a traceback) where any other
+    bad JSON after := is an InvalidRequestError."""
+    for raw in ("[" * 100_000, "[" * 100_000 + "]" * 100_000, '{"a": ' * 50_000):
+        with pytest.raises(InvalidRequestError, match="filter 'a': its JSON value is nested too "
+                                                      "deeply to read"):
+            parse_filters([f"a:={raw}"])
+    with pytest.raises(InvalidRequestError, match="only strings, numbers and booleans"):
+        parse_filters(["a:=[[1]]"])  # shallow: read, then refused as before
