@@ -224,12 +224,19 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+# Values one filter key may list (any of). The store checks a list value by value: 60,000
+# integers took 33 s and 60,000 strings under hybrid 155 s on a 5-document collection, and a
+# 16 MB request body holds about 40 times that.
+MAX_FILTER_VALUES = 1000
+
+
 def check_filters(filters: Any) -> None:
     """Refuse filters a store cannot run (the search's and the clustering's).
 
     Raises:
         InvalidRequestError: not a mapping; a value that is not a string, a 64-bit integer, a
-            finite number, a boolean or a non-empty list of them.
+            finite number, a boolean or a non-empty list of them; a list of more than
+            ``MAX_FILTER_VALUES``.
     """
     if not isinstance(filters, Mapping):
         raise InvalidRequestError(
@@ -245,6 +252,11 @@ def check_filters(filters: Any) -> None:
             raise InvalidRequestError(
                 f"filter {key!r}: {value!r} cannot be matched; use a string, a number, a "
                 "boolean or a non-empty list of them (any of)")
+        if len(values) > MAX_FILTER_VALUES:
+            raise InvalidRequestError(
+                f"filter {key!r} lists {len(values):,} values; at most {MAX_FILTER_VALUES:,} can "
+                "be matched in one search (store a shared value, e.g. a group field, and filter "
+                "on that)")
         for v in values:
             if isinstance(v, float) and not math.isfinite(v):
                 raise InvalidRequestError(f"filter {key!r}: {v} matches nothing; use a finite number")
