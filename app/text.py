@@ -4,6 +4,7 @@ rule for texts to embed."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,3 +44,40 @@ def check_text_encodable(text: str, where: str) -> None:
         check_encodable(text, where)
     except InvalidInputError as e:
         raise InvalidRequestError(str(e)) from None
+
+
+# C0 controls but tab, DEL and the C1 controls: ESC starts the terminal's escape sequences (clear
+# the screen, set the window title, OSC 8 links, OSC 52 clipboard writes), BEL ends an OSC, CR
+# and BS overwrite what was printed, and 0x9b/0x9d are CSI/OSC in one byte on some terminals.
+_CONTROLS = r"\x00-\x08\x0a-\x1f\x7f-\x9f"
+# The bidi embedding, override and isolate controls (LRE RLE PDF LRO RLO, LRI RLI FSI PDI): they
+# reorder what follows on the line, so a name can read as another ("invoice\u202efdp.exe").
+_BIDI = r"\u202a-\u202e\u2066-\u2069"
+_LABEL_UNSAFE = re.compile(f"[{_CONTROLS}{_BIDI}]")
+_BODY_UNSAFE = re.compile(f"[{_CONTROLS}]")
+# What str.splitlines() breaks a text at: running text keeps its lines, as one "\n" each.
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str, *, body: bool = False) -> str:
+    """``text`` from a document (or a file name, an id) made safe to print on a terminal: each
+    control character it holds is shown as a visible escape (``\\x1b``, ``\\x07``, ``\\u202e``)
+    instead of reaching the terminal, which would act on it. Tab is kept; text without such
+    characters is returned as it is.
+
+    ``body=False`` (a label: id, title, source, name, keyword, message, printed within a line of
+    the CLI's own): newlines and the bidi embedding/override/isolate controls are escaped too.
+
+    ``body=True`` (running text printed as lines of its own: a snippet, a cluster's member):
+    its line breaks stay, each one ``"\\n"`` (``\\r\\n``, a lone ``\\r``, form feed and the rest
+    ``str.splitlines`` breaks at), and bidi controls stay: right-to-left text can hold them
+    legitimately, and on a line of its own they reorder nothing but the document's own words.
+    """
+    if body:
+        return "\n".join(_BODY_UNSAFE.sub(_escape, line) for line in _LINE_BREAK.split(text))
+    return _LABEL_UNSAFE.sub(_escape, text)

@@ -22,7 +22,7 @@ import typer
 
 from app.commands.common import handle_errors, open_facet, prepare_out_file, write_out_file
 from app.errors import InvalidRequestError, NotFoundError
-from app.text import plural
+from app.text import plural, printable
 
 DEFAULT_K = 8
 
@@ -141,14 +141,17 @@ def register(cli: typer.Typer) -> None:
                    + ", ".join(f"{stage} {ms / 1000:.1f}s" for stage, ms in result.timings_ms.items())
                    + ")", err=True)
         if result.note:
-            typer.echo(f"note: {result.note}", err=True)
+            typer.echo(f"note: {printable(result.note)}", err=True)
         for c in result.clusters:
+            # Names and keywords are words of the texts' answers, members the texts: a control
+            # character in them would reach the terminal (printable shows it escaped).
             share = f" ({c.name_share} answers)" if c.name_share else ""
-            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {' '.join(c.name.split())}{share} · "
-                       f"{', '.join(c.keywords)}")
+            name = printable(' '.join(c.name.split()))
+            words = ', '.join(printable(w) for w in c.keywords)
+            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share} · {words}")
             for text in c.representatives:  # one line each: a text's own newlines could pass for output
-                typer.echo(f"    - {' '.join(text.split())[:110]}")
+                typer.echo(f"    - {printable(' '.join(text.split())[:110], body=True)}")
         if out is not None:
             payload = result.to_dict() | {"source": str(source or collection), "seed": seed}
             write_out_file(out, json.dumps(payload, indent=1))
-            typer.echo(f"wrote {out}")
+            typer.echo(f"wrote {printable(str(out))}")

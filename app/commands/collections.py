@@ -12,7 +12,7 @@ import typer
 from app.commands.common import handle_errors, open_facet
 from app.errors import NotFoundError
 from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, SUPERSEDED, JobInfo
-from app.text import plural
+from app.text import plural, printable
 
 
 def progress_line(j: JobInfo) -> str:
@@ -35,8 +35,10 @@ def error_lines(j: JobInfo, job_id: int) -> list[str]:
     for e in j.errors:
         # A chunk's failure names no document in its message: ten identical lines.
         doc = e.get("document")
-        named = f"{doc}: " if doc and doc not in e["message"] else ""
-        lines.append(f"  {e['kind']}: {named}{e['message']}")
+        named = f"{printable(doc)}: " if doc and doc not in e["message"] else ""
+        # Messages quote document ids and file names: printable() shows their control
+        # characters escaped instead of sending them to the terminal.
+        lines.append(f"  {printable(e['kind'])}: {named}{printable(e['message'])}")
     more = j.errors_total - len(j.errors)
     if more > 0:
         lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} --errors N "
@@ -57,12 +59,12 @@ def _follow(job_id: int, interval: float) -> int:
                 last = line
             if job.state in ("completed", "failed", "interrupted", "cancelled"):
                 if job.message:
-                    typer.echo(f"  {job.message}")
+                    typer.echo(f"  {printable(job.message)}")
                 return 0 if job.state == "completed" else 1
             if job.message and job.message != said:
                 # A queued job's hints (no worker for minutes, superseded) and a stalled
                 # job's: only `facet jobs ID` showed them, while this waited without a word.
-                typer.echo(f"  {job.message}")
+                typer.echo(f"  {printable(job.message)}")
                 said = job.message
             if job.state == "queued" and job.message and job.message.startswith(SUPERSEDED):
                 return 0  # a later job indexed its source: nothing will ever move here
@@ -143,8 +145,8 @@ def register(cli: typer.Typer) -> None:
             typer.echo("no index jobs yet")
         for j in jobs:
             resumed = f" (resumes job {j.resumed_from})" if j.resumed_from else ""
-            typer.echo(f"job {j.id} {j.state}{resumed}: {j.collection} <- {j.source} "
-                       f"[{j.embedder}] seen {j.docs_seen}, indexed {j.docs_indexed}, "
+            typer.echo(f"job {j.id} {j.state}{resumed}: {printable(j.collection)} <- "
+                       f"{printable(j.source)} [{printable(j.embedder)}] seen {j.docs_seen}, indexed {j.docs_indexed}, "
                        f"unchanged {j.docs_skipped}, failed {j.docs_failed}, removed "
                        f"{j.docs_deleted}, chunks {j.chunks_written} · "
                        f"{'queued' if j.state == 'queued' else 'started'} {j.started_at}")
@@ -152,7 +154,7 @@ def register(cli: typer.Typer) -> None:
                 typer.echo(f"  timings (s): {j.timings}")
             if j.message and (job_id is not None or j.state != "completed"):
                 # Interrupted, stalled or failed: say why and how to go on in the list too.
-                typer.echo(f"  {j.message}")
+                typer.echo(f"  {printable(j.message)}")
             if job_id is not None:
                 for line in error_lines(j, job_id):
                     typer.echo(line)

@@ -13,7 +13,7 @@ import typer
 from app.commands.common import exit_code, handle_errors, open_facet
 from app.errors import FacetError
 from app.services.collections import MAX_JOB_ERRORS
-from app.text import plural
+from app.text import plural, printable
 
 if TYPE_CHECKING:
     from app.core import Facet
@@ -32,7 +32,7 @@ def progress_bar() -> tuple[Any, Any]:
         if bar.total != p.docs_total:
             bar.total = p.docs_total
         if p.current is not None:  # inside a large file: its chunks move the bar
-            bar.set_description(f"{Path(p.current).name} {p.current_fraction or 0:.0%}",
+            bar.set_description(f"{printable(Path(p.current).name)} {p.current_fraction or 0:.0%}",
                                 refresh=False)
         elif getattr(p, "stage", None):  # after the documents: what the wait is for
             bar.set_description(p.stage, refresh=False)
@@ -75,7 +75,7 @@ def _say_how_to_resume(facet: Facet, collection: str) -> None:
         job = facet.jobs(collection, limit=1)[0]
     except (FacetError, IndexError):
         return  # stopped before the job was recorded (loading the model): nothing was written
-    typer.echo(f"job {job.id} {job.state}: {job.message or ''}", err=True)
+    typer.echo(f"job {job.id} {job.state}: {printable(job.message or '')}", err=True)
 
 
 def rate(report: IndexReport) -> str:
@@ -154,19 +154,21 @@ def register(cli: typer.Typer) -> None:
         if report.skipped_files:
             from app.core import Facet
 
-            shown = ", ".join(Path(f).name for f in report.skipped_files[:10])
+            # File names and messages come from the source: printable() shows a control
+            # character in them escaped instead of sending it to the terminal.
+            shown = ", ".join(printable(Path(f).name) for f in report.skipped_files[:10])
             more = len(report.skipped_files) - 10
             typer.echo(f"  skipped {len(report.skipped_files)} "
                        f"{'file' if len(report.skipped_files) == 1 else 'files'} of unsupported "
                        f"types: {shown}{f' and {more} more' if more > 0 else ''} "
                        f"(supported: {' '.join(Facet.supported_suffixes())})", err=True)
         for name, why in report.skipped_other[:10]:
-            typer.echo(f"  skipped {name}: {why}", err=True)
+            typer.echo(f"  skipped {printable(name)}: {printable(why)}", err=True)
         if len(report.skipped_other) > 10:
             typer.echo(f"  ... {len(report.skipped_other) - 10} more skipped: facet jobs "
                        f"{report.job_id}", err=True)
         for _key, message in report.errors[:20]:
-            typer.echo(f"  error: {message}", err=True)
+            typer.echo(f"  error: {printable(message)}", err=True)
         if len(report.errors) > 20:
             more = len(report.errors) - 20
             # `facet jobs ID` alone prints the same first 20 again.
@@ -174,7 +176,7 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"  ... {more} more: facet jobs {report.job_id} --errors {listed}",
                        err=True)
         for _key, message in report.warnings[:5]:
-            typer.echo(f"  warning: {message}", err=True)
+            typer.echo(f"  warning: {printable(message)}", err=True)
         if failure is not None:
-            typer.echo(f"error: {failure} (--allow-failures to exit 0 anyway)", err=True)
+            typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
             raise typer.Exit(exit_code(failure))

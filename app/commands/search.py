@@ -10,36 +10,44 @@ import typer
 
 from app.commands.common import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse, why_no_results
+from app.text import printable
 
 
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
     """Results as a ranked list with the query terms in bold; ``filtered``: the search had
     filters (what an empty list then points at)."""
-    header = f"{response.collection} · {response.embedder}"
+    # Everything a document, a file name or the user gave goes through printable(): a control
+    # character in it would reach the terminal (clear the screen, set its title, write the
+    # clipboard); piped, click strips colours but not those.
+    header = f"{printable(response.collection)} · {printable(response.embedder)}"
     if response.mode != "dense":
         header += f" · {response.mode}"
     if response.reranker:
-        header += f" · reranked by {response.reranker}"
+        header += f" · reranked by {printable(response.reranker)}"
     if response.instruction:
-        header += f"\ninstruction: {shorten(response.instruction)}"
+        header += f"\ninstruction: {printable(shorten(response.instruction))}"
         if response.mode == "lexical" and not response.reranker:
             header += " (not read: lexical search matches the words only)"
     typer.echo(header)
     load = response.timings_ms.get("load_model")
     took = (f"{response.timings_ms['total'] - load:.0f} ms, after {load / 1000:.1f} s loading "
-            f"{response.embedder}" if load else f"{response.timings_ms['total']:.0f} ms")
-    typer.echo(f"query: {shorten(response.query)}   ({took})")
+            f"{printable(response.embedder)}" if load else f"{response.timings_ms['total']:.0f} ms")
+    typer.echo(f"query: {printable(shorten(response.query))}   ({took})")
     if not response.results:
-        typer.echo(f"  no results ({why_no_results(response, filtered)})")
+        typer.echo(f"  no results ({printable(why_no_results(response, filtered))})")
     for r in response.results:
-        snippet = r.snippet
-        for a, b in sorted(r.highlights, reverse=True):
-            snippet = snippet[:a] + typer.style(snippet[a:b], bold=True) + snippet[b:]
-        label = r.title or r.doc_id
-        meta = " ".join(f"{k}={v}" for k, v in r.metadata.items())
+        # Each piece escaped on its own: the highlights are offsets into the raw snippet.
+        pieces, at = [], 0
+        for a, b in sorted(r.highlights):
+            pieces += [printable(r.snippet[at:a], body=True),
+                       typer.style(printable(r.snippet[a:b], body=True), bold=True)]
+            at = b
+        snippet = "".join(pieces) + printable(r.snippet[at:], body=True)
+        label = printable(r.title or r.doc_id)
+        meta = " ".join(printable(f"{k}={v}") for k, v in r.metadata.items())
         chunks = f"#{r.chunk_no}" + (f" (+{len(r.more_chunks)} more chunks)" if r.more_chunks
                                      else "")
-        line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{r.doc_id} {chunks}] {meta}"
+        line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{printable(r.doc_id)} {chunks}] {meta}"
         typer.echo(line.rstrip())
         # Every line of a snippet indented (a table's or a PDF's lines ran down the margin).
         typer.echo("\n".join(f"       {line}" for line in snippet.splitlines() or [""]))
