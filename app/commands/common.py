@@ -28,6 +28,7 @@ from app.errors import (
 )
 from app.files import probe_writable
 from app.settings import get_settings
+from app.text import printable
 
 if TYPE_CHECKING:
     from app.core import Facet
@@ -61,11 +62,13 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except FacetError as e:
-            typer.echo(f"error: {e}", err=True)
+            # A message may quote a file's name or contents: its control characters are shown,
+            # not sent to the terminal (its line breaks stay).
+            typer.echo(f"error: {printable(str(e), body=True)}", err=True)
             raise typer.Exit(exit_code(e)) from e
         except EmbedderError as e:  # commands that use an embedder directly (eval, train)
             # The code the facade's translation gives (an unreadable checkpoint is 4 there too).
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"error: {printable(str(e), body=True)}", err=True)
             domain = as_domain_error(e)
             raise typer.Exit(exit_code(domain) if domain is not None else 2) from e
 

@@ -192,3 +192,12 @@ def test_ordinary_file_names_print_as_before(tmp_path, run) -> None:
     (src / "empty.txt").write_text(" ")
     indexed = run("index", str(src), "-c", "plain", "--embedder", "minilm")
     assert f"  error: {src}{os.sep}empty.txt is empty: no text to index\n" in indexed.stderr
+
+
+def test_an_error_quoting_a_file_name_escapes_its_controls(tmp_path, run) -> None:
+    """`error: ...` (every command's one-line error) quoted names raw: a file named with an
+    OSC sequence set the window title through `facet cluster NAME`."""
+    missing = run("cluster", str(tmp_path / f"nope{TITLE}.txt"), "--instruction", "topic")
+    assert missing.returncode == 3, missing.stderr
+    assert_no_raw_controls(missing.stderr)
+    assert "nope\\x1b]0;PWNED\\x07.txt does not exist" in missing.stderr
