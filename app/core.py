@@ -135,6 +135,14 @@ class Embeddings:
     tokens: int
 
 
+def _expect(value: Any, kind: type, what: str, example: str) -> None:
+    """Refuse an argument of the wrong type with the facade's error, not an AttributeError from
+    deep inside (``facet.search("q")``: "'str' object has no attribute 'collection'")."""
+    if not isinstance(value, kind):
+        raise InvalidRequestError(f"{what} must be of type {kind.__name__} ({example}), got "
+                                  f"{type(value).__name__} {value!r:.60}")
+
+
 # Facades not yet closed. A script that ends while a background job runs (``submit_index``, no
 # ``close()``) aborted in the interpreter's shutdown ("terminate called without an active
 # exception", exit 134) with the job's thread inside torch; closed at exit, the job stops at
@@ -286,8 +294,9 @@ class Facet:
             raise InvalidRequestError("texts must be a list of strings, not one string; wrap it: "
                                       "[text]")
         if not isinstance(texts, Sequence):  # None, a number, a generator: a TypeError before
+            hint = " (an array: pass .tolist())" if hasattr(texts, "tolist") else ""
             raise InvalidRequestError(f"texts must be a list of strings, got "
-                                      f"{type(texts).__name__}")
+                                      f"{type(texts).__name__}{hint}")
         limit = self.settings.max_texts_per_call
         if len(texts) > limit:
             raise TooLargeError(f"{len(texts)} texts in one call, more than the limit of {limit} "
@@ -373,6 +382,8 @@ class Facet:
             ConflictError: another process is writing the collection.
             DataError: a single file of an unsupported type.
         """
+        if options is not None:
+            _expect(options, IndexOptions, "options", "IndexOptions(embedder='minilm')")
         try:
             return self.indexing.index(source, collection, options, progress)
         finally:
@@ -389,6 +400,8 @@ class Facet:
         Raises:
             As ``index``, for everything that can be checked before the work starts.
         """
+        if options is not None:
+            _expect(options, IndexOptions, "options", "IndexOptions(embedder='minilm')")
         check = getattr(self.job_runner, "check", None)
         if callable(check):  # e.g. the broker is up: say so before recording a job
             check()
@@ -424,6 +437,7 @@ class Facet:
         Raises:
             InvalidRequestError, NotFoundError: see ``SearchService.search``.
         """
+        _expect(request, SearchRequest, "request", "SearchRequest(query, collection)")
         try:
             return self.searching.search(request)
         finally:
@@ -441,6 +455,7 @@ class Facet:
         Raises:
             InvalidRequestError, TooLargeError, NotFoundError: see ``ClusterService.cluster``.
         """
+        _expect(request, ClusterRequest, "request", "ClusterRequest(instruction, texts=[...])")
         try:
             return self.clustering.cluster(request, progress)
         finally:

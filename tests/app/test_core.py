@@ -512,3 +512,20 @@ def test_counting_tokens_reads_no_more_of_a_text_than_the_embedder_can(minilm) -
     huge = "word " * 300_000
     assert Facet.count_tokens(model, [huge, "two words"]) == minilm.max_length + 2
     assert spy.lengths == [minilm.max_length * CHARS_PER_TOKEN_BOUND, 9]
+
+
+def test_an_argument_of_the_wrong_type_is_the_facades_error(cache, tmp_path) -> None:
+    """`facet.search("q")` raised AttributeError from deep inside; a numpy array of texts (a
+    DataFrame column's values) got no hint."""
+    with Facet.open(FacetSettings(data_dir=tmp_path / "data"), embedders=cache) as facet:
+        with pytest.raises(InvalidRequestError, match=r"request must be of type SearchRequest .*got str"):
+            facet.search("q")  # type: ignore[arg-type]
+        with pytest.raises(InvalidRequestError, match=r"request must be of type SearchRequest .*got dict"):
+            facet.search({"query": "q", "collection": "c"})  # type: ignore[arg-type]
+        with pytest.raises(InvalidRequestError, match=r"request must be of type ClusterRequest"):
+            facet.cluster("x")  # type: ignore[arg-type]
+        for call in (facet.index, facet.submit_index):
+            with pytest.raises(InvalidRequestError, match=r"options must be of type IndexOptions"):
+                call(tmp_path, "c", {"embedder": "minilm"})  # type: ignore[operator]
+        with pytest.raises(InvalidRequestError, match=r"got ndarray \(an array: pass \.tolist\(\)\)"):
+            facet.embed(np.array(["a", "b"]))  # type: ignore[arg-type]
