@@ -237,6 +237,9 @@ def eval_cmd(
         from app.evaluation.tasks import TaskResult
 
         assert isinstance(result, TaskResult)
+        if result.error is not None:  # no score: say why on the line itself
+            typer.echo(f"{name} {result.task}: no {result.main_metric}: {result.error}", err=True)
+            return
         typer.echo(
             f"{name} {result.task}: {result.main_metric} = {100 * result.main_score:.2f} ({result.seconds:.0f}s)",
             err=True,
@@ -258,6 +261,10 @@ def eval_cmd(
     except OSError as e:
         raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
     typer.echo(f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)")
+    failed = [f"{run.embedder} {r.task}" for run in report.runs for r in run.results if r.error]
+    if failed:  # the figures are written; the exit code says some are missing
+        raise DataError(f"{len(failed)} task(s) have no score ({', '.join(failed)}): their errors are "
+                        "above and in results.json; the other figures are written")
 
 
 def _override_instruction(tasks: list[Any], override: str) -> None:

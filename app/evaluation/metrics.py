@@ -11,6 +11,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 
+class UndefinedMetricError(ValueError):
+    """The metric has no value for these inputs (Spearman when one side is constant), as
+    opposed to inputs that are wrong (lengths that differ, NaN)."""
+
+
 def _average_ranks(values: np.ndarray) -> np.ndarray:
     """1-based ranks; tied values share the mean of the ranks they span."""
     order = np.argsort(values, kind="mergesort")
@@ -30,7 +35,10 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
     """Spearman rank correlation: Pearson correlation of average ranks (ties handled).
 
     Raises:
-        ValueError: lengths differ, fewer than two items, or one side is constant.
+        ValueError: lengths differ, fewer than two items, or a NaN or infinite value (NaN has
+            no rank: it used to take one from its position, so four NaN scored 1.0).
+        UndefinedMetricError: one side is constant (exactly; a caller that knows its scale
+            should test for "constant up to rounding" itself, as ``StsTask`` does).
     """
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
@@ -38,12 +46,16 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
         raise ValueError(f"spearman needs two 1-d sequences of equal length, got {a.shape} and {b.shape}")
     if len(a) < 2:
         raise ValueError("spearman needs at least two items")
+    for side, values in (("first", a), ("second", b)):
+        bad = int((~np.isfinite(values)).sum())
+        if bad:
+            raise ValueError(f"spearman needs finite values; the {side} side has {bad} NaN or infinite")
     ra, rb = _average_ranks(a), _average_ranks(b)
     ra -= ra.mean()
     rb -= rb.mean()
     denom = math.sqrt(float((ra * ra).sum()) * float((rb * rb).sum()))
     if denom == 0.0:
-        raise ValueError("spearman is undefined when one side is constant")
+        raise UndefinedMetricError("spearman is undefined when one side is constant")
     return float((ra * rb).sum() / denom)
 
 
@@ -56,16 +68,22 @@ def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, float], k: int = 10
     """nDCG@k of one ranked list.
 
     Args:
-        ranked: document ids, best first (only the first ``k`` count).
+        ranked: document ids, best first (only the first ``k`` positions count). A document
+            given more than once earns its gain at its first position only; a repeat keeps its
+            position and earns nothing (as in ``recall_at_k``, where it is one document).
         relevance: graded relevance per document id; ids absent or <= 0 are not relevant.
         k: cut-off.
 
     Returns:
-        DCG@k / ideal DCG@k; 0.0 when nothing is relevant.
+        DCG@k / ideal DCG@k, in [0, 1]; 0.0 when nothing is relevant.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    gains = [max(float(relevance.get(doc, 0.0)), 0.0) for doc in ranked[:k]]
+    seen: set[str] = set()
+    gains = []
+    for doc in ranked[:k]:
+        gains.append(0.0 if doc in seen else max(float(relevance.get(doc, 0.0)), 0.0))
+        seen.add(doc)
     ideal = sorted((max(float(v), 0.0) for v in relevance.values()), reverse=True)[:k]
     idcg = dcg(ideal)
     return dcg(gains) / idcg if idcg > 0 else 0.0
@@ -132,22 +150,33 @@ def accuracy(gold: Sequence[object], predicted: Sequence[object]) -> float:
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest scores per row, best first. ``scores`` is (n_queries, n_docs).
 
-    Ties are broken by the lower index so results do not depend on the sort algorithm.
+    Ties are broken by the lower index so results do not depend on the sort algorithm: among
+    equal scores the lower index ranks first, and where equal scores straddle the cut-off the
+    lower indices are the ones kept. (NaN scores rank after every number, in no set order.)
     """
-    n_docs = scores.shape[1]
+    n_queries, n_docs = scores.shape
     k = min(k, n_docs)
-    if k == 0:
-        return np.zeros((scores.shape[0], 0), dtype=np.int64)
+    if k <= 0:
+        return np.zeros((n_queries, 0), dtype=np.int64)
     # argpartition first: full sorts of (queries x corpus) are the slow part for big corpora.
-    part = (
-        np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        if k < n_docs
-        else np.tile(np.arange(n_docs), (scores.shape[0], 1))
-    )
-    out = np.empty_like(part)
-    for i in range(scores.shape[0]):
-        cand = part[i]
-        order = np.lexsort((cand, -scores[i, cand]))
+    if k < n_docs:
+        # Partitioned at position k, not k - 1: the first k are the k largest and position k
+        # holds the (k+1)-th, at the cost of one partition.
+        parted = np.argpartition(-scores, k, axis=1)
+        part = parted[:, :k]
+        kth = np.take_along_axis(scores, part, axis=1).min(axis=1)
+        after = np.take_along_axis(scores, parted[:, k : k + 1], axis=1)[:, 0]
+        # argpartition picks arbitrarily among scores equal to the k-th largest; where one of them
+        # was left out, that row is redone from every document scoring at least as much.
+        straddles = after == kth
+    else:
+        part = np.broadcast_to(np.arange(n_docs), (n_queries, n_docs))
+        kth = np.full(n_queries, -np.inf)
+        straddles = np.zeros(n_queries, dtype=bool)
+    out = np.empty((n_queries, k), dtype=np.int64)
+    for i in range(n_queries):
+        cand = np.flatnonzero(scores[i] >= kth[i]) if straddles[i] else part[i]
+        order = np.lexsort((cand, -scores[i, cand]))[:k]
         out[i] = cand[order]
     return out
 

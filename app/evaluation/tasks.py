@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import random
 import time
 from abc import ABC, abstractmethod
@@ -33,6 +34,21 @@ from embedders import Embedder, Role
 logger = logging.getLogger(__name__)
 
 DEFAULT_KMEANS_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+# Cosine similarities that all lie within this of each other are taken as one value: float
+# rounding alone spreads the cosines of identical vectors by ~1e-7, and Spearman would rank
+# that noise (pairs of a sentence with itself scored -80.00).
+STS_CONSTANT_SPREAD = 1e-6
+
+
+class TaskFailedError(Exception):
+    """A task has no score for this embedder, for a reason its result states: the embedder
+    returned NaN, or the metric is undefined on what it returned. ``Task.run`` records it in
+    the task's result (main score NaN, ``error`` the message) so that the other tasks still
+    run and are reported; ``info`` is the task's info, as far as it got."""
+
+    def __init__(self, message: str, info: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.info = dict(info or {})
 
 
 def _without_instructions(info: Any) -> Any:
@@ -47,7 +63,11 @@ def _without_instructions(info: Any) -> Any:
 
 @dataclass
 class TaskResult:
-    """Scores of one task for one embedder."""
+    """Scores of one task for one embedder.
+
+    A task that failed (``TaskFailedError``) has ``error`` set to why and its main score NaN
+    (``null`` in ``to_dict``).
+    """
 
     task: str
     kind: str
@@ -55,20 +75,25 @@ class TaskResult:
     scores: dict[str, float]
     info: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    error: str | None = None
 
     @property
     def main_score(self) -> float:
         return self.scores[self.main_metric]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "task": self.task,
             "kind": self.kind,
             "main_metric": self.main_metric,
-            "scores": self.scores,
+            # NaN is not JSON: an undefined score is null.
+            "scores": {k: v if math.isfinite(v) else None for k, v in self.scores.items()},
             "info": self.info,
             "seconds": round(self.seconds, 2),
         }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
 @dataclass
@@ -129,6 +154,10 @@ def truncate_words(text: str, max_words: int | None) -> str:
     return text if len(words) <= max_words else " ".join(words[:max_words])
 
 
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[int], seeds: Sequence[int]) -> tuple[float, float]:
     """Mean and std over ``seeds`` of the V-measure of k-means (k = number of distinct labels)."""
     from sklearn.cluster import KMeans
@@ -160,11 +189,22 @@ class Task(ABC):
         are read on the first run). Malformed data raise ``app.errors.DataError``."""
 
     def run(self, ctx: EvalContext) -> TaskResult:
+        """Evaluate and time the task. A ``TaskFailedError`` (no score for this embedder) is
+        logged and returned as a result with ``error`` set and the main score NaN, so that the
+        other tasks still run and are reported; any other exception propagates."""
         start = time.perf_counter()
-        scores, info = self.evaluate(ctx)
+        error: str | None = None
+        try:
+            scores, info = self.evaluate(ctx)
+        except TaskFailedError as e:
+            error = str(e)
+            scores, info = {self.main_metric: math.nan}, e.info
+            logger.warning("%s on %s: %s; no %s for this task, the other tasks go on",
+                           getattr(ctx.embedder, "name", "the embedder"), self.name, error, self.main_metric)
         if not ctx.use_instructions:  # the report says what was used: no instruction
             info = _without_instructions(info)
-        return TaskResult(self.name, self.kind, self.main_metric, scores, info, time.perf_counter() - start)
+        return TaskResult(self.name, self.kind, self.main_metric, scores, info, time.perf_counter() - start,
+                          error)
 
     @abstractmethod
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -213,12 +253,31 @@ class StsTask(Task):
         return self._pairs
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
+        """Raises:
+            TaskFailedError: a similarity is NaN or infinite, or all of them are equal up to
+                ``STS_CONSTANT_SPREAD`` (Spearman is then undefined)."""
         pairs = self.pairs()
+        info = {"pairs": len(pairs), "instruction": self.instruction}
         a = ctx.encode([p.sentence1 for p in pairs], role=self.role, instruction=self.instruction)
         b = ctx.encode([p.sentence2 for p in pairs], role=self.role, instruction=self.instruction)
         cosine = (a * b).sum(axis=1)  # rows are L2-normalised
-        score = metrics.spearman(cosine, [p.score for p in pairs])
-        return {"spearman": score}, {"pairs": len(pairs), "instruction": self.instruction}
+        bad = np.flatnonzero(~np.isfinite(cosine))
+        if len(bad):
+            what = "NaN" if np.isnan(cosine[bad]).all() else "NaN or infinite similarities"
+            first = pairs[int(bad[0])]
+            raise TaskFailedError(f"the embedder returned {what} for {len(bad)} of {len(pairs)} pairs "
+                                  f"(the first: {_short(first.sentence1)!r} and {_short(first.sentence2)!r})", info)
+        spread = float(cosine.max() - cosine.min())
+        if spread < STS_CONSTANT_SPREAD:
+            raise TaskFailedError(
+                f"spearman is undefined: every pair has the same cosine similarity ({float(cosine[0]):.6f}; "
+                f"they span {spread:.1e}, under the {STS_CONSTANT_SPREAD:g} taken as rounding), as when every "
+                "pair is a sentence and itself, or the embedder gives every text one vector", info)
+        try:
+            score = metrics.spearman(cosine, [p.score for p in pairs])
+        except metrics.UndefinedMetricError as e:  # the gold side is constant (the loaders refuse that)
+            raise TaskFailedError(str(e), info) from e
+        return {"spearman": score}, info
 
 
 # -- retrieval ---------------------------------------------------------------------------

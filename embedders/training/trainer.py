@@ -279,7 +279,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         model.train()
         point = {"step": step, "seconds": round(_clock() - start, 1), **scores}
         curve.append(point)
-        improved = not best or scores["score"] > best["score"]
+        # A NaN best (a dev metric undefined at the start, e.g. every STS cosine equal) would
+        # never be beaten (no number is > NaN), so nothing trained after it would be kept.
+        improved = not best or math.isnan(best["score"]) or scores["score"] > best["score"]
         if improved:
             best.clear()
             best.update(point)

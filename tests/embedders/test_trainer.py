@@ -212,6 +212,14 @@ def test_a_start_that_is_never_beaten_is_what_is_kept(tmp_path: Path) -> None:
     assert float(torch.load(tmp_path / "ck" / "toy.pt")["lin.weight"].abs().sum()) == 0.0
 
 
+def test_a_start_with_no_dev_score_is_beaten_by_the_first_score(tmp_path: Path) -> None:
+    """A dev metric undefined at the start (NaN: every STS cosine equal) was never beaten,
+    since no number is > NaN, so no trained step was ever kept."""
+    log = train(_Linear(), _Sampler(), TrainConfig(steps=4, lr=0.05, eval_every=2), tmp_path / "ck",
+                progress=False, evaluate=_Scripted([float("nan"), 40.0, 30.0]))
+    assert log["best"]["step"] == 2 and log["best"]["score"] == 40.0
+
+
 def test_an_interrupted_swap_is_recovered(tmp_path: Path) -> None:
     from embedders.training.trainer import recover_checkpoint, save_checkpoint
 

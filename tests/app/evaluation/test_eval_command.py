@@ -351,3 +351,34 @@ def test_a_baseline_that_loads_the_evaluated_model_adds_no_column(tmp_path: Path
     assert result.exit_code == 0, result.output
     assert [r["embedder"] for r in json.loads((out / "results.json").read_text())["runs"]] == ["minilm"]
     assert "baseline 'MiniLM' loads the same model as 'minilm'; evaluated once" in result.output
+
+
+def test_a_task_with_no_score_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An STS file of sentences paired with themselves gives every pair the same cosine:
+    `spearman is undefined when one side is constant` ended the run with a traceback, exit 1
+    and no results.json, losing every other task's figures."""
+    import embedders
+    from tests.app.evaluation.conftest import FakeEmbedder, hashed_vector
+
+    monkeypatch.setattr(embedders, "load_embedder",
+                        lambda name, **kw: FakeEmbedder(lambda t, r, i: hashed_vector(t), 16, name=name))
+    same = tmp_path / "same.csv"
+    same.write_text("a man plays a guitar,a man plays a guitar,5\na dog runs,a dog runs,4\n"
+                    "stocks fell,stocks fell,0\n")
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
+                     "stocks fell,someone cooks pasta,0\n")
+    out = tmp_path / "o"
+    result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{same},sts:{pairs}", "--baselines", "",
+                                      "--no-cache", "--no-progress", "--out", str(out)])
+    # The figures are written; the exit code (4, unreadable data) says some are missing.
+    assert result.exit_code == 4, result.output
+    assert "minilm sts:same.csv: no spearman: spearman is undefined" in result.output
+    assert "1 task(s) have no score (minilm sts:same.csv)" in result.output
+    run = json.loads((out / "results.json").read_text())["runs"][0]
+    assert json.loads(run["identity"]) == {"fake": "minilm", "version": 0}  # no model was loaded
+    by_task = {r["task"]: r for r in run["results"]}
+    assert by_task["sts:same.csv"]["scores"] == {"spearman": None}
+    assert by_task["sts:same.csv"]["error"].startswith("spearman is undefined: every pair has the same cosine")
+    assert isinstance(by_task["sts:pairs.csv"]["scores"]["spearman"], float)
+    assert "error" not in by_task["sts:pairs.csv"]

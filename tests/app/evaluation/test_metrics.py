@@ -24,12 +24,24 @@ def test_spearman_monotone_and_reversed() -> None:
 
 
 def test_spearman_rejects_bad_input() -> None:
-    with pytest.raises(ValueError, match="constant"):
+    with pytest.raises(metrics.UndefinedMetricError, match="constant"):
         metrics.spearman([1, 2, 3], [4, 4, 4])
     with pytest.raises(ValueError, match="equal length"):
         metrics.spearman([1, 2, 3], [1, 2])
     with pytest.raises(ValueError, match="two items"):
         metrics.spearman([1], [2])
+
+
+def test_spearman_refuses_nan_and_infinity() -> None:
+    """NaN has no rank: four NaN took ranks 1-4 from their positions and scored 1.0."""
+    nan = float("nan")
+    with pytest.raises(ValueError, match="first side has 4 NaN or infinite"):
+        metrics.spearman([nan] * 4, [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="second side has 1 NaN or infinite"):
+        metrics.spearman([1, 2, 3], [1, float("inf"), 3])
+    with pytest.raises(ValueError, match="finite") as caught:
+        metrics.spearman([1, nan, 3], [1, 2, 3])
+    assert not isinstance(caught.value, metrics.UndefinedMetricError)  # wrong input, not undefined
 
 
 def test_ndcg_graded_hand_case() -> None:
@@ -51,6 +63,20 @@ def test_ndcg_cutoff_and_missing_relevant() -> None:
     assert metrics.ndcg_at_k(["a"], {}, k=10) == 0.0
     with pytest.raises(ValueError):
         metrics.ndcg_at_k(["a"], {"a": 1}, k=0)
+
+
+def test_ndcg_counts_a_repeated_document_once() -> None:
+    """`ndcg_at_k(['a', 'a', 'a'], {'a': 1})` was 2.13: each repeat earned the gain again."""
+    assert metrics.ndcg_at_k(["a", "a", "a"], {"a": 1}) == pytest.approx(1.0)
+    # The repeat keeps its position and earns nothing: DCG = 1 + 0 + 1/log2(4) = 1.5,
+    # IDCG = 1 + 1/log2(3); as Recall, which counts a once.
+    rel = {"a": 1.0, "b": 1.0}
+    assert metrics.ndcg_at_k(["a", "a", "b"], rel, k=3) == pytest.approx(1.5 / (1 + 1 / math.log2(3)))
+    assert metrics.ndcg_at_k(["x", "b", "b", "a"], rel, k=10) == pytest.approx(
+        (1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))
+    assert metrics.recall_at_k(["a", "a", "b"], rel, k=2) == 0.5
+    for ranked in (["a"] * 20, ["b", "a"] * 10, ["x", "a", "x", "a", "b", "b"]):
+        assert 0.0 <= metrics.ndcg_at_k(ranked, rel, k=10) <= 1.0
 
 
 def test_recall_counts_only_positive_judgements() -> None:
@@ -114,6 +140,19 @@ def test_top_k_orders_best_first_and_breaks_ties_by_index() -> None:
     scores = np.array([[0.1, 0.9, 0.5, 0.9], [3.0, 2.0, 1.0, 0.0]])
     assert metrics.top_k(scores, 3).tolist() == [[1, 3, 2], [0, 1, 2]]
     assert metrics.top_k(scores, 10).tolist() == [[1, 3, 2, 0], [0, 1, 2, 3]]
+
+
+def test_top_k_keeps_the_lower_indices_among_ties_at_the_cut_off() -> None:
+    """argpartition chose arbitrarily among scores tied at the k-th place: [4, 0, 2], not [4, 0, 1]."""
+    assert metrics.top_k(np.array([[0, 0, 0, 0, 1.0]]), 3).tolist() == [[4, 0, 1]]
+    assert metrics.top_k(np.zeros((2, 7), dtype=np.float32), 3).tolist() == [[0, 1, 2]] * 2
+    # Many ties (scores on a 0.1 grid), many cut-offs, against a full sort by (-score, index).
+    rng = np.random.default_rng(0)
+    scores = np.round(rng.random((40, 60)), 1).astype(np.float32)
+    for k in (1, 2, 5, 13, 59, 60, 100):
+        expected = [sorted(range(60), key=lambda j, row=row: (-row[j], j))[:k] for row in scores]
+        assert metrics.top_k(scores, k).tolist() == expected, k
+    assert metrics.top_k(scores, 0).shape == (40, 0)
 
 
 def test_paired_bootstrap_over_queries() -> None:

@@ -126,6 +126,69 @@ def test_sts_task_spearman_of_cosine() -> None:
     assert result.info["pairs"] == 4
 
 
+def _sts_pairs(first: list[str], second: list[str]) -> list[loaders.StsPair]:
+    return [loaders.StsPair(a, b, float(gold)) for gold, (a, b) in enumerate(zip(first, second, strict=True))]
+
+
+def test_sts_with_constant_similarities_has_no_score_and_says_why() -> None:
+    """Each sentence paired with itself: every cosine is 1 up to float rounding, and Spearman
+    ranked the rounding (-80.00 in the audit); exactly constant, it raised and ended the run."""
+    texts = [f"sentence {i}" for i in range(30)]
+    task = StsTask("self", lambda: _sts_pairs(texts, texts))
+    emb = FakeEmbedder(lambda t, r, i: hashed_vector(t, 64), 64)
+    cosine = np.array([float(v @ v) for v in emb.encode(texts)], dtype=np.float32)
+    assert 0 < float(cosine.max() - cosine.min()) < 1e-6  # the noise is there, and small
+    result = task.run(_ctx(emb))
+    assert math.isnan(result.main_score), result.main_score  # not a ranking of the rounding noise
+    assert result.error is not None and "spearman is undefined" in result.error
+    assert "same cosine similarity" in result.error and "a sentence and itself" in result.error
+    assert result.info["pairs"] == 30
+    as_json = json.loads(json.dumps(result.to_dict()))  # NaN would be written as invalid JSON
+    assert as_json["scores"] == {"spearman": None} and as_json["error"] == result.error
+    # One vector for every text: exactly constant (this raised "spearman is undefined ..." and ended the run).
+    collapsed = StsTask("one-vector", lambda: _sts_pairs(texts[:4], texts[4:8]))
+    result = collapsed.run(_ctx(FakeEmbedder(lambda t, r, i: [1.0, 2.0], 2)))
+    assert result.error is not None and "spearman is undefined" in result.error
+    # A spread well above rounding is scored.
+    assert StsTask("t", lambda: _sts_pairs(texts[:4], texts[4:8])).run(_ctx(emb)).error is None
+
+
+def test_sts_with_nan_similarities_is_an_error_naming_the_count() -> None:
+    """NaN similarities were ranked by their position: four NaN scored 100.00."""
+    texts = [f"sentence {i}" for i in range(8)]
+
+    def fn(t: str, r: str, i: str | None) -> np.ndarray:
+        return np.full(4, np.nan) if t in ("sentence 1", "sentence 6") else hashed_vector(t, 4)
+
+    result = StsTask("nan", lambda: _sts_pairs(texts[:4], texts[4:])).run(_ctx(FakeEmbedder(fn, 4)))
+    assert math.isnan(result.main_score), result.main_score
+    assert result.error == "the embedder returned NaN for 2 of 4 pairs (the first: 'sentence 1' and 'sentence 5')"
+    assert result.to_dict()["scores"] == {"spearman": None}
+
+
+def test_a_failed_task_does_not_cost_the_other_tasks_their_figures(tmp_path: Path) -> None:
+    texts = [f"sentence {i}" for i in range(6)]
+    same = [f"same {i}" for i in range(6)]  # all embedded as one vector: every cosine exactly 1
+    tasks = [
+        StsTask("self", lambda: _sts_pairs(same[:3], same[3:])),
+        StsTask("pairs", lambda: _sts_pairs(texts[:3], texts[3:])),
+    ]
+    one_for_same = FakeEmbedder(lambda t, r, i: np.eye(16)[0] if t.startswith("same") else hashed_vector(t), 16,
+                                name="fake")
+    models = {"fake": one_for_same}
+    runner = EvalRunner(models.__getitem__, EmbeddingCache(None), show_progress=False)
+    seen: list[str] = []
+    report = runner.run("fake", [], tasks, "quick", on_result=lambda name, r: seen.append(r.task))
+    assert seen == ["self", "pairs"]
+    self_result, pairs_result = report.runs[0].results
+    assert self_result.error is not None and pairs_result.error is None
+    json_path, md_path = write_report(report, tmp_path / "out")
+    results = json.loads(json_path.read_text())["runs"][0]["results"]
+    assert results[0]["scores"] == {"spearman": None} and "undefined" in results[0]["error"]
+    assert isinstance(results[1]["scores"]["spearman"], float) and "error" not in results[1]
+    assert "| self | **spearman** | nan |" in md_path.read_text()
+
+
 # -- retrieval and rerank ------------------------------------------------------------------------
 
 
