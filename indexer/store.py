@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -539,6 +540,11 @@ class _ShardGate:
                 self._cond.notify_all()
 
 
+# How qdrant-edge's plain Exceptions say that a file could not be read or written.
+_IO_SIGNS = ("IO Error", "os error", "No such file", "Permission denied", "Read-only file system")
+_GONE_HINT = "the data folder deleted, moved or unmounted while in use?"
+
+
 class EdgeStore(VectorStore):
     """Qdrant edge shards, one folder per collection under ``root``.
 
@@ -581,7 +587,11 @@ class EdgeStore(VectorStore):
         _LOCKS.acquire(self._lock_path(collection), collection, self.lock_wait_s)
 
     def list_collections(self) -> list[str]:
-        return sorted(p.name for p in self.root.iterdir() if (p / self._SIDE).is_file())
+        try:
+            return sorted(p.name for p in self.root.iterdir() if (p / self._SIDE).is_file())
+        except OSError as e:  # the data folder deleted or unmounted under a running process
+            raise StoreError(f"cannot read the vector store's folder {self.root}: "
+                             f"{e.strerror or e} ({_GONE_HINT})") from e
 
     def collection_exists(self, collection: str) -> bool:
         return (self._dir(collection) / self._SIDE).is_file()
@@ -608,11 +618,35 @@ class EdgeStore(VectorStore):
             return self._gates.setdefault(collection, _ShardGate())
 
     @contextlib.contextmanager
-    def _using(self, collection: str) -> Iterator[Any]:
+    def _using(self, collection: str, what: str = "a call on its shard") -> Iterator[Any]:
         """The collection's shard (opened if need be), not closed by another thread while the
-        caller uses it."""
+        caller uses it. What the binding raises in the caller's block (a plain ``Exception``)
+        comes out as one ``StoreError`` line (``_edge_error``); other errors pass unchanged."""
         with self._gate(collection).shared():
-            yield self._shard(collection)
+            shard = self._shard(collection)
+            try:
+                yield shard
+            except Exception as e:
+                if type(e) is not Exception:  # ours, or Python's own (a bug): as they are
+                    raise
+                raise self._edge_error(collection, what, e) from e
+
+    def _edge_error(self, collection: str, what: str, error: Exception) -> StoreError:
+        """A qdrant-edge error as one StoreError line naming the collection's folder.
+
+        The binding raises plain ``Exception``s; a running job whose data folder was deleted
+        ended in two of them (the batch's flush, then the release), a 69-line traceback. An
+        I/O failure (or the folder gone) says so, with what to check."""
+        folder = self.root / collection
+        text = " ".join(str(error).split()) or type(error).__name__
+        try:
+            gone = not folder.is_dir()
+        except OSError:
+            gone = True
+        if gone or any(sign in text for sign in _IO_SIGNS):
+            return StoreError(f"collection {collection!r}: the vector store's files in {folder} "
+                              f"are gone or unreadable ({_GONE_HINT}); {what} failed: {text}")
+        return StoreError(f"collection {collection!r}: edge shard {folder}: {what} failed: {text}")
 
     def _shard(self, collection: str) -> Any:
         """Only inside ``_using``: the open shard, or open it."""
@@ -683,7 +717,7 @@ class EdgeStore(VectorStore):
                         f"collection {collection!r} has vector {name!r} of size {sizes[name]}, "
                         f"not {dim}; use another collection for this embedder")
                 continue
-            with self._using(collection) as shard:
+            with self._using(collection, "writing to it") as shard:
                 shard.update(q.UpdateOperation.create_dense_vector(name, int(dim), q.Distance.Cosine))
             sizes[name] = int(dim)
             added = True
@@ -726,11 +760,11 @@ class EdgeStore(VectorStore):
         else:
             logger.warning("rewriting the term vectors of %s's lexical search (%s -> %s, from its "
                            "stored texts)", collection, older, lex.LEXICAL_VERSION)
-        with self._using(collection) as shard:
+        with self._using(collection, "writing to it") as shard:
             shard.update(q.UpdateOperation.create_sparse_vector(lex.LEXICAL_VECTOR, q.Modifier.Idf))
         offset = None
         while True:
-            with self._using(collection) as shard:
+            with self._using(collection, "writing to it") as shard:
                 records, offset = shard.scroll(q.ScrollRequest(offset=offset, limit=512,
                                                                with_payload=True))
                 if records:
@@ -740,11 +774,11 @@ class EdgeStore(VectorStore):
                         for r in records]))
             if offset is None or not records:
                 break
-        with self._using(collection) as shard:
+        with self._using(collection, "writing to it") as shard:
             shard.flush()
         self._write_lexical(collection)
         if older is not None and lex.vector_name(older) != lex.LEXICAL_VECTOR:
-            with self._using(collection) as shard:
+            with self._using(collection, "writing to it") as shard:
                 shard.update(q.UpdateOperation.delete_vector_name(lex.vector_name(older)))
                 shard.flush()
 
@@ -763,7 +797,11 @@ class EdgeStore(VectorStore):
             shard = self._shards.pop(collection, None)
             path = self._dir(collection)
             if shard is not None:
-                shard.close()
+                try:
+                    shard.close()
+                except Exception as e:  # its lock is released below all the same
+                    _LOCKS.release(self._lock_path(collection))
+                    raise self._edge_error(collection, "closing it", e) from e
             else:
                 if not path.exists():
                     return False
@@ -799,7 +837,7 @@ class EdgeStore(VectorStore):
             return
         q = self._q
         batch = [q.Point(p.id, self._point_vectors(collection, p), dict(p.payload)) for p in points]
-        with self._using(collection) as shard:
+        with self._using(collection, "writing to it") as shard:
             shard.update(q.UpdateOperation.upsert_points(batch))
 
     def update_vectors(self, collection: str, vector_name: str,
@@ -809,17 +847,17 @@ class EdgeStore(VectorStore):
         q = self._q
         ops = [q.PointVectors(pid, {vector_name: _as_list(vec)}) for pid, vec in zip(ids, vectors,
                                                                                   strict=True)]
-        with self._using(collection) as shard:
+        with self._using(collection, "writing to it") as shard:
             shard.update(q.UpdateOperation.update_vectors(ops))
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         if ids:
-            with self._using(collection) as shard:
+            with self._using(collection, "writing to it") as shard:
                 shard.update(self._q.UpdateOperation.delete_points(list(ids)))
 
     def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
         if doc_ids:
-            with self._using(collection) as shard:
+            with self._using(collection, "writing to it") as shard:
                 shard.update(self._q.UpdateOperation.delete_points_by_filter(
                     self._filter({DOC_ID_FIELD: list(doc_ids)})))
 
@@ -831,7 +869,7 @@ class EdgeStore(VectorStore):
             query=q.Query.Nearest(_as_list(vector), using=vector_name), limit=int(limit),
             filter=self._filter(filters), with_payload=True,
             params=q.SearchParams(exact=True) if exact else None)
-        with self._using(collection) as shard:
+        with self._using(collection, "searching it") as shard:
             found = shard.search(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
@@ -842,17 +880,17 @@ class EdgeStore(VectorStore):
         request = q.QueryRequest(
             limit=int(limit) + _TIE_MARGIN, query=q.Query.Nearest(terms, using=using),
             filter=self._filter(filters), with_payload=True)
-        with self._using(collection) as shard:
+        with self._using(collection, "searching it") as shard:
             found = shard.query(request)
         return _ranked(found, int(limit))
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
-        with self._using(collection) as shard:
+        with self._using(collection, "counting its points") as shard:
             return int(shard.count(self._q.CountRequest(exact=True, filter=self._filter(filters))))
 
     def retrieve(self, collection: str, ids: Sequence[str],
                  with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
-        with self._using(collection) as shard:
+        with self._using(collection, "reading it") as shard:
             records = shard.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
         return _retrieved(records)
 
@@ -862,7 +900,7 @@ class EdgeStore(VectorStore):
         hits: list[Hit] = []
         offset = None
         while len(hits) < limit:
-            with self._using(collection) as shard:
+            with self._using(collection, "reading it") as shard:
                 records, offset = shard.scroll(q.ScrollRequest(
                     offset=offset, limit=min(1000, limit - len(hits)), filter=self._filter(filters),
                     with_payload=with_payload))
@@ -872,7 +910,7 @@ class EdgeStore(VectorStore):
         return hits
 
     def optimize(self, collection: str) -> None:
-        with self._using(collection) as shard:
+        with self._using(collection, "optimizing it") as shard:
             shard.optimize()
 
     def flush(self) -> None:
@@ -880,7 +918,10 @@ class EdgeStore(VectorStore):
             with self._gate(name).shared():
                 shard = self._shards.get(name)  # None if dropped or released meanwhile
                 if shard is not None:
-                    shard.flush()
+                    try:
+                        shard.flush()
+                    except Exception as e:
+                        raise self._edge_error(name, "writing it to disk (flush)", e) from e
 
     def hold(self, collection: str) -> None:
         with self._using(collection):
@@ -890,13 +931,39 @@ class EdgeStore(VectorStore):
         return collection in self._shards
 
     def release(self, collection: str) -> None:
-        """Close one collection's shard and let other processes open it."""
+        """Close one collection's shard and let other processes open it (its folder lock is
+        let go even when the close fails).
+
+        Raises:
+            StoreError: the shard could not be written or closed (its files gone?). Not when
+                called while another error is being handled (a ``finally`` on an error's way
+                out, as a job's end): that error is what went wrong, this one is logged.
+        """
+        handling = sys.exc_info()[1]
+        failure: StoreError | None = None
         with self._gate(collection).exclusive(), self._open_lock:
             shard = self._shards.pop(collection, None)
-            if shard is not None:
-                shard.flush()
-                shard.close()
+            if shard is None:
+                return
+            try:
+                for step in (shard.flush, shard.close):  # closed even when the flush failed
+                    try:
+                        step()
+                    except Exception as e:
+                        if failure is None:  # the first one says what went wrong
+                            failure = self._edge_error(collection, "closing it", e)
+                            failure.__cause__ = e
+            finally:
                 _LOCKS.release(self._lock_path(collection))
+        if failure is None:
+            return
+        if handling is None:
+            raise failure
+        # Logged, not raised: raised from a ``finally`` it would replace the error on its way
+        # out. A store error on its way out says the same already (debug only, then).
+        logger.log(logging.DEBUG if isinstance(handling, StoreError) else logging.WARNING,
+                   "%s (not raised: it came while handling %s)", failure,
+                   type(handling).__name__)
 
     def close(self) -> None:
         # Every gate, then the open lock, like drop_collection: a reader thread opening another

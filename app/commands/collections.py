@@ -16,10 +16,14 @@ from app.text import plural, printable
 
 
 def progress_line(j: JobInfo) -> str:
-    """One line of a job's progress."""
-    total = j.docs_total or j.docs_seen
+    """One line of a job's progress: "N/T documents" where the total is known (a worker job's,
+    or a completed job's), else "N documents seen". A job run in one process records no total,
+    and "126/126 documents" read as done with 274 still to go."""
+    total = j.docs_total or (j.docs_seen if j.state == "completed" else 0)
+    done = (f"{j.docs_seen}/{total} documents" if total else
+            f"{plural(j.docs_seen, 'document')} seen")
     chunks = f", chunk tasks {j.chunks_done}/{j.chunks_total}" if j.chunks_total else ""
-    return (f"job {j.id} {j.state}: {j.docs_seen}/{total or '?'} documents ({j.docs_indexed} "
+    return (f"job {j.id} {j.state}: {done} ({j.docs_indexed} "
             f"indexed, {j.docs_skipped} unchanged, {j.docs_failed} failed){chunks}, "
             f"{plural(j.chunks_written, 'chunk')} written")
 

@@ -69,7 +69,7 @@ def _submit(source: Path, collection: str, options: Any, as_json: bool) -> None:
 
 
 def _say_how_to_resume(facet: Facet, collection: str) -> None:
-    """After Ctrl-C: the stopped job's line (what was kept, how to go on), which was only in
+    """After Ctrl-C or SIGTERM: the stopped job's line (what was kept, how to go on), which was only in
     ``facet jobs``."""
     try:
         job = facet.jobs(collection, limit=1)[0]
@@ -122,7 +122,7 @@ def register(cli: typer.Typer) -> None:
                                  "with `facet jobs ID --follow`")] = False,
     ) -> None:
         """Index SOURCE into a collection (only new or changed documents are embedded)."""
-        from app.services.indexing import IndexOptions
+        from app.services.indexing import IndexOptions, Terminated
 
         options = IndexOptions(embedder=embedder, chunk_size=chunk_tokens,
                                chunk_overlap=chunk_overlap, sync=sync, batch_chunks=batch_chunks,
@@ -138,6 +138,10 @@ def register(cli: typer.Typer) -> None:
                 bar.close()
                 _say_how_to_resume(facet, collection)
                 raise typer.Exit(130) from None
+            except Terminated:  # SIGTERM (docker stop, systemd, kill): as Ctrl-C, exit 143
+                bar.close()
+                _say_how_to_resume(facet, collection)
+                raise typer.Exit(Terminated.EXIT_CODE) from None
             finally:
                 bar.close()
         failure = None if allow_failures else report.failure()

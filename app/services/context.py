@@ -21,6 +21,21 @@ logger = logging.getLogger(__name__)
 __all__ = ["EmbedderCache", "ServiceContext"]
 
 
+def _read_only_mount(path: Path) -> bool:
+    """Whether ``path`` is on a file system mounted read-only (False where that cannot be
+    told)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # gone meanwhile; no statvfs (Windows)
+        return False
+
+
+def _not_writable(data_dir: Path, why: str = "") -> str:
+    return (f"the data folder {data_dir} (FACET_DATA_DIR) is not writable{why}: Facet keeps its "
+            "database, locks and vectors there, for reading too; point FACET_DATA_DIR at a "
+            "writable folder (a copy of this one to read it)")
+
+
 class ServiceContext:
     """The store, a session factory, the embedder cache and the query encoder, built from settings.
 
@@ -50,9 +65,14 @@ class ServiceContext:
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) cannot be used: "
                             f"{why}; point FACET_DATA_DIR at a folder this user can write") from e
         database = data_dir / "facet.db"
+        files = (database, data_dir / "facet.db-wal", data_dir / "qdrant-edge")
         if settings.database_url is None and any(
-                f.exists() and not os.access(f, os.W_OK)
-                for f in (database, data_dir / "facet.db-wal", data_dir / "qdrant-edge")):
+                _read_only_mount(f) for f in (data_dir, *files) if f.exists()):
+            # A read-only mount (a `:ro` bind, a snapshot) is not writable even for root: its
+            # owner is not the cause, and chown cannot change it.
+            raise DataError(_not_writable(data_dir, " (it is on a read-only file system)"))
+        if settings.database_url is None and any(
+                f.exists() and not os.access(f, os.W_OK) for f in files):
             # The folder writable, its files another user's: writes ended in "attempt to write
             # a readonly database" with the SQL, searches in a PermissionError traceback.
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) holds files this user "
@@ -62,10 +82,7 @@ class ServiceContext:
             self.engine = make_engine(settings.resolved_database_url)
         except Exception as e:  # driver missing, server down, bad URL, a read-only folder
             if settings.database_url is None and not os.access(data_dir, os.W_OK):
-                raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) is not writable: "
-                                "Facet keeps its database, locks and vectors there, for reading "
-                                "too; point FACET_DATA_DIR at a writable folder (a copy of this "
-                                "one to read it)") from e
+                raise DataError(_not_writable(data_dir)) from e
             check = ("FACET_DATABASE_URL" if settings.database_url else
                      f"the data folder {data_dir} (FACET_DATA_DIR)")
             raise FacetError(f"cannot open the metadata database "

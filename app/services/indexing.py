@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sqlalchemy import ColumnElement, delete, func, select, update
@@ -364,46 +364,74 @@ class _ServerStopping(Exception):
     serve` stopped by SIGTERM): the job ends ``interrupted``, ready to resume."""
 
 
+class Terminated(SystemExit):
+    """SIGTERM stopped an index job between batches (``docker stop``, systemd, ``kill``): it
+    ends ``interrupted`` with the resume hint, as after Ctrl-C. A ``SystemExit`` whose code is
+    143 (128 + SIGTERM, the conventional status of a process that SIGTERM ended), so a
+    process that does not catch it exits with that status, without a traceback."""
+
+    EXIT_CODE = 143
+
+    def __init__(self) -> None:
+        super().__init__(self.EXIT_CODE)
+
+
 class _DeferredInterrupt:
-    """Ctrl-C while a job writes stops it between batches, not inside a database commit.
+    """Ctrl-C (or SIGTERM) while a job writes stops it between batches, not inside a database
+    commit.
 
     A KeyboardInterrupt raised in the middle of SQLAlchemy's commit or pool code can leave a
     connection holding SQLite's write lock, so that recording the job as interrupted then
-    failed with "database is locked" (seen under load). The first Ctrl-C only sets a flag,
-    which the writer checks before each batch (``check``); a second one stops at once.
-    Installed only in the main thread, and only over Python's default handler.
+    failed with "database is locked" (seen under load). The first Ctrl-C or SIGTERM only sets a
+    flag, which the writer checks before each batch (``check``): it raises KeyboardInterrupt
+    after Ctrl-C, ``Terminated`` after SIGTERM; a second signal stops at once. Installed only in
+    the main thread, and only over Python's default handlers (each signal on its own), so a
+    server's (uvicorn's, Celery's) own handling is never replaced; there the jobs run on other
+    threads anyway. Before this, SIGTERM killed a `facet index` (or the process behind
+    ``--background``) at once, and its job read like a crash.
     """
+
+    _DEFAULTS: ClassVar[dict[int, Any]] = {signal.SIGINT: signal.default_int_handler,
+                                            signal.SIGTERM: signal.SIG_DFL}
+    _NAMES: ClassVar[dict[int, str]] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
     def __init__(self, stopping: threading.Event | None = None) -> None:
         self.requested = False
+        self.signum: int | None = None  # the signal that asked to stop
         self.stopping = stopping
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _DeferredInterrupt:
-        if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+        if threading.current_thread() is threading.main_thread():
+            for signum, default in self._DEFAULTS.items():
+                if signal.getsignal(signum) is default:
+                    self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
-    def _handle(self, _signum: int, _frame: Any) -> None:
+    @staticmethod
+    def _stop(signum: int) -> BaseException:
+        return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    def _handle(self, signum: int, _frame: Any) -> None:
         if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        logger.warning("Ctrl-C: stopping after the batch being written (Ctrl-C again to stop "
-                       "at once)")
+            raise self._stop(signum)
+        self.requested, self.signum = True, signum
+        name = self._NAMES.get(signum, f"signal {signum}")
+        logger.warning("%s: stopping after the batch being written (Ctrl-C or SIGTERM again to "
+                       "stop at once)", name)
 
     def check(self) -> None:
-        """Raise the deferred KeyboardInterrupt (or ``_ServerStopping``), at a point where no
-        write is half done."""
+        """Raise the deferred KeyboardInterrupt or ``Terminated`` (or ``_ServerStopping``), at
+        a point where no write is half done."""
         if self.requested:
-            raise KeyboardInterrupt
+            raise self._stop(self.signum or signal.SIGINT)
         if self.stopping is not None and self.stopping.is_set():
             raise _ServerStopping("the server is stopping")
 
     def __exit__(self, *_exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        previous, self._previous = self._previous, {}
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class IndexService:
@@ -572,6 +600,7 @@ class IndexService:
                 if isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
                     why = (self.ctx.stop_reason if stopping else
+                           "SIGTERM" if isinstance(e, Terminated) else
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
                     # The job row's counts (reloaded after the rollback) are what was kept;
                     # the report also counts the batch that was being written.

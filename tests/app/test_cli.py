@@ -185,3 +185,67 @@ def test_a_data_folder_whose_files_another_user_owns_is_one_line(tmp_path) -> No
             f"error: the data folder {data} (FACET_DATA_DIR) holds files this user cannot write "
             "(after a `sudo facet ...`?): give them back to this user (chown -R), or run as "
             "their owner"), done.stderr
+
+
+READ_ONLY_ADVICE = ("(FACET_DATA_DIR) is not writable (it is on a read-only file system): Facet "
+                    "keeps its database, locks and vectors there, for reading too; point "
+                    "FACET_DATA_DIR at a writable folder (a copy of this one to read it)")
+
+
+def test_a_data_folder_on_a_read_only_mount_gets_the_read_only_advice(tmp_path, monkeypatch) -> None:
+    """A read-only mount (a `:ro` bind, a snapshot) was told its files were another user's, to
+    `chown -R` them: os.access(W_OK) is False for every file there, even for root, and the
+    per-file check ran first. The mount is simulated here: os.statvfs reports ST_RDONLY and
+    os.access refuses writing, for the data folder's paths only (the next test mounts one for
+    real where it can)."""
+    import os
+    import types
+
+    data = tmp_path / "data"
+    assert invoke_cli("collections", env={"FACET_DATA_DIR": str(data)}).returncode == 0
+    assert (data / "facet.db").is_file()
+    real_statvfs, real_access = os.statvfs, os.access
+
+    def inside(path: object) -> bool:
+        return str(path) == str(data) or str(path).startswith(f"{data}/")
+
+    def statvfs(path):
+        if inside(path):
+            return types.SimpleNamespace(f_flag=real_statvfs(path).f_flag | os.ST_RDONLY)
+        return real_statvfs(path)
+
+    def access(path, mode, *args, **kwargs):
+        if inside(path) and mode & os.W_OK:
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    monkeypatch.setattr(os, "access", access)
+    for args in (["collections"], ["search", "card", "-c", "notes"]):
+        done = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
+        assert done.returncode == 4, done.stderr
+        assert done.stderr.strip() == f"error: the data folder {data} {READ_ONLY_ADVICE}"
+
+
+def test_a_data_folder_on_a_real_read_only_mount_gets_the_read_only_advice(tmp_path) -> None:
+    """The same on a read-only bind mount in a private mount namespace (needs root and
+    unshare; skipped where a mount cannot be made)."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare to make a read-only bind mount")
+    data, mnt = tmp_path / "data", tmp_path / "ro"
+    mnt.mkdir()
+    assert invoke_cli("collections", env={"FACET_DATA_DIR": str(data)}).returncode == 0
+    mount = f"mount --bind {data} {mnt} && mount -o remount,bind,ro {mnt}"
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"{mount} && ! touch {mnt}/x"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a read-only bind mount here: {probe.stderr.strip()}")
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"{mount} && exec {sys.executable} -m app collections"],
+        capture_output=True, text=True, timeout=120, cwd=str(Path(__file__).resolve().parents[2]),
+        env=dict(os.environ, FACET_DATA_DIR=str(mnt)))
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"error: the data folder {mnt} {READ_ONLY_ADVICE}"

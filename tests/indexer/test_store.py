@@ -320,6 +320,88 @@ def test_a_shard_that_fails_to_close_does_not_keep_the_others_open(tmp_path: Pat
     broken.shard.close()
 
 
+def test_an_edge_store_whose_folder_was_deleted_fails_with_one_line(tmp_path: Path, caplog) -> None:
+    """Deleting the data folder under a running job ended it in a 69-line traceback: qdrant-edge
+    raises bare ``Exception``s ("Service runtime error: Failed to flush id_tracker mapping ...
+    No such file or directory") from ``flush``, and the job's ``release`` raised a second one.
+    Each is now one StoreError line naming the folder; the folder lock is let go all the same;
+    and a release while another error is on its way out logs its failure instead of raising
+    it in that error's place."""
+    import logging
+    import shutil
+
+    from indexer.store import _LOCKS
+
+    root = tmp_path / "edge"
+    store = EdgeStore(root)
+    store.ensure_collection("c", {"m": DIM})
+    points, vectors = _points(6)
+    store.upsert("c", points[:5])
+    store.flush()
+    shutil.rmtree(root)
+    store.upsert("c", points[5:])  # into the WAL it still has open
+    folder = root / "c"
+    with pytest.raises(StoreError) as flushed:
+        store.flush()
+    message = str(flushed.value)
+    assert message.startswith(f"collection 'c': the vector store's files in {folder} are gone or "
+                              "unreadable (the data folder deleted, moved or unmounted while in "
+                              "use?); writing it to disk (flush) failed: "), message
+    assert "\n" not in message and type(flushed.value.__cause__) is Exception
+    with pytest.raises(StoreError, match=r"cannot read the vector store's folder .*No such file"):
+        store.search("c", "m", vectors[0], limit=2)  # was a FileNotFoundError traceback
+    with pytest.raises(StoreError, match=r"files in .*/c are gone or unreadable .* closing it failed"):
+        store.release("c")
+    assert not store.is_open("c") and str(store._lock_path("c")) not in _LOCKS._held
+
+    # The same while another error is on its way out (a job's `finally`): that error stays.
+    again = EdgeStore(tmp_path / "again")
+    again.ensure_collection("c", {"m": DIM})
+    again.upsert("c", points[:5])
+    shutil.rmtree(tmp_path / "again")
+    again.upsert("c", points[5:])
+    with caplog.at_level(logging.DEBUG, logger="indexer.store"), \
+            pytest.raises(KeyboardInterrupt):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            again.release("c")
+    logged = [r for r in caplog.records if "gone or unreadable" in r.getMessage()]
+    assert logged and logged[0].levelno == logging.WARNING, caplog.text
+    assert "not raised: it came while handling KeyboardInterrupt" in logged[0].getMessage()
+    assert str(again._lock_path("c")) not in _LOCKS._held
+    store.close()
+    again.close()
+
+
+def test_an_edge_binding_error_is_a_store_error_and_other_errors_pass(tmp_path: Path) -> None:
+    """Any plain ``Exception`` the binding raises in a call on a shard is one StoreError line
+    naming the collection's folder (a bare traceback before); Python's own errors (a bug) are
+    not disguised."""
+    store = EdgeStore(tmp_path / "edge")
+    store.ensure_collection("c", {"m": DIM})
+    real = store._shards["c"]
+
+    class Failing:  # the binding's objects take no attributes: a stand-in shard
+        def __init__(self, error: BaseException) -> None:
+            self.error = error
+
+        def count(self, _request):
+            raise self.error
+
+    store._shards["c"] = Failing(Exception("Wrong input: boom\nin two lines"))
+    with pytest.raises(StoreError) as refused:
+        store.count("c")
+    assert str(refused.value) == (f"collection 'c': edge shard {tmp_path / 'edge' / 'c'}: counting "
+                                  "its points failed: Wrong input: boom in two lines")
+    store._shards["c"] = Failing(ValueError("ours"))
+    with pytest.raises(ValueError, match="ours"):
+        store.count("c")
+    store._shards["c"] = real
+    assert store.count("c") == 0  # the shard is still usable
+    store.close()
+
+
 def test_no_reader_reopens_an_edge_collection_while_it_is_being_dropped(tmp_path: Path, monkeypatch) -> None:
     """A reader thread that asks for the collection mid-drop waits, then finds it gone; it must
     not re-open the shard between its close and the folder's removal (its WAL files would make

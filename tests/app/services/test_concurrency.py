@@ -55,9 +55,10 @@ def _as_from_a_terminal() -> None:
     """In the child: Ctrl-C's default disposition, unblocked, as a shell gives a command. A
     disposition of SIG_IGN or a blocked mask is inherited through exec, and in a full suite
     run the writer ignored SIGINT (it passed alone, 5 of 5): some earlier in-process test
-    leaves the pytest process so (not yet traced)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    leaves the pytest process so (not yet traced). SIGTERM likewise, for the tests that send it."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def _writer(src: Path, data: Path, name: str, *extra: str) -> subprocess.Popen[bytes]:
@@ -219,6 +220,117 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
         assert facet.job(again.job_id).resumed_from == job.id
         assert facet.job(job.id).message == (f"stopped (Ctrl-C) with {job.docs_indexed} documents "
                                              f"indexed; resumed by job {again.job_id}")
+
+
+@pytest.mark.slow
+def test_sigterm_stops_an_index_like_ctrl_c(tmp_path) -> None:
+    """SIGTERM (`kill`, `docker stop`, systemd) killed `facet index` at once: exit 143 and no
+    word, the job then read like a crash ("its writer stopped without finishing"). It now
+    stops after the batch being written, as the first Ctrl-C does: the job `interrupted`,
+    "stopped (SIGTERM)" with the resume hint, said in the terminal too; exit 143 (128 + 15)."""
+    write_corpus(tmp_path / "src", 200, words=80)
+    data = tmp_path / "data"
+    writer = _writer(tmp_path / "src", data, "term", "--batch-chunks", "4")
+    _wait_indexing(data / "facet.db", writer)
+    writer.send_signal(signal.SIGTERM)
+    _out, err = writer.communicate(timeout=60)
+    said = err.decode()
+    assert writer.returncode == 143, said[-3000:]
+    assert "SIGTERM: stopping after the batch being written" in said, said[-3000:]
+    with Facet(FacetSettings(data_dir=data)) as facet:
+        job = facet.jobs("term")[0]
+        assert job.state == "interrupted", job
+        assert job.message == (f"stopped (SIGTERM) with {job.docs_indexed} documents indexed; run "
+                               f"`facet index {tmp_path / 'src'} --collection term --embedder "
+                               "minilm` (or submit the job) again to resume: what was indexed is "
+                               "kept"), job
+        assert 0 < job.docs_indexed < 200, job
+        assert f"job {job.id} interrupted: stopped (SIGTERM) with" in said, said[-2000:]
+        assert facet.collection("term").writer is None
+        again = facet.index(str(tmp_path / "src"), "term")
+        assert facet.job(again.job_id).resumed_from == job.id
+        assert again.docs_skipped == job.docs_indexed and again.docs_indexed == 200 - job.docs_indexed
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_background_job_like_ctrl_c(tmp_path, minilm) -> None:
+    """The process behind `facet index --background` (`facet run-job`, detached) is what a
+    `kill` or a container's stop reaches: it too stops after its batch, exit 143, the job
+    `interrupted` "stopped (SIGTERM)" (it read like a crash)."""
+    import json
+
+    from app.services.context import EmbedderCache
+
+    write_corpus(tmp_path / "src", 200, words=80)
+    data = tmp_path / "data"
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    with Facet(FacetSettings(data_dir=data, chunk_tokens=64, chunk_overlap=8),
+               embedders=cache) as facet:
+        prepared = facet.indexing.prepare(tmp_path / "src", "bgterm",
+                                          IndexOptions(batch_chunks=4), runner="process")
+    runner = subprocess.Popen([sys.executable, "-m", "app", "run-job",
+                               json.dumps(prepared.to_dict())], env=_env(data), cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=_as_from_a_terminal)
+    _wait_indexing(data / "facet.db", runner)
+    runner.send_signal(signal.SIGTERM)
+    _out, err = runner.communicate(timeout=60)
+    assert runner.returncode == 143, err.decode()[-3000:]
+    assert "SIGTERM: stopping after the batch being written" in err.decode()
+    with Facet(FacetSettings(data_dir=data)) as facet:
+        job = facet.job(prepared.job_id)
+        assert job.state == "interrupted", job
+        assert (job.message or "").startswith(f"stopped (SIGTERM) with {job.docs_indexed} "
+                                              "documents indexed; run `facet index "), job
+        assert 0 < job.docs_indexed < 200, job
+
+
+def test_sigterm_is_deferred_only_over_the_default_handler_on_the_main_thread() -> None:
+    """The job's SIGTERM handling must leave a server's own alone: uvicorn and Celery install
+    their handlers (and a Celery pool process resets SIGTERM to the default but runs no
+    in-process job), and a `facet serve` / `facet ui` runs its jobs on other threads."""
+    from app.services.indexing import Terminated, _DeferredInterrupt
+
+    def theirs(_signum, _frame) -> None:
+        """A server's shutdown handler."""
+
+    saved = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, theirs)
+        with _DeferredInterrupt() as interrupt:  # a server's handler: left as it is
+            assert signal.getsignal(signal.SIGTERM) is theirs
+            assert signal.getsignal(signal.SIGINT) == interrupt._handle
+        assert signal.getsignal(signal.SIGTERM) is theirs
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        seen: list[object] = []
+
+        def on_a_thread() -> None:
+            with _DeferredInterrupt():
+                seen.append(signal.getsignal(signal.SIGTERM))
+
+        thread = threading.Thread(target=on_a_thread)
+        thread.start()
+        thread.join()
+        assert seen == [signal.SIG_DFL]
+
+        with _DeferredInterrupt() as interrupt:
+            assert signal.getsignal(signal.SIGTERM) == interrupt._handle
+            interrupt.check()  # nothing asked yet
+            interrupt._handle(signal.SIGTERM, None)  # deferred: the batch goes on
+            with pytest.raises(Terminated) as stopped:
+                interrupt.check()
+            assert stopped.value.code == 143 and not isinstance(stopped.value, KeyboardInterrupt)
+            with pytest.raises(KeyboardInterrupt):  # a second signal stops at once
+                interrupt._handle(signal.SIGINT, None)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, saved[0])
+        signal.signal(signal.SIGINT, saved[1])
 
 
 @pytest.mark.slow

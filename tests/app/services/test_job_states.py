@@ -148,6 +148,48 @@ def test_follow_says_a_queued_job_was_superseded_and_stops(tmp_path):
     assert done.stdout.splitlines()[1].startswith(f"  superseded by job {job_id + 1}")
 
 
+def test_progress_shows_no_total_it_does_not_know() -> None:
+    """`facet jobs N --follow` showed "126/126 documents" for a job with 274 still to go: only a
+    worker job records its total (``docs_total``), and the line fell back to the documents
+    seen, so an unfinished job looked complete."""
+    from app.commands.collections import progress_line
+    from app.services.collections import JobInfo
+
+    def job(state: str, seen: int, total: int = 0) -> JobInfo:
+        return JobInfo(id=3, collection="c", source="src", embedder="minilm", state=state,
+                       docs_seen=seen, docs_indexed=seen, docs_skipped=0, docs_failed=0,
+                       docs_deleted=0, chunks_written=seen, timings={}, started_at="",
+                       finished_at=None, resumed_from=None, message=None, docs_total=total)
+
+    assert progress_line(job("running", 126)) == (
+        "job 3 running: 126 documents seen (126 indexed, 0 unchanged, 0 failed), 126 chunks written")
+    assert progress_line(job("interrupted", 1)).startswith("job 3 interrupted: 1 document seen (")
+    assert progress_line(job("queued", 0)).startswith("job 3 queued: 0 documents seen (")
+    # Known totals: a worker job's, and a completed job's (all it saw was all there was).
+    assert progress_line(job("running", 126, 400)).startswith("job 3 running: 126/400 documents (")
+    assert progress_line(job("completed", 400)).startswith("job 3 completed: 400/400 documents (")
+
+
+def test_follow_of_a_stopped_in_process_job_does_not_call_it_complete(tmp_path) -> None:
+    """The same through `facet jobs N --follow`, on a job stopped half way (no total recorded)."""
+    from tests.app.cli_runner import invoke_cli
+
+    sessions, s, coll = _collection(tmp_path)
+    with s:
+        stopped = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
+                              state="interrupted", runner="inline", docs_seen=126,
+                              docs_indexed=126, chunks_written=130, message="stopped (Ctrl-C)")
+        s.add(stopped)
+        s.commit()
+        job_id = stopped.id
+    sessions.kw["bind"].dispose()
+    done = invoke_cli("jobs", str(job_id), "--follow", "--interval", "0.1",
+                      env={"FACET_DATA_DIR": str(tmp_path)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == (f"job {job_id} interrupted: 126 documents seen (126 "
+                                           "indexed, 0 unchanged, 0 failed), 130 chunks written")
+
+
 def test_a_failed_heartbeat_is_one_line_not_a_traceback(caplog) -> None:
     """A renewal that met "database is locked" printed a 50-line SQLAlchemy traceback into the
     terminal of the job's user (at warning level); now one line, the traceback at debug."""
