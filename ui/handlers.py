@@ -668,7 +668,12 @@ class UiHandlers:
             if not resumable:
                 return 0, 0, "", [], gr.Timer(active=False)
             stopped = self.facet.job(resumable[0].job.id)  # with its errors
-            total = stopped.docs_total or stopped.docs_seen
+            # What the source holds, as for a running job: the documents seen made a job
+            # stopped part-way read "126/126", as if complete.
+            try:
+                total = stopped.docs_total or self.facet.estimate_documents(stopped.source)
+            except FacetError:
+                total = stopped.docs_seen
             return (stopped.id, total, render.job_html(stopped, total, message=resumable[0].message),
                     render.job_error_rows(stopped), gr.Timer(active=False))
         job = active[0]

@@ -482,8 +482,9 @@ def test_a_job_stopped_by_a_restart_is_shown_and_resumed_from_the_page(minilm, t
                                   "on, pick it as the stopped job on the Index tab and press Resume")
         assert "facet index" not in row[-1] and "--collection" not in row[-1]
         # The Index tab, loaded: the stopped job's bar, and the row to resume it.
-        job_id, _total, html, _errors, timer = handlers.resume_job()
+        job_id, total, html, _errors, timer = handlers.resume_job()
         assert job_id == stopped.job_id and not timer.active
+        assert total == 3  # what the folder holds: the 1 seen read "1/1", as if complete
         assert 'data-state="interrupted"' in html and "press Resume" in html
         row_update, picker = handlers.stopped_jobs()
         assert row_update["visible"] and picker["value"] == stopped.job_id
