@@ -99,8 +99,15 @@ def register(cli: typer.Typer) -> None:
                     f" · open in {i.open_in} (not indexing; its points are counted there)" if i.open_in else "")
             words = ("" if i.lexical is None else " · words (lexical/hybrid)" if i.lexical
                      else " · no word index (dense only)")
+            # Documents a job began and did not finish (kill -9 between its writes): counted
+            # nowhere, so "76 indexed, 0 failed, 95 points" did not add up.
+            pending = i.documents - i.documents_indexed - i.documents_failed
+            unfinished = ("" if pending <= 0 else f", {pending} pending" if i.writer else
+                          f", {pending} pending (a job stopped before finishing them: `facet jobs` "
+                          "says how to resume it)")
             typer.echo(f"{i.name}: {plural(i.documents_indexed, 'document')} indexed, "
-                       f"{i.documents_failed} failed, {plural(i.chunks, 'chunk')}, {points} · {emb} · "
+                       f"{i.documents_failed} failed{unfinished}, {plural(i.chunks, 'chunk')}, "
+                       f"{points} · {emb} · "
                        f"{i.backend} · "
                        f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{words}{busy}")
 
