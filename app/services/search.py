@@ -29,7 +29,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from app.encoding import QueryEncoder
-from app.errors import ConflictError, InvalidRequestError, NotFoundError, UnknownModelError
+from app.errors import ConflictError, InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
 from app.services.collections import effective_state
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
@@ -224,6 +224,9 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+# Characters of a query or an instruction a search takes (the UI cuts them to
+# FACET_UI_MAX_QUERY_CHARS, 2,000, first).
+MAX_QUERY_CHARS = 100_000
 # Values one filter key may list (any of). The store checks a list value by value: 60,000
 # integers took 33 s and 60,000 strings under hybrid 155 s on a 5-document collection, and a
 # 16 MB request body holds about 40 times that.
@@ -582,6 +585,13 @@ class SearchService:
                                       f"{type(request.query).__name__} {request.query!r:.80}")
         if not request.query.strip():
             raise InvalidRequestError("the query is empty: give the text to search for")
+        for what, text in (("query", request.query), ("instruction", request.instruction)):
+            if isinstance(text, str) and len(text) > MAX_QUERY_CHARS:
+                # A 5 MB query took 18 s (its words, its highlights), though an embedder reads
+                # its first few hundred tokens only.
+                raise TooLargeError(f"the {what} has {len(text):,} characters, more than the "
+                                    f"{MAX_QUERY_CHARS:,} a search takes; an embedder reads only "
+                                    "its first few hundred tokens: shorten it")
         check_text_encodable(request.query, "the query")
         if isinstance(request.instruction, str):
             check_text_encodable(request.instruction, "the instruction")

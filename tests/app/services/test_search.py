@@ -520,3 +520,17 @@ def test_a_filter_listing_more_values_than_the_cap_is_refused(searchable) -> Non
     with pytest.raises(InvalidRequestError, match="at most 1,000"):
         SearchService(searchable).search(SearchRequest(
             "card", "support", filters={"intent": [str(i) for i in range(5000)]}))
+
+
+def test_a_query_or_instruction_over_the_cap_is_refused_as_too_large(searchable) -> None:
+    """A 5 MB query took 18 s to answer (its words, its highlights); an embedder reads only its
+    first few hundred tokens of it."""
+    from app.errors import TooLargeError
+    from app.services.search import MAX_QUERY_CHARS
+
+    service = SearchService(searchable)
+    assert service.search(SearchRequest("card " * (MAX_QUERY_CHARS // 5), "support", top_k=1)).results
+    with pytest.raises(TooLargeError, match=r"the query has 100,001 characters, more than the 100,000"):
+        service.search(SearchRequest("c" * (MAX_QUERY_CHARS + 1), "support"))
+    with pytest.raises(TooLargeError, match=r"the instruction has 200,000 characters"):
+        service.search(SearchRequest("card", "support", instruction="i" * 200_000))
