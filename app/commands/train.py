@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# --max-length of a fresh model (a continuation keeps its checkpoint's unless the option is given).
+DEFAULT_MAX_LENGTH = 128
+
 
 def register(cli: typer.Typer) -> None:
     from app.cli import handle_errors
@@ -47,7 +50,9 @@ def register(cli: typer.Typer) -> None:
         tasks: Annotated[str, typer.Option(
             help="training sources, optionally weighted: 'snli:0.5,stsb:0.2,scifact' (default: the method's mix)")]
             = "",
-        max_length: Annotated[int, typer.Option(help="token budget per text")] = 128,
+        max_length: Annotated[int | None, typer.Option(
+            help=f"token budget per text (default {DEFAULT_MAX_LENGTH}; with --init-from, the checkpoint's)")]
+            = None,
         lora_r: Annotated[int, typer.Option(help="LoRA rank (0 = frozen LLM)")] = 8,
         lora_layers: Annotated[str, typer.Option(help="'all' or e.g. '20-29' (top layers only)")] = "all",
         lora_targets: Annotated[str, typer.Option(help="comma-separated module names")] =
@@ -105,6 +110,9 @@ def register(cli: typer.Typer) -> None:
         data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
         list_methods: Annotated[bool, typer.Option("--list", help="list the trainable methods and exit")] = False,
+        force: Annotated[bool, typer.Option(
+            "--force", help="replace a checkpoint already at --out (not needed to continue one in place: "
+                            "--init-from DIR --out DIR)")] = False,
     ) -> None:
         """Train METHOD and save a checkpoint (LoRA adapter + heads in fp16 + config + train_log.json)."""
         from embedders.registry import trainable_methods
@@ -124,7 +132,12 @@ def register(cli: typer.Typer) -> None:
         check_out_dir(out, "--out")
         if last_out is not None:
             check_out_dir(last_out, "--last-out")
-        # Bad dev options are refused before any model is loaded.
+        if not force:
+            check_not_replacing(out, spec.name, init_from)
+        # Bad numbers and dev options are refused before any model is loaded.
+        check_numbers(batch_size=batch_size, seed=seed, time_budget_min=time_budget_min,
+                      eval_every_min=eval_every_min, teacher_weight=teacher_weight, max_length=max_length)
+        lora = _lora(lora_r, lora_layers, lora_targets)
         if dev_size is not None and dev_size < 10:
             raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
         if dev_samples < 1:
@@ -160,22 +173,24 @@ def register(cli: typer.Typer) -> None:
             config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after, eval_every=eval_every,
                                  head_lr_mult=head_lr_mult, decay_over=decay_over, grad_cache=grad_cache,
                                  eval_every_s=eval_every_min * 60 if eval_every_min is not None else None,
-                                 time_budget_s=time_budget_min * 60 if time_budget_min else None)
+                                 time_budget_s=time_budget_min * 60 if time_budget_min is not None else None)
         except ValueError as e:
             raise InvalidRequestError(str(e)) from e
         overrides = parse_settings(set_ or [])
-        lora = _lora(lora_r, lora_layers, lora_targets)
         from embedders.training.trainer import set_seed
 
         set_seed(seed)  # fresh LoRA and head weights are drawn here: the command alone reproduces them
         if init_from and init_lora_from:
             raise InvalidRequestError("use --init-from (same method) or --init-lora-from (another method), not both")
         if init_lora_from:
-            model, init_info = _build_from_lora(spec, max_length, backbone, overrides, init_lora_from,
-                                                device or settings.device)
+            model, init_info = _build_from_lora(spec, max_length or DEFAULT_MAX_LENGTH, backbone, overrides,
+                                                init_lora_from, device or settings.device)
         else:
             model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from,
                                       device or settings.device)
+        if not model.trainable_parameters():  # before the data loads; train() would raise it as a traceback
+            raise InvalidRequestError(f"{spec.name} has nothing to train with --lora-r 0 (a frozen LLM and no "
+                                      "heads of its own); give --lora-r 1 or more")
         if teacher:
             _attach_teacher(model, teacher, teacher_weight, device or settings.device)
         if grad_checkpointing:
@@ -269,6 +284,84 @@ def check_out_dir(out: Path, flag: str) -> None:
             shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
             raise InvalidRequestError(f"{flag} {out} holds other files ({shown}), which saving a checkpoint "
                                       "there would delete; give a new directory or an existing checkpoint")
+    check_out_writable(out, flag)
+
+
+def check_out_writable(out: Path, flag: str) -> None:
+    """Refuse an output that cannot be written, before anything loads: a save makes a sibling
+    directory and renames it in, so the nearest existing folder at or above ``out``'s parent
+    must take a new entry (found at save time, a read-only ``--last-out`` lost a whole run's
+    end weights in a traceback).
+
+    Raises:
+        InvalidRequestError: as above; nothing is left behind.
+    """
+    import os
+
+    from app.files import probe_writable
+
+    place = out.absolute().parent
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:
+        if not place.is_dir():
+            raise NotADirectoryError(f"{place} is not a directory")
+        probe_writable(place / f".facet-train-probe-{os.getpid()}")
+    except OSError as e:
+        raise InvalidRequestError(f"{flag} {out} cannot be written ({place}: "
+                                  f"{e.strerror or e}); give a directory you can write") from e
+
+
+def check_not_replacing(out: Path, method: str, init_from: str | None) -> None:
+    """Refuse an ``--out`` that holds a checkpoint (without ``--force``), unless it is the
+    ``--init-from`` checkpoint being continued in place: the step-0 save replaced it within
+    seconds, even a committed checkpoint of another method.
+
+    Raises:
+        InvalidRequestError: as above; nothing is written.
+    """
+    from embedders.base import CONFIG_FILE
+
+    if not (out / CONFIG_FILE).is_file():
+        return
+    if init_from is not None:
+        from embedders.registry import checkpoint_dir, is_checkpoint_dir
+
+        source = Path(init_from)
+        if not is_checkpoint_dir(source) and is_checkpoint_dir(checkpoint_dir() / init_from):
+            source = checkpoint_dir() / init_from
+        if source.resolve() == out.resolve():
+            return  # continuing in place
+    try:
+        saved = json.loads((out / CONFIG_FILE).read_text(encoding="utf-8")).get("method")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        saved = None
+    what = f"a {saved!r} checkpoint" if isinstance(saved, str) else "a checkpoint"
+    other = f" (training {method!r})" if isinstance(saved, str) and saved != method else ""
+    raise InvalidRequestError(f"--out {out} already holds {what}{other}, which the first save would replace; "
+                              "give a new directory, --init-from it to continue it in place, or --force to "
+                              "replace it")
+
+
+def check_numbers(*, batch_size: int, seed: int, time_budget_min: float | None, eval_every_min: float | None,
+                  teacher_weight: float, max_length: int | None) -> None:
+    """Refuse option values that would fail (or be ignored) only after the model loads.
+
+    Raises:
+        InvalidRequestError: naming the option.
+    """
+    if batch_size < 1:
+        raise InvalidRequestError(f"--batch-size must be >= 1, got {batch_size}")
+    if not 0 <= seed < 2**32:  # numpy's seed range; -1 was a ValueError traceback
+        raise InvalidRequestError(f"--seed must be between 0 and 2**32 - 1, got {seed}")
+    if max_length is not None and max_length < 1:
+        raise InvalidRequestError(f"--max-length must be >= 1, got {max_length}")
+    for flag, value in (("--time-budget-min", time_budget_min), ("--eval-every-min", eval_every_min)):
+        # 0 was ignored (no budget), a negative budget stopped after one step, NaN meant none.
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise InvalidRequestError(f"{flag} must be a positive number of minutes, got {value}")
+    if not (teacher_weight >= 0 and math.isfinite(teacher_weight)):
+        raise InvalidRequestError(f"--teacher-weight must be a finite number >= 0, got {teacher_weight}")
 
 
 def parse_settings(items: list[str]) -> dict[str, str]:
@@ -320,9 +413,12 @@ def _lora(r: int, layers_spec: str, targets_spec: str) -> LoraSettings:
     if layers_spec != "all":
         try:
             lo, _, hi = layers_spec.partition("-")
-            layers = tuple(range(int(lo), int(hi or lo) + 1))
+            first, last = int(lo), int(hi or lo)
         except ValueError as e:
             raise InvalidRequestError(f"--lora-layers must be 'all' or 'A-B', got {layers_spec!r}") from e
+        if first < 0 or last < first:  # an empty range adapted every layer (peft reads [] as all)
+            raise InvalidRequestError(f"--lora-layers must be 'all' or 'A-B' with 0 <= A <= B, got {layers_spec!r}")
+        layers = tuple(range(first, last + 1))
     targets = tuple(t.strip() for t in targets_spec.split(",") if t.strip()) or ALL_LINEAR
     try:
         return LoraSettings(r=r, alpha=2 * max(1, r), target_modules=targets, layers=layers)
@@ -330,13 +426,17 @@ def _lora(r: int, layers_spec: str, targets_spec: str) -> LoraSettings:
         raise InvalidRequestError(str(e)) from e
 
 
-def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int, backbone: str, overrides: dict[str, str],
+def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int | None, backbone: str, overrides: dict[str, str],
            init_from: str | None, device: str | None) -> tuple[Any, dict[str, Any]]:
-    """A fresh model, or one continuing ``init_from`` (whose architecture it keeps). Weights are fp32."""
+    """A fresh model, or one continuing ``init_from`` (whose architecture it keeps). Weights are fp32.
+
+    ``max_length`` None: the default for a fresh model, the checkpoint's own for ``init_from``
+    (its served budget, e.g. GIRCSE's 256, was reset to the option's default by every continuation).
+    """
     config_class = spec.model_class.config_class
     if init_from is None:
         try:
-            base = config_class(lora=lora, max_length=max_length, backbone=backbone)
+            base = config_class(lora=lora, max_length=max_length or DEFAULT_MAX_LENGTH, backbone=backbone)
             config = dataclasses.replace(base, **_typed(config_class, base, overrides))
             return spec.model_class(config, device=device, dtype="float32"), {"init_from": None}
         except ValueError as e:  # a config value out of range
@@ -347,7 +447,8 @@ def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int, backbone:
         logger.info("--init-from keeps the checkpoint's LoRA settings (%s); the --lora-* options are ignored",
                     saved.lora.to_dict())
     try:
-        config = dataclasses.replace(saved, max_length=max_length, **_typed(config_class, saved, overrides))
+        given = {"max_length": max_length} if max_length is not None else {}
+        config = dataclasses.replace(saved, **given, **_typed(config_class, saved, overrides))
     except ValueError as e:
         raise InvalidRequestError(str(e)) from e
     model = spec.model_class.load(path, meta, device, dtype="float32", config=config)
@@ -457,8 +558,8 @@ def _attach_teacher(model: Any, name: str, weight: float, device: str | None) ->
 
     if not hasattr(model, "set_teacher"):
         raise InvalidRequestError(f"--teacher: {model.method} does not train against a teacher's similarities")
-    if weight < 0:
-        raise InvalidRequestError(f"--teacher-weight must be >= 0, got {weight}")
+    if not (weight >= 0 and math.isfinite(weight)):  # also checked up front (check_numbers)
+        raise InvalidRequestError(f"--teacher-weight must be a finite number >= 0, got {weight}")
     model.set_teacher(load_embedder(name, device=device), weight)
 
 

@@ -248,3 +248,91 @@ def test_a_continuation_in_place_keeps_the_runs_behind_the_weights(trained, tmp_
     assert previous["command"] == log["command"] and previous["note"] == "kept at its best dev step"
     assert previous["dev_curve"] == log["dev_curve"] and "history" not in previous
     assert after["weights_steps"] == log["weights_steps"] + 1
+
+
+def test_init_from_keeps_the_checkpoints_max_length_unless_given(trained, tmp_path, shared_data, tiny):
+    """--max-length defaulted to 128, which every --init-from continuation wrote into the checkpoint
+    (at its step-0 save, even with no step trained): a continuation in place reset a served budget of
+    96 or 256 to 128. Not given, the checkpoint's own is kept; given, it is used."""
+    assert json.loads((trained / "facet_config.json").read_text())["config"]["max_length"] == 32
+    i = tiny.index("--max-length")
+    args = [*tiny[:i], *tiny[i + 2:]]
+    kept, given = tmp_path / "kept", tmp_path / "given"
+    code, output = _train("causal-eos", "--out", str(kept), "--init-from", str(trained), "--steps", "1", "--no-dev",
+                          "--data-dir", str(shared_data), *args)
+    assert code == 0, output
+    assert json.loads((kept / "facet_config.json").read_text())["config"]["max_length"] == 32
+    code, output = _train("causal-eos", "--out", str(given), "--init-from", str(trained), "--steps", "1", "--no-dev",
+                          "--data-dir", str(shared_data), *args, "--max-length", "24")
+    assert code == 0, output
+    assert json.loads((given / "facet_config.json").read_text())["config"]["max_length"] == 24
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--time-budget-min", "0"], "--time-budget-min must be a positive number of minutes, got 0.0"),
+    (["--time-budget-min", "-1"], "--time-budget-min must be a positive number of minutes, got -1.0"),
+    (["--time-budget-min", "nan"], "--time-budget-min must be a positive number of minutes, got nan"),
+    (["--eval-every-min", "nan"], "--eval-every-min must be a positive number of minutes, got nan"),
+    (["--eval-every-min", "inf"], "--eval-every-min must be a positive number of minutes, got inf"),
+    (["--teacher", "minilm", "--teacher-weight", "nan"], "--teacher-weight must be a finite number >= 0, got nan"),
+    (["--teacher", "minilm", "--teacher-weight", "inf"], "--teacher-weight must be a finite number >= 0, got inf"),
+    (["--teacher", "minilm", "--teacher-weight", "-1"], "--teacher-weight must be a finite number >= 0, got -1.0"),
+    (["--seed", "-1"], "--seed must be between 0 and 2**32 - 1, got -1"),
+    (["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
+    (["--batch-size", "-4"], "--batch-size must be >= 1, got -4"),
+    (["--lora-layers", "20-10"], "--lora-layers must be 'all' or 'A-B' with 0 <= A <= B, got '20-10'"),
+])
+def test_bad_numbers_are_refused_before_any_model_loads(tmp_path, args, message):
+    """A time budget of 0 was ignored (all steps ran), a negative one stopped after one step and NaN
+    meant none; --eval-every-min NaN/inf and --teacher-weight NaN/inf passed (the latter ending in a
+    FloatingPointError traceback); --seed -1 was numpy's traceback; --batch-size 0 was refused only
+    after the model and data loaded, as `batch_size`; a reversed --lora-layers range adapted every
+    layer. All are refused by option name before anything loads (here: before the data root is
+    even looked at, which does not exist)."""
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--data-dir", str(tmp_path / "nodata"), *args)
+    assert code == 2 and message in output and "Traceback" not in output, output
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_anything_loads(tmp_path):
+    """An --out or --last-out that cannot be written (under /proc, under a file) was found at save
+    time, as a traceback; for --last-out after the whole run, losing its end weights."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for args, flag in ((["--out", "/proc/facet-no/ck"], "--out"),
+                       (["--out", str(afile / "ck")], "--out"),
+                       (["--out", str(tmp_path / "ok"), "--last-out", "/proc/facet-no"], "--last-out")):
+        code, output = _train("causal-eos", *args, "--data-dir", str(tmp_path / "nodata"))
+        assert code == 2 and f"{flag} " in output and "cannot be written" in output, output
+    assert afile.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_an_existing_checkpoint_in_out_is_kept_unless_continued_or_forced(trained, tmp_path):
+    """--out replaced an existing checkpoint without asking, at the step-0 save within seconds, even
+    one of another method (a Causal-EOS adapter replaced by an untrained Causal2Vec). It is refused
+    unless it is the --init-from checkpoint (continuing in place) or --force is given."""
+    import shutil
+
+    victim = tmp_path / "victim"
+    shutil.copytree(trained, victim)
+    nodata = str(tmp_path / "nodata")
+    code, output = _train("causal2vec", "--out", str(victim), "--data-dir", nodata)
+    assert code == 2 and "already holds a 'causal-eos' checkpoint (training 'causal2vec')" in output, output
+    code, output = _train("causal-eos", "--out", str(victim), "--data-dir", nodata)
+    assert code == 2 and "already holds a 'causal-eos' checkpoint" in output and "--force" in output, output
+    code, output = _train("causal-eos", "--out", str(victim), "--init-from", str(trained), "--data-dir", nodata)
+    assert code == 2 and "already holds" in output  # continuing ANOTHER checkpoint into it replaces it too
+    # Past the check (to the missing data root): in place, or forced.
+    for args in (["--init-from", str(victim)], ["--force"]):
+        code, output = _train("causal-eos", "--out", str(victim), *args, "--data-dir", nodata)
+        assert code == 3 and "datasets not found" in output, output
+    assert (victim / "adapter.safetensors").read_bytes() == (trained / "adapter.safetensors").read_bytes()
+
+
+def test_lora_r_0_with_nothing_else_to_train_is_a_clean_error(tmp_path, shared_data, tiny):
+    """--lora-r 0 ("frozen LLM") for Causal-EOS, which has no heads, left nothing to train: a
+    ValueError traceback once the model and the data had loaded."""
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--no-dev", "--data-dir", str(shared_data),
+                          *tiny, "--lora-r", "0")
+    assert code == 2 and "causal-eos has nothing to train with --lora-r 0" in output, output
+    assert "Traceback" not in output and not (tmp_path / "x").exists()
