@@ -530,7 +530,7 @@ def test_a_query_or_instruction_over_the_cap_is_refused_as_too_large(searchable)
 
     service = SearchService(searchable)
     assert service.search(SearchRequest("card " * (MAX_QUERY_CHARS // 5), "support", top_k=1)).results
-    with pytest.raises(TooLargeError, match=r"the query has 100,001 characters, more than the 100,000"):
+    with pytest.raises(TooLargeError, match=r"the query has 200,001 characters, more than the 200,000"):
         service.search(SearchRequest("c" * (MAX_QUERY_CHARS + 1), "support"))
-    with pytest.raises(TooLargeError, match=r"the instruction has 200,000 characters"):
-        service.search(SearchRequest("card", "support", instruction="i" * 200_000))
+    with pytest.raises(TooLargeError, match=r"the instruction has 300,000 characters"):
+        service.search(SearchRequest("card", "support", instruction="i" * 300_000))
