@@ -118,8 +118,9 @@ for name in "${NAMES[@]}"; do
   init=${INIT[$name]}; extra=${EXTRA[$name]}
   echo "=== $name: train from $(date -u +%T), from $init: $extra"
   # --last-out: the end-of-run weights too (best on dev or not), brought back as soup ingredients.
+  # --force: a rerun on the same machine replaces its own earlier attempt at checkpoints/$name.
   # shellcheck disable=SC2086
-  "$PY" -m app train "$(method_of "$name")" --out "checkpoints/$name" --last-out "checkpoints/$name-last" \
+  "$PY" -m app train "$(method_of "$name")" --out "checkpoints/$name" --last-out "checkpoints/$name-last" --force \
       --init-from "$init" --max-length 96 \
       --seed "$SEED" $LIMIT $SIZES $extra > "logs/$name.log" 2>&1 &
   PIDS[$name]=$!
