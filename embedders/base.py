@@ -351,10 +351,6 @@ class PromptTokenizer:
     truncation, which a plain ``tokenizer(prompt, truncation=True)`` would cut off.
     """
 
-    # A text longer than this many characters per token of budget is certainly cut;
-    # slicing it first keeps tokenising a 50 MB string cheap.
-    _CHARS_PER_TOKEN_BOUND = CHARS_PER_TOKEN_BOUND
-
     def __init__(self, tokenizer: Any, prompts: PromptConfig, max_length: int,
                  start_ids: Sequence[int] = (), end_ids: Sequence[int] = (),
                  empty_ids: Sequence[int] = ()) -> None:
@@ -417,7 +413,9 @@ class PromptTokenizer:
                 f"{max(self.max_length - bare - 1, 0)} tokens (about "
                 f"{max(self.max_length - bare - 1, 0) * 3} characters of English)"
             )
-        char_cap = budget * self._CHARS_PER_TOKEN_BOUND
+        # A text longer than CHARS_PER_TOKEN_BOUND characters per token of budget is certainly
+        # cut; slicing it first keeps tokenising a 50 MB string cheap.
+        char_cap = budget * CHARS_PER_TOKEN_BOUND
         sequences: list[list[int]] = []
         spans: list[tuple[int, int]] = []
         truncated = 0

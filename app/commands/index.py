@@ -134,14 +134,10 @@ def register(cli: typer.Typer) -> None:
             bar, update = progress_bar()
             try:
                 report = facet.index(source, collection, options, progress=update)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C 130; SIGTERM (docker stop) 143
                 bar.close()
                 _say_how_to_resume(facet, collection)
-                raise typer.Exit(130) from None
-            except Terminated:  # SIGTERM (docker stop, systemd, kill): as Ctrl-C, exit 143
-                bar.close()
-                _say_how_to_resume(facet, collection)
-                raise typer.Exit(Terminated.EXIT_CODE) from None
+                raise typer.Exit(Terminated.EXIT_CODE if isinstance(e, Terminated) else 130) from None
             finally:
                 bar.close()
         failure = None if allow_failures else report.failure()
