@@ -668,21 +668,22 @@ class UiHandlers:
             if not resumable:
                 return 0, 0, "", [], gr.Timer(active=False)
             stopped = self.facet.job(resumable[0].job.id)  # with its errors
-            # What the source holds, as for a running job: the documents seen made a job
-            # stopped part-way read "126/126", as if complete.
-            try:
-                total = stopped.docs_total or self.facet.estimate_documents(stopped.source)
-            except FacetError:
-                total = stopped.docs_seen
+            total = self._documents_total(stopped)
             return (stopped.id, total, render.job_html(stopped, total, message=resumable[0].message),
                     render.job_error_rows(stopped), gr.Timer(active=False))
         job = active[0]
-        try:
-            total = job.docs_total or self.facet.estimate_documents(job.source)
-        except FacetError:  # the source is gone meanwhile: the bar counts what the job saw
-            total = job.docs_seen
+        total = self._documents_total(job)
         html = render.job_html(job, total) + render.other_jobs_html(active[1:])
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
+
+    def _documents_total(self, job: JobInfo) -> int:
+        """What a job's bar counts to: its recorded total, else what its source holds (the
+        documents seen made a job stopped part-way read "126/126", as if complete), else, the
+        source gone meanwhile, what the job saw."""
+        try:
+            return job.docs_total or self.facet.estimate_documents(job.source)
+        except FacetError:
+            return job.docs_seen
 
     def _other_active_jobs(self, shown: int) -> list[JobInfo]:
         return [j for j in self.facet.jobs(limit=20)
