@@ -155,12 +155,22 @@ def _fmt(value: float | None) -> str:
 
 
 def markdown_table(report: EvalReport, *, details: bool = True) -> str:
-    """One row per task metric, one column per embedder (evaluated embedder first), scores x 100."""
+    """One row per task metric, one column per embedder (evaluated embedder first), scores x 100.
+
+    A task that failed for an embedder (``TaskResult.error``) shows ``failed [n]`` in each of
+    its cells, and the table is followed by the list of those reasons: it showed ``nan`` and
+    did not say why. Nothing is averaged, so a failed task counts as no score, never as 0.
+    """
     names = [r.embedder for r in report.runs]
     rows: list[tuple[str, str]] = []  # (task, metric) in first-seen order
     table: dict[tuple[str, str, str], float] = {}
+    failures: list[str] = []
+    failed: dict[tuple[str, str], int] = {}  # (embedder, task) -> its number in ``failures``
     for run in report.runs:
         for res in run.results:
+            if res.error is not None:
+                failures.append(f"{run.embedder} on {res.task}: {res.error}")
+                failed[(run.embedder, res.task)] = len(failures)
             metrics_ = list(res.scores) if details else [res.main_metric]
             for m in metrics_:
                 if m.endswith("_std"):
@@ -175,13 +185,17 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
     for task, m in rows:
         shown = m.replace("|", "\\|")  # a pipe would end the markdown cell
         label = f"**{shown}**" if (task, m) in main else shown
-        cells = [_fmt(table.get((n, task, m))) for n in names]
+        cells = [f"failed [{failed[(n, task)]}]" if (n, task) in failed else _fmt(table.get((n, task, m)))
+                 for n in names]
         lines.append(f"| {task} | {label} | " + " | ".join(cells) + " |")
     if details:
         secs = " | ".join(f"{run.seconds:.0f}" for run in report.runs)
         lines.append(f"| *all* | seconds | {secs} |")
         loads = " | ".join(f"{a:.1f} → {b:.1f}" for a, b in (r.load_average for r in report.runs))
         lines.append(f"| *all* | load average (1 min) | {loads} |")
+    if failures:
+        lines += ["", f"{len(failures)} task(s) failed (no score, counted in no figure):", ""]
+        lines += [f"- [{i}] {why}" for i, why in enumerate(failures, 1)]
     return "\n".join(lines)
 
 

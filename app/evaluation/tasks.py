@@ -158,6 +158,40 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def check_finite(
+    info: dict[str, Any],
+    *groups: tuple[str, Sequence[str], np.ndarray],
+    who: str = "the embedder",
+) -> None:
+    """Fail the task when a row of any group is not finite: NaN vectors gave retrieval an
+    arbitrary ranking scored as if real, and clustering and classification a traceback that
+    ended the run.
+
+    Args:
+        info: the task's info, as far as it got (kept in the result).
+        groups: (noun, texts, embeddings), one row per text.
+        who: who returned them, for the message.
+
+    Raises:
+        TaskFailedError: "the embedder returned NaN for 3 of 20 queries (the first: '...')".
+    """
+    counts: list[str] = []
+    first: str | None = None
+    only_nan = True
+    for noun, texts, rows in groups:
+        finite = np.isfinite(rows)
+        bad = np.flatnonzero(~finite.all(axis=1))
+        if not len(bad):
+            continue
+        counts.append(f"{len(bad)} of {len(texts)} {noun}")
+        only_nan = only_nan and bool(np.isnan(rows[bad][~finite[bad]]).all())
+        first = first if first is not None else texts[int(bad[0])]
+    if counts:
+        what = "NaN" if only_nan else "NaN or infinite values"
+        raise TaskFailedError(f"{who} returned {what} for {' and '.join(counts)} (the first: {_short(str(first))!r})",
+                              info)
+
+
 def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[int], seeds: Sequence[int]) -> tuple[float, float]:
     """Mean and std over ``seeds`` of the V-measure of k-means (k = number of distinct labels)."""
     from sklearn.cluster import KMeans
@@ -191,7 +225,8 @@ class Task(ABC):
     def run(self, ctx: EvalContext) -> TaskResult:
         """Evaluate and time the task. A ``TaskFailedError`` (no score for this embedder) is
         logged and returned as a result with ``error`` set and the main score NaN, so that the
-        other tasks still run and are reported; any other exception propagates."""
+        other tasks still run and are reported, and so is a score that came out NaN or infinite;
+        any other exception propagates."""
         start = time.perf_counter()
         error: str | None = None
         try:
@@ -199,6 +234,13 @@ class Task(ABC):
         except TaskFailedError as e:
             error = str(e)
             scores, info = {self.main_metric: math.nan}, e.info
+        else:
+            # A backstop for a check a task lacks: a NaN score is never reported as a figure.
+            bad = [k for k, v in scores.items() if not math.isfinite(v)]
+            if bad:
+                error = f"{', '.join(bad)} came out NaN or infinite"
+                scores = {**scores, self.main_metric: math.nan}
+        if error is not None:
             logger.warning("%s on %s: %s; no %s for this task, the other tasks go on",
                            getattr(ctx.embedder, "name", "the embedder"), self.name, error, self.main_metric)
         if not ctx.use_instructions:  # the report says what was used: no instruction
@@ -380,11 +422,19 @@ class RetrievalTask(Task):
         return info
 
     def rank(
-        self, ctx: EvalContext, embedder: Embedder | None, k: int, instruction: str | None
+        self, ctx: EvalContext, embedder: Embedder | None, k: int, instruction: str | None,
+        who: str = "the embedder",
     ) -> dict[str, list[str]]:
+        """Each query's top ``k`` document ids, best first.
+
+        Raises:
+            TaskFailedError: ``who`` returned a NaN or infinite embedding.
+        """
         d = self.data()
         q = ctx.encode(d.query_texts, role=Role.QUERY, instruction=instruction, embedder=embedder)
         docs = ctx.encode(d.doc_texts, role=Role.DOCUMENT, instruction=self.doc_instruction, embedder=embedder)
+        # NaN similarities rank after every number, in no set order: an arbitrary ranking, scored.
+        check_finite(self.info(), ("queries", d.query_texts, q), ("documents", d.doc_texts, docs), who=who)
         top = metrics.top_k(q @ docs.T, k)  # (queries, k)
         return {qid: [d.doc_ids[j] for j in row] for qid, row in zip(d.query_ids, top, strict=True)}
 
@@ -431,22 +481,27 @@ class RerankTask(Task):
     def candidates(self, ctx: EvalContext) -> dict[str, list[str]]:
         if self._candidates is None:
             first = ctx.other_embedder(self.first_stage)
-            self._candidates = self.retrieval.rank(ctx, first, self.top_n, self.first_stage_instruction)
+            self._candidates = self.retrieval.rank(ctx, first, self.top_n, self.first_stage_instruction,
+                                                   who=f"the first-stage embedder {self.first_stage!r}")
         return self._candidates
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
         data = self.retrieval.data()
-        candidates = self.candidates(ctx)
+        info = {**self.retrieval.info(), "first_stage": self.first_stage, "top_n": self.top_n}
+        try:
+            candidates = self.candidates(ctx)
+        except TaskFailedError as e:  # the same failure, with this task's info
+            raise TaskFailedError(str(e), info) from e
         k = self.retrieval.ndcg_k
         needed = sorted({doc for docs in candidates.values() for doc in docs})
+        info["reranked_documents"] = len(needed)
         position = {doc: i for i, doc in enumerate(data.doc_ids)}
-        doc_vecs = ctx.encode(
-            [data.doc_texts[position[d]] for d in needed],
-            role=Role.DOCUMENT,
-            instruction=self.retrieval.doc_instruction,
-        )
+        needed_texts = [data.doc_texts[position[d]] for d in needed]
+        doc_vecs = ctx.encode(needed_texts, role=Role.DOCUMENT, instruction=self.retrieval.doc_instruction)
         row = {doc: i for i, doc in enumerate(needed)}
         q_vecs = ctx.encode(data.query_texts, role=Role.QUERY, instruction=self.retrieval.instruction)
+        # NaN similarities made the sort below keep an arbitrary order, scored as a reranking.
+        check_finite(info, ("queries", data.query_texts, q_vecs), ("candidate documents", needed_texts, doc_vecs))
         reranked: dict[str, list[str]] = {}
         for qi, qid in enumerate(data.query_ids):
             cands = candidates[qid]
@@ -458,12 +513,6 @@ class RerankTask(Task):
             f"ndcg@{k}": metrics.mean_over_queries(reranked, data.qrels, "ndcg", k),
             f"first_stage_ndcg@{k}": metrics.mean_over_queries(candidates, data.qrels, "ndcg", k),
             f"first_stage_recall@{self.top_n}": metrics.mean_over_queries(candidates, data.qrels, "recall", self.top_n),
-        }
-        info = {
-            **self.retrieval.info(),
-            "first_stage": self.first_stage,
-            "top_n": self.top_n,
-            "reranked_documents": len(needed),
         }
         return scores, info
 
@@ -536,13 +585,15 @@ class ClusteringTask(Task):
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
         view = self.view()
         emb = ctx.encode(view.texts, role=self.role, instruction=view.instruction)
-        mean, std = kmeans_v_measure(emb, view.labels, self.kmeans_seeds)
-        return {"v_measure": mean, "v_measure_std": std}, {
+        info = {
             "texts": len(view.texts),
             "k": view.n_labels,
             "kmeans_seeds": list(self.kmeans_seeds),
             "instruction": view.instruction,
         }
+        check_finite(info, ("texts", view.texts, emb))  # k-means raised "Input X contains NaN"
+        mean, std = kmeans_v_measure(emb, view.labels, self.kmeans_seeds)
+        return {"v_measure": mean, "v_measure_std": std}, info
 
 
 def multiview_scores(embeddings: dict[str, np.ndarray], views: Sequence[ClusteringView],
@@ -612,12 +663,13 @@ class MultiViewClusteringTask(Task):
         views = self.views()
         texts = views[0].texts
         embeddings = {v.name: ctx.encode(texts, role=self.role, instruction=v.instruction) for v in views}
-        scores = multiview_scores(embeddings, views, self.kmeans_seeds)
         info = {
             "texts": len(texts),
             "views": {v.name: {"k": v.n_labels, "instruction": v.instruction} for v in views},
             "kmeans_seeds": list(self.kmeans_seeds),
         }
+        check_finite(info, *((f"texts under the {v.name} instruction", texts, embeddings[v.name]) for v in views))
+        scores = multiview_scores(embeddings, views, self.kmeans_seeds)
         return scores, info
 
 
@@ -675,6 +727,14 @@ class ClassificationTask(Task):
             raise ValueError(f"{self.name}: the training sample has fewer than two labels")
         x_train = ctx.encode(train.texts, role=self.role, instruction=self.instruction)
         x_test = ctx.encode(test.texts, role=self.role, instruction=self.instruction)
+        info = {
+            "train": len(train.texts),
+            "test": len(test.texts),
+            "labels": len(set(train.labels)),
+            "instruction": self.instruction,
+        }
+        # The scaler and logistic regression raised "Input X contains NaN".
+        check_finite(info, ("training texts", train.texts, x_train), ("test texts", test.texts, x_test))
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
         from threadpoolctl import threadpool_limits
@@ -687,9 +747,4 @@ class ClassificationTask(Task):
         with threadpool_limits(limits=1):  # see kmeans_v_measure: threads oversubscribe here
             clf.fit(x_train, train.labels)
         predicted = clf.predict(x_test).tolist()
-        return {"accuracy": metrics.accuracy(test.labels, predicted)}, {
-            "train": len(train.texts),
-            "test": len(test.texts),
-            "labels": len(set(train.labels)),
-            "instruction": self.instruction,
-        }
+        return {"accuracy": metrics.accuracy(test.labels, predicted)}, info

@@ -186,7 +186,9 @@ def test_a_failed_task_does_not_cost_the_other_tasks_their_figures(tmp_path: Pat
     results = json.loads(json_path.read_text())["runs"][0]["results"]
     assert results[0]["scores"] == {"spearman": None} and "undefined" in results[0]["error"]
     assert isinstance(results[1]["scores"]["spearman"], float) and "error" not in results[1]
-    assert "| self | **spearman** | nan |" in md_path.read_text()
+    md = md_path.read_text()
+    assert "| self | **spearman** | failed [1] |" in md  # was `nan`, with no reason
+    assert "- [1] fake on self: spearman is undefined" in md
 
 
 # -- retrieval and rerank ------------------------------------------------------------------------
