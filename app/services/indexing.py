@@ -531,7 +531,13 @@ class IndexService:
     def _run_job(self, prepared: PreparedJob, options: IndexOptions,
                  progress: Callable[[Progress], None] | None) -> IndexReport:
         source = Path(prepared.source)
-        embedder = self.ctx.embedders.get(prepared.embedder)
+        try:
+            embedder = self.ctx.embedders.get(prepared.embedder)
+        except Exception as e:
+            # A model this process cannot load (a checkpoint gone since the job was queued): the
+            # job failed before it started. It stayed `queued`, for ever in a server.
+            self.fail(prepared.job_id, self._failure_message(e))
+            raise
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
             if job is None:
@@ -549,6 +555,23 @@ class IndexService:
                 job.state, job.finished_at, job.message = "failed", md.utcnow(), str(e)
                 session.commit()
                 raise
+            try:
+                # Checked before the job starts, not only when it was queued: the model may
+                # have been loaded since (a background or worker run) from a checkpoint
+                # retrained meanwhile, and the source may be gone. Either fails the job
+                # unstarted (it was recorded `running` first, as if it had begun).
+                check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
+                try:
+                    files, skipped = discover_files(source)
+                except (SourceNotFoundError, UnsupportedSourceError) as e:
+                    raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+            except Exception as e:
+                session.rollback()
+                job.state, job.finished_at = "failed", md.utcnow()
+                job.message = self._failure_message(e)
+                session.commit()
+                self.store.release(coll.name)
+                raise
             self.take_lease(session, coll, job)
             started = time.perf_counter()
             job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
@@ -560,13 +583,6 @@ class IndexService:
             try:
                 interrupt.__enter__()
                 heartbeat.__enter__()
-                # Checked again here, not only when the job was queued: the model may have been
-                # loaded since (a background or worker run) from a checkpoint retrained meanwhile.
-                check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
-                try:
-                    files, skipped = discover_files(source)
-                except (SourceNotFoundError, UnsupportedSourceError) as e:
-                    raise NotFoundError(f"{e} (it was there when the job was queued)") from e
                 self._note_skipped(job, report, skipped)
                 self.ensure_store_collection(session, coll, job, embedder)
                 tokenize = self._tokenizer_for(coll, embedder)
@@ -591,6 +607,10 @@ class IndexService:
                 self.store.optimize(coll.name)
                 self.store.flush()
                 job.store_s += time.perf_counter() - t0
+                # The totals a worker job plans up front, known here at the end: its record said
+                # 0 of each beside the chunks it had written (POST /jobs, `submit_index`).
+                job.docs_total = report.docs_seen
+                job.chunks_total = job.chunks_done = report.chunks_written
                 job.state = "completed"
             except BaseException as e:
                 session.rollback()
@@ -609,11 +629,7 @@ class IndexService:
                                    "resume: what was indexed is kept")
                 else:
                     job.state = "failed"
-                    # A lower package's error as its edges say it ("database is locked" was
-                    # stored as the SQL statement and its parameters, for every edge to show).
-                    domain = as_domain_error(e) if isinstance(e, Exception) else None
-                    job.message = (f"{type(domain).__name__}: {domain}" if domain is not None
-                                   else f"{type(e).__name__}: {e}")
+                    job.message = self._failure_message(e)
                 if not stopping:
                     raise
             finally:
@@ -672,6 +688,14 @@ class IndexService:
         session.commit()
         logger.debug("removed collection %r: job %d indexed nothing", name, job.id)
         return True
+
+    @staticmethod
+    def _failure_message(e: BaseException) -> str:
+        """A failed job's message: a lower package's error as its edges say it ("database is
+        locked" was stored as the SQL statement and its parameters, for every edge to show)."""
+        domain = as_domain_error(e) if isinstance(e, Exception) else None
+        return (f"{type(domain).__name__}: {domain}" if domain is not None
+                else f"{type(e).__name__}: {e}")
 
     def set_job_process(self, job_id: int, pid: int) -> None:
         """Record the process that will run a queued job (a detached ``facet run-job``)."""
