@@ -81,3 +81,19 @@ def printable(text: str, *, body: bool = False) -> str:
     if body:
         return "\n".join(_BODY_UNSAFE.sub(_escape, line) for line in _LINE_BREAK.split(text))
     return _LABEL_UNSAFE.sub(_escape, text)
+
+
+# What json.dumps(ensure_ascii=False) writes raw and a terminal may act on or reorder: DEL, the
+# C1 controls (0x9b/0x9d are CSI/OSC in one byte), the bidi controls, the line and paragraph
+# separators (line breaks to some terminals and viewers); and lone surrogates (a file name's
+# undecodable bytes), which no UTF-8 output can carry. JSON escapes the C0 controls itself.
+_JSON_UNSAFE = re.compile(f"[\\x7f-\\x9f{_BIDI}\\u2028\\u2029\\ud800-\\udfff]")
+
+
+def printable_json(value: Any, indent: int | None = 2) -> str:
+    """``value`` as JSON to print (``--json``): non-ASCII text stays readable (``café``, not
+    ``caf\\u00e9``), and every character above that a terminal could act on is written as a
+    ``\\uXXXX`` escape, so the output still decodes to the same strings."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    # Outside its strings JSON is ASCII: every such character is inside a string.
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

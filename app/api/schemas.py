@@ -46,7 +46,12 @@ Filters = Annotated[
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A JSON body. Strict: a value of the wrong JSON type is refused naming its field, not
+    coerced (``"k": true`` searched with k=1, ``"k": "5"`` with 5, ``"exact": "no"`` read as
+    false). Numbers may still be integers where a float is asked for (``"score_threshold": 0``);
+    query parameters (``_Query``) arrive as strings and are parsed as before."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class EmbeddingsBody(_Body):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from typing import Annotated
@@ -12,7 +11,7 @@ import typer
 from app.commands.common import handle_errors, open_facet
 from app.errors import NotFoundError
 from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, SUPERSEDED, JobInfo
-from app.text import plural, printable
+from app.text import plural, printable, printable_json
 
 
 def progress_line(j: JobInfo) -> str:
@@ -88,15 +87,19 @@ def register(cli: typer.Typer) -> None:
         with open_facet() as facet:
             infos = [facet.collection(name)] if name else facet.collections()
         if as_json:
-            typer.echo(json.dumps([asdict(i) for i in infos], indent=2))
+            typer.echo(printable_json([asdict(i) for i in infos]))
             return
         if not infos:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")
         for i in infos:
-            emb = i.embedders_label()
+            # The name is a folder name ([A-Za-z0-9_.-], validate_name), the embedders' names
+            # too; a checkpoint's path (its source) and the host a writer names are any text, and
+            # a control character in them would reach the terminal.
+            emb = printable(i.embedders_label())
             points = "? points" if i.points is None else plural(i.points, "point")
-            busy = (f" · being indexed by {i.writer}" if i.writer else
-                    f" · open in {i.open_in} (not indexing; its points are counted there)" if i.open_in else "")
+            busy = (f" · being indexed by {printable(i.writer)}" if i.writer else
+                    f" · open in {printable(i.open_in)} (not indexing; its points are counted "
+                    "there)" if i.open_in else "")
             words = ("" if i.lexical is None else " · words (lexical/hybrid)" if i.lexical
                      else " · no word index (dense only)")
             # Documents a job began and did not finish (kill -9 between its writes): counted
@@ -150,7 +153,7 @@ def register(cli: typer.Typer) -> None:
             assert job_id is not None
             raise typer.Exit(_follow(job_id, interval))
         if as_json:
-            typer.echo(json.dumps([asdict(j) for j in jobs], indent=2))
+            typer.echo(printable_json([asdict(j) for j in jobs]))
             return
         if not jobs:
             typer.echo("no index jobs yet")

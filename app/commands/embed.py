@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
 from app.commands.common import handle_errors, open_facet
+from app.text import printable_json
 
 
 def register(cli: typer.Typer) -> None:
@@ -23,8 +23,8 @@ def register(cli: typer.Typer) -> None:
 
         infos = list_embedders()
         if as_json:
-            typer.echo(json.dumps([{"name": i.name, "kind": i.kind, "description": i.description}
-                                   for i in infos], indent=2))
+            typer.echo(printable_json([{"name": i.name, "kind": i.kind,
+                                        "description": i.description} for i in infos]))
             return
         width = max(len(i.name) for i in infos)
         for info in infos:
@@ -48,10 +48,10 @@ def register(cli: typer.Typer) -> None:
         encoder = InlineQueryEncoder(cache, batch_size, query_threads=settings.query_threads)
         with open_facet(embedders=cache, encoder=encoder) as facet:
             result = facet.embed(texts, embedder=embedder, role=role, instruction=instruction)
-        typer.echo(json.dumps({
+        typer.echo(printable_json({
             "embedder": result.embedder,
             "dim": result.dim,
             "role": result.role,
             "instruction": result.instruction,  # what was used: a blank one is none
             "vectors": [[round(float(x), 6) for x in row] for row in result.vectors],
-        }))
+        }, indent=None))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -10,7 +9,7 @@ import typer
 
 from app.commands.common import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse, why_no_results
-from app.text import printable
+from app.text import printable, printable_json
 
 
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
@@ -94,6 +93,6 @@ def register(cli: typer.Typer) -> None:
         with open_facet() as facet:
             response = facet.search(request)
         if as_json:
-            typer.echo(json.dumps(response.to_dict(), indent=2, ensure_ascii=False))
+            typer.echo(printable_json(response.to_dict()))
         else:
             print_results(response, filtered=request.filters)
