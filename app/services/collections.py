@@ -72,6 +72,7 @@ class JobInfo:
     errors: list[dict[str, str]] = field(default_factory=list)
     runner: str = "inline"
     host: str | None = None
+    # A worker job's chunk tasks (planned, finished); 0 for a job run in one process.
     chunks_total: int = 0
     chunks_done: int = 0
     docs_total: int = 0

@@ -189,9 +189,18 @@ class ChunkedIndexService:
             JobGone: the job (or its collection) was deleted.
             WriterBusy: another live job writes the collection.
             NotFoundError: the source is gone (the job is marked failed).
+            UnknownModelError: the job's model cannot be loaded here (the job is marked failed).
         """
         chunk_docs = chunk_docs or self.settings.worker_chunk_docs
-        embedder = self.ctx.embedders.get(prepared.embedder)
+        try:
+            embedder = self.ctx.embedders.get(prepared.embedder)
+        except Exception as e:
+            if not is_transient(e):
+                # A model this worker cannot load (a checkpoint removed or unreadable since the
+                # job was queued) fails the job, said on its row: the task's handler counts on
+                # that for a domain error, and the job stayed `queued` for ever.
+                self.index.fail(prepared.job_id, IndexService.failure_message(e))
+            raise
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
             if job is None:

@@ -536,7 +536,7 @@ class IndexService:
         except Exception as e:
             # A model this process cannot load (a checkpoint gone since the job was queued): the
             # job failed before it started. It stayed `queued`, for ever in a server.
-            self.fail(prepared.job_id, self._failure_message(e))
+            self.fail(prepared.job_id, self.failure_message(e))
             raise
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
@@ -568,7 +568,7 @@ class IndexService:
             except Exception as e:
                 session.rollback()
                 job.state, job.finished_at = "failed", md.utcnow()
-                job.message = self._failure_message(e)
+                job.message = self.failure_message(e)
                 session.commit()
                 self.store.release(coll.name)
                 raise
@@ -607,10 +607,9 @@ class IndexService:
                 self.store.optimize(coll.name)
                 self.store.flush()
                 job.store_s += time.perf_counter() - t0
-                # The totals a worker job plans up front, known here at the end: its record said
-                # 0 of each beside the chunks it had written (POST /jobs, `submit_index`).
+                # The total a worker job plans up front, known here at the end: its record said
+                # 0 (POST /jobs, `submit_index`). Its chunk-task counts stay 0: it had none.
                 job.docs_total = report.docs_seen
-                job.chunks_total = job.chunks_done = report.chunks_written
                 job.state = "completed"
             except BaseException as e:
                 session.rollback()
@@ -629,7 +628,7 @@ class IndexService:
                                    "resume: what was indexed is kept")
                 else:
                     job.state = "failed"
-                    job.message = self._failure_message(e)
+                    job.message = self.failure_message(e)
                 if not stopping:
                     raise
             finally:
@@ -690,7 +689,7 @@ class IndexService:
         return True
 
     @staticmethod
-    def _failure_message(e: BaseException) -> str:
+    def failure_message(e: BaseException) -> str:
         """A failed job's message: a lower package's error as its edges say it ("database is
         locked" was stored as the SQL statement and its parameters, for every edge to show)."""
         domain = as_domain_error(e) if isinstance(e, Exception) else None

@@ -2,8 +2,9 @@
 and `jobs` print them as visible escapes (``\\x1b``, ``\\x07``, ``\\u202e``), so a document
 cannot clear the screen, set the window title (OSC 0), plant a link (OSC 8) or write the
 clipboard (OSC 52), nor make a file name read as another with a bidi override. Piped output
-kept them too: click strips colours (CSI) but not OSC. ``--json`` is left as it was (json
-escapes the C0 controls)."""
+kept them too: click strips colours (CSI) but not OSC. ``--json`` decodes to the same strings:
+json escapes the C0 controls, ``printable_json`` the C1 and bidi controls and U+2028/9
+(test_cli_json_escapes.py)."""
 
 from __future__ import annotations
 

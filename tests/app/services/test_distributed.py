@@ -505,3 +505,23 @@ def test_a_companion_embedder_that_cannot_load_is_warned_about_once_a_job(make_c
     assert "vectors of the documents this run writes are missing" in warnings[0]["message"]
     assert job.docs_indexed == 3
     worker.close()
+
+
+def test_a_plan_whose_model_cannot_load_fails_the_job_on_its_row(make_ctx, tmp_path) -> None:
+    """A worker that cannot load the job's model (a checkpoint removed since the job was
+    queued): the planner raised before it read the job, the task took the domain error as
+    "recorded on the job row by plan()", and the job stayed `queued` for ever."""
+    import dataclasses
+
+    from app.errors import UnknownModelError
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", runner="celery")
+    gone = dataclasses.replace(prepared, embedder=str(tmp_path / "gone-checkpoint"))
+    with pytest.raises(UnknownModelError):
+        ChunkedIndexService(ctx).plan(gone, 1)
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert job.state == "failed" and job.finished_at is not None
+    assert job.message is not None and job.message.startswith("UnknownModelError: ")
+    assert "gone-checkpoint" in job.message
