@@ -452,15 +452,19 @@ class UiHandlers:
 
     # ---------------------------------------------------------------- index
 
-    def _start(self, source: Path, name: str, embedder: str | None,
-               notices: list[str]) -> tuple[int, int, str, list[list[str]], Any]:
+    def _start(self, source: Path, name: str, embedder: str | None, notices: list[str],
+               renamed: list[str] | None = None) -> tuple[int, int, str, list[list[str]], Any]:
+        """Start the job; ``notices`` name uploads not indexed, ``renamed`` those indexed under
+        another name (``inputs.stage_uploads``)."""
         facet = self.facet
         total = facet.estimate_documents(source)
         job = facet.submit_index(source, name, IndexOptions(
             embedder=self._model(embedder, "embedder")))
         for notice in notices:
             gr.Warning(render.esc(notice), title="Not indexed")
-        html = render.notices_html(notices) + render.job_html(job, total)
+        for notice in renamed or []:
+            gr.Info(render.esc(notice), title="Renamed")
+        html = render.notices_html([*notices, *(renamed or [])]) + render.job_html(job, total)
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
 
     @staticmethod
@@ -501,7 +505,7 @@ class UiHandlers:
         self._drop_earlier_failures(name, folder)
         staged = inputs.stage_uploads(checked.accepted, folder)
         try:
-            started = self._start(folder, name, embedder, checked.refused)
+            started = self._start(folder, name, embedder, checked.refused, staged.renamed)
         except FacetError:
             staged.undo()  # the job was refused (the collection busy...): the folder as it was
             raise

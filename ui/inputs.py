@@ -8,11 +8,12 @@ allowed roots before the core ever sees them.
 
 from __future__ import annotations
 
+import filecmp
 import os
 import re
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,7 @@ class Staged:
 
     copies: list[Path]
     previous: dict[Path, Path]  # copy -> the version it replaced, kept outside the folder
+    renamed: list[str] = field(default_factory=list)  # notices: uploads given a numbered name
 
     def undo(self) -> None:
         for copy in self.copies:
@@ -195,22 +197,56 @@ def _target(folder: Path, upload: Path) -> Path:
     return target
 
 
+def _numbered(target: Path, n: int) -> Path:
+    """``target`` as ``stem (n).suffix``, the stem cut to keep the name within
+    ``_MAX_NAME_BYTES`` and the suffix whole."""
+    stem, suffix = target.stem, target.suffix
+    while stem and len(f"{stem} ({n}){suffix}".encode()) > _MAX_NAME_BYTES:
+        stem = stem[:-1]
+    return target.with_name(f"{stem.rstrip()} ({n}){suffix}")
+
+
+def _cut(target: Path) -> bool:
+    """Whether ``target``'s name is as long as a name gets (Gradio cuts an upload's to 200
+    bytes, ``original_name`` too; a character is up to 4): likely cut from a longer one."""
+    return len(target.name.encode()) > _MAX_NAME_BYTES - 4
+
+
+def _distinct(files: Sequence[Path], targets: list[Path]) -> list[Path]:
+    """``targets`` with each name that an earlier one in the list has numbered (``a (2).txt``,
+    ``a (3).txt``), and a cut name (``_cut``) numbered too when a different file has it in
+    the folder already: two uploads of one name, or of long names Gradio cut to one, were
+    refused (their names apparently different), and a later upload of such a name replaced an
+    earlier job's file, its document silently lost. Numbered in order, so the same uploads
+    again get the same names and update their documents (a cut name's file whose bytes are
+    the same is the same file)."""
+    taken: set[Path] = set()
+    out = []
+    for path, target in zip(files, targets, strict=True):
+        n = 1
+        name = target
+        while name in taken or (_cut(target) and name.is_file()
+                                and not filecmp.cmp(path, name, shallow=False)):
+            n += 1
+            name = _numbered(target, n)
+        taken.add(name)
+        out.append(name)
+    return out
+
+
 def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
-    updates its document instead of adding a copy).
-
-    Raises:
-        InvalidRequestError: two uploads would have one name there; nothing is copied.
+    updates its document instead of adding a copy). Uploads that would share a name there
+    get numbered names (``_distinct``), each named in ``Staged.renamed``.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    targets = [_target(folder, path) for path in files]
-    same = sorted({t.name for t in targets if targets.count(t) > 1})
-    if same:  # the later copy replaced the earlier one, and its document was lost
-        raise InvalidRequestError(
-            f"Two uploads would both be {', '.join(same)} on the server (the same name); rename "
-            "one and upload again. Nothing was indexed.")
+    first = [_target(folder, path) for path in files]
+    targets = _distinct(files, first)
     aside = folder.parent / ".previous" / folder.name
-    staged = Staged([], {})
+    staged = Staged([], {}, [f"{path.name} was saved as {target.name}: another upload has that name on "
+                             "the server (a long name is cut to 200 bytes)"
+                             for path, wanted, target in zip(files, first, targets, strict=True)
+                             if target != wanted])
     for path, target in zip(files, targets, strict=True):
         if target.exists():
             aside.mkdir(parents=True, exist_ok=True)

@@ -264,12 +264,14 @@ def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Pat
     assert got[6].endswith(".txt") and len(got[6].encode()) <= 200
     assert got[7] == "upload.md"  # was "md": no suffix, skipped and kept for good
     assert [c.read_text() for c in staged.copies] == [f"text {i}" for i in range(len(names))]
-    # Two uploads of one name (from two folders) in one go: refused, nothing copied.
+    # Two uploads of one name (from two folders) in one go: the second is numbered, and named.
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "my notes.txt").write_text("another")
-    with pytest.raises(InvalidRequestError, match=r"Two uploads would both be my notes\.txt"):
-        inputs.stage_uploads([src / "my notes.txt", tmp_path / "other" / "my notes.txt"], tmp_path / "up2")
-    assert not (tmp_path / "up2").exists() or not any((tmp_path / "up2").iterdir())
+    both = inputs.stage_uploads([src / "my notes.txt", tmp_path / "other" / "my notes.txt"], tmp_path / "up2")
+    assert [(c.name, c.read_text()) for c in both.copies] == [("my notes.txt", "text 2"),
+                                                              ("my notes (2).txt", "another")]
+    assert both.renamed == ["my notes.txt was saved as my notes (2).txt: another upload has that name on the "
+                            "server (a long name is cut to 200 bytes)"]
     # A file uploaded under the old rule is still updated in place, not doubled.
     old = tmp_path / "up3"
     old.mkdir()

@@ -450,6 +450,49 @@ def test_uploads_that_cannot_be_indexed_are_not_kept_for_the_next_job(minilm, tm
         facet.close()
 
 
+def test_uploads_whose_long_names_gradio_cuts_to_one_are_all_indexed(minilm, tmp_path) -> None:
+    """Gradio cuts an upload's name to 200 bytes: two long names alike up to there arrived with
+    one name, and the upload was refused as "two uploads would both be ..." (the names the
+    user picked differ). Each is indexed, the later one numbered before its suffix; two
+    ``..md`` uploads keep their suffix too."""
+    from gradio_client.utils import strip_invalid_filename_characters
+
+    facet, handlers = _own_facet(minilm, tmp_path)
+    try:
+        long = "Quarterly report of the lighthouse keepers association on the state of the lenses " * 3
+        uploads = []
+        for i, (name, text) in enumerate([(long + "part one.txt", "The lens was polished in May."),
+                                          (long + "part two.txt", "The ferry leaves at high tide."),
+                                          ("..md", "# Tides\nSpring tides are the highest."),
+                                          ("..md", "# Fog\nThe horn sounds every minute.")]):
+            cut = strip_invalid_filename_characters(name)  # what Gradio names the upload
+            (tmp_path / f"g{i}").mkdir()
+            (tmp_path / f"g{i}" / cut).write_text(text)
+            uploads.append(str(tmp_path / f"g{i}" / cut))
+        assert Path(uploads[0]).name == Path(uploads[1]).name  # cut to one name
+        job_id, total, html, *_ = handlers.index_upload(uploads, "up", "minilm")
+        job = _finished(facet, job_id)
+        assert (job.state, job.docs_failed, total) == ("completed", 0, 4)
+        names = sorted(p.name for p in facet.upload_folder("up").iterdir())
+        cut = Path(uploads[0]).name
+        assert names == sorted([cut, cut.removesuffix("thou.txt") + " (2).txt", "upload.md", "upload (2).md"])
+        assert all(len(n.encode()) <= 200 for n in names)
+        assert "was saved as upload (2).md" in html
+        assert facet.collection("up").documents == 4
+        # A later job: a third such name replaced the first's file (its document lost); the
+        # first uploaded again, unchanged, is the same file.
+        (tmp_path / "g4").mkdir()
+        (tmp_path / "g4" / cut).write_text("The keeper's log for the winter.")
+        job_id, *_ = handlers.index_upload([str(tmp_path / "g4" / cut), uploads[0]], "up", "minilm")
+        assert _finished(facet, job_id).docs_failed == 0
+        third = facet.upload_folder("up") / (cut.removesuffix("thou.txt") + " (3).txt")
+        assert third.read_text() == "The keeper's log for the winter."
+        assert (facet.upload_folder("up") / cut).read_text() == "The lens was polished in May."
+        assert facet.collection("up").documents == 5
+    finally:
+        facet.close()
+
+
 def test_a_job_stopped_by_a_restart_is_shown_and_resumed_from_the_page(minilm, tmp_path) -> None:
     """An upload job stopped by a server restart was shown nowhere: the Index tab looked for
     queued or running jobs only, the jobs table said "interrupted" with no message, a search
