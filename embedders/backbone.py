@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
+import json
 import logging
 import os
 import shutil
@@ -208,6 +209,24 @@ def resolve_model_path(name: str) -> str:
     if key == DEFAULT_ENCODER:
         return str(_package_dir(_MINILM_PACKAGE) / "model")
     return name
+
+
+def layer_count(name: str) -> int | None:
+    """How many transformer layers backbone ``name`` has, read from its config alone (no
+    weights load), or None when no config can be read here (loading it then says why)."""
+    try:
+        path = Path(resolve_model_path(name))
+        if (path / "config.json").is_file():
+            config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+            config = config.get("text_config") or config  # a multimodal model's text part
+        else:  # a hub id already in the Hugging Face cache
+            from transformers import AutoConfig
+
+            config = AutoConfig.from_pretrained(str(path), local_files_only=True).get_text_config().to_dict()
+        count = config.get("num_hidden_layers")
+    except Exception:  # unreadable, or not a model: the load reports it properly
+        return None
+    return count if isinstance(count, int) and count > 0 else None
 
 
 @dataclass

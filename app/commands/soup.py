@@ -32,11 +32,13 @@ def register(cli: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="overwrite a checkpoint already at --out")] = False,
     ) -> None:
         """Average checkpoints of one method (a "model soup"): no training, one model to serve."""
-        from app.commands.train import _resolve_checkpoint
-        from embedders.base import CONFIG_FILE
+        from app.commands.train import _resolve_checkpoint, check_out_dir
+        from embedders.base import CONFIG_FILE, recover_checkpoint
         from embedders.training.soup import make_soup
 
         paths = [_resolve_checkpoint(name, "soup")[0] for name in checkpoints]
+        if any(out.resolve() == p.resolve() for p in paths):  # before --force is suggested
+            raise InvalidRequestError(f"--out {out} is one of the ingredients; write the soup elsewhere")
         parsed: list[float] | None = None
         if weights.strip():
             try:
@@ -45,6 +47,12 @@ def register(cli: typer.Typer) -> None:
                 raise InvalidRequestError(f"--weights {weights!r}: expected comma-separated numbers") from e
         if out.exists() and not out.is_dir():
             raise InvalidRequestError(f"--out {out} is a file; give a directory for the soup")
+        # A soup killed between its two renames left the old checkpoint as .NAME.old: put back,
+        # it is refused below like any other; partial writes of killed soups are removed.
+        recover_checkpoint(out, partial_older_than_s=600.0)
+        # The soup replaces the whole directory (atomically, as a training save): other files
+        # in it would be deleted, and a folder it cannot write is refused before the averaging.
+        check_out_dir(out, "--out")
         if (out / CONFIG_FILE).exists() and not force:
             raise InvalidRequestError(f"--out {out} already holds a checkpoint; pass --force to overwrite it")
         try:

@@ -138,6 +138,9 @@ def register(cli: typer.Typer) -> None:
         check_numbers(batch_size=batch_size, seed=seed, time_budget_min=time_budget_min,
                       eval_every_min=eval_every_min, teacher_weight=teacher_weight, max_length=max_length)
         lora = _lora(lora_r, lora_layers, lora_targets)
+        if init_from is None and init_lora_from is None:  # otherwise the checkpoint's LoRA settings are kept
+            check_something_to_train(spec, lora)
+            check_lora_layers(lora, backbone, lora_layers)
         if dev_size is not None and dev_size < 10:
             raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
         if dev_samples < 1:
@@ -265,6 +268,10 @@ def summary(log: dict[str, Any], out: Path) -> str:
 # HEADS_FILE, the trainer's log; named here so that the CLI needs no torch to check --out).
 CHECKPOINT_FILES = frozenset({"facet_config.json", "adapter.safetensors", "heads.safetensors",
                               "train_log.json"})
+# What a run killed while replacing its log leaves beside those files (the trainer's
+# ``_write_json`` temporary file, which the next write replaces): it refused the continuation
+# in place, as "other files".
+CHECKPOINT_LEFTOVERS = frozenset({".train_log.json.tmp"})
 
 
 def check_out_dir(out: Path, flag: str) -> None:
@@ -279,7 +286,7 @@ def check_out_dir(out: Path, flag: str) -> None:
         raise InvalidRequestError(f"{flag} {out} is a file; give a directory (a new one, or a checkpoint "
                                   "to replace)")
     if out.is_dir():
-        others = sorted(p.name for p in out.iterdir() if p.name not in CHECKPOINT_FILES)
+        others = sorted(p.name for p in out.iterdir() if p.name not in CHECKPOINT_FILES | CHECKPOINT_LEFTOVERS)
         if others:
             shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
             raise InvalidRequestError(f"{flag} {out} holds other files ({shown}), which saving a checkpoint "
@@ -362,6 +369,45 @@ def check_numbers(*, batch_size: int, seed: int, time_budget_min: float | None, 
             raise InvalidRequestError(f"{flag} must be a positive number of minutes, got {value}")
     if not (teacher_weight >= 0 and math.isfinite(teacher_weight)):
         raise InvalidRequestError(f"--teacher-weight must be a finite number >= 0, got {teacher_weight}")
+
+
+def check_something_to_train(spec: TrainableMethod, lora: LoraSettings) -> None:
+    """Refuse ``--lora-r 0`` (a frozen LLM) for a method with no trainable modules of its own:
+    it was refused only once the model had loaded. Causal2Vec (its projector) and InstEmb (its
+    look-ahead embeddings) train their heads alone; Causal-EOS, GIRCSE and InBedder have none.
+    A method whose parameters this cannot tell is left to the check after the model loads.
+
+    Raises:
+        InvalidRequestError: as above.
+    """
+    from embedders.methods.common import TrainableDecoderEmbedder
+
+    if lora.r > 0:
+        return
+    cls, base = spec.model_class, TrainableDecoderEmbedder
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        return
+    if cls._build_heads is base._build_heads and cls.trainable_parameters is base.trainable_parameters:
+        raise InvalidRequestError(f"{spec.name} has nothing to train with --lora-r 0 (a frozen LLM and no "
+                                  "heads of its own); give --lora-r 1 or more")
+
+
+def check_lora_layers(lora: LoraSettings, backbone: str, layers_spec: str) -> None:
+    """Refuse ``--lora-layers`` past the backbone's last layer, from its config (no weights load):
+    a range wholly past it was peft's raw "Target modules not found" error, and one partly past it
+    trained (and saved in the config) layers that do not exist.
+
+    Raises:
+        InvalidRequestError: naming the backbone's layer count.
+    """
+    from embedders.backbone import layer_count
+
+    if lora.r == 0 or not lora.layers:
+        return
+    count = layer_count(backbone)  # None: unreadable here, and the load says why
+    if count is not None and max(lora.layers) >= count:
+        raise InvalidRequestError(f"--lora-layers {layers_spec} is past the last layer of backbone {backbone!r}, "
+                                  f"which has {count} layers (0-{count - 1})")
 
 
 def parse_settings(items: list[str]) -> dict[str, str]:

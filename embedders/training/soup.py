@@ -34,7 +34,7 @@ from safetensors.torch import save_file
 from embedders.base import CONFIG_FILE
 from embedders.errors import CheckpointError
 from embedders.methods.common import ADAPTER_FILE, HEADS_FILE, read_weights
-from embedders.training.trainer import current_umask
+from embedders.training.trainer import replace_dir
 
 TRAIN_LOG_FILE = "train_log.json"
 _LORA_FREE = ("r", "alpha", "dropout")
@@ -152,7 +152,8 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
 
     Args:
         checkpoints: two or more checkpoint directories.
-        out: the directory to write (must not be one of the ingredients).
+        out: the directory to write (not one of the ingredients nor a folder above one); it is
+            replaced whole, atomically, like a training checkpoint (``replace_dir``).
         weights: one non-negative weight per ingredient (normalised to sum 1); None = uniform.
         rank: the soup's LoRA rank; None = the first ingredient's. The exact average needs the
             sum of the ranks (``SoupReport.exact_rank``); pass that for no truncation.
@@ -167,6 +168,8 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         raise CheckpointError("a soup needs at least two checkpoints")
     if any(target.resolve() == p.resolve() for p in paths):
         raise CheckpointError(f"--out {target} is one of the ingredients; write the soup elsewhere")
+    if any(target.resolve() in p.resolve().parents for p in paths):  # replacing it deletes them
+        raise CheckpointError(f"--out {target} holds one of the ingredients; write the soup elsewhere")
     if weights is None:
         weights = [1.0] * len(paths)
     if len(weights) != len(paths):
@@ -258,15 +261,6 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         energy_kept_mean=round(sum(report_energy) / len(report_energy), 6) if report_energy else 1.0,
         modules=len(report_energy), heads_averaged=len(heads), config_differences=diffs, duplicates=duplicates,
     )
-    target.mkdir(parents=True, exist_ok=True)
-    # Overwriting (facet soup --force): the config goes first, so a checkpoint is never
-    # half-replaced, and no file of the old checkpoint outlives it.
-    for name in (CONFIG_FILE, ADAPTER_FILE, HEADS_FILE, TRAIN_LOG_FILE):
-        (target / name).unlink(missing_ok=True)
-    if adapter:
-        save_file(adapter, str(target / ADAPTER_FILE))
-    if heads:
-        save_file(heads, str(target / HEADS_FILE))
     logs = []
     for p in paths:
         try:
@@ -276,11 +270,18 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     # The steps behind the averaged weights: the longest ingredient's (`facet train --init-from`
     # a soup counted them as 0, as if it started from scratch).
     steps = max((weights_steps(log) for log in logs if isinstance(log, dict)), default=0)
-    (target / TRAIN_LOG_FILE).write_text(json.dumps(
-        {"soup": report.to_dict(), "weights_steps": steps, "ingredient_logs": logs},
-        indent=2) + "\n")
-    (target / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")  # last: marks it complete
-    for name in (CONFIG_FILE, ADAPTER_FILE, HEADS_FILE, TRAIN_LOG_FILE):  # as a plain open would
-        if (target / name).is_file():
-            (target / name).chmod(0o666 & ~current_umask())
+
+    def fill(folder: Path) -> None:
+        if adapter:
+            save_file(adapter, str(folder / ADAPTER_FILE))
+        if heads:
+            save_file(heads, str(folder / HEADS_FILE))
+        (folder / TRAIN_LOG_FILE).write_text(json.dumps(
+            {"soup": report.to_dict(), "weights_steps": steps, "ingredient_logs": logs},
+            indent=2) + "\n")
+        (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+    # Written beside the target and swapped in (facet soup --force): a kill or a full disk midway
+    # left a checkpoint with its config deleted and half its files, the old one lost.
+    replace_dir(target, fill)
     return report

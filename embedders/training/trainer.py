@@ -147,8 +147,11 @@ def _lr_factor(step: int, config: TrainConfig, elapsed: float = 0.0) -> float:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Replace ``path`` atomically (a reader never sees half a file)."""
+    """Replace ``path`` atomically (a reader never sees half a file). The temporary file a run
+    killed mid-write left (``.NAME.tmp``; ``facet train --out`` accepts a directory holding it)
+    is replaced, not written through: a read-only one could not be opened for writing."""
     tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, path)
 
@@ -157,12 +160,24 @@ def save_checkpoint(model: Trainable, out_dir: str | Path, log: dict[str, Any]) 
     """Write the model and its log into ``out_dir`` so that a kill at any moment leaves either
     the previous complete checkpoint or the new one: the new one is written beside it and
     swapped in by two renames."""
+    def fill(tmp: Path) -> None:
+        model.save(tmp)
+        _write_json(tmp / "train_log.json", log)
+
+    return replace_dir(out_dir, fill)
+
+
+def replace_dir(out_dir: str | Path, fill: Callable[[Path], Any]) -> Path:
+    """Replace the directory ``out_dir`` with one that ``fill`` writes, so that a kill (or an
+    error in ``fill``) at any moment leaves either the previous complete directory or the new
+    one: ``fill`` writes into a new sibling ``.NAME.new-*``, which is swapped in by two renames
+    (a kill between them leaves ``.NAME.old``, which ``recover_checkpoint`` puts back). The
+    files get the umask's modes. Checkpoint saves and ``facet soup`` write through it."""
     target = Path(out_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     try:
-        model.save(tmp)
-        _write_json(tmp / "train_log.json", log)
+        fill(tmp)
         _umask_modes(tmp)
         old = target.with_name(f".{target.name}.old")
         if old.exists():

@@ -336,3 +336,50 @@ def test_lora_r_0_with_nothing_else_to_train_is_a_clean_error(tmp_path, shared_d
                           *tiny, "--lora-r", "0")
     assert code == 2 and "causal-eos has nothing to train with --lora-r 0" in output, output
     assert "Traceback" not in output and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("layers", ["40-41", "1-5"])
+def test_lora_layers_past_the_backbone_are_refused_before_it_loads(tmp_path, smollm2_cut, layers):
+    """A range wholly past the backbone's layers was peft's raw "Target modules {'q_proj'} not found
+    in the base model" once the model had loaded; one partly past them (1-5 of 2 layers) trained
+    layer 1 alone and saved layers 1-5 in the config. Both are refused from the backbone's config,
+    by option name and layer count, before the data root is even looked at (it does not exist)."""
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--data-dir", str(tmp_path / "nodata"),
+                          *TOY, "--backbone", smollm2_cut, "--lora-layers", layers)
+    assert code == 2 and "Traceback" not in output, output
+    assert f"--lora-layers {layers} is past the last layer of backbone" in output and "2 layers (0-1)" in output
+    assert not (tmp_path / "x").exists()
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--data-dir", str(tmp_path / "nodata"),
+                          *TOY, "--backbone", smollm2_cut, "--lora-layers", "0-1")
+    assert code == 3 and "datasets not found" in output, output  # the last layer itself is fine
+
+
+@pytest.mark.parametrize(("method", "refused"), [
+    ("causal-eos", True), ("gircse", True), ("inbedder", True), ("causal2vec", False), ("instemb", False)])
+def test_lora_r_0_is_refused_up_front_for_methods_with_no_heads_to_train(tmp_path, method, refused):
+    """--lora-r 0 left nothing to train for the methods with no heads of their own, and was refused
+    only once the model had loaded. Causal2Vec (its projector) and InStEmb (its look-ahead
+    embeddings) still train with a frozen LLM: they pass the check (to the missing data root)."""
+    code, output = _train(method, "--out", str(tmp_path / "x"), "--data-dir", str(tmp_path / "nodata"),
+                          "--lora-r", "0")
+    if refused:
+        assert code == 2 and f"{method} has nothing to train with --lora-r 0" in output, output
+    else:
+        assert code == 3 and "datasets not found" in output, output
+    assert "Traceback" not in output and not (tmp_path / "x").exists()
+
+
+def test_a_log_write_killed_midway_does_not_block_a_continuation_in_place(trained, tmp_path, shared_data, tiny):
+    """A run killed while replacing its log (the not-improved path writes it inside the checkpoint)
+    leaves `.train_log.json.tmp` there; the next `--init-from X --out X` refused X as holding
+    "other files" that the save would delete."""
+    import shutil
+
+    ck = Path(shutil.copytree(trained, tmp_path / "ck"))
+    before = json.loads((ck / "train_log.json").read_text())["weights_steps"]
+    (ck / ".train_log.json.tmp").write_text('{"method": "causal-eos", "hist')  # cut mid-write
+    code, output = _train("causal-eos", "--out", str(ck), "--init-from", str(ck), "--steps", "1", "--no-dev",
+                          "--data-dir", str(shared_data), *tiny)
+    assert code == 0, output
+    assert json.loads((ck / "train_log.json").read_text())["weights_steps"] == before + 1
+    assert not (ck / ".train_log.json.tmp").exists()

@@ -164,3 +164,61 @@ def test_a_rank_past_the_exact_average_is_refused_and_the_steps_behind_are_kept(
     make_soup([a, b], tmp_path / "soup")
     log = json.loads((tmp_path / "soup" / "train_log.json").read_text())
     assert log["weights_steps"] == 200
+
+
+def test_a_soup_that_fails_midway_leaves_the_old_checkpoint_whole(pair, tmp_path, monkeypatch):
+    """`facet soup --force` deleted the old checkpoint's files first and wrote the new ones in place:
+    a kill or a full disk midway left neither (no config: not even a checkpoint). It is now written
+    beside and swapped in like a training save. The failure is injected (a disk that fills after
+    the adapter is written): a real kill at the right moment cannot be timed in a test."""
+    import errno
+
+    import embedders.training.soup as soup_module
+
+    a, b = pair
+    out = tmp_path / "soup"
+    make_soup([a, b], out)
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    real_save = soup_module.save_file
+
+    def save_then_fill_the_disk(tensors, filename, *args, **kwargs):
+        real_save(tensors, filename, *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(soup_module, "save_file", save_then_fill_the_disk)
+    with pytest.raises(OSError, match="No space left"):
+        make_soup([a, b], out, rank=4)
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["soup"]  # no partial write left behind
+
+
+def test_facet_soup_never_replaces_an_ingredient_other_files_or_an_unforced_checkpoint(pair, tmp_path):
+    """--out naming an ingredient was first told to pass --force (which then refused it anyway);
+    a folder holding other files got the soup's files mixed in (now the whole folder is swapped,
+    which would delete them); a checkpoint left as `.NAME.old` by a soup killed between its
+    renames was replaced without --force."""
+    import shutil
+
+    a, b = pair
+    runner = CliRunner()
+    ingredient = Path(shutil.copytree(b, tmp_path / "b"))
+    before = {f.name: f.read_bytes() for f in ingredient.iterdir()}
+    for extra in ([], ["--force"]):
+        result = runner.invoke(cli, ["soup", str(a), str(ingredient), "--out", str(ingredient), *extra])
+        assert result.exit_code == 2 and "is one of the ingredients" in result.output, result.output
+        assert "--force" not in result.output
+    assert {f.name: f.read_bytes() for f in ingredient.iterdir()} == before
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep me")
+    result = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(notes), "--force"])
+    assert result.exit_code == 2 and "holds other files (todo.txt)" in result.output, result.output
+    assert [p.name for p in notes.iterdir()] == ["todo.txt"]
+    with pytest.raises(CheckpointError, match="holds one of the ingredients"):  # the folder above one
+        make_soup([a, ingredient], tmp_path)
+    made = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s")])
+    assert made.exit_code == 0, made.output
+    (tmp_path / "s").rename(tmp_path / ".s.old")  # killed between the swap's two renames
+    again = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s")])
+    assert again.exit_code == 2 and "already holds a checkpoint" in again.output, again.output
+    assert (tmp_path / "s" / "facet_config.json").is_file()
