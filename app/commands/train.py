@@ -327,8 +327,11 @@ def check_not_replacing(out: Path, method: str, init_from: str | None) -> None:
     Raises:
         InvalidRequestError: as above; nothing is written.
     """
-    from embedders.base import CONFIG_FILE
+    from embedders.base import CONFIG_FILE, recover_checkpoint
 
+    # A swap killed between its renames left the checkpoint as `.NAME.old`, which the run puts
+    # back only later: judged as it is, the missing `--out` let the run replace it unasked.
+    recover_checkpoint(out)
     if not (out / CONFIG_FILE).is_file():
         return
     if init_from is not None:

@@ -383,3 +383,18 @@ def test_a_log_write_killed_midway_does_not_block_a_continuation_in_place(traine
     assert code == 0, output
     assert json.loads((ck / "train_log.json").read_text())["weights_steps"] == before + 1
     assert not (ck / ".train_log.json.tmp").exists()
+
+
+def test_a_checkpoint_a_killed_swap_left_aside_is_refused_as_existing(trained, tmp_path):
+    """A kill between a save's two renames leaves the checkpoint as `.NAME.old` and no `--out`:
+    the check found no checkpoint there and the run (recovering it only later) replaced it
+    without --force. It is put back first, then refused like any existing checkpoint."""
+    import shutil
+
+    aside = tmp_path / ".victim.old"
+    shutil.copytree(trained, aside)
+    code, output = _train("causal-eos", "--out", str(tmp_path / "victim"), "--data-dir", str(tmp_path / "nodata"))
+    assert code == 2 and "already holds a 'causal-eos' checkpoint" in output and "--force" in output, output
+    assert not aside.exists()
+    restored = tmp_path / "victim" / "adapter.safetensors"
+    assert restored.read_bytes() == (trained / "adapter.safetensors").read_bytes()

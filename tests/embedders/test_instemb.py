@@ -182,3 +182,18 @@ def test_config_rejects_bad_values():
         InstEmbConfig(distill="l1")
     with pytest.raises(ValueError, match="look_ahead"):
         InstEmbConfig(look_ahead=0)
+
+
+def test_a_frozen_llm_trains_only_the_look_ahead_embeddings(smollm2_cut):
+    """--lora-r 0 passes `facet train`'s check (the look-ahead embeddings still train), but the
+    teacher pass asked the backbone, now no peft model, to disable its adapter: AttributeError
+    at the first step. The frozen backbone is the teacher; one step lowers the loss."""
+    torch.manual_seed(0)
+    frozen = InstEmbEmbedder(InstEmbConfig(lora=LoraSettings(r=0), max_length=64, look_ahead=3,
+                                           backbone=smollm2_cut), device="cpu")
+    assert list(frozen.named_trainable_parameters()) == ["heads.look_ahead.embeddings"]
+    with training_trial(frozen) as params:
+        loss, metrics = frozen.training_loss(BATCH)
+        assert metrics["distill"] > 0
+        loss.backward()
+        assert_a_step_lowers(frozen, params, loss)

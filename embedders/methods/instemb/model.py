@@ -21,6 +21,7 @@ Training (``training_loss``):
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, NamedTuple
 
 import torch
@@ -155,7 +156,10 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         target_t = torch.tensor(targets, device=self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         peft_model = self.backbone.model
-        with torch.no_grad(), peft_model.disable_adapter():
+        # With --lora-r 0 there is no adapter (only the look-ahead embeddings train): the frozen
+        # backbone is the teacher as it is ("no attribute 'disable_adapter'" at the first step).
+        no_adapter = getattr(peft_model, "disable_adapter", contextlib.nullcontext)
+        with torch.no_grad(), no_adapter():
             hidden = self.backbone.base_model()(input_ids=ids, attention_mask=mask, position_ids=positions,
                                                 use_cache=False).last_hidden_state
             rows = torch.arange(len(seqs), device=self.device).unsqueeze(1)
