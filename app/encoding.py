@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import unicodedata
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -163,6 +164,45 @@ class QueryEncoder(Protocol):
 # InBedder (16 answer tokens): batch 1 1.90, 16 2.96, 32 3.26, 48 3.22 texts per CPU second,
 # the same answers at every size (README, "What facet cluster costs").
 ANSWER_BATCH = 32
+
+
+def longest_first(texts: Sequence[str], size: int) -> list[list[int]]:
+    """The positions of ``texts``, longest first, in pieces of ``size``: the order an embedder's
+    ``encode`` and an explainer's ``generate_answers`` batch one call's texts in. Called piece by
+    piece (so a progress bar moves between the pieces), with ``size`` a multiple of their batch
+    size, they see exactly the batches of one call: the same vectors and answers."""
+    lengths = [len(unicodedata.normalize("NFC", t)) for t in texts]  # as `encode` measures
+    order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+    return [order[i:i + size] for i in range(0, len(order), size)]
+
+
+def unread_count(model: Embedder, texts: Sequence[str]) -> int:
+    """How many of ``texts`` are mostly the unknown token (``[UNK]``) to ``model``'s tokenizer
+    (all-MiniLM reads Thai and emoji so): they embed nearly alike and rank arbitrarily. The
+    embedder logs it; this is for the edges to tell the person who indexed or searched. 0 for
+    a model whose tokenizer has no unknown token."""
+    tokenizer = getattr(model, "tokenizer", None)
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if tokenizer is None or unk is None or not texts:
+        return 0
+    from embedders.base import mostly_unknown
+
+    special = set(tokenizer.all_special_ids)
+    ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    return sum(1 for row in ids if mostly_unknown(row, unk, special))
+
+
+# What ``unread_message`` says, for an edge to find the warning among a job's.
+UNREAD_MARK = "are mostly unknown tokens to the tokenizer of"
+
+
+def unread_message(name: str, count: int, total: int, what: str = "texts") -> str:
+    """The warning for ``count`` of ``total`` texts that ``name`` reads as mostly unknown tokens
+    (the words of the embedder's own log line)."""
+    return (f"{count:,} of {total:,} {what} {UNREAD_MARK} {name} "
+            "(a script or symbols it does not read, such as Thai or emoji), so they embed nearly "
+            "alike and rank arbitrarily; use an embedder whose tokenizer reads them (e.g. "
+            "causal2vec)")
 
 
 def not_an_explainer(explainer: str) -> InvalidRequestError:

@@ -444,19 +444,19 @@ class PromptTokenizer:
                     offset = len(self.start_ids)
                     sequences.append(self.start_ids + list(enc.ids) + self.end_ids)
                     spans.append((offset + first, offset + last))
-                    if unread is not None and _mostly_unknown(enc.ids[first:last], unk, special):
+                    if unread is not None and mostly_unknown(enc.ids[first:last], unk, special):
                         unread.add(text)
                     continue
             truncated += 1
             ids = list(self.tokenizer(text[:char_cap], add_special_tokens=False)["input_ids"])[:budget]
             sequences.append(head + ids + tail)
             spans.append((len(head), len(head) + len(ids)))
-            if unread is not None and _mostly_unknown(ids, unk, special):
+            if unread is not None and mostly_unknown(ids, unk, special):
                 unread.add(text)
         return PromptTokens(sequences, spans, truncated)
 
 
-def _mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:
+def mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:
     """More than half of the ordinary tokens of ``ids`` (the special ones other than ``unk``
     left out) are ``unk``."""
     unknown = sum(1 for i in ids if i == unk)

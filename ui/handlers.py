@@ -23,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 import gradio as gr
 
 from app.core import Facet, allowed_model_names
+from app.encoding import UNREAD_MARK, unread_count
 from app.errors import (
     BusyError,
     ConflictError,
@@ -312,6 +313,7 @@ class UiHandlers:
         request = self._request(text, clean, collection, embedder, k, filters,
                                 reranker if rerank else None, mode or "auto", bool(group))
         response = self.facet.search(request)
+        notices += self._unread_notice(response, request.embedder)
         notices += self._stopped_notice(request.collection)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
@@ -609,6 +611,29 @@ class UiHandlers:
             jobs.append(job)
         return self._stopped_jobs(jobs)[job.id].message
 
+    def _unread_notice(self, response: SearchResponse, spec: str | None) -> list[str]:
+        """A warning for a query its embedder's tokenizer reads as mostly ``[UNK]`` (all-MiniLM
+        reads Thai and emoji so): it ranks arbitrarily, which only the server's log said. Shown
+        as a toast and above the results; said only where the model is loaded here (not one
+        that encodes on the workers)."""
+        cache = self.facet.embedder_cache
+        model = cache.peek(spec or self.settings.default_embedder) or cache.peek(response.embedder)
+        if response.mode == "lexical" or model is None or not unread_count(model, [response.query]):
+            return []
+        notice = (f"The query is mostly unknown tokens to the tokenizer of {response.embedder} "
+                  "(a script or symbols it does not read, such as Thai or emoji), so the ranking "
+                  "is arbitrary; search with an embedder whose tokenizer reads it (e.g. "
+                  "causal2vec), or in word mode.")
+        gr.Warning(render.esc(notice), title="Unreadable query")
+        return [notice]
+
+    @staticmethod
+    def _unread_job_notices(job: JobInfo) -> list[str]:
+        """A finished job's warning that chunks were mostly ``[UNK]`` to its embedder's
+        tokenizer, under its bar as well as in its table of errors and warnings."""
+        return [e["message"] for e in job.errors
+                if e["kind"] == "warning" and UNREAD_MARK in e["message"]]
+
     def _stopped_notice(self, collection: str) -> list[str]:
         """A notice for results from a collection whose newest index job stopped before it
         finished (a server restart): they may miss what it had not indexed yet, and were
@@ -705,8 +730,9 @@ class UiHandlers:
         job = self.facet.job(int(job_id))
         finished = job.state not in ("queued", "running")
         others = self._other_active_jobs(job.id)
+        notices = [*self._not_kept(job), *self._unread_job_notices(job)] if finished else ()
         html = render.job_html(job, int(total) if total else None, message=self._job_message(job),
-                               notices=self._not_kept(job) if finished else ())
+                               notices=notices)
         html += render.other_jobs_html(others)
         # Polled on while another job goes on, so its line stays current and then goes away.
         return html, render.job_error_rows(job), gr.Timer(active=not finished or bool(others))

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from app.encoding import not_an_explainer
+from app.encoding import ANSWER_BATCH, longest_first, not_an_explainer
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError, as_domain_error
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, check_filters, payload_filters
@@ -54,6 +54,8 @@ ClusterProgress = Callable[[float, str], None]
 # Texts encoded (or answered) per progress step: small enough that a bar moves every few
 # seconds on a CPU, large enough that the per-call overhead stays negligible.
 PROGRESS_STEP_TEXTS = 128
+# Texts answered per progress step: the explainer's decoding batch (answers take far longer).
+ANSWER_STEP_TEXTS = ANSWER_BATCH
 
 # k-means' random_state takes 0 .. 2**32 - 1 (numpy's seed range).
 MAX_SEED = 2**32 - 1
@@ -303,9 +305,10 @@ class ClusterService:
 
         Args:
             request: what to cluster and how.
-            progress: told how far the work is after each step (texts are then encoded and
-                answered in pieces of ``PROGRESS_STEP_TEXTS``; the vectors are the same within
-                the embedders' batch-invariance tolerance).
+            progress: told how far the work is after each step (texts are then encoded in
+                pieces of ``PROGRESS_STEP_TEXTS``, the vectors the same within the embedders'
+                batch-invariance tolerance, and answered in pieces of ``ANSWER_STEP_TEXTS``,
+                the same answers).
 
         Raises:
             InvalidRequestError: see ``validate``; fewer than 2 texts or more clusters than texts;
@@ -388,13 +391,21 @@ class ClusterService:
                                                             instruction=instruction,
                                                             max_new_tokens=request.answer_tokens)
             else:
-                answers = []
-                for start in range(0, len(texts), PROGRESS_STEP_TEXTS):
-                    report(encode_share + 0.45 * start / len(texts),
-                           f"{request.explainer} answering {start}/{len(texts)} texts")
-                    answers.extend(self.ctx.encoder.generate_answers(
-                        texts[start:start + PROGRESS_STEP_TEXTS], explainer=request.explainer,
-                        instruction=instruction, max_new_tokens=request.answer_tokens))
+                # One decoding batch at a time, longest first as the explainer takes one call's
+                # texts (the same answers): a step of 128 texts showed "answering 0/N" for the
+                # whole of the answers of up to 128 texts (a minute on a CPU), then N/N.
+                answers = [""] * len(texts)
+                done = 0
+                for piece in longest_first(texts, ANSWER_STEP_TEXTS):
+                    report(encode_share + 0.45 * done / len(texts),
+                           f"{request.explainer} answering {done}/{len(texts)} texts")
+                    got = self.ctx.encoder.generate_answers(
+                        [texts[i] for i in piece], explainer=request.explainer,
+                        instruction=instruction, max_new_tokens=request.answer_tokens)
+                    for i, answer in zip(piece, got, strict=True):
+                        answers[i] = answer
+                    done += len(piece)
+                report(encode_share + 0.45, f"{request.explainer} answering {done}/{len(texts)} texts")
             timings["answers"] = (time.perf_counter() - t0) * 1000
 
         report(0.95, "naming the clusters and drawing the map")

@@ -34,6 +34,7 @@ from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.encoding import longest_first, unread_count, unread_message
 from app.errors import (
     ConflictError,
     DataError,
@@ -80,6 +81,9 @@ from indexer.store import PointRecord, point_id, validate_name
 
 logger = logging.getLogger(__name__)
 
+# How often (seconds) a running job's row shows how far its batch's encoding is.
+ENCODING_SHOWN_S = 1.0
+
 
 @dataclass(frozen=True)
 class IndexOptions:
@@ -118,13 +122,16 @@ class Seen:
 
 @dataclass(frozen=True)
 class Progress:
-    """Reported after every batch, and after every chunk batch of a streamed (large) file.
+    """Reported after every batch, after every chunk batch of a streamed (large) file, and
+    between the encoder's pieces of a batch.
 
     Attributes:
         current: the large file being streamed now, else None.
         current_fraction: how far into ``current`` (by bytes, approximate), else None.
-        stage: a step after the documents that takes a while on a large collection (the
-            store's ``optimize``: tens of seconds at 50k chunks, the bar sat at 100% meanwhile).
+        stage: a step that takes a while: encoding a batch ("encoding chunk 96/480 of this
+            batch": a batch of long documents took minutes with an LLM embedder on a CPU, the
+            bar frozen meanwhile), or, after the documents, the store's ``optimize`` (tens of
+            seconds at 50k chunks, the bar sat at 100% meanwhile).
     """
 
     docs_done: int
@@ -155,6 +162,8 @@ class IndexReport:
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     collection_removed: bool = False
+    # Chunks mostly unknown tokens to the embedder's tokenizer (``encoding.unread_count``).
+    unread_chunks: int = 0
     skipped_files: list[str] = field(default_factory=list)  # of unsupported types
     # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
     # link): (the path as printable text, why).
@@ -1007,6 +1016,20 @@ class IndexService:
         pending_tokens = 0
         seen = Seen()
         parsed = self._parsed(files, options.text_column)
+        shown = [0.0]  # when the job row last showed the encoding step
+
+        def encoding(done: int, texts: int) -> None:
+            """Between the encoder's pieces of a batch: the CLI's bar and the job row (what the
+            UI and the API show) say how far; documents count once written."""
+            stage = f"encoding chunk {done:,}/{texts:,} of this batch"
+            now = time.perf_counter()
+            if now - shown[0] >= ENCODING_SHOWN_S:  # a commit at most every second
+                shown[0] = now
+                job.message = stage
+                session.commit()
+            if progress is not None:
+                progress(Progress(report.docs_seen - len(pending), max(total, report.docs_seen),
+                                  report.chunks_written, now - started, stage=stage))
 
         def within(key: str) -> Callable[[float], None] | None:
             """Progress inside a streamed file: its chunk batches move the bar."""
@@ -1063,13 +1086,20 @@ class IndexService:
                             f"{self.settings.lease_ttl_s:.0f}s: was this process stalled?) and "
                             "another writer took over; it stopped before writing more")
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
-                                        tokenize, chunking)
+                                        tokenize, chunking, encoding=encoding)
+                    job.message = None  # committed with the next batch (or the job's end)
                     if progress is not None:
                         progress(Progress(report.docs_seen, max(total, report.docs_seen),
                                           report.chunks_written, time.perf_counter() - started))
                 pending, pending_tokens = [], 0
             if item is None:
                 break
+        if report.unread_chunks:
+            message = unread_message(embedder.name, report.unread_chunks, report.chunks_written,
+                                     "chunks written")
+            report.warnings.append((embedder.name, message))
+            job.errors.append(md.JobError(document_key=embedder.name, kind="warning",
+                                          message=message))
         return seen
 
     def _process_streamed(self, session: Session, coll: md.Collection, job: md.IndexJob,
@@ -1179,7 +1209,8 @@ class IndexService:
                        report: IndexReport, batch: list[ParsedDocument | DocumentError],
                        embedder: Embedder, spec: str, tokenize: TokenSpans,
                        chunking: ChunkingConfig,
-                       finish: Callable[[Session], None] | None = None) -> None:
+                       finish: Callable[[Session], None] | None = None,
+                       encoding: Callable[[int, int], None] | None = None) -> None:
         """Steps 1-3 of the write protocol for one batch of documents.
 
         Args:
@@ -1187,6 +1218,7 @@ class IndexService:
                 and an ``errors`` list.
             finish: run inside step 3's transaction instead of copying the report's counters
                 onto ``job`` (a chunk task adds its counts to the shared job row there).
+            encoding: told (chunks encoded, chunks to encode) between the encoder's pieces.
         """
         t0 = time.perf_counter()
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
@@ -1247,8 +1279,9 @@ class IndexService:
         t0 = time.perf_counter()
         # Through the encoder (bulk): in a server the model thread serves waiting searches
         # between this batch's pieces.
-        vectors = (self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT, bulk=True)
+        vectors = (self._encode_chunks(texts, spec, encoding)
                    if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
+        report.unread_chunks += unread_count(embedder, texts)
         job.encode_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         companions = self._companion_vectors(
@@ -1336,6 +1369,29 @@ class IndexService:
             self._sync_counters(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
+
+    def _encode_chunks(self, texts: list[str], spec: str,
+                       encoding: Callable[[int, int], None] | None) -> np.ndarray:
+        """The vectors of a batch's chunks; with ``encoding``, in pieces of the encoder's batch
+        size, longest first (``longest_first``: the same batches, so the same vectors, as one
+        call), telling it how far after each. An encoder without a batch size (the workers')
+        gets one call, as a piece there is a round trip."""
+        size = getattr(self.ctx.encoder, "batch_size", None)
+        if encoding is None or not isinstance(size, int) or len(texts) <= size:
+            return self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT, bulk=True)
+        out: np.ndarray | None = None
+        done = 0
+        for piece in longest_first(texts, size):
+            encoding(done, len(texts))
+            vectors = self.ctx.encoder.encode([texts[i] for i in piece], embedder=spec,
+                                              role=Role.DOCUMENT, bulk=True)
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=vectors.dtype)
+            out[piece] = vectors
+            done += len(piece)
+        encoding(done, len(texts))
+        assert out is not None
+        return out
 
     def _companion_vectors(self, coll: md.Collection, embedder: Embedder, texts: list[str],
                            job: Any, report: IndexReport) -> dict[str, np.ndarray]:

@@ -207,7 +207,7 @@ def test_explainer_answers_are_generated_in_batches_with_progress(make_ctx, tiny
         return original(texts, instruction, max_new_tokens=max_new_tokens, batch_size=batch_size)
 
     monkeypatch.setattr(model, "generate_answers", spy)
-    monkeypatch.setattr(clustering, "PROGRESS_STEP_TEXTS", 5)
+    monkeypatch.setattr(clustering, "ANSWER_STEP_TEXTS", 5)
     texts = (TEXTS * 2)[:12]
     seen: list[tuple[float, str]] = []
     result = ClusterService(ctx).cluster(
@@ -216,9 +216,32 @@ def test_explainer_answers_are_generated_in_batches_with_progress(make_ctx, tiny
         progress=lambda f, stage: seen.append((f, stage)))
     assert ANSWER_BATCH == 32 and calls == [(5, 32), (5, 32), (2, 32)]
     answering = [stage for _, stage in seen if "answering" in stage]
-    assert answering == [f"{tiny_inbedder_dir} answering {n}/12 texts" for n in (0, 5, 10)]
+    assert answering == [f"{tiny_inbedder_dir} answering {n}/12 texts" for n in (0, 5, 10, 12)]
     assert [f for f, _ in seen] == sorted(f for f, _ in seen)
     assert result.answers is not None and len(result.answers) == 12
+
+
+def test_answers_advance_per_decoding_batch_with_the_answers_of_one_call(make_ctx,
+                                                                         tiny_inbedder_dir) -> None:
+    """Up to 128 texts were answered in one step: the bar said "answering 0/N" for all of it
+    (a minute with InBedder on a CPU), then N/N. Each decoding batch moves it now, and the
+    answers are those of one call (the pieces are the batches it makes, longest first)."""
+    from app.encoding import ANSWER_BATCH
+
+    ctx = make_ctx()
+    texts = [f"{t} ({i})" + " more" * (i % 5) for i, t in enumerate((TEXTS * 9)[:70])]
+    seen: list[tuple[float, str]] = []
+    result = ClusterService(ctx).cluster(
+        ClusterRequest(INSTRUCTION, texts=texts, k=2, embedder="minilm",
+                       explainer=str(tiny_inbedder_dir), answer_tokens=2),
+        progress=lambda f, stage: seen.append((f, stage)))
+    answering = [stage for _, stage in seen if "answering" in stage]
+    assert ANSWER_BATCH == 32
+    assert answering == [f"{tiny_inbedder_dir} answering {n}/70 texts" for n in (0, 32, 64, 70)]
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)
+    model = ctx.embedders.get(str(tiny_inbedder_dir))
+    assert result.answers == model.generate_answers(texts, INSTRUCTION, max_new_tokens=2,
+                                                    batch_size=ANSWER_BATCH)
 
 
 def test_a_collection_cut_to_the_cap_or_the_limit_says_so_in_the_note(make_ctx, tmp_path) -> None:
