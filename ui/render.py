@@ -164,7 +164,7 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
         reranked = f" with BM25, fused by rank{reranked}"
     instruction = (f" under the instruction \u201c{auto_dir(esc(_short(response.instruction, 120)))}\u201d"
                    if response.instruction else " without an instruction")
-    if response.mode == "lexical" and response.instruction and not response.reranker:
+    if response.instruction and not response.instruction_read:
         instruction = " by the words alone (BM25 does not read the instruction)"
     count = plural(len(response.results), "result")
     if group_by_document:

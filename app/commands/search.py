@@ -25,7 +25,7 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
         header += f" · reranked by {printable(response.reranker)}"
     if response.instruction:
         header += f"\ninstruction: {printable(shorten(response.instruction))}"
-        if response.mode == "lexical" and not response.reranker:
+        if not response.instruction_read:
             header += " (not read: lexical search matches the words only)"
     typer.echo(header)
     load = response.timings_ms.get("load_model")

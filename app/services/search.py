@@ -137,6 +137,15 @@ class SearchResponse:
     results: list[SearchResult]
     timings_ms: dict[str, float]
     mode: str = "dense"
+    # Whether anything read ``instruction``: not a lexical search without a reranker (BM25
+    # matches the words only), whose response echoed the instruction as if it had been used.
+    # Worked out from the fields above unless given.
+    instruction_read: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.instruction_read is None:
+            self.instruction_read = self.instruction is not None and (
+                self.mode != "lexical" or self.reranker is not None)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

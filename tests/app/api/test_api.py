@@ -147,8 +147,12 @@ def test_search_matches_the_facade_and_validates(client, facet) -> None:
         direct = facet.search(SearchRequest(body["query"], COLLECTION, body["instruction"], top_k=5,
                                             filters=body["filters"], group_by_document=True, mode=mode))
         assert r.json()["mode"] == mode
+        # The instruction is echoed either way; BM25 alone never read it, and says so.
+        assert (r.json()["instruction"], r.json()["instruction_read"]) == (body["instruction"], mode != "lexical")
         assert [x["doc_id"] for x in r.json()["results"]] == [x.doc_id for x in direct.results]
         assert [x["score"] for x in r.json()["results"]] == pytest.approx([x.score for x in direct.results])
+    reranked = client.post("/search", json=body | {"mode": "lexical", "rerank": "minilm"}).json()
+    assert reranked["instruction_read"] is True  # the reranker reads it
 
     for bad, status, fragment in [
         (body | {"collection": "nope"}, 404, "unknown collection 'nope'"),
