@@ -113,9 +113,33 @@ def pad_sequences(
 _TALLY = threading.local()
 
 
-def _log_truncated(name: str, count: int, total: int, budget: int) -> None:
-    logger.warning("%s: %d of %d texts were longer than %d tokens and were truncated "
-                   "(raise max_length or chunk the text to keep the rest)", name, count, total, budget)
+@dataclass
+class InstructionCut:
+    """What an instruction took from the texts a tokenizer cut (the truncation log names it, so
+    a cut the instruction caused no longer reads as the text's fault): the most tokens an
+    instruction took, the fewest tokens left for a text, and how many cut texts would have fit
+    whole without the instruction."""
+
+    tokens: int = 0
+    text_room: int = 0
+    fit_without: int = 0
+
+    def add(self, other: InstructionCut) -> None:
+        self.text_room = min(self.text_room, other.text_room) if self.tokens else other.text_room
+        self.tokens = max(self.tokens, other.tokens)
+        self.fit_without += other.fit_without
+
+
+def _log_truncated(name: str, count: int, total: int, budget: int, cut: InstructionCut | None = None) -> None:
+    if cut is None or not cut.tokens:
+        logger.warning("%s: %d of %d texts were longer than %d tokens and were truncated "
+                       "(raise max_length or chunk the text to keep the rest)", name, count, total, budget)
+        return
+    logger.warning("%s: %d of %d texts were longer than the %d tokens the instruction left them and were "
+                   "truncated: the instruction takes %d of the %d tokens the embedder reads, and %d of these "
+                   "texts would have fit whole without it (shorten the instruction, raise max_length or "
+                   "chunk the text to keep the rest)", name, count, total, cut.text_room, cut.tokens, budget,
+                   cut.fit_without)
 
 
 @contextmanager
@@ -129,13 +153,27 @@ def truncation_tally() -> Iterator[None]:
         yield
         return
     _TALLY.counts = {}
+    _TALLY.cuts = {}
     try:
         yield
     finally:
         counts, _TALLY.counts = _TALLY.counts, None
+        cuts, _TALLY.cuts = _TALLY.cuts, None
         for (name, budget), (count, total) in counts.items():
             if count:
-                _log_truncated(name, count, total, budget)
+                _log_truncated(name, count, total, budget, cuts.get((name, budget)))
+
+
+def _note_instruction_cut(cut: InstructionCut | None) -> None:
+    """Hand what the instruction took from the texts ``PromptTokenizer`` just cut to the
+    ``_warn_truncated`` that follows it (None: it cut nothing because of an instruction)."""
+    _TALLY.pending = cut
+
+
+def _take_instruction_cut() -> InstructionCut | None:
+    cut = getattr(_TALLY, "pending", None)
+    _TALLY.pending = None
+    return cut
 
 
 _UNREAD = threading.local()
@@ -244,7 +282,9 @@ class BaseEmbedder(ABC):
             float32 array of shape (len(texts), dim), each row L2-normalised.
 
         Raises:
-            InvalidInputError: texts is None, not a list of strings, or role / batch size invalid.
+            InvalidInputError: texts is None, not a list of strings, or role / batch size invalid;
+                or the instruction takes more than half of what the prompt leaves for it and the
+                text (``PromptTokenizer.instruction_limit``).
         """
         # Composed form (NFC): "é" as one code point or as "e" + U+0301 (macOS file names, some
         # editors) is one text; byte-level BPE tokenizers read the two forms as different tokens
@@ -259,6 +299,11 @@ class BaseEmbedder(ABC):
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if not items:
             return out
+        tokenize = getattr(self, "_tokenize", None)
+        if instruction_ is not None and isinstance(tokenize, PromptTokenizer):
+            # Before any model work, and for every method: InstEmb reads through
+            # ``PromptTokenizer.each``, which does not check (training batches go through it).
+            tokenize.check_instruction(role_, instruction_)
         # Longest first: similar lengths share a batch (less padding) and an OOM shows at once.
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         progress = None
@@ -301,14 +346,18 @@ class BaseEmbedder(ABC):
     def _warn_truncated(self, count: int, total: int, budget: int) -> None:
         """Say that ``count`` of ``total`` texts were cut to ``budget`` tokens: once per
         ``encode`` call or training log window (summed over its batches), or at once outside
-        one."""
+        one. Called right after ``PromptTokenizer`` read the batch: what the instruction took
+        from the cut texts, which it noted, is said too."""
+        cut = _take_instruction_cut()
         tally = getattr(_TALLY, "counts", None)
         if tally is not None:
             seen = tally.setdefault((self.name, budget), [0, 0])
             seen[0] += count
             seen[1] += total
+            if cut is not None:
+                _TALLY.cuts.setdefault((self.name, budget), InstructionCut()).add(cut)
         elif count:
-            _log_truncated(self.name, count, total, budget)
+            _log_truncated(self.name, count, total, budget, cut)
 
     # -- persistence -----------------------------------------------------------------
 
@@ -337,11 +386,14 @@ class PromptTokens:
         sequences: one id list per text: start + prefix + text + suffix + end.
         text_spans: (start, end) of the text's tokens within each sequence.
         truncated: how many texts were cut to fit ``max_length``.
+        instruction_cut: what the instruction took from the texts that were cut; None when
+            none was cut or there was no instruction.
     """
 
     sequences: list[list[int]]
     text_spans: list[tuple[int, int]]
     truncated: int
+    instruction_cut: InstructionCut | None = None
 
 
 class PromptTokenizer:
@@ -388,37 +440,112 @@ class PromptTokenizer:
         sequences: list[list[int]] = [[] for _ in texts]
         spans: list[tuple[int, int]] = [(0, 0) for _ in texts]
         truncated = 0
+        cut = InstructionCut()
         for instruction, rows in groups.items():
-            part = self([texts[i] for i in rows], role, instruction)
+            # Not checked against ``instruction_limit``: a training batch with one long question
+            # among thousands keeps training (its text is cut, and the log says by how much);
+            # ``BaseEmbedder.encode`` checks the instruction it is given before it gets here.
+            part = self._tokens([texts[i] for i in rows], role, instruction)
             truncated += part.truncated
+            if part.instruction_cut is not None:
+                cut.add(part.instruction_cut)
             for i, seq, span in zip(rows, part.sequences, part.text_spans, strict=True):
                 sequences[i], spans[i] = seq, span
-        return PromptTokens(sequences, spans, truncated)
+        tokens = PromptTokens(sequences, spans, truncated, cut if cut.tokens else None)
+        _note_instruction_cut(tokens.instruction_cut)
+        return tokens
+
+    def _bare_length(self, role: Role) -> int:
+        """Tokens of the prompt for ``role`` without the text and without an instruction."""
+        prefix, suffix = self.prompts.split(role, None)
+        return len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
+
+    def instruction_tokens(self, role: Role, instruction: str | None) -> int:
+        """Tokens ``instruction`` adds to the prompt for ``role`` (its rendering included)."""
+        prefix, suffix = self.prompts.split(role, instruction)
+        with_it = len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
+        return with_it - self._bare_length(role)
+
+    def instruction_limit(self, role: Role) -> int:
+        """The most tokens an instruction may take for ``role``: half of what the prompt
+        template leaves of ``max_length``, so the text always keeps at least as many tokens as
+        the instruction. Past that, the text, not the instruction, is what gets cut: with
+        InstEmb (92 tokens, 82 after its template) an 80-word instruction left a query one or
+        two tokens and every query returned the same list, and from about 60 words queries were
+        cut word by word, all with only a log line that blamed the text. Half is what one
+        rule can give every embedder: it keeps a short query whole under the longest
+        instruction the evaluation suites, training data and examples use (30 tokens for the
+        packaged decoders, against 41 for InstEmb and 43 for the others at 96 tokens; 28
+        against 127 for minilm), and leaves a long text (a document, a rerank candidate, a
+        text to cluster) at least half of its room, where a fixed minimum for the text would
+        either refuse instructions the short budgets can afford or let the long ones crowd out
+        documents."""
+        return max(self.max_length - self._bare_length(role), 0) // 2
+
+    def check_instruction(self, role: Role, instruction: str | None) -> None:
+        """``InvalidInputError`` when ``instruction`` takes more than ``instruction_limit``.
+
+        The message names the instruction as the cause, what it takes, what the embedder reads
+        and the limit, in tokens and in characters of text like the instruction (estimated at
+        its own characters per token, so it matches what is accepted: the fixed three
+        characters a token once said "about 255 characters" where 525 passed). It is said for
+        every edge: the UI and the API have no max_length to raise, and only some embedders
+        take a [max_length=N] option, so it names neither."""
+        cost = self.instruction_tokens(role, instruction) if instruction else 0
+        limit = self.instruction_limit(role)
+        if cost <= limit:
+            return
+        assert instruction  # cost > 0
+        room = max(self.max_length - self._bare_length(role), 0)
+        if limit:
+            # Characters per token of this instruction, rounded down to tens: "about".
+            chars = max(limit * len(instruction) // cost // 10 * 10, 10)
+            advice = (f"an instruction may take at most {limit} tokens, half of what the prompt leaves, "
+                      f"so that the text keeps at least as many (about {chars} characters of text like "
+                      f"this instruction); shorten the instruction")
+        else:
+            advice = "this embedder's prompt leaves no room for an instruction; shorten the instruction to nothing"
+        left = room - cost
+        text_left = f"{left} tokens" if left > 1 else "1 token" if left == 1 else "no room"
+        raise InvalidInputError(
+            f"the instruction is too long for this embedder: it takes {cost} of the {self.max_length} "
+            f"tokens the embedder reads ({self.max_length - room} more are its prompt), leaving the text "
+            f"{text_left}; {advice}"
+        )
 
     def __call__(self, texts: Sequence[str], role: Role, instruction: str | None) -> PromptTokens:
+        """Token ids of ``texts`` read under ``instruction``.
+
+        Raises:
+            InvalidInputError: the instruction takes more than ``instruction_limit`` tokens.
+        """
+        self.check_instruction(role, instruction)
+        tokens = self._tokens(texts, role, instruction)
+        _note_instruction_cut(tokens.instruction_cut)
+        return tokens
+
+    def _tokens(self, texts: Sequence[str], role: Role, instruction: str | None) -> PromptTokens:
         prefix, suffix = self.prompts.split(role, instruction)
         head = self.start_ids + self._fixed_ids(prefix)
         tail = self._fixed_ids(suffix) + self.end_ids
         budget = self.max_length - len(head) - len(tail)
         if budget < 1:
-            # (Said for every edge: the UI and the API have no max_length to raise, and only
-            # some embedders take a [max_length=N] option.)
-            bare_prefix, bare_suffix = self.prompts.split(role, None)
-            bare = (len(self.start_ids) + len(self._fixed_ids(bare_prefix))
-                    + len(self._fixed_ids(bare_suffix)) + len(self.end_ids))
+            # A training batch's instruction (``each`` does not apply the limit) or a template
+            # that alone fills max_length: no room at all.
             raise InvalidInputError(
                 f"the instruction is too long for this embedder: with its prompt it takes "
                 f"{len(head) + len(tail)} of the {self.max_length} tokens the embedder reads, "
-                f"leaving no room for the text; shorten the instruction to well under "
-                f"{max(self.max_length - bare - 1, 0)} tokens (about "
-                f"{max(self.max_length - bare - 1, 0) * 3} characters of English)"
+                f"leaving no room for the text; shorten the instruction to at most "
+                f"{self.instruction_limit(role)} tokens"
             )
+        # What the instruction takes from this budget (0 without one): the log of a cut says it.
+        taken = self.instruction_tokens(role, instruction) if instruction else 0
         # A text longer than CHARS_PER_TOKEN_BOUND characters per token of budget is certainly
         # cut; slicing it first keeps tokenising a 50 MB string cheap.
         char_cap = budget * CHARS_PER_TOKEN_BOUND
         sequences: list[list[int]] = []
         spans: list[tuple[int, int]] = []
-        truncated = 0
+        truncated = fit_without = 0
         # Tokenise the whole prompt at once so merges across the text's edges (for example
         # '."' in PromptEOL) match how the model saw such prompts; only texts that do not
         # fit fall back to tokenising the text alone and cutting it.
@@ -448,12 +575,17 @@ class PromptTokenizer:
                         unread.add(text)
                     continue
             truncated += 1
-            ids = list(self.tokenizer(text[:char_cap], add_special_tokens=False)["input_ids"])[:budget]
+            # Read as far as the text could go without the instruction, to tell whether it would fit.
+            ids = list(self.tokenizer(text[:(budget + taken) * CHARS_PER_TOKEN_BOUND],
+                                      add_special_tokens=False)["input_ids"])
+            fit_without += int(taken > 0 and len(ids) <= budget + taken)
+            ids = ids[:budget]
             sequences.append(head + ids + tail)
             spans.append((len(head), len(head) + len(ids)))
             if unread is not None and mostly_unknown(ids, unk, special):
                 unread.add(text)
-        return PromptTokens(sequences, spans, truncated)
+        cut = InstructionCut(taken, budget, fit_without) if truncated and taken > 0 else None
+        return PromptTokens(sequences, spans, truncated, cut)
 
 
 def mostly_unknown(ids: Sequence[int], unk: int | None, special: set[int]) -> bool:

@@ -43,14 +43,96 @@ def test_prompt_tokenizer_rejects_instruction_that_fills_context(prompteol):
     assert "--max-length" not in str(e.value) and "max_length=" not in str(e.value)
     bare = len(pt(["x"], Role.DOCUMENT, None).sequences[0]) - 1  # the prompt without the text
     assert "of the 16 tokens the embedder reads" in str(e.value)
-    assert f"well under {16 - bare - 1} tokens" in str(e.value)
+    assert f"({bare} more are its prompt), leaving the text no room" in str(e.value)
+
+
+# An instruction that takes most of minilm's 256 tokens but leaves the text some: 130 words.
+LONG_INSTRUCTION = " ".join(("Find customer reviews that describe a product or service experience in detail "
+                             "paying attention to what happened " * 10).split()[:130])
+
+
+def test_an_instruction_that_leaves_the_text_too_little_is_refused_naming_it(minilm):
+    """With InstEmb an 80-word instruction left a query one or two tokens (every query returned
+    the same list) and only "no room at all" was refused, with advice ("about 255
+    characters") that contradicted what passed (525). An instruction may take half of what the
+    prompt leaves; the error names it, its tokens, the embedder's, and a limit in tokens and in
+    characters that is what is accepted."""
+    pt = minilm._tokenize
+    limit = pt.instruction_limit(Role.QUERY)
+    assert limit == (256 - 2) // 2  # [CLS] and [SEP] are minilm's whole prompt
+    cost = pt.instruction_tokens(Role.QUERY, LONG_INSTRUCTION)
+    assert limit < cost < 256 - 2  # the old rule let it through: the text kept a few tokens
+    with pytest.raises(InvalidInputError) as e:
+        minilm.encode(["the battery died and the screen cracked"], role="query", instruction=LONG_INSTRUCTION)
+    message = str(e.value)
+    assert message.startswith("the instruction is too long for this embedder"), message
+    assert f"it takes {cost} of the 256 tokens the embedder reads" in message
+    assert f"leaving the text {256 - 2 - cost} tokens" in message
+    assert f"at most {limit} tokens" in message and "shorten the instruction" in message
+    assert "max_length" not in message  # said for every edge: the UI and the API have none
+    # The characters it names are accepted: the instruction cut to that many characters passes.
+    chars = int(message.split("(about ")[1].split(" characters")[0])
+    words = LONG_INSTRUCTION[:chars].rsplit(" ", 1)[0]
+    assert pt.instruction_tokens(Role.QUERY, words) <= limit
+    assert minilm.encode(["the battery died"], role="query", instruction=words).shape == (1, minilm.dim)
+    # The tokenizer itself refuses it too (InBedder's answers read through it, not encode).
+    with pytest.raises(InvalidInputError, match="the instruction is too long"):
+        pt(["x"], Role.QUERY, LONG_INSTRUCTION)
+
+
+def test_instemb_refuses_an_instruction_that_would_leave_its_query_a_token(smollm2_cut):
+    """InstEmb reads through ``PromptTokenizer.each``, which does not refuse (training batches
+    mix instructions); ``encode`` checks its instruction first. The exploration's 80 words left
+    a query 1-2 tokens of the 92 the packaged InstEmb reads (96, 4 kept for look-ahead)."""
+    import torch
+
+    from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
+
+    torch.manual_seed(0)
+    model = InstEmbEmbedder(InstEmbConfig(max_length=96, look_ahead=4, backbone=smollm2_cut), device="cpu")
+    words = ("Find customer reviews that describe a product or service experience in detail paying "
+             "attention to what happened " * 10).split()
+    long = " ".join(words[:80])
+    with pytest.raises(InvalidInputError, match=r"it takes \d+ of the 92 tokens the embedder reads"):
+        model.encode(["the battery died and the screen cracked"], role="query", instruction=long)
+    pt = model._tokenize
+    assert pt.instruction_limit(Role.QUERY) == 41  # (92 - 10 for PromptEOL) // 2
+    mixed = pt.each(["a query " * 30, "another"], Role.QUERY, [long, "Find reviews"])  # training: cut
+    assert mixed.truncated == 1
+    fine = " ".join(words[:30])  # longer than any instruction the suites and examples use
+    assert model.encode(["the battery died"], role="query", instruction=fine).shape == (1, model.dim)
+
+
+def test_a_truncation_log_says_how_much_of_the_cut_is_the_instructions(minilm, caplog):
+    """The log said "1 of 1 texts were longer than 96 tokens and were truncated (raise
+    max_length or chunk the text ...)", blaming the text, when an instruction took most of
+    the budget; it names what the instruction took and which texts would have fit without it."""
+    import logging
+
+    instruction = " ".join(LONG_INSTRUCTION.split()[:100])  # under the limit: accepted
+    taken = minilm._tokenize.instruction_tokens(Role.DOCUMENT, instruction)
+    fits_alone = "the battery died and the screen cracked " * 25  # ~200 tokens: fits without it
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        minilm.encode([fits_alone, "word " * 2000, "short"], instruction=instruction)
+    said = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert len(said) == 1, said
+    assert (f"longer than the {256 - 2 - taken} tokens the instruction left them" in said[0]
+            and f"the instruction takes {taken} of the 256 tokens" in said[0]
+            and "1 of these texts would have fit whole without it" in said[0]), said
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        minilm.encode(["word " * 2000, "short"])  # no instruction: the message as it was
+    said = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert said and "longer than 256 tokens" in said[0] and "instruction" not in said[0], said
 
 
 def test_prompt_tokenizer_each_reads_every_text_under_its_own_instruction(prompteol):
     prompts = PromptConfig(query="### Input:\n{text}\n\n### Instruction:\n{instruction}\n\n### Response:",
                            instruction_format="{instruction}")
-    tok = PromptTokenizer(prompteol.backbone.tokenizer, prompts, max_length=24)
-    texts = ["a cat sat on the mat and looked around", "refund please", "another long text about many things"]
+    # 28: the longest instruction (7 tokens) may take half of the 14 the template leaves.
+    tok = PromptTokenizer(prompteol.backbone.tokenizer, prompts, max_length=28)
+    texts = ["a cat sat on the mat and looked around", "refund please, the parcel never came and I want my money",
+             "another long text about many things"]
     instructions = ["What animal?", "What does the customer want?", "What animal?"]
     mixed = tok.each(texts, Role.QUERY, instructions)
     for i, (text, instruction) in enumerate(zip(texts, instructions, strict=True)):
