@@ -8,14 +8,17 @@ each cluster gets:
 * keywords: the words the members' InBedder answers to the same instruction (when an explainer
   is given, else the members' own texts) use more than the other clusters' do
   (``embedders.explain``);
-* a name: the answer most members share (explainer given), else its top keywords joined;
+* a name: its most distinctive answer, more common in it than overall, no two clusters alike
+  (explainer given; ``_name_clusters``), else its top keywords joined;
 * representatives: the members nearest the cluster centroid (cosine);
 * a 2-D position: PCA of the embeddings, the same projection for every text (a map).
 
 Fewer distinct texts than clusters (a file of repeated lines) give fewer clusters; the response
 says how many were found and why (``note``); so does a collection cut to ``limit`` or
-``FACET_MAX_CLUSTER_TEXTS`` (how many of how many chunks). ``read_text_file`` and ``read_label_file`` read
-the text and label files that the CLI and the UI both accept.
+``FACET_MAX_CLUSTER_TEXTS`` (how many of how many chunks), and so do names that describe the
+clusters poorly (answers that do not follow the clusters, or name few texts).
+``read_text_file`` and ``read_label_file`` read the text and label files that the CLI and the UI
+both accept.
 """
 
 from __future__ import annotations
@@ -135,7 +138,8 @@ class ClusterResponse:
     ``k`` is the number of clusters found (``len(clusters)``); ``note`` says why it is fewer
     than the k asked for, or why k was not chosen by silhouette (too few distinct texts), and
     when a collection was cut to ``limit`` or ``FACET_MAX_CLUSTER_TEXTS`` ("clustered
-    5,000 of 50,001 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)"), the parts joined by "; ".
+    5,000 of 50,001 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)"), and when the
+    explainer's names describe the clusters poorly (``_naming_note``), the parts joined by "; ".
     """
 
     instruction: str
@@ -221,14 +225,119 @@ def map_coordinates(vectors: np.ndarray) -> np.ndarray:
     return np.asarray(xy, dtype=np.float64)
 
 
-def _name(members: list[int], answers: list[str] | None, keywords: list[str]) -> tuple[str, int | None]:
-    """The cluster's name and how many members' answers it is (None: made of keywords)."""
-    if answers is not None:
-        counts = Counter(answers[i].strip().lower() for i in members if answers[i].strip())
-        if counts:
-            # Most shared answer; ties go to the one met first among central-first members.
-            return counts.most_common(1)[0]
-    return " / ".join(keywords[:3]) or "(no keywords)", None
+# Same-answer pairs needed before the answers' agreement with the clusters is judged (fewer
+# say too little: 3 pairs agree 0, 1/3, 2/3 or all of the time by luck).
+MIN_ANSWER_PAIRS = 10
+# Below this chance-corrected agreement (0: as random clusters of the same sizes, 1: every
+# pair of texts with the same answer in one cluster; a quarter of the way from chance to full)
+# the answers do not follow the clusters. Sentiment answers on clusters of topics scored -0.07
+# (27% of same-answer pairs together, 32% by chance); style answers on style clusters 0.66.
+MIN_ANSWER_AGREEMENT = 0.25
+# Below this share of the answered texts whose answer is their cluster's name, the names
+# describe few members (a name 2 of 7 members give): the note says so.
+MIN_NAMED_SHARE = 1 / 3
+
+
+def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | None,
+                   keywords: Mapping[int, list[str]], explainer_embedded: bool = False,
+                   ) -> tuple[dict[int, tuple[str, int | None]], str | None]:
+    """Each cluster's name and how many members' answers it is (None: made of keywords), and a
+    note when the names describe the clusters poorly (None: they do not).
+
+    The name is the cluster's most *distinctive* answer, not its most common one: the answer
+    whose share of the cluster's answers most exceeds its share of all the answers (share in
+    the cluster minus share overall). The most common answer named three topic clusters
+    "positive" under a sentiment instruction, as every topic had positive reviews; an answer
+    as common everywhere scores 0, one only this cluster gives scores its share. A difference
+    of shares (rather than share x log idf over clusters) counts how often the answer is met
+    elsewhere, not only whether, and stays meaningful with k = 2. An answer that two or more
+    members give comes before one of a single member (that describes one text, not a group),
+    then by the score, the count, and central members first.
+
+    No two clusters share a name: the cluster where an answer is most distinctive keeps it and
+    the other takes its next answer, whose smaller "(n of m answers)" shows that it is a weaker
+    name (two clusters both "positive" said nothing of the difference). Only a cluster with no
+    other answer repeats a name, and the note says which.
+
+    Args:
+        members: each cluster's members, central first (ties go to the more central).
+        answers: the explainer's answer per text; None names clusters by their keywords.
+        keywords: each cluster's keywords.
+        explainer_embedded: the explainer was the embedder too (the note does not suggest it).
+    """
+    keyword_names = {c: (" / ".join(keywords[c][:3]) or "(no keywords)", None) for c in members}
+    if answers is None:
+        return dict(keyword_names), None
+    said = {c: [a for a in (answers[i].strip().lower() for i in ids) if a] for c, ids in members.items()}
+    counts = {c: Counter(said[c]) for c in members}  # in central-first order: ties keep it
+    overall = Counter(a for c in members for a in said[c])
+    answered = sum(overall.values())
+    ranked: dict[int, list[tuple[tuple[bool, float, int, int], str]]] = {}
+    for c, got in counts.items():
+        size = sum(got.values())
+        ranked[c] = sorted(((n >= 2, n / size - overall[a] / answered, n, -order), a)
+                           for order, (a, n) in enumerate(got.items()))
+        ranked[c].reverse()
+    names: dict[int, tuple[str, int | None]] = {
+        c: keyword_names[c] for c in members if not counts[c]}  # no answers: keywords
+    taken: set[str] = set()
+    while len(names) < len(members):
+        # Of the clusters not yet named, the one whose best free answer ranks highest takes it
+        # (a cluster with none left goes last).
+        free = {c: next(((key, a) for key, a in ranked[c] if a not in taken), None)
+                for c in members if c not in names}
+        c = max(free, key=lambda d: (free[d] is not None, free[d] or ()))
+        # Every answer of the cluster names another one: its best, said in the note.
+        answer = (free[c] or ranked[c][0])[1]
+        names[c] = (answer, counts[c][answer])
+        taken.add(answer)
+    holders: dict[str, list[int]] = {}
+    for c in sorted(names):
+        if names[c][1] is not None:
+            holders.setdefault(names[c][0], []).append(c)
+    repeated = [f"clusters {', '.join(map(str, ids[:-1]))} and {ids[-1]} are all named {name!r}: "
+                "no other answer of theirs tells them apart"
+                for name, ids in holders.items() if len(ids) > 1]
+    return names, _naming_note(counts, names, answered, repeated, explainer_embedded)
+
+
+def _naming_note(counts: Mapping[int, Counter[str]], names: Mapping[int, tuple[str, int | None]],
+                 answered: int, repeated: list[str], explainer_embedded: bool) -> str | None:
+    """What the names cannot say, for the response's note: the answers do not follow the
+    clusters, the names are the answers of few texts, or two clusters share a name.
+
+    Whether the answers follow the clusters is read from the pairs of texts that got the same
+    answer: how often such a pair falls in one cluster, against how often a pair of texts
+    does by chance with clusters of these sizes (chance-corrected: 0 as chance, 1 always).
+    Sentiment answers on clusters of topics were together less often than chance: each name
+    was one sentiment of a cluster holding all three.
+    """
+    parts = list(repeated)
+    if not answered:
+        return "; ".join(parts) or None
+    sizes = [sum(got.values()) for got in counts.values()]
+    by_answer: Counter[str] = Counter()
+    together = 0
+    for got in counts.values():
+        by_answer.update(got)
+        together += sum(n * (n - 1) // 2 for n in got.values())
+    pairs = sum(n * (n - 1) // 2 for n in by_answer.values())
+    chance = sum(s * (s - 1) for s in sizes) / (answered * (answered - 1)) if answered > 1 else 1.0
+    named = sum(n for n in (count for _, count in names.values()) if n)
+    try_next = ("read each text's own answer (`answers` in the JSON result, the `answer` column "
+                "of the UI's CSV), or try another k"
+                + (" or another embedder" if explainer_embedded else ", or the explainer as the embedder too"))
+    if pairs >= MIN_ANSWER_PAIRS and chance < 1 and (
+            (together / pairs - chance) / (1 - chance) < MIN_ANSWER_AGREEMENT):
+        parts.append(f"the explainer's answers do not follow the clusters: texts with the same "
+                     f"answer are in the same cluster {together / pairs:.0%} of the time, "
+                     f"against {chance:.0%} by chance, so a name says little about its cluster; "
+                     f"{try_next}")
+    elif named / answered < MIN_NAMED_SHARE:
+        parts.append(f"the cluster names are the answers of only {named} of the {answered} texts "
+                     f"(the others answered otherwise): each describes a few members, not the "
+                     f"cluster; {try_next}")
+    return "; ".join(parts) or None
 
 
 class ClusterService:
@@ -414,13 +523,22 @@ class ClusterService:
                                      embeddings=vectors, top_k=request.keywords,
                                      members=request.members)
         xy = map_coordinates(vectors)
+        explained = sorted(explained, key=lambda e: (-e.size, e.cluster))
+        central_first = {c.cluster: c.representative_indices
+                         + [i for i, label in enumerate(label_list)
+                            if label == c.cluster and i not in c.representative_indices]
+                         for c in explained}
+        model_name = self.ctx.embedders.name_of(spec)
+        names, naming_note = _name_clusters(
+            central_first, answers, {c.cluster: c.keywords for c in explained},
+            explainer_embedded=bool(request.explainer) and model_name in (
+                request.explainer, self.ctx.embedders.name_of(request.explainer or "")))
+        if naming_note:  # what the names cannot say, where the edges show the note
+            note = f"{note}; {naming_note}" if note else naming_note
         clusters = []
-        for c in sorted(explained, key=lambda e: (-e.size, e.cluster)):
-            members = [i for i, label in enumerate(label_list) if label == c.cluster]
-            central_first = c.representative_indices + [i for i in members
-                                                        if i not in c.representative_indices]
-            center = xy[members].mean(axis=0)
-            name, name_count = _name(central_first, answers, c.keywords)
+        for c in explained:
+            center = xy[central_first[c.cluster]].mean(axis=0)
+            name, name_count = names[c.cluster]
             clusters.append(Cluster(
                 id=c.cluster, size=c.size, name=name, name_count=name_count,
                 keywords=c.keywords, representatives=c.representatives,
@@ -428,7 +546,6 @@ class ClusterService:
                 center=(round(float(center[0]), 5), round(float(center[1]), 5))))
         timings["explain"] = (time.perf_counter() - t0) * 1000
         report(1.0, "done")
-        model_name = self.ctx.embedders.name_of(spec)
         return ClusterResponse(
             instruction=instruction, embedder=model_name, explainer=request.explainer, k=found,
             k_chosen=silhouette is not None, silhouette=silhouette, texts=texts, labels=label_list,

@@ -158,6 +158,8 @@ def test_a_name_shared_by_some_members_says_so_in_the_table_legend_and_csv(tmp_p
         rows = list(csv.DictReader(fh))
     assert [(r["cluster_name"], r["name_answers"], r["cluster_keywords"]) for r in rows][:3] == [
         ("payment", "2 of 3", "card, pay"), ("payment", "2 of 3", "card, pay"), ("refund", "1 of 1", "refund")]
+    # Each text's own answer, which the page showed nowhere (a naming note tells the reader to read them).
+    assert [r["answer"] for r in rows] == ["payment", "payment", "refund", "fee"]
 
 
 def test_map_hover_text_shows_quotes_as_typed_and_escapes_markup() -> None:
