@@ -420,23 +420,7 @@ def test_record_titles_that_are_lists_or_the_text_column(tmp_path: Path) -> None
 
 def _pdf_lines(path: Path, lines: list[str]) -> Path:
     """A one-page PDF written by hand: one text object per line, Helvetica."""
-    ops = [f"BT /F1 11 Tf 72 {720 - 14 * i} Td ({line}) Tj ET" for i, line in enumerate(lines)]
-    stream = "\n".join(ops).encode("latin-1")
-    objs = {1: b"<< /Type /Catalog /Pages 2 0 R >>", 2: b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
-            3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-            4: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
-               b"/Contents 5 0 R >>",
-            5: b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"}
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for i in sorted(objs):
-        offsets[i] = len(out)
-        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 6\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % offsets[i] for i in range(1, 6))
-    out += b"trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
-    path.write_bytes(bytes(out))
-    return path
+    return _pdf(path, [lines], deflate=False)
 
 
 def test_pdf_words_hyphenated_at_a_line_end_are_joined(tmp_path: Path) -> None:
@@ -602,6 +586,12 @@ def test_docx_text_over_the_document_limit_is_rejected_not_truncated(tmp_path: P
 
 def _flate_pdf(path: Path, pages: list[list[str]]) -> Path:
     """A PDF written by hand whose pages' content streams are deflated (as most PDFs' are)."""
+    return _pdf(path, pages, deflate=True)
+
+
+def _pdf(path: Path, pages: list[list[str]], *, deflate: bool) -> Path:
+    """A PDF written by hand: one text object per line, Helvetica; ``deflate`` compresses
+    each page's content stream."""
     import zlib
 
     n = len(pages)
@@ -611,10 +601,11 @@ def _flate_pdf(path: Path, pages: list[list[str]]) -> Path:
             3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"}
     for i, lines in enumerate(pages):
         ops = "\n".join(f"BT /F1 11 Tf 72 {720 - 14 * j} Td ({line}) Tj ET" for j, line in enumerate(lines))
-        stream = zlib.compress(ops.encode("latin-1"))
+        stream = zlib.compress(ops.encode("latin-1")) if deflate else ops.encode("latin-1")
         objs[4 + 2 * i] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
                            b"<< /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i))
-        objs[5 + 2 * i] = (b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
+        flate = b" /Filter /FlateDecode" if deflate else b""
+        objs[5 + 2 * i] = (b"<< /Length %d%s >>\nstream\n" % (len(stream), flate) + stream
                            + b"\nendstream")
     out = bytearray(b"%PDF-1.4\n")
     offsets = {}
