@@ -330,12 +330,47 @@ class VectorStore(ABC):
             vectors[lex.vector_name(version)] = self._text_terms(point.payload, version)
         return vectors
 
+    def older_lexical(self, collection: str) -> str | None:
+        """Why a word search of ``collection`` misses what today's definition of a term finds,
+        and what to run, when its term vectors were written under an older one (``qdrant-bm25-
+        en-v1``: no word inside Chinese, Japanese, Korean or Thai text); None when they are
+        today's, or it keeps none. A search found nothing for "熊猫" and said only that no
+        indexed word of the query was in it (the edge store rewrites them on the next index
+        run; server and local mode cannot, and said so only in an index run's log).
+
+        Raises:
+            StoreError: term vectors of a definition this Facet does not know.
+        """
+        version = self.lexical_version(collection)
+        if version is None or version == lex.LEXICAL_VERSION:
+            return None
+        # Only the unreleased multilingual definition dropped numbers.
+        numbers = ", and numbers" if version == "qdrant-bm25-multilingual-v1" else ""
+        older = (f"collection {collection!r} keeps the term vectors of {version}, an older "
+                 f"definition of a term, so its word search misses words inside Chinese, "
+                 f"Japanese, Korean or Thai text{numbers}")
+        if self.backend == "edge":
+            return (f"{older}: run `facet index` on its sources once more to rewrite them as "
+                    f"{lex.LEXICAL_VERSION} (from its stored texts; unchanged documents are not "
+                    f"embedded again)")
+        return (f"{older}; the {self.backend} backend cannot rewrite them: index its sources into "
+                f"a new collection for {lex.LEXICAL_VERSION}")
+
     def _no_lexical(self, collection: str) -> StoreError:
+        """What to do depends on the backend: the edge store adds term vectors to an existing
+        collection (``ensure_collection``, on the next index run), server and local mode cannot
+        (the message named the edge store among those that cannot)."""
+        if self.backend == "edge":
+            return StoreError(
+                f"collection {collection!r} keeps no term vectors, so it cannot be searched by "
+                f"words (mode lexical or hybrid); it was indexed before they existed: run "
+                f"`facet index` on its sources once more, which adds them from its stored texts "
+                f"(unchanged documents are not embedded again)")
         return StoreError(
             f"collection {collection!r} keeps no term vectors, so it cannot be searched by words "
-            f"(mode lexical or hybrid); it was indexed before they existed, or into the "
-            f"{self.backend} store, which cannot add them: index its sources into a new collection "
-            f"(or on the edge backend, run `facet index` on it once more to add them)")
+            f"(mode lexical or hybrid); it was indexed before they existed, and the "
+            f"{self.backend} backend cannot add them to an existing collection (the edge backend "
+            f"can): index its sources into a new collection")
 
     @abstractmethod
     def drop_collection(self, collection: str) -> bool:

@@ -38,6 +38,9 @@ class CollectionInfo:
     writer: str | None = None
     # Whether it keeps the term vectors of lexical and hybrid search (None: not readable now).
     lexical: bool | None = None
+    # Set when they are of an older definition of a term (its word search misses words inside
+    # Chinese text): which, and what rewrites them (``VectorStore.older_lexical``).
+    lexical_note: str | None = None
     # Vector name -> what loads its embedder, where that is not the name itself (a checkpoint's
     # path, a name with options): searches load it.
     sources: dict[str, str] = field(default_factory=dict)
@@ -135,14 +138,29 @@ def resume_command(job: md.IndexJob) -> str:
             f"--embedder {shlex.quote(spec)}")
 
 
+def stopped_before_interrupted_existed(job: md.IndexJob) -> bool:
+    """A job stopped by Ctrl-C under an older Facet, which recorded it ``failed`` with the
+    exception's name for message ("KeyboardInterrupt: "); today's records it ``interrupted``
+    (``IndexService.run``), so no job of today's has such a row. It is read as interrupted: its
+    documents were kept, and it was shown failed, with no hint, and resumed unsaid."""
+    return job.state == "failed" and (job.message or "").startswith("KeyboardInterrupt")
+
+
 def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """The job's state as it truly is now, and the message to show with it.
 
     A ``running`` job whose writer stopped renewing the collection's lease (killed, host
     gone) is ``interrupted``, whatever its row still says; so is a ``queued`` job whose
-    submitting process on this host is gone (a queued worker job waits in the broker instead).
+    submitting process on this host is gone (a queued worker job waits in the broker instead),
+    and a job an older Facet recorded ``failed`` when Ctrl-C stopped it
+    (``stopped_before_interrupted_existed``).
     """
     hint = f"run `{resume_command(job)}` again to resume: what was indexed is kept"
+    if stopped_before_interrupted_existed(job):
+        stopped = f"stopped (Ctrl-C) with {job.docs_indexed} documents indexed"
+        later = _later_completed(job)
+        return "interrupted", (f"{stopped}; job {later} indexed the same source since" if later
+                               else f"{stopped}; {hint}")
     if job.state == "running":
         # SQLite reads outside a transaction: this row may predate the lease read below. A writer
         # commits its final state before it releases the lease, so a released lease with a
@@ -243,6 +261,7 @@ class CollectionService:
         writer = current.describe() if current is not None and current.alive() else None
         points: int | None = None
         lexical: bool | None = None
+        lexical_note: str | None = None
         open_in: str | None = None
         try:
             if current is not None and writer is not None and self.store.backend != "server" \
@@ -260,6 +279,7 @@ class CollectionService:
                     exists = self.store.collection_exists(coll.name)
                     points = self.store.count(coll.name) if exists else None
                     lexical = self.store.has_lexical(coll.name) if exists else None
+                    lexical_note = self.store.older_lexical(coll.name) if lexical else None
                 finally:
                     if not was_open:
                         self.store.release(coll.name)
@@ -279,7 +299,7 @@ class CollectionService:
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=md.count_chunks(session, coll.id), points=points,
             created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,
-            open_in=open_in)
+            lexical_note=lexical_note, open_in=open_in)
 
     def list_all(self) -> list[CollectionInfo]:
         with self.ctx.sessions() as session:

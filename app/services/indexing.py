@@ -46,7 +46,7 @@ from app.errors import (
     as_domain_error,
 )
 from app.services import leases
-from app.services.collections import follow_hint, resume_command
+from app.services.collections import follow_hint, resume_command, stopped_before_interrupted_existed
 from app.services.context import ServiceContext
 from app.text import plural
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
@@ -961,16 +961,21 @@ class IndexService:
     def _link_stopped_job(session: Session, coll: md.Collection, job: md.IndexJob) -> None:
         """A job stopped by Ctrl-C (or an exit) is ``interrupted`` already and says to run it
         again: the next job of the same source resumes it, and its message then says by which
-        job (it kept saying "run ... again to resume" after that run had finished)."""
+        job (it kept saying "run ... again to resume" after that run had finished). So is one an
+        older Facet recorded ``failed`` for a Ctrl-C (``stopped_before_interrupted_existed``): it
+        was resumed unsaid; it is recorded ``interrupted`` now."""
         J = md.IndexJob
         last = session.scalar(select(J).where(J.collection_id == coll.id, J.source == job.source,
                                               J.embedder == job.embedder, J.id < job.id)
                               .order_by(J.id.desc()).limit(1))
-        if last is None or last.state != "interrupted":
+        if last is None or (last.state != "interrupted" and not stopped_before_interrupted_existed(last)):
             return
         if session.scalar(select(func.count()).select_from(J).where(J.resumed_from == last.id)):
             return  # resumed already
         job.resumed_from = last.id
+        if last.state != "interrupted":  # an older Facet's "failed", "KeyboardInterrupt: "
+            last.state = "interrupted"
+            last.message = f"stopped (Ctrl-C) with {last.docs_indexed} documents indexed"
         last.message = f"{(last.message or 'stopped').split(';')[0]}; resumed by job {job.id}"
 
     def _tokenizer_for(self, coll: md.Collection, embedder: Embedder) -> TokenSpans:

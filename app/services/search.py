@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import re
+import shlex
 import time
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -141,6 +142,9 @@ class SearchResponse:
     # matches the words only), whose response echoed the instruction as if it had been used.
     # Worked out from the fields above unless given.
     instruction_read: bool | None = None
+    # What the results cannot show: a word search (lexical, hybrid) of a collection whose term
+    # vectors are of an older definition, and what rewrites them (``VectorStore.older_lexical``).
+    note: str | None = None
 
     def __post_init__(self) -> None:
         if self.instruction_read is None:
@@ -159,6 +163,14 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
     stop words only); a number written ``key=2020`` is the string "2020", which a field of
     numbers never holds.
     """
+    why = _why_nothing(response, filters)
+    # An older term definition found nothing for words today's finds (熊猫 inside 大熊猫): said,
+    # with what rewrites them, rather than only "no indexed word of the query is in it".
+    return f"{why}; {response.note}" if response.note else why
+
+
+def _why_nothing(response: SearchResponse, filters: Mapping[str, Any] | bool | None) -> str:
+    """``why_no_results`` less the note on the collection's term vectors."""
     if not filters:
         return ("no indexed word of the query is in it" if response.mode == "lexical" else
                 "the collection holds nothing searchable")
@@ -383,6 +395,39 @@ def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tup
     return prefix + snippet + suffix, highlights
 
 
+def _with_recorded_options(model: Any, source: str, recorded: str, current: str,
+                           changes: Sequence[str]) -> str | None:
+    """``source`` with the served options (``model.OPTIONS``: GIRCSE's ``soft_tokens``) set to
+    the values the recorded identity holds, when those are all that differ and setting them
+    gives the recorded identity back; else None. A collection indexed with
+    ``gircse[soft_tokens=4]`` before Facet recorded the spec keeps only the name, and a search
+    loading ``gircse`` (5 soft tokens) was told to delete it and index it again."""
+    served = set(getattr(model, "OPTIONS", ())) - {"max_length"}  # max_length: no conflict here
+    if not changes or not set(changes) <= served:
+        return None
+    try:
+        old, new = json.loads(recorded), json.loads(current)
+    except ValueError:
+        return None
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return None
+    values: dict[str, Any] = {}
+    for key in changes:
+        for fields, target in ((old.get("config"), new.get("config")), (old, new)):
+            if isinstance(fields, dict) and isinstance(target, dict) and key in fields and key in target:
+                values[key] = target[key] = fields[key]
+                break
+        else:
+            return None
+    if identity_changes(recorded, json.dumps(new, sort_keys=True), ignore=frozenset({"max_length"})):
+        return None
+    from embedders.registry import split_options  # a model is loaded here: torch is too
+
+    base, options = split_options(source)
+    options.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()})
+    return f"{base}[{','.join(f'{k}={v}' for k, v in options.items())}]"
+
+
 def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any]:
     """The first ``head`` hits, then the first hit of each document not among them, until
     ``documents`` documents are covered (hits are best first)."""
@@ -532,6 +577,18 @@ class SearchService:
                     f"({', '.join(changes)} differ): give every worker the same checkpoint files "
                     f"as the process that indexed it (or, if the checkpoint was retrained since, "
                     f"index the sources into a new collection)")
+            spec = _with_recorded_options(model, source, recorded, current, changes)
+            if spec is not None:
+                # Indexed with served options by a Facet that did not record them (only the name):
+                # the same weights, loaded with the options the stored identity names.
+                raise ConflictError(
+                    f"collection {collection!r} was indexed by {spec!r}, with options that this "
+                    f"search, loading {source!r} (all the collection records: an older Facet kept "
+                    f"no options), does not "
+                    f"set ({', '.join(changes)} differ); search it with --embedder {shlex.quote(spec)} "
+                    f"(the API's embedder field), or record it once: run `facet index` on its sources "
+                    f"with --embedder {shlex.quote(spec)} (unchanged documents are not embedded "
+                    f"again), and searches that name no embedder load it")
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
                 f"({', '.join(changes)} changed since), so this query's vector is not comparable with "
@@ -711,7 +768,15 @@ class SearchService:
         timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
-                              reranker_name, results, timings, mode)
+                              reranker_name, results, timings, mode,
+                              note=self._older_terms(request.collection) if mode != "dense" else None)
+
+    def _older_terms(self, collection: str) -> str | None:
+        """``VectorStore.older_lexical``: read once the words were searched (cached by the store)."""
+        try:
+            return self.store.older_lexical(collection)
+        except StoreError:  # gone since, or a definition this Facet does not know: the search said
+            return None
 
     def resolve_mode(self, request: SearchRequest) -> str:
         """The mode a request runs in: its own, or for ``auto`` hybrid where the query has no

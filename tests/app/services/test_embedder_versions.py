@@ -228,3 +228,35 @@ def test_a_recorded_checkpoint_that_is_gone_is_named_in_the_error(tmp_path, reco
             SearchService(later).search(SearchRequest("card", "support", mode="dense"))
     finally:
         later.close()
+
+
+def test_a_collection_indexed_with_options_before_they_were_recorded_is_told_which(tmp_path, records):
+    """A collection indexed with ``gircse[soft_tokens=4]`` by a Facet that recorded the identity
+    but not the spec (``source`` NULL, as migration 0003 left such rows) is searched with plain
+    ``gircse``: refused, naming the spec that reads it (the same weights), not "delete it and
+    index them again"; that spec searches it, and one `facet index` with it records it."""
+    from sqlalchemy import update
+
+    ctx = ServiceContext(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8),
+                         embedders=EmbedderCache("cpu"))
+    try:
+        IndexService(ctx).index(records, "support", IndexOptions(embedder="gircse[soft_tokens=4]"))
+        with ctx.sessions() as session:
+            session.execute(update(md.CollectionEmbedder).values(source=None))
+            session.commit()
+        service = SearchService(ctx)
+        with pytest.raises(ConflictError) as refused:
+            service.search(SearchRequest("card", "support", mode="dense"))
+        message = str(refused.value)
+        assert re.search(r"indexed by 'gircse\[soft_tokens=4\]'.*soft_tokens differ.*--embedder "
+                         r"'gircse\[soft_tokens=4\]'.*`facet index`", message), message
+        assert "delete" not in message and "new collection" not in message
+        named = service.search(SearchRequest("card", "support", embedder="gircse[soft_tokens=4]", mode="dense"))
+        assert named.results
+
+        IndexService(ctx).index(records, "support", IndexOptions(embedder="gircse[soft_tokens=4]"))
+        assert CollectionService(ctx).get("support").sources == {"gircse": "gircse[soft_tokens=4]"}
+        plain = SearchService(ctx).search(SearchRequest("card", "support", mode="dense"))
+        assert [r.doc_id for r in plain.results] == [r.doc_id for r in named.results]
+    finally:
+        ctx.close()
