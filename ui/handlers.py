@@ -55,7 +55,8 @@ _TITLES: list[tuple[type[FacetError], str]] = [
     (InvalidRequestError, "Check the input"),
     (NotFoundError, "Not found"),
     (DataError, "Unreadable input"),
-    (ConflictError, "Busy collection"),
+    # Not only a collection being written: one of another embedder version, a port taken...
+    (ConflictError, "Conflict"),
     (BusyError, "Server busy"),
     (UnavailableError, "Not available"),
     (FacetError, "Error"),
@@ -315,6 +316,8 @@ class UiHandlers:
         response = self.facet.search(request)
         notices += self._unread_notice(response, request.embedder)
         notices += self._stopped_notice(request.collection)
+        if response.note and response.results:  # with no results it ends their "why" line
+            notices.append(response.note)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
                                     filters=request.filters),

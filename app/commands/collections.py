@@ -100,8 +100,9 @@ def register(cli: typer.Typer) -> None:
             busy = (f" · being indexed by {printable(i.writer)}" if i.writer else
                     f" · open in {printable(i.open_in)} (not indexing; its points are counted "
                     "there)" if i.open_in else "")
-            words = ("" if i.lexical is None else " · words (lexical/hybrid)" if i.lexical
-                     else " · no word index (dense only)")
+            words = ("" if i.lexical is None else " · no word index (dense only)" if not i.lexical
+                     else f" · words (lexical/hybrid; {printable(i.lexical_note)})" if i.lexical_note
+                     else " · words (lexical/hybrid)")
             # Documents a job began and did not finish (kill -9 between its writes): counted
             # nowhere, so "76 indexed, 0 failed, 95 points" did not add up.
             pending = i.documents - i.documents_indexed - i.documents_failed

@@ -34,6 +34,8 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
     typer.echo(f"query: {printable(shorten(response.query))}   ({took})")
     if not response.results:
         typer.echo(f"  no results ({printable(why_no_results(response, filtered))})")
+    elif response.note:  # what the results cannot show (with none, the line above says it)
+        typer.echo(f"  note: {printable(response.note)}")
     for r in response.results:
         # Each piece escaped on its own: the highlights are offsets into the raw snippet.
         pieces, at = [], 0

@@ -24,3 +24,18 @@ def test_the_header_says_when_the_instruction_was_not_read(capsys, mode, reranke
 def test_no_instruction_is_never_read() -> None:
     assert SearchResponse("q", None, "c", "minilm", None, [], {}, "dense").instruction_read is False
     assert SearchResponse("q", None, "c", "minilm", None, [], {}).to_dict()["instruction_read"] is False
+
+
+def test_a_note_is_shown_beside_results_and_in_the_no_results_line(capsys) -> None:
+    """A word search of a collection with older term vectors: the note was shown only when
+    nothing was found; with results (hybrid) the CLI said nothing of it."""
+    from app.services.search import SearchResult
+
+    note = "its term vectors are of an older definition; run `facet index` on its sources"
+    hit = SearchResult(rank=1, score=0.5, doc_id="a", title=None, source="a.txt", chunk_no=0, text="x",
+                       snippet="x", highlights=[], start=0, end=1, metadata={}, vector_score=0.5)
+    print_results(SearchResponse("q", None, "c", "minilm", None, [hit], {"total": 1.0}, "hybrid", note=note))
+    assert f"  note: {note}\n" in capsys.readouterr().out
+    print_results(SearchResponse("q", None, "c", "bm25", None, [], {"total": 1.0}, "lexical", note=note))
+    out = capsys.readouterr().out
+    assert f"; {note})" in out and "note:" not in out

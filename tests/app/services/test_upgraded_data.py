@@ -190,3 +190,24 @@ def test_a_failure_of_todays_is_still_failed(make_ctx, tmp_path) -> None:
     assert CollectionService(ctx).job(failed).state == "failed"
     again = IndexService(ctx).index(path, "zoo")
     assert CollectionService(ctx).job(again.job_id).resumed_from is None
+
+
+def test_the_ui_shows_the_note_beside_results(minilm, tmp_path, monkeypatch) -> None:
+    """A hybrid search of older term vectors finds results, and the page said nothing of the
+    words it could not match (the note showed only in the no-results line)."""
+    pytest.importorskip("gradio")
+    from tests.ui.test_ui_api import _own_facet
+
+    path = _records(tmp_path)
+    facet, handlers = _own_facet(minilm, tmp_path)
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(lex, "LEXICAL_VERSION", OLDER)
+            m.setattr(lex, "LEXICAL_VECTOR", lex.vector_name(OLDER))
+            facet.index(path, "zoo")
+        facet.close()
+        facet, handlers = _own_facet(minilm, tmp_path)  # a new process: nothing cached
+        results, _ = handlers.search("熊猫 card", "", "zoo", "minilm", 3, "", False, None, False, "hybrid")
+        assert "declined" in results and f"keeps the term vectors of {OLDER}, an older definition" in results
+    finally:
+        facet.close()
