@@ -212,12 +212,22 @@ def not_an_explainer(explainer: str) -> InvalidRequestError:
                                "to take keywords from the texts themselves")
 
 
+def _check_instruction(model: object, role: Role, instruction: str | None) -> None:
+    """The application's limit on an instruction (``BaseEmbedder.check_instruction``: at most
+    half of what the prompt leaves), for every text the edges encode or answer; an embedder
+    called directly (evaluation, training) only refuses one that leaves no room."""
+    check = getattr(model, "check_instruction", None)
+    if instruction is not None and callable(check):
+        check(role, instruction)
+
+
 def _answers(embedders: EmbedderCache, texts: Sequence[str], explainer: str,
              instruction: str | None, max_new_tokens: int | None) -> list[str]:
     model = embedders.get(explainer)
     if not isinstance(model, AnswerGenerator):
         raise not_an_explainer(explainer)
     with domain_errors():
+        _check_instruction(model, Role.DOCUMENT, instruction)
         return model.generate_answers(texts, instruction, max_new_tokens=max_new_tokens,
                                       batch_size=ANSWER_BATCH)
 
@@ -225,6 +235,7 @@ def _answers(embedders: EmbedderCache, texts: Sequence[str], explainer: str,
 def _call(model: Embedder, texts: list[str], role: Role, instruction: str | None,
           batch_size: int) -> np.ndarray:
     with domain_errors():
+        _check_instruction(model, role, instruction)
         return model.encode(texts, role=role, instruction=instruction, batch_size=batch_size)
 
 

@@ -283,8 +283,8 @@ class BaseEmbedder(ABC):
 
         Raises:
             InvalidInputError: texts is None, not a list of strings, or role / batch size invalid;
-                or the instruction takes more than half of what the prompt leaves for it and the
-                text (``PromptTokenizer.instruction_limit``).
+                or the instruction leaves the text no room at all (one that leaves it too little
+                is refused by ``check_instruction``, which the application calls first).
         """
         # Composed form (NFC): "é" as one code point or as "e" + U+0301 (macOS file names, some
         # editors) is one text; byte-level BPE tokenizers read the two forms as different tokens
@@ -299,11 +299,6 @@ class BaseEmbedder(ABC):
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if not items:
             return out
-        tokenize = getattr(self, "_tokenize", None)
-        if instruction_ is not None and isinstance(tokenize, PromptTokenizer):
-            # Before any model work, and for every method: InstEmb reads through
-            # ``PromptTokenizer.each``, which does not check (training batches go through it).
-            tokenize.check_instruction(role_, instruction_)
         # Longest first: similar lengths share a batch (less padding) and an OOM shows at once.
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         progress = None
@@ -342,6 +337,23 @@ class BaseEmbedder(ABC):
         return self.encode(texts, role=Role.DOCUMENT, instruction=instruction, **kwargs)
 
     # -- token building shared by the model-backed embedders ------------------------
+
+    def check_instruction(self, role: Role | str, instruction: str | None) -> None:
+        """Refuse an instruction that takes more than half of what the prompt template leaves
+        (``PromptTokenizer.instruction_limit``), before any model work.
+
+        The application calls it for every text it encodes or answers (app/encoding.py): a
+        search, rerank, clustering or embedding under an 80-word instruction read a query cut to
+        a token or two, silently. ``encode`` itself refuses only an instruction that leaves no
+        room at all, so that evaluation and training at a short ``max_length`` (a 14-token task
+        instruction over 32 tokens) cut their texts, as they always did, and log it.
+
+        Raises:
+            InvalidInputError: the instruction is over the limit; the message names it.
+        """
+        tokenize = getattr(self, "_tokenize", None)
+        if instruction is not None and isinstance(tokenize, PromptTokenizer):
+            tokenize.check_instruction(Role.parse(role), instruction)
 
     def _warn_truncated(self, count: int, total: int, budget: int) -> None:
         """Say that ``count`` of ``total`` texts were cut to ``budget`` tokens: once per
@@ -444,7 +456,7 @@ class PromptTokenizer:
         for instruction, rows in groups.items():
             # Not checked against ``instruction_limit``: a training batch with one long question
             # among thousands keeps training (its text is cut, and the log says by how much);
-            # ``BaseEmbedder.encode`` checks the instruction it is given before it gets here.
+            # the application checks an instruction (``BaseEmbedder.check_instruction``) first.
             part = self._tokens([texts[i] for i in rows], role, instruction)
             truncated += part.truncated
             if part.instruction_cut is not None:
@@ -517,9 +529,9 @@ class PromptTokenizer:
         """Token ids of ``texts`` read under ``instruction``.
 
         Raises:
-            InvalidInputError: the instruction takes more than ``instruction_limit`` tokens.
+            InvalidInputError: the instruction leaves the text no room (``check_instruction``
+                applies the stricter limit; the application calls it first).
         """
-        self.check_instruction(role, instruction)
         tokens = self._tokens(texts, role, instruction)
         _note_instruction_cut(tokens.instruction_cut)
         return tokens
@@ -530,8 +542,9 @@ class PromptTokenizer:
         tail = self._fixed_ids(suffix) + self.end_ids
         budget = self.max_length - len(head) - len(tail)
         if budget < 1:
-            # A training batch's instruction (``each`` does not apply the limit) or a template
-            # that alone fills max_length: no room at all.
+            # No room at all: said as the limit says it (an instruction over it, as this one is);
+            # else a template that alone fills max_length.
+            self.check_instruction(role, instruction)
             raise InvalidInputError(
                 f"the instruction is too long for this embedder: with its prompt it takes "
                 f"{len(head) + len(tail)} of the {self.max_length} tokens the embedder reads, "

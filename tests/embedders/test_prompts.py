@@ -63,7 +63,7 @@ def test_an_instruction_that_leaves_the_text_too_little_is_refused_naming_it(min
     cost = pt.instruction_tokens(Role.QUERY, LONG_INSTRUCTION)
     assert limit < cost < 256 - 2  # the old rule let it through: the text kept a few tokens
     with pytest.raises(InvalidInputError) as e:
-        minilm.encode(["the battery died and the screen cracked"], role="query", instruction=LONG_INSTRUCTION)
+        minilm.check_instruction("query", LONG_INSTRUCTION)  # what the application calls first
     message = str(e.value)
     assert message.startswith("the instruction is too long for this embedder"), message
     assert f"it takes {cost} of the 256 tokens the embedder reads" in message
@@ -74,16 +74,19 @@ def test_an_instruction_that_leaves_the_text_too_little_is_refused_naming_it(min
     chars = int(message.split("(about ")[1].split(" characters")[0])
     words = LONG_INSTRUCTION[:chars].rsplit(" ", 1)[0]
     assert pt.instruction_tokens(Role.QUERY, words) <= limit
+    minilm.check_instruction("query", words)
     assert minilm.encode(["the battery died"], role="query", instruction=words).shape == (1, minilm.dim)
-    # The tokenizer itself refuses it too (InBedder's answers read through it, not encode).
-    with pytest.raises(InvalidInputError, match="the instruction is too long"):
-        pt(["x"], Role.QUERY, LONG_INSTRUCTION)
+    # Called directly (evaluation, training at a short max_length), the embedder still reads it,
+    # cutting the text as it always did; only the application's edges refuse it
+    # (tests/app/api/test_instruction_budget.py).
+    assert minilm.encode(["the battery died"], role="query", instruction=LONG_INSTRUCTION).shape == (1, minilm.dim)
 
 
 def test_instemb_refuses_an_instruction_that_would_leave_its_query_a_token(smollm2_cut):
     """InstEmb reads through ``PromptTokenizer.each``, which does not refuse (training batches
-    mix instructions); ``encode`` checks its instruction first. The exploration's 80 words left
-    a query 1-2 tokens of the 92 the packaged InstEmb reads (96, 4 kept for look-ahead)."""
+    mix instructions); ``check_instruction`` applies the limit for it too. The exploration's 80
+    words left a query 1-2 tokens of the 92 the packaged InstEmb reads (96, 4 kept for
+    look-ahead)."""
     import torch
 
     from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
@@ -94,12 +97,13 @@ def test_instemb_refuses_an_instruction_that_would_leave_its_query_a_token(smoll
              "attention to what happened " * 10).split()
     long = " ".join(words[:80])
     with pytest.raises(InvalidInputError, match=r"it takes \d+ of the 92 tokens the embedder reads"):
-        model.encode(["the battery died and the screen cracked"], role="query", instruction=long)
+        model.check_instruction("query", long)
     pt = model._tokenize
     assert pt.instruction_limit(Role.QUERY) == 41  # (92 - 10 for PromptEOL) // 2
     mixed = pt.each(["a query " * 30, "another"], Role.QUERY, [long, "Find reviews"])  # training: cut
     assert mixed.truncated == 1
     fine = " ".join(words[:30])  # longer than any instruction the suites and examples use
+    model.check_instruction("query", fine)
     assert model.encode(["the battery died"], role="query", instruction=fine).shape == (1, model.dim)
 
 
