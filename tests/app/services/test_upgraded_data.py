@@ -89,9 +89,8 @@ def test_a_collection_of_todays_term_vectors_has_no_note(make_ctx, tmp_path) -> 
     assert CollectionService(ctx).get("zoo").lexical_note is None
 
 
-def _ctrl_c_row(ctx, source: str, docs_indexed: int) -> int:
-    """A job stopped by Ctrl-C as an older Facet recorded it: ``failed``, the exception's name
-    for message."""
+def _job_row(ctx, source: str, state: str, message: str | None = None, docs_indexed: int = 0) -> int:
+    """A finished job of collection "zoo" written into the metadata as it stands."""
     with ctx.sessions() as s:
         coll = md.get_collection(s, "zoo")
         assert coll is not None
@@ -99,17 +98,23 @@ def _ctrl_c_row(ctx, source: str, docs_indexed: int) -> int:
             collection_id=coll.id,
             source=source,
             embedder="minilm",
-            state="failed",
+            state=state,
             runner="inline",
             docs_seen=docs_indexed,
             docs_indexed=docs_indexed,
             chunks_written=docs_indexed,
             finished_at=md.utcnow(),
-            message="KeyboardInterrupt: ",
+            message=message,
         )
         s.add(job)
         s.commit()
         return job.id
+
+
+def _ctrl_c_row(ctx, source: str, docs_indexed: int) -> int:
+    """A job stopped by Ctrl-C as an older Facet recorded it: ``failed``, the exception's name
+    for message."""
+    return _job_row(ctx, source, "failed", "KeyboardInterrupt: ", docs_indexed)
 
 
 def test_a_job_an_older_facet_recorded_failed_for_a_ctrl_c_is_interrupted_and_resumed(
@@ -147,19 +152,7 @@ def test_an_older_ctrl_c_row_followed_by_a_completed_run_asks_for_nothing(make_c
     ctx = make_ctx()
     IndexService(ctx).index(path, "zoo")
     stopped = _ctrl_c_row(ctx, str(path.resolve()), 1)
-    with ctx.sessions() as s:
-        coll = md.get_collection(s, "zoo")
-        later = md.IndexJob(
-            collection_id=coll.id,
-            source=str(path.resolve()),
-            embedder="minilm",
-            state="completed",
-            runner="inline",
-            finished_at=md.utcnow(),
-        )
-        s.add(later)
-        s.commit()
-        later_id = later.id
+    later_id = _job_row(ctx, str(path.resolve()), "completed")
     info = CollectionService(ctx).job(stopped)
     assert (info.state, info.message) == (
         "interrupted",
@@ -173,20 +166,7 @@ def test_a_failure_of_todays_is_still_failed(make_ctx, tmp_path) -> None:
     path = _records(tmp_path)
     ctx = make_ctx()
     IndexService(ctx).index(path, "zoo")
-    with ctx.sessions() as s:
-        coll = md.get_collection(s, "zoo")
-        job = md.IndexJob(
-            collection_id=coll.id,
-            source=str(path.resolve()),
-            embedder="minilm",
-            state="failed",
-            runner="inline",
-            finished_at=md.utcnow(),
-            message="RuntimeError: CUDA out of memory",
-        )
-        s.add(job)
-        s.commit()
-        failed = job.id
+    failed = _job_row(ctx, str(path.resolve()), "failed", "RuntimeError: CUDA out of memory")
     assert CollectionService(ctx).job(failed).state == "failed"
     again = IndexService(ctx).index(path, "zoo")
     assert CollectionService(ctx).job(again.job_id).resumed_from is None
