@@ -347,14 +347,14 @@ class VectorStore(ABC):
         # Only the unreleased multilingual definition dropped numbers.
         numbers = ", and numbers" if version == "qdrant-bm25-multilingual-v1" else ""
         older = (f"collection {collection!r} keeps the term vectors of {version}, an older "
-                 f"definition of a term, so its word search misses words inside Chinese, "
-                 f"Japanese, Korean or Thai text{numbers}")
+                 f"definition of a term (its word search misses words inside Chinese, Japanese, "
+                 f"Korean or Thai text{numbers}: docs/indexing.md)")
         if self.backend == "edge":
-            return (f"{older}: run `facet index` on its sources once more to rewrite them as "
+            return (f"{older}; run `facet index` on its sources once more to rewrite them as "
                     f"{lex.LEXICAL_VERSION} (from its stored texts; unchanged documents are not "
                     f"embedded again)")
         return (f"{older}; the {self.backend} backend cannot rewrite them: index its sources into "
-                f"a new collection for {lex.LEXICAL_VERSION}")
+                f"a new collection for today's {lex.LEXICAL_VERSION}")
 
     def _no_lexical(self, collection: str) -> StoreError:
         """What to do depends on the backend: the edge store adds term vectors to an existing
@@ -1177,13 +1177,7 @@ class QdrantClientStore(VectorStore):
         version = self.lexical_version(collection) if lexical else None
         if version not in (None, lex.LEXICAL_VERSION) and collection not in self._said_older:
             self._said_older.add(collection)
-            # Only the unreleased multilingual definition dropped numbers.
-            numbers = ", and numbers" if version == "qdrant-bm25-multilingual-v1" else ""
-            logger.warning("collection %s keeps the term vectors of %s, an older definition of a "
-                           "term (its lexical search misses words inside Chinese, Japanese, "
-                           "Korean or Thai text%s: docs/indexing.md); the %s backend cannot "
-                           "rewrite them: index its sources into a new collection for today's %s",
-                           collection, version, numbers, self.backend, lex.LEXICAL_VERSION)
+            logger.warning("%s", self.older_lexical(collection))  # what a search's note says
         sizes = self.vector_sizes(collection)
         for name, dim in vectors.items():
             if name not in sizes:
