@@ -277,7 +277,7 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
         size = sum(got.values())
         ranked[c] = sorted(((n >= 2, n / size - overall[a] / answered, n, -order), a)
                            for order, (a, n) in enumerate(got.items()))
-        ranked[c].reverse()
+        ranked[c].reverse()  # best first (each key is distinct: its order among the answers)
     names: dict[int, tuple[str, int | None]] = {
         c: keyword_names[c] for c in members if not counts[c]}  # no answers: keywords
     taken: set[str] = set()
@@ -298,11 +298,12 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
     repeated = [f"clusters {', '.join(map(str, ids[:-1]))} and {ids[-1]} are all named {name!r}: "
                 "no other answer of theirs tells them apart"
                 for name, ids in holders.items() if len(ids) > 1]
-    return names, _naming_note(counts, names, answered, repeated, explainer_embedded)
+    return names, _naming_note(counts, overall, names, repeated, explainer_embedded)
 
 
-def _naming_note(counts: Mapping[int, Counter[str]], names: Mapping[int, tuple[str, int | None]],
-                 answered: int, repeated: list[str], explainer_embedded: bool) -> str | None:
+def _naming_note(counts: Mapping[int, Counter[str]], overall: Counter[str],
+                 names: Mapping[int, tuple[str, int | None]], repeated: list[str],
+                 explainer_embedded: bool) -> str | None:
     """What the names cannot say, for the response's note: the answers do not follow the
     clusters, the names are the answers of few texts, or two clusters share a name.
 
@@ -313,15 +314,12 @@ def _naming_note(counts: Mapping[int, Counter[str]], names: Mapping[int, tuple[s
     was one sentiment of a cluster holding all three.
     """
     parts = list(repeated)
+    answered = sum(overall.values())
     if not answered:
         return "; ".join(parts) or None
     sizes = [sum(got.values()) for got in counts.values()]
-    by_answer: Counter[str] = Counter()
-    together = 0
-    for got in counts.values():
-        by_answer.update(got)
-        together += sum(n * (n - 1) // 2 for n in got.values())
-    pairs = sum(n * (n - 1) // 2 for n in by_answer.values())
+    together = sum(n * (n - 1) // 2 for got in counts.values() for n in got.values())
+    pairs = sum(n * (n - 1) // 2 for n in overall.values())
     chance = sum(s * (s - 1) for s in sizes) / (answered * (answered - 1)) if answered > 1 else 1.0
     named = sum(n for n in (count for _, count in names.values()) if n)
     try_next = ("read each text's own answer (`answers` in the JSON result, the `answer` column "
