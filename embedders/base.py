@@ -44,6 +44,11 @@ logger = logging.getLogger(__name__)
 CONFIG_FILE = "facet_config.json"
 
 
+# A save's leftover ``.NAME.new-*`` folder older than this is a killed save's, not one still
+# being written (a save takes seconds): what a run into that output removes.
+PARTIAL_SAVE_AGE_S = 600.0
+
+
 def recover_checkpoint(out_dir: str | Path, partial_older_than_s: float | None = None) -> bool:
     """Undo a checkpoint swap that a kill interrupted between its two renames (the saved copy
     ``.NAME.old`` is complete; ``embedders.training.trainer.save_checkpoint``); True when it

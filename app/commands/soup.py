@@ -33,7 +33,7 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Average checkpoints of one method (a "model soup"): no training, one model to serve."""
         from app.commands.train import _resolve_checkpoint, check_out_dir
-        from embedders.base import CONFIG_FILE, recover_checkpoint
+        from embedders.base import CONFIG_FILE, PARTIAL_SAVE_AGE_S, recover_checkpoint
         from embedders.training.soup import make_soup
 
         paths = [_resolve_checkpoint(name, "soup")[0] for name in checkpoints]
@@ -49,7 +49,7 @@ def register(cli: typer.Typer) -> None:
             raise InvalidRequestError(f"--out {out} is a file; give a directory for the soup")
         # A soup killed between its two renames left the old checkpoint as .NAME.old: put back,
         # it is refused below like any other; partial writes of killed soups are removed.
-        recover_checkpoint(out, partial_older_than_s=600.0)
+        recover_checkpoint(out, partial_older_than_s=PARTIAL_SAVE_AGE_S)
         # The soup replaces the whole directory (atomically, as a training save): other files
         # in it would be deleted, and a folder it cannot write is refused before the averaging.
         check_out_dir(out, "--out")

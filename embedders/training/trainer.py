@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from embedders.base import recover_checkpoint, truncation_tally
+from embedders.base import PARTIAL_SAVE_AGE_S, recover_checkpoint, truncation_tally
 from embedders.training.grad_cache import cached_backward, require_grad_cache
 
 logger = logging.getLogger(__name__)
@@ -263,7 +263,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     best: dict[str, Any] = {}
     last = config.stop_after or config.steps  # the schedule still spans config.steps
     if out_dir is not None:
-        recover_checkpoint(out_dir, partial_older_than_s=600.0)
+        recover_checkpoint(out_dir, partial_older_than_s=PARTIAL_SAVE_AGE_S)
     skipped = 0
     # What a log written mid-run says: a run killed outright (SIGKILL, power loss) leaves
     # its last checkpoint's log saying "running", not "completed".
