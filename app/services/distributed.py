@@ -227,7 +227,7 @@ class ChunkedIndexService:
                 session.rollback()
                 if isinstance(e, Exception) and is_transient(e):
                     raise  # the task plans again (nothing was committed); see ``give_up``
-                self._fail_job(session, job, f"{type(e).__name__}: {e}")
+                self.index.fail_held(session, job, f"{type(e).__name__}: {e}")
                 raise
 
     def give_up(self, job_id: int, message: str) -> None:
@@ -235,13 +235,7 @@ class ChunkedIndexService:
         with self.sessions() as session:
             job = md.get_job(session, job_id)
             if job is not None and job.state in ("queued", "running"):
-                self._fail_job(session, job, message)
-
-    def _fail_job(self, session: Session, job: md.IndexJob, message: str) -> None:
-        job.state, job.finished_at, job.message = "failed", md.utcnow(), message
-        session.commit()
-        leases.release(session, job.collection.id, job.id)
-        self.store.release(job.collection.name)
+                self.index.fail_held(session, job, message)
 
     def _plan(self, session: Session, coll: md.Collection, job: md.IndexJob,
               prepared: PreparedJob, embedder: Any, chunk_docs: int) -> list[int]:

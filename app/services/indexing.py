@@ -576,10 +576,7 @@ class IndexService:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
             except Exception as e:
                 session.rollback()
-                job.state, job.finished_at = "failed", md.utcnow()
-                job.message = self.failure_message(e)
-                session.commit()
-                self.store.release(coll.name)
+                self.fail_held(session, job, self.failure_message(e))
                 raise
             self.take_lease(session, coll, job)
             started = time.perf_counter()
@@ -696,6 +693,14 @@ class IndexService:
         session.commit()
         logger.debug("removed collection %r: job %d indexed nothing", name, job.id)
         return True
+
+    def fail_held(self, session: Session, job: md.IndexJob, message: str) -> None:
+        """Record ``job`` failed with ``message`` and let go of what it holds: its lease, if it
+        took one, and the store's shard of its collection."""
+        job.state, job.finished_at, job.message = "failed", md.utcnow(), message
+        session.commit()
+        leases.release(session, job.collection.id, job.id)
+        self.store.release(job.collection.name)
 
     @staticmethod
     def failure_message(e: BaseException) -> str:
