@@ -213,7 +213,10 @@ class IndexJob(Base):
     store_s: Mapped[float] = mapped_column(Float, default=0.0)
     metadata_s: Mapped[float] = mapped_column(Float, default=0.0)
     message: Mapped[str | None] = mapped_column(Text, default=None)
-    started_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # When the job was queued, and when it began running: None until then, and for ever for a
+    # job that failed before it ran (migration 0006; started_at was the queue time till then).
+    queued_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[dt.datetime | None] = mapped_column(default=None)
     finished_at: Mapped[dt.datetime | None] = mapped_column(default=None)
     host: Mapped[str | None] = mapped_column(String(255), default=None)
     runner: Mapped[str] = mapped_column(String(16), default="inline")

@@ -452,8 +452,10 @@ JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunk
 def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None) -> list[list[Any]]:
     """Recent jobs, newest first, each with its message: ``messages[id]`` where the page has
     its own words for it (a stopped job: how to resume it here), else ``job_message``. A
-    stopped or failed job showed only its state, and nothing said why or what to do."""
+    stopped or failed job showed only its state, and nothing said why or what to do. A job
+    that never ran says so under "started" ("queued T, never started"), not its queue time."""
     messages = messages or {}
     return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
-             j.chunks_written, j.embedder, j.started_at, messages.get(j.id, job_message(j))]
+             j.chunks_written, j.embedder, j.started_at or j.when(),
+             messages.get(j.id, job_message(j))]
             for j in jobs]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import re
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
@@ -49,28 +53,112 @@ def error_lines(j: JobInfo, job_id: int) -> list[str]:
     return lines
 
 
-def _follow(job_id: int, interval: float) -> int:
-    """Print the job's progress whenever it changes until it ends; the exit code."""
-    last, said = "", ""
+# `--follow` into a log (stdout not a terminal): a progress line at most this often, unless the
+# job's state changes or its counts move by a tenth of the total.
+FOLLOW_QUIET_S = 30.0
+# A job's messages that are progress, not news: the step of the batch being encoded, rewritten
+# each second ("encoding chunk 96/480 of this batch"). They go on the progress line.
+PROGRESS_MESSAGES = ("encoding chunk ",)
+_ENDED = ("completed", "failed", "interrupted", "cancelled")
+
+
+def _message_kind(message: str) -> str:
+    """A message with its numbers masked: "no worker has made progress on it for over 61s" is
+    the hint said at 60s, and "waiting for a worker for 7 min" the one said at 6."""
+    return re.sub(r"\d[\d,.]*", "#", message)
+
+
+class JobFollower:
+    """What `facet jobs ID --follow` prints of each look at a job (``show``).
+
+    On a terminal (``tty``) the progress line, with the batch's encoding step, is rewritten in
+    place (a carriage return); a new line starts only when the job's state changes or a hint
+    is printed. Into a log, a progress line is printed when the state changes, when the
+    documents seen (or the chunk tasks done) move by at least a tenth of their known total,
+    or, when its text changed, at most once per ``quiet_s`` (30 s): the encoding step changed
+    every second, and a big job printed thousands of lines. Either way each hint (no worker,
+    stalled, superseded, waiting for a writer) is printed once, on a line of its own; the
+    same hint with its numbers grown (minutes waited) is not printed again.
+    """
+
+    def __init__(self, out: TextIO, *, tty: bool, quiet_s: float = FOLLOW_QUIET_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.out, self.tty, self.quiet_s, self.clock = out, tty, quiet_s, clock
+        self.state: str | None = None  # the state of the last line printed
+        self.printed: JobInfo | None = None  # the job as its last line in a log showed it
+        self.printed_at = -math.inf
+        self.line = ""  # the last progress text printed
+        self.width = 0  # the in-place line's length on a terminal; 0: no line open
+        self.said: set[str] = set()
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def _end_line(self) -> None:
+        if self.width:
+            self._write("\n")
+            self.width = 0
+
+    def _print(self, text: str) -> None:
+        self._end_line()
+        self._write(text + "\n")
+
+    def _due(self, job: JobInfo, text: str) -> bool:
+        """Whether a log gets this progress line (the rules in the class docstring)."""
+        last = self.printed
+        if last is None or job.state != last.state:
+            return True
+        if text == self.line:
+            return False
+        tenth = [abs(now - then) * 10 >= total for now, then, total in (
+            (job.docs_seen, last.docs_seen, job.docs_total),
+            (job.chunks_done, last.chunks_done, job.chunks_total)) if total]
+        return any(tenth) or self.clock() - self.printed_at >= self.quiet_s
+
+    def show(self, job: JobInfo) -> int | None:
+        """Print what is new about ``job``; the exit code once it has ended (or can never move:
+        superseded), else None."""
+        message = printable(job.message) if job.message else ""
+        stage = message if message.startswith(PROGRESS_MESSAGES) else ""
+        text = progress_line(job) + (f" · {stage}" if stage else "")
+        if self.tty:
+            if job.state != self.state:
+                self._end_line()  # the last state's line stays on the screen
+            if text != self.line or not self.width:
+                self._write("\r" + text + " " * max(0, self.width - len(text)))
+                self.width = len(text)
+        elif self._due(job, text):
+            self._print(text)
+            self.printed, self.printed_at = job, self.clock()
+        self.line, self.state = text, job.state
+        if job.state in _ENDED:
+            self._end_line()
+            if message and not stage:
+                self._write(f"  {message}\n")
+            return 0 if job.state == "completed" else 1
+        if message and not stage and _message_kind(message) not in self.said:
+            # A queued job's hints (no worker for minutes, superseded) and a stalled job's:
+            # only `facet jobs ID` showed them, while this waited without a word.
+            self._print(f"  {message}")
+            self.said.add(_message_kind(message))
+        if job.state == "queued" and message.startswith(SUPERSEDED):
+            self._end_line()
+            return 0  # a later job indexed its source: nothing will ever move here
+        return None
+
+
+def _follow(job_id: int, interval: float, out: TextIO | None = None) -> int:
+    """Show the job's progress until it ends (``JobFollower``: in place on a terminal, sparse
+    into a log); the exit code."""
+    out = out if out is not None else sys.stdout
+    follower = JobFollower(out, tty=out.isatty())
     with open_facet() as facet:
         while True:
             # No errors: they were all read again at each interval, 20,000 of them on a big job.
-            job = facet.job(job_id, errors=0)
-            line = progress_line(job)
-            if line != last:
-                typer.echo(line)
-                last = line
-            if job.state in ("completed", "failed", "interrupted", "cancelled"):
-                if job.message:
-                    typer.echo(f"  {printable(job.message)}")
-                return 0 if job.state == "completed" else 1
-            if job.message and job.message != said:
-                # A queued job's hints (no worker for minutes, superseded) and a stalled
-                # job's: only `facet jobs ID` showed them, while this waited without a word.
-                typer.echo(f"  {printable(job.message)}")
-                said = job.message
-            if job.state == "queued" and job.message and job.message.startswith(SUPERSEDED):
-                return 0  # a later job indexed its source: nothing will ever move here
+            code = follower.show(facet.job(job_id, errors=0))
+            if code is not None:
+                return code
             time.sleep(max(0.1, interval))
 
 
@@ -164,8 +252,11 @@ def register(cli: typer.Typer) -> None:
                        f"{printable(j.source)} [{printable(j.embedder)}] seen {j.docs_seen}, indexed {j.docs_indexed}, "
                        f"unchanged {j.docs_skipped}, failed {j.docs_failed}, removed "
                        f"{j.docs_deleted}, chunks {j.chunks_written} · "
-                       f"{'queued' if j.state == 'queued' else 'started'} {j.started_at}")
+                       f"{j.when()}")
             if job_id is not None:
+                ended = f", finished {j.finished_at}" if j.finished_at else ""
+                typer.echo(f"  queued {j.queued_at}, "
+                           f"{f'started {j.started_at}' if j.started_at else 'not started'}{ended}")
                 typer.echo(f"  timings (s): {j.timings}")
             if j.message and (job_id is not None or j.state != "completed"):
                 # Interrupted, stalled or failed: say why and how to go on in the list too.

@@ -68,7 +68,9 @@ class JobInfo:
     docs_deleted: int
     chunks_written: int
     timings: dict[str, float]
-    started_at: str
+    # When the job began running: None for a job that never ran (still queued, or failed,
+    # cancelled or superseded before it started); ``queued_at`` says when it was asked for.
+    started_at: str | None
     finished_at: str | None
     resumed_from: int | None
     message: str | None
@@ -83,6 +85,16 @@ class JobInfo:
     # first of them (``CollectionService.job``'s ``errors``: 100 unless asked), none in a
     # listing of jobs.
     errors_total: int = 0
+    queued_at: str = ""
+
+    def when(self) -> str:
+        """When the job started, or that it has not: "started T", "queued T" (waiting), or
+        "queued T, never started" (it ended before it ran: a model that would not load, a
+        source gone, a later job that superseded it). It said "started" at its queue time."""
+        if self.started_at:
+            return f"started {self.started_at}"
+        waiting = self.state == "queued"
+        return f"queued {self.queued_at or '?'}" + ("" if waiting else ", never started")
 
 
 MAX_JOBS_LISTED = 1000
@@ -193,7 +205,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             and not leases.pid_alive(job.pid):
         return "interrupted", f"the process that queued it ended before it ran; {hint}"
     if job.state == "queued" and job.runner == "celery" and job.message is None:
-        waited = (md.utcnow() - job.started_at).total_seconds()
+        waited = (md.utcnow() - job.queued_at).total_seconds()
         later = _later_completed(job) if waited > QUEUED_HINT_S else None
         if later is not None:
             # Its hint was followed: the hint must not go on asking for the run that was made.
@@ -241,7 +253,8 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
         chunks_written=job.chunks_written,
         timings={"parse_chunk": round(job.parse_s, 3), "encode": round(job.encode_s, 3),
                  "store": round(job.store_s, 3), "metadata": round(job.metadata_s, 3)},
-        started_at=utc_text(job.started_at),
+        queued_at=utc_text(job.queued_at),
+        started_at=utc_text(job.started_at) if job.started_at else None,
         finished_at=utc_text(job.finished_at) if job.finished_at else None,
         resumed_from=job.resumed_from, message=message,
         errors=errors, errors_total=errors_total,

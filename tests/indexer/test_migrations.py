@@ -69,7 +69,7 @@ def test_a_database_from_before_migrations_is_upgraded_in_place(tmp_path: Path) 
         conn.execute(text(
             "INSERT INTO index_jobs (collection_id, source, embedder, state, docs_seen, "
             "docs_indexed, docs_skipped, docs_failed, docs_deleted, chunks_written, parse_s, "
-            "encode_s, store_s, metadata_s, started_at, runner, chunks_total, chunks_done, "
+            "encode_s, store_s, metadata_s, queued_at, runner, chunks_total, chunks_done, "
             "docs_total) VALUES (1, '/src', 'minilm', 'queued', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
             "'2026-01-02', 'inline', 0, 0, 0)"))
         assert conn.execute(text("SELECT max(id) FROM index_jobs")).scalar() == 4
@@ -84,6 +84,8 @@ def test_rebuilding_index_jobs_keeps_its_id_counter(tmp_path: Path) -> None:
                   "parse_s, encode_s, store_s, metadata_s, started_at, runner, chunks_total, "
                   "chunks_done, docs_total) VALUES (1, '/src', 'minilm', 'completed', 0, 0, 0, "
                   "0, 0, 0, 0, 0, 0, 0, '2026-01-02', 'inline', 0, 0, 0)")
+    # At head a job row needs its queue time (0006); its start is set once it runs.
+    insert_at_head = text(insert.text.replace("started_at", "queued_at"))
     for keep in (1, 0):  # the newest jobs deleted; then every job
         url = f"sqlite:///{tmp_path / f'at0004-{keep}.db'}"
         engine = create_engine(url)
@@ -100,9 +102,63 @@ def test_rebuilding_index_jobs_keeps_its_id_counter(tmp_path: Path) -> None:
         engine = make_engine(url)  # upgrades to head
         with engine.begin() as conn:
             assert migrate.current_revision(conn) == migrate.head_revision()
-            conn.execute(insert)
+            conn.execute(insert_at_head)
             assert conn.execute(text("SELECT max(id) FROM index_jobs")).scalar() == 4, keep
         engine.dispose()
+
+
+def test_a_job_queue_time_is_kept_apart_from_its_start_and_back(tmp_path: Path) -> None:
+    """0006: ``started_at`` was the queue time until a job ran, so a job that failed before it
+    ran said "started" then. Each row's old ``started_at`` becomes its ``queued_at``; a job
+    still queued has not started. The downgrade gives every job a start again."""
+    url = f"sqlite:///{tmp_path / 'at0005.db'}"
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        command.upgrade(migrate._config(conn), "0005")
+        conn.execute(text("INSERT INTO collections (name, backend, chunk_size, chunk_overlap, "
+                          "tokenizer, created_at) VALUES ('c', 'edge', 200, 32, 'minilm', "
+                          "'2026-01-01')"))
+        for state, started in (("completed", "2026-01-02 10:00:00"),
+                               ("failed", "2026-01-03 10:00:00"),
+                               ("queued", "2026-01-04 10:00:00")):
+            conn.execute(text(
+                "INSERT INTO index_jobs (collection_id, source, embedder, state, docs_seen, "
+                "docs_indexed, docs_skipped, docs_failed, docs_deleted, chunks_written, parse_s, "
+                "encode_s, store_s, metadata_s, started_at, runner, chunks_total, chunks_done, "
+                "docs_total) VALUES (1, '/src', 'minilm', :state, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+                ":started, 'inline', 0, 0, 0)"), {"state": state, "started": started})
+        conn.execute(text("INSERT INTO job_errors (job_id, document_key, kind, message) VALUES "
+                          "(2, '/src/bad.pdf', 'error', 'not a PDF')"))
+        conn.execute(text("DELETE FROM index_jobs WHERE id = 3"))
+        conn.execute(text("INSERT INTO index_jobs (collection_id, source, embedder, state, "
+                          "docs_seen, docs_indexed, docs_skipped, docs_failed, docs_deleted, "
+                          "chunks_written, parse_s, encode_s, store_s, metadata_s, started_at, "
+                          "runner, chunks_total, chunks_done, docs_total) VALUES (1, '/src', "
+                          "'minilm', 'queued', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+                          "'2026-01-04 10:00:00', 'inline', 0, 0, 0)"))  # id 4
+        conn.commit()
+    engine.dispose()
+    engine = make_engine(url)  # upgrades to head
+    assert _diff(engine) == []
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT id, state, queued_at, started_at FROM index_jobs "
+                                 "ORDER BY id")).all()
+        assert [tuple(r) for r in rows] == [
+            (1, "completed", "2026-01-02 10:00:00", "2026-01-02 10:00:00"),
+            (2, "failed", "2026-01-03 10:00:00", "2026-01-03 10:00:00"),
+            (4, "queued", "2026-01-04 10:00:00", None)]
+        assert conn.execute(text("SELECT count(*) FROM job_errors")).scalar() == 1
+        with migrate._foreign_keys_off(conn):  # as upgrades run: a rebuild must not cascade
+            command.downgrade(migrate._config(conn), "0005")
+            conn.commit()
+        rows = conn.execute(text("SELECT * FROM index_jobs ORDER BY id")).mappings().all()
+        assert "queued_at" not in rows[0]
+        assert [(r["id"], r["started_at"]) for r in rows] == [
+            (1, "2026-01-02 10:00:00"), (2, "2026-01-03 10:00:00"), (4, "2026-01-04 10:00:00")]
+        assert conn.execute(text("SELECT count(*) FROM job_errors")).scalar() == 1
+        assert conn.execute(text("SELECT seq FROM sqlite_sequence WHERE name = 'index_jobs'")
+                            ).scalar() == 4  # ids are still not reused
+    engine.dispose()
 
 
 def test_processes_opening_a_new_database_at_once(tmp_path: Path) -> None:

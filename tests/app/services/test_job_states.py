@@ -86,7 +86,7 @@ def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
         fresh = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="queued",
                             runner="celery")
         old = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="queued",
-                          runner="celery", started_at=md.utcnow() - timedelta(minutes=20))
+                          runner="celery", queued_at=md.utcnow() - timedelta(minutes=20))
         s.add_all([fresh, old])
         s.commit()
         assert effective_state(fresh) == ("queued", None)
@@ -127,7 +127,7 @@ def test_follow_says_a_queued_job_was_superseded_and_stops(tmp_path):
                                     tokenizer="minilm")
         queued = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
                              state="queued", runner="celery",
-                             started_at=md.utcnow() - timedelta(minutes=6))
+                             queued_at=md.utcnow() - timedelta(minutes=6))
         s.add(queued)
         s.commit()
         s.add(md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
