@@ -320,6 +320,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                               api_visibility="private", **light)
             examples.input(lambda example: example or gr.skip(), examples, box,
                            api_visibility="private", queue=False)
+        # The Cluster and Index tabs offer the allowed embedders and, once a collection is
+        # picked, the specs with options it was indexed with (minilm[instruction_weight=1]).
+        for collection, embedder in ((k_collection, k_embedder), (i_collection, i_embedder)):
+            collection.change(h.embedder_choices, collection, embedder,
+                              api_visibility="private", **light)
 
         search_event = gr.on([s_button.click, s_query.submit], h.search,
                              [s_query, s_instruction, s_collection, s_embedder, s_k, s_filters,

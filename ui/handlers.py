@@ -237,19 +237,52 @@ class UiHandlers:
         return (keep(search_value), keep(compare_value), keep(cluster_value),
                 keep(index_value, custom=True), keep(delete_value), gr.update(choices=p.folders))
 
+    def _recorded(self, collection: str | None) -> dict[str, str]:
+        """What ``collection`` recorded as loading each of its vectors' embedders, where that is
+        not the vector's name (``minilm[instruction_weight=1]``, a checkpoint's path), by vector
+        name; empty for none, or a collection gone or misnamed (a search says so itself)."""
+        name = (collection or "").strip()
+        if not name:
+            return {}
+        try:
+            return dict(self.facet.collection(name).sources)
+        except FacetError:
+            return {}
+
+    @staticmethod
+    def _choice(vector: str, spec: str | None) -> str:
+        """How a picker offers a collection's vector: the spec it was indexed with where that
+        has options (``minilm[instruction_weight=1]``: the plain name hid that the query is
+        read at that weight), else the vector's name (a checkpoint's path loads behind it)."""
+        from embedders.registry import without_options
+
+        return spec if spec is not None and without_options(spec) != spec else vector
+
     @ui_errors
     def collection_changed(self, collection: str | None) -> tuple[Any, Any]:
-        """The picked collection's embedders and example instructions."""
+        """The picked collection's embedders (each as its ``_choice``) and example
+        instructions."""
         if not collection:
             return gr.update(choices=[], value=None), gr.update(choices=GENERIC_EXAMPLES, value=None)
         try:
-            names = list(self.facet.collection(collection).embedders)
+            info = self.facet.collection(collection)
+            names, sources = list(info.embedders), info.sources
         except NotFoundError:
-            names = []
+            names, sources = [], {}
+        choices = [self._choice(name, sources.get(name)) for name in names]
         default = self.settings.default_embedder
-        return (gr.update(choices=names, value=default if default in names else
-                          (names[0] if names else None)),
+        value = (choices[names.index(default)] if default in names else
+                 (choices[0] if choices else None))
+        return (gr.update(choices=choices, value=value),
                 gr.update(choices=self.examples_for(collection), value=None))
+
+    @ui_errors
+    def embedder_choices(self, collection: str | None) -> Any:
+        """The Cluster and Index tabs' embedders for the picked collection: the allowed ones and
+        the specs with options the collection recorded (the picker's value is kept)."""
+        recorded = [self._choice(vector, spec) for vector, spec in self._recorded(collection).items()
+                    if vector in self._allowed()]
+        return gr.update(choices=list(dict.fromkeys(self.embedders() + recorded)))
 
     # --------------------------------------------------------------- search
 
@@ -259,15 +292,49 @@ class UiHandlers:
             raise InvalidRequestError("Pick a collection first (or index one in the Index tab).")
         return name
 
-    def _model(self, name: str | None, what: str, extra: list[str] | None = None) -> str | None:
+    def _model(self, name: str | None, what: str, extra: list[str] | None = None, *,
+               collection: str | None = None) -> str | None:
+        """``name`` if the page may load it: an allowed name (``FACET_API_MODELS``, listed
+        exactly, options included, and ``extra``), or a spec ``collection`` recorded for a vector
+        whose name is allowed (naming that vector loads it already). Any other spec with options
+        is refused as the API refuses it: each loads another copy of the model, so a page could
+        otherwise fill the server's memory with variants.
+
+        Raises:
+            InvalidRequestError: options not written as ``name[key=value,...]``.
+            UnknownModelError: anything else not offered here, saying what is.
+        """
+        from embedders.errors import InvalidInputError
+        from embedders.registry import split_options
+
         name = (name or "").strip()
         if not name:
             return None
         allowed = list(dict.fromkeys(self._allowed() + (extra or [])))
-        if name not in allowed:
-            raise UnknownModelError(f"The {what} {name!r} is not available here; pick one of: "
-                                    f"{', '.join(allowed)}")
-        return name
+        if name in allowed:
+            return name
+        recorded = [spec for vector, spec in self._recorded(collection).items()
+                    if vector in allowed]
+        if name in recorded:
+            return name
+        offered = ", ".join(dict.fromkeys(allowed + recorded))
+        try:
+            base, options = split_options(name)
+        except InvalidInputError as e:
+            reason = str(e).removeprefix(f"{name!r}: ")
+            raise InvalidRequestError(f"The {what} {name!r} cannot be read: {reason}; pick one "
+                                      f"of: {offered}") from None
+        if options and base in allowed:
+            listing = "FACET_UI_RERANKERS or FACET_API_MODELS" if what == "reranker" else \
+                "FACET_API_MODELS"
+            own = (f" as {collection} recorded it ({', '.join(recorded)}) or" if recorded and
+                   collection else "")
+            raise UnknownModelError(
+                f"The {what} {name!r} is not available here: {base} is, but with options only"
+                f"{own} where {listing} lists the spec exactly (each loads another copy of the "
+                f"model); pick one of: {offered}")
+        raise UnknownModelError(f"The {what} {name!r} is not available here; pick one of: "
+                                f"{offered}")
 
     def _query(self, query: str | None, instruction: str | None,
                what: str = "instruction", *, warn: bool = True) -> tuple[str, str | None, list[str]]:
@@ -296,7 +363,7 @@ class UiHandlers:
             query=query, collection=self._collection(collection), instruction=instruction,
             top_k=top_k, filters=inputs.parse_filter_text(filters),
             rerank=self._model(reranker, "reranker", self.rerankers()),
-            embedder=self._model(embedder, "embedder"), mode=mode,
+            embedder=self._model(embedder, "embedder", collection=collection), mode=mode,
             group_by_document=group_by_document)
 
     @ui_errors
@@ -429,7 +496,8 @@ class UiHandlers:
             instruction=clean, texts=texts, collection=name, search=search,
             filters=inputs.parse_filter_text(filters) if name else {},
             limit=n if name else None, k=chosen_k,
-            embedder=self._model(embedder, "embedder"),
+            embedder=self._model(embedder, "embedder",
+                                 collection=name or (search.collection if search else None)),
             explainer=None if explainer in (None, "", NO_EXPLAINER) else
             self._model(explainer, "explainer"))
         progress(0.0, desc="starting")
@@ -464,7 +532,7 @@ class UiHandlers:
         facet = self.facet
         total = facet.estimate_documents(source)
         job = facet.submit_index(source, name, IndexOptions(
-            embedder=self._model(embedder, "embedder")))
+            embedder=self._model(embedder, "embedder", collection=name)))
         for notice in notices:
             gr.Warning(render.esc(notice), title="Not indexed")
         for notice in renamed or []:
@@ -578,7 +646,11 @@ class UiHandlers:
             spec = self.facet.collection(job.collection).sources.get(job.embedder, job.embedder)
         except FacetError:
             return None, None
-        if not source.is_dir() or spec not in self._allowed():
+        if not source.is_dir():
+            return None, None
+        try:  # the collection's recorded spec (options included) is offered as its vector is
+            self._model(spec, "embedder", collection=job.collection)
+        except FacetError:
             return None, None
         return source, spec
 
