@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import warnings
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,6 +26,28 @@ from app.commands.common import (  # noqa: F401 (re-exported: the commands' hist
 from app.errors import FacetError
 from app.settings import apply_settings, get_settings
 from app.text import plural  # noqa: F401 (re-exported, as above)
+
+
+def _no_placeholder_for_flags() -> None:
+    """A flag takes no value, so its help shows no value placeholder. typer 0.29's rich help
+    panel (``rich_utils._print_options_panel``) asks every option for ``display_type_rich``,
+    flags included, and printed ``--json  <bool>`` (even ``--help <bool>``); its plain
+    formatter (``TyperOption.get_help_record``) already leaves flags and counters out. Patched
+    once here, for every command; options that take a value keep their ``<int>``, ``<str>``."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_facet_flags_bare", False):
+        return  # a typer without the method (nothing to mend), or already patched (reloaded)
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich._facet_flags_bare = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_placeholder_for_flags()
 
 cli = typer.Typer(
     name="facet",

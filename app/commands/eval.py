@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +11,7 @@ import typer
 from app.commands.common import handle_errors
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
+from app.text import printable_json
 
 
 def register(cli: typer.Typer) -> None:
@@ -164,7 +164,7 @@ def eval_cmd(
     if list_tasks:
         described = describe_tasks()
         if as_json:
-            typer.echo(json.dumps(described, indent=2))
+            typer.echo(printable_json(described))
             return
         width = max(len(d["name"]) for d in described)
         for d in described:

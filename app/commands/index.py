@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -13,7 +12,7 @@ import typer
 from app.commands.common import exit_code, handle_errors, open_facet
 from app.errors import FacetError
 from app.services.collections import MAX_JOB_ERRORS
-from app.text import plural, printable
+from app.text import plural, printable, printable_json
 
 if TYPE_CHECKING:
     from app.core import Facet
@@ -60,7 +59,7 @@ def _submit(source: Path, collection: str, options: Any, as_json: bool) -> None:
                                                 on_started=facet.indexing.set_job_process)
         job = facet.submit_index(source, collection, options)
     if as_json:
-        typer.echo(json.dumps(asdict(job), indent=2))
+        typer.echo(printable_json(asdict(job)))
         return
     where = "the workers' index queue" if settings.broker_url else "a background process"
     typer.echo(f"{job.id}")
@@ -142,7 +141,7 @@ def register(cli: typer.Typer) -> None:
                 bar.close()
         failure = None if allow_failures else report.failure()
         if as_json:
-            typer.echo(json.dumps(asdict(report) | {"docs_per_s": report.docs_per_s}, indent=2))
+            typer.echo(printable_json(asdict(report) | {"docs_per_s": report.docs_per_s}))
             if failure is not None:
                 raise typer.Exit(exit_code(failure))
             return

@@ -6,13 +6,13 @@ weights and prints what was written. Score the soup on dev like any checkpoint b
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from app.errors import InvalidRequestError
+from app.text import printable_json
 
 
 def register(cli: typer.Typer) -> None:
@@ -59,7 +59,7 @@ def register(cli: typer.Typer) -> None:
             report = make_soup(paths, out, weights=parsed, rank=rank)
         except ValueError as e:
             raise InvalidRequestError(str(e)) from e
-        typer.echo(json.dumps(report.to_dict(), indent=2))
+        typer.echo(printable_json(report.to_dict()))
         for i, j in report.duplicates:
             typer.echo(f"warning: {paths[j]} holds the same adapter as {paths[i]}; that model counts twice",
                        err=True)
