@@ -181,9 +181,11 @@ def unread_count(model: Embedder, texts: Sequence[str]) -> int:
     (all-MiniLM reads Thai and emoji so): they embed nearly alike and rank arbitrarily. The
     embedder logs it; this is for the edges to tell the person who indexed or searched. 0 for
     a model whose tokenizer has no unknown token."""
+    if not texts:  # (before the tokenizer: a model not loaded yet is not loaded for nothing)
+        return 0
     tokenizer = getattr(model, "tokenizer", None)
     unk = getattr(tokenizer, "unk_token_id", None)
-    if tokenizer is None or unk is None or not texts:
+    if tokenizer is None or unk is None:
         return 0
     from embedders.base import mostly_unknown
 
@@ -203,6 +205,15 @@ def unread_message(name: str, count: int, total: int, what: str = "texts") -> st
             "(a script or symbols it does not read, such as Thai or emoji), so they embed nearly "
             "alike and rank arbitrarily; use an embedder whose tokenizer reads them (e.g. "
             "causal2vec)")
+
+
+def unread_counted(message: str) -> int | None:
+    """The count an ``unread_message`` says (None for any other message): the warnings of a
+    worker job's chunks are summed into the one an inline job gives."""
+    if UNREAD_MARK not in message:
+        return None
+    count = message.split(" of ", 1)[0].replace(",", "")
+    return int(count) if count.isdigit() else None
 
 
 def not_an_explainer(explainer: str) -> InvalidRequestError:

@@ -46,6 +46,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.encoding import unread_counted, unread_message
 from app.errors import FacetError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
@@ -493,6 +494,11 @@ class ChunkedIndexService:
             if taken.rowcount != 1:  # type: ignore[attr-defined]
                 holder = s.scalar(select(C.worker).where(C.id == chunk_id))
                 raise _ClaimLost(_ClaimLost.message(holder))
+            if report.unread_chunks:  # summed into the job's one warning when it completes
+                tally.errors.append(md.JobError(
+                    document_key=embedder.name, kind="warning", message=unread_message(
+                        embedder.name, report.unread_chunks, report.chunks_written,
+                        "chunks written")))
             for error in tally.errors:
                 error.job_id = job_id
             s.add_all(tally.errors)
@@ -611,6 +617,8 @@ class ChunkedIndexService:
             state="completed", finished_at=md.utcnow(), store_s=J.store_s + (
                 time.perf_counter() - t0),
             message="; ".join(notes) or None))
+        if done.rowcount == 1:  # type: ignore[attr-defined]
+            self._sum_unread(session, job_id, job.embedder)
         session.commit()
         leases.release(session, coll.id, job_id)
         self.store.release(coll.name)
@@ -618,6 +626,23 @@ class ChunkedIndexService:
             logger.info("job %d completed", job_id)
             return True
         return False
+
+    @staticmethod
+    def _sum_unread(session: Session, job_id: int, name: str) -> None:
+        """The chunks' warnings of text ``name``'s tokenizer cannot read (``[UNK]``), as the one
+        warning an inline job gives, over all the chunks written (workers never said it)."""
+        E = md.JobError
+        rows = session.scalars(select(E).where(E.job_id == job_id, E.kind == "warning",
+                                               E.document_key == name)).all()
+        counted = [(row, n) for row in rows if (n := unread_counted(row.message)) is not None]
+        if not counted:
+            return
+        for row, _n in counted:
+            session.delete(row)
+        J = md.IndexJob
+        written = session.scalar(select(J.chunks_written).where(J.id == job_id)) or 0
+        session.add(E(job_id=job_id, document_key=name, kind="warning", message=unread_message(
+            name, sum(n for _row, n in counted), written, "chunks written")))
 
 
 def stalled_chunks(sessions: Any) -> list[tuple[int, int]]:

@@ -323,6 +323,70 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
                 f"(facet delete {coll.name}) and index its sources again")
 
 
+class _Deferred:
+    """The embedder of a run over a collection that already records it, not loaded until the
+    run has chunks to encode: re-indexing an unchanged folder loaded the model (seconds for
+    MiniLM, much longer for a 0.5B LLM embedder) only to find nothing to do.
+
+    Its name and width are the collection's record. The identity check (``check_same_embedder``)
+    needs the model (a trained checkpoint's identity digests its loaded weights), so it is made
+    when the model loads (``load``), before anything is written: a run with nothing to write
+    does not notice a checkpoint retrained since, and writes nothing that could mix with it.
+    Anything else asked of it loads the model first.
+    """
+
+    def __init__(self, cache: Any, spec: str, name: str, dim: int) -> None:
+        self.spec, self.name, self._dim = spec, name, dim
+        self._cache = cache
+        self._model: Embedder | None = None
+        self.check: Callable[[Embedder], None] | None = None  # run on the model when it loads
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def load(self) -> Embedder:
+        """The model (loaded now, the first time), checked against the collection."""
+        if self._model is None:
+            model = self._cache.get(self.spec)
+            if model.name != self.name:  # (a checkpoint's config edited since)
+                raise ConflictError(f"{self.spec!r} now loads embedder {model.name!r}, not the "
+                                    f"{self.name!r} this collection records it as; index it into "
+                                    "a new collection")
+            if self.check is not None:
+                self.check(model)
+            self._model = model
+        return self._model
+
+    @property
+    def identity(self) -> str:
+        return str(self._cache.identity(self.load()))
+
+    def encode(self, texts: Any, **kwargs: Any) -> np.ndarray:
+        return self.load().encode(texts, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:  # the tokenizer, max_length...
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.load(), attr)
+
+
+def loaded(embedder: Embedder) -> Embedder:
+    """``embedder``'s model, loaded (and checked) now if it was deferred (``_Deferred``)."""
+    return embedder.load() if isinstance(embedder, _Deferred) else embedder
+
+
+def _when_called(make: Callable[[], TokenSpans]) -> TokenSpans:
+    """A tokenizer made by ``make`` when it first cuts a text (a deferred model's)."""
+    made: list[TokenSpans] = []
+
+    def spans(text: str) -> Any:
+        if not made:
+            made.append(make())
+        return made[0](text)
+    return spans
+
+
 def _collection_lock(name: str) -> threading.Lock:
     with _REGISTRY_LOCK:
         return _COLLECTION_LOCKS.setdefault(name, threading.Lock())
@@ -499,7 +563,7 @@ class IndexService:
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
         spec = options.embedder or self.settings.default_embedder
-        embedder = self.ctx.embedders.get(spec)
+        embedder = self._embedder_for(collection, spec)
         with self.sessions() as session:
             coll = self._prepare_collection(session, collection, embedder, options, spec)
             self._refuse_other_writer(session, coll)
@@ -541,7 +605,7 @@ class IndexService:
                  progress: Callable[[Progress], None] | None) -> IndexReport:
         source = Path(prepared.source)
         try:
-            embedder = self.ctx.embedders.get(prepared.embedder)
+            embedder = self._embedder_for(prepared.collection, prepared.embedder)
         except Exception as e:
             # A model this process cannot load (a checkpoint gone since the job was queued): the
             # job failed before it started. It stayed `queued`, for ever in a server.
@@ -568,8 +632,13 @@ class IndexService:
                 # Checked before the job starts, not only when it was queued: the model may
                 # have been loaded since (a background or worker run) from a checkpoint
                 # retrained meanwhile, and the source may be gone. Either fails the job
-                # unstarted (it was recorded `running` first, as if it had begun).
-                check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
+                # unstarted (it was recorded `running` first, as if it had begun). A model not
+                # loaded yet is checked when it loads, before it encodes anything.
+                if isinstance(embedder, _Deferred):
+                    identity = self.ctx.embedders.identity
+                    embedder.check = lambda model: check_same_embedder(coll, model, identity(model))
+                else:
+                    check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
                 try:
                     files, skipped = discover_files(source)
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
@@ -591,7 +660,9 @@ class IndexService:
                 heartbeat.__enter__()
                 self._note_skipped(job, report, skipped)
                 self.ensure_store_collection(session, coll, job, embedder)
-                tokenize = self._tokenizer_for(coll, embedder)
+                tokenize = (_when_called(lambda: self._tokenizer_for(coll, loaded(embedder)))
+                            if isinstance(embedder, _Deferred) else
+                            self._tokenizer_for(coll, embedder))
                 chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
                 total = estimate_documents(files)
                 seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
@@ -792,6 +863,8 @@ class IndexService:
                         f"collection {name!r} was created with {what} {current}; chunking is fixed "
                         "per collection: drop the option, or index into a new collection")
         self._check_store(name, embedder)
+        if isinstance(embedder, _Deferred) and any(e.name == embedder.name for e in coll.embedders):
+            return coll  # recorded already; the model is checked against it when a run loads it
         identity = self.ctx.embedders.identity(embedder)
         check_same_embedder(coll, embedder, identity)
         try:
@@ -806,6 +879,45 @@ class IndexService:
             session.rollback()  # added by a racing process: theirs is the same row
             session.refresh(coll)
         return coll
+
+    def _embedder_for(self, collection: str, spec: str) -> Embedder:
+        """The embedder ``spec`` of a run into ``collection``: the model, loaded now if need be,
+        or, where the model is not loaded in this process and the collection already records
+        this very spec, a ``_Deferred`` that loads it once the run has something to encode.
+
+        Raises:
+            UnknownModelError, DataError: as ``EmbedderCache.get``.
+        """
+        model = self.ctx.embedders.peek(spec)
+        if model is not None:
+            return model
+        recorded = self._recorded_embedder(collection, spec)
+        if recorded is None:
+            return self.ctx.embedders.get(spec)
+        return _Deferred(self.ctx.embedders, spec, *recorded)
+
+    def _recorded_embedder(self, collection: str, spec: str) -> tuple[str, int] | None:
+        """The name and width ``collection`` records for ``spec`` (the same spec, loading the
+        same name), read without loading the model; None if it records no such embedder."""
+        with self.sessions() as session:
+            coll = md.get_collection(session, collection)
+            recorded = {e.spec: (e.name, int(e.dim)) for e in coll.embedders} if coll else {}
+        if not recorded:
+            return None
+        if spec in recorded:
+            # What the collection recorded, as given (a registered name, an absolute path): no
+            # need for the registry, which imports torch (seconds); `_Deferred.load` checks
+            # the name it loads.
+            return recorded[spec]
+        from embedders.errors import EmbedderError
+        from embedders.registry import portable_spec, saved_name
+
+        try:
+            name, portable = saved_name(spec), portable_spec(spec)
+        except EmbedderError:  # unknown, or unreadable: loading it says why
+            return None
+        hit = recorded.get(portable)
+        return hit if hit is not None and hit[0] == name else None
 
     def _check_store(self, name: str, embedder: Embedder) -> None:
         """Refuse an embedder the collection's store cannot take, without writing anything."""
@@ -1028,10 +1140,14 @@ class IndexService:
         parsed = self._parsed(files, options.text_column)
         shown = [0.0]  # when the job row last showed the encoding step
 
-        def encoding(done: int, texts: int) -> None:
-            """Between the encoder's pieces of a batch: the CLI's bar and the job row (what the
-            UI and the API show) say how far; documents count once written."""
-            stage = f"encoding chunk {done:,}/{texts:,} of this batch"
+        def encoding(done: int, texts: int, current: str | None = None,
+                     fraction: float | None = None, vector: str | None = None) -> None:
+            """Between the encoder's pieces of a batch (``current``: of a streamed file's chunk
+            batch, ``fraction`` of the way into it; ``vector``: another embedder's vectors of
+            the batch): the CLI's bar and the job row (what the UI and the API show) say how
+            far; documents count once written."""
+            stage = (f"encoding chunk {done:,}/{texts:,} of this batch"
+                     + (f" for {vector!r}" if vector else ""))
             now = time.perf_counter()
             if now - shown[0] >= ENCODING_SHOWN_S:  # a commit at most every second
                 shown[0] = now
@@ -1039,7 +1155,7 @@ class IndexService:
                 session.commit()
             if progress is not None:
                 progress(Progress(report.docs_seen - len(pending), max(total, report.docs_seen),
-                                  report.chunks_written, now - started, stage=stage))
+                                  report.chunks_written, now - started, current, fraction, stage))
 
         def within(key: str) -> Callable[[float], None] | None:
             """Progress inside a streamed file: its chunk batches move the bar."""
@@ -1076,7 +1192,8 @@ class IndexService:
                     pending, pending_tokens = [], 0
                 self._process_streamed(session, coll, job, report, item, embedder, spec,
                                        tokenize, chunking, batch_limit, heartbeat,
-                                       within(item.key), interrupt)
+                                       within(item.key), interrupt, encoding)
+                job.message = None  # committed with the next batch (or the job's end)
                 if progress is not None:
                     progress(Progress(report.docs_seen, max(total, report.docs_seen),
                                       report.chunks_written, time.perf_counter() - started))
@@ -1117,11 +1234,14 @@ class IndexService:
                           spec: str, tokenize: TokenSpans, chunking: ChunkingConfig,
                           batch_limit: int, heartbeat: leases.Heartbeat | None,
                           progress: Callable[[float], None] | None,
-                          interrupt: _DeferredInterrupt | None = None) -> None:
+                          interrupt: _DeferredInterrupt | None = None,
+                          encoding: Callable[..., None] | None = None) -> None:
         """The write protocol for one large file, its chunks encoded and written ``batch_limit``
         at a time as the file is read (step 2 runs once per chunk batch; step 3 once, at the
         end), so memory holds one piece of the file and one batch of vectors, and progress
-        moves with the chunks."""
+        moves with the chunks, and with the encoder's pieces of each batch (``encoding``, as
+        ``_process_batch``'s, told the file and how far into it: the bar stood still through
+        each batch's encoding, minutes with an LLM embedder on a CPU)."""
         t0 = time.perf_counter()
         row = md.documents_by_key(session, coll.id, [doc.key]).get(doc.key)
         if row is not None and row.status == "indexed" and row.content_hash == doc.content_hash:
@@ -1131,6 +1251,7 @@ class IndexService:
             self._process_batch(session, coll, job, report, [doc], embedder, spec,  # type: ignore[list-item]
                                 tokenize, chunking)
             return
+        embedder = loaded(embedder)  # (checked before anything is marked or written)
         report.docs_seen += 1
         before = "new" if row is None else row.status
         old_ids = [] if row is None else [c.point_id for c in row.chunks]
@@ -1156,9 +1277,24 @@ class IndexService:
                 raise ConflictError(f"job {job.id} lost the lease of {coll.name!r}; it stopped "
                                     "before writing more")
             t0 = time.perf_counter()
-            vectors = self.ctx.encoder.encode([c.text for c in batch], embedder=spec,
-                                              role=Role.DOCUMENT, bulk=True)
-            companions = self._companion_vectors(coll, embedder, [c.text for c in batch], job, report)
+            told: Callable[..., None] | None = None
+            if encoding is not None:
+                # How far into the file: from where this batch starts to where it ends, in
+                # equal shares for this embedder and each other one of the collection.
+                was = rows[-1].end / max(1, doc.size) if rows else 0.0
+                upto = batch[-1].end / max(1, doc.size)
+                shares = [None, *(e.name for e in coll.embedders if e.name != embedder.name)]
+                say = encoding
+
+                def within_file(done: int, texts: int, vector: str | None = None) -> None:
+                    share = shares.index(vector) if vector in shares else 0
+                    part = (share + done / max(1, texts)) / len(shares)
+                    say(done, texts, doc.key, min(0.99, was + (upto - was) * part), vector=vector)
+                told = within_file
+            texts = [c.text for c in batch]
+            vectors = self._encode_chunks(texts, spec, told)
+            report.unread_chunks += unread_count(embedder, texts)
+            companions = self._companion_vectors(coll, embedder, texts, job, report, told)
             companions_written.update(companions)
             job.encode_s += time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -1220,7 +1356,7 @@ class IndexService:
                        embedder: Embedder, spec: str, tokenize: TokenSpans,
                        chunking: ChunkingConfig,
                        finish: Callable[[Session], None] | None = None,
-                       encoding: Callable[[int, int], None] | None = None) -> None:
+                       encoding: Callable[..., None] | None = None) -> None:
         """Steps 1-3 of the write protocol for one batch of documents.
 
         Args:
@@ -1228,7 +1364,8 @@ class IndexService:
                 and an ``errors`` list.
             finish: run inside step 3's transaction instead of copying the report's counters
                 onto ``job`` (a chunk task adds its counts to the shared job row there).
-            encoding: told (chunks encoded, chunks to encode) between the encoder's pieces.
+            encoding: told (chunks encoded, chunks to encode) between the encoder's pieces,
+                with ``vector=`` the other embedder's name for a companion's vectors.
         """
         t0 = time.perf_counter()
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
@@ -1252,6 +1389,12 @@ class IndexService:
                 items.append(_Item(entry, digest, row, "vectors"))
             else:
                 items.append(_Item(_note_replaced_source(entry, row), digest, row, "write"))
+        if items and isinstance(embedder, _Deferred):
+            # Something to encode: the model loads (and is checked) now, timed as encoding.
+            t1 = time.perf_counter()
+            embedder = embedder.load()
+            job.encode_s += time.perf_counter() - t1
+            t0 += time.perf_counter() - t1
         # Step 1: mark what is about to be written.
         to_write = [it for it in items if it.mode == "write"]
         previous_status: dict[str, str] = {}
@@ -1296,7 +1439,7 @@ class IndexService:
         t0 = time.perf_counter()
         companions = self._companion_vectors(
             coll, embedder, [c.text for it in items if it.mode == "write" for c in it.chunks],
-            job, report)
+            job, report, encoding)
         job.encode_s += time.perf_counter() - t0
 
         # Step 2: the store.
@@ -1381,7 +1524,8 @@ class IndexService:
         job.metadata_s += time.perf_counter() - t0
 
     def _encode_chunks(self, texts: list[str], spec: str,
-                       encoding: Callable[[int, int], None] | None) -> np.ndarray:
+                       encoding: Callable[..., None] | None,
+                       **more: Any) -> np.ndarray:
         """The vectors of a batch's chunks; with ``encoding``, in pieces of the encoder's batch
         size, longest first (``longest_first``: the same batches, so the same vectors, as one
         call), telling it how far after each. An encoder without a batch size (the workers')
@@ -1392,19 +1536,20 @@ class IndexService:
         out: np.ndarray | None = None
         done = 0
         for piece in longest_first(texts, size):
-            encoding(done, len(texts))
+            encoding(done, len(texts), **more)
             vectors = self.ctx.encoder.encode([texts[i] for i in piece], embedder=spec,
                                               role=Role.DOCUMENT, bulk=True)
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=vectors.dtype)
             out[piece] = vectors
             done += len(piece)
-        encoding(done, len(texts))
+        encoding(done, len(texts), **more)
         assert out is not None
         return out
 
     def _companion_vectors(self, coll: md.Collection, embedder: Embedder, texts: list[str],
-                           job: Any, report: IndexReport) -> dict[str, np.ndarray]:
+                           job: Any, report: IndexReport,
+                           encoding: Callable[..., None] | None = None) -> dict[str, np.ndarray]:
         """The vectors of ``texts`` (chunks about to be written whole) by each other embedder
         of ``coll``, by name: a point written anew keeps every named vector of the collection
         (it kept only the running embedder's, so a changed or new document was missing from
@@ -1437,8 +1582,9 @@ class IndexService:
                                f"`facet index` with --embedder {other.spec} fills them in), or "
                                f"index the sources into a new collection")
                     raise ConflictError(message)
-                out[other.name] = self.ctx.encoder.encode(texts, embedder=other.spec,
-                                                          role=Role.DOCUMENT, bulk=True)
+                # In the encoder's pieces, told how far as the running embedder's are.
+                out[other.name] = self._encode_chunks(texts, other.spec, encoding,
+                                                      vector=other.name)
             except (UnknownModelError, DataError, ConflictError, EmbedderError) as e:
                 # (Not a busy or closed encoder: the run stops then, as for its own embedder.)
                 message = str(e) if isinstance(e, ConflictError) else (

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from app.core import Facet
+from app.encoding import UNREAD_MARK
 from app.services.search import SearchRequest
 from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
 from indexer.store import point_id
 from tests.app.services.conftest import write_corpus
+from tests.app.services.test_progress import THAI
 
 from .conftest import Stack
 
@@ -117,6 +119,19 @@ def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus
     assert (job.state, job.docs_indexed, job.docs_failed) == ("completed", 6, 0), job
     texts = {h.payload["text"] for h in client.context.store.scroll("reviews", limit=100)}
     assert texts == {f"review {i} of the card" for i in range(6)}
+    # Text the tokenizer reads as unknown tokens ([UNK]): a worker job says how many chunks,
+    # in one warning summed over its chunk tasks, as an inline job does (workers never said it).
+    thai = tmp_path / "thai"
+    thai.mkdir()
+    (thai / "en.txt").write_text("The lighthouse keeper wrote the log every evening.")
+    for i, text in enumerate(THAI):  # 4 documents a chunk task: Thai in both of the two
+        (thai / f"th{i}.txt").write_text(text)
+    job = wait_for(client, submit(stack, thai, "thai"))
+    assert (job.state, job.docs_indexed, job.chunks_written, job.chunks_total) == ("completed", 5, 5, 2), job
+    expected = ("4 of 5 chunks written are mostly unknown tokens to the tokenizer of minilm (a "
+                "script or symbols it does not read, such as Thai or emoji)")
+    assert [(e["kind"], e["document"], e["message"][:len(expected)]) for e in job.errors
+            if UNREAD_MARK in e["message"]] == [("warning", "minilm", expected)], job.errors
 
 
 def test_kill9_worker_mid_job_then_restart(stack: Stack, client, corpus, minilm,

@@ -405,6 +405,52 @@ def test_a_renamed_file_moves_its_records_and_sync_keeps_them(make_ctx, tmp_path
     assert CollectionService(ctx).get("ren").points == 4  # r0..r2 and the note; the error is a row
 
 
+def test_a_streamed_file_says_how_far_its_encoding_is_for_every_embedder(make_ctx, tmp_path,
+                                                                        notes_embedder,
+                                                                        monkeypatch) -> None:
+    """A large file's chunk batches, and the other embedders' vectors of them (companions),
+    were each encoded in one call: the bar and the job row stood still meanwhile (minutes
+    with an LLM embedder on a CPU). They say "encoding chunk N/M" as a batch of documents
+    does, the bar moving inside the file."""
+    import random
+
+    from app.services import indexing
+
+    monkeypatch.setattr(indexing, "ENCODING_SHOWN_S", 0.0)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("the quick zorblat fox jumps")
+    ctx = make_ctx(stream_document_mb=0.01)
+    service = IndexService(ctx)
+    service.index(src, "e")
+    service.index(src, "e", IndexOptions(embedder=notes_embedder))  # a second embedder: job 2
+    rng = random.Random(0)
+    words = ["card", "fee", "rise", "payment", "refund", "account", "transfer", "weather", "pasta"]
+    big = src / "big.txt"
+    big.write_text("\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(450)))
+    seen: list = []
+    messages: list[str | None] = []
+
+    def progress(p) -> None:
+        if p.current == str(big) and p.stage:
+            seen.append(p)
+            messages.append(CollectionService(ctx).job(3).message)
+
+    report = service.index(src, "e", IndexOptions(batch_chunks=64), progress=progress)
+    n = report.chunks_written
+    assert report.job_id == 3 and report.warnings == [] and 96 < n <= 128  # two batches of pieces
+    expected = []
+    for size in (64, n - 64):
+        for vector in ("", " for 'minilm-notes'"):
+            expected += [f"encoding chunk {i:,}/{size:,} of this batch{vector}"
+                         for i in [*range(0, size, 32), size]]
+    assert [p.stage for p in seen] == expected
+    assert messages == expected  # the job row said it as it went
+    fractions = [p.current_fraction for p in seen]
+    assert fractions == sorted(fractions) and 0 == fractions[0] < fractions[-1] < 1
+    assert CollectionService(ctx).job(3).message is None  # cleared when the job ended
+
+
 def test_listing_collections_leaves_open_only_what_was_open(make_ctx, tmp_path) -> None:
     """Counting points opened every collection's shard and kept it (~38 MB mapped each: a server
     grew from 0.8 to 3.2 GB after one GET /collections of 40 collections)."""

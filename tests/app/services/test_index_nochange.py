@@ -1,0 +1,114 @@
+"""Indexing a folder again when nothing in it changed does not load the embedder.
+
+`facet index DIR -c NAME` run again on an unchanged folder loaded the model (seconds for
+MiniLM, much longer for a 0.5B LLM embedder) only to find nothing to do. The model is loaded
+when a run has chunks to encode, and checked against the collection's record then: each test
+runs a fresh process's embedder cache (``EmbedderCache.loaded`` says what it loaded).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.errors import ConflictError
+from app.services.collections import CollectionService
+from app.services.context import EmbedderCache, ServiceContext
+from app.services.indexing import IndexOptions, IndexService
+from app.settings import FacetSettings
+from embedders.baselines import EncoderMeanEmbedder
+from indexer import metadata as md
+
+from .conftest import write_corpus
+
+
+def context(tmp_path, model=None) -> ServiceContext:
+    """A context on the test's data folder; its cache holds ``model`` as ``minilm``, or nothing
+    (a new process: the first ``get`` loads MiniLM from disk)."""
+    cache = EmbedderCache("cpu")
+    if model is not None:
+        cache.put("minilm", model)
+    return ServiceContext(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8), embedders=cache)
+
+
+def test_an_unchanged_folder_is_indexed_again_without_loading_the_model(tmp_path, minilm) -> None:
+    files = write_corpus(tmp_path / "src", 5)
+    first = context(tmp_path, minilm)
+    try:
+        before = IndexService(first).index(tmp_path / "src", "docs")
+        assert before.docs_indexed == 5
+    finally:
+        first.close()
+
+    ctx = context(tmp_path)
+    try:
+        report = IndexService(ctx).index(tmp_path / "src", "docs", IndexOptions(sync=True))
+        assert ctx.embedders.loaded() == []  # the model was never loaded
+        assert (
+            report.state,
+            report.docs_seen,
+            report.docs_skipped,
+            report.docs_indexed,
+            report.chunks_written,
+            report.warnings,
+        ) == ("completed", 5, 5, 0, 0, [])
+        job = CollectionService(ctx).job(report.job_id)
+        assert (
+            job.state,
+            job.embedder,
+            job.docs_seen,
+            job.docs_skipped,
+            job.docs_indexed,
+            job.chunks_written,
+            job.errors,
+        ) == ("completed", "minilm", 5, 5, 0, 0, [])
+        # A file removed under --sync is removed without the model too.
+        gone = sorted(files)[0]
+        (tmp_path / "src" / gone.rsplit("/", 1)[1]).unlink()
+        report = IndexService(ctx).index(tmp_path / "src", "docs", IndexOptions(sync=True))
+        assert (report.docs_deleted, report.docs_skipped) == (1, 4)
+        assert ctx.embedders.loaded() == []
+        assert ctx.store.count("docs") == report.docs_skipped  # one chunk per file
+
+        # A changed file loads the model and is written.
+        (tmp_path / "src" / "doc004.txt").write_text("The lighthouse keeper wrote the log.")
+        report = IndexService(ctx).index(tmp_path / "src", "docs")
+        assert (report.state, report.docs_indexed, report.docs_skipped) == ("completed", 1, 3)
+        assert ctx.embedders.loaded() == ["minilm"]
+        hits = ctx.store.scroll("docs", limit=100)
+        assert "The lighthouse keeper wrote the log." in {h.payload["text"] for h in hits}
+    finally:
+        ctx.close()
+
+
+def test_a_different_version_is_still_refused_when_there_is_something_to_write(tmp_path, minilm) -> None:
+    """The collection was written by MiniLM served at max_length 32; this process loads the
+    packaged MiniLM (512): an unchanged run has nothing to write and passes, a changed file
+    loads the model, which is refused before anything is written."""
+    write_corpus(tmp_path / "src", 3)
+    budget = EncoderMeanEmbedder(name="minilm", max_length=32, backbone=minilm.backbone)
+    first = context(tmp_path, budget)
+    try:
+        IndexService(first).index(tmp_path / "src", "docs")
+    finally:
+        first.close()
+
+    ctx = context(tmp_path)
+    try:
+        assert IndexService(ctx).index(tmp_path / "src", "docs").docs_skipped == 3
+        assert ctx.embedders.loaded() == []
+        (tmp_path / "src" / "doc001.txt").write_text("The lighthouse keeper wrote the log.")
+        with pytest.raises(ConflictError, match=r"different version of that embedder \(max_length changed"):
+            IndexService(ctx).index(tmp_path / "src", "docs")
+        assert ctx.embedders.loaded() == ["minilm"]
+        with ctx.sessions() as session:
+            coll = md.get_collection(session, "docs")
+            assert coll is not None
+            job = md.list_jobs(session, coll.id, limit=1)[0]
+            assert job.state == "failed" and "max_length" in (job.message or "")
+            docs = md.documents_by_key(session, coll.id, [str(tmp_path / "src" / "doc001.txt")])
+            assert [d.status for d in docs.values()] == ["indexed"]  # the old version kept
+        assert "The lighthouse keeper wrote the log." not in {
+            h.payload["text"] for h in ctx.store.scroll("docs", limit=100)
+        }
+    finally:
+        ctx.close()
