@@ -367,10 +367,10 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         resume_event = i_resume.click(h.resume_index, i_stopped, job_outputs,
                                       api_name="resume_index", **light)
         # Picking a collection clears a new name typed before: the last choice is the one used.
-        # (`change`, not `select`: Enter in the picker picks without a select event. The pickers'
-        # refresh keeps the index picker's value, so only a pick, or filling an empty picker
-        # with the first collection, clears it.)
-        i_collection.change(lambda: "", None, i_new, api_visibility="private", queue=False)
+        # (`input`: the person's pick, Enter included, which fires no select event. Not
+        # `change`, which the page's own filling of the empty picker with the first collection
+        # fired too: a new name typed while the page loaded was wiped, seen in a browser test.)
+        i_collection.input(lambda: "", None, i_new, api_visibility="private", queue=False)
         refresh(upload_event.then)
         refresh(folder_event.then)
         # A refused request left the previous job's bar under the error badges, as if that job
