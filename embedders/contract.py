@@ -78,7 +78,14 @@ class PromptConfig:
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What every embedder offers to the indexer, the search service and the evaluator."""
+    """What every embedder offers to the indexer, the search service and the evaluator, and all
+    a plugin's model needs (docs/plugins.md; it need not subclass the torch-based BaseEmbedder).
+
+    ``name`` is the name it is registered under (collections record vectors by it); ``identity``
+    a JSON object string that changes whenever its vectors would; ``encode`` returns float32
+    ``(len(texts), dim)`` and raises ``InvalidInputError`` for texts it cannot take.
+    ``show_progress`` is optional: callers pass it only to an ``encode`` that accepts it.
+    """
 
     name: str
 

@@ -14,25 +14,50 @@ Three registries:
 
 ``load_embedder(name_or_path)`` accepts a name or a path. Registering a name twice is
 an error that says which module got there first.
+
+Code outside this package registers in every process through plugins (docs/plugins.md): the
+entry points of group ``facet.embedders`` of the installed distributions, and the modules named
+in ``FACET_PLUGINS``, are loaded with the packaged names, so the CLI, the server, the workers
+and a detached ``run-job`` child all know the same names.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
 import json
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from embedders.base import CONFIG_FILE, BaseEmbedder, recover_checkpoint
-from embedders.errors import CheckpointError, DuplicateRegistrationError, InvalidInputError, UnknownEmbedderError
+from embedders.contract import Embedder
+from embedders.errors import (
+    CheckpointError,
+    DuplicateRegistrationError,
+    EmbedderError,
+    InvalidInputError,
+    UnknownEmbedderError,
+)
 
 logger = logging.getLogger(__name__)
 
-EmbedderFactory = Callable[..., BaseEmbedder]
-CheckpointLoader = Callable[[Path, dict[str, Any], str | None], BaseEmbedder]
+# Called as ``factory(device=..., **kwargs)``; anything with the ``Embedder`` protocol's
+# members will do (a plugin need not subclass the torch-based BaseEmbedder).
+EmbedderFactory = Callable[..., Embedder]
+CheckpointLoader = Callable[[Path, dict[str, Any], str | None], Embedder]
+
+PLUGIN_GROUP = "facet.embedders"  # the entry point group plugins register under
+PLUGINS_ENV = "FACET_PLUGINS"  # comma-separated modules ("pkg" or "pkg.mod:function") to load
+
+
+class PluginError(EmbedderError):
+    """A registered embedder does not keep the contract (its factory's signature, the name of
+    the model it builds)."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +66,10 @@ class EmbedderInfo:
 
     name: str
     description: str
-    kind: str  # "baseline", "method" or "checkpoint"
+    kind: str  # "baseline" (packaged), "plugin" (registered by other code) or "checkpoint"
     factory: EmbedderFactory
     path: Path | None = None  # a registered checkpoint's directory
+    explains: bool | None = None  # whether its model generates answers (None: not said)
 
 
 _EMBEDDERS: dict[str, EmbedderInfo] = {}
@@ -89,7 +115,7 @@ def register_trainable(method: TrainableMethod) -> None:
         )
     cls = method.model_class
 
-    def load(path: Path, meta: dict[str, Any], device: str | None) -> BaseEmbedder:
+    def load(path: Path, meta: dict[str, Any], device: str | None) -> Embedder:
         return cls.load(path, meta, device)
 
     load.__module__ = cls.__module__
@@ -175,7 +201,7 @@ def register_checkpoints() -> list[str]:
             continue
         description = f"trained {meta.get('method', '?')} checkpoint ({path})"
 
-        def factory(device: str | None = None, _path: Path = path, **_: Any) -> BaseEmbedder:
+        def factory(device: str | None = None, _path: Path = path, **_: Any) -> Embedder:
             return load_checkpoint(_path, device=device)
 
         _EMBEDDERS[name] = EmbedderInfo(name, description, "checkpoint", factory, path.resolve())
@@ -183,8 +209,19 @@ def register_checkpoints() -> list[str]:
     return added
 
 
-def register_embedder(name: str, factory: EmbedderFactory, description: str, kind: str = "baseline") -> None:
+def register_embedder(name: str, factory: EmbedderFactory, description: str, kind: str | None = None,
+                      *, explains: bool | None = None) -> None:
     """Make ``name`` loadable with ``load_embedder(name)``.
+
+    Args:
+        name: the name to load it by (kept lower case); the model ``factory`` builds must carry
+            it as its ``name``, the name a collection records its vectors under.
+        factory: called as ``factory(device=..., **kwargs)``; returns an ``Embedder``.
+        description: one line for ``facet embedders``.
+        kind: the label ``facet embedders`` shows; default ``baseline`` for the packaged
+            embedders, ``plugin`` for any other code's.
+        explains: whether the model generates answers (an ``AnswerGenerator``, a cluster
+            explainer); None leaves ``answers_questions`` unable to tell without loading it.
 
     Raises:
         DuplicateRegistrationError: the name is taken (by a packaged embedder or checkpoint too,
@@ -199,7 +236,9 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
             f"an embedder named {name!r} is already registered (by {owner}); pick another name "
             "or call unregister_embedder first"
         )
-    _EMBEDDERS[key] = EmbedderInfo(key, description, kind, factory)
+    if kind is None:
+        kind = "baseline" if getattr(factory, "__module__", "") == "embedders.builtin" else "plugin"
+    _EMBEDDERS[key] = EmbedderInfo(key, description, kind, factory, explains=explains)
 
 
 def unregister_embedder(name: str) -> None:
@@ -269,7 +308,7 @@ def load_checkpoint(path: str | Path, device: str | None = None) -> BaseEmbedder
             f"{config_path} names method {method!r}, which has no loader; known methods: "
             f"{', '.join(sorted(_LOADERS)) or 'none'}"
         )
-    return _LOADERS[method](directory, config, device)
+    return cast(BaseEmbedder, _LOADERS[method](directory, config, device))
 
 
 def split_options(spec: str) -> tuple[str, dict[str, str]]:
@@ -295,7 +334,7 @@ def split_options(spec: str) -> tuple[str, dict[str, str]]:
     return base, options
 
 
-def apply_option(model: BaseEmbedder, key: str, value: str) -> None:
+def apply_option(model: Embedder, key: str, value: str) -> None:
     """Set an inference-time option (a field of the model's config) from its string form.
 
     The value is parsed as the field's current type, so ``soft_tokens=10`` becomes an int.
@@ -308,7 +347,8 @@ def apply_option(model: BaseEmbedder, key: str, value: str) -> None:
     if key not in options:
         raise InvalidInputError(
             f"embedder {model.name!r} has no option {key!r}; options: {', '.join(options) or 'none'}"
-        )
+            + ("" if options else " (an embedder offers the fields of its `config` dataclass that "
+               "its OPTIONS tuple names)"))
     current = getattr(config, key)
     try:
         parsed: Any
@@ -323,7 +363,15 @@ def apply_option(model: BaseEmbedder, key: str, value: str) -> None:
                 "str": "text"}.get(type(current).__name__, type(current).__name__)
         raise InvalidInputError(f"option {key}={value!r}: expected a {kind}") from e
     try:
-        if isinstance(getattr(type(model), key, None), property):
+        attribute = getattr(type(model), key, None)
+        if isinstance(attribute, property):
+            if attribute.fset is None:
+                # A read-only property was an AttributeError traceback (`toy[dim=16]`); setting
+                # the config field under it could leave whatever the model built from it stale.
+                raise InvalidInputError(
+                    f"option {key!r} of embedder {model.name!r} cannot be set: {type(model).__name__}."
+                    f"{key} is a read-only property; the embedder should give it a setter, or "
+                    "drop it from OPTIONS")
             setattr(model, key, parsed)  # a property validates the value
         else:
             dataclasses.replace(config, **{key: parsed})  # type: ignore[type-var]  # runs the config's checks
@@ -340,8 +388,14 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
         device: device override (``cpu``, ``cuda``...).
         **kwargs: passed to the factory of a named embedder.
 
+    Returns:
+        typed as the packaged models are, for the code that trains and benchmarks them; a
+        plugin's model need only have the ``Embedder`` protocol's members.
+
     Raises:
         UnknownEmbedderError: neither a registered name nor a checkpoint; lists the valid names.
+        PluginError: a registered factory that cannot be called as ``factory(device=...,
+            **kwargs)``, or whose model is not named as it is registered.
     """
     if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
         raise UnknownEmbedderError(
@@ -359,10 +413,37 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
         return model
     key = str(name_or_path).lower()
     if key in _EMBEDDERS:
-        return _EMBEDDERS[key].factory(device=device, **kwargs)
+        return cast(BaseEmbedder, _build(_EMBEDDERS[key], device, kwargs))
     if is_checkpoint_dir(name_or_path):
         return load_checkpoint(name_or_path, device=device)
     raise _unknown(str(name_or_path))
+
+
+def _build(info: EmbedderInfo, device: str | None, kwargs: dict[str, Any]) -> Embedder:
+    """``info``'s model, from its factory; a factory or model that breaks the contract is
+    refused with what to change, not a TypeError traceback or vectors under another name."""
+    owner = getattr(info.factory, "__module__", "?")
+    try:
+        inspect.signature(info.factory).bind(device=device, **kwargs)
+    except TypeError as e:
+        raise PluginError(
+            f"embedder {info.name!r} (registered by {owner}) cannot be built: its factory is called "
+            f"as factory(device=..., **kwargs) and refused that ({e}); define it as "
+            "`def factory(device=None, **kwargs)`") from None
+    except ValueError:  # no signature to read (a builtin): let the call tell
+        pass
+    model = info.factory(device=device, **kwargs)
+    # A collection records the vectors under the model's name and the commands look them up by
+    # the registered one (``saved_name``): `toy2` building a model named `toy-hash2` indexed
+    # vectors no search found, and `minilm-plain` building one named `minilm` wrote into the
+    # packaged model's vectors.
+    if info.path is None and getattr(model, "name", None) != info.name:
+        raise PluginError(
+            f"embedder {info.name!r} (registered by {owner}) built a model named "
+            f"{getattr(model, 'name', None)!r}; a registered embedder's model must carry the name "
+            f"it is registered under ({info.name!r}, lower case), the name collections record its "
+            "vectors under")
+    return model
 
 
 def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -399,9 +480,11 @@ def _unknown(spec: str) -> UnknownEmbedderError:
     missing = (f" (no checkpoints folder at {root}, so no trained checkpoint has a name: set "
                "FACET_CHECKPOINT_DIR to a folder of checkpoints, such as a Facet checkout's "
                "checkpoints/)" if not root.is_dir() else "")
+    # A plugin that failed to load would otherwise leave only "unknown embedder" for its names.
+    failed = "".join(f"; plugin {plugin} failed to load: {error}" for plugin, error in _PLUGIN_ERRORS.items())
     return UnknownEmbedderError(
         f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}. "
-        f"Valid names: {', '.join(embedder_names())}{missing}")
+        f"Valid names: {', '.join(embedder_names())}{missing}{failed}")
 
 
 def saved_name(name_or_path: str) -> str | None:
@@ -452,12 +535,13 @@ def check_embedder(name_or_path: str) -> None:
 def answers_questions(name_or_path: str) -> bool | None:
     """Whether ``name_or_path`` loads a model that generates answers (an InBedder-style
     cluster explainer), read without loading any weights: False for the packaged baselines and
-    for checkpoints of methods that do not answer; None where only loading would tell (an
-    embedder registered by other code, a name that loads nothing)."""
+    for checkpoints of methods that do not answer; what a plugin said when it registered
+    (``register_embedder(..., explains=)``); None where only loading would tell (a plugin that
+    did not say, a name that loads nothing)."""
     info, directory = _resolve(str(name_or_path))
     if directory is None:
         packaged = info is not None and getattr(info.factory, "__module__", "") == "embedders.builtin"
-        return False if packaged else None
+        return False if packaged else (info.explains if info is not None else None)
     try:
         method = read_checkpoint_config(directory).get("method")
     except CheckpointError:
@@ -496,10 +580,12 @@ def portable_spec(name_or_path: str) -> str:
 
 
 _builtins_loaded = False
+_PLUGIN_ERRORS: dict[str, str] = {}  # plugin -> why it did not load
 
 
 def _ensure_builtins() -> None:
-    """Register the packaged embedders on first use (keeps `import embedders` cheap)."""
+    """Register the packaged embedders, the checkpoints and the plugins on first use (keeps
+    `import embedders` cheap)."""
     global _builtins_loaded
     if _builtins_loaded:
         return
@@ -510,3 +596,50 @@ def _ensure_builtins() -> None:
         _builtins_loaded = False  # the next use tries again instead of a half-empty registry
         raise
     register_checkpoints()
+    load_plugins()
+
+
+def _plugin_targets() -> list[tuple[str, Callable[[], Any]]]:
+    """Each plugin to load, as (its name for messages, what loads it): the entry points of group
+    ``facet.embedders``, then the ``FACET_PLUGINS`` modules, in order."""
+    from importlib.metadata import entry_points  # ~15 ms of scanning, paid with the packaged models
+
+    targets: list[tuple[str, Callable[[], Any]]] = [
+        (f"{ep.name} = {ep.value} (entry point {PLUGIN_GROUP})", ep.load) for ep in entry_points(group=PLUGIN_GROUP)]
+    for spec in filter(None, (part.strip() for part in os.environ.get(PLUGINS_ENV, "").split(","))):
+        module, _, attr = spec.partition(":")
+
+        def load(module: str = module, attr: str = attr) -> Any:
+            loaded = importlib.import_module(module)
+            return getattr(loaded, attr) if attr else loaded
+
+        targets.append((f"{spec} (from {PLUGINS_ENV})", load))
+    return targets
+
+
+def load_plugins() -> None:
+    """Load every plugin once (``_ensure_builtins`` calls it): a module is imported (its import may
+    register) and its ``register()``, if it has one, called; a function (``module:function``) is
+    called. A plugin that fails is logged and skipped, and its error is told with any name that
+    is then unknown: the rest of Facet keeps working."""
+    done: set[Any] = set()
+    try:
+        targets = _plugin_targets()
+    except Exception as e:  # a distribution's unreadable metadata: the packaged names still work
+        _PLUGIN_ERRORS[PLUGIN_GROUP] = f"{type(e).__name__}: {e}"
+        logger.warning("plugins not loaded: %s: %s", type(e).__name__, e)
+        return
+    for label, load in targets:
+        try:
+            target = load()
+            if inspect.ismodule(target):
+                target = getattr(target, "register", None)
+            if target is None or target in done:  # registered on import / listed twice
+                continue
+            done.add(target)
+            if not callable(target):
+                raise TypeError(f"{target!r} is not callable; point at a module or a register() function")
+            target()
+        except Exception as e:
+            _PLUGIN_ERRORS[label] = f"{type(e).__name__}: {e}"
+            logger.warning("plugin %s not loaded: %s: %s", label, type(e).__name__, e)

@@ -11,12 +11,14 @@ is an hour of CPU: it need not be done in one go).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -30,6 +32,17 @@ def text_key(identity: str, role: str, instruction: str | None, text: str) -> st
     """The cache key of one embedding."""
     payload = json.dumps([identity, role, instruction, text], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _takes_show_progress(embedder: Embedder) -> bool:
+    """Whether ``embedder.encode`` accepts ``show_progress``: the protocol's required keywords
+    are ``role``, ``instruction`` and ``batch_size``, and a plugin's encode without it made
+    ``facet eval`` fail with a TypeError."""
+    try:
+        parameters = inspect.signature(embedder.encode).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: do not risk the keyword
+        return False
+    return any(p.name == "show_progress" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _bucket_name(identity: str, role: str, instruction: str | None) -> tuple[str, str]:
@@ -130,6 +143,9 @@ class EmbeddingCache:
             bar = None
             if show_progress and len(slices) > 1:
                 bar = tqdm(total=len(new_keys), desc=f"encode {embedder.name}", unit="text")
+            progress: dict[str, Any] = {}
+            if _takes_show_progress(embedder):
+                progress["show_progress"] = show_progress and bar is None
             try:
                 for part in slices:
                     vectors = embedder.encode(
@@ -137,7 +153,7 @@ class EmbeddingCache:
                         role=role_value,
                         instruction=instr,
                         batch_size=batch_size,
-                        show_progress=show_progress and bar is None,
+                        **progress,
                     )
                     if bucket is not None:
                         self._write_chunk(bucket, identity, role_value, instr, part, vectors)
