@@ -153,7 +153,7 @@ class QueryEncoder(Protocol):
         each text (what cluster names are made of).
 
         Raises:
-            InvalidRequestError: ``explainer`` cannot answer (it is not an InBedder checkpoint).
+            InvalidRequestError: ``explainer`` does not generate answers (``not_an_explainer``).
         """
         ...
 
@@ -217,10 +217,13 @@ def unread_counted(message: str) -> int | None:
 
 
 def not_an_explainer(explainer: str) -> InvalidRequestError:
-    """The refusal of an explainer that cannot answer."""
-    return InvalidRequestError(f"explainer {explainer!r} is not an InBedder checkpoint (it cannot "
-                               "answer); pass an InBedder checkpoint directory, or no explainer "
-                               "to take keywords from the texts themselves")
+    """The refusal of an explainer that cannot answer: what does answer is an InBedder
+    checkpoint or an embedder registered as an explainer (``register_embedder(...,
+    explains=True)``), not only the former."""
+    return InvalidRequestError(
+        f"explainer {explainer!r} does not generate answers (it is not an InBedder checkpoint nor "
+        "an embedder registered as an explainer); pass one that is, or no explainer to take "
+        "keywords from the texts themselves")
 
 
 def _check_instruction(model: object, role: Role, instruction: str | None) -> None:

@@ -199,8 +199,23 @@ class UiHandlers:
         return self._allowed()
 
     def explainers(self) -> list[str]:
-        """The cluster namers: keywords, or an allowed InBedder checkpoint."""
-        return [NO_EXPLAINER] + [m for m in self._allowed() if "inbedder" in m.lower()]
+        """The cluster namers: keywords, or an allowed model that generates answers (an InBedder
+        checkpoint under any name, a plugin registered as an explainer), told without loading
+        any (``answers_questions``): only names with "inbedder" in them were offered, so such
+        a checkpoint or plugin could be typed but was never listed. Where only loading would
+        tell (a plugin that did not say), the name still decides, as before: offering one that
+        cannot answer costs a refusal before any text is encoded; hiding one hid a namer."""
+        from embedders.errors import EmbedderError
+        from embedders.registry import answers_questions
+
+        def answers(name: str) -> bool:
+            try:
+                known = answers_questions(name)
+            except EmbedderError:  # a malformed spec: a cluster request says what is wrong
+                known = None
+            return "inbedder" in name.lower() if known is None else known
+
+        return [NO_EXPLAINER] + [m for m in self._allowed() if answers(m)]
 
     def examples_for(self, collection: str | None) -> list[str]:
         """Example instructions for a collection: configured ones, the demo's, generic ones."""

@@ -5,7 +5,8 @@ Texts come from a file (one per line in .txt, a ``text`` field or a JSON string 
 column of a .csv: the same reader as the UI's upload, ``app.services.clustering.read_text_file``)
 or from a collection (``--collection``, with ``--filter``). The work is the cluster service's
 (``app.services.clustering``): the instruction embedder embeds the texts under ``--instruction``,
-k-means groups them, and an InBedder checkpoint (``--explain``) answers the same instruction about
+k-means groups them, and an explainer (``--explain``: an InBedder checkpoint, or an
+embedder registered as one) answers the same instruction about
 every text; each cluster is described by the most distinctive words of its members' answers, its most
 shared answer and its most central members.
 """
@@ -93,7 +94,9 @@ def register(cli: typer.Typer) -> None:
         embedder: Annotated[str, typer.Option("--embedder", "-e", help="instruction embedder (name or path)")]
             = "inbedder",
         explain: Annotated[str | None, typer.Option(
-            "--explain", help="InBedder checkpoint whose answers name the clusters ('' to skip)")]
+            "--explain", help="a model that generates answers (an InBedder checkpoint, or an "
+                         "embedder registered as an explainer) whose answers name the clusters "
+                         "('' to skip)")]
             = "inbedder",
         limit: Annotated[int | None, typer.Option(
             "--limit", help="use only the first N texts (0 = all, up to FACET_MAX_CLUSTER_TEXTS, "

@@ -34,12 +34,15 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def embed_cmd(
         texts: Annotated[list[str], typer.Argument(help="texts to embed")],
-        embedder: Annotated[str, typer.Option("--embedder", "-e", help="name or checkpoint path")] = "minilm",
+        embedder: Annotated[str | None, typer.Option(
+            "--embedder", "-e", help="name or checkpoint path (default FACET_DEFAULT_EMBEDDER)")] = None,
         instruction: Annotated[str | None, typer.Option("--instruction", "-i")] = None,
         role: Annotated[str, typer.Option("--role", help="query or document")] = "document",
         batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
     ) -> None:
         """Embed TEXTS and print a JSON object with the vectors (L2-normalised float32)."""
+        # No embedder named: the facade's default, FACET_DEFAULT_EMBEDDER (a hard-coded "minilm"
+        # embedded with minilm whatever the corpus embedder was set to).
         from app.encoding import EmbedderCache, InlineQueryEncoder
         from app.settings import get_settings
 

@@ -194,7 +194,10 @@ class FacetEmbeddings(BaseModel, Embeddings):
     their own instruction (instruction-aware embedders need both).
 
     Attributes:
-        model: embedder name or checkpoint path (``minilm``, ``backbone-prompteol``...).
+        model: embedder name or checkpoint path (``minilm``, ``backbone-prompteol``...); None
+            (the default) is the facade's default embedder, ``FACET_DEFAULT_EMBEDDER``, the one
+            its collections are indexed and searched with (a fixed ``minilm`` embedded with
+            minilm whatever that was set to).
         query_instruction: instruction for ``embed_query`` (None: no instruction).
         document_instruction: instruction for ``embed_documents`` (None: no instruction).
         facet: the application core to use (default ``Facet.shared()``).
@@ -202,7 +205,7 @@ class FacetEmbeddings(BaseModel, Embeddings):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    model: str = "minilm"
+    model: str | None = None
     query_instruction: str | None = None
     document_instruction: str | None = None
     facet: Facet | None = Field(default=None, exclude=True, repr=False)

@@ -83,7 +83,8 @@ class ClusterRequest:
         k: number of clusters; None chooses it by silhouette from 2 to ``max_k``.
         max_k: the largest k tried when choosing.
         embedder: the instruction embedder (name or checkpoint); default the settings' one.
-        explainer: an InBedder checkpoint whose answers name the clusters; None takes keywords
+        explainer: a model that generates answers (an InBedder checkpoint, an embedder
+            registered as an explainer) whose answers name the clusters; None takes keywords
             from the texts.
         keywords: keywords per cluster.
         members: representatives per cluster.
@@ -406,6 +407,21 @@ class ClusterService:
             if answers_questions(request.explainer) is False:
                 raise not_an_explainer(request.explainer)
 
+    def _check_explainer(self, request: ClusterRequest, texts: Sequence[str], instruction: str,
+                         report: ClusterProgress) -> None:
+        """Where the explainer's name does not tell whether it answers (a plugin that did not
+        say; ``validate`` refused those known not to), ask it for one token about the shortest
+        text before any text is encoded: that loads it where the answers will be made (here or
+        on a worker) and refuses one that cannot answer (``not_an_explainer``), or an
+        instruction it cannot fit. It was refused after the encoding and k-means had run."""
+        from embedders.registry import answers_questions
+
+        if not request.explainer or answers_questions(request.explainer) is not None:
+            return
+        report(0.0, f"loading the explainer {request.explainer}")
+        self.ctx.encoder.generate_answers([min(texts, key=len)], explainer=request.explainer,
+                                          instruction=instruction, max_new_tokens=1)
+
     def cluster(self, request: ClusterRequest,
                 progress: ClusterProgress | None = None) -> ClusterResponse:
         """Cluster and explain.
@@ -449,6 +465,7 @@ class ClusterService:
                 "unset; `--k 0` on the command line, whose default is 8)")
         instruction = request.instruction.strip()
         spec = request.embedder or self.ctx.settings.default_embedder
+        self._check_explainer(request, texts, instruction, report)
 
         # Shares of the bar: encoding most of it, answering (when asked) as much again.
         encode_share = 0.45 if request.explainer else 0.9

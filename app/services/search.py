@@ -600,6 +600,25 @@ class SearchService:
         if key is not None:
             self._comparable.add(key)
 
+    def _missing_embedder_hints(self, collection: str, spec: str) -> str:
+        """What the refusal of a search whose embedder cannot be loaded adds after "put it
+        back": that a plugin's name loads only where the plugin is registered, the copy of the
+        weights, and, where the collection keeps term vectors, that a word search needs no
+        embedder (it was left to be guessed that the collection was still searchable)."""
+        hints = ""
+        if "/" not in spec and "\\" not in spec:  # a name, not a checkpoint directory's path
+            hints += (" (an embedder from a plugin loads only where the plugin is registered: "
+                      "its package's `facet.embedders` entry point, or FACET_PLUGINS)")
+        hints += ", or search with an embedder naming a copy of the same weights"
+        try:
+            lexical = self.store.has_lexical(collection)
+        except StoreError:  # the search said what it could; the hint is not worth a second error
+            lexical = False
+        if lexical:
+            hints += ("; a word search needs no embedder: mode lexical (`--mode lexical`) "
+                      "searches this collection's term vectors (BM25)")
+        return hints
+
     def _collection_embedder(self, request: SearchRequest) -> str:
         names = self._vector_names(request.collection)
         if request.embedder is None:
@@ -711,8 +730,8 @@ class SearchService:
                     raise
                 raise UnknownModelError(
                     f"collection {request.collection!r}'s {vector_name!r} vectors were written by "
-                    f"{query_spec!r}, which cannot be loaded now ({e}); put it back, or search with "
-                    "an embedder naming a copy of the same weights") from e
+                    f"{query_spec!r}, which cannot be loaded now ({e}); put it back"
+                    + self._missing_embedder_hints(request.collection, query_spec)) from e
             timings["encode_query"] = (time.perf_counter() - t0) * 1000
             self._check_comparable(request.collection, vector_name, query_spec)
 
