@@ -13,6 +13,8 @@ from app.errors import InvalidRequestError
 from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, CollectionService
 from app.services.indexing import IndexService
 
+from .conftest import write_corpus
+
 
 def blank_rows(path: Path, n: int) -> Path:
     """A jsonl of one valid text and ``n`` blank ones: ``n`` per-document errors, cheaply."""
@@ -52,3 +54,55 @@ def test_a_job_with_many_errors_comes_with_the_first_ones_and_their_total(make_c
     # A listing reads no errors, and counts each job's in one query.
     [listed] = catalog.jobs("errs")
     assert listed.errors == [] and listed.errors_total == 300
+
+
+def test_a_listing_counts_a_shard_again_only_once_it_was_written(make_ctx, tmp_path,
+                                                                 monkeypatch) -> None:
+    """Each listing loaded, counted and closed the shard of every collection this process had
+    not open (0.2 s each, at every UI page load). Its figures must still follow every write:
+    another facade's (or process's) indexing, points lost (``points`` below ``chunks``, the sign
+    of damage users read), a delete and a new collection under the same name."""
+    write_corpus(tmp_path / "src", 2)
+    write_corpus(tmp_path / "more", 5)
+    ctx = make_ctx()
+    IndexService(ctx).index(tmp_path / "src", "c")
+    ctx.store.release("c")
+    catalog = CollectionService(ctx)
+    loads: list[str] = []
+    real_shard = ctx.store._shard
+
+    def shard(name: str):  # type: ignore[no-untyped-def]
+        if not ctx.store.is_open(name):
+            loads.append(name)  # an open (EdgeShard.load) of the shard
+        return real_shard(name)
+
+    monkeypatch.setattr(ctx.store, "_shard", shard)
+
+    def figures() -> tuple[int, int | None, bool | None]:
+        [info] = catalog.list_all()
+        return info.chunks, info.points, info.lexical
+
+    first = figures()
+    assert first[0] == first[1] and first[0] > 0 and loads == ["c"]
+    assert figures() == first and catalog.get("c").points == first[1]
+    assert loads == ["c"]  # nothing written since: not opened again
+    assert not ctx.store.is_open("c")
+
+    other = make_ctx()  # another facade on the same data folder writes more
+    IndexService(other).index(tmp_path / "more", "c")
+    other.store.release("c")
+    grown = figures()
+    assert grown[0] == grown[1] and grown[1] > first[1] and loads == ["c", "c"]  # type: ignore[operator]
+
+    doc = other.store.scroll("c", limit=1)[0].payload["doc_id"]
+    other.store.delete_documents("c", [doc])  # points lost behind the metadata's back
+    other.store.release("c")
+    damaged = figures()
+    assert damaged[0] == grown[0] and damaged[1] is not None and damaged[1] < grown[1]  # type: ignore[operator]
+    assert figures() == damaged and loads == ["c"] * 3
+
+    catalog.delete("c")
+    assert catalog.list_all() == []
+    IndexService(other).index(tmp_path / "src", "c")  # the same name again, fewer points
+    other.store.release("c")
+    assert figures() == first
