@@ -208,6 +208,49 @@ def _condition(field_condition: Any, match_value: Callable[[Any], Any],
     return filter_(should=[one(v) for v in values])
 
 
+# Payload indexes of filtered fields (edge store). A filter on a field without one reads the
+# payload of every point: 445 ms a search at 60,000 points against 0.2 ms with an index. A field
+# is indexed when it is first filtered on, by the kinds of value it holds; every index serves
+# exactly the conditions ``_condition`` sends, or none (the engine then reads the payload as
+# before), so results are the same with and without it:
+#   strings only -> keyword; integers only -> integer; numbers with a float among them ->
+#   float (an integer index leaves 2.5 out, and a range [2.5, 2.5] served by it missed it);
+#   anything else (booleans, which the edge store does not filter on, mixed kinds, objects or
+#   values under a list) -> none.
+_PAYLOAD_SCHEMAS = {frozenset({"str"}): "Keyword", frozenset({"int"}): "Integer",
+                    frozenset({"float"}): "Float", frozenset({"int", "float"}): "Float"}
+# Fields a collection keeps indexes for (arbitrary metadata may have many; past this many a
+# filtered field is read from the payloads, as before).
+_MAX_INDEXED_FIELDS = 32
+_PLAIN_SEGMENT = r'[\w-]+|"[^"]*"'
+_FIELD_PATH = re.compile(rf"(?:{_PLAIN_SEGMENT})(?:\.(?:{_PLAIN_SEGMENT}))*")
+
+
+def _path_segments(path: str) -> list[str] | None:
+    """A payload path's field names (``meta."a b"`` -> meta, a b); None for a path this store
+    does not index (array selectors ``[]``, anything it cannot read)."""
+    if not _FIELD_PATH.fullmatch(path):
+        return None
+    return [m.strip('"') for m in re.findall(_PLAIN_SEGMENT, path)]
+
+
+def _value_kinds(payload: Mapping[str, Any] | None, segments: Sequence[str]) -> set[str]:
+    """The kinds of value (str, int, float, bool, other) a payload holds at a path, a list's
+    items each; none where the path is missing or null."""
+    value: Any = payload or {}
+    for name in segments:
+        if not isinstance(value, dict):
+            return {"other"} if isinstance(value, list) else set()
+        value = value.get(name)
+    kinds = set()
+    for v in (value if isinstance(value, list) else [value]):
+        if v is None:
+            continue
+        kinds.add("bool" if isinstance(v, bool) else "int" if isinstance(v, int)
+                  else "float" if isinstance(v, float) else "str" if isinstance(v, str) else "other")
+    return kinds
+
+
 class VectorStore(ABC):
     """What the index and search services need from a vector database."""
 
@@ -282,16 +325,34 @@ class VectorStore(ABC):
         if not self.has_lexical(collection):
             raise self._no_lexical(collection)
         n = max(int(candidates or limit), f.candidates)
-        dense = _ranked(self.search(collection, vector_name, vector, limit=n + _TIE_MARGIN,
-                                    filters=filters, exact=exact), n)
-        words = self.search_lexical(collection, text, limit=n, filters=filters)
-        fused: dict[str, Hit] = {}
+        # Both lists are ids and scores only, and payloads are read for the fused top alone: a
+        # search converted the payloads of ~2 x 116 candidates to keep 10 (7.8-12.7 ms against
+        # 4.1-7.1 ms, the same rankings).
+        dense = _ranked(self._search(collection, vector_name, vector, limit=n + _TIE_MARGIN,
+                                     filters=filters, exact=exact, with_payload=False), n)
+        words = self._search_lexical(collection, text, limit=n, filters=filters,
+                                     with_payload=False)
+        fused: dict[str, float] = {}
         for weight, ranked in ((f.dense_weight, dense), (f.lexical_weight, words)):
             for rank, hit in enumerate(ranked, start=1):
-                score = 1.0 / (f.k - 1 + rank / weight)
-                seen = fused.get(hit.id)
-                fused[hit.id] = Hit(hit.id, score + (seen.score if seen else 0.0), hit.payload)
-        return _ranked(list(fused.values()), int(limit))
+                fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (f.k - 1 + rank / weight)
+        top = _ranked([Hit(pid, score, {}) for pid, score in fused.items()], int(limit))
+        payloads = {hit.id: hit.payload for hit, _ in self.retrieve(collection, [h.id for h in top])}
+        # A point deleted between the searches and this read is left out, as a later search would.
+        return [Hit(h.id, h.score, payloads[h.id]) for h in top if h.id in payloads]
+
+    def _search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+                *, limit: int, filters: Filters | None, exact: bool, with_payload: bool) -> list[Hit]:
+        """``search``, with empty payloads unless ``with_payload`` (a backend that can skip
+        reading them overrides this)."""
+        hits = self.search(collection, vector_name, vector, limit=limit, filters=filters, exact=exact)
+        return hits if with_payload else [Hit(h.id, h.score, {}) for h in hits]
+
+    def _search_lexical(self, collection: str, text: str, *, limit: int,
+                        filters: Filters | None, with_payload: bool) -> list[Hit]:
+        """``search_lexical``, with empty payloads unless ``with_payload``."""
+        hits = self.search_lexical(collection, text, limit=limit, filters=filters)
+        return hits if with_payload else [Hit(h.id, h.score, {}) for h in hits]
 
     def _check_vector(self, collection: str, vector_name: str) -> None:
         """StoreError unless ``collection`` has the named vector ``vector_name``."""
@@ -590,6 +651,7 @@ class EdgeStore(VectorStore):
     backend = "edge"
     _SIDE = "facet_vectors.json"
     _LEXICAL_SIDE = "facet_lexical.json"  # written when the shard keeps term vectors
+    _INDEX_SIDE = "facet_payload_indexes.json"  # filtered payload fields and their kinds of value
 
     def __init__(self, root: Path | str, *, lock_wait_s: float = 3.0) -> None:
         import qdrant_edge
@@ -604,6 +666,10 @@ class EdgeStore(VectorStore):
         # behind our back.
         self._sizes: dict[str, dict[str, int]] = {}
         self._lexical: dict[str, str | None] = {}  # collection -> its term definition (None: none)
+        # collection -> {filtered payload path: kinds of value it holds} (``_INDEX_SIDE``), and
+        # the lock that keeps an index's kind in step with the values written.
+        self._indexed: dict[str, dict[str, set[str]]] = {}
+        self._index_lock = threading.Lock()
         # A server's request threads and its job thread may open a shard at the same moment;
         # a second load of the same folder would fail on the folder's lock.
         self._open_lock = threading.Lock()
@@ -829,6 +895,7 @@ class EdgeStore(VectorStore):
         with self._gate(collection).exclusive(), self._open_lock:
             self._sizes.pop(collection, None)
             self._lexical.pop(collection, None)
+            self._indexed.pop(collection, None)
             shard = self._shards.pop(collection, None)
             path = self._dir(collection)
             if shard is not None:
@@ -872,8 +939,88 @@ class EdgeStore(VectorStore):
             return
         q = self._q
         batch = [q.Point(p.id, self._point_vectors(collection, p), dict(p.payload)) for p in points]
-        with self._using(collection, "writing to it") as shard:
-            shard.update(q.UpdateOperation.upsert_points(batch))
+        with self._index_lock:  # an index changes kind before a value it would leave out is written
+            fields = self._indexed_fields(collection)
+            grown = {}
+            for path, kinds in fields.items():
+                segments = _path_segments(path) or []
+                seen = set().union(*(_value_kinds(p.payload, segments) for p in points))
+                if not seen <= kinds:
+                    grown[path] = kinds | seen
+            if grown:
+                fields.update(grown)
+                self._write_indexed(collection)
+                for path, kinds in grown.items():
+                    self._set_index(collection, path, _PAYLOAD_SCHEMAS.get(frozenset(kinds)))
+            with self._using(collection, "writing to it") as shard:
+                shard.update(q.UpdateOperation.upsert_points(batch))
+
+    def _indexed_fields(self, collection: str) -> dict[str, set[str]]:
+        """Under ``_index_lock``: the collection's filtered fields and the kinds of value they
+        hold, read from its side file once per open, each field's index made to fit them (a
+        run killed between the side file's write and the index's change left them apart)."""
+        fields = self._indexed.get(collection)
+        if fields is None:
+            path = self._dir(collection) / self._INDEX_SIDE
+            data = json.loads(path.read_text()) if path.is_file() else {}
+            fields = {str(k): set(v) for k, v in data.items()}
+            for key, kinds in fields.items():
+                self._set_index(collection, key, _PAYLOAD_SCHEMAS.get(frozenset(kinds)))
+            self._indexed[collection] = fields
+        return fields
+
+    def _write_indexed(self, collection: str) -> None:
+        path = self._dir(collection) / self._INDEX_SIDE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({k: sorted(v) for k, v in self._indexed[collection].items()},
+                                  sort_keys=True))
+        os.replace(tmp, path)
+
+    def _set_index(self, collection: str, path: str, schema: str | None) -> None:
+        """Give payload field ``path`` an index of ``schema`` (a ``PayloadSchemaType`` name), or
+        none."""
+        q = self._q
+        want = getattr(q.PayloadSchemaType, schema) if schema else None
+        with self._using(collection, "indexing a payload field") as shard:
+            current = shard.info().payload_schema.get(path)
+            if (current.data_type if current is not None else None) == want:
+                return
+            if current is not None:
+                shard.update(q.UpdateOperation.delete_field_index(path))
+            if want is not None:
+                shard.update(q.UpdateOperation.create_field_index(path, want))
+
+    def _index_filtered(self, collection: str, filters: Filters | None) -> None:
+        """Index each field ``filters`` name that has no index yet (``_PAYLOAD_SCHEMAS``): the
+        first filtered search of a field reads its values once (0.2 s at 20,000 points); the
+        index is kept in the shard, the field's kinds of value in ``_INDEX_SIDE``."""
+        known = self._indexed.get(collection)
+        if not filters or (known is not None and all(k == DOC_ID_FIELD or k in known for k in filters)):
+            return
+        with self._index_lock:
+            fields = self._indexed_fields(collection)
+            for path in filters:
+                segments = _path_segments(path)
+                if (path == DOC_ID_FIELD or path in fields or segments is None
+                        or len(fields) >= _MAX_INDEXED_FIELDS):
+                    continue
+                fields[path] = self._scan_kinds(collection, path, segments)
+                self._write_indexed(collection)  # first: a field in it gets its index on the next open
+                self._set_index(collection, path, _PAYLOAD_SCHEMAS.get(frozenset(fields[path])))
+
+    def _scan_kinds(self, collection: str, path: str, segments: Sequence[str]) -> set[str]:
+        """The kinds of value field ``path`` holds across the collection."""
+        q = self._q
+        kinds: set[str] = set()
+        offset = None
+        while True:
+            with self._using(collection, "reading it") as shard:
+                records, offset = shard.scroll(q.ScrollRequest(
+                    offset=offset, limit=1000, with_payload=q.PayloadSelector.Include([path])))
+            for r in records:
+                kinds |= _value_kinds(r.payload, segments)
+            if offset is None or not records:
+                return kinds
 
     def update_vectors(self, collection: str, vector_name: str,
                        ids: Sequence[str], vectors: np.ndarray) -> None:
@@ -898,11 +1045,17 @@ class EdgeStore(VectorStore):
 
     def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
+        return self._search(collection, vector_name, vector, limit=limit, filters=filters,
+                            exact=exact, with_payload=True)
+
+    def _search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+                *, limit: int, filters: Filters | None, exact: bool, with_payload: bool) -> list[Hit]:
         q = self._q
         self._check_vector(collection, vector_name)
+        self._index_filtered(collection, filters)
         request = q.SearchRequest(
             query=q.Query.Nearest(_as_list(vector), using=vector_name), limit=int(limit),
-            filter=self._filter(filters), with_payload=True,
+            filter=self._filter(filters), with_payload=with_payload,
             params=q.SearchParams(exact=True) if exact else None)
         with self._using(collection, "searching it") as shard:
             found = shard.search(request)
@@ -910,16 +1063,23 @@ class EdgeStore(VectorStore):
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
+        return self._search_lexical(collection, text, limit=limit, filters=filters,
+                                    with_payload=True)
+
+    def _search_lexical(self, collection: str, text: str, *, limit: int,
+                        filters: Filters | None, with_payload: bool) -> list[Hit]:
         q = self._q
         using, terms = self._query_terms(collection, text)
+        self._index_filtered(collection, filters)
         request = q.QueryRequest(
             limit=int(limit) + _TIE_MARGIN, query=q.Query.Nearest(terms, using=using),
-            filter=self._filter(filters), with_payload=True)
+            filter=self._filter(filters), with_payload=with_payload)
         with self._using(collection, "searching it") as shard:
             found = shard.query(request)
         return _ranked(found, int(limit))
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
+        self._index_filtered(collection, filters)
         with self._using(collection, "counting its points") as shard:
             return int(shard.count(self._q.CountRequest(exact=True, filter=self._filter(filters))))
 
@@ -934,6 +1094,7 @@ class EdgeStore(VectorStore):
         q = self._q
         hits: list[Hit] = []
         offset = None
+        self._index_filtered(collection, filters)
         while len(hits) < limit:
             with self._using(collection, "reading it") as shard:
                 records, offset = shard.scroll(q.ScrollRequest(
@@ -977,6 +1138,7 @@ class EdgeStore(VectorStore):
         handling = sys.exc_info()[1]
         failure: StoreError | None = None
         with self._gate(collection).exclusive(), self._open_lock:
+            self._indexed.pop(collection, None)  # another process may write to it meanwhile
             shard = self._shards.pop(collection, None)
             if shard is None:
                 return
@@ -1011,6 +1173,7 @@ class EdgeStore(VectorStore):
                 gates.enter_context(gate.exclusive())
             gates.enter_context(self._open_lock)
             shards, self._shards = self._shards, {}
+            self._indexed.clear()
             failed: list[tuple[str, Exception]] = []
             for name, shard in shards.items():
                 try:
@@ -1254,10 +1417,15 @@ class QdrantClientStore(VectorStore):
 
     def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
+        return self._search(collection, vector_name, vector, limit=limit, filters=filters,
+                            exact=exact, with_payload=True)
+
+    def _search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
+                *, limit: int, filters: Filters | None, exact: bool, with_payload: bool) -> list[Hit]:
         self._check_vector(collection, vector_name)
         response = self._client.query_points(
             collection, query=_as_list(vector), using=vector_name, limit=int(limit),
-            query_filter=self._filter(filters), with_payload=True,
+            query_filter=self._filter(filters), with_payload=with_payload,
             # Local mode is always exact and warns about search params.
             search_params=self._m.SearchParams(exact=True)
             if exact and self.backend == "server" else None)
@@ -1265,10 +1433,16 @@ class QdrantClientStore(VectorStore):
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
+        return self._search_lexical(collection, text, limit=limit, filters=filters,
+                                    with_payload=True)
+
+    def _search_lexical(self, collection: str, text: str, *, limit: int,
+                        filters: Filters | None, with_payload: bool) -> list[Hit]:
         using, terms = self._query_terms(collection, text)
         response = self._client.query_points(
             collection, query=terms, using=using,
-            limit=int(limit) + _TIE_MARGIN, query_filter=self._filter(filters), with_payload=True)
+            limit=int(limit) + _TIE_MARGIN, query_filter=self._filter(filters),
+            with_payload=with_payload)
         return _ranked(response.points, int(limit))
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
