@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import torch
 from embedders.backbone import DEFAULT_DECODER, DEFAULT_ENCODER, Backbone, load_decoder, load_encoder
 from embedders.base import BaseEmbedder, PromptConfig, PromptTokenizer, Role, TokenBatch, pad_sequences
 from embedders.contract import check_instruction_weight
-from embedders.pooling import blend_instruction, last_token_pool, mean_pool
+from embedders.pooling import blend_instruction, last_token_pool, mean_pool, pooled_pairs
 
 # minilm's share of the instruction-prepended embedding under an instruction (EncoderMeanConfig),
 # chosen on dev data only (docs/indexing.md, "minilm and instructions").
@@ -80,13 +81,23 @@ class EncoderMeanEmbedder(BaseEmbedder):
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         if not instruction:
             return self._mean(texts, role, None)
+        # A blend reads each text with and without the instruction, both in shared passes.
         return blend_instruction(self.config.instruction_weight, lambda: self._mean(texts, role, None),
-                                 lambda: self._mean(texts, role, instruction))
+                                 lambda: self._mean(texts, role, instruction),
+                                 lambda: pooled_pairs(self._sequences(texts, role, None),
+                                                      self._sequences(texts, role, instruction), self._pool))
 
     def _mean(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        return self._pool(self._sequences(texts, role, instruction))
+
+    def _sequences(self, texts: list[str], role: Role, instruction: str | None) -> list[list[int]]:
         tokens = self._tokenize(texts, role, instruction)
         self._warn_truncated(tokens.truncated, len(texts), self.max_length)
-        ids, mask = pad_sequences(tokens.sequences, self.backbone.tokenizer.pad_token_id, "right", self.device)
+        return tokens.sequences
+
+    def _pool(self, sequences: Sequence[Sequence[int]]) -> torch.Tensor:
+        """Mean-pooled last-layer states of token id lists, in one forward pass."""
+        ids, mask = pad_sequences(sequences, self.backbone.tokenizer.pad_token_id, "right", self.device)
         hidden = self.backbone.model(input_ids=ids, attention_mask=mask).last_hidden_state
         return mean_pool(hidden, mask)
 

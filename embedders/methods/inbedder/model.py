@@ -28,7 +28,7 @@ from embedders.base import (
 from embedders.errors import InvalidInputError
 from embedders.methods.common import TrainableDecoderEmbedder
 from embedders.methods.inbedder.config import POOLINGS, InBedderConfig
-from embedders.pooling import blend_instruction, last_token_pool
+from embedders.pooling import blend_instruction, last_token_pool, pooled_pairs
 
 if TYPE_CHECKING:  # only a type here: importing the method must not pull in the training data code
     from embedders.training.instruct_data import TripleBatch
@@ -90,16 +90,31 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
         default = self.config.default_instruction
         if instruction_ == default:
             return self._answer_state(texts, role, instruction_)
+        # A blend reads each text under both instructions, both in shared passes.
         return blend_instruction(self.config.instruction_weight,
                                  lambda: self._answer_state(texts, role, default),
-                                 lambda: self._answer_state(texts, role, instruction_))
+                                 lambda: self._answer_state(texts, role, instruction_),
+                                 lambda: pooled_pairs(self._prompt_ids(texts, role, default),
+                                                      self._prompt_ids(texts, role, instruction_), self._pooled_answer))
 
     def _answer_state(self, texts: list[str], role: Role, instruction_: str) -> torch.Tensor:
         """The pooled answer state of ``texts`` under one (rendered) instruction."""
+        return self._pooled_answer(self._prompt_ids(texts, role, instruction_))
+
+    def _prompt_ids(self, texts: list[str], role: Role, instruction_: str) -> list[list[int]]:
+        tokens = self._tokenize(texts, role, instruction_)
+        self._warn_truncated(tokens.truncated, len(texts), self.max_length)
+        return tokens.sequences
+
+    def _pooled_answer(self, sequences: Sequence[Sequence[int]]) -> torch.Tensor:
+        """The pooled answer states of tokenised prompts (one prefill, plus decoding for avg-gen)."""
+        pad = self.backbone.tokenizer.pad_token_id
         if self.config.pooling == "1st-gen":
-            batch = self.tokenize(texts, role, instruction_)
-            return last_token_pool(self.hidden_states(batch), batch.attention_mask)
-        states, counted, _ = self.greedy_decode(self._left_batch(texts, role, instruction_), self.config.gen_tokens)
+            ids, mask = pad_sequences(sequences, pad, self.padding_side, self.device)
+            return last_token_pool(self.hidden_states(TokenBatch(ids, mask)), mask)
+        # Rows that finish early only wait for the others: their later states do not count.
+        ids, mask = pad_sequences(sequences, pad, "left", self.device)
+        states, counted, _ = self.greedy_decode(TokenBatch(ids, mask), self.config.gen_tokens)
         weights = counted.to(states.dtype).unsqueeze(-1)  # (batch, steps + 1, 1)
         return (states * weights).sum(dim=1) / weights.sum(dim=1)
 
