@@ -11,7 +11,8 @@ names the mode that ran. Measured on dev data only (docs/indexing.md).
 Rerank: the rerank embedder scores (instruction, query) against (instruction, chunk):
 ``encode([query], role=query, instruction)`` against ``encode(chunks, role=document,
 instruction)``, cosine (dot product of normalised vectors). It reorders the top
-``rerank_depth`` candidates of the vector search.
+``rerank_depth`` candidates of the vector search. The query's vector, and the chunks' stored
+vectors where the reranker wrote them, are reused rather than encoded again (``_rerank``).
 """
 
 from __future__ import annotations
@@ -428,6 +429,30 @@ def _with_recorded_options(model: Any, source: str, recorded: str, current: str,
     return f"{base}[{','.join(f'{k}={v}' for k, v in options.items())}]"
 
 
+def _same_vectors(recorded: str, current: str) -> bool:
+    """Whether an embedder of identity ``current`` computes exactly the bare document vectors
+    that one of identity ``recorded`` stored: the same identity but for ``instruction_weight``
+    (read only under an instruction). Stricter than ``identity_changes``, which lets a dtype or
+    ``max_length`` pass for a query; nothing recorded is not the same."""
+    if not recorded:
+        return False
+    if recorded == current:
+        return True
+
+    def bare(identity: str) -> Any:
+        fields = json.loads(identity)
+        for part in (fields, fields.get("config")):
+            if isinstance(part, dict):
+                part.pop("instruction_weight", None)
+        return fields
+
+    try:
+        old, new = bare(recorded), bare(current)
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(old, dict) and old == new
+
+
 def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any]:
     """The first ``head`` hits, then the first hit of each document not among them, until
     ``documents`` documents are covered (hits are best first)."""
@@ -764,10 +789,7 @@ class SearchService:
         if request.rerank and hits:
             t0 = time.perf_counter()
             reranker_name = self.ctx.embedders.name_of(request.rerank)
-            rerank_scores = self.rerank_scores(
-                self.encoder, request.rerank, request.query, instruction,
-                [str(h.payload.get("text", "")) for h in hits],
-                doc_instruction=instruction if self.rerank_documents_instructed else None)
+            rerank_scores = self._rerank(request, instruction, hits, query_spec, query_vec)
             order = np.argsort(-np.asarray(rerank_scores), kind="stable")
             hits = [hits[i] for i in order]
             rerank_scores = [rerank_scores[i] for i in order]
@@ -831,6 +853,74 @@ class SearchService:
         d = encoder.encode(list(texts), embedder=reranker, role=Role.DOCUMENT,
                            instruction=doc_instruction)  # (n, dim)
         return [float(x) for x in d @ q]
+
+    def _rerank(self, request: SearchRequest, instruction: str | None, hits: Sequence[Hit],
+                query_spec: str, query_vec: np.ndarray | None) -> list[float]:
+        """``rerank_scores`` of the hits' chunks, without encoding what is at hand: the query's
+        vector when the reranker is the model that encoded it (the same spec or the same loaded
+        model, the same instruction), and the chunks' stored vectors when the reranker is the
+        embedder that wrote them (``_stored_rerank_vectors``). Reranking with minilm took 3.5-5 s
+        a search on a 2-core CPU, nearly all of it encoding chunks the collection holds."""
+        texts = [str(h.payload.get("text", "")) for h in hits]
+        doc_instruction = instruction if self.rerank_documents_instructed else None
+        reranker = request.rerank or ""
+        # Only a model this process encodes with can be compared with what wrote the vectors
+        # (where workers encode, theirs may be another version).
+        model = (self.ctx.embedders.get(reranker)
+                 if getattr(self.encoder, "embedders", None) is self.ctx.embedders else None)
+        same_query = query_vec is not None and (
+            reranker == query_spec or (model is not None and model is self.ctx.embedders.peek(query_spec)))
+        q = query_vec if same_query and query_vec is not None else self.encoder.encode(
+            [request.query], embedder=reranker, role=Role.QUERY, instruction=instruction)[0]
+        d = None if model is None else self._stored_rerank_vectors(
+            request.collection, reranker, model, hits, texts, doc_instruction)
+        if d is None:
+            d = self.encoder.encode(texts, embedder=reranker, role=Role.DOCUMENT,
+                                    instruction=doc_instruction)
+        return [float(x) for x in d @ q]
+
+    def _stored_rerank_vectors(self, collection: str, reranker: str, model: Any, hits: Sequence[Hit],
+                               texts: Sequence[str], doc_instruction: str | None) -> np.ndarray | None:
+        """The reranker's document vectors of the hits' chunks from the store, where they are
+        what it would compute, else None (encode them): the collection's vectors of the
+        reranker's name were written by the same version of it (identities equal but for
+        ``instruction_weight``, which bare documents do not read) from the chunk texts the hits
+        hold, read bare. Under an instruction, an encoder-mean embedder (minilm) embeds
+        ``normalize((1 - w) e(text) + w e(instruction + text))`` (``EncoderMeanConfig``): the
+        bare half is the stored vector, and only the instructed half is encoded, by the same
+        spec at ``instruction_weight=1``. Other embedders read an instructed document whole."""
+        recorded = self._identities.get(collection, {}).get(model.name, "")
+        if not _same_vectors(recorded, self.ctx.embedders.identity(model)):
+            return None
+        weight = 0.0
+        if doc_instruction is not None:
+            weight = float(getattr(getattr(model, "config", None), "instruction_weight", 1.0))
+            if getattr(model, "method", None) != "encoder-mean" or \
+                    "instruction_weight" not in getattr(model, "OPTIONS", ()) or not 0.0 <= weight < 1.0:
+                return None
+        try:
+            found = {hit.id: vectors.get(model.name) for hit, vectors in
+                     self.store.retrieve(collection, [h.id for h in hits], with_vectors=True)}
+        except StoreError:  # gone meanwhile, or busy: encoding says what is wrong
+            return None
+        if any(found.get(h.id) is None for h in hits):  # a point rewritten or deleted since
+            return None
+        plain = np.asarray([found[h.id] for h in hits], dtype=np.float32)
+        plain /= np.maximum(np.linalg.norm(plain, axis=1, keepdims=True), 1e-12)
+        if weight == 0.0:
+            return plain
+        from embedders.registry import split_options  # a model is loaded here: torch is too
+
+        base, options = split_options(reranker)
+        options["instruction_weight"] = "1"
+        instructed_spec = f"{base}[{','.join(f'{k}={v}' for k, v in options.items())}]"
+        half = self.ctx.embedders.get(instructed_spec)
+        if not _same_vectors(self.ctx.embedders.identity(half), self.ctx.embedders.identity(model)):
+            return None
+        instructed = self.encoder.encode(list(texts), embedder=instructed_spec, role=Role.DOCUMENT,
+                                         instruction=doc_instruction)
+        blend = (1.0 - weight) * plain + weight * instructed
+        return (blend / np.maximum(np.linalg.norm(blend, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
     def _vector_search(self, request: SearchRequest, mode: str, vector_name: str,
                        query_vec: np.ndarray | None, depth: int, lists: int | None = None) -> list[Hit]:
