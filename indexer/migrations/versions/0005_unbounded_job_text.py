@@ -12,36 +12,15 @@ Create Date: 2026-11-28
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import sqlalchemy as sa
 from alembic import op
+
+from indexer.migrations.tables import index_jobs_batch as _index_jobs
 
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
 depends_on = None
-
-
-@contextmanager
-def _index_jobs() -> Iterator[Any]:
-    # SQLite rebuilds the table to change a type: keep its AUTOINCREMENT (ids never reused),
-    # and its counter: the copy records only the largest id left, so the ids of jobs deleted
-    # with their collections were handed out again.
-    bind = op.get_bind()
-    sqlite = bind.dialect.name == "sqlite"
-    seq = bind.execute(sa.text("SELECT seq FROM sqlite_sequence WHERE name = 'index_jobs'")
-                       ).scalar() if sqlite else None
-    with op.batch_alter_table("index_jobs", table_kwargs={"sqlite_autoincrement": True}) as batch:
-        yield batch
-    if seq is not None:
-        kept = bind.execute(sa.text("UPDATE sqlite_sequence SET seq = max(seq, :seq) "
-                                    "WHERE name = 'index_jobs'"), {"seq": seq})
-        if not kept.rowcount:  # the table was empty, so the copy recorded nothing
-            bind.execute(sa.text("INSERT INTO sqlite_sequence (name, seq) VALUES "
-                                 "('index_jobs', :seq)"), {"seq": seq})
 
 
 def upgrade() -> None:
