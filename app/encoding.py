@@ -6,7 +6,8 @@ the model runs is a deployment choice:
 * ``InlineQueryEncoder``: in the calling thread (the CLI, tests, a worker process).
 * ``BatchingQueryEncoder``: one model thread per process (``facet serve``). Concurrent
   requests that share (embedder, role, instruction) are encoded as one batch (dynamic
-  batching), search queries go before bulk work (an index job's chunks), and the model is
+  batching), search queries go before bulk work (an index job's chunks), bulk work is encoded
+  in pieces timed to about half a second so a query waits at most about that, and the model is
   never used from two threads at once (Hugging Face tokenizers are not safe for that).
 * a Celery encoder (the worker issue) sends the same calls to the ``query`` queue, and bulk
   calls to the ``index`` queue, of GPU workers.
@@ -21,7 +22,7 @@ import threading
 import time
 import unicodedata
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -164,6 +165,18 @@ class QueryEncoder(Protocol):
 # InBedder (16 answer tokens): batch 1 1.90, 16 2.96, 32 3.26, 48 3.22 texts per CPU second,
 # the same answers at every size (README, "What facet cluster costs").
 ANSWER_BATCH = 32
+
+# How long one piece of bulk work may hold the model thread (a query waits at most about this).
+# Pieces are cut from the time the model took per (padded) character so far: on the 2-core CPU
+# a piece of 32 chunk-length texts took 6.6 s with minilm under an instruction and held every
+# search that long; pieces of any size gave the same throughput (less padding in small ones).
+BULK_PIECE_MS = 500.0
+# A text's cost in characters: at most what the model reads (about 4 characters a token), plus
+# the special and prompt tokens every text carries.
+_CHARS_PER_TOKEN = 4
+_TEXT_OVERHEAD_CHARS = 16
+# Timings kept for this many (embedder, role, instruction) keys, the most recent ones.
+_TIMED_KEYS = 256
 
 
 def longest_first(texts: Sequence[str], size: int) -> list[list[int]]:
@@ -318,6 +331,8 @@ class _Request:
     queued_at: float = field(default_factory=time.perf_counter)
     # Other model work (answer generation) runs alone, on the same thread as encoding.
     work: Callable[[], Any] | None = None
+    # Throughput work: encoded in timed pieces, waiting queries served between them.
+    bulk: bool = False
 
 
 @dataclass
@@ -332,8 +347,10 @@ class BatchStats:
     cancelled_texts: int = 0  # dropped unencoded: their caller had gone (a client disconnected)
 
 
-def _joined(futures: list[Future[np.ndarray]]) -> Future[np.ndarray]:
-    """One future for the pieces of a request: their rows in order, or the first error."""
+def _joined(futures: list[Future[np.ndarray]],
+            order: list[int] | None = None) -> Future[np.ndarray]:
+    """One future for the pieces of a request: their rows in order (row ``i`` of the pieces
+    put at ``order[i]`` when given), or the first error."""
     joined: Future[np.ndarray] = Future()
     left = [len(futures)]
     lock = threading.Lock()
@@ -353,7 +370,8 @@ def _joined(futures: list[Future[np.ndarray]]) -> Future[np.ndarray]:
         if last:
             with lock:
                 if not joined.done():
-                    joined.set_result(np.concatenate([f.result() for f in futures], axis=0))
+                    joined.set_result(_placed(np.concatenate([f.result() for f in futures],
+                                                             axis=0), order))
 
     for future in futures:
         future.add_done_callback(done)
@@ -367,6 +385,15 @@ def _joined(futures: list[Future[np.ndarray]]) -> Future[np.ndarray]:
     return joined
 
 
+def _placed(rows: np.ndarray, order: list[int] | None) -> np.ndarray:
+    """``rows`` in the callers' order: row ``i`` is the text at ``order[i]`` (None: as is)."""
+    if order is None:
+        return rows
+    out = np.empty_like(rows)
+    out[order] = rows
+    return out
+
+
 class BatchingQueryEncoder:
     """One model thread; concurrent same-key requests share a batch; queries before bulk work.
 
@@ -375,6 +402,14 @@ class BatchingQueryEncoder:
     adds no wait to a lone request. ``max_wait_ms`` > 0 additionally holds a batch open that
     long for more requests (useful when clients fire at exactly the same moment).
 
+    Bulk work (and a request of more than ``batch_size`` texts) is queued in ``batch_size``
+    pieces, longest first (the batches of one ``Embedder.encode`` call), and the model thread
+    encodes each in smaller pieces of about ``bulk_piece_ms``, serving the queries that came
+    meanwhile between them: one piece of 32 texts held a search for seconds. A piece's size
+    comes from the time per padded character the model took so far for the same key (or, for a
+    key not timed yet, the slowest of the embedder's), at least one text; nothing timed yet,
+    it is the whole piece.
+
     Args:
         embedders: where models come from.
         threads: torch threads of the model thread (``torch.set_num_threads`` is per thread).
@@ -382,11 +417,15 @@ class BatchingQueryEncoder:
         max_wait_ms: how long to wait for more requests of the same key.
         max_pending_texts: texts waiting at most; more are refused with ``BusyError``.
         batch_size: the batch size passed to ``Embedder.encode`` (its forward passes).
+        bulk_piece_ms: how long one piece of bulk work should take; None or 0 encodes each
+            ``batch_size`` piece in one call (the vectors of one call bit for bit; pieces of
+            another size differ from them by float rounding, at most about 1e-7).
     """
 
     def __init__(self, embedders: EmbedderCache, *, threads: int | None = 1,
                  max_batch_texts: int = 64, max_wait_ms: float = 0.0,
-                 max_pending_texts: int = 8192, batch_size: int = 32) -> None:
+                 max_pending_texts: int = 8192, batch_size: int = 32,
+                 bulk_piece_ms: float | None = BULK_PIECE_MS) -> None:
         if max_batch_texts < 1 or max_pending_texts < 1 or batch_size < 1:
             raise ValueError("max_batch_texts, max_pending_texts and batch_size must be >= 1")
         self.embedders = embedders
@@ -395,7 +434,10 @@ class BatchingQueryEncoder:
         self.max_wait_s = max(0.0, max_wait_ms) / 1000.0
         self.max_pending_texts = max_pending_texts
         self.batch_size = batch_size
+        self.bulk_piece_s = bulk_piece_ms / 1000.0 if bulk_piece_ms and bulk_piece_ms > 0 else None
         self.stats = BatchStats()
+        # Seconds per padded character of each key's recent pieces (model thread only).
+        self._rates: OrderedDict[tuple[str, Role, str | None], float] = OrderedDict()
         self._urgent: deque[_Request] = deque()
         self._bulk: deque[_Request] = deque()
         self._pending = 0
@@ -422,14 +464,16 @@ class BatchingQueryEncoder:
             request.future.set_result(_call(self.embedders.get(embedder), items, role_,
                                             instruction_, self.batch_size))
             return request.future
+        order: list[int] | None = None
         if len(items) <= self.batch_size:
-            requests = [_Request(key, items)]
+            requests = [_Request(key, items, bulk=bulk)]
         else:
             # A request of more texts than one forward pass is bulk work in pieces, so queries
             # sent meanwhile are served between them (one request of 512 long texts held every
-            # search for 90 s).
-            requests = [_Request(key, items[i:i + self.batch_size])
-                        for i in range(0, len(items), self.batch_size)]
+            # search for 90 s); longest first, as one call batches them.
+            pieces = longest_first(items, self.batch_size)
+            requests = [_Request(key, [items[i] for i in piece], bulk=True) for piece in pieces]
+            order = [i for piece in pieces for i in piece]
             bulk = True
         with self._cond:
             if self._closed:
@@ -444,12 +488,15 @@ class BatchingQueryEncoder:
             self._pending += len(items)
             self._start()
             self._cond.notify()
-        return requests[0].future if len(requests) == 1 else _joined([r.future for r in requests])
+        if len(requests) == 1:
+            return requests[0].future
+        return _joined([r.future for r in requests], order)
 
     def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None, bulk: bool = False) -> np.ndarray:
         """Encode and wait. Bulk work, and any request of more than ``batch_size`` texts, goes
-        in ``batch_size`` pieces, so waiting queries are served between the pieces."""
+        in ``batch_size`` pieces (longest first), so waiting queries are served between the
+        pieces (and between the timed parts the model thread cuts them into)."""
         if not bulk:
             return self.submit(texts, embedder=embedder, role=role, instruction=instruction).result()
         items, _, _ = _validated(texts, role, instruction)
@@ -457,10 +504,12 @@ class BatchingQueryEncoder:
             return self.submit(items, embedder=embedder, role=role, instruction=instruction,
                                bulk=True).result()
         # One piece queued at a time: a long index batch never fills the queue ahead of others.
-        return np.concatenate([
-            self.submit(items[i:i + self.batch_size], embedder=embedder, role=role,
+        pieces = longest_first(items, self.batch_size)
+        rows = np.concatenate([
+            self.submit([items[i] for i in piece], embedder=embedder, role=role,
                         instruction=instruction, bulk=True).result()
-            for i in range(0, len(items), self.batch_size)], axis=0)
+            for piece in pieces], axis=0)
+        return _placed(rows, [i for piece in pieces for i in piece])
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
                          max_new_tokens: int | None = None) -> list[str]:
@@ -506,9 +555,13 @@ class BatchingQueryEncoder:
             self._thread = threading.Thread(target=self._loop, name="facet-encoder", daemon=True)
             self._thread.start()
 
-    def _take(self) -> list[_Request] | None:
-        """The next batch: the oldest waiting request and the same-key ones behind it."""
+    def _take(self, urgent_only: bool = False) -> list[_Request] | None:
+        """The next batch: the oldest waiting request and the same-key ones behind it.
+        ``urgent_only``: a batch of queries if one waits, else None at once (between the pieces
+        of bulk work)."""
         with self._cond:
+            if urgent_only and not self._urgent:
+                return None
             while not self._urgent and not self._bulk:
                 if self._closed:
                     return None
@@ -567,8 +620,7 @@ class BatchingQueryEncoder:
     def _run_alone(self, request: _Request) -> None:
         name, role, instruction = request.key
         try:
-            vectors = _call(self.embedders.get(name), request.texts, role, instruction,
-                            self.batch_size)
+            vectors = self._encode(name, request.texts, role, instruction, request.bulk)
         except Exception as e:
             request.future.set_exception(e)
             return
@@ -587,44 +639,118 @@ class BatchingQueryEncoder:
             batch = self._take()
             if batch is None:
                 return
-            if not batch:  # a cancelled request, dropped
-                continue
-            work = batch[0].work
-            if work is not None:
-                try:
-                    result = work()
-                except Exception as e:
-                    self._done()
-                    batch[0].future.set_exception(e)
-                    continue
-                self._done()
-                batch[0].future.set_result(result)
-                continue
-            name, role, instruction = batch[0].key
-            texts = [t for request in batch for t in request.texts]
+            if batch:  # else a cancelled request, dropped
+                self._run(batch)
+
+    def _serve_urgent(self) -> None:
+        """Encode the queries waiting now (called between the pieces of bulk work)."""
+        while True:
+            batch = self._take(urgent_only=True)
+            if batch is None:
+                return
+            if batch:
+                self._run(batch)
+
+    def _run(self, batch: list[_Request]) -> None:
+        work = batch[0].work
+        if work is not None:
             try:
-                vectors = _call(self.embedders.get(name), texts, role, instruction, self.batch_size)
+                result = work()
             except Exception as e:
-                if len(batch) == 1:
-                    self._fail(batch, e)
-                    continue
-                # One caller's text can fail a merged batch: each request runs alone, so the
-                # error reaches only the caller whose text it was (it reached every caller of
-                # the batch before).
-                for request in batch:
-                    self._run_alone(request)
                 self._done()
-                continue
-            except BaseException as e:  # handed to every waiting caller, never lost in this thread
-                self._fail(batch, e)
-                raise
+                batch[0].future.set_exception(e)
+                return
             self._done()
-            offset = 0
+            batch[0].future.set_result(result)
+            return
+        name, role, instruction = batch[0].key
+        texts = [t for request in batch for t in request.texts]
+        try:
+            vectors = self._encode(name, texts, role, instruction, batch[0].bulk)
+        except Exception as e:
+            if len(batch) == 1:
+                self._fail(batch, e)
+                return
+            # One caller's text can fail a merged batch: each request runs alone, so the
+            # error reaches only the caller whose text it was (it reached every caller of
+            # the batch before).
             for request in batch:
-                n = len(request.texts)
-                request.future.set_result(vectors[offset:offset + n])
-                offset += n
-            self.stats.requests += len(batch)
-            self.stats.texts += len(texts)
-            self.stats.batches += 1
-            self.stats.largest_batch = max(self.stats.largest_batch, len(texts))
+                self._run_alone(request)
+            self._done()
+            return
+        except BaseException as e:  # handed to every waiting caller, never lost in this thread
+            self._fail(batch, e)
+            raise
+        self._done()
+        offset = 0
+        for request in batch:
+            n = len(request.texts)
+            request.future.set_result(vectors[offset:offset + n])
+            offset += n
+        self.stats.requests += len(batch)
+        self.stats.texts += len(texts)
+        self.stats.batches += 1
+        self.stats.largest_batch = max(self.stats.largest_batch, len(texts))
+
+    def _encode(self, name: str, texts: list[str], role: Role, instruction: str | None,
+                bulk: bool) -> np.ndarray:
+        """The vectors of a batch. Bulk work goes longest first (as ``Embedder.encode`` orders
+        it) in pieces of about ``bulk_piece_s``, the queries that came meanwhile served between
+        them; every call is timed for the pieces to come."""
+        model = self.embedders.get(name)
+        key = (name, role, instruction)
+        lengths = [len(unicodedata.normalize("NFC", t)) for t in texts]  # as `encode` measures
+        cap = _CHARS_PER_TOKEN * _int_or(getattr(model, "max_length", None), 512)
+        if not bulk or self.bulk_piece_s is None:
+            t0 = time.perf_counter()
+            vectors = _call(model, texts, role, instruction, self.batch_size)
+            if len(texts) <= self.batch_size:  # one forward pass, padded to the longest
+                self._learn(key, time.perf_counter() - t0,
+                            len(texts) * (min(max(lengths, default=0), cap) + _TEXT_OVERHEAD_CHARS))
+            return vectors
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        out: np.ndarray | None = None
+        start = 0
+        while start < len(order):
+            if start:
+                self._serve_urgent()
+                with self._cond:
+                    self._in_flight = len(order) - start
+            # A piece is padded to its first (longest) text: it costs its size times that.
+            units = min(lengths[order[start]], cap) + _TEXT_OVERHEAD_CHARS
+            idx = order[start:start + self._piece_size(key, units, len(order) - start)]
+            t0 = time.perf_counter()
+            vectors = _call(model, [texts[i] for i in idx], role, instruction, self.batch_size)
+            self._learn(key, time.perf_counter() - t0, len(idx) * units)
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=vectors.dtype)
+            out[idx] = vectors
+            start += len(idx)
+        assert out is not None  # (a batch is never empty)
+        return out
+
+    def _piece_size(self, key: tuple[str, Role, str | None], units: int, left: int) -> int:
+        """Texts in the next piece of bulk work (of ``left``), each costing ``units`` padded
+        characters: what fits ``bulk_piece_s`` at the key's measured rate, or the slowest rate
+        measured for the embedder; the whole ``batch_size`` piece when nothing is measured."""
+        assert self.bulk_piece_s is not None
+        rate = self._rates.get(key)
+        if rate is None:
+            rate = max((r for k, r in self._rates.items() if k[0] == key[0]), default=None)
+        if rate is None or rate <= 0:
+            return min(left, self.batch_size)
+        return max(1, min(left, self.batch_size, int(self.bulk_piece_s / (rate * units))))
+
+    def _learn(self, key: tuple[str, Role, str | None], seconds: float, units: int) -> None:
+        """Fold one call's seconds per padded character into the key's rate (half the last)."""
+        if units <= 0:
+            return
+        rate = seconds / units
+        before = self._rates.pop(key, None)
+        self._rates[key] = rate if before is None else (before + rate) / 2
+        if len(self._rates) > _TIMED_KEYS:
+            self._rates.popitem(last=False)
+
+
+def _int_or(value: object, default: int) -> int:
+    return value if isinstance(value, int) and value > 0 else default
