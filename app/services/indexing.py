@@ -1528,7 +1528,8 @@ class IndexService:
                        **more: Any) -> np.ndarray:
         """The vectors of a batch's chunks; with ``encoding``, in pieces of the encoder's batch
         size, longest first (``longest_first``: the same batches, so the same vectors, as one
-        call), telling it how far after each. An encoder without a batch size (the workers')
+        call; a server's model thread may cut them into timed parts, equal within float
+        rounding, to let queries through), telling it how far after each. An encoder without a batch size (the workers')
         gets one call, as a piece there is a round trip."""
         size = getattr(self.ctx.encoder, "batch_size", None)
         if encoding is None or not isinstance(size, int) or len(texts) <= size:
