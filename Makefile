@@ -50,9 +50,11 @@ chromium:
 # Two pytest processes (pytest-xdist), one test file at a time in each: the suite is mostly one
 # busy core per test, so this halves it on the 2-core CI box. PYTEST_WORKERS=0 runs it serially.
 # Files go out longest first (SLOW_FILES in tests/conftest.py), not in xdist's count order.
+# The 15 slowest tests are listed at the end, so a run's log shows what to trim (or to list in
+# SLOW_FILES) when the suite nears its 20-minute budget.
 PYTEST_WORKERS ?= 2
 unit: install chromium
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 test: lint typecheck unit
 
