@@ -53,6 +53,9 @@ def register(cli: typer.Typer) -> None:
             result = facet.embed(texts, embedder=embedder, role=role, instruction=instruction)
         typer.echo(printable_json({
             "embedder": result.embedder,
+            # The spec loaded, options included (`embedder` is the model's name: a default of
+            # minilm[instruction_weight=1] said only "minilm").
+            "spec": embedder or settings.default_embedder,
             "dim": result.dim,
             "role": result.role,
             "instruction": result.instruction,  # what was used: a blank one is none

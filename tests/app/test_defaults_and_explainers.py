@@ -82,7 +82,9 @@ def test_facet_embed_uses_the_default_embedder_setting(minilm, tmp_path) -> None
     def vectors(*args: str) -> np.ndarray:
         result = invoke_cli("embed", "-i", INSTRUCTION, *args, "a cat on the mat", env=env)
         assert result.returncode == 0, result.stderr
-        return np.array(json.loads(result.stdout)["vectors"])
+        out = json.loads(result.stdout)
+        assert (out["embedder"], out["spec"]) == ("minilm", OTHER)  # the options said too
+        return np.array(out["vectors"])
 
     by_default = vectors()
     assert np.allclose(by_default, vectors("-e", OTHER), atol=1e-6)
