@@ -400,10 +400,30 @@ class UiHandlers:
         notices += self._stopped_notice(request.collection)
         if response.note and response.results:  # with no results it ends their "why" line
             notices.append(response.note)
+        embedder_used, reranker_used = self._specs_used(request, response)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
                                     filters=request.filters),
-                render.search_summary(response, wall_ms, group_by_document=bool(group)))
+                render.search_summary(response, wall_ms, group_by_document=bool(group),
+                                      embedder=embedder_used, reranker=reranker_used))
+
+    def _specs_used(self, request: SearchRequest,
+                    response: SearchResponse) -> tuple[str, str | None]:
+        """The embedder and reranker a search ran with, as the summary names them (each by its
+        ``_choice``). The response names the vector ("minilm") and the reranker's model, so
+        a collection indexed with ``minilm[instruction_weight=1]``, or a spec picked, read as
+        plain minilm. What encoded the query is what the core's ``_query_spec`` takes: the
+        spec asked for, or where the page named the vector (or nothing), the spec the
+        collection recorded for it."""
+        embedder = response.embedder
+        if response.mode != "lexical":  # else the words alone (BM25): no embedder ran
+            asked = request.embedder
+            spec = (asked if asked not in (None, response.embedder)
+                    else self._recorded(request.collection).get(response.embedder))
+            embedder = self._choice(response.embedder, spec)
+        reranker = (self._choice(response.reranker, request.rerank)
+                    if response.reranker else None)
+        return embedder, reranker
 
     @ui_errors
     def compare(self, query: str | None, instruction_a: str | None, instruction_b: str | None,
@@ -522,9 +542,11 @@ class UiHandlers:
             notices += self._stopped_notice(searched)
         score = self._v_measure(labels, response) if labels is not None else None
         wall = time.perf_counter() - started
+        # The spec that encoded the texts (the response names the model only, options dropped).
+        used = self._choice(response.embedder, request.embedder or self.settings.default_embedder)
         summary = render.cluster_summary(response, wall_s=wall, v_measure=score,
                                          label_count=len(set(labels)) if labels else None,
-                                         notices=notices)
+                                         notices=notices, embedder=used)
         figure = render.cluster_figure(response, title=f"{len(response.texts):,} texts, "
                                        f"k={response.k}: {clean[:80]}")
         csv_path = render.write_cluster_csv(response, self.export_dir, labels)

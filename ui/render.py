@@ -153,13 +153,17 @@ def failed_html() -> str:
             "above); nothing from an earlier run is shown here.</div>")
 
 
-def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False) -> str:
+def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False,
+                   embedder: str | None = None, reranker: str | None = None) -> str:
     """One line: how many results, from which embedder and reranker, and how long it took.
 
     With ``group_by_document`` it counts what the table shows: documents, and the matching
-    chunks among them.
+    chunks among them. ``embedder`` and ``reranker`` are the specs that ran, where the page
+    knows them (``UiHandlers._specs_used``): the response names the vector and the model
+    ("minilm"), which hid the options a query was read with (``minilm[instruction_weight=1]``).
     """
-    reranked = f", reranked by {esc(response.reranker)}" if response.reranker else ""
+    reranker = reranker or response.reranker
+    reranked = f", reranked by {esc(reranker)}" if reranker else ""
     if response.mode == "hybrid":
         reranked = f" with BM25, fused by rank{reranked}"
     instruction = (f" under the instruction \u201c{auto_dir(esc(_short(response.instruction, 120)))}\u201d"
@@ -172,7 +176,8 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
         chunks = sum(1 + len(r.more_chunks) for r in response.results)
         count = f"{plural(documents, 'document')} ({plural(chunks, 'matching chunk')})"
     return (f'<div class="facet-info">{count} from '
-            f"<b>{esc(response.collection)}</b> ({esc(response.embedder)}{reranked}){instruction}"
+            f"<b>{esc(response.collection)}</b> ({esc(embedder or response.embedder)}{reranked})"
+            f"{instruction}"
             f" in {wall_ms:.0f} ms.</div>")
 
 
@@ -293,9 +298,12 @@ def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
 
 
 def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: float | None,
-                    label_count: int | None, notices: Sequence[str] = ()) -> str:
+                    label_count: int | None, notices: Sequence[str] = (),
+                    embedder: str | None = None) -> str:
     """What was clustered and how well: texts, k, silhouette, V-measure against labels, time;
-    the response's note (fewer clusters than asked for, and why) is shown above it."""
+    the response's note (fewer clusters than asked for, and why) is shown above it.
+    ``embedder`` is the spec that encoded the texts, where the page knows it: the response
+    names the model only ("minilm" for ``minilm[instruction_weight=1]``)."""
     texts = len(response.texts)
     parts = [f"<b>{texts:,}</b> {'text' if texts == 1 else 'texts'}, <b>k = {response.k}</b>"
              + (" (chosen by silhouette)" if response.k_chosen else "")]
@@ -303,7 +311,7 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
         parts.append(f"silhouette {response.silhouette:.3f}")
     if v_measure is not None:
         parts.append(f"<b>V-measure {100 * v_measure:.2f}</b> against the {label_count} given labels")
-    parts.append(f"embedder {esc(response.embedder)}"
+    parts.append(f"embedder {esc(embedder or response.embedder)}"
                  + (f", names from {esc(response.explainer)}" if response.explainer else
                     ", names from keywords"))
     stages = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in response.timings_ms.items())
