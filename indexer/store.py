@@ -210,7 +210,9 @@ def _condition(field_condition: Any, match_value: Callable[[Any], Any],
 
 # Payload indexes of filtered fields (edge store). A filter on a field without one reads the
 # payload of every point: 445 ms a search at 60,000 points against 0.2 ms with an index. A field
-# is indexed when it is first filtered on, by the kinds of value it holds; every index serves
+# is indexed when a filtered search on it first finds something (a point found holds every
+# filtered key; a key no point holds, a typo, finds nothing, so it costs no scan and takes none
+# of the ``_MAX_INDEXED_FIELDS`` slots), by the kinds of value it holds; every index serves
 # exactly the conditions ``_condition`` sends, or none (the engine then reads the payload as
 # before), so results are the same with and without it:
 #   strings only -> keyword; integers only -> integer; numbers with a float among them ->
@@ -222,6 +224,14 @@ _PAYLOAD_SCHEMAS = {frozenset({"str"}): "Keyword", frozenset({"int"}): "Integer"
 # Fields a collection keeps indexes for (arbitrary metadata may have many; past this many a
 # filtered field is read from the payloads, as before).
 _MAX_INDEXED_FIELDS = 32
+# A Qdrant server's index for a filtered field, by the filter's values (``QdrantClientStore``):
+# the stored values are not known there (other processes write), so only indexes that serve
+# ``_condition``'s conditions whatever else the field holds. Numbers -> float: an integer is also
+# matched through the range [v, v], which an integer index would serve leaving out a field of
+# 6.0; a float index holds integers too.
+_SERVER_SCHEMAS = {frozenset({"str"}): "KEYWORD", frozenset({"bool"}): "BOOL",
+                   frozenset({"int"}): "FLOAT", frozenset({"float"}): "FLOAT",
+                   frozenset({"int", "float"}): "FLOAT"}
 _PLAIN_SEGMENT = r'[\w-]+|"[^"]*"'
 _FIELD_PATH = re.compile(rf"(?:{_PLAIN_SEGMENT})(?:\.(?:{_PLAIN_SEGMENT}))*")
 
@@ -670,6 +680,10 @@ class EdgeStore(VectorStore):
         # the lock that keeps an index's kind in step with the values written.
         self._indexed: dict[str, dict[str, set[str]]] = {}
         self._index_lock = threading.Lock()
+        # Collections written since they were opened or last flushed: a release after reads
+        # only (a count, searches) has nothing to flush (the engine's own close still rewrites
+        # its segment headers, unchanged).
+        self._written: set[str] = set()
         # A server's request threads and its job thread may open a shard at the same moment;
         # a second load of the same folder would fail on the folder's lock.
         self._open_lock = threading.Lock()
@@ -719,12 +733,16 @@ class EdgeStore(VectorStore):
             return self._gates.setdefault(collection, _ShardGate())
 
     @contextlib.contextmanager
-    def _using(self, collection: str, what: str = "a call on its shard") -> Iterator[Any]:
+    def _using(self, collection: str, what: str = "a call on its shard", *,
+               write: bool = False) -> Iterator[Any]:
         """The collection's shard (opened if need be), not closed by another thread while the
-        caller uses it. What the binding raises in the caller's block (a plain ``Exception``)
-        comes out as one ``StoreError`` line (``_edge_error``); other errors pass unchanged."""
+        caller uses it (``write``: to change it, so it is flushed on release). What the binding
+        raises in the caller's block (a plain ``Exception``) comes out as one ``StoreError``
+        line (``_edge_error``); other errors pass unchanged."""
         with self._gate(collection).shared():
             shard = self._shard(collection)
+            if write:
+                self._written.add(collection)
             try:
                 yield shard
             except Exception as e:
@@ -803,6 +821,7 @@ class EdgeStore(VectorStore):
                         _LOCKS.release(self._lock_path(collection))
                         raise StoreError(f"cannot create edge shard {path}: {e}") from e
                     self._shards[collection] = shard
+                    self._written.add(collection)
                     if lexical:
                         self._write_lexical(collection)
                     self._write_sizes(collection, vectors)  # last: it marks the shard complete
@@ -818,7 +837,7 @@ class EdgeStore(VectorStore):
                         f"collection {collection!r} has vector {name!r} of size {sizes[name]}, "
                         f"not {dim}; use another collection for this embedder")
                 continue
-            with self._using(collection, "writing to it") as shard:
+            with self._using(collection, "writing to it", write=True) as shard:
                 shard.update(q.UpdateOperation.create_dense_vector(name, int(dim), q.Distance.Cosine))
             sizes[name] = int(dim)
             added = True
@@ -861,11 +880,11 @@ class EdgeStore(VectorStore):
         else:
             logger.warning("rewriting the term vectors of %s's lexical search (%s -> %s, from its "
                            "stored texts)", collection, older, lex.LEXICAL_VERSION)
-        with self._using(collection, "writing to it") as shard:
+        with self._using(collection, "writing to it", write=True) as shard:
             shard.update(q.UpdateOperation.create_sparse_vector(lex.LEXICAL_VECTOR, q.Modifier.Idf))
         offset = None
         while True:
-            with self._using(collection, "writing to it") as shard:
+            with self._using(collection, "writing to it", write=True) as shard:
                 records, offset = shard.scroll(q.ScrollRequest(offset=offset, limit=512,
                                                                with_payload=True))
                 if records:
@@ -875,11 +894,11 @@ class EdgeStore(VectorStore):
                         for r in records]))
             if offset is None or not records:
                 break
-        with self._using(collection, "writing to it") as shard:
+        with self._using(collection, "writing to it", write=True) as shard:
             shard.flush()
         self._write_lexical(collection)
         if older is not None and lex.vector_name(older) != lex.LEXICAL_VECTOR:
-            with self._using(collection, "writing to it") as shard:
+            with self._using(collection, "writing to it", write=True) as shard:
                 shard.update(q.UpdateOperation.delete_vector_name(lex.vector_name(older)))
                 shard.flush()
 
@@ -896,6 +915,7 @@ class EdgeStore(VectorStore):
             self._sizes.pop(collection, None)
             self._lexical.pop(collection, None)
             self._indexed.pop(collection, None)
+            self._written.discard(collection)
             shard = self._shards.pop(collection, None)
             path = self._dir(collection)
             if shard is not None:
@@ -952,7 +972,7 @@ class EdgeStore(VectorStore):
                 self._write_indexed(collection)
                 for path, kinds in grown.items():
                     self._set_index(collection, path, _PAYLOAD_SCHEMAS.get(frozenset(kinds)))
-            with self._using(collection, "writing to it") as shard:
+            with self._using(collection, "writing to it", write=True) as shard:
                 shard.update(q.UpdateOperation.upsert_points(batch))
 
     def _indexed_fields(self, collection: str) -> dict[str, set[str]]:
@@ -963,7 +983,9 @@ class EdgeStore(VectorStore):
         if fields is None:
             path = self._dir(collection) / self._INDEX_SIDE
             data = json.loads(path.read_text()) if path.is_file() else {}
-            fields = {str(k): set(v) for k, v in data.items()}
+            # A field no point held (a filtered typo, recorded by an older Facet) has no index:
+            # its slot is free again.
+            fields = {str(k): set(v) for k, v in data.items() if v}
             for key, kinds in fields.items():
                 self._set_index(collection, key, _PAYLOAD_SCHEMAS.get(frozenset(kinds)))
             self._indexed[collection] = fields
@@ -985,17 +1007,21 @@ class EdgeStore(VectorStore):
             current = shard.info().payload_schema.get(path)
             if (current.data_type if current is not None else None) == want:
                 return
+            self._written.add(collection)
             if current is not None:
                 shard.update(q.UpdateOperation.delete_field_index(path))
             if want is not None:
                 shard.update(q.UpdateOperation.create_field_index(path, want))
 
-    def _index_filtered(self, collection: str, filters: Filters | None) -> None:
-        """Index each field ``filters`` name that has no index yet (``_PAYLOAD_SCHEMAS``): the
-        first filtered search of a field reads its values once (0.2 s at 20,000 points); the
-        index is kept in the shard, the field's kinds of value in ``_INDEX_SIDE``."""
+    def _index_filtered(self, collection: str, filters: Filters | None, found: bool) -> None:
+        """After a filtered search that ``found`` something, index each field ``filters`` name
+        that has no index yet (``_PAYLOAD_SCHEMAS``): the first such search of a field reads its
+        values once (0.2 s at 20,000 points); the index is kept in the shard, the field's kinds
+        of value in ``_INDEX_SIDE``. A search that found nothing indexes nothing: its filter may
+        name a key no point holds (a typo), which must not take a slot for good."""
         known = self._indexed.get(collection)
-        if not filters or (known is not None and all(k == DOC_ID_FIELD or k in known for k in filters)):
+        if not found or not filters or (
+                known is not None and all(k == DOC_ID_FIELD or k in known for k in filters)):
             return
         with self._index_lock:
             fields = self._indexed_fields(collection)
@@ -1004,7 +1030,10 @@ class EdgeStore(VectorStore):
                 if (path == DOC_ID_FIELD or path in fields or segments is None
                         or len(fields) >= _MAX_INDEXED_FIELDS):
                     continue
-                fields[path] = self._scan_kinds(collection, path, segments)
+                kinds = self._scan_kinds(collection, path, segments)
+                if not kinds:  # deleted since the search found it
+                    continue
+                fields[path] = kinds
                 self._write_indexed(collection)  # first: a field in it gets its index on the next open
                 self._set_index(collection, path, _PAYLOAD_SCHEMAS.get(frozenset(fields[path])))
 
@@ -1029,17 +1058,17 @@ class EdgeStore(VectorStore):
         q = self._q
         ops = [q.PointVectors(pid, {vector_name: _as_list(vec)}) for pid, vec in zip(ids, vectors,
                                                                                   strict=True)]
-        with self._using(collection, "writing to it") as shard:
+        with self._using(collection, "writing to it", write=True) as shard:
             shard.update(q.UpdateOperation.update_vectors(ops))
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         if ids:
-            with self._using(collection, "writing to it") as shard:
+            with self._using(collection, "writing to it", write=True) as shard:
                 shard.update(self._q.UpdateOperation.delete_points(list(ids)))
 
     def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
         if doc_ids:
-            with self._using(collection, "writing to it") as shard:
+            with self._using(collection, "writing to it", write=True) as shard:
                 shard.update(self._q.UpdateOperation.delete_points_by_filter(
                     self._filter({DOC_ID_FIELD: list(doc_ids)})))
 
@@ -1052,13 +1081,13 @@ class EdgeStore(VectorStore):
                 *, limit: int, filters: Filters | None, exact: bool, with_payload: bool) -> list[Hit]:
         q = self._q
         self._check_vector(collection, vector_name)
-        self._index_filtered(collection, filters)
         request = q.SearchRequest(
             query=q.Query.Nearest(_as_list(vector), using=vector_name), limit=int(limit),
             filter=self._filter(filters), with_payload=with_payload,
             params=q.SearchParams(exact=True) if exact else None)
         with self._using(collection, "searching it") as shard:
             found = shard.search(request)
+        self._index_filtered(collection, filters, bool(found))
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
@@ -1070,18 +1099,19 @@ class EdgeStore(VectorStore):
                         filters: Filters | None, with_payload: bool) -> list[Hit]:
         q = self._q
         using, terms = self._query_terms(collection, text)
-        self._index_filtered(collection, filters)
         request = q.QueryRequest(
             limit=int(limit) + _TIE_MARGIN, query=q.Query.Nearest(terms, using=using),
             filter=self._filter(filters), with_payload=with_payload)
         with self._using(collection, "searching it") as shard:
             found = shard.query(request)
+        self._index_filtered(collection, filters, bool(found))
         return _ranked(found, int(limit))
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
-        self._index_filtered(collection, filters)
         with self._using(collection, "counting its points") as shard:
-            return int(shard.count(self._q.CountRequest(exact=True, filter=self._filter(filters))))
+            n = int(shard.count(self._q.CountRequest(exact=True, filter=self._filter(filters))))
+        self._index_filtered(collection, filters, n > 0)
+        return n
 
     def retrieve(self, collection: str, ids: Sequence[str],
                  with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
@@ -1094,7 +1124,6 @@ class EdgeStore(VectorStore):
         q = self._q
         hits: list[Hit] = []
         offset = None
-        self._index_filtered(collection, filters)
         while len(hits) < limit:
             with self._using(collection, "reading it") as shard:
                 records, offset = shard.scroll(q.ScrollRequest(
@@ -1103,20 +1132,23 @@ class EdgeStore(VectorStore):
             hits.extend(Hit(str(r.id), 0.0, dict(r.payload or {})) for r in records)
             if offset is None or not records:
                 break
+        self._index_filtered(collection, filters, bool(hits))
         return hits
 
     def optimize(self, collection: str) -> None:
-        with self._using(collection, "optimizing it") as shard:
+        with self._using(collection, "optimizing it", write=True) as shard:
             shard.optimize()
 
     def flush(self) -> None:
         for name in list(self._shards):
             with self._gate(name).shared():
                 shard = self._shards.get(name)  # None if dropped or released meanwhile
-                if shard is not None:
+                if shard is not None and name in self._written:
+                    self._written.discard(name)  # first: a write during the flush marks it again
                     try:
                         shard.flush()
                     except Exception as e:
+                        self._written.add(name)
                         raise self._edge_error(name, "writing it to disk (flush)", e) from e
 
     def hold(self, collection: str) -> None:
@@ -1142,8 +1174,11 @@ class EdgeStore(VectorStore):
             shard = self._shards.pop(collection, None)
             if shard is None:
                 return
+            written = collection in self._written
+            self._written.discard(collection)
             try:
-                for step in (shard.flush, shard.close):  # closed even when the flush failed
+                # Closed even when the flush failed; no flush after reads only (nothing to write).
+                for step in (shard.flush, shard.close) if written else (shard.close,):
                     try:
                         step()
                     except Exception as e:
@@ -1173,11 +1208,13 @@ class EdgeStore(VectorStore):
                 gates.enter_context(gate.exclusive())
             gates.enter_context(self._open_lock)
             shards, self._shards = self._shards, {}
+            written, self._written = self._written, set()
             self._indexed.clear()
             failed: list[tuple[str, Exception]] = []
             for name, shard in shards.items():
                 try:
-                    shard.flush()
+                    if name in written:  # after reads only there is nothing to flush
+                        shard.flush()
                     shard.close()
                 except Exception as e:  # one shard failing must not leave the others open
                     failed.append((name, e))
@@ -1297,6 +1334,10 @@ class QdrantClientStore(VectorStore):
         # a collection with or without them, so an answer is trusted for LEXICAL_TTL_S only.
         self._lexical: dict[str, tuple[str | None, float]] = {}
         self._said_older: set[str] = set()  # collections warned of an older term definition
+        # collection -> filtered fields whose payload index was seen to or asked for (a server's
+        # only; once per field per process, ``_index_filtered``).
+        self._index_tried: dict[str, set[str]] = {}
+        self._index_lock = threading.Lock()
 
     def list_collections(self) -> list[str]:
         return sorted(c.name for c in self._client.get_collections().collections)
@@ -1327,6 +1368,7 @@ class QdrantClientStore(VectorStore):
                     sparse_vectors_config={lex.LEXICAL_VECTOR: m.SparseVectorParams(
                         modifier=m.Modifier.IDF)} if lexical else None)
                 self._lexical.pop(collection, None)
+                self._index_tried.pop(collection, None)
                 if self.backend == "server":  # local mode has no payload indexes
                     self._client.create_payload_index(collection, DOC_ID_FIELD,
                                                       m.PayloadSchemaType.KEYWORD)
@@ -1371,6 +1413,7 @@ class QdrantClientStore(VectorStore):
 
     def drop_collection(self, collection: str) -> bool:
         self._lexical.pop(collection, None)
+        self._index_tried.pop(collection, None)
         if not self.collection_exists(collection):
             return False
         self._client.delete_collection(collection)
@@ -1378,6 +1421,37 @@ class QdrantClientStore(VectorStore):
 
     def _terms(self, terms: tuple[list[int], list[float]]) -> Any:
         return self._m.SparseVector(indices=terms[0], values=terms[1])
+
+    def _index_filtered(self, collection: str, filters: Filters | None, found: bool) -> None:
+        """After a filtered search on a server that ``found`` something, ask for a payload index
+        of each field ``filters`` name that has none (``_SERVER_SCHEMAS``, by the filter's
+        values; at most ``_MAX_INDEXED_FIELDS``): without one, a filtered search reads the
+        payload of every point. A search that found nothing asks for none (its key may be a
+        typo no point holds). The server builds the index in the background (``wait=False``);
+        a field is tried once per process, and a failure is logged, never raised: the search
+        has its results."""
+        if not found or not filters or self.backend != "server":
+            return
+        with self._index_lock:
+            tried = self._index_tried.setdefault(collection, set())
+            new = [k for k in filters if k != DOC_ID_FIELD and k not in tried]
+            tried.update(new)
+        if not new:
+            return
+        m = self._m
+        try:
+            indexed = set(self._client.get_collection(collection).payload_schema or {})
+            for key in new:
+                schema = _SERVER_SCHEMAS.get(frozenset(
+                    "bool" if isinstance(v, bool) else type(v).__name__ for v in _values(filters[key])))
+                if key in indexed or schema is None or len(indexed - {DOC_ID_FIELD}) >= _MAX_INDEXED_FIELDS:
+                    continue  # an index of another kind (another filter's, or a person's) is kept
+                self._client.create_payload_index(collection, key, getattr(m.PayloadSchemaType, schema),
+                                                  wait=False)
+                indexed.add(key)
+        except Exception as e:
+            logger.debug("Qdrant at %s: no payload index for filter fields %s of %r: %s: %s",
+                         self.url, new, collection, type(e).__name__, e)
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:
@@ -1429,6 +1503,7 @@ class QdrantClientStore(VectorStore):
             # Local mode is always exact and warns about search params.
             search_params=self._m.SearchParams(exact=True)
             if exact and self.backend == "server" else None)
+        self._index_filtered(collection, filters, bool(response.points))
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
@@ -1443,12 +1518,14 @@ class QdrantClientStore(VectorStore):
             collection, query=terms, using=using,
             limit=int(limit) + _TIE_MARGIN, query_filter=self._filter(filters),
             with_payload=with_payload)
+        self._index_filtered(collection, filters, bool(response.points))
         return _ranked(response.points, int(limit))
 
     def count(self, collection: str, filters: Filters | None = None) -> int:
         self._require(collection)
-        return int(self._client.count(collection, count_filter=self._filter(filters),
-                                      exact=True).count)
+        n = int(self._client.count(collection, count_filter=self._filter(filters), exact=True).count)
+        self._index_filtered(collection, filters, n > 0)
+        return n
 
     def retrieve(self, collection: str, ids: Sequence[str],
                  with_vectors: bool = False) -> list[tuple[Hit, dict[str, list[float]]]]:
@@ -1467,6 +1544,7 @@ class QdrantClientStore(VectorStore):
             hits.extend(Hit(str(r.id), 0.0, dict(r.payload or {})) for r in records)
             if offset is None or not records:
                 break
+        self._index_filtered(collection, filters, bool(hits))
         return hits
 
     def close(self) -> None:
