@@ -175,6 +175,8 @@ def test_cluster_defaults_resolve_the_shipped_inbedder_from_any_folder(tmp_path)
                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "unknown embedder" not in result.stderr and result.stdout.count("cluster ") >= 2
+    # An InBedder load used to print transformers' FutureWarning (is_gradient_checkpointing).
+    assert "FutureWarning" not in result.stderr and "Loading weights" not in result.stderr
 
 
 def test_a_collection_cut_to_the_cap_is_said_and_limit_0_is_all_up_to_it(tmp_path):

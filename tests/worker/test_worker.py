@@ -16,6 +16,7 @@ import pytest
 
 from app.core import Facet
 from app.encoding import UNREAD_MARK
+from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest
 from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
 from indexer.store import point_id
@@ -103,8 +104,9 @@ def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus
     lines = follow.stdout.splitlines()
     assert lines[-1].startswith(f"job {job_id} completed: {N_DOCS}/{N_DOCS} documents")
     assert_exact(client, "bg", corpus, minilm, job_id)
-    # Run again: nothing changed, so nothing is sent to the chunk tasks.
-    again = submit(stack, tmp_path / "src", "bg")
+    # Run again: nothing changed, so nothing is sent to the chunk tasks. (The jobs below go
+    # through the facade, whose minilm is loaded: a CLI run into a new collection loads one.)
+    again = client.submit_index(tmp_path / "src", "bg").id
     job = wait_for(client, again)
     assert (job.state, job.docs_skipped, job.chunks_total) == ("completed", N_DOCS, 0)
     # Records whose text is in another field: the workers read the job's --text-column (it
@@ -112,10 +114,8 @@ def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus
     reviews = tmp_path / "reviews.jsonl"
     reviews.write_text("".join(f'{{"_id": "r{i}", "review": "review {i} of the card"}}\n'
                                for i in range(6)))
-    done = stack.facet("index", str(reviews), "-c", "reviews", "--text-column", "review",
-                       "--background")
-    assert done.returncode == 0, done.stderr
-    job = wait_for(client, int(done.stdout.strip().splitlines()[-1]))
+    job = wait_for(client, client.submit_index(reviews, "reviews",
+                                               IndexOptions(text_column="review")).id)
     assert (job.state, job.docs_indexed, job.docs_failed) == ("completed", 6, 0), job
     texts = {h.payload["text"] for h in client.context.store.scroll("reviews", limit=100)}
     assert texts == {f"review {i} of the card" for i in range(6)}
@@ -126,7 +126,7 @@ def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus
     (thai / "en.txt").write_text("The lighthouse keeper wrote the log every evening.")
     for i, text in enumerate(THAI):  # 4 documents a chunk task: Thai in both of the two
         (thai / f"th{i}.txt").write_text(text)
-    job = wait_for(client, submit(stack, thai, "thai"))
+    job = wait_for(client, client.submit_index(thai, "thai").id)
     assert (job.state, job.docs_indexed, job.chunks_written, job.chunks_total) == ("completed", 5, 5, 2), job
     expected = ("4 of 5 chunks written are mostly unknown tokens to the tokenizer of minilm (a "
                 "script or symbols it does not read, such as Thai or emoji)")
@@ -356,17 +356,18 @@ def test_a_server_on_an_embedded_store_lets_the_workers_write_what_it_searched(
         facet.close()
 
 
-def test_a_job_on_a_deleted_collection_is_dropped(stack: Stack, client, corpus, minilm,
-                                                  tmp_path) -> None:
-    # Queued with no worker running, then its collection is deleted.
-    gone = submit(stack, tmp_path / "src", "doomed")
+def test_a_job_on_a_deleted_collection_is_dropped(stack: Stack, client, minilm, tmp_path) -> None:
+    # Queued with no worker running, then its collection is deleted. (Jobs through the
+    # facade and 12 documents: a CLI run into a new collection loads a model each time.)
+    files = write_corpus(tmp_path / "few", 12, words=80)
+    gone = client.submit_index(tmp_path / "few", "doomed").id
     deleted = stack.facet("delete", "doomed", "--yes")
     assert deleted.returncode == 0, deleted.stderr
     worker = stack.start_worker(queues="index")
-    fresh = submit(stack, tmp_path / "src", "doomed")  # same name, a new collection
+    fresh = client.submit_index(tmp_path / "few", "doomed").id  # same name, a new collection
     assert fresh > gone  # job ids are never reused
     wait_for(client, fresh)
-    assert_exact(client, "doomed", corpus, minilm, fresh)
+    assert_exact(client, "doomed", files, minilm, fresh)
     assert f"index job {gone} no longer exists" in worker.text()
 
 
