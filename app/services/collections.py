@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import logging
 import os
 import shlex
@@ -265,6 +266,30 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
         chunks_done=job.chunks_done, docs_total=job.docs_total)
 
 
+def _folder_locked(path: Path) -> bool:
+    """Whether a process (this one included) holds the edge folder lock at ``path`` now.
+
+    A shared, non-blocking ``flock`` taken on a fresh descriptor and dropped at once: it
+    conflicts with any holder's exclusive one, and loads nothing. An unreadable lock file
+    counts as held (the count that follows says why).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # never opened
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # BlockingIOError: held
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 class CollectionService:
     """Read and remove what the index service wrote."""
 
@@ -285,10 +310,16 @@ class CollectionService:
         at the lease's release), and a deleted and re-created collection has another row and
         other files: while none of this changed, the last count still holds. A damaged shard
         (points lost, so ``points`` and ``chunks`` disagree) changed its files too.
+
+        None too while any process holds the shard's folder lock: where it is open
+        (``open_in``) is not in its files, and a cached count hid it; counting it then
+        fails busy and says where, as without a cache.
         """
         root = getattr(self.store, "root", None)
         if self.store.backend != "edge" or root is None:
             return None  # a server or local mode counts without opening anything per collection
+        if _folder_locked(Path(root) / f"{coll.name}.lock"):  # EdgeStore's <root>/<name>.lock
+            return None
         files = []
         for folder, _dirs, names in os.walk(Path(root) / coll.name):  # EdgeStore's <root>/<name>
             for name in names:
