@@ -142,7 +142,7 @@ def register(cli: typer.Typer) -> None:
         typer.echo(f"{plural(len(result.texts), 'text')} in {plural(result.k, 'cluster')} in "
                    f"{sum(result.timings_ms.values()) / 1000:.1f}s ("
                    + ", ".join(f"{stage} {ms / 1000:.1f}s" for stage, ms in result.timings_ms.items())
-                   + ")", err=True)
+                   + ("; embeddings reused" if result.encode_reused else "") + ")", err=True)
         if result.note:
             typer.echo(f"note: {printable(result.note)}", err=True)
         for c in result.clusters:

@@ -149,6 +149,11 @@ class ClusterResponse:
     when a collection was cut to ``limit`` or ``FACET_MAX_CLUSTER_TEXTS`` ("clustered
     5,000 of 50,001 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)"), and when the
     explainer's names describe the clusters poorly (``_naming_note``), the parts joined by "; ".
+
+    ``timings_ms`` always has ``encode``: the time spent getting the embeddings, near 0 when
+    ``encode_reused`` (they were kept from an earlier clustering of the same texts under the
+    same instruction and embedder: ``EmbeddingCache``). The stage itself was once renamed
+    ``encode_reused`` then, and whatever read ``encode`` missed it.
     """
 
     instruction: str
@@ -165,6 +170,7 @@ class ClusterResponse:
     clusters: list[Cluster]
     timings_ms: dict[str, float]
     note: str | None = None
+    encode_reused: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -557,8 +563,7 @@ class ClusterService:
         key = self._embedding_key(spec, instruction, digest, step)
         cached = self.embeddings.get(key) if key is not None else None
         if cached is not None:
-            # Said by the stage's name: "encode_reused" (near 0) in place of "encode".
-            vectors = cached
+            vectors = cached  # ``encode`` near 0, said by ``encode_reused``
         elif progress is None:
             vectors = self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT,
                                               instruction=instruction, bulk=True)
@@ -576,7 +581,7 @@ class ClusterService:
             key = key or self._embedding_key(spec, instruction, digest, step)
             if key is not None:
                 self.embeddings.put(key, vectors)
-        timings["encode" if cached is None else "encode_reused"] = (time.perf_counter() - t0) * 1000
+        timings["encode"] = (time.perf_counter() - t0) * 1000
         report(encode_share, "k-means")
 
         t0 = time.perf_counter()
@@ -659,7 +664,8 @@ class ClusterService:
             instruction=instruction, embedder=model_name, explainer=request.explainer, k=found,
             k_chosen=silhouette is not None, silhouette=silhouette, texts=texts, labels=label_list,
             coordinates=[(round(float(x), 5), round(float(y), 5)) for x, y in xy],
-            sources=sources, answers=answers, clusters=clusters, timings_ms=timings, note=note)
+            sources=sources, answers=answers, clusters=clusters, timings_ms=timings, note=note,
+            encode_reused=cached is not None)
 
     def _texts(self, request: ClusterRequest,
                ) -> tuple[list[str], list[dict[str, Any]], str | None]:

@@ -214,6 +214,11 @@ def test_cluster_summary_says_why_there_are_fewer_clusters() -> None:
     summary = render.cluster_summary(response, wall_s=1.0, v_measure=None, label_count=None)
     assert "<b>4</b> texts, <b>k = 1</b>" in summary
     assert '<div class="facet-note">1 cluster instead of the 3 asked for: only 1 distinct text</div>' in summary
+    assert "reused" not in summary
+    # Embeddings kept from an earlier clustering: encode is near 0 and the summary says why.
+    response.timings_ms, response.encode_reused = {"encode": 0.2, "kmeans": 30.0}, True
+    summary = render.cluster_summary(response, wall_s=1.0, v_measure=None, label_count=None)
+    assert "(encode 0.0 s, kmeans 0.0 s; embeddings reused)" in summary
 
 
 def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
