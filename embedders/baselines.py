@@ -20,7 +20,7 @@ import torch
 
 from embedders.backbone import DEFAULT_DECODER, DEFAULT_ENCODER, Backbone, load_decoder, load_encoder
 from embedders.base import BaseEmbedder, PromptConfig, PromptTokenizer, Role, TokenBatch, pad_sequences
-from embedders.contract import check_instruction_weight
+from embedders.contract import BlendsInstruction, check_instruction_weight
 from embedders.pooling import blend_instruction, last_token_pool, mean_pool, pooled_pairs
 
 # minilm's share of the instruction-prepended embedding under an instruction (EncoderMeanConfig),
@@ -45,8 +45,10 @@ class EncoderMeanConfig:
         check_instruction_weight(self.instruction_weight)
 
 
-class EncoderMeanEmbedder(BaseEmbedder):
-    """A bidirectional encoder with mean pooling (sentence-transformers style)."""
+class EncoderMeanEmbedder(BlendsInstruction, BaseEmbedder):
+    """A bidirectional encoder with mean pooling (sentence-transformers style). Its vectors under
+    an instruction blend in the bare ones (``EncoderMeanConfig``), so given those it computes them
+    reading each text under the instruction only (``encode_from_plain``)."""
 
     method = "encoder-mean"
     OPTIONS = ("instruction_weight",)  # "minilm[instruction_weight=1]"

@@ -5,11 +5,13 @@ without importing torch; ``embedders.base`` re-exports them beside the torch-bas
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -104,6 +106,76 @@ class Embedder(Protocol):
         batch_size: int = 32,
         show_progress: bool = False,
     ) -> np.ndarray: ...
+
+
+@runtime_checkable
+class EncodesFromPlain(Protocol):
+    """An embedder whose vectors under an instruction blend in its vectors of the same texts read
+    bare (``instruction_weight`` under 1): given those (a collection's stored ones), it returns
+    what ``encode`` would, reading the texts under the instruction only.
+
+    The search service's rerank asks it of the embedder that wrote a collection's vectors, so
+    how the blend is made stays the embedder's (the service built it itself, loading a second
+    model at ``instruction_weight=1`` for the instructed half).
+    """
+
+    def encode_from_plain(
+        self,
+        plain: np.ndarray,
+        texts: Sequence[str],
+        *,
+        role: Role | str = Role.DOCUMENT,
+        instruction: str | None = None,
+        batch_size: int = 32,
+    ) -> np.ndarray: ...
+
+
+class BlendsInstruction:
+    """``EncodesFromPlain`` for an embedder whose ``config.instruction_weight`` w makes its vector
+    of a text under an instruction ``normalize((1 - w) n(bare) + w n(instructed))`` (``n``: unit
+    length; ``embedders.pooling.blend_instruction``), where ``bare`` is what ``encode`` returns
+    without one. The instructed half is ``encode`` of a shallow copy at w = 1: the same loaded
+    model (backbone, tokenizer), no second one.
+    """
+
+    config: Any
+
+    def reads_bare(self, instruction: str | None) -> bool:
+        """Whether ``encode`` reads the texts under ``instruction`` exactly as without one."""
+        return validate_instruction(instruction) is None
+
+    def encode_from_plain(
+        self,
+        plain: np.ndarray,
+        texts: Sequence[str],
+        *,
+        role: Role | str = Role.DOCUMENT,
+        instruction: str | None = None,
+        batch_size: int = 32,
+    ) -> np.ndarray:
+        """What ``encode(texts, role=role, instruction=instruction)`` returns (to float rounding),
+        given ``plain``, its ``(len(texts), dim)`` vectors of the texts without an instruction.
+
+        Raises:
+            InvalidInputError: as ``encode``, or ``plain`` has not one row per text.
+        """
+        items = validate_texts(texts)
+        plain = np.asarray(plain, dtype=np.float32)
+        if plain.ndim != 2 or plain.shape[0] != len(items):
+            raise InvalidInputError(f"plain must hold one row per text: {len(items)} texts, shape {plain.shape}")
+        plain = plain / np.maximum(np.linalg.norm(plain, axis=1, keepdims=True), 1e-12)
+        weight = float(self.config.instruction_weight)
+        if self.reads_bare(instruction) or weight == 0.0:
+            return plain
+        half = self
+        if weight != 1.0:
+            half = copy.copy(self)  # shares the model; only the config (a dataclass) is its own
+            half.config = dataclasses.replace(self.config, instruction_weight=1.0)
+        instructed = cast(Embedder, half).encode(items, role=role, instruction=instruction, batch_size=batch_size)
+        if weight == 1.0:
+            return instructed
+        blend = (1.0 - weight) * plain + weight * instructed
+        return (blend / np.maximum(np.linalg.norm(blend, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
 # A token is read from at most this many characters of a text: anything past ``max_length``

@@ -36,7 +36,8 @@ from app.services.collections import effective_state
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders import scripts
-from embedders.contract import Role, identity_changes
+from embedders.contract import EncodesFromPlain, Role, identity_changes
+from embedders.errors import InvalidInputError
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -873,31 +874,26 @@ class SearchService:
         q = query_vec if same_query and query_vec is not None else self.encoder.encode(
             [request.query], embedder=reranker, role=Role.QUERY, instruction=instruction)[0]
         d = None if model is None else self._stored_rerank_vectors(
-            request.collection, reranker, model, hits, texts, doc_instruction)
+            request.collection, model, hits, texts, doc_instruction)
         if d is None:
             d = self.encoder.encode(texts, embedder=reranker, role=Role.DOCUMENT,
                                     instruction=doc_instruction)
         return [float(x) for x in d @ q]
 
-    def _stored_rerank_vectors(self, collection: str, reranker: str, model: Any, hits: Sequence[Hit],
-                               texts: Sequence[str], doc_instruction: str | None) -> np.ndarray | None:
+    def _stored_rerank_vectors(self, collection: str, model: Any, hits: Sequence[Hit], texts: Sequence[str],
+                               doc_instruction: str | None) -> np.ndarray | None:
         """The reranker's document vectors of the hits' chunks from the store, where they are
         what it would compute, else None (encode them): the collection's vectors of the
         reranker's name were written by the same version of it (identities equal but for
         ``instruction_weight``, which bare documents do not read) from the chunk texts the hits
-        hold, read bare. Under an instruction, an encoder-mean embedder (minilm) embeds
-        ``normalize((1 - w) e(text) + w e(instruction + text))`` (``EncoderMeanConfig``): the
-        bare half is the stored vector, and only the instructed half is encoded, by the same
-        spec at ``instruction_weight=1``. Other embedders read an instructed document whole."""
+        hold, read bare. Under an instruction, an embedder that blends its bare vectors in
+        (``EncodesFromPlain``: minilm, inbedder) computes them from the stored ones, encoding
+        only the instructed half; others read an instructed document whole."""
         recorded = self._identities.get(collection, {}).get(model.name, "")
         if not _same_vectors(recorded, self.ctx.embedders.identity(model)):
             return None
-        weight = 0.0
-        if doc_instruction is not None:
-            weight = float(getattr(getattr(model, "config", None), "instruction_weight", 1.0))
-            if getattr(model, "method", None) != "encoder-mean" or \
-                    "instruction_weight" not in getattr(model, "OPTIONS", ()) or not 0.0 <= weight < 1.0:
-                return None
+        if doc_instruction is not None and not isinstance(model, EncodesFromPlain):
+            return None
         try:
             found = {hit.id: vectors.get(model.name) for hit, vectors in
                      self.store.retrieve(collection, [h.id for h in hits], with_vectors=True)}
@@ -907,20 +903,15 @@ class SearchService:
             return None
         plain = np.asarray([found[h.id] for h in hits], dtype=np.float32)
         plain /= np.maximum(np.linalg.norm(plain, axis=1, keepdims=True), 1e-12)
-        if weight == 0.0:
+        if doc_instruction is None:
             return plain
-        from embedders.registry import split_options  # a model is loaded here: torch is too
-
-        base, options = split_options(reranker)
-        options["instruction_weight"] = "1"
-        instructed_spec = f"{base}[{','.join(f'{k}={v}' for k, v in options.items())}]"
-        half = self.ctx.embedders.get(instructed_spec)
-        if not _same_vectors(self.ctx.embedders.identity(half), self.ctx.embedders.identity(model)):
+        try:  # the application's limit on the instruction, as the encoder applies it
+            check = getattr(model, "check_instruction", None)
+            if callable(check):
+                check(Role.DOCUMENT, doc_instruction)
+            return model.encode_from_plain(plain, list(texts), role=Role.DOCUMENT, instruction=doc_instruction)
+        except InvalidInputError:  # the encoder refuses it in the application's words
             return None
-        instructed = self.encoder.encode(list(texts), embedder=instructed_spec, role=Role.DOCUMENT,
-                                         instruction=doc_instruction)
-        blend = (1.0 - weight) * plain + weight * instructed
-        return (blend / np.maximum(np.linalg.norm(blend, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
     def _vector_search(self, request: SearchRequest, mode: str, vector_name: str,
                        query_vec: np.ndarray | None, depth: int, lists: int | None = None) -> list[Hit]:

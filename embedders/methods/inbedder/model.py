@@ -25,6 +25,7 @@ from embedders.base import (
     validate_instruction,
     validate_texts,
 )
+from embedders.contract import BlendsInstruction
 from embedders.errors import InvalidInputError
 from embedders.methods.common import TrainableDecoderEmbedder
 from embedders.methods.inbedder.config import POOLINGS, InBedderConfig
@@ -36,8 +37,11 @@ if TYPE_CHECKING:  # only a type here: importing the method must not pull in the
 IGNORE_INDEX = -100  # label of tokens the loss skips (cross_entropy's default ignore_index)
 
 
-class InBedderEmbedder(TrainableDecoderEmbedder):
-    """InBedder over a LoRA-tuned decoder; ``pooling`` and ``gen_tokens`` are inference options."""
+class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
+    """InBedder over a LoRA-tuned decoder; ``pooling`` and ``gen_tokens`` are inference options.
+    Read bare, a text is read under ``default_instruction``: its vectors under another
+    instruction blend those in (``InBedderConfig.instruction_weight``), so given them it computes
+    them reading each text under the instruction only (``encode_from_plain``)."""
 
     method = "inbedder"
     config_class = InBedderConfig
@@ -84,6 +88,10 @@ class InBedderEmbedder(TrainableDecoderEmbedder):
         return stripped or self.config.default_instruction
 
     # -- embedding -----------------------------------------------------------------------
+
+    def reads_bare(self, instruction: str | None) -> bool:
+        """No instruction, or the default one, is read as the default."""
+        return self._instruction(validate_instruction(instruction)) == self.config.default_instruction
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         instruction_ = self._instruction(instruction)

@@ -1,0 +1,61 @@
+"""Rerank under an instruction with the embedder that wrote the collection: minilm reads a chunk
+as a blend of the chunk bare (its stored vector) and the chunk after the instruction, and the
+embedder computes that blend from the stored vector itself (``encode_from_plain``). The search
+service built and loaded a second model, ``minilm[instruction_weight=1]``, to encode the
+instructed half and blended it in its own code."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app.encoding import InlineQueryEncoder
+from app.services.indexing import IndexService
+from app.services.search import SearchRequest, SearchService
+
+ROWS = ["My card was declined at the supermarket", "How do I top up my account with a bank transfer?",
+        "The exchange rate you applied was wrong", "I lost my card yesterday, please block it",
+        "Top up failed twice this morning", "Why was I charged a fee for the transfer?",
+        "My refund has not arrived yet", "Can I change my PIN at an ATM?"]
+INSTRUCTION = "Find messages about topping up"
+
+
+@pytest.fixture
+def indexed(make_ctx, tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps({"_id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(ROWS)))
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "support")
+    return ctx
+
+
+def test_an_instructed_rerank_blends_the_stored_vectors_with_the_loaded_minilm_alone(indexed, minilm) -> None:
+    """The scores are those of encoding every chunk under the instruction (to 1e-5), and the only
+    model the cache holds afterwards is the collection's minilm."""
+    service = SearchService(indexed)
+    candidates = service.search(SearchRequest("it failed", "support", instruction=INSTRUCTION, top_k=6,
+                                              mode="dense")).results
+    texts = [h.text for h in candidates]
+    scores = SearchService.rerank_scores(InlineQueryEncoder(indexed.embedders), "minilm", "it failed",
+                                         INSTRUCTION, texts, doc_instruction=INSTRUCTION)
+    order = np.argsort(-np.asarray(scores), kind="stable")
+    want = [(texts[i], scores[i]) for i in order]
+
+    seen: list[int] = []  # texts run through minilm's backbone (a forward hook)
+    handle = minilm.backbone.base_model().register_forward_pre_hook(
+        lambda _module, args, kwargs: seen.append(int(kwargs["input_ids"].shape[0])), with_kwargs=True)
+    try:
+        response = service.search(SearchRequest("it failed", "support", instruction=INSTRUCTION, top_k=4,
+                                                rerank="minilm", rerank_depth=6, mode="dense"))
+    finally:
+        handle.remove()
+    assert sum(seen) == 2 + 6, seen  # the query's blend, reused; the chunks' instructed half only
+    assert service.rerank_documents_instructed and response.reranker == "minilm"
+    got = [(r.text, r.rerank_score) for r in response.results]
+    assert [t for t, _ in got] == [t for t, _ in want[:4]]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want[:4]], abs=1e-5)
+    assert indexed.embedders.peek("minilm[instruction_weight=1]") is None
+    assert indexed.embedders.loaded() == ["minilm"]
+    assert indexed.embedders.peek("minilm") is minilm
