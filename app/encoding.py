@@ -166,7 +166,8 @@ class QueryEncoder(Protocol):
 # the same answers at every size (README, "What facet cluster costs").
 ANSWER_BATCH = 32
 
-# How long one piece of bulk work may hold the model thread (a query waits at most about this).
+# How long one piece of bulk work may hold the model thread (a query waits at most about this);
+# servers take it from FACET_BULK_PIECE_MS (``FacetSettings.bulk_piece_ms``).
 # Pieces are cut from the time the model took per (padded) character so far: on the 2-core CPU
 # a piece of 32 chunk-length texts took 6.6 s with minilm under an instruction and held every
 # search that long; pieces of any size gave the same throughput (less padding in small ones).
@@ -177,6 +178,43 @@ _CHARS_PER_TOKEN = 4
 _TEXT_OVERHEAD_CHARS = 16
 # Timings kept for this many (embedder, role, instruction) keys, the most recent ones.
 _TIMED_KEYS = 256
+
+# What clustering imports on first use (app/services/clustering.py imports them inside its
+# functions, so commands that never cluster do not pay for them): about 7 s on the 2-core CPU.
+CLUSTERING_MODULES = ("sklearn.cluster", "sklearn.metrics", "sklearn.decomposition",
+                      "sklearn.exceptions")
+_warm_up_lock = threading.Lock()
+_warm_up_thread: threading.Thread | None = None
+
+
+def warm_up_clustering() -> threading.Thread:
+    """Import ``CLUSTERING_MODULES`` in a background daemon thread, once per process, and
+    return that thread at once: a server's first cluster request paid for importing
+    scikit-learn (about 7 s on the 2-core CPU), and importing it before serving would delay
+    readiness by as much. A request that needs a module before the thread is done waits on
+    Python's import lock for the same import; nothing is imported twice. Servers call it at
+    start-up (``facet serve``, ``facet ui``), never the CLI's one-shot commands."""
+    global _warm_up_thread
+    with _warm_up_lock:
+        if _warm_up_thread is None:
+            _warm_up_thread = threading.Thread(target=_import_quietly, args=(CLUSTERING_MODULES,),
+                                               name="facet-warm-up", daemon=True)
+            _warm_up_thread.start()
+        return _warm_up_thread
+
+
+def _import_quietly(modules: Sequence[str]) -> None:
+    """Import ``modules``; one that fails is logged only (the request that needs it says why)."""
+    import importlib
+
+    t0 = time.perf_counter()
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as e:  # scikit-learn missing or broken: clustering reports it itself
+            logger.warning("%s was not imported at start-up: %s", module, e)
+            return
+    logger.info("clustering modules imported in %.1f s", time.perf_counter() - t0)
 
 
 def longest_first(texts: Sequence[str], size: int) -> list[list[int]]:
@@ -513,8 +551,27 @@ class BatchingQueryEncoder:
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
                          max_new_tokens: int | None = None) -> list[str]:
-        """Generate on the model thread, as bulk work (after waiting queries)."""
+        """Generate on the model thread, as bulk work (after waiting queries), one decoding
+        batch at a time: ``ANSWER_BATCH`` texts, longest first (the batches of one call, so its
+        answers), queued one after the other, so queries that come meanwhile are served between
+        them. One call was one block: 128 texts held every search for about 40 s on the 2-core
+        CPU; now a query waits for at most one batch (about 10 s there). Timed parts as small as
+        bulk encoding's would cost throughput: a batch of one answers 1.90 texts per CPU second,
+        one of 32, 3.26."""
         items, _, _ = _validated(texts, Role.DOCUMENT, instruction)
+        if len(items) <= ANSWER_BATCH:
+            return self._answer_piece(items, explainer, instruction, max_new_tokens)
+        answers = [""] * len(items)
+        for piece in longest_first(items, ANSWER_BATCH):
+            got = self._answer_piece([items[i] for i in piece], explainer, instruction,
+                                     max_new_tokens)
+            for i, answer in zip(piece, got, strict=True):
+                answers[i] = answer
+        return answers
+
+    def _answer_piece(self, items: list[str], explainer: str, instruction: str | None,
+                      max_new_tokens: int | None) -> list[str]:
+        """Queue one piece of answer generation as bulk work and wait for its answers."""
         request = _Request((explainer, Role.DOCUMENT, instruction), items,
                            work=lambda: _answers(self.embedders, items, explainer, instruction,
                                                  max_new_tokens))

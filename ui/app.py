@@ -21,6 +21,7 @@ import gradio as gr
 from gradio import utils as gr_utils
 
 from app.core import Facet
+from app.encoding import warm_up_clustering
 from app.errors import InvalidRequestError
 from app.services.search import SEARCH_MODES
 from app.settings import FacetSettings, get_settings
@@ -418,6 +419,7 @@ def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
     """Run the page on its own server (``facet ui``); returns the running Blocks when
     ``block`` is False (tests, scripts: ``demo.close()`` stops it)."""
     demo = build_ui(facet, facet.settings)
+    warm_up_clustering()  # in the background: the first Cluster click does not import sklearn
     demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
                 prevent_thread_lock=not block, quiet=not block, **launch_options(facet.settings))
     return demo

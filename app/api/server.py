@@ -40,6 +40,7 @@ from app.api.schemas import (
     SearchBody,
 )
 from app.core import Facet
+from app.encoding import warm_up_clustering
 from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
 from app.services.clustering import ClusterRequest, ClusterResponse
 from app.services.collections import MAX_JOB_ERRORS, CollectionInfo, JobInfo
@@ -219,6 +220,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                                "query waits for a worker", name, e)
                 continue
             logger.info("loaded %s", name)
+        # In the background: the first cluster request no longer imports scikit-learn itself,
+        # and /health answers meanwhile.
+        warm_up_clustering()
         try:
             yield
         finally:
