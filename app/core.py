@@ -223,7 +223,8 @@ class Facet:
         encoder = BatchingQueryEncoder(cache, threads=settings.query_threads,
                                        max_batch_texts=settings.batch_max_texts,
                                        max_wait_ms=settings.batch_wait_ms,
-                                       max_pending_texts=settings.max_pending_texts)
+                                       max_pending_texts=settings.max_pending_texts,
+                                       bulk_piece_ms=settings.bulk_piece_ms)
         return cls(settings, encoder=encoder, embedders=cache)
 
     _shared: Facet | None = None

@@ -68,6 +68,11 @@ class FacetSettings(BaseSettings):
     max_pending_texts: int = Field(
         default=8192, ge=1, description="texts waiting for the query encoder before new requests "
                                         "are refused as busy (HTTP 429)")
+    bulk_piece_ms: float = Field(
+        default=500.0, ge=0.0, allow_inf_nan=False,
+        description="bulk work (an index job's chunks, a clustering's texts, a large embed call) "
+                    "holds the query encoder's model thread about this long at a time, waiting "
+                    "queries served between the parts; 0 or 'off' = whole pieces of 32 texts")
     # Limits of one request, whatever the edge.
     max_texts_per_call: int = Field(default=2048, ge=1,
                                     description="texts one embed or cluster call may carry")
@@ -157,6 +162,14 @@ class FacetSettings(BaseSettings):
                 raise ValueError("is empty: unset it for the default, or give a folder")
             return Path(value).expanduser()
         return value.expanduser() if isinstance(value, Path) else value
+
+    @field_validator("bulk_piece_ms", mode="before")
+    @classmethod
+    def _off(cls, value: object) -> object:
+        """'off' is 0: bulk work is not cut into timed parts (``BatchingQueryEncoder``)."""
+        if isinstance(value, str) and value.strip().lower() == "off":
+            return 0.0
+        return value
 
     @property
     def resolved_database_url(self) -> str:
