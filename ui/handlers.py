@@ -400,28 +400,20 @@ class UiHandlers:
         notices += self._stopped_notice(request.collection)
         if response.note and response.results:  # with no results it ends their "why" line
             notices.append(response.note)
-        embedder_used, reranker_used = self._specs_used(request, response)
+        embedder_used, reranker_used = self._specs_used(response)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
                                     filters=request.filters),
                 render.search_summary(response, wall_ms, group_by_document=bool(group),
                                       embedder=embedder_used, reranker=reranker_used))
 
-    def _specs_used(self, request: SearchRequest,
-                    response: SearchResponse) -> tuple[str, str | None]:
+    def _specs_used(self, response: SearchResponse) -> tuple[str, str | None]:
         """The embedder and reranker a search ran with, as the summary names them (each by its
-        ``_choice``). The response names the vector ("minilm") and the reranker's model, so
-        a collection indexed with ``minilm[instruction_weight=1]``, or a spec picked, read as
-        plain minilm. What encoded the query is what the core's ``_query_spec`` takes: the
-        spec asked for, or where the page named the vector (or nothing), the spec the
-        collection recorded for it."""
-        embedder = response.embedder
-        if response.mode != "lexical":  # else the words alone (BM25): no embedder ran
-            asked = request.embedder
-            spec = (asked if asked not in (None, response.embedder)
-                    else self._recorded(request.collection).get(response.embedder))
-            embedder = self._choice(response.embedder, spec)
-        reranker = (self._choice(response.reranker, request.rerank)
+        ``_choice``): the response's specs, options included (its ``embedder`` names the vector
+        and ``reranker`` the model, so ``minilm[instruction_weight=1]`` read as plain minilm).
+        A lexical search names no embedder spec: the words alone (BM25) ran."""
+        embedder = self._choice(response.embedder, response.embedder_spec)
+        reranker = (self._choice(response.reranker, response.reranker_spec)
                     if response.reranker else None)
         return embedder, reranker
 
@@ -542,8 +534,7 @@ class UiHandlers:
             notices += self._stopped_notice(searched)
         score = self._v_measure(labels, response) if labels is not None else None
         wall = time.perf_counter() - started
-        # The spec that encoded the texts (the response names the model only, options dropped).
-        used = self._choice(response.embedder, request.embedder or self.settings.default_embedder)
+        used = self._choice(response.embedder, response.embedder_spec)
         summary = render.cluster_summary(response, wall_s=wall, v_measure=score,
                                          label_count=len(set(labels)) if labels else None,
                                          notices=notices, embedder=used)

@@ -158,9 +158,10 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
     """One line: how many results, from which embedder and reranker, and how long it took.
 
     With ``group_by_document`` it counts what the table shows: documents, and the matching
-    chunks among them. ``embedder`` and ``reranker`` are the specs that ran, where the page
-    knows them (``UiHandlers._specs_used``): the response names the vector and the model
-    ("minilm"), which hid the options a query was read with (``minilm[instruction_weight=1]``).
+    chunks among them. ``embedder`` and ``reranker`` are the specs that ran
+    (``UiHandlers._specs_used``, from the response's ``embedder_spec`` / ``reranker_spec``):
+    ``embedder`` / ``reranker`` name the vector and the model ("minilm"), which hid the options
+    a query was read with (``minilm[instruction_weight=1]``).
     """
     reranker = reranker or response.reranker
     reranked = f", reranked by {esc(reranker)}" if reranker else ""
@@ -302,8 +303,9 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
                     embedder: str | None = None) -> str:
     """What was clustered and how well: texts, k, silhouette, V-measure against labels, time;
     the response's note (fewer clusters than asked for, and why) is shown above it.
-    ``embedder`` is the spec that encoded the texts, where the page knows it: the response
-    names the model only ("minilm" for ``minilm[instruction_weight=1]``)."""
+    ``embedder`` is the spec that encoded the texts (the response's ``embedder_spec``, shown
+    by the page's ``_choice``): ``response.embedder`` names the model only ("minilm" for
+    ``minilm[instruction_weight=1]``)."""
     texts = len(response.texts)
     parts = [f"<b>{texts:,}</b> {'text' if texts == 1 else 'texts'}, <b>k = {response.k}</b>"
              + (" (chosen by silhouette)" if response.k_chosen else "")]

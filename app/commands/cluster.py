@@ -111,6 +111,7 @@ def register(cli: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option("--out", "-o", help="write the clusters as JSON")] = None,
     ) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
+        from app.commands.search import spec_label
         from app.services.clustering import ClusterRequest, k_option, limit_option
         from app.services.search import parse_filters
 
@@ -142,7 +143,9 @@ def register(cli: typer.Typer) -> None:
         typer.echo(f"{plural(len(result.texts), 'text')} in {plural(result.k, 'cluster')} in "
                    f"{sum(result.timings_ms.values()) / 1000:.1f}s ("
                    + ", ".join(f"{stage} {ms / 1000:.1f}s" for stage, ms in result.timings_ms.items())
-                   + ("; embeddings reused" if result.encode_reused else "") + ")", err=True)
+                   + ("; embeddings reused" if result.encode_reused else "")
+                   + f"), embedder {printable(spec_label(result.embedder, result.embedder_spec))}",
+                   err=True)
         if result.note:
             typer.echo(f"note: {printable(result.note)}", err=True)
         for c in result.clusters:

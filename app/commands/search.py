@@ -12,17 +12,27 @@ from app.services.search import SearchResponse, why_no_results
 from app.text import printable, printable_json
 
 
+def spec_label(name: str, spec: str | None) -> str:
+    """How the output names an embedder that ran: its spec where that says more than the name
+    (``minilm[instruction_weight=1]``, the name then the checkpoint directory it was loaded from),
+    else the name. The header said "minilm" for a query read at ``minilm[instruction_weight=1]``."""
+    if spec is None or spec == name:
+        return name
+    return spec if spec.startswith(f"{name}[") else f"{name} ({spec})"
+
+
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
     """Results as a ranked list with the query terms in bold; ``filtered``: the search had
     filters (what an empty list then points at)."""
     # Everything a document, a file name or the user gave goes through printable(): a control
     # character in it would reach the terminal (clear the screen, set its title, write the
     # clipboard); piped, click strips colours but not those.
-    header = f"{printable(response.collection)} · {printable(response.embedder)}"
+    embedder = printable(spec_label(response.embedder, response.embedder_spec))
+    header = f"{printable(response.collection)} · {embedder}"
     if response.mode != "dense":
         header += f" · {response.mode}"
     if response.reranker:
-        header += f" · reranked by {printable(response.reranker)}"
+        header += f" · reranked by {printable(spec_label(response.reranker, response.reranker_spec))}"
     if response.instruction:
         header += f"\ninstruction: {printable(shorten(response.instruction))}"
         if not response.instruction_read:
@@ -30,7 +40,7 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
     typer.echo(header)
     load = response.timings_ms.get("load_model")
     took = (f"{response.timings_ms['total'] - load:.0f} ms, after {load / 1000:.1f} s loading "
-            f"{printable(response.embedder)}" if load else f"{response.timings_ms['total']:.0f} ms")
+            f"{embedder}" if load else f"{response.timings_ms['total']:.0f} ms")
     typer.echo(f"query: {printable(shorten(response.query))}   ({took})")
     if not response.results:
         typer.echo(f"  no results ({printable(why_no_results(response, filtered))})")

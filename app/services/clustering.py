@@ -171,6 +171,9 @@ class ClusterResponse:
     timings_ms: dict[str, float]
     note: str | None = None
     encode_reused: bool = False
+    # What encoded the texts, options included (``minilm[instruction_weight=1]``): ``embedder``
+    # is the model's name, which dropped them.
+    embedder_spec: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -665,7 +668,7 @@ class ClusterService:
             k_chosen=silhouette is not None, silhouette=silhouette, texts=texts, labels=label_list,
             coordinates=[(round(float(x), 5), round(float(y), 5)) for x, y in xy],
             sources=sources, answers=answers, clusters=clusters, timings_ms=timings, note=note,
-            encode_reused=cached is not None)
+            encode_reused=cached is not None, embedder_spec=spec)
 
     def _texts(self, request: ClusterRequest,
                ) -> tuple[list[str], list[dict[str, Any]], str | None]:

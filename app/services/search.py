@@ -147,6 +147,13 @@ class SearchResponse:
     # What the results cannot show: a word search (lexical, hybrid) of a collection whose term
     # vectors are of an older definition, and what rewrites them (``VectorStore.older_lexical``).
     note: str | None = None
+    # The specs that ran, options included: ``embedder`` names the vector searched and
+    # ``reranker`` the reranker's model, so a query read at ``minilm[instruction_weight=1]`` (the
+    # collection's recorded spec, or one asked for) read as plain minilm on every edge.
+    # ``embedder_spec``: what encoded the query (``_query_spec``), None where nothing did
+    # (lexical); ``reranker_spec``: the rerank embedder as asked for, None without a rerank.
+    embedder_spec: str | None = None
+    reranker_spec: str | None = None
 
     def __post_init__(self) -> None:
         if self.instruction_read is None:
@@ -811,7 +818,9 @@ class SearchService:
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
                               reranker_name, results, timings, mode,
-                              note=self._older_terms(request.collection) if mode != "dense" else None)
+                              note=self._older_terms(request.collection) if mode != "dense" else None,
+                              embedder_spec=query_spec if query_vec is not None else None,
+                              reranker_spec=request.rerank if reranker_name is not None else None)
 
     def _older_terms(self, collection: str) -> str | None:
         """``VectorStore.older_lexical``: read once the words were searched (cached by the store)."""
