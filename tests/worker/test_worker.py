@@ -137,7 +137,7 @@ def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus
 def test_kill9_worker_mid_job_then_restart(stack: Stack, client, corpus, minilm,
                                            tmp_path) -> None:
     worker = stack.start_worker(queues="index")
-    files = write_corpus(tmp_path / "big", 2 * N_DOCS, words=80)
+    files = write_corpus(tmp_path / "big", N_DOCS, words=80)  # 12 chunk tasks, 2 done first
     job_id = client.submit_index(tmp_path / "big", "kill").id  # no CLI start-up: kill early
     done_at_kill = wait_chunks_done(client, job_id, 2)
     worker.kill9()
@@ -193,7 +193,7 @@ def test_a_chunk_task_lost_with_its_worker_is_sent_again(stack: Stack, client, c
 def test_redis_restart_mid_job(stack: Stack, redis_server, client, corpus, minilm,
                                tmp_path) -> None:
     stack.start_worker(queues="index")
-    files = write_corpus(tmp_path / "big", 2 * N_DOCS, words=80)
+    files = write_corpus(tmp_path / "big", N_DOCS, words=80)  # 12 chunk tasks, 2 done first
     job_id = client.submit_index(tmp_path / "big", "redis").id
     done_at_restart = wait_chunks_done(client, job_id, 2)
     redis_server.stop()
