@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from app.errors import BusyError, FacetError, InvalidRequestError, domain_errors
-from embedders.contract import Embedder, Role, validate_instruction, validate_texts
+from embedders.contract import Embedder, EncodesFromPlain, Role, validate_instruction, validate_texts
 from embedders.explain import AnswerGenerator
 
 logger = logging.getLogger(__name__)
@@ -297,6 +297,18 @@ def _answers(embedders: EmbedderCache, texts: Sequence[str], explainer: str,
                                       batch_size=ANSWER_BATCH)
 
 
+def _from_plain(embedders: EmbedderCache, embedder: str, plain: np.ndarray, texts: list[str],
+                role: Role, instruction: str | None) -> np.ndarray:
+    """``encode_from_plain`` of the loaded ``embedder`` (``EncodesFromPlain``), under the
+    application's limit on the instruction, its refusals in the application's words."""
+    model = embedders.get(embedder)
+    if not isinstance(model, EncodesFromPlain):
+        raise InvalidRequestError(f"embedder {embedder!r} cannot encode from its bare vectors")
+    with domain_errors():
+        _check_instruction(model, role, instruction)
+        return model.encode_from_plain(plain, texts, role=role, instruction=instruction)
+
+
 def _call(model: Embedder, texts: list[str], role: Role, instruction: str | None,
           batch_size: int) -> np.ndarray:
     with domain_errors():
@@ -346,6 +358,23 @@ class InlineQueryEncoder:
         except Exception as e:
             future.set_exception(e)
         return future
+
+    def encode_from_plain(self, plain: np.ndarray, texts: Sequence[str], *, embedder: str,
+                          role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> np.ndarray:
+        """What ``encode`` returns for texts whose bare vectors ``plain`` are at hand (a
+        collection's stored ones), from an embedder that blends them in (``EncodesFromPlain``):
+        only the instructed half is encoded. A query-time call: ``query_threads`` as a query."""
+        items, role_, instruction_ = _validated(texts, role, instruction)
+        if self.query_threads is None:
+            return _from_plain(self.embedders, embedder, plain, items, role_, instruction_)
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.query_threads)
+        try:
+            return _from_plain(self.embedders, embedder, plain, items, role_, instruction_)
+        finally:
+            torch.set_num_threads(before)
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
                          max_new_tokens: int | None = None) -> list[str]:
@@ -548,6 +577,26 @@ class BatchingQueryEncoder:
                         instruction=instruction, bulk=True).result()
             for piece in pieces], axis=0)
         return _placed(rows, [i for piece in pieces for i in piece])
+
+    def encode_from_plain(self, plain: np.ndarray, texts: Sequence[str], *, embedder: str,
+                          role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> np.ndarray:
+        """``InlineQueryEncoder.encode_from_plain`` on the model thread, as a query (a search's
+        rerank waits for it): every forward pass of the server's models stays on that thread
+        and its thread count, rather than a request thread's competing with it."""
+        items, role_, instruction_ = _validated(texts, role, instruction)
+        rows = np.asarray(plain)
+        request = _Request((embedder, role_, instruction_), items,
+                           work=lambda: _from_plain(self.embedders, embedder, rows, items, role_,
+                                                    instruction_))
+        with self._cond:
+            if self._closed:
+                raise FacetError("the query encoder is closed")
+            self._urgent.append(request)
+            self._pending += len(items)
+            self._start()
+            self._cond.notify()
+        vectors: np.ndarray = request.future.result()
+        return vectors
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
                          max_new_tokens: int | None = None) -> list[str]:

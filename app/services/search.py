@@ -37,7 +37,6 @@ from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders import scripts
 from embedders.contract import EncodesFromPlain, Role, identity_changes
-from embedders.errors import InvalidInputError
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -883,25 +882,27 @@ class SearchService:
         q = query_vec if same_query and query_vec is not None else self.encoder.encode(
             [request.query], embedder=reranker, role=Role.QUERY, instruction=instruction)[0]
         d = None if model is None else self._stored_rerank_vectors(
-            request.collection, model, hits, texts, doc_instruction)
+            request.collection, reranker, model, hits, texts, doc_instruction)
         if d is None:
             d = self.encoder.encode(texts, embedder=reranker, role=Role.DOCUMENT,
                                     instruction=doc_instruction)
         return [float(x) for x in d @ q]
 
-    def _stored_rerank_vectors(self, collection: str, model: Any, hits: Sequence[Hit], texts: Sequence[str],
-                               doc_instruction: str | None) -> np.ndarray | None:
+    def _stored_rerank_vectors(self, collection: str, reranker: str, model: Any, hits: Sequence[Hit],
+                               texts: Sequence[str], doc_instruction: str | None) -> np.ndarray | None:
         """The reranker's document vectors of the hits' chunks from the store, where they are
         what it would compute, else None (encode them): the collection's vectors of the
         reranker's name were written by the same version of it (identities equal but for
         ``instruction_weight``, which bare documents do not read) from the chunk texts the hits
         hold, read bare. Under an instruction, an embedder that blends its bare vectors in
         (``EncodesFromPlain``: minilm, inbedder) computes them from the stored ones, encoding
-        only the instructed half; others read an instructed document whole."""
+        only the instructed half (through the query encoder: on a server's model thread, as
+        every forward pass there); others read an instructed document whole."""
         recorded = self._identities.get(collection, {}).get(model.name, "")
         if not _same_vectors(recorded, self.ctx.embedders.identity(model)):
             return None
-        if doc_instruction is not None and not isinstance(model, EncodesFromPlain):
+        from_plain = getattr(self.encoder, "encode_from_plain", None)
+        if doc_instruction is not None and not (isinstance(model, EncodesFromPlain) and callable(from_plain)):
             return None
         try:
             found = {hit.id: vectors.get(model.name) for hit, vectors in
@@ -914,13 +915,12 @@ class SearchService:
         plain /= np.maximum(np.linalg.norm(plain, axis=1, keepdims=True), 1e-12)
         if doc_instruction is None:
             return plain
-        try:  # the application's limit on the instruction, as the encoder applies it
-            check = getattr(model, "check_instruction", None)
-            if callable(check):
-                check(Role.DOCUMENT, doc_instruction)
-            return model.encode_from_plain(plain, list(texts), role=Role.DOCUMENT, instruction=doc_instruction)
-        except InvalidInputError:  # the encoder refuses it in the application's words
-            return None
+        # Refusals (an instruction over the application's limit) in the encoder's words, as
+        # encoding the chunks would give them.
+        assert callable(from_plain)
+        vectors: np.ndarray = from_plain(plain, list(texts), embedder=reranker, role=Role.DOCUMENT,
+                                         instruction=doc_instruction)
+        return vectors
 
     def _vector_search(self, request: SearchRequest, mode: str, vector_name: str,
                        query_vec: np.ndarray | None, depth: int, lists: int | None = None) -> list[Hit]:

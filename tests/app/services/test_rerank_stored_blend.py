@@ -59,3 +59,25 @@ def test_an_instructed_rerank_blends_the_stored_vectors_with_the_loaded_minilm_a
     assert indexed.embedders.peek("minilm[instruction_weight=1]") is None
     assert indexed.embedders.loaded() == ["minilm"]
     assert indexed.embedders.peek("minilm") is minilm
+
+
+def test_on_a_server_the_instructed_half_is_encoded_on_the_model_thread(indexed, minilm) -> None:
+    """Through the query encoder: a server's model thread runs every forward pass of its models
+    (at its thread count); the blend ran in the request thread beside it."""
+    import threading
+
+    from app.encoding import BatchingQueryEncoder
+
+    service = SearchService(indexed)
+    service.encoder = BatchingQueryEncoder(indexed.embedders, threads=1)
+    names: list[str] = []
+    handle = minilm.backbone.base_model().register_forward_pre_hook(
+        lambda *_: names.append(threading.current_thread().name))
+    try:
+        response = service.search(SearchRequest("it failed", "support", instruction=INSTRUCTION, top_k=4,
+                                                rerank="minilm", rerank_depth=6, mode="dense"))
+    finally:
+        handle.remove()
+        service.encoder.close()
+    assert len(response.results) == 4 and all(r.rerank_score is not None for r in response.results)
+    assert names and set(names) == {"facet-encoder"}, names
