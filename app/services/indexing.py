@@ -839,8 +839,9 @@ class IndexService:
         if coll is None:
             self._refuse_orphan(name)
             size = options.chunk_size or self.settings.chunk_tokens
+            # Not clamped to size - 1 any more (a one-token stride, the index 100 times larger).
             overlap = (options.chunk_overlap if options.chunk_overlap is not None
-                       else min(self.settings.chunk_overlap, max(0, size - 1)))
+                       else self.settings.chunk_overlap_for(size))
             try:
                 ChunkingConfig(size, overlap)
             except ValueError as e:

@@ -1,0 +1,215 @@
+"""Settings that passed validation and then crashed or silently misbehaved: each is now refused
+when the settings are read (one line from every command), or, where it is legitimate, warned
+about. Real minilm, edge store and SQLite for the indexing cases."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.errors import InvalidRequestError
+from app.services.indexing import IndexOptions
+from app.settings import FacetSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+# 300 words of one sentence: at 200 tokens with the default overlap, 2 chunks.
+LONG = " ".join(f"word{i % 7} sentence" for i in range(150))
+
+
+def _refused(monkeypatch, tmp_path, **env: str) -> ValidationError:
+    """The error ``FacetSettings()`` raises with ``env`` set (FACET_ added to each name)."""
+    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
+    for name, value in env.items():
+        monkeypatch.setenv(f"FACET_{name.upper()}", value)
+    with pytest.raises(ValidationError) as caught:
+        FacetSettings()
+    return caught.value
+
+
+def _cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``facet ARGS`` as its own process (a private data folder), as a user runs it."""
+    import os
+
+    environ = {**os.environ, "FACET_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1", **env}
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True,
+                          timeout=120, env=environ, cwd=ROOT)
+
+
+@pytest.fixture
+def cache(minilm) -> EmbedderCache:
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    return cache
+
+
+# -- chunk overlap ---------------------------------------------------------------------------
+
+
+def test_an_overlap_not_smaller_than_the_chunk_stops_a_command_with_one_line(tmp_path) -> None:
+    """FACET_CHUNK_OVERLAP=500 was cut to 199: a one-token stride, 101 chunks for a 300-word
+    document instead of 2 (17 s instead of 1), and nothing said so."""
+    result = _cli(tmp_path, "collections", FACET_CHUNK_OVERLAP="500")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert ("FACET_CHUNK_OVERLAP='500': Value error, chunk overlap must be >= 0 and smaller than "
+            "the chunk size (200, FACET_CHUNK_TOKENS), got 500") in result.stderr
+
+
+@pytest.mark.parametrize(("tokens", "overlap"), [("200", "200"), ("64", "64"), ("20", "32"), ("200", "-3")])
+def test_an_overlap_setting_is_checked_against_the_chunk_setting(monkeypatch, tmp_path, tokens,
+                                                                  overlap) -> None:
+    error = _refused(monkeypatch, tmp_path, chunk_tokens=tokens, chunk_overlap=overlap)
+    assert error.errors()[0]["loc"] == ("chunk_overlap",)
+    assert f"smaller than the chunk size ({tokens}, FACET_CHUNK_TOKENS), got {overlap}" in str(error)
+
+
+def test_the_default_overlap_fits_small_chunks(monkeypatch, tmp_path) -> None:
+    """Unset, the overlap is 32 but at most a quarter of the chunk: FACET_CHUNK_TOKENS=20 with
+    the default 32 is no error (the user set neither number wrong) and no one-token stride."""
+    monkeypatch.setenv("FACET_CHUNK_TOKENS", "20")
+    settings = FacetSettings(data_dir=tmp_path / "data")
+    assert settings.chunk_overlap is None
+    assert [settings.chunk_overlap_for(n) for n in (1, 20, 64, 128, 200, 4096)] == [0, 5, 16, 32, 32, 32]
+    assert FacetSettings(data_dir=tmp_path, chunk_overlap=10).chunk_overlap_for(20) == 10
+
+
+def test_small_chunks_with_the_default_overlap_index_a_sane_number_of_chunks(cache, tmp_path) -> None:
+    """FACET_CHUNK_TOKENS=20 indexed 281 chunks of a 300-word document (overlap 19 of 20)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "long.txt").write_text(LONG)
+    with Facet(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=20), embedders=cache) as facet:
+        report = facet.index(tmp_path / "src", "small")
+        info = facet.collection("small")
+        assert (info.chunk_size, info.chunk_overlap) == (20, 5)
+        # About 300+ tokens at a stride of 15: a few dozen chunks, not hundreds.
+        assert 10 < report.chunks_written < 40, report.chunks_written
+        # A job's own --chunk-tokens takes the same default.
+        facet.index(tmp_path / "src", "job", IndexOptions(chunk_size=40))
+        assert facet.collection("job").chunk_overlap == 10
+
+
+def test_a_jobs_chunk_size_is_checked_against_the_overlap_setting(cache, tmp_path) -> None:
+    """FACET_CHUNK_OVERLAP=50 with --chunk-tokens 40 was cut to 39 without a word."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "long.txt").write_text(LONG)
+    settings = FacetSettings(data_dir=tmp_path / "data", chunk_overlap=50)
+    with Facet(settings, embedders=cache) as facet:
+        with pytest.raises(InvalidRequestError, match=r"smaller than the chunk size \(40\), got 50 "
+                                                      r"\(FACET_CHUNK_OVERLAP\)"):
+            facet.index(tmp_path / "src", "c", IndexOptions(chunk_size=40))
+        with pytest.raises(InvalidRequestError, match=r"chunk size \(40\), got 40"):
+            facet.index(tmp_path / "src", "c", IndexOptions(chunk_size=40, chunk_overlap=40))
+        assert facet.index(tmp_path / "src", "c", IndexOptions(chunk_size=40, chunk_overlap=8)).chunks_written
+
+
+# -- device and dtype ------------------------------------------------------------------------
+
+
+def test_an_unknown_device_stops_a_command_with_one_line(tmp_path) -> None:
+    """FACET_DEVICE=gpu passed the settings and ended in torch's RuntimeError traceback when
+    the first model loaded (a worker at its start)."""
+    result = _cli(tmp_path, "collections", FACET_DEVICE="gpu")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "FACET_DEVICE='gpu': Value error, use cpu, cuda, cuda:N" in result.stderr
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "cuda1", "CPU", "cpu cuda"])
+def test_devices_torch_cannot_read_are_refused(monkeypatch, tmp_path, device) -> None:
+    error = _refused(monkeypatch, tmp_path, device=device)
+    assert error.errors()[0]["loc"] == ("device",)
+
+
+def test_devices_torch_reads_are_kept_and_empty_is_automatic(tmp_path) -> None:
+    for device in ("cpu", "cuda", "cuda:1", "mps", "xpu:0"):
+        assert FacetSettings(data_dir=tmp_path, device=device).device == device
+    assert FacetSettings(data_dir=tmp_path, device="").device is None  # ${FACET_DEVICE:-}
+
+
+def test_an_unknown_dtype_is_refused_even_for_an_encoder(monkeypatch, tmp_path) -> None:
+    """FACET_DTYPE=abc went unnoticed with minilm (encoders run float32) and was an error only
+    once a decoder loaded."""
+    error = _refused(monkeypatch, tmp_path, dtype="abc")
+    assert error.errors()[0]["loc"] == ("dtype",)
+    assert "use one of float32, fp32, bfloat16, bf16, float16, fp16" in str(error)
+    monkeypatch.setenv("FACET_DTYPE", "bf16")
+    assert FacetSettings().dtype == "bf16"
+
+
+def test_the_dtype_names_are_the_ones_the_backbone_maps() -> None:
+    from app.settings import DTYPE_NAMES
+    from embedders.backbone import DTYPES, pick_device
+
+    assert set(DTYPE_NAMES) == set(DTYPES)
+    assert all(pick_device("cpu", name).dtype == DTYPES[name] for name in DTYPE_NAMES)
+
+
+# -- numbers -----------------------------------------------------------------------------------
+
+FLOATS = ["api_max_body_mb", "ui_max_upload_mb", "lease_ttl_s", "broker_timeout_s", "worker_timeout_s",
+          "store_wait_s", "batch_wait_ms", "max_document_mb", "stream_document_mb", "bulk_piece_ms"]
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
+@pytest.mark.parametrize("field", FLOATS)
+def test_no_float_setting_takes_inf_or_nan(monkeypatch, tmp_path, field, value) -> None:
+    """FACET_LEASE_TTL_S=inf, FACET_API_MAX_BODY_MB=inf, FACET_MAX_DOCUMENT_MB=nan... each
+    passed and was an OverflowError/ValueError traceback where it became a number of bytes or
+    a timeout."""
+    error = _refused(monkeypatch, tmp_path, **{field: value})
+    assert error.errors()[0]["loc"] == (field,)
+
+
+def test_every_float_setting_is_in_the_list_above() -> None:
+    floats = {name for name, f in FacetSettings.model_fields.items() if "float" in str(f.annotation)}
+    assert floats == set(FLOATS)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("max_document_mb", "-1"),  # every file "over the -1.0 MiB per-document limit"
+    ("max_document_mb", "0"),
+    ("index_batch_chunks", "0"),  # accepted, while --batch-chunks 0 is refused
+    ("index_batch_chunks", "-1"),
+    ("chunk_tokens", "0"),
+    ("lease_ttl_s", "1e12"),  # datetime overflow in the lease's expiry
+    ("worker_timeout_s", "1e300"),  # thread timeouts overflow
+    ("batch_wait_ms", "3600000"),  # every query waiting an hour for company
+])
+def test_out_of_range_numbers_are_refused(monkeypatch, tmp_path, field, value) -> None:
+    error = _refused(monkeypatch, tmp_path, **{field: value})
+    assert error.errors()[0]["loc"] == (field,)
+
+
+# -- vector backend ------------------------------------------------------------------------------
+
+
+def test_a_url_beside_the_local_backend_is_warned_about(tmp_path, caplog) -> None:
+    """FACET_VECTOR_BACKEND=local with FACET_QDRANT_URL set wrote to local files without a word."""
+    with caplog.at_level(logging.WARNING, logger="app.settings"):
+        FacetSettings(data_dir=tmp_path, vector_backend="local", qdrant_url="http://qdrant:6333")
+    assert "FACET_VECTOR_BACKEND=local ignores FACET_QDRANT_URL=http://qdrant:6333" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="app.settings"):
+        FacetSettings(data_dir=tmp_path, qdrant_url="http://qdrant:6333")
+        FacetSettings(data_dir=tmp_path, vector_backend="local")
+    assert "ignores" not in caplog.text
+
+
+# -- compose -----------------------------------------------------------------------------------
+
+
+def test_the_compose_api_may_index_the_mounted_sources(monkeypatch, tmp_path) -> None:
+    """/sources was mounted on the api, but the UI's Index tab said "Server folders: none
+    allowed": FACET_UI_ALLOWED_ROOTS was not set."""
+    api = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["api"]
+    assert any(v.endswith(":/sources:ro") for v in api["volumes"])
+    monkeypatch.setenv("FACET_UI_ALLOWED_ROOTS", api["environment"]["FACET_UI_ALLOWED_ROOTS"])
+    assert FacetSettings(data_dir=tmp_path).ui_allowed_roots == [Path("/sources")]
