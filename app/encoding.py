@@ -360,12 +360,14 @@ class InlineQueryEncoder:
         return future
 
     def encode_from_plain(self, plain: np.ndarray, texts: Sequence[str], *, embedder: str,
-                          role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> np.ndarray:
+                          role: Role | str = Role.DOCUMENT, instruction: str | None = None,
+                          bulk: bool = False) -> np.ndarray:
         """What ``encode`` returns for texts whose bare vectors ``plain`` are at hand (a
         collection's stored ones), from an embedder that blends them in (``EncodesFromPlain``):
-        only the instructed half is encoded. A query-time call: ``query_threads`` as a query."""
+        only the instructed half is encoded. At ``query_threads`` as a query (a rerank), or with
+        ``bulk`` (a clustering's texts) at torch's threads, as bulk encoding."""
         items, role_, instruction_ = _validated(texts, role, instruction)
-        if self.query_threads is None:
+        if bulk or self.query_threads is None:
             return _from_plain(self.embedders, embedder, plain, items, role_, instruction_)
         import torch
 
@@ -579,10 +581,12 @@ class BatchingQueryEncoder:
         return _placed(rows, [i for piece in pieces for i in piece])
 
     def encode_from_plain(self, plain: np.ndarray, texts: Sequence[str], *, embedder: str,
-                          role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> np.ndarray:
+                          role: Role | str = Role.DOCUMENT, instruction: str | None = None,
+                          bulk: bool = False) -> np.ndarray:
         """``InlineQueryEncoder.encode_from_plain`` on the model thread, as a query (a search's
-        rerank waits for it): every forward pass of the server's models stays on that thread
-        and its thread count, rather than a request thread's competing with it."""
+        rerank waits for it) or with ``bulk`` after the waiting queries (send bulk work in small
+        pieces: each runs as one block): every forward pass of the server's models stays on
+        that thread and its thread count, rather than a request thread's competing with it."""
         items, role_, instruction_ = _validated(texts, role, instruction)
         rows = np.asarray(plain)
         request = _Request((embedder, role_, instruction_), items,
@@ -591,7 +595,7 @@ class BatchingQueryEncoder:
         with self._cond:
             if self._closed:
                 raise FacetError("the query encoder is closed")
-            self._urgent.append(request)
+            (self._bulk if bulk else self._urgent).append(request)
             self._pending += len(items)
             self._start()
             self._cond.notify()

@@ -319,6 +319,8 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
     stages = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in response.timings_ms.items())
     if response.encode_reused:  # kept from an earlier clustering of the same texts
         stages += "; embeddings reused"
+    if response.stored_vectors_used:  # the collection's bare vectors: the instructed half encoded
+        stages += "; stored vectors read"
     parts.append(f"{wall_s:.1f} s ({stages})")
     notes = [*notices, response.note] if response.note else list(notices)
     return (notices_html(notes) + '<div class="facet-info facet-cluster-summary">'

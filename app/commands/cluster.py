@@ -144,6 +144,7 @@ def register(cli: typer.Typer) -> None:
                    f"{sum(result.timings_ms.values()) / 1000:.1f}s ("
                    + ", ".join(f"{stage} {ms / 1000:.1f}s" for stage, ms in result.timings_ms.items())
                    + ("; embeddings reused" if result.encode_reused else "")
+                   + ("; stored vectors read" if result.stored_vectors_used else "")
                    + f"), embedder {printable(spec_label(result.embedder, result.embedder_spec))}",
                    err=True)
         if result.note:

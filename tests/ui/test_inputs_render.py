@@ -219,6 +219,9 @@ def test_cluster_summary_says_why_there_are_fewer_clusters() -> None:
     response.timings_ms, response.encode_reused = {"encode": 0.2, "kmeans": 30.0}, True
     summary = render.cluster_summary(response, wall_s=1.0, v_measure=None, label_count=None)
     assert "(encode 0.0 s, kmeans 0.0 s; embeddings reused)" in summary
+    response.encode_reused, response.stored_vectors_used = False, True
+    summary = render.cluster_summary(response, wall_s=1.0, v_measure=None, label_count=None)
+    assert "(encode 0.0 s, kmeans 0.0 s; stored vectors read)" in summary
 
 
 def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
