@@ -28,12 +28,15 @@ from app.settings import FacetSettings, get_settings
 from ui import render
 from ui.handlers import (
     CLUSTER_SOURCES,
+    DEFAULT_CLUSTER_INSTRUCTION,
     GENERIC_EXAMPLES,
+    MAX_RESULTS,
     NO_EXPLAINER,
     SOURCE_COLLECTION,
     SOURCE_SEARCH,
     SOURCE_TEXTS,
     UiHandlers,
+    last_failure,
 )
 
 if TYPE_CHECKING:
@@ -111,6 +114,41 @@ def picker(**kwargs: Any) -> gr.Dropdown:
     return gr.Dropdown(allow_custom_value=True, **kwargs)
 
 
+def results_box(**kwargs: Any) -> gr.Number:
+    """A Search or Compare tab's "Results (k)": a number box with no bounds of Gradio's, the
+    handler cuts it to 1 .. ``MAX_RESULTS`` and says so (a slider's box put 0 back to 1 and
+    100000 to 50 in the browser, and Gradio rounded 2.5 to 2, with nothing said).
+    ``precision=None``: the handler sees the value as typed."""
+    return gr.Number(value=10, precision=None, label=f"Results (k, 1 to {MAX_RESULTS})", **kwargs)
+
+
+def run_button(button: gr.Button, triggers: list[Any], fn: Callable[..., Any], inputs: Any,
+               outputs: Any, **kwargs: Any) -> Any:
+    """``fn``'s event on ``triggers`` with ``button`` disabled while it runs and enabled again
+    after it, whether it succeeded or failed; returns ``fn``'s event. A click during a run was
+    ignored (Gradio's ``trigger_mode="once"``) while the button looked ready."""
+    started = gr.on(triggers, lambda: gr.update(interactive=False), None, button,
+                    api_visibility="private", queue=False)
+    event = started.then(fn, inputs, outputs, **kwargs)
+    # Both: Gradio 6.31's page runs only the `failure` events after a handler's gr.Error, not
+    # the `then` ones (the button stayed disabled after a refused search).
+    for after in (event.then, event.failure):
+        after(lambda: gr.update(interactive=True), None, button, api_visibility="private",
+              queue=False)
+    return event
+
+
+def failed(handler: str, blank: tuple[Any, ...] = ()) -> Callable[[gr.Request], Any]:
+    """What a result area shows after ``handler``'s run failed, with the failure's message
+    (``last_failure``), after ``blank`` (the tab's other outputs, emptied)."""
+
+    def show_failure(request: gr.Request) -> Any:
+        message = render.failed_html(last_failure(request, handler))
+        return (*blank, message) if blank else message
+
+    return show_failure
+
+
 def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None = None, *,
              export_dir: Path | None = None) -> gr.Blocks:
     """The page over ``facet`` (or a function returning it, for a server that builds its facade
@@ -154,8 +192,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                               elem_id="search-collection")
                         s_embedder = picker(label="Embedder (the collection's vectors)",
                                             choices=[], elem_id="search-embedder")
-                        s_k = gr.Slider(1, 50, value=10, step=1, label="Results (k)",
-                                        elem_id="search-k")
+                        s_k = results_box(elem_id="search-k")
                         with gr.Row():
                             s_rerank = gr.Checkbox(label="Rerank", value=False,
                                                    elem_id="search-rerank")
@@ -186,7 +223,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 with gr.Row():
                     c_examples = picker(label="Example instructions (fill B)",
                                         choices=GENERIC_EXAMPLES, value=None)
-                    c_k = gr.Slider(1, 50, value=10, step=1, label="Results (k)")
+                    c_k = results_box(elem_id="compare-k")
                     c_filters = gr.Textbox(label="Metadata filters")
                 c_button = gr.Button("Compare", variant="primary", elem_id="compare-button")
                 c_results = gr.HTML(elem_id="compare-results")
@@ -220,9 +257,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                   f"{settings.max_cluster_texts:,})",
                                             value=500, precision=0, elem_id="cluster-limit")
                     with gr.Column(scale=2):
+                        # A value, not a placeholder: the grey example looked filled in, and
+                        # the first click was refused as "The instruction is empty".
                         k_instruction = gr.Textbox(label="Instruction (what to group by)",
                                                    elem_id="cluster-instruction",
-                                                   placeholder="What is the topic of this text?")
+                                                   value=DEFAULT_CLUSTER_INSTRUCTION)
                         # No `minimum`: Gradio's own "Value -1 is less than minimum value 0" named
                         # no box; the handler's message says which and why (docs/ui.md).
                         k_k = gr.Number(label="k (0 = choose by silhouette)", value=0,
@@ -272,8 +311,10 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             choices=[], elem_id="index-folder")
                         i_folder_button = gr.Button("Index the folder",
                                                     elem_id="index-folder-button")
+                # The bar's job, for the timer's polls (and an API client's result): not shown,
+                # the bar names it ("Job 0" stood there before any job).
                 i_job = gr.Number(label="Job", interactive=False, precision=0,
-                                  elem_id="index-job")
+                                  elem_id="index-job", visible=False)
                 i_total = gr.State(0)
                 i_status = gr.HTML(elem_id="index-status")
                 # Jobs stopped before they finished (a server restart): shown only when there is
@@ -327,34 +368,37 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             collection.change(h.embedder_choices, collection, embedder,
                               api_visibility="private", **light)
 
-        search_event = gr.on([s_button.click, s_query.submit], h.search,
-                             [s_query, s_instruction, s_collection, s_embedder, s_k, s_filters,
-                              s_rerank, s_reranker, s_group, s_mode], [s_results, s_summary],
-                             api_name="search", **model)
+        search_event = run_button(s_button, [s_button.click, s_query.submit], h.search,
+                                  [s_query, s_instruction, s_collection, s_embedder, s_k,
+                                   s_filters, s_rerank, s_reranker, s_group, s_mode],
+                                  [s_results, s_summary], api_name="search", **model)
         refresh(search_event.failure)  # a collection deleted elsewhere leaves the lists
-        # A failed run leaves no earlier results on the page under its error, as if current.
-        failed = render.failed_html()
-        search_event.failure(lambda: ("", failed), None, [s_results, s_summary],
-                             api_visibility="private", queue=False)
-        compare_event = c_button.click(h.compare, [c_query, c_a, c_b, c_collection, c_embedder,
-                                                   c_k, c_filters], c_results,
-                                       api_name="compare", **model)
+        # A failed run leaves no earlier results on the page under its error, as if current;
+        # the result area says why (the toast closes itself).
+        search_event.failure(failed("search", ("",)), None, [s_results, s_summary],
+                             api_visibility="private", **light)
+        compare_event = run_button(c_button, [c_button.click], h.compare,
+                                   [c_query, c_a, c_b, c_collection, c_embedder, c_k, c_filters],
+                                   c_results, api_name="compare", **model)
         refresh(compare_event.failure)
-        compare_event.failure(lambda: failed, None, c_results, api_visibility="private", queue=False)
+        compare_event.failure(failed("compare"), None, c_results, api_visibility="private",
+                              **light)
 
         k_source.change(lambda source: (gr.update(visible=source != SOURCE_TEXTS),
                                         gr.update(visible=source == SOURCE_SEARCH),
                                         gr.update(visible=source == SOURCE_TEXTS)),
                         k_source, [k_from_collection, k_from_search, k_from_texts],
                         api_visibility="private", queue=False)
-        cluster_event = k_button.click(
-            h.cluster, [k_source, k_collection, k_filters, k_limit, k_query, k_query_instruction,
-                        k_pasted, k_upload, k_labels, k_instruction, k_k, k_embedder,
-                        k_explainer], [k_summary, k_plot, k_table, k_csv],
+        cluster_event = run_button(
+            k_button, [k_button.click], h.cluster,
+            [k_source, k_collection, k_filters, k_limit, k_query, k_query_instruction, k_pasted,
+             k_upload, k_labels, k_instruction, k_k, k_embedder, k_explainer],
+            [k_summary, k_plot, k_table, k_csv],
             api_name="cluster", show_progress_on=k_summary, **model)
         refresh(cluster_event.failure)
-        cluster_event.failure(lambda: (failed, None, [], None), None, [k_summary, k_plot, k_table, k_csv],
-                              api_visibility="private", queue=False)
+        cluster_event.failure(failed("cluster", (None, [], None)), None,
+                              [k_plot, k_table, k_csv, k_summary], api_visibility="private",
+                              **light)
 
         job_outputs = [i_job, i_total, i_status, i_errors, i_timer]
         # The new name last: an API client that sends files, collection and embedder still can.
@@ -376,9 +420,10 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         refresh(folder_event.then)
         # A refused request left the previous job's bar under the error badges, as if that job
         # had failed; the bar comes back on the timer's next tick if a job is still running.
-        for event in (upload_event, folder_event, resume_event):
-            event.failure(lambda: (failed, []), None, [i_status, i_errors], api_visibility="private",
-                          queue=False)
+        for event, name in ((upload_event, "index_upload"), (folder_event, "index_folder"),
+                            (resume_event, "resume_index")):
+            event.failure(failed(name, ([],)), None, [i_errors, i_status],
+                          api_visibility="private", **light)
         load_event = demo.load(h.resume_job, None, job_outputs, api_visibility="private", **light)
         # A job started (or resumed) here goes on with a stopped one's folder: it leaves the list.
         for event in (load_event, upload_event, folder_event, resume_event):

@@ -14,7 +14,9 @@ import html
 import logging
 import os
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +37,13 @@ from app.errors import (
     UnavailableError,
     UnknownModelError,
 )
-from app.services.clustering import ClusterRequest, ClusterResponse, k_option, limit_option
+from app.services.clustering import (
+    K_BY_SILHOUETTE,
+    ClusterRequest,
+    ClusterResponse,
+    k_option,
+    limit_option,
+)
 from app.services.collections import JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
@@ -62,11 +70,16 @@ _TITLES: list[tuple[type[FacetError], str]] = [
     (FacetError, "Error"),
 ]
 
+# The most results the Search and Compare tabs show (their "Results (k)" boxes).
+MAX_RESULTS = 50
+
 SOURCE_COLLECTION = "collection"
 SOURCE_SEARCH = "search results"
 SOURCE_TEXTS = "pasted or uploaded texts"
 CLUSTER_SOURCES = [SOURCE_COLLECTION, SOURCE_SEARCH, SOURCE_TEXTS]
 NO_EXPLAINER = "keywords (no explainer)"
+# The Cluster tab's instruction box starts with it (as a placeholder it looked filled in).
+DEFAULT_CLUSTER_INSTRUCTION = "What is the topic of this text?"
 
 GENERIC_EXAMPLES = [
     "Find documents on the same topic",
@@ -92,22 +105,60 @@ def ui_error(error: FacetError) -> gr.Error:
     return gr.Error(html.escape(message, quote=False), title=title, print_exception=False)
 
 
+# The message of each page's (session's) last failed event, by handler, until its result area
+# shows it (``last_failure``): the toast closes itself after 10 s, and the area said "its message
+# is shown above" of a toast gone. The oldest are dropped past this many.
+_FAILURES: OrderedDict[tuple[str, str], str] = OrderedDict()
+_FAILURES_KEPT = 1000
+_failures_lock = threading.Lock()
+
+
+def _remember(handler: str, error: gr.Error) -> None:
+    # The event's request, as Gradio keeps it for the running event (None outside one: a
+    # handler called directly, as tests do).
+    from gradio.context import LocalContext
+
+    session = getattr(LocalContext.request.get(None), "session_hash", None)
+    if session is None:
+        return
+    with _failures_lock:
+        # Unescaped: the result area escapes it again (a gr.Error's message is HTML).
+        _FAILURES[(session, handler)] = html.unescape(str(error.message))
+        _FAILURES.move_to_end((session, handler))
+        while len(_FAILURES) > _FAILURES_KEPT:
+            _FAILURES.popitem(last=False)
+
+
+def last_failure(request: gr.Request | None, handler: str) -> str | None:
+    """The message (plain text) of the last failure of ``handler`` for the page of ``request``,
+    forgotten once read; None when there is none."""
+    session = getattr(request, "session_hash", None)
+    with _failures_lock:
+        return _FAILURES.pop((session, handler), None) if session is not None else None
+
+
 def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:
-    """Show domain errors as ``gr.Error`` and hide everything else behind a generic message."""
+    """Show domain errors as ``gr.Error`` and hide everything else behind a generic message.
+    The message is also kept for the page's result area (``last_failure``)."""
 
     @functools.wraps(handler)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return handler(*args, **kwargs)
-        except gr.Error:
+        except gr.Error as e:
+            _remember(handler.__name__, e)
             raise
         except FacetError as e:
-            raise ui_error(e) from e
+            error = ui_error(e)
+            _remember(handler.__name__, error)
+            raise error from e
         except Exception as e:
             logger.exception("UI handler %s failed", handler.__name__)
-            raise gr.Error("Something went wrong on the server; the details are in its log. "
-                           "Try again, and tell the operator if it keeps happening.",
-                           title="Server error", print_exception=False) from e
+            error = gr.Error("Something went wrong on the server; the details are in its log. "
+                             "Try again, and tell the operator if it keeps happening.",
+                             title="Server error", print_exception=False)
+            _remember(handler.__name__, error)
+            raise error from e
 
     return wrapper
 
@@ -368,12 +419,9 @@ class UiHandlers:
             gr.Warning(render.esc(notice), title="Shortened")
 
     def _request(self, query: str, instruction: str | None, collection: str | None,
-                 embedder: str | None, k: float | None, filters: str | None,
+                 embedder: str | None, top_k: int, filters: str | None,
                  reranker: str | None = None, mode: str = "dense",
                  group_by_document: bool = False) -> SearchRequest:
-        top_k = 10 if k is None else int(k)
-        if top_k < 1:
-            raise InvalidRequestError(f"k (the number of results) must be at least 1, got {top_k}")
         return SearchRequest(
             query=query, collection=self._collection(collection), instruction=instruction,
             top_k=top_k, filters=inputs.parse_filter_text(filters),
@@ -391,9 +439,11 @@ class UiHandlers:
         if rerank and not (reranker or "").strip():
             raise InvalidRequestError("Rerank is on but no reranker is picked; pick one of: "
                                       f"{', '.join(self.rerankers())}")
+        top_k, k_notice = inputs.results_k(k, MAX_RESULTS)
+        notices += [k_notice] if k_notice else []
         # Grouped by the core, as on every other edge: k documents (grouping k chunks here
         # showed fewer, with gaps in the ranks).
-        request = self._request(text, clean, collection, embedder, k, filters,
+        request = self._request(text, clean, collection, embedder, top_k, filters,
                                 reranker if rerank else None, mode or "auto", bool(group))
         response = self.facet.search(request)
         notices += self._unread_notice(response, request.embedder)
@@ -438,8 +488,10 @@ class UiHandlers:
         # (The query was clipped already, so B's notices are its instruction's: `[1:]` dropped it.)
         notices += [n for n in notices_b if n not in notices]
         self._warn(notices)
-        first = self._search_side("A", self._request(text, a, collection, embedder, k, filters))
-        second = self._search_side("B", self._request(text, b, collection, embedder, k, filters))
+        top_k, k_notice = inputs.results_k(k, MAX_RESULTS)
+        notices += [k_notice] if k_notice else []
+        first = self._search_side("A", self._request(text, a, collection, embedder, top_k, filters))
+        second = self._search_side("B", self._request(text, b, collection, embedder, top_k, filters))
         notices += self._stopped_notice(first.collection)
         return render.compare_html(first, second, notices)
 
@@ -466,7 +518,7 @@ class UiHandlers:
         """Cluster tab: summary (with the V-measure when labels are given), map, clusters, CSV."""
         started = time.perf_counter()
         limit_ = self.settings.ui_max_query_chars
-        clean = inputs.require_text(instruction, "instruction", "What is the topic of this text?")
+        clean = inputs.require_text(instruction, "instruction", DEFAULT_CLUSTER_INSTRUCTION)
         clean, cut = inputs.clip(clean, limit_, "instruction")
         notices = [cut] if cut else []
         n = limit_option(int(limit or 0))
@@ -528,7 +580,12 @@ class UiHandlers:
             explainer=None if explainer in (None, "", NO_EXPLAINER) else
             self._model(explainer, "explainer"))
         progress(0.0, desc="starting")
-        response = self.facet.cluster(request, progress=lambda f, s: progress(f, desc=s))
+        try:
+            response = self.facet.cluster(request, progress=lambda f, s: progress(f, desc=s))
+        except InvalidRequestError as e:
+            if not str(e).endswith(K_BY_SILHOUETTE):
+                raise
+            raise InvalidRequestError(f"{e} (set k to 0)") from e
         searched = name or (search.collection if search else None)
         if searched:
             notices += self._stopped_notice(searched)
@@ -856,9 +913,13 @@ class UiHandlers:
                           ) -> tuple[list[list[Any]], list[list[Any]], str]:
         """Delete a collection once its name is typed again; returns the refreshed tables."""
         name = self._collection(name)
-        if (confirm or "").strip() != name:
+        typed = (confirm or "").strip()
+        if not typed:
             raise InvalidRequestError(f"To delete {name!r}, type its name in the confirmation box "
                                       "first; nothing was deleted.")
+        if typed != name:
+            raise InvalidRequestError(f"{typed!r} does not match {name!r}; type the collection's "
+                                      "name exactly to delete it. Nothing was deleted.")
         info = self.facet.delete_collection(name)
         gr.Info(render.esc(f"Deleted {name}: {info.documents} documents, {info.chunks} chunks."),
                 title="Deleted")

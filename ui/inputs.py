@@ -42,6 +42,27 @@ def clip(text: str | None, limit: int, what: str) -> tuple[str, str | None]:
                           "and may be lower.")
 
 
+def results_k(k: float | None, most: int, default: int = 10) -> tuple[int, str | None]:
+    """The number of results a Search or Compare box asks for, and a notice when it was changed.
+
+    Above ``most`` it is cut to ``most`` and a fraction is rounded down, each saying so (the
+    page's slider did both silently: 100000 searched with 50, 2.5 with 2 while the box kept
+    "2.5"), as a long query is cut with a notice. Below 1 it is refused, as an empty query is:
+    there is nothing to search with.
+
+    Raises:
+        InvalidRequestError: below 1 (or not a number).
+    """
+    if k is None:
+        return default, None
+    if not k >= 1:  # NaN too
+        raise InvalidRequestError(f"k (the number of results) must be at least 1, got {k:g}")
+    top_k = most if k > most else int(k)
+    if top_k == k:
+        return top_k, None
+    return top_k, f"k is a whole number of results from 1 to {most}; searched with {top_k}, not {k:g}."
+
+
 def require_text(text: str | None, what: str, example: str) -> str:
     """``text`` stripped; an ``InvalidRequestError`` naming the box when it is blank."""
     clean = (text or "").strip()

@@ -98,10 +98,15 @@ def _document(r: SearchResult) -> str:
             f"<small>chunk {r.chunk_no}</small>")
 
 
-def _score(r: SearchResult) -> str:
+# What the first stage of a reranked search scored by, per mode (a lexical search's BM25 score
+# was labelled "vector").
+FIRST_STAGE = {"lexical": "bm25", "hybrid": "fused", "dense": "vector"}
+
+
+def _score(r: SearchResult, mode: str = "dense") -> str:
     if r.rerank_score is None:
         return f"{r.score:.3f}"
-    return f"{r.score:.3f}<br><small>vector {r.vector_score:.3f}</small>"
+    return f"{r.score:.3f}<br><small>{FIRST_STAGE.get(mode, 'first stage')} {r.vector_score:.3f}</small>"
 
 
 def results_html(response: SearchResponse, *, group_by_document: bool = False,
@@ -133,12 +138,12 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
                              f"{', '.join(map(str, more))}</small></div>")
             n_chunks = len(members) + len(more)
             count = f"<br><small>{n_chunks} chunks</small>" if n_chunks > 1 else ""
-            rows.append(f'<tr><td class="num">{best.rank}</td><td class="num">{_score(best)}</td>'
+            rows.append(f'<tr><td class="num">{best.rank}</td><td class="num">{_score(best, response.mode)}</td>'
                         f"<td>{_document(best)}{count}</td><td>{snippets}</td>"
                         f"<td>{_metadata(best.metadata)}</td></tr>")
     else:
         for r in response.results:
-            rows.append(f'<tr><td class="num">{r.rank}</td><td class="num">{_score(r)}</td>'
+            rows.append(f'<tr><td class="num">{r.rank}</td><td class="num">{_score(r, response.mode)}</td>'
                         f"<td>{_document(r)}</td>{auto_dir(highlight(r.snippet, r.highlights), 'td')}"
                         f"<td>{_metadata(r.metadata)}</td></tr>")
     table = ('<table class="facet-table facet-results"><thead><tr><th>#</th><th>score</th>'
@@ -147,10 +152,13 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
     return head + table
 
 
-def failed_html() -> str:
-    """What a result area shows after its run failed (the error itself is the toast)."""
-    return ('<div class="facet-info facet-failed">The last run failed (its message is shown '
-            "above); nothing from an earlier run is shown here.</div>")
+def failed_html(message: str | None = None) -> str:
+    """What a result area shows after its run failed: why (``message``, plain text), and that
+    nothing from an earlier run is shown. The reason is here as well as in the error toast,
+    which closes itself after 10 s: the area said "its message is shown above" of a toast gone."""
+    why = f": {esc(message)}" if message else " (the reason was shown as a message at the top right)"
+    return (f'<div class="facet-info facet-note facet-failed" dir="auto">The last run failed{why}'
+            "<br><small>Nothing from an earlier run is shown here.</small></div>")
 
 
 def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False,

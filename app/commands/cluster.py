@@ -112,7 +112,7 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
         from app.commands.search import spec_label
-        from app.services.clustering import ClusterRequest, k_option, limit_option
+        from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, k_option, limit_option
         from app.services.search import parse_filters
 
         if (source is None) == (collection is None):
@@ -138,6 +138,10 @@ def register(cli: typer.Typer) -> None:
             bar, update = progress_bar()
             try:
                 result = facet.cluster(request, progress=update)
+            except InvalidRequestError as e:  # a k over a collection's chunks: this edge's way
+                if not str(e).endswith(K_BY_SILHOUETTE):
+                    raise
+                raise InvalidRequestError(f"{e} (--k 0)") from e
             finally:
                 bar.close()
         typer.echo(f"{plural(len(result.texts), 'text')} in {plural(result.k, 'cluster')} in "

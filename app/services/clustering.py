@@ -72,6 +72,10 @@ ANSWER_STEP_TEXTS = ANSWER_BATCH
 # of 4 took 7.7 s, in one call 8.8 s (less padding in small pieces).
 FROM_PLAIN_PIECE_TEXTS = 4
 
+# How a too-large k's message ends; each edge adds its own way of leaving k unset ("set k to
+# 0", `--k 0`, "omit k") to a message that ends so.
+K_BY_SILHOUETTE = "or let k be chosen by silhouette"
+
 # k-means' random_state takes 0 .. 2**32 - 1 (numpy's seed range).
 MAX_SEED = 2**32 - 1
 
@@ -563,10 +567,10 @@ class ClusterService:
                    if request.search is not None else "")
             raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}")
         if request.k is not None and request.k > len(texts):
+            # Each edge adds its own way of leaving k unset (the CLI's `--k 0` reached the page).
             raise InvalidRequestError(
                 f"k={request.k} is more than the {plural(len(texts), 'text')} to cluster; "
-                f"ask for at most {len(texts)}, or let k be chosen by silhouette (k "
-                "unset; `--k 0` on the command line, whose default is 8)")
+                f"ask for at most {len(texts)}, {K_BY_SILHOUETTE}")
         instruction = request.instruction.strip()
         spec = request.embedder or self.ctx.settings.default_embedder
         self._check_explainer(request, texts, instruction, report)

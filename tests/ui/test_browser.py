@@ -246,6 +246,12 @@ def test_bad_input_shows_readable_messages_in_the_page(page, ui_server, shots,
     # The earlier search's results do not stay under the error as if they were this one's.
     page.locator("#search-summary .facet-failed").wait_for()
     assert page.inner_text("#search-results").strip() == ""
+    # It says why, with the toast closed (it said "shown above" of a toast gone), and the
+    # button, disabled while the run ran, is back after it failed.
+    assert "unknown collection 'short-lived'" in page.inner_text("#search-summary .facet-failed")
+    from playwright.sync_api import expect
+
+    expect(page.locator("#search-button")).to_be_enabled()
     for what, text in messages.items():
         print(f"{what}: {text}")
 

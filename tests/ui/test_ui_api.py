@@ -584,7 +584,7 @@ def test_collections_tab_and_delete_with_confirmation(ui_client, ui_server) -> N
     assert by_name["doomed"][1] == 1 and "minilm (384-d)" in by_name["doomed"][6]
     assert by_name[COLLECTION][1] == 50
     assert any(row[1] == "doomed" for row in jobs["data"])
-    with pytest.raises(AppError, match="type its name in the confirmation box"):
+    with pytest.raises(AppError, match="'doo' does not match 'doomed'"):
         ui_client.predict("doomed", "doo", api_name="/delete_collection")
     table, _, confirm = ui_client.predict("doomed", "doomed", api_name="/delete_collection")
     assert "doomed" not in {row[0] for row in table["data"]} and confirm == ""

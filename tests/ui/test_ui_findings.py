@@ -1,0 +1,183 @@
+"""What a person saw in the page (an explorer driving it in chromium), each checked where it is
+made: a failed run's reason in its result area, the Cluster tab's instruction filled in, a
+too-large k told in each edge's own words, the run buttons disabled while they run, the
+Results (k) box's changed values said, a reranked search's first-stage score named by its
+mode, a wrong delete confirmation named, and no "Job 0" box. Over a real facade (SQLite, the
+local vector store, minilm); the browser side is in ``test_browser.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.services.search import SearchResponse, SearchResult
+from app.settings import FacetSettings
+from tests.app.cli_runner import invoke_cli
+
+TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
+         "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
+
+
+@pytest.fixture(scope="module")
+def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
+    pytest.importorskip("gradio")
+    folder = tmp_path_factory.mktemp("findings")
+    source = folder / "notes.jsonl"
+    source.write_text("".join(json.dumps({"id": f"n{i}", "text": t}) + "\n"
+                              for i, t in enumerate(TEXTS)))
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=folder / "data", default_embedder="minilm"),
+                              embedders=cache)
+    facet.index(source, "notes")
+    yield facet
+    facet.close()
+
+
+@pytest.fixture
+def handlers(facet, tmp_path):  # type: ignore[no-untyped-def]
+    from ui.handlers import UiHandlers
+
+    return UiHandlers(facet, facet.settings, export_dir=tmp_path)
+
+
+def _refusal(call: Any, *args: Any) -> str:
+    import gradio as gr
+
+    with pytest.raises(gr.Error) as info:
+        call(*args)
+    return str(info.value.message)
+
+
+def test_a_failed_run_says_why_in_its_result_area(handlers) -> None:
+    """The toast closes itself after 10 s; the area said "its message is shown above" with
+    nothing above. The message is kept per page and handler, shown once, escaped once."""
+    import gradio as gr
+    from gradio.context import LocalContext
+
+    from ui import render
+    from ui.handlers import last_failure
+
+    token = LocalContext.request.set(gr.Request(session_hash="page-1"))
+    try:
+        _refusal(handlers.search, "", "", "notes", None, 10, "", False, None, False, "auto")
+        _refusal(handlers.search, "card", "", "<b>gone</b>", None, 10, "", False, None, False, "auto")
+    finally:
+        LocalContext.request.reset(token)
+    assert last_failure(gr.Request(session_hash="page-2"), "search") is None  # another page's
+    assert last_failure(gr.Request(session_hash="page-1"), "compare") is None
+    message = last_failure(gr.Request(session_hash="page-1"), "search")
+    assert message is not None and message.startswith("unknown collection '<b>gone</b>'")
+    assert last_failure(gr.Request(session_hash="page-1"), "search") is None  # shown once
+    area = render.failed_html(message)
+    assert "unknown collection &#x27;&lt;b&gt;gone&lt;/b&gt;&#x27;" in area  # escaped once
+    assert "<b>gone" not in area and "&amp;" not in area
+    assert "shown above" not in area and "Nothing from an earlier run is shown here" in area
+
+
+def test_the_page_starts_ready_and_disables_its_run_buttons_while_they_run(tmp_path) -> None:
+    pytest.importorskip("gradio")
+    from ui.app import build_ui
+
+    demo = build_ui(lambda: None, FacetSettings(data_dir=tmp_path))  # type: ignore[arg-type, return-value]
+    by_id = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    # A value, not a grey placeholder: the first Cluster click was refused as "empty".
+    assert by_id["cluster-instruction"].value == "What is the topic of this text?"
+    assert not by_id["cluster-instruction"].placeholder
+    assert by_id["index-job"].visible is False  # "Job 0" stood on the Index tab
+    for box in ("search-k", "compare-k"):  # no bounds of Gradio's: the handler says what it changed
+        assert by_id[box].minimum is None and by_id[box].maximum is None
+        assert by_id[box].precision is None and "1 to 50" in by_id[box].label
+    fns = list(demo.fns.values())
+    for name, button in (("search", "search-button"), ("compare", "compare-button"),
+                         ("cluster", "cluster-button")):
+        run = next(i for i, f in enumerate(fns) if f.api_name == name)
+        before = fns[fns[run].trigger_after]
+        after = {f.trigger_only_on_failure: f.fn() for f in fns if f.trigger_after == run
+                 and [b.elem_id for b in f.outputs] == [button]}
+        assert [b.elem_id for b in before.outputs] == [button] and not before.queue
+        assert before.fn() == {"__type__": "update", "interactive": False}
+        # Enabled again after the run, whether it succeeded or failed: `then`, and `failure`,
+        # as the page runs only that one after a gr.Error (seen in test_browser.py).
+        assert after == {flag: {"__type__": "update", "interactive": True} for flag in (False, True)}
+
+
+def test_a_too_large_k_says_how_to_let_silhouette_choose_on_each_edge(facet, handlers,
+                                                                       tmp_path) -> None:
+    """The core's message named the command line's `--k 0` on the page and in the API."""
+    from fastapi.testclient import TestClient
+
+    from app.api import create_app
+    from app.errors import InvalidRequestError
+    from app.services.clustering import ClusterRequest
+    from ui.handlers import NO_EXPLAINER, SOURCE_TEXTS
+
+    with pytest.raises(InvalidRequestError) as core:
+        facet.cluster(ClusterRequest("topic", texts=TEXTS[:3], k=5))
+    assert str(core.value) == ("k=5 is more than the 3 texts to cluster; ask for at most 3, "
+                               "or let k be chosen by silhouette")
+    ui = _refusal(handlers.cluster, SOURCE_TEXTS, None, "", 0, None, None, "\n".join(TEXTS[:3]),
+                  None, None, "topic", 5, "minilm", NO_EXPLAINER)
+    assert ui.endswith("or let k be chosen by silhouette (set k to 0)") and "--k" not in ui
+    with TestClient(create_app(facet)) as client:
+        r = client.post("/cluster", json={"instruction": "topic", "texts": TEXTS[:2], "k": 3})
+    api = r.json()["error"]["message"]
+    assert r.status_code == 400 and api.endswith("chosen by silhouette (omit k)") and "--k" not in api
+    # The CLI, over a collection (a file's texts are checked by the command itself).
+    source = tmp_path / "rows.jsonl"
+    source.write_text("".join(json.dumps({"id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    env = {"FACET_DATA_DIR": str(tmp_path / "cli")}
+    assert invoke_cli("index", str(source), "-c", "six", "--embedder", "minilm", env=env).returncode == 0
+    result = invoke_cli("cluster", "--collection", "six", "--embedder", "minilm", "--explain", "",
+                        "-i", "What does the customer want?", env=env)  # --k 8, the default
+    assert result.returncode == 2, result.stderr
+    assert "k=8 is more than the 6 texts to cluster; ask for at most 6, or let k be chosen by " \
+           "silhouette (--k 0)" in result.stderr
+
+
+def test_a_changed_results_k_is_said(handlers) -> None:
+    """The slider's box put 100000 back to 50 and 0 to 1 in the browser, and Gradio rounded 2.5
+    to 2, all silently: out of range or a fraction is cut with a notice, below 1 refused."""
+    def search(k: float) -> str:
+        return str(handlers.search("card refund", "", "notes", None, k, "", False, None, False,
+                                   "lexical")[0])
+
+    big = search(100000)
+    assert "k is a whole number of results from 1 to 50; searched with 50, not 100000." in big
+    half = search(2.5)
+    assert "searched with 2, not 2.5." in half and half.count("<tr><td") == 2
+    assert "facet-note" not in search(3)
+    assert "at least 1, got 0" in _refusal(handlers.search, "card", "", "notes", None, 0, "", False,
+                                           None, False, "lexical")
+    compared = handlers.compare("my card", "Find lost cards", "Find refunds", "notes", "minilm", 2.5, "")
+    assert "searched with 2, not 2.5." in compared
+
+
+def _reranked(mode: str) -> SearchResponse:
+    result = SearchResult(rank=1, score=0.963, doc_id="d", title=None, source="s", chunk_no=0,
+                          text="card", snippet="card", highlights=[], start=0, end=4,
+                          metadata={}, vector_score=9.538, rerank_score=0.963)
+    return SearchResponse("card", "x", "c", "minilm", "instemb", [result], {}, mode=mode)
+
+
+@pytest.mark.parametrize(("mode", "label"), [("lexical", "bm25"), ("hybrid", "fused"),
+                                              ("dense", "vector")])
+def test_a_reranked_first_stage_score_is_named_by_its_mode(mode: str, label: str) -> None:
+    from ui import render
+
+    for grouped in (False, True):
+        page = render.results_html(_reranked(mode), group_by_document=grouped)
+        assert f"0.963<br><small>{label} 9.538</small>" in page  # a BM25 score read "vector 9.538"
+
+
+def test_a_wrong_delete_confirmation_is_named(handlers, facet) -> None:
+    wrong = _refusal(handlers.delete_collection, "notes", "note")
+    assert wrong.startswith("'note' does not match 'notes'") and "Nothing was deleted" in wrong
+    empty = _refusal(handlers.delete_collection, "notes", " ")
+    assert "type its name in the confirmation box first; nothing was deleted" in empty
+    assert "notes" in [c.name for c in facet.collections()]
