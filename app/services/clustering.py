@@ -43,7 +43,15 @@ from typing import Any
 
 import numpy as np
 
-from app.encoding import ANSWER_BATCH, EmbedderCache, InlineQueryEncoder, longest_first, not_an_explainer
+from app.encoding import (
+    ANSWER_BATCH,
+    UNREAD_MARK,
+    EmbedderCache,
+    InlineQueryEncoder,
+    longest_first,
+    not_an_explainer,
+    unread_count,
+)
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError, as_domain_error
 from app.services.context import ServiceContext
 from app.services.search import SearchRequest, SearchService, _same_vectors, check_filters, payload_filters
@@ -429,6 +437,10 @@ def _texts_digest(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+# Unknown-token counts kept for reused clusterings (a few ints each; EmbeddingCache holds far fewer).
+_UNREAD_KEPT = 1024
+
+
 class ClusterService:
     """Cluster texts under an instruction and explain the clusters."""
 
@@ -437,6 +449,24 @@ class ClusterService:
         self.search_service = search or SearchService(ctx)
         # The embeddings of recent clusterings: another k of the same texts reuses them.
         self.embeddings = EmbeddingCache()
+        # How many of those texts the embedder's tokenizer reads as mostly [UNK], by the same
+        # keys (counting re-tokenises the texts: 3.7 s for 5,000 chunks on one thread, more than
+        # a reused clustering takes); the oldest dropped past _UNREAD_KEPT.
+        self._unread: OrderedDict[Hashable, int] = OrderedDict()
+
+    def _unread_count(self, key: Hashable | None, spec: str, texts: list[str], reused: bool) -> int:
+        """How many of ``texts`` the loaded ``spec`` reads as mostly unknown tokens (0 where
+        the model encodes on the workers: not loaded here); kept by ``key`` for a reuse."""
+        if reused and key is not None and key in self._unread:
+            self._unread.move_to_end(key)
+            return self._unread[key]
+        model = self.ctx.embedders.peek(spec)
+        count = 0 if model is None else unread_count(model, texts)
+        if key is not None:
+            self._unread[key] = count
+            while len(self._unread) > _UNREAD_KEPT:
+                self._unread.popitem(last=False)
+        return count
 
     def _embedding_key(self, spec: str, instruction: str, digest: str,
                        step: int | None) -> Hashable | None:
@@ -606,6 +636,7 @@ class ClusterService:
             key = key or self._embedding_key(spec, instruction, digest, step)
             if key is not None:
                 self.embeddings.put(key, vectors)
+        unread = self._unread_count(key, spec, texts, cached is not None)
         timings["encode"] = (time.perf_counter() - t0) * 1000
         report(encode_share, "k-means")
 
@@ -629,6 +660,12 @@ class ClusterService:
             note = f"k = {found}, not chosen by silhouette: {reason}"
         if cut is not None:  # a collection cut to the cap or the limit: said, with numbers
             note = f"{cut}; {note}" if note else cut
+        if unread:  # Thai or emoji to minilm: they embed nearly alike and cluster together
+            warning = (f"{unread:,} of {len(texts):,} texts {UNREAD_MARK} {spec} (a script or "
+                       "symbols it does not read, such as Thai or emoji), so they embed nearly "
+                       "alike and cluster together whatever they say; cluster with an embedder "
+                       "whose tokenizer reads them (e.g. causal2vec)")
+            note = f"{note}; {warning}" if note else warning
         timings["kmeans"] = (time.perf_counter() - t0) * 1000
 
         answers: list[str] | None = None
