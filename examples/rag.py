@@ -83,6 +83,8 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep the index here (default: a temporary folder)")
+    parser.add_argument("--max-new-tokens", type=int, default=80,
+                        help="the longest answer SmolLM2 writes, in tokens")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -94,7 +96,7 @@ def main() -> None:
               f"{COLLECTION!r} ({time.perf_counter() - started:.1f}s)")
         retriever = FacetRetriever(collection=COLLECTION, instruction=args.instruction, k=args.k,
                                    facet=facet)
-        llm = SmolLM()
+        llm = SmolLM(max_new_tokens=args.max_new_tokens)
         chain = ({"context": retriever | format_docs, "question": RunnablePassthrough()}
                  | PROMPT | RunnableLambda(llm))
 

@@ -15,7 +15,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rag.py"
 @pytest.mark.slow
 def test_rag_example_retrieves_with_the_instruction_and_answers(tmp_path) -> None:
     result = subprocess.run([sys.executable, str(EXAMPLE), "--k", "3", "--data-dir",
-                             str(tmp_path / "data")], capture_output=True, text=True, timeout=600)
+                             str(tmp_path / "data"), "--max-new-tokens", "24"],
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     retrieved = re.findall(r"^\s+(\d\.\d{3})\s+\[(\w+\??)\] (.+)$", out, flags=re.M)

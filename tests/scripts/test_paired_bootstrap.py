@@ -20,10 +20,20 @@ def tasks(shared_data):
                           doc_max_words=32, n_queries=8, n_docs=30, seed=0)]
 
 
-def test_observed_scores_are_the_evaluation_scores(tasks, minilm, prompteol, tmp_path):
+@pytest.fixture(scope="module")
+def prompteol_cut(smollm2_cut):
+    """backbone-prompteol over SmolLM2 cut to two layers: B need only be another real embedder
+    (its scores differ from minilm's); encoding with all 30 layers took most of this file's time."""
+    from embedders import load_embedder
+
+    return load_embedder("backbone-prompteol", device="cpu", backbone_name=smollm2_cut)
+
+
+def test_observed_scores_are_the_evaluation_scores(tasks, minilm, prompteol_cut, tmp_path):
     bootstrap = load_script("paired_bootstrap.py")
     cache = EmbeddingCache(tmp_path)
-    ctx_a, ctx_b = EvalContext(minilm, cache, show_progress=False), EvalContext(prompteol, cache, show_progress=False)
+    ctx_a = EvalContext(minilm, cache, show_progress=False)
+    ctx_b = EvalContext(prompteol_cut, cache, show_progress=False)
     result = bootstrap.paired_bootstrap(tasks, ctx_a, ctx_b, resamples=200, seed=0)
     for task in tasks:
         row = result["tasks"][task.name]
@@ -107,8 +117,10 @@ def test_sts_sample_resamples_the_pairs_training_selects_on(shared_data, tmp_pat
     monkeypatch.setattr(bootstrap, "paired_bootstrap", spy)
     dev_csv = shared_data / "stsb_en" / "stsb-en-dev.csv"
     out = tmp_path / "r.json"
+    # A cache: B (minilm again) reads A's 800 vectors instead of encoding them a second time.
     monkeypatch.setattr(sys, "argv", ["paired_bootstrap.py", "minilm", "minilm", "--task", f"sts:{dev_csv}",
-                                      "--sts-sample", "400", "--resamples", "5", "--out", str(out)])
+                                      "--sts-sample", "400", "--resamples", "5", "--out", str(out),
+                                      "--cache-dir", str(tmp_path / "cache")])
     bootstrap.main()
     selected = build_dev_tasks(shared_data, "corpus")[0].pairs()  # what `facet train` scores on
     assert len(selected) == 400 and captured["pairs"] == selected

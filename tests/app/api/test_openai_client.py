@@ -33,7 +33,9 @@ def free_port() -> int:
 def server(tmp_path_factory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("serve") / "data"
     port = free_port()
-    env = dict(os.environ, FACET_DATA_DIR=str(data), FACET_API_KEY="test-key")
+    # No Gradio UI at /ui (importing it was half the start-up): these tests use the API only.
+    env = dict(os.environ, FACET_DATA_DIR=str(data), FACET_API_KEY="test-key",
+               FACET_UI_MOUNT="false")
     proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port),
                              "--log-level", "warning"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
