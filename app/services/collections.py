@@ -19,7 +19,7 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
-from indexer.errors import StoreBusyError
+from indexer.errors import StoreBusyError, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -371,8 +371,15 @@ class CollectionService:
                         self._counted[coll.name] = (state, (points, lexical, lexical_note))
         except StoreBusyError as e:
             # An embedded store's collection open in another process: the writer's, or one that
-            # only reads it (a server); never touch it.
-            points = lexical = None
+            # only reads it (a server); never touch it. Whether it keeps term vectors is in a
+            # side file beside the shard (``EdgeStore.lexical_version``), read without opening
+            # it: "words (lexical/hybrid)" went missing while a server held the collection.
+            points = None
+            try:
+                lexical = self.store.has_lexical(coll.name)
+                lexical_note = self.store.older_lexical(coll.name) if lexical else None
+            except StoreError:  # gone meanwhile, or of a definition this Facet does not know
+                lexical = lexical_note = None
             if writer is None:
                 open_in = (f"pid {e.holder.get('pid')} on host {e.holder.get('host')}" if e.holder
                            else "another process")

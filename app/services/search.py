@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 import numpy as np
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.encoding import QueryEncoder
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
@@ -817,9 +819,45 @@ class SearchService:
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
                               reranker_name, results, timings, mode,
-                              note=self._older_terms(request.collection) if mode != "dense" else None,
+                              note=self._nothing_note(request, mode, results),
                               embedder_spec=query_spec if query_vec is not None else None,
                               reranker_spec=request.rerank if reranker_name is not None else None)
+
+    def _nothing_note(self, request: SearchRequest, mode: str, results: list[SearchResult]
+                      ) -> str | None:
+        """The response's note: ``_older_terms`` once words were searched, and, when a filtered
+        search found nothing, the filter keys no document holds (``_missing_fields``)."""
+        notes = [self._older_terms(request.collection) if mode != "dense" else None,
+                 None if results or not request.filters
+                 else self._missing_fields(request.collection, request.filters)]
+        return "; ".join(n for n in notes if n) or None
+
+    def _missing_fields(self, collection: str, filters: Mapping[str, Any]) -> str | None:
+        """"no document has a field 'topik'" for each metadata key of ``filters`` no document of
+        ``collection`` holds: a typo in a key said only "check the filters". Read from the
+        documents' metadata recorded in SQL (the store cannot ask whether a field exists), one
+        LIMIT 1 query per key, and only once a search found nothing."""
+        fields = dict.fromkeys(key[len("meta."):] if key.startswith("meta.") else key
+                               for key in filters if key not in TOP_LEVEL_FIELDS
+                               and key not in ("id", "_id"))  # an id has its own hint
+        D = md.Document
+        missing = []
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return None
+                for name in fields:
+                    if '"' in name or "\\" in name:  # not expressible in SQLite's JSON path
+                        continue
+                    if session.scalar(select(D.id).where(
+                            D.collection_id == coll.id,
+                            D.meta[name].as_string().is_not(None)).limit(1)) is None:
+                        missing.append(name)
+        except SQLAlchemyError:  # a hint only: the search's answer stands without it
+            logger.debug("could not read which filter fields exist", exc_info=True)
+            return None
+        return "; ".join(f"no document has a field {name!r}" for name in missing) or None
 
     def _older_terms(self, collection: str) -> str | None:
         """``VectorStore.older_lexical``: read once the words were searched (cached by the store)."""

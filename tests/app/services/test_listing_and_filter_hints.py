@@ -1,0 +1,62 @@
+"""What a listing and an empty search say where they said less.
+
+A listing dropped "words (lexical/hybrid)" for a collection another process (a `facet serve`)
+held open, though whether it keeps term vectors is recorded beside the shard; and a filter on a
+key no document holds (a typo: `-f topik=physics`) said only "check the filters".
+"""
+
+from __future__ import annotations
+
+import json
+
+from app.services.collections import CollectionService
+from app.services.indexing import IndexService
+from app.services.search import SearchRequest, SearchService, parse_filters, why_no_results
+
+from .conftest import write_corpus
+from .test_concurrency import _held_by_another_process
+
+
+def test_a_listing_says_a_collection_held_elsewhere_keeps_words(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx(store_wait_s=0.2)
+    IndexService(ctx).index(tmp_path / "src", "c")
+    ctx.store.release("c")
+    free = CollectionService(ctx).get("c")
+    assert free.lexical is True and free.open_in is None
+    with _held_by_another_process(ctx.settings.data_dir, "c") as holder:
+        for info in (CollectionService(ctx).get("c"), CollectionService(ctx).list_all()[0]):
+            assert info.open_in is not None and str(holder.pid) in info.open_in, info
+            assert info.points is None  # still not counted there
+            assert (info.lexical, info.lexical_note) == (True, None), info
+
+
+def test_an_empty_filtered_search_names_the_keys_no_document_holds(make_ctx, tmp_path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {"_id": "p1", "text": "the physics of a bank card", "topic": "physics", "a.b": "x"},
+                {"_id": "p2", "text": "a mortgage rate explained", "topic": "finance"},
+            ]
+        )
+    )
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "r")
+    service = SearchService(ctx)
+
+    def why(*filters: str) -> str:
+        given = parse_filters(list(filters))
+        response = service.search(SearchRequest("card", "r", filters=given))
+        assert response.results == []
+        return why_no_results(response, given)
+
+    assert why("topik=physics") == "check the filters; no document has a field 'topik'"
+    # Only the keys none holds: `topic` is there (its value is what found nothing).
+    assert why("topic=chemistry", "meta.colour=red") == "check the filters; no document has a field 'colour'"
+    assert why("topic=chemistry") == "check the filters"
+    assert why("a.b=y") == "check the filters"  # a dotted key is one field, and held
+    # A search that found something says nothing of its filters.
+    found = service.search(SearchRequest("card", "r", filters={"topic": "physics"}))
+    assert [r.doc_id for r in found.results] == ["p1"] and found.note is None
