@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from app.errors import BusyError, FacetError, InvalidRequestError, domain_errors
+from app.errors import BusyError, DataError, FacetError, InvalidRequestError, domain_errors
 from embedders.contract import Embedder, EncodesFromPlain, Role, validate_instruction, validate_texts
 from embedders.explain import AnswerGenerator
 
@@ -55,15 +55,21 @@ class EmbedderCache:
 
         Raises:
             UnknownModelError: neither a registered name nor a checkpoint directory.
-            DataError: a checkpoint that cannot be read.
+            DataError: a checkpoint that cannot be read, or FACET_DEVICE=cuda without a GPU.
         """
         from embedders import load_embedder
 
         with self._lock:
             model = self._models.get(name)
             if model is None:
-                with domain_errors():
-                    model = load_embedder(name, device=self.device)
+                try:
+                    with domain_errors():
+                        model = load_embedder(name, device=self.device)
+                except DataError as e:
+                    if "no CUDA GPU is available" not in str(e):
+                        raise
+                    # The setting that asked for it (the embedders, also a library, cannot name it).
+                    raise DataError(f"{e} (FACET_DEVICE=cpu)") from e
                 self._remember(name, model)
             return model
 

@@ -202,8 +202,10 @@ class FacetSettings(BaseSettings):
     @field_validator("device", "dtype", mode="before")
     @classmethod
     def _unset_if_empty(cls, value: object) -> object:
-        """An empty value is unset (automatic): a compose file's ``${FACET_DEVICE:-}``."""
-        return None if isinstance(value, str) and not value.strip() else value
+        """An empty value is unset (automatic): a compose file's ``${FACET_DEVICE:-}``. Any case
+        is read as lower case and stored so: ``CUDA`` and ``BF16`` were refused while
+        ``FACET_BULK_PIECE_MS`` took ``OFF``."""
+        return (value.strip().lower() or None) if isinstance(value, str) else value
 
     @field_validator("device")
     @classmethod
@@ -271,9 +273,17 @@ class FacetSettings(BaseSettings):
     @field_validator("bulk_piece_ms", mode="before")
     @classmethod
     def _off(cls, value: object) -> object:
-        """'off' is 0: bulk work is not cut into timed parts (``BatchingQueryEncoder``)."""
+        """'off' is 0: bulk work is not cut into timed parts (``BatchingQueryEncoder``). Any other
+        word is refused naming both ways to turn it off (pydantic's own "unable to parse string
+        as a number" did not say 'off' was allowed)."""
         if isinstance(value, str) and value.strip().lower() == "off":
             return 0.0
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                raise ValueError("not a valid number: give milliseconds (>= 0), or 'off' or 0 "
+                                 "to not cut bulk work into timed parts") from None
         return value
 
     @property

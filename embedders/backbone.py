@@ -101,14 +101,14 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
     if dtype is None:
         dtype = os.environ.get("FACET_DTYPE") or None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CheckpointError("device 'cuda' was requested but no CUDA GPU is available; use device='cpu'")
+        raise CheckpointError("device 'cuda' was requested but no CUDA GPU is available; use the cpu device")
     if dtype is None:
         dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
     elif isinstance(dtype, torch.dtype):
         dt = dtype
     else:
         try:
-            dt = DTYPES[dtype]
+            dt = DTYPES[dtype.strip().lower()]  # any case, as app.settings accepts it
         except KeyError as e:
             raise CheckpointError(
                 f"unknown dtype {dtype!r}; use one of float32, bfloat16, float16"

@@ -348,7 +348,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         except InvalidRequestError as e:  # a k over the texts: this edge's way of leaving it unset
             if not str(e).endswith(K_BY_SILHOUETTE):
                 raise
-            raise InvalidRequestError(f"{e} (omit k)") from e
+            # Named in param, as a field that does not validate is (it was null).
+            return errors.error_response(400, f"{e} (omit k)", "invalid_request_error", "k")
         return _json(result.to_dict())
 
     # Submitting loads the embedder (422), writes the queued job row (429 while another
