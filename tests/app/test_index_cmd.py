@@ -215,7 +215,7 @@ def test_zero_chunk_tokens_is_refused_and_empty_results_say_why(tmp_path, run) -
     stop_words = run("search", "the of and", "-c", "ct", "--mode", "lexical")
     assert "no results (no indexed word of the query is in it)" in stop_words.stdout
     filtered = run("search", "hi", "-c", "ct", "-f", "lang=fr")
-    assert "no results (check the filters)" in filtered.stdout
+    assert "no results (check the filters; no document has a field 'lang')" in filtered.stdout
     # A number written key=value is a string: say how a field of numbers is matched.
     (tmp_path / "y.jsonl").write_text('{"id": "y1", "text": "hello", "year": 2020}\n')
     assert run("index", str(tmp_path / "y.jsonl"), "-c", "yr").returncode == 0

@@ -262,3 +262,26 @@ def test_a_table_locked_too_long_is_busy_not_a_hang(tmp_path, postgres_url, monk
     finally:
         facet.close()
         other.dispose()
+
+
+def test_an_empty_filtered_search_names_missing_keys_on_postgres(make_ctx, tmp_path, postgres_url) -> None:
+    """The hint reads the documents' metadata JSON in SQL (SearchService._missing_fields): the
+    same expression on PostgreSQL, for strings and numbers as well as a missing key."""
+    import json
+
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps({"_id": f"r{i}", "text": f"ferry timetable {i}", "topic": "travel",
+                                       "n": i}) + "\n" for i in range(3)))
+    ctx = make_ctx(database_url=postgres_url)
+    IndexService(ctx).index(src, "pgf")
+    service = SearchService(ctx)
+
+    def note(filters: dict) -> str | None:
+        response = service.search(SearchRequest("ferry", "pgf", top_k=3, mode="dense", filters=filters))
+        assert response.results == []
+        return response.note
+
+    assert note({"topik": "travel"}) == "no document has a field 'topik'"
+    for present in ({"topic": "cooking"}, {"n": 99}):
+        assert note(present) is None, present
+    CollectionService(ctx).delete("pgf")
