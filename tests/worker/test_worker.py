@@ -283,6 +283,12 @@ def test_a_query_nobody_answered_in_time_is_not_run_later(stack: Stack, tmp_path
         worker = stack.start_worker(queues="query")
         encoder.settings = stack.settings(worker_timeout_s=60.0)
         assert encoder.encode(["fresh query"], embedder="minilm").shape == (1, 384)
+        # Celery logs "succeeded in" after it sends the result: the caller can be faster
+        # (a fresh-clone run read the log between the two).
+        deadline = time.monotonic() + 10
+        while "succeeded in" not in worker.text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # a stale task run first would have logged its line before this one's
         log = worker.text()
         assert log.count("facet.encode[") >= 2, log  # both reached the worker...
         assert log.count("succeeded in") == 1, log  # ...which ran only the fresh one
