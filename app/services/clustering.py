@@ -54,7 +54,7 @@ from app.encoding import (
 )
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError, as_domain_error
 from app.services.context import ServiceContext
-from app.services.search import SearchRequest, SearchService, _same_vectors, check_filters, payload_filters
+from app.services.search import SearchRequest, SearchService, check_filters, payload_filters, stored_vectors
 from app.text import check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import explain_clusters
@@ -796,13 +796,12 @@ class ClusterService:
         minilm collection under an instruction encoded every chunk again, bare half included,
         although the collection holds that half: 97% of a clustering's time.
 
-        Only where they are what encoding would give (to float rounding, as the search service's
-        rerank reads them: ``SearchService._stored_rerank_vectors``): the collection's vectors of
-        the embedder's name were written by the same version of it (identities equal but for
-        ``instruction_weight``: ``_same_vectors``) from exactly these texts, read bare, and the
-        embedder blends its bare vectors into its instructed ones (``EncodesFromPlain``: minilm,
-        inbedder), so only the instructed half is encoded. Not where workers encode (their model
-        may be another version than this process can check).
+        Only where they are what encoding would give (to float rounding; ``stored_vectors``, as
+        rerank reads them): the collection's vectors of the embedder's name were written by the
+        same version of it from exactly these texts, read bare, and the embedder blends its bare
+        vectors into its instructed ones (``EncodesFromPlain``: minilm, inbedder), so only the
+        instructed half is encoded. Not where workers encode (their model may be another
+        version than this process can check).
 
         As bulk work (``bulk=True``): in a server on the model thread, after waiting queries, in
         pieces of ``FROM_PLAIN_PIECE_TEXTS``, each a block on that thread; inline (the CLI), in
@@ -824,19 +823,9 @@ class ClusterService:
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, collection)
             recorded = next((e.identity for e in coll.embedders if e.name == name), "") if coll else ""
-        if not _same_vectors(recorded, identity):
+        plain = stored_vectors(self.ctx.store, collection, name, ids, texts, recorded=recorded, current=identity)
+        if plain is None:
             return None
-        try:
-            found = {hit.id: (hit.payload.get("text"), vectors.get(name)) for hit, vectors
-                     in self.ctx.store.retrieve(collection, ids, with_vectors=True)}
-        except StoreError:  # gone meanwhile, or busy: encoding says what is wrong
-            return None
-        # Every point still there, with this vector, from the text being clustered (a point
-        # rewritten since the texts were read, or one whose vector this embedder never wrote).
-        if any(found.get(i, (None, None))[0] != text or found[i][1] is None
-               for i, text in zip(ids, texts, strict=True)):
-            return None
-        plain = np.asarray([found[i][1] for i in ids], dtype=np.float32)
         inline = isinstance(encoder, InlineQueryEncoder)
         step = (PROGRESS_STEP_TEXTS if pieces else len(texts)) if inline else FROM_PLAIN_PIECE_TEXTS
         parts = []

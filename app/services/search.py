@@ -47,7 +47,7 @@ from indexer.errors import (
     StoreUnavailableError,
 )
 from indexer.lexical import LEXICAL_LABEL
-from indexer.store import Filters, Fusion, Hit
+from indexer.store import Filters, Fusion, Hit, VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -460,6 +460,31 @@ def _same_vectors(recorded: str, current: str) -> bool:
     except (ValueError, AttributeError):
         return False
     return isinstance(old, dict) and old == new
+
+
+def stored_vectors(store: VectorStore, collection: str, name: str, ids: Sequence[str],
+                   texts: Sequence[str], *, recorded: str, current: str) -> np.ndarray | None:
+    """The vectors ``name`` of points ``ids`` as the collection stores them (rows in ``ids``'
+    order, unit length), where they are what an embedder of identity ``current`` would compute
+    for ``texts`` read bare, else None (encode them): the vectors were written by the same
+    version of it (``recorded``, the collection's identity of ``name``: ``_same_vectors``) and
+    every point is still there, holding that vector and the text expected (a point rewritten or
+    deleted since its text was read fails this). Rerank (``SearchService._rerank``) and
+    clustering (``ClusterService._from_stored``) read their chunks' vectors here rather than
+    encoding what the collection holds."""
+    if not _same_vectors(recorded, current):
+        return None
+    try:
+        found = {hit.id: (hit.payload.get("text"), vectors.get(name))
+                 for hit, vectors in store.retrieve(collection, list(ids), with_vectors=True)}
+    except StoreError:  # gone meanwhile, or busy: encoding says what is wrong
+        return None
+    if any(found.get(i, (None, None))[0] != text or found[i][1] is None
+           for i, text in zip(ids, texts, strict=True)):
+        return None
+    plain = np.asarray([found[i][1] for i in ids], dtype=np.float32)
+    plain /= np.maximum(np.linalg.norm(plain, axis=1, keepdims=True), 1e-12)
+    return plain
 
 
 def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any]:
@@ -929,33 +954,22 @@ class SearchService:
     def _stored_rerank_vectors(self, collection: str, reranker: str, model: Any, hits: Sequence[Hit],
                                texts: Sequence[str], doc_instruction: str | None) -> np.ndarray | None:
         """The reranker's document vectors of the hits' chunks from the store, where they are
-        what it would compute, else None (encode them): the collection's vectors of the
-        reranker's name were written by the same version of it (identities equal but for
-        ``instruction_weight``, which bare documents do not read) from the chunk texts the hits
-        hold, read bare. Under an instruction, an embedder that blends its bare vectors in
-        (``EncodesFromPlain``: minilm, inbedder) computes them from the stored ones, encoding
-        only the instructed half (through the query encoder: on a server's model thread, as
-        every forward pass there); others read an instructed document whole."""
-        recorded = self._identities.get(collection, {}).get(model.name, "")
-        if not _same_vectors(recorded, self.ctx.embedders.identity(model)):
+        what it would compute (``stored_vectors``), else None (encode them). Under an
+        instruction, an embedder that blends its bare vectors in (``EncodesFromPlain``: minilm,
+        inbedder) computes them from the stored ones, encoding only the instructed half (through
+        the query encoder: on a server's model thread, as every forward pass there); others
+        read an instructed document whole."""
+        from_plain = (getattr(self.encoder, "encode_from_plain", None)
+                      if doc_instruction is not None and isinstance(model, EncodesFromPlain) else None)
+        if doc_instruction is not None and not callable(from_plain):
             return None
-        from_plain = getattr(self.encoder, "encode_from_plain", None)
-        if doc_instruction is not None and not (isinstance(model, EncodesFromPlain) and callable(from_plain)):
-            return None
-        try:
-            found = {hit.id: vectors.get(model.name) for hit, vectors in
-                     self.store.retrieve(collection, [h.id for h in hits], with_vectors=True)}
-        except StoreError:  # gone meanwhile, or busy: encoding says what is wrong
-            return None
-        if any(found.get(h.id) is None for h in hits):  # a point rewritten or deleted since
-            return None
-        plain = np.asarray([found[h.id] for h in hits], dtype=np.float32)
-        plain /= np.maximum(np.linalg.norm(plain, axis=1, keepdims=True), 1e-12)
-        if doc_instruction is None:
+        plain = stored_vectors(self.store, collection, model.name, [h.id for h in hits], texts,
+                               recorded=self._identities.get(collection, {}).get(model.name, ""),
+                               current=self.ctx.embedders.identity(model))
+        if plain is None or not callable(from_plain):
             return plain
         # Refusals (an instruction over the application's limit) in the encoder's words, as
         # encoding the chunks would give them.
-        assert callable(from_plain)
         vectors: np.ndarray = from_plain(plain, list(texts), embedder=reranker, role=Role.DOCUMENT,
                                          instruction=doc_instruction)
         return vectors

@@ -1,7 +1,9 @@
-"""Fixtures for the app services: a ServiceContext on a temp data dir sharing the session minilm."""
+"""Fixtures for the app services: a ServiceContext on a temp data dir sharing the session minilm,
+and one holding a small indexed collection of support messages."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.services.context import EmbedderCache, ServiceContext
+from app.services.indexing import IndexService
 from app.settings import FacetSettings
 
 
@@ -30,6 +33,33 @@ def make_ctx(minilm, tmp_path: Path) -> Iterator[Callable[..., ServiceContext]]:
     yield make
     for ctx in opened:
         ctx.close()
+
+
+# Short customer messages on a few topics (cards, top-ups, transfers, refunds): rerank and
+# clustering tests read their stored vectors.
+SUPPORT_ROWS = [
+    "My card was declined at the supermarket",
+    "How do I top up my account with a bank transfer?",
+    "The exchange rate you applied was wrong",
+    "I lost my card yesterday, please block it",
+    "Top up failed twice this morning",
+    "Why was I charged a fee for the transfer?",
+    "My refund has not arrived yet",
+    "Can I change my PIN at an ATM?",
+    "What exchange rate do you use for euros?",
+    "My top-up is still pending",
+]
+
+
+@pytest.fixture
+def support_ctx(make_ctx, tmp_path: Path) -> ServiceContext:
+    """A context whose collection ``support`` holds ``SUPPORT_ROWS`` (one document each, ids
+    r0..r9), indexed with minilm."""
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps({"_id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(SUPPORT_ROWS)))
+    ctx: ServiceContext = make_ctx()
+    IndexService(ctx).index(path, "support")
+    return ctx
 
 
 def write_corpus(root: Path, n: int, words: int = 40) -> dict[str, str]:

@@ -16,23 +16,8 @@ import numpy as np
 import pytest
 
 from app.encoding import InlineQueryEncoder
-from app.services.indexing import IndexService
 from app.services.search import SearchRequest, SearchService
 from indexer import metadata as md
-
-ROWS = ["My card was declined at the supermarket", "How do I top up my account with a bank transfer?",
-        "The exchange rate you applied was wrong", "I lost my card yesterday, please block it",
-        "Top up failed twice this morning", "Why was I charged a fee for the transfer?",
-        "My refund has not arrived yet", "Can I change my PIN at an ATM?"]
-
-
-@pytest.fixture
-def indexed(make_ctx, tmp_path):
-    path = tmp_path / "records.jsonl"
-    path.write_text("".join(json.dumps({"_id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(ROWS)))
-    ctx = make_ctx()
-    IndexService(ctx).index(path, "support")
-    return ctx
 
 
 @contextmanager
@@ -75,12 +60,12 @@ def _assert_same(response, want) -> None:
 
 
 def test_reranking_with_the_collections_embedder_encodes_the_query_once_and_no_chunk(
-        indexed, minilm_rows) -> None:
-    """Without an instruction the chunks are read bare, as they were indexed: their stored
+        support_ctx, minilm_rows) -> None:
+    """Without an instruction the chunks are read bare, as they were support_ctx: their stored
     vectors are the reranker's. (The query went through minilm twice, and the 6 chunks once.)"""
-    want = _reference(indexed, "minilm", "card problems", None, 6)
+    want = _reference(support_ctx, "minilm", "card problems", None, 6)
     minilm_rows.clear()
-    response = SearchService(indexed).search(SearchRequest("card problems", "support", top_k=4,
+    response = SearchService(support_ctx).search(SearchRequest("card problems", "support", top_k=4,
                                                            rerank="minilm", rerank_depth=6, mode="dense"))
     assert minilm_rows == [1]  # the query, once
     assert response.reranker == "minilm" and len(response.results) == 4
@@ -88,8 +73,8 @@ def test_reranking_with_the_collections_embedder_encodes_the_query_once_and_no_c
     # The same with the chunks read bare under an instruction (RERANK_DOCUMENTS_INSTRUCTED off):
     # the query under the instruction is minilm's blend (its two readings), encoded once.
     instruction = "Find messages about topping up"
-    want = _reference(indexed, "minilm", "it failed", instruction, 6, instructed=False)
-    service = SearchService(indexed)
+    want = _reference(support_ctx, "minilm", "it failed", instruction, 6, instructed=False)
+    service = SearchService(support_ctx)
     service.rerank_documents_instructed = False
     minilm_rows.clear()
     response = service.search(SearchRequest("it failed", "support", instruction=instruction, top_k=4,
@@ -98,41 +83,41 @@ def test_reranking_with_the_collections_embedder_encodes_the_query_once_and_no_c
     _assert_same(response, want)
 
 
-def test_under_an_instruction_only_minilms_instructed_half_is_encoded(indexed, minilm_rows) -> None:
+def test_under_an_instruction_only_minilms_instructed_half_is_encoded(support_ctx, minilm_rows) -> None:
     """minilm reads an instructed chunk as a blend of the chunk bare (what is stored) and the
     chunk after the instruction: only the latter runs (6 rows, not 12), and the scores are those
     of encoding both."""
     instruction = "Find messages about topping up"
-    want = _reference(indexed, "minilm", "it failed", instruction, 6)
+    want = _reference(support_ctx, "minilm", "it failed", instruction, 6)
     minilm_rows.clear()
-    response = SearchService(indexed).search(SearchRequest("it failed", "support", instruction=instruction,
+    response = SearchService(support_ctx).search(SearchRequest("it failed", "support", instruction=instruction,
                                                            top_k=4, rerank="minilm", rerank_depth=6))
     assert sum(minilm_rows) == 2 + 6, minilm_rows  # the query's blend once; the chunks' instructed half
     _assert_same(response, want)
 
 
-def test_another_embedder_or_another_version_encodes_the_chunks(indexed, minilm, minilm_rows,
+def test_another_embedder_or_another_version_encodes_the_chunks(support_ctx, minilm, minilm_rows,
                                                                 prompteol) -> None:
     """What did not write the stored vectors reads the chunks itself: another embedder, and
     minilm where the collection records another version of it (a stored vector of other weights
     or settings must not stand in for the reranker's)."""
-    indexed.embedders.put("backbone-prompteol", prompteol)
-    want = _reference(indexed, "backbone-prompteol", "card problems", None, 5)
+    support_ctx.embedders.put("backbone-prompteol", prompteol)
+    want = _reference(support_ctx, "backbone-prompteol", "card problems", None, 5)
     with _rows(prompteol) as prompteol_rows:
-        response = SearchService(indexed).search(SearchRequest(
+        response = SearchService(support_ctx).search(SearchRequest(
             "card problems", "support", top_k=3, rerank="backbone-prompteol", rerank_depth=5, mode="dense"))
         assert sum(prompteol_rows) == 1 + 5, prompteol_rows  # the query and every chunk
     _assert_same(response, want)
 
-    with indexed.sessions() as session:
+    with support_ctx.sessions() as session:
         row = md.get_collection(session, "support").embedders[0]
         identity = json.loads(row.identity)
         row.identity = json.dumps({**identity, "max_length": 128}, sort_keys=True)
         session.commit()
-    want = _reference(indexed, "minilm", "card", None, 5, mode="lexical")
+    want = _reference(support_ctx, "minilm", "card", None, 5, mode="lexical")
     minilm_rows.clear()
     # Lexical: no query vector to compare with the stored ones (which would be refused).
-    response = SearchService(indexed).search(SearchRequest("card", "support", top_k=3, rerank="minilm",
+    response = SearchService(support_ctx).search(SearchRequest("card", "support", top_k=3, rerank="minilm",
                                                            rerank_depth=5, mode="lexical"))
     assert sum(minilm_rows) == 1 + len(want), minilm_rows  # the query and every candidate
     _assert_same(response, want)

@@ -6,39 +6,23 @@ instructed half and blended it in its own code."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from app.encoding import InlineQueryEncoder
-from app.services.indexing import IndexService
 from app.services.search import SearchRequest, SearchService
 
-ROWS = ["My card was declined at the supermarket", "How do I top up my account with a bank transfer?",
-        "The exchange rate you applied was wrong", "I lost my card yesterday, please block it",
-        "Top up failed twice this morning", "Why was I charged a fee for the transfer?",
-        "My refund has not arrived yet", "Can I change my PIN at an ATM?"]
 INSTRUCTION = "Find messages about topping up"
 
 
-@pytest.fixture
-def indexed(make_ctx, tmp_path):
-    path = tmp_path / "records.jsonl"
-    path.write_text("".join(json.dumps({"_id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(ROWS)))
-    ctx = make_ctx()
-    IndexService(ctx).index(path, "support")
-    return ctx
-
-
-def test_an_instructed_rerank_blends_the_stored_vectors_with_the_loaded_minilm_alone(indexed, minilm) -> None:
+def test_an_instructed_rerank_blends_the_stored_vectors_with_the_loaded_minilm_alone(support_ctx, minilm) -> None:
     """The scores are those of encoding every chunk under the instruction (to 1e-5), and the only
     model the cache holds afterwards is the collection's minilm."""
-    service = SearchService(indexed)
+    service = SearchService(support_ctx)
     candidates = service.search(SearchRequest("it failed", "support", instruction=INSTRUCTION, top_k=6,
                                               mode="dense")).results
     texts = [h.text for h in candidates]
-    scores = SearchService.rerank_scores(InlineQueryEncoder(indexed.embedders), "minilm", "it failed",
+    scores = SearchService.rerank_scores(InlineQueryEncoder(support_ctx.embedders), "minilm", "it failed",
                                          INSTRUCTION, texts, doc_instruction=INSTRUCTION)
     order = np.argsort(-np.asarray(scores), kind="stable")
     want = [(texts[i], scores[i]) for i in order]
@@ -56,20 +40,20 @@ def test_an_instructed_rerank_blends_the_stored_vectors_with_the_loaded_minilm_a
     got = [(r.text, r.rerank_score) for r in response.results]
     assert [t for t, _ in got] == [t for t, _ in want[:4]]
     assert [s for _, s in got] == pytest.approx([s for _, s in want[:4]], abs=1e-5)
-    assert indexed.embedders.peek("minilm[instruction_weight=1]") is None
-    assert indexed.embedders.loaded() == ["minilm"]
-    assert indexed.embedders.peek("minilm") is minilm
+    assert support_ctx.embedders.peek("minilm[instruction_weight=1]") is None
+    assert support_ctx.embedders.loaded() == ["minilm"]
+    assert support_ctx.embedders.peek("minilm") is minilm
 
 
-def test_on_a_server_the_instructed_half_is_encoded_on_the_model_thread(indexed, minilm) -> None:
+def test_on_a_server_the_instructed_half_is_encoded_on_the_model_thread(support_ctx, minilm) -> None:
     """Through the query encoder: a server's model thread runs every forward pass of its models
     (at its thread count); the blend ran in the request thread beside it."""
     import threading
 
     from app.encoding import BatchingQueryEncoder
 
-    service = SearchService(indexed)
-    service.encoder = BatchingQueryEncoder(indexed.embedders, threads=1)
+    service = SearchService(support_ctx)
+    service.encoder = BatchingQueryEncoder(support_ctx.embedders, threads=1)
     names: list[str] = []
     handle = minilm.backbone.base_model().register_forward_pre_hook(
         lambda *_: names.append(threading.current_thread().name))
