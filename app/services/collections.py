@@ -7,6 +7,7 @@ import fcntl
 import logging
 import os
 import shlex
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
-from indexer.errors import StoreBusyError, StoreError
+from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -290,6 +291,34 @@ def _folder_locked(path: Path) -> bool:
         os.close(fd)
 
 
+# How long a listing waits for the Qdrant server (FACET_QDRANT_URL) to take a connection. A
+# listing of no collections sent it nothing, so a URL nothing answered on listed "no
+# collections yet"; and qdrant-client waits 30 s a request.
+REACH_TIMEOUT_S = 2.0
+QDRANT_PORT = 6333  # qdrant-client's port for a URL that names none
+
+
+def _connect_target(url: str) -> tuple[str, int] | None:
+    """The host and port qdrant-client connects to for ``url`` (a scheme optional, "qdrant:6333"
+    too; port 6333 where it names none); None where a TCP connect cannot tell whether it is
+    reached: a URL this does not read, or a proxy in between (HTTP_PROXY and the like, which
+    qdrant-client's httpx goes through)."""
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url if "://" in url else f"//{url}")
+    try:
+        host, port = parts.hostname, parts.port or QDRANT_PORT
+    except ValueError:  # a port that is no number
+        return None
+    if not host or parts.scheme not in ("", "http", "https"):
+        return None
+    proxies = urllib.request.getproxies()
+    if (proxies.get(parts.scheme or "http") or proxies.get("all")) and not urllib.request.proxy_bypass(host):
+        return None
+    return host, port
+
+
 class CollectionService:
     """Read and remove what the index service wrote."""
 
@@ -299,6 +328,45 @@ class CollectionService:
         # Collection -> (its shard's state when counted, (points, lexical, lexical_note)):
         # see ``_shard_state``.
         self._counted: dict[str, tuple[Any, tuple[int | None, bool | None, str | None]]] = {}
+
+    def check_store(self) -> None:
+        """Raise ``StoreUnavailableError`` when nothing answers at the Qdrant server's URL: one
+        TCP connect, ``REACH_TIMEOUT_S`` at most, closed at once (no request sent). An embedded
+        store has nothing to reach and is not asked anything.
+
+        A listing of no collections sent the server nothing, and said "no collections yet" for
+        a URL nothing answered on; the SQL rows, which are still readable, are no listing of a
+        store that cannot be read.
+        """
+        url = getattr(self.store, "url", None)
+        if self.store.backend != "server" or not url:
+            return
+        target = _connect_target(url)
+        if target is None:  # a proxy, or a URL read otherwise: qdrant-client's request says it
+            self.store.list_collections()
+            return
+        try:
+            socket.create_connection(target, timeout=REACH_TIMEOUT_S).close()
+        except OSError as e:  # refused, no such host, no answer (TimeoutError)
+            why = (
+                f"no answer within {REACH_TIMEOUT_S:g} s" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+            )
+            # The words of the store's own error (indexer.store._client_error).
+            raise StoreUnavailableError(
+                f"cannot reach Qdrant at {url}: {why}; start it (docker compose up -d qdrant) "
+                "or check FACET_QDRANT_URL (unset it for the embedded store)"
+            ) from e
+
+    def _recorded_lexical(self, name: str) -> tuple[bool | None, str | None]:
+        """Whether ``name`` keeps term vectors, and their note, as recorded beside its shard
+        (``EdgeStore.lexical_version``'s side file, written with the shard's term vectors), read
+        without opening it nor waiting for its folder lock; (None, None) where that cannot be
+        told (not created yet, gone, a definition this Facet does not know)."""
+        try:
+            lexical = self.store.has_lexical(name)
+            return lexical, self.store.older_lexical(name) if lexical else None
+        except StoreError:
+            return None, None
 
     def _shard_state(self, coll: md.Collection, chunks: int) -> Any:
         """What changes whenever ``coll``'s points may have: its row and chunk count, and each
@@ -346,7 +414,9 @@ class CollectionService:
                 # An embedded collection belongs to its writer's process until the lease is
                 # released. The writer closes the shard just before that, so opening it would
                 # succeed for a moment and show counts beside "being indexed"; never touch it.
-                pass
+                # Whether it keeps term vectors is recorded beside it: "words (lexical/hybrid)"
+                # went missing from the listing for as long as another process's job wrote it.
+                lexical, lexical_note = self._recorded_lexical(coll.name)
             else:
                 # A collection this process did not have open is closed again once counted:
                 # each open shard maps ~38 MB, and a server listing 40 collections grew from
@@ -375,11 +445,7 @@ class CollectionService:
             # side file beside the shard (``EdgeStore.lexical_version``), read without opening
             # it: "words (lexical/hybrid)" went missing while a server held the collection.
             points = None
-            try:
-                lexical = self.store.has_lexical(coll.name)
-                lexical_note = self.store.older_lexical(coll.name) if lexical else None
-            except StoreError:  # gone meanwhile, or of a definition this Facet does not know
-                lexical = lexical_note = None
+            lexical, lexical_note = self._recorded_lexical(coll.name)
             if writer is None:
                 open_in = (f"pid {e.holder.get('pid')} on host {e.holder.get('host')}" if e.holder
                            else "another process")
@@ -395,10 +461,18 @@ class CollectionService:
             lexical_note=lexical_note, open_in=open_in)
 
     def list_all(self) -> list[CollectionInfo]:
+        """Every collection the metadata knows, with what the store says of it.
+
+        Raises:
+            StoreUnavailableError: nothing answers at the Qdrant server's URL (``check_store``),
+                even where no collection is recorded yet.
+        """
+        self.check_store()
         with self.ctx.sessions() as session:
             return [self._info(session, c) for c in md.list_collections(session)]
 
     def get(self, name: str) -> CollectionInfo:
+        self.check_store()  # in 2 s, not the client's 30 s per request
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
             if coll is None:
