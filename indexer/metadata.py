@@ -212,6 +212,9 @@ class IndexJob(Base):
     encode_s: Mapped[float] = mapped_column(Float, default=0.0)
     store_s: Mapped[float] = mapped_column(Float, default=0.0)
     metadata_s: Mapped[float] = mapped_column(Float, default=0.0)
+    # The model's load where the run made it (a deferred one: the collection's embedder, not
+    # loaded in this process until something needed encoding; migration 0007), else 0.
+    load_s: Mapped[float] = mapped_column(Float, default=0.0)
     message: Mapped[str | None] = mapped_column(Text, default=None)
     # When the job was queued, and when it began running: None until then, and for ever for a
     # job that failed before it ran (migration 0006; started_at was the queue time till then).

@@ -249,6 +249,16 @@ def _error_counts(session: Session, job_ids: list[int]) -> dict[int, int]:
     return {int(job_id): int(n) for job_id, n in rows}
 
 
+def job_timings(job: md.IndexJob) -> dict[str, float]:
+    """The job's seconds per stage, as its run's report has them (``IndexReport.timings``):
+    ``load_model`` only where the run loaded the model (a deferred load)."""
+    timings = {"parse_chunk": round(job.parse_s, 3), "encode": round(job.encode_s, 3),
+               "store": round(job.store_s, 3), "metadata": round(job.metadata_s, 3)}
+    if job.load_s:
+        timings["load_model"] = round(job.load_s, 3)
+    return timings
+
+
 def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int) -> JobInfo:
     state, message = effective_state(job)
     return JobInfo(
@@ -256,8 +266,7 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
         state=state, docs_seen=job.docs_seen, docs_indexed=job.docs_indexed,
         docs_skipped=job.docs_skipped, docs_failed=job.docs_failed, docs_deleted=job.docs_deleted,
         chunks_written=job.chunks_written,
-        timings={"parse_chunk": round(job.parse_s, 3), "encode": round(job.encode_s, 3),
-                 "store": round(job.store_s, 3), "metadata": round(job.metadata_s, 3)},
+        timings=job_timings(job),
         queued_at=utc_text(job.queued_at),
         started_at=utc_text(job.started_at) if job.started_at else None,
         finished_at=utc_text(job.finished_at) if job.finished_at else None,

@@ -721,12 +721,15 @@ class IndexService:
                 report.state = job.state
                 # Without a model load made during the run (a deferred one), as without the
                 # load made before it.
-                report.elapsed_s = time.perf_counter() - started - (
-                    embedder.load_s if isinstance(embedder, _Deferred) else 0.0)
+                load_s = embedder.load_s if isinstance(embedder, _Deferred) else 0.0
+                report.elapsed_s = time.perf_counter() - started - load_s
+                # On the job row too: `facet jobs ID` (and the API, the UI) showed the stages
+                # without the load the run's own summary counted.
+                job.load_s = load_s
                 report.timings = {"parse_chunk": job.parse_s, "encode": job.encode_s,
                                   "store": job.store_s, "metadata": job.metadata_s}
-                if isinstance(embedder, _Deferred) and embedder.load_s:
-                    report.timings["load_model"] = embedder.load_s  # (a stage of its own)
+                if load_s:
+                    report.timings["load_model"] = load_s  # (a stage of its own)
                 session.commit()
                 # The shard is closed before the lease goes: a reader that finds no lease must
                 # find the shard free too (the other order let a `facet search` in the gap
