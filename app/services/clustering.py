@@ -39,7 +39,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -60,7 +60,7 @@ from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
-from indexer.store import point_id
+from indexer.store import Scrolled, point_id
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,19 @@ FROM_PLAIN_PIECE_TEXTS = 4
 # How a too-large k's message ends; each edge adds its own way of leaving k unset ("set k to
 # 0", `--k 0`, "omit k") to a message that ends so.
 K_BY_SILHOUETTE = "or let k be chosen by silhouette"
+
+
+class _Chunks(NamedTuple):
+    """The texts as chunks of a collection: its name, their point ids, and (``vector``, ``read``)
+    the vectors of that name as the scroll that found them read them ((hit, vectors) pairs in
+    ids' order; None where none were read), so ``_from_stored`` does not read the same points
+    twice."""
+
+    collection: str
+    ids: list[str]
+    vector: str | None = None
+    read: list[Scrolled] | None = None
+
 
 # k-means' random_state takes 0 .. 2**32 - 1 (numpy's seed range).
 MAX_SEED = 2**32 - 1
@@ -582,7 +595,8 @@ class ClusterService:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         report(0.0, "collecting the texts")
-        texts, sources, cut, points = self._texts(request)
+        spec = request.embedder or self.ctx.settings.default_embedder
+        texts, sources, cut, points = self._texts(request, spec)
         timings["texts"] = (time.perf_counter() - t0) * 1000
         cap = self.ctx.settings.max_cluster_texts
         if len(texts) > cap:
@@ -602,7 +616,6 @@ class ClusterService:
                 f"k={request.k} is more than the {plural(len(texts), 'text')} to cluster; "
                 f"ask for at most {len(texts)}, {K_BY_SILHOUETTE}")
         instruction = request.instruction.strip()
-        spec = request.embedder or self.ctx.settings.default_embedder
         self._check_explainer(request, texts, instruction, report)
 
         if getattr(self.ctx.encoder, "embedders", None) is self.ctx.embedders and \
@@ -739,11 +752,13 @@ class ClusterService:
             encode_reused=cached is not None, stored_vectors_used=stored is not None,
             embedder_spec=spec)
 
-    def _texts(self, request: ClusterRequest,
-               ) -> tuple[list[str], list[dict[str, Any]], str | None, tuple[str, list[str]] | None]:
+    def _texts(self, request: ClusterRequest, spec: str,
+               ) -> tuple[list[str], list[dict[str, Any]], str | None, _Chunks | None]:
         """The texts, their sources, what says that a collection was cut (None: all of its
         chunks that the filters match are here), and the collection and point ids of the texts
-        where they are a collection's chunks (None: texts given)."""
+        where they are a collection's chunks (None: texts given). A collection's chunks are read
+        with their vectors of the embedder ``spec`` where ``_from_stored`` may use them
+        (``_stored_vector``)."""
         if request.texts is not None:
             if isinstance(request.texts, str):
                 raise InvalidRequestError("texts must be a list of strings, not one string")
@@ -755,7 +770,7 @@ class ClusterService:
             return ([r.text for r in response.results],
                     [{"doc_id": r.doc_id, "chunk_no": r.chunk_no, "title": r.title,
                       "score": r.score} for r in response.results], None,
-                    (response.collection, [point_id(r.doc_id, r.chunk_no) for r in response.results]))
+                    _Chunks(response.collection, [point_id(r.doc_id, r.chunk_no) for r in response.results]))
         assert request.collection is not None
         name = request.collection
         if not self.ctx.store.collection_exists(name):
@@ -764,8 +779,11 @@ class ClusterService:
         cap = self.ctx.settings.max_cluster_texts
         limit = min(request.limit or cap, cap)
         filters = payload_filters(request.filters)
+        vector = self._stored_vector(spec)
         try:
-            hits = self.ctx.store.scroll(name, limit=limit, filters=filters)
+            read = self.ctx.store.scroll_with_vectors(name, vector, limit=limit, filters=filters) if vector else None
+            hits = [hit for hit, _ in read] if read is not None else self.ctx.store.scroll(
+                name, limit=limit, filters=filters)
             # Only a full scroll may have been cut: the store counts the rest (no scroll of it).
             total = self.ctx.store.count(name, filters) if len(hits) >= limit else len(hits)
         except (StoreBusyError, StoreUnavailableError):
@@ -786,15 +804,39 @@ class ClusterService:
             cut = f"clustered {len(hits):,} of {total:,} chunks{matching}, in storage order ({why})"
         return ([str(h.payload.get("text", "")) for h in hits],
                 [{"doc_id": h.payload.get("doc_id"), "chunk_no": h.payload.get("chunk_no"),
-                  "title": h.payload.get("title")} for h in hits], cut, (name, [h.id for h in hits]))
+                  "title": h.payload.get("title")} for h in hits], cut,
+                _Chunks(name, [h.id for h in hits], vector, read))
 
-    def _from_stored(self, points: tuple[str, list[str]] | None, texts: list[str], spec: str,
+    def _stored_vector(self, spec: str) -> str | None:
+        """The vector name of the embedder ``spec``, where ``_from_stored`` may read the chunks'
+        stored vectors (the encoder computes from them), so that the scroll reads them with the
+        chunks (a 200-chunk minilm collection was scrolled, then the same points retrieved);
+        None where only loading the model would name it, or it is not one to read them."""
+        encoder = self.ctx.encoder
+        if not callable(getattr(encoder, "encode_from_plain", None)) or \
+                getattr(encoder, "embedders", None) is not self.ctx.embedders:
+            return None
+        model = self.ctx.embedders.peek(spec)
+        if model is not None:
+            name: str = model.name
+            return name if isinstance(model, EncodesFromPlain) else None
+        from embedders.errors import EmbedderError
+        from embedders.registry import saved_name
+
+        try:
+            return saved_name(spec)
+        except EmbedderError:  # loading it says what is wrong
+            return None
+
+    def _from_stored(self, points: _Chunks | None, texts: list[str], spec: str,
                      instruction: str, pieces: bool, told: Callable[[int], None],
                      ) -> np.ndarray | None:
         """The embeddings of ``texts``, chunks of a collection (``points``: its name and their
         point ids), computed from their stored vectors, else None (encode them). Clustering a
         minilm collection under an instruction encoded every chunk again, bare half included,
-        although the collection holds that half: 97% of a clustering's time.
+        although the collection holds that half: 97% of a clustering's time. The vectors come
+        from the scroll that read the chunks where it read this embedder's (``points.read``),
+        else are retrieved.
 
         Only where they are what encoding would give (to float rounding; ``stored_vectors``, as
         rerank reads them): the collection's vectors of the embedder's name were written by the
@@ -819,11 +861,12 @@ class ClusterService:
         name, identity = model.name, self.ctx.embedders.identity(model)  # name: the vector it writes
         if not isinstance(model, EncodesFromPlain):
             return None
-        collection, ids = points
+        collection, ids = points.collection, points.ids
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, collection)
             recorded = next((e.identity for e in coll.embedders if e.name == name), "") if coll else ""
-        plain = stored_vectors(self.ctx.store, collection, name, ids, texts, recorded=recorded, current=identity)
+        plain = stored_vectors(self.ctx.store, collection, name, ids, texts, recorded=recorded, current=identity,
+                               read=points.read if points.vector == name else None)
         if plain is None:
             return None
         inline = isinstance(encoder, InlineQueryEncoder)

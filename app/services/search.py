@@ -463,7 +463,8 @@ def _same_vectors(recorded: str, current: str) -> bool:
 
 
 def stored_vectors(store: VectorStore, collection: str, name: str, ids: Sequence[str],
-                   texts: Sequence[str], *, recorded: str, current: str) -> np.ndarray | None:
+                   texts: Sequence[str], *, recorded: str, current: str,
+                   read: Sequence[tuple[Hit, Mapping[str, list[float]]]] | None = None) -> np.ndarray | None:
     """The vectors ``name`` of points ``ids`` as the collection stores them (rows in ``ids``'
     order, unit length), where they are what an embedder of identity ``current`` would compute
     for ``texts`` read bare, else None (encode them): the vectors were written by the same
@@ -471,12 +472,16 @@ def stored_vectors(store: VectorStore, collection: str, name: str, ids: Sequence
     every point is still there, holding that vector and the text expected (a point rewritten or
     deleted since its text was read fails this). Rerank (``SearchService._rerank``) and
     clustering (``ClusterService._from_stored``) read their chunks' vectors here rather than
-    encoding what the collection holds."""
+    encoding what the collection holds.
+
+    ``read``: the points already read with their vectors (``retrieve``'s (hit, vectors) pairs,
+    as ``scroll_with_vectors(collection, name)`` gives them: clustering a collection reads its chunks so),
+    checked the same way, in place of retrieving them again."""
     if not _same_vectors(recorded, current):
         return None
     try:
-        found = {hit.id: (hit.payload.get("text"), vectors.get(name))
-                 for hit, vectors in store.retrieve(collection, list(ids), with_vectors=True)}
+        pairs = read if read is not None else store.retrieve(collection, list(ids), with_vectors=True)
+        found = {hit.id: (hit.payload.get("text"), vectors.get(name)) for hit, vectors in pairs}
     except StoreError:  # gone meanwhile, or busy: encoding says what is wrong
         return None
     if any(found.get(i, (None, None))[0] != text or found[i][1] is None

@@ -156,6 +156,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         return status, result
 
     monkeypatch.setattr(qdrant_standin, "handle", indexing)
+    # The stand-in's engine is one per process: another test module's "c" (test_store_server's,
+    # run before this one in the same worker) made the collection already, without its index ask.
+    qdrant_standin._CLIENT.delete_collection("c")
     httpd = qdrant_standin._Server(("127.0.0.1", 0), qdrant_standin._Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()

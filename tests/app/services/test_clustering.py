@@ -256,13 +256,13 @@ def test_a_collection_cut_to_the_cap_or_the_limit_says_so_in_the_note(make_ctx, 
     IndexService(ctx).index(path, "msgs")
     service = ClusterService(ctx)
     scrolled: list[int] = []
-    scroll = ctx.store.scroll
+    scroll = ctx.store._scroll  # the engine's scroll, behind scroll and scroll_with_vectors
 
-    def spy(collection, *, limit=1000, **kwargs):
+    def spy(collection, limit, *args):
         scrolled.append(limit)
-        return scroll(collection, limit=limit, **kwargs)
+        return scroll(collection, limit, *args)
 
-    ctx.store.scroll = spy  # type: ignore[method-assign]
+    ctx.store._scroll = spy  # type: ignore[method-assign]
     capped = service.cluster(ClusterRequest(INSTRUCTION, collection="msgs", k=2))
     assert len(capped.texts) == 5 and scrolled == [5]
     assert capped.note == "clustered 5 of 12 chunks, in storage order (FACET_MAX_CLUSTER_TEXTS caps it)"
