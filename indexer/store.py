@@ -708,7 +708,9 @@ class EdgeStore(VectorStore):
         # vector name on every call, and one process owns the folder, so it cannot change
         # behind our back.
         self._sizes: dict[str, dict[str, int]] = {}
-        self._lexical: dict[str, str | None] = {}  # collection -> its term definition (None: none)
+        # collection -> (its side file's mtime, None where there is none; its term definition,
+        # None: none)
+        self._lexical: dict[str, tuple[int | None, str | None]] = {}
         # collection -> {filtered payload path: kinds of value it holds} (``_INDEX_SIDE``), and
         # the lock that keeps an index's kind in step with the values written.
         self._indexed: dict[str, dict[str, set[str]]] = {}
@@ -880,26 +882,35 @@ class EdgeStore(VectorStore):
             self._add_lexical(collection)  # none yet, or an older definition's
 
     def lexical_version(self, collection: str) -> str | None:
-        if collection not in self._lexical:
-            self._require(collection)
-            path = self._dir(collection) / self._LEXICAL_SIDE
-            version = None
-            if path.is_file():
-                version = json.loads(path.read_text()).get("version")
-                if version not in lex.DEFINITIONS:
-                    raise StoreError(f"collection {collection!r} keeps term vectors of another "
-                                     f"definition ({version!r}; this Facet reads "
-                                     f"{', '.join(map(repr, lex.DEFINITIONS))}); index its sources "
-                                     "into a new one")
-            self._lexical[collection] = version
-        return self._lexical[collection]
+        """The term definition the side file names (None: no term vectors), re-read whenever the
+        file changed: another process's job may add term vectors to a collection this process
+        listed or searched before (a long-running server kept saying it had no word index)."""
+        path = self._dir(collection) / self._LEXICAL_SIDE
+        try:
+            stamp: int | None = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            stamp = None
+        cached = self._lexical.get(collection)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        self._require(collection)
+        version = None
+        if stamp is not None:
+            version = json.loads(path.read_text()).get("version")
+            if version not in lex.DEFINITIONS:
+                raise StoreError(f"collection {collection!r} keeps term vectors of another "
+                                 f"definition ({version!r}; this Facet reads "
+                                 f"{', '.join(map(repr, lex.DEFINITIONS))}); index its sources "
+                                 "into a new one")
+        self._lexical[collection] = (stamp, version)
+        return version
 
     def _write_lexical(self, collection: str) -> None:
         path = self._dir(collection) / self._LEXICAL_SIDE
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"version": lex.LEXICAL_VERSION}))
         os.replace(tmp, path)
-        self._lexical[collection] = lex.LEXICAL_VERSION
+        self._lexical[collection] = (path.stat().st_mtime_ns, lex.LEXICAL_VERSION)
 
     def _add_lexical(self, collection: str) -> None:
         """Add the term vector of today's definition to an existing shard and fill it from the

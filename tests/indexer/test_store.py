@@ -675,3 +675,20 @@ def test_the_busy_message_names_the_holding_command() -> None:
     indexing = _busy_message("c", {"pid": 7, "host": "h", "command": "facet index"})
     assert "(facet index)" in indexing and "wait for it to finish" in indexing
     assert _busy_message("c", None).startswith("collection 'c' is open in another process:")
+
+
+def test_term_vectors_another_process_added_are_seen(tmp_path: Path) -> None:
+    """A store that read a collection's term definition (none) sees the term vectors another
+    process's job added later: a long-running server listed "no word index" until restarted."""
+    reader = EdgeStore(tmp_path)
+    reader.ensure_collection("c", {"m": DIM})
+    points, _ = _worded()
+    reader.upsert("c", points)
+    assert not reader.has_lexical("c")
+    reader.close()  # the writer's job takes the folder
+    writer = EdgeStore(tmp_path)
+    writer.ensure_collection("c", {"m": DIM}, lexical=True)
+    writer.close()
+    assert reader.has_lexical("c") and reader.lexical_version("c") == lex.LEXICAL_VERSION
+    assert {h.payload["doc_id"] for h in reader.search_lexical("c", "cat", limit=10)} == {"doc0", "doc2", "doc4"}
+    reader.close()
