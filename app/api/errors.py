@@ -119,8 +119,15 @@ async def _facet_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(status, str(exc), type_, code=code, headers=headers)
 
 
+# Where FastAPI says a request value was; not part of the field's name.
+_PLACES = ("body", "query", "path", "header", "cookie")
+
+
 def _location(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p != "body"]
+    """The field a validation error names: ``k``, ``search.k``, ``input[1]``; a query or path
+    parameter by its name alone (``limit``, ``job_id``: they read "query.limit" and
+    "path.job_id" where a body's field read "k")."""
+    parts = [str(p) for p in (loc[1:] if loc[:1] and loc[0] in _PLACES else loc)]
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
@@ -140,9 +147,8 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
         message = ("the request body must be a JSON object sent with Content-Type: "
                    f"application/json ({first.get('msg')})")
     elif first.get("type") == "extra_forbidden" and first.get("loc", ())[:1] == ("query",):
-        # A route's query model (``app.api.schemas``): ``?colection=b1`` listed every
-        # collection's jobs.
-        param = _location(tuple(first["loc"][1:]))
+        # A query parameter the route does not take (``server._known_query``): ``?colection=b1``
+        # listed every collection's jobs.
         message = f"unknown query parameter {param!r}; check its spelling against docs/api.md"
     elif first.get("type") == "extra_forbidden":
         message = f"unknown field {param!r}; check its spelling against docs/api.md"

@@ -4,11 +4,12 @@ instead of being ignored.
 
 The responses of search, cluster, jobs and collections are the services' dataclasses
 (``SearchResponse``, ``JobInfo``...) as the routes render them; only the bodies the routes
-build by hand (OpenAI's shapes, errors) are modelled here.
+build by hand (OpenAI's shapes, errors, search results with their point id) are modelled here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
@@ -17,7 +18,13 @@ from pydantic_core import PydanticCustomError
 from app.errors import InvalidRequestError
 from app.services.clustering import MAX_SEED
 from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED
-from app.services.search import MAX_TOP_K, SearchMode, check_filters
+from app.services.search import (
+    MAX_TOP_K,
+    SearchMode,
+    SearchResponse,
+    SearchResult,
+    check_filters,
+)
 from indexer.chunking import MAX_CHUNK_TOKENS
 
 _SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
@@ -81,7 +88,10 @@ class SearchBody(_Body):
     k: int = Field(default=10, ge=1, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
     rerank: str | None = None
-    rerank_depth: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    rerank_depth: int | None = Field(
+        default=None, ge=1, le=MAX_TOP_K,
+        description="candidates the reranker reads (default 5 x k); one below k is read as k, as "
+                    "`facet search --rerank-depth` reads it: k results are always reranked")
     embedder: str | None = None
     score_threshold: float | None = None
     exact: bool = False
@@ -141,10 +151,8 @@ class JobBody(_Body):
 
 
 class _Query(BaseModel):
-    """A route's query parameters; unknown ones are refused as unknown body fields are
-    (``?colection=b1`` listed every collection's jobs)."""
-
-    model_config = ConfigDict(extra="forbid")
+    """A route's query parameters. Unknown ones are refused for every route in one place, from
+    the parameters the route declares (``server._known_query``), not by each model."""
 
 
 class JobListQuery(_Query):
@@ -167,10 +175,6 @@ class JobQuery(_Query):
         default=DEFAULT_JOB_ERRORS, json_schema_extra={"minimum": 0, "maximum": MAX_JOB_ERRORS},
         description="how many of the job's per-document errors to return (the first ones); "
                     "`errors_total` counts them all")
-
-
-class NoQuery(_Query):
-    """A route that takes no query parameter (``POST /jobs``: its options are its body)."""
 
 
 # --------------------------------------------------------------------------- responses
@@ -234,3 +238,21 @@ class ModelList(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"]
+
+
+@dataclass(kw_only=True)
+class SearchHit(SearchResult):
+    """A ``POST /search`` result: the service's ``SearchResult`` and its point id, so that an
+    HTTP client can name the chunk as the LangChain adapter's ``Document.id`` does."""
+
+    id: Annotated[str, Field(description="the chunk's point id in the vector store "
+                                         "(indexer.store.point_id of doc_id and chunk_no)")]
+
+
+@dataclass
+class SearchAnswer(SearchResponse):
+    """``POST /search``: the service's ``SearchResponse``, each result with its point id."""
+
+    # Only declared (the route renders the service's response, adding each id): a list of the
+    # subclass where the base has a list of SearchResult, which mypy's invariance refuses.
+    results: list[SearchHit]  # type: ignore[assignment]

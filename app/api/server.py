@@ -23,7 +23,11 @@ from typing import Annotated, Any, TypeVar
 
 import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, Security
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
+from pydantic import BaseModel
 
 from app.api import errors
 from app.api.schemas import (
@@ -36,17 +40,18 @@ from app.api.schemas import (
     JobQuery,
     ModelInfo,
     ModelList,
-    NoQuery,
+    SearchAnswer,
     SearchBody,
 )
 from app.core import Facet
 from app.encoding import warm_up_clustering
 from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
-from app.services.collections import MAX_JOB_ERRORS, CollectionInfo, JobInfo
+from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
-from app.services.search import SearchRequest, SearchResponse
+from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
+from indexer.store import point_id
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,6 +84,38 @@ _BEARER = HTTPBearer(
     auto_error=False, scheme_name="FACET_API_KEY",
     description="the server's FACET_API_KEY, sent as 'Authorization: Bearer <key>' (every route "
                 "but /health)")
+
+
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    """The query parameters a route declares: its own and its dependencies', a query model's
+    (``app.api.schemas._Query``) by its fields' names."""
+    names: set[str] = set()
+    for param in dependant.query_params:
+        model = param.field_info.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            names.update(f.alias or name for name, f in model.model_fields.items())
+        else:
+            names.add(param.alias)
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return frozenset(names)
+
+
+async def _known_query(request: Request) -> None:
+    """Refuse a query parameter the route does not declare, for every route of the API (the
+    app's dependency; the UI mounted at /ui is another app, untouched): ``/search?k=1``
+    searched with the body's k, ``/collections?limit=1`` listed them all. A 400 naming it, as an
+    unknown body field is (``errors._validation_error``)."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    allowed = _query_names(route.dependant)  # a few fields: microseconds, nothing to cache
+    unknown = [(name, value) for name, value in request.query_params.multi_items()
+               if name not in allowed]
+    if unknown:
+        raise RequestValidationError([
+            {"type": "extra_forbidden", "loc": ("query", name), "msg": "Extra inputs are not "
+             "permitted", "input": value} for name, value in unknown])
 
 
 def check_api_key(key: str | None) -> None:
@@ -230,6 +267,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 served.close(reason="the server stopping")
 
     app = FastAPI(title="Facet", version="0.1.0", lifespan=lifespan,
+                  dependencies=[Depends(_known_query)],
                   description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "
                               "clustering and index jobs. See docs/api.md.")
     errors.install(app)
@@ -242,9 +280,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     def fails(*statuses: int,
               meaning: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
-        """The error statuses a route declares: ``statuses``, and 401 where a key is set;
-        ``meaning``: the route's own descriptions of some (``errors.responses``)."""
-        return errors.responses(*statuses, *((401,) if settings.api_key else ()),
+        """The error statuses a route declares: ``statuses``, 400 (every route refuses a query
+        parameter it does not take: ``_known_query``), and 401 where a key is set; ``meaning``:
+        the route's own descriptions of some (``errors.responses``)."""
+        return errors.responses(*sorted({400, *statuses}), *((401,) if settings.api_key else ()),
                                 meaning=meaning)
 
     # Any route over the facade may fail server-side (500: a database out of reach...); one
@@ -255,7 +294,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # full 429, workers out of reach 503).
     encoding = (404, 422, 429, 503)
 
-    @app.get("/health", response_model=Health)
+    @app.get("/health", response_model=Health, responses=errors.responses(400))
     def health() -> dict[str, str]:
         """Liveness: no key needed, no work done."""
         return {"status": "ok"}
@@ -312,10 +351,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                       "usage": {"prompt_tokens": result.tokens, "total_tokens": result.tokens}})
 
     # A collection: unknown (404), or written by another process or embedder version (409).
-    @app.post("/search", dependencies=auth, response_model=SearchResponse,
+    @app.post("/search", dependencies=auth, response_model=SearchAnswer,
               responses=fails(*with_body, *encoding, 409))
     def search(body: SearchBody, facet: FacetDep) -> Response:
-        """Instruction-aware search of a collection."""
+        """Instruction-aware search of a collection; each result with its point ``id``."""
         _check_model(facet, body.embedder, "embedder")
         _check_model(facet, body.rerank, "rerank")
         response = facet.search(SearchRequest(
@@ -324,7 +363,12 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             rerank_depth=body.rerank_depth, embedder=body.embedder, exact=body.exact,
             score_threshold=body.score_threshold, group_by_document=body.group_by_document,
             mode=body.mode))
-        return _json(response.to_dict())
+        payload = response.to_dict()
+        # The point id, as the LangChain adapter's Document.id: an HTTP client could not name
+        # the chunk it got.
+        payload["results"] = [{"id": point_id(r["doc_id"], r["chunk_no"]), **r}
+                              for r in payload["results"]]
+        return _json(payload)
 
     @app.post("/cluster", dependencies=auth, response_model=ClusterResponse,
               responses=fails(*with_body, *encoding, 409))
@@ -359,8 +403,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
               responses=fails(*with_body, 404, 409, 422, 429, 503,
                               meaning={429: errors.BUSY_DATABASE}) | {202: {"headers": {
                   "Location": {"description": "the job's URL", "schema": {"type": "string"}}}}})
-    def submit_job(body: JobBody, facet: FacetDep,
-                   _: Annotated[NoQuery, Query()]) -> Response:
+    def submit_job(body: JobBody, facet: FacetDep) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
         _check_model(facet, body.embedder, "embedder")
         job = facet.submit_index(body.source, body.collection, IndexOptions(
@@ -374,6 +417,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
              responses=fails(*facade, 400, 404))
     def list_jobs(facet: FacetDep, query: Annotated[JobListQuery, Query()]) -> Response:
         """Recent jobs, newest first (of one collection when named)."""
+        if not 1 <= query.limit <= MAX_JOBS_LISTED:  # the facade's check, naming the parameter
+            return errors.error_response(400, f"limit must be from 1 to {MAX_JOBS_LISTED}, got "
+                                         f"{query.limit}", "invalid_request_error", param="limit")
         return _json([asdict(j) for j in facet.jobs(query.collection, query.limit)])
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
