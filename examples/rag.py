@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from app.commands.demo import SAMPLE_FILE
 from app.core import Facet
+from app.errors import FacetError
 from app.integrations.langchain import FacetRetriever
 from app.settings import FacetSettings
 
@@ -87,15 +89,22 @@ def main() -> None:
                         help="the longest answer SmolLM2 writes, in tokens")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    try:
+        run(args)
+    except FacetError as e:  # a bad --k, a data folder another process holds: one line
+        sys.exit(f"error: {e}")
 
+
+def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="facet-rag-") as tmp, \
             Facet.open(FacetSettings(data_dir=args.data_dir or Path(tmp))) as facet:
+        # Before indexing: a bad setting (--k 0) is refused at once.
+        retriever = FacetRetriever(collection=COLLECTION, instruction=args.instruction, k=args.k,
+                                   facet=facet)
         started = time.perf_counter()
         report = facet.index(SAMPLE_FILE, COLLECTION)
         print(f"indexed {report.docs_indexed + report.docs_skipped} messages into "
               f"{COLLECTION!r} ({time.perf_counter() - started:.1f}s)")
-        retriever = FacetRetriever(collection=COLLECTION, instruction=args.instruction, k=args.k,
-                                   facet=facet)
         llm = SmolLM(max_new_tokens=args.max_new_tokens)
         chain = ({"context": retriever | format_docs, "question": RunnablePassthrough()}
                  | PROMPT | RunnableLambda(llm))

@@ -3,8 +3,11 @@
 
 Both call the application core in process (``app.core.Facet``); by default the process-wide
 ``Facet.shared()`` over the ``FACET_*`` settings, so models load once and one process owns
-the store. Pass ``facet=`` to use another. Needs the ``langchain`` extra (``langchain-core``
-1.7.x)::
+the store. Pass ``facet=`` to use another. ``FacetRetriever(base_url=...)`` instead sends
+each search to a running ``facet serve`` (``POST /search``): a process other than the one
+owning the data folder retrieves without loading a model (a facade on a folder the server
+holds is refused with ``ConflictError``). Needs the ``langchain`` extra (``langchain-core``
+1.7.x, which brings httpx)::
 
     from app.integrations.langchain import FacetRetriever
 
@@ -13,15 +16,23 @@ the store. Pass ``facet=`` to use another. Needs the ``langchain`` extra (``lang
     docs = retriever.invoke("card not working", k=2,             # or per call
                             instruction="Find messages about the card's status")
     docs[0].metadata["score"], docs[0].metadata["doc_id"]
+    remote = FacetRetriever(collection="notes", base_url="http://127.0.0.1:8000", api_key=None)
 
 Async (``ainvoke``, ``aembed_*``) runs the same calls in a worker thread: the model work is on
-the facade's encoder either way.
+the facade's encoder either way; over HTTP ``ainvoke`` awaits httpx's async client.
+
+A search's ``note`` (a filter key no document holds: "no document has a field 'intnet'", term
+vectors of an older definition) is logged as a warning on this module's logger, once per call,
+and put in each returned document's metadata as ``note``: a misspelt filter otherwise gave
+the chain an empty context and nothing said why.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -32,12 +43,25 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from app.core import Facet
-from app.errors import InvalidRequestError
-from app.services.search import MAX_TOP_K, SearchMode, SearchRequest, SearchResult
+from app.errors import (
+    BusyError,
+    ConflictError,
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    NotFoundError,
+    TooLargeError,
+    UnavailableError,
+    UnknownModelError,
+)
+from app.services.search import MAX_TOP_K, SearchMode, SearchRequest, SearchResult, check_filters
 from app.text import check_texts
 from embedders.contract import Role
-from indexer.store import point_id
+
+if TYPE_CHECKING:  # imported when a facade is used: an HTTP-mode retriever never needs one
+    from app.core import Facet
+
+logger = logging.getLogger(__name__)
 
 _CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth", "mode",
                  "group_by_document")
@@ -54,10 +78,15 @@ def _unknown(names: list[str], where: str, known: tuple[str, ...]) -> InvalidReq
 
 
 def _facet(facet: Facet | None) -> Facet:
-    return facet if facet is not None else Facet.shared()
+    if facet is not None:
+        return facet
+    from app.core import Facet
+
+    return Facet.shared()
 
 
-def to_document(result: SearchResult, collection: str, mode: str | None = None) -> Document:
+def to_document(result: SearchResult, collection: str, mode: str | None = None,
+                note: str | None = None) -> Document:
     """A search result as a LangChain ``Document``.
 
     ``page_content`` is the chunk text; ``metadata`` holds the document's own metadata
@@ -67,16 +96,38 @@ def to_document(result: SearchResult, collection: str, mode: str | None = None) 
     ``rerank_score``, ``more_chunks`` (grouped by document: its other matching chunks),
     ``collection`` and ``mode`` (the search mode that ran, which says what kind of score
     ``score`` is: a fused score of 0.03 is a good hybrid hit, a cosine of 0.03 is not); on a
-    clash the Facet field wins. ``id`` is the Qdrant point id.
+    clash the Facet field wins. ``id`` is the Qdrant point id. ``note``: the search's note
+    (``SearchResponse.note``), set only when it has one.
     """
-    metadata: dict[str, Any] = dict(result.metadata)
-    metadata.update(doc_id=result.doc_id, source=result.source, title=result.title,
-                    chunk_no=result.chunk_no, start=result.start, end=result.end,
-                    score=result.score, vector_score=result.vector_score,
-                    rerank_score=result.rerank_score, more_chunks=list(result.more_chunks),
-                    collection=collection, mode=mode)
-    return Document(page_content=result.text, metadata=metadata,
-                    id=point_id(result.doc_id, result.chunk_no))
+    from indexer.store import point_id
+
+    fields = {f: getattr(result, f) for f in _RESULT_FIELDS} | {"metadata": result.metadata}
+    return _document(fields, result.text, collection, mode, note,
+                     point_id(result.doc_id, result.chunk_no))
+
+
+# A result's fields a Document's metadata carries, as SearchResult and /search's JSON name them.
+_RESULT_FIELDS = ("doc_id", "source", "title", "chunk_no", "start", "end", "score",
+                  "vector_score", "rerank_score", "more_chunks")
+
+
+def _document(result: Mapping[str, Any], text: str, collection: str, mode: str | None,
+              note: str | None, id: str | None) -> Document:
+    """``to_document``'s Document from a result's fields, in process or from /search's JSON."""
+    metadata: dict[str, Any] = dict(result.get("metadata") or {})
+    metadata.update({f: result.get(f) for f in _RESULT_FIELDS},
+                    more_chunks=list(result.get("more_chunks") or ()), collection=collection,
+                    mode=mode)
+    if note:
+        metadata["note"] = note
+    return Document(page_content=text, metadata=metadata, id=id)
+
+
+def _noted(docs: list[Document], note: str | None, collection: str, query: str) -> list[Document]:
+    """The documents, the search's note logged (see the module's docstring)."""
+    if note:
+        logger.warning("FacetRetriever search of %r for %r: %s", collection, query[:80], note)
+    return docs
 
 
 class FacetRetriever(BaseRetriever):
@@ -104,6 +155,22 @@ class FacetRetriever(BaseRetriever):
         group_by_document: one chunk per document (its best; the others' numbers in the
             metadata's ``more_chunks``), so ``k`` distinct documents reach the chain.
         facet: the application core to use (default ``Facet.shared()``).
+        base_url: a running ``facet serve`` to send the searches to (``POST /search``), e.g.
+            ``http://127.0.0.1:8000`` (a trailing ``/v1``, the OpenAI clients' base URL, is
+            dropped); None (the default) searches in process. Not with ``facet``.
+        api_key: the server's ``FACET_API_KEY``, sent as ``Authorization: Bearer``; None sends
+            none.
+        timeout: seconds to wait for the server's answer (HTTP mode).
+
+    Over HTTP the same options reach the same search and the documents carry the same
+    metadata (``id``: the point id the server returns, None where it returns none); the
+    server's error is raised as the class the in-process search raises (400
+    ``InvalidRequestError``, 404 ``NotFoundError``, 409 ``ConflictError``...), its message
+    followed by the status, the URL and the field at fault, and a server down or silent as
+    ``UnavailableError`` naming the URL.
+
+    A setting the retriever refuses (``k=0``) raises ``InvalidRequestError`` worded as the
+    per-call option's refusal, not pydantic's ``ValidationError``.
     """
 
     # A misspelt setting (``filters=``, ``top_k=``) is refused, not ignored: ignored, the
@@ -120,7 +187,26 @@ class FacetRetriever(BaseRetriever):
     rerank_depth: int | None = None
     mode: SearchMode = "auto"
     group_by_document: bool = False
-    facet: Facet | None = Field(default=None, exclude=True, repr=False)
+    # Any: a Facet, typed loosely so that HTTP mode never imports the core (app.core).
+    facet: Any = Field(default=None, exclude=True, repr=False)
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, exclude=True, repr=False)
+    timeout: float = Field(default=60.0, gt=0)
+
+    def __init__(self, **data: Any) -> None:
+        """A bad setting is a ``FacetError`` as a bad per-call option is (``k=0`` raised
+        pydantic's ValidationError here and ``InvalidRequestError`` from ``invoke``)."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise _refusal(e) from None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> FacetRetriever:
+        if self.base_url is not None and self.facet is not None:
+            raise InvalidRequestError("FacetRetriever takes facet= (search in process) or "
+                                      "base_url= (search on a running facet serve), not both")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -134,6 +220,11 @@ class FacetRetriever(BaseRetriever):
         return data
 
     def _request(self, query: str, options: dict[str, Any]) -> SearchRequest:
+        return SearchRequest(query=query, collection=self.collection, embedder=self.embedder,
+                             **self._options(options))
+
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The search's settings (``SearchRequest``'s names): this call's, else the retriever's."""
         unknown = sorted(set(options) - set(_CALL_OPTIONS))
         if unknown:  # a FacetError, as a bad value of a known option is
             raise _unknown(unknown, "option(s)", _CALL_OPTIONS)
@@ -147,25 +238,129 @@ class FacetRetriever(BaseRetriever):
             # The facade checks filters itself, with messages naming the field and value.
             return options[name] if name == "filter" else _call_option(name, options[name])
 
-        return SearchRequest(query=query, collection=self.collection,
-                             instruction=pick("instruction"), top_k=pick("k"),
-                             filters=pick("filter") or {}, rerank=pick("rerank"),
-                             rerank_depth=pick("rerank_depth"), embedder=self.embedder,
-                             score_threshold=pick("score_threshold"), mode=pick("mode"),
-                             group_by_document=pick("group_by_document"))
+        return dict(instruction=pick("instruction"), top_k=pick("k"),
+                    filters=pick("filter") or {}, rerank=pick("rerank"),
+                    rerank_depth=pick("rerank_depth"), score_threshold=pick("score_threshold"),
+                    mode=pick("mode"), group_by_document=pick("group_by_document"))
 
     def _search(self, query: str, options: dict[str, Any]) -> list[Document]:
         response = _facet(self.facet).search(self._request(query, options))
-        return [to_document(r, self.collection, response.mode) for r in response.results]
+        docs = [to_document(r, self.collection, response.mode, response.note)
+                for r in response.results]
+        return _noted(docs, response.note, self.collection, query)
+
+    # ----------------------------------------------------------------- HTTP mode
+
+    def _root(self) -> str:
+        root = (self.base_url or "").rstrip("/")
+        return root[:-len("/v1")] if root.endswith("/v1") else root
+
+    def _http_request(self, query: str, options: dict[str, Any]) -> dict[str, Any]:
+        """The ``POST /search`` call: url, body and headers (``httpx``'s keywords)."""
+        if not isinstance(query, str):  # the facade's words: the body's would be the API's
+            raise InvalidRequestError(f"the query must be a string, got "
+                                      f"{type(query).__name__} {query!r:.80}")
+        settings = self._options(options)
+        check_filters(settings["filters"])  # the facade's messages, and JSON-ready values
+        body = {"query": query, "collection": self.collection, "embedder": self.embedder,
+                "k": settings.pop("top_k"), **settings}
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return {"url": f"{self._root()}/search", "json": body, "headers": headers}
+
+    def _http_documents(self, query: str, url: str, response: Any) -> list[Document]:
+        if response.status_code != 200:
+            raise _http_error(response, url)
+        answer = response.json()
+        note = answer.get("note")
+        docs = [_document(r, r["text"], self.collection, answer.get("mode"), note, r.get("id"))
+                for r in answer.get("results", [])]
+        return _noted(docs, note, self.collection, query)
+
+    def _http_search(self, query: str, options: dict[str, Any]) -> list[Document]:
+        import httpx
+
+        call = self._http_request(query, options)
+        try:
+            with httpx.Client(timeout=self.timeout) as client:
+                response = client.post(**call)
+        except httpx.TransportError as e:
+            raise _unreachable(call["url"], self.timeout, e) from None
+        return self._http_documents(query, call["url"], response)
+
+    async def _ahttp_search(self, query: str, options: dict[str, Any]) -> list[Document]:
+        import httpx
+
+        call = self._http_request(query, options)
+        try:  # a client per call: an AsyncClient is bound to the event loop it first ran on
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
+                response = await client.post(**call)
+        except httpx.TransportError as e:
+            raise _unreachable(call["url"], self.timeout, e) from None
+        return self._http_documents(query, call["url"], response)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[Document]:
+        if self.base_url is not None:
+            return self._http_search(query, kwargs)
         return self._search(query, kwargs)
 
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
+        if self.base_url is not None:
+            return await self._ahttp_search(query, kwargs)
         return await asyncio.to_thread(self._search, query, kwargs)
+
+
+# An API error's status (and code) -> the domain error the in-process search raises for it: the
+# inverse of ``app.api.errors.STATUS``.
+_HTTP_ERRORS: dict[tuple[int, str | None], type[FacetError]] = {
+    (404, "model_not_found"): UnknownModelError, (413, None): TooLargeError,
+    (400, None): InvalidRequestError, (401, None): InvalidRequestError,
+    (404, None): NotFoundError, (422, None): DataError, (409, None): ConflictError,
+    (429, None): BusyError, (503, None): UnavailableError,
+}
+
+
+def _http_error(response: Any, url: str) -> FacetError:
+    """The domain error for an error answer of the API (``{"error": {"message", "type",
+    "param", "code"}}``): its message, then the status, the URL and the field at fault."""
+    try:
+        error = response.json()["error"]
+        message, param, code = str(error["message"]), error.get("param"), error.get("code")
+    except (ValueError, KeyError, TypeError):  # not Facet's body (a proxy's page...)
+        message, param, code = (response.text.strip()[:200] or response.reason_phrase), None, None
+    status = response.status_code
+    cls = _HTTP_ERRORS.get((status, code)) or _HTTP_ERRORS.get((status, None), FacetError)
+    where = f" (HTTP {status} from {url}{f'; param {param}' if param else ''})"
+    if status == 401:
+        where += "; pass the server's key as FacetRetriever(api_key=...)"
+    if cls is BusyError:
+        retry = response.headers.get("retry-after", "")
+        return BusyError(message + where, float(retry) if retry.isdigit() else 1.0)
+    return cls(message + where)
+
+
+def _unreachable(url: str, timeout: float, error: Exception) -> UnavailableError:
+    import httpx
+
+    what = (f"did not answer within {timeout:g} s (FacetRetriever(timeout=...))"
+            if isinstance(error, httpx.TimeoutException) else
+            f"could not be reached ({type(error).__name__}: {error})")
+    return UnavailableError(f"no Facet server answered at {url}: it {what}; start one with "
+                            "`facet serve` (FACET_DATA_DIR its data folder, --port its port) "
+                            "or check base_url")
+
+
+def _refusal(error: ValidationError) -> InvalidRequestError:
+    """A setting's ValidationError worded as ``_call_option`` words a bad option's refusal
+    ("FacetRetriever option k=0: Input should be greater than or equal to 1")."""
+    first = error.errors()[0]
+    name = ".".join(str(p) for p in first["loc"]) or "?"
+    what = "option" if name in _CALL_OPTIONS else "setting"
+    if first["type"] == "missing":
+        return InvalidRequestError(f"FacetRetriever setting {name} is required")
+    return InvalidRequestError(f"FacetRetriever {what} {name}={first['input']!r}: {first['msg']}")
 
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}
@@ -208,7 +403,7 @@ class FacetEmbeddings(BaseModel, Embeddings):
     model: str | None = None
     query_instruction: str | None = None
     document_instruction: str | None = None
-    facet: Facet | None = Field(default=None, exclude=True, repr=False)
+    facet: Any = Field(default=None, exclude=True, repr=False)  # a Facet (``FacetRetriever``'s)
 
     def with_instruction(self, query_instruction: str | None = _KEEP,
                          document_instruction: str | None = _KEEP) -> FacetEmbeddings:

@@ -1,0 +1,255 @@
+"""FacetRetriever over HTTP (``base_url=``) against a real ``facet serve`` subprocess: the same
+documents as in process, the API's errors as the domain errors, a server down named; the
+search's note surfaced (both modes); a bad setting a FacetError; the examples' one-line exits.
+
+The server owns a small collection's data folder; the in-process facade the results are
+compared with owns a copy of it (one process per folder)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from app.commands.demo import SAMPLE_FILE
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.errors import FacetError, InvalidRequestError, NotFoundError, UnavailableError
+from app.integrations.langchain import FacetRetriever, to_document
+from app.services.search import SearchRequest
+from app.settings import FacetSettings
+
+ROOT = Path(__file__).resolve().parents[3]
+COLLECTION = "bank"
+INTENT = "Find messages with the same customer intent"
+KEY = "test-key"
+QUERY = "my card payment was declined"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(minilm, tmp_path_factory) -> Iterator[tuple[str, Facet]]:
+    """(the server's URL, an in-process facade over a copy of its data folder)."""
+    base = tmp_path_factory.mktemp("lchttp")
+    sample = base / "bank.jsonl"
+    with SAMPLE_FILE.open(encoding="utf-8") as f:  # 2 messages of every 4th intent: 78
+        sample.write_text("".join(line for i, line in enumerate(f) if i % 8 < 2), encoding="utf-8")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    with Facet.for_serving(FacetSettings(data_dir=base / "served"), embedders=cache) as facet:
+        facet.index(sample, COLLECTION)
+    shutil.copytree(base / "served", base / "local")
+    port = free_port()
+    env = dict(os.environ, FACET_DATA_DIR=str(base / "served"), FACET_API_KEY=KEY,
+               FACET_UI_MOUNT="false", FACET_DEFAULT_EMBEDDER="minilm")
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port),
+                             "--log-level", "warning"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    local = Facet.for_serving(FacetSettings(data_dir=base / "local"), embedders=cache)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"facet serve exited with {proc.returncode}: "
+                            f"{proc.stdout.read() if proc.stdout else ''}")
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "facet serve did not start within 120 s"
+            time.sleep(0.2)
+        yield url, local
+    finally:
+        local.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def both(served: tuple[str, Facet], **settings: Any) -> tuple[FacetRetriever, FacetRetriever]:
+    """The same retriever over HTTP and in process."""
+    url, facet = served
+    return (FacetRetriever(collection=COLLECTION, base_url=url, api_key=KEY, **settings),
+            FacetRetriever(collection=COLLECTION, facet=facet, **settings))
+
+
+def assert_same(remote: list, local: list) -> None:
+    """Same texts, doc ids, scores (1e-4) and metadata keys and values."""
+    assert remote and len(remote) == len(local)
+    assert [d.page_content for d in remote] == [d.page_content for d in local]
+    for r, lo in zip(remote, local, strict=True):
+        assert set(r.metadata) == set(lo.metadata)
+        for key, value in lo.metadata.items():
+            if isinstance(value, float):
+                assert r.metadata[key] == pytest.approx(value, abs=1e-4), key
+            else:
+                assert r.metadata[key] == value, key
+
+
+def test_http_documents_equal_the_in_process_ones(served) -> None:
+    """Same query and settings, same documents: texts, doc ids, scores, every metadata key
+    (payload fields, mode, more_chunks...), and the point ``id`` the server sends."""
+    for settings in ({}, {"instruction": INTENT, "k": 5}, {"mode": "lexical", "k": 3},
+                     {"group_by_document": True, "k": 6, "mode": "dense"},
+                     {"filter": {"intent": "declined_card_payment"}, "k": 2},
+                     {"rerank": "minilm", "k": 2, "instruction": INTENT}):
+        remote, local = both(served, **settings)
+        docs, here = remote.invoke(QUERY), local.invoke(QUERY)
+        assert_same(docs, here)
+        assert [d.id for d in docs] == [d.id for d in here] and all(d.id for d in docs)
+    assert {d.metadata["mode"] for d in docs} == {"dense"}
+    assert all(d.metadata["rerank_score"] is not None for d in docs)
+
+
+async def test_per_call_options_and_ainvoke_over_http(served) -> None:
+    remote, local = both(served, instruction=INTENT, k=5)
+    calls: list[dict[str, Any]] = [
+        {"k": 2, "instruction": "Find messages about exchange rates"},
+        {"filter": {"intent": ["declined_card_payment", "card_arrival"]}, "k": "3"},
+        {"instruction": None, "mode": "hybrid"},
+        {"score_threshold": local.invoke(QUERY)[1].metadata["score"]},
+        {"group_by_document": "true", "mode": None, "k": None},
+    ]
+    for options in calls:
+        docs = remote.invoke(QUERY, **options)
+        assert_same(docs, local.invoke(QUERY, **options))
+        assert_same(await remote.ainvoke(QUERY, **options), docs)
+    assert len(remote.invoke(QUERY, k=2)) == 2
+    many = await remote.abatch([QUERY, "exchange rate", "top up failed"])
+    assert [len(d) for d in many] == [5, 5, 5]
+    # A bad per-call value: the same refusal in both modes, before anything is sent.
+    for bad in ({"k": 0}, {"top_k": 3}, {"filter": [("intent", "x")]}):
+        with pytest.raises(InvalidRequestError) as want:
+            local.invoke(QUERY, **bad)
+        with pytest.raises(InvalidRequestError, match=f"^{re.escape(str(want.value))}$"):
+            remote.invoke(QUERY, **bad)
+
+
+async def test_api_errors_are_the_domain_errors_in_process_search_raises(served) -> None:
+    url, facet = served
+    missing = FacetRetriever(collection="nope", base_url=url, api_key=KEY)
+    with pytest.raises(NotFoundError) as local:
+        FacetRetriever(collection="nope", facet=facet).invoke(QUERY)
+    with pytest.raises(NotFoundError, match=f"nope.*HTTP 404 from {url}/search") as remote:
+        missing.invoke(QUERY)
+    assert str(local.value) in str(remote.value)  # the server's message, then where it came from
+    with pytest.raises(NotFoundError, match="HTTP 404"):
+        await missing.ainvoke(QUERY)
+    # The server's own 400 (its body validation): InvalidRequestError naming the field.
+    with pytest.raises(InvalidRequestError, match=r"rerank_depth.*HTTP 400 .*param rerank_depth"):
+        FacetRetriever(collection=COLLECTION, base_url=url, api_key=KEY, rerank="minilm",
+                       rerank_depth=0).invoke(QUERY)
+    with pytest.raises(InvalidRequestError, match=r"API key.*HTTP 401.*api_key=") as nokey:
+        FacetRetriever(collection=COLLECTION, base_url=url).invoke(QUERY)
+    assert isinstance(nokey.value, FacetError)
+    # OpenAI clients' base URL works too: /v1 is dropped.
+    assert FacetRetriever(collection=COLLECTION, base_url=f"{url}/v1/", api_key=KEY).invoke(QUERY)
+    with pytest.raises(InvalidRequestError, match="not both"):
+        FacetRetriever(collection=COLLECTION, base_url=url, facet=facet)
+
+
+async def test_a_server_down_is_named_quickly() -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    retriever = FacetRetriever(collection=COLLECTION, base_url=url)
+    started = time.monotonic()
+    with pytest.raises(UnavailableError, match=rf"no Facet server answered at {url}/search.*facet serve"):
+        retriever.invoke(QUERY)
+    with pytest.raises(UnavailableError, match=rf"{url}/search.*facet serve"):
+        await retriever.ainvoke(QUERY)
+    assert time.monotonic() - started < 5
+
+
+def test_the_search_note_is_logged_and_in_the_metadata(served, caplog) -> None:
+    """A misspelt filter key found nothing, and the chain got an empty context with no word of
+    why: the search's note ("no document has a field 'intnet'") was dropped."""
+    url, facet = served
+    for where in ({"facet": facet}, {"base_url": url, "api_key": KEY}):  # in process first
+        retriever = FacetRetriever(collection=COLLECTION, filter={"intnet": "x"}, **where)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="app.integrations.langchain"):
+            assert retriever.invoke(QUERY) == []
+        notes = [r.getMessage() for r in caplog.records if r.name == "app.integrations.langchain"]
+        assert len(notes) == 1 and "no document has a field 'intnet'" in notes[0], notes
+    # With results, each document carries the note (its metadata's "note"); none without one.
+    response = facet.search(SearchRequest(QUERY, COLLECTION, top_k=1))
+    doc = to_document(response.results[0], COLLECTION, response.mode, "older term vectors")
+    assert doc.metadata["note"] == "older term vectors"
+    assert "note" not in both(served, k=1)[0].invoke(QUERY)[0].metadata
+
+
+def test_a_bad_setting_is_an_invalid_request_worded_as_the_per_call_one(served) -> None:
+    """``FacetRetriever(k=0)`` raised pydantic's ValidationError, ``invoke(q, k=0)``
+    InvalidRequestError."""
+    retriever = FacetRetriever(collection=COLLECTION, facet=served[1])
+    for name, value in (("k", 0), ("mode", "fast"), ("group_by_document", "maybe")):
+        with pytest.raises(InvalidRequestError) as per_call:
+            retriever.invoke(QUERY, **{name: value})
+        with pytest.raises(InvalidRequestError) as setting:
+            FacetRetriever(collection=COLLECTION, facet=served[1], **{name: value})
+        assert str(setting.value) == str(per_call.value)
+    assert str(setting.value).startswith("FacetRetriever option group_by_document='maybe': ")
+    with pytest.raises(InvalidRequestError, match="setting collection is required"):
+        FacetRetriever(k=2)  # type: ignore[call-arg]
+    with pytest.raises(InvalidRequestError, match=r"setting timeout=0: .*greater than 0"):
+        FacetRetriever(collection=COLLECTION, base_url="http://x", timeout=0)
+
+
+def test_an_http_retriever_loads_no_model_nor_the_core(served) -> None:
+    """A client process of a running server: no torch, no app.core, no embedder."""
+    code = (
+        "import sys\n"
+        "from app.integrations.langchain import FacetRetriever\n"
+        f"r = FacetRetriever(collection={COLLECTION!r}, base_url={served[0]!r}, api_key={KEY!r}, k=3)\n"
+        f"docs = r.invoke({QUERY!r})\n"
+        "print(len(docs), 'torch' in sys.modules, 'app.core' in sys.modules, "
+        "'transformers' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3", "False", "False", "False"]
+
+
+def run_example(name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / name), *args], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return result, time.monotonic() - started
+
+
+def test_openai_client_example_with_the_server_down_says_so_in_one_line() -> None:
+    """It ran ~70 s (two `facet embed` processes, the client's retries) into an
+    APIConnectionError traceback."""
+    url = f"http://127.0.0.1:{free_port()}"
+    result, took = run_example("openai_client.py", "--base-url", f"{url}/v1")
+    assert result.returncode != 0
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert len(lines) == 1 and url in lines[0] and "facet serve" in lines[0], lines
+    assert took < 20
+
+
+def test_rag_example_with_k_0_says_so_in_one_line(tmp_path) -> None:
+    result, took = run_example("rag.py", "--k", "0", "--data-dir", str(tmp_path / "data"))
+    assert result.returncode != 0
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert len(lines) == 1 and "k=0" in lines[0] and "Traceback" not in lines[0], lines
+    assert took < 30
