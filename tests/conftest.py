@@ -41,6 +41,7 @@ SLOW_FILES = (
     "tests/app/services/test_embedder_versions.py",
     "tests/app/test_defaults_and_explainers.py",
     "tests/app/api/test_openai_client.py",  # ~45 s: a uvicorn subprocess
+    "tests/app/integrations/test_langchain_http.py",  # ~60 s: a facet serve subprocess
     "tests/app/test_encoding.py",
     "tests/app/test_cluster_cmd.py",
     "tests/app/services/test_crash.py",
