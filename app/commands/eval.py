@@ -87,7 +87,8 @@ def eval_cmd(
     ] = "minilm,backbone-prompteol",
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="output folder; default results/<name>-<suite>"),
+        typer.Option("--out", "-o", help="output folder; default results/<name>-<suite>, with --task "
+                     "results/<name>-user-<hash of the --task list>"),
     ] = None,
     data_dir: Annotated[
         Path | None,
@@ -149,7 +150,7 @@ def eval_cmd(
     """Evaluate EMBEDDER on STS, retrieval, rerank, clustering, multi-view clustering and
     classification tasks, with baselines beside it; writes results.json and results.md."""
     from app.evaluation.cache import EmbeddingCache
-    from app.evaluation.runner import EvalRunner, markdown_table, prepare_report_dir, write_report
+    from app.evaluation.runner import USER_SUITE, EvalRunner, markdown_table, prepare_report_dir, write_report
     from app.evaluation.suites import (
         SUITES,
         SuiteOptions,
@@ -157,6 +158,7 @@ def eval_cmd(
         build_user_tasks,
         describe_tasks,
         resolve_task_names,
+        user_tasks_key,
     )
 
     if suite not in SUITES:
@@ -219,7 +221,12 @@ def eval_cmd(
     # ...and the report's folder, so that a file in its place or a folder that cannot be written
     # is found now, not after the whole run (its figures then lost to a traceback).
     safe = Path(embedder).name.replace(" ", "_") or "embedder"
-    out_dir = out or Path("results") / f"{safe}-{suite}"
+    # A --task run is not the suite's: results/<name>-quick was overwritten by every one of them.
+    ran = USER_SUITE if task and not tasks else suite
+    folder = f"{safe}-{suite}"
+    if user_tasks:  # named by what the tasks read, so runs on other data keep their reports
+        folder = f"{safe}-{'' if ran == USER_SUITE else suite + '-'}user-{user_tasks_key(user_tasks)}"
+    out_dir = out or Path("results") / folder
     created = prepare_report_dir(out_dir)
     cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))
 
@@ -238,15 +245,16 @@ def eval_cmd(
 
         assert isinstance(result, TaskResult)
         if result.error is not None:  # no score: say why on the line itself
-            typer.echo(f"{name} {result.task}: no {result.main_metric}: {result.error}", err=True)
+            typer.echo(f"{name} {result.shown}: no {result.main_metric}: {result.error}", err=True)
             return
         typer.echo(
-            f"{name} {result.task}: {result.main_metric} = {100 * result.main_score:.2f} ({result.seconds:.0f}s)",
+            f"{name} {result.shown}: {result.main_metric} = {100 * result.main_score:.2f} ({result.seconds:.0f}s)",
             err=True,
         )
 
     try:
-        report = runner.run(embedder, baseline_list, task_list, suite, on_result=show)
+        report = runner.run(embedder, baseline_list, task_list, ran, on_result=show)
+        report.user_tasks = [t.description for t in user_tasks]
     except BaseException:
         if created:  # an empty folder left by a run that failed or was stopped
             with contextlib.suppress(OSError):

@@ -45,11 +45,17 @@ class BeirData:
     """A retrieval set.
 
     ``corpus`` maps doc id -> (title, text); ``qrels`` query id -> {doc id: grade}.
+    ``skipped_judgements`` counts the qrels lines naming a query or document that does not
+    exist, ``dropped_queries`` the judged queries left with no judgement by that (the query
+    unknown, or none of its judged documents in the corpus): a report shows them, since the
+    scores rest on fewer queries than the qrels judge.
     """
 
     corpus: dict[str, tuple[str, str]]
     queries: dict[str, str]
     qrels: dict[str, dict[str, float]]
+    skipped_judgements: int = 0
+    dropped_queries: int = 0
 
 
 @dataclass
@@ -147,6 +153,9 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, required: bool = True) -> str:
+    if required and key not in obj:  # "must be a string, got None" hid an `id` written for `_id`
+        keys = ", ".join(str(k) for k in obj) or "none"
+        raise DataError(f"{path}, line {lineno}: no {key!r} field (its keys: {keys:.80})")
     value = obj.get(key)
     if value is None and not required:
         return ""
@@ -157,11 +166,14 @@ def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, requir
     return value
 
 
-def _float(value: str, what: str, path: Path, lineno: int) -> float:
+def _float(value: str, what: str, path: Path, lineno: int, header_hint: str = "") -> float:
+    """``value`` as a finite number; ``header_hint`` is added when line 1's is not a number
+    (a header row the format does not take)."""
     try:
         number = float(value)
     except ValueError as e:
-        raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a number") from e
+        hint = f" ({header_hint})" if lineno == 1 and header_hint else ""
+        raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a number{hint}") from e
     if not math.isfinite(number):  # nan, inf: a nan metric, and a bare NaN in results.json
         raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a finite number")
     return number
@@ -205,18 +217,27 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
                 if len(row) != 3:
                     raise DataError(
                         f"{p}, line {lineno}: expected 3 fields (sentence1,sentence2,score), "
-                        f"got {len(row)}; "
-                        "quote sentences that contain commas"
+                        f"got {len(row)}; " + _sts_separator_hint(row)
                     )
                 s1, s2, score = (c.strip() for c in row)  # both sentences alike (`"a" , b`)
                 if not s1 or not s2:
                     raise DataError(f"{p}, line {lineno}: empty sentence")
-                pairs.append(StsPair(s1, s2, _float(score, "score", p, lineno)))
+                pairs.append(StsPair(s1, s2, _float(score, "score", p, lineno, "a header line? remove it: "
+                                                    "the format has none")))
         except csv.Error as e:
             raise DataError(f"{p}, line {reader.line_num}: malformed csv: {e}") from e
     if not pairs:
         raise DataError(f"{p}: no sentence pairs found")
     return _check_pairs(pairs, p)
+
+
+def _sts_separator_hint(row: list[str]) -> str:
+    """Why a row did not split into three comma-separated fields: a file separated by tabs or
+    semicolons (a spreadsheet's "save as") read as one field, or a comma inside a sentence."""
+    for sep, name in (("\t", "tab"), (";", "semicolon")):
+        if len(row) < 3 and sum(field.count(sep) for field in row) >= 2:
+            return f"the line looks {name}-separated; the STS format is comma-separated (sentence1,sentence2,score)"
+    return "quote sentences that contain commas"
 
 
 def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
@@ -272,6 +293,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     if not root.is_dir():
         raise DataError(f"{root}: BEIR folder not found (expected corpus.jsonl, queries.jsonl, qrels/)")
     corpus: dict[str, tuple[str, str]] = {}
+    # An empty corpus or queries file was blamed on the qrels ("no usable relevance judgements").
     path = root / "corpus.jsonl"
     for lineno, obj in _jsonl(path):
         doc_id = _str_field(obj, "_id", path, lineno)
@@ -282,6 +304,8 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         if not title.strip() and not text.strip():
             raise DataError(f"{path}, line {lineno}: empty document (title and text are blank)")
         corpus[doc_id] = (title, text)
+    if not corpus:
+        raise DataError(f"{path}: no documents (the file is empty)")
     queries: dict[str, str] = {}
     path = root / "queries.jsonl"
     for lineno, obj in _jsonl(path):
@@ -292,9 +316,13 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         if not text.strip():
             raise DataError(f"{path}, line {lineno}: empty query (text is blank)")
         queries[query_id] = text
+    if not queries:
+        raise DataError(f"{path}: no queries (the file is empty)")
     qrels: dict[str, dict[str, float]] = {}
     path = root / "qrels" / f"{split}.tsv"
     unknown = 0
+    judged: set[str] = set()
+    first_judgement: tuple[str, str] | None = None
     first_line: dict[tuple[str, str], int] = {}  # (query, doc) -> the line that judged it
     with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
@@ -310,7 +338,9 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                     f"{path}, line {lineno}: expected 'query-id<TAB>corpus-id<TAB>score', got {len(fields)} field(s)"
                 )
             qid, did, grade = fields
-            score = _float(grade, "score", path, lineno)
+            score = _float(grade, "score", path, lineno, "a header line? name its first column query-id, or remove it")
+            judged.add(qid)
+            first_judgement = first_judgement or (qid, did)
             if (qid, did) in first_line:
                 raise DataError(
                     f"{path}, line {lineno}: duplicate judgement of query {qid!r} and document {did!r} "
@@ -321,14 +351,25 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 unknown += 1
                 continue
             qrels.setdefault(qid, {})[did] = score
+    dropped = len(judged) - len(qrels)
     if unknown:
         logger.warning(
-            "%s: %d judgement(s) name a query or document that does not exist; ignored",
+            "%s: %d judgement(s) name a query or document that does not exist; ignored%s",
             path,
             unknown,
+            f" ({dropped} of {len(judged)} judged queries left with none, left out)" if dropped and qrels else "",
         )
     if not qrels:
-        raise DataError(f"{path}: no usable relevance judgements")
+        if first_judgement is None:
+            raise DataError(f"{path}: no usable relevance judgements (the file holds none)")
+        # Say which ids were compared: a mismatch of id schemes (`q1` vs `1`) is then plain.
+        qid, did = first_judgement
+        raise DataError(
+            f"{path}: no usable relevance judgements: none of its {unknown} names both a query of "
+            f"queries.jsonl and a document of corpus.jsonl (the first names query {qid!r} and document "
+            f"{did!r}; queries.jsonl has ids such as {next(iter(queries))!r}, corpus.jsonl such as "
+            f"{next(iter(corpus))!r})"
+        )
     no_relevant = sorted(q for q, rel in qrels.items() if not any(grade > 0 for grade in rel.values()))
     if len(no_relevant) == len(qrels):
         raise DataError(f"{path}: no judgement above 0; every query would score 0 (no relevant document)")
@@ -341,7 +382,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
             len(qrels),
             no_relevant[0],
         )
-    return BeirData(corpus, {q: queries[q] for q in qrels}, qrels)
+    return BeirData(corpus, {q: queries[q] for q in qrels}, qrels, unknown, dropped)
 
 
 # -- clustering ------------------------------------------------------------------------

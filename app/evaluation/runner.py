@@ -48,22 +48,40 @@ class EmbedderRun:
         }
 
 
+# The suite of a report on ``--task`` data only (the built-in suites' sizes apply to none of it).
+USER_SUITE = "user"
+
+
 @dataclass
 class EvalReport:
-    """The evaluated embedder first, then its baselines."""
+    """The evaluated embedder first, then its baselines.
+
+    ``user_tasks``: what each ``--task`` read (``beir:/abs/path@test``), in the report's order.
+    """
 
     suite: str
     runs: list[EmbedderRun]
     settings: dict[str, Any] = field(default_factory=dict)
+    user_tasks: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "suite": self.suite,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "host": platform.node(),
             "settings": self.settings,
             "runs": [r.to_dict() for r in self.runs],
         }
+        if self.user_tasks:
+            out["user_tasks"] = self.user_tasks
+        return out
+
+    @property
+    def title(self) -> str:
+        """What was run, as results.md's title says it: "quick suite", "user tasks"."""
+        if self.suite == USER_SUITE:
+            return "user tasks"
+        return f"{self.suite} suite" + (" and user tasks" if self.user_tasks else "")
 
 
 class EvalRunner:
@@ -163,6 +181,7 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
     """
     names = [r.embedder for r in report.runs]
     rows: list[tuple[str, str]] = []  # (task, metric) in first-seen order
+    shown: dict[str, str] = {}  # task -> its row's label (with the sizes read, for user data)
     table: dict[tuple[str, str, str], float] = {}
     failures: list[str] = []
     failed: dict[tuple[str, str], int] = {}  # (embedder, task) -> its number in ``failures``
@@ -171,6 +190,8 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
             if res.error is not None:
                 failures.append(f"{run.embedder} on {res.task}: {res.error}")
                 failed[(run.embedder, res.task)] = len(failures)
+            if res.label and res.label != res.task:
+                shown.setdefault(res.task, res.label)
             metrics_ = list(res.scores) if details else [res.main_metric]
             for m in metrics_:
                 if m.endswith("_std"):
@@ -183,11 +204,12 @@ def markdown_table(report: EvalReport, *, details: bool = True) -> str:
     lines = [header, sep]
     main = {(res.task, res.main_metric) for run in report.runs for res in run.results}
     for task, m in rows:
-        shown = m.replace("|", "\\|")  # a pipe would end the markdown cell
-        label = f"**{shown}**" if (task, m) in main else shown
+        metric = m.replace("|", "\\|")  # a pipe would end the markdown cell
+        label = f"**{metric}**" if (task, m) in main else metric
         cells = [f"failed [{failed[(n, task)]}]" if (n, task) in failed else _fmt(table.get((n, task, m)))
                  for n in names]
-        lines.append(f"| {task} | {label} | " + " | ".join(cells) + " |")
+        row = shown.get(task, task).replace("|", "\\|")
+        lines.append(f"| {row} | {label} | " + " | ".join(cells) + " |")
     if details:
         secs = " | ".join(f"{run.seconds:.0f}" for run in report.runs)
         lines.append(f"| *all* | seconds | {secs} |")
@@ -240,12 +262,12 @@ def write_report(report: EvalReport, out_dir: Path, command: str | None = None) 
     json_path = out_dir / "results.json"
     json_path.write_text(json.dumps(data, indent=2, sort_keys=False))
     md_path = out_dir / "results.md"
-    title = f"# facet eval: {report.runs[0].embedder} ({report.suite} suite)\n\n"
+    title = f"# facet eval: {report.runs[0].embedder} ({report.title})\n\n"
     cmd = f"Command: `{command}`\n\n" if command else ""
-    note = (
-        "Scores x 100. The main metric of each task is in bold. `cross_A_under_B` is view A's labels "
-        "clustered on embeddings made with view B's instruction; "
-        "`steer_gap` is matched minus crossed.\n\n"
-    )
-    md_path.write_text(title + cmd + note + markdown_table(report) + "\n")
+    read = "Data: " + ", ".join(f"`{t}`" for t in report.user_tasks) + "\n\n" if report.user_tasks else ""
+    note = "Scores x 100. The main metric of each task is in bold."
+    if any(res.kind == "multiview" for run in report.runs for res in run.results):  # its scores only
+        note += (" `cross_A_under_B` is view A's labels clustered on embeddings made with view B's instruction; "
+                 "`steer_gap` is matched minus crossed.")
+    md_path.write_text(title + cmd + read + note + "\n\n" + markdown_table(report) + "\n")
     return json_path, md_path

@@ -361,13 +361,29 @@ def _exists(path_text: str) -> bool:
     return bool(path_text.strip()) and Path(path_text.strip()).expanduser().exists()
 
 
+def _names_a_path(item: str) -> bool:
+    """Whether ``KIND:PATH[@SPLIT]`` names a path that exists (a SPLIT holds no comma: in
+    ``beir:my,set@test,sts:x.csv`` the folder ``my,set`` exists, ``test,sts:x.csv`` is no split)."""
+    kind, _, raw = item.partition(":")
+    if kind.strip().lower() not in USER_TASK_KINDS:
+        return False
+    head, at, split = raw.rpartition("@")
+    return _exists(raw) or (bool(at) and "," not in split and _exists(head))
+
+
 def _task_items(spec: str) -> list[str]:
-    """A ``--task`` value's ``KIND:PATH`` items: comma-separated, unless the whole value names
-    a path (with or without ``@SPLIT``) that holds a comma (such a folder could not be given)."""
-    _, sep, raw = spec.partition(":")
-    if sep and "," in raw and (_exists(raw) or ("@" in raw and _exists(raw.rpartition("@")[0]))):
-        return [spec]
-    return spec.split(",")
+    """A ``--task`` value's ``KIND:PATH`` items: comma-separated, except that commas inside a
+    path that exists do not split it (``beir:ds/my,set,sts:x.csv``: such a folder could not be
+    given; the longest run of parts naming a path is taken)."""
+    parts = spec.split(",")
+    items: list[str] = []
+    start = 0
+    while start < len(parts):
+        end = next((j for j in range(len(parts), start + 1, -1) if _names_a_path(",".join(parts[start:j]))),
+                   start + 1)
+        items.append(",".join(parts[start:end]))
+        start = end
+    return items
 
 
 def build_user_tasks(
@@ -404,8 +420,12 @@ def build_user_tasks(
         kind = kind.strip().lower()
         if not sep or kind not in USER_TASK_KINDS or not raw.strip():
             raise InvalidRequestError(f"--task {item!r}: use KIND:PATH with KIND one of {', '.join(USER_TASK_KINDS)}")
-        path_text, _, given = (raw.strip(), "", "") if kind != "beir" or _exists(raw) else \
+        # Without an @ the path is the text as given: rpartition made it "" (the current folder,
+        # so `beir:nope` said ". has no corpus.jsonl" and `beir:test` read the current folder).
+        path_text, _, given = (raw.strip(), "", "") if kind != "beir" or _exists(raw) or "@" not in raw else \
             raw.strip().rpartition("@")
+        if not path_text.strip():
+            raise InvalidRequestError(f"--task {item!r}: give the folder before @{given.strip()}")
         path = Path(path_text.strip()).expanduser()
         _check_layout(item, kind, path)
         split = _beir_split(item, path, given.strip()) if kind == "beir" else ""
@@ -422,12 +442,26 @@ def build_user_tasks(
     # The name shows the split only where the user chose it; the task's info always records it.
     names = _unique_names([(kind, Path(os.path.abspath(path)), given) for kind, path, _, given in parsed])
     tasks: list[Task] = []
-    for name, (kind, path, split, _) in zip(names, parsed, strict=True):
+    for name, (kind, path, split, _), (_, where, _) in zip(names, parsed, read, strict=True):
+        task: Task
         if kind == "beir":
-            tasks.append(RetrievalTask(name, partial(loaders.load_beir, path, split), instruction=chosen,
-                                       doc_max_words=opts.doc_max_words or None, split=split, seed=SEED))
+            task = RetrievalTask(name, partial(loaders.load_beir, path, split), instruction=chosen,
+                                 doc_max_words=opts.doc_max_words or None, split=split, seed=SEED)
         elif kind == "sts":
-            tasks.append(StsTask(name, partial(loaders.load_sts_csv, path), seed=SEED))
+            task = StsTask(name, partial(loaders.load_sts_csv, path), seed=SEED)
         else:
-            tasks.append(ClusteringTask(name, partial(loaders.load_goalex, path), instruction=goal, seed=SEED))
+            task = ClusteringTask(name, partial(loaders.load_goalex, path), instruction=goal, seed=SEED)
+        task.description = f"{kind}:{where}" + (f"@{split}" if split else "")  # what it reads, in full
+        task.show_sizes = True
+        tasks.append(task)
     return tasks
+
+
+def user_tasks_key(tasks: list[Task]) -> str:
+    """Eight hex digits naming a list of ``--task`` tasks by what they read (absolute paths and
+    splits, in any order): the default report folder ``results/<name>-user-<key>``, so that runs
+    on different data do not overwrite each other, nor the built-in suites' reports."""
+    import hashlib
+
+    text = "\n".join(sorted(t.description for t in tasks))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]

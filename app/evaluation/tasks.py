@@ -38,6 +38,41 @@ DEFAULT_KMEANS_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 # rounding alone spreads the cosines of identical vectors by ~1e-7, and Spearman would rank
 # that noise (pairs of a sentence with itself scored -80.00).
 STS_CONSTANT_SPREAD = 1e-6
+# Fewer pairs or queries than this make a score that says little (a Spearman on 2 pairs is
+# +-100): such a task warns, and records the warning in its info.
+MIN_RELIABLE_ITEMS = 10
+
+
+def size_warnings(task: str, n: int, noun: str) -> list[str]:
+    """The warning (logged now, and kept for the task's info) when ``n`` items are too few for
+    a score that means much."""
+    if n >= MIN_RELIABLE_ITEMS:
+        return []
+    return _logged(task, [f"only {n} {noun}; a score on fewer than {MIN_RELIABLE_ITEMS} says little"])
+
+
+def _logged(task: str, warnings: list[str]) -> list[str]:
+    for text in warnings:
+        logger.warning("%s: %s", task, text)
+    return warnings
+
+
+def size_label(kind: str, info: dict[str, Any]) -> str:
+    """The sizes read, from a result's ``info``, as a report shows them beside a task over a
+    user's own data (``4 of 5 queries, 20 docs``): a figure on 2 pairs looks like any other.
+    Empty when the info lacks them (a task that failed early)."""
+    try:
+        if kind == "retrieval":
+            judged = info["queries"] + info.get("dropped_queries", 0)
+            queries = f"{info['queries']} of {judged}" if judged != info["queries"] else f"{info['queries']}"
+            return f"{queries} queries, {info['documents']} docs"
+        if kind == "sts":
+            return f"{info['pairs']} pairs"
+        if kind == "clustering":
+            return f"{info['texts']} texts, k={info['k']}"
+    except KeyError:
+        return ""
+    return ""
 
 
 class TaskFailedError(Exception):
@@ -76,6 +111,11 @@ class TaskResult:
     info: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+    label: str = ""  # the task as reports show it: its name, with sizes for user data; "" = the name
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.task
 
     @property
     def main_score(self) -> float:
@@ -217,6 +257,9 @@ class Task(ABC):
     def __init__(self, name: str, description: str = "") -> None:
         self.name = name
         self.description = description
+        # A report shows the sizes read beside the name (``TaskResult.label``): set for a
+        # user's own data, whose sizes nobody else fixed.
+        self.show_sizes = False
 
     def prepare(self) -> None:
         """Read and check the task's data now, before anything is encoded (otherwise the data
@@ -245,8 +288,9 @@ class Task(ABC):
                            getattr(ctx.embedder, "name", "the embedder"), self.name, error, self.main_metric)
         if not ctx.use_instructions:  # the report says what was used: no instruction
             info = _without_instructions(info)
+        sizes = size_label(self.kind, info) if self.show_sizes else ""
         return TaskResult(self.name, self.kind, self.main_metric, scores, info, time.perf_counter() - start,
-                          error)
+                          error, f"{self.name} ({sizes})" if sizes else self.name)
 
     @abstractmethod
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -284,6 +328,7 @@ class StsTask(Task):
         self.source, self.sample, self.seed = source, sample, seed
         self.instruction, self.role = instruction, role
         self._pairs: list[StsPair] | None = None
+        self.warnings: list[str] = []
 
     def prepare(self) -> None:
         self.pairs()
@@ -292,6 +337,7 @@ class StsTask(Task):
         if self._pairs is None:
             everything = self.source()
             self._pairs = [everything[i] for i in sample_indices(len(everything), self.sample, self.seed)]
+            self.warnings = size_warnings(self.name, len(self._pairs), "sentence pairs")
         return self._pairs
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -299,7 +345,9 @@ class StsTask(Task):
             TaskFailedError: a similarity is NaN or infinite, or all of them are equal up to
                 ``STS_CONSTANT_SPREAD`` (Spearman is then undefined)."""
         pairs = self.pairs()
-        info = {"pairs": len(pairs), "instruction": self.instruction}
+        info: dict[str, Any] = {"pairs": len(pairs), "instruction": self.instruction}
+        if self.warnings:
+            info["warnings"] = list(self.warnings)
         a = ctx.encode([p.sentence1 for p in pairs], role=self.role, instruction=self.instruction)
         b = ctx.encode([p.sentence2 for p in pairs], role=self.role, instruction=self.instruction)
         cosine = (a * b).sum(axis=1)  # rows are L2-normalised
@@ -381,6 +429,8 @@ class RetrievalTask(Task):
         self.ndcg_k, self.recall_k = ndcg_k, recall_k
         self.main_metric = f"ndcg@{ndcg_k}"
         self._data: RetrievalSet | None = None
+        self._skipped = (0, 0)  # the loader's skipped judgements and dropped queries
+        self.warnings: list[str] = []
 
     def prepare(self) -> None:
         self.data()
@@ -403,6 +453,8 @@ class RetrievalTask(Task):
             truncate_words(f"{beir.corpus[d][0]} {beir.corpus[d][1]}".strip(), self.doc_max_words) for d in doc_ids
         ]
         self._data = RetrievalSet(qids, [beir.queries[q] for q in qids], doc_ids, doc_texts, qrels)
+        self._skipped = (beir.skipped_judgements, beir.dropped_queries)
+        self.warnings = size_warnings(self.name, len(qids), "queries")
         return self._data
 
     def info(self) -> dict[str, Any]:
@@ -415,6 +467,14 @@ class RetrievalTask(Task):
         }
         if self.split is not None:
             info["split"] = self.split
+        # What the qrels judged but the scores leave out (the loader's warning said it only on stderr).
+        skipped, dropped = self._skipped
+        if skipped:
+            info["skipped_judgements"] = skipped
+        if dropped:
+            info["dropped_queries"] = dropped
+        if self.warnings:
+            info["warnings"] = list(self.warnings)
         # Judged, but with no grade above 0: each scores 0 and counts in the means (the loader warns).
         unanswerable = sum(1 for rel in d.qrels.values() if not any(grade > 0 for grade in rel.values()))
         if unanswerable:
@@ -569,6 +629,7 @@ class ClusteringTask(Task):
         self.kmeans_seeds, self.role = tuple(kmeans_seeds), role
         self._view: ClusteringView | None = None
         self._own_instruction: str | None = None
+        self.warnings: list[str] = []
 
     def prepare(self) -> None:
         self.view()
@@ -578,6 +639,12 @@ class ClusteringTask(Task):
         if self._view is None:
             self._view = _subsample_view(self.source(), self.sample, self.seed)
             self._own_instruction = self._view.instruction
+            n, k = len(self._view.texts), self._view.n_labels
+            self.warnings = size_warnings(self.name, n, "texts")
+            if k > n / 2:  # labels that are (nearly) the ids: any embedder scores near 100
+                self.warnings += _logged(self.name, [
+                    f"{k} distinct labels for {n} texts (more than half): with about one text per label "
+                    "the V-measure is near 100 for any embedder"])
         chosen = self.instruction  # set after the view was read (--instruction), it still applies
         self._view.instruction = self._own_instruction if isinstance(chosen, ViewInstruction) else chosen
         return self._view
@@ -591,6 +658,8 @@ class ClusteringTask(Task):
             "kmeans_seeds": list(self.kmeans_seeds),
             "instruction": view.instruction,
         }
+        if self.warnings:
+            info["warnings"] = list(self.warnings)
         check_finite(info, ("texts", view.texts, emb))  # k-means raised "Input X contains NaN"
         mean, std = kmeans_v_measure(emb, view.labels, self.kmeans_seeds)
         return {"v_measure": mean, "v_measure_std": std}, info

@@ -373,7 +373,7 @@ def test_a_task_with_no_score_is_reported_and_the_run_goes_on(tmp_path: Path, mo
                                       "--no-cache", "--no-progress", "--out", str(out)])
     # The figures are written; the exit code (4, unreadable data) says some are missing.
     assert result.exit_code == 4, result.output
-    assert "minilm sts:same.csv: no spearman: spearman is undefined" in result.output
+    assert "minilm sts:same.csv (3 pairs): no spearman: spearman is undefined" in result.output
     assert "1 task(s) have no score (minilm sts:same.csv)" in result.output
     run = json.loads((out / "results.json").read_text())["runs"][0]
     assert json.loads(run["identity"]) == {"fake": "minilm", "version": 0}  # no model was loaded

@@ -270,4 +270,4 @@ def test_eval_command_writes_the_report_and_exits_4_for_a_nan_embedder(
     assert run["results"][0]["error"] == (
         "the embedder returned NaN for 1 of 2 queries (the first: 'Smoking causes lung cancer.')"
     )
-    assert "| beir:mybeir | **ndcg@10** | failed [1] |" in (out / "results.md").read_text()
+    assert "| beir:mybeir (2 queries, 4 docs) | **ndcg@10** | failed [1] |" in (out / "results.md").read_text()
