@@ -529,6 +529,11 @@ class VectorStore(ABC):
         nothing is opened per collection (a server), so callers never release it for nothing."""
         return True
 
+    def check_free(self, collection: str) -> None:
+        """Raise ``StoreBusyError`` where another process holds ``collection`` (an embedded
+        store's folder lock), without opening it: a caller about to load a model for it learns
+        now what opening it would say. Nothing where collections are not locked per process."""
+
     def hold(self, collection: str) -> None:
         """Open an existing ``collection`` for this process now, before a write begins, so
         that another process holding it is found first (embedded stores; a no-op for a server).
@@ -1201,6 +1206,15 @@ class EdgeStore(VectorStore):
 
     def is_open(self, collection: str) -> bool:
         return collection in self._shards
+
+    def check_free(self, collection: str) -> None:
+        """The folder lock taken as opening the shard first takes it (waiting ``lock_wait_s``)
+        and let go at once, the shard not loaded: held no longer than a reader holds it now.
+        Nothing for a collection this process has open."""
+        if collection in self._shards:
+            return
+        self._lock(collection)
+        _LOCKS.release(self._lock_path(collection))
 
     def release(self, collection: str) -> None:
         """Close one collection's shard and let other processes open it (its folder lock is

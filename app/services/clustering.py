@@ -54,7 +54,14 @@ from app.encoding import (
 )
 from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError, as_domain_error
 from app.services.context import ServiceContext
-from app.services.search import SearchRequest, SearchService, check_filters, payload_filters, stored_vectors
+from app.services.search import (
+    SearchRequest,
+    SearchService,
+    check_filters,
+    payload_filters,
+    refuse_if_busy,
+    stored_vectors,
+)
 from app.text import check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import explain_clusters
@@ -776,6 +783,9 @@ class ClusterService:
         if not self.ctx.store.collection_exists(name):
             self.search_service.vector_names(name)  # says why as a search does: the known ones
             raise NotFoundError(f"collection {name!r} has nothing to cluster yet")
+        # Refused before ``_stored_vector``, whose registry brings torch's import (4 s on 2 cores)
+        # before the scroll met the lock of a collection another process holds.
+        refuse_if_busy(self.ctx.store, name)
         cap = self.ctx.settings.max_cluster_texts
         limit = min(request.limit or cap, cap)
         filters = payload_filters(request.filters)

@@ -492,6 +492,25 @@ def stored_vectors(store: VectorStore, collection: str, name: str, ids: Sequence
     return plain
 
 
+def refuse_if_busy(store: VectorStore, collection: str) -> None:
+    """Raise ``StoreBusyError`` now where another process holds ``collection``'s embedded folder
+    (a `facet serve`, another process's index job), before a model is loaded for it: a search
+    loaded the embedder and encoded the query (15-20 s, minutes for an LLM embedder) and only
+    then met the folder's lock, with the same refusal. The lock is taken as opening the shard
+    first takes it (waiting ``FACET_STORE_WAIT_S``) and let go at once, the shard not loaded:
+    a reader holds it no longer than before, so a writer starting during the load is not
+    refused for it. Nothing for a collection this process has open (a server's
+    own searches) or a store without folder locks (Qdrant's server; its local mode locks the
+    whole folder when it opens: ``VectorStore.check_free``); other store errors are left to the
+    search to say."""
+    try:
+        store.check_free(collection)
+    except StoreBusyError:
+        raise
+    except StoreError:  # a name no folder can have, a lock file of another user: said later
+        return
+
+
 def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any]:
     """The first ``head`` hits, then the first hit of each document not among them, until
     ``documents`` documents are covered (hits are best first)."""
@@ -778,6 +797,7 @@ class SearchService:
 
         query_vec: np.ndarray | None = None
         if mode != "lexical":
+            refuse_if_busy(self.store, request.collection)  # before the model loads, not after
             t0 = time.perf_counter()
             try:
                 if getattr(self.encoder, "embedders", None) is self.ctx.embedders and \
