@@ -16,10 +16,13 @@ import json
 import logging
 import secrets
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import asdict
-from typing import Annotated, Any, TypeVar
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, Security
@@ -86,19 +89,42 @@ _BEARER = HTTPBearer(
                 "but /health)")
 
 
-def _query_names(dependant: Dependant) -> frozenset[str]:
+def _query_names(dependant: Dependant) -> dict[str, bool]:
     """The query parameters a route declares: its own and its dependencies', a query model's
-    (``app.api.schemas._Query``) by its fields' names."""
-    names: set[str] = set()
+    (``app.api.schemas._Query``) by its fields' names; each with whether it takes a list."""
+    names: dict[str, bool] = {}
     for param in dependant.query_params:
         model = param.field_info.annotation
         if isinstance(model, type) and issubclass(model, BaseModel):
-            names.update(f.alias or name for name, f in model.model_fields.items())
+            names.update({f.alias or name: _takes_list(f.annotation)
+                          for name, f in model.model_fields.items()})
         else:
-            names.add(param.alias)
+            names[param.alias] = _takes_list(model)
     for sub in dependant.dependencies:
         names |= _query_names(sub)
-    return frozenset(names)
+    return names
+
+
+def _takes_list(annotation: Any) -> bool:
+    """A list-typed parameter (``list[str] | None``), which may be given more than once."""
+    if get_origin(annotation) in (Union, UnionType):
+        return any(_takes_list(a) for a in get_args(annotation))
+    origin = get_origin(annotation) or annotation
+    return (isinstance(origin, type) and issubclass(origin, (Sequence, AbstractSet))
+            and not issubclass(origin, (str, bytes)))
+
+
+class _RepeatedQuery(InvalidRequestError):
+    """A query parameter given more than once: the 400 names it (``param``)."""
+
+    def __init__(self, name: str, times: int) -> None:
+        super().__init__(f"query parameter {name!r} given {times} times; give it once")
+        self.param = name
+
+
+async def _repeated_query(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _RepeatedQuery)
+    return errors.error_response(400, str(exc), "invalid_request_error", exc.param)
 
 
 async def _known_query(request: Request) -> None:
@@ -110,12 +136,17 @@ async def _known_query(request: Request) -> None:
     if not isinstance(route, APIRoute):
         return
     allowed = _query_names(route.dependant)  # a few fields: microseconds, nothing to cache
-    unknown = [(name, value) for name, value in request.query_params.multi_items()
-               if name not in allowed]
+    given = request.query_params.multi_items()
+    unknown = [(name, value) for name, value in given if name not in allowed]
     if unknown:
         raise RequestValidationError([
             {"type": "extra_forbidden", "loc": ("query", name), "msg": "Extra inputs are not "
              "permitted", "input": value} for name, value in unknown])
+    # One value given twice: ``/jobs?collection=a&collection=b`` quietly used the last.
+    times = Counter(name for name, _ in given)
+    repeated = next((name for name, n in times.items() if n > 1 and not allowed[name]), None)
+    if repeated is not None:
+        raise _RepeatedQuery(repeated, times[repeated])
 
 
 def check_api_key(key: str | None) -> None:
@@ -271,6 +302,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                   description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "
                               "clustering and index jobs. See docs/api.md.")
     errors.install(app)
+    app.add_exception_handler(_RepeatedQuery, _repeated_query)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
     _openapi(app)

@@ -33,6 +33,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlsplit
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -41,7 +42,15 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from app.errors import (
     BusyError,
@@ -155,9 +164,10 @@ class FacetRetriever(BaseRetriever):
         group_by_document: one chunk per document (its best; the others' numbers in the
             metadata's ``more_chunks``), so ``k`` distinct documents reach the chain.
         facet: the application core to use (default ``Facet.shared()``).
-        base_url: a running ``facet serve`` to send the searches to (``POST /search``), e.g.
-            ``http://127.0.0.1:8000`` (a trailing ``/v1``, the OpenAI clients' base URL, is
-            dropped); None (the default) searches in process. Not with ``facet``.
+        base_url: a running ``facet serve`` to send the searches to (``POST /search``), its
+            http:// or https:// URL, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1``, the
+            OpenAI clients' base URL, is dropped); None (the default) searches in process. Not
+            with ``facet``.
         api_key: the server's ``FACET_API_KEY``, sent as ``Authorization: Bearer``; None sends
             none.
         timeout: seconds to wait for the server's answer (HTTP mode).
@@ -207,6 +217,19 @@ class FacetRetriever(BaseRetriever):
             raise InvalidRequestError("FacetRetriever takes facet= (search in process) or "
                                       "base_url= (search on a running facet serve), not both")
         return self
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        """An http(s) URL with a host: ``127.0.0.1:8000`` (no scheme) or ``ftp://x`` was taken
+        and each search then failed as "no Facet server answered" with the server running."""
+        if url is None or _is_http_url(url):
+            return url
+        # A host:port without a scheme is shown with one, else the server's default URL.
+        example = ("http://127.0.0.1:8000" if "://" in url or not _is_http_url(f"http://{url}")
+                   else f"http://{url}")
+        raise InvalidRequestError(f"FacetRetriever setting base_url={url!r}: give the server's "
+                                  f"URL with http:// or https://, e.g. {example}")
 
     @model_validator(mode="before")
     @classmethod
@@ -270,7 +293,10 @@ class FacetRetriever(BaseRetriever):
     def _http_documents(self, query: str, url: str, response: Any) -> list[Document]:
         if response.status_code != 200:
             raise _http_error(response, url)
-        answer = response.json()
+        try:
+            answer = response.json()
+        except ValueError:  # a 200 of another server (a web page): not Facet's JSON
+            raise FacetError(_not_facet(response, url, "JSON")) from None
         note = answer.get("note")
         docs = [_document(r, r["text"], self.collection, answer.get("mode"), note, r.get("id"))
                 for r in answer.get("results", [])]
@@ -324,21 +350,40 @@ _HTTP_ERRORS: dict[tuple[int, str | None], type[FacetError]] = {
 
 def _http_error(response: Any, url: str) -> FacetError:
     """The domain error for an error answer of the API (``{"error": {"message", "type",
-    "param", "code"}}``): its message, then the status, the URL and the field at fault."""
+    "param", "code"}}``): its message, then the status, the URL and the field at fault. An
+    answer without that body (another server at base_url, a proxy's page) says so in one line."""
+    status = response.status_code
     try:
         error = response.json()["error"]
         message, param, code = str(error["message"]), error.get("param"), error.get("code")
+        where = f" (HTTP {status} from {url}{f'; param {param}' if param else ''})"
     except (ValueError, KeyError, TypeError):  # not Facet's body (a proxy's page...)
-        message, param, code = (response.text.strip()[:200] or response.reason_phrase), None, None
-    status = response.status_code
+        # One line that says so: the message was the page's HTML, cut at 200 characters.
+        message, param, code, where = _not_facet(response, url, "JSON error body"), None, None, ""
     cls = _HTTP_ERRORS.get((status, code)) or _HTTP_ERRORS.get((status, None), FacetError)
-    where = f" (HTTP {status} from {url}{f'; param {param}' if param else ''})"
     if status == 401:
         where += "; pass the server's key as FacetRetriever(api_key=...)"
     if cls is BusyError:
         retry = response.headers.get("retry-after", "")
         return BusyError(message + where, float(retry) if retry.isdigit() else 1.0)
     return cls(message + where)
+
+
+def _is_http_url(url: str) -> bool:
+    """``url`` is http(s) with a host and, if it has one, a numeric port."""
+    try:
+        parts = urlsplit(url)
+        return (parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+                and (parts.port is None or parts.port >= 0))  # (reading a bad port raises)
+    except ValueError:
+        return False
+
+
+def _not_facet(response: Any, url: str, what: str) -> str:
+    """An answer of a server that is not Facet (``python -m http.server``, a proxy's page)."""
+    kind = response.headers.get("content-type", "").partition(";")[0].strip() or "no content type"
+    return (f"the server at {url} answered HTTP {response.status_code} without Facet's {what} "
+            f"({kind}): is base_url a facet serve?")
 
 
 def _unreachable(url: str, timeout: float, error: Exception) -> UnavailableError:

@@ -117,3 +117,38 @@ def test_rerank_depth_below_k_is_read_as_k_and_says_so(client) -> None:
     spec = client.get("/openapi.json").json()
     depth = spec["components"]["schemas"]["SearchBody"]["properties"]["rerank_depth"]
     assert "one below k is read as k" in depth["description"], depth
+
+
+@pytest.mark.parametrize(
+    ("url", "name", "times"),
+    [
+        (f"/jobs?collection={COLLECTION}&collection=big", "collection", 2),
+        ("/jobs?limit=1&limit=5&limit=9", "limit", 3),
+        (f"/jobs/1?collection={COLLECTION}&errors=1&errors=2", "errors", 2),
+    ],
+)
+def test_a_query_parameter_given_twice_is_refused(client, url, name, times) -> None:
+    """``/jobs?collection=bank&collection=big`` quietly listed big's jobs (the last value won)."""
+    r = client.get(url)
+    assert r.status_code == 400, r.text
+    assert r.json() == error_body(
+        f"query parameter {name!r} given {times} times; give it once", "invalid_request_error", name
+    )
+
+
+def test_a_list_query_parameter_may_repeat() -> None:
+    """Only a single-valued parameter is refused twice: a list-typed one is given once per item.
+    (No route of the API takes one yet: a small app with the same check.)"""
+    from fastapi import Depends, FastAPI, Query
+    from fastapi.testclient import TestClient
+
+    from app.api.server import _known_query
+
+    app = FastAPI(dependencies=[Depends(_known_query)])
+
+    @app.get("/tags")
+    def tags(tag: list[str] | None = Query(None), n: int = 1) -> dict:
+        return {"tag": tag, "n": n}
+
+    with TestClient(app) as c:
+        assert c.get("/tags?tag=a&tag=b&n=2").json() == {"tag": ["a", "b"], "n": 2}

@@ -1,0 +1,119 @@
+"""FacetRetriever's ``base_url``: one without http(s):// is refused when the retriever is made
+(it was taken, and each search then said no Facet server answered, with the server running),
+and a server at it that is not Facet (``python -m http.server``) is named as such in one line
+(the message was its HTML error page). A real ``http.server`` on a free port; no facet serve."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler
+
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from app.errors import FacetError, InvalidRequestError, NotFoundError
+from app.integrations.langchain import FacetRetriever
+
+EXAMPLE = "e.g. http://127.0.0.1:8000"
+
+
+@pytest.mark.parametrize(
+    ("url", "example"),
+    [
+        ("127.0.0.1:28801", "e.g. http://127.0.0.1:28801"),  # the scheme left out
+        ("localhost:8000", "e.g. http://localhost:8000"),
+        ("ftp://x", EXAMPLE),
+        ("http://", EXAMPLE),
+        ("http://127.0.0.1:abc", EXAMPLE),
+        ("", EXAMPLE),
+    ],
+)
+def test_a_base_url_without_http_is_refused_when_made(url, example) -> None:
+    with pytest.raises(InvalidRequestError) as refused:
+        FacetRetriever(collection="notes", base_url=url)
+    assert str(refused.value) == (
+        f"FacetRetriever setting base_url={url!r}: give the server's URL with http:// or https://, {example}"
+    )
+
+
+def test_http_and_https_urls_are_taken() -> None:
+    for url in ("http://127.0.0.1:8000", "https://facet.example.org/v1/", "HTTP://[::1]:8000"):
+        assert FacetRetriever(collection="notes", base_url=url).base_url == url
+
+
+class _Page(BaseHTTPRequestHandler):
+    """Answers a POST to /search 200 with a web page, any other 404 with one (a server that
+    is not Facet, e.g. a site)."""
+
+    def do_POST(self) -> None:
+        body = b"<html><body>hello</body></html>"
+        self.send_response(200 if self.path == "/search" else 404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), handler)  # port 0: a free one
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """``python -m http.server``'s handler: a POST is 501 with an HTML page."""
+    yield from _serve(_Quiet)
+
+
+@pytest.fixture
+def web_page() -> Iterator[str]:
+    yield from _serve(_Page)
+
+
+async def test_a_server_that_is_not_facet_is_named_in_one_line(http_server) -> None:
+    retriever = FacetRetriever(collection="notes", base_url=http_server)
+    want = (
+        f"the server at {http_server}/search answered HTTP 501 without Facet's JSON error "
+        "body (text/html): is base_url a facet serve?"
+    )
+    with pytest.raises(FacetError) as sync:
+        retriever.invoke("card not working")
+    assert str(sync.value) == want
+    with pytest.raises(FacetError) as asynchronous:
+        await retriever.ainvoke("card not working")
+    assert str(asynchronous.value) == want
+
+
+def test_a_web_page_answering_200_is_named_too(web_page) -> None:
+    """A 200 that is not JSON raised json's JSONDecodeError, not a FacetError."""
+    with pytest.raises(FacetError) as error:
+        FacetRetriever(collection="notes", base_url=web_page).invoke("card not working")
+    assert str(error.value) == (
+        f"the server at {web_page}/search answered HTTP 200 without "
+        "Facet's JSON (text/html): is base_url a facet serve?"
+    )
+    # An error status keeps the class it maps to (404: NotFoundError), in the same words.
+    missing = FacetRetriever(collection="notes", base_url=f"{web_page}/nowhere")
+    with pytest.raises(NotFoundError) as not_found:
+        missing.invoke("card not working")
+    assert str(not_found.value) == (
+        f"the server at {web_page}/nowhere/search answered HTTP 404 "
+        "without Facet's JSON error body (text/html): is base_url a "
+        "facet serve?"
+    )
