@@ -21,6 +21,7 @@ import fcntl
 import functools
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -533,6 +534,12 @@ class VectorStore(ABC):
         """Raise ``StoreBusyError`` where another process holds ``collection`` (an embedded
         store's folder lock), without opening it: a caller about to load a model for it learns
         now what opening it would say. Nothing where collections are not locked per process."""
+
+    def check_reachable(self, *, timeout_s: float | None = None, ask: bool = False) -> None:
+        """Raise ``StoreUnavailableError`` where the store is a server nothing answers on, in
+        ``timeout_s`` (default ``REACH_TIMEOUT_S``), not a request's 30 s; ``ask``: send it one
+        request too, so that something else answering there is said as well. Nothing for an
+        embedded store: there is nothing to reach."""
 
     def hold(self, collection: str) -> None:
         """Open an existing ``collection`` for this process now, before a write begins, so
@@ -1286,32 +1293,82 @@ class EdgeStore(VectorStore):
 # ------------------------------------------------------------------ qdrant-client
 
 
+# How long a server (FACET_QDRANT_URL) is given to take a connection before a search, an index
+# run or a listing says it is out of reach: qdrant-client waits 30 s a request, and search and
+# index loaded their model (10 s and more) before their first request.
+REACH_TIMEOUT_S = 2.0
+# How long a server that took a connection is trusted to be there: a busy server is not
+# connected to once more for each request of each search.
+REACH_TTL_S = 5.0
+QDRANT_PORT = 6333  # qdrant-client's port for a URL that names none
+_UNREACHABLE_HINT = "start it (docker compose up -d qdrant) or check FACET_QDRANT_URL (unset it for the embedded store)"
+
+
+def _connect_target(url: str) -> tuple[str, int] | None:
+    """The host and port qdrant-client connects to for ``url`` (a scheme optional, "qdrant:6333"
+    too; port 6333 where it names none); None where a TCP connect cannot tell whether it is
+    reached: a URL this does not read, or a proxy in between (HTTP_PROXY and the like, which
+    qdrant-client's httpx goes through)."""
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url if "://" in url else f"//{url}")
+    try:
+        host, port = parts.hostname, parts.port or QDRANT_PORT
+    except ValueError:  # a port that is no number
+        return None
+    if not host or parts.scheme not in ("", "http", "https"):
+        return None
+    proxies = urllib.request.getproxies()
+    if (proxies.get(parts.scheme or "http") or proxies.get("all")) and not urllib.request.proxy_bypass(host):
+        return None
+    return host, port
+
+
 def _client_error(store: QdrantClientStore, error: Exception) -> StoreError:
     """A qdrant-client / transport error as one StoreError line that says what to check."""
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
     where = f"Qdrant at {store.url}" if store.url else f"the {store.backend} store"
     if isinstance(error, UnexpectedResponse):
+        if store.url and "html" in error.headers.get("content-type", ""):
+            return _not_qdrant(store.url, error)  # Qdrant answers JSON, or a line of text
         detail = error.content.decode("utf-8", "replace")[:300] if error.content else ""
         return StoreError(f"{where} refused the request ({error.status_code} "
-                          f"{error.reason_phrase}): {detail.strip()}")
+                          f"{error.reason_phrase}): {' '.join(detail.split())}")
     if isinstance(error, ResponseHandlingException | ConnectionError | TimeoutError | OSError) \
             or type(error).__module__.startswith(("httpx", "httpcore", "grpc")):
         cause = error.source if isinstance(error, ResponseHandlingException) else error
-        return StoreUnavailableError(
-            f"cannot reach {where}: {type(cause).__name__}: {cause}; start it (docker compose up "
-            "-d qdrant) or check FACET_QDRANT_URL (unset it for the embedded store)")
+        return StoreUnavailableError(f"cannot reach {where}: {type(cause).__name__}: {cause}; {_UNREACHABLE_HINT}")
     return StoreError(f"{where} failed: {type(error).__name__}: {error}")
 
 
+def _not_qdrant(url: str | None, error: Any) -> StoreUnavailableError:
+    """Another server's answer (``UnexpectedResponse``): a web server's page of 404 or 501 said
+    "refused the request" over many lines of HTML, or (a listing) "no collections yet"."""
+    return StoreUnavailableError(
+        f"Qdrant at {url} answered but is not a Qdrant server? (HTTP {error.status_code} "
+        f"{error.reason_phrase}); check FACET_QDRANT_URL (unset it for the embedded store)")
+
+
+def _json_body(content: bytes | None) -> bool:
+    try:
+        json.loads(content or b"")
+    except ValueError:
+        return False
+    return True
+
+
 def _dropped_connection(error: Exception) -> bool:
-    """A request lost to the connection (reset, closed, refused), not to a timeout or a reply:
-    the server may never have seen it, and a fresh connection may well succeed."""
+    """A request lost on a connection that was open (reset, or closed without a reply): the
+    server may never have seen it, and a fresh connection may well succeed. Not a connection
+    refused or never made (nothing listens there: sent again, it was refused again, after a
+    warning that the server had dropped it), nor a timeout or a reply."""
     import httpx
     from qdrant_client.http.exceptions import ResponseHandlingException
 
     cause = error.source if isinstance(error, ResponseHandlingException) else error
-    return isinstance(cause, httpx.TransportError) and not isinstance(cause, httpx.TimeoutException)
+    return isinstance(cause, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError)
 
 
 # A read that lost its connection is sent once more (on another connection) before the error
@@ -1325,6 +1382,9 @@ _READ_RETRY_DELAY_S = 0.1
 def _translated(method: Any, *, retry_dropped: bool = False) -> Any:
     @functools.wraps(method)
     def wrapper(self: QdrantClientStore, *args: Any, **kwargs: Any) -> Any:
+        # A server nothing answers on is said in REACH_TIMEOUT_S before the first request, not
+        # after the client's 30 s (a `facet cluster` asked it first whether the collection exists).
+        self.check_reachable()
         try:
             try:
                 return method(self, *args, **kwargs)
@@ -1364,6 +1424,9 @@ class QdrantClientStore(VectorStore):
 
         self._m = models
         self.url = url
+        self._api_key = api_key
+        self._reached_at: float | None = None  # when the server last took a connection (check_reachable)
+        self._probe: tuple[int, Any] | None = None  # (timeout, client) of check_reachable's request
         if url:
             self.backend = "server"
             try:
@@ -1399,6 +1462,73 @@ class QdrantClientStore(VectorStore):
 
     def list_collections(self) -> list[str]:
         return sorted(c.name for c in self._client.get_collections().collections)
+
+    def check_reachable(self, *, timeout_s: float | None = None, ask: bool = False) -> None:
+        """One TCP connect to the server, closed at once (no request sent), of ``timeout_s`` at
+        most (default ``REACH_TIMEOUT_S``); skipped for ``REACH_TTL_S`` after one succeeded. A
+        failure is never remembered: the next call connects again. ``ask`` (a listing, which
+        sends nothing else where no collection is recorded) connects in any case and then sends
+        one request, so that another kind of server there (a web server answering a page) is
+        said too; a server too slow to answer it within ``timeout_s`` is not said to be down.
+
+        Raises:
+            StoreUnavailableError: nothing takes the connection (refused, no such host, no
+                answer), or what answered is no Qdrant server.
+            StoreError: the server refused the request (a wrong API key).
+        """
+        if not self.url:
+            return
+        timeout_s = REACH_TIMEOUT_S if timeout_s is None else timeout_s
+        reached = self._reached_at
+        if not ask and reached is not None and self._clock() - reached < REACH_TTL_S:
+            return
+        target = _connect_target(self.url)
+        if target is not None:
+            try:
+                socket.create_connection(target, timeout=timeout_s).close()
+            except OSError as e:  # refused, no such host, no answer (TimeoutError)
+                why = f"no answer within {timeout_s:g} s" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+                raise StoreUnavailableError(f"cannot reach Qdrant at {self.url}: {why}; {_UNREACHABLE_HINT}") from e
+        if ask or target is None:  # through a proxy a connect to the server says nothing
+            self._ask(timeout_s)
+        self._reached_at = self._clock()
+
+    def _ask(self, timeout_s: float) -> None:
+        """Send the server the request of ``list_collections``, on a client of its own that waits
+        ``timeout_s`` (the store's waits 30 s)."""
+        import httpx
+        from qdrant_client import QdrantClient
+        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+        timeout = max(1, math.ceil(timeout_s))  # qdrant-client takes whole seconds
+        with self._index_lock:
+            if self._probe is None or self._probe[0] != timeout:
+                self._probe = (timeout, QdrantClient(url=self.url, api_key=self._api_key, timeout=timeout,
+                                                     check_compatibility=False))
+            client = self._probe[1]
+        try:
+            client.get_collections()
+        except UnexpectedResponse as e:
+            if e.status_code in (401, 403) or _json_body(e.content):
+                raise _client_error(self, e) from e  # Qdrant's refusal (a wrong API key)
+            # Qdrant answers the list of collections, and its errors, in JSON.
+            raise _not_qdrant(self.url, e) from e
+        except ResponseHandlingException as e:
+            if isinstance(e.source, httpx.TimeoutException):
+                return  # it took the connection: busy, maybe; its requests wait their 30 s
+            if isinstance(e.source, httpx.TransportError):
+                raise _client_error(self, e) from e
+            # Answered 200 with something that is not Qdrant's list of collections.
+            raise StoreUnavailableError(
+                f"Qdrant at {self.url} answered but is not a Qdrant server? (HTTP 200, not Qdrant's "
+                "answer); check FACET_QDRANT_URL (unset it for the embedded store)") from e
+        except Exception as e:
+            raise _client_error(self, e) from e
+
+    def check_free(self, collection: str) -> None:
+        """A server locks no collection per process; whether it is there at all is told now,
+        before a caller loads a model for it (``refuse_if_busy``)."""
+        self.check_reachable()
 
     def collection_exists(self, collection: str) -> bool:
         return bool(self._client.collection_exists(validate_name(collection)))
@@ -1607,6 +1737,8 @@ class QdrantClientStore(VectorStore):
 
     def close(self) -> None:
         self._client.close()
+        if self._probe is not None:
+            self._probe[1].close()
 
 
 _READS = ("list_collections", "collection_exists", "vector_sizes", "search", "search_lexical", "search_hybrid",

@@ -7,7 +7,6 @@ import fcntl
 import logging
 import os
 import shlex
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,8 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
-from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
+from indexer.errors import StoreBusyError, StoreError
+from indexer.store import REACH_TIMEOUT_S  # a listing's wait for the Qdrant server (tests lower it here)
 
 logger = logging.getLogger(__name__)
 
@@ -300,34 +300,6 @@ def _folder_locked(path: Path) -> bool:
         os.close(fd)
 
 
-# How long a listing waits for the Qdrant server (FACET_QDRANT_URL) to take a connection. A
-# listing of no collections sent it nothing, so a URL nothing answered on listed "no
-# collections yet"; and qdrant-client waits 30 s a request.
-REACH_TIMEOUT_S = 2.0
-QDRANT_PORT = 6333  # qdrant-client's port for a URL that names none
-
-
-def _connect_target(url: str) -> tuple[str, int] | None:
-    """The host and port qdrant-client connects to for ``url`` (a scheme optional, "qdrant:6333"
-    too; port 6333 where it names none); None where a TCP connect cannot tell whether it is
-    reached: a URL this does not read, or a proxy in between (HTTP_PROXY and the like, which
-    qdrant-client's httpx goes through)."""
-    import urllib.parse
-    import urllib.request
-
-    parts = urllib.parse.urlsplit(url if "://" in url else f"//{url}")
-    try:
-        host, port = parts.hostname, parts.port or QDRANT_PORT
-    except ValueError:  # a port that is no number
-        return None
-    if not host or parts.scheme not in ("", "http", "https"):
-        return None
-    proxies = urllib.request.getproxies()
-    if (proxies.get(parts.scheme or "http") or proxies.get("all")) and not urllib.request.proxy_bypass(host):
-        return None
-    return host, port
-
-
 class CollectionService:
     """Read and remove what the index service wrote."""
 
@@ -339,32 +311,17 @@ class CollectionService:
         self._counted: dict[str, tuple[Any, tuple[int | None, bool | None, str | None]]] = {}
 
     def check_store(self) -> None:
-        """Raise ``StoreUnavailableError`` when nothing answers at the Qdrant server's URL: one
-        TCP connect, ``REACH_TIMEOUT_S`` at most, closed at once (no request sent). An embedded
-        store has nothing to reach and is not asked anything.
+        """Raise ``StoreUnavailableError`` when nothing answers at the Qdrant server's URL (one
+        TCP connect, ``REACH_TIMEOUT_S`` at most), or something else does (one request, listing
+        its collections, answered by no Qdrant: a web server's page listed "no collections
+        yet"). An embedded store has nothing to reach and is not asked anything
+        (``VectorStore.check_reachable``).
 
         A listing of no collections sent the server nothing, and said "no collections yet" for
         a URL nothing answered on; the SQL rows, which are still readable, are no listing of a
         store that cannot be read.
         """
-        url = getattr(self.store, "url", None)
-        if self.store.backend != "server" or not url:
-            return
-        target = _connect_target(url)
-        if target is None:  # a proxy, or a URL read otherwise: qdrant-client's request says it
-            self.store.list_collections()
-            return
-        try:
-            socket.create_connection(target, timeout=REACH_TIMEOUT_S).close()
-        except OSError as e:  # refused, no such host, no answer (TimeoutError)
-            why = (
-                f"no answer within {REACH_TIMEOUT_S:g} s" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
-            )
-            # The words of the store's own error (indexer.store._client_error).
-            raise StoreUnavailableError(
-                f"cannot reach Qdrant at {url}: {why}; start it (docker compose up -d qdrant) "
-                "or check FACET_QDRANT_URL (unset it for the embedded store)"
-            ) from e
+        self.store.check_reachable(timeout_s=REACH_TIMEOUT_S, ask=True)
 
     def _recorded_lexical(self, name: str) -> tuple[bool | None, str | None]:
         """Whether ``name`` keeps term vectors, and their note, as recorded beside its shard

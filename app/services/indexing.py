@@ -568,6 +568,10 @@ class IndexService:
             raise DataError(str(e)) from e
         except StoreError as e:
             raise InvalidRequestError(str(e)) from e
+        with _store_errors():
+            # A Qdrant server out of reach is said in REACH_TIMEOUT_S, before the model loads
+            # (10 s and more) and the first request waits the client's 30 s.
+            self.store.check_reachable()
         spec = options.embedder or self.settings.default_embedder
         embedder = self._embedder_for(collection, spec)
         with self.sessions() as session:

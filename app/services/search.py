@@ -502,10 +502,11 @@ def refuse_if_busy(store: VectorStore, collection: str) -> None:
     refused for it. Nothing for a collection this process has open (a server's
     own searches) or a store without folder locks (Qdrant's server; its local mode locks the
     whole folder when it opens: ``VectorStore.check_free``); other store errors are left to the
-    search to say."""
+    search to say. A Qdrant server out of reach is said here too (``StoreUnavailableError``, in
+    ``REACH_TIMEOUT_S``), not after the model's load and the client's 30 s."""
     try:
         store.check_free(collection)
-    except StoreBusyError:
+    except (StoreBusyError, StoreUnavailableError):
         raise
     except StoreError:  # a name no folder can have, a lock file of another user: said later
         return
@@ -598,6 +599,8 @@ class SearchService:
                 # another database's): indexing into it is refused, so do not suggest it.
                 try:
                     stray = self.store.collection_exists(collection)
+                except StoreUnavailableError:
+                    raise  # not "unknown collection (known: none)": the server is out of reach
                 except StoreError:  # a name no store collection can have ("n\x001")
                     stray = False
                 raise NotFoundError(

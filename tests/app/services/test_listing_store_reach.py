@@ -92,7 +92,7 @@ def test_a_server_that_answers_lists_its_collections(make_ctx) -> None:
 
 
 def test_the_server_is_found_where_qdrant_client_connects(monkeypatch) -> None:
-    from app.services.collections import _connect_target
+    from indexer.store import _connect_target
 
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
