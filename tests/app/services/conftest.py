@@ -3,7 +3,11 @@ and one holding a small indexed collection of support messages."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +64,40 @@ def support_ctx(make_ctx, tmp_path: Path) -> ServiceContext:
     ctx: ServiceContext = make_ctx()
     IndexService(ctx).index(path, "support")
     return ctx
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@contextlib.contextmanager
+def locked_by_another_process(data_dir: Path, collection: str, *,
+                              shown_as: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A real process holding ``collection``'s edge folder lock, as a `facet serve` or another
+    process's index job holds it, until the block ends; ``shown_as``: the command line it shows
+    (``"facet serve"``: the busy message names what holds the folder)."""
+    argv = f"sys.argv = {shown_as.split()!r}\n" if shown_as else ""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom pathlib import Path\n"
+            "from indexer.store import open_store\n"
+            "data, name = sys.argv[1:3]\n" + argv +
+            "s = open_store('edge', data_dir=Path(data))\ns._lock(name)\n"
+            "print('locked', flush=True)\ntime.sleep(60)",
+            str(data_dir),
+            collection,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def write_corpus(root: Path, n: int, words: int = 40) -> dict[str, str]:

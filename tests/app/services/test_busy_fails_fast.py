@@ -9,15 +9,9 @@ the same refusal, after the wait. The lock is now met before the embedder is loa
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -30,37 +24,8 @@ from app.services.search import SearchRequest
 from app.settings import FacetSettings
 from indexer.store import _busy_message
 
-from .conftest import write_corpus
-from .test_concurrency import ROOT
+from .conftest import locked_by_another_process, write_corpus
 from .test_listing_words_flag import _lease_to
-
-
-@contextlib.contextmanager
-def _served_elsewhere(data_dir: Path, collection: str) -> Iterator[subprocess.Popen[bytes]]:
-    """A process named ``facet serve`` holding ``collection``'s folder lock (as a server that
-    opened it does, ``EdgeStore._lock``), for the duration of the block."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time\nfrom pathlib import Path\n"
-            "from indexer.store import open_store\n"
-            "data, name = sys.argv[1:3]\nsys.argv = ['facet', 'serve']\n"
-            "s = open_store('edge', data_dir=Path(data))\ns._lock(name)\n"
-            "print('locked', flush=True)\ntime.sleep(60)",
-            str(data_dir),
-            collection,
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
-        yield holder
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def _aged(message: str) -> str:
@@ -89,7 +54,7 @@ def test_a_busy_collection_is_refused_before_the_embedder_loads(make_ctx, tmp_pa
     IndexService(first).index(tmp_path / "src", "c")
     first.store.release("c")
     data = first.settings.data_dir
-    with _served_elsewhere(data, "c") as holder:
+    with locked_by_another_process(data, "c", shown_as="facet serve") as holder:
         holder_record = json.loads((data / "qdrant-edge" / "c.lock").read_text())
         assert holder_record["command"] == "facet serve"
         message = _busy_message("c", holder_record)

@@ -9,45 +9,13 @@ listing showed the old count and no ``open_in``.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 from app.services.collections import CollectionService
 from app.services.indexing import IndexService
 
-from .conftest import write_corpus
-from .test_concurrency import ROOT, _held_by_another_process
-
-
-@contextlib.contextmanager
-def _locked_by_another_process(data_dir: Path, collection: str) -> Iterator[subprocess.Popen[bytes]]:
-    """A process holding ``collection``'s folder lock, taken as every open of the shard first
-    takes it (``EdgeStore._lock``), before the shard is loaded: no file of it changed yet."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time\nfrom pathlib import Path\n"
-            "from indexer.store import open_store\n"
-            "s = open_store('edge', data_dir=Path(sys.argv[1]))\ns._lock(sys.argv[2])\n"
-            "print('locked', flush=True)\ntime.sleep(60)",
-            str(data_dir),
-            collection,
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
-        yield holder
-    finally:
-        holder.kill()
-        holder.wait()
+from .conftest import locked_by_another_process, write_corpus
+from .test_concurrency import _held_by_another_process
 
 
 def test_a_cached_listing_says_where_the_collection_is_open_now(make_ctx, tmp_path) -> None:
@@ -59,7 +27,7 @@ def test_a_cached_listing_says_where_the_collection_is_open_now(make_ctx, tmp_pa
     first = service.get("c")
     assert (first.points, first.open_in) == (2, None)  # counted, and that count kept
     host = os.uname().nodename
-    with _locked_by_another_process(ctx.settings.data_dir, "c") as holder:
+    with locked_by_another_process(ctx.settings.data_dir, "c") as holder:
         held = service.get("c")
         assert (held.writer, held.points) == (None, None), held
         assert held.open_in == f"pid {holder.pid} on host {host}", held

@@ -18,8 +18,7 @@ from app.services.indexing import IndexService
 from indexer import metadata as md
 
 from ..cli_runner import invoke_cli
-from .conftest import write_corpus
-from .test_listing_open_in import _locked_by_another_process
+from .conftest import locked_by_another_process, write_corpus
 
 
 def _lease_to(ctx, name: str, pid: int) -> int:
@@ -60,7 +59,7 @@ def test_a_collection_being_written_elsewhere_keeps_its_words_flag(make_ctx, tmp
     ctx.store.release("c")
     free = CollectionService(ctx).get("c")
     assert (free.writer, free.lexical, free.lexical_note) == (None, True, None)
-    with _locked_by_another_process(ctx.settings.data_dir, "c") as writer:
+    with locked_by_another_process(ctx.settings.data_dir, "c") as writer:
         job_id = _lease_to(ctx, "c", writer.pid)
         service = CollectionService(ctx)
         for info in (service.get("c"), service.list_all()[0]):
