@@ -201,6 +201,9 @@ class PreparedJob:
     source: str
     embedder: str
     options: IndexOptions
+    # Seconds ``prepare`` spent loading the model for a run in the same call (runner inline): a
+    # first index into a new collection loads it there, and its summary left the load out.
+    load_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (what a Celery task carries)."""
@@ -211,7 +214,8 @@ class PreparedJob:
         """The inverse of ``to_dict``."""
         return cls(job_id=int(data["job_id"]), collection=str(data["collection"]),
                    source=str(data["source"]), embedder=str(data["embedder"]),
-                   options=IndexOptions(**data.get("options", {})))
+                   options=IndexOptions(**data.get("options", {})),
+                   load_s=float(data.get("load_s", 0.0)))
 
 
 # Jobs of this process that are queued or running (their rows say ``queued``/``running`` and
@@ -573,13 +577,16 @@ class IndexService:
             # (10 s and more) and the first request waits the client's 30 s.
             self.store.check_reachable()
         spec = options.embedder or self.settings.default_embedder
+        loaded, t0 = self.ctx.embedders.peek(spec) is not None, time.perf_counter()
         embedder = self._embedder_for(collection, spec)
+        load_s = 0.0 if loaded or isinstance(embedder, _Deferred) or runner != "inline" \
+            else time.perf_counter() - t0
         with self.sessions() as session:
             coll = self._prepare_collection(session, collection, embedder, options, spec)
             self._refuse_other_writer(session, coll)
             job = self._start_job(session, coll, str(source.resolve()), embedder.name, runner,
                                   options.text_column)
-            return PreparedJob(job.id, collection, str(source.resolve()), spec, options)
+            return PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s)
 
     def _refuse_other_writer(self, session: Session, coll: md.Collection) -> None:
         current = leases.live_holder(session, coll.id)
@@ -728,7 +735,9 @@ class IndexService:
                 load_s = embedder.load_s if isinstance(embedder, _Deferred) else 0.0
                 report.elapsed_s = time.perf_counter() - started - load_s
                 # On the job row too: `facet jobs ID` (and the API, the UI) showed the stages
-                # without the load the run's own summary counted.
+                # without the load the run's own summary counted. With the load ``prepare``
+                # made for this run (a new collection's first run, in the same call).
+                load_s += prepared.load_s
                 job.load_s = load_s
                 report.timings = {"parse_chunk": job.parse_s, "encode": job.encode_s,
                                   "store": job.store_s, "metadata": job.metadata_s}
