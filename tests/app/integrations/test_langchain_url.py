@@ -5,9 +5,8 @@ and a server at it that is not Facet (``python -m http.server``) is named as suc
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer, SimpleHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -15,6 +14,8 @@ pytest.importorskip("langchain_core")
 
 from app.errors import FacetError, InvalidRequestError, NotFoundError
 from app.integrations.langchain import FacetRetriever
+
+from ..web_stub import QuietHandler, serving
 
 EXAMPLE = "e.g. http://127.0.0.1:8000"
 
@@ -59,31 +60,17 @@ class _Page(BaseHTTPRequestHandler):
         pass
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), handler)  # port 0: a free one
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """``python -m http.server``'s handler: a POST is 501 with an HTML page."""
-    yield from _serve(_Quiet)
+    with serving(QuietHandler) as url:
+        yield url
 
 
 @pytest.fixture
 def web_page() -> Iterator[str]:
-    yield from _serve(_Page)
+    with serving(_Page) as url:
+        yield url
 
 
 async def test_a_server_that_is_not_facet_is_named_in_one_line(http_server) -> None:

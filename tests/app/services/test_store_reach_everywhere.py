@@ -11,10 +11,7 @@ after it, so that a web server on that port is not listed as "no collections yet
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import http.server
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,6 +33,7 @@ from indexer.errors import StoreUnavailableError
 from tests.worker import qdrant_standin
 
 from ..cli_runner import invoke_cli
+from ..web_stub import QuietHandler, serving
 from .conftest import write_corpus
 from .test_listing_store_reach import _port
 
@@ -134,27 +132,10 @@ def test_the_cli_exits_7_in_one_line(unreachable, make_ctx, tmp_path) -> None:
         assert all(line.strip().endswith("collecting the texts") for line in progress), progress
 
 
-@contextlib.contextmanager
-def _serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_a_listing_of_a_web_server_is_no_listing(make_ctx, tmp_path) -> None:
     """`python3 -m http.server` took the connection and listed "no collections yet" (exit 0)."""
-    handler = functools.partial(_Quiet, directory=str(tmp_path))
-    with _serving(handler) as url:  # type: ignore[arg-type]
+    handler = functools.partial(QuietHandler, directory=str(tmp_path))
+    with serving(handler) as url:
         service = CollectionService(make_ctx(vector_backend="server", qdrant_url=url))
         with pytest.raises(StoreUnavailableError) as e:
             service.list_all()
@@ -171,5 +152,5 @@ def test_a_listing_of_a_web_server_is_no_listing(make_ctx, tmp_path) -> None:
     for result in (listed, searched):
         assert (result.returncode, result.stderr.splitlines()) == (7, [f"error: {e.value}"])
     # A Qdrant server (the tests' stand-in) is listed as before.
-    with _serving(qdrant_standin._Handler) as url:
+    with serving(qdrant_standin._Handler) as url:
         assert CollectionService(make_ctx(vector_backend="server", qdrant_url=url)).list_all() == []
