@@ -438,7 +438,10 @@ class CollectionService:
             return [self._info(session, c) for c in md.list_collections(session)]
 
     def get(self, name: str) -> CollectionInfo:
-        self.check_store()  # in 2 s, not the client's 30 s per request
+        # A server out of reach is said in 2 s, not the client's 30 s per request. Only a
+        # connect, trusted for seconds (the UI asks this at each job refresh): a server that is
+        # not Qdrant is said by the store's first request, which this read makes (``_info``).
+        self.store.check_reachable(timeout_s=REACH_TIMEOUT_S)
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
             if coll is None:
