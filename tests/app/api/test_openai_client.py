@@ -5,10 +5,6 @@ client's typed 4xx errors while the server keeps serving."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,41 +15,19 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
+from ..served import facet_serve  # noqa: E402
+
 TEXTS = ["My card payment was declined at the shop.", "How long does a transfer take?",
          "I want to change my PIN"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("serve") / "data"
-    port = free_port()
     # No Gradio UI at /ui (importing it was half the start-up): these tests use the API only.
-    env = dict(os.environ, FACET_DATA_DIR=str(data), FACET_API_KEY="test-key",
-               FACET_UI_MOUNT="false")
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port),
-                             "--log-level", "warning"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"facet serve exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "facet serve did not start within 180 s"
-        time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    with facet_serve({"FACET_DATA_DIR": str(data), "FACET_API_KEY": "test-key", "FACET_UI_MOUNT": "false"},
+                     start_s=180) as url:
+        yield url
 
 
 def facet_embed(*args: str) -> np.ndarray:

@@ -11,7 +11,6 @@ import logging
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 pytest.importorskip("langchain_core")
@@ -32,17 +30,13 @@ from app.integrations.langchain import FacetRetriever, to_document
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
 
+from ..served import facet_serve, free_port
+
 ROOT = Path(__file__).resolve().parents[3]
 COLLECTION = "bank"
 INTENT = "Find messages with the same customer intent"
 KEY = "test-key"
 QUERY = "my card payment was declined"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -57,32 +51,13 @@ def served(minilm, tmp_path_factory) -> Iterator[tuple[str, Facet]]:
     with Facet.for_serving(FacetSettings(data_dir=base / "served"), embedders=cache) as facet:
         facet.index(sample, COLLECTION)
     shutil.copytree(base / "served", base / "local")
-    port = free_port()
-    env = dict(os.environ, FACET_DATA_DIR=str(base / "served"), FACET_API_KEY=KEY,
-               FACET_UI_MOUNT="false", FACET_DEFAULT_EMBEDDER="minilm")
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port),
-                             "--log-level", "warning"], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
     local = Facet.for_serving(FacetSettings(data_dir=base / "local"), embedders=cache)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"facet serve exited with {proc.returncode}: "
-                            f"{proc.stdout.read() if proc.stdout else ''}")
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "facet serve did not start within 120 s"
-            time.sleep(0.2)
-        yield url, local
+        with facet_serve({"FACET_DATA_DIR": str(base / "served"), "FACET_API_KEY": KEY,
+                          "FACET_UI_MOUNT": "false", "FACET_DEFAULT_EMBEDDER": "minilm"}, start_s=120) as url:
+            yield url, local
     finally:
         local.close()
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def both(served: tuple[str, Facet], **settings: Any) -> tuple[FacetRetriever, FacetRetriever]:

@@ -1,0 +1,53 @@
+"""A real `facet serve` in a subprocess on a free port, for tests of its clients (the OpenAI
+client, the LangChain retriever's HTTP mode)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def facet_serve(env: dict[str, str], *, start_s: float) -> Iterator[str]:
+    """``facet serve`` with ``env`` over the process's environment, until the block ends; yields
+    its URL once ``/health`` answers (a test fails with the server's output if it exits first,
+    or if it is not up within ``start_s``)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port),
+                             "--log-level", "warning"], env=dict(os.environ, **env), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + start_s
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"facet serve exited with {proc.returncode}: "
+                            f"{proc.stdout.read() if proc.stdout else ''}")
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, f"facet serve did not start within {start_s:g} s"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
