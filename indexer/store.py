@@ -1470,6 +1470,9 @@ class QdrantClientStore(VectorStore):
         sends nothing else where no collection is recorded) connects in any case and then sends
         one request, so that another kind of server there (a web server answering a page) is
         said too; a server too slow to answer it within ``timeout_s`` is not said to be down.
+        Until a check of this store has succeeded, each asks as well, ``ask`` or not: `facet index`
+        at a web server loaded its model (10 s and more) before its first request was answered
+        404, and one request per store, not per call, says it first.
 
         Raises:
             StoreUnavailableError: nothing takes the connection (refused, no such host, no
@@ -1489,7 +1492,9 @@ class QdrantClientStore(VectorStore):
             except OSError as e:  # refused, no such host, no answer (TimeoutError)
                 why = f"no answer within {timeout_s:g} s" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
                 raise StoreUnavailableError(f"cannot reach Qdrant at {self.url}: {why}; {_UNREACHABLE_HINT}") from e
-        if ask or target is None:  # through a proxy a connect to the server says nothing
+        # Through a proxy a connect to the server says nothing; before a first success, the
+        # connect does not tell Qdrant from a web server on its port.
+        if ask or target is None or reached is None:
             self._ask(timeout_s)
         self._reached_at = self._clock()
 
