@@ -16,7 +16,7 @@ holds is refused with ``ConflictError``). Needs the ``langchain`` extra (``langc
     docs = retriever.invoke("card not working", k=2,             # or per call
                             instruction="Find messages about the card's status")
     docs[0].metadata["score"], docs[0].metadata["doc_id"]
-    remote = FacetRetriever(collection="notes", base_url="http://127.0.0.1:8000", api_key=None)
+    remote = FacetRetriever(collection="notes", base_url="http://127.0.0.1:8000")  # key: FACET_API_KEY
 
 Async (``ainvoke``, ``aembed_*``) runs the same calls in a worker thread: the model work is on
 the facade's encoder either way; over HTTP ``ainvoke`` awaits httpx's async client.
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
@@ -168,8 +169,10 @@ class FacetRetriever(BaseRetriever):
             http:// or https:// URL, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1``, the
             OpenAI clients' base URL, is dropped); None (the default) searches in process. Not
             with ``facet``.
-        api_key: the server's ``FACET_API_KEY``, sent as ``Authorization: Bearer``; None sends
-            none.
+        api_key: the server's ``FACET_API_KEY``, sent as ``Authorization: Bearer``; None (the
+            default) reads this process's ``FACET_API_KEY`` when the retriever is made (HTTP
+            mode), as the OpenAI client reads ``OPENAI_API_KEY``; ``""`` sends none. Never in
+            the retriever's repr or dump.
         timeout: seconds to wait for the server's answer (HTTP mode).
 
     Over HTTP the same options reach the same search and the documents carry the same
@@ -216,6 +219,10 @@ class FacetRetriever(BaseRetriever):
         if self.base_url is not None and self.facet is not None:
             raise InvalidRequestError("FacetRetriever takes facet= (search in process) or "
                                       "base_url= (search on a running facet serve), not both")
+        if self.base_url is not None and self.api_key is None:
+            # Next to a `facet serve` with FACET_API_KEY set, the server's own variable: without
+            # it each search got a 401 until the key was passed by hand. "" opts out.
+            self.api_key = os.environ.get("FACET_API_KEY") or None
         return self
 
     @field_validator("base_url")
@@ -362,7 +369,7 @@ def _http_error(response: Any, url: str) -> FacetError:
         message, param, code, where = _not_facet(response, url, "JSON error body"), None, None, ""
     cls = _HTTP_ERRORS.get((status, code)) or _HTTP_ERRORS.get((status, None), FacetError)
     if status == 401:
-        where += "; pass the server's key as FacetRetriever(api_key=...)"
+        where += "; pass the server's key as FacetRetriever(api_key=...) or in FACET_API_KEY (read for api_key=None)"
     if cls is BusyError:
         retry = response.headers.get("retry-after", "")
         return BusyError(message + where, float(retry) if retry.isdigit() else 1.0)

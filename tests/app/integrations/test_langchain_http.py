@@ -119,8 +119,9 @@ async def test_per_call_options_and_ainvoke_over_http(served) -> None:
             remote.invoke(QUERY, **bad)
 
 
-async def test_api_errors_are_the_domain_errors_in_process_search_raises(served) -> None:
+async def test_api_errors_are_the_domain_errors_in_process_search_raises(served, monkeypatch) -> None:
     url, facet = served
+    monkeypatch.delenv("FACET_API_KEY", raising=False)  # api_key=None reads it
     missing = FacetRetriever(collection="nope", base_url=url, api_key=KEY)
     with pytest.raises(NotFoundError) as local:
         FacetRetriever(collection="nope", facet=facet).invoke(QUERY)
@@ -140,6 +141,29 @@ async def test_api_errors_are_the_domain_errors_in_process_search_raises(served)
     assert FacetRetriever(collection=COLLECTION, base_url=f"{url}/v1/", api_key=KEY).invoke(QUERY)
     with pytest.raises(InvalidRequestError, match="not both"):
         FacetRetriever(collection=COLLECTION, base_url=url, facet=facet)
+
+
+def test_api_key_none_reads_facet_api_key(served, monkeypatch) -> None:
+    """Next to a `facet serve` with FACET_API_KEY set, a retriever without ``api_key=`` got a 401
+    and the key had to be passed by hand (the OpenAI client reads OPENAI_API_KEY itself)."""
+    url, facet = served
+    monkeypatch.setenv("FACET_API_KEY", KEY)
+    remote = FacetRetriever(collection=COLLECTION, base_url=url, k=3)
+    local = FacetRetriever(collection=COLLECTION, facet=facet, k=3)
+    assert_same(remote.invoke(QUERY), local.invoke(QUERY))
+    # Read when made: a later change of the environment does not reach this retriever.
+    monkeypatch.setenv("FACET_API_KEY", "another-key")
+    assert len(remote.invoke(QUERY)) == 3
+    assert KEY not in repr(remote) and KEY not in str(remote.model_dump())
+    # In process the key is not read (nothing is sent anywhere).
+    assert FacetRetriever(collection=COLLECTION, facet=facet).api_key is None
+
+
+def test_an_empty_api_key_sends_none_and_the_401_names_both_ways(served, monkeypatch) -> None:
+    """``api_key=""`` opts out of FACET_API_KEY; the 401's hint named only ``api_key=``."""
+    monkeypatch.setenv("FACET_API_KEY", KEY)
+    with pytest.raises(InvalidRequestError, match=r"HTTP 401.*api_key=.*FACET_API_KEY"):
+        FacetRetriever(collection=COLLECTION, base_url=served[0], api_key="").invoke(QUERY)
 
 
 async def test_a_server_down_is_named_quickly() -> None:
