@@ -505,13 +505,19 @@ class ClusterService:
         return (spec, embedders.identity(model), Role.DOCUMENT.value, instruction, step, digest)
 
     def validate(self, request: ClusterRequest) -> None:
-        """Check a request without running it.
+        """Check a request without running it (the API and the workers refuse one early so).
 
         Raises:
             InvalidRequestError: no instruction, not exactly one source, filters or a limit
-                without a collection, bad k/max_k/keywords/members/answer_tokens/limit/seed.
+                without a collection, bad k/max_k/keywords/members/answer_tokens/limit/seed; an
+                explainer known not to answer.
             UnknownModelError: an explainer name that loads nothing (when encoding here).
         """
+        self._validate_fields(request)
+        self._validate_explainer(request)
+
+    def _validate_fields(self, request: ClusterRequest) -> None:
+        """``validate`` less the explainer's name: what needs no model registry (nor torch)."""
         for name, value in (("k", request.k), ("max_k", request.max_k), ("keywords", request.keywords),
                             ("members", request.members), ("answer_tokens", request.answer_tokens),
                             ("limit", request.limit), ("seed", request.seed)):
@@ -552,6 +558,10 @@ class ClusterService:
             raise InvalidRequestError(f"answer_tokens must be at least 1, got {request.answer_tokens}")
         if request.limit is not None and request.limit < 2:
             raise InvalidRequestError(f"limit must be at least 2, got {request.limit}")
+
+    def _validate_explainer(self, request: ClusterRequest) -> None:
+        """``validate``'s check of the explainer's name: the registry it asks imports torch
+        (4 s on 2 cores)."""
         if request.explainer:
             from embedders.errors import EmbedderError
             from embedders.registry import answers_questions, check_embedder
@@ -596,8 +606,18 @@ class ClusterService:
                 an explainer that cannot answer.
             TooLargeError: more texts than ``FACET_MAX_CLUSTER_TEXTS``.
             NotFoundError: unknown collection (or search collection).
+            StoreBusyError: a collection another process holds (``refuse_if_busy``).
+
+        A ``collection`` source is looked at before the explainer's name: an unknown or busy
+        collection is refused before the registry imports torch (``facet cluster --collection``,
+        whose ``--explain`` is inbedder by default, said a busy one after 8.5 s), so a request
+        with both a bad explainer and a bad collection is refused for the collection. Other
+        sources have the explainer checked first, as ``validate`` does.
         """
-        self.validate(request)
+        self._validate_fields(request)
+        if request.collection is not None:
+            self._check_collection(request.collection)
+        self._validate_explainer(request)
         report = progress or (lambda fraction, stage: None)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -779,13 +799,7 @@ class ClusterService:
                       "score": r.score} for r in response.results], None,
                     _Chunks(response.collection, [point_id(r.doc_id, r.chunk_no) for r in response.results]))
         assert request.collection is not None
-        name = request.collection
-        if not self.ctx.store.collection_exists(name):
-            self.search_service.vector_names(name)  # says why as a search does: the known ones
-            raise NotFoundError(f"collection {name!r} has nothing to cluster yet")
-        # Refused before ``_stored_vector``, whose registry brings torch's import (4 s on 2 cores)
-        # before the scroll met the lock of a collection another process holds.
-        refuse_if_busy(self.ctx.store, name)
+        name = request.collection  # known and free: ``cluster`` checked (``_check_collection``)
         cap = self.ctx.settings.max_cluster_texts
         limit = min(request.limit or cap, cap)
         filters = payload_filters(request.filters)
@@ -816,6 +830,21 @@ class ClusterService:
                 [{"doc_id": h.payload.get("doc_id"), "chunk_no": h.payload.get("chunk_no"),
                   "title": h.payload.get("title")} for h in hits], cut,
                 _Chunks(name, [h.id for h in hits], vector, read))
+
+    def _check_collection(self, name: str) -> None:
+        """Refuse an unknown collection, or one another process holds, before anything imports
+        torch: ``_stored_vector``'s and the explainer check's registry import it (4 s on 2
+        cores), and the scroll met the lock only after.
+
+        Raises:
+            NotFoundError: an unknown collection (naming the known ones), or one with nothing
+                written yet.
+            StoreBusyError, StoreUnavailableError: see ``refuse_if_busy``.
+        """
+        if not self.ctx.store.collection_exists(name):
+            self.search_service.vector_names(name)  # says why as a search does: the known ones
+            raise NotFoundError(f"collection {name!r} has nothing to cluster yet")
+        refuse_if_busy(self.ctx.store, name)
 
     def _stored_vector(self, spec: str) -> str | None:
         """The vector name of the embedder ``spec``, where ``_from_stored`` may read the chunks'
