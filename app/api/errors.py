@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.schemas import ErrorResponse
@@ -33,6 +34,7 @@ from app.errors import (
     UnavailableError,
     UnknownModelError,
 )
+from indexer.errors import CollectionNotFoundError, SourceNotFoundError
 
 logger = logging.getLogger(__name__)
 
@@ -49,14 +51,31 @@ STATUS: list[tuple[type[FacetError], int, str, str | None]] = [
     (FacetError, 500, "server_error", None),
 ]
 
+# A NotFoundError's code: it says what was not found only in words, so by the lower error it
+# was translated from, else by the route that raised it (every 404 read "not_found_error" with
+# code null: an unknown collection, job, path and endpoint told apart by their message only).
+_NOT_FOUND_CAUSES: list[tuple[type[Exception], str]] = [
+    (CollectionNotFoundError, "collection_not_found"),
+    (SourceNotFoundError, "source_not_found"),
+]
+_NOT_FOUND_ROUTES: dict[tuple[str, str], str] = {
+    ("GET", "/jobs/{job_id}"): "job_not_found",
+    ("POST", "/jobs"): "source_not_found",  # the path to index; the collection is created
+    ("GET", "/jobs"): "collection_not_found",
+    ("GET", "/collections/{name}"): "collection_not_found",
+    ("POST", "/search"): "collection_not_found",  # unknown, or nothing searchable yet
+    ("POST", "/cluster"): "collection_not_found",
+}
+
 
 # What each status means, as /openapi.json says it; each route declares the ones it answers.
 MEANING: dict[int, str] = {
     400: "invalid request: a field that does not validate (named in param), a body that is not "
          "a JSON object, a value the service refuses",
     401: "missing or wrong API key: send 'Authorization: Bearer <FACET_API_KEY>'",
-    404: "not found: an unknown collection, job or path, or a model not served here (code "
-         "model_not_found)",
+    404: "not found: an unknown collection (code collection_not_found), job (job_not_found), "
+         "path to index (source_not_found) or endpoint (route_not_found), or a model not served "
+         "here (model_not_found)",
     409: "conflict: another process writes the collection, or it holds vectors of another "
          "version of the embedder",
     413: "too large: a body over FACET_API_MAX_BODY_MB, or more texts than a limit allows (code "
@@ -108,9 +127,24 @@ def domain_status(error: FacetError) -> tuple[int, str, str | None]:
                 if isinstance(error, cls))
 
 
-async def _facet_error(_: Request, exc: Exception) -> JSONResponse:
+def _not_found_code(request: Request, error: NotFoundError) -> str | None:
+    """What a ``NotFoundError`` did not find, as its code (``_NOT_FOUND_CAUSES``, then
+    ``_NOT_FOUND_ROUTES``); None where neither says."""
+    cause = error.__cause__
+    while cause is not None:
+        code = next((c for cls, c in _NOT_FOUND_CAUSES if isinstance(cause, cls)), None)
+        if code is not None:
+            return code
+        cause = cause.__cause__
+    route = request.scope.get("route")
+    return _NOT_FOUND_ROUTES.get((request.method, getattr(route, "path", "")))
+
+
+async def _facet_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, FacetError)
     status, type_, code = domain_status(exc)
+    if code is None and isinstance(exc, NotFoundError):
+        code = _not_found_code(request, exc)
     headers = None
     if isinstance(exc, BusyError):
         headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
@@ -161,17 +195,44 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(400, message, "invalid_request_error", param or None)
 
 
-async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+# The codes of the key check's 401 (``server._require_key``) and the router's 405; its 404
+# is ``route_not_found``.
+_HTTP_CODES = {401: "invalid_api_key", 405: "method_not_allowed"}
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     type_ = {401: "authentication_error", 404: "not_found_error",
              405: "invalid_request_error"}.get(exc.status_code, "invalid_request_error")
     message = str(exc.detail)
+    code = _HTTP_CODES.get(exc.status_code)
+    where = f"{request.method} {request.url.path}"
     if exc.status_code == 404 and message == "Not Found":
-        message = "no such endpoint; see GET /info or docs/api.md for the routes"
+        code, message = "route_not_found", f"no such endpoint {where}"
+        meant = _without_slash(request)
+        message += (f"; did you mean {meant}?" if meant else
+                    "; see GET /info or docs/api.md for the routes")
+    elif exc.status_code == 405 and message == "Method Not Allowed":
+        allow = (exc.headers or {}).get("Allow", "")
+        message = f"method {request.method} is not allowed on {request.url.path}; use {allow}"
     elif exc.status_code == 400 and message == "There was an error parsing the body":
         message = _unparsed_body(exc.__cause__)
-    return error_response(exc.status_code, message, type_,
+    return error_response(exc.status_code, message, type_, code=code,
                           headers=dict(exc.headers) if exc.headers else None)
+
+
+def _without_slash(request: Request) -> str | None:
+    """The request's path without its trailing slashes where a route takes that (any method),
+    else None. The router no longer redirects there (``redirect_slashes=False``): its 307 sent
+    an empty body and an absolute http:// URL, which behind a TLS proxy led clients off it."""
+    path = request.scope["path"]
+    stripped = path.rstrip("/")
+    if not stripped or stripped == path:
+        return None
+    scope = {**request.scope, "path": stripped}
+    if any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes):
+        return request.url.path.rstrip("/")
+    return None
 
 
 def _unparsed_body(cause: BaseException | None) -> str:

@@ -187,8 +187,12 @@ class ErrorDetail(BaseModel):
     type: str = Field(description="invalid_request_error, authentication_error, not_found_error, "
                                   "conflict_error, rate_limit_error or server_error")
     param: str | None = Field(description="the request field at fault, where there is one")
-    code: str | None = Field(description="model_not_found, request_too_large, unreadable_data, "
-                                         "busy or unavailable; else null")
+    code: str | None = Field(description="what went wrong, for a client to switch on: "
+                                         "collection_not_found, job_not_found, source_not_found, "
+                                         "route_not_found, model_not_found (404), "
+                                         "method_not_allowed (405), invalid_api_key (401), "
+                                         "request_too_large (413), unreadable_data (422), busy "
+                                         "(429) or unavailable (503); else null")
 
 
 class ErrorResponse(BaseModel):
@@ -256,3 +260,5 @@ class SearchAnswer(SearchResponse):
     # Only declared (the route renders the service's response, adding each id): a list of the
     # subclass where the base has a list of SearchResult, which mypy's invariance refuses.
     results: list[SearchHit]  # type: ignore[assignment]
+    # The mode that ran, as an enum in /openapi.json (the service's is a str): never "auto".
+    mode: Literal["dense", "hybrid", "lexical"] = "dense"

@@ -28,6 +28,7 @@ import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, Security
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel
@@ -297,8 +298,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             if own:
                 served.close(reason="the server stopping")
 
+    # redirect_slashes=False: "/collections/" was a 307 with an empty body to an absolute
+    # http:// URL (off a TLS proxy); now a 404 naming the route meant (``errors._http_error``).
     app = FastAPI(title="Facet", version="0.1.0", lifespan=lifespan,
-                  dependencies=[Depends(_known_query)],
+                  dependencies=[Depends(_known_query)], redirect_slashes=False,
                   description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "
                               "clustering and index jobs. See docs/api.md.")
     errors.install(app)
@@ -331,6 +334,11 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """Liveness: no key needed, no work done."""
         return {"status": "ok"}
 
+    # Uptime checkers ask with HEAD (it was a 405); /openapi.json lists the GET only.
+    @app.head("/health", include_in_schema=False)
+    def health_head() -> Response:
+        return Response()
+
     @app.get("/info", dependencies=auth, responses=fails(*facade))
     def info(facet: FacetDep) -> dict[str, Any]:
         """Backend, default embedder, loaded models, limits, encoder statistics."""
@@ -349,6 +357,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def model_detail(model: str, facet: FacetDep) -> dict[str, Any]:
         """One of them (OpenAI's ``models.retrieve``; it answered "no such endpoint"), 404
         ``model_not_found`` for any other name. A path: a checkpoint's id holds slashes."""
+        if not model:  # "/v1/models/": no such endpoint (it was "model '' is not served here")
+            raise HTTPException(404)
         _check_model(facet, model, "model")
         return model_info(model)
 
@@ -525,4 +535,12 @@ def _mount_ui(app: FastAPI, settings: FacetSettings) -> None:
         return facet
 
     mount_ui(app, served, settings, path="/ui")
+
+    async def to_ui(request: Request) -> Response:
+        # "/ui" without its slash: the router no longer redirects (``create_app``). Relative,
+        # so that it stays on the scheme and host (and prefix) the browser used.
+        query = request.url.query
+        return RedirectResponse("ui/" + (f"?{query}" if query else ""))
+
+    app.add_route("/ui", to_ui, methods=["GET", "HEAD"], include_in_schema=False)
 

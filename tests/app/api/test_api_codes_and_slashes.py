@@ -1,0 +1,88 @@
+"""Error codes a client can switch on, trailing slashes, wrong methods and HEAD /health: the
+app in process (TestClient) over the conftest's served Facet (real store, SQLite, minilm)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api import create_app
+
+from .conftest import serving_facet
+
+
+def _error(response, status: int) -> dict:
+    """The error object of a JSON error answer of ``status``."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json"), response.headers
+    return response.json()["error"]
+
+
+@pytest.mark.parametrize(("method", "url", "body", "code"), [
+    ("GET", "/collections/nope", None, "collection_not_found"),
+    ("POST", "/search", {"query": "card", "collection": "nope"}, "collection_not_found"),
+    ("POST", "/cluster", {"instruction": "topic", "collection": "nope"}, "collection_not_found"),
+    ("GET", "/jobs?collection=nope", None, "collection_not_found"),
+    ("GET", "/jobs/99999", None, "job_not_found"),
+    ("POST", "/jobs", {"source": "/no/such/folder", "collection": "x"}, "source_not_found"),
+    ("GET", "/no/such/route", None, "route_not_found"),
+    ("GET", "/v1/models/nope", None, "model_not_found"),  # unchanged
+])
+def test_each_404_says_what_was_not_found_in_its_code(client, method, url, body, code) -> None:
+    """Every 404 was ``not_found_error`` with code null: a client told an unknown collection
+    from an unknown job or endpoint only by parsing the message."""
+    error = _error(client.request(method, url, json=body), 404)
+    # model_not_found keeps OpenAI's type, as before.
+    type_ = "invalid_request_error" if code == "model_not_found" else "not_found_error"
+    assert (error["type"], error["code"]) == (type_, code), error
+
+
+@pytest.mark.parametrize(("url", "meant"), [
+    ("/collections/", "/collections"), ("/jobs/", "/jobs"), ("/health/", "/health"),
+    ("/v1/models/", "/v1/models"),
+])
+def test_a_trailing_slash_is_a_404_naming_the_route_meant(client, url, meant) -> None:
+    """``GET /collections/`` was a 307 with an empty body to an absolute http:// URL (behind a
+    TLS proxy, off it); ``/v1/models/`` was "model '' is not served here"."""
+    error = _error(client.get(url, follow_redirects=False), 404)
+    assert error["code"] == "route_not_found", error
+    assert error["message"] == f"no such endpoint GET {url}; did you mean {meant}?"
+    # Any method: POST /search/ names /search too.
+    error = _error(client.post("/search/", json={"query": "x", "collection": "bank"}), 404)
+    assert error["message"] == "no such endpoint POST /search/; did you mean /search?"
+
+
+def test_the_ui_without_its_slash_is_sent_to_it_relatively(client) -> None:
+    """The UI's mount took "/ui" by the router's redirect, now off: its own, relative one."""
+    r = client.get("/ui", params={"__theme": "dark"}, follow_redirects=False)
+    assert r.status_code == 307 and r.headers["location"] == "ui/?__theme=dark", r.headers
+
+
+def test_a_wrong_method_is_a_json_405_with_allow(client) -> None:
+    error = _error(client.delete("/collections"), 405)
+    assert (error["type"], error["code"]) == ("invalid_request_error", "method_not_allowed")
+    assert error["message"] == "method DELETE is not allowed on /collections; use GET"
+    assert client.delete("/collections").headers["allow"] == "GET"
+    assert _error(client.get("/search"), 405)["code"] == "method_not_allowed"
+
+
+def test_head_health_answers_200_without_a_body(client) -> None:
+    """Uptime checkers ask with HEAD: it was a 405. Only /health answers it."""
+    r = client.head("/health")
+    assert r.status_code == 200 and r.content == b"", (r.status_code, r.content)
+    assert client.head("/collections").status_code == 405
+    # Still one GET route in the spec, as before.
+    assert list(client.get("/openapi.json").json()["paths"]["/health"]) == ["get"]
+
+
+def test_a_missing_or_wrong_key_has_its_code(minilm, tmp_path) -> None:
+    facet = serving_facet(tmp_path / "data", minilm, api_key="s3cret", ui_mount=False)
+    try:
+        with TestClient(create_app(facet)) as c:
+            for headers in ({}, {"Authorization": "Bearer wrong"}):
+                error = _error(c.get("/collections", headers=headers), 401)
+                assert (error["type"], error["code"]) == ("authentication_error",
+                                                          "invalid_api_key"), error
+            assert c.get("/collections", headers={"Authorization": "Bearer s3cret"}).is_success
+    finally:
+        facet.close()
