@@ -47,6 +47,13 @@ logger = logging.getLogger(__name__)
 MODEL = "model"  # concurrency group of the events that run an embedder
 LIGHT = "light"  # catalog reads, pickers, job polls
 LIGHT_LIMIT = 4
+# Page loads (and API clients' sessions) whose server-side state Gradio keeps: its own copy of
+# every component's config, with the last results and pickers shown (~0.3 MB each, more after
+# a large cluster map). Gradio keeps 10,000 by default (~3 GB), and a closed tab's stay until
+# evicted. Past this many the least recently used one goes; if that page sends another event,
+# Gradio starts it afresh from the values the page sends; only a running job's bar on the
+# Index tab loses its document total (its fill) until a job is started or the page reloaded.
+SESSION_CAPACITY = 300
 
 INTRO = """# Facet
 Instruction-aware search and clustering. Type what you look for **and** what it should mean:
@@ -442,6 +449,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
 
     demo.queue(max_size=settings.ui_max_queue,
                default_concurrency_limit=settings.ui_concurrency)
+    # Read by mount_gradio_app's app; launch() takes it as its own argument (launch_ui).
+    demo.state_session_capacity = SESSION_CAPACITY
     return demo
 
 
@@ -466,5 +475,7 @@ def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
     demo = build_ui(facet, facet.settings)
     warm_up_clustering()  # in the background: the first Cluster click does not import sklearn
     demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
-                prevent_thread_lock=not block, quiet=not block, **launch_options(facet.settings))
+                prevent_thread_lock=not block, quiet=not block,
+                state_session_capacity=demo.state_session_capacity,
+                **launch_options(facet.settings))
     return demo
