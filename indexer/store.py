@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import itertools
 import json
 import logging
 import math
@@ -690,6 +691,33 @@ class _ShardGate:
                 self._closers -= 1
                 self._cond.notify_all()
 
+    @contextlib.contextmanager
+    def exclusive_if_idle(self) -> Iterator[bool]:
+        """``exclusive`` without waiting: False (nothing held) where a call is in flight or a
+        close waits. For a thread that holds another gate: waiting there could deadlock."""
+        with self._cond:
+            idle = not self._users and not self._closers
+            if idle:
+                self._closers += 1
+        if not idle:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with self._cond:
+                self._closers -= 1
+                self._cond.notify_all()
+
+
+# Open edge shards one store keeps: each holds a search thread pool, two files and ~37 MB
+# resident (its vectors' chunk file is mapped at a fixed 32 MB however few points it holds), so
+# a server that searched 30 collections kept 1.1 GB and 240 threads more, for its life. The least
+# recently used beyond this are closed (their folder locks let go) and reopened on their next use.
+MAX_OPEN_SHARDS = 8
+# Threads of a shard's search pool (qdrant-edge's default: 8, even on 2 cores). A search here is
+# one query; on a 1,000-point shard 1 or 2 threads search as fast as 8.
+SEARCH_THREADS = 2
 
 # How qdrant-edge's plain Exceptions say that a file could not be read or written.
 _IO_SIGNS = ("IO Error", "os error", "No such file", "Permission denied", "Read-only file system")
@@ -716,6 +744,12 @@ class EdgeStore(VectorStore):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, Any] = {}
+        self.max_open_shards = MAX_OPEN_SHARDS
+        # Collection -> when its shard was last used (a counter): the least recent is closed
+        # first. Collections held open for a writer (``hold``, a write) are never closed so.
+        self._last_use: dict[str, int] = {}
+        self._uses = itertools.count(1)
+        self._pinned: set[str] = set()
         # Named vectors per collection, read from the side file once: searches check the
         # vector name on every call, and one process owns the folder, so it cannot change
         # behind our back.
@@ -788,8 +822,10 @@ class EdgeStore(VectorStore):
         line (``_edge_error``); other errors pass unchanged."""
         with self._gate(collection).shared():
             shard = self._shard(collection)
+            self._last_use[collection] = next(self._uses)
             if write:
                 self._written.add(collection)
+                self._pinned.add(collection)  # a writer's until release()
             try:
                 yield shard
             except Exception as e:
@@ -826,7 +862,7 @@ class EdgeStore(VectorStore):
             self._require(collection)
             self._lock(collection)
             try:
-                shard = self._q.EdgeShard.load(str(self._dir(collection)))
+                shard = self._load(collection)
             except Exception as e:  # the binding raises plain Exceptions
                 _LOCKS.release(self._lock_path(collection))
                 if "WouldBlock" in str(e):  # its WAL is locked: by another store in this process
@@ -838,7 +874,55 @@ class EdgeStore(VectorStore):
                     f"cannot open edge shard {self._dir(collection)}: {e}; another process may "
                     "hold it (one process per data folder)") from e
             self._shards[collection] = shard
+            self._close_unused(collection)
         return shard
+
+    def _load(self, collection: str) -> Any:
+        """Load the collection's shard with ``SEARCH_THREADS`` search threads. Giving a config
+        needs its vectors (from the side file; the engine refuses ones that differ from its
+        segments, a shard's included, and keeps the rest, term vectors too); where it refuses
+        them (a run killed between adding a vector and writing the side file), as it was."""
+        q = self._q
+        path = str(self._dir(collection))
+        sizes = self.vector_sizes(collection)
+        if sizes:
+            try:
+                return q.EdgeShard.load(path, q.EdgeConfig(
+                    vectors={name: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)
+                             for name, dim in sizes.items()},
+                    max_search_threads=SEARCH_THREADS))
+            except Exception as e:
+                if "incompatible" not in str(e):
+                    raise
+                logger.debug("edge shard %s loaded with its default search threads: %s", path, e)
+        return q.EdgeShard.load(path)
+
+    def _close_unused(self, keep: str) -> None:
+        """Under the open lock: close the least recently used shards beyond ``max_open_shards``
+        and let go of their folder locks, as ``release`` does. Never ``keep``, a collection
+        held for a writer, or a shard another thread is using now (its next turn comes)."""
+        over = len(self._shards) - self.max_open_shards
+        for name in sorted(self._shards, key=lambda n: self._last_use.get(n, 0)):
+            if over <= 0:
+                return
+            if name == keep or name in self._pinned:
+                continue
+            with self._gate(name).exclusive_if_idle() as idle:
+                if not idle:
+                    continue
+                shard = self._shards.pop(name)
+                self._indexed.pop(name, None)  # another process may write to it meanwhile
+                written = name in self._written
+                self._written.discard(name)
+                try:
+                    if written:  # a search's new payload index
+                        shard.flush()
+                    shard.close()
+                except Exception as e:  # the search that opened another must not fail for it
+                    logger.warning("%s", self._edge_error(name, "closing it", e))
+                finally:
+                    _LOCKS.release(self._lock_path(name))
+            over -= 1
 
     def ensure_collection(self, collection: str, vectors: Mapping[str, int], *,
                           lexical: bool = False) -> None:
@@ -851,7 +935,7 @@ class EdgeStore(VectorStore):
                 name: q.EdgeVectorParams(size=int(dim), distance=q.Distance.Cosine)
                 for name, dim in vectors.items()},
                 sparse_vectors={lex.LEXICAL_VECTOR: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)}
-                if lexical else None)
+                if lexical else None, max_search_threads=SEARCH_THREADS)
             created = False
             with self._open_lock:
                 self._lock(collection)
@@ -869,6 +953,9 @@ class EdgeStore(VectorStore):
                         raise StoreError(f"cannot create edge shard {path}: {e}") from e
                     self._shards[collection] = shard
                     self._written.add(collection)
+                    self._pinned.add(collection)  # its writer's until release()
+                    self._last_use[collection] = next(self._uses)
+                    self._close_unused(collection)
                     if lexical:
                         self._write_lexical(collection)
                     self._write_sizes(collection, vectors)  # last: it marks the shard complete
@@ -972,6 +1059,7 @@ class EdgeStore(VectorStore):
             self._lexical.pop(collection, None)
             self._indexed.pop(collection, None)
             self._written.discard(collection)
+            self._pinned.discard(collection)
             shard = self._shards.pop(collection, None)
             path = self._dir(collection)
             if shard is not None:
@@ -1209,7 +1297,7 @@ class EdgeStore(VectorStore):
 
     def hold(self, collection: str) -> None:
         with self._using(collection):
-            pass  # opened (its lock taken) and kept open until release / close
+            self._pinned.add(collection)  # opened (its lock taken) and kept open until release / close
 
     def is_open(self, collection: str) -> bool:
         return collection in self._shards
@@ -1236,6 +1324,7 @@ class EdgeStore(VectorStore):
         failure: StoreError | None = None
         with self._gate(collection).exclusive(), self._open_lock:
             self._indexed.pop(collection, None)  # another process may write to it meanwhile
+            self._pinned.discard(collection)
             shard = self._shards.pop(collection, None)
             if shard is None:
                 return
@@ -1274,6 +1363,7 @@ class EdgeStore(VectorStore):
             gates.enter_context(self._open_lock)
             shards, self._shards = self._shards, {}
             written, self._written = self._written, set()
+            self._pinned.clear()
             self._indexed.clear()
             failed: list[tuple[str, Exception]] = []
             for name, shard in shards.items():
