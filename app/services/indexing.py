@@ -189,6 +189,14 @@ class IndexReport:
                          f"errors above or `facet jobs {self.job_id}`")
 
 
+def failed_documents_message(failed: int, seen: int, indexed: int) -> str | None:
+    """A completed job's message when some of its documents failed (None when none did): the
+    job ends ``completed`` either way, and its message is what says that it did not all go in."""
+    if not failed:
+        return None
+    return f"{failed} of {seen} documents failed, {indexed} indexed: see the job's errors"
+
+
 @dataclass(frozen=True)
 class PreparedJob:
     """An index job whose collection and job row exist (state ``queued``), ready to ``run``.
@@ -704,7 +712,13 @@ class IndexService:
                 # The total a worker job plans up front, known here at the end: its record said
                 # 0 (POST /jobs, `submit_index`). Its chunk-task counts stay 0: it had none.
                 job.docs_total = report.docs_seen
+                # A trailing duplicate id counts on the report only (no batch synced it).
+                self._sync_counters(job, report)
                 job.state = "completed"
+                # The state stays `completed` (the documents that went in are searchable), but
+                # a client polling for it read a run whose every document failed as a success.
+                job.message = failed_documents_message(report.docs_failed, report.docs_seen,
+                                                       report.docs_indexed) or job.message
             except BaseException as e:
                 session.rollback()
                 # The server stopping also fails a batch on its way out (the encoder closes):
@@ -1110,8 +1124,16 @@ class IndexService:
         older Facet recorded ``failed`` for a Ctrl-C (``stopped_before_interrupted_existed``): it
         was resumed unsaid; it is recorded ``interrupted`` now."""
         J = md.IndexJob
+        # Jobs that never ran are passed over: a server stopping fails the queued duplicate of
+        # its interrupted job ("submit it again"), and that one, the latest, hid the interrupted
+        # job from its resume. Any job that ran (a completed one, one resumed already) ends the
+        # look back: it covered what came before it.
+        never_ran = J.started_at.is_(None) & (
+            J.state.in_(("queued", "cancelled")) | ((J.state == "failed") & ~func.coalesce(
+                J.message, "").startswith("KeyboardInterrupt")))
         last = session.scalar(select(J).where(J.collection_id == coll.id, J.source == job.source,
-                                              J.embedder == job.embedder, J.id < job.id)
+                                              J.embedder == job.embedder, J.id < job.id,
+                                              ~never_ran)
                               .order_by(J.id.desc()).limit(1))
         if last is None or (last.state != "interrupted" and not stopped_before_interrupted_existed(last)):
             return
