@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from app.errors import InvalidRequestError
@@ -56,9 +56,24 @@ class _Body(BaseModel):
     """A JSON body. Strict: a value of the wrong JSON type is refused naming its field, not
     coerced (``"k": true`` searched with k=1, ``"k": "5"`` with 5, ``"exact": "no"`` read as
     false). Numbers may still be integers where a float is asked for (``"score_threshold": 0``);
-    query parameters (``_Query``) arrive as strings and are parsed as before."""
+    query parameters (``_Query``) arrive as strings and are parsed as before. ``null`` for an
+    optional field is its default (``_null_is_the_default``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_the_default(cls, data: Any) -> Any:
+        """An optional field sent as ``null`` takes its default, as an omitted one does: clients
+        generated from /openapi.json (Java, C#, Go) send ``null`` for options left unset, and
+        ``"mode": null`` or ``"filters": null`` were refused ("Input should be 'auto', ...").
+        A required field sent as null is still refused, naming it."""
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {key: value for key, value in data.items()
+                if not (value is None and key in fields and not fields[key].is_required()
+                        and fields[key].get_default(call_default_factory=True) is not None)}
 
 
 class EmbeddingsBody(_Body):
