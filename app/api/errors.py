@@ -216,7 +216,11 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         allow = (exc.headers or {}).get("Allow", "")
         message = f"method {request.method} is not allowed on {request.url.path}; use {allow}"
     elif exc.status_code == 400 and message == "There was an error parsing the body":
-        message = _unparsed_body(exc.__cause__)
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        # A gzip body was blamed on "not UTF-8 (byte 0x8b at offset 1)".
+        message = (f"the request body is sent with Content-Encoding: {encoding}, which this server "
+                   "does not decode; send it uncompressed"
+                   if encoding not in ("", "identity") else _unparsed_body(exc.__cause__))
     return error_response(exc.status_code, message, type_, code=code,
                           headers=dict(exc.headers) if exc.headers else None)
 

@@ -38,3 +38,17 @@ def test_a_required_field_sent_as_null_is_still_refused_by_name(client) -> None:
     # A value that is wrong, not null, is refused as before.
     response = client.post("/search", json={"query": "x", "collection": COLLECTION, "mode": "fuzzy"})
     assert response.status_code == 400 and response.json()["error"]["param"] == "mode"
+
+
+def test_a_compressed_body_is_said_to_be_compressed(client) -> None:
+    """A gzip body was refused as "not UTF-8 (byte 0x8b at offset 1 ...)"."""
+    import gzip
+    import json
+
+    body = gzip.compress(json.dumps({"query": "card", "collection": COLLECTION}).encode())
+    response = client.post("/search", content=body, headers={
+        "content-type": "application/json", "content-encoding": "gzip"})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"] == (
+        "the request body is sent with Content-Encoding: gzip, which this server does not "
+        "decode; send it uncompressed")
