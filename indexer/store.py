@@ -79,8 +79,8 @@ def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
         who += f" ({command})"
     why = f"collection {collection!r} is open in {who}: an embedded store folder is used by one process at a time"
     if any(word in command.split() for word in ("serve", "ui")):
-        return (f"{why}; that server keeps it open until it stops, so send this work to it (its "
-                "HTTP API or UI) or stop it first")
+        return (f"{why}; that server keeps it open while it is among the {MAX_OPEN_SHARDS} it used last, "
+                "so send this work to it (its HTTP API or UI) or stop it first")
     return f"{why}; wait for it to finish, or serve every reader and writer from one `facet serve`"
 
 
@@ -1614,11 +1614,18 @@ class QdrantClientStore(VectorStore):
             if isinstance(e.source, httpx.TransportError):
                 raise _client_error(self, e) from e
             # Answered 200 with something that is not Qdrant's list of collections.
-            raise StoreUnavailableError(
-                f"Qdrant at {self.url} answered but is not a Qdrant server? (HTTP 200, not Qdrant's "
-                "answer); check FACET_QDRANT_URL (unset it for the embedded store)") from e
+            raise self._answered_200(e) from e
+        except ValueError as e:  # a 200 page that is not JSON (JSONDecodeError), or not its shape
+            raise self._answered_200(e) from e
         except Exception as e:
             raise _client_error(self, e) from e
+
+    def _answered_200(self, e: BaseException) -> StoreUnavailableError:
+        # A web server answering every path with a page was "failed: JSONDecodeError: Expecting
+        # value: line 1 column 1 (char 0)".
+        return StoreUnavailableError(
+            f"Qdrant at {self.url} answered but is not a Qdrant server? (HTTP 200, not Qdrant's "
+            f"answer: {type(e).__name__}); check FACET_QDRANT_URL (unset it for the embedded store)")
 
     def check_free(self, collection: str) -> None:
         """A server locks no collection per process; whether it is there at all is told now,

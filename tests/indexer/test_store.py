@@ -672,6 +672,8 @@ def test_the_busy_message_names_the_holding_command() -> None:
     served = _busy_message("c", {"pid": 7, "host": "h", "command": "facet serve"})
     assert served.startswith("collection 'c' is open in pid 7 on host h (facet serve)")
     assert "send this work to it (its HTTP API or UI) or stop it first" in served
+    # It keeps the collections it used last, not every one until it stops (``MAX_OPEN_SHARDS``).
+    assert "until it stops" not in served and "among the 8 it used last" in served
     indexing = _busy_message("c", {"pid": 7, "host": "h", "command": "facet index"})
     assert "(facet index)" in indexing and "wait for it to finish" in indexing
     assert _busy_message("c", None).startswith("collection 'c' is open in another process:")

@@ -123,3 +123,26 @@ def test_a_server_too_slow_to_answer_the_first_check_is_not_down() -> None:
             assert time.monotonic() - t0 < 4  # its 1 s, not the 5 s answer
         finally:
             store.close()
+
+
+class _PageEverywhere(QuietHandler):
+    """A web server answering every path 200 with an HTML page (a catch-all front end)."""
+
+    def do_GET(self) -> None:
+        body = b"<html><body>hello</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_web_server_answering_200_with_a_page_is_not_qdrant() -> None:
+    """It was "Qdrant at URL failed: JSONDecodeError: Expecting value: line 1 column 1"."""
+    with serving(_PageEverywhere) as url:
+        store = QdrantClientStore(url=url)
+        try:
+            with pytest.raises(StoreUnavailableError, match=r"answered but is not a Qdrant server\? \(HTTP 200"):
+                store.check_reachable(timeout_s=2)
+        finally:
+            store.close()
