@@ -531,10 +531,11 @@ class VectorStore(ABC):
         nothing is opened per collection (a server), so callers never release it for nothing."""
         return True
 
-    def check_free(self, collection: str) -> None:
+    def check_free(self, collection: str, *, wait_s: float | None = None) -> None:
         """Raise ``StoreBusyError`` where another process holds ``collection`` (an embedded
         store's folder lock), without opening it: a caller about to load a model for it learns
-        now what opening it would say. Nothing where collections are not locked per process."""
+        now what opening it would say. ``wait_s``: how long to wait for the holder (default the
+        store's own wait). Nothing where collections are not locked per process."""
 
     def check_reachable(self, *, timeout_s: float | None = None, ask: bool = False) -> None:
         """Raise ``StoreUnavailableError`` where the store is a server nothing answers on, in
@@ -1302,13 +1303,14 @@ class EdgeStore(VectorStore):
     def is_open(self, collection: str) -> bool:
         return collection in self._shards
 
-    def check_free(self, collection: str) -> None:
-        """The folder lock taken as opening the shard first takes it (waiting ``lock_wait_s``)
-        and let go at once, the shard not loaded: held no longer than a reader holds it now.
-        Nothing for a collection this process has open."""
+    def check_free(self, collection: str, *, wait_s: float | None = None) -> None:
+        """The folder lock taken as opening the shard first takes it (waiting ``wait_s``, else
+        ``lock_wait_s``) and let go at once, the shard not loaded: held no longer than a reader
+        holds it now. Nothing for a collection this process has open."""
         if collection in self._shards:
             return
-        self._lock(collection)
+        _LOCKS.acquire(self._lock_path(collection), collection,
+                       self.lock_wait_s if wait_s is None else wait_s)
         _LOCKS.release(self._lock_path(collection))
 
     def release(self, collection: str) -> None:
@@ -1627,7 +1629,7 @@ class QdrantClientStore(VectorStore):
             f"Qdrant at {self.url} answered but is not a Qdrant server? (HTTP 200, not Qdrant's "
             f"answer: {type(e).__name__}); check FACET_QDRANT_URL (unset it for the embedded store)")
 
-    def check_free(self, collection: str) -> None:
+    def check_free(self, collection: str, *, wait_s: float | None = None) -> None:
         """A server locks no collection per process; whether it is there at all is told now,
         before a caller loads a model for it (``refuse_if_busy``)."""
         self.check_reachable()

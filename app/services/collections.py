@@ -388,6 +388,11 @@ class CollectionService:
                 # each open shard maps ~38 MB, and a server listing 40 collections grew from
                 # 0.8 to 3.2 GB, kept for its life.
                 was_open = self.store.is_open(coll.name)
+                if not was_open and self.store.backend == "edge":
+                    # Held by another process (a server that searched it): said at once, as
+                    # below; opening it waited FACET_STORE_WAIT_S (3 s) for each such collection
+                    # (a listing beside a server holding 8 of them took 25 s).
+                    self.store.check_free(coll.name, wait_s=0)
                 state = None if was_open else self._shard_state(coll, chunks)
                 counted = self._counted.get(coll.name)
                 if state is not None and counted is not None and counted[0] == state:
