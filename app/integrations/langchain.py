@@ -369,7 +369,14 @@ def _http_error(response: Any, url: str) -> FacetError:
         message, param, code, where = _not_facet(response, url, "JSON error body"), None, None, ""
     cls = _HTTP_ERRORS.get((status, code)) or _HTTP_ERRORS.get((status, None), FacetError)
     if status == 401:
-        where += "; pass the server's key as FacetRetriever(api_key=...) or in FACET_API_KEY (read for api_key=None)"
+        try:
+            sent = "authorization" in response.request.headers
+        except (AttributeError, RuntimeError):  # a response without its request
+            sent = True
+        # With api_key="" it pointed at FACET_API_KEY, which that setting had just set aside.
+        where += ("; the key sent was refused" if sent else
+                  "; no key was sent (api_key='' sends none; api_key=None sends FACET_API_KEY, "
+                  "unset here)") + ": pass the server's key as FacetRetriever(api_key=...) or in FACET_API_KEY"
     if cls is BusyError:
         retry = response.headers.get("retry-after", "")
         return BusyError(message + where, float(retry) if retry.isdigit() else 1.0)

@@ -162,8 +162,13 @@ def test_api_key_none_reads_facet_api_key(served, monkeypatch) -> None:
 def test_an_empty_api_key_sends_none_and_the_401_names_both_ways(served, monkeypatch) -> None:
     """``api_key=""`` opts out of FACET_API_KEY; the 401's hint named only ``api_key=``."""
     monkeypatch.setenv("FACET_API_KEY", KEY)
-    with pytest.raises(InvalidRequestError, match=r"HTTP 401.*api_key=.*FACET_API_KEY"):
+    with pytest.raises(InvalidRequestError, match=r"HTTP 401.*api_key=.*FACET_API_KEY") as none:
         FacetRetriever(collection=COLLECTION, base_url=served[0], api_key="").invoke(QUERY)
+    # It says that no key went, and why ("" set FACET_API_KEY aside); a wrong key, that it went.
+    assert "no key was sent (api_key='' sends none" in str(none.value)
+    with pytest.raises(InvalidRequestError, match=r"HTTP 401.*the key sent was refused") as wrong:
+        FacetRetriever(collection=COLLECTION, base_url=served[0], api_key="wrong").invoke(QUERY)
+    assert "no key was sent" not in str(wrong.value)
 
 
 async def test_a_server_down_is_named_quickly() -> None:
