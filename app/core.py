@@ -544,6 +544,27 @@ class Facet:
         """
         return self.catalog.job(job_id, errors, collection)
 
+    @_domain_errors
+    def cancel_job(self, job_id: int, collection: str | None = None) -> JobInfo:
+        """Cancel an index job; the job as it is then.
+
+        A ``queued`` job is ``cancelled`` at once (it never starts). A ``running`` one is asked
+        to stop (``cancel_requested``): its runner (a thread, a detached process, the workers'
+        chunk tasks) ends it ``cancelled`` at its next batch boundary; what went in stays
+        searchable, and the next job of the same source resumes it.
+
+        Raises:
+            NotFoundError: an unknown id.
+            InvalidRequestError: the job has ended (completed, failed, interrupted, cancelled),
+                or ``collection`` given and the job is of another one.
+        """
+        state = self.catalog.job(job_id, 0, collection).state
+        if state not in ("queued", "running", "stalled"):
+            raise InvalidRequestError(f"job {job_id} is {state}; only a queued or running job "
+                                      "can be cancelled")
+        self.indexing.cancel(job_id)
+        return self.catalog.job(job_id, collection=collection)
+
     # ------------------------------------------------------------------- info
 
     @staticmethod

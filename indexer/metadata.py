@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Float,
     ForeignKey,
     Integer,
@@ -228,6 +229,9 @@ class IndexJob(Base):
     docs_total: Mapped[int] = mapped_column(Integer, default=0)
     # The csv column / jsonl field holding the text (migration 0004): workers' chunks read it.
     text_column: Mapped[str | None] = mapped_column(Text, default=None)
+    # Someone asked the running job to stop (migration 0008, ``Facet.cancel_job``): its runner
+    # reads this at each batch boundary and ends the job ``cancelled``.
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
 
     errors: Mapped[list[JobError]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")
@@ -519,6 +523,12 @@ def collections_with_worker_jobs(session: Session, names: Sequence[str]) -> list
         select(Collection.name).join(IndexJob, IndexJob.collection_id == Collection.id).where(
             Collection.name.in_(list(names)), IndexJob.runner == "celery",
             IndexJob.state.in_(("queued", "running"))).distinct()))
+
+
+def cancel_requested(session: Session, job_id: int) -> bool:
+    """Whether someone asked job ``job_id`` to stop: one small query, read by a runner at each
+    batch boundary (the flag is set by another process's session, so the row it holds is stale)."""
+    return bool(session.scalar(select(IndexJob.cancel_requested).where(IndexJob.id == job_id)))
 
 
 def running_jobs(session: Session, collection_id: int,

@@ -324,6 +324,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                   elem_id="index-job", visible=False)
                 i_total = gr.State(0)
                 i_status = gr.HTML(elem_id="index-status")
+                # Shown while the bar's job is queued or running (``cancel_button``).
+                i_cancel = gr.Button("Cancel job", elem_id="index-cancel-button", size="sm",
+                                     variant="stop", visible=False)
                 # Jobs stopped before they finished (a server restart): shown only when there is
                 # one this page can resume.
                 with gr.Row(visible=False) as i_stopped_row:
@@ -438,6 +441,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                        **light)
         i_timer.tick(h.job_status, [i_job, i_total], [i_status, i_errors, i_timer],
                      api_name="job_status", show_progress="hidden", **light)
+        i_cancel.click(h.cancel_job, [i_job, i_total], [i_status, i_errors, i_timer, i_cancel],
+                       api_name="cancel_job", **light)
+        # The bar changes with its job's state: the button goes once the job has ended.
+        i_status.change(h.cancel_button, i_job, i_cancel, api_visibility="private",
+                        show_progress="hidden", **light)
 
         l_refresh.click(h.collections, None, [l_table, l_jobs], api_name="collections", **light)
         l_tab.select(h.collections, None, [l_table, l_jobs], api_name="collections_on_tab",

@@ -897,6 +897,27 @@ class UiHandlers:
         # Polled on while another job goes on, so its line stays current and then goes away.
         return html, render.job_error_rows(job), gr.Timer(active=not finished or bool(others))
 
+    @ui_errors
+    def cancel_job(self, job_id: float | None, total: float | None,
+                   ) -> tuple[str, list[list[str]], Any, Any]:
+        """Index tab, "Cancel job": the bar's job cancelled (a queued one at once, a running
+        one at its next batch, what it indexed kept); the bar as ``job_status`` shows it then,
+        and the button, hidden once the job has ended."""
+        if not job_id:
+            raise InvalidRequestError("No job to cancel: start one first.")
+        self.facet.cancel_job(int(job_id))
+        html, errors, timer = self.job_status(job_id, total)
+        return html, errors, timer, self.cancel_button(job_id)
+
+    def cancel_button(self, job_id: float | None) -> Any:
+        """The "Cancel job" button: shown while the bar's job is queued or running."""
+        try:
+            active = job_id is not None and job_id > 0 and self.facet.job(
+                int(job_id), errors=0).state in ("queued", "running")
+        except FacetError:  # its collection deleted meanwhile
+            active = False
+        return gr.Button(visible=active)
+
     # ---------------------------------------------------------- collections
 
     @ui_errors

@@ -398,7 +398,7 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
     """A progress bar for an index job, with its collection, counters and state, its message
     (``message`` in the page's words, default the job's own) and any ``notices`` under it."""
     done = job.docs_seen
-    finished = job.state in ("completed", "failed", "interrupted")
+    finished = job.state in ("completed", "failed", "interrupted", "cancelled")
     if job.state == "completed":
         fraction = 1.0
     elif total:

@@ -60,6 +60,7 @@ _NOT_FOUND_CAUSES: list[tuple[type[Exception], str]] = [
 ]
 _NOT_FOUND_ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/jobs/{job_id}"): "job_not_found",
+    ("POST", "/jobs/{job_id}/cancel"): "job_not_found",
     ("POST", "/jobs"): "source_not_found",  # the path to index; the collection is created
     ("GET", "/jobs"): "collection_not_found",
     ("GET", "/collections/{name}"): "collection_not_found",

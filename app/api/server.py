@@ -49,7 +49,7 @@ from app.api.schemas import (
 )
 from app.core import Facet
 from app.encoding import warm_up_clustering
-from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
+from app.errors import InvalidRequestError, NotFoundError, UnavailableError, UnknownModelError
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
 from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
@@ -478,6 +478,30 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             return _json(asdict(facet.job(job_id, query.collection, query.errors)))
         except InvalidRequestError as e:  # the job is of another collection
             return errors.error_response(400, str(e), "invalid_request_error", param="collection")
+
+    # Cancelling writes the job row (429 while another process holds the metadata database's
+    # write lock for the whole wait).
+    @app.post("/jobs/{job_id}/cancel", dependencies=auth, response_model=JobInfo,
+              responses=fails(*facade, 400, 404, 429, meaning={
+                  400: "the job has ended (completed, failed, interrupted, cancelled: named in "
+                       "the message), or is of another collection than ``collection``",
+                  429: errors.BUSY_DATABASE}))
+    def cancel_job(job_id: int, facet: FacetDep,
+                   collection: Annotated[str | None, Query(
+                       description="the collection the job must be of: a job of another one is "
+                                   "refused (400), as for GET /jobs/{job_id}")] = None
+                   ) -> Response:
+        """Cancel an index job: 200 + the job. A queued job is ``cancelled`` at once; a running
+        one has ``cancel_requested`` set and stops at its next batch boundary, ``cancelled``,
+        what it indexed kept (the next job of the same source resumes it): poll GET
+        /jobs/{job_id} for its end."""
+        try:
+            return _json(asdict(facet.cancel_job(job_id, collection)))
+        except NotFoundError as e:
+            return errors.error_response(404, str(e), "not_found_error", code="job_not_found")
+        except InvalidRequestError as e:  # ended, or of another collection
+            param = "collection" if collection is not None and "collection" in str(e) else None
+            return errors.error_response(400, str(e), "invalid_request_error", param=param)
 
     # A store server out of reach: 503.
     @app.get("/collections", dependencies=auth, response_model=list[CollectionInfo],

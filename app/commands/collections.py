@@ -220,14 +220,37 @@ def register(cli: typer.Typer) -> None:
                              f"{SHOWN_ERRORS}, {DEFAULT_JOB_ERRORS} with --json; at most "
                              f"{MAX_JOB_ERRORS}); the rest are counted")
                           ] = None,
+        cancel: Annotated[bool, typer.Option(
+            "--cancel", help="cancel JOB_ID: a queued job at once, a running one at its next "
+                             "batch (what it indexed is kept; indexing the source again "
+                             "resumes it)")] = False,
     ) -> None:
-        """List index jobs, or show one with its per-document errors."""
+        """List index jobs, or show one with its per-document errors (or cancel it)."""
         if follow and job_id is None:
             typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
             raise typer.Exit(2)
         if errors is not None and job_id is None:
             typer.echo("error: --errors needs a JOB_ID (a list of jobs shows no errors)", err=True)
             raise typer.Exit(2)
+        if cancel and (job_id is None or errors is not None):
+            typer.echo("error: --cancel needs a JOB_ID and takes no --errors (see `facet jobs`)",
+                       err=True)
+            raise typer.Exit(2)
+        if cancel:
+            assert job_id is not None
+            with open_facet() as facet:
+                job = facet.cancel_job(job_id, collection)
+            if as_json:
+                typer.echo(printable_json(asdict(job)))
+            else:
+                asked = (" (cancel requested: it stops at its next batch)"
+                         if job.state not in _ENDED else "")
+                typer.echo(f"job {job.id} {job.state}{asked}")
+                if job.message and job.state in _ENDED:
+                    typer.echo(f"  {printable(job.message)}")
+            if follow:
+                raise typer.Exit(_follow(job_id, interval))
+            return
         if errors is not None and follow:
             typer.echo("error: --follow shows no per-document errors; run `facet jobs "
                        f"{job_id} --errors {errors}` after it", err=True)

@@ -91,6 +91,9 @@ class JobInfo:
     # listing of jobs.
     errors_total: int = 0
     queued_at: str = ""
+    # Someone asked the job to stop (``Facet.cancel_job``): a running job goes on to its next
+    # batch boundary, then ends ``cancelled``.
+    cancel_requested: bool = False
 
     def when(self) -> str:
         """When the job started, or that it has not: "started T", "queued T" (waiting), or
@@ -273,7 +276,8 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
         resumed_from=job.resumed_from, message=message,
         errors=errors, errors_total=errors_total,
         runner=job.runner, host=job.host, chunks_total=job.chunks_total,
-        chunks_done=job.chunks_done, docs_total=job.docs_total)
+        chunks_done=job.chunks_done, docs_total=job.docs_total,
+        cancel_requested=job.cancel_requested)
 
 
 def _folder_locked(path: Path) -> bool:

@@ -56,8 +56,10 @@ from app.services.indexing import (
     IndexService,
     PreparedJob,
     Seen,
+    cancelled_message,
     check_same_embedder,
     companion_key,
+    failed_documents_message,
     note_document_error,
     storable,
 )
@@ -207,7 +209,8 @@ class ChunkedIndexService:
             if job is None:
                 raise JobGone(f"index job {prepared.job_id} no longer exists (its collection was "
                               "deleted); dropping it")
-            if job.state in TERMINAL_JOB_STATES:
+            if job.state in TERMINAL_JOB_STATES:  # cancelled while queued, or done already
+                logger.info("job %d is %s; nothing to plan", job.id, job.state)
                 return []
             coll = job.collection
             current = leases.acquire(session, coll.id, job.id, self.settings.lease_ttl_s)
@@ -370,6 +373,10 @@ class ChunkedIndexService:
                                     message="the job no longer exists (collection deleted)")
             if job.state != "running":
                 return ChunkOutcome(job_id, number, "skipped", message=f"job is {job.state}")
+            if job.cancel_requested:  # (the job row read fresh: the check costs nothing more)
+                finished = self._cancel_chunks(session, job_id)
+                return ChunkOutcome(job_id, number, "skipped", finished_job=finished,
+                                    message="job cancelled")
             chunk = session.scalar(select(md.JobChunk).where(md.JobChunk.job_id == job_id,
                                                              md.JobChunk.number == number))
             if chunk is None:
@@ -581,6 +588,20 @@ class ChunkedIndexService:
             self._fail_chunk(session, job, chunk, [tuple(d) for d in chunk.docs], message)
             self._finish(session, job_id)
 
+    def _cancel_chunks(self, session: Session, job_id: int) -> bool:
+        """A cancelled job's chunks that no worker is writing now (queued, or claimed by a
+        worker that stopped renewing) end ``cancelled``; the chunks being written finish, and
+        the last to finish ends the job (``_finish``). True if this call ended it."""
+        now = md.utcnow()
+        C = md.JobChunk
+        session.execute(update(C).where(
+            C.job_id == job_id,
+            or_(C.state == "queued",
+                (C.state == "running") & (or_(C.claimed_until.is_(None), C.claimed_until <= now)))
+        ).values(state="cancelled", finished_at=now, claimed_until=None))
+        session.commit()
+        return self._finish(session, job_id)
+
     # ------------------------------------------------------------------ finish
 
     def _finish(self, session: Session, job_id: int) -> bool:
@@ -612,9 +633,19 @@ class ChunkedIndexService:
         if failed:
             notes.insert(0, f"{plural(failed, 'chunk')} failed; their documents are listed as errors: "
                             f"facet jobs {job_id}")
+        # The counts the chunks added by SQL updates (``_add_counts``), and the cancellation
+        # another process asked for, are not on the row this session loaded.
+        session.refresh(job)
+        state = "cancelled" if job.cancel_requested else "completed"
+        # As the in-process runner says it: the state stays `completed`, and the message is what
+        # says that not every document went in.
+        said = (cancelled_message(job.docs_indexed) if job.cancel_requested else
+                failed_documents_message(job.docs_failed, job.docs_seen, job.docs_indexed))
+        if said:
+            notes.insert(0, said)
         J = md.IndexJob
         done = session.execute(update(J).where(J.id == job_id, J.state == "running").values(
-            state="completed", finished_at=md.utcnow(), store_s=J.store_s + (
+            state=state, finished_at=md.utcnow(), store_s=J.store_s + (
                 time.perf_counter() - t0),
             message="; ".join(notes) or None))
         if done.rowcount == 1:  # type: ignore[attr-defined]
@@ -623,7 +654,7 @@ class ChunkedIndexService:
         leases.release(session, coll.id, job_id)
         self.store.release(coll.name)
         if done.rowcount == 1:  # type: ignore[attr-defined]
-            logger.info("job %d completed", job_id)
+            logger.info("job %d %s", job_id, state)
             return True
         return False
 

@@ -455,6 +455,21 @@ class _ServerStopping(Exception):
     serve` stopped by SIGTERM): the job ends ``interrupted``, ready to resume."""
 
 
+class _Cancelled(Exception):
+    """Raised at a batch boundary when someone asked the job to stop (``cancel``, its row's
+    ``cancel_requested``): the job ends ``cancelled``, what went in kept and searchable, and
+    the next job of the same source resumes it."""
+
+
+def cancelled_message(indexed: int) -> str:
+    """A running job's message once its cancellation stopped it."""
+    return (f"cancelled after {indexed} documents indexed; index the same source again to "
+            "resume: what was indexed is kept")
+
+
+QUEUED_CANCELLED = "cancelled before it started"
+
+
 class Terminated(SystemExit):
     """SIGTERM stopped an index job between batches (``docker stop``, systemd, ``kill``): it
     ends ``interrupted`` with the resume hint, as after Ctrl-C. A ``SystemExit`` whose code is
@@ -629,6 +644,14 @@ class IndexService:
     def _run_job(self, prepared: PreparedJob, options: IndexOptions,
                  progress: Callable[[Progress], None] | None) -> IndexReport:
         source = Path(prepared.source)
+        with self.sessions() as session:
+            # Cancelled while it waited (its thread's turn, a detached process starting): it is
+            # not run, nor is its model loaded.
+            job = md.get_job(session, prepared.job_id)
+            if job is not None and job.state == "cancelled":
+                logger.info("job %d was cancelled before it started; not run", job.id)
+                return IndexReport(job_id=job.id, collection=prepared.collection,
+                                   embedder=job.embedder, state="cancelled")
         try:
             embedder = self._embedder_for(prepared.collection, prepared.embedder)
         except Exception as e:
@@ -724,7 +747,11 @@ class IndexService:
                 # The server stopping also fails a batch on its way out (the encoder closes):
                 # that is an interruption too, not the job's failure.
                 stopping = isinstance(e, _ServerStopping) or self.ctx.stopping.is_set()
-                if isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
+                cancelled = isinstance(e, _Cancelled)
+                if cancelled:
+                    # The row's counts (reloaded after the rollback) are what was kept.
+                    job.state, job.message = "cancelled", cancelled_message(job.docs_indexed)
+                elif isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
                     why = (self.ctx.stop_reason if stopping else
                            "SIGTERM" if isinstance(e, Terminated) else
@@ -737,7 +764,7 @@ class IndexService:
                 else:
                     job.state = "failed"
                     job.message = self.failure_message(e)
-                if not stopping:
+                if not (stopping or cancelled):
                     raise
             finally:
                 heartbeat.__exit__(None, None, None)
@@ -821,6 +848,29 @@ class IndexService:
         domain = as_domain_error(e) if isinstance(e, Exception) else None
         return (f"{type(domain).__name__}: {domain}" if domain is not None
                 else f"{type(e).__name__}: {e}")
+
+    def check_cancelled(self, job_id: int) -> None:
+        """Raise ``_Cancelled`` if someone asked job ``job_id`` to stop: called at each batch
+        boundary, one small query on a session of its own (the job's session may hold an older
+        snapshot, and its pending changes are not flushed for it)."""
+        with self.sessions() as session:
+            if md.cancel_requested(session, job_id):
+                raise _Cancelled(f"job {job_id} was cancelled")
+
+    def cancel(self, job_id: int) -> None:
+        """Cancel a job: a ``queued`` one at once (its runner, when its turn comes, finds it
+        ``cancelled`` and skips it); a ``running`` one is asked to stop (``cancel_requested``),
+        which its runner does at its next batch boundary. The flag is set on a queued job too:
+        a runner that took it in the meantime still stops at its first batch. A job in another
+        state is left as it is (the caller refuses it)."""
+        J = md.IndexJob
+        with self.sessions() as session:
+            session.execute(update(J).where(J.id == job_id, J.state.in_(("queued", "running")))
+                            .values(cancel_requested=True))
+            session.execute(update(J).where(J.id == job_id, J.state == "queued").values(
+                state="cancelled", finished_at=md.utcnow(), message=QUEUED_CANCELLED))
+            session.commit()
+        logger.info("job %d: cancellation asked", job_id)
 
     def set_job_process(self, job_id: int, pid: int) -> None:
         """Record the process that will run a queued job (a detached ``facet run-job``)."""
@@ -1135,12 +1185,14 @@ class IndexService:
                                               J.embedder == job.embedder, J.id < job.id,
                                               ~never_ran)
                               .order_by(J.id.desc()).limit(1))
-        if last is None or (last.state != "interrupted" and not stopped_before_interrupted_existed(last)):
+        # A job cancelled while it ran stopped as an interrupted one does: it is resumed too.
+        stopped = ("interrupted", "cancelled")
+        if last is None or (last.state not in stopped and not stopped_before_interrupted_existed(last)):
             return
         if session.scalar(select(func.count()).select_from(J).where(J.resumed_from == last.id)):
             return  # resumed already
         job.resumed_from = last.id
-        if last.state != "interrupted":  # an older Facet's "failed", "KeyboardInterrupt: "
+        if last.state not in stopped:  # an older Facet's "failed", "KeyboardInterrupt: "
             last.state = "interrupted"
             last.message = f"stopped (Ctrl-C) with {last.docs_indexed} documents indexed"
         last.message = f"{(last.message or 'stopped').split(';')[0]}; resumed by job {job.id}"
@@ -1237,6 +1289,7 @@ class IndexService:
             elif isinstance(item, StreamedDocument):
                 seen.add(item)
                 if pending:  # what came before it goes first: documents stay in order
+                    self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
                                         tokenize, chunking)
                     pending, pending_tokens = [], 0
@@ -1262,6 +1315,7 @@ class IndexService:
                             f"job {job.id} lost the lease of {coll.name!r} (no heartbeat for "
                             f"{self.settings.lease_ttl_s:.0f}s: was this process stalled?) and "
                             "another writer took over; it stopped before writing more")
+                    self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
                                         tokenize, chunking, encoding=encoding)
                     job.message = None  # committed with the next batch (or the job's end)
@@ -1328,6 +1382,7 @@ class IndexService:
             if heartbeat is not None and heartbeat.lost:
                 raise ConflictError(f"job {job.id} lost the lease of {coll.name!r}; it stopped "
                                     "before writing more")
+            self.check_cancelled(job.id)
             t0 = time.perf_counter()
             told: Callable[..., None] | None = None
             if encoding is not None:
