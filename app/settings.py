@@ -50,7 +50,8 @@ class FacetSettings(BaseSettings):
     model_cache_dir: Path | None = Field(
         default=None, description="converted backbone models; default ~/.cache/facet/models")
     checkpoint_dir: Path | None = Field(
-        default=None, description="trained checkpoints registered by folder name; default the project's checkpoints/")
+        default=None, description="trained checkpoints registered by folder name; default the checkout's "
+                                  "checkpoints/, else the installed share/facet-search/checkpoints")
     device: str | None = Field(
         default=None, description="cpu, cuda, cuda:1, mps, xpu; automatic (cuda when a GPU is "
                                   "present, else cpu) when unset or empty")

@@ -29,6 +29,8 @@ import inspect
 import json
 import logging
 import os
+import site
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,9 +157,24 @@ def config_defaults(method: str) -> dict[str, Any]:
 _checkpoint_dir: Path | None = None
 
 
+# Where a wheel installs the shipped checkpoints, under the environment's prefix (pyproject.toml's
+# data-files): an installed package has no checkout's checkpoints/ beside it.
+INSTALLED_CHECKPOINTS = Path("share", "facet-search", "checkpoints")
+
+
 def default_checkpoint_dir() -> Path:
-    """The project's ``checkpoints/`` folder (beside the packages in a source or editable install)."""
-    return Path(__file__).resolve().parents[1] / "checkpoints"
+    """The project's ``checkpoints/`` folder: beside the packages in a source or editable install,
+    else the copy a ``pip install`` put under ``share/facet-search/checkpoints`` of the
+    environment (or of the user base, for ``pip install --user``). ``FACET_CHECKPOINT_DIR``
+    (``set_checkpoint_dir``) overrides both."""
+    checkout = Path(__file__).resolve().parents[1] / "checkpoints"
+    if checkout.is_dir():
+        return checkout
+    for base in (sys.prefix, site.getuserbase()):
+        installed = Path(base) / INSTALLED_CHECKPOINTS
+        if installed.is_dir():
+            return installed
+    return checkout  # none: the unknown-name message says so and how to point at a folder
 
 
 def set_checkpoint_dir(path: str | Path | None) -> None:
@@ -269,6 +286,24 @@ def list_embedders() -> list[EmbedderInfo]:
 
 def embedder_names() -> list[str]:
     return [info.name for info in list_embedders()]
+
+
+def _checkpoint_path(spec: str | Path, *, log: bool = False) -> Path | None:
+    """The checkpoint directory the path ``spec`` names, or None. A relative ``checkpoints/NAME``
+    (the form of the docs and of the commands the results files record) that is not a checkpoint
+    from the working directory is looked up under ``checkpoint_dir()``: from any other folder, or
+    with an installed package, it was an unknown embedder. The model, and so its identity (the
+    eval caches' key), is the same as from the checkout's root."""
+    path = Path(spec)
+    if is_checkpoint_dir(path):
+        return path
+    if len(path.parts) > 1 and path.parts[0] == "checkpoints":
+        shipped = checkpoint_dir().joinpath(*path.parts[1:])
+        if is_checkpoint_dir(shipped):
+            if log:
+                logger.info("%s: no such checkpoint in %s; loading the shipped %s", spec, Path.cwd(), shipped)
+            return shipped
+    return None
 
 
 def is_checkpoint_dir(path: str | Path) -> bool:
@@ -414,8 +449,9 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
     key = str(name_or_path).lower()
     if key in _EMBEDDERS:
         return cast(BaseEmbedder, _build(_EMBEDDERS[key], device, kwargs))
-    if is_checkpoint_dir(name_or_path):
-        return load_checkpoint(name_or_path, device=device)
+    directory = _checkpoint_path(name_or_path, log=True)
+    if directory is not None:
+        return load_checkpoint(directory, device=device)
     raise _unknown(str(name_or_path))
 
 
@@ -449,7 +485,7 @@ def _build(info: EmbedderInfo, device: str | None, kwargs: dict[str, Any]) -> Em
 def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
     """``split_options``, except that a registered name or a checkpoint directory whose own name
     ends in brackets is read as it is (a real name wins over the ``name[key=value]`` reading)."""
-    if spec.lower() in _EMBEDDERS or is_checkpoint_dir(spec):
+    if spec.lower() in _EMBEDDERS or _checkpoint_path(spec) is not None:
         return spec, {}
     return split_options(spec)
 
@@ -469,7 +505,7 @@ def _resolve(spec: str) -> tuple[EmbedderInfo | None, Path | None]:
     info = _EMBEDDERS.get(base.lower())
     if info is not None and info.path is None:
         return info, None
-    directory = info.path if info is not None else Path(base)
+    directory = info.path if info is not None else _checkpoint_path(base)
     return (info, directory) if directory is not None and is_checkpoint_dir(directory) else (None, None)
 
 
@@ -563,8 +599,8 @@ def loads_registered(spec: str, name: str) -> bool:
         return False
     if spec.lower() == info.name.lower():
         return True
-    return (info.path is not None and is_checkpoint_dir(spec)
-            and Path(spec).expanduser().resolve() == info.path)
+    directory = _checkpoint_path(spec)
+    return info.path is not None and directory is not None and directory.expanduser().resolve() == info.path
 
 
 def portable_spec(name_or_path: str) -> str:
@@ -574,9 +610,10 @@ def portable_spec(name_or_path: str) -> str:
     _ensure_builtins()
     spec = str(name_or_path)
     base = _split_spec(spec)[0]
-    if base.lower() in _EMBEDDERS or not is_checkpoint_dir(base):
+    directory = _checkpoint_path(base)
+    if base.lower() in _EMBEDDERS or directory is None:
         return spec
-    return str(Path(base).expanduser().resolve()) + spec[len(base):]
+    return str(directory.expanduser().resolve()) + spec[len(base):]
 
 
 _builtins_loaded = False
