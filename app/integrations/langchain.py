@@ -36,13 +36,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
-from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.retrievers import BaseRetriever
+except ModuleNotFoundError as e:  # a bare "No module named 'langchain_core'" named no fix
+    if (e.name or "").partition(".")[0] != "langchain_core":
+        raise
+    raise ImportError("FacetRetriever and FacetEmbeddings need the langchain extra "
+                      "(langchain-core missing): pip install 'facet-search[langchain]'") from e
 from pydantic import (
     BaseModel,
     ConfigDict,

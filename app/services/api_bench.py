@@ -55,7 +55,8 @@ def served(data_dir: Path, *, env: dict[str, str] | None = None, preload: str = 
     environ = dict(os.environ, FACET_DATA_DIR=str(data_dir), **(env or {}))
     environ.pop("FACET_API_KEY", None)
     log = open(data_dir.parent / f"serve-{port}.log", "w")  # noqa: SIM115  (closed below)
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port),
+    # -P: not the cwd first on sys.path (a folder there named ``app`` would shadow Facet's).
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "app", "serve", "--port", str(port),
                              "--preload", preload, "--log-level", "warning"],
                             env=environ, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
