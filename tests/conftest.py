@@ -127,6 +127,21 @@ def smollm2_cut(tmp_path_factory) -> str:
 
 
 @pytest.fixture
+def facet(minilm, tmp_path: Path):
+    """A facade over a fresh data folder with the session's minilm and short chunks (64 tokens,
+    8 overlap), as the job tests index into (a module's own ``facet`` fixture overrides it)."""
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.settings import FacetSettings
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8), embedders=cache)
+    yield facet
+    facet.close()
+
+
+@pytest.fixture
 def minilm_namesake(tmp_path: Path, minilm):
     """Another model in a checkpoint directory named "minilm", as a ``facet train`` output is named
     after its method: minilm reading documents and instructions through other prompts (``note: ``

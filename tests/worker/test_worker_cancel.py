@@ -8,27 +8,12 @@ runs a real worker over a real Redis."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.services.distributed import ChunkedIndexService
-from app.settings import FacetSettings
 from tests.app.services.conftest import write_corpus
 
 from .conftest import Stack
-
-
-@pytest.fixture
-def facet(minilm, tmp_path: Path) -> Iterator[Facet]:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8), embedders=cache)
-    yield facet
-    facet.close()
 
 
 def test_a_queued_worker_job_cancelled_is_skipped_by_its_planner(facet, tmp_path) -> None:

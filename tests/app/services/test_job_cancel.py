@@ -5,25 +5,12 @@ cancelled at all. Real minilm, edge store, SQLite."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from app.core import Facet
-from app.encoding import EmbedderCache
 from app.errors import InvalidRequestError, NotFoundError
 from app.services.indexing import IndexOptions, Progress
 from app.settings import FacetSettings
 from tests.app.services.conftest import write_corpus
-
-
-@pytest.fixture
-def facet(minilm, tmp_path: Path):
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8), embedders=cache)
-    yield facet
-    facet.close()
 
 
 def test_a_queued_job_is_cancelled_at_once_and_its_runner_skips_it(facet, tmp_path) -> None:

@@ -5,26 +5,10 @@ when the stop also failed a queued duplicate that never ran. Real minilm, edge s
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from app.core import Facet
-from app.encoding import EmbedderCache
 from app.services.collections import CollectionService
 from app.services.indexing import IndexOptions, IndexService
-from app.settings import FacetSettings
 from indexer import metadata as md
 from tests.app.services.conftest import write_corpus
-
-
-@pytest.fixture
-def facet(minilm, tmp_path: Path):
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8), embedders=cache)
-    yield facet
-    facet.close()
 
 
 def test_a_background_job_whose_every_document_failed_says_so(facet, tmp_path) -> None:

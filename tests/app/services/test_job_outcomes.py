@@ -8,22 +8,8 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-import pytest
-
-from app.core import Facet
-from app.encoding import EmbedderCache
 from app.jobs import InlineJobRunner
-from app.settings import FacetSettings
 from indexer import metadata as md
-
-
-@pytest.fixture
-def facet(minilm, tmp_path: Path):
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet(FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8), embedders=cache)
-    yield facet
-    facet.close()
 
 
 def _corpus(root: Path, n: int) -> Path:
