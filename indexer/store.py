@@ -751,9 +751,10 @@ class EdgeStore(VectorStore):
         self._last_use: dict[str, int] = {}
         self._uses = itertools.count(1)
         self._pinned: set[str] = set()
-        # Named vectors per collection, read from the side file once: searches check the
-        # vector name on every call, and one process owns the folder, so it cannot change
-        # behind our back.
+        # Named vectors per collection, read from the side file once while its shard is open
+        # here: searches check the vector name on every call, and while this process holds the
+        # folder no other can change it; forgotten when the shard is closed (``release``,
+        # ``_close_unused``), after which another process may add a vector.
         self._sizes: dict[str, dict[str, int]] = {}
         # collection -> (its side file's mtime, None where there is none; its term definition,
         # None: none)
@@ -794,13 +795,15 @@ class EdgeStore(VectorStore):
         return (self._dir(collection) / self._SIDE).is_file()
 
     def vector_sizes(self, collection: str) -> dict[str, int]:
+        held = collection in self._shards  # else another process may change it: read it each time
         cached = self._sizes.get(collection)
-        if cached is not None and self.collection_exists(collection):
+        if cached is not None and held and self.collection_exists(collection):
             return dict(cached)
         self._require(collection)
         data = json.loads((self._dir(collection) / self._SIDE).read_text())
         sizes = {str(k): int(v) for k, v in data.items()}
-        self._sizes[collection] = sizes
+        if held:
+            self._sizes[collection] = sizes
         return dict(sizes)
 
     def _write_sizes(self, collection: str, sizes: Mapping[str, int]) -> None:
@@ -913,6 +916,7 @@ class EdgeStore(VectorStore):
                     continue
                 shard = self._shards.pop(name)
                 self._indexed.pop(name, None)  # another process may write to it meanwhile
+                self._sizes.pop(name, None)  # a vector it adds meanwhile: read the side file again
                 written = name in self._written
                 self._written.discard(name)
                 try:
@@ -1326,6 +1330,7 @@ class EdgeStore(VectorStore):
         failure: StoreError | None = None
         with self._gate(collection).exclusive(), self._open_lock:
             self._indexed.pop(collection, None)  # another process may write to it meanwhile
+            self._sizes.pop(collection, None)  # and add a vector: its side file is read again
             self._pinned.discard(collection)
             shard = self._shards.pop(collection, None)
             if shard is None:

@@ -110,3 +110,43 @@ def test_threads_stay_bounded_however_many_collections_are_searched(tmp_path: Pa
         assert _threads() - start <= bound, (start, _threads())
     finally:
         store.close()
+
+
+def test_a_vector_added_while_the_shard_was_closed_is_seen_on_reopen(tmp_path: Path) -> None:
+    """Once a store closes a shard, another writer may add an embedder's vector to it (a CLI job
+    beside a server that has not used the collection lately); the store's cached vector names
+    were kept, so reopening missed the new vector ("no vector 'm2'")."""
+    store = EdgeStore(tmp_path / "edge")
+    other = EdgeStore(tmp_path / "edge")
+    try:
+        store.max_open_shards = 1
+        queries = _fill(store, 2)
+        store.search("c0", "m", queries[0], limit=1)
+        store.search("c1", "m", queries[1], limit=1)  # c0 closed for it
+        assert not store.is_open("c0")
+        other.ensure_collection("c0", {"m": DIM, "m2": DIM})
+        vec = np.ones(DIM, dtype=np.float32)
+        other.upsert("c0", [PointRecord(point_id("new", 0), {"m": vec, "m2": vec}, {"doc_id": "new", "n": 0})])
+        other.release("c0")
+        assert store.vector_sizes("c0") == {"m": DIM, "m2": DIM}
+        assert [h.payload["doc_id"] for h in store.search("c0", "m2", vec, limit=1)] == ["new"]
+    finally:
+        other.close()
+        store.close()
+
+
+def test_vector_names_read_while_closed_are_not_kept(tmp_path: Path) -> None:
+    """Read while the shard is not open here (a listing, a search's vector check before it
+    opens), the vector names are not cached: another process may add one before this store
+    opens the shard."""
+    store = EdgeStore(tmp_path / "edge")
+    other = EdgeStore(tmp_path / "edge")
+    try:
+        _fill(store, 1)
+        assert not store.is_open("c0") and store.vector_sizes("c0") == {"m": DIM}
+        other.ensure_collection("c0", {"m": DIM, "m2": DIM})
+        other.release("c0")
+        assert store.vector_sizes("c0") == {"m": DIM, "m2": DIM}
+    finally:
+        other.close()
+        store.close()
