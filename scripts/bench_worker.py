@@ -132,10 +132,11 @@ def main() -> None:
                 cpu0 = worker_cpu() if mode == "worker" else own_cpu()
                 load0 = os.getloadavg()[0]
                 t0 = time.perf_counter()
+                state: str
                 if mode == "worker":
                     job_id = remote.submit_index(corpus, name).id
                     while (job := remote.job(job_id)).state not in ("completed", "failed",
-                                                                     "interrupted"):
+                                                                     "interrupted", "cancelled"):
                         time.sleep(0.2)
                     elapsed = time.perf_counter() - t0
                     chunks, docs, state = job.chunks_written, job.docs_indexed, job.state

@@ -9,7 +9,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import InvalidRequestError as RowGoneError
@@ -59,13 +59,18 @@ class CollectionInfo:
                          for name, dim in self.embedders.items())
 
 
+# Every state a job is shown in (``effective_state``: ``stalled`` is a running job whose writer
+# stopped renewing its lease); /openapi.json lists them, for clients generated from it.
+JobState = Literal["queued", "running", "completed", "failed", "interrupted", "cancelled", "stalled"]
+
+
 @dataclass
 class JobInfo:
     id: int
     collection: str
     source: str
     embedder: str
-    state: str
+    state: JobState
     docs_seen: int
     docs_indexed: int
     docs_skipped: int
@@ -266,7 +271,7 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
     state, message = effective_state(job)
     return JobInfo(
         id=job.id, collection=job.collection.name, source=job.source, embedder=job.embedder,
-        state=state, docs_seen=job.docs_seen, docs_indexed=job.docs_indexed,
+        state=cast(JobState, state), docs_seen=job.docs_seen, docs_indexed=job.docs_indexed,
         docs_skipped=job.docs_skipped, docs_failed=job.docs_failed, docs_deleted=job.docs_deleted,
         chunks_written=job.chunks_written,
         timings=job_timings(job),

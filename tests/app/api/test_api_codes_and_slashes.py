@@ -86,3 +86,16 @@ def test_a_missing_or_wrong_key_has_its_code(minilm, tmp_path) -> None:
             assert c.get("/collections", headers={"Authorization": "Bearer s3cret"}).is_success
     finally:
         facet.close()
+
+
+def test_the_spec_lists_the_job_states(client) -> None:
+    """``JobInfo.state`` was a bare string: a client generated from /openapi.json could not know
+    the states to poll for. Every state the services end a job in, and ``stalled``, are listed."""
+    from typing import get_args
+
+    from app.services.collections import JobState
+    from app.services.distributed import TERMINAL_JOB_STATES
+
+    state = client.get("/openapi.json").json()["components"]["schemas"]["JobInfo"]["properties"]["state"]
+    assert set(state["enum"]) == set(get_args(JobState))
+    assert set(TERMINAL_JOB_STATES) | {"queued", "running", "stalled"} == set(state["enum"])
