@@ -211,8 +211,11 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 404 and message == "Not Found":
         code, message = "route_not_found", f"no such endpoint {where}"
         meant = _without_slash(request)
+        if meant and request.url.query:  # "/collections/?x=1" suggested "/collections"
+            meant += f"?{request.url.query}"
+        # GET /info lists no routes; /openapi.json does.
         message += (f"; did you mean {meant}?" if meant else
-                    "; see GET /info or docs/api.md for the routes")
+                    "; see GET /openapi.json or docs/api.md for the routes")
     elif exc.status_code == 405 and message == "Method Not Allowed":
         allow = (exc.headers or {}).get("Allow", "")
         message = f"method {request.method} is not allowed on {request.url.path}; use {allow}"

@@ -357,7 +357,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def model_detail(model: str, facet: FacetDep) -> dict[str, Any]:
         """One of them (OpenAI's ``models.retrieve``; it answered "no such endpoint"), 404
         ``model_not_found`` for any other name. A path: a checkpoint's id holds slashes."""
-        if not model:  # "/v1/models/": no such endpoint (it was "model '' is not served here")
+        # "/v1/models/" and "/v1/models/minilm/": no such endpoint, and the route meant (they were
+        # "model '' is not served here", "model 'minilm/' ...").
+        if not model or model.endswith("/"):
             raise HTTPException(404)
         _check_model(facet, model, "model")
         return model_info(model)
