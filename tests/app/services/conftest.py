@@ -70,12 +70,14 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @contextlib.contextmanager
-def locked_by_another_process(data_dir: Path, collection: str, *,
-                              shown_as: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def locked_by_another_process(data_dir: Path, collection: str, *, shown_as: str | None = None,
+                              opened: bool = False) -> Iterator[subprocess.Popen[bytes]]:
     """A real process holding ``collection``'s edge folder lock, as a `facet serve` or another
     process's index job holds it, until the block ends; ``shown_as``: the command line it shows
-    (``"facet serve"``: the busy message names what holds the folder)."""
+    (``"facet serve"``: the busy message names what holds the folder); ``opened``: it loads the
+    shard too and keeps it open (as a `facet serve` that searched it), not only its lock."""
     argv = f"sys.argv = {shown_as.split()!r}\n" if shown_as else ""
+    take = "s.count(name)" if opened else "s._lock(name)"
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -83,7 +85,7 @@ def locked_by_another_process(data_dir: Path, collection: str, *,
             "import sys, time\nfrom pathlib import Path\n"
             "from indexer.store import open_store\n"
             "data, name = sys.argv[1:3]\n" + argv +
-            "s = open_store('edge', data_dir=Path(data))\ns._lock(name)\n"
+            f"s = open_store('edge', data_dir=Path(data))\n{take}\n"
             "print('locked', flush=True)\ntime.sleep(60)",
             str(data_dir),
             collection,

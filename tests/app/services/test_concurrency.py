@@ -8,7 +8,6 @@ and ``facet collections`` shows "? points · being indexed by job N".
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sqlite3
@@ -16,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +27,7 @@ from app.services.search import SearchRequest
 from app.settings import FacetSettings
 from indexer import metadata as md
 
-from .conftest import write_corpus
+from .conftest import locked_by_another_process, write_corpus
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -361,7 +359,7 @@ def test_a_collection_open_in_a_reading_process_is_not_called_being_indexed(make
     ctx = make_ctx(store_wait_s=0.2)
     IndexService(ctx).index(tmp_path / "src", "c")
     ctx.store.release("c")
-    with _held_by_another_process(ctx.settings.data_dir, "c") as holder:
+    with locked_by_another_process(ctx.settings.data_dir, "c", opened=True) as holder:
         info = CollectionService(ctx).get("c")
         assert (info.writer, info.points) == (None, None)
         assert info.open_in == f"pid {holder.pid} on host {os.uname().nodename}", info
@@ -377,7 +375,7 @@ def test_a_writer_refused_by_a_process_holding_the_collection_leaves_nothing(mak
     service = IndexService(ctx)
     service.index(tmp_path / "src", "c")
     ctx.store.release("c")
-    with _held_by_another_process(ctx.settings.data_dir, "c") as holder:
+    with locked_by_another_process(ctx.settings.data_dir, "c", opened=True) as holder:
         with pytest.raises(ConflictError, match=f"collection 'c' is open in pid {holder.pid}"):
             service.index(tmp_path / "more", "c", IndexOptions(sync=False))
         info = CollectionService(ctx).get("c")
@@ -389,21 +387,3 @@ def test_a_writer_refused_by_a_process_holding_the_collection_leaves_nothing(mak
         with ctx.sessions() as s:
             coll = md.get_collection(s, "c")
             assert coll is not None and coll.writer_job_id is None  # the lease was not taken
-
-
-@contextlib.contextmanager
-def _held_by_another_process(data_dir: Path, collection: str) -> Iterator[subprocess.Popen[bytes]]:
-    """A process that opened ``collection`` of the embedded store in ``data_dir`` and keeps it
-    open (as a `facet serve` that searched it does), for the duration of the block."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
-         "from indexer.store import open_store\n"
-         "s = open_store('edge', data_dir=Path(sys.argv[1]))\ns.count(sys.argv[2])\n"
-         "print('open', flush=True)\ntime.sleep(60)", str(data_dir), collection],
-        cwd=ROOT, stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"open"
-        yield holder
-    finally:
-        holder.kill()
-        holder.wait()
