@@ -49,7 +49,7 @@ from app.api.schemas import (
 )
 from app.core import Facet
 from app.encoding import warm_up_clustering
-from app.errors import InvalidRequestError, NotFoundError, UnavailableError, UnknownModelError
+from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
 from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
@@ -497,10 +497,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         one has ``cancel_requested`` set and stops at its next batch boundary, ``cancelled``,
         what it indexed kept (the next job of the same source resumes it): poll GET
         /jobs/{job_id} for its end."""
-        try:
+        try:  # an unknown job: the facade's NotFoundError, 404 job_not_found (errors._NOT_FOUND_ROUTES)
             return _json(asdict(facet.cancel_job(job_id, collection)))
-        except NotFoundError as e:
-            return errors.error_response(404, str(e), "not_found_error", code="job_not_found")
         except InvalidRequestError as e:  # ended, or of another collection
             param = "collection" if collection is not None and "collection" in str(e) else None
             return errors.error_response(400, str(e), "invalid_request_error", param=param)
