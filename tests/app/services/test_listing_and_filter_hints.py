@@ -13,8 +13,7 @@ from app.services.collections import CollectionService
 from app.services.indexing import IndexService
 from app.services.search import SearchRequest, SearchService, parse_filters, why_no_results
 
-from .conftest import write_corpus
-from .test_concurrency import _held_by_another_process
+from .conftest import locked_by_another_process, write_corpus
 
 
 def test_a_listing_says_a_collection_held_elsewhere_keeps_words(make_ctx, tmp_path) -> None:
@@ -24,7 +23,7 @@ def test_a_listing_says_a_collection_held_elsewhere_keeps_words(make_ctx, tmp_pa
     ctx.store.release("c")
     free = CollectionService(ctx).get("c")
     assert free.lexical is True and free.open_in is None
-    with _held_by_another_process(ctx.settings.data_dir, "c") as holder:
+    with locked_by_another_process(ctx.settings.data_dir, "c", opened=True) as holder:
         for info in (CollectionService(ctx).get("c"), CollectionService(ctx).list_all()[0]):
             assert info.open_in is not None and str(holder.pid) in info.open_in, info
             assert info.points is None  # still not counted there

@@ -15,7 +15,6 @@ from app.services.collections import CollectionService
 from app.services.indexing import IndexService
 
 from .conftest import locked_by_another_process, write_corpus
-from .test_concurrency import _held_by_another_process
 
 
 def test_a_cached_listing_says_where_the_collection_is_open_now(make_ctx, tmp_path) -> None:
@@ -32,7 +31,7 @@ def test_a_cached_listing_says_where_the_collection_is_open_now(make_ctx, tmp_pa
         assert (held.writer, held.points) == (None, None), held
         assert held.open_in == f"pid {holder.pid} on host {host}", held
     # Open (and loaded) in another process: so at every listing, not only the first.
-    with _held_by_another_process(ctx.settings.data_dir, "c") as holder:
+    with locked_by_another_process(ctx.settings.data_dir, "c", opened=True) as holder:
         for info in (service.get("c"), next(i for i in service.list_all() if i.name == "c")):
             assert (info.points, info.open_in) == (None, f"pid {holder.pid} on host {host}"), info
     # Closed again: counted, with no stale ``open_in``; then from the cache, still without.
