@@ -292,16 +292,18 @@ class Facet:
 
     def _check_embed(self, texts: Sequence[str], role: Role | str) -> Role:
         if isinstance(texts, str):
+            # param: the field as /v1/embeddings names the texts.
             raise InvalidRequestError("texts must be a list of strings, not one string; wrap it: "
-                                      "[text]")
+                                      "[text]", param="input")
         if not isinstance(texts, Sequence):  # None, a number, a generator: a TypeError before
             hint = " (an array: pass .tolist())" if hasattr(texts, "tolist") else ""
             raise InvalidRequestError(f"texts must be a list of strings, got "
-                                      f"{type(texts).__name__}{hint}")
+                                      f"{type(texts).__name__}{hint}", param="input")
         limit = self.settings.max_texts_per_call
         if len(texts) > limit:
             raise TooLargeError(f"{len(texts)} texts in one call, more than the limit of {limit} "
-                                "(FACET_MAX_TEXTS_PER_CALL); split them into several calls")
+                                "(FACET_MAX_TEXTS_PER_CALL); split them into several calls",
+                                param="input")
         check_texts(texts)
         return Role.parse(role)
 

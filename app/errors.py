@@ -14,7 +14,19 @@ from collections.abc import Iterator
 
 
 class FacetError(Exception):
-    """Base class of every error the application core raises on purpose."""
+    """Base class of every error the application core raises on purpose.
+
+    ``param`` names the one request field the error is about, as the HTTP API names it
+    (``k``, ``query``, ``collection``, ``search.k``), where there is exactly one; None where it
+    is about several fields or none. The HTTP edge sends it as the error body's ``param`` (it
+    was always null for these, so generated clients could not attach the error to a field).
+    It is an attribute, not an argument of ``args``: ``str(error)`` is the message alone, and
+    a pickled error keeps it (``Exception`` pickles ``__dict__`` with ``args``).
+    """
+
+    def __init__(self, *args: object, param: str | None = None) -> None:
+        super().__init__(*args)
+        self.param = param
 
 
 class InvalidRequestError(FacetError):
@@ -44,8 +56,9 @@ class TooLargeError(InvalidRequestError):
 class BusyError(FacetError):
     """Too much work is already waiting; retry later. ``retry_after_s`` is a hint."""
 
-    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retry_after_s: float = 1.0, *,
+                 param: str | None = None) -> None:
+        super().__init__(message, param=param)
         self.retry_after_s = retry_after_s
 
 

@@ -151,7 +151,8 @@ async def _facet_error(request: Request, exc: Exception) -> JSONResponse:
         headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
     if status >= 500:
         logger.error("request failed: %s", exc)
-    return error_response(status, str(exc), type_, code=code, headers=headers)
+    # The field the core named (``FacetError.param``): it was null for every domain error.
+    return error_response(status, str(exc), type_, exc.param, code=code, headers=headers)
 
 
 # Where FastAPI says a request value was; not part of the field's name.

@@ -194,7 +194,7 @@ def _check_model(facet: Facet, name: str | None, field: str) -> None:
                    "as requested" if "[" in name else "")
         raise UnknownModelError(f"{field} {name!r} is not served here; available: "
                                 f"{', '.join(allowed)} (the server's FACET_API_MODELS sets the list)"
-                                f"{options}")
+                                f"{options}", param=field)
 
 
 DISCONNECT_POLL_S = 0.5
@@ -497,11 +497,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         one has ``cancel_requested`` set and stops at its next batch boundary, ``cancelled``,
         what it indexed kept (the next job of the same source resumes it): poll GET
         /jobs/{job_id} for its end."""
-        try:  # an unknown job: the facade's NotFoundError, 404 job_not_found (errors._NOT_FOUND_ROUTES)
-            return _json(asdict(facet.cancel_job(job_id, collection)))
-        except InvalidRequestError as e:  # ended, or of another collection
-            param = "collection" if collection is not None and "collection" in str(e) else None
-            return errors.error_response(400, str(e), "invalid_request_error", param=param)
+        # An unknown job: the facade's NotFoundError, 404 job_not_found (errors._NOT_FOUND_ROUTES).
+        # An ended one, or one of another collection: its InvalidRequestError, 400, whose param
+        # the facade sets ("collection" for the other collection; it was read from the message).
+        return _json(asdict(facet.cancel_job(job_id, collection)))
 
     # A store server out of reach: 503.
     @app.get("/collections", dependencies=auth, response_model=list[CollectionInfo],

@@ -52,7 +52,14 @@ from app.encoding import (
     not_an_explainer,
     unread_count,
 )
-from app.errors import DataError, InvalidRequestError, NotFoundError, TooLargeError, as_domain_error
+from app.errors import (
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    NotFoundError,
+    TooLargeError,
+    as_domain_error,
+)
 from app.services.context import ServiceContext
 from app.services.search import (
     SearchRequest,
@@ -67,7 +74,7 @@ from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
-from indexer.store import Scrolled, point_id
+from indexer.store import Scrolled, point_id, validate_name
 
 logger = logging.getLogger(__name__)
 
@@ -524,10 +531,11 @@ class ClusterService:
             optional = name in ("k", "answer_tokens", "limit")
             if (value is not None or not optional) and (isinstance(value, bool)
                                                         or not isinstance(value, numbers.Integral)):
-                raise InvalidRequestError(f"{name} must be a whole number, got {value!r}")
+                raise InvalidRequestError(f"{name} must be a whole number, got {value!r}", param=name)
         if not isinstance(request.instruction, str) or not request.instruction.strip():
             raise InvalidRequestError("the instruction must not be empty: it is what the texts are "
-                                      "grouped by (e.g. 'What does the customer want?')")
+                                      "grouped by (e.g. 'What does the customer want?')",
+                                      param="instruction")
         given = [name for name, value in (("texts", request.texts),
                                           ("collection", request.collection),
                                           ("search", request.search)) if value is not None]
@@ -544,20 +552,22 @@ class ClusterService:
             raise InvalidRequestError(f"{' and '.join(given)} {verb} to a collection's texts; {where}")
         if request.k is not None and request.k < 2:
             raise InvalidRequestError(f"k must be at least 2 (or None to choose it by silhouette), "
-                                      f"got {request.k}")
+                                      f"got {request.k}", param="k")
         if request.max_k < 2:
-            raise InvalidRequestError(f"max_k must be at least 2, got {request.max_k}")
+            raise InvalidRequestError(f"max_k must be at least 2, got {request.max_k}", param="max_k")
         if request.collection is not None:
             check_filters(request.filters)
         if isinstance(request.seed, bool) or not 0 <= request.seed <= MAX_SEED:
-            raise InvalidRequestError(f"seed must be from 0 to {MAX_SEED}, got {request.seed}")
+            raise InvalidRequestError(f"seed must be from 0 to {MAX_SEED}, got {request.seed}",
+                                      param="seed")
         for name, value in (("keywords", request.keywords), ("members", request.members)):
             if value < 1:
-                raise InvalidRequestError(f"{name} must be at least 1, got {value}")
+                raise InvalidRequestError(f"{name} must be at least 1, got {value}", param=name)
         if request.answer_tokens is not None and request.answer_tokens < 1:
-            raise InvalidRequestError(f"answer_tokens must be at least 1, got {request.answer_tokens}")
+            raise InvalidRequestError(f"answer_tokens must be at least 1, got {request.answer_tokens}",
+                                      param="answer_tokens")
         if request.limit is not None and request.limit < 2:
-            raise InvalidRequestError(f"limit must be at least 2, got {request.limit}")
+            raise InvalidRequestError(f"limit must be at least 2, got {request.limit}", param="limit")
 
     def _validate_explainer(self, request: ClusterRequest) -> None:
         """``validate``'s check of the explainer's name: the registry it asks imports torch
@@ -571,9 +581,15 @@ class ClusterService:
                 try:
                     check_embedder(request.explainer)
                 except EmbedderError as e:
-                    raise as_domain_error(e) or e from e
+                    domain = as_domain_error(e)
+                    if domain is None:
+                        raise
+                    domain.param = "explainer"
+                    raise domain from e
             if answers_questions(request.explainer) is False:
-                raise not_an_explainer(request.explainer)
+                error = not_an_explainer(request.explainer)
+                error.param = "explainer"
+                raise error
 
     def _check_explainer(self, request: ClusterRequest, texts: Sequence[str], instruction: str,
                          report: ClusterProgress) -> None:
@@ -636,12 +652,14 @@ class ClusterService:
                    f" (the search found {plural(len(texts), 'result')}"
                    f"{'; check its filters' if request.search.filters else ''})"
                    if request.search is not None else "")
-            raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}")
+            # Given texts: that field; a collection's or a search's: their filters, their k...
+            raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}",
+                                      param="texts" if request.texts is not None else None)
         if request.k is not None and request.k > len(texts):
             # Each edge adds its own way of leaving k unset (the CLI's `--k 0` reached the page).
             raise InvalidRequestError(
                 f"k={request.k} is more than the {plural(len(texts), 'text')} to cluster; "
-                f"ask for at most {len(texts)}, {K_BY_SILHOUETTE}")
+                f"ask for at most {len(texts)}, {K_BY_SILHOUETTE}", param="k")
         instruction = request.instruction.strip()
         self._check_explainer(request, texts, instruction, report)
 
@@ -788,12 +806,18 @@ class ClusterService:
         (``_stored_vector``)."""
         if request.texts is not None:
             if isinstance(request.texts, str):
-                raise InvalidRequestError("texts must be a list of strings, not one string")
+                raise InvalidRequestError("texts must be a list of strings, not one string",
+                                          param="texts")
             texts = list(request.texts)
             check_texts(texts)
             return texts, [{"index": i} for i in range(len(texts))], None, None
         if request.search is not None:
-            response = self.search_service.search(request.search)
+            try:
+                response = self.search_service.search(request.search)
+            except FacetError as e:
+                if e.param is not None:  # a field of the search, which the request nests
+                    e.param = f"search.{e.param}"
+                raise
             return ([r.text for r in response.results],
                     [{"doc_id": r.doc_id, "chunk_no": r.chunk_no, "title": r.title,
                       "score": r.score} for r in response.results], None,
@@ -841,9 +865,14 @@ class ClusterService:
                 written yet.
             StoreBusyError, StoreUnavailableError: see ``refuse_if_busy``.
         """
+        try:  # said by the store's collection_exists too, as a lower error naming no field
+            validate_name(name)
+        except StoreError as e:
+            raise InvalidRequestError(str(e), param="collection") from e
         if not self.ctx.store.collection_exists(name):
             self.search_service.vector_names(name)  # says why as a search does: the known ones
-            raise NotFoundError(f"collection {name!r} has nothing to cluster yet")
+            raise NotFoundError(f"collection {name!r} has nothing to cluster yet",
+                                param="collection")
         refuse_if_busy(self.ctx.store, name)
 
     def _stored_vector(self, spec: str) -> str | None:
@@ -932,7 +961,8 @@ def k_option(k: int | None) -> int | None:
     if not k:
         return None
     if k < 2:
-        raise InvalidRequestError(f"k must be 0 (choose it by silhouette) or at least 2, got {k}")
+        raise InvalidRequestError(f"k must be 0 (choose it by silhouette) or at least 2, got {k}",
+                                  param="k")
     return k
 
 
@@ -943,7 +973,8 @@ def limit_option(limit: int | None) -> int | None:
         InvalidRequestError: a negative limit.
     """
     if limit is not None and limit < 0:
-        raise InvalidRequestError(f"the limit must be 0 (all the texts) or a positive number of texts, got {limit}")
+        raise InvalidRequestError(f"the limit must be 0 (all the texts) or a positive number of texts, got {limit}",
+                                  param="limit")
     return limit or None
 
 

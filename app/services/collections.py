@@ -528,13 +528,14 @@ class CollectionService:
             NotFoundError: an unknown collection.
         """
         if isinstance(limit, bool) or not 1 <= limit <= MAX_JOBS_LISTED:
-            raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}")
+            raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}",
+                                      param="limit")
         with self.ctx.sessions() as session:
             coll_id = None
             if collection is not None:
                 coll = md.get_collection(session, collection)
                 if coll is None:
-                    raise self._not_found(session, collection)
+                    raise self._not_found(session, collection, param="collection")
                 coll_id = coll.id
             jobs = md.list_jobs(session, coll_id, limit)
             counts = _error_counts(session, [j.id for j in jobs])
@@ -558,10 +559,11 @@ class CollectionService:
             NotFoundError: an unknown job.
         """
         if isinstance(job_id, bool) or not isinstance(job_id, int):
-            raise InvalidRequestError(f"a job id is a whole number, got {job_id!r}")
+            raise InvalidRequestError(f"a job id is a whole number, got {job_id!r}", param="job_id")
         if errors is not None and (isinstance(errors, bool) or not isinstance(errors, int)
                                    or not 0 <= errors <= MAX_JOB_ERRORS):
-            raise InvalidRequestError(f"errors must be from 0 to {MAX_JOB_ERRORS}, got {errors!r}")
+            raise InvalidRequestError(f"errors must be from 0 to {MAX_JOB_ERRORS}, got {errors!r}",
+                                      param="errors")
         if not 1 <= job_id <= md.MAX_ROW_ID:  # SQL cannot even look it up (PostgreSQL's
             # INTEGER ends at 2**31 - 1; a larger id was a 500 there, "no job" on SQLite)
             raise NotFoundError(f"no index job {job_id}")
@@ -571,7 +573,7 @@ class CollectionService:
                 raise NotFoundError(f"no index job {job_id}")
             if collection is not None and job.collection.name != collection:
                 raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} "
-                                          f"but of {job.collection.name!r}")
+                                          f"but of {job.collection.name!r}", param="collection")
             # The errors first, then their count: a running job adds errors meanwhile, and
             # the total is never fewer than those shown.
             shown = _job_errors(session, job.id, errors)
@@ -591,7 +593,9 @@ class CollectionService:
                     "from one `facet serve` (or the full stack: docs/deploy.md)")
 
     @staticmethod
-    def _not_found(session: Session, name: str) -> NotFoundError:
+    def _not_found(session: Session, name: str, param: str | None = None) -> NotFoundError:
+        """``param``: the request field that named it (``GET /jobs?collection=``); None where
+        the name is the route's path (``GET /collections/{name}``), the resource itself."""
         known = ", ".join(c.name for c in md.list_collections(session)) or "none"
         return NotFoundError(f"unknown collection {name!r} (known: {known}); "
-                             "see `facet collections`")
+                             "see `facet collections`", param=param)

@@ -581,20 +581,22 @@ class IndexService:
         """
         options = options or IndexOptions()
         if not str(source).strip():  # Path("") is ".": it indexed the process's folder
-            raise InvalidRequestError("the source is empty; give the folder or file to index")
+            raise InvalidRequestError("the source is empty; give the folder or file to index",
+                                      param="source")
         if options.text_column is not None and "\x00" in options.text_column:
             # (PostgreSQL cannot store one: the job row's insert was a 500 over HTTP.)
-            raise InvalidRequestError("the text column's name holds a NUL character")
+            raise InvalidRequestError("the text column's name holds a NUL character",
+                                      param="text_column")
         source = Path(source).expanduser()
         try:
             validate_name(collection)
             discover(source)
         except SourceNotFoundError as e:
-            raise NotFoundError(str(e)) from e
+            raise NotFoundError(str(e), param="source") from e
         except UnsupportedSourceError as e:
-            raise DataError(str(e)) from e
-        except StoreError as e:
-            raise InvalidRequestError(str(e)) from e
+            raise DataError(str(e), param="source") from e
+        except StoreError as e:  # validate_name's: discover raises none
+            raise InvalidRequestError(str(e), param="collection") from e
         with _store_errors():
             # A Qdrant server out of reach is said in REACH_TIMEOUT_S, before the model loads
             # (10 s and more) and the first request waits the client's 30 s.
@@ -914,7 +916,8 @@ class IndexService:
         for value, what in ((options.chunk_size, "chunk size"), (options.batch_chunks, "batch_chunks")):
             if value is not None and (isinstance(value, bool) or value < 1):
                 # 0 read as "unset", then as a mismatch with the collection it had just created.
-                raise InvalidRequestError(f"{what} must be at least 1, got {value}")
+                raise InvalidRequestError(f"{what} must be at least 1, got {value}",
+                                          param="chunk_tokens" if what == "chunk size" else None)
         coll = md.get_collection(session, name)
         if coll is None:
             self._refuse_orphan(name)
@@ -948,12 +951,14 @@ class IndexService:
                     raise ConflictError(f"collection {name!r} was created and deleted by other "
                                         "processes at this moment; try again") from None
         if coll.chunk_size is not None:
-            for value, current, what in ((options.chunk_size, coll.chunk_size, "chunk size"),
-                                         (options.chunk_overlap, coll.chunk_overlap, "overlap")):
+            for value, current, what, option in (
+                    (options.chunk_size, coll.chunk_size, "chunk size", "chunk_tokens"),
+                    (options.chunk_overlap, coll.chunk_overlap, "overlap", "chunk_overlap")):
                 if value is not None and value != current:
                     raise InvalidRequestError(
                         f"collection {name!r} was created with {what} {current}; chunking is fixed "
-                        "per collection: drop the option, or index into a new collection")
+                        "per collection: drop the option, or index into a new collection",
+                        param=option)
         self._check_store(name, embedder)
         if isinstance(embedder, _Deferred) and any(e.name == embedder.name for e in coll.embedders):
             return coll  # recorded already; the model is checked against it when a run loads it

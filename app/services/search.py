@@ -222,14 +222,15 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
                 value: Any = json.loads(raw)
             except json.JSONDecodeError as e:
                 raise InvalidRequestError(f"filter {item!r}: {raw!r} is not JSON; write "
-                                          "key:=2020 or key:=true, or key=text for strings") from e
+                                          "key:=2020 or key:=true, or key=text for strings",
+                                          param="filters") from e
             except RecursionError as e:  # key:=[[[[... thousands deep: was a traceback
                 raise InvalidRequestError(f"filter {key.strip()!r}: its JSON value is nested too "
                                           "deeply to read; only strings, numbers and booleans "
-                                          "can be matched") from e
+                                          "can be matched", param="filters") from e
             if not isinstance(value, str | int | float | bool):
                 raise InvalidRequestError(f"filter {item!r}: only strings, numbers and booleans "
-                                          "can be matched")
+                                          "can be matched", param="filters")
         elif "=" in item:
             key, value = item.split("=", 1)
             # "intent = card_arrival" matched nothing: the value was " card_arrival". (A value
@@ -238,10 +239,11 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
         else:
             # Worded for every edge (the UI's filter box too): no CLI flag in it.
             raise InvalidRequestError(f"filter {item!r} has no '='; write key=value, e.g. "
-                                      "label=refund or source=/data/a.txt (key:=2020 for a number)")
+                                      "label=refund or source=/data/a.txt (key:=2020 for a number)",
+                                      param="filters")
         key = key.strip()
         if not key:
-            raise InvalidRequestError(f"filter {item!r} has an empty key")
+            raise InvalidRequestError(f"filter {item!r} has an empty key", param="filters")
         if key in filters:
             previous = filters[key]
             filters[key] = [*previous, value] if isinstance(previous, list) else [previous, value]
@@ -275,28 +277,30 @@ def check_filters(filters: Any) -> None:
     if not isinstance(filters, Mapping):
         raise InvalidRequestError(
             f"filters must map payload fields to values ({{'intent': 'refund'}}), got "
-            f"{type(filters).__name__} {filters!r:.80}")
+            f"{type(filters).__name__} {filters!r:.80}", param="filters")
     for key, value in filters.items():
         if not isinstance(key, str) or '"' in key:
             raise InvalidRequestError(
                 f"filter key {key!r} cannot be matched: a key is the name of a metadata field "
-                "(a string without double quotes)")
+                "(a string without double quotes)", param="filters")
         values = value if isinstance(value, list | tuple) else [value]
         if not values or not all(isinstance(v, str | int | float | bool) for v in values):
             raise InvalidRequestError(
                 f"filter {key!r}: {value!r} cannot be matched; use a string, a number, a "
-                "boolean or a non-empty list of them (any of)")
+                "boolean or a non-empty list of them (any of)", param="filters")
         if len(values) > MAX_FILTER_VALUES:
             raise InvalidRequestError(
                 f"filter {key!r} lists {len(values):,} values; at most {MAX_FILTER_VALUES:,} can "
                 "be matched in one search (store a shared value, e.g. a group field, and filter "
-                "on that)")
+                "on that)", param="filters")
         for v in values:
             if isinstance(v, float) and not math.isfinite(v):
-                raise InvalidRequestError(f"filter {key!r}: {v} matches nothing; use a finite number")
+                raise InvalidRequestError(f"filter {key!r}: {v} matches nothing; use a finite number",
+                                          param="filters")
             if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
                 raise InvalidRequestError(f"filter {key!r}: {v} is outside the 64-bit integers "
-                                          "that payloads hold, so it matches nothing")
+                                          "that payloads hold, so it matches nothing",
+                                          param="filters")
 
 
 _PLAIN_KEY = re.compile(r"[\w-]+")
@@ -591,7 +595,8 @@ class SearchService:
                                "apart from it?); index its sources again to write it anew")
                     else:
                         why = f"job {job.id} ({state}) has not written its first documents"
-                raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {why}")
+                raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {why}",
+                                    param="collection")
             if coll is None:
                 known = [c.name for c in md.list_collections(session)]
                 self._vectors.pop(collection, None)
@@ -609,7 +614,7 @@ class SearchService:
                        f"database does not know (a lost or another database?): delete "
                        f"{collection!r} to remove them, or point FACET_DATABASE_URL at the "
                        f"database that indexed them" if stray else
-                       "indexing into a new name creates it"))
+                       "indexing into a new name creates it"), param="collection")
             names = [e.name for e in coll.embedders]
             self._identities[collection] = {e.name: e.identity for e in coll.embedders}
             self._sources[collection] = {e.name: e.spec for e in coll.embedders}
@@ -719,7 +724,7 @@ class SearchService:
             raise InvalidRequestError(
                 f"collection {request.collection!r} has no vectors from {model_name!r} "
                 f"(it has: {', '.join(names)}); pick one of those, or index the collection "
-                f"with the embedder {model_name!r} first")
+                f"with the embedder {model_name!r} first", param="embedder")
         return model_name
 
     def _source(self, collection: str, vector_name: str) -> str:
@@ -753,16 +758,18 @@ class SearchService:
         """
         if not isinstance(request.query, str):
             raise InvalidRequestError(f"the query must be a string, got "
-                                      f"{type(request.query).__name__} {request.query!r:.80}")
+                                      f"{type(request.query).__name__} {request.query!r:.80}",
+                                      param="query")
         if not request.query.strip():
-            raise InvalidRequestError("the query is empty: give the text to search for")
+            raise InvalidRequestError("the query is empty: give the text to search for",
+                                      param="query")
         for what, text in (("query", request.query), ("instruction", request.instruction)):
             if isinstance(text, str) and len(text) > MAX_QUERY_CHARS:
                 # A 5 MB query took 18 s (its words, its highlights), though an embedder reads
                 # its first few hundred tokens only; a pasted page (108,000 characters) is served.
                 raise TooLargeError(f"the {what} has {len(text):,} characters, more than the "
                                     f"{MAX_QUERY_CHARS:,} a search takes; an embedder reads only "
-                                    "its first few hundred tokens: shorten it")
+                                    "its first few hundred tokens: shorten it", param=what)
         check_text_encodable(request.query, "the query")
         if isinstance(request.instruction, str):
             check_text_encodable(request.instruction, "the instruction")
@@ -770,17 +777,18 @@ class SearchService:
         if threshold is not None and (isinstance(threshold, bool)
                                       or not isinstance(threshold, int | float)
                                       or not math.isfinite(threshold)):
-            raise InvalidRequestError(f"score_threshold must be a finite number, got {threshold!r}")
+            raise InvalidRequestError(f"score_threshold must be a finite number, got {threshold!r}",
+                                      param="score_threshold")
         if isinstance(request.top_k, bool) or not isinstance(request.top_k, int) or \
                 not 1 <= request.top_k <= MAX_TOP_K:
             raise InvalidRequestError(f"k (the number of results) must be a whole number from 1 "
-                                      f"to {MAX_TOP_K}, got {request.top_k!r}")
+                                      f"to {MAX_TOP_K}, got {request.top_k!r}", param="k")
         if request.mode not in SEARCH_MODES:
             raise InvalidRequestError(f"mode must be one of {', '.join(SEARCH_MODES)}, got "
-                                      f"{request.mode!r}")
+                                      f"{request.mode!r}", param="mode")
         if request.rerank_depth is not None and not 1 <= request.rerank_depth <= MAX_TOP_K:
             raise InvalidRequestError(f"rerank_depth must be from 1 to {MAX_TOP_K}, got "
-                                      f"{request.rerank_depth}")
+                                      f"{request.rerank_depth}", param="rerank_depth")
         check_filters(request.filters)
 
     def search(self, request: SearchRequest) -> SearchResponse:
@@ -813,7 +821,8 @@ class SearchService:
                 query_vec = self.encoder.encode([request.query], embedder=query_spec, role=Role.QUERY,
                                                 instruction=instruction)[0]
             except UnknownModelError as e:
-                if query_spec == request.embedder:
+                if query_spec == request.embedder:  # the request's embedder: that field
+                    e.param = "embedder"
                     raise
                 raise UnknownModelError(
                     f"collection {request.collection!r}'s {vector_name!r} vectors were written by "
@@ -937,7 +946,7 @@ class SearchService:
             return "hybrid" if self.store.has_lexical(request.collection) else "dense"
         except CollectionNotFoundError as e:
             self.forget(request.collection)
-            raise NotFoundError(str(e)) from e
+            raise NotFoundError(str(e), param="collection") from e
         except (StoreBusyError, StoreUnavailableError):
             raise
         except StoreError as e:  # term vectors of another definition: the embedder still works
@@ -1018,7 +1027,7 @@ class SearchService:
                                      filters=where, exact=request.exact)
         except CollectionNotFoundError as e:
             self.forget(request.collection)
-            raise NotFoundError(str(e)) from e
+            raise NotFoundError(str(e), param="collection") from e
         except (StoreBusyError, StoreUnavailableError):
             raise  # the facade names the writer / the server to start
         except StoreError as e:
