@@ -458,10 +458,24 @@ COLLECTION_COLUMNS = ["name", "documents", "indexed", "failed", "chunks", "point
                       "chunking", "created"]
 
 
+def points_cell(c: CollectionInfo) -> int | str:
+    """A collection's points, or why they are not counted: another process writing it or
+    holding it open (its shard cannot be opened here; the CLI says "? points" and who), or
+    "missing" where the store has no such collection. "missing" was shown for all three and
+    read like lost data while a job was writing it."""
+    if c.points is not None:
+        return c.points
+    if c.writer:
+        return f"? (being written: {c.writer})"
+    if c.open_in:
+        return f"? (open in {c.open_in}; counted there)"
+    return "missing"
+
+
 def collection_rows(infos: Sequence[CollectionInfo]) -> list[list[Any]]:
     """One row per collection."""
     return [[c.name, c.documents, c.documents_indexed, c.documents_failed, c.chunks,
-             c.points if c.points is not None else "missing",
+             points_cell(c),
              c.embedders_label(),
              f"{c.chunk_size} tokens, overlap {c.chunk_overlap}", c.created_at]
             for c in infos]

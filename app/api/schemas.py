@@ -121,6 +121,28 @@ class SearchBody(_Body):
                                     "that ran")
 
 
+def _k_or_choose(k: int | None) -> int | None:
+    """``k`` 0 is an omitted k, as ``facet cluster --k 0`` and the UI's k box (0 by default)
+    read it: the API refused it ("k: Input should be greater than or equal to 2") though
+    omitting k already chose it. 1 or a negative k is still refused, saying how to choose."""
+    if not k:
+        return None
+    if k < 2:
+        raise PydanticCustomError(
+            "k_too_small", "must be at least 2, got {k}; 0 or omit k to choose it by silhouette",
+            {"k": k})
+    return k
+
+
+# Checked by ``_k_or_choose`` (a ``ge`` would refuse 0 in pydantic's words); the schema says it.
+ClusterK = Annotated[
+    Annotated[int, WithJsonSchema({"type": "integer", "minimum": 0})] | None,
+    AfterValidator(_k_or_choose),
+    Field(description="number of clusters, at least 2; 0 or omitted: chosen by silhouette, up to "
+                      "max_k"),
+]
+
+
 class ClusterSearch(_Body):
     """The search whose results ``POST /cluster`` groups."""
 
@@ -141,7 +163,7 @@ class ClusterBody(_Body):
     filters: Filters = Field(default_factory=dict)
     limit: int | None = Field(default=None, ge=2)
     search: ClusterSearch | None = None
-    k: int | None = Field(default=None, ge=2)
+    k: ClusterK = None
     max_k: int = Field(default=10, ge=2, le=50)
     embedder: str | None = None
     explainer: str | None = None

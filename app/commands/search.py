@@ -93,6 +93,13 @@ def register(cli: typer.Typer) -> None:
                                  "term vectors, else dense), dense (the embedder), lexical (BM25 "
                                  "over the words) or hybrid (both, fused by rank; "
                                  "docs/indexing.md)")] = "auto",
+        score_threshold: Annotated[float | None, typer.Option(
+            "--score-threshold", help="drop results scoring below this: the cosine, or the "
+                                      "rerank score when reranked (auto then searches dense: "
+                                      "fused scores are on another scale)")] = None,
+        exact: Annotated[bool, typer.Option(
+            "--exact", help="compare the query with every chunk (brute force) instead of the "
+                            "approximate HNSW index: slower, nothing missed")] = False,
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Search a collection with an optional instruction, filters and rerank."""
@@ -101,7 +108,8 @@ def register(cli: typer.Typer) -> None:
         request = SearchRequest(query=query, collection=collection, instruction=instruction,
                                 top_k=top_k, filters=parse_filters(filters or []), rerank=rerank,
                                 rerank_depth=rerank_depth, embedder=embedder,
-                                group_by_document=group, mode=mode)
+                                group_by_document=group, mode=mode, exact=exact,
+                                score_threshold=score_threshold)
         with open_facet() as facet:
             response = facet.search(request)
         if as_json:
