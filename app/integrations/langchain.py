@@ -25,6 +25,10 @@ A search's ``note`` (a filter key no document holds: "no document has a field 'i
 vectors of an older definition) is logged as a warning on this module's logger, once per call,
 and put in each returned document's metadata as ``note``: a misspelt filter otherwise gave
 the chain an empty context and nothing said why.
+
+A record's own fields named as Facet's metadata keys (a ``score`` of 5, a ``source`` of "web",
+its own ``note``) are kept under the metadata's ``record`` (see ``to_document``): Facet's keys
+keep their meaning, and the record's values, which they overwrote, are no longer lost.
 """
 
 from __future__ import annotations
@@ -112,8 +116,15 @@ def to_document(result: SearchResult, collection: str, mode: str | None = None,
     ``rerank_score``, ``more_chunks`` (grouped by document: its other matching chunks),
     ``collection`` and ``mode`` (the search mode that ran, which says what kind of score
     ``score`` is: a fused score of 0.03 is a good hybrid hit, a cosine of 0.03 is not); on a
-    clash the Facet field wins. ``id`` is the Qdrant point id. ``note``: the search's note
-    (``SearchResponse.note``), set only when it has one.
+    clash the Facet field wins (the record's value kept under ``record``, below). ``id`` is
+    the Qdrant point id. ``note``: the search's note (``SearchResponse.note``), set only when
+    it has one.
+
+    ``record``: the record's own fields that a Facet key replaced (any of the names above, or
+    ``note`` or ``record``), e.g. ``{"score": 5, "source": "web", "note": "vip"}``; set only
+    when the record has such a field. ``note`` and ``record`` count as Facet's even where this
+    search set none: ``metadata["note"]`` is always the search's, and the record's own ``note``
+    (or ``record``) always under ``metadata["record"]``, not in one place or the other by search.
     """
     from indexer.store import point_id
 
@@ -125,17 +136,25 @@ def to_document(result: SearchResult, collection: str, mode: str | None = None,
 # A result's fields a Document's metadata carries, as SearchResult and /search's JSON name them.
 _RESULT_FIELDS = ("doc_id", "source", "title", "chunk_no", "start", "end", "score",
                   "vector_score", "rerank_score", "more_chunks")
+# Every metadata key that is Facet's: a record's own field of one of these names is kept under
+# "record" (a record's "record" too: the dict of replaced fields is there whenever it has one).
+_FACET_KEYS = frozenset((*_RESULT_FIELDS, "collection", "mode", "note", "record"))
 
 
 def _document(result: Mapping[str, Any], text: str, collection: str, mode: str | None,
               note: str | None, id: str | None) -> Document:
     """``to_document``'s Document from a result's fields, in process or from /search's JSON."""
-    metadata: dict[str, Any] = dict(result.get("metadata") or {})
+    own: dict[str, Any] = dict(result.get("metadata") or {})
+    # The record's "score": 5 was overwritten by Facet's and lost, with no way to read it.
+    metadata = {k: v for k, v in own.items() if k not in _FACET_KEYS}
     metadata.update({f: result.get(f) for f in _RESULT_FIELDS},
                     more_chunks=list(result.get("more_chunks") or ()), collection=collection,
                     mode=mode)
     if note:
         metadata["note"] = note
+    replaced = {k: v for k, v in own.items() if k in _FACET_KEYS}
+    if replaced:
+        metadata["record"] = replaced
     return Document(page_content=text, metadata=metadata, id=id)
 
 

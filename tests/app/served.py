@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -51,3 +52,31 @@ def facet_serve(env: dict[str, str], *, start_s: float) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def uvicorn_in_a_thread(facet: Any) -> Iterator[int]:
+    """A real uvicorn serving ``facet``'s app (``app.api.create_app``) on a free local port in a
+    thread, stopped after the block; yields the port. What TestClient cannot show (connections,
+    disconnects, a client over real HTTP), without a second process loading the model."""
+    import threading
+
+    import uvicorn
+
+    from app.api import create_app
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(facet), log_level="critical"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.05)
+        yield int(sock.getsockname()[1])
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

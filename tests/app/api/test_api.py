@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import socket
 import time
 import urllib.parse
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from app.api import create_app
 
+from ..served import uvicorn_in_a_thread
 from .conftest import COLLECTION, serving_facet
 
 
@@ -646,7 +645,7 @@ def test_an_unexpected_error_is_a_json_500_and_the_connection_stays_open(facet, 
         raise RuntimeError("boom")
 
     monkeypatch.setattr(facet, "collections", boom)
-    with _uvicorn_in_a_thread(facet) as port:
+    with uvicorn_in_a_thread(facet) as port:
         failed = httpx.get(f"http://127.0.0.1:{port}/collections")
         assert failed.status_code == 500
         assert failed.json()["error"]["message"].startswith("internal error (RuntimeError)")
@@ -684,7 +683,7 @@ def test_a_client_that_disconnects_cancels_its_queued_encoding(minilm, tmp_path)
 
     facet = serving_facet(tmp_path / "data", minilm)
     try:
-        with _uvicorn_in_a_thread(facet) as port:
+        with uvicorn_in_a_thread(facet) as port:
             texts = [f"{i} " + "word " * 200 for i in range(512)]
             with pytest.raises(httpx.ReadTimeout):
                 httpx.post(f"http://127.0.0.1:{port}/v1/embeddings",
@@ -697,32 +696,6 @@ def test_a_client_that_disconnects_cancels_its_queued_encoding(minilm, tmp_path)
             assert stats.cancelled_texts > 256 and stats.texts < 256, vars(stats)
     finally:
         facet.close()
-
-
-@contextlib.contextmanager
-def _uvicorn_in_a_thread(facet) -> Iterator[int]:
-    """A real uvicorn serving ``facet``'s app on a free local port (what TestClient cannot
-    show: connections, disconnects), stopped after the block; yields the port."""
-    import socket
-    import threading
-
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(facet), log_level="critical"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.05)
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 def test_a_float_filter_over_http_matches(client, facet, tmp_path) -> None:
