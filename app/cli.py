@@ -58,6 +58,12 @@ cli = typer.Typer(
 )
 
 
+# Every log line with its local time (the lines of a long-running `facet serve` had none);
+# `facet serve` puts the same time in front of uvicorn's own lines.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_DATEFMT = "%Y-%m-%dT%H:%M:%S"
+
+
 def _print_version(value: bool) -> None:
     if value:
         from app import DISTRIBUTION, __version__
@@ -75,7 +81,8 @@ def _main(
 ) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
+        datefmt=LOG_DATEFMT,
         stream=sys.stderr,
     )
     for noisy in ("httpx", "urllib3", "filelock", "transformers", "alembic"):

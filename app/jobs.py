@@ -55,6 +55,22 @@ def _log_failure(job_id: int, error: Exception) -> None:
         logger.error("index job %d failed: %s: %s", job_id, type(domain).__name__, domain)
 
 
+def run_logged(run: RunJob, job: PreparedJob) -> object:
+    """``run(job)`` between a "started" and an outcome line: a server running jobs in its own
+    thread (or a detached ``facet run-job``) logged nothing of them, unlike a worker. A failure
+    raises and is logged by the caller (``_log_failure``)."""
+    from app.services.indexing import IndexReport
+
+    logger.info("job %d started (%s, %s)", job.job_id, job.collection, job.source)
+    report = run(job)
+    if isinstance(report, IndexReport):
+        logger.info("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
+                    "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
+                    report.docs_indexed, report.docs_skipped, report.docs_failed,
+                    report.docs_deleted, report.chunks_written, report.elapsed_s)
+    return report
+
+
 class InlineJobRunner:
     """Runs each job in the calling thread before ``submit`` returns (errors are in its row)."""
 
@@ -92,6 +108,7 @@ class ThreadJobRunner:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._running: PreparedJob | None = None  # the job the thread is doing now
 
     def submit(self, job: PreparedJob) -> None:
         with self._lock:
@@ -108,11 +125,13 @@ class ThreadJobRunner:
             try:
                 if job is None:
                     return
-                self._run(job)
+                self._running = job
+                run_logged(self._run, job)
             except Exception as e:  # the job row holds the error; the thread goes on
                 assert job is not None
                 _log_failure(job.job_id, e)
             finally:
+                self._running = None
                 self._queue.task_done()
 
     def close(self) -> None:
@@ -138,7 +157,14 @@ class ThreadJobRunner:
             # ``stopping``): give it that long to record itself interrupted. One that takes
             # longer is left; the process ending, it shows interrupted all the same, and the
             # write protocol loses and duplicates nothing when it is resumed.
+            running = self._running
+            if running is not None:  # the wait a SIGTERM'd server spends here, said
+                logger.info("waiting up to %gs for job %d to stop at its next batch boundary",
+                            self.stop_wait_s, running.job_id)
             self._thread.join(timeout=self.stop_wait_s)
+            if self._thread.is_alive() and running is not None:
+                logger.warning("job %d did not stop within %gs; it shows interrupted once this "
+                               "process ends", running.job_id, self.stop_wait_s)
 
     def join(self, timeout: float = 600.0) -> bool:
         """Wait until every submitted job is done (tests, scripts); False on timeout."""

@@ -1,7 +1,8 @@
 """All runtime settings, read from ``FACET_*`` environment variables in one place.
 
 This is the only module of the application that reads ``FACET_*`` variables; everything else
-receives settings (or the values it needs) as arguments. One exception, below the application:
+receives settings (or the values it needs) as arguments (``OTHER_VARIABLES`` lists the few read
+elsewhere, ``warn_unknown_variables`` names any other). One exception, below the application:
 ``embedders.backbone`` reads ``FACET_DTYPE`` (the decoders' precision: ``float32``, ``bfloat16``,
 ``float16``; default bfloat16 on CUDA, float32 on CPU; encoders such as minilm always run
 float32), so that scripts which load models without the CLI honour it too; ``dtype`` below
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,6 +32,14 @@ DEFAULT_CHUNK_OVERLAP = 32
 MAX_CHUNK_TOKENS = 2**31 - 1
 # Longer waits and leases are typing mistakes, and overflowed datetime and thread timeouts.
 _YEAR_S = 365 * 24 * 3600
+# The FACET_* variables read elsewhere than through ``FacetSettings`` (whose fields are known
+# by their names): any other FACET_* variable is warned about (``warn_unknown_variables``), as
+# a misspelt FACET_APIKEY left a server open to everyone without a word. Add a name here when
+# code starts reading one. Found by grepping the project for ``FACET_[A-Z_]+``:
+# ``embedders.registry`` (FACET_PLUGINS); docker compose, from the same shell, for
+# docker-compose.yml (FACET_PUBLISH_HOST, FACET_SOURCES); scripts/gpu/device.sh
+# (FACET_GPU_WORK). FACET_DTYPE (read by ``embedders.backbone``) is a field as well.
+OTHER_VARIABLES = ("FACET_PLUGINS", "FACET_PUBLISH_HOST", "FACET_SOURCES", "FACET_GPU_WORK")
 
 
 def _default_data_dir() -> Path:
@@ -302,6 +312,60 @@ class FacetSettings(BaseSettings):
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
 
+    # What start-up lines say is served (``facet serve``, ``facet worker``): never a password.
+    def store_description(self) -> str:
+        """``edge``, ``local`` or ``Qdrant at <url>`` (as ``indexer.store.open_store`` picks)."""
+        if self.qdrant_url and self.vector_backend in ("edge", "server"):
+            return f"Qdrant at {masked_url(self.qdrant_url)}"
+        return self.vector_backend
+
+    def database_description(self) -> str:
+        """``SQLite in the data dir``, or FACET_DATABASE_URL with its password masked."""
+        if not self.database_url:
+            return "SQLite in the data dir"
+        from sqlalchemy.engine import make_url
+
+        try:
+            return make_url(self.database_url).render_as_string(hide_password=True)
+        except Exception:  # unparsable: opening it says why; never echo what may be a secret
+            return "set (FACET_DATABASE_URL)"
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password as ``***`` (for log lines and messages)."""
+    from urllib.parse import urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # e.g. a port that is not a number
+        password = None
+    return url.replace(f":{password}@", ":***@", 1) if password else url
+
+
+def known_variables() -> frozenset[str]:
+    """Every FACET_* variable Facet reads: the settings' fields and ``OTHER_VARIABLES``."""
+    return frozenset({f"FACET_{name.upper()}" for name in FacetSettings.model_fields}
+                     | set(OTHER_VARIABLES))
+
+
+def warn_unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """Log a warning for each FACET_* variable in ``environ`` that Facet does not read, with
+    the known name it is closest to, and return the unknown names. They were silently ignored
+    (``extra="ignore"``): ``FACET_APIKEY=s3cret facet serve`` served without a key."""
+    import difflib
+
+    known = known_variables()
+    # Any case: pydantic-settings reads ``facet_api_key`` as FACET_API_KEY.
+    unknown = sorted(n for n in environ if n.upper().startswith("FACET_") and n.upper() not in known)
+    for name in unknown:
+        close = difflib.get_close_matches(name.upper(), sorted(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        logger.warning("%s is not a Facet setting and is ignored%s", name, hint)
+    return unknown
+
+
+_warned_unknown = False  # once per process, however often the settings are read again
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> FacetSettings:
@@ -320,6 +384,10 @@ def get_settings() -> FacetSettings:
 
     from app.errors import InvalidRequestError
 
+    global _warned_unknown
+    if not _warned_unknown:
+        _warned_unknown = True
+        warn_unknown_variables(os.environ)
     try:
         return FacetSettings()
     except ValidationError as e:

@@ -52,8 +52,8 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
     # unique) so that its healthcheck can ping exactly this worker.
     name = name or f"facet-{os.getpid()}@{socket.gethostname()}"
     logger.info("worker %s: queues %s, %d process(es), store %s, database %s", name,
-                ",".join(names), concurrency, settings.qdrant_url or settings.vector_backend,
-                "set" if settings.database_url else "SQLite in the data dir")
+                ",".join(names), concurrency, settings.store_description(),
+                settings.database_description())  # passwords masked, as facet serve's line
     celery_app.worker_main(["worker", "-Q", ",".join(names), "-c", str(concurrency),
                             "-P", pool, "-l", loglevel, "-n", name, "--without-gossip",
                             "--without-mingle"])

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import logging
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from app.commands.common import check_port, handle_errors
-from app.errors import UnavailableError
+from app.errors import InvalidRequestError, UnavailableError
+from app.settings import masked_url
+
+if TYPE_CHECKING:
+    from app.settings import FacetSettings
+
+logger = logging.getLogger(__name__)
 
 
 def register(cli: typer.Typer) -> None:
@@ -21,7 +28,9 @@ def register(cli: typer.Typer) -> None:
         preload: Annotated[list[str] | None, typer.Option(
             "--preload", help="embedder to load at start-up (repeat; default FACET_DEFAULT_EMBEDDER)")
         ] = None,
-        log_level: Annotated[str, typer.Option("--log-level")] = "info",
+        log_level: Annotated[str, typer.Option(
+            "--log-level", help="critical, error, warning, info, debug or trace: uvicorn's and "
+                                "Facet's own log lines (-v keeps Facet's at debug)")] = "info",
     ) -> None:
         """Serve the API from this process (it owns the data folder: one process per folder).
 
@@ -34,11 +43,74 @@ def register(cli: typer.Typer) -> None:
         except ImportError as e:
             raise UnavailableError(f"facet serve needs the api extra ({e.name} is missing): "
                                    "pip install 'facet-search[api]'") from e
+        from uvicorn.config import LOG_LEVELS
+
         from app.settings import get_settings
 
+        level = LOG_LEVELS.get(log_level.lower())
+        if level is None:
+            raise InvalidRequestError(f"--log-level {log_level!r} is not a level; use "
+                                      f"{', '.join(LOG_LEVELS)}")
         check_port(host, port)
         settings = get_settings()
-        names = preload if preload is not None else [settings.default_embedder]
-        app = create_app(settings=settings, preload=[n for n in names if n])
-        # One process: the embedded store folder belongs to exactly one.
-        uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1)
+        root = logging.getLogger()
+        before = root.level
+        # The app's lines too (`--log-level warning` quieted uvicorn alone); -v's debug stays.
+        if before != logging.DEBUG:
+            root.setLevel(level)
+        try:
+            names = preload if preload is not None else [settings.default_embedder]
+            app = create_app(settings=settings, preload=[n for n in names if n])
+            _log_start(host, settings, ui=any(getattr(r, "path", None) == "/ui" for r in app.routes))
+            # One process: the embedded store folder belongs to exactly one.
+            uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
+                        log_config=_uvicorn_log_config())
+        finally:
+            root.setLevel(before)  # called in-process (tests): leave the caller's level
+
+
+def _log_start(host: str, settings: FacetSettings, *, ui: bool) -> None:
+    """What is served, in one line (as `facet worker` says its own), and a warning when anyone
+    who can reach the host may use it: docs/deploy.md's "lets anyone read collections and index
+    server paths" was said nowhere at start."""
+    from app import __version__
+
+    broker = f", broker {masked_url(settings.broker_url)}" if settings.broker_url else ""
+    logger.info("facet %s serving: data folder %s, store %s, database %s%s, auth %s, UI %s",
+                __version__, settings.data_dir, settings.store_description(),
+                settings.database_description(), broker,
+                "on (FACET_API_KEY)" if settings.api_key else "off",
+                "at /ui" if ui else "not mounted")
+    if not settings.api_key and not _loopback(host):
+        logger.warning("listening on %s without an API key: anyone who can reach this port "
+                       "can read every collection and have this server index its folders "
+                       "(POST /jobs); set FACET_API_KEY=<a long random secret> (clients send "
+                       "'Authorization: Bearer <key>'), or listen on 127.0.0.1 (docs/deploy.md)",
+                       host)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reached from this machine only (``localhost``, 127.x, ::1)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False
+
+
+def _uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's own logging set-up with the time in front, as the app's lines (app.cli)."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    from app.cli import LOG_DATEFMT
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for formatter in config["formatters"].values():
+        formatter["fmt"] = "%(asctime)s " + formatter["fmt"]
+        formatter["datefmt"] = LOG_DATEFMT
+    return config

@@ -1,0 +1,74 @@
+"""A server's own jobs (``ThreadJobRunner``) in its log: started, how they ended with the counts,
+and the wait at shutdown for a running one. Nothing of them was logged, unlike a worker's."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.services.indexing import IndexOptions
+from app.settings import FacetSettings
+
+
+@pytest.fixture
+def cache(minilm) -> EmbedderCache:
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    return cache
+
+
+def _corpus(root: Path, count: int, words: int) -> Path:
+    root.mkdir(parents=True)
+    for i in range(count):
+        (root / f"d{i:03d}.txt").write_text(f"note {i} about " + "trains " * words)
+    return root
+
+
+def _said(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "app.jobs"]
+
+
+def test_a_server_job_logs_its_start_and_its_outcome(cache, tmp_path, caplog) -> None:
+    src = _corpus(tmp_path / "docs", 3, 5)
+    server = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        with caplog.at_level(logging.INFO, logger="app.jobs"):
+            job = server.submit_index(src, "notes")
+            assert server.job_runner.join(timeout=120)  # type: ignore[attr-defined]
+    finally:
+        server.close()
+    said = _said(caplog)
+    assert said[0] == f"job {job.id} started (notes, {src})"
+    assert re.fullmatch(
+        rf"job {job.id} completed: 3 seen, 3 indexed, 0 unchanged, 0 failed, "
+        r"0 deleted, 3 chunks in \d+\.\ds",
+        said[1],
+    ), said
+    assert len(said) == 2, said  # closing with no job running waits for none
+
+
+def test_shutdown_says_it_waits_for_the_running_job(cache, tmp_path, caplog) -> None:
+    """SIGTERM on `facet serve` with a job running waited up to 30 s without a word."""
+    src = _corpus(tmp_path / "many", 300, 40)
+    settings = FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8)
+    server = Facet.for_serving(settings, embedders=cache)
+    with caplog.at_level(logging.INFO, logger="app.jobs"):
+        job = server.submit_index(src, "big", IndexOptions(batch_chunks=4))
+        deadline = time.monotonic() + 120
+        while server.job(job.id).docs_indexed < 8:
+            assert time.monotonic() < deadline, server.job(job.id)
+            time.sleep(0.05)
+        server.close(reason="the server stopping")  # as `facet serve` closes it
+    said = _said(caplog)
+    assert said[0] == f"job {job.id} started (big, {src})"
+    assert f"waiting up to 30s for job {job.id} to stop at its next batch boundary" in said, said
+    assert (
+        said.index(f"waiting up to 30s for job {job.id} to stop at its next batch boundary") < len(said) - 1
+    )  # said before the job's end
+    assert re.fullmatch(rf"job {job.id} interrupted: \d+ seen, \d+ indexed, .*", said[-1]), said
