@@ -170,37 +170,96 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
     "loosen the filters" where the CLI named the `key:=2020` a field of numbers needs).
 
     "check the filters" was said with no filter too (an empty collection, a lexical query of
-    stop words only); a number written ``key=2020`` is the string "2020", which a field of
-    numbers never holds.
+    stop words only). The rest is the response's note (``SearchService._nothing_note``): the
+    older term vectors, the keys no document holds and a filter value of the wrong type
+    (``filter_type_hint``). The type hint was guessed here from the filters alone, so the API
+    and LangChain, which show the note, said nothing of it; the core makes it, knowing what the
+    fields hold, and every edge says the same once.
     """
-    why = _why_nothing(response, filters)
+    if not filters:
+        why = ("no indexed word of the query is in it" if response.mode == "lexical" else
+               "the collection holds nothing searchable")
+    else:
+        why = "check the filters"
     # An older term definition found nothing for words today's finds (熊猫 inside 大熊猫): said,
     # with what rewrites them, rather than only "no indexed word of the query is in it".
     return f"{why}; {response.note}" if response.note else why
 
 
-def _why_nothing(response: SearchResponse, filters: Mapping[str, Any] | bool | None) -> str:
-    """``why_no_results`` less the note on the collection's term vectors."""
-    if not filters:
-        return ("no indexed word of the query is in it" if response.mode == "lexical" else
-                "the collection holds nothing searchable")
-    given = [(k, v) for k, value in (filters.items() if isinstance(filters, Mapping) else ())
-             for v in (value if isinstance(value, list) else [value])]
-    numeric = [f"{k}:={v}" for k, v in given if isinstance(v, str) and _NUMBER.fullmatch(v.strip())]
-    ids = [f"doc_id={v}" for k, v in given if k in ("id", "_id")]
+# Where the ``key:=2020`` / ``key=5`` form is written; the JSON form follows it for the API.
+_EDGE_FORMS = "in the CLI and the UI's filter box"
+
+
+def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None = None
+                     ) -> str | None:
+    """Why ``filters`` may match nothing for the type of a value, worded for every edge: the
+    CLI's and the UI's form, then the JSON to send. A number written ``key=2020`` (or sent as
+    ``"2020"``) is the string "2020", which a field of numbers never holds; a csv column holds
+    text, so the number 5 never matches its "5"; a record's ``id`` is its document id, matched
+    as ``doc_id``. ``held``: a value a document holds in a metadata key's field, None where
+    none holds one (that key gets no hint: no value would match); a key with a value of the
+    filter's type is left out too. A key not in it is guessed at. None where no value looks
+    mistyped.
+    """
+    held = {**_TOP_LEVEL_VALUES, **(held or {})}
+    given = [(k, v) for k, value in filters.items() if k not in held or held[k] is not None
+             for v in (value if isinstance(value, list | tuple) else [value])]
+    hints = []
+    ids = [(k, str(v)) for k, v in given if k in ("id", "_id")]
     if ids:  # a record's id field is its document id, not metadata (`id:=3` found nothing too)
-        return f"check the filters; a record's id is matched with {', '.join(ids)}"
-    if numeric:
-        return (f"check the filters; a field of numbers (not a csv column) is matched with "
-                f"{', '.join(numeric)}")
+        hints.append(f"a record's id is matched with {', '.join(f'doc_id={v}' for _, v in ids)} "
+                     f"{_EDGE_FORMS}, in JSON with {_as_json('doc_id', ids)}")
+    strings = [(k, v) for k, v in given if k not in ("id", "_id") and isinstance(v, str)
+               and _NUMBER.fullmatch(v.strip()) and _is_number(held.get(k, 0))]
+    if strings:
+        numbers = [(k, _number(v)) for k, v in strings]
+        hints.append(f"a field of numbers (not a csv column) is matched with "
+                     f"{', '.join(f'{k}:={json.dumps(v)}' for k, v in numbers)} {_EDGE_FORMS}, in "
+                     f"JSON with {_plural('the number', numbers)}: {_as_json(None, numbers)}, not "
+                     f"{_plural('the string', strings)} "
+                     f"{', '.join(json.dumps(v, ensure_ascii=False) for _, v in strings)}")
     # The other way round: a csv column holds text, so `stars:=5` (the number) never matches
     # its "5" (the UI said only "check the filters").
-    texts = [f"{k}={v}" for k, v in given
-             if isinstance(v, int | float) and not isinstance(v, bool)]
+    texts = [(k, json.dumps(v)) for k, v in given if k not in ("id", "_id")
+             and _is_number(v) and isinstance(held.get(k, ""), str)]
     if texts:
-        return (f"check the filters; a csv column (text) is matched with {', '.join(texts)}, "
-                "a field of numbers with key:=N")
-    return "check the filters"
+        hints.append(f"a csv column (text) is matched with "
+                     f"{', '.join(f'{k}={v}' for k, v in texts)} {_EDGE_FORMS}, in JSON with "
+                     f"{_plural('the string', texts)}: {_as_json(None, texts)}; a field of "
+                     "numbers with key:=N, in JSON with the number")
+    return "; ".join(hints) or None
+
+
+# What the point's own fields hold, as a document's metadata value would say it.
+_TOP_LEVEL_VALUES: dict[str, Any] = {"doc_id": "", "source": "", "title": "", "chunk_no": 0}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number(text: str) -> int | float:
+    text = text.strip()
+    return float(text) if "." in text else int(text)
+
+
+def _plural(words: str, items: Sequence[Any]) -> str:
+    return words if len(items) == 1 else f"{words}s"
+
+
+def _as_json(key: str | None, pairs: Sequence[tuple[str, Any]]) -> str:
+    """``{"year": 2020}`` from the pairs (under ``key`` where given), a repeated key as a list
+    of its values (any of)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        k = key or k
+        if k not in out:
+            out[k] = v
+        elif isinstance(out[k], list):
+            out[k].append(v)
+        else:
+            out[k] = [out[k], v]
+    return json.dumps(out, ensure_ascii=False)
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
@@ -322,6 +381,11 @@ def payload_filters(filters: Mapping[str, Any]) -> Filters:
         field = key[len("meta."):] if key.startswith("meta.") else key
         out["meta." + (field if _PLAIN_KEY.fullmatch(field) else f'"{field}"')] = value
     return out
+
+
+def _field_name(key: str) -> str:
+    """The metadata field a filter key names: ``meta.source`` is the field ``source``."""
+    return key[len("meta."):] if key.startswith("meta.") else key
 
 
 def _either_form(value: Any) -> Any:
@@ -888,38 +952,46 @@ class SearchService:
     def _nothing_note(self, request: SearchRequest, mode: str, results: list[SearchResult]
                       ) -> str | None:
         """The response's note: ``_older_terms`` once words were searched, and, when a filtered
-        search found nothing, the filter keys no document holds (``_missing_fields``)."""
-        notes = [self._older_terms(request.collection) if mode != "dense" else None,
-                 None if results or not request.filters
-                 else self._missing_fields(request.collection, request.filters)]
+        search found nothing, the filter keys no document holds (``_field_values``) and a
+        value of the wrong type on the others (``filter_type_hint``): only the CLI and the UI
+        said that one, the API and LangChain returned nothing with a null note."""
+        notes = [self._older_terms(request.collection) if mode != "dense" else None]
+        if request.filters and not results:
+            held = self._field_values(request.collection, request.filters)
+            notes += [f"no document has a field {name!r}" for name in dict.fromkeys(
+                _field_name(key) for key, value in held.items() if value is None)]
+            notes.append(filter_type_hint(request.filters, held))
         return "; ".join(n for n in notes if n) or None
 
-    def _missing_fields(self, collection: str, filters: Mapping[str, Any]) -> str | None:
-        """"no document has a field 'topik'" for each metadata key of ``filters`` no document of
-        ``collection`` holds: a typo in a key said only "check the filters". Read from the
-        documents' metadata recorded in SQL (the store cannot ask whether a field exists), one
-        LIMIT 1 query per key, and only once a search found nothing."""
-        fields = dict.fromkeys(key[len("meta."):] if key.startswith("meta.") else key
-                               for key in filters if key not in TOP_LEVEL_FIELDS
-                               and key not in ("id", "_id"))  # an id has its own hint
+    def _field_values(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
+        """A value some document of ``collection`` holds in each metadata field that ``filters``
+        names, by key as given (``meta.colour`` too); None where no document holds the field: a
+        typo in a key said only "check the filters", and whether the field holds numbers or
+        strings tells which type hint fits (``filter_type_hint``). Read from the documents'
+        metadata recorded in SQL (the store cannot ask whether a field exists), one LIMIT 1
+        query per field, and only once a search found nothing."""
+        fields: dict[str, list[str]] = {}
+        for key in filters:
+            if key not in TOP_LEVEL_FIELDS and key not in ("id", "_id"):  # an id has its own hint
+                fields.setdefault(_field_name(key), []).append(key)
         D = md.Document
-        missing = []
+        values: dict[str, Any] = {}
         try:
             with self.ctx.sessions() as session:
                 coll = md.get_collection(session, collection)
                 if coll is None:
-                    return None
-                for name in fields:
+                    return {}
+                for name, keys in fields.items():
                     if '"' in name or "\\" in name:  # not expressible in SQLite's JSON path
                         continue
-                    if session.scalar(select(D.id).where(
-                            D.collection_id == coll.id,
-                            D.meta[name].as_string().is_not(None)).limit(1)) is None:
-                        missing.append(name)
+                    value = session.scalar(select(D.meta[name]).where(
+                        D.collection_id == coll.id,
+                        D.meta[name].as_string().is_not(None)).limit(1))
+                    values.update(dict.fromkeys(keys, value))
         except SQLAlchemyError:  # a hint only: the search's answer stands without it
             logger.debug("could not read which filter fields exist", exc_info=True)
-            return None
-        return "; ".join(f"no document has a field {name!r}" for name in missing) or None
+            return {}
+        return values
 
     def _older_terms(self, collection: str) -> str | None:
         """``VectorStore.older_lexical``: read once the words were searched (cached by the store)."""

@@ -487,10 +487,17 @@ def test_unexpected_errors_show_a_generic_message_not_the_exception(caplog) -> N
 
 def test_no_results_says_what_to_check_as_the_cli_does() -> None:
     """The UI said only "Loosen the filters or check the collection" where the CLI named the
-    `year:=2020` a field of numbers needs (the filter box takes the same syntax)."""
-    empty = SearchResponse("q", None, "c", "minilm", None, [], {})
-    html = render.results_html(empty, filters={"year": "2020"})
+    `year:=2020` a field of numbers needs (the filter box takes the same syntax). The hint is
+    the core's note (``filter_type_hint``), which every edge shows."""
+    from app.services.search import filter_type_hint
+
+    def empty(filters=None):  # the note the core gives a filtered search that found nothing
+        return SearchResponse("q", None, "c", "minilm", None, [], {},
+                              note=filter_type_hint(filters) if filters else None)
+
+    html = render.results_html(empty({"year": "2020"}), filters={"year": "2020"})
     assert "a field of numbers (not a csv column) is matched with year:=2020" in html
-    assert "check the filters." in render.results_html(empty, filters={"topic": "x"})
-    assert "nothing searchable" in render.results_html(empty)
-    assert "a record&#x27;s id is matched with doc_id=3" in render.results_html(empty, filters={"id": "3"})
+    assert "check the filters." in render.results_html(empty({"topic": "x"}), filters={"topic": "x"})
+    assert "nothing searchable" in render.results_html(empty())
+    assert "a record&#x27;s id is matched with doc_id=3" in render.results_html(
+        empty({"id": "3"}), filters={"id": "3"})

@@ -265,7 +265,7 @@ def test_a_table_locked_too_long_is_busy_not_a_hang(tmp_path, postgres_url, monk
 
 
 def test_an_empty_filtered_search_names_missing_keys_on_postgres(make_ctx, tmp_path, postgres_url) -> None:
-    """The hint reads the documents' metadata JSON in SQL (SearchService._missing_fields): the
+    """The hint reads the documents' metadata JSON in SQL (SearchService._field_values): the
     same expression on PostgreSQL, for strings and numbers as well as a missing key."""
     import json
 

@@ -1,0 +1,121 @@
+"""A filtered search that finds nothing for the type of a value says so on every edge.
+
+A number sent as a string (``{"year": "2020"}``), a record's ``id`` (matched as ``doc_id``) and a
+number on a csv column (its values are strings): the CLI and the UI named the fix, but the HTTP
+API and LangChain returned an empty list with a null ``note``. The hint is now in the core's
+note, with the JSON form and the CLI's / the UI's, and the CLI and the UI show it once.
+Real minilm, store and SQLite; the API in process (TestClient).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api import create_app
+from app.commands.search import print_results
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.services.search import SearchRequest
+from app.settings import FacetSettings
+from ui import render
+
+# (collection, query, filters that find nothing, the filters the note says to send, their CLI form)
+CASES = [
+    ("yr", "hello", {"year": "2020"}, {"year": 2020}, "year:=2020"),
+    ("yr", "hello", {"id": "y1"}, {"doc_id": "y1"}, "doc_id=y1"),
+    ("rv", "food", {"stars": 5}, {"stars": "5"}, "stars=5"),
+]
+IDS = ["number-as-string", "id", "number-on-csv"]
+
+
+@pytest.fixture(scope="module")
+def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
+    root = tmp_path_factory.mktemp("nohint")
+    (root / "y.jsonl").write_text('{"id": "y1", "text": "hello there", "year": 2020}\n')
+    (root / "r.csv").write_text("id,text,stars\nr1,good food,5\n")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=root / "data"), embedders=cache)
+    facet.index(root / "y.jsonl", "yr")
+    facet.index(root / "r.csv", "rv")
+    yield facet
+    facet.close()
+
+
+@pytest.fixture(scope="module")
+def client(facet) -> Iterator[TestClient]:
+    with TestClient(create_app(facet)) as c:
+        yield c
+
+
+def _post(client: TestClient, collection: str, query: str, filters: dict) -> dict:
+    response = client.post("/search", json={"query": query, "collection": collection, "filters": filters})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.mark.parametrize(("collection", "query", "given", "fixed", "cli"), CASES, ids=IDS)
+def test_the_api_note_names_the_filter_to_send(client, collection, query, given, fixed, cli) -> None:
+    body = _post(client, collection, query, given)
+    assert body["results"] == []
+    note = body["note"] or ""
+    assert f"is matched with {cli} in the CLI and the UI's filter box, in JSON with" in note, note
+    assert json.dumps(fixed) in note, note
+    # What it names finds the record, with no note.
+    found = _post(client, collection, query, fixed)
+    assert len(found["results"]) == 1 and found["note"] is None, found
+
+
+def test_a_key_no_document_holds_gets_that_hint_alone(client) -> None:
+    """Its value's type is beside the point: "use the number" would send the user astray."""
+    assert _post(client, "yr", "hello", {"yeer": "2020"})["note"] == "no document has a field 'yeer'"
+    both = _post(client, "yr", "hello", {"meta.yeer": "2020", "year": "2021"})["note"]
+    assert both == (
+        "no document has a field 'yeer'; a field of numbers (not a csv column) is "
+        "matched with year:=2021 in the CLI and the UI's filter box, in JSON with the "
+        'number: {"year": 2021}, not the string "2021"'
+    )
+
+
+def test_a_value_of_the_fields_type_gets_no_type_hint(facet, client, capsys) -> None:
+    """The hint is made knowing what the field holds: "7" on a csv column and 1999 on a field of
+    numbers are of the right type (the value is what found nothing). The CLI guessed from the
+    filter alone and told the user to send stars:=7, which the column never matches."""
+    assert _post(client, "rv", "food", {"stars": "7"})["note"] is None
+    assert _post(client, "yr", "hello", {"year": 1999})["note"] is None
+    request = SearchRequest("food", "rv", filters={"stars": "7"})
+    print_results(facet.search(request), filtered=request.filters)
+    assert "  no results (check the filters)\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("collection", "query", "given", "fixed", "cli"), CASES, ids=IDS)
+def test_the_cli_and_the_ui_say_the_hint_once(facet, capsys, collection, query, given, fixed, cli) -> None:
+    """``why_no_results`` added its own hint before the note; with the hint in the note it
+    would have said it twice."""
+    request = SearchRequest(query, collection, filters=given)
+    response = facet.search(request)
+    assert response.results == []
+    hints = [f"with {cli} in the CLI and the UI's filter box", json.dumps(fixed)]
+    print_results(response, filtered=request.filters)
+    out = capsys.readouterr().out
+    assert "  no results (check the filters; a " in out, out
+    assert [out.count(hint) for hint in hints] == [1, 1], out
+    html = render.results_html(response, filters=request.filters)
+    assert "No results: check the filters; a " in html, html
+    assert [html.count(render.esc(hint)) for hint in hints] == [1, 1], html
+
+
+def test_langchain_logs_the_hint(facet, caplog) -> None:
+    """The retriever logs the search's note as a warning: the hint reaches a chain's log."""
+    pytest.importorskip("langchain_core")
+    from app.integrations.langchain import FacetRetriever
+
+    retriever = FacetRetriever(collection="yr", facet=facet, filter={"year": "2020"})
+    with caplog.at_level(logging.WARNING, logger="app.integrations.langchain"):
+        assert retriever.invoke("hello") == []
+    assert "year:=2020 in the CLI" in caplog.text and '{"year": 2020}' in caplog.text, caplog.text
