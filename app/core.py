@@ -26,10 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import errno
 import functools
 import logging
+import os
+import re
 import shutil
+import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,13 +49,14 @@ from app.errors import (
     FacetError,
     InvalidRequestError,
     TooLargeError,
+    UnavailableError,
     as_domain_error,
     domain_errors,
 )
 from app.jobs import JobRunner, ThreadJobRunner
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
 from app.services.collections import DEFAULT_JOB_ERRORS, CollectionInfo, CollectionService, JobInfo
-from app.services.context import ServiceContext
+from app.services.context import ServiceContext, _not_writable
 from app.services.indexing import (
     IndexOptions,
     IndexReport,
@@ -112,6 +118,27 @@ def allowed_model_names(settings: FacetSettings) -> list[str]:
     if settings.default_embedder not in names:
         names.append(settings.default_embedder)
     return names
+
+
+# How long each readiness check may take (they run side by side: ``Facet.readiness``).
+READY_TIMEOUT_S = 1.0
+# A password in a URL a check's message quotes ("redis://:secret@host"), masked.
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
+
+
+@dataclass
+class Readiness:
+    """What ``Facet.readiness`` found.
+
+    Attributes:
+        ready: every check passed.
+        checks: ``database``, ``store`` and ``broker``, each ``"ok"`` (the broker's ``"not
+            configured"`` where no ``FACET_BROKER_URL`` is set) or why it failed, in one line
+            without passwords.
+    """
+
+    ready: bool
+    checks: dict[str, str]
 
 
 @dataclass
@@ -591,6 +618,72 @@ class Facet:
     def allowed_models(self) -> list[str]:
         """Embedder names a request from outside may name (see ``allowed_model_names``)."""
         return allowed_model_names(self.settings)
+
+    def readiness(self, *, timeout_s: float = READY_TIMEOUT_S) -> Readiness:
+        """Whether this process can serve requests now (a readiness probe: ``GET /ready``),
+        unlike liveness: the metadata database answers ``SELECT 1`` (and, SQLite, its data
+        folder can be written), the vector store answers (an embedded store's folder can be
+        written: reads take a lock file there; a server takes a connection), the broker answers
+        a ping where ``FACET_BROKER_URL`` is set (``app.remote.check_broker``, as an index job's
+        submission asks it). The checks run side by side, each given ``timeout_s``; no model is
+        loaded, nothing is written but a probe file, removed at once. Never raises: what failed
+        is in ``checks``."""
+        if self._closed:
+            return Readiness(False, dict.fromkeys(("database", "store", "broker"),
+                                                  "this Facet is closed"))
+        checks: dict[str, Callable[[], None]] = {
+            "database": self._database_ready,
+            "store": functools.partial(self.context.store.check_ready, timeout_s=timeout_s)}
+        if self.settings.broker_url:
+            from app.remote import check_broker
+
+            # The broker's own wait, shortened to the probe's (the default is 3 s).
+            quick = self.settings.model_copy(update={
+                "broker_timeout_s": min(timeout_s, self.settings.broker_timeout_s)})
+            checks["broker"] = functools.partial(check_broker, quick)
+        results = {name: f"no answer within {timeout_s:g} s" for name in checks}
+
+        def run(name: str, check: Callable[[], None]) -> None:
+            try:
+                check()
+                results[name] = "ok"
+            except Exception as e:  # said, not raised: every check is reported
+                domain = as_domain_error(e)
+                said = str(domain) if domain is not None else f"{type(e).__name__}: {e}"
+                # One line (SQLAlchemy's errors add the statement and a link), no password.
+                line = " ".join(said.split("\n", 1)[0].split())
+                results[name] = _URL_PASSWORD.sub(r"\1:***@", line)
+
+        # Daemon threads: a check that hangs (a database server that takes no connection, a
+        # pool whose connections are all busy) is left behind, not waited for.
+        threads = [threading.Thread(target=run, args=item, daemon=True,
+                                    name=f"facet-ready-{item[0]}") for item in checks.items()]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + timeout_s + 0.5  # a check's own timeout ends first
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        said = {name: results[name] for name in checks}
+        said.setdefault("broker", "not configured")
+        return Readiness(all(v == "ok" for k, v in said.items() if k in checks), said)
+
+    def _database_ready(self) -> None:
+        """``SELECT 1``; SQLite's folder writable (a read-only mount under a running server
+        answered reads and failed every write)."""
+        from sqlalchemy import text
+
+        with self.context.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        if self.settings.database_url is None:
+            folder = Path(self.settings.data_dir)
+            try:
+                fd, name = tempfile.mkstemp(prefix=".facet-ready-", dir=folder)
+                os.close(fd)
+                os.unlink(name)
+            except OSError as e:
+                why = (" (it is on a read-only file system)" if e.errno == errno.EROFS else
+                       f" ({e.strerror or e})")
+                raise UnavailableError(_not_writable(folder, why)) from e
 
     def info(self) -> dict[str, Any]:
         """What this process serves: store backend, default embedder, loaded models, limits."""

@@ -39,4 +39,5 @@ class StoreBusyError(StoreError):
 
 
 class StoreUnavailableError(StoreError):
-    """The vector store server cannot be reached (down, wrong URL, network); may be transient."""
+    """The vector store cannot serve now: a server out of reach (down, wrong URL, network), or an
+    embedded store's folder that cannot be written (a read-only mount); may be transient."""

@@ -17,6 +17,7 @@ Filters are a mapping ``payload path -> value`` (match) or ``-> list of values``
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import itertools
@@ -28,6 +29,7 @@ import re
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -543,6 +545,13 @@ class VectorStore(ABC):
         request too, so that something else answering there is said as well. Nothing for an
         embedded store: there is nothing to reach."""
 
+    def check_ready(self, *, timeout_s: float | None = None) -> None:
+        """Raise ``StoreUnavailableError`` where the store could not serve a request now: a
+        server out of reach (``check_reachable``), a folder of an embedded store that cannot be
+        written (reads take a lock file there too). Cheap: no collection is opened (a readiness
+        probe, ``Facet.readiness``)."""
+        self.check_reachable(timeout_s=timeout_s)
+
     def hold(self, collection: str) -> None:
         """Open an existing ``collection`` for this process now, before a write begins, so
         that another process holding it is found first (embedded stores; a no-op for a server).
@@ -597,11 +606,8 @@ class _FolderLocks:
                 return
             try:
                 fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
-            except PermissionError as e:  # was a traceback from every command on the folder
-                raise StoreError(
-                    f"cannot open {key}: {e.strerror}; the data folder's files belong to another "
-                    "user (after a `sudo facet ...`?): give them back to this one (chown -R), or "
-                    "run as their owner") from e
+            except OSError as e:  # was a traceback from every command on the folder (a 500)
+                raise _unwritable(path.parent, e, path) from e
             deadline = time.monotonic() + max(0.0, wait_s)
             while True:
                 try:
@@ -632,6 +638,41 @@ class _FolderLocks:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+def _unwritable(folder: Path, error: OSError, path: Path | None = None) -> StoreUnavailableError:
+    """The error for a file of an embedded store's ``folder`` that cannot be written (``path``:
+    the one tried, default the folder): a read-only mount (a `:ro` bind mounted under a running
+    server), a folder or file of another user. Unavailable, not a refused request: reads take a
+    lock file there too, so nothing can be served from it until it is writable again."""
+    what = f"cannot write {path if path is not None else folder}: {error.strerror or error}"
+    if error.errno == errno.EROFS:
+        why = (f"the vector store's folder {folder} is on a read-only file system, and Facet "
+               "writes there (a lock file) even to read a collection; mount it read-write, or "
+               "point FACET_DATA_DIR at a writable copy of the data folder")
+    elif error.errno in (errno.EACCES, errno.EPERM) and path is not None and path.exists():
+        why = ("the data folder's files belong to another user (after a `sudo facet ...`?): "
+               f"give them back to this one (chown -R {folder}), or run as their owner")
+    elif error.errno in (errno.EACCES, errno.EPERM):
+        why = (f"this user cannot write in the vector store's folder {folder}, and Facet writes "
+               "there (a lock file) even to read a collection; make it writable for this user "
+               "(chown -R, chmod u+w), or run as its owner")
+    elif error.errno == errno.ENOENT:
+        why = _GONE_HINT
+    else:
+        why = f"check the vector store's folder {folder} (FACET_DATA_DIR)"
+    return StoreUnavailableError(f"{what}; {why}")
+
+
+def _check_writable(folder: Path) -> None:
+    """Create and remove a file in ``folder``: whether this process can write there now (a
+    readiness probe; ``os.access`` says yes to root on a folder without write permission)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".facet-ready-", dir=folder)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        raise _unwritable(folder, e) from e
 
 
 def _read_holder(path: Path) -> dict[str, object]:
@@ -723,6 +764,8 @@ SEARCH_THREADS = 2
 # How qdrant-edge's plain Exceptions say that a file could not be read or written.
 _IO_SIGNS = ("IO Error", "os error", "No such file", "Permission denied", "Read-only file system")
 _GONE_HINT = "the data folder deleted, moved or unmounted while in use?"
+# The ones of them that say the folder is there but cannot be written.
+_NOT_WRITABLE_SIGNS = ("Permission denied", "Read-only file system")
 
 
 class EdgeStore(VectorStore):
@@ -791,6 +834,10 @@ class EdgeStore(VectorStore):
             raise StoreError(f"cannot read the vector store's folder {self.root}: "
                              f"{e.strerror or e} ({_GONE_HINT})") from e
 
+    def check_ready(self, *, timeout_s: float | None = None) -> None:
+        """The store's folder writable (its lock files are written there on every open)."""
+        _check_writable(self.root)
+
     def collection_exists(self, collection: str) -> bool:
         return (self._dir(collection) / self._SIDE).is_file()
 
@@ -806,11 +853,20 @@ class EdgeStore(VectorStore):
             self._sizes[collection] = sizes
         return dict(sizes)
 
-    def _write_sizes(self, collection: str, sizes: Mapping[str, int]) -> None:
-        path = self._dir(collection) / self._SIDE
+    @staticmethod
+    def _write_side(path: Path, text: str) -> None:
+        """Write a side file whole (a temp file renamed over it); a folder that cannot be written
+        (a read-only mount under a running server) is ``_unwritable``'s one line, not an
+        OSError traceback (a search's payload index wrote one: a 500)."""
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(dict(sizes), sort_keys=True))
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        except OSError as e:
+            raise _unwritable(path.parent, e, path) from e
+
+    def _write_sizes(self, collection: str, sizes: Mapping[str, int]) -> None:
+        self._write_side(self._dir(collection) / self._SIDE, json.dumps(dict(sizes), sort_keys=True))
         self._sizes[collection] = {str(k): int(v) for k, v in sizes.items()}
 
     def _gate(self, collection: str) -> _ShardGate:
@@ -849,6 +905,14 @@ class EdgeStore(VectorStore):
             gone = not folder.is_dir()
         except OSError:
             gone = True
+        if not gone and any(sign in text for sign in _NOT_WRITABLE_SIGNS):
+            # The folder there but not writable (a read-only mount under a running server):
+            # nothing can be served from it until it is, as for its lock (``_unwritable``).
+            return StoreUnavailableError(
+                f"collection {collection!r}: the vector store's files in {folder} cannot be "
+                f"written; {what} failed: {text}; make the data folder (FACET_DATA_DIR) writable "
+                "again (mount it read-write, give its files back to this user), or point "
+                "FACET_DATA_DIR at a writable copy")
         if gone or any(sign in text for sign in _IO_SIGNS):
             return StoreError(f"collection {collection!r}: the vector store's files in {folder} "
                               f"are gone or unreadable ({_GONE_HINT}); {what} failed: {text}")
@@ -1011,9 +1075,7 @@ class EdgeStore(VectorStore):
 
     def _write_lexical(self, collection: str) -> None:
         path = self._dir(collection) / self._LEXICAL_SIDE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": lex.LEXICAL_VERSION}))
-        os.replace(tmp, path)
+        self._write_side(path, json.dumps({"version": lex.LEXICAL_VERSION}))
         self._lexical[collection] = (path.stat().st_mtime_ns, lex.LEXICAL_VERSION)
 
     def _add_lexical(self, collection: str) -> None:
@@ -1141,11 +1203,9 @@ class EdgeStore(VectorStore):
         return fields
 
     def _write_indexed(self, collection: str) -> None:
-        path = self._dir(collection) / self._INDEX_SIDE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({k: sorted(v) for k, v in self._indexed[collection].items()},
-                                  sort_keys=True))
-        os.replace(tmp, path)
+        self._write_side(self._dir(collection) / self._INDEX_SIDE,
+                         json.dumps({k: sorted(v) for k, v in self._indexed[collection].items()},
+                                    sort_keys=True))
 
     def _set_index(self, collection: str, path: str, schema: str | None) -> None:
         """Give payload field ``path`` an index of ``schema`` (a ``PayloadSchemaType`` name), or
@@ -1183,7 +1243,11 @@ class EdgeStore(VectorStore):
                 if not kinds:  # deleted since the search found it
                     continue
                 fields[path] = kinds
-                self._write_indexed(collection)  # first: a field in it gets its index on the next open
+                try:
+                    self._write_indexed(collection)  # first: a field in it gets its index on the next open
+                except StoreError:  # not writable: every such search says so, not the first only
+                    del fields[path]
+                    raise
                 self._set_index(collection, path, _PAYLOAD_SCHEMAS.get(frozenset(fields[path])))
 
     def _scan_kinds(self, collection: str, path: str, segments: Sequence[str]) -> set[str]:
@@ -1524,6 +1588,7 @@ class QdrantClientStore(VectorStore):
         self._api_key = api_key
         self._reached_at: float | None = None  # when the server last took a connection (check_reachable)
         self._probe: tuple[int, Any] | None = None  # (timeout, client) of check_reachable's request
+        self._folder: Path | None = None  # local mode's folder (``check_ready``)
         if url:
             self.backend = "server"
             try:
@@ -1539,6 +1604,7 @@ class QdrantClientStore(VectorStore):
                 self._client = QdrantClient(location=":memory:")
             else:
                 Path(path).mkdir(parents=True, exist_ok=True)
+                self._folder = Path(path)
                 try:
                     self._client = QdrantClient(path=str(path))
                 except RuntimeError as e:
@@ -1594,6 +1660,13 @@ class QdrantClientStore(VectorStore):
         if ask or target is None or reached is None:
             self._ask(timeout_s)
         self._reached_at = self._clock()
+
+    def check_ready(self, *, timeout_s: float | None = None) -> None:
+        """A server: ``check_reachable``'s connect (asking it once, on the first check); local
+        mode: its folder writable."""
+        if self._folder is not None:
+            _check_writable(self._folder)
+        self.check_reachable(timeout_s=timeout_s)
 
     def _ask(self, timeout_s: float) -> None:
         """Send the server the request of ``list_collections``, on a client of its own that waits

@@ -281,6 +281,24 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class ReadinessChecks(BaseModel):
+    """Each check of ``GET /ready``: ``"ok"``, or why it failed (one line, passwords masked)."""
+
+    database: str = Field(description="the metadata database answers SELECT 1 (SQLite: its data "
+                                      "folder can be written)")
+    store: str = Field(description="the vector store answers (embedded: its folder can be "
+                                   "written; a Qdrant server: it takes a connection)")
+    broker: str = Field(description="the broker answers a ping; \"not configured\" where "
+                                    "FACET_BROKER_URL is unset")
+
+
+class Readiness(BaseModel):
+    """``GET /ready``'s body, 200 and 503 alike (``Facet.readiness``)."""
+
+    status: Literal["ready", "not ready"]
+    checks: ReadinessChecks
+
+
 @dataclass(kw_only=True)
 class SearchHit(SearchResult):
     """A ``POST /search`` result: the service's ``SearchResult`` and its point id, so that an

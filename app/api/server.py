@@ -44,6 +44,7 @@ from app.api.schemas import (
     JobQuery,
     ModelInfo,
     ModelList,
+    Readiness,
     SearchAnswer,
     SearchBody,
 )
@@ -87,7 +88,7 @@ def _require_key(request: Request) -> None:
 _BEARER = HTTPBearer(
     auto_error=False, scheme_name="FACET_API_KEY",
     description="the server's FACET_API_KEY, sent as 'Authorization: Bearer <key>' (every route "
-                "but /health)")
+                "but /health and /ready)")
 
 
 def _query_names(dependant: Dependant) -> dict[str, bool]:
@@ -338,6 +339,21 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.head("/health", include_in_schema=False)
     def health_head() -> Response:
         return Response()
+
+    # Readiness, beside liveness: 503 with the same body naming what failed (a broker or
+    # store out of reach, a read-only data folder), which /health answered "ok" through.
+    @app.get("/ready", response_model=Readiness, responses=errors.responses(400) | {
+        503: {"model": Readiness, "description": "not ready: the checks that failed say why"}})
+    def ready(facet: FacetDep) -> Response:
+        """Readiness: no key needed; cheap checks of the database, the vector store and the
+        broker (each a second at most), no model loaded."""
+        found = facet.readiness()
+        return _json({"status": "ready" if found.ready else "not ready", "checks": found.checks},
+                     status=200 if found.ready else 503)
+
+    @app.head("/ready", include_in_schema=False)
+    def ready_head(facet: FacetDep) -> Response:
+        return Response(status_code=200 if facet.readiness().ready else 503)
 
     @app.get("/info", dependencies=auth, responses=fails(*facade))
     def info(facet: FacetDep) -> dict[str, Any]:

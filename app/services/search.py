@@ -576,7 +576,8 @@ def refuse_if_busy(store: VectorStore, collection: str) -> None:
         store.check_free(collection)
     except (StoreBusyError, StoreUnavailableError):
         raise
-    except StoreError:  # a name no folder can have, a lock file of another user: said later
+    except StoreError:  # a name no folder can have: said later (a lock file that cannot be
+        # written is StoreUnavailableError, raised above)
         return
 
 

@@ -362,6 +362,7 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
     encoding = [404, 422, 429, 503]
     assert declared == {
         ("GET", "/health"): [200, 400],  # 400: a query parameter the route does not take
+        ("GET", "/ready"): [200, 400, 503],  # 503: not ready, in its own body (Readiness)
         ("GET", "/info"): [200, 400, 500],
         ("GET", "/v1/models"): [200, 400],
         ("GET", "/v1/models/{model}"): [200, 400, 404],
@@ -379,7 +380,9 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
         for op in ops.values():
             for status, response in op["responses"].items():
                 schema = response["content"]["application/json"]["schema"]
-                if int(status) >= 400:
+                if path == "/ready" and status in ("200", "503"):  # both: the checks' body
+                    assert schema == {"$ref": "#/components/schemas/Readiness"}, (path, status)
+                elif int(status) >= 400:
                     assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)
                 elif path != "/info":  # /info: an object of the facade's figures
                     assert "$ref" in schema or "$ref" in schema.get("items", {}), (path, schema)
@@ -527,7 +530,7 @@ def test_openapi_declares_the_key_when_one_is_set(tmp_path) -> None:
     name = next(iter(schemes))
     for path, ops in spec["paths"].items():
         for method, op in ops.items():
-            keyed = path != "/health"
+            keyed = path not in ("/health", "/ready")
             assert (op.get("security") == [{name: []}]) is keyed, (method, path)
             assert ("401" in op["responses"]) is keyed, (method, path)
     assert _schema(spec, "/search", "post", 401)["$ref"].endswith("/ErrorResponse")
