@@ -19,6 +19,7 @@ import logging
 import queue
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
@@ -42,17 +43,85 @@ class JobRunner(Protocol):
         ...
 
 
-def _log_failure(job_id: int, error: Exception) -> None:
-    """One line for a failure the domain names (a locked database, a missing source...: the
-    job's row holds the same message), a traceback for anything else. A lock held past the
-    busy timeout logged ~95 lines of SQLAlchemy traceback ending in the SQL and its values."""
+def _cause(error: Exception) -> str | None:
+    """What an expected failure of the machine (not of the code) says, in one line: the
+    metadata database refusing a write (a read-only mount: "attempt to write a readonly
+    database"), a disk full, a folder gone; None for anything else."""
+    from sqlalchemy.exc import OperationalError
+
+    if isinstance(error, OperationalError):  # its text ends in the SQL and its values
+        orig = error.orig
+        return (f"the metadata database failed ({type(orig).__module__}."
+                f"{type(orig).__name__}: {orig})")
+    if isinstance(error, OSError):
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def failure_text(error: Exception) -> str:
+    """A failed job's cause as its row would say it (``IndexService.failure_message``), with
+    the metadata database's errors without their SQL."""
     from app.errors import as_domain_error
 
     domain = as_domain_error(error)
-    if domain is None:
-        logger.exception("index job %d failed", job_id)
+    if domain is not None:
+        return f"{type(domain).__name__}: {domain}"
+    return _cause(error) or f"{type(error).__name__}: {error}"
+
+
+# The failures this process's runners saw: job id -> (collection, source, embedder, cause).
+# A job whose failure could not be written to its row (the metadata database read-only: a
+# data folder mounted `:ro` under a running server) stayed `queued` for ever at every edge;
+# ``CollectionService`` shows such a row as failed, with this cause (``unrecorded_failure``).
+# The newest ``_FAILURES_KEPT`` are kept, for the life of the process.
+_FAILURES: OrderedDict[int, tuple[str, str, str, str]] = OrderedDict()
+_FAILURES_LOCK = threading.Lock()
+_FAILURES_KEPT = 1000
+
+
+def _remember_failure(job: PreparedJob, error: Exception) -> None:
+    collection, source, embedder = (getattr(job, k, None)
+                                    for k in ("collection", "source", "embedder"))
+    if not (isinstance(collection, str) and isinstance(source, str)
+            and isinstance(embedder, str)):  # not a PreparedJob (a test's stand-in)
+        return
+    with _FAILURES_LOCK:
+        _FAILURES[job.job_id] = (collection, source, embedder, failure_text(error))
+        _FAILURES.move_to_end(job.job_id)
+        while len(_FAILURES) > _FAILURES_KEPT:
+            _FAILURES.popitem(last=False)
+
+
+def unrecorded_failure(job_id: int, collection: str, source: str, embedder: str) -> str | None:
+    """The cause of job ``job_id``'s failure as a runner of this process saw it, or None. Only
+    for the same collection, source and embedder: ids are per metadata database, and a process
+    may use several (tests). The caller asks only for a row that has not ended."""
+    with _FAILURES_LOCK:
+        seen = _FAILURES.get(job_id)
+    if seen is None or seen[:3] != (collection, source, embedder):
+        return None
+    return seen[3]
+
+
+def _log_failure(job: PreparedJob, error: Exception) -> None:
+    """One line for a failure the domain names (a locked database, a missing source...: the
+    job's row holds the same message) or an expected one of the machine (``_cause``: a
+    read-only metadata database, its traceback at DEBUG), a traceback for anything else. A
+    lock held past the busy timeout logged ~95 lines of SQLAlchemy traceback ending in the SQL
+    and its values. The failure is remembered too (``unrecorded_failure``): its row may not
+    have taken it."""
+    from app.errors import as_domain_error
+
+    domain = as_domain_error(error)
+    cause = _cause(error) if domain is None else None
+    if domain is not None:
+        logger.error("index job %d failed: %s: %s", job.job_id, type(domain).__name__, domain)
+    elif cause is not None:
+        logger.error("index job %d failed: %s", job.job_id, cause)
+        logger.debug("index job %d's failure", job.job_id, exc_info=error)
     else:
-        logger.error("index job %d failed: %s: %s", job_id, type(domain).__name__, domain)
+        logger.exception("index job %d failed", job.job_id)
+    _remember_failure(job, error)
 
 
 def run_logged(run: RunJob, job: PreparedJob) -> object:
@@ -83,7 +152,7 @@ class InlineJobRunner:
         try:
             self._run(job)
         except Exception as e:
-            _log_failure(job.job_id, e)
+            _log_failure(job, e)
 
     def close(self) -> None:
         """Nothing runs in the background."""
@@ -129,7 +198,7 @@ class ThreadJobRunner:
                 run_logged(self._run, job)
             except Exception as e:  # the job row holds the error; the thread goes on
                 assert job is not None
-                _log_failure(job.job_id, e)
+                _log_failure(job, e)
             finally:
                 self._running = None
                 self._queue.task_done()

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from typing import Any
 
 from celery import Celery
+from celery.exceptions import CPendingDeprecationWarning
 from celery.signals import (
+    celeryd_after_setup,
     worker_init,
     worker_process_init,
     worker_process_shutdown,
@@ -45,7 +48,20 @@ def make_celery(settings: FacetSettings | None = None) -> Celery:
     # Loading a model in worker_process_init can take minutes (a GPU model from disk);
     # Celery's default of 4 s would count the child as dead.
     app.conf.worker_proc_alive_timeout = 600.0
+    # Today's behaviour, chosen (``celery_config`` sets them too; here they are the workers'):
+    # a task running when the broker's connection is lost goes on, and is not cancelled (an
+    # index chunk would start over at each Redis restart; one whose ack is lost with the
+    # connection is re-delivered after the visibility timeout, which the write protocol takes
+    # without loss or duplicates); a worker started before its broker retries until it is up.
+    app.conf.worker_cancel_long_running_tasks_on_connection_loss = False
+    app.conf.broker_connection_retry_on_startup = True
     return app
+
+
+# What Celery 5.x warns on every lost broker connection while the setting above is False,
+# however explicitly: that its default becomes True in Celery 6. Ten lines at each Redis
+# restart, for a choice made here.
+_CANCEL_DEFAULT_WARNING = r"\s*In Celery 5\.1 we introduced an optional breaking change"
 
 
 celery_app = make_celery()
@@ -102,6 +118,14 @@ def _check_parent(**_: Any) -> None:
     if torch is not None and torch.cuda.is_initialized():
         raise RuntimeError("CUDA was initialised in the worker's parent process before the "
                            "fork; models must be loaded in worker_process_init only")
+
+
+@celeryd_after_setup.connect
+def _quiet_chosen_defaults(**_: Any) -> None:
+    """In the main process, after Celery's logging set-up, which shows every
+    ``CPendingDeprecationWarning`` ("always"): not the one for a setting this app chose."""
+    warnings.filterwarnings("ignore", message=_CANCEL_DEFAULT_WARNING,
+                            category=CPendingDeprecationWarning)
 
 
 @worker_process_init.connect

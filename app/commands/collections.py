@@ -18,6 +18,18 @@ from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, SUPERSE
 from app.text import plural, printable, printable_json
 
 
+def size_text(n: int) -> str:
+    """``1.8 MB``: bytes as a person reads them (decimal units, as ``du -h --si``)."""
+    if n < 1000:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if round(value, 1) < 1000:  # not "1000.0 kB"
+            return f"{value:.1f} {unit}"
+    return f"{value / 1000:.1f} TB"
+
+
 def progress_line(j: JobInfo) -> str:
     """One line of a job's progress: "N/T documents" where the total is known (a worker job's,
     or a completed job's), else "N documents seen". A job run in one process records no total,
@@ -197,10 +209,11 @@ def register(cli: typer.Typer) -> None:
             unfinished = ("" if pending <= 0 else f", {pending} pending" if i.writer else
                           f", {pending} pending (a job stopped before finishing them: `facet jobs` "
                           "says how to resume it)")
+            disk = f" · {size_text(i.disk_bytes)} on disk" if i.disk_bytes is not None else ""
             typer.echo(f"{i.name}: {plural(i.documents_indexed, 'document')} indexed, "
                        f"{i.documents_failed} failed{unfinished}, {plural(i.chunks, 'chunk')}, "
                        f"{points} · {emb} · "
-                       f"{i.backend} · "
+                       f"{i.backend}{disk} · "
                        f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{words}{busy}")
 
     @cli.command("jobs")

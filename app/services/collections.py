@@ -20,7 +20,11 @@ from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreError
-from indexer.store import REACH_TIMEOUT_S  # a listing's wait for the Qdrant server (tests lower it here)
+from indexer.store import (
+    REACH_TIMEOUT_S,  # a listing's wait for the Qdrant server (tests lower it here)
+    VectorStore,
+    validate_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,9 @@ class CollectionInfo:
     # An embedded store's collection open in another process that is not writing it (a
     # `facet serve` that searched it): "pid 345 on host h". Its points cannot be counted here.
     open_in: str | None = None
+    # The disk space its vectors take here, as ``du`` counts it (``disk_bytes``: files
+    # stat'ed, the shard not opened); None for a Qdrant server's, not known locally.
+    disk_bytes: int | None = None
 
     def embedders_label(self) -> str:
         """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint)``: for listings."""
@@ -267,8 +274,33 @@ def job_timings(job: md.IndexJob) -> dict[str, float]:
     return timings
 
 
+# The states a job's row holds until the job ends (``unrecorded``).
+_UNENDED = ("queued", "running")
+
+
+def unrecorded(job: md.IndexJob) -> str | None:
+    """The message of a job that failed in this process without its row saying so, or None.
+
+    A runner whose job failed because the metadata database would not take a write (a data
+    folder that became read-only under a running `facet serve`) could not record the failure
+    either: the job showed `queued` for ever. The runner remembers it (``app.jobs``).
+    """
+    if job.state not in _UNENDED:
+        return None
+    from app.jobs import unrecorded_failure  # (app.jobs imports the services)
+
+    cause = unrecorded_failure(job.id, job.collection.name, job.source, job.embedder)
+    if cause is None:
+        return None
+    return (f"{cause}; its row could not be updated (it still says {job.state}): only this "
+            "process knows of this failure, until it stops")
+
+
 def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int) -> JobInfo:
     state, message = effective_state(job)
+    failed = unrecorded(job)
+    if failed is not None:
+        state, message = "failed", failed
     return JobInfo(
         id=job.id, collection=job.collection.name, source=job.source, embedder=job.embedder,
         state=cast(JobState, state), docs_seen=job.docs_seen, docs_indexed=job.docs_indexed,
@@ -283,6 +315,41 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
         runner=job.runner, host=job.host, chunks_total=job.chunks_total,
         chunks_done=job.chunks_done, docs_total=job.docs_total,
         cancel_requested=job.cancel_requested)
+
+
+def disk_bytes(store: VectorStore, collection: str) -> int | None:
+    """The disk space ``collection``'s vectors take on this machine, as ``du`` counts it
+    (allocated blocks: an edge shard's files are mostly sparse, 180 MB long for 0.2 MB of
+    data): its edge shard's folder with the files beside it, or local mode's collection
+    folder. None for a server's (not known here) or a collection with no folder (yet).
+
+    It only stats files: the shard is not opened nor its folder lock taken, so a collection
+    another process holds is measured all the same.
+    """
+    root = getattr(store, "root", None)  # EdgeStore's: <root>/<name>
+    local = getattr(store, "_folder", None)  # local mode's: <folder>/collection/<name>
+    if store.backend == "edge" and root is not None:
+        folder = Path(root) / validate_name(collection)
+    elif store.backend == "local" and local is not None:
+        folder = Path(local) / "collection" / validate_name(collection)
+    else:
+        return None  # a server's, or local mode in memory
+    try:
+        total = _allocated(os.lstat(folder))
+    except OSError:  # not created yet, or removed meanwhile
+        return None
+    for parent, dirs, names in os.walk(folder):
+        for name in (*dirs, *names):
+            try:
+                total += _allocated(os.lstat(os.path.join(parent, name)))
+            except OSError:  # removed meanwhile (a segment merged away)
+                continue
+    return total
+
+
+def _allocated(st: os.stat_result) -> int:
+    blocks = getattr(st, "st_blocks", None)  # not on Windows
+    return st.st_size if blocks is None else int(blocks) * 512
 
 
 def _folder_locked(path: Path) -> bool:
@@ -438,7 +505,8 @@ class CollectionService:
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=chunks, points=points,
             created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,
-            lexical_note=lexical_note, open_in=open_in)
+            lexical_note=lexical_note, open_in=open_in,
+            disk_bytes=disk_bytes(self.store, coll.name))
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.
@@ -509,7 +577,8 @@ class CollectionService:
             raise
         except Exception:  # an unreadable orphan is still shown, and removed
             sizes, points = {}, None
-        return CollectionInfo(name, self.store.backend, sizes, 0, 0, 0, 0, 0, 0, points, "")
+        return CollectionInfo(name, self.store.backend, sizes, 0, 0, 0, 0, 0, 0, points, "",
+                              disk_bytes=disk_bytes(self.store, name))
 
     def _delete_orphan(self, name: str) -> CollectionInfo | None:
         """Remove the vectors ``orphan`` describes; None when the store has none either."""
