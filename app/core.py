@@ -29,10 +29,8 @@ import atexit
 import errno
 import functools
 import logging
-import os
 import re
 import shutil
-import tempfile
 import threading
 import time
 import weakref
@@ -56,7 +54,7 @@ from app.errors import (
 from app.jobs import JobRunner, ThreadJobRunner
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
 from app.services.collections import DEFAULT_JOB_ERRORS, CollectionInfo, CollectionService, JobInfo
-from app.services.context import ServiceContext, _not_writable
+from app.services.context import ServiceContext, not_writable
 from app.services.indexing import (
     IndexOptions,
     IndexReport,
@@ -672,18 +670,18 @@ class Facet:
         answered reads and failed every write)."""
         from sqlalchemy import text
 
+        from indexer.store import probe_write
+
         with self.context.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
         if self.settings.database_url is None:
             folder = Path(self.settings.data_dir)
             try:
-                fd, name = tempfile.mkstemp(prefix=".facet-ready-", dir=folder)
-                os.close(fd)
-                os.unlink(name)
+                probe_write(folder)  # the store's own probe of its folder
             except OSError as e:
                 why = (" (it is on a read-only file system)" if e.errno == errno.EROFS else
                        f" ({e.strerror or e})")
-                raise UnavailableError(_not_writable(folder, why)) from e
+                raise UnavailableError(not_writable(folder, why)) from e
 
     def info(self) -> dict[str, Any]:
         """What this process serves: store backend, default embedder, loaded models, limits."""

@@ -664,13 +664,22 @@ def _unwritable(folder: Path, error: OSError, path: Path | None = None) -> Store
     return StoreUnavailableError(f"{what}; {why}")
 
 
-def _check_writable(folder: Path) -> None:
+def probe_write(folder: Path) -> None:
     """Create and remove a file in ``folder``: whether this process can write there now (a
-    readiness probe; ``os.access`` says yes to root on a folder without write permission)."""
+    readiness probe; ``os.access`` says yes to root on a folder without write permission).
+
+    Raises:
+        OSError: it cannot (a read-only mount, another user's folder, gone).
+    """
+    fd, name = tempfile.mkstemp(prefix=".facet-ready-", dir=folder)
+    os.close(fd)
+    os.unlink(name)
+
+
+def _check_writable(folder: Path) -> None:
+    """``probe_write`` for a store's folder, failing as ``_unwritable``."""
     try:
-        fd, name = tempfile.mkstemp(prefix=".facet-ready-", dir=folder)
-        os.close(fd)
-        os.unlink(name)
+        probe_write(folder)
     except OSError as e:
         raise _unwritable(folder, e) from e
 

@@ -30,7 +30,8 @@ def _read_only_mount(path: Path) -> bool:
         return False
 
 
-def _not_writable(data_dir: Path, why: str = "") -> str:
+def not_writable(data_dir: Path, why: str = "") -> str:
+    """What to say of a data folder this process cannot write (``why``: the cause, in brackets)."""
     return (f"the data folder {data_dir} (FACET_DATA_DIR) is not writable{why}: Facet keeps its "
             "database, locks and vectors there, for reading too; point FACET_DATA_DIR at a "
             "writable folder (a copy of this one to read it)")
@@ -70,7 +71,7 @@ class ServiceContext:
                 _read_only_mount(f) for f in (data_dir, *files) if f.exists()):
             # A read-only mount (a `:ro` bind, a snapshot) is not writable even for root: its
             # owner is not the cause, and chown cannot change it.
-            raise DataError(_not_writable(data_dir, " (it is on a read-only file system)"))
+            raise DataError(not_writable(data_dir, " (it is on a read-only file system)"))
         if settings.database_url is None and any(
                 f.exists() and not os.access(f, os.W_OK) for f in files):
             # The folder writable, its files another user's: writes ended in "attempt to write
@@ -82,7 +83,7 @@ class ServiceContext:
             self.engine = make_engine(settings.resolved_database_url)
         except Exception as e:  # driver missing, server down, bad URL, a read-only folder
             if settings.database_url is None and not os.access(data_dir, os.W_OK):
-                raise DataError(_not_writable(data_dir)) from e
+                raise DataError(not_writable(data_dir)) from e
             check = ("FACET_DATABASE_URL" if settings.database_url else
                      f"the data folder {data_dir} (FACET_DATA_DIR)")
             raise FacetError(f"cannot open the metadata database "
