@@ -14,8 +14,11 @@ shared answer and its most central members.
 from __future__ import annotations
 
 import json
+import re
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,26 +56,120 @@ def read_texts(path: Path, limit: int | None = None) -> list[str]:
     return texts
 
 
-def progress_bar() -> tuple[Any, Callable[[float, str], None]]:
+# Texts above which a run on the CPU that reads them with a language model (an explainer, or an
+# embedder other than minilm) starts with a heads-up (``long_run_note``): 200 AG News texts took
+# 4 min 49 s with the default InBedder on the 2-core CPU (README, "What facet cluster costs").
+LONG_RUN_TEXTS = 200
+
+# A stage that counts texts ("encoding 64/1140 texts", "inbedder answering 32/1140 texts").
+_COUNTED = re.compile(r"^(?P<what>.*?)(?P<done>\d+)/(?P<total>\d+) texts$")
+
+
+def long_run_note(model: object, total: int, embedder: str, explainer: str | None) -> str | None:
+    """The heads-up before a clustering that may take long: ``total`` texts on the CPU, read by
+    a language model (the embedder ``model``, unless it is minilm's kind, or any explainer); None
+    otherwise, or where the model is not loaded here (the workers encode). No time is guessed
+    here: the bar says how much is left once the first batch is measured."""
+    device = getattr(getattr(model, "device", None), "type", None)
+    if model is None or device != "cpu" or total < LONG_RUN_TEXTS:
+        return None
+    from embedders.baselines import EncoderMeanEmbedder  # (torch: loaded with the model)
+
+    if explainer is None and isinstance(model, EncoderMeanEmbedder):
+        return None
+    models = f"embedder {embedder}" + (f" and explainer {explainer}" if explainer else "")
+    return (f"heads-up: {total:,} texts with {models} on the CPU can take a long time (the "
+            "time left shows after the first batch); for a quicker run: --embedder minilm "
+            "--explain '' or --limit N. Ctrl-C stops it")
+
+
+def _time_left(seconds: float) -> str:
+    return f"~{seconds / 60:.0f} min left" if seconds >= 90 else f"~{max(1, round(seconds))} s left"
+
+
+class ClusterBar:
     """A percentage bar on stderr naming the stage ("inbedder answering 128/200 texts"); on a
-    terminal it redraws, otherwise each stage is one line (a long clustering is never silent)."""
-    from tqdm import tqdm
+    terminal it redraws, otherwise each stage is one line (a long clustering is never silent).
 
-    tty = sys.stderr.isatty()
-    bar = tqdm(total=100, unit="%", file=sys.stderr, dynamic_ncols=True, disable=not tty,
-               bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
-    last = [""]
+    A stage that counts texts says the time it has left, from its own pace so far (measured,
+    never assumed: "encoding 64/1140 texts, ~25 min left"); the first count of the encoding
+    calls ``encoding_starts`` with the number of texts (the heads-up of a long run).
+    """
 
-    def update(fraction: float, stage: str) -> None:
-        if not tty:
-            if stage != last[0]:
-                typer.echo(f"  {fraction:4.0%} {stage}", err=True)
-                last[0] = stage
+    def __init__(self, encoding_starts: Callable[[int], str | None] | None = None) -> None:
+        from tqdm import tqdm
+
+        self.tty = sys.stderr.isatty()
+        self.bar = tqdm(total=100, unit="%", file=sys.stderr, dynamic_ncols=True, disable=not self.tty,
+                        bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
+        self.stage = ""  # the last stage told, as told (what a Ctrl-C interrupted)
+        self._shown = ""
+        self._started: dict[str, tuple[float, int]] = {}  # a counted stage's first (time, count)
+        self._encoding_starts = encoding_starts
+
+    def update(self, fraction: float, stage: str) -> None:
+        self.stage = stage
+        shown = stage
+        counted = _COUNTED.match(stage)
+        if counted:
+            what, done, total = counted["what"], int(counted["done"]), int(counted["total"])
+            now = time.perf_counter()
+            first = self._started.setdefault(what, (now, done))
+            if what == "encoding " and first == (now, done) and self._encoding_starts is not None:
+                note = self._encoding_starts(total)
+                if note:
+                    self.say(note)
+            if done > first[1]:
+                shown = f"{stage}, {_time_left((now - first[0]) / (done - first[1]) * (total - done))}"
+        if not self.tty:
+            if shown != self._shown:
+                typer.echo(f"  {fraction:4.0%} {shown}", err=True)
+                self._shown = shown
             return
-        bar.set_description(stage, refresh=False)
-        bar.update(round(100 * fraction) - bar.n)
+        self.bar.set_description(shown, refresh=False)
+        step = round(100 * fraction) - self.bar.n
+        if step:
+            self.bar.update(step)
+        else:  # a new stage below a whole percent (a batch of 5,000 texts) still shows
+            self.bar.refresh()
 
-    return bar, update
+    def say(self, line: str) -> None:
+        """A line on stderr above the bar."""
+        if self.tty:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            typer.echo(line, err=True)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+# 128 + SIGTERM: the status of a process that SIGTERM ended (``facet index``'s too).
+SIGTERM_EXIT = 143
+
+
+@contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """SIGTERM (``kill``, ``docker stop``) ends the clustering as Ctrl-C does: with a line and
+    exit 143 (it ended the process with no word). Only over the default handler, in the main
+    thread; Ctrl-C needs nothing: Python raises KeyboardInterrupt between two layers of a
+    forward pass, within about a second (nothing is written, so nothing waits for a batch's end).
+    A SIGINT ignored from the start (a background job of a shell script) stays ignored."""
+    import signal
+    import threading
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise SystemExit(SIGTERM_EXIT)
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def register(cli: typer.Typer) -> None:
@@ -135,13 +232,24 @@ def register(cli: typer.Typer) -> None:
             explainer=explain or None, keywords=keywords, members=members,
             answer_tokens=answer_tokens, seed=seed)
         with open_facet() as facet:
-            bar, update = progress_bar()
+            bar = ClusterBar(lambda total: long_run_note(
+                facet.embedder_cache.peek(embedder), total, embedder, request.explainer))
             try:
-                result = facet.cluster(request, progress=update)
+                with _sigterm_stops():
+                    result = facet.cluster(request, progress=bar.update)
             except InvalidRequestError as e:  # a k over a collection's chunks: this edge's way
                 if not str(e).endswith(K_BY_SILHOUETTE):
                     raise
                 raise InvalidRequestError(f"{e} (--k 0)") from e
+            except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C 130; SIGTERM 143
+                if isinstance(e, SystemExit) and e.code != SIGTERM_EXIT:
+                    raise
+                bar.close()
+                signal_name = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+                during = f" while {printable(bar.stage)}" if bar.stage else ""
+                typer.echo(f"stopped by {signal_name}{during}; nothing was kept (a clustering is "
+                           "not resumed: run it again, perhaps with --limit N)", err=True)
+                raise typer.Exit(130 if isinstance(e, KeyboardInterrupt) else SIGTERM_EXIT) from None
             finally:
                 bar.close()
         typer.echo(f"{plural(len(result.texts), 'text')} in {plural(result.k, 'cluster')} in "
