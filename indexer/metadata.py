@@ -509,12 +509,34 @@ def get_job(session: Session, job_id: int) -> IndexJob | None:
     return session.get(IndexJob, job_id)
 
 
-def list_jobs(session: Session, collection_id: int | None = None, limit: int = 20
-              ) -> Sequence[IndexJob]:
+def list_jobs(session: Session, collection_id: int | None = None, limit: int = 20, *,
+              unfinished: int = 0) -> Sequence[IndexJob]:
+    """The newest ``limit`` jobs, newest first; then, with ``unfinished``, up to that many
+    older ones whose row says ``queued`` or ``running`` (newest first too). A listing takes
+    them so that a job still going is never cut off by newer ones: a 33-minute job was missing
+    from `facet jobs` once 20 small jobs had been sent after it. Whether such a row's job is
+    truly alive is the reader's to tell (``effective_state``: a killed writer's row still
+    says ``running``)."""
     query = select(IndexJob).order_by(IndexJob.id.desc()).limit(limit)
     if collection_id is not None:
         query = query.where(IndexJob.collection_id == collection_id)
-    return session.scalars(query).all()
+    newest = list(session.scalars(query).all())
+    if unfinished <= 0 or len(newest) < limit:
+        return newest  # no older job exists
+    older = (select(IndexJob).where(IndexJob.id < newest[-1].id,
+                                    IndexJob.state.in_(("queued", "running")))
+             .order_by(IndexJob.id.desc()).limit(unfinished))
+    if collection_id is not None:
+        older = older.where(IndexJob.collection_id == collection_id)
+    return newest + list(session.scalars(older).all())
+
+
+def count_jobs(session: Session, collection_id: int | None = None) -> int:
+    """How many jobs there are (of one collection when given): one COUNT."""
+    query = select(func.count()).select_from(IndexJob)
+    if collection_id is not None:
+        query = query.where(IndexJob.collection_id == collection_id)
+    return int(session.scalar(query) or 0)
 
 
 def collections_with_worker_jobs(session: Session, names: Sequence[str]) -> list[str]:

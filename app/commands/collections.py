@@ -14,7 +14,14 @@ import typer
 
 from app.commands.common import handle_errors, open_facet
 from app.errors import NotFoundError
-from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, SUPERSEDED, JobInfo
+from app.services.collections import (
+    DEFAULT_JOB_ERRORS,
+    MAX_JOB_ERRORS,
+    MAX_JOBS_LISTED,
+    SUPERSEDED,
+    JobInfo,
+    JobList,
+)
 from app.text import plural, printable, printable_json
 
 
@@ -221,7 +228,9 @@ def register(cli: typer.Typer) -> None:
     def jobs_cmd(
         job_id: Annotated[int | None, typer.Argument(help="show one job with its errors")] = None,
         collection: Annotated[str | None, typer.Option("--collection", "-c")] = None,
-        limit: Annotated[int, typer.Option("--limit")] = 20,
+        limit: Annotated[int, typer.Option(
+            "--limit", help="list the newest N jobs (1-1000), and older ones that have not ended")
+                         ] = 20,
         as_json: Annotated[bool, typer.Option("--json")] = False,
         follow: Annotated[bool, typer.Option(
             "--follow", "-f", help="show JOB_ID's progress live until it ends (exit 1 if it "
@@ -300,6 +309,11 @@ def register(cli: typer.Typer) -> None:
             if job_id is not None:
                 for line in error_lines(j, job_id):
                     typer.echo(line)
+        if isinstance(jobs, JobList) and jobs.not_shown:
+            # Jobs still going are listed whatever their age (``CollectionService.jobs``); the
+            # rest past --limit were left out without a word.
+            typer.echo(f"… {plural(jobs.not_shown, 'older job')} not shown (--limit N shows "
+                       f"the newest N, up to {MAX_JOBS_LISTED})")
 
     @cli.command("delete")
     @handle_errors

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
+import json
 import logging
 import os
 import shlex
@@ -119,11 +121,26 @@ class JobInfo:
 
 MAX_JOBS_LISTED = 1000
 
+# The states of a job that has not ended: a listing shows every such job, however old.
+LIVE_STATES = ("queued", "running", "stalled")
+
+
+class JobList(list[JobInfo]):
+    """A listing of jobs (``CollectionService.jobs``), with how many older ones it leaves out."""
+
+    not_shown: int = 0
+
+
 # Per-document errors a job comes with unless asked for more (or fewer), and the most an edge
 # may ask for: a job with 20,000 errors answered 2.5 MB at each poll of its progress.
 DEFAULT_JOB_ERRORS = 100
 MAX_JOB_ERRORS = 1000
 
+
+# A listing's count of an edge shard's points, kept in its folder with the state of the shard's
+# files it was counted at (``CollectionService._keep_count``): other processes' listings read it
+# while those files are unchanged.
+COUNT_SIDE = "facet_listing_count.json"
 
 # A worker job queued this long with no job writing its collection gets a hint in `facet jobs`.
 QUEUED_HINT_S = 300.0
@@ -383,7 +400,8 @@ class CollectionService:
         self.ctx = ctx
         self.store = ctx.store
         # Collection -> (its shard's state when counted, (points, lexical, lexical_note)):
-        # see ``_shard_state``.
+        # see ``_shard_state``; the points are kept beside the shard too, for other processes
+        # (``_keep_count``).
         self._counted: dict[str, tuple[Any, tuple[int | None, bool | None, str | None]]] = {}
 
     def check_store(self) -> None:
@@ -423,24 +441,62 @@ class CollectionService:
 
         None too while any process holds the shard's folder lock: where it is open
         (``open_in``) is not in its files, and a cached count hid it; counting it then
-        fails busy and says where, as without a cache.
+        fails busy and says where, as without a cache. Looked at before and after the files
+        are read: a process that took the lock meanwhile may be changing them.
         """
         root = getattr(self.store, "root", None)
         if self.store.backend != "edge" or root is None:
             return None  # a server or local mode counts without opening anything per collection
-        if _folder_locked(Path(root) / f"{coll.name}.lock"):  # EdgeStore's <root>/<name>.lock
+        lock = Path(root) / f"{coll.name}.lock"  # EdgeStore's <root>/<name>.lock
+        if _folder_locked(lock):
             return None
         files = []
         for folder, _dirs, names in os.walk(Path(root) / coll.name):  # EdgeStore's <root>/<name>
             for name in names:
+                if name.startswith(COUNT_SIDE):  # the count kept beside it (and its temp file)
+                    continue
                 try:
                     st = os.stat(os.path.join(folder, name))
                 except OSError:  # removed meanwhile: count again
                     return None
                 files.append((folder, name, st.st_ino, st.st_size, st.st_mtime_ns))
-        if not files:
+        if not files or _folder_locked(lock):
             return None
         return coll.id, utc_text(coll.created_at), chunks, tuple(sorted(files))
+
+    def _kept_count(self, name: str, state: Any) -> int | None:
+        """The points count a listing of another process kept beside ``name``'s shard
+        (``_keep_count``) at exactly ``state``; None where there is none, or it was taken at
+        another state (a write since, by any process, changed the shard's files)."""
+        root = getattr(self.store, "root", None)
+        if root is None:
+            return None
+        try:
+            kept = json.loads((Path(root) / name / COUNT_SIDE).read_text())
+        except (OSError, ValueError):  # none yet, or unreadable: count
+            return None
+        if not isinstance(kept, dict) or kept.get("format") != 1 or type(kept.get("points")) is not int \
+                or kept.get("state") != json.loads(json.dumps(state)):  # JSON's lists, as kept
+            return None
+        return int(kept["points"])
+
+    def _keep_count(self, name: str, state: Any, points: int) -> None:
+        """Keep ``points`` beside ``name``'s shard with the ``state`` it was counted at, for the
+        listings of other processes (`facet collections` is a new process each time: it loaded
+        and closed every shard, 0.11 s each, and wrote into each). Written whole (a temp file
+        renamed over it); where it cannot be (a read-only folder), nothing is kept."""
+        root = getattr(self.store, "root", None)
+        if root is None:
+            return
+        path = Path(root) / name / COUNT_SIDE
+        tmp = path.with_name(f"{COUNT_SIDE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps({"format": 1, "state": state, "points": points}))
+            os.replace(tmp, path)
+        except OSError as e:
+            logger.debug("cannot keep the count of %s beside its shard: %s", name, e)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def _info(self, session: Session, coll: md.Collection) -> CollectionInfo:
         current = leases.holder(coll)
@@ -464,16 +520,25 @@ class CollectionService:
                 # each open shard maps ~38 MB, and a server listing 40 collections grew from
                 # 0.8 to 3.2 GB, kept for its life.
                 was_open = self.store.is_open(coll.name)
-                if not was_open and self.store.backend == "edge":
-                    # Held by another process (a server that searched it): said at once, as
-                    # below; opening it waited FACET_STORE_WAIT_S (3 s) for each such collection
-                    # (a listing beside a server holding 8 of them took 25 s).
-                    self.store.check_free(coll.name, wait_s=0)
                 state = None if was_open else self._shard_state(coll, chunks)
                 counted = self._counted.get(coll.name)
+                kept = (None if state is None or (counted is not None and counted[0] == state)
+                        else self._kept_count(coll.name, state))
                 if state is not None and counted is not None and counted[0] == state:
                     points, lexical, lexical_note = counted[1]  # unchanged since counted
+                elif state is not None and kept is not None:
+                    # Counted at this very state by another process's listing: read beside the
+                    # shard, which is not opened (nor its lock file written).
+                    points = kept
+                    lexical = self.store.has_lexical(coll.name)
+                    lexical_note = self.store.older_lexical(coll.name) if lexical else None
+                    self._counted[coll.name] = (state, (points, lexical, lexical_note))
                 else:
+                    if not was_open and self.store.backend == "edge":
+                        # Held by another process (a server that searched it): said at once, as
+                        # below; opening it waited FACET_STORE_WAIT_S (3 s) for each such
+                        # collection (a listing beside a server holding 8 of them took 25 s).
+                        self.store.check_free(coll.name, wait_s=0)
                     try:
                         exists = self.store.collection_exists(coll.name)
                         points = self.store.count(coll.name) if exists else None
@@ -484,8 +549,9 @@ class CollectionService:
                             self.store.release(coll.name)
                     # Read after the release: what the close itself wrote is part of it.
                     state = None if was_open or not exists else self._shard_state(coll, chunks)
-                    if state is not None:
+                    if state is not None and points is not None:
                         self._counted[coll.name] = (state, (points, lexical, lexical_note))
+                        self._keep_count(coll.name, state, points)
         except StoreBusyError as e:
             # An embedded store's collection open in another process: the writer's, or one that
             # only reads it (a server); never touch it. Whether it keeps term vectors is in a
@@ -589,8 +655,12 @@ class CollectionService:
         logger.info("deleted the vectors of %s, which no collection of this metadata owned", name)
         return info
 
-    def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:
-        """The newest ``limit`` jobs (of one collection when named).
+    def jobs(self, collection: str | None = None, limit: int = 20) -> JobList:
+        """The newest ``limit`` jobs (of one collection when named), newest first, then every
+        older job that has not ended (queued, running or stalled: ``LIVE_STATES``), newest
+        first too: a 33-minute job still running was cut off once 20 small jobs had been sent
+        after it, and nothing said more existed. ``not_shown`` says how many older ones are
+        left out (one COUNT).
 
         Raises:
             InvalidRequestError: ``limit`` outside 1..1000 (SQLite reads a negative LIMIT as none).
@@ -606,9 +676,14 @@ class CollectionService:
                 if coll is None:
                     raise self._not_found(session, collection, param="collection")
                 coll_id = coll.id
-            jobs = md.list_jobs(session, coll_id, limit)
+            jobs = md.list_jobs(session, coll_id, limit, unfinished=MAX_JOBS_LISTED)
             counts = _error_counts(session, [j.id for j in jobs])
-            return [_job_info(j, [], counts.get(j.id, 0)) for j in jobs]
+            infos = [_job_info(j, [], counts.get(j.id, 0)) for j in jobs]
+            # An older row that says queued or running may be a job whose writer was killed
+            # (``effective_state``: interrupted): it has ended, and waits its turn as others do.
+            shown = JobList(infos[:limit] + [i for i in infos[limit:] if i.state in LIVE_STATES])
+            shown.not_shown = max(0, md.count_jobs(session, coll_id) - len(shown))
+            return shown
 
     def job(self, job_id: int, errors: int | None = DEFAULT_JOB_ERRORS,
             collection: str | None = None) -> JobInfo:
