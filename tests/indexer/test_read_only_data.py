@@ -22,6 +22,7 @@ import pytest
 
 from indexer.errors import StoreUnavailableError
 from indexer.store import EdgeStore, PointRecord, point_id
+from tests.readonly import run_beside_read_only_mount
 
 ROOT = Path(__file__).resolve().parents[2]
 DIM = 4
@@ -76,34 +77,12 @@ print(said(lambda: store.check_ready()))
 
 
 def test_a_read_only_mount_under_a_running_store_is_unavailable_naming_the_folder(tmp_path) -> None:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("needs root and unshare to make a read-only bind mount")
     root = tmp_path / "qdrant-edge"
     store = EdgeStore(root)
     _fill(store, "open")
     _fill(store, "closed")
     store.close()
-    probe = subprocess.run(
-        [
-            "unshare",
-            "-m",
-            "sh",
-            "-c",
-            f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && ! touch {root}/x",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a read-only bind mount here: {probe.stderr.strip()}")
-    done = subprocess.run(
-        ["unshare", "-m", sys.executable, "-c", _UNDER_A_READ_ONLY_MOUNT, str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    done = run_beside_read_only_mount(root, _UNDER_A_READ_ONLY_MOUNT)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     advice = (

@@ -12,11 +12,8 @@ stand-in, minilm; a read-only mount where a private mount namespace can be made.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,9 +28,8 @@ from app.core import Facet
 from app.settings import FacetSettings
 from tests.app.api.conftest import serving_facet
 from tests.app.services.conftest import write_corpus
+from tests.readonly import run_beside_read_only_mount
 from tests.worker import qdrant_standin
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _closed_port() -> int:
@@ -203,31 +199,9 @@ facet.close()
 
 
 def test_ready_on_a_data_folder_mounted_read_only_under_the_server(tmp_path) -> None:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("needs root and unshare to make a read-only bind mount")
     data = tmp_path / "data"
     data.mkdir()
-    probe = subprocess.run(
-        [
-            "unshare",
-            "-m",
-            "sh",
-            "-c",
-            f"mount --bind {data} {data} && mount -o remount,bind,ro {data} && ! touch {data}/x",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a read-only bind mount here: {probe.stderr.strip()}")
-    done = subprocess.run(
-        ["unshare", "-m", sys.executable, "-c", _UNDER_A_READ_ONLY_MOUNT, str(data)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    done = run_beside_read_only_mount(data, _UNDER_A_READ_ONLY_MOUNT)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     before, after, health = (line.split(" ", 1) for line in lines[:3])
