@@ -100,7 +100,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
     if isinstance(error, StoreUnavailableError):
         return UnavailableError(str(error))
     if isinstance(error, IndexerError):
-        return InvalidRequestError(str(error))
+        return InvalidRequestError(str(error), param=getattr(error, "param", None))
     from sqlalchemy.exc import OperationalError
 
     from indexer.metadata import SQLITE_BUSY_TIMEOUT_S

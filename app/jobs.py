@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from app.services.indexing import PreparedJob
+from app.text import plural
 
 logger = logging.getLogger(__name__)
 
@@ -134,9 +135,9 @@ def run_logged(run: RunJob, job: PreparedJob) -> object:
     report = run(job)
     if isinstance(report, IndexReport):
         logger.info("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
-                    "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
+                    "%s in %.1fs", report.job_id, report.state, report.docs_seen,
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
-                    report.docs_deleted, report.chunks_written, report.elapsed_s)
+                    report.docs_deleted, plural(report.chunks_written, "chunk"), report.elapsed_s)
     return report
 
 

@@ -24,26 +24,32 @@ def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
     index and every query must be: an empty text has no meaning to embed (the vector would be
     the prompt's alone), and the HTTP API's OpenAI-style ``input`` refuses it too.
 
+    ``name`` is the field as the caller's API names it (``texts``; ``input`` for /v1/embeddings),
+    in the message and, with the item's index, as the error's ``param`` (``texts[1]``, the way
+    pydantic names an item of a list it refuses).
+
     Raises:
         InvalidRequestError: naming the first item that is not a string or is blank.
     """
     for i, item in enumerate(texts):
+        where = f"{name}[{i}]"
         if not isinstance(item, str):
-            raise InvalidRequestError(f"{name}[{i}] is {type(item).__name__} "
+            raise InvalidRequestError(f"{where} is {type(item).__name__} "
                                       f"({json.dumps(item, default=str)[:40]}), not a string; "
-                                      "every text must be a string")
+                                      "every text must be a string", param=where)
         if not item.strip():
-            raise InvalidRequestError(f"{name}[{i}] is empty; every text must contain something "
-                                      "to embed")
-        check_text_encodable(item, f"{name}[{i}]")
+            raise InvalidRequestError(f"{where} is empty; every text must contain something "
+                                      "to embed", param=where)
+        check_text_encodable(item, where, param=where)
 
 
-def check_text_encodable(text: str, where: str) -> None:
-    """``InvalidRequestError`` for a string holding an unpaired surrogate (not Unicode text)."""
+def check_text_encodable(text: str, where: str, *, param: str | None = None) -> None:
+    """``InvalidRequestError`` for a string holding an unpaired surrogate (not Unicode text);
+    ``param`` is the request field it names (``query``), as the caller's API names it."""
     try:
         check_encodable(text, where)
     except InvalidInputError as e:
-        raise InvalidRequestError(str(e)) from None
+        raise InvalidRequestError(str(e), param=param) from None
 
 
 # C0 controls but tab, DEL and the C1 controls: ESC starts the terminal's escape sequences (clear

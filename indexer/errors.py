@@ -16,7 +16,15 @@ class UnsupportedSourceError(IndexerError):
 
 
 class StoreError(IndexerError):
-    """The vector store refused an operation (missing collection, wrong size, locked folder)."""
+    """The vector store refused an operation (missing collection, wrong size, locked folder).
+
+    ``param``: the request field the refusal is about, where it is one (a filter the store
+    cannot match: ``filters``); the application's domain error carries it on.
+    """
+
+    def __init__(self, *args: object, param: str | None = None) -> None:
+        super().__init__(*args)
+        self.param = param
 
 
 class CollectionNotFoundError(StoreError):

@@ -1168,7 +1168,8 @@ class EdgeStore(VectorStore):
                 raise StoreError(
                     f"filter {key!r}: the edge store cannot match true/false (qdrant-edge 0.9 "
                     "reads them as the integers 1/0); store the field as a string or an "
-                    "integer, or use FACET_VECTOR_BACKEND=local or a Qdrant server")
+                    "integer, or use FACET_VECTOR_BACKEND=local or a Qdrant server",
+                    param="filters")
         return q.Filter(must=[_condition(q.FieldCondition, lambda v: q.MatchValue(v),
                                          lambda vs: q.MatchAny(vs),
                                          lambda v: q.RangeFloat(gte=v, lte=v), q.Filter, key, value)

@@ -56,6 +56,7 @@ from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, Collection
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
+from app.text import check_text_encodable
 from indexer.store import point_id
 
 logger = logging.getLogger(__name__)
@@ -227,19 +228,21 @@ def _texts(value: Any) -> list[str]:
         items = value
     else:
         raise InvalidRequestError(f"input must be a string or a list of strings, got "
-                                  f"{type(value).__name__}")
+                                  f"{type(value).__name__}", param="input")
     if not items:
-        raise InvalidRequestError("input is empty; send at least one text")
+        raise InvalidRequestError("input is empty; send at least one text", param="input")
     if isinstance(value, list) and all(_is_token_ids(x) or _is_int(x) for x in items):
         raise InvalidRequestError("input is token ids; Facet embeds text with its own tokenizer: "
-                                  "send strings")
+                                  "send strings", param="input")
     for i, item in enumerate(items):
         where = "input" if isinstance(value, str) else f"input[{i}]"
         if not isinstance(item, str):
             raise InvalidRequestError(f"{where} is {type(item).__name__} ({json.dumps(item)[:40]}), "
-                                      "not a string; every input must be a string")
+                                      "not a string; every input must be a string", param=where)
         if not item.strip():
-            raise InvalidRequestError(f"{where} is empty; every input must contain text")
+            raise InvalidRequestError(f"{where} is empty; every input must contain text", param=where)
+        # here, not in the facade: its message and param would say texts[i], not this field
+        check_text_encodable(item, where, param=where)
     return items
 
 
@@ -398,7 +401,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         if body.dimensions is not None and body.dimensions != result.dim:
             raise InvalidRequestError(f"dimensions={body.dimensions}: {result.embedder} gives "
                                       f"{result.dim}-d vectors and Facet does not shorten them; "
-                                      "omit dimensions")
+                                      "omit dimensions", param="dimensions")
         vectors = np.ascontiguousarray(result.vectors, dtype="<f4")  # little-endian float32
         data: list[dict[str, Any]] = []
         for i, row in enumerate(vectors):

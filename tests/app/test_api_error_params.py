@@ -9,6 +9,8 @@ store, the app in process (TestClient).
 
 from __future__ import annotations
 
+import json
+import logging
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from fastapi.testclient import TestClient
 from app.api import create_app
 from app.core import Facet
 from app.errors import BusyError, InvalidRequestError, NotFoundError
+from app.jobs import run_logged
 from app.services.clustering import ClusterRequest
 from app.services.search import SearchRequest
 from tests.app.api.conftest import serving_facet
@@ -77,6 +80,15 @@ SINGLE_FIELD = [
     ("/cluster", _cluster(texts=None, search={"query": " ", "collection": COLLECTION}), 400, "search.query"),
     ("/cluster", _cluster(texts=None, search={"query": "x", "collection": "nope"}), 404, "search.collection"),
     ("/v1/embeddings", {"model": "nope", "input": ["x"]}, 404, "model"),
+    # the route's own checks of OpenAI's input, named as that API names it (an item by index)
+    ("/v1/embeddings", {"model": "minilm", "input": []}, 400, "input"),
+    ("/v1/embeddings", {"model": "minilm", "input": [1, 2]}, 400, "input"),  # token ids
+    ("/v1/embeddings", {"model": "minilm", "input": ["x", ""]}, 400, "input[1]"),
+    ("/v1/embeddings", {"model": "minilm", "input": ["x", 5]}, 400, "input[1]"),
+    ("/v1/embeddings", {"model": "minilm", "input": " "}, 400, "input"),
+    ("/v1/embeddings", {"model": "minilm", "input": ["x"], "dimensions": 7}, 400, "dimensions"),
+    # an item of texts, as pydantic names one it refuses (["a", 5] -> texts[1])
+    ("/cluster", _cluster(texts=["a", ""]), 400, "texts[1]"),
 ]
 
 
@@ -175,3 +187,49 @@ def test_param_is_kept_apart_from_the_message_and_pickles() -> None:
     assert NotFoundError("gone").param is None
     busy = pickle.loads(pickle.dumps(BusyError("wait", 5.0, param="input")))
     assert (str(busy), busy.retry_after_s, busy.param) == ("wait", 5.0, "input")
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "param", "where"),
+    [
+        ("/v1/embeddings", {"model": "minilm", "input": ["x", "a\ud800"]}, "input[1]", "input[1]"),
+        ("/v1/embeddings", {"model": "minilm", "input": "a\ud800"}, "input", "input"),
+        ("/cluster", _cluster(texts=["x", "a\ud800"]), "texts[1]", "texts[1]"),
+    ],
+)
+def test_an_unpaired_surrogate_names_its_item(client, route, body, param, where) -> None:
+    """Not Unicode text (JSON can carry ``\\ud800``, UTF-8 cannot): refused naming the item in
+    the message and in param, as the route's API names the field (``input``, not ``texts``)."""
+    r = client.post(route, content=json.dumps(body), headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["param"] == param and error["message"].startswith(where), error
+
+
+def test_check_texts_names_the_field_it_is_given() -> None:
+    from app.text import check_text_encodable, check_texts
+
+    with pytest.raises(InvalidRequestError) as caught:
+        check_texts(["a", " "], "input")
+    assert (str(caught.value).split(" ")[0], caught.value.param) == ("input[1]", "input[1]")
+    with pytest.raises(InvalidRequestError) as caught:
+        check_texts(["a\ud800"])
+    assert caught.value.param == "texts[0]" and "texts[0]" in str(caught.value)
+    with pytest.raises(InvalidRequestError) as caught:
+        check_text_encodable("a\ud800", "the query", param="query")
+    assert caught.value.param == "query" and str(caught.value).startswith("the query")
+
+
+def test_the_job_log_line_says_one_chunk(caplog) -> None:
+    """A job's summary line counts its chunks as words do: "1 chunk", not "1 chunks"."""
+    from app.services.indexing import IndexOptions, IndexReport, PreparedJob
+
+    job = PreparedJob(job_id=7, collection=COLLECTION, source="notes.md", embedder="minilm", options=IndexOptions())
+    for n, words in ((1, "1 chunk in"), (2, "2 chunks in")):
+        report = IndexReport(
+            job_id=7, collection=COLLECTION, embedder="minilm", state="completed", chunks_written=n, elapsed_s=0.3
+        )
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="app.jobs"):
+            assert run_logged(lambda _job, r=report: r, job) is report
+        assert f"{words} 0.3s" in caplog.text, caplog.text

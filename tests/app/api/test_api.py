@@ -64,7 +64,7 @@ def test_embeddings_float_and_base64_match_the_model(client, minilm) -> None:
     ({"input": "x"}, 400, "model is required"),
     ({"input": "x", "model": "minilm", "instructions": "typo"}, 400, "unknown field 'instructions'"),
     ({"input": ["x"] * 10_000, "model": "minilm"}, 413, "more than the limit of 2048"),
-    ({"input": ["ok", "a \ud800"], "model": "minilm"}, 400, "texts[1] holds an unpaired surrogate"),
+    ({"input": ["ok", "a \ud800"], "model": "minilm"}, 400, "input[1] holds an unpaired surrogate"),
 ])
 def test_bad_embedding_requests_are_4xx_json(client, body, status, fragment) -> None:
     # As bytes of json.dumps: its \\u escapes carry what httpx's json= cannot encode.
