@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import String, cast, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.encoding import QueryEncoder
@@ -47,7 +47,7 @@ from indexer.errors import (
     StoreUnavailableError,
 )
 from indexer.lexical import LEXICAL_LABEL
-from indexer.store import Filters, Fusion, Hit, VectorStore
+from indexer.store import Filters, Fusion, Hit, VectorStore, validate_name
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +176,10 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
     and LangChain, which show the note, said nothing of it; the core makes it, knowing what the
     fields hold, and every edge says the same once.
     """
+    if response.note and response.note.startswith(_BELOW_THRESHOLD):
+        # The search found results and the threshold dropped them all: neither the collection
+        # nor the filters are what to check ("holds nothing searchable" for 7 chunks).
+        return response.note
     if not filters:
         why = ("no indexed word of the query is in it" if response.mode == "lexical" else
                "the collection holds nothing searchable")
@@ -186,12 +190,15 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
     return f"{why}; {response.note}" if response.note else why
 
 
+# How the note begins when ``score_threshold`` dropped every result (``why_no_results`` reads it).
+_BELOW_THRESHOLD = "no result scored "
+
 # Where the ``key:=2020`` / ``key=5`` form is written; the JSON form follows it for the API.
 _EDGE_FORMS = "in the CLI and the UI's filter box"
 
 
-def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None = None
-                     ) -> str | None:
+def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None = None,
+                     twins: TypeTwins | None = None) -> str | None:
     """Why ``filters`` may match nothing for the type of a value, worded for every edge: the
     CLI's and the UI's form, then the JSON to send. A number written ``key=2020`` (or sent as
     ``"2020"``) is the string "2020", which a field of numbers never holds; a csv column holds
@@ -200,28 +207,45 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
     none holds one (that key gets no hint: no value would match); a key with a value of the
     filter's type is left out too. A key not in it is guessed at. None where no value looks
     mistyped.
+
+    ``twins`` (``SearchService._type_twins``), where the documents were asked: a metadata value
+    is hinted at only where some document holds its other-typed twin (the number 4 for "4", the
+    string "4" for 4). One stored value per field decided it, so a field holding numbers in a
+    jsonl and strings in a csv got no hint, or one that sent the user to the wrong type.
     """
     held = {**_TOP_LEVEL_VALUES, **(held or {})}
     given = [(k, v) for k, value in filters.items() if k not in held or held[k] is not None
              for v in (value if isinstance(value, list | tuple) else [value])]
+    if twins is not None:  # asked: what the documents hold decides, not one value's type
+        given = [(k, v) for k, v in given if k in _TOP_LEVEL_VALUES or k in ("id", "_id")
+                 or (k, v) in twins.found]
+
+    def holds(k: str, number: bool) -> bool:  # the other type is held (found, or guessed)
+        if twins is not None and k not in _TOP_LEVEL_VALUES:
+            return True  # its twin was found
+        return _is_number(held.get(k, 0)) if number else isinstance(held.get(k, ""), str)
+
     hints = []
     ids = [(k, str(v)) for k, v in given if k in ("id", "_id")]
     if ids:  # a record's id field is its document id, not metadata (`id:=3` found nothing too)
         hints.append(f"a record's id is matched with {', '.join(f'doc_id={v}' for _, v in ids)} "
                      f"{_EDGE_FORMS}, in JSON with {_as_json('doc_id', ids)}")
     strings = [(k, v) for k, v in given if k not in ("id", "_id") and isinstance(v, str)
-               and _NUMBER.fullmatch(v.strip()) and _is_number(held.get(k, 0))]
+               and _NUMBER.fullmatch(v.strip()) and holds(k, number=True)]
     if strings:
         numbers = [(k, _number(v)) for k, v in strings]
-        hints.append(f"a field of numbers (not a csv column) is matched with "
+        # "not a csv column" only where no document holds the field as text.
+        mixed = twins is not None and any(_field_name(k) in twins.texts for k, _ in strings)
+        hints.append(f"a field of numbers{'' if mixed else ' (not a csv column)'} is matched with "
                      f"{', '.join(f'{k}:={json.dumps(v)}' for k, v in numbers)} {_EDGE_FORMS}, in "
                      f"JSON with {_plural('the number', numbers)}: {_as_json(None, numbers)}, not "
                      f"{_plural('the string', strings)} "
-                     f"{', '.join(json.dumps(v, ensure_ascii=False) for _, v in strings)}")
+                     f"{', '.join(json.dumps(v, ensure_ascii=False) for _, v in strings)}"
+                     + (" (some documents hold it as text, others as numbers)" if mixed else ""))
     # The other way round: a csv column holds text, so `stars:=5` (the number) never matches
     # its "5" (the UI said only "check the filters").
     texts = [(k, json.dumps(v)) for k, v in given if k not in ("id", "_id")
-             and _is_number(v) and isinstance(held.get(k, ""), str)]
+             and _is_number(v) and holds(k, number=False)]
     if texts:
         hints.append(f"a csv column (text) is matched with "
                      f"{', '.join(f'{k}={v}' for k, v in texts)} {_EDGE_FORMS}, in JSON with "
@@ -229,6 +253,19 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
                      "numbers with key:=N, in JSON with the number")
     return "; ".join(hints) or None
 
+
+@dataclass(frozen=True)
+class TypeTwins:
+    """What ``SearchService._type_twins`` found: ``found``, the (key, value) pairs of a filter
+    whose other-typed twin some document holds (and not the value itself); ``texts``, the
+    fields of the number-twins that some document holds as text too."""
+
+    found: frozenset[tuple[str, Any]] = frozenset()
+    texts: frozenset[str] = frozenset()
+
+
+# Filter values whose other-typed twin a search that found nothing asks after, at most.
+MAX_TWIN_CHECKS = 10
 
 # What the point's own fields hold, as a document's metadata value would say it.
 _TOP_LEVEL_VALUES: dict[str, Any] = {"doc_id": "", "source": "", "title": "", "chunk_no": 0}
@@ -819,7 +856,8 @@ class SearchService:
                 instruction that is not text, a score_threshold that is not a finite number,
                 ``top_k`` or
                 ``rerank_depth`` out of range, filters that are not a mapping, a filter value
-                that is not a string, integer, boolean or list of them.
+                that is not a string, integer, boolean or list of them, a collection name no
+                collection can have.
         """
         if not isinstance(request.query, str):
             raise InvalidRequestError(f"the query must be a string, got "
@@ -835,9 +873,13 @@ class SearchService:
                 raise TooLargeError(f"the {what} has {len(text):,} characters, more than the "
                                     f"{MAX_QUERY_CHARS:,} a search takes; an embedder reads only "
                                     "its first few hundred tokens: shorten it", param=what)
-        check_text_encodable(request.query, "the query")
+        try:  # not "unknown collection ...; indexing into a new name creates it": it is refused
+            validate_name(request.collection)
+        except StoreError as e:
+            raise InvalidRequestError(str(e), param="collection") from e
+        check_text_encodable(request.query, "the query", param="query")
         if isinstance(request.instruction, str):
-            check_text_encodable(request.instruction, "the instruction")
+            check_text_encodable(request.instruction, "the instruction", param="instruction")
         threshold = request.score_threshold
         if threshold is not None and (isinstance(threshold, bool)
                                       or not isinstance(threshold, int | float)
@@ -939,6 +981,7 @@ class SearchService:
             hits, scores, more = self._group(hits, scores)
         results = [self._result(i, h, request.query, scores[i], more[i])
                    for i, h in enumerate(hits[:request.top_k])]
+        best = max((r.score for r in results), default=None)
         if request.score_threshold is not None:
             results = [r for r in results if r.score >= request.score_threshold]
         timings["results"] = (time.perf_counter() - t0) * 1000
@@ -946,22 +989,29 @@ class SearchService:
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
                               reranker_name, results, timings, mode,
-                              note=self._nothing_note(request, mode, results),
+                              note=self._nothing_note(request, mode, results, best),
                               embedder_spec=query_spec if query_vec is not None else None,
                               reranker_spec=request.rerank if reranker_name is not None else None)
 
-    def _nothing_note(self, request: SearchRequest, mode: str, results: list[SearchResult]
-                      ) -> str | None:
+    def _nothing_note(self, request: SearchRequest, mode: str, results: list[SearchResult],
+                      best: float | None = None) -> str | None:
         """The response's note: ``_older_terms`` once words were searched, and, when a filtered
         search found nothing, the filter keys no document holds (``_field_values``) and a
         value of the wrong type on the others (``filter_type_hint``): only the CLI and the UI
-        said that one, the API and LangChain returned nothing with a null note."""
+        said that one, the API and LangChain returned nothing with a null note.
+
+        ``best``: the best score before ``score_threshold``; a search whose threshold dropped
+        every result says so (the CLI blamed the collection, "holds nothing searchable")."""
+        if not results and best is not None and request.score_threshold is not None:
+            return (f"{_BELOW_THRESHOLD}{request.score_threshold:g} or more (score_threshold); "
+                    f"the best scored {best:.3f}")
         notes = [self._older_terms(request.collection) if mode != "dense" else None]
         if request.filters and not results:
             held = self._field_values(request.collection, request.filters)
             notes += [f"no document has a field {name!r}" for name in dict.fromkeys(
                 _field_name(key) for key, value in held.items() if value is None)]
-            notes.append(filter_type_hint(request.filters, held))
+            twins = self._type_twins(request.collection, request.filters, held)
+            notes.append(filter_type_hint(request.filters, held, twins))
         return "; ".join(n for n in notes if n) or None
 
     def _field_values(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
@@ -993,6 +1043,46 @@ class SearchService:
             logger.debug("could not read which filter fields exist", exc_info=True)
             return {}
         return values
+
+    def _type_twins(self, collection: str, filters: Mapping[str, Any],
+                    held: Mapping[str, Any]) -> TypeTwins | None:
+        """Which filter values some document of ``collection`` holds as the other type only: the
+        number 4 for a filter's "4", the string "4" for its 4 (``filter_type_hint``). Compared
+        as JSON text (SQLite's ``json_quote(json_extract())``, PostgreSQL's ``json -> key``
+        cast to text: ``4`` against ``"4"``), one LIMIT query per value, for the first
+        ``MAX_TWIN_CHECKS`` numeric values of fields some document holds, and only once a
+        search found nothing. None where SQL could not say (the hint is then guessed)."""
+        asks: list[tuple[str, Any, str, str]] = []  # key, value, its JSON text, its twin's
+        for key, value in filters.items():
+            name = _field_name(key)
+            if key not in held or held[key] is None or '"' in name or "\\" in name:
+                continue  # top-level, an id, a field none holds: not asked
+            for v in (value if isinstance(value, list | tuple) else [value]):
+                if _is_number(v):
+                    asks.append((key, v, json.dumps(v), json.dumps(json.dumps(v))))
+                elif isinstance(v, str) and _NUMBER.fullmatch(v.strip()):
+                    asks.append((key, v, json.dumps(v), json.dumps(_number(v))))
+        D = md.Document
+        found: set[tuple[str, Any]] = set()
+        texts: set[str] = set()
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return None
+                for key, v, own, twin in asks[:MAX_TWIN_CHECKS]:
+                    as_json = cast(D.meta[_field_name(key)], String)
+                    held_as = set(session.scalars(select(as_json).where(
+                        D.collection_id == coll.id, as_json.in_([own, twin])).distinct().limit(2)))
+                    if held_as == {twin}:
+                        found.add((key, v))
+                        if isinstance(v, str) and session.scalar(select(D.id).where(
+                                D.collection_id == coll.id, as_json.like('"%')).limit(1)):
+                            texts.add(_field_name(key))
+        except SQLAlchemyError:  # a hint only: the search's answer stands without it
+            logger.debug("could not read the filter values' types", exc_info=True)
+            return None
+        return TypeTwins(frozenset(found), frozenset(texts))
 
     def _older_terms(self, collection: str) -> str | None:
         """``VectorStore.older_lexical``: read once the words were searched (cached by the store)."""
@@ -1105,7 +1195,7 @@ class SearchService:
             raise  # the facade names the writer / the server to start
         except StoreError as e:
             self.forget(request.collection)
-            raise InvalidRequestError(str(e)) from e
+            raise InvalidRequestError(str(e), param=e.param) from e  # a filter it cannot match
 
     @staticmethod
     def _group(hits: Sequence[Hit], scores: Sequence[float | None]

@@ -70,6 +70,8 @@ SINGLE_FIELD = [
     # a model served here, but not one the collection has vectors of
     ("/search", _search(embedder="backbone-mean"), 400, "embedder"),
     ("/search", _search(instruction="a" * 200_001), 413, "instruction"),
+    # the edge store cannot match true/false (its StoreError carries the field)
+    ("/search", _search(filters={"stars": True}), 400, "filters"),
     ("/cluster", _cluster(instruction="  "), 400, "instruction"),
     ("/cluster", _cluster(texts=["only one"]), 400, "texts"),
     ("/cluster", _cluster(k=5), 400, "k"),
@@ -195,6 +197,8 @@ def test_param_is_kept_apart_from_the_message_and_pickles() -> None:
         ("/v1/embeddings", {"model": "minilm", "input": ["x", "a\ud800"]}, "input[1]", "input[1]"),
         ("/v1/embeddings", {"model": "minilm", "input": "a\ud800"}, "input", "input"),
         ("/cluster", _cluster(texts=["x", "a\ud800"]), "texts[1]", "texts[1]"),
+        ("/search", _search(query="a\ud800"), "query", "the query"),
+        ("/search", _search(instruction="\udfff"), "instruction", "the instruction"),
     ],
 )
 def test_an_unpaired_surrogate_names_its_item(client, route, body, param, where) -> None:

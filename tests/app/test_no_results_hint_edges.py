@@ -22,6 +22,7 @@ from app.core import Facet
 from app.encoding import EmbedderCache
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
+from tests.app.services.test_postgres import postgres  # noqa: F401 (a fixture: a throwaway cluster)
 from ui import render
 
 # (collection, query, filters that find nothing, the filters the note says to send, their CLI form)
@@ -43,6 +44,17 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     facet = Facet.for_serving(FacetSettings(data_dir=root / "data"), embedders=cache)
     facet.index(root / "y.jsonl", "yr")
     facet.index(root / "r.csv", "rv")
+    # One field, numbers in the jsonl and text in the csv (the hint read one stored value).
+    (root / "mx").mkdir()
+    (root / "mx" / "reviews.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"j{n}", "text": f"review {n}: the food was fine", "stars": n}) + "\n" for n in (1, 5, 2)
+        )
+    )
+    (root / "mx" / "shops.csv").write_text(
+        "id,text,stars\ns4,a shop with food,4\ns5,another food shop,5\ns3,a third food shop,3\n"
+    )
+    facet.index(root / "mx", "mx")
     yield facet
     facet.close()
 
@@ -74,12 +86,14 @@ def test_the_api_note_names_the_filter_to_send(client, collection, query, given,
 def test_a_key_no_document_holds_gets_that_hint_alone(client) -> None:
     """Its value's type is beside the point: "use the number" would send the user astray."""
     assert _post(client, "yr", "hello", {"yeer": "2020"})["note"] == "no document has a field 'yeer'"
-    both = _post(client, "yr", "hello", {"meta.yeer": "2020", "year": "2021"})["note"]
+    both = _post(client, "yr", "hello", {"meta.yeer": "2020", "year": "2020"})["note"]
     assert both == (
         "no document has a field 'yeer'; a field of numbers (not a csv column) is "
-        "matched with year:=2021 in the CLI and the UI's filter box, in JSON with the "
-        'number: {"year": 2021}, not the string "2021"'
+        "matched with year:=2020 in the CLI and the UI's filter box, in JSON with the "
+        'number: {"year": 2020}, not the string "2020"'
     )
+    # The number 2021 is held by no document either: year:=2021 would find nothing too.
+    assert _post(client, "yr", "hello", {"year": "2021"})["note"] is None
 
 
 def test_a_value_of_the_fields_type_gets_no_type_hint(facet, client, capsys) -> None:
@@ -119,3 +133,72 @@ def test_langchain_logs_the_hint(facet, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="app.integrations.langchain"):
         assert retriever.invoke("hello") == []
     assert "year:=2020 in the CLI" in caplog.text and '{"year": 2020}' in caplog.text, caplog.text
+
+
+def test_a_field_of_both_types_is_hinted_per_value(client) -> None:
+    """The hint was decided by one stored value per field: with stars numbers in a jsonl and
+    text in a csv, ``{"stars": 4}`` got a null note though the csv's "4" is there. Now each value
+    is asked after: the type the documents hold it as is named, and "(not a csv column)" is
+    not claimed of a field that some documents hold as text."""
+    note = _post(client, "mx", "food", {"stars": 4})["note"] or ""
+    assert "a csv column (text) is matched with stars=4 in the CLI and the UI's filter box" in note, note
+    assert '{"stars": "4"}' in note, note
+    assert len(_post(client, "mx", "food", {"stars": "4"})["results"]) == 1
+    note = _post(client, "mx", "food", {"stars": "2"})["note"] or ""
+    assert note.startswith("a field of numbers is matched with stars:=2 in the CLI"), note
+    assert "(not a csv column)" not in note and "some documents hold it as text" in note, note
+    assert len(_post(client, "mx", "food", {"stars": 2})["results"]) == 1
+    # Held as neither type: no hint; a list names only the value whose twin is held.
+    assert _post(client, "mx", "food", {"stars": 7})["note"] is None
+    note = _post(client, "mx", "food", {"stars": [7, 3]})["note"] or ""
+    assert "matched with stars=3 in the CLI" in note and "stars=7" not in note, note
+
+
+def test_a_threshold_that_drops_every_result_says_so(facet, client, capsys) -> None:
+    """``--score-threshold 0.99`` dropped every result and the CLI said "the collection holds
+    nothing searchable" (the API: a null note); the note now names the threshold."""
+    body = client.post("/search", json={"query": "food", "collection": "mx", "score_threshold": 0.99}).json()
+    assert body["results"] == [], body
+    assert body["note"].startswith("no result scored 0.99 or more (score_threshold); the best scored 0."), body
+    request = SearchRequest("food", "mx", score_threshold=0.99, filters={"stars": 5})
+    print_results(facet.search(request), filtered=request.filters)
+    out = capsys.readouterr().out
+    assert "  no results (no result scored 0.99 or more (score_threshold)" in out, out
+    assert "nothing searchable" not in out and "check the filters" not in out, out
+    # Nothing found at all: the threshold is not what to blame.
+    empty = facet.search(SearchRequest("food", "mx", score_threshold=0.1, filters={"stars": 9}))
+    assert empty.results == [] and empty.note is None
+
+
+def test_an_invalid_collection_name_is_refused_as_such(client) -> None:
+    """The "unknown collection 'bad name!' ...; indexing into a new name creates it" sent the user
+    to index into a name that indexing refuses: /cluster and /jobs said "invalid collection name"."""
+    response = client.post("/search", json={"query": "food", "collection": "bad name!"})
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert "invalid collection name 'bad name!'" in json.dumps(body), body
+    assert "indexing into a new name" not in json.dumps(body), body
+
+
+def test_a_field_of_both_types_is_hinted_per_value_on_postgres(minilm, tmp_path, postgres) -> None:  # noqa: F811
+    """The twin is asked after as JSON text (``json -> key`` cast to text on PostgreSQL, whose
+    ``->>`` gives 4 and "4" alike): the same hints as on SQLite."""
+    (tmp_path / "mx").mkdir()
+    (tmp_path / "mx" / "a.jsonl").write_text('{"id": "j2", "text": "fine food", "stars": 2}\n')
+    (tmp_path / "mx" / "b.csv").write_text("id,text,stars\ns4,a food shop,4\n")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data", database_url=postgres.url), embedders=cache)
+    try:
+        facet.index(tmp_path / "mx", "pgmx")
+
+        def note(filters: dict) -> str:
+            response = facet.search(SearchRequest("food", "pgmx", mode="dense", filters=filters))
+            assert response.results == [], filters
+            return response.note or ""
+
+        assert "a csv column (text) is matched with stars=4 in the CLI" in note({"stars": 4})
+        assert note({"stars": "2"}).startswith("a field of numbers is matched with stars:=2 ")
+        assert note({"stars": 7}) == note({"stars": "4.5"}) == ""
+    finally:
+        facet.close()

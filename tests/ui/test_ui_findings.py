@@ -72,10 +72,10 @@ def test_a_failed_run_says_why_in_its_result_area(handlers) -> None:
     assert last_failure(gr.Request(session_hash="page-2"), "search") is None  # another page's
     assert last_failure(gr.Request(session_hash="page-1"), "compare") is None
     message = last_failure(gr.Request(session_hash="page-1"), "search")
-    assert message is not None and message.startswith("unknown collection '<b>gone</b>'")
+    assert message is not None and message.startswith("invalid collection name '<b>gone</b>'")
     assert last_failure(gr.Request(session_hash="page-1"), "search") is None  # shown once
     area = render.failed_html(message)
-    assert "unknown collection &#x27;&lt;b&gt;gone&lt;/b&gt;&#x27;" in area  # escaped once
+    assert "invalid collection name &#x27;&lt;b&gt;gone&lt;/b&gt;&#x27;" in area  # escaped once
     assert "<b>gone" not in area and "&amp;" not in area
     assert "shown above" not in area and "Nothing from an earlier run is shown here" in area
 

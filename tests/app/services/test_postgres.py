@@ -228,7 +228,7 @@ def test_nul_characters_outside_text_are_no_crash_on_postgres(make_ctx, tmp_path
     assert "ta\\x00g" in error["message"]
     with pytest.raises(NotFoundError):
         CollectionService(ctx).get("a\x00b")
-    with pytest.raises(NotFoundError):
+    with pytest.raises(InvalidRequestError, match="invalid collection name"):
         SearchService(ctx).search(SearchRequest("ferry", "n\x001", top_k=1))
     with pytest.raises(InvalidRequestError, match="text column's name holds a NUL"):
         IndexService(ctx).prepare(src, "zz", IndexOptions(text_column="bo\x00dy"))
