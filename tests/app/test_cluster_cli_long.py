@@ -44,6 +44,13 @@ def test_the_encoding_bar_moves_after_each_batch(tmp_path: Path) -> None:
     assert "heads-up" not in result.stderr  # minilm alone on 100 texts: quick
 
 
+def _as_at_a_terminal() -> None:
+    """SIGINT at its default in the child, as in a terminal where a user presses Ctrl-C: a suite
+    started in the background of a shell (`make test &`, CI) inherits it ignored, and an ignored
+    SIGINT stays ignored in Python (the convention `facet` keeps), so the signal did nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_mid_encoding_stops_with_a_line_and_130(tmp_path: Path, tiny_inbedder_dir: Path) -> None:
     """A decoder embedding 3,000 texts (a run of minutes here): the heads-up comes before the
     encoding, and a SIGINT once the bar has moved ends the run within seconds, with exit 130
@@ -54,7 +61,8 @@ def test_ctrl_c_mid_encoding_stops_with_a_line_and_130(tmp_path: Path, tiny_inbe
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", "cluster", str(src), "-i", "the topic", "--k", "2",
          "--embedder", str(tiny_inbedder_dir), "--explain", ""],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        preexec_fn=_as_at_a_terminal)
     lines: list[str] = []
     moved = threading.Event()
 
