@@ -16,12 +16,12 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api import create_app
 from app.commands.search import print_results
 from app.core import Facet
 from app.encoding import EmbedderCache
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
+from tests.app.api.conftest import serving_facet
 from tests.app.services.test_postgres import postgres  # noqa: F401 (a fixture: a throwaway cluster)
 from ui import render
 
@@ -39,9 +39,7 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     root = tmp_path_factory.mktemp("nohint")
     (root / "y.jsonl").write_text('{"id": "y1", "text": "hello there", "year": 2020}\n')
     (root / "r.csv").write_text("id,text,stars\nr1,good food,5\n")
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=root / "data"), embedders=cache)
+    facet = serving_facet(root / "data", minilm)
     facet.index(root / "y.jsonl", "yr")
     facet.index(root / "r.csv", "rv")
     # One field, numbers in the jsonl and text in the csv (the hint read one stored value).
@@ -57,12 +55,6 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     facet.index(root / "mx", "mx")
     yield facet
     facet.close()
-
-
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
 
 
 def _post(client: TestClient, collection: str, query: str, filters: dict) -> dict:

@@ -16,9 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from app.api import create_app
 from app.core import Facet
 from app.errors import BusyError, InvalidRequestError, NotFoundError
 from app.jobs import run_logged
@@ -45,12 +43,6 @@ def facet(minilm, tree) -> Iterator[Facet]:
     facet.index(tree / "src", COLLECTION)
     yield facet
     facet.close()
-
-
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
 
 
 def _search(**fields) -> dict:
