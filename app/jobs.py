@@ -63,11 +63,10 @@ def failure_text(error: Exception) -> str:
     """A failed job's cause as its row would say it (``IndexService.failure_message``), with
     the metadata database's errors without their SQL."""
     from app.errors import as_domain_error
+    from app.services.indexing import IndexService
 
-    domain = as_domain_error(error)
-    if domain is not None:
-        return f"{type(domain).__name__}: {domain}"
-    return _cause(error) or f"{type(error).__name__}: {error}"
+    cause = _cause(error) if as_domain_error(error) is None else None
+    return cause or IndexService.failure_message(error)
 
 
 # The failures this process's runners saw: job id -> (collection, source, embedder, cause).
