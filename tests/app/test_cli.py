@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -17,6 +18,11 @@ def facet(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=300)
 
 
+# In this process: `embed` starts as every command does, so a new process per case only paid
+# torch's import and the model's load again (~6 s each; `python -m app` runs in the first test).
+embed = functools.partial(invoke_cli, "embed")
+
+
 def test_embedders_lists_builtins_as_json():
     result = facet("embedders", "--json")
     assert result.returncode == 0, result.stderr
@@ -25,7 +31,7 @@ def test_embedders_lists_builtins_as_json():
 
 
 def test_embed_prints_normalised_vectors():
-    result = facet("embed", "--embedder", "minilm", "--instruction", "Represent the topic", "a cat", "a dog")
+    result = embed("--embedder", "minilm", "--instruction", "Represent the topic", "a cat", "a dog")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     vectors = np.array(payload["vectors"])
@@ -35,26 +41,26 @@ def test_embed_prints_normalised_vectors():
 
 def test_embed_prints_the_instruction_it_used():
     """`-i "   "` printed "   " as the instruction, though none was used (the library said None)."""
-    blank = facet("embed", "--instruction", "   ", "a cat")
+    blank = embed("--instruction", "   ", "a cat")
     assert blank.returncode == 0, blank.stderr
     assert json.loads(blank.stdout)["instruction"] is None
 
 
 def test_an_empty_text_is_refused_with_a_message():
-    result = facet("embed", "a cat", "")
+    result = embed("a cat", "")
     assert result.returncode == 2 and result.stdout == ""
     assert "texts[1] is empty" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_unknown_embedder_is_a_message_not_a_traceback():
-    result = facet("embed", "--embedder", "nope", "x")
+    result = embed("--embedder", "nope", "x")
     assert result.returncode == 2
     assert "unknown embedder 'nope'" in result.stderr and "minilm" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_bad_role_is_a_message_not_a_traceback():
-    result = facet("embed", "--role", "passage", "x")
+    result = embed("--role", "passage", "x")
     assert result.returncode == 2
     assert "unknown role 'passage'" in result.stderr
     assert "Traceback" not in result.stderr
