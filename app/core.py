@@ -528,6 +528,12 @@ class Facet:
         return self.catalog.orphan(name)
 
     @_domain_errors
+    def stray_collections(self) -> list[CollectionInfo]:
+        """Every ``orphan_collection`` of the embedded store (none for a Qdrant server, which
+        may hold other applications' collections)."""
+        return self.catalog.strays()
+
+    @_domain_errors
     def delete_collection(self, name: str) -> CollectionInfo:
         """Delete a collection's points, metadata and uploaded files; returns what it held."""
         try:

@@ -193,11 +193,18 @@ def register(cli: typer.Typer) -> None:
         """List collections (documents, chunks, points, embedders)."""
         with open_facet() as facet:
             infos = [facet.collection(name)] if name else facet.collections()
+            strays = [] if name or as_json else facet.stray_collections()
         if as_json:
             typer.echo(printable_json([asdict(i) for i in infos]))
             return
-        if not infos:
+        if not infos and not strays:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")
+        for stray in strays:  # it read "no collections yet" over a restored store's vectors
+            points = "? points" if stray.points is None else plural(stray.points, "point")
+            disk = f", {size_text(stray.disk_bytes)} on disk" if stray.disk_bytes is not None else ""
+            typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of this "
+                       "database owns (a database restored or lost without its qdrant-edge/, or "
+                       f"another database's): `facet delete {stray.name}` removes them")
         for i in infos:
             # The name is a folder name ([A-Za-z0-9_.-], validate_name), the embedders' names
             # too; a checkpoint's path (its source) and the host a writer names are any text, and

@@ -633,6 +633,28 @@ class CollectionService:
                 return None
         return self._orphan(name)
 
+    def strays(self) -> list[CollectionInfo]:
+        """The embedded store's collections that this metadata database does not know (a
+        database restored or lost without its ``qdrant-edge/``): ``list_all`` showed "no
+        collections yet" over them. None of a Qdrant server's: it may hold other
+        applications' collections."""
+        if self.store.backend != "edge":
+            return []
+        with self.ctx.sessions() as session:
+            known = {c.name for c in md.list_collections(session)}
+        found = []
+        for name in self.store.list_collections():
+            if name in known:
+                continue
+            try:
+                info = self._orphan(name)
+            except StoreBusyError:  # another database's process writes it: shown uncounted
+                info = CollectionInfo(name, self.store.backend, {}, 0, 0, 0, 0, 0, 0, None, "",
+                                      disk_bytes=disk_bytes(self.store, name))
+            if info is not None:
+                found.append(info)
+        return found
+
     def _orphan(self, name: str) -> CollectionInfo | None:
         try:
             if not self.store.collection_exists(name):

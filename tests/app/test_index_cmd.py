@@ -275,10 +275,15 @@ def test_delete_removes_vectors_no_collection_owns(tmp_path, run, data) -> None:
         db.unlink()
     refused = run("index", str(src), "--collection", "lost")
     assert refused.returncode != 0 and "delete 'lost'" in refused.stderr
+    # The listing said "no collections yet" over them.
+    listed = run("collections").stdout
+    assert listed.startswith("lost: vectors only (1 point, ") and "no collections yet" not in listed
+    assert "`facet delete lost` removes them" in listed
     gone = run("delete", "lost", "--yes")
     assert gone.returncode == 0, gone.stderr
     assert "deleted lost: 1 point that no collection of this database owns" in gone.stdout
     assert run("index", str(src), "--collection", "lost").returncode == 0
+    assert run("collections").stdout.startswith("lost: 1 document indexed")
     assert run("delete", "none", "--yes").returncode != 0  # neither known nor stray: not found
 
 
