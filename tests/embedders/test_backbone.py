@@ -49,23 +49,25 @@ def test_unknown_local_path_is_a_clear_error_at_once(tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_convert_the_gguf_once_into_a_fresh_cache(tmp_path):
-    """Both processes end with a loadable model; the lock makes one wait for the other."""
+    """Both processes end with the converted model (the first loads it); the lock makes one
+    wait for the other."""
     script = textwrap.dedent(
         f"""
         import sys
         from embedders import backbone
         backbone.set_cache_dir({str(tmp_path)!r})
         path = backbone.resolve_model_path("smollm2-135m-instruct")
-        b = backbone.load_decoder("smollm2-135m-instruct", device="cpu")
-        print(path, b.hidden_size)
+        if sys.argv[1] == "0":  # one load shows the folder is a model; the other only waits
+            path += " " + str(backbone.load_decoder(path, device="cpu").hidden_size)
+        print(path)
         """
     )
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(i)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (out, err), said in zip(procs, outs, (" 576", ""), strict=True):
         assert p.returncode == 0, err[-2000:]
-        assert out.strip().endswith("576")
+        assert out.strip() == f"{tmp_path / 'smollm2-135m-instruct'}{said}", out
     entries = sorted(x.name for x in tmp_path.iterdir())
     # One converted directory and its lock file; no leftover temporary directories.
     assert entries == ["smollm2-135m-instruct", "smollm2-135m-instruct.lock"]

@@ -78,7 +78,7 @@ def _wait_indexing(db: Path, proc: subprocess.Popen[bytes], at_least: int = 4) -
 
 @pytest.mark.slow
 def test_search_and_collections_during_an_index_never_break_it(tmp_path, minilm) -> None:
-    files = write_corpus(tmp_path / "src", 160, words=80)  # 40 batches: readers overlap many
+    files = write_corpus(tmp_path / "src", 120, words=80)  # 30 batches: readers overlap many
     data = tmp_path / "data"
     writer = _writer(tmp_path / "src", data, "busy")
     _wait_indexing(data / "facet.db", writer)
@@ -191,9 +191,9 @@ def test_job_ids_are_never_reused_after_delete(make_ctx, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> None:
-    # 80 documents of two chunks, 8 chunks a batch: 20 batches, the stop asked for after the
+    # 48 documents of two chunks, 8 chunks a batch: 12 batches, the stop asked for after the
     # second; the writer is far from done when it arrives (160 cost ~15 s more of the suite).
-    write_corpus(tmp_path / "src", 80, words=80)
+    write_corpus(tmp_path / "src", 48, words=80)
     data = tmp_path / "data"
     writer = _writer(tmp_path / "src", data, "stop")
     _wait_indexing(data / "facet.db", writer)
@@ -228,7 +228,7 @@ def test_sigterm_stops_an_index_like_ctrl_c(tmp_path) -> None:
     word, the job then read like a crash ("its writer stopped without finishing"). It now
     stops after the batch being written, as the first Ctrl-C does: the job `interrupted`,
     "stopped (SIGTERM)" with the resume hint, said in the terminal too; exit 143 (128 + 15)."""
-    write_corpus(tmp_path / "src", 80, words=80)  # 40 batches of 4 chunks
+    write_corpus(tmp_path / "src", 48, words=80)  # 24 batches of 4 chunks
     data = tmp_path / "data"
     writer = _writer(tmp_path / "src", data, "term", "--batch-chunks", "4")
     _wait_indexing(data / "facet.db", writer)
@@ -244,12 +244,12 @@ def test_sigterm_stops_an_index_like_ctrl_c(tmp_path) -> None:
                                f"`facet index {tmp_path / 'src'} --collection term --embedder "
                                "minilm` (or submit the job) again to resume: what was indexed is "
                                "kept"), job
-        assert 0 < job.docs_indexed < 80, job
+        assert 0 < job.docs_indexed < 48, job
         assert f"job {job.id} interrupted: stopped (SIGTERM) with" in said, said[-2000:]
         assert facet.collection("term").writer is None
         again = facet.index(str(tmp_path / "src"), "term")
         assert facet.job(again.job_id).resumed_from == job.id
-        assert again.docs_skipped == job.docs_indexed and again.docs_indexed == 80 - job.docs_indexed
+        assert again.docs_skipped == job.docs_indexed and again.docs_indexed == 48 - job.docs_indexed
 
 
 @pytest.mark.slow
@@ -261,7 +261,7 @@ def test_sigterm_stops_a_background_job_like_ctrl_c(tmp_path, minilm) -> None:
 
     from app.services.context import EmbedderCache
 
-    write_corpus(tmp_path / "src", 80, words=80)  # 40 batches of 4 chunks
+    write_corpus(tmp_path / "src", 48, words=80)  # 24 batches of 4 chunks
     data = tmp_path / "data"
     cache = EmbedderCache("cpu")
     cache.put("minilm", minilm)
@@ -283,7 +283,7 @@ def test_sigterm_stops_a_background_job_like_ctrl_c(tmp_path, minilm) -> None:
         assert job.state == "interrupted", job
         assert (job.message or "").startswith(f"stopped (SIGTERM) with {job.docs_indexed} "
                                               "documents indexed; run `facet index "), job
-        assert 0 < job.docs_indexed < 80, job
+        assert 0 < job.docs_indexed < 48, job
 
 
 def test_sigterm_is_deferred_only_over_the_default_handler_on_the_main_thread() -> None:

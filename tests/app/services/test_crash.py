@@ -14,10 +14,11 @@ from app.services.indexing import IndexService
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
 from indexer.store import point_id
+from tests.app.cli_runner import invoke_cli
 
 from .conftest import write_corpus
 
-N_DOCS = 120
+N_DOCS = 80  # 160 chunks in batches of 4: the kill lands between many batches
 
 
 def _indexed(db: Path) -> int:
@@ -58,9 +59,7 @@ def test_sigkill_half_way_then_rerun(make_ctx, tmp_path, minilm) -> None:
 
     shown = CollectionService(ctx).jobs("crash")[0]
     assert shown.state == "interrupted" and "again to resume" in (shown.message or "")
-    listed = subprocess.run([sys.executable, "-c", "from app.cli import main; main()", "jobs",
-                             "--collection", "crash"], env=env, capture_output=True, text=True,
-                            timeout=120)
+    listed = invoke_cli("jobs", "--collection", "crash", env=env)
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith(f"job {shown.id} interrupted: crash <- "), listed.stdout
     assert "again to resume" in listed.stdout  # the hint is in the list, not only `jobs ID`
