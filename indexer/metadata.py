@@ -20,6 +20,7 @@ from sqlalchemy import (
     Boolean,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -123,7 +124,9 @@ class Document(Base):
     """
 
     __tablename__ = "documents"
-    __table_args__ = (UniqueConstraint("collection_id", "key"),)
+    # (collection, content hash): a moved or copied document's donor (migration 0009).
+    __table_args__ = (UniqueConstraint("collection_id", "key"),
+                      Index("ix_documents_collection_hash", "collection_id", "content_hash"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(
@@ -408,6 +411,35 @@ def vector_hashes(session: Session, document_ids: Iterable[int], embedder: str) 
                                .where(DocumentVector.document_id.in_(ids[start:start + 500]),
                                       DocumentVector.embedder == embedder)).all()
         out.update({int(r[0]): str(r[1]) for r in rows})
+    return out
+
+
+def indexed_by_hash(session: Session, collection_id: int,
+                    hashes: Iterable[str]) -> dict[str, list[Document]]:
+    """The ``indexed`` documents of a collection whose content hash is one of ``hashes``, by
+    hash (oldest first): a document moved or copied to another key can re-use their vectors."""
+    wanted = sorted(set(hashes))
+    out: dict[str, list[Document]] = {}
+    for start in range(0, len(wanted), 500):
+        rows = session.scalars(select(Document).where(
+            Document.collection_id == collection_id, Document.status == "indexed",
+            Document.content_hash.in_(wanted[start:start + 500])).order_by(Document.id)).all()
+        for row in rows:
+            out.setdefault(str(row.content_hash), []).append(row)
+    return out
+
+
+def vector_hashes_by_embedder(session: Session,
+                              document_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+    """``vector_hashes`` of every embedder at once: document id -> {embedder: content hash}."""
+    ids = list(document_ids)
+    out: dict[int, dict[str, str]] = {}
+    for start in range(0, len(ids), 500):
+        rows = session.execute(select(DocumentVector.document_id, DocumentVector.embedder,
+                                      DocumentVector.content_hash)
+                               .where(DocumentVector.document_id.in_(ids[start:start + 500]))).all()
+        for doc_id, embedder, content_hash in rows:
+            out.setdefault(int(doc_id), {})[str(embedder)] = str(content_hash)
     return out
 
 

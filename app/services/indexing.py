@@ -83,6 +83,8 @@ logger = logging.getLogger(__name__)
 
 # How often (seconds) a running job's row shows how far its batch's encoding is.
 ENCODING_SHOWN_S = 1.0
+# The moved documents a run's report lists (``IndexReport.moved``); it counts them all.
+MOVES_LISTED = 20
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,12 @@ class IndexReport:
     # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
     # link): (the path as printable text, why).
     skipped_other: list[tuple[str, str]] = field(default_factory=list)
+    # Documents written with the vectors of an indexed document of the same content (a file
+    # moved, renamed or copied), not encoded; of those, the ones whose old place was gone (its
+    # file moved away), removed as moved, and the first ``MOVES_LISTED`` (old, new source).
+    chunks_reused: int = 0
+    docs_moved: int = 0
+    moved: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def docs_per_s(self) -> float:
@@ -187,6 +195,15 @@ class IndexReport:
                              "removed again")
         return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; see the "
                          f"errors above or `facet jobs {self.job_id}`")
+
+
+def moved_message(report: IndexReport) -> str:
+    """The note of a run that found documents moved (``IndexReport.docs_moved``)."""
+    old, new = report.moved[0]
+    more = f" and {plural(report.docs_moved - 1, 'other')}" if report.docs_moved > 1 else ""
+    return (f"{plural(report.docs_moved, 'document')} moved (vectors re-used, "
+            f"{plural(report.chunks_reused, 'chunk')} not encoded again): {old} is now "
+            f"{new}{more}; their entries at the old paths, which no longer exist, were removed")
 
 
 def failed_documents_message(failed: int, seen: int, indexed: int) -> str | None:
@@ -417,6 +434,12 @@ class _Item:
     row: md.Document | None
     mode: str  # "write" (new/changed content) or "vectors" (only this embedder's vectors)
     chunks: list[md.Chunk] = field(default_factory=list)
+    # An indexed document of the same content whose vectors this one copies (``_donors``), and
+    # those vectors, one {embedder: vector} per chunk, once read; ``moved``: the donor's file is
+    # gone, so it is this document's old place and goes once this one is written.
+    donor: md.Document | None = None
+    reused: list[dict[str, Any]] | None = None
+    moved: bool = False
 
 
 def estimate_documents(files: list[Path]) -> int:
@@ -969,13 +992,34 @@ class IndexService:
             # the spec as given, a checkpoint's path made absolute.
             from embedders.registry import portable_spec  # torch is loaded by now (the model)
 
-            md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim), identity,
-                                          source=portable_spec(spec))
+            source = portable_spec(spec)
+            row = md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
+                                                identity, source=source)
+            if row.source != source and not self._loadable(row.spec):
+                # The checkpoint moved (a folder renamed, another machine): the same model
+                # (checked above) from its new path is what loads it now. Kept, every search
+                # that named no embedder failed on the old path for good.
+                logger.info("collection %r: embedder %r now loads from %s (was %s, gone)",
+                            coll.name, embedder.name, source, row.spec)
+                row.source = source
             session.commit()
         except IntegrityError:
             session.rollback()  # added by a racing process: theirs is the same row
             session.refresh(coll)
         return coll
+
+    @staticmethod
+    def _loadable(spec: str) -> bool:
+        """Whether ``spec`` names an embedder this process finds (a registered name, a
+        checkpoint directory that is there), read without loading it."""
+        from embedders.errors import EmbedderError
+        from embedders.registry import check_embedder
+
+        try:
+            check_embedder(spec)
+        except EmbedderError:
+            return False
+        return True
 
     def _embedder_for(self, collection: str, spec: str) -> Embedder:
         """The embedder ``spec`` of a run into ``collection``: the model, loaded now if need be,
@@ -1336,6 +1380,11 @@ class IndexService:
             report.warnings.append((embedder.name, message))
             job.errors.append(md.JobError(document_key=embedder.name, kind="warning",
                                           message=message))
+        if report.docs_moved:
+            # Said, as the sync's removals are: the collection's entries of those files changed.
+            message = moved_message(report)
+            report.warnings.append(("moved", message))
+            job.errors.append(md.JobError(document_key="moved", kind="warning", message=message))
         return seen
 
     def _process_streamed(self, session: Session, coll: md.Collection, job: md.IndexJob,
@@ -1363,6 +1412,13 @@ class IndexService:
         t1 = time.perf_counter()
         embedder = loaded(embedder)  # (checked before anything is marked or written)
         t0 += time.perf_counter() - t1  # (a load is timed apart: ``_Deferred.load_s``)
+        # The same content indexed at another place: its chunks copy their vectors, batch by
+        # batch (``_process_batch``'s donors).
+        names = self._vector_names(coll, embedder)
+        donor, moved = self._donors(session, coll, names,
+                                    [(doc.key, doc.content_hash, row, doc.key == doc.source)],
+                                    {doc.key})[0]
+        copied_all = donor is not None  # every batch copied the donor's vectors
         report.docs_seen += 1
         before = "new" if row is None else row.status
         old_ids = [] if row is None else [c.point_id for c in row.chunks]
@@ -1403,18 +1459,26 @@ class IndexService:
                     part = (share + done / max(1, texts)) / len(shares)
                     say(done, texts, doc.key, min(0.99, was + (upto - was) * part), vector=vector)
                 told = within_file
-            texts = [c.text for c in batch]
-            vectors = self._encode_chunks(texts, spec, told)
-            report.unread_chunks += unread_count(embedder, texts)
-            companions = self._companion_vectors(coll, embedder, texts, job, report, told)
-            companions_written.update(companions)
+            nonlocal copied_all
+            named = self._reused_vectors(coll, names, [(batch, donor)])[0] if donor else None
+            if named is None:
+                copied_all = False
+                texts = [c.text for c in batch]
+                vectors = self._encode_chunks(texts, spec, told)
+                report.unread_chunks += unread_count(embedder, texts)
+                companions = self._companion_vectors(coll, embedder, texts, job, report, told)
+                companions_written.update(companions)
+                named = [{embedder.name: vec} | {name: v[j] for name, v in companions.items()}
+                         for j, vec in enumerate(vectors)]
+            else:
+                companions_written.update((name, None) for name in names - {embedder.name})
+                report.chunks_reused += len(batch)
             job.encode_s += time.perf_counter() - t0
             t0 = time.perf_counter()
-            points = [PointRecord(point_id(doc.key, c.number),
-                                  {embedder.name: vec} | {name: v[j] for name, v in companions.items()}, {
+            points = [PointRecord(point_id(doc.key, c.number), vecs, {
                 "doc_id": doc.key, "source": doc.source, "title": title, "chunk_no": c.number,
                 "text": c.text, "start": c.start, "end": c.end, "meta": doc.metadata})
-                for j, (c, vec) in enumerate(zip(batch, vectors, strict=True))]
+                for c, vecs in zip(batch, named, strict=True)]
             for start in range(0, len(points), 512):
                 self.store.upsert(coll.name, points[start:start + 512])
             self.store.flush()
@@ -1459,9 +1523,13 @@ class IndexService:
             job.errors.append(md.JobError(document_key=doc.key, kind="warning", message=w))
             report.warnings.append((doc.key, w))
         report.docs_indexed += 1
+        # Moved whole (its every chunk the donor's): the old place goes as the new is recorded.
+        gone = self._forget_moved(session, report, [(donor, doc.source)] if donor is not None
+                                  and moved and copied_all and len(rows) == len(donor.chunks) else [])
         self._sync_counters(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
+        self._drop_moved_points(coll, job, gone)
 
     def _process_batch(self, session: Session, coll: md.Collection, job: Any,
                        report: IndexReport, batch: list[ParsedDocument | DocumentError],
@@ -1501,6 +1569,16 @@ class IndexService:
                 items.append(_Item(entry, digest, row, "vectors"))
             else:
                 items.append(_Item(_note_replaced_source(entry, row), digest, row, "write"))
+        # Content the collection holds already (a file moved or renamed, a copy) copies its
+        # vectors: a moved folder was encoded again whole, hours with an LLM embedder. Looked up
+        # before step 1 marks the rows about to be written (a record's own row is a donor).
+        names = self._vector_names(coll, embedder)
+        writes = [it for it in items if it.mode == "write"]
+        for it, (donor, moved) in zip(writes, self._donors(
+                session, coll, names, [(it.doc.key, it.hash, it.row, it.doc.key == it.doc.source)
+                                       for it in writes],
+                {it.doc.key for it in items}), strict=True):
+            it.donor, it.moved = donor, moved
         if items and isinstance(embedder, _Deferred):
             # Something to encode: the model loads (and is checked) now, timed apart
             # (``_Deferred.load_s``), not as this batch's parsing or encoding.
@@ -1524,7 +1602,6 @@ class IndexService:
 
         # Chunk (the chunks of unchanged content come back from the metadata).
         t0 = time.perf_counter()
-        texts: list[str] = []
         for it in items:
             assert it.row is not None
             if it.mode == "write":
@@ -1534,8 +1611,15 @@ class IndexService:
                              for c in pieces]
             else:
                 it.chunks = list(it.row.chunks)
-            texts.extend(c.text for c in it.chunks)
         job.parse_s += time.perf_counter() - t0
+        t0 = time.perf_counter()  # the donors' vectors, where their chunks are the same
+        reusing = [it for it in items if it.donor is not None
+                   and len(it.chunks) == len(it.donor.chunks)]
+        for it, reused in zip(reusing, self._reused_vectors(
+                coll, names, [(it.chunks, it.donor) for it in reusing if it.donor]), strict=True):
+            it.reused = reused
+        job.store_s += time.perf_counter() - t0
+        texts = [c.text for it in items if it.reused is None for c in it.chunks]
         # No transaction stays open through the encode: loading the chunks above flushed the
         # job's timing, which holds SQLite's write lock until the next commit (the lease's
         # heartbeat and every other writer then waited, and failed, for the whole encode).
@@ -1550,7 +1634,8 @@ class IndexService:
         job.encode_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         companions = self._companion_vectors(
-            coll, embedder, [c.text for it in items if it.mode == "write" for c in it.chunks],
+            coll, embedder, [c.text for it in items if it.mode == "write" and it.reused is None
+                             for c in it.chunks],
             job, report, encoding)
         job.encode_s += time.perf_counter() - t0
 
@@ -1576,6 +1661,12 @@ class IndexService:
                 # A file's name is its title; records of a jsonl/csv have their own or none.
                 title = it.doc.title or (Path(it.doc.source).name if it.doc.key == it.doc.source
                                          else None)
+                if it.reused is not None:  # the donor's vectors, every embedder's
+                    points.extend(PointRecord(c.point_id, named, {
+                        "doc_id": it.doc.key, "source": it.doc.source, "title": title,
+                        "chunk_no": c.number, "text": c.text, "start": c.start, "end": c.end,
+                        "meta": it.doc.metadata}) for c, named in zip(it.chunks, it.reused, strict=True))
+                    continue  # (none of the encoded rows are its own)
                 for j, (c, vec) in enumerate(zip(it.chunks, vectors[offset:offset + n], strict=True)):
                     named = {embedder.name: vec} | {name: v[written + j] for name, v in companions.items()}
                     points.append(PointRecord(c.point_id, named, {
@@ -1611,8 +1702,11 @@ class IndexService:
         md.set_vector_hashes(session, [(it.row, it.hash) for it in items if it.row is not None],
                              embedder.name)
         for name in companions:
-            md.set_vector_hashes(session, [(it.row, it.hash) for it in items
-                                           if it.row is not None and it.mode == "write"], name)
+            md.set_vector_hashes(session, [(it.row, it.hash) for it in items if it.row is not None
+                                           and it.mode == "write" and it.reused is None], name)
+        copied = [it for it in items if it.row is not None and it.reused is not None]
+        for name in names - {embedder.name}:
+            md.set_vector_hashes(session, [(it.row, it.hash) for it in copied if it.row], name)
         for it in items:
             assert it.row is not None
             if it.mode == "write":
@@ -1628,12 +1722,137 @@ class IndexService:
                 report.warnings.append((it.doc.key, w))
             report.docs_indexed += 1
             report.chunks_written += len(it.chunks)
+            report.chunks_reused += len(it.chunks) if it.reused is not None else 0
+        # A moved document's old place goes in the same transaction as its new one is recorded.
+        gone = self._forget_moved(session, report, [(it.donor, it.doc.source) for it in copied
+                                                    if it.moved and it.donor is not None])
         if finish is not None:
             finish(session)
         else:
             self._sync_counters(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
+        self._drop_moved_points(coll, job, gone)
+
+    @staticmethod
+    def _vector_names(coll: md.Collection, embedder: Embedder) -> set[str]:
+        """The named vectors a point of ``coll`` written by ``embedder``'s run carries."""
+        return {embedder.name, *(e.name for e in coll.embedders)}
+
+    @staticmethod
+    def _donors(session: Session, coll: md.Collection, names: set[str],
+                wanted: list[tuple[str, str, md.Document | None, bool]],
+                batch_keys: set[str]) -> list[tuple[md.Document | None, bool]]:
+        """For each document about to be written, as (key, content hash, its row or None,
+        whether it is a whole file), the indexed document of the same content whose vectors it
+        can copy, and whether that one moved here (a whole file too, whose file is gone: it is
+        this document's old place, removed once this one is written; records of a jsonl or csv
+        are never moves: a record's id is its identity, and two ids with one text are two
+        records). None where there is none; a changed document has none.
+
+        A donor holds vectors of every one of ``names`` for that very content (its vector
+        hashes), so a copy carries what a write encodes. The document's own row donates when
+        only its source changed (a record's file renamed: same id); else another document of the
+        collection does, never one of this batch: one whose source is gone first (each the
+        old place of one document only), else any (a copy: both stay, the vectors shared).
+        """
+        out: list[tuple[md.Document | None, bool]] = [(None, False)] * len(wanted)
+        own = {i: row for i, (_, digest, row, _) in enumerate(wanted) if row is not None
+               and row.status == "indexed" and row.content_hash == digest}
+        fresh = [i for i, (_, _, row, _) in enumerate(wanted) if row is None]
+        if not own and not fresh:
+            return out
+        found = md.indexed_by_hash(session, coll.id, {wanted[i][1] for i in fresh}) if fresh else {}
+        ids = {row.id for row in own.values()} | {d.id for docs in found.values() for d in docs}
+        held = md.vector_hashes_by_embedder(session, ids)
+
+        def complete(doc: md.Document, digest: str) -> bool:
+            return all(held.get(doc.id, {}).get(name) == digest for name in names)
+
+        for i, row in own.items():
+            if complete(row, row.content_hash or ""):
+                out[i] = (row, False)
+        exists: dict[str, bool] = {}
+        claimed: set[int] = set()
+        for i in fresh:
+            digest = wanted[i][1]
+            usable = [d for d in found.get(digest, [])
+                      if d.key not in batch_keys and complete(d, digest)]
+            for d in usable:
+                if d.id in claimed or not (wanted[i][3] and d.key == d.source):
+                    continue
+                if d.source not in exists:
+                    exists[d.source] = Path(d.source).exists()
+                if not exists[d.source]:
+                    out[i] = (d, True)
+                    claimed.add(d.id)
+                    break
+            else:
+                if usable:
+                    out[i] = (usable[0], False)
+        return out
+
+    def _reused_vectors(self, coll: md.Collection, names: set[str],
+                        pairs: list[tuple[list[Any], md.Document]]) -> list[list[dict[str, Any]] | None]:
+        """For each (chunks about to be written, donor), the donor's stored vectors of ``names``
+        for each chunk, one {name: vector} each, or None unless every chunk is one of the
+        donor's (same number, same text) and the store holds all of their vectors: the same
+        text through the same model gives the same vector, so nothing is encoded for it."""
+        matched: list[list[str] | None] = []  # the donor's point of each chunk
+        for chunks, donor in pairs:
+            old = {c.number: c for c in donor.chunks}
+            same = [old[c.number].point_id for c in chunks
+                    if c.number in old and old[c.number].text == c.text]
+            matched.append(same if len(same) == len(chunks) else None)
+        ids = [i for same in matched if same for i in same]
+        stored: dict[str, dict[str, Any]] = {}
+        with _store_errors():
+            for start in range(0, len(ids), 512):
+                stored.update((hit.id, vectors) for hit, vectors in self.store.retrieve(
+                    coll.name, ids[start:start + 512], with_vectors=True))
+        out: list[list[dict[str, Any]] | None] = []
+        for points in matched:
+            found = [stored.get(i) for i in points or []]
+            whole = points is not None and all(v is not None and names <= v.keys() for v in found)
+            # Anything short of all of them is encoded, as any new document.
+            out.append([{name: v[name] for name in names} for v in found if v is not None]
+                       if whole else None)
+        return out
+
+    @staticmethod
+    def _forget_moved(session: Session, report: IndexReport, movers: list[tuple[md.Document, str]]
+                      ) -> tuple[list[str], list[str]]:
+        """Delete the rows of documents that moved (each (old row, new source)), in the caller's
+        transaction, the one that records them at their new place; returns their point ids and
+        keys, for ``_drop_moved_points`` once that is committed."""
+        donors = {old.id: (old, new) for old, new in movers}
+        if not donors:
+            return [], []
+        ids = [c.point_id for old, _ in donors.values() for c in old.chunks]
+        keys = [old.key for old, _ in donors.values()]
+        for old, new in donors.values():
+            if len(report.moved) < MOVES_LISTED:
+                report.moved.append((old.source, new))
+        md.delete_documents(session, [old for old, _ in donors.values()])
+        for old, _ in donors.values():
+            session.expunge(old)  # (deleted by SQL: no stale object left in the session)
+        report.docs_moved += len(donors)
+        return ids, keys
+
+    def _drop_moved_points(self, coll: md.Collection, job: Any,
+                           gone: tuple[list[str], list[str]]) -> None:
+        """Remove the points of moved documents whose rows ``_forget_moved`` deleted. A run
+        stopped before this leaves them to the next run's start (``_compare_points``: points of
+        no document), not to searches for ever."""
+        ids, keys = gone
+        if not keys:
+            return
+        t0 = time.perf_counter()
+        with _store_errors():
+            self.store.delete(coll.name, ids)
+            self.store.delete_documents(coll.name, keys)
+            self.store.flush()
+        job.store_s += time.perf_counter() - t0
 
     def _encode_chunks(self, texts: list[str], spec: str,
                        encoding: Callable[..., None] | None,
