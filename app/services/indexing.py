@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import signal
@@ -195,6 +196,32 @@ class IndexReport:
                              "removed again")
         return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; see the "
                          f"errors above or `facet jobs {self.job_id}`")
+
+
+def give_back_freed_memory() -> None:
+    """Hand the heap freed by a batch's encoding back to the system (Linux's glibc).
+
+    Each forward pass allocates activation buffers of its batch's shape and frees them, and
+    glibc keeps freed heap for reuse instead of returning it: a `facet index` of SciFact with
+    minilm grew from ~440 MB to 1.2 GB at 5,000 documents with nothing of Facet's growing (the
+    store's segment took ~15 MB per 1,000 documents). Trimmed after each batch it stays flat
+    (1,000 documents: 438 -> 453 MB). Elsewhere (musl, macOS) there is nothing to call."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
 
 
 def moved_message(report: IndexReport) -> str:
@@ -1489,6 +1516,7 @@ class IndexService:
             report.chunks_written += len(batch)
             job.chunks_written = report.chunks_written
             session.commit()  # the job row shows the chunks as they go
+            give_back_freed_memory()
             if progress is not None:
                 progress(min(0.99, batch[-1].end / max(1, doc.size)))
 
@@ -1733,6 +1761,7 @@ class IndexService:
         session.commit()
         job.metadata_s += time.perf_counter() - t0
         self._drop_moved_points(coll, job, gone)
+        give_back_freed_memory()
 
     @staticmethod
     def _vector_names(coll: md.Collection, embedder: Embedder) -> set[str]:
