@@ -103,3 +103,15 @@ def printable_json(value: Any, indent: int | None = 2) -> str:
     text = json.dumps(value, indent=indent, ensure_ascii=False)
     # Outside its strings JSON is ASCII: every such character is inside a string.
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def size_text(n: int) -> str:
+    """``1.8 MB``: bytes as a person reads them (decimal units, as ``du -h --si``)."""
+    if n < 1000:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if round(value, 1) < 1000:  # not "1000.0 kB"
+            return f"{value:.1f} {unit}"
+    return f"{value / 1000:.1f} TB"

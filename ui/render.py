@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.services.search import why_no_results
-from app.text import plural
+from app.text import plural, size_text
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -454,8 +454,8 @@ def job_error_rows(job: JobInfo) -> list[list[str]]:
     return rows
 
 
-COLLECTION_COLUMNS = ["name", "documents", "indexed", "failed", "chunks", "points", "embedders",
-                      "chunking", "created"]
+COLLECTION_COLUMNS = ["name", "documents", "indexed", "failed", "chunks", "points", "on disk",
+                      "embedders", "chunking", "created"]
 
 
 def points_cell(c: CollectionInfo) -> int | str:
@@ -476,6 +476,7 @@ def collection_rows(infos: Sequence[CollectionInfo]) -> list[list[Any]]:
     """One row per collection."""
     return [[c.name, c.documents, c.documents_indexed, c.documents_failed, c.chunks,
              points_cell(c),
+             "" if c.disk_bytes is None else size_text(c.disk_bytes),  # as `facet collections`
              c.embedders_label(),
              f"{c.chunk_size} tokens, overlap {c.chunk_overlap}", c.created_at]
             for c in infos]

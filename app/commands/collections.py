@@ -22,19 +22,7 @@ from app.services.collections import (
     JobInfo,
     JobList,
 )
-from app.text import plural, printable, printable_json
-
-
-def size_text(n: int) -> str:
-    """``1.8 MB``: bytes as a person reads them (decimal units, as ``du -h --si``)."""
-    if n < 1000:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("kB", "MB", "GB"):
-        value /= 1000
-        if round(value, 1) < 1000:  # not "1000.0 kB"
-            return f"{value:.1f} {unit}"
-    return f"{value / 1000:.1f} TB"
+from app.text import plural, printable, printable_json, size_text
 
 
 def progress_line(j: JobInfo) -> str:

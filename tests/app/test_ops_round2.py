@@ -133,7 +133,7 @@ def test_collections_say_their_size_on_disk(cache, tmp_path: Path) -> None:
     assert json.loads(out.stdout)[0]["disk_bytes"] == size
     out = invoke_cli("collections", env=env)
     assert out.returncode == 0, out.stdout
-    from app.commands.collections import size_text
+    from app.text import size_text
 
     assert f" · edge · {size_text(size)} on disk · " in out.stdout
     assert [size_text(n) for n in (999, 1834567, 999_960, 5 * 10**9)] == [

@@ -10,7 +10,8 @@ from ui.render import COLLECTION_COLUMNS, collection_rows
 POINTS = COLLECTION_COLUMNS.index("points")
 
 
-def _info(points: int | None, writer: str | None = None, open_in: str | None = None) -> CollectionInfo:
+def _info(points: int | None, writer: str | None = None, open_in: str | None = None,
+          disk_bytes: int | None = None) -> CollectionInfo:
     return CollectionInfo(
         name="notes",
         backend="edge",
@@ -25,6 +26,7 @@ def _info(points: int | None, writer: str | None = None, open_in: str | None = N
         created_at="2026-01-01 00:00:00",
         writer=writer,
         open_in=open_in,
+        disk_bytes=disk_bytes,
     )
 
 
@@ -43,3 +45,11 @@ def test_points_counted_or_really_absent() -> None:
     counted, absent = collection_rows([_info(7), _info(None)])
     assert counted[POINTS] == 7
     assert absent[POINTS] == "missing"  # no writer, not open elsewhere: the store lacks it
+
+
+def test_the_size_on_disk_is_shown_as_the_cli_shows_it() -> None:
+    """`facet collections` and GET /collections gave it; the UI's table had no column for it."""
+    sized, unknown = collection_rows([_info(7, disk_bytes=1_834_567), _info(7)])
+    on_disk = COLLECTION_COLUMNS.index("on disk")
+    assert sized[on_disk] == "1.8 MB" and unknown[on_disk] == ""
+    assert len(sized) == len(COLLECTION_COLUMNS)

@@ -14,6 +14,8 @@ import pytest
 from gradio_client import handle_file
 from gradio_client.exceptions import AppError
 
+from ui import render
+
 from .conftest import (
     COLLECTION,
     HOSTILE_TEXT,
@@ -581,7 +583,9 @@ def test_collections_tab_and_delete_with_confirmation(ui_client, ui_server) -> N
     ui_server.facet.index(ui_server.root / "notes", "doomed")
     table, jobs = ui_client.predict(api_name="/collections")
     by_name = {row[0]: row for row in table["data"]}
-    assert by_name["doomed"][1] == 1 and "minilm (384-d)" in by_name["doomed"][6]
+    embedders, on_disk = (render.COLLECTION_COLUMNS.index(c) for c in ("embedders", "on disk"))
+    assert by_name["doomed"][1] == 1 and "minilm (384-d)" in by_name["doomed"][embedders]
+    assert by_name["doomed"][on_disk].endswith(" kB")  # a few documents' shard
     assert by_name[COLLECTION][1] == 50
     assert any(row[1] == "doomed" for row in jobs["data"])
     with pytest.raises(AppError, match="'doo' does not match 'doomed'"):
