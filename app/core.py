@@ -29,7 +29,6 @@ import atexit
 import errno
 import functools
 import logging
-import re
 import shutil
 import threading
 import time
@@ -64,7 +63,7 @@ from app.services.indexing import (
     estimate_documents,
 )
 from app.services.search import SearchRequest, SearchResponse, SearchService
-from app.settings import FacetSettings, apply_settings, get_settings
+from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_texts
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
 from indexer.errors import StoreBusyError
@@ -120,8 +119,6 @@ def allowed_model_names(settings: FacetSettings) -> list[str]:
 
 # How long each readiness check may take (they run side by side: ``Facet.readiness``).
 READY_TIMEOUT_S = 1.0
-# A password in a URL a check's message quotes ("redis://:secret@host"), masked.
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
 
 
 @dataclass
@@ -656,7 +653,7 @@ class Facet:
                 said = str(domain) if domain is not None else f"{type(e).__name__}: {e}"
                 # One line (SQLAlchemy's errors add the statement and a link), no password.
                 line = " ".join(said.split("\n", 1)[0].split())
-                results[name] = _URL_PASSWORD.sub(r"\1:***@", line)
+                results[name] = mask_passwords(line)  # a check's message may quote a URL
 
         # Daemon threads: a check that hangs (a database server that takes no connection, a
         # pool whose connections are all busy) is left behind, not waited for.

@@ -331,6 +331,16 @@ class FacetSettings(BaseSettings):
             return "set (FACET_DATABASE_URL)"
 
 
+# A password in a URL inside any text ("redis://:secret@host" in an error message).
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
+
+
+def mask_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it as ``***`` (``masked_url`` takes one URL
+    whose password may hold any character; this finds URLs inside a message)."""
+    return _URL_PASSWORD.sub(r"\1:***@", text)
+
+
 def masked_url(url: str) -> str:
     """``url`` with its password as ``***`` (for log lines and messages)."""
     from urllib.parse import urlsplit
