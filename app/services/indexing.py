@@ -955,11 +955,15 @@ class IndexService:
         """
         with _store_errors():
             if self.store.collection_exists(name):
+                # A backup of the embedded folder that copied facet.db alone while a server had
+                # it open lost its newest writes to the -wal file (docs/deploy.md).
+                copy = (", a copy of facet.db made without its facet.db-wal while a process had "
+                        "it open" if self.store.backend == "edge" else "")
                 raise ConflictError(
                     f"the vector store already holds a collection {name!r} that this metadata "
-                    "database does not know (its own database lost, or another database's over "
-                    f"the same store?): index into another name, or delete {name!r} (which "
-                    "removes those vectors) and index again")
+                    f"database does not know (its own database lost{copy}, or another "
+                    f"database's over the same store?): index into another name, or delete "
+                    f"{name!r} (which removes those vectors) and index again")
 
     def _prepare_collection(self, session: Session, name: str, embedder: Embedder,
                             options: IndexOptions, spec: str) -> md.Collection:

@@ -275,6 +275,7 @@ def test_delete_removes_vectors_no_collection_owns(tmp_path, run, data) -> None:
         db.unlink()
     refused = run("index", str(src), "--collection", "lost")
     assert refused.returncode != 0 and "delete 'lost'" in refused.stderr
+    assert "without its facet.db-wal" in refused.stderr  # the backup that loses it
     # The listing said "no collections yet" over them.
     listed = run("collections").stdout
     assert listed.startswith("lost: vectors only (1 point, ") and "no collections yet" not in listed
