@@ -180,8 +180,14 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """List collections (documents, chunks, points, embedders)."""
         with open_facet() as facet:
-            infos = [facet.collection(name)] if name else facet.collections()
-            strays = [] if name or as_json else facet.stray_collections()
+            try:
+                infos = [facet.collection(name)] if name else facet.collections()
+                strays = [] if name or as_json else facet.stray_collections()
+            except NotFoundError:  # a name the listing shows as vectors only is one too
+                stray = facet.orphan_collection(name or "") if not as_json else None
+                if stray is None:
+                    raise
+                infos, strays = [], [stray]
         if as_json:
             typer.echo(printable_json([asdict(i) for i in infos]))
             return
@@ -191,8 +197,9 @@ def register(cli: typer.Typer) -> None:
             points = "? points" if stray.points is None else plural(stray.points, "point")
             disk = f", {size_text(stray.disk_bytes)} on disk" if stray.disk_bytes is not None else ""
             typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of this "
-                       "database owns (a database restored or lost without its qdrant-edge/, or "
-                       f"another database's): `facet delete {stray.name}` removes them")
+                       "database owns (facet.db lost, or restored from another copy than "
+                       f"qdrant-edge/, or another database's): `facet delete {stray.name}` removes "
+                       "them")
         for i in infos:
             # The name is a folder name ([A-Za-z0-9_.-], validate_name), the embedders' names
             # too; a checkpoint's path (its source) and the host a writer names are any text, and

@@ -228,9 +228,12 @@ def moved_message(report: IndexReport) -> str:
     """The note of a run that found documents moved (``IndexReport.docs_moved``)."""
     old, new = report.moved[0]
     more = f" and {plural(report.docs_moved - 1, 'other')}" if report.docs_moved > 1 else ""
-    return (f"{plural(report.docs_moved, 'document')} moved (vectors re-used, "
-            f"{plural(report.chunks_reused, 'chunk')} not encoded again): {old} is now "
-            f"{new}{more}; their entries at the old paths, which no longer exist, were removed")
+    entries = ("their entries at the old paths, which no longer exist, were" if report.docs_moved > 1
+               else "its entry at the old path, which no longer exists, was")
+    # chunks_reused counts copies too (a file whose original is still there).
+    return (f"{plural(report.docs_moved, 'document')} moved ({plural(report.chunks_reused, 'chunk')}"
+            f" of this run re-used stored vectors, not encoded again): {old} is now {new}{more}; "
+            f"{entries} removed")
 
 
 def failed_documents_message(failed: int, seen: int, indexed: int) -> str | None:

@@ -280,6 +280,7 @@ def test_delete_removes_vectors_no_collection_owns(tmp_path, run, data) -> None:
     listed = run("collections").stdout
     assert listed.startswith("lost: vectors only (1 point, ") and "no collections yet" not in listed
     assert "`facet delete lost` removes them" in listed
+    assert run("collections", "lost").stdout == listed  # named, as listed (not "unknown")
     gone = run("delete", "lost", "--yes")
     assert gone.returncode == 0, gone.stderr
     assert "deleted lost: 1 point that no collection of this database owns" in gone.stdout

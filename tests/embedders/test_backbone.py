@@ -53,10 +53,13 @@ def test_two_processes_convert_the_gguf_once_into_a_fresh_cache(tmp_path):
     wait for the other."""
     script = textwrap.dedent(
         f"""
+        import os
         import sys
         from embedders import backbone
         backbone.set_cache_dir({str(tmp_path)!r})
         path = backbone.resolve_model_path("smollm2-135m-instruct")
+        # Whichever waited on the lock returns a finished folder (written whole, then renamed).
+        assert os.path.exists(os.path.join(path, ".facet-complete")), os.listdir(path)
         if sys.argv[1] == "0":  # one load shows the folder is a model; the other only waits
             path += " " + str(backbone.load_decoder(path, device="cpu").hidden_size)
         print(path)

@@ -77,9 +77,9 @@ def test_a_moved_folder_copies_its_vectors_and_is_one_document_each(make_ctx, tm
     assert [(Path(k).name, s) for k, s in after] == [(Path(k).name, s) for k, s in before]
     assert all(k.startswith(str(new)) for k, _ in after)
     assert [m for k, m in report.warnings if k == "moved"] == [
-        f"5 documents moved (vectors re-used, {first.chunks_written} chunks not encoded again): "
-        f"{tmp_path / 'corpus' / 'doc000.txt'} is now {new / 'doc000.txt'} and 4 others; their "
-        "entries at the old paths, which no longer exist, were removed"
+        f"5 documents moved ({first.chunks_written} chunks of this run re-used stored vectors, "
+        f"not encoded again): {tmp_path / 'corpus' / 'doc000.txt'} is now {new / 'doc000.txt'} "
+        "and 4 others; their entries at the old paths, which no longer exist, were removed"
     ]
     # Nothing is left for a later run: the same folder again is all unchanged.
     again = IndexService(ctx).index(new, "notes")
