@@ -1319,6 +1319,7 @@ class IndexService:
              started: float, heartbeat: leases.Heartbeat | None = None,
              interrupt: _DeferredInterrupt | None = None) -> Seen:
         batch_limit = options.batch_chunks or self.settings.index_batch_chunks
+        moves = options.sync is not False  # `--no-sync` keeps what is gone, moved or not
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
         seen = Seen()
@@ -1374,11 +1375,11 @@ class IndexService:
                 if pending:  # what came before it goes first: documents stay in order
                     self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
-                                        tokenize, chunking)
+                                        tokenize, chunking, moves=moves)
                     pending, pending_tokens = [], 0
                 self._process_streamed(session, coll, job, report, item, embedder, spec,
                                        tokenize, chunking, batch_limit, heartbeat,
-                                       within(item.key), interrupt, encoding)
+                                       within(item.key), interrupt, encoding, moves=moves)
                 job.message = None  # committed with the next batch (or the job's end)
                 if progress is not None:
                     progress(Progress(report.docs_seen, max(total, report.docs_seen),
@@ -1400,7 +1401,7 @@ class IndexService:
                             "another writer took over; it stopped before writing more")
                     self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
-                                        tokenize, chunking, encoding=encoding)
+                                        tokenize, chunking, encoding=encoding, moves=moves)
                     job.message = None  # committed with the next batch (or the job's end)
                     if progress is not None:
                         progress(Progress(report.docs_seen, max(total, report.docs_seen),
@@ -1427,7 +1428,7 @@ class IndexService:
                           batch_limit: int, heartbeat: leases.Heartbeat | None,
                           progress: Callable[[float], None] | None,
                           interrupt: _DeferredInterrupt | None = None,
-                          encoding: Callable[..., None] | None = None) -> None:
+                          encoding: Callable[..., None] | None = None, moves: bool = True) -> None:
         """The write protocol for one large file, its chunks encoded and written ``batch_limit``
         at a time as the file is read (step 2 runs once per chunk batch; step 3 once, at the
         end), so memory holds one piece of the file and one batch of vectors, and progress
@@ -1441,7 +1442,7 @@ class IndexService:
             # Unchanged (or only this embedder's vectors missing): the chunks are in the
             # metadata already, so the batch path handles it without reading the file.
             self._process_batch(session, coll, job, report, [doc], embedder, spec,  # type: ignore[list-item]
-                                tokenize, chunking)
+                                tokenize, chunking, moves=moves)
             return
         t1 = time.perf_counter()
         embedder = loaded(embedder)  # (checked before anything is marked or written)
@@ -1449,9 +1450,10 @@ class IndexService:
         # The same content indexed at another place: its chunks copy their vectors, batch by
         # batch (``_process_batch``'s donors).
         names = self._vector_names(coll, embedder)
-        donor, moved = self._donors(session, coll, names,
+        donor, moved = self._donors(session, coll, names,  # (moved only where ``moves``)
                                     [(doc.key, doc.content_hash, row, doc.key == doc.source)],
                                     {doc.key})[0]
+        moved = moved and moves
         copied_all = donor is not None  # every batch copied the donor's vectors
         report.docs_seen += 1
         before = "new" if row is None else row.status
@@ -1571,8 +1573,9 @@ class IndexService:
                        embedder: Embedder, spec: str, tokenize: TokenSpans,
                        chunking: ChunkingConfig,
                        finish: Callable[[Session], None] | None = None,
-                       encoding: Callable[..., None] | None = None) -> None:
-        """Steps 1-3 of the write protocol for one batch of documents.
+                       encoding: Callable[..., None] | None = None, moves: bool = True) -> None:
+        """Steps 1-3 of the write protocol for one batch of documents (``moves``: a document
+        whose content's old place is gone removes it; ``--no-sync`` keeps it, copying only).
 
         Args:
             job: the job row, or (a chunk task) any object with the same timing attributes
@@ -1613,7 +1616,7 @@ class IndexService:
                 session, coll, names, [(it.doc.key, it.hash, it.row, it.doc.key == it.doc.source)
                                        for it in writes],
                 {it.doc.key for it in items}), strict=True):
-            it.donor, it.moved = donor, moved
+            it.donor, it.moved = donor, moved and moves
         if items and isinstance(embedder, _Deferred):
             # Something to encode: the model loads (and is checked) now, timed apart
             # (``_Deferred.load_s``), not as this batch's parsing or encoding.

@@ -218,3 +218,20 @@ def test_a_moved_checkpoint_is_recorded_at_its_new_path(tmp_path, minilm, minilm
         assert response.results[0].doc_id == "r0"
     finally:
         ctx.close()
+
+
+def test_no_sync_copies_a_moved_folders_vectors_and_keeps_its_old_entries(make_ctx, tmp_path,
+                                                                          monkeypatch):
+    """`--no-sync` says "keep what is gone": a move under it removed the old entries anyway
+    (found by the verification round). It copies the vectors and keeps both."""
+    write_corpus(tmp_path / "corpus", 3)
+    ctx = make_ctx()
+    IndexService(ctx).index(tmp_path / "corpus", "kept")
+    shutil.move(tmp_path / "corpus", tmp_path / "moved")
+    encoded = counting(ctx, monkeypatch)
+
+    report = IndexService(ctx).index(tmp_path / "moved", "kept", IndexOptions(sync=False))
+
+    assert encoded == [] and (report.docs_indexed, report.docs_moved) == (3, 0)
+    assert report.warnings == []  # nothing said moved
+    assert sorted(Path(k).parent.name for k in documents(ctx, "kept")) == ["corpus"] * 3 + ["moved"] * 3
