@@ -307,7 +307,7 @@ def load_encoder(
         # A plain BERT (MiniLM) skips transformers' modelling imports (embedders/bert.py).
         from embedders.bert import load_bert
 
-        model = load_bert(path, dtype, device) if Path(path).is_dir() else None
+        model = load_bert(path, dtype, device)  # None for a hub id: no config.json there
         if model is not None:
             return model
         from transformers import AutoModel

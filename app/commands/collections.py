@@ -184,7 +184,7 @@ def register(cli: typer.Typer) -> None:
                 infos = [facet.collection(name)] if name else facet.collections()
                 strays = [] if name or as_json else facet.stray_collections()
             except NotFoundError:  # a name the listing shows as vectors only is one too
-                stray = facet.orphan_collection(name or "") if not as_json else None
+                stray = facet.orphan_collection(name) if name and not as_json else None
                 if stray is None:
                     raise
                 infos, strays = [], [stray]

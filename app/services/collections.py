@@ -634,8 +634,8 @@ class CollectionService:
         return self._orphan(name)
 
     def strays(self) -> list[CollectionInfo]:
-        """The embedded store's collections that this metadata database does not know (a
-        database restored or lost without its ``qdrant-edge/``): ``list_all`` showed "no
+        """The embedded store's collections that this metadata database does not know (its
+        database lost, or restored from another copy than ``qdrant-edge/``): ``list_all`` showed "no
         collections yet" over them. None of a Qdrant server's: it may hold other
         applications' collections."""
         if self.store.backend != "edge":
@@ -646,23 +646,24 @@ class CollectionService:
         for name in self.store.list_collections():
             if name in known:
                 continue
-            try:
-                info = self._orphan(name)
-            except StoreBusyError:  # another database's process writes it: shown uncounted
-                info = CollectionInfo(name, self.store.backend, {}, 0, 0, 0, 0, 0, 0, None, "",
-                                      disk_bytes=disk_bytes(self.store, name))
+            # Another database's process writing it: shown uncounted.
+            info = self._orphan(name, busy_uncounted=True)
             if info is not None:
                 found.append(info)
         return found
 
-    def _orphan(self, name: str) -> CollectionInfo | None:
+    def _orphan(self, name: str, *, busy_uncounted: bool = False) -> CollectionInfo | None:
+        """``orphan``'s answer; a shard another process holds raises ``StoreBusyError`` unless
+        ``busy_uncounted`` (a listing), which shows it without sizes or points."""
         try:
             if not self.store.collection_exists(name):
                 return None
             sizes = dict(self.store.vector_sizes(name))
             points = self.store.count(name)
         except StoreBusyError:
-            raise
+            if not busy_uncounted:
+                raise
+            sizes, points = {}, None
         except Exception:  # an unreadable orphan is still shown, and removed
             sizes, points = {}, None
         return CollectionInfo(name, self.store.backend, sizes, 0, 0, 0, 0, 0, 0, points, "",
