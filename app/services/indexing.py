@@ -53,6 +53,7 @@ from app.text import plural
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
 from indexer.chunking import (
+    Chunk,
     ChunkingConfig,
     TokenSpans,
     chunk_text,
@@ -470,6 +471,12 @@ class _Item:
     donor: md.Document | None = None
     reused: list[dict[str, Any]] | None = None
     moved: bool = False
+
+
+def donor_chunks(donor: md.Document) -> list[Chunk]:
+    """``donor``'s chunks, in order, as the chunker gives them."""
+    return [Chunk(c.number, c.text, c.start, c.end, c.n_tokens)
+            for c in sorted(donor.chunks, key=lambda c: c.number)]
 
 
 def estimate_documents(files: list[Path]) -> int:
@@ -1444,15 +1451,17 @@ class IndexService:
             self._process_batch(session, coll, job, report, [doc], embedder, spec,  # type: ignore[list-item]
                                 tokenize, chunking, moves=moves)
             return
-        t1 = time.perf_counter()
-        embedder = loaded(embedder)  # (checked before anything is marked or written)
-        t0 += time.perf_counter() - t1  # (a load is timed apart: ``_Deferred.load_s``)
         # The same content indexed at another place: its chunks copy their vectors, batch by
-        # batch (``_process_batch``'s donors).
+        # batch (``_process_batch``'s donors), its chunks the donor's (the file is not cut
+        # again, and a move loads no model).
         names = self._vector_names(coll, embedder)
         donor, moved = self._donors(session, coll, names,  # (moved only where ``moves``)
                                     [(doc.key, doc.content_hash, row, doc.key == doc.source)],
                                     {doc.key})[0]
+        if donor is None:
+            t1 = time.perf_counter()
+            embedder = loaded(embedder)  # (checked before anything is marked or written)
+            t0 += time.perf_counter() - t1  # (a load is timed apart: ``_Deferred.load_s``)
         moved = moved and moves
         copied_all = donor is not None  # every batch copied the donor's vectors
         report.docs_seen += 1
@@ -1495,10 +1504,11 @@ class IndexService:
                     part = (share + done / max(1, texts)) / len(shares)
                     say(done, texts, doc.key, min(0.99, was + (upto - was) * part), vector=vector)
                 told = within_file
-            nonlocal copied_all
+            nonlocal copied_all, embedder
             named = self._reused_vectors(coll, names, [(batch, donor)])[0] if donor else None
             if named is None:
                 copied_all = False
+                embedder = loaded(embedder)  # (a donor the store lost points of: encoded)
                 texts = [c.text for c in batch]
                 vectors = self._encode_chunks(texts, spec, told)
                 report.unread_chunks += unread_count(embedder, texts)
@@ -1530,7 +1540,8 @@ class IndexService:
                 progress(min(0.99, batch[-1].end / max(1, doc.size)))
 
         t0 = time.perf_counter()
-        for chunk in stream_chunks(doc.pieces(), tokenize, chunking):
+        for chunk in (donor_chunks(donor) if donor is not None else
+                      stream_chunks(doc.pieces(), tokenize, chunking)):
             batch.append(chunk)
             if len(batch) >= batch_limit:
                 job.parse_s += time.perf_counter() - t0
@@ -1617,9 +1628,11 @@ class IndexService:
                                        for it in writes],
                 {it.doc.key for it in items}), strict=True):
             it.donor, it.moved = donor, moved and moves
-        if items and isinstance(embedder, _Deferred):
+        if isinstance(embedder, _Deferred) and any(
+                it.mode == "vectors" or it.donor is None for it in items):
             # Something to encode: the model loads (and is checked) now, timed apart
-            # (``_Deferred.load_s``), not as this batch's parsing or encoding.
+            # (``_Deferred.load_s``), not as this batch's parsing or encoding. Documents that
+            # all copy a donor's chunks and vectors (a moved folder) need no model at all.
             t1 = time.perf_counter()
             embedder = embedder.load()
             t0 += time.perf_counter() - t1
@@ -1643,7 +1656,11 @@ class IndexService:
         for it in items:
             assert it.row is not None
             if it.mode == "write":
-                pieces = chunk_text(it.doc.text, tokenize, chunking)
+                # The same content in the same collection (one tokenizer, one chunking) is cut
+                # as its donor was: its chunks are copied, not cut again with the model's
+                # tokenizer (which loaded the model for a move that encodes nothing).
+                pieces = (donor_chunks(it.donor) if it.donor is not None else
+                          chunk_text(it.doc.text, tokenize, chunking))
                 it.chunks = [md.Chunk(number=c.number, point_id=point_id(it.doc.key, c.number),
                                       start=c.start, end=c.end, n_tokens=c.n_tokens, text=c.text)
                              for c in pieces]
@@ -1658,6 +1675,10 @@ class IndexService:
             it.reused = reused
         job.store_s += time.perf_counter() - t0
         texts = [c.text for it in items if it.reused is None for c in it.chunks]
+        if texts and isinstance(embedder, _Deferred):
+            # A donor whose points the store no longer holds all of: encoded after all, and
+            # the model checked before it encodes (``_Deferred.load``).
+            embedder = embedder.load()  # (between the timed stages: timed apart)
         # No transaction stays open through the encode: loading the chunks above flushed the
         # job's timing, which holds SQLite's write lock until the next commit (the lease's
         # heartbeat and every other writer then waited, and failed, for the whole encode).
