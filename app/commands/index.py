@@ -76,9 +76,14 @@ def _say_how_to_resume(facet: Facet, collection: str) -> None:
     ``facet jobs``."""
     try:
         job = facet.jobs(collection, limit=1)[0]
+        job = facet.job(job.id, errors=None)
     except (FacetError, IndexError):
         return  # stopped before the job was recorded (loading the model): nothing was written
     typer.echo(f"job {job.id} {job.state}: {printable(job.message or '')}", err=True)
+    # Documents found moved before it stopped: their old entries are gone already.
+    for e in job.errors:
+        if e.get("document") == "moved" and e.get("kind") == "warning":
+            typer.echo(f"  warning: {printable(e.get('message', ''))}", err=True)
 
 
 def rate(report: IndexReport) -> str:

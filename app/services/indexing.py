@@ -778,6 +778,7 @@ class IndexService:
                 seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
                                  tokenize, chunking, options, progress, total, started,
                                  heartbeat=heartbeat, interrupt=interrupt)
+                self._note_moved(job, report)
                 interrupt.check()
                 if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
@@ -826,6 +827,7 @@ class IndexService:
                 else:
                     job.state = "failed"
                     job.message = self.failure_message(e)
+                self._note_moved(job, report)  # (once: the completed path may have, too)
                 if not (stopping or cancelled):
                     raise
             finally:
@@ -1422,12 +1424,20 @@ class IndexService:
             report.warnings.append((embedder.name, message))
             job.errors.append(md.JobError(document_key=embedder.name, kind="warning",
                                           message=message))
-        if report.docs_moved:
-            # Said, as the sync's removals are: the collection's entries of those files changed.
-            message = moved_message(report)
-            report.warnings.append(("moved", message))
-            job.errors.append(md.JobError(document_key="moved", kind="warning", message=message))
         return seen
+
+    @staticmethod
+    def _note_moved(job: md.IndexJob, report: IndexReport) -> None:
+        """Say, as the sync's removals are, that the run found documents moved: their entries
+        at the old paths are gone. Also of a run stopped or failed after some batches (their
+        moves are committed; the job only said how many documents it indexed)."""
+        if not report.docs_moved:
+            return
+        message = moved_message(report)
+        if not any(k == "moved" for k, _ in report.warnings):
+            report.warnings.append(("moved", message))
+        if not any(e.document_key == "moved" and e.kind == "warning" for e in job.errors):
+            job.errors.append(md.JobError(document_key="moved", kind="warning", message=message))
 
     def _process_streamed(self, session: Session, coll: md.Collection, job: md.IndexJob,
                           report: IndexReport, doc: StreamedDocument, embedder: Embedder,

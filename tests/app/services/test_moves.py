@@ -235,3 +235,34 @@ def test_no_sync_copies_a_moved_folders_vectors_and_keeps_its_old_entries(make_c
     assert encoded == [] and (report.docs_indexed, report.docs_moved) == (3, 0)
     assert report.warnings == []  # nothing said moved
     assert sorted(Path(k).parent.name for k in documents(ctx, "kept")) == ["corpus"] * 3 + ["moved"] * 3
+
+
+def test_a_run_stopped_after_moving_some_documents_says_they_moved(facet, tmp_path, capsys):
+    """Ctrl-C (or a server stopping) after a few batches of a moved folder: the moves of those
+    batches are committed (their old entries gone), but only a completed run said so; the job
+    and the CLI's stop line now say it too."""
+    from app.commands.index import _say_how_to_resume
+
+    write_corpus(tmp_path / "corpus", 6)
+    facet.index(tmp_path / "corpus", "notes")
+    shutil.move(tmp_path / "corpus", tmp_path / "moved")
+
+    def ctrl_c_after_two(progress) -> None:
+        if progress.docs_done >= 2 and not progress.stage:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        facet.index(tmp_path / "moved", "notes", IndexOptions(batch_chunks=2), progress=ctrl_c_after_two)
+    _say_how_to_resume(facet, "notes")
+
+    job = facet.job(facet.jobs("notes", limit=1)[0].id)
+    assert job.state == "interrupted" and job.docs_indexed == 2
+    moved = [e["message"] for e in job.errors if e["document"] == "moved"]
+    assert len(moved) == 1 and moved[0].startswith("2 documents moved (2 chunks of this run re-used")
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith(f"job {job.id} interrupted: stopped (Ctrl-C) with 2 documents indexed")
+    assert said[1] == f"  warning: {moved[0]}"
+    # The four not reached are still indexed at the old paths; running it again moves them.
+    again = facet.index(tmp_path / "moved", "notes")
+    assert (again.docs_moved, again.docs_skipped) == (4, 2)
+    assert [k for k, _ in again.warnings].count("moved") == 1
