@@ -60,8 +60,10 @@ from app.services.indexing import (
     check_same_embedder,
     companion_key,
     failed_documents_message,
+    moved_message,
     note_document_error,
     storable,
+    summed_moved_message,
 )
 from app.text import plural
 from indexer import metadata as md
@@ -501,6 +503,9 @@ class ChunkedIndexService:
             if taken.rowcount != 1:  # type: ignore[attr-defined]
                 holder = s.scalar(select(C.worker).where(C.id == chunk_id))
                 raise _ClaimLost(_ClaimLost.message(holder))
+            if report.docs_moved:  # summed into the job's one note when it completes
+                tally.errors.append(md.JobError(document_key="moved", kind="warning",
+                                                message=moved_message(report)))
             if report.unread_chunks:  # summed into the job's one warning when it completes
                 tally.errors.append(md.JobError(
                     document_key=embedder.name, kind="warning", message=unread_message(
@@ -650,6 +655,7 @@ class ChunkedIndexService:
             message="; ".join(notes) or None))
         if done.rowcount == 1:  # type: ignore[attr-defined]
             self._sum_unread(session, job_id, job.embedder)
+            self._sum_moved(session, job_id)
         session.commit()
         leases.release(session, coll.id, job_id)
         self.store.release(coll.name)
@@ -657,6 +663,20 @@ class ChunkedIndexService:
             logger.info("job %d %s", job_id, state)
             return True
         return False
+
+    @staticmethod
+    def _sum_moved(session: Session, job_id: int) -> None:
+        """The chunks' notes of documents found moved (their old entries removed), as the one
+        note an in-process run gives (workers never said it: the old entries went silently)."""
+        E = md.JobError
+        rows = session.scalars(select(E).where(E.job_id == job_id, E.kind == "warning",
+                                               E.document_key == "moved").order_by(E.id)).all()
+        summed = summed_moved_message([row.message for row in rows]) if len(rows) > 1 else None
+        if summed is None:
+            return
+        for row in rows:
+            session.delete(row)
+        session.add(E(job_id=job_id, document_key="moved", kind="warning", message=summed))
 
     @staticmethod
     def _sum_unread(session: Session, job_id: int, name: str) -> None:

@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -228,13 +229,42 @@ def _malloc_trim() -> Callable[[int], int] | None:
 def moved_message(report: IndexReport) -> str:
     """The note of a run that found documents moved (``IndexReport.docs_moved``)."""
     old, new = report.moved[0]
-    more = f" and {plural(report.docs_moved - 1, 'other')}" if report.docs_moved > 1 else ""
-    entries = ("their entries at the old paths, which no longer exist, were" if report.docs_moved > 1
+    return _moved_text(report.docs_moved, report.chunks_reused, f"{old} is now {new}")
+
+
+def _moved_tail(docs: int) -> str:
+    more = f" and {plural(docs - 1, 'other')}" if docs > 1 else ""
+    entries = ("their entries at the old paths, which no longer exist, were" if docs > 1
                else "its entry at the old path, which no longer exists, was")
+    return f"{more}; {entries} removed"
+
+
+def _moved_text(docs: int, chunks: int, example: str) -> str:
     # chunks_reused counts copies too (a file whose original is still there).
-    return (f"{plural(report.docs_moved, 'document')} moved ({plural(report.chunks_reused, 'chunk')}"
-            f" of this run re-used stored vectors, not encoded again): {old} is now {new}{more}; "
-            f"{entries} removed")
+    return (f"{plural(docs, 'document')} moved ({plural(chunks, 'chunk')} of this run re-used "
+            f"stored vectors, not encoded again): {example}{_moved_tail(docs)}")
+
+
+_MOVED = re.compile(r"([\d,]+) documents? moved \(([\d,]+) chunks? of this run re-used stored "
+                    r"vectors, not encoded again\): (.*)", re.DOTALL)
+
+
+def summed_moved_message(messages: list[str]) -> str | None:
+    """One note for the ``moved_message`` notes of a worker job's chunks (each chunk task found
+    some of the moves), as an in-process run gives it; None if any is not one."""
+    docs = chunks = 0
+    example = None
+    for message in messages:
+        found = _MOVED.fullmatch(message)
+        if found is None:
+            return None
+        n = int(found.group(1).replace(",", ""))
+        tail = _moved_tail(n)
+        if not found.group(3).endswith(tail):
+            return None
+        docs, chunks = docs + n, chunks + int(found.group(2).replace(",", ""))
+        example = example or found.group(3)[:-len(tail)]
+    return _moved_text(docs, chunks, example) if example is not None else None
 
 
 def failed_documents_message(failed: int, seen: int, indexed: int) -> str | None:

@@ -525,3 +525,28 @@ def test_a_plan_whose_model_cannot_load_fails_the_job_on_its_row(make_ctx, tmp_p
     assert job.state == "failed" and job.finished_at is not None
     assert job.message is not None and job.message.startswith("UnknownModelError: ")
     assert "gone-checkpoint" in job.message
+
+
+def test_a_moved_folder_indexed_by_chunk_tasks_says_it_moved_once(make_ctx, tmp_path) -> None:
+    """Worker jobs copied a moved folder's vectors and removed the old entries as an in-process
+    run does, but never said so (an in-process run warns once); each chunk task's moves are now
+    summed into one note when the job completes."""
+    import shutil
+
+    write_corpus(tmp_path / "src", 5)
+    ctx = make_ctx()
+    first = IndexService(ctx).index(tmp_path / "src", "c")
+    shutil.move(tmp_path / "src", tmp_path / "moved")
+    service, prepared, numbers = _plan(ctx, tmp_path / "moved", "c")
+    assert len(numbers) == 3
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert (job.state, job.docs_indexed) == ("completed", 5)
+    moved = [e["message"] for e in job.errors if e["document"] == "moved"]
+    old, new = tmp_path / "src", tmp_path / "moved"
+    assert moved == [f"5 documents moved ({first.chunks_written} chunks of this run re-used stored "
+                     f"vectors, not encoded again): {old / 'doc000.txt'} is now {new / 'doc000.txt'} "
+                     "and 4 others; their entries at the old paths, which no longer exist, were removed"]
+    assert ctx.store.count("c") == first.chunks_written
