@@ -174,6 +174,13 @@ def test_truncation_is_said_once_per_encode_call(minilm, caplog):
         minilm.encode(texts, batch_size=2)
     said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
     assert len(said) == 1 and "5 of 8 texts were longer than 256 tokens" in said[0], said
+    # Under an instruction minilm reads each text bare too (a blend): counted once, not twice
+    # ("10 of 16").
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        minilm.encode(texts, batch_size=4, instruction="topic")
+    said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
+    assert len(said) == 1 and "5 of 8 texts were longer than the" in said[0], said
 
 
 def test_texts_the_tokenizer_cannot_read_are_said_once_per_encode_call(minilm, caplog):
