@@ -475,6 +475,20 @@ def set_vector_hashes(session: Session, hashes: Sequence[tuple[Document, str]],
             session.expire(document, ["vectors"])
 
 
+def clear_vector_hashes(session: Session, documents: Sequence[Document], embedder: str) -> None:
+    """Forget that ``documents`` hold ``embedder``'s vectors of their content: their points were
+    written again without them (that embedder could not be loaded), so its next run encodes
+    them. A stale hash read "unchanged" once the content came back to it, for good."""
+    ids = [d.id for d in documents]
+    for start in range(0, len(ids), 500):
+        session.execute(delete(DocumentVector).where(
+            DocumentVector.document_id.in_(ids[start:start + 500]),
+            DocumentVector.embedder == embedder))
+    for document in documents:
+        if "vectors" in document.__dict__:
+            session.expire(document, ["vectors"])
+
+
 def document_keys_under(session: Session, collection_id: int,
                         sources: Sequence[str], prefix: str | None) -> dict[str, str]:
     """Keys of documents whose source is one of ``sources`` or starts with ``prefix``,

@@ -1601,9 +1601,12 @@ class IndexService:
         t0 = time.perf_counter()
         md.replace_chunks_many(session, [(row, rows)], new={row.id} if before == "new" else ())
         md.set_vector_hashes(session, [(row, doc.content_hash)], embedder.name)
-        for name in companions_written:
-            if not any(k == companion_key(name) for k, _ in report.warnings):  # none missed
+        for name in names - {embedder.name}:
+            if name in companions_written and not any(k == companion_key(name)
+                                                      for k, _ in report.warnings):  # none missed
                 md.set_vector_hashes(session, [(row, doc.content_hash)], name)
+            else:  # its vectors of this file's points were left out (``_process_batch``'s)
+                md.clear_vector_hashes(session, [row], name)
         row.source, row.title, row.meta = doc.source, doc.title, doc.metadata
         row.content_hash, row.status, row.error = doc.content_hash, "indexed", None
         row.warning = "; ".join(doc.warnings) or None
@@ -1800,9 +1803,13 @@ class IndexService:
                  if it.row is not None and previous_status.get(it.doc.key) == "new"})
         md.set_vector_hashes(session, [(it.row, it.hash) for it in items if it.row is not None],
                              embedder.name)
-        for name in companions:
-            md.set_vector_hashes(session, [(it.row, it.hash) for it in items if it.row is not None
-                                           and it.mode == "write" and it.reused is None], name)
+        encoded = [(it.row, it.hash) for it in items if it.row is not None and it.mode == "write"
+                   and it.reused is None]
+        for name in names - {embedder.name}:
+            if name in companions:
+                md.set_vector_hashes(session, encoded, name)
+            else:  # left out (it could not be loaded): these points were written without it
+                md.clear_vector_hashes(session, [row for row, _ in encoded], name)
         copied = [it for it in items if it.row is not None and it.reused is not None]
         for name in names - {embedder.name}:
             md.set_vector_hashes(session, [(it.row, it.hash) for it in copied if it.row], name)

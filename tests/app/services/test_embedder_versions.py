@@ -260,3 +260,54 @@ def test_a_collection_indexed_with_options_before_they_were_recorded_is_told_whi
         assert [r.doc_id for r in plain.results] == [r.doc_id for r in named.results]
     finally:
         ctx.close()
+
+
+def test_a_companion_left_out_is_filled_in_even_after_the_content_came_back(tmp_path, minilm):
+    """A collection of two embedders; the second's checkpoint is away while a file is edited
+    (its vectors of that file are left out, with a warning) and edited back. Its hash still
+    named the original content, so when the checkpoint came back its run read the file as
+    "unchanged" and the vector stayed missing for good (searches with it never found the file).
+    Each step is a new process's context (its own embedder cache)."""
+    import shutil
+
+    notes = tmp_path / "notes"
+    EncoderMeanEmbedder(name="minilm-notes", backbone=minilm.backbone,
+                        prompts=PromptConfig(document="note: {instruction}{text}")).save(notes)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "volcano.txt").write_text("Lava flows from the volcano.")
+    (src / "cats.txt").write_text("Cats sleep most of the day.")
+    log = " ".join(f"line {i} of the volcano log, lava measured." for i in range(120))
+    (src / "log.txt").write_text(log)  # over stream_document_mb: read in a stream
+    settings = FacetSettings(data_dir=tmp_path / "data", stream_document_mb=0.004)
+
+    def run(options=None):
+        cache = EmbedderCache("cpu")
+        cache.put("minilm", minilm)
+        ctx = ServiceContext(settings, embedders=cache)
+        try:
+            return IndexService(ctx).index(src, "c", options)
+        finally:
+            ctx.close()
+
+    run()
+    run(IndexOptions(embedder=str(notes)))
+    shutil.move(notes, tmp_path / "away")
+    (src / "volcano.txt").write_text("Lava flows from the volcano. It erupted twice.")
+    (src / "log.txt").write_text(log + " The end.")
+    assert [k for k, _ in run().warnings] == ["embedder minilm-notes"]
+    (src / "volcano.txt").write_text("Lava flows from the volcano.")
+    (src / "log.txt").write_text(log)
+    assert run().docs_indexed == 2
+    shutil.move(tmp_path / "away", notes)
+
+    filled = run(IndexOptions(embedder=str(notes)))
+
+    assert (filled.docs_indexed, filled.docs_skipped) == (2, 1)
+    ctx = ServiceContext(settings, embedders=EmbedderCache("cpu"))
+    try:
+        hits = SearchService(ctx).search(SearchRequest("volcano lava", "c", top_k=50, mode="dense",
+                                                       embedder=str(notes)))
+        assert {r.doc_id for r in hits.results} == {str(src / n) for n in ("cats.txt", "log.txt", "volcano.txt")}
+    finally:
+        ctx.close()
