@@ -23,6 +23,7 @@ import functools
 import logging
 import os
 import re
+import shlex
 import signal
 import threading
 import time
@@ -376,7 +377,7 @@ def companion_key(name: str) -> str:
 
 
 def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
-                        worker: str | None = None) -> None:
+                        worker: str | None = None, spec: str | None = None) -> None:
     """Refuse to add vectors to ``coll`` from a different version of an embedder that wrote it.
 
     Same name, other vectors: a retrained checkpoint under its registered name, or a served
@@ -390,6 +391,9 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
             checkpoint is then what differs from the submitting process's, most often: the
             message says so (it told the user to delete the collection or index into a new one,
             which failed the same way).
+        spec: what was asked for (``--embedder``): where the collection records another spec
+            for this name (a user's own checkpoint of a method, named after it), the message
+            names that one to index with; nothing was "changed since" then.
 
     Raises:
         ConflictError: says what changed and how to go on; nothing has been written.
@@ -405,12 +409,29 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
                 "recorded by the process that submitted the job or indexed the collection: give "
                 "every worker the same checkpoint files (the same path, or FACET_CHECKPOINT_DIR "
                 "holding the same copy) as that process, restart the workers and submit again")
+        if changes and spec is not None and row.source and _other_spec(spec, row.source):
+            raise ConflictError(
+                f"collection {coll.name!r} holds {embedder.name!r} vectors written by "
+                f"{row.source!r}, and {spec!r} loads another model of that name ({', '.join(changes)} "
+                f"differ): to add to them, index with --embedder {shlex.quote(row.source)} (the "
+                f"API's embedder field); else index into a new collection")
         if changes:
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors from a different version of "
                 f"that embedder ({', '.join(changes)} changed since it was indexed): new vectors would "
                 f"not be comparable with them. Index into a new collection, or delete this one "
                 f"(facet delete {coll.name}) and index its sources again")
+
+
+def _other_spec(spec: str, recorded: str) -> bool:
+    """Whether ``spec`` names something else than the ``recorded`` spec of a collection's
+    embedder (a registered name against a checkpoint directory, or two directories)."""
+    from embedders.registry import portable_spec  # (the model is loaded: torch is too)
+
+    try:
+        return portable_spec(spec) != recorded
+    except Exception:  # a spec that no longer resolves: not what to blame here
+        return False
 
 
 class _Deferred:
@@ -776,9 +797,11 @@ class IndexService:
                 # loaded yet is checked when it loads, before it encodes anything.
                 if isinstance(embedder, _Deferred):
                     identity = self.ctx.embedders.identity
-                    embedder.check = lambda model: check_same_embedder(coll, model, identity(model))
+                    embedder.check = lambda model: check_same_embedder(
+                        coll, model, identity(model), spec=prepared.embedder)
                 else:
-                    check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder))
+                    check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
+                                        spec=prepared.embedder)
                 try:
                     files, skipped = discover_files(source)
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
@@ -1059,7 +1082,7 @@ class IndexService:
         if isinstance(embedder, _Deferred) and any(e.name == embedder.name for e in coll.embedders):
             return coll  # recorded already; the model is checked against it when a run loads it
         identity = self.ctx.embedders.identity(embedder)
-        check_same_embedder(coll, embedder, identity)
+        check_same_embedder(coll, embedder, identity, spec=spec)
         try:
             # What loads this embedder again (searches that name none, workers' index chunks):
             # the spec as given, a checkpoint's path made absolute.

@@ -204,6 +204,14 @@ def test_a_collection_indexed_from_a_checkpoint_directory_is_searched_with_it(tm
             assert [r.score for r in response.results] == pytest.approx(list(want), abs=1e-4), named
         other = minilm.encode(["top up"], role="query", instruction=instruction)[0]
         assert float(other @ own.encode(["top up"], role="query", instruction=instruction)[0]) < 0.999
+        # Indexing with the registered name is refused (another model), naming the directory to
+        # index with: it said "changed since it was indexed ... delete this one".
+        with pytest.raises(ConflictError) as refused:
+            IndexService(ctx).index(records, "support", IndexOptions(embedder="minilm"))
+        assert str(refused.value).startswith(
+            f"collection 'support' holds 'minilm' vectors written by '{directory}', and 'minilm' loads "
+            "another model of that name (prompts differ): to add to them, index with --embedder "
+            f"{directory} (the API's embedder field)")
     finally:
         ctx.close()
 
