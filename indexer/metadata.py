@@ -543,6 +543,22 @@ def count_documents(session: Session, collection_id: int, status: str | None = N
     return int(session.scalar(query) or 0)
 
 
+def vectors_missing(session: Session, collection_id: int, embedders: Iterable[str],
+                    indexed: int) -> dict[str, int]:
+    """How many of a collection's ``indexed`` documents lack each embedder's vectors of their
+    current content (an embedder added to a collection and stopped part-way, or one left out
+    of a rewrite because it could not be loaded): searches with it cannot find them. Only the
+    embedders that lack some."""
+    have = dict(session.execute(
+        select(DocumentVector.embedder, func.count()).join(
+            Document, Document.id == DocumentVector.document_id)
+        .where(Document.collection_id == collection_id, Document.status == "indexed",
+               DocumentVector.content_hash == Document.content_hash)
+        .group_by(DocumentVector.embedder)).tuples().all())
+    return {name: indexed - int(have.get(name, 0)) for name in embedders
+            if indexed - int(have.get(name, 0)) > 0}
+
+
 def count_chunks(session: Session, collection_id: int) -> int:
     return int(session.scalar(
         select(func.count()).select_from(Chunk).join(Document)

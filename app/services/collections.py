@@ -61,11 +61,19 @@ class CollectionInfo:
     # The disk space its vectors take here, as ``du`` counts it (``disk_bytes``: files
     # stat'ed, the shard not opened); None for a Qdrant server's, not known locally.
     disk_bytes: int | None = None
+    # Vector name -> how many indexed documents have no vectors of it (for their current
+    # content): searches with that embedder cannot find them until `facet index` with it runs.
+    vectors_missing: dict[str, int] = field(default_factory=dict)
 
     def embedders_label(self) -> str:
-        """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint)``: for listings."""
-        return ", ".join(f"{name} ({dim}-d" + (f", from {self.sources[name]})" if name in self.sources else ")")
-                         for name, dim in self.embedders.items())
+        """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint; no vectors for 3 of the
+        40 documents)``: for listings."""
+        def details(name: str, dim: int) -> str:
+            source = f", from {self.sources[name]}" if name in self.sources else ""
+            missing = (f"; no vectors for {self.vectors_missing[name]:,} of the "
+                       f"{self.documents_indexed:,} documents" if self.vectors_missing.get(name) else "")
+            return f"{name} ({dim}-d{source}{missing})"
+        return ", ".join(details(name, dim) for name, dim in self.embedders.items())
 
 
 # Every state a job is shown in (``effective_state``: ``stalled`` is a running job whose writer
@@ -562,12 +570,15 @@ class CollectionService:
             if writer is None:
                 open_in = (f"pid {e.holder.get('pid')} on host {e.holder.get('host')}" if e.holder
                            else "another process")
+        indexed = md.count_documents(session, coll.id, "indexed")
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
             sources={e.name: e.spec for e in coll.embedders if e.spec != e.name},
             chunk_size=coll.chunk_size, chunk_overlap=coll.chunk_overlap,
             documents=md.count_documents(session, coll.id),
-            documents_indexed=md.count_documents(session, coll.id, "indexed"),
+            documents_indexed=indexed,
+            vectors_missing=md.vectors_missing(session, coll.id, [e.name for e in coll.embedders],
+                                               indexed),
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=chunks, points=points,
             created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,

@@ -294,24 +294,30 @@ def test_a_companion_left_out_is_filled_in_even_after_the_content_came_back(tmp_
         cache.put("minilm", minilm)
         ctx = ServiceContext(settings, embedders=cache)
         try:
-            return IndexService(ctx).index(src, "c", options)
+            return IndexService(ctx).index(src, "c", options), CollectionService(ctx).get("c")
         finally:
             ctx.close()
 
     run()
-    run(IndexOptions(embedder=str(notes)))
+    assert run(IndexOptions(embedder=str(notes)))[1].vectors_missing == {}
     shutil.move(notes, tmp_path / "away")
     (src / "volcano.txt").write_text("Lava flows from the volcano. It erupted twice.")
     (src / "log.txt").write_text(log + " The end.")
-    assert [k for k, _ in run().warnings] == ["embedder minilm-notes"]
+    edited, info = run()
+    assert [k for k, _ in edited.warnings] == ["embedder minilm-notes"]
+    # The listing says which vectors are missing (it showed both embedders as if complete).
+    assert info.vectors_missing == {"minilm-notes": 2}
+    assert info.embedders_label() == (f"minilm (384-d), minilm-notes (384-d, from {notes}; "
+                                      "no vectors for 2 of the 3 documents)")
     (src / "volcano.txt").write_text("Lava flows from the volcano.")
     (src / "log.txt").write_text(log)
-    assert run().docs_indexed == 2
+    assert run()[0].docs_indexed == 2
     shutil.move(tmp_path / "away", notes)
 
-    filled = run(IndexOptions(embedder=str(notes)))
+    filled, info = run(IndexOptions(embedder=str(notes)))
 
     assert (filled.docs_indexed, filled.docs_skipped) == (2, 1)
+    assert info.vectors_missing == {}
     ctx = ServiceContext(settings, embedders=EmbedderCache("cpu"))
     try:
         hits = SearchService(ctx).search(SearchRequest("volcano lava", "c", top_k=50, mode="dense",
