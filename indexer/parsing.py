@@ -62,7 +62,7 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | RECORD_SUFFIXES | BINARY_SU
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 _SNIFF = 8192
 _MAX_REPLACEMENT_RATIO = 0.2
-_TEXT_FIELDS = ("text", "contents", "content", "body")
+TEXT_FIELDS = ("text", "contents", "content", "body")
 _ID_FIELDS = ("_id", "id", "doc_id")
 # A .docx's word/document.xml may unpack to this many times max_bytes (which the .docx file
 # itself is under). ElementTree holds ~10-14x the XML in memory while parsing, so the default
@@ -863,11 +863,11 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                  f"{path}:{where}: no field {text_column!r} (the text column asked for); "
                                  f"found {', '.join(map(str, record)) or 'none'}")
     else:
-        text_field = next((f for f in _TEXT_FIELDS if f in record), None)
+        text_field = next((f for f in TEXT_FIELDS if f in record), None)
     if text_field is None:
         return DocumentError(fallback_key, str(path),
                              f"{path}:{where}: no text field; expected one of "
-                             f"{', '.join(_TEXT_FIELDS)} "
+                             f"{', '.join(TEXT_FIELDS)} "
                              f"(found {', '.join(map(str, record)) or 'none'})")
     id_field = next((f for f in _ID_FIELDS if record.get(f) not in (None, "")), None)
     key = str(record[id_field]) if id_field else fallback_key
@@ -972,15 +972,15 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
             return
         text_field = text_column
     else:
-        text_field = next((f for f in _TEXT_FIELDS if f in fields), fields[0])
+        text_field = next((f for f in TEXT_FIELDS if f in fields), fields[0])
         other = next((d for d in (";", "\t", "|") if len(fields) == 1 and d in fields[0]), None)
         if other is not None:
             # One column whose name holds another separator: no --text-column helps.
             guessed = (f"{path}: its header {fields[0]!r} looks {other!r}-separated, but a .csv "
                        "is read as comma-separated: every row became one column, embedded whole "
                        "(ids included); save it with commas")
-        elif text_field not in _TEXT_FIELDS:
-            guessed = (f"{path}: no text column ({', '.join(_TEXT_FIELDS)}); embedded the first "
+        elif text_field not in TEXT_FIELDS:
+            guessed = (f"{path}: no text column ({', '.join(TEXT_FIELDS)}); embedded the first "
                        f"column, {text_field!r}, of {', '.join(fields)}: name the right one as the "
                        "text column (`facet index --text-column`, text_column in POST /jobs)")
     rows = 0

@@ -1,8 +1,10 @@
 """``facet cluster``: cluster texts under an instruction and explain each cluster.
 
-Texts come from a file (one per line in .txt, a ``text`` field or a JSON string per line in
-.jsonl, a JSON list of strings or a GoalEx ``data.json`` with a ``texts`` list, or the ``text``
-column of a .csv: the same reader as the UI's upload, ``app.services.clustering.read_text_file``)
+Texts come from a file (one per line in .txt, a text field or a JSON string per line in
+.jsonl, a JSON list of strings or of objects or a GoalEx ``data.json`` with a ``texts`` list, or
+the text column of a .csv; the field or column ``--text-column``, else text, contents, content
+or body, as ``facet index`` reads them: the same reader as the UI's upload,
+``app.services.clustering.read_text_file``)
 or from a collection (``--collection``, with ``--filter``). The work is the cluster service's
 (``app.services.clustering``): the instruction embedder embeds the texts under ``--instruction``,
 k-means groups them, and an explainer (``--explain``: an InBedder checkpoint, or an
@@ -14,6 +16,7 @@ shared answer and its most central members.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -25,20 +28,28 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import handle_errors, open_facet, prepare_out_file, write_out_file
-from app.errors import InvalidRequestError, NotFoundError
+from app.errors import InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
+from app.settings import get_settings
 from app.text import plural, printable
 
 DEFAULT_K = 8
 
 
-def read_texts(path: Path, limit: int | None = None) -> list[str]:
-    """Texts from a .txt, .json, .jsonl or .csv file (``read_text_file``), the first ``limit``
-    of them (None or 0: all).
+# How the reader tells a user of `facet cluster` to name a file's column of texts.
+CHOOSE_TEXT_COLUMN = "name the one holding the texts with --text-column NAME"
+
+
+def read_texts(path: Path, limit: int | None = None, text_column: str | None = None) -> list[str]:
+    """Texts from a .txt, .json, .jsonl or .csv file (``read_text_file``: the column or field
+    ``text_column``, else text, contents, content or body), the first ``limit`` of them (None
+    or 0: all).
 
     Raises:
         NotFoundError: no such file.
-        DataError: a file the reader refuses (type, encoding, shape; the line is named).
-        InvalidRequestError: a negative limit, or fewer than 2 texts.
+        DataError: a file the reader refuses (type, encoding, shape, no column of texts; the
+            line is named).
+        InvalidRequestError: a negative limit, fewer than 2 texts, or a text column for a file
+            of lines.
     """
     from app.services.clustering import limit_option, read_text_file
 
@@ -48,12 +59,29 @@ def read_texts(path: Path, limit: int | None = None) -> list[str]:
                                   "and cluster it with --collection")
     if not path.is_file():
         raise NotFoundError(f"{path} does not exist")
-    texts = read_text_file(path)
-    texts = texts[:limit] if limit else texts
+    try:
+        held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
+    except InvalidRequestError as e:  # a text column for a file of lines: the option's name
+        if e.param != "text_column":
+            raise
+        raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
+    texts = held[:limit] if limit else held
     if len(texts) < 2:
-        raise InvalidRequestError(f"{path} holds {plural(len(texts), 'text')}"
-                                  f"{f' (--limit {limit})' if limit else ''}; clustering needs at least 2")
+        # "holds 1 text (--limit 1)" of a file of 12: what it holds, then what the limit took.
+        took = f"; --limit {limit} took {len(texts)}" if limit and len(held) > len(texts) else ""
+        raise InvalidRequestError(f"{path} holds {plural(len(held), 'text')}{took}; clustering "
+                                  f"needs at least 2{'; give a larger --limit' if took else ''}")
     return texts
+
+
+def _same_file(out: Path, source: Path) -> bool:
+    """Whether ``out`` names the file ``source`` (a link, another spelling of its path)."""
+    try:
+        if out.exists() and source.exists():
+            return os.path.samefile(out, source)
+    except OSError:
+        pass
+    return out.resolve() == source.resolve()
 
 
 # Texts above which a run on the CPU that reads them with a language model (an explainer, or an
@@ -144,6 +172,38 @@ class ClusterBar:
         self.bar.close()
 
 
+# Characters of a representative text shown at most (a longer one ends with "…").
+SHOWN_CHARS = 110
+
+# How the registry's refusal of an unknown model name begins.
+_UNKNOWN_EMBEDDER = "unknown embedder "
+
+# The largest --max-k, as POST /cluster's max_k (``app.api.schemas.ClusterBody``).
+MAX_K_LIMIT = 50
+
+
+def _one_line(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters with "…" where it was longer (a cut
+    text ended mid-word, "...declined delive", as if that were all of it)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"
+
+
+def k_line(result: Any, max_k: int) -> str | None:
+    """How k was chosen, for a clustering with ``--k 0``: the silhouette of the k chosen, the
+    range tried, and whether the choice is the largest k tried (where a larger --max-k might
+    fit better); None where k was given or not chosen (the note says why)."""
+    if not result.k_chosen or result.silhouette is None or result.max_k_tried is None:
+        return None
+    top = result.max_k_tried
+    line = (f"k = {result.k} chosen by silhouette ({result.silhouette:.3f}), the best of k = 2 to {top}"
+            + ("" if top == max_k else f" (--max-k {max_k}; these texts allow no more than {top})"))
+    if result.k == top and top == max_k:
+        line += (f"; {top} is the largest k tried (--max-k {max_k}): a larger --max-k may find "
+                 "a better k")
+    return line
+
+
 # 128 + SIGTERM: the status of a process that SIGTERM ended (``facet index``'s too).
 SIGTERM_EXIT = 143
 
@@ -181,13 +241,18 @@ def register(cli: typer.Typer) -> None:
         instruction: Annotated[str, typer.Option("--instruction", "-i", help="the aspect to group by")],
         source: Annotated[Path | None, typer.Argument(
             help=".txt (one text per line), .json (list or GoalEx data.json), .jsonl (text field), "
-                 ".csv (text column); or use --collection")
+                 ".csv (text column; see --text-column); or use --collection")
         ] = None,
         collection: Annotated[str | None, typer.Option(
             "--collection", "-c", help="cluster this collection's chunks instead of a file")] = None,
         filters: Annotated[list[str] | None, typer.Option(
             "--filter", "-f", help="with --collection: key=value or key:=JSON")] = None,
         k: Annotated[int, typer.Option("--k", help="number of clusters; 0 chooses it by silhouette")] = DEFAULT_K,
+        max_k: Annotated[int | None, typer.Option(
+            "--max-k", help=f"with --k 0: the largest k tried (2 to {MAX_K_LIMIT}; default 10)")] = None,
+        text_column: Annotated[str | None, typer.Option(
+            "--text-column", help="the .csv column or .json/.jsonl field holding the texts "
+                                  "(default: text, contents, content or body)")] = None,
         embedder: Annotated[str, typer.Option("--embedder", "-e", help="instruction embedder (name or path)")]
             = "inbedder",
         explain: Annotated[str | None, typer.Option(
@@ -218,9 +283,28 @@ def register(cli: typer.Typer) -> None:
         if source is not None and filters:
             raise InvalidRequestError("--filter selects a collection's chunks (with --collection); "
                                       "a file's texts are all clustered")
+        if text_column is not None and source is None:
+            raise InvalidRequestError("--text-column names a file's column of texts; a collection's "
+                                      "chunks are their text")
+        if max_k is not None:  # as POST /cluster's max_k
+            if chosen_k is not None:
+                default = " (the default)" if k == DEFAULT_K else ""
+                raise InvalidRequestError(f"--max-k is the largest k tried when k is chosen by "
+                                          f"silhouette (--k 0); --k {k}{default} sets k itself")
+            if not 2 <= max_k <= MAX_K_LIMIT:
+                raise InvalidRequestError(f"--max-k must be from 2 to {MAX_K_LIMIT}, got {max_k}")
+        if out is not None and source is not None and _same_file(out, source):
+            # The JSON result replaced the texts (exit 0): refused before any work.
+            raise InvalidRequestError(f"--out {out} is the file of texts being clustered; writing "
+                                      "the result there would overwrite it: name another JSON file")
         if out is not None:  # before the work (a folder or a read-only path was found at the end)
             prepare_out_file(out)
-        texts = read_texts(source, limit) if source is not None else None
+        texts = read_texts(source, limit, text_column) if source is not None else None
+        cap = get_settings().max_cluster_texts
+        if texts is not None and len(texts) > cap:
+            raise TooLargeError(f"{source} holds {plural(len(texts), 'text')}, more than the "
+                                f"{cap:,} clustered at most (FACET_MAX_CLUSTER_TEXTS); cluster the "
+                                f"first {cap:,} with --limit {cap}, or raise FACET_MAX_CLUSTER_TEXTS")
         if texts is not None and chosen_k is not None and chosen_k > len(texts):
             default = " (the default)" if k == DEFAULT_K else ""
             raise InvalidRequestError(f"--k {k}{default} is more than the {plural(len(texts), 'text')} of "
@@ -228,7 +312,7 @@ def register(cli: typer.Typer) -> None:
         request = ClusterRequest(
             instruction=instruction, texts=texts, collection=collection,
             filters=parse_filters(filters or []), limit=limit_option(limit) if collection else None,
-            k=chosen_k, embedder=embedder,
+            k=chosen_k, max_k=max_k if max_k is not None else ClusterRequest.max_k, embedder=embedder,
             explainer=explain or None, keywords=keywords, members=members,
             answer_tokens=answer_tokens, seed=seed)
         with open_facet() as facet:
@@ -237,6 +321,14 @@ def register(cli: typer.Typer) -> None:
             try:
                 with _sigterm_stops():
                     result = facet.cluster(request, progress=bar.update)
+            except UnknownModelError as e:
+                # The registry speaks of embedders: "unknown embedder 'nosuch'" for an --explain
+                # typo sent the user to --embedder.
+                message = str(e)
+                if e.param != "explainer" or not message.startswith(_UNKNOWN_EMBEDDER):
+                    raise
+                raise UnknownModelError(f"unknown explainer{message[len(_UNKNOWN_EMBEDDER) - 1:]}",
+                                        param="explainer") from e
             except InvalidRequestError as e:  # a k over a collection's chunks: this edge's way
                 if not str(e).endswith(K_BY_SILHOUETTE):
                     raise
@@ -259,6 +351,9 @@ def register(cli: typer.Typer) -> None:
                    + ("; stored vectors read" if result.stored_vectors_used else "")
                    + f"), embedder {printable(spec_label(result.embedder, result.embedder_spec))}",
                    err=True)
+        chosen = k_line(result, request.max_k)
+        if chosen:
+            typer.echo(chosen, err=True)
         if result.note:
             typer.echo(f"note: {printable(result.note)}", err=True)
         for c in result.clusters:
@@ -269,7 +364,7 @@ def register(cli: typer.Typer) -> None:
             words = ', '.join(printable(w) for w in c.keywords)
             typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share} · {words}")
             for text in c.representatives:  # one line each: a text's own newlines could pass for output
-                typer.echo(f"    - {printable(' '.join(text.split())[:110], body=True)}")
+                typer.echo(f"    - {printable(_one_line(text), body=True)}")
         if out is not None:
             payload = result.to_dict() | {"source": str(source or collection), "seed": seed}
             write_out_file(out, json.dumps(payload, indent=1))

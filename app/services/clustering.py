@@ -64,7 +64,9 @@ from app.services.context import ServiceContext
 from app.services.search import (
     SearchRequest,
     SearchService,
+    _field_name,
     check_filters,
+    filter_type_hint,
     payload_filters,
     refuse_if_busy,
     stored_vectors,
@@ -74,6 +76,7 @@ from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
+from indexer.parsing import TEXT_FIELDS  # what `facet index` reads as a record's text
 from indexer.store import Scrolled, point_id, validate_name
 
 logger = logging.getLogger(__name__)
@@ -229,6 +232,10 @@ class ClusterResponse:
     # What encoded the texts, options included (``minilm[instruction_weight=1]``): ``embedder``
     # is the model's name, which dropped them.
     embedder_spec: str | None = None
+    # The largest k the silhouette choice tried (k from 2 to it): ``max_k``, or fewer where the
+    # texts (one less than their number) or their distinct embeddings allow fewer; None where k
+    # was given or not chosen. A chosen k equal to ``max_k`` may be cut short by it.
+    max_k_tried: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -282,6 +289,30 @@ def _few_distinct(texts: Sequence[str], distinct: int) -> str:
     if different > distinct:  # different texts the embedder could not tell apart
         return f"only {plural(distinct, 'distinct embedding')}"
     return f"only {plural(different, 'distinct text')}"
+
+
+def _distinct_representatives(chosen: list[int], labels: Sequence[int], cluster: int,
+                               texts: Sequence[str], vectors: np.ndarray, members: int) -> list[int]:
+    """The representatives of ``cluster`` as distinct texts: ``chosen`` (its members nearest
+    the centroid, ``explain_clusters``'), unless some repeat a text (a file with duplicate
+    lines showed "refund please" three times); then the first ``members`` distinct texts of
+    its members ordered by cosine closeness to the centroid as ``explain_clusters`` orders
+    them (a stable sort: ties keep the texts' order)."""
+    if len({texts[i] for i in chosen}) == len(chosen):
+        return chosen
+    idx = [i for i, label in enumerate(labels) if label == cluster]
+    rows = vectors[idx] / np.maximum(np.linalg.norm(vectors[idx], axis=1, keepdims=True), 1e-12)
+    centroid = rows.mean(axis=0)
+    closeness = rows @ (centroid / max(float(np.linalg.norm(centroid)), 1e-12))
+    shown: list[int] = []
+    seen: set[str] = set()
+    for j in np.argsort(-closeness, kind="stable"):
+        if texts[idx[j]] not in seen:
+            seen.add(texts[idx[j]])
+            shown.append(idx[j])
+            if len(shown) == members:
+                break
+    return shown
 
 
 def map_coordinates(vectors: np.ndarray) -> np.ndarray:
@@ -655,17 +686,23 @@ class ClusterService:
         cap = self.ctx.settings.max_cluster_texts
         if len(texts) > cap:
             raise TooLargeError(f"{len(texts)} texts to cluster, more than the limit of {cap} "
-                                "(FACET_MAX_CLUSTER_TEXTS); send fewer or raise the limit")
+                                "(FACET_MAX_CLUSTER_TEXTS); send fewer or raise the limit",
+                                param="texts" if request.texts is not None else None)
         if len(texts) < 2:
+            hint = (self._filter_hint(request.collection, request.filters)
+                    if request.collection is not None and request.filters else None)
             why = (" (check the filters: they matched "
-                   f"{plural(len(texts), 'chunk')} of collection {request.collection!r})"
+                   f"{plural(len(texts), 'chunk')} of collection {request.collection!r}"
+                   f"{f'; {hint}' if hint else ''})"
                    if request.collection is not None and request.filters else
                    f" (the search found {plural(len(texts), 'result')}"
                    f"{'; check its filters' if request.search.filters else ''})"
                    if request.search is not None else "")
             # Given texts: that field; a collection's or a search's: their filters, their k...
             raise InvalidRequestError(f"clustering needs at least 2 texts, got {len(texts)}{why}",
-                                      param="texts" if request.texts is not None else None)
+                                      param="texts" if request.texts is not None else
+                                      "filters" if request.collection is not None and request.filters
+                                      else None)
         if request.k is not None and request.k > len(texts):
             # Each edge adds its own way of leaving k unset (the CLI's `--k 0` reached the page).
             raise InvalidRequestError(
@@ -728,11 +765,13 @@ class ClusterService:
 
         t0 = time.perf_counter()
         silhouette: float | None = None
+        max_k_tried: int | None = None
         distinct = distinct_rows(vectors)
         if request.k is not None:
             k = min(request.k, distinct)
         elif min(distinct, len(texts) - 1) >= 2:
             k, silhouette = choose_k(vectors, request.max_k, request.seed)
+            max_k_tried = min(request.max_k, len(texts) - 1, distinct)  # choose_k's range
         else:  # a silhouette needs 2 clusters and a text more: nothing to choose between
             k = min(distinct, 2)
         label_list = [int(x) for x in _kmeans(vectors, k, request.seed)]
@@ -801,10 +840,12 @@ class ClusterService:
         for c in explained:
             center = xy[central_first[c.cluster]].mean(axis=0)
             name, name_count = names[c.cluster]
+            shown = _distinct_representatives(c.representative_indices, label_list, c.cluster, texts,
+                                              vectors, request.members)
             clusters.append(Cluster(
                 id=c.cluster, size=c.size, name=name, name_count=name_count,
-                keywords=c.keywords, representatives=c.representatives,
-                representative_indices=c.representative_indices,
+                keywords=c.keywords, representatives=[texts[i] for i in shown],
+                representative_indices=shown,
                 center=(round(float(center[0]), 5), round(float(center[1]), 5))))
         timings["explain"] = (time.perf_counter() - t0) * 1000
         report(1.0, "done")
@@ -814,7 +855,7 @@ class ClusterService:
             coordinates=[(round(float(x), 5), round(float(y), 5)) for x, y in xy],
             sources=sources, answers=answers, clusters=clusters, timings_ms=timings, note=note,
             encode_reused=cached is not None, stored_vectors_used=stored is not None,
-            embedder_spec=spec)
+            embedder_spec=spec, max_k_tried=max_k_tried)
 
     def _texts(self, request: ClusterRequest, spec: str,
                ) -> tuple[list[str], list[dict[str, Any]], str | None, _Chunks | None]:
@@ -837,6 +878,14 @@ class ClusterService:
                 if e.param is not None:  # a field of the search, which the request nests
                     e.param = f"search.{e.param}"
                 raise
+            if len(response.results) < 2 and request.search.filters and response.note:
+                # What the search says of its filters (a key no document holds, a number
+                # written as a string), which the error below would drop.
+                found = len(response.results)
+                raise InvalidRequestError(
+                    f"clustering needs at least 2 texts, got {found} (the search found "
+                    f"{plural(found, 'result')}; check its filters: {response.note})",
+                    param="search.filters")
             return ([r.text for r in response.results],
                     [{"doc_id": r.doc_id, "chunk_no": r.chunk_no, "title": r.title,
                       "score": r.score} for r in response.results], None,
@@ -873,6 +922,18 @@ class ClusterService:
                 [{"doc_id": h.payload.get("doc_id"), "chunk_no": h.payload.get("chunk_no"),
                   "title": h.payload.get("title")} for h in hits], cut,
                 _Chunks(name, [h.id for h in hits], vector, read))
+
+    def _filter_hint(self, collection: str, filters: Mapping[str, Any]) -> str | None:
+        """Why ``filters`` matched (almost) nothing in ``collection``, as a search that found
+        nothing says it (``SearchService._nothing_note``): the keys no document holds ("no
+        document has a field 'intnt'") and a value of the wrong type (``year:=2020`` for a field
+        of numbers: ``filter_type_hint``). A clustering said only "check the filters"."""
+        search = self.search_service
+        held = search._field_values(collection, filters)
+        notes: list[str | None] = [f"no document has a field {name!r}" for name in dict.fromkeys(
+            _field_name(key) for key, value in held.items() if value is None)]
+        notes.append(filter_type_hint(filters, held, search._type_twins(collection, filters, held)))
+        return "; ".join(n for n in notes if n) or None
 
     def _check_collection(self, name: str) -> None:
         """Refuse an unknown collection, or one another process holds, before anything imports
@@ -997,51 +1058,86 @@ def limit_option(limit: int | None) -> int | None:
     return limit or None
 
 
-def read_text_file(path: Path, name: str | None = None) -> list[str]:
-    """Texts to cluster from a file: ``.json`` (a list of strings, or a GoalEx-style object with
-    a ``texts`` list), ``.jsonl`` (a ``text`` field or a JSON string per line), ``.csv`` (the
-    ``text`` column, else the first; the first row is the header), any other (``.txt``, ``.md``,
-    no suffix) one text per line.
+
+# How a text file's reader tells a user to name the column or field of texts (the UI's upload);
+# the CLI names its --text-column instead.
+CHOOSE_TEXT_COLUMN = "rename the one holding the texts to 'text'"
+
+
+def read_text_file(path: Path, name: str | None = None, text_column: str | None = None,
+                   choose: str = CHOOSE_TEXT_COLUMN) -> list[str]:
+    """Texts to cluster from a file: ``.json`` (a list of strings or of objects with a text
+    field, or a GoalEx-style object with a ``texts`` list), ``.jsonl`` (a text field or a JSON
+    string per line), ``.csv`` (the text column; the first row is the header), any other
+    (``.txt``, ``.md``, no suffix) one text per line. A record's text field or a csv's text
+    column is ``text_column`` where given, else the first of ``TEXT_FIELDS`` (text, contents,
+    content, body: as ``facet index``) it has (a csv's header in any case); a csv with one
+    column only is that column. A csv with two or more columns and none of those names is
+    refused (its first column, an id, was clustered with only a log line).
     Blank texts are skipped; a text that is not a string (``null``, a number) is an error.
 
     Args:
         path: the file.
         name: how messages name the file (default its path; the UI gives the upload's name).
+        text_column: the csv column or JSON field holding the texts.
+        choose: how a message says to name the column of texts (the CLI's ``--text-column``).
 
     Raises:
-        DataError: binary, not UTF-8 text, not valid JSON, or not of the expected shape; the
-            message names the file and the line (or item).
+        DataError: binary, not UTF-8 text, not valid JSON, or not of the expected shape (no
+            column or field of texts, or not ``text_column``); the message names the file and
+            the line (or item).
+        InvalidRequestError: ``text_column`` for a file of lines (no columns).
     """
     where = name or str(path)
     suffix = path.suffix.lower()
+    if text_column is not None and suffix not in (".json", ".jsonl", ".csv"):
+        raise InvalidRequestError(f"{where}: a text column is named for a .csv, .jsonl or .json file; "
+                                  "this one is read as one text per line", param="text_column")
     raw = _read_utf8(path, where)
+    fields = (text_column,) if text_column is not None else TEXT_FIELDS
+    asked = f"field {text_column!r} (the text column asked for)" if text_column is not None else \
+        f"text field ({', '.join(TEXT_FIELDS)})"
+
+    def record_text(row: dict[str, Any], at: str) -> tuple[str, Any]:
+        field_name = next((f for f in fields if f in row), None)
+        if field_name is None:
+            raise DataError(f"{at}: no {asked}; it has {', '.join(map(repr, row)) or 'no field'}; "
+                            f"{choose}")
+        return field_name, row[field_name]
+
     if suffix == ".json":
         data = _json(raw, where)
         items = data.get("texts") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise DataError(f"{where}: expected a JSON list of strings or an object with a "
                             "'texts' list")
+        texts = []
         for i, item in enumerate(items):
-            if not isinstance(item, str):
-                raise DataError(f"{where}: text {i + 1} of the list is {_json_kind(item)}, not a "
-                                "string; give every text as a JSON string")
-        return [t for t in items if t.strip()]
+            field_name, text = record_text(item, f"{where}: item {i + 1} of the list") \
+                if isinstance(item, dict) else (None, item)
+            if not isinstance(text, str):
+                what = f"{field_name!r} of item {i + 1}" if field_name else f"text {i + 1} of the list"
+                raise DataError(f"{where}: {what} is {_json_kind(text)}, not a string; give every "
+                                "text as a JSON string")
+            texts.append(text)
+        return [t for t in texts if t.strip()]
     if suffix == ".jsonl":
         texts = []
         for line_no, line in enumerate(raw.splitlines(), 1):
             if not line.strip():
                 continue
             row = _json(line, f"{where}:{line_no}")
-            if isinstance(row, dict) and "text" in row:
-                text = row["text"]
+            field_name = "text"
+            if isinstance(row, dict):
+                field_name, text = record_text(row, f"{where}:{line_no}")
             elif isinstance(row, str):
                 text = row
             else:
-                raise DataError(f"{where}:{line_no}: each line needs a 'text' field (or is a "
-                                "JSON string)")
+                raise DataError(f"{where}:{line_no}: each line needs a text field "
+                                f"({', '.join(fields)}) or is a JSON string")
             if not isinstance(text, str):
-                raise DataError(f"{where}:{line_no}: 'text' is {_json_kind(text)}, not a string; "
-                                "give every line a text or remove the line")
+                raise DataError(f"{where}:{line_no}: {field_name!r} is {_json_kind(text)}, not a "
+                                "string; give every line a text or remove the line")
             texts.append(text)
         return [t for t in texts if t.strip()]
     if suffix == ".csv":
@@ -1055,11 +1151,22 @@ def read_text_file(path: Path, name: str | None = None) -> list[str]:
             raise DataError(f"{where}: not a readable csv file ({e})") from e
         if not rows:
             return []
-        header = [h.strip().lower() for h in rows[0]]
-        column = header.index("text") if "text" in header else 0
-        if "text" not in header:
-            logger.warning("%s: no 'text' column; clustering the first column, %r", where,
-                           rows[0][0] if rows[0] else "")
+        header = [h.strip() for h in rows[0]]
+        lower = [h.lower() for h in header]
+        if text_column is not None:
+            wanted = text_column.strip()
+            column = header.index(wanted) if wanted in header else \
+                lower.index(wanted.lower()) if wanted.lower() in lower else None
+            if column is None:
+                raise DataError(f"{where}: no column {text_column!r} (the text column asked for); "
+                                f"its columns are {', '.join(map(repr, header))}")
+        else:
+            column = next((lower.index(f) for f in TEXT_FIELDS if f in lower), None)
+            if column is None:
+                if len(header) > 1:
+                    raise DataError(f"{where}: no column of texts ({', '.join(TEXT_FIELDS)}) among "
+                                    f"its columns {', '.join(map(repr, header))}; {choose}")
+                column = 0  # one column: the texts
         return [r[column] for r in rows[1:] if len(r) > column and r[column].strip()]
     return [line.strip() for line in raw.splitlines() if line.strip()]
 

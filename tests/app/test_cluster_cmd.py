@@ -151,7 +151,7 @@ def test_cluster_refusals_come_before_the_work_and_name_the_option(tmp_path):
     result = invoke_cli("cluster", str(tmp_path), "-i", "x", "--embedder", "minilm", "--explain", "")
     assert result.returncode == 2 and "is a folder; give a file of texts" in result.stderr
     result = invoke_cli(*base, "--k", "2", "--explain", "inbeder")
-    assert result.returncode == 2 and "unknown embedder 'inbeder'" in result.stderr
+    assert result.returncode == 2 and "unknown explainer 'inbeder'" in result.stderr
     assert "encoding" not in result.stderr
 
 

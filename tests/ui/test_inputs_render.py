@@ -50,7 +50,7 @@ def test_text_lists_from_files(tmp_path: Path, name: str, content: str, want: li
     ("a.pdf", "x", "must be in a .txt, .json, .jsonl, .csv file"),
     ("a.json", "{not json", "not valid JSON"),
     ("a.json", json.dumps({"texts": "nope"}), "expected a JSON list"),
-    ("a.jsonl", '{"body": "x"}', "each line needs a 'text' field"),
+    ("a.jsonl", '{"title": "x"}', r"a\.jsonl:1: no text field \(text, contents, content, body\); it has 'title'"),
     # A null (or number) text is refused with its line, never clustered as "None".
     ("a.jsonl", '{"text": "x"}\n{"text": null}\n', r"a\.jsonl:2: 'text' is null, not a string"),
     ("a.json", json.dumps(["x", 3]), r"a\.json: text 2 of the list is the number 3, not a string"),

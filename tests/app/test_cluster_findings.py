@@ -1,0 +1,200 @@
+"""`facet cluster` findings: an --out that is the input, filter hints, the text column, how k
+was chosen (--max-k), the explainer's name, cut and repeated representatives, --limit and the
+cap's wording, the API's param. Real minilm, SQLite and the edge store; the CLI in process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api import create_app
+from app.commands.cluster import SHOWN_CHARS, _one_line, read_texts
+from app.core import Facet
+from app.errors import DataError, InvalidRequestError
+from app.services.clustering import ClusterRequest, read_text_file
+from tests.app.api.conftest import serving_facet
+from tests.app.cli_runner import invoke_cli
+
+TEXTS = ["my card was declined", "where is my refund", "the app crashes on login",
+         "card payment failed again", "I want my money back", "login screen freezes",
+         "my card does not work", "refund please", "cannot sign in", "card rejected at the shop",
+         "return my payment", "app will not open"]
+BARE = ["--embedder", "minilm", "--explain", ""]
+ENV = {"OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture
+def texts_file(tmp_path: Path) -> Path:
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(TEXTS) + "\n")
+    return path
+
+
+# -- 1. --out the same file as the texts --------------------------------------------------------
+
+
+def test_an_out_that_is_the_input_is_refused_before_any_work(tmp_path, texts_file, monkeypatch):
+    """It was overwritten with the JSON result, exit 0."""
+    before = texts_file.read_bytes()
+    (tmp_path / "link.txt").symlink_to(texts_file)
+    monkeypatch.chdir(tmp_path)
+    for source, out in [(str(texts_file), str(texts_file)), ("texts.txt", "./texts.txt"),
+                        ("link.txt", str(texts_file)), (str(texts_file), "sub/../texts.txt")]:
+        result = invoke_cli("cluster", source, "-i", "x", *BARE, "--k", "2", "-o", out, env=ENV)
+        assert result.returncode == 2, (source, out, result.stderr)
+        assert "is the file of texts being clustered" in result.stderr, result.stderr
+        assert "encoding" not in result.stderr
+        assert texts_file.read_bytes() == before
+
+
+# -- 2 and 8. A filter matching nothing says why; the API names the field ------------------------
+
+
+@pytest.fixture(scope="module")
+def years(minilm, tmp_path_factory) -> Iterator[tuple[Facet, Path]]:
+    root = tmp_path_factory.mktemp("years")
+    (root / "y.jsonl").write_text("".join(
+        json.dumps({"id": f"d{i}", "text": t, "year": 2020 + i % 2}) + "\n" for i, t in enumerate(TEXTS)))
+    facet = serving_facet(root / "data", minilm, max_cluster_texts=5)
+    facet.index(root / "y.jsonl", "yc")
+    yield facet, root
+    facet.close()
+
+
+def test_the_api_cluster_error_carries_the_filter_hint_and_names_filters(years):
+    facet, _ = years
+    with TestClient(create_app(facet)) as client:
+        body = {"instruction": "x", "collection": "yc", "k": 2, "explainer": None}
+        r = client.post("/cluster", json=body | {"filters": {"year": "2020"}})
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert "matched 0 chunks of collection 'yc'" in error["message"]
+        assert 'in JSON with the number: {"year": 2020}' in error["message"], error
+        assert error["param"] == "filters"
+        r = client.post("/cluster", json=body | {"filters": {"intnt": "refund"}})
+        assert "no document has a field 'intnt'" in r.json()["error"]["message"], r.text
+        # 8: too many texts names the field too (it was null)
+        r = client.post("/cluster", json={"instruction": "x", "texts": TEXTS, "k": 2})
+        assert r.status_code == 413 and r.json()["error"]["param"] == "texts", r.text
+
+
+def test_the_cli_says_the_filter_hint(tmp_path):
+    src = tmp_path / "y.jsonl"
+    src.write_text("".join(json.dumps({"id": f"d{i}", "text": t, "year": 2020 + i % 2}) + "\n"
+                           for i, t in enumerate(TEXTS[:4])))
+    env = ENV | {"FACET_DATA_DIR": str(tmp_path / "data")}
+    assert invoke_cli("index", str(src), "-c", "yc", "--embedder", "minilm", env=env).returncode == 0
+    for given, hint in [("year=2020", "is matched with year:=2020 in the CLI"),
+                        ("intnt=2020", "no document has a field 'intnt'")]:
+        result = invoke_cli("cluster", "-c", "yc", "--filter", given, "-i", "x", *BARE, "--k", "2", env=env)
+        assert result.returncode == 2 and hint in result.stderr, result.stderr
+
+
+# -- 3. The column or field of texts -------------------------------------------------------------
+
+
+def test_the_text_column_is_found_as_facet_index_finds_it(tmp_path):
+    (tmp_path / "a.csv").write_text("id,body\n1,first text\n2,second text\n")
+    assert read_texts(tmp_path / "a.csv") == ["first text", "second text"]  # was ["1", "2"]
+    (tmp_path / "b.jsonl").write_text('{"id": 1, "contents": "x"}\n{"id": 2, "content": "y"}\n')
+    assert read_texts(tmp_path / "b.jsonl") == ["x", "y"]
+    (tmp_path / "c.json").write_text(json.dumps([{"body": "p"}, {"text": "q"}, "r"]))
+    assert read_texts(tmp_path / "c.json") == ["p", "q", "r"]
+    (tmp_path / "one.csv").write_text("sentence\nfirst\nsecond\n")  # one column: the texts
+    assert read_texts(tmp_path / "one.csv") == ["first", "second"]
+    (tmp_path / "d.csv").write_text("id,label,note\n1,refund,a\n2,card,b\n")
+    assert read_texts(tmp_path / "d.csv", text_column="label") == ["refund", "card"]
+    with pytest.raises(DataError, match=r"'id' is the number 1, not a string"):
+        read_texts(tmp_path / "b.jsonl", text_column="id")
+
+
+def test_a_csv_without_a_text_column_is_refused_naming_its_columns(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("id,label\n1,refund\n2,card\n3,app\n")
+    with pytest.raises(DataError, match=r"no column of texts .* among its columns 'id', 'label'; "
+                                        r"name the one holding the texts with --text-column NAME"):
+        read_texts(path)
+    # The UI's upload (no --text-column there) is told to rename the column instead.
+    with pytest.raises(DataError, match="rename the one holding the texts to 'text'"):
+        read_text_file(path)
+    result = invoke_cli("cluster", str(path), "-i", "x", *BARE, "--k", "2", env=ENV)
+    assert result.returncode == 4 and "--text-column NAME" in result.stderr, result.stderr
+    result = invoke_cli("cluster", str(path), "-i", "x", *BARE, "--k", "2", "--text-column", "nope", env=ENV)
+    assert result.returncode == 4 and "no column 'nope'" in result.stderr, result.stderr
+    result = invoke_cli("cluster", str(path), "-i", "x", *BARE, "--k", "2", "--text-column", "label", env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert "- refund" in result.stdout and "- 1" not in result.stdout
+    (tmp_path / "t.txt").write_text("a\nb\n")
+    result = invoke_cli("cluster", str(tmp_path / "t.txt"), "-i", "x", *BARE, "--text-column", "x", env=ENV)
+    assert result.returncode == 2 and "--text-column x" in result.stderr, result.stderr
+
+
+# -- 4. How k was chosen, --max-k -----------------------------------------------------------------
+
+
+def test_k_by_silhouette_says_its_score_range_and_top(texts_file):
+    result = invoke_cli("cluster", str(texts_file), "-i", "x", *BARE, "--k", "0", "--max-k", "3", env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert "chosen by silhouette (0." in result.stderr, result.stderr
+    assert "the best of k = 2 to 3; 3 is the largest k tried (--max-k 3)" in result.stderr
+    for extra, message in [(["--k", "0", "--max-k", "1"], "--max-k must be from 2 to 50, got 1"),
+                           (["--k", "0", "--max-k", "51"], "--max-k must be from 2 to 50, got 51"),
+                           (["--max-k", "4"], "--k 8 (the default) sets k itself")]:
+        result = invoke_cli("cluster", str(texts_file), "-i", "x", *BARE, *extra, env=ENV)
+        assert result.returncode == 2 and message in result.stderr, (extra, result.stderr)
+
+
+def test_the_response_says_the_largest_k_tried(years):
+    facet, _ = years
+    result = facet.cluster(ClusterRequest("x", texts=TEXTS[:5], max_k=10))
+    assert result.k_chosen and result.max_k_tried == 4  # one less than the texts
+    assert facet.cluster(ClusterRequest("x", texts=TEXTS[:5], k=2)).max_k_tried is None
+
+
+# -- 5. An unknown explainer is named as one -----------------------------------------------------
+
+
+def test_an_unknown_explainer_is_called_an_explainer(texts_file):
+    result = invoke_cli("cluster", str(texts_file), "-i", "x", "--embedder", "minilm", "--explain", "nosuch",
+                        "--k", "2", env=ENV)
+    assert result.returncode == 2 and "unknown explainer 'nosuch'" in result.stderr, result.stderr
+
+
+# -- 6. Representatives: cut with an ellipsis, distinct -------------------------------------------
+
+
+def test_representatives_are_marked_when_cut_and_not_repeated(tmp_path):
+    long = ("my card was declined at the grocery store yesterday and again this morning and the "
+            "bank will not tell me why it keeps being declined")
+    assert _one_line(long).endswith("why…") and len(_one_line(long)) <= SHOWN_CHARS
+    assert _one_line("short\ntext") == "short text"
+    path = tmp_path / "dup.txt"
+    path.write_text("\n".join(["refund please"] * 4 + ["I want my money back", "return my payment",
+                                                       long, "card rejected at the shop",
+                                                       "my card does not work"]))
+    result = invoke_cli("cluster", str(path), "-i", "x", *BARE, "--k", "2", env=ENV)
+    assert result.returncode == 0, result.stderr
+    shown = [line for line in result.stdout.splitlines() if line.startswith("    - ")]
+    assert len(shown) == len(set(shown)) == 6, result.stdout
+    assert any(line.endswith("…") for line in shown), result.stdout
+
+
+# -- 7. --limit and the cap ----------------------------------------------------------------------
+
+
+def test_limit_and_cap_messages_say_what_the_file_holds(texts_file):
+    result = invoke_cli("cluster", str(texts_file), "-i", "x", *BARE, "--limit", "1", env=ENV)
+    assert result.returncode == 2, result.stderr
+    assert "texts.txt holds 12 texts; --limit 1 took 1; clustering needs at least 2" in result.stderr
+    result = invoke_cli("cluster", str(texts_file), "-i", "x", *BARE, "--k", "2",
+                        env=ENV | {"FACET_MAX_CLUSTER_TEXTS": "5"})
+    assert result.returncode == 2, result.stderr
+    assert "holds 12 texts, more than the 5 clustered at most" in result.stderr
+    assert "--limit 5" in result.stderr and "encoding" not in result.stderr
+    with pytest.raises(InvalidRequestError, match="holds 1 text; clustering needs at least 2"):
+        (texts_file.parent / "one.txt").write_text("only\n")
+        read_texts(texts_file.parent / "one.txt")
