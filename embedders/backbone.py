@@ -318,6 +318,22 @@ def load_encoder(
                  shared, padding_side="right", hint=f"Use '{DEFAULT_ENCODER}' or a local model directory.")
 
 
+def _load_tokenizer(kind: str, path: str) -> Any:
+    """The tokenizer of the model at ``path``: a BERT encoder's through the ``tokenizers``
+    library alone (``embedders.bert.BertTokenizer``: the same ids, without transformers'
+    imports, ~1.2-1.7 s of every new process that loads MiniLM); any other through
+    ``AutoTokenizer``, offline."""
+    if kind == "encoder" and Path(path).is_dir():
+        from embedders.bert import load_bert_tokenizer
+
+        tokenizer = load_bert_tokenizer(path)
+        if tokenizer is not None:
+            return tokenizer
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+
+
 def _load(kind: str, name: str, from_pretrained: Callable[[str, torch.dtype, torch.device], Any],
           spec: DeviceSpec, shared: bool, *, padding_side: str, hint: str) -> Backbone:
     """Load (or, with ``shared``, reuse one frozen copy of) a ``kind`` backbone through
@@ -328,14 +344,12 @@ def _load(kind: str, name: str, from_pretrained: Callable[[str, torch.dtype, tor
         with _shared_lock:
             if key in _shared:
                 return _shared[key]
-    from transformers import AutoTokenizer
-
     path = resolve_model_path(name)
     try:
         # Never the network: a name that is neither packaged nor a local folder retried the
         # model hub for ~50 s before failing. A hub model already in the Hugging Face cache
         # (downloaded beforehand) still loads.
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        tokenizer = _load_tokenizer(kind, path)
         model = from_pretrained(path, spec.dtype, spec.device)
     except Exception as e:  # OSError when missing; ValueError, KeyError... for a broken folder
         if not Path(path).is_dir():

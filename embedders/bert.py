@@ -164,3 +164,84 @@ def load_bert(path: str | Path, dtype: torch.dtype, device: torch.device) -> Ber
     model = BertEncoder(config)
     model.load_transformers_weights(load_file(str(weights_file)))
     return model.to(device=device, dtype=dtype).eval()
+
+
+# The special tokens a BERT tokenizer names (``special_tokens_map.json``), by attribute.
+_SPECIAL = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+
+
+class _Encoded(dict[str, Any]):
+    """What a call of ``BertTokenizer`` gives: ``input_ids`` (and ``offset_mapping`` where asked
+    for) as transformers' ``BatchEncoding`` holds them, and its ``encodings``."""
+
+    def __init__(self, data: dict[str, Any], encodings: list[Any]) -> None:
+        super().__init__(data)
+        self.encodings = encodings
+
+
+class BertTokenizer:
+    """A BERT folder's ``tokenizer.json`` read by the ``tokenizers`` library, with what Facet
+    asks of a tokenizer (``PromptTokenizer``, chunking, token counts): transformers'
+    ``AutoTokenizer`` gives the same ids and offsets (tests/embedders/test_bert.py) but costs a
+    new process ~1.2-1.7 s of imports, more than the rest of MiniLM's load.
+
+    A call takes a text or a list of texts and ``add_special_tokens`` and
+    ``return_offsets_mapping`` (the attention mask and token type ids are never returned);
+    anything else (padding, truncation, tensors) is refused rather than ignored.
+    """
+
+    _IGNORED = frozenset({"return_attention_mask", "return_token_type_ids", "verbose"})
+
+    def __init__(self, backend: Any, special: dict[str, str]) -> None:
+        backend.no_truncation()  # (tokenizer.json may carry a training-time 128 and padding)
+        backend.no_padding()
+        self._backend = backend
+        self.padding_side = "right"
+        for attr in _SPECIAL:
+            token = special.get(attr)
+            setattr(self, attr, token)
+            setattr(self, f"{attr}_id", backend.token_to_id(token) if token is not None else None)
+        self.eos_token: str | None = None
+        self.eos_token_id: int | None = None
+        self.all_special_ids = [getattr(self, f"{a}_id") for a in _SPECIAL
+                                if getattr(self, f"{a}_id") is not None]
+
+    def __call__(self, text: str | list[str], add_special_tokens: bool = True,
+                 return_offsets_mapping: bool = False, **kwargs: Any) -> _Encoded:
+        unknown = set(kwargs) - self._IGNORED
+        if unknown:
+            raise TypeError(f"BertTokenizer does not take {', '.join(sorted(unknown))}")
+        single = isinstance(text, str)
+        encodings = self._backend.encode_batch([text] if single else list(text),
+                                               add_special_tokens=add_special_tokens)
+        data: dict[str, Any] = {"input_ids": [e.ids for e in encodings]}
+        if return_offsets_mapping:
+            data["offset_mapping"] = [e.offsets for e in encodings]
+        if single:
+            data = {key: value[0] for key, value in data.items()}
+        return _Encoded(data, encodings)
+
+    def decode(self, ids: Any, skip_special_tokens: bool = False) -> str:
+        return str(self._backend.decode(list(ids), skip_special_tokens=skip_special_tokens))
+
+
+def load_bert_tokenizer(path: str | Path) -> BertTokenizer | None:
+    """The tokenizer of folder ``path`` as a ``BertTokenizer``, or None unless it is a BERT
+    WordPiece tokenizer with a ``tokenizer.json`` (``AutoTokenizer`` loads the others)."""
+    folder = Path(path)
+    files = {name: folder / f"{name}.json" for name in ("tokenizer", "tokenizer_config", "special_tokens_map")}
+    if not all(f.is_file() for f in files.values()):
+        return None
+    config: dict[str, Any] = json.loads(files["tokenizer_config"].read_text(encoding="utf-8"))
+    if config.get("tokenizer_class") not in ("BertTokenizer", "BertTokenizerFast"):
+        return None
+    raw: dict[str, Any] = json.loads(files["special_tokens_map"].read_text(encoding="utf-8"))
+    special = {attr: value if isinstance(value, str) else value.get("content")
+               for attr, value in raw.items() if attr in _SPECIAL and value}
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_file(str(files["tokenizer"]))
+    if backend.model.__class__.__name__ != "WordPiece" or any(
+            backend.token_to_id(token) is None for token in special.values()):
+        return None
+    return BertTokenizer(backend, special)
