@@ -134,10 +134,9 @@ def test_no_noise_one_summary_plurals_and_a_long_query_is_not_echoed(tmp_path, d
     assert "Token indices sequence length" not in found.stderr  # the embedder's warning is enough
     assert "1 of 1 texts were longer than" in found.stderr
 
-    # InBedder's load is checked for noise by test_cluster_cmd's default-embedder run.
-    verbose = facet(data, "-v", "embed", "-e", "minilm", "card fee " * 300)
-    # --verbose keeps the libraries' output (minilm's load draws no "Loading weights" bar).
-    assert "Token indices sequence length" in verbose.stderr
+    # InBedder's load is checked for noise by test_cluster_cmd's default-embedder run. (MiniLM
+    # loads without transformers since its tokenizer came from the tokenizers library: there is
+    # no library output left for --verbose to keep in a minilm process.)
 
 
 def test_set_type_errors_read_as_english() -> None:
