@@ -142,9 +142,12 @@ class Hit:
 Scrolled = tuple[Hit, dict[str, list[float]]]
 
 
-# Lexical and fused scores tie often (BM25 of texts with the same matched words and length;
-# RRF of mirrored ranks), and Qdrant returns tied points in no fixed order: word and hybrid
-# searches fetch this many more, order ties by point id and cut, so one query always gives one list.
+# Scores tie often (BM25 of texts with the same matched words and length; RRF of mirrored
+# ranks; cosines of identical vectors, which the indexer copies for duplicate content), and
+# Qdrant returns tied points in no fixed order: every search (dense, word and hybrid) fetches
+# this many more, orders ties by point id and cuts, so one query always gives one list, each
+# ``limit``'s a prefix of a larger one's (a dense search gave dup2 at k=1 and dup4, dup1, dup2
+# at k=3 for eight copies of one text).
 _TIE_MARGIN = 16
 
 
@@ -357,8 +360,8 @@ class VectorStore(ABC):
         # Both lists are ids and scores only, and payloads are read for the fused top alone: a
         # search converted the payloads of ~2 x 116 candidates to keep 10 (7.8-12.7 ms against
         # 4.1-7.1 ms, the same rankings).
-        dense = _ranked(self._search(collection, vector_name, vector, limit=n + _TIE_MARGIN,
-                                     filters=filters, exact=exact, with_payload=False), n)
+        dense = self._search(collection, vector_name, vector, limit=n, filters=filters,
+                             exact=exact, with_payload=False)  # ties ranked (``_TIE_MARGIN``)
         words = self._search_lexical(collection, text, limit=n, filters=filters,
                                      with_payload=False)
         fused: dict[str, float] = {}
@@ -485,7 +488,9 @@ class VectorStore(ABC):
     @abstractmethod
     def search(self, collection: str, vector_name: str, vector: Sequence[float] | np.ndarray,
                *, limit: int, filters: Filters | None = None, exact: bool = False) -> list[Hit]:
-        """Nearest points by cosine similarity, best first."""
+        """Nearest points by cosine similarity, best first, tied scores in point-id order
+        (``_TIE_MARGIN`` more are fetched to rank them), so a smaller ``limit``'s list is a
+        prefix of a larger one's."""
 
     @abstractmethod
     def count(self, collection: str, filters: Filters | None = None) -> int: ...
@@ -1305,13 +1310,13 @@ class EdgeStore(VectorStore):
         q = self._q
         self._check_vector(collection, vector_name)
         request = q.SearchRequest(
-            query=q.Query.Nearest(_as_list(vector), using=vector_name), limit=int(limit),
-            filter=self._filter(filters), with_payload=with_payload,
+            query=q.Query.Nearest(_as_list(vector), using=vector_name),
+            limit=int(limit) + _TIE_MARGIN, filter=self._filter(filters), with_payload=with_payload,
             params=q.SearchParams(exact=True) if exact else None)
         with self._using(collection, "searching it") as shard:
             found = shard.search(request)
         self._index_filtered(collection, filters, bool(found))
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+        return _ranked(found, int(limit))
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:
@@ -1878,13 +1883,13 @@ class QdrantClientStore(VectorStore):
                 *, limit: int, filters: Filters | None, exact: bool, with_payload: bool) -> list[Hit]:
         self._check_vector(collection, vector_name)
         response = self._client.query_points(
-            collection, query=_as_list(vector), using=vector_name, limit=int(limit),
+            collection, query=_as_list(vector), using=vector_name, limit=int(limit) + _TIE_MARGIN,
             query_filter=self._filter(filters), with_payload=with_payload,
             # Local mode is always exact and warns about search params.
             search_params=self._m.SearchParams(exact=True)
             if exact and self.backend == "server" else None)
         self._index_filtered(collection, filters, bool(response.points))
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        return _ranked(response.points, int(limit))  # ties in point-id order (``_TIE_MARGIN``)
 
     def search_lexical(self, collection: str, text: str, *, limit: int,
                        filters: Filters | None = None) -> list[Hit]:

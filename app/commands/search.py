@@ -113,6 +113,13 @@ def register(cli: typer.Typer) -> None:
         with open_facet() as facet:
             response = facet.search(request)
         if as_json:
-            typer.echo(printable_json(response.to_dict()))
+            from indexer.store import point_id
+
+            payload = response.to_dict()
+            # Each result's point id, as the HTTP API and the LangChain adapter give it (the
+            # chunk's id in the vector store): the CLI's JSON left it out.
+            payload["results"] = [{"id": point_id(r["doc_id"], r["chunk_no"]), **r}
+                                  for r in payload["results"]]
+            typer.echo(printable_json(payload))
         else:
             print_results(response, filtered=request.filters)

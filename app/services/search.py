@@ -17,6 +17,7 @@ vectors where the reranker wrote them, are reused rather than encoded again (``_
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -39,6 +40,7 @@ from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders import scripts
 from embedders.contract import EncodesFromPlain, Role, identity_changes
+from indexer import lexical as lex
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -251,6 +253,27 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
                      f"{', '.join(f'{k}={v}' for k, v in texts)} {_EDGE_FORMS}, in JSON with "
                      f"{_plural('the string', texts)}: {_as_json(None, texts)}; a field of "
                      "numbers with key:=N, in JSON with the number")
+    # A field of true/false filtered with the string "true" (`published=true`): the boolean
+    # matches where the store matches booleans; the edge store matches neither.
+    flags = [(k, v) for k, v in given if twins is not None and (k, v) in twins.booleans]
+    if flags:
+        as_bools = [(k, v.strip().lower() == "true") for k, v in flags]
+        forms = ", ".join(f"{k}:={json.dumps(b)}" for k, b in as_bools)
+        strings_given = ", ".join(json.dumps(v, ensure_ascii=False) for _, v in flags)
+        if twins is not None and twins.booleans_matched:
+            hints.append(f"a field of true/false is matched with {forms} {_EDGE_FORMS}, in JSON "
+                         f"with {_plural('the boolean', flags)}: {_as_json(None, as_bools)}, not "
+                         f"{_plural('the string', flags)} {strings_given}")
+        else:
+            fields = list(dict.fromkeys(k for k, _ in flags))
+            hints.append(
+                f"{_plural('the field', fields)} {', '.join(map(repr, fields))} "
+                f"{'holds' if len(fields) == 1 else 'hold'} true/false, not "
+                f"{_plural('the string', flags)} {strings_given}, and the edge store (the "
+                "default backend) cannot match true/false (qdrant-edge 0.9 reads them as the "
+                "integers 1/0): store such a field as a string or an integer, or use "
+                f"FACET_VECTOR_BACKEND=local or a Qdrant server, where {forms} (in JSON "
+                f"{_as_json(None, as_bools)}) matches it")
     return "; ".join(hints) or None
 
 
@@ -262,6 +285,10 @@ class TypeTwins:
 
     found: frozenset[tuple[str, Any]] = frozenset()
     texts: frozenset[str] = frozenset()
+    # The pairs of ``found`` whose twin is a boolean (the string "true" for a field of true),
+    # and whether the store matches booleans at all (the edge store refuses them).
+    booleans: frozenset[tuple[str, Any]] = frozenset()
+    booleans_matched: bool = True
 
 
 # Filter values whose other-typed twin a search that found nothing asks after, at most.
@@ -269,6 +296,27 @@ MAX_TWIN_CHECKS = 10
 
 # What the point's own fields hold, as a document's metadata value would say it.
 _TOP_LEVEL_VALUES: dict[str, Any] = {"doc_id": "", "source": "", "title": "", "chunk_no": 0}
+
+
+# A string filter value that reads as a boolean, and the JSON texts a field holding that
+# boolean reads as in SQL (SQLite's JSON functions give true as 1; PostgreSQL's as true).
+_BOOLEAN_TEXTS = {"true": ("true", "1"), "false": ("false", "0")}
+# Documents read to tell a field of true from one of the integer 1 (SQLite reads both as 1).
+_BOOLEAN_ROWS = 20
+
+
+def _number_texts(value: int | float) -> tuple[str, ...]:
+    """The JSON texts a field holding the number ``value`` reads as in SQL: a whole number as
+    an integer and as a float ("6" and "6.0"; a record's ``"price": 6.0`` is "6.0", which a
+    filter's "6" was compared with as text, and the type hint went missing)."""
+    texts = [json.dumps(value)]
+    if abs(value) < _EXACT_FLOAT and float(value).is_integer():
+        texts += [json.dumps(int(value)), json.dumps(float(value))]
+    return tuple(dict.fromkeys(texts))
+
+
+# Whole numbers up to this size are exact as floats (and SQLite writes them as "6.0").
+_EXACT_FLOAT = 2**53
 
 
 def _is_number(value: Any) -> bool:
@@ -420,6 +468,18 @@ def payload_filters(filters: Mapping[str, Any]) -> Filters:
     return out
 
 
+def user_filter_words(message: str, filters: Mapping[str, Any]) -> str:
+    """A store's refusal of a filter, ``filter 'meta.published': ...``, with the key as the
+    user gave it (``filter 'published': ...``): the store sees the payload paths of
+    ``payload_filters``, which the user never typed."""
+    for key in filters:
+        for path in payload_filters({key: ""}):
+            said = f"filter {path!r}"
+            if path != key and message.startswith(said):
+                return f"filter {key!r}" + message[len(said):]
+    return message
+
+
 def _field_name(key: str) -> str:
     """The metadata field a filter key names: ``meta.source`` is the field ``source``."""
     return key[len("meta."):] if key.startswith("meta.") else key
@@ -471,14 +531,51 @@ def _unspaced_matches(text: str, query: str) -> list[tuple[int, int]]:
     return spans
 
 
-def make_snippet(text: str, query: str, width: int = 240) -> tuple[str, list[tuple[int, int]]]:
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(word: str, version: str) -> frozenset[int]:
+    """The BM25 term ids of one word of a text under lexical definition ``version`` (none for a
+    stopword): what a word search compared with the query's."""
+    return frozenset(lex.query_terms(word, version)[0])
+
+
+def _lexical_matches(text: str, query: str, version: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a term of ``query`` as lexical search under definition ``version``
+    reads both (Qdrant's tokenizer, English stemmer and stopwords: "bitter" matches
+    "bitterness", "3" matches "3"; "the" nothing). Each word of the text is compared by its
+    terms; an unspaced script's runs by their character pairs where the definition reads them
+    so, else as whole runs (the word tokenizer's terms)."""
+    wanted = set(lex.query_terms(query, version)[0])
+    if not wanted:
+        return []
+    spans = {(m.start(), m.end()) for m in scripts.word_pattern().finditer(text)
+             if wanted & _word_terms(m.group(), version)}
+    if lex.DEFINITIONS[version][2]:
+        spans |= set(_unspaced_matches(text, query))
+    else:
+        spans |= {(m.start(), m.end()) for m in scripts.UNSPACED_RUN.finditer(text)
+                  if wanted & _word_terms(m.group(), version)}
+    return sorted(spans)
+
+
+def make_snippet(text: str, query: str, width: int = 240, *,
+                 lexical: str | None = None) -> tuple[str, list[tuple[int, int]]]:
     """The ``width``-character window of ``text`` holding most query terms, and where the
-    terms are in it (``(start, end)`` offsets into the snippet)."""
+    terms are in it (``(start, end)`` offsets into the snippet).
+
+    ``lexical``: the lexical definition (``indexer.lexical.DEFINITIONS``) a word search of the
+    text ran under; its terms are then what is highlighted, as that search matched them
+    (``_lexical_matches``: a lexical hit on "bitterness" for "bitter", or on "3" of
+    "Paragraph 3", showed no highlight). Without it, the query's words (not one letter, not a
+    common stopword) are matched as written, case and Unicode form aside."""
     word = scripts.word_pattern()
-    terms = {_fold(t) for t in word.findall(query) if t.lower() not in _STOP and len(t) > 1}
+    if lexical is not None and lexical in lex.DEFINITIONS:
+        spans = set(_lexical_matches(text, query, lexical))
+    else:
+        terms = {_fold(t) for t in word.findall(query) if t.lower() not in _STOP and len(t) > 1}
+        spans = ({(m.start(), m.end()) for m in word.finditer(text) if _fold(m.group()) in terms}
+                 | set(_unspaced_matches(text, query)))
     matches: list[tuple[int, int]] = []
-    for a, b in sorted({(m.start(), m.end()) for m in word.finditer(text) if _fold(m.group()) in terms}
-                       | set(_unspaced_matches(text, query))):
+    for a, b in sorted(spans):
         if matches and a < matches[-1][1]:  # a word of the query inside a highlighted run
             matches[-1] = (matches[-1][0], max(b, matches[-1][1]))
         else:
@@ -979,7 +1076,8 @@ class SearchService:
         more: list[list[int]] = [[] for _ in hits]
         if request.group_by_document:
             hits, scores, more = self._group(hits, scores)
-        results = [self._result(i, h, request.query, scores[i], more[i])
+        lexical = self._lexical_definition(request.collection) if mode != "dense" and hits else None
+        results = [self._result(i, h, request.query, scores[i], more[i], lexical)
                    for i, h in enumerate(hits[:request.top_k])]
         best = max((r.score for r in results), default=None)
         if request.score_threshold is not None:
@@ -1052,37 +1150,54 @@ class SearchService:
         cast to text: ``4`` against ``"4"``), one LIMIT query per value, for the first
         ``MAX_TWIN_CHECKS`` numeric values of fields some document holds, and only once a
         search found nothing. None where SQL could not say (the hint is then guessed)."""
-        asks: list[tuple[str, Any, str, str]] = []  # key, value, its JSON text, its twin's
+        # key, value, its JSON texts, its twin's
+        asks: list[tuple[str, Any, tuple[str, ...], tuple[str, ...]]] = []
         for key, value in filters.items():
             name = _field_name(key)
             if key not in held or held[key] is None or '"' in name or "\\" in name:
                 continue  # top-level, an id, a field none holds: not asked
             for v in (value if isinstance(value, list | tuple) else [value]):
                 if _is_number(v):
-                    asks.append((key, v, json.dumps(v), json.dumps(json.dumps(v))))
+                    asks.append((key, v, _number_texts(v), (json.dumps(json.dumps(v)),)))
                 elif isinstance(v, str) and _NUMBER.fullmatch(v.strip()):
-                    asks.append((key, v, json.dumps(v), json.dumps(_number(v))))
+                    asks.append((key, v, (json.dumps(v),), _number_texts(_number(v))))
+                elif isinstance(v, str) and v.strip().lower() in _BOOLEAN_TEXTS:
+                    asks.append((key, v, (json.dumps(v),), _BOOLEAN_TEXTS[v.strip().lower()]))
         D = md.Document
         found: set[tuple[str, Any]] = set()
         texts: set[str] = set()
+        booleans: set[tuple[str, Any]] = set()
         try:
             with self.ctx.sessions() as session:
                 coll = md.get_collection(session, collection)
                 if coll is None:
                     return None
                 for key, v, own, twin in asks[:MAX_TWIN_CHECKS]:
-                    as_json = cast(D.meta[_field_name(key)], String)
+                    name = _field_name(key)
+                    as_json = cast(D.meta[name], String)
                     held_as = set(session.scalars(select(as_json).where(
-                        D.collection_id == coll.id, as_json.in_([own, twin])).distinct().limit(2)))
-                    if held_as == {twin}:
-                        found.add((key, v))
-                        if isinstance(v, str) and session.scalar(select(D.id).where(
-                                D.collection_id == coll.id, as_json.like('"%')).limit(1)):
-                            texts.add(_field_name(key))
+                        D.collection_id == coll.id, as_json.in_([*own, *twin])).distinct()
+                        .limit(len(own) + len(twin))))
+                    if not held_as or not held_as <= set(twin):
+                        continue
+                    if isinstance(v, str) and not _NUMBER.fullmatch(v.strip()):
+                        # "true": SQLite reads a JSON true as the integer 1, so whether a
+                        # document holds the boolean is read from its metadata itself.
+                        metas = session.scalars(select(D.meta).where(
+                            D.collection_id == coll.id, as_json.in_(twin)).limit(_BOOLEAN_ROWS))
+                        if not any(isinstance((m or {}).get(name), bool) for m in metas):
+                            continue
+                        booleans.add((key, v))
+                    found.add((key, v))
+                    if isinstance(v, str) and (key, v) not in booleans and session.scalar(
+                            select(D.id).where(D.collection_id == coll.id,
+                                               as_json.like('"%')).limit(1)):
+                        texts.add(name)
         except SQLAlchemyError:  # a hint only: the search's answer stands without it
             logger.debug("could not read the filter values' types", exc_info=True)
             return None
-        return TypeTwins(frozenset(found), frozenset(texts))
+        return TypeTwins(frozenset(found), frozenset(texts), frozenset(booleans),
+                         booleans_matched=self.store.backend != "edge")
 
     def _older_terms(self, collection: str) -> str | None:
         """``VectorStore.older_lexical``: read once the words were searched (cached by the store)."""
@@ -1195,7 +1310,10 @@ class SearchService:
             raise  # the facade names the writer / the server to start
         except StoreError as e:
             self.forget(request.collection)
-            raise InvalidRequestError(str(e), param=e.param) from e  # a filter it cannot match
+            # A filter it cannot match, named as the user gave it (`published`, not the payload
+            # path `meta.published`).
+            raise InvalidRequestError(user_filter_words(str(e), request.filters),
+                                      param=e.param) from e
 
     @staticmethod
     def _group(hits: Sequence[Hit], scores: Sequence[float | None]
@@ -1217,12 +1335,22 @@ class SearchService:
             more.append([])
         return out_hits, out_scores, more
 
+    def _lexical_definition(self, collection: str) -> str | None:
+        """The definition of a term ``collection``'s term vectors were written with, which a
+        word search (lexical, hybrid) matched under and its highlights follow; None where the
+        store cannot say now (the highlights are then the query's words as written)."""
+        try:
+            return self.store.lexical_version(collection)
+        except StoreError:
+            return None
+
     @staticmethod
     def _result(i: int, hit: Hit, query: str, rerank_score: float | None,
-                more_chunks: list[int] | None = None) -> SearchResult:
+                more_chunks: list[int] | None = None, lexical: str | None = None) -> SearchResult:
+        """``lexical``: the term definition a word search ran under (``make_snippet``)."""
         p = hit.payload
         text = str(p.get("text", ""))
-        snippet, highlights = make_snippet(text, query)
+        snippet, highlights = make_snippet(text, query, lexical=lexical)
         return SearchResult(
             rank=i + 1, score=rerank_score if rerank_score is not None else hit.score,
             doc_id=str(p.get("doc_id", "")), title=p.get("title"), source=str(p.get("source", "")),
