@@ -70,6 +70,7 @@ from app.services.search import (
     payload_filters,
     refuse_if_busy,
     stored_vectors,
+    user_filter_words,
 )
 from app.text import check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
@@ -904,8 +905,9 @@ class ClusterService:
             total = self.ctx.store.count(name, filters) if len(hits) >= limit else len(hits)
         except (StoreBusyError, StoreUnavailableError):
             raise  # the facade names the writer / the server to start
-        except StoreError as e:
-            raise InvalidRequestError(str(e)) from e
+        except StoreError as e:  # a filter it cannot match, named as the user typed its key
+            raise InvalidRequestError(user_filter_words(str(e), request.filters),
+                                      param=e.param) from e
         cut = None
         if total > len(hits):
             matching = " matching the filters" if request.filters else ""

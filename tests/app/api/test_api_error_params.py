@@ -70,6 +70,8 @@ SINGLE_FIELD = [
     ("/cluster", _cluster(explainer="minilm"), 400, "explainer"),
     ("/cluster", _cluster(texts=None, collection="a/b"), 400, "collection"),
     ("/cluster", _cluster(texts=None, collection="nope"), 404, "collection"),
+    # the edge store's refusal of true/false, through a clustering of the collection's chunks
+    ("/cluster", _cluster(texts=None, collection=COLLECTION, filters={"stars": True}), 400, "filters"),
     # a search inside the cluster request: its fields as the body nests them
     ("/cluster", _cluster(texts=None, search={"query": " ", "collection": COLLECTION}), 400, "search.query"),
     ("/cluster", _cluster(texts=None, search={"query": "x", "collection": "nope"}), 404, "search.collection"),
