@@ -83,23 +83,22 @@ class EncoderMeanEmbedder(BlendsInstruction, BaseEmbedder):
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         if not instruction:
             return self._mean(texts, role, None)
-        # A blend reads each text with and without the instruction, both in shared passes. The
-        # truncation warning counts the instructed reading only: the bare one is the same texts
-        # again, cut no more than under the instruction ("12 of 16 texts" for 6 of 8).
-        return blend_instruction(self.config.instruction_weight,
-                                 lambda: self._mean(texts, role, None, warn=False),
-                                 lambda: self._mean(texts, role, instruction),
-                                 lambda: pooled_pairs(self._sequences(texts, role, None, warn=False),
-                                                      self._sequences(texts, role, instruction), self._pool))
+        # A blend reads each text with and without the instruction, both in shared passes.
+        def both() -> tuple[torch.Tensor, torch.Tensor]:
+            plain, under = self._tokenize(texts, role, None), self._tokenize(texts, role, instruction)
+            # Each text counts once in the truncation warning ("12 of 16 texts" for 6 of 8): the
+            # instructed reading, the longer prompt, cuts every text the bare one cuts.
+            self._warn_truncated(max(plain.truncated, under.truncated), len(texts), self.max_length)
+            return pooled_pairs(plain.sequences, under.sequences, self._pool)
+        return blend_instruction(self.config.instruction_weight, lambda: self._mean(texts, role, None),
+                                 lambda: self._mean(texts, role, instruction), both)
 
-    def _mean(self, texts: list[str], role: Role, instruction: str | None, warn: bool = True) -> torch.Tensor:
-        return self._pool(self._sequences(texts, role, instruction, warn))
+    def _mean(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
+        return self._pool(self._sequences(texts, role, instruction))
 
-    def _sequences(self, texts: list[str], role: Role, instruction: str | None,
-                   warn: bool = True) -> list[list[int]]:
+    def _sequences(self, texts: list[str], role: Role, instruction: str | None) -> list[list[int]]:
         tokens = self._tokenize(texts, role, instruction)
-        if warn:
-            self._warn_truncated(tokens.truncated, len(texts), self.max_length)
+        self._warn_truncated(tokens.truncated, len(texts), self.max_length)
         return tokens.sequences
 
     def _pool(self, sequences: Sequence[Sequence[int]]) -> torch.Tensor:

@@ -181,6 +181,15 @@ def test_truncation_is_said_once_per_encode_call(minilm, caplog):
         minilm.encode(texts, batch_size=4, instruction="topic")
     said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
     assert len(said) == 1 and "5 of 8 texts were longer than the" in said[0], said
+    # Read bare only (instruction_weight=0: the instruction blended out), still said.
+    from embedders.baselines import EncoderMeanEmbedder
+
+    bare = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone, instruction_weight=0.0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        bare.encode(texts, batch_size=4, instruction="topic")
+    said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
+    assert len(said) == 1 and "5 of 8 texts were longer than 256 tokens" in said[0], said
 
 
 def test_texts_the_tokenizer_cannot_read_are_said_once_per_encode_call(minilm, caplog):

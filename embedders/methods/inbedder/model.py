@@ -98,24 +98,25 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
         default = self.config.default_instruction
         if instruction_ == default:
             return self._answer_state(texts, role, instruction_)
-        # A blend reads each text under both instructions, both in shared passes. The truncation
-        # warning counts the reading under the instruction asked for: the default's is the same
-        # texts again (it said "12 of 16 texts" for 6 of 8).
+        # A blend reads each text under both instructions, both in shared passes.
+        def both() -> tuple[torch.Tensor, torch.Tensor]:
+            plain = self._tokenize(texts, role, default)
+            under = self._tokenize(texts, role, instruction_)
+            # Each text counts once in the truncation warning ("12 of 16 texts" for 6 of 8): as
+            # cut under the longer of the two prompts, which cuts every text the other does.
+            self._warn_truncated(max(plain.truncated, under.truncated), len(texts), self.max_length)
+            return pooled_pairs(plain.sequences, under.sequences, self._pooled_answer)
         return blend_instruction(self.config.instruction_weight,
-                                 lambda: self._answer_state(texts, role, default, warn=False),
-                                 lambda: self._answer_state(texts, role, instruction_),
-                                 lambda: pooled_pairs(self._prompt_ids(texts, role, default, warn=False),
-                                                      self._prompt_ids(texts, role, instruction_), self._pooled_answer))
+                                 lambda: self._answer_state(texts, role, default),
+                                 lambda: self._answer_state(texts, role, instruction_), both)
 
-    def _answer_state(self, texts: list[str], role: Role, instruction_: str, warn: bool = True) -> torch.Tensor:
+    def _answer_state(self, texts: list[str], role: Role, instruction_: str) -> torch.Tensor:
         """The pooled answer state of ``texts`` under one (rendered) instruction."""
-        return self._pooled_answer(self._prompt_ids(texts, role, instruction_, warn))
+        return self._pooled_answer(self._prompt_ids(texts, role, instruction_))
 
-    def _prompt_ids(self, texts: list[str], role: Role, instruction_: str,
-                    warn: bool = True) -> list[list[int]]:
+    def _prompt_ids(self, texts: list[str], role: Role, instruction_: str) -> list[list[int]]:
         tokens = self._tokenize(texts, role, instruction_)
-        if warn:
-            self._warn_truncated(tokens.truncated, len(texts), self.max_length)
+        self._warn_truncated(tokens.truncated, len(texts), self.max_length)
         return tokens.sequences
 
     def _pooled_answer(self, sequences: Sequence[Sequence[int]]) -> torch.Tensor:
