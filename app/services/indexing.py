@@ -179,6 +179,7 @@ class IndexReport:
     # file moved away), removed as moved, and the first ``MOVES_LISTED`` (old, new source).
     chunks_reused: int = 0
     docs_moved: int = 0
+    chunks_moved: int = 0  # the moved documents' chunks (the moved note counts these)
     moved: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -230,7 +231,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 def moved_message(report: IndexReport) -> str:
     """The note of a run that found documents moved (``IndexReport.docs_moved``)."""
     old, new = report.moved[0]
-    return _moved_text(report.docs_moved, report.chunks_reused, f"{old} is now {new}")
+    return _moved_text(report.docs_moved, report.chunks_moved, f"{old} is now {new}")
 
 
 def _moved_tail(docs: int) -> str:
@@ -241,7 +242,9 @@ def _moved_tail(docs: int) -> str:
 
 
 def _moved_text(docs: int, chunks: int, example: str) -> str:
-    # chunks_reused counts copies too (a file whose original is still there).
+    # The moved documents' chunks only: a worker job sums its chunk tasks' notes, and only
+    # tasks that moved documents write one (a sum that also counted copies differed from an
+    # in-process run's).
     return (f"{plural(docs, 'document')} moved ({plural(chunks, 'chunk')} of this run re-used "
             f"stored vectors, not encoded again): {example}{_moved_tail(docs)}")
 
@@ -1967,6 +1970,7 @@ class IndexService:
         for old, _ in donors.values():
             session.expunge(old)  # (deleted by SQL: no stale object left in the session)
         report.docs_moved += len(donors)
+        report.chunks_moved += len(ids)
         return ids, keys
 
     def _drop_moved_points(self, coll: md.Collection, job: Any,

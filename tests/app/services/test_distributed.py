@@ -536,17 +536,22 @@ def test_a_moved_folder_indexed_by_chunk_tasks_says_it_moved_once(make_ctx, tmp_
     write_corpus(tmp_path / "src", 5)
     ctx = make_ctx()
     first = IndexService(ctx).index(tmp_path / "src", "c")
+    # Records with ids are copied, never moved: their chunks are not the moved note's (its
+    # count was every chunk copied, and a worker job summed only the tasks that moved some).
+    (tmp_path / "src" / "records.jsonl").write_text(
+        '{"id": "r1", "text": "a record about tea"}\n{"id": "r2", "text": "a record about maps"}\n')
+    assert IndexService(ctx).index(tmp_path / "src", "c").docs_indexed == 2
     shutil.move(tmp_path / "src", tmp_path / "moved")
     service, prepared, numbers = _plan(ctx, tmp_path / "moved", "c")
-    assert len(numbers) == 3
+    assert len(numbers) == 4
     for n in numbers:
         service.run_chunk(prepared.job_id, n)
 
     job = CollectionService(ctx).job(prepared.job_id)
-    assert (job.state, job.docs_indexed) == ("completed", 5)
+    assert (job.state, job.docs_indexed) == ("completed", 7)
     moved = [e["message"] for e in job.errors if e["document"] == "moved"]
     old, new = tmp_path / "src", tmp_path / "moved"
     assert moved == [f"5 documents moved ({first.chunks_written} chunks of this run re-used stored "
                      f"vectors, not encoded again): {old / 'doc000.txt'} is now {new / 'doc000.txt'} "
                      "and 4 others; their entries at the old paths, which no longer exist, were removed"]
-    assert ctx.store.count("c") == first.chunks_written
+    assert ctx.store.count("c") == first.chunks_written + 2
