@@ -527,6 +527,13 @@ class _Item:
     moved: bool = False
 
 
+def keyed_by_path(key: str, source: str) -> bool:
+    """Whether a document's identity is its place: a whole file (its key is its path), or a
+    record without an id of its own (``path#L3``, ``path#row2``: moved with its file, it is
+    the same record; one with its own id is a record of that id wherever it comes from)."""
+    return key == source or key.startswith(source + "#")
+
+
 def donor_chunks(donor: md.Document) -> list[Chunk]:
     """``donor``'s chunks, in order, as the chunker gives them."""
     return [Chunk(c.number, c.text, c.start, c.end, c.n_tokens)
@@ -1522,7 +1529,7 @@ class IndexService:
         # again, and a move loads no model).
         names = self._vector_names(coll, embedder)
         donor, moved = self._donors(session, coll, names,  # (moved only where ``moves``)
-                                    [(doc.key, doc.content_hash, row, doc.key == doc.source)],
+                                    [(doc.key, doc.content_hash, row, keyed_by_path(doc.key, doc.source))],
                                     {doc.key})[0]
         if donor is None:
             t1 = time.perf_counter()
@@ -1693,7 +1700,7 @@ class IndexService:
         names = self._vector_names(coll, embedder)
         writes = [it for it in items if it.mode == "write"]
         for it, (donor, moved) in zip(writes, self._donors(
-                session, coll, names, [(it.doc.key, it.hash, it.row, it.doc.key == it.doc.source)
+                session, coll, names, [(it.doc.key, it.hash, it.row, keyed_by_path(it.doc.key, it.doc.source))
                                        for it in writes],
                 {it.doc.key for it in items}), strict=True):
             it.donor, it.moved = donor, moved and moves
@@ -1877,11 +1884,12 @@ class IndexService:
                 wanted: list[tuple[str, str, md.Document | None, bool]],
                 batch_keys: set[str]) -> list[tuple[md.Document | None, bool]]:
         """For each document about to be written, as (key, content hash, its row or None,
-        whether it is a whole file), the indexed document of the same content whose vectors it
-        can copy, and whether that one moved here (a whole file too, whose file is gone: it is
-        this document's old place, removed once this one is written; records of a jsonl or csv
-        are never moves: a record's id is its identity, and two ids with one text are two
-        records). None where there is none; a changed document has none.
+        whether its key is its place: ``keyed_by_path``), the indexed document of the same
+        content whose vectors it can copy, and whether that one moved here (keyed by its place
+        too, which is gone: it is this document's old place, removed once this one is written;
+        records with ids of their own are never moves: a record's id is its identity, and two
+        ids with one text are two records; records without one, ``path#L3``, move with their
+        file). None where there is none; a changed document has none.
 
         A donor holds vectors of every one of ``names`` for that very content (its vector
         hashes), so a copy carries what a write encodes. The document's own row donates when
@@ -1912,7 +1920,7 @@ class IndexService:
             usable = [d for d in found.get(digest, [])
                       if d.key not in batch_keys and complete(d, digest)]
             for d in usable:
-                if d.id in claimed or not (wanted[i][3] and d.key == d.source):
+                if d.id in claimed or not (wanted[i][3] and keyed_by_path(d.key, d.source)):
                     continue
                 if d.source not in exists:
                     exists[d.source] = Path(d.source).exists()

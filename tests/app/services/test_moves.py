@@ -157,6 +157,17 @@ def test_a_renamed_records_file_keeps_its_records_vectors(make_ctx, tmp_path, mo
     assert (report.docs_indexed, report.chunks_reused, report.docs_moved) == (3, 3, 0)
     assert sorted(documents(ctx, "support")) == ["f0", "f1", "f2", "r0", "r1", "r2"]
 
+    # Records without ids are keyed by their file and line (`path#L2`): renamed with their
+    # file, they are the same records, moved (they stayed at the old path, each hit twice).
+    (tmp_path / "noid.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+    IndexService(ctx).index(tmp_path / "noid.jsonl", "support")
+    (tmp_path / "noid.jsonl").rename(tmp_path / "renamed.jsonl")
+    report = IndexService(ctx).index(tmp_path / "renamed.jsonl", "support")
+    assert encoded == []
+    assert (report.docs_indexed, report.docs_moved) == (3, 3)
+    assert sorted(k for k in documents(ctx, "support") if "#" in k) == [
+        f"{tmp_path / 'renamed.jsonl'}#L{i}" for i in (1, 2, 3)]
+
 
 def test_a_moved_large_file_read_in_a_stream_copies_its_vectors(make_ctx, tmp_path, monkeypatch):
     """A file over ``stream_document_mb`` is chunked as it is read, batch by batch: each batch
