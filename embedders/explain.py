@@ -9,8 +9,11 @@ far better than the raw texts do, so a cluster is explained by:
   whose answer holds it times the log of how much more common it is in c than overall (its
   term in the KL divergence of c's word use from the set's). A word every cluster uses
   evenly scores 0 and comes after every distinctive word; a word rarer in c than elsewhere
-  is never c's keyword. Function words and contractions ("didn't", "im") are dropped, but
-  not content words that generic stop lists hold ("top up", "bill", "interest"). Scripts
+  is never c's keyword. Words are read in composed form (NFC), with their combining marks
+  (Hindi, Bengali, Arabic with vowel marks); French and Italian elisions are cut
+  ("l'économie" -> "économie"). Function words of English, French, German, Spanish, Italian and
+  Portuguese and contractions ("didn't", "im") are dropped, but not content words that
+  generic stop lists hold ("top up", "bill", "interest"). Scripts
   written without spaces between words (Chinese, Japanese, Korean, Thai, Lao, Khmer, Burmese)
   are cut into overlapping character pairs ("熊猫吃竹子" -> 熊猫, 猫吃, 吃竹, 竹子), as
   search engines index them without a dictionary: split at non-word characters, a whole
@@ -24,8 +27,10 @@ generates them first.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from embedders.scripts import UNSPACED, pairs
+from embedders.scripts import UNSPACED, combining_marks, pairs
 from embedders.training.instruct_data import STOPWORDS
 
 
@@ -72,21 +77,86 @@ _BARE_CONTRACTIONS = frozenset((
     "havent", "hasnt", "hadnt", "couldnt", "wouldnt", "shouldnt", "youre", "youve", "theyre",
     "thats", "whats", "theres",
 ))
-_KEYWORD_STOP_WORDS = STOPWORDS | _BARE_CONTRACTIONS | frozenset(("also", "may", "might", "must", "us"))
-_WORD = rf"[^\W{UNSPACED}]"
-_TOKEN = re.compile(rf"([{UNSPACED}]+)|({_WORD}+(?:'{_WORD}+)*)")
+# The commonest function words of French, German, Spanish, Italian and Portuguese (articles,
+# pronouns, prepositions, conjunctions, forms of "be" and "have"), dropped from every text as the
+# English ones are: "le / la / et" named clusters. Words that are also English content words
+# are left out ("son", "car", "ton", "war", "hat", "bin", "era", "dove", "man", "sin").
+_FOREIGN_STOP_WORDS = frozenset((
+    # French
+    "le", "la", "les", "un", "une", "des", "du", "de", "et", "ou", "au", "aux", "en", "dans",
+    "par", "pour", "sur", "avec", "sans", "sous", "ce", "cet", "cette", "ces", "il", "ils", "elle",
+    "elles", "nous", "vous", "je", "tu", "qui", "que", "quoi", "où", "mais", "donc", "ni", "ne",
+    "pas", "plus", "est", "sont", "été", "être", "avoir", "ont", "se", "sa", "ses", "leur", "leurs",
+    "mon", "ma", "mes", "ta", "tes", "notre", "nos", "votre", "vos", "très", "tout", "tous",
+    "toute", "toutes", "comme", "aussi", "même", "si", "lui", "cela", "ça", "était", "fait",
+    # German
+    "der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "eines", "einem", "einen",
+    "und", "oder", "aber", "ist", "sind", "wird", "werden", "wurde", "haben", "hatte", "nicht",
+    "auf", "aus", "bei", "mit", "nach", "von", "vom", "zu", "zum", "zur", "für", "über", "unter",
+    "vor", "im", "ins", "um", "durch", "gegen", "ohne", "es", "er", "sie", "wir", "ihr", "ich",
+    "du", "sich", "dass", "noch", "nur", "auch", "wie", "als", "wenn", "sehr", "kann", "mehr",
+    "sein", "seine", "ihre", "dies", "diese", "dieser", "beim", "schon", "doch",
+    # Spanish
+    "el", "los", "las", "una", "unos", "unas", "del", "al", "con", "por", "para", "sobre", "entre",
+    "qué", "como", "cómo", "es", "fue", "ser", "está", "están", "estar", "ha", "han", "hay",
+    "lo", "le", "les", "te", "mi", "mis", "tu", "tus", "yo", "él", "ella", "ellos", "ellas",
+    "este", "esta", "estos", "estas", "ese", "esa", "eso", "esto", "pero", "más", "muy", "ya",
+    "también", "cuando", "donde", "porque", "sí", "todo", "todos", "sus", "su", "otro", "otra",
+    # Italian
+    "il", "lo", "gli", "uno", "di", "della", "dei", "degli", "delle", "dello", "alla", "ai",
+    "agli", "alle", "da", "dal", "dalla", "nel", "nella", "nei", "nelle", "su", "sul", "sulla",
+    "per", "tra", "fra", "ed", "che", "non", "sono", "hanno", "essere", "ci", "mi", "ti", "vi",
+    "ne", "ma", "più", "anche", "questo", "questa", "quello", "quella", "suo", "sua", "loro",
+    "molto", "come", "dell", "nell", "all", "dall", "sull",
+    # Portuguese
+    "os", "as", "um", "uma", "uns", "umas", "do", "da", "dos", "das", "em", "no", "na", "nos",
+    "nas", "pelo", "pela", "pelos", "pelas", "com", "sem", "não", "são", "foi", "tem", "há",
+    "seu", "sua", "seus", "suas", "ele", "ela", "eles", "elas", "eu", "você", "nós", "isso",
+    "isto", "esse", "essa", "mas", "mais", "muito", "quando", "onde", "já", "ao", "aos", "às",
+    "num", "numa", "também", "ter",
+))
+_KEYWORD_STOP_WORDS = (STOPWORDS | _BARE_CONTRACTIONS | _FOREIGN_STOP_WORDS
+                       | frozenset(("also", "may", "might", "must", "us")))
+# French and Italian elisions: the article, pronoun or preposition cut before a vowel ("l'économie",
+# "qu'il", "dell'anno"); the word after it is the word. Other apostrophes ("don't") keep a word
+# whole, and such a word is a contraction, dropped as before.
+_ELISIONS = ("l'", "d'", "j'", "m'", "n'", "s'", "t'", "c'", "qu'", "jusqu'", "lorsqu'", "puisqu'",
+             "quoiqu'", "un'", "dell'", "nell'", "all'", "dall'", "sull'", "quell'")
+
+
+@functools.cache
+def _token() -> re.Pattern[str]:
+    """A run of ``UNSPACED`` text, or a word: a letter or digit, then letters, digits and
+    combining marks (``\\w`` has no marks, so Hindi "दिल्ली" was cut to pieces and Bengali gave
+    nothing), parts joined by apostrophes. Built on first use (the marks' class takes ~50 ms)."""
+    letter = rf"[^\W{UNSPACED}]"
+    word = rf"{letter}(?:{letter}|[{combining_marks()}])*"
+    return re.compile(rf"([{UNSPACED}]+)|({word}(?:'{word})*)")
+
+
+def _without_elision(word: str) -> str:
+    """``word`` without a leading elision ("l'économie" -> "économie"); as given otherwise."""
+    for elision in _ELISIONS:
+        if word.startswith(elision) and len(word) > len(elision):
+            return word[len(elision):]
+    return word
 
 
 def keyword_terms(text: str) -> list[str]:
     """The candidate keywords of ``text``, in order: lower-cased words of two or more
-    characters, without function words, contractions (``didn't``, ``i'm``: they were split
-    into "didn", "im") or a possessive's ``'s`` ("bank's" -> "bank"); in scripts written
-    without spaces (Chinese, Japanese, Korean, Thai, ...), overlapping character pairs."""
+    characters (with their combining marks, in composed form: NFC, so "café" typed as "e" plus
+    an accent is one word), without function words (English, French, German, Spanish, Italian,
+    Portuguese), contractions (``didn't``, ``i'm``: they were split into "didn", "im"), a
+    possessive's ``'s`` ("bank's" -> "bank") or an elided article ("l'économie" -> "économie");
+    in scripts written without spaces (Chinese, Japanese, Korean, Thai, ...), overlapping
+    character pairs."""
     words: list[str] = []
-    for run, word in _TOKEN.findall(text.lower().replace("\u2019", "'")):
+    text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'")
+    for run, word in _token().findall(text):
         if run:
             words.extend(pair for pair in pairs(run) if not pair.isdigit())
             continue
+        word = _without_elision(word)
         if word.endswith("'s"):
             word = word[:-2]
         if "'" in word or len(word) < 2 or word.isdigit() or word in _KEYWORD_STOP_WORDS:

@@ -485,6 +485,18 @@ def _field_name(key: str) -> str:
     return key[len("meta."):] if key.startswith("meta.") else key
 
 
+def _key_spellings(session: Any, name: str) -> tuple[str, ...]:
+    """The spellings of metadata key ``name`` to look up in SQL: as given, and on SQLite also
+    JSON-escaped as the stored metadata text has it ("\\u0433..." for "г": the JSON column is
+    written with ``json.dumps``'s ASCII escapes, and SQLite 3.40 matches a path's key against the
+    raw text, so a Cyrillic or accented key was "held by no document"). PostgreSQL parses the
+    JSON, so the key as given finds it and only that is asked."""
+    escaped = json.dumps(name)[1:-1]
+    if escaped == name or session.get_bind().dialect.name != "sqlite":
+        return (name,)
+    return (name, escaped)
+
+
 def _either_form(value: Any) -> Any:
     """A string filter value (or each string of a list) as any of its composed and decomposed
     Unicode forms: "é" is one code point or "e" plus a combining accent (file names from macOS,
@@ -1133,9 +1145,13 @@ class SearchService:
                 for name, keys in fields.items():
                     if '"' in name or "\\" in name:  # not expressible in SQLite's JSON path
                         continue
-                    value = session.scalar(select(D.meta[name]).where(
-                        D.collection_id == coll.id,
-                        D.meta[name].as_string().is_not(None)).limit(1))
+                    value = None
+                    for spelling in _key_spellings(session, name):
+                        value = session.scalar(select(D.meta[spelling]).where(
+                            D.collection_id == coll.id,
+                            D.meta[spelling].as_string().is_not(None)).limit(1))
+                        if value is not None:
+                            break
                     values.update(dict.fromkeys(keys, value))
         except SQLAlchemyError:  # a hint only: the search's answer stands without it
             logger.debug("could not read which filter fields exist", exc_info=True)
@@ -1174,10 +1190,16 @@ class SearchService:
                     return None
                 for key, v, own, twin in asks[:MAX_TWIN_CHECKS]:
                     name = _field_name(key)
+                    # the spelling of the key that documents hold (both, if some hold each)
+                    held_as: set[str] = set()
                     as_json = cast(D.meta[name], String)
-                    held_as = set(session.scalars(select(as_json).where(
-                        D.collection_id == coll.id, as_json.in_([*own, *twin])).distinct()
-                        .limit(len(own) + len(twin))))
+                    for spelling in _key_spellings(session, name):
+                        path = cast(D.meta[spelling], String)
+                        spelled = set(session.scalars(select(path).where(
+                            D.collection_id == coll.id, path.in_([*own, *twin])).distinct()
+                            .limit(len(own) + len(twin))))
+                        if spelled:
+                            held_as, as_json = held_as | spelled, path
                     if not held_as or not held_as <= set(twin):
                         continue
                     if isinstance(v, str) and not _NUMBER.fullmatch(v.strip()):
