@@ -8,12 +8,19 @@ Decisions on bad input:
 * **Binary data** (a NUL byte or more than 10% control characters in the first 8 KiB)
   in a text format is rejected: ``DocumentError`` "looks binary".
 * **Text that is not UTF-8** is decoded in its detected encoding, with a warning naming
-  it: cp1252 (the superset of Latin-1 that Windows editors write) when the bytes read as
-  Western European text that way, else charset-normalizer's guess (cp1251, cp1250,
-  Shift-JIS...). A file with a UTF-16 byte order mark is read as UTF-16. When nothing fits,
-  the bytes are read as UTF-8 with U+FFFD replacement characters and a warning naming the
-  first bad byte offset and the count; when more than 20% of the characters would be
-  replacements the file is rejected as not text.
+  it (once per file, on a csv/jsonl/json file's first record): the charset an HTML ``<meta>``
+  or XML declaration names when it decodes the bytes, else cp1252 (the superset of Latin-1
+  that Windows editors write) when its non-ASCII letters read as Western European words that
+  way, else charset-normalizer's guess (cp1251, cp1250, Shift-JIS...), which for short text is
+  rechecked against a Cyrillic (cp1251, KOI8-R, mac_cyrillic) or GBK reading. A file with a
+  UTF-16 byte order mark is read as UTF-16. UTF-8 with a few bad bytes (as many valid
+  multi-byte characters as bad bytes), or bytes nothing fits, are read as UTF-8 with U+FFFD
+  replacement characters and a warning naming the first bad byte offset and the count; when
+  more than 20% of the characters would be replacements the file is rejected as not text. A
+  large file read in a stream is judged by the same rule, counted in pieces.
+* **Field names** (csv headers, jsonl/json keys) are stored in Unicode's composed form (NFC),
+  and the text column is matched so: a header written decomposed (macOS) matches a name typed
+  composed.
 * **Empty** documents (nothing but whitespace) are rejected: there is nothing to embed.
 * **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
   their size and the limit, so a 50 MB log cannot stall a run. So is a .docx, .pdf or HTML
@@ -44,6 +51,7 @@ import math
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,16 +293,37 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
         return
     text, warnings = decoded
     if suffix == ".jsonl":
-        yield from _parse_jsonl(path, text, warnings, max_bytes, text_column)
+        yield from _once_per_file(_parse_jsonl(path, text, warnings, max_bytes, text_column), warnings)
     elif suffix == ".json":
-        yield from _parse_json(path, text, warnings, max_bytes, text_column)
+        yield from _once_per_file(_parse_json(path, text, warnings, max_bytes, text_column), warnings)
     elif suffix == ".csv":
-        yield from _parse_csv(path, text, warnings, max_bytes, text_column)
+        yield from _once_per_file(_parse_csv(path, text, warnings, max_bytes, text_column), warnings)
     elif suffix in HTML_SUFFIXES:
         yield _finish(_within_limit(_parse_html(path, text, warnings), max_bytes))
     else:
         yield _finish(ParsedDocument(key, key, text, title=_markdown_title(text) if suffix != ".txt"
                                      else None, warnings=warnings))
+
+
+def _once_per_file(results: Iterator[ParseResult], notes: list[str]) -> Iterator[ParseResult]:
+    """A record file's documents, the notes about the file as a whole (its encoding, a guessed
+    text column; ``notes``, which the parser may add to) on its first document only: a
+    300-row cp1252 csv gave 300 identical "decoded as cp1252" warnings. The parser gives each
+    record only its own warnings."""
+    pending = True
+    for result in results:
+        if pending and isinstance(result, ParsedDocument):
+            pending = False
+            result.warnings[:0] = notes
+        yield result
+
+
+def _nfc(name: str) -> str:
+    """A field name in Unicode's composed form (NFC): a csv header written on macOS spells "é"
+    as "e" plus a combining accent, and ``--text-column énoncé`` or a filter on ``catégorie``
+    typed composed did not match it. Metadata keys are stored so (their values as written:
+    filters match a value in either form)."""
+    return unicodedata.normalize("NFC", name)
 
 
 def looks_binary(data: bytes) -> bool:
@@ -314,30 +343,147 @@ _TYPOGRAPHIC = set("\u2018\u2019\u201a\u201c\u201d\u201e\u2013\u2014\u2026\u20ac
 _DETECT_BYTES = 256 * 1024
 
 
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
 def looks_western(text: str) -> bool:
     """Text decoded as cp1252 that reads as Western European: every non-ASCII character a
-    letter or common typography, and accented letters a minority of the letters (cp1251
-    Russian read as cp1252 is all accented letters; cp1250 Polish shows ``³ ¹ ¿``)."""
-    letters = accented = 0
+    letter or common typography (cp1250 Polish shows ``³ ¹ ¿``), and the non-ASCII letters
+    inside words of ASCII letters (``élève``, ``Straße``), not words of nothing but accented
+    letters (cp1251 Russian read as cp1252 is ``Ìîñêâà``). Judged on the non-ASCII letters
+    alone: an HTML page or a config note with a Russian comment is mostly ASCII letters."""
     for ch in text:
-        if ch.isascii():
-            letters += ch.isalpha()
-            continue
-        if ch in _TYPOGRAPHIC:
-            continue
-        if not ch.isalpha():
+        if not ch.isascii() and ch not in _TYPOGRAPHIC and not ch.isalpha():
             return False
-        letters += 1
-        accented += 1
-    return letters > 0 and accented / letters <= 0.4
+    non_ascii = foreign = 0
+    for word in _LETTERS.findall(text):
+        n = sum(1 for ch in word if not ch.isascii())
+        non_ascii += n
+        if n == len(word) > 1:  # "à" is a word; "Ìîñêâà" is not
+            foreign += n
+    return foreign * 2 <= non_ascii
+
+
+# Codecs whose guess from charset-normalizer is checked against a Cyrillic or Chinese reading:
+# a short text gives it little to go on (KOI8-R was read as Shift-JIS, GBK as cp949, cp1251 as
+# mac_cyrillic, a Russian comment in an English note as cp1250). A guess of another script's
+# codec (Greek, Hebrew, Arabic...) is kept; Polish or Czech fails the Cyrillic reading's checks.
+_CYRILLIC_CODECS = ("cp1251", "koi8_r", "mac_cyrillic")  # in order of preference on a tie
+_RECHECKED = {"cp1251", "koi8_r", "koi8_u", "mac_cyrillic", "cp866", "iso8859_5", "kz1048",
+              "ptcp154", "cp855", "shift_jis", "shift_jis_2004", "shift_jisx0213", "cp932",
+              "euc_jp", "euc_jis_2004", "euc_jisx0213", "cp949", "euc_kr", "johab", "big5",
+              "big5hkscs", "cp950", "gb2312", "gbk", "gb18030", "hz", "cp1252", "latin_1",
+              "iso8859_15", "mac_roman", "cp1250", "iso8859_2"}
+_RUSSIAN_LOWER = set("абвгдеёжзийклмнопрстуфхцчшщъыьэюяіїєґў")
+_RUSSIAN = _RUSSIAN_LOWER | {ch.upper() for ch in _RUSSIAN_LOWER}
+_DECLARED = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)"""
+                       rb"""|<\?xml\b[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""", re.I)
+
+
+def declared_encoding(data: bytes) -> str | None:
+    """The charset an HTML ``<meta charset>`` / ``<meta http-equiv="Content-Type">`` or an XML
+    declaration near the start of ``data`` names, as a Python codec name, when it decodes
+    ``data`` (a latin-1 or ascii label is read as cp1252, as browsers do); None otherwise. A
+    UTF-8 or UTF-16 label is not used (``data`` is not UTF-8; UTF-16 has its byte order mark)."""
+    import codecs
+
+    found = _DECLARED.search(data[:16384])
+    if found is None:
+        return None
+    label = (found.group(1) or found.group(2)).decode("ascii").lower()
+    try:
+        name = codecs.lookup(label).name.replace("-", "_")
+    except LookupError:
+        return None
+    if name.startswith(("utf_", "utf8")):
+        return None
+    if name in ("latin_1", "iso8859_1", "ascii"):
+        name = "cp1252" if _decodes(data, "cp1252") else "latin_1"
+    return name if _decodes(data, name) else None
+
+
+def _cyrillic_score(text: str) -> int | None:
+    """How well ``text`` reads as Russian/Ukrainian: its lowercase Cyrillic letters less the
+    non-ASCII characters that are neither Cyrillic letters nor typography (KOI8-R read as
+    cp1251 is mostly capitals, ``мОСКВА``; cp1251 read as mac_cyrillic shows ``ћ ј ѕ``). None
+    when it is not such text at all: a tenth of its non-ASCII characters other than those
+    letters, Cyrillic glued to ASCII letters in a tenth of the words, or no spaces between
+    Cyrillic words (Chinese read as Cyrillic)."""
+    non_ascii = [ch for ch in text if not ch.isascii() and ch not in _TYPOGRAPHIC]
+    other = sum(1 for ch in non_ascii if ch not in _RUSSIAN)
+    if not non_ascii or other * 10 > len(non_ascii):
+        return None
+    words = [w for w in _LETTERS.findall(text) if any(ch in _RUSSIAN for ch in w)]
+    mixed = sum(1 for w in words if any(ch.isascii() for ch in w))
+    if mixed * 10 > len(words) or sum(map(len, words)) > 15 * len(words):
+        return None
+    return sum(1 for ch in non_ascii if ch in _RUSSIAN_LOWER) - 4 * other
+
+
+def _script_switches(text: str) -> int:
+    """Changes between Hangul and Chinese characters inside ``text`` (GBK Chinese read as
+    cp949 alternates them every character or two; Korean rarely does)."""
+    switches, last = 0, None
+    for ch in text:
+        kind = ("hangul" if "\uac00" <= ch <= "\ud7a3" else
+                "han" if "\u4e00" <= ch <= "\u9fff" else None)
+        if kind is not None:
+            switches += last is not None and kind != last
+            last = kind
+    return switches
+
+
+def _chinese(head: bytes) -> str | None:
+    """``gbk`` (or ``gb18030``) when ``head`` decodes as it into Chinese characters and CJK
+    punctuation only (besides ASCII), else None. (A character cut at its end is left out.)"""
+    import codecs
+
+    for codec in ("gbk", "gb18030"):
+        try:
+            text = codecs.getincrementaldecoder(codec)().decode(head)
+        except UnicodeDecodeError:
+            continue
+        cjk = [ch for ch in text if not ch.isascii() and not ch.isspace()]
+        if cjk and all("\u4e00" <= ch <= "\u9fff" or "\u3000" <= ch <= "\u303f"
+                       or "\uff00" <= ch <= "\uffef" for ch in cjk):
+            return codec
+        return None
+    return None
+
+
+def _recheck(head: bytes, guess: str | None) -> str | None:
+    """charset-normalizer's ``guess`` for a short text, or a Cyrillic or Chinese codec that
+    reads ``head`` better (see ``_RECHECKED``); cp1251 is preferred on a tie."""
+    if guess is not None and guess not in _RECHECKED:
+        return guess
+    scores: dict[str, int] = {}
+    for codec in _CYRILLIC_CODECS:
+        try:
+            score = _cyrillic_score(head.decode(codec))
+        except UnicodeDecodeError:
+            continue
+        if score is not None:
+            scores[codec] = score
+    if scores:
+        return max(scores, key=lambda c: (scores[c], -_CYRILLIC_CODECS.index(c)))
+    if guess in ("cp949", "euc_kr", "johab"):
+        korean = head.decode(guess, errors="replace")
+        if _script_switches(korean) >= 2:
+            return _chinese(head) or guess
+    return guess
 
 
 def detect_encoding(data: bytes) -> str | None:
-    """The encoding of ``data`` (which is not UTF-8): cp1252 when it reads as Western text (the
+    """The encoding of ``data`` (which is not UTF-8): the one an HTML ``<meta charset>`` or XML
+    declaration names when it decodes the bytes, else cp1252 when it reads as Western text (the
     superset of Latin-1 that Windows editors write; a short French line fools detectors),
-    else charset-normalizer's guess from the first 256 KiB; None when nothing fits."""
+    else charset-normalizer's guess from the first 256 KiB, rechecked against a Cyrillic or
+    Chinese reading for a short text (see ``_recheck``); None when nothing fits."""
     from charset_normalizer import from_bytes
 
+    declared = declared_encoding(data)
+    if declared is not None:
+        return declared
     head = data[:_DETECT_BYTES]
     try:
         if looks_western(head.decode("cp1252")):
@@ -345,7 +491,8 @@ def detect_encoding(data: bytes) -> str | None:
     except UnicodeDecodeError:
         pass  # a byte cp1252 leaves undefined (0x81, 0x8d, 0x8f, 0x90, 0x9d)
     best = from_bytes(head).best()
-    return str(best.encoding) if best is not None else None
+    guess = str(best.encoding) if best is not None else None
+    return _recheck(head, guess)
 
 
 def _decodes(data: bytes, encoding: str) -> bool:
@@ -369,18 +516,14 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
                                          "remove it from the source or convert it to text")
     try:
         return data.decode("utf-8-sig"), []
-    except UnicodeDecodeError as e:
-        first_bad = e.start
+    except UnicodeDecodeError as e:  # e.start counts from after a byte order mark
+        first_bad = e.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
     text = data.decode("utf-8-sig", errors="replace")
-    # As many valid multi-byte UTF-8 characters as bad bytes: a UTF-8 file with a few corrupt
-    # bytes, not another encoding (whose bytes make valid UTF-8 only by chance).
     replaced = text.count("\ufffd")
-    valid = sum(1 for ch in text if ord(ch) > 127) - replaced
-    encoding = None if valid >= replaced else detect_encoding(data)
+    encoding = None if _still_utf8(_non_ascii(text) - replaced, replaced) else detect_encoding(data)
     if encoding is not None:
         try:
-            return data.decode(encoding), [
-                f"{name}: not UTF-8 (first non-UTF-8 byte at {first_bad}); decoded as {encoding}"]
+            return data.decode(encoding), [_decoded_as(name, first_bad, encoding)]
         except (UnicodeDecodeError, LookupError):
             pass  # the detection saw only the start of the file
     if text and replaced / len(text) > _MAX_REPLACEMENT_RATIO:
@@ -390,8 +533,56 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
             "its encoding could not be detected; convert it to UTF-8 (e.g. iconv -f latin1 -t "
             "utf-8)",
         )
-    return text, [f"{name}: invalid UTF-8 from byte {first_bad}; {replaced} characters "
-                  "replaced with U+FFFD"]
+    return text, [_replaced_note(name, first_bad, replaced)]
+
+
+def _still_utf8(valid: int, replaced: int) -> bool:
+    """Bytes read as UTF-8 with ``replaced`` U+FFFD replacements are still UTF-8 when they hold
+    as many (``valid``) valid multi-byte characters as bad bytes: a UTF-8 file with a few
+    corrupt bytes, not another encoding (whose bytes make valid UTF-8 only by chance). The one
+    rule for a file read whole (``decode_text``) and one read in pieces (``_stream_text``)."""
+    return valid >= replaced
+
+
+def _non_ascii(text: str) -> int:
+    return len(text) - len(text.encode("ascii", "ignore"))
+
+
+def _decoded_as(name: str, first_bad: int, encoding: str) -> str:
+    return f"{name}: not UTF-8 (first non-UTF-8 byte at {first_bad}); decoded as {encoding}"
+
+
+def _replaced_note(name: str, first_bad: int, replaced: int) -> str:
+    return f"{name}: invalid UTF-8 from byte {first_bad}; {replaced} characters replaced with U+FFFD"
+
+
+def _utf8_tally(path: Path) -> tuple[int, int, int, int]:
+    """A file read as UTF-8 in pieces (``decode_text``'s checks without holding it whole): the
+    offset of its first invalid byte, its U+FFFD count with invalid bytes replaced, its valid
+    non-ASCII characters and its length in characters."""
+    import codecs
+
+    strict = codecs.getincrementaldecoder("utf-8")()
+    lenient = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+    first_bad, at, replaced, non_ascii, chars = -1, 0, 0, 0, 0
+    with path.open("rb") as fh:
+        while True:
+            block = fh.read(1 << 20)
+            final = not block
+            if first_bad < 0:
+                pending = len(strict.getstate()[0])
+                try:
+                    strict.decode(block, final)
+                except UnicodeDecodeError as e:
+                    first_bad = at - pending + e.start
+            piece = lenient.decode(block, final)
+            bad = piece.count("\ufffd")
+            replaced += bad
+            non_ascii += _non_ascii(piece) - bad
+            chars += len(piece)
+            at += len(block)
+            if final:
+                return max(first_bad, 0), replaced, non_ascii, chars
 
 
 def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, int, int]:
@@ -416,7 +607,9 @@ def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, 
 
 def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument | DocumentError:
     """A large .txt/.md file as a ``StreamedDocument``: binary sniffed on its first 8 KiB, the
-    encoding chosen as ``decode_text`` does (UTF-8, else detected on its first 256 KiB)."""
+    encoding chosen as ``decode_text`` does (UTF-8; UTF-8 with replacements when it has as many
+    valid multi-byte characters as bad bytes, counted in pieces; else detected on its first
+    256 KiB), with the same warnings."""
     key = str(path)
     try:
         with path.open("rb") as fh:
@@ -439,23 +632,26 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
                 digest, head, content, replaced, nuls = utf16
             else:
                 digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
-        except UnicodeDecodeError as e:
-            detected = detect_encoding(head_bytes)
+        except UnicodeDecodeError:
+            # decode_text's rule, counted in pieces: a few bad bytes in UTF-8 are replaced
+            # (the whole file was once read as cp1252 for one bad byte, past the stream limit).
+            first_bad, bad, valid, chars = _utf8_tally(path)
+            detected = None if _still_utf8(valid, bad) else detect_encoding(head_bytes)
             try:
                 if detected is None:
-                    raise e
+                    raise
                 encoding = detected
                 digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
-                warnings.append(f"{key}: not UTF-8; decoded as {encoding}")
+                warnings.append(_decoded_as(key, first_bad, encoding))
             except (UnicodeDecodeError, LookupError):
                 encoding, errors = "utf-8-sig", "replace"
                 digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
-                warnings.append(f"{key}: invalid UTF-8; {replaced} characters replaced with "
-                                "U+FFFD")
-                if replaced > _MAX_REPLACEMENT_RATIO * size:
-                    return DocumentError(key, key, f"{key} is not UTF-8 text ({replaced} "
-                                                   "characters undecodable) and its encoding "
-                                                   "could not be detected; convert it to UTF-8")
+                warnings.append(_replaced_note(key, first_bad, replaced))
+                if chars and replaced / chars > _MAX_REPLACEMENT_RATIO:
+                    return DocumentError(key, key, f"{key} is not UTF-8 text ({replaced} of "
+                                                   f"{chars} characters undecodable) and its "
+                                                   "encoding could not be detected; convert it "
+                                                   "to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
     except OSError as e:
         return DocumentError(key, key, f"cannot read {path}: {e}")
     if not content:
@@ -787,7 +983,7 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
         yield DocumentError(str(path), str(path), f"{path}: {_too_deep_json()}; flatten it")
         return
     if isinstance(data, dict):
-        doc = _record_document(path, data, "root", max_bytes, warnings, text_column)
+        doc = _record_document(path, data, "root", max_bytes, [], text_column)
         if doc.key == f"{path}#root":  # one record without an id: the file is the document
             doc.key = str(path)
         yield doc
@@ -803,7 +999,7 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
             yield DocumentError(f"{path}#item{i}", str(path),
                                 f"{path}: item {i} is {type(record).__name__}, expected an object")
             continue
-        yield _record_document(path, record, f"item{i}", max_bytes, warnings, text_column)
+        yield _record_document(path, record, f"item{i}", max_bytes, [], text_column)
 
 
 def _too_deep_json() -> str:
@@ -856,7 +1052,10 @@ def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> tuple[dict[str, 
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
                      warnings: list[str], text_column: str | None = None) -> ParseResult:
     fallback_key = f"{path}#{where}"
+    if any(not k.isascii() for k in record):
+        record = {_nfc(k): v for k, v in record.items()}
     if text_column is not None:
+        text_column = _nfc(text_column)
         text_field = text_column if text_column in record else None
         if text_field is None:
             return DocumentError(fallback_key, str(path),
@@ -943,7 +1142,7 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
                                 f"{path}:{lineno}: expected a JSON object, got "
                                 f"{type(record).__name__}")
             continue
-        yield _record_document(path, record, where, max_bytes, warnings, text_column)
+        yield _record_document(path, record, where, max_bytes, [], text_column)
     if seen == 0:
         yield DocumentError(str(path), str(path), f"{path} is empty: no records to index")
 
@@ -962,15 +1161,15 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
     if not header:
         yield DocumentError(str(path), str(path), f"{path} is empty: no header row")
         return
-    fields = [f.strip() for f in header]
+    fields = [_nfc(f.strip()) for f in header]
     guessed: str | None = None
     if text_column is not None:
-        if text_column not in fields:
+        if _nfc(text_column) not in fields:
             yield DocumentError(str(path), str(path),
                                 f"{path}: no column {text_column!r} (the text column asked for); its columns "
                                 f"are {', '.join(fields)}")
             return
-        text_field = text_column
+        text_field = _nfc(text_column)
     else:
         text_field = next((f for f in TEXT_FIELDS if f in fields), fields[0])
         other = next((d for d in (";", "\t", "|") if len(fields) == 1 and d in fields[0]), None)
@@ -1004,10 +1203,11 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
                                 "was skipped, the rows after it were read")
             continue
         rows += 1
-        record = {k.strip(): v for k, v in row.items() if k is not None}
-        # The guess is noted on the file's first record, not on every row.
-        notes = [*warnings, guessed] if guessed and rows == 1 else warnings
-        yield _record_document(path, record, f"row{rowno}", max_bytes, notes, text_field)
+        record = {_nfc(k.strip()): v for k, v in row.items() if k is not None}
+        if guessed:  # noted once, on the file's first document (_once_per_file)
+            warnings.append(guessed)
+            guessed = None
+        yield _record_document(path, record, f"row{rowno}", max_bytes, [], text_field)
     if rows == 0:
         yield DocumentError(str(path), str(path), f"{path} has a header but no rows")
 

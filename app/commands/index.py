@@ -190,6 +190,11 @@ def register(cli: typer.Typer) -> None:
                        err=True)
         for _key, message in report.warnings[:5]:
             typer.echo(f"  warning: {printable(message)}", err=True)
+        if len(report.warnings) > 5:  # the rest were dropped without a word
+            listed = min(MAX_JOB_ERRORS, len(report.errors) + len(report.warnings))
+            typer.echo(f"  ... and {len(report.warnings) - 5} more "
+                       f"{'warning' if len(report.warnings) == 6 else 'warnings'}: facet jobs "
+                       f"{report.job_id} --errors {listed}", err=True)
         if failure is not None:
             typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
             raise typer.Exit(exit_code(failure))

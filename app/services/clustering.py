@@ -34,6 +34,7 @@ import numbers
 import sys
 import threading
 import time
+import unicodedata
 import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -1096,11 +1097,15 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
         raise InvalidRequestError(f"{where}: a text column is named for a .csv, .jsonl or .json file; "
                                   "this one is read as one text per line", param="text_column")
     raw = _read_utf8(path, where)
+    # Field names compared composed (NFC), as indexing stores them: a csv header or jsonl key
+    # written decomposed by macOS is the name typed composed.
+    text_column = unicodedata.normalize("NFC", text_column) if text_column is not None else None
     fields = (text_column,) if text_column is not None else TEXT_FIELDS
     asked = f"field {text_column!r} (the text column asked for)" if text_column is not None else \
         f"text field ({', '.join(TEXT_FIELDS)})"
 
     def record_text(row: dict[str, Any], at: str) -> tuple[str, Any]:
+        row = {unicodedata.normalize("NFC", str(k)): v for k, v in row.items()}
         field_name = next((f for f in fields if f in row), None)
         if field_name is None:
             raise DataError(f"{at}: no {asked}; it has {', '.join(map(repr, row)) or 'no field'}; "
@@ -1153,7 +1158,7 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
             raise DataError(f"{where}: not a readable csv file ({e})") from e
         if not rows:
             return []
-        header = [h.strip() for h in rows[0]]
+        header = [unicodedata.normalize("NFC", h.strip()) for h in rows[0]]
         lower = [h.lower() for h in header]
         if text_column is not None:
             wanted = text_column.strip()

@@ -463,7 +463,7 @@ def payload_filters(filters: Mapping[str, Any]) -> Filters:
         if key in TOP_LEVEL_FIELDS:
             out[key] = value
             continue
-        field = key[len("meta."):] if key.startswith("meta.") else key
+        field = _field_name(key)  # (composed: keys are stored so, however typed)
         out["meta." + (field if _PLAIN_KEY.fullmatch(field) else f'"{field}"')] = value
     return out
 
@@ -481,8 +481,10 @@ def user_filter_words(message: str, filters: Mapping[str, Any]) -> str:
 
 
 def _field_name(key: str) -> str:
-    """The metadata field a filter key names: ``meta.source`` is the field ``source``."""
-    return key[len("meta."):] if key.startswith("meta.") else key
+    """The metadata field a filter key names: ``meta.source`` is the field ``source``; in
+    composed Unicode form (NFC), as indexing stores metadata keys (a csv header written
+    decomposed by macOS, ``catégorie``, is the field typed composed)."""
+    return unicodedata.normalize("NFC", key[len("meta."):] if key.startswith("meta.") else key)
 
 
 def _key_spellings(session: Any, name: str) -> tuple[str, ...]:

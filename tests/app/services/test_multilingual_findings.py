@@ -102,3 +102,25 @@ def test_french_clusters_are_named_by_content_words() -> None:
     answers = ["le train et la gare", "la gare et le train", "le fromage et la cuisine", "la cuisine et le fromage"]
     explained = explain_clusters(answers, [0, 0, 1, 1], answers, top_k=3)  # no "et / la / le"
     assert [sorted(e.keywords) for e in explained] == [["gare", "train"], ["cuisine", "fromage"]]
+
+
+def test_a_decomposed_key_is_the_key_typed_composed(make_ctx, tmp_path) -> None:
+    """Indexing stores metadata keys composed (NFC); a filter key typed decomposed (or a csv
+    header written so by macOS, read by `facet cluster --text-column`) names the same field."""
+    from app.services.clustering import read_text_file
+
+    composed, decomposed = "catégorie", unicodedata.normalize("NFD", "catégorie")
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"_id": "r1", "text": "a museum guide", decomposed: "musée"},
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "nfd")
+    service = SearchService(ctx)
+    for typed in (composed, decomposed):
+        found = service.search(SearchRequest("museum", "nfd", mode="dense", filters={typed: "musée"}))
+        assert [r.doc_id for r in found.results] == ["r1"], typed
+
+    table = tmp_path / "t.csv"
+    table.write_text(f"id,{unicodedata.normalize('NFD', 'énoncé')}\n1,premier texte\n2,second texte\n",
+                     encoding="utf-8")
+    assert read_text_file(table, text_column="énoncé") == ["premier texte", "second texte"]
