@@ -1101,12 +1101,12 @@ class SearchService:
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
                               reranker_name, results, timings, mode,
-                              note=self._nothing_note(request, mode, results, best),
+                              note=self._nothing_note(request, mode, results, best, vector_name),
                               embedder_spec=query_spec if query_vec is not None else None,
                               reranker_spec=request.rerank if reranker_name is not None else None)
 
     def _nothing_note(self, request: SearchRequest, mode: str, results: list[SearchResult],
-                      best: float | None = None) -> str | None:
+                      best: float | None = None, vector_name: str | None = None) -> str | None:
         """The response's note: ``_older_terms`` once words were searched, and, when a filtered
         search found nothing, the filter keys no document holds (``_field_values``) and a
         value of the wrong type on the others (``filter_type_hint``): only the CLI and the UI
@@ -1118,6 +1118,8 @@ class SearchService:
             return (f"{_BELOW_THRESHOLD}{request.score_threshold:g} or more (score_threshold); "
                     f"the best scored {best:.3f}")
         notes = [self._older_terms(request.collection) if mode != "dense" else None]
+        if mode != "lexical" and vector_name is not None:
+            notes.append(self._missing_vectors_note(request.collection, vector_name))
         if request.filters and not results:
             held = self._field_values(request.collection, request.filters)
             notes += [f"no document has a field {name!r}" for name in dict.fromkeys(
@@ -1125,6 +1127,30 @@ class SearchService:
             twins = self._type_twins(request.collection, request.filters, held)
             notes.append(filter_type_hint(request.filters, held, twins))
         return "; ".join(n for n in notes if n) or None
+
+    def _missing_vectors_note(self, collection: str, vector_name: str) -> str | None:
+        """That some documents have no ``vector_name`` vectors (an embedder added to the
+        collection part-way, or left out of a rewrite: ``CollectionInfo.vectors_missing``), so
+        a search with it cannot find them: it returned the others as if they were all. Asked
+        only of a collection of two or more embedders (the one that writes a document always
+        writes its own vectors)."""
+        if len(self._vectors.get(collection) or ()) < 2:
+            return None
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return None
+                indexed = md.count_documents(session, coll.id, "indexed")
+                missing = md.vectors_missing(session, coll.id, [vector_name], indexed).get(vector_name)
+        except SQLAlchemyError:  # a note only: the search's answer stands without it
+            return None
+        if not missing:
+            return None
+        spec = self._sources.get(collection, {}).get(vector_name, vector_name)
+        return (f"{missing:,} of the {indexed:,} documents have no {vector_name!r} vectors yet, so "
+                f"this search cannot find them: `facet index` of their sources with --embedder "
+                f"{spec} (the API's POST /jobs) fills them in")
 
     def _field_values(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
         """A value some document of ``collection`` holds in each metadata field that ``filters``

@@ -313,6 +313,17 @@ def test_a_companion_left_out_is_filled_in_even_after_the_content_came_back(tmp_
     (src / "log.txt").write_text(log)
     assert run()[0].docs_indexed == 2
     shutil.move(tmp_path / "away", notes)
+    ctx = ServiceContext(settings, embedders=EmbedderCache("cpu"))
+    try:
+        # A search with the embedder that lacks them says so (it returned the others as all).
+        hits = SearchService(ctx).search(SearchRequest("volcano lava", "c", top_k=50, mode="dense",
+                                                       embedder=str(notes)))
+        assert {r.doc_id for r in hits.results} == {str(src / "cats.txt")}
+        assert hits.note == (f"2 of the 3 documents have no 'minilm-notes' vectors yet, so this search "
+                             f"cannot find them: `facet index` of their sources with --embedder {notes} "
+                             "(the API's POST /jobs) fills them in")
+    finally:
+        ctx.close()
 
     filled, info = run(IndexOptions(embedder=str(notes)))
 
@@ -323,5 +334,6 @@ def test_a_companion_left_out_is_filled_in_even_after_the_content_came_back(tmp_
         hits = SearchService(ctx).search(SearchRequest("volcano lava", "c", top_k=50, mode="dense",
                                                        embedder=str(notes)))
         assert {r.doc_id for r in hits.results} == {str(src / n) for n in ("cats.txt", "log.txt", "volcano.txt")}
+        assert hits.note is None
     finally:
         ctx.close()
