@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sqlalchemy import ColumnElement, delete, func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.encoding import longest_first, unread_count, unread_message
@@ -1499,8 +1499,11 @@ class IndexService:
         message = moved_message(report)
         if not any(k == "moved" for k, _ in report.warnings):
             report.warnings.append(("moved", message))
-        if not any(e.document_key == "moved" and e.kind == "warning" for e in job.errors):
-            job.errors.append(md.JobError(document_key="moved", kind="warning", message=message))
+        try:
+            if not any(e.document_key == "moved" and e.kind == "warning" for e in job.errors):
+                job.errors.append(md.JobError(document_key="moved", kind="warning", message=message))
+        except SQLAlchemyError:  # (a failed run's database may be what failed: the note waits)
+            logger.debug("could not note the moves on job %s", job.id, exc_info=True)
 
     def _process_streamed(self, session: Session, coll: md.Collection, job: md.IndexJob,
                           report: IndexReport, doc: StreamedDocument, embedder: Embedder,
