@@ -166,7 +166,9 @@ class ClusterBody(_Body):
     k: ClusterK = None
     max_k: int = Field(default=10, ge=2, le=50)
     embedder: str | None = None
-    explainer: str | None = None
+    # "" (or blank) is none, as the CLI's `--explain ''`: it was a 404 "explainer '' is not
+    # served here".
+    explainer: Annotated[str | None, AfterValidator(lambda v: v if v is None or v.strip() else None)] = None
     keywords: int = Field(default=5, ge=1, le=50)
     members: int = Field(default=3, ge=1, le=50)
     answer_tokens: int | None = Field(default=None, ge=1, le=64)

@@ -52,3 +52,13 @@ def test_a_compressed_body_is_said_to_be_compressed(client) -> None:
     assert response.json()["error"]["message"] == (
         "the request body is sent with Content-Encoding: gzip, which this server does not "
         "decode; send it uncompressed")
+
+
+def test_an_empty_explainer_is_none_as_the_cli_reads_it(client) -> None:
+    """`facet cluster --explain ''` names clusters by keywords; `"explainer": ""` was a 404,
+    "explainer '' is not served here"."""
+    body = {"instruction": "topic", "texts": ["card lost", "card stolen", "rates up", "rates down"], "k": 2}
+    got = client.post("/cluster", json={**body, "explainer": "  "})
+    assert got.status_code == 200, got.text
+    assert got.json()["explainer"] is None
+    assert got.json()["labels"] == client.post("/cluster", json=body).json()["labels"]
