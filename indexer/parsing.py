@@ -1067,7 +1067,9 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
         return DocumentError(fallback_key, str(path),
                              f"{path}:{where}: no text field; expected one of "
                              f"{', '.join(TEXT_FIELDS)} "
-                             f"(found {', '.join(map(str, record)) or 'none'})")
+                             f"(found {', '.join(map(str, record)) or 'none'}); name the one "
+                             "holding the text as the text column (`facet index --text-column`, "
+                             "text_column in POST /jobs)")
     id_field = next((f for f in _ID_FIELDS if record.get(f) not in (None, "")), None)
     key = str(record[id_field]) if id_field else fallback_key
     text = record[text_field]

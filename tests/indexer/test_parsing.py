@@ -124,6 +124,9 @@ def test_malformed_jsonl_line_is_a_per_line_error(tmp_path: Path) -> None:
     assert f"{path}:2: malformed JSON line" in errors[f"{path}#L2"]
     assert "expected a JSON object" in errors[f"{path}#L5"]
     assert "no text field" in errors[f"{path}#L6"]
+    # and how to name another (the csv's message said it; a jsonl's did not)
+    assert errors[f"{path}#L6"].endswith("as the text column (`facet index --text-column`, "
+                                         "text_column in POST /jobs)")
 
 
 def test_missing_and_unsupported_sources(tmp_path: Path) -> None:
