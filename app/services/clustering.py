@@ -65,9 +65,7 @@ from app.services.context import ServiceContext
 from app.services.search import (
     SearchRequest,
     SearchService,
-    _field_name,
     check_filters,
-    filter_type_hint,
     payload_filters,
     refuse_if_busy,
     stored_vectors,
@@ -928,15 +926,9 @@ class ClusterService:
 
     def _filter_hint(self, collection: str, filters: Mapping[str, Any]) -> str | None:
         """Why ``filters`` matched (almost) nothing in ``collection``, as a search that found
-        nothing says it (``SearchService._nothing_note``): the keys no document holds ("no
-        document has a field 'intnt'") and a value of the wrong type (``year:=2020`` for a field
-        of numbers: ``filter_type_hint``). A clustering said only "check the filters"."""
-        search = self.search_service
-        held = search._field_values(collection, filters)
-        notes: list[str | None] = [f"no document has a field {name!r}" for name in dict.fromkeys(
-            _field_name(key) for key, value in held.items() if value is None)]
-        notes.append(filter_type_hint(filters, held, search._type_twins(collection, filters, held)))
-        return "; ".join(n for n in notes if n) or None
+        nothing says it (``SearchService.filter_notes``). A clustering said only "check the
+        filters"."""
+        return "; ".join(self.search_service.filter_notes(collection, filters)) or None
 
     def _check_collection(self, name: str) -> None:
         """Refuse an unknown collection, or one another process holds, before anything imports

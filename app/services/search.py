@@ -1121,12 +1121,18 @@ class SearchService:
         if mode != "lexical" and vector_name is not None:
             notes.append(self._missing_vectors_note(request.collection, vector_name))
         if request.filters and not results:
-            held = self._field_values(request.collection, request.filters)
-            notes += [f"no document has a field {name!r}" for name in dict.fromkeys(
-                _field_name(key) for key, value in held.items() if value is None)]
-            twins = self._type_twins(request.collection, request.filters, held)
-            notes.append(filter_type_hint(request.filters, held, twins))
+            notes += self.filter_notes(request.collection, request.filters)
         return "; ".join(n for n in notes if n) or None
+
+    def filter_notes(self, collection: str, filters: Mapping[str, Any]) -> list[str]:
+        """Why ``filters`` matched nothing in ``collection``: each key no document holds ("no
+        document has a field 'topik'") and a value of the wrong type (``filter_type_hint``).
+        A search's note and a clustering's refusal both say it."""
+        held = self._field_values(collection, filters)
+        notes: list[str | None] = [f"no document has a field {name!r}" for name in dict.fromkeys(
+            _field_name(key) for key, value in held.items() if value is None)]
+        notes.append(filter_type_hint(filters, held, self._type_twins(collection, filters, held)))
+        return [n for n in notes if n]
 
     def _missing_vectors_note(self, collection: str, vector_name: str) -> str | None:
         """That some documents have no ``vector_name`` vectors (an embedder added to the
