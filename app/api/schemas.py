@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from pydantic_core import PydanticCustomError
 
 from app.errors import InvalidRequestError
-from app.services.clustering import MAX_SEED
+from app.services.clustering import MAX_K, MAX_SEED
 from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED
 from app.services.search import (
     MAX_TOP_K,
@@ -164,7 +164,7 @@ class ClusterBody(_Body):
     limit: int | None = Field(default=None, ge=2)
     search: ClusterSearch | None = None
     k: ClusterK = None
-    max_k: int = Field(default=10, ge=2, le=50)
+    max_k: int = Field(default=10, ge=2, le=MAX_K)
     embedder: str | None = None
     # "" (or blank) is none, as the CLI's `--explain ''`: it was a 404 "explainer '' is not
     # served here".

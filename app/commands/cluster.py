@@ -28,7 +28,8 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import handle_errors, open_facet, prepare_out_file, write_out_file
-from app.errors import InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
+from app.errors import InvalidRequestError, NotFoundError, TooLargeError
+from app.services.clustering import MAX_K
 from app.settings import get_settings
 from app.text import plural, printable
 
@@ -175,12 +176,6 @@ class ClusterBar:
 # Characters of a representative text shown at most (a longer one ends with "…").
 SHOWN_CHARS = 110
 
-# How the registry's refusal of an unknown model name begins.
-_UNKNOWN_EMBEDDER = "unknown embedder "
-
-# The largest --max-k, as POST /cluster's max_k (``app.api.schemas.ClusterBody``).
-MAX_K_LIMIT = 50
-
 
 def _one_line(text: str, limit: int = SHOWN_CHARS) -> str:
     """``text`` on one line, cut to ``limit`` characters with "…" where it was longer (a cut
@@ -249,7 +244,7 @@ def register(cli: typer.Typer) -> None:
             "--filter", "-f", help="with --collection: key=value or key:=JSON")] = None,
         k: Annotated[int, typer.Option("--k", help="number of clusters; 0 chooses it by silhouette")] = DEFAULT_K,
         max_k: Annotated[int | None, typer.Option(
-            "--max-k", help=f"with --k 0: the largest k tried (2 to {MAX_K_LIMIT}; default 10)")] = None,
+            "--max-k", help=f"with --k 0: the largest k tried (2 to {MAX_K}; default 10)")] = None,
         text_column: Annotated[str | None, typer.Option(
             "--text-column", help="the .csv column or .json/.jsonl field holding the texts "
                                   "(default: text, contents, content or body)")] = None,
@@ -291,8 +286,8 @@ def register(cli: typer.Typer) -> None:
                 default = " (the default)" if k == DEFAULT_K else ""
                 raise InvalidRequestError(f"--max-k is the largest k tried when k is chosen by "
                                           f"silhouette (--k 0); --k {k}{default} sets k itself")
-            if not 2 <= max_k <= MAX_K_LIMIT:
-                raise InvalidRequestError(f"--max-k must be from 2 to {MAX_K_LIMIT}, got {max_k}")
+            if not 2 <= max_k <= MAX_K:
+                raise InvalidRequestError(f"--max-k must be from 2 to {MAX_K}, got {max_k}")
         if out is not None and source is not None and _same_file(out, source):
             # The JSON result replaced the texts (exit 0): refused before any work.
             raise InvalidRequestError(f"--out {out} is the file of texts being clustered; writing "
@@ -321,14 +316,6 @@ def register(cli: typer.Typer) -> None:
             try:
                 with _sigterm_stops():
                     result = facet.cluster(request, progress=bar.update)
-            except UnknownModelError as e:
-                # The registry speaks of embedders: "unknown embedder 'nosuch'" for an --explain
-                # typo sent the user to --embedder.
-                message = str(e)
-                if e.param != "explainer" or not message.startswith(_UNKNOWN_EMBEDDER):
-                    raise
-                raise UnknownModelError(f"unknown explainer{message[len(_UNKNOWN_EMBEDDER) - 1:]}",
-                                        param="explainer") from e
             except InvalidRequestError as e:  # a k over a collection's chunks: this edge's way
                 if not str(e).endswith(K_BY_SILHOUETTE):
                     raise

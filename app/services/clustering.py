@@ -59,6 +59,7 @@ from app.errors import (
     InvalidRequestError,
     NotFoundError,
     TooLargeError,
+    UnknownModelError,
     as_domain_error,
 )
 from app.services.context import ServiceContext
@@ -119,6 +120,13 @@ class _Chunks(NamedTuple):
 
 # k-means' random_state takes 0 .. 2**32 - 1 (numpy's seed range).
 MAX_SEED = 2**32 - 1
+
+# The largest max_k: the silhouette choice runs k-means once per k tried (every edge's bound:
+# the CLI's --max-k, POST /cluster's max_k).
+MAX_K = 50
+
+# How the registry's refusal of an unknown model name begins ("unknown embedder 'x': ...").
+_UNKNOWN_EMBEDDER = "unknown embedder "
 
 # Bytes of embeddings the cluster service keeps for reuse (``EmbeddingCache``; a constant, not a
 # setting): 1,504 minilm vectors are 2.3 MB, 5,000 (FACET_MAX_CLUSTER_TEXTS) of a 1,024-wide
@@ -587,8 +595,9 @@ class ClusterService:
         if request.k is not None and request.k < 2:
             raise InvalidRequestError(f"k must be at least 2 (or None to choose it by silhouette), "
                                       f"got {request.k}", param="k")
-        if request.max_k < 2:
-            raise InvalidRequestError(f"max_k must be at least 2, got {request.max_k}", param="max_k")
+        if not 2 <= request.max_k <= MAX_K:
+            raise InvalidRequestError(f"max_k must be from 2 to {MAX_K}, got {request.max_k}",
+                                      param="max_k")
         if request.collection is not None:
             check_filters(request.filters)
         if isinstance(request.seed, bool) or not 0 <= request.seed <= MAX_SEED:
@@ -619,6 +628,13 @@ class ClusterService:
                     if domain is None:
                         raise
                     domain.param = "explainer"
+                    message = str(domain)
+                    if isinstance(domain, UnknownModelError) and message.startswith(_UNKNOWN_EMBEDDER):
+                        # The registry speaks of embedders: "unknown embedder 'nosuch'" for an
+                        # explainer's typo sent the user to the embedder.
+                        domain = UnknownModelError("unknown explainer "
+                                                   + message[len(_UNKNOWN_EMBEDDER):],
+                                                   param="explainer")
                     raise domain from e
             if answers_questions(request.explainer) is False:
                 error = not_an_explainer(request.explainer)

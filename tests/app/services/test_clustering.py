@@ -133,6 +133,9 @@ def test_bad_requests(service, make_ctx) -> None:
         (ClusterRequest(INSTRUCTION), "exactly one source"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, collection="x"), "exactly one source"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, k=1), "k must be at least 2"),
+        # The bound every edge had written for itself (a library caller's 500 ran k-means 499 times).
+        (ClusterRequest(INSTRUCTION, texts=TEXTS, max_k=51), "max_k must be from 2 to 50, got 51"),
+        (ClusterRequest(INSTRUCTION, texts=TEXTS, max_k=1), "max_k must be from 2 to 50, got 1"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS[:3], k=4),
          r"k=4 is more than the 3 texts to cluster; ask for at most 3, or let k be chosen"),
         (ClusterRequest(INSTRUCTION, texts=["one"]), "at least 2 texts"),
@@ -150,9 +153,11 @@ def test_bad_requests(service, make_ctx) -> None:
         with pytest.raises(InvalidRequestError, match="not an InBedder checkpoint"):
             service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer=explainer))
     service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer="inbedder"))
-    # A mistyped explainer is refused before the texts are encoded, not after.
-    with pytest.raises(UnknownModelError, match="unknown embedder 'inbeder'"):
+    # A mistyped explainer is refused before the texts are encoded, not after, and named as the
+    # explainer at every edge (the registry's "unknown embedder" sent users to the embedder).
+    with pytest.raises(UnknownModelError, match=r"^unknown explainer 'inbeder': not a registered") as known:
         service.validate(ClusterRequest(INSTRUCTION, texts=TEXTS, explainer="inbeder"))
+    assert known.value.param == "explainer" and "Valid names: " in str(known.value)
     # Options that only a collection uses were ignored for given texts and search results.
     search = SearchRequest(query="card", collection="c")
     for request, fragment in [
