@@ -17,7 +17,9 @@ Models are loaded once per process by ``EmbedderCache``.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import threading
 import time
 import unicodedata
@@ -31,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from app.errors import BusyError, DataError, FacetError, InvalidRequestError, domain_errors
+from app.text import plural
 from embedders.contract import Embedder, EncodesFromPlain, Role, validate_instruction, validate_texts
 from embedders.explain import AnswerGenerator
 
@@ -233,35 +236,57 @@ def longest_first(texts: Sequence[str], size: int) -> list[list[int]]:
     return [order[i:i + size] for i in range(0, len(order), size)]
 
 
-def unread_count(model: Embedder, texts: Sequence[str]) -> int:
-    """How many of ``texts`` are mostly the unknown token (``[UNK]``) to ``model``'s tokenizer
-    (all-MiniLM reads Thai and emoji so): they embed nearly alike and rank arbitrarily. The
-    embedder logs it; this is for the edges to tell the person who indexed or searched. 0 for
-    a model whose tokenizer has no unknown token."""
+def unread_rows(model: Embedder, texts: Sequence[str]) -> list[int]:
+    """The positions of ``texts`` that are mostly the unknown token (``[UNK]``) to ``model``'s
+    tokenizer (all-MiniLM reads Thai and emoji so): they embed nearly alike and rank
+    arbitrarily. The embedder logs it; this is for the edges to tell the person who indexed or
+    searched. None for a model whose tokenizer has no unknown token."""
     if not texts:  # (before the tokenizer: a model not loaded yet is not loaded for nothing)
-        return 0
+        return []
     tokenizer = getattr(model, "tokenizer", None)
     unk = getattr(tokenizer, "unk_token_id", None)
     if tokenizer is None or unk is None:
-        return 0
+        return []
     from embedders.base import mostly_unknown
 
     special = set(tokenizer.all_special_ids)
     ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-    return sum(1 for row in ids if mostly_unknown(row, unk, special))
+    return [i for i, row in enumerate(ids) if mostly_unknown(row, unk, special)]
+
+
+def unread_count(model: Embedder, texts: Sequence[str]) -> int:
+    """How many of ``texts`` are mostly the unknown token to ``model``'s tokenizer
+    (``unread_rows``)."""
+    return len(unread_rows(model, texts))
 
 
 # What ``unread_message`` says, for an edge to find the warning among a job's.
 UNREAD_MARK = "are mostly unknown tokens to the tokenizer of"
 
 
-def unread_message(name: str, count: int, total: int, what: str = "texts") -> str:
+# Documents an ``unread_message`` names at most (the rest are counted).
+UNREAD_NAMED = 3
+_UNREAD_IN = re.compile(r" They are in ([\d,]+) documents?: (.*)$")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def unread_message(name: str, count: int, total: int, what: str = "texts",
+                   documents: Sequence[str] = (), in_documents: int | None = None) -> str:
     """The warning for ``count`` of ``total`` texts that ``name`` reads as mostly unknown tokens
-    (the words of the embedder's own log line)."""
-    return (f"{count:,} of {total:,} {what} {UNREAD_MARK} {name} "
-            "(a script or symbols it does not read, such as Thai or emoji), so they embed nearly "
-            "alike and rank arbitrarily; use an embedder whose tokenizer reads them (e.g. "
-            "causal2vec)")
+    (the words of the embedder's own log line), naming the first ``UNREAD_NAMED`` of the
+    ``documents`` they are in (of ``in_documents``, default as many as named): a count alone
+    left a user of a large corpus to search for them."""
+    message = (f"{count:,} of {total:,} {what} {UNREAD_MARK} {name} "
+               "(a script or symbols it does not read, such as Thai or emoji), so they embed nearly "
+               "alike and rank arbitrarily; use an embedder whose tokenizer reads them (e.g. "
+               "causal2vec).")
+    n = len(documents) if in_documents is None else in_documents
+    if not documents or n < 1:
+        return message
+    named = ", ".join(json.dumps(key, ensure_ascii=False) for key in documents[:UNREAD_NAMED])
+    more = n - min(len(documents), UNREAD_NAMED)
+    return (f"{message} They are in {plural(n, 'document')}: {named}"
+            + (f" and {more:,} more" if more > 0 else ""))
 
 
 def unread_counted(message: str) -> int | None:
@@ -271,6 +296,16 @@ def unread_counted(message: str) -> int | None:
         return None
     count = message.split(" of ", 1)[0].replace(",", "")
     return int(count) if count.isdigit() else None
+
+
+def unread_documents(message: str) -> tuple[list[str], int]:
+    """The documents an ``unread_message`` names and how many it says they are in (``[], 0``
+    for one that names none)."""
+    found = _UNREAD_IN.search(message)
+    if found is None:
+        return [], 0
+    named = [json.loads(q) for q in _QUOTED.findall(found.group(2))]
+    return named, int(found.group(1).replace(",", ""))
 
 
 def not_an_explainer(explainer: str) -> InvalidRequestError:

@@ -46,7 +46,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.encoding import unread_counted, unread_message
+from app.encoding import unread_counted, unread_documents, unread_message
 from app.errors import FacetError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
@@ -510,7 +510,7 @@ class ChunkedIndexService:
                 tally.errors.append(md.JobError(
                     document_key=embedder.name, kind="warning", message=unread_message(
                         embedder.name, report.unread_chunks, report.chunks_written,
-                        "chunks written")))
+                        "chunks written", list(report.unread_documents))))
             for error in tally.errors:
                 error.job_id = job_id
             s.add_all(tally.errors)
@@ -684,7 +684,7 @@ class ChunkedIndexService:
         warning an inline job gives, over all the chunks written (workers never said it)."""
         E = md.JobError
         rows = session.scalars(select(E).where(E.job_id == job_id, E.kind == "warning",
-                                               E.document_key == name)).all()
+                                               E.document_key == name).order_by(E.id)).all()
         counted = [(row, n) for row in rows if (n := unread_counted(row.message)) is not None]
         if not counted:
             return
@@ -692,8 +692,16 @@ class ChunkedIndexService:
             session.delete(row)
         J = md.IndexJob
         written = session.scalar(select(J.chunks_written).where(J.id == job_id)) or 0
+        # Each chunk task names the first of its own documents; a document is in one task.
+        named: list[str] = []
+        in_documents = 0
+        for row, _n in counted:
+            keys, n_docs = unread_documents(row.message)
+            named.extend(keys)
+            in_documents += n_docs
         session.add(E(job_id=job_id, document_key=name, kind="warning", message=unread_message(
-            name, sum(n for _row, n in counted), written, "chunks written")))
+            name, sum(n for _row, n in counted), written, "chunks written", named,
+            in_documents)))
 
 
 def stalled_chunks(sessions: Any) -> list[tuple[int, int]]:

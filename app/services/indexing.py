@@ -37,7 +37,7 @@ from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.encoding import longest_first, unread_count, unread_message
+from app.encoding import longest_first, unread_message, unread_rows
 from app.errors import (
     ConflictError,
     DataError,
@@ -168,8 +168,10 @@ class IndexReport:
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     collection_removed: bool = False
-    # Chunks mostly unknown tokens to the embedder's tokenizer (``encoding.unread_count``).
+    # Chunks mostly unknown tokens to the embedder's tokenizer (``encoding.unread_rows``), and
+    # the documents they are in, in order (the keys of a dict: a set that keeps the order).
     unread_chunks: int = 0
+    unread_documents: dict[str, None] = field(default_factory=dict)
     skipped_files: list[str] = field(default_factory=list)  # of unsupported types
     # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
     # link): (the path as printable text, why).
@@ -1483,7 +1485,7 @@ class IndexService:
                 break
         if report.unread_chunks:
             message = unread_message(embedder.name, report.unread_chunks, report.chunks_written,
-                                     "chunks written")
+                                     "chunks written", list(report.unread_documents))
             report.warnings.append((embedder.name, message))
             job.errors.append(md.JobError(document_key=embedder.name, kind="warning",
                                           message=message))
@@ -1587,7 +1589,7 @@ class IndexService:
                 embedder = loaded(embedder)  # (a donor the store lost points of: encoded)
                 texts = [c.text for c in batch]
                 vectors = self._encode_chunks(texts, spec, told)
-                report.unread_chunks += unread_count(embedder, texts)
+                self._count_unread(report, embedder, texts, [doc.key] * len(texts))
                 companions = self._companion_vectors(coll, embedder, texts, job, report, told)
                 companions_written.update(companions)
                 named = [{embedder.name: vec} | {name: v[j] for name, v in companions.items()}
@@ -1768,7 +1770,8 @@ class IndexService:
         # between this batch's pieces.
         vectors = (self._encode_chunks(texts, spec, encoding)
                    if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
-        report.unread_chunks += unread_count(embedder, texts)
+        self._count_unread(report, embedder, texts,
+                           [it.doc.key for it in items if it.reused is None for _c in it.chunks])
         job.encode_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         companions = self._companion_vectors(
@@ -1998,6 +2001,15 @@ class IndexService:
             self.store.delete_documents(coll.name, keys)
             self.store.flush()
         job.store_s += time.perf_counter() - t0
+
+    @staticmethod
+    def _count_unread(report: IndexReport, embedder: Any, texts: list[str], keys: list[str]) -> None:
+        """Counts the ``texts`` (chunks of the documents ``keys``, one per text) the embedder's
+        tokenizer reads as mostly unknown tokens, and notes their documents."""
+        rows = unread_rows(embedder, texts)
+        report.unread_chunks += len(rows)
+        for i in rows:
+            report.unread_documents.setdefault(keys[i])
 
     def _encode_chunks(self, texts: list[str], spec: str,
                        encoding: Callable[..., None] | None,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.core import Facet
-from app.encoding import UNREAD_MARK
+from app.encoding import UNREAD_MARK, unread_documents
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest
 from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
@@ -132,6 +132,11 @@ def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus
                 "script or symbols it does not read, such as Thai or emoji)")
     assert [(e["kind"], e["document"], e["message"][:len(expected)]) for e in job.errors
             if UNREAD_MARK in e["message"]] == [("warning", "minilm", expected)], job.errors
+    # ... naming documents from both chunk tasks' warnings, and counting all four.
+    named, in_documents = unread_documents(next(e["message"] for e in job.errors
+                                                if UNREAD_MARK in e["message"]))
+    thai_files = {str(thai / f"th{i}.txt") for i in range(len(THAI))}
+    assert in_documents == 4 and len(named) == 3 and set(named) <= thai_files, named
 
 
 def test_kill9_worker_mid_job_then_restart(stack: Stack, client, corpus, minilm,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.encoding import longest_first
+from app.encoding import longest_first, unread_counted, unread_documents, unread_message
 from app.services import indexing
 from app.services.collections import CollectionService
 from app.services.indexing import IndexOptions, IndexService, Progress
@@ -76,6 +76,11 @@ def test_chunks_the_tokenizer_cannot_read_are_a_warning_of_the_job(make_ctx, tmp
     expected = ("4 of 5 chunks written are mostly unknown tokens to the tokenizer of minilm (a "
                 "script or symbols it does not read, such as Thai or emoji)")
     assert [(k, m[:len(expected)]) for k, m in report.warnings] == [("minilm", expected)]
+    # ... and names the first of the documents they are in (a count alone left a user of a
+    # large corpus to search for them).
+    named = ", ".join(f'"{src / f"th{i}.txt"}"' for i in range(3))
+    assert report.warnings[0][1].endswith(f"(e.g. causal2vec). They are in 4 documents: {named} and 1 more")
+    assert unread_documents(report.warnings[0][1]) == ([str(src / f"th{i}.txt") for i in range(3)], 4)
     job = CollectionService(ctx).job(report.job_id)
     assert [(e["kind"], e["message"][:len(expected)]) for e in job.errors] == [("warning", expected)]
     # English only: nothing said.
@@ -83,3 +88,19 @@ def test_chunks_the_tokenizer_cannot_read_are_a_warning_of_the_job(make_ctx, tmp
     for i in range(len(THAI)):
         (src / f"th{i}.txt").unlink()
     assert IndexService(ctx).index(src, "docs").warnings == []
+
+
+def test_the_unread_warning_names_documents_it_can_read_back() -> None:
+    """A worker job sums its chunk tasks' warnings into one: the names are read back from them,
+    whatever characters the keys hold."""
+    keys = ['a "quoted", name.txt', "back\\slash.txt", "ไทย.txt", "four.txt"]
+    message = unread_message("minilm", 5, 9, "chunks written", keys)
+    assert message.endswith('They are in 4 documents: "a \\"quoted\\", name.txt", "back\\\\slash.txt", '
+                            '"ไทย.txt" and 1 more')
+    assert unread_documents(message) == (keys[:3], 4)
+    assert unread_counted(message) == 5
+    one = unread_message("minilm", 1, 2, "chunks written", ["x.txt"])
+    assert one.endswith('They are in 1 document: "x.txt"') and unread_documents(one) == (["x.txt"], 1)
+    assert unread_documents(unread_message("minilm", 1, 2)) == ([], 0)
+    # Counted in more documents than named (another chunk task's): "and N more".
+    assert unread_message("m", 9, 9, "chunks", ["a"], 7).endswith('They are in 7 documents: "a" and 6 more')
