@@ -260,6 +260,53 @@ def unread_count(model: Embedder, texts: Sequence[str]) -> int:
     return len(unread_rows(model, texts))
 
 
+def cut_count(model: Embedder, texts: Sequence[str]) -> int:
+    """How many of ``texts`` are longer than ``model`` reads whole as documents
+    (``document_budget``): it cuts them, and what follows the cut is in no vector of it. 0 for
+    a model that does not tell (a plugin's)."""
+    count_of = getattr(model, "documents_cut", None)
+    if not texts or not callable(count_of):
+        return 0
+    count = count_of(list(texts))
+    return count if isinstance(count, int) else 0
+
+
+# What ``cut_message`` says, for the chunk tasks' warnings to be summed.
+CUT_MARK = "chunks written are longer than"
+
+
+# Tokens a chunk's size advice leaves below an embedder's budget: a chunk read inside the
+# prompt can take a token or two more than the chunker counted in the whole document (a word
+# cut at the chunk's start is tokenised anew).
+CHUNK_MARGIN = 4
+
+
+def cut_message(name: str, count: int, total: int, budget: int | None) -> str:
+    """The warning for ``count`` of ``total`` chunks written that ``name`` reads only the start
+    of (``budget`` tokens of text)."""
+    reads = f" reads whole ({budget} tokens of text)" if budget else " reads whole"
+    advice = (f"index into a new collection with --chunk-tokens {max(1, budget - CHUNK_MARGIN)} "
+              "or less" if budget else "index into a new collection with smaller --chunk-tokens")
+    return (f"{count:,} of {total:,} {CUT_MARK} {name}{reads}: only the start of each is in its "
+            f"vectors, so its searches miss what the rest says; for whole chunks {advice}, or "
+            f"load {name} with a larger max_length where it takes one")
+
+
+_CUT_BUDGET = re.compile(r" reads whole \((\d+) tokens of text\)")
+
+
+def cut_counted(message: str) -> tuple[int, int | None] | None:
+    """The count and budget a ``cut_message`` says (None for any other message): the warnings
+    of a worker job's chunk tasks are summed into the one an inline job gives."""
+    if CUT_MARK not in message:
+        return None
+    count = message.split(" of ", 1)[0].replace(",", "")
+    if not count.isdigit():
+        return None
+    budget = _CUT_BUDGET.search(message)
+    return int(count), int(budget.group(1)) if budget else None
+
+
 # What ``unread_message`` says, for an edge to find the warning among a job's.
 UNREAD_MARK = "are mostly unknown tokens to the tokenizer of"
 

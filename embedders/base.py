@@ -360,6 +360,38 @@ class BaseEmbedder(ABC):
         if instruction is not None and isinstance(tokenize, PromptTokenizer):
             tokenize.check_instruction(Role.parse(role), instruction)
 
+    def document_budget(self) -> int | None:
+        """The most tokens of a text ``encode`` reads whole as a document (``role="document"``,
+        no instruction: how an index reads its chunks), its prompt template taken off
+        ``max_length``; longer texts are cut to it. None for an embedder that does not read
+        through a ``PromptTokenizer``. The application compares a collection's chunks with it
+        (``app.encoding.cut_count``): the causal checkpoints serve 96 tokens, a default chunk is
+        200, and only a log line said that most of each chunk never reached its vector."""
+        tokenize = getattr(self, "_tokenize", None)
+        if not isinstance(tokenize, PromptTokenizer):
+            return None
+        role, instruction = self._document_reading()
+        return tokenize.text_budget(role, instruction)
+
+    def documents_cut(self, texts: Sequence[str]) -> int | None:
+        """How many of ``texts`` ``encode`` cuts to ``document_budget`` read as documents, found
+        by its own tokenisation of the prompts, without the model (None where
+        ``document_budget`` is None)."""
+        tokenize = getattr(self, "_tokenize", None)
+        if not isinstance(tokenize, PromptTokenizer):
+            return None
+        items = [unicodedata.normalize("NFC", t) for t in validate_texts(texts)]
+        if not items:
+            return 0
+        role, instruction = self._document_reading()
+        return tokenize._tokens(items, role, instruction).truncated
+
+    def _document_reading(self) -> tuple[Role, str | None]:
+        """The role and instruction ``_embed_batch`` reads a document under (no instruction
+        given); an embedder that renders a default instruction, or reads every text as a
+        query, says so here."""
+        return Role.DOCUMENT, None
+
     def _warn_truncated(self, count: int, total: int, budget: int) -> None:
         """Say that ``count`` of ``total`` texts were cut to ``budget`` tokens: once per
         ``encode`` call or training log window (summed over its batches), or at once outside
@@ -540,6 +572,13 @@ class PromptTokenizer:
         tokens = self._tokens(texts, role, instruction)
         _note_instruction_cut(tokens.instruction_cut)
         return tokens
+
+    def text_budget(self, role: Role, instruction: str | None) -> int:
+        """Tokens left to a text read under ``instruction``: ``max_length`` less the prompt
+        (0 where the prompt alone fills it)."""
+        prefix, suffix = self.prompts.split(role, instruction)
+        fixed = len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
+        return max(self.max_length - fixed, 0)
 
     def _tokens(self, texts: Sequence[str], role: Role, instruction: str | None) -> PromptTokens:
         prefix, suffix = self.prompts.split(role, instruction)

@@ -46,7 +46,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.encoding import unread_counted, unread_documents, unread_message
+from app.encoding import CUT_MARK, cut_counted, cut_message, unread_counted, unread_documents, unread_message
 from app.errors import FacetError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
@@ -511,6 +511,10 @@ class ChunkedIndexService:
                     document_key=embedder.name, kind="warning", message=unread_message(
                         embedder.name, report.unread_chunks, report.chunks_written,
                         "chunks written", list(report.unread_documents))))
+            for name, count in report.cut_chunks.items():  # summed as the [UNK] warning is
+                tally.errors.append(md.JobError(
+                    document_key=name, kind="warning", message=cut_message(
+                        name, count, report.chunks_written, report.cut_budget.get(name))))
             for error in tally.errors:
                 error.job_id = job_id
             s.add_all(tally.errors)
@@ -655,6 +659,7 @@ class ChunkedIndexService:
             message="; ".join(notes) or None))
         if done.rowcount == 1:  # type: ignore[attr-defined]
             self._sum_unread(session, job_id, job.embedder)
+            self._sum_cut(session, job_id)
             self._sum_moved(session, job_id)
         session.commit()
         leases.release(session, coll.id, job_id)
@@ -677,6 +682,29 @@ class ChunkedIndexService:
         for row in rows:
             session.delete(row)
         session.add(E(job_id=job_id, document_key="moved", kind="warning", message=summed))
+
+    @staticmethod
+    def _sum_cut(session: Session, job_id: int) -> None:
+        """The chunk tasks' warnings of chunks longer than an embedder reads whole, as the one
+        warning per embedder an inline job gives, over all the chunks written."""
+        E = md.JobError
+        rows = session.scalars(select(E).where(E.job_id == job_id, E.kind == "warning",
+                                               E.message.contains(CUT_MARK)).order_by(E.id)).all()
+        sums: dict[str, tuple[int, int | None]] = {}
+        for row in rows:
+            parts = cut_counted(row.message)
+            if parts is None:
+                continue
+            count, budget = sums.get(row.document_key, (0, None))
+            sums[row.document_key] = (count + parts[0], budget or parts[1])
+            session.delete(row)
+        if not sums:
+            return
+        J = md.IndexJob
+        written = session.scalar(select(J.chunks_written).where(J.id == job_id)) or 0
+        session.add_all(E(job_id=job_id, document_key=name, kind="warning",
+                          message=cut_message(name, count, written, budget))
+                        for name, (count, budget) in sums.items())
 
     @staticmethod
     def _sum_unread(session: Session, job_id: int, name: str) -> None:

@@ -37,7 +37,7 @@ from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.encoding import longest_first, unread_message, unread_rows
+from app.encoding import cut_count, cut_message, longest_first, unread_message, unread_rows
 from app.errors import (
     ConflictError,
     DataError,
@@ -172,6 +172,10 @@ class IndexReport:
     # the documents they are in, in order (the keys of a dict: a set that keeps the order).
     unread_chunks: int = 0
     unread_documents: dict[str, None] = field(default_factory=dict)
+    # Chunks longer than an embedder reads whole (``encoding.cut_count``), by its name, and the
+    # budget it reads (tokens of text).
+    cut_chunks: dict[str, int] = field(default_factory=dict)
+    cut_budget: dict[str, int | None] = field(default_factory=dict)
     skipped_files: list[str] = field(default_factory=list)  # of unsupported types
     # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
     # link): (the path as printable text, why).
@@ -1489,6 +1493,7 @@ class IndexService:
             report.warnings.append((embedder.name, message))
             job.errors.append(md.JobError(document_key=embedder.name, kind="warning",
                                           message=message))
+        self._note_cut(job, report)
         return seen
 
     @staticmethod
@@ -1590,6 +1595,7 @@ class IndexService:
                 texts = [c.text for c in batch]
                 vectors = self._encode_chunks(texts, spec, told)
                 self._count_unread(report, embedder, texts, [doc.key] * len(texts))
+                self._count_cut(report, embedder, texts)
                 companions = self._companion_vectors(coll, embedder, texts, job, report, told)
                 companions_written.update(companions)
                 named = [{embedder.name: vec} | {name: v[j] for name, v in companions.items()}
@@ -1772,6 +1778,7 @@ class IndexService:
                    if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
         self._count_unread(report, embedder, texts,
                            [it.doc.key for it in items if it.reused is None for _c in it.chunks])
+        self._count_cut(report, embedder, texts)
         job.encode_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         companions = self._companion_vectors(
@@ -2003,6 +2010,24 @@ class IndexService:
         job.store_s += time.perf_counter() - t0
 
     @staticmethod
+    def _count_cut(report: IndexReport, model: Any, texts: list[str], name: str | None = None) -> None:
+        """Counts the ``texts`` (chunks) longer than ``model`` reads whole, under its vector's
+        ``name`` (default the model's)."""
+        cut = cut_count(model, texts)
+        if cut:
+            name = name or model.name
+            report.cut_chunks[name] = report.cut_chunks.get(name, 0) + cut
+            report.cut_budget[name] = model.document_budget()
+
+    @staticmethod
+    def _note_cut(job: Any, report: IndexReport) -> None:
+        """One warning per embedder that read only the start of some chunks this run."""
+        for name, count in report.cut_chunks.items():
+            message = cut_message(name, count, report.chunks_written, report.cut_budget.get(name))
+            report.warnings.append((name, message))
+            job.errors.append(md.JobError(document_key=name, kind="warning", message=message))
+
+    @staticmethod
     def _count_unread(report: IndexReport, embedder: Any, texts: list[str], keys: list[str]) -> None:
         """Counts the ``texts`` (chunks of the documents ``keys``, one per text) the embedder's
         tokenizer reads as mostly unknown tokens, and notes their documents."""
@@ -2074,6 +2099,7 @@ class IndexService:
                 # In the encoder's pieces, told how far as the running embedder's are.
                 out[other.name] = self._encode_chunks(texts, other.spec, encoding,
                                                       vector=other.name)
+                self._count_cut(report, model, texts, other.name)
             except (UnknownModelError, DataError, ConflictError, EmbedderError) as e:
                 # (Not a busy or closed encoder: the run stops then, as for its own embedder.)
                 message = str(e) if isinstance(e, ConflictError) else (

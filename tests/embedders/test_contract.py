@@ -222,6 +222,34 @@ def test_text_beyond_context_is_truncated_with_warning(embedder, caplog):
     assert np.abs(out[0] - other[0]).max() < BATCH_TOLERANCE.get(embedder.method, 1e-5)
 
 
+def _text_of(tokenizer, n: int) -> str:
+    """A text the tokenizer reads as exactly ``n`` tokens (varied words, so no run merges)."""
+    words = [f"{w}{i % 7}" if i % 3 else w for i, w in enumerate(
+        ("ferry harbour timetable winter crossing island pier morning " * 60).split())]
+    for k in range(1, len(words)):
+        text = " ".join(words[:k])
+        if len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= n:
+            return text
+    raise AssertionError(f"no text of {n} tokens")
+
+
+def test_document_budget_is_where_encode_starts_cutting_a_document(embedder, caplog):
+    """``document_budget`` and ``documents_cut`` (what an index job compares its chunks with)
+    agree with ``encode``'s own cut of a document, for every embedder's prompt."""
+    budget = embedder.document_budget()
+    assert budget is not None and 0 < budget <= embedder.max_length
+    for extra in (-1, 0, 1, 2):
+        text = _text_of(embedder.tokenizer, budget + extra)
+        tokens = len(embedder.tokenizer(text, add_special_tokens=False)["input_ids"])
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="embedders.base"):
+            embedder.encode([text, "short"], role="document")
+        logged = any("were truncated" in r.getMessage() for r in caplog.records)
+        assert embedder.documents_cut([text, "short"]) == int(logged) == int(tokens > budget), (
+            extra, tokens, budget)
+    assert embedder.documents_cut([]) == 0
+
+
 def test_max_length_is_a_checked_inference_option_of_every_trained_method(embedder):
     """``ckpt[max_length=N]`` re-budgets a trained method (the corpus checkpoints serve more
     tokens than they trained with); a budget that leaves no room is refused and changes nothing."""

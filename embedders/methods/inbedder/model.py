@@ -89,6 +89,9 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
 
     # -- embedding -----------------------------------------------------------------------
 
+    def _document_reading(self) -> tuple[Role, str | None]:
+        return Role.DOCUMENT, self.config.default_instruction  # ``_instruction(None)``
+
     def reads_bare(self, instruction: str | None) -> bool:
         """No instruction, or the default one, is read as the default."""
         return self._instruction(validate_instruction(instruction)) == self.config.default_instruction

@@ -116,6 +116,9 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
             return mean_pool(states.hidden, states.mask)
         return 0.5 * (states.last_input + states.look_ahead.mean(dim=1))
 
+    def _document_reading(self) -> tuple[Role, str | None]:
+        return Role.QUERY, self.config.default_instruction  # every text as ``_sequences`` reads it
+
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         instruction = instruction or self.config.default_instruction
         return self.pool(self.student_states(texts, [instruction] * len(texts)))
