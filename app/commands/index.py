@@ -195,6 +195,10 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"  ... and {len(report.warnings) - 5} more "
                        f"{'warning' if len(report.warnings) == 6 else 'warnings'}: facet jobs "
                        f"{report.job_id} --errors {listed}", err=True)
+        if report.collection_removed and not report.docs_failed:
+            # "completed", then `facet search` said the collection was unknown.
+            typer.echo(f"  nothing to index in {printable(str(source))}: collection "
+                       f"{printable(collection)!r} was not created", err=True)
         if failure is not None:
             typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
             raise typer.Exit(exit_code(failure))

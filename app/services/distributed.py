@@ -138,33 +138,44 @@ class _ParseCache:
 
     def __init__(self, max_files: int = 4096) -> None:
         self.max_files = max_files
-        self._files: collections.OrderedDict[str, tuple[tuple[int, int], dict[str, Any]]] = \
-            collections.OrderedDict()
+        self._files: collections.OrderedDict[
+            str, tuple[tuple[int, int], dict[str, Any], list[Any]]] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def documents(self, path: str, max_bytes: int, text_column: str | None = None
                   ) -> dict[str, ParsedDocument | DocumentError]:
+        """The file's documents by key (the first of a repeated key)."""
+        return self.read(path, max_bytes, text_column)[0]
+
+    def read(self, path: str, max_bytes: int, text_column: str | None = None
+             ) -> tuple[dict[str, ParsedDocument | DocumentError], list[ParsedDocument | DocumentError]]:
+        """The file's documents by key, and the later ones of a repeated key (an id the file
+        gives twice: the plan reports each as the inline run does; they were dropped unsaid)."""
         try:
             st = os.stat(path)
             stamp = (st.st_size, st.st_mtime_ns)
         except OSError:
-            return {}
+            return {}, []
         key = f"{path}\0{text_column or ''}"
         with self._lock:
             hit = self._files.get(key)
             if hit is not None and hit[0] == stamp:
                 self._files.move_to_end(key)
-                return hit[1]
+                return hit[1], hit[2]
         docs: dict[str, ParsedDocument | DocumentError] = {}
+        repeated: list[ParsedDocument | DocumentError] = []
         # Whole files (no streaming), read as the job's inline run would read them.
         for item in parse_file(Path(path), max_bytes=max_bytes, text_column=text_column):
             if isinstance(item, ParsedDocument | DocumentError):
-                docs.setdefault(item.key, item)
+                if item.key in docs:
+                    repeated.append(item)
+                else:
+                    docs[item.key] = item
         with self._lock:
-            self._files[key] = (stamp, docs)
+            self._files[key] = (stamp, docs, repeated)
             while len(self._files) > self.max_files:
                 self._files.popitem(last=False)
-        return docs
+        return docs, repeated
 
 
 _PARSED = _ParseCache()
@@ -282,10 +293,10 @@ class ChunkedIndexService:
                     todo.append([item.key, item.source, digest])
 
         for path in files:
-            for item in _PARSED.documents(str(path), max_bytes, job.text_column).values():
+            docs, repeated = _PARSED.read(str(path), max_bytes, job.text_column)
+            for item in [*docs.values(), *repeated]:
                 if item.key in seen.keys:
-                    message = (f"duplicate document id {item.key!r} in {item.source}; only the "
-                               "first occurrence is indexed")
+                    message = seen.duplicate_message(item.key, item.source)
                     report.docs_seen += 1
                     report.docs_failed += 1
                     report.errors.append((item.key, message))

@@ -119,11 +119,24 @@ class Seen:
 
     keys: set[str] = field(default_factory=set)
     failed_sources: set[str] = field(default_factory=set)
+    # The source each key was first read from (a duplicate's message names it).
+    sources: dict[str, str] = field(default_factory=dict)
 
     def add(self, item: ParsedDocument | DocumentError | StreamedDocument) -> None:
         self.keys.add(item.key)
+        self.sources.setdefault(item.key, str(item.source))
         if isinstance(item, DocumentError):
             self.failed_sources.add(item.source)
+
+    def duplicate_message(self, key: str, source: str) -> str:
+        """The error for a second document with ``key``, read from ``source``: it named only
+        the file of the second, which read as that file repeating its own id when the first
+        was another file's."""
+        first = self.sources.get(key)
+        where = (f"{source} repeats it" if first in (None, str(source))
+                 else f"{first} already has a record with it")
+        return (f"duplicate document id {key!r} in {source}: {where}; only the first occurrence "
+                "is indexed (give each record an id of its own)")
 
 
 @dataclass(frozen=True)
@@ -1442,8 +1455,7 @@ class IndexService:
             job.parse_s += time.perf_counter() - t0
             if item is not None and item.key in seen.keys:
                 # Recorded on the job only: the document row belongs to the first occurrence.
-                message = (f"duplicate document id {item.key!r} in {item.source}; only the first "
-                           "occurrence is indexed")
+                message = seen.duplicate_message(item.key, item.source)
                 report.docs_seen += 1
                 report.docs_failed += 1
                 report.errors.append((item.key, message))

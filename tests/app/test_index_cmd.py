@@ -115,6 +115,24 @@ def test_skipped_files_are_named_with_the_supported_types(tmp_path, run) -> None
             ".txt)") in mixed.stderr
 
 
+def test_a_run_that_indexes_nothing_says_the_collection_was_not_created(tmp_path, run) -> None:
+    """"job 1 completed: 0 documents seen", exit 0, then `facet search` said the collection was
+    unknown: the summary never said that nothing was kept."""
+    src = tmp_path / "pictures"
+    src.mkdir()
+    (src / "photo.png").write_bytes(b"\x89PNG")
+    empty = run("index", str(src), "-c", "pics")
+    assert empty.returncode == 0, empty.stderr
+    assert f"nothing to index in {src}: collection 'pics' was not created" in empty.stderr
+    assert run("collections").stdout.count("pics") == 0
+    # Indexing into an existing collection finds nothing new: it stays, and nothing is said.
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("Card fees rise in May.")
+    assert run("index", str(tmp_path / "notes"), "-c", "pics").returncode == 0
+    again = run("index", str(src), "-c", "pics", "--no-sync")
+    assert again.returncode == 0 and "was not created" not in again.stderr, again.stderr
+
+
 def test_no_noise_one_summary_plurals_and_a_long_query_is_not_echoed(tmp_path, data) -> None:
     src = tmp_path / "src"
     src.mkdir()
