@@ -149,10 +149,15 @@ def register(cli: typer.Typer) -> None:
             finally:
                 bar.close()
         failure = None if allow_failures else report.failure()
+        # Cancelled from elsewhere (`facet jobs N --cancel`, the API, the UI): exit 0 let
+        # `facet index ... && next-step` go on with half a collection.
+        cancelled = 1 if report.state == "cancelled" else 0
         if as_json:
             typer.echo(printable_json(asdict(report) | {"docs_per_s": report.docs_per_s}))
             if failure is not None:
                 raise typer.Exit(exit_code(failure))
+            if cancelled:
+                raise typer.Exit(cancelled)
             return
         # A model loaded during the run is timed apart (``timings["load_model"]``), not in
         # elapsed_s: said here, "1 chunk in 0.2s" read as the whole of a 9 s run.
@@ -202,3 +207,10 @@ def register(cli: typer.Typer) -> None:
         if failure is not None:
             typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
             raise typer.Exit(exit_code(failure))
+        if cancelled:
+            from app.services.indexing import cancelled_message
+
+            typer.echo(f"error: job {report.job_id} was cancelled by a request (`facet jobs "
+                       f"{report.job_id} --cancel`, the API or the UI): "
+                       f"{cancelled_message(report.docs_indexed)}", err=True)
+            raise typer.Exit(cancelled)

@@ -133,6 +133,50 @@ def test_a_run_that_indexes_nothing_says_the_collection_was_not_created(tmp_path
     assert again.returncode == 0 and "was not created" not in again.stderr, again.stderr
 
 
+def test_a_run_cancelled_from_elsewhere_exits_non_zero_with_how_to_resume(tmp_path, data) -> None:
+    """`facet jobs N --cancel` from another terminal stopped a `facet index` that then exited
+    0 with only its counts: `facet index ... && next-step` went on with half a collection."""
+    import time
+
+    from sqlalchemy import create_engine, text
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(300):
+        (src / f"{i:03}.txt").write_text(f"note {i} about the ferry timetable and the winter crossing")
+    environ = dict(os.environ, FACET_DATA_DIR=str(data), FACET_CHUNK_TOKENS="64",
+                   FACET_CHUNK_OVERLAP="8")
+    proc = subprocess.Popen([sys.executable, "-m", "app", "index", str(src), "-c", "c",
+                             "--batch-chunks", "1"], env=environ, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        job_id = None
+        while job_id is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            if (data / "facet.db").exists():
+                engine = create_engine(f"sqlite:///{data / 'facet.db'}")
+                try:
+                    with engine.connect() as conn:
+                        job_id = conn.execute(text("SELECT id FROM index_jobs WHERE state = 'running' "
+                                                   "AND docs_indexed > 0")).scalar()
+                except Exception:  # the schema is still being created
+                    job_id = None
+                finally:
+                    engine.dispose()
+        assert job_id is not None, proc.communicate()
+        cancel = invoke_cli("jobs", str(job_id), "--cancel", env={"FACET_DATA_DIR": str(data)})
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, (out, err)
+    assert f"job {job_id} cancelled:" in out
+    assert (f"error: job {job_id} was cancelled by a request (`facet jobs {job_id} --cancel`, the API "
+            "or the UI): cancelled after ") in err
+    assert "index the same source again to resume: what was indexed is kept" in err
+
+
 def test_no_noise_one_summary_plurals_and_a_long_query_is_not_echoed(tmp_path, data) -> None:
     src = tmp_path / "src"
     src.mkdir()
