@@ -24,7 +24,10 @@ the facade's encoder either way; over HTTP ``ainvoke`` awaits httpx's async clie
 A search's ``note`` (a filter key no document holds: "no document has a field 'intnet'", term
 vectors of an older definition) is logged as a warning on this module's logger, once per call,
 and put in each returned document's metadata as ``note``: a misspelt filter otherwise gave
-the chain an empty context and nothing said why.
+the chain an empty context and nothing said why. An instruction the search did not read
+(``mode="lexical"`` without ``rerank``: BM25 matches the words only) is logged the same way, and
+each document's metadata carries ``instruction`` and ``instruction_read`` as ``POST /search``
+returns them: the instruction was otherwise dropped without a word.
 
 A record's own fields named as Facet's metadata keys (a ``score`` of 5, a ``source`` of "web",
 its own ``note``) are kept under the metadata's ``record`` (see ``to_document``): Facet's keys
@@ -75,7 +78,7 @@ from app.errors import (
     UnknownModelError,
 )
 from app.services.search import MAX_TOP_K, SearchMode, SearchRequest, SearchResult, check_filters
-from app.text import check_texts
+from app.text import check_text_encodable, check_texts
 from embedders.contract import Role
 
 if TYPE_CHECKING:  # imported when a facade is used: an HTTP-mode retriever never needs one
@@ -106,7 +109,8 @@ def _facet(facet: Facet | None) -> Facet:
 
 
 def to_document(result: SearchResult, collection: str, mode: str | None = None,
-                note: str | None = None) -> Document:
+                note: str | None = None, instruction: str | None = None,
+                instruction_read: bool = False) -> Document:
     """A search result as a LangChain ``Document``.
 
     ``page_content`` is the chunk text; ``metadata`` holds the document's own metadata
@@ -118,7 +122,9 @@ def to_document(result: SearchResult, collection: str, mode: str | None = None,
     ``score`` is: a fused score of 0.03 is a good hybrid hit, a cosine of 0.03 is not); on a
     clash the Facet field wins (the record's value kept under ``record``, below). ``id`` is
     the Qdrant point id. ``note``: the search's note (``SearchResponse.note``), set only when
-    it has one.
+    it has one. ``instruction``: the search's instruction (None without one);
+    ``instruction_read``: whether anything read it (``SearchResponse.instruction_read``: False
+    for a lexical search without a reranker, BM25 matching the words only, and without one).
 
     ``record``: the record's own fields that a Facet key replaced (any of the names above, or
     ``note`` or ``record``), e.g. ``{"score": 5, "source": "web", "note": "vip"}``; set only
@@ -130,7 +136,7 @@ def to_document(result: SearchResult, collection: str, mode: str | None = None,
 
     fields = {f: getattr(result, f) for f in _RESULT_FIELDS} | {"metadata": result.metadata}
     return _document(fields, result.text, collection, mode, note,
-                     point_id(result.doc_id, result.chunk_no))
+                     point_id(result.doc_id, result.chunk_no), instruction, instruction_read)
 
 
 # A result's fields a Document's metadata carries, as SearchResult and /search's JSON name them.
@@ -138,18 +144,20 @@ _RESULT_FIELDS = ("doc_id", "source", "title", "chunk_no", "start", "end", "scor
                   "vector_score", "rerank_score", "more_chunks")
 # Every metadata key that is Facet's: a record's own field of one of these names is kept under
 # "record" (a record's "record" too: the dict of replaced fields is there whenever it has one).
-_FACET_KEYS = frozenset((*_RESULT_FIELDS, "collection", "mode", "note", "record"))
+_FACET_KEYS = frozenset((*_RESULT_FIELDS, "collection", "mode", "instruction",
+                         "instruction_read", "note", "record"))
 
 
 def _document(result: Mapping[str, Any], text: str, collection: str, mode: str | None,
-              note: str | None, id: str | None) -> Document:
+              note: str | None, id: str | None, instruction: str | None = None,
+              instruction_read: bool = False) -> Document:
     """``to_document``'s Document from a result's fields, in process or from /search's JSON."""
     own: dict[str, Any] = dict(result.get("metadata") or {})
     # The record's "score": 5 was overwritten by Facet's and lost, with no way to read it.
     metadata = {k: v for k, v in own.items() if k not in _FACET_KEYS}
     metadata.update({f: result.get(f) for f in _RESULT_FIELDS},
                     more_chunks=list(result.get("more_chunks") or ()), collection=collection,
-                    mode=mode)
+                    mode=mode, instruction=instruction, instruction_read=instruction_read)
     if note:
         metadata["note"] = note
     replaced = {k: v for k, v in own.items() if k in _FACET_KEYS}
@@ -158,10 +166,16 @@ def _document(result: Mapping[str, Any], text: str, collection: str, mode: str |
     return Document(page_content=text, metadata=metadata, id=id)
 
 
-def _noted(docs: list[Document], note: str | None, collection: str, query: str) -> list[Document]:
-    """The documents, the search's note logged (see the module's docstring)."""
-    if note:
-        logger.warning("FacetRetriever search of %r for %r: %s", collection, query[:80], note)
+def _noted(docs: list[Document], note: str | None, collection: str, query: str,
+           unread: bool = False) -> list[Document]:
+    """The documents, the search's note and an instruction it did not read (``unread``) logged,
+    in one warning (see the module's docstring)."""
+    said = [note] if note else []
+    if unread:  # the CLI's words; it was dropped without a word here
+        said.append("the instruction was not read: lexical search matches the words only")
+    if said:
+        logger.warning("FacetRetriever search of %r for %r: %s", collection, query[:80],
+                       "; ".join(said))
     return docs
 
 
@@ -300,9 +314,11 @@ class FacetRetriever(BaseRetriever):
 
     def _search(self, query: str, options: dict[str, Any]) -> list[Document]:
         response = _facet(self.facet).search(self._request(query, options))
-        docs = [to_document(r, self.collection, response.mode, response.note)
-                for r in response.results]
-        return _noted(docs, response.note, self.collection, query)
+        read = bool(response.instruction_read)
+        docs = [to_document(r, self.collection, response.mode, response.note,
+                            response.instruction, read) for r in response.results]
+        return _noted(docs, response.note, self.collection, query,
+                      response.instruction is not None and not read)
 
     # ----------------------------------------------------------------- HTTP mode
 
@@ -316,6 +332,11 @@ class FacetRetriever(BaseRetriever):
             raise InvalidRequestError(f"the query must be a string, got "
                                       f"{type(query).__name__} {query!r:.80}")
         settings = self._options(options)
+        # An unpaired surrogate: the facade's refusal (SearchService.validate, in its order), not
+        # httpx's UnicodeEncodeError from encoding the body.
+        check_text_encodable(query, "the query", param="query")
+        if isinstance(settings["instruction"], str):
+            check_text_encodable(settings["instruction"], "the instruction", param="instruction")
         check_filters(settings["filters"])  # the facade's messages, and JSON-ready values
         body = {"query": query, "collection": self.collection, "embedder": self.embedder,
                 "k": settings.pop("top_k"), **settings}
@@ -329,10 +350,12 @@ class FacetRetriever(BaseRetriever):
             answer = response.json()
         except ValueError:  # a 200 of another server (a web page): not Facet's JSON
             raise FacetError(_not_facet(response, url, "JSON")) from None
-        note = answer.get("note")
-        docs = [_document(r, r["text"], self.collection, answer.get("mode"), note, r.get("id"))
+        note, instruction = answer.get("note"), answer.get("instruction")
+        read = bool(answer.get("instruction_read"))
+        docs = [_document(r, r["text"], self.collection, answer.get("mode"), note, r.get("id"),
+                          instruction, read)
                 for r in answer.get("results", [])]
-        return _noted(docs, note, self.collection, query)
+        return _noted(docs, note, self.collection, query, instruction is not None and not read)
 
     def _http_search(self, query: str, options: dict[str, Any]) -> list[Document]:
         import httpx

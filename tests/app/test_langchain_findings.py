@@ -1,0 +1,113 @@
+"""FacetRetriever, in process and over HTTP (a real uvicorn serving the API on a local port):
+
+- an unpaired surrogate in the query or the instruction (per call or the retriever's own) is the
+  in-process search's ``InvalidRequestError`` over HTTP too, not httpx's ``UnicodeEncodeError``
+  from encoding the body;
+- an instruction the search did not read (``mode="lexical"``: BM25 matches the words only) is
+  said: each document's metadata carries ``instruction`` and ``instruction_read`` as
+  ``POST /search`` returns them, and one warning is logged per call. It was dropped without a
+  word, where the CLI says "(not read: ...)" and the API ``instruction_read: false``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.errors import InvalidRequestError
+from app.integrations.langchain import FacetRetriever
+from app.settings import FacetSettings
+
+from .served import uvicorn_in_a_thread
+
+COLLECTION = "topups"
+INSTRUCTION = "Find the customer's intent"
+RECORDS = [
+    {"id": "t1", "text": "My money top-up failed again", "intent": "top_up_failed"},
+    {"id": "t2", "text": "How do I top up my card with money", "intent": "top_up_by_card"},
+    {"id": "t3", "text": "The exchange rate was wrong", "intent": "exchange_rate"},
+]
+LOGGER = "app.integrations.langchain"
+
+
+@pytest.fixture(scope="module")
+def served(minilm, tmp_path_factory) -> Iterator[tuple[Facet, str]]:
+    """(a facade over a small collection, the URL of the API serving it)."""
+    base = tmp_path_factory.mktemp("lcfind")
+    source = base / "x.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=base / "data", api_key=None), embedders=cache)
+    try:
+        facet.index(source, COLLECTION)
+        with uvicorn_in_a_thread(facet) as port:
+            yield facet, f"http://127.0.0.1:{port}"
+    finally:
+        facet.close()
+
+
+def _retriever(served: tuple[Facet, str], where: str, **settings: Any) -> FacetRetriever:
+    facet, url = served
+    how: dict[str, Any] = {"facet": facet} if where == "in process" else {
+        "base_url": url, "api_key": ""}
+    return FacetRetriever(collection=COLLECTION, k=3, **how, **settings)
+
+
+async def test_an_unpaired_surrogate_is_the_in_process_refusal_over_http(served) -> None:
+    """Over HTTP each raised ``UnicodeEncodeError: 'utf-8' codec can't encode character
+    '\\ud800'`` from httpx; in process, ``InvalidRequestError``."""
+    cases: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("query \ud800", {}, {}),                                  # the query
+        ("money top-up", {}, {"instruction": "Find \ud800"}),      # a per-call instruction
+        ("money top-up", {"instruction": "Find \ud800"}, {}),      # the retriever's own
+    ]
+    for query, settings, options in cases:
+        with pytest.raises(InvalidRequestError, match="unpaired surrogate") as local:
+            _retriever(served, "in process", **settings).invoke(query, **options)
+        remote = _retriever(served, "http", **settings)
+        with pytest.raises(InvalidRequestError) as sync:
+            remote.invoke(query, **options)
+        with pytest.raises(InvalidRequestError) as not_sync:
+            await remote.ainvoke(query, **options)
+        # The same message, before anything was sent (no "(HTTP 400 from ...)" after it).
+        assert str(sync.value) == str(not_sync.value) == str(local.value)
+        assert sync.value.param == local.value.param
+
+
+@pytest.mark.parametrize("where", ["in process", "http"])
+def test_an_instruction_not_read_is_in_the_metadata_and_logged(served, where, caplog) -> None:
+    """The repro: ``invoke("money top-up", mode="lexical")`` on a retriever with an instruction:
+    neither ``instruction`` nor ``instruction_read`` in the metadata, nothing logged."""
+    retriever = _retriever(served, where, instruction=INSTRUCTION)
+
+    def run(**options: Any) -> tuple[list[Any], list[str]]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            docs = retriever.invoke("money top-up", **options)
+        return docs, [r.getMessage() for r in caplog.records if r.name == LOGGER]
+
+    docs, logged = run(mode="lexical")
+    assert docs
+    assert all(d.metadata["instruction"] == INSTRUCTION for d in docs)
+    assert all(d.metadata["instruction_read"] is False for d in docs)
+    assert len(logged) == 1 and "instruction was not read" in logged[0], logged
+    assert "lexical search matches the words only" in logged[0]
+    # Read (dense; lexical with a reranker): said so, nothing logged.
+    for options in ({"mode": "dense"}, {"mode": "lexical", "rerank": "minilm"}):
+        docs, logged = run(**options)
+        assert docs and all(d.metadata["instruction_read"] is True for d in docs), options
+        assert all(d.metadata["instruction"] == INSTRUCTION for d in docs)
+        assert logged == [], options
+    # No instruction: none to read, none said.
+    docs, logged = run(mode="lexical", instruction=None)
+    assert docs and all(d.metadata["instruction"] is None for d in docs)
+    assert all(d.metadata["instruction_read"] is False for d in docs)
+    assert logged == []
