@@ -32,6 +32,7 @@ from app.text import printable
 
 if TYPE_CHECKING:
     from app.core import Facet
+    from app.settings import FacetSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,6 +101,66 @@ def check_port(host: str, port: int) -> None:
                 raise ConflictError(f"port {port} on {host} is in use (another server?); pick "
                                     "another with --port") from e
             raise InvalidRequestError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+
+
+# The file a server of an embedded data folder holds locked while it runs (``serving_lock``).
+SERVER_LOCK = "server.lock"
+
+
+@contextmanager
+def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterator[None]:
+    """Hold the embedded data folder for one server (`facet serve`, `facet ui`) while it runs.
+
+    A second server on the same folder started without a word, and then each held the
+    collections it had opened: the other's searches of them got 409s and its jobs failed,
+    for as long as the first kept them among its open ones. With a Qdrant server
+    (``FACET_QDRANT_URL``) nothing is held per process, and several API servers may share it.
+    The kernel drops the lock when the process ends, however it ends. (CLI commands still
+    work beside a server: each refuses only what the server holds, naming it.)
+
+    Raises:
+        ConflictError: another server holds the folder (its pid, command, address and start).
+    """
+    if settings.qdrant_url:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as before
+        yield
+        return
+    import json
+    import os
+    import time
+
+    folder = Path(settings.data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / SERVER_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(path.read_text() or "{}")
+            except (OSError, ValueError):
+                holder = {}
+            who = ", ".join(str(part) for part in (
+                holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
+                f"on {holder['address']}" if holder.get("address") else None,
+                f"since {holder['started']}" if holder.get("started") else None) if part)
+            raise ConflictError(
+                f"another Facet server ({who or 'unknown'}) serves the data folder {folder}: one "
+                "server per embedded data folder, since it holds the collections it opens; send "
+                "requests to it (it serves the UI at /ui too), stop it first, or give this one "
+                "another FACET_DATA_DIR") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({
+            "pid": os.getpid(), "command": command, "address": address,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # (drops the lock)
 
 
 @contextmanager

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from app.commands.common import check_port, handle_errors
+from app.commands.common import check_port, handle_errors, serving_lock
 from app.errors import InvalidRequestError, UnavailableError
 from app.settings import masked_url
 
@@ -60,11 +60,12 @@ def register(cli: typer.Typer) -> None:
             root.setLevel(level)
         try:
             names = preload if preload is not None else [settings.default_embedder]
-            app = create_app(settings=settings, preload=[n for n in names if n])
-            _log_start(host, settings, ui=any(getattr(r, "path", None) == "/ui" for r in app.routes))
-            # One process: the embedded store folder belongs to exactly one.
-            uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
-                        log_config=_uvicorn_log_config())
+            # One process: the embedded store folder belongs to exactly one (before any model).
+            with serving_lock(settings, "facet serve", f"http://{host}:{port}"):
+                app = create_app(settings=settings, preload=[n for n in names if n])
+                _log_start(host, settings, ui=any(getattr(r, "path", None) == "/ui" for r in app.routes))
+                uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
+                            log_config=_uvicorn_log_config())
         finally:
             root.setLevel(before)  # called in-process (tests): leave the caller's level
 

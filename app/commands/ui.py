@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import check_port, handle_errors
+from app.commands.common import check_port, handle_errors, serving_lock
 from app.errors import InvalidRequestError, UnavailableError
 
 
@@ -45,13 +45,14 @@ def register(cli: typer.Typer) -> None:
                                       "--host an IPv4 address (127.0.0.1, 0.0.0.0) or a host name")
         check_port(host, port)
         settings = get_settings()
-        facet = Facet.for_serving(settings)
-        Facet.set_shared(facet)
-        try:
-            for name in preload if preload is not None else [settings.default_embedder]:
-                if name:
-                    facet.embed(["warm-up"], embedder=name)
-            typer.echo(f"Facet UI on http://{host}:{port} (data dir {settings.data_dir})")
-            launch_ui(facet, host=host, port=port, block=True)
-        finally:
-            facet.close(reason="the server stopping")
+        with serving_lock(settings, "facet ui", f"http://{host}:{port}"):
+            facet = Facet.for_serving(settings)
+            Facet.set_shared(facet)
+            try:
+                for name in preload if preload is not None else [settings.default_embedder]:
+                    if name:
+                        facet.embed(["warm-up"], embedder=name)
+                typer.echo(f"Facet UI on http://{host}:{port} (data dir {settings.data_dir})")
+                launch_ui(facet, host=host, port=port, block=True)
+            finally:
+                facet.close(reason="the server stopping")

@@ -255,3 +255,33 @@ def test_a_data_folder_on_a_real_read_only_mount_gets_the_read_only_advice(tmp_p
         env=dict(os.environ, FACET_DATA_DIR=str(mnt)))
     assert done.returncode == 4, done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"error: the data folder {mnt} {READ_ONLY_ADVICE}"
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_a_second_server_on_one_embedded_data_folder_is_refused_at_start(tmp_path, command) -> None:
+    """Two `facet serve` (or `serve` and `ui`) on one data folder started without a word, then
+    split its collections: each one's searches of the other's got 409s and its jobs failed."""
+    import os
+    import socket
+
+    from app.commands.common import serving_lock
+    from app.settings import FacetSettings
+
+    settings = FacetSettings(data_dir=tmp_path)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with serving_lock(settings, "facet serve", "http://127.0.0.1:8000"):
+        second = invoke_cli(command, "--port", str(port), env={"FACET_DATA_DIR": str(tmp_path)})
+        assert second.returncode == 5, second.stdout + second.stderr
+        assert second.stderr.startswith(
+            f"error: another Facet server (facet serve, pid {os.getpid()}, on http://127.0.0.1:8000, "
+            "since "), second.stderr
+        assert f"serves the data folder {tmp_path}: one server per embedded data folder" in second.stderr
+        # With a Qdrant server nothing is held per process: a second API server may share it.
+        with serving_lock(FacetSettings(data_dir=tmp_path, qdrant_url="http://qdrant:6333"),
+                          "facet serve", "http://127.0.0.1:8001"):
+            pass
+    # Let go when the first ends (as the kernel does when its process dies).
+    with serving_lock(settings, "facet ui", "http://127.0.0.1:7860"):
+        pass
