@@ -20,7 +20,8 @@ Decisions on bad input:
   large file read in a stream is judged by the same rule, counted in pieces.
 * **Field names** (csv headers, jsonl/json keys) are stored in Unicode's composed form (NFC),
   and the text column is matched so: a header written decomposed (macOS) matches a name typed
-  composed.
+  composed. The usual text, id and title names match them in any case (a header ``ID,Title,Text``),
+  the exact spelling first; ``--text-column`` matches exactly.
 * **Empty** documents (nothing but whitespace) are rejected: there is nothing to embed.
 * **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
   their size and the limit, so a 50 MB log cannot stall a run. So is a .docx, .pdf or HTML
@@ -34,7 +35,10 @@ Decisions on bad input:
   for a jsonl line or a whole .json file, not a crash of the run.
 * **Malformed csv rows** are errors keyed ``path#row<n>`` naming their line; the rows after
   them are still read. A field may be as long as the file (a field over the document limit
-  is that row's error), not only the csv module's default 128 Ki characters.
+  is that row's error), not only the csv module's default 128 Ki characters. A quote left open
+  to the end of the file is that row's error (the reader made the rest of the file its text);
+  cells past the header's columns, a repeated header name (its first column is read) and an
+  unnamed header cell (not read) are warnings, once per file.
 * **A .docx** is checked before each of its parts is unpacked: ``word/document.xml`` over
   ``_DOCX_XML_FACTOR`` x ``max_bytes`` is an error naming the limit; ``docProps/core.xml``
   (the title) over ``_DOCX_CORE_BYTES`` is skipped with a warning, the text still indexed.
@@ -721,10 +725,31 @@ def _plain_heading(text: str) -> str | None:
     return text or None
 
 
+# A YAML block scalar's header: | or >, a chomping and an indentation indicator, a comment.
+_BLOCK_SCALAR = re.compile(r"[|>][-+1-9]{0,2}(?:[ \t]+#.*)?")
+
+
+def _block_scalar(lines: list[str], indent: int) -> str:
+    """The first paragraph of a YAML block scalar (the lines indented under its key), on one
+    line."""
+    words: list[str] = []
+    for line in lines:
+        if not line.strip():
+            if words:
+                break
+            continue
+        if len(line) - len(line.lstrip()) <= indent:
+            break
+        words.append(line.strip())
+    return " ".join(words)
+
+
 def _markdown_title(text: str) -> str | None:
     """The document's title: front matter's ``title:``, else its first level-1 heading (``# T``,
     or a line underlined with ``===``) outside code blocks, within the first 40 lines. (A
-    ``# comment`` in a fenced shell block was taken for the title.)"""
+    ``# comment`` in a fenced shell block was taken for the title.) A folded or literal
+    ``title: >`` (or ``|``) is read from the lines under it; ``title: >`` was the title ">",
+    and an empty ``title: ""`` gave no title where the heading has one."""
     lines = text.splitlines()[:40]
     start = 0
     if lines and lines[0].strip() == "---":  # YAML front matter
@@ -734,7 +759,11 @@ def _markdown_title(text: str) -> str | None:
                 break
             key, _, value = lines[i].partition(":")
             if key.strip().lower() == "title" and value.strip():
-                return value.strip().strip("'\"") or None
+                if _BLOCK_SCALAR.fullmatch(value.strip()):
+                    value = _block_scalar(lines[i + 1:], len(key) - len(key.lstrip()))
+                title = value.strip().strip("'\"")
+                if title:
+                    return title
     fence: str | None = None
     for i in range(start, len(lines)):
         line = lines[i]
@@ -763,8 +792,15 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
     title = soup.title.get_text(strip=True) if soup.title else None
     text = _drop_invisible(_html_text(soup.body or soup))
     lines = [" ".join(segment.split()) for segment in text.split(_BLOCK_BREAK)]
-    return ParsedDocument(str(path), str(path), "\n".join(x for x in lines if x),
-                          title=title or None, warnings=warnings)
+    body = "\n".join(x for x in lines if x)
+    # The title is part of the text, as a jsonl record's is ("title\ntext"): no search found
+    # a page by the words of its <title> alone. Not when the text starts with it already (a
+    # first heading that repeats the title), nor for a page without text (still empty).
+    head = " ".join(_drop_invisible(title or "").split())
+    first = body.partition("\n")[0]
+    if head and body and not (first.startswith(head) and not first[len(head):][:1].isalnum()):
+        body = f"{head}\n{body}"
+    return ParsedDocument(str(path), str(path), body, title=title or None, warnings=warnings)
 
 
 def _html_text(body: Any) -> str:
@@ -1049,6 +1085,22 @@ def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> tuple[dict[str, 
     return meta, dropped
 
 
+def _named(keys: dict[str, Any], names: tuple[str, ...]) -> Iterator[str]:
+    """The keys of ``keys`` called ``names``, in that order, in any case: each name spelled
+    exactly so first, then spelled in other cases (a csv header ``ID,Title,Text`` embedded its
+    ``ID`` column, its ids and title unread)."""
+    folded: dict[str, list[str]] = {}
+    for k in keys:
+        folded.setdefault(k.casefold(), []).append(k)
+    for name in names:
+        if name in keys:
+            yield name
+        yield from (k for k in folded.get(name, ()) if k != name)
+
+
+_JSON_TYPES = {dict: "object", list: "array", bool: "boolean"}
+
+
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
                      warnings: list[str], text_column: str | None = None) -> ParseResult:
     fallback_key = f"{path}#{where}"
@@ -1062,7 +1114,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                  f"{path}:{where}: no field {text_column!r} (the text column asked for); "
                                  f"found {', '.join(map(str, record)) or 'none'}")
     else:
-        text_field = next((f for f in TEXT_FIELDS if f in record), None)
+        text_field = next(_named(record, TEXT_FIELDS), None)
     if text_field is None:
         return DocumentError(fallback_key, str(path),
                              f"{path}:{where}: no text field; expected one of "
@@ -1070,8 +1122,16 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                              f"(found {', '.join(map(str, record)) or 'none'}); name the one "
                              "holding the text as the text column (`facet index --text-column`, "
                              "text_column in POST /jobs)")
-    id_field = next((f for f in _ID_FIELDS if record.get(f) not in (None, "")), None)
-    key = str(record[id_field]) if id_field else fallback_key
+    id_field = next((f for f in _named(record, _ID_FIELDS) if record[f] not in (None, "")), None)
+    record_id = record[id_field] if id_field else None
+    if isinstance(record_id, dict | list | bool):  # was stored as Python's repr: "{'a': 1}", "True"
+        return DocumentError(fallback_key, str(path),
+                             f"{path}:{where}: the record's id ({id_field!r}) is a JSON "
+                             f"{_JSON_TYPES[type(record_id)]}, not a string or a number; fix that "
+                             "record")
+    if isinstance(record_id, float) and record_id.is_integer():
+        record_id = int(record_id)  # 1000.0 reads "1000", as the integer 1000 does
+    key = str(record_id) if id_field else fallback_key
     text = record[text_field]
     if text is None and where.startswith("row"):  # csv.DictReader's value for a missing field
         return DocumentError(key, str(path), f"{path}:{where}: no value in the {text_field!r} "
@@ -1082,12 +1142,13 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         return DocumentError(key, str(path), f"{path}:{where}: text is over the "
                                              f"{max_bytes / 2**20:.1f} MiB per-document limit")
-    title = record.get("title")
+    title_field = next(_named(record, ("title",)), "title")
+    title = record.get(title_field)
     if isinstance(title, list) and all(isinstance(t, str | int | float) and not isinstance(t, bool)
                                        for t in title):
         title = " ".join(str(t) for t in title)  # ["Camp", "Stove"] was "['Camp', 'Stove']"
     elif isinstance(title, dict | list | bool):
-        warnings = [*warnings, f"{path}:{where}: 'title' is a JSON {type(title).__name__}, "
+        warnings = [*warnings, f"{path}:{where}: {title_field!r} is a JSON {type(title).__name__}, "
                                "not text; left out (give a string)"]
         title = None
     title = str(title) if title not in (None, "") else None
@@ -1097,7 +1158,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     if "\x00" in key:  # no database key holds one (PostgreSQL refused the whole batch)
         return DocumentError(fallback_key, str(path), f"{path}:{where}: the record's id holds a "
                              "NUL character (a \\u0000 escape); fix that record")
-    for name, value in ((repr(text_field), text), ("'title'", title or "")):
+    for name, value in ((repr(text_field), text), (repr(title_field), title or "")):
         at = _surrogate_at(value)
         if at is not None:
             return DocumentError(key, str(path), f"{path}:{where}: field {name} holds an unpaired "
@@ -1107,9 +1168,9 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     # (Not when the text is the title itself: `--text-column title` stored it twice.)
     notes = [*warnings]
     text = _without_nul(text, f"{path}:{where}: field {text_field!r}", notes)
-    title = _without_nul(title, f"{path}:{where}: field 'title'", notes) or None if title else None
-    full = f"{title}\n{text}" if title and text.strip() and text_field != "title" else text
-    meta, dropped = _scalar_metadata(record, {text_field, "title", *(f for f in (id_field,) if f)})
+    title = _without_nul(title, f"{path}:{where}: field {title_field!r}", notes) or None if title else None
+    full = f"{title}\n{text}" if title and text.strip() and text_field != title_field else text
+    meta, dropped = _scalar_metadata(record, {text_field, title_field, *(f for f in (id_field,) if f)})
     doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
                          warnings=[*notes, *(f"{path}:{where}: {d}" for d in dropped)])
     if not text.strip():
@@ -1152,64 +1213,119 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
 def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
                text_column: str | None = None) -> Iterator[ParseResult]:
     allow_long_csv_fields()
-    reader = csv.DictReader(io.StringIO(text))
+    # The lines the row being read took, then "" when the reader asked for a line after the
+    # last: a row only does that when a quoted field is still open at the end of the file
+    # (the reader then ends the field there, every later line inside it).
+    row_lines: list[str] = []
+
+    def lines() -> Iterator[str]:
+        for line in io.StringIO(text):
+            row_lines.append(line)
+            yield line
+        row_lines.append("")
+
+    reader = csv.reader(lines())
     try:
-        header = reader.fieldnames
+        header = next(reader, None)
     except csv.Error as e:  # was uncaught: the whole run stopped with a traceback
         yield DocumentError(str(path), str(path),
-                            f"{path}:{reader.reader.line_num}: malformed CSV header "
+                            f"{path}:{reader.line_num}: malformed CSV header "
                             f"({_csv_error(e)}); no rows were read, fix the header")
         return
     if not header:
         yield DocumentError(str(path), str(path), f"{path} is empty: no header row")
         return
+    if row_lines[-1] == "":
+        yield DocumentError(str(path), str(path),
+                            f"{path}:1: an unclosed quote in the header runs to the end of the "
+                            "file; no rows were read, close the quote")
+        return
     fields = [_nfc(f.strip()) for f in header]
+    columns: dict[str, int] = {}  # the column read for each name: the first of that name
+    for i, name in enumerate(fields):
+        if name:
+            columns.setdefault(name, i)
+    if not columns:
+        yield DocumentError(str(path), str(path), f"{path}: its header row names no column; "
+                                                  "no rows were read, name the columns")
+        return
+    # A repeated name read the last column of that name; an empty one made a metadata key "".
+    repeated = [n for n, i in columns.items() if fields.count(n) > 1]
+    if repeated:
+        warnings.append(f"{path}: the header names {', '.join(map(repr, repeated))} more than "
+                        "once; only the first column of each name is read")
+    unnamed = [str(i + 1) for i, name in enumerate(fields) if not name]
+    if unnamed:
+        warnings.append(f"{path}: column{'s' if len(unnamed) > 1 else ''} {', '.join(unnamed)} "
+                        f"of the header ha{'ve' if len(unnamed) > 1 else 's'} no name; not "
+                        "read (name it in the header)")
     guessed: str | None = None
     if text_column is not None:
-        if _nfc(text_column) not in fields:
+        if _nfc(text_column) not in columns:
             yield DocumentError(str(path), str(path),
                                 f"{path}: no column {text_column!r} (the text column asked for); its columns "
                                 f"are {', '.join(fields)}")
             return
         text_field = _nfc(text_column)
     else:
-        text_field = next((f for f in TEXT_FIELDS if f in fields), fields[0])
+        found = next(_named(columns, TEXT_FIELDS), None)
+        text_field = found or next(iter(columns))
         other = next((d for d in (";", "\t", "|") if len(fields) == 1 and d in fields[0]), None)
         if other is not None:
             # One column whose name holds another separator: no --text-column helps.
             guessed = (f"{path}: its header {fields[0]!r} looks {other!r}-separated, but a .csv "
                        "is read as comma-separated: every row became one column, embedded whole "
                        "(ids included); save it with commas")
-        elif text_field not in TEXT_FIELDS:
+        elif found is None:
             guessed = (f"{path}: no text column ({', '.join(TEXT_FIELDS)}); embedded the first "
                        f"column, {text_field!r}, of {', '.join(fields)}: name the right one as the "
                        "text column (`facet index --text-column`, text_column in POST /jobs)")
+    if guessed:  # noted once, on the file's first document (_once_per_file)
+        warnings.append(guessed)
+    longer = False  # a row with more cells than the header: noted once, on its document
+    pending: list[str] = []
     rows = 0
     rowno = 1  # the header's
     while True:
         rowno += 1
+        row_lines.clear()
+        before = reader.line_num
         try:
             row = next(reader)
+            while not row:  # a blank line
+                row = next(reader)
         except StopIteration:
             break
         except csv.Error as e:
             # The csv reader drops the rest of the line it failed on and goes on at the next,
             # so one bad row no longer loses every row after it. (With the default dialect no
             # error arises inside a quoted field, the field limit aside, which _CSV_FIELD_LIMIT
-            # puts out of reach: the next line never starts mid-field.) The line is the inner
-            # reader's: DictReader's line_num is the last good row's, one or more too few.
+            # puts out of reach; a quote left open runs to the end of the file, below.)
             rows += 1
-            line = reader.reader.line_num
             yield DocumentError(f"{path}#row{rowno}", str(path),
-                                f"{path}:{line}: malformed CSV row ({_csv_error(e)}); that row "
-                                "was skipped, the rows after it were read")
+                                f"{path}:{reader.line_num}: malformed CSV row ({_csv_error(e)}); "
+                                "that row was skipped, the rows after it were read")
             continue
         rows += 1
-        record = {_nfc(k.strip()): v for k, v in row.items() if k is not None}
-        if guessed:  # noted once, on the file's first document (_once_per_file)
-            warnings.append(guessed)
-            guessed = None
-        yield _record_document(path, record, f"row{rowno}", max_bytes, [], text_field)
+        start = before + 1 + next(i for i, x in enumerate(row_lines) if x.strip("\r\n"))  # its line
+        if row_lines[-1] == "":  # its rows were silently one record, the raw lines its text
+            yield DocumentError(f"{path}#row{rowno}", str(path),
+                                f"{path}:{start}: an unclosed quote in row {rowno} (line {start}) "
+                                f"runs to the end of the file (line {reader.line_num}): that row "
+                                "and the lines after it were not read; close the quote (a quote "
+                                "inside a quoted field is written twice)")
+            break
+        if not longer and any(cell.strip() for cell in row[len(fields):]):
+            longer = True
+            pending = [f"{path}: row {rowno} (line {start}) has {len(row)} cells, more than the "
+                       f"header's {len(fields)} columns; the cells after the last column were not "
+                       "read (the first such row; quote a cell that holds a comma)"]
+        # A row shorter than the header has no value (None) in its last columns.
+        record = {name: row[i] if i < len(row) else None for name, i in columns.items()}
+        doc = _record_document(path, record, f"row{rowno}", max_bytes, pending, text_field)
+        if isinstance(doc, ParsedDocument):
+            pending = []  # noted; a row that was an error leaves it to the next document
+        yield doc
     if rows == 0:
         yield DocumentError(str(path), str(path), f"{path} has a header but no rows")
 

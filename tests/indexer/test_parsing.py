@@ -41,7 +41,7 @@ def test_formats(tmp_path: Path) -> None:
     assert docs[str(tmp_path / "b.md")].title == "Title here"
     html = docs[str(tmp_path / "c.html")]
     assert isinstance(html, ParsedDocument)
-    assert html.text == "Hello\nworld" and html.title == "T"
+    assert html.text == "T\nHello\nworld" and html.title == "T"  # the title is embedded too
     rec = docs["x1"]
     assert isinstance(rec, ParsedDocument)
     assert rec.text == "Tt\njtext" and rec.metadata == {"lang": "en"}
