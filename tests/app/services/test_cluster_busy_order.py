@@ -86,7 +86,7 @@ def test_validate_alone_still_refuses_the_explainer(indexed) -> None:
     """``validate`` does not look at the collection: an unknown or non-answering explainer is
     refused from its name, whatever the collection (the API and the workers refuse early so)."""
     service = ClusterService(indexed)
-    with pytest.raises(UnknownModelError, match="unknown embedder 'no-such-model'"):
+    with pytest.raises(UnknownModelError, match="unknown explainer 'no-such-model'"):
         service.validate(ClusterRequest("What is it about?", collection="nope", explainer="no-such-model"))
     with pytest.raises(InvalidRequestError, match="explainer 'minilm' does not generate answers"):
         service.validate(ClusterRequest("What is it about?", collection="c", explainer="minilm"))
