@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from app.errors import BusyError, DataError, FacetError, InvalidRequestError, domain_errors
+from app.errors import BusyError, DataError, FacetError, InvalidRequestError, as_domain_error, domain_errors
 from app.text import plural
 from embedders.contract import Embedder, EncodesFromPlain, Role, validate_instruction, validate_texts
 from embedders.explain import AnswerGenerator
@@ -365,22 +365,63 @@ def not_an_explainer(explainer: str) -> InvalidRequestError:
         "keywords from the texts themselves")
 
 
-def _check_instruction(model: object, role: Role, instruction: str | None) -> None:
+# How an embedder's refusal of an instruction over its limit begins (``PromptTokenizer.
+# check_instruction``); ``instruction_refusal`` names the model there where it is not the
+# request's embedder.
+TOO_LONG_FOR_THIS_EMBEDDER = "the instruction is too long for this embedder"
+
+
+def instruction_refusal(error: FacetError, whose: str | None = None) -> FacetError:
+    """``error``, a model's refusal of an instruction, naming its field (``param``
+    "instruction"; a request that nests it, as a cluster request's search, prefixes its own)
+    and, with ``whose`` ("the explainer inbedder", "the reranker inbedder"), the model whose
+    limit it is, where that is not the request's embedder. Both were missing: ``param`` was
+    null (an unpaired surrogate in the same field named it), and "too long for this embedder"
+    sent the user to an embedder whose limit the instruction kept."""
+    message = str(error)
+    if whose and message.startswith(TOO_LONG_FOR_THIS_EMBEDDER) and \
+            isinstance(error, InvalidRequestError):
+        error = InvalidRequestError(f"the instruction is too long for {whose}"
+                                    + message[len(TOO_LONG_FOR_THIS_EMBEDDER):])
+    error.param = "instruction"
+    return error
+
+
+def _check_instruction(model: object, role: Role, instruction: str | None,
+                       whose: str | None = None) -> None:
     """The application's limit on an instruction (``BaseEmbedder.check_instruction``: at most
     half of what the prompt leaves), for every text the edges encode or answer; an embedder
-    called directly (evaluation, training) only refuses one that leaves no room."""
+    called directly (evaluation, training) only refuses one that leaves no room. Refused as
+    ``instruction_refusal`` says (``whose``: the model, where it is not the request's
+    embedder)."""
     check = getattr(model, "check_instruction", None)
-    if instruction is not None and callable(check):
+    if instruction is None or not callable(check):
+        return
+    try:
         check(role, instruction)
+    except Exception as e:
+        domain = as_domain_error(e)
+        if domain is None:
+            raise
+        raise instruction_refusal(domain, whose) from e
+
+
+def check_explainer(embedders: EmbedderCache, explainer: str, instruction: str | None) -> AnswerGenerator:
+    """The loaded ``explainer`` (``embedders`` keeps it: its answers load it no more), refused
+    where it does not answer (``not_an_explainer``) or where ``instruction`` is over its limit
+    ("the instruction is too long for the explainer inbedder: ..."), as its answers would be:
+    a clustering checks it before any text is encoded."""
+    model = embedders.get(explainer)
+    if not isinstance(model, AnswerGenerator):
+        raise not_an_explainer(explainer)
+    _check_instruction(model, Role.DOCUMENT, instruction, whose=f"the explainer {explainer}")
+    return model
 
 
 def _answers(embedders: EmbedderCache, texts: Sequence[str], explainer: str,
              instruction: str | None, max_new_tokens: int | None) -> list[str]:
-    model = embedders.get(explainer)
-    if not isinstance(model, AnswerGenerator):
-        raise not_an_explainer(explainer)
+    model = check_explainer(embedders, explainer, instruction)
     with domain_errors():
-        _check_instruction(model, Role.DOCUMENT, instruction)
         return model.generate_answers(texts, instruction, max_new_tokens=max_new_tokens,
                                       batch_size=ANSWER_BATCH)
 

@@ -49,6 +49,7 @@ from app.encoding import (
     UNREAD_MARK,
     EmbedderCache,
     InlineQueryEncoder,
+    check_explainer,
     longest_first,
     not_an_explainer,
     unread_count,
@@ -650,15 +651,32 @@ class ClusterService:
         return PROGRESS_STEP_TEXTS
 
     def _check_explainer(self, request: ClusterRequest, texts: Sequence[str], instruction: str,
-                         report: ClusterProgress) -> None:
-        """Where the explainer's name does not tell whether it answers (a plugin that did not
-        say; ``validate`` refused those known not to), ask it for one token about the shortest
-        text before any text is encoded: that loads it where the answers will be made (here or
-        on a worker) and refuses one that cannot answer (``not_an_explainer``), or an
-        instruction it cannot fit. It was refused after the encoding and k-means had run."""
+                         report: ClusterProgress, timings: dict[str, float]) -> None:
+        """Before any text is encoded, refuse an explainer that cannot answer
+        (``not_an_explainer``) or an instruction it cannot fit (over its limit, which may be
+        lower than the embedder's: InBedder's 43 tokens against minilm's 127). Where it answers
+        in this process, it is loaded now (its answers use the same copy), timed in
+        ``load_model``, and checked as its answers would check it (``check_explainer``): the
+        registered ``inbedder`` was known by name to answer, so an instruction too long for it
+        was refused after the encoding and k-means (3 min 10 s for 2,000 texts). Where it
+        answers elsewhere (on a worker) and its name does not tell whether it answers (a plugin
+        that did not say; ``validate`` refused those known not to), it is asked for one token
+        about the shortest text, which loads it there and refuses the same. It was refused
+        after the encoding and k-means had run."""
         from embedders.registry import answers_questions
 
-        if not request.explainer or answers_questions(request.explainer) is not None:
+        if not request.explainer:
+            return
+        if getattr(self.ctx.encoder, "embedders", None) is self.ctx.embedders:
+            t0 = time.perf_counter()
+            loading = self.ctx.embedders.peek(request.explainer) is None
+            if loading:
+                report(0.0, f"loading the explainer {request.explainer}")
+            check_explainer(self.ctx.embedders, request.explainer, instruction)
+            if loading:
+                timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
+            return
+        if answers_questions(request.explainer) is not None:
             return
         report(0.0, f"loading the explainer {request.explainer}")
         self.ctx.encoder.generate_answers([min(texts, key=len)], explainer=request.explainer,
@@ -725,7 +743,7 @@ class ClusterService:
                 f"k={request.k} is more than the {plural(len(texts), 'text')} to cluster; "
                 f"ask for at most {len(texts)}, {K_BY_SILHOUETTE}", param="k")
         instruction = request.instruction.strip()
-        self._check_explainer(request, texts, instruction, report)
+        self._check_explainer(request, texts, instruction, report, timings)
 
         if getattr(self.ctx.encoder, "embedders", None) is self.ctx.embedders and \
                 self.ctx.embedders.peek(spec) is None:
@@ -734,7 +752,7 @@ class ClusterService:
             t0 = time.perf_counter()
             report(0.0, f"loading {spec}")
             self.ctx.embedders.get(spec)
-            timings["load_model"] = (time.perf_counter() - t0) * 1000
+            timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
 
         # Shares of the bar: encoding most of it, answering (when asked) as much again.
         encode_share = 0.45 if request.explainer else 0.9

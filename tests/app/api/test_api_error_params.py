@@ -85,6 +85,12 @@ SINGLE_FIELD = [
     ("/v1/embeddings", {"model": "minilm", "input": ["x"], "dimensions": 7}, 400, "dimensions"),
     # an item of texts, as pydantic names one it refuses (["a", 5] -> texts[1])
     ("/cluster", _cluster(texts=["a", ""]), 400, "texts[1]"),
+    # an instruction over the embedder's limit (200 of minilm's 256 tokens, over its 127): it
+    # was null, though an unpaired surrogate in the same field named it
+    ("/search", _search(instruction="word " * 200), 400, "instruction"),
+    ("/cluster", _cluster(instruction="word " * 200), 400, "instruction"),
+    ("/cluster", _cluster(texts=None, search={"query": "x", "collection": COLLECTION,
+                                              "instruction": "word " * 200}), 400, "search.instruction"),
 ]
 
 
