@@ -749,6 +749,14 @@ class IndexService:
         with self.sessions() as session:
             coll = self._prepare_collection(session, collection, embedder, options, spec)
             self._refuse_other_writer(session, coll)
+            if runner in ("thread", "process"):
+                # Queued for later, the run met another process's open shard and failed seconds
+                # after a 202 (exit 0); refused now, as a foreground run is. Not where this
+                # process holds it (a server running its own queue): the folder lock is per
+                # process. Workers (celery) retry a busy shard as an outage instead.
+                with _store_errors():
+                    if self.store.collection_exists(collection):
+                        self.store.check_free(collection)
             job = self._start_job(session, coll, str(source.resolve()), embedder.name, runner,
                                   options.text_column)
             return PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s)

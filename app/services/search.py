@@ -749,8 +749,10 @@ class SearchService:
     Which named vectors a collection has is looked up in the metadata once and kept (a
     search is a few milliseconds; three SQL round trips were a visible part of it). The
     entry is dropped by ``forget`` (the facade calls it after indexing or deleting), and
-    refreshed whenever the store disagrees with it, so a collection changed by another
-    process is seen on its next search.
+    refreshed whenever the store disagrees with it, or the collection's row and embedder rows
+    differ from those it was read from (``_stamp``, one query a search): a collection another
+    process deleted and created again, or whose recorded embedder changed, kept its old spec
+    here (same vector name and size: the store never disagreed) and was searched with it.
     """
 
     def __init__(self, ctx: ServiceContext) -> None:
@@ -760,6 +762,7 @@ class SearchService:
         self._vectors: dict[str, list[str]] = {}
         self._identities: dict[str, dict[str, str]] = {}  # collection -> vector name -> identity
         self._sources: dict[str, dict[str, str]] = {}  # collection -> vector name -> what loads it
+        self._stamps: dict[str, tuple[Any, ...]] = {}  # collection -> _stamp the above were read at
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
         self.fusion = HYBRID_FUSION
         self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
@@ -770,11 +773,13 @@ class SearchService:
             self._vectors.clear()
             self._identities.clear()
             self._sources.clear()
+            self._stamps.clear()
             self._comparable.clear()
         else:
             self._vectors.pop(collection, None)
             self._identities.pop(collection, None)
             self._sources.pop(collection, None)
+            self._stamps.pop(collection, None)
             self._comparable = {k for k in list(self._comparable) if k[0] != collection}  # a copy: other threads add
 
     def vector_names(self, collection: str) -> list[str]:
@@ -786,11 +791,29 @@ class SearchService:
         """
         return self._vector_names(collection)
 
+    @staticmethod
+    def _stamp(session: Any, collection: str) -> tuple[Any, ...]:
+        """What the cached entry of ``collection`` is valid for: its row's id and creation time
+        (SQLite may give a deleted row's id to the next one) and its embedders' names, specs
+        and identities, in one query; empty where no such collection is recorded."""
+        if "\x00" in collection:  # as get_collection: no collection is named so
+            return ()
+        C, E = md.Collection, md.CollectionEmbedder
+        rows = session.execute(select(C.id, C.created_at, E.name, E.source, E.identity)
+                               .outerjoin(E, E.collection_id == C.id)
+                               .where(C.name == collection)).all()
+        return tuple(sorted((tuple(r) for r in rows), key=lambda r: str(r[2])))
+
     def _vector_names(self, collection: str, refresh: bool = False) -> list[str]:
         names = None if refresh else self._vectors.get(collection)
-        if names is not None:
-            return names
         with self.ctx.sessions() as session:
+            # Read first: a change made while the entry is read is seen at the next search.
+            stamp = self._stamp(session, collection)
+            if names is not None and stamp == self._stamps.get(collection):
+                return names
+            # Changed by another process (deleted and created again, an embedder's spec
+            # recorded anew): the models checked against its old identities are checked again.
+            self._comparable = {k for k in list(self._comparable) if k[0] != collection}
             coll = md.get_collection(session, collection)
             if coll is not None and not self.store.collection_exists(collection):
                 # Recorded (a job was submitted) but nothing written yet: not "unknown", which
@@ -832,6 +855,7 @@ class SearchService:
             self._identities[collection] = {e.name: e.identity for e in coll.embedders}
             self._sources[collection] = {e.name: e.spec for e in coll.embedders}
         self._vectors[collection] = names
+        self._stamps[collection] = stamp  # last: another thread matching it finds all the above
         return names
 
     def _check_comparable(self, collection: str, vector_name: str, query_spec: str) -> None:

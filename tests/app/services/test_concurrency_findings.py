@@ -1,0 +1,80 @@
+"""Two processes on one data folder (as a `facet serve` and the CLI beside it), simulated by two
+service contexts over the same folder; a holder of a collection's shard by a real process.
+
+1. A server kept a deleted collection's embedder spec after another process created it again
+   under the same name with another spec (same vector name and size: the store never
+   disagreed), and searched it with the old one: wrong scores, no warning, until a restart.
+2. A background submission (`facet index --background`, POST /jobs) of a collection another
+   process held open was accepted (exit 0, 202) and failed seconds later; a foreground run is
+   refused at once.
+Real minilm, edge store, SQLite; nothing is mocked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.core import Facet
+from app.errors import ConflictError
+from app.services.collections import CollectionService
+from app.services.indexing import IndexOptions, IndexService
+from app.services.search import SearchRequest, SearchService
+
+from .conftest import locked_by_another_process, write_corpus
+
+NEW_SPEC = "minilm[instruction_weight=0.5]"
+TEXTS = ["my card was declined at the shop", "how do I top up with apple pay",
+         "the exchange rate was wrong", "my transfer has not arrived"]
+
+
+def _records(path: Path) -> Path:
+    path.write_text("".join(json.dumps({"_id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    return path
+
+
+def test_a_collection_recreated_by_another_process_is_searched_with_its_new_spec(make_ctx, tmp_path) -> None:
+    source = _records(tmp_path / "records.jsonl")
+    server, other = make_ctx(), make_ctx()  # one data folder, as two processes
+    IndexService(other).index(source, "s1")
+    other.store.release("s1")
+    request = SearchRequest("card declined", "s1", instruction="find fraud", top_k=2)
+    searching = SearchService(server)
+    assert searching.search(request).embedder_spec == "minilm"
+    server.store.release("s1")  # let go (or its search was refused): the CLI may now write
+    CollectionService(other).delete("s1")
+    IndexService(other).index(source, "s1", IndexOptions(embedder=NEW_SPEC))
+    other.store.release("s1")
+
+    after = searching.search(request)
+    server.store.release("s1")
+    fresh = SearchService(make_ctx()).search(request)
+    assert fresh.embedder_spec == NEW_SPEC
+    assert after.embedder_spec == NEW_SPEC
+    assert [r.doc_id for r in after.results] == [r.doc_id for r in fresh.results]
+    assert [r.score for r in after.results] == pytest.approx([r.score for r in fresh.results], abs=1e-5)
+
+
+def test_a_background_submission_of_a_collection_another_process_holds_is_refused(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 2)
+    write_corpus(tmp_path / "more", 3)
+    ctx = make_ctx(store_wait_s=0.2)
+    IndexService(ctx).index(tmp_path / "src", "c")
+    ctx.store.release("c")
+    facet = Facet(context=ctx)
+    try:
+        with locked_by_another_process(ctx.settings.data_dir, "c", opened=True,
+                                       shown_as="facet serve") as holder:
+            for submit in (lambda: IndexService(ctx).prepare(tmp_path / "more", "c", runner="process"),
+                           lambda: facet.submit_index(tmp_path / "more", "c")):
+                with pytest.raises(ConflictError, match=f"collection 'c' is open in pid {holder.pid}"):
+                    submit()
+            assert len(facet.jobs("c")) == 1  # nothing queued to fail later
+        # This process holding it (a server running its own queue) is no reason to refuse.
+        assert SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense")).results
+        job = facet.submit_index(tmp_path / "more", "c")
+        assert facet.job_runner.join(timeout=120)
+        assert facet.job(job.id).state == "completed", facet.job(job.id)
+    finally:
+        facet.close()
