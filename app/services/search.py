@@ -33,7 +33,7 @@ import numpy as np
 from sqlalchemy import String, cast, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.encoding import QueryEncoder
+from app.encoding import QueryEncoder, instruction_refusal
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
 from app.services.collections import effective_state
 from app.services.context import ServiceContext
@@ -1102,7 +1102,14 @@ class SearchService:
         if request.rerank and hits:
             t0 = time.perf_counter()
             reranker_name = self.ctx.embedders.name_of(request.rerank)
-            rerank_scores = self._rerank(request, instruction, hits, query_spec, query_vec)
+            try:
+                rerank_scores = self._rerank(request, instruction, hits, query_spec, query_vec)
+            except InvalidRequestError as e:
+                # "too long for this embedder" sent the user to the embedder, whose limit the
+                # instruction kept (InBedder reranks at 43 tokens, minilm searches at 127).
+                if e.param != "instruction" or request.rerank == query_spec:
+                    raise
+                raise instruction_refusal(e, f"the reranker {request.rerank}") from e
             order = np.argsort(-np.asarray(rerank_scores), kind="stable")
             hits = [hits[i] for i in order]
             rerank_scores = [rerank_scores[i] for i in order]
