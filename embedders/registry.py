@@ -72,6 +72,7 @@ class EmbedderInfo:
     factory: EmbedderFactory
     path: Path | None = None  # a registered checkpoint's directory
     explains: bool | None = None  # whether its model generates answers (None: not said)
+    reads_instructions: bool = True  # False: its model ignores an instruction (a plugin says)
 
 
 _EMBEDDERS: dict[str, EmbedderInfo] = {}
@@ -227,7 +228,7 @@ def register_checkpoints() -> list[str]:
 
 
 def register_embedder(name: str, factory: EmbedderFactory, description: str, kind: str | None = None,
-                      *, explains: bool | None = None) -> None:
+                      *, explains: bool | None = None, reads_instructions: bool = True) -> None:
     """Make ``name`` loadable with ``load_embedder(name)``.
 
     Args:
@@ -239,6 +240,9 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
             embedders, ``plugin`` for any other code's.
         explains: whether the model generates answers (an ``AnswerGenerator``, a cluster
             explainer); None leaves ``answers_questions`` unable to tell without loading it.
+        reads_instructions: False for a model whose vectors an instruction does not change (a
+            hashing or bag-of-words model): searches say its instruction was not read, and
+            ``auto`` mode stays hybrid for it (``reads_instructions``).
 
     Raises:
         DuplicateRegistrationError: the name is taken (by a packaged embedder or checkpoint too,
@@ -255,7 +259,8 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
         )
     if kind is None:
         kind = "baseline" if getattr(factory, "__module__", "") == "embedders.builtin" else "plugin"
-    _EMBEDDERS[key] = EmbedderInfo(key, description, kind, factory, explains=explains)
+    _EMBEDDERS[key] = EmbedderInfo(key, description, kind, factory, explains=explains,
+                                   reads_instructions=bool(reads_instructions))
 
 
 def unregister_embedder(name: str) -> None:
@@ -586,6 +591,15 @@ def answers_questions(name_or_path: str) -> bool | None:
     if registered is None:
         return None
     return callable(getattr(registered.model_class, "generate_answers", None))
+
+
+def reads_instructions(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` loads a model an instruction changes, read without loading it:
+    False only for a name registered with ``reads_instructions=False``; every packaged
+    embedder and checkpoint reads one, and a name that loads nothing is left to fail where it
+    is loaded."""
+    info, _directory = _resolve(str(name_or_path))
+    return info is None or info.reads_instructions
 
 
 def loads_registered(spec: str, name: str) -> bool:

@@ -167,6 +167,14 @@ class SearchResponse:
         return asdict(self)
 
 
+def _reads(spec: str) -> bool:
+    """Whether the embedder ``spec`` loads reads an instruction (``reads_instructions``: False
+    only for one registered so)."""
+    from embedders.registry import reads_instructions
+
+    return reads_instructions(spec)
+
+
 def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool | None) -> str:
     """What to check when a search found nothing, for every edge to show (the UI said only
     "loosen the filters" where the CLI named the `key:=2020` a field of numbers needs).
@@ -1046,7 +1054,7 @@ class SearchService:
         timings: dict[str, float] = {}
         vector_name = self._collection_embedder(request)
         query_spec = self._query_spec(request, vector_name)
-        mode = self.resolve_mode(request)
+        mode = self.resolve_mode(request, query_spec)
 
         query_vec: np.ndarray | None = None
         if mode != "lexical":
@@ -1129,10 +1137,22 @@ class SearchService:
             results = [r for r in results if r.score >= request.score_threshold]
         timings["results"] = (time.perf_counter() - t0) * 1000
         timings["total"] = (time.perf_counter() - started) * 1000
+        note = self._nothing_note(request, mode, results, best, vector_name)
+        read = None
+        if instruction is not None and (mode != "lexical" or reranker_name is not None):
+            # An embedder registered as reading none (a hashing plugin): its vectors are the
+            # same under any instruction, and the response said it was read.
+            readers = [spec for spec, used in ((query_spec, mode != "lexical"),
+                                               (request.rerank, reranker_name is not None)) if used and spec]
+            read = any(_reads(spec) for spec in readers)
+            if not read:
+                unread = (f"the instruction was not read: {', '.join(dict.fromkeys(readers))} "
+                          "reads no instruction (its vectors are the same under any)")
+                note = f"{note}; {unread}" if note else unread
         return SearchResponse(request.query, instruction, request.collection,
                               LEXICAL_LABEL if mode == "lexical" else vector_name,
-                              reranker_name, results, timings, mode,
-                              note=self._nothing_note(request, mode, results, best, vector_name),
+                              reranker_name, results, timings, mode, instruction_read=read,
+                              note=note,
                               embedder_spec=query_spec if query_vec is not None else None,
                               reranker_spec=request.rerank if reranker_name is not None else None)
 
@@ -1293,17 +1313,17 @@ class SearchService:
         except StoreError:  # gone since, or a definition this Facet does not know: the search said
             return None
 
-    def resolve_mode(self, request: SearchRequest) -> str:
+    def resolve_mode(self, request: SearchRequest, query_spec: str | None = None) -> str:
         """The mode a request runs in: its own, or for ``auto`` hybrid where the query has no
-        instruction, the collection keeps term vectors and no cosine ``score_threshold`` is set
-        (without rerank), else dense.
+        instruction (or one its embedder ``query_spec`` does not read), the collection keeps
+        term vectors and no cosine ``score_threshold`` is set (without rerank), else dense.
 
         Raises:
             NotFoundError: unknown collection (``auto`` only; the others find out when searching).
         """
         if request.mode != "auto":
             return request.mode
-        if (request.instruction or "").strip():
+        if (request.instruction or "").strip() and (query_spec is None or _reads(query_spec)):
             return "dense"  # only the embedder reads the instruction; BM25 would outvote it
         if request.score_threshold is not None and not request.rerank:
             return "dense"
