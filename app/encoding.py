@@ -264,8 +264,10 @@ def cut_count(model: Embedder, texts: Sequence[str]) -> int:
     """How many of ``texts`` are longer than ``model`` reads whole as documents
     (``document_budget``): it cuts them, and what follows the cut is in no vector of it. 0 for
     a model that does not tell (a plugin's)."""
+    if not texts:  # (before the model: a deferred one is not loaded for nothing)
+        return 0
     count_of = getattr(model, "documents_cut", None)
-    if not texts or not callable(count_of):
+    if not callable(count_of):
         return 0
     count = count_of(list(texts))
     return count if isinstance(count, int) else 0
