@@ -338,6 +338,8 @@ def register(cli: typer.Typer) -> None:
                    + ("; stored vectors read" if result.stored_vectors_used else "")
                    + f"), embedder {printable(spec_label(result.embedder, result.embedder_spec))}",
                    err=True)
+        # What the texts were grouped by: the --out file and the UI showed it, the summary not.
+        typer.echo(f"grouped by: {printable(_one_line(result.instruction, 200))}", err=True)
         chosen = k_line(result, request.max_k)
         if chosen:
             typer.echo(chosen, err=True)

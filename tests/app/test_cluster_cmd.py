@@ -96,6 +96,7 @@ def test_duplicate_texts_give_the_clusters_found_and_say_why(tmp_path):
     src.write_text("my card was declined\n" * 5 + "where is my refund\n" * 5)
     result = invoke_cli("cluster", str(src), "-i", "x", "--k", "4", "--embedder", "minilm", "--explain", "")
     assert "10 texts in 2 clusters" in result.stderr
+    assert "\ngrouped by: x\n" in result.stderr  # the instruction (only --out and the UI had it)
     assert "2 clusters instead of the 4 asked for: only 2 distinct texts" in result.stderr
 
 
