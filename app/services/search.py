@@ -1173,7 +1173,28 @@ class SearchService:
             notes.append(self._missing_vectors_note(request.collection, vector_name))
         if request.filters and not results:
             notes += self.filter_notes(request.collection, request.filters)
+        if not results:
+            notes.append(self._being_indexed_note(request.collection))
         return "; ".join(n for n in notes if n) or None
+
+    def _being_indexed_note(self, collection: str) -> str | None:
+        """That a job of this process is writing ``collection`` now, for a search that found
+        nothing: a server's search during its own job's first batch returned no results and no
+        note (another process's job refuses the search, naming it)."""
+        from app.services.collections import effective_state
+
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                # (A killed writer's row still says running: its lease tells.)
+                jobs = [] if coll is None else [j for j in md.list_jobs(session, coll.id, limit=5)
+                                                if j.state == "running" and effective_state(j)[0] == "running"]
+        except SQLAlchemyError:  # a note only
+            return None
+        if not jobs:
+            return None
+        return (f"collection {collection!r} is being indexed (job {jobs[0].id}): a search finds "
+                "only what it has written so far")
 
     def filter_notes(self, collection: str, filters: Mapping[str, Any]) -> list[str]:
         """Why ``filters`` matched nothing in ``collection``: each key no document holds ("no

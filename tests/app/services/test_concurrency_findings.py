@@ -78,3 +78,29 @@ def test_a_background_submission_of_a_collection_another_process_holds_is_refuse
         assert facet.job(job.id).state == "completed", facet.job(job.id)
     finally:
         facet.close()
+
+
+def test_a_search_during_this_process_own_job_that_finds_nothing_says_why(make_ctx, tmp_path) -> None:
+    """A server's search of a collection its own job was still writing (the first batch)
+    returned no results and a null note, though the collection listing showed the writer."""
+    from app.services.indexing import IndexService, Progress
+    from app.services.search import SearchRequest, SearchService
+
+    from .conftest import write_corpus
+
+    write_corpus(tmp_path / "src", 40)  # more chunks than one encode: its pieces are told
+    ctx = make_ctx()
+    seen: list = []
+
+    def during(progress: Progress) -> None:
+        if not seen and progress.chunks_written == 0 and (progress.stage or "").startswith("encoding"):
+            seen.append(SearchService(ctx).search(SearchRequest("ferry", "docs", mode="lexical")))
+
+    report = IndexService(ctx).index(tmp_path / "src", "docs", progress=during)
+    assert seen, "no progress before the first write"
+    assert seen[0].results == []
+    assert seen[0].note == (f"collection 'docs' is being indexed (job {report.job_id}): a search "
+                            "finds only what it has written so far")
+    # Once it ended: a search that finds nothing says nothing of a job.
+    after = SearchService(ctx).search(SearchRequest("zzzqqq", "docs", mode="lexical"))
+    assert after.results == [] and after.note is None
