@@ -694,7 +694,11 @@ def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
         if doc.title:
             doc.title = _without_nul(doc.title, f"{doc.key}'s title", doc.warnings) or None
         if not doc.text.strip():
-            return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index")
+            # A scanned PDF has pages of images and no text layer: "is empty" alone read as a
+            # broken file.
+            scanned = (" (a PDF without a text layer, such as a scan: run OCR on it first, e.g. "
+                       "ocrmypdf)" if str(doc.source).lower().endswith(".pdf") else "")
+            return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index{scanned}")
     return doc
 
 

@@ -60,6 +60,8 @@ def test_pdf(tmp_path: Path) -> None:
         writer.write(fh)
     result = _one(path)
     assert isinstance(result, DocumentError) and "empty" in result.message
+    # A page without a text layer (a scan) is said so, with what to do.
+    assert "a PDF without a text layer, such as a scan: run OCR on it first" in result.message
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
     broken = _one(tmp_path / "broken.pdf")
     assert isinstance(broken, DocumentError) and "PDF" in broken.message
