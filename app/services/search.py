@@ -257,7 +257,7 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
     texts = [(k, json.dumps(v)) for k, v in given if k not in ("id", "_id")
              and _is_number(v) and holds(k, number=False)]
     if texts:
-        hints.append(f"a csv column (text) is matched with "
+        hints.append(f"a field of text (as every csv column is) is matched with "
                      f"{', '.join(f'{k}={v}' for k, v in texts)} {_EDGE_FORMS}, in JSON with "
                      f"{_plural('the string', texts)}: {_as_json(None, texts)}; a field of "
                      "numbers with key:=N, in JSON with the number")

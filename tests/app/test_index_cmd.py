@@ -290,7 +290,7 @@ def test_zero_chunk_tokens_is_refused_and_empty_results_say_why(tmp_path, run) -
     (tmp_path / "r.csv").write_text("id,text,stars\nr1,good food,5\n")
     assert run("index", str(tmp_path / "r.csv"), "-c", "rv").returncode == 0
     texts = run("search", "food", "-c", "rv", "-f", "stars:=5")
-    assert "check the filters; a csv column (text) is matched with stars=5" in texts.stdout
+    assert "check the filters; a field of text (as every csv column is) is matched with stars=5" in texts.stdout
     assert "r1" in run("search", "food", "-c", "rv", "-f", "stars=5").stdout
 
 

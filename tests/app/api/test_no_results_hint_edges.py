@@ -133,7 +133,8 @@ def test_a_field_of_both_types_is_hinted_per_value(client) -> None:
     is asked after: the type the documents hold it as is named, and "(not a csv column)" is
     not claimed of a field that some documents hold as text."""
     note = _post(client, "mx", "food", {"stars": 4})["note"] or ""
-    assert "a csv column (text) is matched with stars=4 in the CLI and the UI's filter box" in note, note
+    assert ("a field of text (as every csv column is) is matched with stars=4 in the CLI and the "
+            "UI's filter box") in note, note
     assert '{"stars": "4"}' in note, note
     assert len(_post(client, "mx", "food", {"stars": "4"})["results"]) == 1
     note = _post(client, "mx", "food", {"stars": "2"})["note"] or ""
@@ -189,7 +190,7 @@ def test_a_field_of_both_types_is_hinted_per_value_on_postgres(minilm, tmp_path,
             assert response.results == [], filters
             return response.note or ""
 
-        assert "a csv column (text) is matched with stars=4 in the CLI" in note({"stars": 4})
+        assert "a field of text (as every csv column is) is matched with stars=4 in the CLI" in note({"stars": 4})
         assert note({"stars": "2"}).startswith("a field of numbers is matched with stars:=2 ")
         assert note({"stars": 7}) == note({"stars": "4.5"}) == ""
     finally:
