@@ -1100,7 +1100,7 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
     string per line), ``.csv`` (the text column; the first row is the header), any other
     (``.txt``, ``.md``, no suffix) one text per line. A record's text field or a csv's text
     column is ``text_column`` where given, else the first of ``TEXT_FIELDS`` (text, contents,
-    content, body: as ``facet index``) it has (a csv's header in any case); a csv with one
+    content, body: as ``facet index``) it has, in any case; a csv with one
     column only is that column. A csv with two or more columns and none of those names is
     refused (its first column, an id, was clustered with only a log line).
     Blank texts are skipped; a text that is not a string (``null``, a number) is an error.
@@ -1133,6 +1133,9 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
     def record_text(row: dict[str, Any], at: str) -> tuple[str, Any]:
         row = {unicodedata.normalize("NFC", str(k)): v for k, v in row.items()}
         field_name = next((f for f in fields if f in row), None)
+        if field_name is None and text_column is None:  # "Text": any case, as `facet index` reads it
+            folded = {k.casefold(): k for k in reversed(list(row))}  # the first of a case-twin pair
+            field_name = next((folded[f] for f in fields if f in folded), None)
         if field_name is None:
             raise DataError(f"{at}: no {asked}; it has {', '.join(map(repr, row)) or 'no field'}; "
                             f"{choose}")

@@ -398,3 +398,14 @@ def test_explainer_names_differ_or_the_note_says_so(make_ctx, tiny_inbedder_dir)
         ids = ", ".join(map(str, repeated[:-1])) + f" and {repeated[-1]}"
         assert f"clusters {ids} are all named" in result.note
     assert "the explainer's answers do not follow the clusters" in result.note
+
+
+def test_a_record_text_field_is_read_in_any_case_as_facet_index_reads_it(tmp_path) -> None:
+    """`facet index` reads a jsonl record's "Text" (any case) since the parsing fixes; `facet
+    cluster` refused the same file ("no text field")."""
+    (tmp_path / "t.jsonl").write_text('{"ID": 1, "Text": "card declined"}\n{"ID": 2, "TEXT": "refund"}\n')
+    assert read_text_file(tmp_path / "t.jsonl") == ["card declined", "refund"]
+    (tmp_path / "t.json").write_text('[{"Body": "one"}, {"body": "two"}]')
+    assert read_text_file(tmp_path / "t.json") == ["one", "two"]
+    with pytest.raises(DataError, match="no field 'text' "):  # a column asked for: exactly
+        read_text_file(tmp_path / "t.jsonl", text_column="text")
