@@ -178,7 +178,9 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
     instruction = (f" under the instruction \u201c{auto_dir(esc(_short(response.instruction, 120)))}\u201d"
                    if response.instruction else " without an instruction")
     if response.instruction and not response.instruction_read:
-        instruction = " by the words alone (BM25 does not read the instruction)"
+        # A word search, or an embedder registered as reading none (its note says so).
+        instruction = (" by the words alone (BM25 does not read the instruction)" if response.mode == "lexical"
+                       else " (the instruction was not read: see the note)")
     count = plural(len(response.results), "result")
     if group_by_document:
         documents = len({r.doc_id for r in response.results})

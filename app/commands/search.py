@@ -35,8 +35,9 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
         header += f" · reranked by {printable(spec_label(response.reranker, response.reranker_spec))}"
     if response.instruction:
         header += f"\ninstruction: {printable(shorten(response.instruction))}"
-        if not response.instruction_read:
-            header += " (not read: lexical search matches the words only)"
+        if not response.instruction_read:  # why: a word search, or an embedder that reads none
+            header += (" (not read: lexical search matches the words only)" if response.mode == "lexical"
+                       else " (not read: see the note)")
     typer.echo(header)
     load = response.timings_ms.get("load_model")
     took = (f"{response.timings_ms['total'] - load:.0f} ms, after {load / 1000:.1f} s loading "

@@ -168,8 +168,9 @@ def _document(result: Mapping[str, Any], text: str, collection: str, mode: str |
 
 def _noted(docs: list[Document], note: str | None, collection: str, query: str,
            unread: bool = False) -> list[Document]:
-    """The documents, the search's note and an instruction it did not read (``unread``) logged,
-    in one warning (see the module's docstring)."""
+    """The documents, the search's note and an instruction a lexical search did not read
+    (``unread``) logged, in one warning (see the module's docstring); an embedder that reads no
+    instruction says so in the note."""
     said = [note] if note else []
     if unread:  # the CLI's words; it was dropped without a word here
         said.append("the instruction was not read: lexical search matches the words only")
@@ -318,7 +319,7 @@ class FacetRetriever(BaseRetriever):
         docs = [to_document(r, self.collection, response.mode, response.note,
                             response.instruction, read) for r in response.results]
         return _noted(docs, response.note, self.collection, query,
-                      response.instruction is not None and not read)
+                      response.instruction is not None and not read and response.mode == "lexical")
 
     # ----------------------------------------------------------------- HTTP mode
 
@@ -355,7 +356,9 @@ class FacetRetriever(BaseRetriever):
         docs = [_document(r, r["text"], self.collection, answer.get("mode"), note, r.get("id"),
                           instruction, read)
                 for r in answer.get("results", [])]
-        return _noted(docs, note, self.collection, query, instruction is not None and not read)
+        # (Not read by a search that was not lexical: an embedder that reads none, its note says.)
+        return _noted(docs, note, self.collection, query,
+                      instruction is not None and not read and answer.get("mode") == "lexical")
 
     def _http_search(self, query: str, options: dict[str, Any]) -> list[Document]:
         import httpx

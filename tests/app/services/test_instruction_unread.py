@@ -75,6 +75,42 @@ def test_an_instruction_its_embedder_does_not_read_is_said_and_leaves_auto_hybri
     assert reranked.instruction_read is True and reranked.note is None
     # No instruction: nothing said.
     assert plain.instruction_read is False and plain.note is None
+    # The edges give that reason, not the word search's (the search was hybrid).
+    from ui.render import search_summary
+
+    summary = search_summary(instructed, 5.0)
+    assert "BM25 does not read" not in summary and "the instruction was not read: see the note" in summary
+    lexical = search.search(SearchRequest("card declined", "notes", instruction="Find refunds", mode="lexical"))
+    assert "by the words alone (BM25 does not read the instruction)" in search_summary(lexical, 5.0)
+
+
+def test_the_cli_and_langchain_give_the_embedders_reason(make_ctx, tmp_path, word_hash, caplog) -> None:
+    import logging
+
+    from app.core import Facet
+    from app.integrations.langchain import FacetRetriever
+    from tests.app.cli_runner import invoke_cli
+
+    src = tmp_path / "notes.txt"
+    src.write_text("my card was declined")
+    ctx = make_ctx()
+    IndexService(ctx).index(src, "notes", IndexOptions(embedder=word_hash))
+    ctx.close()
+    out = invoke_cli("search", "card", "-c", "notes", "-i", "Find refunds",
+                     env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert out.returncode == 0, out.stderr
+    assert "instruction: Find refunds (not read: see the note)" in out.stdout
+    assert "note: the instruction was not read: word-hash reads no instruction" in out.stdout
+    facet = Facet(ctx.settings, embedders=ctx.embedders)
+    try:
+        with caplog.at_level(logging.WARNING, logger="app.integrations.langchain"):
+            docs = FacetRetriever(collection="notes", instruction="Find refunds", facet=facet).invoke("card")
+    finally:
+        facet.close()
+    assert docs and docs[0].metadata["instruction_read"] is False
+    said = [r.getMessage() for r in caplog.records if r.name == "app.integrations.langchain"]
+    assert len(said) == 1 and "word-hash reads no instruction" in said[0]
+    assert "lexical search matches the words only" not in said[0]
 
 
 def test_an_embedder_that_did_not_say_is_taken_to_read_instructions(make_ctx, tmp_path, word_hash) -> None:
