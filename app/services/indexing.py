@@ -37,7 +37,7 @@ from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.encoding import cut_count, cut_message, longest_first, unread_message, unread_rows
+from app.encoding import CHUNK_MARGIN, cut_count, cut_message, longest_first, unread_message, unread_rows
 from app.errors import (
     ConflictError,
     DataError,
@@ -1085,15 +1085,17 @@ class IndexService:
                 ChunkingConfig(size, overlap)
             except ValueError as e:
                 raise InvalidRequestError(str(e)) from e
-            max_len = embedder.max_length if isinstance(embedder, HasTokenizer) else None
-            if max_len and size > max_len:
+            budget_of = getattr(embedder, "document_budget", None)
+            budget = budget_of() if callable(budget_of) else None
+            if isinstance(budget, int) and budget > 0 and size > budget - CHUNK_MARGIN:
                 # The shipped causal checkpoints serve 96 tokens, the default chunk is 200:
-                # most of every chunk never reached its vector, and nothing said what to do.
-                logger.warning("chunks of %d tokens exceed %s's max_length %d: the encoder reads "
-                               "only the start of each; for whole chunks create the collection "
-                               "with --chunk-tokens %d or less (or load the embedder with "
-                               "[max_length=N])", size, embedder.name, max_len,
-                               max(1, max_len - 16))
+                # most of every chunk never reaches its vector. The job's warning counts the
+                # chunks cut (``cut_message``, the same advice); this says it before any encode.
+                logger.warning("chunks of %d tokens are longer than %s reads whole (%d tokens of "
+                               "text): the encoder reads only the start of each; for whole chunks "
+                               "create the collection with --chunk-tokens %d or less (or load the "
+                               "embedder with [max_length=N])", size, embedder.name, budget,
+                               max(1, budget - CHUNK_MARGIN))
             try:
                 coll = md.create_collection(session, name, backend=self.store.backend,
                                             chunk_size=size, chunk_overlap=overlap,
