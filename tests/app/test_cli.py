@@ -284,4 +284,7 @@ def test_a_second_server_on_one_embedded_data_folder_is_refused_at_start(tmp_pat
             pass
     # Let go when the first ends (as the kernel does when its process dies).
     with serving_lock(settings, "facet ui", "http://127.0.0.1:7860"):
-        pass
+        # A `facet ui` holder serves no API: the refusal does not send requests to it.
+        second = invoke_cli(command, "--port", str(port), env={"FACET_DATA_DIR": str(tmp_path)})
+        assert second.returncode == 5 and "send requests to it" not in second.stderr, second.stderr
+        assert "use its UI, or stop it and run `facet serve` (the API, and the same UI at /ui)" in second.stderr
