@@ -64,7 +64,7 @@ from app.services.indexing import (
 )
 from app.services.search import SearchRequest, SearchResponse, SearchService
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
-from app.text import check_texts
+from app.text import check_text_encodable, check_texts
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
 from indexer.errors import StoreBusyError
 
@@ -312,7 +312,10 @@ class Facet:
         """
         return self.embedder_cache.get(name or self.settings.default_embedder)
 
-    def _check_embed(self, texts: Sequence[str], role: Role | str) -> Role:
+    def _check_embed(self, texts: Sequence[str], role: Role | str,
+                     instruction: str | None = None) -> Role:
+        if isinstance(instruction, str):  # named as its field (it was refused with a null param)
+            check_text_encodable(instruction, "the instruction", param="instruction")
         if isinstance(texts, str):
             # param: the field as /v1/embeddings names the texts.
             raise InvalidRequestError("texts must be a list of strings, not one string; wrap it: "
@@ -341,7 +344,7 @@ class Facet:
             UnknownModelError: unknown embedder.
             BusyError: the encoder's queue is full (a server under load).
         """
-        role_ = self._check_embed(texts, role)
+        role_ = self._check_embed(texts, role, instruction)
         name = embedder or self.settings.default_embedder
         model = self.embedder_cache.get(name)
         vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
@@ -358,7 +361,7 @@ class Facet:
         as ``embed``."""
         self._check_open()
         with domain_errors():
-            role_ = self._check_embed(texts, role)
+            role_ = self._check_embed(texts, role, instruction)
             name = embedder or self.settings.default_embedder
             loaded = self.embedder_cache.peek(name)
             model = loaded if loaded is not None else await asyncio.to_thread(

@@ -73,7 +73,7 @@ from app.services.search import (
     stored_vectors,
     user_filter_words,
 )
-from app.text import check_texts, plural
+from app.text import check_text_encodable, check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import explain_clusters
 from indexer import metadata as md
@@ -579,6 +579,8 @@ class ClusterService:
             raise InvalidRequestError("the instruction must not be empty: it is what the texts are "
                                       "grouped by (e.g. 'What does the customer want?')",
                                       param="instruction")
+        # (A surrogate was refused by the encoder, after the texts were read, with a null param.)
+        check_text_encodable(request.instruction, "the instruction", param="instruction")
         given = [name for name, value in (("texts", request.texts),
                                           ("collection", request.collection),
                                           ("search", request.search)) if value is not None]

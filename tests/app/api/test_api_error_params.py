@@ -237,3 +237,17 @@ def test_the_job_log_line_says_one_chunk(caplog) -> None:
         with caplog.at_level(logging.INFO, logger="app.jobs"):
             assert run_logged(lambda _job, r=report: r, job) is report
         assert f"{words} 0.3s" in caplog.text, caplog.text
+
+
+@pytest.mark.parametrize(("route", "body"), [
+    ("/cluster", '{"instruction": "bad \\ud800", "texts": ["a", "b", "c"], "k": 2}'),
+    ("/v1/embeddings", '{"model": "minilm", "input": ["a"], "instruction": "bad \\ud800"}'),
+    ("/search", '{"query": "card", "collection": "c", "instruction": "bad \\ud800"}'),
+])
+def test_an_unpaired_surrogate_in_the_instruction_names_the_field(client, route, body) -> None:
+    """JSON's "\\ud800" escape: /search named the field, /cluster and /v1/embeddings gave a
+    null param (the encoder refused it, after the texts were read)."""
+    r = client.post(route, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "instruction", r.json()
+    assert "unpaired surrogate" in r.json()["error"]["message"]
