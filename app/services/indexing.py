@@ -291,8 +291,12 @@ def summed_moved_message(messages: list[str]) -> str | None:
 
 
 def failed_documents_message(failed: int, seen: int, indexed: int) -> str | None:
-    """A completed job's message when some of its documents failed (None when none did): the
-    job ends ``completed`` either way, and its message is what says that it did not all go in."""
+    """A completed job's message when some of its documents failed, or when it found none
+    (None otherwise): the job ends ``completed`` either way, and its message is what says that
+    it did not all go in."""
+    if not seen:
+        # A background job of an empty folder kept its empty collection with nothing said.
+        return "nothing to index: the source holds no document of a supported type"
     if not failed:
         return None
     return f"{failed} of {seen} documents failed, {indexed} indexed: see the job's errors"

@@ -32,6 +32,19 @@ def test_a_completed_background_job_records_its_totals(facet, tmp_path) -> None:
     assert done.docs_total == done.docs_seen == 3
 
 
+def test_a_background_job_of_nothing_to_index_says_so(facet, tmp_path) -> None:
+    """A background job of a folder with nothing Facet reads kept its empty collection, and
+    neither the job nor `facet jobs` said that nothing was indexed."""
+    src = tmp_path / "pictures"
+    src.mkdir()
+    (src / "photo.png").write_bytes(b"\x89PNG")
+    job = facet.submit_index(src, "pics")
+    assert facet.job_runner.join(timeout=120)
+    done = facet.job(job.id)
+    assert (done.state, done.docs_seen) == ("completed", 0)
+    assert done.message == "nothing to index: the source holds no document of a supported type"
+
+
 def test_a_job_whose_embedder_cannot_load_fails_with_its_reason(facet, tmp_path) -> None:
     """A model the running process cannot load (a checkpoint removed after the job was queued)
     left the job ``queued``, for ever in a server whose process lives on."""
