@@ -69,6 +69,7 @@ from app.services.search import (
     SearchService,
     check_filters,
     payload_filters,
+    reads_instruction,
     refuse_if_busy,
     stored_vectors,
     user_filter_words,
@@ -827,6 +828,11 @@ class ClusterService:
                        "alike and cluster together whatever they say; cluster with an embedder "
                        "whose tokenizer reads them (e.g. causal2vec)")
             note = f"{note}; {warning}" if note else warning
+        # A search says it too: the instruction grouped nothing (the registry: imported already).
+        if not reads_instruction(spec):
+            unread_instruction = (f"the instruction was not read: {spec} reads no instruction, so "
+                                  "the texts are grouped as they read bare")
+            note = f"{note}; {unread_instruction}" if note else unread_instruction
         timings["kmeans"] = (time.perf_counter() - t0) * 1000
 
         answers: list[str] | None = None

@@ -167,7 +167,7 @@ class SearchResponse:
         return asdict(self)
 
 
-def _reads(spec: str) -> bool:
+def reads_instruction(spec: str) -> bool:
     """Whether the embedder ``spec`` loads reads an instruction (``reads_instructions``: False
     only for one registered so)."""
     from embedders.registry import reads_instructions
@@ -1144,7 +1144,7 @@ class SearchService:
             # same under any instruction, and the response said it was read.
             readers = [spec for spec, used in ((query_spec, mode != "lexical"),
                                                (request.rerank, reranker_name is not None)) if used and spec]
-            read = any(_reads(spec) for spec in readers)
+            read = any(reads_instruction(spec) for spec in readers)
             if not read:
                 unread = (f"the instruction was not read: {', '.join(dict.fromkeys(readers))} "
                           "reads no instruction (its vectors are the same under any)")
@@ -1344,7 +1344,7 @@ class SearchService:
         """
         if request.mode != "auto":
             return request.mode
-        if (request.instruction or "").strip() and (query_spec is None or _reads(query_spec)):
+        if (request.instruction or "").strip() and (query_spec is None or reads_instruction(query_spec)):
             return "dense"  # only the embedder reads the instruction; BM25 would outvote it
         if request.score_threshold is not None and not request.rerank:
             return "dense"

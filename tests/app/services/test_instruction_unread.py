@@ -120,3 +120,15 @@ def test_an_embedder_that_did_not_say_is_taken_to_read_instructions(make_ctx, tm
     IndexService(ctx).index(src, "notes", IndexOptions(embedder="word-hash-reads"))
     response = SearchService(ctx).search(SearchRequest("card", "notes", instruction="Find refunds"))
     assert (response.mode, response.instruction_read, response.note) == ("dense", True, None)
+
+
+def test_a_clustering_by_an_embedder_that_reads_no_instruction_says_so(make_ctx, word_hash) -> None:
+    from app.services.clustering import ClusterRequest, ClusterService
+
+    texts = ["card declined", "card blocked", "refund please", "refund late"]
+    result = ClusterService(make_ctx()).cluster(ClusterRequest("by topic", texts=texts, k=2,
+                                                               embedder=word_hash))
+    assert result.note == ("the instruction was not read: word-hash reads no instruction, so the "
+                           "texts are grouped as they read bare")
+    minilm = ClusterService(make_ctx()).cluster(ClusterRequest("by topic", texts=texts, k=2))
+    assert minilm.note is None
