@@ -291,7 +291,7 @@ def cut_message(name: str, count: int, total: int, budget: int | None) -> str:
               "or less" if budget else "index into a new collection with smaller --chunk-tokens")
     return (f"{count:,} of {total:,} {CUT_MARK} {name}{reads}: only the start of each is in its "
             f"vectors, so its searches miss what the rest says; for whole chunks {advice}, or "
-            f"load {name} with a larger max_length where it takes one")
+            f"with --embedder '{name}[max_length=N]' where {name} takes that option")
 
 
 _CUT_BUDGET = re.compile(r" reads whole \((\d+) tokens of text\)")
@@ -383,8 +383,9 @@ def instruction_refusal(error: FacetError, whose: str | None = None) -> FacetErr
     message = str(error)
     if whose and message.startswith(TOO_LONG_FOR_THIS_EMBEDDER) and \
             isinstance(error, InvalidRequestError):
-        error = InvalidRequestError(f"the instruction is too long for {whose}"
-                                    + message[len(TOO_LONG_FOR_THIS_EMBEDDER):])
+        rest = message[len(TOO_LONG_FOR_THIS_EMBEDDER):].replace("tokens the embedder reads",
+                                                                 "tokens it reads")
+        error = InvalidRequestError(f"the instruction is too long for {whose}{rest}")
     error.param = "instruction"
     return error
 

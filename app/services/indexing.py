@@ -133,7 +133,7 @@ class Seen:
         the file of the second, which read as that file repeating its own id when the first
         was another file's."""
         first = self.sources.get(key)
-        where = (f"{source} repeats it" if first in (None, str(source))
+        where = ("the file repeats it" if first in (None, str(source))
                  else f"{first} already has a record with it")
         return (f"duplicate document id {key!r} in {source}: {where}; only the first occurrence "
                 "is indexed (give each record an id of its own)")

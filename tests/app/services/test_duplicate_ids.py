@@ -25,7 +25,7 @@ def _expected(root: Path) -> list[tuple[str, str]]:
     a, b = root / "a.csv", root / "b.csv"
     tail = "only the first occurrence is indexed (give each record an id of its own)"
     return [("1", f"duplicate document id '1' in {b}: {a} already has a record with it; {tail}"),
-            ("3", f"duplicate document id '3' in {b}: {b} repeats it; {tail}")]
+            ("3", f"duplicate document id '3' in {b}: the file repeats it; {tail}")]
 
 
 def test_inline_run_names_the_first_file(make_ctx, tmp_path) -> None:

@@ -78,6 +78,7 @@ def test_a_search_names_the_instruction_for_its_embedder_and_its_reranker(suppor
         search.search(SearchRequest("card declined", "support", instruction=FOR_MINILM,
                                     rerank=str(tiny_inbedder_dir)))
     assert str(caught.value).startswith(f"the instruction is too long for the reranker {tiny_inbedder_dir}: ")
+    assert "tokens it reads" in str(caught.value) and "the embedder reads" not in str(caught.value)
     assert caught.value.param == "instruction"
     # Nested in a cluster request: the search's field.
     with pytest.raises(InvalidRequestError) as caught:
