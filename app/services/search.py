@@ -1109,6 +1109,13 @@ class SearchService:
         reranker_name: str | None = None
         if request.rerank and hits:
             t0 = time.perf_counter()
+            if getattr(self.encoder, "embedders", None) is self.ctx.embedders and \
+                    self.ctx.embedders.peek(request.rerank) is None:
+                # Loaded here: timed apart, as the query's embedder is (a first rerank with
+                # InBedder read "rerank 16.9 s" for 12 chunks, nearly all of it the load).
+                self.ctx.embedders.get(request.rerank)
+                timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
+                t0 = time.perf_counter()
             reranker_name = self.ctx.embedders.name_of(request.rerank)
             try:
                 rerank_scores = self._rerank(request, instruction, hits, query_spec, query_vec)

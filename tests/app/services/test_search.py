@@ -502,6 +502,18 @@ def test_loading_the_query_embedder_is_timed_apart_from_encoding(searchable) -> 
     assert first["total"] >= first["load_model"] + first["encode_query"]
 
 
+def test_loading_the_reranker_is_timed_apart_from_reranking(searchable, tiny_inbedder_dir) -> None:
+    """A first rerank with InBedder read "rerank 16.9 s" for 12 chunks, nearly all of it
+    loading the model."""
+    service = SearchService(searchable)
+    spec = str(tiny_inbedder_dir)
+    assert searchable.embedders.peek(spec) is None
+    first = service.search(SearchRequest("card", "support", top_k=2, mode="dense", rerank=spec)).timings_ms
+    again = service.search(SearchRequest("card", "support", top_k=2, mode="dense", rerank=spec)).timings_ms
+    assert "load_model" in first and "load_model" not in again
+    assert first["total"] >= first["load_model"] + first["rerank"]
+
+
 def test_a_filter_value_nested_too_deeply_is_a_request_error() -> None:
     """`--filter 'a:=[[[[...'` thousands deep raised RecursionError (a traceback) where any other
     bad JSON after := is an InvalidRequestError."""
