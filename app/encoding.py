@@ -283,15 +283,22 @@ CUT_MARK = "chunks written are longer than"
 CHUNK_MARGIN = 4
 
 
-def cut_message(name: str, count: int, total: int, budget: int | None) -> str:
+def cut_message(name: str, count: int, total: int, budget: int | None,
+                takes_max_length: bool = False) -> str:
     """The warning for ``count`` of ``total`` chunks written that ``name`` reads only the start
-    of (``budget`` tokens of text)."""
+    of (``budget`` tokens of text); ``takes_max_length``: it loads with a ``[max_length=N]``
+    option (minilm does not: the advice to use one was an error to copy)."""
     reads = f" reads whole ({budget} tokens of text)" if budget else " reads whole"
     advice = (f"index into a new collection with --chunk-tokens {max(1, budget - CHUNK_MARGIN)} "
               "or less" if budget else "index into a new collection with smaller --chunk-tokens")
+    option = f", or with --embedder '{name}[max_length=N]'" if takes_max_length else ""
     return (f"{count:,} of {total:,} {CUT_MARK} {name}{reads}: only the start of each is in its "
-            f"vectors, so its searches miss what the rest says; for whole chunks {advice}, or "
-            f"with --embedder '{name}[max_length=N]' where {name} takes that option")
+            f"vectors, so its searches miss what the rest says; for whole chunks {advice}{option}")
+
+
+def takes_max_length(model: object) -> bool:
+    """Whether ``model`` loads with a ``[max_length=N]`` option (its ``OPTIONS``)."""
+    return "max_length" in tuple(getattr(model, "OPTIONS", ()) or ())
 
 
 _CUT_BUDGET = re.compile(r" reads whole \((\d+) tokens of text\)")
@@ -409,7 +416,8 @@ def _check_instruction(model: object, role: Role, instruction: str | None,
         raise instruction_refusal(domain, whose) from e
 
 
-def check_explainer(embedders: EmbedderCache, explainer: str, instruction: str | None) -> AnswerGenerator:
+def check_explainer(embedders: EmbedderCache, explainer: str, instruction: str | None,
+                    embedder: str | None = None) -> AnswerGenerator:
     """The loaded ``explainer`` (``embedders`` keeps it: its answers load it no more), refused
     where it does not answer (``not_an_explainer``) or where ``instruction`` is over its limit
     ("the instruction is too long for the explainer inbedder: ..."), as its answers would be:
@@ -417,7 +425,10 @@ def check_explainer(embedders: EmbedderCache, explainer: str, instruction: str |
     model = embedders.get(explainer)
     if not isinstance(model, AnswerGenerator):
         raise not_an_explainer(explainer)
-    _check_instruction(model, Role.DOCUMENT, instruction, whose=f"the explainer {explainer}")
+    # (The explainer that is the embedder too is "this embedder": both refuse it.)
+    same = embedder is not None and (embedder == explainer or embedders.peek(embedder) is model)
+    whose = None if same else f"the explainer {explainer}"
+    _check_instruction(model, Role.DOCUMENT, instruction, whose=whose)
     return model
 
 

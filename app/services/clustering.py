@@ -675,7 +675,8 @@ class ClusterService:
             loading = self.ctx.embedders.peek(request.explainer) is None
             if loading:
                 report(0.0, f"loading the explainer {request.explainer}")
-            check_explainer(self.ctx.embedders, request.explainer, instruction)
+            check_explainer(self.ctx.embedders, request.explainer, instruction,
+                            request.embedder or self.ctx.settings.default_embedder)
             if loading:
                 timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
             return

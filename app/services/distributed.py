@@ -525,7 +525,8 @@ class ChunkedIndexService:
             for name, count in report.cut_chunks.items():  # summed as the [UNK] warning is
                 tally.errors.append(md.JobError(
                     document_key=name, kind="warning", message=cut_message(
-                        name, count, report.chunks_written, report.cut_budget.get(name))))
+                        name, count, report.chunks_written, report.cut_budget.get(name),
+                        name in report.cut_options)))
             for error in tally.errors:
                 error.job_id = job_id
             s.add_all(tally.errors)
@@ -702,19 +703,22 @@ class ChunkedIndexService:
         rows = session.scalars(select(E).where(E.job_id == job_id, E.kind == "warning",
                                                E.message.contains(CUT_MARK)).order_by(E.id)).all()
         sums: dict[str, tuple[int, int | None]] = {}
+        options: set[str] = set()  # the chunk tasks said the [max_length=N] form
         for row in rows:
             parts = cut_counted(row.message)
             if parts is None:
                 continue
             count, budget = sums.get(row.document_key, (0, None))
             sums[row.document_key] = (count + parts[0], budget or parts[1])
+            if "[max_length=N]" in row.message:
+                options.add(row.document_key)
             session.delete(row)
         if not sums:
             return
         J = md.IndexJob
         written = session.scalar(select(J.chunks_written).where(J.id == job_id)) or 0
         session.add_all(E(job_id=job_id, document_key=name, kind="warning",
-                          message=cut_message(name, count, written, budget))
+                          message=cut_message(name, count, written, budget, name in options))
                         for name, (count, budget) in sums.items())
 
     @staticmethod

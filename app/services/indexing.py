@@ -37,7 +37,15 @@ from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.encoding import CHUNK_MARGIN, cut_count, cut_message, longest_first, unread_message, unread_rows
+from app.encoding import (
+    CHUNK_MARGIN,
+    cut_count,
+    cut_message,
+    longest_first,
+    takes_max_length,
+    unread_message,
+    unread_rows,
+)
 from app.errors import (
     ConflictError,
     DataError,
@@ -189,6 +197,7 @@ class IndexReport:
     # budget it reads (tokens of text).
     cut_chunks: dict[str, int] = field(default_factory=dict)
     cut_budget: dict[str, int | None] = field(default_factory=dict)
+    cut_options: set[str] = field(default_factory=set)  # of those, the ones taking [max_length=N]
     skipped_files: list[str] = field(default_factory=list)  # of unsupported types
     # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
     # link): (the path as printable text, why).
@@ -1091,15 +1100,16 @@ class IndexService:
                 raise InvalidRequestError(str(e)) from e
             budget_of = getattr(embedder, "document_budget", None)
             budget = budget_of() if callable(budget_of) else None
-            if isinstance(budget, int) and budget > 0 and size > budget - CHUNK_MARGIN:
+            if isinstance(budget, int) and budget > 0 and size > budget:
                 # The shipped causal checkpoints serve 96 tokens, the default chunk is 200:
                 # most of every chunk never reaches its vector. The job's warning counts the
                 # chunks cut (``cut_message``, the same advice); this says it before any encode.
+                option = (f", or load it as {embedder.name}[max_length=N]"
+                          if takes_max_length(embedder) else "")
                 logger.warning("chunks of %d tokens are longer than %s reads whole (%d tokens of "
                                "text): the encoder reads only the start of each; for whole chunks "
-                               "create the collection with --chunk-tokens %d or less (or load the "
-                               "embedder with [max_length=N])", size, embedder.name, budget,
-                               max(1, budget - CHUNK_MARGIN))
+                               "create the collection with --chunk-tokens %d or less%s", size,
+                               embedder.name, budget, max(1, budget - CHUNK_MARGIN), option)
             try:
                 coll = md.create_collection(session, name, backend=self.store.backend,
                                             chunk_size=size, chunk_overlap=overlap,
@@ -2044,12 +2054,15 @@ class IndexService:
             name = name or model.name
             report.cut_chunks[name] = report.cut_chunks.get(name, 0) + cut
             report.cut_budget[name] = model.document_budget()
+            if takes_max_length(model):
+                report.cut_options.add(name)
 
     @staticmethod
     def _note_cut(job: Any, report: IndexReport) -> None:
         """One warning per embedder that read only the start of some chunks this run."""
         for name, count in report.cut_chunks.items():
-            message = cut_message(name, count, report.chunks_written, report.cut_budget.get(name))
+            message = cut_message(name, count, report.chunks_written, report.cut_budget.get(name),
+                                  name in report.cut_options)
             report.warnings.append((name, message))
             job.errors.append(md.JobError(document_key=name, kind="warning", message=message))
 

@@ -39,7 +39,8 @@ def test_chunks_an_embedder_cuts_are_counted_on_the_job(make_ctx, tmp_path, tiny
     model = ctx.embedders.get(spec)
     budget = model.document_budget()
     assert budget is not None and budget < 64 < 200
-    expected = cut_message(model.name, 1, report.chunks_written, budget)
+    expected = cut_message(model.name, 1, report.chunks_written, budget, takes_max_length=True)
+    assert expected.endswith(f"or less, or with --embedder '{model.name}[max_length=N]'")
     assert _cut(report.warnings) == [(model.name, expected)]
     assert f"1 of 2 chunks written are longer than {model.name} reads whole ({budget} tokens" in expected
     assert f"--chunk-tokens {budget - CHUNK_MARGIN} or less" in expected
@@ -69,7 +70,7 @@ def test_a_companion_that_cuts_the_chunks_is_named(make_ctx, tmp_path, tiny_inbe
     (src / "long.txt").write_text(LONG + " and the winter timetable")
     report = service.index(src, "docs")
     assert _cut(report.warnings) == [(model.name, cut_message(model.name, 1, report.chunks_written,
-                                                              model.document_budget()))]
+                                                              model.document_budget(), True))]
 
 
 def test_a_worker_job_sums_its_chunk_tasks_cut_warnings(make_ctx, tmp_path, tiny_inbedder_dir) -> None:
@@ -90,4 +91,6 @@ def test_a_worker_job_sums_its_chunk_tasks_cut_warnings(make_ctx, tmp_path, tiny
     model = ctx.embedders.get(spec)
     assert job.state == "completed" and job.chunks_written == 4, job
     assert [(e["document"], e["message"]) for e in job.errors if CUT_MARK in e["message"]] == [
-        (model.name, cut_message(model.name, 3, 4, model.document_budget()))]
+        (model.name, cut_message(model.name, 3, 4, model.document_budget(), True))]
+    # minilm takes no [max_length=N]: its warning does not offer it (an error to copy).
+    assert "max_length" not in cut_message("minilm", 1, 2, 254, takes_max_length=False)

@@ -720,6 +720,13 @@ def test_chunks_longer_than_the_embedder_reads_say_what_to_do(make_ctx, tmp_path
     assert "chunks of 300 tokens are longer than minilm reads whole (254 tokens of text): the " \
         "encoder reads only the start of each; for whole chunks create the collection with " \
         "--chunk-tokens 250 or less" in caplog.text
+    assert "max_length" not in caplog.text  # minilm takes no [max_length=N]: not offered
+    # Chunks no longer than it reads (254): nothing claimed ("chunks of 251 tokens are longer").
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="app.services.indexing"):
+        IndexService(make_ctx(data_dir=tmp_path / "d251")).index(
+            tmp_path / "src", "fits", IndexOptions(chunk_size=251, chunk_overlap=8))
+    assert "longer than minilm reads whole" not in caplog.text
 
 
 def test_a_lost_store_of_a_two_embedder_collection_is_written_again_for_both(

@@ -85,3 +85,12 @@ def test_a_search_names_the_instruction_for_its_embedder_and_its_reranker(suppor
         ClusterService(support_ctx).cluster(ClusterRequest(
             "What is it about?", search=SearchRequest("card", "support", instruction=TOO_LONG, top_k=5)))
     assert str(caught.value).startswith(THIS_EMBEDDER) and caught.value.param == "search.instruction"
+
+
+def test_the_explainer_that_is_also_the_embedder_is_this_embedder(make_ctx, tiny_inbedder_dir) -> None:
+    """Both refuse the instruction: "too long for the explainer X" blamed only one of them."""
+    spec = str(tiny_inbedder_dir)
+    with pytest.raises(InvalidRequestError) as caught:
+        ClusterService(make_ctx()).cluster(ClusterRequest(FOR_MINILM, texts=TEXTS, k=2, embedder=spec,
+                                                          explainer=spec))
+    assert str(caught.value).startswith(THIS_EMBEDDER) and caught.value.param == "instruction"
