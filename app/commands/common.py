@@ -150,13 +150,13 @@ def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterato
                 f"on {holder['address']}" if holder.get("address") else None,
                 f"since {holder['started']}" if holder.get("started") else None) if part)
             # `facet ui` serves no API (nor /ui): "send requests to it" sent users to 404s.
-            use = ("use its UI, or stop it and run `facet serve` (the API, and the same UI at "
-                   "/ui)" if holder.get("command") == "facet ui" else
-                   "send requests to it (it serves the UI at /ui too)")
+            use = ("use its UI; for the API too, stop it and run `facet serve` (the API, and the "
+                   "same UI at /ui)" if holder.get("command") == "facet ui" else
+                   "send requests to it (it serves the UI at /ui too), or stop it first")
             raise ConflictError(
                 f"another Facet server ({who or 'unknown'}) serves the data folder {folder}: one "
-                f"server per embedded data folder, since it holds the collections it opens; {use}, "
-                "stop it first, or give this one another FACET_DATA_DIR") from None
+                f"server per embedded data folder, since it holds the collections it opens; {use}; "
+                "or give this one another FACET_DATA_DIR") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({
             "pid": os.getpid(), "command": command, "address": address,

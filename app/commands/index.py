@@ -203,8 +203,8 @@ def register(cli: typer.Typer) -> None:
         if report.collection_removed and not report.docs_failed:
             # "completed", then `facet search` said the collection was unknown.
             typer.echo(f"  nothing to index in {printable(str(source))}: collection "
-                       f"{printable(collection)!r} was not created (nor kept job "
-                       f"{report.job_id})", err=True)
+                       f"{printable(collection)!r} was not created, and job {report.job_id} "
+                       "was removed with it", err=True)
         if failure is not None:
             typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
             raise typer.Exit(exit_code(failure))

@@ -319,7 +319,8 @@ class FacetRetriever(BaseRetriever):
         docs = [to_document(r, self.collection, response.mode, response.note,
                             response.instruction, read) for r in response.results]
         return _noted(docs, response.note, self.collection, query,
-                      response.instruction is not None and not read and response.mode == "lexical")
+                      response.instruction is not None and not read and response.mode == "lexical"
+                      and not response.reranker)
 
     # ----------------------------------------------------------------- HTTP mode
 
@@ -358,7 +359,8 @@ class FacetRetriever(BaseRetriever):
                 for r in answer.get("results", [])]
         # (Not read by a search that was not lexical: an embedder that reads none, its note says.)
         return _noted(docs, note, self.collection, query,
-                      instruction is not None and not read and answer.get("mode") == "lexical")
+                      instruction is not None and not read and answer.get("mode") == "lexical"
+                      and not answer.get("reranker"))
 
     def _http_search(self, query: str, options: dict[str, Any]) -> list[Document]:
         import httpx

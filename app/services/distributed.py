@@ -661,7 +661,8 @@ class ChunkedIndexService:
         # As the in-process runner says it: the state stays `completed`, and the message is what
         # says that not every document went in.
         said = (cancelled_message(job.docs_indexed) if job.cancel_requested else
-                failed_documents_message(job.docs_failed, job.docs_seen, job.docs_indexed))
+                failed_documents_message(job.docs_failed, job.docs_seen, job.docs_indexed,
+                                         job.docs_deleted))
         if said:
             notes.insert(0, said)
         J = md.IndexJob

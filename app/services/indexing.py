@@ -299,12 +299,15 @@ def summed_moved_message(messages: list[str]) -> str | None:
     return _moved_text(docs, chunks, example) if example is not None else None
 
 
-def failed_documents_message(failed: int, seen: int, indexed: int) -> str | None:
+def failed_documents_message(failed: int, seen: int, indexed: int, deleted: int = 0) -> str | None:
     """A completed job's message when some of its documents failed, or when it found none
     (None otherwise): the job ends ``completed`` either way, and its message is what says that
     it did not all go in."""
     if not seen:
         # A background job of an empty folder kept its empty collection with nothing said.
+        if deleted:  # a synced folder emptied on purpose: what happened, not an error
+            return (f"the source holds no document of a supported type now: "
+                    f"{plural(deleted, 'document')} removed from the collection")
         return "nothing to index: the source holds no document of a supported type"
     if not failed:
         return None
@@ -907,7 +910,7 @@ class IndexService:
                 # The state stays `completed` (the documents that went in are searchable), but
                 # a client polling for it read a run whose every document failed as a success.
                 job.message = failed_documents_message(report.docs_failed, report.docs_seen,
-                                                       report.docs_indexed) or job.message
+                                                       report.docs_indexed, report.docs_deleted) or job.message
             except BaseException as e:
                 session.rollback()
                 # The server stopping also fails a batch on its way out (the encoder closes):

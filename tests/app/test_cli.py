@@ -287,4 +287,5 @@ def test_a_second_server_on_one_embedded_data_folder_is_refused_at_start(tmp_pat
         # A `facet ui` holder serves no API: the refusal does not send requests to it.
         second = invoke_cli(command, "--port", str(port), env={"FACET_DATA_DIR": str(tmp_path)})
         assert second.returncode == 5 and "send requests to it" not in second.stderr, second.stderr
-        assert "use its UI, or stop it and run `facet serve` (the API, and the same UI at /ui)" in second.stderr
+        assert ("use its UI; for the API too, stop it and run `facet serve` (the API, and the same UI "
+                "at /ui); or give this one another FACET_DATA_DIR") in second.stderr

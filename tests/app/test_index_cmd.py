@@ -123,7 +123,8 @@ def test_a_run_that_indexes_nothing_says_the_collection_was_not_created(tmp_path
     (src / "photo.png").write_bytes(b"\x89PNG")
     empty = run("index", str(src), "-c", "pics")
     assert empty.returncode == 0, empty.stderr
-    assert f"nothing to index in {src}: collection 'pics' was not created (nor kept job 1)" in empty.stderr
+    assert (f"nothing to index in {src}: collection 'pics' was not created, and job 1 was removed "
+            "with it") in empty.stderr
     assert run("collections").stdout.count("pics") == 0
     # Indexing into an existing collection finds nothing new: it stays, and nothing is said.
     (tmp_path / "notes").mkdir()

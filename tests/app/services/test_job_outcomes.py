@@ -43,6 +43,17 @@ def test_a_background_job_of_nothing_to_index_says_so(facet, tmp_path) -> None:
     done = facet.job(job.id)
     assert (done.state, done.docs_seen) == ("completed", 0)
     assert done.message == "nothing to index: the source holds no document of a supported type"
+    # A folder emptied on purpose and synced: what happened, not an error.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("card fees rise in May")
+    facet.submit_index(notes, "notes")
+    assert facet.job_runner.join(timeout=120)
+    (notes / "a.txt").unlink()
+    emptied = facet.submit_index(notes, "notes")
+    assert facet.job_runner.join(timeout=120)
+    assert facet.job(emptied.id).message == ("the source holds no document of a supported type now: "
+                                             "1 document removed from the collection")
 
 
 def test_a_job_whose_embedder_cannot_load_fails_with_its_reason(facet, tmp_path) -> None:
