@@ -179,7 +179,8 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
                    if response.instruction else " without an instruction")
     if response.instruction and not response.instruction_read:
         # A word search, or an embedder registered as reading none (its note says so).
-        instruction = (" by the words alone (BM25 does not read the instruction)" if response.mode == "lexical"
+        instruction = (" by the words alone (BM25 does not read the instruction)"
+                       if response.mode == "lexical" and not response.reranker
                        else " (the instruction was not read: see the note)")
     count = plural(len(response.results), "result")
     if group_by_document:
@@ -234,7 +235,10 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
              f"<th>score</th><th>A: {auto_dir(esc(_short(a.instruction, 80) or '(no instruction)'))}</th>"
              f"<th>score</th><th>B: {auto_dir(esc(_short(b.instruction, 80) or '(no instruction)'))}</th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-    return notices_html(notices) + summary + table
+    # The searches' notes (an embedder that reads no instruction: the tab that compares
+    # instructions showed two equal lists and nothing else), each once.
+    notes = [n for n in dict.fromkeys((a.note, b.note)) if n and n not in notices]
+    return notices_html([*notices, *notes]) + summary + table
 
 
 # ----------------------------------------------------------------- clusters

@@ -80,6 +80,10 @@ def test_an_instruction_its_embedder_does_not_read_is_said_and_leaves_auto_hybri
 
     summary = search_summary(instructed, 5.0)
     assert "BM25 does not read" not in summary and "the instruction was not read: see the note" in summary
+    from ui.render import compare_html
+
+    other = search.search(SearchRequest("card declined", "notes", instruction="Find the fees"))
+    assert compare_html(instructed, other).count("word-hash reads no instruction") == 1
     lexical = search.search(SearchRequest("card declined", "notes", instruction="Find refunds", mode="lexical"))
     assert "by the words alone (BM25 does not read the instruction)" in search_summary(lexical, 5.0)
 
