@@ -197,7 +197,8 @@ class IndexReport:
     # budget it reads (tokens of text).
     cut_chunks: dict[str, int] = field(default_factory=dict)
     cut_budget: dict[str, int | None] = field(default_factory=dict)
-    cut_options: set[str] = field(default_factory=set)  # of those, the ones taking [max_length=N]
+    # Of those, the ones taking [max_length=N] (a list: the report is written as JSON).
+    cut_options: list[str] = field(default_factory=list)
     skipped_files: list[str] = field(default_factory=list)  # of unsupported types
     # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
     # link): (the path as printable text, why).
@@ -2057,8 +2058,8 @@ class IndexService:
             name = name or model.name
             report.cut_chunks[name] = report.cut_chunks.get(name, 0) + cut
             report.cut_budget[name] = model.document_budget()
-            if takes_max_length(model):
-                report.cut_options.add(name)
+            if takes_max_length(model) and name not in report.cut_options:
+                report.cut_options.append(name)
 
     @staticmethod
     def _note_cut(job: Any, report: IndexReport) -> None:
