@@ -48,14 +48,17 @@ def corpus_ids(qrels: dict[str, dict[str, float]], all_ids: list[str], docs: int
 
 
 def probe(embedder: str, sizes: list[int], *, docs: int = 1000, overlap: int | None = None,
+          queries: int | None = None, root: Path | None = None,
           embedders: EmbedderCache | None = None) -> list[dict[str, Any]]:
     """nDCG@10 and Recall@10 of ``embedder`` on SciFact dev through the product path, one row
-    per chunk size (overlap: the settings' default for that size unless given)."""
-    root = Path(get_settings().shared_data_dir)
+    per chunk size (overlap: the settings' default for that size unless given; ``queries``: the
+    first N dev queries by id, None for all 162, their judged abstracts in the corpus)."""
+    root = root or Path(get_settings().shared_data_dir)
     data = scifact_dev(root)
-    keep = corpus_ids(data.qrels, list(data.corpus), docs)
+    qids = sorted(data.qrels)[:queries] if queries else sorted(data.qrels)
+    qrels = {q: data.qrels[q] for q in qids}
+    keep = corpus_ids(qrels, list(data.corpus), docs)
     cache = embedders or EmbedderCache()
-    qids = sorted(data.qrels)
     rows = []
     with tempfile.TemporaryDirectory(prefix="facet-chunk-probe-") as tmp:
         corpus = beir_corpus_subset(root / "beir_scifact" / "corpus.jsonl", Path(tmp) / "corpus.jsonl", keep)
@@ -75,8 +78,8 @@ def probe(embedder: str, sizes: list[int], *, docs: int = 1000, overlap: int | N
                     rankings[q] = [r.doc_id for r in response.results]
             row = {"embedder": embedder, "chunk_tokens": size, "chunk_overlap": size_overlap,
                    "documents": len(keep), "queries": len(qids), "chunks": report.chunks_written,
-                   "ndcg@10": metrics.mean_over_queries(rankings, data.qrels, "ndcg", 10),
-                   "recall@10": metrics.mean_over_queries(rankings, data.qrels, "recall", 10),
+                   "ndcg@10": metrics.mean_over_queries(rankings, qrels, "ndcg", 10),
+                   "recall@10": metrics.mean_over_queries(rankings, qrels, "recall", 10),
                    "index_s": round(index_s, 1), "load_average": load_average()}
             logger.info("%s", row)
             print(json.dumps(row), flush=True)
@@ -90,11 +93,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="200,80", help="chunk sizes in tokens, comma-separated")
     parser.add_argument("--overlap", type=int, default=None, help="chunk overlap (default: per size)")
     parser.add_argument("--docs", type=int, default=1000, help="corpus size (0: all 5,183)")
+    parser.add_argument("--queries", type=int, default=None, help="the first N dev queries (default all)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     rows = probe(args.embedder, [int(s) for s in args.sizes.split(",")], docs=args.docs,
-                 overlap=args.overlap)
+                 overlap=args.overlap, queries=args.queries)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
