@@ -80,3 +80,27 @@ def uvicorn_in_a_thread(facet: Any) -> Iterator[int]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+@contextlib.contextmanager
+def records_served(minilm: Any, base: Path, records: list[dict[str, Any]],
+                   collection: str) -> Iterator[tuple[Any, str]]:
+    """``records`` indexed as a jsonl into ``collection`` under ``base`` with minilm, and a real
+    uvicorn serving them (``uvicorn_in_a_thread``): yields (the facade, the API's URL)."""
+    import json
+
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.settings import FacetSettings
+
+    source = base / "x.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=base / "data", api_key=None), embedders=cache)
+    try:
+        facet.index(source, collection)
+        with uvicorn_in_a_thread(facet) as port:
+            yield facet, f"http://127.0.0.1:{port}"
+    finally:
+        facet.close()

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -20,12 +19,10 @@ import pytest
 pytest.importorskip("langchain_core")
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.errors import InvalidRequestError
 from app.integrations.langchain import FacetRetriever
-from app.settings import FacetSettings
 
-from .served import uvicorn_in_a_thread
+from .served import records_served
 
 COLLECTION = "topups"
 INSTRUCTION = "Find the customer's intent"
@@ -40,18 +37,8 @@ LOGGER = "app.integrations.langchain"
 @pytest.fixture(scope="module")
 def served(minilm, tmp_path_factory) -> Iterator[tuple[Facet, str]]:
     """(a facade over a small collection, the URL of the API serving it)."""
-    base = tmp_path_factory.mktemp("lcfind")
-    source = base / "x.jsonl"
-    source.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=base / "data", api_key=None), embedders=cache)
-    try:
-        facet.index(source, COLLECTION)
-        with uvicorn_in_a_thread(facet) as port:
-            yield facet, f"http://127.0.0.1:{port}"
-    finally:
-        facet.close()
+    with records_served(minilm, tmp_path_factory.mktemp("lcfind"), RECORDS, COLLECTION) as both:
+        yield both
 
 
 def _retriever(served: tuple[Facet, str], where: str, **settings: Any) -> FacetRetriever:

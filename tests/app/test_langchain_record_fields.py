@@ -6,7 +6,6 @@ which build their documents in ``_document``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,12 +14,10 @@ import pytest
 pytest.importorskip("langchain_core")
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.integrations.langchain import FacetRetriever, to_document
 from app.services.search import SearchRequest
-from app.settings import FacetSettings
 
-from .served import uvicorn_in_a_thread
+from .served import records_served
 
 COLLECTION = "meta"
 # The record's own fields that Facet's keys name, as the user's repro indexed them (and more).
@@ -36,19 +33,8 @@ RECORDS = [
 @pytest.fixture(scope="module")
 def served(minilm, tmp_path_factory) -> Iterator[tuple[Facet, str]]:
     """(a facade over a collection of the records, the URL of the API serving it)."""
-    base = tmp_path_factory.mktemp("lcmeta")
-    source = base / "x.jsonl"
-    source.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=base / "data", api_key=None), embedders=cache)
-    try:
-        facet.index(source, COLLECTION)
-        with uvicorn_in_a_thread(facet) as port:
-            url = f"http://127.0.0.1:{port}"
-            yield facet, url
-    finally:
-        facet.close()
+    with records_served(minilm, tmp_path_factory.mktemp("lcmeta"), RECORDS, COLLECTION) as both:
+        yield both
 
 
 def _by_id(docs: list[Any]) -> dict[str, dict[str, Any]]:
