@@ -48,8 +48,12 @@ def error_lines(j: JobInfo, job_id: int) -> list[str]:
     lines = []
     for e in j.errors:
         # A chunk's failure names no document in its message: ten identical lines.
-        doc = e.get("document")
-        named = f"{printable(doc)}: " if doc and doc not in e["message"] else ""
+        doc = e.get("document") or ""
+        # A record's key (``path#L4``) beside a message that starts with its file and line
+        # (``path:4: malformed ...``) said the location twice.
+        base, record, _ = doc.partition("#")
+        said = doc in e["message"] or (bool(record) and e["message"].startswith(base))
+        named = f"{printable(doc)}: " if doc and not said else ""
         # Messages quote document ids and file names: printable() shows their control
         # characters escaped instead of sending them to the terminal.
         lines.append(f"  {printable(e['kind'])}: {named}{printable(e['message'])}")

@@ -178,6 +178,16 @@ def test_a_run_cancelled_from_elsewhere_exits_non_zero_with_how_to_resume(tmp_pa
     assert "index the same source again to resume: what was indexed is kept" in err
 
 
+def test_facet_jobs_says_a_records_location_once(tmp_path, run) -> None:
+    """`facet jobs N` printed "recs.jsonl#L2: /…/recs.jsonl:2: malformed …"."""
+    src = tmp_path / "recs.jsonl"
+    src.write_text('{"id": "a", "text": "one"}\n{bad json\n{"id": "c", "text": "three"}\n')
+    assert run("index", str(src), "-c", "recs", "--allow-failures").returncode == 0
+    listed = run("jobs", "1").stdout
+    assert f"  error: {src}:2: malformed JSON line" in listed, listed
+    assert f"{src}#L2:" not in listed
+
+
 def test_no_noise_one_summary_plurals_and_a_long_query_is_not_echoed(tmp_path, data) -> None:
     src = tmp_path / "src"
     src.mkdir()
