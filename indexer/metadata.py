@@ -81,8 +81,12 @@ class Collection(Base):
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(default=None)
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(default=None)
 
+    # In the order they were added (the first wrote the collection first): a search naming no
+    # embedder takes the first where the default is not among them, and the database's own
+    # order made a later one the default.
     embedders: Mapped[list[CollectionEmbedder]] = relationship(
-        back_populates="collection", cascade="all, delete-orphan", passive_deletes=True)
+        back_populates="collection", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="CollectionEmbedder.id")
 
 
 class CollectionEmbedder(Base):

@@ -720,6 +720,21 @@ class IndexService:
         """
         return self.run(self.prepare(source, collection, options), progress)
 
+    def _default_spec(self, collection: str) -> str:
+        """The embedder a job that names none indexes ``collection`` with: the default
+        (``FACET_DEFAULT_EMBEDDER``) where the collection is new or has its vectors, else the
+        collection's first embedder, as recorded. `facet index DIR -c NAME` run again on a
+        causal2vec collection added minilm to it, re-embedding every document, and searches
+        that named no embedder then used minilm."""
+        default = self.settings.default_embedder
+        with self.sessions() as session:
+            coll = md.get_collection(session, collection)
+            recorded = [] if coll is None else [(e.name, e.spec) for e in coll.embedders]
+        if not recorded or any(default in (name, spec) for name, spec in recorded):
+            return default
+        name, spec = recorded[0]
+        return spec or name
+
     def prepare(self, source: Path | str, collection: str,
                 options: IndexOptions | None = None, runner: str = "inline") -> PreparedJob:
         """Validate a request, create the collection if needed and record a ``queued`` job.
@@ -758,7 +773,7 @@ class IndexService:
             # A Qdrant server out of reach is said in REACH_TIMEOUT_S, before the model loads
             # (10 s and more) and the first request waits the client's 30 s.
             self.store.check_reachable()
-        spec = options.embedder or self.settings.default_embedder
+        spec = options.embedder or self._default_spec(collection)
         loaded, t0 = self.ctx.embedders.peek(spec) is not None, time.perf_counter()
         embedder = self._embedder_for(collection, spec)
         load_s = 0.0 if loaded or isinstance(embedder, _Deferred) or runner != "inline" \
@@ -1402,8 +1417,10 @@ class IndexService:
     def _tokenizer_for(self, coll: md.Collection, embedder: Embedder) -> TokenSpans:
         # Chunks are shared by every embedder of a collection, so they are always cut
         # with the tokenizer of the embedder that created it.
+        # (Loaded as recorded: by its name alone, a checkpoint that is no registered name, a
+        # path, was an "unknown embedder" to every embedder added after it.)
         owner = embedder if coll.tokenizer == embedder.name else self.ctx.embedders.get(
-            coll.tokenizer)
+            next((e.spec for e in coll.embedders if e.name == coll.tokenizer), coll.tokenizer))
         tokenizer = owner.tokenizer if isinstance(owner, HasTokenizer) else None
         if tokenizer is None:
             logger.warning("%s has no tokenizer; chunking on whitespace", owner.name)

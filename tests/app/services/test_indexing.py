@@ -870,3 +870,28 @@ def test_json_nested_too_deeply_fails_that_file_or_line_not_the_job(make_ctx, tm
     assert "JSON nested too deeply to read" in errors[str(src / "deep.json")]
     assert f"{src / 'lines.jsonl'}:2: JSON nested too deeply to read" in \
         errors[f"{src / 'lines.jsonl'}#L2"]
+
+
+def test_a_job_naming_no_embedder_keeps_the_collections_own(make_ctx, tmp_path, notes_embedder,
+                                                            tiny_inbedder_dir) -> None:
+    """`facet index DIR -c NAME` run again on a collection of another embedder added the default
+    (minilm) to it, re-embedding every document, and searches naming no embedder then used
+    minilm; a second embedder added later could become the searches' default (the database's
+    order of the collection's embedders)."""
+    from app.services.search import SearchRequest, SearchService
+
+    write_corpus(tmp_path / "src", 3)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(tmp_path / "src", "notes", IndexOptions(embedder=notes_embedder))
+    again = service.index(tmp_path / "src", "notes")
+    assert (again.embedder, again.docs_skipped, again.docs_indexed) == ("minilm-notes", 3, 0)
+    assert list(CollectionService(ctx).get("notes").embedders) == ["minilm-notes"]
+    # A second embedder, added: the searches' default stays the first.
+    service.index(tmp_path / "src", "notes", IndexOptions(embedder=str(tiny_inbedder_dir)))
+    response = SearchService(ctx).search(SearchRequest("ferry", "notes", mode="dense"))
+    assert response.embedder == "minilm-notes"
+    # A collection that has the default's vectors is indexed with it, as before.
+    service.index(tmp_path / "src", "both")
+    service.index(tmp_path / "src", "both", IndexOptions(embedder=notes_embedder))
+    assert service.index(tmp_path / "src", "both").embedder == "minilm"
