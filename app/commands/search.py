@@ -40,9 +40,13 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
             header += (" (not read: lexical search matches the words only)" if lexical
                        else " (not read: see the note)")
     typer.echo(header)
-    load = response.timings_ms.get("load_model")
-    took = (f"{response.timings_ms['total'] - load:.0f} ms, after {load / 1000:.1f} s loading "
-            f"{embedder}" if load else f"{response.timings_ms['total']:.0f} ms")
+    loads = [(response.timings_ms.get("load_model"), embedder),
+             (response.timings_ms.get("load_reranker"),
+              printable(spec_label(response.reranker or "", response.reranker_spec)))]
+    loaded = [(ms, what) for ms, what in loads if ms]
+    took = f"{response.timings_ms['total'] - sum(ms for ms, _ in loaded):.0f} ms"
+    if loaded:
+        took += ", after " + " and ".join(f"{ms / 1000:.1f} s loading {what}" for ms, what in loaded)
     typer.echo(f"query: {printable(shorten(response.query))}   ({took})")
     if not response.results:
         typer.echo(f"  no results ({printable(why_no_results(response, filtered))})")

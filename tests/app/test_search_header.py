@@ -39,3 +39,15 @@ def test_a_note_is_shown_beside_results_and_in_the_no_results_line(capsys) -> No
     print_results(SearchResponse("q", None, "c", "bm25", None, [], {"total": 1.0}, "lexical", note=note))
     out = capsys.readouterr().out
     assert f"; {note})" in out and "note:" not in out
+
+
+def test_the_query_line_names_each_model_it_loaded(capsys) -> None:
+    """"(222 ms, after 4.2 s loading bm25)": the 4.2 s were the reranker's load."""
+    timings = {"total": 4500.0, "load_reranker": 4200.0, "rerank": 250.0}
+    print_results(SearchResponse("q", None, "c", "bm25", "instemb", [], timings, "lexical",
+                                 reranker_spec="instemb"))
+    assert "(300 ms, after 4.2 s loading instemb)" in capsys.readouterr().out
+    timings = {"total": 6000.0, "load_model": 1200.0, "load_reranker": 4200.0, "rerank": 250.0}
+    print_results(SearchResponse("q", None, "c", "minilm", "inbedder", [], timings, "dense",
+                                 embedder_spec="minilm", reranker_spec="inbedder"))
+    assert "(600 ms, after 1.2 s loading minilm and 4.2 s loading inbedder)" in capsys.readouterr().out
