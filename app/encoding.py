@@ -284,14 +284,15 @@ CHUNK_MARGIN = 4
 
 
 def cut_message(name: str, count: int, total: int, budget: int | None,
-                takes_max_length: bool = False) -> str:
-    """The warning for ``count`` of ``total`` chunks written that ``name`` reads only the start
-    of (``budget`` tokens of text); ``takes_max_length``: it loads with a ``[max_length=N]``
-    option (minilm does not: the advice to use one was an error to copy)."""
+                option_spec: str | None = None) -> str:
+    """The warning for ``count`` of the ``total`` chunks ``name`` encoded in a run that it reads
+    only the start of (``budget`` tokens of text). ``option_spec``: the spec it was loaded with
+    where it takes a ``[max_length=N]`` option (``max_length_spec``), None where it does not
+    (minilm: the advice to use one was an error to copy)."""
     reads = f" reads whole ({budget} tokens of text)" if budget else " reads whole"
     advice = (f"index into a new collection with --chunk-tokens {max(1, budget - CHUNK_MARGIN)} "
               "or less" if budget else "index into a new collection with smaller --chunk-tokens")
-    option = f", or with --embedder '{name}[max_length=N]'" if takes_max_length else ""
+    option = f", or with --embedder '{option_spec}'" if option_spec else ""
     # Whole chunks are not always the better index: causal2vec on SciFact dev ranked better with
     # 200-token chunks read in part (nDCG@10 86.3) than with whole 80-token ones (84.1).
     return (f"{count:,} of {total:,} {CUT_MARK} {name}{reads}: only the start of each is in its "
@@ -299,24 +300,37 @@ def cut_message(name: str, count: int, total: int, budget: int | None,
             f"{advice}{option} (not always better: docs/indexing.md, chunks an embedder cuts)")
 
 
-def takes_max_length(model: object) -> bool:
-    """Whether ``model`` loads with a ``[max_length=N]`` option (its ``OPTIONS``)."""
-    return "max_length" in tuple(getattr(model, "OPTIONS", ()) or ())
+def max_length_spec(model: object, spec: str) -> str | None:
+    """``spec`` with ``max_length=N`` among its options (the others kept: the advice dropped
+    ``[instruction_weight=1]``, a different embedding), where ``model`` takes that option (its
+    ``OPTIONS``); None where it does not."""
+    if "max_length" not in tuple(getattr(model, "OPTIONS", ()) or ()):
+        return None
+    if spec.endswith("]") and "[" in spec:
+        base, options = spec[:-1].split("[", 1)
+        kept = [o for o in options.split(",") if o.strip() and not o.strip().startswith("max_length=")]
+        return f"{base}[{','.join([*kept, 'max_length=N'])}]"
+    return f"{spec}[max_length=N]"
 
 
+_CUT_PARTS = re.compile(r"^([\d,]+) of ([\d,]+) ")
 _CUT_BUDGET = re.compile(r" reads whole \((\d+) tokens of text\)")
+_CUT_SPEC = re.compile(r", or with --embedder '([^']*)'")
 
 
-def cut_counted(message: str) -> tuple[int, int | None] | None:
-    """The count and budget a ``cut_message`` says (None for any other message): the warnings
-    of a worker job's chunk tasks are summed into the one an inline job gives."""
+def cut_counted(message: str) -> tuple[int, int, int | None, str | None] | None:
+    """The count, total, budget and option spec a ``cut_message`` says (None for any other
+    message): the warnings of a worker job's chunk tasks are summed into the one an inline job
+    gives."""
     if CUT_MARK not in message:
         return None
-    count = message.split(" of ", 1)[0].replace(",", "")
-    if not count.isdigit():
+    parts = _CUT_PARTS.match(message)
+    if parts is None:
         return None
     budget = _CUT_BUDGET.search(message)
-    return int(count), int(budget.group(1)) if budget else None
+    spec = _CUT_SPEC.search(message)
+    return (int(parts.group(1).replace(",", "")), int(parts.group(2).replace(",", "")),
+            int(budget.group(1)) if budget else None, spec.group(1) if spec else None)
 
 
 # What ``unread_message`` says, for an edge to find the warning among a job's.

@@ -525,8 +525,8 @@ class ChunkedIndexService:
             for name, count in report.cut_chunks.items():  # summed as the [UNK] warning is
                 tally.errors.append(md.JobError(
                     document_key=name, kind="warning", message=cut_message(
-                        name, count, report.chunks_written, report.cut_budget.get(name),
-                        name in report.cut_options)))
+                        name, count, report.cut_encoded.get(name, report.chunks_written),
+                        report.cut_budget.get(name), report.cut_options.get(name))))
             for error in tally.errors:
                 error.job_id = job_id
             s.add_all(tally.errors)
@@ -699,28 +699,27 @@ class ChunkedIndexService:
     @staticmethod
     def _sum_cut(session: Session, job_id: int) -> None:
         """The chunk tasks' warnings of chunks longer than an embedder reads whole, as the one
-        warning per embedder an inline job gives, over all the chunks written."""
+        warning per embedder an inline job gives, over all the chunks it encoded."""
         E = md.JobError
         rows = session.scalars(select(E).where(E.job_id == job_id, E.kind == "warning",
                                                E.message.contains(CUT_MARK)).order_by(E.id)).all()
-        sums: dict[str, tuple[int, int | None]] = {}
-        options: set[str] = set()  # the chunk tasks said the [max_length=N] form
+        # name -> (cut, budget, option spec). Counted against all the chunks the job wrote: a
+        # chunk task that cut nothing leaves no row to say what its companions encoded.
+        sums: dict[str, tuple[int, int | None, str | None]] = {}
         for row in rows:
             parts = cut_counted(row.message)
             if parts is None:
                 continue
-            count, budget = sums.get(row.document_key, (0, None))
-            sums[row.document_key] = (count + parts[0], budget or parts[1])
-            if "[max_length=N]" in row.message:
-                options.add(row.document_key)
+            cut, budget, option = sums.get(row.document_key, (0, None, None))
+            sums[row.document_key] = (cut + parts[0], budget or parts[2], option or parts[3])
             session.delete(row)
         if not sums:
             return
         J = md.IndexJob
         written = session.scalar(select(J.chunks_written).where(J.id == job_id)) or 0
         session.add_all(E(job_id=job_id, document_key=name, kind="warning",
-                          message=cut_message(name, count, written, budget, name in options))
-                        for name, (count, budget) in sums.items())
+                          message=cut_message(name, cut, max(written, cut), budget, option))
+                        for name, (cut, budget, option) in sums.items())
 
     @staticmethod
     def _sum_unread(session: Session, job_id: int, name: str) -> None:

@@ -42,7 +42,7 @@ from app.encoding import (
     cut_count,
     cut_message,
     longest_first,
-    takes_max_length,
+    max_length_spec,
     unread_message,
     unread_rows,
 )
@@ -197,8 +197,11 @@ class IndexReport:
     # budget it reads (tokens of text).
     cut_chunks: dict[str, int] = field(default_factory=dict)
     cut_budget: dict[str, int | None] = field(default_factory=dict)
-    # Of those, the ones taking [max_length=N] (a list: the report is written as JSON).
-    cut_options: list[str] = field(default_factory=list)
+    # The chunks each such embedder encoded (a companion encodes only the documents written
+    # anew: "1 of 17" counted another embedder's chunks), and its spec with [max_length=N]
+    # where it takes that option (``encoding.max_length_spec``).
+    cut_encoded: dict[str, int] = field(default_factory=dict)
+    cut_options: dict[str, str] = field(default_factory=dict)
     skipped_files: list[str] = field(default_factory=list)  # of unsupported types
     # Left out for another reason (a name that is not UTF-8, a link to a folder, a broken
     # link): (the path as printable text, why).
@@ -1123,8 +1126,8 @@ class IndexService:
                 # The shipped causal checkpoints serve 96 tokens, the default chunk is 200:
                 # most of every chunk never reaches its vector. The job's warning counts the
                 # chunks cut (``cut_message``, the same advice); this says it before any encode.
-                option = (f", or load it as {embedder.name}[max_length=N]"
-                          if takes_max_length(embedder) else "")
+                max_spec = max_length_spec(embedder, spec)
+                option = f", or load it as {max_spec}" if max_spec else ""
                 logger.warning("chunks of %d tokens are longer than %s reads whole (%d tokens of "
                                "text): the encoder reads only the start of each; for whole chunks "
                                "create the collection with --chunk-tokens %d or less%s", size,
@@ -1652,7 +1655,7 @@ class IndexService:
                 texts = [c.text for c in batch]
                 vectors = self._encode_chunks(texts, spec, told)
                 self._count_unread(report, embedder, texts, [doc.key] * len(texts))
-                self._count_cut(report, embedder, texts)
+                self._count_cut(report, embedder, texts, spec)
                 companions = self._companion_vectors(coll, embedder, texts, job, report, told)
                 companions_written.update(companions)
                 named = [{embedder.name: vec} | {name: v[j] for name, v in companions.items()}
@@ -1835,7 +1838,7 @@ class IndexService:
                    if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
         self._count_unread(report, embedder, texts,
                            [it.doc.key for it in items if it.reused is None for _c in it.chunks])
-        self._count_cut(report, embedder, texts)
+        self._count_cut(report, embedder, texts, spec)
         job.encode_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         companions = self._companion_vectors(
@@ -2067,23 +2070,28 @@ class IndexService:
         job.store_s += time.perf_counter() - t0
 
     @staticmethod
-    def _count_cut(report: IndexReport, model: Any, texts: list[str], name: str | None = None) -> None:
-        """Counts the ``texts`` (chunks) longer than ``model`` reads whole, under its vector's
-        ``name`` (default the model's)."""
+    def _count_cut(report: IndexReport, model: Any, texts: list[str], spec: str,
+                   name: str | None = None) -> None:
+        """Counts the ``texts`` (chunks) longer than ``model`` (loaded as ``spec``) reads whole,
+        under its vector's ``name`` (default the model's), and the chunks it encoded."""
+        if not texts:  # (before the model: a deferred one is not loaded for nothing)
+            return
+        name = name or model.name
+        report.cut_encoded[name] = report.cut_encoded.get(name, 0) + len(texts)
         cut = cut_count(model, texts)
         if cut:
-            name = name or model.name
             report.cut_chunks[name] = report.cut_chunks.get(name, 0) + cut
             report.cut_budget[name] = model.document_budget()
-            if takes_max_length(model) and name not in report.cut_options:
-                report.cut_options.append(name)
+            option = max_length_spec(model, spec)
+            if option:
+                report.cut_options[name] = option
 
     @staticmethod
     def _note_cut(job: Any, report: IndexReport) -> None:
         """One warning per embedder that read only the start of some chunks this run."""
         for name, count in report.cut_chunks.items():
-            message = cut_message(name, count, report.chunks_written, report.cut_budget.get(name),
-                                  name in report.cut_options)
+            message = cut_message(name, count, report.cut_encoded.get(name, report.chunks_written),
+                                  report.cut_budget.get(name), report.cut_options.get(name))
             report.warnings.append((name, message))
             job.errors.append(md.JobError(document_key=name, kind="warning", message=message))
 
@@ -2159,7 +2167,7 @@ class IndexService:
                 # In the encoder's pieces, told how far as the running embedder's are.
                 out[other.name] = self._encode_chunks(texts, other.spec, encoding,
                                                       vector=other.name)
-                self._count_cut(report, model, texts, other.name)
+                self._count_cut(report, model, texts, other.spec, other.name)
             except (UnknownModelError, DataError, ConflictError, EmbedderError) as e:
                 # (Not a busy or closed encoder: the run stops then, as for its own embedder.)
                 message = str(e) if isinstance(e, ConflictError) else (

@@ -39,8 +39,8 @@ def test_chunks_an_embedder_cuts_are_counted_on_the_job(make_ctx, tmp_path, tiny
     model = ctx.embedders.get(spec)
     budget = model.document_budget()
     assert budget is not None and budget < 64 < 200
-    expected = cut_message(model.name, 1, report.chunks_written, budget, takes_max_length=True)
-    assert f"or less, or with --embedder '{model.name}[max_length=N]' (not always better" in expected
+    expected = cut_message(model.name, 1, report.chunks_written, budget, f"{spec}[max_length=N]")
+    assert f"or less, or with --embedder '{spec}[max_length=N]' (not always better" in expected
     assert _cut(report.warnings) == [(model.name, expected)]
     assert f"1 of 2 chunks written are longer than {model.name} reads whole ({budget} tokens" in expected
     assert f"--chunk-tokens {budget - CHUNK_MARGIN} or less" in expected
@@ -70,7 +70,25 @@ def test_a_companion_that_cuts_the_chunks_is_named(make_ctx, tmp_path, tiny_inbe
     (src / "long.txt").write_text(LONG + " and the winter timetable")
     report = service.index(src, "docs")
     assert _cut(report.warnings) == [(model.name, cut_message(model.name, 1, report.chunks_written,
-                                                              model.document_budget(), True))]
+                                                              model.document_budget(), f"{spec}[max_length=N]"))]
+
+
+def test_a_companion_counts_against_the_chunks_it_encoded_and_keeps_its_options(
+        make_ctx, tmp_path, tiny_inbedder_dir) -> None:
+    """A new embedder added to a collection encoded all 17 chunks while the companion
+    encoded only the new document's, and the warning said "1 of 17"; its advice dropped the
+    options the companion was loaded with ([instruction_weight=1]: another embedding)."""
+    src = _sources(tmp_path / "src")
+    spec = f"{tiny_inbedder_dir}[instruction_weight=1]"
+    ctx = make_ctx(chunk_tokens=200, chunk_overlap=0)
+    service = IndexService(ctx)
+    service.index(src, "docs", IndexOptions(embedder=spec))
+    model = ctx.embedders.get(spec)
+    (src / "new.txt").write_text(LONG + " and the night ferry")
+    report = service.index(src, "docs", IndexOptions(embedder="minilm"))
+    assert report.chunks_written == 3
+    assert _cut(report.warnings) == [(model.name, cut_message(
+        model.name, 1, 1, model.document_budget(), f"{tiny_inbedder_dir}[instruction_weight=1,max_length=N]"))]
 
 
 def test_a_worker_job_sums_its_chunk_tasks_cut_warnings(make_ctx, tmp_path, tiny_inbedder_dir) -> None:
@@ -91,6 +109,9 @@ def test_a_worker_job_sums_its_chunk_tasks_cut_warnings(make_ctx, tmp_path, tiny
     model = ctx.embedders.get(spec)
     assert job.state == "completed" and job.chunks_written == 4, job
     assert [(e["document"], e["message"]) for e in job.errors if CUT_MARK in e["message"]] == [
-        (model.name, cut_message(model.name, 3, 4, model.document_budget(), True))]
+        (model.name, cut_message(model.name, 3, 4, model.document_budget(), f"{spec}[max_length=N]"))]
     # minilm takes no [max_length=N]: its warning does not offer it (an error to copy).
-    assert "max_length" not in cut_message("minilm", 1, 2, 254, takes_max_length=False)
+    from app.encoding import max_length_spec
+
+    assert max_length_spec(ctx.embedders.get("minilm"), "minilm") is None
+    assert max_length_spec(model, "x[pooling=avg-gen,max_length=64]") == "x[pooling=avg-gen,max_length=N]"
