@@ -140,6 +140,15 @@ def _log_truncated(name: str, count: int, total: int, budget: int, cut: Instruct
         logger.warning("%s: %d of %d texts were longer than %d tokens and were truncated "
                        "(raise max_length or chunk the text to keep the rest)", name, count, total, budget)
         return
+    if not cut.fit_without:
+        # None would fit without it (an index job's chunks under InBedder's default instruction):
+        # "shorten the instruction" could not help.
+        logger.warning("%s: %d of %d texts were longer than the %d tokens the instruction and the prompt "
+                       "left them and were truncated: the instruction takes %d of the %d tokens the "
+                       "embedder reads, and none of these texts would have fit whole without it (raise "
+                       "max_length or chunk the text to keep the rest)", name, count, total, cut.text_room,
+                       cut.tokens, budget)
+        return
     logger.warning("%s: %d of %d texts were longer than the %d tokens the instruction left them and were "
                    "truncated: the instruction takes %d of the %d tokens the embedder reads, and %d of these "
                    "texts would have fit whole without it (shorten the instruction, raise max_length or "

@@ -181,6 +181,9 @@ def test_truncation_is_said_once_per_encode_call(minilm, caplog):
         minilm.encode(texts, batch_size=4, instruction="topic")
     said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
     assert len(said) == 1 and "5 of 8 texts were longer than the" in said[0], said
+    # None of them would fit without it: shortening the instruction is not offered.
+    assert "none of these texts would have fit whole without it" in said[0], said
+    assert "shorten the instruction" not in said[0], said
     # Read bare only (instruction_weight=0: the instruction blended out), still said.
     from embedders.baselines import EncoderMeanEmbedder
 
