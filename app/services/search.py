@@ -1194,9 +1194,10 @@ class SearchService:
         return "; ".join(n for n in notes if n) or None
 
     def _being_indexed_note(self, collection: str) -> str | None:
-        """That a job of this process is writing ``collection`` now, for a search that found
-        nothing: a server's search during its own job's first batch returned no results and no
-        note (another process's job refuses the search, naming it)."""
+        """That a job is writing ``collection`` now, for a search that found nothing: a
+        server's search during its own job's first batch returned no results and no note. (On
+        the embedded store another process's job refuses the search, naming it; with a Qdrant
+        server, whose collections any process may read, the note says it of that job too.)"""
         from app.services.collections import effective_state
 
         try:
