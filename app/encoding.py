@@ -306,11 +306,11 @@ def max_length_spec(model: object, spec: str) -> str | None:
     ``OPTIONS``); None where it does not."""
     if "max_length" not in tuple(getattr(model, "OPTIONS", ()) or ()):
         return None
-    if spec.endswith("]") and "[" in spec:
-        base, options = spec[:-1].split("[", 1)
-        kept = [o for o in options.split(",") if o.strip() and not o.strip().startswith("max_length=")]
-        return f"{base}[{','.join([*kept, 'max_length=N'])}]"
-    return f"{spec}[max_length=N]"
+    from embedders.registry import join_options, split_options  # (loaded with the model)
+
+    base, options = split_options(spec)
+    options.pop("max_length", None)
+    return join_options(base, {**options, "max_length": "N"})
 
 
 _CUT_PARTS = re.compile(r"^([\d,]+) of ([\d,]+) ")

@@ -374,6 +374,14 @@ def split_options(spec: str) -> tuple[str, dict[str, str]]:
     return base, options
 
 
+def join_options(base: str, options: dict[str, str]) -> str:
+    """``split_options``'s inverse: ``("name", {"k": "v"})`` -> ``"name[k=v]"``; no options ->
+    ``base``."""
+    if not options:
+        return base
+    return f"{base}[{','.join(f'{k}={v}' for k, v in options.items())}]"
+
+
 def apply_option(model: Embedder, key: str, value: str) -> None:
     """Set an inference-time option (a field of the model's config) from its string form.
 

@@ -656,11 +656,11 @@ def _with_recorded_options(model: Any, source: str, recorded: str, current: str,
             return None
     if identity_changes(recorded, json.dumps(new, sort_keys=True), ignore=frozenset({"max_length"})):
         return None
-    from embedders.registry import split_options  # a model is loaded here: torch is too
+    from embedders.registry import join_options, split_options  # a model is loaded here: torch is too
 
     base, options = split_options(source)
     options.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()})
-    return f"{base}[{','.join(f'{k}={v}' for k, v in options.items())}]"
+    return join_options(base, options)
 
 
 def _same_vectors(recorded: str, current: str) -> bool:
