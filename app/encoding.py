@@ -313,7 +313,8 @@ def max_length_spec(model: object, spec: str) -> str | None:
     return join_options(base, {**options, "max_length": "N"})
 
 
-_CUT_PARTS = re.compile(r"^([\d,]+) of ([\d,]+) ")
+# "N of M ...": how a cut or [UNK] warning begins (their counts are read back to be summed).
+_COUNT_OF = re.compile(r"^([\d,]+) of ([\d,]+) ")
 _CUT_BUDGET = re.compile(r" reads whole \((\d+) tokens of text\)")
 _CUT_SPEC = re.compile(r", or with --embedder '([^']*)'")
 
@@ -324,7 +325,7 @@ def cut_counted(message: str) -> tuple[int, int, int | None, str | None] | None:
     gives."""
     if CUT_MARK not in message:
         return None
-    parts = _CUT_PARTS.match(message)
+    parts = _COUNT_OF.match(message)
     if parts is None:
         return None
     budget = _CUT_BUDGET.search(message)
@@ -367,8 +368,8 @@ def unread_counted(message: str) -> int | None:
     worker job's chunks are summed into the one an inline job gives."""
     if UNREAD_MARK not in message:
         return None
-    count = message.split(" of ", 1)[0].replace(",", "")
-    return int(count) if count.isdigit() else None
+    parts = _COUNT_OF.match(message)
+    return int(parts.group(1).replace(",", "")) if parts else None
 
 
 def unread_documents(message: str) -> tuple[list[str], int]:
