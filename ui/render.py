@@ -179,8 +179,7 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
                    if response.instruction else " without an instruction")
     if response.instruction and not response.instruction_read:
         # A word search, or an embedder registered as reading none (its note says so).
-        instruction = (" by the words alone (BM25 does not read the instruction)"
-                       if response.mode == "lexical" and not response.reranker
+        instruction = (" by the words alone (BM25 does not read the instruction)" if response.words_alone
                        else " (the instruction was not read: see the note)")
     count = plural(len(response.results), "result")
     if group_by_document:

@@ -36,8 +36,7 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
     if response.instruction:
         header += f"\ninstruction: {printable(shorten(response.instruction))}"
         if not response.instruction_read:  # why: a word search, or an embedder that reads none
-            lexical = response.mode == "lexical" and not response.reranker
-            header += (" (not read: lexical search matches the words only)" if lexical
+            header += (" (not read: lexical search matches the words only)" if response.words_alone
                        else " (not read: see the note)")
     typer.echo(header)
     loads = [(response.timings_ms.get("load_model"), embedder),

@@ -318,9 +318,7 @@ class FacetRetriever(BaseRetriever):
         read = bool(response.instruction_read)
         docs = [to_document(r, self.collection, response.mode, response.note,
                             response.instruction, read) for r in response.results]
-        return _noted(docs, response.note, self.collection, query,
-                      response.instruction is not None and not read and response.mode == "lexical"
-                      and not response.reranker)
+        return _noted(docs, response.note, self.collection, query, response.words_alone)
 
     # ----------------------------------------------------------------- HTTP mode
 

@@ -164,6 +164,12 @@ class SearchResponse:
             self.instruction_read = self.instruction is not None and (
                 self.mode != "lexical" or self.reranker is not None)
 
+    @property
+    def words_alone(self) -> bool:
+        """An instruction was given and only BM25 ran (lexical, no reranker): why it was not
+        read, as the edges say it; an embedder that reads none says so in ``note`` instead."""
+        return self.instruction is not None and self.mode == "lexical" and self.reranker is None
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
