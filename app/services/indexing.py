@@ -559,11 +559,12 @@ class _Item:
     mode: str  # "write" (new/changed content) or "vectors" (only this embedder's vectors)
     chunks: list[md.Chunk] = field(default_factory=list)
     # An indexed document of the same content whose vectors this one copies (``_donors``), and
-    # those vectors, one {embedder: vector} per chunk, once read; ``moved``: the donor's file is
-    # gone, so it is this document's old place and goes once this one is written.
+    # those vectors, one {embedder: vector} per chunk, once read; ``mover``: this document's old
+    # place (its file gone), removed once this one is written, whether its vectors were copied
+    # or (another embedder joining in this run) encoded again.
     donor: md.Document | None = None
     reused: list[dict[str, Any]] | None = None
-    moved: bool = False
+    mover: md.Document | None = None
 
 
 def keyed_by_path(key: str, source: str) -> bool:
@@ -1598,14 +1599,14 @@ class IndexService:
         # batch (``_process_batch``'s donors), its chunks the donor's (the file is not cut
         # again, and a move loads no model).
         names = self._vector_names(coll, embedder)
-        donor, moved = self._donors(session, coll, names,  # (moved only where ``moves``)
+        donor, mover = self._donors(session, coll, names,  # (a mover only where ``moves``)
                                     [(doc.key, doc.content_hash, row, keyed_by_path(doc.key, doc.source))],
                                     {doc.key})[0]
         if donor is None:
             t1 = time.perf_counter()
             embedder = loaded(embedder)  # (checked before anything is marked or written)
             t0 += time.perf_counter() - t1  # (a load is timed apart: ``_Deferred.load_s``)
-        moved = moved and moves
+        mover = mover if moves else None
         copied_all = donor is not None  # every batch copied the donor's vectors
         report.docs_seen += 1
         before = "new" if row is None else row.status
@@ -1718,9 +1719,9 @@ class IndexService:
             job.errors.append(md.JobError(document_key=doc.key, kind="warning", message=w))
             report.warnings.append((doc.key, w))
         report.docs_indexed += 1
-        # Moved whole (its every chunk the donor's): the old place goes as the new is recorded.
-        gone = self._forget_moved(session, report, [(donor, doc.source)] if donor is not None
-                                  and moved and copied_all and len(rows) == len(donor.chunks) else [])
+        # Moved: the old place goes as the new is recorded (its vectors copied, or encoded).
+        gone = self._forget_moved(session, report, [] if mover is None else [
+            (mover, doc.source, donor is not None and copied_all)])
         self._sync_counters(job, report)
         session.commit()
         job.metadata_s += time.perf_counter() - t0
@@ -1770,11 +1771,11 @@ class IndexService:
         # before step 1 marks the rows about to be written (a record's own row is a donor).
         names = self._vector_names(coll, embedder)
         writes = [it for it in items if it.mode == "write"]
-        for it, (donor, moved) in zip(writes, self._donors(
+        for it, (donor, mover) in zip(writes, self._donors(
                 session, coll, names, [(it.doc.key, it.hash, it.row, keyed_by_path(it.doc.key, it.doc.source))
                                        for it in writes],
                 {it.doc.key for it in items}), strict=True):
-            it.donor, it.moved = donor, moved and moves
+            it.donor, it.mover = donor, mover if moves else None
         if isinstance(embedder, _Deferred) and any(
                 it.mode == "vectors" or it.donor is None for it in items):
             # Something to encode: the model loads (and is checked) now, timed apart
@@ -1936,8 +1937,9 @@ class IndexService:
             report.chunks_written += len(it.chunks)
             report.chunks_reused += len(it.chunks) if it.reused is not None else 0
         # A moved document's old place goes in the same transaction as its new one is recorded.
-        gone = self._forget_moved(session, report, [(it.donor, it.doc.source) for it in copied
-                                                    if it.moved and it.donor is not None])
+        gone = self._forget_moved(session, report, [
+            (it.mover, it.doc.source, it.reused is not None) for it in items
+            if it.mode == "write" and it.mover is not None])
         if finish is not None:
             finish(session)
         else:
@@ -1955,22 +1957,26 @@ class IndexService:
     @staticmethod
     def _donors(session: Session, coll: md.Collection, names: set[str],
                 wanted: list[tuple[str, str, md.Document | None, bool]],
-                batch_keys: set[str]) -> list[tuple[md.Document | None, bool]]:
+                batch_keys: set[str]) -> list[tuple[md.Document | None, md.Document | None]]:
         """For each document about to be written, as (key, content hash, its row or None,
-        whether its key is its place: ``keyed_by_path``), the indexed document of the same
-        content whose vectors it can copy, and whether that one moved here (keyed by its place
-        too, which is gone: it is this document's old place, removed once this one is written;
-        records with ids of their own are never moves: a record's id is its identity, and two
-        ids with one text are two records; records without one, ``path#L3``, move with their
-        file). None where there is none; a changed document has none.
+        whether its key is its place: ``keyed_by_path``), (the indexed document of the same
+        content whose vectors it can copy, the indexed document that moved here): None where
+        there is none; a changed document has neither.
 
         A donor holds vectors of every one of ``names`` for that very content (its vector
         hashes), so a copy carries what a write encodes. The document's own row donates when
         only its source changed (a record's file renamed: same id); else another document of the
         collection does, never one of this batch: one whose source is gone first (each the
         old place of one document only), else any (a copy: both stay, the vectors shared).
+
+        A mover has this content and is keyed by its place too, which is gone: it is this
+        document's old place, removed once this one is written, with or without the vectors
+        of every one of ``names`` (an embedder joining the collection in the run of a moved
+        folder has none; the move is encoded, and is a move still). Records with ids of their
+        own are never moves: a record's id is its identity, and two ids with one text are two
+        records; records without one, ``path#L3``, move with their file.
         """
-        out: list[tuple[md.Document | None, bool]] = [(None, False)] * len(wanted)
+        out: list[tuple[md.Document | None, md.Document | None]] = [(None, None)] * len(wanted)
         own = {i: row for i, (_, digest, row, _) in enumerate(wanted) if row is not None
                and row.status == "indexed" and row.content_hash == digest}
         fresh = [i for i, (_, _, row, _) in enumerate(wanted) if row is None]
@@ -1985,25 +1991,27 @@ class IndexService:
 
         for i, row in own.items():
             if complete(row, row.content_hash or ""):
-                out[i] = (row, False)
+                out[i] = (row, None)
         exists: dict[str, bool] = {}
         claimed: set[int] = set()
         for i in fresh:
             digest = wanted[i][1]
-            usable = [d for d in found.get(digest, [])
-                      if d.key not in batch_keys and complete(d, digest)]
-            for d in usable:
+            others = [d for d in found.get(digest, []) if d.key not in batch_keys]
+            usable = [d for d in others if complete(d, digest)]
+            mover = None
+            # The old place whose vectors are whole first: it is then the donor too.
+            for d in sorted(others, key=lambda d: not complete(d, digest)):
                 if d.id in claimed or not (wanted[i][3] and keyed_by_path(d.key, d.source)):
                     continue
                 if d.source not in exists:
                     exists[d.source] = Path(d.source).exists()
                 if not exists[d.source]:
-                    out[i] = (d, True)
+                    mover = d
                     claimed.add(d.id)
                     break
-            else:
-                if usable:
-                    out[i] = (usable[0], False)
+            donor = mover if mover is not None and complete(mover, digest) else \
+                (usable[0] if usable else None)
+            out[i] = (donor, mover)
         return out
 
     def _reused_vectors(self, coll: md.Collection, names: set[str],
@@ -2034,24 +2042,25 @@ class IndexService:
         return out
 
     @staticmethod
-    def _forget_moved(session: Session, report: IndexReport, movers: list[tuple[md.Document, str]]
-                      ) -> tuple[list[str], list[str]]:
-        """Delete the rows of documents that moved (each (old row, new source)), in the caller's
-        transaction, the one that records them at their new place; returns their point ids and
-        keys, for ``_drop_moved_points`` once that is committed."""
-        donors = {old.id: (old, new) for old, new in movers}
+    def _forget_moved(session: Session, report: IndexReport,
+                      movers: list[tuple[md.Document, str, bool]]) -> tuple[list[str], list[str]]:
+        """Delete the rows of documents that moved (each (old row, new source, whether its
+        vectors were copied)), in the caller's transaction, the one that records them at their
+        new place; returns their point ids and keys, for ``_drop_moved_points`` once that is
+        committed."""
+        donors = {old.id: (old, new, copied) for old, new, copied in movers}
         if not donors:
             return [], []
-        ids = [c.point_id for old, _ in donors.values() for c in old.chunks]
-        keys = [old.key for old, _ in donors.values()]
-        for old, new in donors.values():
+        ids = [c.point_id for old, _, _ in donors.values() for c in old.chunks]
+        keys = [old.key for old, _, _ in donors.values()]
+        for old, new, _ in donors.values():
             if len(report.moved) < MOVES_LISTED:
                 report.moved.append((old.source, new))
-        md.delete_documents(session, [old for old, _ in donors.values()])
-        for old, _ in donors.values():
+        report.chunks_moved += sum(len(old.chunks) for old, _, copied in donors.values() if copied)
+        md.delete_documents(session, [old for old, _, _ in donors.values()])
+        for old, _, _ in donors.values():
             session.expunge(old)  # (deleted by SQL: no stale object left in the session)
         report.docs_moved += len(donors)
-        report.chunks_moved += len(ids)
         return ids, keys
 
     def _drop_moved_points(self, coll: md.Collection, job: Any,

@@ -56,6 +56,18 @@ SUPPORT_ROWS = [
 
 
 @pytest.fixture
+def notes_embedder(tmp_path, minilm):
+    """A second embedder for one collection, with real weights: minilm reading documents through
+    another prompt, saved as a checkpoint named 'minilm-notes' (its own named vector)."""
+    from embedders.baselines import EncoderMeanEmbedder
+    from embedders.contract import PromptConfig
+
+    model = EncoderMeanEmbedder(name="minilm-notes", backbone=minilm.backbone,
+                                prompts=PromptConfig(document="note: {instruction}{text}"))
+    return str(model.save(tmp_path / "notes"))
+
+
+@pytest.fixture
 def support_ctx(make_ctx, tmp_path: Path) -> ServiceContext:
     """A context whose collection ``support`` holds ``SUPPORT_ROWS`` (one document each, ids
     r0..r9), indexed with minilm."""

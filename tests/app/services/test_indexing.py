@@ -287,18 +287,6 @@ def test_a_large_file_streams_its_chunks_with_progress(make_ctx, tmp_path, minil
     assert edited.docs_indexed == 1
 
 
-@pytest.fixture
-def notes_embedder(tmp_path, minilm):
-    """A second embedder for one collection, with real weights: minilm reading documents through
-    another prompt, saved as a checkpoint named 'minilm-notes' (its own named vector)."""
-    from embedders.baselines import EncoderMeanEmbedder
-    from embedders.contract import PromptConfig
-
-    model = EncoderMeanEmbedder(name="minilm-notes", backbone=minilm.backbone,
-                                prompts=PromptConfig(document="note: {instruction}{text}"))
-    return str(model.save(tmp_path / "notes"))
-
-
 def _dense_hits(ctx, collection: str, query: str, embedder: str) -> list[tuple[str, str]]:
     from app.services.search import SearchRequest, SearchService
 

@@ -231,6 +231,35 @@ def test_a_moved_checkpoint_is_recorded_at_its_new_path(tmp_path, minilm, minilm
         ctx.close()
 
 
+def test_a_folder_moved_as_another_embedder_joins_leaves_no_old_entries(make_ctx, tmp_path,
+                                                                        notes_embedder):
+    """A moved folder indexed with an embedder the collection did not hold yet: no stored
+    document had that embedder's vectors, so none was taken as the old place of a moved one;
+    each was encoded at its new path and its old entry stayed, every search hit coming back
+    twice. The old entries now go as the new ones are written, moves without a copy."""
+    write_corpus(tmp_path / "corpus", 3)
+    ctx = make_ctx()
+    first = IndexService(ctx).index(tmp_path / "corpus", "notes")
+    shutil.move(tmp_path / "corpus", tmp_path / "moved")
+
+    report = IndexService(ctx).index(tmp_path / "moved", "notes", IndexOptions(embedder=notes_embedder))
+
+    new = tmp_path / "moved"
+    assert sorted(documents(ctx, "notes")) == [str(new / f"doc{i:03d}.txt") for i in range(3)]
+    assert ctx.store.count("notes") == first.chunks_written
+    assert (report.docs_indexed, report.docs_moved, report.chunks_reused) == (3, 3, 0)
+    assert [m for k, m in report.warnings if k == "moved"] == [
+        f"3 documents moved (0 chunks of this run re-used stored vectors, not encoded again): "
+        f"{tmp_path / 'corpus' / 'doc000.txt'} is now {new / 'doc000.txt'} and 2 others; their "
+        "entries at the old paths, which no longer exist, were removed"]
+    for embedder in ("minilm", "minilm-notes"):  # both vectors written at the new paths
+        found = SearchService(ctx).search(SearchRequest("bank card note", "notes", top_k=10,
+                                                        mode="dense", embedder=embedder))
+        assert sorted(r.doc_id for r in found.results) == sorted(documents(ctx, "notes"))
+    again = IndexService(ctx).index(new, "notes")
+    assert (again.docs_skipped, again.docs_indexed) == (3, 0)
+
+
 def test_no_sync_copies_a_moved_folders_vectors_and_keeps_its_old_entries(make_ctx, tmp_path,
                                                                           monkeypatch):
     """`--no-sync` says "keep what is gone": a move under it removed the old entries anyway
