@@ -144,7 +144,8 @@ class Embeddings:
         embedder: the embedder's canonical name.
         dim: vector width.
         role: ``query`` or ``document``.
-        instruction: the instruction used (None when none).
+        instruction: the instruction the texts were read under (None when none): the one given,
+            stripped, or the default an embedder that always reads one renders in its place.
         vectors: float32 ``(n, dim)``, L2-normalised.
         tokens: tokens the embedder read (texts cut at its ``max_length``), prompts excluded.
     """
@@ -155,6 +156,13 @@ class Embeddings:
     instruction: str | None
     vectors: np.ndarray
     tokens: int
+
+
+def _rendered(model: Embedder, instruction: str | None) -> str | None:
+    """The instruction ``model`` read the texts under: the one given, stripped (None for none),
+    or the default it renders in its place (InstEmb and InBedder always read one)."""
+    rendered = getattr(model, "rendered_instruction", None)  # (a plugin need not have it)
+    return rendered(instruction) if callable(rendered) else (instruction or "").strip() or None
 
 
 def _expect(value: Any, kind: type, what: str, example: str) -> None:
@@ -348,8 +356,7 @@ class Facet:
         name = embedder or self.settings.default_embedder
         model = self.embedder_cache.get(name)
         vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
-        clean = (instruction or "").strip() or None
-        return Embeddings(model.name, int(model.dim), role_.value, clean, vectors,
+        return Embeddings(model.name, int(model.dim), role_.value, _rendered(model, instruction), vectors,
                           self.count_tokens(model, texts))
 
     async def aembed(self, texts: Sequence[str], *, embedder: str | None = None,
@@ -375,8 +382,7 @@ class Facet:
             # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
             tokens = (self.count_tokens(model, texts) if len(texts) <= 64 else
                       await asyncio.to_thread(self.count_tokens, model, texts))
-        clean = (instruction or "").strip() or None
-        return Embeddings(model.name, int(model.dim), role_.value, clean, vectors, tokens)
+        return Embeddings(model.name, int(model.dim), role_.value, _rendered(model, instruction), vectors, tokens)
 
     @staticmethod
     def count_tokens(model: Embedder, texts: Sequence[str]) -> int:

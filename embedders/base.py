@@ -395,6 +395,11 @@ class BaseEmbedder(ABC):
         role, instruction = self._document_reading()
         return tokenize._tokens(items, role, instruction).truncated
 
+    def rendered_instruction(self, instruction: str | None) -> str | None:
+        """The instruction ``encode`` reads a text under when given ``instruction``: it, stripped
+        (None for none or a blank one), or the default an embedder renders in its place."""
+        return validate_instruction(instruction)
+
     def _document_reading(self) -> tuple[Role, str | None]:
         """The role and instruction ``_embed_batch`` reads a document under (no instruction
         given); an embedder that renders a default instruction, or reads every text as a

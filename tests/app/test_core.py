@@ -60,6 +60,26 @@ def test_embed_gives_the_models_vectors_and_token_counts(facet, minilm) -> None:
     assert out.tokens == len(minilm.tokenizer("a cat a dog on a mat")["input_ids"]) - 2
 
 
+def test_embed_names_the_instruction_the_texts_were_read_under(cache, tmp_path, smollm2_cut,
+                                                                tiny_inbedder_dir) -> None:
+    """InstEmb and InBedder read every text under an instruction, their default where none is
+    given: `facet embed -e instemb` printed "instruction": null for vectors made under "What is
+    this text about?". The result names the one read; minilm's a blank one is none."""
+    from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
+
+    cache.put("tiny-instemb", InstEmbEmbedder(InstEmbConfig(max_length=64, look_ahead=2,
+                                                            backbone=smollm2_cut), device="cpu"))
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        for name in ("tiny-instemb", str(tiny_inbedder_dir)):
+            assert facet.embed(["a cat"], embedder=name).instruction == "What is this text about?"
+            assert facet.embed(["a cat"], embedder=name, instruction=" Mood ").instruction == "Mood"
+        assert facet.embed(["a cat"], instruction=" \t").instruction is None
+        assert facet.embed(["a cat"]).instruction is None
+    finally:
+        facet.close()
+
+
 def test_only_domain_errors_come_out(facet) -> None:
     with pytest.raises(UnknownModelError, match="unknown embedder 'nope'"):
         facet.embed(["x"], embedder="nope")

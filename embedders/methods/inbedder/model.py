@@ -92,6 +92,9 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
     def _document_reading(self) -> tuple[Role, str | None]:
         return Role.DOCUMENT, self.config.default_instruction  # ``_instruction(None)``
 
+    def rendered_instruction(self, instruction: str | None) -> str | None:
+        return self._instruction(validate_instruction(instruction))
+
     def reads_bare(self, instruction: str | None) -> bool:
         """No instruction, or the default one, is read as the default."""
         return self._instruction(validate_instruction(instruction)) == self.config.default_instruction

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from embedders.base import PromptTokenizer, Role, pad_sequences
+from embedders.base import PromptTokenizer, Role, pad_sequences, validate_instruction
 from embedders.losses import distill_kl, distill_mse, supervised_contrastive
 from embedders.methods.common import TrainableDecoderEmbedder
 from embedders.methods.instemb.config import InstEmbConfig
@@ -118,6 +118,9 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
 
     def _document_reading(self) -> tuple[Role, str | None]:
         return Role.QUERY, self.config.default_instruction  # every text as ``_sequences`` reads it
+
+    def rendered_instruction(self, instruction: str | None) -> str | None:
+        return validate_instruction(instruction) or self.config.default_instruction
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
         instruction = instruction or self.config.default_instruction
