@@ -311,6 +311,38 @@ def _checkpoint_path(spec: str | Path, *, log: bool = False) -> Path | None:
     return None
 
 
+def registered_checkpoint(name: str) -> Path | None:
+    """The directory of the checkpoint registered as the bare ``name`` (``causal-eos``), or None
+    where ``name`` is not one: a path, another kind of embedder, or no registered name."""
+    _ensure_builtins()
+    info = _EMBEDDERS.get(name.lower())
+    return info.path if info is not None and _bare(name) else None
+
+
+def _bare(name: str) -> bool:
+    """A name, not a path: no separator (``./causal-eos`` is the folder, ``causal-eos`` the name)."""
+    return "/" not in name and os.sep not in name
+
+
+_SHADOWED_SAID: set[str] = set()
+
+
+def warn_if_shadowed(name: str) -> None:
+    """Say (once per process) that a registered ``name`` is loaded, not the checkpoint folder of
+    that name in the working directory (``facet train --out causal-eos`` made one): every
+    command reads a bare registered name as the registered model (``facet soup`` and
+    ``--init-from`` took the folder, the others the shipped model), and ``./NAME`` the folder."""
+    if not _bare(name) or name in _SHADOWED_SAID or not is_checkpoint_dir(name):
+        return
+    info = _EMBEDDERS.get(name.lower())
+    if info is None or (info.path is not None and info.path == Path(name).resolve()):
+        return
+    _SHADOWED_SAID.add(name)
+    what = f"the registered checkpoint {info.path}" if info.path is not None else f"the registered {info.kind} embedder"
+    logger.warning("%r is %s; the checkpoint folder ./%s in %s is not loaded: write ./%s to load it",
+                   name, what, name, Path.cwd(), name)
+
+
 def is_checkpoint_dir(path: str | Path) -> bool:
     if (Path(path) / CONFIG_FILE).is_file():
         return True
@@ -461,6 +493,7 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
         return model
     key = str(name_or_path).lower()
     if key in _EMBEDDERS:
+        warn_if_shadowed(str(name_or_path))
         return cast(BaseEmbedder, _build(_EMBEDDERS[key], device, kwargs))
     directory = _checkpoint_path(name_or_path, log=True)
     if directory is not None:
@@ -563,7 +596,7 @@ def check_embedder(name_or_path: str) -> None:
     Raises:
         UnknownEmbedderError: neither a registered name nor a checkpoint directory.
         CheckpointError: a config that cannot be read, an unknown method, a config value its
-            method refuses.
+            method refuses, a missing or damaged weight file (its header read, no tensor).
     """
     info, directory = _resolve(str(name_or_path))
     if directory is None:
@@ -578,7 +611,13 @@ def check_embedder(name_or_path: str) -> None:
             f"{', '.join(sorted(_LOADERS)) or 'none'}")
     registered = trainable_methods().get(str(method))
     if registered is not None:  # the check its loader makes first (a baseline's has no config)
-        registered.model_class.saved_config(directory, meta)
+        config = registered.model_class.saved_config(directory, meta)
+        # ...and its weight files' headers (no tensor read): a truncated adapter of the last
+        # baseline was found after the first embedder had run every task.
+        from embedders.methods.common import MethodConfig, check_saved_weights
+
+        if isinstance(config, MethodConfig):
+            check_saved_weights(directory, config)
 
 
 def answers_questions(name_or_path: str) -> bool | None:

@@ -134,6 +134,8 @@ def register(cli: typer.Typer) -> None:
             check_out_dir(last_out, "--last-out")
         if not force:
             check_not_replacing(out, spec.name, init_from)
+            if last_out is not None:
+                check_last_out(last_out, spec.name)
         # Bad numbers and dev options are refused before any model is loaded.
         check_numbers(batch_size=batch_size, seed=seed, time_budget_min=time_budget_min,
                       eval_every_min=eval_every_min, teacher_weight=teacher_weight, max_length=max_length)
@@ -228,7 +230,7 @@ def register(cli: typer.Typer) -> None:
                  "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
                  "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
         log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate, last_out=last_out)
-        typer.echo(summary(log, out))
+        typer.echo(summary(log, out, last_out))
         if log["stopped"] == "interrupted":
             raise typer.Exit(130)
 
@@ -240,7 +242,7 @@ def _require_dev_suite(spec: TrainableMethod, flag: str, suite: str, why: str = 
                                   f"{spec.dev_suite!r}{why}")
 
 
-def summary(log: dict[str, Any], out: Path) -> str:
+def summary(log: dict[str, Any], out: Path, last_out: Path | None = None) -> str:
     """One paragraph: steps, cost, loss trend, dev selection, where it went."""
     losses = [h["loss"] for h in log["history"] if "loss" in h]
     head = sum(losses[:10]) / max(1, len(losses[:10]))
@@ -261,6 +263,9 @@ def summary(log: dict[str, Any], out: Path) -> str:
         lines.append(f"saved the step-{best['step']} weights ({log['weights_steps']} steps in all) to {out}")
     else:
         lines.append(f"saved to {out}")
+    if last_out is not None and log["stopped"] != "interrupted" and (last_out / CONFIG_FILE).is_file():
+        lines.append(f"saved the last weights ({log.get('init_weights_steps', 0) + len(log['history'])} "
+                     f"steps in all) to {last_out}")
     return "\n".join(lines)
 
 
@@ -334,23 +339,46 @@ def check_not_replacing(out: Path, method: str, init_from: str | None) -> None:
     recover_checkpoint(out)
     if not (out / CONFIG_FILE).is_file():
         return
-    if init_from is not None:
-        from embedders.registry import checkpoint_dir, is_checkpoint_dir
-
-        source = Path(init_from)
-        if not is_checkpoint_dir(source) and is_checkpoint_dir(checkpoint_dir() / init_from):
-            source = checkpoint_dir() / init_from
-        if source.resolve() == out.resolve():
-            return  # continuing in place
-    try:
-        saved = json.loads((out / CONFIG_FILE).read_text(encoding="utf-8")).get("method")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-        saved = None
+    if init_from is not None and checkpoint_source(init_from).resolve() == out.resolve():
+        return  # continuing in place
+    saved = _saved_method(out)
     what = f"a {saved!r} checkpoint" if isinstance(saved, str) else "a checkpoint"
     other = f" (training {method!r})" if isinstance(saved, str) and saved != method else ""
     raise InvalidRequestError(f"--out {out} already holds {what}{other}, which the first save would replace; "
                               "give a new directory, --init-from it to continue it in place, or --force to "
                               "replace it")
+
+
+def check_last_out(last_out: Path, method: str) -> None:
+    """Refuse a ``--last-out`` that holds a checkpoint of another method (or one whose method
+    cannot be read) without ``--force``: the run's end replaced it without a word (a typo for
+    ``checkpoints/gircse`` replaced the shipped GIRCSE with a Causal-EOS run's weights). One of
+    the same method is replaced, as a run's last weights are meant to be.
+
+    Raises:
+        InvalidRequestError: as above; nothing is written.
+    """
+    from embedders.base import CONFIG_FILE, recover_checkpoint
+
+    recover_checkpoint(last_out)
+    if not (last_out / CONFIG_FILE).is_file():
+        return
+    saved = _saved_method(last_out)
+    if saved == method:
+        return
+    what = f"a {saved!r} checkpoint" if isinstance(saved, str) else "a checkpoint whose method cannot be read"
+    raise InvalidRequestError(f"--last-out {last_out} already holds {what} (training {method!r}), which the "
+                              "run's end would replace; give a new directory, or --force to replace it")
+
+
+def _saved_method(directory: Path) -> Any:
+    """The ``method`` a checkpoint's config names (None where it cannot be read)."""
+    from embedders.base import CONFIG_FILE
+
+    try:
+        return json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8")).get("method")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return None
 
 
 def check_numbers(*, batch_size: int, seed: int, time_budget_min: float | None, eval_every_min: float | None,
@@ -559,13 +587,25 @@ def _prior_runs(path: Path) -> dict[str, Any]:
             "earlier_runs": [*earlier, summary] if summary else earlier}
 
 
+def checkpoint_source(name_or_path: str) -> Path:
+    """The checkpoint directory ``name_or_path`` names for ``--init-from`` and ``facet soup``: a
+    registered name is the registered checkpoint, as every command that loads one reads it (a
+    folder of that name in the working directory is ``./NAME``: said when it is left aside);
+    else the path, else the name under ``checkpoint_dir()``."""
+    from embedders.registry import checkpoint_dir, is_checkpoint_dir, registered_checkpoint, warn_if_shadowed
+
+    path = registered_checkpoint(name_or_path) or Path(name_or_path)
+    warn_if_shadowed(name_or_path)
+    if not is_checkpoint_dir(path) and is_checkpoint_dir(checkpoint_dir() / name_or_path):
+        path = checkpoint_dir() / name_or_path
+    return path
+
+
 def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, Any]]:
     from embedders.base import CONFIG_FILE
     from embedders.registry import checkpoint_dir, is_checkpoint_dir
 
-    path = Path(name_or_path)
-    if not is_checkpoint_dir(path) and is_checkpoint_dir(checkpoint_dir() / name_or_path):
-        path = checkpoint_dir() / name_or_path
+    path = checkpoint_source(name_or_path)
     if not is_checkpoint_dir(path):
         raise NotFoundError(f"{flag} {name_or_path!r}: no checkpoint there (a directory with {CONFIG_FILE}, "
                             f"or a name under {checkpoint_dir()})")

@@ -69,6 +69,7 @@ def test_last_out_keeps_the_final_weights_beside_the_best(trained, tmp_path, sha
     before = json.loads((trained / "train_log.json").read_text())["weights_steps"]
     best, final = (json.loads((d / "train_log.json").read_text()) for d in (out, last))
     assert final["weights"] == "last" and final["weights_steps"] == before + 2
+    assert f"saved the last weights ({before + 2} steps in all) to {last}" in output  # it said only --out's
     assert best["weights_steps"] == before + best["best"]["step"]
     assert load_embedder(str(last), device="cpu").encode(["a test"]).shape == (1, 576)
     same = _train("causal-eos", "--out", str(out), "--last-out", str(out), "--data-dir", str(shared_data), *tiny)
@@ -326,6 +327,30 @@ def test_an_existing_checkpoint_in_out_is_kept_unless_continued_or_forced(traine
     for args in (["--init-from", str(victim)], ["--force"]):
         code, output = _train("causal-eos", "--out", str(victim), *args, "--data-dir", nodata)
         assert code == 3 and "datasets not found" in output, output
+    assert (victim / "adapter.safetensors").read_bytes() == (trained / "adapter.safetensors").read_bytes()
+
+
+def test_a_last_out_holding_another_methods_checkpoint_is_kept_unless_forced(trained, tmp_path):
+    """--last-out replaced any checkpoint at the run's end without a word, even one of another
+    method (`--last-out checkpoints/gircse` for a typo replaced the shipped GIRCSE). Another
+    method's, or one whose method cannot be read, is refused unless --force; one of the same
+    method is the run's last weights, replaced as before."""
+    import shutil
+
+    victim = tmp_path / "victim"
+    shutil.copytree(trained, victim)
+    nodata = str(tmp_path / "nodata")
+    common = ["--out", str(tmp_path / "new"), "--last-out", str(victim), "--data-dir", nodata]
+    code, output = _train("causal2vec", *common)
+    assert code == 2 and f"--last-out {victim} already holds a 'causal-eos' checkpoint (training " \
+        "'causal2vec')" in " ".join(output.split()) and "--force" in output, output
+    # Past the check (to the missing data root): the same method, or forced.
+    for method, args in (("causal-eos", []), ("causal2vec", ["--force"])):
+        code, output = _train(method, *common, *args)
+        assert code == 3 and "datasets not found" in output, output
+    (victim / "facet_config.json").write_text("{not json")
+    code, output = _train("causal-eos", *common)
+    assert code == 2 and "whose method cannot be read" in output, output
     assert (victim / "adapter.safetensors").read_bytes() == (trained / "adapter.safetensors").read_bytes()
 
 

@@ -136,3 +136,40 @@ def test_the_docker_context_leaves_out_what_git_ignores():
         if not docker & ({entry, f"**/{entry}"} | {str(p) for p in Path(entry).parents if str(p) != "."})
     ]
     assert shipped == [], "in the Docker build context"
+
+
+def test_a_registered_name_is_the_registered_checkpoint_for_every_command(tmp_path, monkeypatch,
+                                                                          minilm, caplog):
+    """`facet train --out causal-eos` left a folder causal-eos in the working directory; then
+    `facet embed/index/search/eval -e causal-eos` loaded the shipped checkpoint while `facet soup
+    causal-eos` and `--init-from causal-eos` took the folder, without a word. One rule now: a
+    bare registered name is the registered checkpoint, said when a folder of that name is left
+    aside; `./causal-eos` is the folder."""
+    from app.commands.train import _resolve_checkpoint
+    from embedders.baselines import EncoderMeanEmbedder
+    from embedders.contract import PromptConfig
+
+    def save(where: Path, prompt: str) -> Path:
+        model = EncoderMeanEmbedder(name="notes", backbone=minilm.backbone,
+                                    prompts=PromptConfig(document=prompt + "{instruction}{text}"))
+        return model.save(where / "notes")
+
+    registered = save(tmp_path / "mine", "registered: ")
+    local = save(tmp_path / "cwd", "local: ")
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setattr(registry, "_SHADOWED_SAID", set())
+    try:
+        registry.set_checkpoint_dir(tmp_path / "mine")
+        with caplog.at_level(logging.WARNING, logger="embedders.registry"):
+            assert _resolve_checkpoint("notes", "--init-from")[0].resolve() == registered.resolve()
+            loaded = registry.load_embedder("notes", device="cpu")
+        assert loaded.identity == registry.load_checkpoint(registered).identity != \
+            registry.load_checkpoint(local).identity
+        said = [r.getMessage() for r in caplog.records if "is not loaded" in r.getMessage()]
+        assert said == [f"'notes' is the registered checkpoint {registered.resolve()}; the checkpoint "
+                        f"folder ./notes in {tmp_path / 'cwd'} is not loaded: write ./notes to load it"]
+        assert _resolve_checkpoint("./notes", "--init-from")[0].resolve() == local.resolve()
+        assert registry.load_embedder("./notes", device="cpu").identity == \
+            registry.load_checkpoint(local).identity
+    finally:
+        registry.set_checkpoint_dir(None)
