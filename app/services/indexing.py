@@ -488,8 +488,8 @@ class _Deferred:
     Anything else asked of it loads the model first.
     """
 
-    def __init__(self, cache: Any, spec: str, name: str, dim: int) -> None:
-        self.spec, self.name, self._dim = spec, name, dim
+    def __init__(self, cache: Any, spec: str, name: str, dim: int, collection: str = "") -> None:
+        self.spec, self.name, self._dim, self.collection = spec, name, dim, collection
         self._cache = cache
         self._model: Embedder | None = None
         self.check: Callable[[Embedder], None] | None = None  # run on the model when it loads
@@ -506,7 +506,16 @@ class _Deferred:
         """The model (loaded now, the first time), checked against the collection."""
         if self._model is None:
             t0 = time.perf_counter()
-            model = self._cache.get(self.spec)
+            try:
+                model = self._cache.get(self.spec)
+            except UnknownModelError as e:  # (a checkpoint moved or deleted since)
+                # Said as what the collection records, and how to point it elsewhere: a bare
+                # "unknown embedder '/old/path'" named neither.
+                raise UnknownModelError(
+                    f"collection {self.collection!r}'s {self.name!r} vectors were written by "
+                    f"{self.spec!r}, which cannot be loaded now ({e}); put it back, or index with "
+                    "--embedder (the API's `embedder`) naming the same weights where they are now: "
+                    "the collection then records that place", param=e.param) from e
             if model.name != self.name:  # (a checkpoint's config edited since)
                 raise ConflictError(f"{self.spec!r} now loads embedder {model.name!r}, not the "
                                     f"{self.name!r} this collection records it as; index it into "
@@ -1207,7 +1216,7 @@ class IndexService:
         recorded = self._recorded_embedder(collection, spec)
         if recorded is None:
             return self.ctx.embedders.get(spec)
-        return _Deferred(self.ctx.embedders, spec, *recorded)
+        return _Deferred(self.ctx.embedders, spec, *recorded, collection=collection)
 
     def _recorded_embedder(self, collection: str, spec: str) -> tuple[str, int] | None:
         """The name and width ``collection`` records for ``spec`` (the same spec, loading the

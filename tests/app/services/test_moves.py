@@ -306,3 +306,38 @@ def test_a_run_stopped_after_moving_some_documents_says_they_moved(facet, tmp_pa
     again = facet.index(tmp_path / "moved", "notes")
     assert (again.docs_moved, again.docs_skipped) == (4, 2)
     assert [k for k, _ in again.warnings].count("moved") == 1
+
+
+def test_indexing_with_a_moved_checkpoint_says_what_the_collection_records(make_ctx, tmp_path,
+                                                                           notes_embedder):
+    """A collection indexed with a checkpoint that was moved since: a run with something to
+    encode failed with a bare "unknown embedder '/old/path'" (search said which vectors and
+    how to go on). It says what the collection records and how to point it at the new place."""
+    from app.errors import UnknownModelError
+
+    src = tmp_path / "src"
+    write_corpus(src, 2)
+    ctx = make_ctx()
+    IndexService(ctx).index(src, "ck", IndexOptions(embedder=notes_embedder))
+    moved = tmp_path / "elsewhere"
+    shutil.move(notes_embedder, moved)
+    (src / "new.txt").write_text("a new note about ferry fees")
+    ctx.close()
+    cache = EmbedderCache("cpu")  # another process: the checkpoint not loaded in it
+    cache.put("minilm", ctx.embedders.get("minilm"))
+    ctx = ServiceContext(ctx.settings, embedders=cache)
+
+    with pytest.raises(UnknownModelError) as caught:
+        IndexService(ctx).index(src, "ck")  # (its own context: closed below)
+    assert str(caught.value).startswith(
+        f"collection 'ck''s 'minilm-notes' vectors were written by {notes_embedder!r}, which cannot "
+        f"be loaded now (unknown embedder {notes_embedder!r}")
+    assert str(caught.value).endswith("put it back, or index with --embedder (the API's `embedder`) "
+                                      "naming the same weights where they are now: the collection "
+                                      "then records that place")
+    try:
+        report = IndexService(ctx).index(src, "ck", IndexOptions(embedder=str(moved)))
+        assert report.docs_indexed == 1
+        assert CollectionService(ctx).get("ck").sources["minilm-notes"] == str(moved)
+    finally:
+        ctx.close()
