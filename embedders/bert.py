@@ -161,7 +161,12 @@ def load_bert(path: str | Path, dtype: torch.dtype, device: torch.device) -> Ber
         return None
     from safetensors.torch import load_file
 
-    model = BertEncoder(config)
+    # Built under a fork of torch's generator: the layers' random initial weights, replaced at
+    # once, drew from the caller's. A training run seeds, then loads MiniLM (Causal2Vec's
+    # encoder) and draws its fresh LoRA: where MiniLM was loaded already, the draws differed,
+    # so `--seed` reproduced the fresh weights only in a new process.
+    with torch.random.fork_rng(devices=[]):
+        model = BertEncoder(config)
     model.load_transformers_weights(load_file(str(weights_file)))
     return model.to(device=device, dtype=dtype).eval()
 
