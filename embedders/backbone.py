@@ -250,6 +250,17 @@ class Backbone:
     def hidden_size(self) -> int:
         return int(self.model.config.hidden_size)
 
+    @property
+    def max_positions(self) -> int | None:
+        """How many token positions the model can read (its config's ``max_position_embeddings``,
+        8192 for SmolLM2), or None when its config does not say."""
+        config = getattr(self.model, "config", None)
+        get_text_config = getattr(config, "get_text_config", None)
+        if callable(get_text_config):  # a multimodal model's text part
+            config = get_text_config()
+        value = getattr(config, "max_position_embeddings", None)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
     def base_model(self) -> Any:
         """The transformer body (no LM head), so pooling never pays for vocab-sized logits."""
         model = self.model
@@ -467,11 +478,13 @@ def load_lora_state_dict(backbone: Backbone, state: dict[str, torch.Tensor]) -> 
     """Load adapter weights saved by ``lora_state_dict`` into a backbone wrapped by ``add_lora``.
 
     Raises:
-        CheckpointError: the adapter does not fit (different rank, targets or layers).
+        CheckpointError: the adapter does not fit (different rank, targets or layers), or lacks
+            some of the configured adapter's LoRA tensors (a partial file would otherwise leave
+            those untrained, at their fresh initialisation, without a word).
     """
-    if not state:
-        return
     if not hasattr(backbone.model, "peft_config"):
+        if not state:  # an r=0 model: nothing to load
+            return
         raise CheckpointError("checkpoint has LoRA weights but the model was built without LoRA (r=0)")
     from peft import set_peft_model_state_dict
 
@@ -481,4 +494,13 @@ def load_lora_state_dict(backbone: Backbone, state: dict[str, torch.Tensor]) -> 
         raise CheckpointError(
             f"LoRA weights do not match the configured adapter (unexpected keys such as {unexpected[0]}); "
             "the checkpoint's lora settings must match its config"
+        )
+    # The result's missing keys list every base weight too (the file holds only the adapter's):
+    # only LoRA tensors count.
+    missing = [k for k in getattr(result, "missing_keys", []) if "lora_" in k]
+    if missing:
+        raise CheckpointError(
+            f"LoRA weights are incomplete: {len(missing)} of the configured adapter's LoRA tensors are "
+            f"missing (such as {missing[0]}); the adapter file is partial or its lora settings do not "
+            "match its config"
         )

@@ -150,7 +150,14 @@ def eval_cmd(
     """Evaluate EMBEDDER on STS, retrieval, rerank, clustering, multi-view clustering and
     classification tasks, with baselines beside it; writes results.json and results.md."""
     from app.evaluation.cache import EmbeddingCache
-    from app.evaluation.runner import USER_SUITE, EvalRunner, markdown_table, prepare_report_dir, write_report
+    from app.evaluation.runner import (
+        USER_SUITE,
+        EvalRunner,
+        keep_earlier_report,
+        markdown_table,
+        prepare_report_dir,
+        write_report,
+    )
     from app.evaluation.suites import (
         SUITES,
         SuiteOptions,
@@ -228,6 +235,7 @@ def eval_cmd(
         folder = f"{safe}-{'' if ran == USER_SUITE else suite + '-'}user-{user_tasks_key(user_tasks)}"
     out_dir = out or Path("results") / folder
     created = prepare_report_dir(out_dir)
+    _note_earlier_report(out_dir, embedder, named=out is None)
     cache = EmbeddingCache(None if no_cache else (cache_dir or settings.cache_dir / "embeddings"))
 
     from embedders import load_embedder
@@ -265,6 +273,15 @@ def eval_cmd(
     command = command_line(ctx)
     typer.echo(markdown_table(report))  # first: a write that fails (a full disk) keeps the figures
     try:
+        kept = keep_earlier_report(out_dir, report)
+    except OSError as e:
+        typer.echo(f"note: the earlier report in {out_dir} could not be kept as .bak "
+                   f"({e.strerror or e}); it is replaced", err=True)
+    else:
+        if kept:
+            typer.echo(f"note: the earlier report in {out_dir} was moved to {' and '.join(map(str, kept))}",
+                       err=True)
+    try:
         json_path, md_path = write_report(report, out_dir, command)
     except OSError as e:
         raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
@@ -273,6 +290,28 @@ def eval_cmd(
     if failed:  # the figures are written; the exit code says some are missing
         raise DataError(f"{len(failed)} task(s) have no score ({', '.join(failed)}): their errors are "
                         "above and in results.json; the other figures are written")
+
+
+def _note_earlier_report(out_dir: Path, embedder: str, *, named: bool) -> None:
+    """Say on stderr, before the run, that ``out_dir`` holds a report of another embedder
+    (``named``: the folder was named after ``embedder``'s last path part, which two checkpoints
+    ``a/model`` and ``b/model`` share). Every earlier report is moved to .bak when the new one is
+    written (said then)."""
+    from app.evaluation.runner import earlier_report
+
+    earlier = earlier_report(out_dir)
+    if not earlier:
+        return
+    try:
+        same = _loads_as(earlier) == _loads_as(embedder)
+    except Exception:  # an earlier name that no longer parses: another embedder
+        same = False
+    if same:
+        return
+    why = (f" (the folder is named after the last part of {embedder!r} alone; pass --out to keep "
+           "both reports apart)" if named else "")
+    typer.echo(f"note: {out_dir} holds a report of another embedder, {earlier!r}{why}; it will be "
+               "moved to results.json.bak and results.md.bak when this run's report is written", err=True)
 
 
 def _override_instruction(tasks: list[Any], override: str) -> None:

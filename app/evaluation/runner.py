@@ -253,6 +253,55 @@ def prepare_report_dir(out_dir: Path, flag: str = "--out") -> bool:
     return not existed
 
 
+def earlier_report(out_dir: Path) -> str | None:
+    """The embedder (as its command named it) of a report already in ``out_dir``, "" for one
+    whose results.json does not say (or cannot be read), None where there is no report."""
+    if not any((out_dir / name).is_file() for name in REPORT_FILES):
+        return None
+    try:
+        runs = json.loads((out_dir / "results.json").read_text(encoding="utf-8")).get("runs") or []
+        name = runs[0].get("embedder") if isinstance(runs[0], dict) else None
+    except (OSError, ValueError, AttributeError, IndexError, TypeError):
+        return ""
+    return name if isinstance(name, str) else ""
+
+
+def _report_key(data: Any) -> tuple[Any, ...] | None:
+    """What a report evaluated (each run's embedder and its tasks), from its ``to_dict()``."""
+    try:
+        return tuple((run["embedder"], tuple(sorted(r["task"] for r in run["results"])))
+                     for run in data["runs"])
+    except (KeyError, TypeError):
+        return None
+
+
+def keep_earlier_report(out_dir: Path, report: EvalReport | None = None) -> list[Path]:
+    """Move a report already in ``out_dir`` (results.json, results.md) aside to ``<name>.bak``
+    (replacing an older .bak), so that the report ``write_report`` is about to write does not
+    replace it without a trace, unless it evaluated what ``report`` did (the same embedders on
+    the same tasks: a rerun refreshes its figures in place). Returns the .bak paths it wrote.
+
+    Raises:
+        OSError: a file could not be moved (those moved before it stay moved).
+    """
+    if report is not None:
+        try:
+            earlier = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            earlier = None
+        key = _report_key(earlier)
+        if key is not None and key == _report_key(report.to_dict()):
+            return []
+    kept: list[Path] = []
+    for name in REPORT_FILES:
+        path = out_dir / name
+        if path.is_file():
+            backup = path.with_name(name + ".bak")
+            os.replace(path, backup)
+            kept.append(backup)
+    return kept
+
+
 def write_report(report: EvalReport, out_dir: Path, command: str | None = None) -> tuple[Path, Path]:
     """Write ``results.json`` and ``results.md`` under ``out_dir``; returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)

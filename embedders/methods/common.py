@@ -21,6 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from embedders.backbone import (
     DEFAULT_DECODER,
+    Backbone,
     LoraSettings,
     add_lora,
     load_decoder,
@@ -169,6 +170,50 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
                               "is damaged: copy it again or retrain it") from e
 
 
+def check_weights_file(path: Path) -> None:
+    """Open a safetensors file's header only (no tensor is read): a damaged one (truncated,
+    empty, not safetensors, its header not covering the file) is the ``CheckpointError``
+    ``read_weights`` would raise on loading, found before any work."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            handle.keys()
+    except Exception as e:  # SafetensorError, OSError...
+        raise CheckpointError(f"{path} cannot be read ({type(e).__name__}: {e}); the checkpoint "
+                              "is damaged: copy it again or retrain it") from e
+
+
+def check_saved_weights(path: Path, config: MethodConfig) -> None:
+    """What ``TrainableDecoderEmbedder.load`` refuses of the weight files in checkpoint ``path``
+    (saved with ``config``), checked from the files' headers alone: a missing adapter where the
+    config has LoRA, and a damaged adapter or heads file.
+
+    Raises:
+        CheckpointError: as ``load`` would, naming the file.
+    """
+    adapter_path = path / ADAPTER_FILE
+    if config.lora.r > 0:
+        if not adapter_path.is_file():
+            raise CheckpointError(f"{path} has no {ADAPTER_FILE} but its config has LoRA r={config.lora.r}")
+        check_weights_file(adapter_path)
+    if (path / HEADS_FILE).is_file():
+        check_weights_file(path / HEADS_FILE)
+
+
+def check_position_limit(backbone: Backbone, max_length: int) -> None:
+    """Refuse a ``max_length`` beyond the positions ``backbone`` can read (``max_position_embeddings``):
+    ``MethodConfig`` checks only the lower bound, as the limit is known once the backbone is.
+
+    Raises:
+        ValueError: ``max_length`` is more than the backbone's position limit.
+    """
+    limit = backbone.max_positions
+    if limit is not None and max_length > limit:
+        raise ValueError(f"max_length {max_length} is more than backbone {backbone.name!r} can read: its "
+                         f"position limit (max_position_embeddings) is {limit} tokens")
+
+
 class TrainableDecoderEmbedder(DecoderEmbedder):
     """A decoder embedder with its own (unshared) backbone wrapped in LoRA, plus extra heads.
 
@@ -184,6 +229,7 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
                  dtype: str | torch.dtype | None = None) -> None:
         self.config = config
         backbone = add_lora(load_decoder(config.backbone, device=device, dtype=dtype, shared=False), config.lora)
+        check_position_limit(backbone, config.max_length)
         super().__init__(name or self.method, config.backbone, prompts=config.prompts,
                          max_length=config.max_length, padding_side="left", backbone=backbone)
         self._set_tokenizer()  # the method's own tokenizer(s), in place of the plain one
@@ -211,6 +257,8 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         old = self.config.max_length
         if value != old:
             dataclasses.replace(self.config, max_length=value)  # runs the config's checks
+            if hasattr(self, "backbone"):
+                check_position_limit(self.backbone, value)
         self.config.max_length = value
         # DecoderEmbedder.__init__ assigns it before any tokenizer exists: the config holds it.
         if hasattr(self, "_tokenize"):
@@ -325,7 +373,10 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
             CheckpointError: missing weights, or weights that do not fit the config.
         """
         config = config or cls.saved_config(path, meta)
-        model = cls(config, name=meta.get("name"), device=device, dtype=dtype)
+        try:
+            model = cls(config, name=meta.get("name"), device=device, dtype=dtype)
+        except ValueError as e:  # a config value the loaded backbone refuses (max_length past its positions)
+            raise CheckpointError(f"{path / CONFIG_FILE}: {e}") from e
         dtype = model.backbone.spec.dtype
         adapter_path = path / ADAPTER_FILE
         if config.lora.r > 0:
@@ -334,6 +385,8 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
             state = {k: v.to(dtype) for k, v in read_weights(adapter_path).items()}
             try:
                 load_lora_state_dict(model.backbone, state)
+            except CheckpointError as e:  # keys that do not fit: name the file
+                raise CheckpointError(f"{adapter_path}: {e}") from e
             except RuntimeError as e:  # a size mismatch: the config's rank is not the file's
                 # torch lists every mismatched tensor (hundreds of lines): name one.
                 first = next((line.strip() for line in str(e).splitlines()
