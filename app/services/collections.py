@@ -188,11 +188,13 @@ def follow_hint(job_id: int) -> str:
 def resume_command(job: md.IndexJob) -> str:
     """The `facet index` that goes on with ``job``: its source, collection and embedder (the
     hint named no embedder, so following it after a second embedder's job stopped ran the
-    default one, which found nothing to do: the second embedder's vectors stayed missing)."""
+    default one, which found nothing to do: the second embedder's vectors stayed missing). A
+    job of the workers goes on on the workers (``--background``): in the foreground, beside a
+    worker that holds an embedded store's collection, it was refused as open elsewhere."""
     spec = next((e.spec for e in job.collection.embedders if e.name == job.embedder),
                 job.embedder)
     return (f"facet index {shlex.quote(job.source)} --collection {job.collection.name} "
-            f"--embedder {shlex.quote(spec)}")
+            f"--embedder {shlex.quote(spec)}" + (" --background" if job.runner == "celery" else ""))
 
 
 def stopped_before_interrupted_existed(job: md.IndexJob) -> bool:

@@ -794,11 +794,13 @@ class IndexService:
         with self.sessions() as session:
             coll = self._prepare_collection(session, collection, embedder, options, spec)
             self._refuse_other_writer(session, coll)
-            if runner in ("thread", "process"):
+            if runner in ("thread", "process", "celery"):
                 # Queued for later, the run met another process's open shard and failed seconds
                 # after a 202 (exit 0); refused now, as a foreground run is. Not where this
-                # process holds it (a server running its own queue): the folder lock is per
-                # process. Workers (celery) retry a busy shard as an outage instead.
+                # process holds it (a server running its own queue, or sending its workers a
+                # job: it lets the collection go once sent): the folder lock is per process. A
+                # worker's job met a `facet serve` holding it, retried as an outage with nothing
+                # said on the job, and failed minutes later.
                 with _store_errors():
                     if self.store.collection_exists(collection):
                         self.store.check_free(collection)

@@ -149,7 +149,11 @@ def test_kill9_worker_mid_job_then_restart(stack: Stack, client, corpus, minilm,
     total = client.job(job_id).chunks_total
     assert 2 <= done_at_kill < total, (done_at_kill, total)
     time.sleep(5)  # past the 4 s lease: the job is seen as stalled, not running
-    assert client.job(job_id).state == "stalled"
+    stalled = client.job(job_id)
+    assert stalled.state == "stalled"
+    # Its hint goes on on the workers: in the foreground, beside a worker holding the embedded
+    # store's collection, it was refused as open elsewhere.
+    assert "--collection kill --embedder minilm --background` again to resume" in stalled.message, stalled
     stack.start_worker(queues="index")
     job = wait_for(client, job_id)
     assert job.state == "completed", job

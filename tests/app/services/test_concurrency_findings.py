@@ -66,7 +66,10 @@ def test_a_background_submission_of_a_collection_another_process_holds_is_refuse
     try:
         with locked_by_another_process(ctx.settings.data_dir, "c", opened=True,
                                        shown_as="facet serve") as holder:
+            # A job for the workers (`facet index --background` in the full stack) too: it was
+            # queued, sat "running" with nothing said, and failed three minutes later.
             for submit in (lambda: IndexService(ctx).prepare(tmp_path / "more", "c", runner="process"),
+                           lambda: IndexService(ctx).prepare(tmp_path / "more", "c", runner="celery"),
                            lambda: facet.submit_index(tmp_path / "more", "c")):
                 with pytest.raises(ConflictError, match=f"collection 'c' is open in pid {holder.pid}"):
                     submit()
