@@ -35,7 +35,7 @@ import numpy as np
 from app import errors as E
 from app.errors import FacetError, UnavailableError
 from app.services.indexing import PreparedJob
-from app.settings import FacetSettings
+from app.settings import FacetSettings, mask_passwords, masked_url
 from embedders.contract import Role
 
 logger = logging.getLogger(__name__)
@@ -126,6 +126,14 @@ def celery_client(settings: FacetSettings) -> Any:
             app = Celery("facet", broker=settings.broker_url, backend=backend,
                          set_as_current=False)
             app.conf.update(celery_config(settings))
+            # A client gives up on a result backend it cannot reach after one quick retry
+            # (Celery's default retries 20 times a second apart: a send hung ~20 s with an
+            # ERROR line each time). The workers keep the default, to store a result across
+            # a Redis restart.
+            options = dict(app.conf.result_backend_transport_options or {})
+            options["retry_policy"] = {"max_retries": 1, "interval_start": 0,
+                                       "interval_step": 0.5, "interval_max": 0.5}
+            app.conf.result_backend_transport_options = options
             _CLIENTS[key] = app
         return app
 
@@ -163,6 +171,42 @@ def check_broker(settings: FacetSettings) -> None:
             "this process") from e
 
 
+def one_line(text: str) -> str:
+    """``text`` with its line breaks and runs of blanks as one space (Celery's errors span
+    lines; a job row's message is shown on one)."""
+    return " ".join(text.split())
+
+
+def check_result_backend(settings: FacetSettings) -> None:
+    """Fail fast, in one line, when FACET_RESULT_BACKEND is set apart from the broker and
+    cannot be reached (a Redis URL; other backends are not checked here).
+
+    Raises:
+        UnavailableError: within about ``FACET_BROKER_TIMEOUT_S`` seconds.
+    """
+    url = settings.result_backend or ""
+    if not url or url == settings.broker_url or not url.startswith(
+            ("redis://", "rediss://", "unix://")):
+        return
+    timeout = settings.broker_timeout_s
+    try:
+        import redis
+    except ImportError as e:
+        raise worker_extra_missing("redis (the client for FACET_RESULT_BACKEND)") from e
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as e:
+        raise UnavailableError(
+            f"cannot reach the result backend at {masked_url(url)} "
+            f"({type(e).__name__}: {one_line(mask_passwords(str(e)))}); the broker is fine: "
+            "start that Redis or check FACET_RESULT_BACKEND (unset, the broker holds the "
+            "results)") from e
+
+
 class CeleryJobRunner:
     """Sends prepared index jobs to the workers' ``index`` queue."""
 
@@ -172,20 +216,28 @@ class CeleryJobRunner:
         self.settings = settings
 
     def check(self) -> None:
-        """Raise ``UnavailableError`` now if the broker cannot be reached."""
+        """Raise ``UnavailableError`` now if the broker or the result backend cannot be
+        reached."""
         check_broker(self.settings)
+        check_result_backend(self.settings)
 
     def submit(self, job: PreparedJob) -> None:
-        """Send ``job``; raises ``UnavailableError`` when the broker is down."""
+        """Send ``job``; raises ``UnavailableError`` when the broker or the result backend is
+        down."""
         check_broker(self.settings)
+        check_result_backend(self.settings)
         try:
+            # No result is kept (progress is in the SQL job table): the sender does not
+            # subscribe to one on the result backend either.
             celery_client(self.settings).send_task(INDEX_JOB_TASK, args=[job.to_dict()],
-                                                   queue="index")
+                                                   queue="index", ignore_result=True)
         except FacetError:
             raise
         except Exception as e:
-            raise UnavailableError(f"could not send job {job.job_id} to the broker at "
-                                   f"{redacted(self.settings.broker_url or '')}: {e}") from e
+            raise UnavailableError(
+                f"could not send job {job.job_id} to the broker at "
+                f"{redacted(self.settings.broker_url or '')}: "
+                f"{one_line(mask_passwords(str(e)))}") from e
         logger.info("job %d sent to the index queue", job.job_id)
 
     def close(self) -> None:
@@ -274,7 +326,9 @@ class CeleryQueryEncoder:
                                         expires=self.settings.worker_timeout_s)
         except Exception as e:
             check_broker(self.settings)  # the clearer message when the broker is down
-            raise UnavailableError(f"could not send {task} to the {queue!r} queue: {e}") from e
+            check_result_backend(self.settings)  # ... or the result backend
+            raise UnavailableError(f"could not send {task} to the {queue!r} queue: "
+                                   f"{one_line(mask_passwords(str(e)))}") from e
         try:
             return result.get(timeout=self.settings.worker_timeout_s, propagate=True)
         except Exception as e:

@@ -319,10 +319,12 @@ class FacetSettings(BaseSettings):
             return f"Qdrant at {masked_url(self.qdrant_url)}"
         return self.vector_backend
 
-    def database_description(self) -> str:
-        """``SQLite in the data dir``, or FACET_DATABASE_URL with its password masked."""
+    def database_description(self, *, path: bool = False) -> str:
+        """``SQLite in the data dir`` (with ``path``: ``SQLite at <data dir>/facet.db``, for a
+        line that does not name the data folder), or FACET_DATABASE_URL with its password
+        masked."""
         if not self.database_url:
-            return "SQLite in the data dir"
+            return f"SQLite at {self.data_dir / 'facet.db'}" if path else "SQLite in the data dir"
         from sqlalchemy.engine import make_url
 
         try:

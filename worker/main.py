@@ -46,14 +46,21 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
         raise InvalidRequestError("facet worker needs FACET_BROKER_URL (e.g. "
                                   "redis://localhost:6379/0): the queue it takes tasks from")
     check_broker(settings)
+    from celery.utils.nodenames import default_nodename, host_format
+
     from worker.app import celery_app
 
     # Unique per process by default; a container passes `--name facet@%h` (its hostname is
     # unique) so that its healthcheck can ping exactly this worker.
     name = name or f"facet-{os.getpid()}@{socket.gethostname()}"
-    logger.info("worker %s: queues %s, %d process(es), store %s, database %s", name,
-                ",".join(names), concurrency, settings.store_description(),
-                settings.database_description())  # passwords masked, as facet serve's line
+    # The node name as Celery makes it of `-n` (%h, %n, %d expanded; "@<host>" added to a bare
+    # name), so that this line and Celery's own name the same worker.
+    node = host_format(default_nodename(name))
+    logger.info("worker %s: queues %s, %d process(es), data folder %s, store %s, database %s",
+                node, ",".join(names), concurrency, settings.data_dir,
+                settings.store_description(),
+                # passwords masked, as facet serve's line; the SQLite file by its path
+                settings.database_description(path=True))
     celery_app.worker_main(["worker", "-Q", ",".join(names), "-c", str(concurrency),
                             "-P", pool, "-l", loglevel, "-n", name, "--without-gossip",
                             "--without-mingle"])

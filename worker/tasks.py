@@ -43,7 +43,8 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
     try:
         numbers = service.plan(prepared)
     except JobGone as e:
-        logger.info("%s", e)
+        # A warning: a worker on another database than the server's drops every job this way.
+        logger.warning("%s", e)
         return {"job_id": prepared.job_id, "state": "gone"}
     except WriterBusy as e:
         logger.info("job %d: %s; retrying in %.0fs", prepared.job_id, e, e.retry_in_s)

@@ -77,7 +77,53 @@ TERMINAL_JOB_STATES = ("completed", "failed", "interrupted", "cancelled")
 
 
 class JobGone(FacetError):
-    """The job row no longer exists (its collection was deleted): drop the task."""
+    """The job row is not in this worker's database: its collection was deleted, or the job
+    was queued by a server on another database (a worker whose FACET_DATA_DIR or
+    FACET_DATABASE_URL differ from the server's); drop the task. The message says which one,
+    where that can be told (``gone_message``)."""
+
+
+# Said of a worker that reads another database than the server that queues the jobs.
+_OTHER_DATABASE = ("a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the "
+                   "server's drops every job")
+
+
+def highest_job_id(session: Session) -> int | None:
+    """The highest job id this database ever handed out (0: none yet), counting the jobs
+    deleted since (ids are never reused: SQLite ``AUTOINCREMENT``, a sequence on PostgreSQL);
+    None where that cannot be read."""
+    from sqlalchemy import text
+
+    try:
+        dialect = session.get_bind().dialect.name
+        if dialect == "sqlite":
+            seq = session.execute(text(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'index_jobs'")).scalar()
+            return int(seq or 0)
+        if dialect == "postgresql":
+            name = session.execute(text(
+                "SELECT pg_get_serial_sequence('index_jobs', 'id')")).scalar()
+            if not name:
+                return None
+            row = session.execute(text(f"SELECT last_value, is_called FROM {name}")).one()
+            return int(row[0]) if row[1] else 0
+    except Exception:  # an older schema, no rights on the sequence: say both possibilities
+        session.rollback()
+    return None
+
+
+def gone_message(job_id: int, database: str, highest: int | None) -> str:
+    """Why job ``job_id`` is not in ``database`` (a description, password masked), given the
+    highest job id that database ever handed out (None: unknown)."""
+    if highest is not None and job_id > highest:
+        had = ("which has never had a job" if highest == 0
+               else f"which never had it (its highest job id is {highest})")
+        return (f"index job {job_id} is not in this worker's database ({database}), {had}: the "
+                f"job was queued by a server on another database; {_OTHER_DATABASE}; start the "
+                "worker with the server's FACET_DATA_DIR / FACET_DATABASE_URL; dropping it")
+    return (f"index job {job_id} no longer exists in this worker's database ({database}): its "
+            f"collection was deleted, or the job was queued by a server on another database "
+            f"({_OTHER_DATABASE}); dropping it")
 
 
 class WriterBusy(FacetError):
@@ -202,7 +248,8 @@ class ChunkedIndexService:
         """Plan a queued job into chunk rows (or find its plan again); the chunks to send.
 
         Raises:
-            JobGone: the job (or its collection) was deleted.
+            JobGone: the job is not in this database (its collection was deleted, or this
+                worker reads another database than the server that queued it).
             WriterBusy: another live job writes the collection.
             NotFoundError: the source is gone (the job is marked failed).
             UnknownModelError: the job's model cannot be loaded here (the job is marked failed).
@@ -220,8 +267,18 @@ class ChunkedIndexService:
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
             if job is None:
-                raise JobGone(f"index job {prepared.job_id} no longer exists (its collection was "
-                              "deleted); dropping it")
+                raise JobGone(gone_message(
+                    prepared.job_id, self.settings.database_description(path=True),
+                    highest_job_id(session)))
+            if (job.collection.name, job.source) != (prepared.collection, prepared.source):
+                # Another job of the same id: this worker reads another database than the
+                # server that queued it (which it would have planned, into another collection).
+                raise JobGone(
+                    f"index job {job.id} in this worker's database "
+                    f"({self.settings.database_description(path=True)}) indexes "
+                    f"{job.source!r} into {job.collection.name!r}, not the {prepared.source!r} "
+                    f"into {prepared.collection!r} that was queued: the job was queued by a server "
+                    f"on another database; {_OTHER_DATABASE}; dropping it")
             if job.state in TERMINAL_JOB_STATES:  # cancelled while queued, or done already
                 logger.info("job %d is %s; nothing to plan", job.id, job.state)
                 return []

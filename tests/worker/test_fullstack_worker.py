@@ -1,0 +1,174 @@
+"""What the full stack said wrongly (or not at all): a worker on another database than the
+server's, a worker's ``-n`` with ``%h``, a result backend out of reach.
+
+A real redis-server and real workers (``tests/worker/conftest.py``), real SQLite.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from app.errors import UnavailableError
+from app.services.distributed import ChunkedIndexService, JobGone
+from app.services.indexing import IndexOptions, PreparedJob
+
+from .conftest import ROOT, Stack, Worker, free_port
+
+pytestmark = pytest.mark.slow
+
+
+def _start_worker(stack: Stack, *args: str, **env: str) -> Worker:
+    """``facet worker ARGS`` in the stack's environment with ``env`` on top (stopped by the
+    stack's teardown)."""
+    log = stack.tmp / f"worker-{len(stack.workers)}.log"
+    out = open(log, "wb")  # noqa: SIM115 (the child writes it)
+    proc = subprocess.Popen([sys.executable, "-m", "app", "worker", *args],
+                            env=dict(stack.env, **env), cwd=ROOT, stdout=out,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    out.close()
+    worker = Worker(proc, log)
+    stack.workers.append(worker)
+    worker.wait_ready()
+    return worker
+
+
+def _wait_text(worker: Worker, text: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in worker.text():
+            return worker.text()
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} not in the worker's log after {timeout}s:\n{worker.text()}")
+
+
+def _job(job_id: int, source: str = "/nowhere") -> PreparedJob:
+    return PreparedJob(job_id=job_id, collection="c9", source=source, embedder="minilm",
+                       options=IndexOptions())
+
+
+def test_a_worker_on_another_database_says_so_and_its_node_name(stack: Stack, tmp_path) -> None:
+    from app.remote import INDEX_JOB_TASK, celery_client
+
+    other = tmp_path / "other"
+    worker = _start_worker(stack, "--queues", "index", "-n", "wx@%h", FACET_DATA_DIR=str(other))
+    host = socket.gethostname()
+    text = worker.text()
+    start = next(line for line in text.splitlines() if "worker.main: worker " in line)
+    # Celery's node name, %h expanded, as Celery's own banner says it
+    assert f"worker wx@{host}: queues index, 1 process(es), data folder {other}, " in start, start
+    assert "%h" not in start
+    assert f"database SQLite at {other / 'facet.db'}" in start, start
+    assert f"wx@{host}" in text  # Celery's banner: the same name
+    # A job the server (another data folder) queued: this worker's database never had it
+    celery_client(stack.settings()).send_task(INDEX_JOB_TASK, args=[_job(16).to_dict()],
+                                              queue="index", ignore_result=True)
+    text = _wait_text(worker, "index job 16 ")
+    line = next(line for line in text.splitlines() if "index job 16 " in line)
+    assert " WARNING worker.tasks: index job 16 is not in this worker's database (SQLite at " \
+           f"{other / 'facet.db'}), which has never had a job: " in line, line
+    assert ("a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the server's "
+            "drops every job") in line
+    assert "its collection was deleted" not in line
+
+
+def test_a_missing_job_is_told_apart_where_the_ids_allow(stack: Stack, minilm, tmp_path) -> None:
+    from app.services.collections import CollectionService
+    from app.services.context import EmbedderCache, ServiceContext
+    from app.services.indexing import IndexService
+    from app.settings import FacetSettings
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("a few words")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    ctx = ServiceContext(FacetSettings(data_dir=tmp_path / "db"), embedders=cache)
+    try:
+        database = f"SQLite at {tmp_path / 'db' / 'facet.db'}"
+        chunks = ChunkedIndexService(ctx)
+        first = IndexService(ctx).prepare(src, "c9", runner="celery").job_id
+        # An id above any this database handed out: never here
+        with pytest.raises(JobGone) as gone:
+            chunks.plan(_job(first + 5, str(src)))
+        assert str(gone.value).startswith(
+            f"index job {first + 5} is not in this worker's database ({database}), which never "
+            f"had it (its highest job id is {first}): the job was queued by a server on another "
+            "database;"), gone.value
+        # An id it holds for another job (another collection, another source): never planned
+        other = PreparedJob(job_id=first, collection="c10", source="/elsewhere", embedder="minilm",
+                            options=IndexOptions())
+        with pytest.raises(JobGone) as gone:
+            chunks.plan(other)
+        assert str(gone.value) == (
+            f"index job {first} in this worker's database ({database}) indexes {str(src)!r} into "
+            "'c9', not the '/elsewhere' into 'c10' that was queued: the job was queued by a server "
+            "on another database; a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from "
+            "the server's drops every job; dropping it")
+        assert CollectionService(ctx).job(first).state == "queued"  # left as it was
+        # An id it handed out, whose collection was deleted since: either can be
+        CollectionService(ctx).delete("c9")
+        with pytest.raises(JobGone) as gone:
+            chunks.plan(_job(first, str(src)))
+        assert str(gone.value) == (
+            f"index job {first} no longer exists in this worker's database ({database}): its "
+            "collection was deleted, or the job was queued by a server on another database (a "
+            "worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the server's drops "
+            "every job); dropping it")
+    finally:
+        ctx.close()
+
+
+def test_a_result_backend_out_of_reach_is_named_within_the_timeout(stack: Stack,
+                                                                   tmp_path) -> None:
+    from app.remote import CeleryJobRunner, CeleryQueryEncoder
+
+    port = free_port()  # nobody listens there
+    backend = f"redis://:pw2@127.0.0.1:{port}/1"
+    said = f"cannot reach the result backend at redis://:***@127.0.0.1:{port}/1 ("
+    settings = stack.settings(result_backend=backend, broker_timeout_s=2)
+    runner = CeleryJobRunner(settings)
+    t0 = time.monotonic()
+    with pytest.raises(UnavailableError) as e:
+        runner.submit(_job(7))
+    took = time.monotonic() - t0
+    message = str(e.value)
+    assert said in message, message
+    assert "pw2" not in message and "\n" not in message and "broker at" not in message
+    assert took < 4, took
+    # An encode on the workers: the send itself fails fast (no 20 retries), and says why
+    encoder = CeleryQueryEncoder(settings)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(UnavailableError) as e:
+            encoder.encode(["a query"], embedder="minilm")
+        took = time.monotonic() - t0
+    finally:
+        encoder.close()
+    message = str(e.value)
+    assert said in message and "pw2" not in message and "\n" not in message, message
+    assert took < 6, took
+
+
+def test_facet_index_background_with_the_result_backend_down(stack: Stack, tmp_path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("a few words")
+    port = free_port()
+    stack.env.update(FACET_RESULT_BACKEND=f"redis://:pw2@127.0.0.1:{port}/1",
+                     FACET_BROKER_TIMEOUT_S="2")
+    t0 = time.monotonic()
+    done = stack.facet("index", str(src), "-c", "c9", "--background")
+    took = time.monotonic() - t0
+    assert done.returncode == 7, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"error: cannot reach the result backend at redis://:***@127.0.0.1:{port}/1 ("), last
+    assert "pw2" not in done.stderr and "Retry limit" not in done.stderr
+    assert took < 15, took  # a process start included
+    jobs = stack.facet("jobs")
+    assert "\\x0a" not in jobs.stdout and "c9" not in jobs.stdout, jobs.stdout
