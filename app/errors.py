@@ -114,7 +114,30 @@ def as_domain_error(error: Exception) -> FacetError | None:
                              f"stayed locked by another process's write for the whole wait "
                              f"({SQLITE_BUSY_TIMEOUT_S} s); try again when it is done",
                              retry_after_s=5.0)
+        if _database_server_gone(error):
+            # A PostgreSQL stopped or restarted under a running server: each request was a 500
+            # "internal error (OperationalError)" with a traceback, as if Facet had a bug.
+            from app.settings import mask_passwords
+
+            said = str(error.orig or error)
+            first = next((line.strip() for line in said.splitlines() if line.strip()), "")
+            return UnavailableError(f"the metadata database (PostgreSQL) is out of reach: "
+                                    f"{mask_passwords(first)}; nothing was changed: retry when "
+                                    "it is back (FACET_DATABASE_URL)")
     return None
+
+
+def _database_server_gone(error: Exception) -> bool:
+    """Whether a SQLAlchemy error is a database server out of reach: its connection refused,
+    closed or invalidated (SQLSTATE class 08, an administrator's shutdown 57P01-57P03, or no
+    SQLSTATE from a driver that never connected)."""
+    if getattr(error, "connection_invalidated", False):
+        return True
+    orig = getattr(error, "orig", None)
+    if orig is None or not type(orig).__module__.startswith("psycopg"):
+        return False
+    state = getattr(orig, "sqlstate", None)
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 @contextlib.contextmanager

@@ -53,6 +53,9 @@ def register(cli: typer.Typer) -> None:
                                       f"{', '.join(LOG_LEVELS)}")
         check_port(host, port)
         settings = get_settings()
+        from app.services.context import check_database
+
+        check_database(settings)  # one line, before uvicorn (its start-up failure is a traceback)
         root = logging.getLogger()
         before = root.level
         # The app's lines too (`--log-level warning` quieted uvicorn alone); -v's debug stays.

@@ -10,8 +10,8 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.encoding import EmbedderCache, InlineQueryEncoder, QueryEncoder
-from app.errors import ConflictError, DataError, FacetError, InvalidRequestError
-from app.settings import FacetSettings
+from app.errors import ConflictError, DataError, FacetError, InvalidRequestError, UnavailableError
+from app.settings import FacetSettings, mask_passwords, masked_url
 from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
 from indexer.store import VectorStore, open_store
@@ -35,6 +35,45 @@ def not_writable(data_dir: Path, why: str = "") -> str:
     return (f"the data folder {data_dir} (FACET_DATA_DIR) is not writable{why}: Facet keeps its "
             "database, locks and vectors there, for reading too; point FACET_DATA_DIR at a "
             "writable folder (a copy of this one to read it)")
+
+
+def database_error(settings: FacetSettings, error: Exception) -> FacetError:
+    """What to say when the metadata database cannot be opened: the URL with its password
+    masked (it was printed whole, on every restart of a compose service), the driver's first
+    line without SQLAlchemy's "Background on this error" link; ``UnavailableError`` for a
+    database server out of reach (a PostgreSQL down: retry later), else ``FacetError``."""
+    from sqlalchemy.exc import OperationalError
+
+    said = str(getattr(error, "orig", None) or error)
+    first = next((line.strip() for line in said.splitlines() if line.strip()), type(error).__name__)
+    check = ("FACET_DATABASE_URL" if settings.database_url else
+             f"the data folder {settings.data_dir} (FACET_DATA_DIR)")
+    message = (f"cannot open the metadata database {masked_url(settings.resolved_database_url)!r}: "
+               f"{mask_passwords(first)}; check {check}")
+    if settings.database_url and isinstance(error, OperationalError):
+        return UnavailableError(message)
+    return FacetError(message)
+
+
+def check_database(settings: FacetSettings) -> None:
+    """Open the metadata database once and let it go: a process about to serve (``facet serve``,
+    ``facet worker``) says at once, in one line, that it cannot (a server start printed a
+    140-line traceback; a worker started anyway and failed every task).
+
+    Raises:
+        UnavailableError: a database server out of reach. FacetError, DataError: as
+            ``ServiceContext``.
+    """
+    data_dir = Path(settings.data_dir)
+    if settings.database_url is None and not data_dir.exists():
+        return  # (made on first use, as every command makes it)
+    try:
+        engine = make_engine(settings.resolved_database_url)
+    except Exception as e:
+        if settings.database_url is None and not os.access(data_dir, os.W_OK):
+            raise DataError(not_writable(data_dir)) from e
+        raise database_error(settings, e) from e
+    engine.dispose()
 
 
 class ServiceContext:
@@ -84,10 +123,7 @@ class ServiceContext:
         except Exception as e:  # driver missing, server down, bad URL, a read-only folder
             if settings.database_url is None and not os.access(data_dir, os.W_OK):
                 raise DataError(not_writable(data_dir)) from e
-            check = ("FACET_DATABASE_URL" if settings.database_url else
-                     f"the data folder {data_dir} (FACET_DATA_DIR)")
-            raise FacetError(f"cannot open the metadata database "
-                             f"{settings.resolved_database_url!r}: {e}; check {check}") from e
+            raise database_error(settings, e) from e
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
         if store is None:
             try:

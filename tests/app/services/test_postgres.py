@@ -29,13 +29,20 @@ def _free_port() -> int:
 
 
 class Cluster:
-    """A throwaway PostgreSQL cluster: its URL, and a restart (as an operator's upgrade)."""
+    """A throwaway PostgreSQL cluster: its URL, and a restart (as an operator's upgrade), or a
+    stop and a start (an outage); ``restart`` is pg_ctl's command ending in "restart"."""
 
     def __init__(self, url: str, restart: list[str]) -> None:
         self.url, self._restart = url, restart
 
     def restart(self) -> None:
         subprocess.run(self._restart, check=True, capture_output=True)
+
+    def stop(self) -> None:
+        subprocess.run([*self._restart[:-1], "stop"], check=True, capture_output=True)
+
+    def start(self) -> None:
+        subprocess.run([*self._restart[:-1], "start"], check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -285,3 +292,52 @@ def test_an_empty_filtered_search_names_missing_keys_on_postgres(make_ctx, tmp_p
     for present in ({"topic": "cooking"}, {"n": 99}):
         assert note(present) is None, present
     CollectionService(ctx).delete("pgf")
+
+
+def test_a_database_outage_under_a_running_server_is_unavailable_not_a_bug(make_ctx, tmp_path,
+                                                                          postgres: Cluster) -> None:
+    """PostgreSQL stopped under a running server: every request was a 500 "internal error
+    (OperationalError)" with a traceback. It is a 503 naming the database, and the server
+    answers again once it is back."""
+    from app.core import Facet
+    from app.errors import UnavailableError
+
+    write_corpus(tmp_path / "src", 2)
+    facet = Facet(context=make_ctx(database_url=postgres.url))
+    try:
+        facet.index(tmp_path / "src", "outage")
+        postgres.stop()
+        try:
+            for call in (facet.collections, lambda: facet.search(SearchRequest("bank", "outage"))):
+                with pytest.raises(UnavailableError) as caught:
+                    call()
+                assert str(caught.value).startswith("the metadata database (PostgreSQL) is out of "
+                                                    "reach: "), caught.value
+                assert str(caught.value).endswith("nothing was changed: retry when it is back "
+                                                  "(FACET_DATABASE_URL)")
+        finally:
+            postgres.start()
+        assert [c.name for c in facet.collections()] == ["outage"]
+        facet.delete_collection("outage")
+    finally:
+        facet.close()
+
+
+def test_a_database_out_of_reach_is_one_line_with_its_password_masked(tmp_path) -> None:
+    """`facet serve`, `facet collections`... with FACET_DATABASE_URL's server down printed the
+    URL with its password, after a 140-line traceback for `facet serve` (on every restart of a
+    compose service). One line, the password masked, exit 7 (unavailable: retry later)."""
+    pytest.importorskip("psycopg", reason="install psycopg[binary] (the dev extra)")
+    from tests.app.cli_runner import invoke_cli
+
+    url = f"postgresql+psycopg://facet:s3cret-pw@127.0.0.1:{_free_port()}/facet"  # nobody listens
+    env = {"FACET_DATA_DIR": str(tmp_path / "data"), "FACET_DATABASE_URL": url}
+    for args in (["collections"], ["serve", "--port", str(_free_port())]):
+        done = invoke_cli(*args, env=env)
+        assert done.returncode == 7, (args, done.stdout, done.stderr)
+        said = done.stderr.strip()
+        assert said.startswith(f"error: cannot open the metadata database "
+                               f"'postgresql+psycopg://facet:***@{url.split('@')[1]}': connection "
+                               "failed: "), said
+        assert said.endswith("; check FACET_DATABASE_URL") and "\n" not in said
+        assert "s3cret-pw" not in done.stdout + done.stderr
