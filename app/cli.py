@@ -8,24 +8,49 @@ errors to a one-line message and an exit code is in ``app.commands.common``.
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
-import warnings
+import signal
+from types import FrameType
 from typing import Annotated, Any
 
-import typer
 
-from app.commands.common import (  # noqa: F401 (re-exported: the commands' historical import path)
+def _interrupted_starting(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C while the CLI's modules import (its first half second or more): exit 130 without
+    a word, as Ctrl-C later does (typer's ``Exit(130)``). It printed a 48-line
+    KeyboardInterrupt traceback through the imports."""
+    raise SystemExit(130)
+
+
+def _hold_sigint() -> tuple[bool, Any]:
+    """Install ``_interrupted_starting`` for the imports below: whether it was, and the handler
+    it replaced (None: one set outside Python), put back once they are done."""
+    try:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in a shell's background
+            return False, None  # (or under nohup): it stays ignored, as Python keeps it
+        return True, signal.signal(signal.SIGINT, _interrupted_starting)
+    except (ValueError, OSError):  # imported from another thread: signals are the main one's
+        return False, None
+
+
+_sigint_held, _sigint_before = _hold_sigint()
+
+import logging  # noqa: E402 (the handler above first: these imports take most of a second)
+import os  # noqa: E402
+import sys  # noqa: E402
+import warnings  # noqa: E402
+
+import typer  # noqa: E402
+
+from app.commands.common import (  # noqa: E402, F401 (re-exported: the commands' historical import path)
     EXIT_CODES,
     exit_code,
     handle_errors,
     open_facet,
+    output_error_exit,
     shorten,
 )
-from app.errors import FacetError
-from app.settings import apply_settings, get_settings
-from app.text import plural  # noqa: F401 (re-exported, as above)
+from app.errors import FacetError  # noqa: E402
+from app.settings import apply_settings, get_settings  # noqa: E402
+from app.text import plural  # noqa: E402, F401 (re-exported, as above)
 
 
 def _no_placeholder_for_flags() -> None:
@@ -105,6 +130,9 @@ def quiet_libraries() -> None:
     # Its tokenizer's "sequence length is longer than ..." for a long query: the embedder's own
     # truncation warning says it once, with what to do.
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # torch's INFO lines (at exit, "FakeTensor cache stats:" from an atexit hook of a module
+    # whose import Ctrl-C cut short, before torch set its own logger to WARNING).
+    logging.getLogger("torch").setLevel(logging.WARNING)
     if "transformers" in sys.modules:  # already imported (in-process callers, tests)
         from transformers.utils import logging as hf_logging
 
@@ -156,6 +184,26 @@ def _register_command_groups() -> None:
 _register_command_groups()
 
 
+def _release_sigint() -> None:
+    """Ctrl-C back to Python's KeyboardInterrupt (commands catch it: `facet index` says how to
+    resume, typer exits 130), now that the imports are done."""
+    if not _sigint_held or signal.getsignal(signal.SIGINT) is not _interrupted_starting:
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler if _sigint_before is None
+                  else _sigint_before)
+
+
+_release_sigint()
+
+
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    try:
+        cli()
+    except KeyboardInterrupt:  # between the imports and typer's own handling of it
+        raise SystemExit(130) from None
+    except OSError as e:  # writing outside a command (--help into a full disk)
+        done = output_error_exit(e)
+        if done is None:
+            raise
+        raise SystemExit(done.exit_code) from None

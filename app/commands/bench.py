@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import handle_errors, prepare_out_file, write_out_file
+from app.commands.common import expand_home, handle_errors, prepare_out_file, write_out_file
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
 
@@ -36,7 +36,7 @@ def register(cli: typer.Typer) -> None:
                             "api-search, api-embed")] = "index,store,search",
         source: Annotated[Path | None, typer.Option(
             "--source", help="corpus for the indexing benchmark (default: the first --index-docs "
-                             "BANKING77 training texts)")] = None,
+                             "BANKING77 training texts)", callback=expand_home)] = None,
         index_docs: Annotated[int, typer.Option(
             "--index-docs", min=1, help="BANKING77 texts in the default indexing corpus")] = 2000,
         rounds: Annotated[int, typer.Option(
@@ -65,7 +65,7 @@ def register(cli: typer.Typer) -> None:
             "--soft-tokens", min=1, help="gircse-cache: K generated soft tokens")] = 5,
         bench_dir: Annotated[Path | None, typer.Option(
             "--bench-dir", help="api-search: keep the --points collection here and reuse it "
-                                "(default: a temporary folder)")] = None,
+                                "(default: a temporary folder)", callback=expand_home)] = None,
         clients: Annotated[int, typer.Option(
             "--clients", min=1, help="api-embed: concurrent clients")] = 8,
         api_texts: Annotated[int, typer.Option(
@@ -75,7 +75,8 @@ def register(cli: typer.Typer) -> None:
         threads: Annotated[int | None, typer.Option(
             "--threads", help="api-*: torch threads of the server's model thread and of the "
                               "bare runs (default FACET_QUERY_THREADS)")] = None,
-        out: Annotated[Path | None, typer.Option("--out", help="write results as JSON")] = None,
+        out: Annotated[Path | None, typer.Option(
+            "--out", help="write results as JSON", callback=expand_home)] = None,
     ) -> None:
         """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG, GIRCSE's KV cache."""
         import tempfile

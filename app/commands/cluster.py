@@ -27,7 +27,13 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import handle_errors, open_facet, prepare_out_file, write_out_file
+from app.commands.common import (
+    expand_home,
+    handle_errors,
+    open_facet,
+    prepare_out_file,
+    write_out_file,
+)
 from app.errors import InvalidRequestError, NotFoundError, TooLargeError
 from app.services.clustering import MAX_K
 from app.settings import get_settings
@@ -236,7 +242,8 @@ def register(cli: typer.Typer) -> None:
         instruction: Annotated[str, typer.Option("--instruction", "-i", help="the aspect to group by")],
         source: Annotated[Path | None, typer.Argument(
             help=".txt (one text per line), .json (list or GoalEx data.json), .jsonl (text field), "
-                 ".csv (text column; see --text-column); or use --collection")
+                 ".csv (text column; see --text-column); or use --collection",
+            callback=expand_home)
         ] = None,
         collection: Annotated[str | None, typer.Option(
             "--collection", "-c", help="cluster this collection's chunks instead of a file")] = None,
@@ -265,7 +272,8 @@ def register(cli: typer.Typer) -> None:
         answer_tokens: Annotated[int | None, typer.Option(
             "--answer-tokens", help="tokens InBedder generates per text (default: its answer_max_tokens)")] = None,
         seed: Annotated[int, typer.Option("--seed")] = 0,
-        out: Annotated[Path | None, typer.Option("--out", "-o", help="write the clusters as JSON")] = None,
+        out: Annotated[Path | None, typer.Option(
+            "--out", "-o", help="write the clusters as JSON", callback=expand_home)] = None,
     ) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
         from app.commands.search import spec_label

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Annotated, TextIO
 
@@ -23,6 +25,55 @@ from app.services.collections import (
     JobList,
 )
 from app.text import plural, printable, printable_json, size_text
+
+
+def timings_text(timings: Mapping[str, float]) -> str:
+    """A job's stage timings as ``parse_chunk 0.012s, encode 1.4s``: it printed the dict."""
+    if not timings:
+        return "none recorded"
+    return ", ".join(f"{printable(name)} {seconds:.1f}s" if seconds >= 0.1 else
+                     f"{printable(name)} {seconds:.3f}s" for name, seconds in timings.items())
+
+
+@contextmanager
+def _quiet_log(name: str) -> Iterator[None]:
+    """``name``'s INFO lines left out while inside (the command prints what they say), unless
+    ``--verbose`` (debug logging) asked for everything."""
+    logger = logging.getLogger(name)
+    if logger.getEffectiveLevel() <= logging.DEBUG:
+        yield
+        return
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+def _confirm(question: str) -> bool:
+    """Ask ``question`` on stderr and read y/yes or n/no (default no) from stdin. It was asked
+    on stdout: `echo y | facet delete X > out` wrote it into the file, with nothing on the
+    terminal (click's ``confirm(err=True)`` still echoes the prompt's last character there).
+
+    Raises:
+        typer.Abort: stdin ended (or Ctrl-C) before an answer.
+    """
+    while True:
+        typer.echo(f"{question} [y/N]: ", nl=False, err=True)
+        try:
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:
+            raise typer.Abort() from None
+        if not line:  # end of input: no answer
+            typer.echo("", err=True)
+            raise typer.Abort()
+        answer = line.strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("", "n", "no"):
+            return False
+        typer.echo("Error: invalid input", err=True)
 
 
 def progress_line(j: JobInfo) -> str:
@@ -180,20 +231,29 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def collections_cmd(
         name: Annotated[str | None, typer.Argument(help="show one collection")] = None,
-        as_json: Annotated[bool, typer.Option("--json")] = False,
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="machine-readable output: a list, or with NAME its object (as GET "
+                           "/collections/NAME); vectors no collection owns have \"stray\": true")
+                           ] = False,
     ) -> None:
         """List collections (documents, chunks, points, embedders)."""
         with open_facet() as facet:
             try:
                 infos = [facet.collection(name)] if name else facet.collections()
-                strays = [] if name or as_json else facet.stray_collections()
+                strays = [] if name else facet.stray_collections()
             except NotFoundError:  # a name the listing shows as vectors only is one too
-                stray = facet.orphan_collection(name) if name and not as_json else None
+                stray = facet.orphan_collection(name) if name else None
                 if stray is None:
                     raise
                 infos, strays = [], [stray]
         if as_json:
-            typer.echo(printable_json([asdict(i) for i in infos]))
+            # The vectors only (``stray``) too, as the text lists them: left out, a script saw
+            # nothing under a name that indexing then refused.
+            listed = ([asdict(i) | {"stray": True} for i in strays]
+                      + [asdict(i) | {"stray": False} for i in infos])
+            # One collection asked for by name: its object, as GET /collections/NAME gives it
+            # (it was a one-element list).
+            typer.echo(printable_json(listed[0] if name else listed))
             return
         if not infos and not strays:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")
@@ -233,11 +293,14 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def jobs_cmd(
         job_id: Annotated[int | None, typer.Argument(help="show one job with its errors")] = None,
-        collection: Annotated[str | None, typer.Option("--collection", "-c")] = None,
+        collection: Annotated[str | None, typer.Option(
+            "--collection", "-c", help="only this collection's jobs")] = None,
         limit: Annotated[int, typer.Option(
             "--limit", help="list the newest N jobs (1-1000), and older ones that have not ended")
                          ] = 20,
-        as_json: Annotated[bool, typer.Option("--json")] = False,
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="machine-readable output: a list, or with JOB_ID its object (as GET "
+                           "/jobs/ID)")] = False,
         follow: Annotated[bool, typer.Option(
             "--follow", "-f", help="show JOB_ID's progress live until it ends (exit 1 if it "
                                    "failed or was interrupted)")] = False,
@@ -293,7 +356,10 @@ def register(cli: typer.Typer) -> None:
             assert job_id is not None
             raise typer.Exit(_follow(job_id, interval))
         if as_json:
-            typer.echo(printable_json([asdict(j) for j in jobs]))
+            # One job asked for by its id: its object, as `--cancel --json`, `facet index
+            # --background --json` and GET /jobs/ID give it (it was a one-element list).
+            typer.echo(printable_json(asdict(jobs[0]) if job_id is not None
+                                      else [asdict(j) for j in jobs]))
             return
         if not jobs:
             typer.echo("no index jobs yet")
@@ -308,7 +374,7 @@ def register(cli: typer.Typer) -> None:
                 ended = f", finished {j.finished_at}" if j.finished_at else ""
                 typer.echo(f"  queued {j.queued_at}, "
                            f"{f'started {j.started_at}' if j.started_at else 'not started'}{ended}")
-                typer.echo(f"  timings (s): {j.timings}")
+                typer.echo(f"  timings: {timings_text(j.timings)}")
             if j.message and (job_id is not None or j.state != "completed"):
                 # Interrupted, stalled or failed: say why and how to go on in the list too.
                 typer.echo(f"  {printable(j.message)}")
@@ -342,7 +408,8 @@ def register(cli: typer.Typer) -> None:
             points = "? points" if info.points is None else plural(info.points, "point")
             what = (f"{points} that no collection of this database owns" if orphan
                     else f"{plural(info.documents, 'document')}, {points}")
-            if not yes:
-                typer.confirm(f"delete {collection!r} ({what})?", abort=True)
-            facet.delete_collection(collection)
+            if not yes and not _confirm(f"delete {collection!r} ({what})?"):
+                raise typer.Abort()
+            with _quiet_log("app.services.collections"):  # the line below says it
+                facet.delete_collection(collection)
         typer.echo(f"deleted {collection}: {what}")

@@ -7,8 +7,11 @@ module first (``from app.commands.cluster import read_texts``) cannot leave it u
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -54,8 +57,66 @@ def exit_code(error: FacetError) -> int:
     return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
 
 
+# Errors of a write that ran out of room: with no file named, a stream's (the output's).
+_NO_ROOM = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def _echo_to_stdout_failed(error: OSError) -> bool:
+    """Whether ``error`` came from click's ``echo`` writing to stdout (``typer.echo`` without
+    ``err=True``): the innermost frame of its traceback."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    frame = tb.tb_frame
+    return (frame.f_code.co_name == "echo" and "click" in frame.f_code.co_filename
+            and frame.f_locals.get("err") is False)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's flush at exit does not fail
+    on it again ("Exception ignored ... BrokenPipeError", exit 120). In-process (tests' runner)
+    stdout has no descriptor, and is left alone."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(null, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
+
+
+def output_error_exit(error: OSError) -> typer.Exit | None:
+    """The exit for an ``OSError`` writing the output, None for any other (raised as it was).
+
+    A broken pipe (``facet jobs | head -1``: the reader is gone) exits 0 without a word, as
+    the ``--json`` output that fitted in the pipe always did. Another write error on stdout
+    (``> /dev/full``, a full disk) is one ``error:`` line and exit 4, as a ``--out`` file's
+    (``write_out_file``): it was a 40-line traceback and exit 1, from every command.
+    """
+    if error.errno == errno.EPIPE and error.filename is None:
+        _drop_stdout()
+        return typer.Exit(0)
+    to_stdout = _echo_to_stdout_failed(error)
+    if not to_stdout and (error.filename is not None or error.errno not in _NO_ROOM):
+        return None
+    _drop_stdout()
+    with suppress(OSError):  # stderr as broken: the exit code says it
+        typer.echo(f"error: cannot write the output: {error.strerror or error}", err=True)
+    return typer.Exit(4)
+
+
 def handle_errors(func: F) -> F:
-    """Turn domain and embedder errors into a one-line message and an exit code (no traceback)."""
+    """Turn domain and embedder errors into a one-line message and an exit code (no traceback),
+    and a failed write of the output into one too (``output_error_exit``)."""
     from embedders.errors import EmbedderError
 
     @wraps(func)
@@ -72,6 +133,11 @@ def handle_errors(func: F) -> F:
             typer.echo(f"error: {printable(str(e), body=True)}", err=True)
             domain = as_domain_error(e)
             raise typer.Exit(exit_code(domain) if domain is not None else 2) from e
+        except OSError as e:  # after EmbedderError: a CheckpointError is an OSError too
+            done = output_error_exit(e)
+            if done is None:
+                raise
+            raise done from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -178,6 +244,14 @@ def open_facet(**kwargs: Any) -> Iterator[Facet]:
         facet.close()
 
 
+def expand_home(path: Path | None) -> Path | None:
+    """``path`` with a leading ``~`` (``~user``) expanded, as `facet index` did its SOURCE: the
+    shell leaves a quoted ``'~/t.txt'`` or ``--out=~/cl.json`` as it is, and `facet cluster`
+    said the file did not exist, or wrote into a folder named ``~`` under the current one.
+    A typer callback for the commands' path arguments and options."""
+    return None if path is None else path.expanduser()
+
+
 def prepare_out_file(out: Path, flag: str = "--out") -> None:
     """Check, before any work, that the JSON file ``out`` can be written: not a folder, its
     folder created and writable (a command that found out only at the end lost its figures).
@@ -186,6 +260,7 @@ def prepare_out_file(out: Path, flag: str = "--out") -> None:
         InvalidRequestError: ``out`` is a folder.
         DataError: its folder cannot be created or written to, or the file cannot be.
     """
+    out = out.expanduser()
     if out.is_dir():
         raise InvalidRequestError(f"{flag} {out} is a folder; name the JSON file to write")
     try:
@@ -205,6 +280,7 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
     Raises:
         DataError: the file cannot be written.
     """
+    out = out.expanduser()
     try:
         out.write_text(text)
     except OSError as e:

@@ -36,7 +36,9 @@ def register(cli: typer.Typer) -> None:
         texts: Annotated[list[str], typer.Argument(help="texts to embed")],
         embedder: Annotated[str | None, typer.Option(
             "--embedder", "-e", help="name or checkpoint path (default FACET_DEFAULT_EMBEDDER)")] = None,
-        instruction: Annotated[str | None, typer.Option("--instruction", "-i")] = None,
+        instruction: Annotated[str | None, typer.Option(
+            "--instruction", "-i", help="what the texts are embedded for (instruction embedders)")
+        ] = None,
         role: Annotated[str, typer.Option("--role", help="query or document")] = "document",
         batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
     ) -> None:

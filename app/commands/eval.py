@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import handle_errors
+from app.commands.common import expand_home, handle_errors
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
 from app.text import printable_json
@@ -88,7 +88,7 @@ def eval_cmd(
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="output folder; default results/<name>-<suite>, with --task "
-                     "results/<name>-user-<hash of the --task list>"),
+                     "results/<name>-user-<hash of the --task list>", callback=expand_home),
     ] = None,
     data_dir: Annotated[
         Path | None,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -49,6 +52,28 @@ def progress_bar() -> tuple[Any, Any]:
         bar.refresh()  # the new description and postfix
 
     return bar, update
+
+
+class _UnreadSaidBelow(logging.Filter):
+    """Drops the embedder's log line on texts its tokenizer cannot read ("N of M texts are
+    mostly unknown tokens to its tokenizer"): the run's summary prints the job's own warning
+    of it, which names the documents (stderr said it twice)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "mostly unknown tokens to its tokenizer" not in str(record.msg)
+
+
+@contextmanager
+def _unread_logged_once(enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    logger, drop = logging.getLogger("embedders.base"), _UnreadSaidBelow()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def _submit(source: Path, collection: str, options: Any, as_json: bool) -> None:
@@ -141,7 +166,9 @@ def register(cli: typer.Typer) -> None:
         with open_facet() as facet:
             bar, update = progress_bar()
             try:
-                report = facet.index(source, collection, options, progress=update)
+                # --json prints no warning lines: the log's is the one on stderr there.
+                with _unread_logged_once(not as_json):
+                    report = facet.index(source, collection, options, progress=update)
             except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C 130; SIGTERM (docker stop) 143
                 bar.close()
                 _say_how_to_resume(facet, collection)

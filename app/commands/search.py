@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -21,12 +22,20 @@ def spec_label(name: str, spec: str | None) -> str:
     return spec if spec.startswith(f"{name}[") else f"{name} ({spec})"
 
 
+def colours_wanted() -> bool:
+    """Whether the output may carry ANSI styles (the query terms in bold): not where NO_COLOR is
+    set (no-color.org: any value but an empty one) or TERM is ``dumb``. Piped, click strips them
+    either way; on a terminal they were sent regardless."""
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
     """Results as a ranked list with the query terms in bold; ``filtered``: the search had
     filters (what an empty list then points at)."""
     # Everything a document, a file name or the user gave goes through printable(): a control
     # character in it would reach the terminal (clear the screen, set its title, write the
     # clipboard); piped, click strips colours but not those.
+    bold = colours_wanted()
     embedder = printable(spec_label(response.embedder, response.embedder_spec))
     header = f"{printable(response.collection)} · {embedder}"
     if response.mode != "dense":
@@ -55,8 +64,9 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
         # Each piece escaped on its own: the highlights are offsets into the raw snippet.
         pieces, at = [], 0
         for a, b in sorted(r.highlights):
+            term = printable(r.snippet[a:b], body=True)
             pieces += [printable(r.snippet[at:a], body=True),
-                       typer.style(printable(r.snippet[a:b], body=True), bold=True)]
+                       typer.style(term, bold=True) if bold else term]
             at = b
         snippet = "".join(pieces) + printable(r.snippet[at:], body=True)
         label = printable(r.title or r.doc_id)
@@ -76,11 +86,11 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def search_cmd(
         query: Annotated[str, typer.Argument(help="what to search for")],
-        collection: Annotated[str, typer.Option("--collection", "-c")],
+        collection: Annotated[str, typer.Option("--collection", "-c", help="collection to search")],
         instruction: Annotated[str | None, typer.Option(
             "--instruction", "-i", help="what the query means, e.g. 'find the customer intent'")
         ] = None,
-        top_k: Annotated[int, typer.Option("--top-k", "-k")] = 10,
+        top_k: Annotated[int, typer.Option("--top-k", "-k", help="results to return")] = 10,
         filters: Annotated[list[str] | None, typer.Option(
             "--filter", "-f", help="key=value (string) or key:=JSON; repeat a key for any-of")
         ] = None,
@@ -105,7 +115,8 @@ def register(cli: typer.Typer) -> None:
         exact: Annotated[bool, typer.Option(
             "--exact", help="compare the query with every chunk (brute force) instead of the "
                             "approximate HNSW index: slower, nothing missed")] = False,
-        as_json: Annotated[bool, typer.Option("--json")] = False,
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="machine-readable output (as POST /search answers)")] = False,
     ) -> None:
         """Search a collection with an optional instruction, filters and rerank."""
         from app.services.search import SearchRequest, parse_filters

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from app.commands.common import expand_home
 from app.errors import InvalidRequestError
 from app.text import printable_json
 
@@ -23,7 +24,8 @@ def register(cli: typer.Typer) -> None:
     def soup_cmd(
         checkpoints: Annotated[list[str], typer.Argument(
             help="two or more checkpoints of one method (directories or registered names)")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="directory to write the averaged checkpoint to")],
+        out: Annotated[Path, typer.Option(
+            "--out", "-o", help="directory to write the averaged checkpoint to", callback=expand_home)],
         weights: Annotated[str, typer.Option(
             help="comma-separated weight per checkpoint, normalised to sum 1 (default: uniform)")] = "",
         rank: Annotated[int | None, typer.Option(

@@ -48,7 +48,7 @@ def test_background_job_runs_from_a_folder_with_an_indexer_and_an_app_package(tm
     followed = invoke_cli("jobs", job_id, "--follow", "--interval", "0.2", env=env)
     log = data / "logs" / f"job-{job_id}.log"
     assert followed.returncode == 0, (followed.stdout, followed.stderr, log.read_text() if log.exists() else "")
-    [job] = json.loads(invoke_cli("jobs", job_id, "--json", env=env).stdout)
+    job = json.loads(invoke_cli("jobs", job_id, "--json", env=env).stdout)
     assert (job["state"], job["runner"], job["docs_indexed"]) == ("completed", "process", 2), job
     listed = json.loads(invoke_cli("collections", "--json", env=env).stdout)
     assert [c["documents_indexed"] for c in listed if c["name"] == "c"] == [2], listed

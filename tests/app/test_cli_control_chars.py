@@ -139,7 +139,7 @@ def test_index_and_jobs_escape_file_names_in_their_messages(tmp_path, run) -> No
 
     as_json = run("jobs", "1", "--json")  # unchanged: json escapes the controls
     assert "\x1b" not in as_json.stdout and "\x07" not in as_json.stdout
-    [record] = json.loads(as_json.stdout)
+    record = json.loads(as_json.stdout)
     assert record["source"] == str(src)
     assert any(f"empty{TITLE}.txt" in e["message"] for e in record["errors"])
 

@@ -89,7 +89,7 @@ def test_collections_escape_a_checkpoint_path(tmp_path, run, minilm_namesake) ->
     as_json = run("collections", "notes", "--json")
     assert as_json.returncode == 0, as_json.stderr
     assert_no_raw(as_json.stdout)
-    assert json.loads(as_json.stdout)[0]["sources"] == {"minilm": str(directory)}
+    assert json.loads(as_json.stdout)["sources"] == {"minilm": str(directory)}
 
 
 def test_embed_prints_its_instruction_escaped(run) -> None:

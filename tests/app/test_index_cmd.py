@@ -509,7 +509,7 @@ def test_jobs_of_a_job_with_many_errors_prints_the_first_ones_and_how_many_more(
     assert five.count("  error: ") == 5 and "  ... 295 more (of 300)" in five
     everything = run("jobs", "1", "--errors", "1000").stdout
     assert everything.count("  error: ") == 300 and " more (of " not in everything
-    [payload] = json.loads(run("jobs", "1", "--json").stdout)
+    payload = json.loads(run("jobs", "1", "--json").stdout)
     assert len(payload["errors"]) == 100 and payload["errors_total"] == 300
     wrong = run("jobs", "1", "--errors", "1001")
     assert wrong.returncode == 2 and "errors must be from 0 to 1000, got 1001" in wrong.stderr

@@ -55,7 +55,7 @@ def test_a_job_that_never_ran_says_so_on_every_edge(facet, tmp_path) -> None:
     assert f"· started {done.started_at}" in listed, listed
     one = invoke_cli("jobs", str(never.id), env=env).stdout
     assert f"  queued {never.queued_at}, not started, finished {never.finished_at}" in one, one
-    as_json = json.loads(invoke_cli("jobs", str(never.id), "--json", env=env).stdout)[0]
+    as_json = json.loads(invoke_cli("jobs", str(never.id), "--json", env=env).stdout)
     assert as_json["started_at"] is None and as_json["queued_at"] == never.queued_at
 
     from fastapi.testclient import TestClient
