@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.encoding import EmbedderCache, InlineQueryEncoder, QueryEncoder
 from app.errors import ConflictError, DataError, FacetError, InvalidRequestError, UnavailableError
-from app.settings import FacetSettings, mask_passwords, masked_url
+from app.settings import FacetSettings, mask_passwords
 from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
 from indexer.store import VectorStore, open_store
@@ -37,6 +38,32 @@ def not_writable(data_dir: Path, why: str = "") -> str:
             "writable folder (a copy of this one to read it)")
 
 
+_PASSWORD_PARAM = re.compile(r"((?:^|[?&])password=)[^&]*", re.IGNORECASE)
+
+
+def _secrets(url: str) -> tuple[list[str], bool]:
+    """The password of a database URL (in its user part or its query) and its pieces between
+    URL characters, longest first: what a driver's message may quote of it; and whether part
+    of it spilled into the host (an unencoded "@" in it: the host read as "ss9@127.0.0.1",
+    whose part before its last "@" is then hidden too)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return [], False
+    found = [str(parsed.password)] if parsed.password else []
+    query = parsed.query.get("password")
+    found += [query] if isinstance(query, str) else list(query or ())
+    host = parsed.host or ""
+    spilled = "@" in host
+    if spilled:
+        found.append(host.rsplit("@", 1)[0])
+    pieces = {p for secret in found for p in [secret, *re.split(r"[@:/#?\[\]&=]", secret)]
+              if len(p) >= 3}
+    return sorted(pieces, key=len, reverse=True), spilled
+
+
 def database_error(settings: FacetSettings, error: Exception) -> FacetError:
     """What to say when the metadata database cannot be opened: the URL with its password
     masked (it was printed whole, on every restart of a compose service), the driver's first
@@ -48,8 +75,21 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
     first = next((line.strip() for line in said.splitlines() if line.strip()), type(error).__name__)
     check = ("FACET_DATABASE_URL" if settings.database_url else
              f"the data folder {settings.data_dir} (FACET_DATA_DIR)")
-    message = (f"cannot open the metadata database {masked_url(settings.resolved_database_url)!r}: "
-               f"{mask_passwords(first)}; check {check}")
+    where = settings.resolved_database_url
+    if settings.database_url:
+        # As SQLAlchemy parses it (urlsplit read 'pa#ss9' as a fragment and left it), the
+        # password in the query too; the driver's text with every piece of it hidden ("failed
+        # to resolve host 'ss9@127.0.0.1'" of a password 'p@ss9').
+        where = _PASSWORD_PARAM.sub(r"\1***", settings.database_description())
+        secrets, spilled = _secrets(settings.database_url)
+        for secret in secrets:
+            first = first.replace(secret, "***")
+            where = where.replace(secret, "***")
+        if spilled:
+            check += (" (its password holds a character a URL reserves, such as @ or #: write it "
+                      "percent-encoded, %40 for @, %23 for #)")
+    message = (f"cannot open the metadata database {where!r}: {mask_passwords(first)}; "
+               f"check {check}")
     if settings.database_url and isinstance(error, OperationalError):
         return UnavailableError(message)
     return FacetError(message)

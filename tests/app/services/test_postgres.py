@@ -341,3 +341,26 @@ def test_a_database_out_of_reach_is_one_line_with_its_password_masked(tmp_path) 
                                "failed: "), said
         assert said.endswith("; check FACET_DATABASE_URL") and "\n" not in said
         assert "s3cret-pw" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("password", "hidden"), [
+    ("pa#ss9word", ["pa#ss9word", "ss9word"]),  # urlsplit read it as a fragment: printed whole
+    ("p@ss9word", ["ss9word"]),  # an unencoded @: SQLAlchemy reads "ss9word@127..." as the host
+    ("query", ["hunter3pw"]),  # ?password=... in the query
+])
+def test_every_form_of_a_database_password_is_hidden(tmp_path, password, hidden) -> None:
+    """The verification round: a password holding '#' was printed whole (the masking parsed the
+    URL otherwise than SQLAlchemy), one holding '@' spilled its tail into the driver's "failed to
+    resolve host 'ss9@127.0.0.1'", and a query's password=... was printed as it was."""
+    pytest.importorskip("psycopg", reason="install psycopg[binary] (the dev extra)")
+    from tests.app.cli_runner import invoke_cli
+
+    port = _free_port()
+    url = (f"postgresql+psycopg://facet@127.0.0.1:{port}/facet?password=hunter3pw" if password == "query"
+           else f"postgresql+psycopg://facet:{password}@127.0.0.1:{port}/facet")
+    done = invoke_cli("collections", env={"FACET_DATA_DIR": str(tmp_path / "data"), "FACET_DATABASE_URL": url})
+    assert done.returncode == 7, done.stderr
+    assert done.stderr.startswith("error: cannot open the metadata database 'postgresql+psycopg://facet"), done.stderr
+    assert not [h for h in hidden if h in done.stdout + done.stderr], done.stderr
+    if "@" in password:
+        assert "percent-encoded, %40 for @" in done.stderr
