@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import platform
 import time
@@ -121,10 +122,12 @@ class EvalRunner:
         name: str,
         tasks: Sequence[Task],
         on_result: Callable[[str, TaskResult], None] | None = None,
+        model: Embedder | None = None,
     ) -> EmbedderRun:
+        """Every task for the embedder ``name`` (``model``: it, loaded already)."""
         start = time.perf_counter()
         load_before = os.getloadavg()[0]
-        model = self.embedder(name)
+        model = model if model is not None else self.embedder(name)
         ctx = EvalContext(
             model,
             self.cache,
@@ -156,9 +159,30 @@ class EvalRunner:
         suite: str,
         on_result: Callable[[str, TaskResult], None] | None = None,
     ) -> EvalReport:
-        """Evaluate ``embedder`` then each baseline (skipping repeats of the same name)."""
+        """Evaluate ``embedder`` then each baseline (skipping repeats of the same name). A
+        baseline that cannot be loaded (its weights damaged in a way the up-front check cannot
+        see: LoRA tensors missing) is reported as failed on every task, with why, so that the
+        figures already computed are written (the run failed after the main embedder's, often
+        hours of them, and wrote nothing); the evaluated embedder's own failure still raises."""
+        from embedders.errors import EmbedderError
+
         names = list(dict.fromkeys([embedder, *baselines]))
-        runs = [self.run_one(n, tasks, on_result) for n in names]
+        runs = [self.run_one(names[0], tasks, on_result)]
+        for name in names[1:]:
+            started = time.perf_counter()
+            try:
+                model = self.embedder(name)
+            except EmbedderError as e:
+                why = f"the baseline could not be loaded: {e}"
+                logger.warning("%s: %s", name, why)
+                failed = [TaskResult(t.name, t.kind, t.main_metric, {t.main_metric: math.nan},
+                                     error=why) for t in tasks]
+                for result in failed:
+                    if on_result is not None:
+                        on_result(name, result)
+                runs.append(EmbedderRun(name, "", failed, time.perf_counter() - started))
+                continue
+            runs.append(self.run_one(name, tasks, on_result, model=model))
         settings = {
             "batch_size": self.batch_size,
             "use_instructions": self.use_instructions,
@@ -267,11 +291,16 @@ def earlier_report(out_dir: Path) -> str | None:
 
 
 def _report_key(data: Any) -> tuple[Any, ...] | None:
-    """What a report evaluated (each run's embedder and its tasks), from its ``to_dict()``."""
+    """What a report evaluated, from its ``to_dict()``: its suite, and each run's embedder and
+    tasks with what each task read (``info``: its sizes, instruction, document cut), so that a
+    quick run, ``--no-instructions`` or an ``--instruction`` override is another evaluation
+    than a full run's (the task names alone let a quick run replace a full report unsaid)."""
     try:
-        return tuple((run["embedder"], tuple(sorted(r["task"] for r in run["results"])))
-                     for run in data["runs"])
-    except (KeyError, TypeError):
+        return (data.get("suite"), data.get("settings", {}).get("use_instructions"),
+                tuple((run["embedder"], tuple(sorted(
+                    (r["task"], json.dumps(r.get("info"), sort_keys=True, default=str))
+                    for r in run["results"]))) for run in data["runs"]))
+    except (KeyError, TypeError, AttributeError):
         return None
 
 

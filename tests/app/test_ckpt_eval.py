@@ -63,6 +63,35 @@ def test_a_truncated_baseline_adapter_is_refused_before_any_work(tmp_path: Path,
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.usefixtures("minilm")
+def test_a_baseline_that_cannot_load_leaves_the_main_figures_written(tmp_path: Path,
+                                                                     tiny_checkpoint: Path) -> None:
+    """An adapter missing a LoRA tensor passes the up-front check (its header is sound): the
+    baseline's load failed after the main embedder had run every task, and nothing was written
+    (the verification round). The baseline is reported failed on each task, with why; the main
+    figures are written; the exit code says some are missing."""
+    from safetensors.torch import load_file, save_file
+
+    damaged = shutil.copytree(tiny_checkpoint, tmp_path / "partial")
+    adapter = damaged / "adapter.safetensors"
+    tensors = load_file(str(adapter))
+    del tensors[next(k for k in sorted(tensors) if "lora_B" in k)]
+    save_file(tensors, str(adapter))
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
+                     "stocks fell,someone cooks pasta,0\n")
+    result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--baselines", str(damaged),
+                                      "--out", str(tmp_path / "o"), "--no-cache", "--no-progress"])
+    assert result.exit_code == 4, result.output
+    report = json.loads((tmp_path / "o" / "results.json").read_text())
+    main, baseline = report["runs"]
+    assert main["embedder"] == "minilm" and main["results"][0]["scores"]["spearman"] is not None
+    assert baseline["embedder"] == str(damaged)
+    assert baseline["results"][0]["error"].startswith("the baseline could not be loaded: ")
+    assert "LoRA weights are incomplete" in baseline["results"][0]["error"]
+    assert "1 task(s) have no score" in result.output
+
+
 def test_an_earlier_report_in_the_folder_is_kept_as_bak_and_said(tmp_path: Path, tiny_checkpoint: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """`--tasks stsb` then `--tasks sick` of one checkpoint, and two checkpoints `a/model` and
@@ -72,9 +101,9 @@ def test_an_earlier_report_in_the_folder_is_kept_as_bak_and_said(tmp_path: Path,
     for side in ("a", "b"):
         shutil.copytree(tiny_checkpoint, tmp_path / side / "model")
 
-    def run(embedder: str, task: str) -> str:
+    def run(embedder: str, task: str, *more: str) -> str:
         result = CliRunner().invoke(cli, ["eval", embedder, "--suite", "full", "--tasks", task, "--data-dir",
-                                          str(root), "--baselines", "", "--no-cache", "--no-progress"])
+                                          str(root), "--baselines", "", "--no-cache", "--no-progress", *more])
         assert result.exit_code == 0, result.output
         return result.output
 
@@ -100,3 +129,8 @@ def test_an_earlier_report_in_the_folder_is_kept_as_bak_and_said(tmp_path: Path,
     again = run("b/model", "stsb")
     assert "note:" not in again
     assert json.loads((folder / "results.json.bak").read_text())["runs"][0]["embedder"] == "a/model"
+    # ... but the same tasks read otherwise (no instructions; a quick run's sizes) are another
+    # evaluation: kept as .bak (a quick run replaced a full report without a word).
+    other = run("b/model", "stsb", "--no-instructions")
+    assert f"was moved to {folder / 'results.json.bak'}" in other
+    assert json.loads((folder / "results.json.bak").read_text())["settings"]["use_instructions"] is True
