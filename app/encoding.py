@@ -32,12 +32,29 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from app.errors import BusyError, DataError, FacetError, InvalidRequestError, as_domain_error, domain_errors
+from app.errors import (
+    BusyError,
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    UnavailableError,
+    as_domain_error,
+    domain_errors,
+)
 from app.text import plural
 from embedders.contract import Embedder, EncodesFromPlain, Role, validate_instruction, validate_texts
 from embedders.explain import AnswerGenerator
 
 logger = logging.getLogger(__name__)
+
+
+NO_GPU = "device 'cuda' was requested but no CUDA GPU is available; use the cpu device"
+
+
+def no_gpu_error() -> UnavailableError:
+    """What ``EmbedderCache.get`` raises for ``FACET_DEVICE=cuda`` without a GPU (``facet
+    worker`` says the same before it starts)."""
+    return UnavailableError(f"{NO_GPU} (FACET_DEVICE=cpu)")
 
 
 class EmbedderCache:
@@ -58,7 +75,9 @@ class EmbedderCache:
 
         Raises:
             UnknownModelError: neither a registered name nor a checkpoint directory.
-            DataError: a checkpoint that cannot be read, or FACET_DEVICE=cuda without a GPU.
+            DataError: a checkpoint that cannot be read.
+            UnavailableError: FACET_DEVICE=cuda on a machine without a GPU (the server's
+                configuration, not the request: a 503, not a 422).
         """
         from embedders import load_embedder
 
@@ -72,7 +91,7 @@ class EmbedderCache:
                     if "no CUDA GPU is available" not in str(e):
                         raise
                     # The setting that asked for it (the embedders, also a library, cannot name it).
-                    raise DataError(f"{e} (FACET_DEVICE=cpu)") from e
+                    raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
                 self._remember(name, model)
             return model
 

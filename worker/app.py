@@ -17,6 +17,7 @@ The main process also runs the sweeper that re-sends chunk tasks lost with kille
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import warnings
 from typing import Any
@@ -32,7 +33,8 @@ from celery.signals import (
     worker_shutdown,
 )
 
-from app.remote import celery_config
+from app.errors import FacetError
+from app.remote import ENCODE_TASK, celery_config
 from app.settings import FacetSettings, get_settings
 
 logger = logging.getLogger(__name__)
@@ -65,6 +67,26 @@ _CANCEL_DEFAULT_WARNING = r"\s*In Celery 5\.1 we introduced an optional breaking
 
 
 celery_app = make_celery()
+
+
+class _EncodeResultFilter(logging.Filter):
+    """Celery's success line of an encode task carried its whole result (the base64 vectors,
+    ~1.5 kB a query at INFO): the line stays, with the result's shape alone."""
+
+    _SHAPE = re.compile(r"'shape': \[[0-9, ]*\]")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if (isinstance(args, dict) and args.get("name") == ENCODE_TASK
+                and isinstance(args.get("return_value"), str)):
+            value = args["return_value"]
+            shape = self._SHAPE.search(value)
+            if shape is not None:
+                record.args = {**args, "return_value": "{" + shape.group(0) + ", ...}"}
+        return True
+
+
+logging.getLogger("celery.app.trace").addFilter(_EncodeResultFilter())
 
 
 class _NoJobs:
@@ -136,10 +158,31 @@ def _load_models(**_: Any) -> None:
         import torch
 
         torch.set_num_threads(settings.index_threads)
-    facet = _open_facet(settings)
+    try:
+        facet = _open_facet(settings)
+    except Exception as e:
+        # One line (Celery's signal logging was a traceback, and the worker said "ready"): its
+        # tasks open the facade again, and fail with this cause until it is fixed.
+        logger.error("worker process could not open Facet: %s", _cause(e))
+        return
     for name in settings.worker_preload or [settings.default_embedder]:
-        model = facet.embedder(name)
+        try:
+            model = facet.embedder(name)
+        except Exception as e:
+            logger.error("worker process could not load %s: %s; its tasks for it will fail",
+                         name, _cause(e))
+            continue
         logger.info("worker process loaded %s (%s-d)", model.name, model.dim)
+
+
+def _cause(error: Exception) -> str:
+    """``error`` in one line, as its domain error says it where it has one."""
+    from app.errors import as_domain_error
+    from app.remote import one_line
+
+    said = as_domain_error(error) or error
+    text = one_line(str(said))
+    return text if isinstance(said, FacetError) else f"{type(said).__name__}: {text}"
 
 
 @worker_process_shutdown.connect

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import subprocess
+import sys
 
-from app.errors import InvalidRequestError
+from app.errors import InvalidRequestError, domain_errors
 from app.remote import QUEUES, check_broker
-from app.settings import get_settings
+from app.settings import FacetSettings, get_settings
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +30,65 @@ def parse_queues(spec: str) -> list[str]:
     return list(dict.fromkeys(queues))
 
 
+def check_preload(settings: FacetSettings) -> None:
+    """Every embedder ``FACET_WORKER_PRELOAD`` names (default: the default embedder) can be
+    loaded, checked without loading any weights (a typo was a 40-line traceback in each pool
+    process, which then served with nothing loaded).
+
+    Raises:
+        UnknownModelError: a name that is neither registered nor a checkpoint directory.
+        DataError: a checkpoint whose config or weight files cannot be read.
+    """
+    from embedders.registry import check_embedder
+
+    for name in settings.worker_preload or [settings.default_embedder]:
+        with domain_errors():
+            check_embedder(name)
+
+
+def _cuda_devices() -> int:
+    """How many CUDA GPUs this machine offers torch, counted without initialising CUDA in this
+    process (the pool's parent: a CUDA context does not survive ``fork``)."""
+    import torch
+
+    if not torch.backends.cuda.is_built():
+        return 0
+    # In a child process: torch's count (the CUDA runtime's, where NVML cannot say) would make
+    # every forked pool process refuse CUDA.
+    try:
+        done = subprocess.run([sys.executable, "-c",
+                               "import torch; print(torch.cuda.device_count())"],
+                              capture_output=True, text=True, timeout=300)
+        return int(done.stdout.split()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return 1  # not known here: the pool processes will say
+
+
+def check_device(settings: FacetSettings) -> None:
+    """``FACET_DEVICE=cuda`` (or ``cuda:N``) on a machine with a GPU.
+
+    Raises:
+        UnavailableError: no CUDA GPU (the message ``EmbedderCache`` gives; every task failed
+            with it while the worker answered its healthcheck).
+    """
+    device = settings.device or ""
+    if device.split(":")[0] != "cuda":
+        return
+    if _cuda_devices() == 0:
+        from app.encoding import no_gpu_error
+
+        raise no_gpu_error()
+
+
 def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info",
         pool: str = "prefork", name: str | None = None) -> None:
     """Start a worker consuming ``queues`` until it is stopped (SIGTERM: warm shutdown).
 
     Raises:
         InvalidRequestError: an unknown queue or pool.
-        UnavailableError: the broker cannot be reached (said within seconds).
+        UnknownModelError, DataError: a ``FACET_WORKER_PRELOAD`` name that cannot be loaded.
+        UnavailableError: the broker or the metadata database cannot be reached (said within
+            seconds), or ``FACET_DEVICE=cuda`` without a GPU.
     """
     names = parse_queues(queues)
     if pool not in ("prefork", "solo", "threads"):
@@ -45,6 +99,13 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
     if not settings.broker_url:
         raise InvalidRequestError("facet worker needs FACET_BROKER_URL (e.g. "
                                   "redis://localhost:6379/0): the queue it takes tasks from")
+    # What each pool process would otherwise find only after Celery said "ready" (a traceback
+    # per process, and a healthcheck that stayed green): one line and the usual exit code.
+    check_preload(settings)
+    check_device(settings)
+    from app.services.context import check_database
+
+    check_database(settings)
     check_broker(settings)
     from celery.utils.nodenames import default_nodename, host_format
 

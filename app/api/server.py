@@ -51,6 +51,7 @@ from app.api.schemas import (
 from app.core import Facet
 from app.encoding import warm_up_clustering
 from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
+from app.remote import CeleryQueryEncoder
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
 from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo, JobInfo
 from app.services.indexing import IndexOptions
@@ -259,6 +260,40 @@ def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
                     media_type="application/json", headers=headers)
 
 
+async def _warm_up_on_workers(served: Facet, encoder: CeleryQueryEncoder, name: str) -> None:
+    """Load ``name`` here (its name, dimension and tokenizer) and have a worker encode once, waiting
+    ``FACET_BROKER_TIMEOUT_S`` at most (``FACET_WORKER_TIMEOUT_S`` if shorter): with no worker
+    running, the API did not listen for the whole worker timeout (60 s; /health unanswered, so a
+    liveness probe would kill it). Each query still waits ``FACET_WORKER_TIMEOUT_S``.
+
+    Raises:
+        UnknownModelError, DataError, UnavailableError: ``name`` cannot be loaded here.
+    """
+    served.embedder_cache.get(name)
+    settings = served.settings
+    wait = min(settings.worker_timeout_s, settings.broker_timeout_s)
+    # Its own encoder: the served one's tasks (and its per-query timeout) are left as they are,
+    # and the warm-up task expires with this wait instead of running later for nobody.
+    warm = CeleryQueryEncoder(settings.model_copy(update={"worker_timeout_s": wait}))
+    try:
+        await asyncio.to_thread(warm.encode, ["warm-up"], embedder=name)
+    except UnavailableError as e:
+        # A worker still loading its models at start-up is no reason to exit (compose restarted
+        # the API in a loop).
+        said = str(e).replace("(FACET_WORKER_TIMEOUT_S)", "at start-up")
+        logger.warning("%s was not warmed up: %s; the API starts anyway, and each query waits "
+                       "for a worker (FACET_WORKER_TIMEOUT_S=%g)", name, said,
+                       settings.worker_timeout_s)
+        return
+    finally:
+        warm.close()
+    # The identity the worker reported, as the served encoder would have kept it.
+    identity = warm.reported_identity(name)
+    if identity is not None:
+        encoder._identities.setdefault(name, identity)
+    logger.info("loaded %s", name)
+
+
 def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = None,
                preload: Sequence[str] = ()) -> FastAPI:
     """The API app.
@@ -284,14 +319,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         if own:
             Facet.set_shared(served)  # in-process LangChain objects use the same store
         for name in preload:
-            try:
-                served.embed(["warm-up"], embedder=name)
-            except UnavailableError as e:
-                # Queries encoded on workers (FACET_ENCODE_ON_WORKERS): a worker still loading its
-                # models at start-up is no reason to exit (compose restarted the API in a loop).
-                logger.warning("%s was not warmed up: %s; the API starts anyway, and each "
-                               "query waits for a worker", name, e)
+            if isinstance(served.encoder, CeleryQueryEncoder):
+                await _warm_up_on_workers(served, served.encoder, name)
                 continue
+            served.embed(["warm-up"], embedder=name)
             logger.info("loaded %s", name)
         # In the background: the first cluster request no longer imports scikit-learn itself,
         # and /health answers meanwhile.

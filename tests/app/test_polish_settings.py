@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.encoding import EmbedderCache
-from app.errors import DataError, InvalidRequestError
+from app.errors import InvalidRequestError, UnavailableError
 from app.settings import FacetSettings, get_settings
 from embedders.backbone import pick_device
 from tests.app.api.conftest import serving_facet
@@ -60,8 +60,9 @@ def test_a_bulk_piece_ms_that_is_not_a_number_names_off(environment, value) -> N
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a CUDA GPU")
 def test_cuda_without_a_gpu_names_the_setting() -> None:
     """The embedders' "use device='cpu'" is a Python argument; a CLI or API user sets
-    FACET_DEVICE (EmbedderCache is built on settings.device)."""
-    with pytest.raises(DataError) as caught:
+    FACET_DEVICE (EmbedderCache is built on settings.device). The server's configuration, not
+    the request: an UnavailableError (503, exit 7), not a DataError (a 422 "unreadable data")."""
+    with pytest.raises(UnavailableError) as caught:
         EmbedderCache("cuda").get("minilm")
     message = str(caught.value)
     assert "no CUDA GPU is available; use the cpu device (FACET_DEVICE=cpu)" in message
