@@ -512,7 +512,7 @@ class _Deferred:
                 # Said as what the collection records, and how to point it elsewhere: a bare
                 # "unknown embedder '/old/path'" named neither.
                 raise UnknownModelError(
-                    f"collection {self.collection!r}'s {self.name!r} vectors were written by "
+                    f"the {self.name!r} vectors of collection {self.collection!r} were written by "
                     f"{self.spec!r}, which cannot be loaded now ({e}); put it back, or index with "
                     "--embedder (the API's `embedder`) naming the same weights where they are now: "
                     "the collection then records that place", param=e.param) from e
@@ -1218,7 +1218,13 @@ class IndexService:
         recorded = self._recorded_embedder(collection, spec)
         if recorded is None:
             return self.ctx.embedders.get(spec)
-        return _Deferred(self.ctx.embedders, spec, *recorded, collection=collection)
+        deferred = _Deferred(self.ctx.embedders, spec, *recorded, collection=collection)
+        place = Path(spec.split("[", 1)[0]).expanduser()
+        if len(place.parts) > 1 and not place.exists():
+            # A checkpoint moved or deleted since: said now, as a foreground run says it when
+            # it loads (`--background` and POST /jobs took the job and failed it seconds later).
+            deferred.load()  # (raises the collection's own message)
+        return deferred
 
     def _recorded_embedder(self, collection: str, spec: str) -> tuple[str, int] | None:
         """The name and width ``collection`` records for ``spec`` (the same spec, loading the

@@ -1089,7 +1089,7 @@ class SearchService:
                     e.param = "embedder"
                     raise
                 raise UnknownModelError(
-                    f"collection {request.collection!r}'s {vector_name!r} vectors were written by "
+                    f"the {vector_name!r} vectors of collection {request.collection!r} were written by "
                     f"{query_spec!r}, which cannot be loaded now ({e}); put it back"
                     + self._missing_embedder_hints(request.collection, query_spec)) from e
             timings["encode_query"] = (time.perf_counter() - t0) * 1000

@@ -330,11 +330,17 @@ def test_indexing_with_a_moved_checkpoint_says_what_the_collection_records(make_
     with pytest.raises(UnknownModelError) as caught:
         IndexService(ctx).index(src, "ck")  # (its own context: closed below)
     assert str(caught.value).startswith(
-        f"collection 'ck''s 'minilm-notes' vectors were written by {notes_embedder!r}, which cannot "
+        f"the 'minilm-notes' vectors of collection 'ck' were written by {notes_embedder!r}, which cannot "
         f"be loaded now (unknown embedder {notes_embedder!r}")
     assert str(caught.value).endswith("put it back, or index with --embedder (the API's `embedder`) "
                                       "naming the same weights where they are now: the collection "
                                       "then records that place")
+    # Queued for later (`--background`, POST /jobs, a worker's job): refused now, with the same
+    # message (the job was taken and failed seconds later).
+    for runner in ("thread", "celery"):
+        with pytest.raises(UnknownModelError, match="which cannot be loaded now"):
+            IndexService(ctx).prepare(src, "ck", runner=runner)
+    assert [j.state for j in CollectionService(ctx).jobs("ck")] == ["completed"]  # none queued
     try:
         report = IndexService(ctx).index(src, "ck", IndexOptions(embedder=str(moved)))
         assert report.docs_indexed == 1
