@@ -324,6 +324,14 @@ def _bare(name: str) -> bool:
     return "/" not in name and os.sep not in name
 
 
+def shown_path(path: str | Path) -> str:
+    """A checkpoint path as a log records it: a folder of the working directory keeps its
+    ``./`` (``Path("./causal-eos")`` prints ``causal-eos``, which names the registered
+    checkpoint: a train log or a soup's ingredients read as if it went in)."""
+    text = str(path)
+    return text if not _bare(text) else f".{os.sep}{text}"
+
+
 _SHADOWED_SAID: set[str] = set()
 
 

@@ -20,6 +20,7 @@ import typer
 
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
+from app.text import plural
 
 if TYPE_CHECKING:
     from embedders.backbone import LoraSettings
@@ -112,7 +113,7 @@ def register(cli: typer.Typer) -> None:
         list_methods: Annotated[bool, typer.Option("--list", help="list the trainable methods and exit")] = False,
         force: Annotated[bool, typer.Option(
             "--force", help="replace a checkpoint already at --out (not needed to continue one in place: "
-                            "--init-from DIR --out DIR)")] = False,
+                            "--init-from DIR --out DIR), or one of another method at --last-out")] = False,
     ) -> None:
         """Train METHOD and save a checkpoint (LoRA adapter + heads in fp16 + config + train_log.json)."""
         from embedders.registry import trainable_methods
@@ -264,8 +265,8 @@ def summary(log: dict[str, Any], out: Path, last_out: Path | None = None) -> str
     else:
         lines.append(f"saved to {out}")
     if last_out is not None and log["stopped"] != "interrupted" and (last_out / CONFIG_FILE).is_file():
-        lines.append(f"saved the last weights ({log.get('init_weights_steps', 0) + len(log['history'])} "
-                     f"steps in all) to {last_out}")
+        steps = log.get("init_weights_steps", 0) + len(log["history"])
+        lines.append(f"saved the last weights ({plural(steps, 'step')} in all) to {last_out}")
     return "\n".join(lines)
 
 
@@ -342,7 +343,7 @@ def check_not_replacing(out: Path, method: str, init_from: str | None) -> None:
     if init_from is not None and checkpoint_source(init_from).resolve() == out.resolve():
         return  # continuing in place
     saved = _saved_method(out)
-    what = f"a {saved!r} checkpoint" if isinstance(saved, str) else "a checkpoint"
+    what = f"{_article(saved)} {saved!r} checkpoint" if isinstance(saved, str) else "a checkpoint"
     other = f" (training {method!r})" if isinstance(saved, str) and saved != method else ""
     raise InvalidRequestError(f"--out {out} already holds {what}{other}, which the first save would replace; "
                               "give a new directory, --init-from it to continue it in place, or --force to "
@@ -366,9 +367,15 @@ def check_last_out(last_out: Path, method: str) -> None:
     saved = _saved_method(last_out)
     if saved == method:
         return
-    what = f"a {saved!r} checkpoint" if isinstance(saved, str) else "a checkpoint whose method cannot be read"
+    what = (f"{_article(saved)} {saved!r} checkpoint" if isinstance(saved, str)
+            else "a checkpoint whose method cannot be read")
     raise InvalidRequestError(f"--last-out {last_out} already holds {what} (training {method!r}), which the "
                               "run's end would replace; give a new directory, or --force to replace it")
+
+
+def _article(word: str) -> str:
+    """"an" before a vowel ("an 'instemb' checkpoint"), else "a"."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _saved_method(directory: Path) -> Any:
@@ -529,7 +536,9 @@ def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int | None, ba
     except ValueError as e:
         raise InvalidRequestError(str(e)) from e
     model = spec.model_class.load(path, meta, device, dtype="float32", config=config)
-    return model, {"init_from": str(path), **_prior_runs(path)}
+    from embedders.registry import shown_path
+
+    return model, {"init_from": shown_path(path), **_prior_runs(path)}
 
 
 def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, overrides: dict[str, str],
@@ -554,7 +563,9 @@ def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, over
         load_lora_state_dict(model.backbone, {k: v.float() for k, v in load_file(str(path / ADAPTER_FILE)).items()})
     except CheckpointError as e:
         raise InvalidRequestError(f"--init-lora-from {path}: {e}") from e
-    return model, {"init_lora_from": str(path), "init_lora_method": meta.get("method"),
+    from embedders.registry import shown_path
+
+    return model, {"init_lora_from": shown_path(path), "init_lora_method": meta.get("method"),
                    **_prior_runs(path)}
 
 

@@ -254,8 +254,10 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         meta["config"]["lora"]["r"] = out_rank
         alpha = out_scale * out_rank
         meta["config"]["lora"]["alpha"] = int(alpha) if float(alpha).is_integer() else alpha
+    from embedders.registry import shown_path
+
     report = SoupReport(
-        ingredients=[str(p) for p in paths], weights=[round(w, 6) for w in weights], method=str(meta["method"]),
+        ingredients=[shown_path(p) for p in paths], weights=[round(w, 6) for w in weights], method=str(meta["method"]),
         rank=out_rank, exact_rank=exact_rank,
         energy_kept=round(min(report_energy), 6) if report_energy else 1.0,
         energy_kept_mean=round(sum(report_energy) / len(report_energy), 6) if report_energy else 1.0,

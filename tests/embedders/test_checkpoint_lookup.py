@@ -169,6 +169,10 @@ def test_a_registered_name_is_the_registered_checkpoint_for_every_command(tmp_pa
         assert said == [f"'notes' is the registered checkpoint {registered.resolve()}; the checkpoint "
                         f"folder ./notes in {tmp_path / 'cwd'} is not loaded: write ./notes to load it"]
         assert _resolve_checkpoint("./notes", "--init-from")[0].resolve() == local.resolve()
+        # ... and recorded so (a train log's init_from, a soup's ingredients): "notes" named the
+        # registered one (the verification round).
+        assert registry.shown_path(_resolve_checkpoint("./notes", "--init-from")[0]) == "./notes"
+        assert registry.shown_path(registered) == str(registered)
         assert registry.load_embedder("./notes", device="cpu").identity == \
             registry.load_checkpoint(local).identity
     finally:
