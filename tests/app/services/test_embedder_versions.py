@@ -231,8 +231,9 @@ def test_a_recorded_checkpoint_that_is_gone_is_named_in_the_error(tmp_path, reco
     shutil.rmtree(minilm_namesake[0])
     later = context(tmp_path, minilm)  # a new process: nothing loaded from the directory
     try:
-        with pytest.raises(UnknownModelError, match=r"'minilm' vectors were written by '.*namesake', which cannot be "
-                                                    r"loaded now .*search with an embedder naming a copy"):
+        with pytest.raises(UnknownModelError, match=r"the 'minilm' vectors of collection 'support' were written "
+                                                    r"by '.*namesake', which cannot be loaded now .*search "
+                                                    r"with an embedder naming a copy"):
             SearchService(later).search(SearchRequest("card", "support", mode="dense"))
     finally:
         later.close()
