@@ -37,8 +37,11 @@ keep their meaning, and the record's values, which they overwrote, are no longer
 from __future__ import annotations
 
 import asyncio
+import difflib
 import logging
+import math
 import os
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
@@ -57,7 +60,9 @@ except ModuleNotFoundError as e:  # a bare "No module named 'langchain_core'" na
     raise ImportError("FacetRetriever and FacetEmbeddings need the langchain extra "
                       "(langchain-core missing): pip install 'facet-search[langchain]'") from e
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
@@ -65,6 +70,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from app.errors import (
     BusyError,
@@ -82,22 +88,95 @@ from app.text import check_text_encodable, check_texts
 from embedders.contract import Role
 
 if TYPE_CHECKING:  # imported when a facade is used: an HTTP-mode retriever never needs one
+    import ssl
+
     from app.core import Facet
 
 logger = logging.getLogger(__name__)
 
 _CALL_OPTIONS = ("instruction", "k", "filter", "score_threshold", "rerank", "rerank_depth", "mode",
-                 "group_by_document")
+                 "group_by_document", "exact")
 # Names other edges or LangChain habits use for a retriever option: said in the refusal.
 _ALIASES = {"filters": "filter", "top_k": "k", "search_kwargs": "the options themselves (k=..., "
             "filter=...)", "instructions": "instruction", "score_treshold": "score_threshold"}
+# The same for FacetEmbeddings' settings (HuggingFaceEmbeddings' model_name, the facade's names).
+_EMBEDDINGS_ALIASES = {"model_name": "model", "embedder": "model",
+                       "instruction": "query_instruction / document_instruction",
+                       "query_instructions": "query_instruction",
+                       "document_instructions": "document_instruction"}
 
 
-def _unknown(names: list[str], where: str, known: tuple[str, ...]) -> InvalidRequestError:
-    hints = [f"{n} -> {_ALIASES[n]}" for n in names if n in _ALIASES]
+def _unknown(names: list[str], where: str, known: tuple[str, ...], whose: str = "FacetRetriever",
+             aliases: Mapping[str, str] = _ALIASES) -> InvalidRequestError:
+    """The refusal of unknown settings or options, each with the name meant: another edge's name
+    (``aliases``) or a close spelling of a known one (``modell`` -> ``model``)."""
+    hints = []
+    for n in names:
+        meant = aliases.get(n) or next(iter(difflib.get_close_matches(n, known, n=1)), None)
+        if meant:
+            hints.append(f"{n} -> {meant}")
     return InvalidRequestError(
-        f"FacetRetriever got unknown {where} {', '.join(names)}"
+        f"{whose} got unknown {where} {', '.join(names)}"
         f"{' (' + '; '.join(hints) + ')' if hints else ''}; it takes {', '.join(known)}")
+
+
+def _not_a_bool(value: Any) -> Any:
+    """A number field's value that is not a boolean: pydantic read ``k=True`` as 1."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("bool_for_number", "Input should be a number, not a boolean")
+    return value
+
+
+# A number setting or option: pydantic's lax rules ("3" is 3) except that a boolean is refused.
+_Number = BeforeValidator(_not_a_bool)
+
+
+def _not_negative(value: int) -> int:
+    if value < 0:
+        raise PydanticCustomError("greater_than_equal",
+                                  f"Input should be from 1 to {MAX_TOP_K} (the candidates reranked)")
+    return value
+
+_SSL_LOCK = threading.Lock()
+_SSL_CONTEXT: ssl.SSLContext | None = None
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """The TLS context of every HTTP-mode client, built once per process on first use: httpx
+    built one per client (certifi's CA bundle loaded, ~30 ms, even for http://), i.e. per
+    search, and in ``ainvoke`` on the event loop. The same verification as httpx's default
+    (``verify=True``: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` if set when it is built, else
+    certifi's bundle). Read-only once built, so shared by threads and event loops."""
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        with _SSL_LOCK:
+            if _SSL_CONTEXT is None:
+                import httpx
+
+                _SSL_CONTEXT = httpx.create_ssl_context()
+    return _SSL_CONTEXT
+
+
+class _SharesTheFacade:
+    """A copy (``copy.deepcopy``, ``model_copy(deep=True)``, what LangChain's configurable
+    fields make) shares the facade, which holds the open store, its locks and models, and is
+    not a value to copy; pickling one with ``facet=`` is refused saying why."""
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        memo = {} if memo is None else memo
+        facet = getattr(self, "facet", None)
+        if facet is not None:
+            memo.setdefault(id(facet), facet)  # deepcopy returns the memo's object: the same
+        return super().__deepcopy__(memo)  # type: ignore[misc]
+
+    def __getstate__(self) -> dict[Any, Any]:
+        if getattr(self, "facet", None) is not None:
+            raise TypeError(f"a {type(self).__name__} made with facet= cannot be pickled: the "
+                            "Facet holds the open store and its models; pickle one without facet= "
+                            "(it then uses Facet.shared() where it is loaded)"
+                            + (" or with base_url=" if isinstance(self, FacetRetriever) else ""))
+        state: dict[Any, Any] = super().__getstate__()  # type: ignore[assignment]
+        return state
 
 
 def _facet(facet: Facet | None) -> Facet:
@@ -180,13 +259,13 @@ def _noted(docs: list[Document], note: str | None, collection: str, query: str,
     return docs
 
 
-class FacetRetriever(BaseRetriever):
+class FacetRetriever(_SharesTheFacade, BaseRetriever):
     """Retrieve chunks of a Facet collection for a query read under an instruction.
 
     Every field can be overridden per call: ``invoke(query, instruction=..., k=..., filter=...,
-    score_threshold=..., rerank=..., rerank_depth=..., mode=..., group_by_document=...)``; a
-    per-call ``None`` clears the retriever's value (``instruction=None``: search without one),
-    except for ``k``, ``mode`` and ``group_by_document``, which keep it.
+    score_threshold=..., rerank=..., rerank_depth=..., mode=..., group_by_document=...,
+    exact=...)``; a per-call ``None`` clears the retriever's value (``instruction=None``: search
+    without one), except for ``k``, ``mode``, ``group_by_document`` and ``exact``, which keep it.
 
     Attributes:
         collection: the collection to search.
@@ -196,15 +275,18 @@ class FacetRetriever(BaseRetriever):
         k: chunks returned (documents with ``group_by_document``); 4 by default, as LangChain's
             own retrievers (every other edge of Facet returns 10).
         filter: payload filters, ``{"intent": "refund"}`` or ``{"intent": ["a", "b"]}`` (any of).
-        score_threshold: drop documents scoring below this.
+        score_threshold: drop documents scoring below this (a finite number).
         rerank: an instruction embedder to rerank the candidates with.
-        rerank_depth: candidates reranked (default 5 x k).
+        rerank_depth: candidates reranked (default 5 x k; from 1, one below k read as k).
         mode: ``auto`` (hybrid without an instruction or score_threshold where the collection
             keeps term vectors, else dense), ``dense`` (the embedder), ``lexical`` (BM25) or
             ``hybrid`` (both, fused by rank).
         group_by_document: one chunk per document (its best; the others' numbers in the
             metadata's ``more_chunks``), so ``k`` distinct documents reach the chain.
-        facet: the application core to use (default ``Facet.shared()``).
+        exact: compare the query with every chunk (brute force) instead of the vector index
+            (HNSW), as ``facet search --exact`` and ``POST /search``'s ``exact``.
+        facet: the application core to use (default ``Facet.shared()``). A deep copy of the
+            retriever shares it; a retriever with one cannot be pickled (``TypeError``).
         base_url: a running ``facet serve`` to send the searches to (``POST /search``), its
             http:// or https:// URL, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1``, the
             OpenAI clients' base URL, is dropped); None (the default) searches in process. Not
@@ -213,7 +295,8 @@ class FacetRetriever(BaseRetriever):
             default) reads this process's ``FACET_API_KEY`` when the retriever is made (HTTP
             mode), as the OpenAI client reads ``OPENAI_API_KEY``; ``""`` sends none. Never in
             the retriever's repr or dump.
-        timeout: seconds to wait for the server's answer (HTTP mode).
+        timeout: seconds to wait for the server's answer (HTTP mode); None waits as long as
+            it takes (httpx's no timeout).
 
     Over HTTP the same options reach the same search and the documents carry the same
     metadata (``id``: the point id the server returns, None where it returns none); the
@@ -222,8 +305,9 @@ class FacetRetriever(BaseRetriever):
     followed by the status, the URL and the field at fault, and a server down or silent as
     ``UnavailableError`` naming the URL.
 
-    A setting the retriever refuses (``k=0``) raises ``InvalidRequestError`` worded as the
-    per-call option's refusal, not pydantic's ``ValidationError``.
+    A setting the retriever refuses (``k=0``, ``k=True``, ``rerank_depth=-1``) raises
+    ``InvalidRequestError`` worded as the per-call option's refusal, not pydantic's
+    ``ValidationError``.
     """
 
     # A misspelt setting (``filters=``, ``top_k=``) is refused, not ignored: ignored, the
@@ -233,18 +317,22 @@ class FacetRetriever(BaseRetriever):
     collection: str
     embedder: str | None = None
     instruction: str | None = None
-    k: int = Field(default=4, ge=1, le=MAX_TOP_K)
+    k: Annotated[int, _Number] = Field(default=4, ge=1, le=MAX_TOP_K)
     filter: dict[str, Any] | None = None
-    score_threshold: float | None = None
+    score_threshold: Annotated[float, _Number] | None = None
     rerank: str | None = None
-    rerank_depth: int | None = None
+    # A negative one refused here, as k=0 is; a 0 still reaches the search, which refuses it
+    # (the server with its own 400, which callers rely on).
+    rerank_depth: Annotated[int, _Number, AfterValidator(_not_negative)] | None = Field(
+        default=None, le=MAX_TOP_K)
     mode: SearchMode = "auto"
     group_by_document: bool = False
+    exact: bool = False
     # Any: a Facet, typed loosely so that HTTP mode never imports the core (app.core).
     facet: Any = Field(default=None, exclude=True, repr=False)
     base_url: str | None = None
     api_key: str | None = Field(default=None, exclude=True, repr=False)
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: Annotated[float, _Number] | None = Field(default=60.0, gt=0)
 
     def __init__(self, **data: Any) -> None:
         """A bad setting is a ``FacetError`` as a bad per-call option is (``k=0`` raised
@@ -300,10 +388,10 @@ class FacetRetriever(BaseRetriever):
             raise _unknown(unknown, "option(s)", _CALL_OPTIONS)
 
         def pick(name: str) -> Any:
-            # A per-call None means none (no instruction, no filter, no rerank...); only ``k``
-            # and ``mode``, which always have a value, keep the retriever's for None.
+            # A per-call None means none (no instruction, no filter, no rerank...); only ``k``,
+            # ``mode`` and the flags, which always have a value, keep the retriever's for None.
             if name not in options or (options[name] is None and
-                                        name in ("k", "mode", "group_by_document")):
+                                        name in ("k", "mode", "group_by_document", "exact")):
                 return getattr(self, name)
             # The facade checks filters itself, with messages naming the field and value.
             return options[name] if name == "filter" else _call_option(name, options[name])
@@ -311,7 +399,8 @@ class FacetRetriever(BaseRetriever):
         return dict(instruction=pick("instruction"), top_k=pick("k"),
                     filters=pick("filter") or {}, rerank=pick("rerank"),
                     rerank_depth=pick("rerank_depth"), score_threshold=pick("score_threshold"),
-                    mode=pick("mode"), group_by_document=pick("group_by_document"))
+                    mode=pick("mode"), group_by_document=pick("group_by_document"),
+                    exact=pick("exact"))
 
     def _search(self, query: str, options: dict[str, Any]) -> list[Document]:
         response = _facet(self.facet).search(self._request(query, options))
@@ -338,6 +427,12 @@ class FacetRetriever(BaseRetriever):
         if isinstance(settings["instruction"], str):
             check_text_encodable(settings["instruction"], "the instruction", param="instruction")
         check_filters(settings["filters"])  # the facade's messages, and JSON-ready values
+        threshold = settings["score_threshold"]
+        if threshold is not None and not math.isfinite(threshold):
+            # The facade's refusal (SearchService.validate), not the JSON encoder's bare
+            # ValueError "Out of range float values are not JSON compliant".
+            raise InvalidRequestError(f"score_threshold must be a finite number, got {threshold!r}",
+                                      param="score_threshold")
         body = {"query": query, "collection": self.collection, "embedder": self.embedder,
                 "k": settings.pop("top_k"), **settings}
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -345,7 +440,7 @@ class FacetRetriever(BaseRetriever):
 
     def _http_documents(self, query: str, url: str, response: Any) -> list[Document]:
         if response.status_code != 200:
-            raise _http_error(response, url)
+            raise _http_error(response, url, self.api_key)
         try:
             answer = response.json()
         except ValueError:  # a 200 of another server (a web page): not Facet's JSON
@@ -365,7 +460,7 @@ class FacetRetriever(BaseRetriever):
 
         call = self._http_request(query, options)
         try:
-            with httpx.Client(timeout=self.timeout) as client:
+            with httpx.Client(timeout=self.timeout, verify=_ssl_context()) as client:
                 response = client.post(**call)
         except httpx.TransportError as e:
             raise _unreachable(call["url"], self.timeout, e) from None
@@ -375,8 +470,12 @@ class FacetRetriever(BaseRetriever):
         import httpx
 
         call = self._http_request(query, options)
-        try:  # a client per call: an AsyncClient is bound to the event loop it first ran on
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
+        # A client per call: an AsyncClient is bound to the event loop it first ran on. The TLS
+        # context is the process's (built once, off the loop the first time): httpx built one
+        # per client, blocking the event loop ~30 ms per call.
+        verify = _SSL_CONTEXT if _SSL_CONTEXT is not None else await asyncio.to_thread(_ssl_context)
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout, verify=verify) as client:
                 response = await client.post(**call)
         except httpx.TransportError as e:
             raise _unreachable(call["url"], self.timeout, e) from None
@@ -406,10 +505,12 @@ _HTTP_ERRORS: dict[tuple[int, str | None], type[FacetError]] = {
 }
 
 
-def _http_error(response: Any, url: str) -> FacetError:
+def _http_error(response: Any, url: str, api_key: str | None = None) -> FacetError:
     """The domain error for an error answer of the API (``{"error": {"message", "type",
     "param", "code"}}``): its message, then the status, the URL and the field at fault. An
-    answer without that body (another server at base_url, a proxy's page) says so in one line."""
+    answer without that body (another server at base_url, a proxy's page) says so in one line.
+    ``api_key``: the retriever's (``""``: none asked for; None: FACET_API_KEY was unset when it
+    was made), for a 401's hint."""
     status = response.status_code
     try:
         error = response.json()["error"]
@@ -424,14 +525,25 @@ def _http_error(response: Any, url: str) -> FacetError:
             sent = "authorization" in response.request.headers
         except (AttributeError, RuntimeError):  # a response without its request
             sent = True
-        # With api_key="" it pointed at FACET_API_KEY, which that setting had just set aside.
+        # With api_key="" it pointed at FACET_API_KEY, which that setting had just set aside; and
+        # said "unset here" whether the variable was set or not: it says which is the case.
         where += ("; the key sent was refused" if sent else
-                  "; no key was sent (api_key='' sends none; api_key=None sends FACET_API_KEY, "
-                  "unset here)") + ": pass the server's key as FacetRetriever(api_key=...) or in FACET_API_KEY"
+                  f"; no key was sent ({_why_no_key(api_key)})") + (
+            ": pass the server's key as FacetRetriever(api_key=...) or in FACET_API_KEY")
     if cls is BusyError:
         retry = response.headers.get("retry-after", "")
         return BusyError(message + where, float(retry) if retry.isdigit() else 1.0)
     return cls(message + where)
+
+
+def _why_no_key(api_key: str | None) -> str:
+    """Why a retriever sent no key: ``api_key=""``, or FACET_API_KEY unset when it was made."""
+    if api_key == "":
+        now = ("FACET_API_KEY is set here but not read" if os.environ.get("FACET_API_KEY")
+               else "and FACET_API_KEY is unset here")
+        return f"api_key='' sends none, {now}; api_key=None sends FACET_API_KEY"
+    return ("api_key=None sends FACET_API_KEY, which was unset or empty when this retriever "
+            "was made")
 
 
 def _is_http_url(url: str) -> bool:
@@ -451,10 +563,11 @@ def _not_facet(response: Any, url: str, what: str) -> str:
             f"({kind}): is base_url a facet serve?")
 
 
-def _unreachable(url: str, timeout: float, error: Exception) -> UnavailableError:
+def _unreachable(url: str, timeout: float | None, error: Exception) -> UnavailableError:
     import httpx
 
-    what = (f"did not answer within {timeout:g} s (FacetRetriever(timeout=...))"
+    within = f" within {timeout:g} s" if timeout is not None else ""
+    what = (f"did not answer{within} (FacetRetriever(timeout=...))"
             if isinstance(error, httpx.TimeoutException) else
             f"could not be reached ({type(error).__name__}: {error})")
     return UnavailableError(f"no Facet server answered at {url}: it {what}; start one with "
@@ -462,15 +575,17 @@ def _unreachable(url: str, timeout: float, error: Exception) -> UnavailableError
                             "or check base_url")
 
 
-def _refusal(error: ValidationError) -> InvalidRequestError:
+def _refusal(error: ValidationError, whose: str = "FacetRetriever",
+             options: tuple[str, ...] = _CALL_OPTIONS) -> InvalidRequestError:
     """A setting's ValidationError worded as ``_call_option`` words a bad option's refusal
     ("FacetRetriever option k=0: Input should be greater than or equal to 1")."""
     first = error.errors()[0]
-    name = ".".join(str(p) for p in first["loc"]) or "?"
-    what = "option" if name in _CALL_OPTIONS else "setting"
+    # (A union's member is in the location too: "rerank_depth.int", "timeout.float".)
+    name = str(first["loc"][0]) if first["loc"] else "?"
+    what = "option" if name in options else "setting"
     if first["type"] == "missing":
-        return InvalidRequestError(f"FacetRetriever setting {name} is required")
-    return InvalidRequestError(f"FacetRetriever {what} {name}={first['input']!r}: {first['msg']}")
+        return InvalidRequestError(f"{whose} setting {name} is required")
+    return InvalidRequestError(f"{whose} {what} {name}={first['input']!r}: {first['msg']}")
 
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}
@@ -494,7 +609,7 @@ def _call_option(name: str, value: Any) -> Any:
 _KEEP: Any = object()
 
 
-class FacetEmbeddings(BaseModel, Embeddings):
+class FacetEmbeddings(_SharesTheFacade, BaseModel, Embeddings):
     """A Facet embedder as LangChain ``Embeddings``: documents and queries each read under
     their own instruction (instruction-aware embedders need both).
 
@@ -505,10 +620,31 @@ class FacetEmbeddings(BaseModel, Embeddings):
             minilm whatever that was set to).
         query_instruction: instruction for ``embed_query`` (None: no instruction).
         document_instruction: instruction for ``embed_documents`` (None: no instruction).
-        facet: the application core to use (default ``Facet.shared()``).
+        facet: the application core to use (default ``Facet.shared()``). A deep copy shares it;
+            an object with one cannot be pickled (``TypeError``).
+
+    A bad or misspelt setting (``modell=``) raises ``InvalidRequestError`` naming the one meant,
+    as ``FacetRetriever``'s do.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise _refusal(e, "FacetEmbeddings", ()) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_settings(cls, data: Any) -> Any:
+        """``modell=`` was pydantic's raw ValidationError, naming no setting meant."""
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(cls.model_fields))
+            if unknown:
+                raise _unknown(unknown, "setting(s)", tuple(cls.model_fields), "FacetEmbeddings",
+                               _EMBEDDINGS_ALIASES)
+        return data
 
     model: str | None = None
     query_instruction: str | None = None
@@ -539,6 +675,9 @@ class FacetEmbeddings(BaseModel, Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Document vectors (role ``document``, ``document_instruction``), L2-normalised."""
+        if isinstance(texts, str):  # one vector per character, or "texts[4] is empty"
+            raise InvalidRequestError("embed_documents takes a list of texts, got a str "
+                                      "(use embed_query for one)")
         return self._embed(list(texts), Role.DOCUMENT, self.document_instruction)
 
     def embed_query(self, text: str) -> list[float]:
