@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 
 class FacetError(Exception):
@@ -114,6 +115,13 @@ def as_domain_error(error: Exception) -> FacetError | None:
                              f"stayed locked by another process's write for the whole wait "
                              f"({SQLITE_BUSY_TIMEOUT_S} s); try again when it is done",
                              retry_after_s=5.0)
+        said = str(error.orig).lower()
+        if "database or disk is full" in said or "disk i/o error" in said:
+            full = disk_full_message()
+            if full is not None or "full" in said:
+                return UnavailableError(full or "the metadata database's disk is full (SQLite: "
+                                        "database or disk is full): free some space in the data "
+                                        "folder (FACET_DATA_DIR) and try again")
         if _database_server_gone(error):
             # A PostgreSQL stopped or restarted under a running server: each request was a 500
             # "internal error (OperationalError)" with a traceback, as if Facet had a bug.
@@ -125,6 +133,34 @@ def as_domain_error(error: Exception) -> FacetError | None:
                                     f"{mask_passwords(first)}; nothing was changed: retry when "
                                     "it is back (FACET_DATABASE_URL)")
     return None
+
+
+# Below this much free space a data folder's disk counts as full: SQLite reports a failed
+# write of its WAL or shared memory as "disk I/O error", and the store's memory-mapped files
+# fail with SIGBUS, so a little room is needed to do anything at all.
+DISK_FULL_BYTES = 1 << 20
+
+
+def disk_full_message(folder: Any = None) -> str | None:
+    """What to say when the disk of ``folder`` (default FACET_DATA_DIR's) has under
+    ``DISK_FULL_BYTES`` free, or None where it has room (or cannot be asked)."""
+    import shutil
+
+    if folder is None:
+        from app.settings import get_settings
+
+        try:
+            folder = get_settings().data_dir
+        except Exception:
+            return None
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None
+    if free >= DISK_FULL_BYTES:
+        return None
+    return (f"the disk of the data folder {folder} is full ({free:,} bytes free): free some space "
+            "there (or point FACET_DATA_DIR at a disk with room) and try again; nothing was lost")
 
 
 def _database_server_gone(error: Exception) -> bool:

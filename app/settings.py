@@ -167,6 +167,11 @@ class FacetSettings(BaseSettings):
         default=3.0, ge=0.0, le=_YEAR_S,
         description="how long an embedded store waits for a collection another process has open "
                     "before saying so")
+    min_free_mb: float = Field(
+        default=64.0, ge=0.0, le=1 << 30,
+        description="an index job stops cleanly, resumable, before a batch when the data folder's "
+                    "disk has less free than this (MiB; 0: never): the embedded store's files are "
+                    "memory-mapped, and a write past a full disk killed the process (bus error)")
     # Evaluation.
     shared_data_dir: Path = Field(default=Path("../shared/data"),
                                   description="root of the benchmark datasets; the default is "

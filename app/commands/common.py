@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -280,11 +281,34 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
     Raises:
         DataError: the file cannot be written.
     """
+    import tempfile
+
     out = out.expanduser()
+    # Written beside it, then renamed over it: a full disk cut the file short in place, the
+    # earlier output lost and the new one invalid JSON (or a 0-byte file on a first run).
     try:
-        out.write_text(text)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     except OSError as e:
         raise DataError(f"{flag} {out}: cannot write it: {e.strerror or e}") from e
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if out.exists():
+            shutil.copymode(out, tmp)
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, out)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise DataError(f"{flag} {out}: cannot write it: {e.strerror or e}; an earlier file there is "
+                        "left as it was") from e
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def shorten(text: str | None, limit: int = 200) -> str:

@@ -156,7 +156,16 @@ class EmbeddingCache:
                         **progress,
                     )
                     if bucket is not None:
-                        self._write_chunk(bucket, identity, role_value, instr, part, vectors)
+                        try:
+                            self._write_chunk(bucket, identity, role_value, instr, part, vectors)
+                        except OSError as e:
+                            # A full disk (the cache lives in the data folder): the run goes on
+                            # uncached, as a damaged chunk only costs a re-encode; it died after
+                            # the encoding with a traceback, its figures lost.
+                            logger.warning("the embedding cache cannot be written (%s: %s); this "
+                                           "run goes on without caching", bucket,
+                                           e.strerror or e)
+                            bucket = None
                     for k, v in zip(part, vectors, strict=True):
                         table[k] = v
                     if bar is not None:

@@ -11,7 +11,14 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.encoding import EmbedderCache, InlineQueryEncoder, QueryEncoder
-from app.errors import ConflictError, DataError, FacetError, InvalidRequestError, UnavailableError
+from app.errors import (
+    ConflictError,
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    UnavailableError,
+    disk_full_message,
+)
 from app.settings import FacetSettings, mask_passwords
 from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
@@ -71,6 +78,10 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
     database server out of reach (a PostgreSQL down: retry later), else ``FacetError``."""
     from sqlalchemy.exc import OperationalError
 
+    if settings.database_url is None:
+        full = disk_full_message(settings.data_dir)  # SQLite says "disk I/O error"
+        if full is not None:
+            return UnavailableError(full)
     said = str(getattr(error, "orig", None) or error)
     first = next((line.strip() for line in said.splitlines() if line.strip()), type(error).__name__)
     check = ("FACET_DATABASE_URL" if settings.database_url else

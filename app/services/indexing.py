@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import signal
 import threading
 import time
@@ -906,6 +907,7 @@ class IndexService:
                 interrupt.__enter__()
                 heartbeat.__enter__()
                 self._note_skipped(job, report, skipped)
+                self.check_room()  # (a new store collection maps its first files at once)
                 self.ensure_store_collection(session, coll, job, embedder)
                 tokenize = (_when_called(lambda: self._tokenizer_for(coll, loaded(embedder)))
                             if isinstance(embedder, _Deferred) else
@@ -964,6 +966,13 @@ class IndexService:
                 else:
                     job.state = "failed"
                     job.message = self.failure_message(e)
+                    if isinstance(as_domain_error(e) if isinstance(e, Exception) else None,
+                                  UnavailableError):
+                        # A disk full or made read-only, a server out of reach: what was
+                        # written is kept, and the same run goes on once it is back (`facet
+                        # collections` pointed at `facet jobs` for how, which said nothing).
+                        job.message += (f"; run `{resume_command(job)}` again once it is back to "
+                                        "resume: what was indexed is kept")
                 self._note_moved(job, report)  # (once: the completed path may have, too)
                 if not (stopping or cancelled):
                     raise
@@ -1057,6 +1066,28 @@ class IndexService:
         with self.sessions() as session:
             if md.cancel_requested(session, job_id):
                 raise _Cancelled(f"job {job_id} was cancelled")
+        self.check_room()
+
+    def check_room(self) -> None:
+        """Raise ``UnavailableError`` where the data folder's disk has less free space than
+        ``FACET_MIN_FREE_MB``: called before each batch (with ``check_cancelled``) and before a
+        store collection is made. A write past a full disk killed the process with a bus error
+        (the embedded store's files are memory-mapped: a `facet serve` and all its clients with
+        it) or failed as SQLite's "disk I/O error"; now the job stops between batches, its
+        documents so far kept, resumable."""
+        need = self.settings.min_free_mb * 2**20
+        if not need or (self.store.backend == "server" and self.settings.database_url):
+            return  # (nothing of the job's is written to this disk)
+        folder = self.settings.data_dir
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            return  # (gone or unreadable: the write itself will say)
+        if free < need:
+            raise UnavailableError(
+                f"stopped before writing more: the disk of the data folder {folder} has "
+                f"{free / 2**20:.1f} MiB free, under FACET_MIN_FREE_MB ({self.settings.min_free_mb:g}); "
+                "free some space there")
 
     def cancel(self, job_id: int) -> None:
         """Cancel a job: a ``queued`` one at once (its runner, when its turn comes, finds it

@@ -1,0 +1,85 @@
+"""A data folder's disk running out of room (the disk-full exploration): an index job stops
+cleanly before a batch, resumable, rather than writing past a full disk (the embedded store's
+memory-mapped files killed a `facet serve` with a bus error), and a full disk is said as one.
+Real minilm, SQLite and edge store; the disk's free space is the real one, the threshold set
+above it (``FACET_MIN_FREE_MB``); the small-disk test mounts a real tmpfs where it may."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from app.errors import UnavailableError
+from app.services.collections import CollectionService
+from app.services.indexing import IndexService
+
+from .conftest import ROOT, write_corpus
+
+
+def test_a_job_stops_before_writing_when_the_disk_has_too_little_room(make_ctx, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 3)
+    free_mb = shutil.disk_usage(tmp_path).free / 2**20
+    ctx = make_ctx(min_free_mb=free_mb * 4)  # more than this disk has
+    with pytest.raises(UnavailableError, match=r"^stopped before writing more: the disk of the data folder "
+                                               r".* MiB free, under FACET_MIN_FREE_MB"):
+        IndexService(ctx).index(tmp_path / "src", "room")
+    [job] = CollectionService(ctx).jobs("room")
+    assert job.state == "failed" and job.docs_indexed == 0
+    assert job.message.endswith(f"; run `facet index {tmp_path / 'src'} --collection room --embedder "
+                                "minilm` again once it is back to resume: what was indexed is kept"), job.message
+    assert not ctx.store.collection_exists("room")  # nothing mapped on a full disk
+    roomy = make_ctx(min_free_mb=0)  # 0: never checked
+    report = IndexService(roomy).index(tmp_path / "src", "room")
+    assert report.state == "completed" and report.docs_indexed == 3
+
+
+def test_a_full_data_disk_is_said_as_one(tmp_path) -> None:
+    """Every command on a full data disk said "cannot open the metadata database ...: disk I/O
+    error" (SQLite's words for a WAL it could not extend), exit 1. A real 3 MiB tmpfs, filled."""
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(small)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root, or no such permission in this container)")
+    try:
+        env = {"FACET_DATA_DIR": str(small / "data"), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+        facet = [sys.executable, "-c", "from app.cli import main; main()"]
+        made = subprocess.run([*facet, "collections"], env=env, capture_output=True, text=True, timeout=120)
+        assert made.returncode == 0, made.stderr  # the database made while there is room
+        subprocess.run(["dd", "if=/dev/zero", f"of={small / 'filler'}", "bs=1k"], capture_output=True)
+        for args in (["collections"], ["jobs"]):
+            done = subprocess.run([*facet, *args], env=env, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 7, (args, done.stderr)
+            assert done.stderr.strip().startswith(f"error: the disk of the data folder {small / 'data'} is "
+                                                  "full ("), done.stderr
+        # An evaluation whose embedding cache (in the data folder) cannot be written goes on
+        # uncached: it died after the encoding with a traceback.
+        pairs = tmp_path / "pairs.csv"
+        pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
+                         "stocks fell,someone cooks pasta,0\n")
+        done = subprocess.run([*facet, "eval", "minilm", "--task", f"sts:{pairs}", "--baselines", "",
+                               "--out", str(tmp_path / "ev"), "--no-progress"], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "the embedding cache cannot be written" in done.stderr
+        assert (tmp_path / "ev" / "results.json").is_file()
+        # An output file on the full disk keeps its earlier content (it was cut short in place).
+        earlier = small / "clusters.json"
+        subprocess.run(["rm", "-f", str(small / "filler")])
+        earlier.write_text('{"earlier": true}')
+        subprocess.run(["dd", "if=/dev/zero", f"of={small / 'filler'}", "bs=1k"], capture_output=True)
+        texts = tmp_path / "texts.txt"
+        texts.write_text("\n".join(["card declined", "card blocked", "top up failed", "top up pending",
+                                    "refund late", "refund missing"] * 40))
+        roomy = {**env, "FACET_DATA_DIR": str(tmp_path / "roomy")}
+        done = subprocess.run([*facet, "cluster", str(texts), "--instruction", "topic", "--k", "3",
+                               "--embedder", "minilm", "--explain", "", "-o", str(earlier)], env=roomy,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 4 and "cannot write it" in done.stderr, done.stderr
+        assert earlier.read_text() == '{"earlier": true}'
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)
