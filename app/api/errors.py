@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from typing import Any
 
@@ -116,9 +117,22 @@ def error_body(message: str, type_: str, param: str | None = None,
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
+# The most of a quoted name an error message shows (``cut_names``).
+MAX_SHOWN_NAME = 200
+_QUOTED = re.compile(rf"""(['"])([^'"]{{{MAX_SHOWN_NAME}}})([^'"]+)\1""")
+
+
+def cut_names(message: str) -> str:
+    """``message`` with each quoted name over ``MAX_SHOWN_NAME`` characters cut there, saying
+    its length: a 200,001-character collection came back whole in a 200 KB "invalid collection
+    name" body, a 60,000-character one in a 60 KB 404."""
+    return _QUOTED.sub(lambda m: f"{m[1]}{m[2]}…{m[1]} ({len(m[2]) + len(m[3]):,} characters)",
+                       message)
+
+
 def error_response(status: int, message: str, type_: str, param: str | None = None,
                    code: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error_body(message, type_, param, code), status_code=status,
+    return JSONResponse(error_body(cut_names(message), type_, param, code), status_code=status,
                         headers=headers)
 
 

@@ -9,10 +9,19 @@ build by hand (OpenAI's shapes, errors, search results with their point id) are 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from app.errors import InvalidRequestError
@@ -28,6 +37,28 @@ from app.services.search import (
 from indexer.chunking import MAX_CHUNK_TOKENS
 
 _SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
+
+# A collection name's longest (``indexer.store.validate_name``): a longer one is refused as a
+# field that does not validate, without echoing it (a 200,001-character name came back whole in
+# a 200 KB "invalid collection name" body).
+MAX_COLLECTION_NAME = 128
+_DIGITS = re.compile(r"-?[0-9]+")
+
+
+def _digits_only(value: Any) -> Any:
+    """A query or path integer as digits only (a leading ``-`` allowed): pydantic's lax parsing
+    read ``5.0``, ``+2``, ``" 2"`` and ``2_0`` as integers, where docs/api.md says an integer
+    field refuses ``5.0``."""
+    if isinstance(value, str) and not _DIGITS.fullmatch(value):
+        shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}… ({len(value):,} characters)"
+        raise PydanticCustomError("int_parsing", "must be a whole number written in digits, got "
+                                  "{value}", {"value": shown})
+    return value
+
+
+# An integer query or path parameter (``GET /jobs?limit=``, ``/jobs/{job_id}``).
+QueryInt = Annotated[int, BeforeValidator(_digits_only)]
+CollectionName = Annotated[str, Field(max_length=MAX_COLLECTION_NAME)]
 
 
 def _checked_filters(filters: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +129,7 @@ class SearchBody(_Body):
     """``POST /search``."""
 
     query: str
-    collection: str
+    collection: CollectionName
     instruction: str | None = None
     k: int = Field(default=10, ge=1, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
@@ -147,7 +178,7 @@ class ClusterSearch(_Body):
     """The search whose results ``POST /cluster`` groups."""
 
     query: str
-    collection: str
+    collection: CollectionName
     instruction: str | None = None
     k: int = Field(default=100, ge=2, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
@@ -159,7 +190,7 @@ class ClusterBody(_Body):
 
     instruction: str
     texts: list[str] | None = None
-    collection: str | None = None
+    collection: CollectionName | None = None
     filters: Filters = Field(default_factory=dict)
     limit: int | None = Field(default=None, ge=2)
     search: ClusterSearch | None = None
@@ -179,7 +210,7 @@ class JobBody(_Body):
     """``POST /jobs``: index a server-side path into a collection in the background."""
 
     source: str
-    collection: str
+    collection: CollectionName
     embedder: str | None = None
     sync: bool | None = Field(default=None, description="remove documents gone from the source; "
                                                         "default: yes for a folder, no for a file")
@@ -187,6 +218,15 @@ class JobBody(_Body):
     chunk_overlap: int | None = Field(default=None, ge=0, le=MAX_CHUNK_TOKENS)
     text_column: str | None = Field(default=None, min_length=1,
                                     description="the csv column / jsonl field holding the text")
+
+
+class CancelBody(_Body):
+    """``POST /jobs/{job_id}/cancel``'s optional body; ``collection`` may be given as a query
+    parameter instead (a body was ignored, unknown fields and all)."""
+
+    collection: CollectionName | None = Field(
+        default=None, description="the collection the job must be of: a job of another one is "
+                                  "refused (400), as for GET /jobs/{job_id}")
 
 
 class _Query(BaseModel):
@@ -198,19 +238,20 @@ class JobListQuery(_Query):
     """``GET /jobs``. ``limit``'s bounds are the facade's check (its message names them), only
     declared here."""
 
-    collection: str | None = Field(default=None, description="only this collection's jobs")
-    limit: int = Field(default=20, json_schema_extra={"minimum": 1, "maximum": MAX_JOBS_LISTED})
+    collection: CollectionName | None = Field(default=None,
+                                              description="only this collection's jobs")
+    limit: QueryInt = Field(default=20, json_schema_extra={"minimum": 1, "maximum": MAX_JOBS_LISTED})
 
 
 class JobQuery(_Query):
     """``GET /jobs/{job_id}``."""
 
-    collection: str | None = Field(
+    collection: CollectionName | None = Field(
         default=None, description="the collection the job must be of: a job of another one is "
                                   "refused (400), as `facet jobs ID -c NAME` refuses it")
     # Its bounds are checked by the route (its message names them and the parameter), only
     # declared here.
-    errors: int = Field(
+    errors: QueryInt = Field(
         default=DEFAULT_JOB_ERRORS, json_schema_extra={"minimum": 0, "maximum": MAX_JOB_ERRORS},
         description="how many of the job's per-document errors to return (the first ones); "
                     "`errors_total` counts them all")

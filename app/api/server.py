@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -25,7 +25,7 @@ from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import numpy as np
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, Security
+from fastapi import Body, Depends, FastAPI, HTTPException, Path, Query, Request, Response, Security
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
@@ -35,6 +35,8 @@ from pydantic import BaseModel
 
 from app.api import errors
 from app.api.schemas import (
+    MAX_COLLECTION_NAME,
+    CancelBody,
     ClusterBody,
     EmbeddingsBody,
     EmbeddingsResponse,
@@ -44,6 +46,7 @@ from app.api.schemas import (
     JobQuery,
     ModelInfo,
     ModelList,
+    QueryInt,
     Readiness,
     SearchAnswer,
     SearchBody,
@@ -179,6 +182,45 @@ def check_api_key(key: str | None) -> None:
             "so no request would match it; remove the spaces")
 
 
+def check_api_models(models: Sequence[str] | None) -> None:
+    """Refuse a ``FACET_API_MODELS`` naming an embedder that does not exist, without loading
+    any weights (``embedders.registry.check_embedder``): ``["nope"]`` started a server that
+    listed "nope" in GET /v1/models and answered GET /v1/models/nope with 200.
+
+    Raises:
+        InvalidRequestError: a name neither registered nor a checkpoint directory (or a
+            checkpoint whose config cannot be read), named.
+    """
+    if not models:
+        return
+    from embedders.errors import CheckpointError, UnknownEmbedderError
+    from embedders.registry import check_embedder
+
+    for name in models:
+        try:
+            check_embedder(name)
+        except (UnknownEmbedderError, CheckpointError) as e:
+            reason = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            raise InvalidRequestError(f"FACET_API_MODELS names {name!r}, which cannot be served: "
+                                      f"{reason}") from e
+
+
+@contextlib.contextmanager
+def _model_param(**fields: str | None) -> Iterator[None]:
+    """Name the request field of a ``model_not_found`` the facade raised (its ``param`` was
+    null): ``fields`` maps each field as the request called it to the name it gave; the field
+    whose name the message quotes, else the only one given."""
+    try:
+        yield
+    except UnknownModelError as e:
+        if e.param is None:
+            given = {field: name for field, name in fields.items() if name}
+            quoted = [field for field, name in given.items() if repr(name) in str(e)]
+            if len(quoted) == 1 or len(given) == 1:
+                e.param = quoted[0] if len(quoted) == 1 else next(iter(given))
+        raise
+
+
 def allowed_models(facet: Facet) -> list[str]:
     """Embedder names the API may load: ``FACET_API_MODELS``, else the registered names and
     the default embedder (checkpoint paths only when listed, so a request cannot make the
@@ -305,10 +347,12 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         preload: embedders to load and warm up at start-up, so the first request is not slow.
 
     Raises:
-        InvalidRequestError: a ``FACET_API_KEY`` no client could send (``check_api_key``).
+        InvalidRequestError: a ``FACET_API_KEY`` no client could send (``check_api_key``), a
+            ``FACET_API_MODELS`` naming an embedder that does not exist (``check_api_models``).
     """
     settings = facet.settings if facet is not None else (settings or get_settings())
     check_api_key(settings.api_key)
+    check_api_models(settings.api_models)
     started = int(time.time())  # the models' "created" (Facet records none for a model)
 
     @asynccontextmanager
@@ -425,8 +469,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """
         texts = _texts(body.input)
         _check_model(facet, body.model, "model")
-        result = await _unless_disconnected(request, facet.aembed(
-            texts, embedder=body.model, role=body.role, instruction=body.instruction))
+        with _model_param(model=body.model):
+            result = await _unless_disconnected(request, facet.aembed(
+                texts, embedder=body.model, role=body.role, instruction=body.instruction))
         if result is None:  # nobody is there to read an answer
             return Response(status_code=CLIENT_CLOSED_REQUEST)
         if body.dimensions is not None and body.dimensions != result.dim:
@@ -451,12 +496,13 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """Instruction-aware search of a collection; each result with its point ``id``."""
         _check_model(facet, body.embedder, "embedder")
         _check_model(facet, body.rerank, "rerank")
-        response = facet.search(SearchRequest(
-            query=body.query, collection=body.collection, instruction=body.instruction,
-            top_k=body.k, filters=body.filters, rerank=body.rerank,
-            rerank_depth=body.rerank_depth, embedder=body.embedder, exact=body.exact,
-            score_threshold=body.score_threshold, group_by_document=body.group_by_document,
-            mode=body.mode))
+        with _model_param(embedder=body.embedder, rerank=body.rerank):
+            response = facet.search(SearchRequest(
+                query=body.query, collection=body.collection, instruction=body.instruction,
+                top_k=body.k, filters=body.filters, rerank=body.rerank,
+                rerank_depth=body.rerank_depth, embedder=body.embedder, exact=body.exact,
+                score_threshold=body.score_threshold, group_by_document=body.group_by_document,
+                mode=body.mode))
         payload = response.to_dict()
         # The point id, as the LangChain adapter's Document.id: an HTTP client could not name
         # the chunk it got.
@@ -478,12 +524,24 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                                    instruction=s.instruction, top_k=s.k, filters=s.filters,
                                    embedder=s.embedder)
         try:
-            result = facet.cluster(ClusterRequest(
-                instruction=body.instruction, texts=body.texts, collection=body.collection,
-                search=search, filters=body.filters, limit=body.limit, k=body.k, max_k=body.max_k,
-                embedder=body.embedder, explainer=body.explainer, keywords=body.keywords,
-                members=body.members, answer_tokens=body.answer_tokens, seed=body.seed))
+            with _model_param(embedder=body.embedder, explainer=body.explainer,
+                              **{"search.embedder": body.search.embedder if body.search else None}):
+                result = facet.cluster(ClusterRequest(
+                    instruction=body.instruction, texts=body.texts, collection=body.collection,
+                    search=search, filters=body.filters, limit=body.limit, k=body.k,
+                    max_k=body.max_k, embedder=body.embedder, explainer=body.explainer,
+                    keywords=body.keywords, members=body.members,
+                    answer_tokens=body.answer_tokens, seed=body.seed))
         except InvalidRequestError as e:  # a k over the texts: this edge's way of leaving it unset
+            if body.collection is not None and e.param is None and not body.filters:
+                # A collection of no chunk ("clustering needs at least 2 texts, got 0", param
+                # null): said of the collection, as a search says it.
+                empty = facet.searching.nothing_searchable_note(body.collection)
+                if empty is not None:
+                    return errors.error_response(
+                        400, f"{e}: {empty}".replace("the collection", f"collection "
+                                                     f"{body.collection!r}", 1),
+                        "invalid_request_error", "collection")
             if not str(e).endswith(K_BY_SILHOUETTE):
                 raise
             # Named in param, as a field that does not validate is (it was null).
@@ -500,9 +558,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def submit_job(body: JobBody, facet: FacetDep) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
         _check_model(facet, body.embedder, "embedder")
-        job = facet.submit_index(body.source, body.collection, IndexOptions(
-            embedder=body.embedder, chunk_size=body.chunk_tokens,
-            chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column))
+        with _model_param(embedder=body.embedder):
+            job = facet.submit_index(body.source, body.collection, IndexOptions(
+                embedder=body.embedder, chunk_size=body.chunk_tokens,
+                chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column))
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
 
     # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past
@@ -518,7 +577,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
              responses=fails(*facade, 400, 404))
-    def get_job(job_id: int, facet: FacetDep, query: Annotated[JobQuery, Query()]) -> Response:
+    def get_job(job_id: QueryInt, facet: FacetDep, query: Annotated[JobQuery, Query()]) -> Response:
         """One job: state, counters, timings and the first ``errors`` (default 100, at most
         1000) of its per-document errors with their total (``errors_total``); with
         ``collection``, only if it is of that collection (job 3 of b2 was answered to
@@ -538,11 +597,12 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                   400: "the job has ended (completed, failed, interrupted, cancelled: named in "
                        "the message), or is of another collection than ``collection``",
                   429: errors.BUSY_DATABASE}))
-    def cancel_job(job_id: int, facet: FacetDep,
+    def cancel_job(job_id: QueryInt, facet: FacetDep,
                    collection: Annotated[str | None, Query(
+                       max_length=MAX_COLLECTION_NAME,
                        description="the collection the job must be of: a job of another one is "
-                                   "refused (400), as for GET /jobs/{job_id}")] = None
-                   ) -> Response:
+                                   "refused (400), as for GET /jobs/{job_id}; or in the body")] = None,
+                   body: Annotated[CancelBody | None, Body()] = None) -> Response:
         """Cancel an index job: 200 + the job. A queued job is ``cancelled`` at once; a running
         one has ``cancel_requested`` set and stops at its next batch boundary, ``cancelled``,
         what it indexed kept (the next job of the same source resumes it): poll GET
@@ -550,7 +610,13 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         # An unknown job: the facade's NotFoundError, 404 job_not_found (errors._NOT_FOUND_ROUTES).
         # An ended one, or one of another collection: its InvalidRequestError, 400, whose param
         # the facade sets ("collection" for the other collection; it was read from the message).
-        return _json(asdict(facet.cancel_job(job_id, collection)))
+        # The collection in the body too (a body was ignored, unknown fields and all).
+        given = body.collection if body is not None else None
+        if given is not None and collection is not None and given != collection:
+            return errors.error_response(
+                400, "collection is given twice, differently, in the query and in the body; give "
+                     "it once", "invalid_request_error", param="collection")
+        return _json(asdict(facet.cancel_job(job_id, collection or given)))
 
     # A store server out of reach: 503.
     @app.get("/collections", dependencies=auth, response_model=list[CollectionInfo],
@@ -561,7 +627,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     @app.get("/collections/{name}", dependencies=auth, response_model=CollectionInfo,
              responses=fails(*facade, 404, 503))
-    def collection(name: str, facet: FacetDep) -> Response:
+    def collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME)],
+                   facet: FacetDep) -> Response:
         """One collection."""
         return _json(asdict(facet.collection(name)))
 

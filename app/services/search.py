@@ -197,15 +197,20 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
         # The search found results and the threshold dropped them all: neither the collection
         # nor the filters are what to check ("holds nothing searchable" for 7 chunks).
         return response.note
+    if response.note and response.note.startswith(NOTHING_SEARCHABLE):
+        return response.note  # the service said it, with why (not twice)
     if not filters:
         why = ("no indexed word of the query is in it" if response.mode == "lexical" else
-               "the collection holds nothing searchable")
+               NOTHING_SEARCHABLE)
     else:
         why = "check the filters"
     # An older term definition found nothing for words today's finds (熊猫 inside 大熊猫): said,
     # with what rewrites them, rather than only "no indexed word of the query is in it".
     return f"{why}; {response.note}" if response.note else why
 
+
+# How the note begins when the collection holds no indexed document (``nothing_searchable_note``).
+NOTHING_SEARCHABLE = "the collection holds nothing searchable"
 
 # How the note begins when ``score_threshold`` dropped every result (``why_no_results`` reads it).
 _BELOW_THRESHOLD = "no result scored "
@@ -1196,8 +1201,31 @@ class SearchService:
         if request.filters and not results:
             notes += self.filter_notes(request.collection, request.filters)
         if not results:
-            notes.append(self._being_indexed_note(request.collection))
+            being_indexed = self._being_indexed_note(request.collection)
+            notes.append(being_indexed)
+            if being_indexed is None:
+                # First: what the CLI said ("holds nothing searchable") the API and LangChain
+                # did not, answering an empty list with a null note.
+                notes.insert(0, self.nothing_searchable_note(request.collection))
         return "; ".join(n for n in notes if n) or None
+
+    def nothing_searchable_note(self, collection: str) -> str | None:
+        """That ``collection`` exists but holds no indexed document (every document failed, an
+        empty folder indexed), with its latest job and that job's message; None where some
+        document is indexed, or the database cannot say."""
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None or md.count_documents(session, coll.id, "indexed"):
+                    return None
+                total = md.count_documents(session, coll.id)
+                latest = md.list_jobs(session, coll.id, 1)
+                job = (f" (job {latest[0].id}: {latest[0].message or effective_state(latest[0])[0]})"
+                       if latest else "")
+        except SQLAlchemyError:  # a note only
+            return None
+        return (f"{NOTHING_SEARCHABLE}: {total:,} document{'' if total == 1 else 's'}, none "
+                f"indexed{job}")
 
     def _being_indexed_note(self, collection: str) -> str | None:
         """That a job is writing ``collection`` now, for a search that found nothing: a
