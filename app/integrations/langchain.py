@@ -120,6 +120,16 @@ def _unknown(names: list[str], where: str, known: tuple[str, ...], whose: str = 
         f"{' (' + '; '.join(hints) + ')' if hints else ''}; it takes {', '.join(known)}")
 
 
+def _refuse_unknown_settings(data: Any, fields: tuple[str, ...], whose: str,
+                             aliases: Mapping[str, str], shown: tuple[str, ...] | None = None) -> None:
+    """Refuse the keys of a model's input ``data`` that are none of its ``fields``, each with
+    the name meant (``_unknown``); ``shown``: the settings the refusal lists (default all)."""
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise _unknown(unknown, "setting(s)", fields if shown is None else shown, whose, aliases)
+
+
 def _not_a_bool(value: Any) -> Any:
     """A number field's value that is not a boolean: pydantic read ``k=True`` as 1."""
     if isinstance(value, bool):
@@ -370,11 +380,9 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
     @classmethod
     def _known_settings(cls, data: Any) -> Any:
         """The refusal of an unknown setting names the one meant (``filters`` -> ``filter``)."""
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(cls.model_fields))
-            if unknown:
-                raise _unknown(unknown, "setting(s)", tuple(
-                    n for n in cls.model_fields if n not in BaseRetriever.model_fields))
+        _refuse_unknown_settings(data, tuple(cls.model_fields), "FacetRetriever", _ALIASES,
+                                 shown=tuple(n for n in cls.model_fields
+                                             if n not in BaseRetriever.model_fields))
         return data
 
     def _request(self, query: str, options: dict[str, Any]) -> SearchRequest:
@@ -639,11 +647,7 @@ class FacetEmbeddings(_SharesTheFacade, BaseModel, Embeddings):
     @classmethod
     def _known_settings(cls, data: Any) -> Any:
         """``modell=`` was pydantic's raw ValidationError, naming no setting meant."""
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(cls.model_fields))
-            if unknown:
-                raise _unknown(unknown, "setting(s)", tuple(cls.model_fields), "FacetEmbeddings",
-                               _EMBEDDINGS_ALIASES)
+        _refuse_unknown_settings(data, tuple(cls.model_fields), "FacetEmbeddings", _EMBEDDINGS_ALIASES)
         return data
 
     model: str | None = None

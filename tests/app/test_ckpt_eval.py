@@ -30,6 +30,14 @@ def _data_root(root: Path) -> Path:
     return root
 
 
+def _pairs(root: Path) -> Path:
+    """Three STS pairs of a user's own (``--task sts:FILE``)."""
+    pairs = root / "pairs.csv"
+    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
+                     "stocks fell,someone cooks pasta,0\n")
+    return pairs
+
+
 @pytest.fixture(scope="module")
 def tiny_checkpoint(smollm2_cut, tmp_path_factory) -> Path:
     """An untrained causal-eos checkpoint (rank-2 LoRA on q_proj) over SmolLM2 cut to two layers."""
@@ -51,9 +59,7 @@ def test_a_truncated_baseline_adapter_is_refused_before_any_work(tmp_path: Path,
     damaged = shutil.copytree(tiny_checkpoint, tmp_path / "damaged")
     adapter = damaged / "adapter.safetensors"
     adapter.write_bytes(adapter.read_bytes()[:-64])
-    pairs = tmp_path / "pairs.csv"
-    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
-                     "stocks fell,someone cooks pasta,0\n")
+    pairs = _pairs(tmp_path)
     result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--baselines", str(damaged),
                                       "--out", str(tmp_path / "o"), "--no-cache", "--no-progress"])
     assert result.exit_code == 4, result.output
@@ -77,9 +83,7 @@ def test_a_baseline_that_cannot_load_leaves_the_main_figures_written(tmp_path: P
     tensors = load_file(str(adapter))
     del tensors[next(k for k in sorted(tensors) if "lora_B" in k)]
     save_file(tensors, str(adapter))
-    pairs = tmp_path / "pairs.csv"
-    pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n"
-                     "stocks fell,someone cooks pasta,0\n")
+    pairs = _pairs(tmp_path)
     result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--baselines", str(damaged),
                                       "--out", str(tmp_path / "o"), "--no-cache", "--no-progress"])
     assert result.exit_code == 4, result.output

@@ -27,10 +27,7 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     facet.close()
 
 
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
+# ``client`` is conftest's, over this module's ``facet`` (one without the sample collection).
 
 
 def _error(r) -> dict:
