@@ -285,11 +285,21 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
 
     out = out.expanduser()
     # Written beside it, then renamed over it: a full disk cut the file short in place, the
-    # earlier output lost and the new one invalid JSON (or a 0-byte file on a first run).
+    # earlier output lost and the new one invalid JSON (or a 0-byte file on a first run). Only
+    # a new file or a plain one of this user's with no other name: a symlink, a device
+    # (/dev/null), a FIFO, /proc/self/fd/1, a hard link or another user's file is written into,
+    # as before (a rename replaced the link or the device itself with a regular file).
     try:
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    except OSError as e:
-        raise DataError(f"{flag} {out}: cannot write it: {e.strerror or e}") from e
+        fd, tmp = (tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+                   if _replaceable(out) else (-1, ""))
+    except OSError:
+        fd, tmp = -1, ""  # (a folder that takes no new file: written in place)
+    if fd < 0:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise DataError(f"{flag} {out}: cannot write it: {e.strerror or e}") from e
+        return
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -302,6 +312,20 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
         Path(tmp).unlink(missing_ok=True)
         raise DataError(f"{flag} {out}: cannot write it: {e.strerror or e}; an earlier file there is "
                         "left as it was") from e
+
+
+def _replaceable(out: Path) -> bool:
+    """Whether ``out`` may be written by a rename over it: it does not exist, or it is a regular
+    file (not a symlink) of this user's with one name."""
+    import stat
+
+    try:
+        st = out.lstat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.getuid()
 
 
 def _umask() -> int:

@@ -1086,8 +1086,9 @@ class IndexService:
         if free < need:
             raise UnavailableError(
                 f"stopped before writing more: the disk of the data folder {folder} has "
-                f"{free / 2**20:.1f} MiB free, under FACET_MIN_FREE_MB ({self.settings.min_free_mb:g}); "
-                "free some space there")
+                f"{free / 2**20:,.1f} MiB free, under FACET_MIN_FREE_MB "
+                f"({self.settings.min_free_mb:,.0f}); free some space there (or lower "
+                "FACET_MIN_FREE_MB)")
 
     def cancel(self, job_id: int) -> None:
         """Cancel a job: a ``queued`` one at once (its runner, when its turn comes, finds it

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,35 @@ def test_a_full_data_disk_is_said_as_one(tmp_path) -> None:
         assert earlier.read_text() == '{"earlier": true}'
     finally:
         subprocess.run(["umount", "-l", str(small)], capture_output=True)
+
+
+def test_an_out_file_that_is_a_link_or_a_device_is_written_into(tmp_path) -> None:
+    """The verification round: the rename that keeps an earlier --out whole on a full disk
+    replaced a symlink with a regular file (its target left as it was), and a device or a hard
+    link likewise (`-o /dev/null` as root would have replaced /dev/null). Those are written
+    into, as before; a plain file of one's own is replaced whole."""
+    import os
+
+    from app.commands.common import write_out_file
+
+    target = tmp_path / "real.json"
+    target.write_text("target")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_out_file(link, '{"new": 1}')
+    assert link.is_symlink() and target.read_text() == '{"new": 1}'
+    devnull = tmp_path / "null"
+    devnull.symlink_to(os.devnull)
+    write_out_file(devnull, '{"new": 1}')
+    assert devnull.is_symlink() and Path(os.devnull).is_char_device()
+    twin = tmp_path / "twin.json"
+    os.link(target, twin)
+    write_out_file(twin, '{"newer": 2}')
+    assert target.read_text() == twin.read_text() == '{"newer": 2}'
+    plain = tmp_path / "plain.json"
+    plain.write_text("old")
+    plain.chmod(0o600)
+    write_out_file(plain, "new")
+    assert plain.read_text() == "new" and plain.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "null", "plain.json", "real.json",
+                                                          "twin.json"]  # no temporary file left
