@@ -281,7 +281,7 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
     Raises:
         DataError: the file cannot be written.
     """
-    import tempfile
+    import secrets
 
     out = out.expanduser()
     # Written beside it, then renamed over it: a full disk cut the file short in place, the
@@ -289,11 +289,12 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
     # a new file or a plain one of this user's with no other name: a symlink, a device
     # (/dev/null), a FIFO, /proc/self/fd/1, a hard link or another user's file is written into,
     # as before (a rename replaced the link or the device itself with a regular file).
+    tmp = str(out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp")
     try:
-        fd, tmp = (tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-                   if _replaceable(out) else (-1, ""))
+        # Mode 0o666 less the umask, as a new file written in place gets (mkstemp's is 0o600).
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666) if _replaceable(out) else -1
     except OSError:
-        fd, tmp = -1, ""  # (a folder that takes no new file: written in place)
+        fd = -1  # (a folder that takes no new file: written in place)
     if fd < 0:
         try:
             out.write_text(text, encoding="utf-8")
@@ -305,8 +306,6 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
             f.write(text)
         if out.exists():
             shutil.copymode(out, tmp)
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, out)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
@@ -326,13 +325,6 @@ def _replaceable(out: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.getuid()
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it and putting it back)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def shorten(text: str | None, limit: int = 200) -> str:

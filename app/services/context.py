@@ -8,6 +8,7 @@ import re
 import threading
 from pathlib import Path
 
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.encoding import EmbedderCache, InlineQueryEncoder, QueryEncoder
@@ -118,13 +119,18 @@ def check_database(settings: FacetSettings) -> None:
     data_dir = Path(settings.data_dir)
     if settings.database_url is None and not data_dir.exists():
         return  # (made on first use, as every command makes it)
+    open_database(settings).dispose()
+
+
+def open_database(settings: FacetSettings) -> Engine:
+    """The metadata database's engine (migrated), or the error to say: the data folder not
+    writable (``DataError``), else ``database_error``'s."""
     try:
-        engine = make_engine(settings.resolved_database_url)
-    except Exception as e:
-        if settings.database_url is None and not os.access(data_dir, os.W_OK):
-            raise DataError(not_writable(data_dir)) from e
+        return make_engine(settings.resolved_database_url)
+    except Exception as e:  # driver missing, server down, bad URL, a read-only folder
+        if settings.database_url is None and not os.access(settings.data_dir, os.W_OK):
+            raise DataError(not_writable(Path(settings.data_dir))) from e
         raise database_error(settings, e) from e
-    engine.dispose()
 
 
 class ServiceContext:
@@ -169,12 +175,7 @@ class ServiceContext:
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) holds files this user "
                             "cannot write (after a `sudo facet ...`?): give them back to this "
                             "user (chown -R), or run as their owner")
-        try:
-            self.engine = make_engine(settings.resolved_database_url)
-        except Exception as e:  # driver missing, server down, bad URL, a read-only folder
-            if settings.database_url is None and not os.access(data_dir, os.W_OK):
-                raise DataError(not_writable(data_dir)) from e
-            raise database_error(settings, e) from e
+        self.engine = open_database(settings)
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
         if store is None:
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 from unittest import mock
 
 
@@ -28,3 +29,16 @@ def invoke_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+
+
+def tiny_data_folder(root: Path) -> Path:
+    """A data folder under ``root`` holding one collection, ``tiny``, of two short documents
+    indexed with minilm by `facet index` (its job 1); returns the folder."""
+    src = root / "src"
+    src.mkdir()
+    for i, text in enumerate(("card payment declined twice", "open a savings account")):
+        (src / f"d{i}.txt").write_text(text)
+    done = invoke_cli("index", str(src), "-c", "tiny", "-e", "minilm",
+                      env={"FACET_DATA_DIR": str(root / "data")})
+    assert done.returncode == 0, done.stderr
+    return root / "data"

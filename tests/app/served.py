@@ -82,11 +82,21 @@ def uvicorn_in_a_thread(facet: Any) -> Iterator[int]:
         sock.close()
 
 
+# Three customer messages on top-ups and exchange rates, with their intents: the records the
+# LangChain tests serve.
+TOPUP_RECORDS = [
+    {"id": "t1", "text": "My money top-up failed again", "intent": "top_up_failed"},
+    {"id": "t2", "text": "How do I top up my card with money", "intent": "top_up_by_card"},
+    {"id": "t3", "text": "The exchange rate was wrong", "intent": "exchange_rate"},
+]
+
+
 @contextlib.contextmanager
 def records_served(minilm: Any, base: Path, records: list[dict[str, Any]],
-                   collection: str) -> Iterator[tuple[Any, str]]:
+                   collection: str, api_key: str | None = None) -> Iterator[tuple[Any, str]]:
     """``records`` indexed as a jsonl into ``collection`` under ``base`` with minilm, and a real
-    uvicorn serving them (``uvicorn_in_a_thread``): yields (the facade, the API's URL)."""
+    uvicorn serving them (``uvicorn_in_a_thread``; ``api_key``: the key it wants, if any):
+    yields (the facade, the API's URL)."""
     import json
 
     from app.core import Facet
@@ -97,7 +107,7 @@ def records_served(minilm: Any, base: Path, records: list[dict[str, Any]],
     source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     cache = EmbedderCache("cpu")
     cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=base / "data", api_key=None), embedders=cache)
+    facet = Facet.for_serving(FacetSettings(data_dir=base / "data", api_key=api_key), embedders=cache)
     try:
         facet.index(source, collection)
         with uvicorn_in_a_thread(facet) as port:

@@ -11,23 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-
-
-def _data_root(root: Path) -> Path:
-    (root / "stsb_en").mkdir(parents=True)
-    (root / "stsb_en" / "stsb-en-test.csv").write_text(
-        "A man plays a guitar.,A man is playing the guitar.,4.8\n"
-        "A dog runs in the park.,A cat sleeps on a sofa.,0.4\n"
-        "Two kids ride bikes.,Children are riding bicycles.,4.2\n"
-    )
-    (root / "sick").mkdir()
-    (root / "sick" / "SICK.txt").write_text(
-        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tSemEval_set\n"
-        "1\tA boy is jumping.\tA child jumps.\t4.6\tTEST\n"
-        "2\tA boy is jumping.\tA chef cooks pasta.\t1.1\tTEST\n"
-        "3\tA man drives a car.\tA person is driving.\t4.0\tTEST\n"
-    )
-    return root
+from tests.app.evaluation.test_eval_command import _tiny_data_root
 
 
 def _pairs(root: Path) -> Path:
@@ -100,7 +84,7 @@ def test_an_earlier_report_in_the_folder_is_kept_as_bak_and_said(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """`--tasks stsb` then `--tasks sick` of one checkpoint, and two checkpoints `a/model` and
     `b/model`, wrote to the same folder: the second report replaced the first without a word."""
-    root = _data_root(tmp_path / "data")
+    root = _tiny_data_root(tmp_path / "data")
     monkeypatch.chdir(tmp_path)
     for side in ("a", "b"):
         shutil.copytree(tiny_checkpoint, tmp_path / side / "model")

@@ -15,21 +15,13 @@ from unittest import mock
 
 import pytest
 
-from tests.app.cli_runner import invoke_cli
+from tests.app.cli_runner import invoke_cli, tiny_data_folder
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
     """A data folder with one tiny collection (job 1)."""
-    root = tmp_path_factory.mktemp("cliout_listings")
-    src = root / "src"
-    src.mkdir()
-    for i, text in enumerate(("card payment declined twice", "open a savings account")):
-        (src / f"d{i}.txt").write_text(text)
-    done = invoke_cli("index", str(src), "-c", "tiny", "-e", "minilm",
-                      env={"FACET_DATA_DIR": str(root / "data")})
-    assert done.returncode == 0, done.stderr
-    return root / "data"
+    return tiny_data_folder(tmp_path_factory.mktemp("cliout_listings"))
 
 
 def run(data: Path, *args: str):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.cli_runner import invoke_cli
+from tests.app.cli_runner import tiny_data_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,15 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
     """A data folder with one tiny collection (and its job)."""
-    root = tmp_path_factory.mktemp("cliout_streams")
-    src = root / "src"
-    src.mkdir()
-    for i, text in enumerate(("card payment declined", "open a savings account")):
-        (src / f"d{i}.txt").write_text(text)
-    done = invoke_cli("index", str(src), "-c", "tiny", "-e", "minilm",
-                      env={"FACET_DATA_DIR": str(root / "data")})
-    assert done.returncode == 0, done.stderr
-    return root / "data"
+    return tiny_data_folder(tmp_path_factory.mktemp("cliout_streams"))
 
 
 def _as_at_a_terminal() -> None:

@@ -22,15 +22,11 @@ from app.core import Facet
 from app.errors import InvalidRequestError
 from app.integrations.langchain import FacetRetriever
 
-from .served import records_served
+from .served import TOPUP_RECORDS, records_served
 
 COLLECTION = "topups"
 INSTRUCTION = "Find the customer's intent"
-RECORDS = [
-    {"id": "t1", "text": "My money top-up failed again", "intent": "top_up_failed"},
-    {"id": "t2", "text": "How do I top up my card with money", "intent": "top_up_by_card"},
-    {"id": "t3", "text": "The exchange rate was wrong", "intent": "exchange_rate"},
-]
+RECORDS = TOPUP_RECORDS
 LOGGER = "app.integrations.langchain"
 
 

@@ -13,11 +13,9 @@
 from __future__ import annotations
 
 import copy
-import json
 import pickle
 import ssl
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,39 +25,23 @@ pytest.importorskip("langchain_core")
 from pydantic import ValidationError
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.errors import InvalidRequestError
 from app.integrations import langchain as lc
 from app.integrations.langchain import FacetEmbeddings, FacetRetriever
-from app.settings import FacetSettings
 
-from ..served import uvicorn_in_a_thread
+from ..served import TOPUP_RECORDS, records_served
 
 COLLECTION = "lc2"
 KEY = "lc2-key"
 QUERY = "my top-up failed"
-RECORDS = [
-    {"id": "t1", "text": "My money top-up failed again", "intent": "top_up_failed"},
-    {"id": "t2", "text": "How do I top up my card with money", "intent": "top_up_by_card"},
-    {"id": "t3", "text": "The exchange rate was wrong", "intent": "exchange_rate"},
-]
+RECORDS = TOPUP_RECORDS
 
 
 @pytest.fixture(scope="module")
 def served(minilm, tmp_path_factory) -> Iterator[tuple[Facet, str]]:
     """(a facade over a small collection, the URL of a real uvicorn serving it with a key)."""
-    base: Path = tmp_path_factory.mktemp("lc2")
-    source = base / "x.jsonl"
-    source.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=base / "data", api_key=KEY), embedders=cache)
-    try:
-        facet.index(source, COLLECTION)
-        with uvicorn_in_a_thread(facet) as port:
-            yield facet, f"http://127.0.0.1:{port}"
-    finally:
-        facet.close()
+    with records_served(minilm, tmp_path_factory.mktemp("lc2"), RECORDS, COLLECTION, api_key=KEY) as both:
+        yield both
 
 
 def remote(served: tuple[Facet, str], **settings: Any) -> FacetRetriever:
