@@ -18,3 +18,13 @@ def probe_writable(path: Path) -> None:
         pass
     if not existed:
         path.unlink(missing_ok=True)
+
+
+# The file name an output option (``--out``) reads as standard output, as Unix tools read it
+# (``-o -``): a file literally named so is ``./-`` spelt with its folder (``$PWD/-``).
+STDOUT_NAME = "-"
+
+
+def is_stdout(path: Path | str) -> bool:
+    """Whether the output file ``path`` is ``-``, standard output (``is_stdout``)."""
+    return str(path) == STDOUT_NAME

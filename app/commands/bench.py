@@ -6,8 +6,10 @@ It measures; the measuring code is in ``app.services.benchmark``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +17,7 @@ import typer
 
 from app.commands.common import expand_home, handle_errors, prepare_out_file, write_out_file
 from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.files import is_stdout
 from app.settings import get_settings
 
 BENCH_QUERIES = ["my card was declined", "how do I get a refund", "exchange rate is wrong",
@@ -76,7 +79,8 @@ def register(cli: typer.Typer) -> None:
             "--threads", help="api-*: torch threads of the server's model thread and of the "
                               "bare runs (default FACET_QUERY_THREADS)")] = None,
         out: Annotated[Path | None, typer.Option(
-            "--out", help="write results as JSON", callback=expand_home)] = None,
+            "--out", help="write results as JSON ('-': standard output; the lines said while "
+                          "measuring then go to stderr)", callback=expand_home)] = None,
     ) -> None:
         """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG, GIRCSE's KV cache."""
         import tempfile
@@ -109,85 +113,90 @@ def register(cli: typer.Typer) -> None:
             prepare_out_file(out)
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
                                    "cpus": os.cpu_count()}
-        typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
-        if "index" in wanted:
-            with tempfile.TemporaryDirectory(prefix="facet-bench-src-") as tmp:
-                src = source or bm.banking77_corpus(
-                    settings.shared_data_dir / "banking77" / "train.csv",
-                    Path(tmp) / "banking77_train.jsonl", index_docs)
-                r = bm.bench_indexing(src, embedder, cache, rounds=rounds, log=typer.echo)
-            if not r["chunks"]:  # "0 docs ... ratio 0.000 ... non-encode share 100.0%"
-                raise DataError(f"--source {src}: no text to index in it ({r['documents']} "
-                                "documents, 0 chunks); nothing to measure")
-            results["index"] = r
-            st = r["stage_s_median"]
-            typer.echo(
-                f"indexing {r['documents']} docs / {r['chunks']} chunks with {r['embedder']}, "
-                f"median of {rounds} alternating runs: bare encode {r['bare_encode_s']:.1f}s "
-                f"({r['bare_chunks_per_s']:.1f} chunks/s), end-to-end {r['end_to_end_s']:.1f}s "
-                f"({r['end_to_end_chunks_per_s']:.1f} chunks/s): ratio {r['ratio']:.3f} "
-                f"(CPU-seconds ratio {r['cpu_ratio']:.3f}); median stages "
-                + ", ".join(f"{k} {v:.2f}s" for k, v in st.items())
-                + f"; non-encode share {r['non_encode_share']:.1%}")
-        if "store" in wanted:
-            dim = int(cache.get(embedder).dim)
-            rows = []
-            with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
-                for label, make in (("edge", lambda t: EdgeStore(Path(t) / "edge")),
-                                    ("local", lambda t: QdrantClientStore(path=Path(t) / "local"))):
-                    store = make(tmp)
-                    try:
-                        r = bm.bench_store(store, local_points, dim)
-                    finally:
-                        store.close()
-                    rows.append(r)
-                    typer.echo(_store_line(label, r))
-            results["store"] = rows
-        if "search" in wanted:
-            with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
-                built = bm.build_search_bench_collection(Path(tmp), cache, embedder, points)
-                typer.echo(_store_line("edge", built))
-                r = bm.bench_search_latency(Path(tmp), cache, embedder, rerank, BENCH_QUERIES,
-                                            rerank_depth=rerank_depth)
-            results["search"] = r | {"points": points, "store": built}
-            typer.echo(f"search service on {points} chunks ({len(BENCH_QUERIES)} queries x 3, "
-                       f"top 10): no rerank p50/p95 {r['no_rerank']['p50_ms']:.1f}/"
-                       f"{r['no_rerank']['p95_ms']:.1f} ms; rerank ({rerank}, depth "
-                       f"{r['rerank_depth']}) {r['rerank']['p50_ms']:.1f}/"
-                       f"{r['rerank']['p95_ms']:.1f} ms; stage p50 without rerank "
-                       f"{_stages(r['no_rerank']['stage_p50_ms'])}; with rerank "
-                       f"{_stages(r['rerank']['stage_p50_ms'])}")
-        if "scifact" in wanted:
-            folder = settings.shared_data_dir / "beir_scifact"
-            r = bm.scifact_consistency(folder, embedder, cache, settings, log=typer.echo,
-                                       max_docs=scifact_docs)
-            results["scifact"] = r
-            typer.echo(f"SciFact nDCG@10 ({r['queries']} queries, {r['documents']} docs, "
-                       f"{r['chunks']} chunks, {r['docs_with_same_text_as_eval']} with facet "
-                       f"eval's text, {r['embedder']}): index -> search service "
-                       f"{r['service_ndcg10']:.4f}, facet eval {r['facet_eval_ndcg10']:.4f}, "
-                       f"|diff| {r['abs_diff']:.4f}")
-        if "gircse-cache" in wanted:
-            sentences = bm.stsb_sentences(settings.shared_data_dir, texts)
-            r = bm.bench_gircse_cache(gircse, gircse_baseline, sentences, device=settings.device,
-                                      rounds=rounds, soft_tokens=soft_tokens, log=typer.echo)
-            results["gircse_cache"] = r
-            med = r["seconds_median"]
-            typer.echo(f"GIRCSE K={r['soft_tokens']} encode of {r['texts']} STS-B sentences on {r['device']} "
-                       f"(median of {rounds}): with KV cache {med['cache']:.2f}s, without {med['no_cache']:.2f}s, "
-                       f"{r['baseline']} {med['baseline']:.2f}s; ratio to {r['baseline']}: cache "
-                       f"{r['ratio_cache_to_baseline']:.2f}x, no cache {r['ratio_no_cache_to_baseline']:.2f}x; "
-                       f"cache speed-up {r['speedup_cache']:.2f}x; max |cache - no cache| "
-                       f"{r['max_abs_diff_cache_vs_no_cache']:.2e}")
-        if "api-search" in wanted or "api-embed" in wanted:
-            results.update(_api_parts(wanted, settings, cache, embedder, points, bench_dir,
-                                      clients, api_texts, texts_per_request,
-                                      threads or settings.query_threads, rounds))
-        results["load_average_end"] = bm.load_average()
-        typer.echo(f"load average at the end {results['load_average_end']}")
+        # `--out -`: stdout carries the JSON alone, so the lines said while measuring go to
+        # stderr (they were mixed into the JSON a script read).
+        with contextlib.redirect_stdout(sys.stderr) if out is not None and is_stdout(out) \
+                else contextlib.nullcontext():
+            typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
+            if "index" in wanted:
+                with tempfile.TemporaryDirectory(prefix="facet-bench-src-") as tmp:
+                    src = source or bm.banking77_corpus(
+                        settings.shared_data_dir / "banking77" / "train.csv",
+                        Path(tmp) / "banking77_train.jsonl", index_docs)
+                    r = bm.bench_indexing(src, embedder, cache, rounds=rounds, log=typer.echo)
+                if not r["chunks"]:  # "0 docs ... ratio 0.000 ... non-encode share 100.0%"
+                    raise DataError(f"--source {src}: no text to index in it ({r['documents']} "
+                                    "documents, 0 chunks); nothing to measure")
+                results["index"] = r
+                st = r["stage_s_median"]
+                typer.echo(
+                    f"indexing {r['documents']} docs / {r['chunks']} chunks with {r['embedder']}, "
+                    f"median of {rounds} alternating runs: bare encode {r['bare_encode_s']:.1f}s "
+                    f"({r['bare_chunks_per_s']:.1f} chunks/s), end-to-end {r['end_to_end_s']:.1f}s "
+                    f"({r['end_to_end_chunks_per_s']:.1f} chunks/s): ratio {r['ratio']:.3f} "
+                    f"(CPU-seconds ratio {r['cpu_ratio']:.3f}); median stages "
+                    + ", ".join(f"{k} {v:.2f}s" for k, v in st.items())
+                    + f"; non-encode share {r['non_encode_share']:.1%}")
+            if "store" in wanted:
+                dim = int(cache.get(embedder).dim)
+                rows = []
+                with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
+                    for label, make in (("edge", lambda t: EdgeStore(Path(t) / "edge")),
+                                        ("local", lambda t: QdrantClientStore(path=Path(t) / "local"))):
+                        store = make(tmp)
+                        try:
+                            r = bm.bench_store(store, local_points, dim)
+                        finally:
+                            store.close()
+                        rows.append(r)
+                        typer.echo(_store_line(label, r))
+                results["store"] = rows
+            if "search" in wanted:
+                with tempfile.TemporaryDirectory(prefix="facet-bench-") as tmp:
+                    built = bm.build_search_bench_collection(Path(tmp), cache, embedder, points)
+                    typer.echo(_store_line("edge", built))
+                    r = bm.bench_search_latency(Path(tmp), cache, embedder, rerank, BENCH_QUERIES,
+                                                rerank_depth=rerank_depth)
+                results["search"] = r | {"points": points, "store": built}
+                typer.echo(f"search service on {points} chunks ({len(BENCH_QUERIES)} queries x 3, "
+                           f"top 10): no rerank p50/p95 {r['no_rerank']['p50_ms']:.1f}/"
+                           f"{r['no_rerank']['p95_ms']:.1f} ms; rerank ({rerank}, depth "
+                           f"{r['rerank_depth']}) {r['rerank']['p50_ms']:.1f}/"
+                           f"{r['rerank']['p95_ms']:.1f} ms; stage p50 without rerank "
+                           f"{_stages(r['no_rerank']['stage_p50_ms'])}; with rerank "
+                           f"{_stages(r['rerank']['stage_p50_ms'])}")
+            if "scifact" in wanted:
+                folder = settings.shared_data_dir / "beir_scifact"
+                r = bm.scifact_consistency(folder, embedder, cache, settings, log=typer.echo,
+                                           max_docs=scifact_docs)
+                results["scifact"] = r
+                typer.echo(f"SciFact nDCG@10 ({r['queries']} queries, {r['documents']} docs, "
+                           f"{r['chunks']} chunks, {r['docs_with_same_text_as_eval']} with facet "
+                           f"eval's text, {r['embedder']}): index -> search service "
+                           f"{r['service_ndcg10']:.4f}, facet eval {r['facet_eval_ndcg10']:.4f}, "
+                           f"|diff| {r['abs_diff']:.4f}")
+            if "gircse-cache" in wanted:
+                sentences = bm.stsb_sentences(settings.shared_data_dir, texts)
+                r = bm.bench_gircse_cache(gircse, gircse_baseline, sentences, device=settings.device,
+                                          rounds=rounds, soft_tokens=soft_tokens, log=typer.echo)
+                results["gircse_cache"] = r
+                med = r["seconds_median"]
+                typer.echo(f"GIRCSE K={r['soft_tokens']} encode of {r['texts']} STS-B sentences on {r['device']} "
+                           f"(median of {rounds}): with KV cache {med['cache']:.2f}s, without {med['no_cache']:.2f}s, "
+                           f"{r['baseline']} {med['baseline']:.2f}s; ratio to {r['baseline']}: cache "
+                           f"{r['ratio_cache_to_baseline']:.2f}x, no cache {r['ratio_no_cache_to_baseline']:.2f}x; "
+                           f"cache speed-up {r['speedup_cache']:.2f}x; max |cache - no cache| "
+                           f"{r['max_abs_diff_cache_vs_no_cache']:.2e}")
+            if "api-search" in wanted or "api-embed" in wanted:
+                results.update(_api_parts(wanted, settings, cache, embedder, points, bench_dir,
+                                          clients, api_texts, texts_per_request,
+                                          threads or settings.query_threads, rounds))
+            results["load_average_end"] = bm.load_average()
+            typer.echo(f"load average at the end {results['load_average_end']}")
         if out is not None:
             write_out_file(out, json.dumps(results, indent=2))
-            typer.echo(f"wrote {out}")
+            if not is_stdout(out):
+                typer.echo(f"wrote {out}")
 
 
 def _check_source(source: Path) -> None:

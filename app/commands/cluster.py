@@ -35,9 +35,10 @@ from app.commands.common import (
     write_out_file,
 )
 from app.errors import InvalidRequestError, NotFoundError, TooLargeError
+from app.files import is_stdout
 from app.services.clustering import MAX_K
 from app.settings import get_settings
-from app.text import plural, printable
+from app.text import plural, printable, printable_json
 
 DEFAULT_K = 8
 
@@ -273,7 +274,11 @@ def register(cli: typer.Typer) -> None:
             "--answer-tokens", help="tokens InBedder generates per text (default: its answer_max_tokens)")] = None,
         seed: Annotated[int, typer.Option("--seed")] = 0,
         out: Annotated[Path | None, typer.Option(
-            "--out", "-o", help="write the clusters as JSON", callback=expand_home)] = None,
+            "--out", "-o", help="write the clusters as JSON to this file ('-': standard output; "
+                                "the listing then goes to stderr)", callback=expand_home)] = None,
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="machine-readable output: one JSON object (as POST /cluster answers, "
+                           "with each cluster's members) instead of the listing")] = False,
     ) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
         from app.commands.search import spec_label
@@ -296,7 +301,8 @@ def register(cli: typer.Typer) -> None:
                                           f"silhouette (--k 0); --k {k}{default} sets k itself")
             if not 2 <= max_k <= MAX_K:
                 raise InvalidRequestError(f"--max-k must be from 2 to {MAX_K}, got {max_k}")
-        if out is not None and source is not None and _same_file(out, source):
+        to_stdout = out is not None and is_stdout(out)
+        if out is not None and not to_stdout and source is not None and _same_file(out, source):
             # The JSON result replaced the texts (exit 0): refused before any work.
             raise InvalidRequestError(f"--out {out} is the file of texts being clustered; writing "
                                       "the result there would overwrite it: name another JSON file")
@@ -353,16 +359,50 @@ def register(cli: typer.Typer) -> None:
             typer.echo(chosen, err=True)
         if result.note:
             typer.echo(f"note: {printable(result.note)}", err=True)
-        for c in result.clusters:
+        # With --json the object replaces the listing, as `facet search --json`'s; with `-o -`
+        # stdout carries the JSON alone and the listing goes to stderr.
+        for c in result.clusters if not as_json else ():
             # Names and keywords are words of the texts' answers, members the texts: a control
             # character in them would reach the terminal (printable shows it escaped).
             share = f" ({c.name_share} answers)" if c.name_share else ""
             name = printable(' '.join(c.name.split()))
             words = ', '.join(printable(w) for w in c.keywords)
-            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share} · {words}")
+            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share} · {words}",
+                       err=to_stdout)
             for text in c.representatives:  # one line each: a text's own newlines could pass for output
-                typer.echo(f"    - {printable(_one_line(text), body=True)}")
-        if out is not None:
-            payload = result.to_dict() | {"source": str(source or collection), "seed": seed}
+                typer.echo(f"    - {printable(_one_line(text), body=True)}", err=to_stdout)
+        if out is None and not as_json:
+            return
+        payload = cluster_payload(result, str(source or collection), seed)
+        if as_json:
+            typer.echo(printable_json(payload))
+        if out is not None and not (to_stdout and as_json):  # (`--json -o -`: printed once)
             write_out_file(out, json.dumps(payload, indent=1))
-            typer.echo(f"wrote {printable(str(out))}")
+            if not to_stdout:
+                typer.echo(f"wrote {printable(str(out))}", err=as_json)
+
+
+def cluster_payload(result: Any, source: str, seed: int) -> dict[str, Any]:
+    """What ``--json`` prints and ``--out`` writes: the clustering as POST /cluster answers it
+    (``ClusterResponse.to_dict``), the ``source`` (the file or collection) and ``seed``, and in
+    each cluster its ``members``: every text of it in the order of ``texts``, each with its
+    ``index`` there, its ``text``, where it came from (a collection's chunk: ``doc_id``,
+    ``chunk_no``, ``title`` and ``id``, its point id, as `facet search --json` gives it) and,
+    where an explainer named the clusters, its ``answer``."""
+    payload: dict[str, Any] = result.to_dict() | {"source": source, "seed": seed}
+    members: dict[int, list[dict[str, Any]]] = {c.id: [] for c in result.clusters}
+    for i, (label, text, where) in enumerate(zip(result.labels, result.texts, result.sources,
+                                                 strict=True)):
+        member: dict[str, Any] = {"index": i}
+        if where.get("doc_id") is not None and where.get("chunk_no") is not None:
+            from indexer.store import point_id
+
+            member["id"] = point_id(where["doc_id"], where["chunk_no"])
+        member |= {key: value for key, value in where.items() if key != "index"}
+        member["text"] = text
+        if result.answers is not None:
+            member["answer"] = result.answers[i]
+        members.setdefault(int(label), []).append(member)
+    for cluster in payload["clusters"]:
+        cluster["members"] = members.get(cluster["id"], [])
+    return payload

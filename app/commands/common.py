@@ -30,7 +30,7 @@ from app.errors import (
     UnknownModelError,
     as_domain_error,
 )
-from app.files import probe_writable
+from app.files import is_stdout, probe_writable
 from app.settings import get_settings
 from app.text import printable
 
@@ -257,10 +257,14 @@ def prepare_out_file(out: Path, flag: str = "--out") -> None:
     """Check, before any work, that the JSON file ``out`` can be written: not a folder, its
     folder created and writable (a command that found out only at the end lost its figures).
 
+    ``-`` is standard output (``write_out_file``): nothing to check.
+
     Raises:
         InvalidRequestError: ``out`` is a folder.
         DataError: its folder cannot be created or written to, or the file cannot be.
     """
+    if is_stdout(out):
+        return
     out = out.expanduser()
     if out.is_dir():
         raise InvalidRequestError(f"{flag} {out} is a folder; name the JSON file to write")
@@ -278,11 +282,19 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
     """Write ``text`` to ``out`` (checked by ``prepare_out_file``); a failure that came after the
     check (a full disk) is one line, not a traceback.
 
+    ``out`` ``-`` is standard output, as Unix tools read it (``-o -``): the same text, with a
+    final newline; a failed write of it is the output's (``output_error_exit``: a closed pipe
+    exits 0, a full disk is one line and exit 4). A file named ``-`` was written in the current
+    folder. A caller that prints more on stdout moves it to stderr then (``is_stdout``).
+
     Raises:
         DataError: the file cannot be written.
     """
     import secrets
 
+    if is_stdout(out):
+        typer.echo(text)
+        return
     out = out.expanduser()
     # Written beside it, then renamed over it: a full disk cut the file short in place, the
     # earlier output lost and the new one invalid JSON (or a 0-byte file on a first run). Only

@@ -617,6 +617,46 @@ def _call_option(name: str, value: Any) -> Any:
 _KEEP: Any = object()
 
 
+class TextTypeError(InvalidRequestError, TypeError):
+    """An argument of ``FacetEmbeddings`` of the wrong type (bytes, a number, a list holding
+    one): a ``TypeError``, as Python's own refusals of a wrong argument are, and the facade's
+    ``InvalidRequestError``, as the refusal of a bare str always was."""
+
+
+def _shown(value: Any) -> str:
+    """``value``'s type and the start of its repr: ``bytes (b'abc')``."""
+    shown = repr(value)
+    return f"{type(value).__name__} ({shown if len(shown) <= 40 else shown[:39] + '…'})"
+
+
+def _decode(what: str) -> str:
+    """What to do with bytes given for text: they are not decoded here (which encoding?)."""
+    return f"decode {what} first (data.decode('utf-8'))"
+
+
+def _documents_given(texts: Any) -> list[str]:
+    """``texts`` as a list, refused with ``TextTypeError`` unless it is an iterable of str:
+    bytes were embedded as one "text" per byte value ("texts[0] is int (97)"), and a list
+    holding a number said "texts[1] is int (3)" without naming the call or what it takes."""
+    if isinstance(texts, str):  # one vector per character, or "texts[4] is empty"
+        raise TextTypeError("embed_documents takes a list of texts, got a str "
+                            "(use embed_query for one)")
+    if isinstance(texts, (bytes, bytearray, memoryview)):
+        raise TextTypeError(f"embed_documents takes a list of texts (str), got {_shown(texts)}: "
+                            f"{_decode('them')}, and give a list of texts")
+    try:
+        listed = list(texts)
+    except TypeError:  # None, a number: "'NoneType' object is not iterable"
+        raise TextTypeError(f"embed_documents takes a list of texts (str), got "
+                            f"{_shown(texts)}") from None
+    for i, item in enumerate(listed):
+        if not isinstance(item, str):
+            hint = f"; {_decode('it')}" if isinstance(item, (bytes, bytearray, memoryview)) else ""
+            raise TextTypeError(f"embed_documents takes a list of texts (str); texts[{i}] is "
+                                f"{_shown(item)}{hint}")
+    return listed
+
+
 class FacetEmbeddings(_SharesTheFacade, BaseModel, Embeddings):
     """A Facet embedder as LangChain ``Embeddings``: documents and queries each read under
     their own instruction (instruction-aware embedders need both).
@@ -679,13 +719,18 @@ class FacetEmbeddings(_SharesTheFacade, BaseModel, Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Document vectors (role ``document``, ``document_instruction``), L2-normalised."""
-        if isinstance(texts, str):  # one vector per character, or "texts[4] is empty"
-            raise InvalidRequestError("embed_documents takes a list of texts, got a str "
-                                      "(use embed_query for one)")
-        return self._embed(list(texts), Role.DOCUMENT, self.document_instruction)
+        return self._embed(_documents_given(texts), Role.DOCUMENT, self.document_instruction)
 
     def embed_query(self, text: str) -> list[float]:
         """The query vector (role ``query``, ``query_instruction``), L2-normalised."""
+        if not isinstance(text, str):  # it was "texts[0] is bytes", naming a list not given
+            if isinstance(text, (bytes, bytearray, memoryview)):
+                hint = f": {_decode('it')}"
+            elif isinstance(text, (list, tuple)):
+                hint = ": use embed_documents for several"
+            else:
+                hint = ""
+            raise TextTypeError(f"embed_query takes one text (a str), got {_shown(text)}{hint}")
         if isinstance(text, str) and not text.strip():  # it was "texts[0] is empty": no list given
             raise InvalidRequestError("the query is empty: give the text to embed")
         return self._embed([text], Role.QUERY, self.query_instruction)[0]

@@ -1,0 +1,63 @@
+"""``--out -`` / ``-o -`` is standard output, as Unix tools read it: it wrote a file named "-"
+in the current folder (and said "wrote -"). One place reads it (``write_out_file`` and its
+check, ``prepare_out_file``), so every command with an output file takes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.commands.common import prepare_out_file, write_out_file
+from tests.app.cli_runner import invoke_cli
+
+TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
+         "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
+
+
+def test_write_out_file_dash_is_stdout(tmp_path, monkeypatch, capsys) -> None:
+    """The shared writer (`facet cluster --out`, `facet bench --out`): the text on stdout, no
+    file "-" checked or written."""
+    monkeypatch.chdir(tmp_path)
+    prepare_out_file(Path("-"))
+    write_out_file(Path("-"), '{"a": 1}')
+    assert capsys.readouterr().out == '{"a": 1}\n'
+    assert list(tmp_path.iterdir()) == []
+    write_out_file(tmp_path / "-", "x")  # a file named "-", spelt with its folder, is a file
+    assert (tmp_path / "-").read_text() == "x"
+
+
+def test_cluster_out_dash_prints_the_file_content_on_stdout(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS))
+    base = ["cluster", str(src), "-i", "What does the customer want?", "--k", "2",
+            "--embedder", "minilm", "--explain", ""]
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    to_file = invoke_cli(*base, "--out", str(tmp_path / "c.json"), env=env)
+    assert to_file.returncode == 0, to_file.stderr
+    dashed = invoke_cli(*base, "-o", "-", env=env)
+    assert dashed.returncode == 0, dashed.stderr
+    assert not (tmp_path / "-").exists(), "wrote a file named '-'"
+    printed = json.loads(dashed.stdout)  # stdout is the JSON alone: no listing, no "wrote -"
+    written = json.loads((tmp_path / "c.json").read_text())
+    for varies in ("timings_ms", "encode_reused"):
+        printed.pop(varies), written.pop(varies)
+    assert printed == written
+    # The listing the file's run printed on stdout went to stderr, whole.
+    listing = [line for line in to_file.stdout.splitlines() if not line.startswith("wrote ")]
+    assert listing and all(line in dashed.stderr.splitlines() for line in listing), dashed.stderr
+    assert "wrote" not in dashed.stdout + dashed.stderr
+
+
+def test_bench_out_dash_prints_the_json_alone_and_its_lines_on_stderr(tmp_path, monkeypatch) -> None:
+    """`facet bench --out -` printed its measurement lines and "wrote -" on stdout around the
+    JSON, so a script reading stdout got no JSON it could parse."""
+    monkeypatch.chdir(tmp_path)
+    done = invoke_cli("bench", "--parts", "store", "--points", "5", "--local-points", "5",
+                      "--out", "-", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["store"]  # stdout is the JSON alone
+    assert [(r["backend"], r["points"]) for r in rows] == [("edge", 5), ("local", 5)]
+    assert "load average" in done.stderr and "store edge 5 x" in done.stderr
+    assert "wrote" not in done.stdout + done.stderr
+    assert not (tmp_path / "-").exists()
