@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -52,6 +52,8 @@ class EncoderMeanEmbedder(BlendsInstruction, BaseEmbedder):
 
     method = "encoder-mean"
     OPTIONS = ("instruction_weight",)  # "minilm[instruction_weight=1]"
+    # Its options' values are checked without loading it too (``check_embedder``).
+    config_class: ClassVar[type[EncoderMeanConfig]] = EncoderMeanConfig
 
     def __init__(self, name: str = "minilm", backbone_name: str = DEFAULT_ENCODER, *,
                  prompts: PromptConfig | None = None, max_length: int = 256,

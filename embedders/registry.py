@@ -34,7 +34,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_type_hints
 
 from embedders.base import CONFIG_FILE, BaseEmbedder, recover_checkpoint
 from embedders.contract import Embedder
@@ -73,6 +73,9 @@ class EmbedderInfo:
     path: Path | None = None  # a registered checkpoint's directory
     explains: bool | None = None  # whether its model generates answers (None: not said)
     reads_instructions: bool = True  # False: its model ignores an instruction (a plugin says)
+    # The class of the model its factory builds, where the registration said (``model_class=``):
+    # its OPTIONS and ``config_class`` let ``check_embedder`` check options without loading it.
+    model_class: type | None = None
 
 
 _EMBEDDERS: dict[str, EmbedderInfo] = {}
@@ -228,7 +231,8 @@ def register_checkpoints() -> list[str]:
 
 
 def register_embedder(name: str, factory: EmbedderFactory, description: str, kind: str | None = None,
-                      *, explains: bool | None = None, reads_instructions: bool = True) -> None:
+                      *, explains: bool | None = None, reads_instructions: bool = True,
+                      model_class: type | None = None) -> None:
     """Make ``name`` loadable with ``load_embedder(name)``.
 
     Args:
@@ -243,6 +247,12 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
         reads_instructions: False for a model whose vectors an instruction does not change (a
             hashing or bag-of-words model): searches say its instruction was not read, and
             ``auto`` mode stays hybrid for it (``reads_instructions``).
+        model_class: the class of the model ``factory`` builds, whose ``OPTIONS`` (and
+            ``config_class``, a dataclass, if it has one) ``check_embedder`` checks a spec's
+            ``[key=value]`` options against without loading it. Default: a class registered as
+            its own factory, else the concrete class the factory's return annotation names
+            (``def factory(**kw) -> MyEmbedder``); with neither, options are checked when the
+            model loads.
 
     Raises:
         DuplicateRegistrationError: the name is taken (by a packaged embedder or checkpoint too,
@@ -260,7 +270,7 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
     if kind is None:
         kind = "baseline" if getattr(factory, "__module__", "") == "embedders.builtin" else "plugin"
     _EMBEDDERS[key] = EmbedderInfo(key, description, kind, factory, explains=explains,
-                                   reads_instructions=bool(reads_instructions))
+                                   reads_instructions=bool(reads_instructions), model_class=model_class)
 
 
 def unregister_embedder(name: str) -> None:
@@ -422,21 +432,30 @@ def join_options(base: str, options: dict[str, str]) -> str:
     return f"{base}[{','.join(f'{k}={v}' for k, v in options.items())}]"
 
 
-def apply_option(model: Embedder, key: str, value: str) -> None:
-    """Set an inference-time option (a field of the model's config) from its string form.
+def _offered(fields: Any, declared: Any) -> list[str]:
+    """The options an embedder offers: its config's fields (``fields``: their names; None where
+    its config is not known, then every name) that its ``OPTIONS`` (``declared``) names."""
+    names = set(declared or ())
+    return sorted(names if fields is None else (k for k in fields if k in names))
 
-    The value is parsed as the field's current type, so ``soft_tokens=10`` becomes an int.
+
+def _no_option(name: str, key: str, options: list[str]) -> InvalidInputError:
+    return InvalidInputError(
+        f"embedder {name!r} has no option {key!r}; options: {', '.join(options) or 'none'}"
+        + ("" if options else " (an embedder offers the fields of its `config` dataclass that "
+           "its OPTIONS tuple names)"))
+
+
+def _parse_option(name: str, model_class: type, config: Any, key: str, value: str) -> tuple[Any, bool]:
+    """``key=value`` read for an embedder named ``name`` of class ``model_class`` whose config (a
+    dataclass instance) is ``config``, ``key`` being one of its options: the value parsed as the
+    field's current type, and whether a settable property of the class takes it (its setter
+    validates the value) rather than the config field directly.
 
     Raises:
-        InvalidInputError: the model has no such option, or the value does not parse.
+        InvalidInputError: the value does not parse, or the class has a read-only property of
+            that name.
     """
-    config = getattr(model, "config", None)
-    options = sorted(k for k in getattr(config, "__dataclass_fields__", {}) if k in getattr(model, "OPTIONS", ()))
-    if key not in options:
-        raise InvalidInputError(
-            f"embedder {model.name!r} has no option {key!r}; options: {', '.join(options) or 'none'}"
-            + ("" if options else " (an embedder offers the fields of its `config` dataclass that "
-               "its OPTIONS tuple names)"))
     current = getattr(config, key)
     try:
         parsed: Any
@@ -450,22 +469,75 @@ def apply_option(model: Embedder, key: str, value: str) -> None:
         kind = {"int": "whole number", "float": "number", "bool": "true or false",
                 "str": "text"}.get(type(current).__name__, type(current).__name__)
         raise InvalidInputError(f"option {key}={value!r}: expected a {kind}") from e
+    attribute = getattr(model_class, key, None)
+    if not isinstance(attribute, property):
+        return parsed, False
+    if attribute.fset is None:
+        # A read-only property was an AttributeError traceback (`toy[dim=16]`); setting
+        # the config field under it could leave whatever the model built from it stale.
+        raise InvalidInputError(
+            f"option {key!r} of embedder {name!r} cannot be set: {model_class.__name__}."
+            f"{key} is a read-only property; the embedder should give it a setter, or "
+            "drop it from OPTIONS")
+    return parsed, True
+
+
+def _replaced(config: Any, key: str, value: str, parsed: Any) -> Any:
+    """A copy of ``config`` with ``key`` set to ``parsed``, made by ``dataclasses.replace``, which
+    runs the config's checks.
+
+    Raises:
+        InvalidInputError: the config's checks refuse the value (their message).
+    """
     try:
-        attribute = getattr(type(model), key, None)
-        if isinstance(attribute, property):
-            if attribute.fset is None:
-                # A read-only property was an AttributeError traceback (`toy[dim=16]`); setting
-                # the config field under it could leave whatever the model built from it stale.
-                raise InvalidInputError(
-                    f"option {key!r} of embedder {model.name!r} cannot be set: {type(model).__name__}."
-                    f"{key} is a read-only property; the embedder should give it a setter, or "
-                    "drop it from OPTIONS")
-            setattr(model, key, parsed)  # a property validates the value
-        else:
-            dataclasses.replace(config, **{key: parsed})  # type: ignore[type-var]  # runs the config's checks
-            setattr(config, key, parsed)
+        return dataclasses.replace(config, **{key: parsed})
     except ValueError as e:
         raise InvalidInputError(f"option {key}={value!r}: {e}") from e
+
+
+def apply_option(model: Embedder, key: str, value: str) -> None:
+    """Set an inference-time option (a field of the model's config) from its string form.
+
+    The value is parsed as the field's current type, so ``soft_tokens=10`` becomes an int.
+
+    Raises:
+        InvalidInputError: the model has no such option, or the value does not parse.
+    """
+    config = getattr(model, "config", None)
+    options = _offered(getattr(config, "__dataclass_fields__", {}), getattr(model, "OPTIONS", ()))
+    if key not in options:
+        raise _no_option(model.name, key, options)
+    parsed, through_property = _parse_option(model.name, type(model), config, key, value)
+    if not through_property:
+        _replaced(config, key, value, parsed)  # runs the config's checks
+        setattr(config, key, parsed)
+        return
+    try:
+        setattr(model, key, parsed)  # a property validates the value
+    except ValueError as e:
+        raise InvalidInputError(f"option {key}={value!r}: {e}") from e
+
+
+def check_options(name: str, model_class: type, config: Any, options: dict[str, str]) -> None:
+    """Check ``options`` (``split_options``'s) as ``apply_option`` would apply them, one after
+    another, to the embedder named ``name`` of class ``model_class``, without one. ``config``
+    is the config it would load with (a dataclass instance: names and values are checked, the
+    values by the config's own checks, a property's too, as its setter makes them), its config
+    class (names only), or None where only the class is known (names checked against its
+    ``OPTIONS``); unchecked values are checked when it loads, as are a setter's checks that need
+    the loaded model (a ``max_length`` past the backbone's positions).
+
+    Raises:
+        InvalidInputError: as ``apply_option``, with its messages.
+    """
+    fields = None if config is None else getattr(config, "__dataclass_fields__", {})
+    offered = _offered(fields, getattr(model_class, "OPTIONS", ()))
+    for key, value in options.items():
+        if key not in offered:
+            raise _no_option(name, key, offered)
+        if config is not None and not isinstance(config, type):
+            parsed = _parse_option(name, model_class, config, key, value)[0]
+            config = _replaced(config, key, value, parsed)
 
 
 def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwargs: Any) -> BaseEmbedder:
@@ -597,19 +669,35 @@ def saved_name(name_or_path: str) -> str | None:
 
 def check_embedder(name_or_path: str) -> None:
     """Check, without loading any weights, that ``name_or_path`` can be loaded: a registered
-    name, or a checkpoint directory whose config a known method reads (options after the name
-    are checked when it loads). For commands that run one embedder after another, so that a
-    typo in the last one is found before the first has run.
+    name, or a checkpoint directory whose config a known method reads, and the ``[key=value]``
+    options after it, as ``apply_option`` checks them (``check_options``): each name one the
+    embedder offers, each value of its field's type and accepted by its config's checks. For
+    commands that run one embedder after another, so that a typo in the last one is found before
+    the first has run, and for the server and workers, checked at start.
+
+    The options are known without loading for a checkpoint of a trainable method (its model
+    class's ``OPTIONS``, its saved config) and for a registered name whose model class is known
+    (``register_embedder``'s ``model_class``, or its factory's return annotation: the packaged
+    names'); where only a class without a config class is known, the names are
+    checked and the values when it loads. A plugin's name whose class is not known, and a
+    checkpoint of a method that is not trainable (a saved baseline), keep their options
+    checked when they load.
 
     Raises:
         UnknownEmbedderError: neither a registered name nor a checkpoint directory.
         CheckpointError: a config that cannot be read, an unknown method, a config value its
             method refuses, a missing or damaged weight file (its header read, no tensor).
+        InvalidInputError: options not written ``name[key=value,...]``, an option the embedder
+            does not offer, or a value its field or config refuses (``apply_option``'s message).
     """
     info, directory = _resolve(str(name_or_path))
+    options = _split_spec(str(name_or_path))[1]
     if directory is None:
         if info is None:
             raise _unknown(str(name_or_path))
+        model_class = _model_class(info) if options else None
+        if model_class is not None:
+            check_options(info.name, model_class, _default_config(model_class), options)
         return
     meta = read_checkpoint_config(directory)
     method = meta.get("method")
@@ -626,6 +714,39 @@ def check_embedder(name_or_path: str) -> None:
 
         if isinstance(config, MethodConfig):
             check_saved_weights(directory, config)
+        if options:  # the loaded model's name: its config's, else its method's
+            name = str(meta.get("name") or getattr(registered.model_class, "method", method))
+            check_options(name, registered.model_class, config, options)
+
+
+def _model_class(info: EmbedderInfo) -> type | None:
+    """The class of the model ``info``'s factory builds, known without calling it: the one its
+    registration gave, a class registered as its own factory, or the concrete class its factory's
+    return annotation names (not a protocol nor an abstract base, which a subclass with other
+    options would fill); None where none says."""
+    if info.model_class is not None:
+        return info.model_class
+    if inspect.isclass(info.factory):
+        return info.factory
+    try:
+        returned = get_type_hints(info.factory).get("return")
+    except Exception:  # an annotation that does not resolve here: the load will tell
+        return None
+    if not inspect.isclass(returned) or inspect.isabstract(returned) or getattr(returned, "_is_protocol", False):
+        return None
+    return returned
+
+
+def _default_config(model_class: type) -> Any:
+    """A default config of ``model_class``'s ``config_class`` (a dataclass), to check option values
+    on; the class itself where it has no default (its field names only); None without one."""
+    config_class = getattr(model_class, "config_class", None)
+    if not (isinstance(config_class, type) and dataclasses.is_dataclass(config_class)):
+        return None
+    try:
+        return config_class()
+    except Exception:  # required fields, or defaults its own checks refuse: names only
+        return config_class
 
 
 def answers_questions(name_or_path: str) -> bool | None:

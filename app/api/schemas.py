@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from app.errors import InvalidRequestError
 from app.services.clustering import MAX_K, MAX_SEED
-from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED
+from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo
 from app.services.search import (
     MAX_TOP_K,
     SearchMode,
@@ -360,3 +360,16 @@ class SearchAnswer(SearchResponse):
     results: list[SearchHit]  # type: ignore[assignment]
     # The mode that ran, as an enum in /openapi.json (the service's is a str): never "auto".
     mode: Literal["dense", "hybrid", "lexical"] = "dense"
+
+
+@dataclass
+class ListedCollection(CollectionInfo):
+    """A ``GET /collections`` entry: the service's ``CollectionInfo``, and whether it is a
+    "stray", as ``facet collections --json`` marks it."""
+
+    stray: Annotated[bool, Field(description=(
+        "true for vectors the embedded store holds under this name that no collection of this "
+        "metadata database owns (its facet.db lost, restored from another copy than qdrant-edge/, "
+        "or another database's): only name, backend, points and disk_bytes are known, the counts "
+        "are 0; `facet delete NAME` (the facade's delete_collection) removes them. Never true for "
+        "a Qdrant server's collections, which may be other applications'"))] = False

@@ -44,6 +44,7 @@ from app.api.schemas import (
     JobBody,
     JobListQuery,
     JobQuery,
+    ListedCollection,
     ModelInfo,
     ModelList,
     QueryInt,
@@ -189,17 +190,19 @@ def check_api_models(models: Sequence[str] | None) -> None:
 
     Raises:
         InvalidRequestError: a name neither registered nor a checkpoint directory (or a
-            checkpoint whose config cannot be read), named.
+            checkpoint whose config cannot be read), or ``[key=value]`` options its embedder
+            does not offer or whose values it refuses (``minilm[bogus=1]`` started a server
+            whose first request with it failed), named.
     """
     if not models:
         return
-    from embedders.errors import CheckpointError, UnknownEmbedderError
+    from embedders.errors import CheckpointError, InvalidInputError, UnknownEmbedderError
     from embedders.registry import check_embedder
 
     for name in models:
         try:
             check_embedder(name)
-        except (UnknownEmbedderError, CheckpointError) as e:
+        except (UnknownEmbedderError, CheckpointError, InvalidInputError) as e:
             reason = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
             raise InvalidRequestError(f"FACET_API_MODELS names {name!r}, which cannot be served: "
                                       f"{reason}") from e
@@ -619,11 +622,17 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         return _json(asdict(facet.cancel_job(job_id, collection or given)))
 
     # A store server out of reach: 503.
-    @app.get("/collections", dependencies=auth, response_model=list[CollectionInfo],
+    @app.get("/collections", dependencies=auth, response_model=list[ListedCollection],
              responses=fails(*facade, 503))
     def collections(facet: FacetDep) -> Response:
-        """Every collection with its counts and embedders."""
-        return _json([asdict(c) for c in facet.collections()])
+        """Every collection with its counts and embedders, ``"stray": false``; first, as
+        ``facet collections --json`` lists them, the embedded store's vectors that no collection
+        of this database owns, ``"stray": true`` (they were left out: a client saw nothing under
+        a name that indexing then refused)."""
+        infos = facet.collections()
+        strays = facet.stray_collections()
+        return _json([asdict(i) | {"stray": True} for i in strays]
+                     + [asdict(i) | {"stray": False} for i in infos])
 
     @app.get("/collections/{name}", dependencies=auth, response_model=CollectionInfo,
              responses=fails(*facade, 404, 503))
