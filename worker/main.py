@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from app.errors import InvalidRequestError, domain_errors
-from app.remote import QUEUES, check_broker
+from app.remote import QUEUES, check_broker, check_result_backend
 from app.settings import FacetSettings, get_settings
 
 logger = logging.getLogger(__name__)
@@ -87,8 +87,9 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
     Raises:
         InvalidRequestError: an unknown queue or pool.
         UnknownModelError, DataError: a ``FACET_WORKER_PRELOAD`` name that cannot be loaded.
-        UnavailableError: the broker or the metadata database cannot be reached (said within
-            seconds), or ``FACET_DEVICE=cuda`` without a GPU.
+        UnavailableError: the broker, the result backend (``FACET_RESULT_BACKEND`` set apart
+            from the broker) or the metadata database cannot be reached (said within seconds),
+            or ``FACET_DEVICE=cuda`` without a GPU.
     """
     names = parse_queues(queues)
     if pool not in ("prefork", "solo", "threads"):
@@ -107,6 +108,10 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
 
     check_database(settings)
     check_broker(settings)
+    # Unchecked, a worker with its result backend out of reach said "ready" and every result
+    # it sent was lost (a query's client waited for FACET_WORKER_TIMEOUT_S). Unset, or the
+    # broker's own URL: the broker just checked holds the results.
+    check_result_backend(settings)
     from celery.utils.nodenames import default_nodename, host_format
 
     from worker.app import celery_app

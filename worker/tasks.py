@@ -5,6 +5,9 @@
   live job waits (retried until the lease is free).
 * ``facet.index_chunk`` (queue ``index``): index one chunk; the last one completes the job.
   Transient store/database errors are retried with exponential backoff (and jitter).
+* Both check the data folder's disk first (``FACET_MIN_FREE_MB``, ``IndexService.check_room``,
+  as an in-process run does before each batch): on a disk with too little room the job fails
+  before anything more is written, resumable, with the in-process run's message.
 * ``facet.encode`` (queue ``query``, or ``index`` for bulk) and ``facet.generate_answers``:
   the ``QueryEncoder`` seam run on the worker's models; results as base64 float32.
 
@@ -18,9 +21,9 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from app.errors import FacetError, as_domain_error
+from app.errors import FacetError, UnavailableError, as_domain_error
 from app.remote import ANSWERS_TASK, ENCODE_TASK, INDEX_CHUNK_TASK, INDEX_JOB_TASK, encode_result
-from app.services.distributed import ChunkBusy, JobGone, WriterBusy, is_transient
+from app.services.distributed import ChunkBusy, ChunkOutcome, JobGone, WriterBusy, is_transient
 from app.services.indexing import IndexService, PreparedJob
 from worker.app import celery_app, chunk_service, worker_facet
 
@@ -35,11 +38,50 @@ def _backoff(retries: int) -> float:
     return min(60.0, 2.0 ** retries) * (0.5 + random.random() / 2)
 
 
+def _stopped_for_room(service: Any, job_id: int, prepared: PreparedJob | None = None) -> str | None:
+    """Fail job ``job_id`` where the data folder's disk has too little room to write on
+    (``IndexService.check_room``: ``FACET_MIN_FREE_MB``), with the message an in-process run
+    records (resumable: what was indexed is kept); its lease and store shard are let go. The
+    message, or None where there is room, or where the task's own path says what becomes of
+    the job (gone, cancelled, finished, or another database's job of that id).
+
+    A chunk written past a full disk killed the worker's pool process (the embedded store's
+    files are memory-mapped: a bus error) or failed part-way as SQLite's "disk I/O error"."""
+    index = getattr(service, "index", None)
+    if index is None:
+        return None  # (a stand-in service of a test: nothing is written)
+    try:
+        index.check_room()
+        return None
+    except UnavailableError as e:
+        error = e
+    from app.services.collections import resume_command
+    from indexer import metadata as md
+
+    with service.sessions() as session:
+        job = md.get_job(session, job_id)
+        if job is None or job.cancel_requested or job.state not in ("queued", "running"):
+            return None
+        if prepared is not None and (job.collection.name, job.source) != (prepared.collection,
+                                                                           prepared.source):
+            return None
+        # As an in-process run (``IndexService._run_job``) says an ``UnavailableError``.
+        message = (f"{IndexService.failure_message(error)}; run `{resume_command(job)}` again "
+                   "once it is back to resume: what was indexed is kept")
+        index.fail_held(session, job, message)
+    logger.warning("job %d failed: %s", job_id, message)
+    return message
+
+
 @celery_app.task(name=INDEX_JOB_TASK, bind=True, max_retries=None)
 def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """Plan a prepared job (``PreparedJob.to_dict()``) and fan its chunks out."""
     prepared = PreparedJob.from_dict(payload)
     service = chunk_service()
+    # (Planning makes the store collection: an embedded store maps its first files at once.)
+    stopped = _stopped_for_room(service, prepared.job_id, prepared)
+    if stopped is not None:
+        return {"job_id": prepared.job_id, "state": "failed", "message": stopped}
     try:
         numbers = service.plan(prepared)
     except JobGone as e:
@@ -74,6 +116,11 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
 def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
     """Index chunk ``number`` of job ``job_id``."""
     service = chunk_service()
+    # Before the chunk is claimed: it stays unwritten (`queued`), and the job's next run (the
+    # message says the command) indexes its documents.
+    stopped = _stopped_for_room(service, int(job_id))
+    if stopped is not None:
+        return asdict(ChunkOutcome(int(job_id), int(number), "skipped", message=stopped))
     started = time.monotonic()
     try:
         outcome = asdict(service.run_chunk(int(job_id), int(number)))
