@@ -48,13 +48,14 @@ from embedders.explain import AnswerGenerator
 logger = logging.getLogger(__name__)
 
 
-NO_GPU = "device 'cuda' was requested but no CUDA GPU is available; use the cpu device"
+NO_GPU = "device {device!r} was requested but no CUDA GPU is available; use the cpu device"
 
 
-def no_gpu_error() -> UnavailableError:
-    """What ``EmbedderCache.get`` raises for ``FACET_DEVICE=cuda`` without a GPU (``facet
-    worker`` says the same before it starts)."""
-    return UnavailableError(f"{NO_GPU} (FACET_DEVICE=cpu)")
+def no_gpu_error(device: str | None) -> UnavailableError:
+    """What ``EmbedderCache.get`` raises for ``FACET_DEVICE=cuda`` (or ``cuda:N``) without a GPU
+    (``facet worker`` says the same before it starts), naming ``device`` as it was set (it said
+    'cuda' for ``cuda:0``)."""
+    return UnavailableError(f"{NO_GPU.format(device=device or 'cuda')} (FACET_DEVICE=cpu)")
 
 
 class EmbedderCache:
@@ -90,8 +91,11 @@ class EmbedderCache:
                 except DataError as e:
                     if "no CUDA GPU is available" not in str(e):
                         raise
-                    # The setting that asked for it (the embedders, also a library, cannot name it).
-                    raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
+                    # The setting that asked for it (the embedders, also a library, cannot name it),
+                    # and the device as it was given ("cuda:0"; the embedders say "cuda").
+                    if self.device is None:
+                        raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
+                    raise no_gpu_error(self.device) from e
                 self._remember(name, model)
             return model
 

@@ -77,7 +77,7 @@ def check_device(settings: FacetSettings) -> None:
     if _cuda_devices() == 0:
         from app.encoding import no_gpu_error
 
-        raise no_gpu_error()
+        raise no_gpu_error(device)
 
 
 def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info",

@@ -193,7 +193,8 @@ def register(cli: typer.Typer) -> None:
                                                 init_lora_from, device or settings.device)
         else:
             model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from,
-                                      device or settings.device)
+                                      device or settings.device, lora_given=_lora_given(ctx, lora_r, lora_layers,
+                                                                                        lora_targets))
         if not model.trainable_parameters():  # before the data loads; train() would raise it as a traceback
             raise InvalidRequestError(f"{spec.name} has nothing to train with --lora-r 0 (a frozen LLM and no "
                                       "heads of its own); give --lora-r 1 or more")
@@ -234,6 +235,17 @@ def register(cli: typer.Typer) -> None:
         typer.echo(summary(log, out, last_out))
         if log["stopped"] == "interrupted":
             raise typer.Exit(130)
+
+
+def _lora_given(ctx: typer.Context, r: int, layers: str, targets: str) -> dict[str, str]:
+    """The ``--lora-*`` options given on the command line (not left at their defaults), as
+    ``{flag: value}``."""
+    values = {"lora_r": ("--lora-r", str(r)), "lora_layers": ("--lora-layers", layers),
+              "lora_targets": ("--lora-targets", targets)}
+    # By the source's name: typer's ParameterSource is its own copy of click's.
+    given = {name for name in values if getattr(ctx.get_parameter_source(name), "name", "DEFAULT")
+             not in ("DEFAULT", "DEFAULT_MAP")}
+    return {flag: value for name, (flag, value) in values.items() if name in given}
 
 
 def _require_dev_suite(spec: TrainableMethod, flag: str, suite: str, why: str = "") -> None:
@@ -511,34 +523,63 @@ def _lora(r: int, layers_spec: str, targets_spec: str) -> LoraSettings:
 
 
 def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int | None, backbone: str, overrides: dict[str, str],
-           init_from: str | None, device: str | None) -> tuple[Any, dict[str, Any]]:
+           init_from: str | None, device: str | None, *, lora_given: dict[str, str] | None = None,
+           ) -> tuple[Any, dict[str, Any]]:
     """A fresh model, or one continuing ``init_from`` (whose architecture it keeps). Weights are fp32.
 
     ``max_length`` None: the default for a fresh model, the checkpoint's own for ``init_from``
     (its served budget, e.g. GIRCSE's 256, was reset to the option's default by every continuation).
+    ``lora_given``: the ``--lora-*`` options given (``{flag: value}``); with ``init_from``, those
+    that differ from the checkpoint's settings are said to be ignored.
     """
     config_class = spec.model_class.config_class
     if init_from is None:
         try:
             base = config_class(lora=lora, max_length=max_length or DEFAULT_MAX_LENGTH, backbone=backbone)
             config = dataclasses.replace(base, **_typed(config_class, base, overrides))
+            _check_training_positions(config)
             return spec.model_class(config, device=device, dtype="float32"), {"init_from": None}
         except ValueError as e:  # a config value out of range
             raise InvalidRequestError(str(e)) from e
     path, meta = _init_checkpoint(init_from, spec.name, backbone)
     saved = config_class.from_dict(meta["config"])
-    if saved.lora != lora:
-        logger.info("--init-from keeps the checkpoint's LoRA settings (%s); the --lora-* options are ignored",
-                    saved.lora.to_dict())
+    ignored = _ignored_lora_options(lora, saved.lora, lora_given or {})
+    if ignored:
+        logger.info("--init-from keeps the checkpoint's LoRA settings (%s); ignored: %s",
+                    saved.lora.to_dict(), ", ".join(ignored))
     try:
         given = {"max_length": max_length} if max_length is not None else {}
         config = dataclasses.replace(saved, **given, **_typed(config_class, saved, overrides))
+        _check_training_positions(config)
     except ValueError as e:
         raise InvalidRequestError(str(e)) from e
     model = spec.model_class.load(path, meta, device, dtype="float32", config=config)
     from embedders.registry import shown_path
 
     return model, {"init_from": shown_path(path), **_prior_runs(path)}
+
+
+def _ignored_lora_options(lora: LoraSettings, saved: LoraSettings, given: dict[str, str]) -> list[str]:
+    """The given ``--lora-*`` options (``{flag: value}``) whose setting differs from the
+    checkpoint's ``saved`` one, as ``"--flag value"``."""
+    differs = {"--lora-r": lora.r != saved.r, "--lora-layers": lora.layers != saved.layers,
+               "--lora-targets": set(lora.target_modules) != set(saved.target_modules)}
+    return [f"{flag} {value}" for flag, value in given.items() if differs.get(flag, True)]
+
+
+def _check_training_positions(config: Any) -> None:
+    """Refuse a ``max_length`` that, with the tokens the method generates after the text while
+    training or encoding (GIRCSE's soft tokens, InBedder's avg-gen answer tokens), is past the
+    backbone's positions, read from its config before any weights load (where it cannot be
+    read, the loaded model checks).
+
+    Raises:
+        ValueError: as ``embedders.methods.common.check_positions``.
+    """
+    from embedders.methods import common
+
+    common.check_positions(common.position_limit(config.backbone), config.backbone, config.max_length, config,
+                           training=True)
 
 
 def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, overrides: dict[str, str],
@@ -587,8 +628,8 @@ def _prior_runs(path: Path) -> dict[str, Any]:
 
     log_path = path / "train_log.json"
     try:
-        prior = json.loads(log_path.read_text()) if log_path.is_file() else {}
-    except json.JSONDecodeError as e:
+        prior = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InvalidRequestError(f"{log_path} is not valid JSON ({e}); fix or remove it") from e
     if not isinstance(prior, dict) or not prior:
         return {"init_weights_steps": 0}

@@ -201,17 +201,86 @@ def check_saved_weights(path: Path, config: MethodConfig) -> None:
         check_weights_file(path / HEADS_FILE)
 
 
-def check_position_limit(backbone: Backbone, max_length: int) -> None:
-    """Refuse a ``max_length`` beyond the positions ``backbone`` can read (``max_position_embeddings``):
-    ``MethodConfig`` checks only the lower bound, as the limit is known once the backbone is.
+def generated_tokens(config: MethodConfig, *, training: bool = False) -> tuple[int, str]:
+    """The most positions ``config``'s method reads past its ``max_length`` prompt, and what they
+    are (for a message; "" when none): the tokens it generates after the prompt, its template
+    already inside ``max_length``. GIRCSE's soft tokens (``soft_tokens``; in training also
+    ``train_soft_tokens``) and InBedder's answer tokens under ``pooling=avg-gen``
+    (``gen_tokens``); what a method keeps inside ``max_length`` (Causal2Vec's Contextual token,
+    InstEmb's look-ahead tokens, InBedder's training answers) adds nothing.
+
+    Read from the config's fields, so the settings a loaded model serves with count as its
+    saved ones do.
+    """
+    found: list[tuple[int, str]] = []
+    fields_ = ("soft_tokens", "train_soft_tokens") if training else ("soft_tokens",)
+    for name in fields_:  # GIRCSE: K soft tokens generated after the template
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            found.append((value, f"soft tokens GIRCSE generates after the text ({name}={value})"))
+    gen = getattr(config, "gen_tokens", None)  # InBedder: answer tokens decoded for avg-gen
+    if getattr(config, "pooling", None) == "avg-gen" and isinstance(gen, int) and gen > 0:
+        found.append((gen, f"answer tokens InBedder generates after the text (pooling=avg-gen, gen_tokens={gen})"))
+    return max(found, default=(0, ""), key=lambda item: item[0])
+
+
+def position_limit(backbone: str) -> int | None:
+    """The positions backbone ``backbone`` can read (its config's ``max_position_embeddings``),
+    read from its config alone, before any weights load; None when no config can be read here
+    or it does not say (the check then waits for the loaded backbone)."""
+    from embedders.backbone import resolve_model_path
+
+    try:
+        path = Path(resolve_model_path(backbone))
+        if (path / "config.json").is_file():
+            saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
+            saved = saved.get("text_config") or saved  # a multimodal model's text part
+        else:  # a hub id already in the Hugging Face cache
+            from transformers import AutoConfig
+
+            saved = AutoConfig.from_pretrained(str(path), local_files_only=True).get_text_config().to_dict()
+        value = saved.get("max_position_embeddings")
+    except Exception:  # unreadable, or not a model: the load reports it properly
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def check_positions(limit: int | None, backbone: str, max_length: int, config: MethodConfig | None = None,
+                    *, training: bool = False) -> None:
+    """Refuse a ``max_length`` that, with the tokens the method generates after it
+    (``generated_tokens``), is beyond ``limit``, the positions backbone ``backbone`` can read.
 
     Raises:
-        ValueError: ``max_length`` is more than the backbone's position limit.
+        ValueError: naming the limit and the largest ``max_length`` that fits.
     """
-    limit = backbone.max_positions
-    if limit is not None and max_length > limit:
-        raise ValueError(f"max_length {max_length} is more than backbone {backbone.name!r} can read: its "
-                         f"position limit (max_position_embeddings) is {limit} tokens")
+    if limit is None:
+        return
+    extra, what = generated_tokens(config, training=training) if config is not None else (0, "")
+    if max_length + extra <= limit:
+        return
+    reason = f"its position limit (max_position_embeddings) is {limit} tokens"
+    if not extra:
+        raise ValueError(f"max_length {max_length} is more than backbone {backbone!r} can read: {reason}")
+    fits = (f"give max_length at most {limit - extra}" if limit - extra >= 16
+            else "generate fewer tokens after the text")
+    raise ValueError(f"max_length {max_length} plus the {extra} {what} is {max_length + extra} positions, "
+                     f"more than backbone {backbone!r} can read: {reason}; {fits}")
+
+
+def check_position_limit(backbone: Backbone, max_length: int, config: MethodConfig | None = None,
+                         *, training: bool = False) -> None:
+    """``check_positions`` against the loaded ``backbone`` (``MethodConfig`` checks only the
+    lower bound of ``max_length``, as the limit is known once the backbone is).
+
+    Raises:
+        ValueError: ``max_length`` plus the generated tokens is more than the backbone's limit.
+    """
+    check_positions(backbone.max_positions, backbone.name, max_length, config, training=training)
+
+
+# Inference options that change how many tokens a method generates after its prompt
+# (``generated_tokens``): setting one re-runs the position check.
+_GENERATION_OPTIONS = frozenset({"soft_tokens", "pooling", "gen_tokens"})
 
 
 class TrainableDecoderEmbedder(DecoderEmbedder):
@@ -228,8 +297,10 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
     def __init__(self, config: MethodConfig, *, name: str | None = None, device: str | None = None,
                  dtype: str | torch.dtype | None = None) -> None:
         self.config = config
+        # From the backbone's config file where it can be read: refused before the weights load.
+        check_positions(position_limit(config.backbone), config.backbone, config.max_length, config)
         backbone = add_lora(load_decoder(config.backbone, device=device, dtype=dtype, shared=False), config.lora)
-        check_position_limit(backbone, config.max_length)
+        check_position_limit(backbone, config.max_length, config)
         super().__init__(name or self.method, config.backbone, prompts=config.prompts,
                          max_length=config.max_length, padding_side="left", backbone=backbone)
         self._set_tokenizer()  # the method's own tokenizer(s), in place of the plain one
@@ -258,7 +329,7 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
         if value != old:
             dataclasses.replace(self.config, max_length=value)  # runs the config's checks
             if hasattr(self, "backbone"):
-                check_position_limit(self.backbone, value)
+                check_position_limit(self.backbone, value, self.config)
         self.config.max_length = value
         # DecoderEmbedder.__init__ assigns it before any tokenizer exists: the config holds it.
         if hasattr(self, "_tokenize"):
@@ -268,6 +339,22 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
                 self.config.max_length = old
                 self._set_tokenizer()
                 raise
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Setting an option that changes the tokens generated after the prompt (GIRCSE's
+        ``soft_tokens``, InBedder's ``pooling`` and ``gen_tokens``) checks the positions again,
+        as ``max_length`` does: ``[max_length=N,soft_tokens=K]`` is refused in either order. A
+        refused value changes nothing."""
+        old = getattr(self, name, None) if name in _GENERATION_OPTIONS and hasattr(self, "backbone") else None
+        if old is None:
+            super().__setattr__(name, value)
+            return
+        super().__setattr__(name, value)
+        try:
+            check_position_limit(self.backbone, self.config.max_length, self.config)
+        except ValueError:
+            super().__setattr__(name, old)
+            raise
 
     def _set_tokenizer(self) -> None:
         """(Re)build the prompt tokenizer(s) for the current prompts and ``max_length``."""

@@ -22,6 +22,7 @@ dropout, and in the fields the method's config declares ``TRAINING_ONLY``; anyth
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from embedders.base import CONFIG_FILE
 from embedders.errors import CheckpointError
 from embedders.methods.common import ADAPTER_FILE, HEADS_FILE, read_weights
 from embedders.training.trainer import replace_dir
+
+logger = logging.getLogger(__name__)
 
 TRAIN_LOG_FILE = "train_log.json"
 _LORA_FREE = ("r", "alpha", "dropout")
@@ -121,12 +124,37 @@ def _lora_pairs(state: dict[str, torch.Tensor], path: Path) -> dict[str, tuple[t
 def weights_steps(log: dict[str, Any]) -> int:
     """The training steps behind a checkpoint's weights, from its ``train_log.json``: its
     ``weights_steps`` (every step across runs), else ``steps_done``, else (a soup written
-    before it recorded them) the most of its ingredients'."""
+    before it recorded them) the most of its ingredients'. Fields of another shape count as
+    absent."""
     for key in ("weights_steps", "steps_done"):
-        if isinstance(log.get(key), int):
-            return int(log[key])
-    ingredients = [x for x in log.get("ingredient_logs") or [] if isinstance(x, dict)]
+        value = log.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int(value)
+    found = log.get("ingredient_logs")
+    ingredients = [x for x in found if isinstance(x, dict)] if isinstance(found, list) else []
     return max((weights_steps(x) for x in ingredients), default=0)
+
+
+def _ingredient_log(path: Path) -> dict[str, Any] | None:
+    """An ingredient's ``train_log.json``, or None where it has none or it cannot be read.
+
+    The log is the soup's record only (the ingredient logs it keeps, the steps behind its
+    weights that a continuation counts); the weights do not depend on it, so one that is not
+    a JSON object is said in a warning naming the file and left out, not refused.
+    """
+    if not path.exists():
+        return None
+    try:
+        log = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        problem = f"cannot be read as JSON ({type(e).__name__}: {e})"
+    else:
+        if isinstance(log, dict):
+            return log
+        problem = f"is not a JSON object (it holds a {type(log).__name__})"
+    logger.warning("%s %s; the soup is made without it: its log leaves that ingredient's training "
+                   "record out and does not count its steps", path, problem)
+    return None
 
 
 def _truncate(b_cat: torch.Tensor, a_cat: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, float]:
@@ -189,6 +217,7 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
 
     metas = [read_checkpoint_config(p) for p in paths]
     diffs = _check_compatible(paths, metas)
+    logs = [_ingredient_log(p / TRAIN_LOG_FILE) for p in paths]  # read (and any warned about) first
     loras = [m.get("config", {}).get("lora", {}) for m in metas]
     ranks = [int(lo.get("r", 0)) for lo in loras]
     if any(r != ranks[0] for r in ranks) and 0 in ranks:
@@ -263,15 +292,9 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         energy_kept_mean=round(sum(report_energy) / len(report_energy), 6) if report_energy else 1.0,
         modules=len(report_energy), heads_averaged=len(heads), config_differences=diffs, duplicates=duplicates,
     )
-    logs = []
-    for p in paths:
-        try:
-            logs.append(json.loads((p / TRAIN_LOG_FILE).read_text()))
-        except (FileNotFoundError, json.JSONDecodeError):
-            logs.append(None)
     # The steps behind the averaged weights: the longest ingredient's (`facet train --init-from`
     # a soup counted them as 0, as if it started from scratch).
-    steps = max((weights_steps(log) for log in logs if isinstance(log, dict)), default=0)
+    steps = max((weights_steps(log) for log in logs if log is not None), default=0)
 
     def fill(folder: Path) -> None:
         if adapter:

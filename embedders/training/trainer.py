@@ -249,6 +249,10 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     params = model.trainable_parameters()
     if not params:
         raise ValueError(f"{model.method} has no trainable parameters")
+    from embedders.methods.common import TrainableDecoderEmbedder, check_position_limit
+
+    if isinstance(model, TrainableDecoderEmbedder):  # training may generate more than encode (GIRCSE's K)
+        check_position_limit(model.backbone, model.config.max_length, model.config, training=True)
     if config.grad_cache is not None:
         require_grad_cache(model, model.method)
     heads = {id(p) for p in getattr(model, "head_parameters", list)()}
