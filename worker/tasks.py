@@ -55,7 +55,6 @@ def _stopped_for_room(service: Any, job_id: int, prepared: PreparedJob | None = 
         return None
     except UnavailableError as e:
         error = e
-    from app.services.collections import resume_command
     from indexer import metadata as md
 
     with service.sessions() as session:
@@ -65,9 +64,7 @@ def _stopped_for_room(service: Any, job_id: int, prepared: PreparedJob | None = 
         if prepared is not None and (job.collection.name, job.source) != (prepared.collection,
                                                                            prepared.source):
             return None
-        # As an in-process run (``IndexService._run_job``) says an ``UnavailableError``.
-        message = (f"{IndexService.failure_message(error)}; run `{resume_command(job)}` again "
-                   "once it is back to resume: what was indexed is kept")
+        message = index.job_failure_message(job, error)  # as an in-process run says it
         index.fail_held(session, job, message)
     logger.warning("job %d failed: %s", job_id, message)
     return message

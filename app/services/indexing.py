@@ -732,7 +732,15 @@ class IndexService:
             ConflictError: another live process is indexing into the collection.
             DataError: a single file of an unsupported type.
         """
-        return self.run(self.prepare(source, collection, options), progress)
+        prepared, created = self._prepare(source, collection, options)
+        try:
+            return self.run(prepared, progress)
+        except Exception:
+            # Said to the caller, who holds no job id: a refusal before the job started (the
+            # store busy, the disk too full) left a failed job "queued T, never started" in
+            # `facet jobs`, and an empty collection where this call had created it.
+            self._forget_refused(prepared, created)
+            raise
 
     def _default_spec(self, collection: str) -> str:
         """The embedder a job that names none indexes ``collection`` with: the default
@@ -765,6 +773,11 @@ class IndexService:
         Raises:
             As ``index``.
         """
+        return self._prepare(source, collection, options, runner)[0]
+
+    def _prepare(self, source: Path | str, collection: str, options: IndexOptions | None = None,
+                 runner: str = "inline") -> tuple[PreparedJob, bool]:
+        """``prepare``, and whether it created the collection."""
         options = options or IndexOptions()
         if not str(source).strip():  # Path("") is ".": it indexed the process's folder
             raise InvalidRequestError("the source is empty; give the folder or file to index",
@@ -793,21 +806,33 @@ class IndexService:
         load_s = 0.0 if loaded or isinstance(embedder, _Deferred) or runner != "inline" \
             else time.perf_counter() - t0
         with self.sessions() as session:
-            coll = self._prepare_collection(session, collection, embedder, options, spec)
-            self._refuse_other_writer(session, coll)
-            if runner in ("thread", "process", "celery"):
-                # Queued for later, the run met another process's open shard and failed seconds
-                # after a 202 (exit 0); refused now, as a foreground run is. Not where this
-                # process holds it (a server running its own queue, or sending its workers a
-                # job: it lets the collection go once sent): the folder lock is per process. A
-                # worker's job met a `facet serve` holding it, retried as an outage with nothing
-                # said on the job, and failed minutes later.
-                with _store_errors():
-                    if self.store.collection_exists(collection):
-                        self.store.check_free(collection)
-            job = self._start_job(session, coll, str(source.resolve()), embedder.name, runner,
-                                  options.text_column)
-            return PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s)
+            coll, created = self._collection_for(session, collection, embedder, options,
+                                                 spec)
+            coll_id = coll.id
+            try:
+                self._check_collection(session, coll, embedder, options, spec)
+                self._refuse_other_writer(session, coll)
+                if runner in ("thread", "process", "celery"):
+                    # Queued for later, the run met another process's open shard and failed
+                    # seconds after a 202 (exit 0); refused now, as a foreground run is. Not
+                    # where this process holds it (a server running its own queue, or sending
+                    # its workers a job: it lets the collection go once sent): the folder lock
+                    # is per process. A worker's job met a `facet serve` holding it, retried as
+                    # an outage with nothing said on the job, and failed minutes later.
+                    with _store_errors():
+                        if self.store.collection_exists(collection):
+                            self.store.check_free(collection)
+                job = self._start_job(session, coll, str(source.resolve()), embedder.name,
+                                      runner, options.text_column)
+            except Exception:
+                # Refused after this call created the collection: no empty one is left behind
+                # (`facet collections` listed a collection nothing was ever indexed into).
+                session.rollback()
+                if created:
+                    self._drop_unused_collection(session, coll_id)
+                raise
+            prepared = PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s)
+            return prepared, created
 
     def _refuse_other_writer(self, session: Session, coll: md.Collection) -> None:
         current = leases.live_holder(session, coll.id)
@@ -891,9 +916,12 @@ class IndexService:
                     files, skipped = discover_files(source)
                 except (SourceNotFoundError, UnsupportedSourceError) as e:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+                # A disk too full is a refusal before the job starts, as a busy store is: it
+                # was checked once the job ran, after its lease and its start were recorded.
+                self.check_room()  # (a new store collection maps its first files at once)
             except Exception as e:
                 session.rollback()
-                self.fail_held(session, job, self.failure_message(e))
+                self.fail_held(session, job, self.job_failure_message(job, e))
                 raise
             self.take_lease(session, coll, job)
             started = time.perf_counter()
@@ -907,7 +935,6 @@ class IndexService:
                 interrupt.__enter__()
                 heartbeat.__enter__()
                 self._note_skipped(job, report, skipped)
-                self.check_room()  # (a new store collection maps its first files at once)
                 self.ensure_store_collection(session, coll, job, embedder)
                 tokenize = (_when_called(lambda: self._tokenizer_for(coll, loaded(embedder)))
                             if isinstance(embedder, _Deferred) else
@@ -965,14 +992,7 @@ class IndexService:
                                    "resume: what was indexed is kept")
                 else:
                     job.state = "failed"
-                    job.message = self.failure_message(e)
-                    if isinstance(as_domain_error(e) if isinstance(e, Exception) else None,
-                                  UnavailableError):
-                        # A disk full or made read-only, a server out of reach: what was
-                        # written is kept, and the same run goes on once it is back (`facet
-                        # collections` pointed at `facet jobs` for how, which said nothing).
-                        job.message += (f"; run `{resume_command(job)}` again once it is back to "
-                                        "resume: what was indexed is kept")
+                    job.message = self.job_failure_message(job, e)
                 self._note_moved(job, report)  # (once: the completed path may have, too)
                 if not (stopping or cancelled):
                     raise
@@ -1050,6 +1070,76 @@ class IndexService:
         session.commit()
         leases.release(session, job.collection.id, job.id)
         self.store.release(job.collection.name)
+
+    def job_failure_message(self, job: md.IndexJob, e: BaseException) -> str:
+        """A failed job's message (``failure_message``), with how to resume it where the
+        failure is an outage (in-process runs and the workers' index tasks)."""
+        message = self.failure_message(e)
+        if isinstance(as_domain_error(e) if isinstance(e, Exception) else None, UnavailableError):
+            # A disk full or made read-only, a server out of reach: what was written is kept,
+            # and the same run goes on once it is back (`facet collections` pointed at `facet
+            # jobs` for how, which said nothing).
+            message += (f"; run `{resume_command(job)}` again once it is back to resume: what "
+                        "was indexed is kept")
+        return message
+
+    def _forget_refused(self, prepared: PreparedJob, created: bool) -> None:
+        """After a foreground run (``index``) failed: its job row goes where the job never
+        started (refused: the store busy, the disk too full; its caller was told, and holds no
+        job id), and the collection goes too where this run created it and nothing was written
+        into it (``_drop_unused_collection``). A job that started keeps its row, and so does
+        one whose id was handed out (``submit_index``, a worker's): they do not come here."""
+        try:
+            with self.sessions() as session:
+                job = md.get_job(session, prepared.job_id)
+                if job is None or job.state != "failed":
+                    return
+                if created and self._drop_unused_collection(session, job.collection_id, job):
+                    return
+                if job.started_at is None:
+                    J = md.IndexJob
+                    session.execute(delete(md.JobError).where(md.JobError.job_id == job.id))
+                    session.execute(delete(md.JobChunk).where(md.JobChunk.job_id == job.id))
+                    session.execute(delete(J).where(J.id == job.id, J.started_at.is_(None)))
+                    session.commit()
+                    logger.debug("removed job %d: refused before it started", job.id)
+        except (SQLAlchemyError, OSError) as e:  # the refusal is what the caller is told
+            logger.warning("could not remove refused job %d: %s", prepared.job_id, e)
+
+    def _drop_unused_collection(self, session: Session, collection_id: int,
+                                job: md.IndexJob | None = None) -> bool:
+        """Remove a collection that this process created a moment ago for ``job`` (or for a job
+        it did not record) and that nothing was written into: no document, no other job (another
+        process indexing into it since), no store collection (this job's own store collection,
+        empty, goes with it; a store collection held elsewhere is left, and the metadata with
+        it). Returns whether it was removed."""
+        session.rollback()  # (read afresh: another process may have used it meanwhile)
+        coll = session.get(md.Collection, collection_id)
+        if coll is None:
+            return False
+        D, J = md.Document, md.IndexJob
+        other_jobs = select(func.count()).select_from(J).where(
+            J.collection_id == coll.id, J.id != (job.id if job is not None else -1))
+        if session.scalar(select(func.count()).select_from(D).where(D.collection_id == coll.id)) \
+                or session.scalar(other_jobs):
+            return False
+        name = coll.name
+        try:
+            if self.store.collection_exists(name):
+                # Only one this job may have made (it had started) and that holds nothing.
+                if job is None or job.started_at is None:
+                    return False
+                if self.store.count(name):
+                    self.store.release(name)
+                    return False
+                self.store.drop_collection(name)
+        except StoreError as e:  # held by another process, unreadable: the metadata stays too
+            logger.warning("could not remove the empty collection %r from the store: %s", name, e)
+            return False
+        md.delete_collection(session, coll)
+        session.commit()
+        logger.debug("removed collection %r: created by a refused job, nothing written", name)
+        return True
 
     @staticmethod
     def failure_message(e: BaseException) -> str:
@@ -1146,8 +1236,10 @@ class IndexService:
                     f"database's over the same store?): index into another name, or delete "
                     f"{name!r} (which removes those vectors) and index again")
 
-    def _prepare_collection(self, session: Session, name: str, embedder: Embedder,
-                            options: IndexOptions, spec: str) -> md.Collection:
+    def _collection_for(self, session: Session, name: str, embedder: Embedder,
+                        options: IndexOptions, spec: str) -> tuple[md.Collection, bool]:
+        """Collection ``name``, created (committed) if there is none yet; and whether this call
+        created it (not when another process created it a moment before)."""
         for value, what in ((options.chunk_size, "chunk size"), (options.batch_chunks, "batch_chunks")):
             if value is not None and (isinstance(value, bool) or value < 1):
                 # 0 read as "unset", then as a mismatch with the collection it had just created.
@@ -1181,6 +1273,7 @@ class IndexService:
                                             chunk_size=size, chunk_overlap=overlap,
                                             tokenizer=embedder.name)
                 session.commit()
+                return coll, True
             except IntegrityError:
                 # Another process created it a moment ago: take theirs (and its chunking).
                 session.rollback()
@@ -1188,6 +1281,12 @@ class IndexService:
                 if coll is None:
                     raise ConflictError(f"collection {name!r} was created and deleted by other "
                                         "processes at this moment; try again") from None
+        return coll, False
+
+    def _check_collection(self, session: Session, coll: md.Collection, embedder: Embedder,
+                          options: IndexOptions, spec: str) -> None:
+        """Refuse options or an embedder that ``coll`` cannot take; record the embedder on it."""
+        name = coll.name
         if coll.chunk_size is not None:
             for value, current, what, option in (
                     (options.chunk_size, coll.chunk_size, "chunk size", "chunk_tokens"),
@@ -1199,7 +1298,7 @@ class IndexService:
                         param=option)
         self._check_store(name, embedder)
         if isinstance(embedder, _Deferred) and any(e.name == embedder.name for e in coll.embedders):
-            return coll  # recorded already; the model is checked against it when a run loads it
+            return  # recorded already; the model is checked against it when a run loads it
         identity = self.ctx.embedders.identity(embedder)
         check_same_embedder(coll, embedder, identity, spec=spec)
         try:
@@ -1221,7 +1320,6 @@ class IndexService:
         except IntegrityError:
             session.rollback()  # added by a racing process: theirs is the same row
             session.refresh(coll)
-        return coll
 
     @staticmethod
     def _loadable(spec: str) -> bool:
@@ -1387,7 +1485,8 @@ class IndexService:
         return sorted(lost), sorted(stale)
 
     def hold_store_collection(self, name: str) -> None:
-        """Open an existing collection in the store for this writer (``VectorStore.hold``).
+        """Open an existing collection in the store for this writer (``VectorStore.hold``); of
+        a new one, check that no other process holds its folder (``VectorStore.check_free``).
 
         Raises:
             ConflictError: another process has it open.
@@ -1395,6 +1494,8 @@ class IndexService:
         with _store_errors():
             if self.store.collection_exists(name):
                 self.store.hold(name)
+            else:  # a new one: another process holding its folder (making it) is found now too
+                self.store.check_free(name)
 
     def take_lease(self, session: Session, coll: md.Collection, job: md.IndexJob) -> None:
         """Become the collection's single writer for ``job``, or raise the one-writer conflict.
