@@ -28,3 +28,17 @@ STDOUT_NAME = "-"
 def is_stdout(path: Path | str) -> bool:
     """Whether the output file ``path`` is ``-``, standard output (``is_stdout``)."""
     return str(path) == STDOUT_NAME
+
+
+def refuse_stdout_folder(path: Path | str, flag: str, what: str) -> None:
+    """Refuse ``-`` for an output that is a folder (``facet eval``'s report, a checkpoint): it
+    made a folder named "-" where a script meant standard output.
+
+    Raises:
+        InvalidRequestError: ``path`` is ``-``.
+    """
+    if is_stdout(path):
+        from app.errors import InvalidRequestError
+
+        raise InvalidRequestError(f"{flag} - is standard output, but {what} is a folder of files; "
+                                  f"give a folder (one named '-' is given by its full path, \"$PWD/-\")")

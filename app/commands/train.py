@@ -298,8 +298,11 @@ def check_out_dir(out: Path, flag: str) -> None:
     checkpoint), which deleted whatever else it held.
 
     Raises:
-        InvalidRequestError: as above; nothing is written.
+        InvalidRequestError: as above, or ``-`` (standard output); nothing is written.
     """
+    from app.files import refuse_stdout_folder
+
+    refuse_stdout_folder(out, flag, "a checkpoint")
     if out.exists() and not out.is_dir():
         raise InvalidRequestError(f"{flag} {out} is a file; give a directory (a new one, or a checkpoint "
                                   "to replace)")

@@ -254,9 +254,13 @@ def prepare_report_dir(out_dir: Path, flag: str = "--out") -> bool:
     whole run, and lost the figures to a traceback). Returns whether it created the folder.
 
     Raises:
-        InvalidRequestError: ``out_dir`` is a file, or one of its report files is a folder.
+        InvalidRequestError: ``out_dir`` is a file or ``-`` (standard output), or one of its
+            report files is a folder.
         DataError: the folder cannot be created, or a report file cannot be written in it.
     """
+    from app.files import refuse_stdout_folder
+
+    refuse_stdout_folder(out_dir, flag, "the report")
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidRequestError(f"{flag} {out_dir} is a file; name a folder for "
                                   f"{' and '.join(REPORT_FILES)}")

@@ -61,3 +61,17 @@ def test_bench_out_dash_prints_the_json_alone_and_its_lines_on_stderr(tmp_path, 
     assert "load average" in done.stderr and "store edge 5 x" in done.stderr
     assert "wrote" not in done.stdout + done.stderr
     assert not (tmp_path / "-").exists()
+
+
+def test_folder_outputs_refuse_dash_and_make_no_folder_named_dash(tmp_path, monkeypatch, shared_data) -> None:
+    """`facet eval -o -`, `facet train -o -` and `facet soup -o -` made a folder named "-" (a
+    report, a checkpoint: folders of files, which standard output cannot be)."""
+    monkeypatch.chdir(tmp_path)
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    for args in (("eval", "minilm", "--suite", "quick", "--data-dir", str(shared_data), "-o", "-"),
+                 ("train", "causal-eos", "-o", "-"),
+                 ("soup", "causal-eos", "causal-eos", "-o", "-")):
+        done = invoke_cli(*args, env=env)
+        assert (done.returncode, "Traceback" in done.stderr) == (2, False), (args, done.stderr)
+        assert "- is standard output, but" in done.stderr, (args, done.stderr)
+        assert not (tmp_path / "-").exists(), args
