@@ -7,18 +7,34 @@ elsewhere, ``warn_unknown_variables`` names any other). One exception, below the
 ``float16``; default bfloat16 on CUDA, float32 on CPU; encoders such as minilm always run
 float32), so that scripts which load models without the CLI honour it too; ``dtype`` below
 checks it when a command starts.
+
+One rule for every variable: surrounding whitespace is ignored (systemd's ``Environment=``,
+``.env`` files and compose files keep it: ``FACET_DATA_DIR=" /srv/data"`` made a folder named
+" " in the working directory), and an empty value is unset, the default (``FACET_INDEX_THREADS=``
+was an error while ``FACET_DEVICE=`` meant automatic), but for the folders, which refuse it
+(``_folder``). Choice settings (``FACET_DEVICE``, ``FACET_DTYPE``, ``FACET_VECTOR_BACKEND``) are
+read in any case; a bad value stops every command with one line naming the variable and what
+it takes (``get_settings``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +43,10 @@ logger = logging.getLogger(__name__)
 _DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:\d+)?")
 # The names ``embedders.backbone`` maps to torch dtypes (a test keeps the two the same).
 DTYPE_NAMES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
+# ``indexer.store.open_store``'s backends (checked at start: a typo was found at the first open).
+VECTOR_BACKENDS = ("edge", "local", "server")
+# The folder settings: an empty value is refused, not the default (``FacetSettings._folder``).
+_FOLDERS = ("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir")
 # ``indexer.chunking``'s limits, repeated: importing the indexer package loads the vector store.
 DEFAULT_CHUNK_OVERLAP = 32
 MAX_CHUNK_TOKENS = 2**31 - 1
@@ -44,6 +64,17 @@ OTHER_VARIABLES = ("FACET_PLUGINS", "FACET_PUBLISH_HOST", "FACET_SOURCES", "FACE
 
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "facet"
+
+
+class _Environment(EnvSettingsSource):
+    """The ``FACET_*`` variables, a blank one not decoded as JSON: ``FACET_UI_RERANKERS=`` was
+    "cannot be read" where every other empty setting is unset (``FacetSettings._trimmed``)."""
+
+    def prepare_field_value(self, field_name: str, field: FieldInfo, value: Any,
+                            value_is_complex: bool) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return value
+        return super().prepare_field_value(field_name, field, value, value_is_complex)
 
 
 class FacetSettings(BaseSettings):
@@ -203,25 +234,75 @@ class FacetSettings(BaseSettings):
         default_factory=dict, description="example instructions per collection (JSON object), "
                                           "shown beside the built-in ones")
 
-    @field_validator("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir",
-                     mode="before")
     @classmethod
-    def _folder(cls, value: object) -> object:
-        """``~`` expanded (a literal "./~/facet" was created), and an empty value refused: a
-        compose file's unset ``${FACET_DATA_DIR}`` put the database in the working directory."""
-        if isinstance(value, str):
-            if not value.strip():
-                raise ValueError("is empty: unset it for the default, or give a folder")
-            return Path(value).expanduser()
-        return value.expanduser() if isinstance(value, Path) else value
+    def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _Environment(settings_cls), dotenv_settings, file_secret_settings
 
-    @field_validator("device", "dtype", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _unset_if_empty(cls, value: object) -> object:
-        """An empty value is unset (automatic): a compose file's ``${FACET_DEVICE:-}``. Any case
-        is read as lower case and stored so: ``CUDA`` and ``BF16`` were refused while
-        ``FACET_BULK_PIECE_MS`` took ``OFF``."""
-        return (value.strip().lower() or None) if isinstance(value, str) else value
+    def _trimmed(cls, data: Any) -> Any:
+        """Every text value without its surrounding whitespace, and an empty one unset (the
+        default), whatever its type: before any field's own validator. The folders keep an
+        empty value, for ``_folder`` to refuse."""
+        if not isinstance(data, dict):
+            return data
+        trimmed = {}
+        for name, value in data.items():
+            if isinstance(value, str):
+                value = value.strip()
+                if not value and name not in _FOLDERS:
+                    continue
+            trimmed[name] = value
+        return trimmed
+
+    @field_validator(*_FOLDERS, mode="before")
+    @classmethod
+    def _folder(cls, value: object, info: ValidationInfo) -> object:
+        """``~`` expanded (a literal "./~/facet" was created); a folder that is (or is inside)
+        a broken link refused, naming its target (it was "cannot be used: File exists"); and an
+        empty value refused, unlike other settings: a folder's default is a place data is
+        written to or looked for, and an empty value is a substitution that failed (a compose
+        file's unset ``${FACET_DATA_DIR}`` put the database in the working directory), not a
+        wish for the default. A name that does begin or end with a space (stripped, as every
+        value is) is written "./ name" or "name /."."""
+        if isinstance(value, str):
+            if not value:
+                raise ValueError("is empty: unset it for the default, or give a folder")
+            value = Path(value)
+        if not isinstance(value, Path):
+            return value
+        folder = value.expanduser()
+        for link in (folder, *folder.parents):
+            try:
+                broken = link.is_symlink() and not link.exists()
+            except OSError:  # not ours to look into (no permission): opening it says why
+                broken = False
+            if broken:
+                target = os.path.normpath(link.parent / os.readlink(link))
+                where = "is" if link == folder else f"is inside {link}, which is"
+                raise ValueError(f"{where} a broken link to {target}: create {target}, or point "
+                                 f"FACET_{str(info.field_name).upper()} at a folder that exists")
+        return folder
+
+    @field_validator("device", "dtype", "vector_backend", mode="before")
+    @classmethod
+    def _lower_case(cls, value: object) -> object:
+        """A choice in any case is read as lower case and stored so: ``CUDA`` and ``BF16`` were
+        refused while ``FACET_BULK_PIECE_MS`` took ``OFF`` (and ``Edge`` at the store's open)."""
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("vector_backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        """Checked at start: ``indexer.store.open_store`` refused a typo only when a command
+        first opened the store (a worker, after loading its models)."""
+        if value not in VECTOR_BACKENDS:
+            raise ValueError(f"use {', '.join(VECTOR_BACKENDS[:-1])} or {VECTOR_BACKENDS[-1]}")
+        return value
 
     @field_validator("device")
     @classmethod
@@ -292,7 +373,7 @@ class FacetSettings(BaseSettings):
         """'off' is 0: bulk work is not cut into timed parts (``BatchingQueryEncoder``). Any other
         word is refused naming both ways to turn it off (pydantic's own "unable to parse string
         as a number" did not say 'off' was allowed)."""
-        if isinstance(value, str) and value.strip().lower() == "off":
+        if isinstance(value, str) and value.lower() == "off":
             return 0.0
         if isinstance(value, str):
             try:
@@ -413,7 +494,8 @@ def get_settings() -> FacetSettings:
             loc = error["loc"]
             name = f"FACET_{str(loc[0]).upper()}" if loc else "a FACET_ variable"
             item = f" (item {int(loc[1]) + 1})" if len(loc) > 1 and isinstance(loc[1], int) else ""
-            problems.append(f"{name}{item}={error.get('input')!r}: {error['msg']}{_json_hint(loc)}")
+            problems.append(f"{name}{item}={error.get('input')!r}: {_message(error)}"
+                            f"{_json_hint(loc)}")
         raise InvalidRequestError("; ".join(problems)) from None
     except SettingsError as e:
         found = re.search(r'field "(\w+)"', str(e))
@@ -423,12 +505,29 @@ def get_settings() -> FacetSettings:
         raise InvalidRequestError(f"{name}{value} cannot be read{_json_hint((field,))}") from None
 
 
+# pydantic's words for a value none of ``bool``'s (it accepts these, in any case).
+_BOOL_WORDS = "use true or false (or yes/no, on/off, 1/0)"
+
+
+def _message(error: Any) -> str:
+    """What is wrong with one setting, in words: a validator's own message without pydantic's
+    "Value error, " before it, and a bad boolean with the words it takes."""
+    if error["type"] in ("value_error", "assertion_error") and "error" in error.get("ctx", {}):
+        return str(error["ctx"]["error"])
+    if error["type"] == "bool_parsing":
+        return _BOOL_WORDS
+    return str(error["msg"])
+
+
 def _json_hint(loc: tuple[object, ...]) -> str:
-    """For a list setting, how to write one (as JSON); else nothing."""
+    """For a list or an object setting, how to write one (as JSON); else nothing."""
     field = FacetSettings.model_fields.get(str(loc[0])) if loc else None
-    if field is None or "list" not in str(field.annotation).lower():
-        return ""
-    return " (a list is written as JSON, e.g. '[\"first\", \"second\"]')"
+    annotation = str(field.annotation) if field is not None else ""
+    if annotation.startswith("dict["):  # before lists: ``dict[str, list[str]]`` holds "list"
+        return " (an object is written as JSON, e.g. '{\"name\": [\"first\", \"second\"]}')"
+    if "list[" in annotation:
+        return " (a list is written as JSON, e.g. '[\"first\", \"second\"]')"
+    return ""
 
 
 def apply_settings(settings: FacetSettings) -> None:

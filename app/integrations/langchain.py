@@ -359,8 +359,9 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
                                       "base_url= (search on a running facet serve), not both")
         if self.base_url is not None and self.api_key is None:
             # Next to a `facet serve` with FACET_API_KEY set, the server's own variable: without
-            # it each search got a 401 until the key was passed by hand. "" opts out.
-            self.api_key = os.environ.get("FACET_API_KEY") or None
+            # it each search got a 401 until the key was passed by hand. "" opts out. Read as
+            # the server reads its settings: surrounding spaces are not part of it.
+            self.api_key = (os.environ.get("FACET_API_KEY") or "").strip() or None
         return self
 
     @field_validator("base_url")

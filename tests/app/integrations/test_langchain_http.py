@@ -157,6 +157,10 @@ def test_api_key_none_reads_facet_api_key(served, monkeypatch) -> None:
     assert KEY not in repr(remote) and KEY not in str(remote.model_dump())
     # In process the key is not read (nothing is sent anywhere).
     assert FacetRetriever(collection=COLLECTION, facet=facet).api_key is None
+    # Spaces around it are not part of it, as the server reads its own settings (a key written
+    # "KEY " in an env file: the server used KEY, the retriever sent "KEY " and got 401s).
+    monkeypatch.setenv("FACET_API_KEY", f" {KEY}  ")
+    assert FacetRetriever(collection=COLLECTION, base_url=url).api_key == KEY
 
 
 def test_an_empty_api_key_sends_none_and_the_401_names_both_ways(served, monkeypatch) -> None:
