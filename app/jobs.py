@@ -114,13 +114,17 @@ def _log_failure(job: PreparedJob, error: Exception) -> None:
 
     domain = as_domain_error(error)
     cause = _cause(error) if domain is None else None
+    # Which collection: a server's log of several collections' jobs named only the job's id.
+    collection = getattr(job, "collection", None)
+    of = f" (collection {collection})" if isinstance(collection, str) else ""
     if domain is not None:
-        logger.error("index job %d failed: %s: %s", job.job_id, type(domain).__name__, domain)
+        logger.error("index job %d%s failed: %s: %s", job.job_id, of, type(domain).__name__,
+                     domain)
     elif cause is not None:
-        logger.error("index job %d failed: %s", job.job_id, cause)
+        logger.error("index job %d%s failed: %s", job.job_id, of, cause)
         logger.debug("index job %d's failure", job.job_id, exc_info=error)
     else:
-        logger.exception("index job %d failed", job.job_id)
+        logger.exception("index job %d%s failed", job.job_id, of)
     _remember_failure(job, error)
 
 
@@ -128,15 +132,24 @@ def run_logged(run: RunJob, job: PreparedJob) -> object:
     """``run(job)`` between a "started" and an outcome line: a server running jobs in its own
     thread (or a detached ``facet run-job``) logged nothing of them, unlike a worker. A failure
     raises and is logged by the caller (``_log_failure``)."""
-    from app.services.indexing import IndexReport
+    from app.services.indexing import IndexReport, failed_documents_message
 
-    logger.info("job %d started (%s, %s)", job.job_id, job.collection, job.source)
+    logger.info("job %d started (%s, %s, embedder %s)", job.job_id, job.collection, job.source,
+                job.embedder)
     report = run(job)
     if isinstance(report, IndexReport):
-        logger.info("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
-                    "%s in %.1fs", report.job_id, report.state, report.docs_seen,
-                    report.docs_indexed, report.docs_skipped, report.docs_failed,
-                    report.docs_deleted, plural(report.chunks_written, "chunk"), report.elapsed_s)
+        # Documents failed (all of them, or some): a WARNING with the job's message, not an
+        # INFO completion like any other ("3 seen, 0 indexed, ... 3 failed" said nothing more).
+        failed = report.docs_failed > 0
+        message = (failed_documents_message(report.docs_failed, report.docs_seen,
+                                            report.docs_indexed, report.docs_deleted)
+                   if failed else None)
+        logger.log(logging.WARNING if failed else logging.INFO,
+                   "job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
+                   "%s in %.1fs%s", report.job_id, report.state, report.docs_seen,
+                   report.docs_indexed, report.docs_skipped, report.docs_failed,
+                   report.docs_deleted, plural(report.chunks_written, "chunk"), report.elapsed_s,
+                   f": {message}" if message else "")
     return report
 
 

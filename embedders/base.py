@@ -14,9 +14,11 @@ renders as nothing.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import threading
+import time
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -135,25 +137,105 @@ class InstructionCut:
         self.fit_without += other.fit_without
 
 
-def _log_truncated(name: str, count: int, total: int, budget: int, cut: InstructionCut | None = None) -> None:
+def _log_truncated(name: str, count: int, total: int, budget: int, cut: InstructionCut | None = None,
+                   over: str = "") -> None:
     if cut is None or not cut.tokens:
-        logger.warning("%s: %d of %d texts were longer than %d tokens and were truncated "
-                       "(raise max_length or chunk the text to keep the rest)", name, count, total, budget)
+        logger.warning("%s: %d of %d texts%s were longer than %d tokens and were truncated "
+                       "(raise max_length or chunk the text to keep the rest)", name, count, total, over,
+                       budget)
         return
     if not cut.fit_without:
         # None would fit without it (an index job's chunks under InBedder's default instruction):
         # "shorten the instruction" could not help.
-        logger.warning("%s: %d of %d texts were longer than the %d tokens the instruction and the prompt "
+        logger.warning("%s: %d of %d texts%s were longer than the %d tokens the instruction and the prompt "
                        "left them and were truncated: the instruction takes %d of the %d tokens the "
                        "embedder reads, and none of these texts would have fit whole without it (raise "
-                       "max_length or chunk the text to keep the rest)", name, count, total, cut.text_room,
-                       cut.tokens, budget)
+                       "max_length or chunk the text to keep the rest)", name, count, total, over,
+                       cut.text_room, cut.tokens, budget)
         return
-    logger.warning("%s: %d of %d texts were longer than the %d tokens the instruction left them and were "
+    logger.warning("%s: %d of %d texts%s were longer than the %d tokens the instruction left them and were "
                    "truncated: the instruction takes %d of the %d tokens the embedder reads, and %d of these "
                    "texts would have fit whole without it (shorten the instruction, raise max_length or "
-                   "chunk the text to keep the rest)", name, count, total, cut.text_room, cut.tokens, budget,
-                   cut.fit_without)
+                   "chunk the text to keep the rest)", name, count, total, over, cut.text_room, cut.tokens,
+                   budget, cut.fit_without)
+
+
+# Off the main thread (a server's model thread, request and job threads: where the encode calls
+# of many operations meet, so that no one tally can hold an operation's), one truncation line
+# per embedder (and token budget) at most this often. The texts cut meanwhile are counted, and
+# said with the next line after it ("26 of 70 texts over the last 75s (12 encode calls)"), or
+# when the process ends: the pieces of one POST /v1/embeddings and the batches of a server's
+# index job each logged their own line (26 lines for one request, mostly "1 of 1 texts were
+# truncated"). The main thread (the CLI, scripts) runs one operation at a time: one line per
+# ``encode`` call or ``truncation_tally`` (an index run's).
+TRUNCATION_LOG_EVERY_S = 60.0
+
+
+@dataclass
+class _HeldTruncation:
+    """What an embedder cut since its last truncation line (logged ``at``, time.monotonic)."""
+
+    at: float
+    count: int = 0
+    total: int = 0
+    calls: int = 0
+    cut: InstructionCut | None = None
+
+    def add(self, count: int, total: int, cut: InstructionCut | None) -> None:
+        self.count, self.total, self.calls = self.count + count, self.total + total, self.calls + 1
+        if cut is not None:
+            if self.cut is None:
+                self.cut = InstructionCut()
+            self.cut.add(cut)
+
+
+_HELD: dict[tuple[str, int], _HeldTruncation] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _over(held: _HeldTruncation, now: float) -> str:
+    return f" over the last {now - held.at:.0f}s ({held.calls} encode calls)"
+
+
+def _note_truncated(name: str, count: int, total: int, budget: int,
+                    cut: InstructionCut | None = None) -> None:
+    """Say that ``count`` of ``total`` texts (of one ``encode`` call or tally) were cut; off the
+    main thread, unless ``name`` said so in the last ``TRUNCATION_LOG_EVERY_S``: then they are
+    counted towards its next line (with the texts read whole meanwhile, so its "of N" counts
+    them all)."""
+    if threading.current_thread() is threading.main_thread():
+        if count:
+            _log_truncated(name, count, total, budget, cut)
+        return
+    now = time.monotonic()
+    key = (name, budget)
+    with _HELD_LOCK:
+        held = _HELD.get(key)
+        if held is not None and now - held.at < TRUNCATION_LOG_EVERY_S:
+            held.add(count, total, cut)
+            return
+        if not count:
+            return
+        over = ""
+        if held is not None and held.count:  # cut since the last line: said with this one
+            held.add(count, total, cut)
+            count, total, cut, over = held.count, held.total, held.cut, _over(held, now)
+        _HELD[key] = _HeldTruncation(at=now)
+    _log_truncated(name, count, total, budget, cut, over)
+
+
+def flush_truncation_notes() -> None:
+    """Log what was cut since each embedder's last truncation line and not said yet (the
+    process ending; tests)."""
+    now = time.monotonic()
+    with _HELD_LOCK:
+        said = [(key, held) for key, held in _HELD.items() if held.count]
+        _HELD.clear()
+    for (name, budget), held in said:
+        _log_truncated(name, held.count, held.total, budget, held.cut, _over(held, now))
+
+
+atexit.register(flush_truncation_notes)
 
 
 @contextmanager
@@ -174,8 +256,7 @@ def truncation_tally() -> Iterator[None]:
         counts, _TALLY.counts = _TALLY.counts, None
         cuts, _TALLY.cuts = _TALLY.cuts, None
         for (name, budget), (count, total) in counts.items():
-            if count:
-                _log_truncated(name, count, total, budget, cuts.get((name, budget)))
+            _note_truncated(name, count, total, budget, cuts.get((name, budget)))
 
 
 def _note_instruction_cut(cut: InstructionCut | None) -> None:
@@ -409,8 +490,10 @@ class BaseEmbedder(ABC):
     def _warn_truncated(self, count: int, total: int, budget: int) -> None:
         """Say that ``count`` of ``total`` texts were cut to ``budget`` tokens: once per
         ``encode`` call or training log window (summed over its batches), or at once outside
-        one. Called right after ``PromptTokenizer`` read the batch: what the instruction took
-        from the cut texts, which it noted, is said too."""
+        one; off the main thread at most once per ``TRUNCATION_LOG_EVERY_S`` for this embedder,
+        with what was cut in between counted (``_note_truncated``). Called right after
+        ``PromptTokenizer`` read the batch: what the instruction took from the cut texts, which
+        it noted, is said too."""
         cut = _take_instruction_cut()
         tally = getattr(_TALLY, "counts", None)
         if tally is not None:
@@ -419,8 +502,8 @@ class BaseEmbedder(ABC):
             seen[1] += total
             if cut is not None:
                 _TALLY.cuts.setdefault((self.name, budget), InstructionCut()).add(cut)
-        elif count:
-            _log_truncated(self.name, count, total, budget, cut)
+        else:
+            _note_truncated(self.name, count, total, budget, cut)
 
     # -- persistence -----------------------------------------------------------------
 

@@ -194,9 +194,38 @@ def display_path(path: Path | str) -> str:
     return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
 
 
+def utf8_name(path: Path | str) -> bool:
+    """Whether ``path``'s bytes are valid UTF-8. Not ``display_path(path) == str(path)``: under
+    a locale that is not UTF-8 (``LC_ALL=C PYTHONUTF8=0``, a Latin-1 one) a valid UTF-8 name
+    such as ``café.txt`` arrives decoded in that locale's encoding, and it was skipped as "not
+    valid UTF-8"."""
+    try:
+        os.fsencode(str(path)).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _named_in_utf8(results: Iterator[ParseResult], path: Path) -> Iterator[ParseResult]:
+    """``results`` with their keys, sources, messages and warnings naming ``path`` by the UTF-8
+    text of its name: under a locale that is not UTF-8 its ``str`` holds the name's bytes as
+    that encoding read them (lone surrogates under ``C``, mojibake under Latin-1), which is not
+    what a UTF-8 locale records (the same file got another key) and cannot be stored. The file
+    itself is still opened by ``path``."""
+    shown = display_path(path)
+    name = str(path)
+    for r in results:
+        r.key, r.source = r.key.replace(name, shown), r.source.replace(name, shown)
+        if isinstance(r, DocumentError):
+            r.message = r.message.replace(name, shown)
+        else:
+            r.warnings[:] = [w.replace(name, shown) for w in r.warnings]
+        yield r
+
+
 def skip_reason(path: Path) -> str:
     """Why ``discover_files`` left ``path`` out, for its messages."""
-    if display_path(path) != str(path):
+    if not utf8_name(path):
         return "its name is not valid UTF-8; rename it"
     if path.is_symlink() and path.is_dir():
         return "a link to a folder, not followed (index that folder itself)"
@@ -235,7 +264,7 @@ def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
             if name.startswith("."):
                 continue
             path = here / name
-            if display_path(path) != str(path) or not path.is_file():
+            if not utf8_name(path) or not path.is_file():
                 skipped.append(path)  # a name that cannot be stored, a broken link, a fifo
             elif path.suffix.lower() in SUPPORTED_SUFFIXES:
                 files.append(path)
@@ -256,6 +285,9 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
                stream_over_bytes: int | None = None) -> Iterator[ParseResult]:
     """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv).
 
+    Its documents name the file by the UTF-8 text of its name whatever the locale's encoding
+    (``_named_in_utf8``).
+
     Args:
         text_column: the csv column / jsonl field holding the text; default the first of
             ``text``, ``contents``, ``content``, ``body`` present (a csv with none of them
@@ -263,6 +295,15 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
         stream_over_bytes: a .txt/.md file larger than this becomes a ``StreamedDocument``
             (read in pieces when chunked); None reads every file whole.
     """
+    results = _parse_file(path, max_bytes=max_bytes, text_column=text_column,
+                          stream_over_bytes=stream_over_bytes)
+    if display_path(path) != str(path) and utf8_name(path):
+        results = _named_in_utf8(results, path)
+    yield from results
+
+
+def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
+                stream_over_bytes: int | None) -> Iterator[ParseResult]:
     suffix = path.suffix.lower()
     key = str(path)
     try:

@@ -7,7 +7,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Annotated, TextIO
@@ -124,6 +124,17 @@ PROGRESS_MESSAGES = ("encoding chunk ",)
 _ENDED = ("completed", "failed", "interrupted", "cancelled")
 
 
+def log_line_due(moves: Iterable[tuple[float, float, float]], since_s: float,
+                 quiet_s: float = FOLLOW_QUIET_S) -> bool:
+    """Whether a progress line into a log (not a terminal) is due, its text having changed: a
+    count moved by at least a tenth of its known total since the last line ((now, then, total)
+    each; a total of 0 is not known), or ``quiet_s`` passed since that line. `facet jobs ID
+    --follow` (``JobFollower``) and `facet index` (``app.commands.index.progress_bar``) print by
+    it."""
+    moved = any(abs(now - then) * 10 >= total for now, then, total in moves if total)
+    return moved or since_s >= quiet_s
+
+
 def _message_kind(message: str) -> str:
     """A message with its numbers masked: "no worker has made progress on it for over 61s" is
     the hint said at 60s, and "waiting for a worker for 7 min" the one said at 6."""
@@ -173,10 +184,9 @@ class JobFollower:
             return True
         if text == self.line:
             return False
-        tenth = [abs(now - then) * 10 >= total for now, then, total in (
-            (job.docs_seen, last.docs_seen, job.docs_total),
-            (job.chunks_done, last.chunks_done, job.chunks_total)) if total]
-        return any(tenth) or self.clock() - self.printed_at >= self.quiet_s
+        return log_line_due(((job.docs_seen, last.docs_seen, job.docs_total),
+                             (job.chunks_done, last.chunks_done, job.chunks_total)),
+                            self.clock() - self.printed_at, self.quiet_s)
 
     def show(self, job: JobInfo) -> int | None:
         """Print what is new about ``job``; the exit code once it has ended (or can never move:
@@ -208,6 +218,19 @@ class JobFollower:
             self._end_line()
             return 0  # a later job indexed its source: nothing will ever move here
         return None
+
+
+# A message on a `facet jobs` list line: its first line, cut to this many characters.
+LIST_MESSAGE_CHARS = 120
+
+
+def _one_line(message: str) -> str:
+    """``message``'s first line, cut to ``LIST_MESSAGE_CHARS`` (with "…" where cut)."""
+    lines = message.strip().splitlines() or [""]
+    first = lines[0]
+    if len(first) > LIST_MESSAGE_CHARS:
+        return first[:LIST_MESSAGE_CHARS - 1].rstrip() + "…"
+    return first + (" …" if len(lines) > 1 else "")
 
 
 def _follow(job_id: int, interval: float, out: TextIO | None = None) -> int:
@@ -283,11 +306,14 @@ def register(cli: typer.Typer) -> None:
                           f", {pending} pending (a job stopped before finishing them: `facet jobs` "
                           "says how to resume it)")
             disk = f" · {size_text(i.disk_bytes)} on disk" if i.disk_bytes is not None else ""
+            # "? points" said nothing of why: its store's folder was removed, and only a search
+            # said so.
+            gone = f" · {printable(i.store_note)}" if i.store_note else ""
             typer.echo(f"{i.name}: {plural(i.documents_indexed, 'document')} indexed, "
                        f"{i.documents_failed} failed{unfinished}, {plural(i.chunks, 'chunk')}, "
                        f"{points} · {emb} · "
                        f"{i.backend}{disk} · "
-                       f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{words}{busy}")
+                       f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{words}{busy}{gone}")
 
     @cli.command("jobs")
     @handle_errors
@@ -365,11 +391,19 @@ def register(cli: typer.Typer) -> None:
             typer.echo("no index jobs yet")
         for j in jobs:
             resumed = f" (resumes job {j.resumed_from})" if j.resumed_from else ""
+            # A job still going: of how many (estimated, for a job run in one process).
+            of = (f" of {'~' if j.docs_total_estimated else ''}{j.docs_total}"
+                  if j.docs_total and j.state not in _ENDED else "")
+            # A list line's message: a completed job's too (every document failed), cut to one
+            # line; `facet jobs ID` shows it whole below.
+            note = (f" · {printable(_one_line(j.message))}"
+                    if j.message and job_id is None and j.state == "completed" else "")
             typer.echo(f"job {j.id} {j.state}{resumed}: {printable(j.collection)} <- "
-                       f"{printable(j.source)} [{printable(j.embedder)}] seen {j.docs_seen}, indexed {j.docs_indexed}, "
+                       f"{printable(j.source)} [{printable(j.embedder)}] seen {j.docs_seen}{of}, "
+                       f"indexed {j.docs_indexed}, "
                        f"unchanged {j.docs_skipped}, failed {j.docs_failed}, removed "
                        f"{j.docs_deleted}, chunks {j.chunks_written} · "
-                       f"{j.when()}")
+                       f"{j.when()}{note}")
             if job_id is not None:
                 ended = f", finished {j.finished_at}" if j.finished_at else ""
                 typer.echo(f"  queued {j.queued_at}, "

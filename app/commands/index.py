@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -22,15 +23,78 @@ if TYPE_CHECKING:
     from app.services.indexing import IndexReport
 
 
-def progress_bar() -> tuple[Any, Any]:
-    """A tqdm bar on stderr (documents/s and ETA); silent when stderr is not a terminal."""
-    from tqdm import tqdm
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h10m``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
-    bar = tqdm(total=None, unit="doc", file=sys.stderr, dynamic_ncols=True, disable=None)
+
+def _log_lines(start: str | None, quiet_s: float,
+               clock: Callable[[], float]) -> Callable[[Any], None]:
+    """``progress_bar``'s updates into a log: ``start`` at the first, then a plain line when the
+    documents moved by a tenth of their total or, when anything moved, at most every
+    ``quiet_s`` (``log_line_due``, as `facet jobs ID --follow` prints into a log), and once for
+    each step after the documents (optimizing the store). Nothing was printed until the summary:
+    a 600-document run under cron or docker logs was silent for 95 s."""
+    from app.commands.collections import PROGRESS_MESSAGES, log_line_due
+
+    out = sys.stderr
+
+    def say(text: str) -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    # ``start`` with the first update, once the run has begun: a refusal before it (the store
+    # out of reach, busy) stays the one line it was.
+    last: dict[str, Any] = {"done": 0.0, "chunks": 0, "stage": None, "at": clock(), "start": start}
 
     def update(p: Any) -> None:
-        if bar.disable:  # not a terminal: the summary says it all
+        if last["start"]:
+            say(last["start"])
+            last["start"] = None
+        done = (p.docs_done - 1 + (p.current_fraction or 0.0) if p.current is not None
+                else float(p.docs_done))
+        total = max(p.docs_total, p.docs_done) if p.docs_total else 0
+        stage = getattr(p, "stage", None)
+        step = stage if stage and not stage.startswith(PROGRESS_MESSAGES) else None
+        if step is not None:  # a wait after the documents: said once
+            if step == last["stage"]:
+                return
+        elif (done, p.chunks_written) == (last["done"], last["chunks"]) or not log_line_due(
+                ((done, last["done"], total),), clock() - last["at"], quiet_s):
             return
+        last.update(done=done, chunks=p.chunks_written, stage=step, at=clock())
+        counted = (f"{p.docs_done}/{total} documents ({p.docs_done / total:.0%})" if total
+                   else plural(p.docs_done, "document"))
+        left = (f", about {_duration(p.elapsed_s * (total - done) / done)} left"
+                if total and 0 < done < total and p.elapsed_s > 0 else "")
+        inside = (f" · {printable(Path(p.current).name)} {p.current_fraction or 0:.0%}"
+                  if p.current is not None else "")
+        say(f"  {counted}, {plural(p.chunks_written, 'chunk')} written, "
+            f"{_duration(p.elapsed_s)} elapsed{left}{inside}"
+            + (f" · {printable(step)}" if step else ""))
+
+    return update
+
+
+def progress_bar(start: str | None = None, *, quiet_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> tuple[Any, Any]:
+    """A tqdm bar on stderr (documents/s and ETA) on a terminal; into a log (stderr not a
+    terminal: cron, systemd, docker logs), plain lines (``_log_lines``): ``start``, then one
+    per tenth of the documents or per ``quiet_s`` (default ``FOLLOW_QUIET_S``, 30 s)."""
+    from tqdm import tqdm
+
+    from app.commands.collections import FOLLOW_QUIET_S
+
+    bar = tqdm(total=None, unit="doc", file=sys.stderr, dynamic_ncols=True, disable=None)
+    if bar.disable:  # not a terminal
+        return bar, _log_lines(start, FOLLOW_QUIET_S if quiet_s is None else quiet_s, clock)
+
+    def update(p: Any) -> None:
         if bar.total != p.docs_total:
             bar.total = p.docs_total
         if p.current is not None:  # inside a large file: its chunks move the bar
@@ -55,12 +119,16 @@ def progress_bar() -> tuple[Any, Any]:
 
 
 class _UnreadSaidBelow(logging.Filter):
-    """Drops the embedder's log line on texts its tokenizer cannot read ("N of M texts are
-    mostly unknown tokens to its tokenizer"): the run's summary prints the job's own warning
-    of it, which names the documents (stderr said it twice)."""
+    """Drops the embedder's log lines on texts its tokenizer cannot read ("N of M texts are
+    mostly unknown tokens to its tokenizer") and on texts it cut ("N of M texts were longer
+    than ... and were truncated": one per batch of a run, "32 of 32" each): the run's summary
+    prints the job's own warnings of them (``unread_message``, ``cut_message``), which name the
+    documents and count the run's chunks (stderr said it twice, or 30 times)."""
+
+    SAID = ("mostly unknown tokens to its tokenizer", "and were truncated")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "mostly unknown tokens to its tokenizer" not in str(record.msg)
+        return not any(said in str(record.msg) for said in self.SAID)
 
 
 @contextmanager
@@ -164,7 +232,8 @@ def register(cli: typer.Typer) -> None:
             _submit(source, collection, options, as_json)
             return
         with open_facet() as facet:
-            bar, update = progress_bar()
+            bar, update = progress_bar(f"indexing {printable(str(source))} into collection "
+                                       f"{printable(collection)}")
             try:
                 # --json prints no warning lines: the log's is the one on stderr there.
                 with _unread_logged_once(not as_json):

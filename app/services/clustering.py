@@ -25,6 +25,7 @@ both accept.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -78,7 +79,7 @@ from app.text import check_text_encodable, check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import explain_clusters
 from indexer import metadata as md
-from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
+from indexer.errors import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
 from indexer.parsing import TEXT_FIELDS  # what `facet index` reads as a record's text
 from indexer.store import Scrolled, point_id, validate_name
 
@@ -645,6 +646,35 @@ class ClusterService:
                 error.param = "explainer"
                 raise error
 
+    def _encode_in_pieces(self, texts: Sequence[str], spec: str, instruction: str, step: int | None,
+                          share: float, report: Any) -> np.ndarray:
+        """``texts``' vectors, encoded longest first in pieces of the encoder's batch
+        (``longest_first``: the batches of one call, so its vectors), told before each, as
+        indexing tells its pieces; a Ctrl-C in the CLI stops between (or inside) them. In this
+        process's own thread (the CLI), the texts the embedder cut are said in one line at the
+        end (``truncation_tally``), not one per piece."""
+        assert step is not None
+        said_once: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        from app.encoding import InlineQueryEncoder
+
+        if isinstance(self.ctx.encoder, InlineQueryEncoder):  # (its model loads here: torch too)
+            from embedders.base import truncation_tally
+
+            said_once = truncation_tally()
+        done = 0
+        out: np.ndarray | None = None
+        with said_once:
+            for piece in longest_first(texts, step):
+                report(share * done / len(texts), f"encoding {done}/{len(texts)} texts")
+                rows = self.ctx.encoder.encode([texts[i] for i in piece], embedder=spec,
+                                               role=Role.DOCUMENT, instruction=instruction, bulk=True)
+                if out is None:
+                    out = np.empty((len(texts), rows.shape[1]), dtype=rows.dtype)
+                out[piece] = rows
+                done += len(piece)
+        assert out is not None  # (at least 2 texts)
+        return out  # (n, dim)
+
     def _encode_step(self) -> int:
         """Texts per progress step of encoding: the encoder's batch size (one forward pass), at
         most ``PROGRESS_STEP_TEXTS``, which an encoder without one (the workers') gets."""
@@ -776,22 +806,7 @@ class ClusterService:
             vectors = self.ctx.encoder.encode(texts, embedder=spec, role=Role.DOCUMENT,
                                               instruction=instruction, bulk=True)
         else:
-            # Longest first in pieces of the encoder's batch (``longest_first``: the batches of
-            # one call, so its vectors), told before each, as indexing tells its pieces; a
-            # Ctrl-C in the CLI stops between (or inside) them.
-            assert step is not None
-            done = 0
-            out: np.ndarray | None = None
-            for piece in longest_first(texts, step):
-                report(encode_share * done / len(texts), f"encoding {done}/{len(texts)} texts")
-                rows = self.ctx.encoder.encode([texts[i] for i in piece], embedder=spec,
-                                               role=Role.DOCUMENT, instruction=instruction, bulk=True)
-                if out is None:
-                    out = np.empty((len(texts), rows.shape[1]), dtype=rows.dtype)
-                out[piece] = rows
-                done += len(piece)
-            assert out is not None  # (at least 2 texts)
-            vectors = out  # (n, dim)
+            vectors = self._encode_in_pieces(texts, spec, instruction, step, encode_share, report)
         if cached is None:
             # (The model is loaded now: its key can be told where it could not before.)
             key = key or self._embedding_key(spec, instruction, digest, step)
@@ -947,6 +962,8 @@ class ClusterService:
             total = self.ctx.store.count(name, filters) if len(hits) >= limit else len(hits)
         except (StoreBusyError, StoreUnavailableError):
             raise  # the facade names the writer / the server to start
+        except StoreDamagedError as e:  # its files cannot be read: a data error
+            raise DataError(str(e)) from e
         except StoreError as e:  # a filter it cannot match, named as the user typed its key
             raise InvalidRequestError(user_filter_words(str(e), request.filters),
                                       param=e.param) from e

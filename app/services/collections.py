@@ -21,7 +21,7 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
-from indexer.errors import StoreBusyError, StoreError
+from indexer.errors import StoreBusyError, StoreDamagedError, StoreError
 from indexer.store import (
     REACH_TIMEOUT_S,  # a listing's wait for the Qdrant server (tests lower it here)
     VectorStore,
@@ -64,6 +64,28 @@ class CollectionInfo:
     # Vector name -> how many indexed documents have no vectors of it (for their current
     # content): searches with that embedder cannot find them until `facet index` with it runs.
     vectors_missing: dict[str, int] = field(default_factory=dict)
+    # Its store holds no collection of its name (an embedded store's folder
+    # qdrant-edge/NAME removed, a server's collection deleted): ``points`` is None, and a search
+    # fails. ``store_note`` says so in a line, for listings.
+    store_missing: bool = False
+    # Why its embedded store's files cannot be read (a file cut short or garbled: the store's
+    # message, naming the file), else None: ``points`` is None, and searches and indexing
+    # fail; `facet delete` removes it. A listing failed on it (every collection unlisted, exit
+    # 4), and so did the delete its message advised.
+    store_damaged: str | None = None
+
+    @property
+    def store_note(self) -> str | None:
+        """What a listing says of a collection whose store is missing or damaged (None
+        otherwise)."""
+        if self.store_damaged is not None:
+            return f"store files damaged: {self.store_damaged}"
+        if not self.store_missing:
+            return None
+        where = (f"its folder qdrant-edge/{self.name} is missing" if self.backend == "edge"
+                 else "the vector store has no collection of its name")
+        return (f"store files missing: {where}; searches fail until `facet delete {self.name}` "
+                "and indexing its sources again")
 
     def embedders_label(self) -> str:
         """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint; no vectors for 3 of the
@@ -108,6 +130,10 @@ class JobInfo:
     chunks_total: int = 0
     chunks_done: int = 0
     docs_total: int = 0
+    # Whether ``docs_total`` is an estimate: a job run in one process records the documents it
+    # expects when it starts (records counted by their lines) and the documents seen once it
+    # completes; a worker job's planned total, and a completed job's, are counts.
+    docs_total_estimated: bool = False
     # How many per-document errors and warnings the job has in all; ``errors`` holds the
     # first of them (``CollectionService.job``'s ``errors``: 100 unless asked), none in a
     # listing of jobs.
@@ -341,6 +367,8 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
         errors=errors, errors_total=errors_total,
         runner=job.runner, host=job.host, chunks_total=job.chunks_total,
         chunks_done=job.chunks_done, docs_total=job.docs_total,
+        docs_total_estimated=bool(job.docs_total) and job.runner != "celery"
+        and state != "completed",
         cancel_requested=job.cancel_requested)
 
 
@@ -515,6 +543,8 @@ class CollectionService:
         lexical: bool | None = None
         lexical_note: str | None = None
         open_in: str | None = None
+        missing = False
+        damaged: str | None = None
         chunks = md.count_chunks(session, coll.id)
         try:
             if current is not None and writer is not None and self.store.backend != "server" \
@@ -551,6 +581,9 @@ class CollectionService:
                         self.store.check_free(coll.name, wait_s=0)
                     try:
                         exists = self.store.collection_exists(coll.name)
+                        # (A new collection's store collection is made when its first job
+                        # runs: one with no chunks yet has none to miss.)
+                        missing = not exists and chunks > 0
                         points = self.store.count(coll.name) if exists else None
                         lexical = self.store.has_lexical(coll.name) if exists else None
                         lexical_note = self.store.older_lexical(coll.name) if lexical else None
@@ -572,6 +605,9 @@ class CollectionService:
             if writer is None:
                 open_in = (f"pid {e.holder.get('pid')} on host {e.holder.get('host')}" if e.holder
                            else "another process")
+        except StoreDamagedError as e:  # shown, uncounted, with why: the others still listed
+            points = None
+            damaged = str(e).split(": the vector store's files cannot be read: ", 1)[-1]
         indexed = md.count_documents(session, coll.id, "indexed")
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
@@ -585,7 +621,8 @@ class CollectionService:
             chunks=chunks, points=points,
             created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,
             lexical_note=lexical_note, open_in=open_in,
-            disk_bytes=disk_bytes(self.store, coll.name))
+            disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
+            store_damaged=damaged)
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.

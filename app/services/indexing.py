@@ -26,6 +26,7 @@ import re
 import shlex
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -75,6 +76,7 @@ from indexer.chunking import (
 from indexer.errors import (
     SourceNotFoundError,
     StoreBusyError,
+    StoreDamagedError,
     StoreError,
     StoreUnavailableError,
     UnsupportedSourceError,
@@ -607,16 +609,29 @@ def estimate_documents(files: list[Path]) -> int:
     return total
 
 
+def _one_truncation_line() -> contextlib.AbstractContextManager[None]:
+    """The run's texts cut by its embedders said in one line at its end, not one per batch
+    (``embedders.base.truncation_tally``; its job's warning says it too, ``cut_message``), where
+    the run encodes in its own thread (the CLI, a worker). Only once a model is loaded: torch
+    is not imported for it."""
+    base = sys.modules.get("embedders.base")
+    tally = getattr(base, "truncation_tally", None)
+    return tally() if tally is not None else contextlib.nullcontext()
+
+
 @contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
     """The store's refusals as domain errors: another process holding the collection is a
-    conflict, a server out of reach unavailable, anything else a bad request."""
+    conflict, a server out of reach unavailable, a collection whose files cannot be read a data
+    error (it was a bad request: exit 2), anything else a bad request."""
     try:
         yield
     except StoreBusyError as e:
         raise ConflictError(str(e)) from e
     except StoreUnavailableError as e:
         raise UnavailableError(str(e)) from e
+    except StoreDamagedError as e:
+        raise DataError(str(e)) from e
     except StoreError as e:
         raise InvalidRequestError(str(e)) from e
 
@@ -941,9 +956,15 @@ class IndexService:
                             self._tokenizer_for(coll, embedder))
                 chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
                 total = estimate_documents(files)
-                seen = self._run(session, coll, job, report, files, embedder, prepared.embedder,
-                                 tokenize, chunking, options, progress, total, started,
-                                 heartbeat=heartbeat, interrupt=interrupt)
+                # On the row at once (GET /jobs/ID, `facet jobs ID`, `--follow`): it said 0
+                # until the end. An estimate (records counted by lines) until the job completes,
+                # when it is set to the documents seen.
+                job.docs_total = total
+                session.commit()
+                with _one_truncation_line():
+                    seen = self._run(session, coll, job, report, files, embedder,
+                                     prepared.embedder, tokenize, chunking, options, progress,
+                                     total, started, heartbeat=heartbeat, interrupt=interrupt)
                 self._note_moved(job, report)
                 interrupt.check()
                 if options.syncs(source):
@@ -2359,8 +2380,11 @@ class IndexService:
         """Drop documents under ``source`` that this run did not see (deleted files/records),
         except the records of a file that gave an error this run: a record on a malformed
         line, or in a file that could not be read, is not gone (it was deleted, data lost)."""
-        prefix = str(source) + os.sep if source.is_dir() else None
-        known = md.document_keys_under(session, coll.id, [str(f) for f in files] + [str(source)],
+        # Keyed as ``parse_file`` keys them: by the UTF-8 text of their names, whatever the
+        # locale's encoding (``display_path``).
+        prefix = display_path(source) + os.sep if source.is_dir() else None
+        known = md.document_keys_under(session, coll.id,
+                                       [display_path(f) for f in files] + [display_path(source)],
                                        prefix)
         gone = sorted(set(known) - seen.keys)
         if not gone:

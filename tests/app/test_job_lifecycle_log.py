@@ -44,7 +44,7 @@ def test_a_server_job_logs_its_start_and_its_outcome(cache, tmp_path, caplog) ->
     finally:
         server.close()
     said = _said(caplog)
-    assert said[0] == f"job {job.id} started (notes, {src})"
+    assert said[0] == f"job {job.id} started (notes, {src}, embedder minilm)"
     assert re.fullmatch(
         rf"job {job.id} completed: 3 seen, 3 indexed, 0 unchanged, 0 failed, "
         r"0 deleted, 3 chunks in \d+\.\ds",
@@ -66,7 +66,7 @@ def test_shutdown_says_it_waits_for_the_running_job(cache, tmp_path, caplog) -> 
             time.sleep(0.05)
         server.close(reason="the server stopping")  # as `facet serve` closes it
     said = _said(caplog)
-    assert said[0] == f"job {job.id} started (big, {src})"
+    assert said[0] == f"job {job.id} started (big, {src}, embedder minilm)"
     assert f"waiting up to 30s for job {job.id} to stop at its next batch boundary" in said, said
     assert (
         said.index(f"waiting up to 30s for job {job.id} to stop at its next batch boundary") < len(said) - 1

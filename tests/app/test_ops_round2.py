@@ -87,7 +87,7 @@ def test_a_job_whose_failure_cannot_be_written_shows_failed(read_only_served, tm
     errors = [r for r in caplog.records if r.name == "app.jobs" and r.levelno >= logging.ERROR]
     assert len(errors) == 1 and errors[0].exc_info is None  # was a ~60-line traceback
     assert errors[0].getMessage() == (
-        f"index job {prepared.job_id} failed: the metadata database failed "
+        f"index job {prepared.job_id} (collection notes) failed: the metadata database failed "
         "(sqlite3.OperationalError: attempt to write a readonly database)")
     debug = [r for r in caplog.records if r.name == "app.jobs" and r.levelno == logging.DEBUG]
     assert any(r.exc_info for r in debug)  # the traceback is still there, at DEBUG
