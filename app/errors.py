@@ -73,7 +73,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
     ``embedders`` errors: unknown name -> ``UnknownModelError``, bad input -> ``InvalidRequestError``,
     unreadable checkpoint -> ``DataError``; ``indexer`` errors: missing collection ->
     ``NotFoundError``, a collection another process has open -> ``ConflictError``, a store
-    server out of reach -> ``UnavailableError``, other store refusals -> ``InvalidRequestError``;
+    server out of reach -> ``UnavailableError``, a collection whose store files cannot be read
+    (damaged) -> ``DataError``, other store refusals -> ``InvalidRequestError``;
     SQLite's "database is locked" after its busy timeout, PostgreSQL's lock timeout ->
     ``BusyError``.
     """
@@ -83,6 +84,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
         IndexerError,
         SourceNotFoundError,
         StoreBusyError,
+        StoreDamagedError,
         StoreUnavailableError,
     )
 
@@ -100,6 +102,9 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return ConflictError(str(error))
     if isinstance(error, StoreUnavailableError):
         return UnavailableError(str(error))
+    if isinstance(error, StoreDamagedError):
+        # The data on disk, not the request (it was a 400 invalid_request_error).
+        return DataError(str(error))
     if isinstance(error, IndexerError):
         return InvalidRequestError(str(error), param=getattr(error, "param", None))
     from sqlalchemy.exc import OperationalError

@@ -419,25 +419,21 @@ class FacetSettings(BaseSettings):
             return "set (FACET_DATABASE_URL)"
 
 
-# A password in a URL inside any text ("redis://:secret@host" in an error message).
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
-
-
 def mask_passwords(text: str) -> str:
-    """``text`` with the password of every URL in it as ``***`` (``masked_url`` takes one URL
-    whose password may hold any character; this finds URLs inside a message)."""
-    return _URL_PASSWORD.sub(r"\1:***@", text)
+    """``text`` with the password of every URL in it, and every key-like query parameter's
+    value (``?api_key=``), as ``***`` (``indexer.errors.mask_secrets``: one rule for the app and
+    the indexer, which imports nothing of ``app``)."""
+    from indexer.errors import mask_secrets
+
+    return mask_secrets(text)
 
 
 def masked_url(url: str) -> str:
-    """``url`` with its password as ``***`` (for log lines and messages)."""
-    from urllib.parse import urlsplit
+    """``url`` with its password (any characters) and key-like query parameters as ``***``
+    (for log lines and messages; ``indexer.errors.masked_url``)."""
+    from indexer import errors
 
-    try:
-        password = urlsplit(url).password
-    except ValueError:  # e.g. a port that is not a number
-        password = None
-    return url.replace(f":{password}@", ":***@", 1) if password else url
+    return errors.masked_url(url)
 
 
 def known_variables() -> frozenset[str]:

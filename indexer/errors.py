@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class IndexerError(Exception):
     """Base class for indexer failures."""
@@ -31,6 +33,21 @@ class CollectionNotFoundError(StoreError):
     """A collection does not exist in the vector store."""
 
 
+class StoreDamagedError(StoreError):
+    """An embedded store's collection whose files cannot be read (a file cut short, garbled or
+    edited by hand): a fault of the data on disk, not of the request nor of another process.
+
+    Attributes:
+        collection: the collection.
+        path: the file (or folder) the store could not read.
+    """
+
+    def __init__(self, message: str, collection: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.collection = collection
+        self.path = path
+
+
 class StoreBusyError(StoreError):
     """An embedded store's collection is open in another process (its folder takes one).
 
@@ -49,3 +66,36 @@ class StoreBusyError(StoreError):
 class StoreUnavailableError(StoreError):
     """The vector store cannot serve now: a server out of reach (down, wrong URL, network), or an
     embedded store's folder that cannot be written (a read-only mount); may be transient."""
+
+
+# The secrets a URL may carry, masked wherever one is shown (messages, log lines): the password
+# of its user info ("http://admin:secret@host") and a key-like query parameter ("?api_key=...").
+# Here, dependency-free, so that the indexer (which imports nothing of ``app``) uses them too;
+# ``app.settings.mask_passwords`` / ``masked_url`` are these.
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
+_SECRET_PARAM = re.compile(
+    r"([?&;](?:[A-Za-z0-9_.-]*[_-])?(?:api[_-]?key|apikey|key|token|access[_-]?token|password|"
+    r"passwd|pwd|secret|auth|authorization|credentials?)=)"
+    # The value, up to the next parameter or the URL's end (a ":", "," or "." followed by a
+    # space, or ending the text, is the message's own).
+    r"[^&#;\s'\"]*?(?=[&#;\s'\"]|[:,.)](?:\s|$)|$)", re.IGNORECASE)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with the password of every URL in it, and the value of every key-like query
+    parameter (``api_key``, ``token``, ``password``...), as ``***``."""
+    return _SECRET_PARAM.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", text))
+
+
+def masked_url(url: str) -> str:
+    """``url`` as it may be shown: its password (any characters) and key-like query parameters
+    as ``***``."""
+    from urllib.parse import urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # e.g. a port that is not a number
+        password = None
+    if password:
+        url = url.replace(f":{password}@", ":***@", 1)
+    return mask_secrets(url)

@@ -45,8 +45,11 @@ from indexer import lexical as lex
 from indexer.errors import (
     CollectionNotFoundError,
     StoreBusyError,
+    StoreDamagedError,
     StoreError,
     StoreUnavailableError,
+    mask_secrets,
+    masked_url,
 )
 
 logger = logging.getLogger(__name__)
@@ -780,6 +783,31 @@ _IO_SIGNS = ("IO Error", "os error", "No such file", "Permission denied", "Read-
 _GONE_HINT = "the data folder deleted, moved or unmounted while in use?"
 # The ones of them that say the folder is there but cannot be written.
 _NOT_WRITABLE_SIGNS = ("Permission denied", "Read-only file system")
+# How they say that a file is there but its content cannot be read (garbled, cut short, edited
+# by hand): a JSON config that does not parse, a version file, a WAL segment's header.
+_DAMAGED_SIGNS = ("Failed to deserialize", "Can't parse", "InvalidData", "EOF while parsing",
+                  "orrupt", "Illegal segment", "checksum")
+# An absolute path in such a message (quoted or not).
+_MESSAGE_PATH = re.compile(r"""(/[^\s"':]+)""")
+
+
+def _damaged(collection: str, folder: Path, text: str, what: str) -> StoreDamagedError:
+    """A collection whose store files cannot be read, naming the file (the deepest path of the
+    collection's folder the message names) and what its reader said of it."""
+    inside = [p for p in _MESSAGE_PATH.findall(text) if p.startswith(str(folder))]
+    file = max(inside, key=len) if inside else None
+    why = text.rsplit(file, 1)[-1].lstrip('": ').strip() if file else text
+    return StoreDamagedError(
+        f"collection {collection!r}: the vector store's files cannot be read: "
+        f"{file or folder} is damaged ({why or text}); {what} failed. {_damaged_hint(collection, folder)}",
+        collection, file or str(folder))
+
+
+def _damaged_hint(collection: str, folder: Path) -> str:
+    import shlex
+
+    return (f"Restore the folder {folder} from a backup, or delete the collection (facet delete "
+            f"{shlex.quote(collection)} -y: its folder goes with it) and index it again")
 
 
 class EdgeStore(VectorStore):
@@ -861,8 +889,14 @@ class EdgeStore(VectorStore):
         if cached is not None and held and self.collection_exists(collection):
             return dict(cached)
         self._require(collection)
-        data = json.loads((self._dir(collection) / self._SIDE).read_text())
-        sizes = {str(k): int(v) for k, v in data.items()}
+        side = self._dir(collection) / self._SIDE
+        try:
+            sizes = {str(k): int(v) for k, v in json.loads(side.read_text()).items()}
+        except (ValueError, AttributeError, TypeError) as e:  # not JSON, or not {name: size}
+            raise StoreDamagedError(
+                f"collection {collection!r}: the vector store's files cannot be read: {side} is "
+                f"damaged ({type(e).__name__}: {e}). {_damaged_hint(collection, self._dir(collection))}",
+                collection, str(side)) from e
         if held:
             self._sizes[collection] = sizes
         return dict(sizes)
@@ -919,6 +953,8 @@ class EdgeStore(VectorStore):
             gone = not folder.is_dir()
         except OSError:
             gone = True
+        if not gone and any(sign in text for sign in _DAMAGED_SIGNS):
+            return _damaged(collection, folder, text, what)
         if not gone and any(sign in text for sign in _NOT_WRITABLE_SIGNS):
             # The folder there but not writable (a read-only mount under a running server):
             # nothing can be served from it until it is, as for its lock (``_unwritable``).
@@ -952,9 +988,17 @@ class EdgeStore(VectorStore):
                         f"collection {collection!r} is open in another store of this process "
                         f"(pid {os.getpid()}): open one Facet per data folder per process and "
                         "share it", collection, {"pid": os.getpid()}) from e
-                raise StoreError(
-                    f"cannot open edge shard {self._dir(collection)}: {e}; another process may "
-                    "hold it (one process per data folder)") from e
+                if isinstance(e, StoreError):  # the side file's, already said
+                    raise
+                # This process holds the folder's lock (``_lock``): no other Facet has it open,
+                # and the engine's own lock said nothing (WouldBlock above). What it cannot read
+                # is a damaged collection (it was "another process may hold it", a 400); a folder
+                # gone or not writable is said as for any other operation.
+                error = self._edge_error(collection, "opening it", e)
+                if type(error) is StoreError and not any(sign in str(e) for sign in _IO_SIGNS):
+                    error = _damaged(collection, self._dir(collection),
+                                     " ".join(str(e).split()) or type(e).__name__, "opening it")
+                raise error from e
             self._shards[collection] = shard
             self._close_unused(collection)
         return shard
@@ -1505,25 +1549,27 @@ def _client_error(store: QdrantClientStore, error: Exception) -> StoreError:
     """A qdrant-client / transport error as one StoreError line that says what to check."""
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-    where = f"Qdrant at {store.url}" if store.url else f"the {store.backend} store"
+    # Never the URL's password or API key (a message reaches HTTP bodies and log lines).
+    where = f"Qdrant at {masked_url(store.url)}" if store.url else f"the {store.backend} store"
     if isinstance(error, UnexpectedResponse):
         if store.url and "html" in error.headers.get("content-type", ""):
             return _not_qdrant(store.url, error)  # Qdrant answers JSON, or a line of text
         detail = error.content.decode("utf-8", "replace")[:300] if error.content else ""
-        return StoreError(f"{where} refused the request ({error.status_code} "
-                          f"{error.reason_phrase}): {' '.join(detail.split())}")
+        return StoreError(mask_secrets(f"{where} refused the request ({error.status_code} "
+                                       f"{error.reason_phrase}): {' '.join(detail.split())}"))
     if isinstance(error, ResponseHandlingException | ConnectionError | TimeoutError | OSError) \
             or type(error).__module__.startswith(("httpx", "httpcore", "grpc")):
         cause = error.source if isinstance(error, ResponseHandlingException) else error
-        return StoreUnavailableError(f"cannot reach {where}: {type(cause).__name__}: {cause}; {_UNREACHABLE_HINT}")
-    return StoreError(f"{where} failed: {type(error).__name__}: {error}")
+        return StoreUnavailableError(mask_secrets(
+            f"cannot reach {where}: {type(cause).__name__}: {cause}; {_UNREACHABLE_HINT}"))
+    return StoreError(mask_secrets(f"{where} failed: {type(error).__name__}: {error}"))
 
 
 def _not_qdrant(url: str | None, error: Any) -> StoreUnavailableError:
     """Another server's answer (``UnexpectedResponse``): a web server's page of 404 or 501 said
     "refused the request" over many lines of HTML, or (a listing) "no collections yet"."""
     return StoreUnavailableError(
-        f"Qdrant at {url} answered but is not a Qdrant server? (HTTP {error.status_code} "
+        f"Qdrant at {masked_url(url or '')} answered but is not a Qdrant server? (HTTP {error.status_code} "
         f"{error.reason_phrase}); check FACET_QDRANT_URL (unset it for the embedded store)")
 
 
@@ -1568,7 +1614,8 @@ def _translated(method: Any, *, retry_dropped: bool = False) -> Any:
                 if not (retry_dropped and self.url and _dropped_connection(e)):
                     raise
                 logger.warning("Qdrant at %s dropped a %s request (%s: %s); sending it again",
-                               self.url, method.__name__, type(e).__name__, e)
+                               masked_url(self.url), method.__name__, type(e).__name__,
+                               mask_secrets(str(e)))
                 time.sleep(_READ_RETRY_DELAY_S)
                 return method(self, *args, **kwargs)
         except StoreError:
@@ -1577,7 +1624,7 @@ def _translated(method: Any, *, retry_dropped: bool = False) -> Any:
             # qdrant-client's own argument checks ("Collection x not found" in local mode).
             if "not found" in str(e).lower():
                 raise CollectionNotFoundError(str(e)) from e
-            raise StoreError(str(e)) from e
+            raise StoreError(mask_secrets(str(e))) from e
         except Exception as e:
             raise _client_error(self, e) from e
 
@@ -1612,7 +1659,7 @@ class QdrantClientStore(VectorStore):
                 self._client = QdrantClient(url=url, api_key=api_key, timeout=30,
                                             check_compatibility=False)
             except Exception as e:
-                raise StoreError(f"bad FACET_QDRANT_URL {url!r}: {e}") from e
+                raise StoreError(mask_secrets(f"bad FACET_QDRANT_URL {masked_url(url)!r}: {e}")) from e
         elif path is not None:
             self.backend = "local"
             if str(path) == ":memory:":
@@ -1669,7 +1716,8 @@ class QdrantClientStore(VectorStore):
                 socket.create_connection(target, timeout=timeout_s).close()
             except OSError as e:  # refused, no such host, no answer (TimeoutError)
                 why = f"no answer within {timeout_s:g} s" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
-                raise StoreUnavailableError(f"cannot reach Qdrant at {self.url}: {why}; {_UNREACHABLE_HINT}") from e
+                raise StoreUnavailableError(mask_secrets(
+                    f"cannot reach Qdrant at {masked_url(self.url)}: {why}; {_UNREACHABLE_HINT}")) from e
         # Through a proxy a connect to the server says nothing; before a first success, the
         # connect does not tell Qdrant from a web server on its port.
         if ask or target is None or reached is None:
@@ -1719,7 +1767,7 @@ class QdrantClientStore(VectorStore):
         # A web server answering every path with a page was "failed: JSONDecodeError: Expecting
         # value: line 1 column 1 (char 0)".
         return StoreUnavailableError(
-            f"Qdrant at {self.url} answered but is not a Qdrant server? (HTTP 200, not Qdrant's "
+            f"Qdrant at {masked_url(self.url or '')} answered but is not a Qdrant server? (HTTP 200, not Qdrant's "
             f"answer: {type(e).__name__}); check FACET_QDRANT_URL (unset it for the embedded store)")
 
     def check_free(self, collection: str, *, wait_s: float | None = None) -> None:
@@ -1836,7 +1884,8 @@ class QdrantClientStore(VectorStore):
                 indexed.add(key)
         except Exception as e:
             logger.debug("Qdrant at %s: no payload index for filter fields %s of %r: %s: %s",
-                         self.url, new, collection, type(e).__name__, e)
+                         masked_url(self.url or ""), new, collection, type(e).__name__,
+                         mask_secrets(str(e)))
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:

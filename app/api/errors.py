@@ -6,6 +6,13 @@ so the official ``openai`` client raises its own typed errors with our message. 
 errors map by class (most specific first); request validation errors become 400 naming the
 field; bodies over ``FACET_API_MAX_BODY_MB`` are refused before they are parsed (413).
 ``responses`` declares a route's error statuses in /openapi.json.
+
+Every error answer is logged (``app.api.errors``) with the request's method and path, its
+status and message, never a secret (a URL's password or key-like query parameters masked, no
+API key, no query string): 5xx at ERROR, except 503 (unavailable) at WARNING; 429 (busy), 422
+(data on the server that cannot be read: a damaged collection, a checkpoint) and 401 (with the
+client's address) at WARNING; the other 4xx (a client's mistake: 400, 404, 405, 409, 413) at
+INFO. docs/api.md says the same.
 """
 
 from __future__ import annotations
@@ -35,7 +42,12 @@ from app.errors import (
     UnavailableError,
     UnknownModelError,
 )
-from indexer.errors import CollectionNotFoundError, SourceNotFoundError
+from indexer.errors import (
+    CollectionNotFoundError,
+    SourceNotFoundError,
+    StoreDamagedError,
+    mask_secrets,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -155,18 +167,72 @@ def _not_found_code(request: Request, error: NotFoundError) -> str | None:
     return _NOT_FOUND_ROUTES.get((request.method, getattr(route, "path", "")))
 
 
+def _causes(error: BaseException) -> list[BaseException]:
+    """The errors ``error`` was raised from (``raise ... from``), nearest first."""
+    chain: list[BaseException] = []
+    cause = error.__cause__
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__
+    return chain
+
+
+def log_answer(request: Request, status: int, message: str, code: str | None = None, *,
+               collection: str | None = None) -> None:
+    """One log line for an error answer, at the level its status calls for (the module's
+    docstring): method, path (never the query string, which may carry a key), status, code, the
+    collection where known and not in the message already, and the message, secrets masked."""
+    if status == 401:
+        client = request.client.host if request.client is not None else "unknown"
+        # Never the key sent, right or wrong: only that one was refused, and from where.
+        logger.warning("%s %s answered 401 (missing or wrong API key) to client %s",
+                       request.method, request.url.path, client)
+        return
+    if status >= 500 and status != 503:
+        level = logging.ERROR
+    elif status in (422, 429, 503):
+        level = logging.WARNING
+    else:
+        level = logging.INFO
+    if not logger.isEnabledFor(level):
+        return
+    text = mask_secrets(" ".join(message.split()))
+    what = f"{status} ({code})" if code else str(status)
+    if collection and repr(collection) not in text:
+        what += f", collection {collection!r}"
+    logger.log(level, "%s %s answered %s: %s", request.method, request.url.path, what, text)
+
+
+def _collection_of(request: Request, exc: BaseException) -> str | None:
+    """The collection an error is about, where it says (a store error's ``collection``) or the
+    route names it in its path (``/collections/{name}``)."""
+    for error in (exc, *_causes(exc)):
+        name = getattr(error, "collection", None)
+        if isinstance(name, str) and name != "*":
+            return name
+    route = getattr(request.scope.get("route"), "path", "")
+    name = request.path_params.get("name") if route.startswith("/collections/") else None
+    return name if isinstance(name, str) else None
+
+
 async def _facet_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, FacetError)
     status, type_, code = domain_status(exc)
+    if status == 400 and any(isinstance(c, StoreDamagedError) for c in _causes(exc)):
+        # A service's "the store refused it" (InvalidRequestError) over a collection whose
+        # files cannot be read: the data on the server's disk, not the request, is at fault
+        # (``as_domain_error``'s DataError); it was a 400 blaming the client.
+        status, type_, code = domain_status(DataError(""))
     if code is None and isinstance(exc, NotFoundError):
         code = _not_found_code(request, exc)
     headers = None
     if isinstance(exc, BusyError):
         headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
-    if status >= 500:
-        logger.error("request failed: %s", exc)
+    # Never a URL's password or key in the body either (the lower packages mask theirs).
+    message = mask_secrets(str(exc))
+    log_answer(request, status, message, code, collection=_collection_of(request, exc))
     # The field the core named (``FacetError.param``): it was null for every domain error.
-    return error_response(status, str(exc), type_, exc.param, code=code, headers=headers)
+    return error_response(status, message, type_, exc.param, code=code, headers=headers)
 
 
 # Where FastAPI says a request value was; not part of the field's name.
@@ -184,7 +250,7 @@ def _location(loc: tuple[Any, ...]) -> str:
     return out
 
 
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
@@ -208,6 +274,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
         message = f"{param}: {first.get('msg')}"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    log_answer(request, 400, message)
     return error_response(400, message, "invalid_request_error", param or None)
 
 
@@ -240,6 +307,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         message = (f"the request body is sent with Content-Encoding: {encoding}, which this server "
                    "does not decode; send it uncompressed"
                    if encoding not in ("", "identity") else _unparsed_body(exc.__cause__))
+    log_answer(request, exc.status_code, message, code)
     return error_response(exc.status_code, message, type_, code=code,
                           headers=dict(exc.headers) if exc.headers else None)
 
@@ -277,8 +345,9 @@ def _unparsed_body(cause: BaseException | None) -> str:
     return f"the request body {why}"
 
 
-async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-    logger.exception("unexpected error")
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("%s %s answered 500: unexpected error (%s)", request.method,
+                     request.url.path, type(exc).__name__)
     return error_response(500, f"internal error ({type(exc).__name__}); the server log has the "
                                "details", "server_error")
 

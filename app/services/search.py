@@ -35,7 +35,14 @@ from sqlalchemy import String, cast, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.encoding import QueryEncoder, instruction_refusal
-from app.errors import ConflictError, InvalidRequestError, NotFoundError, TooLargeError, UnknownModelError
+from app.errors import (
+    ConflictError,
+    DataError,
+    InvalidRequestError,
+    NotFoundError,
+    TooLargeError,
+    UnknownModelError,
+)
 from app.services.collections import effective_state
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
@@ -46,6 +53,7 @@ from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
     StoreBusyError,
+    StoreDamagedError,
     StoreError,
     StoreUnavailableError,
 )
@@ -1487,6 +1495,9 @@ class SearchService:
             raise NotFoundError(str(e), param="collection") from e
         except (StoreBusyError, StoreUnavailableError):
             raise  # the facade names the writer / the server to start
+        except StoreDamagedError as e:  # its files cannot be read: a data error, not the request's
+            self.forget(request.collection)
+            raise DataError(str(e)) from e
         except StoreError as e:
             self.forget(request.collection)
             # A filter it cannot match, named as the user gave it (`published`, not the payload

@@ -1,0 +1,129 @@
+"""What the stores say must never hold a secret, nor blame the wrong cause.
+
+A ``FACET_QDRANT_URL`` with credentials (``http://admin:PW@host``, ``?api_key=...``) was printed
+whole by `facet collections`, in a 503's body and in the server's ERROR line. An embedded
+collection whose ``edge_config.json`` no longer parses was "cannot open edge shard ...; another
+process may hold it" (a plain StoreError, which the app answered 400 / exit 2), though no other
+process was involved. Real parts: a port nothing listens on, real qdrant-edge shards.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer.errors import StoreBusyError, StoreError, StoreUnavailableError
+from indexer.store import EdgeStore, PointRecord, QdrantClientStore, point_id
+
+SECRETS = ("PWsecret", "KEYsecret")
+
+
+def _closed_port() -> int:
+    """A port of this machine nothing listens on (bound, then let go)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _assert_masked(text: str) -> None:
+    assert not any(secret in text for secret in SECRETS), text
+    assert "admin:***@127.0.0.1" in text, text
+    assert "api_key=***" in text, text
+
+
+def test_an_unreachable_server_is_said_without_its_password_or_key() -> None:
+    url = f"http://admin:PWsecret@127.0.0.1:{_closed_port()}/?api_key=KEYsecret"
+    store = QdrantClientStore(url=url)
+    try:
+        with pytest.raises(StoreUnavailableError, match="cannot reach Qdrant at") as reach:
+            store.check_reachable()
+        _assert_masked(str(reach.value))
+        # A request (the store's own wrapper, ``_translated``) says the same, masked too.
+        with pytest.raises(StoreUnavailableError) as listing:
+            store.count("c")
+        _assert_masked(str(listing.value))
+    finally:
+        store.close()
+
+
+def test_a_non_qdrant_answer_is_said_without_the_password() -> None:
+    from indexer import store as store_module
+
+    class _Answer:  # what qdrant-client's UnexpectedResponse carries
+        status_code = 404
+        reason_phrase = "Not Found"
+
+    said = str(store_module._not_qdrant("https://u:PWsecret@h:6333?api_key=KEYsecret", _Answer()))
+    assert "PWsecret" not in said and "KEYsecret" not in said, said
+    assert "u:***@h:6333?api_key=***" in said, said
+
+
+def _edge_collection(root: Path) -> None:
+    store = EdgeStore(root)
+    try:
+        store.ensure_collection("c3", {"m": 4})
+        vec = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+        store.upsert("c3", [PointRecord(point_id("d", 0), {"m": vec}, {"doc_id": "d", "text": "t"})])
+        assert store.count("c3") == 1
+    finally:
+        store.close()
+
+
+def test_a_damaged_edge_config_is_a_damaged_store_not_another_process(tmp_path: Path) -> None:
+    from indexer.errors import StoreDamagedError
+
+    root = tmp_path / "qdrant-edge"
+    _edge_collection(root)
+    (root / "c3" / "edge_config.json").write_text("{garbage\n")
+    store = EdgeStore(root)
+    try:
+        with pytest.raises(StoreDamagedError) as damaged:
+            store.count("c3")
+    finally:
+        store.close()
+    said = str(damaged.value)
+    assert not isinstance(damaged.value, StoreBusyError | StoreUnavailableError)
+    assert "another process" not in said, said
+    assert f"{root / 'c3' / 'edge_config.json'} is damaged (key must be a string" in said, said
+    assert "cannot be read" in said and "from a backup" in said, said
+    assert damaged.value.collection == "c3"
+    assert damaged.value.path == str(root / "c3" / "edge_config.json")
+    # Its folder lock was let go: the next try says the same, not "held by another process".
+    again = EdgeStore(root, lock_wait_s=0.1)
+    try:
+        with pytest.raises(StoreDamagedError):
+            again.count("c3")
+    finally:
+        again.close()
+
+
+def test_a_damaged_side_file_is_a_damaged_store(tmp_path: Path) -> None:
+    """``facet_vectors.json`` cut short was a JSONDecodeError traceback (a 500)."""
+    from indexer.errors import StoreDamagedError
+
+    root = tmp_path / "qdrant-edge"
+    _edge_collection(root)
+    (root / "c3" / "facet_vectors.json").write_text('{"m": ')
+    store = EdgeStore(root)
+    try:
+        with pytest.raises(StoreDamagedError, match=r"facet_vectors\.json is damaged \(JSONDecodeError"):
+            store.vector_sizes("c3")
+        with pytest.raises(StoreError, match="cannot be read") as opening:
+            store.count("c3")
+        assert "another process" not in str(opening.value)
+    finally:
+        store.close()
+
+
+def test_the_app_masks_with_the_same_rule(tmp_path: Path) -> None:
+    """`facet serve`'s start line ("store Qdrant at ...") and the app's messages masked a URL's
+    password but printed a `?api_key=` in it: one rule now, the indexer's."""
+    from app.settings import FacetSettings, mask_passwords
+
+    settings = FacetSettings(data_dir=tmp_path, qdrant_url="http://admin:PWsecret@q:6333/?api_key=KEYsecret")
+    said = settings.store_description() + " " + mask_passwords(f"failed: {settings.qdrant_url}: refused")
+    assert "PWsecret" not in said and "KEYsecret" not in said, said
+    assert "Qdrant at http://admin:***@q:6333/?api_key=***" in said, said
