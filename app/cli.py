@@ -48,7 +48,7 @@ from app.commands.common import (  # noqa: E402, F401 (re-exported: the commands
     output_error_exit,
     shorten,
 )
-from app.errors import FacetError  # noqa: E402
+from app.errors import DataError, FacetError  # noqa: E402
 from app.settings import apply_settings, get_settings  # noqa: E402
 from app.text import plural  # noqa: E402, F401 (re-exported, as above)
 
@@ -196,8 +196,82 @@ def _release_sigint() -> None:
 _release_sigint()
 
 
+def _escape_unencodable(error: UnicodeError) -> tuple[str, int]:
+    """A codec error handler: each character the output's encoding lacks as a JSON-style
+    ``\\uXXXX`` escape (a surrogate pair above U+FFFF), so that ``--json`` output stays valid
+    JSON (outside its strings JSON is ASCII) and a text line says which character it was."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    escaped = []
+    for char in error.object[error.start:error.end]:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            escaped.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            escaped.append(f"\\u{code:04x}")
+    return "".join(escaped), error.end
+
+
+UNENCODABLE = "facet.escape"
+
+
+def _standard_streams() -> None:
+    """Standard output and error as every command can use them.
+
+    A stream closed by the caller (``facet serve >&-``) is the null device, as ``>/dev/null``
+    (Python leaves ``sys.stdout`` None: uvicorn's logging set-up failed in a traceback, and
+    the descriptor was free for the next file opened, a database, to take). A stdout whose
+    encoding lacks a character of the output (``PYTHONIOENCODING=cp1252``, a Latin-1 locale:
+    a Japanese query or file name) writes it escaped (``_escape_unencodable``), where each
+    command died in a UnicodeEncodeError traceback; stderr already backslash-escapes them.
+    """
+    import codecs
+    import contextlib
+
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, "w", closefd=False,  # noqa: SIM115 (for the process)
+                                    errors="backslashreplace" if fd == 2 else None))
+        except OSError:
+            pass
+    stdout = sys.stdout
+    if getattr(stdout, "errors", None) != "strict" or not hasattr(stdout, "reconfigure"):
+        return  # chosen by the user (PYTHONIOENCODING=...:replace), or not a text file
+    try:
+        codecs.lookup_error(UNENCODABLE)
+    except LookupError:
+        codecs.register_error(UNENCODABLE, _escape_unencodable)
+    with contextlib.suppress(ValueError, OSError):  # (a stream already closed)
+        stdout.reconfigure(errors=UNENCODABLE)
+
+
+def _current_folder_gone() -> bool:
+    """Whether the current folder was deleted (``rmdir`` from another shell): every command
+    that loads a model then died inside torch's import ("Intel oneMKL FATAL ERROR: Cannot load
+    libtorch_cpu.so", exit 2), and relative paths name nothing there."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:  # another reason (a folder above it unreadable): as before
+        return False
+    return False
+
+
 def main() -> None:
     """Console-script entry point."""
+    _standard_streams()
+    if _current_folder_gone():
+        typer.echo("error: the current folder no longer exists (deleted after this shell entered "
+                   "it): cd to an existing folder and run the command again", err=True)
+        raise SystemExit(exit_code(DataError("")))
     try:
         cli()
     except KeyboardInterrupt:  # between the imports and typer's own handling of it

@@ -193,6 +193,15 @@ def _convert_smollm(target: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _cache_unusable(folder: Path, error: OSError) -> str:
+    """What to say when the model cache ``folder`` cannot take the converted decoder."""
+    where = ("FACET_MODEL_CACHE_DIR" if _cache_dir is not None else
+             "FACET_MODEL_CACHE_DIR (by default ~/.cache/facet/models, under XDG_CACHE_HOME or HOME)")
+    return (f"cannot convert {DEFAULT_DECODER} into the model cache {folder}: "
+            f"{error.strerror or error} ({error.filename}); it is converted there once, for every "
+            f"later load: point {where} at a folder this user can write")
+
+
 def resolve_model_path(name: str) -> str:
     """Map a backbone name to something ``from_pretrained`` can load.
 
@@ -206,13 +215,20 @@ def resolve_model_path(name: str) -> str:
     key = name.lower()
     if key == DEFAULT_DECODER:
         target = cache_dir() / DEFAULT_DECODER
-        if (target / _COMPLETE_MARKER).exists():
-            return str(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
         # Two processes starting together: one converts, the other waits and reuses.
-        with FileLock(str(target) + ".lock"):
+        lock = FileLock(str(target) + ".lock")
+        try:
+            if (target / _COMPLETE_MARKER).exists():
+                return str(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        except OSError as e:  # a read-only HOME or cache: chained tracebacks from every command
+            raise CheckpointError(_cache_unusable(target.parent, e)) from e
+        try:
             if not (target / _COMPLETE_MARKER).exists():
                 _convert_smollm(target)
+        finally:
+            lock.release()
         return str(target)
     if key == DEFAULT_ENCODER:
         return str(_package_dir(_MINILM_PACKAGE) / "model")

@@ -181,6 +181,16 @@ def default_checkpoint_dir() -> Path:
     return checkout  # none: the unknown-name message says so and how to point at a folder
 
 
+def _registrable(path: Path) -> bool:
+    """Whether ``path`` is a checkpoint folder ``register_checkpoints`` registers; one this user
+    may not look into is skipped with a warning (it stopped every command)."""
+    try:
+        return is_checkpoint_dir(path)
+    except CheckpointError as e:
+        logger.warning("checkpoint %s not registered: %s", path, e)
+        return False
+
+
 def set_checkpoint_dir(path: str | Path | None) -> None:
     """Where named checkpoints are looked up (the app's settings call this); None = the default."""
     global _checkpoint_dir
@@ -202,7 +212,7 @@ def register_checkpoints() -> list[str]:
     added: list[str] = []
     if not root.is_dir():
         return added
-    for path in sorted(p for p in root.iterdir() if is_checkpoint_dir(p)):
+    for path in sorted(p for p in root.iterdir() if _registrable(p)):
         name = path.name.lower()
         if name in _EMBEDDERS:
             held = _EMBEDDERS[name]
@@ -310,15 +320,37 @@ def _checkpoint_path(spec: str | Path, *, log: bool = False) -> Path | None:
     with an installed package, it was an unknown embedder. The model, and so its identity (the
     eval caches' key), is the same as from the checkout's root."""
     path = Path(spec)
-    if is_checkpoint_dir(path):
-        return path
+    refused: CheckpointError | None = None
+    try:
+        if is_checkpoint_dir(path):
+            return path
+    except CheckpointError as e:  # a folder on its way this user may not enter (the current one)
+        refused = e
     if len(path.parts) > 1 and path.parts[0] == "checkpoints":
         shipped = checkpoint_dir().joinpath(*path.parts[1:])
         if is_checkpoint_dir(shipped):
             if log:
-                logger.info("%s: no such checkpoint in %s; loading the shipped %s", spec, Path.cwd(), shipped)
+                logger.info("%s: no such checkpoint in %s; loading the shipped %s", spec, _cwd(), shipped)
             return shipped
+    # A bare name is not one (``_unknown`` says the folder could not be looked into); so a
+    # registered name with options (``minilm[pooling=mean]``) is read as one.
+    if refused is not None and not _bare(str(spec)):
+        raise refused
     return None
+
+
+def _cwd() -> str:
+    """The current folder's path, or a word for it where it has none (deleted)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return "the current folder"
+
+
+def _cwd_unreadable() -> bool:
+    """Whether this user may not look into the current folder (``chmod 000``, another user's
+    ``700``): a relative path, a bare name's folder, cannot be looked up there."""
+    return not os.access(os.curdir, os.R_OK | os.X_OK)
 
 
 def registered_checkpoint(name: str) -> Path | None:
@@ -350,7 +382,13 @@ def warn_if_shadowed(name: str) -> None:
     that name in the working directory (``facet train --out causal-eos`` made one): every
     command reads a bare registered name as the registered model (``facet soup`` and
     ``--init-from`` took the folder, the others the shipped model), and ``./NAME`` the folder."""
-    if not _bare(name) or name in _SHADOWED_SAID or not is_checkpoint_dir(name):
+    if not _bare(name) or name in _SHADOWED_SAID:
+        return
+    try:
+        if not is_checkpoint_dir(name):
+            return
+    except CheckpointError as e:  # the current folder unreadable: the name loads all the same
+        logger.debug("could not look for a checkpoint folder ./%s in %s: %s", name, _cwd(), e)
         return
     info = _EMBEDDERS.get(name.lower())
     if info is None or (info.path is not None and info.path == Path(name).resolve()):
@@ -362,9 +400,27 @@ def warn_if_shadowed(name: str) -> None:
 
 
 def is_checkpoint_dir(path: str | Path) -> bool:
-    if (Path(path) / CONFIG_FILE).is_file():
-        return True
-    return recover_checkpoint(path) and (Path(path) / CONFIG_FILE).is_file()
+    """Whether ``path`` is a checkpoint folder (it holds ``facet_config.json``; one a kill left
+    mid-save is recovered first).
+
+    Raises:
+        CheckpointError: it cannot be looked into (a folder on its way this user may not enter,
+            the current one for a relative path): Python 3.11's ``is_file`` raised the
+            PermissionError, a traceback from every command run in such a folder.
+    """
+    try:
+        if (Path(path) / CONFIG_FILE).is_file():
+            return True
+        return recover_checkpoint(path) and (Path(path) / CONFIG_FILE).is_file()
+    except CheckpointError:
+        raise
+    except OSError as e:
+        hint = ""
+        if not Path(path).is_absolute() and _cwd_unreadable():
+            hint = (f"; this user may not look into the current folder {_cwd()}: cd to another "
+                    "folder, or give the checkpoint's full path")
+        raise CheckpointError(f"cannot look for a checkpoint in {shown_path(path)}: {e.strerror or e} "
+                              f"({e.filename}){hint}") from e
 
 
 def read_checkpoint_config(directory: Path) -> dict[str, Any]:
@@ -644,9 +700,11 @@ def _unknown(spec: str) -> UnknownEmbedderError:
                "checkpoints/)" if not root.is_dir() else "")
     # A plugin that failed to load would otherwise leave only "unknown embedder" for its names.
     failed = "".join(f"; plugin {plugin} failed to load: {error}" for plugin, error in _PLUGIN_ERRORS.items())
+    unseen = (f" (this user may not look into the current folder {_cwd()}, so no folder there "
+              "could be found)" if _bare(spec) and _cwd_unreadable() else "")
     return UnknownEmbedderError(
-        f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}. "
-        f"Valid names: {', '.join(embedder_names())}{missing}{failed}")
+        f"unknown embedder {spec!r}: not a registered name and not a directory with {CONFIG_FILE}"
+        f"{unseen}. Valid names: {', '.join(embedder_names())}{missing}{failed}")
 
 
 def saved_name(name_or_path: str) -> str | None:

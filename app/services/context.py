@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -44,6 +45,35 @@ def not_writable(data_dir: Path, why: str = "") -> str:
     return (f"the data folder {data_dir} (FACET_DATA_DIR) is not writable{why}: Facet keeps its "
             "database, locks and vectors there, for reading too; point FACET_DATA_DIR at a "
             "writable folder (a copy of this one to read it)")
+
+
+def cannot_enter(data_dir: Path, error: OSError) -> str:
+    """What to say of a data folder this process may not look into (another user's, made under
+    umask 077: mode 700), in one line: whose it is and its mode, where that can be read."""
+    try:
+        st = data_dir.stat()
+    except OSError:
+        whose = ""
+    else:
+        try:
+            import pwd
+
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except (ImportError, KeyError):
+            owner = f"uid {st.st_uid}"
+        whose = f"; it is {owner}'s, mode {st.st_mode & 0o7777:o}"
+    return (f"the data folder {data_dir} (FACET_DATA_DIR) cannot be used: this user may not "
+            f"look into it ({error.strerror or error}{whose}): Facet keeps its database, locks "
+            "and vectors there; run as its owner, give it to this user (chown -R), or point "
+            "FACET_DATA_DIR at a folder this user can write")
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False where it cannot be looked at (a parent this user may not enter)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 _PASSWORD_PARAM = re.compile(r"((?:^|[?&])password=)[^&]*", re.IGNORECASE)
@@ -128,6 +158,10 @@ def open_database(settings: FacetSettings) -> Engine:
     try:
         return make_engine(settings.resolved_database_url)
     except Exception as e:  # driver missing, server down, bad URL, a read-only folder
+        if (settings.database_url is None and os.path.isdir(settings.data_dir)
+                and not os.access(settings.data_dir, os.X_OK)):
+            refused = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+            raise DataError(cannot_enter(Path(settings.data_dir), refused)) from e
         if settings.database_url is None and not os.access(settings.data_dir, os.W_OK):
             raise DataError(not_writable(Path(settings.data_dir))) from e
         raise database_error(settings, e) from e
@@ -158,18 +192,21 @@ class ServiceContext:
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # a file in the way, a parent that is a file, no permission
-            why = "it is a file" if data_dir.is_file() else (e.strerror or str(e))
+            why = "it is a file" if _is_file(data_dir) else (e.strerror or str(e))
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) cannot be used: "
                             f"{why}; point FACET_DATA_DIR at a folder this user can write") from e
         database = data_dir / "facet.db"
         files = (database, data_dir / "facet.db-wal", data_dir / "qdrant-edge")
+        try:
+            present = [f for f in files if f.exists()] if settings.database_url is None else []
+        except OSError as e:  # it exists, but this user may not enter it: each command's traceback
+            raise DataError(cannot_enter(data_dir, e)) from e
         if settings.database_url is None and any(
-                _read_only_mount(f) for f in (data_dir, *files) if f.exists()):
+                _read_only_mount(f) for f in (data_dir, *present)):
             # A read-only mount (a `:ro` bind, a snapshot) is not writable even for root: its
             # owner is not the cause, and chown cannot change it.
             raise DataError(not_writable(data_dir, " (it is on a read-only file system)"))
-        if settings.database_url is None and any(
-                f.exists() and not os.access(f, os.W_OK) for f in files):
+        if settings.database_url is None and any(not os.access(f, os.W_OK) for f in present):
             # The folder writable, its files another user's: writes ended in "attempt to write
             # a readonly database" with the SQL, searches in a PermissionError traceback.
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) holds files this user "
