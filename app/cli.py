@@ -86,7 +86,13 @@ cli = typer.Typer(
 # Every log line with its local time (the lines of a long-running `facet serve` had none);
 # `facet serve` puts the same time in front of uvicorn's own lines.
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-LOG_DATEFMT = "%Y-%m-%dT%H:%M:%S"
+# Local time with its offset from UTC (+0530): job times are shown in UTC ("...Z"), and a
+# bare local time in a log beside them read as another moment under TZ=Asia/Tokyo.
+LOG_DATEFMT = "%Y-%m-%dT%H:%M:%S%z"
+# Libraries whose DEBUG lines are noise even under --verbose (PIL's ~40 "Importing ...Plugin"
+# lines at every start, asyncio's selector): only their warnings are shown.
+NOISY_LOGGERS = ("httpx", "httpcore", "urllib3", "filelock", "transformers", "alembic", "PIL",
+                 "asyncio", "matplotlib", "multipart", "python_multipart", "h5py", "fsspec")
 
 
 def _print_version(value: bool) -> None:
@@ -110,8 +116,11 @@ def _main(
         datefmt=LOG_DATEFMT,
         stream=sys.stderr,
     )
-    for noisy in ("httpx", "urllib3", "filelock", "transformers", "alembic"):
+    for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Python warnings as log lines (logger py.warnings), with the time and level of every other
+    # line: a UserWarning was two raw lines, its source line the second, with no time.
+    logging.captureWarnings(True)
     if not verbose:
         quiet_libraries()
     try:
