@@ -58,8 +58,12 @@ _shared: dict[tuple[str, str, str, str], Backbone] = {}
 
 
 def default_cache_dir() -> Path:
-    """Where converted models live unless ``set_cache_dir`` was called."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """Where converted models live unless ``set_cache_dir`` was called: ``$XDG_CACHE_HOME``
+    when it is an absolute path (the XDG spec says a relative one is ignored: it put a ~15 s
+    conversion into whatever folder a command ran from), else ``~/.cache``."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".cache")
     return Path(base) / "facet" / "models"
 
 

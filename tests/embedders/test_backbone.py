@@ -101,3 +101,15 @@ def test_the_conversion_patch_is_undone_on_exit():
         assert gguf.GGUFReader is not reader and gguf.get_tensor_name_map is not name_map
         raise RuntimeError("a failed conversion")
     assert gguf.GGUFReader is reader and gguf.get_tensor_name_map is name_map
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path) -> None:
+    """The XDG spec: a relative XDG_CACHE_HOME is ignored (it put the model conversion cache
+    under whatever folder a command ran from); an absolute one is used."""
+    from embedders.backbone import default_cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relcache")
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "facet" / "models"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "facet" / "models"
