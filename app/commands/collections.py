@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import sys
 import time
@@ -141,6 +142,21 @@ def _message_kind(message: str) -> str:
     return re.sub(r"\d[\d,.]*", "#", message)
 
 
+def _terminal_columns(out: TextIO) -> int | None:
+    """The width of the terminal ``out`` writes to, None where it is not one (or not known)."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns or None
+    except (AttributeError, OSError, ValueError):  # not a file, not a terminal, closed
+        return None
+
+
+def _fit(text: str, columns: int | None) -> str:
+    """``text`` cut to fit one row of ``columns`` (with room for the cursor), ending in "…"."""
+    if columns is None or len(text) < columns:
+        return text
+    return text[:max(1, columns - 2)] + "…"
+
+
 class JobFollower:
     """What `facet jobs ID --follow` prints of each look at a job (``show``).
 
@@ -155,8 +171,13 @@ class JobFollower:
     """
 
     def __init__(self, out: TextIO, *, tty: bool, quiet_s: float = FOLLOW_QUIET_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 columns: Callable[[], int | None] | None = None) -> None:
         self.out, self.tty, self.quiet_s, self.clock = out, tty, quiet_s, clock
+        # The terminal's width, read at each line (a resized window): a line as wide as it
+        # wraps, and the carriage return then rewrote only its last row (an 80-column terminal
+        # kept one stale row per update). None: not known, lines are not cut.
+        self.columns = columns or (lambda: _terminal_columns(out))
         self.state: str | None = None  # the state of the last line printed
         self.printed: JobInfo | None = None  # the job as its last line in a log showed it
         self.printed_at = -math.inf
@@ -198,8 +219,9 @@ class JobFollower:
             if job.state != self.state:
                 self._end_line()  # the last state's line stays on the screen
             if text != self.line or not self.width:
-                self._write("\r" + text + " " * max(0, self.width - len(text)))
-                self.width = len(text)
+                shown = _fit(text, self.columns())
+                self._write("\r" + shown + " " * max(0, self.width - len(shown)))
+                self.width = len(shown)
         elif self._due(job, text):
             self._print(text)
             self.printed, self.printed_at = job, self.clock()

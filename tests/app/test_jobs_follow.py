@@ -142,3 +142,19 @@ def test_follow_of_a_job_that_encodes_prints_no_line_per_step(job, tmp_path) -> 
     assert lines[0].startswith(f"job {job_id} running: ")
     assert lines[1].startswith(f"job {job_id} completed: 1000/1000 documents")
 
+
+
+def test_on_a_narrow_terminal_the_line_is_cut_to_its_width(job) -> None:
+    """A progress line wider than the terminal wrapped, and each carriage return rewrote only its
+    last row: an 80-column terminal kept one stale row per update."""
+    from app.commands.collections import JobFollower
+
+    job_id, update, read = job
+    out, now = _Terminal(), [0.0]
+    codes = _drive(JobFollower(out, tty=True, clock=lambda: now[0], columns=lambda: 40),
+                   update, read, now)
+    assert codes[-1] == 0
+    rows = [row for line in out.getvalue().split("\n") for row in line.split("\r") if row]
+    progress = [row for row in rows if row.startswith(f"job {job_id} ")]
+    assert progress and all(len(row) <= 39 for row in progress), progress
+    assert any(row.endswith("…") for row in progress), progress
