@@ -130,10 +130,14 @@ def results_box(**kwargs: Any) -> gr.Number:
 
 
 def run_button(button: gr.Button, triggers: list[Any], fn: Callable[..., Any], inputs: Any,
-               outputs: Any, **kwargs: Any) -> Any:
+               outputs: Any, *, stop: gr.Button | None = None, **kwargs: Any) -> Any:
     """``fn``'s event on ``triggers`` with ``button`` disabled while it runs and enabled again
     after it, whether it succeeded or failed; returns ``fn``'s event. A click during a run was
-    ignored (Gradio's ``trigger_mode="once"``) while the button looked ready."""
+    ignored (Gradio's ``trigger_mode="once"``) while the button looked ready. ``stop`` (a
+    Stop button, hidden until then) is shown while it runs.
+
+    ``triggers`` include the Enter (``submit``) of the tab's one-line boxes: only the Search
+    tab's Query box ran its search on Enter."""
     started = gr.on(triggers, lambda: gr.update(interactive=False), None, button,
                     api_visibility="private", queue=False)
     event = started.then(fn, inputs, outputs, **kwargs)
@@ -142,7 +146,19 @@ def run_button(button: gr.Button, triggers: list[Any], fn: Callable[..., Any], i
     for after in (event.then, event.failure):
         after(lambda: gr.update(interactive=True), None, button, api_visibility="private",
               queue=False)
+    if stop is not None:
+        started.then(lambda: gr.update(visible=True), None, stop, api_visibility="private",
+                     queue=False)
+        for after in (event.then, event.failure):
+            after(lambda: gr.update(visible=False), None, stop, api_visibility="private",
+                  queue=False)
     return event
+
+
+def submits(*boxes: Any) -> list[Any]:
+    """The Enter (``submit``) triggers of one-line boxes (a multi-line box's Enter is a new
+    line, and it has none here)."""
+    return [box.submit for box in boxes]
 
 
 def failed(handler: str, blank: tuple[Any, ...] = ()) -> Callable[[gr.Request], Any]:
@@ -280,8 +296,12 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                             else None)
                         k_explainer = picker(label="Cluster names",
                                              choices=h.explainers(), value=NO_EXPLAINER)
-                        k_button = gr.Button("Cluster", variant="primary",
-                                             elem_id="cluster-button")
+                        with gr.Row():
+                            k_button = gr.Button("Cluster", variant="primary",
+                                                 elem_id="cluster-button", scale=3)
+                            # Shown while a clustering runs (``run_button``).
+                            k_stop = gr.Button("Stop", variant="stop", visible=False,
+                                               elem_id="cluster-stop-button", scale=1)
                 k_summary = gr.HTML(elem_id="cluster-summary")
                 k_plot = gr.Plot(label="Map (PCA of the embeddings)", elem_id="cluster-map")
                 k_table = gr.Dataframe(headers=render.CLUSTER_COLUMNS, label="Clusters",
@@ -378,7 +398,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             collection.change(h.embedder_choices, collection, embedder,
                               api_visibility="private", **light)
 
-        search_event = run_button(s_button, [s_button.click, s_query.submit], h.search,
+        search_event = run_button(s_button, [s_button.click, *submits(s_query, s_instruction,
+                                                                      s_filters, s_k)], h.search,
                                   [s_query, s_instruction, s_collection, s_embedder, s_k,
                                    s_filters, s_rerank, s_reranker, s_group, s_mode],
                                   [s_results, s_summary], api_name="search", **model)
@@ -387,7 +408,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # the result area says why (the toast closes itself).
         search_event.failure(failed("search", ("",)), None, [s_results, s_summary],
                              api_visibility="private", **light)
-        compare_event = run_button(c_button, [c_button.click], h.compare,
+        compare_event = run_button(c_button, [c_button.click, *submits(c_query, c_a, c_b, c_k,
+                                                                       c_filters)], h.compare,
                                    [c_query, c_a, c_b, c_collection, c_embedder, c_k, c_filters],
                                    c_results, api_name="compare", **model)
         refresh(compare_event.failure)
@@ -399,16 +421,34 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                         gr.update(visible=source == SOURCE_TEXTS)),
                         k_source, [k_from_collection, k_from_search, k_from_texts],
                         api_visibility="private", queue=False)
+        # Not the pasted texts' box: its Enter is a new line.
         cluster_event = run_button(
-            k_button, [k_button.click], h.cluster,
+            k_button, [k_button.click, *submits(k_filters, k_query, k_query_instruction, k_limit,
+                                                k_instruction, k_k)], h.cluster,
             [k_source, k_collection, k_filters, k_limit, k_query, k_query_instruction, k_pasted,
              k_upload, k_labels, k_instruction, k_k, k_embedder, k_explainer],
             [k_summary, k_plot, k_table, k_csv],
-            api_name="cluster", show_progress_on=k_summary, **model)
+            api_name="cluster", show_progress_on=k_summary, stop=k_stop, **model)
+        # Stop: Gradio cancels the event (the page is free at once) and the handler has the
+        # work stop at its next step; the buttons come back as after any run.
+        k_stop.click(h.stop_cluster, None, k_summary, cancels=[cluster_event],
+                     api_name="stop_cluster", **light).then(
+            lambda: (gr.update(interactive=True), gr.update(visible=False)), None,
+            [k_button, k_stop], api_visibility="private", queue=False)
+        # A page reloaded or closed: its clustering stops too (it ran on for minutes, and every
+        # page's searches waited behind it).
+        demo.unload(h.page_closed)
+        for fn in demo.fns.values():
+            if fn.fn is not None and getattr(fn.fn, "__name__", "") == "page_closed":
+                # demo.unload takes no group: with the light events, never behind a clustering.
+                fn.concurrency_id, fn.concurrency_limit = LIGHT, LIGHT_LIMIT
+            elif fn.is_cancel_function and fn.api_name == "unnamed":
+                # Gradio's own cancel (no facade call), named as the page's other toggles.
+                fn.api_name = "lambda_cancel_cluster"
         refresh(cluster_event.failure)
-        cluster_event.failure(failed("cluster", (None, [], None)), None,
-                              [k_plot, k_table, k_csv, k_summary], api_visibility="private",
-                              **light)
+        # (A run stopped with Stop says so, not "The last run failed".)
+        cluster_event.failure(h.cluster_failed, None, [k_plot, k_table, k_csv, k_summary],
+                              api_visibility="private", **light)
 
         job_outputs = [i_job, i_total, i_status, i_errors, i_timer]
         # The new name last: an API client that sends files, collection and embedder still can.

@@ -13,9 +13,11 @@ import functools
 import html
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -87,6 +89,10 @@ GENERIC_EXAMPLES = [
     "Find messages with the same intent",
 ]
 
+# The Cluster tab's summary after Stop (or the stopped run's own result).
+CLUSTER_STOPPED = ("Clustering stopped: nothing was kept. The server ends the work at its next "
+                   "step (a batch of texts); press Cluster to run it again.")
+
 # What a stopped job's message says to do, in the page's words (the core's names a command line).
 RESUME_HINT = ("to go on, pick it as the stopped job on the Index tab and press Resume: what was "
                "indexed is kept")
@@ -114,11 +120,7 @@ _failures_lock = threading.Lock()
 
 
 def _remember(handler: str, error: gr.Error) -> None:
-    # The event's request, as Gradio keeps it for the running event (None outside one: a
-    # handler called directly, as tests do).
-    from gradio.context import LocalContext
-
-    session = getattr(LocalContext.request.get(None), "session_hash", None)
+    session = _session()
     if session is None:
         return
     with _failures_lock:
@@ -127,6 +129,18 @@ def _remember(handler: str, error: gr.Error) -> None:
         _FAILURES.move_to_end((session, handler))
         while len(_FAILURES) > _FAILURES_KEPT:
             _FAILURES.popitem(last=False)
+
+
+def _session() -> str | None:
+    """The session (page) of the running event, as Gradio keeps its request (None outside
+    one: a handler called directly, as tests do)."""
+    from gradio.context import LocalContext
+
+    return getattr(LocalContext.request.get(None), "session_hash", None)
+
+
+class ClusterStopped(Exception):
+    """A clustering stopped at its next step: its page pressed Stop or went away."""
 
 
 def last_failure(request: gr.Request | None, handler: str) -> str | None:
@@ -194,8 +208,10 @@ class UiHandlers:
         facet: the facade, or a function returning it (the API server builds its facade at
             start-up, after the UI is mounted).
         settings: the ``FACET_UI_*`` limits and choices.
-        export_dir: where CSV exports are written (default a new temp folder: Gradio serves
-            files from the temp directory).
+        export_dir: where CSV exports are written (default a temp folder of this process's,
+            made at the first export and removed with the handlers or at the process's exit:
+            each start left a ``facet-ui-*`` folder behind; Gradio serves files from the temp
+            directory).
     """
 
     def __init__(self, facet: Facet | Callable[[], Facet], settings: FacetSettings,
@@ -205,11 +221,38 @@ class UiHandlers:
         # Where the page's uploads land (Gradio's upload folder); a file path from a client
         # must lie in it. None: not checked (handlers called in process, as tests do).
         self.upload_root = Path(os.path.realpath(upload_root)) if upload_root else None
-        self.export_dir = export_dir or Path(tempfile.mkdtemp(prefix="facet-ui-"))
+        self._export_dir = export_dir
+        self._own_export: weakref.finalize[Any, Any] | None = None
+        # The clusterings running, by page (session): Stop, or the page going away, sets them
+        # and the work stops at its next step (``cluster``).
+        self._cluster_stops: dict[str, set[threading.Event]] = {}
+        self._stops_lock = threading.Lock()
+        self._stopped_pages: set[str] = set()  # pressed Stop since their last clustering began
+        # Each job's collection, as last seen: a job whose collection was deleted is gone from
+        # the catalog, and its bar still names where it went (``job_status``).
+        self._job_collections: dict[int, str] = {}
         # Finished upload jobs whose files that cannot be indexed were taken out already: the
         # bar is polled every second while another job runs, and a file fixed and uploaded
         # again since would be parsed on every tick.
         self._cleaned: set[int] = set()
+
+    @property
+    def export_dir(self) -> Path:
+        """Where CSV exports go: the given folder, else a temp folder made on first use and
+        removed when these handlers go (``close``, garbage collection, the process's exit)."""
+        if self._export_dir is None:
+            folder = Path(tempfile.mkdtemp(prefix="facet-ui-"))
+            self._own_export = weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+            self._export_dir = folder
+        return self._export_dir
+
+    def close(self) -> None:
+        """Remove the temp export folder these handlers made (none given, none made: nothing);
+        a folder given to them is the caller's and stays."""
+        if self._own_export is not None:
+            self._own_export()
+            self._own_export = None
+            self._export_dir = None
 
     def _uploaded(self, item: str | Path) -> Path:
         """``item`` as the path of a file uploaded through the page. Under `facet serve` Gradio
@@ -514,13 +557,16 @@ class UiHandlers:
                 pasted: str | None, upload: str | None, labels_file: str | None,
                 instruction: str | None, k: float | None, embedder: str | None,
                 explainer: str | None, progress: gr.Progress = gr.Progress(),
-                ) -> tuple[str, Any, list[list[Any]], str]:
+                ) -> tuple[str, Any, list[list[Any]], str | None]:
         """Cluster tab: summary (with the V-measure when labels are given), map, clusters, CSV."""
         started = time.perf_counter()
         limit_ = self.settings.ui_max_query_chars
         clean = inputs.require_text(instruction, "instruction", DEFAULT_CLUSTER_INSTRUCTION)
         clean, cut = inputs.clip(clean, limit_, "instruction")
         notices = [cut] if cut else []
+        # Said at once, as the Search tab does: cut silently, the instruction was then refused
+        # as too long for the embedder, counted on the cut text, with no word of the cut.
+        self._warn(notices)
         n = limit_option(int(limit or 0))
         chosen_k = k_option(int(k or 0))
         texts: list[str] | None = None
@@ -580,12 +626,32 @@ class UiHandlers:
             explainer=None if explainer in (None, "", NO_EXPLAINER) else
             self._model(explainer, "explainer"))
         progress(0.0, desc="starting")
+        stop = threading.Event()
+
+        def step(fraction: float, stage: str) -> None:
+            if stop.is_set():
+                raise ClusterStopped(stage)
+            progress(fraction, desc=stage)
+
+        session = _session()
+        with self._stops_lock:
+            self._stopped_pages.discard(session or "")
+        self._track_cluster(session, stop, add=True)
         try:
-            response = self.facet.cluster(request, progress=lambda f, s: progress(f, desc=s))
+            response = self.facet.cluster(request, progress=step)
+        except ClusterStopped as e:
+            # Its page has gone or shows the stop already (Gradio cancelled the event): a
+            # result, not an error, so no failure is kept for that page's next run to show.
+            logger.info("clustering stopped by its page while %s", e)
+            return render.notices_html([CLUSTER_STOPPED]), None, [], None
         except InvalidRequestError as e:
-            if not str(e).endswith(K_BY_SILHOUETTE):
-                raise
-            raise InvalidRequestError(f"{e} (set k to 0)") from e
+            if str(e).endswith(K_BY_SILHOUETTE):
+                raise InvalidRequestError(f"{e} (set k to 0)") from e
+            if cut and "instruction" in str(e).lower():
+                raise InvalidRequestError(f"{e} ({cut})") from e
+            raise
+        finally:
+            self._track_cluster(session, stop, add=False)
         searched = name or (search.collection if search else None)
         if searched:
             notices += self._stopped_notice(searched)
@@ -600,6 +666,64 @@ class UiHandlers:
         csv_path = render.write_cluster_csv(response, self.export_dir, labels)
         logger.info("clustered %d texts into %d in %.1fs", len(response.texts), response.k, wall)
         return summary, figure, render.cluster_rows(response), str(csv_path)
+
+    def _track_cluster(self, session: str | None, stop: threading.Event, *, add: bool) -> None:
+        if session is None:
+            return
+        with self._stops_lock:
+            running = self._cluster_stops.setdefault(session, set())
+            if add:
+                running.add(stop)
+            else:
+                running.discard(stop)
+                if not running:
+                    del self._cluster_stops[session]
+
+    def stop_clusters(self, session: str | None) -> int:
+        """Stop the clusterings running for the page ``session`` at their next step (a batch
+        of texts encoded or answered): Gradio's cancel frees the page at once but not the
+        thread doing the work, which went on for minutes and held the model's turn. Returns
+        how many were running."""
+        if session is None:
+            return 0
+        with self._stops_lock:
+            running = list(self._cluster_stops.get(session, ()))
+        for stop in running:
+            stop.set()
+        return len(running)
+
+    def stop_cluster(self, request: gr.Request) -> str:
+        """Cluster tab, "Stop": the page's clustering stopped (Gradio cancels its event, so
+        the page is free at once; the work ends at its next step). Returns the summary."""
+        session = getattr(request, "session_hash", None)
+        with self._stops_lock:
+            self._stopped_pages.add(session or "")
+        count = self.stop_clusters(session)
+        logger.info("Stop pressed on the Cluster tab (%d clustering(s) running)", count)
+        return render.notices_html([CLUSTER_STOPPED])
+
+    def cluster_failed(self, request: gr.Request) -> tuple[None, list[Any], None, str]:
+        """The Cluster tab's areas after its event ended without a result: emptied, and the
+        summary says why. A run Gradio cancelled (Stop) ends so too, with its work still
+        running here: that is stopped (now, should Stop's own event come later) and said as
+        stopped, not as "The last run failed"."""
+        session = getattr(request, "session_hash", None)
+        with self._stops_lock:
+            stopped = session is not None and (session in self._cluster_stops or
+                                               session in self._stopped_pages)
+            self._stopped_pages.discard(session or "")
+        if stopped:
+            self.stop_clusters(session)
+            return None, [], None, render.notices_html([CLUSTER_STOPPED])
+        return None, [], None, render.failed_html(last_failure(request, "cluster"))
+
+    def page_closed(self, request: gr.Request) -> None:
+        """A page reloaded or closed (Gradio's unload): its clusterings stop at their next
+        step, as nobody is left to see them (they ran on for minutes, and every search of
+        every page waited behind them)."""
+        count = self.stop_clusters(getattr(request, "session_hash", None))
+        if count:
+            logger.info("page closed: %d clustering(s) stopped", count)
 
     @staticmethod
     def _v_measure(labels: list[str], response: ClusterResponse) -> float:
@@ -618,6 +742,7 @@ class UiHandlers:
         total = facet.estimate_documents(source)
         job = facet.submit_index(source, name, IndexOptions(
             embedder=self._model(embedder, "embedder", collection=name)))
+        self._job_collections[job.id] = job.collection
         for notice in notices:
             gr.Warning(render.esc(notice), title="Not indexed")
         for notice in renamed or []:
@@ -861,6 +986,7 @@ class UiHandlers:
             return (stopped.id, total, render.job_html(stopped, total, message=resumable[0].message),
                     render.job_error_rows(stopped), gr.Timer(active=False))
         job = active[0]
+        self._job_collections[job.id] = job.collection
         total = self._documents_total(job)
         html = render.job_html(job, total) + render.other_jobs_html(active[1:])
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
@@ -887,7 +1013,16 @@ class UiHandlers:
         indexed are taken out of the collection's upload folder, and the bar says which."""
         if not job_id:
             return "", [], gr.Timer(active=False)
-        job = self.facet.job(int(job_id))
+        try:
+            job = self.facet.job(int(job_id))
+        except NotFoundError:
+            # Its collection deleted meanwhile (with its jobs): a "no index job N" toast came on
+            # every tick, under a bar still saying "queued", until the page was reloaded.
+            others = self._other_active_jobs(int(job_id))
+            html = render.job_gone_html(int(job_id), self._job_collections.get(int(job_id)))
+            return (html + render.other_jobs_html(others), [],
+                    gr.Timer(active=bool(others)))
+        self._job_collections[job.id] = job.collection
         finished = job.state not in ("queued", "running")
         others = self._other_active_jobs(job.id)
         notices = [*self._not_kept(job), *self._unread_job_notices(job)] if finished else ()

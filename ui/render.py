@@ -425,6 +425,16 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
             f'<div class="facet-info">{text}</div>{note}{notices_html(notices)}</div>')
 
 
+def job_gone_html(job_id: int, collection: str | None) -> str:
+    """The bar of a job that no longer exists: its collection was deleted (with its jobs)
+    while the bar polled it."""
+    into = f" into <b>{esc(collection)}</b>" if collection else ""
+    what = f"its collection {esc(collection)}" if collection else "its collection"
+    return (f'<div class="facet-job" data-state="gone"><div class="facet-info">Job {job_id}{into} '
+            f'is <b>gone</b>: {what} was deleted, with its jobs, while it was queued or running. '
+            'Nothing more is indexed; start a new job to index the files again.</div></div>')
+
+
 def other_jobs_html(jobs: Sequence[JobInfo]) -> str:
     """One line for the jobs still queued or running beside the one whose bar is shown (a
     second job started from the page takes the bar; the first goes on)."""
