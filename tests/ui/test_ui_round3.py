@@ -161,10 +161,13 @@ def test_enter_runs_each_tab_from_its_one_line_boxes(facet) -> None:
         demo.close()
 
 
-def test_the_export_folder_is_made_when_used_and_removed_with_the_handlers(facet) -> None:
+def test_the_export_folder_is_made_when_used_and_removed_with_the_handlers(facet, tmp_path,
+                                                                           monkeypatch) -> None:
     """Each start made a /tmp/facet-ui-* folder for CSV exports and left it (1,593 there)."""
     from ui.handlers import UiHandlers
 
+    # A temporary folder of its own: tests beside it (another worker) make theirs in /tmp.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     temp = Path(tempfile.gettempdir())
     before = set(temp.glob("facet-ui-*"))
     handlers = UiHandlers(facet, facet.settings)

@@ -285,9 +285,15 @@ def test_baselines_split_at_commas_outside_an_embedders_options(tmp_path: Path) 
     pairs.write_text("a man plays a guitar,a man plays guitar,5\na dog runs,a puppy runs,4\n")
     result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--no-cache", "--out",
                                       str(tmp_path / "o"), "--baselines",
-                                      "minilm[instruction_weight=1,max_length=96],minlm"])
-    # The bracketed spec is one embedder (its options are checked as it loads); the typo after it is named.
+                                      "minilm[instruction_weight=1],minlm"])
+    # The bracketed spec is one embedder; the typo after it is named.
     assert result.exit_code == 2 and "unknown embedder 'minlm'" in result.output, result.output
+    # Its options are checked before any task runs too (they were checked as it loaded).
+    result = CliRunner().invoke(cli, ["eval", "minilm", "--task", f"sts:{pairs}", "--no-cache", "--out",
+                                      str(tmp_path / "o"), "--baselines",
+                                      "minilm[instruction_weight=1,max_length=96],minilm"])
+    assert result.exit_code == 2, result.output
+    assert "embedder 'minilm' has no option 'max_length'" in result.output, result.output
 
 
 def test_the_rerank_first_stage_is_checked_before_any_task_runs(tmp_path: Path) -> None:
