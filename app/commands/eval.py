@@ -88,7 +88,8 @@ def eval_cmd(
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="output folder; default results/<name>-<suite>, with --task "
-                     "results/<name>-user-<hash of the --task list>", callback=expand_home),
+                     "results/<name>-user-<hash of the --task list> (-<suite>-user-<hash> with --tasks "
+                     "as well)", callback=expand_home),
     ] = None,
     data_dir: Annotated[
         Path | None,
