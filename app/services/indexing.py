@@ -837,6 +837,9 @@ class IndexService:
                     with _store_errors():
                         if self.store.collection_exists(collection):
                             self.store.check_free(collection)
+                    # A disk too full is refused now too: the job was accepted (a 202, "queued")
+                    # and failed the same second, its new collection left empty.
+                    self.check_room()
                 job = self._start_job(session, coll, str(source.resolve()), embedder.name,
                                       runner, options.text_column)
             except Exception:

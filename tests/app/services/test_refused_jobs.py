@@ -69,12 +69,13 @@ def test_a_refused_run_into_an_existing_collection_records_no_job(make_ctx, tmp_
 
 
 def test_a_job_whose_id_was_handed_out_keeps_its_failed_row(make_ctx, tmp_path) -> None:
-    """A background (or worker) job is prepared, its id given, then run: refused, it stays
-    failed with the reason, and the collection it was queued into stays with it."""
+    """A background (or worker) job is prepared, its id given, then run, the disk full by then:
+    refused, it stays failed with the reason, and the collection it was queued into stays."""
     write_corpus(tmp_path / "src", 2)
-    full = make_ctx(min_free_mb=_no_room_mb(tmp_path))
+    full = make_ctx(min_free_mb=0)
     service = IndexService(full)
     prepared = service.prepare(tmp_path / "src", "room", runner="thread")
+    full.settings.min_free_mb = _no_room_mb(tmp_path)  # the disk filled while it was queued
     with pytest.raises(UnavailableError, match=ROOM):
         service.run(prepared)
     [job] = CollectionService(full).jobs("room")
@@ -105,3 +106,19 @@ def test_facet_index_refused_says_so_and_leaves_nothing(make_ctx, tmp_path) -> N
     assert len(listed.stdout.strip().splitlines()) == 1 and listed.stdout.startswith("job 1 completed")
     collections = invoke_cli("collections", env=env)
     assert collections.returncode == 0 and "new" not in collections.stdout, collections.stdout
+
+
+@pytest.mark.parametrize("runner", ["thread", "process", "celery"])
+def test_a_queued_job_on_a_full_disk_is_refused_when_submitted(make_ctx, tmp_path, runner) -> None:
+    """`facet index --background` and POST /jobs on a disk under FACET_MIN_FREE_MB said
+    "queued" (a 202), then failed the job the same second and left its new collection empty; a
+    busy store was already refused at submit."""
+    write_corpus(tmp_path / "src", 2)
+    full = make_ctx(min_free_mb=_no_room_mb(tmp_path))
+    with pytest.raises(UnavailableError, match=ROOM):
+        IndexService(full).prepare(tmp_path / "src", "room", runner=runner)
+    assert _names(full) == []
+    with full.sessions() as session:
+        from indexer import metadata as md
+
+        assert session.query(md.IndexJob).count() == 0
