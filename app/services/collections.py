@@ -84,8 +84,8 @@ class CollectionInfo:
             return None
         where = (f"its folder qdrant-edge/{self.name} is missing" if self.backend == "edge"
                  else "the vector store has no collection of its name")
-        return (f"store files missing: {where}; searches fail until `facet delete {self.name}` "
-                "and indexing its sources again")
+        return (f"store files missing: {where}; searches fail until its sources are indexed "
+                f"again (`facet index`), or `facet delete {self.name}` removes it")
 
     def embedders_label(self) -> str:
         """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint; no vectors for 3 of the
@@ -705,6 +705,7 @@ class CollectionService:
     def _orphan(self, name: str, *, busy_uncounted: bool = False) -> CollectionInfo | None:
         """``orphan``'s answer; a shard another process holds raises ``StoreBusyError`` unless
         ``busy_uncounted`` (a listing), which shows it without sizes or points."""
+        was_open = self.store.is_open(name)
         try:
             if not self.store.collection_exists(name):
                 return None
@@ -716,6 +717,11 @@ class CollectionService:
             sizes, points = {}, None
         except Exception:  # an unreadable orphan is still shown, and removed
             sizes, points = {}, None
+        finally:
+            # Counted, then let go, as ``_info`` lets a collection go: a server that listed a
+            # stray held it, and `facet delete` of it was refused while the server ran.
+            if not was_open:
+                self.store.release(name)
         return CollectionInfo(name, self.store.backend, sizes, 0, 0, 0, 0, 0, 0, points, "",
                               disk_bytes=disk_bytes(self.store, name))
 
