@@ -34,9 +34,11 @@ def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
     for i, item in enumerate(texts):
         where = f"{name}[{i}]"
         if not isinstance(item, str):
+            decode = ("; decode it first (data.decode('utf-8'))"
+                      if isinstance(item, (bytes, bytearray, memoryview)) else "")
             raise InvalidRequestError(f"{where} is {type(item).__name__} "
                                       f"({json.dumps(item, default=str)[:40]}), not a string; "
-                                      "every text must be a string", param=where)
+                                      f"every text must be a string{decode}", param=where)
         if not item.strip():
             raise InvalidRequestError(f"{where} is empty; every text must contain something "
                                       "to embed", param=where)

@@ -96,6 +96,11 @@ def test_only_domain_errors_come_out(facet) -> None:
     # TypeErrors before, out of the facade's FacetError contract; "" indexed the process's folder.
     with pytest.raises(InvalidRequestError, match="texts must be a list of strings, got NoneType"):
         facet.embed(None)  # type: ignore[arg-type]
+    # Bytes were read as a list of numbers ("texts[0] is int (97)"), as in FacetEmbeddings.
+    with pytest.raises(InvalidRequestError, match=r"got bytes: decode them first"):
+        facet.embed(b"abc")  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match=r"texts\[1\] is bytes .*decode it first"):
+        facet.embed(["x", b"y"])  # type: ignore[list-item]
     with pytest.raises(InvalidRequestError, match="a job id is a whole number, got 'abc'"):
         facet.job("abc")  # type: ignore[arg-type]
     for submit in (facet.index, facet.submit_index):

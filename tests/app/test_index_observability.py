@@ -80,6 +80,26 @@ def test_truncation_off_the_main_thread_is_said_once_a_minute_with_its_count(min
                                         said[1]), said
 
 
+def test_a_server_closing_says_what_its_embedders_held(tmp_path, minilm, caplog) -> None:
+    """The held count was said only by the process's exit hook, which a SIGTERM (`facet serve`
+    stopped) never ran: a 70-text request was logged as "1 of 1 texts" and the rest lost."""
+    from embedders.base import flush_truncation_notes
+
+    flush_truncation_notes()  # what other tests left
+    facet = _server(tmp_path, minilm)
+    long = "word " * 600
+    with caplog.at_level(logging.WARNING, logger="embedders.base"):
+        try:
+            thread = threading.Thread(target=lambda: [facet.embed([long, "short"], embedder="minilm")
+                                                      for _ in range(3)])
+            thread.start()
+            thread.join()
+        finally:
+            facet.close()
+    said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
+    assert len(said) == 2 and "2 of 4 texts over the last" in said[1], said
+
+
 def _server(tmp_path: Path, minilm) -> Facet:
     cache = EmbedderCache("cpu")
     cache.put("minilm", minilm)
