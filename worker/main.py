@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 
-from app.errors import InvalidRequestError, domain_errors
+from app.errors import FacetError, InvalidRequestError, domain_errors
 from app.remote import QUEUES, check_broker, check_result_backend
 from app.settings import FacetSettings, get_settings
 
@@ -41,9 +41,13 @@ def check_preload(settings: FacetSettings) -> None:
     """
     from embedders.registry import check_embedder
 
+    variable = "FACET_WORKER_PRELOAD" if settings.worker_preload else "FACET_DEFAULT_EMBEDDER"
     for name in settings.worker_preload or [settings.default_embedder]:
-        with domain_errors():
-            check_embedder(name)
+        try:
+            with domain_errors():
+                check_embedder(name)
+        except FacetError as e:  # named as facet serve names FACET_API_MODELS' refusals
+            raise type(e)(f"{variable} names {name!r}, which cannot be loaded: {e}") from e
 
 
 def _cuda_devices() -> int:

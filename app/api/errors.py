@@ -407,15 +407,16 @@ class BodyLimitMiddleware:
         self.max_bytes = max_bytes
         self.max_mb = max_mb
 
-    async def _refuse(self, send: Send, size: str) -> None:
+    async def _refuse(self, scope: Scope, send: Send, size: str) -> None:
         # The MB as configured, and the bytes the body is compared with: 0.01 MB was printed
         # from the whole bytes as "0.00999928 MB".
         mb = self.max_mb if self.max_mb is not None else self.max_bytes / 2**20
-        body = json.dumps(error_body(
-            f"the request body is {size}, over the limit of {mb:g} MB ({self.max_bytes} bytes; "
-            "FACET_API_MAX_BODY_MB); send fewer or shorter texts per request",
-            "invalid_request_error",
-            code="request_too_large")).encode()
+        message = (f"the request body is {size}, over the limit of {mb:g} MB ({self.max_bytes} "
+                   "bytes; FACET_API_MAX_BODY_MB); send fewer or shorter texts per request")
+        # Logged as every error answer is (it answered before any route: no line at all).
+        log_answer(Request(scope), 413, message, "request_too_large")
+        body = json.dumps(error_body(message, "invalid_request_error",
+                                     code="request_too_large")).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode())]})
@@ -432,7 +433,7 @@ class BodyLimitMiddleware:
             except ValueError:
                 length = -1
             if length > self.max_bytes:
-                await self._refuse(send, f"{length} bytes")
+                await self._refuse(scope, send, f"{length} bytes")
                 return
             await self.app(scope, receive, send)
             return
@@ -445,7 +446,7 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._refuse(send, f"over {size} bytes")
+                await self._refuse(scope, send, f"over {size} bytes")
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):

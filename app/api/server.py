@@ -185,13 +185,17 @@ def check_api_models(models: Sequence[str] | None) -> None:
     listed "nope" in GET /v1/models and answered GET /v1/models/nope with 200.
 
     Raises:
-        InvalidRequestError: a name neither registered nor a checkpoint directory (or a
+        InvalidRequestError: an empty list; a name neither registered nor a checkpoint directory (or a
             checkpoint whose config cannot be read), or ``[key=value]`` options its embedder
             does not offer or whose values it refuses (``minilm[bogus=1]`` started a server
             whose first request with it failed), named.
     """
-    if not models:
+    if models is None:
         return
+    if not models:  # it started a server that served nothing ("available: " an empty list)
+        raise InvalidRequestError("FACET_API_MODELS is an empty list, so no embedder could be "
+                                  "served; list the names to serve, or unset it to serve the "
+                                  "registered ones")
     from embedders.errors import CheckpointError, InvalidInputError, UnknownEmbedderError
     from embedders.registry import check_embedder
 

@@ -132,7 +132,13 @@ def test_api_models_and_worker_preload_refuse_a_bogus_option(tmp_path) -> None:
     settings = FacetSettings(data_dir=tmp_path / "data", worker_preload=["minilm[bogus=1]"])
     with pytest.raises(InvalidRequestError) as preload:  # domain_errors() maps it: exit 2
         check_preload(settings)
-    assert str(preload.value) == "embedder 'minilm' has no option 'bogus'; options: instruction_weight"
+    assert str(preload.value) == ("FACET_WORKER_PRELOAD names 'minilm[bogus=1]', which cannot be "
+                                  "loaded: embedder 'minilm' has no option 'bogus'; options: "
+                                  "instruction_weight")
+    # An empty list served nothing ("available: " and no name): refused at start.
+    with pytest.raises(InvalidRequestError, match="FACET_API_MODELS is an empty list"):
+        check_api_models([])
+    check_api_models(None)  # unset: the registered names
     check_preload(settings.model_copy(update={"worker_preload": ["minilm[instruction_weight=1]"]}))
 
 

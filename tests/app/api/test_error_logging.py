@@ -167,3 +167,20 @@ def test_a_client_mistake_is_logged_at_info_only(probed, caplog) -> None:
     [line] = _lines(caplog)
     assert line.levelno == logging.INFO, line
     assert line.getMessage().startswith("POST /search answered 400: "), line.getMessage()
+
+
+def test_a_body_over_the_limit_is_logged_as_every_error_answer(minilm, tmp_path: Path, caplog) -> None:
+    """A 413 from the body-size check answered before any route, and no line said so (docs/api.md:
+    every error answer is logged)."""
+    facet = serving_facet(tmp_path / "data", minilm, api_max_body_mb=0.01)
+    try:
+        with TestClient(create_app(facet)) as client:
+            caplog.set_level(logging.INFO, logger=LOGGER)
+            r = client.post("/v1/embeddings", content=b" " * 20_000,
+                            headers={"content-type": "application/json"})
+    finally:
+        facet.close()
+    assert r.status_code == 413, r.text
+    [line] = _lines(caplog)
+    assert line.getMessage().startswith("POST /v1/embeddings answered 413 (request_too_large): "
+                                         "the request body is 20000 bytes"), line.getMessage()
