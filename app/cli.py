@@ -277,7 +277,8 @@ def _current_folder_gone() -> bool:
 def main() -> None:
     """Console-script entry point."""
     _standard_streams()
-    if _current_folder_gone():
+    # (--help and --version need no folder: they still answer there.)
+    if _current_folder_gone() and not {"--help", "-h", "--version"} & set(sys.argv[1:]):
         typer.echo("error: the current folder no longer exists (deleted after this shell entered "
                    "it): cd to an existing folder and run the command again", err=True)
         raise SystemExit(exit_code(DataError("")))

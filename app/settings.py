@@ -245,8 +245,8 @@ class FacetSettings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _trimmed(cls, data: Any) -> Any:
-        """Every text value without its surrounding whitespace, and an empty one unset (the
-        default), whatever its type: before any field's own validator. The folders keep an
+        """Every text value without its surrounding whitespace (a list's texts too), and an
+        empty one unset (the default), whatever its type: before any field's own validator. The folders keep an
         empty value, for ``_folder`` to refuse."""
         if not isinstance(data, dict):
             return data
@@ -256,6 +256,8 @@ class FacetSettings(BaseSettings):
                 value = value.strip()
                 if not value and name not in _FOLDERS:
                     continue
+            elif isinstance(value, list):  # a JSON list's texts too: '[" minilm "]' was unknown
+                value = [item.strip() if isinstance(item, str) else item for item in value]
             trimmed[name] = value
         return trimmed
 
@@ -489,7 +491,9 @@ def get_settings() -> FacetSettings:
         for error in e.errors():
             loc = error["loc"]
             name = f"FACET_{str(loc[0]).upper()}" if loc else "a FACET_ variable"
-            item = f" (item {int(loc[1]) + 1})" if len(loc) > 1 and isinstance(loc[1], int) else ""
+            item = ""
+            if len(loc) > 1:  # an item of a list, a key of an object (its value was shown alone)
+                item = f" (item {int(loc[1]) + 1})" if isinstance(loc[1], int) else f" (key {loc[1]!r})"
             problems.append(f"{name}{item}={error.get('input')!r}: {_message(error)}"
                             f"{_json_hint(loc)}")
         raise InvalidRequestError("; ".join(problems)) from None

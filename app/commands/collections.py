@@ -219,7 +219,8 @@ class JobFollower:
             if job.state != self.state:
                 self._end_line()  # the last state's line stays on the screen
             if text != self.line or not self.width:
-                shown = _fit(text, self.columns())
+                # (The final line whole: it stays on the screen, and may wrap.)
+                shown = text if job.state in _ENDED else _fit(text, self.columns())
                 self._write("\r" + shown + " " * max(0, self.width - len(shown)))
                 self.width = len(shown)
         elif self._due(job, text):

@@ -231,6 +231,9 @@ def test_a_deleted_current_folder_is_one_line(data: Path, tmp_path: Path) -> Non
     assert done.stderr.decode() == ("error: the current folder no longer exists (deleted after "
                                     "this shell entered it): cd to an existing folder and run "
                                     "the command again\n")
+    gone.mkdir()
+    version = _facet(data, "--version", preexec_fn=enter_and_delete)  # needs no folder
+    assert version.returncode == 0 and version.stdout.decode().startswith("facet"), version
 
 
 def test_serve_with_stdout_closed_serves(data: Path) -> None:

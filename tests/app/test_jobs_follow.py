@@ -155,6 +155,9 @@ def test_on_a_narrow_terminal_the_line_is_cut_to_its_width(job) -> None:
                    update, read, now)
     assert codes[-1] == 0
     rows = [row for line in out.getvalue().split("\n") for row in line.split("\r") if row]
-    progress = [row for row in rows if row.startswith(f"job {job_id} ")]
+    progress = [row for row in rows if row.startswith(f"job {job_id} running")]
     assert progress and all(len(row) <= 39 for row in progress), progress
     assert any(row.endswith("…") for row in progress), progress
+    # The final line is whole: it stays on the screen (its chunks figure was cut off).
+    assert rows[-1] == f"job {job_id} completed: 1000/1000 documents (0 indexed, 0 unchanged, " \
+                       "0 failed), 0 chunks written", rows

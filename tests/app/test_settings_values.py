@@ -68,7 +68,7 @@ def test_surrounding_spaces_and_case_are_ignored_alike(environment) -> None:
     """" 5 " was a chunk size but " true " no boolean; CUDA a device but Edge no backend."""
     for name, value in {"CHUNK_TOKENS": " 5 ", "UI_MOUNT": " false ", "ENCODE_ON_WORKERS": "\tYes ",
                         "DEVICE": " CUDA:1 ", "VECTOR_BACKEND": " Edge ",
-                        "QDRANT_URL": " http://qdrant:6333 ", "API_MODELS": ' ["minilm"] '}.items():
+                        "QDRANT_URL": " http://qdrant:6333 ", "API_MODELS": ' [" minilm "] '}.items():
         environment.setenv(f"FACET_{name}", value)
     settings = FacetSettings()
     assert (settings.chunk_tokens, settings.ui_mount, settings.encode_on_workers) == (5, False, True)
@@ -85,6 +85,9 @@ def test_surrounding_spaces_and_case_are_ignored_alike(environment) -> None:
                                    "(an object is written as JSON, e.g. "
                                    "'{\"name\": [\"first\", \"second\"]}')"),
     ("FACET_UI_EXAMPLES", "a", "FACET_UI_EXAMPLES='a' cannot be read (an object is written as JSON"),
+    # The key whose value is wrong, not its value alone ("FACET_UI_EXAMPLES='one'").
+    ("FACET_UI_EXAMPLES", '{"c1": "one"}', "FACET_UI_EXAMPLES (key 'c1')='one': Input should be a "
+                                           "valid list"),
 ])
 def test_a_bad_value_is_one_line_that_says_what_the_setting_takes(environment, name, value,
                                                                   message) -> None:
