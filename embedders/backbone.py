@@ -239,9 +239,10 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
-def layer_count(name: str) -> int | None:
-    """How many transformer layers backbone ``name`` has, read from its config alone (no
-    weights load), or None when no config can be read here (loading it then says why)."""
+def config_count(name: str, key: str) -> int | None:
+    """A positive whole number of backbone ``name``'s config (``num_hidden_layers``,
+    ``max_position_embeddings``), read from its config alone (no weights load); None when no
+    config can be read here or it does not say (loading it then says why)."""
     try:
         path = Path(resolve_model_path(name))
         if (path / "config.json").is_file():
@@ -251,10 +252,15 @@ def layer_count(name: str) -> int | None:
             from transformers import AutoConfig
 
             config = AutoConfig.from_pretrained(str(path), local_files_only=True).get_text_config().to_dict()
-        count = config.get("num_hidden_layers")
+        value = config.get(key)
     except Exception:  # unreadable, or not a model: the load reports it properly
         return None
-    return count if isinstance(count, int) and count > 0 else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def layer_count(name: str) -> int | None:
+    """How many transformer layers backbone ``name`` has (``config_count``)."""
+    return config_count(name, "num_hidden_layers")
 
 
 @dataclass

@@ -228,21 +228,9 @@ def position_limit(backbone: str) -> int | None:
     """The positions backbone ``backbone`` can read (its config's ``max_position_embeddings``),
     read from its config alone, before any weights load; None when no config can be read here
     or it does not say (the check then waits for the loaded backbone)."""
-    from embedders.backbone import resolve_model_path
+    from embedders.backbone import config_count
 
-    try:
-        path = Path(resolve_model_path(backbone))
-        if (path / "config.json").is_file():
-            saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
-            saved = saved.get("text_config") or saved  # a multimodal model's text part
-        else:  # a hub id already in the Hugging Face cache
-            from transformers import AutoConfig
-
-            saved = AutoConfig.from_pretrained(str(path), local_files_only=True).get_text_config().to_dict()
-        value = saved.get("max_position_embeddings")
-    except Exception:  # unreadable, or not a model: the load reports it properly
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return config_count(backbone, "max_position_embeddings")
 
 
 def check_positions(limit: int | None, backbone: str, max_length: int, config: MethodConfig | None = None,
