@@ -34,6 +34,24 @@ HOSTILE_TEXT = "Card <script>alert('x')</script> & <b>bold</b> declined at the k
 SAMPLE_SIZE = 48  # texts of the bundled sample: every 6th, so many intents are present
 
 
+NOTES = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
+         "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
+
+
+def notes_facet(folder: Path, minilm: Any) -> Facet:
+    """A serving facade over ``folder`` holding collection ``notes`` (``NOTES``, indexed with the
+    session's minilm): the handler-level UI tests' (close it)."""
+    source = folder / "notes.jsonl"
+    source.write_text("".join(json.dumps({"id": f"n{i}", "text": t}) + "\n"
+                              for i, t in enumerate(NOTES)))
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet.for_serving(FacetSettings(data_dir=folder / "data", default_embedder="minilm"),
+                              embedders=cache)
+    facet.index(source, "notes")
+    return facet
+
+
 @dataclass
 class UiServer:
     """The running server: its base URL, the facade behind it and its folders."""

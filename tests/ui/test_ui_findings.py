@@ -14,27 +14,18 @@ from typing import Any
 import pytest
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.services.search import SearchResponse, SearchResult
 from app.settings import FacetSettings
 from tests.app.cli_runner import invoke_cli
+from tests.ui.conftest import NOTES, notes_facet
 
-TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
-         "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
+TEXTS = NOTES
 
 
 @pytest.fixture(scope="module")
 def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     pytest.importorskip("gradio")
-    folder = tmp_path_factory.mktemp("findings")
-    source = folder / "notes.jsonl"
-    source.write_text("".join(json.dumps({"id": f"n{i}", "text": t}) + "\n"
-                              for i, t in enumerate(TEXTS)))
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=folder / "data", default_embedder="minilm"),
-                              embedders=cache)
-    facet.index(source, "notes")
+    facet = notes_facet(tmp_path_factory.mktemp("findings"), minilm)
     yield facet
     facet.close()
 
