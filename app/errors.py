@@ -194,3 +194,22 @@ def domain_errors() -> Iterator[None]:
         if domain is None:
             raise
         raise domain from e
+
+
+def check_named_embedder(name: str, source: str, verb: str = "loaded") -> None:
+    """``embedders.registry.check_embedder(name)`` (no weights loaded, options checked) for a name
+    a setting or an option gave: its refusal as one ``InvalidRequestError`` naming ``source``
+    ("FACET_API_MODELS names 'minlm', which cannot be served: unknown embedder ...").
+
+    Raises:
+        InvalidRequestError: ``name`` cannot be loaded (unknown, an unreadable checkpoint, an
+            option it does not offer).
+    """
+    from embedders.errors import CheckpointError, InvalidInputError, UnknownEmbedderError
+    from embedders.registry import check_embedder
+
+    try:
+        check_embedder(name)
+    except (UnknownEmbedderError, CheckpointError, InvalidInputError) as e:
+        reason = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        raise InvalidRequestError(f"{source} names {name!r}, which cannot be {verb}: {reason}") from e

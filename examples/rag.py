@@ -28,6 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
+from app.cli import quiet_libraries
 from app.commands.demo import SAMPLE_FILE
 from app.core import Facet
 from app.errors import FacetError
@@ -89,6 +90,7 @@ def main() -> None:
                         help="the longest answer SmolLM2 writes, in tokens")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    quiet_libraries()  # as the CLI: no "Loading weights" bar per model (README's transcript)
     try:
         run(args)
     except FacetError as e:  # a bad --k, a data folder another process holds: one line

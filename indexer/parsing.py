@@ -290,8 +290,8 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
 
     Args:
         text_column: the csv column / jsonl field holding the text; default the first of
-            ``text``, ``contents``, ``content``, ``body`` present (a csv with none of them
-            takes its first column, with a warning).
+            ``text``, ``contents``, ``content``, ``body`` present (a csv with none of them is
+            refused unless it has one column, not an id, which is then its text).
         stream_over_bytes: a .txt/.md file larger than this becomes a ``StreamedDocument``
             (read in pieces when chunked); None reads every file whole.
     """
@@ -1314,6 +1314,18 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
         text_field = _nfc(text_column)
     else:
         found = next(_named(columns, TEXT_FIELDS), None)
+        # None of the text names: one column is the text (as `facet cluster` reads a csv), unless
+        # it is the id; of two or more none is guessed, as a jsonl record without a text field
+        # is refused. The first column was embedded, with a warning: mostly the id, which is
+        # already read as the document id (`id,review,stars`).
+        only = next(iter(columns)) if len(columns) == 1 else None
+        if found is None and (only is None or next(_named(columns, _ID_FIELDS), None) is not None):
+            yield DocumentError(str(path), str(path),
+                                f"{path}: no text column; expected one of {', '.join(TEXT_FIELDS)} "
+                                f"(found {', '.join(columns)}); no rows were read, name the one "
+                                "holding the text as the text column (`facet index --text-column`, "
+                                "text_column in POST /jobs)")
+            return
         text_field = found or next(iter(columns))
         other = next((d for d in (";", "\t", "|") if len(fields) == 1 and d in fields[0]), None)
         if other is not None:
@@ -1321,10 +1333,6 @@ def _parse_csv(path: Path, text: str, warnings: list[str], max_bytes: int,
             guessed = (f"{path}: its header {fields[0]!r} looks {other!r}-separated, but a .csv "
                        "is read as comma-separated: every row became one column, embedded whole "
                        "(ids included); save it with commas")
-        elif found is None:
-            guessed = (f"{path}: no text column ({', '.join(TEXT_FIELDS)}); embedded the first "
-                       f"column, {text_field!r}, of {', '.join(fields)}: name the right one as the "
-                       "text column (`facet index --text-column`, text_column in POST /jobs)")
     if guessed:  # noted once, on the file's first document (_once_per_file)
         warnings.append(guessed)
     longer = False  # a row with more cells than the header: noted once, on its document

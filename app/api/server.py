@@ -54,7 +54,7 @@ from app.api.schemas import (
 )
 from app.core import Facet
 from app.encoding import warm_up_clustering
-from app.errors import InvalidRequestError, UnavailableError, UnknownModelError
+from app.errors import InvalidRequestError, UnavailableError, UnknownModelError, check_named_embedder
 from app.remote import CeleryQueryEncoder
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
 from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo, JobInfo
@@ -196,16 +196,8 @@ def check_api_models(models: Sequence[str] | None) -> None:
         raise InvalidRequestError("FACET_API_MODELS is an empty list, so no embedder could be "
                                   "served; list the names to serve, or unset it to serve the "
                                   "registered ones")
-    from embedders.errors import CheckpointError, InvalidInputError, UnknownEmbedderError
-    from embedders.registry import check_embedder
-
     for name in models:
-        try:
-            check_embedder(name)
-        except (UnknownEmbedderError, CheckpointError, InvalidInputError) as e:
-            reason = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            raise InvalidRequestError(f"FACET_API_MODELS names {name!r}, which cannot be served: "
-                                      f"{reason}") from e
+        check_named_embedder(name, "FACET_API_MODELS", "served")
 
 
 @contextlib.contextmanager

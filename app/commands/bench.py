@@ -45,8 +45,13 @@ def register(cli: typer.Typer) -> None:
         rounds: Annotated[int, typer.Option(
             "--rounds", min=1, help="rounds of the index, gircse-cache, api-search and api-embed parts "
                                     "(alternating bare / measured runs; medians reported)")] = 3,
-        embedder: Annotated[str, typer.Option("--embedder", "-e")] = "minilm",
-        rerank: Annotated[str, typer.Option("--rerank")] = "minilm",
+        embedder: Annotated[str, typer.Option(
+            "--embedder", "-e", help="embedder (name or checkpoint path) of every part but "
+                                     "gircse-cache: it indexes, embeds and searches (store: its "
+                                     "vector size)")] = "minilm",
+        rerank: Annotated[str, typer.Option(
+            "--rerank", help="search: the instruction embedder whose reranking is timed "
+                             "against no reranking")] = "minilm",
         rerank_depth: Annotated[int, typer.Option(
             "--rerank-depth", min=1, help="candidates the reranker re-scores per search")] = 30,
         points: Annotated[int, typer.Option(

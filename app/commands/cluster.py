@@ -272,7 +272,9 @@ def register(cli: typer.Typer) -> None:
         members: Annotated[int, typer.Option("--members", help="representative members per cluster")] = 3,
         answer_tokens: Annotated[int | None, typer.Option(
             "--answer-tokens", help="tokens InBedder generates per text (default: its answer_max_tokens)")] = None,
-        seed: Annotated[int, typer.Option("--seed")] = 0,
+        seed: Annotated[int, typer.Option(
+            "--seed", help="k-means' random seed: the same seed and texts give the same "
+                           "clusters; another seed may group them differently")] = 0,
         out: Annotated[Path | None, typer.Option(
             "--out", "-o", help="write the clusters as JSON to this file ('-': standard output; "
                                 "the listing then goes to stderr)", callback=expand_home)] = None,

@@ -31,8 +31,12 @@ def register(cli: typer.Typer) -> None:
     @cli.command("demo")
     @handle_errors
     def demo_cmd(
-        embedder: Annotated[str | None, typer.Option("--embedder", "-e")] = None,
-        rerank: Annotated[str | None, typer.Option("--rerank")] = None,
+        embedder: Annotated[str | None, typer.Option(
+            "--embedder", "-e", help="embedder to index and search the sample with, a name or "
+                                     "checkpoint path (default FACET_DEFAULT_EMBEDDER)")] = None,
+        rerank: Annotated[str | None, typer.Option(
+            "--rerank", help="instruction embedder to rerank each search's candidates "
+                             "(default: no reranking)")] = None,
     ) -> None:
         """Index the bundled BANKING77 sample and run a few instruction searches."""
         from app.commands.index import progress_bar

@@ -24,7 +24,7 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def serve_cmd(
         host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535)] = 8000,
+        port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="port to listen on")] = 8000,
         preload: Annotated[list[str] | None, typer.Option(
             "--preload", help="embedder to load at start-up (repeat; default FACET_DEFAULT_EMBEDDER)")
         ] = None,
@@ -53,6 +53,7 @@ def register(cli: typer.Typer) -> None:
                                       f"{', '.join(LOG_LEVELS)}")
         check_port(host, port)
         settings = get_settings()
+        names = preload_names(preload, settings)  # one line, not uvicorn's start-up traceback
         from app.services.context import check_database
 
         check_database(settings)  # one line, before uvicorn (its start-up failure is a traceback)
@@ -62,15 +63,36 @@ def register(cli: typer.Typer) -> None:
         if before != logging.DEBUG:
             root.setLevel(level)
         try:
-            names = preload if preload is not None else [settings.default_embedder]
             # One process: the embedded store folder belongs to exactly one (before any model).
             with serving_lock(settings, "facet serve", f"http://{host}:{port}"):
-                app = create_app(settings=settings, preload=[n for n in names if n])
+                app = create_app(settings=settings, preload=names)
                 _log_start(host, settings, ui=any(getattr(r, "path", None) == "/ui" for r in app.routes))
                 uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
                             log_config=_uvicorn_log_config())
         finally:
             root.setLevel(before)  # called in-process (tests): leave the caller's level
+
+
+def preload_names(preload: list[str] | None, settings: FacetSettings) -> list[str]:
+    """The embedders a server (`facet serve`, `facet ui`) loads at start-up: ``--preload``'s
+    names, else ``FACET_DEFAULT_EMBEDDER``; each checked without loading weights
+    (``embedders.registry.check_embedder``: the name, a checkpoint's config, ``[options]``), and
+    the default embedder too (what a request naming none gets). An unknown name was
+    `facet serve`'s 44-line uvicorn traceback ("Application startup failed").
+
+    Raises:
+        InvalidRequestError: a name that cannot be loaded, with the option or variable that gave it.
+    """
+    from app.errors import check_named_embedder
+
+    names = [n for n in (preload if preload is not None else [settings.default_embedder]) if n]
+    given = "--preload" if preload is not None else "FACET_DEFAULT_EMBEDDER"
+    checks = [(name, given) for name in names]
+    if settings.default_embedder and settings.default_embedder not in names:
+        checks.append((settings.default_embedder, "FACET_DEFAULT_EMBEDDER"))
+    for name, source in checks:
+        check_named_embedder(name, source)
+    return names
 
 
 def _log_start(host: str, settings: FacetSettings, *, ui: bool) -> None:

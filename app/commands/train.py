@@ -47,7 +47,9 @@ def register(cli: typer.Typer) -> None:
         head_lr_mult: Annotated[float, typer.Option(
             help="learning-rate multiplier for a method's heads trained from scratch (Causal2Vec's projector)")]
             = 1.0,
-        seed: Annotated[int, typer.Option()] = 0,
+        seed: Annotated[int, typer.Option(
+            help="random seed of the fresh LoRA and head weights and of the training data's order "
+                 "and sampling (0 to 2**32 - 1)")] = 0,
         tasks: Annotated[str, typer.Option(
             help="training sources, optionally weighted: 'snli:0.5,stsb:0.2,scifact' (default: the method's mix)")]
             = "",
@@ -123,6 +125,9 @@ def register(cli: typer.Typer) -> None:
             for spec in methods.values():
                 typer.echo(f"{spec.name:<11} {spec.data:<8} dev={spec.dev_suite:<12} {spec.description}")
             return
+        if not method:  # "unknown method ''" read as if a name had been given
+            raise InvalidRequestError(f"facet train needs a METHOD, one of {', '.join(methods)} "
+                                      "(`facet train --list` describes them)")
         if method not in methods:
             raise InvalidRequestError(f"unknown method {method!r}; trainable: {', '.join(methods)}")
         if out is None:

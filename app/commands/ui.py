@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from app.commands.common import check_port, handle_errors, serving_lock
+from app.commands.serve import preload_names
 from app.errors import InvalidRequestError, UnavailableError
 
 
@@ -17,7 +18,7 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def ui_cmd(
         host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535)] = 7860,
+        port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="port to listen on")] = 7860,
         preload: Annotated[list[str] | None, typer.Option(
             "--preload", help="embedder to load at start-up (repeat; default FACET_DEFAULT_EMBEDDER)")
         ] = None,
@@ -45,14 +46,21 @@ def register(cli: typer.Typer) -> None:
                                       "--host an IPv4 address (127.0.0.1, 0.0.0.0) or a host name")
         check_port(host, port)
         settings = get_settings()
+        names = preload_names(preload, settings)  # before the data folder opens
         with serving_lock(settings, "facet ui", f"http://{host}:{port}"):
             facet = Facet.for_serving(settings)
             Facet.set_shared(facet)
             try:
-                for name in preload if preload is not None else [settings.default_embedder]:
-                    if name:
-                        facet.embed(["warm-up"], embedder=name)
+                for name in names:
+                    facet.embed(["warm-up"], embedder=name)
                 typer.echo(f"Facet UI on http://{host}:{port} (data dir {settings.data_dir})")
-                launch_ui(facet, host=host, port=port, block=True)
+                # Gradio launched quiet: its "To create a public link, set `share=True` in
+                # `launch()`" was advice to Python code a facet user cannot act on (and its
+                # "Running on local URL" repeated the line above); blocking here as it would.
+                demo = launch_ui(facet, host=host, port=port, block=False)
+                try:
+                    demo.block_thread()  # until Ctrl-C
+                finally:
+                    demo.close(verbose=False)
             finally:
                 facet.close(reason="the server stopping")

@@ -74,13 +74,13 @@ def test_failed_documents_exit_non_zero_and_leave_no_empty_collection(tmp_path, 
     assert (report["docs_failed"], report["docs_skipped"]) == (2, 1)
 
 
-def test_csv_without_a_text_column_warns_and_text_column_picks_it(tmp_path, run) -> None:
+def test_csv_without_a_text_column_is_refused_and_text_column_picks_it(tmp_path, run) -> None:
     path = tmp_path / "reviews.csv"
     path.write_text("id,product,review\nr1,kettle,boils water fast and quietly\n"
                     "r2,toaster,burns every slice of bread\n")
-    guessed = run("index", str(path), "-c", "guess")
-    assert guessed.returncode == 0, guessed.stderr
-    assert "embedded the first column, 'id'" in guessed.stderr and "--text-column" in guessed.stderr
+    guessed = run("index", str(path), "-c", "guess")  # it embedded the ids, exit 0
+    assert guessed.returncode == 4, guessed.stderr
+    assert "no text column; expected one of text" in guessed.stderr and "--text-column" in guessed.stderr
 
     named = run("index", str(path), "-c", "reviews", "--text-column", "review")
     assert named.returncode == 0, named.stderr

@@ -151,15 +151,16 @@ def test_content_hash_changes_with_text_title_and_metadata() -> None:
                                                metadata={"a": 2}).content_hash
 
 
-def test_csv_text_column_is_named_or_the_guess_is_warned_once(tmp_path: Path) -> None:
+def test_csv_text_column_is_named_or_the_file_is_refused(tmp_path: Path) -> None:
+    """Without a column named as a text column, the first column was embedded with a warning:
+    the ids (`id` is the document id); refused now, as a jsonl without a text field is."""
     path = tmp_path / "reviews.csv"
     path.write_text("id,product,review\nr1,kettle,boils fast and quietly\n"
                     "r2,toaster,burns every slice\n")
-    first, second = list(parse_file(path))
-    assert isinstance(first, ParsedDocument) and isinstance(second, ParsedDocument)
-    assert (first.text, second.text) == ("r1", "r2")  # the first column, id, was embedded
-    assert any("--text-column" in w and "'id'" in w for w in first.warnings)
-    assert not any("--text-column" in w for w in second.warnings)  # once per file
+    [refused] = list(parse_file(path))
+    assert isinstance(refused, DocumentError), refused
+    assert "no text column" in str(refused) and "(found id, product, review)" in str(refused)
+    assert "--text-column" in str(refused)
 
     named = list(parse_file(path, text_column="review"))
     assert [(d.key, d.text, d.metadata) for d in named if isinstance(d, ParsedDocument)] == [

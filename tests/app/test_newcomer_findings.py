@@ -1,0 +1,123 @@
+"""What a newcomer met first: `facet serve --preload minlm` (or FACET_DEFAULT_EMBEDDER=minlm)
+ended in uvicorn's 44-line "Application startup failed" traceback; a csv `id,review,stars`
+embedded its ids; `facet train` said "unknown method ''"; options with no help; Gradio's
+"set `share=True` in `launch()`" under `facet ui`; a "Loading weights" bar in examples/rag.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from tests.app.cli_runner import invoke_cli
+from tests.app.served import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+@pytest.mark.parametrize(("args", "env", "said"), [
+    (["--preload", "minlm"], {}, "error: --preload names 'minlm', which cannot be loaded: unknown embedder 'minlm'"),
+    ([], {"FACET_DEFAULT_EMBEDDER": "minlm"},
+     "error: FACET_DEFAULT_EMBEDDER names 'minlm', which cannot be loaded: unknown embedder 'minlm'"),
+    # The default embedder is checked too when --preload names others (a request naming none gets it).
+    (["--preload", "minilm"], {"FACET_DEFAULT_EMBEDDER": "minlm"}, "error: FACET_DEFAULT_EMBEDDER names 'minlm'"),
+    # [options] are checked without loading the model.
+    (["--preload", "minilm", "--preload", "minilm[bogus=1]"], {},
+     "error: --preload names 'minilm[bogus=1]', which cannot be loaded: embedder 'minilm' has no option 'bogus'"),
+], ids=["preload", "default", "default-besides-preload", "options"])
+def test_a_server_refuses_an_embedder_it_cannot_load_in_one_line(tmp_path, command, args, env, said) -> None:
+    data = tmp_path / "data"
+    with mock.patch("uvicorn.run", side_effect=AssertionError("the server started")), \
+            mock.patch("ui.app.launch_ui", side_effect=AssertionError("the UI started")):
+        result = invoke_cli(command, "--port", str(free_port()), *args, env={"FACET_DATA_DIR": str(data), **env})
+    assert result.returncode == 2, result
+    assert result.stderr.startswith(said), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (data / "facet.db").exists()  # refused before the data folder was opened
+
+
+def test_a_csv_without_a_text_column_is_refused_not_its_ids_embedded(tmp_path) -> None:
+    """`id,review,stars` embedded the id column (already the document id) with a warning; a
+    jsonl record without a text field, and `facet cluster` of the same csv, were refused."""
+    from indexer.parsing import DocumentError, ParsedDocument, parse_file
+
+    reviews = tmp_path / "r.csv"
+    reviews.write_text("id,review,stars\n1,great kettle,5\n2,burnt toast,1\n")
+    [refused] = list(parse_file(reviews))
+    assert isinstance(refused, DocumentError), refused
+    assert refused.message == (
+        f"{reviews}: no text column; expected one of text, contents, content, body (found id, review, "
+        "stars); no rows were read, name the one holding the text as the text column (`facet index "
+        "--text-column`, text_column in POST /jobs)")
+    named = list(parse_file(reviews, text_column="review"))
+    assert [(d.key, d.text) for d in named if isinstance(d, ParsedDocument)] == [
+        ("1", "great kettle"), ("2", "burnt toast")]
+    only_ids = tmp_path / "ids.csv"
+    only_ids.write_text("ID\n1\n2\n")  # its one column is the id
+    [refused] = list(parse_file(only_ids))
+    assert isinstance(refused, DocumentError) and "no text column" in refused.message, refused
+    # One column that is not an id is the text (as `facet cluster` reads it); nothing to choose.
+    one = tmp_path / "one.csv"
+    one.write_text("review\ngreat kettle\nburnt toast\n")
+    docs = list(parse_file(one))
+    assert [(d.text, d.warnings) for d in docs if isinstance(d, ParsedDocument)] == [
+        ("great kettle", []), ("burnt toast", [])]
+
+    indexed = invoke_cli("index", str(reviews), "-c", "rev", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert indexed.returncode == 4, indexed
+    assert "no text column; expected one of text" in indexed.stderr and "--text-column" in indexed.stderr
+
+
+def test_train_without_a_method_says_one_is_needed(tmp_path) -> None:
+    result = invoke_cli("train", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("error: facet train needs a METHOD, one of causal-eos, "), result.stderr
+    assert "unknown method ''" not in result.stderr and "`facet train --list`" in result.stderr
+
+
+@pytest.mark.parametrize(("command", "option"), [
+    ("demo", "--embedder"), ("demo", "--rerank"), ("bench", "--embedder"), ("bench", "--rerank"),
+    ("cluster", "--seed"), ("train", "--seed"), ("serve", "--port"), ("ui", "--port")])
+def test_options_say_what_they_do(command, option) -> None:
+    import typer.main
+
+    from app.cli import cli
+
+    group = typer.main.get_command(cli)
+    [param] = [p for p in group.commands[command].params if option in p.opts]  # type: ignore[attr-defined]
+    assert param.help and len(param.help) > 15, (command, option, param.help)
+
+
+def test_the_ui_does_not_print_gradios_share_advice(tmp_path) -> None:
+    """`facet ui` printed "* To create a public link, set `share=True` in `launch()`": advice
+    to Python code, which a facet user cannot follow. Facet's own line says where it runs."""
+    import gradio
+
+    port = free_port()
+    with mock.patch.object(gradio.Blocks, "block_thread", return_value=None):  # returns at once
+        result = invoke_cli("ui", "--port", str(port), "--preload", "",
+                            env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert result.returncode == 0, result
+    assert f"Facet UI on http://127.0.0.1:{port} " in result.stdout, result.stdout
+    assert "share=True" not in result.stdout + result.stderr, result.stdout
+
+
+def test_the_rag_example_draws_no_loading_bar(tmp_path) -> None:
+    """examples/rag.py drew transformers' "Loading weights: 100%" bar, which README's transcript
+    of its output does not show; the example now quiets the libraries as the CLI does. (Its
+    SmolLM2 loaded, the indexing and answering left to tests/examples/test_rag_example.py.)"""
+    script = ("import importlib.util, sys\n"
+              f"spec = importlib.util.spec_from_file_location('rag', {str(ROOT / 'examples' / 'rag.py')!r})\n"
+              "rag = importlib.util.module_from_spec(spec); spec.loader.exec_module(rag)\n"
+              "rag.run = lambda args: rag.SmolLM(max_new_tokens=1)\n"
+              "sys.argv = ['rag.py']; rag.main()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=env | {"OMP_NUM_THREADS": "1", "FACET_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 0, done.stderr
+    assert "Loading weights" not in done.stderr, done.stderr[-500:]
