@@ -6,6 +6,7 @@ embedded its ids; `facet train` said "unknown method ''"; options with no help; 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,16 @@ def test_the_rag_example_draws_no_loading_bar(tmp_path) -> None:
                           env=env | {"OMP_NUM_THREADS": "1", "FACET_DATA_DIR": str(tmp_path / "data")})
     assert done.returncode == 0, done.stderr
     assert "Loading weights" not in done.stderr, done.stderr[-500:]
+
+
+def test_the_demos_steering_search_finds_what_its_instruction_names(tmp_path) -> None:
+    """`facet demo`'s "how long does it take" under "Find messages about top-ups" found card
+    deliveries and transfers with the default minilm (which blends in a quarter of an
+    instruction): a newcomer's first look at instruction-aware search showed it failing. It is
+    run as minilm reads a steering instruction whole, and says so."""
+    done = invoke_cli("demo", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 0, done.stderr
+    block = done.stdout.split("instruction: Find messages about top-ups", 1)[1].split("\n\n", 1)[0]
+    intents = re.findall(r"intent=(\S+)", block)
+    assert len(intents) == 3 and all("top_up" in i for i in intents), block
+    assert "(a steering instruction: read whole, as minilm[instruction_weight=1]" in done.stdout
