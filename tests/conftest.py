@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,19 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.MonkeyPatch]:
+    """``FACET_*`` variables set through it read afresh by ``get_settings`` (cached per
+    process), over a data folder of the test's own."""
+    from app.settings import get_settings
+
+    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield monkeypatch
+    monkeypatch.undo()
+    get_settings.cache_clear()
 
 # The files that take longest, longest first (seconds of one xdist process, idle 2-core VM,
 # 2026-11-25). make test runs two processes, one file at a time each, handing out files in

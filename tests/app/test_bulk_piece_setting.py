@@ -9,7 +9,6 @@ Real minilm, and the tiny InBedder over SmolLM2 cut to two layers (tests/conftes
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,15 +16,6 @@ from app.core import Facet
 from app.encoding import ANSWER_BATCH, BatchingQueryEncoder, EmbedderCache
 from app.errors import InvalidRequestError
 from app.settings import FacetSettings, get_settings
-
-
-@pytest.fixture
-def environment(monkeypatch) -> Iterator[pytest.MonkeyPatch]:
-    """``FACET_*`` variables read afresh by ``get_settings`` (cached per process)."""
-    get_settings.cache_clear()
-    yield monkeypatch
-    monkeypatch.undo()
-    get_settings.cache_clear()
 
 
 @pytest.mark.parametrize(("value", "expected"), [("250", 250.0), ("0", 0.0), ("off", 0.0),

@@ -5,8 +5,6 @@ param. Real minilm and store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from fastapi.testclient import TestClient
@@ -17,16 +15,6 @@ from app.errors import InvalidRequestError, UnavailableError
 from app.settings import FacetSettings, get_settings
 from embedders.backbone import pick_device
 from tests.app.api.conftest import serving_facet
-
-
-@pytest.fixture
-def environment(monkeypatch, tmp_path) -> Iterator[pytest.MonkeyPatch]:
-    """``FACET_*`` variables read afresh by ``get_settings`` (cached per process)."""
-    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield monkeypatch
-    monkeypatch.undo()
-    get_settings.cache_clear()
 
 
 def test_device_and_dtype_are_read_in_any_case(environment) -> None:

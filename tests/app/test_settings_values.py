@@ -6,8 +6,6 @@ object setting). A data folder that is a broken link says so."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from app.errors import InvalidRequestError
@@ -17,14 +15,6 @@ from tests.app.cli_runner import invoke_cli
 _FOLDERS = ("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir")
 
 
-@pytest.fixture
-def environment(monkeypatch, tmp_path) -> Iterator[pytest.MonkeyPatch]:
-    """``FACET_*`` variables read afresh by ``get_settings`` (cached per process)."""
-    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield monkeypatch
-    monkeypatch.undo()
-    get_settings.cache_clear()
 
 
 def _refusal(environment: pytest.MonkeyPatch, name: str, value: str) -> str:
