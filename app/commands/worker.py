@@ -25,7 +25,8 @@ def register(cli: typer.Typer) -> None:
                                         "host run one worker per GPU")] = 1,
         pool: Annotated[str, typer.Option("--pool", help="prefork (default), solo or threads")
                         ] = "prefork",
-        loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "info",
+        loglevel: Annotated[str, typer.Option(
+            "--loglevel", "-l", help="Celery's log level: debug, info, warning, error")] = "info",
         name: Annotated[str | None, typer.Option(
             "--name", "-n", help="Celery node name (default facet-PID@HOST; %h = host name)")
         ] = None,

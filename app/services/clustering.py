@@ -1225,7 +1225,9 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
         else:
             column = next((lower.index(f) for f in TEXT_FIELDS if f in lower), None)
             if column is None:
-                if len(header) > 1:
+                # One column is the texts, unless it is an id column (as `facet index` reads
+                # a csv: its ids were clustered as texts).
+                if len(header) > 1 or lower[0] in ("_id", "id", "doc_id"):
                     raise DataError(f"{where}: no column of texts ({', '.join(TEXT_FIELDS)}) among "
                                     f"its columns {', '.join(map(repr, header))}; {choose}")
                 column = 0  # one column: the texts

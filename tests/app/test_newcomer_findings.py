@@ -94,6 +94,19 @@ def test_options_say_what_they_do(command, option) -> None:
     assert param.help and len(param.help) > 15, (command, option, param.help)
 
 
+def test_every_option_of_every_command_has_a_help_text() -> None:
+    """`facet worker --loglevel` (and the eight above) showed only a default in --help."""
+    import typer.main
+
+    from app.cli import cli
+
+    group = typer.main.get_command(cli)
+    bare = [(name, p.opts) for name, command in group.commands.items()  # type: ignore[attr-defined]
+            for p in command.params
+            if getattr(p, "param_type_name", "") == "option" and not getattr(p, "help", None)]
+    assert bare == [], bare
+
+
 def test_the_ui_does_not_print_gradios_share_advice(tmp_path) -> None:
     """`facet ui` printed "* To create a public link, set `share=True` in `launch()`": advice
     to Python code, which a facet user cannot follow. Facet's own line says where it runs."""
@@ -135,3 +148,13 @@ def test_the_demos_steering_search_finds_what_its_instruction_names(tmp_path) ->
     intents = re.findall(r"intent=(\S+)", block)
     assert len(intents) == 3 and all("top_up" in i for i in intents), block
     assert "(a steering instruction: read whole, as minilm[instruction_weight=1]" in done.stdout
+
+
+def test_cluster_refuses_a_csv_whose_one_column_is_its_ids(tmp_path) -> None:
+    """`facet index` refuses a csv without a text column; `facet cluster` clustered a csv whose
+    only column is `id` as its texts."""
+    ids = tmp_path / "ids.csv"
+    ids.write_text("id\nr1\nr2\nr3\n")
+    done = invoke_cli("cluster", str(ids), "-i", "topic", "--k", "2", "--embedder", "minilm",
+                      "--explain", "", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 4 and "no column of texts" in done.stderr, done.stderr
