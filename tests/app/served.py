@@ -25,6 +25,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_until_healthy(proc: subprocess.Popen[str], port: int, start_s: float = 60) -> None:
+    """Return once the `facet serve` ``proc`` answers ``/health`` on ``port``; the test fails
+    with its output (the pipe it writes to, stdout else stderr) if it exits first, or if it is
+    not up within ``start_s``."""
+    deadline = time.monotonic() + start_s
+    while True:
+        if proc.poll() is not None:
+            stream = proc.stdout or proc.stderr
+            pytest.fail(f"facet serve exited with {proc.returncode}: {stream.read() if stream else ''}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, f"facet serve did not start within {start_s:g} s"
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def facet_serve(env: dict[str, str], *, start_s: float) -> Iterator[str]:
     """``facet serve`` with ``env`` over the process's environment, until the block ends; yields
@@ -36,18 +54,7 @@ def facet_serve(env: dict[str, str], *, start_s: float) -> Iterator[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + start_s
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"facet serve exited with {proc.returncode}: "
-                            f"{proc.stdout.read() if proc.stdout else ''}")
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"facet serve did not start within {start_s:g} s"
-            time.sleep(0.2)
+        wait_until_healthy(proc, port, start_s)
         yield url
     finally:
         proc.terminate()

@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -238,9 +237,7 @@ def test_a_deleted_current_folder_is_one_line(data: Path, tmp_path: Path) -> Non
 
 def test_serve_with_stdout_closed_serves(data: Path) -> None:
     """`facet serve >&-` ended in uvicorn's "Unable to configure formatter 'default'" traceback."""
-    import httpx
-
-    from tests.app.served import free_port
+    from tests.app.served import free_port, wait_until_healthy
 
     port = free_port()
     env = dict(os.environ, FACET_DATA_DIR=str(data), OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
@@ -248,17 +245,7 @@ def test_serve_with_stdout_closed_serves(data: Path) -> None:
                             env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: os.close(1))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"facet serve exited {proc.returncode}: {proc.stderr.read()}")  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "facet serve did not start within 60 s"
-            time.sleep(0.2)
+        wait_until_healthy(proc, port)
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)

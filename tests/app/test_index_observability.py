@@ -22,6 +22,15 @@ from tests.app.cli_runner import invoke_cli, tiny_data_folder
 from tests.app.services.conftest import write_corpus
 
 
+def _facet_process(tmp_path: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`facet ARGS` in a process of its own over a data folder under ``tmp_path``: the log
+    handler writes to the real stderr, which CliRunner does not capture."""
+    facet = Path(sys.executable).with_name("facet")
+    return subprocess.run([str(facet), *args], capture_output=True, text=True, timeout=timeout,
+                          env=os.environ | {"FACET_DATA_DIR": str(tmp_path / "data"),
+                                            "OMP_NUM_THREADS": "1"})
+
+
 def test_facet_index_prints_progress_lines_when_stderr_is_not_a_terminal(tmp_path) -> None:
     """Under cron, systemd or docker logs it printed nothing until its summary (95 s silent on
     600 documents)."""
@@ -43,14 +52,8 @@ def test_truncation_is_said_once_per_index_run(tmp_path) -> None:
     batch, after the run's own warning said so."""
     src = tmp_path / "src"
     write_corpus(src, 3, words=800)
-    # A process of its own: the log handler writes to the real stderr, which CliRunner does not
-    # capture.
-    facet = Path(sys.executable).with_name("facet")
-    run = subprocess.run([str(facet), "index", str(src), "-c", "big", "-e", "minilm",
-                          "--chunk-tokens", "512", "--batch-chunks", "2"],
-                         env=os.environ | {"FACET_DATA_DIR": str(tmp_path / "data"),
-                                           "OMP_NUM_THREADS": "1"},
-                         capture_output=True, text=True, timeout=120)
+    run = _facet_process(tmp_path, "index", str(src), "-c", "big", "-e", "minilm",
+                         "--chunk-tokens", "512", "--batch-chunks", "2", timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("and were truncated") == 0, run.stderr
     assert re.search(r"warning: \d+ of \d+ chunks", run.stderr), run.stderr  # the count kept
@@ -183,12 +186,8 @@ def test_truncation_is_said_once_per_cluster_run(tmp_path) -> None:
     texts = tmp_path / "long.txt"
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
     texts.write_text("\n".join(" ".join(words[(i + j) % 10] for j in range(400)) for i in range(70)))
-    facet = Path(sys.executable).with_name("facet")  # a process of its own, as above
-    run = subprocess.run([str(facet), "cluster", str(texts), "--embedder", "minilm", "--explain", "",
-                          "--k", "2", "--instruction", "topic"],
-                         env=os.environ | {"FACET_DATA_DIR": str(tmp_path / "data"),
-                                           "OMP_NUM_THREADS": "1"},
-                         capture_output=True, text=True, timeout=180)
+    run = _facet_process(tmp_path, "cluster", str(texts), "--embedder", "minilm", "--explain", "",
+                         "--k", "2", "--instruction", "topic", timeout=180)
     assert run.returncode == 0, run.stderr
     said = [line for line in run.stderr.splitlines() if "were truncated" in line]
     assert len(said) == 1 and "70 of 70 texts" in said[0], run.stderr

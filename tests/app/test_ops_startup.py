@@ -9,13 +9,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.app.served import free_port
+from tests.app.served import free_port, wait_until_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (DEBUG|INFO|WARNING|ERROR|CRITICAL)[ :]")
@@ -37,16 +35,7 @@ def _serve(env: dict[str, str], *args: str, until: str | None = None) -> str:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "facet serve did not start within 60 s"
-            time.sleep(0.2)
+        wait_until_healthy(proc, port)
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
