@@ -85,7 +85,10 @@ class FacetSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FACET_", env_file=None, extra="ignore",
                                       allow_inf_nan=False)
 
-    data_dir: Path = Field(default_factory=_default_data_dir,
+    # The default checked as a given value is (``_folder``): a dangling ~/.local/share/facet,
+    # or a parent, refused naming its target. (``BaseSettings`` validates defaults already;
+    # said here so the check does not hang on that. ``get_settings`` says it is the default.)
+    data_dir: Path = Field(default_factory=_default_data_dir, validate_default=True,
                            description="where the embedded store, SQLite DB and caches live")
 
     model_cache_dir: Path | None = Field(
@@ -289,6 +292,23 @@ class FacetSettings(BaseSettings):
                 raise ValueError(f"{where} a broken link to {target}: create {target}, or point "
                                  f"FACET_{str(info.field_name).upper()} at a folder that exists")
         return folder
+
+    @field_validator("ui_allowed_roots", mode="before")
+    @classmethod
+    def _roots(cls, value: object) -> object:
+        """Each folder with ``~`` expanded, as the folder settings are (``_folder``): "~/docs"
+        was kept as written, a root named "~" in the working directory; and an empty item
+        refused (it was the working directory, ``Path("")``), naming the key."""
+        if not isinstance(value, list):
+            return value
+        roots = []
+        for i, item in enumerate(value, 1):
+            if isinstance(item, str):
+                if not item.strip():
+                    raise ValueError(f"item {i} is empty: remove it, or give a folder")
+                item = Path(item.strip())
+            roots.append(item.expanduser() if isinstance(item, Path) else item)
+        return roots
 
     @field_validator("device", "dtype", "vector_backend", mode="before")
     @classmethod
@@ -494,8 +514,12 @@ def get_settings() -> FacetSettings:
             item = ""
             if len(loc) > 1:  # an item of a list, a key of an object (its value was shown alone)
                 item = f" (item {int(loc[1]) + 1})" if isinstance(loc[1], int) else f" (key {loc[1]!r})"
-            problems.append(f"{name}{item}={error.get('input')!r}: {_message(error)}"
-                            f"{_json_hint(loc)}")
+            given = error.get("input")
+            # No variable gave it: the default did (``data_dir``'s is checked), and
+            # "FACET_DATA_DIR=PosixPath(...)" read as if the variable were set.
+            unset = len(loc) == 1 and not any(k.upper() == name for k in os.environ)
+            said = f" (unset; its default {given})" if unset else f"={given!r}"
+            problems.append(f"{name}{item}{said}: {_message(error)}{_json_hint(loc)}")
         raise InvalidRequestError("; ".join(problems)) from None
     except SettingsError as e:
         found = re.search(r'field "(\w+)"', str(e))

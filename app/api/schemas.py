@@ -364,8 +364,8 @@ class SearchAnswer(SearchResponse):
 
 @dataclass
 class ListedCollection(CollectionInfo):
-    """A ``GET /collections`` entry: the service's ``CollectionInfo``, and whether it is a
-    "stray", as ``facet collections --json`` marks it."""
+    """A ``GET /collections`` entry, and ``GET /collections/{name}``'s answer: the service's
+    ``CollectionInfo``, and whether it is a "stray", as ``facet collections --json`` marks it."""
 
     stray: Annotated[bool, Field(description=(
         "true for vectors the embedded store holds under this name that no collection of this "

@@ -54,10 +54,16 @@ from app.api.schemas import (
 )
 from app.core import Facet
 from app.encoding import warm_up_clustering
-from app.errors import InvalidRequestError, UnavailableError, UnknownModelError, check_named_embedder
+from app.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+    UnknownModelError,
+    check_named_embedder,
+)
 from app.remote import CeleryQueryEncoder
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
-from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo, JobInfo
+from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
@@ -626,12 +632,21 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         return _json([asdict(i) | {"stray": True} for i in strays]
                      + [asdict(i) | {"stray": False} for i in infos])
 
-    @app.get("/collections/{name}", dependencies=auth, response_model=CollectionInfo,
+    @app.get("/collections/{name}", dependencies=auth, response_model=ListedCollection,
              responses=fails(*facade, 404, 503))
     def collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME)],
                    facet: FacetDep) -> Response:
-        """One collection."""
-        return _json(asdict(facet.collection(name)))
+        """One collection, as ``GET /collections`` lists it: ``"stray": false``, or, for vectors
+        the embedded store holds under ``name`` that no collection of this database owns,
+        ``"stray": true`` (as ``facet collections NAME --json``; it was a 404 for a name the
+        listing showed). 404 for a name neither."""
+        try:
+            return _json(asdict(facet.collection(name)) | {"stray": False})
+        except NotFoundError:
+            stray = facet.orphan_collection(name)
+            if stray is None:
+                raise
+        return _json(asdict(stray) | {"stray": True})
 
     if settings.ui_mount:
         _mount_ui(app, settings)
