@@ -86,13 +86,29 @@ cli = typer.Typer(
 # Every log line with its local time (the lines of a long-running `facet serve` had none);
 # `facet serve` puts the same time in front of uvicorn's own lines.
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-# Local time with its offset from UTC (+0530): job times are shown in UTC ("...Z"), and a
-# bare local time in a log beside them read as another moment under TZ=Asia/Tokyo.
+# Local time with its offset from UTC (+05:30): job times are shown in UTC ("...Z"), and a
+# bare local time in a log beside them read as another moment under TZ=Asia/Tokyo. `%z` is
+# written as RFC 3339's `+05:30` by LogFormatter (time.strftime alone writes `+0530`).
 LOG_DATEFMT = "%Y-%m-%dT%H:%M:%S%z"
 # Libraries whose DEBUG lines are noise even under --verbose (PIL's ~40 "Importing ...Plugin"
 # lines at every start, asyncio's selector): only their warnings are shown.
 NOISY_LOGGERS = ("httpx", "httpcore", "urllib3", "filelock", "transformers", "alembic", "PIL",
                  "asyncio", "matplotlib", "multipart", "python_multipart", "h5py", "fsspec")
+
+
+class LogFormatter(logging.Formatter):
+    """A ``logging.Formatter`` writing ``%z`` in its ``datefmt`` as RFC 3339's ``+05:30``
+    (ISO 8601 extended), not ``+0530`` (``time.strftime``'s, which Formatter uses): every line
+    Facet logs, the CLI's own (``_main``) and uvicorn's under `facet serve`
+    (``app.commands.serve._uvicorn_log_config``, whose formatters put this class first)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt and "%z" in datefmt:
+            offset = self.converter(record.created).tm_gmtoff or 0  # local time's; 0 under time.gmtime
+            sign = "-" if offset < 0 else "+"
+            hours, minutes = divmod(abs(offset) // 60, 60)
+            datefmt = datefmt.replace("%z", f"{sign}{hours:02d}:{minutes:02d}")
+        return super().formatTime(record, datefmt)
 
 
 def _print_version(value: bool) -> None:
@@ -110,12 +126,10 @@ def _main(
         bool, typer.Option("--version", is_eager=True, callback=_print_version, help="print Facet's version and exit")
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format=LOG_FORMAT,
-        datefmt=LOG_DATEFMT,
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LogFormatter(LOG_FORMAT, LOG_DATEFMT))
+    # As before, a no-op where the root logger has handlers already (a caller's, in-process).
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # Python warnings as log lines (logger py.warnings), with the time and level of every other

@@ -128,7 +128,9 @@ def _loopback(host: str) -> bool:
 
 
 def _uvicorn_log_config() -> dict[str, Any]:
-    """uvicorn's own logging set-up with the time in front, as the app's lines (app.cli)."""
+    """uvicorn's own logging set-up with the time in front, as the app's lines (app.cli): each
+    formatter is uvicorn's own class with ``app.cli.LogFormatter`` first (``_uvicorn_formatter``),
+    so its time reads ``+05:30`` (RFC 3339) as theirs, not ``+0530``."""
     import copy
 
     from uvicorn.config import LOGGING_CONFIG
@@ -139,4 +141,31 @@ def _uvicorn_log_config() -> dict[str, Any]:
     for formatter in config["formatters"].values():
         formatter["fmt"] = "%(asctime)s " + formatter["fmt"]
         formatter["datefmt"] = LOG_DATEFMT
+        base = formatter.pop("()", "logging.Formatter")
+        formatter["()"] = f"{__name__}._uvicorn_formatter"
+        formatter["base"] = base if isinstance(base, str) else f"{base.__module__}.{base.__qualname__}"
     return config
+
+
+def _uvicorn_formatter(base: str, **options: Any) -> logging.Formatter:
+    """An instance of the formatter class ``base`` (dotted path, e.g. uvicorn's
+    ``uvicorn.logging.DefaultFormatter``) with ``app.cli.LogFormatter``'s time; the factory
+    ``_uvicorn_log_config`` names (logging.config's ``"()"``), ``options`` the class's arguments."""
+    import importlib
+
+    module, _, name = base.rpartition(".")
+    return _with_log_time(getattr(importlib.import_module(module), name))(**options)
+
+
+_TIMED: dict[type, type] = {}
+
+
+def _with_log_time(cls: type) -> type:
+    """``cls`` (a logging.Formatter) with ``app.cli.LogFormatter.formatTime`` (one class per ``cls``)."""
+    from app.cli import LogFormatter
+
+    if issubclass(cls, LogFormatter):
+        return cls
+    if cls not in _TIMED:
+        _TIMED[cls] = type(f"{cls.__name__}WithLogTime", (LogFormatter, cls), {})
+    return _TIMED[cls]

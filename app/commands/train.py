@@ -195,7 +195,8 @@ def register(cli: typer.Typer) -> None:
             raise InvalidRequestError("use --init-from (same method) or --init-lora-from (another method), not both")
         if init_lora_from:
             model, init_info = _build_from_lora(spec, max_length or DEFAULT_MAX_LENGTH, backbone, overrides,
-                                                init_lora_from, device or settings.device)
+                                                init_lora_from, device or settings.device, lora=lora,
+                                                lora_given=_lora_given(ctx, lora_r, lora_layers, lora_targets))
         else:
             model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from,
                                       device or settings.device, lora_given=_lora_given(ctx, lora_r, lora_layers,
@@ -591,8 +592,14 @@ def _check_training_positions(config: Any) -> None:
 
 
 def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, overrides: dict[str, str],
-                     source: str, device: str | None) -> tuple[Any, dict[str, Any]]:
-    """A fresh ``spec`` model whose LoRA adapter is copied from another method's checkpoint."""
+                     source: str, device: str | None, *, lora: LoraSettings | None = None,
+                     lora_given: dict[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+    """A fresh ``spec`` model whose LoRA adapter is copied from another method's checkpoint.
+
+    ``lora``, ``lora_given``: the ``--lora-*`` options' settings and those given (``{flag: value}``);
+    the adapter keeps the checkpoint's settings, so those given that differ are said to be ignored
+    (as ``_build`` says them for ``--init-from``), before the model loads.
+    """
     from safetensors.torch import load_file
 
     from embedders.backbone import LoraSettings, load_lora_state_dict
@@ -604,10 +611,14 @@ def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, over
         raise InvalidRequestError(f"--init-lora-from {path} is a {spec.name!r} checkpoint: "
                                   "continue it with --init-from")
     _check_backbone(path, meta, backbone, "--init-lora-from")
-    lora = LoraSettings.from_dict(meta.get("config", {}).get("lora", {}))
-    if lora.r == 0 or not (path / ADAPTER_FILE).is_file():
+    saved = LoraSettings.from_dict(meta.get("config", {}).get("lora", {}))
+    if saved.r == 0 or not (path / ADAPTER_FILE).is_file():
         raise InvalidRequestError(f"--init-lora-from {path} has no LoRA adapter to start from")
-    model, _ = _build(spec, lora, max_length, backbone, overrides, None, device)
+    ignored = _ignored_lora_options(lora, saved, lora_given or {}) if lora is not None else []
+    if ignored:
+        logger.info("--init-lora-from keeps the checkpoint's LoRA settings (%s); ignored: %s",
+                    saved.to_dict(), ", ".join(ignored))
+    model, _ = _build(spec, saved, max_length, backbone, overrides, None, device)
     try:
         load_lora_state_dict(model.backbone, {k: v.float() for k, v in load_file(str(path / ADAPTER_FILE)).items()})
     except CheckpointError as e:

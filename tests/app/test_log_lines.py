@@ -27,7 +27,7 @@ def test_verbose_log_lines_carry_the_offset_and_no_library_noise(tmp_path) -> No
                                            "FACET_PLUGINS": "facet_log_probe",
                                            "PYTHONPATH": str(tmp_path), "TZ": "Asia/Kolkata"})
     assert run.returncode == 0, run.stderr
-    stamp = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0530 "
+    stamp = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+05:30 "
     assert re.search(stamp + r"DEBUG facet_probe: probe debug line$", run.stderr, re.M), run.stderr
     assert re.search(stamp + r"WARNING py.warnings: .*UserWarning: probe warning", run.stderr, re.M), run.stderr
     assert "Importing BlpImagePlugin" not in run.stderr, run.stderr

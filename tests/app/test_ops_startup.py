@@ -16,7 +16,7 @@ import pytest
 from tests.app.served import free_port, wait_until_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
-STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (DEBUG|INFO|WARNING|ERROR|CRITICAL)[ :]")
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d (DEBUG|INFO|WARNING|ERROR|CRITICAL)[ :]")
 # FACET_ words in the project that are no variables: constants, prefixes docs name, and the
 # misspellings this file and docs/deploy.md give as examples.
 NOT_VARIABLES = {"FACET_NAMESPACE", "FACET_KEYS", "FACET_BATCH_", "FACET_UI_", "FACET_APIKEY", "FACET_ZZZZ"}

@@ -1,0 +1,55 @@
+"""`facet train METHOD --init-lora-from CKPT --lora-r 16` (or --lora-layers / --lora-targets)
+ignored the --lora-* options without a word: the adapter copied from CKPT fixes them. As with
+--init-from, the options given that differ from the checkpoint's are named as ignored, with the
+settings kept, before the model loads.
+
+Real parts: SmolLM2 cut to two layers (tests/conftest.py), a real causal-eos checkpoint, the CLI."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from app.cli import cli
+
+
+@pytest.fixture(scope="module")
+def eos_ckpt(smollm2_cut, tmp_path_factory) -> Path:
+    """A causal-eos checkpoint (rank-2 LoRA on q_proj, every layer: not the options' defaults)."""
+    from embedders.backbone import LoraSettings
+    from embedders.methods.causal_eos import CausalEOSConfig, CausalEOSEmbedder
+
+    torch.manual_seed(0)
+    lora = LoraSettings(r=2, alpha=4, target_modules=("q_proj",))
+    model = CausalEOSEmbedder(CausalEOSConfig(lora=lora, max_length=32, backbone=smollm2_cut), device="cpu")
+    return model.save(tmp_path_factory.mktemp("ckpt") / "eos")
+
+
+def _lora_lines(caplog: pytest.LogCaptureFixture, eos_ckpt: Path, smollm2_cut: str, tmp_path: Path,
+                *extra: str) -> list[str]:
+    """The LoRA-settings lines of `facet train gircse --init-lora-from eos_ckpt EXTRA` up to its
+    data (an unknown task, refused once the model is built)."""
+    caplog.clear()
+    result = CliRunner().invoke(cli, ["train", "gircse", "--out", str(tmp_path / "out"), "--init-lora-from",
+                                      str(eos_ckpt), "--backbone", smollm2_cut, "--data-dir", str(tmp_path),
+                                      "--max-length", "32", "--no-dev", "--threads", "1", "--tasks", "nosuchtask",
+                                      *extra])
+    assert result.exit_code != 0 and "nosuchtask" in result.output, result.output
+    return [r.getMessage() for r in caplog.records if "LoRA settings" in r.getMessage()]
+
+
+def test_init_lora_from_names_the_lora_options_it_ignores(eos_ckpt, smollm2_cut, tmp_path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="app.commands.train")
+    assert _lora_lines(caplog, eos_ckpt, smollm2_cut, tmp_path) == []  # none given: their defaults are no choice
+    assert _lora_lines(caplog, eos_ckpt, smollm2_cut, tmp_path, "--lora-r", "2", "--lora-targets", "q_proj") == []
+    lines = _lora_lines(caplog, eos_ckpt, smollm2_cut, tmp_path, "--lora-r", "16", "--lora-layers", "0-1",
+                        "--lora-targets", "q_proj")
+    assert len(lines) == 1, f"one line naming the --lora-* options ignored, got {lines}"
+    [line] = lines
+    assert line.startswith("--init-lora-from keeps the checkpoint's LoRA settings ({'r': 2,"), line
+    assert "'q_proj'" in line, line
+    assert line.endswith("; ignored: --lora-r 16, --lora-layers 0-1"), line
