@@ -76,6 +76,7 @@ class EmbedderInfo:
     # The class of the model its factory builds, where the registration said (``model_class=``):
     # its OPTIONS and ``config_class`` let ``check_embedder`` check options without loading it.
     model_class: type | None = None
+    method: str | None = None  # a registered checkpoint's method, as its config names it
 
 
 _EMBEDDERS: dict[str, EmbedderInfo] = {}
@@ -230,12 +231,14 @@ def register_checkpoints() -> list[str]:
         except (OSError, json.JSONDecodeError) as e:
             logger.warning("checkpoint %s not registered: %s", path, e)
             continue
-        description = f"trained {meta.get('method', '?')} checkpoint ({path})"
+        method = meta.get("method") if isinstance(meta, dict) else None
+        description = f"trained {method or '?'} checkpoint ({path})"
 
         def factory(device: str | None = None, _path: Path = path, **_: Any) -> Embedder:
             return load_checkpoint(_path, device=device)
 
-        _EMBEDDERS[name] = EmbedderInfo(name, description, "checkpoint", factory, path.resolve())
+        _EMBEDDERS[name] = EmbedderInfo(name, description, "checkpoint", factory, path.resolve(),
+                                        method=method if isinstance(method, str) else None)
         added.append(name)
     return added
 
@@ -304,9 +307,20 @@ def register_method(method: str, loader: CheckpointLoader) -> None:
 
 
 def list_embedders() -> list[EmbedderInfo]:
-    """All registered embedder names, sorted."""
+    """All registered embedder names, sorted. A checkpoint whose method no loader serves (its
+    plugin not installed, a config edited) says so in its description, read at the time of
+    listing, so a loader a plugin registers later is seen: it was listed as any other
+    ("trained nosuch checkpoint") and failed only when loaded."""
     _ensure_builtins()
-    return [_EMBEDDERS[k] for k in sorted(_EMBEDDERS)]
+    return [_unloadable(_EMBEDDERS[k]) for k in sorted(_EMBEDDERS)]
+
+
+def _unloadable(info: EmbedderInfo) -> EmbedderInfo:
+    if info.kind != "checkpoint" or info.method in _LOADERS:
+        return info
+    why = (f"method {info.method!r} has no loader (a plugin not installed?)" if info.method
+           else "its config names no method")
+    return dataclasses.replace(info, description=f"{info.description}; cannot be loaded: {why}")
 
 
 def embedder_names() -> list[str]:

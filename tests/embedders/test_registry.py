@@ -339,3 +339,30 @@ def test_empty_brackets_are_no_options() -> None:
 
     assert saved_name("minilm[]") == "minilm"
     assert load_embedder("minilm[]", device="cpu").name == "minilm"
+
+
+def test_a_checkpoint_no_loader_serves_is_listed_as_not_loadable(tmp_path) -> None:
+    """A checkpoint whose method has no loader (its plugin not installed) was listed as any
+    other ("trained nosuch checkpoint") and failed only when loaded; the listing says so, and
+    the loadable ones stay as they were."""
+    from embedders.registry import list_embedders, set_checkpoint_dir
+
+    for name, method in (("theirs", "nosuch-method"), ("ours", "causal-eos")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "facet_config.json").write_text(json.dumps({"method": method}))
+    try:
+        set_checkpoint_dir(tmp_path)
+        listed = {i.name: i.description for i in list_embedders()}
+        assert listed["theirs"].endswith(
+            "; cannot be loaded: method 'nosuch-method' has no loader (a plugin not installed?)")
+        assert "cannot be loaded" not in listed["ours"]
+
+        # A loader registered after the folder was (a plugin imported later) is seen.
+        register_method("nosuch-method", lambda directory, config, device: None)  # type: ignore[arg-type,return-value]
+        listed = {i.name: i.description for i in list_embedders()}
+        assert "cannot be loaded" not in listed["theirs"]
+    finally:
+        from embedders.registry import _LOADERS
+
+        _LOADERS.pop("nosuch-method", None)
+        set_checkpoint_dir(None)
