@@ -668,7 +668,11 @@ class BatchingQueryEncoder:
         threads: torch threads of the model thread (``torch.set_num_threads`` is per thread).
         max_batch_texts: texts encoded together at most.
         max_wait_ms: how long to wait for more requests of the same key.
-        max_pending_texts: texts waiting at most; more are refused with ``BusyError``.
+        max_pending_texts: texts waiting at most. A caller's request that would pass it is
+            refused with ``BusyError`` (``submit``, ``encode`` without ``bulk``: the HTTP API's
+            429); the server's own bulk work (``encode(..., bulk=True)``: an index job's or a
+            clustering's pieces) waits for room instead, since refusing it failed the whole job
+            while searches ran. A piece larger than the limit goes when nothing else waits.
         batch_size: the batch size passed to ``Embedder.encode`` (its forward passes).
         bulk_piece_ms: how long one piece of bulk work should take; None or 0 encodes each
             ``batch_size`` piece in one call (the vectors of one call bit for bit; pieces of
@@ -695,7 +699,12 @@ class BatchingQueryEncoder:
         self._bulk: deque[_Request] = deque()
         self._pending = 0
         self._in_flight = 0
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the model thread waits here for work
+        # Bulk callers wait here for room in the queue (notified whenever texts leave it, and
+        # on close); a condition of its own, so a notify meant for the model thread never
+        # wakes a waiting caller instead.
+        self._room = threading.Condition(lock)
         self._closed = False
         self._thread: threading.Thread | None = None
 
@@ -709,6 +718,14 @@ class BatchingQueryEncoder:
             InvalidRequestError: texts not a list of strings, a bad role or instruction.
             BusyError: more than ``max_pending_texts`` texts would be waiting.
         """
+        return self._submit(texts, embedder=embedder, role=role, instruction=instruction,
+                            bulk=bulk, wait_for_room=False)
+
+    def _submit(self, texts: Sequence[str], *, embedder: str, role: Role | str,
+                instruction: str | None, bulk: bool, wait_for_room: bool) -> Future[np.ndarray]:
+        """``submit``; with ``wait_for_room`` (the server's own bulk work), waiting until the
+        queue has room for ``texts`` rather than refusing them (``FacetError`` if the encoder is
+        closed meanwhile)."""
         items, role_, instruction_ = _validated(texts, role, instruction)
         key = (embedder, role_, instruction_)
         if not items:
@@ -731,12 +748,11 @@ class BatchingQueryEncoder:
         with self._cond:
             if self._closed:
                 raise FacetError("the query encoder is closed")
-            if self._pending and self._pending + len(items) > self.max_pending_texts:
+            if wait_for_room:
+                self._wait_for_room(len(items))
+            elif self._over_limit(len(items)):
                 self.stats.busy_refusals += 1
-                raise BusyError(
-                    f"{self._pending} texts are already waiting to be encoded (limit "
-                    f"{self.max_pending_texts}, FACET_MAX_PENDING_TEXTS); retry shortly or send "
-                    "fewer texts per request", retry_after_s=1.0)
+                raise BusyError(self._busy_message(len(items)), retry_after_s=1.0)
             (self._bulk if bulk else self._urgent).extend(requests)
             self._pending += len(items)
             self._start()
@@ -754,13 +770,15 @@ class BatchingQueryEncoder:
             return self.submit(texts, embedder=embedder, role=role, instruction=instruction).result()
         items, _, _ = _validated(texts, role, instruction)
         if len(items) <= self.batch_size:
-            return self.submit(items, embedder=embedder, role=role, instruction=instruction,
-                               bulk=True).result()
+            return self._submit(items, embedder=embedder, role=role, instruction=instruction,
+                                bulk=True, wait_for_room=True).result()
         # One piece queued at a time: a long index batch never fills the queue ahead of others.
+        # Each waits for room rather than being refused: a full queue of searches failed the
+        # server's own index job (BusyError) where it should only slow it down.
         pieces = longest_first(items, self.batch_size)
         rows = np.concatenate([
-            self.submit([items[i] for i in piece], embedder=embedder, role=role,
-                        instruction=instruction, bulk=True).result()
+            self._submit([items[i] for i in piece], embedder=embedder, role=role,
+                         instruction=instruction, bulk=True, wait_for_room=True).result()
             for piece in pieces], axis=0)
         return _placed(rows, [i for piece in pieces for i in piece])
 
@@ -823,10 +841,12 @@ class BatchingQueryEncoder:
         return answers
 
     def close(self) -> None:
-        """Finish what is queued, then stop the model thread."""
+        """Finish what is queued, then stop the model thread; bulk callers still waiting for
+        room are woken and fail (``FacetError``) rather than wait forever."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+            self._room.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=60)
 
@@ -841,6 +861,35 @@ class BatchingQueryEncoder:
         """Texts the model thread is working on now (0 when idle)."""
         with self._cond:
             return self._in_flight
+
+    def _over_limit(self, count: int) -> bool:
+        """Whether ``count`` more texts would pass ``max_pending_texts`` (under the lock). A
+        request larger than the limit still goes into an empty queue."""
+        return bool(self._pending) and self._pending + count > self.max_pending_texts
+
+    def _busy_message(self, count: int) -> str:
+        waiting = f"{plural(self._pending, 'text')} {'is' if self._pending == 1 else 'are'}"
+        return (f"{waiting} already waiting to be encoded; the {count:,} of this request would "
+                f"pass the limit of {self.max_pending_texts:,} (FACET_MAX_PENDING_TEXTS); retry "
+                "shortly or send fewer texts per request")
+
+    def _wait_for_room(self, count: int) -> None:
+        """Wait (under the lock) until ``count`` texts fit the queue, or it is empty.
+
+        Raises:
+            FacetError: the encoder was closed meanwhile.
+        """
+        while self._over_limit(count) and not self._closed:
+            # Woken whenever texts leave the queue (``_left``) and on close; the timeout is
+            # only a backstop.
+            self._room.wait(timeout=1.0)
+        if self._closed:
+            raise FacetError("the query encoder is closed")
+
+    def _left(self, count: int) -> None:
+        """``count`` texts left the queue (under the lock): bulk callers may have room now."""
+        self._pending -= count
+        self._room.notify_all()
 
     # ------------------------------------------------------------ model thread
 
@@ -870,7 +919,7 @@ class BatchingQueryEncoder:
                 return []
             batch, size = [first], len(first.texts)
             if first.work is not None:
-                self._pending -= size
+                self._left(size)
                 self._in_flight = size
                 return batch
             deadline = time.perf_counter() + self.max_wait_s
@@ -880,7 +929,7 @@ class BatchingQueryEncoder:
                 if size >= self.max_batch_texts or remaining <= 0 or self._closed:
                     break
                 self._cond.wait(timeout=remaining)
-            self._pending -= size
+            self._left(size)
             self._in_flight = size
             return batch
 
@@ -903,7 +952,7 @@ class BatchingQueryEncoder:
 
     def _drop(self, request: _Request) -> None:
         """A request cancelled while it waited, taken off the queue (under the lock)."""
-        self._pending -= len(request.texts)
+        self._left(len(request.texts))
         self.stats.cancelled_texts += len(request.texts)
 
     def _fail(self, batch: list[_Request], error: BaseException) -> None:
