@@ -19,15 +19,19 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     WithJsonSchema,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
 
 from app.errors import InvalidRequestError
 from app.services.clustering import MAX_K, MAX_SEED
 from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo
 from app.services.search import (
+    MAX_FILTER_VALUES,
+    MAX_QUERY_CHARS,
     MAX_TOP_K,
     SearchMode,
     SearchResponse,
@@ -35,6 +39,7 @@ from app.services.search import (
     check_filters,
 )
 from indexer.chunking import MAX_CHUNK_TOKENS
+from indexer.store import _NAME as _STORE_NAME
 
 _SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
 
@@ -42,6 +47,13 @@ _SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
 # field that does not validate, without echoing it (a 200,001-character name came back whole in
 # a 200 KB "invalid collection name" body).
 MAX_COLLECTION_NAME = 128
+# The names ``indexer.store.validate_name`` takes, as /openapi.json declares them (ECMA-262, as
+# JSON Schema's ``pattern``; anchored, as validate_name's fullmatch): only documented, the check
+# is the store's (its message names the rule).
+COLLECTION_NAME_PATTERN = f"^(?:{_STORE_NAME.pattern})$"
+# A text that must hold something besides white space (the query, a text to embed or cluster,
+# a source): only documented, the services refuse a blank one with their own message.
+NOT_BLANK = r"\S"
 _DIGITS = re.compile(r"-?[0-9]+")
 
 
@@ -58,7 +70,17 @@ def _digits_only(value: Any) -> Any:
 
 # An integer query or path parameter (``GET /jobs?limit=``, ``/jobs/{job_id}``).
 QueryInt = Annotated[int, BeforeValidator(_digits_only)]
-CollectionName = Annotated[str, Field(max_length=MAX_COLLECTION_NAME)]
+CollectionName = Annotated[str, Field(max_length=MAX_COLLECTION_NAME), WithJsonSchema({
+    "type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_NAME,
+    "pattern": COLLECTION_NAME_PATTERN})]
+# Documented only (``WithJsonSchema``): the facade's checks answer a blank or an over-long text
+# (400, or 413 past ``MAX_QUERY_CHARS``) with their own messages and params.
+NotBlank = Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "pattern": NOT_BLANK})]
+SearchQuery = Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "pattern": NOT_BLANK,
+                                       "maxLength": MAX_QUERY_CHARS})]
+SearchInstruction = Annotated[str, WithJsonSchema({
+    "type": "string", "maxLength": MAX_QUERY_CHARS,
+    "description": "empty or blank: none"})]
 
 
 def _checked_filters(filters: dict[str, Any]) -> dict[str, Any]:
@@ -76,10 +98,11 @@ def _checked_filters(filters: dict[str, Any]) -> dict[str, Any]:
 # Values are checked by ``_checked_filters``, not by their type: the schema only documents them.
 Filters = Annotated[
     dict[str, Annotated[Any, WithJsonSchema({"anyOf": [*_SCALAR, {
-        "type": "array", "minItems": 1, "items": {"anyOf": _SCALAR}}]})]],
+        "type": "array", "minItems": 1, "maxItems": MAX_FILTER_VALUES,
+        "items": {"anyOf": _SCALAR}}]})]],
     AfterValidator(_checked_filters),
-    Field(description="payload field -> the value it must equal, or a non-empty list of values "
-                      "(any of)"),
+    Field(description=f"payload field -> the value it must equal, or a non-empty list of at most "
+                      f"{MAX_FILTER_VALUES} values (any of)"),
 ]
 
 
@@ -106,6 +129,32 @@ class _Body(BaseModel):
                 if not (value is None and key in fields and not fields[key].is_required()
                         and fields[key].get_default(call_default_factory=True) is not None)}
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """Each optional field's schema allows ``null``, as ``_null_is_the_default`` reads it:
+        a client validating against /openapi.json could not send the ``null`` it is told to
+        (``"k": null`` was declared an integer only)."""
+        json_schema = handler.resolve_ref_schema(handler(schema))
+        required = set(json_schema.get("required", ()))
+        for name, prop in json_schema.get("properties", {}).items():
+            if name not in required:
+                json_schema["properties"][name] = _nullable(prop)
+        return json_schema
+
+
+_ANNOTATIONS = ("title", "description", "default", "examples")
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` allowing null too (``anyOf`` with ``{"type": "null"}``), its title, description
+    and default kept beside the ``anyOf``."""
+    if prop.get("type") == "null" or any(a.get("type") == "null" for a in prop.get("anyOf", ())):
+        return prop
+    kept = {k: v for k, v in prop.items() if k in _ANNOTATIONS}
+    value = {k: v for k, v in prop.items() if k not in _ANNOTATIONS}
+    return {"anyOf": [value, {"type": "null"}], **kept}
+
 
 class EmbeddingsBody(_Body):
     """``POST /v1/embeddings``: OpenAI's request plus ``instruction`` and ``role``.
@@ -115,22 +164,26 @@ class EmbeddingsBody(_Body):
     """
 
     # Any for the check by hand; the schema says what that check lets through.
+    # The list's maxItems (FACET_MAX_TEXTS_PER_CALL, a setting) is the served app's
+    # (``server._openapi``).
     input: Annotated[Any, WithJsonSchema({"anyOf": [
-        {"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "string"}}]})]
+        {"type": "string", "minLength": 1, "pattern": NOT_BLANK},
+        {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1,
+                                                   "pattern": NOT_BLANK}}]})]
     model: str
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = None
     user: str | None = None
-    instruction: str | None = None
+    instruction: str | None = Field(default=None, description="empty or blank: none")
     role: Literal["query", "document"] = "document"
 
 
 class SearchBody(_Body):
     """``POST /search``."""
 
-    query: str
+    query: SearchQuery
     collection: CollectionName
-    instruction: str | None = None
+    instruction: SearchInstruction | None = None
     k: int = Field(default=10, ge=1, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
     rerank: str | None = None
@@ -165,9 +218,11 @@ def _k_or_choose(k: int | None) -> int | None:
     return k
 
 
-# Checked by ``_k_or_choose`` (a ``ge`` would refuse 0 in pydantic's words); the schema says it.
+# Checked by ``_k_or_choose`` (a ``ge`` would refuse 0 in pydantic's words); the schema says it:
+# 0, or 2 and more.
 ClusterK = Annotated[
-    Annotated[int, WithJsonSchema({"type": "integer", "minimum": 0})] | None,
+    Annotated[int, WithJsonSchema({"anyOf": [{"type": "integer", "const": 0},
+                                             {"type": "integer", "minimum": 2}]})] | None,
     AfterValidator(_k_or_choose),
     Field(description="number of clusters, at least 2; 0 or omitted: chosen by silhouette, up to "
                       "max_k"),
@@ -177,9 +232,9 @@ ClusterK = Annotated[
 class ClusterSearch(_Body):
     """The search whose results ``POST /cluster`` groups."""
 
-    query: str
+    query: SearchQuery
     collection: CollectionName
-    instruction: str | None = None
+    instruction: SearchInstruction | None = None
     k: int = Field(default=100, ge=2, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
     embedder: str | None = None
@@ -188,8 +243,10 @@ class ClusterSearch(_Body):
 class ClusterBody(_Body):
     """``POST /cluster``: exactly one of ``texts``, ``collection`` or ``search``."""
 
-    instruction: str
-    texts: list[str] | None = None
+    instruction: NotBlank
+    # At least 2 texts (the service's check); their maxItems (FACET_MAX_CLUSTER_TEXTS, a
+    # setting) is the served app's (``server._openapi``).
+    texts: Annotated[list[NotBlank], Field(json_schema_extra={"minItems": 2})] | None = None
     collection: CollectionName | None = None
     filters: Filters = Field(default_factory=dict)
     limit: int | None = Field(default=None, ge=2)
@@ -209,7 +266,7 @@ class ClusterBody(_Body):
 class JobBody(_Body):
     """``POST /jobs``: index a server-side path into a collection in the background."""
 
-    source: str
+    source: NotBlank
     collection: CollectionName
     embedder: str | None = None
     sync: bool | None = Field(default=None, description="remove documents gone from the source; "

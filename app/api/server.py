@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import asdict
+from enum import Enum
 from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
@@ -35,6 +36,7 @@ from pydantic import BaseModel
 
 from app.api import errors
 from app.api.schemas import (
+    COLLECTION_NAME_PATTERN,
     MAX_COLLECTION_NAME,
     CancelBody,
     ClusterBody,
@@ -96,11 +98,33 @@ def _require_key(request: Request) -> None:
 
 
 # The key as /openapi.json declares it (the Authorize button of /docs); only documents it, the
-# check is ``_require_key``'s.
+# check is ``_require_key``'s. Declared whether or not a key is set, so that a client generated
+# from a keyless server can still send one (``_openapi`` makes it optional there).
 _BEARER = HTTPBearer(
     auto_error=False, scheme_name="FACET_API_KEY",
     description="the server's FACET_API_KEY, sent as 'Authorization: Bearer <key>' (every route "
                 "but /health and /ready)")
+_KEYLESS = (" This server was started without FACET_API_KEY: no key is needed (each route's "
+            "security lists the empty requirement {} first), and one sent is ignored.")
+
+# The tags of /openapi.json, in order: a generated client's classes or modules.
+_TAGS = [
+    {"name": "search", "description": "instruction-aware search and clustering"},
+    {"name": "collections", "description": "the collections and their counts"},
+    {"name": "jobs", "description": "background index jobs"},
+    {"name": "openai-compatible", "description": "OpenAI's embeddings and models routes"},
+    {"name": "operations", "description": "liveness, readiness and the server's figures"},
+]
+
+
+def _blank_collection(collection: str | None) -> Response | None:
+    """The 400 for an empty (or blank) ``collection`` query parameter, which is no name:
+    ``GET /jobs?collection=`` answered 404 "unknown collection ''", ``GET /jobs/2?collection=``
+    400 "job 2 is not of collection ''", and ``POST /jobs/2/cancel?collection=`` ignored it."""
+    if collection is None or collection.strip():
+        return None
+    return errors.error_response(400, "collection is empty: give a collection's name, or leave "
+                                 "the parameter out", "invalid_request_error", param="collection")
 
 
 def _query_names(dependant: Dependant) -> dict[str, bool]:
@@ -380,7 +404,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     # redirect_slashes=False: "/collections/" was a 307 with an empty body to an absolute
     # http:// URL (off a TLS proxy); now a 404 naming the route meant (``errors._http_error``).
-    app = FastAPI(title="Facet", version="0.1.0", lifespan=lifespan,
+    from app import __version__
+
+    app = FastAPI(title="Facet", version=__version__, lifespan=lifespan, openapi_tags=_TAGS,
                   dependencies=[Depends(_known_query)], redirect_slashes=False,
                   description="Instruction-aware retrieval: OpenAI-compatible embeddings, search, "
                               "clustering and index jobs. See docs/api.md.")
@@ -388,10 +414,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     app.add_exception_handler(_RepeatedQuery, _repeated_query)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
-    _openapi(app)
-    auth = [Depends(_require_key)]
-    if settings.api_key:  # declared only where it is asked for
-        auth.append(Security(_BEARER))
+    _openapi(app, settings)
+    auth = [Depends(_require_key), Security(_BEARER)]  # optional without a key (``_openapi``)
 
     def fails(*statuses: int,
               meaning: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
@@ -409,7 +433,14 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # full 429, workers out of reach 503).
     encoding = (404, 422, 429, 503)
 
-    @app.get("/health", response_model=Health, responses=errors.responses(400))
+    ops: list[str | Enum] = ["operations"]
+    openai: list[str | Enum] = ["openai-compatible"]
+    searching: list[str | Enum] = ["search"]
+    jobs: list[str | Enum] = ["jobs"]
+    listing: list[str | Enum] = ["collections"]
+
+    @app.get("/health", response_model=Health, responses=errors.responses(400),
+             operation_id="health", tags=ops)
     def health() -> dict[str, str]:
         """Liveness: no key needed, no work done."""
         return {"status": "ok"}
@@ -422,7 +453,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # Readiness, beside liveness: 503 with the same body naming what failed (a broker or
     # store out of reach, a read-only data folder), which /health answered "ok" through.
     @app.get("/ready", response_model=Readiness, responses=errors.responses(400) | {
-        503: {"model": Readiness, "description": "not ready: the checks that failed say why"}})
+        503: {"model": Readiness, "description": "not ready: the checks that failed say why"}},
+             operation_id="ready", tags=ops)
     def ready(facet: FacetDep) -> Response:
         """Readiness: no key needed; cheap checks of the database, the vector store and the
         broker (each a second at most), no model loaded."""
@@ -434,7 +466,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def ready_head(facet: FacetDep) -> Response:
         return Response(status_code=200 if facet.readiness().ready else 503)
 
-    @app.get("/info", dependencies=auth, responses=fails(*facade))
+    @app.get("/info", dependencies=auth, responses=fails(*facade), operation_id="info", tags=ops)
     def info(facet: FacetDep) -> dict[str, Any]:
         """Backend, default embedder, loaded models, limits, encoder statistics."""
         return facet.info() | {"api_models": allowed_models(facet)}
@@ -442,13 +474,14 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def model_info(name: str) -> dict[str, Any]:
         return {"id": name, "object": "model", "created": started, "owned_by": "facet"}
 
-    @app.get("/v1/models", dependencies=auth, response_model=ModelList, responses=fails())
+    @app.get("/v1/models", dependencies=auth, response_model=ModelList, responses=fails(),
+             operation_id="listModels", tags=openai)
     def models(facet: FacetDep) -> dict[str, Any]:
         """The embedders ``model`` may name (OpenAI's model list shape)."""
         return {"object": "list", "data": [model_info(name) for name in allowed_models(facet)]}
 
     @app.get("/v1/models/{model:path}", dependencies=auth, response_model=ModelInfo,
-             responses=fails(404))
+             responses=fails(404), operation_id="getModel", tags=openai)
     def model_detail(model: str, facet: FacetDep) -> dict[str, Any]:
         """One of them (OpenAI's ``models.retrieve``; it answered "no such endpoint"), 404
         ``model_not_found`` for any other name. A path: a checkpoint's id holds slashes."""
@@ -460,7 +493,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         return model_info(model)
 
     @app.post("/v1/embeddings", dependencies=auth, response_model=EmbeddingsResponse,
-              responses=fails(*with_body, *encoding))
+              responses=fails(*with_body, *encoding), operation_id="createEmbeddings", tags=openai)
     async def embeddings(body: EmbeddingsBody, facet: FacetDep, request: Request) -> Response:
         """OpenAI-compatible embeddings, plus ``instruction`` and ``role`` (query/document).
 
@@ -492,7 +525,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     # A collection: unknown (404), or written by another process or embedder version (409).
     @app.post("/search", dependencies=auth, response_model=SearchAnswer,
-              responses=fails(*with_body, *encoding, 409))
+              responses=fails(*with_body, *encoding, 409), operation_id="search", tags=searching)
     def search(body: SearchBody, facet: FacetDep) -> Response:
         """Instruction-aware search of a collection; each result with its point ``id``."""
         _check_model(facet, body.embedder, "embedder")
@@ -512,7 +545,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         return _json(payload)
 
     @app.post("/cluster", dependencies=auth, response_model=ClusterResponse,
-              responses=fails(*with_body, *encoding, 409))
+              responses=fails(*with_body, *encoding, 409), operation_id="cluster", tags=searching)
     def cluster(body: ClusterBody, facet: FacetDep) -> Response:
         """Cluster texts, a collection or search results under an instruction."""
         _check_model(facet, body.embedder, "embedder")
@@ -555,7 +588,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.post("/jobs", status_code=202, dependencies=auth, response_model=JobInfo,
               responses=fails(*with_body, 404, 409, 422, 429, 503,
                               meaning={429: errors.BUSY_DATABASE}) | {202: {"headers": {
-                  "Location": {"description": "the job's URL", "schema": {"type": "string"}}}}})
+                  "Location": {"description": "the job's URL", "schema": {"type": "string"}}}}},
+              operation_id="submitJob", tags=jobs)
     def submit_job(body: JobBody, facet: FacetDep) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
         _check_model(facet, body.embedder, "embedder")
@@ -568,21 +602,25 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past
     # a writer's lock). A query parameter they do not take is a 400 that names it.
     @app.get("/jobs", dependencies=auth, response_model=list[JobInfo],
-             responses=fails(*facade, 400, 404))
+             responses=fails(*facade, 400, 404), operation_id="listJobs", tags=jobs)
     def list_jobs(facet: FacetDep, query: Annotated[JobListQuery, Query()]) -> Response:
         """Recent jobs, newest first (of one collection when named)."""
+        if (blank := _blank_collection(query.collection)) is not None:
+            return blank
         if not 1 <= query.limit <= MAX_JOBS_LISTED:  # the facade's check, naming the parameter
             return errors.error_response(400, f"limit must be from 1 to {MAX_JOBS_LISTED}, got "
                                          f"{query.limit}", "invalid_request_error", param="limit")
         return _json([asdict(j) for j in facet.jobs(query.collection, query.limit)])
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
-             responses=fails(*facade, 400, 404))
+             responses=fails(*facade, 400, 404), operation_id="getJob", tags=jobs)
     def get_job(job_id: QueryInt, facet: FacetDep, query: Annotated[JobQuery, Query()]) -> Response:
         """One job: state, counters, timings and the first ``errors`` (default 100, at most
         1000) of its per-document errors with their total (``errors_total``); with
         ``collection``, only if it is of that collection (job 3 of b2 was answered to
         ``?collection=b1``)."""
+        if (blank := _blank_collection(query.collection)) is not None:
+            return blank
         if not 0 <= query.errors <= MAX_JOB_ERRORS:
             return errors.error_response(400, f"errors must be from 0 to {MAX_JOB_ERRORS}, got "
                                          f"{query.errors}", "invalid_request_error", param="errors")
@@ -597,10 +635,11 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
               responses=fails(*facade, 400, 404, 429, meaning={
                   400: "the job has ended (completed, failed, interrupted, cancelled: named in "
                        "the message), or is of another collection than ``collection``",
-                  429: errors.BUSY_DATABASE}))
+                  429: errors.BUSY_DATABASE}), operation_id="cancelJob", tags=jobs)
     def cancel_job(job_id: QueryInt, facet: FacetDep,
                    collection: Annotated[str | None, Query(
                        max_length=MAX_COLLECTION_NAME,
+                       json_schema_extra={"minLength": 1, "pattern": COLLECTION_NAME_PATTERN},
                        description="the collection the job must be of: a job of another one is "
                                    "refused (400), as for GET /jobs/{job_id}; or in the body")] = None,
                    body: Annotated[CancelBody | None, Body()] = None) -> Response:
@@ -613,6 +652,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         # the facade sets ("collection" for the other collection; it was read from the message).
         # The collection in the body too (a body was ignored, unknown fields and all).
         given = body.collection if body is not None else None
+        for named in (collection, given):  # empty: refused, not read as none (or as a name)
+            if (blank := _blank_collection(named)) is not None:
+                return blank
         if given is not None and collection is not None and given != collection:
             return errors.error_response(
                 400, "collection is given twice, differently, in the query and in the body; give "
@@ -621,7 +663,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     # A store server out of reach: 503.
     @app.get("/collections", dependencies=auth, response_model=list[ListedCollection],
-             responses=fails(*facade, 503))
+             responses=fails(*facade, 503), operation_id="listCollections", tags=listing)
     def collections(facet: FacetDep) -> Response:
         """Every collection with its counts and embedders, ``"stray": false``; first, as
         ``facet collections --json`` lists them, the embedded store's vectors that no collection
@@ -633,8 +675,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                      + [asdict(i) | {"stray": False} for i in infos])
 
     @app.get("/collections/{name}", dependencies=auth, response_model=ListedCollection,
-             responses=fails(*facade, 404, 503))
-    def collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME)],
+             responses=fails(*facade, 404, 503), operation_id="getCollection",
+             tags=listing)
+    def collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+                       "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
                    facet: FacetDep) -> Response:
         """One collection, as ``GET /collections`` lists it: ``"stray": false``, or, for vectors
         the embedded store holds under ``name`` that no collection of this database owns,
@@ -653,14 +697,20 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     return app
 
 
-def _openapi(app: FastAPI) -> None:
-    """/openapi.json without FastAPI's 422 ``HTTPValidationError``, which it declares for every
-    route with parameters: this API answers validation errors with 400 in its own error shape
-    (``errors``), and 422 only for unreadable data, where a route declares it so."""
+def _openapi(app: FastAPI, settings: FacetSettings) -> None:
+    """/openapi.json as a client generator needs it. Without FastAPI's 422
+    ``HTTPValidationError``, which it declares for every route with parameters: this API answers
+    validation errors with 400 in its own error shape (``errors``), and 422 only for unreadable
+    data, where a route declares it so. Every property of a schema only responses use is
+    required (``_required_responses``); the texts' limits that are settings are this server's
+    (``_setting_limits``); without a key the bearer scheme stays declared and each route's
+    security is optional (``_optional_key``). Only documents: the checks are the routes'."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
-        spec = generate()  # kept by FastAPI after the first call; removing twice is harmless
+        if app.openapi_schema is not None:  # FastAPI's, kept: edited once
+            return app.openapi_schema
+        spec = generate()
         for operations in spec.get("paths", {}).values():
             for operation in operations.values():
                 schema = operation.get("responses", {}).get("422", {}).get("content", {}).get(
@@ -670,9 +720,75 @@ def _openapi(app: FastAPI) -> None:
         schemas = spec.get("components", {}).get("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             schemas.pop(name, None)
+        _required_responses(spec)
+        _setting_limits(schemas, settings)
+        if not settings.api_key:
+            _optional_key(spec)
         return spec
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _refs(node: Any) -> set[str]:
+    """The component names ``node`` refers to (``#/components/schemas/X``), directly."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        found = {ref.rpartition("/")[2]} if isinstance(ref, str) else set()
+        return found.union(*(_refs(v) for k, v in node.items() if k != "$ref"))
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node))
+    return set()
+
+
+def _reached(start: set[str], schemas: dict[str, Any]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in schemas:
+            seen.add(name)
+            todo.extend(_refs(schemas[name]))
+    return seen
+
+
+def _required_responses(spec: dict[str, Any]) -> None:
+    """Every property of a schema that only responses reach is ``required``: the routes render
+    each field of their dataclasses and models, null where it is nullable, and a field left
+    optional was typed ``T | undefined`` (TypeScript) or ``Optional`` by generated clients
+    (``SearchAnswer.note``, ``JobInfo.errors_total``...)."""
+    schemas = spec.get("components", {}).get("schemas", {})
+    operations = [op for ops in spec.get("paths", {}).values() for op in ops.values()]
+    asked = _reached(set().union(*(_refs([op.get("requestBody"), op.get("parameters")])
+                                   for op in operations)), schemas)
+    answered = _reached(set().union(*(_refs(op.get("responses")) for op in operations)), schemas)
+    for name in sorted(answered - asked):
+        properties = schemas[name].get("properties")
+        if properties:
+            schemas[name]["required"] = list(properties)
+
+
+def _setting_limits(schemas: dict[str, Any], settings: FacetSettings) -> None:
+    """The most texts of one call, as this server's settings have them: ``input``'s list
+    (``FACET_MAX_TEXTS_PER_CALL``) and ``/cluster``'s ``texts`` (``FACET_MAX_CLUSTER_TEXTS``);
+    more is a 413."""
+    for schema, field, most in (("EmbeddingsBody", "input", settings.max_texts_per_call),
+                                ("ClusterBody", "texts", settings.max_cluster_texts)):
+        prop = schemas.get(schema, {}).get("properties", {}).get(field, {})
+        for branch in prop.get("anyOf", []):
+            if branch.get("type") == "array":
+                branch["maxItems"] = most
+
+
+def _optional_key(spec: dict[str, Any]) -> None:
+    """Without ``FACET_API_KEY``: the bearer scheme still declared, each route's requirement
+    made optional (``[{}, {scheme: []}]``), and the scheme's description saying why, so that a
+    client generated from a keyless server can still send a key to one that asks for it."""
+    for operations in spec.get("paths", {}).values():
+        for operation in operations.values():
+            if "security" in operation:
+                operation["security"] = [{}, *operation["security"]]
+    for scheme in spec.get("components", {}).get("securitySchemes", {}).values():
+        scheme["description"] = scheme.get("description", "") + _KEYLESS
 
 
 def _mount_ui(app: FastAPI, settings: FacetSettings) -> None:

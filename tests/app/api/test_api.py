@@ -386,9 +386,10 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
                     assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)
                 elif path != "/info":  # /info: an object of the facade's figures
                     assert "$ref" in schema or "$ref" in schema.get("items", {}), (path, schema)
-    # No key is set here: nothing says one is needed.
-    assert "securitySchemes" not in spec["components"]
-    assert not any("security" in op for ops in spec["paths"].values() for op in ops.values())
+    # No key is set here: the scheme is declared, each keyed route's requirement optional.
+    assert list(spec["components"]["securitySchemes"]) == ["FACET_API_KEY"]
+    assert all(op.get("security", [{}])[0] == {} for ops in spec["paths"].values()
+               for op in ops.values())
     limit = next(p for p in spec["paths"]["/jobs"]["get"]["parameters"] if p["name"] == "limit")
     assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 1000)
 
