@@ -29,6 +29,7 @@ import atexit
 import errno
 import functools
 import logging
+import os
 import shutil
 import sys
 import threading
@@ -86,15 +87,23 @@ def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         if args and isinstance(args[0], Facet):
             args[0]._check_open()
+        facade = args[0] if args and isinstance(args[0], Facet) else None
         try:
             return method(*args, **kwargs)
-        except FacetError:
+        except FacetError as e:
+            busy = e.__cause__
+            if facade is not None and isinstance(e, ConflictError) and \
+                    isinstance(busy, StoreBusyError):  # (a service turned it into a conflict)
+                said = _held_here(facade, busy)
+                if said is not None:
+                    raise ConflictError(said, param=e.param) from busy
             raise
         except StoreBusyError as e:
-            facade = args[0] if args and isinstance(args[0], Facet) else None
-            message = (facade.catalog.busy_message(e.collection, str(e)) if facade is not None
-                       else str(e))
-            raise ConflictError(message) from e
+            said = _held_here(facade, e) if facade is not None else None
+            if said is None:
+                said = (facade.catalog.busy_message(e.collection, str(e)) if facade is not None
+                        else str(e))
+            raise ConflictError(said) from e
         except Exception as e:
             domain = as_domain_error(e)
             if domain is None:
@@ -102,6 +111,41 @@ def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
             raise domain from e
 
     return wrapper
+
+
+def _held_here(facade: Facet, busy: StoreBusyError) -> str | None:
+    """The refusal of a collection another ``Facet`` of this process holds open (an embedded
+    store's folder opens in one store per process) where one of the two is the process's
+    shared one: which, and how to use one Facet for both (``Facet.set_shared``, ``facet=``).
+    Your own ``Facet.open()`` and the LangChain classes' default, ``Facet.shared()``, locked
+    each other out saying only "share it". None otherwise (the store's own message)."""
+    if busy.holder.get("pid") != os.getpid():
+        return None
+    shared = Facet._shared
+    which = ("Facet.shared(), which FacetRetriever and FacetEmbeddings use when given no "
+             "facet=")
+    start = (f"collection {busy.collection!r} is open in another store of this process "
+             f"(pid {os.getpid()})")
+    if shared is facade:
+        return (f"{start}, another Facet on the same data folder, and this one is the process's "
+                f"shared Facet ({which}): open one Facet per data folder per process and share "
+                "it: pass yours to them as facet=, or make it the shared one with "
+                "Facet.set_shared(facet) before they first run")
+    if shared is None or shared._closed or not _same_folder(shared, facade) or \
+            not shared.context.store.is_open(busy.collection):
+        return None
+    return (f"{start}: the process's shared Facet ({which}) has it open: open one Facet per "
+            "data folder per process and share it: make this one the shared one with "
+            "Facet.set_shared(facet) before they first run (or pass facet= to them), or close "
+            "the shared one first (Facet.shared().close())")
+
+
+def _same_folder(one: Facet, other: Facet) -> bool:
+    """Whether two facades use the same embedded store folder."""
+    try:
+        return Path(one.settings.data_dir).resolve() == Path(other.settings.data_dir).resolve()
+    except OSError:
+        return False
 
 
 def allowed_model_names(settings: FacetSettings) -> list[str]:
@@ -187,6 +231,42 @@ def _close_open_facades() -> None:
         facet.close(reason="the process exiting before the job ended")
 
 
+class _Held:
+    """What a ``Facet`` holds and lets go of: its context (store handles and folder locks, the
+    metadata database's engine), its job runner (a thread) and the encoder it made (threads).
+
+    Nothing here refers to the facade, so a ``weakref.finalize`` on the facade can close it: a
+    facade dropped without ``close()`` kept the data folder (a cycle through its job runner's
+    callbacks, freed by ``gc.collect()`` only), and the next ``Facet.open()`` on it in the same
+    process (a notebook cell run again) was refused, "open in another store of this process".
+    """
+
+    def __init__(self, context: ServiceContext, job_runner: JobRunner,
+                 encoder: QueryEncoder | None) -> None:
+        self.context = context
+        self.job_runner = job_runner
+        self.encoder = encoder  # None: not the facade's to close
+
+    def close(self, reason: str | None = None) -> None:
+        if reason:
+            self.context.stop_reason = reason
+        self.context.stopping.set()  # a running job stops at its next batch, interrupted
+        self.job_runner.close()
+        if self.encoder is not None:
+            self.encoder.close()
+        self.context.close()
+        # What its embedders cut and have not said yet (held off the main thread, at most one
+        # line a minute): the process's exit hook never ran where a signal ended it (`facet
+        # serve` stopped by SIGTERM said "1 of 1 texts" of a 70-text request, and the rest never).
+        base = sys.modules.get("embedders.base")  # (only where a model was loaded: no torch import)
+        if base is not None:
+            base.flush_truncation_notes()
+
+
+def _abandon_job(indexing: IndexService, job: PreparedJob) -> None:
+    indexing.fail(job.job_id, "the server stopped before the job started; submit it again")
+
+
 class Facet:
     """Index, search, cluster, collections, jobs and embeddings over one data folder.
 
@@ -198,6 +278,12 @@ class Facet:
             ``FACET_ENCODE_ON_WORKERS``).
         jobs: where background index jobs run; default one background thread.
         embedders: a shared model cache (tests share their session models this way).
+
+    Dropped without ``close()`` (its last reference gone, ``del facet`` or a name bound to
+    another one), a facade is closed at once, as ``close()`` would: nothing of it refers back
+    to it (no ``gc.collect()`` needed), so the data folder is free for the next one. A facade
+    with index jobs queued or running in its thread (``submit_index``) stays alive until they
+    end, and is closed then, in that thread.
     """
 
     def __init__(self, settings: FacetSettings | None = None, *,
@@ -228,10 +314,26 @@ class Facet:
             from app.remote import CeleryJobRunner  # jobs go to `facet worker`s
 
             jobs = CeleryJobRunner(self.settings)
-        self.job_runner: JobRunner = jobs or ThreadJobRunner(self._run_job,
-                                                             on_abandon=self._abandon_job)
+        # Its callbacks without a reference to the facade (a cycle, freed only by the garbage
+        # collector): the runner holds it only while a job of it is queued or running.
+        runner = jobs or ThreadJobRunner(weakref.WeakMethod(self._run_job),
+                                         on_abandon=functools.partial(_abandon_job, self.indexing))
+        self._held = _Held(context, runner, self.encoder if self._owns_encoder else None)
         self._closed = False
+        # Closes what it holds when the facade is dropped unclosed; at exit, ``_OPEN``'s hook
+        # closes it instead (with the reason a running job's message gives).
+        self._finalizer = weakref.finalize(self, self._held.close)
+        self._finalizer.atexit = False
         _OPEN.add(self)
+
+    @property
+    def job_runner(self) -> JobRunner:
+        """Where background index jobs run (``submit_index``)."""
+        return self._held.job_runner
+
+    @job_runner.setter
+    def job_runner(self, runner: JobRunner) -> None:
+        self._held.job_runner = runner
 
     # ------------------------------------------------------------ construction
 
@@ -286,22 +388,11 @@ class Facet:
             return
         self._closed = True
         _OPEN.discard(self)
-        if reason:
-            self.context.stop_reason = reason
-        self.context.stopping.set()  # a running job stops at its next batch, interrupted
-        self.job_runner.close()
-        if self._owns_encoder:
-            self.encoder.close()
-        self.context.close()
+        self._finalizer.detach()  # closed here (a finalizer does nothing once the process exits)
         with Facet._shared_lock:
             if Facet._shared is self:
                 Facet._shared = None
-        # What its embedders cut and have not said yet (held off the main thread, at most one
-        # line a minute): the process's exit hook never ran where a signal ended it (`facet
-        # serve` stopped by SIGTERM said "1 of 1 texts" of a 70-text request, and the rest never).
-        base = sys.modules.get("embedders.base")  # (only where a model was loaded: no torch import)
-        if base is not None:
-            base.flush_truncation_notes()
+        self._held.close(reason)
 
     def _check_open(self) -> None:
         """A closed facade refuses work: it reopened the store (holding the folder again, past
@@ -471,7 +562,7 @@ class Facet:
             self.searching.forget(job.collection)
 
     def _abandon_job(self, job: PreparedJob) -> None:
-        self.indexing.fail(job.job_id, "the server stopped before the job started; submit it again")
+        _abandon_job(self.indexing, job)
 
     # ----------------------------------------------------------- search/cluster
 

@@ -19,6 +19,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -175,45 +176,60 @@ class ThreadJobRunner:
     """One background thread running jobs in submission order.
 
     Args:
-        run: does one job (the facade's ``IndexService.run`` plus its cache upkeep).
+        run: does one job (the facade's ``IndexService.run`` plus its cache upkeep); a
+            ``weakref.WeakMethod`` of its owner's method keeps the runner from holding the owner
+            (a Facet) alive when no job is queued or running: a dropped ``Facet`` that
+            nothing else references is then closed by CPython at once (its store, threads).
         on_abandon: called for each job still queued when the runner closes.
     """
 
     runner_name = "thread"
     stop_wait_s = 30.0
 
-    def __init__(self, run: RunJob,
+    def __init__(self, run: RunJob | weakref.WeakMethod[RunJob],
                  on_abandon: Callable[[PreparedJob], None] | None = None) -> None:
         self._run = run
         self._on_abandon = on_abandon
-        self._queue: queue.Queue[PreparedJob | None] = queue.Queue()
+        # Each queued job with the callable that runs it: a ``WeakMethod`` resolved when the job
+        # is submitted, so its owner (a Facet) stays alive while its jobs are queued or running,
+        # and no longer (dropped, it is closed once the last job ends, in this thread).
+        self._queue: queue.Queue[tuple[PreparedJob, RunJob] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
         self._running: PreparedJob | None = None  # the job the thread is doing now
 
     def submit(self, job: PreparedJob) -> None:
+        run = self._run() if isinstance(self._run, weakref.WeakMethod) else self._run
+        if run is None:  # its owner is gone (it cannot submit then: a stand-in's)
+            raise RuntimeError("the job runner's owner is gone")
         with self._lock:
             if self._closed:
                 raise RuntimeError("the job runner is closed")
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="facet-jobs", daemon=True)
                 self._thread.start()
-        self._queue.put(job)
+        self._queue.put((job, run))
 
     def _loop(self) -> None:
         while True:
-            job = self._queue.get()
+            item = self._queue.get()
+            job: PreparedJob | None = None
+            run: RunJob | None = None
             try:
-                if job is None:
+                if item is None:
                     return
+                job, run = item
                 self._running = job
-                run_logged(self._run, job)
+                run_logged(run, job)
             except Exception as e:  # the job row holds the error; the thread goes on
                 assert job is not None
                 _log_failure(job, e)
             finally:
                 self._running = None
+                # Its owner let go before ``task_done`` (``join`` returns after it): where this
+                # held its last reference, it is closed here, now (``close`` from this thread).
+                item = job = run = None
                 self._queue.task_done()
 
     def close(self) -> None:
@@ -229,12 +245,14 @@ class ThreadJobRunner:
                 break
             self._queue.task_done()
             if item is not None:
-                abandoned.append(item)
+                abandoned.append(item[0])
         if self._on_abandon is not None:
             for job in abandoned:
                 self._on_abandon(job)
         if self._thread is not None:
             self._queue.put(None)
+            if self._thread is threading.current_thread():
+                return  # its owner closed from the job thread (dropped after its last job)
             # A running job stops at its next batch once the facade is closing (its context's
             # ``stopping``): give it that long to record itself interrupted. One that takes
             # longer is left; the process ending, it shows interrupted all the same, and the

@@ -19,6 +19,8 @@ it takes (``get_settings``).
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
 import os
 import re
@@ -35,6 +37,8 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from app.errors import InvalidRequestError
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +81,24 @@ class _Environment(EnvSettingsSource):
         return super().prepare_field_value(field_name, field, value, value_is_complex)
 
 
+class UnknownSettingError(InvalidRequestError, ValueError):
+    """A keyword argument of ``FacetSettings(...)`` that is no setting (a ``ValueError`` too,
+    as pydantic's refusal of a bad value is)."""
+
+
+# ``BaseSettings``' own keyword arguments (``_env_file``, ``_secrets_dir``...), not settings.
+_INIT_OPTIONS = frozenset(name for name in inspect.signature(BaseSettings.__init__).parameters
+                          if name.startswith("_") and not name.startswith("__"))
+
+
 class FacetSettings(BaseSettings):
-    """Facet settings. Every field can be set as ``FACET_<FIELD>`` (for example ``FACET_DATA_DIR``)."""
+    """Facet settings. Every field can be set as ``FACET_<FIELD>`` (for example ``FACET_DATA_DIR``).
+
+    A keyword argument that is no setting is refused (``UnknownSettingError``, naming the
+    closest one): ``FacetSettings(data_dirr="/x")`` used the default folder without a word.
+    The environment's unknown ``FACET_*`` variables are only warned about
+    (``warn_unknown_variables``), as other programs may set them.
+    """
 
     # No inf or nan in any float setting: each became an OverflowError or ValueError traceback
     # where it was first turned into bytes or a timeout (FACET_LEASE_TTL_S=inf, ...).
@@ -236,6 +256,21 @@ class FacetSettings(BaseSettings):
     ui_examples: dict[str, list[str]] = Field(
         default_factory=dict, description="example instructions per collection (JSON object), "
                                           "shown beside the built-in ones")
+
+    def __init__(self, **values: Any) -> None:
+        fields = type(self).model_fields
+        # In any case, as pydantic-settings reads them (``DATA_DIR=`` sets data_dir).
+        unknown = [key for key in values
+                   if key not in _INIT_OPTIONS and key.lower() not in fields]
+        if unknown:
+            said = []
+            for key in unknown:
+                close = difflib.get_close_matches(key.lower(), sorted(fields), n=1, cutoff=0.6)
+                said.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise UnknownSettingError(
+                f"FacetSettings got unknown setting(s) {', '.join(said)}; the settings are the "
+                "FACET_* variables' names in lower case (FacetSettings.model_fields)")
+        super().__init__(**values)
 
     @classmethod
     def settings_customise_sources(

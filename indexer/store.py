@@ -986,8 +986,11 @@ class EdgeStore(VectorStore):
                 if "WouldBlock" in str(e):  # its WAL is locked: by another store in this process
                     raise StoreBusyError(
                         f"collection {collection!r} is open in another store of this process "
-                        f"(pid {os.getpid()}): open one Facet per data folder per process and "
-                        "share it", collection, {"pid": os.getpid()}) from e
+                        f"(pid {os.getpid()}), another Facet on the same data folder: open one "
+                        "Facet per data folder per process and share it (Facet.set_shared(facet) "
+                        "makes yours the one Facet.shared() and the LangChain classes use when "
+                        "given no facet=; or pass facet= to them), or close() the other one "
+                        "first", collection, {"pid": os.getpid()}) from e
                 if isinstance(e, StoreError):  # the side file's, already said
                     raise
                 # This process holds the folder's lock (``_lock``): no other Facet has it open,
