@@ -11,6 +11,7 @@ offsets in the payload always point back at the source text.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,12 @@ class ChunkingConfig:
     overlap: int = 32
 
     def __post_init__(self) -> None:
+        for what, value in (("size", self.size), ("overlap", self.overlap)):
+            # A ValueError, as for a bad value, which the callers turn into the domain's
+            # refusal: a string ("5") failed on the comparison below with a TypeError.
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ValueError(f"chunk {what} must be an int, got {type(value).__name__} "
+                                 f"{value!r:.60}")
         if not 1 <= self.size <= MAX_CHUNK_TOKENS:
             raise ValueError(f"chunk size must be from 1 to {MAX_CHUNK_TOKENS:,} tokens, got {self.size}")
         if not 0 <= self.overlap < self.size:

@@ -553,12 +553,14 @@ def vectors_missing(session: Session, collection_id: int, embedders: Iterable[st
     current content (an embedder added to a collection and stopped part-way, or one left out
     of a rewrite because it could not be loaded): searches with it cannot find them. Only the
     embedders that lack some."""
-    have = dict(session.execute(
+    # Rows unpack as tuples (``Result.tuples()`` is deprecated since SQLAlchemy 2.1: a caller
+    # running with warnings as errors failed on it).
+    have = {name: count for name, count in session.execute(
         select(DocumentVector.embedder, func.count()).join(
             Document, Document.id == DocumentVector.document_id)
         .where(Document.collection_id == collection_id, Document.status == "indexed",
                DocumentVector.content_hash == Document.content_hash)
-        .group_by(DocumentVector.embedder)).tuples().all())
+        .group_by(DocumentVector.embedder))}
     return {name: indexed - int(have.get(name, 0)) for name in embedders
             if indexed - int(have.get(name, 0)) > 0}
 

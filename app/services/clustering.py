@@ -38,7 +38,7 @@ import time
 import unicodedata
 import warnings
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -69,6 +69,7 @@ from app.services.search import (
     SearchRequest,
     SearchService,
     check_filters,
+    check_str,
     payload_filters,
     reads_instruction,
     refuse_if_busy,
@@ -183,7 +184,20 @@ class ClusterRequest:
 
 @dataclass
 class Cluster:
-    """One cluster: its name, keywords, most central members and where it sits on the map."""
+    """One cluster: its name, keywords, most central members and where it sits on the map.
+
+    Attributes:
+        id: the cluster's label, as ``ClusterResponse.labels`` gives it per text.
+        size: how many texts it holds.
+        name: its most distinctive explainer answer (lower-cased), or, without answers, its
+            first three keywords joined by " / ".
+        keywords: its distinctive words, from the answers or else the texts
+            (``ClusterRequest.keywords`` at most).
+        representatives: its most central texts, distinct (``ClusterRequest.members`` at most).
+        representative_indices: where ``representatives`` are in ``ClusterResponse.texts``.
+        center: (x, y) on the 2-D map of ``ClusterResponse.coordinates``: its members' mean.
+        name_count: how many members' answers are ``name``; None for a name made of keywords.
+    """
 
     id: int
     size: int
@@ -222,6 +236,31 @@ class ClusterResponse:
     the texts are chunks of a collection that the embedder wrote, and their stored (bare)
     vectors were read rather than encoded again (``ClusterService._from_stored``): ``encode``
     is then the time of the instructed half alone.
+
+    Attributes:
+        instruction: the instruction the texts were grouped by (stripped).
+        embedder: the name of the model that encoded the texts.
+        explainer: the explainer that answered for each text, None where keywords name the
+            clusters.
+        k: the number of clusters found.
+        k_chosen: whether k was chosen by silhouette (False where given, or where too few
+            distinct texts left nothing to choose between).
+        silhouette: the cosine silhouette of the chosen k, None where k was not chosen.
+        texts: the texts clustered, in order.
+        labels: each text's cluster (a ``Cluster.id``).
+        coordinates: each text's (x, y) on a 2-D map (PCA of the embeddings).
+        sources: where each text came from: ``{"index": i}`` for given texts; ``doc_id``,
+            ``chunk_no``, ``title`` (and a search's ``score``) for a collection's chunks.
+        answers: the explainer's answer for each text, None without an explainer.
+        clusters: the clusters, largest first.
+        timings_ms: milliseconds per stage (``texts``, ``encode``, ``kmeans``, ``explain``;
+            ``answers`` with an explainer, ``load_model`` where the call loaded one).
+        note: what the result cannot show (see above), else None.
+        encode_reused: the embeddings were those of an earlier clustering (``EmbeddingCache``).
+        stored_vectors_used: the collection's stored vectors were read, not encoded again.
+        embedder_spec: what encoded the texts, options included (``minilm[instruction_weight=1]``).
+        max_k_tried: the largest k the silhouette choice tried (from 2), None where k was not
+            chosen; a chosen k equal to it may be cut short by it.
     """
 
     instruction: str
@@ -577,7 +616,19 @@ class ClusterService:
             if (value is not None or not optional) and (isinstance(value, bool)
                                                         or not isinstance(value, numbers.Integral)):
                 raise InvalidRequestError(f"{name} must be a whole number, got {value!r}", param=name)
-        if not isinstance(request.instruction, str) or not request.instruction.strip():
+        # Of the wrong type, said so: an instruction of 5 was "empty", texts=5 and a search
+        # that is not a SearchRequest failed deep inside with a TypeError, an AttributeError.
+        check_str(request.instruction, "instruction")
+        for name in ("embedder", "explainer"):
+            check_str(getattr(request, name), name, optional=True)
+        if request.texts is not None and not isinstance(request.texts, Iterable):
+            raise InvalidRequestError(f"texts must be a list of str, got {type(request.texts).__name__} "
+                                      f"{request.texts!r:.60}", param="texts")
+        if request.search is not None and not isinstance(request.search, SearchRequest):
+            raise InvalidRequestError(f"search must be a SearchRequest (SearchRequest(query, "
+                                      f"collection)), got {type(request.search).__name__} "
+                                      f"{request.search!r:.60}", param="search")
+        if not request.instruction.strip():
             raise InvalidRequestError("the instruction must not be empty: it is what the texts are "
                                       "grouped by (e.g. 'What does the customer want?')",
                                       param="instruction")

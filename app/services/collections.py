@@ -33,6 +33,37 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class CollectionInfo:
+    """A collection as its metadata and its store describe it now.
+
+    Attributes:
+        name: the collection's name.
+        backend: the vector store it was created in: ``edge`` (embedded) or ``server``.
+        embedders: vector name (an embedder's name) -> its dimension.
+        chunk_size: tokens per chunk, fixed at its creation.
+        chunk_overlap: tokens shared by consecutive chunks, fixed at its creation.
+        documents: documents recorded, whatever their state.
+        documents_indexed: documents indexed (searchable).
+        documents_failed: documents whose last indexing failed.
+        chunks: chunks recorded in the metadata.
+        points: points in the store; None where they cannot be counted now (another process
+            holds or writes it, the store is missing or damaged, none created yet).
+        created_at: when it was created, ISO 8601 UTC (``2026-11-28T10:19:45Z``).
+        writer: the job writing it now, else None.
+        lexical: whether it keeps term vectors (lexical and hybrid search); None where not
+            readable now.
+        lexical_note: set where its term vectors are of an older definition: which, and what
+            rewrites them; else None.
+        sources: vector name -> what loads its embedder, where not the name itself (a
+            checkpoint's path, a spec with options).
+        open_in: the process holding its embedded store open without writing it, else None.
+        disk_bytes: the disk space its vectors take here (as ``du`` counts); None for a Qdrant
+            server's, or with no folder yet.
+        vectors_missing: vector name -> indexed documents without vectors of it (for their
+            current content); only the names that lack some.
+        store_missing: its store holds no collection of its name (``points`` is then None).
+        store_damaged: why its embedded store's files cannot be read, else None.
+    """
+
     name: str
     backend: str
     embedders: dict[str, int]
@@ -105,6 +136,44 @@ JobState = Literal["queued", "running", "completed", "failed", "interrupted", "c
 
 @dataclass
 class JobInfo:
+    """An index job as its row records it, with its state as it truly is now.
+
+    Attributes:
+        id: the job's id.
+        collection: the collection it indexes into.
+        source: the absolute path it indexes.
+        embedder: the embedder's name.
+        state: ``queued``, ``running``, ``completed``, ``failed``, ``interrupted``,
+            ``cancelled`` or ``stalled`` (running, its writer no longer renewing its lease).
+        docs_seen: documents read so far.
+        docs_indexed: documents written (new or changed).
+        docs_skipped: documents unchanged, left as they were.
+        docs_failed: documents that could not be read or indexed.
+        docs_deleted: documents removed as gone from the source (``sync``).
+        chunks_written: chunks written to the store.
+        timings: seconds per stage (``parse_chunk``, ``encode``, ``store``, ``metadata``;
+            ``load_model`` where the run loaded the model).
+        started_at: when it began running (ISO 8601 UTC); None for a job that never ran.
+        finished_at: when it ended (ISO 8601 UTC), None until then.
+        resumed_from: the id of the job it resumes, else None.
+        message: what it is doing or how it ended, where there is more to say than ``state``
+            (the stage a running job is in, why it failed or stopped and how to resume, the
+            documents that failed in a completed one), else None.
+        errors: the first of its per-document errors and warnings, each ``{"document",
+            "kind", "message"}``; none in a listing of jobs.
+        runner: what runs it: ``inline``, ``thread``, ``process`` or ``celery``.
+        host: the host of the process that submitted it or, once started, runs it; None
+            where not recorded.
+        chunks_total: a worker job's planned chunk tasks; 0 for a job run in one process.
+        chunks_done: a worker job's finished chunk tasks; 0 for a job run in one process.
+        docs_total: the documents it expects (or, once completed, saw); 0 where not known.
+        docs_total_estimated: whether ``docs_total`` is an estimate (records counted by lines).
+        errors_total: how many per-document errors and warnings it has in all.
+        queued_at: when it was asked for (ISO 8601 UTC).
+        cancel_requested: someone asked it to stop (``Facet.cancel_job``); it ends
+            ``cancelled`` at its next batch boundary.
+    """
+
     id: int
     collection: str
     source: str
@@ -654,7 +723,9 @@ class CollectionService:
                 orphan = self._delete_orphan(name)
                 if orphan is not None:
                     return orphan
-                raise self._not_found(session, name)
+                # The field, as search names it (no HTTP route deletes a collection: no path
+                # names it as the resource, which ``get`` leaves None for).
+                raise self._not_found(session, name, param="collection")
             current = leases.live_holder(session, coll.id)
             if current is not None:
                 raise ConflictError(

@@ -61,6 +61,7 @@ from app.errors import (
 from app.services import leases
 from app.services.collections import follow_hint, resume_command, stopped_before_interrupted_existed
 from app.services.context import ServiceContext
+from app.services.search import check_bool, check_int, check_str
 from app.text import plural
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
@@ -106,8 +107,19 @@ MOVES_LISTED = 20
 class IndexOptions:
     """Per-run options. ``None`` chunk settings take the collection's (or the settings').
 
-    ``sync``: remove the documents of the source that no longer exist (deleted files, records
-    gone from a jsonl); ``None`` (the default) syncs a folder source and not a single file.
+    Attributes:
+        embedder: the embedder (name, checkpoint path, or spec with options) to index with;
+            None: the collection's, or ``FACET_DEFAULT_EMBEDDER`` for a new collection.
+        chunk_size: tokens per chunk, for a new collection; an existing one's is fixed (a
+            different value is refused).
+        chunk_overlap: tokens shared by consecutive chunks, smaller than ``chunk_size``; fixed
+            per collection as ``chunk_size`` is.
+        sync: remove the documents of the source that no longer exist (deleted files, records
+            gone from a jsonl); ``None`` (the default) syncs a folder source and not a single file.
+        batch_chunks: chunks encoded, written and committed together; None:
+            ``FACET_INDEX_BATCH_CHUNKS`` (256).
+        text_column: the csv column / jsonl field holding the text; None: the first of
+            ``text``, ``contents``, ``content``, ``body`` present.
     """
 
     embedder: str | None = None
@@ -120,6 +132,22 @@ class IndexOptions:
     def syncs(self, source: Path) -> bool:
         """Whether a run over ``source`` removes what is gone from it (see ``sync``)."""
         return self.sync if self.sync is not None else source.is_dir()
+
+
+def check_options(options: IndexOptions) -> None:
+    """Refuse options of the wrong type (the HTTP API's schema checks its own; a library
+    caller's ``chunk_size="100"`` failed deep inside with a TypeError, ``sync="no"`` synced).
+
+    Raises:
+        InvalidRequestError: naming the field and the type expected; ``param`` as the HTTP API
+            names it (``chunk_tokens`` for ``chunk_size``).
+    """
+    for name in ("embedder", "text_column"):
+        check_str(getattr(options, name), name, optional=True)
+    check_int(options.chunk_size, "chunk_size", optional=True, param="chunk_tokens")
+    check_int(options.chunk_overlap, "chunk_overlap", optional=True)
+    check_int(options.batch_chunks, "batch_chunks", optional=True)
+    check_bool(options.sync, "sync", optional=True)
 
 
 @dataclass
@@ -175,7 +203,42 @@ class Progress:
 
 @dataclass
 class IndexReport:
-    """What a run did (also stored as the job row)."""
+    """What a run did (also stored as the job row). Counts are of this run only.
+
+    Attributes:
+        job_id: the job's id (``facet jobs ID``).
+        collection: the collection indexed into.
+        embedder: the embedder's name (the collection's vector name).
+        state: how the job ended: ``completed``, ``failed``, ``interrupted`` or ``cancelled``.
+        docs_seen: documents read from the source (failed ones included).
+        docs_indexed: documents written (new or changed).
+        docs_skipped: documents left as they were: unchanged, their vectors already stored.
+        docs_failed: documents that could not be read or indexed (see ``errors``).
+        docs_deleted: documents removed because the source no longer has them (``sync``).
+        chunks_written: chunks written to the store.
+        elapsed_s: seconds the run took, a model's load excluded.
+        timings: seconds per stage (``parse_chunk``, ``encode``, ``store``, ``metadata``;
+            ``load_model`` where the run loaded the model).
+        errors: (document key, message) of each failed document.
+        warnings: (document key or embedder name, message) of each non-fatal problem.
+        collection_removed: the collection this run created was removed again, nothing having
+            been indexed into it (every document failed).
+        unread_chunks: chunks mostly of tokens the embedder's tokenizer does not know.
+        unread_documents: the documents holding such chunks (the keys, in order).
+        cut_chunks: embedder name -> chunks longer than it reads whole (their ends unread).
+        cut_budget: embedder name -> the tokens of text it reads whole (None where unknown).
+        cut_encoded: embedder name -> the chunks it encoded (of which ``cut_chunks`` were cut).
+        cut_options: embedder name -> its spec with ``[max_length=N]`` (reading whole chunks),
+            where it takes that option.
+        skipped_files: files left out as of an unsupported type.
+        skipped_other: (path, why) of files left out for another reason (a name that is not
+            UTF-8, a link to a folder, a broken link).
+        chunks_reused: chunks written with the stored vectors of a document of the same content
+            (a file moved, renamed or copied), not encoded.
+        docs_moved: documents whose old place is gone (moved, not copied): removed from there.
+        chunks_moved: the chunks of the moved documents.
+        moved: (old source, new source) of the first ``MOVES_LISTED`` (20) moved documents.
+    """
 
     job_id: int
     collection: str
@@ -743,7 +806,8 @@ class IndexService:
 
         Raises:
             NotFoundError: the source path does not exist.
-            InvalidRequestError: bad collection name, chunk settings or embedder mismatch.
+            InvalidRequestError: bad collection name, chunk settings or embedder mismatch; a
+                source or an option of the wrong type (``check_options``).
             ConflictError: another live process is indexing into the collection.
             DataError: a single file of an unsupported type.
         """
@@ -794,6 +858,10 @@ class IndexService:
                  runner: str = "inline") -> tuple[PreparedJob, bool]:
         """``prepare``, and whether it created the collection."""
         options = options or IndexOptions()
+        if not isinstance(source, str | os.PathLike):  # 5 failed in pathlib with a TypeError
+            raise InvalidRequestError(f"the source must be a str or a path (pathlib.Path), got "
+                                      f"{type(source).__name__} {source!r:.60}", param="source")
+        check_options(options)
         if not str(source).strip():  # Path("") is ".": it indexed the process's folder
             raise InvalidRequestError("the source is empty; give the folder or file to index",
                                       param="source")

@@ -21,6 +21,7 @@ import functools
 import json
 import logging
 import math
+import numbers
 import re
 import shlex
 import sys
@@ -106,6 +107,51 @@ class SearchRequest:
     mode: str = "auto"
 
 
+def _got(value: Any) -> str:
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def check_bool(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
+    """Refuse a ``name`` that is not a real bool (``None`` too where ``optional``): a string
+    "no" was accepted and acted as True. ``param``: the field as the HTTP API names it, if not
+    ``name``.
+
+    Raises:
+        InvalidRequestError: naming the field and the type expected.
+    """
+    if (value is None and optional) or isinstance(value, bool):
+        return
+    raise InvalidRequestError(f"{name} must be a bool (True or False){' or None' if optional else ''}, "
+                              f"got {_got(value)}", param=param or name)
+
+
+def check_int(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
+    """Refuse a ``name`` that is not a whole number (``None`` too where ``optional``): not a
+    bool, a float or a string ("100" failed deep inside with a TypeError).
+
+    Raises:
+        InvalidRequestError: naming the field and the type expected.
+    """
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidRequestError(f"{name} must be an int{' or None' if optional else ''}, got "
+                                  f"{_got(value)}", param=param or name)
+
+
+def check_str(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
+    """Refuse a ``name`` that is not a string (``None`` too where ``optional``): an instruction
+    of 5 failed with an AttributeError.
+
+    Raises:
+        InvalidRequestError: naming the field and the type expected.
+    """
+    if (value is None and optional) or isinstance(value, str):
+        return
+    raise InvalidRequestError(f"{name} must be a str{' or None' if optional else ''}, got "
+                              f"{_got(value)}", param=param or name)
+
+
 MAX_TOP_K = 1000
 SearchMode = Literal["auto", "dense", "hybrid", "lexical"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -125,6 +171,31 @@ GROUP_MAX_DEPTH = 4 * MAX_TOP_K
 
 @dataclass
 class SearchResult:
+    """One result of a search: a chunk (with ``group_by_document``, a document's best chunk).
+
+    Attributes:
+        rank: its place in the results, from 1.
+        score: what the results are ranked by: ``rerank_score`` when reranked, else
+            ``vector_score``.
+        doc_id: the document's id: a jsonl/csv record's ``_id``/``id``, else the file's
+            absolute path.
+        title: the document's title where its format has one, else None.
+        source: the file the document was read from.
+        chunk_no: the chunk's number within its document, from 0.
+        text: the chunk's text.
+        snippet: a window of ``text`` (240 characters at most) holding most query terms.
+        highlights: ``(start, end)`` character offsets of the query's terms in ``snippet``.
+        start: the chunk's first character's offset in the document's text.
+        end: the offset just past the chunk's last character in the document's text.
+        metadata: the document's own metadata (a record's extra jsonl/csv fields), what
+            filters match besides ``doc_id``, ``source``, ``title`` and ``chunk_no``.
+        vector_score: the search's own score: cosine (dense), BM25 (lexical) or the fused
+            rank score (hybrid).
+        rerank_score: the reranker's cosine, None without a rerank.
+        more_chunks: with ``group_by_document``, the numbers of the document's other matching
+            chunks among the candidates; else empty.
+    """
+
     rank: int
     score: float
     doc_id: str
@@ -144,6 +215,29 @@ class SearchResult:
 
 @dataclass
 class SearchResponse:
+    """What a search found, and how it ran.
+
+    Attributes:
+        query: the query, as given.
+        instruction: the instruction, stripped; None where none (or a blank one) was given.
+        collection: the collection searched.
+        embedder: the named vector searched (an embedder's name); ``bm25`` for a lexical search.
+        reranker: the reranker's model name, None without a rerank (or with nothing to rerank).
+        results: the results, best first.
+        timings_ms: milliseconds per stage (``encode_query``, ``vector_search``, ``rerank``,
+            ``results``, ``total``; ``load_model``, ``load_reranker`` where a model was loaded
+            by the call).
+        mode: the mode that ran: ``dense``, ``lexical`` or ``hybrid`` (never ``auto``).
+        instruction_read: whether anything read the instruction (False for a lexical search
+            without a reranker, or an embedder that reads none); derived from the other fields
+            when not given.
+        note: what the results cannot show (filters matching nothing, older term vectors, an
+            instruction not read), else None.
+        embedder_spec: what encoded the query, options included (``minilm[instruction_weight=1]``);
+            None where nothing did (lexical).
+        reranker_spec: the reranker as asked for, None without a rerank.
+    """
+
     query: str
     instruction: str | None
     collection: str
@@ -1016,7 +1110,9 @@ class SearchService:
 
         Raises:
             InvalidRequestError: a query that is empty, not a string or not text, an
-                instruction that is not text, a score_threshold that is not a finite number,
+                instruction that is not text; an instruction, rerank or embedder that is not a
+                string (or None), a rerank_depth that is not an int (or None), an exact or
+                group_by_document that is not a bool; a score_threshold that is not a finite number,
                 ``top_k`` or
                 ``rerank_depth`` out of range, filters that are not a mapping, a filter value
                 that is not a string, integer, boolean or list of them, a collection name no
@@ -1029,6 +1125,11 @@ class SearchService:
         if not request.query.strip():
             raise InvalidRequestError("the query is empty: give the text to search for",
                                       param="query")
+        for name in ("instruction", "rerank", "embedder"):
+            check_str(getattr(request, name), name, optional=True)
+        check_int(request.rerank_depth, "rerank_depth", optional=True)
+        check_bool(request.exact, "exact")
+        check_bool(request.group_by_document, "group_by_document")
         for what, text in (("query", request.query), ("instruction", request.instruction)):
             if isinstance(text, str) and len(text) > MAX_QUERY_CHARS:
                 # A 5 MB query took 18 s (its words, its highlights), though an embedder reads
