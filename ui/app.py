@@ -129,6 +129,103 @@ def results_box(**kwargs: Any) -> gr.Number:
     return gr.Number(value=10, precision=None, label=f"Results (k, 1 to {MAX_RESULTS})", **kwargs)
 
 
+# The page's events that need the browser alone (no server round trip), as JavaScript.
+# A picker's (gr.Dropdown) focus: the value it had then, and a watch on Enter in it (Enter picks
+# the highlighted or typed choice, and blurs the picker: its keyup never reaches it).
+PICKER_FOCUS_JS = """(value) => {
+  const box = document.querySelector('#%(id)s input');
+  if (!box) return;
+  if (!box.dataset.facetWatch) {
+    box.dataset.facetWatch = '1';
+    box.addEventListener('keydown', (e) => { if (e.key === 'Enter') box.dataset.facetPicked = '1'; });
+  }
+  box.dataset.facetAtFocus = JSON.stringify(value ?? null);
+  box.dataset.facetPicked = '';
+}"""
+# A picker's `input` (Gradio 6.31 fires it on every blur, a pick or not): was it a pick? One
+# when Enter was pressed in it or its value differs from the one it had at its focus.
+PICKED_JS = """(() => {
+  const box = document.querySelector('#%(id)s input');
+  if (!box || box.dataset.facetAtFocus === undefined) return false;
+  const picked = box.dataset.facetPicked === '1'
+    || box.dataset.facetAtFocus !== JSON.stringify(value ?? null);
+  box.dataset.facetPicked = '';
+  box.dataset.facetAtFocus = JSON.stringify(value ?? null);
+  return picked;
+})()"""
+
+
+def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str) -> None:
+    """``target`` set to ``js_result`` (a JavaScript expression of the picked ``value``) when a
+    person picks a choice of ``dropdown`` (an ``elem_id``'d picker): a click on a choice, Enter,
+    or a value typed and left, never a mere pass of the focus through it. Gradio 6.31 fires the
+    picker's ``input`` on every blur: a name typed in the Index tab's new-collection box was
+    wiped when the focus only passed the collection picker (the upload went into the picked
+    collection), and an edited instruction was put back to the example picked before."""
+    ident = dropdown.elem_id
+    # Named as the page's other toggles (no facade call, in the browser alone).
+    name = f"lambda_{str(ident).replace('-', '_')}"
+    dropdown.focus(None, dropdown, None, js=PICKER_FOCUS_JS % {"id": ident},
+                   api_name=f"{name}_focus", api_visibility="private", queue=False)
+    picked = PICKED_JS % {"id": ident}
+    dropdown.input(None, dropdown, target,
+                   js=f"(value) => {{ if ({picked}) return {js_result}; }}",
+                   api_name=f"{name}_input", api_visibility="private", queue=False)
+    # A click on the choice already shown: no new value, and no Enter.
+    dropdown.select(None, dropdown, target, js=f"(value) => {js_result}",
+                    api_name=f"{name}_select", api_visibility="private", queue=False)
+
+
+# After a run, focus on the run's button again when it had it (a keyboard user's Enter on it):
+# the button is disabled while it runs, which dropped the focus to the page's body. Not when
+# the focus went elsewhere since (the next query being typed).
+RUN_STARTED_JS = """() => {
+  const button = document.getElementById('%(id)s');
+  (window.facetRefocus ??= {})['%(id)s'] = !!button && button.contains(document.activeElement);
+}"""
+RUN_ENDED_JS = """async () => {
+  const had = (window.facetRefocus ?? {})['%(id)s'];
+  if (!had) return;
+  window.facetRefocus['%(id)s'] = false;
+  for (let i = 0; i < 100; i++) {  // until the button is enabled again (<= 5 s)
+    const button = document.getElementById('%(id)s');
+    const lost = !document.activeElement || document.activeElement === document.body;
+    if (!button || !lost) return;
+    if (!button.disabled) { button.focus(); return; }
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}"""
+
+
+# Stop hides itself: the focus (a keyboard user's Enter on it) goes to the Cluster button.
+STOPPED_JS = """() => {
+  const button = document.getElementById('cluster-button');
+  if (button && (!document.activeElement || document.activeElement === document.body)) {
+    button.focus();
+  }
+}"""
+
+# The Cluster tab's table: fractions of a narrow (375 px) screen broke its headers a letter a
+# line; minimum widths in pixels let it scroll sideways instead.
+CLUSTER_WIDTHS = ["80px", "60px", "160px", "200px", "320px"]
+
+
+def live_html(**kwargs: Any) -> gr.HTML:
+    """An HTML area whose changes a screen reader says (``role="status"``, polite): a run's
+    summary or failure, a job's bar. The wrapper stays while its content changes."""
+    return gr.HTML(html_template='<div role="status" aria-live="polite">${value}</div>',
+                   **kwargs)
+
+
+def refocus(events: list[Any], button: gr.Button) -> None:
+    """After each of ``events``, ``button`` focused again if it had the focus at its run's start
+    (``RUN_STARTED_JS``) and nothing else has it now."""
+    for after in events:
+        after(None, None, None, js=RUN_ENDED_JS % {"id": button.elem_id},
+              api_name=f"lambda_refocus_{str(button.elem_id).replace('-', '_')}",
+              api_visibility="private", queue=False)
+
+
 def run_button(button: gr.Button, triggers: list[Any], fn: Callable[..., Any], inputs: Any,
                outputs: Any, *, stop: gr.Button | None = None, **kwargs: Any) -> Any:
     """``fn``'s event on ``triggers`` with ``button`` disabled while it runs and enabled again
@@ -139,13 +236,15 @@ def run_button(button: gr.Button, triggers: list[Any], fn: Callable[..., Any], i
     ``triggers`` include the Enter (``submit``) of the tab's one-line boxes: only the Search
     tab's Query box ran its search on Enter."""
     started = gr.on(triggers, lambda: gr.update(interactive=False), None, button,
-                    api_visibility="private", queue=False)
+                    js=RUN_STARTED_JS % {"id": button.elem_id}, api_visibility="private",
+                    queue=False)
     event = started.then(fn, inputs, outputs, **kwargs)
     # Both: Gradio 6.31's page runs only the `failure` events after a handler's gr.Error, not
     # the `then` ones (the button stayed disabled after a refused search).
     for after in (event.then, event.failure):
         after(lambda: gr.update(interactive=True), None, button, api_visibility="private",
               queue=False)
+    refocus([event.then, event.failure], button)
     if stop is not None:
         started.then(lambda: gr.update(visible=True), None, stop, api_visibility="private",
                      queue=False)
@@ -161,12 +260,13 @@ def submits(*boxes: Any) -> list[Any]:
     return [box.submit for box in boxes]
 
 
-def failed(handler: str, blank: tuple[Any, ...] = ()) -> Callable[[gr.Request], Any]:
+def failed(handler: str, blank: tuple[Any, ...] = (), **how: Any) -> Callable[[gr.Request], Any]:
     """What a result area shows after ``handler``'s run failed, with the failure's message
-    (``last_failure``), after ``blank`` (the tab's other outputs, emptied)."""
+    (``last_failure``), after ``blank`` (the tab's other outputs, emptied); ``how``: the
+    options of ``render.failed_html``."""
 
     def show_failure(request: gr.Request) -> Any:
-        message = render.failed_html(last_failure(request, handler))
+        message = render.failed_html(last_failure(request, handler), **how)
         return (*blank, message) if blank else message
 
     return show_failure
@@ -206,9 +306,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                         s_examples = picker(label="Example instructions (fill the box)",
                                             choices=GENERIC_EXAMPLES, value=None,
                                             elem_id="search-examples")
+                        # The syntax as `info`, shown above the box: a placeholder is faint and
+                        # goes at the first letter typed.
                         s_filters = gr.Textbox(label="Metadata filters",
-                                               placeholder="intent=card_arrival (one per line or "
-                                                           "separated by ;)",
+                                               info="key=value, e.g. intent=card_arrival (one per "
+                                                    "line or separated by ;)",
                                                elem_id="search-filters")
                     with gr.Column(scale=2):
                         s_collection = picker(label="Collection", choices=[],
@@ -228,7 +330,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                 "words, BM25; hybrid: both)",
                                           elem_id="search-mode")
                 s_button = gr.Button("Search", variant="primary", elem_id="search-button")
-                s_summary = gr.HTML(elem_id="search-summary")
+                s_summary = live_html(elem_id="search-summary")
                 s_results = gr.HTML(elem_id="search-results")
 
             # ----------------------------------------------------------- compare
@@ -245,9 +347,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                     c_b = gr.Textbox(label="Instruction B", elem_id="compare-b")
                 with gr.Row():
                     c_examples = picker(label="Example instructions (fill B)",
-                                        choices=GENERIC_EXAMPLES, value=None)
+                                        choices=GENERIC_EXAMPLES, value=None,
+                                        elem_id="compare-examples")
                     c_k = results_box(elem_id="compare-k")
-                    c_filters = gr.Textbox(label="Metadata filters")
+                    c_filters = gr.Textbox(label="Metadata filters",
+                                           info="key=value (one per line or separated by ;)")
                 c_button = gr.Button("Compare", variant="primary", elem_id="compare-button")
                 c_results = gr.HTML(elem_id="compare-results")
 
@@ -302,11 +406,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             # Shown while a clustering runs (``run_button``).
                             k_stop = gr.Button("Stop", variant="stop", visible=False,
                                                elem_id="cluster-stop-button", scale=1)
-                k_summary = gr.HTML(elem_id="cluster-summary")
+                k_summary = live_html(elem_id="cluster-summary")
                 k_plot = gr.Plot(label="Map (PCA of the embeddings)", elem_id="cluster-map")
                 k_table = gr.Dataframe(headers=render.CLUSTER_COLUMNS, label="Clusters",
                                        interactive=False, wrap=True, elem_id="cluster-table",
-                                       column_widths=["7%", "6%", "17%", "20%", "50%"])
+                                       column_widths=CLUSTER_WIDTHS)
                 k_csv = gr.File(label="CSV export", interactive=False, elem_id="cluster-csv")
 
             # ------------------------------------------------------------- index
@@ -343,7 +447,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 i_job = gr.Number(label="Job", interactive=False, precision=0,
                                   elem_id="index-job", visible=False)
                 i_total = gr.State(0)
-                i_status = gr.HTML(elem_id="index-status")
+                i_status = live_html(elem_id="index-status")
                 # Shown while the bar's job is queued or running (``cancel_button``).
                 i_cancel = gr.Button("Cancel job", elem_id="index-cancel-button", size="sm",
                                      variant="stop", visible=False)
@@ -371,6 +475,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                     l_confirm = gr.Textbox(label="Type its name to confirm",
                                            elem_id="delete-confirm")
                     l_button = gr.Button("Delete", variant="stop", elem_id="delete-button")
+                # Why the last Delete did nothing (a wrong confirmation), until the next one: the
+                # toast alone closed itself after 10 s.
+                l_status = live_html(elem_id="delete-status")
 
         # ---------------------------------------------------------------- events
         pickers_in = [s_collection, c_collection, k_collection, i_collection, l_delete]
@@ -390,8 +497,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 (c_collection, c_embedder, c_examples, c_b)):
             collection.change(h.collection_changed, collection, [embedder, examples],
                               api_visibility="private", **light)
-            examples.input(lambda example: example or gr.skip(), examples, box,
-                           api_visibility="private", queue=False)
+            on_pick(examples, box, "value || undefined")
         # The Cluster and Index tabs offer the allowed embedders and, once a collection is
         # picked, the specs with options it was indexed with (minilm[instruction_weight=1]).
         for collection, embedder in ((k_collection, k_embedder), (i_collection, i_embedder)):
@@ -434,7 +540,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         k_stop.click(h.stop_cluster, None, k_summary, cancels=[cluster_event],
                      api_name="stop_cluster", **light).then(
             lambda: (gr.update(interactive=True), gr.update(visible=False)), None,
-            [k_button, k_stop], api_visibility="private", queue=False)
+            [k_button, k_stop], api_visibility="private", queue=False).then(
+            None, None, None, js=STOPPED_JS, api_name="lambda_refocus_after_stop",
+            api_visibility="private", queue=False)
         # A page reloaded or closed: its clustering stops too (it ran on for minutes, and every
         # page's searches waited behind it).
         demo.unload(h.page_closed)
@@ -462,10 +570,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         resume_event = i_resume.click(h.resume_index, i_stopped, job_outputs,
                                       api_name="resume_index", **light)
         # Picking a collection clears a new name typed before: the last choice is the one used.
-        # (`input`: the person's pick, Enter included, which fires no select event. Not
-        # `change`, which the page's own filling of the empty picker with the first collection
-        # fired too: a new name typed while the page loaded was wiped, seen in a browser test.)
-        i_collection.input(lambda: "", None, i_new, api_visibility="private", queue=False)
+        # (`on_pick`: the person's pick, Enter included. Not `change`, which the page's own
+        # filling of the empty picker with the first collection fired too: a new name typed
+        # while the page loaded was wiped, seen in a browser test; nor every `input`, which
+        # Gradio fires when the focus merely leaves the picker.)
+        on_pick(i_collection, i_new, "''")
         refresh(upload_event.then)
         refresh(folder_event.then)
         # A refused request left the previous job's bar under the error badges, as if that job
@@ -494,6 +603,10 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                       [l_table, l_jobs, l_confirm], api_name="delete_collection",
                                       **light)
         refresh(delete_event.then)
+        delete_event.then(lambda: "", None, l_status, api_visibility="private", queue=False)
+        delete_event.failure(failed("delete_collection", what="delete", results=False), None,
+                             l_status,
+                             api_visibility="private", **light)
 
     demo.queue(max_size=settings.ui_max_queue,
                default_concurrency_limit=settings.ui_concurrency)

@@ -44,6 +44,8 @@ CSS = """
 .facet-bar {height: 14px; background: #eee; border-radius: 7px; overflow: hidden; margin: 6px 0}
 .facet-bar > div {height: 100%; background: #4caf50}
 .facet-up {color: #2e7d32} .facet-down {color: #c62828} .facet-new {color: #1565c0}
+button:focus-visible, [role=tab]:focus-visible, input[type=radio]:focus-visible,
+input[type=checkbox]:focus-visible {outline: 2px solid #1a5fb4; outline-offset: 2px}
 """
 
 
@@ -152,13 +154,15 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
     return head + table
 
 
-def failed_html(message: str | None = None) -> str:
-    """What a result area shows after its run failed: why (``message``, plain text), and that
-    nothing from an earlier run is shown. The reason is here as well as in the error toast,
-    which closes itself after 10 s: the area said "its message is shown above" of a toast gone."""
+def failed_html(message: str | None = None, *, what: str = "run", results: bool = True) -> str:
+    """What a result area shows after its run (``what``) failed: why (``message``, plain text),
+    and, for an area of ``results``, that nothing from an earlier run is shown. The reason is
+    here as well as in the error toast, which closes itself after 10 s: the area said "its
+    message is shown above" of a toast gone."""
     why = f": {esc(message)}" if message else " (the reason was shown as a message at the top right)"
-    return (f'<div class="facet-info facet-note facet-failed" dir="auto">The last run failed{why}'
-            "<br><small>Nothing from an earlier run is shown here.</small></div>")
+    earlier = "<br><small>Nothing from an earlier run is shown here.</small>" if results else ""
+    return (f'<div class="facet-info facet-note facet-failed" dir="auto">The last {esc(what)} '
+            f"failed{why}{earlier}</div>")
 
 
 def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False,
@@ -231,8 +235,8 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
                f"shared; {moved} of them moved. Arrows: rank change from A to B; "
                "<i>new</i>: not in A's list; <i>out</i>: dropped from B's.</div>")
     table = ('<table class="facet-table facet-compare"><thead><tr><th>#</th>'
-             f"<th>score</th><th>A: {auto_dir(esc(_short(a.instruction, 80) or '(no instruction)'))}</th>"
-             f"<th>score</th><th>B: {auto_dir(esc(_short(b.instruction, 80) or '(no instruction)'))}</th>"
+             f"<th>score A</th><th>A: {auto_dir(esc(_short(a.instruction, 80) or '(no instruction)'))}</th>"
+             f"<th>score B</th><th>B: {auto_dir(esc(_short(b.instruction, 80) or '(no instruction)'))}</th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     # The searches' notes (an embedder that reads no instruction: the tab that compares
     # instructions showed two equal lists and nothing else), each once.
@@ -420,8 +424,13 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
             + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     said = job_message(job) if message is None else message
     note = f'<div class="facet-note facet-job-message">{esc(said)}</div>' if said else ""
+    # A screen reader's progress bar: its value unknown (no total yet) while the job runs.
+    known = total or finished
+    value = f' aria-valuenow="{100 * fraction:.0f}"' if known else ""
     return (f'<div class="facet-job" data-state="{esc(job.state)}">'
-            f'<div class="facet-bar"><div style="width:{100 * fraction:.0f}%"></div></div>'
+            f'<div class="facet-bar" role="progressbar" aria-label="Job {job.id}" '
+            f'aria-valuemin="0" aria-valuemax="100"{value}>'
+            f'<div style="width:{100 * fraction:.0f}%"></div></div>'
             f'<div class="facet-info">{text}</div>{note}{notices_html(notices)}</div>')
 
 

@@ -1,0 +1,113 @@
+"""The page with the keyboard and a screen reader in mind, in a real browser as
+``test_browser.py`` drives it: the focus passing through a picker (Gradio 6.31 fires its
+``input`` on every blur) no longer wipes a typed new-collection name or an edited instruction;
+the focus comes back to the Search button after a run started on it; the summary is a live
+region; a refused delete says why in the page once its toast has gone."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import COLLECTION
+from .test_browser import CHROMIUM, fill_picker, open_tab, page, toast_text  # noqa: F401
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
+                             "chromium` (Playwright's browser download is not used)")
+
+ACTIVE_ID = "(document.activeElement && document.activeElement.id) || document.activeElement.tagName"
+
+
+def test_a_new_collection_name_survives_the_focus_passing_the_picker(page) -> None:  # noqa: F811
+    """Shift+Tab to the collection picker and Tab back wiped the typed name (the upload went
+    into the picked collection), and typing right after it lost the first letters."""
+    open_tab(page, "Index")
+    new = page.locator("#index-new-collection textarea")
+    picker = page.locator("#index-collection input")
+    assert picker.input_value()  # the page filled it with a collection
+    new.click()
+    page.keyboard.type("fresh-notes")
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate("document.activeElement === document.querySelector("
+                         "'#index-collection input')")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    page.keyboard.type("-2")  # typing at once, while the blur's event is on its way
+    page.wait_for_timeout(800)
+    assert new.input_value() == "fresh-notes-2"
+    new.click()  # and a blur with the mouse (the picker clicked open, then the page's title)
+    picker.click()
+    page.locator("h1").first.click()
+    page.wait_for_timeout(800)
+    assert new.input_value() == "fresh-notes-2"
+    # A real pick (typed and Enter, as test_browser does it) still clears the name.
+    fill_picker(page, "#index-collection", COLLECTION)
+    page.wait_for_function("document.querySelector('#index-new-collection textarea').value === ''")
+    # And a click on a choice too.
+    new.fill("again")
+    picker.click()
+    page.locator("[role=option]").first.click()
+    page.wait_for_function("document.querySelector('#index-new-collection textarea').value === ''")
+
+
+def test_an_edited_instruction_survives_the_focus_passing_the_example_picker(page) -> None:  # noqa: F811
+    """The edited instruction was put back to the picked example when the focus went on
+    through the example picker."""
+    open_tab(page, "Search")
+    box = page.locator("#search-instruction textarea")
+    examples = page.locator("#search-examples input")
+    examples.focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('#search-instruction textarea').value !== ''")
+    example = box.input_value()
+    box.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" about card payments")
+    page.keyboard.press("Tab")  # to the example picker
+    assert page.evaluate("document.activeElement === document.querySelector("
+                         "'#search-examples input')")
+    page.keyboard.press("Tab")  # and on
+    page.wait_for_timeout(800)
+    assert box.input_value() == example + " about card payments"
+
+
+def test_the_focus_comes_back_to_the_search_button(page) -> None:  # noqa: F811
+    """Enter on Search disabled the focused button for the run: the focus fell to the page's
+    body, and a keyboard user started again from the top."""
+    open_tab(page, "Search")
+    fill_picker(page, "#search-collection", COLLECTION)
+    page.fill("#search-query textarea", "my card never arrived")
+    page.fill("#search-instruction textarea", "")
+    page.fill("#search-k input[type=number]", "3")
+    page.locator("#search-button").focus()
+    page.keyboard.press("Enter")
+    page.locator("#search-summary").get_by_text("3 results from").wait_for()
+    page.wait_for_function("!document.querySelector('#search-button').disabled")
+    page.wait_for_timeout(500)
+    assert page.evaluate(ACTIVE_ID) == "search-button"
+
+
+def test_the_summary_and_the_job_bar_are_live_regions(page) -> None:  # noqa: F811
+    """A screen reader said nothing of a run's summary or failure, or of a job's progress."""
+    open_tab(page, "Search")
+    page.locator("#search-query textarea").fill("a parcel that never came")
+    page.locator("#search-query textarea").press("Enter")
+    page.locator("#search-summary").get_by_text("results from").wait_for()
+    live = page.locator("#search-summary [role=status]")
+    assert live.count() == 1 and live.get_attribute("aria-live") == "polite"
+    assert "results from" in live.inner_text()  # the summary is inside it
+    open_tab(page, "Index")
+    assert page.locator("#index-status [role=status][aria-live=polite]").count() == 1
+
+
+def test_a_refused_delete_says_why_in_the_page(page) -> None:  # noqa: F811
+    """A wrong confirmation was said only in a toast, gone after 10 s."""
+    open_tab(page, "Collections")
+    fill_picker(page, "#delete-collection", COLLECTION)
+    page.fill("#delete-confirm textarea", "not-its-name")
+    page.click("#delete-button")
+    assert "does not match" in toast_text(page)  # and the toast closed
+    page.locator("#delete-status .facet-failed").wait_for(timeout=10_000)
+    said = page.inner_text("#delete-status")
+    assert "'not-its-name' does not match" in said and "Nothing was deleted" in said
