@@ -595,8 +595,11 @@ class Facet:
         try:
             return self.clustering.cluster(request, progress)
         finally:
-            self._let_workers_write([n for n in (request.collection, request.search and
-                                                 request.search.collection) if n])
+            # Only names: a request refused for a wrong ``search`` (not a SearchRequest) had its
+            # InvalidRequestError replaced here by an AttributeError.
+            search = request.search if isinstance(request.search, SearchRequest) else None
+            self._let_workers_write([n for n in (request.collection, search and search.collection)
+                                     if isinstance(n, str) and n])
 
     def _let_workers_write(self, collections: Sequence[str]) -> None:
         """With jobs on the workers and an embedded store, let go of each collection a worker

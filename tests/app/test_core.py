@@ -81,6 +81,10 @@ def test_embed_names_the_instruction_the_texts_were_read_under(cache, tmp_path, 
 
 
 def test_only_domain_errors_come_out(facet) -> None:
+    # A wrong ``search`` was refused by the service, then replaced by an AttributeError in the
+    # facade's own clean-up (``request.search.collection`` of a str).
+    with pytest.raises(InvalidRequestError, match="search must be a SearchRequest"):
+        facet.cluster(ClusterRequest("intent?", search="card"))  # type: ignore[arg-type]
     with pytest.raises(UnknownModelError, match="unknown embedder 'nope'"):
         facet.embed(["x"], embedder="nope")
     with pytest.raises(InvalidRequestError, match="unknown role 'passage'"):
