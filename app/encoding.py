@@ -6,9 +6,10 @@ the model runs is a deployment choice:
 * ``InlineQueryEncoder``: in the calling thread (the CLI, tests, a worker process).
 * ``BatchingQueryEncoder``: one model thread per process (``facet serve``). Concurrent
   requests that share (embedder, role, instruction) are encoded as one batch (dynamic
-  batching), search queries go before bulk work (an index job's chunks), bulk work is encoded
-  in pieces timed to about half a second so a query waits at most about that, and the model is
-  never used from two threads at once (Hugging Face tokenizers are not safe for that).
+  batching), search queries go before bulk work (an index job's chunks) unless it has been
+  passed over for a while (then one piece of it goes), bulk work is encoded in pieces timed to
+  about half a second so a query waits at most about that, and the model is never used from two
+  threads at once (Hugging Face tokenizers are not safe for that).
 * a Celery encoder (the worker issue) sends the same calls to the ``query`` queue, and bulk
   calls to the ``index`` queue, of GPU workers.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -204,6 +206,13 @@ ANSWER_BATCH = 32
 # a piece of 32 chunk-length texts took 6.6 s with minilm under an instruction and held every
 # search that long; pieces of any size gave the same throughput (less padding in small ones).
 BULK_PIECE_MS = 500.0
+# How long queries may keep bulk work waiting at most, by default: this many timed pieces of it,
+# and at least BULK_MIN_DELAY_MS (``BatchingQueryEncoder(bulk_max_delay_ms=...)``). Under
+# queries sent back to back, bulk work then gets one piece (about BULK_PIECE_MS) every 2 s:
+# about a fifth of the model thread, so an index job slows down (about 5x) instead of stalling
+# (a piece sat for more than 30 s), while a query waits for at most one more piece per 2 s.
+BULK_DELAY_PIECES = 4
+BULK_MIN_DELAY_MS = 1000.0
 # A text's cost in characters: at most what the model reads (about 4 characters a token), plus
 # the special and prompt tokens every text carries.
 _CHARS_PER_TOKEN = 4
@@ -614,6 +623,9 @@ def _joined(futures: list[Future[np.ndarray]],
             last = left[0] == 0
         if joined.done():
             return
+        if _piece.cancelled():  # (its caller withdrew it: the whole is cancelled)
+            joined.cancel()
+            return
         error = _piece.exception()
         if error is not None:
             with lock:
@@ -663,6 +675,17 @@ class BatchingQueryEncoder:
     key not timed yet, the slowest of the embedder's), at least one text; nothing timed yet,
     it is the whole piece.
 
+    Queries go first, but not for ever: bulk work that queries have kept waiting for
+    ``bulk_max_delay_ms`` (counted from the first query taken before it, or from its last
+    timed piece) goes before the newer queries, one piece (or timed part) at a time; then
+    queries go first again. Queries sent back to back kept a queued bulk piece waiting for more
+    than 30 s, and an index job stalled.
+
+    A caller whose wait ends with an exception (Ctrl-C's KeyboardInterrupt in ``encode``, a
+    failed piece) takes its pieces not started yet off the queue (``stats.cancelled_texts``)
+    and queues no more; the model thread finishes only the piece it is on. A future cancelled
+    by an async caller (a client that went away) drops its pieces the same way.
+
     Args:
         embedders: where models come from.
         threads: torch threads of the model thread (``torch.set_num_threads`` is per thread).
@@ -677,14 +700,25 @@ class BatchingQueryEncoder:
         bulk_piece_ms: how long one piece of bulk work should take; None or 0 encodes each
             ``batch_size`` piece in one call (the vectors of one call bit for bit; pieces of
             another size differ from them by float rounding, at most about 1e-7).
+        bulk_max_delay_ms: how long queries may keep waiting bulk work from the model thread
+            before one piece of it goes first (> 0). Default (None): ``BULK_DELAY_PIECES``
+            (4) times ``bulk_piece_ms``, at least ``BULK_MIN_DELAY_MS`` (1 s): 2 s with the
+            default pieces, so under constant queries bulk work still gets about a fifth of
+            the model thread, and a query waits for one more piece at most every 2 s; queries
+            that come in bursts shorter than that are all served first, as before.
     """
 
     def __init__(self, embedders: EmbedderCache, *, threads: int | None = 1,
                  max_batch_texts: int = 64, max_wait_ms: float = 0.0,
                  max_pending_texts: int = 8192, batch_size: int = 32,
-                 bulk_piece_ms: float | None = BULK_PIECE_MS) -> None:
+                 bulk_piece_ms: float | None = BULK_PIECE_MS,
+                 bulk_max_delay_ms: float | None = None) -> None:
         if max_batch_texts < 1 or max_pending_texts < 1 or batch_size < 1:
             raise ValueError("max_batch_texts, max_pending_texts and batch_size must be >= 1")
+        if bulk_max_delay_ms is None:
+            bulk_max_delay_ms = max(BULK_MIN_DELAY_MS, BULK_DELAY_PIECES * (bulk_piece_ms or 0.0))
+        elif not math.isfinite(bulk_max_delay_ms) or bulk_max_delay_ms <= 0:
+            raise ValueError(f"bulk_max_delay_ms must be a number > 0, not {bulk_max_delay_ms!r}")
         self.embedders = embedders
         self.threads = threads
         self.max_batch_texts = max_batch_texts
@@ -692,6 +726,10 @@ class BatchingQueryEncoder:
         self.max_pending_texts = max_pending_texts
         self.batch_size = batch_size
         self.bulk_piece_s = bulk_piece_ms / 1000.0 if bulk_piece_ms and bulk_piece_ms > 0 else None
+        self.bulk_max_delay_s = bulk_max_delay_ms / 1000.0
+        # When queries were first taken ahead of the bulk work waiting now (None: not since a
+        # piece of it last went, or none waits).
+        self._bulk_passed_over: float | None = None
         self.stats = BatchStats()
         # Seconds per padded character of each key's recent pieces (model thread only).
         self._rates: OrderedDict[tuple[str, Role, str | None], float] = OrderedDict()
@@ -722,10 +760,12 @@ class BatchingQueryEncoder:
                             bulk=bulk, wait_for_room=False)
 
     def _submit(self, texts: Sequence[str], *, embedder: str, role: Role | str,
-                instruction: str | None, bulk: bool, wait_for_room: bool) -> Future[np.ndarray]:
+                instruction: str | None, bulk: bool, wait_for_room: bool,
+                queued: list[_Request] | None = None) -> Future[np.ndarray]:
         """``submit``; with ``wait_for_room`` (the server's own bulk work), waiting until the
         queue has room for ``texts`` rather than refusing them (``FacetError`` if the encoder is
-        closed meanwhile)."""
+        closed meanwhile). ``queued`` gets the requests before they are queued (for ``_wait``
+        to withdraw, even where an interrupt comes before the future is returned)."""
         items, role_, instruction_ = _validated(texts, role, instruction)
         key = (embedder, role_, instruction_)
         if not items:
@@ -753,6 +793,8 @@ class BatchingQueryEncoder:
             elif self._over_limit(len(items)):
                 self.stats.busy_refusals += 1
                 raise BusyError(self._busy_message(len(items)), retry_after_s=1.0)
+            if queued is not None:
+                queued.extend(requests)
             (self._bulk if bulk else self._urgent).extend(requests)
             self._pending += len(items)
             self._start()
@@ -765,22 +807,63 @@ class BatchingQueryEncoder:
                instruction: str | None = None, bulk: bool = False) -> np.ndarray:
         """Encode and wait. Bulk work, and any request of more than ``batch_size`` texts, goes
         in ``batch_size`` pieces (longest first), so waiting queries are served between the
-        pieces (and between the timed parts the model thread cuts them into)."""
+        pieces (and between the timed parts the model thread cuts them into).
+
+        An exception while waiting (KeyboardInterrupt: Ctrl-C) withdraws the pieces not
+        started yet and queues no more (``_wait``)."""
         if not bulk:
-            return self.submit(texts, embedder=embedder, role=role, instruction=instruction).result()
+            return self._wait(lambda queued: self._submit(
+                texts, embedder=embedder, role=role, instruction=instruction, bulk=False,
+                wait_for_room=False, queued=queued))
         items, _, _ = _validated(texts, role, instruction)
         if len(items) <= self.batch_size:
-            return self._submit(items, embedder=embedder, role=role, instruction=instruction,
-                                bulk=True, wait_for_room=True).result()
+            return self._wait(lambda queued: self._submit(
+                items, embedder=embedder, role=role, instruction=instruction, bulk=True,
+                wait_for_room=True, queued=queued))
         # One piece queued at a time: a long index batch never fills the queue ahead of others.
         # Each waits for room rather than being refused: a full queue of searches failed the
         # server's own index job (BusyError) where it should only slow it down.
         pieces = longest_first(items, self.batch_size)
-        rows = np.concatenate([
-            self._submit([items[i] for i in piece], embedder=embedder, role=role,
-                         instruction=instruction, bulk=True, wait_for_room=True).result()
-            for piece in pieces], axis=0)
-        return _placed(rows, [i for piece in pieces for i in piece])
+
+        def queue_piece(piece: list[int]) -> Callable[[list[_Request]], Future[Any]]:
+            return lambda queued: self._submit(
+                [items[i] for i in piece], embedder=embedder, role=role, instruction=instruction,
+                bulk=True, wait_for_room=True, queued=queued)
+
+        # (An exception in one piece's wait ends the loop: no more pieces are queued.)
+        rows = [self._wait(queue_piece(piece)) for piece in pieces]
+        return _placed(np.concatenate(rows, axis=0), [i for piece in pieces for i in piece])
+
+    def _wait(self, queue: Callable[[list[_Request]], Future[Any]]) -> Any:
+        """Queue requests (``queue`` puts them in the list it is given as it queues them) and
+        wait for the result of the future it returns. Any exception meanwhile (Ctrl-C's
+        KeyboardInterrupt in the main thread, an error of one piece) withdraws those requests
+        not started yet (``_withdraw``) before it reaches the caller: the model thread went on
+        encoding every abandoned piece of an interrupted ``Facet.embed``."""
+        queued: list[_Request] = []
+        try:
+            return queue(queued).result()
+        except BaseException:
+            self._withdraw(queued)
+            raise
+
+    def _withdraw(self, requests: Sequence[_Request]) -> None:
+        """Cancel ``requests`` and take those not started yet off the queue at once (counted in
+        ``stats.cancelled_texts``; their room goes to others); the one the model thread is on
+        finishes, what is done stays done."""
+        if not requests:
+            return
+        with self._cond:
+            gone = {id(r) for r in requests if r.future.cancel()}
+            for queue in (self._urgent, self._bulk):
+                if not any(id(r) in gone for r in queue):
+                    continue
+                kept = [r for r in queue if id(r) not in gone]
+                for request in queue:
+                    if id(request) in gone:
+                        self._drop(request)
+                queue.clear()
+                queue.extend(kept)
 
     def encode_from_plain(self, plain: np.ndarray, texts: Sequence[str], *, embedder: str,
                           role: Role | str = Role.DOCUMENT, instruction: str | None = None,
@@ -794,14 +877,7 @@ class BatchingQueryEncoder:
         request = _Request((embedder, role_, instruction_), items,
                            work=lambda: _from_plain(self.embedders, embedder, rows, items, role_,
                                                     instruction_))
-        with self._cond:
-            if self._closed:
-                raise FacetError("the query encoder is closed")
-            (self._bulk if bulk else self._urgent).append(request)
-            self._pending += len(items)
-            self._start()
-            self._cond.notify()
-        vectors: np.ndarray = request.future.result()
+        vectors: np.ndarray = self._wait(lambda queued: self._queue_work(request, bulk, queued))
         return vectors
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
@@ -830,15 +906,20 @@ class BatchingQueryEncoder:
         request = _Request((explainer, Role.DOCUMENT, instruction), items,
                            work=lambda: _answers(self.embedders, items, explainer, instruction,
                                                  max_new_tokens))
+        answers: list[str] = self._wait(lambda queued: self._queue_work(request, True, queued))
+        return answers
+
+    def _queue_work(self, request: _Request, bulk: bool, queued: list[_Request]) -> Future[Any]:
+        """Queue ``request`` (other model work: one block) as bulk work or a query."""
         with self._cond:
             if self._closed:
                 raise FacetError("the query encoder is closed")
-            self._bulk.append(request)
-            self._pending += len(items)
+            queued.append(request)
+            (self._bulk if bulk else self._urgent).append(request)
+            self._pending += len(request.texts)
             self._start()
             self._cond.notify()
-        answers: list[str] = request.future.result()
-        return answers
+        return request.future
 
     def close(self) -> None:
         """Finish what is queued, then stop the model thread; bulk callers still waiting for
@@ -909,7 +990,7 @@ class BatchingQueryEncoder:
                 if self._closed:
                     return None
                 self._cond.wait()
-            queue = self._urgent if self._urgent else self._bulk
+            queue = self._urgent if urgent_only else self._next_queue()
             first = queue.popleft()
             # RUNNING from here on, so a late cancel cannot race the result (setting one on a
             # cancelled future raised in this thread and stopped it); a request cancelled while
@@ -932,6 +1013,21 @@ class BatchingQueryEncoder:
             self._left(size)
             self._in_flight = size
             return batch
+
+    def _next_queue(self) -> deque[_Request]:
+        """Where the next batch comes from (under the lock; something waits): the queries, unless
+        bulk work has waited behind them for ``bulk_max_delay_s`` since queries were first taken
+        ahead of it; then one piece of it (the clock starts again once it is taken)."""
+        if not self._urgent or not self._bulk:
+            self._bulk_passed_over = None
+            return self._urgent if self._urgent else self._bulk
+        now = time.perf_counter()
+        if self._bulk_passed_over is None:
+            self._bulk_passed_over = now
+        elif now - self._bulk_passed_over >= self.bulk_max_delay_s:
+            self._bulk_passed_over = None
+            return self._bulk
+        return self._urgent
 
     def _done(self) -> None:
         with self._cond:
@@ -986,8 +1082,11 @@ class BatchingQueryEncoder:
                 self._run(batch)
 
     def _serve_urgent(self) -> None:
-        """Encode the queries waiting now (called between the pieces of bulk work)."""
-        while True:
+        """Encode the queries waiting now (called between the pieces of bulk work), for
+        ``bulk_max_delay_s`` at most: queries sent back to back held the bulk work in hand for
+        good; then its next piece goes (at least one batch of queries is served first)."""
+        since = time.perf_counter()
+        while time.perf_counter() - since < self.bulk_max_delay_s:
             batch = self._take(urgent_only=True)
             if batch is None:
                 return
