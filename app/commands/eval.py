@@ -112,7 +112,8 @@ def eval_cmd(
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
     no_instructions: Annotated[
-        bool, typer.Option("--no-instructions", help="drop every instruction (ablation)")
+        bool, typer.Option("--no-instructions", "--no-instruction",
+                           help="drop every instruction (ablation); with --collection: search without one")
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write the embedding cache")] = False,
     cache_dir: Annotated[
@@ -123,7 +124,8 @@ def eval_cmd(
         bool,
         typer.Option("--list-tasks", help="list tasks with their per-suite parameters and exit"),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="with --list-tasks: machine-readable")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="with --list-tasks or --collection: machine-readable")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="hide progress bars")] = False,
     task: Annotated[
         list[str] | None,
@@ -147,9 +149,31 @@ def eval_cmd(
             "clinc-multiview, whose views carry their own)",
         ),
     ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", "-c", help="score this indexed collection through its own search "
+                     "(nothing embedded again) with --task beir:FOLDER's queries and qrels; EMBEDDER, "
+                     "if given, picks which of its embedders to search"),
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option("--split", help="with --collection: the qrels split (default test)")
+    ] = None,
+    mode: Annotated[
+        list[str] | None,
+        typer.Option("--mode", "-m", help="with --collection: auto, dense, lexical or hybrid; repeatable "
+                     "or comma-separated to compare modes in one run (default auto)"),
+    ] = None,
+    per_chunk: Annotated[
+        bool,
+        typer.Option("--per-chunk", help="with --collection: score the top chunks as ranked, as "
+                     "`facet search --per-chunk` shows them (default: grouped by document, as "
+                     "`facet search` and POST /search)"),
+    ] = False,
 ) -> None:
     """Evaluate EMBEDDER on STS, retrieval, rerank, clustering, multi-view clustering and
-    classification tasks, with baselines beside it; writes results.json and results.md."""
+    classification tasks, with baselines beside it; writes results.json and results.md.
+    With --collection NAME --task beir:FOLDER: score an indexed collection through its own
+    search instead (nDCG@10 of what `facet search` shows, Recall@100)."""
     from app.evaluation.cache import EmbeddingCache
     from app.evaluation.runner import (
         USER_SUITE,
@@ -183,6 +207,13 @@ def eval_cmd(
                 params = ", ".join(f"{k}={'all' if v is None else v}" for k, v in d[name].items())
                 typer.echo(f"{'':<{width}}  {'':<14} {name}: {params}")
         return
+    if collection is not None:
+        _eval_collection(ctx, collection, embedder, task, split, mode, task_instruction, no_instructions,
+                         per_chunk, out, as_json, no_progress)
+        return
+    for name, given in (("--split", split), ("--mode", mode), ("--per-chunk", per_chunk or None)):
+        if given is not None:
+            raise InvalidRequestError(f"{name} applies to --collection (scoring an indexed collection)")
     if embedder is None:
         raise InvalidRequestError(
             "name the embedder to evaluate, e.g. `facet eval minilm`; `facet eval --list-tasks` lists the tasks"
@@ -331,3 +362,87 @@ def _override_instruction(tasks: list[Any], override: str) -> None:
         if not hasattr(target, "instruction"):
             raise InvalidRequestError(f"task {name!r} has no single instruction to replace (its views carry their own)")
         target.instruction = text.strip() or None
+
+
+# Options of the embedding evaluation, meaningless when a collection's own search is scored.
+_EMBEDDING_ONLY = {"suite": "--suite", "tasks": "--tasks", "baselines": "--baselines",
+                   "data_dir": "--data-dir", "rerank_first_stage": "--rerank-first-stage",
+                   "rerank_top_n": "--rerank-top-n", "doc_max_words": "--doc-max-words",
+                   "batch_size": "--batch-size", "no_cache": "--no-cache", "cache_dir": "--cache-dir",
+                   "instruction": "--instruction"}
+
+
+def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, task: list[str] | None,
+                     split: str | None, modes: list[str] | None, task_instruction: str | None,
+                     no_instruction: bool, per_chunk: bool, out: Path | None, as_json: bool,
+                     no_progress: bool) -> None:
+    """``facet eval --collection``: the checks and the output; the work is
+    ``app.evaluation.collection.evaluate_collection``."""
+    import sys
+
+    from app.commands.common import open_facet
+    from app.evaluation.collection import (
+        evaluate_collection,
+        markdown_table,
+        parse_beir_task,
+        parse_modes,
+        summary,
+        write_collection_report,
+    )
+    from app.evaluation.loaders import load_beir
+    from app.evaluation.runner import keep_earlier_report, prepare_report_dir
+
+    given = [flag for name, flag in _EMBEDDING_ONLY.items()
+             # by name: typer carries its own click, whose ParameterSource is another enum
+             if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")]
+    if given:
+        raise InvalidRequestError(f"--collection scores the collection's own search; {', '.join(given)} "
+                                  "belong(s) to evaluating an embedder: drop it")
+    if embedder is not None and len(_split(embedder)) != 1:
+        raise InvalidRequestError(f"--collection searches one of the collection's embedders; got {embedder!r} "
+                                  "(an embedder list belongs to evaluating embedders)")
+    if not task:
+        raise InvalidRequestError("--collection needs --task beir:FOLDER: the queries and qrels to score "
+                                  "it with (from the corpus it was indexed from)")
+    if no_instruction and task_instruction is not None:
+        raise InvalidRequestError("give --task-instruction TEXT or --no-instruction, not both")
+    folder, split_read = parse_beir_task(task, split)
+    chosen_modes = parse_modes(modes)
+    instruction = None if no_instruction or task_instruction is None else task_instruction.strip() or None
+    data = load_beir(folder, split_read)  # DataError names a malformed file and line
+    safe = collection.replace("/", "_").replace(" ", "_") or "collection"
+    out_dir = out or Path("results") / f"{safe}-collection"
+    created = prepare_report_dir(out_dir)
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(data.qrels) * len(chosen_modes), desc=f"search {collection}", unit="query",
+               file=sys.stderr, disable=no_progress, dynamic_ncols=True)
+    try:
+        with open_facet() as facet:
+            report = evaluate_collection(
+                facet, collection, data, modes=chosen_modes, instruction=instruction,
+                group_by_document=not per_chunk, embedder=embedder, folder=str(folder.resolve()),
+                split=split_read, on_query=bar.update, warn=lambda line: typer.echo(line, err=True))
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
+    finally:
+        bar.close()
+    from app.cli import command_line
+
+    command = command_line(ctx)
+    if as_json:
+        typer.echo(printable_json(report.to_dict()))
+    else:
+        typer.echo(summary(report))
+        typer.echo(markdown_table(report))
+    try:
+        kept = keep_earlier_report(out_dir)
+        json_path, md_path = write_collection_report(report, out_dir, command)
+    except OSError as e:
+        raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
+    if kept:
+        typer.echo(f"note: the earlier report in {out_dir} was moved to {' and '.join(map(str, kept))}", err=True)
+    typer.echo(f"wrote {json_path} and {md_path}", err=as_json)

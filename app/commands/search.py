@@ -101,8 +101,10 @@ def register(cli: typer.Typer) -> None:
         embedder: Annotated[str | None, typer.Option(
             "--embedder", "-e", help="which of the collection's embedders to search")] = None,
         group: Annotated[bool, typer.Option(
-            "--group-by-document", help="one result per document (its best chunk), top-k "
-                                        "documents instead of top-k chunks")] = False,
+            "--group-by-document/--per-chunk",
+            help="one result per document (its best chunk; the default, as POST /search): "
+                 "top-k documents; --per-chunk: top-k chunks, several of one document "
+                 "possible")] = True,
         mode: Annotated[str, typer.Option(
             "--mode", "-m", help="auto (hybrid without an instruction where the collection keeps "
                                  "term vectors, else dense), dense (the embedder), lexical (BM25 "
