@@ -670,23 +670,32 @@ class Facet:
         return Path(self.settings.data_dir) / "uploads" / validate_name(collection)
 
     @_domain_errors
-    def jobs(self, collection: str | None = None, limit: int = 20) -> list[JobInfo]:
-        """Recent index jobs, newest first (of one collection when named)."""
-        return self.catalog.jobs(collection, limit)
+    def jobs(self, collection: str | None = None, limit: int = 20,
+             offset: int = 0) -> list[JobInfo]:
+        """Recent index jobs, newest first (of one collection when named): the ``limit`` after
+        the newest ``offset`` (``CollectionService.jobs``: the first page, ``offset`` 0, also
+        lists every older job that has not ended).
+
+        Raises:
+            InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0 (``param`` names
+                which).
+        """
+        return self.catalog.jobs(collection, limit, offset)
 
     @_domain_errors
     def job(self, job_id: int, collection: str | None = None,
-            errors: int | None = DEFAULT_JOB_ERRORS) -> JobInfo:
-        """One job with the first ``errors`` of its per-document errors (None: all) and their
-        total (``errors_total``).
+            errors: int | None = DEFAULT_JOB_ERRORS, errors_offset: int = 0) -> JobInfo:
+        """One job with ``errors`` of its per-document errors (None: all) after the first
+        ``errors_offset`` (in the order written), and their total (``errors_total``).
 
         Raises:
             NotFoundError: an unknown id.
             InvalidRequestError: ``collection`` given and the job is of another one (the
                 CLI's ``-c`` and the API's ``?collection=`` were ignored: another collection's
-                job was shown); ``errors`` out of 0..``MAX_JOB_ERRORS``.
+                job was shown); ``errors`` out of 0..``MAX_JOB_ERRORS``; ``errors_offset``
+                below 0.
         """
-        return self.catalog.job(job_id, errors, collection)
+        return self.catalog.job(job_id, errors, collection, errors_offset=errors_offset)
 
     @_domain_errors
     def cancel_job(self, job_id: int, collection: str | None = None) -> JobInfo:

@@ -578,14 +578,16 @@ def get_job(session: Session, job_id: int) -> IndexJob | None:
 
 
 def list_jobs(session: Session, collection_id: int | None = None, limit: int = 20, *,
-              unfinished: int = 0) -> Sequence[IndexJob]:
-    """The newest ``limit`` jobs, newest first; then, with ``unfinished``, up to that many
-    older ones whose row says ``queued`` or ``running`` (newest first too). A listing takes
-    them so that a job still going is never cut off by newer ones: a 33-minute job was missing
-    from `facet jobs` once 20 small jobs had been sent after it. Whether such a row's job is
-    truly alive is the reader's to tell (``effective_state``: a killed writer's row still
-    says ``running``)."""
+              unfinished: int = 0, offset: int = 0) -> Sequence[IndexJob]:
+    """The newest ``limit`` jobs after the newest ``offset`` (an SQL OFFSET), newest first;
+    then, with ``unfinished``, up to that many older ones whose row says ``queued`` or
+    ``running`` (newest first too). A listing takes them so that a job still going is never cut
+    off by newer ones: a 33-minute job was missing from `facet jobs` once 20 small jobs had
+    been sent after it. Whether such a row's job is truly alive is the reader's to tell
+    (``effective_state``: a killed writer's row still says ``running``)."""
     query = select(IndexJob).order_by(IndexJob.id.desc()).limit(limit)
+    if offset > 0:
+        query = query.offset(offset)
     if collection_id is not None:
         query = query.where(IndexJob.collection_id == collection_id)
     newest = list(session.scalars(query).all())

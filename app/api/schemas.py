@@ -298,6 +298,12 @@ class JobListQuery(_Query):
     collection: CollectionName | None = Field(default=None,
                                               description="only this collection's jobs")
     limit: QueryInt = Field(default=20, json_schema_extra={"minimum": 1, "maximum": MAX_JOBS_LISTED})
+    # Checked by the route (a 400 naming it), only declared here.
+    offset: QueryInt = Field(
+        default=0, json_schema_extra={"minimum": 0},
+        description="skip the newest `offset` jobs: the next page is `offset` + `limit`, until "
+                    "a page comes back shorter than `limit` (past the end: an empty list). Only "
+                    "the first page (0) also lists the older jobs that have not ended")
 
 
 class JobQuery(_Query):
@@ -310,8 +316,13 @@ class JobQuery(_Query):
     # declared here.
     errors: QueryInt = Field(
         default=DEFAULT_JOB_ERRORS, json_schema_extra={"minimum": 0, "maximum": MAX_JOB_ERRORS},
-        description="how many of the job's per-document errors to return (the first ones); "
-                    "`errors_total` counts them all")
+        description="how many of the job's per-document errors to return (the first ones "
+                    "after `errors_offset`); `errors_total` counts them all")
+    errors_offset: QueryInt = Field(
+        default=0, json_schema_extra={"minimum": 0},
+        description="skip the job's first `errors_offset` per-document errors (in the order "
+                    "written): the next page is `errors_offset` + `errors`, up to "
+                    "`errors_total` (past it: no errors)")
 
 
 # --------------------------------------------------------------------------- responses

@@ -604,28 +604,38 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.get("/jobs", dependencies=auth, response_model=list[JobInfo],
              responses=fails(*facade, 400, 404), operation_id="listJobs", tags=jobs)
     def list_jobs(facet: FacetDep, query: Annotated[JobListQuery, Query()]) -> Response:
-        """Recent jobs, newest first (of one collection when named)."""
+        """Recent jobs, newest first (of one collection when named); ``offset`` skips the
+        newest ones, to page through them all."""
         if (blank := _blank_collection(query.collection)) is not None:
             return blank
         if not 1 <= query.limit <= MAX_JOBS_LISTED:  # the facade's check, naming the parameter
             return errors.error_response(400, f"limit must be from 1 to {MAX_JOBS_LISTED}, got "
                                          f"{query.limit}", "invalid_request_error", param="limit")
-        return _json([asdict(j) for j in facet.jobs(query.collection, query.limit)])
+        if query.offset < 0:
+            return errors.error_response(400, f"offset must be a whole number, 0 or more, got "
+                                         f"{query.offset}", "invalid_request_error",
+                                         param="offset")
+        return _json([asdict(j) for j in facet.jobs(query.collection, query.limit, query.offset)])
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
              responses=fails(*facade, 400, 404), operation_id="getJob", tags=jobs)
     def get_job(job_id: QueryInt, facet: FacetDep, query: Annotated[JobQuery, Query()]) -> Response:
         """One job: state, counters, timings and the first ``errors`` (default 100, at most
-        1000) of its per-document errors with their total (``errors_total``); with
-        ``collection``, only if it is of that collection (job 3 of b2 was answered to
-        ``?collection=b1``)."""
+        1000) of its per-document errors after the first ``errors_offset`` (default 0) with
+        their total (``errors_total``); with ``collection``, only if it is of that collection
+        (job 3 of b2 was answered to ``?collection=b1``)."""
         if (blank := _blank_collection(query.collection)) is not None:
             return blank
         if not 0 <= query.errors <= MAX_JOB_ERRORS:
             return errors.error_response(400, f"errors must be from 0 to {MAX_JOB_ERRORS}, got "
                                          f"{query.errors}", "invalid_request_error", param="errors")
+        if query.errors_offset < 0:
+            return errors.error_response(400, "errors_offset must be a whole number, 0 or more, "
+                                         f"got {query.errors_offset}", "invalid_request_error",
+                                         param="errors_offset")
         try:
-            return _json(asdict(facet.job(job_id, query.collection, query.errors)))
+            return _json(asdict(facet.job(job_id, query.collection, query.errors,
+                                          query.errors_offset)))
         except InvalidRequestError as e:  # the job is of another collection
             return errors.error_response(400, str(e), "invalid_request_error", param="collection")
 

@@ -95,9 +95,14 @@ def progress_line(j: JobInfo) -> str:
 SHOWN_ERRORS = 20
 
 
-def error_lines(j: JobInfo, job_id: int) -> list[str]:
-    """The job's errors as printed, then "... N more" when it has more than were read."""
+def error_lines(j: JobInfo, job_id: int, offset: int = 0) -> list[str]:
+    """The job's errors as printed, then "... N more" when it has more than were read;
+    ``offset``: how many of its first errors were skipped (``--errors-offset``)."""
     lines = []
+    if offset > 0 and j.errors_total:
+        lines.append(f"  errors {offset + 1} to {offset + len(j.errors)} of {j.errors_total}:"
+                     if j.errors else f"  no errors past the first {offset} "
+                                      f"(of {j.errors_total})")
     for e in j.errors:
         # A chunk's failure names no document in its message: ten identical lines.
         doc = e.get("document") or ""
@@ -109,8 +114,11 @@ def error_lines(j: JobInfo, job_id: int) -> list[str]:
         # Messages quote document ids and file names: printable() shows their control
         # characters escaped instead of sending them to the terminal.
         lines.append(f"  {printable(e['kind'])}: {named}{printable(e['message'])}")
-    more = j.errors_total - len(j.errors)
-    if more > 0:
+    more = j.errors_total - offset - len(j.errors)
+    if more > 0 and offset > 0:
+        lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} "
+                     f"--errors-offset {offset + len(j.errors)} shows the next ones")
+    elif more > 0:
         lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} --errors N "
                      f"shows the first N, up to {MAX_JOB_ERRORS}")
     return lines
@@ -347,6 +355,9 @@ def register(cli: typer.Typer) -> None:
         limit: Annotated[int, typer.Option(
             "--limit", help="list the newest N jobs (1-1000), and older ones that have not ended")
                          ] = 20,
+        offset: Annotated[int, typer.Option(
+            "--offset", help="skip the newest K jobs: --limit N --offset K lists jobs K+1 to K+N "
+                             "(older ones that have not ended come only with --offset 0)")] = 0,
         as_json: Annotated[bool, typer.Option(
             "--json", help="machine-readable output: a list, or with JOB_ID its object (as GET "
                            "/jobs/ID)")] = False,
@@ -360,6 +371,9 @@ def register(cli: typer.Typer) -> None:
                              f"{SHOWN_ERRORS}, {DEFAULT_JOB_ERRORS} with --json; at most "
                              f"{MAX_JOB_ERRORS}); the rest are counted")
                           ] = None,
+        errors_offset: Annotated[int, typer.Option(
+            "--errors-offset", help="with JOB_ID: skip its first K per-document errors (--errors "
+                                    "N --errors-offset K shows errors K+1 to K+N)")] = 0,
         cancel: Annotated[bool, typer.Option(
             "--cancel", help="cancel JOB_ID: a queued job at once, a running one at its next "
                              "batch (what it indexed is kept; indexing the source again "
@@ -372,9 +386,17 @@ def register(cli: typer.Typer) -> None:
         if errors is not None and job_id is None:
             typer.echo("error: --errors needs a JOB_ID (a list of jobs shows no errors)", err=True)
             raise typer.Exit(2)
-        if cancel and (job_id is None or errors is not None):
-            typer.echo("error: --cancel needs a JOB_ID and takes no --errors (see `facet jobs`)",
-                       err=True)
+        if errors_offset and job_id is None:
+            typer.echo("error: --errors-offset needs a JOB_ID (a list of jobs shows no errors; "
+                       "--offset pages the list)", err=True)
+            raise typer.Exit(2)
+        if offset and job_id is not None:
+            typer.echo("error: --offset pages the list of jobs; with a JOB_ID, --errors-offset "
+                       "pages its errors", err=True)
+            raise typer.Exit(2)
+        if cancel and (job_id is None or errors is not None or errors_offset):
+            typer.echo("error: --cancel needs a JOB_ID and takes no --errors or --errors-offset "
+                       "(see `facet jobs`)", err=True)
             raise typer.Exit(2)
         if cancel:
             assert job_id is not None
@@ -391,16 +413,18 @@ def register(cli: typer.Typer) -> None:
             if follow:
                 raise typer.Exit(_follow(job_id, interval))
             return
-        if errors is not None and follow:
+        if (errors is not None or errors_offset) and follow:
+            asked = (f" --errors {errors}" if errors is not None else "") + (
+                f" --errors-offset {errors_offset}" if errors_offset else "")
             typer.echo("error: --follow shows no per-document errors; run `facet jobs "
-                       f"{job_id} --errors {errors}` after it", err=True)
+                       f"{job_id}{asked}` after it", err=True)
             raise typer.Exit(2)
         with open_facet() as facet:
             # Only the errors shown are read (SQL LIMIT), and counted: a job with 20,000
             # printed 20,002 lines.
             shown = errors if errors is not None else DEFAULT_JOB_ERRORS if as_json else SHOWN_ERRORS
-            jobs = ([facet.job(job_id, collection, shown)] if job_id is not None
-                    else facet.jobs(collection, limit))
+            jobs = ([facet.job(job_id, collection, shown, errors_offset)] if job_id is not None
+                    else facet.jobs(collection, limit, offset))
         if follow:
             assert job_id is not None
             raise typer.Exit(_follow(job_id, interval))
@@ -411,7 +435,7 @@ def register(cli: typer.Typer) -> None:
                                       else [asdict(j) for j in jobs]))
             return
         if not jobs:
-            typer.echo("no index jobs yet")
+            typer.echo(f"no index jobs past the newest {offset}" if offset else "no index jobs yet")
         for j in jobs:
             resumed = f" (resumes job {j.resumed_from})" if j.resumed_from else ""
             # A job still going: of how many (estimated, for a job run in one process).
@@ -436,9 +460,12 @@ def register(cli: typer.Typer) -> None:
                 # Interrupted, stalled or failed: say why and how to go on in the list too.
                 typer.echo(f"  {printable(j.message)}")
             if job_id is not None:
-                for line in error_lines(j, job_id):
+                for line in error_lines(j, job_id, errors_offset):
                     typer.echo(line)
-        if isinstance(jobs, JobList) and jobs.not_shown:
+        if isinstance(jobs, JobList) and jobs.not_shown and offset:
+            typer.echo(f"… {plural(jobs.not_shown, 'older job')} not shown (--offset "
+                       f"{offset + len(jobs)} shows the next ones)")
+        elif isinstance(jobs, JobList) and jobs.not_shown:
             # Jobs still going are listed whatever their age (``CollectionService.jobs``); the
             # rest past --limit were left out without a word.
             typer.echo(f"… {plural(jobs.not_shown, 'older job')} not shown (--limit N shows "

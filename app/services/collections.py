@@ -364,16 +364,32 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     return job.state, job.message
 
 
-def _job_errors(session: Session, job_id: int, limit: int | None) -> list[dict[str, str]]:
-    """The first ``limit`` (None: all) of the job's per-document errors, in the order written."""
+def _job_errors(session: Session, job_id: int, limit: int | None,
+                offset: int = 0) -> list[dict[str, str]]:
+    """The first ``limit`` (None: all) of the job's per-document errors after the first
+    ``offset``, in the order written (an SQL LIMIT and OFFSET on their ids: a running job only
+    adds errors after the last, so its pages stay put while it writes)."""
     if limit == 0:
         return []
     E = md.JobError
     query = select(E).where(E.job_id == job_id).order_by(E.id)
     if limit is not None:
         query = query.limit(limit)
+    if offset > 0:
+        query = query.offset(offset)
     return [{"document": e.document_key, "kind": e.kind, "message": e.message}
             for e in session.scalars(query)]
+
+
+def _check_offset(offset: object, param: str) -> int:
+    """``offset`` (``GET /jobs?offset=``, ``/jobs/{id}?errors_offset=``) as the count of rows
+    to skip, or an InvalidRequestError naming ``param``. One past any table's rows reads
+    nothing: it is capped there (``md.MAX_ROW_ID``), as SQL would refuse a number past 64 bits
+    (a 500)."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidRequestError(f"{param} must be a whole number, 0 or more, got {offset!r}",
+                                  param=param)
+    return min(offset, md.MAX_ROW_ID)
 
 
 def _error_counts(session: Session, job_ids: list[int]) -> dict[int, int]:
@@ -805,20 +821,28 @@ class CollectionService:
         logger.info("deleted the vectors of %s, which no collection of this metadata owned", name)
         return info
 
-    def jobs(self, collection: str | None = None, limit: int = 20) -> JobList:
+    def jobs(self, collection: str | None = None, limit: int = 20, offset: int = 0) -> JobList:
         """The newest ``limit`` jobs (of one collection when named), newest first, then every
         older job that has not ended (queued, running or stalled: ``LIVE_STATES``), newest
         first too: a 33-minute job still running was cut off once 20 small jobs had been sent
         after it, and nothing said more existed. ``not_shown`` says how many older ones are
         left out (one COUNT).
 
+        ``offset`` skips the newest ``offset`` jobs (an SQL OFFSET on the id order, newest
+        first): a page, the ``limit`` jobs after them, and no more (the older jobs that have
+        not ended follow the first page only, ``offset`` 0; later pages list them in their
+        place), so pages of one ``limit`` concatenate to every job. Jobs queued while paging
+        shift later pages by as many (a row may come again at a page's edge; none is skipped).
+
         Raises:
-            InvalidRequestError: ``limit`` outside 1..1000 (SQLite reads a negative LIMIT as none).
+            InvalidRequestError: ``limit`` outside 1..1000 (SQLite reads a negative LIMIT as none);
+                ``offset`` not a whole number from 0.
             NotFoundError: an unknown collection.
         """
         if isinstance(limit, bool) or not 1 <= limit <= MAX_JOBS_LISTED:
             raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}",
                                       param="limit")
+        offset = _check_offset(offset, "offset")
         with self.ctx.sessions() as session:
             coll_id = None
             if collection is not None:
@@ -826,17 +850,18 @@ class CollectionService:
                 if coll is None:
                     raise self._not_found(session, collection, param="collection")
                 coll_id = coll.id
-            jobs = md.list_jobs(session, coll_id, limit, unfinished=MAX_JOBS_LISTED)
+            jobs = md.list_jobs(session, coll_id, limit, offset=offset,
+                                unfinished=0 if offset else MAX_JOBS_LISTED)
             counts = _error_counts(session, [j.id for j in jobs])
             infos = [_job_info(j, [], counts.get(j.id, 0)) for j in jobs]
             # An older row that says queued or running may be a job whose writer was killed
             # (``effective_state``: interrupted): it has ended, and waits its turn as others do.
             shown = JobList(infos[:limit] + [i for i in infos[limit:] if i.state in LIVE_STATES])
-            shown.not_shown = max(0, md.count_jobs(session, coll_id) - len(shown))
+            shown.not_shown = max(0, md.count_jobs(session, coll_id) - offset - len(shown))
             return shown
 
     def job(self, job_id: int, errors: int | None = DEFAULT_JOB_ERRORS,
-            collection: str | None = None) -> JobInfo:
+            collection: str | None = None, errors_offset: int = 0) -> JobInfo:
         """One job with the first ``errors`` of its per-document errors (None: all of them,
         for the page that removes the uploads that cannot be indexed) and their total
         (``errors_total``). Both are read by SQL (a LIMIT and a COUNT), not by loading every
@@ -846,10 +871,12 @@ class CollectionService:
             job_id: the job.
             errors: how many per-document errors to return, 0 to ``MAX_JOB_ERRORS``.
             collection: when given, the collection the job must be of.
+            errors_offset: how many of the first errors to skip (an SQL OFFSET, in the order
+                written): the errors past the first 1,000 could not be read at all.
 
         Raises:
-            InvalidRequestError: a job id or ``errors`` that is not a whole number in range;
-                a job of another collection than ``collection``.
+            InvalidRequestError: a job id, ``errors`` or ``errors_offset`` that is not a whole
+                number in range; a job of another collection than ``collection``.
             NotFoundError: an unknown job.
         """
         if isinstance(job_id, bool) or not isinstance(job_id, int):
@@ -858,6 +885,7 @@ class CollectionService:
                                    or not 0 <= errors <= MAX_JOB_ERRORS):
             raise InvalidRequestError(f"errors must be from 0 to {MAX_JOB_ERRORS}, got {errors!r}",
                                       param="errors")
+        errors_offset = _check_offset(errors_offset, "errors_offset")
         if not 1 <= job_id <= md.MAX_ROW_ID:  # SQL cannot even look it up (PostgreSQL's
             # INTEGER ends at 2**31 - 1; a larger id was a 500 there, "no job" on SQLite)
             raise NotFoundError(f"no index job {job_id}")
@@ -870,9 +898,9 @@ class CollectionService:
                                           f"but of {job.collection.name!r}", param="collection")
             # The errors first, then their count: a running job adds errors meanwhile, and
             # the total is never fewer than those shown.
-            shown = _job_errors(session, job.id, errors)
+            shown = _job_errors(session, job.id, errors, errors_offset)
             total = _error_counts(session, [job.id]).get(job.id, 0)
-            return _job_info(job, shown, max(total, len(shown)))
+            return _job_info(job, shown, max(total, errors_offset + len(shown) if shown else 0))
 
     def busy_message(self, collection: str, fallback: str) -> str:
         """Why ``collection`` cannot be read now: the job writing it, and what to do."""

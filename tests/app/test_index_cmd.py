@@ -519,9 +519,9 @@ def test_jobs_of_a_job_with_many_errors_prints_the_first_ones_and_how_many_more(
     asked: list[int | None] = []
     job = CollectionService.job
 
-    def spy(self, job_id, errors=100, collection=None):
+    def spy(self, job_id, errors=100, collection=None, **more):
         asked.append(errors)
-        return job(self, job_id, errors, collection)
+        return job(self, job_id, errors, collection, **more)
 
     monkeypatch.setattr(CollectionService, "job", spy)
     followed = run("jobs", "1", "--follow", "--interval", "0.1")

@@ -497,7 +497,7 @@ def test_job_routes_refuse_another_collection_and_unknown_parameters(client, tmp
     assert r.status_code == 200 and r.json()["id"] == job["id"], r.text
     assert client.get("/jobs/999999", params={"collection": "jobs_b2"}).status_code == 404
     get_job = spec["paths"]["/jobs/{job_id}"]["get"]
-    assert [p["name"] for p in get_job["parameters"] if p["in"] == "query"] == ["collection", "errors"]
+    assert [p["name"] for p in get_job["parameters"] if p["in"] == "query"] == ["collection", "errors", "errors_offset"]
 
     for method, url, path, kwargs in [
         ("get", "/jobs", "/jobs", {"params": {"colection": "jobs_b2"}}),
