@@ -416,7 +416,8 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
     from tqdm import tqdm
 
     bar = tqdm(total=len(data.qrels) * len(chosen_modes), desc=f"search {collection}", unit="query",
-               file=sys.stderr, disable=no_progress, dynamic_ncols=True)
+               file=sys.stderr, dynamic_ncols=True,
+               disable=True if no_progress else None)  # None: none where stderr is a log
     try:
         with open_facet() as facet:
             report = evaluate_collection(
