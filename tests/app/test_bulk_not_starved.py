@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, TimeoutError
 import numpy as np
 import pytest
 
-from app.encoding import BULK_PIECE_MS, BatchingQueryEncoder, EmbedderCache
+from app.encoding import BULK_PIECE_MS, BatchingQueryEncoder
 from app.errors import BusyError
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
@@ -25,13 +25,6 @@ QUERY = ["card declined", "top up failed", "exchange rate", "transfer pending"]
 LIMIT = 8
 DELAY_MS = 100.0
 BOUND_S = 15.0  # the old code: still waiting then
-
-
-@pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
 
 
 @pytest.mark.parametrize("bulk_piece_ms", [None, 1e-6])  # whole pieces, or timed parts of one text

@@ -18,39 +18,12 @@ import pytest
 
 from app.encoding import BatchingQueryEncoder, EmbedderCache
 from app.errors import BusyError, FacetError
-from embedders.contract import Role
+from tests.app.gated import Gated
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
 DOCS = [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(i * 7 % 12 + 1)) for i in range(40)]
 LIMIT = 8
 BATCH = 4
-
-
-class Gated:
-    """The real minilm; after ``arm()`` its next query call waits for ``release()`` (the model
-    thread is then held, and what is submitted meanwhile stays queued)."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-        self.entered = threading.Event()
-        self._open = threading.Event()
-        self._armed = False
-
-    def arm(self) -> None:
-        self._armed = True
-
-    def release(self) -> None:
-        self._open.set()
-
-    def encode(self, texts, **kwargs):
-        if self._armed and Role.parse(kwargs.get("role", Role.QUERY)) is Role.QUERY:
-            self._armed = False
-            self.entered.set()
-            assert self._open.wait(timeout=30)
-        return self.model.encode(texts, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
 
 
 @pytest.fixture

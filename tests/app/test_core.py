@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from app.core import Facet
-from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder
+from app.encoding import BatchingQueryEncoder, InlineQueryEncoder
 from app.errors import (
     ConflictError,
     FacetError,
@@ -27,13 +27,6 @@ from app.services.indexing import IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
 from indexer import metadata as md
-
-
-@pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
 
 
 @pytest.fixture

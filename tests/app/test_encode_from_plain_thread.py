@@ -9,18 +9,11 @@ import threading
 import numpy as np
 import pytest
 
-from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder
+from app.encoding import BatchingQueryEncoder, InlineQueryEncoder
 from app.errors import InvalidRequestError
 
 TEXTS = ["My card was declined at the supermarket", "How do I top up with a bank transfer?"]
 INSTRUCTION = "Find messages about topping up"
-
-
-@pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache()
-    cache.put("minilm", minilm)
-    return cache
 
 
 def _threads_of_forward_passes(model) -> tuple[list[str], object]:

@@ -20,7 +20,7 @@ import pytest
 from app.core import Facet
 from app.encoding import BatchingQueryEncoder, EmbedderCache
 from app.settings import FacetSettings
-from embedders.contract import Role
+from tests.app.gated import Gated
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
 # 20 pieces of 32 texts of about 60 words: seconds of work for one model thread.
@@ -63,33 +63,6 @@ def ctrl_c() -> Iterator[Callable[[Callable[[], bool]], threading.Thread]]:
         for thread in started:
             thread.join(timeout=30)
         signal.signal(signal.SIGINT, before)
-
-
-class Gated:
-    """The real minilm; after ``arm()`` its next query call waits for ``release()`` (the model
-    thread is then held, and what is queued meanwhile stays queued)."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-        self.entered = threading.Event()
-        self._open = threading.Event()
-        self._armed = False
-
-    def arm(self) -> None:
-        self._armed = True
-
-    def release(self) -> None:
-        self._open.set()
-
-    def encode(self, texts, **kwargs):
-        if self._armed and Role.parse(kwargs.get("role", Role.QUERY)) is Role.QUERY:
-            self._armed = False
-            self.entered.set()
-            assert self._open.wait(timeout=30)
-        return self.model.encode(texts, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
 
 
 def test_ctrl_c_during_a_serving_facades_embed_stops_the_model_thread(tmp_path, minilm,

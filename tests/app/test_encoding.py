@@ -30,13 +30,6 @@ def wait_for(condition, timeout: float = 30.0) -> None:
 
 
 @pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
-
-
-@pytest.fixture
 def batching(cache):
     encoder = BatchingQueryEncoder(cache, threads=1, max_batch_texts=64)
     yield encoder

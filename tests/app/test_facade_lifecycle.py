@@ -16,17 +16,9 @@ from pathlib import Path
 import pytest
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.errors import ConflictError
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
-
-
-@pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
 
 
 @pytest.fixture

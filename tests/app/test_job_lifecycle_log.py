@@ -11,16 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.services.indexing import IndexOptions
 from app.settings import FacetSettings
-
-
-@pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
 
 
 def _corpus(root: Path, count: int, words: int) -> Path:

@@ -14,19 +14,11 @@ from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.settings import FacetSettings
 from indexer import metadata as md
 from indexer.store import QdrantClientStore
 from tests.app.cli_runner import invoke_cli
 from tests.app.services.conftest import locked_by_another_process
-
-
-@pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
 
 
 def _source(root: Path, n: int = 4) -> Path:

@@ -14,7 +14,6 @@ import yaml
 from pydantic import ValidationError
 
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.errors import InvalidRequestError
 from app.services.indexing import IndexOptions
 from app.settings import FacetSettings
@@ -41,13 +40,6 @@ def _cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     environ = {**os.environ, "FACET_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1", **env}
     return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True,
                           timeout=120, env=environ, cwd=ROOT)
-
-
-@pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
 
 
 # -- chunk overlap ---------------------------------------------------------------------------
