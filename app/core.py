@@ -64,7 +64,7 @@ from app.services.indexing import (
     Progress,
     estimate_documents,
 )
-from app.services.search import SearchRequest, SearchResponse, SearchService
+from app.services.search import SearchRequest, SearchResponse, SearchService, check_int, check_str
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_text_encodable, check_texts
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
@@ -130,7 +130,7 @@ def _held_here(facade: Facet, busy: StoreBusyError) -> str | None:
         return (f"{start}, another Facet on the same data folder, and this one is the process's "
                 f"shared Facet ({which}): open one Facet per data folder per process and share "
                 "it: pass yours to them as facet=, or make it the shared one with "
-                "Facet.set_shared(facet) before they first run")
+                "Facet.set_shared(facet) before they first run, or close() the other one first")
     if shared is None or shared._closed or not _same_folder(shared, facade) or \
             not shared.context.store.is_open(busy.collection):
         return None
@@ -361,6 +361,7 @@ class Facet:
         return cls(settings, encoder=encoder, embedders=cache)
 
     _shared: Facet | None = None
+    _shared_opened = False  # whether ``shared()`` opened ``_shared`` (not ``set_shared``)
     _shared_lock = threading.Lock()
 
     @classmethod
@@ -369,13 +370,22 @@ class Facet:
         with cls._shared_lock:
             if cls._shared is None or cls._shared._closed:
                 cls._shared = cls.for_serving()
+                cls._shared_opened = True
             return cls._shared
 
     @classmethod
     def set_shared(cls, facet: Facet | None) -> None:
-        """Make ``facet`` the one ``shared()`` returns (a server or a test that built its own)."""
+        """Make ``facet`` the one ``shared()`` returns (a server or a test that built its own).
+
+        A shared facade that ``shared()`` opened itself (the LangChain classes' default) is
+        closed here, as nothing else owns it: left open it kept its collections, and ``facet``
+        was refused them, with advice to call this very method. One given to ``set_shared``
+        before stays open: its caller owns it."""
         with cls._shared_lock:
-            cls._shared = facet
+            previous, opened = cls._shared, cls._shared_opened
+            cls._shared, cls._shared_opened = facet, False
+        if previous is not None and previous is not facet and opened:
+            previous.close()
 
     def close(self, *, reason: str | None = None) -> None:
         """Stop background work and release the store (one process may hold it).
@@ -455,6 +465,7 @@ class Facet:
             BusyError: the encoder's queue is full (a server under load).
         """
         role_ = self._check_embed(texts, role, instruction)
+        check_str(embedder, "embedder", optional=True)  # 5 was "unknown embedder", listing all
         name = embedder or self.settings.default_embedder
         model = self.embedder_cache.get(name)
         vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
@@ -471,6 +482,7 @@ class Facet:
         self._check_open()
         with domain_errors():
             role_ = self._check_embed(texts, role, instruction)
+            check_str(embedder, "embedder", optional=True)
             name = embedder or self.settings.default_embedder
             loaded = self.embedder_cache.peek(name)
             model = loaded if loaded is not None else await asyncio.to_thread(
@@ -626,7 +638,9 @@ class Facet:
 
     @_domain_errors
     def collection(self, name: str) -> CollectionInfo:
-        """One collection. Raises ``NotFoundError`` for an unknown name."""
+        """One collection. Raises ``NotFoundError`` for an unknown name, ``InvalidRequestError``
+        for a name that is not a str."""
+        check_str(name, "name", param="collection")  # 5, None, b"x": TypeErrors before
         try:
             return self.catalog.get(name)
         finally:
@@ -647,6 +661,7 @@ class Facet:
     @_domain_errors
     def delete_collection(self, name: str) -> CollectionInfo:
         """Delete a collection's points, metadata and uploaded files; returns what it held."""
+        check_str(name, "name", param="collection")  # ["a"] reached SQLite's parameter binding
         try:
             info = self.catalog.delete(name)
         finally:
@@ -678,8 +693,11 @@ class Facet:
 
         Raises:
             InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0 (``param`` names
-                which).
+                which); a ``collection`` that is not a str or None, a ``limit`` that is not
+                an int.
         """
+        check_str(collection, "collection", optional=True)
+        check_int(limit, "limit")  # "5", None, 2.5: TypeErrors before
         return self.catalog.jobs(collection, limit, offset)
 
     @_domain_errors

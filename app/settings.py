@@ -66,6 +66,19 @@ _YEAR_S = 365 * 24 * 3600
 OTHER_VARIABLES = ("FACET_PLUGINS", "FACET_PUBLISH_HOST", "FACET_SOURCES", "FACET_GPU_WORK")
 
 
+def _expanded(path: Path, item: int | None = None) -> Path:
+    """``path`` with ``~`` / ``~user`` expanded; one that cannot be (no such user, no home
+    folder) refused in the settings' one line, not a RuntimeError traceback at every command's
+    start (``FACET_DATA_DIR='~nosuchuser/x'``)."""
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        head = path.parts[0] if path.parts else str(path)
+        where = f"item {item} " if item is not None else ""
+        raise ValueError(f"{where}starts with {head!r}, which cannot be expanded (no such user, "
+                         "or no home folder): give the folder's full path") from None
+
+
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "facet"
 
@@ -315,7 +328,7 @@ class FacetSettings(BaseSettings):
             value = Path(value)
         if not isinstance(value, Path):
             return value
-        folder = value.expanduser()
+        folder = _expanded(value)
         for link in (folder, *folder.parents):
             try:
                 broken = link.is_symlink() and not link.exists()
@@ -342,7 +355,7 @@ class FacetSettings(BaseSettings):
                 if not item.strip():
                     raise ValueError(f"item {i} is empty: remove it, or give a folder")
                 item = Path(item.strip())
-            roots.append(item.expanduser() if isinstance(item, Path) else item)
+            roots.append(_expanded(item, i) if isinstance(item, Path) else item)
         return roots
 
     @field_validator("device", "dtype", "vector_backend", mode="before")
@@ -554,7 +567,14 @@ def get_settings() -> FacetSettings:
             # "FACET_DATA_DIR=PosixPath(...)" read as if the variable were set.
             unset = len(loc) == 1 and not any(k.upper() == name for k in os.environ)
             said = f" (unset; its default {given})" if unset else f"={given!r}"
-            problems.append(f"{name}{item}{said}: {_message(error)}{_json_hint(loc)}")
+            # How to write JSON, only where it was not read as the JSON the setting takes (a
+            # list whose items were refused needs no lesson in lists).
+            info = FacetSettings.model_fields.get(str(loc[0])) if loc else None
+            kind = str(info.annotation) if info is not None else ""
+            read = (isinstance(given, list) and kind.startswith("list[")) or \
+                (isinstance(given, dict) and kind.startswith("dict["))
+            hint = "" if read else _json_hint(loc)
+            problems.append(f"{name}{item}{said}: {_message(error)}{hint}")
         raise InvalidRequestError("; ".join(problems)) from None
     except SettingsError as e:
         found = re.search(r'field "(\w+)"', str(e))

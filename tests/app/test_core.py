@@ -78,6 +78,15 @@ def test_only_domain_errors_come_out(facet) -> None:
     # facade's own clean-up (``request.search.collection`` of a str).
     with pytest.raises(InvalidRequestError, match="search must be a SearchRequest"):
         facet.cluster(ClusterRequest("intent?", search="card"))  # type: ignore[arg-type]
+    # TypeErrors (and SQLite's parameter binding) before; 5 was an "unknown embedder".
+    for call, words in ((lambda: facet.jobs(limit="5"), "limit must be an int"),
+                        (lambda: facet.jobs(5), "collection must be a str or None"),
+                        (lambda: facet.collection(None), "name must be a str"),
+                        (lambda: facet.collection(b"docs"), "name must be a str"),
+                        (lambda: facet.delete_collection(["a"]), "name must be a str"),
+                        (lambda: facet.embed(["x"], embedder=5), "embedder must be a str or None")):
+        with pytest.raises(InvalidRequestError, match=words):
+            call()
     with pytest.raises(UnknownModelError, match="unknown embedder 'nope'"):
         facet.embed(["x"], embedder="nope")
     with pytest.raises(InvalidRequestError, match="unknown role 'passage'"):

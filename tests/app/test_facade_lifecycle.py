@@ -177,3 +177,26 @@ def test_the_langchain_default_refused_says_to_pass_facet(cache, settings, notes
             FacetRetriever(collection="notes", k=1).invoke("card")
         Facet.set_shared(mine)  # the advice, followed
         assert FacetRetriever(collection="notes", k=1).invoke("card declined")
+
+
+def test_set_shared_closes_the_shared_facet_it_replaces_when_shared_opened_it(
+        cache, settings, notes, no_shared, monkeypatch) -> None:
+    """Following the advice looped: the LangChain default (``Facet.shared()``, opened by it)
+    held the collection, ``Facet.set_shared(mine)`` replaced it but left it open (the user's
+    ``s = Facet.shared()`` still referenced it), and ``mine`` was refused again with advice to
+    call ``set_shared``. The one ``shared()`` opened is closed when replaced; one a caller gave
+    ``set_shared`` stays theirs."""
+    monkeypatch.setattr(Facet, "for_serving", classmethod(
+        lambda cls: cls.open(settings, embedders=cache)))
+    with Facet.open(settings, embedders=cache) as indexer:
+        indexer.index(notes, "notes")
+    default = Facet.shared()  # the LangChain classes' first use
+    default.search(SearchRequest("card", "notes"))  # holds it
+    with Facet.open(settings, embedders=cache) as mine:
+        Facet.set_shared(mine)
+        assert default._closed
+        assert mine.search(SearchRequest("card", "notes")).results
+        with Facet.open(settings, embedders=cache) as theirs:
+            Facet.set_shared(theirs)  # a facade a caller gave: not closed by the next one
+            Facet.set_shared(mine)
+            assert not theirs._closed

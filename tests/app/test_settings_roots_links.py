@@ -69,3 +69,20 @@ def test_a_default_data_folder_that_is_a_broken_link_says_so(tmp_path, dangling)
     assert "Traceback" not in said and len(said.splitlines()) == 1, said
     assert f"FACET_DATA_DIR (unset; its default {share / 'facet'}): {where} to {gone}" in said, said
     assert not gone.exists()
+
+
+@pytest.mark.parametrize(("name", "value", "words"), [
+    ("FACET_DATA_DIR", "~nosuchuser-facet/x", "FACET_DATA_DIR='~nosuchuser-facet/x': starts with "
+                                              "'~nosuchuser-facet', which cannot be expanded"),
+    ("FACET_UI_ALLOWED_ROOTS", '["/tmp", "~nosuchuser-facet/x"]',
+     "item 2 starts with '~nosuchuser-facet', which cannot be expanded"),
+])
+def test_a_home_of_no_user_is_one_line(tmp_path, name, value, words) -> None:
+    """``~nosuchuser/x`` was a RuntimeError traceback ("Could not determine home directory") at
+    every command's start."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FACET_")}
+    env |= {"FACET_DATA_DIR": str(tmp_path / "data"), name: value}
+    done = subprocess.run([sys.executable, "-m", "app", "collections"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert words in done.stderr and "(a list is written as JSON" not in done.stderr
