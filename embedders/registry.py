@@ -232,13 +232,15 @@ def register_checkpoints() -> list[str]:
             logger.warning("checkpoint %s not registered: %s", path, e)
             continue
         method = meta.get("method") if isinstance(meta, dict) else None
+        if not isinstance(method, str):  # {"method": 5} read "trained 5 checkpoint"
+            method = None
         description = f"trained {method or '?'} checkpoint ({path})"
 
         def factory(device: str | None = None, _path: Path = path, **_: Any) -> Embedder:
             return load_checkpoint(_path, device=device)
 
         _EMBEDDERS[name] = EmbedderInfo(name, description, "checkpoint", factory, path.resolve(),
-                                        method=method if isinstance(method, str) else None)
+                                        method=method)
         added.append(name)
     return added
 

@@ -29,6 +29,7 @@ from app.errors import DataError, InvalidRequestError
 from app.evaluation.loaders import BeirData
 from app.evaluation.metrics import ndcg_at_k, recall_at_k
 from app.services.search import SEARCH_MODES, SearchRequest
+from app.text import plural
 
 if TYPE_CHECKING:
     from app.core import Facet
@@ -208,7 +209,7 @@ def evaluate_collection(
     if not present:
         raise DataError(f"collection {collection!r}: {NOT_IN_COLLECTION} (0 of the {len(judged)} documents "
                         f"the qrels judge, such as {judged[0]!r}, is an indexed document of it; it holds "
-                        f"{info.documents_indexed} documents)")
+                        f"{plural(info.documents_indexed, 'document')})")
     if len(present) < len(judged) and warn is not None:
         warn(f"warning: only {len(present)} of the {len(judged)} judged documents are in collection "
              f"{collection!r} (coverage {100 * len(present) / len(judged):.1f}%); the others count as "
