@@ -595,6 +595,9 @@ class _Request:
     work: Callable[[], Any] | None = None
     # Throughput work: encoded in timed pieces, waiting queries served between them.
     bulk: bool = False
+    # The server's own bulk work (queued by ``encode(..., bulk=True)``, which waits for room):
+    # not counted against the limit on what clients queue.
+    own: bool = False
 
 
 @dataclass
@@ -696,6 +699,10 @@ class BatchingQueryEncoder:
             429); the server's own bulk work (``encode(..., bulk=True)``: an index job's or a
             clustering's pieces) waits for room instead, since refusing it failed the whole job
             while searches ran. A piece larger than the limit goes when nothing else waits.
+            A caller's request is measured against the texts callers queued only: the server's
+            own piece waiting in the queue refused every search (429, "32 texts are already
+            waiting") though no client had queued anything; that piece still waits for room
+            counting everything, so at most one of a job's pieces is queued beyond the limit.
         batch_size: the batch size passed to ``Embedder.encode`` (its forward passes).
         bulk_piece_ms: how long one piece of bulk work should take; None or 0 encodes each
             ``batch_size`` piece in one call (the vectors of one call bit for bit; pieces of
@@ -736,6 +743,8 @@ class BatchingQueryEncoder:
         self._urgent: deque[_Request] = deque()
         self._bulk: deque[_Request] = deque()
         self._pending = 0
+        # Of ``_pending``, the texts of the server's own bulk work (``_Request.own``).
+        self._own_pending = 0
         self._in_flight = 0
         lock = threading.RLock()
         self._cond = threading.Condition(lock)  # the model thread waits here for work
@@ -776,13 +785,14 @@ class BatchingQueryEncoder:
             return request.future
         order: list[int] | None = None
         if len(items) <= self.batch_size:
-            requests = [_Request(key, items, bulk=bulk)]
+            requests = [_Request(key, items, bulk=bulk, own=wait_for_room)]
         else:
             # A request of more texts than one forward pass is bulk work in pieces, so queries
             # sent meanwhile are served between them (one request of 512 long texts held every
             # search for 90 s); longest first, as one call batches them.
             pieces = longest_first(items, self.batch_size)
-            requests = [_Request(key, [items[i] for i in piece], bulk=True) for piece in pieces]
+            requests = [_Request(key, [items[i] for i in piece], bulk=True, own=wait_for_room)
+                        for piece in pieces]
             order = [i for piece in pieces for i in piece]
             bulk = True
         with self._cond:
@@ -790,13 +800,15 @@ class BatchingQueryEncoder:
                 raise FacetError("the query encoder is closed")
             if wait_for_room:
                 self._wait_for_room(len(items))
-            elif self._over_limit(len(items)):
+            elif self._over_client_limit(len(items)):
                 self.stats.busy_refusals += 1
                 raise BusyError(self._busy_message(len(items)), retry_after_s=1.0)
             if queued is not None:
                 queued.extend(requests)
             (self._bulk if bulk else self._urgent).extend(requests)
             self._pending += len(items)
+            if wait_for_room:
+                self._own_pending += len(items)
             self._start()
             self._cond.notify()
         if len(requests) == 1:
@@ -944,12 +956,26 @@ class BatchingQueryEncoder:
             return self._in_flight
 
     def _over_limit(self, count: int) -> bool:
-        """Whether ``count`` more texts would pass ``max_pending_texts`` (under the lock). A
-        request larger than the limit still goes into an empty queue."""
+        """Whether ``count`` more texts would pass ``max_pending_texts``, counting every text
+        queued (under the lock): what the server's own bulk work waits on. A piece larger than
+        the limit still goes into an empty queue."""
         return bool(self._pending) and self._pending + count > self.max_pending_texts
 
+    def _client_pending(self) -> int:
+        """Texts queued by callers (under the lock): all but the server's own bulk work."""
+        return self._pending - self._own_pending
+
+    def _over_client_limit(self, count: int) -> bool:
+        """Whether a caller's ``count`` more texts would pass ``max_pending_texts``, counting
+        the texts callers queued (under the lock); the server's own bulk work waiting there
+        refused every search while an index job ran. A request larger than the limit still goes
+        when no caller's text waits."""
+        waiting = self._client_pending()
+        return bool(waiting) and waiting + count > self.max_pending_texts
+
     def _busy_message(self, count: int) -> str:
-        waiting = f"{plural(self._pending, 'text')} {'is' if self._pending == 1 else 'are'}"
+        pending = self._client_pending()
+        waiting = f"{plural(pending, 'text')} {'is' if pending == 1 else 'are'}"
         return (f"{waiting} already waiting to be encoded; the {count:,} of this request would "
                 f"pass the limit of {self.max_pending_texts:,} (FACET_MAX_PENDING_TEXTS); retry "
                 "shortly or send fewer texts per request")
@@ -967,9 +993,11 @@ class BatchingQueryEncoder:
         if self._closed:
             raise FacetError("the query encoder is closed")
 
-    def _left(self, count: int) -> None:
-        """``count`` texts left the queue (under the lock): bulk callers may have room now."""
-        self._pending -= count
+    def _left(self, requests: Sequence[_Request]) -> None:
+        """``requests`` left the queue (taken, or dropped; under the lock): bulk callers may
+        have room now."""
+        self._pending -= sum(len(r.texts) for r in requests)
+        self._own_pending -= sum(len(r.texts) for r in requests if r.own)
         self._room.notify_all()
 
     # ------------------------------------------------------------ model thread
@@ -1000,7 +1028,7 @@ class BatchingQueryEncoder:
                 return []
             batch, size = [first], len(first.texts)
             if first.work is not None:
-                self._left(size)
+                self._left(batch)
                 self._in_flight = size
                 return batch
             deadline = time.perf_counter() + self.max_wait_s
@@ -1010,7 +1038,7 @@ class BatchingQueryEncoder:
                 if size >= self.max_batch_texts or remaining <= 0 or self._closed:
                     break
                 self._cond.wait(timeout=remaining)
-            self._left(size)
+            self._left(batch)
             self._in_flight = size
             return batch
 
@@ -1048,7 +1076,7 @@ class BatchingQueryEncoder:
 
     def _drop(self, request: _Request) -> None:
         """A request cancelled while it waited, taken off the queue (under the lock)."""
-        self._left(len(request.texts))
+        self._left([request])
         self.stats.cancelled_texts += len(request.texts)
 
     def _fail(self, batch: list[_Request], error: BaseException) -> None:

@@ -193,7 +193,8 @@ class SearchResult:
             rank score (hybrid).
         rerank_score: the reranker's cosine, None without a rerank.
         more_chunks: with ``group_by_document``, the numbers of the document's other matching
-            chunks among the candidates; else empty.
+            chunks among the candidates (those scoring ``score_threshold`` or more, where one is
+            given); else empty.
     """
 
     rank: int
@@ -1264,7 +1265,7 @@ class SearchService:
                                       else [None] * len(hits))
         more: list[list[int]] = [[] for _ in hits]
         if request.group_by_document:
-            hits, scores, more = self._group(hits, scores)
+            hits, scores, more = self._group(hits, scores, request.score_threshold)
         lexical = self._lexical_definition(request.collection) if mode != "dense" and hits else None
         results = [self._result(i, h, request.query, scores[i], more[i], lexical)
                    for i, h in enumerate(hits[:request.top_k])]
@@ -1607,10 +1608,13 @@ class SearchService:
                                       param=e.param) from e
 
     @staticmethod
-    def _group(hits: Sequence[Hit], scores: Sequence[float | None]
+    def _group(hits: Sequence[Hit], scores: Sequence[float | None], threshold: float | None = None
                ) -> tuple[list[Hit], list[float | None], list[list[int]]]:
         """The best-ranked hit of each document, in rank order, with the chunk numbers of
-        that document's other hits."""
+        that document's other hits: those scoring ``threshold`` or more where one is given (a
+        result's score: the rerank score, else the search's). They were all counted, so a
+        thresholded search said "+6 more chunks" of a document with one other chunk above it.
+        (A document whose best hit is below ``threshold`` is dropped with the results.)"""
         first: dict[str, int] = {}
         out_hits: list[Hit] = []
         out_scores: list[float | None] = []
@@ -1618,7 +1622,8 @@ class SearchService:
         for hit, score in zip(hits, scores, strict=True):
             doc = str(hit.payload.get("doc_id", ""))
             if doc in first:
-                more[first[doc]].append(int(hit.payload.get("chunk_no", 0)))
+                if threshold is None or (score if score is not None else hit.score) >= threshold:
+                    more[first[doc]].append(int(hit.payload.get("chunk_no", 0)))
                 continue
             first[doc] = len(out_hits)
             out_hits.append(hit)
