@@ -234,7 +234,7 @@ def test_readme_tells_how_to_run_facet_and_its_options_exist() -> None:
     search_help = runner.invoke(cli, ["search", "--help"], terminal_width=200).output
     for option in ("--no-sync", "--text-column", "--allow-failures"):
         assert option in readme and option in index_help, option
-    assert "--group-by-document" in readme and "--group-by-document" in search_help
+    assert "--per-chunk" in readme and "--per-chunk" in search_help  # grouped by default
     for suffix in (".txt", ".pdf", ".docx", ".json", ".jsonl", ".csv", ".html"):
         assert suffix in readme
     assert "FACET_MAX_DOCUMENT_MB" in readme and "exits 4" in readme
