@@ -23,6 +23,7 @@ from gradio import utils as gr_utils
 from app.core import Facet
 from app.encoding import warm_up_clustering
 from app.errors import InvalidRequestError
+from app.services.clustering import MAX_K, ClusterRequest
 from app.services.search import SEARCH_MODES
 from app.settings import FacetSettings, get_settings
 from ui import render
@@ -393,6 +394,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                         # no box; the handler's message says which and why (docs/ui.md).
                         k_k = gr.Number(label="k (0 = choose by silhouette)", value=0,
                                         precision=0, elem_id="cluster-k")
+                        # The silhouette's bound (POST /cluster's max_k, the CLI's --max-k):
+                        # without it k = 0 never chose more than 10, on data of 147 classes.
+                        k_max_k = gr.Number(label=f"Largest k to try (with k = 0; 2 to {MAX_K})",
+                                            value=ClusterRequest.max_k, precision=0,
+                                            elem_id="cluster-max-k")
                         k_embedder = picker(label="Instruction embedder", choices=embedders,
                                             elem_id="cluster-embedder",
                                             value=settings.default_embedder
@@ -530,9 +536,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # Not the pasted texts' box: its Enter is a new line.
         cluster_event = run_button(
             k_button, [k_button.click, *submits(k_filters, k_query, k_query_instruction, k_limit,
-                                                k_instruction, k_k)], h.cluster,
+                                                k_instruction, k_k, k_max_k)], h.cluster,
             [k_source, k_collection, k_filters, k_limit, k_query, k_query_instruction, k_pasted,
-             k_upload, k_labels, k_instruction, k_k, k_embedder, k_explainer],
+             k_upload, k_labels, k_instruction, k_k, k_embedder, k_explainer, k_max_k],
             [k_summary, k_plot, k_table, k_csv],
             api_name="cluster", show_progress_on=k_summary, stop=k_stop, **model)
         # Stop: Gradio cancels the event (the page is free at once) and the handler has the

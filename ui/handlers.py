@@ -41,9 +41,11 @@ from app.errors import (
 )
 from app.services.clustering import (
     K_BY_SILHOUETTE,
+    MAX_K,
     ClusterRequest,
     ClusterResponse,
     k_option,
+    labels_v_measure,
     limit_option,
 )
 from app.services.collections import JobInfo
@@ -556,9 +558,12 @@ class UiHandlers:
                 limit: float | None, query: str | None, query_instruction: str | None,
                 pasted: str | None, upload: str | None, labels_file: str | None,
                 instruction: str | None, k: float | None, embedder: str | None,
-                explainer: str | None, progress: gr.Progress = gr.Progress(),
+                explainer: str | None, max_k: float | None = None,
+                progress: gr.Progress = gr.Progress(),
                 ) -> tuple[str, Any, list[list[Any]], str | None]:
-        """Cluster tab: summary (with the V-measure when labels are given), map, clusters, CSV."""
+        """Cluster tab: summary (with the V-measure when labels are given), map, clusters, CSV.
+        ``max_k`` ("Largest k to try", empty: 10) bounds k chosen by silhouette (k = 0) as
+        POST /cluster's max_k and the CLI's --max-k do; a given k leaves it unused."""
         started = time.perf_counter()
         limit_ = self.settings.ui_max_query_chars
         clean = inputs.require_text(instruction, "instruction", DEFAULT_CLUSTER_INSTRUCTION)
@@ -569,6 +574,10 @@ class UiHandlers:
         self._warn(notices)
         n = limit_option(int(limit or 0))
         chosen_k = k_option(int(k or 0))
+        top = ClusterRequest.max_k if max_k is None else int(max_k)
+        if chosen_k is None and not 2 <= top <= MAX_K:
+            raise InvalidRequestError(f"Largest k to try must be from 2 to {MAX_K}, got {top} "
+                                      "(it bounds k chosen by silhouette, k = 0)")
         texts: list[str] | None = None
         search: SearchRequest | None = None
         name: str | None = None
@@ -621,6 +630,7 @@ class UiHandlers:
             instruction=clean, texts=texts, collection=name, search=search,
             filters=inputs.parse_filter_text(filters) if name else {},
             limit=n if name else None, k=chosen_k,
+            max_k=top if chosen_k is None else ClusterRequest.max_k,
             embedder=self._model(embedder, "embedder",
                                  collection=name or (search.collection if search else None)),
             explainer=None if explainer in (None, "", NO_EXPLAINER) else
@@ -660,7 +670,7 @@ class UiHandlers:
         used = self._choice(response.embedder, response.embedder_spec)
         summary = render.cluster_summary(response, wall_s=wall, v_measure=score,
                                          label_count=len(set(labels)) if labels else None,
-                                         notices=notices, embedder=used)
+                                         notices=notices, embedder=used, max_k=top)
         figure = render.cluster_figure(response, title=f"{len(response.texts):,} texts, "
                                        f"k={response.k}: {clean[:80]}")
         csv_path = render.write_cluster_csv(response, self.export_dir, labels)
@@ -727,10 +737,7 @@ class UiHandlers:
 
     @staticmethod
     def _v_measure(labels: list[str], response: ClusterResponse) -> float:
-        from app.evaluation.metrics import v_measure
-
-        ids = {label: i for i, label in enumerate(dict.fromkeys(labels))}
-        return v_measure([ids[label] for label in labels], response.labels)
+        return labels_v_measure(labels, response.labels)
 
     # ---------------------------------------------------------------- index
 

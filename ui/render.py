@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.services.clustering import far_apart
 from app.services.search import why_no_results
 from app.text import plural, size_text
 
@@ -317,19 +318,33 @@ def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
 
 def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: float | None,
                     label_count: int | None, notices: Sequence[str] = (),
-                    embedder: str | None = None) -> str:
+                    embedder: str | None = None, max_k: int | None = None) -> str:
     """What was clustered and how well: texts, k, silhouette, V-measure against labels, time;
     the response's note (fewer clusters than asked for, and why) is shown above it.
     ``embedder`` is the spec that encoded the texts (the response's ``embedder_spec``, shown
     by the page's ``_choice``): ``response.embedder`` names the model only ("minilm" for
-    ``minilm[instruction_weight=1]``)."""
+    ``minilm[instruction_weight=1]``). ``max_k`` is the "Largest k to try" asked for: a k
+    chosen by silhouette that reached it is said to be the largest tried (a larger one may
+    fit better), as ``facet cluster`` says of its --max-k; ``label_count`` is the number of
+    classes of the gold labels, named where it is far from a chosen k (the user can set k)."""
     texts = len(response.texts)
     parts = [f"<b>{texts:,}</b> {'text' if texts == 1 else 'texts'}, <b>k = {response.k}</b>"
              + (" (chosen by silhouette)" if response.k_chosen else "")]
     if response.silhouette is not None:
-        parts.append(f"silhouette {response.silhouette:.3f}")
+        tried = response.max_k_tried if response.k_chosen else None
+        parts.append(f"silhouette {response.silhouette:.3f}"
+                     + (f", the best of k = 2 to {tried}" if tried else ""))
+    capped = (response.k_chosen and response.max_k_tried is not None
+              and response.k == response.max_k_tried
+              and (max_k is None or response.max_k_tried == max_k))
+    if capped:
+        parts.append(f"<b>{response.k} is the largest k tried</b> (Largest k to try): a larger "
+                     "one may find a better k")
     if v_measure is not None:
         parts.append(f"<b>V-measure {100 * v_measure:.2f}</b> against the {label_count} given labels")
+        if response.k_chosen and label_count and far_apart(label_count, response.k):
+            parts.append(f"the labels have {label_count:,} classes: set k to {label_count:,} "
+                         "to cluster into as many")
     parts.append(f"embedder {esc(embedder or response.embedder)}"
                  + (f", names from {esc(response.explainer)}" if response.explainer else
                     ", names from keywords"))

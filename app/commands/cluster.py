@@ -10,7 +10,8 @@ or from a collection (``--collection``, with ``--filter``). The work is the clus
 k-means groups them, and an explainer (``--explain``: an InBedder checkpoint, or an
 embedder registered as one) answers the same instruction about
 every text; each cluster is described by the most distinctive words of its members' answers, its most
-shared answer and its most central members.
+shared answer and its most central members. ``--labels FILE`` (gold labels of a file's texts, read
+as the UI's gold-labels upload) adds the V-measure against them, as the UI's Cluster tab gives it.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ DEFAULT_K = 8
 CHOOSE_TEXT_COLUMN = "name the one holding the texts with --text-column NAME"
 
 
-def read_texts(path: Path, limit: int | None = None, text_column: str | None = None) -> list[str]:
+def read_texts(path: Path, limit: int | None = None, text_column: str | None = None,
+               held_count: list[int] | None = None) -> list[str]:
     """Texts from a .txt, .json, .jsonl or .csv file (``read_text_file``: the column or field
     ``text_column``, else text, contents, content or body), the first ``limit`` of them (None
-    or 0: all).
+    or 0: all). ``held_count``, where given, gets the number of texts the file holds (before
+    the limit: what ``--labels`` is counted against).
 
     Raises:
         NotFoundError: no such file.
@@ -74,12 +77,47 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
             raise
         raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
     texts = held[:limit] if limit else held
+    if held_count is not None:
+        held_count.append(len(held))
     if len(texts) < 2:
         # "holds 1 text (--limit 1)" of a file of 12: what it holds, then what the limit took.
         took = f"; --limit {limit} took {len(texts)}" if limit and len(held) > len(texts) else ""
         raise InvalidRequestError(f"{path} holds {plural(len(held), 'text')}{took}; clustering "
                                   f"needs at least 2{'; give a larger --limit' if took else ''}")
     return texts
+
+
+def read_gold_labels(path: Path) -> list[str]:
+    """Gold labels of a file's texts, in order, read as the UI's gold-labels upload reads them
+    (``read_label_file``: a .json list or an object with a ``labels`` list, else one per line).
+
+    Raises:
+        NotFoundError: no such file.
+        DataError: a file the reader refuses.
+        InvalidRequestError: a folder.
+    """
+    from app.services.clustering import read_label_file
+
+    if path.is_dir():
+        raise InvalidRequestError(f"--labels {path} is a folder; give a file of labels, one per "
+                                  "text in order (.json list or labels.json, or lines)")
+    if not path.is_file():
+        raise NotFoundError(f"--labels {path} does not exist")
+    return read_label_file(path)
+
+
+def labels_line(v_measure: float, labels: list[str], k: int, k_chosen: bool) -> str:
+    """The summary's line of the V-measure against gold labels ("V-measure 57.79 against 500
+    labels (147 classes)"), with the number of classes to give as --k where k chosen by
+    silhouette is far from it (``far_apart``, as the UI's summary says it)."""
+    from app.services.clustering import far_apart
+
+    classes = len(set(labels))
+    line = (f"V-measure {100 * v_measure:.2f} against {plural(len(labels), 'label')} "
+            f"({plural(classes, 'class', 'classes')})")
+    if k_chosen and far_apart(classes, k):
+        line += f"; the labels have {classes:,} classes: --k {classes} clusters into as many"
+    return line
 
 
 def _same_file(out: Path, source: Path) -> bool:
@@ -281,6 +319,11 @@ def register(cli: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option(
             "--json", help="machine-readable output: one JSON object (as POST /cluster answers, "
                            "with each cluster's members) instead of the listing")] = False,
+        labels: Annotated[Path | None, typer.Option(
+            "--labels", help="gold labels of the file's texts, one per text in order (.json "
+                             "list or labels.json, else one per line, as the UI's upload): the "
+                             "summary and --json give the V-measure against them",
+            callback=expand_home)] = None,
     ) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
         from app.commands.search import spec_label
@@ -293,6 +336,9 @@ def register(cli: typer.Typer) -> None:
         if source is not None and filters:
             raise InvalidRequestError("--filter selects a collection's chunks (with --collection); "
                                       "a file's texts are all clustered")
+        if labels is not None and source is None:
+            raise InvalidRequestError("--labels scores the clustering of a file's texts (one label "
+                                      "per text, in order); a collection's chunks have none")
         if text_column is not None and source is None:
             raise InvalidRequestError("--text-column names a file's column of texts; a collection's "
                                       "chunks are their text")
@@ -310,7 +356,17 @@ def register(cli: typer.Typer) -> None:
                                       "the result there would overwrite it: name another JSON file")
         if out is not None:  # before the work (a folder or a read-only path was found at the end)
             prepare_out_file(out)
-        texts = read_texts(source, limit, text_column) if source is not None else None
+        held: list[int] = []
+        texts = read_texts(source, limit, text_column, held) if source is not None else None
+        gold: list[str] | None = None
+        if labels is not None and texts is not None:
+            gold = read_gold_labels(labels)
+            # Counted before --limit, as the UI's upload: the labels label the whole file.
+            if len(gold) != held[0]:
+                raise InvalidRequestError(f"--labels {labels} holds {plural(len(gold), 'label')} "
+                                          f"for the {plural(held[0], 'text')} of {source}; give "
+                                          "one label per text, in the same order")
+            gold = gold[:len(texts)]
         cap = get_settings().max_cluster_texts
         if texts is not None and len(texts) > cap:
             raise TooLargeError(f"{source} holds {plural(len(texts), 'text')}, more than the "
@@ -359,6 +415,12 @@ def register(cli: typer.Typer) -> None:
         chosen = k_line(result, request.max_k)
         if chosen:
             typer.echo(chosen, err=True)
+        score: float | None = None
+        if gold is not None:
+            from app.services.clustering import labels_v_measure  # (the UI's V-measure too)
+
+            score = labels_v_measure(gold, result.labels)
+            typer.echo(printable(labels_line(score, gold, result.k, result.k_chosen)), err=True)
         if result.note:
             typer.echo(f"note: {printable(result.note)}", err=True)
         # With --json the object replaces the listing, as `facet search --json`'s; with `-o -`
@@ -376,6 +438,8 @@ def register(cli: typer.Typer) -> None:
         if out is None and not as_json:
             return
         payload = cluster_payload(result, str(source or collection), seed)
+        if score is not None:
+            payload["v_measure"] = score
         if as_json:
             typer.echo(printable_json(payload))
         if out is not None and not (to_stdout and as_json):  # (`--json -o -`: printed once)

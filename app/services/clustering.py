@@ -1286,6 +1286,27 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
     return [line.strip() for line in raw.splitlines() if line.strip()]
 
 
+def labels_v_measure(labels: Sequence[str], clusters: Sequence[int]) -> float:
+    """The V-measure (0 to 1) of ``clusters`` (a clustering's label per text) against gold
+    ``labels`` (strings, one per text, in the same order), as the Cluster tab and ``facet
+    cluster --labels`` report it (``app.evaluation.metrics.v_measure``).
+
+    Raises:
+        ValueError: the two lists differ in length.
+    """
+    from app.evaluation.metrics import v_measure
+
+    ids = {label: i for i, label in enumerate(dict.fromkeys(labels))}
+    return v_measure([ids[label] for label in labels], list(clusters))
+
+
+def far_apart(classes: int, k: int) -> bool:
+    """Whether the number of gold classes and a k chosen by silhouette differ a lot (one at
+    least twice the other): the V-measure then says more about k than about the grouping, and
+    the Cluster tab and ``facet cluster --labels`` name the number of classes."""
+    return max(classes, k) >= 2 * min(classes, k)
+
+
 def read_label_file(path: Path, name: str | None = None) -> list[str]:
     """Gold labels of texts, in order: ``.json`` (a list, or an object with a ``labels`` list,
     as GoalEx's labels.json), else one label per line.

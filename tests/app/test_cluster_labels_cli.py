@@ -1,0 +1,62 @@
+"""`facet cluster FILE --labels LABELS`: the V-measure against gold labels, as only the UI's
+Cluster tab gave it (a CLI user scored the --json labels with a script of their own). The
+labels are read as the UI's upload reads them; a count other than the texts' and a clustering
+of a collection are refused with one line (exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+from sklearn.metrics import v_measure_score
+
+from tests.app.cli_runner import invoke_cli
+
+TEXTS = ["My card has not arrived yet.", "Where is my new card?", "The card I ordered never came.",
+         "I want a refund for this.", "Please give my money back.", "Refund the payment, please."]
+GOLD = ["card", "card", "card", "refund", "refund", "money"]
+
+
+def _files(tmp_path):
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS))
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"labels": GOLD}))  # GoalEx's labels.json, as the UI reads it
+    return src, labels, {"FACET_DATA_DIR": str(tmp_path / "data")}
+
+
+def test_labels_give_the_v_measure_in_the_summary_and_json(tmp_path) -> None:
+    src, labels, env = _files(tmp_path)
+    base = ["cluster", str(src), "-i", "What does the customer want?", "--embedder", "minilm",
+            "--explain", "", "--labels", str(labels)]
+    result = invoke_cli(*base, "--k", "2", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    expected = v_measure_score(GOLD, payload["labels"])
+    assert abs(payload["v_measure"] - expected) < 1e-9
+    assert f"V-measure {100 * expected:.2f} against 6 labels (3 classes)" in result.stderr
+    # k chosen by silhouette, capped at 2 by --max-k, with labels of 6 classes: named.
+    spread = tmp_path / "six.txt"
+    spread.write_text("\n".join(f"c{i}" for i in range(6)))
+    chosen = invoke_cli(*base[:-1], str(spread), "--k", "0", "--max-k", "2", env=env)
+    assert chosen.returncode == 0, chosen.stderr
+    assert "against 6 labels (6 classes); the labels have 6 classes: --k 6" in chosen.stderr
+
+
+def test_labels_refused_for_a_wrong_count_or_a_collection(tmp_path) -> None:
+    src, _labels, env = _files(tmp_path)
+    short = tmp_path / "short.txt"
+    short.write_text("card\nrefund\n")
+    wrong = invoke_cli("cluster", str(src), "-i", "x", "--embedder", "minilm", "--explain", "",
+                       "--labels", str(short), env=env)
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip() == (f"error: --labels {short} holds 2 labels for the 6 texts of "
+                                    f"{src}; give one label per text, in the same order")
+    # Counted against the whole file, as the UI's upload: --limit then takes the first ones.
+    limited = invoke_cli("cluster", str(src), "-i", "x", "--embedder", "minilm", "--explain", "",
+                         "--labels", str(short), "--limit", "2", env=env)
+    assert limited.returncode == 2 and "2 labels for the 6 texts" in limited.stderr
+    other = invoke_cli("cluster", "--collection", "notes", "-i", "x", "--labels", str(short),
+                       env=env)
+    assert other.returncode == 2
+    assert other.stderr.strip() == ("error: --labels scores the clustering of a file's texts "
+                                    "(one label per text, in order); a collection's chunks have none")

@@ -1,0 +1,54 @@
+"""The Cluster tab's "Largest k to try" box in a real browser (as ``test_browser.py`` drives the
+page): k = 0 chose by silhouette from 2 to 10 with no way to try more, and the page never said
+that the k it chose was that cap (on CLINC's 147 intents it printed k = 10, V-measure 57.79;
+k = 147 gives 91.22). The box is passed as max_k; the summary says when the chosen k is the
+largest tried and, with gold labels, how many classes they have."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import NOTES
+from .test_browser import (  # noqa: F401  (page: the fixture)
+    CHROMIUM,
+    fill_picker,
+    open_tab,
+    page,
+    toast_text,
+    wait_for_uploads,
+)
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
+                             "chromium` (Playwright's browser download is not used)")
+
+
+def test_largest_k_to_try_bounds_k_0_and_the_summary_says_it_is_the_cap(page, tmp_path: Path  # noqa: F811
+                                                                        ) -> None:
+    open_tab(page, "Cluster")
+    assert page.locator("#cluster-max-k input[type=number]").count() == 1, "no Largest k box"
+    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
+    page.fill("#cluster-texts textarea", "\n".join(NOTES))
+    # One class per text: 6 classes, far from the k of 2 the box allows.
+    labels = tmp_path / "gold-classes.txt"
+    labels.write_text("\n".join(f"class{i}" for i in range(len(NOTES))))
+    page.set_input_files("#cluster-labels input[type=file]", str(labels))
+    wait_for_uploads(page, "#cluster-labels", ["gold-classes"])
+    fill_picker(page, "#cluster-embedder", "minilm")
+    page.fill("#cluster-instruction textarea", "What does the customer want?")
+    page.fill("#cluster-k input[type=number]", "0")
+
+    page.fill("#cluster-max-k input[type=number]", "51")  # over MAX_K: refused, named
+    page.click("#cluster-button")
+    assert "Largest k to try must be from 2 to 50, got 51" in toast_text(page)
+
+    page.fill("#cluster-max-k input[type=number]", "2")
+    page.click("#cluster-button")
+    summary = page.locator("#cluster-summary", has_text="largest k tried")
+    summary.wait_for()
+    text = " ".join(summary.inner_text().split())
+    assert "6 texts, k = 2 (chosen by silhouette)" in text, text
+    assert "the best of k = 2 to 2" in text and "2 is the largest k tried" in text, text
+    assert "the labels have 6 classes: set k to 6" in text, text
