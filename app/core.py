@@ -263,6 +263,14 @@ class _Held:
             base.flush_truncation_notes()
 
 
+def _close_when_idle(facade: Facet) -> None:
+    """Close ``facade`` once its job runner has no job queued or running."""
+    runner = facade.job_runner
+    while getattr(runner, "busy", False) and not facade._closed:
+        time.sleep(0.2)
+    facade.close()
+
+
 def _abandon_job(indexing: IndexService, job: PreparedJob) -> None:
     indexing.fail(job.job_id, "the server stopped before the job started; submit it again")
 
@@ -320,6 +328,7 @@ class Facet:
                                          on_abandon=functools.partial(_abandon_job, self.indexing))
         self._held = _Held(context, runner, self.encoder if self._owns_encoder else None)
         self._closed = False
+        self._closed_by: str | None = None  # why, where not its own close() (set_shared)
         # Closes what it holds when the facade is dropped unclosed; at exit, ``_OPEN``'s hook
         # closes it instead (with the reason a running job's message gives).
         self._finalizer = weakref.finalize(self, self._held.close)
@@ -384,7 +393,17 @@ class Facet:
         with cls._shared_lock:
             previous, opened = cls._shared, cls._shared_opened
             cls._shared, cls._shared_opened = facet, False
-        if previous is not None and previous is not facet and opened:
+        if previous is None or previous is facet or not opened or previous._closed:
+            return
+        previous._closed_by = ("Facet.set_shared replaced it as the process's shared Facet and "
+                               "closed it: Facet.shared() returns the new one")
+        runner = previous.job_runner
+        if getattr(runner, "busy", False):
+            # Its index jobs finish first (closing stopped a running one, "interrupted"); it
+            # is closed when they end, in a thread of its own.
+            threading.Thread(target=_close_when_idle, args=(previous,), daemon=True,
+                             name="facet-close-when-idle").start()
+        else:
             previous.close()
 
     def close(self, *, reason: str | None = None) -> None:
@@ -408,7 +427,8 @@ class Facet:
         """A closed facade refuses work: it reopened the store (holding the folder again, past
         its own close) and a queued job left an empty collection."""
         if self._closed:
-            raise InvalidRequestError("this Facet is closed; open another one (Facet.open(), "
+            why = f" ({self._closed_by})" if self._closed_by else ""
+            raise InvalidRequestError(f"this Facet is closed{why}; open another one (Facet.open(), "
                                       "Facet.for_serving())")
 
     def __enter__(self) -> Facet:

@@ -266,6 +266,11 @@ class ThreadJobRunner:
                 logger.warning("job %d did not stop within %gs; it shows interrupted once this "
                                "process ends", running.job_id, self.stop_wait_s)
 
+    @property
+    def busy(self) -> bool:
+        """Whether a submitted job is queued or running."""
+        return bool(self._queue.unfinished_tasks)
+
     def join(self, timeout: float = 600.0) -> bool:
         """Wait until every submitted job is done (tests, scripts); False on timeout."""
         deadline = time.monotonic() + timeout

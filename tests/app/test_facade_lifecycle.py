@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.core import Facet
-from app.errors import ConflictError
+from app.errors import ConflictError, InvalidRequestError
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
 
@@ -200,3 +200,31 @@ def test_set_shared_closes_the_shared_facet_it_replaces_when_shared_opened_it(
             Facet.set_shared(theirs)  # a facade a caller gave: not closed by the next one
             Facet.set_shared(mine)
             assert not theirs._closed
+
+
+def test_set_shared_lets_the_replaced_facets_jobs_finish_and_says_why_it_closed(
+        cache, settings, notes, tmp_path, no_shared, monkeypatch) -> None:
+    """set_shared closed the replaced shared facade at once: its running index job ended
+    "interrupted (its Facet closing)", and a user still holding it read only "this Facet is
+    closed". Its jobs now finish first, then it closes, and its refusal says set_shared did it."""
+    monkeypatch.setattr(Facet, "for_serving", classmethod(
+        lambda cls: cls.open(settings, embedders=cache)))
+    more = tmp_path / "more"
+    more.mkdir()
+    for i in range(40):
+        (more / f"m{i}.txt").write_text(f"Note {i}: my card payment number {i} was declined twice.")
+    default = Facet.shared()
+    job = default.submit_index(more, "more")
+    with Facet.open(settings.model_copy(update={"data_dir": tmp_path / "other"}),
+                    embedders=cache) as mine:
+        Facet.set_shared(mine)
+        assert Facet.shared() is mine
+        deadline = time.monotonic() + 120
+        while not default._closed and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert default._closed, "the replaced facade was not closed once its job ended"
+    with Facet.open(settings, embedders=cache) as reader:
+        assert reader.job(job.id).state == "completed"
+    with pytest.raises(InvalidRequestError, match=r"this Facet is closed \(Facet.set_shared "
+                                                  r"replaced it as the process's shared Facet"):
+        default.search(SearchRequest("card", "more"))
