@@ -42,3 +42,15 @@ def refuse_stdout_folder(path: Path | str, flag: str, what: str) -> None:
 
         raise InvalidRequestError(f"{flag} - is standard output, but {what} is a folder of files; "
                                   f"give a folder (one named '-' is given by its full path, \"$PWD/-\")")
+
+
+def expand_user(path: Path | str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell does; one that cannot
+    be (no such user, no home folder) is kept as written, as a shell keeps it, so it is then
+    a path that does not exist (a 404 / "no such file"), not a RuntimeError ("Could not
+    determine home directory": a 500 over HTTP, a traceback on the command line)."""
+    path = Path(path)
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        return path

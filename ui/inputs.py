@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.files import expand_user
 from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file
 from app.services.search import parse_filters
 
@@ -352,8 +353,8 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path]) -> Path:
     if "\x00" in text:  # no path holds one ("Something went wrong on the server")
         raise InvalidRequestError("A folder name cannot hold a NUL character; pick a folder "
                                   f"under {', '.join(str(r) for r in roots)}")
-    resolved_roots = [Path(r).expanduser().resolve() for r in roots]
-    candidate = Path(text).expanduser()
+    resolved_roots = [expand_user(r).resolve() for r in roots]
+    candidate = expand_user(text)
     if not candidate.is_absolute():
         candidate = resolved_roots[0] / candidate
     resolved = candidate.resolve()
@@ -382,7 +383,7 @@ def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200) -> 
     """The allowed roots and their subfolders down to ``depth`` (hidden ones skipped)."""
     found: list[str] = []
     for root in roots:
-        base = Path(root).expanduser().resolve()
+        base = expand_user(root).resolve()
         if not base.is_dir():
             continue
         found.append(str(base))

@@ -30,7 +30,7 @@ from app.errors import (
     UnknownModelError,
     as_domain_error,
 )
-from app.files import is_stdout, probe_writable
+from app.files import expand_user, is_stdout, probe_writable
 from app.settings import get_settings
 from app.text import printable
 
@@ -250,7 +250,7 @@ def expand_home(path: Path | None) -> Path | None:
     shell leaves a quoted ``'~/t.txt'`` or ``--out=~/cl.json`` as it is, and `facet cluster`
     said the file did not exist, or wrote into a folder named ``~`` under the current one.
     A typer callback for the commands' path arguments and options."""
-    return None if path is None else path.expanduser()
+    return None if path is None else expand_user(path)
 
 
 def prepare_out_file(out: Path, flag: str = "--out") -> None:
@@ -265,7 +265,7 @@ def prepare_out_file(out: Path, flag: str = "--out") -> None:
     """
     if is_stdout(out):
         return
-    out = out.expanduser()
+    out = expand_user(out)
     if out.is_dir():
         raise InvalidRequestError(f"{flag} {out} is a folder; name the JSON file to write")
     try:
@@ -295,7 +295,7 @@ def write_out_file(out: Path, text: str, flag: str = "--out") -> None:
     if is_stdout(out):
         typer.echo(text)
         return
-    out = out.expanduser()
+    out = expand_user(out)
     # Written beside it, then renamed over it: a full disk cut the file short in place, the
     # earlier output lost and the new one invalid JSON (or a 0-byte file on a first run). Only
     # a new file or a plain one of this user's with no other name: a symlink, a device

@@ -10,6 +10,7 @@ import typer
 
 from app.commands.common import expand_home, handle_errors
 from app.errors import DataError, InvalidRequestError, NotFoundError
+from app.files import expand_user
 from app.settings import get_settings
 from app.text import printable_json
 
@@ -52,7 +53,7 @@ def _loads_as(spec: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     if info is not None:
         where = str(info.path) if info.path is not None else info.name
     else:
-        where = str(Path(base).expanduser().resolve())  # a checkpoint folder, however it is written
+        where = str(expand_user(base).resolve())  # a checkpoint folder, however it is written
     return where, tuple(sorted(options.items()))
 
 
@@ -237,7 +238,7 @@ def eval_cmd(
                                   "instruction use --instruction TASK=TEXT")
     task_list = list(user_tasks)
     if not task or tasks:
-        root = (data_dir or settings.shared_data_dir).expanduser()
+        root = expand_user(data_dir or settings.shared_data_dir)
         root = root if root.is_absolute() else Path.cwd() / root
         if not root.is_dir():
             raise NotFoundError(f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from app.errors import DataError, InvalidRequestError
 from app.evaluation.loaders import BeirData
 from app.evaluation.metrics import ndcg_at_k, recall_at_k
+from app.files import expand_user
 from app.services.search import SEARCH_MODES, SearchRequest
 from app.text import plural
 
@@ -83,12 +84,12 @@ def parse_beir_task(items: Sequence[str], split: str | None) -> tuple[Path, str]
                                   "embedder, not a collection)")
     raw = raw.strip()
     given = ""
-    if "@" in raw and not Path(raw).expanduser().exists():
+    if "@" in raw and not expand_user(raw).exists():
         raw, _, given = raw.rpartition("@")
         given = given.strip()
     if given and split and given != split:
         raise InvalidRequestError(f"--task {item!r} reads split {given!r} and --split {split!r}; give one")
-    folder = Path(raw).expanduser()
+    folder = expand_user(raw)
     _check_layout(item, "beir", folder)
     return folder, _beir_split(item, folder, given or split or "")
 

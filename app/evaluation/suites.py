@@ -28,6 +28,7 @@ from app.evaluation.tasks import (
     Task,
     ViewInstruction,
 )
+from app.files import expand_user
 
 SUITES = ("quick", "full")
 SEED = 0
@@ -358,7 +359,7 @@ def _unique_names(entries: list[tuple[str, Path, str]]) -> list[str]:
 
 
 def _exists(path_text: str) -> bool:
-    return bool(path_text.strip()) and Path(path_text.strip()).expanduser().exists()
+    return bool(path_text.strip()) and expand_user(path_text.strip()).exists()
 
 
 def _names_a_path(item: str) -> bool:
@@ -426,7 +427,7 @@ def build_user_tasks(
             raw.strip().rpartition("@")
         if not path_text.strip():
             raise InvalidRequestError(f"--task {item!r}: give the folder before @{given.strip()}")
-        path = Path(path_text.strip()).expanduser()
+        path = expand_user(path_text.strip())
         _check_layout(item, kind, path)
         split = _beir_split(item, path, given.strip()) if kind == "beir" else ""
         parsed.append((kind, path, split, given.strip()))

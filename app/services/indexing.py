@@ -58,6 +58,7 @@ from app.errors import (
     UnknownModelError,
     as_domain_error,
 )
+from app.files import expand_user
 from app.services import leases
 from app.services.collections import follow_hint, resume_command, stopped_before_interrupted_existed
 from app.services.context import ServiceContext
@@ -869,7 +870,7 @@ class IndexService:
             # (PostgreSQL cannot store one: the job row's insert was a 500 over HTTP.)
             raise InvalidRequestError("the text column's name holds a NUL character",
                                       param="text_column")
-        source = Path(source).expanduser()
+        source = expand_user(source)
         try:
             validate_name(collection)
             discover(source)
@@ -1441,7 +1442,7 @@ class IndexService:
         if recorded is None:
             return self.ctx.embedders.get(spec)
         deferred = _Deferred(self.ctx.embedders, spec, *recorded, collection=collection)
-        place = Path(spec.split("[", 1)[0]).expanduser()
+        place = expand_user(spec.split("[", 1)[0])
         if len(place.parts) > 1 and not place.exists():
             # A checkpoint moved or deleted since: said now, as a foreground run says it when
             # it loads (`--background` and POST /jobs took the job and failed it seconds later).
