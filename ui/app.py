@@ -453,7 +453,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 i_job = gr.Number(label="Job", interactive=False, precision=0,
                                   elem_id="index-job", visible=False)
                 i_total = gr.State(0)
-                i_status = live_html(elem_id="index-status")
+                # Not a live region: the job's bar changes every poll (a screen reader read
+                # ~20 words every 1.6 s for a whole job); its progressbar role carries it.
+                i_status = gr.HTML(elem_id="index-status")
                 # Shown while the bar's job is queued or running (``cancel_button``).
                 i_cancel = gr.Button("Cancel job", elem_id="index-cancel-button", size="sm",
                                      variant="stop", visible=False)

@@ -341,7 +341,11 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
         parts.append(f"<b>{response.k} is the largest k tried</b> (Largest k to try): a larger "
                      "one may find a better k")
     if v_measure is not None:
-        parts.append(f"<b>V-measure {100 * v_measure:.2f}</b> against the {label_count} given labels")
+        # Labels (one a text) and their classes, as `facet cluster --labels` says them: it read
+        # "against the 3 given labels" for 12 labels of 3 classes.
+        parts.append(f"<b>V-measure {100 * v_measure:.2f}</b> against {texts:,} "
+                     f"{'label' if texts == 1 else 'labels'} ({label_count:,} "
+                     f"{'class' if label_count == 1 else 'classes'})")
         if response.k_chosen and label_count and far_apart(label_count, response.k):
             parts.append(f"the labels have {label_count:,} classes: set k to {label_count:,} "
                          "to cluster into as many")

@@ -10,7 +10,7 @@ import typer
 
 from app.commands.common import handle_errors, open_facet, shorten
 from app.services.search import SearchResponse, why_no_results
-from app.text import printable, printable_json
+from app.text import plural, printable, printable_json
 
 
 def spec_label(name: str, spec: str | None) -> str:
@@ -71,8 +71,8 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
         snippet = "".join(pieces) + printable(r.snippet[at:], body=True)
         label = printable(r.title or r.doc_id)
         meta = " ".join(printable(f"{k}={v}") for k, v in r.metadata.items())
-        chunks = f"#{r.chunk_no}" + (f" (+{len(r.more_chunks)} more chunks)" if r.more_chunks
-                                     else "")
+        chunks = f"#{r.chunk_no}" + (f" (+{plural(len(r.more_chunks), 'more chunk', 'more chunks')})"
+                                     if r.more_chunks else "")
         line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{printable(r.doc_id)} {chunks}] {meta}"
         typer.echo(line.rstrip())
         # Every line of a snippet indented (a table's or a PDF's lines ran down the margin).

@@ -88,8 +88,10 @@ def test_the_focus_comes_back_to_the_search_button(page) -> None:  # noqa: F811
     assert page.evaluate(ACTIVE_ID) == "search-button"
 
 
-def test_the_summary_and_the_job_bar_are_live_regions(page) -> None:  # noqa: F811
-    """A screen reader said nothing of a run's summary or failure, or of a job's progress."""
+def test_the_summary_is_a_live_region_and_the_job_bar_is_not(page) -> None:  # noqa: F811
+    """A screen reader said nothing of a run's summary or failure. The job's bar is no live
+    region: it changes every poll, and as one a screen reader read ~20 words every 1.6 s for
+    a whole job (its progressbar role, ui/render.job_html, carries the progress)."""
     open_tab(page, "Search")
     page.locator("#search-query textarea").fill("a parcel that never came")
     page.locator("#search-query textarea").press("Enter")
@@ -98,7 +100,7 @@ def test_the_summary_and_the_job_bar_are_live_regions(page) -> None:  # noqa: F8
     assert live.count() == 1 and live.get_attribute("aria-live") == "polite"
     assert "results from" in live.inner_text()  # the summary is inside it
     open_tab(page, "Index")
-    assert page.locator("#index-status [role=status][aria-live=polite]").count() == 1
+    assert page.locator("#index-status [aria-live]").count() == 0
 
 
 def test_a_refused_delete_says_why_in_the_page(page) -> None:  # noqa: F811
