@@ -1,5 +1,6 @@
 """``facet bench``: indexing throughput, store and search latency, SciFact consistency, the
-GIRCSE KV cache, and the HTTP API's search latency and embeddings throughput.
+GIRCSE KV cache, and the HTTP API's search latency (idle and during an index job) and embeddings
+throughput.
 
 It measures; the measuring code is in ``app.services.benchmark``.
 """
@@ -36,7 +37,7 @@ def register(cli: typer.Typer) -> None:
     def bench_cmd(
         parts: Annotated[str, typer.Option(
             "--parts", help="comma-separated: index, store, search, scifact, gircse-cache, "
-                            "api-search, api-embed")] = "index,store,search",
+                            "api-search, api-embed, api-load")] = "index,store,search",
         source: Annotated[Path | None, typer.Option(
             "--source", help="corpus for the indexing benchmark (default: the first --index-docs "
                              "BANKING77 training texts)", callback=expand_home)] = None,
@@ -73,13 +74,21 @@ def register(cli: typer.Typer) -> None:
             "--soft-tokens", min=1, help="gircse-cache: K generated soft tokens")] = 5,
         bench_dir: Annotated[Path | None, typer.Option(
             "--bench-dir", help="api-search: keep the --points collection here and reuse it "
-                                "(default: a temporary folder)", callback=expand_home)] = None,
+                                "(default: a temporary folder); api-load: its files and data "
+                                "folder go in a temporary folder in it", callback=expand_home)] = None,
         clients: Annotated[int, typer.Option(
             "--clients", min=1, help="api-embed: concurrent clients")] = 8,
         api_texts: Annotated[int, typer.Option(
             "--api-texts", min=1, help="api-embed: BANKING77 texts sent per run")] = 512,
         texts_per_request: Annotated[int, typer.Option(
             "--texts-per-request", min=1, help="api-embed: texts in each request")] = 1,
+        load_docs: Annotated[int, typer.Option(
+            "--load-docs", min=1, help="api-load: small text files the index job reads")] = 1500,
+        load_clients: Annotated[int, typer.Option(
+            "--load-clients", min=1, help="api-load: concurrent search clients")] = 4,
+        load_idle_s: Annotated[float, typer.Option(
+            "--load-idle-s", min=0.1, help="api-load: seconds the clients search the idle "
+                                           "server")] = 5.0,
         threads: Annotated[int | None, typer.Option(
             "--threads", help="api-*: torch threads of the server's model thread and of the "
                               "bare runs (default FACET_QUERY_THREADS)")] = None,
@@ -97,7 +106,8 @@ def register(cli: typer.Typer) -> None:
         settings = get_settings()
         cache = EmbedderCache(settings.device)
         wanted = {p.strip() for p in parts.split(",") if p.strip()}
-        known = {"index", "store", "search", "scifact", "gircse-cache", "api-search", "api-embed"}
+        known = {"index", "store", "search", "scifact", "gircse-cache", "api-search", "api-embed",
+                 "api-load"}
         unknown = wanted - known
         if unknown:
             raise InvalidRequestError(f"unknown --parts {', '.join(sorted(unknown))}; pick from "
@@ -192,10 +202,11 @@ def register(cli: typer.Typer) -> None:
                            f"{r['ratio_cache_to_baseline']:.2f}x, no cache {r['ratio_no_cache_to_baseline']:.2f}x; "
                            f"cache speed-up {r['speedup_cache']:.2f}x; max |cache - no cache| "
                            f"{r['max_abs_diff_cache_vs_no_cache']:.2e}")
-            if "api-search" in wanted or "api-embed" in wanted:
+            if wanted & {"api-search", "api-embed", "api-load"}:
                 results.update(_api_parts(wanted, settings, cache, embedder, points, bench_dir,
                                           clients, api_texts, texts_per_request,
-                                          threads or settings.query_threads, rounds))
+                                          threads or settings.query_threads, rounds,
+                                          (load_docs, load_clients, load_idle_s)))
             results["load_average_end"] = bm.load_average()
             typer.echo(f"load average at the end {results['load_average_end']}")
         if out is not None:
@@ -249,7 +260,8 @@ def _store_line(label: str, r: dict[str, Any]) -> str:
 
 def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, points: int,
                bench_dir: Path | None, clients: int, api_texts: int, texts_per_request: int,
-               threads: int, rounds: int) -> dict[str, Any]:
+               threads: int, rounds: int,
+               load: tuple[int, int, float] = (1500, 4, 5.0)) -> dict[str, Any]:
     import csv
     import tempfile
 
@@ -309,4 +321,45 @@ def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, point
                     f"{x['largest_batch']})")
             typer.echo(f"bare encode of all {r['texts']} texts in batches of 32: "
                        f"{r['bare_batched_texts_per_s']:.1f} texts/s")
+        if "api-load" in wanted:
+            results["api_load"] = _api_load(root, settings, embedder, threads, *load)
     return results
+
+
+def _api_load(root: Path, settings: Any, embedder: str, threads: int, docs: int, clients: int,
+              idle_s: float) -> dict[str, Any]:
+    """The api-load part: search latency idle and during an index job of ``docs`` small files,
+    and the job's docs/s with ``clients`` searching and alone; printed and returned."""
+    import tempfile
+
+    from app.services import api_bench as ab
+
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="facet-bench-load-", dir=root) as tmp:
+        source = ab.write_load_corpus(Path(tmp) / "files", docs)
+        typer.echo(f"api-load: {docs} small text files, {clients} search client(s), "
+                   f"{embedder}, {threads} model thread(s), FACET_BULK_PIECE_MS "
+                   f"{settings.bulk_piece_ms:g}")
+        r = ab.api_search_under_load(Path(tmp) / "data", source, embedder, BENCH_QUERIES,
+                                     clients=clients, idle_s=idle_s, threads=threads,
+                                     log=typer.echo)
+    r["bulk_piece_ms"] = settings.bulk_piece_ms
+
+    def ms(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1f}"
+
+    alone, idle, busy = r["job_alone"], r["idle"], r["during_job"]
+    job = busy["job"]
+    typer.echo(f"API search under load ({clients} client(s), top {r['top_k']}): idle "
+               f"p50/p95/max {ms(idle['p50_ms'])}/{ms(idle['p95_ms'])}/{ms(idle['max_ms'])} ms "
+               f"({idle['searches_per_s']:.1f} searches/s, {idle['refused_429']} x 429); during "
+               f"the index job of {r['docs']} docs p50/p95/max {ms(busy['p50_ms'])}/"
+               f"{ms(busy['p95_ms'])}/{ms(busy['max_ms'])} ms ({busy['searches']} searches, "
+               f"{busy['searches_per_s']:.1f}/s, {busy['refused_429']} x 429)")
+    ratio = r["job_docs_per_s_ratio"]
+    typer.echo(f"index job of {r['docs']} docs: {job['docs_per_s']:.1f} docs/s with the "
+               f"clients searching ({job['docs_indexed']} indexed, {job['state']}, "
+               f"{job['seconds']:.1f}s), {alone['docs_per_s']:.1f} docs/s alone "
+               f"({alone['docs_indexed']} indexed, {alone['state']}, {alone['seconds']:.1f}s): "
+               f"ratio {'-' if ratio is None else f'{ratio:.2f}'}")
+    return r
