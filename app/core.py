@@ -390,6 +390,9 @@ class Facet:
         closed here, as nothing else owns it: left open it kept its collections, and ``facet``
         was refused them, with advice to call this very method. One given to ``set_shared``
         before stays open: its caller owns it."""
+        if facet is not None and not isinstance(facet, Facet):  # failed later, in shared()
+            raise InvalidRequestError(f"set_shared takes a Facet or None, got "
+                                      f"{type(facet).__name__}", param="facet")
         with cls._shared_lock:
             previous, opened = cls._shared, cls._shared_opened
             cls._shared, cls._shared_opened = facet, False

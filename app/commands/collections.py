@@ -58,7 +58,8 @@ def _confirm(question: str) -> bool:
     terminal (click's ``confirm(err=True)`` still echoes the prompt's last character there).
 
     Raises:
-        typer.Abort: stdin ended (or Ctrl-C) before an answer.
+        typer.Abort: Ctrl-C before an answer.
+        typer.Exit: stdin ended before an answer (an error line, exit 2).
     """
     while True:
         typer.echo(f"{question} [y/N]: ", nl=False, err=True)
@@ -66,9 +67,13 @@ def _confirm(question: str) -> bool:
             line = sys.stdin.readline()
         except KeyboardInterrupt:
             raise typer.Abort() from None
-        if not line:  # end of input: no answer
+        if not line:  # end of input (no terminal, nothing piped): no answer
+            # One error line and exit 2, as any refusal ("Aborted." and 1 said neither why nor
+            # what to do).
             typer.echo("", err=True)
-            raise typer.Abort()
+            typer.echo("error: no answer on standard input (not a terminal?): nothing was "
+                       "deleted; give -y to delete without asking", err=True)
+            raise typer.Exit(2)
         answer = line.strip().lower()
         if answer in ("y", "yes"):
             return True
@@ -93,9 +98,10 @@ def progress_line(j: JobInfo) -> str:
 # Per-document errors `facet jobs ID` prints unless --errors says (as many as `facet index`
 # prints before its "... N more").
 SHOWN_ERRORS = 20
+DEFAULT_JOBS_LISTED = 20  # facet jobs --limit
 
 
-def error_lines(j: JobInfo, job_id: int, offset: int = 0) -> list[str]:
+def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = None) -> list[str]:
     """The job's errors as printed, then "... N more" when it has more than were read;
     ``offset``: how many of its first errors were skipped (``--errors-offset``)."""
     lines = []
@@ -115,12 +121,14 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0) -> list[str]:
         # characters escaped instead of sending them to the terminal.
         lines.append(f"  {printable(e['kind'])}: {named}{printable(e['message'])}")
     more = j.errors_total - offset - len(j.errors)
-    if more > 0 and offset > 0:
-        lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} "
-                     f"--errors-offset {offset + len(j.errors)} shows the next ones")
-    elif more > 0:
-        lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} --errors N "
-                     f"shows the first N, up to {MAX_JOB_ERRORS}")
+    # The next page's whole command, its page size kept (the hint named only --errors-offset,
+    # and following it showed 20 a page; the first page's never named --errors-offset, a dead
+    # end past --errors 1000).
+    size = f"--errors {asked} " if asked is not None and asked != SHOWN_ERRORS else ""
+    if more > 0:
+        lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} {size}"
+                     f"--errors-offset {offset + len(j.errors)} shows the next ones (--errors N: "
+                     f"N a page, up to {MAX_JOB_ERRORS})")
     return lines
 
 
@@ -354,7 +362,7 @@ def register(cli: typer.Typer) -> None:
             "--collection", "-c", help="only this collection's jobs")] = None,
         limit: Annotated[int, typer.Option(
             "--limit", help="list the newest N jobs (1-1000), and older ones that have not ended")
-                         ] = 20,
+                         ] = DEFAULT_JOBS_LISTED,
         offset: Annotated[int, typer.Option(
             "--offset", help="skip the newest K jobs: --limit N --offset K lists jobs K+1 to K+N "
                              "(older ones that have not ended come only with --offset 0)")] = 0,
@@ -460,16 +468,16 @@ def register(cli: typer.Typer) -> None:
                 # Interrupted, stalled or failed: say why and how to go on in the list too.
                 typer.echo(f"  {printable(j.message)}")
             if job_id is not None:
-                for line in error_lines(j, job_id, errors_offset):
+                for line in error_lines(j, job_id, errors_offset, errors):
                     typer.echo(line)
-        if isinstance(jobs, JobList) and jobs.not_shown and offset:
-            typer.echo(f"… {plural(jobs.not_shown, 'older job')} not shown (--offset "
-                       f"{offset + len(jobs)} shows the next ones)")
-        elif isinstance(jobs, JobList) and jobs.not_shown:
+        if isinstance(jobs, JobList) and jobs.not_shown:
             # Jobs still going are listed whatever their age (``CollectionService.jobs``); the
-            # rest past --limit were left out without a word.
-            typer.echo(f"… {plural(jobs.not_shown, 'older job')} not shown (--limit N shows "
-                       f"the newest N, up to {MAX_JOBS_LISTED})")
+            # rest past --limit were left out without a word. The next page's command keeps
+            # the page size (following "--offset K" alone listed 20).
+            size = f"--limit {limit} " if limit != DEFAULT_JOBS_LISTED else ""
+            typer.echo(f"… {plural(jobs.not_shown, 'older job')} not shown ({size}--offset "
+                       f"{offset + limit} shows the next ones; --limit N: N a page, up to "
+                       f"{MAX_JOBS_LISTED})")
 
     @cli.command("delete")
     @handle_errors

@@ -103,3 +103,17 @@ def test_delete_asks_on_stderr_and_says_deleted_once(data: Path, tmp_path: Path)
     assert out == "deleted tiny: 2 documents, 2 points\n", out
     assert "delete 'tiny' (2 documents, 2 points)? [y/N]: " in err, err
     assert "deleted collection" not in err, err  # the service's INFO line said it again
+
+
+def test_delete_without_an_answer_is_one_error_line(data: Path, tmp_path: Path) -> None:
+    """No terminal and nothing piped (cron, CI): "Aborted." and exit 1, neither why nor -y."""
+    mine = tmp_path / "data"
+    shutil.copytree(data, mine)
+    proc = _facet(mine, "delete", "tiny", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                  stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and out == "", (out, err)
+    assert err.splitlines()[-1] == ("error: no answer on standard input (not a terminal?): "
+                                    "nothing was deleted; give -y to delete without asking"), err
+    listed = _facet(mine, "collections", "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert "tiny" in listed.communicate(timeout=120)[0]

@@ -228,3 +228,11 @@ def test_set_shared_lets_the_replaced_facets_jobs_finish_and_says_why_it_closed(
     with pytest.raises(InvalidRequestError, match=r"this Facet is closed \(Facet.set_shared "
                                                   r"replaced it as the process's shared Facet"):
         default.search(SearchRequest("card", "more"))
+
+
+def test_set_shared_refuses_what_is_no_facet(no_shared) -> None:
+    """``set_shared("x")`` was taken; the next ``Facet.shared()`` (a LangChain class's first
+    use) failed with AttributeError "'str' object has no attribute '_closed'"."""
+    with pytest.raises(InvalidRequestError, match="set_shared takes a Facet or None, got str"):
+        Facet.set_shared("x")  # type: ignore[arg-type]
+    assert Facet._shared is None

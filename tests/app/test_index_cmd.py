@@ -503,8 +503,8 @@ def test_jobs_of_a_job_with_many_errors_prints_the_first_ones_and_how_many_more(
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert sum(line.startswith("  error: ") for line in lines) == 20, shown.stdout
-    assert lines[-1] == ("  ... 280 more (of 300): facet jobs 1 --errors N shows the first N, "
-                         "up to 1000")
+    assert lines[-1] == ("  ... 280 more (of 300): facet jobs 1 --errors-offset 20 shows the next "
+                         "ones (--errors N: N a page, up to 1000)")
     five = run("jobs", "1", "--errors", "5").stdout
     assert five.count("  error: ") == 5 and "  ... 295 more (of 300)" in five
     everything = run("jobs", "1", "--errors", "1000").stdout

@@ -175,7 +175,8 @@ def test_cli_offset_and_errors_offset(data_dir: Path) -> None:
     assert page.returncode == 0, page.stderr
     assert [j["id"] for j in json.loads(page.stdout)] == every[10:20]
     text = invoke_cli("jobs", "-c", "pg", "--limit", "10", "--offset", "10", env=env).stdout
-    assert text.splitlines()[-1] == "… 5 older jobs not shown (--offset 20 shows the next ones)"
+    assert text.splitlines()[-1] == ("… 5 older jobs not shown (--limit 10 --offset 20 shows the "
+                                     "next ones; --limit N: N a page, up to 1000)")
     assert invoke_cli("jobs", "-c", "pg", "--offset", "99", env=env).stdout == (
         "no index jobs past the newest 99\n")
 
@@ -184,7 +185,8 @@ def test_cli_offset_and_errors_offset(data_dir: Path) -> None:
     lines = errs.stdout.splitlines()
     assert lines[-4:] == [
         "  errors 1201 to 1202 of 1203:", "  error: e1200: bad 1200", "  error: e1201: bad 1201",
-        "  ... 1 more (of 1203): facet jobs 1 --errors-offset 1202 shows the next ones"]
+        "  ... 1 more (of 1203): facet jobs 1 --errors 2 --errors-offset 1202 shows the next ones "
+        "(--errors N: N a page, up to 1000)"]
     as_json = json.loads(invoke_cli("jobs", "1", "--errors", "1000", "--errors-offset", "1000",
                                     "--json", env=env).stdout)
     assert [e["document"] for e in as_json["errors"]][:2] == ["e1000", "e1001"]
