@@ -324,7 +324,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                    elem_id="search-rerank")
                             s_reranker = picker(label="Reranker", choices=h.rerankers(),
                                                 value=next(iter(h.rerankers()), None))
-                        s_group = gr.Checkbox(label="Group by document", value=False)
+                        # On, as `facet search` and POST /search group by default (the page alone
+                        # listed chunks: the same query gave other lists than the CLI).
+                        s_group = gr.Checkbox(label="Group by document", value=True)
                         s_mode = gr.Radio(list(SEARCH_MODES), value="auto",
                                           label="Match by (auto: hybrid without an instruction, "
                                                 "else dense; dense: the embedder; lexical: the "
