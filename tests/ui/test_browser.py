@@ -119,7 +119,7 @@ def test_search_compare_cluster_index_collections_in_a_browser(page, ui_server, 
         page.locator("#search-k input[type=number]").press("Enter")
         started = time.perf_counter()
         page.click("#search-button")
-        page.locator("#search-summary").get_by_text(f"{k} results from").wait_for()
+        page.locator("#search-summary").get_by_text(f"{k} documents (").wait_for()
         timings.append(time.perf_counter() - started)
     assert page.locator("#search-results tbody tr").count() == 8
     first = page.locator("#search-results tbody tr").first

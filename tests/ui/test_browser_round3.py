@@ -76,10 +76,10 @@ def test_enter_in_the_one_line_boxes_runs_search_and_compare(page) -> None:  # n
     page.fill("#search-k input[type=number]", "4")
     page.locator("#search-instruction textarea").fill("Find messages about a declined card")
     page.locator("#search-instruction textarea").press("Enter")
-    page.locator("#search-summary").get_by_text("4 results from").wait_for()
+    page.locator("#search-summary").get_by_text("4 documents (").wait_for()
     page.fill("#search-k input[type=number]", "3")
     page.locator("#search-k input[type=number]").press("Enter")
-    page.locator("#search-summary").get_by_text("3 results from").wait_for()
+    page.locator("#search-summary").get_by_text("3 documents (").wait_for()
 
     open_tab(page, "Compare")
     fill_picker(page, "#compare-collection", COLLECTION)

@@ -82,7 +82,7 @@ def test_the_focus_comes_back_to_the_search_button(page) -> None:  # noqa: F811
     page.fill("#search-k input[type=number]", "3")
     page.locator("#search-button").focus()
     page.keyboard.press("Enter")
-    page.locator("#search-summary").get_by_text("3 results from").wait_for()
+    page.locator("#search-summary").get_by_text("3 documents (").wait_for()
     page.wait_for_function("!document.querySelector('#search-button').disabled")
     page.wait_for_timeout(500)
     assert page.evaluate(ACTIVE_ID) == "search-button"
@@ -95,10 +95,10 @@ def test_the_summary_is_a_live_region_and_the_job_bar_is_not(page) -> None:  # n
     open_tab(page, "Search")
     page.locator("#search-query textarea").fill("a parcel that never came")
     page.locator("#search-query textarea").press("Enter")
-    page.locator("#search-summary").get_by_text("results from").wait_for()
+    page.locator("#search-summary").get_by_text("matching chunk").wait_for()
     live = page.locator("#search-summary [role=status]")
     assert live.count() == 1 and live.get_attribute("aria-live") == "polite"
-    assert "results from" in live.inner_text()  # the summary is inside it
+    assert "matching chunk" in live.inner_text()  # the summary is inside it
     open_tab(page, "Index")
     assert page.locator("#index-status [aria-live]").count() == 0
 
