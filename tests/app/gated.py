@@ -4,6 +4,8 @@ busy, and what is submitted meanwhile stays queued (tests of the queue's limits)
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from embedders.contract import Role
@@ -33,3 +35,11 @@ class Gated:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll ``condition`` until it holds (an assertion error after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)

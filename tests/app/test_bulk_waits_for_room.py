@@ -27,11 +27,6 @@ BATCH = 4
 
 
 @pytest.fixture
-def gated(minilm) -> Gated:
-    return Gated(minilm)
-
-
-@pytest.fixture
 def encoder(minilm, gated):
     cache = EmbedderCache("cpu")
     cache.put("gated", gated)  # type: ignore[arg-type]

@@ -11,10 +11,7 @@ still counts against clients; the counters come back to 0 however the texts leav
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -22,24 +19,12 @@ import pytest
 
 from app.encoding import BatchingQueryEncoder, EmbedderCache
 from app.errors import BusyError
-from tests.app.gated import Gated
+from tests.app.gated import Gated, wait_for
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
 DOCS = [f"{i} " + " ".join(WORDS[(i + j) % len(WORDS)] for j in range(i % 9 + 1)) for i in range(32)]
 LIMIT = 8
 BATCH = 32
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
-
-
-@pytest.fixture
-def gated(minilm) -> Gated:
-    return Gated(minilm)
 
 
 @pytest.fixture
@@ -130,34 +115,6 @@ def test_a_clients_large_request_counts_and_cancelled_pieces_leave_no_count(enco
     assert encoder.stats.cancelled_texts == 40
     assert encoder.submit(["x"], embedder="gated").result(timeout=30).shape == (1, 384)
     _settled(encoder)
-
-
-@pytest.fixture
-def ctrl_c() -> Iterator[Callable[[Callable[[], bool]], None]]:
-    """``ctrl_c(when)``: SIGINT to the main thread once ``when()`` holds (a terminal's Ctrl-C:
-    KeyboardInterrupt in the middle of its wait)."""
-    assert threading.current_thread() is threading.main_thread()
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    main = threading.main_thread().ident
-    assert main is not None
-    started: list[threading.Thread] = []
-
-    def arm(when: Callable[[], bool]) -> None:
-        def fire() -> None:
-            wait_for(when)
-            time.sleep(0.1)  # the main thread is inside its wait by then
-            signal.pthread_kill(main, signal.SIGINT)
-
-        thread = threading.Thread(target=fire, daemon=True)
-        thread.start()
-        started.append(thread)
-
-    try:
-        yield arm
-    finally:
-        for thread in started:
-            thread.join(timeout=30)
-        signal.signal(signal.SIGINT, before)
 
 
 def test_the_servers_own_piece_withdrawn_by_an_interrupt_leaves_no_count(encoder, gated,

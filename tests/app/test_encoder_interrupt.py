@@ -10,59 +10,20 @@ exception while waiting takes that call's pieces not started yet off the queue (
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from app.core import Facet
 from app.encoding import BatchingQueryEncoder, EmbedderCache
 from app.settings import FacetSettings
-from tests.app.gated import Gated
+from tests.app.gated import Gated, wait_for
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
 # 20 pieces of 32 texts of about 60 words: seconds of work for one model thread.
 MANY = [f"{i} " + " ".join(WORDS[(i + j) % len(WORDS)] for j in range(60)) for i in range(640)]
 SHORT = [f"{i} {WORDS[i % len(WORDS)]}" for i in range(96)]  # three pieces of 32
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
-
-
-@pytest.fixture
-def ctrl_c() -> Iterator[Callable[[Callable[[], bool]], threading.Thread]]:
-    """``ctrl_c(when)``: a thread that, once ``when()`` holds, sends SIGINT to the main thread
-    (as a terminal's Ctrl-C does: Python's handler raises KeyboardInterrupt there, in the
-    middle of its wait)."""
-    assert threading.current_thread() is threading.main_thread()
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    main = threading.main_thread().ident
-    assert main is not None
-    started: list[threading.Thread] = []
-
-    def arm(when: Callable[[], bool]) -> threading.Thread:
-        def fire() -> None:
-            wait_for(when)
-            time.sleep(0.1)  # the main thread is inside its wait by then
-            signal.pthread_kill(main, signal.SIGINT)
-
-        thread = threading.Thread(target=fire, daemon=True)
-        thread.start()
-        started.append(thread)
-        return thread
-
-    try:
-        yield arm
-    finally:
-        for thread in started:
-            thread.join(timeout=30)
-        signal.signal(signal.SIGINT, before)
 
 
 def test_ctrl_c_during_a_serving_facades_embed_stops_the_model_thread(tmp_path, minilm,
