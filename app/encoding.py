@@ -922,13 +922,19 @@ class BatchingQueryEncoder:
         return answers
 
     def _queue_work(self, request: _Request, bulk: bool, queued: list[_Request]) -> Future[Any]:
-        """Queue ``request`` (other model work: one block) as bulk work or a query."""
+        """Queue ``request`` (other model work: one block) as bulk work or a query. Bulk work
+        (a clustering's blend of stored vectors, its explanations' answers) is the server's own,
+        as ``encode(..., bulk=True)``'s pieces are: not counted against the clients' limit (it
+        made searches 429 while a clustering's answers waited)."""
         with self._cond:
             if self._closed:
                 raise FacetError("the query encoder is closed")
             queued.append(request)
             (self._bulk if bulk else self._urgent).append(request)
             self._pending += len(request.texts)
+            if bulk:
+                request.own = True
+                self._own_pending += len(request.texts)
             self._start()
             self._cond.notify()
         return request.future

@@ -132,3 +132,21 @@ def test_the_servers_own_piece_withdrawn_by_an_interrupt_leaves_no_count(encoder
     assert held.result(timeout=30).shape == (1, 384) and eight.result(timeout=30).shape == (8, 384)
     _settled(encoder)
     assert encoder.stats.cancelled_texts == BATCH
+
+
+def test_the_servers_own_work_items_do_not_count_against_clients(encoder, gated, minilm) -> None:
+    """Bulk work items (a clustering's blend of stored vectors, its explanations' answers) are
+    the server's own too: a search waiting behind one was refused for its texts."""
+    held = _hold(encoder, gated)
+    plain = minilm.encode(DOCS[:LIMIT * 2], role="document")
+    with ThreadPoolExecutor(1) as pool, _opened_at_the_end(gated):
+        blend = pool.submit(encoder.encode_from_plain, plain, DOCS[:LIMIT * 2], embedder="gated",
+                            role="document", instruction="Find fees", bulk=True)
+        wait_for(lambda: encoder.pending_texts == LIMIT * 2)
+        one = encoder.submit(["which card fee"], embedder="gated")  # was BusyError: 16 waiting
+        assert _own(encoder) == LIMIT * 2
+        gated.release()
+        assert held.result(timeout=30).shape == (1, 384)
+        assert one.result(timeout=30).shape == (1, 384)
+        assert blend.result(timeout=60).shape == (LIMIT * 2, 384)
+    _settled(encoder)
