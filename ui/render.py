@@ -162,8 +162,10 @@ def failed_html(message: str | None = None, *, what: str = "run", results: bool 
     message is shown above" of a toast gone."""
     why = f": {esc(message)}" if message else " (the reason was shown as a message at the top right)"
     earlier = "<br><small>Nothing from an earlier run is shown here.</small>" if results else ""
-    return (f'<div class="facet-info facet-note facet-failed" dir="auto">The last {esc(what)} '
-            f"failed{why}{earlier}</div>")
+    # aria-live="off": the error toast (a polite status of Gradio's own) says it already; inside
+    # a live summary area it was read twice.
+    return (f'<div class="facet-info facet-note facet-failed" dir="auto" aria-live="off">The last '
+            f"{esc(what)} failed{why}{earlier}</div>")
 
 
 def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False,
@@ -333,7 +335,8 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
     if response.silhouette is not None:
         tried = response.max_k_tried if response.k_chosen else None
         parts.append(f"silhouette {response.silhouette:.3f}"
-                     + (f", the best of k = 2 to {tried}" if tried else ""))
+                     + ((", k = 2 the only one tried" if tried == 2 else
+                         f", the best of k = 2 to {tried}") if tried else ""))
     capped = (response.k_chosen and response.max_k_tried is not None
               and response.k == response.max_k_tried
               and (max_k is None or response.max_k_tried == max_k))

@@ -50,5 +50,6 @@ def test_largest_k_to_try_bounds_k_0_and_the_summary_says_it_is_the_cap(page, tm
     summary.wait_for()
     text = " ".join(summary.inner_text().split())
     assert "6 texts, k = 2 (chosen by silhouette)" in text, text
-    assert "the best of k = 2 to 2" in text and "2 is the largest k tried" in text, text
+    assert "k = 2 the only one tried" in text and "2 is the largest k tried" in text, text
+    assert "the best of k = 2 to 2" not in text, text
     assert "the labels have 6 classes: set k to 6" in text, text

@@ -69,6 +69,8 @@ def test_a_failed_run_says_why_in_its_result_area(handlers) -> None:
     assert "invalid collection name &#x27;&lt;b&gt;gone&lt;/b&gt;&#x27;" in area  # escaped once
     assert "<b>gone" not in area and "&amp;" not in area
     assert "shown above" not in area and "Nothing from an earlier run is shown here" in area
+    # Not read again inside a live summary area: the error toast says it (Gradio's status).
+    assert 'aria-live="off"' in area
 
 
 def test_the_page_starts_ready_and_disables_its_run_buttons_while_they_run(tmp_path) -> None:
