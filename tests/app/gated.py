@@ -3,11 +3,14 @@ busy, and what is submitted meanwhile stays queued (tests of the queue's limits)
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
+from app.encoding import BatchingQueryEncoder, EmbedderCache
 from embedders.contract import Role
 
 
@@ -43,3 +46,26 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.005)
+
+
+@contextlib.contextmanager
+def serving(gated: Gated, **options: Any) -> Iterator[BatchingQueryEncoder]:
+    """A one-thread query encoder over ``gated`` (registered as "gated"), built with
+    ``options``; at the end the gate is opened and the encoder closed."""
+    cache = EmbedderCache("cpu")
+    cache.put("gated", gated)  # type: ignore[arg-type]
+    encoder = BatchingQueryEncoder(cache, threads=1, **options)
+    try:
+        yield encoder
+    finally:
+        gated.release()
+        encoder.close()
+
+
+def hold(encoder: BatchingQueryEncoder, gated: Gated) -> Future[Any]:
+    """The model thread held inside a query: what is queued next stays queued. Returns the
+    held query's future."""
+    gated.arm()
+    held = encoder.submit(["held"], embedder="gated")
+    assert gated.entered.wait(timeout=10)
+    return held

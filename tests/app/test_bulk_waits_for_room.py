@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from app.encoding import BatchingQueryEncoder, EmbedderCache
+from app.encoding import BatchingQueryEncoder
 from app.errors import BusyError, FacetError
-from tests.app.gated import Gated
+from tests.app.gated import Gated, hold, serving
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
 DOCS = [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(i * 7 % 12 + 1)) for i in range(40)]
@@ -27,21 +28,14 @@ BATCH = 4
 
 
 @pytest.fixture
-def encoder(minilm, gated):
-    cache = EmbedderCache("cpu")
-    cache.put("gated", gated)  # type: ignore[arg-type]
-    encoder = BatchingQueryEncoder(cache, threads=1, max_pending_texts=LIMIT, batch_size=BATCH,
-                                   bulk_piece_ms=None)
-    yield encoder
-    gated.release()
-    encoder.close()
+def encoder(gated) -> Iterator[BatchingQueryEncoder]:
+    with serving(gated, max_pending_texts=LIMIT, batch_size=BATCH, bulk_piece_ms=None) as encoder:
+        yield encoder
 
 
 def _full_queue(encoder: BatchingQueryEncoder, gated: Gated) -> list[Future[np.ndarray]]:
     """Hold the model thread inside a query, then queue ``LIMIT`` query texts behind it."""
-    gated.arm()
-    held = encoder.submit(["held"], embedder="gated")
-    assert gated.entered.wait(timeout=10)
+    held = hold(encoder, gated)
     queued = [encoder.submit(["q1", "q2", "q3", "q4"], embedder="gated"),
               encoder.submit(["q5", "q6", "q7", "q8"], embedder="gated")]
     assert encoder.pending_texts == LIMIT

@@ -17,9 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from app.encoding import BatchingQueryEncoder, EmbedderCache
+from app.encoding import BatchingQueryEncoder
 from app.errors import BusyError
-from tests.app.gated import Gated, wait_for
+from tests.app.gated import Gated, hold, serving, wait_for
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
 DOCS = [f"{i} " + " ".join(WORDS[(i + j) % len(WORDS)] for j in range(i % 9 + 1)) for i in range(32)]
@@ -29,26 +29,13 @@ BATCH = 32
 
 @pytest.fixture
 def encoder(gated) -> Iterator[BatchingQueryEncoder]:
-    cache = EmbedderCache("cpu")
-    cache.put("gated", gated)  # type: ignore[arg-type]
-    encoder = BatchingQueryEncoder(cache, threads=1, max_pending_texts=LIMIT, batch_size=BATCH,
-                                   bulk_piece_ms=None)
-    yield encoder
-    gated.release()
-    encoder.close()
+    with serving(gated, max_pending_texts=LIMIT, batch_size=BATCH, bulk_piece_ms=None) as encoder:
+        yield encoder
 
 
 def _own(encoder: BatchingQueryEncoder) -> int:
     with encoder._cond:
         return encoder._own_pending
-
-
-def _hold(encoder: BatchingQueryEncoder, gated: Gated):
-    """The model thread held inside a query: what is queued next stays queued."""
-    gated.arm()
-    held = encoder.submit(["held"], embedder="gated")
-    assert gated.entered.wait(timeout=10)
-    return held
 
 
 @contextlib.contextmanager
@@ -67,7 +54,7 @@ def _settled(encoder: BatchingQueryEncoder) -> None:
 
 def test_a_search_is_not_refused_for_the_servers_own_waiting_piece(encoder, gated,
                                                                    minilm) -> None:
-    held = _hold(encoder, gated)
+    held = hold(encoder, gated)
     with ThreadPoolExecutor(1) as pool, _opened_at_the_end(gated):
         job = pool.submit(encoder.encode, DOCS, embedder="gated", role="document", bulk=True)
         wait_for(lambda: encoder.pending_texts == BATCH)  # the job's piece waits, 4x the limit
@@ -99,7 +86,7 @@ def test_a_clients_large_request_counts_and_cancelled_pieces_leave_no_count(enco
                                                                             gated) -> None:
     """A client's request of more than ``batch_size`` texts is queued as bulk pieces: they count
     against clients (they are not the server's own); cancelled, they leave no count behind."""
-    held = _hold(encoder, gated)
+    held = hold(encoder, gated)
     with ThreadPoolExecutor(1) as pool, _opened_at_the_end(gated):
         job = pool.submit(encoder.encode, DOCS, embedder="gated", role="document", bulk=True)
         wait_for(lambda: encoder.pending_texts == BATCH)
@@ -119,7 +106,7 @@ def test_a_clients_large_request_counts_and_cancelled_pieces_leave_no_count(enco
 
 def test_the_servers_own_piece_withdrawn_by_an_interrupt_leaves_no_count(encoder, gated,
                                                                          ctrl_c) -> None:
-    held = _hold(encoder, gated)
+    held = hold(encoder, gated)
     ctrl_c(lambda: encoder.pending_texts == BATCH)
     with pytest.raises(KeyboardInterrupt):
         encoder.encode(DOCS + DOCS, embedder="gated", role="document", bulk=True)
@@ -137,7 +124,7 @@ def test_the_servers_own_piece_withdrawn_by_an_interrupt_leaves_no_count(encoder
 def test_the_servers_own_work_items_do_not_count_against_clients(encoder, gated, minilm) -> None:
     """Bulk work items (a clustering's blend of stored vectors, its explanations' answers) are
     the server's own too: a search waiting behind one was refused for its texts."""
-    held = _hold(encoder, gated)
+    held = hold(encoder, gated)
     plain = minilm.encode(DOCS[:LIMIT * 2], role="document")
     with ThreadPoolExecutor(1) as pool, _opened_at_the_end(gated):
         blend = pool.submit(encoder.encode_from_plain, plain, DOCS[:LIMIT * 2], embedder="gated",

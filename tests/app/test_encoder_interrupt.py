@@ -18,7 +18,7 @@ import pytest
 from app.core import Facet
 from app.encoding import BatchingQueryEncoder, EmbedderCache
 from app.settings import FacetSettings
-from tests.app.gated import Gated, wait_for
+from tests.app.gated import Gated, hold, serving, wait_for
 
 WORDS = ["card", "declined", "top", "up", "fee", "exchange", "rate", "transfer", "pending"]
 # 20 pieces of 32 texts of about 60 words: seconds of work for one model thread.
@@ -51,21 +51,9 @@ def test_ctrl_c_during_a_serving_facades_embed_stops_the_model_thread(tmp_path, 
 
 
 @pytest.fixture
-def gated_encoder(minilm) -> Iterator[tuple[BatchingQueryEncoder, Gated]]:
-    gated = Gated(minilm)
-    cache = EmbedderCache("cpu")
-    cache.put("gated", gated)  # type: ignore[arg-type]
-    encoder = BatchingQueryEncoder(cache, threads=1, batch_size=32)
-    yield encoder, gated
-    gated.release()
-    encoder.close()
-
-
-def _hold(encoder: BatchingQueryEncoder, gated: Gated):
-    gated.arm()
-    held = encoder.submit(["held"], embedder="gated")
-    assert gated.entered.wait(timeout=10)
-    return held
+def gated_encoder(gated) -> Iterator[tuple[BatchingQueryEncoder, Gated]]:
+    with serving(gated, batch_size=32) as encoder:
+        yield encoder, gated
 
 
 @pytest.mark.parametrize("bulk", [False, True])
@@ -75,7 +63,7 @@ def test_ctrl_c_drops_the_queued_pieces_and_stops_a_bulk_loop(gated_encoder, ctr
     interrupt takes them off at once (``bulk=False``: all three pieces of a large request;
     ``bulk=True``: the one piece queued, and the loop queues no more)."""
     encoder, gated = gated_encoder
-    held = _hold(encoder, gated)
+    held = hold(encoder, gated)
     queued = len(SHORT) if not bulk else 32
     ctrl_c(lambda: encoder.pending_texts == queued)
     with pytest.raises(KeyboardInterrupt):
@@ -96,7 +84,7 @@ def test_ctrl_c_while_a_bulk_piece_waits_for_room_queues_nothing(minilm, ctrl_c)
     cache.put("gated", gated)  # type: ignore[arg-type]
     encoder = BatchingQueryEncoder(cache, threads=1, batch_size=4, max_pending_texts=4)
     try:
-        held = _hold(encoder, gated)
+        held = hold(encoder, gated)
         full = encoder.submit(["a", "b", "c", "d"], embedder="gated")
         ctrl_c(lambda: True)
         with pytest.raises(KeyboardInterrupt):
