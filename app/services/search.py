@@ -111,45 +111,37 @@ def _got(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.60}"
 
 
-def check_bool(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
-    """Refuse a ``name`` that is not a real bool (``None`` too where ``optional``): a string
-    "no" was accepted and acted as True. ``param``: the field as the HTTP API names it, if not
-    ``name``.
+def _check_type(value: Any, name: str, fits: bool, expected: str, optional: bool,
+                param: str | None) -> None:
+    """Refuse ``value`` unless it ``fits`` (or is None where ``optional``), naming the field
+    (``param``: as the HTTP API names it, if not ``name``) and ``expected``.
 
     Raises:
         InvalidRequestError: naming the field and the type expected.
     """
-    if (value is None and optional) or isinstance(value, bool):
+    if fits or (value is None and optional):
         return
-    raise InvalidRequestError(f"{name} must be a bool (True or False){' or None' if optional else ''}, "
-                              f"got {_got(value)}", param=param or name)
+    raise InvalidRequestError(f"{name} must be {expected}{' or None' if optional else ''}, got "
+                              f"{_got(value)}", param=param or name)
+
+
+def check_bool(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
+    """Refuse a ``name`` that is not a real bool (``None`` too where ``optional``): a string
+    "no" was accepted and acted as True."""
+    _check_type(value, name, isinstance(value, bool), "a bool (True or False)", optional, param)
 
 
 def check_int(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
     """Refuse a ``name`` that is not a whole number (``None`` too where ``optional``): not a
-    bool, a float or a string ("100" failed deep inside with a TypeError).
-
-    Raises:
-        InvalidRequestError: naming the field and the type expected.
-    """
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidRequestError(f"{name} must be an int{' or None' if optional else ''}, got "
-                                  f"{_got(value)}", param=param or name)
+    bool, a float or a string ("100" failed deep inside with a TypeError)."""
+    _check_type(value, name, isinstance(value, numbers.Integral) and not isinstance(value, bool),
+                "an int", optional, param)
 
 
 def check_str(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
     """Refuse a ``name`` that is not a string (``None`` too where ``optional``): an instruction
-    of 5 failed with an AttributeError.
-
-    Raises:
-        InvalidRequestError: naming the field and the type expected.
-    """
-    if (value is None and optional) or isinstance(value, str):
-        return
-    raise InvalidRequestError(f"{name} must be a str{' or None' if optional else ''}, got "
-                              f"{_got(value)}", param=param or name)
+    of 5 failed with an AttributeError."""
+    _check_type(value, name, isinstance(value, str), "a str", optional, param)
 
 
 MAX_TOP_K = 1000
