@@ -385,7 +385,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                elem_id="cluster-labels")
                         k_limit = gr.Number(label="At most this many texts (0 = all, up to "
                                                   f"{settings.max_cluster_texts:,})",
-                                            value=500, precision=0, elem_id="cluster-limit")
+                                            value=500, precision=None, elem_id="cluster-limit")
                     with gr.Column(scale=2):
                         # A value, not a placeholder: the grey example looked filled in, and
                         # the first click was refused as "The instruction is empty".
@@ -395,11 +395,13 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                         # No `minimum`: Gradio's own "Value -1 is less than minimum value 0" named
                         # no box; the handler's message says which and why (docs/ui.md).
                         k_k = gr.Number(label="k (0 = choose by silhouette)", value=0,
-                                        precision=0, elem_id="cluster-k")
+                                        precision=None, elem_id="cluster-k")
                         # The silhouette's bound (POST /cluster's max_k, the CLI's --max-k):
                         # without it k = 0 never chose more than 10, on data of 147 classes.
+                        # precision=None in the three boxes: Gradio rounded 2.5 to 2 unsaid;
+                        # the handler refuses a fraction (ui.inputs.whole_number).
                         k_max_k = gr.Number(label=f"Largest k to try (with k = 0; 2 to {MAX_K})",
-                                            value=ClusterRequest.max_k, precision=0,
+                                            value=ClusterRequest.max_k, precision=None,
                                             elem_id="cluster-max-k")
                         k_embedder = picker(label="Instruction embedder", choices=embedders,
                                             elem_id="cluster-embedder",

@@ -572,9 +572,9 @@ class UiHandlers:
         # Said at once, as the Search tab does: cut silently, the instruction was then refused
         # as too long for the embedder, counted on the cut text, with no word of the cut.
         self._warn(notices)
-        n = limit_option(int(limit or 0))
-        chosen_k = k_option(int(k or 0))
-        top = ClusterRequest.max_k if max_k is None else int(max_k)
+        n = limit_option(inputs.whole_number(limit, "At most this many texts", 0))
+        chosen_k = k_option(inputs.whole_number(k, "k", 0))
+        top = inputs.whole_number(max_k, "Largest k to try", ClusterRequest.max_k)
         if chosen_k is None and not 2 <= top <= MAX_K:
             raise InvalidRequestError(f"Largest k to try must be from 2 to {MAX_K}, got {top} "
                                       "(it bounds k chosen by silhouette, k = 0)")

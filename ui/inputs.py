@@ -9,6 +9,7 @@ allowed roots before the core ever sees them.
 from __future__ import annotations
 
 import filecmp
+import math
 import os
 import re
 import shutil
@@ -62,6 +63,22 @@ def results_k(k: float | None, most: int, default: int = 10) -> tuple[int, str |
     if top_k == k:
         return top_k, None
     return top_k, f"k is a whole number of results from 1 to {most}; searched with {top_k}, not {k:g}."
+
+
+def whole_number(value: float | None, box: str, default: int) -> int:
+    """A Cluster box's whole number as typed (``default`` when empty).
+
+    The boxes had ``precision=0``, and Gradio rounded what was typed before the handler saw
+    it: "Largest k to try" 2.5 ran with 2 while the box kept "2.5", with nothing said.
+
+    Raises:
+        InvalidRequestError: naming the box, for a fraction (or NaN, or infinity).
+    """
+    if value is None:
+        return default
+    if not math.isfinite(value) or value != int(value):
+        raise InvalidRequestError(f"{box} must be a whole number, got {value:g}")
+    return int(value)
 
 
 def require_text(text: str | None, what: str, example: str) -> str:

@@ -53,3 +53,16 @@ def test_largest_k_to_try_bounds_k_0_and_the_summary_says_it_is_the_cap(page, tm
     assert "k = 2 the only one tried" in text and "2 is the largest k tried" in text, text
     assert "the best of k = 2 to 2" not in text, text
     assert "the labels have 6 classes: set k to 6" in text, text
+
+
+def test_a_fraction_in_a_cluster_box_is_refused_naming_the_box(page) -> None:  # noqa: F811
+    """With ``precision=0`` Gradio rounded what was typed before the handler saw it: "Largest k
+    to try" 2.5 ran with 2 (and k 3.7 with 4) while the box kept the fraction, nothing said."""
+    open_tab(page, "Cluster")
+    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
+    page.fill("#cluster-texts textarea", "\n".join(NOTES))
+    fill_picker(page, "#cluster-embedder", "minilm")
+    page.fill("#cluster-k input[type=number]", "0")
+    page.fill("#cluster-max-k input[type=number]", "2.5")
+    page.click("#cluster-button")
+    assert "Largest k to try must be a whole number, got 2.5" in toast_text(page)
