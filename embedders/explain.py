@@ -13,7 +13,10 @@ far better than the raw texts do, so a cluster is explained by:
   (Hindi, Bengali, Arabic with vowel marks); French and Italian elisions are cut
   ("l'économie" -> "économie"). Function words of English, French, German, Spanish, Italian and
   Portuguese and contractions ("didn't", "im") are dropped, but not content words that
-  generic stop lists hold ("top up", "bill", "interest"). Scripts
+  generic stop lists hold ("bill", "interest"); an English particle right after a kept word
+  is joined to it ("top up", "log out", "cut off": "top up" was read as "top"), and a plural
+  is counted with its singular where the texts hold both ("rates" with "rate", shown in the
+  form more members use: "exchange / rates / rate" spent two of three name slots). Scripts
   written without spaces between words (Chinese, Japanese, Korean, Thai, Lao, Khmer, Burmese)
   are cut into overlapping character pairs ("熊猫吃竹子" -> 熊猫, 猫吃, 吃竹, 竹子), as
   search engines index them without a dictionary: split at non-word characters, a whole
@@ -114,8 +117,20 @@ _FOREIGN_STOP_WORDS = frozenset((
     "seu", "sua", "seus", "suas", "ele", "ela", "eles", "elas", "eu", "você", "nós", "isso",
     "isto", "esse", "essa", "mas", "mais", "muito", "quando", "onde", "já", "ao", "aos", "às",
     "num", "numa", "também", "ter",
+    # Possessives and forms of "have" each language's list lacked ("habe / meine" named a
+    # cluster of German texts); "hat" and "bin" stay out (English words)
+    "mein", "meine", "meinen", "meinem", "meiner", "dein", "deine", "kein", "keine", "keinen",
+    "habe", "hast", "ho", "hai", "mio", "mia", "miei", "mie", "tuo", "tua", "meu", "minha",
+    "meus", "minhas", "teu", "tenho", "suis", "avons", "avez", "sommes", "hemos", "tengo",
+    "tiene",
 ))
-_KEYWORD_STOP_WORDS = (STOPWORDS | _BARE_CONTRACTIONS | _FOREIGN_STOP_WORDS
+# English particles that make a phrasal verb with the word before them ("top up", "log out",
+# "cut off", "break down"): stop words alone, joined to a kept word right before them.
+PARTICLES = frozenset(("up", "out", "off", "down"))
+# Plurals that are not their singular plus "s" in meaning ("news" is not "new").
+_NOT_PLURALS = frozenset(("news", "goods", "means", "series", "species", "physics", "politics",
+                          "economics", "mathematics", "glasses", "arms", "clothes", "basics"))
+KEYWORD_STOP_WORDS = (STOPWORDS | _BARE_CONTRACTIONS | _FOREIGN_STOP_WORDS
                        | frozenset(("also", "may", "might", "must", "us")))
 # French and Italian elisions: the article, pronoun or preposition cut before a vowel ("l'économie",
 # "qu'il", "dell'anno"); the word after it is the word. Other apostrophes ("don't") keep a word
@@ -152,17 +167,48 @@ def keyword_terms(text: str) -> list[str]:
     character pairs."""
     words: list[str] = []
     text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'")
+    joinable = False  # the last word read was kept, and it was a word (not a particle's phrase)
     for run, word in _token().findall(text):
         if run:
             words.extend(pair for pair in pairs(run) if not pair.isdigit())
+            joinable = False
             continue
         word = _without_elision(word)
         if word.endswith("'s"):
             word = word[:-2]
-        if "'" in word or len(word) < 2 or word.isdigit() or word in _KEYWORD_STOP_WORDS:
+        if word in PARTICLES and joinable:
+            words[-1] = f"{words[-1]} {word}"
+            joinable = False
             continue
-        words.append(word)
+        joinable = not ("'" in word or len(word) < 2 or word.isdigit() or word in KEYWORD_STOP_WORDS)
+        if joinable:
+            words.append(word)
     return words
+
+
+def fold_plurals(terms: list[list[str]]) -> list[list[str]]:
+    """``terms`` with each plural and its singular as one word, where both occur ("rates" and
+    "rate", "deliveries" and "delivery", "boxes" and "box"), in the form more texts use (the
+    singular on a tie). A plural whose singular no text holds stays as it is."""
+    used = Counter(w for words in terms for w in set(words))
+    same: dict[str, str] = {}
+    for word in used:
+        if len(word) < 4 or word in _NOT_PLURALS or " " in word or not word.endswith("s"):
+            continue
+        for singular in (word[:-3] + "y" if word.endswith("ies") else "",
+                         word[:-2] if word.endswith(("ches", "shes", "sses", "xes", "zes")) else "",
+                         word[:-1] if not word.endswith("ss") else ""):
+            if singular and singular in used:
+                same[word] = singular
+                break
+    shown = {singular: singular for singular in same.values()}
+    for plural, singular in same.items():
+        if used[plural] > used[shown[singular]]:
+            shown[singular] = plural
+    if not same:
+        return terms
+    return [[shown[same.get(w, w)] if same.get(w, w) in shown else w for w in words]
+            for words in terms]
 
 
 def _check_inputs(texts: Sequence[str], labels: Sequence[int], embeddings: Any, top_k: int,
@@ -231,7 +277,7 @@ def explain_clusters(
 
     clusters = sorted(set(ids))
     member_lists = {c: [i for i, label in enumerate(ids) if label == c] for c in clusters}
-    terms = [keyword_terms(a) for a in answers]
+    terms = fold_plurals([keyword_terms(a) for a in answers])
     used_by = Counter(w for words in terms for w in set(words))  # members using each word, all clusters
 
     out = []

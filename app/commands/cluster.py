@@ -430,8 +430,9 @@ def register(cli: typer.Typer) -> None:
             # character in them would reach the terminal (printable shows it escaped).
             share = f" ({c.name_share} answers)" if c.name_share else ""
             name = printable(' '.join(c.name.split()))
-            words = ', '.join(printable(w) for w in c.keywords)
-            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share} · {words}",
+            # No " · " without keywords: "(no keywords) · " ended in a dangling separator.
+            words = f" · {', '.join(printable(w) for w in c.keywords)}" if c.keywords else ""
+            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share}{words}",
                        err=to_stdout)
             for text in c.representatives:  # one line each: a text's own newlines could pass for output
                 typer.echo(f"    - {printable(_one_line(text), body=True)}", err=to_stdout)

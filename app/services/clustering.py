@@ -10,8 +10,9 @@ each cluster gets:
 * keywords: the words the members' InBedder answers to the same instruction (when an explainer
   is given, else the members' own texts) use more than the other clusters' do
   (``embedders.explain``);
-* a name: its most distinctive answer, more common in it than overall, no two clusters alike
-  (explainer given; ``_name_clusters``), else its top keywords joined;
+* a name: its most distinctive answer, more common in it than overall, no two clusters alike,
+  after its most common answer where that one dominates (explainer given; ``_name_clusters``),
+  else its top three keywords joined;
 * representatives: the members nearest the cluster centroid (cosine);
 * a 2-D position: PCA of the embeddings, the same projection for every text (a map).
 
@@ -32,6 +33,7 @@ import io
 import json
 import logging
 import numbers
+import re
 import sys
 import threading
 import time
@@ -78,7 +80,7 @@ from app.services.search import (
 )
 from app.text import check_text_encodable, check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
-from embedders.explain import explain_clusters
+from embedders.explain import KEYWORD_STOP_WORDS, explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
 from indexer.parsing import TEXT_FIELDS  # what `facet index` reads as a record's text
@@ -189,14 +191,16 @@ class Cluster:
     Attributes:
         id: the cluster's label, as ``ClusterResponse.labels`` gives it per text.
         size: how many texts it holds.
-        name: its most distinctive explainer answer (lower-cased), or, without answers, its
-            first three keywords joined by " / ".
+        name: its most distinctive explainer answer (lower-cased), after its most common one
+            where that one dominates ("anger / love": ``_name_clusters``), or, without answers,
+            its first three keywords joined by " / ".
         keywords: its distinctive words, from the answers or else the texts
             (``ClusterRequest.keywords`` at most).
         representatives: its most central texts, distinct (``ClusterRequest.members`` at most).
         representative_indices: where ``representatives`` are in ``ClusterResponse.texts``.
         center: (x, y) on the 2-D map of ``ClusterResponse.coordinates``: its members' mean.
-        name_count: how many members' answers are ``name``; None for a name made of keywords.
+        name_count: how many members' answers ``name`` stands for (both answers of "anger /
+            love"); None for a name made of keywords.
     """
 
     id: int
@@ -392,37 +396,72 @@ MIN_ANSWER_AGREEMENT = 0.25
 MIN_NAMED_SHARE = 1 / 3
 
 
+# Words of an answer that do not tell two answers apart ("the", "a", "my"): keyword_terms's
+# stop words; digits stay ("16 gb" is not "128 gb").
+_ANSWER_WORD = re.compile(r"\w+")
+# A cluster's most common answer goes before its distinctive name when it holds at least this
+# share of the cluster's answers and at least twice as many as the name (``_name_clusters``).
+COMMON_ANSWER_SHARE = 1 / 3
+# A cluster named by keywords (no explainer, or no answers) is named by its first this many.
+NAME_KEYWORDS = 3
+
+
+def _answer_key(answer: str) -> str:
+    """What two answers must share to count as one: their words as a set, without function
+    words ("card lost", "Lost card." and "the lost card" are one answer; counted apart, the
+    name "card theft (3 of 35 answers)" hid 8 answers of lost or stolen cards), or the answer
+    itself when it has no other words."""
+    words = {w for w in _ANSWER_WORD.findall(answer.lower()) if w not in KEYWORD_STOP_WORDS}
+    return " ".join(sorted(words)) if words else answer
+
+
 def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | None,
                    keywords: Mapping[int, list[str]], explainer_embedded: bool = False,
                    ) -> tuple[dict[int, tuple[str, int | None]], str | None]:
-    """Each cluster's name and how many members' answers it is (None: made of keywords), and a
-    note when the names describe the clusters poorly (None: they do not).
+    """Each cluster's name and how many members' answers it stands for (None: made of
+    keywords), and a note when the names describe the clusters poorly (None: they do not).
 
-    The name is the cluster's most *distinctive* answer, not its most common one: the answer
-    whose share of the cluster's answers most exceeds its share of all the answers (share in
-    the cluster minus share overall). The most common answer named three topic clusters
-    "positive" under a sentiment instruction, as every topic had positive reviews; an answer
-    as common everywhere scores 0, one only this cluster gives scores its share. A difference
-    of shares (rather than share x log idf over clusters) counts how often the answer is met
-    elsewhere, not only whether, and stays meaningful with k = 2. An answer that two or more
-    members give comes before one of a single member (that describes one text, not a group),
-    then by the score, the count, and central members first.
+    Answers are counted as one when they hold the same content words (``_answer_key``), and
+    shown in the wording most members gave. The name is the cluster's most *distinctive*
+    answer, not its most common one: the answer whose share of the cluster's answers most
+    exceeds its share of all the answers (share in the cluster minus share overall). The most
+    common answer named three topic clusters "positive" under a sentiment instruction, as every
+    topic had positive reviews; an answer as common everywhere scores 0, one only this cluster
+    gives scores its share. A difference of shares (rather than share x log idf over clusters)
+    counts how often the answer is met elsewhere, not only whether, and stays meaningful with
+    k = 2. An answer that two or more members give comes before one of a single member (that
+    describes one text, not a group), then by the score, the count, and central members first.
 
     No two clusters share a name: the cluster where an answer is most distinctive keeps it and
     the other takes its next answer, whose smaller "(n of m answers)" shows that it is a weaker
     name (two clusters both "positive" said nothing of the difference). Only a cluster with no
     other answer repeats a name, and the note says which.
 
+    A cluster's most common answer goes first when it is not the name, holds at least a third
+    of the cluster's answers (``COMMON_ANSWER_SHARE``) and at least twice as many as the name:
+    "anger / love (20 of 23 answers)", the count of both. Named "love (5 of 23 answers)" alone,
+    a cluster of 15 "anger" answers read as a cluster about love.
+
     Args:
         members: each cluster's members, central first (ties go to the more central).
         answers: the explainer's answer per text; None names clusters by their keywords.
-        keywords: each cluster's keywords.
+        keywords: each cluster's keywords (a name of keywords is the first three).
         explainer_embedded: the explainer was the embedder too (the note does not suggest it).
     """
-    keyword_names = {c: (" / ".join(keywords[c][:3]) or "(no keywords)", None) for c in members}
+    keyword_names = {c: (" / ".join(keywords[c][:NAME_KEYWORDS]) or "(no keywords)", None)
+                     for c in members}
     if answers is None:
         return dict(keyword_names), None
-    said = {c: [a for a in (answers[i].strip().lower() for i in ids) if a] for c, ids in members.items()}
+    worded: dict[str, Counter[str]] = {}  # each answer key's wordings, central first
+    said: dict[int, list[str]] = {}
+    for c, ids in members.items():
+        said[c] = []
+        for answer in (answers[i].strip().lower() for i in ids):
+            if answer:
+                key = _answer_key(answer)
+                worded.setdefault(key, Counter())[answer] += 1
+                said[c].append(key)
+    shown = {key: forms.most_common(1)[0][0] for key, forms in worded.items()}
     counts = {c: Counter(said[c]) for c in members}  # in central-first order: ties keep it
     overall = Counter(a for c in members for a in said[c])
     answered = sum(overall.values())
@@ -443,8 +482,13 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
         c = max(free, key=lambda d: (free[d] is not None, free[d] or ()))
         # Every answer of the cluster names another one: its best, said in the note.
         answer = (free[c] or ranked[c][0])[1]
-        names[c] = (answer, counts[c][answer])
         taken.add(answer)
+        common, n = counts[c].most_common(1)[0]
+        if (common != answer and n >= 2 * counts[c][answer]
+                and n >= COMMON_ANSWER_SHARE * sum(counts[c].values())):
+            names[c] = (f"{shown[common]} / {shown[answer]}", n + counts[c][answer])
+        else:
+            names[c] = (shown[answer], counts[c][answer])
     holders: dict[str, list[int]] = {}
     for c in sorted(names):
         if names[c][1] is not None:
@@ -929,8 +973,10 @@ class ClusterService:
 
         report(0.95, "naming the clusters and drawing the map")
         t0 = time.perf_counter()
+        # At least the three a name of keywords is made of, whatever ``keywords`` shows: with
+        # --keywords 1 the CLI named clusters "bill", the page "bill / pay / electric".
         explained = explain_clusters(texts, label_list, answers if answers is not None else texts,
-                                     embeddings=vectors, top_k=request.keywords,
+                                     embeddings=vectors, top_k=max(request.keywords, NAME_KEYWORDS),
                                      members=request.members)
         xy = map_coordinates(vectors)
         explained = sorted(explained, key=lambda e: (-e.size, e.cluster))
@@ -953,7 +999,7 @@ class ClusterService:
                                               vectors, request.members)
             clusters.append(Cluster(
                 id=c.cluster, size=c.size, name=name, name_count=name_count,
-                keywords=c.keywords, representatives=[texts[i] for i in shown],
+                keywords=c.keywords[:request.keywords], representatives=[texts[i] for i in shown],
                 representative_indices=shown,
                 center=(round(float(center[0]), 5), round(float(center[1]), 5))))
         timings["explain"] = (time.perf_counter() - t0) * 1000

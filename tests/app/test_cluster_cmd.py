@@ -201,3 +201,27 @@ def test_a_collection_cut_to_the_cap_is_said_and_limit_0_is_all_up_to_it(tmp_pat
     assert "note: clustered 3 of 12 chunks, in storage order (limit 3)" in result.stderr, result.stderr
     helped = " ".join(invoke_cli("cluster", "--help", env={"COLUMNS": "200"}).stdout.split())
     assert "0 = all, up to FACET_MAX_CLUSTER_TEXTS" in helped, helped
+
+
+def test_keyword_names_do_not_depend_on_keywords_and_no_keywords_leaves_no_separator(tmp_path):
+    """With --keywords 1 the clusters were named by one keyword ("card") where the UI, which
+    shows five, named them by three; a cluster without keywords printed "(no keywords) · "."""
+    src = tmp_path / "t.txt"
+    src.write_text("\n".join(TEXTS) + "\n")
+    lines = {}
+    for count in ("1", "5"):
+        result = invoke_cli("cluster", str(src), "-i", "the topic", "--embedder", "minilm",
+                            "--explain", "", "--k", "2", "--keywords", count, "--json",
+                            env={"FACET_DATA_DIR": str(tmp_path / "data")})
+        assert result.returncode == 0, result.stdout + result.stderr
+        lines[count] = json.loads(result.stdout)["clusters"]
+    assert [c["name"] for c in lines["1"]] == [c["name"] for c in lines["5"]]
+    assert all(c["name"].count(" / ") == 2 for c in lines["5"])  # three keywords each
+    assert all(len(c["keywords"]) == 1 for c in lines["1"])
+    empty = tmp_path / "empty.txt"
+    empty.write_text("the a\nthe an\nit is\n")  # no content words at all
+    result = invoke_cli("cluster", str(empty), "-i", "the topic", "--embedder", "minilm",
+                        "--explain", "", "--k", "2", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    heads = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("cluster ")]
+    assert heads and all(line.endswith("(no keywords)") for line in heads), heads

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embedders.explain import ClusterExplanation, explain_clusters, explain_with_inbedder
+from embedders.explain import ClusterExplanation, explain_clusters, explain_with_inbedder, fold_plurals, keyword_terms
 
 TEXTS = [
     "Where is my new card? It has not arrived.",
@@ -62,7 +62,9 @@ def test_contractions_and_numbers_are_not_keywords_but_generic_stop_words_can_be
     out = explain_clusters(texts, [0, 0, 1, 1], texts, top_k=10)
     words = {w for e in out for w in e.keywords}
     assert not words & {"hasn", "didn", "im", "39", "t"}
-    assert out[1].keywords[0] == "top"  # in scikit-learn's English stop list, as "bill" and "interest"
+    # "top" is in scikit-learn's English stop list, as "bill" and "interest"; "up" is a
+    # particle: joined to the word before it, it was dropped and "top up" read as "top".
+    assert out[1].keywords[0] == "top up"
     bills = explain_clusters(["bill", "interest"], [0, 1], ["my bill", "the interest"])
     assert [e.keywords for e in bills] == [["bill"], ["interest"]]
     assert explain_clusters(["the bank's fee"] * 2, [0, 1], ["the bank's fee", "x"])[0].keywords == ["bank", "fee"]
@@ -152,3 +154,26 @@ def test_explain_with_inbedder_checks_before_generating():
     with pytest.raises(ValueError, match="same length"):
         explain_with_inbedder(fake, TEXTS, [0], "q")
     assert fake.calls == []
+
+
+def test_a_particle_joins_the_word_before_it_and_plurals_count_with_their_singular():
+    """The exploration's Banking77 names: "top / denied / app" for failed top-ups, and
+    "exchange / rates / rate" (two of three name slots for one word)."""
+    assert keyword_terms("I can't top up; log-out, then it's up") == ["top up", "log out"]
+    assert keyword_terms("up and down") == []  # a particle alone says nothing
+    texts = ["what are the exchange rates", "exchange rate today", "is the rate fair",
+             "refund please", "I want refunds", "refund not received"]
+    out = explain_clusters(texts, [0, 0, 0, 1, 1, 1], texts, top_k=3)
+    assert out[0].keywords[:2] == ["rate", "exchange"]  # three members, in the commoner form
+    assert out[1].keywords[0] == "refund"
+    # A plural without its singular, or one that is not a plural in meaning, stays.
+    assert fold_plurals([["news"], ["new"], ["calories"]]) == [["news"], ["new"], ["calories"]]
+    assert fold_plurals([["deliveries"], ["delivery"], ["deliveries"]]) == [["deliveries"]] * 3
+
+
+def test_german_italian_and_portuguese_possessives_and_have_are_not_keywords():
+    # "carte / karte / meine" named a cluster, with "habe" among its keywords.
+    for text, words in [("Ich habe meine Karte verloren", ["karte", "verloren"]),
+                        ("Ho perso la mia carta", ["perso", "carta"]),
+                        ("Eu tenho o meu cartão", ["cartão"])]:
+        assert keyword_terms(text) == words

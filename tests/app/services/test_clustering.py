@@ -339,7 +339,8 @@ def test_names_are_distinctive_answers_and_the_note_says_when_answers_do_not_fol
     names, note = _name_clusters(members, SENTIMENT_ANSWERS, {c: ["kw"] for c in members})
     # "positive" is most over-represented in cluster 2 (3 of 6, against 9 of 24 overall);
     # cluster 0 gives "negative" 3 times of 10 (6 of 24 overall); cluster 1's shared answers
-    # are both taken, so it takes its first single answer, whose "1 of 8" shows it is weak.
+    # are both taken, so it takes its first single answer, whose "1 of 8" shows it is weak (its
+    # most common answers, 2 of 8 each, are under a third of its answers: not put first).
     assert names == {0: ("negative", 3), 1: ("cold", 1), 2: ("positive", 3)}
     assert note is not None and note.startswith(
         "the explainer's answers do not follow the clusters: texts with the same answer are in "
@@ -367,10 +368,11 @@ def test_answers_that_follow_the_clusters_name_them_without_a_note() -> None:
 
 def test_a_name_two_clusters_cannot_avoid_is_said_in_the_note() -> None:
     # "x" is the most common answer of both clusters: the one where it is more distinctive
-    # (all of cluster 1, 2 of 3 in cluster 0) keeps it, cluster 0 takes its next answer.
+    # (all of cluster 1, 2 of 3 in cluster 0) keeps it; cluster 0 is named by it and its next
+    # answer, both counted ("y" alone, "1 of 3", hid that the cluster is mostly "x").
     names, note = _name_clusters({0: [0, 1, 2], 1: [3, 4]}, ["x", "x", "y", "x", "x"],
                                  {0: ["a"], 1: ["b"]})
-    assert names == {0: ("y", 1), 1: ("x", 2)} and note is None
+    assert names == {0: ("x / y", 3), 1: ("x", 2)} and note is None
     # Only "x" everywhere: the names must repeat, and the note says which clusters share one.
     names, note = _name_clusters({0: [0, 1, 2], 1: [3, 4], 2: [5]}, ["x"] * 6,
                                  {0: ["a"], 1: ["b"], 2: ["c"]})
@@ -380,6 +382,29 @@ def test_a_name_two_clusters_cannot_avoid_is_said_in_the_note() -> None:
     # A cluster without answers is named by its keywords, as without an explainer.
     names, _ = _name_clusters({0: [0, 1], 1: [2]}, ["x", "x", " "], {0: ["a"], 1: ["b", "c"]})
     assert names == {0: ("x", 2), 1: ("b / c", None)}
+
+
+def test_a_cluster_whose_best_answer_names_another_is_not_named_by_a_minority() -> None:
+    """The exploration's emotion clusters: 15 of a cluster's 23 answers were "anger", but
+    "anger" named a cluster where it was more distinctive, and this one was listed as "love
+    (5 of 23 answers)" with anger only among its keywords."""
+    answers = (["anger"] * 15 + ["love"] * 5 + ["joy"] * 3  # cluster 0, 23 texts
+               + ["anger"] * 20 + ["fear"] * 2)  # cluster 1: all but two "anger"
+    members = {0: list(range(23)), 1: list(range(23, 45))}
+    names, note = _name_clusters(members, answers, {0: ["kw"], 1: ["kw"]})
+    assert names == {0: ("anger / love", 20), 1: ("anger", 20)}
+    assert note is None or "all named" not in note
+
+
+def test_answers_in_other_words_are_counted_as_one_in_the_most_given_wording() -> None:
+    """"card lost", "Lost card." and "lost card" were three answers (compared lower-cased and
+    stripped only), so the name "card theft (3 of 9 answers)" hid four answers of lost cards."""
+    answers = ["card lost", "card lost", "Lost card.", "lost card", "card theft", "card theft",
+               "card theft", "card stolen", "pin",  # cluster 0
+               "refund", "refund", "Refund!", "money back", "refund"]  # cluster 1
+    members = {0: list(range(9)), 1: list(range(9, 14))}
+    names, _ = _name_clusters(members, answers, {0: ["kw"], 1: ["kw"]})
+    assert names == {0: ("card lost", 4), 1: ("refund", 4)}
 
 
 def test_explainer_names_differ_or_the_note_says_so(make_ctx, tiny_inbedder_dir) -> None:
