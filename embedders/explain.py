@@ -207,8 +207,7 @@ def fold_plurals(terms: list[list[str]]) -> list[list[str]]:
             shown[singular] = plural
     if not same:
         return terms
-    return [[shown[same.get(w, w)] if same.get(w, w) in shown else w for w in words]
-            for words in terms]
+    return [[shown.get(same.get(w, w), w) for w in words] for words in terms]
 
 
 def _check_inputs(texts: Sequence[str], labels: Sequence[int], embeddings: Any, top_k: int,
