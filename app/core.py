@@ -753,11 +753,12 @@ class Facet:
                 or ``collection`` given and the job is of another one.
         """
         state = self.catalog.job(job_id, 0, collection).state
-        if state not in ("queued", "running", "stalled"):
-            raise InvalidRequestError(f"job {job_id} is {state}; only a queued or running job "
-                                      "can be cancelled")
-        self.indexing.cancel(job_id)
-        return self.catalog.job(job_id, collection=collection)
+        if state in ("queued", "running", "stalled") and self.indexing.cancel(job_id):
+            return self.catalog.job(job_id, collection=collection)
+        if state in ("queued", "running", "stalled"):  # it ended since its state was read
+            state = self.catalog.job(job_id, 0, collection).state
+        raise InvalidRequestError(f"job {job_id} is {state}; only a queued or running job "
+                                  "can be cancelled")
 
     # ------------------------------------------------------------------- info
 

@@ -718,6 +718,10 @@ def cancelled_message(indexed: int) -> str:
 
 
 QUEUED_CANCELLED = "cancelled before it started"
+# A completed job's message where the cancel came after its last batch (it was answered 200,
+# ``cancel_requested``, and the job then read completed with no word of it).
+CANCEL_TOO_LATE = ("the cancel came after every document had gone in (while the store was "
+                   "optimized), so the job completed")
 
 
 class Terminated(SystemExit):
@@ -1039,6 +1043,9 @@ class IndexService:
                                      total, started, heartbeat=heartbeat, interrupt=interrupt)
                 self._note_moved(job, report)
                 interrupt.check()
+                # A cancel asked while the last batch went in: the job ends cancelled, as a
+                # worker's does (it completed, and nothing said the cancel had come too late).
+                self.check_cancelled(job.id)
                 if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
                 # Nothing of the metadata is written while the store optimizes (tens of seconds
@@ -1064,6 +1071,9 @@ class IndexService:
                 # a client polling for it read a run whose every document failed as a success.
                 job.message = failed_documents_message(report.docs_failed, report.docs_seen,
                                                        report.docs_indexed, report.docs_deleted) or job.message
+                with self.sessions() as own:  # asked during the sync or the store's optimize
+                    if md.cancel_requested(own, job.id):
+                        job.message = "; ".join(filter(None, (job.message, CANCEL_TOO_LATE)))
             except BaseException as e:
                 session.rollback()
                 # The server stopping also fails a batch on its way out (the encoder closes):
@@ -1273,20 +1283,24 @@ class IndexService:
                 f"({self.settings.min_free_mb:,.0f}); free some space there (or lower "
                 "FACET_MIN_FREE_MB)")
 
-    def cancel(self, job_id: int) -> None:
+    def cancel(self, job_id: int) -> bool:
         """Cancel a job: a ``queued`` one at once (its runner, when its turn comes, finds it
         ``cancelled`` and skips it); a ``running`` one is asked to stop (``cancel_requested``),
         which its runner does at its next batch boundary. The flag is set on a queued job too:
         a runner that took it in the meantime still stops at its first batch. A job in another
-        state is left as it is (the caller refuses it)."""
+        state is left as it is, and False says so (it ended since the caller read its state:
+        the caller refuses it, where a 200 answered a cancel that changed nothing)."""
         J = md.IndexJob
         with self.sessions() as session:
-            session.execute(update(J).where(J.id == job_id, J.state.in_(("queued", "running")))
-                            .values(cancel_requested=True))
+            asked = session.execute(update(J).where(J.id == job_id, J.state.in_(("queued", "running")))
+                                    .values(cancel_requested=True))
             session.execute(update(J).where(J.id == job_id, J.state == "queued").values(
                 state="cancelled", finished_at=md.utcnow(), message=QUEUED_CANCELLED))
             session.commit()
+        if not getattr(asked, "rowcount", 1):
+            return False
         logger.info("job %d: cancellation asked", job_id)
+        return True
 
     def set_job_process(self, job_id: int, pid: int) -> None:
         """Record the process that will run a queued job (a detached ``facet run-job``)."""

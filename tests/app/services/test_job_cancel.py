@@ -112,3 +112,63 @@ def test_the_index_tabs_cancel_button(facet, tmp_path) -> None:
     events = {f.api_name: f for f in demo.fns.values()}
     assert events["cancel_job"].concurrency_id == LIGHT
     assert any(getattr(b, "elem_id", None) == "index-cancel-button" for b in demo.blocks.values())
+
+
+def test_a_cancel_asked_while_the_last_batch_goes_in_ends_the_job_cancelled(facet, tmp_path) -> None:
+    """A soak's cancels sent as the last batch was written were answered 200, cancel_requested,
+    and the job then ended ``completed`` with no word of the cancel: it now ends ``cancelled``
+    (as a worker's job does), what went in kept, and the next run of the source resumes it."""
+    write_corpus(tmp_path / "src", 3)
+    asked = []
+
+    def cancel_after_the_last_batch(p: Progress) -> None:
+        if not asked and p.docs_done == p.docs_total and p.stage is None:
+            asked.append(facet.cancel_job(facet.jobs("c")[0].id))
+
+    report = facet.index(tmp_path / "src", "c", progress=cancel_after_the_last_batch)
+    assert asked and (asked[0].state, asked[0].cancel_requested) == ("running", True)
+    assert (report.state, report.docs_indexed) == ("cancelled", 3)
+    assert facet.job(report.job_id).message.startswith("cancelled after 3 documents indexed")
+    assert facet.collection("c").documents_indexed == 3
+
+
+def test_a_job_that_ends_as_the_cancel_comes_is_refused_not_answered_as_cancelled(facet, tmp_path,
+                                                                                  monkeypatch) -> None:
+    """The state was read (running), then the job completed, then the cancel's UPDATE matched
+    no row: the answer was a 200 of a ``completed`` job with ``cancel_requested`` false."""
+    from sqlalchemy import update
+
+    from indexer import metadata as md
+
+    write_corpus(tmp_path / "src", 2)
+    prepared = facet.indexing.prepare(tmp_path / "src", "c", runner="thread")
+    real_cancel = facet.indexing.cancel
+
+    def ends_first(job_id: int) -> bool:  # the runner finishes between the read and the cancel
+        with facet.indexing.sessions() as session:
+            session.execute(update(md.IndexJob).where(md.IndexJob.id == job_id)
+                            .values(state="completed", finished_at=md.utcnow()))
+            session.commit()
+        return real_cancel(job_id)
+
+    monkeypatch.setattr(facet.indexing, "cancel", ends_first)
+    with pytest.raises(InvalidRequestError, match=f"job {prepared.job_id} is completed; only a "
+                                                  "queued or running job can be cancelled"):
+        facet.cancel_job(prepared.job_id)
+    assert not facet.job(prepared.job_id).cancel_requested
+
+
+def test_a_cancel_during_the_stores_optimize_is_too_late_and_the_job_says_so(facet, tmp_path) -> None:
+    write_corpus(tmp_path / "src", 2)
+    asked = []
+
+    def cancel_while_optimizing(p: Progress) -> None:
+        if not asked and p.stage == "optimizing the store":
+            asked.append(facet.cancel_job(facet.jobs("c")[0].id))
+
+    report = facet.index(tmp_path / "src", "c", progress=cancel_while_optimizing)
+    assert asked and report.state == "completed"
+    job = facet.job(report.job_id)
+    assert (job.state, job.cancel_requested) == ("completed", True)
+    assert job.message == ("the cancel came after every document had gone in (while the store "
+                           "was optimized), so the job completed")
