@@ -80,7 +80,7 @@ from app.services.search import (
 )
 from app.text import check_text_encodable, check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
-from embedders.explain import KEYWORD_STOP_WORDS, explain_clusters
+from embedders.explain import explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
 from indexer.parsing import TEXT_FIELDS  # what `facet index` reads as a record's text
@@ -396,9 +396,11 @@ MIN_ANSWER_AGREEMENT = 0.25
 MIN_NAMED_SHARE = 1 / 3
 
 
-# Words of an answer that do not tell two answers apart ("the", "a", "my"): keyword_terms's
-# stop words; digits stay ("16 gb" is not "128 gb").
+# Words of an answer that do not tell two answers apart ("the lost card" is "lost card");
+# negations and digits stay ("no refund" is not "refund", "16 gb" not "128 gb").
 _ANSWER_WORD = re.compile(r"\w+")
+_ANSWER_FILLER = frozenset(("a", "an", "the", "my", "your", "his", "her", "its", "our", "their",
+                            "this", "that", "of", "for", "to", "is", "are", "was", "it", "i"))
 # A cluster's most common answer goes before its distinctive name when it holds at least this
 # share of the cluster's answers and at least twice as many as the name (``_name_clusters``).
 COMMON_ANSWER_SHARE = 1 / 3
@@ -407,11 +409,11 @@ NAME_KEYWORDS = 3
 
 
 def _answer_key(answer: str) -> str:
-    """What two answers must share to count as one: their words as a set, without function
-    words ("card lost", "Lost card." and "the lost card" are one answer; counted apart, the
-    name "card theft (3 of 35 answers)" hid 8 answers of lost or stolen cards), or the answer
-    itself when it has no other words."""
-    words = {w for w in _ANSWER_WORD.findall(answer.lower()) if w not in KEYWORD_STOP_WORDS}
+    """What two answers must share to count as one: their words as a set, without articles
+    and the like ("card lost", "Lost card." and "the lost card" are one answer; counted apart,
+    the name "card theft (3 of 35 answers)" hid 8 answers of lost or stolen cards), or the
+    answer itself when it has no other words."""
+    words = {w for w in _ANSWER_WORD.findall(answer.lower()) if w not in _ANSWER_FILLER}
     return " ".join(sorted(words)) if words else answer
 
 
