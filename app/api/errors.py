@@ -77,6 +77,7 @@ _NOT_FOUND_ROUTES: dict[tuple[str, str], str] = {
     ("POST", "/jobs"): "source_not_found",  # the path to index; the collection is created
     ("GET", "/jobs"): "collection_not_found",
     ("GET", "/collections/{name}"): "collection_not_found",
+    ("DELETE", "/collections/{name}"): "collection_not_found",
     ("POST", "/search"): "collection_not_found",  # unknown, or nothing searchable yet
     ("POST", "/cluster"): "collection_not_found",
 }

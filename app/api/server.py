@@ -702,6 +702,29 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 raise
         return _json(asdict(stray) | {"stray": True})
 
+    # Deleting writes the metadata (429 while another process holds its write lock); a job
+    # indexing the collection is a 409.
+    @app.delete("/collections/{name}", dependencies=auth, response_model=ListedCollection,
+                responses=fails(*facade, 404, 409, 429, 503, meaning={
+                    409: "a job is indexing the collection (named in the message): wait for it "
+                         "or cancel it (POST /jobs/{job_id}/cancel), then delete",
+                    429: errors.BUSY_DATABASE}),
+                operation_id="deleteCollection", tags=listing)
+    def delete_collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+                              "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
+                          facet: FacetDep) -> Response:
+        """Delete a collection: its points, its metadata (documents, jobs) and its uploaded
+        files, as ``facet delete NAME`` does; 200 + what it held, as ``GET /collections/{name}``
+        lists it (a stray's vectors too: ``"stray": true``). There is no undo. A running server
+        keeps its collections open, so ``facet delete`` beside it is refused and sends the
+        work here (or to the UI); before, only the UI could."""
+        try:
+            facet.collection(name)
+            stray = False
+        except NotFoundError:
+            stray = True  # the store's vectors of no collection, or a 404 from the delete
+        return _json(asdict(facet.delete_collection(name)) | {"stray": stray})
+
     if settings.ui_mount:
         _mount_ui(app, settings)
     return app

@@ -37,6 +37,7 @@ OPERATIONS = {
     ("post", "/jobs/{job_id}/cancel"): ("cancelJob", "jobs"),
     ("get", "/collections"): ("listCollections", "collections"),
     ("get", "/collections/{name}"): ("getCollection", "collections"),
+    ("delete", "/collections/{name}"): ("deleteCollection", "collections"),
 }
 
 

@@ -1,0 +1,84 @@
+"""``DELETE /collections/{name}``: a running server keeps its collections open, so ``facet
+delete`` beside it is refused ("send this work to it (its HTTP API or UI)"), yet the API had no
+way to delete one: only the mounted UI could (a soak's 70 CLI deletes were all refused). It
+deletes as ``facet delete`` does: points, metadata, jobs, uploads; a stray's vectors too; 404
+for an unknown name, 409 while a job indexes it. Real facade over SQLite and the edge store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from app.core import Facet
+from app.services import leases
+from indexer import metadata as md
+from tests.app.api.conftest import serving_facet
+from tests.app.services.conftest import write_corpus
+
+
+@pytest.fixture(scope="module")
+def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
+    root = tmp_path_factory.mktemp("delete")
+    facet = serving_facet(root / "data", minilm, ui_mount=False)
+    for name in ("kept", "gone", "busy", "lost"):
+        write_corpus(root / name, 2)
+        facet.index(root / name, name)
+    with facet.catalog.ctx.sessions() as session:  # "lost": its record gone, its vectors kept
+        md.delete_collection(session, md.get_collection(session, "lost"))
+        session.commit()
+    facet.catalog.store.release("lost")
+    yield facet
+    facet.close()
+
+
+def test_delete_removes_a_collection_its_jobs_and_uploads(facet, client) -> None:
+    uploads = facet.upload_folder("gone")
+    uploads.mkdir(parents=True)
+    (uploads / "a.txt").write_text("an uploaded file")
+    assert client.post("/search", json={"query": "doc", "collection": "gone"}).status_code == 200
+
+    r = client.delete("/collections/gone")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["name"], body["documents"], body["stray"]) == ("gone", 2, False)
+    assert client.get("/collections/gone").status_code == 404
+    assert "gone" not in [c["name"] for c in client.get("/collections").json()]
+    assert client.post("/search", json={"query": "doc", "collection": "gone"}).status_code == 404
+    assert client.get("/jobs", params={"collection": "gone"}).status_code == 404
+    assert not uploads.exists()
+    again = client.delete("/collections/gone")
+    assert again.status_code == 404 and again.json()["error"]["code"] == "collection_not_found"
+    assert client.get("/collections/kept").json()["documents"] == 2  # the others untouched
+
+
+def test_delete_removes_a_strays_vectors(client) -> None:
+    assert client.get("/collections/lost").json()["stray"] is True
+    r = client.delete("/collections/lost")
+    assert r.status_code == 200, r.text
+    assert (r.json()["name"], r.json()["stray"]) == ("lost", True)
+    assert "lost" not in [c["name"] for c in client.get("/collections").json()]
+
+
+def test_a_collection_being_indexed_is_not_deleted(facet, client) -> None:
+    with facet.catalog.ctx.sessions() as session:
+        coll = md.get_collection(session, "busy")
+        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
+                          runner="inline")
+        session.add(job)
+        session.commit()
+        assert leases.acquire(session, coll.id, job.id, ttl_s=600) is None
+        job_id = job.id
+    r = client.delete("/collections/busy")
+    assert r.status_code == 409, r.text
+    assert f"collection 'busy' is being indexed by job {job_id}" in r.json()["error"]["message"]
+    assert client.get("/collections/busy").json()["documents"] == 2
+
+
+def test_a_name_that_cannot_be_a_collection_is_400_and_openapi_declares_the_route(client) -> None:
+    r = client.delete("/collections/-x")
+    assert r.status_code == 400 and "invalid collection name '-x'" in r.text, r.text
+    spec = client.get("/openapi.json").json()
+    op = spec["paths"]["/collections/{name}"]["delete"]
+    assert (op["operationId"], op["tags"]) == ("deleteCollection", ["collections"])
+    assert {"200", "404", "409"} <= set(op["responses"])
