@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
@@ -22,10 +22,14 @@ from app.services.collections import (
     MAX_JOB_ERRORS,
     MAX_JOBS_LISTED,
     SUPERSEDED,
+    CollectionInfo,
     JobInfo,
     JobList,
 )
 from app.text import plural, printable, printable_json, size_text
+
+if TYPE_CHECKING:
+    from app.core import Facet
 
 
 def timings_text(timings: Mapping[str, float]) -> str:
@@ -90,8 +94,11 @@ def progress_line(j: JobInfo) -> str:
     done = (f"{j.docs_seen}/{total} documents" if total else
             f"{plural(j.docs_seen, 'document')} seen")
     chunks = f", chunk tasks {j.chunks_done}/{j.chunks_total}" if j.chunks_total else ""
+    # Documents a sync removed (gone from the source), as `facet jobs ID` counts them: the
+    # final line of `--follow` left them out while `facet jobs ID` said "removed 2".
+    removed = f", {j.docs_deleted} removed" if j.docs_deleted else ""
     return (f"job {j.id} {j.state}: {done} ({j.docs_indexed} "
-            f"indexed, {j.docs_skipped} unchanged, {j.docs_failed} failed){chunks}, "
+            f"indexed, {j.docs_skipped} unchanged, {j.docs_failed} failed{removed}){chunks}, "
             f"{plural(j.chunks_written, 'chunk')} written")
 
 
@@ -106,9 +113,10 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = No
     ``offset``: how many of its first errors were skipped (``--errors-offset``)."""
     lines = []
     if offset > 0 and j.errors_total:
+        # Past the end: what there is ("(of 27)" read as if the first 100 existed).
         lines.append(f"  errors {offset + 1} to {offset + len(j.errors)} of {j.errors_total}:"
-                     if j.errors else f"  no errors past the first {offset} "
-                                      f"(of {j.errors_total})")
+                     if j.errors else f"  no errors past the first {offset}: the job has "
+                                      f"{j.errors_total}")
     for e in j.errors:
         # A chunk's failure names no document in its message: ten identical lines.
         doc = e.get("document") or ""
@@ -272,6 +280,37 @@ def _one_line(message: str) -> str:
     return first + (" …" if len(lines) > 1 else "")
 
 
+def points_text(info: CollectionInfo, jobs: Iterable[JobInfo] | None = None) -> str:
+    """A collection's points for a listing or a prompt: "3 points"; "no points yet (job 11
+    queued)" where nothing was written yet (no chunk recorded, no job of it completed, its
+    first job queued or running: ``jobs``, its jobs as listed); else "? points" (another
+    process holds its store, the store is missing or damaged). A collection whose only job
+    waited for a worker read "? points", as if its points could not be counted."""
+    if info.points is not None:
+        return plural(info.points, "point")
+    if jobs is not None and info.chunks == 0 and info.documents_indexed == 0 \
+            and not info.store_missing and info.store_damaged is None:
+        listed = list(jobs)
+        live = [j for j in listed if j.state in ("queued", "running")]
+        if live and not any(j.state == "completed" for j in listed):
+            first = min(live, key=lambda j: j.id)
+            return f"no points yet (job {first.id} {first.state})"
+    return "? points"
+
+
+def _jobs_of_unwritten(facet: Facet, info: CollectionInfo) -> list[JobInfo] | None:
+    """The jobs of a collection whose points are unknown and of which nothing is written yet
+    (``points_text``), all of them; None for any other (or one with too many jobs to list)."""
+    if info.points is not None or info.chunks or info.documents_indexed or info.store_missing \
+            or info.store_damaged is not None:
+        return None
+    try:
+        jobs = facet.jobs(info.name, DEFAULT_JOBS_LISTED)
+    except NotFoundError:  # deleted meanwhile
+        return None
+    return None if isinstance(jobs, JobList) and jobs.not_shown else list(jobs)
+
+
 def _follow(job_id: int, interval: float, out: TextIO | None = None) -> int:
     """Show the job's progress until it ends (``JobFollower``: in place on a terminal, sparse
     into a log); the exit code."""
@@ -299,6 +338,7 @@ def register(cli: typer.Typer) -> None:
                            ] = False,
     ) -> None:
         """List collections (documents, chunks, points, embedders)."""
+        unwritten: dict[str, list[JobInfo]] = {}
         with open_facet() as facet:
             try:
                 infos = [facet.collection(name)] if name else facet.collections()
@@ -308,6 +348,11 @@ def register(cli: typer.Typer) -> None:
                 if stray is None:
                     raise
                 infos, strays = [], [stray]
+            if not as_json:
+                for i in infos:
+                    jobs_of = _jobs_of_unwritten(facet, i)
+                    if jobs_of is not None:
+                        unwritten[i.name] = jobs_of
         if as_json:
             # The vectors only (``stray``) too, as the text lists them: left out, a script saw
             # nothing under a name that indexing then refused.
@@ -331,7 +376,7 @@ def register(cli: typer.Typer) -> None:
             # too; a checkpoint's path (its source) and the host a writer names are any text, and
             # a control character in them would reach the terminal.
             emb = printable(i.embedders_label())
-            points = "? points" if i.points is None else plural(i.points, "point")
+            points = points_text(i, unwritten.get(i.name))
             busy = (f" · being indexed by {printable(i.writer)}" if i.writer else
                     f" · open in {printable(i.open_in)} (not indexing; its points are counted "
                     "there)" if i.open_in else "")
@@ -433,6 +478,12 @@ def register(cli: typer.Typer) -> None:
             shown = errors if errors is not None else DEFAULT_JOB_ERRORS if as_json else SHOWN_ERRORS
             jobs = ([facet.job(job_id, collection, shown, errors_offset)] if job_id is not None
                     else facet.jobs(collection, limit, offset))
+            there = 0
+            if job_id is None and offset and not jobs and not as_json:
+                # Past the end: how many there are ("no index jobs past the newest 20" read as
+                # if 20 existed). The first page of one, with the count of those it leaves out.
+                first = facet.jobs(collection, 1)
+                there = len(first) + (first.not_shown if isinstance(first, JobList) else 0)
         if follow:
             assert job_id is not None
             raise typer.Exit(_follow(job_id, interval))
@@ -442,8 +493,12 @@ def register(cli: typer.Typer) -> None:
             typer.echo(printable_json(asdict(jobs[0]) if job_id is not None
                                       else [asdict(j) for j in jobs]))
             return
-        if not jobs:
-            typer.echo(f"no index jobs past the newest {offset}" if offset else "no index jobs yet")
+        if not jobs and offset:
+            typer.echo(f"no index jobs past the newest {offset}: there "
+                       f"{'is' if there == 1 else 'are'} {there or 'none'}"
+                       + (f" of collection {printable(collection)}" if collection else ""))
+        elif not jobs:
+            typer.echo("no index jobs yet")
         for j in jobs:
             resumed = f" (resumes job {j.resumed_from})" if j.resumed_from else ""
             # A job still going: of how many (estimated, for a job run in one process).
@@ -497,7 +552,7 @@ def register(cli: typer.Typer) -> None:
                 if stray is None:
                     raise
                 info, orphan = stray, True
-            points = "? points" if info.points is None else plural(info.points, "point")
+            points = points_text(info, None if orphan else _jobs_of_unwritten(facet, info))
             what = (f"{points} that no collection of this database owns" if orphan
                     else f"{plural(info.documents, 'document')}, {points}")
             if not yes and not _confirm(f"delete {collection!r} ({what})?"):

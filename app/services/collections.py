@@ -300,6 +300,17 @@ def stopped_before_interrupted_existed(job: md.IndexJob) -> bool:
     return job.state == "failed" and (job.message or "").startswith("KeyboardInterrupt")
 
 
+def _visibility_timeout_s() -> int:
+    """The broker's visibility timeout (``FACET_VISIBILITY_TIMEOUT_S``) as this process's
+    settings have it, for the stalled message; the default where they do not parse."""
+    from app.settings import FacetSettings, get_settings
+
+    try:
+        return get_settings().visibility_timeout_s
+    except Exception:  # a message only: a bad FACET_* variable is said where it is used
+        return int(FacetSettings.model_fields["visibility_timeout_s"].default)
+
+
 def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """The job's state as it truly is now, and the message to show with it.
 
@@ -335,9 +346,10 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             return "stalled", ("no worker has made progress on it for over "
                                f"{(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
                                if current.heartbeat_at else "no worker has made progress") + \
-                ("; it goes on when a worker runs again (`facet worker --queues index`). A chunk "
-                 "a killed worker had taken comes back after the broker's visibility timeout "
-                 f"(FACET_VISIBILITY_TIMEOUT_S); to go on at once, {hint}")
+                ("; it goes on when a worker takes its next chunk: start one if none runs "
+                 "(`facet worker --queues index`); a chunk whose worker was killed is taken "
+                 "again only after FACET_VISIBILITY_TIMEOUT_S "
+                 f"({_visibility_timeout_s()}s), so to go on now, {hint}")
         if current is None or current.job_id != job.id or not current.alive():
             since = (f" (last heartbeat {utc_text(current.heartbeat_at)})"
                      if current is not None and current.job_id == job.id and current.heartbeat_at

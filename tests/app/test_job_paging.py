@@ -178,7 +178,7 @@ def test_cli_offset_and_errors_offset(data_dir: Path) -> None:
     assert text.splitlines()[-1] == ("… 5 older jobs not shown (--limit 10 --offset 20 shows the "
                                      "next ones; --limit N: N a page, up to 1000)")
     assert invoke_cli("jobs", "-c", "pg", "--offset", "99", env=env).stdout == (
-        "no index jobs past the newest 99\n")
+        "no index jobs past the newest 99: there are 25 of collection pg\n")
 
     errs = invoke_cli("jobs", "1", "--errors", "2", "--errors-offset", "1200", env=env)
     assert errs.returncode == 0, errs.stderr
