@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from app.commands.common import handle_errors, open_facet
-from app.errors import NotFoundError
+from app.errors import ConflictError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
     MAX_JOB_ERRORS,
@@ -311,6 +311,19 @@ def _jobs_of_unwritten(facet: Facet, info: CollectionInfo) -> list[JobInfo] | No
     return None if isinstance(jobs, JobList) and jobs.not_shown else list(jobs)
 
 
+@contextmanager
+def _serve_deletes(collection: str) -> Iterator[None]:
+    """A delete refused because a running ``facet serve`` holds the collection open: the
+    refusal names the route that deletes it there (it said "its HTTP API", which had none)."""
+    try:
+        yield
+    except ConflictError as e:
+        if "(facet serve" not in str(e):
+            raise
+        raise ConflictError(f"{e}: `DELETE /collections/{collection}` on its API (docs/api.md)",
+                            param=e.param) from e
+
+
 def _follow(job_id: int, interval: float, out: TextIO | None = None) -> int:
     """Show the job's progress until it ends (``JobFollower``: in place on a terminal, sparse
     into a log); the exit code."""
@@ -541,7 +554,7 @@ def register(cli: typer.Typer) -> None:
         yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
     ) -> None:
         """Delete a collection: its points and all its metadata."""
-        with open_facet() as facet:
+        with open_facet() as facet, _serve_deletes(collection):
             try:
                 info = facet.collection(collection)
                 orphan = False

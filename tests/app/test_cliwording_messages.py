@@ -164,3 +164,21 @@ def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
     default = json.loads(invoke_cli("jobs", str(job_id), "--json",
                                     env={"FACET_DATA_DIR": str(tmp_path)}).stdout)["message"]
     assert "FACET_VISIBILITY_TIMEOUT_S (3600s)" in default
+
+
+def test_delete_refused_beside_a_server_names_the_route_that_deletes_there(tmp_path: Path) -> None:
+    """`facet delete` beside a `facet serve` that holds the collection said to send the work to
+    "its HTTP API", which had no delete route; it now names DELETE /collections/NAME."""
+    from tests.app.services.conftest import locked_by_another_process, write_corpus
+
+    data = tmp_path / "data"
+    env = {"FACET_DATA_DIR": str(data)}
+    write_corpus(tmp_path / "src", 1)
+    assert invoke_cli("index", str(tmp_path / "src"), "-c", "c", "-e", "minilm",
+                      env=env).returncode == 0
+    with locked_by_another_process(data, "c", shown_as="facet serve"):
+        done = invoke_cli("delete", "c", "-y", env=env)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert ("(its HTTP API or UI) or stop it first: `DELETE /collections/c` on its API "
+            "(docs/api.md)") in done.stderr
+    assert invoke_cli("collections", "c", env=env).returncode == 0  # still there
