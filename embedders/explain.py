@@ -124,6 +124,7 @@ _FOREIGN_STOP_WORDS = frozenset((
     "meus", "minhas", "teu", "tenho", "suis", "avons", "avez", "sommes", "hemos", "tengo",
     "tiene",
 ))
+_PHRASE_GAP = re.compile(r"[\s-]*")
 # English particles that make a phrasal verb with the word before them ("top up", "log out",
 # "cut off", "break down"): stop words alone, joined to a kept word right before them.
 PARTICLES = frozenset(("up", "out", "off", "down"))
@@ -168,7 +169,13 @@ def keyword_terms(text: str) -> list[str]:
     words: list[str] = []
     text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'")
     joinable = False  # the last word read was kept, and it was a word (not a particle's phrase)
-    for run, word in _token().findall(text):
+    end = 0  # where the last token ended
+    for match in _token().finditer(text):
+        run, word = match.groups()
+        # Only a space or a hyphen between them makes a phrase: "money? Out of nowhere" and
+        # "my card. Up to now" were read as "money out" and "card up".
+        joinable = joinable and _PHRASE_GAP.fullmatch(text, end, match.start()) is not None
+        end = match.end()
         if run:
             words.extend(pair for pair in pairs(run) if not pair.isdigit())
             joinable = False

@@ -77,7 +77,8 @@ def whole_number(value: float | None, box: str, default: int) -> int:
     if value is None:
         return default
     if not math.isfinite(value) or value != int(value):
-        raise InvalidRequestError(f"{box} must be a whole number, got {value:g}")
+        # repr, not :g, which showed 50.0000001 as "50"
+        raise InvalidRequestError(f"{box} must be a whole number, got {value!r}")
     return int(value)
 
 

@@ -112,7 +112,9 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = No
     """The job's errors as printed, then "... N more" when it has more than were read;
     ``offset``: how many of its first errors were skipped (``--errors-offset``)."""
     lines = []
-    if offset > 0 and j.errors_total:
+    if offset > 0 and not j.errors_total:
+        lines.append(f"  no errors past the first {offset}: the job has none")
+    elif offset > 0:
         # Past the end: what there is ("(of 27)" read as if the first 100 existed).
         lines.append(f"  errors {offset + 1} to {offset + len(j.errors)} of {j.errors_total}:"
                      if j.errors else f"  no errors past the first {offset}: the job has "
@@ -291,7 +293,7 @@ def points_text(info: CollectionInfo, jobs: Iterable[JobInfo] | None = None) -> 
     if jobs is not None and info.chunks == 0 and info.documents_indexed == 0 \
             and not info.store_missing and info.store_damaged is None:
         listed = list(jobs)
-        live = [j for j in listed if j.state in ("queued", "running")]
+        live = [j for j in listed if j.state in ("queued", "running", "stalled")]
         if live and not any(j.state == "completed" for j in listed):
             first = min(live, key=lambda j: j.id)
             return f"no points yet (job {first.id} {first.state})"

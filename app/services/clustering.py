@@ -397,24 +397,34 @@ MIN_NAMED_SHARE = 1 / 3
 
 
 # Words of an answer that do not tell two answers apart ("the lost card" is "lost card");
-# negations and digits stay ("no refund" is not "refund", "16 gb" not "128 gb").
-_ANSWER_WORD = re.compile(r"\w+")
+# negations and numbers stay, with their signs ("no refund" is not "refund", "16 gb" not
+# "128 gb", "-5" not "$5" or "5%").
+_ANSWER_WORD = re.compile(r"(?:(?<!\w)[-+])?[$€£¥]?\w+%?")  # "top-up" is "top up"
 _ANSWER_FILLER = frozenset(("a", "an", "the", "my", "your", "his", "her", "its", "our", "their",
-                            "this", "that", "of", "for", "to", "is", "are", "was", "it", "i"))
-# A cluster's most common answer goes before its distinctive name when it holds at least this
-# share of the cluster's answers and at least twice as many as the name (``_name_clusters``).
+                            "this", "that", "of", "is", "are", "was", "i"))
+# Words that give an answer a direction: with one, the order stays ("card to account" is not
+# "account to card"); without, "card lost" is "lost card".
+_ANSWER_DIRECTION = frozenset(("to", "from", "into", "onto", "than", "vs", "versus", "before",
+                               "after", "over", "under"))
+# A cluster's most common answer goes before its distinctive name when it holds at least twice
+# as many answers as the name and half the cluster's answers, or this share of them and more
+# than its share of all the answers (``_name_clusters``).
 COMMON_ANSWER_SHARE = 1 / 3
+MAJORITY = 1 / 2
 # A cluster named by keywords (no explainer, or no answers) is named by its first this many.
 NAME_KEYWORDS = 3
 
 
 def _answer_key(answer: str) -> str:
-    """What two answers must share to count as one: their words as a set, without articles
-    and the like ("card lost", "Lost card." and "the lost card" are one answer; counted apart,
+    """What two answers must share to count as one: their words as a set (in order where one
+    gives a direction: "to", "from"), without articles and the like ("card lost", "Lost
+    card." and "the lost card" are one answer; counted apart,
     the name "card theft (3 of 35 answers)" hid 8 answers of lost or stolen cards), or the
     answer itself when it has no other words."""
-    words = {w for w in _ANSWER_WORD.findall(answer.lower()) if w not in _ANSWER_FILLER}
-    return " ".join(sorted(words)) if words else answer
+    words = [w for w in _ANSWER_WORD.findall(answer.lower()) if w not in _ANSWER_FILLER]
+    if not words:
+        return answer
+    return " ".join(words if _ANSWER_DIRECTION & set(words) else sorted(set(words)))
 
 
 def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | None,
@@ -439,10 +449,13 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
     name (two clusters both "positive" said nothing of the difference). Only a cluster with no
     other answer repeats a name, and the note says which.
 
-    A cluster's most common answer goes first when it is not the name, holds at least a third
-    of the cluster's answers (``COMMON_ANSWER_SHARE``) and at least twice as many as the name:
-    "anger / love (20 of 23 answers)", the count of both. Named "love (5 of 23 answers)" alone,
-    a cluster of 15 "anger" answers read as a cluster about love.
+    A cluster's most common answer goes first when it is not the name, holds at least twice as
+    many answers as the name, and half the cluster's answers (``MAJORITY``), or a third of them
+    (``COMMON_ANSWER_SHARE``) and a larger share than of all the answers: "anger / love (20 of
+    23 answers)", the count of both. Named "love (5 of 23 answers)" alone, a cluster of 15
+    "anger" answers read as a cluster about love; yet an answer that is half of all the answers
+    went before most names ("anger / surprise" for 25 "anger" answers of 66), telling no
+    cluster from another.
 
     Args:
         members: each cluster's members, central first (ties go to the more central).
@@ -486,8 +499,10 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
         answer = (free[c] or ranked[c][0])[1]
         taken.add(answer)
         common, n = counts[c].most_common(1)[0]
-        if (common != answer and n >= 2 * counts[c][answer]
-                and n >= COMMON_ANSWER_SHARE * sum(counts[c].values())):
+        share = n / sum(counts[c].values())
+        if common != answer and n >= 2 * counts[c][answer] and (
+                share >= MAJORITY or (share >= COMMON_ANSWER_SHARE
+                                      and share > overall[common] / answered)):
             names[c] = (f"{shown[common]} / {shown[answer]}", n + counts[c][answer])
         else:
             names[c] = (shown[answer], counts[c][answer])

@@ -758,7 +758,8 @@ class CollectionService:
             if current is not None:
                 raise ConflictError(
                     f"collection {name!r} is being indexed by {current.describe()}; "
-                    f"{follow_hint(current.job_id)} and delete it then")
+                    f"{follow_hint(current.job_id)} or cancel it (`facet jobs {current.job_id} "
+                    f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then")
             info = self._info(session, coll)
             # The metadata's rows first, flushed (this takes the database's write lock, or fails
             # busy with nothing changed), then the vectors, then the commit: dropping the vectors

@@ -1071,9 +1071,6 @@ class IndexService:
                 # a client polling for it read a run whose every document failed as a success.
                 job.message = failed_documents_message(report.docs_failed, report.docs_seen,
                                                        report.docs_indexed, report.docs_deleted) or job.message
-                with self.sessions() as own:  # asked during the sync or the store's optimize
-                    if md.cancel_requested(own, job.id):
-                        job.message = "; ".join(filter(None, (job.message, CANCEL_TOO_LATE)))
             except BaseException as e:
                 session.rollback()
                 # The server stopping also fails a batch on its way out (the encoder closes):
@@ -1118,6 +1115,12 @@ class IndexService:
                 if load_s:
                     report.timings["load_model"] = load_s  # (a stage of its own)
                 session.commit()
+                # A cancel asked after the last batch's check (the sync, the store's optimize,
+                # up to this commit: the row still read running) is answered 200; the job
+                # completed, and says so. Read after the commit, so none is missed.
+                if job.state == "completed" and self._cancel_asked(job.id):
+                    job.message = "; ".join(filter(None, (job.message, CANCEL_TOO_LATE)))
+                    session.commit()
                 # The shard is closed before the lease goes: a reader that finds no lease must
                 # find the shard free too (the other order let a `facet search` in the gap
                 # meet a held shard and fail with "busy" instead of the writer's message).
@@ -1252,13 +1255,18 @@ class IndexService:
         return (f"{type(domain).__name__}: {domain}" if domain is not None
                 else f"{type(e).__name__}: {e}")
 
+    def _cancel_asked(self, job_id: int) -> bool:
+        """Whether someone asked job ``job_id`` to stop (a session of its own, as
+        ``check_cancelled`` reads it)."""
+        with self.sessions() as session:
+            return md.cancel_requested(session, job_id)
+
     def check_cancelled(self, job_id: int) -> None:
         """Raise ``_Cancelled`` if someone asked job ``job_id`` to stop: called at each batch
         boundary, one small query on a session of its own (the job's session may hold an older
         snapshot, and its pending changes are not flushed for it)."""
-        with self.sessions() as session:
-            if md.cancel_requested(session, job_id):
-                raise _Cancelled(f"job {job_id} was cancelled")
+        if self._cancel_asked(job_id):
+            raise _Cancelled(f"job {job_id} was cancelled")
         self.check_room()
 
     def check_room(self) -> None:

@@ -161,6 +161,11 @@ def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
             "--collection c --embedder minilm --background` again to resume") in message, message
     text = invoke_cli("jobs", str(job_id), env=env).stdout
     assert "FACET_VISIBILITY_TIMEOUT_S (120s)" in text
+    # Nothing written yet: "no points yet", as for a queued job (it said "? points").
+    assert f"no points yet (job {job_id} stalled)" in invoke_cli("collections", env=env).stdout
+    # Past the end of a job with no errors at all: said too (nothing was printed).
+    assert invoke_cli("jobs", str(job_id), "--errors-offset", "5", env=env).stdout.splitlines()[-1] \
+        == "  no errors past the first 5: the job has none"
     default = json.loads(invoke_cli("jobs", str(job_id), "--json",
                                     env={"FACET_DATA_DIR": str(tmp_path)}).stdout)["message"]
     assert "FACET_VISIBILITY_TIMEOUT_S (3600s)" in default

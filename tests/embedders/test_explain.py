@@ -161,6 +161,9 @@ def test_a_particle_joins_the_word_before_it_and_plurals_count_with_their_singul
     "exchange / rates / rate" (two of three name slots for one word)."""
     assert keyword_terms("I can't top up; log-out, then it's up") == ["top up", "log out"]
     assert keyword_terms("up and down") == []  # a particle alone says nothing
+    # Not across a sentence or a clause: "money out", "card up" were keywords.
+    assert keyword_terms("Where is my money? Out of nowhere") == ["money", "nowhere"]
+    assert keyword_terms("I lost my card. Up to now, top-up") == ["lost", "card", "top up"]
     texts = ["what are the exchange rates", "exchange rate today", "is the rate fair",
              "refund please", "I want refunds", "refund not received"]
     out = explain_clusters(texts, [0, 0, 0, 1, 1, 1], texts, top_k=3)

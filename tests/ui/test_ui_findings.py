@@ -174,3 +174,15 @@ def test_a_wrong_delete_confirmation_is_named(handlers, facet) -> None:
     empty = _refusal(handlers.delete_collection, "notes", " ")
     assert "type its name in the confirmation box first; nothing was deleted" in empty
     assert "notes" in [c.name for c in facet.collections()]
+
+
+def test_a_fraction_in_a_cluster_box_is_shown_as_typed() -> None:
+    """``{value:g}`` showed 50.0000001 as "50" in "must be a whole number, got 50"."""
+    from app.errors import InvalidRequestError
+    from ui.inputs import whole_number
+
+    assert whole_number(None, "k", 0) == 0 and whole_number(6.0, "k", 0) == 6
+    with pytest.raises(InvalidRequestError, match=r"Largest k to try must be a whole number, got 50\.0000001$"):
+        whole_number(50.0000001, "Largest k to try", 10)
+    with pytest.raises(InvalidRequestError, match="got nan"):
+        whole_number(float("nan"), "k", 0)

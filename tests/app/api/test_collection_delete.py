@@ -71,7 +71,9 @@ def test_a_collection_being_indexed_is_not_deleted(facet, client) -> None:
         job_id = job.id
     r = client.delete("/collections/busy")
     assert r.status_code == 409, r.text
-    assert f"collection 'busy' is being indexed by job {job_id}" in r.json()["error"]["message"]
+    message = r.json()["error"]["message"]
+    assert f"collection 'busy' is being indexed by job {job_id}" in message
+    assert f"or cancel it (`facet jobs {job_id} --cancel`, POST /jobs/{job_id}/cancel)" in message
     assert client.get("/collections/busy").json()["documents"] == 2
 
 

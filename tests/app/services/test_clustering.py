@@ -409,7 +409,11 @@ def test_answers_in_other_words_are_counted_as_one_in_the_most_given_wording() -
     members = {0: list(range(9)), 1: list(range(9, 14))}
     names, _ = _name_clusters(members, answers, {0: ["kw"], 1: ["kw"]})
     assert names == {0: ("card lost", 4), 1: ("refund", 4)}
-    # Negations and numbers are not filler: "no refund" is not "refund", "16 gb" not "128 gb".
+    # Negations and numbers are not filler: "no refund" is not "refund", "16 gb" not "128 gb";
+    # nor are a direction, signs and units.
+    assert len({_answer_key(a) for a in ("card to account", "account to card")}) == 2
+    assert len({_answer_key(a) for a in ("-5", "5", "$5", "5%")}) == 4
+    assert _answer_key("IT issue") != _answer_key("issue")
     answers = ["no refund", "no refund", "refund", "16 gb", "128 gb", "128 GB"]
     names, _ = _name_clusters({0: [0, 1, 2], 1: [3, 4, 5]}, answers, {0: ["kw"], 1: ["kw"]})
     assert names == {0: ("no refund", 2), 1: ("128 gb", 2)}
@@ -442,3 +446,16 @@ def test_a_record_text_field_is_read_in_any_case_as_facet_index_reads_it(tmp_pat
     assert read_text_file(tmp_path / "t.json") == ["one", "two"]
     with pytest.raises(DataError, match="no field 'text' "):  # a column asked for: exactly
         read_text_file(tmp_path / "t.jsonl", text_column="text")
+
+
+def test_an_answer_common_everywhere_is_not_put_before_every_name() -> None:
+    """A verification's Emotion run: "anger" was half of all the answers, and it went before
+    most names ("anger / love", "anger / surprise", "anger / negative", ...). It now goes first
+    where it is the cluster's majority, or commoner in it than overall."""
+    answers = (["anger"] * 6 + ["love"] * 3  # cluster 0: a majority of anger
+               + ["anger"] * 8 + ["fear"] * 2  # cluster 1: anger's own cluster
+               + ["anger"] * 4 + ["surprise"] * 2 + ["tired", "bored", "calm", "hungry"])
+    members = {0: list(range(9)), 1: list(range(9, 19)), 2: list(range(19, 29))}
+    names, _ = _name_clusters(members, answers, {c: ["kw"] for c in members})
+    # Cluster 2: anger is 4 of 10, under its 18 of 29 overall: not put first.
+    assert names == {0: ("anger / love", 9), 1: ("anger", 8), 2: ("surprise", 2)}
