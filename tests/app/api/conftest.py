@@ -18,6 +18,17 @@ from app.settings import FacetSettings
 COLLECTION = "bank"
 
 
+def make_stray(facet: Facet, name: str) -> None:
+    """Collection ``name`` made a stray: its record gone (facet.db lost, or restored from another
+    copy), its vectors kept, and the store not holding it (as after a restart)."""
+    from indexer import metadata as md
+
+    with facet.catalog.ctx.sessions() as session:
+        md.delete_collection(session, md.get_collection(session, name))
+        session.commit()
+    facet.catalog.store.release(name)
+
+
 def serving_facet(data_dir: Path, minilm, **settings) -> Facet:
     cache = EmbedderCache("cpu")
     cache.put("minilm", minilm)

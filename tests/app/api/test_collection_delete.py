@@ -13,7 +13,7 @@ import pytest
 from app.core import Facet
 from app.services import leases
 from indexer import metadata as md
-from tests.app.api.conftest import serving_facet
+from tests.app.api.conftest import make_stray, serving_facet
 from tests.app.services.conftest import write_corpus
 
 
@@ -24,10 +24,7 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     for name in ("kept", "gone", "busy", "lost"):
         write_corpus(root / name, 2)
         facet.index(root / name, name)
-    with facet.catalog.ctx.sessions() as session:  # "lost": its record gone, its vectors kept
-        md.delete_collection(session, md.get_collection(session, "lost"))
-        session.commit()
-    facet.catalog.store.release("lost")
+    make_stray(facet, "lost")  # its record gone, its vectors kept
     yield facet
     facet.close()
 

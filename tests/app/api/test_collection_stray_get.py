@@ -10,8 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from app.core import Facet
-from indexer import metadata as md
-from tests.app.api.conftest import serving_facet
+from tests.app.api.conftest import make_stray, serving_facet
 from tests.app.services.conftest import write_corpus
 
 COLLECTION = "kept"
@@ -25,11 +24,7 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     facet.index(root / "kept", COLLECTION)
     write_corpus(root / "lost", 1)
     facet.index(root / "lost", "lost")
-    # Its record gone (facet.db lost or restored from another copy), its vectors kept.
-    with facet.catalog.ctx.sessions() as session:
-        md.delete_collection(session, md.get_collection(session, "lost"))
-        session.commit()
-    facet.catalog.store.release("lost")
+    make_stray(facet, "lost")  # its record gone, its vectors kept
     yield facet
     facet.close()
 

@@ -12,8 +12,7 @@ from dataclasses import asdict
 import pytest
 
 from app.core import Facet
-from indexer import metadata as md
-from tests.app.api.conftest import serving_facet
+from tests.app.api.conftest import make_stray, serving_facet
 from tests.app.services.conftest import write_corpus
 
 COLLECTION = "kept"
@@ -35,12 +34,8 @@ def test_get_collections_lists_stray_vectors_as_the_cli_does(facet, client, tmp_
 
     write_corpus(tmp_path / "src", 1)
     facet.index(tmp_path / "src", "lost")
-    # Its record gone (facet.db lost or restored from another copy), its vectors kept.
-    with facet.catalog.ctx.sessions() as session:
-        md.delete_collection(session, md.get_collection(session, "lost"))
-        session.commit()
+    make_stray(facet, "lost")  # its record gone, its vectors kept, not held (as after a restart)
     store = facet.catalog.store
-    store.release("lost")  # (as after a restart: this process does not hold it)
     try:
         r = client.get("/collections")
         assert r.status_code == 200, r.text
