@@ -45,6 +45,8 @@ logger = logging.getLogger(__name__)
 # What ``embedders.backbone.pick_device`` and ``torch.device`` take (not imported here: torch
 # would slow every command's start); anything else was a traceback when the first model loaded.
 _DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:\d+)?")
+# A database URL's scheme, as SQLAlchemy's ``make_url`` reads it (``dialect+driver://``).
+_DATABASE_SCHEME = re.compile(r"([\w+]+)://")
 # The names ``embedders.backbone`` maps to torch dtypes (a test keeps the two the same).
 DTYPE_NAMES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
 # ``indexer.store.open_store``'s backends (checked at start: a typo was found at the first open).
@@ -393,6 +395,26 @@ class FacetSettings(BaseSettings):
             raise ValueError(f"use one of {', '.join(DTYPE_NAMES)}; unset for the default")
         return value
 
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        """A PostgreSQL or SQLite URL, checked at start for every command: another scheme
+        (``mysql://``, a typo, a path without one) was "Can't load plugin: ..." (exit 1) when a
+        command first opened the database. ``postgres://`` and ``postgresql://`` are read as
+        ``postgresql+psycopg://`` by ``indexer.metadata.engine_url``. The message names the
+        scheme alone, never the URL (it may hold a password)."""
+        if value is None:
+            return None
+        found = _DATABASE_SCHEME.match(value)
+        backend = found.group(1).split("+")[0].lower() if found else ""
+        if backend not in ("postgres", "postgresql", "sqlite"):
+            given = f"a {found.group(1)!r} URL" if found else "not a URL (no scheme://)"
+            raise ValueError(
+                f"{given}: Facet keeps its metadata in PostgreSQL or SQLite; use "
+                "postgresql://USER:PASSWORD@HOST:PORT/DATABASE (postgres:// too) or "
+                "sqlite:///PATH, or unset it for SQLite in the data folder")
+        return value
+
     @field_validator("chunk_overlap")
     @classmethod
     def _overlap(cls, value: int | None, info: ValidationInfo) -> int | None:
@@ -567,6 +589,8 @@ def get_settings() -> FacetSettings:
             # "FACET_DATA_DIR=PosixPath(...)" read as if the variable were set.
             unset = len(loc) == 1 and not any(k.upper() == name for k in os.environ)
             said = f" (unset; its default {given})" if unset else f"={given!r}"
+            if loc and loc[0] == "database_url":  # a URL may hold a password: its scheme is said
+                said = ""
             # How to write JSON, only where it was not read as the JSON the setting takes (a
             # list whose items were refused needs no lesson in lists).
             info = FacetSettings.model_fields.get(str(loc[0])) if loc else None

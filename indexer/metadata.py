@@ -31,7 +31,7 @@ from sqlalchemy import (
     func,
     select,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, validates
 from sqlalchemy.pool import NullPool
 
@@ -297,6 +297,31 @@ class JobChunk(Base):
 
 
 SQLITE_BUSY_TIMEOUT_S = 30
+# How long opening a PostgreSQL connection may take (libpq's ``connect_timeout``, whole
+# seconds) before it fails as out of reach: a host that accepted the TCP connection and never
+# answered held every command, and `facet serve`'s start, with no output (killed at 90 s).
+# Redis and Qdrant get 3 s and 2 s; a URL's own ``?connect_timeout=`` wins.
+POSTGRES_CONNECT_TIMEOUT_S = 5
+# The PostgreSQL driver Facet installs (psycopg 3): ``postgres://`` (what hosting providers
+# give) and ``postgresql://`` (SQLAlchemy's psycopg2, not installed) are read as using it.
+POSTGRES_DRIVER = "psycopg"
+
+
+def engine_url(url: str) -> str:
+    """``url`` as ``make_engine`` opens it: ``postgres://`` and ``postgresql://`` (no driver)
+    as ``postgresql+psycopg://``, ``postgres+DRIVER://`` as ``postgresql+DRIVER://``, their
+    scheme and SQLite's in any case; the rest of the URL, and any other URL, as given.
+    ``postgres://`` was "Can't load plugin: sqlalchemy.dialects:postgres" (exit 1), and
+    ``postgresql://`` looked for psycopg2."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    backend, plus, driver = scheme.lower().partition("+")
+    if backend == "sqlite":  # a scheme is read in any case (SQLAlchemy took only lower case)
+        return f"{scheme.lower()}://{rest}"
+    if backend not in ("postgres", "postgresql"):
+        return url
+    return f"postgresql+{driver if plus else POSTGRES_DRIVER}://{rest}"
 
 
 def _set_wal(cursor: Any, timeout_s: float) -> None:
@@ -326,14 +351,22 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
     """An engine for ``url`` with the schema at the current migration (``indexer.migrate``).
 
     SQLite gets foreign keys, WAL and a 30 s busy timeout (a worker, a CLI and a server may
-    write the same file); PostgreSQL the same 30 s as its ``lock_timeout``. ``pooled=False``
-    keeps no connection open between uses (for a process that forks children).
+    write the same file); PostgreSQL the same 30 s as its ``lock_timeout``, and at most
+    ``POSTGRES_CONNECT_TIMEOUT_S`` to connect. ``url`` is read by ``engine_url`` (``postgres://``
+    is PostgreSQL with psycopg). ``pooled=False`` keeps no connection open between uses (for a
+    process that forks children).
     """
+    url = engine_url(url)
     connect_args: dict[str, Any] = {"timeout": SQLITE_BUSY_TIMEOUT_S} if url.startswith("sqlite") else {}
     if url.startswith("postgresql"):
         # The same wait for a lock as SQLite's busy timeout, then an error (a table locked by
         # another session, idle in its transaction, held every command and request for ever).
         connect_args["options"] = f"-c lock_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}"
+        # A bounded connect: a host that took the TCP connection and never answered hung
+        # every command (psycopg's ConnectionTimeout: an OperationalError, out of reach).
+        # connect_args override the URL's query, so a ?connect_timeout= given there is kept.
+        if "connect_timeout" not in make_url(url).query:
+            connect_args["connect_timeout"] = POSTGRES_CONNECT_TIMEOUT_S
     extra: dict[str, Any] = {} if pooled else {"poolclass": NullPool}
     if not url.startswith("sqlite"):
         # A server restarted (or a pooled connection dropped) under a long-running `facet

@@ -437,7 +437,8 @@ class ListedCollection(CollectionInfo):
 
     stray: Annotated[bool, Field(description=(
         "true for vectors the embedded store holds under this name that no collection of this "
-        "metadata database owns (its facet.db lost, restored from another copy than qdrant-edge/, "
-        "or another database's): only name, backend, points and disk_bytes are known, the counts "
+        "metadata database owns (that database, facet.db or the one FACET_DATABASE_URL names, "
+        "lost or restored from another copy than qdrant-edge/, or another database's): only "
+        "name, backend, points and disk_bytes are known, the counts "
         "are 0; `facet delete NAME` (the facade's delete_collection) removes them. Never true for "
         "a Qdrant server's collections, which may be other applications'"))] = False

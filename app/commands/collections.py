@@ -379,13 +379,18 @@ def register(cli: typer.Typer) -> None:
             return
         if not infos and not strays:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")
+        # facet.db is named only where it is the database: under FACET_DATABASE_URL (PostgreSQL,
+        # or a SQLite file elsewhere) "facet.db lost" blamed a file that was never used.
+        lost = ("facet.db lost, or restored from another copy than qdrant-edge/"
+                if facet.settings.database_url is None else
+                "the database FACET_DATABASE_URL names emptied, or restored from another copy "
+                "than qdrant-edge/")
         for stray in strays:  # it read "no collections yet" over a restored store's vectors
             points = "? points" if stray.points is None else plural(stray.points, "point")
             disk = f", {size_text(stray.disk_bytes)} on disk" if stray.disk_bytes is not None else ""
             typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of this "
-                       "database owns (facet.db lost, or restored from another copy than "
-                       f"qdrant-edge/, or another database's): `facet delete {stray.name}` removes "
-                       "them")
+                       f"database owns ({lost}, or another database's): `facet delete "
+                       f"{stray.name}` removes them")
         for i in infos:
             # The name is a folder name ([A-Za-z0-9_.-], validate_name), the embedders' names
             # too; a checkpoint's path (its source) and the host a writer names are any text, and
