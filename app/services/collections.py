@@ -8,13 +8,18 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shlex
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import InvalidRequestError as RowGoneError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, object_session
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
@@ -442,8 +447,91 @@ def unrecorded(job: md.IndexJob) -> str | None:
     cause = unrecorded_failure(job.id, job.collection.name, job.source, job.embedder)
     if cause is None:
         return None
-    return (f"{cause}; its row could not be updated (it still says {job.state}): only this "
-            "process knows of this failure, until it stops")
+    return (f"{one_line(cause)}; its row could not be updated (it still says {job.state}): only "
+            "this process knows of this failure, until it stops")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line: its first, less SQLAlchemy's "(Background on this error at: URL)"
+    (a failure's text was shown with every line of a chained SQLAlchemy error)."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return re.sub(r"\s*\(Background on this error at: [^)]*\)", "", first)
+
+
+# -------------------------------------------------- job ends the database did not take
+
+@dataclass
+class UnrecordedEnd:
+    """How a job of this process ended, that its row could not be told (the metadata database
+    went out of reach under the run): the row still says ``running`` and the job's lease is
+    held, so every edge showed it running (or failed with SQLAlchemy's text), and a new job
+    into its collection was refused until the lease lapsed."""
+
+    sessions: Callable[[], Session]
+    job_id: int
+    collection_id: int
+    state: str
+    message: str
+    finished_at: dt.datetime
+    since: float = field(default_factory=time.monotonic)
+
+
+# Written once the database is back: by a thread of their own (a running server: `facet jobs`
+# in another process reads the row), and before this process reads or submits jobs. Given up
+# after ``_UNRECORDED_KEPT_S`` (the lease lapsed long before: the row reads interrupted).
+_UNRECORDED: dict[tuple[int, int], UnrecordedEnd] = {}
+_UNRECORDED_LOCK = threading.Lock()
+_UNRECORDED_KEPT_S = 3600.0
+_UNRECORDED_RETRY_S = 1.0
+_retrying: threading.Thread | None = None
+
+
+def remember_unrecorded_end(end: UnrecordedEnd) -> None:
+    """Keep ``end`` to write when the database is back (``record_unrecorded_ends``)."""
+    global _retrying
+    with _UNRECORDED_LOCK:
+        _UNRECORDED[(id(end.sessions), end.job_id)] = end
+        if _retrying is None or not _retrying.is_alive():
+            _retrying = threading.Thread(target=_retry_unrecorded, name="facet-unrecorded-jobs",
+                                         daemon=True)
+            _retrying.start()
+
+
+def _retry_unrecorded() -> None:
+    while True:
+        time.sleep(_UNRECORDED_RETRY_S)
+        record_unrecorded_ends()
+        with _UNRECORDED_LOCK:
+            if not _UNRECORDED:
+                return
+
+
+def record_unrecorded_ends(sessions: Callable[[], Session] | None = None) -> None:
+    """Write the ends this process kept (of the database of ``sessions``; None: all): the row,
+    where it still says running (or queued), gets the state and message, and the lease goes.
+    One that cannot be written yet stays for the next call; none raises."""
+    with _UNRECORDED_LOCK:
+        if not _UNRECORDED:
+            return
+        ends = [e for e in _UNRECORDED.values() if sessions is None or e.sessions is sessions]
+    for end in ends:
+        written = False
+        try:
+            with end.sessions() as session:
+                J = md.IndexJob
+                session.execute(update(J).where(J.id == end.job_id, J.state.in_(_UNENDED)).values(
+                    state=end.state, message=end.message, finished_at=end.finished_at))
+                leases.release(session, end.collection_id, end.job_id)  # (commits both)
+            written = True
+            logger.info("job %d: recorded %s now that the metadata database is back",
+                        end.job_id, end.state)
+        except (SQLAlchemyError, OSError) as e:  # still out of reach: next time
+            logger.debug("job %d's end not recorded yet: %s", end.job_id, one_line(str(e)))
+        with _UNRECORDED_LOCK:
+            key = (id(end.sessions), end.job_id)
+            if _UNRECORDED.get(key) is end and (
+                    written or time.monotonic() - end.since > _UNRECORDED_KEPT_S):
+                del _UNRECORDED[key]
 
 
 def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int) -> JobInfo:
@@ -856,6 +944,7 @@ class CollectionService:
             raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}",
                                       param="limit")
         offset = _check_offset(offset, "offset")
+        record_unrecorded_ends(self.ctx.sessions)  # (a job's end the database did not take)
         with self.ctx.sessions() as session:
             coll_id = None
             if collection is not None:
@@ -902,6 +991,7 @@ class CollectionService:
         if not 1 <= job_id <= md.MAX_ROW_ID:  # SQL cannot even look it up (PostgreSQL's
             # INTEGER ends at 2**31 - 1; a larger id was a 500 there, "no job" on SQLite)
             raise NotFoundError(f"no index job {job_id}")
+        record_unrecorded_ends(self.ctx.sessions)  # (a job's end the database did not take)
         with self.ctx.sessions() as session:
             job = md.get_job(session, job_id)
             if job is None:

@@ -60,7 +60,14 @@ from app.errors import (
 )
 from app.files import expand_user
 from app.services import leases
-from app.services.collections import follow_hint, resume_command, stopped_before_interrupted_existed
+from app.services.collections import (
+    UnrecordedEnd,
+    follow_hint,
+    record_unrecorded_ends,
+    remember_unrecorded_end,
+    resume_command,
+    stopped_before_interrupted_existed,
+)
 from app.services.context import ServiceContext
 from app.services.search import check_bool, check_int, check_str
 from app.text import plural
@@ -718,10 +725,31 @@ def cancelled_message(indexed: int) -> str:
 
 
 QUEUED_CANCELLED = "cancelled before it started"
+
+# How ``as_domain_error`` ends a database out of reach (one statement refused): not said of a job
+# whose batches so far are kept (``job_failure_message``).
+NOTHING_CHANGED = "; nothing was changed: retry when it is back (FACET_DATABASE_URL)"
+
 # A completed job's message where the cancel came after its last batch (it was answered 200,
 # ``cancel_requested``, and the job then read completed with no word of it).
 CANCEL_TOO_LATE = ("the cancel came after every document had gone in (while the store was "
                    "optimized), so the job completed")
+
+
+def _database_gone(error: BaseException | None, *, chain: bool = False) -> SQLAlchemyError | None:
+    """``error`` where it is the metadata database server out of reach (PostgreSQL stopped or
+    restarted: ``as_domain_error``'s ``UnavailableError``), else None; SQLite's errors are not.
+    ``chain``: or the first such error it was raised from or while handling (a
+    ``PendingRollbackError`` after one)."""
+    from app.errors import _database_server_gone
+
+    for _ in range(8 if chain else 1):
+        if isinstance(error, SQLAlchemyError) and _database_server_gone(error):
+            return error
+        if error is None:
+            break
+        error = error.__cause__ or error.__context__
+    return None
 
 
 class Terminated(SystemExit):
@@ -802,6 +830,9 @@ class IndexService:
         self.store = ctx.store
         self.sessions = ctx.sessions
         self.settings = ctx.settings
+        # Jobs this service ran (took the lease of): a failure of theirs is no refusal, and
+        # their rows are kept (``_forget_refused``).
+        self._started: set[int] = set()  # (until ``index`` or ``run`` returns)
 
     # ------------------------------------------------------------------ entry
 
@@ -818,13 +849,15 @@ class IndexService:
         """
         prepared, created = self._prepare(source, collection, options)
         try:
-            return self.run(prepared, progress)
+            return self._run_prepared(prepared, progress)
         except Exception:
             # Said to the caller, who holds no job id: a refusal before the job started (the
             # store busy, the disk too full) left a failed job "queued T, never started" in
             # `facet jobs`, and an empty collection where this call had created it.
             self._forget_refused(prepared, created)
             raise
+        finally:
+            self._started.discard(prepared.job_id)
 
     def _default_spec(self, collection: str) -> str:
         """The embedder a job that names none indexes ``collection`` with: the default
@@ -893,6 +926,10 @@ class IndexService:
         embedder = self._embedder_for(collection, spec)
         load_s = 0.0 if loaded or isinstance(embedder, _Deferred) or runner != "inline" \
             else time.perf_counter() - t0
+        # A job of this process whose end the database did not take (it went out of reach
+        # under the run) holds its collection's lease until it is written: a new job into the
+        # collection was refused as "still indexing" for a minute.
+        record_unrecorded_ends(self.sessions)
         with self.sessions() as session:
             coll, created = self._collection_for(session, collection, embedder, options,
                                                  spec)
@@ -946,7 +983,18 @@ class IndexService:
 
         Raises:
             NotFoundError: the source disappeared since ``prepare``, or the job row is gone.
+            UnavailableError: the metadata database went out of reach under the run: one
+                line with the command that resumes it; the job's end is written, and its lease
+                let go, once the database is back (``record_unrecorded_ends``).
         """
+        try:
+            return self._run_prepared(prepared, progress)
+        finally:
+            self._started.discard(prepared.job_id)
+
+    def _run_prepared(self, prepared: PreparedJob,
+                      progress: Callable[[Progress], None] | None) -> IndexReport:
+        """``run``, with the job's id left in ``_started`` where it started (``index``)."""
         options = prepared.options
         with _collection_lock(prepared.collection):
             try:
@@ -981,6 +1029,11 @@ class IndexService:
             coll = job.collection
             report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                                  state="running")
+            # What the end of the run needs, read now: once the run fails, the database may be
+            # what failed (PostgreSQL stopped), and a lazy load of the collection's embedders
+            # for the resume command raised again, as PendingRollbackError, with ~460 lines.
+            job_id, coll_id, coll_name = job.id, coll.id, coll.name
+            resume = resume_command(job)
             # The store first: a process holding the collection open is found before this job
             # takes the lease (a stalled writer's expired lease was taken, then both jobs
             # failed) or records documents as about to be written (left 'pending' for ever).
@@ -1015,6 +1068,7 @@ class IndexService:
                 self.fail_held(session, job, self.job_failure_message(job, e))
                 raise
             self.take_lease(session, coll, job)
+            self._started.add(job_id)
             started = time.perf_counter()
             job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
             job.started_at = md.utcnow()
@@ -1022,6 +1076,7 @@ class IndexService:
             heartbeat = leases.Heartbeat(self.sessions, coll.id, job.id,
                                          self.settings.lease_ttl_s)
             interrupt = _DeferredInterrupt(self.ctx.stopping)
+            failure: BaseException | None = None
             try:
                 interrupt.__enter__()
                 heartbeat.__enter__()
@@ -1072,35 +1127,42 @@ class IndexService:
                 job.message = failed_documents_message(report.docs_failed, report.docs_seen,
                                                        report.docs_indexed, report.docs_deleted) or job.message
             except BaseException as e:
-                session.rollback()
+                failure = e
                 # The server stopping also fails a batch on its way out (the encoder closes):
                 # that is an interruption too, not the job's failure.
                 stopping = isinstance(e, _ServerStopping) or self.ctx.stopping.is_set()
                 cancelled = isinstance(e, _Cancelled)
+                # The job row's counts, reloaded after the rollback, are what was kept; the
+                # report also counts the batch that was being written. None where the database
+                # cannot be read (it may be what failed).
+                kept = self._reload_kept(session, job, job_id)
                 if cancelled:
-                    # The row's counts (reloaded after the rollback) are what was kept.
-                    job.state, job.message = "cancelled", cancelled_message(job.docs_indexed)
+                    job.state = "cancelled"
+                    job.message = cancelled_message(report.docs_indexed if kept is None else kept)
                 elif isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
                     why = (self.ctx.stop_reason if stopping else
                            "SIGTERM" if isinstance(e, Terminated) else
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
-                    # The job row's counts (reloaded after the rollback) are what was kept;
-                    # the report also counts the batch that was being written.
-                    job.message = (f"stopped ({why}) with {job.docs_indexed} documents indexed; "
-                                   f"run `{resume_command(job)}` (or submit the job) again to "
+                    job.message = (f"stopped ({why}) with "
+                                   f"{report.docs_indexed if kept is None else kept} documents "
+                                   f"indexed; run `{resume}` (or submit the job) again to "
                                    "resume: what was indexed is kept")
                 else:
                     job.state = "failed"
-                    job.message = self.job_failure_message(job, e)
-                self._note_moved(job, report)  # (once: the completed path may have, too)
+                    job.message = self.job_failure_message(job, e, resume)
+                if kept is not None:
+                    self._note_moved(job, report)  # (once: the completed path may have, too)
+                if not (stopping or cancelled) and _database_gone(e) is not None:
+                    # The database's error as its edges say it, with the command that resumes
+                    # the job (its own said "nothing was changed").
+                    raise UnavailableError(job.message.removeprefix(
+                        f"{UnavailableError.__name__}: ")) from e
                 if not (stopping or cancelled):
                     raise
             finally:
                 heartbeat.__exit__(None, None, None)
                 interrupt.__exit__(None, None, None)
-                job.finished_at = md.utcnow()
-                report.state = job.state
                 # Without a model load made during the run (a deferred one), as without the
                 # load made before it.
                 load_s = embedder.load_s if isinstance(embedder, _Deferred) else 0.0
@@ -1109,23 +1171,33 @@ class IndexService:
                 # without the load the run's own summary counted. With the load ``prepare``
                 # made for this run (a new collection's first run, in the same call).
                 load_s += prepared.load_s
-                job.load_s = load_s
-                report.timings = {"parse_chunk": job.parse_s, "encode": job.encode_s,
-                                  "store": job.store_s, "metadata": job.metadata_s}
-                if load_s:
-                    report.timings["load_model"] = load_s  # (a stage of its own)
-                session.commit()
-                # A cancel asked after the last batch's check (the sync, the store's optimize,
-                # up to this commit: the row still read running) is answered 200; the job
-                # completed, and says so. Read after the commit, so none is missed.
-                if job.state == "completed" and self._cancel_asked(job.id):
-                    job.message = "; ".join(filter(None, (job.message, CANCEL_TOO_LATE)))
+                try:
+                    job.finished_at = md.utcnow()
+                    report.state = job.state
+                    job.load_s = load_s
+                    report.timings = {"parse_chunk": job.parse_s, "encode": job.encode_s,
+                                      "store": job.store_s, "metadata": job.metadata_s}
+                    if load_s:
+                        report.timings["load_model"] = load_s  # (a stage of its own)
                     session.commit()
-                # The shard is closed before the lease goes: a reader that finds no lease must
-                # find the shard free too (the other order let a `facet search` in the gap
-                # meet a held shard and fail with "busy" instead of the writer's message).
-                self.store.release(coll.name)
-                leases.release(session, coll.id, job.id)
+                    # A cancel asked after the last batch's check (the sync, the store's
+                    # optimize, up to this commit: the row still read running) is answered 200;
+                    # the job completed, and says so. Read after the commit, so none is missed.
+                    if job.state == "completed" and self._cancel_asked(job_id):
+                        job.message = "; ".join(filter(None, (job.message, CANCEL_TOO_LATE)))
+                        session.commit()
+                    # The shard is closed before the lease goes: a reader that finds no lease
+                    # must find the shard free too (the other order let a `facet search` in the
+                    # gap meet a held shard and fail with "busy" instead of the writer's
+                    # message).
+                    self.store.release(coll_name)
+                    leases.release(session, coll_id, job_id)
+                except SQLAlchemyError as db_error:
+                    outage = _database_gone(failure) or _database_gone(db_error, chain=True)
+                    if outage is None:
+                        raise
+                    self._end_unrecorded(session, job, report, failure, outage, resume,
+                                         job_id, coll_id, coll_name)
             if job.runner == "inline" and report.state == "completed":
                 report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
         logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
@@ -1177,17 +1249,66 @@ class IndexService:
         leases.release(session, job.collection.id, job.id)
         self.store.release(job.collection.name)
 
-    def job_failure_message(self, job: md.IndexJob, e: BaseException) -> str:
+    def job_failure_message(self, job: md.IndexJob, e: BaseException,
+                            resume: str | None = None) -> str:
         """A failed job's message (``failure_message``), with how to resume it where the
-        failure is an outage (in-process runs and the workers' index tasks)."""
+        failure is an outage (in-process runs and the workers' index tasks). ``resume``: the
+        resume command, read before the run (else read from ``job`` now, which loads its
+        collection's embedders: not where the database may be what failed)."""
         message = self.failure_message(e)
         if isinstance(as_domain_error(e) if isinstance(e, Exception) else None, UnavailableError):
             # A disk full or made read-only, a server out of reach: what was written is kept,
             # and the same run goes on once it is back (`facet collections` pointed at `facet
-            # jobs` for how, which said nothing).
-            message += (f"; run `{resume_command(job)}` again once it is back to resume: what "
-                        "was indexed is kept")
+            # jobs` for how, which said nothing). A database out of reach "changed nothing" of
+            # the one statement it refused, not of the job: its batches so far are kept.
+            message = message.removesuffix(NOTHING_CHANGED)
+            message += (f"; run `{resume or resume_command(job)}` again once it is back to "
+                        "resume: what was indexed is kept")
         return message
+
+    @staticmethod
+    def _reload_kept(session: Session, job: md.IndexJob, job_id: int) -> int | None:
+        """After a run failed: the session rolled back and the job's kept document count read
+        afresh; None where the database cannot be read (it may be what failed)."""
+        try:
+            session.rollback()
+            return int(job.docs_indexed)
+        except SQLAlchemyError as e:
+            logger.debug("job %d's row could not be read back: %s", job_id, e)
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
+            return None
+
+    def _end_unrecorded(self, session: Session, job: md.IndexJob, report: IndexReport,
+                        failure: BaseException | None, outage: SQLAlchemyError, resume: str,
+                        job_id: int, coll_id: int, coll_name: str) -> None:
+        """The end of a run whose row the metadata database would not take (it went out of
+        reach): the shard is let go, the end kept for when the database is back
+        (``remember_unrecorded_end``: the row, then the lease), and the caller told by the
+        database's ``UnavailableError``, one line with the resume command: a chained
+        ``PendingRollbackError`` of ~460 lines (exit 1) reached the CLI, and a server showed
+        the job failed and running at once, its collection refused for a minute.
+
+        Raises:
+            UnavailableError: the database out of reach; Ctrl-C, SIGTERM and an exit go on as
+                they were (the run was being stopped).
+        """
+        with contextlib.suppress(SQLAlchemyError):
+            session.rollback()
+        said = self.job_failure_message(job, outage, resume)
+        # What the run decided, where it did (set on the object, not read from the database).
+        state, message = vars(job).get("state"), vars(job).get("message")
+        if state not in ("failed", "interrupted", "cancelled") or not message:
+            state, message = "failed", said  # (it completed, or had not got as far)
+        report.state = state
+        with contextlib.suppress(StoreError, OSError):
+            self.store.release(coll_name)
+        remember_unrecorded_end(UnrecordedEnd(self.sessions, job_id, coll_id, state, message,
+                                              md.utcnow()))
+        logger.debug("job %d's end (%s) kept until the metadata database is back", job_id, state)
+        if isinstance(failure, BaseException) and not isinstance(failure, Exception):
+            return  # (Ctrl-C, SIGTERM: the run stops as asked)
+        raise UnavailableError(said.removeprefix(f"{UnavailableError.__name__}: ")) from outage
 
     def _forget_refused(self, prepared: PreparedJob, created: bool) -> None:
         """After a foreground run (``index``) failed: its job row goes where the job never
@@ -1195,6 +1316,8 @@ class IndexService:
         job id), and the collection goes too where this run created it and nothing was written
         into it (``_drop_unused_collection``). A job that started keeps its row, and so does
         one whose id was handed out (``submit_index``, a worker's): they do not come here."""
+        if prepared.job_id in self._started:
+            return  # it ran: its row is kept (and may be what the database did not take)
         try:
             with self.sessions() as session:
                 job = md.get_job(session, prepared.job_id)
@@ -1344,7 +1467,8 @@ class IndexService:
                 # A backup of the embedded folder that copied facet.db alone while a server had
                 # it open lost its newest writes to the -wal file (docs/deploy.md).
                 copy = (", a copy of facet.db made without its facet.db-wal while a process had "
-                        "it open" if self.store.backend == "edge" else "")
+                        "it open" if self.store.backend == "edge" and self.settings.database_url is None
+                        else "")  # (facet.db is no file of a FACET_DATABASE_URL's database)
                 raise ConflictError(
                     f"the vector store already holds a collection {name!r} that this metadata "
                     f"database does not know (its own database lost{copy}, or another "
