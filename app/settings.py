@@ -413,6 +413,23 @@ class FacetSettings(BaseSettings):
                 f"{given}: Facet keeps its metadata in PostgreSQL or SQLite; use "
                 "postgresql://USER:PASSWORD@HOST:PORT/DATABASE (postgres:// too) or "
                 "sqlite:///PATH, or unset it for SQLite in the data folder")
+        from sqlalchemy.engine import make_url
+
+        from indexer.metadata import engine_url
+
+        try:
+            parsed = make_url(engine_url(value))
+        except Exception:  # its text quoted the password's end ("invalid literal for int()")
+            raise ValueError(
+                "not a URL that can be read: a password (or user name) holding '@', ':', '/' "
+                "or '#' must be percent-encoded ('@' as %40, ':' as %3A, '/' as %2F, '#' as "
+                "%23)") from None
+        if backend == "sqlite" and (parsed.database in (None, "", ":memory:")
+                                    or parsed.query.get("mode") == "memory"):
+            # Every command's metadata was gone when it exited (its index jobs, collections).
+            raise ValueError("an in-memory SQLite database keeps nothing after each command; "
+                             "use sqlite:///PATH (a file), or unset it for SQLite in the data "
+                             "folder")
         return value
 
     @field_validator("chunk_overlap")

@@ -308,8 +308,8 @@ POSTGRES_DRIVER = "psycopg"
 
 
 def engine_url(url: str) -> str:
-    """``url`` as ``make_engine`` opens it: ``postgres://`` and ``postgresql://`` (no driver)
-    as ``postgresql+psycopg://``, ``postgres+DRIVER://`` as ``postgresql+DRIVER://``, their
+    """``url`` as ``make_engine`` opens it: ``postgres://``, ``postgresql://`` (no driver) and
+    ``postgresql+psycopg2://`` as ``postgresql+psycopg://``, ``postgres+DRIVER://`` as ``postgresql+DRIVER://``, their
     scheme and SQLite's in any case; the rest of the URL, and any other URL, as given.
     ``postgres://`` was "Can't load plugin: sqlalchemy.dialects:postgres" (exit 1), and
     ``postgresql://`` looked for psycopg2."""
@@ -321,7 +321,9 @@ def engine_url(url: str) -> str:
         return f"{scheme.lower()}://{rest}"
     if backend not in ("postgres", "postgresql"):
         return url
-    return f"postgresql+{driver if plus else POSTGRES_DRIVER}://{rest}"
+    # psycopg2 (a URL copied from another application) is not installed: psycopg 3 reads the
+    # same URL ("No module named 'psycopg2'", exit 1, before).
+    return f"postgresql+{driver if plus and driver != 'psycopg2' else POSTGRES_DRIVER}://{rest}"
 
 
 def _set_wal(cursor: Any, timeout_s: float) -> None:

@@ -1171,6 +1171,7 @@ class IndexService:
                 # without the load the run's own summary counted. With the load ``prepare``
                 # made for this run (a new collection's first run, in the same call).
                 load_s += prepared.load_s
+                recorded = released = False  # the row holds how the job ended; the lease went
                 try:
                     job.finished_at = md.utcnow()
                     report.state = job.state
@@ -1180,6 +1181,7 @@ class IndexService:
                     if load_s:
                         report.timings["load_model"] = load_s  # (a stage of its own)
                     session.commit()
+                    recorded = True
                     # A cancel asked after the last batch's check (the sync, the store's
                     # optimize, up to this commit: the row still read running) is answered 200;
                     # the job completed, and says so. Read after the commit, so none is missed.
@@ -1192,13 +1194,20 @@ class IndexService:
                     # message).
                     self.store.release(coll_name)
                     leases.release(session, coll_id, job_id)
+                    released = True
                 except SQLAlchemyError as db_error:
                     outage = _database_gone(failure) or _database_gone(db_error, chain=True)
                     if outage is None:
                         raise
-                    self._end_unrecorded(session, job, report, failure, outage, resume,
-                                         job_id, coll_id, coll_name)
-            if job.runner == "inline" and report.state == "completed":
+                    if recorded:
+                        # Out of reach after the row took the job's end: the job is what the row
+                        # says (it answered "run again to resume" of a completed job); only its
+                        # lease waits for the database (``remember_unrecorded_end``).
+                        self._lease_unreleased(session, job_id, coll_id, coll_name, report.state)
+                    else:
+                        self._end_unrecorded(session, job, report, failure, outage, resume,
+                                             job_id, coll_id, coll_name)
+            if job.runner == "inline" and report.state == "completed" and released:
                 report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
         logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
                     "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
@@ -1309,6 +1318,20 @@ class IndexService:
         if isinstance(failure, BaseException) and not isinstance(failure, Exception):
             return  # (Ctrl-C, SIGTERM: the run stops as asked)
         raise UnavailableError(said.removeprefix(f"{UnavailableError.__name__}: ")) from outage
+
+    def _lease_unreleased(self, session: Session, job_id: int, coll_id: int, coll_name: str,
+                          state: str) -> None:
+        """The end of a run the database took, whose lease it did not (it went out of reach
+        right after): the shard let go, the lease kept to release once it is back."""
+        with contextlib.suppress(SQLAlchemyError):
+            session.rollback()
+        with contextlib.suppress(StoreError, OSError):
+            self.store.release(coll_name)
+        remember_unrecorded_end(UnrecordedEnd(self.sessions, job_id, coll_id, state, "",
+                                              md.utcnow()))
+        logger.warning("job %d %s; the metadata database went out of reach before its "
+                       "collection's lease was let go: it is, once the database is back",
+                       job_id, state)
 
     def _forget_refused(self, prepared: PreparedJob, created: bool) -> None:
         """After a foreground run (``index``) failed: its job row goes where the job never

@@ -153,3 +153,20 @@ def test_the_api_s_stray_description_fits_either_database() -> None:
     said = info.description
     assert "FACET_DATABASE_URL" in said and "facet.db" in said, said
     assert "its facet.db lost" not in said, said
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    # An unencoded "@" and ":" in the password: make_url's ValueError quoted its end
+    # ("invalid literal for int() with base 10: 'TopSecret99@127.0.0.1:5432'"), exit 1.
+    ("postgresql://facet:Hunter2@corp:TopSecret99@127.0.0.1:5432/postgres",
+     "not a URL that can be read: a password (or user name) holding '@'"),
+    # In memory: every command's metadata was gone when it exited.
+    ("sqlite://", "an in-memory SQLite database keeps nothing after each command"),
+    ("sqlite:///:memory:", "an in-memory SQLite database keeps nothing after each command"),
+])
+def test_an_unreadable_or_in_memory_url_is_refused_at_start(tmp_path, url, said) -> None:
+    done = invoke_cli("collections", env={"FACET_DATA_DIR": str(tmp_path / "data"),
+                                          "FACET_DATABASE_URL": url})
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert said in out and "TopSecret" not in out and "Hunter" not in out, out

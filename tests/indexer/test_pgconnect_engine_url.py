@@ -21,7 +21,8 @@ from indexer import metadata as md
     ("POSTGRES://u@h/d", "postgresql+psycopg://u@h/d"),
     ("postgres+psycopg://u@h/d", "postgresql+psycopg://u@h/d"),
     ("postgresql+psycopg://u:p%40ss@h/d", "postgresql+psycopg://u:p%40ss@h/d"),
-    ("postgresql+psycopg2://u@h/d", "postgresql+psycopg2://u@h/d"),  # a driver named: kept
+    ("postgresql+psycopg2://u@h/d", "postgresql+psycopg://u@h/d"),  # not installed: psycopg 3
+    ("postgresql+asyncpg://u@h/d", "postgresql+asyncpg://u@h/d"),  # another driver named: kept
     ("sqlite:////tmp/x/facet.db", "sqlite:////tmp/x/facet.db"),
     ("SQLite:////tmp/x/facet.db", "sqlite:////tmp/x/facet.db"),
     ("mysql://u@h/d", "mysql://u@h/d"),  # refused where the settings are read
@@ -61,3 +62,8 @@ def test_a_connect_to_a_host_that_never_answers_is_bounded() -> None:
         timer.cancel()
         listener.close()
     assert took < 4, f"took {took:.1f} s"  # (libpq reads a timeout under 2 s as 2 s)
+
+
+def test_a_psycopg2_url_is_read_with_the_installed_driver() -> None:
+    """"No module named 'psycopg2'" (exit 1) for a URL copied from another application."""
+    assert md.engine_url("postgresql+psycopg2://u:p@h:5432/d") == "postgresql+psycopg://u:p@h:5432/d"

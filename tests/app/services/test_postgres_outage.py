@@ -178,3 +178,43 @@ def test_a_failure_no_row_took_is_shown_in_one_line(make_ctx, tmp_path) -> None:
                                    "rolled back"), info.message
     assert info.message.endswith("its row could not be updated (it still says queued): only this "
                                  "process knows of this failure, until it stops"), info.message
+
+
+def test_an_outage_right_after_the_end_is_recorded_leaves_the_job_as_recorded(
+        make_ctx, tmp_path, monkeypatch, postgres: Cluster) -> None:  # noqa: F811
+    """Stopped after the row took "completed" (during the read of a late cancel that follows
+    the final commit): the run said "run again to resume" (exit 7) of a completed job. It now
+    returns completed; only the lease waits for the database, and is let go once it is back."""
+    src = tmp_path / "src"
+    write_corpus(src, 3)
+    ctx = make_ctx(database_url=postgres.url)
+    service = IndexService(ctx)
+    real = service._cancel_asked
+    stopped: list[bool] = []
+
+    def stop_first(job_id: int) -> bool:
+        if not stopped and md_state(ctx, job_id) == "completed":
+            postgres.stop()
+            stopped.append(True)
+        return real(job_id)
+
+    def md_state(ctx, job_id: int) -> str:
+        with ctx.sessions() as session:
+            return md.get_job(session, job_id).state
+
+    monkeypatch.setattr(service, "_cancel_asked", stop_first)
+    try:
+        report = service.index(src, "done")
+    finally:
+        if stopped:
+            postgres.start()
+    assert stopped and report.state == "completed" and report.docs_indexed == 3
+    for _ in range(100):  # the end's writer retries every second
+        with ctx.sessions() as session:
+            coll = md.get_collection(session, "done")
+            if coll.writer_job_id is None:
+                break
+        time.sleep(0.1)
+    assert coll.writer_job_id is None
+    [job] = CollectionService(ctx).jobs("done")
+    assert (job.state, job.message) == ("completed", None)
