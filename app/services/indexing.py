@@ -1136,16 +1136,16 @@ class IndexService:
                 # report also counts the batch that was being written. None where the database
                 # cannot be read (it may be what failed).
                 kept = self._reload_kept(session, job, job_id)
+                indexed = report.docs_indexed if kept is None else kept
                 if cancelled:
                     job.state = "cancelled"
-                    job.message = cancelled_message(report.docs_indexed if kept is None else kept)
+                    job.message = cancelled_message(indexed)
                 elif isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
                     why = (self.ctx.stop_reason if stopping else
                            "SIGTERM" if isinstance(e, Terminated) else
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
-                    job.message = (f"stopped ({why}) with "
-                                   f"{report.docs_indexed if kept is None else kept} documents "
+                    job.message = (f"stopped ({why}) with {indexed} documents "
                                    f"indexed; run `{resume}` (or submit the job) again to "
                                    "resume: what was indexed is kept")
                 else:
@@ -1302,33 +1302,36 @@ class IndexService:
             UnavailableError: the database out of reach; Ctrl-C, SIGTERM and an exit go on as
                 they were (the run was being stopped).
         """
-        with contextlib.suppress(SQLAlchemyError):
-            session.rollback()
-        said = self.job_failure_message(job, outage, resume)
-        # What the run decided, where it did (set on the object, not read from the database).
+        # What the run decided, where it did (set on the object, not read from the database),
+        # read before the rollback, which expires it (read after, every end was "failed").
         state, message = vars(job).get("state"), vars(job).get("message")
+        said = self.job_failure_message(job, outage, resume)
         if state not in ("failed", "interrupted", "cancelled") or not message:
             state, message = "failed", said  # (it completed, or had not got as far)
         report.state = state
-        with contextlib.suppress(StoreError, OSError):
-            self.store.release(coll_name)
-        remember_unrecorded_end(UnrecordedEnd(self.sessions, job_id, coll_id, state, message,
-                                              md.utcnow()))
+        self._keep_end(session, job_id, coll_id, coll_name, state, message)
         logger.debug("job %d's end (%s) kept until the metadata database is back", job_id, state)
         if isinstance(failure, BaseException) and not isinstance(failure, Exception):
             return  # (Ctrl-C, SIGTERM: the run stops as asked)
         raise UnavailableError(said.removeprefix(f"{UnavailableError.__name__}: ")) from outage
 
-    def _lease_unreleased(self, session: Session, job_id: int, coll_id: int, coll_name: str,
-                          state: str) -> None:
-        """The end of a run the database took, whose lease it did not (it went out of reach
-        right after): the shard let go, the lease kept to release once it is back."""
+    def _keep_end(self, session: Session, job_id: int, coll_id: int, coll_name: str,
+                  state: str, message: str) -> None:
+        """A run's end the database did not take (its row, or only its lease): the session
+        rolled back, the shard let go, the end kept to write once the database is back
+        (``remember_unrecorded_end``: the row where it still says running, then the lease)."""
         with contextlib.suppress(SQLAlchemyError):
             session.rollback()
         with contextlib.suppress(StoreError, OSError):
             self.store.release(coll_name)
-        remember_unrecorded_end(UnrecordedEnd(self.sessions, job_id, coll_id, state, "",
+        remember_unrecorded_end(UnrecordedEnd(self.sessions, job_id, coll_id, state, message,
                                               md.utcnow()))
+
+    def _lease_unreleased(self, session: Session, job_id: int, coll_id: int, coll_name: str,
+                          state: str) -> None:
+        """The end of a run the database took, whose lease it did not (it went out of reach
+        right after): the shard let go, the lease kept to release once it is back."""
+        self._keep_end(session, job_id, coll_id, coll_name, state, "")
         logger.warning("job %d %s; the metadata database went out of reach before its "
                        "collection's lease was let go: it is, once the database is back",
                        job_id, state)

@@ -218,3 +218,32 @@ def test_an_outage_right_after_the_end_is_recorded_leaves_the_job_as_recorded(
     assert coll.writer_job_id is None
     [job] = CollectionService(ctx).jobs("done")
     assert (job.state, job.message) == ("completed", None)
+
+
+def test_an_end_the_database_did_not_take_keeps_what_the_run_decided(make_ctx, tmp_path) -> None:
+    """Ctrl-C during an outage: the run set the job interrupted, the row could not take it, and
+    the end kept to write later was read after the session's rollback, which expires it: every
+    such end was kept as "failed". (SQLite stands in for the session; only the order matters.)"""
+    from sqlalchemy.exc import OperationalError
+
+    from app.services import collections as jobs_state
+    from app.services.indexing import IndexReport
+
+    write_corpus(tmp_path / "src", 1)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    prepared = service.prepare(tmp_path / "src", "kept", runner="thread")
+    with ctx.sessions() as session:
+        job = md.get_job(session, prepared.job_id)
+        job.state, job.message = "interrupted", "stopped (Ctrl-C) with 0 documents indexed"
+        report = IndexReport(job_id=job.id, collection="kept", embedder="minilm", state="running")
+        service._end_unrecorded(session, job, report, KeyboardInterrupt(),
+                                OperationalError("SELECT 1", {}, Exception("gone")), "facet index src",
+                                job.id, job.collection_id, "kept")
+    try:
+        kept = [e for e in jobs_state._UNRECORDED.values() if e.job_id == prepared.job_id]
+        assert [(e.state, e.message) for e in kept] == [
+            ("interrupted", "stopped (Ctrl-C) with 0 documents indexed")]
+        assert report.state == "interrupted"
+    finally:
+        jobs_state.record_unrecorded_ends(ctx.sessions)
