@@ -282,16 +282,22 @@ def _one_line(message: str) -> str:
     return first + (" …" if len(lines) > 1 else "")
 
 
+def _unwritten(info: CollectionInfo) -> bool:
+    """Whether nothing of the collection is known written: its points uncounted, no chunk or
+    document recorded, its store neither missing nor damaged."""
+    return (info.points is None and not info.chunks and not info.documents_indexed
+            and not info.store_missing and info.store_damaged is None)
+
+
 def points_text(info: CollectionInfo, jobs: Iterable[JobInfo] | None = None) -> str:
     """A collection's points for a listing or a prompt: "3 points"; "no points yet (job 11
-    queued)" where nothing was written yet (no chunk recorded, no job of it completed, its
-    first job queued or running: ``jobs``, its jobs as listed); else "? points" (another
-    process holds its store, the store is missing or damaged). A collection whose only job
-    waited for a worker read "? points", as if its points could not be counted."""
+    queued)" where nothing was written yet (``_unwritten``, no job of it completed, its first
+    job queued or running: ``jobs``, its jobs as listed); else "? points" (another process
+    holds its store, the store is missing or damaged). A collection whose only job waited for
+    a worker read "? points", as if its points could not be counted."""
     if info.points is not None:
         return plural(info.points, "point")
-    if jobs is not None and info.chunks == 0 and info.documents_indexed == 0 \
-            and not info.store_missing and info.store_damaged is None:
+    if jobs is not None and _unwritten(info):
         listed = list(jobs)
         live = [j for j in listed if j.state in ("queued", "running", "stalled")]
         if live and not any(j.state == "completed" for j in listed):
@@ -303,8 +309,7 @@ def points_text(info: CollectionInfo, jobs: Iterable[JobInfo] | None = None) -> 
 def _jobs_of_unwritten(facet: Facet, info: CollectionInfo) -> list[JobInfo] | None:
     """The jobs of a collection whose points are unknown and of which nothing is written yet
     (``points_text``), all of them; None for any other (or one with too many jobs to list)."""
-    if info.points is not None or info.chunks or info.documents_indexed or info.store_missing \
-            or info.store_damaged is not None:
+    if not _unwritten(info):
         return None
     try:
         jobs = facet.jobs(info.name, DEFAULT_JOBS_LISTED)
