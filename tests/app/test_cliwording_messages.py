@@ -20,9 +20,9 @@ from pathlib import Path
 
 from sqlalchemy.orm import sessionmaker
 
-from app.services import leases
 from indexer import metadata as md
 from tests.app.cli_runner import invoke_cli
+from tests.app.services.conftest import running_job
 
 
 def _sessions(data: Path) -> tuple[object, sessionmaker]:
@@ -136,16 +136,11 @@ def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
     engine, sessions = _sessions(tmp_path)
     with sessions() as s:
         coll = _collection(s)
-        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
-                          state="running", runner="celery")
-        s.add(job)
-        s.commit()
-        assert leases.acquire(s, coll.id, job.id, ttl_s=60) is None
+        job_id = running_job(s, coll, runner="celery")
         # The worker stopped renewing the lease 40 s ago.
         coll.heartbeat_at = md.utcnow() - dt.timedelta(seconds=40)
         coll.lease_expires_at = md.utcnow() - dt.timedelta(seconds=10)
         s.commit()
-        job_id = job.id
     engine.dispose()
     env = {"FACET_DATA_DIR": str(tmp_path), "FACET_VISIBILITY_TIMEOUT_S": "120"}
     shown = invoke_cli("jobs", str(job_id), "--json", env=env)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import sessionmaker
 
-from app.services import leases
 from indexer import metadata as md
 from tests.app.cli_runner import invoke_cli
+from tests.app.services.conftest import running_job
 
 
 class _Terminal(io.StringIO):
@@ -31,12 +31,7 @@ def job(tmp_path: Path):
     with sessions() as s:
         coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8,
                                     tokenizer="minilm")
-        row = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm",
-                          state="running", runner="inline", docs_total=1000)
-        s.add(row)
-        s.commit()
-        assert leases.acquire(s, coll.id, row.id, ttl_s=600) is None
-        job_id = row.id
+        job_id = running_job(s, coll, ttl_s=600, docs_total=1000)
 
     def update(**columns: object) -> None:
         if not columns:

@@ -11,10 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from app.core import Facet
-from app.services import leases
 from indexer import metadata as md
 from tests.app.api.conftest import make_stray, serving_facet
-from tests.app.services.conftest import write_corpus
+from tests.app.services.conftest import running_job, write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +58,7 @@ def test_delete_removes_a_strays_vectors(client) -> None:
 
 def test_a_collection_being_indexed_is_not_deleted(facet, client) -> None:
     with facet.catalog.ctx.sessions() as session:
-        coll = md.get_collection(session, "busy")
-        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
-                          runner="inline")
-        session.add(job)
-        session.commit()
-        assert leases.acquire(session, coll.id, job.id, ttl_s=600) is None
-        job_id = job.id
+        job_id = running_job(session, md.get_collection(session, "busy"), ttl_s=600)
     r = client.delete("/collections/busy")
     assert r.status_code == 409, r.text
     message = r.json()["error"]["message"]

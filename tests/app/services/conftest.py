@@ -114,6 +114,21 @@ def locked_by_another_process(data_dir: Path, collection: str, *, shown_as: str 
         holder.wait()
 
 
+def running_job(session: Any, coll: Any, *, runner: str = "inline", ttl_s: float = 60,
+                **columns: Any) -> int:
+    """A job of ``coll`` (a ``md.Collection`` of ``session``) that runs and holds the
+    collection's lease, as a job of this process takes it; its id."""
+    from app.services import leases
+    from indexer import metadata as md
+
+    job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
+                      runner=runner, **columns)
+    session.add(job)
+    session.commit()
+    assert leases.acquire(session, coll.id, job.id, ttl_s=ttl_s) is None
+    return int(job.id)
+
+
 def write_corpus(root: Path, n: int, words: int = 40) -> dict[str, str]:
     """``n`` small distinct text files; returns {path: text}."""
     root.mkdir(parents=True, exist_ok=True)

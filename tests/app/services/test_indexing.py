@@ -11,7 +11,7 @@ from indexer import metadata as md
 from indexer.chunking import ChunkingConfig, chunk_text, tokenizer_spans
 from indexer.store import point_id
 
-from .conftest import write_corpus
+from .conftest import running_job, write_corpus
 
 
 def _expected_points(files: dict[str, str], minilm, size: int = 64, overlap: int = 8) -> set[str]:
@@ -746,7 +746,6 @@ def test_a_lost_store_of_a_two_embedder_collection_is_written_again_for_both(
 def test_refusals_while_a_job_writes_say_how_to_wait_on_every_edge(make_ctx, tmp_path) -> None:
     """Deleting (or indexing into) a collection another job writes answered "wait for it
     (`facet jobs 7 --follow`)" in the UI and over HTTP too, where there is no such command."""
-    from app.services import leases
 
     write_corpus(tmp_path / "src", 2)
     ctx = make_ctx()
@@ -754,12 +753,7 @@ def test_refusals_while_a_job_writes_say_how_to_wait_on_every_edge(make_ctx, tmp
     with ctx.sessions() as s:
         coll = md.get_collection(s, "c")
         assert coll is not None
-        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
-                          runner="inline")
-        s.add(job)
-        s.commit()
-        assert leases.acquire(s, coll.id, job.id, ttl_s=60) is None
-        job_id = job.id
+        job_id = running_job(s, coll)
     for refused in (lambda: CollectionService(ctx).delete("c"),
                     lambda: IndexService(ctx).index(tmp_path / "src", "c")):
         with pytest.raises(ConflictError) as e:

@@ -12,6 +12,8 @@ from app.services import leases
 from app.services.collections import effective_state
 from indexer import metadata as md
 
+from .conftest import running_job
+
 
 def _collection(tmp_path: Path):
     """A fresh database with collection 'c': (sessions, the session that made it, the collection)."""
@@ -25,12 +27,7 @@ def _collection(tmp_path: Path):
 def _running_job(tmp_path: Path):
     sessions, s, coll = _collection(tmp_path)
     with s:
-        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
-                          runner="inline")
-        s.add(job)
-        s.commit()
-        assert leases.acquire(s, coll.id, job.id, ttl_s=60) is None
-        return sessions, coll.id, job.id
+        return sessions, coll.id, running_job(s, coll)
 
 
 def _finish(sessions, coll_id: int, job_id: int) -> None:
@@ -93,25 +90,21 @@ def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
         state, message = effective_state(old)
         assert state == "queued" and "waiting for a worker for 20 min" in (message or "")
         assert "its task was lost" in (message or "") and "facet index src --collection c" in (message or "")
-        writer = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running",
-                             runner="celery")
-        s.add(writer)
-        s.commit()
-        assert leases.acquire(s, coll.id, writer.id, ttl_s=60) is None
+        writer_id = running_job(s, coll, runner="celery")
         old_id = old.id
     with sessions() as reader:
         waiting = md.get_job(reader, old_id)
         assert waiting is not None
         assert effective_state(waiting) == ("queued", None)  # behind a job that is writing
     with sessions() as s:  # the hint followed: a later run of the same source completed
-        writer = s.get(md.IndexJob, writer.id)
+        writer = s.get(md.IndexJob, writer_id)
         writer.state = "completed"
         s.commit()
-        leases.release(s, coll.id, writer.id)
+        leases.release(s, coll.id, writer_id)
     with sessions() as reader:
         waiting = md.get_job(reader, old_id)
         state, message = effective_state(waiting)
-        assert state == "queued" and (message or "").startswith(f"superseded by job {writer.id}")
+        assert state == "queued" and (message or "").startswith(f"superseded by job {writer_id}")
         assert "again to resume" not in (message or "")
 
 
