@@ -127,7 +127,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
                 return UnavailableError(full or "the metadata database's disk is full (SQLite: "
                                         "database or disk is full): free some space in the data "
                                         "folder (FACET_DATA_DIR) and try again")
-        if _database_server_gone(error):
+        if database_server_gone(error):
             # A PostgreSQL stopped or restarted under a running server: each request was a 500
             # "internal error (OperationalError)" with a traceback, as if Facet had a bug.
             from app.settings import mask_passwords
@@ -168,7 +168,7 @@ def disk_full_message(folder: Any = None) -> str | None:
             "there (or point FACET_DATA_DIR at a disk with room) and try again; nothing was lost")
 
 
-def _database_server_gone(error: Exception) -> bool:
+def database_server_gone(error: Exception) -> bool:
     """Whether a SQLAlchemy error is a database server out of reach: its connection refused,
     closed or invalidated (SQLSTATE class 08, an administrator's shutdown 57P01-57P03, or no
     SQLSTATE from a driver that never connected)."""

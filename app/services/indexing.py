@@ -741,10 +741,10 @@ def _database_gone(error: BaseException | None, *, chain: bool = False) -> SQLAl
     restarted: ``as_domain_error``'s ``UnavailableError``), else None; SQLite's errors are not.
     ``chain``: or the first such error it was raised from or while handling (a
     ``PendingRollbackError`` after one)."""
-    from app.errors import _database_server_gone
+    from app.errors import database_server_gone
 
     for _ in range(8 if chain else 1):
-        if isinstance(error, SQLAlchemyError) and _database_server_gone(error):
+        if isinstance(error, SQLAlchemyError) and database_server_gone(error):
             return error
         if error is None:
             break
