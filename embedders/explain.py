@@ -124,6 +124,18 @@ _FOREIGN_STOP_WORDS = frozenset((
     "meus", "minhas", "teu", "tenho", "suis", "avons", "avez", "sommes", "hemos", "tengo",
     "tiene",
 ))
+# Articles, English and those of the languages above (all of them stop words), and the elided
+# "l'": a wording of an answer that starts with one is shown only where none of the wordings
+# counted with it starts without one ("card" rather than "the card": the cluster service's
+# ``_name_clusters``).
+ARTICLES = frozenset((
+    "a", "an", "the",
+    "le", "la", "les", "l", "un", "une", "des",  # French
+    "der", "die", "das", "den", "dem", "ein", "eine", "einen", "einem", "einer",  # German
+    "el", "los", "las", "una", "unos", "unas",  # Spanish
+    "il", "lo", "gli", "uno",  # Italian
+    "os", "as", "um", "uma", "uns", "umas",  # Portuguese
+))
 _PHRASE_GAP = re.compile(r"[\s-]*")
 # English particles that make a phrasal verb with the word before them ("top up", "log out",
 # "cut off", "break down"): stop words alone, joined to a kept word right before them.
@@ -217,6 +229,14 @@ def fold_plurals(terms: list[list[str]]) -> list[list[str]]:
     return [[shown.get(same.get(w, w), w) for w in words] for words in terms]
 
 
+def answer_terms(answers: Sequence[str]) -> list[list[str]]:
+    """Each answer's candidate keywords as ``explain_clusters`` reads them: ``keyword_terms``
+    (particles joined, possessives and elisions cut), a plural and its singular as one word
+    where both occur among ``answers`` (``fold_plurals``). A cluster's keywords are words of
+    these lists, so a member "holds" a keyword where its list has it."""
+    return fold_plurals([keyword_terms(a) for a in answers])
+
+
 def _check_inputs(texts: Sequence[str], labels: Sequence[int], embeddings: Any, top_k: int,
                   members: int) -> tuple[list[int], np.ndarray | None]:
     """Validate the shared arguments; returns labels as ints and embeddings as a float array."""
@@ -283,7 +303,7 @@ def explain_clusters(
 
     clusters = sorted(set(ids))
     member_lists = {c: [i for i, label in enumerate(ids) if label == c] for c in clusters}
-    terms = fold_plurals([keyword_terms(a) for a in answers])
+    terms = answer_terms(answers)
     used_by = Counter(w for words in terms for w in set(words))  # members using each word, all clusters
 
     out = []

@@ -266,15 +266,24 @@ def _wrap(text: str, width: int = 70, limit: int = 280) -> str:
     return "<br>".join(html.escape(x, quote=False) for x in lines)
 
 
+def _name_share(cluster: Cluster) -> str | None:
+    """How much of the cluster its name stands for, where not all: "24 of 71" (members'
+    answers, as the page has always said) or "9 of 43 texts" (a name of keywords: members
+    holding one of its words, which nothing showed until the seventh session of 2026-11-30)."""
+    return cluster.name_share or cluster.name_share_label
+
+
 def cluster_name(cluster: Cluster) -> str:
     """A cluster's name as the page shows it: with how many members' answers it is, where that
-    is not all of them ("payment (24 of 71)": the table said so, the legend and the CSV did not)."""
-    return cluster.name + (f" ({cluster.name_share})" if cluster.name_share else "")
+    is not all of them ("payment (24 of 71)": the table said so, the legend and the CSV did not),
+    or how many members hold a word of a name of keywords ("card / came (4 of 7 texts)")."""
+    share = _name_share(cluster)
+    return cluster.name + (f" ({share})" if share else "")
 
 
 def cluster_label(cluster: Cluster) -> str:
     """A cluster's legend entry: its id, name and size ("2: payment, 24 of 71")."""
-    return f"{cluster.id}: {_short(cluster.name, 40)} ({cluster.name_share or cluster.size})"
+    return f"{cluster.id}: {_short(cluster.name, 40)} ({_name_share(cluster) or cluster.size})"
 
 
 def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:

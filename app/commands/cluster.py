@@ -428,7 +428,7 @@ def register(cli: typer.Typer) -> None:
         for c in result.clusters if not as_json else ():
             # Names and keywords are words of the texts' answers, members the texts: a control
             # character in them would reach the terminal (printable shows it escaped).
-            share = f" ({c.name_share} answers)" if c.name_share else ""
+            share = f" ({c.name_share_label})" if c.name_share_label else ""
             name = printable(' '.join(c.name.split()))
             # No " · " without keywords: "(no keywords) · " ended in a dangling separator.
             words = f" · {', '.join(printable(w) for w in c.keywords)}" if c.keywords else ""

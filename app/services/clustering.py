@@ -12,7 +12,7 @@ each cluster gets:
   (``embedders.explain``);
 * a name: its most distinctive answer, more common in it than overall, no two clusters alike,
   after its most common answer where that one dominates (explainer given; ``_name_clusters``),
-  else its top three keywords joined;
+  else its top three keywords joined, with how many members hold one of them (``name_texts``);
 * representatives: the members nearest the cluster centroid (cosine);
 * a 2-D position: PCA of the embeddings, the same projection for every text (a map).
 
@@ -80,7 +80,7 @@ from app.services.search import (
 )
 from app.text import check_text_encodable, check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
-from embedders.explain import explain_clusters
+from embedders.explain import ARTICLES, answer_terms, explain_clusters
 from indexer import metadata as md
 from indexer.errors import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
 from indexer.parsing import TEXT_FIELDS  # what `facet index` reads as a record's text
@@ -192,8 +192,8 @@ class Cluster:
         id: the cluster's label, as ``ClusterResponse.labels`` gives it per text.
         size: how many texts it holds.
         name: its most distinctive explainer answer (lower-cased), after its most common one
-            where that one dominates ("anger / love": ``_name_clusters``), or, without answers,
-            its first three keywords joined by " / ".
+            where that one dominates ("anger / love", "card (lost)": ``_name_clusters``), or,
+            without answers, its first three keywords joined by " / ".
         keywords: its distinctive words, from the answers or else the texts
             (``ClusterRequest.keywords`` at most).
         representatives: its most central texts, distinct (``ClusterRequest.members`` at most).
@@ -201,6 +201,10 @@ class Cluster:
         center: (x, y) on the 2-D map of ``ClusterResponse.coordinates``: its members' mean.
         name_count: how many members' answers ``name`` stands for (both answers of "anger /
             love"); None for a name made of keywords.
+        name_texts: for a name made of keywords, how many members hold at least one of its
+            words (in their answers where the keywords came from answers, else their texts;
+            read as the keywords are: ``embedders.explain.answer_terms``); None for an
+            explainer's answer and for "(no keywords)".
     """
 
     id: int
@@ -213,6 +217,12 @@ class Cluster:
     # How many members' answers are the name (an explainer's answer), None for a name made of
     # keywords: a name 7 of 16 members share describes the cluster less than it seems.
     name_count: int | None = None
+    # How many members hold a word of a name made of keywords, None for an explainer's answer:
+    # "balance / account / transfer" named a cluster of 43 texts, 9 of which hold one of them,
+    # and nothing said so (the page and the CLI show "9 of 43 texts" since the seventh session
+    # of 2026-11-30). A field of its own: ``name_count`` stays None for such a name, as the
+    # API has always answered.
+    name_texts: int | None = None
 
     @property
     def name_share(self) -> str | None:
@@ -221,6 +231,23 @@ class Cluster:
         if self.name_count is None or self.name_count >= self.size:
             return None
         return f"{self.name_count} of {self.size}"
+
+    @property
+    def name_text_share(self) -> str | None:
+        """"9 of 43" where a name of keywords has a word in fewer than all its members' texts
+        (``name_texts``), else None."""
+        if self.name_texts is None or self.name_texts >= self.size:
+            return None
+        return f"{self.name_texts} of {self.size}"
+
+    @property
+    def name_share_label(self) -> str | None:
+        """How much of the cluster the name stands for, with its unit: "24 of 71 answers" (an
+        explainer's answer) or "9 of 43 texts" (a name of keywords: members holding one of its
+        words); None where it stands for all of them."""
+        if self.name_share:
+            return f"{self.name_share} answers"
+        return f"{self.name_text_share} texts" if self.name_text_share else None
 
 
 @dataclass
@@ -427,6 +454,48 @@ def _answer_key(answer: str) -> str:
     return " ".join(words if _ANSWER_DIRECTION & set(words) else sorted(set(words)))
 
 
+def _leading_article(wording: str) -> bool:
+    """Whether ``wording`` starts with an article ("the card", "l'économie": ``ARTICLES``)."""
+    first = _ANSWER_WORD.match(wording.lstrip())
+    return first is not None and first.group() in ARTICLES and wording.lstrip() != first.group()
+
+
+def _shown_wording(forms: Counter[str]) -> str:
+    """The wording an answer is shown in, of the ``forms`` counted as it (``_answer_key``),
+    central first: the one most members gave, of those that do not start with an article where
+    any does not ("card" before "the card", whichever more members gave; which answers count
+    as one is unchanged)."""
+    bare = [form for form in forms if not _leading_article(form)]
+    return max(bare or forms, key=lambda form: forms[form])  # max keeps the first of a tie
+
+
+def _with_common(common: str, answer: str) -> str:
+    """A name of the cluster's most common answer and its distinctive one (shown wordings):
+    "anger / love"; where the distinctive one holds every word of the common one and more
+    ("card" and "card lost"), the common one once with the other's further words in brackets:
+    "card (lost)" (not "card / card lost"), the count still that of both answers."""
+    words = set(_answer_key(common).split())
+    if _ANSWER_DIRECTION & words or not _ANSWER_WORD.search(common):
+        return f"{common} / {answer}"
+    tokens = [m for m in _ANSWER_WORD.finditer(answer) if m.group() not in words]
+    while tokens and tokens[0].group() in _ANSWER_FILLER:
+        tokens.pop(0)
+    while tokens and tokens[-1].group() in _ANSWER_FILLER:
+        tokens.pop()
+    if (not tokens or not words <= set(_ANSWER_WORD.findall(answer))
+            or _ANSWER_DIRECTION & set(_ANSWER_WORD.findall(answer))):
+        return f"{common} / {answer}"
+    return f"{common} ({answer[tokens[0].start():tokens[-1].end()]})"
+
+
+def _keyword_name_texts(words: Sequence[str], ids: Sequence[int],
+                        terms: Sequence[Sequence[str]]) -> int | None:
+    """How many of ``ids`` hold at least one of ``words`` (a name of keywords) among their
+    ``terms`` (``answer_terms`` of what the keywords came from); None without words."""
+    wanted = set(words)
+    return sum(bool(wanted.intersection(terms[i])) for i in ids) if wanted else None
+
+
 def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | None,
                    keywords: Mapping[int, list[str]], explainer_embedded: bool = False,
                    ) -> tuple[dict[int, tuple[str, int | None]], str | None]:
@@ -434,7 +503,8 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
     keywords), and a note when the names describe the clusters poorly (None: they do not).
 
     Answers are counted as one when they hold the same content words (``_answer_key``), and
-    shown in the wording most members gave. The name is the cluster's most *distinctive*
+    shown in the wording most members gave, one without a leading article where any is
+    (``_shown_wording``: "card", not "the card"). The name is the cluster's most *distinctive*
     answer, not its most common one: the answer whose share of the cluster's answers most
     exceeds its share of all the answers (share in the cluster minus share overall). The most
     common answer named three topic clusters "positive" under a sentiment instruction, as every
@@ -455,7 +525,8 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
     23 answers)", the count of both. Named "love (5 of 23 answers)" alone, a cluster of 15
     "anger" answers read as a cluster about love; yet an answer that is half of all the answers
     went before most names ("anger / surprise" for 25 "anger" answers of 66), telling no
-    cluster from another.
+    cluster from another. A name holding every word of the common answer says it once: "card
+    (lost)", not "card / card lost" (``_with_common``; the count is still both answers').
 
     Args:
         members: each cluster's members, central first (ties go to the more central).
@@ -476,7 +547,7 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
                 key = _answer_key(answer)
                 worded.setdefault(key, Counter())[answer] += 1
                 said[c].append(key)
-    shown = {key: forms.most_common(1)[0][0] for key, forms in worded.items()}
+    shown = {key: _shown_wording(forms) for key, forms in worded.items()}
     counts = {c: Counter(said[c]) for c in members}  # in central-first order: ties keep it
     overall = Counter(a for c in members for a in said[c])
     answered = sum(overall.values())
@@ -503,7 +574,7 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
         if common != answer and n >= 2 * counts[c][answer] and (
                 share >= MAJORITY or (share >= COMMON_ANSWER_SHARE
                                       and share > overall[common] / answered)):
-            names[c] = (f"{shown[common]} / {shown[answer]}", n + counts[c][answer])
+            names[c] = (_with_common(shown[common], shown[answer]), n + counts[c][answer])
         else:
             names[c] = (shown[answer], counts[c][answer])
     holders: dict[str, list[int]] = {}
@@ -1006,6 +1077,10 @@ class ClusterService:
             central_first, answers, {c.cluster: c.keywords for c in explained},
             explainer_embedded=bool(request.explainer) and model_name in (
                 request.explainer, self.ctx.embedders.name_of(request.explainer or "")))
+        # A name of keywords says how many members hold one of its words, read as the
+        # keywords were (from the answers where there are any, else the texts).
+        terms = (answer_terms(answers if answers is not None else texts)
+                 if any(count is None for _, count in names.values()) else [])
         if naming_note:  # what the names cannot say, where the edges show the note
             note = f"{note}; {naming_note}" if note else naming_note
         clusters = []
@@ -1016,6 +1091,8 @@ class ClusterService:
                                               vectors, request.members)
             clusters.append(Cluster(
                 id=c.cluster, size=c.size, name=name, name_count=name_count,
+                name_texts=None if name_count is not None else _keyword_name_texts(
+                    c.keywords[:NAME_KEYWORDS], central_first[c.cluster], terms),
                 keywords=c.keywords[:request.keywords], representatives=[texts[i] for i in shown],
                 representative_indices=shown,
                 center=(round(float(center[0]), 5), round(float(center[1]), 5))))

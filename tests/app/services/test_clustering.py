@@ -459,3 +459,81 @@ def test_an_answer_common_everywhere_is_not_put_before_every_name() -> None:
     names, _ = _name_clusters(members, answers, {c: ["kw"] for c in members})
     # Cluster 2: anger is 4 of 10, under its 18 of 29 overall: not put first.
     assert names == {0: ("anger / love", 9), 1: ("anger", 8), 2: ("surprise", 2)}
+
+
+# Texts of two topics where a cluster's keyword name is held by some members only: "cards" is
+# read as "card" (plurals folded) and "top-up" as "top up" (a particle joined), as the keywords
+# read them.
+KEYWORD_TEXTS = ["My card has not arrived yet", "Where are my new cards?", "The card never came",
+                 "Still waiting for the delivery", "Nothing came in the post today",
+                 "The top-up failed", "My top-up did not go through", "Top-up declined again",
+                 "Why was money taken twice?", "Payment refused at the shop"]
+
+
+def test_a_name_of_keywords_says_how_many_members_hold_one_of_its_words(service) -> None:
+    """A name of keywords described 9 of 43 .. 20 of 33 members of CLINC domain clusters, and
+    nothing said so; each now carries how many members hold one of its words (``name_texts``,
+    beside ``name_count``, which stays None), shown as "n of m texts" where fewer than all."""
+    from embedders.explain import fold_plurals, keyword_terms
+
+    result = service.cluster(ClusterRequest(INSTRUCTION, texts=KEYWORD_TEXTS, k=2))
+    terms = fold_plurals([keyword_terms(t) for t in KEYWORD_TEXTS])  # as the keywords read them
+    assert terms[1] == ["new", "card"] and terms[5] == ["top up", "failed"]  # folded, joined
+    labels = []
+    for c in result.clusters:
+        members = [i for i, label in enumerate(result.labels) if label == c.id]
+        words = set(c.name.split(" / "))
+        held = [i for i in members if words & set(terms[i])]
+        assert c.name_count is None and getattr(c, "name_texts", None) == len(held) > 0, (c.name, held)
+        labels.append(c.name_share_label)
+        assert c.name_share_label == (None if len(held) == c.size else f"{len(held)} of {c.size} texts")
+    assert any(labels), [(c.name, c.size, c.name_texts) for c in result.clusters]
+    assert all(c["name_texts"] is not None and c["name_count"] is None
+               for c in result.to_dict()["clusters"])  # the API and --json carry it
+    from embedders.explain import answer_terms
+
+    assert answer_terms(KEYWORD_TEXTS) == terms  # what the service counts with
+    # An explainer's name keeps its answers' count and says so; it has no text count.
+    from app.services.clustering import Cluster
+
+    named = Cluster(0, 71, "payment", ["pay"], [], [], (0.0, 0.0), name_count=24)
+    assert (named.name_share_label, named.name_texts) == ("24 of 71 answers", None)
+    # The page's table and legend show it too (an answer's count as they always did).
+    from ui import render
+
+    keyword = Cluster(1, 7, "card / came", ["card"], [], [], (0.0, 0.0), name_texts=4)
+    assert [render.cluster_name(c) for c in (named, keyword)] == [
+        "payment (24 of 71)", "card / came (4 of 7 texts)"]
+    assert render.cluster_label(keyword) == "1: card / came (4 of 7 texts)"
+
+
+def test_a_name_holding_the_common_answer_does_not_repeat_it() -> None:
+    """"card / card lost": the common answer "card" before a name whose words hold it. It is
+    said once, "card (lost)", the count still both answers'."""
+    answers = (["card"] * 6 + ["card lost"] * 3 + ["pin"]  # cluster 0
+               + ["card"] * 6 + ["refund"] * 2)  # cluster 1
+    members = {0: list(range(10)), 1: list(range(10, 18))}
+    names, _ = _name_clusters(members, answers, {0: ["kw"], 1: ["kw"]})
+    assert names == {0: ("card (lost)", 9), 1: ("card / refund", 8)}
+    # Words in another order, and fillers at the edges, are the same; a direction keeps both.
+    answers[6:9] = ["lost my card"] * 3
+    assert _name_clusters(members, answers, {0: ["kw"], 1: ["kw"]})[0][0] == ("card (lost)", 9)
+    answers[6:9] = ["card to account"] * 3
+    assert _name_clusters(members, answers, {0: ["kw"], 1: ["kw"]})[0][0] == (
+        "card / card to account", 9)
+
+
+def test_merged_answers_are_shown_without_a_leading_article() -> None:
+    """"the card" (3 members) and "card" (1) count as one answer, shown in the wording most
+    members gave: "the card". A wording without the article is shown where one was given;
+    which answers count as one is unchanged."""
+    answers = ["the card", "the card", "card", "The card.", "refund", "refund", "a refund"]
+    names, _ = _name_clusters({0: [0, 1, 2, 3], 1: [4, 5, 6]}, answers, {0: ["kw"], 1: ["kw"]})
+    assert names == {0: ("card", 4), 1: ("refund", 3)}
+    # Only wordings with an article: the most given one is kept (nothing to prefer).
+    names, _ = _name_clusters({0: [0, 1], 1: [2, 3]}, ["the card", "the card", "la carte", "la carte"],
+                              {0: ["kw"], 1: ["kw"]})
+    assert names == {0: ("the card", 2), 1: ("la carte", 2)}
+    answers = ["le code", "le code", "code le", "pin"]
+    names, _ = _name_clusters({0: [0, 1, 2], 1: [3]}, answers, {0: ["kw"], 1: ["kw"]})
+    assert names[0] == ("code le", 3)  # a French article too
