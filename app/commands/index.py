@@ -179,6 +179,20 @@ def _say_how_to_resume(facet: Facet, collection: str) -> None:
             typer.echo(f"  warning: {printable(e.get('message', ''))}", err=True)
 
 
+def _cancelled_said(facet: Any, report: IndexReport) -> str:
+    """A cancelled run's message, as its job row has it ("cancelled after every document had
+    gone in ..., before optimizing the store; index the same source again to finish"); where
+    the row cannot be read, the one a cancel before the last batch gives. Until 2026-11-30
+    (seventh session) that one was said whatever the job had left to do."""
+    from app.services.indexing import cancelled_message
+
+    try:
+        message = facet.job(report.job_id).message
+    except Exception:  # (a message only: the run's end is said either way)
+        message = None
+    return str(message or cancelled_message(report.docs_indexed))
+
+
 def rate(report: IndexReport) -> str:
     """The run's speed: documents per second, or chunks per second where fewer than one
     document a second went in (one large streamed file read "0.0 docs/s")."""
@@ -238,6 +252,9 @@ def register(cli: typer.Typer) -> None:
                 # --json prints no warning lines: the log's is the one on stderr there.
                 with _unread_logged_once(not as_json):
                     report = facet.index(source, collection, options, progress=update)
+                # A cancelled job's own message: it says whether documents were left to index
+                # or only the job's end (the sync, the store's optimize).
+                said = _cancelled_said(facet, report) if report.state == "cancelled" else None
             except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C 130; SIGTERM (docker stop) 143
                 bar.close()
                 _say_how_to_resume(facet, collection)
@@ -305,9 +322,7 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
             raise typer.Exit(exit_code(failure))
         if cancelled:
-            from app.services.indexing import cancelled_message
-
             typer.echo(f"error: job {report.job_id} was cancelled by a request (`facet jobs "
-                       f"{report.job_id} --cancel`, the API or the UI): "
-                       f"{cancelled_message(report.docs_indexed)}", err=True)
+                       f"{report.job_id} --cancel`, the API or the UI): {printable(said or '')}",
+                       err=True)
             raise typer.Exit(cancelled)

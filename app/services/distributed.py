@@ -51,6 +51,8 @@ from app.errors import FacetError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
 from app.services.indexing import (
+    CANCEL_TOO_LATE,
+    OPTIMIZE_STEP,
     IndexOptions,
     IndexReport,
     IndexService,
@@ -693,33 +695,47 @@ class ChunkedIndexService:
         if job is None or job.state != "running":
             return False
         coll = job.collection
+        # The cancellation another process asked for is not on the row this session loaded.
+        session.refresh(job)
+        cancelled = job.cancel_requested
         t0 = time.perf_counter()
         notes = []
-        try:
-            self.store.optimize(coll.name)
-            self.store.flush()
-        except Exception as e:
-            if is_transient(e):
-                raise  # the task is retried; its next run finds the chunk done and finishes
-            # Every chunk is written and committed: the job is done, its index built later by
-            # the store itself. Left running, nothing would ever complete it.
-            logger.exception("job %d: the store could not be optimised", job_id)
-            notes.append(f"the store could not be optimised ({type(e).__name__}: {e}); "
-                         "every chunk was written")
+        # A cancelled job stops before the store's optimize, as an in-process one does (the
+        # next run of the source does it); it was optimised, and then said "index the same
+        # source again to resume" where every chunk had gone in (until 2026-11-30).
+        if not cancelled:
+            try:
+                self.store.optimize(coll.name)
+                self.store.flush()
+            except Exception as e:
+                if is_transient(e):
+                    raise  # the task is retried; its next run finds the chunk done and finishes
+                # Every chunk is written and committed: the job is done, its index built later
+                # by the store itself. Left running, nothing would ever complete it.
+                logger.exception("job %d: the store could not be optimised", job_id)
+                notes.append(f"the store could not be optimised ({type(e).__name__}: {e}); "
+                             "every chunk was written")
         failed = session.scalar(select(func.count()).select_from(C).where(
             C.job_id == job_id, C.state == "failed")) or 0
         if failed:
             notes.insert(0, f"{plural(failed, 'chunk')} failed; their documents are listed as errors: "
                             f"facet jobs {job_id}")
-        # The counts the chunks added by SQL updates (``_add_counts``), and the cancellation
-        # another process asked for, are not on the row this session loaded.
+        # The counts the chunks added by SQL updates (``_add_counts``) are not on the row this
+        # session loaded either.
         session.refresh(job)
-        state = "cancelled" if job.cancel_requested else "completed"
-        # As the in-process runner says it: the state stays `completed`, and the message is what
-        # says that not every document went in.
-        said = (cancelled_message(job.docs_indexed) if job.cancel_requested else
-                failed_documents_message(job.docs_failed, job.docs_seen, job.docs_indexed,
-                                         job.docs_deleted))
+        state = "cancelled" if cancelled else "completed"
+        if cancelled:
+            # No chunk cancelled: every document had gone in (the cancel came while the last
+            # chunks were written), and only the optimize is left, as the in-process runner says.
+            left = session.scalar(select(func.count()).select_from(C).where(
+                C.job_id == job_id, C.state == "cancelled")) or 0
+            said: str | None = cancelled_message(job.docs_indexed,
+                                                 None if left else [OPTIMIZE_STEP])
+        else:
+            # As the in-process runner says it: the state stays `completed`, and the message is
+            # what says that not every document went in.
+            said = failed_documents_message(job.docs_failed, job.docs_seen, job.docs_indexed,
+                                            job.docs_deleted)
         if said:
             notes.insert(0, said)
         J = md.IndexJob
@@ -732,6 +748,12 @@ class ChunkedIndexService:
             self._sum_cut(session, job_id)
             self._sum_moved(session, job_id)
         session.commit()
+        if done.rowcount == 1 and not cancelled and md.cancel_requested(session, job_id):  # type: ignore[attr-defined]
+            # Asked after the check above (during the optimize, up to the commit): answered 200,
+            # the job completed, and says so, as an in-process one does.
+            session.execute(update(J).where(J.id == job_id).values(
+                message="; ".join([*notes, CANCEL_TOO_LATE])))
+            session.commit()
         leases.release(session, coll.id, job_id)
         self.store.release(coll.name)
         if done.rowcount == 1:  # type: ignore[attr-defined]

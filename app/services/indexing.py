@@ -715,13 +715,40 @@ class _ServerStopping(Exception):
 class _Cancelled(Exception):
     """Raised at a batch boundary when someone asked the job to stop (``cancel``, its row's
     ``cancel_requested``): the job ends ``cancelled``, what went in kept and searchable, and
-    the next job of the same source resumes it."""
+    the next job of the same source resumes it. ``skipped``: where every document of the source
+    had gone in (the check after the last batch), the steps of the job's end it stopped before
+    (``cancelled_message``); None where documents were left to index."""
+
+    def __init__(self, message: str, skipped: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.skipped = skipped
 
 
-def cancelled_message(indexed: int) -> str:
-    """A running job's message once its cancellation stopped it."""
+# How a cancelled job's message begins where every document had gone in (``cancelled_message``).
+CANCELLED_ALL_IN = "cancelled after every document had gone in"
+
+
+def cancelled_message(indexed: int, skipped: list[str] | None = None) -> str:
+    """A running job's message once its cancellation stopped it. ``skipped``: the cancel came
+    after every document of the source had gone in (during the last batch, or a worker job's
+    last chunk), and the job stopped before these steps of its end ("optimizing the store"):
+    nothing is left to index, and the next run of the source only does them. Until 2026-11-30
+    (seventh session) that job said "index the same source again to resume" too."""
+    if skipped is not None:
+        steps = " and ".join(skipped) or "its end"
+        return (f"{CANCELLED_ALL_IN} ({indexed} indexed), before {steps}; index the same "
+                "source again to finish: nothing will be re-embedded")
     return (f"cancelled after {indexed} documents indexed; index the same source again to "
             "resume: what was indexed is kept")
+
+
+# The steps of a job's end a cancel after its last batch stops before (``cancelled_message``).
+OPTIMIZE_STEP = "optimizing the store"
+
+
+def removal_step(gone: int) -> str:
+    """The sync's step, removing ``gone`` documents no longer in the source."""
+    return f"removing {plural(gone, 'document')} no longer in the source"
 
 
 QUEUED_CANCELLED = "cancelled before it started"
@@ -1099,8 +1126,13 @@ class IndexService:
                 self._note_moved(job, report)
                 interrupt.check()
                 # A cancel asked while the last batch went in: the job ends cancelled, as a
-                # worker's does (it completed, and nothing said the cancel had come too late).
-                self.check_cancelled(job.id)
+                # worker's does (it completed, and nothing said the cancel had come too late),
+                # its message naming what it stopped before: every document is in.
+                try:
+                    self.check_cancelled(job.id)
+                except _Cancelled as e:
+                    e.skipped = self._end_steps(session, coll, source, files, seen, options)
+                    raise
                 if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
                 # Nothing of the metadata is written while the store optimizes (tens of seconds
@@ -1139,7 +1171,8 @@ class IndexService:
                 indexed = report.docs_indexed if kept is None else kept
                 if cancelled:
                     job.state = "cancelled"
-                    job.message = cancelled_message(indexed)
+                    job.message = cancelled_message(indexed, e.skipped if isinstance(
+                        e, _Cancelled) else None)
                 elif isinstance(e, KeyboardInterrupt | SystemExit) or stopping:
                     job.state = "interrupted"
                     why = (self.ctx.stop_reason if stopping else
@@ -1831,7 +1864,10 @@ class IndexService:
         if last.state not in stopped:  # an older Facet's "failed", "KeyboardInterrupt: "
             last.state = "interrupted"
             last.message = f"stopped (Ctrl-C) with {last.docs_indexed} documents indexed"
-        last.message = f"{(last.message or 'stopped').split(';')[0]}; resumed by job {job.id}"
+        # A job cancelled once every document had gone in left only its end to do: the next
+        # job finished it.
+        done = "finished" if (last.message or "").startswith(CANCELLED_ALL_IN) else "resumed"
+        last.message = f"{(last.message or 'stopped').split(';')[0]}; {done} by job {job.id}"
 
     def _tokenizer_for(self, coll: md.Collection, embedder: Embedder) -> TokenSpans:
         # Chunks are shared by every embedder of a collection, so they are always cut
@@ -2619,11 +2655,29 @@ class IndexService:
         job.docs_deleted = report.docs_deleted
         job.chunks_written = report.chunks_written
 
-    def _sync(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
-              source: Path, files: list[Path], seen: Seen) -> None:
-        """Drop documents under ``source`` that this run did not see (deleted files/records),
-        except the records of a file that gave an error this run: a record on a malformed
-        line, or in a file that could not be read, is not gone (it was deleted, data lost)."""
+    def _end_steps(self, session: Session, coll: md.Collection, source: Path,
+                   files: list[Path], seen: Seen, options: IndexOptions) -> list[str]:
+        """The steps of a run's end after its last batch, for a cancel that stops it there
+        (``cancelled_message``): the sync's removals, where it syncs and something is gone (a
+        read only; unnamed where the database cannot be read), and the store's optimize."""
+        steps = [OPTIMIZE_STEP]
+        if options.syncs(source):
+            try:
+                gone = sum(1 for row in self._gone_rows(session, coll, source, files, seen)
+                           if row.status != "error" and row.source not in seen.failed_sources)
+            except SQLAlchemyError as e:  # (the database may be what fails next: it is said)
+                logger.debug("could not count the documents a sync would remove: %s", e)
+                steps.insert(0, "removing the documents no longer in the source")
+            else:
+                if gone:
+                    steps.insert(0, removal_step(gone))
+        return steps
+
+    @staticmethod
+    def _gone_rows(session: Session, coll: md.Collection, source: Path, files: list[Path],
+                   seen: Seen) -> list[md.Document]:
+        """The documents under ``source`` that this run did not see (``_sync``), those of a
+        file that gave an error this run included."""
         # Keyed as ``parse_file`` keys them: by the UTF-8 text of their names, whatever the
         # locale's encoding (``display_path``).
         prefix = display_path(source) + os.sep if source.is_dir() else None
@@ -2632,8 +2686,17 @@ class IndexService:
                                        prefix)
         gone = sorted(set(known) - seen.keys)
         if not gone:
+            return []
+        return list(md.documents_by_key(session, coll.id, gone).values())
+
+    def _sync(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
+              source: Path, files: list[Path], seen: Seen) -> None:
+        """Drop documents under ``source`` that this run did not see (deleted files/records),
+        except the records of a file that gave an error this run: a record on a malformed
+        line, or in a file that could not be read, is not gone (it was deleted, data lost)."""
+        rows = self._gone_rows(session, coll, source, files, seen)
+        if not rows:
             return
-        rows = list(md.documents_by_key(session, coll.id, gone).values())
         kept: dict[str, int] = {}
         for row in rows:
             if row.source in seen.failed_sources:

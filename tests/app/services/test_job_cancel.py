@@ -5,6 +5,8 @@ cancelled at all. Real minilm, edge store, SQLite."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from app.errors import InvalidRequestError, NotFoundError
@@ -128,8 +130,121 @@ def test_a_cancel_asked_while_the_last_batch_goes_in_ends_the_job_cancelled(face
     report = facet.index(tmp_path / "src", "c", progress=cancel_after_the_last_batch)
     assert asked and (asked[0].state, asked[0].cancel_requested) == ("running", True)
     assert (report.state, report.docs_indexed) == ("cancelled", 3)
-    assert facet.job(report.job_id).message.startswith("cancelled after 3 documents indexed")
+    # Nothing is left to index: it said "index the same source again to resume" (until
+    # 2026-11-30, seventh session); it names what it stopped before (a new collection: no sync
+    # has anything to remove).
+    assert facet.job(report.job_id).message == (
+        "cancelled after every document had gone in (3 indexed), before optimizing the store; "
+        "index the same source again to finish: nothing will be re-embedded")
     assert facet.collection("c").documents_indexed == 3
+    again = facet.index(tmp_path / "src", "c")
+    assert (again.state, again.docs_skipped, again.docs_indexed) == ("completed", 3, 0)
+    assert facet.job(again.job_id).resumed_from == report.job_id
+    assert facet.job(report.job_id).message == (
+        "cancelled after every document had gone in (3 indexed), before optimizing the store; "
+        f"finished by job {again.job_id}")
+
+
+def _cancel_after_the_last_batch(facet, asked: list) -> Callable[[Progress], None]:
+    def cancel(p: Progress) -> None:
+        if not asked and p.docs_done == p.docs_total and p.stage is None:
+            asked.append(facet.cancel_job(facet.jobs("c")[0].id))
+    return cancel
+
+
+@pytest.mark.parametrize("sync", [None, False])
+def test_a_cancel_after_the_last_batch_names_the_sync_it_stopped_before(facet, tmp_path, sync) -> None:
+    """A folder's run syncs after its last batch: the removals a cancel stopped before are
+    named (and done by the next run); with ``--no-sync`` there are none to name."""
+    src = tmp_path / "src"
+    write_corpus(src, 4)
+    facet.index(src, "c")
+    (src / "doc000.txt").unlink()
+    (src / "doc003.txt").write_text("a changed note about the hotel booking, written again.")
+    asked: list = []
+    report = facet.index(src, "c", IndexOptions(sync=sync),
+                         progress=_cancel_after_the_last_batch(facet, asked))
+    assert asked and (report.state, report.docs_indexed, report.docs_skipped) == ("cancelled", 1, 2)
+    before = ("removing 1 document no longer in the source and optimizing the store"
+              if sync is None else "optimizing the store")
+    assert facet.job(report.job_id).message == (
+        f"cancelled after every document had gone in (1 indexed), before {before}; index the "
+        "same source again to finish: nothing will be re-embedded")
+    again = facet.index(src, "c", IndexOptions(sync=sync))
+    assert (again.state, again.docs_indexed, again.docs_skipped, again.docs_deleted) == (
+        "completed", 0, 3, 1 if sync is None else 0)
+
+
+def test_a_cancel_before_the_last_batch_still_says_to_resume(facet, tmp_path) -> None:
+    """One batch (one document) left when the cancel came: it is not said to be all in."""
+    write_corpus(tmp_path / "src", 3)
+    asked: list = []
+
+    def cancel_before_the_last(p: Progress) -> None:
+        if not asked and p.docs_done == p.docs_total - 1 and p.stage is None:
+            asked.append(facet.cancel_job(facet.jobs("c")[0].id))
+
+    report = facet.index(tmp_path / "src", "c", IndexOptions(batch_chunks=1),
+                         progress=cancel_before_the_last)
+    assert asked and (report.state, report.docs_indexed) == ("cancelled", 2)
+    assert facet.job(report.job_id).message == (
+        "cancelled after 2 documents indexed; index the same source again to resume: what was "
+        "indexed is kept")
+
+
+def test_a_worker_job_cancelled_during_its_last_chunk_says_as_the_in_process_one(facet, tmp_path,
+                                                                                  monkeypatch) -> None:
+    """The chunk protocol driven in process (what the worker's tasks call): a cancel that comes
+    while the last chunk is written ends the job ``cancelled`` before the store's optimize, with
+    the in-process runner's words; it said "index the same source again to resume"."""
+    from app.services.distributed import ChunkedIndexService
+
+    write_corpus(tmp_path / "src", 4)
+    service = ChunkedIndexService(facet.context)
+    prepared = facet.indexing.prepare(tmp_path / "src", "c", runner="celery")
+    assert service.plan(prepared, 2) == [0, 1]
+    assert service.run_chunk(prepared.job_id, 0).outcome == "done"
+    claim = service._claim
+
+    def cancel_once_claimed(session, job_id: int, number: int) -> bool:
+        claimed = claim(session, job_id, number)
+        facet.cancel_job(job_id)
+        return claimed
+
+    monkeypatch.setattr(service, "_claim", cancel_once_claimed)
+    last = service.run_chunk(prepared.job_id, 1)
+    assert (last.outcome, last.finished_job) == ("done", True)
+    job = facet.job(prepared.job_id)
+    assert (job.state, job.docs_indexed, job.chunks_done) == ("cancelled", 4, 2)
+    assert job.message == (
+        "cancelled after every document had gone in (4 indexed), before optimizing the store; "
+        "index the same source again to finish: nothing will be re-embedded")
+    again = facet.index(tmp_path / "src", "c")
+    assert (again.state, again.docs_skipped, again.docs_indexed) == ("completed", 4, 0)
+
+
+def test_a_worker_job_cancelled_during_its_optimize_completes_and_says_too_late(facet, tmp_path,
+                                                                                 monkeypatch) -> None:
+    """As the in-process runner: a cancel during the store's optimize is too late (it ended
+    ``cancelled`` with "index the same source again to resume", every document in)."""
+    from app.services.distributed import ChunkedIndexService
+
+    write_corpus(tmp_path / "src", 2)
+    service = ChunkedIndexService(facet.context)
+    prepared = facet.indexing.prepare(tmp_path / "src", "c", runner="celery")
+    optimize = service.store.optimize
+
+    def cancel_while_optimizing(name: str) -> None:
+        facet.cancel_job(prepared.job_id)
+        optimize(name)
+
+    monkeypatch.setattr(service.store, "optimize", cancel_while_optimizing)
+    for n in service.plan(prepared, 2):
+        service.run_chunk(prepared.job_id, n)
+    job = facet.job(prepared.job_id)
+    assert (job.state, job.cancel_requested, job.docs_indexed) == ("completed", True, 2)
+    assert job.message == ("the cancel came after every document had gone in (while the store "
+                           "was optimized), so the job completed")
 
 
 def test_a_job_that_ends_as_the_cancel_comes_is_refused_not_answered_as_cancelled(facet, tmp_path,
