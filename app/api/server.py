@@ -678,7 +678,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """Every collection with its counts and embedders, ``"stray": false``; first, as
         ``facet collections --json`` lists them, the embedded store's vectors that no collection
         of this database owns, ``"stray": true`` (they were left out: a client saw nothing under
-        a name that indexing then refused)."""
+        a name that indexing then refused), with ``owner`` set where the data folder's facet.db
+        records them (FACET_DATABASE_URL naming another database). Each part in name order."""
         infos = facet.collections()
         strays = facet.stray_collections()
         return _json([asdict(i) | {"stray": True} for i in strays]
@@ -707,7 +708,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.delete("/collections/{name}", dependencies=auth, response_model=ListedCollection,
                 responses=fails(*facade, 404, 409, 429, 503, meaning={
                     409: "a job is indexing the collection (named in the message): wait for it "
-                         "or cancel it (POST /jobs/{job_id}/cancel), then delete",
+                         "or cancel it (POST /jobs/{job_id}/cancel), then delete; or a stray's "
+                         "vectors that the data folder's facet.db owns (its \"owner\"): never "
+                         "deleted over HTTP",
                     429: errors.BUSY_DATABASE}),
                 operation_id="deleteCollection", tags=listing)
     def delete_collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
@@ -717,7 +720,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         files, as ``facet delete NAME`` does; 200 + what it held, as ``GET /collections/{name}``
         lists it (a stray's vectors too: ``"stray": true``). There is no undo. A running server
         keeps its collections open, so ``facet delete`` beside it is refused and sends the
-        work here (or to the UI); before, only the UI could."""
+        work here (or to the UI); before, only the UI could. A stray whose ``owner`` is set (the
+        data folder's facet.db records a collection of its name, FACET_DATABASE_URL naming
+        another database) is refused, 409, with no force over HTTP: `facet delete NAME --force`,
+        the server stopped, removes it."""
         try:
             facet.collection(name)
             stray = False

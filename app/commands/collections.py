@@ -9,7 +9,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, TextIO
 
@@ -19,12 +19,14 @@ from app.commands.common import handle_errors, open_facet
 from app.errors import ConflictError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
+    FOLDER_DATABASE,
     MAX_JOB_ERRORS,
     MAX_JOBS_LISTED,
     SUPERSEDED,
     CollectionInfo,
     JobInfo,
     JobList,
+    owned_elsewhere,
 )
 from app.text import plural, printable, printable_json, size_text
 
@@ -354,7 +356,8 @@ def register(cli: typer.Typer) -> None:
         name: Annotated[str | None, typer.Argument(help="show one collection")] = None,
         as_json: Annotated[bool, typer.Option(
             "--json", help="machine-readable output: a list, or with NAME its object (as GET "
-                           "/collections/NAME); vectors no collection owns have \"stray\": true")
+                           "/collections/NAME); vectors no collection owns have \"stray\": true "
+                           "(and \"owner\": the data folder's facet.db where it records them)")
                            ] = False,
     ) -> None:
         """List collections (documents, chunks, points, embedders)."""
@@ -390,12 +393,26 @@ def register(cli: typer.Typer) -> None:
                 if facet.settings.database_url is None else
                 "the database FACET_DATABASE_URL names emptied, or restored from another copy "
                 "than qdrant-edge/")
+        # Listed first, in name order, then the collections in name order (docs/cli.md).
         for stray in strays:  # it read "no collections yet" over a restored store's vectors
             points = "? points" if stray.points is None else plural(stray.points, "point")
             disk = f", {size_text(stray.disk_bytes)} on disk" if stray.disk_bytes is not None else ""
-            typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of this "
-                       f"database owns ({lost}, or another database's): `facet delete "
-                       f"{stray.name}` removes them")
+            if stray.owner == FOLDER_DATABASE:
+                # A laptop's collections under a new FACET_DATABASE_URL: `facet delete`, as this
+                # line advised, destroyed them.
+                typer.echo(f"{stray.name}: vectors only ({points}{disk}) of collection "
+                           f"{stray.name!r} of {FOLDER_DATABASE}, not of the database "
+                           "FACET_DATABASE_URL names: unset FACET_DATABASE_URL to use them, or "
+                           "move that database here with `facet move-metadata --to URL` "
+                           "(docs/deploy.md)")
+            elif stray.owner is not None:
+                typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of "
+                           f"this database owns; they may be of {printable(stray.owner)}: unset "
+                           "FACET_DATABASE_URL to look")
+            else:
+                typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of "
+                           f"this database owns ({lost}, or another database's): `facet delete "
+                           f"{stray.name}` removes them")
         for i in infos:
             # The name is a folder name ([A-Za-z0-9_.-], validate_name), the embedders' names
             # too; a checkpoint's path (its source) and the host a writer names are any text, and
@@ -564,6 +581,10 @@ def register(cli: typer.Typer) -> None:
     def delete_cmd(
         collection: Annotated[str, typer.Argument(help="collection to delete")],
         yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+        force: Annotated[bool, typer.Option(
+            "--force", help="delete vectors no collection of this database owns even where the "
+                            "data folder's facet.db records them (FACET_DATABASE_URL naming "
+                            "another database); refused otherwise, exit 5")] = False,
     ) -> None:
         """Delete a collection: its points and all its metadata."""
         with open_facet() as facet, _serve_deletes(collection):
@@ -577,11 +598,18 @@ def register(cli: typer.Typer) -> None:
                 if stray is None:
                     raise
                 info, orphan = stray, True
+            if orphan and info.owner is not None and not force:
+                # Before asking: the prompt said "points that no collection of this database
+                # owns" of a laptop's collection seen under a new FACET_DATABASE_URL.
+                raise ConflictError(owned_elsewhere(collection, info.owner))
             points = points_text(info, None if orphan else _jobs_of_unwritten(facet, info))
-            what = (f"{points} that no collection of this database owns" if orphan
+            what = (f"{points} of collection {collection!r} of {printable(info.owner)}, not of "
+                    "this database" if orphan and info.owner is not None else
+                    f"{points} that no collection of this database owns" if orphan
                     else f"{plural(info.documents, 'document')}, {points}")
             if not yes and not _confirm(f"delete {collection!r} ({what})?"):
                 raise typer.Abort()
-            with _quiet_log("app.services.collections"):  # the line below says it
+            forced = facet.catalog.deleting_owned(collection) if force else nullcontext()
+            with _quiet_log("app.services.collections"), forced:  # the line below says it
                 facet.delete_collection(collection)
         typer.echo(f"deleted {collection}: {what}")

@@ -67,6 +67,7 @@ def register(cli: typer.Typer) -> None:
             with serving_lock(settings, "facet serve", f"http://{host}:{port}"):
                 app = create_app(settings=settings, preload=names)
                 _log_start(host, settings, ui=any(getattr(r, "path", None) == "/ui" for r in app.routes))
+                _warn_unowned(settings)
                 uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
                             log_config=_uvicorn_log_config())
         finally:
@@ -113,6 +114,18 @@ def _log_start(host: str, settings: FacetSettings, *, ui: bool) -> None:
                        "(POST /jobs); set FACET_API_KEY=<a long random secret> (clients send "
                        "'Authorization: Bearer <key>'), or listen on 127.0.0.1 (docs/deploy.md)",
                        host)
+
+
+def _warn_unowned(settings: FacetSettings) -> None:
+    """Under FACET_DATABASE_URL, one warning line where the embedded store holds collections
+    that database does not record, how many, and whether the data folder's facet.db records
+    them (``unowned_store_collections``): a mistyped or switched URL served "no collections"
+    over a folder full of them, without a word. Never fatal."""
+    from app.services.collections import unowned_store_collections
+
+    said = unowned_store_collections(settings)
+    if said is not None:
+        logger.warning("%s", said)
 
 
 def _loopback(host: str) -> bool:

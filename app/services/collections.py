@@ -10,12 +10,14 @@ import logging
 import os
 import re
 import shlex
+import sqlite3
 import threading
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import InvalidRequestError as RowGoneError
@@ -33,7 +35,117 @@ from indexer.store import (
     validate_name,
 )
 
+if TYPE_CHECKING:
+    from app.settings import FacetSettings
+
 logger = logging.getLogger(__name__)
+
+# What a stray's ``owner`` says of the data folder's own SQLite database where the metadata
+# database in use is another (FACET_DATABASE_URL set): a laptop's collections under a new
+# PostgreSQL URL were listed as strays, and `facet delete`, as advised, destroyed their vectors.
+FOLDER_DATABASE = "facet.db in this data folder"
+
+
+def folder_database(settings: FacetSettings) -> Path | None:
+    """The data folder's ``facet.db`` where the metadata database in use is another one
+    (``FACET_DATABASE_URL`` set, naming anything but that very file) and the file exists; else
+    None (it is the database in use, or there is none)."""
+    if not settings.database_url:
+        return None
+    path = Path(settings.data_dir) / "facet.db"
+    try:
+        if not path.is_file():
+            return None
+        from sqlalchemy.engine import make_url
+
+        url = make_url(settings.database_url)
+        if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:" \
+                and os.path.realpath(url.database) == os.path.realpath(path):
+            return None  # FACET_DATABASE_URL names the data folder's facet.db itself
+    except Exception:  # an unreadable folder, a URL that does not parse: said where it is used
+        return None
+    return path
+
+
+def folder_database_collections(path: Path) -> frozenset[str]:
+    """The names of the collections ``path`` (a Facet SQLite database) records: opened
+    read-only (nothing written, no migration), one query.
+
+    Raises:
+        OSError: it cannot be read (the message says why).
+    """
+    try:
+        uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=1.0)) as db:
+            return frozenset(str(row[0]) for row in db.execute("SELECT name FROM collections"))
+    except sqlite3.Error as e:
+        raise OSError(str(e) or type(e).__name__) from e
+
+
+def folder_owners(settings: FacetSettings) -> tuple[frozenset[str], str | None] | None:
+    """``folder_database``'s collection names and, where it cannot be read, why (its names are
+    then unknown: empty); None where there is no such database."""
+    path = folder_database(settings)
+    if path is None:
+        return None
+    try:
+        return folder_database_collections(path), None
+    except OSError as e:
+        return frozenset(), f"{path} cannot be read: {e.strerror or e}"
+
+
+def owned_elsewhere(name: str, owner: str) -> str:
+    """Why the vectors of stray ``name`` are not deleted: the collection of the data folder's
+    facet.db they belong to (``owner``, a stray's ``owner``), and what to do."""
+    if owner == FOLDER_DATABASE:
+        return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: unset "
+                "FACET_DATABASE_URL to use or delete it, or move that database here with "
+                "`facet move-metadata --to URL` (docs/deploy.md)")
+    return (f"the vectors of {name!r} may belong to a collection of {owner}: unset "
+            "FACET_DATABASE_URL to look, or make it readable")
+
+
+def unowned_store_collections(settings: FacetSettings) -> str | None:
+    """What `facet serve` warns of at start (None: nothing): under ``FACET_DATABASE_URL``,
+    the embedded store's collections that this database does not record (a mistyped or switched
+    URL over a data folder indexed with another database), how many, and how many of them the
+    data folder's facet.db records. Cheap: the store folder's names and one query each; never
+    raises (None where anything cannot be read)."""
+    if not settings.database_url or settings.qdrant_url or settings.vector_backend != "edge":
+        return None  # (a Qdrant server's collections may be other applications')
+    try:
+        root = Path(settings.data_dir) / "qdrant-edge"
+        stored = {p.name for p in root.iterdir() if (p / "facet_vectors.json").is_file()} \
+            if root.is_dir() else set()
+        if not stored:
+            return None
+        engine = md.make_engine(settings.resolved_database_url, migrate=False, pooled=False)
+        try:
+            with Session(engine) as session:
+                known = {c.name for c in md.list_collections(session)}
+        finally:
+            engine.dispose()
+    except Exception as e:  # never fatal: the listing says it too
+        logger.debug("the store's collections not compared with the database's: %s", e)
+        return None
+    unowned = sorted(stored - known)
+    if not unowned:
+        return None
+    shown = ", ".join(unowned[:5]) + (", ..." if len(unowned) > 5 else "")
+    said = (f"the embedded store holds {len(unowned)} collection"
+            f"{'' if len(unowned) == 1 else 's'} ({shown}) that the database FACET_DATABASE_URL "
+            "names does not record")
+    owners = folder_owners(settings)
+    if owners is not None:
+        names, error = owners
+        owned = [n for n in unowned if n in names]
+        if error is not None:
+            said += f"; {FOLDER_DATABASE} may ({error})"
+        elif owned:
+            said += (f"; {FOLDER_DATABASE} records {len(owned)} of them: is FACET_DATABASE_URL "
+                     "the database meant? (unset it to use that one, or move it with `facet "
+                     "move-metadata --to URL`: docs/deploy.md)")
+    return said + "; `facet collections` lists them"
 
 
 @dataclass
@@ -67,6 +179,14 @@ class CollectionInfo:
             current content); only the names that lack some.
         store_missing: its store holds no collection of its name (``points`` is then None).
         store_damaged: why its embedded store's files cannot be read, else None.
+        owner: a stray's (vectors no collection of this database owns) other database, where
+            FACET_DATABASE_URL names the database in use and the data folder's facet.db records
+            a collection of its name: ``FOLDER_DATABASE``, or, where that file cannot be read,
+            ``FOLDER_DATABASE`` and why (it may own them); else None. `facet delete` and
+            ``DELETE /collections/{name}`` refuse such vectors.
+        store_in_use: the vector store this process uses (``edge`` or ``server``) where it is
+            not ``backend``, the one the collection was indexed into (FACET_QDRANT_URL set or
+            unset since); else None.
     """
 
     name: str
@@ -109,6 +229,15 @@ class CollectionInfo:
     # fail; `facet delete` removes it. A listing failed on it (every collection unlisted, exit
     # 4), and so did the delete its message advised.
     store_damaged: str | None = None
+    # A stray's other database: the data folder's facet.db, where FACET_DATABASE_URL names the
+    # one in use and facet.db records a collection of its name (``FOLDER_DATABASE``; with why
+    # where it cannot be read). The listing advised `facet delete` for a laptop's collections
+    # seen under a new PostgreSQL URL, and following it destroyed their vectors.
+    owner: str | None = None
+    # The store in use where it is not the one the collection was indexed into: FACET_QDRANT_URL
+    # set over collections of the embedded store read "its folder qdrant-edge/NAME is missing"
+    # beside that very folder.
+    store_in_use: str | None = None
 
     @property
     def store_note(self) -> str | None:
@@ -118,6 +247,16 @@ class CollectionInfo:
             return f"store files damaged: {self.store_damaged}"
         if not self.store_missing:
             return None
+        if (self.backend, self.store_in_use) == ("edge", "server"):
+            return (f"not in the vector store in use: it was indexed into the embedded store "
+                    f"(qdrant-edge/{self.name}), but FACET_QDRANT_URL points at a Qdrant server "
+                    "that does not hold it: unset FACET_QDRANT_URL to use it, or index its "
+                    "sources again (`facet index`) to write them to the server")
+        if (self.backend, self.store_in_use) == ("server", "edge"):
+            return ("not in the vector store in use: it was indexed into a Qdrant server, but "
+                    "FACET_QDRANT_URL is unset (the embedded store qdrant-edge/ is in use): set "
+                    "it to that server's URL, or index its sources again (`facet index`) to "
+                    "write them here")
         where = (f"its folder qdrant-edge/{self.name} is missing" if self.backend == "edge"
                  else "the vector store has no collection of its name")
         return (f"store files missing: {where}; searches fail until its sources are indexed "
@@ -626,6 +765,9 @@ class CollectionService:
         # see ``_shard_state``; the points are kept beside the shard too, for other processes
         # (``_keep_count``).
         self._counted: dict[str, tuple[Any, tuple[int | None, bool | None, str | None]]] = {}
+        # Strays ``delete`` removes even where the data folder's facet.db owns them
+        # (``deleting_owned``: `facet delete --force`).
+        self._forced: set[str] = set()
 
     def check_store(self) -> None:
         """Raise ``StoreUnavailableError`` when nothing answers at the Qdrant server's URL (one
@@ -807,7 +949,9 @@ class CollectionService:
             created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,
             lexical_note=lexical_note, open_in=open_in,
             disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
-            store_damaged=damaged)
+            store_damaged=damaged,
+            store_in_use=(self.store.backend if self.store.backend != coll.backend
+                          and {self.store.backend, coll.backend} == {"edge", "server"} else None))
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.
@@ -831,8 +975,35 @@ class CollectionService:
                 raise self._not_found(session, name)
             return self._info(session, coll)
 
+    @contextlib.contextmanager
+    def deleting_owned(self, name: str) -> Iterator[None]:
+        """Within it, ``delete`` removes the stray vectors ``name`` even where the data
+        folder's facet.db owns them (``CollectionInfo.owner``): `facet delete --force`."""
+        self._forced.add(name)
+        try:
+            yield
+        finally:
+            self._forced.discard(name)
+
+    def _owner(self, name: str) -> str | None:
+        """A stray ``name``'s ``owner`` (``CollectionInfo.owner``): read from the data
+        folder's facet.db, where the database in use is another."""
+        owners = folder_owners(self.ctx.settings)
+        if owners is None:
+            return None
+        names, error = owners
+        if error is not None:
+            logger.warning("%s", error)
+            return f"{FOLDER_DATABASE} ({error})"
+        return FOLDER_DATABASE if name in names else None
+
     def delete(self, name: str) -> CollectionInfo:
-        """Delete a collection from the store and the metadata; returns what it held."""
+        """Delete a collection from the store and the metadata; returns what it held.
+
+        Raises:
+            ConflictError: a job is indexing it; or it is a stray whose vectors the data
+                folder's facet.db owns (``CollectionInfo.owner``), outside ``deleting_owned``.
+        """
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
             if coll is None:
@@ -869,7 +1040,10 @@ class CollectionService:
         with self.ctx.sessions() as session:
             if md.get_collection(session, name) is not None:
                 return None
-        return self._orphan(name)
+        info = self._orphan(name)
+        if info is not None:
+            info.owner = self._owner(name)
+        return info
 
     def strays(self) -> list[CollectionInfo]:
         """The embedded store's collections that this metadata database does not know (its
@@ -888,6 +1062,14 @@ class CollectionService:
             info = self._orphan(name, busy_uncounted=True)
             if info is not None:
                 found.append(info)
+        owners = folder_owners(self.ctx.settings) if found else None
+        if owners is not None:
+            names, error = owners
+            if error is not None:
+                logger.warning("%s", error)
+            for info in found:
+                info.owner = (f"{FOLDER_DATABASE} ({error})" if error is not None
+                              else FOLDER_DATABASE if info.name in names else None)
         return found
 
     def _orphan(self, name: str, *, busy_uncounted: bool = False) -> CollectionInfo | None:
@@ -918,6 +1100,9 @@ class CollectionService:
         info = self._orphan(name)
         if info is None:
             return None
+        info.owner = self._owner(name)
+        if info.owner is not None and name not in self._forced:
+            raise ConflictError(owned_elsewhere(name, info.owner))
         self.store.drop_collection(name)
         logger.info("deleted the vectors of %s, which no collection of this metadata owned", name)
         return info
