@@ -1,0 +1,468 @@
+"""Move the metadata of an embedded data folder (its SQLite ``facet.db``) into another database,
+a PostgreSQL above all: ``facet move-metadata --to URL`` (docs/deploy.md, "Moving the metadata
+to PostgreSQL").
+
+A user who started on a laptop (SQLite + the Qdrant edge store in ``FACET_DATA_DIR``) and then
+set ``FACET_DATABASE_URL`` saw every collection as vectors no database owns, and rows copied by
+hand read well until the first write: PostgreSQL's id sequences still stood at 1, and the next
+``facet index`` failed on ``index_jobs_pkey``. Here every table of the models
+(``indexer.metadata.Base``, in foreign-key order) is copied in batches in one transaction on
+the target, each sequence set past the ids copied, the row counts compared, and ``facet.db``
+renamed aside, so two databases never own one store folder. On any failure the target's
+transaction is rolled back and ``facet.db`` is left where it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Table, func, select, text
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from app.errors import (
+    ConflictError,
+    DataError,
+    FacetError,
+    InvalidRequestError,
+    NotFoundError,
+)
+from app.settings import FacetSettings, mask_passwords, masked_url
+from indexer import metadata as md
+
+logger = logging.getLogger(__name__)
+
+# Rows read from facet.db and written to the target at a time: a jobs table of millions of
+# rows is never held in memory at once.
+BATCH_ROWS = 2000
+# The files SQLite keeps beside its database while it is open (WAL mode).
+SIDE_FILES = ("-wal", "-shm")
+# Where the progress of a big move is worth showing (the caller decides how).
+PROGRESS_ROWS = 5000
+SERVER_JOB = "pg_dump's job"
+
+
+@dataclass
+class MovePlan:
+    """What a move would copy: the source and target as they may be shown (no password),
+    the rows per table, and what keeps it from going ahead (None: nothing)."""
+
+    source: Path
+    target: str
+    rows: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+    @property
+    def collections(self) -> int:
+        return self.rows.get(md.Collection.__tablename__, 0)
+
+    @property
+    def jobs(self) -> int:
+        return self.rows.get(md.IndexJob.__tablename__, 0)
+
+
+@dataclass(frozen=True)
+class MoveReport:
+    """A move done: rows copied per table, where ``facet.db`` (and its side files) went, the
+    ``export`` line to set next (password masked), and where the vectors stay."""
+
+    source: Path
+    target: str
+    rows: dict[str, int]
+    renamed: list[Path]
+    export_line: str
+    password_masked: bool
+    vectors: str
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+
+def tables() -> list[Table]:
+    """The metadata tables in foreign-key order (parents first), as the models define them:
+    a table added by a later migration is copied without a change here."""
+    return list(md.Base.metadata.sorted_tables)
+
+
+def check_target_url(url: str) -> str:
+    """``url`` as FACET_DATABASE_URL would take it (``FacetSettings``' own check: PostgreSQL or
+    a SQLite file, ``postgres://`` read as psycopg's), or one line saying why not (the URL's
+    scheme only: it may hold a password).
+
+    Raises:
+        InvalidRequestError: not a URL Facet keeps its metadata in.
+    """
+    try:
+        checked = FacetSettings._database_url(url.strip())
+    except ValueError as e:
+        said = str(e).replace(", or unset it for SQLite in the data folder", "")
+        raise InvalidRequestError(f"--to: {said}", param="to") from None
+    assert checked is not None
+    return checked
+
+
+def shown(url: str) -> str:
+    """``url`` with its password masked (``***``), as it may be printed."""
+    return masked_url(url)
+
+
+def _same_file(url: str, database: Path) -> bool:
+    parsed = make_url(md.engine_url(url))
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return False
+    try:
+        return Path(parsed.database).expanduser().resolve() == database.resolve()
+    except OSError:
+        return False
+
+
+def _source_path(settings: FacetSettings) -> Path:
+    """The SQLite database of the data folder, or why there is nothing to move from it.
+
+    Raises:
+        InvalidRequestError: FACET_DATABASE_URL is set (the metadata is in that database).
+        NotFoundError: the data folder has no ``facet.db``.
+    """
+    if settings.database_url:
+        raise InvalidRequestError(
+            f"FACET_DATABASE_URL is set ({settings.database_description()}): move-metadata moves "
+            "the SQLite facet.db of the data folder (FACET_DATA_DIR) into another database; "
+            f"moving from a server database is {SERVER_JOB} (pg_dump, then pg_restore into the "
+            "new one); unset FACET_DATABASE_URL to move the data folder's facet.db")
+    database = Path(settings.data_dir) / "facet.db"
+    if not database.is_file():
+        raise NotFoundError(f"the data folder {settings.data_dir} (FACET_DATA_DIR) holds no "
+                            "metadata database (facet.db): nothing to move; point FACET_DATA_DIR "
+                            "at the folder you indexed into")
+    return database
+
+
+def _open_target(settings: FacetSettings, url: str) -> Engine:
+    """The target's engine, migrated to the current head by the project's own entry point
+    (``make_engine`` -> ``indexer.migrate.upgrade``; an empty database gets the schema), or the
+    error to say, with the password masked and ``--to`` named where FACET_DATABASE_URL was.
+
+    Raises:
+        UnavailableError: a server out of reach. FacetError: another reason (a newer schema).
+    """
+    from app.services.context import open_database
+
+    try:
+        return open_database(settings.model_copy(update={"database_url": url}))
+    except FacetError as e:
+        said = str(e).replace("check FACET_DATABASE_URL", "check the --to URL")
+        raise type(e)(said) from e.__cause__
+
+
+def _busy(session: Session) -> list[str]:
+    """What writes the metadata now: jobs queued, running or stalled (as ``facet jobs`` reads
+    them: a job whose writer died is interrupted, not running), and collections whose writer
+    lease is alive; each named."""
+    from app.services import leases
+    from app.services.collections import effective_state
+
+    found: list[str] = []
+    writing: set[int] = set()
+    jobs = session.scalars(select(md.IndexJob).where(md.IndexJob.state.in_(("queued", "running")))
+                           .order_by(md.IndexJob.id)).all()
+    for job in jobs:
+        state, _ = effective_state(job)
+        if state in ("queued", "running", "stalled"):
+            found.append(f"job {job.id} ({state}, collection {job.collection.name})")
+            writing.add(job.id)
+    for coll in session.scalars(select(md.Collection).where(
+            md.Collection.writer_job_id.is_not(None)).order_by(md.Collection.name)):
+        holder = leases.holder(coll)
+        if holder is not None and holder.alive() and holder.job_id not in writing:
+            found.append(f"collection {coll.name} (written by {holder.describe()})")
+    return found
+
+
+def _refuse_busy(session: Session) -> None:
+    busy = _busy(session)
+    if busy:
+        raise ConflictError(
+            f"the metadata is being written: {'; '.join(busy)}; wait for the jobs to end (facet "
+            "jobs ID --follow) or cancel them (facet jobs ID --cancel), stop `facet serve`, `facet "
+            "ui` and the workers, then move; nothing was written")
+
+
+def _counts(conn: Connection) -> dict[str, int]:
+    return {t.name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+            for t in tables()}
+
+
+def _refuse_filled(conn: Connection, target: str) -> None:
+    """Refuse a target that holds a collection or a job (its rows would clash, or mix)."""
+    from app.text import plural
+
+    n_coll = int(conn.execute(select(func.count()).select_from(md.Collection)).scalar_one())
+    n_jobs = int(conn.execute(select(func.count()).select_from(md.IndexJob)).scalar_one())
+    if n_coll or n_jobs:
+        raise ConflictError(
+            f"the target database {target} already holds {plural(n_coll, 'collection')} and "
+            f"{plural(n_jobs, 'index job')}: move-metadata writes only into an empty one (a new "
+            "database: CREATE DATABASE facet_new); nothing was written")
+
+
+def _sqlite_sequences(conn: Connection) -> dict[str, int]:
+    """SQLite's AUTOINCREMENT counters (``index_jobs``: ids never reused, past deleted jobs)."""
+    if not conn.execute(text("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'")).first():
+        return {}
+    return {str(name): int(seq) for name, seq in conn.execute(
+        text("SELECT name, seq FROM sqlite_sequence")) if seq is not None}
+
+
+def _advance_sequences(dst: Connection, last_ids: dict[str, int]) -> None:
+    """Every id sequence of the target past the ids copied (``setval``), so the next row gets
+    a new id: PostgreSQL's stood at 1, and the first `facet index` after a copy failed on
+    ``index_jobs_pkey``. A SQLite target's AUTOINCREMENT counters likewise."""
+    for table in tables():
+        column = table.autoincrement_column
+        last = last_ids.get(table.name, 0)
+        if column is None or last <= 0:
+            continue
+        if dst.dialect.name == "postgresql":
+            sequence = dst.execute(text("SELECT pg_get_serial_sequence(:t, :c)"),
+                                   {"t": table.name, "c": column.name}).scalar()
+            if sequence is not None:
+                dst.execute(text("SELECT setval(:s, :v, true)"), {"s": sequence, "v": last})
+        elif dst.dialect.name == "sqlite" and table.dialect_options["sqlite"].get("autoincrement"):
+            updated = dst.execute(text("UPDATE sqlite_sequence SET seq = max(seq, :v) WHERE name = :t"),
+                                  {"t": table.name, "v": last})
+            if not updated.rowcount:
+                dst.execute(text("INSERT INTO sqlite_sequence (name, seq) VALUES (:t, :v)"),
+                            {"t": table.name, "v": last})
+
+
+def _copy_table(src: Connection, dst: Connection, table: Table,
+                step: Callable[[int], None]) -> tuple[int, int]:
+    """Copy ``table``'s rows in batches of ``BATCH_ROWS`` (by primary key); returns the rows
+    copied and the largest id among them (0: none)."""
+    order = list(table.primary_key.columns)
+    result = src.execution_options(yield_per=BATCH_ROWS).execute(select(table).order_by(*order))
+    copied = last = 0
+    column = table.autoincrement_column
+    for part in result.partitions():
+        rows = [dict(row._mapping) for row in part]
+        try:
+            dst.execute(table.insert(), rows)
+        except DBAPIError as e:
+            said = str(e.orig or e).strip().splitlines()[0] if str(e.orig or e).strip() else type(e).__name__
+            raise DataError(
+                f"cannot copy table {table.name} (rows {copied + 1} to {copied + len(rows)}): "
+                f"the target refused them: {mask_passwords(said)}; nothing was written to the "
+                "target and facet.db is as it was") from e
+        copied += len(rows)
+        if column is not None:
+            last = max(last, max(int(r[column.name]) for r in rows))
+        step(len(rows))
+    return copied, last
+
+
+def _rename_aside(database: Path, stamp: str) -> list[tuple[Path, Path]]:
+    """``facet.db`` and its side files renamed to ``facet.db.moved-<stamp>`` (the side files
+    keep their suffix after it, as SQLite looks for them); undone if one rename fails."""
+    done: list[tuple[Path, Path]] = []
+    try:
+        for suffix in ("", *SIDE_FILES):
+            old = database.with_name(database.name + suffix)
+            if suffix and not old.exists():
+                continue
+            new = database.with_name(f"{database.name}.moved-{stamp}{suffix}")
+            os.replace(old, new)
+            done.append((old, new))
+    except OSError as e:
+        _rename_back(done)
+        raise DataError(f"cannot rename {database} aside: {e.strerror or e}; nothing was written "
+                        "to the target and facet.db is as it was") from e
+    return done
+
+
+def _rename_back(done: list[tuple[Path, Path]]) -> None:
+    for old, new in reversed(done):
+        with contextlib.suppress(OSError):
+            os.replace(new, old)
+
+
+@contextlib.contextmanager
+def _source(settings: FacetSettings) -> Iterator[Engine]:
+    """The data folder's SQLite engine (migrated to the head, as any command opens it)."""
+    from app.services.context import open_database
+
+    engine = open_database(settings)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def plan_move(settings: FacetSettings, to: str) -> MovePlan:
+    """Check a move without writing a row: the source is the data folder's facet.db
+    (FACET_DATABASE_URL unset), nothing writes it, and ``to`` is a URL Facet takes, reachable,
+    migrated to the head and empty. Returns the rows each table would copy.
+
+    Raises:
+        InvalidRequestError: FACET_DATABASE_URL is set, or ``to`` is no such URL (or facet.db).
+        NotFoundError: no facet.db in the data folder.
+        ConflictError: a job is queued or running, a collection's lease is held, or the
+            target already holds collections or jobs.
+        UnavailableError: the target's server is out of reach.
+    """
+    if settings.database_url:
+        _source_path(settings)  # (refused: said before the URL's own check)
+    url = check_target_url(to)
+    database = _source_path(settings)
+    if _same_file(url, database):
+        raise InvalidRequestError(f"--to names the data folder's own facet.db ({database}): give "
+                                  "another database", param="to")
+    plan = MovePlan(source=database, target=shown(url))
+    with _source(settings) as source, Session(source) as session:
+        _refuse_busy(session)
+        with source.connect() as conn:
+            plan.rows = _counts(conn)
+    target = _open_target(settings, url)
+    try:
+        with target.connect() as conn:
+            _refuse_filled(conn, plan.target)
+    finally:
+        target.dispose()
+    return plan
+
+
+def move_metadata(settings: FacetSettings, to: str, *,
+                  progress: Callable[[int, int], None] | None = None,
+                  now: Callable[[], dt.datetime] | None = None) -> MoveReport:
+    """Copy the data folder's facet.db into ``to`` and rename it aside (``plan_move``'s checks
+    again, under facet.db's write lock).
+
+    Args:
+        settings: the settings (FACET_DATA_DIR's facet.db is the source).
+        to: the target database's URL, as FACET_DATABASE_URL takes it.
+        progress: called after each batch with (rows copied, rows in all).
+        now: the clock of the renamed file's UTC time stamp (tests).
+
+    Raises:
+        as ``plan_move``; DataError: a row the target refuses (PostgreSQL enforces column
+        widths SQLite does not, and stores no NUL character), or counts that differ after the
+        copy; FacetError: the target cannot be opened for another reason. Nothing is committed
+        on the target then, and facet.db stays in place.
+    """
+    if settings.database_url:
+        _source_path(settings)  # (refused: said before the URL's own check)
+    url = check_target_url(to)
+    database = _source_path(settings)
+    if _same_file(url, database):
+        raise InvalidRequestError(f"--to names the data folder's own facet.db ({database}): give "
+                                  "another database", param="to")
+    target_shown = shown(url)
+    stamp = (now or (lambda: dt.datetime.now(dt.UTC)))().strftime("%Y%m%dT%H%M%SZ")
+    target = _open_target(settings, url)
+    renamed: list[tuple[Path, Path]] = []
+    rows: dict[str, int] = {}
+    try:
+        with _source(settings) as source:
+            src = source.connect()
+            try:
+                # facet.db's write lock for the checks and the copy: no job starts, no row
+                # changes under the copy (a writer waits, SQLite's busy timeout).
+                src.exec_driver_sql("BEGIN IMMEDIATE")
+                with Session(src) as session:
+                    _refuse_busy(session)
+                rows = _counts(src)
+                sequences = _sqlite_sequences(src)
+                total = sum(rows.values())
+                with target.connect() as dst:
+                    trans = dst.begin()
+                    try:
+                        if dst.dialect.name == "postgresql":
+                            # No other session adds a collection or a job meanwhile.
+                            dst.execute(text("LOCK TABLE collections, index_jobs IN EXCLUSIVE MODE"))
+                        _refuse_filled(dst, target_shown)
+                        done = 0
+
+                        def step(n: int) -> None:
+                            nonlocal done
+                            done += n
+                            if progress is not None:
+                                progress(done, total)
+
+                        last_ids: dict[str, int] = {}
+                        for table in tables():
+                            _, last = _copy_table(src, dst, table, step)
+                            last_ids[table.name] = max(last, sequences.get(table.name, 0))
+                        _advance_sequences(dst, last_ids)
+                        copied = _counts(dst)
+                        differ = {t: (n, copied.get(t)) for t, n in rows.items() if copied.get(t) != n}
+                        if differ:
+                            said = ", ".join(f"{t} {n} in facet.db, {m} in the target"
+                                             for t, (n, m) in differ.items())
+                            raise DataError(f"the copy's row counts differ ({said}); nothing was "
+                                            "written to the target and facet.db is as it was")
+                        src.rollback()  # (nothing was written to facet.db: its lock let go)
+                        with contextlib.suppress(DBAPIError):
+                            src.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                        src.close()
+                        source.dispose()
+                        renamed = _rename_aside(database, stamp)
+                        try:
+                            trans.commit()
+                        except BaseException:
+                            _rename_back(renamed)
+                            raise
+                    except BaseException:
+                        if trans.is_active:
+                            trans.rollback()
+                        raise
+            finally:
+                src.close()
+    except FacetError:
+        raise
+    except DBAPIError as e:
+        from app.errors import as_domain_error
+
+        domain = as_domain_error(e)
+        said = str(e.orig or e).strip().splitlines()[0] if str(e.orig or e).strip() else type(e).__name__
+        raise (domain if domain is not None else DataError(
+            f"the move failed: {mask_passwords(said)}; nothing was written to the target and "
+            "facet.db is as it was")) from e
+    finally:
+        target.dispose()
+    logger.debug("moved the metadata of %s (%d rows) to %s; facet.db renamed to %s", database,
+                sum(rows.values()), target_shown, renamed[0][1].name)
+    password = make_url(md.engine_url(url)).password
+    return MoveReport(source=database, target=target_shown, rows=rows,
+                      renamed=[new for _, new in renamed],
+                      export_line=f"export FACET_DATABASE_URL={_quoted(target_shown)}",
+                      password_masked=bool(password), vectors=_vectors_text(settings))
+
+
+def _quoted(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
+def _vectors_text(settings: FacetSettings) -> str:
+    """Where the collections' vectors are (they do not move): the data folder's store."""
+    data = Path(settings.data_dir)
+    if settings.qdrant_url and settings.vector_backend in ("edge", "server"):
+        return f"the vectors stay in {settings.store_description()} (FACET_QDRANT_URL)"
+    folder = data / ("qdrant-local" if settings.vector_backend == "local" else "qdrant-edge")
+    return (f"the vectors stay in {folder}: keep FACET_DATA_DIR={data} (the same data folder) "
+            "with FACET_DATABASE_URL")
+
+
+__all__ = ["BATCH_ROWS", "PROGRESS_ROWS", "MovePlan", "MoveReport", "move_metadata", "plan_move",
+           "tables"]
