@@ -165,15 +165,48 @@ def _open_target(settings: FacetSettings, url: str) -> Engine:
         raise type(e)(said) from e.__cause__
 
 
-def _busy(session: Session) -> list[str]:
+def _open_elsewhere(settings: FacetSettings, names: list[str]) -> list[str]:
+    """The collections of ``names`` whose embedded store shard another process holds open now
+    (a `facet serve` that searched them, a `facet ui`), each named with its holder: such a
+    process keeps its connection to facet.db and would go on writing the renamed file (a job
+    submitted to it after the move landing there, unseen). Only an embedded edge store locks
+    its collections per process; a process that opened none is not seen here (the docs say to
+    stop servers first)."""
+    if settings.qdrant_url or settings.vector_backend != "edge":
+        return []
+    from indexer.errors import StoreBusyError, StoreError
+    from indexer.store import open_store
+
+    found: list[str] = []
+    store = open_store("edge", data_dir=Path(settings.data_dir), lock_wait_s=0.0)
+    try:
+        for name in names:
+            try:
+                store.check_free(name, wait_s=0.0)
+            except StoreBusyError as e:
+                holder = e.holder or {}
+                who = (f"pid {holder.get('pid')} on host {holder.get('host')}" if holder
+                       else "another process")
+                command = f", {holder.get('command')}" if holder.get("command") else ""
+                found.append(f"collection {name} (open in {who}{command})")
+            except StoreError:  # (a folder that cannot be locked is the listing's to say)
+                continue
+    finally:
+        store.close()
+    return found
+
+
+def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
     """What writes the metadata now: jobs queued, running or stalled (as ``facet jobs`` reads
-    them: a job whose writer died is interrupted, not running), and collections whose writer
-    lease is alive; each named."""
+    them: a job whose writer died is interrupted, not running), collections whose writer
+    lease is alive, and (``settings`` given) collections another process holds open; each
+    named."""
     from app.services import leases
     from app.services.collections import effective_state
 
     found: list[str] = []
     writing: set[int] = set()
+    named: set[str] = set()  # collections already named (their writer holds them open)
     jobs = session.scalars(select(md.IndexJob).where(md.IndexJob.state.in_(("queued", "running")))
                            .order_by(md.IndexJob.id)).all()
     for job in jobs:
@@ -181,16 +214,22 @@ def _busy(session: Session) -> list[str]:
         if state in ("queued", "running", "stalled"):
             found.append(f"job {job.id} ({state}, collection {job.collection.name})")
             writing.add(job.id)
+            named.add(job.collection.name)
     for coll in session.scalars(select(md.Collection).where(
             md.Collection.writer_job_id.is_not(None)).order_by(md.Collection.name)):
         holder = leases.holder(coll)
         if holder is not None and holder.alive() and holder.job_id not in writing:
             found.append(f"collection {coll.name} (written by {holder.describe()})")
+            named.add(coll.name)
+    if settings is not None:
+        names = [n for n in session.scalars(select(md.Collection.name)
+                                            .order_by(md.Collection.name)) if n not in named]
+        found += _open_elsewhere(settings, names)
     return found
 
 
-def _refuse_busy(session: Session) -> None:
-    busy = _busy(session)
+def _refuse_busy(session: Session, settings: FacetSettings | None = None) -> None:
+    busy = _busy(session, settings)
     if busy:
         raise ConflictError(
             f"the metadata is being written: {'; '.join(busy)}; wait for the jobs to end (facet "
@@ -329,7 +368,7 @@ def plan_move(settings: FacetSettings, to: str) -> MovePlan:
                                   "another database", param="to")
     plan = MovePlan(source=database, target=shown(url))
     with _source(settings) as source, Session(source) as session:
-        _refuse_busy(session)
+        _refuse_busy(session, settings)
         with source.connect() as conn:
             plan.rows = _counts(conn)
     target = _open_target(settings, url)
@@ -379,7 +418,7 @@ def move_metadata(settings: FacetSettings, to: str, *,
                 # changes under the copy (a writer waits, SQLite's busy timeout).
                 src.exec_driver_sql("BEGIN IMMEDIATE")
                 with Session(src) as session:
-                    _refuse_busy(session)
+                    _refuse_busy(session, settings)
                 rows = _counts(src)
                 sequences = _sqlite_sequences(src)
                 total = sum(rows.values())

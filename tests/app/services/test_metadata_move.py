@@ -20,7 +20,7 @@ from app.services.search import SearchRequest, SearchService
 from indexer import metadata as md
 from tests.app.cli_runner import invoke_cli
 
-from .conftest import running_job, write_corpus
+from .conftest import locked_by_another_process, running_job, write_corpus
 from .test_postgres import Cluster, postgres  # noqa: F401 (the fixture: a throwaway cluster)
 
 PASSWORD = "s3cret-pw"
@@ -147,6 +147,24 @@ def test_refusals_leave_facet_db_in_place_and_the_target_empty(tmp_path, postgre
     assert refused.returncode == 5, refused.stderr
     assert f"job {job_id} (running, collection alpha)" in refused.stderr
     assert (data / "facet.db").exists() and _rows(empty) == (0, 0)
+
+
+def test_a_collection_open_in_a_server_refuses_the_move(make_ctx, tmp_path, postgres) -> None:  # noqa: F811
+    """A `facet serve` that searched a collection keeps it open, and its connection to
+    facet.db: moved under it, it would go on writing the renamed file (a job submitted to it
+    landing there, unseen). Its shard's folder lock names it; the move is refused."""
+    data = tmp_path / "data"
+    write_corpus(tmp_path / "a", 2)
+    ctx = make_ctx()
+    assert IndexService(ctx).index(tmp_path / "a", "alpha").state == "completed"
+    ctx.close()
+    target = _database(postgres, "beside_a_server")
+    with locked_by_another_process(data, "alpha", shown_as="facet serve", opened=True) as holder:
+        refused = _move(data, target)
+    assert refused.returncode == 5, refused.stderr
+    assert f"collection alpha (open in pid {holder.pid}" in refused.stderr
+    assert "facet serve" in refused.stderr and refused.stderr.count("error:") == 1
+    assert (data / "facet.db").exists() and _rows(target) == (0, 0)
 
 
 def test_a_row_the_target_refuses_commits_nothing(tmp_path, postgres) -> None:  # noqa: F811
