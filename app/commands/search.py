@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -27,6 +28,27 @@ def colours_wanted() -> bool:
     set (no-color.org: any value but an empty one) or TERM is ``dumb``. Piped, click strips them
     either way; on a terminal they were sent regardless."""
     return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def query_from_stdin() -> str:
+    """The query ``facet search -`` reads: all of standard input, a UTF-8 BOM before it and the
+    blanks around it (a trailing newline or CRLF) removed; "" where it is empty or closed (the
+    query's own "empty" error then says so). ``-`` was searched for as the text "-".
+
+    Raises:
+        InvalidRequestError: standard input is not text in its encoding.
+    """
+    from app.errors import InvalidRequestError
+
+    stdin = sys.stdin
+    try:
+        text = stdin.read() if stdin is not None else ""
+    except UnicodeDecodeError as e:
+        raise InvalidRequestError(f"the query on standard input is not {e.encoding} text: {e.reason} "
+                                  f"at byte {e.start}", param="query") from None
+    except (OSError, ValueError):  # a descriptor closed under it, or not readable
+        text = ""
+    return text.lstrip("\ufeff").strip()
 
 
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
@@ -85,7 +107,8 @@ def register(cli: typer.Typer) -> None:
     @cli.command("search")
     @handle_errors
     def search_cmd(
-        query: Annotated[str, typer.Argument(help="what to search for")],
+        query: Annotated[str, typer.Argument(
+            help="what to search for; - reads it from standard input")],
         collection: Annotated[str, typer.Option("--collection", "-c", help="collection to search")],
         instruction: Annotated[str | None, typer.Option(
             "--instruction", "-i", help="what the query means, e.g. 'find the customer intent'")
@@ -123,6 +146,8 @@ def register(cli: typer.Typer) -> None:
         """Search a collection with an optional instruction, filters and rerank."""
         from app.services.search import SearchRequest, parse_filters
 
+        if query == "-":
+            query = query_from_stdin()
         request = SearchRequest(query=query, collection=collection, instruction=instruction,
                                 top_k=top_k, filters=parse_filters(filters or []), rerank=rerank,
                                 rerank_depth=rerank_depth, embedder=embedder,

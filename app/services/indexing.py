@@ -1832,7 +1832,11 @@ class IndexService:
         if not job.resumed_from:
             self._link_stopped_job(session, coll, job)
         if job.resumed_from:
-            logger.info("resuming interrupted job %d as job %d", job.resumed_from, job.id)
+            # Its state as recorded ("cancelled", "interrupted"): a cancelled job was logged
+            # "resuming interrupted job 22".
+            resumed = session.get(md.IndexJob, job.resumed_from)
+            logger.info("resuming %s job %d as job %d",
+                        resumed.state if resumed is not None else "interrupted", job.resumed_from, job.id)
         session.commit()
 
     @staticmethod

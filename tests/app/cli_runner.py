@@ -9,8 +9,10 @@ from pathlib import Path
 from unittest import mock
 
 
-def invoke_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in this process with ``env`` added to the environment for the call.
+def invoke_cli(*args: str, env: dict[str, str] | None = None,
+               input: str | bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in this process with ``env`` added to the environment for the call and
+    ``input`` on its standard input (none by default).
 
     The settings are read once per process, so their cache is cleared around the call; an
     exception other than the CLI's own exit is raised, not hidden in an exit code.
@@ -23,7 +25,7 @@ def invoke_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     with mock.patch.dict(os.environ, env or {}):
         get_settings.cache_clear()
         try:
-            result = CliRunner().invoke(cli, list(args))
+            result = CliRunner().invoke(cli, list(args), input=input)
         finally:
             get_settings.cache_clear()
     if result.exception is not None and not isinstance(result.exception, SystemExit):
