@@ -192,7 +192,7 @@ class Cluster:
         id: the cluster's label, as ``ClusterResponse.labels`` gives it per text.
         size: how many texts it holds.
         name: its most distinctive explainer answer (lower-cased), after its most common one
-            where that one dominates ("anger / love", "card (lost)": ``_name_clusters``), or,
+            where that one dominates ("anger / love": ``_name_clusters``), or,
             without answers, its first three keywords joined by " / ".
         keywords: its distinctive words, from the answers or else the texts
             (``ClusterRequest.keywords`` at most).
@@ -469,25 +469,6 @@ def _shown_wording(forms: Counter[str]) -> str:
     return max(bare or forms, key=lambda form: forms[form])  # max keeps the first of a tie
 
 
-def _with_common(common: str, answer: str) -> str:
-    """A name of the cluster's most common answer and its distinctive one (shown wordings):
-    "anger / love"; where the distinctive one holds every word of the common one and more
-    ("card" and "card lost"), the common one once with the other's further words in brackets:
-    "card (lost)" (not "card / card lost"), the count still that of both answers."""
-    words = set(_answer_key(common).split())
-    if _ANSWER_DIRECTION & words or not _ANSWER_WORD.search(common):
-        return f"{common} / {answer}"
-    tokens = [m for m in _ANSWER_WORD.finditer(answer) if m.group() not in words]
-    while tokens and tokens[0].group() in _ANSWER_FILLER:
-        tokens.pop(0)
-    while tokens and tokens[-1].group() in _ANSWER_FILLER:
-        tokens.pop()
-    if (not tokens or not words <= set(_ANSWER_WORD.findall(answer))
-            or _ANSWER_DIRECTION & set(_ANSWER_WORD.findall(answer))):
-        return f"{common} / {answer}"
-    return f"{common} ({answer[tokens[0].start():tokens[-1].end()]})"
-
-
 def _keyword_name_texts(words: Sequence[str], ids: Sequence[int],
                         terms: Sequence[Sequence[str]]) -> int | None:
     """How many of ``ids`` hold at least one of ``words`` (a name of keywords) among their
@@ -525,8 +506,10 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
     23 answers)", the count of both. Named "love (5 of 23 answers)" alone, a cluster of 15
     "anger" answers read as a cluster about love; yet an answer that is half of all the answers
     went before most names ("anger / surprise" for 25 "anger" answers of 66), telling no
-    cluster from another. A name holding every word of the common answer says it once: "card
-    (lost)", not "card / card lost" (``_with_common``; the count is still both answers').
+    cluster from another. Both are shown whole, "card / card withdrawal" too: a shortened
+    "card (withdrawal)" (tried in the seventh session of 2026-11-30) read as the whole
+    cluster's answer where one member of 12 gave it, and put negations and numbers in the
+    brackets ("happy (not)").
 
     Args:
         members: each cluster's members, central first (ties go to the more central).
@@ -574,7 +557,7 @@ def _name_clusters(members: Mapping[int, list[int]], answers: Sequence[str] | No
         if common != answer and n >= 2 * counts[c][answer] and (
                 share >= MAJORITY or (share >= COMMON_ANSWER_SHARE
                                       and share > overall[common] / answered)):
-            names[c] = (_with_common(shown[common], shown[answer]), n + counts[c][answer])
+            names[c] = (f"{shown[common]} / {shown[answer]}", n + counts[c][answer])
         else:
             names[c] = (shown[answer], counts[c][answer])
     holders: dict[str, list[int]] = {}
