@@ -9,6 +9,7 @@ errors to a one-line message and an exit code is in ``app.commands.common``.
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 from types import FrameType
 from typing import Annotated, Any
 
@@ -33,12 +34,16 @@ def _hold_sigint() -> tuple[bool, Any]:
 
 _sigint_held, _sigint_before = _hold_sigint()
 
-import logging  # noqa: E402 (the handler above first: these imports take most of a second)
+import contextlib  # noqa: E402 (the handler above first: these imports take most of a second)
+import errno  # noqa: E402
+import io  # noqa: E402
+import logging  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
 
 import typer  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
 
 from app.commands.common import (  # noqa: E402, F401 (re-exported: the commands' historical import path)
     EXIT_CODES,
@@ -74,7 +79,81 @@ def _no_placeholder_for_flags() -> None:
 
 _no_placeholder_for_flags()
 
+def _usage_error_line(error: Any) -> str:
+    """A usage error (an unknown option, a missing argument, a bad value) as the one ``error:``
+    line every other refusal is: ``error: No such option: --bogus Did you mean --json? (facet
+    search --help)``."""
+    from app.text import printable
+
+    message = " ".join(printable(error.format_message()).split())
+    ctx = getattr(error, "ctx", None)
+    if ctx is None or ctx.command.get_help_option(ctx) is None:
+        return f"error: {message}"
+    names = []  # the command as it is installed ("facet search", under `python -m app` too)
+    while ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return f"error: {message} ({' '.join(['facet', *reversed(names)])} --help)"
+
+
+def _help_to_closed_pipe_exits_0() -> None:
+    """`facet --help | head -1` exits 0, as any output to a reader that is gone does
+    (``output_error_exit``): rich's ``Console.on_broken_pipe`` exited 1. Its stderr consoles go
+    quiet and the command goes on (as ``QuietStderr``). Patched once, where rich is installed."""
+    try:
+        from rich.console import Console
+    except ImportError:
+        return
+    if getattr(Console.on_broken_pipe, "_facet_exit_0", False):
+        return
+
+    def on_broken_pipe(self: Console) -> None:
+        self.quiet = True
+        if self.stderr:
+            return
+        from app.commands.common import _drop_stdout
+
+        _drop_stdout()
+        raise SystemExit(0)
+
+    on_broken_pipe._facet_exit_0 = True  # type: ignore[attr-defined]
+    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
+
+
+class FacetGroup(TyperGroup):
+    """The ``facet`` command group: a usage error, its own or a command's, is one ``error:``
+    line on stderr (``_usage_error_line``) and exit 2, as docs/cli.md says of every error.
+    Until 2026-11-30 (seventh session) it was typer's rich box (usage line, "Try ... --help",
+    a bordered panel) wrapped mid-phrase on a narrow terminal (COLUMNS=20). ``--help`` is as
+    it was; a help cut short by its reader exits 0 (``_help_to_closed_pipe_exits_0``)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None,
+                     **extra: Any) -> Any:
+        if not args or {"--help", "-h"} & set(args):
+            _help_to_closed_pipe_exits_0()
+        with _usage_errors_one_line():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _usage_errors_one_line():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _usage_errors_one_line() -> Iterator[None]:
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+    try:
+        yield
+    except NoArgsIsHelpError:  # `facet` alone: its help, printed already
+        raise
+    except UsageError as e:
+        typer.echo(_usage_error_line(e), err=True)
+        raise typer.Exit(e.exit_code) from None
+
+
 cli = typer.Typer(
+    cls=FacetGroup,
     name="facet",
     help="Facet: instruction-aware retrieval with LLM-based embedders.",
     no_args_is_help=True,
@@ -239,12 +318,91 @@ def _escape_unencodable(error: UnicodeError) -> tuple[str, int]:
 UNENCODABLE = "facet.escape"
 
 
+# Errors of a write to stderr after which nothing more is written there: its reader is gone
+# (`2>&1 | head -1`), or it has no room (`2>/dev/full`, a full disk under a log file).
+_STDERR_GONE = {errno.EPIPE, errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+class QuietStderr(io.TextIOWrapper):
+    """Standard error that never fails the work: the first write to it that fails for want of a
+    reader or of room (``_STDERR_GONE``) points descriptor 2 at the null device, and this and
+    every later write is dropped; any other error is raised as before.
+
+    Every writer of the CLI's stderr goes through it: ``typer.echo(err=True)``, the logging
+    handler ``_main`` sets up, `facet index`'s progress lines and bar (``progress_bar``,
+    ``_log_lines``), `facet cluster`'s (``ClusterBar``), tqdm's bars, rich's consoles. Until
+    2026-11-30 (seventh session) `facet index big -c x 2>&1 | head -1` raised BrokenPipeError
+    from a progress line inside the run: the job was recorded failed part-way (86 of 600
+    documents) and the command exited 0 (as a closed stdout does); `facet cluster -o FILE`
+    wrote no file.
+    """
+
+    gone = False
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+        except OSError:
+            return
+        try:
+            os.dup2(null, self.fileno())
+        except OSError:
+            pass
+        finally:
+            os.close(null)
+        with contextlib.suppress(OSError, ValueError):  # what the buffer held: to the null device
+            super().flush()
+
+    def write(self, text: str) -> int:
+        if self.gone:
+            return len(text)
+        try:
+            return super().write(text)
+        except OSError as e:
+            if e.errno not in _STDERR_GONE:
+                raise
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.gone:
+            return
+        try:
+            super().flush()
+        except OSError as e:
+            if e.errno not in _STDERR_GONE:
+                raise
+            self._drop()
+
+
+def _quiet_failing_stderr() -> None:
+    """``sys.stderr`` as a ``QuietStderr`` on the same descriptor, encoding and error handler
+    (once; a stream without a descriptor, a test's capture, is left as it is)."""
+    stderr = sys.stderr
+    if stderr is None or isinstance(stderr, QuietStderr):
+        return
+    try:
+        fd = stderr.fileno()
+        stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        return
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr = QuietStderr(open(fd, "wb", closefd=False),  # noqa: SIM115 (for the process)
+                                 encoding=getattr(stderr, "encoding", None) or "utf-8",
+                                 errors=getattr(stderr, "errors", None) or "backslashreplace",
+                                 line_buffering=True, write_through=True)
+
+
 def _standard_streams() -> None:
     """Standard output and error as every command can use them.
 
     A stream closed by the caller (``facet serve >&-``) is the null device, as ``>/dev/null``
     (Python leaves ``sys.stdout`` None: uvicorn's logging set-up failed in a traceback, and
-    the descriptor was free for the next file opened, a database, to take). A stdout whose
+    the descriptor was free for the next file opened, a database, to take); a closed stdin
+    (``facet delete X <&-``) too, as ``</dev/null`` (until 2026-11-30, seventh session, its
+    question died in an AttributeError traceback). Stderr stops being written once a write
+    to it fails (``QuietStderr``). A stdout whose
     encoding lacks a character of the output (``PYTHONIOENCODING=cp1252``, a Latin-1 locale:
     a Japanese query or file name) writes it escaped (``_escape_unencodable``), where each
     command died in a UnicodeEncodeError traceback; stderr already backslash-escapes them.
@@ -252,18 +410,19 @@ def _standard_streams() -> None:
     import codecs
     import contextlib
 
-    for fd, name in ((1, "stdout"), (2, "stderr")):
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         if getattr(sys, name) is not None:
             continue
         try:
-            null = os.open(os.devnull, os.O_WRONLY)
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
-            setattr(sys, name, open(fd, "w", closefd=False,  # noqa: SIM115 (for the process)
-                                    errors="backslashreplace" if fd == 2 else None))
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w",  # noqa: SIM115 (for the process)
+                                    closefd=False, errors="backslashreplace" if fd == 2 else None))
         except OSError:
             pass
+    _quiet_failing_stderr()
     stdout = sys.stdout
     if getattr(stdout, "errors", None) != "strict" or not hasattr(stdout, "reconfigure"):
         return  # chosen by the user (PYTHONIOENCODING=...:replace), or not a text file

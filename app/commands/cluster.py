@@ -48,10 +48,42 @@ DEFAULT_K = 8
 CHOOSE_TEXT_COLUMN = "name the one holding the texts with --text-column NAME"
 
 
+# How messages name SOURCE ``-``, the texts read from standard input.
+STDIN_NAME = "standard input"
+
+
+def is_stdin(path: Path | str | None) -> bool:
+    """Whether SOURCE ``path`` is ``-``: the texts on standard input, as Unix tools read it."""
+    return path is not None and str(path) == "-"
+
+
+def _read_stdin_texts(text_column: str | None) -> list[str]:
+    """The texts on standard input, read as a .txt file is (``read_text_file``: one text per
+    line, blank lines skipped, a UTF-8 BOM and CRLF line ends handled, binary or non-UTF-8
+    input refused). A closed stdin reads as empty. Until 2026-11-30 (seventh session)
+    `facet cluster -` said "- does not exist" (exit 3), though ``--out -`` is stdout."""
+    import tempfile
+
+    from app.services.clustering import read_text_file
+
+    stdin = sys.stdin
+    try:
+        data = b"" if stdin is None else (stdin.buffer.read() if hasattr(stdin, "buffer")
+                                          else stdin.read().encode("utf-8"))
+    except (OSError, ValueError):  # closed under it
+        data = b""
+    with tempfile.TemporaryDirectory(prefix="facet-stdin-") as folder:
+        held = Path(folder) / "stdin.txt"
+        held.write_bytes(data)
+        return read_text_file(held, name=STDIN_NAME, text_column=text_column,
+                              choose=CHOOSE_TEXT_COLUMN)
+
+
 def read_texts(path: Path, limit: int | None = None, text_column: str | None = None,
                held_count: list[int] | None = None) -> list[str]:
     """Texts from a .txt, .json, .jsonl or .csv file (``read_text_file``: the column or field
-    ``text_column``, else text, contents, content or body), the first ``limit`` of them (None
+    ``text_column``, else text, contents, content or body), or from standard input where
+    ``path`` is ``-`` (one text per line, as a .txt file), the first ``limit`` of them (None
     or 0: all). ``held_count``, where given, gets the number of texts the file holds (before
     the limit: what ``--labels`` is counted against).
 
@@ -65,24 +97,34 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
     from app.services.clustering import limit_option, read_text_file
 
     limit = limit_option(limit)
-    if path.is_dir():
-        raise InvalidRequestError(f"{path} is a folder; give a file of texts, or index the folder "
-                                  "and cluster it with --collection")
-    if not path.is_file():
-        raise NotFoundError(f"{path} does not exist")
-    try:
-        held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
-    except InvalidRequestError as e:  # a text column for a file of lines: the option's name
-        if e.param != "text_column":
-            raise
-        raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
+    where: Path | str = path
+    if is_stdin(path):
+        where = STDIN_NAME
+        try:
+            held = _read_stdin_texts(text_column)
+        except InvalidRequestError as e:
+            if e.param != "text_column":
+                raise
+            raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
+    else:
+        if path.is_dir():
+            raise InvalidRequestError(f"{path} is a folder; give a file of texts, or index the "
+                                      "folder and cluster it with --collection")
+        if not path.is_file():
+            raise NotFoundError(f"{path} does not exist")
+        try:
+            held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
+        except InvalidRequestError as e:  # a text column for a file of lines: the option's name
+            if e.param != "text_column":
+                raise
+            raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
     texts = held[:limit] if limit else held
     if held_count is not None:
         held_count.append(len(held))
     if len(texts) < 2:
         # "holds 1 text (--limit 1)" of a file of 12: what it holds, then what the limit took.
         took = f"; --limit {limit} took {len(texts)}" if limit and len(held) > len(texts) else ""
-        raise InvalidRequestError(f"{path} holds {plural(len(held), 'text')}{took}; clustering "
+        raise InvalidRequestError(f"{where} holds {plural(len(held), 'text')}{took}; clustering "
                                   f"needs at least 2{'; give a larger --limit' if took else ''}")
     return texts
 
@@ -281,7 +323,8 @@ def register(cli: typer.Typer) -> None:
         instruction: Annotated[str, typer.Option("--instruction", "-i", help="the aspect to group by")],
         source: Annotated[Path | None, typer.Argument(
             help=".txt (one text per line), .json (list or GoalEx data.json), .jsonl (text field), "
-                 ".csv (text column; see --text-column); or use --collection",
+                 ".csv (text column; see --text-column); '-' reads one text per line from "
+                 "standard input; or use --collection",
             callback=expand_home)
         ] = None,
         collection: Annotated[str | None, typer.Option(
@@ -350,13 +393,15 @@ def register(cli: typer.Typer) -> None:
             if not 2 <= max_k <= MAX_K:
                 raise InvalidRequestError(f"--max-k must be from 2 to {MAX_K}, got {max_k}")
         to_stdout = out is not None and is_stdout(out)
-        if out is not None and not to_stdout and source is not None and _same_file(out, source):
+        if (out is not None and not to_stdout and source is not None and not is_stdin(source)
+                and _same_file(out, source)):
             # The JSON result replaced the texts (exit 0): refused before any work.
             raise InvalidRequestError(f"--out {out} is the file of texts being clustered; writing "
                                       "the result there would overwrite it: name another JSON file")
         if out is not None:  # before the work (a folder or a read-only path was found at the end)
             prepare_out_file(out)
         held: list[int] = []
+        named = STDIN_NAME if is_stdin(source) else source  # how the lines below name SOURCE
         texts = read_texts(source, limit, text_column, held) if source is not None else None
         gold: list[str] | None = None
         if labels is not None and texts is not None:
@@ -364,18 +409,18 @@ def register(cli: typer.Typer) -> None:
             # Counted before --limit, as the UI's upload: the labels label the whole file.
             if len(gold) != held[0]:
                 raise InvalidRequestError(f"--labels {labels} holds {plural(len(gold), 'label')} "
-                                          f"for the {plural(held[0], 'text')} of {source}; give "
+                                          f"for the {plural(held[0], 'text')} of {named}; give "
                                           "one label per text, in the same order")
             gold = gold[:len(texts)]
         cap = get_settings().max_cluster_texts
         if texts is not None and len(texts) > cap:
-            raise TooLargeError(f"{source} holds {plural(len(texts), 'text')}, more than the "
+            raise TooLargeError(f"{named} holds {plural(len(texts), 'text')}, more than the "
                                 f"{cap:,} clustered at most (FACET_MAX_CLUSTER_TEXTS); cluster the "
                                 f"first {cap:,} with --limit {cap}, or raise FACET_MAX_CLUSTER_TEXTS")
         if texts is not None and chosen_k is not None and chosen_k > len(texts):
             default = " (the default)" if k == DEFAULT_K else ""
             raise InvalidRequestError(f"--k {k}{default} is more than the {plural(len(texts), 'text')} of "
-                                      f"{source}; give a smaller --k, or --k 0 to choose it")
+                                      f"{named}; give a smaller --k, or --k 0 to choose it")
         request = ClusterRequest(
             instruction=instruction, texts=texts, collection=collection,
             filters=parse_filters(filters or []), limit=limit_option(limit) if collection else None,

@@ -59,33 +59,11 @@ def _quiet_log(name: str) -> Iterator[None]:
 
 
 def _confirm(question: str) -> bool:
-    """Ask ``question`` on stderr and read y/yes or n/no (default no) from stdin. It was asked
-    on stdout: `echo y | facet delete X > out` wrote it into the file, with nothing on the
-    terminal (click's ``confirm(err=True)`` still echoes the prompt's last character there).
+    """Ask on stderr, read y/yes (default no) from stdin (``confirm``, shared with the other
+    command that asks); no answer (stdin ended or closed) is one ``error:`` line and exit 2."""
+    from app.commands.common import confirm
 
-    Raises:
-        typer.Abort: Ctrl-C before an answer.
-        typer.Exit: stdin ended before an answer (an error line, exit 2).
-    """
-    while True:
-        typer.echo(f"{question} [y/N]: ", nl=False, err=True)
-        try:
-            line = sys.stdin.readline()
-        except KeyboardInterrupt:
-            raise typer.Abort() from None
-        if not line:  # end of input (no terminal, nothing piped): no answer
-            # One error line and exit 2, as any refusal ("Aborted." and 1 said neither why nor
-            # what to do).
-            typer.echo("", err=True)
-            typer.echo("error: no answer on standard input (not a terminal?): nothing was "
-                       "deleted; give -y to delete without asking", err=True)
-            raise typer.Exit(2)
-        answer = line.strip().lower()
-        if answer in ("y", "yes"):
-            return True
-        if answer in ("", "n", "no"):
-            return False
-        typer.echo("Error: invalid input", err=True)
+    return confirm(question, "nothing was deleted; give -y to delete without asking")
 
 
 def progress_line(j: JobInfo) -> str:

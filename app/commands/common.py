@@ -115,6 +115,56 @@ def output_error_exit(error: OSError) -> typer.Exit | None:
     return typer.Exit(4)
 
 
+def confirm(question: str, nothing_done: str) -> bool:
+    """Ask ``question`` on stderr and read y/yes or n/no (default no) from stdin, as `facet
+    delete` and `facet metadata move` ask. It was asked on stdout: `echo y | facet delete X >
+    out` wrote it into the file, with nothing on the terminal (click's ``confirm(err=True)``
+    still echoes the prompt's last character there). ``nothing_done`` ends the line said when
+    no answer comes ("nothing was deleted; give -y to delete without asking").
+
+    Until 2026-11-30 (seventh session) a closed stdin (``<&-``: Python's ``sys.stdin`` None
+    in-process) ended in an AttributeError traceback, an answer after a UTF-8 BOM (``printf
+    '\\xef\\xbb\\xbfy'``, Windows' echo) was "invalid input", said as ``Error:`` unlike every
+    other error line.
+
+    Raises:
+        typer.Abort: Ctrl-C before an answer.
+        typer.Exit: stdin ended (or is closed) before an answer (an error line, exit 2).
+    """
+    while True:
+        typer.echo(f"{question} [y/N]: ", nl=False, err=True)
+        stdin = sys.stdin
+        try:
+            line = stdin.readline() if stdin is not None else ""
+        except KeyboardInterrupt:
+            raise typer.Abort() from None
+        except (OSError, ValueError):  # a descriptor closed under it, or not readable
+            line = ""
+        if not line:  # end of input (no terminal, nothing piped, stdin closed): no answer
+            # One error line and exit 2, as any refusal ("Aborted." and 1 said neither why nor
+            # what to do).
+            typer.echo("", err=True)
+            typer.echo(f"error: no answer on standard input (not a terminal?): {nothing_done}",
+                       err=True)
+            raise typer.Exit(2)
+        answer = line.lstrip("\ufeff").strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("", "n", "no"):
+            return False
+        if not _is_terminal(stdin):  # the answer was not echoed: the line starts its own
+            typer.echo("", err=True)
+        typer.echo(f"error: invalid input {printable(answer[:40])!r}: answer y (yes) or n (no)",
+                   err=True)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def handle_errors(func: F) -> F:
     """Turn domain and embedder errors into a one-line message and an exit code (no traceback),
     and a failed write of the output into one too (``output_error_exit``)."""

@@ -126,7 +126,8 @@ def test_a_bad_or_busy_port_is_one_line_before_any_model_loads(tmp_path, command
 
     env = {"FACET_DATA_DIR": str(tmp_path)}
     out_of_range = invoke_cli(command, "--port", "99999", env=env)
-    assert out_of_range.returncode == 2 and f"Usage: facet {command}" in out_of_range.stderr
+    assert out_of_range.returncode == 2 and f"(facet {command} --help)" in out_of_range.stderr
+    assert out_of_range.stderr.startswith("error: ") and out_of_range.stderr.count("\n") == 1
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
