@@ -14,7 +14,11 @@ far better than the raw texts do, so a cluster is explained by:
   ("l'économie" -> "économie"). Function words of English, French, German, Spanish, Italian and
   Portuguese and contractions ("didn't", "im") are dropped, but not content words that
   generic stop lists hold ("bill", "interest"); an English particle right after a kept word
-  is joined to it ("top up", "log out", "cut off": "top up" was read as "top"), and a plural
+  is joined to it ("top up", "log out", "cut off": "top up" was read as "top"), with a
+  particle's plural ("top-ups", "top ups") and a verb's doubled past or -ing form ("topped up",
+  "logging out") read as the phrase; across the texts, another form of a phrase some text holds
+  is that phrase ("topup", "cashed out" with "top up", "cash out"); a decimal number keeps its
+  unit ("2.4ghz") and a one-letter first part its word ("e-mail"); and a plural
   is counted with its singular where the texts hold both ("rates" with "rate", shown in the
   form more members use: "exchange / rates / rate" spent two of three name slots). Scripts
   written without spaces between words (Chinese, Japanese, Korean, Thai, Lao, Khmer, Burmese)
@@ -137,6 +141,16 @@ ARTICLES = frozenset((
     "os", "as", "um", "uma", "uns", "umas",  # Portuguese
 ))
 _PHRASE_GAP = re.compile(r"[\s-]*")
+# A number, whole or decimal ("2.4", "1,000"): no keyword alone ("2.4ghz" is one).
+_NUMBER = re.compile(r"[\d.,]+")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'", "\u00b4": "'", "\u02bc": "'"})
+# A verb's past or -ing form with its last consonant doubled ("topped", "logging", "setting",
+# "summed"): English doubles a final consonant only after a short stressed vowel, so cutting
+# the ending and one of the two letters gives the verb ("top", "log", "set", "sum"). Only
+# letters no common base word ends doubled with (b g m n p t: "ebb", "egg", "inn", "butt" are
+# the few, and too short or too rare before a particle); "added", "called", "passed" keep
+# theirs ("add", "call", "pass"), so the rule is not used for d, l, s, f, z, r.
+_DOUBLED = re.compile(r"([a-z]*[aeiou])([bgmnpt])\2(?:ed|ing)")
 # English particles that make a phrasal verb with the word before them ("top up", "log out",
 # "cut off", "break down"): stop words alone, joined to a kept word right before them.
 PARTICLES = frozenset(("up", "out", "off", "down"))
@@ -159,7 +173,13 @@ def _token() -> re.Pattern[str]:
     nothing), parts joined by apostrophes. Built on first use (the marks' class takes ~50 ms)."""
     letter = rf"[^\W{UNSPACED}]"
     word = rf"{letter}(?:{letter}|[{combining_marks()}])*"
-    return re.compile(rf"([{UNSPACED}]+)|({word}(?:'{word})*)")
+    # A decimal number stays with the unit after it ("2.4ghz" was "4ghz"), and a hyphenated
+    # word whose first part is one letter is one word ("e-mail", "x-ray", "t-shirt": "e-mail"
+    # was "mail"); a match starts where the last one ended or after a non-word character, so
+    # the letter is a whole part ("top-up" is still "top", "up").
+    number = r"(?:\d+[.,](?=\d))*"
+    one_letter = rf"(?:[^\W\d_{UNSPACED}]-(?={letter}))?"
+    return re.compile(rf"([{UNSPACED}]+)|({number}{one_letter}{word}(?:'{word})*)")
 
 
 def _without_elision(word: str) -> str:
@@ -170,6 +190,16 @@ def _without_elision(word: str) -> str:
     return word
 
 
+def _doubled_base(word: str) -> str:
+    """The verb of a past or -ing form with a doubled consonant ("topped" -> "top",
+    "logging" -> "log": ``_DOUBLED``); ``word`` itself otherwise (a base of three letters or
+    more only: "egged" stays)."""
+    match = _DOUBLED.fullmatch(word)
+    if match is None or len(match.group(1)) + 1 < 3:
+        return word
+    return match.group(1) + match.group(2)
+
+
 def keyword_terms(text: str) -> list[str]:
     """The candidate keywords of ``text``, in order: lower-cased words of two or more
     characters (with their combining marks, in composed form: NFC, so "café" typed as "e" plus
@@ -177,9 +207,15 @@ def keyword_terms(text: str) -> list[str]:
     Portuguese), contractions (``didn't``, ``i'm``: they were split into "didn", "im"), a
     possessive's ``'s`` ("bank's" -> "bank") or an elided article ("l'économie" -> "économie");
     in scripts written without spaces (Chinese, Japanese, Korean, Thai, ...), overlapping
-    character pairs."""
+    character pairs. A particle after a kept word joins it ("top up"), its plural too
+    ("top-ups" -> "top up"), and a doubled past or -ing form before it is its verb ("topped
+    up", "logging out" -> "top up", "log out"); a decimal number keeps its unit ("2.4ghz") and
+    a hyphenated word with a one-letter first part is one word ("e-mail"). Forms that only the
+    other texts can tell ("topup", "cashed out") are folded by ``fold_plurals``."""
     words: list[str] = []
-    text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'")
+    # Apostrophes typed as other marks ("didn`t", "didn´t", "didn’t") are apostrophes: "didn`t"
+    # left "didn" as a keyword.
+    text = unicodedata.normalize("NFC", text).lower().translate(_APOSTROPHES)
     joinable = False  # the last word read was kept, and it was a word (not a particle's phrase)
     end = 0  # where the last token ended
     for match in _token().finditer(text):
@@ -195,20 +231,76 @@ def keyword_terms(text: str) -> list[str]:
         word = _without_elision(word)
         if word.endswith("'s"):
             word = word[:-2]
-        if word in PARTICLES and joinable:
-            words[-1] = f"{words[-1]} {word}"
+        # A particle's plural is its phrase's ("top-ups", "top ups": "top up"; "ups" was a keyword).
+        particle = word[:-1] if word.endswith("s") and word[:-1] in PARTICLES else word
+        if particle in PARTICLES and joinable:
+            words[-1] = f"{_doubled_base(words[-1])} {particle}"
             joinable = False
             continue
-        joinable = not ("'" in word or len(word) < 2 or word.isdigit() or word in KEYWORD_STOP_WORDS)
+        joinable = not ("'" in word or len(word) < 2 or _NUMBER.fullmatch(word) is not None
+                        or word in KEYWORD_STOP_WORDS)
         if joinable:
             words.append(word)
     return words
 
 
+def _verb_bases(verb: str) -> list[str]:
+    """What ``verb`` may be a form of: without "-s", "-es", "-ed", "-ing" (and with an "e" or
+    a "y" back: "priced" -> "price", "dried" -> "dry"), or a doubled consonant ("fizzed")."""
+    bases = []
+    for ending in ("ing", "ed", "es", "s"):
+        if verb.endswith(ending) and len(verb) - len(ending) >= 2:
+            stem = verb[:-len(ending)]
+            bases += [stem, stem + "e"]
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                bases.append(stem[:-1])
+    if verb.endswith(("ied", "ies")):
+        bases.append(verb[:-3] + "y")
+    return bases
+
+
+def _phrase_forms(used: Counter[str]) -> dict[str, str]:
+    """The terms of ``used`` that are another form of a phrase ``used`` holds, mapped to it:
+    a verb's form before a particle ("cashed out", "signing up", "tops up" -> "cash out",
+    "sign up", "top up") and a phrase written as one word ("topup", "topups", "logout" ->
+    "top up", "log out"). Only to a phrase some text holds, so no rule can make a phrase up:
+    cutting "-ed" off "need" would give "ne", and a one-word "breakdown" is "break down" only
+    where a text says "break down"."""
+    same: dict[str, str] = {}
+    for term in used:
+        if " " in term:
+            verb, _, particle = term.rpartition(" ")
+            if particle not in PARTICLES or " " in verb:
+                continue
+            found = [f"{base} {particle}" for base in _verb_bases(verb)]
+        else:
+            found = [f"{term[:-len(particle) - plural]} {particle}" for particle in PARTICLES
+                     for plural in (0, 1)
+                     if term.endswith(particle + "s" * plural) and len(term) - len(particle) - plural >= 2]
+        phrase = next((f for f in found if f != term and f in used), None)
+        if phrase is not None:
+            same[term] = phrase
+    for term, phrase in same.items():  # "loggedout" -> "logged out" -> "log out"
+        seen = {term}
+        while phrase in same and phrase not in seen:
+            seen.add(phrase)
+            phrase = same[phrase]
+        same[term] = phrase
+    return same
+
+
 def fold_plurals(terms: list[list[str]]) -> list[list[str]]:
     """``terms`` with each plural and its singular as one word, where both occur ("rates" and
     "rate", "deliveries" and "delivery", "boxes" and "box"), in the form more texts use (the
-    singular on a tie). A plural whose singular no text holds stays as it is."""
+    singular on a tie). A plural whose singular no text holds stays as it is.
+
+    Before that, another form of a phrase that some text holds is read as that phrase
+    (``_phrase_forms``: "topup", "topups", "cashed out", "tops up" with "top up" and "cash
+    out"): folds across the texts, so the keywords and the counts of texts holding a name
+    word (both read through ``answer_terms``) see the same words."""
+    phrases = _phrase_forms(Counter(w for words in terms for w in set(words)))
+    if phrases:
+        terms = [[phrases.get(w, w) for w in words] for words in terms]
     used = Counter(w for words in terms for w in set(words))
     same: dict[str, str] = {}
     for word in used:
@@ -232,7 +324,8 @@ def fold_plurals(terms: list[list[str]]) -> list[list[str]]:
 def answer_terms(answers: Sequence[str]) -> list[list[str]]:
     """Each answer's candidate keywords as ``explain_clusters`` reads them: ``keyword_terms``
     (particles joined, possessives and elisions cut), a plural and its singular as one word
-    where both occur among ``answers`` (``fold_plurals``). A cluster's keywords are words of
+    where both occur among ``answers``, and a phrase's other forms as the phrase where one
+    answer holds it ("topup", "cashed out": ``fold_plurals``). A cluster's keywords are words of
     these lists, so a member "holds" a keyword where its list has it."""
     return fold_plurals([keyword_terms(a) for a in answers])
 

@@ -391,7 +391,9 @@ def csv_text(value: object) -> str:
 
 def write_cluster_csv(response: ClusterResponse, folder: Path,
                       labels: Sequence[str] | None = None) -> Path:
-    """Every text with its cluster, the cluster's name, the explainer's answer for the text
+    """Every text with its cluster, the cluster's name (with how many members' answers it
+    stands for, ``name_answers``, or for a name of keywords how many members hold one of its
+    words, ``name_texts``: "26 of 27"), the explainer's answer for the text
     (empty without an explainer: the page showed no text's own answer, which the naming note
     tells the reader to check), map position (and gold label); every text cell (texts, names,
     keywords, answers, labels: from documents, a model or a person) goes through ``csv_text``."""
@@ -400,13 +402,16 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
     by_id = {c.id: c for c in response.clusters}
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["index", "cluster", "cluster_name", "name_answers", "cluster_keywords",
-                         "answer", "x", "y", "text"] + (["label"] if labels is not None else []))
+        writer.writerow(["index", "cluster", "cluster_name", "name_answers", "name_texts",
+                         "cluster_keywords", "answer", "x", "y", "text"]
+                        + (["label"] if labels is not None else []))
         for i, (text, label, (x, y)) in enumerate(zip(response.texts, response.labels,
                                                       response.coordinates, strict=True)):
             c = by_id.get(label)
             shared = "" if c is None or c.name_count is None else f"{c.name_count} of {c.size}"
-            cells = [c.name if c else "", shared, ", ".join(c.keywords) if c else "",
+            # A name of keywords: how many members hold one of its words ("26 of 27").
+            holding = "" if c is None or c.name_texts is None else f"{c.name_texts} of {c.size}"
+            cells = [c.name if c else "", shared, holding, ", ".join(c.keywords) if c else "",
                      response.answers[i] if response.answers else ""]
             writer.writerow([i, label, *map(csv_text, cells), x, y, csv_text(text)]
                             + ([csv_text(labels[i])] if labels is not None else []))

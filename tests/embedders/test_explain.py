@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embedders.explain import ClusterExplanation, explain_clusters, explain_with_inbedder, fold_plurals, keyword_terms
+from embedders.explain import (
+    ClusterExplanation,
+    answer_terms,
+    explain_clusters,
+    explain_with_inbedder,
+    fold_plurals,
+    keyword_terms,
+)
 
 TEXTS = [
     "Where is my new card? It has not arrived.",
@@ -172,6 +179,36 @@ def test_a_particle_joins_the_word_before_it_and_plurals_count_with_their_singul
     # A plural without its singular, or one that is not a plural in meaning, stays.
     assert fold_plurals([["news"], ["new"], ["calories"]]) == [["news"], ["new"], ["calories"]]
     assert fold_plurals([["deliveries"], ["delivery"], ["deliveries"]]) == [["deliveries"]] * 3
+
+
+def test_a_phrasal_verbs_plural_past_and_one_word_forms_are_the_phrase():
+    """Banking77's failed top-ups: "my top-ups failed" gave "top / ups / failed", and "topped
+    up", "topup" were not "top up" (26 of 360 top-up texts say "top-ups"/"top ups", 12 "topped up")."""
+    assert keyword_terms("my top-ups failed") == ["top up", "failed"]
+    assert keyword_terms("two top ups, then logouts") == ["two", "top up", "logouts"]
+    # A doubled consonant's past or -ing form is its verb (English doubles only after a short vowel).
+    assert keyword_terms("I topped up, then logging out, setting up") == ["top up", "log out", "set up"]
+    # Not where the base may end in the doubled letter ("added" is "add"), nor a word alone.
+    assert keyword_terms("added up, called off, topped") == ["added up", "called off", "topped"]
+    # Across the texts, a form of a phrase some text holds is that phrase; none is made up.
+    texts = ["topup failed", "top-up please", "my topups", "cashed out", "cash out limit", "log-out",
+             "logouts", "tops up", "breakdown", "signing up"]
+    assert answer_terms(texts) == [["top up", "failed"], ["top up", "please"], ["top up"], ["cash out"],
+                                   ["cash out", "limit"], ["log out"], ["log out"], ["top up"], ["breakdown"],
+                                   ["signing up"]]
+    assert fold_plurals([keyword_terms(t) for t in texts]) == answer_terms(texts)  # the same batch folds
+    pair = [*texts[:3], "refund please", "refund late", "refunds"]
+    out = explain_clusters(pair, [0] * 3 + [1] * 3, pair, top_k=1)
+    assert [c.keywords for c in out] == [["top up"], ["refund"]]
+
+
+def test_numbers_keep_their_unit_one_letter_prefixes_their_word_and_backticks_are_apostrophes():
+    """"2.4GHz" gave "4ghz", "e-mail" gave "mail", and "didn`t" left "didn"."""
+    assert keyword_terms("2.4GHz wifi or 5GHz, 3.5mm jack") == ["2.4ghz", "wifi", "5ghz", "3.5mm", "jack"]
+    assert keyword_terms("version 2.4, 1,000 users") == ["version", "users"]  # a number alone is none
+    assert keyword_terms("my e-mail, an x-ray, a t-shirt") == ["e-mail", "x-ray", "t-shirt"]
+    assert keyword_terms("top-up and well-known") == ["top up", "well", "known"]  # longer parts as before
+    assert keyword_terms("it didn`t work, i didn´t pay") == ["work", "pay"]
 
 
 def test_german_italian_and_portuguese_possessives_and_have_are_not_keywords():

@@ -162,6 +162,26 @@ def test_a_name_shared_by_some_members_says_so_in_the_table_legend_and_csv(tmp_p
     assert [r["answer"] for r in rows] == ["payment", "payment", "refund", "fee"]
 
 
+def test_the_csv_says_how_many_texts_hold_a_name_of_keywords(tmp_path: Path) -> None:
+    """The CSV said "12 of 12" for an explainer's name (``name_answers``) but nothing for a name
+    of keywords, which the page shows as "top up / denied / app (26 of 27 texts)"."""
+    import csv
+
+    from app.services.clustering import Cluster, ClusterResponse
+
+    clusters = [Cluster(0, 3, "top up / denied / app", ["top up", "denied", "app"], ["a"], [0], (0.0, 0.0),
+                        name_texts=2),
+                Cluster(1, 1, "refund", ["refund"], ["c"], [2], (1.0, 1.0), name_texts=1)]
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=2, k_chosen=False, silhouette=None,
+        texts=["a", "b", "c", "d"], labels=[0, 0, 1, 0], coordinates=[(0.0, 0.0)] * 4, sources=[],
+        answers=[], clusters=clusters, timings_ms={})
+    with render.write_cluster_csv(response, tmp_path).open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["name_answers"], r.get("name_texts")) for r in rows] == [
+        ("", "2 of 3"), ("", "2 of 3"), ("", "1 of 1"), ("", "2 of 3")]
+
+
 def test_map_hover_text_shows_quotes_as_typed_and_escapes_markup() -> None:
     """Hovering a text with double quotes showed "&quot;" (plotly decodes few entities)."""
     from app.services.clustering import Cluster, ClusterResponse

@@ -212,9 +212,11 @@ def test_cluster_texts_with_labels_gives_map_names_vmeasure_and_csv(ui_client, t
     with open(csv_path, encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 12 and set(rows[0]) == {"index", "cluster", "cluster_name", "name_answers",
-                                                 "cluster_keywords", "answer", "x", "y", "text", "label"}
-    # names of keywords; no explainer, no answers
+                                                 "name_texts", "cluster_keywords", "answer", "x", "y",
+                                                 "text", "label"}
+    # names of keywords; no explainer, no answers; how many texts hold a name word ("5 of 6")
     assert all(row["cluster_keywords"] and row["name_answers"] == row["answer"] == "" for row in rows)
+    assert all(re.fullmatch(r"[1-6] of 6", row["name_texts"]) for row in rows), [r["name_texts"] for r in rows]
     by_cluster: dict[str, set[str]] = {}
     for row in rows:
         by_cluster.setdefault(row["cluster"], set()).add(row["label"])
