@@ -22,6 +22,7 @@ from app.services.collections import (
     FOLDER_DATABASE,
     MAX_JOB_ERRORS,
     MAX_JOBS_LISTED,
+    MOVE_IT,
     SUPERSEDED,
     CollectionInfo,
     JobInfo,
@@ -380,9 +381,8 @@ def register(cli: typer.Typer) -> None:
                 # line advised, destroyed them.
                 typer.echo(f"{stray.name}: vectors only ({points}{disk}) of collection "
                            f"{stray.name!r} of {FOLDER_DATABASE}, not of the database "
-                           "FACET_DATABASE_URL names: unset FACET_DATABASE_URL to use them, or "
-                           "move that database here with `facet move-metadata --to URL` "
-                           "(docs/deploy.md)")
+                           "FACET_DATABASE_URL names: unset FACET_DATABASE_URL to use them, "
+                           f"{MOVE_IT} (docs/deploy.md)")
             elif stray.owner is not None:
                 typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of "
                            f"this database owns; they may be of {printable(stray.owner)}: unset "

@@ -220,10 +220,6 @@ def check_port(host: str, port: int) -> None:
             raise InvalidRequestError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
 
 
-# The file a server of an embedded data folder holds locked while it runs (``serving_lock``).
-SERVER_LOCK = "server.lock"
-
-
 @contextmanager
 def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterator[None]:
     """Hold the embedded data folder for one server (`facet serve`, `facet ui`) while it runs.
@@ -249,6 +245,8 @@ def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterato
     import json
     import os
     import time
+
+    from app.services.context import SERVER_LOCK  # (``folder_server`` probes the same file)
 
     folder = Path(settings.data_dir)
     folder.mkdir(parents=True, exist_ok=True)

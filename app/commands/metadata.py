@@ -23,30 +23,18 @@ HELP = "\n\n".join((
     "new database owns the data folder's vectors. On any failure nothing is written to the "
     'target and facet.db stays as it was.',
     'Afterwards set FACET_DATABASE_URL to the URL (the command prints the line) and keep the '
-    'same FACET_DATA_DIR: the vectors stay in its qdrant-edge/.',
+    'same FACET_DATA_DIR: the vectors stay in its qdrant-edge/. The move leaves '
+    'metadata-moved.json in the data folder: a command run there without FACET_DATABASE_URL '
+    'then refuses, naming the database, rather than start an empty facet.db.',
 ))
 
 
 def _confirm(question: str) -> bool:
-    """Ask on stderr, read y/yes (default no) from stdin; no answer (stdin closed) is one
-    ``error:`` line and exit 2, as `facet delete` does."""
-    while True:
-        typer.echo(f"{question} [y/N]: ", nl=False, err=True)
-        try:
-            line = sys.stdin.readline()
-        except KeyboardInterrupt:
-            raise typer.Abort() from None
-        if not line:
-            typer.echo("", err=True)
-            typer.echo("error: no answer on standard input (not a terminal?): nothing was "
-                       "moved; give -y to move without asking", err=True)
-            raise typer.Exit(2)
-        answer = line.strip().lower()
-        if answer in ("y", "yes"):
-            return True
-        if answer in ("", "n", "no"):
-            return False
-        typer.echo("Error: invalid input", err=True)
+    """Ask on stderr, read y/yes (default no) from stdin (``confirm``, shared with the other
+    command that asks); no answer (stdin ended or closed) is one ``error:`` line and exit 2."""
+    from app.commands.common import confirm
+
+    return confirm(question, "nothing was moved; give -y to move without asking")
 
 
 class _Bar:
@@ -94,9 +82,16 @@ def register(cli: typer.Typer) -> None:
                         f"from {plan.source} to {plan.target}, and rename facet.db aside?")
             if not _confirm(question):
                 raise typer.Abort()
+        from app.services.metadata_move import MoveInterrupted
+
         bar = _Bar()
         try:
             report = move_metadata(settings, to, progress=bar)
+        except (KeyboardInterrupt, MoveInterrupted) as e:
+            # (Ctrl-C: 130, SIGTERM: 143) the target's transaction rolled back, facet.db back.
+            bar.close()
+            typer.echo("interrupted: nothing was moved; facet.db is as it was", err=True)
+            raise typer.Exit(128 + getattr(e, "signum", 2)) from None
         finally:
             bar.close()
         from app.services.metadata_move import tables

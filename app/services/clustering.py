@@ -1201,6 +1201,14 @@ class ClusterService:
             self.search_service.vector_names(name)  # says why as a search does: the known ones
             raise NotFoundError(f"collection {name!r} has nothing to cluster yet",
                                 param="collection")
+        with self.ctx.sessions() as session:
+            recorded = md.get_collection(session, name) is not None
+        if not recorded:
+            # Vectors this database does not record (a stray: its own database lost, or the
+            # data folder's facet.db's under FACET_DATABASE_URL): refused as a search refuses
+            # them; their texts were clustered while search called the name unknown.
+            self.search_service.vector_names(name)
+            raise NotFoundError(f"unknown collection {name!r}", param="collection")
         refuse_if_busy(self.ctx.store, name)
 
     def _stored_vector(self, spec: str) -> str | None:

@@ -94,15 +94,49 @@ def folder_owners(settings: FacetSettings) -> tuple[frozenset[str], str | None] 
         return frozenset(), f"{path} cannot be read: {e.strerror or e}"
 
 
+# How the data folder's facet.db is moved into the database FACET_DATABASE_URL names:
+# `facet move-metadata` moves that facet.db only with FACET_DATABASE_URL unset (it refuses
+# while it is set), so the advice says to unset it first.
+MOVE_IT = "or unset it and run `facet move-metadata --to URL` to move that database"
+
+
 def owned_elsewhere(name: str, owner: str) -> str:
     """Why the vectors of stray ``name`` are not deleted: the collection of the data folder's
     facet.db they belong to (``owner``, a stray's ``owner``), and what to do."""
     if owner == FOLDER_DATABASE:
         return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: unset "
-                "FACET_DATABASE_URL to use or delete it, or move that database here with "
-                "`facet move-metadata --to URL` (docs/deploy.md)")
+                f"FACET_DATABASE_URL to use or delete it, {MOVE_IT} (docs/deploy.md)")
     return (f"the vectors of {name!r} may belong to a collection of {owner}: unset "
             "FACET_DATABASE_URL to look, or make it readable")
+
+
+def folder_owner(settings: FacetSettings, name: str) -> str | None:
+    """The owner of store vectors ``name`` that the database in use does not record (a
+    stray's ``CollectionInfo.owner``): ``FOLDER_DATABASE`` where the data folder's facet.db
+    records a collection of that name (FACET_DATABASE_URL naming another database), with why
+    where that file cannot be read (it may); else None."""
+    owners = folder_owners(settings)
+    if owners is None:
+        return None
+    names, error = owners
+    if error is not None:
+        return f"{FOLDER_DATABASE} ({error})"
+    return FOLDER_DATABASE if name in names else None
+
+
+def owned_advice(settings: FacetSettings, name: str) -> str | None:
+    """What to say, instead of "delete it", of store vectors ``name`` the database in use does
+    not record but the data folder's facet.db does (``folder_owner``): whose collection it is
+    and how to use or move it; None where no such facet.db records it. `facet index`, `facet
+    search` and `facet cluster` advised deleting it, which `facet delete` refuses."""
+    owner = folder_owner(settings, name)
+    if owner is None:
+        return None
+    if owner == FOLDER_DATABASE:
+        return (f"{name!r} is a collection of {owner}: unset FACET_DATABASE_URL to use it, "
+                f"{MOVE_IT}")
+    return (f"{name!r} may be a collection of {owner}: unset FACET_DATABASE_URL to look, or "
+            "make it readable")
 
 
 def unowned_store_collections(settings: FacetSettings) -> str | None:
@@ -143,8 +177,8 @@ def unowned_store_collections(settings: FacetSettings) -> str | None:
             said += f"; {FOLDER_DATABASE} may ({error})"
         elif owned:
             said += (f"; {FOLDER_DATABASE} records {len(owned)} of them: is FACET_DATABASE_URL "
-                     "the database meant? (unset it to use that one, or move it with `facet "
-                     "move-metadata --to URL`: docs/deploy.md)")
+                     f"the database meant? (unset it to use that one, {MOVE_IT}: "
+                     "docs/deploy.md)")
     return said + "; `facet collections` lists them"
 
 
@@ -988,14 +1022,10 @@ class CollectionService:
     def _owner(self, name: str) -> str | None:
         """A stray ``name``'s ``owner`` (``CollectionInfo.owner``): read from the data
         folder's facet.db, where the database in use is another."""
-        owners = folder_owners(self.ctx.settings)
-        if owners is None:
-            return None
-        names, error = owners
-        if error is not None:
-            logger.warning("%s", error)
-            return f"{FOLDER_DATABASE} ({error})"
-        return FOLDER_DATABASE if name in names else None
+        owner = folder_owner(self.ctx.settings, name)
+        if owner is not None and owner != FOLDER_DATABASE:
+            logger.warning("%s", owner[len(FOLDER_DATABASE) + 2:-1])
+        return owner
 
     def delete(self, name: str) -> CollectionInfo:
         """Delete a collection from the store and the metadata; returns what it held.

@@ -8,6 +8,7 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -18,6 +19,7 @@ from app.errors import (
     DataError,
     FacetError,
     InvalidRequestError,
+    NotFoundError,
     UnavailableError,
     disk_full_message,
 )
@@ -152,9 +154,101 @@ def check_database(settings: FacetSettings) -> None:
     open_database(settings).dispose()
 
 
+# What `facet move-metadata` leaves in the data folder once the metadata is in another
+# database: where it went (password masked), when, and the name facet.db was renamed to.
+MOVED_RECORD = "metadata-moved.json"
+
+
+def moved_record(data_dir: Path) -> dict[str, Any] | None:
+    """The record ``facet move-metadata`` left in ``data_dir`` (``MOVED_RECORD``), where
+    ``facet.db`` is not there (a facet.db put back, the move undone, wins over it); else None.
+    A record that cannot be read still counts (its fields then unknown)."""
+    path = data_dir / MOVED_RECORD
+    try:
+        if (data_dir / "facet.db").exists() or not path.is_file():
+            return None
+    except OSError:
+        return None
+    import json
+
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    return record if isinstance(record, dict) else {}
+
+
+def moved_message(data_dir: Path, record: dict[str, Any]) -> str:
+    """What to say of a data folder whose metadata `facet move-metadata` moved (``record``:
+    ``moved_record``'s), in one line: where to, when, and how to use it or undo the move."""
+    target = record.get("target") or "another database"
+    when = f" on {record['moved_at']}" if record.get("moved_at") else ""
+    renamed = record.get("renamed") or "facet.db.moved-<time>"
+    return (f"the metadata of this data folder ({data_dir}) was moved to {target}{when} (facet "
+            f"move-metadata): set FACET_DATABASE_URL to it; to undo the move, rename {renamed} "
+            f"back to facet.db (and remove {MOVED_RECORD})")
+
+
+def refuse_moved(settings: FacetSettings) -> None:
+    """Refuse the data folder's SQLite metadata where `facet move-metadata` moved it away
+    (FACET_DATABASE_URL unset, no facet.db, its record there): a command or server started
+    without FACET_DATABASE_URL after a move made a new, empty facet.db, and every collection
+    was then vectors no database owns, which `facet delete` (as advised) destroyed.
+
+    Raises:
+        NotFoundError: the metadata was moved (exit 3, as no facet.db to move).
+    """
+    if settings.database_url is not None:
+        return
+    data_dir = Path(settings.data_dir)
+    record = moved_record(data_dir)
+    if record is not None:
+        raise NotFoundError(moved_message(data_dir, record))
+
+
+# The file a server of an embedded data folder holds locked while it runs
+# (``app.commands.common.serving_lock``; ``folder_server`` probes it).
+SERVER_LOCK = "server.lock"
+
+
+def folder_server(data_dir: Path) -> dict[str, Any] | None:
+    """The Facet server (`facet serve`, `facet ui`) holding the data folder now, as its
+    ``server.lock`` says (pid, command, address, started; ``app.commands.common.serving_lock``),
+    or None: no lock file, or nobody holds it. Probed with a non-blocking lock let go at once;
+    nothing is created. An idle server holds no collection open, yet keeps facet.db."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock is held either
+        return None
+    import json
+
+    path = data_dir / SERVER_LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(path.read_text() or "{}")
+            except (OSError, ValueError):
+                holder = {}
+            return holder if isinstance(holder, dict) else {}
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def open_database(settings: FacetSettings) -> Engine:
     """The metadata database's engine (migrated), or the error to say: the data folder not
-    writable (``DataError``), else ``database_error``'s."""
+    writable (``DataError``), its metadata moved to another database (``refuse_moved``:
+    ``NotFoundError``, before any facet.db is made), else ``database_error``'s."""
+    refuse_moved(settings)
     try:
         return make_engine(settings.resolved_database_url)
     except Exception as e:  # driver missing, server down, bad URL, a read-only folder

@@ -1528,6 +1528,13 @@ class IndexService:
                 copy = (", a copy of facet.db made without its facet.db-wal while a process had "
                         "it open" if self.store.backend == "edge" and self.settings.database_url is None
                         else "")  # (facet.db is no file of a FACET_DATABASE_URL's database)
+                from app.services.collections import owned_advice
+
+                owned = owned_advice(self.settings, name)
+                if owned is not None:  # (`facet delete` refuses those: do not advise it)
+                    raise ConflictError(
+                        f"the vector store already holds a collection {name!r} that this "
+                        f"metadata database does not know: {owned}")
                 raise ConflictError(
                     f"the vector store already holds a collection {name!r} that this metadata "
                     f"database does not know (its own database lost{copy}, or another "

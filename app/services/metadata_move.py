@@ -140,11 +140,20 @@ def _source_path(settings: FacetSettings) -> Path:
             "the SQLite facet.db of the data folder (FACET_DATA_DIR) into another database; "
             f"moving from a server database is {SERVER_JOB} (pg_dump, then pg_restore into the "
             "new one); unset FACET_DATABASE_URL to move the data folder's facet.db")
+    from app.services.context import refuse_moved
+
+    refuse_moved(settings)  # (moved already: where to, and how to undo it)
     database = Path(settings.data_dir) / "facet.db"
     if not database.is_file():
+        # A move killed (SIGKILL, a power cut) between the rename and the commit leaves the
+        # renamed file and no record of a move: say it, rather than "point FACET_DATA_DIR".
+        moved = sorted(p.name for p in database.parent.glob("facet.db.moved-*")
+                       if not p.name.endswith(SIDE_FILES)) if database.parent.is_dir() else []
+        beside = (f"; a {moved[-1]} is here: a move to another database was made or "
+                  "interrupted; rename it back to facet.db to move again" if moved else
+                  "; point FACET_DATA_DIR at the folder you indexed into")
         raise NotFoundError(f"the data folder {settings.data_dir} (FACET_DATA_DIR) holds no "
-                            "metadata database (facet.db): nothing to move; point FACET_DATA_DIR "
-                            "at the folder you indexed into")
+                            f"metadata database (facet.db): nothing to move{beside}")
     return database
 
 
@@ -196,15 +205,29 @@ def _open_elsewhere(settings: FacetSettings, names: list[str]) -> list[str]:
     return found
 
 
+def _server_text(holder: dict[str, object]) -> str:
+    who = ", ".join(str(part) for part in (
+        holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
+        f"on {holder['address']}" if holder.get("address") else None) if part)
+    return f"a Facet server ({who or 'unknown'}) serves the data folder"
+
+
 def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
     """What writes the metadata now: jobs queued, running or stalled (as ``facet jobs`` reads
     them: a job whose writer died is interrupted, not running), collections whose writer
-    lease is alive, and (``settings`` given) collections another process holds open; each
-    named."""
+    lease is alive, and (``settings`` given) a `facet serve` or `facet ui` holding the data
+    folder (its ``server.lock``: idle, it opened no collection, yet a job posted to it after
+    the move landed in the renamed facet.db) and collections another process holds open;
+    each named."""
     from app.services import leases
     from app.services.collections import effective_state
+    from app.services.context import folder_server
 
     found: list[str] = []
+    if settings is not None:
+        server = folder_server(Path(settings.data_dir))
+        if server is not None:
+            found.append(_server_text(server))
     writing: set[int] = set()
     named: set[str] = set()  # collections already named (their writer holds them open)
     jobs = session.scalars(select(md.IndexJob).where(md.IndexJob.state.in_(("queued", "running")))
@@ -253,6 +276,45 @@ def _refuse_filled(conn: Connection, target: str) -> None:
             f"the target database {target} already holds {plural(n_coll, 'collection')} and "
             f"{plural(n_jobs, 'index job')}: move-metadata writes only into an empty one (a new "
             "database: CREATE DATABASE facet_new); nothing was written")
+
+
+def _check_target(settings: FacetSettings, url: str, target: str) -> None:
+    """Refuse a target that holds collections or jobs, reading it only: nothing is created
+    there (a refusal, or a "no" to the question, left Facet's schema in it). A SQLite file not
+    there yet is made by the move itself.
+
+    Raises:
+        ConflictError: it holds a collection or a job. UnavailableError: a server out of
+            reach. FacetError: it cannot be opened for another reason.
+    """
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.pool import NullPool
+
+    parsed = make_url(md.engine_url(url))
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database or not Path(parsed.database).expanduser().is_file():
+            return
+        engine = create_engine(md.engine_url(url), poolclass=NullPool)
+    else:
+        engine = md.make_engine(url, migrate=False, pooled=False)
+    try:
+        with engine.connect() as conn:
+            present = set(inspect(conn).get_table_names())
+            counts = [int(conn.execute(select(func.count()).select_from(model)).scalar_one())
+                      if model.__tablename__ in present else 0
+                      for model in (md.Collection, md.IndexJob)]
+            if any(counts):
+                _refuse_filled(conn, target)
+    except FacetError:
+        raise
+    except Exception as e:
+        from app.services.context import database_error
+
+        error = database_error(settings.model_copy(update={"database_url": url}), e)
+        raise type(error)(str(error).replace("check FACET_DATABASE_URL", "check the --to URL")) \
+            from e
+    finally:
+        engine.dispose()
 
 
 def _sqlite_sequences(conn: Connection) -> dict[str, int]:
@@ -371,13 +433,115 @@ def plan_move(settings: FacetSettings, to: str) -> MovePlan:
         _refuse_busy(session, settings)
         with source.connect() as conn:
             plan.rows = _counts(conn)
-    target = _open_target(settings, url)
-    try:
-        with target.connect() as conn:
-            _refuse_filled(conn, plan.target)
-    finally:
-        target.dispose()
+    _check_target(settings, url, plan.target)
     return plan
+
+
+class MoveInterrupted(BaseException):
+    """SIGTERM during a move: raised (as Ctrl-C's KeyboardInterrupt) so that the target's
+    transaction is rolled back and facet.db renamed back. ``signum``: the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """SIGTERM raising ``MoveInterrupted`` (and Ctrl-C its KeyboardInterrupt) while a move
+    runs, or held back (``hold``) while facet.db is renamed and once the move is committed; the
+    handlers before put back on ``restore``. A SIGTERM killed the process between the rename
+    and the commit: facet.db renamed, the target empty. Only in the main thread (signals are
+    its own)."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.pending: int | None = None
+        self.before: dict[int, object] = {}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.held:
+            self.pending = signum
+            return
+        self._raise(signum)
+
+    @staticmethod
+    def _raise(signum: int) -> None:
+        import signal
+
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise MoveInterrupted(signum)
+
+    def install(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            before = signal.getsignal(signum)
+            if signum == signal.SIGINT and before is not signal.default_int_handler:
+                continue  # ignored (a background job) or another's: left alone
+            try:
+                self.before[signum] = signal.signal(signum, self._handle)
+            except (ValueError, OSError):
+                continue
+
+    def release(self) -> None:
+        """Stop holding; a signal that came meanwhile is raised now."""
+        self.held = False
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            self._raise(signum)
+
+    def restore(self) -> None:
+        import signal
+
+        for signum, before in self.before.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signum, before)  # type: ignore[arg-type]
+        self.before.clear()
+
+
+def _landed(url: str, rows: dict[str, int]) -> bool:
+    """Whether the target holds the collections and jobs copied (a commit interrupted on its
+    way back from the server may have been made there); False where that cannot be told."""
+    expected = (rows.get(md.Collection.__tablename__, 0), rows.get(md.IndexJob.__tablename__, 0))
+    if not any(expected):
+        return False  # (an empty facet.db: nothing to tell, nothing lost either way)
+    try:
+        engine = md.make_engine(url, migrate=False, pooled=False)
+        try:
+            with engine.connect() as conn:
+                found = tuple(int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+                              for t in (md.Collection.__table__, md.IndexJob.__table__))
+        finally:
+            engine.dispose()
+    except Exception:
+        return False
+    return found == expected
+
+
+def _write_record(settings: FacetSettings, target: str, when: dt.datetime,
+                  renamed: Path) -> None:
+    """The record of the move in the data folder (``context.MOVED_RECORD``): with facet.db gone,
+    a command started without FACET_DATABASE_URL refuses, naming the target, rather than make
+    a new, empty facet.db beside the vectors the target now owns."""
+    import json
+
+    from app.services.context import MOVED_RECORD
+
+    path = Path(settings.data_dir) / MOVED_RECORD
+    part = path.with_name(path.name + ".part")
+    try:
+        part.write_text(json.dumps({
+            "target": target, "moved_at": when.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "renamed": renamed.name}, indent=1) + "\n", encoding="utf-8")
+        os.replace(part, path)
+    except OSError as e:
+        logger.warning("the move is done, but its record %s could not be written (%s): a "
+                       "command run without FACET_DATABASE_URL makes a new, empty facet.db "
+                       "there", path, e.strerror or e)
 
 
 def move_metadata(settings: FacetSettings, to: str, *,
@@ -406,7 +570,23 @@ def move_metadata(settings: FacetSettings, to: str, *,
         raise InvalidRequestError(f"--to names the data folder's own facet.db ({database}): give "
                                   "another database", param="to")
     target_shown = shown(url)
-    stamp = (now or (lambda: dt.datetime.now(dt.UTC)))().strftime("%Y%m%dT%H%M%SZ")
+    moved_at = (now or (lambda: dt.datetime.now(dt.UTC)))()
+    stamp = moved_at.strftime("%Y%m%dT%H%M%SZ")
+    signals = _Signals()
+    signals.install()
+    try:
+        # Every check that reads only, first: a refusal writes nothing to the target (its
+        # schema was made before them).
+        plan_move(settings, to)
+        report = _move(settings, url, database, target_shown, stamp, moved_at, progress, signals)
+    finally:
+        signals.restore()
+    return report
+
+
+def _move(settings: FacetSettings, url: str, database: Path, target_shown: str, stamp: str,
+          moved_at: dt.datetime, progress: Callable[[int, int], None] | None,
+          signals: _Signals) -> MoveReport:
     target = _open_target(settings, url)
     renamed: list[tuple[Path, Path]] = []
     rows: dict[str, int] = {}
@@ -454,15 +634,27 @@ def move_metadata(settings: FacetSettings, to: str, *,
                             src.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
                         src.close()
                         source.dispose()
+                        signals.held = True  # (no rename half done)
                         renamed = _rename_aside(database, stamp)
                         try:
+                            signals.release()
                             trans.commit()
+                            signals.held = True  # committed: the move is done
+                        except (KeyboardInterrupt, MoveInterrupted) as e:
+                            # Said during the commit: it may have gone through on the server.
+                            signals.held = True
+                            if not _landed(url, rows):
+                                _rename_back(renamed)
+                                raise
+                            signals.pending = getattr(e, "signum", None) or 2
                         except BaseException:
                             _rename_back(renamed)
                             raise
+                        _write_record(settings, target_shown, moved_at, renamed[0][1])
                     except BaseException:
                         if trans.is_active:
-                            trans.rollback()
+                            with contextlib.suppress(Exception):
+                                trans.rollback()
                         raise
             finally:
                 src.close()
@@ -477,7 +669,12 @@ def move_metadata(settings: FacetSettings, to: str, *,
             f"the move failed: {mask_passwords(said)}; nothing was written to the target and "
             "facet.db is as it was")) from e
     finally:
-        target.dispose()
+        with contextlib.suppress(Exception):
+            target.dispose()
+    if signals.pending is not None:
+        logger.warning("a signal (%d) came once the move was committed: the move is done",
+                       signals.pending)
+        signals.pending = None
     logger.debug("moved the metadata of %s (%d rows) to %s; facet.db renamed to %s", database,
                 sum(rows.values()), target_shown, renamed[0][1].name)
     password = make_url(md.engine_url(url)).password
@@ -503,5 +700,5 @@ def _vectors_text(settings: FacetSettings) -> str:
             "with FACET_DATABASE_URL")
 
 
-__all__ = ["BATCH_ROWS", "PROGRESS_ROWS", "MovePlan", "MoveReport", "move_metadata", "plan_move",
-           "tables"]
+__all__ = ["BATCH_ROWS", "PROGRESS_ROWS", "MoveInterrupted", "MovePlan", "MoveReport",
+           "move_metadata", "plan_move", "tables"]

@@ -959,9 +959,14 @@ class SearchService:
                     raise  # not "unknown collection (known: none)": the server is out of reach
                 except StoreError:  # a name no store collection can have ("n\x001")
                     stray = False
+                from app.services.collections import owned_advice
+
+                owned = owned_advice(self.ctx.settings, collection) if stray else None
                 raise NotFoundError(
                     f"unknown collection {collection!r} (known: {', '.join(known) or 'none'}); "
                     + (f"the vector store holds vectors under that name that this metadata "
+                       f"database does not know: {owned}" if owned is not None else
+                       f"the vector store holds vectors under that name that this metadata "
                        f"database does not know (a lost or another database?): delete "
                        f"{collection!r} to remove them, or point FACET_DATABASE_URL at the "
                        f"database that indexed them" if stray else

@@ -195,3 +195,157 @@ def test_a_target_facet_cannot_use_is_refused_as_facet_database_url_is(tmp_path,
     refused = _move(data, url)
     assert refused.returncode == 2 and said in refused.stderr and "pw" not in refused.stderr
     assert (data / "facet.db").exists()
+
+
+def _tables(url: str) -> set[str]:
+    """The tables of the database ``url`` (a refusal, or a "no", must leave it as it was)."""
+    engine = create_engine(md.engine_url(url))
+    try:
+        with engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_after_a_move_a_command_without_the_url_refuses_and_makes_no_facet_db(
+        tmp_path, postgres) -> None:  # noqa: F811
+    """A shell or service started without FACET_DATABASE_URL after the move made a new, empty
+    facet.db: every collection was then a stray 'facet delete cars removes', and deleting
+    destroyed the vectors PostgreSQL owns. The move's record refuses it, naming the target."""
+    import json
+
+    from app.errors import NotFoundError
+    from app.services.context import ServiceContext, check_database
+    from app.settings import FacetSettings
+
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    url = _database(postgres, "recorded")
+    assert _move(data, url).returncode == 0
+    [renamed] = [p.name for p in data.glob("facet.db.moved-*Z")]
+    record = json.loads((data / "metadata-moved.json").read_text())
+    assert record["renamed"] == renamed and PASSWORD not in json.dumps(record)
+    said = (f"the metadata of this data folder ({data}) was moved to "
+            f"{url.replace(PASSWORD, '***')} on {record['moved_at']} (facet move-metadata): set "
+            f"FACET_DATABASE_URL to it; to undo the move, rename {renamed} back to facet.db (and "
+            "remove metadata-moved.json)")
+    for args in (("collections",), ("delete", "alpha", "-y"), ("jobs",)):
+        refused = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
+        assert (refused.returncode, refused.stderr.strip()) == (3, f"error: {said}"), refused
+    with pytest.raises(NotFoundError, match="was moved to"):
+        check_database(FacetSettings(data_dir=data))  # `facet serve`'s check at start
+    with pytest.raises(NotFoundError, match="was moved to"):
+        ServiceContext(FacetSettings(data_dir=data))
+    assert not (data / "facet.db").exists()
+    again = _move(data, url)  # (a second move says the same, exit 3)
+    assert again.returncode == 3 and said in again.stderr
+    # Undone: facet.db back wins over the record.
+    (data / renamed).rename(data / "facet.db")
+    listed = invoke_cli("collections", env={"FACET_DATA_DIR": str(data)})
+    assert listed.returncode == 0 and "alpha" in listed.stdout, listed
+
+
+_SIGNALLED = """
+import os, signal, sys
+import app.services.metadata_move as m
+url, signum = sys.argv[1], getattr(signal, sys.argv[2])
+rename = m._rename_aside
+def aside(*args):
+    done = rename(*args)  # facet.db renamed, the target's commit not yet made
+    os.kill(os.getpid(), signum)
+    return done
+m._rename_aside = aside
+from app.cli import main
+sys.argv = ["facet", "move-metadata", "--to", url, "-y"]
+main()
+"""
+
+
+@pytest.mark.parametrize("signame, code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_between_the_rename_and_the_commit_moves_nothing(
+        tmp_path, postgres, signame, code) -> None:  # noqa: F811
+    """SIGTERM (a service manager, `kill`) killed the process with facet.db renamed and the
+    target empty: now the rename is undone and the transaction rolled back, as for Ctrl-C."""
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    url = _database(postgres, f"signalled_{signame.lower()}")
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", _SIGNALLED, url, signame], cwd=root,
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, FACET_DATA_DIR=str(data), PYTHONPATH=str(root)))
+    assert done.returncode == code, (done.returncode, done.stderr)
+    assert done.stderr.strip() == "interrupted: nothing was moved; facet.db is as it was", done.stderr
+    assert (data / "facet.db").exists() and not list(data.glob("facet.db.moved-*"))
+    assert not (data / "metadata-moved.json").exists() and _rows(url) == (0, 0)
+
+
+def test_a_move_killed_before_its_commit_is_named_by_the_next_one(tmp_path) -> None:
+    """SIGKILL between the rename and the commit leaves facet.db.moved-* and no record: the
+    next run said only 'point FACET_DATA_DIR at the folder you indexed into'."""
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    (data / "facet.db").rename(data / "facet.db.moved-20261130T101010Z")
+    again = _move(data, "postgresql://facet:pw@127.0.0.1:1/none")
+    assert again.returncode == 3, again.stderr
+    assert ("a facet.db.moved-20261130T101010Z is here: a move to another database was made or "
+            "interrupted; rename it back to facet.db to move again") in again.stderr
+
+
+def test_an_idle_server_on_the_folder_refuses_the_move(tmp_path, postgres) -> None:  # noqa: F811
+    """An idle `facet serve` (no collection open) holds only server.lock, and its connection to
+    facet.db: a job posted to it after the move landed in the renamed file. Refused (exit 5),
+    and nothing is created in the target."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    target = _database(postgres, "beside_an_idle_server")
+    hold = ("import fcntl, json, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+            "os.write(fd, json.dumps({'pid': os.getpid(), 'command': 'facet serve', "
+            "'address': '127.0.0.1:8123'}).encode())\n"
+            "print('locked', flush=True)\ntime.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(data / "server.lock")],
+                              stdout=subprocess.PIPE, env=dict(os.environ))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        refused = _move(data, target)
+        asked = invoke_cli("move-metadata", "--to", target, env={"FACET_DATA_DIR": str(data)})
+    finally:
+        holder.kill()
+        holder.wait()
+    assert refused.returncode == 5, refused.stderr
+    assert (f"a Facet server (facet serve, pid {holder.pid}, on 127.0.0.1:8123) serves the data "
+            "folder") in refused.stderr and refused.stderr.count("error:") == 1
+    assert asked.returncode == 5 and "a Facet server (facet serve" in asked.stderr
+    assert (data / "facet.db").exists() and _tables(target) == set()
+    assert json.loads((data / "server.lock").read_text())["pid"] == holder.pid
+    # Let go: the lock file alone (left by a server that ended) stops nothing.
+    assert _move(data, target).returncode == 0
+
+
+def test_a_no_or_a_refusal_writes_nothing_to_the_target(tmp_path, postgres) -> None:  # noqa: F811
+    """Answering `n`, or a refusal, left Facet's 9-table schema in the target: the checks and
+    the question read it only; only the move itself migrates it."""
+    data = tmp_path / "data"
+    source, coll_id = _sqlite_source(data)
+    target = _database(postgres, "asked")
+    said_no = invoke_cli("move-metadata", "--to", target, env={"FACET_DATA_DIR": str(data)},
+                         input="n\n")
+    assert said_no.returncode != 0 and (data / "facet.db").exists()
+    assert _tables(target) == set()
+    engine = md.make_engine(source)
+    with md.Session(engine) as session:
+        job_id = running_job(session, session.get(md.Collection, coll_id))
+    engine.dispose()
+    refused = _move(data, target)
+    assert refused.returncode == 5 and f"job {job_id} (running" in refused.stderr
+    assert _tables(target) == set()

@@ -27,8 +27,13 @@ from tests.worker import qdrant_standin
 from .conftest import write_corpus
 
 OWNED = ("the vectors of 'cars' belong to collection 'cars' of facet.db in this data folder: "
-         "unset FACET_DATABASE_URL to use or delete it, or move that database here with "
-         "`facet move-metadata --to URL` (docs/deploy.md)")
+         "unset FACET_DATABASE_URL to use or delete it, or unset it and run `facet "
+         "move-metadata --to URL` to move that database (docs/deploy.md)")
+# What `facet index`, `facet search` and `facet cluster` say of such a name (they advised
+# deleting it, which `facet delete` refuses; move-metadata refuses while the URL is set).
+OWNED_NAME = ("'cars' is a collection of facet.db in this data folder: unset FACET_DATABASE_URL "
+              "to use it, or unset it and run `facet move-metadata --to URL` to move that "
+              "database")
 
 
 @pytest.fixture
@@ -155,3 +160,30 @@ def test_an_edge_collection_under_a_qdrant_url_says_the_server_lacks_it(make_ctx
     assert "unset FACET_QDRANT_URL" in note, note
     assert info.store_missing and info.store_in_use == "server" and info.backend == "edge"
     assert os.path.isdir(tmp_path / "data" / "qdrant-edge" / "owner_edge_only")
+
+
+def test_index_search_and_cluster_name_the_owner_and_cluster_refuses_strays(
+        make_ctx, laptop: Path, tmp_path: Path, postgres: Cluster) -> None:  # noqa: F811
+    """Under FACET_DATABASE_URL, a name the data folder's facet.db records: indexing said
+    "delete 'cars' (which removes those vectors) and index again", search "delete 'cars' to
+    remove them", though delete refuses; cluster clustered the vectors' texts while search
+    called the name unknown. A true stray ('bikes') is refused by cluster as by search."""
+    from app.errors import NotFoundError
+    from app.services.clustering import ClusterRequest, ClusterService
+    from app.services.search import SearchRequest, SearchService
+
+    pg = make_ctx(database_url=postgres.url)
+    with pytest.raises(ConflictError) as indexing:
+        IndexService(pg).index(tmp_path / "cars", "cars")
+    assert OWNED_NAME in str(indexing.value) and "delete" not in str(indexing.value)
+    with pytest.raises(NotFoundError) as searching:
+        SearchService(pg).search(SearchRequest("a car", "cars"))
+    assert OWNED_NAME in str(searching.value) and "delete" not in str(searching.value)
+    clusters = ClusterService(pg)
+    with pytest.raises(NotFoundError) as clustering:
+        clusters.cluster(ClusterRequest("What?", collection="cars", k=2, embedder="minilm"))
+    assert str(clustering.value) == str(searching.value)
+    with pytest.raises(NotFoundError) as stray:
+        clusters.cluster(ClusterRequest("What?", collection="bikes", k=2, embedder="minilm"))
+    assert "unknown collection 'bikes'" in str(stray.value)
+    assert "delete 'bikes' to remove them" in str(stray.value)
