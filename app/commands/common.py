@@ -246,7 +246,10 @@ def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterato
     import os
     import time
 
-    from app.services.context import SERVER_LOCK  # (``folder_server`` probes the same file)
+    from app.services.context import (  # (``folder_server`` probes the same file)
+        SERVER_LOCK,
+        server_holder,
+    )
 
     folder = Path(settings.data_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -256,10 +259,7 @@ def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterato
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            try:
-                holder = json.loads(path.read_text() or "{}")
-            except (OSError, ValueError):
-                holder = {}
+            holder = server_holder(path)
             who = ", ".join(str(part) for part in (
                 holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
                 f"on {holder['address']}" if holder.get("address") else None,

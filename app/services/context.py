@@ -211,6 +211,18 @@ def refuse_moved(settings: FacetSettings) -> None:
 SERVER_LOCK = "server.lock"
 
 
+def server_holder(path: Path) -> dict[str, Any]:
+    """What the server holding ``path`` (a ``SERVER_LOCK``) wrote there: pid, command, address,
+    started; empty where it cannot be read."""
+    import json
+
+    try:
+        holder = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
 def folder_server(data_dir: Path) -> dict[str, Any] | None:
     """The Facet server (`facet serve`, `facet ui`) holding the data folder now, as its
     ``server.lock`` says (pid, command, address, started; ``app.commands.common.serving_lock``),
@@ -220,7 +232,6 @@ def folder_server(data_dir: Path) -> dict[str, Any] | None:
         import fcntl
     except ImportError:  # not POSIX: no lock is held either
         return None
-    import json
 
     path = data_dir / SERVER_LOCK
     try:
@@ -231,11 +242,7 @@ def folder_server(data_dir: Path) -> dict[str, Any] | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            try:
-                holder = json.loads(path.read_text() or "{}")
-            except (OSError, ValueError):
-                holder = {}
-            return holder if isinstance(holder, dict) else {}
+            return server_holder(path)
         except OSError:
             return None
         fcntl.flock(fd, fcntl.LOCK_UN)

@@ -409,6 +409,20 @@ def _source(settings: FacetSettings) -> Iterator[Engine]:
         engine.dispose()
 
 
+def _source_and_target(settings: FacetSettings, to: str) -> tuple[str, Path]:
+    """The target URL as FACET_DATABASE_URL would take it and the data folder's facet.db, or
+    why not: FACET_DATABASE_URL set (said before the URL's own check), a URL Facet does not
+    take, no facet.db, or ``to`` naming that very file."""
+    if settings.database_url:
+        _source_path(settings)  # (refused)
+    url = check_target_url(to)
+    database = _source_path(settings)
+    if _same_file(url, database):
+        raise InvalidRequestError(f"--to names the data folder's own facet.db ({database}): give "
+                                  "another database", param="to")
+    return url, database
+
+
 def plan_move(settings: FacetSettings, to: str) -> MovePlan:
     """Check a move without writing a row: the source is the data folder's facet.db
     (FACET_DATABASE_URL unset), nothing writes it, and ``to`` is a URL Facet takes, reachable,
@@ -421,13 +435,7 @@ def plan_move(settings: FacetSettings, to: str) -> MovePlan:
             target already holds collections or jobs.
         UnavailableError: the target's server is out of reach.
     """
-    if settings.database_url:
-        _source_path(settings)  # (refused: said before the URL's own check)
-    url = check_target_url(to)
-    database = _source_path(settings)
-    if _same_file(url, database):
-        raise InvalidRequestError(f"--to names the data folder's own facet.db ({database}): give "
-                                  "another database", param="to")
+    url, database = _source_and_target(settings, to)
     plan = MovePlan(source=database, target=shown(url))
     with _source(settings) as source, Session(source) as session:
         _refuse_busy(session, settings)
@@ -562,13 +570,7 @@ def move_metadata(settings: FacetSettings, to: str, *,
         copy; FacetError: the target cannot be opened for another reason. Nothing is committed
         on the target then, and facet.db stays in place.
     """
-    if settings.database_url:
-        _source_path(settings)  # (refused: said before the URL's own check)
-    url = check_target_url(to)
-    database = _source_path(settings)
-    if _same_file(url, database):
-        raise InvalidRequestError(f"--to names the data folder's own facet.db ({database}): give "
-                                  "another database", param="to")
+    url, database = _source_and_target(settings, to)
     target_shown = shown(url)
     moved_at = (now or (lambda: dt.datetime.now(dt.UTC)))()
     stamp = moved_at.strftime("%Y%m%dT%H%M%SZ")
