@@ -1220,7 +1220,9 @@ class EdgeStore(VectorStore):
                 raise StoreError(
                     f"filter {key!r}: the edge store cannot match true/false (qdrant-edge 0.9 "
                     "reads them as the integers 1/0); store the field as a string or an "
-                    "integer, or use FACET_VECTOR_BACKEND=local or a Qdrant server",
+                    "integer, or use a Qdrant server or FACET_VECTOR_BACKEND=local (one "
+                    "process at a time; for a new collection: a switch indexes every source "
+                    "again)",
                     param="filters")
         return q.Filter(must=[_condition(q.FieldCondition, lambda v: q.MatchValue(v),
                                          lambda vs: q.MatchAny(vs),
@@ -1675,8 +1677,10 @@ class QdrantClientStore(VectorStore):
                 except RuntimeError as e:
                     raise StoreBusyError(
                         f"cannot open the qdrant local storage {path}: it is open in another "
-                        "process (local mode takes one process per folder); wait for it, or "
-                        "serve every reader and writer from one `facet serve`", "*") from e
+                        "process (FACET_VECTOR_BACKEND=local allows one process at a time, "
+                        "every facet command included); wait for it, serve every reader and "
+                        "writer from one `facet serve`, or use the edge store (the default: "
+                        "unset FACET_VECTOR_BACKEND) for concurrent use", "*") from e
         else:
             raise StoreError("QdrantClientStore needs a server url or a local path (or ':memory:')")
         # collection -> (keeps term vectors, when read): another process may drop and re-create

@@ -1191,6 +1191,7 @@ class ClusterService:
         Raises:
             NotFoundError: an unknown collection (naming the known ones), or one with nothing
                 written yet.
+            ConflictError: one indexed into another vector store than the one in use.
             StoreBusyError, StoreUnavailableError: see ``refuse_if_busy``.
         """
         try:  # said by the store's collection_exists too, as a lower error naming no field
@@ -1202,7 +1203,13 @@ class ClusterService:
             raise NotFoundError(f"collection {name!r} has nothing to cluster yet",
                                 param="collection")
         with self.ctx.sessions() as session:
-            recorded = md.get_collection(session, name) is not None
+            coll = md.get_collection(session, name)
+            recorded = coll is not None
+            # Indexed into another store (FACET_VECTOR_BACKEND or FACET_QDRANT_URL switched
+            # since): this store's copy may be stale; refused as a search refuses it.
+            other_store = coll is not None and coll.backend != self.ctx.store.backend
+        if other_store:
+            self.search_service.vector_names(name)
         if not recorded:
             # Vectors this database does not record (a stray: its own database lost, or the
             # data folder's facet.db's under FACET_DATABASE_URL): refused as a search refuses

@@ -182,13 +182,63 @@ def unowned_store_collections(settings: FacetSettings) -> str | None:
     return said + "; `facet collections` lists them"
 
 
+def store_place(backend: str, name: str) -> str:
+    """Where a collection indexed into ``backend`` keeps its vectors, for a message: "the
+    embedded store (qdrant-edge/NAME)", "the local store (qdrant-local/collection/NAME)", "a Qdrant
+    server"."""
+    return {"edge": f"the embedded store (qdrant-edge/{name})",
+            "local": f"the local store (qdrant-local/collection/{name})"}.get(backend,
+                                                                              "a Qdrant server")
+
+
+def _store_label(backend: str) -> str:
+    return {"edge": "the edge store", "local": "the local store"}.get(backend, "the server")
+
+
+def _store_in_use_text(backend: str) -> str:
+    return {"edge": "the edge store (qdrant-edge/) is in use",
+            "local": "FACET_VECTOR_BACKEND=local is in use (qdrant-local/)"}.get(
+        backend, "FACET_QDRANT_URL points at a Qdrant server")
+
+
+def _back_to(recorded: str, in_use: str) -> str:
+    """The settings that make ``recorded`` the store in use again, from ``in_use``."""
+    if recorded == "edge":
+        return ("unset FACET_VECTOR_BACKEND (edge is the default)" if in_use == "local" else
+                "unset FACET_QDRANT_URL (and FACET_VECTOR_BACKEND=server, if set)")
+    if recorded == "local":
+        return "set FACET_VECTOR_BACKEND=local"
+    return ("set FACET_QDRANT_URL to that server's URL" + (
+        " and unset FACET_VECTOR_BACKEND=local" if in_use == "local" else ""))
+
+
+def backend_mismatch(name: str, recorded: str, in_use: str, *, held: bool | None = None) -> str:
+    """Why collection ``name``, indexed into the ``recorded`` store (``Collection.backend``:
+    edge, local or server), is not served from the ``in_use`` one, and how to get back to its
+    vectors, in one line; ``held``: whether the store in use holds a collection of its name
+    (an older copy, possibly stale; None: not asked).
+
+    Switching FACET_VECTOR_BACKEND or FACET_QDRANT_URL over a data folder said "its folder
+    qdrant-edge/NAME is missing" beside that very folder; an index run under the other store
+    wrote a second copy there while the row kept the first store, and switching back served
+    the first, stale copy without a word.
+    """
+    hold = ("" if held is None else " that does not hold it" if not held
+            else " whose copy of it may be stale")
+    return (f"it was indexed into {store_place(recorded, name)}, but "
+            f"{_store_in_use_text(in_use)}{hold}: {_back_to(recorded, in_use)} to use it, or "
+            f"index its sources again (`facet index`) to write them into "
+            f"{_store_label(in_use)}")
+
+
 @dataclass
 class CollectionInfo:
     """A collection as its metadata and its store describe it now.
 
     Attributes:
         name: the collection's name.
-        backend: the vector store it was created in: ``edge`` (embedded) or ``server``.
+        backend: the vector store it was indexed into: ``edge`` (embedded, the default),
+            ``local`` (qdrant-client's local mode) or ``server``.
         embedders: vector name (an embedder's name) -> its dimension.
         chunk_size: tokens per chunk, fixed at its creation.
         chunk_overlap: tokens shared by consecutive chunks, fixed at its creation.
@@ -218,9 +268,10 @@ class CollectionInfo:
             a collection of its name: ``FOLDER_DATABASE``, or, where that file cannot be read,
             ``FOLDER_DATABASE`` and why (it may own them); else None. `facet delete` and
             ``DELETE /collections/{name}`` refuse such vectors.
-        store_in_use: the vector store this process uses (``edge`` or ``server``) where it is
-            not ``backend``, the one the collection was indexed into (FACET_QDRANT_URL set or
-            unset since); else None.
+        store_in_use: the vector store this process uses (``edge``, ``local`` or ``server``)
+            where it is not ``backend``, the one the collection was indexed into
+            (FACET_VECTOR_BACKEND or FACET_QDRANT_URL set or unset since); else None. Searches
+            and clusterings of it are refused; `facet index` writes it anew into this store.
     """
 
     name: str
@@ -270,7 +321,7 @@ class CollectionInfo:
     owner: str | None = None
     # The store in use where it is not the one the collection was indexed into: FACET_QDRANT_URL
     # set over collections of the embedded store read "its folder qdrant-edge/NAME is missing"
-    # beside that very folder.
+    # beside that very folder; any switch of FACET_VECTOR_BACKEND too (edge, local, server).
     store_in_use: str | None = None
 
     @property
@@ -279,20 +330,15 @@ class CollectionInfo:
         otherwise)."""
         if self.store_damaged is not None:
             return f"store files damaged: {self.store_damaged}"
+        if self.store_in_use is not None:
+            return ("not in the vector store in use: "
+                    + backend_mismatch(self.name, self.backend, self.store_in_use,
+                                       held=not self.store_missing))
         if not self.store_missing:
             return None
-        if (self.backend, self.store_in_use) == ("edge", "server"):
-            return (f"not in the vector store in use: it was indexed into the embedded store "
-                    f"(qdrant-edge/{self.name}), but FACET_QDRANT_URL points at a Qdrant server "
-                    "that does not hold it: unset FACET_QDRANT_URL to use it, or index its "
-                    "sources again (`facet index`) to write them to the server")
-        if (self.backend, self.store_in_use) == ("server", "edge"):
-            return ("not in the vector store in use: it was indexed into a Qdrant server, but "
-                    "FACET_QDRANT_URL is unset (the embedded store qdrant-edge/ is in use): set "
-                    "it to that server's URL, or index its sources again (`facet index`) to "
-                    "write them here")
         where = (f"its folder qdrant-edge/{self.name} is missing" if self.backend == "edge"
-                 else "the vector store has no collection of its name")
+                 else f"its folder qdrant-local/collection/{self.name} is missing"
+                 if self.backend == "local" else "the vector store has no collection of its name")
         return (f"store files missing: {where}; searches fail until its sources are indexed "
                 f"again (`facet index`), or `facet delete {self.name}` removes it")
 
@@ -984,8 +1030,7 @@ class CollectionService:
             lexical_note=lexical_note, open_in=open_in,
             disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
             store_damaged=damaged,
-            store_in_use=(self.store.backend if self.store.backend != coll.backend
-                          and {self.store.backend, coll.backend} == {"edge", "server"} else None))
+            store_in_use=self.store.backend if self.store.backend != coll.backend else None)
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.
@@ -1059,6 +1104,14 @@ class CollectionService:
             self._counted.pop(name, None)
             self.store.drop_collection(name)
             session.commit()
+        if info.store_in_use is not None:
+            # What it clears is the store in use's copy, where it holds one; the vectors the row
+            # recorded are in another store, which this process does not open.
+            logger.warning(
+                "deleted collection %s from the metadata and from %s in use; its vectors in %s "
+                "stay there; `facet delete %s` removes them once that store is in use again: %s",
+                name, _store_label(info.store_in_use), store_place(info.backend, name), name,
+                _back_to(info.backend, info.store_in_use))
         logger.info("deleted collection %s (%d documents, %s points)", name, info.documents,
                     info.points)
         return info
@@ -1078,9 +1131,10 @@ class CollectionService:
     def strays(self) -> list[CollectionInfo]:
         """The embedded store's collections that this metadata database does not know (its
         database lost, or restored from another copy than ``qdrant-edge/``): ``list_all`` showed "no
-        collections yet" over them. None of a Qdrant server's: it may hold other
-        applications' collections."""
-        if self.store.backend != "edge":
+        collections yet" over them; local mode's too (its client has loaded the whole folder:
+        listing its collections reads nothing more). None of a Qdrant server's: it may hold
+        other applications' collections."""
+        if self.store.backend not in ("edge", "local"):
             return []
         with self.ctx.sessions() as session:
             known = {c.name for c in md.list_collections(session)}

@@ -67,6 +67,7 @@ from app.services.collections import (
     remember_unrecorded_end,
     resume_command,
     stopped_before_interrupted_existed,
+    store_place,
 )
 from app.services.context import ServiceContext
 from app.services.search import check_bool, check_int, check_str
@@ -1601,7 +1602,9 @@ class IndexService:
                         f"collection {name!r} was created with {what} {current}; chunking is fixed "
                         "per collection: drop the option, or index into a new collection",
                         param=option)
-        self._check_store(name, embedder)
+        if coll.backend == self.store.backend:
+            # (Else its run moves it here, dropping this store's copy: ``ensure_store_collection``.)
+            self._check_store(name, embedder)
         if isinstance(embedder, _Deferred) and any(e.name == embedder.name for e in coll.embedders):
             return  # recorded already; the model is checked against it when a run loads it
         identity = self.ctx.embedders.identity(embedder)
@@ -1711,8 +1714,18 @@ class IndexService:
         removed, or the metadata restored apart from it) had every document "unchanged" for
         ever and searches empty: they are marked to be written again, with a warning on
         ``job`` (this run writes those under its source).
+
+        A collection indexed into another store (``Collection.backend``: FACET_VECTOR_BACKEND or
+        FACET_QDRANT_URL switched since) moves to this one: whatever copy of it this store holds
+        is dropped (an earlier move's, stale), every document is written again as above, and
+        the row records this store. An index run under another store wrote a second copy while
+        the row kept the first store; switching back, every document was "unchanged" and
+        searches served the first, stale copy.
         """
+        moved_from = coll.backend if coll.backend != self.store.backend else None
         with _store_errors():
+            if moved_from is not None:
+                self.store.drop_collection(coll.name)
             existed = self.store.collection_exists(coll.name)
             # Every embedder of the collection: a store collection recreated with this one's
             # vector alone refused the points its other embedders' vectors go with.
@@ -1732,6 +1745,23 @@ class IndexService:
             where = D.collection_id == coll.id
         lost = int(session.scalar(select(func.count()).select_from(D).where(
             where, D.status == "indexed")) or 0)
+        if moved_from is not None:
+            coll.backend = self.store.backend
+            moved = (f"collection {coll.name!r} moves from {store_place(moved_from, coll.name)} "
+                     f"to {store_place(self.store.backend, coll.name)}, the store in use: every "
+                     f"document is encoded again ({plural(lost, 'indexed document')}: those of "
+                     "this run's source now; index the other sources again too); the old copy "
+                     f"stays in {store_place(moved_from, coll.name)}, unused, until removed "
+                     "(docs/deploy.md: switching the vector store)")
+            logger.warning("%s", moved)
+            job.errors.append(md.JobError(document_key=coll.name, kind="warning", message=moved))
+            if lost:
+                session.execute(update(D).where(where, D.status == "indexed")
+                                .values(status="pending"))
+                session.execute(delete(md.DocumentVector).where(
+                    md.DocumentVector.document_id.in_(select(D.id).where(where))))
+            session.commit()
+            return
         if not lost and not stale:
             return
         session.execute(update(D).where(where, D.status == "indexed").values(status="pending"))

@@ -388,7 +388,8 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
                 "default backend) cannot match true/false (qdrant-edge 0.9 reads them as the "
                 "integers 1/0): store such a field as a string or an integer, or use "
                 f"FACET_VECTOR_BACKEND=local or a Qdrant server, where {forms} (in JSON "
-                f"{_as_json(None, as_bools)}) matches it")
+                f"{_as_json(None, as_bools)}) matches it (local mode: one process at a time; "
+                "a switch indexes every source again)")
     return "; ".join(hints) or None
 
 
@@ -909,15 +910,17 @@ class SearchService:
     @staticmethod
     def _stamp(session: Any, collection: str) -> tuple[Any, ...]:
         """What the cached entry of ``collection`` is valid for: its row's id and creation time
-        (SQLite may give a deleted row's id to the next one) and its embedders' names, specs
-        and identities, in one query; empty where no such collection is recorded."""
+        (SQLite may give a deleted row's id to the next one), the store it was indexed into
+        (another process's index run under another store records it anew: a server kept
+        serving its old, stale copy) and its embedders' names, specs and identities, in one
+        query; empty where no such collection is recorded."""
         if "\x00" in collection:  # as get_collection: no collection is named so
             return ()
         C, E = md.Collection, md.CollectionEmbedder
-        rows = session.execute(select(C.id, C.created_at, E.name, E.source, E.identity)
+        rows = session.execute(select(C.id, C.created_at, C.backend, E.name, E.source, E.identity)
                                .outerjoin(E, E.collection_id == C.id)
                                .where(C.name == collection)).all()
-        return tuple(sorted((tuple(r) for r in rows), key=lambda r: str(r[2])))
+        return tuple(sorted((tuple(r) for r in rows), key=lambda r: str(r[3])))
 
     def _vector_names(self, collection: str, refresh: bool = False) -> list[str]:
         names = None if refresh else self._vectors.get(collection)
@@ -930,6 +933,17 @@ class SearchService:
             # recorded anew): the models checked against its old identities are checked again.
             self._comparable = {k for k in list(self._comparable) if k[0] != collection}
             coll = md.get_collection(session, collection)
+            if coll is not None and coll.backend != self.store.backend:
+                # Indexed into another store (FACET_VECTOR_BACKEND or FACET_QDRANT_URL switched
+                # since): this store's copy, where it holds one, may be stale (switched back
+                # after an index run under the other, searches served it without a word).
+                from app.services.collections import backend_mismatch
+
+                self._vectors.pop(collection, None)
+                raise ConflictError(
+                    f"collection {collection!r} is not in the vector store in use: "
+                    + backend_mismatch(collection, coll.backend, self.store.backend),
+                    param="collection")
             if coll is not None and not self.store.collection_exists(collection):
                 # Recorded (a job was submitted) but nothing written yet: not "unknown", which
                 # the list of known collections beside it contradicted.

@@ -108,6 +108,7 @@ def test_a_boolean_field_filtered_with_a_string_is_told_what_works(records) -> N
     assert "'published' holds true/false, not the string \"true\"" in note
     assert "the edge store (the default backend) cannot match true/false" in note
     assert "FACET_VECTOR_BACKEND=local or a Qdrant server, where published:=true" in note
+    assert "local mode: one process at a time" in note
     assert "true/false" not in _note(edge, {"count": "true"})  # a field of integers
 
     local = SearchService(records(vector_backend="local"))
