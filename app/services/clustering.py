@@ -787,48 +787,42 @@ class ClusterService:
         """``validate``'s check of the model names, the embedder's then the explainer's, read
         without loading any model: the registry it asks imports torch (4 s on 2 cores). An
         unknown embedder was refused only when it loaded, after the explainer had loaded (`facet
-        cluster -e nosuch`: 13.9 s, "loading the explainer inbedder" first)."""
+        cluster -e nosuch`: 13.9 s, "loading the explainer inbedder" first). With
+        ``encode_on_workers`` the workers' registry decides the names."""
         if request.embedder and not self.ctx.settings.encode_on_workers:
-            from embedders.errors import EmbedderError
-            from embedders.registry import check_embedder
-
-            try:
-                check_embedder(request.embedder)
-            except EmbedderError as e:
-                domain = as_domain_error(e)
-                if domain is None:
-                    raise
-                domain.param = "embedder"
-                raise domain from e
-        self._validate_explainer(request)
-
-    def _validate_explainer(self, request: ClusterRequest) -> None:
-        """``_validate_names``' check of the explainer's name."""
+            self._check_name(request.embedder, "embedder")
         if request.explainer:
-            from embedders.errors import EmbedderError
-            from embedders.registry import answers_questions, check_embedder
-
             # Known from the name, before any text is encoded (it was refused after, 17 s in).
-            if not self.ctx.settings.encode_on_workers:  # else the workers' registry decides
-                try:
-                    check_embedder(request.explainer)
-                except EmbedderError as e:
-                    domain = as_domain_error(e)
-                    if domain is None:
-                        raise
-                    domain.param = "explainer"
-                    message = str(domain)
-                    if isinstance(domain, UnknownModelError) and message.startswith(_UNKNOWN_EMBEDDER):
-                        # The registry speaks of embedders: "unknown embedder 'nosuch'" for an
-                        # explainer's typo sent the user to the embedder.
-                        domain = UnknownModelError("unknown explainer "
-                                                   + message[len(_UNKNOWN_EMBEDDER):],
-                                                   param="explainer")
-                    raise domain from e
+            if not self.ctx.settings.encode_on_workers:
+                self._check_name(request.explainer, "explainer")
+            from embedders.registry import answers_questions
+
             if answers_questions(request.explainer) is False:
                 error = not_an_explainer(request.explainer)
                 error.param = "explainer"
                 raise error
+
+    @staticmethod
+    def _check_name(name: str, param: str) -> None:
+        """The registry's check of a model ``name`` given as ``param`` (embedder, explainer),
+        as a domain error naming it: an explainer's typo reads "unknown explainer 'nosuch'"
+        (the registry's "unknown embedder" sent the user to the embedder)."""
+        from embedders.errors import EmbedderError
+        from embedders.registry import check_embedder
+
+        try:
+            check_embedder(name)
+        except EmbedderError as e:
+            domain = as_domain_error(e)
+            if domain is None:
+                raise
+            domain.param = param
+            message = str(domain)
+            if (param == "explainer" and isinstance(domain, UnknownModelError)
+                    and message.startswith(_UNKNOWN_EMBEDDER)):
+                domain = UnknownModelError("unknown explainer " + message[len(_UNKNOWN_EMBEDDER):],
+                                           param="explainer")
+            raise domain from e
 
     def _encode_in_pieces(self, texts: Sequence[str], spec: str, instruction: str, step: int | None,
                           share: float, report: Any) -> np.ndarray:
