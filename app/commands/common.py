@@ -260,6 +260,12 @@ def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterato
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = server_holder(path)
+            if holder.get("command") == "facet move-metadata":  # (it holds the lock too)
+                pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
+                raise ConflictError(
+                    f"the data folder's metadata ({folder}) is being moved by facet "
+                    f"move-metadata{pid}: start the server once it ends, with "
+                    "FACET_DATABASE_URL set") from None
             who = ", ".join(str(part) for part in (
                 holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
                 f"on {holder['address']}" if holder.get("address") else None,

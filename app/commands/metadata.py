@@ -25,7 +25,10 @@ HELP = "\n\n".join((
     'Afterwards set FACET_DATABASE_URL to the URL (the command prints the line) and keep the '
     'same FACET_DATA_DIR: the vectors stay in its qdrant-edge/. The move leaves '
     'metadata-moved.json in the data folder: a command run there without FACET_DATABASE_URL '
-    'then refuses, naming the database, rather than start an empty facet.db.',
+    'then refuses, naming the database, rather than start an empty facet.db. Ctrl-C or SIGTERM '
+    'stops the move (nothing moved, exit 130 or 143) until facet.db is renamed; after that '
+    'the move finishes, says so, and exits 0. While it runs, `facet serve` and `facet ui` '
+    'refuse to start on the data folder.',
 ))
 
 
@@ -107,3 +110,15 @@ def register(cli: typer.Typer) -> None:
         typer.echo(report.export_line)
         if report.password_masked:
             typer.echo("(put the database's password in place of ***)", err=True)
+        if report.signalled is not None:
+            # Noted during the rename and the commit (never interrupted: a commit cut short
+            # here landed on the server after "nothing was moved"): the move is done, exit 0.
+            import signal
+
+            try:
+                name = signal.Signals(report.signalled).name
+            except ValueError:
+                name = f"signal {report.signalled}"
+            typer.echo(f"note: the move completed before the signal ({name}) was acted on: the "
+                       f"metadata is in {report.target} and facet.db was renamed; set "
+                       "FACET_DATABASE_URL as above", err=True)

@@ -162,7 +162,9 @@ MOVED_RECORD = "metadata-moved.json"
 def moved_record(data_dir: Path) -> dict[str, Any] | None:
     """The record ``facet move-metadata`` left in ``data_dir`` (``MOVED_RECORD``), where
     ``facet.db`` is not there (a facet.db put back, the move undone, wins over it); else None.
-    A record that cannot be read still counts (its fields then unknown)."""
+    A record that cannot be read still counts (its fields then unknown). Its ``state`` is
+    "moving" from just before facet.db is renamed until the target's commit returned, then
+    "moved" (a record without one, from before 2026-11-30, is "moved")."""
     path = data_dir / MOVED_RECORD
     try:
         if (data_dir / "facet.db").exists() or not path.is_file():
@@ -178,22 +180,46 @@ def moved_record(data_dir: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else {}
 
 
+def moved_files(data_dir: Path) -> list[str]:
+    """The ``facet.db.moved-<stamp>`` files of ``data_dir`` (not their -wal/-shm), oldest first."""
+    try:
+        return sorted(p.name for p in data_dir.glob("facet.db.moved-*")
+                      if not p.name.endswith(("-wal", "-shm")))
+    except OSError:
+        return []
+
+
+# Said with every way back: a move undone drops what the new database got since.
+_UNDO_WARNING = ("anything done since under the new database (collections indexed or deleted, "
+                 "jobs) lives only there")
+
+
 def moved_message(data_dir: Path, record: dict[str, Any]) -> str:
     """What to say of a data folder whose metadata `facet move-metadata` moved (``record``:
-    ``moved_record``'s), in one line: where to, when, and how to use it or undo the move."""
+    ``moved_record``'s), in one line: where to, when, and how to use it or undo the move. A
+    record still "moving" (its mover killed between the rename and the end of its commit):
+    the move may or may not have been committed, and how to tell."""
     target = record.get("target") or "another database"
     when = f" on {record['moved_at']}" if record.get("moved_at") else ""
     renamed = record.get("renamed") or "facet.db.moved-<time>"
+    if record.get("state") == "moving":
+        return (f"a move of this data folder's metadata ({data_dir}) to {target}{when} (facet "
+                "move-metadata) did not finish (the process was killed): it may or may not have "
+                "been committed there; list the collections with FACET_DATABASE_URL set to it "
+                f"(facet collections): if they are there, keep FACET_DATABASE_URL set (and "
+                f"leave {MOVED_RECORD}); if it holds none, undo the move: rename {renamed} back "
+                f"to facet.db and remove {MOVED_RECORD}")
     return (f"the metadata of this data folder ({data_dir}) was moved to {target}{when} (facet "
             f"move-metadata): set FACET_DATABASE_URL to it; to undo the move, rename {renamed} "
-            f"back to facet.db (and remove {MOVED_RECORD})")
+            f"back to facet.db (and remove {MOVED_RECORD}): {_UNDO_WARNING}")
 
 
 def refuse_moved(settings: FacetSettings) -> None:
     """Refuse the data folder's SQLite metadata where `facet move-metadata` moved it away
-    (FACET_DATABASE_URL unset, no facet.db, its record there): a command or server started
-    without FACET_DATABASE_URL after a move made a new, empty facet.db, and every collection
-    was then vectors no database owns, which `facet delete` (as advised) destroyed.
+    (FACET_DATABASE_URL unset, no facet.db, its record there, or a ``facet.db.moved-*`` file
+    there without a record): a command or server started without FACET_DATABASE_URL after a
+    move made a new, empty facet.db, and every collection was then vectors no database owns,
+    which `facet delete` (as advised) destroyed.
 
     Raises:
         NotFoundError: the metadata was moved (exit 3, as no facet.db to move).
@@ -203,7 +229,24 @@ def refuse_moved(settings: FacetSettings) -> None:
     data_dir = Path(settings.data_dir)
     record = moved_record(data_dir)
     if record is not None:
+        mover = folder_server(data_dir) if record.get("state") == "moving" else None
+        if mover is not None and mover.get("command") == "facet move-metadata":
+            raise NotFoundError(  # (its rename done, its commit on its way)
+                f"the metadata of this data folder ({data_dir}) is being moved to "
+                f"{record.get('target') or 'another database'} by facet move-metadata (pid "
+                f"{mover.get('pid')}): once it ends, set FACET_DATABASE_URL to it")
         raise NotFoundError(moved_message(data_dir, record))
+    try:
+        if (data_dir / "facet.db").exists():
+            return
+    except OSError:
+        return
+    moved = moved_files(data_dir)
+    if moved:
+        raise NotFoundError(
+            f"a {moved[-1]} is here ({data_dir}): this folder's metadata was moved to another "
+            "database, or a move was interrupted: set FACET_DATABASE_URL to where it went, or "
+            f"rename the file back to facet.db ({_UNDO_WARNING})")
 
 
 # The file a server of an embedded data folder holds locked while it runs

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Table, func, select, text
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import Connection, Engine, RootTransaction, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -83,6 +83,9 @@ class MoveReport:
     export_line: str
     password_masked: bool
     vectors: str
+    # A signal (SIGTERM, SIGINT) that came once facet.db was being renamed and the target's
+    # commit made: noted only, the move finished (the CLI says so).
+    signalled: int | None = None
 
     @property
     def total_rows(self) -> int:
@@ -144,16 +147,10 @@ def _source_path(settings: FacetSettings) -> Path:
 
     refuse_moved(settings)  # (moved already: where to, and how to undo it)
     database = Path(settings.data_dir) / "facet.db"
-    if not database.is_file():
-        # A move killed (SIGKILL, a power cut) between the rename and the commit leaves the
-        # renamed file and no record of a move: say it, rather than "point FACET_DATA_DIR".
-        moved = sorted(p.name for p in database.parent.glob("facet.db.moved-*")
-                       if not p.name.endswith(SIDE_FILES)) if database.parent.is_dir() else []
-        beside = (f"; a {moved[-1]} is here: a move to another database was made or "
-                  "interrupted; rename it back to facet.db to move again" if moved else
-                  "; point FACET_DATA_DIR at the folder you indexed into")
+    if not database.is_file():  # (a renamed facet.db.moved-* beside it: refuse_moved said it)
         raise NotFoundError(f"the data folder {settings.data_dir} (FACET_DATA_DIR) holds no "
-                            f"metadata database (facet.db): nothing to move{beside}")
+                            "metadata database (facet.db): nothing to move; point FACET_DATA_DIR "
+                            "at the folder you indexed into")
     return database
 
 
@@ -226,7 +223,7 @@ def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
     found: list[str] = []
     if settings is not None:
         server = folder_server(Path(settings.data_dir))
-        if server is not None:
+        if server is not None and server.get("pid") != os.getpid():  # (not this move's lock)
             found.append(_server_text(server))
     writing: set[int] = set()
     named: set[str] = set()  # collections already named (their writer holds them open)
@@ -350,7 +347,8 @@ def _advance_sequences(dst: Connection, last_ids: dict[str, int]) -> None:
 def _copy_table(src: Connection, dst: Connection, table: Table,
                 step: Callable[[int], None]) -> tuple[int, int]:
     """Copy ``table``'s rows in batches of ``BATCH_ROWS`` (by primary key); returns the rows
-    copied and the largest id among them (0: none)."""
+    copied and the largest id among them (0: none). ``step`` is called after each batch (where
+    a signal noted meanwhile stops the move)."""
     order = list(table.primary_key.columns)
     result = src.execution_options(yield_per=BATCH_ROWS).execute(select(table).order_by(*order))
     copied = last = 0
@@ -446,8 +444,9 @@ def plan_move(settings: FacetSettings, to: str) -> MovePlan:
 
 
 class MoveInterrupted(BaseException):
-    """SIGTERM during a move: raised (as Ctrl-C's KeyboardInterrupt) so that the target's
-    transaction is rolled back and facet.db renamed back. ``signum``: the signal."""
+    """SIGTERM during a move: raised (as Ctrl-C's KeyboardInterrupt) between two batches of the
+    copy, or before the rename, so that the target's transaction is rolled back and facet.db
+    left in place. ``signum``: the signal."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -455,30 +454,31 @@ class MoveInterrupted(BaseException):
 
 
 class _Signals:
-    """SIGTERM raising ``MoveInterrupted`` (and Ctrl-C its KeyboardInterrupt) while a move
-    runs, or held back (``hold``) while facet.db is renamed and once the move is committed; the
-    handlers before put back on ``restore``. A SIGTERM killed the process between the rename
-    and the commit: facet.db renamed, the target empty. Only in the main thread (signals are
-    its own)."""
+    """SIGTERM and Ctrl-C while a move runs: the handlers only note the signal (``pending``);
+    the move acts on it where it is safe (``check``: between two batches, before the rename),
+    and never once the rename began: the target's commit is not interrupted (a SIGTERM raised
+    in it said "nothing was moved" and renamed facet.db back while the commit landed on the
+    server; raised anywhere, it was swallowed in a GC callback, or broke psycopg's pipeline).
+    The handlers before put back on ``restore``. Only in the main thread (signals are its own)."""
 
     def __init__(self) -> None:
-        self.held = False
         self.pending: int | None = None
         self.before: dict[int, object] = {}
 
     def _handle(self, signum: int, frame: object) -> None:
-        if self.held:
+        if self.pending is None:
             self.pending = signum
-            return
-        self._raise(signum)
 
-    @staticmethod
-    def _raise(signum: int) -> None:
+    def check(self) -> None:
+        """Stop the move (rolled back) if a signal came: KeyboardInterrupt for SIGINT,
+        ``MoveInterrupted`` for SIGTERM."""
         import signal
 
-        if signum == signal.SIGINT:
+        if self.pending is None:
+            return
+        if self.pending == signal.SIGINT:
             raise KeyboardInterrupt
-        raise MoveInterrupted(signum)
+        raise MoveInterrupted(self.pending)
 
     def install(self) -> None:
         import signal
@@ -495,13 +495,6 @@ class _Signals:
             except (ValueError, OSError):
                 continue
 
-    def release(self) -> None:
-        """Stop holding; a signal that came meanwhile is raised now."""
-        self.held = False
-        if self.pending is not None:
-            signum, self.pending = self.pending, None
-            self._raise(signum)
-
     def restore(self) -> None:
         import signal
 
@@ -512,8 +505,9 @@ class _Signals:
 
 
 def _landed(url: str, rows: dict[str, int]) -> bool:
-    """Whether the target holds the collections and jobs copied (a commit interrupted on its
-    way back from the server may have been made there); False where that cannot be told."""
+    """Whether the target holds the collections and jobs copied (a commit that failed on its
+    way back from the server, the connection lost, may have been made there); False where
+    that cannot be told."""
     expected = (rows.get(md.Collection.__tablename__, 0), rows.get(md.IndexJob.__tablename__, 0))
     if not any(expected):
         return False  # (an empty facet.db: nothing to tell, nothing lost either way)
@@ -530,33 +524,86 @@ def _landed(url: str, rows: dict[str, int]) -> bool:
     return found == expected
 
 
-def _write_record(settings: FacetSettings, target: str, when: dt.datetime,
-                  renamed: Path) -> None:
-    """The record of the move in the data folder (``context.MOVED_RECORD``): with facet.db gone,
-    a command started without FACET_DATABASE_URL refuses, naming the target, rather than make
-    a new, empty facet.db beside the vectors the target now owns."""
+def _write_record(settings: FacetSettings, target: str, when: dt.datetime, renamed: str,
+                  state: str) -> None:
+    """The record of the move in the data folder (``context.MOVED_RECORD``), written whole
+    (a ``.part`` renamed over it): "moving" before facet.db is renamed, "moved" once the
+    target's commit returned. With facet.db gone a command started without
+    FACET_DATABASE_URL refuses, naming the target, rather than make a new, empty facet.db
+    beside the vectors the target owns (``context.refuse_moved``).
+
+    Raises:
+        OSError: it cannot be written.
+    """
     import json
 
     from app.services.context import MOVED_RECORD
 
     path = Path(settings.data_dir) / MOVED_RECORD
     part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps({
+        "state": state, "target": target, "moved_at": when.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "renamed": renamed}, indent=1) + "\n", encoding="utf-8")
+    os.replace(part, path)
+
+
+def _remove_record(settings: FacetSettings) -> None:
+    from app.services.context import MOVED_RECORD
+
+    with contextlib.suppress(OSError):
+        (Path(settings.data_dir) / MOVED_RECORD).unlink()
+
+
+MOVER = "facet move-metadata"
+
+
+@contextlib.contextmanager
+def _holding_folder(settings: FacetSettings) -> Iterator[None]:
+    """Hold the data folder's ``SERVER_LOCK`` (as ``app.commands.common.serving_lock`` does,
+    naming this command) for the whole move: a `facet serve` or `facet ui` started meanwhile
+    is refused (one started during a move kept the renamed file, took jobs into it and made a
+    new facet.db); one serving it already refuses the move.
+
+    Raises:
+        ConflictError: a server holds the folder (named).
+    """
     try:
-        part.write_text(json.dumps({
-            "target": target, "moved_at": when.strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "renamed": renamed.name}, indent=1) + "\n", encoding="utf-8")
-        os.replace(part, path)
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as serving_lock
+        yield
+        return
+    import json
+    import time
+
+    from app.services.context import SERVER_LOCK, server_holder
+
+    path = Path(settings.data_dir) / SERVER_LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        logger.warning("the move is done, but its record %s could not be written (%s): a "
-                       "command run without FACET_DATABASE_URL makes a new, empty facet.db "
-                       "there", path, e.strerror or e)
+        raise DataError(f"cannot open {path}: {e.strerror or e}; nothing was moved") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConflictError(
+                f"the metadata is being written: {_server_text(server_holder(path))}; stop "
+                "`facet serve`, `facet ui` and the workers, then move; nothing was written"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({
+            "pid": os.getpid(), "command": MOVER,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # (drops the lock)
 
 
 def move_metadata(settings: FacetSettings, to: str, *,
                   progress: Callable[[int, int], None] | None = None,
                   now: Callable[[], dt.datetime] | None = None) -> MoveReport:
     """Copy the data folder's facet.db into ``to`` and rename it aside (``plan_move``'s checks
-    again, under facet.db's write lock).
+    again, under facet.db's write lock and the folder's server lock).
 
     Args:
         settings: the settings (FACET_DATA_DIR's facet.db is the source).
@@ -567,8 +614,10 @@ def move_metadata(settings: FacetSettings, to: str, *,
     Raises:
         as ``plan_move``; DataError: a row the target refuses (PostgreSQL enforces column
         widths SQLite does not, and stores no NUL character), or counts that differ after the
-        copy; FacetError: the target cannot be opened for another reason. Nothing is committed
-        on the target then, and facet.db stays in place.
+        copy; FacetError: the target cannot be opened for another reason; MoveInterrupted,
+        KeyboardInterrupt: SIGTERM, Ctrl-C before the rename. Nothing is committed on the
+        target then, and facet.db stays in place. A signal once the rename began is only
+        noted (``MoveReport.signalled``): the move is finished.
     """
     url, database = _source_and_target(settings, to)
     target_shown = shown(url)
@@ -577,13 +626,52 @@ def move_metadata(settings: FacetSettings, to: str, *,
     signals = _Signals()
     signals.install()
     try:
-        # Every check that reads only, first: a refusal writes nothing to the target (its
-        # schema was made before them).
-        plan_move(settings, to)
-        report = _move(settings, url, database, target_shown, stamp, moved_at, progress, signals)
+        with _holding_folder(settings):
+            # Every check that reads only, first: a refusal writes nothing to the target (its
+            # schema was made before them).
+            plan_move(settings, to)
+            signals.check()
+            report = _move(settings, url, database, target_shown, stamp, moved_at, progress,
+                           signals)
     finally:
         signals.restore()
     return report
+
+
+def _commit(settings: FacetSettings, trans: RootTransaction, url: str, rows: dict[str, int],
+            database: Path, stamp: str, target_shown: str,
+            moved_at: dt.datetime) -> list[tuple[Path, Path]]:
+    """The record ("moving"), facet.db renamed, the target's commit, the record ("moved"); no
+    signal acts in between (``_Signals``). A commit that fails and did not land undoes the
+    rename and the record."""
+    renamed_name = f"{database.name}.moved-{stamp}"
+    try:
+        _write_record(settings, target_shown, moved_at, renamed_name, "moving")
+    except OSError as e:
+        _remove_record(settings)
+        raise DataError(f"cannot write the move's record in {settings.data_dir}: "
+                        f"{e.strerror or e}; nothing was written to the target and facet.db "
+                        "is as it was") from e
+    try:
+        renamed = _rename_aside(database, stamp)
+    except BaseException:
+        _remove_record(settings)
+        raise
+    try:
+        trans.commit()
+    except BaseException:
+        if not _landed(url, rows):
+            _rename_back(renamed)
+            _remove_record(settings)
+            raise
+        logger.warning("the target's commit failed on its way back, yet the rows are there: "
+                       "the move is done")
+    try:
+        _write_record(settings, target_shown, moved_at, renamed_name, "moved")
+    except OSError as e:
+        logger.warning("the move is done, but its record could not be updated (%s): it still "
+                       "says the move may not have been committed", e.strerror or e)
+    return renamed
 
 
 def _move(settings: FacetSettings, url: str, database: Path, target_shown: str, stamp: str,
@@ -618,7 +706,9 @@ def _move(settings: FacetSettings, url: str, database: Path, target_shown: str, 
                             done += n
                             if progress is not None:
                                 progress(done, total)
+                            signals.check()  # (between two batches: rolled back)
 
+                        signals.check()
                         last_ids: dict[str, int] = {}
                         for table in tables():
                             _, last = _copy_table(src, dst, table, step)
@@ -636,23 +726,9 @@ def _move(settings: FacetSettings, url: str, database: Path, target_shown: str, 
                             src.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
                         src.close()
                         source.dispose()
-                        signals.held = True  # (no rename half done)
-                        renamed = _rename_aside(database, stamp)
-                        try:
-                            signals.release()
-                            trans.commit()
-                            signals.held = True  # committed: the move is done
-                        except (KeyboardInterrupt, MoveInterrupted) as e:
-                            # Said during the commit: it may have gone through on the server.
-                            signals.held = True
-                            if not _landed(url, rows):
-                                _rename_back(renamed)
-                                raise
-                            signals.pending = getattr(e, "signum", None) or 2
-                        except BaseException:
-                            _rename_back(renamed)
-                            raise
-                        _write_record(settings, target_shown, moved_at, renamed[0][1])
+                        signals.check()  # the last point a signal stops the move
+                        renamed = _commit(settings, trans, url, rows, database, stamp,
+                                          target_shown, moved_at)
                     except BaseException:
                         if trans.is_active:
                             with contextlib.suppress(Exception):
@@ -673,17 +749,14 @@ def _move(settings: FacetSettings, url: str, database: Path, target_shown: str, 
     finally:
         with contextlib.suppress(Exception):
             target.dispose()
-    if signals.pending is not None:
-        logger.warning("a signal (%d) came once the move was committed: the move is done",
-                       signals.pending)
-        signals.pending = None
     logger.debug("moved the metadata of %s (%d rows) to %s; facet.db renamed to %s", database,
-                sum(rows.values()), target_shown, renamed[0][1].name)
+                 sum(rows.values()), target_shown, renamed[0][1].name)
     password = make_url(md.engine_url(url)).password
     return MoveReport(source=database, target=target_shown, rows=rows,
                       renamed=[new for _, new in renamed],
                       export_line=f"export FACET_DATABASE_URL={_quoted(target_shown)}",
-                      password_masked=bool(password), vectors=_vectors_text(settings))
+                      password_masked=bool(password), vectors=_vectors_text(settings),
+                      signalled=signals.pending)
 
 
 def _quoted(value: str) -> str:

@@ -8,7 +8,10 @@ cluster for the module (``postgres``), one database of it per test.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -225,10 +228,12 @@ def test_after_a_move_a_command_without_the_url_refuses_and_makes_no_facet_db(
     [renamed] = [p.name for p in data.glob("facet.db.moved-*Z")]
     record = json.loads((data / "metadata-moved.json").read_text())
     assert record["renamed"] == renamed and PASSWORD not in json.dumps(record)
+    assert record["state"] == "moved"
     said = (f"the metadata of this data folder ({data}) was moved to "
             f"{url.replace(PASSWORD, '***')} on {record['moved_at']} (facet move-metadata): set "
             f"FACET_DATABASE_URL to it; to undo the move, rename {renamed} back to facet.db (and "
-            "remove metadata-moved.json)")
+            "remove metadata-moved.json): anything done since under the new database "
+            "(collections indexed or deleted, jobs) lives only there")
     for args in (("collections",), ("delete", "alpha", "-y"), ("jobs",)):
         refused = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
         assert (refused.returncode, refused.stderr.strip()) == (3, f"error: {said}"), refused
@@ -245,54 +250,246 @@ def test_after_a_move_a_command_without_the_url_refuses_and_makes_no_facet_db(
     assert listed.returncode == 0 and "alpha" in listed.stdout, listed
 
 
-_SIGNALLED = """
-import os, signal, sys
-import app.services.metadata_move as m
-url, signum = sys.argv[1], getattr(signal, sys.argv[2])
-rename = m._rename_aside
-def aside(*args):
-    done = rename(*args)  # facet.db renamed, the target's commit not yet made
-    os.kill(os.getpid(), signum)
-    return done
-m._rename_aside = aside
+def _script(code: str, data: Path, url: str, *args: str,
+            wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
+    """``code`` run by a new Python (``sys.argv[1]``: the target URL, then ``args``), which
+    patches the move at a named point and then runs `facet move-metadata --to URL -y` (its
+    ``main()``): a signal sent at that very point, as a service manager or `kill` would."""
+    root = Path(__file__).resolve().parents[3]
+    argv = [sys.executable, "-c", code + _MAIN, url, *args]
+    env = dict(os.environ, FACET_DATA_DIR=str(data), PYTHONPATH=str(root))
+    if not wait:
+        return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    return subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60, env=env)
+
+
+_MAIN = """
 from app.cli import main
-sys.argv = ["facet", "move-metadata", "--to", url, "-y"]
+sys.argv = ["facet", "move-metadata", "--to", sys.argv[1], "-y"]
 main()
 """
 
+_IN_A_GC_CALLBACK = """
+import gc, os, signal, sys, time
+import app.services.metadata_move as m
+m.BATCH_ROWS = 1
+signum = getattr(signal, sys.argv[2])
+copy = m._copy_table
+def callback(phase, info):
+    if phase == "start" and callback.armed:
+        callback.armed = False
+        os.kill(os.getpid(), signum)
+        time.sleep(0.01)
+callback.armed = False
+gc.callbacks.append(callback)
+def copy_table(src, dst, table, step):
+    if table.name == "documents":  # (collections copied: the copy half done)
+        callback.armed = True
+        gc.collect()
+    return copy(src, dst, table, step)
+m._copy_table = copy_table
+"""
+
+
+def _with_documents(data: Path, n: int = 5) -> str:
+    """``_sqlite_source`` with ``n`` documents in alpha (each its own batch, BATCH_ROWS=1)."""
+    source, coll_id = _sqlite_source(data)
+    engine = md.make_engine(source)
+    with engine.begin() as conn:
+        for i in range(n):
+            conn.execute(text("INSERT INTO documents (collection_id, key, source, status, "
+                              "n_chunks, meta, updated_at) VALUES (:c, :k, 's', 'indexed', 0, "
+                              "'{}', '2026-01-01 00:00:00')"), {"c": coll_id, "k": f"doc{i}"})
+    engine.dispose()
+    return source
+
 
 @pytest.mark.parametrize("signame, code", [("SIGTERM", 143), ("SIGINT", 130)])
-def test_a_signal_between_the_rename_and_the_commit_moves_nothing(
+def test_a_signal_during_the_copy_stops_it_between_two_batches(
         tmp_path, postgres, signame, code) -> None:  # noqa: F811
-    """SIGTERM (a service manager, `kill`) killed the process with facet.db renamed and the
-    target empty: now the rename is undone and the transaction rolled back, as for Ctrl-C."""
-    import os
-    import subprocess
-    import sys
-
+    """The handler raised wherever Python was: in a GC callback (the progress bar's import)
+    the exception was swallowed ("Exception ignored in ...") and the move went on to exit 0;
+    inside psycopg's executemany pipeline it broke the copy ("cannot exit pipeline mode while
+    busy", exit 4). Now it only notes the signal, and the copy stops at its next batch."""
     data = tmp_path / "data"
-    _sqlite_source(data)
-    url = _database(postgres, f"signalled_{signame.lower()}")
-    root = Path(__file__).resolve().parents[3]
-    done = subprocess.run([sys.executable, "-c", _SIGNALLED, url, signame], cwd=root,
-                          capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, FACET_DATA_DIR=str(data), PYTHONPATH=str(root)))
+    _with_documents(data)
+    url = _database(postgres, f"between_{signame.lower()}")
+    done = _script(_IN_A_GC_CALLBACK, data, url, signame)
+    assert isinstance(done, subprocess.CompletedProcess)
     assert done.returncode == code, (done.returncode, done.stderr)
     assert done.stderr.strip() == "interrupted: nothing was moved; facet.db is as it was", done.stderr
     assert (data / "facet.db").exists() and not list(data.glob("facet.db.moved-*"))
     assert not (data / "metadata-moved.json").exists() and _rows(url) == (0, 0)
 
 
+_DURING_THE_COMMIT = """
+import os, signal, sys, threading
+import app.services.metadata_move as m
+signum, delay = getattr(signal, sys.argv[2]), float(sys.argv[3])
+rename = m._rename_aside
+def aside(*args):
+    done = rename(*args)  # facet.db renamed; the commit (2 s: the trigger) comes next
+    threading.Timer(delay, os.kill, (os.getpid(), signum)).start()
+    return done
+m._rename_aside = aside
+"""
+
+
+@pytest.mark.parametrize("signame, delay", [("SIGTERM", 0.0), ("SIGTERM", 0.7), ("SIGINT", 0.7)])
+def test_a_signal_during_the_rename_and_the_commit_is_noted_and_the_move_finishes(
+        tmp_path, postgres, signame, delay) -> None:  # noqa: F811
+    """A SIGTERM while the target's COMMIT was on its way (a deferred trigger makes it last
+    2 s) raised in the client, which does not cancel a COMMIT: the move said "interrupted:
+    nothing was moved" and renamed facet.db back, and the commit landed after it: two
+    databases owned the store. Now no signal interrupts the rename and the commit: the move
+    finishes, says so, and exits 0."""
+    import json
+
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    url = _database(postgres, f"commit_{signame.lower()}_{int(delay * 10)}")
+    engine = md.make_engine(md.engine_url(url))  # (the schema, for the trigger)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS "
+                          "$$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$"))
+        conn.execute(text("CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON collections "
+                          "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "
+                          "slow_commit()"))
+    engine.dispose()
+    done = _script(_DURING_THE_COMMIT, data, url, signame, str(delay))
+    assert isinstance(done, subprocess.CompletedProcess)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert (f"note: the move completed before the signal ({signame}) was acted on"
+            in done.stderr), done.stderr
+    assert "export FACET_DATABASE_URL=" in done.stdout
+    assert not (data / "facet.db").exists() and len(list(data.glob("facet.db.moved-*Z"))) == 1
+    assert json.loads((data / "metadata-moved.json").read_text())["state"] == "moved"
+    assert _rows(url) == (1, 0)
+
+
+_PAUSED = """
+import os, sys, time
+from pathlib import Path
+import app.services.metadata_move as m
+copy, ready, go = m._copy_table, Path(sys.argv[2]), Path(sys.argv[3])
+def copy_table(*args):
+    if not ready.exists():
+        ready.touch()
+        for _ in range(300):
+            if go.exists():
+                break
+            time.sleep(0.1)
+    return copy(*args)
+m._copy_table = copy_table
+"""
+
+
+def test_a_server_started_during_the_move_is_refused(tmp_path, postgres) -> None:  # noqa: F811
+    """A `facet serve` started while the move ran was not refused: it kept the renamed file,
+    took jobs into it and made a new facet.db, after which the record was ignored. The move
+    holds the folder's server.lock itself, naming itself."""
+    import time
+
+    from app.commands.common import serving_lock
+    from app.errors import ConflictError
+    from app.services.context import folder_server
+    from app.settings import FacetSettings
+
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    url = _database(postgres, "beside_a_new_server")
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    mover = _script(_PAUSED, data, url, str(ready), str(go), wait=False)
+    assert isinstance(mover, subprocess.Popen)
+    try:
+        for _ in range(300):
+            if ready.exists() or mover.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert ready.exists(), mover.communicate()
+        holder = folder_server(data) or {}
+        with pytest.raises(ConflictError) as refused, \
+                serving_lock(FacetSettings(data_dir=data), "facet serve", "http://127.0.0.1:1"):
+            pass
+    finally:
+        go.touch()
+        _, err = mover.communicate(timeout=60)
+    assert str(refused.value) == (
+        f"the data folder's metadata ({data}) is being moved by facet move-metadata (pid "
+        f"{mover.pid}): start the server once it ends, with FACET_DATABASE_URL set")
+    assert holder.get("command") == "facet move-metadata" and holder.get("pid") == mover.pid
+    assert mover.returncode == 0, err
+    assert folder_server(data) is None and _rows(url) == (1, 0)
+
+
+def test_without_its_record_the_renamed_file_still_refuses(tmp_path, postgres) -> None:  # noqa: F811
+    """The guard rested on metadata-moved.json alone: removed, the next command made an empty
+    facet.db and called every collection a stray that `facet delete` removes."""
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    url = _database(postgres, "unrecorded")
+    assert _move(data, url).returncode == 0
+    [renamed] = [p.name for p in data.glob("facet.db.moved-*Z")]
+    (data / "metadata-moved.json").unlink()
+    refused = invoke_cli("collections", env={"FACET_DATA_DIR": str(data)})
+    assert (refused.returncode, refused.stderr.strip()) == (3, (
+        f"error: a {renamed} is here ({data}): this folder's metadata was moved to another "
+        "database, or a move was interrupted: set FACET_DATABASE_URL to where it went, or "
+        "rename the file back to facet.db (anything done since under the new database "
+        "(collections indexed or deleted, jobs) lives only there)")), refused
+    assert not (data / "facet.db").exists()
+
+
+_KILLED = """
+import os, signal, sys
+import app.services.metadata_move as m
+rename = m._rename_aside
+def aside(*args):
+    rename(*args)
+    os.kill(os.getpid(), signal.SIGKILL)  # facet.db renamed, the commit not made
+m._rename_aside = aside
+"""
+
+
+def test_a_mover_killed_before_its_commit_leaves_a_moving_record(tmp_path, postgres) -> None:  # noqa: F811
+    """SIGKILL between the rename and the record (the commit made or not) left no record: the
+    next command made an empty facet.db. The record is written, "moving", before the rename:
+    the next command says the move may not have been committed, how to tell and undo it."""
+    import json
+
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    url = _database(postgres, "killed")
+    done = _script(_KILLED, data, url)
+    assert isinstance(done, subprocess.CompletedProcess) and done.returncode == -9, done.stderr
+    [renamed] = [p.name for p in data.glob("facet.db.moved-*Z")]
+    record = json.loads((data / "metadata-moved.json").read_text())
+    assert record["state"] == "moving" and record["renamed"] == renamed
+    for args in (("collections",), ("move-metadata", "--to", url, "-y")):
+        refused = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
+        assert refused.returncode == 3, refused
+        assert (f"a move of this data folder's metadata ({data}) to {url.replace(PASSWORD, '***')}"
+                f" on {record['moved_at']} (facet move-metadata) did not finish (the process was "
+                "killed): it may or may not have been committed there") in refused.stderr
+        assert (f"if it holds none, undo the move: rename {renamed} back to facet.db and remove "
+                "metadata-moved.json") in refused.stderr
+    assert not (data / "facet.db").exists() and _rows(url) == (0, 0)
+
+
 def test_a_move_killed_before_its_commit_is_named_by_the_next_one(tmp_path) -> None:
-    """SIGKILL between the rename and the commit leaves facet.db.moved-* and no record: the
-    next run said only 'point FACET_DATA_DIR at the folder you indexed into'."""
+    """A facet.db.moved-* and no record (a move killed before 2026-11-30's record, or the
+    record removed): the next run said only 'point FACET_DATA_DIR at the folder you indexed
+    into', and any other command made an empty facet.db."""
     data = tmp_path / "data"
     _sqlite_source(data)
     (data / "facet.db").rename(data / "facet.db.moved-20261130T101010Z")
-    again = _move(data, "postgresql://facet:pw@127.0.0.1:1/none")
-    assert again.returncode == 3, again.stderr
-    assert ("a facet.db.moved-20261130T101010Z is here: a move to another database was made or "
-            "interrupted; rename it back to facet.db to move again") in again.stderr
+    for again in (_move(data, "postgresql://facet:pw@127.0.0.1:1/none"),
+                  invoke_cli("jobs", env={"FACET_DATA_DIR": str(data)})):
+        assert again.returncode == 3, again.stderr
+        assert ("a facet.db.moved-20261130T101010Z is here" in again.stderr
+                and "or rename the file back to facet.db" in again.stderr)
+    assert not (data / "facet.db").exists()
 
 
 def test_an_idle_server_on_the_folder_refuses_the_move(tmp_path, postgres) -> None:  # noqa: F811
@@ -300,9 +497,6 @@ def test_an_idle_server_on_the_folder_refuses_the_move(tmp_path, postgres) -> No
     facet.db: a job posted to it after the move landed in the renamed file. Refused (exit 5),
     and nothing is created in the target."""
     import json
-    import os
-    import subprocess
-    import sys
 
     data = tmp_path / "data"
     _sqlite_source(data)
