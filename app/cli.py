@@ -87,6 +87,16 @@ def _usage_error_line(error: Any) -> str:
 
     message = " ".join(printable(error.format_message()).split())
     ctx = getattr(error, "ctx", None)
+    tb = error.__traceback__ if ctx is None else None
+    # An option missing its value (`facet search q --rerank`) is raised by click's parser with
+    # no context: the innermost frame's (the parser's own, or ``parse_args``') names the
+    # command. Until 2026-11-30 (seventh session) that line alone went without its hint.
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        found = local.get("ctx", getattr(local.get("self"), "ctx", None))
+        if found is not None and hasattr(found, "command") and hasattr(found, "parent"):
+            ctx = found
+        tb = tb.tb_next
     if ctx is None or ctx.command.get_help_option(ctx) is None:
         return f"error: {message}"
     names = []  # the command as it is installed ("facet search", under `python -m app` too)

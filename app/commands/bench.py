@@ -16,7 +16,13 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import expand_home, handle_errors, prepare_out_file, write_out_file
+from app.commands.common import (
+    expand_home,
+    handle_errors,
+    prepare_out_file,
+    stdout_may_close,
+    write_out_file,
+)
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import is_stdout
 from app.settings import get_settings
@@ -130,8 +136,10 @@ def register(cli: typer.Typer) -> None:
                                    "cpus": os.cpu_count()}
         # `--out -`: stdout carries the JSON alone, so the lines said while measuring go to
         # stderr (they were mixed into the JSON a script read).
+        # `--out FILE | head -1`: the measuring goes on to the file, not ended by the closed
+        # stdout at its second line (exit 0, no file; ``stdout_may_close``).
         with contextlib.redirect_stdout(sys.stderr) if out is not None and is_stdout(out) \
-                else contextlib.nullcontext():
+                else stdout_may_close() if out is not None else contextlib.nullcontext():
             typer.echo(f"load average {results['load_average_start']} on {os.cpu_count()} CPUs")
             if "index" in wanted:
                 with tempfile.TemporaryDirectory(prefix="facet-bench-src-") as tmp:

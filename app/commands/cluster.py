@@ -33,6 +33,7 @@ from app.commands.common import (
     handle_errors,
     open_facet,
     prepare_out_file,
+    stdout_may_close,
     write_out_file,
 )
 from app.errors import InvalidRequestError, NotFoundError, TooLargeError
@@ -470,28 +471,30 @@ def register(cli: typer.Typer) -> None:
             typer.echo(f"note: {printable(result.note)}", err=True)
         # With --json the object replaces the listing, as `facet search --json`'s; with `-o -`
         # stdout carries the JSON alone and the listing goes to stderr.
-        for c in result.clusters if not as_json else ():
-            # Names and keywords are words of the texts' answers, members the texts: a control
-            # character in them would reach the terminal (printable shows it escaped).
-            share = f" ({c.name_share_label})" if c.name_share_label else ""
-            name = printable(' '.join(c.name.split()))
-            # No " · " without keywords: "(no keywords) · " ended in a dangling separator.
-            words = f" · {', '.join(printable(w) for w in c.keywords)}" if c.keywords else ""
-            typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share}{words}",
-                       err=to_stdout)
-            for text in c.representatives:  # one line each: a text's own newlines could pass for output
-                typer.echo(f"    - {printable(_one_line(text), body=True)}", err=to_stdout)
-        if out is None and not as_json:
-            return
-        payload = cluster_payload(result, str(source or collection), seed)
-        if score is not None:
-            payload["v_measure"] = score
-        if as_json:
-            typer.echo(printable_json(payload))
-        if out is not None and not (to_stdout and as_json):  # (`--json -o -`: printed once)
-            write_out_file(out, json.dumps(payload, indent=1))
-            if not to_stdout:
-                typer.echo(f"wrote {printable(str(out))}", err=as_json)
+        # A closed stdout (`... -o FILE 2>&1 | head -1`) still leaves the file (``stdout_may_close``).
+        with stdout_may_close():
+            for c in result.clusters if not as_json else ():
+                # Names and keywords are words of the texts' answers, members the texts: a control
+                # character in them would reach the terminal (printable shows it escaped).
+                share = f" ({c.name_share_label})" if c.name_share_label else ""
+                name = printable(' '.join(c.name.split()))
+                # No " · " without keywords: "(no keywords) · " ended in a dangling separator.
+                words = f" · {', '.join(printable(w) for w in c.keywords)}" if c.keywords else ""
+                typer.echo(f"cluster {c.id} ({plural(c.size, 'text')}): {name}{share}{words}",
+                           err=to_stdout)
+                for text in c.representatives:  # one line each: a text's own newlines could pass for output
+                    typer.echo(f"    - {printable(_one_line(text), body=True)}", err=to_stdout)
+            if out is None and not as_json:
+                return
+            payload = cluster_payload(result, str(source or collection), seed)
+            if score is not None:
+                payload["v_measure"] = score
+            if as_json:
+                typer.echo(printable_json(payload))
+            if out is not None and not (to_stdout and as_json):  # (`--json -o -`: printed once)
+                write_out_file(out, json.dumps(payload, indent=1))
+                if not to_stdout:
+                    typer.echo(f"wrote {printable(str(out))}", err=as_json)
 
 
 def cluster_payload(result: Any, source: str, seed: int) -> dict[str, Any]:

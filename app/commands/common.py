@@ -95,11 +95,70 @@ def _drop_stdout() -> None:
         os.close(null)
 
 
+class _StdoutMayClose:
+    """``sys.stdout`` inside ``stdout_may_close``: a write or flush that finds the reader gone
+    (EPIPE) points the descriptor at the null device (``_drop_stdout``) and this and every later
+    write is dropped, so the command goes on; any other error is raised as before."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def _drop(self) -> None:
+        self.gone = True
+        _drop_stdout()
+        with suppress(OSError, ValueError):  # what the buffer held: to the null device
+            self._stream.flush()
+
+    def write(self, text: str) -> int:
+        if self.gone:
+            return len(text)
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.gone:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def stdout_may_close() -> Iterator[None]:
+    """Within it a closed stdout (``facet index DIR 2>&1 | head -1``: the reader is gone) stops
+    nothing: what is printed after is dropped, and the command goes on to its files (``--out``,
+    eval's report), its error lines on stderr and its exit code. For commands whose work does
+    not end with their output. Until 2026-11-30 (seventh session) the EPIPE ended the command
+    in ``output_error_exit``'s exit 0: a failed document's exit 4 and a cancel's 1 were lost,
+    and `facet cluster -o FILE`, `facet bench --out FILE` and `facet eval` wrote no file.
+    A command that only prints (`facet jobs --json`, `facet search`, `jobs --follow`) still
+    ends at once with 0 (``output_error_exit``)."""
+    stream = sys.stdout
+    if stream is None or isinstance(stream, _StdoutMayClose):
+        yield
+        return
+    sys.stdout = tolerant = _StdoutMayClose(stream)
+    try:
+        yield
+    finally:
+        if sys.stdout is tolerant:
+            sys.stdout = stream
+
+
 def output_error_exit(error: OSError) -> typer.Exit | None:
     """The exit for an ``OSError`` writing the output, None for any other (raised as it was).
 
     A broken pipe (``facet jobs | head -1``: the reader is gone) exits 0 without a word, as
-    the ``--json`` output that fitted in the pipe always did. Another write error on stdout
+    the ``--json`` output that fitted in the pipe always did (a command with more to do than
+    print, files to write or an exit code to give, goes on instead: ``stdout_may_close``). Another write error on stdout
     (``> /dev/full``, a full disk) is one ``error:`` line and exit 4, as a ``--out`` file's
     (``write_out_file``): it was a 40-line traceback and exit 1, from every command.
     """
@@ -147,13 +206,14 @@ def confirm(question: str, nothing_done: str) -> bool:
             typer.echo(f"error: no answer on standard input (not a terminal?): {nothing_done}",
                        err=True)
             raise typer.Exit(2)
+        if not _is_terminal(stdin):  # the answer was not echoed: the prompt's line ends here
+            # (`printf 'y\n' | facet delete X 2>&1` said "...? [y/N]: deleted X" on one line)
+            typer.echo("", err=True)
         answer = line.lstrip("\ufeff").strip().lower()
         if answer in ("y", "yes"):
             return True
         if answer in ("", "n", "no"):
             return False
-        if not _is_terminal(stdin):  # the answer was not echoed: the line starts its own
-            typer.echo("", err=True)
         typer.echo(f"error: invalid input {printable(answer[:40])!r}: answer y (yes) or n (no)",
                    err=True)
 

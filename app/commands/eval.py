@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import expand_home, handle_errors
+from app.commands.common import expand_home, handle_errors, stdout_may_close
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
 from app.settings import get_settings
@@ -304,25 +304,28 @@ def eval_cmd(
     from app.cli import command_line
 
     command = command_line(ctx)
-    typer.echo(markdown_table(report))  # first: a write that fails (a full disk) keeps the figures
-    try:
-        kept = keep_earlier_report(out_dir, report)
-    except OSError as e:
-        typer.echo(f"note: the earlier report in {out_dir} could not be kept as .bak "
-                   f"({e.strerror or e}); it is replaced", err=True)
-    else:
-        if kept:
-            typer.echo(f"note: the earlier report in {out_dir} was moved to {' and '.join(map(str, kept))}",
-                       err=True)
-    try:
-        json_path, md_path = write_report(report, out_dir, command)
-    except OSError as e:
-        raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
-    typer.echo(f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)")
-    failed = [f"{run.embedder} {r.task}" for run in report.runs for r in run.results if r.error]
-    if failed:  # the figures are written; the exit code says some are missing
-        raise DataError(f"{len(failed)} task(s) have no score ({', '.join(failed)}): their errors are "
-                        "above and in results.json; the other figures are written")
+    # A closed stdout (`facet eval ... | head -1`) still leaves the report and the exit code
+    # (``stdout_may_close``): results.json was not written, and the exit was 0.
+    with stdout_may_close():
+        typer.echo(markdown_table(report))  # first: a write that fails (a full disk) keeps the figures
+        try:
+            kept = keep_earlier_report(out_dir, report)
+        except OSError as e:
+            typer.echo(f"note: the earlier report in {out_dir} could not be kept as .bak "
+                       f"({e.strerror or e}); it is replaced", err=True)
+        else:
+            if kept:
+                typer.echo(f"note: the earlier report in {out_dir} was moved to {' and '.join(map(str, kept))}",
+                           err=True)
+        try:
+            json_path, md_path = write_report(report, out_dir, command)
+        except OSError as e:
+            raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
+        typer.echo(f"\nwrote {json_path} and {md_path} (cache: {cache.hits} hits, {cache.misses} encoded)")
+        failed = [f"{run.embedder} {r.task}" for run in report.runs for r in run.results if r.error]
+        if failed:  # the figures are written; the exit code says some are missing
+            raise DataError(f"{len(failed)} task(s) have no score ({', '.join(failed)}): their errors are "
+                            "above and in results.json; the other figures are written")
 
 
 def _note_earlier_report(out_dir: Path, embedder: str, *, named: bool) -> None:
@@ -435,16 +438,18 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
     from app.cli import command_line
 
     command = command_line(ctx)
-    if as_json:
-        typer.echo(printable_json(report.to_dict()))
-    else:
-        typer.echo(summary(report))
-        typer.echo(markdown_table(report))
-    try:
-        kept = keep_earlier_report(out_dir)
-        json_path, md_path = write_collection_report(report, out_dir, command)
-    except OSError as e:
-        raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
-    if kept:
-        typer.echo(f"note: the earlier report in {out_dir} was moved to {' and '.join(map(str, kept))}", err=True)
-    typer.echo(f"wrote {json_path} and {md_path}", err=as_json)
+    # A closed stdout still leaves the report and the exit code (``stdout_may_close``).
+    with stdout_may_close():
+        if as_json:
+            typer.echo(printable_json(report.to_dict()))
+        else:
+            typer.echo(summary(report))
+            typer.echo(markdown_table(report))
+        try:
+            kept = keep_earlier_report(out_dir)
+            json_path, md_path = write_collection_report(report, out_dir, command)
+        except OSError as e:
+            raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
+        if kept:
+            typer.echo(f"note: the earlier report in {out_dir} was moved to {' and '.join(map(str, kept))}", err=True)
+        typer.echo(f"wrote {json_path} and {md_path}", err=as_json)

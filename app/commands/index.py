@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from app.commands.common import exit_code, handle_errors, open_facet
+from app.commands.common import exit_code, handle_errors, open_facet, stdout_may_close
 from app.errors import FacetError, InvalidRequestError
 from app.services.collections import MAX_JOB_ERRORS
 from app.text import plural, printable, printable_json
@@ -293,64 +293,67 @@ def register(cli: typer.Typer) -> None:
         # Cancelled from elsewhere (`facet jobs N --cancel`, the API, the UI): exit 0 let
         # `facet index ... && next-step` go on with half a collection.
         cancelled = 1 if report.state == "cancelled" else 0
-        if as_json:
-            typer.echo(printable_json(asdict(report) | {"docs_per_s": report.docs_per_s}))
+        # A closed stdout (`facet index DIR 2>&1 | head -1`) keeps the error lines, the exit
+        # code (4 for failed documents, 1 cancelled): it was 0 (``stdout_may_close``).
+        with stdout_may_close():
+            if as_json:
+                typer.echo(printable_json(asdict(report) | {"docs_per_s": report.docs_per_s}))
+                if failure is not None:
+                    raise typer.Exit(exit_code(failure))
+                if cancelled:  # stdout carries the JSON alone; stderr says why the exit is 1, as
+                    # without --json (until 2026-11-30, seventh session, it said nothing)
+                    typer.echo(_cancelled_line(report.job_id, said), err=True)
+                    raise typer.Exit(cancelled)
+                return
+            # A model loaded during the run is timed apart (``timings["load_model"]``), not in
+            # elapsed_s: said here, "1 chunk in 0.2s" read as the whole of a 9 s run.
+            load_s = report.timings.get("load_model", 0.0)
+            loading = f"+ {load_s:.1f}s loading {report.embedder}; " if load_s >= 0.05 else ""
+            typer.echo(
+                f"job {report.job_id} {report.state}: {plural(report.docs_seen, 'document')} seen, "
+                f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
+                f"{report.docs_failed} failed, {report.docs_deleted} removed; "
+                f"{plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s "
+                f"({loading}{rate(report)})")
+            if report.skipped_files:
+                from app.core import Facet
+
+                # File names and messages come from the source: printable() shows a control
+                # character in them escaped instead of sending it to the terminal.
+                shown = ", ".join(printable(Path(f).name) for f in report.skipped_files[:10])
+                more = len(report.skipped_files) - 10
+                typer.echo(f"  skipped {len(report.skipped_files)} "
+                           f"{'file' if len(report.skipped_files) == 1 else 'files'} of unsupported "
+                           f"types: {shown}{f' and {more} more' if more > 0 else ''} "
+                           f"(supported: {' '.join(Facet.supported_suffixes())})", err=True)
+            for name, why in report.skipped_other[:10]:
+                typer.echo(f"  skipped {printable(name)}: {printable(why)}", err=True)
+            if len(report.skipped_other) > 10:
+                typer.echo(f"  ... {len(report.skipped_other) - 10} more skipped: facet jobs "
+                           f"{report.job_id}", err=True)
+            for _key, message in report.errors[:20]:
+                typer.echo(f"  error: {printable(message)}", err=True)
+            if len(report.errors) > 20:
+                more = len(report.errors) - 20
+                # `facet jobs ID` alone prints the same first 20 again.
+                listed = min(MAX_JOB_ERRORS, len(report.errors) + len(report.warnings))
+                typer.echo(f"  ... {more} more: facet jobs {report.job_id} --errors {listed}",
+                           err=True)
+            for _key, message in report.warnings[:5]:
+                typer.echo(f"  warning: {printable(message)}", err=True)
+            if len(report.warnings) > 5:  # the rest were dropped without a word
+                listed = min(MAX_JOB_ERRORS, len(report.errors) + len(report.warnings))
+                typer.echo(f"  ... and {len(report.warnings) - 5} more "
+                           f"{'warning' if len(report.warnings) == 6 else 'warnings'}: facet jobs "
+                           f"{report.job_id} --errors {listed}", err=True)
+            if report.collection_removed and not report.docs_failed:
+                # "completed", then `facet search` said the collection was unknown.
+                typer.echo(f"  nothing to index in {printable(str(source))}: collection "
+                           f"{printable(collection)!r} was not created, and job {report.job_id} "
+                           "was removed with it", err=True)
             if failure is not None:
+                typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
                 raise typer.Exit(exit_code(failure))
-            if cancelled:  # stdout carries the JSON alone; stderr says why the exit is 1, as
-                # without --json (until 2026-11-30, seventh session, it said nothing)
+            if cancelled:
                 typer.echo(_cancelled_line(report.job_id, said), err=True)
                 raise typer.Exit(cancelled)
-            return
-        # A model loaded during the run is timed apart (``timings["load_model"]``), not in
-        # elapsed_s: said here, "1 chunk in 0.2s" read as the whole of a 9 s run.
-        load_s = report.timings.get("load_model", 0.0)
-        loading = f"+ {load_s:.1f}s loading {report.embedder}; " if load_s >= 0.05 else ""
-        typer.echo(
-            f"job {report.job_id} {report.state}: {plural(report.docs_seen, 'document')} seen, "
-            f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
-            f"{report.docs_failed} failed, {report.docs_deleted} removed; "
-            f"{plural(report.chunks_written, 'chunk')} in {report.elapsed_s:.1f}s "
-            f"({loading}{rate(report)})")
-        if report.skipped_files:
-            from app.core import Facet
-
-            # File names and messages come from the source: printable() shows a control
-            # character in them escaped instead of sending it to the terminal.
-            shown = ", ".join(printable(Path(f).name) for f in report.skipped_files[:10])
-            more = len(report.skipped_files) - 10
-            typer.echo(f"  skipped {len(report.skipped_files)} "
-                       f"{'file' if len(report.skipped_files) == 1 else 'files'} of unsupported "
-                       f"types: {shown}{f' and {more} more' if more > 0 else ''} "
-                       f"(supported: {' '.join(Facet.supported_suffixes())})", err=True)
-        for name, why in report.skipped_other[:10]:
-            typer.echo(f"  skipped {printable(name)}: {printable(why)}", err=True)
-        if len(report.skipped_other) > 10:
-            typer.echo(f"  ... {len(report.skipped_other) - 10} more skipped: facet jobs "
-                       f"{report.job_id}", err=True)
-        for _key, message in report.errors[:20]:
-            typer.echo(f"  error: {printable(message)}", err=True)
-        if len(report.errors) > 20:
-            more = len(report.errors) - 20
-            # `facet jobs ID` alone prints the same first 20 again.
-            listed = min(MAX_JOB_ERRORS, len(report.errors) + len(report.warnings))
-            typer.echo(f"  ... {more} more: facet jobs {report.job_id} --errors {listed}",
-                       err=True)
-        for _key, message in report.warnings[:5]:
-            typer.echo(f"  warning: {printable(message)}", err=True)
-        if len(report.warnings) > 5:  # the rest were dropped without a word
-            listed = min(MAX_JOB_ERRORS, len(report.errors) + len(report.warnings))
-            typer.echo(f"  ... and {len(report.warnings) - 5} more "
-                       f"{'warning' if len(report.warnings) == 6 else 'warnings'}: facet jobs "
-                       f"{report.job_id} --errors {listed}", err=True)
-        if report.collection_removed and not report.docs_failed:
-            # "completed", then `facet search` said the collection was unknown.
-            typer.echo(f"  nothing to index in {printable(str(source))}: collection "
-                       f"{printable(collection)!r} was not created, and job {report.job_id} "
-                       "was removed with it", err=True)
-        if failure is not None:
-            typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
-            raise typer.Exit(exit_code(failure))
-        if cancelled:
-            typer.echo(_cancelled_line(report.job_id, said), err=True)
-            raise typer.Exit(cancelled)

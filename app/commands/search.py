@@ -35,19 +35,40 @@ def query_from_stdin() -> str:
     blanks around it (a trailing newline or CRLF) removed; "" where it is empty or closed (the
     query's own "empty" error then says so). ``-`` was searched for as the text "-".
 
+    Bytes that are not text in stdin's encoding (UTF-8) are refused as `facet cluster -` refuses
+    them: "standard input is not UTF-8 text", exit 4. Until 2026-11-30 (seventh session) Python's
+    ``surrogateescape`` for stdin let them through as lone surrogates, and the query was refused
+    as holding "an unpaired surrogate ... send the text as valid UTF-8 / paired \\u escapes".
+
     Raises:
-        InvalidRequestError: standard input is not text in its encoding.
+        DataError: standard input is not text in its encoding.
     """
-    from app.errors import InvalidRequestError
+    import codecs
+
+    from app.errors import DataError
 
     stdin = sys.stdin
+    encoding = getattr(stdin, "encoding", None) or "utf-8"
+    try:
+        named = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
+    except LookupError:
+        named = encoding
     try:
         text = stdin.read() if stdin is not None else ""
-    except UnicodeDecodeError as e:
-        raise InvalidRequestError(f"the query on standard input is not {e.encoding} text: {e.reason} "
-                                  f"at byte {e.start}", param="query") from None
+    except UnicodeDecodeError as e:  # (a stdin with strict errors)
+        raise DataError(f"standard input is not {named} text (byte {e.start}); send the query as "
+                        f"{named}", param="query") from None
     except (OSError, ValueError):  # a descriptor closed under it, or not readable
         text = ""
+    # surrogateescape: each byte that could not be decoded is U+DC80..U+DCFF.
+    bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
+    if bad is not None:
+        try:
+            byte = len(text[:bad].encode(encoding, "surrogateescape"))
+        except (LookupError, UnicodeError):
+            byte = bad
+        raise DataError(f"standard input is not {named} text (byte {byte}); send the query as "
+                        f"{named}", param="query")
     return text.lstrip("\ufeff").strip()
 
 

@@ -235,3 +235,126 @@ def test_index_dash_is_refused_in_one_line(tmp_path) -> None:
     assert done.stderr.startswith("error: facet index reads files and folders, not standard "
                                   "input ('-')"), done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+# A closed stdout (`facet ... 2>&1 | head -1`, `... | head -1`): until 2026-11-30 (seventh
+# session) its EPIPE ended the command with exit 0 wherever it came (``output_error_exit``): a
+# failed document's exit 4 was lost, and the `--out` file written after the printing was not.
+
+def _with_closed_stdout(data: Path, *args: str, stderr_too: bool) -> tuple[int, str]:
+    """``facet ARGS | head -0`` (``2>&1`` too where ``stderr_too``): its return code and stderr."""
+    _, out_fd = _closed_pipe()
+    try:
+        proc = _facet(data, *args, stdout=out_fd,
+                      stderr=out_fd if stderr_too else subprocess.PIPE)
+    finally:
+        os.close(out_fd)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err or ""
+
+
+@pytest.mark.parametrize("stderr_too", [True, False])
+def test_index_keeps_its_failure_exit_when_stdout_is_a_closed_pipe(tmp_path, stderr_too) -> None:
+    """`facet index m_v -c x -e minilm 2>&1 | head -1` exited 0 with a failed document (4)."""
+    write_corpus(tmp_path / "src", 2, words=10)
+    (tmp_path / "src" / "zz.txt").write_bytes(b"bad\0bin")  # a document that fails
+    rc, err = _with_closed_stdout(tmp_path / "data", "index", str(tmp_path / "src"), "-c", "x",
+                                  "-e", "minilm", stderr_too=stderr_too)
+    assert rc == 4, err
+    if not stderr_too:  # its error lines still come, after the result line that could not
+        assert "  error: " in err and "(--allow-failures to exit 0 anyway)" in err, err
+
+
+def test_cluster_writes_its_out_file_when_stdout_is_a_closed_pipe(tmp_path) -> None:
+    """`facet cluster t40.txt -i topic -e minilm --k 3 -o o1.json 2>&1 | head -1`: no file."""
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(["card declined", "card blocked", "rain tomorrow", "sunny later",
+                                "card stolen", "storm warning"]) + "\n")
+    rc, err = _with_closed_stdout(tmp_path / "data", "cluster", str(texts), "-i", "topic", "-e",
+                                  "minilm", "--explain", "", "--k", "2", "-o",
+                                  str(tmp_path / "cl.json"), stderr_too=True)
+    assert rc == 0, err
+    assert len(json.loads((tmp_path / "cl.json").read_text())["clusters"]) == 2
+
+
+def test_bench_writes_its_out_file_when_stdout_is_a_closed_pipe(tmp_path) -> None:
+    """`facet bench --parts index ... --out b.json | head -1` ended at its second line: no file."""
+    write_corpus(tmp_path / "src", 4, words=10)
+    rc, err = _with_closed_stdout(tmp_path / "data", "bench", "--parts", "index", "--source",
+                                  str(tmp_path / "src"), "--rounds", "1", "--out",
+                                  str(tmp_path / "b.json"), stderr_too=False)
+    assert rc == 0, err
+    assert json.loads((tmp_path / "b.json").read_text())["index"]["documents"] == 4
+
+
+def test_jobs_into_a_closed_pipe_still_exits_0(tmp_path) -> None:
+    rc, err = _with_closed_stdout(tmp_path / "data", "jobs", "--json", stderr_too=False)
+    assert (rc, err) == (0, "")
+
+
+def test_search_dash_refuses_stdin_that_is_not_utf8_as_cluster_does(tmp_path) -> None:
+    """`printf 'caf\\xe9 refund\\n' | facet search - -c d` blamed "an unpaired surrogate" and
+    asked for "paired \\u escapes" (exit 2); `facet cluster -` says "not UTF-8 text" (exit 4)."""
+    env = dict(os.environ, FACET_DATA_DIR=str(tmp_path / "data"), OMP_NUM_THREADS="1",
+               PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "app", "search", "-", "-c", "d"], cwd=ROOT,
+                          env=env, input=b"caf\xe9 refund\n", capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout) == (4, b""), done.stderr
+    assert done.stderr.decode() == ("error: standard input is not UTF-8 text (byte 3); send the "
+                                    "query as UTF-8\n")
+    clustered = subprocess.run([sys.executable, "-m", "app", "cluster", "-", "-i", "topic"],
+                               cwd=ROOT, env=env, input=b"ok\ncaf\xe9\n", capture_output=True,
+                               timeout=60)
+    assert clustered.returncode == done.returncode, clustered.stderr
+    assert clustered.stderr.decode().startswith("error: standard input is not UTF-8 text")
+
+
+def test_search_dash_in_process_refuses_stdin_that_is_not_utf8(tmp_path) -> None:
+    done = invoke_cli("search", "-", "-c", "d", input=b"caf\xe9 refund\n",
+                      env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert (done.returncode, done.stderr) == (
+        4, "error: standard input is not UTF-8 text (byte 3); send the query as UTF-8\n")
+
+
+def test_an_option_missing_its_value_names_the_commands_help(tmp_path) -> None:
+    """`facet search q -c d --rerank` said "error: Option '--rerank' requires an argument."
+    alone: click's parser raises it without a context."""
+    proc = _facet(tmp_path / "data", "search", "q", "-c", "d", "--rerank",
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out) == (2, "")
+    assert err == "error: Option '--rerank' requires an argument. (facet search --help)\n", err
+    done = invoke_cli("jobs", "--follow", "-c")
+    assert (done.returncode, done.stderr) == (
+        2, "error: Option '-c' requires an argument. (facet jobs --help)\n")
+
+
+def test_a_piped_answer_ends_the_question_line(tmp_path) -> None:
+    """`printf 'y\\n' | facet delete X 2>&1` said "...? [y/N]: deleted X: ..." on one line."""
+    data = tiny_data_folder(tmp_path)
+    rc, err = _ask_delete(data, subprocess.PIPE, "n\n")
+    assert rc == 1, err
+    assert err.endswith("? [y/N]: \nAborted.\n"), repr(err)
+    rc, err = _ask_delete(data, subprocess.PIPE, "maybe\n")  # one line break, not two
+    assert "? [y/N]: \nerror: invalid input 'maybe'" in err, repr(err)
+    rc, err = _ask_delete(data, subprocess.PIPE, "y\n")
+    assert rc == 0, err
+    assert err.endswith("? [y/N]: \n"), repr(err)
+
+
+def test_eval_writes_its_report_when_stdout_is_a_closed_pipe(tmp_path) -> None:
+    """`facet eval ... | head -1` printed its table first and ended there: no results.json."""
+    from tests.app.test_eval_collection import write_beir
+
+    beir = write_beir(tmp_path / "beir", {"d1": ("Cards", "card payment declined twice"),
+                                          "d2": ("Rain", "rain and storms tomorrow")},
+                      {"1": "declined card"}, {"1": {"d1": 1}})
+    data = tmp_path / "data"
+    done = invoke_cli("index", str(beir / "corpus.jsonl"), "-c", "sci", "-e", "minilm",
+                      env={"FACET_DATA_DIR": str(data)})
+    assert done.returncode == 0, done.stderr
+    rc, err = _with_closed_stdout(data, "eval", "--collection", "sci", "--task", f"beir:{beir}",
+                                  "--no-progress", "--out", str(tmp_path / "rep"),
+                                  stderr_too=False)
+    assert rc == 0, err
+    assert (tmp_path / "rep" / "results.json").is_file(), err
