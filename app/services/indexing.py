@@ -1605,6 +1605,9 @@ class IndexService:
         if coll.backend == self.store.backend:
             # (Else its run moves it here, dropping this store's copy: ``ensure_store_collection``.)
             self._check_store(name, embedder)
+        else:
+            with _store_errors():
+                self._refuse_server_namesake(coll)
         if isinstance(embedder, _Deferred) and any(e.name == embedder.name for e in coll.embedders):
             return  # recorded already; the model is checked against it when a run loads it
         identity = self.ctx.embedders.identity(embedder)
@@ -1705,6 +1708,28 @@ class IndexService:
                 "this embedder into a new collection, or use the edge backend "
                 "(FACET_VECTOR_BACKEND=edge)")
 
+    def _refuse_server_namesake(self, coll: md.Collection) -> None:
+        """Refuse to move ``coll`` (recorded in another store) onto a Qdrant server that holds a
+        collection of its name: a server's collections may be another data folder's or
+        application's, and the move dropped it (verification, 2026-11-30: the other folder's
+        searches then returned this folder's documents). The embedded stores' folders are this
+        data folder's own, where such a copy is this collection's, stale, and is dropped.
+
+        Raises:
+            ConflictError: the server holds a collection of that name.
+        """
+        if self.store.backend != "server" or not self.store.collection_exists(coll.name):
+            return
+        from app.services.collections import store_place
+
+        raise ConflictError(
+            f"collection {coll.name!r} was indexed into {store_place(coll.backend, coll.name)}, "
+            f"and the Qdrant server in use already holds a collection {coll.name!r}, which may "
+            "be another data folder's or application's: it is not replaced; unset "
+            "FACET_QDRANT_URL to use the collection where it is, index into another collection "
+            "name, or delete the server's collection first if it is a stale copy of this one",
+            param="collection")
+
     def ensure_store_collection(self, session: Session, coll: md.Collection, job: Any,
                                 embedder: Embedder) -> None:
         """Create the collection's vectors in the store (the lease holder does this), with the
@@ -1725,7 +1750,8 @@ class IndexService:
         moved_from = coll.backend if coll.backend != self.store.backend else None
         with _store_errors():
             if moved_from is not None:
-                self.store.drop_collection(coll.name)
+                self._refuse_server_namesake(coll)
+                self.store.drop_collection(coll.name)  # (this data folder's own: a stale copy)
             existed = self.store.collection_exists(coll.name)
             # Every embedder of the collection: a store collection recreated with this one's
             # vector alone refused the points its other embedders' vectors go with.

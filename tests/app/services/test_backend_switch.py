@@ -166,3 +166,28 @@ def test_an_edge_collection_indexed_under_a_qdrant_url_moves_to_the_server(
     assert "set FACET_QDRANT_URL to that server's URL" in note, note
     with pytest.raises(ConflictError, match="it was indexed into a Qdrant server"):
         SearchService(edge).search(SearchRequest("bank card", "sw_server"))
+
+
+def test_a_move_to_a_server_never_replaces_the_servers_namesake(make_ctx, tmp_path: Path) -> None:
+    """Another data folder's collection of the same name on the server: the move dropped it and
+    wrote this folder's documents there (verification, 2026-11-30: the other folder's searches
+    then returned this folder's documents). Refused, before the job, with the server's
+    collection untouched."""
+    mine = write_corpus(tmp_path / "mine", 2)
+    theirs = write_corpus(tmp_path / "theirs", 3)
+    edge = make_ctx()
+    IndexService(edge).index(tmp_path / "mine", "sw_twin")
+    edge.close()
+    with serving(qdrant_standin._Handler) as url:
+        other = make_ctx(qdrant_url=url, data_dir=tmp_path / "other")
+        IndexService(other).index(tmp_path / "theirs", "sw_twin")
+        served = make_ctx(qdrant_url=url)
+        with pytest.raises(ConflictError, match="already holds a collection 'sw_twin', which may "
+                                                "be another data folder's") as refused:
+            IndexService(served).index(tmp_path / "mine", "sw_twin")
+        assert refused.value.param == "collection"
+        assert _row_backend(served, "sw_twin") == "edge"  # not moved
+        found = SearchService(other).search(SearchRequest("bank card", "sw_twin", top_k=5))
+        assert {h.doc_id for h in found.results} <= set(theirs) and not set(mine) & {
+            h.doc_id for h in found.results}
+        assert other.store.count("sw_twin") == 3
