@@ -1773,10 +1773,22 @@ class IndexService:
             where, D.status == "indexed")) or 0)
         if moved_from is not None:
             coll.backend = self.store.backend
+            # The collection's other sources, as its jobs name them: their documents stay
+            # pending (unsearchable) until indexed again; the warning said "the other sources"
+            # without naming them.
+            mine = getattr(job, "source", None)
+            others = sorted({str(s) for s in session.scalars(
+                select(md.IndexJob.source).where(md.IndexJob.collection_id == coll.id).distinct())
+                if s and s != mine})
+            again = ("; index its other sources again too, their documents unsearchable until "
+                     "then: " + ", ".join(f"facet index {shlex.quote(s)} -c {shlex.quote(coll.name)}"
+                                          for s in others[:3])
+                     + (f" and {len(others) - 3} more (facet jobs -c {shlex.quote(coll.name)})"
+                        if len(others) > 3 else "")) if others else ""
             moved = (f"collection {coll.name!r} moves from {store_place(moved_from, coll.name)} "
                      f"to {store_place(self.store.backend, coll.name)}, the store in use: every "
                      f"document is encoded again ({plural(lost, 'indexed document')}: those of "
-                     "this run's source now; index the other sources again too); the old copy "
+                     f"this run's source now{again}); the old copy "
                      f"stays in {store_place(moved_from, coll.name)}, unused, until removed "
                      "(docs/deploy.md: switching the vector store)")
             logger.warning("%s", moved)

@@ -191,3 +191,22 @@ def test_a_move_to_a_server_never_replaces_the_servers_namesake(make_ctx, tmp_pa
         assert {h.doc_id for h in found.results} <= set(theirs) and not set(mine) & {
             h.doc_id for h in found.results}
         assert other.store.count("sw_twin") == 3
+
+
+def test_a_move_names_the_collections_other_sources(make_ctx, tmp_path: Path, caplog) -> None:
+    """Two folders in one collection, moved by a run of one of them: the other's documents stay
+    pending (unsearchable) until it is indexed again, and the warning said only "index the
+    other sources again too" (verification, 2026-11-30). It names them now."""
+    write_corpus(tmp_path / "a", 2)
+    write_corpus(tmp_path / "b", 2)
+    edge = make_ctx()
+    IndexService(edge).index(tmp_path / "a", "sw_two")
+    IndexService(edge).index(tmp_path / "b", "sw_two")
+    edge.close()
+    local = make_ctx(vector_backend="local")
+    with caplog.at_level(logging.WARNING):
+        IndexService(local).index(tmp_path / "a", "sw_two")
+    [moved] = [r.getMessage() for r in caplog.records if "moves from" in r.getMessage()]
+    assert f"index its other sources again too, their documents unsearchable until then: " \
+           f"facet index {tmp_path / 'b'} -c sw_two" in moved, moved
+    assert f"facet index {tmp_path / 'a'} " not in moved, moved
