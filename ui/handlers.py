@@ -20,7 +20,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -189,6 +189,10 @@ class Pickers:
 
     collections: list[str]
     folders: list[str]
+    # The names of vectors no collection of this database owns (strays, as `facet collections`
+    # lists them): only the Delete picker offers them (the page listed none of them, so they
+    # could not be deleted here, and indexing into such a name was refused).
+    strays: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -329,7 +333,8 @@ class UiHandlers:
     def pickers(self) -> Pickers:
         """Current collections and allowed folders."""
         return Pickers(self._collections(),
-                       inputs.list_folders(self.settings.ui_allowed_roots))
+                       inputs.list_folders(self.settings.ui_allowed_roots),
+                       [c.name for c in self.facet.stray_collections()])
 
     @ui_errors
     def refresh_pickers(self, search_value: str | None, compare_value: str | None,
@@ -339,14 +344,15 @@ class UiHandlers:
         folder picker."""
         p = self.pickers()
 
-        def keep(value: str | None, custom: bool = False) -> Any:
-            if value in p.collections or (custom and value):
-                return gr.update(choices=p.collections, value=value)
-            return gr.update(choices=p.collections, value=p.collections[0] if p.collections
-                             else None)
+        def keep(value: str | None, custom: bool = False, names: list[str] | None = None) -> Any:
+            names = p.collections if names is None else names
+            if value in names or (custom and value):
+                return gr.update(choices=names, value=value)
+            return gr.update(choices=names, value=names[0] if names else None)
 
         return (keep(search_value), keep(compare_value), keep(cluster_value),
-                keep(index_value, custom=True), keep(delete_value), gr.update(choices=p.folders))
+                keep(index_value, custom=True),
+                keep(delete_value, names=p.collections + p.strays), gr.update(choices=p.folders))
 
     def _recorded(self, collection: str | None) -> dict[str, str]:
         """What ``collection`` recorded as loading each of its vectors' embedders, where that is
@@ -1064,12 +1070,14 @@ class UiHandlers:
 
     @ui_errors
     def collections(self) -> tuple[list[list[Any]], list[list[Any]]]:
-        """Collections tab: every collection and the recent jobs (a stopped one with what to
-        do, in the page's words)."""
+        """Collections tab: every collection, after the strays (vectors no collection of this
+        database owns, as `facet collections` and GET /collections list them), and the recent
+        jobs (a stopped one with what to do, in the page's words)."""
         facet = self.facet
         jobs = facet.jobs(limit=20)
         messages = {job_id: s.message for job_id, s in self._stopped_jobs(jobs).items()}
-        return render.collection_rows(facet.collections()), render.job_rows(jobs, messages)
+        return (render.collection_rows(facet.collections(), facet.stray_collections()),
+                render.job_rows(jobs, messages))
 
     @ui_errors
     def delete_collection(self, name: str | None, confirm: str | None,
@@ -1083,8 +1091,12 @@ class UiHandlers:
         if typed != name:
             raise InvalidRequestError(f"{typed!r} does not match {name!r}; type the collection's "
                                       "name exactly to delete it. Nothing was deleted.")
+        try:
+            self.facet.collection(name)
+            stray = False
+        except NotFoundError:  # the store's vectors of no collection, or a 404 from the delete
+            stray = True
         info = self.facet.delete_collection(name)
-        gr.Info(render.esc(f"Deleted {name}: {info.documents} documents, {info.chunks} chunks."),
-                title="Deleted")
+        gr.Info(render.esc(render.deleted_text(info, stray)), title="Deleted")
         collections, jobs = self.collections()
         return collections, jobs, ""

@@ -522,24 +522,73 @@ def points_cell(c: CollectionInfo) -> int | str:
     """A collection's points, or why they are not counted: another process writing it or
     holding it open (its shard cannot be opened here; the CLI says "? points" and who), or
     "missing" where the store has no such collection. "missing" was shown for all three and
-    read like lost data while a job was writing it."""
-    if c.points is not None:
-        return c.points
+    read like lost data while a job was writing it. A collection indexed into another vector
+    store than the one in use (``store_in_use``) says where its vectors are: it read "missing"
+    beside its very folder (``store_note``, which search refusals say, tells how to get back)."""
     if c.writer:
         return f"? (being written: {c.writer})"
+    if c.store_in_use is not None:
+        from app.services.collections import store_place
+
+        held = ("" if c.points is None else
+                f"; the store in use holds an older copy, {c.points:,} points, maybe stale")
+        return f"in another store: {store_place(c.backend, c.name)}{held}"
+    if c.points is not None:
+        return c.points
     if c.open_in:
         return f"? (open in {c.open_in}; counted there)"
     return "missing"
 
 
-def collection_rows(infos: Sequence[CollectionInfo]) -> list[list[Any]]:
-    """One row per collection."""
-    return [[c.name, c.documents, c.documents_indexed, c.documents_failed, c.chunks,
+def stray_documents_cell(c: CollectionInfo) -> str:
+    """What a stray (vectors no collection of this database owns) is, in its "documents" cell,
+    as `facet collections` says it: whose they are (``owner``) and what to do."""
+    from app.services.collections import FOLDER_DATABASE, MOVE_IT
+
+    if c.owner == FOLDER_DATABASE:
+        # A laptop's collection under a new FACET_DATABASE_URL: Delete refuses it.
+        return (f"vectors only, of collection {c.name!r} of {FOLDER_DATABASE}, not of the "
+                "database FACET_DATABASE_URL names: unset FACET_DATABASE_URL to use them, "
+                f"{MOVE_IT} (docs/deploy.md)")
+    if c.owner is not None:
+        return (f"vectors only, which no collection of this database owns; they may be of "
+                f"{c.owner}: unset FACET_DATABASE_URL to look")
+    return "vectors only, which no collection of this database owns: Delete removes them"
+
+
+def collection_rows(infos: Sequence[CollectionInfo],
+                    strays: Sequence[CollectionInfo] = ()) -> list[list[Any]]:
+    """One row per collection, after one per stray (``strays``: vectors no collection of this
+    database owns, first, as `facet collections` lists them): the page listed none, while the
+    CLI and GET /collections did, and indexing into such a name was refused."""
+    return [[c.name, stray_documents_cell(c), "", "", "",
+             "?" if c.points is None else c.points,
+             "" if c.disk_bytes is None else size_text(c.disk_bytes),
+             c.embedders_label(), "", ""]
+            for c in strays] + [
+            [c.name, c.documents, c.documents_indexed, c.documents_failed, c.chunks,
              points_cell(c),
              "" if c.disk_bytes is None else size_text(c.disk_bytes),  # as `facet collections`
              c.embedders_label(),
              f"{c.chunk_size} tokens, overlap {c.chunk_overlap}", c.created_at]
             for c in infos]
+
+
+def deleted_text(c: CollectionInfo, stray: bool) -> str:
+    """The Delete toast: what was deleted and, for a collection indexed into another vector
+    store than the one in use (``store_in_use``), that its vectors stay there (the CLI warned
+    it; the page said only "Deleted notes: 20 documents, 20 chunks.")."""
+    from app.services.collections import store_place
+
+    if stray:
+        points = "" if c.points is None else f" ({plural(c.points, 'point')})"
+        return f"Deleted the vectors of {c.name}{points}, which no collection of this database owned."
+    said = f"Deleted {c.name}: {c.documents} documents, {c.chunks} chunks."
+    if c.store_in_use is not None:
+        said += (f" Its vectors stay in {store_place(c.backend, c.name)}, the store it was "
+                 "indexed into, not the one in use: with that store in use again, deleting "
+                 f"{c.name} removes them (docs/deploy.md).")
+    return said
 
 
 JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunks", "embedder",

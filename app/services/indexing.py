@@ -1535,12 +1535,13 @@ class IndexService:
                 if owned is not None:  # (`facet delete` refuses those: do not advise it)
                     raise ConflictError(
                         f"the vector store already holds a collection {name!r} that this "
-                        f"metadata database does not know: {owned}")
+                        f"metadata database does not know: {owned}", param="collection")
                 raise ConflictError(
                     f"the vector store already holds a collection {name!r} that this metadata "
                     f"database does not know (its own database lost{copy}, or another "
                     f"database's over the same store?): index into another name, or delete "
-                    f"{name!r} (which removes those vectors) and index again")
+                    f"{name!r} (which removes those vectors) and index again",
+                    param="collection")  # (as search and cluster name it)
 
     def _collection_for(self, session: Session, name: str, embedder: Embedder,
                         options: IndexOptions, spec: str) -> tuple[md.Collection, bool]:
