@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -260,8 +261,16 @@ def _script(code: str, data: Path, url: str, *args: str,
     env = dict(os.environ, FACET_DATA_DIR=str(data), PYTHONPATH=str(root))
     if not wait:
         return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-    return subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60, env=env)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+    return subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60, env=env,
+                          preexec_fn=_sigint_default)
+
+
+def _sigint_default() -> None:
+    """Ctrl-C as a terminal gives it: a test run started in the background of a
+    non-interactive shell (`make test &`, some CI runners) ignores SIGINT, its children inherit
+    that, and Python then installs no KeyboardInterrupt handler, so the mover went on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 _MAIN = """
