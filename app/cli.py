@@ -47,6 +47,7 @@ from typer.core import TyperGroup  # noqa: E402
 
 from app.commands.common import (  # noqa: E402, F401 (re-exported: the commands' historical import path)
     EXIT_CODES,
+    DropsWhenGone,
     exit_code,
     handle_errors,
     open_facet,
@@ -333,7 +334,7 @@ UNENCODABLE = "facet.escape"
 _STDERR_GONE = {errno.EPIPE, errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
-class QuietStderr(io.TextIOWrapper):
+class QuietStderr(DropsWhenGone, io.TextIOWrapper):
     """Standard error that never fails the work: the first write to it that fails for want of a
     reader or of room (``_STDERR_GONE``) points descriptor 2 at the null device, and this and
     every later write is dropped; any other error is raised as before.
@@ -347,10 +348,15 @@ class QuietStderr(io.TextIOWrapper):
     wrote no file.
     """
 
-    gone = False
+    GONE_ERRNOS = frozenset(_STDERR_GONE)
+
+    def _write(self, text: str) -> int:
+        return io.TextIOWrapper.write(self, text)
+
+    def _flush(self) -> None:
+        io.TextIOWrapper.flush(self)
 
     def _drop(self) -> None:
-        self.gone = True
         try:
             null = os.open(os.devnull, os.O_WRONLY)
         except OSError:
@@ -362,28 +368,7 @@ class QuietStderr(io.TextIOWrapper):
         finally:
             os.close(null)
         with contextlib.suppress(OSError, ValueError):  # what the buffer held: to the null device
-            super().flush()
-
-    def write(self, text: str) -> int:
-        if self.gone:
-            return len(text)
-        try:
-            return super().write(text)
-        except OSError as e:
-            if e.errno not in _STDERR_GONE:
-                raise
-            self._drop()
-            return len(text)
-
-    def flush(self) -> None:
-        if self.gone:
-            return
-        try:
-            super().flush()
-        except OSError as e:
-            if e.errno not in _STDERR_GONE:
-                raise
-            self._drop()
+            io.TextIOWrapper.flush(self)
 
 
 def _quiet_failing_stderr() -> None:

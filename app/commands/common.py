@@ -95,37 +95,66 @@ def _drop_stdout() -> None:
         os.close(null)
 
 
-class _StdoutMayClose:
-    """``sys.stdout`` inside ``stdout_may_close``: a write or flush that finds the reader gone
-    (EPIPE) points the descriptor at the null device (``_drop_stdout``) and this and every later
-    write is dropped, so the command goes on; any other error is raised as before."""
+class DropsWhenGone:
+    """A text stream's write and flush that, once one fails for want of a reader or of room
+    (an ``OSError`` whose errno is in ``GONE_ERRNOS``), call ``_drop`` and drop this and every
+    later write; any other error is raised as before. ``_write`` and ``_flush`` are the stream's
+    own (``QuietStderr`` in app/cli.py for stderr, ``_StdoutMayClose`` for stdout)."""
 
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self.gone = False
+    GONE_ERRNOS: frozenset[int] = frozenset({errno.EPIPE})
+    gone = False
+
+    def _write(self, text: str) -> int:
+        raise NotImplementedError
+
+    def _flush(self) -> None:
+        raise NotImplementedError
 
     def _drop(self) -> None:
+        raise NotImplementedError
+
+    def _gone(self, error: OSError) -> None:
+        if error.errno not in self.GONE_ERRNOS:
+            raise error
         self.gone = True
-        _drop_stdout()
-        with suppress(OSError, ValueError):  # what the buffer held: to the null device
-            self._stream.flush()
+        self._drop()
 
     def write(self, text: str) -> int:
         if self.gone:
             return len(text)
         try:
-            return int(self._stream.write(text))
-        except BrokenPipeError:
-            self._drop()
+            return int(self._write(text))
+        except OSError as e:
+            self._gone(e)
             return len(text)
 
     def flush(self) -> None:
         if self.gone:
             return
         try:
+            self._flush()
+        except OSError as e:
+            self._gone(e)
+
+
+class _StdoutMayClose(DropsWhenGone):
+    """``sys.stdout`` inside ``stdout_may_close``: a write or flush that finds the reader gone
+    (EPIPE) points the descriptor at the null device (``_drop_stdout``) and this and every later
+    write is dropped, so the command goes on; any other error is raised as before."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _write(self, text: str) -> int:
+        return int(self._stream.write(text))
+
+    def _flush(self) -> None:
+        self._stream.flush()
+
+    def _drop(self) -> None:
+        _drop_stdout()
+        with suppress(OSError, ValueError):  # what the buffer held: to the null device
             self._stream.flush()
-        except BrokenPipeError:
-            self._drop()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
