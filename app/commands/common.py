@@ -326,54 +326,32 @@ def serving_lock(settings: FacetSettings, command: str, address: str) -> Iterato
     if settings.qdrant_url:
         yield
         return
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock, as before
-        yield
-        return
-    import json
-    import os
-    import time
+    from contextlib import ExitStack
 
-    from app.services.context import (  # (``folder_server`` probes the same file)
-        SERVER_LOCK,
-        server_holder,
-    )
+    from app.services.context import MOVER, FolderHeld, holding_server_lock, server_who
 
     folder = Path(settings.data_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / SERVER_LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    with ExitStack() as held:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = server_holder(path)
-            if holder.get("command") == "facet move-metadata":  # (it holds the lock too)
+            held.enter_context(holding_server_lock(folder, command, address=address))
+        except FolderHeld as e:
+            holder = e.holder
+            if holder.get("command") == MOVER:  # (it holds the lock too)
                 pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
                 raise ConflictError(
                     f"the data folder's metadata ({folder}) is being moved by facet "
                     f"move-metadata{pid}: start the server once it ends, with "
                     "FACET_DATABASE_URL set") from None
-            who = ", ".join(str(part) for part in (
-                holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
-                f"on {holder['address']}" if holder.get("address") else None,
-                f"since {holder['started']}" if holder.get("started") else None) if part)
             # `facet ui` serves no API (nor /ui): "send requests to it" sent users to 404s.
             use = ("use its UI; for the API too, stop it and run `facet serve` (the API, and the "
                    "same UI at /ui)" if holder.get("command") == "facet ui" else
                    "send requests to it (it serves the UI at /ui too), or stop it first")
             raise ConflictError(
-                f"another Facet server ({who or 'unknown'}) serves the data folder {folder}: one "
-                f"server per embedded data folder, since it holds the collections it opens; {use}; "
-                "or give this one another FACET_DATA_DIR") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({
-            "pid": os.getpid(), "command": command, "address": address,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode(), 0)
+                f"another Facet server ({server_who(holder)}) serves the data folder {folder}: "
+                "one server per embedded data folder, since it holds the collections it opens; "
+                f"{use}; or give this one another FACET_DATA_DIR") from None
         yield
-    finally:
-        os.close(fd)  # (drops the lock)
 
 
 @contextmanager

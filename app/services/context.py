@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +266,65 @@ def server_holder(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return holder if isinstance(holder, dict) else {}
+
+
+# The command a move of the metadata writes in the ``SERVER_LOCK`` it holds for its duration
+# (``app.services.metadata_move``): a server starting meanwhile says what holds the folder.
+MOVER = "facet move-metadata"
+
+
+class FolderHeld(Exception):
+    """Another process holds the data folder's ``SERVER_LOCK``: ``holder`` is what it wrote
+    there (``server_holder``)."""
+
+    def __init__(self, holder: dict[str, Any]) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
+def server_who(holder: dict[str, Any], *, since: bool = True) -> str:
+    """A ``SERVER_LOCK`` holder in words: "facet serve, pid 12, on 127.0.0.1:8000, since
+    ..." (``since``: with its start), "unknown" where nothing could be read."""
+    return ", ".join(str(part) for part in (
+        holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
+        f"on {holder['address']}" if holder.get("address") else None,
+        f"since {holder['started']}" if since and holder.get("started") else None)
+        if part) or "unknown"
+
+
+@contextlib.contextmanager
+def holding_server_lock(data_dir: Path, command: str, **fields: str) -> Iterator[None]:
+    """Hold ``data_dir``'s ``SERVER_LOCK`` (a non-blocking flock) for the block, with this
+    process's pid, ``command``, ``fields`` (a server's address) and start written in it, as
+    `facet serve` / `facet ui` (``app.commands.common.serving_lock``) and `facet
+    move-metadata` hold it; the kernel drops it when the process ends, however it ends.
+    Nothing where the system has no flock (not POSIX).
+
+    Raises:
+        FolderHeld: another process holds it. OSError: the file cannot be opened.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    import json
+    import time
+
+    path = data_dir / SERVER_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FolderHeld(server_holder(path)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({
+            "pid": os.getpid(), "command": command, **fields,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # (drops the lock)
 
 
 def folder_server(data_dir: Path) -> dict[str, Any] | None:

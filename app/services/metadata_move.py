@@ -203,10 +203,9 @@ def _open_elsewhere(settings: FacetSettings, names: list[str]) -> list[str]:
 
 
 def _server_text(holder: dict[str, object]) -> str:
-    who = ", ".join(str(part) for part in (
-        holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
-        f"on {holder['address']}" if holder.get("address") else None) if part)
-    return f"a Facet server ({who or 'unknown'}) serves the data folder"
+    from app.services.context import server_who
+
+    return f"a Facet server ({server_who(holder, since=False)}) serves the data folder"
 
 
 def _busy(session: Session, settings: FacetSettings | None = None) -> list[str]:
@@ -554,49 +553,33 @@ def _remove_record(settings: FacetSettings) -> None:
         (Path(settings.data_dir) / MOVED_RECORD).unlink()
 
 
-MOVER = "facet move-metadata"
-
-
 @contextlib.contextmanager
 def _holding_folder(settings: FacetSettings) -> Iterator[None]:
-    """Hold the data folder's ``SERVER_LOCK`` (as ``app.commands.common.serving_lock`` does,
-    naming this command) for the whole move: a `facet serve` or `facet ui` started meanwhile
-    is refused (one started during a move kept the renamed file, took jobs into it and made a
-    new facet.db); one serving it already refuses the move.
+    """Hold the data folder's ``SERVER_LOCK`` (``context.holding_server_lock``, as `facet
+    serve` does, naming this command) for the whole move: a `facet serve` or `facet ui`
+    started meanwhile is refused (one started during a move kept the renamed file, took jobs
+    into it and made a new facet.db); one serving it already refuses the move.
 
     Raises:
-        ConflictError: a server holds the folder (named).
+        ConflictError: a server holds the folder (named). DataError: its lock file cannot be
+            opened.
     """
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock, as serving_lock
-        yield
-        return
-    import json
-    import time
+    from app.services.context import MOVER, FolderHeld, holding_server_lock
 
-    from app.services.context import SERVER_LOCK, server_holder
-
-    path = Path(settings.data_dir) / SERVER_LOCK
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise DataError(f"cannot open {path}: {e.strerror or e}; nothing was moved") from e
-    try:
+    with contextlib.ExitStack() as held:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            held.enter_context(holding_server_lock(Path(settings.data_dir), MOVER))
+        except FolderHeld as e:
             raise ConflictError(
-                f"the metadata is being written: {_server_text(server_holder(path))}; stop "
+                f"the metadata is being written: {_server_text(e.holder)}; stop "
                 "`facet serve`, `facet ui` and the workers, then move; nothing was written"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({
-            "pid": os.getpid(), "command": MOVER,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode(), 0)
+        except OSError as e:
+            from app.services.context import SERVER_LOCK
+
+            raise DataError(f"cannot open {Path(settings.data_dir) / SERVER_LOCK}: "
+                            f"{e.strerror or e}; nothing was moved") from e
         yield
-    finally:
-        os.close(fd)  # (drops the lock)
 
 
 def move_metadata(settings: FacetSettings, to: str, *,
