@@ -52,18 +52,16 @@ def folder_database(settings: FacetSettings) -> Path | None:
     None (it is the database in use, or there is none)."""
     if not settings.database_url:
         return None
+    from app.services.context import names_sqlite_file
+
     path = Path(settings.data_dir) / "facet.db"
     try:
         if not path.is_file():
             return None
-        from sqlalchemy.engine import make_url
-
-        url = make_url(settings.database_url)
-        if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:" \
-                and os.path.realpath(url.database) == os.path.realpath(path):
-            return None  # FACET_DATABASE_URL names the data folder's facet.db itself
-    except Exception:  # an unreadable folder, a URL that does not parse: said where it is used
+    except OSError:  # an unreadable folder: said where it is used
         return None
+    if names_sqlite_file(settings.database_url, path):
+        return None  # FACET_DATABASE_URL names the data folder's facet.db itself
     return path
 
 

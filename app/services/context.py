@@ -156,6 +156,22 @@ def check_database(settings: FacetSettings) -> None:
     open_database(settings).dispose()
 
 
+def names_sqlite_file(url: str, path: Path) -> bool:
+    """Whether the database URL ``url`` is the SQLite file ``path`` (``~`` and links
+    followed): the data folder's own facet.db given as FACET_DATABASE_URL or as `facet
+    move-metadata --to`. False for any other database and for a URL that cannot be read."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+        if parsed.get_backend_name() != "sqlite" or not parsed.database \
+                or parsed.database == ":memory:":
+            return False
+        return Path(parsed.database).expanduser().resolve() == path.resolve()
+    except Exception:  # (a URL that does not parse, a folder that cannot be read)
+        return False
+
+
 # What `facet move-metadata` leaves in the data folder once the metadata is in another
 # database: where it went (password masked), when, and the name facet.db was renamed to.
 MOVED_RECORD = "metadata-moved.json"

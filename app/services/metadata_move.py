@@ -120,16 +120,6 @@ def shown(url: str) -> str:
     return masked_url(url)
 
 
-def _same_file(url: str, database: Path) -> bool:
-    parsed = make_url(md.engine_url(url))
-    if parsed.get_backend_name() != "sqlite" or not parsed.database:
-        return False
-    try:
-        return Path(parsed.database).expanduser().resolve() == database.resolve()
-    except OSError:
-        return False
-
-
 def _source_path(settings: FacetSettings) -> Path:
     """The SQLite database of the data folder, or why there is nothing to move from it.
 
@@ -414,7 +404,9 @@ def _source_and_target(settings: FacetSettings, to: str) -> tuple[str, Path]:
         _source_path(settings)  # (refused)
     url = check_target_url(to)
     database = _source_path(settings)
-    if _same_file(url, database):
+    from app.services.context import names_sqlite_file
+
+    if names_sqlite_file(url, database):
         raise InvalidRequestError(f"--to names the data folder's own facet.db ({database}): give "
                                   "another database", param="to")
     return url, database

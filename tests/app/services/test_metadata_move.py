@@ -552,3 +552,15 @@ def test_a_no_or_a_refusal_writes_nothing_to_the_target(tmp_path, postgres) -> N
     refused = _move(data, target)
     assert refused.returncode == 5 and f"job {job_id} (running" in refused.stderr
     assert _tables(target) == set()
+
+
+def test_a_target_naming_the_folders_own_facet_db_is_refused(tmp_path) -> None:
+    """`--to sqlite:///DATA/facet.db` (through a link too) would copy facet.db onto itself."""
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    (tmp_path / "link").symlink_to(data)
+    for url in (f"sqlite:///{data / 'facet.db'}", f"sqlite:///{tmp_path / 'link' / 'facet.db'}"):
+        refused = _move(data, url)
+        assert refused.returncode == 2, refused.stderr
+        assert "--to names the data folder's own facet.db" in refused.stderr
+        assert (data / "facet.db").exists() and not list(data.glob("facet.db.moved-*"))
