@@ -383,6 +383,10 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
             cursor.execute("PRAGMA foreign_keys=ON")
             _set_wal(cursor, SQLITE_BUSY_TIMEOUT_S)
             cursor.execute("PRAGMA synchronous=NORMAL")
+            # A removed document's text is overwritten in the file, not left in free pages
+            # until a VACUUM that never comes (Debian's SQLite is built this way; Python.org's
+            # and macOS's are not, and kept it there).
+            cursor.execute("PRAGMA secure_delete=ON")
             cursor.close()
 
     if migrate:
