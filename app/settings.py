@@ -29,13 +29,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from app.errors import InvalidRequestError
@@ -99,6 +100,21 @@ class _Environment(EnvSettingsSource):
 class UnknownSettingError(InvalidRequestError, ValueError):
     """A keyword argument of ``FacetSettings(...)`` that is no setting (a ``ValueError`` too,
     as pydantic's refusal of a bad value is)."""
+
+
+class InvalidSettingError(InvalidRequestError, ValueError):
+    """A setting whose value is refused, from ``FacetSettings(...)``'s keyword arguments or the
+    environment's ``FACET_*`` variables, said in one line per setting. Pydantic's own
+    ``ValidationError`` (a multi-line report with links) reached a notebook's user of
+    ``FacetSettings(device="tpu")``, where every other bad call is a ``FacetError``.
+    ``errors()`` gives pydantic's list (each setting's ``loc``), for code that reads it."""
+
+    def __init__(self, message: str, errors: list[Any]) -> None:
+        super().__init__(message)
+        self._errors = errors
+
+    def errors(self) -> list[Any]:
+        return self._errors
 
 
 # ``BaseSettings``' own keyword arguments (``_env_file``, ``_secrets_dir``...), not settings.
@@ -285,7 +301,14 @@ class FacetSettings(BaseSettings):
             raise UnknownSettingError(
                 f"FacetSettings got unknown setting(s) {', '.join(said)}; the settings are the "
                 "FACET_* variables' names in lower case (FacetSettings.model_fields)")
-        super().__init__(**values)
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            given = {key.lower() for key in values}
+            raise InvalidSettingError("; ".join(_problem(error, given) for error in e.errors()),
+                                      e.errors()) from None
+        except SettingsError as e:
+            raise InvalidSettingError(_unreadable(e), []) from None
 
     @classmethod
     def settings_customise_sources(
@@ -575,54 +598,54 @@ def get_settings() -> FacetSettings:
     """The process-wide settings (read once). Tests build ``FacetSettings(...)`` directly.
 
     Raises:
-        InvalidRequestError: a ``FACET_*`` variable that does not parse, named with what it
+        InvalidSettingError: a ``FACET_*`` variable that does not parse, named with what it
             should look like (pydantic's own report was a 50-line traceback from every command,
             even those that never use the variable).
     """
-    import os
-    import re
-
-    from pydantic import ValidationError
-    from pydantic_settings import SettingsError
-
-    from app.errors import InvalidRequestError
-
     global _warned_unknown
     if not _warned_unknown:
         _warned_unknown = True
         warn_unknown_variables(os.environ)
-    try:
-        return FacetSettings()
-    except ValidationError as e:
-        problems = []
-        for error in e.errors():
-            loc = error["loc"]
-            name = f"FACET_{str(loc[0]).upper()}" if loc else "a FACET_ variable"
-            item = ""
-            if len(loc) > 1:  # an item of a list, a key of an object (its value was shown alone)
-                item = f" (item {int(loc[1]) + 1})" if isinstance(loc[1], int) else f" (key {loc[1]!r})"
-            given = error.get("input")
-            # No variable gave it: the default did (``data_dir``'s is checked), and
-            # "FACET_DATA_DIR=PosixPath(...)" read as if the variable were set.
-            unset = len(loc) == 1 and not any(k.upper() == name for k in os.environ)
-            said = f" (unset; its default {given})" if unset else f"={given!r}"
-            if loc and loc[0] == "database_url":  # a URL may hold a password: its scheme is said
-                said = ""
-            # How to write JSON, only where it was not read as the JSON the setting takes (a
-            # list whose items were refused needs no lesson in lists).
-            info = FacetSettings.model_fields.get(str(loc[0])) if loc else None
-            kind = str(info.annotation) if info is not None else ""
-            read = (isinstance(given, list) and kind.startswith("list[")) or \
-                (isinstance(given, dict) and kind.startswith("dict["))
-            hint = "" if read else _json_hint(loc)
-            problems.append(f"{name}{item}{said}: {_message(error)}{hint}")
-        raise InvalidRequestError("; ".join(problems)) from None
-    except SettingsError as e:
-        found = re.search(r'field "(\w+)"', str(e))
-        field = found.group(1) if found else ""
-        name = f"FACET_{field.upper()}" if field else "a FACET_ variable"
-        value = f"={os.environ[name]!r}" if name in os.environ else ""
-        raise InvalidRequestError(f"{name}{value} cannot be read{_json_hint((field,))}") from None
+    return FacetSettings()
+
+
+def _problem(error: Any, given: set[str]) -> str:
+    """One refused setting in words: the keyword argument (a name in ``given``) or the
+    ``FACET_*`` variable that set it, its value, what is wrong and, for a list or an object
+    setting, how to write one."""
+
+    loc = error["loc"]
+    field = str(loc[0]) if loc else ""
+    keyword = field in given
+    name = field if keyword else (f"FACET_{field.upper()}" if loc else "a FACET_ variable")
+    item = ""
+    if len(loc) > 1:  # an item of a list, a key of an object (its value was shown alone)
+        item = f" (item {int(loc[1]) + 1})" if isinstance(loc[1], int) else f" (key {loc[1]!r})"
+    value = error.get("input")
+    # No variable gave it: the default did (``data_dir``'s is checked), and
+    # "FACET_DATA_DIR=PosixPath(...)" read as if the variable were set.
+    unset = not keyword and len(loc) == 1 and not any(k.upper() == name for k in os.environ)
+    said = f" (unset; its default {value})" if unset else f"={value!r}"
+    if field == "database_url":  # a URL may hold a password: its scheme is said
+        said = ""
+    # How to write JSON, only where it was not read as the JSON the setting takes (a list
+    # whose items were refused needs no lesson in lists), and never to a keyword's value.
+    info = FacetSettings.model_fields.get(field) if loc else None
+    kind = str(info.annotation) if info is not None else ""
+    read = (isinstance(value, list) and kind.startswith("list[")) or \
+        (isinstance(value, dict) and kind.startswith("dict["))
+    hint = "" if read or keyword else _json_hint(loc)
+    return f"{name}{item}{said}: {_message(error)}{hint}"
+
+
+def _unreadable(error: Exception) -> str:
+    """pydantic-settings' refusal of a variable it could not parse (JSON), in one line."""
+
+    found = re.search(r'field "(\w+)"', str(error))
+    field = found.group(1) if found else ""
+    name = f"FACET_{field.upper()}" if field else "a FACET_ variable"
+    value = f"={os.environ[name]!r}" if name in os.environ else ""
+    return f"{name}{value} cannot be read{_json_hint((field,))}"
 
 
 # pydantic's words for a value none of ``bool``'s (it accepts these, in any case).

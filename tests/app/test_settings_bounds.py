@@ -11,24 +11,23 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import ValidationError
 
 from app.core import Facet
 from app.errors import InvalidRequestError
 from app.services.indexing import IndexOptions
-from app.settings import FacetSettings
+from app.settings import FacetSettings, InvalidSettingError
 
 ROOT = Path(__file__).resolve().parents[2]
 # 300 words of one sentence: at 200 tokens with the default overlap, 2 chunks.
 LONG = " ".join(f"word{i % 7} sentence" for i in range(150))
 
 
-def _refused(monkeypatch, tmp_path, **env: str) -> ValidationError:
+def _refused(monkeypatch, tmp_path, **env: str) -> InvalidSettingError:
     """The error ``FacetSettings()`` raises with ``env`` set (FACET_ added to each name)."""
     monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
     for name, value in env.items():
         monkeypatch.setenv(f"FACET_{name.upper()}", value)
-    with pytest.raises(ValidationError) as caught:
+    with pytest.raises(InvalidSettingError) as caught:
         FacetSettings()
     return caught.value
 
@@ -206,3 +205,32 @@ def test_the_compose_api_may_index_the_mounted_sources(monkeypatch, tmp_path) ->
     assert any(v.endswith(":/sources:ro") for v in api["volumes"])
     monkeypatch.setenv("FACET_UI_ALLOWED_ROOTS", api["environment"]["FACET_UI_ALLOWED_ROOTS"])
     assert FacetSettings(data_dir=tmp_path).ui_allowed_roots == [Path("/sources")]
+
+
+# -- keyword arguments ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({"device": "tpu"}, "device='tpu': "),
+    ({"max_texts_per_call": -1}, "max_texts_per_call=-1: "),
+    ({"data_dir": 5}, "data_dir=5: "),
+])
+def test_a_bad_keyword_value_is_a_facet_error_in_one_line(monkeypatch, tmp_path, given, said) -> None:
+    """``FacetSettings(device="tpu")`` in a notebook raised pydantic's multi-line
+    ValidationError with an errors.pydantic.dev link, where every other bad call (a misspelt
+    keyword too) is a FacetError. It is now one line naming the keyword as it was written (not
+    the FACET_ variable, which the user did not set), with pydantic's list kept in errors()."""
+    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
+    with pytest.raises(InvalidRequestError) as caught:
+        FacetSettings(**given)
+    message = str(caught.value)
+    assert message.startswith(said) and "\n" not in message and "pydantic" not in message
+    assert "FACET_" not in message and isinstance(caught.value, ValueError)
+    assert caught.value.errors()[0]["loc"][0] == next(iter(given))
+
+
+def test_a_bad_variable_is_still_named_as_a_variable(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FACET_DEVICE", "tpu")
+    with pytest.raises(InvalidSettingError, match=r"^FACET_DEVICE='tpu': "):
+        FacetSettings(api_key="k")
