@@ -55,6 +55,16 @@ LIGHT_LIMIT = 4
 # Gradio starts it afresh from the values the page sends; only a running job's bar on the
 # Index tab loses its document total (its fill) until a job is started or the page reloaded.
 SESSION_CAPACITY = 300
+# Gradio's delete_cache (every, older than; seconds): the files it keeps in its cache folder
+# (GRADIO_TEMP_DIR, default /tmp/gradio) for this page, uploads and its copies of CSV exports,
+# are looked at every 10 minutes and removed once an hour has passed since Gradio wrote them,
+# and all of them when the server stops (a graceful stop: SIGKILL leaves them). Without it
+# they stayed for good, served by URL (/gradio_api/file=...) after a restart and after their
+# collection was deleted. An upload indexed into a collection goes at once
+# (``UiHandlers.index_upload``); a Cluster tab upload (read again by each clustering) and an
+# export shown on the page last an hour from their upload or export: later, the page says to
+# upload the file again, and a fresh clustering makes a fresh CSV.
+DELETE_CACHE = (600, 3600)
 
 INTRO = """# Facet
 Instruction-aware search and clustering. Type what you look for **and** what it should mean:
@@ -292,7 +302,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
     model: dict[str, Any] = {"concurrency_id": MODEL, "concurrency_limit": settings.ui_concurrency}
     light: dict[str, Any] = {"concurrency_id": LIGHT, "concurrency_limit": LIGHT_LIMIT}
 
-    with gr.Blocks(title="Facet", analytics_enabled=False) as demo:
+    with gr.Blocks(title="Facet", analytics_enabled=False, delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(INTRO)
         with gr.Tabs():
             # ------------------------------------------------------------ search

@@ -217,7 +217,11 @@ class UiHandlers:
         export_dir: where CSV exports are written (default a temp folder of this process's,
             made at the first export and removed with the handlers or at the process's exit:
             each start left a ``facet-ui-*`` folder behind; Gradio serves files from the temp
-            directory).
+            directory). Gradio serves its own copy of each, in its cache folder, which the
+            page's ``delete_cache`` removes (``ui.app.DELETE_CACHE``).
+        upload_root: Gradio's upload (cache) folder: a file a client names must lie in it,
+            and an upload indexed or refused is removed from it
+            (``inputs.remove_cached_uploads``). None: neither (handlers called in process).
     """
 
     def __init__(self, facet: Facet | Callable[[], Facet], settings: FacetSettings,
@@ -788,9 +792,16 @@ class UiHandlers:
         if not files:
             raise InvalidRequestError("Upload at least one file first "
                                       f"({', '.join(Facet.supported_suffixes())}).")
-        checked = inputs.check_uploads([self._uploaded(f) for f in files],
-                                       max_mb=self.settings.ui_max_upload_mb,
+        uploads = [self._uploaded(f) for f in files]
+        checked = inputs.check_uploads(uploads, max_mb=self.settings.ui_max_upload_mb,
                                        suffixes=Facet.supported_suffixes())
+        # Gradio's copies of what is refused go at once (a retry refuses them again); of what is
+        # accepted once staged below, the staged copy being what the job reads. Left, each stayed
+        # in Gradio's cache, served by URL, after its collection was deleted. A job refused
+        # (the collection busy) leaves them, so that pressing the button again works.
+        accepted = set(map(str, checked.accepted))
+        inputs.remove_cached_uploads((p for p in uploads if str(p) not in accepted),
+                                     self.upload_root)
         if not checked.accepted:
             raise DataError("Nothing to index: " + "; ".join(checked.refused))
         name = self._target(collection, new_name)
@@ -806,6 +817,7 @@ class UiHandlers:
             staged.undo()  # the job was refused (the collection busy...): the folder as it was
             raise
         staged.keep()
+        inputs.remove_cached_uploads(checked.accepted, self.upload_root)
         return *started, None
 
     @ui_errors

@@ -8,6 +8,7 @@ allowed roots before the core ever sees them.
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import math
 import os
@@ -123,6 +124,7 @@ def read_text_list(path: Path) -> list[str]:
     if path.suffix.lower() not in CLUSTER_FILE_SUFFIXES:
         raise DataError(f"{path.name}: texts to cluster must be in a "
                         f"{', '.join(CLUSTER_FILE_SUFFIXES)} file, not {path.suffix or 'a file without a suffix'}")
+    _still_there(path)
     return read_text_file(path, name=path.name)
 
 
@@ -133,7 +135,16 @@ def read_labels(path: Path) -> list[str]:
     Raises:
         DataError: unreadable, or not of that shape.
     """
+    _still_there(path)
     return read_label_file(path, name=path.name)
+
+
+def _still_there(path: Path) -> None:
+    """Refuse an upload that is no longer on the server: Gradio removes its copies an hour
+    after the upload (``ui.app.DELETE_CACHE``), and a page left open still names the file
+    ("data.json cannot be read: No such file or directory" said nothing of what to do)."""
+    if not path.exists():
+        raise DataError(f"{path.name}: the upload is gone from the server; upload it again")
 
 
 # ------------------------------------------------------------------ uploads
@@ -170,6 +181,37 @@ def check_uploads(paths: Sequence[str | Path], *, max_mb: float,
         else:
             accepted.append(path)
     return CheckedUploads(accepted, refused)
+
+
+def remove_cached_uploads(paths: Iterable[str | Path], cache: Path | None) -> int:
+    """Remove Gradio's own copies of uploads the page is done with (staged into a collection's
+    upload folder, or refused), so the only copy left is Facet's, which deleting the collection
+    removes: Gradio kept every uploaded file in its cache folder (``GRADIO_TEMP_DIR``, default
+    ``/tmp/gradio``) for as long as the server ran, and for good without ``delete_cache``,
+    served at ``/gradio_api/file=...`` after its collection was deleted.
+
+    Only a file lying (symbolic links resolved) below ``cache`` is removed, with its folder
+    when that is left empty (Gradio keeps each upload in a folder named by its content's hash);
+    any other path (a caller's own file; ``cache`` None: handlers called in process) is left
+    alone. Returns how many files were removed.
+    """
+    if cache is None:
+        return 0
+    root = Path(os.path.realpath(cache))
+    removed = 0
+    for item in dict.fromkeys(str(p) for p in paths):
+        real = Path(os.path.realpath(item))
+        if real == root or not real.is_relative_to(root) or not real.is_file():
+            continue
+        try:
+            real.unlink()
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove: delete_cache's, then
+        removed += 1
+        if real.parent != root:
+            with contextlib.suppress(OSError):  # not empty: another upload of the same bytes
+                real.parent.rmdir()
+    return removed
 
 
 # What a file name on the server may not hold: separators, characters Windows refuses (a
