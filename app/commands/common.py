@@ -8,6 +8,7 @@ module first (``from app.commands.cluster import read_texts``) cannot leave it u
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import shutil
 import sys
@@ -307,6 +308,38 @@ def check_port(host: str, port: int) -> None:
                 raise ConflictError(f"port {port} on {host} is in use (another server?); pick "
                                     "another with --port") from e
             raise InvalidRequestError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+
+
+class _MaskedAccessLine(logging.Filter):
+    """Masks key-like query parameter values (``api_key=``, ``token=``, ``password=``...) and
+    URL passwords in a uvicorn access line as ``***``, by ``indexer.errors.mask_secrets`` (what
+    ``app.api.errors`` masks its lines with). The record's message and arguments are masked in
+    place, so the line reads masked whatever formatter or format writes it (uvicorn's
+    ``AccessFormatter`` builds its ``request_line`` from the arguments)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from indexer.errors import mask_secrets
+
+        if isinstance(record.msg, str):
+            record.msg = mask_secrets(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(mask_secrets(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: mask_secrets(v) if isinstance(v, str) else v
+                           for k, v in record.args.items()}
+        return True
+
+
+_ACCESS_MASK = _MaskedAccessLine()
+
+
+def mask_access_log() -> None:
+    """Mask secrets in every line of uvicorn's access log (the ``uvicorn.access`` logger) of a
+    server started from this process (`facet serve`; `facet ui`'s Gradio): its
+    ``"GET /collections?api_key=<the team's key> HTTP/1.1" 400`` wrote the key in clear.
+    A filter on the logger (logging.config keeps a logger's filters, so uvicorn's log set-up
+    does not drop it); once per process however often called."""
+    logging.getLogger("uvicorn.access").addFilter(_ACCESS_MASK)  # no-op when already there
 
 
 @contextmanager

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from app.commands.common import check_port, handle_errors, serving_lock
+from app.commands.common import check_port, handle_errors, mask_access_log, serving_lock
 from app.errors import InvalidRequestError, UnavailableError
 from app.settings import masked_url
 
@@ -68,6 +68,7 @@ def register(cli: typer.Typer) -> None:
                 app = create_app(settings=settings, preload=names)
                 _log_start(host, settings, ui=any(getattr(r, "path", None) == "/ui" for r in app.routes))
                 _warn_unowned(settings)
+                mask_access_log()  # the access line's query string: never a key in clear
                 uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
                             log_config=_uvicorn_log_config())
         finally:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import check_port, handle_errors, serving_lock
+from app.commands.common import check_port, handle_errors, mask_access_log, serving_lock
 from app.commands.serve import preload_names
 from app.errors import InvalidRequestError, UnavailableError
 
@@ -54,6 +54,7 @@ def register(cli: typer.Typer) -> None:
                 for name in names:
                     facet.embed(["warm-up"], embedder=name)
                 typer.echo(f"Facet UI on http://{host}:{port} (data dir {settings.data_dir})")
+                mask_access_log()  # as `facet serve`'s: Gradio's uvicorn may log the query string
                 # Gradio launched quiet: its "To create a public link, set `share=True` in
                 # `launch()`" was advice to Python code a facet user cannot act on (and its
                 # "Running on local URL" repeated the line above); blocking here as it would.
