@@ -28,7 +28,13 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
 from indexer import metadata as md
-from indexer.errors import StoreBusyError, StoreDamagedError, StoreError
+from indexer.errors import (
+    CollectionNotFoundError,
+    StoreBusyError,
+    StoreDamagedError,
+    StoreError,
+    StoreUnavailableError,
+)
 from indexer.store import (
     REACH_TIMEOUT_S,  # a listing's wait for the Qdrant server (tests lower it here)
     VectorStore,
@@ -229,6 +235,16 @@ def backend_mismatch(name: str, recorded: str, in_use: str, *, held: bool | None
             f"{_store_label(in_use)}")
 
 
+def points_missing_text(points: int, chunks: int) -> str:
+    """What is said of a collection whose store holds fewer points than it has chunks
+    (``CollectionInfo.points_missing``): how many are missing, the likely why, what writes them."""
+    missing = chunks - points
+    return (f"{points:,} point{'' if points == 1 else 's'} for {chunks:,} chunks: the vectors of "
+            f"{missing:,} chunk{'' if missing == 1 else 's'} are missing from the store (restored "
+            "from another time than the database?), and searches cannot find them; index its "
+            "sources again (`facet index`) to write them")
+
+
 @dataclass
 class CollectionInfo:
     """A collection as its metadata and its store describe it now.
@@ -261,6 +277,11 @@ class CollectionInfo:
             current content); only the names that lack some.
         store_missing: its store holds no collection of its name (``points`` is then None).
         store_damaged: why its embedded store's files cannot be read, else None.
+        store_unreadable: why its embedded store's files cannot be opened by this process (another
+            user's, on a read-only mount, not readable), else None: ``points`` is then None.
+        points_missing: how many of its chunks have no point in the store: ``chunks`` less
+            ``points`` where the store holds fewer (a store restored from an older copy than
+            the database), counted while no job writes it; else 0.
         owner: a stray's (vectors no collection of this database owns) other database, where
             FACET_DATABASE_URL names the database in use and the data folder's facet.db records
             a collection of its name: ``FOLDER_DATABASE``, or, where that file cannot be read,
@@ -312,6 +333,19 @@ class CollectionInfo:
     # fail; `facet delete` removes it. A listing failed on it (every collection unlisted, exit
     # 4), and so did the delete its message advised.
     store_damaged: str | None = None
+    # Why its embedded store's files cannot be opened by this process, though they are there: a
+    # folder another user owns or that cannot be read (a restore run as root, a copy made with
+    # another user's permissions), a read-only mount of its folder. ``points`` is None; its
+    # searches fail saying the same. One such collection failed the whole listing (exit 7,
+    # naming only it; a folder that could not be read at all, a traceback).
+    store_unreadable: str | None = None
+    # How many of its chunks have no point in the store (``chunks`` - ``points``, where the store
+    # holds fewer; 0 otherwise): a store older than its database (a backup whose qdrant-edge/
+    # was copied before facet.db, or restored from another day). Its searches cannot find those
+    # chunks; the listing said "47 chunks, 40 points" without a word, and searches nothing.
+    # The next `facet index` of its sources writes them again. Compared only while no job
+    # writes it, and not where its points are another store's (``store_in_use``).
+    points_missing: int = 0
     # A stray's other database: the data folder's facet.db, where FACET_DATABASE_URL names the
     # one in use and facet.db records a collection of its name (``FOLDER_DATABASE``; with why
     # where it cannot be read). The listing advised `facet delete` for a laptop's collections
@@ -324,10 +358,14 @@ class CollectionInfo:
 
     @property
     def store_note(self) -> str | None:
-        """What a listing says of a collection whose store is missing or damaged (None
-        otherwise)."""
+        """What a listing says of a collection whose store is missing, damaged, unreadable or
+        short of points (None otherwise)."""
         if self.store_damaged is not None:
             return f"store files damaged: {self.store_damaged}"
+        if self.store_unreadable is not None:
+            return f"store files unreadable: {self.store_unreadable}"
+        if self.points_missing > 0 and self.points is not None:
+            return points_missing_text(self.points, self.chunks)
         if self.store_in_use is not None:
             return ("not in the vector store in use: "
                     + backend_mismatch(self.name, self.backend, self.store_in_use,
@@ -804,6 +842,18 @@ def disk_bytes(store: VectorStore, collection: str) -> int | None:
     return total
 
 
+def _unreadable_text(name: str, error: BaseException) -> str:
+    """Why collection ``name``'s store files cannot be opened (``CollectionInfo.store_unreadable``),
+    without the "collection 'NAME': " the store's message starts with."""
+    if isinstance(error, OSError):
+        where = f": {error.filename}" if error.filename else ""
+        return (f"{error.strerror or error}{where}; give its files back to this user (chown -R) "
+                "or make them readable, or run as their owner")
+    text = " ".join(str(error).split()) or type(error).__name__
+    prefix = f"collection {name!r}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
 def _allocated(st: os.stat_result) -> int:
     blocks = getattr(st, "st_blocks", None)  # not on Windows
     return st.st_size if blocks is None else int(blocks) * 512
@@ -950,6 +1000,7 @@ class CollectionService:
         open_in: str | None = None
         missing = False
         damaged: str | None = None
+        unreadable: str | None = None
         chunks = md.count_chunks(session, coll.id)
         try:
             if current is not None and writer is not None and self.store.backend != "server" \
@@ -1013,6 +1064,24 @@ class CollectionService:
         except StoreDamagedError as e:  # shown, uncounted, with why: the others still listed
             points = None
             damaged = str(e).split(": the vector store's files cannot be read: ", 1)[-1]
+        except (StoreError, OSError) as e:
+            # Its embedded store's files there, but not for this process: another user's (a
+            # restore run as root), a read-only mount of its folder, a folder it cannot read. Shown
+            # with why, as a damaged one: the others are still listed. (A Qdrant server out of
+            # reach is said of the whole listing.)
+            if self.store.backend == "server":
+                raise
+            points = None
+            if isinstance(e, CollectionNotFoundError):  # removed meanwhile
+                missing = chunks > 0
+            else:
+                unreadable = _unreadable_text(coll.name, e)
+        store_in_use = self.store.backend if self.store.backend != coll.backend else None
+        # Fewer points than chunks: the store older than the database. Compared only where both
+        # were read with no job writing between (an embedded store's writer holds it, so its
+        # points are not counted; a server's is counted while the job writes).
+        points_missing = (chunks - points if points is not None and writer is None
+                          and store_in_use is None and points < chunks else 0)
         indexed = md.count_documents(session, coll.id, "indexed")
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
@@ -1027,8 +1096,8 @@ class CollectionService:
             created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,
             lexical_note=lexical_note, open_in=open_in,
             disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
-            store_damaged=damaged,
-            store_in_use=self.store.backend if self.store.backend != coll.backend else None)
+            store_damaged=damaged, store_unreadable=unreadable, points_missing=points_missing,
+            store_in_use=store_in_use)
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.
@@ -1093,6 +1162,11 @@ class CollectionService:
                     f"{follow_hint(current.job_id)} or cancel it (`facet jobs {current.job_id} "
                     f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then")
             info = self._info(session, coll)
+            if info.store_unreadable is not None:
+                # Its folder not this user's to remove (the listing shows it, since): refused
+                # before anything is removed, as when the listing failed on it, rather than a
+                # traceback from the folder's removal part-way.
+                raise StoreUnavailableError(f"collection {name!r}: {info.store_unreadable}")
             # The metadata's rows first, flushed (this takes the database's write lock, or fails
             # busy with nothing changed), then the vectors, then the commit: dropping the vectors
             # first left a database locked by another writer listing a collection whose vectors
@@ -1137,13 +1211,20 @@ class CollectionService:
         with self.ctx.sessions() as session:
             known = {c.name for c in md.list_collections(session)}
         found = []
-        for name in self.store.list_collections():
+        stored, unreadable = self._stored_names()
+        for name in stored:
             if name in known:
                 continue
             # Another database's process writing it: shown uncounted.
             info = self._orphan(name, busy_uncounted=True)
             if info is not None:
                 found.append(info)
+        for name, why in unreadable.items():
+            if name not in known:  # (a known one's line says it)
+                found.append(CollectionInfo(name, self.store.backend, {}, 0, 0, 0, 0, 0, 0, None,
+                                            "", disk_bytes=disk_bytes(self.store, name),
+                                            store_unreadable=why))
+        found.sort(key=lambda i: i.name)
         owners = folder_owners(self.ctx.settings) if found else None
         if owners is not None:
             names, error = owners
@@ -1153,6 +1234,33 @@ class CollectionService:
                 info.owner = (f"{FOLDER_DATABASE} ({error})" if error is not None
                               else FOLDER_DATABASE if info.name in names else None)
         return found
+
+    def _stored_names(self) -> tuple[list[str], dict[str, str]]:
+        """The store's collections (``VectorStore.list_collections``), and, for an embedded
+        store whose listing failed on a folder it cannot read (another user's, after a restore
+        run as root), the folders whose vectors could not be looked at, with why: the store's
+        listing failed on one such folder, and so did `facet collections` (whose line for it
+        says why) with "cannot read the vector store's folder"."""
+        try:
+            return self.store.list_collections(), {}
+        except StoreError as e:
+            root = getattr(self.store, "root", None)
+            side = getattr(self.store, "_SIDE", None)  # EdgeStore's <root>/<name>/facet_vectors.json
+            if self.store.backend != "edge" or root is None or side is None:
+                raise
+            try:
+                folders = sorted(p for p in Path(root).iterdir() if p.is_dir())
+            except OSError:  # the store's folder itself: as the store said
+                raise e from None
+        names: list[str] = []
+        unreadable: dict[str, str] = {}
+        for folder in folders:
+            try:
+                if (folder / side).is_file():
+                    names.append(folder.name)
+            except OSError as e:
+                unreadable[folder.name] = _unreadable_text(folder.name, e)
+        return names, unreadable
 
     def _orphan(self, name: str, *, busy_uncounted: bool = False) -> CollectionInfo | None:
         """``orphan``'s answer; a shard another process holds raises ``StoreBusyError`` unless

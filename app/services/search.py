@@ -44,7 +44,8 @@ from app.errors import (
     TooLargeError,
     UnknownModelError,
 )
-from app.services.collections import effective_state
+from app.services import leases
+from app.services.collections import effective_state, points_missing_text
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders import scripts
@@ -159,6 +160,11 @@ RERANK_DOCUMENTS_INSTRUCTED = True
 # GROUP_MAX_DEPTH when a few documents hold most of the matching chunks.
 GROUP_FETCH_FACTOR = 4
 GROUP_MAX_DEPTH = 4 * MAX_TOP_K
+
+# How long a search service trusts its comparison of a collection's points with its chunks
+# (``SearchService._points_missing_note``): counting both takes 20 ms or more per search on a
+# 200,000-point collection. This process's own writes forget it at once (``forget``).
+POINTS_CHECK_S = 30.0
 
 
 @dataclass
@@ -880,6 +886,8 @@ class SearchService:
         self._sources: dict[str, dict[str, str]] = {}  # collection -> vector name -> what loads it
         self._stamps: dict[str, tuple[Any, ...]] = {}  # collection -> _stamp the above were read at
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
+        # collection -> (when counted, its store's points, its chunks): ``_points_missing_note``
+        self._point_counts: dict[str, tuple[float, int, int]] = {}
         self.fusion = HYBRID_FUSION
         self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
 
@@ -891,11 +899,13 @@ class SearchService:
             self._sources.clear()
             self._stamps.clear()
             self._comparable.clear()
+            self._point_counts.clear()
         else:
             self._vectors.pop(collection, None)
             self._identities.pop(collection, None)
             self._sources.pop(collection, None)
             self._stamps.pop(collection, None)
+            self._point_counts.pop(collection, None)
             self._comparable = {k for k in list(self._comparable) if k[0] != collection}  # a copy: other threads add
 
     def vector_names(self, collection: str) -> list[str]:
@@ -1319,6 +1329,7 @@ class SearchService:
         notes = [self._older_terms(request.collection) if mode != "dense" else None]
         if mode != "lexical" and vector_name is not None:
             notes.append(self._missing_vectors_note(request.collection, vector_name))
+        notes.append(self._points_missing_note(request.collection))
         if request.filters and not results:
             notes += self.filter_notes(request.collection, request.filters)
         if not results:
@@ -1401,6 +1412,34 @@ class SearchService:
         return (f"{missing:,} of the {indexed:,} documents have no {vector_name!r} vectors yet, so "
                 f"this search cannot find them: `facet index` of their sources with --embedder "
                 f"{spec} (the API's POST /jobs) fills them in")
+
+    def _points_missing_note(self, collection: str) -> str | None:
+        """That the store holds fewer points than ``collection`` has chunks
+        (``CollectionInfo.points_missing``: a store restored from an older copy than the
+        database), so a search cannot find the chunks without one: it answered from the
+        others without a word. Counted at most once per ``POINTS_CHECK_S`` per collection, and
+        not while a job writes it (its chunks and points are then in between)."""
+        now = time.monotonic()
+        kept = self._point_counts.get(collection)
+        if kept is None or now - kept[0] > POINTS_CHECK_S:
+            try:
+                with self.ctx.sessions() as session:
+                    coll = md.get_collection(session, collection)
+                    if coll is None or coll.backend != self.store.backend:
+                        return None
+                    current = leases.holder(coll)
+                    if current is not None and current.alive():
+                        return None
+                    chunks = md.count_chunks(session, coll.id)
+                points = self.store.count(collection)
+            except (SQLAlchemyError, StoreError):  # a note only: the search's answer stands
+                return None
+            kept = (now, points, chunks)
+            self._point_counts[collection] = kept
+        _, points, chunks = kept
+        if points >= chunks:
+            return None
+        return f"collection {collection!r}: {points_missing_text(points, chunks)}"
 
     def _field_values(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
         """A value some document of ``collection`` holds in each metadata field that ``filters``
