@@ -62,6 +62,7 @@ from app.services.indexing import (
     IndexService,
     PreparedJob,
     Progress,
+    RemoveReport,
     estimate_documents,
 )
 from app.services.search import SearchRequest, SearchResponse, SearchService, check_int, check_str
@@ -693,6 +694,34 @@ class Facet:
         # collection of the same name.
         shutil.rmtree(self.upload_folder(name), ignore_errors=True)
         return info
+
+    @_domain_errors
+    def remove_documents(self, collection: str, keys: Sequence[str], *,
+                         base: Path | str | None = None) -> RemoveReport:
+        """Remove documents from a collection by their keys (as ``search`` and ``job`` show
+        them: a file's path, a record's id): their vectors, chunks and metadata, recorded as a
+        job (``jobs``). Every key must name a document of the collection, or nothing is removed.
+        The files are not touched: a document whose file is still there comes back with the
+        next index of it (``RemovedDocument.source_exists``).
+
+        Args:
+            base: the folder a relative path given as a key is read from (a command line's
+                working folder); None: keys are matched as given.
+
+        Raises:
+            NotFoundError: an unknown collection (``param`` ``collection``), or keys that name
+                no document of it (``param`` ``key``).
+            InvalidRequestError, TooLargeError: no keys, keys not a list of str, too many.
+            ConflictError: a job is writing the collection, or its vectors are in another store.
+        """
+        if base is not None and not isinstance(base, str | os.PathLike):
+            raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
+        try:
+            return self.indexing.remove_documents(collection, keys,
+                                                  base=None if base is None else Path(base))
+        finally:
+            if isinstance(collection, str):
+                self.searching.forget(collection)
 
     @_domain_errors
     def upload_folder(self, collection: str) -> Path:

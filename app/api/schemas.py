@@ -442,3 +442,30 @@ class ListedCollection(CollectionInfo):
         "name, backend, points and disk_bytes are known, the counts "
         "are 0; `facet delete NAME` (the facade's delete_collection) removes them. Never true for "
         "a Qdrant server's collections, which may be other applications'"))] = False
+
+
+class RemovedDocument(BaseModel):
+    """One document ``DELETE /collections/{name}/documents`` removed."""
+
+    key: str = Field(description="its key, as search results (`doc_id`) and job errors name it: "
+                                 "a file's path, a record's id")
+    source: str = Field(description="the file it was read from (a record's jsonl/csv file)")
+    status: Literal["indexed", "error", "pending"] = Field(
+        description="what it was: indexed, error (a failed document's entry) or pending")
+    chunks: int = Field(description="the chunks (store points) removed with it")
+    source_exists: bool = Field(
+        description="its file is still there on the server: the next index job of that file, or "
+                    "of a folder holding it, adds the document back unless it is deleted there")
+
+
+class RemovedDocuments(BaseModel):
+    """``DELETE /collections/{name}/documents``'s answer (the facade's ``RemoveReport``)."""
+
+    job_id: int = Field(description="the job recording the removal (GET /jobs/{job_id}: source "
+                                    "'remove: KEY', docs_deleted counting them)")
+    collection: str
+    removed: list[RemovedDocument] = Field(description="each document removed, in the order "
+                                                       "the keys were given")
+    docs_deleted: int
+    chunks_deleted: int
+    elapsed_s: float

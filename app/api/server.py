@@ -51,6 +51,7 @@ from app.api.schemas import (
     ModelList,
     QueryInt,
     Readiness,
+    RemovedDocuments,
     SearchAnswer,
     SearchBody,
 )
@@ -66,7 +67,7 @@ from app.errors import (
 from app.remote import CeleryQueryEncoder
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
 from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, JobInfo
-from app.services.indexing import IndexOptions
+from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
 from app.text import check_text_encodable
@@ -730,6 +731,47 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         except NotFoundError:
             stray = True  # the store's vectors of no collection, or a 404 from the delete
         return _json(asdict(facet.delete_collection(name)) | {"stray": stray})
+
+    # Removing writes the metadata (429 while another process holds its write lock); a job
+    # writing the collection, or its vectors in another store, is a 409.
+    @app.delete("/collections/{name}/documents", dependencies=auth,
+                response_model=RemovedDocuments,
+                responses=fails(*facade, 404, 409, 413, 429, 503, meaning={
+                    404: "an unknown collection (code collection_not_found), or keys that name "
+                         "no document of it (code document_not_found, param key, each named in "
+                         "the message): nothing was removed",
+                    409: "a job is writing the collection (named in the message): wait for it or "
+                         "cancel it (POST /jobs/{job_id}/cancel); or its vectors are in another "
+                         "store than the one in use",
+                    413: f"more than {MAX_REMOVED_KEYS} keys (code request_too_large)",
+                    429: errors.BUSY_DATABASE}),
+                operation_id="removeDocuments", tags=listing)
+    def remove_documents(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+                             "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
+                         facet: FacetDep,
+                         key: Annotated[list[str], Query(
+                             min_length=1, description="a document's key, as search results "
+                             "(doc_id) and job errors show it: a file's absolute path on the "
+                             "server, a record's id; repeat it for several (?key=a&key=b)")]
+                         ) -> Response:
+        """Remove documents from a collection by their keys: their vectors, chunks and
+        metadata, as `facet delete NAME --document KEY` does; 200 + what was removed, recorded
+        as a job (GET /jobs/{job_id}). Every key must name a document of the collection, or
+        nothing is removed (404). The files are not touched: a document whose file is still
+        there (``source_exists``) comes back with the next index job of it. The collection
+        stays, even when it is left empty."""
+        try:
+            report = facet.remove_documents(name, key)
+        except NotFoundError as e:
+            # Which it did not find, as the code (this route is in no table of the error
+            # handler's); the collection is the path, not a parameter.
+            code = {"key": "document_not_found", "collection": "collection_not_found"}.get(
+                e.param or "")
+            if code is None:
+                raise
+            return errors.error_response(404, str(e), "not_found_error",
+                                         param="key" if e.param == "key" else None, code=code)
+        return _json(asdict(report))
 
     if settings.ui_mount:
         _mount_ui(app, settings)

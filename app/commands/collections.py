@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, TextIO
+from urllib.parse import quote
 
 import typer
 
 from app.commands.common import handle_errors, open_facet
-from app.errors import ConflictError, NotFoundError
+from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
     FOLDER_DATABASE,
@@ -312,6 +313,40 @@ def _serve_deletes(collection: str) -> Iterator[None]:
                             param=e.param) from e
 
 
+def _remove_documents(collection: str, keys: list[str], yes: bool) -> None:
+    """`facet delete C --document KEY ...`: ask, remove, say what went and what comes back.
+
+    A relative path given as a key is read from the working folder (files are keyed by their
+    absolute paths)."""
+    keys = list(dict.fromkeys(keys))
+    shown = ", ".join(printable(k) for k in keys[:5]) + (
+        f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+    if not yes and not _confirm(f"remove {plural(len(keys), 'document')} from {collection!r} "
+                                f"({shown})?"):
+        raise typer.Abort()
+    with open_facet() as facet:
+        try:
+            with _quiet_log("app.services.indexing"):  # the lines below say it
+                report = facet.remove_documents(collection, keys, base=os.getcwd())
+        except ConflictError as e:
+            if "(facet serve" not in str(e):
+                raise
+            query = "&".join(f"key={quote(k, safe='')}" for k in keys[:3])
+            raise ConflictError(f"{e}: `DELETE /collections/{collection}/documents?{query}` on "
+                                "its API (docs/api.md)", param=e.param) from e
+    was = {"error": ", the entry of a failed document", "pending": ", a pending entry"}
+    for d in report.removed:
+        typer.echo(f"removed {printable(d.key)} ({plural(d.chunks, 'chunk')}"
+                   f"{was.get(d.status, '')})")
+    typer.echo(f"removed {plural(report.docs_deleted, 'document')} "
+               f"({plural(report.chunks_deleted, 'chunk')}) from {collection}: job "
+               f"{report.job_id} (`facet jobs {report.job_id}`)")
+    for d in report.still_in_source():
+        typer.echo(f"  warning: {printable(d.source)} is still there: the next `facet index` of "
+                   f"it (or of a folder holding it) adds {printable(d.key)} back; delete it (or "
+                   "the record) from there first", err=True)
+
+
 def _follow(job_id: int, interval: float, out: TextIO | None = None) -> int:
     """Show the job's progress until it ends (``JobFollower``: in place on a terminal, sparse
     into a log); the exit code."""
@@ -557,14 +592,26 @@ def register(cli: typer.Typer) -> None:
     @cli.command("delete")
     @handle_errors
     def delete_cmd(
-        collection: Annotated[str, typer.Argument(help="collection to delete")],
+        collection: Annotated[str, typer.Argument(help="collection to delete (or to remove the --document KEYs from)")],
         yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
         force: Annotated[bool, typer.Option(
             "--force", help="delete vectors no collection of this database owns even where the "
                             "data folder's facet.db records them (FACET_DATABASE_URL naming "
                             "another database); refused otherwise, exit 5")] = False,
+        documents: Annotated[list[str] | None, typer.Option(
+            "--document", "-d", metavar="KEY",
+            help="remove only this document (its key as `facet search` and `facet jobs ID` "
+                 "show it: a file's path, a record's id); repeat for several. The collection "
+                 "stays; a key it does not hold removes nothing (exit 3)")] = None,
     ) -> None:
-        """Delete a collection: its points and all its metadata."""
+        """Delete a collection (its points and all its metadata), or with --document only
+        the documents named."""
+        if documents:
+            if force:
+                raise InvalidRequestError("--force is for a stray's vectors; it does not go with "
+                                          "--document")
+            _remove_documents(collection, documents, yes)
+            return
         with open_facet() as facet, _serve_deletes(collection):
             try:
                 info = facet.collection(collection)

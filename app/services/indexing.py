@@ -29,7 +29,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,6 +54,7 @@ from app.errors import (
     FacetError,
     InvalidRequestError,
     NotFoundError,
+    TooLargeError,
     UnavailableError,
     UnknownModelError,
     as_domain_error,
@@ -376,6 +377,83 @@ def summed_moved_message(messages: list[str]) -> str | None:
         docs, chunks = docs + n, chunks + int(found.group(2).replace(",", ""))
         example = example or found.group(3)[:-len(tail)]
     return _moved_text(docs, chunks, example) if example is not None else None
+
+
+# The most document keys one removal names (``IndexService.remove_documents``): a longer list
+# is refused (TooLargeError), as a query string of that many keys would be.
+MAX_REMOVED_KEYS = 1000
+# The keys of a removal that its job row's source and message name (the report lists them all).
+REMOVED_KEYS_NAMED = 5
+
+
+@dataclass
+class RemovedDocument:
+    """One document a removal took out of a collection.
+
+    Attributes:
+        key: its key, as `facet search` and `facet jobs ID` show it.
+        source: the file it was read from (a record's file for a jsonl/csv record).
+        status: what it was: ``indexed``, ``error`` (a failed document's entry) or ``pending``.
+        chunks: the chunks (store points) removed with it.
+        source_exists: its file is still there (on the machine that removed it): the next index
+            of that file or of a folder holding it adds it back, unless it is deleted from there.
+    """
+
+    key: str
+    source: str
+    status: str
+    chunks: int
+    source_exists: bool
+
+
+@dataclass
+class RemoveReport:
+    """What ``IndexService.remove_documents`` did (also recorded as a job row, ``facet jobs``).
+
+    Attributes:
+        job_id: the job row recording the removal (its source ``remove: KEY``).
+        collection: the collection the documents were removed from.
+        removed: each document removed, in the order the keys were given.
+        docs_deleted: how many documents were removed (``len(removed)``).
+        chunks_deleted: how many chunks (store points) went with them.
+        elapsed_s: seconds the removal took.
+    """
+
+    job_id: int
+    collection: str
+    removed: list[RemovedDocument] = field(default_factory=list)
+    docs_deleted: int = 0
+    chunks_deleted: int = 0
+    elapsed_s: float = 0.0
+
+    def still_in_source(self) -> list[RemovedDocument]:
+        """The removed documents whose file is still there (indexing it again adds them back)."""
+        return [d for d in self.removed if d.source_exists]
+
+
+def removal_source(keys: list[str]) -> str:
+    """How a removal's job row names what it did, in its ``source`` column (``facet jobs``
+    lists it where an index job's folder is): ``remove: KEY``, ``remove: KEY and 3 more``."""
+    more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
+    return f"remove: {keys[0]}{more}"
+
+
+def removal_message(removed: list[RemovedDocument]) -> str:
+    """A removal job's message: what it removed, the first keys named."""
+    chunks = sum(d.chunks for d in removed)
+    named = ", ".join(d.key for d in removed[:REMOVED_KEYS_NAMED])
+    more = (f" and {len(removed) - REMOVED_KEYS_NAMED} more" if len(removed) > REMOVED_KEYS_NAMED
+            else "")
+    return (f"removed {plural(len(removed), 'document')} ({plural(chunks, 'chunk')}) on request: "
+            f"{named}{more}")
+
+
+def kept_version_message(message: str, collection: str, key: str) -> str:
+    """The error of a document that failed this run and keeps its indexed version (the
+    module's policy): that version stays searchable until the file reads again or the document
+    is removed."""
+    return (f"{message}; its indexed version is kept and stays searchable (`facet delete "
+            f"{shlex.quote(collection)} --document {shlex.quote(key)}` removes it)")
 
 
 def failed_documents_message(failed: int, seen: int, indexed: int, deleted: int = 0) -> str | None:
@@ -850,6 +928,31 @@ class _DeferredInterrupt:
             signal.signal(signum, handler)
 
 
+def _exists(path: str) -> bool:
+    """Whether a document's source file is there (False for a name the OS refuses)."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _path_key(key: str, base: Path | None) -> str | None:
+    """The absolute path ``key`` names read from ``base`` (a file's document key), or None."""
+    if base is None:
+        return None
+    try:
+        path = expand_user(key)
+        return display_path((path if path.is_absolute() else base / path).resolve())
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+def _documents_from(session: Session, collection_id: int, source: Path) -> int:
+    """Documents of the collection whose source is ``source`` or under it (as a folder)."""
+    path = display_path(source)
+    return len(md.document_keys_under(session, collection_id, [path], path.rstrip(os.sep) + os.sep))
+
+
 class IndexService:
     """Bulk indexing into a collection; see the module docstring for the write protocol."""
 
@@ -940,7 +1043,17 @@ class IndexService:
             validate_name(collection)
             discover(source)
         except SourceNotFoundError as e:
-            raise NotFoundError(str(e), param="source") from e
+            # A file (or folder) indexed before and deleted since: an explicit sync removes
+            # its documents (``_run_job``); without one the refusal says so. There was no way
+            # to take a deleted file's documents out of a collection but syncing its folder.
+            gone = self.documents_from(collection, source.resolve())
+            if not gone:
+                raise NotFoundError(str(e), param="source") from e
+            if options.sync is not True:
+                raise NotFoundError(
+                    f"{e}; collection {collection!r} has {plural(gone, 'document')} from "
+                    f"{source}: index it with --sync (sync: true over the API) to remove "
+                    f"{'it' if gone == 1 else 'them'}", param="source") from e
         except UnsupportedSourceError as e:
             raise DataError(str(e), param="source") from e
         except StoreError as e:  # validate_name's: discover raises none
@@ -1086,7 +1199,12 @@ class IndexService:
                                         spec=prepared.embedder)
                 try:
                     files, skipped = discover_files(source)
-                except (SourceNotFoundError, UnsupportedSourceError) as e:
+                except SourceNotFoundError as e:
+                    # Gone, with --sync: its documents are removed (``_sync``), nothing read.
+                    if options.sync is not True or not _documents_from(session, coll.id, source):
+                        raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+                    files, skipped = [], []
+                except UnsupportedSourceError as e:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
                 # A disk too full is a refusal before the job starts, as a busy store is: it
                 # was checked once the job ran, after its lease and its start were recorded.
@@ -1136,6 +1254,8 @@ class IndexService:
                     raise
                 if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
+                else:
+                    self._note_unsynced(session, coll, job, report, source, files, seen)
                 # Nothing of the metadata is written while the store optimizes (tens of seconds
                 # for a large collection: its HNSW index, a term-vector rewrite): the sync's
                 # query had opened a write transaction (autoflush), and other processes' jobs
@@ -1159,6 +1279,10 @@ class IndexService:
                 # a client polling for it read a run whose every document failed as a success.
                 job.message = failed_documents_message(report.docs_failed, report.docs_seen,
                                                        report.docs_indexed, report.docs_deleted) or job.message
+                if not source.exists():  # a sync of a file or folder deleted since it was indexed
+                    job.message = (f"{display_path(source)} no longer exists: "
+                                   f"{plural(report.docs_deleted, 'document')} of it removed "
+                                   "from the collection (--sync)")
             except BaseException as e:
                 failure = e
                 # The server stopping also fails a batch on its way out (the encoder closes):
@@ -1510,6 +1634,247 @@ class IndexService:
             if job is not None and job.state in ("queued", "running"):
                 job.state, job.message, job.finished_at = "failed", message, md.utcnow()
                 session.commit()
+
+    # ----------------------------------------------------------------- removal
+
+    def remove_documents(self, collection: str, keys: Sequence[str], *,
+                         base: Path | None = None) -> RemoveReport:
+        """Remove the documents ``keys`` from ``collection``: their chunks' points, their
+        entries in the store and their metadata rows, as ``--sync`` removes a document gone
+        from its source. It writes as an index job does: under the collection's single-writer
+        lease (refused while a job writes it) and recorded as a job row (``facet jobs``: source
+        ``remove: KEY``, its documents counted as removed).
+
+        Nothing is removed unless every key names a document of the collection (a typo never
+        half-applies). The files are not touched: a document whose file is still there comes
+        back with the next index of that file or of a folder holding it
+        (``RemovedDocument.source_exists`` says which).
+
+        Args:
+            keys: document keys as `facet search` and `facet jobs ID` show them: a file's
+                path, a record's id (``path#L3`` for a record without one); repeats count once.
+            base: where a key that is no document's key but a relative path (``inbox/a.txt``)
+                is read from (the CLI's working folder); None: keys are taken as given.
+
+        Raises:
+            InvalidRequestError: no key, an empty one, or keys not a list of str.
+            TooLargeError: more than ``MAX_REMOVED_KEYS`` keys.
+            NotFoundError: an unknown collection (``param="collection"``), or keys that name no
+                document of it (``param="key"``, each named; nothing was removed).
+            ConflictError: another job writes the collection (or another process holds its
+                store folder), or its vectors are in another store than the one in use.
+        """
+        check_str(collection, "collection", param="collection")
+        wanted = self._removal_keys(keys)
+        started = time.perf_counter()
+        lock = _collection_lock(collection)
+        if not lock.acquire(blocking=False):  # a job of this process is writing it, or starting
+            raise ConflictError(f"an index job of this process is writing {collection!r}; try "
+                                "again once it is done (one writer per collection); nothing "
+                                "was removed", param="collection")
+        try:
+            report = self._remove(collection, wanted, base)
+        finally:
+            lock.release()
+        report.elapsed_s = time.perf_counter() - started
+        logger.info("removed %d documents (%d chunks) from %s: job %d", report.docs_deleted,
+                    report.chunks_deleted, collection, report.job_id)
+        return report
+
+    @staticmethod
+    def _removal_keys(keys: Any) -> list[str]:
+        """``keys`` checked (a list or tuple of non-empty str, at most ``MAX_REMOVED_KEYS``),
+        each once, in order."""
+        if isinstance(keys, str | bytes) or not isinstance(keys, list | tuple):
+            raise InvalidRequestError(f"keys must be a list of document keys (str), got "
+                                      f"{type(keys).__name__} {keys!r:.60}", param="key")
+        for key in keys:
+            if not isinstance(key, str):
+                raise InvalidRequestError(f"a document key must be a str, got "
+                                          f"{type(key).__name__} {key!r:.60}", param="key")
+            if not key.strip():
+                raise InvalidRequestError("a document key is empty; give the keys of the "
+                                          "documents to remove", param="key")
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            raise InvalidRequestError("no document key given: name the documents to remove",
+                                      param="key")
+        if len(wanted) > MAX_REMOVED_KEYS:
+            raise TooLargeError(f"{len(wanted):,} document keys, over the {MAX_REMOVED_KEYS:,} "
+                                "one removal takes; remove them in parts", param="key")
+        return wanted
+
+    def _remove(self, name: str, wanted: list[str], base: Path | None) -> RemoveReport:
+        """``remove_documents`` under the collection's thread lock."""
+        with self.sessions() as session:
+            coll = md.get_collection(session, name)
+            if coll is None:
+                known = ", ".join(c.name for c in md.list_collections(session)) or "none"
+                raise NotFoundError(f"unknown collection {name!r} (known: {known}); see "
+                                    "`facet collections`", param="collection")
+            if coll.backend != self.store.backend:
+                # Its points are in a store this process does not open: removing only the rows
+                # would leave them searchable there.
+                from app.services.collections import backend_mismatch
+
+                raise ConflictError(f"collection {name!r} is not in the vector store in use: "
+                                    + backend_mismatch(name, coll.backend, self.store.backend)
+                                    + "; nothing was removed", param="collection")
+            current = leases.live_holder(session, coll.id)
+            if current is not None:
+                raise ConflictError(self.one_writer_message(name, current) + "; nothing was "
+                                    "removed", param="collection")
+            keys = self._named_keys(session, coll, wanted, base)
+            embedder = coll.embedders[0].name if coll.embedders else (coll.tokenizer or "-")
+            job = md.IndexJob(collection_id=coll.id, source=removal_source(keys),
+                              embedder=embedder, pid=os.getpid(), host=leases.HOST,
+                              runner="inline", state="queued")
+            session.add(job)
+            session.commit()
+            job_id, coll_id = job.id, coll.id
+            try:
+                # As an index job starts: the store's folder first (another process holding it
+                # open is found before the lease is taken), then the lease.
+                self.hold_store_collection(name)
+                try:
+                    self.take_lease(session, coll, job)
+                except Exception:
+                    self.store.release(name)
+                    raise
+            except Exception:
+                session.rollback()
+                self._forget_unstarted(session, job_id)
+                raise
+            with _REGISTRY_LOCK:
+                _ACTIVE_JOBS.add(job_id)  # (an index job of this process queues behind it)
+            try:
+                return self._remove_held(session, coll, job, keys)
+            except BaseException as e:
+                session.rollback()
+                with contextlib.suppress(SQLAlchemyError):
+                    failed = session.get(md.IndexJob, job_id)
+                    if failed is not None and failed.state == "running":
+                        failed.state, failed.finished_at = "failed", md.utcnow()
+                        failed.message = (f"{self.failure_message(e)}; the removal may be "
+                                          "partly done: run it again")
+                        session.commit()
+                raise
+            finally:
+                with _REGISTRY_LOCK:
+                    _ACTIVE_JOBS.discard(job_id)
+                try:
+                    self.store.release(name)
+                finally:
+                    leases.release(session, coll_id, job_id)
+
+    def _remove_held(self, session: Session, coll: md.Collection, job: md.IndexJob,
+                     keys: list[str]) -> RemoveReport:
+        """Remove the documents ``keys`` of ``coll``, whose lease ``job`` holds, as ``_sync``
+        removes those gone from a source: the chunks' points, the store's document entries,
+        a flush, then the metadata rows."""
+        job.state, job.started_at = "running", md.utcnow()
+        session.commit()
+        # Read again under the lease: a document another writer removed in the meantime is gone
+        # already (what the caller asked for), and is not listed as removed here.
+        found = md.documents_by_key(session, coll.id, keys)
+        rows = [found[k] for k in keys if k in found]
+        points = self._points_of(session, [r.id for r in rows])
+        removed = [RemovedDocument(r.key, r.source, r.status, len(points.get(r.id, [])),
+                                   _exists(r.source)) for r in rows]
+        t0 = time.perf_counter()
+        with _store_errors():
+            if rows and self.store.collection_exists(coll.name):
+                self.store.delete(coll.name, [p for r in rows for p in points.get(r.id, [])])
+                self.store.delete_documents(coll.name, [r.key for r in rows])
+                self.store.flush()
+        job.store_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        md.delete_documents(session, rows)
+        job.metadata_s = time.perf_counter() - t0
+        job.docs_deleted = len(rows)
+        job.state, job.finished_at = "completed", md.utcnow()
+        job.message = (removal_message(removed) if removed else
+                       "nothing removed: the documents were removed by another job meanwhile")
+        session.commit()
+        return RemoveReport(job.id, coll.name, removed, len(removed),
+                            sum(d.chunks for d in removed))
+
+    @staticmethod
+    def _points_of(session: Session, document_ids: list[int]) -> dict[int, list[str]]:
+        """The store point ids of each document's chunks."""
+        C = md.Chunk
+        out: dict[int, list[str]] = {}
+        for start in range(0, len(document_ids), 500):  # stay under SQL parameter limits
+            part = document_ids[start:start + 500]
+            for doc_id, pid in session.execute(select(C.document_id, C.point_id).where(
+                    C.document_id.in_(part))).all():
+                out.setdefault(int(doc_id), []).append(str(pid))
+        return out
+
+    @staticmethod
+    def _named_keys(session: Session, coll: md.Collection, wanted: list[str],
+                    base: Path | None) -> list[str]:
+        """The document keys ``wanted`` names, in order: each as given, or, where ``base`` is
+        set and it is no key, the absolute path it names from there (files are keyed by their
+        absolute paths).
+
+        Raises:
+            NotFoundError: keys that name no document of ``coll`` (all of them, with what they
+                may have meant); nothing is removed.
+        """
+        rows = md.documents_by_key(session, coll.id, wanted)
+        paths = {k: p for k in wanted if k not in rows
+                 and (p := _path_key(k, base)) is not None and p != k}
+        if paths:
+            rows.update(md.documents_by_key(session, coll.id, set(paths.values())))
+        keys: list[str] = []
+        unknown: list[str] = []
+        for k in wanted:
+            key = k if k in rows else paths.get(k)
+            if key is not None and key in rows:
+                keys.append(key)
+            else:
+                unknown.append(k)
+        if not unknown:
+            return list(dict.fromkeys(keys))  # (a key given twice, as a path and as itself)
+        # A jsonl/csv file named where its records are the documents: say so.
+        named = {k: [k, *([paths[k]] if k in paths else [])] for k in unknown}
+        sources = md.document_keys_under(session, coll.id,
+                                         [s for alts in named.values() for s in alts], None)
+        hints = []
+        for k, alts in named.items():
+            records = sorted(key for key, source in sources.items() if source in alts)
+            if records:
+                shown = ", ".join(repr(r) for r in records[:3])
+                hints.append(f"{k!r} is the file of {plural(len(records), 'record')} (keys "
+                             f"{shown}{', ...' if len(records) > 3 else ''}): name those keys, or "
+                             "delete the records from the file and index it with --sync")
+        shown = ", ".join(repr(k) for k in unknown[:10])
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        raise NotFoundError(
+            f"{'no document' if len(unknown) == 1 else 'no documents'} {shown}{more} in "
+            f"collection {coll.name!r}; nothing was removed. Keys are as `facet search` and "
+            "`facet jobs ID` show them: a file's absolute path, a record's id"
+            + "".join(f"; {h}" for h in hints), param="key")
+
+    def _forget_unstarted(self, session: Session, job_id: int) -> None:
+        """Remove the row of a removal refused before it started (the store busy, the lease
+        taken): its caller was told, and `facet jobs` listed a failed job that did nothing."""
+        try:
+            J = md.IndexJob
+            session.execute(delete(md.JobError).where(md.JobError.job_id == job_id))
+            session.execute(delete(J).where(J.id == job_id, J.started_at.is_(None)))
+            session.commit()
+        except SQLAlchemyError as e:  # the refusal is what the caller is told
+            session.rollback()
+            logger.warning("could not remove refused job %d: %s", job_id, e)
+
+    def documents_from(self, collection: str, source: Path) -> int:
+        """How many documents of ``collection`` were read from ``source`` (a file, or anything
+        under a folder of that path): what a sync of it removes where it no longer exists."""
+        with self.sessions() as session:
+            coll = md.get_collection(session, collection)
+            return 0 if coll is None else _documents_from(session, coll.id, source)
 
     # ------------------------------------------------------------ preparation
 
@@ -2721,10 +3086,35 @@ class IndexService:
 
     def _record_error(self, session: Session, coll: md.Collection, job: Any,
                       report: IndexReport, entry: DocumentError, row: md.Document | None) -> None:
+        message = entry.message
+        if row is not None and row.status == "indexed":
+            # It keeps its indexed version (``note_document_error``): the error line said only
+            # what was wrong ("is empty: no text to index"), and the old text stayed found.
+            message = kept_version_message(message, coll.name, entry.key)
         report.docs_failed += 1
-        report.errors.append((entry.key, entry.message))
-        job.errors.append(md.JobError(document_key=entry.key, kind="error", message=entry.message))
+        report.errors.append((entry.key, message))
+        job.errors.append(md.JobError(document_key=entry.key, kind="error", message=message))
         note_document_error(session, coll.id, entry.key, entry.source, entry.message, row)
+
+    def _note_unsynced(self, session: Session, coll: md.Collection, job: md.IndexJob,
+                       report: IndexReport, source: Path, files: list[Path], seen: Seen) -> None:
+        """A single file indexed without a sync: say how many of its indexed records this run
+        did not see (removed from the file since), which are kept; ``--sync`` removes them.
+        They were kept with "0 removed" and no word. Not of a file that gave errors this run
+        (a record on a malformed line is not gone), nor of a folder (synced by default)."""
+        if not source.is_file() or display_path(source) in seen.failed_sources:
+            return
+        gone = [r for r in self._gone_rows(session, coll, source, files, seen)
+                if r.status != "error" and r.source not in seen.failed_sources]
+        if not gone:
+            return
+        path = display_path(source)
+        message = (f"{plural(len(gone), 'indexed record')} of {path} not in it any more (e.g. "
+                   f"{gone[0].key!r}) kept: a single file is synced only when asked; "
+                   f"`facet index {shlex.quote(path)} -c {shlex.quote(coll.name)} --sync` "
+                   f"(sync: true over the API) removes {'it' if len(gone) == 1 else 'them'}")
+        report.warnings.append((path, message))
+        job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
 
     @staticmethod
     def _sync_counters(job: md.IndexJob, report: IndexReport) -> None:
@@ -2760,7 +3150,9 @@ class IndexService:
         file that gave an error this run included."""
         # Keyed as ``parse_file`` keys them: by the UTF-8 text of their names, whatever the
         # locale's encoding (``display_path``).
-        prefix = display_path(source) + os.sep if source.is_dir() else None
+        # (A source gone since it was indexed, a file or a folder: what was under it too.)
+        prefix = (display_path(source) + os.sep if source.is_dir() or not source.exists()
+                  else None)
         known = md.document_keys_under(session, coll.id,
                                        [display_path(f) for f in files] + [display_path(source)],
                                        prefix)

@@ -38,6 +38,7 @@ OPERATIONS = {
     ("get", "/collections"): ("listCollections", "collections"),
     ("get", "/collections/{name}"): ("getCollection", "collections"),
     ("delete", "/collections/{name}"): ("deleteCollection", "collections"),
+    ("delete", "/collections/{name}/documents"): ("removeDocuments", "collections"),
 }
 
 
