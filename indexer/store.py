@@ -672,6 +672,25 @@ def _unwritable(folder: Path, error: OSError, path: Path | None = None) -> Store
     return StoreUnavailableError(f"{what}; {why}")
 
 
+def _unreadable(collection: str, folder: Path, error: OSError) -> StoreUnavailableError:
+    """The error for an embedded store's collection whose files this process cannot read
+    (``error`` from a stat or read under its ``folder``): a folder another user owns or one
+    made unreadable (a restore run as root, a ``chmod``). One line naming the file and what to
+    do, as the listing says it (``store files unreadable``); a search ended in a
+    PermissionError traceback."""
+    where = error.filename or folder
+    try:
+        import pwd
+
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):  # no such module (Windows), a uid with no name
+        user = "$USER"
+    return StoreUnavailableError(
+        f"collection {collection!r}: {error.strerror or error}: {where}; give its files back to "
+        f"this user (chown -R {user} {folder}) or make them readable (chmod -R u+rwX {folder}), "
+        "or run as their owner")
+
+
 def probe_write(folder: Path) -> None:
     """Create and remove a file in ``folder``: whether this process can write there now (a
     readiness probe; ``os.access`` says yes to root on a folder without write permission).
@@ -881,7 +900,13 @@ class EdgeStore(VectorStore):
         _check_writable(self.root)
 
     def collection_exists(self, collection: str) -> bool:
-        return (self._dir(collection) / self._SIDE).is_file()
+        """Whether its side file is there. Raises StoreUnavailableError (``_unreadable``) where
+        its folder cannot be looked into by this process (another user's, ``chmod 000``)."""
+        folder = self._dir(collection)
+        try:
+            return (folder / self._SIDE).is_file()
+        except OSError as e:  # not "absent" (is_file says False to that): refused
+            raise _unreadable(collection, folder, e) from e
 
     def vector_sizes(self, collection: str) -> dict[str, int]:
         held = collection in self._shards  # else another process may change it: read it each time
@@ -892,6 +917,8 @@ class EdgeStore(VectorStore):
         side = self._dir(collection) / self._SIDE
         try:
             sizes = {str(k): int(v) for k, v in json.loads(side.read_text()).items()}
+        except OSError as e:  # the side file there, but not readable by this user
+            raise _unreadable(collection, self._dir(collection), e) from e
         except (ValueError, AttributeError, TypeError) as e:  # not JSON, or not {name: size}
             raise StoreDamagedError(
                 f"collection {collection!r}: the vector store's files cannot be read: {side} is "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import html
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -518,21 +519,40 @@ COLLECTION_COLUMNS = ["name", "documents", "indexed", "failed", "chunks", "point
                       "embedders", "chunking", "created"]
 
 
+def _first_clause(text: str) -> str:
+    """A store note's first clause (what is wrong, naming the file), without what to do."""
+    return re.split(r"; |\. (?=[A-Z])", text, maxsplit=1)[0]
+
+
 def points_cell(c: CollectionInfo) -> int | str:
     """A collection's points, or why they are not counted: another process writing it or
     holding it open (its shard cannot be opened here; the CLI says "? points" and who), or
     "missing" where the store has no such collection. "missing" was shown for all three and
     read like lost data while a job was writing it. A collection indexed into another vector
     store than the one in use (``store_in_use``) says where its vectors are: it read "missing"
-    beside its very folder (``store_note``, which search refusals say, tells how to get back)."""
+    beside its very folder (``store_note``, which search refusals say, tells how to get back).
+    A collection whose store files this process cannot open (``store_unreadable``: another
+    user's, ``chmod``) or read (``store_damaged``) says so, where it read "missing"; one whose
+    store holds fewer points than it has chunks (``points_missing``) says how many are missing,
+    where the count alone read as all of them. The first clause of the store's words: the
+    listing (`facet collections`) has them whole."""
     if c.writer:
         return f"? (being written: {c.writer})"
+    if c.store_damaged is not None:
+        return (f"? (store files damaged: {_first_clause(c.store_damaged)}; restore them, or "
+                "delete it and index it again)")
+    if c.store_unreadable is not None:
+        return (f"? (store files unreadable: {_first_clause(c.store_unreadable)}; give them to "
+                "this user, or run as their owner)")
     if c.store_in_use is not None:
         from app.services.collections import store_place
 
         held = ("" if c.points is None else
                 f"; the store in use holds an older copy, {c.points:,} points, maybe stale")
         return f"in another store: {store_place(c.backend, c.name)}{held}"
+    if c.points is not None and c.points_missing > 0:
+        return (f"{c.points:,} ({plural(c.points_missing, 'chunk')} of {c.chunks:,} missing from "
+                "the store: index its sources again)")
     if c.points is not None:
         return c.points
     if c.open_in:

@@ -636,6 +636,25 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     return job.state, job.message
 
 
+def _waiting_jobs(session: Session, collection_id: int) -> list[int]:
+    """The ids of a collection's jobs that wait to run (``queued`` as ``effective_state`` reads
+    them: not one whose submitting process is gone, nor one whose failure only its runner
+    knows, ``unrecorded``), oldest first."""
+    return sorted(job.id for job in md.running_jobs(session, collection_id, states=("queued",))
+                  if effective_state(job)[0] == "queued" and unrecorded(job) is None)
+
+
+def _queued_text(job_ids: list[int]) -> str:
+    """"job 6 queued to index it (cancel it: `facet jobs 6 --cancel`, POST /jobs/6/cancel)", or
+    of several jobs."""
+    if len(job_ids) == 1:
+        [n] = job_ids
+        return f"job {n} queued to index it (cancel it: `facet jobs {n} --cancel`, POST /jobs/{n}/cancel)"
+    ids = ", ".join(map(str, job_ids))
+    return (f"jobs {ids} queued to index it (cancel each: `facet jobs N --cancel`, "
+            f"POST /jobs/N/cancel, N one of {ids})")
+
+
 def _job_errors(session: Session, job_id: int, limit: int | None,
                 offset: int = 0) -> list[dict[str, str]]:
     """The first ``limit`` (None: all) of the job's per-document errors after the first
@@ -1143,8 +1162,10 @@ class CollectionService:
         """Delete a collection from the store and the metadata; returns what it held.
 
         Raises:
-            ConflictError: a job is indexing it; or it is a stray whose vectors the data
-                folder's facet.db owns (``CollectionInfo.owner``), outside ``deleting_owned``.
+            ConflictError: a job is indexing it, or is queued to (it would fail when its turn
+                came, its submitter told "no index job N" meanwhile); or it is a stray whose
+                vectors the data folder's facet.db owns (``CollectionInfo.owner``), outside
+                ``deleting_owned``.
         """
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
@@ -1156,11 +1177,20 @@ class CollectionService:
                 # names it as the resource, which ``get`` leaves None for).
                 raise self._not_found(session, name, param="collection")
             current = leases.live_holder(session, coll.id)
+            queued = _waiting_jobs(session, coll.id)
             if current is not None:
                 raise ConflictError(
                     f"collection {name!r} is being indexed by {current.describe()}; "
                     f"{follow_hint(current.job_id)} or cancel it (`facet jobs {current.job_id} "
-                    f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then")
+                    f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then"
+                    + (f"; {_queued_text(queued)} too" if queued else ""))
+            if queued:
+                # Deleted under them, a queued job's submitter got 404 for it, and its runner
+                # failed it when its turn came ("index job 6 no longer exists").
+                raise ConflictError(f"collection {name!r} has {_queued_text(queued)}; cancel "
+                                    f"{'it' if len(queued) == 1 else 'them'}, or wait for "
+                                    f"{'it' if len(queued) == 1 else 'them'} to end, and delete "
+                                    "it then")
             info = self._info(session, coll)
             if info.store_unreadable is not None:
                 # Its folder not this user's to remove (the listing shows it, since): refused
