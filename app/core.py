@@ -64,8 +64,16 @@ from app.services.indexing import (
     Progress,
     RemoveReport,
     estimate_documents,
+    writing_job,
 )
-from app.services.search import SearchRequest, SearchResponse, SearchService, check_int, check_str
+from app.services.search import (
+    SearchRequest,
+    SearchResponse,
+    SearchService,
+    check_int,
+    check_str,
+    plain_number,
+)
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_text_encodable, check_texts
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
@@ -119,7 +127,10 @@ def _held_here(facade: Facet, busy: StoreBusyError) -> str | None:
     store's folder opens in one store per process) where one of the two is the process's
     shared one: which, and how to use one Facet for both (``Facet.set_shared``, ``facet=``).
     Your own ``Facet.open()`` and the LangChain classes' default, ``Facet.shared()``, locked
-    each other out saying only "share it". None otherwise (the store's own message)."""
+    each other out saying only "share it". Where neither is the shared one and a job of this
+    process writes it (an earlier Facet not closed: a notebook's setup cell run again), that
+    job (the job's lease was said with advice for another process). None otherwise (the
+    store's own message)."""
     if busy.holder.get("pid") != os.getpid():
         return None
     shared = Facet._shared
@@ -134,7 +145,18 @@ def _held_here(facade: Facet, busy: StoreBusyError) -> str | None:
                 "Facet.set_shared(facet) before they first run, or close() the other one first")
     if shared is None or shared._closed or not _same_folder(shared, facade) or \
             not shared.context.store.is_open(busy.collection):
-        return None
+        # Not the shared one: where a job of this process writes it (an earlier Facet not
+        # closed, a notebook's setup cell run again), the job's lease was said with advice for
+        # another process ("serve readers and writers from one facet serve"); else the
+        # store's own message, which says this process and how to share one Facet.
+        job = writing_job(busy.collection)
+        if job is None:
+            return None
+        return (f"{start}: another Facet of this process (an earlier one, not closed: a setup "
+                f"cell run again?) is still indexing into it (job {job}): wait for that job to "
+                f"end (facet.job({job}) says when) or cancel it, then close that Facet "
+                "(facet.close(); `with Facet.open() as facet:` closes it at the block's end), "
+                "or keep using that one Facet for both")
     return (f"{start}: the process's shared Facet ({which}) has it open: open one Facet per "
             "data folder per process and share it: make this one the shared one with "
             "Facet.set_shared(facet) before they first run (or pass facet= to them), or close "
@@ -749,8 +771,8 @@ class Facet:
                 an int.
         """
         check_str(collection, "collection", optional=True)
-        check_int(limit, "limit")  # "5", None, 2.5: TypeErrors before
-        return self.catalog.jobs(collection, limit, offset)
+        limit = check_int(limit, "limit")  # "5", None, 2.5: TypeErrors before
+        return self.catalog.jobs(collection, limit, plain_number(offset))
 
     @_domain_errors
     def job(self, job_id: int, collection: str | None = None,
@@ -765,7 +787,9 @@ class Facet:
                 job was shown); ``errors`` out of 0..``MAX_JOB_ERRORS``; ``errors_offset``
                 below 0.
         """
-        return self.catalog.job(job_id, errors, collection, errors_offset=errors_offset)
+        # (numpy integers as ints: a notebook's np.int64 id, from a DataFrame, was refused)
+        return self.catalog.job(plain_number(job_id), plain_number(errors), collection,
+                                errors_offset=plain_number(errors_offset))
 
     @_domain_errors
     def cancel_job(self, job_id: int, collection: str | None = None) -> JobInfo:
@@ -781,6 +805,7 @@ class Facet:
             InvalidRequestError: the job has ended (completed, failed, interrupted, cancelled),
                 or ``collection`` given and the job is of another one.
         """
+        job_id = plain_number(job_id)
         state = self.catalog.job(job_id, 0, collection).state
         if state in ("queued", "running", "stalled") and self.indexing.cancel(job_id):
             return self.catalog.job(job_id, collection=collection)

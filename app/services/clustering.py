@@ -73,6 +73,8 @@ from app.services.search import (
     check_filters,
     check_str,
     payload_filters,
+    plain_filters,
+    plain_number,
     reads_instruction,
     refuse_if_busy,
     stored_vectors,
@@ -182,6 +184,13 @@ class ClusterRequest:
     members: int = 3
     answer_tokens: int | None = None
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        # numpy scalars as plain numbers, as ``SearchRequest`` takes them (a filter value
+        # np.int64(1) was refused as nothing a filter matches).
+        for name in ("limit", "k", "max_k", "keywords", "members", "answer_tokens", "seed"):
+            object.__setattr__(self, name, plain_number(getattr(self, name)))
+        object.__setattr__(self, "filters", plain_filters(self.filters))
 
 
 @dataclass

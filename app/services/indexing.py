@@ -71,7 +71,7 @@ from app.services.collections import (
     store_place,
 )
 from app.services.context import ServiceContext
-from app.services.search import check_bool, check_int, check_str
+from app.services.search import check_bool, check_int, check_str, plain_number
 from app.text import plural
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
@@ -139,6 +139,14 @@ class IndexOptions:
     batch_chunks: int | None = None
     text_column: str | None = None  # the csv column / jsonl field holding the text
 
+    def __post_init__(self) -> None:
+        # A numpy integer (np.int64(128), what pandas and numpy hand around) as the int it is:
+        # it passed the int check and SQLite stored it as an 8-byte BLOB, the run failed with
+        # an untyped ValueError and the collection kept the BLOB as its chunk size (every
+        # listing of collections failed after that).
+        for name in ("chunk_size", "chunk_overlap", "batch_chunks"):
+            object.__setattr__(self, name, plain_number(getattr(self, name)))
+
     def syncs(self, source: Path) -> bool:
         """Whether a run over ``source`` removes what is gone from it (see ``sync``)."""
         return self.sync if self.sync is not None else source.is_dir()
@@ -158,6 +166,19 @@ def check_options(options: IndexOptions) -> None:
     check_int(options.chunk_overlap, "chunk_overlap", optional=True)
     check_int(options.batch_chunks, "batch_chunks", optional=True)
     check_bool(options.sync, "sync", optional=True)
+
+
+def check_progress(progress: Any) -> None:
+    """Refuse a ``progress`` that is neither callable nor None, before anything is recorded:
+    ``progress=5`` failed the job at its first batch with a raw TypeError.
+
+    Raises:
+        InvalidRequestError: naming it.
+    """
+    if progress is not None and not callable(progress):
+        raise InvalidRequestError(f"progress must be a callable taking a Progress (or None), "
+                                  f"got {type(progress).__name__} {progress!r:.60}",
+                                  param="progress")
 
 
 @dataclass
@@ -505,6 +526,9 @@ class PreparedJob:
 # collection so that two of them never write the same collection at once.
 _ACTIVE_JOBS: set[int] = set()
 _COLLECTION_LOCKS: dict[str, threading.Lock] = {}
+# The job of this process writing each collection now (holding its lock): the one another job
+# of this process waits for (said in the log: the wait was silent, for as long as it writes).
+_WRITING: dict[str, int] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -706,6 +730,13 @@ def _when_called(make: Callable[[], TokenSpans]) -> TokenSpans:
             made.append(make())
         return made[0](text)
     return spans
+
+
+def writing_job(collection: str) -> int | None:
+    """The job of this process writing ``collection`` now (``IndexService.index``, a
+    background job), if any."""
+    with _REGISTRY_LOCK:
+        return _WRITING.get(collection)
 
 
 def _collection_lock(name: str) -> threading.Lock:
@@ -971,20 +1002,31 @@ class IndexService:
               progress: Callable[[Progress], None] | None = None) -> IndexReport:
         """Index ``source`` into ``collection`` (created on first use), in this thread.
 
+        A job of this process writing the collection (``submit_index``'s background job, an
+        earlier call of another thread or of an earlier ``Facet`` not closed) is waited for:
+        this run starts when it ends, and the log says so once (INFO, "waiting for job N (this
+        process) to finish writing ..."). Another process's writer is refused instead
+        (``ConflictError``). Interrupted (Ctrl-C) before it starts, the job leaves nothing, as a
+        refused one: no row, no collection it created.
+
         Raises:
             NotFoundError: the source path does not exist.
             InvalidRequestError: bad collection name, chunk settings or embedder mismatch; a
-                source or an option of the wrong type (``check_options``).
+                source or an option of the wrong type (``check_options``); a ``progress``
+                that is not callable.
             ConflictError: another live process is indexing into the collection.
             DataError: a single file of an unsupported type.
         """
+        check_progress(progress)
         prepared, created = self._prepare(source, collection, options)
         try:
             return self._run_prepared(prepared, progress)
-        except Exception:
+        except BaseException:
             # Said to the caller, who holds no job id: a refusal before the job started (the
             # store busy, the disk too full) left a failed job "queued T, never started" in
-            # `facet jobs`, and an empty collection where this call had created it.
+            # `facet jobs`, and an empty collection where this call had created it. So did a
+            # Ctrl-C before it started (waiting behind another job of this process, reading a
+            # large folder): its row stayed `queued` for the life of the process.
             self._forget_refused(prepared, created)
             raise
         finally:
@@ -1093,9 +1135,10 @@ class IndexService:
                     self.check_room()
                 job = self._start_job(session, coll, str(source.resolve()), embedder.name,
                                       runner, options.text_column)
-            except Exception:
-                # Refused after this call created the collection: no empty one is left behind
-                # (`facet collections` listed a collection nothing was ever indexed into).
+            except BaseException:
+                # Refused (or interrupted: Ctrl-C) after this call created the collection: no
+                # empty one is left behind (`facet collections` listed a collection nothing was
+                # ever indexed into).
                 session.rollback()
                 if created:
                     self._drop_unused_collection(session, coll_id)
@@ -1127,7 +1170,13 @@ class IndexService:
             UnavailableError: the metadata database went out of reach under the run: one
                 line with the command that resumes it; the job's end is written, and its lease
                 let go, once the database is back (``record_unrecorded_ends``).
+            InvalidRequestError: a ``progress`` that is not callable (the job is failed).
         """
+        try:
+            check_progress(progress)
+        except InvalidRequestError as e:
+            self.fail(prepared.job_id, str(e))
+            raise
         try:
             return self._run_prepared(prepared, progress)
         finally:
@@ -1137,12 +1186,68 @@ class IndexService:
                       progress: Callable[[Progress], None] | None) -> IndexReport:
         """``run``, with the job's id left in ``_started`` where it started (``index``)."""
         options = prepared.options
-        with _collection_lock(prepared.collection):
+        lock = _collection_lock(prepared.collection)
+        try:  # (the id leaves the registry however this ends: a Ctrl-C while waiting too)
             try:
+                self._wait_for_writer(lock, prepared)
+            except BaseException as e:  # Ctrl-C while it waited: it never started
+                self._stop_unstarted(prepared.job_id, e)
+                raise
+            try:
+                with _REGISTRY_LOCK:
+                    _WRITING[prepared.collection] = prepared.job_id
                 return self._run_job(prepared, options, progress)
             finally:
                 with _REGISTRY_LOCK:
-                    _ACTIVE_JOBS.discard(prepared.job_id)
+                    if _WRITING.get(prepared.collection) == prepared.job_id:
+                        del _WRITING[prepared.collection]
+                lock.release()
+        finally:
+            with _REGISTRY_LOCK:
+                _ACTIVE_JOBS.discard(prepared.job_id)
+
+    @staticmethod
+    def _wait_for_writer(lock: threading.Lock, prepared: PreparedJob) -> None:
+        """Take the collection's lock: at once where no job of this process writes it, else
+        after saying, once, which job this one waits for (the wait was silent, for as long as
+        that job writes: hours for a large folder)."""
+        if lock.acquire(blocking=False):
+            return
+        with _REGISTRY_LOCK:
+            writer = _WRITING.get(prepared.collection)
+        logger.info("job %d waits for %s (this process) to finish writing %r; it starts then",
+                    prepared.job_id, f"job {writer}" if writer is not None else "another job",
+                    prepared.collection)
+        lock.acquire()
+
+    def _stop_unstarted(self, job_id: int, e: BaseException, *, held: bool = False) -> None:
+        """Record a job stopped (Ctrl-C, SIGTERM, an exit) before it started ``interrupted``,
+        letting go of its lease, if it took one, and where ``held`` of its collection's shard:
+        it stayed `queued` for the life of the process, in this process's registry and in
+        `facet jobs`. An error (an ``Exception``) is no stop: the caller records it failed.
+        ``index`` then removes the row, as a refused job's (``_forget_refused``): its caller
+        holds no job id. Not ``held`` where it stopped waiting for another job of this process
+        (that one's shard stays open)."""
+        if isinstance(e, Exception):
+            return
+        why = ("SIGTERM" if isinstance(e, Terminated) else
+               "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
+        try:
+            with self.sessions() as session:
+                session.rollback()
+                job = md.get_job(session, job_id)
+                if job is None or job.state not in ("queued", "running") or \
+                        job.started_at is not None:
+                    return
+                job.state, job.finished_at = "interrupted", md.utcnow()
+                job.message = (f"stopped ({why}) before it started; run "
+                               f"`{resume_command(job)}` (or submit the job) again")
+                session.commit()
+                leases.release(session, job.collection_id, job_id)
+                if held:
+                    self.store.release(job.collection.name)
+        except Exception as err:  # (the interrupt is what the caller is told)
+            logger.warning("could not record job %d as interrupted: %s", job_id, err)
 
     def _run_job(self, prepared: PreparedJob, options: IndexOptions,
                  progress: Callable[[Progress], None] | None) -> IndexReport:
@@ -1161,6 +1266,9 @@ class IndexService:
             # A model this process cannot load (a checkpoint gone since the job was queued): the
             # job failed before it started. It stayed `queued`, for ever in a server.
             self.fail(prepared.job_id, self.failure_message(e))
+            raise
+        except BaseException as e:  # Ctrl-C while the model loads: it stayed `queued` too
+            self._stop_unstarted(prepared.job_id, e)
             raise
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
@@ -1183,6 +1291,10 @@ class IndexService:
             except FacetError as e:  # refused, not interrupted: nothing to resume
                 job.state, job.finished_at, job.message = "failed", md.utcnow(), str(e)
                 session.commit()
+                raise
+            except BaseException as e:  # a Ctrl-C: recorded interrupted, not left `queued`
+                session.rollback()
+                self._stop_unstarted(job_id, e, held=True)
                 raise
             try:
                 # Checked before the job starts, not only when it was queued: the model may
@@ -1209,16 +1321,27 @@ class IndexService:
                 # A disk too full is a refusal before the job starts, as a busy store is: it
                 # was checked once the job ran, after its lease and its start were recorded.
                 self.check_room()  # (a new store collection maps its first files at once)
-            except Exception as e:
+            except BaseException as e:
+                # A Ctrl-C too (reading a large folder takes a while): the job stayed `queued`,
+                # and the store held, for the life of the process.
                 session.rollback()
+                if not isinstance(e, Exception):
+                    self._stop_unstarted(job_id, e, held=True)
+                    raise
                 self.fail_held(session, job, self.job_failure_message(job, e))
                 raise
-            self.take_lease(session, coll, job)
-            self._started.add(job_id)
-            started = time.perf_counter()
-            job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
-            job.started_at = md.utcnow()
-            session.commit()
+            try:
+                self.take_lease(session, coll, job)
+                self._started.add(job_id)
+                started = time.perf_counter()
+                job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
+                job.started_at = md.utcnow()
+                session.commit()
+            except BaseException as e:  # (an error: as before; a Ctrl-C: not left `queued`)
+                if not isinstance(e, Exception):
+                    session.rollback()
+                    self._stop_unstarted(job_id, e, held=True)
+                raise
             heartbeat = leases.Heartbeat(self.sessions, coll.id, job.id,
                                          self.settings.lease_ttl_s)
             interrupt = _DeferredInterrupt(self.ctx.stopping)
@@ -1505,7 +1628,10 @@ class IndexService:
         try:
             with self.sessions() as session:
                 job = md.get_job(session, prepared.job_id)
-                if job is None or job.state != "failed":
+                # Failed (refused), or interrupted (Ctrl-C) before it started: its row and the
+                # collection it created go. (Not a completed run's: that one started.)
+                if job is None or job.state not in ("failed", "interrupted") or (
+                        job.state == "interrupted" and job.started_at is not None):
                     return
                 if created and self._drop_unused_collection(session, job.collection_id, job):
                     return
@@ -2173,11 +2299,12 @@ class IndexService:
             select(D.id).where(where))))
         parts = ([f"lacked the points of {plural(lost, 'indexed document')}, written again (those "
                   "of this run's source now; index the other sources again too)"] if lost else [])
-        parts += ([f"held {plural(len(stale), 'point')} of documents since removed or rewritten, "
+        parts += ([f"held {plural(len(stale), 'point')} of documents the database does not have "
+                   "(removed or rewritten since, or written after the database was copied), "
                    "deleted"] if stale else [])
         message = (f"the vector store of collection {coll.name!r} {' and '.join(parts)} (its "
-                   "store folder restored from an older copy, or the metadata restored apart "
-                   "from it?)" if existed else
+                   "store folder and its metadata restored from copies of different times?)"
+                   if existed else
                    f"the vector store held nothing of collection {coll.name!r}, whose metadata "
                    f"lists {plural(lost, 'indexed document')} (its store folder removed, or the "
                    "metadata restored apart from it?): they are written again, those of this "

@@ -107,6 +107,52 @@ class SearchRequest:
     group_by_document: bool = False
     mode: str = "auto"
 
+    def __post_init__(self) -> None:
+        # numpy scalars (a notebook's np.int64(3), np.float32(0.1), a DataFrame cell as a
+        # filter value) as the plain numbers they are: they were refused as no whole number,
+        # no finite number, nothing a filter matches (``plain_number``).
+        for name in ("top_k", "rerank_depth", "score_threshold"):
+            object.__setattr__(self, name, plain_number(getattr(self, name)))
+        object.__setattr__(self, "filters", plain_filters(self.filters))
+
+
+def plain_number(value: Any) -> Any:
+    """``value`` as a plain Python number where it is another kind of one: a numpy integer
+    (``np.int64(3)``, what pandas and numpy hand around) or any ``numbers.Integral`` as an int,
+    a numpy float (``np.float32``) or any other ``numbers.Real`` as a float; anything else (a
+    bool, a str, None, an int or a float already) as it is, for the checks to judge. A numpy
+    integer passed the int check and SQLite stored it as an 8-byte BLOB (a collection's chunk
+    size), while other checks refused it as no whole number."""
+    if value is None or isinstance(value, bool) or type(value) in (int, float):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
+def plain_filters(filters: Any) -> Any:
+    """``filters`` with numpy scalar values as plain ones (``_plain_value``): a new dict where
+    any changed, else ``filters`` itself (not a mapping, too: ``check_filters`` refuses it)."""
+    if not isinstance(filters, Mapping):
+        return filters
+    plain = {k: _plain_value(v) for k, v in filters.items()}
+    return plain if any(plain[k] is not v for k, v in filters.items()) else filters
+
+
+def _plain_value(value: Any) -> Any:
+    """A filter value with numpy scalars as plain ones (``plain_number``; a numpy bool as a
+    bool), a list or tuple value by value; ``value`` itself where nothing changes."""
+    if isinstance(value, list | tuple):
+        plain = [_plain_value(v) for v in value]
+        if all(a is b for a, b in zip(plain, value, strict=True)):
+            return value
+        return plain if isinstance(value, list) else tuple(plain)
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
+        return bool(value)
+    return plain_number(value)
+
 
 def _got(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.60}"
@@ -132,11 +178,13 @@ def check_bool(value: Any, name: str, *, optional: bool = False, param: str | No
     _check_type(value, name, isinstance(value, bool), "a bool (True or False)", optional, param)
 
 
-def check_int(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:
+def check_int(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> Any:
     """Refuse a ``name`` that is not a whole number (``None`` too where ``optional``): not a
-    bool, a float or a string ("100" failed deep inside with a TypeError)."""
+    bool, a float or a string ("100" failed deep inside with a TypeError). Returns it as a
+    plain int (a numpy integer, any ``numbers.Integral``: ``plain_number``), or None."""
     _check_type(value, name, isinstance(value, numbers.Integral) and not isinstance(value, bool),
                 "an int", optional, param)
+    return plain_number(value)
 
 
 def check_str(value: Any, name: str, *, optional: bool = False, param: str | None = None) -> None:

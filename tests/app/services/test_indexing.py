@@ -685,7 +685,9 @@ def test_a_store_restored_from_an_older_copy_gets_the_missing_points_written(mak
     assert again.docs_indexed == 1
     messages = [e["message"] for e in CollectionService(ctx).job(again.job_id).errors]
     assert any("lacked the points of 1 indexed document, written again" in m and
-               "held 1 point of documents since removed or rewritten, deleted" in m
+               "held 1 point of documents the database does not have (removed or rewritten since, "
+               "or written after the database was copied), deleted" in m and
+               "restored from copies of different times?" in m
                for m in messages), messages
     info = CollectionService(ctx).get("rs")
     assert info.points == info.chunks
