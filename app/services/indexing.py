@@ -1260,6 +1260,14 @@ class IndexService:
                 logger.info("job %d was cancelled before it started; not run", job.id)
                 return IndexReport(job_id=job.id, collection=prepared.collection,
                                    embedder=job.embedder, state="cancelled")
+            if job is None:
+                # Its row went with its collection: a delete is refused while a job is queued,
+                # so it was cancelled first, then the collection deleted. Not run, and no
+                # error: it said "ERROR index job N failed: ... no longer exists" at its turn.
+                logger.info("job %d was cancelled and its collection %r deleted before it "
+                            "started; not run", prepared.job_id, prepared.collection)
+                return IndexReport(job_id=prepared.job_id, collection=prepared.collection,
+                                   embedder=prepared.embedder, state="cancelled")
         try:
             embedder = self._embedder_for(prepared.collection, prepared.embedder)
         except Exception as e:

@@ -110,3 +110,21 @@ def test_facet_delete_in_another_process_is_refused_with_exit_5(shared, tmp_path
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and f"job {job_id} queued to index it" in lines[0], done.stderr
     assert f"`facet jobs {job_id} --cancel`" in lines[0], lines
+
+
+def test_a_job_cancelled_then_deleted_with_its_collection_is_not_run(make_ctx, tmp_path,
+                                                                      caplog) -> None:
+    """Following the refusal's advice (cancel the queued job, then delete the collection) left
+    the job's thread to find its row gone when its turn came: "ERROR index job N failed:
+    NotFoundError: index job N no longer exists". It is now not run, said at INFO."""
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(_source(tmp_path / "src"), "shared")
+    prepared = service.prepare(_source(tmp_path / "more"), "shared")
+    assert service.cancel(prepared.job_id)
+    CollectionService(ctx).delete("shared")
+    with caplog.at_level("INFO", logger="app.services.indexing"):
+        report = service.run(prepared)
+    assert report.state == "cancelled"
+    assert f"job {prepared.job_id} was cancelled and its collection 'shared' deleted" in caplog.text
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
