@@ -217,6 +217,8 @@ BULK_MIN_DELAY_MS = 1000.0
 # the special and prompt tokens every text carries.
 _CHARS_PER_TOKEN = 4
 _TEXT_OVERHEAD_CHARS = 16
+# The longest wait a 429 of a full queue asks for (``BatchingQueryEncoder._retry_after_s``).
+MAX_RETRY_AFTER_S = 300.0
 # Timings kept for this many (embedder, role, instruction) keys, the most recent ones.
 _TIMED_KEYS = 256
 
@@ -802,7 +804,8 @@ class BatchingQueryEncoder:
                 self._wait_for_room(len(items))
             elif self._over_client_limit(len(items)):
                 self.stats.busy_refusals += 1
-                raise BusyError(self._busy_message(len(items)), retry_after_s=1.0)
+                raise BusyError(self._busy_message(len(items)),
+                                retry_after_s=self._retry_after_s(len(items)))
             if queued is not None:
                 queued.extend(requests)
             (self._bulk if bulk else self._urgent).extend(requests)
@@ -985,6 +988,32 @@ class BatchingQueryEncoder:
         return (f"{waiting} already waiting to be encoded; the {count:,} of this request would "
                 f"pass the limit of {self.max_pending_texts:,} (FACET_MAX_PENDING_TEXTS); retry "
                 "shortly or send fewer texts per request")
+
+    def _retry_after_s(self, count: int) -> float:
+        """About how long until a caller's ``count`` texts fit (under the lock): the share of the
+        callers' queued texts that must leave first, at the model's measured rate (seconds per
+        padded character, ``_learn``); 1 where no rate is measured yet, at most
+        ``MAX_RETRY_AFTER_S``. ``Retry-After: 1`` was said with 8,128 texts (about 58 s of
+        work) queued, so clients came back 57 times for nothing."""
+        waiting = [r for queue in (self._urgent, self._bulk) for r in queue if not r.own]
+        total = sum(len(r.texts) for r in waiting)
+        if not total:
+            return 1.0
+        try:
+            rates = dict(self._rates)  # (the model thread folds new ones in as it goes)
+        except RuntimeError:
+            return 1.0
+        seconds = 0.0
+        for request in waiting:
+            rate = rates.get(request.key) or max(
+                (r for k, r in rates.items() if k[0] == request.key[0]), default=None)
+            if rate is None:
+                return 1.0  # a key not measured yet: no figure to give
+            model = self.embedders.peek(request.key[0])
+            cap = _CHARS_PER_TOKEN * _int_or(getattr(model, "max_length", None), 512)
+            seconds += rate * sum(min(len(t), cap) + _TEXT_OVERHEAD_CHARS for t in request.texts)
+        need = min(total, total + count - self.max_pending_texts)
+        return min(MAX_RETRY_AFTER_S, max(1.0, seconds * need / total))
 
     def _wait_for_room(self, count: int) -> None:
         """Wait (under the lock) until ``count`` texts fit the queue, or it is empty.

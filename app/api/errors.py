@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -50,6 +51,8 @@ from indexer.errors import (
 )
 
 logger = logging.getLogger(__name__)
+
+CLIENT_CLOSED_REQUEST = 499  # nginx's status for a request its client gave up
 
 # (class, HTTP status, OpenAI-style type, code); most specific first.
 STATUS: list[tuple[type[FacetError], int, str, str | None]] = [
@@ -302,6 +305,12 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     elif exc.status_code == 405 and message == "Method Not Allowed":
         allow = (exc.headers or {}).get("Allow", "")
         message = f"method {request.method} is not allowed on {request.url.path}; use {allow}"
+    elif exc.status_code == 400 and message == "There was an error parsing the body" and \
+            isinstance(exc.__cause__, ClientDisconnect):
+        # No mistake of the client's: it went away mid-body; nobody reads an answer.
+        logger.info("%s %s: the client disconnected before its request body was read; nothing "
+                    "was done", request.method, request.url.path)
+        return JSONResponse(None, status_code=CLIENT_CLOSED_REQUEST)
     elif exc.status_code == 400 and message == "There was an error parsing the body":
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         # A gzip body was blamed on "not UTF-8 (byte 0x8b at offset 1)".

@@ -15,9 +15,10 @@ import contextlib
 import json
 import logging
 import secrets
+import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -58,6 +59,7 @@ from app.api.schemas import (
 from app.core import Facet
 from app.encoding import warm_up_clustering
 from app.errors import (
+    BusyError,
     InvalidRequestError,
     NotFoundError,
     UnavailableError,
@@ -70,7 +72,8 @@ from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, JobInfo
 from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
-from app.text import check_text_encodable
+from app.text import check_text_encodable, plural
+from indexer.errors import mask_secrets
 from indexer.store import point_id
 
 logger = logging.getLogger(__name__)
@@ -269,7 +272,154 @@ def _check_model(facet: Facet, name: str | None, field: str) -> None:
 
 
 DISCONNECT_POLL_S = 0.5
-CLIENT_CLOSED_REQUEST = 499  # nginx's status for a request its client gave up
+CLIENT_CLOSED_REQUEST = errors.CLIENT_CLOSED_REQUEST  # a request its client gave up
+
+# Clusterings run at once. Each runs in a thread of its own (its encoding on the one model
+# thread, its k-means and naming on the CPU); more at once only slow each other. Those waiting
+# for a turn wait in the event loop, holding no thread: 50 concurrent /cluster requests held
+# all 40 threads of Starlette's pool, and every other user's /search waited about 20 s to start.
+MAX_CLUSTERINGS = 2
+# Clusterings waiting for a turn at most; one more is refused at once, 429 with Retry-After.
+MAX_WAITING_CLUSTERINGS = 32
+# A request that takes longer is logged with its duration (``_RequestLog``).
+SLOW_REQUEST_S = 1.0
+
+
+# The scope key of what a route tells ``_RequestLog`` of its request (its texts).
+_LOG_NOTE = "facet.request_log"
+
+
+def _note_texts(request: Request, count: int | None) -> None:
+    """The number of texts ``request`` brings, for its log line (``_RequestLog``)."""
+    note = request.scope.get(_LOG_NOTE)
+    if isinstance(note, dict) and count is not None:
+        note["texts"] = count
+
+
+def _client(request: Request) -> str:
+    """The client's address, as the server saw it (never its key)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
+class _RequestLog:
+    """One INFO line for each request that took ``SLOW_REQUEST_S`` or more: method, path (never
+    the query string, which may carry a key; masked), status (499: the client went away),
+    duration, the texts it brought where the route knows them cheaply (/cluster, /search,
+    /v1/embeddings) and the client's address. uvicorn's access line said only ``"POST /cluster
+    HTTP/1.1" 200 OK`` of an 89 s clustering: not who held the model, nor for how long. The UI
+    mounted at /ui (its event streams stay open for minutes) is left out."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or str(scope.get("path", "")).startswith("/ui/"):
+            await self.app(scope, receive, send)
+            return
+        note: dict[str, Any] = {}
+        scope[_LOG_NOTE] = note
+        status: int | None = None
+        t0 = time.perf_counter()
+
+        async def sent(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sent)
+        finally:
+            took = time.perf_counter() - t0
+            if took >= SLOW_REQUEST_S and logger.isEnabledFor(logging.INFO):
+                texts = note.get("texts")
+                client = scope.get("client")
+                logger.info(
+                    "%s %s answered %s in %.1f s%s, client %s", scope.get("method", "?"),
+                    mask_secrets(str(scope.get("path", ""))),
+                    status if status is not None else "nothing",
+                    took, f" ({texts:,} text{'s' if texts != 1 else ''})" if texts is not None
+                    else "", client[0] if client else "unknown")
+
+
+class _Stopped(Exception):
+    """The client of a clustering went away: raised in its thread at its next step."""
+
+
+class _ClusterTurns:
+    """At most ``running`` clusterings at once, ``waiting`` more queued in the event loop (no
+    thread held); one beyond them is refused (``BusyError``, 429). One per app, made in its
+    lifespan (an asyncio semaphore belongs to one event loop)."""
+
+    def __init__(self, running: int = MAX_CLUSTERINGS,
+                 waiting: int = MAX_WAITING_CLUSTERINGS) -> None:
+        self.running, self.max_waiting = running, waiting
+        self._free = asyncio.Semaphore(running)
+        self.waiting = 0
+        self._mean_s = 1.0  # recent clusterings' seconds (for Retry-After)
+
+    def refuse_if_full(self) -> None:
+        """Raises:
+            BusyError: ``running`` clusterings run and ``waiting`` more wait."""
+        if self._free.locked() and self.waiting >= self.max_waiting:
+            wait = self._mean_s * (self.waiting + self.running) / self.running
+            raise BusyError(f"{plural(self.running, 'clustering')} running and "
+                            f"{self.waiting} more waiting for a turn, the most this server "
+                            "queues; retry after Retry-After seconds",
+                            retry_after_s=max(1.0, wait))
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Wait for a turn (cancellable: a client that goes away leaves the queue)."""
+        self.waiting += 1
+        try:
+            await self._free.acquire()
+        finally:
+            self.waiting -= 1
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._free.release()
+            self._mean_s = (self._mean_s + time.perf_counter() - t0) / 2
+
+
+async def _cluster_unless_disconnected(request: Request, turns: _ClusterTurns,
+                                       run: Callable[[Callable[[float, str], None]], T]) -> T | None:
+    """``run``'s result, run in a thread of its own once a turn is free (``_ClusterTurns``), or
+    None once the client has disconnected: a clustering still waiting for its turn leaves the
+    queue; a running one is stopped at its next step (the clustering's progress callback raises
+    ``_Stopped`` between the pieces it encodes, before its k-means, between its explainer's
+    batches), its pieces not queued yet never queued. A client that gave up after 3 s on 5,000
+    texts kept the model thread busy for its whole clustering. ``run`` gets that callback."""
+    stop = threading.Event()
+    started = False
+
+    def step(_fraction: float, _stage: str) -> None:
+        if stop.is_set():
+            raise _Stopped
+
+    async def work() -> T:
+        nonlocal started
+        async with turns.turn():
+            started = True
+            return await asyncio.to_thread(run, step)
+
+    task = asyncio.ensure_future(work())
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            stop.set()
+            if not started:
+                task.cancel()  # still waiting for its turn: no thread to stop
+            # A running one ends at its next step; its turn is kept until it has.
+            with contextlib.suppress(asyncio.CancelledError, _Stopped):
+                await task
+            logger.info("a client disconnected: its clustering was %s",
+                        "stopped" if started else "dropped before it started")
+            return None
 
 
 async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
@@ -394,6 +544,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 continue
             served.embed(["warm-up"], embedder=name)
             logger.info("loaded %s", name)
+        app.state.cluster_turns = _ClusterTurns()
         # In the background: the first cluster request no longer imports scikit-learn itself,
         # and /health answers meanwhile.
         warm_up_clustering()
@@ -415,6 +566,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     app.add_exception_handler(_RepeatedQuery, _repeated_query)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
+    app.add_middleware(_RequestLog)  # outermost of these: the whole request, body limit too
     _openapi(app, settings)
     auth = [Depends(_require_key), Security(_BEARER)]  # optional without a key (``_openapi``)
 
@@ -503,6 +655,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         A client that disconnects cancels what of its request is still queued.
         """
         texts = _texts(body.input)
+        _note_texts(request, len(texts))
         _check_model(facet, body.model, "model")
         with _model_param(model=body.model):
             result = await _unless_disconnected(request, facet.aembed(
@@ -527,8 +680,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # A collection: unknown (404), or written by another process or embedder version (409).
     @app.post("/search", dependencies=auth, response_model=SearchAnswer,
               responses=fails(*with_body, *encoding, 409), operation_id="search", tags=searching)
-    def search(body: SearchBody, facet: FacetDep) -> Response:
+    def search(body: SearchBody, facet: FacetDep, request: Request) -> Response:
         """Instruction-aware search of a collection; each result with its point ``id``."""
+        _note_texts(request, 1)
         _check_model(facet, body.embedder, "embedder")
         _check_model(facet, body.rerank, "rerank")
         with _model_param(embedder=body.embedder, rerank=body.rerank):
@@ -547,8 +701,24 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     @app.post("/cluster", dependencies=auth, response_model=ClusterResponse,
               responses=fails(*with_body, *encoding, 409), operation_id="cluster", tags=searching)
-    def cluster(body: ClusterBody, facet: FacetDep) -> Response:
-        """Cluster texts, a collection or search results under an instruction."""
+    async def cluster(body: ClusterBody, facet: FacetDep, request: Request) -> Response:
+        """Cluster texts, a collection or search results under an instruction.
+
+        Async: ``MAX_CLUSTERINGS`` run at once, each in a thread of its own; the others wait
+        for a turn in the event loop, holding no thread of the pool the other routes run in,
+        and ``MAX_WAITING_CLUSTERINGS`` more are refused (429, Retry-After). A client that
+        disconnects stops its clustering (``_cluster_unless_disconnected``)."""
+        turns: _ClusterTurns = request.app.state.cluster_turns
+        turns.refuse_if_full()
+        _note_texts(request, len(body.texts) if body.texts is not None else None)
+        answer = await _cluster_unless_disconnected(
+            request, turns, lambda step: clustered(body, facet, request, step))
+        return Response(status_code=CLIENT_CLOSED_REQUEST) if answer is None else answer
+
+    def clustered(body: ClusterBody, facet: Facet, request: Request,
+                  step: Callable[[float, str], None]) -> Response:
+        """The clustering of ``body``; ``step`` is told each of its steps (it raises
+        ``_Stopped`` once the client has gone)."""
         _check_model(facet, body.embedder, "embedder")
         _check_model(facet, body.explainer, "explainer")
         search = None
@@ -566,7 +736,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                     search=search, filters=body.filters, limit=body.limit, k=body.k,
                     max_k=body.max_k, embedder=body.embedder, explainer=body.explainer,
                     keywords=body.keywords, members=body.members,
-                    answer_tokens=body.answer_tokens, seed=body.seed))
+                    answer_tokens=body.answer_tokens, seed=body.seed), step)
         except InvalidRequestError as e:  # a k over the texts: this edge's way of leaving it unset
             if body.collection is not None and e.param is None and not body.filters:
                 # A collection of no chunk ("clustering needs at least 2 texts, got 0", param
@@ -581,6 +751,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 raise
             # Named in param, as a field that does not validate is (it was null).
             return errors.error_response(400, f"{e} (omit k)", "invalid_request_error", "k")
+        _note_texts(request, len(result.texts))  # a collection's or a search's too
         return _json(result.to_dict())
 
     # Submitting loads the embedder (422), writes the queued job row (429 while another
@@ -591,13 +762,16 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                               meaning={429: errors.BUSY_DATABASE}) | {202: {"headers": {
                   "Location": {"description": "the job's URL", "schema": {"type": "string"}}}}},
               operation_id="submitJob", tags=jobs)
-    def submit_job(body: JobBody, facet: FacetDep) -> Response:
+    def submit_job(body: JobBody, facet: FacetDep, request: Request) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
         _check_model(facet, body.embedder, "embedder")
         with _model_param(embedder=body.embedder):
             job = facet.submit_index(body.source, body.collection, IndexOptions(
                 embedder=body.embedder, chunk_size=body.chunk_tokens,
                 chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column))
+        # Who: two users' jobs submitted in the same second could not be told apart.
+        logger.info("job %d queued by %s (collection %r)", job.id, _client(request),
+                    body.collection)
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
 
     # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past
@@ -647,7 +821,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                   400: "the job has ended (completed, failed, interrupted, cancelled: named in "
                        "the message), or is of another collection than ``collection``",
                   429: errors.BUSY_DATABASE}), operation_id="cancelJob", tags=jobs)
-    def cancel_job(job_id: QueryInt, facet: FacetDep,
+    def cancel_job(job_id: QueryInt, facet: FacetDep, request: Request,
                    collection: Annotated[str | None, Query(
                        max_length=MAX_COLLECTION_NAME,
                        json_schema_extra={"minLength": 1, "pattern": COLLECTION_NAME_PATTERN},
@@ -670,7 +844,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             return errors.error_response(
                 400, "collection is given twice, differently, in the query and in the body; give "
                      "it once", "invalid_request_error", param="collection")
-        return _json(asdict(facet.cancel_job(job_id, collection or given)))
+        cancelled = facet.cancel_job(job_id, collection or given)
+        logger.info("job %d: cancellation asked by %s", job_id, _client(request))
+        return _json(asdict(cancelled))
 
     # A store server out of reach: 503.
     @app.get("/collections", dependencies=auth, response_model=list[ListedCollection],
@@ -716,7 +892,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 operation_id="deleteCollection", tags=listing)
     def delete_collection(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
                               "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
-                          facet: FacetDep) -> Response:
+                          facet: FacetDep, request: Request) -> Response:
         """Delete a collection: its points, its metadata (documents, jobs) and its uploaded
         files, as ``facet delete NAME`` does; 200 + what it held, as ``GET /collections/{name}``
         lists it (a stray's vectors too: ``"stray": true``). There is no undo. A running server
@@ -730,7 +906,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             stray = False
         except NotFoundError:
             stray = True  # the store's vectors of no collection, or a 404 from the delete
-        return _json(asdict(facet.delete_collection(name)) | {"stray": stray})
+        deleted = facet.delete_collection(name)
+        logger.info("deleted collection %s (by %s)", name, _client(request))
+        return _json(asdict(deleted) | {"stray": stray})
 
     # Removing writes the metadata (429 while another process holds its write lock); a job
     # writing the collection, or its vectors in another store, is a 409.

@@ -1,0 +1,205 @@
+"""/cluster shares the server fairly: a bounded number of clusterings at once, the others
+queued without a thread of the pool or refused (429), and a clustering whose client went away
+stopped.
+
+Before: ``search`` and ``cluster`` were plain sync routes on Starlette's 40 threads, so 50
+concurrent clusterings kept every user's search waiting about 20 s, with no 429; a client that
+gave up on 5,000 texts kept the model thread busy for the whole clustering; a full encoder queue
+said ``Retry-After: 1`` with a minute of work queued. Real parts: a served Facet over a temp data
+folder (the session's minilm), the app in process; the disconnect is an ASGI ``http.disconnect``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api import create_app, server
+from app.core import Facet
+from app.encoding import BatchingQueryEncoder, EmbedderCache
+from app.errors import BusyError
+from tests.app.api.conftest import serving_facet
+
+
+@pytest.fixture(scope="module")
+def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
+    facet = serving_facet(tmp_path_factory.mktemp("fair") / "data", minilm, ui_mount=False)
+    yield facet
+    facet.close()
+
+
+def _texts(n: int, tag: str) -> list[str]:
+    return [f"message {i} of {tag}: the customer asks about card {i % 7} and fee {i % 5}"
+            for i in range(n)]
+
+
+def test_clusterings_past_the_turns_are_refused_at_once_with_retry_after(facet, monkeypatch) -> None:
+    """One clustering running and none allowed to wait: another is a 429 at once (it waited
+    for a pool thread, then ran); a search meanwhile is answered."""
+    entered, release = threading.Event(), threading.Event()
+    real = facet.cluster
+
+    def held(request: Any, progress: Any = None) -> Any:
+        entered.set()
+        release.wait(timeout=10)
+        return real(request, progress)
+
+    monkeypatch.setattr(facet, "cluster", held)
+    body = {"instruction": "What is asked?", "texts": _texts(6, "held"), "k": 2}
+    app = create_app(facet)
+    with TestClient(app) as client:
+        turns = getattr(server, "_ClusterTurns", None)  # (none before: a thread of the pool each)
+        if turns is not None:
+            app.state.cluster_turns = turns(running=1, waiting=0)
+        first: list[Any] = []
+        runner = threading.Thread(target=lambda: first.append(client.post("/cluster", json=body)))
+        runner.start()
+        try:
+            assert entered.wait(timeout=30)
+            refused = client.post("/cluster", json=body | {"k": 3})
+            health = client.get("/health")
+        finally:
+            release.set()
+            runner.join(timeout=60)
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"]["code"] == "busy"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert "1 clustering running and 0 more waiting" in refused.json()["error"]["message"]
+    assert health.status_code == 200
+    assert first and first[0].status_code == 200, first
+
+
+def test_waiting_clusterings_hold_no_thread_of_the_pool(facet, monkeypatch) -> None:
+    """More clusterings than the pool has threads (40): a sync route still gets a thread."""
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+    real = facet.cluster
+
+    def held(request: Any, progress: Any = None) -> Any:
+        entered.release()
+        release.wait(timeout=20)
+        return real(request, progress)
+
+    monkeypatch.setattr(facet, "cluster", held)
+    body = {"instruction": "What is asked?", "texts": _texts(4, "pool"), "k": 2}
+    answers: list[int] = []
+    app = create_app(facet)
+    with TestClient(app) as client:
+        turns = getattr(server, "_ClusterTurns", None)  # (none before: a thread of the pool each)
+        if turns is not None:
+            app.state.cluster_turns = turns(running=2, waiting=60)
+        posts = [threading.Thread(target=lambda: answers.append(
+            client.post("/cluster", json=body).status_code)) for _ in range(45)]
+        for t in posts:
+            t.start()
+        searched: list[int] = []
+        try:
+            assert entered.acquire(timeout=30)
+            search = threading.Thread(target=lambda: searched.append(
+                client.get("/collections").status_code))
+            search.start()
+            search.join(timeout=15)  # (forever before: every thread held by a clustering)
+            done_while_held = list(searched)
+        finally:
+            release.set()
+            for t in posts:
+                t.join(timeout=120)
+    assert done_while_held == [200]
+    assert sorted(set(answers)) == [200] and len(answers) == 45
+
+
+def _post_then_leave(client: TestClient, body: dict[str, Any], leave: threading.Event
+                     ) -> list[dict[str, Any]]:
+    """POST /cluster through the app's ASGI interface; once ``leave`` is set the client is
+    gone (``http.disconnect``). The messages sent back."""
+    raw = json.dumps(body).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": "/cluster", "raw_path": b"/cluster", "query_string": b"",
+             "root_path": "", "client": ("10.1.2.3", 5555), "server": ("testserver", 80),
+             "headers": [(b"content-type", b"application/json"),
+                         (b"content-length", str(len(raw)).encode())], "state": {}}
+    sent: list[dict[str, Any]] = []
+    given = False
+
+    async def receive() -> Any:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        if leave.is_set():
+            return {"type": "http.disconnect"}
+        import anyio
+
+        await anyio.sleep(3600)  # (cancelled: a poll of is_disconnected)
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def call() -> None:
+        await client.app(scope, receive, send)
+
+    assert client.portal is not None
+    client.portal.call(call)
+    return sent
+
+
+def test_a_clustering_whose_client_went_away_is_stopped(facet, monkeypatch, caplog) -> None:
+    """The client leaves once its clustering has encoded a piece: it stops at its next step (it
+    encoded all 1,500 texts, answered 200 to nobody), the rest never encoded."""
+    leave = threading.Event()
+    ended: list[BaseException | None] = []
+    real = facet.cluster
+
+    def watched(request: Any, progress: Any = None) -> Any:
+        def told(fraction: float, stage: str) -> None:
+            if stage.startswith("encoding") and not stage.startswith("encoding 0/"):
+                leave.set()
+            assert progress is not None
+            progress(fraction, stage)
+
+        try:
+            result = real(request, told if progress is not None else None)
+        except BaseException as e:
+            ended.append(e)
+            raise
+        ended.append(None)
+        return result
+
+    monkeypatch.setattr(facet, "cluster", watched)
+    texts = _texts(1500, "gone")
+    encoder = facet.encoder
+    assert isinstance(encoder, BatchingQueryEncoder)
+    before = encoder.stats.texts
+    caplog.set_level(logging.INFO, logger="app.api.server")
+    with TestClient(create_app(facet)) as client:
+        sent = _post_then_leave(client, {"instruction": "What is asked?", "texts": texts, "k": 3},
+                                leave)
+    statuses = [m["status"] for m in sent if m["type"] == "http.response.start"]
+    assert statuses == [server.CLIENT_CLOSED_REQUEST], statuses
+    assert len(ended) == 1 and type(ended[0]).__name__ == "_Stopped", ended
+    assert encoder.stats.texts - before < len(texts)
+    assert "a client disconnected: its clustering was stopped" in caplog.text
+
+
+def test_a_full_queue_says_retry_after_from_the_queued_work(minilm) -> None:
+    """Retry-After from the texts waiting and the model's measured rate (it was 1 whatever
+    was queued)."""
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    encoder = BatchingQueryEncoder(cache, max_pending_texts=120)
+    encoder._start = lambda: None  # type: ignore[method-assign]  # (no model thread: all waits)
+    key_texts = ["x" * 100] * 100
+    encoder.submit(key_texts, embedder="minilm", role="query")
+    for key in {r.key for queue in (encoder._urgent, encoder._bulk) for r in queue}:
+        encoder._rates[key] = 0.001  # seconds per padded character
+    with pytest.raises(BusyError) as refused:
+        encoder.submit(["y" * 100] * 50, embedder="minilm", role="query")
+    # 100 texts of 116 padded characters: 11.6 s queued; 30 of them must leave first.
+    assert refused.value.retry_after_s == pytest.approx(11.6 * 30 / 100)
