@@ -884,8 +884,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # indexing the collection is a 409.
     @app.delete("/collections/{name}", dependencies=auth, response_model=ListedCollection,
                 responses=fails(*facade, 404, 409, 429, 503, meaning={
-                    409: "a job is indexing the collection (named in the message): wait for it "
-                         "or cancel it (POST /jobs/{job_id}/cancel), then delete; or a stray's "
+                    409: "a job is indexing the collection, or is queued to (each named in "
+                         "the message): wait for it or cancel it (POST /jobs/{job_id}/cancel), "
+                         "then delete; or a stray's "
                          "vectors that the data folder's facet.db owns (its \"owner\"): never "
                          "deleted over HTTP",
                     429: errors.BUSY_DATABASE}),
