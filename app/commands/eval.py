@@ -90,7 +90,8 @@ def eval_cmd(
         Path | None,
         typer.Option("--out", "-o", help="output folder; default results/<name>-<suite>, with --task "
                      "results/<name>-user-<hash of the --task list> (-<suite>-user-<hash> with --tasks "
-                     "as well)", callback=expand_home),
+                     "as well), with --collection results/<collection>-collection-<embedder searched>",
+                     callback=expand_home),
     ] = None,
     data_dir: Annotated[
         Path | None,
@@ -387,9 +388,11 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
     from app.commands.common import open_facet
     from app.evaluation.collection import (
         evaluate_collection,
+        folder_name,
         markdown_table,
         parse_beir_task,
         parse_modes,
+        searched_embedder,
         summary,
         write_collection_report,
     )
@@ -414,27 +417,35 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
     chosen_modes = parse_modes(modes)
     instruction = None if no_instruction or task_instruction is None else task_instruction.strip() or None
     data = load_beir(folder, split_read)  # DataError names a malformed file and line
-    safe = collection.replace("/", "_").replace(" ", "_") or "collection"
-    out_dir = out or Path("results") / f"{safe}-collection"
-    created = prepare_report_dir(out_dir)
     from tqdm import tqdm
 
-    bar = tqdm(total=len(data.qrels) * len(chosen_modes), desc=f"search {collection}", unit="query",
-               file=sys.stderr, dynamic_ncols=True,
-               disable=True if no_progress else None)  # None: none where stderr is a log
-    try:
-        with open_facet() as facet:
+    with open_facet() as facet:
+        if out is None:
+            # Named after the embedder the search uses (as it names it): the reports of two
+            # embedders of one collection shared results/<collection>-collection/, the first
+            # moved to .bak by the second and lost by a third run.
+            searched, _ = searched_embedder(facet, collection, data, chosen_modes, embedder, instruction)
+            out_dir = Path("results") / folder_name(collection, searched)
+        else:
+            out_dir = out
+        created = prepare_report_dir(out_dir)
+        bar = tqdm(total=len(data.qrels) * len(chosen_modes), desc=f"search {collection}", unit="query",
+                   file=sys.stderr, dynamic_ncols=True,
+                   disable=True if no_progress else None)  # None: none where stderr is a log
+        try:
             report = evaluate_collection(
                 facet, collection, data, modes=chosen_modes, instruction=instruction,
                 group_by_document=not per_chunk, embedder=embedder, folder=str(folder.resolve()),
                 split=split_read, on_query=bar.update, warn=lambda line: typer.echo(line, err=True))
-    except BaseException:
-        if created:
-            with contextlib.suppress(OSError):
-                out_dir.rmdir()
-        raise
-    finally:
-        bar.close()
+        except BaseException:
+            if created:
+                with contextlib.suppress(OSError):
+                    out_dir.rmdir()
+            raise
+        finally:
+            bar.close()
+    for note in report.notes:  # what the search said its results cannot show (dropped before)
+        typer.echo(f"note (from the search): {note}", err=True)
     from app.cli import command_line
 
     command = command_line(ctx)
@@ -445,11 +456,41 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
         else:
             typer.echo(summary(report))
             typer.echo(markdown_table(report))
+        earlier = _earlier_collection_report(out_dir)
         try:
-            kept = keep_earlier_report(out_dir)
+            # A rerun of the same evaluation refreshes its figures in place (as a model
+            # evaluation's does); another one's report is moved aside, and said.
+            kept = [] if earlier == _collection_key(report.to_dict()) else keep_earlier_report(out_dir)
             json_path, md_path = write_collection_report(report, out_dir, command)
         except OSError as e:
             raise DataError(f"--out {out_dir}: cannot write the report: {e.strerror or e}") from e
         if kept:
-            typer.echo(f"note: the earlier report in {out_dir} was moved to {' and '.join(map(str, kept))}", err=True)
+            of = (f" (collection {earlier[1]!r}, embedder {earlier[2] or 'none (lexical)'})"
+                  if earlier is not None else "")
+            typer.echo(f"note: the earlier report in {out_dir}{of} was moved to "
+                       f"{' and '.join(map(str, kept))}", err=True)
         typer.echo(f"wrote {json_path} and {md_path}", err=as_json)
+
+
+def _collection_key(data: Any) -> tuple[Any, ...] | None:
+    """What a collection report (``CollectionReport.to_dict()``) evaluated: the collection, the
+    embedder searched, the task, the grouping, the instruction and the modes; None for another
+    kind of report or one that cannot be read."""
+    try:
+        if data.get("kind") != "collection":
+            return None
+        return (data["kind"], data["collection"], data.get("embedder"), data.get("embedder_spec"),
+                data["task"], data.get("results_per"), data.get("instruction"),
+                tuple(r["mode"] for r in data["runs"]))
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def _earlier_collection_report(out_dir: Path) -> tuple[Any, ...] | None:
+    """``_collection_key`` of the collection report in ``out_dir``, None where there is none."""
+    import json
+
+    try:
+        return _collection_key(json.loads((out_dir / "results.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None

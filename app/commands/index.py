@@ -15,6 +15,7 @@ import typer
 
 from app.commands.common import exit_code, handle_errors, open_facet, stdout_may_close
 from app.errors import FacetError, InvalidRequestError
+from app.files import expand_user
 from app.services.collections import MAX_JOB_ERRORS
 from app.text import plural, printable, printable_json
 
@@ -182,14 +183,32 @@ def _submit(source: Path, collection: str, options: Any, as_json: bool) -> None:
                err=True)
 
 
-def _say_how_to_resume(facet: Facet, collection: str) -> None:
-    """After Ctrl-C or SIGTERM: the stopped job's line (what was kept, how to go on), which was only in
-    ``facet jobs``."""
+def _newest_job_id(facet: Facet, collection: str) -> int:
+    """The id of ``collection``'s newest job, 0 where it has none (or does not exist yet)."""
     try:
-        job = facet.jobs(collection, limit=1)[0]
-        job = facet.job(job.id, errors=None)
-    except (FacetError, IndexError):
-        return  # stopped before the job was recorded (loading the model): nothing was written
+        jobs = facet.jobs(collection, limit=1)
+    except FacetError:
+        return 0
+    return jobs[0].id if jobs else 0
+
+
+def _say_how_to_resume(facet: Facet, collection: str, source: Path, before: int) -> None:
+    """After Ctrl-C or SIGTERM: the stopped job's line (what was kept, how to go on), which was only in
+    ``facet jobs``. This run's job is the newest one of ``collection`` after ``before`` (its
+    newest job when the run began) that indexes ``source`` in this process; where there is none,
+    the run stopped before its job was recorded (loading the model): nothing was written. The
+    collection's newest job was said instead, another run's ("job 29 completed: ")."""
+    try:
+        where = str(expand_user(source).resolve())
+        ours = [j for j in facet.jobs(collection, limit=20)
+                if j.id > before and j.runner == "inline" and j.source == where]
+        job = facet.job(ours[0].id, errors=None) if ours else None
+    except (FacetError, OSError, RuntimeError):
+        job = None
+    if job is None:
+        typer.echo(f"interrupted before the job started (no job was recorded): nothing was written "
+                   f"to collection {printable(collection)!r}", err=True)
+        return
     typer.echo(f"job {job.id} {job.state}: {printable(job.message or '')}", err=True)
     # Documents found moved before it stopped: their old entries are gone already.
     for e in job.errors:
@@ -274,6 +293,7 @@ def register(cli: typer.Typer) -> None:
             _submit(source, collection, options, as_json)
             return
         with open_facet() as facet:
+            before = _newest_job_id(facet, collection)  # this run's job comes after it
             bar, update = progress_bar(f"indexing {printable(str(source))} into collection "
                                        f"{printable(collection)}")
             try:
@@ -285,7 +305,7 @@ def register(cli: typer.Typer) -> None:
                 said = _cancelled_said(facet, report) if report.state == "cancelled" else None
             except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C 130; SIGTERM (docker stop) 143
                 bar.close()
-                _say_how_to_resume(facet, collection)
+                _say_how_to_resume(facet, collection, source, before)
                 raise typer.Exit(Terminated.EXIT_CODE if isinstance(e, Terminated) else 130) from None
             finally:
                 bar.close()

@@ -12,12 +12,19 @@ of a hundred need not be its ten, so the two are not read off one list. Results 
 document by default (``facet search``'s and ``POST /search``'s default: ten documents);
 ``group_by_document=False`` scores the chunks as ranked (a document twice earns once, and
 takes a place).
+
+The embedder searched is the one the search names in its response (``SearchResponse.embedder``,
+``embedder_spec``); where some documents lack its vectors (an embedder added part-way), the
+report says how many, the coverage counts only the judged documents it can find, and the
+search's notes are kept (``CollectionReport.notes``): such a score is not comparable with a
+complete embedder's.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +44,7 @@ if TYPE_CHECKING:
 
 NDCG_K = 10
 RECALL_K = 100
+MAX_NOTES = 10  # distinct search notes kept (one that changes per query would grow without end)
 NOT_IN_COLLECTION = ("none of the judged documents is in the collection — indexed from another "
                      "corpus?")
 
@@ -94,17 +102,60 @@ def parse_beir_task(items: Sequence[str], split: str | None) -> tuple[Path, str]
     return folder, _beir_split(item, folder, given or split or "")
 
 
-def judged_in_collection(facet: Facet, collection: str, doc_ids: Sequence[str]) -> set[str]:
+def judged_in_collection(facet: Facet, collection: str, doc_ids: Sequence[str],
+                         embedder: str | None = None) -> set[str]:
     """Which of ``doc_ids`` are indexed documents of ``collection`` (a jsonl record's ``_id`` is
-    its document's id, as the search results' ``doc_id`` give it)."""
+    its document's id, as the search results' ``doc_id`` give it); with ``embedder`` (a vector
+    name), only those with its vectors of their current content: the others a search with it
+    cannot find."""
     from indexer import metadata as md
 
     with facet.context.sessions() as session:
         coll = md.get_collection(session, collection)
         if coll is None:
             return set()
-        found = md.documents_by_key(session, coll.id, doc_ids)
-        return {key for key, doc in found.items() if doc.status == "indexed"}
+        found = {key: doc for key, doc in md.documents_by_key(session, coll.id, doc_ids).items()
+                 if doc.status == "indexed"}
+        if embedder is None:
+            return set(found)
+        hashes = md.vector_hashes(session, [doc.id for doc in found.values()], embedder)
+        return {key for key, doc in found.items() if hashes.get(doc.id) == doc.content_hash}
+
+
+def searched_embedder(facet: Facet, collection: str, data: BeirData, modes: Sequence[str],
+                      embedder: str | None = None,
+                      instruction: str | None = None) -> tuple[str | None, str | None]:
+    """The embedder a search of ``collection`` in ``modes`` uses, as the search itself names it:
+    (its vector's name, what encodes the query, options included), from one search of the
+    first judged query in the first mode that is not ``lexical``; (None, None) where every mode
+    is ``lexical`` (BM25, no embedder). The collection's first embedder was reported instead of
+    the one the search ran (the default embedder where the collection has it).
+
+    Raises:
+        NotFoundError: no collection ``collection``.
+        InvalidRequestError: an ``embedder`` the collection has no vectors of.
+    """
+    mode = next((m for m in modes if m != "lexical"), None)
+    if mode is None or not data.qrels:
+        return None, None
+    qid = sorted(data.qrels)[0]
+    response = facet.search(SearchRequest(query=data.queries[qid], collection=collection,
+                                          instruction=instruction, top_k=1, embedder=embedder,
+                                          mode=mode))
+    if response.mode == "lexical":
+        return None, None
+    return response.embedder, response.embedder_spec
+
+
+def folder_name(collection: str, embedder: str | None) -> str:
+    """The default report folder's name under results/: ``<collection>-collection-<embedder>``
+    (``-lexical`` where no embedder is searched), so that the reports of two embedders of one
+    collection are kept apart (one folder for all of them moved the first to .bak, and a third
+    run lost it)."""
+    def safe(text: str) -> str:
+        return re.sub(r"[^\w.+=-]+", "_", text).strip("._") or "x"
+
+    return f"{safe(collection)}-collection-{safe(embedder) if embedder else 'lexical'}"
 
 
 @dataclass
@@ -113,7 +164,8 @@ class ModeResult:
 
     ``ran``: the modes the service ran (``auto`` runs dense or hybrid); ``distinct_docs``:
     the mean number of distinct documents in a query's top ``ndcg_k`` (below it per chunk);
-    ``ms_per_query``: the mean time of the top-``ndcg_k`` search, loading a model left out.
+    ``ms_per_query``: the mean time of the top-``ndcg_k`` search, loading a model left out;
+    ``searched``: what its searches searched, as they named it (an embedder's vector, ``bm25``).
     """
 
     mode: str
@@ -123,16 +175,24 @@ class ModeResult:
     distinct_docs: float
     ms_per_query: float
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    searched: list[str] = field(default_factory=list)
 
     def to_dict(self, ndcg_k: int, recall_k: int) -> dict[str, Any]:
-        return {"mode": self.mode, "ran": self.ran, f"ndcg@{ndcg_k}": self.ndcg,
+        return {"mode": self.mode, "ran": self.ran, "searched": self.searched, f"ndcg@{ndcg_k}": self.ndcg,
                 f"recall@{recall_k}": self.recall, f"distinct_docs@{ndcg_k}": self.distinct_docs,
                 "ms_per_query": round(self.ms_per_query, 1), "per_query": self.per_query}
 
 
 @dataclass
 class CollectionReport:
-    """What ``evaluate_collection`` measured, with what it read."""
+    """What ``evaluate_collection`` measured, with what it read.
+
+    ``embedder``: the vector the searches searched, as they named it (None where every mode was
+    lexical); ``judged_present``: the judged documents those searches can find (indexed, with
+    its vectors); ``judged_indexed``: the judged documents indexed, with or without them;
+    ``vectors_missing``: the collection's indexed documents without its vectors; ``notes``: what
+    the searches said their results cannot show (``SearchResponse.note``), each once.
+    """
 
     collection: str
     folder: str
@@ -150,10 +210,28 @@ class CollectionReport:
     ndcg_k: int = NDCG_K
     recall_k: int = RECALL_K
     seconds: float = 0.0
+    embedder_spec: str | None = None
+    judged_indexed: int | None = None
+    vectors_missing: int = 0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def coverage(self) -> float:
         return self.judged_present / self.judged_documents if self.judged_documents else 0.0
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the searched embedder has vectors of every indexed document: a score with
+        some missing is not comparable with a complete embedder's."""
+        return not self.vectors_missing
+
+    def missing_text(self) -> str | None:
+        """The missing vectors, in words; None where none is missing."""
+        if not self.vectors_missing:
+            return None
+        return (f"{self.vectors_missing:,} of the {self.documents:,} documents have no {self.embedder!r} "
+                "vectors, so its searches cannot find them: these scores are not comparable with a "
+                "complete embedder's")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -164,13 +242,19 @@ class CollectionReport:
             "instruction": self.instruction,
             "results_per": "document" if self.grouped else "chunk",
             "embedder": self.embedder,
+            "embedder_spec": self.embedder_spec,
             "chunk_tokens": self.chunk_size,
             "documents": self.documents,
+            "documents_without_vectors": self.vectors_missing,
+            "comparable": self.comparable,
             "queries": self.queries,
             "judged_documents": self.judged_documents,
-            "judged_in_collection": self.judged_present,
+            "judged_in_collection": (self.judged_present if self.judged_indexed is None
+                                     else self.judged_indexed),
+            "judged_searchable": self.judged_present,
             "coverage": round(self.coverage, 4),
             "skipped_judgements": self.skipped_judgements,
+            "notes": self.notes,
             "seconds": round(self.seconds, 2),
             "runs": [r.to_dict(self.ndcg_k, self.recall_k) for r in self.results],
         }
@@ -196,31 +280,47 @@ def evaluate_collection(
     ``facet.search`` and score the rankings against the qrels.
 
     Args:
+        embedder: which of the collection's embedders to search (None: the search's default).
         on_query: called after each query of each mode (a progress bar).
-        warn: told when only some judged documents are in the collection.
+        warn: told when only some judged documents are in the collection or can be found by
+            the embedder searched, and when some documents lack its vectors.
 
     Raises:
         NotFoundError: no collection ``collection``.
         DataError: none of the judged documents is in the collection.
-        InvalidRequestError: a mode the collection cannot run (lexical without term vectors).
+        InvalidRequestError: a mode the collection cannot run (lexical without term vectors), an
+            embedder the collection has no vectors of.
     """
     info = facet.collection(collection)  # NotFoundError names the collections there are
     judged = sorted({d for rel in data.qrels.values() for d in rel})
-    present = judged_in_collection(facet, collection, judged)
-    if not present:
+    indexed = judged_in_collection(facet, collection, judged)
+    if not indexed:
         raise DataError(f"collection {collection!r}: {NOT_IN_COLLECTION} (0 of the {len(judged)} documents "
                         f"the qrels judge, such as {judged[0]!r}, is an indexed document of it; it holds "
                         f"{plural(info.documents_indexed, 'document')})")
+    # The embedder the searches use, as the search names it (not the collection's first).
+    vector, spec = searched_embedder(facet, collection, data, modes, embedder, instruction)
+    present = indexed if vector is None else judged_in_collection(facet, collection, judged, vector)
+    missing = 0 if vector is None else int(info.vectors_missing.get(vector, 0))
+    if missing and warn is not None:
+        warn(f"warning: {missing:,} of the {info.documents_indexed:,} documents of collection {collection!r} "
+             f"have no {vector!r} vectors (an embedder added part-way, or stopped), so its searches cannot "
+             "find them: these scores are not comparable with a complete embedder's")
     if len(present) < len(judged) and warn is not None:
+        without = (f"; {len(indexed) - len(present)} more are in it without {vector!r} vectors"
+                   if len(present) < len(indexed) else "")
         warn(f"warning: only {len(present)} of the {len(judged)} judged documents are in collection "
-             f"{collection!r} (coverage {100 * len(present) / len(judged):.1f}%); the others count as "
-             "not found, so the scores are lower than the index's own")
+             f"{collection!r}{f' with {vector!r} vectors' if vector is not None else ''} (coverage "
+             f"{100 * len(present) / len(judged):.1f}%{without}); the others count as not found, so the "
+             "scores are lower than the index's own")
     start = time.perf_counter()
     results: list[ModeResult] = []
+    notes: dict[str, None] = {}
     qids = sorted(data.qrels)
     for mode in modes:
         search_ms = 0.0
         ran: set[str] = set()
+        searched: set[str] = set()
         per_query: dict[str, dict[str, float]] = {}
         distinct: list[int] = []
         for qid in qids:
@@ -230,6 +330,11 @@ def evaluate_collection(
                     query=data.queries[qid], collection=collection, instruction=instruction, top_k=k,
                     embedder=embedder, mode=mode, group_by_document=group_by_document))
                 ran.add(response.mode)
+                searched.add(response.embedder)
+                if response.mode != "lexical":
+                    vector, spec = response.embedder, response.embedder_spec or spec
+                if response.note and len(notes) < MAX_NOTES:
+                    notes.setdefault(response.note)
                 ranked[k] = [r.doc_id for r in response.results]
                 if k == ndcg_k:  # what a `facet search` waits for, a model's loading left out
                     t = response.timings_ms
@@ -245,33 +350,44 @@ def evaluate_collection(
         results.append(ModeResult(
             mode, sorted(ran), math.fsum(q["ndcg"] for q in per_query.values()) / n,
             math.fsum(q["recall"] for q in per_query.values()) / n, sum(distinct) / n,
-            search_ms / n, per_query))
+            search_ms / n, per_query, sorted(searched)))
     return CollectionReport(
-        collection, folder, split, instruction, group_by_document,
-        embedder or (next(iter(info.embedders), None) if info.embedders else None), info.chunk_size,
+        collection, folder, split, instruction, group_by_document, vector, info.chunk_size,
         info.documents_indexed, len(qids), len(judged), len(present), data.skipped_judgements,
-        results, ndcg_k, recall_k, time.perf_counter() - start)
+        results, ndcg_k, recall_k, time.perf_counter() - start, embedder_spec=spec,
+        judged_indexed=len(indexed), vectors_missing=missing, notes=list(notes))
 
 
 def markdown_table(report: CollectionReport) -> str:
     """One row per mode, scores x 100."""
     k, rk = report.ndcg_k, report.recall_k
-    lines = [f"| mode | ran | nDCG@{k} | Recall@{rk} | distinct docs in top {k} | ms/query |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [f"| mode | ran | nDCG@{k} | Recall@{rk} | distinct docs in top {k} | ms/query | searched |",
+             "|---|---|---:|---:|---:|---:|---|"]
     for r in report.results:
         lines.append(f"| {r.mode} | {', '.join(r.ran)} | {100 * r.ndcg:.2f} | {100 * r.recall:.2f} | "
-                     f"{r.distinct_docs:.2f} | {r.ms_per_query:.0f} |")
+                     f"{r.distinct_docs:.2f} | {r.ms_per_query:.0f} | {', '.join(r.searched)} |")
     return "\n".join(lines)
+
+
+def embedder_text(report: CollectionReport) -> str:
+    """The embedder searched, as a summary names it (its spec where options differ)."""
+    if report.embedder is None:
+        return "no embedder (lexical, BM25)"
+    spec = report.embedder_spec
+    shown = report.embedder if not spec or spec == report.embedder else f"{report.embedder} ({spec})"
+    return f"embedder {shown}"
 
 
 def summary(report: CollectionReport) -> str:
     """What the table scores, in a line."""
     per = "grouped by document" if report.grouped else "per chunk"
     instr = f"instruction {report.instruction!r}" if report.instruction else "no instruction"
+    missing = report.missing_text()
+    findable = "in it" if report.embedder is None else f"{report.embedder} can find"
     return (f"collection {report.collection!r} ({report.documents} documents, {report.chunk_size}-token "
-            f"chunks) on beir:{report.folder}@{report.split}: {report.queries} queries, results {per}, "
-            f"{instr}; {report.judged_present} of {report.judged_documents} judged documents in it "
-            f"({100 * report.coverage:.1f}%)")
+            f"chunks), {embedder_text(report)}, on beir:{report.folder}@{report.split}: {report.queries} "
+            f"queries, results {per}, {instr}; {report.judged_present} of {report.judged_documents} judged "
+            f"documents {findable} ({100 * report.coverage:.1f}%)" + (f"; {missing}" if missing else ""))
 
 
 def write_collection_report(report: CollectionReport, out_dir: Path,
@@ -285,8 +401,11 @@ def write_collection_report(report: CollectionReport, out_dir: Path,
     json_path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     md_path = out_dir / "results.md"
     cmd = f"Command: `{command}`\n\n" if command else ""
-    md_path.write_text(f"# facet eval: collection {report.collection}\n\n{cmd}{summary(report)}.\n\n"
+    notes = "".join(f"- {note}\n" for note in report.notes)
+    notes = f"\nThe search's notes:\n\n{notes}" if notes else ""
+    md_path.write_text(f"# facet eval: collection {report.collection}, {embedder_text(report)}\n\n"
+                       f"{cmd}{summary(report)}.\n\n"
                        "Scores x 100, through the collection's own search (`Facet.search`).\n\n"
-                       + markdown_table(report) + "\n", encoding="utf-8")
+                       + markdown_table(report) + "\n" + notes, encoding="utf-8")
     return json_path, md_path
 
