@@ -387,11 +387,12 @@ class UiHandlers:
             return gr.update(choices=[], value=None), gr.update(choices=GENERIC_EXAMPLES, value=None)
         try:
             info = self.facet.collection(collection)
-            names, sources = list(info.embedders), info.sources
+            names, sources, default = list(info.embedders), info.sources, info.default_embedder
         except NotFoundError:
-            names, sources = [], {}
+            names, sources, default = [], {}, None
         choices = [self._choice(name, sources.get(name)) for name in names]
-        default = self.settings.default_embedder
+        # The one a search naming none uses (``CollectionInfo.default_embedder``: the default
+        # setting read as indexing reads it, a checkpoint's path or a spec with options too).
         value = (choices[names.index(default)] if default in names else
                  (choices[0] if choices else None))
         return (gr.update(choices=choices, value=value),

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -216,6 +216,61 @@ def _back_to(recorded: str, in_use: str) -> str:
         " and unset FACET_VECTOR_BACKEND=local" if in_use == "local" else ""))
 
 
+def named_default(default: str, embedders: Sequence[tuple[str, str]]) -> str | None:
+    """The vector of a collection that the default embedder (``FACET_DEFAULT_EMBEDDER``) names,
+    read as indexing reads it: the vector's name, or what the collection recorded as loading it
+    (a checkpoint's path, a spec with options: ``/ckpt/causal2vec``, ``minilm[instruction_weight=0.5]``),
+    a path also as written relative to this working directory or with ``~``. Indexing honoured
+    such a default and searches, the UI and listings did not (they compared vector names only).
+
+    Args:
+        default: the setting.
+        embedders: the collection's (vector name, recorded spec), in the order added.
+
+    Returns:
+        The vector's name, or None where the default names none of them.
+    """
+    for name, spec in embedders:
+        if default in (name, spec):
+            return name
+    base = default.split("[", 1)[0]
+    if base and ("/" in base or "\\" in base or base.startswith("~")):
+        try:
+            absolute = str(Path(base).expanduser().resolve()) + default[len(base):]
+        except (OSError, RuntimeError):
+            return None
+        for name, spec in embedders:
+            if spec == absolute:
+                return name
+    return None
+
+
+def default_vector(default: str, embedders: Sequence[tuple[str, str]],
+                   missing: Mapping[str, int] | None = None) -> tuple[str | None, str | None]:
+    """The vector a search that names no embedder uses: the one the default embedder names
+    (``named_default``), else the first added; where that one lacks vectors of some indexed
+    documents (``missing``: ``CollectionInfo.vectors_missing``; an embedder being added, from
+    its job's first batch on) and another of the collection has them all, that one instead.
+
+    Returns:
+        (the vector's name, None for a collection of no embedder; why the complete one was
+        picked over the default, else None).
+    """
+    if not embedders:
+        return None, None
+    first = named_default(default, embedders) or embedders[0][0]
+    lacking = (missing or {}).get(first, 0)
+    if lacking <= 0:
+        return first, None
+    complete = next((name for name, _ in embedders if not (missing or {}).get(name)), None)
+    if complete is None:
+        return first, None
+    why = (f"searched with {complete!r}, which has vectors of every document: {first!r} "
+           f"(the default) has none yet for {lacking:,} of them; name --embedder {first} "
+           "(the API's \"embedder\") to search with it")
+    return complete, why
+
+
 def backend_mismatch(name: str, recorded: str, in_use: str, *, held: bool | None = None) -> str:
     """Why collection ``name``, indexed into the ``recorded`` store (``Collection.backend``:
     edge, local or server), is not served from the ``in_use`` one, and how to get back to its
@@ -291,6 +346,9 @@ class CollectionInfo:
             where it is not ``backend``, the one the collection was indexed into
             (FACET_VECTOR_BACKEND or FACET_QDRANT_URL set or unset since); else None. Searches
             and clusterings of it are refused; `facet index` writes it anew into this store.
+        default_embedder: the embedder (vector name) a search naming none uses: the one
+            FACET_DEFAULT_EMBEDDER names, else the first added; one with vectors of every
+            document where that one lacks some. None for a collection of no embedder.
     """
 
     name: str
@@ -355,6 +413,12 @@ class CollectionInfo:
     # set over collections of the embedded store read "its folder qdrant-edge/NAME is missing"
     # beside that very folder; any switch of FACET_VECTOR_BACKEND too (edge, local, server).
     store_in_use: str | None = None
+    # The vector a search (a clustering, the UI's picker) that names no embedder uses
+    # (``default_vector``): the one FACET_DEFAULT_EMBEDDER names, else the first added; one
+    # with vectors of every document over a default that lacks some (an embedder being added).
+    # Nothing said which, and the listing named the embedders in the order added. None for a
+    # collection of no embedder.
+    default_embedder: str | None = None
 
     @property
     def store_note(self) -> str | None:
@@ -379,13 +443,16 @@ class CollectionInfo:
                 f"again (`facet index`), or `facet delete {self.name}` removes it")
 
     def embedders_label(self) -> str:
-        """``minilm (384-d), causal-eos (576-d, from /path/to/checkpoint; no vectors for 3 of the
-        40 documents)``: for listings."""
+        """``minilm (384-d, default), causal-eos (576-d, from /path/to/checkpoint; no vectors for 3
+        of the 40 documents)``: for listings; ``default`` marks, among two or more, the one a
+        search naming none uses (``default_embedder``)."""
         def details(name: str, dim: int) -> str:
             source = f", from {self.sources[name]}" if name in self.sources else ""
             missing = (f"; no vectors for {self.vectors_missing[name]:,} of the "
                        f"{self.documents_indexed:,} documents" if self.vectors_missing.get(name) else "")
-            return f"{name} ({dim}-d{source}{missing})"
+            # Which of two or more a search naming none uses (``default_embedder``).
+            default = ", default" if name == self.default_embedder and len(self.embedders) > 1 else ""
+            return f"{name} ({dim}-d{default}{source}{missing})"
         return ", ".join(details(name, dim) for name, dim in self.embedders.items())
 
 
@@ -1102,14 +1169,18 @@ class CollectionService:
         points_missing = (chunks - points if points is not None and writer is None
                           and store_in_use is None and points < chunks else 0)
         indexed = md.count_documents(session, coll.id, "indexed")
+        vectors_missing = md.vectors_missing(session, coll.id, [e.name for e in coll.embedders],
+                                             indexed)
         return CollectionInfo(
             name=coll.name, backend=coll.backend, embedders={e.name: e.dim for e in coll.embedders},
             sources={e.name: e.spec for e in coll.embedders if e.spec != e.name},
             chunk_size=coll.chunk_size, chunk_overlap=coll.chunk_overlap,
             documents=md.count_documents(session, coll.id),
             documents_indexed=indexed,
-            vectors_missing=md.vectors_missing(session, coll.id, [e.name for e in coll.embedders],
-                                               indexed),
+            vectors_missing=vectors_missing,
+            default_embedder=default_vector(self.ctx.settings.default_embedder,
+                                            [(e.name, e.spec) for e in coll.embedders],
+                                            vectors_missing)[0],
             documents_failed=md.count_documents(session, coll.id, "error"),
             chunks=chunks, points=points,
             created_at=utc_text(coll.created_at), writer=writer, lexical=lexical,

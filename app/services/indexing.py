@@ -64,6 +64,7 @@ from app.services import leases
 from app.services.collections import (
     UnrecordedEnd,
     follow_hint,
+    named_default,
     record_unrecorded_ends,
     remember_unrecorded_end,
     resume_command,
@@ -507,6 +508,10 @@ class PreparedJob:
     # Seconds ``prepare`` spent loading the model for a run in the same call (runner inline): a
     # first index into a new collection loads it there, and its summary left the load out.
     load_s: float = 0.0
+    # The embedder (vector name) that ``prepare`` added to the collection for this job, else
+    # None: a run that ends before writing any vector of it takes it out again
+    # (``_forget_unwritten_embedder``).
+    added_embedder: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (what a Celery task carries)."""
@@ -518,7 +523,8 @@ class PreparedJob:
         return cls(job_id=int(data["job_id"]), collection=str(data["collection"]),
                    source=str(data["source"]), embedder=str(data["embedder"]),
                    options=IndexOptions(**data.get("options", {})),
-                   load_s=float(data.get("load_s", 0.0)))
+                   load_s=float(data.get("load_s", 0.0)),
+                   added_embedder=data.get("added_embedder"))
 
 
 # Jobs of this process that are queued or running (their rows say ``queued``/``running`` and
@@ -629,11 +635,20 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
                 "every worker the same checkpoint files (the same path, or FACET_CHECKPOINT_DIR "
                 "holding the same copy) as that process, restart the workers and submit again")
         if changes and spec is not None and row.source and _other_spec(spec, row.source):
+            # A checkpoint's vectors are named after its config's "name" (its method's name,
+            # as `facet train` writes it): another name makes it an embedder of its own here.
+            directory = expand_user(spec.split("[", 1)[0])
+            config = "facet_config.json"  # (embedders.base.CONFIG_FILE)
+            rename = (f"; or, to keep both in this collection as two embedders, give the new "
+                      f"checkpoint another name: set \"name\" in "
+                      f"{directory / config} (say \"{embedder.name}-2\"), then index with "
+                      f"--embedder {shlex.quote(spec)} again (searches pick one with --embedder)"
+                      if (directory / config).is_file() else "")
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors written by "
                 f"{row.source!r}, and {spec!r} loads another model of that name ({', '.join(changes)} "
                 f"differ): to add to them, index with --embedder {shlex.quote(row.source)} (the "
-                f"API's embedder field); else index into a new collection")
+                f"API's embedder field); else index into a new collection{rename}")
         if changes:
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors from a different version of "
@@ -1042,7 +1057,7 @@ class IndexService:
         with self.sessions() as session:
             coll = md.get_collection(session, collection)
             recorded = [] if coll is None else [(e.name, e.spec) for e in coll.embedders]
-        if not recorded or any(default in (name, spec) for name, spec in recorded):
+        if not recorded or named_default(default, recorded) is not None:
             return default
         name, spec = recorded[0]
         return spec or name
@@ -1117,8 +1132,9 @@ class IndexService:
             coll, created = self._collection_for(session, collection, embedder, options,
                                                  spec)
             coll_id = coll.id
+            added = False
             try:
-                self._check_collection(session, coll, embedder, options, spec)
+                added = self._check_collection(session, coll, embedder, options, spec)
                 self._refuse_other_writer(session, coll)
                 if runner in ("thread", "process", "celery"):
                     # Queued for later, the run met another process's open shard and failed
@@ -1142,8 +1158,11 @@ class IndexService:
                 session.rollback()
                 if created:
                     self._drop_unused_collection(session, coll_id)
+                elif added:  # (committed by the check: the refusal left it on the collection)
+                    self._forget_unwritten_embedder(collection, embedder.name)
                 raise
-            prepared = PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s)
+            prepared = PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s,
+                                   added_embedder=embedder.name if added else None)
             return prepared, created
 
     def _refuse_other_writer(self, session: Session, coll: md.Collection) -> None:
@@ -1192,11 +1211,26 @@ class IndexService:
                 self._wait_for_writer(lock, prepared)
             except BaseException as e:  # Ctrl-C while it waited: it never started
                 self._stop_unstarted(prepared.job_id, e)
+                self._forget_unwritten_embedder(prepared.collection, prepared.added_embedder,
+                                                prepared.job_id)
                 raise
             try:
                 with _REGISTRY_LOCK:
                     _WRITING[prepared.collection] = prepared.job_id
-                return self._run_job(prepared, options, progress)
+                try:
+                    report = self._run_job(prepared, options, progress)
+                except BaseException:
+                    # Refused (the store held by a `facet serve`), failed or interrupted before
+                    # it wrote any vector of the embedder its `prepare` added: the collection
+                    # listed it anyway, and every search naming no embedder failed on it
+                    # ("has no vectors from 'minilm'") for good, no job row saying why.
+                    self._forget_unwritten_embedder(prepared.collection, prepared.added_embedder,
+                                                    prepared.job_id)
+                    raise
+                if report.state != "completed":  # (stopped: cancelled, the server stopping)
+                    self._forget_unwritten_embedder(prepared.collection, prepared.added_embedder,
+                                                    prepared.job_id)
+                return report
             finally:
                 with _REGISTRY_LOCK:
                     if _WRITING.get(prepared.collection) == prepared.job_id:
@@ -1403,6 +1437,7 @@ class IndexService:
                 # The total a worker job plans up front, known here at the end: its record said
                 # 0 (POST /jobs, `submit_index`). Its chunk-task counts stay 0: it had none.
                 job.docs_total = report.docs_seen
+                self._note_incomplete_embedders(session, coll, job, report, embedder.name, source)
                 # A trailing duplicate id counts on the report only (no batch synced it).
                 self._sync_counters(job, report)
                 job.state = "completed"
@@ -1503,6 +1538,34 @@ class IndexService:
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
                     report.docs_deleted, report.chunks_written, report.elapsed_s)
         return report
+
+    @staticmethod
+    def _note_incomplete_embedders(session: Session, coll: md.Collection, job: md.IndexJob,
+                                   report: IndexReport, running: str, source: Path) -> None:
+        """One warning per other embedder of ``coll`` whose vectors some indexed documents
+        lack (a job adding it that stopped part-way), with the command that fills them in: a
+        plain re-run after an interrupted second embedder's job said "completed ... 30
+        unchanged", not that searches with the other missed 20 documents. Not where this run
+        said so already (``_companion_vectors``: it could not load it)."""
+        others = [e for e in coll.embedders if e.name != running
+                  and not any(k == companion_key(e.name) for k, _ in report.warnings)]
+        if not others:
+            return
+        indexed = md.count_documents(session, coll.id, "indexed")
+        missing = md.vectors_missing(session, coll.id, [e.name for e in others], indexed)
+        for other in others:
+            lacking = missing.get(other.name)
+            if not lacking:
+                continue
+            command = (f"facet index {shlex.quote(str(source))} -c {shlex.quote(coll.name)} "
+                       f"-e {shlex.quote(other.spec)}")
+            message = (f"embedder {other.name!r} of collection {coll.name!r} still has no vectors "
+                       f"for {lacking:,} of the {indexed:,} documents (a job adding it stopped "
+                       f"part-way?), so searches with it cannot find them: `{command}` (with each "
+                       "of their sources) fills them in")
+            key = companion_key(other.name)
+            report.warnings.append((key, message))
+            job.errors.append(md.JobError(document_key=key, kind="warning", message=message))
 
     @staticmethod
     def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path]) -> None:
@@ -2090,8 +2153,9 @@ class IndexService:
         return coll, False
 
     def _check_collection(self, session: Session, coll: md.Collection, embedder: Embedder,
-                          options: IndexOptions, spec: str) -> None:
-        """Refuse options or an embedder that ``coll`` cannot take; record the embedder on it."""
+                          options: IndexOptions, spec: str) -> bool:
+        """Refuse options or an embedder that ``coll`` cannot take; record the embedder on it.
+        Returns whether this call added the embedder to the collection (committed)."""
         name = coll.name
         if coll.chunk_size is not None:
             for value, current, what, option in (
@@ -2109,9 +2173,10 @@ class IndexService:
             with _store_errors():
                 self._refuse_server_namesake(coll)
         if isinstance(embedder, _Deferred) and any(e.name == embedder.name for e in coll.embedders):
-            return  # recorded already; the model is checked against it when a run loads it
+            return False  # recorded already; the model is checked against it when a run loads it
         identity = self.ctx.embedders.identity(embedder)
         check_same_embedder(coll, embedder, identity, spec=spec)
+        added = not any(e.name == embedder.name for e in coll.embedders)
         try:
             # What loads this embedder again (searches that name none, workers' index chunks):
             # the spec as given, a checkpoint's path made absolute.
@@ -2131,6 +2196,43 @@ class IndexService:
         except IntegrityError:
             session.rollback()  # added by a racing process: theirs is the same row
             session.refresh(coll)
+            return False
+        return added
+
+    def _forget_unwritten_embedder(self, collection: str, name: str | None,
+                                   job_id: int | None = None) -> None:
+        """Take embedder ``name`` (added to ``collection`` for job ``job_id`` by its
+        ``prepare``) off the collection again where the job ended before any document got a
+        vector of it: refused (another process holding the store, the disk too full), failed
+        or interrupted before its first batch. Kept where some document has its vectors, where
+        it is the collection's only embedder (the collection goes, or stays, with it), and
+        where another queued or running job of the collection writes it. The store is as the
+        job left it: a refused job touched nothing; one stopped later may have declared the
+        (empty) vector in it, which the same embedder takes again."""
+        if not name:
+            return
+        D, V, J = md.Document, md.DocumentVector, md.IndexJob
+        try:
+            with self.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None or len(coll.embedders) < 2:
+                    return
+                row = next((e for e in coll.embedders if e.name == name), None)
+                if row is None:
+                    return
+                written = session.scalar(select(func.count()).select_from(V).join(
+                    D, D.id == V.document_id).where(D.collection_id == coll.id, V.embedder == name))
+                others = session.scalar(select(func.count()).select_from(J).where(
+                    J.collection_id == coll.id, J.id != (job_id if job_id is not None else -1),
+                    J.embedder == name, J.state.in_(("queued", "running"))))
+                if written or others:
+                    return
+                coll.embedders.remove(row)
+                session.commit()
+                logger.debug("collection %r: embedder %r taken off again, its job %s wrote "
+                             "none of its vectors", collection, name, job_id)
+        except (SQLAlchemyError, OSError) as e:  # what the caller is told stands
+            logger.warning("could not take embedder %r off collection %r: %s", name, collection, e)
 
     @staticmethod
     def _loadable(spec: str) -> bool:

@@ -45,7 +45,7 @@ from app.errors import (
     UnknownModelError,
 )
 from app.services import leases
-from app.services.collections import effective_state, points_missing_text
+from app.services.collections import default_vector, effective_state, points_missing_text
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders import scripts
@@ -1139,13 +1139,50 @@ class SearchService:
                       "searches this collection's term vectors (BM25)")
         return hints
 
-    def _collection_embedder(self, request: SearchRequest) -> str:
+    def _missing_counts(self, collection: str) -> tuple[int, dict[str, int]] | None:
+        """The indexed documents of ``collection`` and, per embedder, how many lack its vectors
+        (``md.vectors_missing``), read once per search: which embedder a search naming none
+        uses (``_collection_embedder``) and the note on missing vectors
+        (``_missing_vectors_note``) both read them. None for a collection of one embedder (the
+        one that writes a document always writes its own vectors) or where the database cannot
+        say."""
+        names = self._vectors.get(collection) or []
+        if len(names) < 2:
+            return None
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return None
+                indexed = md.count_documents(session, coll.id, "indexed")
+                return indexed, md.vectors_missing(session, coll.id, names, indexed)
+        except SQLAlchemyError:  # a note only: the search's answer stands without it
+            return None
+
+    def _collection_embedder(self, request: SearchRequest
+                             ) -> tuple[str, str | None, tuple[int, dict[str, int]] | None]:
+        """The vector ``request`` searches; where it names no embedder and the default's
+        vectors are incomplete, why another was used (``default_vector``: a newly added
+        embedder took over searches from its job's first batch, the others' documents unfound);
+        and ``_missing_counts`` (for the note), read once. The default embedder is read as
+        indexing reads it (``named_default``): a checkpoint's path or a spec with options named
+        the vector for indexing and not for searches."""
         names = self._vector_names(request.collection)
+        counts = self._missing_counts(request.collection) if request.mode != "lexical" else None
+        name, why = self._vector_choice(request, names, counts)
+        return name, why, counts
+
+    def _vector_choice(self, request: SearchRequest, names: list[str],
+                       counts: tuple[int, dict[str, int]] | None) -> tuple[str, str | None]:
+        """``_collection_embedder``'s vector and why, of ``names`` (the collection's)."""
         if request.embedder is None:
-            default = self.ctx.settings.default_embedder
-            return default if default in names else names[0]
+            sources = self._sources.get(request.collection, {})
+            name, why = default_vector(self.ctx.settings.default_embedder,
+                                       [(n, sources.get(n, n)) for n in names],
+                                       counts[1] if counts is not None else None)
+            return name or names[0], why
         if request.embedder in names:
-            return request.embedder
+            return request.embedder, None
         model_name = self.ctx.embedders.name_of(request.embedder)
         if model_name not in names:
             names = self._vector_names(request.collection, refresh=True)
@@ -1154,7 +1191,7 @@ class SearchService:
                 f"collection {request.collection!r} has no vectors from {model_name!r} "
                 f"(it has: {', '.join(names)}); pick one of those, or index the collection "
                 f"with the embedder {model_name!r} first", param="embedder")
-        return model_name
+        return model_name, None
 
     def _source(self, collection: str, vector_name: str) -> str:
         """What the collection recorded as loading the embedder of ``vector_name`` (its name when
@@ -1243,7 +1280,7 @@ class SearchService:
         self.validate(request)
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
-        vector_name = self._collection_embedder(request)
+        vector_name, chosen, counts = self._collection_embedder(request)
         query_spec = self._query_spec(request, vector_name)
         cold = "embedders.registry" not in sys.modules
         t0 = time.perf_counter()
@@ -1343,7 +1380,9 @@ class SearchService:
             results = [r for r in results if r.score >= request.score_threshold]
         timings["results"] = (time.perf_counter() - t0) * 1000
         timings["total"] = (time.perf_counter() - started) * 1000
-        note = self._nothing_note(request, mode, results, best, vector_name)
+        note = self._nothing_note(request, mode, results, best, vector_name, counts)
+        if chosen is not None and mode != "lexical":
+            note = f"{chosen}; {note}" if note else chosen
         read = None
         if instruction is not None and (mode != "lexical" or reranker_name is not None):
             # An embedder registered as reading none (a hashing plugin): its vectors are the
@@ -1363,7 +1402,8 @@ class SearchService:
                               reranker_spec=request.rerank if reranker_name is not None else None)
 
     def _nothing_note(self, request: SearchRequest, mode: str, results: list[SearchResult],
-                      best: float | None = None, vector_name: str | None = None) -> str | None:
+                      best: float | None = None, vector_name: str | None = None,
+                      counts: tuple[int, dict[str, int]] | None = None) -> str | None:
         """The response's note: ``_older_terms`` once words were searched, and, when a filtered
         search found nothing, the filter keys no document holds (``_field_values``) and a
         value of the wrong type on the others (``filter_type_hint``): only the CLI and the UI
@@ -1376,7 +1416,7 @@ class SearchService:
                     f"the best scored {best:.3f}")
         notes = [self._older_terms(request.collection) if mode != "dense" else None]
         if mode != "lexical" and vector_name is not None:
-            notes.append(self._missing_vectors_note(request.collection, vector_name))
+            notes.append(self._missing_vectors_note(request.collection, vector_name, counts))
         notes.append(self._points_missing_note(request.collection))
         if request.filters and not results:
             notes += self.filter_notes(request.collection, request.filters)
@@ -1437,23 +1477,17 @@ class SearchService:
         notes.append(filter_type_hint(filters, held, self._type_twins(collection, filters, held)))
         return [n for n in notes if n]
 
-    def _missing_vectors_note(self, collection: str, vector_name: str) -> str | None:
+    def _missing_vectors_note(self, collection: str, vector_name: str,
+                              counts: tuple[int, dict[str, int]] | None = None) -> str | None:
         """That some documents have no ``vector_name`` vectors (an embedder added to the
         collection part-way, or left out of a rewrite: ``CollectionInfo.vectors_missing``), so
         a search with it cannot find them: it returned the others as if they were all. Asked
         only of a collection of two or more embedders (the one that writes a document always
-        writes its own vectors)."""
-        if len(self._vectors.get(collection) or ()) < 2:
+        writes its own vectors). ``counts``: ``_missing_counts``, read for this search already."""
+        counts = counts if counts is not None else self._missing_counts(collection)
+        if counts is None:
             return None
-        try:
-            with self.ctx.sessions() as session:
-                coll = md.get_collection(session, collection)
-                if coll is None:
-                    return None
-                indexed = md.count_documents(session, coll.id, "indexed")
-                missing = md.vectors_missing(session, coll.id, [vector_name], indexed).get(vector_name)
-        except SQLAlchemyError:  # a note only: the search's answer stands without it
-            return None
+        indexed, missing = counts[0], counts[1].get(vector_name)
         if not missing:
             return None
         spec = self._sources.get(collection, {}).get(vector_name, vector_name)

@@ -308,7 +308,7 @@ def test_a_companion_left_out_is_filled_in_even_after_the_content_came_back(tmp_
     assert [k for k, _ in edited.warnings] == ["embedder minilm-notes"]
     # The listing says which vectors are missing (it showed both embedders as if complete).
     assert info.vectors_missing == {"minilm-notes": 2}
-    assert info.embedders_label() == (f"minilm (384-d), minilm-notes (384-d, from {notes}; "
+    assert info.embedders_label() == (f"minilm (384-d, default), minilm-notes (384-d, from {notes}; "
                                       "no vectors for 2 of the 3 documents)")
     (src / "volcano.txt").write_text("Lava flows from the volcano.")
     (src / "log.txt").write_text(log)

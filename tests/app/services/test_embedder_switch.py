@@ -1,0 +1,130 @@
+"""Switching or comparing embedders in one collection (a collection holds one named vector per
+embedder): a refused run leaves no embedder behind, the default embedder is read the same way
+by indexing, searches and listings, a half-filled embedder does not take over searches, a plain
+re-run says which embedder still lacks vectors, and two checkpoints of one method are told how
+to live side by side. Real minilm and a second real embedder (``notes_embedder``: minilm reading
+documents through another prompt), real SQLite and the embedded store."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from app.errors import ConflictError
+from app.services.collections import CollectionService
+from app.services.context import EmbedderCache, ServiceContext
+from app.services.indexing import IndexOptions, IndexService
+from app.services.search import SearchRequest, SearchService
+from embedders.baselines import EncoderMeanEmbedder
+from embedders.contract import PromptConfig
+from tests.app.services.conftest import locked_by_another_process, write_corpus
+
+
+def test_a_run_refused_by_a_held_store_leaves_no_embedder_on_the_collection(make_ctx, tmp_path,
+                                                                              notes_embedder):
+    """`facet index -e causal2vec`, a `facet serve` holding the store, then `facet index -e
+    minilm` refused: the collection listed minilm anyway, and every search naming no embedder
+    failed on it ("has no vectors from 'minilm'"), for good, with no job row saying why."""
+    src = tmp_path / "src"
+    write_corpus(src, 3)
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "c", IndexOptions(embedder=notes_embedder))
+    with locked_by_another_process(tmp_path / "data", "c", shown_as="facet serve", opened=True), \
+            pytest.raises(ConflictError):
+        service.index(src, "c", IndexOptions(embedder="minilm"))
+    info = CollectionService(ctx).get("c")
+    assert list(info.embedders) == ["minilm-notes"]
+    hits = SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense"))
+    assert hits.embedder == "minilm-notes" and hits.results
+
+
+def test_a_default_embedder_given_as_a_checkpoint_path_is_what_searches_and_listings_use(
+        make_ctx, tmp_path, notes_embedder):
+    """FACET_DEFAULT_EMBEDDER written as a checkpoint's path picked that vector for indexing,
+    and searches, the UI and listings went on with the collection's first embedder."""
+    src = tmp_path / "src"
+    write_corpus(src, 3)
+    service = IndexService(make_ctx())
+    service.index(src, "c")  # minilm first
+    service.index(src, "c", IndexOptions(embedder=notes_embedder))
+    ctx = make_ctx(default_embedder=notes_embedder)
+    hits = SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense"))
+    assert hits.embedder == "minilm-notes" and hits.note is None
+    info = CollectionService(ctx).get("c")
+    assert info.default_embedder == "minilm-notes"
+    assert info.embedders_label() == f"minilm (384-d), minilm-notes (384-d, default, from {notes_embedder})"
+
+
+def test_a_half_filled_default_does_not_take_over_searches_and_a_plain_rerun_says_so(
+        make_ctx, tmp_path, notes_embedder):
+    """An embedder added part-way (its job stopped, or given one file of the source) took over
+    every search naming none from its first batch, the others' documents unfound; a plain
+    re-run then said "completed, 6 unchanged", nothing of the other's 5 missing documents."""
+    src = tmp_path / "src"
+    files = sorted(write_corpus(src, 6))
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    service.index(src, "c", IndexOptions(embedder=notes_embedder))  # complete
+    service.index(Path(files[0]), "c", IndexOptions(embedder="minilm"))  # the default: 1 of 6
+    info = CollectionService(ctx).get("c")
+    assert info.vectors_missing == {"minilm": 5}
+    hits = SearchService(ctx).search(SearchRequest("bank card", "c", top_k=10, mode="dense"))
+    assert hits.embedder == "minilm-notes"
+    assert len({r.doc_id for r in hits.results}) == 6
+    assert hits.note == ("searched with 'minilm-notes', which has vectors of every document: 'minilm' "
+                         "(the default) has none yet for 5 of them; name --embedder minilm (the API's "
+                         "\"embedder\") to search with it")
+    assert CollectionService(ctx).get("c").default_embedder == "minilm-notes"
+    # Named, it is searched, and the note says what it misses, as before.
+    named = SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense", embedder="minilm"))
+    assert named.embedder == "minilm" and named.note is not None and named.note.startswith(
+        "5 of the 6 documents have no 'minilm' vectors yet")
+
+    # The other way round: a plain re-run with the complete one names the incomplete one.
+    other = tmp_path / "other"
+    files = sorted(write_corpus(other, 4))
+    service.index(other, "d")  # minilm
+    service.index(Path(files[0]), "d", IndexOptions(embedder=notes_embedder))
+    again = service.index(other, "d")
+    assert (again.state, again.docs_skipped) == ("completed", 4)
+    assert [m for _, m in again.warnings] == [
+        f"embedder 'minilm-notes' of collection 'd' still has no vectors for 3 of the 4 documents "
+        f"(a job adding it stopped part-way?), so searches with it cannot find them: `facet index "
+        f"{other} -c d -e {notes_embedder}` (with each of their sources) fills them in"]
+
+
+def test_two_checkpoints_of_one_method_are_told_to_rename_one_and_then_share_the_collection(
+        make_ctx, tmp_path, minilm):
+    """A second checkpoint of a method (its vectors named after the method, as the first's) was
+    refused with "index into a new collection" only; another "name" in its facet_config.json
+    makes it an embedder of its own in the same collection."""
+    first, second = (EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone, prompts=PromptConfig(
+        document=f"{prefix}: {{instruction}}{{text}}")).save(tmp_path / prefix) for prefix in ("one", "two"))
+    src = tmp_path / "src"
+    write_corpus(src, 2)
+    service = IndexService(make_ctx())
+    service.index(src, "c", IndexOptions(embedder=str(first)))
+    with pytest.raises(ConflictError) as refused:
+        service.index(src, "c", IndexOptions(embedder=str(second)))
+    config = Path(second) / "facet_config.json"
+    assert str(refused.value).endswith(
+        f"else index into a new collection; or, to keep both in this collection as two embedders, "
+        f"give the new checkpoint another name: set \"name\" in {config} (say \"minilm-2\"), then "
+        f"index with --embedder {second} again (searches pick one with --embedder)")
+    saved = json.loads(config.read_text())
+    saved["name"] = "minilm-2"
+    config.write_text(json.dumps(saved))
+    cache = EmbedderCache("cpu")  # (a new process: the one above keeps what it loaded)
+    cache.put("minilm", minilm)
+    ctx = ServiceContext(service.ctx.settings, embedders=cache)
+    try:
+        IndexService(ctx).index(src, "c", IndexOptions(embedder=str(second)))
+        info = CollectionService(ctx).get("c")
+    finally:
+        ctx.close()
+    assert list(info.embedders) == ["minilm", "minilm-2"] and info.vectors_missing == {}
+    assert re.search(r"^minilm \(384-d, default, from .*one\), minilm-2 \(384-d, from ", info.embedders_label())
