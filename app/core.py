@@ -746,6 +746,20 @@ class Facet:
                 self.searching.forget(collection)
 
     @_domain_errors
+    def check_removal(self, collection: str, keys: Sequence[str], *,
+                      base: Path | str | None = None) -> list[str]:
+        """What ``remove_documents`` would remove, checked and nothing removed (to ask before
+        removing): the document keys ``keys`` name, relative paths read from ``base``.
+
+        Raises:
+            as ``remove_documents`` does before it removes anything.
+        """
+        if base is not None and not isinstance(base, str | os.PathLike):
+            raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
+        return self.indexing.check_removal(collection, keys,
+                                           base=None if base is None else Path(base))
+
+    @_domain_errors
     def upload_folder(self, collection: str) -> Path:
         """Where files uploaded into ``collection`` are kept (``DATA_DIR/uploads/NAME``), each
         upload job indexing the folder; deleting the collection removes it.

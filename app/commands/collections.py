@@ -271,6 +271,14 @@ def _unwritten(info: CollectionInfo) -> bool:
             and not info.store_missing and info.store_damaged is None)
 
 
+def _never_stored(info: CollectionInfo) -> bool:
+    """Whether the collection's store collection was never made (its first job never ran):
+    its points uncounted for no other reason (no process holds it, none writes it, it is
+    neither missing, damaged nor unreadable)."""
+    return (_unwritten(info) and info.open_in is None and info.writer is None
+            and info.store_unreadable is None and info.store_in_use is None)
+
+
 def points_text(info: CollectionInfo, jobs: Iterable[JobInfo] | None = None) -> str:
     """A collection's points for a listing or a prompt: "3 points"; "no points yet (job 11
     queued)" where nothing was written yet (``_unwritten``, no job of it completed, its first
@@ -314,26 +322,27 @@ def _serve_deletes(collection: str) -> Iterator[None]:
 
 
 def _remove_documents(collection: str, keys: list[str], yes: bool) -> None:
-    """`facet delete C --document KEY ...`: ask, remove, say what went and what comes back.
+    """`facet delete C --document KEY ...`: check, ask, remove, say what went and what comes
+    back.
 
     A relative path given as a key is read from the working folder (files are keyed by their
-    absolute paths)."""
-    keys = list(dict.fromkeys(keys))
-    shown = ", ".join(printable(k) for k in keys[:5]) + (
-        f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-    if not yes and not _confirm(f"remove {plural(len(keys), 'document')} from {collection!r} "
-                                f"({shown})?"):
-        raise typer.Abort()
+    absolute paths). Everything is checked before the question (an unknown collection or key,
+    too many keys, a job writing it): the answer was asked for, then refused."""
     with open_facet() as facet:
+        resolved = facet.check_removal(collection, keys, base=os.getcwd())
+        shown = ", ".join(printable(k) for k in resolved[:5]) + (
+            f" and {len(resolved) - 5} more" if len(resolved) > 5 else "")
+        if not yes and not _confirm(f"remove {plural(len(resolved), 'document')} from "
+                                    f"{collection!r} ({shown})?"):
+            raise typer.Abort()
         try:
             with _quiet_log("app.services.indexing"):  # the lines below say it
-                report = facet.remove_documents(collection, keys, base=os.getcwd())
+                report = facet.remove_documents(collection, resolved, base=os.getcwd())
         except ConflictError as e:
             if "(facet serve" not in str(e):
                 raise
-            query = "&".join(f"key={quote(k, safe='')}" for k in keys[:3])
-            raise ConflictError(f"{e}: `DELETE /collections/{collection}/documents?{query}` on "
-                                "its API (docs/api.md)", param=e.param) from e
+            raise ConflictError(f"{e}: {_removal_request(collection, resolved)} on its API "
+                                "(docs/api.md)", param=e.param) from e
     was = {"error": ", the entry of a failed document", "pending": ", a pending entry"}
     for d in report.removed:
         typer.echo(f"removed {printable(d.key)} ({plural(d.chunks, 'chunk')}"
@@ -342,9 +351,25 @@ def _remove_documents(collection: str, keys: list[str], yes: bool) -> None:
                f"({plural(report.chunks_deleted, 'chunk')}) from {collection}: job "
                f"{report.job_id} (`facet jobs {report.job_id}`)")
     for d in report.still_in_source():
-        typer.echo(f"  warning: {printable(d.source)} is still there: the next `facet index` of "
-                   f"it (or of a folder holding it) adds {printable(d.key)} back; delete it (or "
-                   "the record) from there first", err=True)
+        typer.echo(f"  warning: {printable(d.source)} is still there: delete it (or the record) "
+                   "from there too, or the next `facet index` of it (or of a folder holding it) "
+                   f"adds {printable(d.key)} back", err=True)
+
+
+# Keys a server's removal request shows in full (the rest are counted).
+REQUEST_KEYS_SHOWN = 3
+
+
+def _removal_request(collection: str, keys: list[str]) -> str:
+    """The API request that removes ``keys`` (as the service resolved them: the API reads no
+    relative path) from ``collection``: every key URL-encoded whole, the first few shown and
+    the rest counted."""
+    query = "&".join(f"key={quote(k, safe='')}" for k in keys[:REQUEST_KEYS_SHOWN])
+    rest = len(keys) - REQUEST_KEYS_SHOWN
+    named = ", ".join(printable(k) for k in keys[REQUEST_KEYS_SHOWN:REQUEST_KEYS_SHOWN + 5])
+    more = (f" … and {plural(rest, 'more key')}, a key= each ({named}{', …' if rest > 5 else ''})"
+            if rest > 0 else "")
+    return f"`DELETE /collections/{quote(collection, safe='')}/documents?{query}`{more}"
 
 
 def _follow(job_id: int, interval: float, out: TextIO | None = None) -> int:
@@ -604,8 +629,10 @@ def register(cli: typer.Typer) -> None:
                  "show it: a file's path, a record's id); repeat for several. The collection "
                  "stays; a key it does not hold removes nothing (exit 3)")] = None,
     ) -> None:
-        """Delete a collection (its points and all its metadata), or with --document only
-        the documents named."""
+        """Delete a collection, or only its --document KEYs.
+
+        Without --document: its points and all its metadata go. With it: only the documents
+        named, the collection stays."""
         if documents:
             if force:
                 raise InvalidRequestError("--force is for a stray's vectors; it does not go with "
@@ -628,6 +655,8 @@ def register(cli: typer.Typer) -> None:
                 # owns" of a laptop's collection seen under a new FACET_DATABASE_URL.
                 raise ConflictError(owned_elsewhere(collection, info.owner))
             points = points_text(info, None if orphan else _jobs_of_unwritten(facet, info))
+            if points == "? points" and not orphan and _never_stored(info):
+                points = "no points"  # ("deleted c6: 0 documents, ? points")
             what = (f"{points} of collection {collection!r} of {printable(info.owner)}, not of "
                     "this database" if orphan and info.owner is not None else
                     f"{points} that no collection of this database owns" if orphan

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.encoding import (
     ANSWER_BATCH,
@@ -66,6 +67,7 @@ from app.errors import (
     UnknownModelError,
     as_domain_error,
 )
+from app.services.collections import default_vector
 from app.services.context import ServiceContext
 from app.services.search import (
     SearchRequest,
@@ -893,7 +895,7 @@ class ClusterService:
             if loading:
                 report(0.0, f"loading the explainer {request.explainer}")
             check_explainer(self.ctx.embedders, request.explainer, instruction,
-                            request.embedder or self.ctx.settings.default_embedder)
+                            self._embedder_spec(request))
             if loading:
                 timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
             return
@@ -936,7 +938,7 @@ class ClusterService:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         report(0.0, "collecting the texts")
-        spec = request.embedder or self.ctx.settings.default_embedder
+        spec = self._embedder_spec(request)
         texts, sources, cut, points = self._texts(request, spec)
         timings["texts"] = (time.perf_counter() - t0) * 1000
         cap = self.ctx.settings.max_cluster_texts
@@ -1185,6 +1187,36 @@ class ClusterService:
         nothing says it (``SearchService.filter_notes``). A clustering said only "check the
         filters"."""
         return "; ".join(self.search_service.filter_notes(collection, filters)) or None
+
+    def _embedder_spec(self, request: ClusterRequest) -> str:
+        """What encodes the texts: the embedder ``request`` names, else, clustering a
+        collection (or a search's results naming no embedder), the embedder a search of it
+        naming none uses (``default_vector``: the one ``FACET_DEFAULT_EMBEDDER`` names, read as
+        indexing reads it, ``named_default``; else its first; a complete one over a half-filled
+        default), as the collection recorded loading it; else ``FACET_DEFAULT_EMBEDDER``. A
+        collection indexed with a checkpoint, or whose default was not the settings' name, was
+        clustered with the settings' embedder (its stored vectors unused) while its searches
+        ran its own."""
+        if request.embedder:
+            return request.embedder
+        default = self.ctx.settings.default_embedder
+        name = request.collection if request.collection is not None else (
+            request.search.collection if request.search is not None
+            and not request.search.embedder else None)
+        if not isinstance(name, str):
+            return default
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, name)
+                if coll is None or not coll.embedders:
+                    return default
+                pairs = [(e.name, e.spec) for e in coll.embedders]
+                indexed = md.count_documents(session, coll.id, "indexed")
+                missing = md.vectors_missing(session, coll.id, [n for n, _ in pairs], indexed)
+        except SQLAlchemyError:  # the collection's own read says what is wrong
+            return default
+        vector, _ = default_vector(default, pairs, missing)
+        return next((spec for n, spec in pairs if n == vector), default)
 
     def _check_collection(self, name: str) -> None:
         """Refuse an unknown collection, or one another process holds, before anything imports

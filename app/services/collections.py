@@ -619,12 +619,40 @@ def resume_command(job: md.IndexJob) -> str:
             f"--embedder {shlex.quote(spec)}" + (" --background" if job.runner == "celery" else ""))
 
 
+# How a removal's job row starts its ``source`` (``indexing.removal_source``): ``remove: KEY``,
+# ``remove: KEY and 3 more``.
+REMOVAL_PREFIX = "remove: "
+
+
+def is_removal(job: md.IndexJob) -> bool:
+    """Whether ``job`` is a removal (`facet delete C --document KEY`), not an index job: it
+    has no `facet index` that resumes it."""
+    return (job.source or "").startswith(REMOVAL_PREFIX)
+
+
+def removal_rerun_hint(job: md.IndexJob, *, started: bool = True) -> str:
+    """What to do after a removal job stopped before it finished: run the same removal
+    again (its keys are all still known: the metadata rows go last, in one commit).
+    ``started``: it may have removed part (its points); else it removed nothing."""
+    named = (job.source or "").removeprefix(REMOVAL_PREFIX)
+    match = re.fullmatch(r"(.*) and (\d+) more", named, re.S)
+    key, more = (match.group(1), int(match.group(2))) if match else (named, 0)
+    name = job.collection.name
+    command = f"facet delete {shlex.quote(name)} --document {shlex.quote(key)}"
+    route = f"DELETE /collections/{urllib.parse.quote(name, safe='')}/documents?key=…"
+    others = f" with all {more + 1} keys it was given" if more else ""
+    done = ("the removal may be partly done (its documents' points gone, their rows kept)"
+            if started else "nothing was removed")
+    return f"{done}; run `{command}{' …' if more else ''}` ({route}) again{others}"
+
+
 def stopped_before_interrupted_existed(job: md.IndexJob) -> bool:
     """A job stopped by Ctrl-C under an older Facet, which recorded it ``failed`` with the
     exception's name for message ("KeyboardInterrupt: "); today's records it ``interrupted``
     (``IndexService.run``), so no job of today's has such a row. It is read as interrupted: its
     documents were kept, and it was shown failed, with no hint, and resumed unsaid."""
-    return job.state == "failed" and (job.message or "").startswith("KeyboardInterrupt")
+    return job.state == "failed" and (job.message or "").startswith("KeyboardInterrupt") \
+        and not is_removal(job)
 
 
 def _visibility_timeout_s() -> int:
@@ -647,7 +675,9 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     and a job an older Facet recorded ``failed`` when Ctrl-C stopped it
     (``stopped_before_interrupted_existed``).
     """
-    hint = f"run `{resume_command(job)}` again to resume: what was indexed is kept"
+    # A removal has no `facet index` that resumes it (`facet index 'remove: KEY'` exits 3).
+    hint = (removal_rerun_hint(job) if is_removal(job) else
+            f"run `{resume_command(job)}` again to resume: what was indexed is kept")
     if stopped_before_interrupted_existed(job):
         stopped = f"stopped (Ctrl-C) with {job.docs_indexed} documents indexed"
         later = _later_completed(job)
@@ -684,7 +714,9 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             return "interrupted", f"its writer stopped without finishing{since}; {hint}"
     if job.state == "queued" and job.runner != "celery" and job.host == leases.HOST \
             and not leases.pid_alive(job.pid):
-        return "interrupted", f"the process that queued it ended before it ran; {hint}"
+        return "interrupted", ("the process that queued it ended before it ran; "
+                               + (removal_rerun_hint(job, started=False) if is_removal(job)
+                                  else hint))
     if job.state == "queued" and job.runner == "celery" and job.message is None:
         waited = (md.utcnow() - job.queued_at).total_seconds()
         later = _later_completed(job) if waited > QUEUED_HINT_S else None
@@ -711,15 +743,22 @@ def _waiting_jobs(session: Session, collection_id: int) -> list[int]:
                   if effective_state(job)[0] == "queued" and unrecorded(job) is None)
 
 
-def _queued_text(job_ids: list[int]) -> str:
+def _queued_text(job_ids: list[int], *, refusal: bool = False) -> str:
     """"job 6 queued to index it (cancel it: `facet jobs 6 --cancel`, POST /jobs/6/cancel)", or
-    of several jobs."""
+    of several jobs; ``refusal``: as the whole reason of a refused delete, "job 6 queued to
+    index it: cancel it (...) or wait for it to end, then delete the collection" (it said "cancel
+    it" twice)."""
     if len(job_ids) == 1:
         [n] = job_ids
-        return f"job {n} queued to index it (cancel it: `facet jobs {n} --cancel`, POST /jobs/{n}/cancel)"
-    ids = ", ".join(map(str, job_ids))
-    return (f"jobs {ids} queued to index it (cancel each: `facet jobs N --cancel`, "
-            f"POST /jobs/N/cancel, N one of {ids})")
+        what, them, how = f"job {n}", "it", f"`facet jobs {n} --cancel`, POST /jobs/{n}/cancel"
+    else:
+        ids = ", ".join(map(str, job_ids))
+        what, them = f"jobs {ids}", "them"
+        how = f"each: `facet jobs N --cancel`, POST /jobs/N/cancel, N one of {ids}"
+    if refusal:
+        return (f"{what} queued to index it: cancel {them} ({how}) or wait for {them} to end, "
+                "then delete the collection")
+    return f"{what} queued to index it (cancel {'it: ' if len(job_ids) == 1 else ''}{how})"
 
 
 def _job_errors(session: Session, job_id: int, limit: int | None,
@@ -1258,10 +1297,8 @@ class CollectionService:
             if queued:
                 # Deleted under them, a queued job's submitter got 404 for it, and its runner
                 # failed it when its turn came ("index job 6 no longer exists").
-                raise ConflictError(f"collection {name!r} has {_queued_text(queued)}; cancel "
-                                    f"{'it' if len(queued) == 1 else 'them'}, or wait for "
-                                    f"{'it' if len(queued) == 1 else 'them'} to end, and delete "
-                                    "it then")
+                raise ConflictError(f"collection {name!r} has "
+                                    f"{_queued_text(queued, refusal=True)}")
             info = self._info(session, coll)
             if info.store_unreadable is not None:
                 # Its folder not this user's to remove (the listing shows it, since): refused

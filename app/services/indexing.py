@@ -62,11 +62,14 @@ from app.errors import (
 from app.files import expand_user
 from app.services import leases
 from app.services.collections import (
+    REMOVAL_PREFIX,
     UnrecordedEnd,
     follow_hint,
+    is_removal,
     named_default,
     record_unrecorded_ends,
     remember_unrecorded_end,
+    removal_rerun_hint,
     resume_command,
     stopped_before_interrupted_existed,
     store_place,
@@ -190,6 +193,8 @@ class Seen:
 
     keys: set[str] = field(default_factory=set)
     failed_sources: set[str] = field(default_factory=set)
+    # Of those, the record files that hold no record at all (``holds_no_records``).
+    empty_sources: set[str] = field(default_factory=set)
     # The source each key was first read from (a duplicate's message names it).
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -198,6 +203,8 @@ class Seen:
         self.sources.setdefault(item.key, str(item.source))
         if isinstance(item, DocumentError):
             self.failed_sources.add(item.source)
+            if holds_no_records(item):
+                self.empty_sources.add(item.source)
 
     def duplicate_message(self, key: str, source: str) -> str:
         """The error for a second document with ``key``, read from ``source``: it named only
@@ -457,7 +464,7 @@ def removal_source(keys: list[str]) -> str:
     """How a removal's job row names what it did, in its ``source`` column (``facet jobs``
     lists it where an index job's folder is): ``remove: KEY``, ``remove: KEY and 3 more``."""
     more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
-    return f"remove: {keys[0]}{more}"
+    return f"{REMOVAL_PREFIX}{keys[0]}{more}"
 
 
 def removal_message(removed: list[RemovedDocument]) -> str:
@@ -476,6 +483,28 @@ def kept_version_message(message: str, collection: str, key: str) -> str:
     is removed."""
     return (f"{message}; its indexed version is kept and stays searchable (`facet delete "
             f"{shlex.quote(collection)} --document {shlex.quote(key)}` removes it)")
+
+
+# How ``indexer.parsing`` ends the error of a record file (jsonl, json, csv) that holds no
+# record at all: emptied (on purpose, perhaps), not malformed.
+_NO_RECORDS = ("no records to index", "is empty: no header row", "has a header but no rows")
+
+
+def holds_no_records(entry: DocumentError) -> bool:
+    """Whether ``entry`` is the error of a whole record file that holds no record at all."""
+    return entry.key == entry.source and entry.message.endswith(_NO_RECORDS)
+
+
+def kept_records_message(message: str, collection: str, path: str, keys: list[str]) -> str:
+    """The error of a record file that holds no record now (``holds_no_records``) whose
+    indexed records ``keys`` are kept: that they stay searchable and what removes them (a .txt
+    emptied said so of its indexed version; a jsonl emptied said nothing)."""
+    n, name = len(keys), shlex.quote(collection)
+    return (f"{message}; its {plural(n, 'indexed record')} "
+            f"{'is kept and stays' if n == 1 else 'are kept and stay'} searchable (`facet delete "
+            f"{name} -d KEY` for each, e.g. {shlex.quote(keys[0])}, or deleting the file and "
+            f"`facet index {shlex.quote(path)} -c {name} --sync`, removes "
+            f"{'it' if n == 1 else 'them'})")
 
 
 def failed_documents_message(failed: int, seen: int, indexed: int, deleted: int = 0) -> str | None:
@@ -1866,9 +1895,7 @@ class IndexService:
         started = time.perf_counter()
         lock = _collection_lock(collection)
         if not lock.acquire(blocking=False):  # a job of this process is writing it, or starting
-            raise ConflictError(f"an index job of this process is writing {collection!r}; try "
-                                "again once it is done (one writer per collection); nothing "
-                                "was removed", param="collection")
+            raise self._busy_here(collection)
         try:
             report = self._remove(collection, wanted, base)
         finally:
@@ -1877,6 +1904,38 @@ class IndexService:
         logger.info("removed %d documents (%d chunks) from %s: job %d", report.docs_deleted,
                     report.chunks_deleted, collection, report.job_id)
         return report
+
+    def check_removal(self, collection: str, keys: Sequence[str], *,
+                      base: Path | None = None) -> list[str]:
+        """What ``remove_documents`` would remove, checked without removing anything (for a
+        caller that asks before it removes): the document keys ``keys`` name (relative paths
+        read from ``base``), each once, in order. It reads only: the removal itself checks
+        again.
+
+        Raises:
+            as ``remove_documents`` does before it writes: bad or too many keys, an unknown
+            collection or keys, a collection in another store, a job writing it.
+        """
+        check_str(collection, "collection", param="collection")
+        wanted = self._removal_keys(keys)
+        with self.sessions() as session:
+            coll = self._removal_collection(session, collection)
+            keys_named = self._named_keys(session, coll, wanted, base)
+        if _collection_lock(collection).locked():
+            raise self._busy_here(collection)
+        return keys_named
+
+    @staticmethod
+    def _busy_here(collection: str) -> ConflictError:
+        """The refusal of a removal while a job of this process writes ``collection`` (named,
+        as a job of another process is: ``one_writer_message``)."""
+        job_id = writing_job(collection)
+        writer = (f"index job {job_id} of this process is writing {collection!r}; "
+                  f"{follow_hint(job_id)}, then try again" if job_id is not None else
+                  f"an index job of this process is writing {collection!r}; try again once it "
+                  "is done")
+        return ConflictError(f"{writer} (one writer per collection); nothing was removed",
+                             param="collection")
 
     @staticmethod
     def _removal_keys(keys: Any) -> list[str]:
@@ -1904,23 +1963,7 @@ class IndexService:
     def _remove(self, name: str, wanted: list[str], base: Path | None) -> RemoveReport:
         """``remove_documents`` under the collection's thread lock."""
         with self.sessions() as session:
-            coll = md.get_collection(session, name)
-            if coll is None:
-                known = ", ".join(c.name for c in md.list_collections(session)) or "none"
-                raise NotFoundError(f"unknown collection {name!r} (known: {known}); see "
-                                    "`facet collections`", param="collection")
-            if coll.backend != self.store.backend:
-                # Its points are in a store this process does not open: removing only the rows
-                # would leave them searchable there.
-                from app.services.collections import backend_mismatch
-
-                raise ConflictError(f"collection {name!r} is not in the vector store in use: "
-                                    + backend_mismatch(name, coll.backend, self.store.backend)
-                                    + "; nothing was removed", param="collection")
-            current = leases.live_holder(session, coll.id)
-            if current is not None:
-                raise ConflictError(self.one_writer_message(name, current) + "; nothing was "
-                                    "removed", param="collection")
+            coll = self._removal_collection(session, name)
             keys = self._named_keys(session, coll, wanted, base)
             embedder = coll.embedders[0].name if coll.embedders else (coll.tokenizer or "-")
             job = md.IndexJob(collection_id=coll.id, source=removal_source(keys),
@@ -1951,9 +1994,13 @@ class IndexService:
                 with contextlib.suppress(SQLAlchemyError):
                     failed = session.get(md.IndexJob, job_id)
                     if failed is not None and failed.state == "running":
-                        failed.state, failed.finished_at = "failed", md.utcnow()
-                        failed.message = (f"{self.failure_message(e)}; the removal may be "
-                                          "partly done: run it again")
+                        # Ctrl-C or an exit stops it as it stops an index job: interrupted.
+                        stopped = not isinstance(e, Exception)
+                        failed.state = "interrupted" if stopped else "failed"
+                        failed.finished_at = md.utcnow()
+                        why = (f"stopped ({type(e).__name__})" if stopped
+                               else self.failure_message(e))
+                        failed.message = f"{why}; {removal_rerun_hint(failed)}"
                         session.commit()
                 raise
             finally:
@@ -1963,6 +2010,28 @@ class IndexService:
                     self.store.release(name)
                 finally:
                     leases.release(session, coll_id, job_id)
+
+    def _removal_collection(self, session: Session, name: str) -> md.Collection:
+        """The collection a removal writes, or the refusal: unknown, in another store, or a
+        job (of any process) writing it."""
+        coll = md.get_collection(session, name)
+        if coll is None:
+            known = ", ".join(c.name for c in md.list_collections(session)) or "none"
+            raise NotFoundError(f"unknown collection {name!r} (known: {known}); see "
+                                "`facet collections`", param="collection")
+        if coll.backend != self.store.backend:
+            # Its points are in a store this process does not open: removing only the rows
+            # would leave them searchable there.
+            from app.services.collections import backend_mismatch
+
+            raise ConflictError(f"collection {name!r} is not in the vector store in use: "
+                                + backend_mismatch(name, coll.backend, self.store.backend)
+                                + "; nothing was removed", param="collection")
+        current = leases.live_holder(session, coll.id)
+        if current is not None:
+            raise ConflictError(self.one_writer_message(name, current) + "; nothing was "
+                                "removed", param="collection")
+        return coll
 
     def _remove_held(self, session: Session, coll: md.Collection, job: md.IndexJob,
                      keys: list[str]) -> RemoveReport:
@@ -2500,14 +2569,20 @@ class IndexService:
             was = old.state
             old.state = "interrupted"
             old.finished_at = old.finished_at or md.utcnow()
-            if old.source == job.source and old.embedder == job.embedder:
+            if is_removal(old):  # no index job resumes a removal, nor is one resumed
+                ran = was == "running" or old.started_at is not None
+                old.message = ("its process ended without finishing; "
+                               + (f"job {job.id} ran the same removal again" if
+                                  old.source == job.source
+                                  else removal_rerun_hint(old, started=ran)))
+            elif old.source == job.source and old.embedder == job.embedder:
                 old.message = f"its process ended without finishing; resumed by job {job.id}"
                 if was == "running":
                     job.resumed_from = max(job.resumed_from or 0, old.id)
             else:  # another source or embedder: this job does not do its work
                 old.message = (f"its process ended without finishing; run `{resume_command(old)}` "
                                "again to finish it: what was indexed is kept")
-        if not job.resumed_from:
+        if not job.resumed_from and not is_removal(job):
             self._link_stopped_job(session, coll, job)
         if job.resumed_from:
             # Its state as recorded ("cancelled", "interrupted"): a cancelled job was logged
@@ -3328,6 +3403,13 @@ class IndexService:
             # It keeps its indexed version (``note_document_error``): the error line said only
             # what was wrong ("is empty: no text to index"), and the old text stayed found.
             message = kept_version_message(message, coll.name, entry.key)
+        elif row is None and holds_no_records(entry):
+            D = md.Document
+            records = list(session.scalars(select(D.key).where(
+                D.collection_id == coll.id, D.source == entry.source, D.status == "indexed")
+                .order_by(D.id)))
+            if records:
+                message = kept_records_message(message, coll.name, entry.source, records)
         report.docs_failed += 1
         report.errors.append((entry.key, message))
         job.errors.append(md.JobError(document_key=entry.key, kind="error", message=message))
@@ -3411,7 +3493,13 @@ class IndexService:
             if row.source in seen.failed_sources:
                 kept[row.source] = kept.get(row.source, 0) + 1
         for path, n in sorted(kept.items()):
-            message = (f"{plural(n, 'indexed record')} of {path} not seen this run kept: the "
+            message = (f"{plural(n, 'indexed record')} of {path} kept: the file holds no record "
+                       "now, and a sync removes none of an empty file (it may be being written); "
+                       f"if it was emptied on purpose, delete the file and run `facet index "
+                       f"{shlex.quote(path)} -c {shlex.quote(coll.name)} --sync`, or remove them "
+                       f"with `facet delete {shlex.quote(coll.name)} -d KEY`"
+                       if path in seen.empty_sources else
+                       f"{plural(n, 'indexed record')} of {path} not seen this run kept: the "
                        "file had errors (listed here), so a missing record may only be unreadable; "
                        "fix the file and index again to remove what is really gone")
             report.warnings.append((path, message))

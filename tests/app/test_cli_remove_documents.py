@@ -40,7 +40,7 @@ def test_delete_document_removes_it_and_says_its_file_brings_it_back(tmp_path) -
     assert done.returncode == 0, done.stderr
     assert f"removed {letter} (1 chunk)" in done.stdout
     assert "removed 1 document (1 chunk) from ten: job 3" in done.stdout
-    assert f"warning: {letter} is still there: the next `facet index`" in done.stderr
+    assert f"warning: {letter} is still there: delete it (or the record) from there too" in done.stderr
     assert str(letter) not in _search(env, "private letter mortgage")
     jobs = invoke_cli("jobs", "-c", "ten", env=env)
     assert f"job 3 completed: ten <- remove: {letter} [minilm]" in jobs.stdout

@@ -75,8 +75,8 @@ def test_every_queued_job_is_named_and_a_running_one_says_them_too(shared) -> No
     ctx = shared
     first, second = _queued(ctx, "shared"), _queued(ctx, "shared")
     catalog = CollectionService(ctx)
-    with pytest.raises(ConflictError, match=rf"has jobs {first}, {second} queued to index it "
-                                            r"\(cancel each: `facet jobs N --cancel`"):
+    with pytest.raises(ConflictError, match=rf"has jobs {first}, {second} queued to index it: "
+                                            r"cancel them \(each: `facet jobs N --cancel`"):
         catalog.delete("shared")
     with ctx.sessions() as session:
         writer = running_job(session, md.get_collection(session, "shared"))
