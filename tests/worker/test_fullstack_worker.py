@@ -110,7 +110,9 @@ def test_a_missing_job_is_told_apart_where_the_ids_allow(stack: Stack, minilm, t
             "on another database; a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from "
             "the server's drops every job; dropping it")
         assert CollectionService(ctx).job(first).state == "queued"  # left as it was
-        # An id it handed out, whose collection was deleted since: either can be
+        # An id it handed out, whose collection was deleted since (once the job was cancelled:
+        # a queued job refuses the delete): either can be
+        assert IndexService(ctx).cancel(first)
         CollectionService(ctx).delete("c9")
         with pytest.raises(JobGone) as gone:
             chunks.plan(_job(first, str(src)))

@@ -376,6 +376,10 @@ def test_a_job_on_a_deleted_collection_is_dropped(stack: Stack, client, minilm, 
     # facade and 12 documents: a CLI run into a new collection loads a model each time.)
     files = write_corpus(tmp_path / "few", 12, words=80)
     gone = client.submit_index(tmp_path / "few", "doomed").id
+    # Refused while the job waits (its submitter would get 404 for it), until it is cancelled.
+    refused = stack.facet("delete", "doomed", "--yes")
+    assert refused.returncode == 5 and f"job {gone} queued to index it" in refused.stderr, refused.stderr
+    assert stack.facet("jobs", str(gone), "--cancel").returncode == 0
     deleted = stack.facet("delete", "doomed", "--yes")
     assert deleted.returncode == 0, deleted.stderr
     worker = stack.start_worker(queues="index")

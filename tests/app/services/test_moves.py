@@ -285,6 +285,7 @@ def test_a_run_stopped_after_moving_some_documents_says_they_moved(facet, tmp_pa
 
     write_corpus(tmp_path / "corpus", 6)
     facet.index(tmp_path / "corpus", "notes")
+    before = facet.jobs("notes", limit=1)[0].id
     shutil.move(tmp_path / "corpus", tmp_path / "moved")
 
     def ctrl_c_after_two(progress) -> None:
@@ -293,7 +294,7 @@ def test_a_run_stopped_after_moving_some_documents_says_they_moved(facet, tmp_pa
 
     with pytest.raises(KeyboardInterrupt):
         facet.index(tmp_path / "moved", "notes", IndexOptions(batch_chunks=2), progress=ctrl_c_after_two)
-    _say_how_to_resume(facet, "notes")
+    _say_how_to_resume(facet, "notes", tmp_path / "moved", before)
 
     job = facet.job(facet.jobs("notes", limit=1)[0].id)
     assert job.state == "interrupted" and job.docs_indexed == 2
