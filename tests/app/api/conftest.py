@@ -3,8 +3,9 @@ session's minilm; the FastAPI app runs in process (TestClient) over it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -47,3 +48,25 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
 def client(facet) -> Iterator[TestClient]:
     with TestClient(create_app(facet)) as c:
         yield c
+
+
+def asgi_call(client: TestClient, method: str, path: str, headers: list[tuple[bytes, bytes]],
+              receive: Callable[[], Awaitable[Any]]) -> list[dict[str, Any]]:
+    """Call ``client``'s app through its raw ASGI interface with ``receive`` (for what a
+    TestClient cannot send: a body cut off, a client that disconnects mid-request), from the
+    client ``10.1.2.3``; the messages the app sent back."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "root_path": "", "client": ("10.1.2.3", 5555), "server": ("testserver", 80),
+             "headers": headers, "state": {}}
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def call() -> None:
+        await client.app(scope, receive, send)
+
+    assert client.portal is not None
+    client.portal.call(call)
+    return sent

@@ -24,7 +24,7 @@ from app.api import create_app, server
 from app.core import Facet
 from app.encoding import BatchingQueryEncoder, EmbedderCache
 from app.errors import BusyError
-from tests.app.api.conftest import serving_facet
+from tests.app.api.conftest import asgi_call, serving_facet
 
 
 @pytest.fixture(scope="module")
@@ -119,12 +119,6 @@ def _post_then_leave(client: TestClient, body: dict[str, Any], leave: threading.
     """POST /cluster through the app's ASGI interface; once ``leave`` is set the client is
     gone (``http.disconnect``). The messages sent back."""
     raw = json.dumps(body).encode()
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": "/cluster", "raw_path": b"/cluster", "query_string": b"",
-             "root_path": "", "client": ("10.1.2.3", 5555), "server": ("testserver", 80),
-             "headers": [(b"content-type", b"application/json"),
-                         (b"content-length", str(len(raw)).encode())], "state": {}}
-    sent: list[dict[str, Any]] = []
     given = False
 
     async def receive() -> Any:
@@ -139,15 +133,9 @@ def _post_then_leave(client: TestClient, body: dict[str, Any], leave: threading.
         await anyio.sleep(3600)  # (cancelled: a poll of is_disconnected)
         return {"type": "http.disconnect"}
 
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    async def call() -> None:
-        await client.app(scope, receive, send)
-
-    assert client.portal is not None
-    client.portal.call(call)
-    return sent
+    return asgi_call(client, "POST", "/cluster", [(b"content-type", b"application/json"),
+                                                  (b"content-length", str(len(raw)).encode())],
+                     receive)
 
 
 def test_a_clustering_whose_client_went_away_is_stopped(facet, monkeypatch, caplog) -> None:

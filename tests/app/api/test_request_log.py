@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from app.api import create_app, server
 from app.core import Facet
-from tests.app.api.conftest import serving_facet
+from tests.app.api.conftest import asgi_call, serving_facet
 
 KEY = "s3cret-request-log-key-0123"
 
@@ -91,26 +91,15 @@ def test_jobs_and_deletions_are_logged_with_their_client(client, facet, caplog,
 
 def test_a_client_gone_mid_body_is_a_disconnect_not_a_400(client, caplog) -> None:
     caplog.set_level(logging.DEBUG, logger="app.api")
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": "/search", "raw_path": b"/search", "query_string": b"",
-             "root_path": "", "client": ("10.1.2.3", 5555), "server": ("testserver", 80),
-             "headers": [(b"content-type", b"application/json"), (b"content-length", b"400"),
-                         (b"authorization", f"Bearer {KEY}".encode())], "state": {}}
     parts = [{"type": "http.request", "body": b'{"query": "card", "coll', "more_body": True},
              {"type": "http.disconnect"}]
-    sent: list[dict[str, Any]] = []
 
     async def receive() -> Any:
         return parts.pop(0) if parts else {"type": "http.disconnect"}
 
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    async def call() -> None:
-        await client.app(scope, receive, send)
-
-    assert client.portal is not None
-    client.portal.call(call)
+    sent = asgi_call(client, "POST", "/search",
+                     [(b"content-type", b"application/json"), (b"content-length", b"400"),
+                      (b"authorization", f"Bearer {KEY}".encode())], receive)
     said = [r.getMessage() for r in caplog.records if r.name.startswith("app.api")]
     assert not [line for line in said if "answered 400" in line], said
     assert "POST /search: the client disconnected before its request body was read; nothing " \
