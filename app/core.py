@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import errno
 import functools
 import logging
@@ -254,6 +255,35 @@ def _close_open_facades() -> None:
         facet.close(reason="the process exiting before the job ended")
 
 
+def _forked_message(pid: int) -> str:
+    return (f"this Facet was opened in process {pid} before a fork: open one in each worker "
+            "process after the fork (gunicorn: no --preload warm-up, or open it in post_fork; "
+            "multiprocessing: the spawn start method)")
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child, the parent's facades are the parent's: their threads (the model
+    thread, the job runner) are gone here and their store handles, folder locks and database
+    connections are the parent's, so a call on one hung forever (a search in the store's
+    native code, an embed waiting on a model thread that is not there). Each refuses every
+    call (``_check_open``: opened in another process); none is closed here (closing would let
+    go of what the parent still uses), nor at the child's exit; ``Facet.shared()`` opens a
+    fresh one in the child; the database pools inherited are dropped without closing."""
+    Facet._shared_lock = threading.Lock()  # another thread may have held it at the fork
+    Facet._shared, Facet._shared_opened = None, False
+    for facet in list(_OPEN):
+        _OPEN.discard(facet)
+        facet._finalizer.detach()
+        engine = getattr(facet.context, "engine", None)
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                engine.dispose(close=False)  # (SQLAlchemy's advice for a forked child)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _Held:
     """What a ``Facet`` holds and lets go of: its context (store handles and folder locks, the
     metadata database's engine), its job runner (a thread) and the encoder it made (threads).
@@ -352,6 +382,7 @@ class Facet:
         self._held = _Held(context, runner, self.encoder if self._owns_encoder else None)
         self._closed = False
         self._closed_by: str | None = None  # why, where not its own close() (set_shared)
+        self._pid = os.getpid()  # a forked child refuses it (``_after_fork_in_child``)
         # Closes what it holds when the facade is dropped unclosed; at exit, ``_OPEN``'s hook
         # closes it instead (with the reason a running job's message gives).
         self._finalizer = weakref.finalize(self, self._held.close)
@@ -444,6 +475,8 @@ class Facet:
         self._closed = True
         _OPEN.discard(self)
         self._finalizer.detach()  # closed here (a finalizer does nothing once the process exits)
+        if self._pid != os.getpid():
+            return  # a forked child's copy: what it holds is the parent's, still in use there
         with Facet._shared_lock:
             if Facet._shared is self:
                 Facet._shared = None
@@ -451,7 +484,10 @@ class Facet:
 
     def _check_open(self) -> None:
         """A closed facade refuses work: it reopened the store (holding the folder again, past
-        its own close) and a queued job left an empty collection."""
+        its own close) and a queued job left an empty collection. So does a forked child's copy
+        of its parent's facade (it hung: the parent's threads are not in the child)."""
+        if self._pid != os.getpid():
+            raise InvalidRequestError(_forked_message(self._pid))
         if self._closed:
             why = f" ({self._closed_by})" if self._closed_by else ""
             raise InvalidRequestError(f"this Facet is closed{why}; open another one (Facet.open(), "
@@ -862,9 +898,9 @@ class Facet:
         submission asks it). The checks run side by side, each given ``timeout_s``; no model is
         loaded, nothing is written but a probe file, removed at once. Never raises: what failed
         is in ``checks``."""
-        if self._closed:
-            return Readiness(False, dict.fromkeys(("database", "store", "broker"),
-                                                  "this Facet is closed"))
+        if self._closed or self._pid != os.getpid():
+            why = "this Facet is closed" if self._pid == os.getpid() else _forked_message(self._pid)
+            return Readiness(False, dict.fromkeys(("database", "store", "broker"), why))
         checks: dict[str, Callable[[], None]] = {
             "database": self._database_ready,
             "store": functools.partial(self.context.store.check_ready, timeout_s=timeout_s)}

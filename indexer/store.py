@@ -86,7 +86,9 @@ def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
     if any(word in command.split() for word in ("serve", "ui")):
         return (f"{why}; that server keeps it open while it is among the {MAX_OPEN_SHARDS} it used last, "
                 "so send this work to it (its HTTP API or UI) or stop it first")
-    return f"{why}; wait for it to finish, or serve every reader and writer from one `facet serve`"
+    return (f"{why}; wait for it to finish, or serve every reader and writer from one `facet serve` "
+            "(from a web app's several workers: run one `facet serve` and use "
+            "FacetRetriever(base_url=...) or the HTTP API from each)")
 
 
 def point_id(doc_id: str, chunk_no: int) -> str:
@@ -647,6 +649,18 @@ class _FolderLocks:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
+    def forget_in_child(self) -> None:
+        """In a forked child: the locks are the parent's (its stores hold those shards open),
+        so the child must not count them as its own, or a store it opens would load a shard
+        the parent has open. Its copies of the descriptors are closed, never unlocked: an
+        ``flock`` belongs to the open file description, which the parent's descriptor keeps
+        (``LOCK_UN`` on a copy would have let go of the parent's lock)."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        held, self._held = self._held, {}
+        for fd, _ in held.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
 
 def _unwritable(folder: Path, error: OSError, path: Path | None = None) -> StoreUnavailableError:
     """The error for a file of an embedded store's ``folder`` that cannot be written (``path``:
@@ -720,6 +734,8 @@ def _read_holder(path: Path) -> dict[str, object]:
 
 
 _LOCKS = _FolderLocks()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_LOCKS.forget_in_child)
 
 
 class _ShardGate:
