@@ -49,6 +49,11 @@ NOT_IN_COLLECTION = ("none of the judged documents is in the collection — inde
                      "corpus?")
 
 
+# Of the documents an embedder has no vectors of: only its dense searches miss them.
+DENSE_ONLY = ("dense searches cannot find them (hybrid ones find them by their words only, lexical "
+              "ones as any other)")
+
+
 def parse_modes(values: Sequence[str] | None) -> list[str]:
     """``--mode`` values (repeatable, each possibly comma-separated) as a list of distinct
     search modes in the order given; ``["auto"]`` for none.
@@ -230,7 +235,7 @@ class CollectionReport:
         if not self.vectors_missing:
             return None
         return (f"{self.vectors_missing:,} of the {self.documents:,} documents have no {self.embedder!r} "
-                "vectors, so its searches cannot find them: these scores are not comparable with a "
+                f"vectors, so its {DENSE_ONLY}: these scores are not comparable with a "
                 "complete embedder's")
 
     def to_dict(self) -> dict[str, Any]:
@@ -304,15 +309,20 @@ def evaluate_collection(
     missing = 0 if vector is None else int(info.vectors_missing.get(vector, 0))
     if missing and warn is not None:
         warn(f"warning: {missing:,} of the {info.documents_indexed:,} documents of collection {collection!r} "
-             f"have no {vector!r} vectors (an embedder added part-way, or stopped), so its searches cannot "
-             "find them: these scores are not comparable with a complete embedder's")
+             f"have no {vector!r} vectors (an embedder added part-way, or stopped), so its {DENSE_ONLY}: "
+             "these scores are not comparable with a complete embedder's")
     if len(present) < len(judged) and warn is not None:
-        without = (f"; {len(indexed) - len(present)} more are in it without {vector!r} vectors"
-                   if len(present) < len(indexed) else "")
+        # Those without the embedder's vectors are still found by words: only dense searches
+        # miss them (a lexical run's Recall was 100 beside this warning's "not found").
+        others = ([f"the {len(judged) - len(indexed)} not in it count as not found"]
+                  if len(indexed) < len(judged) else []) + (
+            [f"the {len(indexed) - len(present)} in it without {vector!r} vectors count as not found "
+             "by dense searches (hybrid ones find them by their words only, lexical ones as any other)"]
+            if len(present) < len(indexed) else [])
         warn(f"warning: only {len(present)} of the {len(judged)} judged documents are in collection "
              f"{collection!r}{f' with {vector!r} vectors' if vector is not None else ''} (coverage "
-             f"{100 * len(present) / len(judged):.1f}%{without}); the others count as not found, so the "
-             "scores are lower than the index's own")
+             f"{100 * len(present) / len(judged):.1f}%); {'; '.join(others)}, so the scores are lower "
+             "than the index's own")
     start = time.perf_counter()
     results: list[ModeResult] = []
     notes: dict[str, None] = {}
@@ -383,7 +393,8 @@ def summary(report: CollectionReport) -> str:
     per = "grouped by document" if report.grouped else "per chunk"
     instr = f"instruction {report.instruction!r}" if report.instruction else "no instruction"
     missing = report.missing_text()
-    findable = "in it" if report.embedder is None else f"{report.embedder} can find"
+    # (Its dense searches: hybrid and lexical ones find the others by their words.)
+    findable = "in it" if report.embedder is None else f"{report.embedder}'s dense searches can find"
     return (f"collection {report.collection!r} ({report.documents} documents, {report.chunk_size}-token "
             f"chunks), {embedder_text(report)}, on beir:{report.folder}@{report.split}: {report.queries} "
             f"queries, results {per}, {instr}; {report.judged_present} of {report.judged_documents} judged "

@@ -290,10 +290,16 @@ def backend_mismatch(name: str, recorded: str, in_use: str, *, held: bool | None
             f"{_store_label(in_use)}")
 
 
-def points_missing_text(points: int, chunks: int) -> str:
+def points_missing_text(points: int, chunks: int, stopped_removal: str | None = None) -> str:
     """What is said of a collection whose store holds fewer points than it has chunks
-    (``CollectionInfo.points_missing``): how many are missing, the likely why, what writes them."""
+    (``CollectionInfo.points_missing``): how many are missing, the likely why, what writes them.
+    ``stopped_removal``: where its newest job is a removal that stopped part-way
+    (``stopped_removal_text``), that is the why, and running it again is what to do: `facet
+    index` of its sources wrote back the documents being removed."""
     missing = chunks - points
+    if stopped_removal is not None:
+        return (f"{points:,} point{'' if points == 1 else 's'} for {chunks:,} chunks: "
+                f"{stopped_removal}")
     return (f"{points:,} point{'' if points == 1 else 's'} for {chunks:,} chunks: the vectors of "
             f"{missing:,} chunk{'' if missing == 1 else 's'} are missing from the store (restored "
             "from another time than the database?), and searches cannot find them; index its "
@@ -349,6 +355,9 @@ class CollectionInfo:
         default_embedder: the embedder (vector name) a search naming none uses: the one
             FACET_DEFAULT_EMBEDDER names, else the first added; one with vectors of every
             document where that one lacks some. None for a collection of no embedder.
+        stopped_removal: where points are missing and its newest job is a removal that
+            stopped part-way (interrupted or failed), that removal and the command that
+            finishes it (not `facet index`, which adds its documents back); else None.
     """
 
     name: str
@@ -419,6 +428,11 @@ class CollectionInfo:
     # Nothing said which, and the listing named the embedders in the order added. None for a
     # collection of no embedder.
     default_embedder: str | None = None
+    # Where its newest job is a removal that stopped part-way (``stopped_removal_text``): that
+    # removal and the command that finishes it; else None. Its deleted points read as missing
+    # from the store, and the advice there, `facet index` of its sources, added back the
+    # documents being removed.
+    stopped_removal: str | None = None
 
     @property
     def store_note(self) -> str | None:
@@ -429,7 +443,7 @@ class CollectionInfo:
         if self.store_unreadable is not None:
             return f"store files unreadable: {self.store_unreadable}"
         if self.points_missing > 0 and self.points is not None:
-            return points_missing_text(self.points, self.chunks)
+            return points_missing_text(self.points, self.chunks, self.stopped_removal)
         if self.store_in_use is not None:
             return ("not in the vector store in use: "
                     + backend_mismatch(self.name, self.backend, self.store_in_use,
@@ -630,20 +644,65 @@ def is_removal(job: md.IndexJob) -> bool:
     return (job.source or "").startswith(REMOVAL_PREFIX)
 
 
+# The kind of the job-error rows that record each key a removal of several keys was given
+# (``IndexService.remove_documents``): its ``source`` names only the first ("remove: KEY and 2
+# more"), and the hint to run it again asked for "all 3 keys it was given" that only the caller
+# knew. `facet jobs ID` and ``GET /jobs/{id}`` list them ("removing: KEY: ...").
+REMOVAL_KEY_KIND = "removing"
+# How many of a stopped removal's keys its rerun hint names in its command (the rest: `facet
+# jobs ID` lists them).
+REMOVAL_KEYS_SHOWN = 5
+
+
+def removal_keys(job: md.IndexJob) -> list[str]:
+    """The keys a removal job was given, as its job-error rows of kind ``REMOVAL_KEY_KIND``
+    record them (a removal of several keys since 2026-11-30); empty where none are recorded
+    (one key, named by its ``source``, or an older Facet's removal)."""
+    try:
+        return [e.document_key for e in job.errors if e.kind == REMOVAL_KEY_KIND]
+    except SQLAlchemyError:  # a hint only: the source names the first key
+        return []
+
+
 def removal_rerun_hint(job: md.IndexJob, *, started: bool = True) -> str:
     """What to do after a removal job stopped before it finished: run the same removal
     again (its keys are all still known: the metadata rows go last, in one commit).
-    ``started``: it may have removed part (its points); else it removed nothing."""
+    ``started``: it may have removed part (its points); else it removed nothing. The keys
+    recorded on the job (``removal_keys``) are named, the first ``REMOVAL_KEYS_SHOWN``."""
     named = (job.source or "").removeprefix(REMOVAL_PREFIX)
     match = re.fullmatch(r"(.*) and (\d+) more", named, re.S)
     key, more = (match.group(1), int(match.group(2))) if match else (named, 0)
+    recorded = removal_keys(job) if more else []
+    keys = recorded[:REMOVAL_KEYS_SHOWN] or [key]
     name = job.collection.name
-    command = f"facet delete {shlex.quote(name)} --document {shlex.quote(key)}"
+    command = (f"facet delete {shlex.quote(name)} "
+               + " ".join(f"--document {shlex.quote(k)}" for k in keys))
     route = f"DELETE /collections/{urllib.parse.quote(name, safe='')}/documents?key=…"
-    others = f" with all {more + 1} keys it was given" if more else ""
+    total = len(recorded) or more + 1
+    listed = (f" (`facet jobs {job.id}` lists them all)" if total > len(keys) and recorded
+              else "")
+    others = f" with all {total} keys it was given{listed}" if more else ""
+    more = total - len(keys)
     done = ("the removal may be partly done (its documents' points gone, their rows kept)"
             if started else "nothing was removed")
-    return f"{done}; run `{command}{' …' if more else ''}` ({route}) again{others}"
+    return f"{done}; run `{command}{' …' if more > 0 else ''}` ({route}) again{others}"
+
+
+def stopped_removal_text(session: Session, collection_id: int) -> str | None:
+    """Where the collection's newest job is a removal that stopped part-way (interrupted or
+    failed: its points deleted, its documents' rows kept), that removal and its rerun hint
+    (``removal_rerun_hint``); else None. The points it deleted read as "missing from the
+    store", and the advice there (`facet index` of its sources) added back the documents being
+    removed."""
+    J = md.IndexJob
+    job = session.scalars(select(J).where(J.collection_id == collection_id)
+                          .order_by(J.id.desc()).limit(1)).first()
+    if job is None or not is_removal(job) or effective_state(job)[0] not in ("interrupted",
+                                                                              "failed"):
+        return None
+    rerun = removal_rerun_hint(job).split("; ", 1)[-1]
+    return (f"a removal (job {job.id}) stopped part-way, after it deleted the vectors of the "
+            f"documents it removes and before their rows; {rerun} to finish it")
 
 
 def stopped_before_interrupted_existed(job: md.IndexJob) -> bool:
@@ -1226,7 +1285,8 @@ class CollectionService:
             lexical_note=lexical_note, open_in=open_in,
             disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
             store_damaged=damaged, store_unreadable=unreadable, points_missing=points_missing,
-            store_in_use=store_in_use)
+            store_in_use=store_in_use,
+            stopped_removal=stopped_removal_text(session, coll.id) if points_missing else None)
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.

@@ -62,6 +62,7 @@ from app.errors import (
 from app.files import expand_user
 from app.services import leases
 from app.services.collections import (
+    REMOVAL_KEY_KIND,
     REMOVAL_PREFIX,
     UnrecordedEnd,
     follow_hint,
@@ -1969,6 +1970,13 @@ class IndexService:
             job = md.IndexJob(collection_id=coll.id, source=removal_source(keys),
                               embedder=embedder, pid=os.getpid(), host=leases.HOST,
                               runner="inline", state="queued")
+            if len(keys) > 1:
+                # Its source names only the first key ("remove: KEY and 2 more"): each is
+                # recorded, so that a removal stopped part-way can be run again with all of
+                # them (``removal_rerun_hint``) by a caller that no longer has its request.
+                job.errors.extend(md.JobError(document_key=key, kind=REMOVAL_KEY_KIND,
+                                              message="one of the keys this removal was given")
+                                  for key in keys)
             session.add(job)
             session.commit()
             job_id, coll_id = job.id, coll.id
@@ -3403,7 +3411,9 @@ class IndexService:
             # It keeps its indexed version (``note_document_error``): the error line said only
             # what was wrong ("is empty: no text to index"), and the old text stayed found.
             message = kept_version_message(message, coll.name, entry.key)
-        elif row is None and holds_no_records(entry):
+        elif (row is None or row.status == "error") and holds_no_records(entry):
+            # (Its failed row of the file's key, which the first such run made: every run after
+            # said only "is empty: no records to index", the records still searchable.)
             D = md.Document
             records = list(session.scalars(select(D.key).where(
                 D.collection_id == coll.id, D.source == entry.source, D.status == "indexed")

@@ -45,7 +45,12 @@ from app.errors import (
     UnknownModelError,
 )
 from app.services import leases
-from app.services.collections import default_vector, effective_state, points_missing_text
+from app.services.collections import (
+    default_vector,
+    effective_state,
+    points_missing_text,
+    stopped_removal_text,
+)
 from app.services.context import ServiceContext
 from app.text import check_text_encodable
 from embedders import scripts
@@ -934,8 +939,9 @@ class SearchService:
         self._sources: dict[str, dict[str, str]] = {}  # collection -> vector name -> what loads it
         self._stamps: dict[str, tuple[Any, ...]] = {}  # collection -> _stamp the above were read at
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
-        # collection -> (when counted, its store's points, its chunks): ``_points_missing_note``
-        self._point_counts: dict[str, tuple[float, int, int]] = {}
+        # collection -> (when counted, its store's points, its chunks, a stopped removal's
+        # ``stopped_removal_text``): ``_points_missing_note``
+        self._point_counts: dict[str, tuple[float, int, int, str | None]] = {}
         self.fusion = HYBRID_FUSION
         self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
 
@@ -1513,15 +1519,18 @@ class SearchService:
                     if current is not None and current.alive():
                         return None
                     chunks = md.count_chunks(session, coll.id)
-                points = self.store.count(collection)
+                    points = self.store.count(collection)
+                    # A removal stopped part-way deleted them: finishing it is the advice (the
+                    # general one, `facet index`, added back the documents being removed).
+                    removal = stopped_removal_text(session, coll.id) if points < chunks else None
             except (SQLAlchemyError, StoreError):  # a note only: the search's answer stands
                 return None
-            kept = (now, points, chunks)
+            kept = (now, points, chunks, removal)
             self._point_counts[collection] = kept
-        _, points, chunks = kept
+        _, points, chunks, removal = kept
         if points >= chunks:
             return None
-        return f"collection {collection!r}: {points_missing_text(points, chunks)}"
+        return f"collection {collection!r}: {points_missing_text(points, chunks, removal)}"
 
     def _field_values(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
         """A value some document of ``collection`` holds in each metadata field that ``filters``

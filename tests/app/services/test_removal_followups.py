@@ -68,8 +68,9 @@ def test_a_removal_stopped_by_ctrl_c_is_interrupted_with_the_removal_hint(make_c
     [job] = [j for j in CollectionService(ctx).jobs("ten") if j.source.startswith("remove: ")]
     assert job.state == "interrupted"
     assert "facet index" not in (job.message or ""), job.message
-    assert (f"run `facet delete ten --document {files[0]} …` (DELETE /collections/ten/documents?key=…) "
-            "again with all 3 keys it was given") in (job.message or ""), job.message
+    assert (f"run `facet delete ten --document {files[0]} --document {files[1]} --document {files[2]}` "
+            "(DELETE /collections/ten/documents?key=…) again with all 3 keys it was given"
+            ) in (job.message or ""), job.message
 
 
 def test_the_refusal_during_a_job_of_this_process_names_it(make_ctx, tmp_path) -> None:
