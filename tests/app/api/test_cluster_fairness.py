@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,18 +40,29 @@ def _texts(n: int, tag: str) -> list[str]:
             for i in range(n)]
 
 
-def test_clusterings_past_the_turns_are_refused_at_once_with_retry_after(facet, monkeypatch) -> None:
-    """One clustering running and none allowed to wait: another is a 429 at once (it waited
-    for a pool thread, then ran); a search meanwhile is answered."""
-    entered, release = threading.Event(), threading.Event()
+def _hold_clusterings(facet: Facet, monkeypatch: pytest.MonkeyPatch, entered: Any,
+                      wait_s: float) -> threading.Event:
+    """Make each clustering of ``facet`` tell ``entered`` (an Event's set, a Semaphore's
+    release) once it runs, then wait for the Event returned (at most ``wait_s``) before it
+    clusters: turns held as long as a test needs."""
+    release = threading.Event()
     real = facet.cluster
+    tell = entered.set if isinstance(entered, threading.Event) else entered.release
 
     def held(request: Any, progress: Any = None) -> Any:
-        entered.set()
-        release.wait(timeout=10)
+        tell()
+        release.wait(timeout=wait_s)
         return real(request, progress)
 
     monkeypatch.setattr(facet, "cluster", held)
+    return release
+
+
+def test_clusterings_past_the_turns_are_refused_at_once_with_retry_after(facet, monkeypatch) -> None:
+    """One clustering running and none allowed to wait: another is a 429 at once (it waited
+    for a pool thread, then ran); a search meanwhile is answered."""
+    entered = threading.Event()
+    release = _hold_clusterings(facet, monkeypatch, entered, 10)
     body = {"instruction": "What is asked?", "texts": _texts(6, "held"), "k": 2}
     app = create_app(facet)
     with TestClient(app) as client:
@@ -77,16 +89,8 @@ def test_clusterings_past_the_turns_are_refused_at_once_with_retry_after(facet, 
 
 def test_waiting_clusterings_hold_no_thread_of_the_pool(facet, monkeypatch) -> None:
     """More clusterings than the pool has threads (40): a sync route still gets a thread."""
-    release = threading.Event()
     entered = threading.Semaphore(0)
-    real = facet.cluster
-
-    def held(request: Any, progress: Any = None) -> Any:
-        entered.release()
-        release.wait(timeout=20)
-        return real(request, progress)
-
-    monkeypatch.setattr(facet, "cluster", held)
+    release = _hold_clusterings(facet, monkeypatch, entered, 20)
     body = {"instruction": "What is asked?", "texts": _texts(4, "pool"), "k": 2}
     answers: list[int] = []
     app = create_app(facet)
@@ -191,3 +195,45 @@ def test_a_full_queue_says_retry_after_from_the_queued_work(minilm) -> None:
         encoder.submit(["y" * 100] * 50, embedder="minilm", role="query")
     # 100 texts of 116 padded characters: 11.6 s queued; 30 of them must leave first.
     assert refused.value.retry_after_s == pytest.approx(11.6 * 30 / 100)
+
+
+def test_cheap_mistakes_are_refused_before_the_wait_for_a_turn(facet, monkeypatch) -> None:
+    """``POST /cluster`` says a cheap mistake (a model name not served, an explainer not
+    served, an unknown collection) at once, not after waiting for a clustering turn: a typo
+    waited 11.7 s behind four running clusterings before its 404 (35 s with 34 queued), or was
+    refused 429 as if the server were busy."""
+    entered = threading.Event()
+    release = _hold_clusterings(facet, monkeypatch, entered, 10)
+    texts = [f"message {i}: the customer asks about card {i % 3}" for i in range(6)]
+    body = {"instruction": "What is asked?", "texts": texts, "k": 2}
+    app = create_app(facet)
+    with TestClient(app) as client:
+        app.state.cluster_turns = server._ClusterTurns(running=1, waiting=0)
+        first: list[Any] = []
+        runner = threading.Thread(target=lambda: first.append(client.post("/cluster", json=body)))
+        runner.start()
+        try:
+            assert entered.wait(timeout=30)
+            t0 = time.perf_counter()
+            answers = {
+                "embedder": client.post("/cluster", json=body | {"embedder": "nosuch"}),
+                "explainer": client.post("/cluster", json=body | {"explainer": "nosuch"}),
+                "collection": client.post("/cluster", json={"instruction": "What is asked?",
+                                                            "collection": "nosuch"}),
+            }
+            took = time.perf_counter() - t0
+        finally:
+            release.set()
+            runner.join(timeout=60)
+    for param, answer in answers.items():
+        assert answer.status_code == 404, (param, answer.status_code, answer.text)
+        assert answer.json()["error"]["param"] == param, answer.text
+    assert took < 5, took
+    assert first and first[0].status_code == 200, first
+
+
+def test_the_openapi_429_of_cluster_names_the_turns(facet) -> None:
+    with TestClient(create_app(facet)) as client:
+        spec = client.get("/openapi.json").json()
+    said = spec["paths"]["/cluster"]["post"]["responses"]["429"]["description"]
+    assert "clustering turns are full" in said and "FACET_MAX_PENDING_TEXTS" in said, said

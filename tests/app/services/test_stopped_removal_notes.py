@@ -1,14 +1,13 @@
-"""Fixes of the nineteenth verification round: a removal stopped part-way read, in the listing
-and a search's note, as a store "restored from another time" whose advice (`facet index`) added
-back the documents being removed; its rerun hint asked for "all 6 keys it was given" that its
-job row did not record; an emptied jsonl said its records were kept only the first time; and
-`facet eval --collection` said documents without the embedder's vectors "count as not found"
-where only dense searches miss them. Real minilm, real SQLite, Qdrant edge."""
+"""A removal stopped part-way read, in the listing and a search's note, as a store "restored
+from another time" whose advice (`facet index`) added back the documents being removed; its
+rerun hint asked for "all 6 keys it was given" that its job row did not record; an emptied
+jsonl said its records were kept only the first time; and `facet eval --collection` said
+documents without the embedder's vectors "count as not found" where only dense searches miss
+them. Real minilm, real SQLite, Qdrant edge."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +23,6 @@ from indexer import metadata as md
 
 TOPICS = ["bank card", "mortgage rate", "weather forecast", "football match", "python code",
           "cooking pasta", "train delay", "hotel booking"]
-
-
-@pytest.fixture
-def make_ctx(minilm, tmp_path: Path) -> Iterator[Callable[..., ServiceContext]]:
-    opened: list[ServiceContext] = []
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-
-    def make(**fields: Any) -> ServiceContext:
-        fields.setdefault("data_dir", tmp_path / "data")
-        fields.setdefault("chunk_tokens", 64)
-        fields.setdefault("chunk_overlap", 8)
-        ctx = ServiceContext(FacetSettings(**fields), embedders=cache)
-        opened.append(ctx)
-        return ctx
-
-    yield make
-    for ctx in opened:
-        ctx.close()
 
 
 def _stopped_removal(make_ctx, tmp_path: Path, n: int, removed: int,
