@@ -79,13 +79,6 @@ def settings(tmp_path: Path) -> FacetSettings:
 
 
 @pytest.fixture
-def cache(minilm) -> EmbedderCache:
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    return cache
-
-
-@pytest.fixture
 def notes(tmp_path: Path) -> Path:
     root = tmp_path / "notes"
     root.mkdir()
