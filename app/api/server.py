@@ -412,20 +412,28 @@ async def _cluster_unless_disconnected(request: Request, turns: _ClusterTurns,
             return await asyncio.to_thread(run, step)
 
     task = asyncio.ensure_future(work())
+    if not await _client_left(request, task):
+        return task.result()
+    stop.set()
+    if not started:
+        task.cancel()  # still waiting for its turn: no thread to stop
+    # A running one ends at its next step; its turn is kept until it has.
+    with contextlib.suppress(asyncio.CancelledError, _Stopped):
+        await task
+    logger.info("a client disconnected: its clustering was %s",
+                "stopped" if started else "dropped before it started")
+    return None
+
+
+async def _client_left(request: Request, task: asyncio.Future[Any]) -> bool:
+    """Wait for ``task`` to end, polling every ``DISCONNECT_POLL_S`` whether the client is still
+    there: True where it disconnected first (``task`` still going), False once ``task`` ended."""
     while True:
         done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
         if done:
-            return task.result()
+            return False
         if await request.is_disconnected():
-            stop.set()
-            if not started:
-                task.cancel()  # still waiting for its turn: no thread to stop
-            # A running one ends at its next step; its turn is kept until it has.
-            with contextlib.suppress(asyncio.CancelledError, _Stopped):
-                await task
-            logger.info("a client disconnected: its clustering was %s",
-                        "stopped" if started else "dropped before it started")
-            return None
+            return True
 
 
 async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
@@ -433,16 +441,13 @@ async def _unless_disconnected(request: Request, work: Coroutine[Any, Any, T]) -
     its pieces still queued are dropped (a client that gave up on 512 texts kept the model
     thread busy with them for minutes)."""
     task = asyncio.ensure_future(work)
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
-        if done:
-            return task.result()
-        if await request.is_disconnected():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            logger.info("a client disconnected: its encoding was cancelled")
-            return None
+    if not await _client_left(request, task):
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    logger.info("a client disconnected: its encoding was cancelled")
+    return None
 
 
 def _texts(value: Any) -> list[str]:
