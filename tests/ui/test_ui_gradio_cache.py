@@ -7,6 +7,7 @@ the server restarted."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -53,7 +54,11 @@ def test_an_indexed_upload_leaves_no_copy_in_gradios_cache(ui_client, ui_server,
     staged = ui_server.data_dir / "uploads" / "cache-letter" / letter.name
     assert staged.read_text() == letter.read_text()  # the collection's copy, read by the job
     cache = Path(gr_utils.get_upload_folder())
-    left = [p for name in (letter.name, photo.name) for p in cache.rglob(name)]
+    # os.walk, not rglob: the cache is shared with other UI servers (another test process's),
+    # whose delete_cache may remove a folder while it is walked (rglob raised
+    # FileNotFoundError there).
+    left = [Path(top, name) for top, _dirs, files in os.walk(cache)
+            for name in (letter.name, photo.name) if name in files]
     assert left == [], f"Gradio's copies left in its cache: {left}"
     assert not cached.parent.exists()  # its hash-named folder went with it
     assert httpx.get(f"{ui_server.ui}gradio_api/file={cached}", timeout=10).status_code in (403, 404)
