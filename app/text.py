@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+import shlex
+import unicodedata
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from app.errors import InvalidRequestError
@@ -117,3 +119,78 @@ def size_text(n: int) -> str:
         if round(value, 1) < 1000:  # not "1000.0 kB"
             return f"{value:.1f} {unit}"
     return f"{value / 1000:.1f} TB"
+
+
+# What a POSIX shell's single quotes cannot show a person: the controls (tab and newline too:
+# a pasted tab is completion, a newline ends the command), the bidi controls (they reorder
+# the line), the line and paragraph separators, and lone surrogates (no UTF-8 can carry them).
+_SHELL_UNSAFE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}\\u2028\\u2029\\ud800-\\udfff]")
+_SHELL_NON_ASCII = re.compile("[^\\x20-\\x7e]")
+# In $'...': a backslash and a single quote are escaped too.
+_SHELL_ESCAPED = {False: re.compile(f"[\\\\'{_SHELL_UNSAFE.pattern[1:-1]}]"),
+                  True: re.compile("[\\\\'\\x00-\\x1f\\x7f-\\U0010ffff]")}
+_DOLLAR_QUOTED = {"\\": "\\\\", "'": "\\'"}
+
+
+def _dollar_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _DOLLAR_QUOTED:
+        return _DOLLAR_QUOTED[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file's name (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if code <= 0x7F:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def shell_word(text: str, *, ascii_only: bool = False) -> str:
+    """``text`` quoted as one word for a POSIX shell, so that pasting it back gives the exact
+    string: ``shlex.quote`` where it holds nothing a terminal would act on or a person could
+    not see (``'/a b.txt'``, ``/plain.txt``), else bash/zsh/ksh ``$'...'`` quoting with
+    ``\\xHH`` / ``\\uHHHH`` escapes (``$'/docs/bell\\x07.txt'``).
+
+    ``printable`` shows such a character as ``\\x07`` too, but ``'/docs/bell\\x07.txt'`` pasted
+    into a shell is a backslash and four characters, a key that does not exist. The result is
+    printable as it is (``printable(shell_word(t)) == shell_word(t)``). A C1 control or bidi
+    control is written ``\\u0085``/``\\u202e`` (``\\x85`` in ``$'...'`` is one byte, not the
+    character's UTF-8).
+
+    ``ascii_only=True``: every non-ASCII character is escaped too, where the difference is in them
+    (``$'re\\u0301sume\\u0301.txt'``, a decomposed ``résumé.txt``)."""
+    unsafe = _SHELL_NON_ASCII if ascii_only else _SHELL_UNSAFE
+    if not unsafe.search(text):
+        return shlex.quote(text)
+    return "$'" + _SHELL_ESCAPED[ascii_only].sub(_dollar_escape, text) + "'"
+
+
+def unicode_twins(wanted: Iterable[str], known: Iterable[str]) -> dict[str, list[str]]:
+    """For each of ``wanted`` that is not in ``known``, the keys of ``known`` it equals but for
+    its Unicode normalization form (``résumé`` typed as one code point each, NFC, where the
+    file's name, from macOS, holds ``e`` + a combining accent, NFD): they print alike, and a
+    refusal that names the key typed reads as if the key were not there. Only those that have
+    such twins are in the result; nothing is normalized to pick one (both forms can be keys of
+    one collection, two files of one folder)."""
+    known = set(known)
+    by_form: dict[str, list[str]] = {}
+    for key in known:
+        by_form.setdefault(unicodedata.normalize("NFC", key), []).append(key)
+    out: dict[str, list[str]] = {}
+    for w in wanted:
+        if w in known:
+            continue
+        twins = sorted(by_form.get(unicodedata.normalize("NFC", w), []))
+        if twins:
+            out[w] = twins
+    return out
+
+
+def unicode_twin_hint(key: str, twins: Sequence[str]) -> str:
+    """The refusal's words for ``key``, which differs from ``twins`` (``unicode_twins``) only
+    in its Unicode normalization form: each twin with its non-ASCII characters escaped (they
+    print alike otherwise), as a word that pastes back exactly (``shell_word(..., ascii_only=True)``).
+    """
+    shown = " or ".join(shell_word(t, ascii_only=True) for t in twins)
+    return (f"{shell_word(key, ascii_only=True)} differs from the key {shown} only in its "
+            "Unicode form (accents composed or decomposed, as in a name from macOS): name that "
+            "key as written here")

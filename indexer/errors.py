@@ -73,9 +73,12 @@ class StoreUnavailableError(StoreError):
 # Here, dependency-free, so that the indexer (which imports nothing of ``app``) uses them too;
 # ``app.settings.mask_passwords`` / ``masked_url`` are these.
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
+# A key-like parameter name; "_" and "-" also percent-encoded ("api%5Fkey" was shown in clear).
+_SEP = r"(?:[_-]|%5[Ff]|%2[Dd])"
+_SECRET_NAME = (rf"(?:[A-Za-z0-9_.-]*{_SEP})?(?:api{_SEP}?key|apikey|key|token|access{_SEP}?token|"
+                r"password|passwd|pwd|secret|auth|authorization|credentials?)")
 _SECRET_PARAM = re.compile(
-    r"([?&;](?:[A-Za-z0-9_.-]*[_-])?(?:api[_-]?key|apikey|key|token|access[_-]?token|password|"
-    r"passwd|pwd|secret|auth|authorization|credentials?)=)"
+    rf"([?&;]{_SECRET_NAME}=)"
     # The value, up to the next parameter or the URL's end (a ":", "," or "." followed by a
     # space, or ending the text, is the message's own).
     r"[^&#;\s'\"]*?(?=[&#;\s'\"]|[:,.)](?:\s|$)|$)", re.IGNORECASE)
@@ -85,6 +88,27 @@ def mask_secrets(text: str) -> str:
     """``text`` with the password of every URL in it, and the value of every key-like query
     parameter (``api_key``, ``token``, ``password``...), as ``***``."""
     return _SECRET_PARAM.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", text))
+
+
+def mask_query(target: str) -> str:
+    """A request target (path and query string, as an access-log line shows it) with the whole
+    value of every key-like query parameter as ``***``: up to the next ``&``, ``;`` or ``#``,
+    quotes and all (``mask_secrets``, made for messages, ends a value at a quote, so
+    ``?api_key=ab'cd`` showed ``cd``), its name also read percent-decoded."""
+    from urllib.parse import unquote_plus
+
+    path, sep, query = target.partition("?")
+    if not sep:
+        return mask_secrets(target)
+    query, hash_, fragment = query.partition("#")
+    parts = re.split(r"([&;])", query)
+    for i in range(0, len(parts), 2):  # the separators are at the odd places
+        name, eq, _ = parts[i].partition("=")
+        # Read as the server reads it ("+" a space, blanks around it dropped): "api_key+=K"
+        # was the parameter "api_key " to the API, and was logged in clear.
+        if eq and re.fullmatch(_SECRET_NAME, unquote_plus(name).strip(), re.IGNORECASE):
+            parts[i] = f"{name}=***"
+    return f"{mask_secrets(path)}?{''.join(parts)}{hash_}{fragment}"
 
 
 def masked_url(url: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
     create_engine,
     delete,
@@ -61,6 +63,24 @@ class Base(DeclarativeBase):
     pass
 
 
+class _StoredInt(TypeDecorator[int]):
+    """An INTEGER column that also reads the BLOB a numpy integer was stored as before
+    2026-11-30 (SQLite kept ``np.int64(100)`` from a notebook's ``IndexOptions`` as its 8 bytes):
+    such a row, left in an upgraded data folder, broke every collection listing (a bytes value
+    in the JSON) and every index run into its collection. Values written are plain ints."""
+
+    impl = Integer
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> int | None:
+        return None if value is None else int(value)
+
+    def process_result_value(self, value: Any, dialect: Any) -> int | None:
+        if isinstance(value, (bytes, memoryview)) and len(value) in (1, 2, 4, 8):
+            return int.from_bytes(bytes(value), sys.byteorder, signed=True)  # as numpy wrote it
+        return value
+
+
 class Collection(Base):
     """A searchable collection; its chunking settings are fixed when it is created."""
 
@@ -69,8 +89,8 @@ class Collection(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True)
     backend: Mapped[str] = mapped_column(String(16))
-    chunk_size: Mapped[int] = mapped_column(Integer)
-    chunk_overlap: Mapped[int] = mapped_column(Integer)
+    chunk_size: Mapped[int] = mapped_column(_StoredInt)
+    chunk_overlap: Mapped[int] = mapped_column(_StoredInt)
     tokenizer: Mapped[str] = mapped_column(String(256))
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # The single-writer lease (app/services/leases.py): which job writes the collection, from

@@ -33,6 +33,11 @@ Decisions on bad input:
   other lines of the file are indexed. JSON nested deeper than Python's json reader goes (its
   recursion limit, about a thousand levels) is such an error too ("nested too deeply to read"),
   for a jsonl line or a whole .json file, not a crash of the run.
+* **A repeated id** in a jsonl/json file: the later record is an error keyed ``path#L<line>``
+  (``path#item<i>``) naming both places and that the first is the one indexed (``_Repeats``).
+* **Metadata** keeps strings, numbers, booleans and lists of them; an object or a list holding
+  objects, lists or null is left out with a warning, once per file per field
+  (``_scalar_metadata``).
 * **Malformed csv rows** are errors keyed ``path#row<n>`` naming their line; the rows after
   them are still read. A field may be as long as the file (a field over the document limit
   is that row's error), not only the csv module's default 128 Ki characters. A quote left open
@@ -54,6 +59,7 @@ import logging
 import math
 import os
 import re
+import stat
 import sys
 import unicodedata
 from collections.abc import Iterator
@@ -190,8 +196,12 @@ def supported_types() -> str:
 
 def display_path(path: Path | str) -> str:
     """``path`` as printable text: a name that is not valid UTF-8 (its bytes arrive as lone
-    surrogates) shows its bad bytes as ``\\xe9`` instead of failing to print or to store."""
-    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+    surrogates) shows its bad bytes as ``\\xe9`` instead of failing to print or to store. A
+    surrogate no file name's bytes give (a JSON ``"\\ud800"``) shows as ``\\ud800``."""
+    try:
+        return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def utf8_name(path: Path | str) -> bool:
@@ -201,9 +211,53 @@ def utf8_name(path: Path | str) -> bool:
     valid UTF-8"."""
     try:
         os.fsencode(str(path)).decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeError:  # (encode: a surrogate no file name's bytes give, "\\ud800")
         return False
     return True
+
+
+def first_bad_name(path: Path) -> Path | None:
+    """The first of ``path``, its folders first, whose own name is not valid UTF-8
+    (``utf8_name``), else None: the one to rename. A file in a folder so named was said to
+    have a bad name itself ("h.txt: its name is not valid UTF-8")."""
+    for part in [*reversed(path.parents), path]:
+        if part.name and not utf8_name(part.name):
+            return part
+    return None
+
+
+# How ``skip_reason`` begins for what could not be read (a folder it cannot list or look
+# into, an entry whose type cannot be read): a sync keeps the documents indexed from there.
+UNREADABLE = "cannot read"
+
+
+def _unreadable_reason(path: Path) -> str | None:
+    """Why ``path`` (left out by ``discover_files``) cannot be read, else None."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"{UNREADABLE} it ({e.strerror or e})"
+    if not stat.S_ISDIR(st.st_mode):
+        try:
+            os.stat(path)  # (a link: what it points to; gone or a loop: a broken link)
+        except PermissionError as e:
+            return f"{UNREADABLE} it ({e.strerror or e})"
+        except OSError:
+            return None
+        return None
+    # A folder (not a link to one) is left out only when it could not be listed or looked into.
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                os.lstat(entry.path)
+                break
+    except OSError as e:
+        why = e.strerror or str(e)
+    else:
+        why = "it could not be listed then"
+    return f"{UNREADABLE} this folder ({why})"
 
 
 def _named_in_utf8(results: Iterator[ParseResult], path: Path) -> Iterator[ParseResult]:
@@ -225,23 +279,43 @@ def _named_in_utf8(results: Iterator[ParseResult], path: Path) -> Iterator[Parse
 
 def skip_reason(path: Path) -> str:
     """Why ``discover_files`` left ``path`` out, for its messages."""
-    if not utf8_name(path):
+    bad = first_bad_name(path)
+    if bad == path:
         return "its name is not valid UTF-8; rename it"
-    if path.is_symlink() and path.is_dir():
-        return "a link to a folder, not followed (index that folder itself)"
-    if path.is_symlink() and not path.exists():
-        return "a broken link"
-    if not path.is_file():
-        return "not a regular file"
+    if bad is not None:
+        return (f"the name of its folder {display_path(bad)} is not valid UTF-8; rename that "
+                "folder")
+    unreadable = _unreadable_reason(path)
+    if unreadable is not None:
+        return unreadable
+    try:
+        if path.is_symlink() and path.is_dir():
+            return "a link to a folder, not followed (index that folder itself)"
+        if path.is_symlink() and not path.exists():
+            return "a broken link"
+        if not path.is_file():
+            return "not a regular file"
+    except OSError as e:  # (changed since it was listed)
+        return f"{UNREADABLE} it ({e.strerror or e})"
     return f"unsupported type {path.suffix or '(none)'!r}"
 
 
 def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
     """``discover``, and what it left out (sorted; hidden ones are not listed): files of
-    unsupported types, names that are not valid UTF-8, links to folders (not followed) and
-    broken links (``skip_reason`` says which). Hidden folders are not walked at all. Raises
-    as ``discover``."""
-    if not source.exists():
+    unsupported types, names that are not valid UTF-8 (a folder so named once, not walked),
+    links to folders (not followed), broken links, what is not a regular file (a fifo, also
+    given as ``source``) and what cannot be read: a folder it cannot list or look into (no
+    ``r`` or no ``x`` permission), listed once and not walked, or a link whose target cannot
+    be read (``skip_reason`` says which; ``UNREADABLE`` begins the reason of those). Hidden
+    folders are not walked at all. Raises as ``discover``; ``UnsupportedSourceError`` too for
+    a ``source`` that cannot be looked at (in a folder without ``x`` permission)."""
+    try:
+        exists = source.exists()
+    except OSError as e:  # (pathlib raised EACCES: a traceback)
+        raise UnsupportedSourceError(
+            f"cannot read {display_path(source)} ({e.strerror or e}); make it (and its "
+            "folders) readable") from None
+    if not exists:
         raise SourceNotFoundError(
             f"{source} does not exist; pass a folder, a file "
             f"({', '.join(sorted(SUPPORTED_SUFFIXES))}) or a BEIR corpus.jsonl"
@@ -253,24 +327,80 @@ def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
                 f"supported: {supported_types()}"
             )
         return [source.resolve()], []
+    if not source.is_dir():  # a fifo, a socket: walked as a folder, "0 documents", no word
+        return [], [source.resolve()]
     files: list[Path] = []
     skipped: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(source.resolve()):
+
+    def unlisted(e: OSError) -> None:  # a folder os.walk cannot list: it skipped it unsaid
+        if e.filename is not None:
+            skipped.append(Path(os.fsdecode(e.filename)))
+
+    for dirpath, dirnames, filenames in os.walk(source.resolve(), onerror=unlisted):
         here = Path(dirpath)
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        # os.walk lists a link to a folder among the folders and does not enter it.
-        skipped.extend(here / d for d in dirnames if (here / d).is_symlink())
-        for name in filenames:
-            if name.startswith("."):
-                continue
-            path = here / name
-            if not utf8_name(path) or not path.is_file():
-                skipped.append(path)  # a name that cannot be stored, a broken link, a fifo
-            elif path.suffix.lower() in SUPPORTED_SUFFIXES:
-                files.append(path)
-            else:
-                skipped.append(path)
+        try:
+            found, left, walked = _folder_entries(here, dirnames, filenames)
+        except OSError:
+            # Its entries' types cannot be read (no ``x`` permission): is_file() raised EACCES,
+            # a traceback. Left out whole, once, as a folder it cannot list.
+            dirnames[:] = []
+            skipped.append(here)
+            continue
+        dirnames[:] = walked
+        files.extend(found)
+        skipped.extend(left)
     return sorted(files), sorted(skipped)
+
+
+def _folder_entries(here: Path, dirnames: list[str],
+                    filenames: list[str]) -> tuple[list[Path], list[Path], list[str]]:
+    """One folder of ``discover_files``' walk: its files to parse, what it leaves out, and the
+    subfolders to walk. Raises ``OSError`` where an entry cannot even be looked at (``lstat``:
+    the folder has no ``x`` permission)."""
+    found: list[Path] = []
+    left: list[Path] = []
+    walked: list[str] = []
+    for d in dirnames:
+        if d.startswith("."):
+            continue
+        path = here / d
+        if _lstat(path) is None:
+            continue
+        # os.walk lists a link to a folder among the folders and does not enter it; a folder
+        # whose name is not UTF-8 is named once (the one to rename), not each file in it.
+        if path.is_symlink() or not utf8_name(d):
+            left.append(path)
+        else:
+            walked.append(d)
+    for name in filenames:
+        if name.startswith("."):
+            continue
+        path = here / name
+        st = _lstat(path)
+        if st is None:
+            continue
+        mode = st.st_mode
+        if not utf8_name(path):
+            left.append(path)  # a name that cannot be stored
+            continue
+        try:
+            regular = stat.S_ISREG(mode) or (stat.S_ISLNK(mode) and path.is_file())
+        except OSError:  # a link whose target cannot be looked at
+            regular = False
+        if regular and path.suffix.lower() in SUPPORTED_SUFFIXES:
+            found.append(path)
+        else:
+            left.append(path)  # unsupported, a broken link, a fifo, unreadable
+    return found, left, walked
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    """``os.lstat(path)``; None where it is gone since it was listed. Raises ``OSError``
+    otherwise (``EACCES``: its folder has no ``x`` permission)."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
 
 
 def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -1075,12 +1205,43 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
         return
     if not data:
         yield DocumentError(str(path), str(path), f"{path} is an empty list: no records to index")
+    noted: set[tuple[str, str]] = set()
+    repeats = _Repeats(path)
     for i, record in enumerate(data):
         if not isinstance(record, dict):
             yield DocumentError(f"{path}#item{i}", str(path),
                                 f"{path}: item {i} is {type(record).__name__}, expected an object")
             continue
-        yield _record_document(path, record, f"item{i}", max_bytes, [], text_column)
+        doc = _record_document(path, record, f"item{i}", max_bytes, [], text_column, noted)
+        yield repeats.check(doc, f"item{i}", f"item {i}", f"{path}: item {i}")
+
+
+class _Repeats:
+    """The ids a jsonl/json file gave so far, and where: a record whose id an earlier record of
+    the file has is that line's error, keyed ``path#L<line>`` (``path#item<i>``), naming both
+    places and which was kept (the first). The indexer's own check, which this one comes
+    before, said only "duplicate document id 'd1' in f.jsonl: the file repeats it", naming
+    neither line. (A csv's repeated id is still the indexer's.)"""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.first: dict[str, tuple[str, bool]] = {}  # id -> (where it was, whether indexed)
+
+    def check(self, doc: ParseResult, where: str, place: str, prefix: str) -> ParseResult:
+        fallback = f"{self.path}#{where}"
+        if doc.key == fallback:  # no id: keyed by its place, which no other record has
+            return doc
+        first = self.first.get(doc.key)
+        if first is None:
+            self.first[doc.key] = (place, isinstance(doc, ParsedDocument))
+            return doc
+        at, kept = first
+        kept_words = (f"the record of {at} is the one indexed (the first wins), not this one"
+                      if kept else "that record is an error (not indexed), and this one is "
+                                   "not indexed either")
+        return DocumentError(fallback, str(self.path),
+                             f"{prefix}: duplicate id {doc.key!r}: {at} has it too; {kept_words} "
+                             f"({place}); give each record an id of its own")
 
 
 def _too_deep_json() -> str:
@@ -1110,12 +1271,21 @@ def _unstorable(value: Any) -> str | None:
     return None
 
 
-def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> tuple[dict[str, Any], list[str]]:
-    """The record's scalar fields (and lists of scalars) as metadata, and why any field that
-    is one was not kept (NaN or Infinity, which Python's json writes by default, and broken
-    escapes stop the store and the database)."""
+def _scalar_metadata(record: dict[str, Any], skip: set[str],
+                     noted: set[tuple[str, str]] | None = None
+                     ) -> tuple[dict[str, Any], list[str], set[tuple[str, str]]]:
+    """The record's scalar fields (and lists of scalars) as metadata, why any other field was
+    not kept, and the (field, reason) pairs said. A value is kept when it is a string, a number
+    or a boolean, or a list of those (empty included); null is no value (the field is left out
+    without a word). Not kept, with a warning: an object, a list holding an object, a list or
+    null, NaN or Infinity (which Python's json writes by default) and a broken escape (these
+    stop the store and the database). Objects and nested lists were dropped without a word, and
+    a filter on them then said only "no document has a field". ``noted``: the (field, reason)
+    pairs of objects and nested lists already said for this file, not said again (NaN and a
+    broken escape are said of each record: they are a value's, not the field's shape)."""
     meta: dict[str, Any] = {}
     dropped: list[str] = []
+    said: set[tuple[str, str]] = set()
     for k, v in record.items():
         if k in skip or v is None:
             continue
@@ -1124,10 +1294,27 @@ def _scalar_metadata(record: dict[str, Any], skip: set[str]) -> tuple[dict[str, 
             why = _unstorable(v) or _unstorable(str(k))
             if why is None:
                 meta[str(k)] = v
-            else:
-                dropped.append(f"metadata field {str(k).encode('utf-8', 'backslashreplace').decode()!r} "
-                               f"not kept: {why}")
-    return meta, dropped
+                continue
+        else:  # said once per file (the shape of a field is the same record after record)
+            why = _not_flat(v)
+            if noted is not None and (str(k), why) in noted:
+                continue
+            said.add((str(k), why))
+        name = str(k).encode("utf-8", "backslashreplace").decode()
+        dropped.append(f"metadata field {name!r} not kept: {why}")
+    return meta, dropped, said
+
+
+def _not_flat(value: Any) -> str:
+    """Why a JSON object or a list of anything but scalars is not kept as metadata."""
+    if isinstance(value, dict):
+        what = "it is an object"
+    else:
+        held = [n for t, n in ((dict, "objects"), (list, "lists"), (type(None), "null"))
+                if any(isinstance(x, t) for x in value)]
+        what = f"it is a list holding {' and '.join(held)}"
+    return (f"{what} (metadata keeps strings, numbers, booleans and lists of them: flatten it "
+            "or write it as a JSON string; said once per file)")
 
 
 def _named(keys: dict[str, Any], names: tuple[str, ...]) -> Iterator[str]:
@@ -1147,7 +1334,10 @@ _JSON_TYPES = {dict: "object", list: "array", bool: "boolean"}
 
 
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
-                     warnings: list[str], text_column: str | None = None) -> ParseResult:
+                     warnings: list[str], text_column: str | None = None,
+                     noted: set[tuple[str, str]] | None = None) -> ParseResult:
+    """One record as a document. ``noted``: the metadata fields of this file whose shape was
+    already said (``_scalar_metadata``); those said on this record are added to it."""
     fallback_key = f"{path}#{where}"
     if any(not k.isascii() for k in record):
         record = {_nfc(k): v for k, v in record.items()}
@@ -1215,17 +1405,22 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     text = _without_nul(text, f"{path}:{where}: field {text_field!r}", notes)
     title = _without_nul(title, f"{path}:{where}: field {title_field!r}", notes) or None if title else None
     full = f"{title}\n{text}" if title and text.strip() and text_field != title_field else text
-    meta, dropped = _scalar_metadata(record, {text_field, title_field, *(f for f in (id_field,) if f)})
+    meta, dropped, said = _scalar_metadata(record, {text_field, title_field,
+                                                    *(f for f in (id_field,) if f)}, noted)
     doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
                          warnings=[*notes, *(f"{path}:{where}: {d}" for d in dropped)])
     if not text.strip():
         return DocumentError(key, str(path), f"{path}:{where}: record {key!r} has empty text")
+    if noted is not None:  # said on a document that is indexed (not on an error)
+        noted |= said
     return doc
 
 
 def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
                  text_column: str | None = None) -> Iterator[ParseResult]:
     seen = 0
+    noted: set[tuple[str, str]] = set()
+    repeats = _Repeats(path)
     # Lines end at "\n" only: str.splitlines also splits at U+2028, U+0085 ..., which JSON
     # strings may hold raw (json.dumps(..., ensure_ascii=False) writes them so).
     for lineno, line in enumerate(text.split("\n"), start=1):
@@ -1250,7 +1445,8 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
                                 f"{path}:{lineno}: expected a JSON object, got "
                                 f"{type(record).__name__}")
             continue
-        yield _record_document(path, record, where, max_bytes, [], text_column)
+        doc = _record_document(path, record, where, max_bytes, [], text_column, noted)
+        yield repeats.check(doc, where, f"line {lineno}", f"{path}:{lineno}")
     if seen == 0:
         yield DocumentError(str(path), str(path), f"{path} is empty: no records to index")
 
