@@ -18,6 +18,7 @@ Models are loaded once per process by ``EmbedderCache``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -587,6 +588,11 @@ def _validated(texts: Sequence[str], role: Role | str,
         return validate_texts(texts), Role.parse(role), validate_instruction(instruction)
 
 
+# How long a bulk group's last turn is remembered once nothing of it is queued (``_bulk_turn``).
+BULK_TURN_MEMORY_S = 60.0
+_GROUPS: itertools.count[int] = itertools.count()  # bulk request groups (``_Request.group``)
+
+
 @dataclass
 class _Request:
     key: tuple[str, Role, str | None]
@@ -600,6 +606,8 @@ class _Request:
     # The server's own bulk work (queued by ``encode(..., bulk=True)``, which waits for room):
     # not counted against the limit on what clients queue.
     own: bool = False
+    # The pieces of one call share a group; bulk work takes turns between groups.
+    group: int = field(default_factory=lambda: next(_GROUPS))
 
 
 @dataclass
@@ -680,6 +688,14 @@ class BatchingQueryEncoder:
     key not timed yet, the slowest of the embedder's), at least one text; nothing timed yet,
     it is the whole piece.
 
+    Bulk requests take turns: the next piece is that of the request whose pieces have waited
+    longest since one of them went (or since it was queued), so a request is not kept behind
+    every piece of the bulk requests queued before it (a 40-text embed waited 9.9 s behind one
+    2048-text call); an index job's pieces, queued one at a time, take turns with them too.
+    While several requests' pieces wait (an ``encode(..., bulk=True)`` call counting as waiting
+    between its pieces), a turn is one piece (of ``batch_size`` texts); one request alone has
+    its pieces gathered up to ``max_batch_texts``.
+
     Queries go first, but not for ever: bulk work that queries have kept waiting for
     ``bulk_max_delay_ms`` (counted from the first query taken before it, or from its last
     timed piece) goes before the newer queries, one piece (or timed part) at a time; then
@@ -739,6 +755,10 @@ class BatchingQueryEncoder:
         # When queries were first taken ahead of the bulk work waiting now (None: not since a
         # piece of it last went, or none waits).
         self._bulk_passed_over: float | None = None
+        # When a piece of each bulk group waiting now last went (``_bulk_turn``).
+        self._bulk_turns: dict[int, float] = {}
+        # The groups of ``encode(..., bulk=True)`` calls queueing their pieces one at a time.
+        self._queueing: set[int] = set()
         self.stats = BatchStats()
         # Seconds per padded character of each key's recent pieces (model thread only).
         self._rates: OrderedDict[tuple[str, Role, str | None], float] = OrderedDict()
@@ -772,11 +792,14 @@ class BatchingQueryEncoder:
 
     def _submit(self, texts: Sequence[str], *, embedder: str, role: Role | str,
                 instruction: str | None, bulk: bool, wait_for_room: bool,
-                queued: list[_Request] | None = None) -> Future[np.ndarray]:
+                queued: list[_Request] | None = None,
+                group: int | None = None) -> Future[np.ndarray]:
         """``submit``; with ``wait_for_room`` (the server's own bulk work), waiting until the
         queue has room for ``texts`` rather than refusing them (``FacetError`` if the encoder is
         closed meanwhile). ``queued`` gets the requests before they are queued (for ``_wait``
-        to withdraw, even where an interrupt comes before the future is returned)."""
+        to withdraw, even where an interrupt comes before the future is returned). ``group``:
+        the turn-taking group of the requests (``encode``'s pieces, queued one at a time, share
+        one), else a new one."""
         items, role_, instruction_ = _validated(texts, role, instruction)
         key = (embedder, role_, instruction_)
         if not items:
@@ -786,14 +809,16 @@ class BatchingQueryEncoder:
                                             instruction_, self.batch_size))
             return request.future
         order: list[int] | None = None
+        group = next(_GROUPS) if group is None else group
         if len(items) <= self.batch_size:
-            requests = [_Request(key, items, bulk=bulk, own=wait_for_room)]
+            requests = [_Request(key, items, bulk=bulk, own=wait_for_room, group=group)]
         else:
             # A request of more texts than one forward pass is bulk work in pieces, so queries
             # sent meanwhile are served between them (one request of 512 long texts held every
             # search for 90 s); longest first, as one call batches them.
             pieces = longest_first(items, self.batch_size)
-            requests = [_Request(key, [items[i] for i in piece], bulk=True, own=wait_for_room)
+            requests = [_Request(key, [items[i] for i in piece], bulk=True, own=wait_for_room,
+                                 group=group)
                         for piece in pieces]
             order = [i for piece in pieces for i in piece]
             bulk = True
@@ -831,10 +856,11 @@ class BatchingQueryEncoder:
                 texts, embedder=embedder, role=role, instruction=instruction, bulk=False,
                 wait_for_room=False, queued=queued))
         items, _, _ = _validated(texts, role, instruction)
+        group = next(_GROUPS)  # its pieces take turns with others' as one request
         if len(items) <= self.batch_size:
             return self._wait(lambda queued: self._submit(
                 items, embedder=embedder, role=role, instruction=instruction, bulk=True,
-                wait_for_room=True, queued=queued))
+                wait_for_room=True, queued=queued, group=group))
         # One piece queued at a time: a long index batch never fills the queue ahead of others.
         # Each waits for room rather than being refused: a full queue of searches failed the
         # server's own index job (BusyError) where it should only slow it down.
@@ -843,10 +869,18 @@ class BatchingQueryEncoder:
         def queue_piece(piece: list[int]) -> Callable[[list[_Request]], Future[Any]]:
             return lambda queued: self._submit(
                 [items[i] for i in piece], embedder=embedder, role=role, instruction=instruction,
-                bulk=True, wait_for_room=True, queued=queued)
+                bulk=True, wait_for_room=True, queued=queued, group=group)
 
-        # (An exception in one piece's wait ends the loop: no more pieces are queued.)
-        rows = [self._wait(queue_piece(piece)) for piece in pieces]
+        # (An exception in one piece's wait ends the loop: no more pieces are queued.) While it
+        # runs, its group counts as waiting between its pieces (``_take``: others' turns stay
+        # one piece, not gathered while its next piece is being queued).
+        with self._cond:
+            self._queueing.add(group)
+        try:
+            rows = [self._wait(queue_piece(piece)) for piece in pieces]
+        finally:
+            with self._cond:
+                self._queueing.discard(group)
         return _placed(np.concatenate(rows, axis=0), [i for piece in pieces for i in piece])
 
     def _wait(self, queue: Callable[[list[_Request]], Future[Any]]) -> Any:
@@ -1054,7 +1088,7 @@ class BatchingQueryEncoder:
                     return None
                 self._cond.wait()
             queue = self._urgent if urgent_only else self._next_queue()
-            first = queue.popleft()
+            first = self._bulk_turn() if queue is self._bulk else queue.popleft()
             # RUNNING from here on, so a late cancel cannot race the result (setting one on a
             # cancelled future raised in this thread and stopped it); a request cancelled while
             # it waited (its caller went away) is dropped.
@@ -1062,13 +1096,19 @@ class BatchingQueryEncoder:
                 self._drop(first)
                 return []
             batch, size = [first], len(first.texts)
-            if first.work is not None:
+            # Other model work runs alone; so does a piece of bulk work while another request's
+            # pieces wait, each turn one piece: an index job queues one piece at a time, and a
+            # client's turns of two gathered pieces (and its pieces filling the job's turns) left
+            # the job about 7% of the model thread beside four clients, not a fifth.
+            if first.work is not None or (queue is self._bulk and (
+                    any(r.group != first.group for r in self._bulk)
+                    or any(g != first.group for g in self._queueing))):
                 self._left(batch)
                 self._in_flight = size
                 return batch
             deadline = time.perf_counter() + self.max_wait_s
             while size < self.max_batch_texts:
-                size = self._gather(queue, first.key, batch, size)
+                size = self._gather(queue, first, batch, size)
                 remaining = deadline - time.perf_counter()
                 if size >= self.max_batch_texts or remaining <= 0 or self._closed:
                     break
@@ -1092,13 +1132,37 @@ class BatchingQueryEncoder:
             return self._bulk
         return self._urgent
 
+    def _bulk_turn(self) -> _Request:
+        """Take the next piece of bulk work (under the lock; some waits): bulk requests take
+        turns, the one whose pieces waited longest since one of them last went (or since it was
+        queued) goes first. Queue order alone made a request wait for every piece of those
+        queued before it: a 40-text embed waited 9.9 s behind one 2048-text call."""
+        firsts: dict[int, _Request] = {}
+        for request in self._bulk:
+            firsts.setdefault(request.group, request)
+        # A group with nothing queued may queue its next piece soon (``encode``'s pieces go one
+        # at a time): its last turn is kept a while, else that piece would count from when it
+        # was queued, after the other request's latest turn, and wait behind it every time.
+        now = time.perf_counter()
+        for group in [g for g, t in self._bulk_turns.items()
+                      if g not in firsts and now - t > BULK_TURN_MEMORY_S]:
+            del self._bulk_turns[group]  # done, or withdrawn
+        chosen = min(firsts.values(),
+                     key=lambda r: self._bulk_turns.get(r.group, r.queued_at))
+        self._bulk.remove(chosen)
+        self._bulk_turns[chosen.group] = now
+        return chosen
+
     def _done(self) -> None:
         with self._cond:
             self._in_flight = 0
 
-    def _gather(self, queue: deque[_Request], key: tuple[str, Role, str | None],
+    def _gather(self, queue: deque[_Request], first: _Request,
                 batch: list[_Request], size: int) -> int:
-        for request in list(queue):
+        """Add the waiting requests of ``first``'s key to ``batch`` while they fit, those of
+        ``first``'s own call first (another call's bulk pieces fill what is left)."""
+        key = first.key
+        for request in sorted(queue, key=lambda r: r.group != first.group):
             if request.work is None and request.key == key and \
                     size + len(request.texts) <= self.max_batch_texts:
                 queue.remove(request)
