@@ -758,9 +758,13 @@ class Facet:
                          base: Path | str | None = None) -> RemoveReport:
         """Remove documents from a collection by their keys (as ``search`` and ``job`` show
         them: a file's path, a record's id): their vectors, chunks and metadata, recorded as a
-        job (``jobs``). Every key must name a document of the collection, or nothing is removed.
-        The files are not touched: a document whose file is still there comes back with the
-        next index of it (``RemovedDocument.source_exists``).
+        job (``jobs``: its keys are the job's ``removed_keys``, not errors). Every key must name
+        a document of the collection, or nothing is removed (a record file whose records are
+        still indexed is refused as such). The files are not touched, except an upload staged
+        in the collection's upload folder (``upload_folder``, which every upload job indexes
+        whole): it is deleted with its document (``RemovedDocument.source_deleted``). A
+        document whose file is still there comes back with the next index of it
+        (``RemovedDocument.source_exists``).
 
         Args:
             base: the folder a relative path given as a key is read from (a command line's
@@ -796,9 +800,32 @@ class Facet:
                                            base=None if base is None else Path(base))
 
     @_domain_errors
+    def removal_parts(self, collection: str, keys: Sequence[str], *,
+                      base: Path | str | None = None,
+                      skipped: list[str] | None = None) -> list[list[str]]:
+        """``check_removal`` of any number of keys, every one checked at once (nothing
+        removed), split into parts of at most ``MAX_REMOVED_KEYS`` (one ``remove_documents``
+        each, run in order): `facet delete C --documents-from FILE` of 20,000 keys.
+        ``skipped``: a list takes the keys the collection does not hold (removed already, or
+        never there) instead of their refusal (``--missing-ok``); no parts if none is held.
+
+        Raises:
+            as ``check_removal`` does, but for too many keys.
+        """
+        if base is not None and not isinstance(base, str | os.PathLike):
+            raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
+        if skipped is not None and not isinstance(skipped, list):
+            raise InvalidRequestError(f"skipped must be a list or None, got "
+                                      f"{type(skipped).__name__}")
+        return self.indexing.removal_parts(collection, keys,
+                                           base=None if base is None else Path(base),
+                                           skipped=skipped)
+
+    @_domain_errors
     def upload_folder(self, collection: str) -> Path:
         """Where files uploaded into ``collection`` are kept (``DATA_DIR/uploads/NAME``), each
-        upload job indexing the folder; deleting the collection removes it.
+        upload job indexing the folder; deleting the collection removes it, and removing a
+        document staged there (``remove_documents``) deletes its file.
 
         Raises:
             InvalidRequestError: not a valid collection name (checked before any file is put
@@ -888,6 +915,21 @@ class Facet:
     def allowed_models(self) -> list[str]:
         """Embedder names a request from outside may name (see ``allowed_model_names``)."""
         return allowed_model_names(self.settings)
+
+    def recorded_specs(self, collection: str | None, allowed: Sequence[str]) -> list[str]:
+        """The specs ``collection`` recorded for its vectors whose names are in ``allowed``
+        (``minilm[instruction_weight=1]`` for the vector ``minilm``): naming the vector loads
+        that spec already, so an edge may serve the spec by name too (the HTTP API and the UI
+        both do). Empty for no collection, or one that cannot be read (a request naming it
+        says so itself)."""
+        name = (collection or "").strip()
+        if not name:
+            return []
+        try:
+            sources = self.collection(name).sources
+        except FacetError:
+            return []
+        return [spec for vector, spec in sources.items() if vector in allowed]
 
     def readiness(self, *, timeout_s: float = READY_TIMEOUT_S) -> Readiness:
         """Whether this process can serve requests now (a readiness probe: ``GET /ready``),

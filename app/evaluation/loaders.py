@@ -132,10 +132,25 @@ def _read_json(path: Path) -> Any:
         text = raw[start:].decode("utf-8")
     except UnicodeDecodeError as e:
         raise _not_utf8(path, raw.count(b"\n", 0, start + e.start) + 1, start + e.start) from e
+    return _loads(text, path)
+
+
+def _loads(text: str, path: Path, lineno: int | None = None) -> Any:
+    """``text`` (the whole of ``path``, or its line ``lineno``) parsed as JSON.
+
+    Raises:
+        DataError: invalid JSON, or JSON nested too deeply to read (a ``RecursionError``
+            traceback from `facet eval` before), said as `facet cluster` says it
+            (``app.services.clustering.json_too_deep``).
+    """
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(f"{path}, line {e.lineno}: invalid JSON: {e.msg}") from e
+        raise DataError(f"{path}, line {lineno or e.lineno}: invalid JSON: {e.msg}") from e
+    except RecursionError as e:
+        from app.services.clustering import json_too_deep  # services, only for this message
+
+        raise json_too_deep(f"{path}, line {lineno}" if lineno else str(path)) from e
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -143,10 +158,7 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}, line {lineno}: invalid JSON: {e.msg}") from e
+            obj = _loads(line, path, lineno)
             if not isinstance(obj, dict):
                 raise DataError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj

@@ -1542,9 +1542,15 @@ def _json(raw: str, where: str) -> Any:
     except json.JSONDecodeError as e:
         raise DataError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})") from e
     except RecursionError as e:  # '[' * 100000: was a traceback, not a message
-        raise DataError(f"{where}: JSON nested too deeply to read (lists or objects inside each "
-                        f"other more than about {sys.getrecursionlimit()} levels deep); flatten "
-                        "it") from e
+        raise json_too_deep(where) from e
+
+
+def json_too_deep(where: str) -> DataError:
+    """The refusal of JSON that ``json.loads`` cannot read for its depth (a ``RecursionError``),
+    ``where`` the file (and line) it came from; `facet cluster`'s and `facet eval`'s readers
+    (``app.evaluation.loaders``) say it alike."""
+    return DataError(f"{where}: JSON nested too deeply to read (lists or objects inside each "
+                     f"other more than about {sys.getrecursionlimit()} levels deep); flatten it")
 
 
 def _json_kind(value: Any) -> str:

@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import re
-import shlex
 import sqlite3
 import threading
 import time
@@ -27,6 +26,7 @@ from sqlalchemy.orm import Session, object_session
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
+from app.text import shell_word
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -50,6 +50,29 @@ logger = logging.getLogger(__name__)
 # database in use is another (FACET_DATABASE_URL set): a laptop's collections under a new
 # PostgreSQL URL were listed as strays, and `facet delete`, as advised, destroyed their vectors.
 FOLDER_DATABASE = "facet.db in this data folder"
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` is Unicode text the database can store and a store can match: no lone
+    surrogate (a command line's bytes that are not UTF-8 arrive as ``\\udce9``; a JSON
+    ``"\\ud800"``)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_collection_text(name: Any, param: str | None = "collection") -> None:
+    """Refuse a collection name that is not Unicode text (``is_text``) before any query, as
+    ``validate_name`` refuses a bad name ("invalid collection name ..."; `facet search -c`
+    said so): `facet jobs -c`, `facet delete`, `facet index -c` with a name holding a byte
+    that is not UTF-8 ended in a UnicodeEncodeError traceback from the database driver."""
+    if isinstance(name, str) and not is_text(name):
+        try:
+            validate_name(name)
+        except StoreError as e:
+            raise InvalidRequestError(str(e), param=param) from None
 
 
 def folder_database(settings: FacetSettings) -> Path | None:
@@ -501,7 +524,8 @@ class JobInfo:
             (the stage a running job is in, why it failed or stopped and how to resume, the
             documents that failed in a completed one), else None.
         errors: the first of its per-document errors and warnings, each ``{"document",
-            "kind", "message"}``; none in a listing of jobs.
+            "kind", "message"}``; none in a listing of jobs. A removal's keys are no errors:
+            ``removed_keys`` lists them.
         runner: what runs it: ``inline``, ``thread``, ``process`` or ``celery``.
         host: the host of the process that submitted it or, once started, runs it; None
             where not recorded.
@@ -510,6 +534,12 @@ class JobInfo:
         docs_total: the documents it expects (or, once completed, saw); 0 where not known.
         docs_total_estimated: whether ``docs_total`` is an estimate (records counted by lines).
         errors_total: how many per-document errors and warnings it has in all.
+        removed_keys: a removal's document keys (`facet delete C --document KEY`, source
+            ``remove: KEY``), the keys it was given, in order: the first of them, as many as
+            ``errors`` (``CollectionService.job``'s ``errors``: 100 unless asked); none in a
+            listing of jobs, nor for an index job.
+        removed_keys_total: how many keys the removal was given in all (0 for an index job);
+            ``docs_deleted`` counts the documents it removed.
         queued_at: when it was asked for (ISO 8601 UTC).
         cancel_requested: someone asked it to stop (``Facet.cancel_job``); it ends
             ``cancelled`` at its next batch boundary.
@@ -549,6 +579,10 @@ class JobInfo:
     # listing of jobs.
     errors_total: int = 0
     queued_at: str = ""
+    # A removal's keys (recorded as job-error rows of kind ``REMOVAL_KEY_KIND``, which are
+    # not errors: until 2026-11-30 a removal of 500 documents listed "500 errors").
+    removed_keys: list[str] = field(default_factory=list)
+    removed_keys_total: int = 0
     # Someone asked the job to stop (``Facet.cancel_job``): a running job goes on to its next
     # batch boundary, then ends ``cancelled``.
     cancel_requested: bool = False
@@ -629,8 +663,8 @@ def resume_command(job: md.IndexJob) -> str:
     worker that holds an embedded store's collection, it was refused as open elsewhere."""
     spec = next((e.spec for e in job.collection.embedders if e.name == job.embedder),
                 job.embedder)
-    return (f"facet index {shlex.quote(job.source)} --collection {job.collection.name} "
-            f"--embedder {shlex.quote(spec)}" + (" --background" if job.runner == "celery" else ""))
+    return (f"facet index {shell_word(job.source)} --collection {job.collection.name} "
+            f"--embedder {shell_word(spec)}" + (" --background" if job.runner == "celery" else ""))
 
 
 # How a removal's job row starts its ``source`` (``indexing.removal_source``): ``remove: KEY``,
@@ -647,7 +681,9 @@ def is_removal(job: md.IndexJob) -> bool:
 # The kind of the job-error rows that record each key a removal of several keys was given
 # (``IndexService.remove_documents``): its ``source`` names only the first ("remove: KEY and 2
 # more"), and the hint to run it again asked for "all 3 keys it was given" that only the caller
-# knew. `facet jobs ID` and ``GET /jobs/{id}`` list them ("removing: KEY: ...").
+# knew. They are no errors: `facet jobs ID` and ``GET /jobs/{id}`` list them as the job's
+# ``removed_keys`` (``JobInfo``), not among its ``errors`` (until 2026-11-30 they did, a removal
+# of 500 documents read as 500 errors).
 REMOVAL_KEY_KIND = "removing"
 # How many of a stopped removal's keys its rerun hint names in its command (the rest: `facet
 # jobs ID` lists them).
@@ -675,8 +711,8 @@ def removal_rerun_hint(job: md.IndexJob, *, started: bool = True) -> str:
     recorded = removal_keys(job) if more else []
     keys = recorded[:REMOVAL_KEYS_SHOWN] or [key]
     name = job.collection.name
-    command = (f"facet delete {shlex.quote(name)} "
-               + " ".join(f"--document {shlex.quote(k)}" for k in keys))
+    command = (f"facet delete {shell_word(name)} "
+               + " ".join(f"--document {shell_word(k)}" for k in keys))
     route = f"DELETE /collections/{urllib.parse.quote(name, safe='')}/documents?key=…"
     total = len(recorded) or more + 1
     listed = (f" (`facet jobs {job.id}` lists them all)" if total > len(keys) and recorded
@@ -689,20 +725,31 @@ def removal_rerun_hint(job: md.IndexJob, *, started: bool = True) -> str:
 
 
 def stopped_removal_text(session: Session, collection_id: int) -> str | None:
-    """Where the collection's newest job is a removal that stopped part-way (interrupted or
-    failed: its points deleted, its documents' rows kept), that removal and its rerun hint
-    (``removal_rerun_hint``); else None. The points it deleted read as "missing from the
-    store", and the advice there (`facet index` of its sources) added back the documents being
-    removed."""
+    """Where a removal of the collection stopped part-way (interrupted or failed: its points
+    deleted, its documents' rows kept) and is not finished yet (documents it names are still
+    there: no later removal or sync took them), that removal and its rerun hint
+    (``removal_rerun_hint``), the newest such; else None. The points it deleted read as
+    "missing from the store", and the advice there (`facet index` of its sources) added back
+    the documents being removed. Not only the newest job: a later removal (another batch, a
+    part of the rerun) hid it, and the advice came back."""
     J = md.IndexJob
-    job = session.scalars(select(J).where(J.collection_id == collection_id)
-                          .order_by(J.id.desc()).limit(1)).first()
-    if job is None or not is_removal(job) or effective_state(job)[0] not in ("interrupted",
-                                                                              "failed"):
-        return None
-    rerun = removal_rerun_hint(job).split("; ", 1)[-1]
-    return (f"a removal (job {job.id}) stopped part-way, after it deleted the vectors of the "
-            f"documents it removes and before their rows; {rerun} to finish it")
+    removals = session.scalars(select(J).where(
+        J.collection_id == collection_id, J.source.startswith(REMOVAL_PREFIX, autoescape=True))
+        .order_by(J.id.desc()).limit(STOPPED_REMOVALS_READ)).all()
+    for job in removals:
+        if effective_state(job)[0] not in ("interrupted", "failed") or job.started_at is None:
+            continue
+        named = removal_keys(job) or [(job.source or "").removeprefix(REMOVAL_PREFIX)]
+        if not md.documents_by_key(session, collection_id, named):
+            continue  # finished since (a later removal, a sync)
+        rerun = removal_rerun_hint(job).split("; ", 1)[-1]
+        return (f"a removal (job {job.id}) stopped part-way, after it deleted the vectors of "
+                f"the documents it removes and before their rows; {rerun} to finish it")
+    return None
+
+
+# How many of a collection's newest removals ``stopped_removal_text`` reads.
+STOPPED_REMOVALS_READ = 50
 
 
 def stopped_before_interrupted_existed(job: md.IndexJob) -> bool:
@@ -790,7 +837,9 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             return "queued", (f"waiting for a worker for {waited / 60:.0f} min and no job is "
                               "writing this collection: start one (`facet worker --queues index`); "
                               "if workers are running and idle, its task was lost (a broker that "
-                              f"lost its data): {hint}")
+                              "lost its data) or a worker failed it (its log says why: a worker "
+                              "of an older Facet cannot open a database a newer one migrated): "
+                              f"{hint}")
     return job.state, job.message
 
 
@@ -824,11 +873,12 @@ def _job_errors(session: Session, job_id: int, limit: int | None,
                 offset: int = 0) -> list[dict[str, str]]:
     """The first ``limit`` (None: all) of the job's per-document errors after the first
     ``offset``, in the order written (an SQL LIMIT and OFFSET on their ids: a running job only
-    adds errors after the last, so its pages stay put while it writes)."""
+    adds errors after the last, so its pages stay put while it writes). A removal's keys
+    (``REMOVAL_KEY_KIND``) are no errors: ``_removed_keys``."""
     if limit == 0:
         return []
     E = md.JobError
-    query = select(E).where(E.job_id == job_id).order_by(E.id)
+    query = select(E).where(E.job_id == job_id, E.kind != REMOVAL_KEY_KIND).order_by(E.id)
     if limit is not None:
         query = query.limit(limit)
     if offset > 0:
@@ -848,14 +898,39 @@ def _check_offset(offset: object, param: str) -> int:
     return min(offset, md.MAX_ROW_ID)
 
 
-def _error_counts(session: Session, job_ids: list[int]) -> dict[int, int]:
-    """How many per-document errors each job has (one counting query, not one row read)."""
+def _error_counts(session: Session, job_ids: list[int], *,
+                  removal: bool = False) -> dict[int, int]:
+    """How many per-document errors each job has (one counting query, not one row read);
+    ``removal``: how many removal keys (``REMOVAL_KEY_KIND``) instead, which are no errors."""
     if not job_ids:
         return {}
     E = md.JobError
-    rows = session.execute(select(E.job_id, func.count()).where(E.job_id.in_(job_ids))
+    kind = E.kind == REMOVAL_KEY_KIND if removal else E.kind != REMOVAL_KEY_KIND
+    rows = session.execute(select(E.job_id, func.count()).where(E.job_id.in_(job_ids), kind)
                            .group_by(E.job_id))
     return {int(job_id): int(n) for job_id, n in rows}
+
+
+def _removed_keys(session: Session, job: md.IndexJob, limit: int | None,
+                  recorded: int) -> tuple[list[str], int]:
+    """A removal's keys, the first ``limit`` (None: all), and how many in all: its rows of
+    kind ``REMOVAL_KEY_KIND`` (``recorded`` of them) or, where none are (a removal of one key,
+    or an older Facet's), the first key its ``source`` names ("remove: KEY and 2 more")."""
+    if not is_removal(job):
+        return [], 0
+    if not recorded:
+        named = (job.source or "").removeprefix(REMOVAL_PREFIX)
+        match = re.fullmatch(r"(.*) and (\d+) more", named, re.S)
+        key, more = (match.group(1), int(match.group(2))) if match else (named, 0)
+        return ([key] if key and limit != 0 else []), (more + 1 if key else 0)
+    if limit == 0:
+        return [], recorded
+    E = md.JobError
+    query = select(E.document_key).where(E.job_id == job.id, E.kind == REMOVAL_KEY_KIND
+                                         ).order_by(E.id)
+    if limit is not None:
+        query = query.limit(limit)
+    return [str(k) for k in session.scalars(query)], recorded
 
 
 def job_timings(job: md.IndexJob) -> dict[str, float]:
@@ -973,7 +1048,8 @@ def record_unrecorded_ends(sessions: Callable[[], Session] | None = None) -> Non
                 del _UNRECORDED[key]
 
 
-def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int) -> JobInfo:
+def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int,
+              removed: tuple[list[str], int] = ([], 0)) -> JobInfo:
     state, message = effective_state(job)
     failed = unrecorded(job)
     if failed is not None:
@@ -989,6 +1065,7 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int)
         finished_at=utc_text(job.finished_at) if job.finished_at else None,
         resumed_from=job.resumed_from, message=message,
         errors=errors, errors_total=errors_total,
+        removed_keys=removed[0], removed_keys_total=removed[1],
         runner=job.runner, host=job.host, chunks_total=job.chunks_total,
         chunks_done=job.chunks_done, docs_total=job.docs_total,
         docs_total_estimated=bool(job.docs_total) and job.runner != "celery"
@@ -1300,6 +1377,7 @@ class CollectionService:
             return [self._info(session, c) for c in md.list_collections(session)]
 
     def get(self, name: str) -> CollectionInfo:
+        check_collection_text(name, param=None)  # (the route's path names it: no field)
         # A server out of reach is said in 2 s, not the client's 30 s per request. Only a
         # connect, trusted for seconds (the UI asks this at each job refresh): a server that is
         # not Qdrant is said by the store's first request, which this read makes (``_info``).
@@ -1336,7 +1414,9 @@ class CollectionService:
                 came, its submitter told "no index job N" meanwhile); or it is a stray whose
                 vectors the data folder's facet.db owns (``CollectionInfo.owner``), outside
                 ``deleting_owned``.
+            InvalidRequestError: a name that is not Unicode text (``check_collection_text``).
         """
+        check_collection_text(name)
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
             if coll is None:
@@ -1390,6 +1470,7 @@ class CollectionService:
         """What the store holds under ``name`` that this metadata database does not know (its
         own lost, or another database's over the same store), which indexing refuses to take
         over; None when the database knows ``name`` or the store holds nothing under it."""
+        check_collection_text(name)
         with self.ctx.sessions() as session:
             if md.get_collection(session, name) is not None:
                 return None
@@ -1517,6 +1598,7 @@ class CollectionService:
             raise InvalidRequestError(f"limit must be from 1 to {MAX_JOBS_LISTED}, got {limit}",
                                       param="limit")
         offset = _check_offset(offset, "offset")
+        check_collection_text(collection)
         record_unrecorded_ends(self.ctx.sessions)  # (a job's end the database did not take)
         with self.ctx.sessions() as session:
             coll_id = None
@@ -1528,7 +1610,9 @@ class CollectionService:
             jobs = md.list_jobs(session, coll_id, limit, offset=offset,
                                 unfinished=0 if offset else MAX_JOBS_LISTED)
             counts = _error_counts(session, [j.id for j in jobs])
-            infos = [_job_info(j, [], counts.get(j.id, 0)) for j in jobs]
+            keys = _error_counts(session, [j.id for j in jobs if is_removal(j)], removal=True)
+            infos = [_job_info(j, [], counts.get(j.id, 0),
+                               _removed_keys(session, j, 0, keys.get(j.id, 0))) for j in jobs]
             # An older row that says queued or running may be a job whose writer was killed
             # (``effective_state``: interrupted): it has ended, and waits its turn as others do.
             shown = JobList(infos[:limit] + [i for i in infos[limit:] if i.state in LIVE_STATES])
@@ -1541,6 +1625,8 @@ class CollectionService:
         for the page that removes the uploads that cannot be indexed) and their total
         (``errors_total``). Both are read by SQL (a LIMIT and a COUNT), not by loading every
         error: a job with 20,000 of them took a second and 2.5 MB to answer at each poll.
+        A removal's keys, no errors, are its ``removed_keys`` (the first ``errors`` of them)
+        and ``removed_keys_total``.
 
         Args:
             job_id: the job.
@@ -1561,6 +1647,7 @@ class CollectionService:
             raise InvalidRequestError(f"errors must be from 0 to {MAX_JOB_ERRORS}, got {errors!r}",
                                       param="errors")
         errors_offset = _check_offset(errors_offset, "errors_offset")
+        check_collection_text(collection)
         if not 1 <= job_id <= md.MAX_ROW_ID:  # SQL cannot even look it up (PostgreSQL's
             # INTEGER ends at 2**31 - 1; a larger id was a 500 there, "no job" on SQLite)
             raise NotFoundError(f"no index job {job_id}")
@@ -1576,7 +1663,10 @@ class CollectionService:
             # the total is never fewer than those shown.
             shown = _job_errors(session, job.id, errors, errors_offset)
             total = _error_counts(session, [job.id]).get(job.id, 0)
-            return _job_info(job, shown, max(total, errors_offset + len(shown) if shown else 0))
+            removed = _removed_keys(session, job, errors, _error_counts(
+                session, [job.id], removal=True).get(job.id, 0) if is_removal(job) else 0)
+            return _job_info(job, shown, max(total, errors_offset + len(shown) if shown else 0),
+                             removed)
 
     def busy_message(self, collection: str, fallback: str) -> str:
         """Why ``collection`` cannot be read now: the job writing it, and what to do."""

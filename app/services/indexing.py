@@ -23,7 +23,6 @@ import functools
 import logging
 import os
 import re
-import shlex
 import shutil
 import signal
 import sys
@@ -65,11 +64,14 @@ from app.services.collections import (
     REMOVAL_KEY_KIND,
     REMOVAL_PREFIX,
     UnrecordedEnd,
+    check_collection_text,
     follow_hint,
     is_removal,
+    is_text,
     named_default,
     record_unrecorded_ends,
     remember_unrecorded_end,
+    removal_keys,
     removal_rerun_hint,
     resume_command,
     stopped_before_interrupted_existed,
@@ -77,7 +79,7 @@ from app.services.collections import (
 )
 from app.services.context import ServiceContext
 from app.services.search import check_bool, check_int, check_str, plain_number
-from app.text import plural
+from app.text import plural, shell_word
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
 from indexer.chunking import (
@@ -98,12 +100,14 @@ from indexer.errors import (
     UnsupportedSourceError,
 )
 from indexer.parsing import (
+    UNREADABLE,
     DocumentError,
     ParsedDocument,
     StreamedDocument,
     discover,
     discover_files,
     display_path,
+    first_bad_name,
     parse_file,
     skip_reason,
     supported_types,
@@ -198,6 +202,31 @@ class Seen:
     empty_sources: set[str] = field(default_factory=set)
     # The source each key was first read from (a duplicate's message names it).
     sources: dict[str, str] = field(default_factory=dict)
+    # What the walk could not read (a folder it cannot list or look into, an entry whose type
+    # cannot be read), as ``display_path`` names it: what was indexed under it is not gone.
+    # Synced away ("1 removed", unsaid) before; ``unreadable_folder``.
+    failed_folders: set[str] = field(default_factory=set)
+
+    def kept(self, source: str) -> bool:
+        """Whether a sync keeps the documents of ``source`` this run did not see: the file
+        gave an error, or it is under something this run could not read."""
+        return source in self.failed_sources or self.unreadable_folder(source) is not None
+
+    def unreadable_folder(self, source: str) -> str | None:
+        """What this run could not read that holds ``source`` (the nearest): a folder the walk
+        could not read, or, where the walk said nothing (a worker's plan), the folder of a file
+        that cannot be looked at (no permission: it may well be there). None where ``source``
+        can be seen to be gone, or is there."""
+        for folder in sorted(self.failed_folders, key=len, reverse=True):
+            if source == folder or source.startswith(folder.rstrip(os.sep) + os.sep):
+                return folder
+        try:
+            os.lstat(source.encode("utf-8"))  # (a key is the UTF-8 text of the file's name)
+        except (FileNotFoundError, NotADirectoryError, UnicodeError, ValueError):
+            return None
+        except OSError:
+            return os.path.dirname(source)
+        return None
 
     def add(self, item: ParsedDocument | DocumentError | StreamedDocument) -> None:
         self.keys.add(item.key)
@@ -412,6 +441,9 @@ def summed_moved_message(messages: list[str]) -> str | None:
 # The most document keys one removal names (``IndexService.remove_documents``): a longer list
 # is refused (TooLargeError), as a query string of that many keys would be.
 MAX_REMOVED_KEYS = 1000
+# How many of a collection's stopped removals a completed one looks back at
+# (``IndexService._mark_completed_removals``).
+STOPPED_REMOVALS_READ = 50
 # The keys of a removal that its job row's source and message name (the report lists them all).
 REMOVED_KEYS_NAMED = 5
 
@@ -427,6 +459,11 @@ class RemovedDocument:
         chunks: the chunks (store points) removed with it.
         source_exists: its file is still there (on the machine that removed it): the next index
             of that file or of a folder holding it adds it back, unless it is deleted from there.
+        source_deleted: its file was an upload staged in Facet's own folder for the collection
+            (``DATA_DIR/uploads/NAME``, which every upload job indexes whole) and was deleted
+            with it, once the removal committed (``source_exists`` is then False). A file
+            anywhere else is never touched, nor a staged record file whose other records are
+            still indexed.
     """
 
     key: str
@@ -434,6 +471,7 @@ class RemovedDocument:
     status: str
     chunks: int
     source_exists: bool
+    source_deleted: bool = False
 
 
 @dataclass
@@ -460,6 +498,11 @@ class RemoveReport:
         """The removed documents whose file is still there (indexing it again adds them back)."""
         return [d for d in self.removed if d.source_exists]
 
+    def uploads_deleted(self) -> list[RemovedDocument]:
+        """The removed documents whose staged upload file was deleted with them
+        (``RemovedDocument.source_deleted``)."""
+        return [d for d in self.removed if d.source_deleted]
+
 
 def removal_source(keys: list[str]) -> str:
     """How a removal's job row names what it did, in its ``source`` column (``facet jobs``
@@ -478,12 +521,33 @@ def removal_message(removed: list[RemovedDocument]) -> str:
             f"{named}{more}")
 
 
+def check_source_text(source: Path) -> None:
+    """Refuse a source whose path (as given, or as its links lead) the job row cannot record:
+    a name that is not valid UTF-8, the component to rename named in the words a folder walk
+    says of such a file ("its name is not valid UTF-8; rename it"). `facet index $'dir\\xe9'`
+    ended in a UnicodeEncodeError traceback from the database driver.
+
+    Raises:
+        InvalidRequestError: naming it (``param="source"``).
+    """
+    for path in (source.absolute(), source.resolve()):
+        bad = first_bad_name(path)
+        if bad is not None:
+            raise InvalidRequestError(f"{display_path(bad)}: its name is not valid UTF-8; "
+                                      "rename it", param="source")
+        if not is_text(str(path)):  # valid UTF-8, read in a locale's other encoding (LC_ALL=C)
+            raise InvalidRequestError(
+                f"{display_path(path)}: its name cannot be read in this locale's encoding "
+                f"({sys.getfilesystemencoding()}); run Facet under a UTF-8 locale "
+                "(LC_ALL=C.UTF-8)", param="source")
+
+
 def kept_version_message(message: str, collection: str, key: str) -> str:
     """The error of a document that failed this run and keeps its indexed version (the
     module's policy): that version stays searchable until the file reads again or the document
     is removed."""
     return (f"{message}; its indexed version is kept and stays searchable (`facet delete "
-            f"{shlex.quote(collection)} --document {shlex.quote(key)}` removes it)")
+            f"{shell_word(collection)} --document {shell_word(key)}` removes it)")
 
 
 # How ``indexer.parsing`` ends the error of a record file (jsonl, json, csv) that holds no
@@ -500,11 +564,11 @@ def kept_records_message(message: str, collection: str, path: str, keys: list[st
     """The error of a record file that holds no record now (``holds_no_records``) whose
     indexed records ``keys`` are kept: that they stay searchable and what removes them (a .txt
     emptied said so of its indexed version; a jsonl emptied said nothing)."""
-    n, name = len(keys), shlex.quote(collection)
+    n, name = len(keys), shell_word(collection)
     return (f"{message}; its {plural(n, 'indexed record')} "
             f"{'is kept and stays' if n == 1 else 'are kept and stay'} searchable (`facet delete "
-            f"{name} -d KEY` for each, e.g. {shlex.quote(keys[0])}, or deleting the file and "
-            f"`facet index {shlex.quote(path)} -c {name} --sync`, removes "
+            f"{name} -d KEY` for each, e.g. {shell_word(keys[0])}, or deleting the file and "
+            f"`facet index {shell_word(path)} -c {name} --sync`, removes "
             f"{'it' if n == 1 else 'them'})")
 
 
@@ -672,12 +736,12 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
             rename = (f"; or, to keep both in this collection as two embedders, give the new "
                       f"checkpoint another name: set \"name\" in "
                       f"{directory / config} (say \"{embedder.name}-2\"), then index with "
-                      f"--embedder {shlex.quote(spec)} again (searches pick one with --embedder)"
+                      f"--embedder {shell_word(spec)} again (searches pick one with --embedder)"
                       if (directory / config).is_file() else "")
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors written by "
                 f"{row.source!r}, and {spec!r} loads another model of that name ({', '.join(changes)} "
-                f"differ): to add to them, index with --embedder {shlex.quote(row.source)} (the "
+                f"differ): to add to them, index with --embedder {shell_word(row.source)} (the "
                 f"API's embedder field); else index into a new collection{rename}")
         if changes:
             raise ConflictError(
@@ -803,6 +867,10 @@ class _Item:
     donor: md.Document | None = None
     reused: list[dict[str, Any]] | None = None
     mover: md.Document | None = None
+    # Whether the chunks are cut from the text (not the donor's copied): a donor of other
+    # content, its own row whose metadata or title changed, donates only if the cut chunks
+    # are its own, number for number and text for text (``_reused_vectors``).
+    recut: bool = True
 
 
 def keyed_by_path(key: str, source: str) -> bool:
@@ -1012,15 +1080,22 @@ def _exists(path: str) -> bool:
         return False
 
 
-def _path_key(key: str, base: Path | None) -> str | None:
-    """The absolute path ``key`` names read from ``base`` (a file's document key), or None."""
+def _path_keys(key: str, base: Path | None) -> list[str]:
+    """The absolute paths ``key`` may name read from ``base`` (a file's document key), the most
+    literal first: as written (``..`` folded, no link followed: a walked folder keys a symlink by
+    its own path), its folder's links resolved, then every link resolved; none without ``base``.
+    (Resolving first made ``-d lnk/alias.txt``, a link to another indexed file, remove that
+    other document, and delete its staged upload.)"""
     if base is None:
-        return None
+        return []
     try:
         path = expand_user(key)
-        return display_path((path if path.is_absolute() else base / path).resolve())
+        whole = path if path.is_absolute() else base / path
+        found = [display_path(Path(os.path.normpath(whole))),
+                 display_path(whole.parent.resolve() / whole.name), display_path(whole.resolve())]
     except (OSError, ValueError, RuntimeError):
-        return None
+        return []
+    return list(dict.fromkeys(found))
 
 
 def _documents_from(session: Session, collection_id: int, source: Path) -> int:
@@ -1126,6 +1201,8 @@ class IndexService:
             raise InvalidRequestError("the text column's name holds a NUL character",
                                       param="text_column")
         source = expand_user(source)
+        check_collection_text(collection)
+        check_source_text(source)
         try:
             validate_name(collection)
             discover(source)
@@ -1421,7 +1498,7 @@ class IndexService:
             try:
                 interrupt.__enter__()
                 heartbeat.__enter__()
-                self._note_skipped(job, report, skipped)
+                unreadable = self._note_skipped(job, report, skipped)
                 self.ensure_store_collection(session, coll, job, embedder)
                 tokenize = (_when_called(lambda: self._tokenizer_for(coll, loaded(embedder)))
                             if isinstance(embedder, _Deferred) else
@@ -1437,6 +1514,7 @@ class IndexService:
                     seen = self._run(session, coll, job, report, files, embedder,
                                      prepared.embedder, tokenize, chunking, options, progress,
                                      total, started, heartbeat=heartbeat, interrupt=interrupt)
+                seen.failed_folders.update(unreadable)
                 self._note_moved(job, report)
                 interrupt.check()
                 # A cancel asked while the last batch went in: the job ends cancelled, as a
@@ -1587,8 +1665,8 @@ class IndexService:
             lacking = missing.get(other.name)
             if not lacking:
                 continue
-            command = (f"facet index {shlex.quote(str(source))} -c {shlex.quote(coll.name)} "
-                       f"-e {shlex.quote(other.spec)}")
+            command = (f"facet index {shell_word(str(source))} -c {shell_word(coll.name)} "
+                       f"-e {shell_word(other.spec)}")
             message = (f"embedder {other.name!r} of collection {coll.name!r} still has no vectors "
                        f"for {lacking:,} of the {indexed:,} documents (a job adding it stopped "
                        f"part-way?), so searches with it cannot find them: `{command}` (with each "
@@ -1598,8 +1676,9 @@ class IndexService:
             job.errors.append(md.JobError(document_key=key, kind="warning", message=message))
 
     @staticmethod
-    def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path]) -> None:
-        """Name what discovery left out on the report and, as warnings, on the job."""
+    def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path]) -> set[str]:
+        """Name what discovery left out on the report and, as warnings, on the job; returns
+        what of it could not be read (``Seen.failed_folders``)."""
         reasons = [(display_path(p), skip_reason(p)) for p in skipped]
         report.skipped_files = [name for name, why in reasons if why.startswith("unsupported")]
         report.skipped_other = [(name, why) for name, why in reasons
@@ -1609,6 +1688,7 @@ class IndexService:
             job.errors.append(md.JobError(document_key=name, kind="warning",
                                           message=f"{name}: skipped, {why}{supported}"))
         logger.debug("skipped %d files", len(skipped))
+        return {name for name, why in reasons if why.startswith(UNREADABLE)}
 
     def _drop_if_nothing_indexed(self, session: Session, coll: md.Collection,
                                  job: md.IndexJob) -> bool:
@@ -1873,8 +1953,12 @@ class IndexService:
         ``remove: KEY``, its documents counted as removed).
 
         Nothing is removed unless every key names a document of the collection (a typo never
-        half-applies). The files are not touched: a document whose file is still there comes
-        back with the next index of that file or of a folder holding it
+        half-applies), nor when a key is a record file's own entry while records of the file
+        are still indexed (``_refuse_record_files``). The files are not touched, except an
+        upload staged in Facet's own folder for the collection (``DATA_DIR/uploads/NAME``,
+        which every upload job indexes whole), deleted once the removal committed
+        (``RemovedDocument.source_deleted``): a document whose file is still there comes back
+        with the next index of that file or of a folder holding it
         (``RemovedDocument.source_exists`` says which).
 
         Args:
@@ -1926,6 +2010,41 @@ class IndexService:
             raise self._busy_here(collection)
         return keys_named
 
+    def removal_parts(self, collection: str, keys: Sequence[str], *,
+                      base: Path | None = None,
+                      skipped: list[str] | None = None) -> list[list[str]]:
+        """``check_removal`` of any number of keys, split into the removals that take them:
+        every key checked at once (an unknown one refuses them all, nothing removed), then
+        parts of at most ``MAX_REMOVED_KEYS`` keys, each one removal (``remove_documents``),
+        run in order. A record file's own entry named with its records goes in the last part
+        (removed before its records, it was refused: ``_refuse_record_files``).
+
+        Args:
+            skipped: None: every key must name a document (all or nothing). A list: keys the
+                collection does not hold (now: removed already by an earlier run, or never
+                there) are appended to it, as given, and left out instead of refused
+                (`facet delete C --documents-from FILE --missing-ok`, the rerun of a removal
+                stopped after some of its parts); no part at all where none is held.
+
+        Raises:
+            as ``check_removal`` does, but for too many keys.
+        """
+        check_str(collection, "collection", param="collection")
+        wanted = self._removal_keys(keys, capped=False)
+        with self.sessions() as session:
+            coll = self._removal_collection(session, collection)
+            named = self._named_keys(session, coll, wanted, base, skipped)
+            D = md.Document
+            files: set[str] = set()
+            for start in range(0, len(named), 500):  # stay under SQL parameter limits
+                files.update(str(s) for s in session.scalars(select(D.source).where(
+                    D.collection_id == coll.id, D.key.in_(named[start:start + 500]),
+                    D.key != D.source)))
+        if _collection_lock(collection).locked():
+            raise self._busy_here(collection)
+        ordered = [k for k in named if k not in files] + [k for k in named if k in files]
+        return [ordered[i:i + MAX_REMOVED_KEYS] for i in range(0, len(ordered), MAX_REMOVED_KEYS)]
+
     @staticmethod
     def _busy_here(collection: str) -> ConflictError:
         """The refusal of a removal while a job of this process writes ``collection`` (named,
@@ -1939,7 +2058,7 @@ class IndexService:
                              param="collection")
 
     @staticmethod
-    def _removal_keys(keys: Any) -> list[str]:
+    def _removal_keys(keys: Any, *, capped: bool = True) -> list[str]:
         """``keys`` checked (a list or tuple of non-empty str, at most ``MAX_REMOVED_KEYS``),
         each once, in order."""
         if isinstance(keys, str | bytes) or not isinstance(keys, list | tuple):
@@ -1952,13 +2071,23 @@ class IndexService:
             if not key.strip():
                 raise InvalidRequestError("a document key is empty; give the keys of the "
                                           "documents to remove", param="key")
-        wanted = list(dict.fromkeys(keys))
+            if not is_text(key):  # (the database's driver raised UnicodeEncodeError)
+                raise InvalidRequestError(
+                    f"{display_path(key)}: its name is not valid UTF-8, so no document has it "
+                    "(a folder walk skips such a file: rename it)", param="key")
+        # As plain str: a str subclass (numpy's ``np.str_``) was shown by its repr in the
+        # refusal ("no document np.str_('nosuch')").
+        wanted = list(dict.fromkeys(str.__str__(k) for k in keys))
         if not wanted:
             raise InvalidRequestError("no document key given: name the documents to remove",
                                       param="key")
-        if len(wanted) > MAX_REMOVED_KEYS:
+        if capped and len(wanted) > MAX_REMOVED_KEYS:
+            parts = -(-len(wanted) // MAX_REMOVED_KEYS)
             raise TooLargeError(f"{len(wanted):,} document keys, over the {MAX_REMOVED_KEYS:,} "
-                                "one removal takes; remove them in parts", param="key")
+                                f"one removal takes; remove them in {parts} parts of at most "
+                                f"{MAX_REMOVED_KEYS:,} keys each, one request after the other "
+                                "(`facet delete C --documents-from FILE` does so itself)",
+                                param="key")
         return wanted
 
     def _remove(self, name: str, wanted: list[str], base: Path | None) -> RemoveReport:
@@ -2022,6 +2151,7 @@ class IndexService:
     def _removal_collection(self, session: Session, name: str) -> md.Collection:
         """The collection a removal writes, or the refusal: unknown, in another store, or a
         job (of any process) writing it."""
+        check_collection_text(name)
         coll = md.get_collection(session, name)
         if coll is None:
             known = ", ".join(c.name for c in md.list_collections(session)) or "none"
@@ -2070,8 +2200,109 @@ class IndexService:
         job.message = (removal_message(removed) if removed else
                        "nothing removed: the documents were removed by another job meanwhile")
         session.commit()
+        self._mark_completed_removals(session, coll, job, keys)
+        deleted = self._delete_staged(session, coll, removed)
+        if deleted:
+            try:  # (said in the job row too; the removal is done either way)
+                job.message = (f"{job.message}; {plural(deleted, 'uploaded file')} deleted from "
+                               "the collection's upload folder with them")
+                session.commit()
+            except SQLAlchemyError as e:
+                session.rollback()
+                logger.warning("job %d: the deleted uploads not recorded: %s", job.id, e)
         return RemoveReport(job.id, coll.name, removed, len(removed),
                             sum(d.chunks for d in removed))
+
+    @staticmethod
+    def _mark_completed_removals(session: Session, coll: md.Collection, job: md.IndexJob,
+                                 keys: list[str]) -> None:
+        """Earlier removals of ``coll`` that stopped part-way (Ctrl-C, a failure) and whose
+        documents ``job`` (completed, of ``keys``) removed, the last of them: their message,
+        which asked to run them again, says that job completed them instead (a job stopped by
+        SIGTERM said so already, "job 11 ran the same removal again"; one stopped by Ctrl-C
+        went on asking for the rerun that was made)."""
+        J = md.IndexJob
+        try:
+            stopped = session.scalars(select(J).where(
+                J.collection_id == coll.id, J.id < job.id, J.state.in_(("interrupted", "failed")),
+                J.source.startswith(REMOVAL_PREFIX, autoescape=True))
+                .order_by(J.id.desc()).limit(STOPPED_REMOVALS_READ)).all()
+            done = set(keys)
+            changed = False
+            for old in stopped:
+                message = old.message or ""
+                hints = [f"; {removal_rerun_hint(old, started=ran)}" for ran in (True, False)]
+                hint = next((h for h in hints if message.endswith(h)), None)
+                if hint is None:
+                    continue
+                named = removal_keys(old) or [
+                    (old.source or "").removeprefix(REMOVAL_PREFIX)]
+                if done.isdisjoint(named) or md.documents_by_key(session, coll.id, named):
+                    continue  # not this job's, or documents of it are still there
+                what = (f"job {job.id} ran the same removal again" if set(named) == done else
+                        f"completed by job {job.id}, which removed the last of its documents")
+                old.message = message[:-len(hint)] + f"; {what}"
+                changed = True
+            if changed:
+                session.commit()
+        except SQLAlchemyError as e:  # a message only: the removal is done
+            session.rollback()
+            logger.warning("job %d: the removals it completed not marked: %s", job.id, e)
+
+    def _delete_staged(self, session: Session, coll: md.Collection,
+                       removed: list[RemovedDocument]) -> int:
+        """Delete the files of ``removed`` (committed) that are uploads staged in Facet's own
+        folder for ``coll`` (``Facet.upload_folder``: ``DATA_DIR/uploads/NAME``): every upload
+        job indexes that folder whole, so a removed upload came back with the next upload, and
+        no UI or API user can delete a file there. A file outside that folder is never
+        touched; nor is a staged record file (jsonl, csv) while other records of it are still
+        indexed (deleting it would not remove them: they stay until a sync of the folder).
+        Each one deleted is marked (``source_deleted``, ``source_exists`` False); how many
+        files were deleted."""
+        try:
+            folder = (Path(self.settings.data_dir) / "uploads" / coll.name).resolve()
+        except (OSError, ValueError, RuntimeError):
+            return 0
+        if not folder.is_dir():
+            return 0
+        staged: dict[str, Path] = {}
+        for d in removed:
+            if not d.source_exists or d.source in staged:
+                continue
+            try:
+                # Its folder's links resolved, not its own: a document keyed by a link outside
+                # the folder to a file staged in it removed that staged file (unlink removes a
+                # staged link itself, never its target).
+                named = Path(d.source)
+                path = named.parent.resolve() / named.name
+            except (OSError, ValueError, RuntimeError):
+                continue
+            if path != folder and path.is_relative_to(folder) and path.is_file():
+                staged[d.source] = path
+        if not staged:
+            return 0
+        D = md.Document
+        sources = list(staged)
+        kept: set[str] = set()
+        for start in range(0, len(sources), 500):  # stay under SQL parameter limits
+            kept.update(str(s) for s in session.scalars(select(D.source).where(
+                D.collection_id == coll.id, D.source.in_(sources[start:start + 500])).distinct()))
+        deleted = 0
+        for source, path in staged.items():
+            if source in kept:  # records of it are still indexed
+                continue
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as e:  # the removal is done; the file is said to be still there
+                logger.warning("could not delete the staged upload %s: %s", path, e)
+                continue
+            deleted += 1
+            for d in removed:
+                if d.source == source:
+                    d.source_deleted, d.source_exists = True, False
+        return deleted
 
     @staticmethod
     def _points_of(session: Session, document_ids: list[int]) -> dict[int, list[str]]:
@@ -2087,20 +2318,25 @@ class IndexService:
 
     @staticmethod
     def _named_keys(session: Session, coll: md.Collection, wanted: list[str],
-                    base: Path | None) -> list[str]:
+                    base: Path | None, skipped: list[str] | None = None) -> list[str]:
         """The document keys ``wanted`` names, in order: each as given, or, where ``base`` is
         set and it is no key, the absolute path it names from there (files are keyed by their
-        absolute paths).
+        absolute paths). ``skipped``: a list takes the keys that name no document (as given)
+        instead of their refusal, but for a record file's path whose records are indexed.
 
         Raises:
             NotFoundError: keys that name no document of ``coll`` (all of them, with what they
                 may have meant); nothing is removed.
         """
         rows = md.documents_by_key(session, coll.id, wanted)
-        paths = {k: p for k in wanted if k not in rows
-                 and (p := _path_key(k, base)) is not None and p != k}
-        if paths:
-            rows.update(md.documents_by_key(session, coll.id, set(paths.values())))
+        candidates = {k: alts for k in wanted if k not in rows
+                      and (alts := [p for p in _path_keys(k, base) if p != k])}
+        if candidates:
+            rows.update(md.documents_by_key(session, coll.id,
+                                            {p for alts in candidates.values() for p in alts}))
+        # Each the first of its paths that is a key (else the literal one, for the hints).
+        paths = {k: next((p for p in alts if p in rows), alts[0])
+                 for k, alts in candidates.items()}
         keys: list[str] = []
         unknown: list[str] = []
         for k in wanted:
@@ -2109,12 +2345,22 @@ class IndexService:
                 keys.append(key)
             else:
                 unknown.append(k)
-        if not unknown:
-            return list(dict.fromkeys(keys))  # (a key given twice, as a path and as itself)
         # A jsonl/csv file named where its records are the documents: say so.
         named = {k: [k, *([paths[k]] if k in paths else [])] for k in unknown}
-        sources = md.document_keys_under(session, coll.id,
-                                         [s for alts in named.values() for s in alts], None)
+        sources = (md.document_keys_under(session, coll.id,
+                                          [s for alts in named.values() for s in alts], None)
+                   if unknown else {})
+        files = {k for k, alts in named.items()
+                 if any(source in alts for source in sources.values())}
+        if skipped is not None:
+            # (a record file is no gone document: its records are still there)
+            skipped.extend(k for k in unknown if k not in files)
+            unknown = [k for k in unknown if k in files]
+            named = {k: alts for k, alts in named.items() if k in files}
+        if not unknown:
+            keys = list(dict.fromkeys(keys))  # (a key given twice, as a path and as itself)
+            IndexService._refuse_record_files(session, coll, keys)
+            return keys
         hints = []
         for k, alts in named.items():
             records = sorted(key for key, source in sources.items() if source in alts)
@@ -2128,6 +2374,42 @@ class IndexService:
         raise NotFoundError(
             f"{'no document' if len(unknown) == 1 else 'no documents'} {shown}{more} in "
             f"collection {coll.name!r}; nothing was removed. Keys are as `facet search` and "
+            "`facet jobs ID` show them: a file's absolute path, a record's id"
+            + "".join(f"; {h}" for h in hints), param="key")
+
+    @staticmethod
+    def _refuse_record_files(session: Session, coll: md.Collection, keys: list[str]) -> None:
+        """Refuse keys that are a record file's own entry (the error of a failed read of the
+        file, keyed by its path) while records of that file, not named too, are still indexed:
+        removing the entry alone said "removed 1 document" and left every record searchable.
+        Refused as naming the file is where it has no entry (``_named_keys``): the same words,
+        the same error, whether or not a failed run recorded one.
+
+        Raises:
+            NotFoundError: such keys (param ``key``), each with its record keys; nothing is
+                removed.
+        """
+        D = md.Document
+        named = set(keys)
+        records: dict[str, list[str]] = {}
+        for start in range(0, len(keys), 500):  # stay under SQL parameter limits
+            part = keys[start:start + 500]
+            for key, source in session.execute(select(D.key, D.source).where(
+                    D.collection_id == coll.id, D.source.in_(part), D.key != D.source)).all():
+                if str(key) not in named:
+                    records.setdefault(str(source), []).append(str(key))
+        if not records:
+            return
+        hints = []
+        for path in (k for k in keys if k in records):
+            found = sorted(records[path])
+            shown = ", ".join(repr(r) for r in found[:3])
+            hints.append(f"{path!r} is the file of {plural(len(found), 'record')} (keys "
+                         f"{shown}{', ...' if len(found) > 3 else ''}): name those keys, or "
+                         "delete the records from the file and index it with --sync")
+        raise NotFoundError(
+            f"{'a key names' if len(hints) == 1 else 'keys name'} a record file, not a document, "
+            f"in collection {coll.name!r}; nothing was removed. Keys are as `facet search` and "
             "`facet jobs ID` show them: a file's absolute path, a record's id"
             + "".join(f"; {h}" for h in hints), param="key")
 
@@ -2146,6 +2428,7 @@ class IndexService:
     def documents_from(self, collection: str, source: Path) -> int:
         """How many documents of ``collection`` were read from ``source`` (a file, or anything
         under a folder of that path): what a sync of it removes where it no longer exists."""
+        check_collection_text(collection)
         with self.sessions() as session:
             coll = md.get_collection(session, collection)
             return 0 if coll is None else _documents_from(session, coll.id, source)
@@ -2460,9 +2743,9 @@ class IndexService:
                 select(md.IndexJob.source).where(md.IndexJob.collection_id == coll.id).distinct())
                 if s and s != mine})
             again = ("; index its other sources again too, their documents unsearchable until "
-                     "then: " + ", ".join(f"facet index {shlex.quote(s)} -c {shlex.quote(coll.name)}"
+                     "then: " + ", ".join(f"facet index {shell_word(s)} -c {shell_word(coll.name)}"
                                           for s in others[:3])
-                     + (f" and {len(others) - 3} more (facet jobs -c {shlex.quote(coll.name)})"
+                     + (f" and {len(others) - 3} more (facet jobs -c {shell_word(coll.name)})"
                         if len(others) > 3 else "")) if others else ""
             moved = (f"collection {coll.name!r} moves from {store_place(moved_from, coll.name)} "
                      f"to {store_place(self.store.backend, coll.name)}, the store in use: every "
@@ -2990,13 +3273,16 @@ class IndexService:
         for it, (donor, mover) in zip(writes, self._donors(
                 session, coll, names, [(it.doc.key, it.hash, it.row, keyed_by_path(it.doc.key, it.doc.source))
                                        for it in writes],
-                {it.doc.key for it in items}), strict=True):
+                {it.doc.key for it in items}, own_text=True), strict=True):
             it.donor, it.mover = donor, mover if moves else None
+            it.recut = donor is None or donor.content_hash != it.hash
         if isinstance(embedder, _Deferred) and any(
-                it.mode == "vectors" or it.donor is None for it in items):
-            # Something to encode: the model loads (and is checked) now, timed apart
-            # (``_Deferred.load_s``), not as this batch's parsing or encoding. Documents that
-            # all copy a donor's chunks and vectors (a moved folder) need no model at all.
+                it.mode == "vectors" or it.recut for it in items):
+            # Something to encode, or to cut (its own row's vectors reused only if its chunks
+            # are the same: cut with the model's tokenizer): the model loads (and is checked)
+            # now, before anything is marked, timed apart (``_Deferred.load_s``), not as this
+            # batch's parsing or encoding. Documents that all copy a donor's chunks and vectors
+            # (a moved folder) need no model at all.
             t1 = time.perf_counter()
             embedder = embedder.load()
             t0 += time.perf_counter() - t1
@@ -3023,8 +3309,8 @@ class IndexService:
                 # The same content in the same collection (one tokenizer, one chunking) is cut
                 # as its donor was: its chunks are copied, not cut again with the model's
                 # tokenizer (which loaded the model for a move that encodes nothing).
-                pieces = (donor_chunks(it.donor) if it.donor is not None else
-                          chunk_text(it.doc.text, tokenize, chunking))
+                pieces = (chunk_text(it.doc.text, tokenize, chunking) if it.recut else
+                          donor_chunks(it.donor) if it.donor is not None else [])
                 it.chunks = [md.Chunk(number=c.number, point_id=point_id(it.doc.key, c.number),
                                       start=c.start, end=c.end, n_tokens=c.n_tokens, text=c.text)
                              for c in pieces]
@@ -3173,17 +3459,27 @@ class IndexService:
     @staticmethod
     def _donors(session: Session, coll: md.Collection, names: set[str],
                 wanted: list[tuple[str, str, md.Document | None, bool]],
-                batch_keys: set[str]) -> list[tuple[md.Document | None, md.Document | None]]:
+                batch_keys: set[str], *,
+                own_text: bool = False) -> list[tuple[md.Document | None, md.Document | None]]:
         """For each document about to be written, as (key, content hash, its row or None,
         whether its key is its place: ``keyed_by_path``), (the indexed document of the same
         content whose vectors it can copy, the indexed document that moved here): None where
-        there is none; a changed document has neither.
+        there is none; a changed document has neither (but see ``own_text``).
 
         A donor holds vectors of every one of ``names`` for that very content (its vector
         hashes), so a copy carries what a write encodes. The document's own row donates when
         only its source changed (a record's file renamed: same id); else another document of the
         collection does, never one of this batch: one whose source is gone first (each the
         old place of one document only), else any (a copy: both stay, the vectors shared).
+
+        With ``own_text``, a document whose content hash changed (its metadata, or its text)
+        has its own row as the donor too, where that row holds the vectors of every one of
+        ``names`` for the content it records (vector hashes equal to its content hash: the
+        vectors of its stored chunks). The caller cuts the new text and copies a vector only
+        if every chunk is the row's own, same number and same text (``_reused_vectors``): a
+        nightly export that changes only a field (``exported_at``, 1 -> 1.0) encodes nothing,
+        its payloads and rows rewritten; a changed text, or any vector not held for the row's
+        content (an embedder left out, one joining), is encoded as before.
 
         A mover has this content and is keyed by its place too, which is gone: it is this
         document's old place, removed once this one is written, with or without the vectors
@@ -3194,7 +3490,7 @@ class IndexService:
         """
         out: list[tuple[md.Document | None, md.Document | None]] = [(None, None)] * len(wanted)
         own = {i: row for i, (_, digest, row, _) in enumerate(wanted) if row is not None
-               and row.status == "indexed" and row.content_hash == digest}
+               and row.status == "indexed" and (own_text or row.content_hash == digest)}
         fresh = [i for i, (_, _, row, _) in enumerate(wanted) if row is None]
         if not own and not fresh:
             return out
@@ -3434,13 +3730,13 @@ class IndexService:
         if not source.is_file() or display_path(source) in seen.failed_sources:
             return
         gone = [r for r in self._gone_rows(session, coll, source, files, seen)
-                if r.status != "error" and r.source not in seen.failed_sources]
+                if r.status != "error" and not seen.kept(r.source)]
         if not gone:
             return
         path = display_path(source)
         message = (f"{plural(len(gone), 'indexed record')} of {path} not in it any more (e.g. "
                    f"{gone[0].key!r}) kept: a single file is synced only when asked; "
-                   f"`facet index {shlex.quote(path)} -c {shlex.quote(coll.name)} --sync` "
+                   f"`facet index {shell_word(path)} -c {shell_word(coll.name)} --sync` "
                    f"(sync: true over the API) removes {'it' if len(gone) == 1 else 'them'}")
         report.warnings.append((path, message))
         job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
@@ -3463,7 +3759,7 @@ class IndexService:
         if options.syncs(source):
             try:
                 gone = sum(1 for row in self._gone_rows(session, coll, source, files, seen)
-                           if row.status != "error" and row.source not in seen.failed_sources)
+                           if row.status != "error" and not seen.kept(row.source))
             except SQLAlchemyError as e:  # (the database may be what fails next: it is said)
                 logger.debug("could not count the documents a sync would remove: %s", e)
                 steps.insert(0, "removing the documents no longer in the source")
@@ -3494,27 +3790,37 @@ class IndexService:
               source: Path, files: list[Path], seen: Seen) -> None:
         """Drop documents under ``source`` that this run did not see (deleted files/records),
         except the records of a file that gave an error this run: a record on a malformed
-        line, or in a file that could not be read, is not gone (it was deleted, data lost)."""
+        line, or in a file that could not be read, is not gone (it was deleted, data lost);
+        nor what was indexed under a folder this run could not read (``Seen.kept``)."""
         rows = self._gone_rows(session, coll, source, files, seen)
         if not rows:
             return
         kept: dict[str, int] = {}
+        under: dict[str, int] = {}
         for row in rows:
             if row.source in seen.failed_sources:
                 kept[row.source] = kept.get(row.source, 0) + 1
+            elif row.status != "error" and (folder := seen.unreadable_folder(row.source)):
+                under[folder] = under.get(folder, 0) + 1
+        for folder, n in sorted(under.items()):
+            message = (f"{plural(n, 'indexed document')} under {folder} not seen this run kept: "
+                       "it could not be read, so they may still be there; make it readable "
+                       "and index again to remove what is really gone")
+            report.warnings.append((folder, message))
+            job.errors.append(md.JobError(document_key=folder, kind="warning", message=message))
         for path, n in sorted(kept.items()):
             message = (f"{plural(n, 'indexed record')} of {path} kept: the file holds no record "
                        "now, and a sync removes none of an empty file (it may be being written); "
                        f"if it was emptied on purpose, delete the file and run `facet index "
-                       f"{shlex.quote(path)} -c {shlex.quote(coll.name)} --sync`, or remove them "
-                       f"with `facet delete {shlex.quote(coll.name)} -d KEY`"
+                       f"{shell_word(path)} -c {shell_word(coll.name)} --sync`, or remove them "
+                       f"with `facet delete {shell_word(coll.name)} -d KEY`"
                        if path in seen.empty_sources else
                        f"{plural(n, 'indexed record')} of {path} not seen this run kept: the "
                        "file had errors (listed here), so a missing record may only be unreadable; "
                        "fix the file and index again to remove what is really gone")
             report.warnings.append((path, message))
             job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
-        rows = [row for row in rows if row.source not in seen.failed_sources]
+        rows = [row for row in rows if not seen.kept(row.source)]
         if not rows:
             return
         gone = [row.key for row in rows]

@@ -35,6 +35,7 @@ from app.errors import (
     NotFoundError,
 )
 from app.settings import FacetSettings, mask_passwords, masked_url
+from app.text import shell_word
 from indexer import metadata as md
 
 logger = logging.getLogger(__name__)
@@ -735,9 +736,8 @@ def _move(settings: FacetSettings, url: str, database: Path, target_shown: str, 
 
 
 def _quoted(value: str) -> str:
-    import shlex
 
-    return shlex.quote(value)
+    return shell_word(value)
 
 
 def _vectors_text(settings: FacetSettings) -> str:

@@ -23,11 +23,10 @@ import logging
 import math
 import numbers
 import re
-import shlex
 import sys
 import time
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
@@ -48,11 +47,12 @@ from app.services import leases
 from app.services.collections import (
     default_vector,
     effective_state,
+    is_text,
     points_missing_text,
     stopped_removal_text,
 )
 from app.services.context import ServiceContext
-from app.text import check_text_encodable
+from app.text import check_text_encodable, shell_word
 from embedders import scripts
 from embedders.contract import EncodesFromPlain, Role, identity_changes
 from indexer import lexical as lex
@@ -374,7 +374,7 @@ _EDGE_FORMS = "in the CLI and the UI's filter box"
 
 
 def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None = None,
-                     twins: TypeTwins | None = None) -> str | None:
+                     twins: TypeTwins | None = None, shadowed: Collection[str] = ()) -> str | None:
     """Why ``filters`` may match nothing for the type of a value, worded for every edge: the
     CLI's and the UI's form, then the JSON to send. A number written ``key=2020`` (or sent as
     ``"2020"``) is the string "2020", which a field of numbers never holds; a csv column holds
@@ -388,9 +388,16 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
     is hinted at only where some document holds its other-typed twin (the number 4 for "4", the
     string "4" for 4). One stored value per field decided it, so a field holding numbers in a
     jsonl and strings in a csv got no hint, or one that sent the user to the wrong type.
+
+    ``shadowed``: the built-in keys (``chunk_no``, ``source``...) that records of the
+    collection also hold as a field of their own (``SearchService._builtin_twins``): they get
+    no type hint, ``builtin_twin_note`` says to filter on ``meta.<name>`` instead (a csv column
+    ``chunk_no`` filtered ``chunk_no=3`` was told to send ``chunk_no:=3``, which matched the
+    chunks numbered 3). A built-in key's hint names what the key is, and claims no csv.
     """
     held = {**_TOP_LEVEL_VALUES, **(held or {})}
-    given = [(k, v) for k, value in filters.items() if k not in held or held[k] is not None
+    given = [(k, v) for k, value in filters.items() if (k not in held or held[k] is not None)
+             and k not in shadowed
              for v in (value if isinstance(value, list | tuple) else [value])]
     if twins is not None:  # asked: what the documents hold decides, not one value's type
         given = [(k, v) for k, v in given if k in _TOP_LEVEL_VALUES or k in ("id", "_id")
@@ -406,6 +413,21 @@ def filter_type_hint(filters: Mapping[str, Any], held: Mapping[str, Any] | None 
     if ids:  # a record's id field is its document id, not metadata (`id:=3` found nothing too)
         hints.append(f"a record's id is matched with {', '.join(f'doc_id={v}' for _, v in ids)} "
                      f"{_EDGE_FORMS}, in JSON with {_as_json('doc_id', ids)}")
+    # A point's own field (doc_id, source, title, chunk_no): said what it is, with no csv
+    # clause (`{"doc_id": 5}` on a jsonl collection was told "as every csv column is").
+    for k in dict.fromkeys(k for k, _ in given if k in _TOP_LEVEL_VALUES):
+        number = _is_number(_TOP_LEVEL_VALUES[k])
+        wrong = [v for kk, v in given if kk == k and (
+            isinstance(v, str) and _NUMBER.fullmatch(v.strip()) if number else _is_number(v))]
+        if not wrong:
+            continue
+        fixed = [(k, _number(v)) if number else (k, json.dumps(v)) for v in wrong]
+        cli = ", ".join(f"{k}:={json.dumps(v)}" if number else f"{k}={v}" for _, v in fixed)
+        hints.append(f"{k} (the {_BUILT_IN[k]}) is {'a number' if number else 'text'}, matched "
+                     f"with {cli} {_EDGE_FORMS}, in JSON with "
+                     f"{_plural('the number' if number else 'the string', fixed)}: "
+                     f"{_as_json(None, fixed)}")
+    given = [(k, v) for k, v in given if k not in _TOP_LEVEL_VALUES]
     strings = [(k, v) for k, v in given if k not in ("id", "_id") and isinstance(v, str)
                and _NUMBER.fullmatch(v.strip()) and holds(k, number=True)]
     if strings:
@@ -471,6 +493,43 @@ MAX_TWIN_CHECKS = 10
 
 # What the point's own fields hold, as a document's metadata value would say it.
 _TOP_LEVEL_VALUES: dict[str, Any] = {"doc_id": "", "source": "", "title": "", "chunk_no": 0}
+# What each of them is, for the notes.
+_BUILT_IN = {"doc_id": "document's id", "source": "file the document was read from",
+             "title": "document's title", "chunk_no": "chunk's number in its document"}
+
+
+def builtin_twin_note(filters: Mapping[str, Any], twins: Mapping[str, Any],
+                      found: bool = False) -> str | None:
+    """That a filter key naming a point's own field (``chunk_no``, ``source``, ``doc_id``,
+    ``title``) matches that field, not the records' own field of the same name, which
+    ``twins`` holds (a value some document holds in ``meta.<name>``): filter that one as
+    ``meta.<name>``, in the form its value is held (a csv's "3" with ``=``, a number with
+    ``:=``). ``found``: the search found results (the chunks of that number, not the
+    records). None where no such key is filtered."""
+    notes = []
+    for key, held in twins.items():
+        if key not in filters or key not in _BUILT_IN:
+            continue
+        value = filters[key]
+        fixed = [_held_as(v, held) for v in (value if isinstance(value, list | tuple) else [value])]
+        cli = ", ".join(f"meta.{key}={v}" if isinstance(v, str) else f"meta.{key}:={json.dumps(v)}"
+                        for v in fixed)
+        notes.append(f"{key!r} is the {_BUILT_IN[key]} (a field of every chunk), "
+                     + ("which the results matched, " if found else "")
+                     + f"not the records' own field {key!r}, which some documents hold: that "
+                     f"one is matched with {cli} {_EDGE_FORMS}, in JSON with "
+                     f"{_as_json(f'meta.{key}', [(key, v) for v in fixed])}")
+    return "; ".join(notes) or None
+
+
+def _held_as(value: Any, held: Any) -> Any:
+    """``value`` in the type of ``held`` where it reads as one ("3" for a field of text holding
+    "5"; 3 for "3" on a field of numbers), else as given."""
+    if isinstance(held, str) and _is_number(value):
+        return json.dumps(value)
+    if _is_number(held) and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        return _number(value)
+    return value
 
 
 # A string filter value that reads as a boolean, and the JSON texts a field holding that
@@ -612,7 +671,15 @@ def check_filters(filters: Any) -> None:
                 f"filter {key!r} lists {len(values):,} values; at most {MAX_FILTER_VALUES:,} can "
                 "be matched in one search (store a shared value, e.g. a group field, and filter "
                 "on that)", param="filters")
+        if not is_text(key):  # (the store's client raised a TypeError: a traceback)
+            raise InvalidRequestError(
+                f"filter key {key!r} is not valid UTF-8 text, so no field is named so",
+                param="filters")
         for v in values:
+            if isinstance(v, str) and not is_text(v):
+                raise InvalidRequestError(
+                    f"filter {key!r}: {v!r} is not valid UTF-8 text, so it matches nothing",
+                    param="filters")
             if isinstance(v, float) and not math.isfinite(v):
                 raise InvalidRequestError(f"filter {key!r}: {v} matches nothing; use a finite number",
                                           param="filters")
@@ -1111,9 +1178,9 @@ class SearchService:
                     f"collection {collection!r} was indexed by {spec!r}, with options that this "
                     f"search, loading {source!r} (all the collection records: an older Facet kept "
                     f"no options), does not "
-                    f"set ({', '.join(changes)} differ); search it with --embedder {shlex.quote(spec)} "
+                    f"set ({', '.join(changes)} differ); search it with --embedder {shell_word(spec)} "
                     f"(the API's embedder field), or record it once: run `facet index` on its sources "
-                    f"with --embedder {shlex.quote(spec)} (unchanged documents are not embedded "
+                    f"with --embedder {shell_word(spec)} (unchanged documents are not embedded "
                     f"again), and searches that name no embedder load it")
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
@@ -1426,6 +1493,13 @@ class SearchService:
         notes.append(self._points_missing_note(request.collection))
         if request.filters and not results:
             notes += self.filter_notes(request.collection, request.filters)
+        elif request.filters and "chunk_no" in request.filters:
+            # `chunk_no:=3` found the chunks numbered 3, where the records' own chunk_no field
+            # was meant (asked of chunk_no only: a search on source or doc_id is common, and
+            # finds what it names).
+            notes.append(builtin_twin_note(
+                request.filters, self._builtin_twins(request.collection, {"chunk_no": 0}),
+                found=True))
         if not results:
             being_indexed = self._being_indexed_note(request.collection)
             notes.append(being_indexed)
@@ -1478,10 +1552,70 @@ class SearchService:
         document has a field 'topik'") and a value of the wrong type (``filter_type_hint``).
         A search's note and a clustering's refusal both say it."""
         held = self._field_values(collection, filters)
-        notes: list[str | None] = [f"no document has a field {name!r}" for name in dict.fromkeys(
-            _field_name(key) for key, value in held.items() if value is None)]
-        notes.append(filter_type_hint(filters, held, self._type_twins(collection, filters, held)))
+        missing = list(dict.fromkeys(_field_name(key) for key, value in held.items()
+                                     if value is None))
+        dropped = self._dropped_fields(collection, missing) if missing else {}
+        notes: list[str | None] = [
+            f"no document has a field {name!r}"
+            + (f" (it was not kept when indexed: {dropped[name]}; the indexing job's warnings "
+               "say so)" if name in dropped else "") for name in missing]
+        builtins = self._builtin_twins(collection, filters)
+        notes.append(builtin_twin_note(filters, builtins))
+        notes.append(filter_type_hint(filters, held, self._type_twins(collection, filters, held),
+                                      shadowed=builtins))
         return [n for n in notes if n]
+
+    def _dropped_fields(self, collection: str, names: Sequence[str]) -> dict[str, str]:
+        """Why each of the metadata fields ``names``, which no document holds, was left out at
+        indexing (an object, a list holding null: ``indexer.parsing._scalar_metadata``'s
+        warning, recorded on the first document of a file that had it), by name; a field not
+        so left out is not in it. Asked only of the keys of a filtered search that found
+        nothing, one LIMIT 1 query each."""
+        D = md.Document
+        out: dict[str, str] = {}
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return {}
+                for name in names:
+                    said = f"metadata field {name!r} not kept: "
+                    warning = session.scalar(select(D.warning).where(
+                        D.collection_id == coll.id,
+                        D.warning.contains(said, autoescape=True)).limit(1))
+                    if warning:
+                        why = warning[warning.index(said) + len(said):]
+                        out[name] = re.split(r" \(|; ", why, maxsplit=1)[0]
+        except SQLAlchemyError:  # a note only
+            logger.debug("could not read the fields left out at indexing", exc_info=True)
+            return {}
+        return out
+
+    def _builtin_twins(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
+        """A value some document of ``collection`` holds in a metadata field named like each
+        point's own field that ``filters`` names (a csv column ``chunk_no`` or ``source``), by
+        key: such a filter matches the point's field, never the record's (``meta.chunk_no``
+        does). One LIMIT 1 query per such key."""
+        keys = [k for k in filters if k in TOP_LEVEL_FIELDS]
+        if not keys:
+            return {}
+        D = md.Document
+        out: dict[str, Any] = {}
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return {}
+                for key in keys:
+                    value = session.scalar(select(D.meta[key]).where(
+                        D.collection_id == coll.id,
+                        D.meta[key].as_string().is_not(None)).limit(1))
+                    if value is not None:
+                        out[key] = value
+        except SQLAlchemyError:  # a note only
+            logger.debug("could not read the fields named like a point's own", exc_info=True)
+            return {}
+        return out
 
     def _missing_vectors_note(self, collection: str, vector_name: str,
                               counts: tuple[int, dict[str, int]] | None = None) -> str | None:

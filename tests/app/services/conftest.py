@@ -142,3 +142,17 @@ def write_corpus(root: Path, n: int, words: int = 40) -> dict[str, str]:
         path.write_text(text)
         out[str(path)] = text
     return out
+
+
+def counting(ctx: ServiceContext, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The document texts ``ctx``'s encoder is asked to encode from now on."""
+    encoded: list[str] = []
+    encode = ctx.encoder.encode
+
+    def spy(texts, **kwargs):
+        if str(kwargs.get("role", "")).lower().endswith("document"):
+            encoded.extend(texts)
+        return encode(texts, **kwargs)
+
+    monkeypatch.setattr(ctx.encoder, "encode", spy)
+    return encoded

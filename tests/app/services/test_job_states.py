@@ -90,6 +90,9 @@ def test_a_worker_job_queued_long_with_no_writer_says_what_to_do(tmp_path):
         state, message = effective_state(old)
         assert state == "queued" and "waiting for a worker for 20 min" in (message or "")
         assert "its task was lost" in (message or "") and "facet index src --collection c" in (message or "")
+        # The other cause (a rolling upgrade: a worker of an older Facet fails every task): the
+        # message named only a lost task, and its rerun went to the same worker.
+        assert "or a worker failed it (its log says why" in (message or ""), message
         writer_id = running_job(s, coll, runner="celery")
         old_id = old.id
     with sessions() as reader:

@@ -23,21 +23,7 @@ from app.services.search import SearchRequest, SearchService
 from app.settings import FacetSettings
 from indexer import metadata as md
 
-from .conftest import write_corpus
-
-
-def counting(ctx: ServiceContext, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The document texts ``ctx``'s encoder is asked to encode from now on."""
-    encoded: list[str] = []
-    encode = ctx.encoder.encode
-
-    def spy(texts, **kwargs):
-        if str(kwargs.get("role", "")).lower().endswith("document"):
-            encoded.extend(texts)
-        return encode(texts, **kwargs)
-
-    monkeypatch.setattr(ctx.encoder, "encode", spy)
-    return encoded
+from .conftest import counting, write_corpus
 
 
 def documents(ctx: ServiceContext, collection: str) -> dict[str, str]:
