@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -45,14 +44,6 @@ INDEX_JOB_TASK = "facet.index_job"
 INDEX_CHUNK_TASK = "facet.index_chunk"
 ENCODE_TASK = "facet.encode"
 ANSWERS_TASK = "facet.generate_answers"
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    parts = urlsplit(url)
-    if parts.password:
-        return url.replace(f":{parts.password}@", ":***@")
-    return url
 
 
 def celery_config(settings: FacetSettings) -> dict[str, Any]:
@@ -138,8 +129,10 @@ def celery_client(settings: FacetSettings) -> Any:
         return app
 
 
-def check_broker(settings: FacetSettings) -> None:
-    """Fail fast, in one line, when the broker cannot be reached.
+def check_broker(settings: FacetSettings, *, encoding: bool = False) -> None:
+    """Fail fast, in one line, when the broker cannot be reached. ``encoding``: for the
+    queries and clusterings sent to the workers (``FACET_ENCODE_ON_WORKERS``), whose way out
+    is that setting, not unsetting the broker (which runs jobs in this process).
 
     Raises:
         UnavailableError: within about ``FACET_BROKER_TIMEOUT_S`` seconds.
@@ -166,9 +159,11 @@ def check_broker(settings: FacetSettings) -> None:
         raise
     except Exception as e:
         raise UnavailableError(
-            f"cannot reach the broker at {redacted(url)} ({type(e).__name__}: {e}); start Redis "
-            "(docker compose up -d redis) or check FACET_BROKER_URL; unset it to run jobs in "
-            "this process") from e
+            f"cannot reach the broker at {masked_url(url)} "
+            f"({type(e).__name__}: {one_line(mask_passwords(str(e)))}); start Redis "
+            "(docker compose up -d redis) or check FACET_BROKER_URL; "
+            + ("set FACET_ENCODE_ON_WORKERS=false to encode in this process" if encoding else
+               "unset it to run jobs in this process")) from e
 
 
 def one_line(text: str) -> str:
@@ -236,7 +231,7 @@ class CeleryJobRunner:
         except Exception as e:
             raise UnavailableError(
                 f"could not send job {job.job_id} to the broker at "
-                f"{redacted(self.settings.broker_url or '')}: "
+                f"{masked_url(self.settings.broker_url or '')}: "
                 f"{one_line(mask_passwords(str(e)))}") from e
         logger.info("job %d sent to the index queue", job.job_id)
 
@@ -325,7 +320,7 @@ class CeleryQueryEncoder:
             result = self.app.send_task(task, kwargs=kwargs, queue=queue, ignore_result=False,
                                         expires=self.settings.worker_timeout_s)
         except Exception as e:
-            check_broker(self.settings)  # the clearer message when the broker is down
+            check_broker(self.settings, encoding=True)  # the clearer message when it is down
             check_result_backend(self.settings)  # ... or the result backend
             raise UnavailableError(f"could not send {task} to the {queue!r} queue: "
                                    f"{one_line(mask_passwords(str(e)))}") from e
@@ -337,9 +332,18 @@ class CeleryQueryEncoder:
                     f"no worker answered on the {queue!r} queue within "
                     f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S); start one: "
                     f"facet worker --queues {queue}") from e
-            raise FacetError(f"the worker failed: {type(e).__name__}: {e}") from e
+            # The broker (or result backend) gone while waiting is said as such: it read as
+            # "the worker failed: RuntimeError: Retry limit exceeded" (or, raised again by the
+            # ``forget`` below, a traceback and a 500).
+            check_broker(self.settings, encoding=True)
+            check_result_backend(self.settings)
+            raise FacetError(f"the worker failed: {type(e).__name__}: "
+                             f"{one_line(mask_passwords(str(e)))}") from e
         finally:
-            result.forget()
+            try:
+                result.forget()
+            except Exception as e:  # the broker gone: nothing to forget there
+                logger.debug("could not forget the result of %s: %s", task, e)
 
     def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None, bulk: bool = False) -> np.ndarray:

@@ -103,6 +103,14 @@ class _NoJobs:
 
 _STATE: dict[str, Any] = {}
 
+# Seconds after the last chunk (or plan) of a collection ended in a worker process before the
+# process lets the collection's embedded store go (``ChunkedIndexService``'s idle release):
+# held until its job's end, a job whose chunk was lost with a killed worker kept it open in the
+# other workers for FACET_VISIBILITY_TIMEOUT_S, and the stalled job's advised rerun and every
+# search were refused. Short enough for a command waiting on the folder's lock (3 s) to get it;
+# long enough for a worker going from one chunk to the next to keep it (reopening costs ~0.1 s).
+IDLE_RELEASE_S = 1.0
+
 
 def worker_facet() -> Any:
     """This worker process's facade (built on first use if ``worker_process_init`` did not run,
@@ -123,7 +131,7 @@ def _open_facet(settings: FacetSettings) -> Any:
     encoder = InlineQueryEncoder(cache, query_threads=settings.query_threads)
     facet = Facet(settings, embedders=cache, encoder=encoder, jobs=_NoJobs())
     _STATE["facet"] = facet
-    _STATE["chunks"] = ChunkedIndexService(facet.context)
+    _STATE["chunks"] = ChunkedIndexService(facet.context, idle_release_s=IDLE_RELEASE_S)
     return facet
 
 

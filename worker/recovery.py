@@ -15,6 +15,10 @@ lists and the unacked hash). A chunk missing from the broker in two sweeps at le
 steps is back in the unacked hash long before then. A duplicate is harmless anyway: a
 chunk that is already done is skipped (``run_chunk`` returns ``duplicate``).
 
+A Redis that loses its data (``FLUSHALL``, a restart without AOF) loses every queued chunk
+task the same way; the sweeper sends those again too, and logs one line per job, with the count,
+naming both causes (it cannot tell them apart).
+
 Only Redis brokers are swept (the transport with this window); others are left alone.
 """
 
@@ -83,6 +87,35 @@ def broker_chunks(client: Any, queues: Iterable[str] = ("index",), page: int = 1
     return found
 
 
+def number_ranges(numbers: Iterable[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7-8"``."""
+    out: list[str] = []
+    ordered = sorted(set(numbers))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+# Both ways a chunk task is lost: nothing tells the sweeper which one it was.
+_LOST_CAUSES = ("lost with a worker killed as it took {it} off the queue, or with the broker's "
+                "data (a Redis flushed, or restarted without AOF persistence)")
+
+
+def lost_message(job_id: int, numbers: list[int]) -> str:
+    """The sweeper's one log line for the chunks of job ``job_id`` it sends again."""
+    if len(numbers) == 1:
+        return (f"chunk {numbers[0]} of job {job_id}: its task is in no queue and no worker "
+                f"holds it: {_LOST_CAUSES.format(it='it')}; sent again")
+    return (f"{len(numbers)} chunks of job {job_id} ({number_ranges(numbers)}): their tasks are "
+            f"in no queue and no worker holds them: {_LOST_CAUSES.format(it='them')}; sent "
+            "again")
+
+
 class OrphanSweeper:
     """Finds chunks whose task is gone and re-sends them (see the module docstring).
 
@@ -130,10 +163,16 @@ class OrphanSweeper:
         if keep:
             pipe.hset(SUSPECTS_KEY, mapping=keep)
         pipe.execute()
+        by_job: dict[int, list[int]] = {}
         for job_id, number in resend:
-            logger.warning("chunk %d of job %d: its task is in no queue and no worker holds it "
-                           "(lost with a killed worker); sent again", number, job_id)
-            self.send(job_id, number)
+            by_job.setdefault(job_id, []).append(number)
+        for job_id, numbers in by_job.items():
+            # One line a job: a Redis that lost its data (FLUSHALL, a restart without AOF)
+            # loses every queued chunk of it at once, which was one line each, 56 for one job,
+            # each blaming a killed worker where none was.
+            logger.warning("%s", lost_message(job_id, numbers))
+            for number in numbers:
+                self.send(job_id, number)
         return resend
 
     def _run(self) -> None:

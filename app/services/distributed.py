@@ -25,6 +25,12 @@ A chunk task the broker lost (a worker killed between taking the message and rec
 unacknowledged) is found by ``stalled_chunks`` and re-sent by the workers' sweeper
 (``worker/recovery.py``).
 
+A worker process lets a collection of the embedded store go (``_IdleRelease``) once no chunk
+or plan of it has run in the process for ``idle_release_s``: a job whose lost chunk waits for
+the broker's visibility timeout (its worker was killed) left the collection held by every
+worker that had run one of its chunks, until the job ended, so the stalled job's advised
+rerun, and any search, were refused as "open in pid N (facet worker)" for up to an hour.
+
 A chunk that keeps killing its worker (out of memory, a crash in a native library) is
 re-delivered by ``task_reject_on_worker_lost``; each claim counts an attempt, and past
 ``worker_poison_limit`` the chunk is failed with its documents recorded as errors instead
@@ -34,11 +40,13 @@ of being run again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,20 +237,112 @@ class _ParseCache:
 _PARSED = _ParseCache()
 
 
+class _IdleRelease:
+    """Lets the store's collections go once no chunk (or plan) of theirs has run in this
+    process for ``idle_s`` seconds (an embedded store's folder is held by one process at a
+    time; a server's ``release`` does nothing).
+
+    Held until the job's end, a collection stayed open in every worker that had run a chunk of
+    a job whose last chunk was lost with a killed worker, until the broker re-delivered it
+    (``FACET_VISIBILITY_TIMEOUT_S``, an hour): the stalled job's advised rerun, a search, a
+    ``POST /jobs`` were all refused as open in that worker. Let go after each chunk, the next
+    chunk of the same job reopened it: about 100 ms a chunk (a 240-point collection: 30-65 ms
+    to load the shard, 30-80 ms to flush and close it, measured 2026-11-30), against a 4-document
+    chunk's 330 ms. So it is let go after a short idle instead: a worker going from one chunk of
+    a job to the next (milliseconds apart) keeps it open.
+
+    One daemon thread, started on first use in the process that uses it (a pool process, after
+    the fork); ``idle_s`` 0 lets go at once, in the caller's thread.
+    """
+
+    def __init__(self, store: Any, idle_s: float) -> None:
+        self.store = store
+        self.idle_s = max(0.0, idle_s)
+        self._cond = threading.Condition()
+        self._busy: collections.Counter[str] = collections.Counter()
+        self._due: dict[str, float] = {}  # collection -> when it is let go (monotonic)
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def using(self, collection: str) -> Iterator[None]:
+        """Count ``collection`` used for the block; let it go ``idle_s`` after the last use."""
+        with self._cond:  # waits for a release of it in progress: the block reopens it then
+            self._busy[collection] += 1
+            self._due.pop(collection, None)
+        try:
+            yield
+        finally:
+            now_release = False
+            with self._cond:
+                self._busy[collection] -= 1
+                if self._busy[collection] <= 0:
+                    del self._busy[collection]
+                    if self.idle_s <= 0:
+                        now_release = True
+                    else:
+                        self._due[collection] = time.monotonic() + self.idle_s
+                        if self._thread is None or not self._thread.is_alive():
+                            self._thread = threading.Thread(
+                                target=self._run, name="facet-store-idle-release", daemon=True)
+                            self._thread.start()
+                        self._cond.notify_all()
+            if now_release:
+                self._release(collection)
+
+    def _release(self, collection: str) -> None:
+        try:
+            self.store.release(collection)
+        except Exception as e:  # its next use reopens it, or says what is wrong
+            logger.warning("collection %r could not be let go after its chunks: %s: %s",
+                           collection, type(e).__name__, e)
+        else:
+            logger.debug("collection %r let go: no chunk of it running in this process",
+                         collection)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._due:
+                    self._cond.wait()
+                    continue
+                collection, at = min(self._due.items(), key=lambda item: item[1])
+                left = at - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                del self._due[collection]
+                # Under the condition: a chunk of it arriving now waits for the release, then
+                # reopens it (never a release under a running chunk).
+                self._release(collection)
+
+    def pending(self) -> list[str]:
+        """The collections waiting to be let go (for tests and logs)."""
+        with self._cond:
+            return sorted(self._due)
+
+
 class ChunkedIndexService:
     """Plans index jobs into chunk rows and runs chunks; see the module docstring.
 
     Args:
         ctx: the worker's context (store, sessions, embedders, an in-process encoder).
+        idle_release_s: let a collection's store go this long after the last chunk or plan of
+            it ended in this process (``_IdleRelease``; 0: at once); None (default): held until
+            its job ends, as a process that runs every chunk of a job itself wants.
     """
 
-    def __init__(self, ctx: ServiceContext) -> None:
+    def __init__(self, ctx: ServiceContext, idle_release_s: float | None = None) -> None:
         self.ctx = ctx
         self.index = IndexService(ctx)
         self.settings = ctx.settings
         self.sessions = ctx.sessions
         self.store = ctx.store
         self.worker = f"{leases.HOST}:{os.getpid()}"
+        self.idle = None if idle_release_s is None else _IdleRelease(ctx.store, idle_release_s)
+
+    def _using(self, collection: str) -> contextlib.AbstractContextManager[None]:
+        """The block uses ``collection``'s store: let go after an idle, where so configured."""
+        return contextlib.nullcontext() if self.idle is None else self.idle.using(collection)
 
     # ------------------------------------------------------------------ plan
 
@@ -256,6 +356,10 @@ class ChunkedIndexService:
             NotFoundError: the source is gone (the job is marked failed).
             UnknownModelError: the job's model cannot be loaded here (the job is marked failed).
         """
+        with self._using(prepared.collection):  # planning makes (opens) its store collection
+            return self._plan_held(prepared, chunk_docs)
+
+    def _plan_held(self, prepared: PreparedJob, chunk_docs: int | None) -> list[int]:
         chunk_docs = chunk_docs or self.settings.worker_chunk_docs
         try:
             embedder = self.ctx.embedders.get(prepared.embedder)
@@ -436,8 +540,14 @@ class ChunkedIndexService:
             Transient errors of the store or database (the caller retries them; call
             ``release_claim`` first).
         """
+        with contextlib.ExitStack() as held:
+            return self._run_chunk(job_id, number, held)
+
+    def _run_chunk(self, job_id: int, number: int, held: contextlib.ExitStack) -> ChunkOutcome:
         with self.sessions() as session:
             job = md.get_job(session, job_id)
+            if job is not None:  # its collection in use until the chunk's end (``_IdleRelease``)
+                held.enter_context(self._using(job.collection.name))
             if job is None:
                 logger.info("chunk %d of job %d dropped: the job no longer exists (its "
                             "collection was deleted)", number, job_id)
