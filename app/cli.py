@@ -258,18 +258,18 @@ def command_line(ctx: typer.Context) -> str:
     """The running command as a reproducible shell line: ``sys.argv`` under ``facet``/``python -m app``,
     else (called in-process, as tests do) rebuilt from the parsed parameters that differ from their
     defaults."""
-    import shlex
+    from app.text import shell_word
 
     name = ctx.info_name or ""
     if len(sys.argv) > 1 and sys.argv[1] == name:
-        return "facet " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        return "facet " + " ".join(shell_word(a) for a in sys.argv[1:])
     parts = [name]
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
         if value is None or value == param.default or value in ((), []):
             continue
         if param.param_type_name == "argument":
-            parts.append(shlex.quote(str(value)))
+            parts.append(shell_word(str(value)))
             continue
         flag = param.opts[0]
         if isinstance(value, bool):
@@ -277,7 +277,7 @@ def command_line(ctx: typer.Context) -> str:
             parts.append(flag if value else (secondary[0] if secondary else flag))
             continue
         for item in value if isinstance(value, list | tuple) else [value]:
-            parts.append(f"{flag} {shlex.quote(str(item))}")
+            parts.append(f"{flag} {shell_word(str(item))}")
     return "facet " + " ".join(parts)
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
@@ -30,10 +31,11 @@ from app.services.collections import (
     JobList,
     owned_elsewhere,
 )
-from app.text import plural, printable, printable_json, size_text
+from app.text import plural, printable, printable_json, shell_word, size_text, unicode_twin_hint
 
 if TYPE_CHECKING:
     from app.core import Facet
+    from app.services.indexing import RemovedDocument, RemoveReport
 
 
 def timings_text(timings: Mapping[str, float]) -> str:
@@ -90,11 +92,28 @@ SHOWN_ERRORS = 20
 DEFAULT_JOBS_LISTED = 20  # facet jobs --limit
 
 
+# A document's key or path longer than this is shown cut (its start and its end), as the
+# indexer's own errors name one ("/corpus/dddd...dddd/deep.txt: its path is 3,856 characters").
+NAME_SHOWN_CHARS = 80
+
+
+def shown_name(name: str) -> str:
+    """``name`` (a key, a path) cut to its first 60 and last 17 characters where it is longer
+    than ``NAME_SHOWN_CHARS``, as ``app.services.indexing.storable`` cuts it in its error."""
+    return name if len(name) <= NAME_SHOWN_CHARS else f"{name[:60]}...{name[-17:]}"
+
+
 def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = None) -> list[str]:
     """The job's errors as printed, then "... N more" when it has more than were read;
     ``offset``: how many of its first errors were skipped (``--errors-offset``)."""
     lines = []
-    if offset > 0 and not j.errors_total:
+    if offset > 0 and not j.errors_total and j.removed_keys_total:
+        # A removal's keys are no errors: "no errors past the first 5: the job has none"
+        # read as if the keys listed above were not there.
+        lines.append(f"  (--errors-offset pages errors, and a removal has none: its "
+                     f"{plural(j.removed_keys_total, 'document key')} are listed from the "
+                     "first, --errors N the first N)")
+    elif offset > 0 and not j.errors_total:
         lines.append(f"  no errors past the first {offset}: the job has none")
     elif offset > 0:
         # Past the end: what there is ("(of 27)" read as if the first 100 existed).
@@ -107,8 +126,10 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = No
         # A record's key (``path#L4``) beside a message that starts with its file and line
         # (``path:4: malformed ...``) said the location twice.
         base, record, _ = doc.partition("#")
-        said = doc in e["message"] or (bool(record) and e["message"].startswith(base))
-        named = f"{printable(doc)}: " if doc and not said else ""
+        short = shown_name(doc)
+        said = (doc in e["message"] or short in e["message"]
+                or (bool(record) and e["message"].startswith(base)))
+        named = f"{printable(short)}: " if doc and not said else ""
         # Messages quote document ids and file names: printable() shows their control
         # characters escaped instead of sending them to the terminal.
         lines.append(f"  {printable(e['kind'])}: {named}{printable(e['message'])}")
@@ -121,6 +142,25 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = No
         lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} {size}"
                      f"--errors-offset {offset + len(j.errors)} shows the next ones (--errors N: "
                      f"N a page, up to {MAX_JOB_ERRORS})")
+    return lines
+
+
+def removed_key_lines(j: JobInfo, job_id: int, asked: int | None = None) -> list[str]:
+    """A removal's keys (``JobInfo.removed_keys``: no errors, they were listed as "removing"
+    errors until 2026-11-30), one a line, then how many more when it has more than were read
+    (``--errors N`` reads N)."""
+    if not j.removed_keys_total:
+        return []
+    # A completed removal removed them all (every key names a document, or none is removed).
+    done = "removed" if j.state == "completed" else "to remove"
+    lines = [f"  {plural(j.removed_keys_total, 'document key')} {done}:"]
+    lines += [f"    {printable(k)}" for k in j.removed_keys]
+    more = j.removed_keys_total - len(j.removed_keys)
+    if more > 0:
+        lines.append(f"    ... {more} more (of {j.removed_keys_total}): facet jobs {job_id} "
+                     f"--errors N lists the first N (up to {MAX_JOB_ERRORS})"
+                     if asked is None or asked < MAX_JOB_ERRORS else
+                     f"    ... {more} more (of {j.removed_keys_total})")
     return lines
 
 
@@ -255,13 +295,35 @@ class JobFollower:
 LIST_MESSAGE_CHARS = 120
 
 
-def _one_line(message: str) -> str:
-    """``message``'s first line, cut to ``LIST_MESSAGE_CHARS`` (with "…" where cut)."""
+def _one_line(message: str, names: Iterable[str] = ()) -> str:
+    """``message``'s first line, cut to ``LIST_MESSAGE_CHARS`` (with "…" where cut). A line break
+    inside a name it quotes (``names``: the job's source, its keys) is the name's, no line of
+    the message: shown escaped (``printable``), as the name is on the line ("removed 1 document
+    (1 chunk) on request: /corpus/new …" cut a key at its newline)."""
+    held = sorted({n for n in names if n and _LINE_BREAKS.search(n)}, key=len, reverse=True)
+    for name in held:
+        message = message.replace(name, printable(name))
+    if message.startswith("removed ") and " on request: " in message:
+        # A removal's message ends with the keys it removed (``removal_message``): all names.
+        said, _, named = message.partition(" on request: ")
+        message = f"{said} on request: {printable(named)}"
     lines = message.strip().splitlines() or [""]
     first = lines[0]
     if len(first) > LIST_MESSAGE_CHARS:
         return first[:LIST_MESSAGE_CHARS - 1].rstrip() + "…"
     return first + (" …" if len(lines) > 1 else "")
+
+
+# What str.splitlines() breaks a line at.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _job_names(j: JobInfo) -> list[str]:
+    """The names a job's message may quote: its source and, for a removal (source ``remove:
+    KEY and 3 more``), its first key and those it lists."""
+    source = j.source or ""
+    key = re.sub(r" and \d+ more$", "", source.removeprefix("remove: "))
+    return [source, key, *j.removed_keys]
 
 
 def _unwritten(info: CollectionInfo) -> bool:
@@ -321,39 +383,350 @@ def _serve_deletes(collection: str) -> Iterator[None]:
                             param=e.param) from e
 
 
-def _remove_documents(collection: str, keys: list[str], yes: bool) -> None:
+def _keys_from(path: str, null: bool = False) -> list[str]:
+    """The document keys of ``--documents-from PATH`` (``-``: standard input): one a line,
+    blank lines skipped, a trailing CR (a file saved on Windows) stripped, a leading UTF-8 BOM
+    (Notepad's) too. Lines end at a newline only: a CR inside a key is the key's (the file
+    was read with universal newlines, which split ``x\\rb`` into two keys; standard input
+    was not). ``null``: the keys are NUL-separated instead (``find -print0``), each as it is:
+    a key holding a newline can be given so; empty ones skipped."""
+    try:
+        if path == "-":
+            stdin = getattr(sys.stdin, "buffer", None)
+            text = stdin.read().decode("utf-8") if stdin is not None else sys.stdin.read()
+        else:
+            with open(os.path.expanduser(path), encoding="utf-8", newline="") as f:
+                text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidRequestError(f"--documents-from {printable(path)}: cannot read it: "
+                                  f"{printable(str(e))}", param="documents_from") from e
+    text = text.removeprefix("\ufeff")
+    if null:
+        return [key for key in text.split("\0") if key]
+    keys = []
+    for line in text.split("\n"):
+        line = line.removesuffix("\r")
+        if line.strip():
+            keys.append(line)
+    return keys
+
+
+# A key as `printable` shows it: a control character written \x07, \u202e.
+_ESCAPE_SHOWN = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
+# The refused keys `_misnamed_key_hints` looks at (each one or two more lookups).
+HINTED_KEYS = 10
+
+
+def _unescaped(key: str) -> str:
+    """``key`` with the escapes ``printable`` writes (``\\x07``, ``\\u202e``) turned back into
+    the characters they show."""
+    return _ESCAPE_SHOWN.sub(lambda m: chr(int(m.group()[2:], 16)), key)
+
+
+def _misnamed_key_hints(facet: Facet, collection: str, keys: list[str]) -> list[str]:
+    """After a refusal of ``keys`` as naming no document: the keys meant where a key was pasted
+    as `facet search` prints it (a control character shown as ``\\x07``: in the shell that is
+    four characters) or differs from one only in its Unicode form (``résumé`` composed, the
+    file's name from macOS decomposed), each as a word to paste back (``shell_word``). The
+    first ``HINTED_KEYS`` such keys are looked up; nothing is removed or picked for the user."""
+    def known(key: str) -> bool:
+        try:
+            facet.removal_parts(collection, [key], base=os.getcwd())
+        except Exception:  # unknown, or anything else: a hint only, the refusal is said anyway
+            return False
+        return True
+
+    hints: list[str] = []
+    looked = 0
+    for key in dict.fromkeys(keys):
+        meant = _unescaped(key)
+        forms = [f for f in dict.fromkeys([meant, unicodedata.normalize("NFC", key),
+                                          unicodedata.normalize("NFD", key)]) if f != key]
+        if not forms or looked >= HINTED_KEYS:
+            continue
+        looked += 1
+        if known(key):
+            continue
+        if meant != key and known(meant):
+            hints.append(f"{shell_word(key)} is how facet prints a key holding control "
+                         f"characters, shown escaped; that key is {shell_word(meant)} in a shell")
+            continue
+        twins = [f for f in forms if f != meant and known(f)]  # (meant: looked up above)
+        if twins:
+            hints.append(unicode_twin_hint(key, twins))
+    return hints
+
+
+def _count(n: int, word: str) -> str:
+    """``1 key``, ``1,990 keys``."""
+    return f"{n:,} {word if n == 1 else word + 's'}"
+
+
+# The --document keys a rerun command names before it writes "…" for the rest.
+RERUN_KEYS_SHOWN = 10
+
+
+def rerun_command(collection: str, documents: list[str], documents_from: str | None,
+                  null: bool) -> str:
+    """The command the user ran (`facet delete C -d KEY --documents-from FILE`) with
+    ``--missing-ok -y``: what finishes a removal stopped after some of its parts (the keys
+    removed already are skipped, the rest removed)."""
+    words = ["facet", "delete", shell_word(collection)]
+    for key in documents[:RERUN_KEYS_SHOWN]:
+        words += ["--document", shell_word(key)]
+    if len(documents) > RERUN_KEYS_SHOWN:
+        words.append(f"… ({len(documents) - RERUN_KEYS_SHOWN:,} more --document keys, as given)")
+    if documents_from is not None:
+        words += ["--documents-from", shell_word(documents_from)]
+        if null:
+            words.append("--null")
+    return " ".join([*words, "--missing-ok", "-y"])
+
+
+def _rerun_text(rerun: str) -> str:
+    """``rerun`` (``rerun_command``) as a hint: run it (standard input given the same keys)."""
+    stdin = (" with the same keys on standard input" if " --documents-from - " in f"{rerun} "
+             else "")
+    return (f"run `{rerun}`{stdin} (the same command with --missing-ok: it skips the keys "
+            "removed already and removes the rest)")
+
+
+def _jobs_text(ids: list[int]) -> str:
+    """``job 5``, ``jobs 5-7``, ``jobs 5, 8``."""
+    if len(ids) == 1:
+        return f"job {ids[0]}"
+    if ids == list(range(ids[0], ids[0] + len(ids))):
+        return f"jobs {ids[0]}-{ids[-1]}"
+    return "jobs " + ", ".join(str(i) for i in ids)
+
+
+def _parts_done_text(ids: list[int], total: int) -> str:
+    """``part 1 of 3 was removed (job 5)``, ``parts 1-2 of 3 were removed (jobs 5-6)``."""
+    n = len(ids)
+    parts = f"part 1 of {total} was" if n == 1 else f"parts 1-{n} of {total} were"
+    return f"{parts} removed ({_jobs_text(ids)})"
+
+
+def _newest_job_id(facet: Facet, collection: str) -> int:
+    """The id of the collection's newest job (0: none, or unknown): a removal job newer than
+    it is one this command started."""
+    try:
+        return max((j.id for j in facet.jobs(collection, 1)), default=0)
+    except Exception:  # a hint only
+        return 0
+
+
+def _remove_documents(collection: str, keys: list[str], yes: bool, *, missing_ok: bool = False,
+                      rerun: str | None = None, file_driven: bool = False) -> None:
     """`facet delete C --document KEY ...`: check, ask, remove, say what went and what comes
     back.
 
     A relative path given as a key is read from the working folder (files are keyed by their
-    absolute paths). Everything is checked before the question (an unknown collection or key,
-    too many keys, a job writing it): the answer was asked for, then refused."""
+    absolute paths). Every key is checked before the question (an unknown collection or key,
+    a job writing it): the answer was asked for, then refused. More keys than one removal
+    takes (``MAX_REMOVED_KEYS``) are removed in parts, one removal job each, in order.
+    ``missing_ok``: keys the collection does not hold are skipped (counted) instead of
+    refusing them all. ``rerun``: the command that finishes the removal if it stops part-way
+    (``rerun_command``), said for a ``file_driven`` (--documents-from) or multi-part run."""
     with open_facet() as facet:
-        resolved = facet.check_removal(collection, keys, base=os.getcwd())
+        skipped: list[str] | None = [] if missing_ok else None
+        try:
+            parts = facet.removal_parts(collection, keys, base=os.getcwd(), skipped=skipped)
+        except NotFoundError as e:
+            hints = ([h for h in _misnamed_key_hints(facet, collection, keys) if h not in str(e)]
+                     if e.param == "key" else [])
+            if not hints:
+                raise
+            raise NotFoundError("; ".join([str(e), *hints]), param=e.param) from e
+        if skipped:
+            shown = ", ".join(printable(k) for k in skipped[:3]) + (
+                ", ..." if len(skipped) > 3 else "")
+            typer.echo(f"{_count(len(skipped), 'key')} already gone, skipped: {collection!r} "
+                       f"holds no such document (removed already, or never there: {shown})")
+        if not parts:
+            typer.echo(f"nothing to remove: {collection!r} holds none of the "
+                       f"{_count(len(skipped or []), 'key')} given")
+            return
+        resolved = [k for part in parts for k in part]
         shown = ", ".join(printable(k) for k in resolved[:5]) + (
             f" and {len(resolved) - 5} more" if len(resolved) > 5 else "")
+        split = f" in {len(parts)} parts" if len(parts) > 1 else ""
         if not yes and not _confirm(f"remove {plural(len(resolved), 'document')} from "
-                                    f"{collection!r} ({shown})?"):
+                                    f"{collection!r}{split} ({shown})?"):
             raise typer.Abort()
-        try:
-            with _quiet_log("app.services.indexing"):  # the lines below say it
-                report = facet.remove_documents(collection, resolved, base=os.getcwd())
-        except ConflictError as e:
-            if "(facet serve" not in str(e):
+        before = _newest_job_id(facet, collection)
+        if not file_driven and len(parts) < 2:
+            rerun = None  # (the job's own hint names its keys)
+        reports: list[RemoveReport] = []
+        for n, part in enumerate(parts, 1):
+            try:
+                with _quiet_log("app.services.indexing"):  # the lines below say it
+                    reports.append(facet.remove_documents(collection, part, base=os.getcwd()))
+            except KeyboardInterrupt:
+                _say_stopped_removal(facet, collection, reports, parts, n, rerun=rerun,
+                                     before=before)
+                raise typer.Exit(130) from None
+            except ConflictError as e:
+                _say_parts_done(reports, parts, n, rerun)
+                if "(facet serve" not in str(e):
+                    raise
+                raise ConflictError(f"{e}: {_removal_request(collection, part)} on its API "
+                                    "(docs/api.md)", param=e.param) from e
+            except Exception:
+                _say_parts_done(reports, parts, n, rerun)
                 raise
-            raise ConflictError(f"{e}: {_removal_request(collection, resolved)} on its API "
-                                "(docs/api.md)", param=e.param) from e
+    for report in reports:
+        _say_removed(report)
+    if len(reports) > 1:
+        first, last = reports[0].job_id, reports[-1].job_id
+        typer.echo(f"removed {plural(sum(r.docs_deleted for r in reports), 'document')} "
+                   f"({plural(sum(r.chunks_deleted for r in reports), 'chunk')}) from "
+                   f"{collection} in {len(reports)} parts (jobs {first}-{last}), at most "
+                   f"{_max_removed():,} keys a removal")
+    _warn_still_there([d for r in reports for d in r.still_in_source()],
+                      ", ".join(str(r.job_id) for r in reports))
+
+
+def _max_removed() -> int:
+    from app.services.indexing import MAX_REMOVED_KEYS
+
+    return MAX_REMOVED_KEYS
+
+
+def _say_parts_done(reports: list[RemoveReport], parts: list[list[str]], n: int,
+                    rerun: str | None = None) -> None:
+    """Before the error of part ``n`` of several: the parts removed already (they stay
+    removed), what is left, and the command that removes it (``rerun``)."""
+    if len(parts) < 2:
+        return
+    for report in reports:
+        _say_removed(report)
+    left = sum(len(p) for p in parts[n - 1:])
+    done = (f"{_parts_done_text([r.job_id for r in reports], len(parts))}; " if reports
+            else "")
+    then = (_rerun_text(rerun) if rerun is not None else
+            "run the removal again with those keys only (those removed are no documents any "
+            "more, and would refuse it)")
+    typer.echo(f"error: {done}part {n} was refused, and the {_count(left, 'key')} of parts "
+               f"{n}-{len(parts)} are not removed: once the cause below is fixed, {then}",
+               err=True)
+
+
+def _say_stopped_removal(facet: Facet, collection: str, reports: list[RemoveReport],
+                         parts: list[list[str]], n: int, *, rerun: str | None = None,
+                         before: int = 0) -> None:
+    """Ctrl-C during a removal (part ``n`` of ``parts``): what was done and how to finish
+    (it printed nothing, exit 130, the removal half done). The Ctrl-C may land after part
+    ``n`` committed (its job completed) and before its call returned: then that part is said
+    done. ``rerun``: the command that finishes it (``rerun_command``: the user's own, with
+    --missing-ok), said for a multi-part or file-driven run; else the job's own rerun hint.
+    ``before``: the newest job id before the first part (an older removal is none of this
+    run's)."""
+    for report in reports:
+        _say_removed(report)
+    job = None
+    try:
+        listed = facet.jobs(collection)
+        job = next((j for j in listed if (j.source or "").startswith("remove: ")), None)
+    except Exception:  # a hint only
+        job = None
+    ours = {r.job_id for r in reports}
+    if job is not None and (job.id <= before or job.id in ours):
+        job = None  # not part n's: it had no job row yet
+    done = [r.job_id for r in reports]
+    completed = job is not None and job.state == "completed"
+    if job is not None and completed:
+        done.append(job.id)
+    of = f" (part {n} of {len(parts)})" if len(parts) > 1 else ""
+    message = job.message if job is not None and job.state in ("interrupted", "failed") else None
+    if completed and job is not None:
+        what = f"part {n} of {len(parts)}" if len(parts) > 1 else "the removal"
+        typer.echo(f"interrupted after {what} completed: removal job {job.id} removed its "
+                   f"{_count(len(parts[n - 1]), 'document')} (`facet jobs {job.id}`)", err=True)
+    elif job is not None and message:
+        # Its own rerun hint (``removal_rerun_hint``): the keys it was given are all still there.
+        _, _, hint = message.partition("; ")
+        hint = hint or message
+        if rerun is not None:  # what it did only: the command to run is said below
+            hint = hint.split("; run `", 1)[0]
+        typer.echo(f"interrupted: removal job {job.id}{of} stopped; {hint}", err=True)
+    elif rerun is not None:
+        typer.echo(f"interrupted{of}: the removal may be partly done (`facet jobs` shows its "
+                   "job)", err=True)
+    else:
+        typer.echo(f"interrupted{of}: the removal may be partly done; run the same removal "
+                   "again (`facet jobs` shows its job)", err=True)
+    if rerun is None:
+        return
+    removed = f"{_parts_done_text(done, len(parts))}; " if done and len(parts) > 1 else ""
+    if len(done) == len(parts):
+        if len(parts) > 1:
+            typer.echo(f"  {removed.removesuffix('; ')}: all of them, nothing is left to do",
+                       err=True)
+        return
+    left = sum(len(p) for p in parts[len(done):])
+    nxt = len(done) + 1
+    rest = (f"part {nxt} is the next to run" if nxt == len(parts) else
+            f"parts {nxt}-{len(parts)} are the ones to run")
+    keys = f" ({_count(left, 'key')})" if len(parts) > 1 else ""
+    if len(parts) == 1:
+        rest = "the removal is not done"
+    typer.echo(f"  {removed}{rest}{keys}: {_rerun_text(rerun)}", err=True)
+
+
+def _say_removed(report: RemoveReport) -> None:
+    """One removal's lines: each document removed, then the count and the job."""
     was = {"error": ", the entry of a failed document", "pending": ", a pending entry"}
     for d in report.removed:
+        deleted = ", its uploaded file deleted" if d.source_deleted else ""
         typer.echo(f"removed {printable(d.key)} ({plural(d.chunks, 'chunk')}"
-                   f"{was.get(d.status, '')})")
+                   f"{was.get(d.status, '')}{deleted})")
     typer.echo(f"removed {plural(report.docs_deleted, 'document')} "
-               f"({plural(report.chunks_deleted, 'chunk')}) from {collection}: job "
+               f"({plural(report.chunks_deleted, 'chunk')}) from {report.collection}: job "
                f"{report.job_id} (`facet jobs {report.job_id}`)")
-    for d in report.still_in_source():
-        typer.echo(f"  warning: {printable(d.source)} is still there: delete it (or the record) "
-                   "from there too, or the next `facet index` of it (or of a folder holding it) "
-                   f"adds {printable(d.key)} back", err=True)
+    uploads = report.uploads_deleted()
+    if uploads:
+        typer.echo(f"deleted {plural(len({d.source for d in uploads}), 'uploaded file')} from "
+                   "the collection's upload folder (an upload job indexes it whole, and would "
+                   "have added them back)")
+
+
+def _warn_still_there(still: list[RemovedDocument], jobs: str) -> None:
+    """The "is still there" warnings: one per source file (a jsonl's 1,000 records said the
+    same file 1,000 times), its removed records counted, the first ``WARNINGS_SHOWN`` files,
+    then one line that counts the rest."""
+    by_file: dict[str, list[RemovedDocument]] = {}
+    for d in still:
+        by_file.setdefault(d.source, []).append(d)
+    files = list(by_file.items())
+    for source, docs in files[:WARNINGS_SHOWN]:
+        if len(docs) == 1 and docs[0].key == source:
+            typer.echo(f"  warning: {printable(source)} is still there: delete it (or the record) "
+                       "from there too, or the next `facet index` of it (or of a folder holding "
+                       f"it) adds {printable(source)} back", err=True)
+        else:
+            first = ", ".join(printable(d.key) for d in docs[:3])
+            typer.echo(f"  warning: {printable(source)} is still there: "
+                       f"{len(docs):,} of its records removed ({first}"
+                       f"{', ...' if len(docs) > 3 else ''}): delete "
+                       f"{'it' if len(docs) == 1 else 'them'} from the file too, or indexing it "
+                       f"again (or a folder holding it) adds {'it' if len(docs) == 1 else 'them'} "
+                       "back", err=True)
+    if len(files) > WARNINGS_SHOWN:
+        # One line each for 500 files buried the rest of the output.
+        rest = files[WARNINGS_SHOWN:]
+        docs_left = sum(len(docs) for _, docs in rest)
+        in_files = (f" in {plural(len(rest), 'more file')}" if docs_left != len(rest) else "")
+        lists = f"`facet jobs {jobs}` lists" if "," not in jobs else f"jobs {jobs} list"
+        typer.echo(f"  warning: and {plural(docs_left, 'more removed document')}{in_files} "
+                   f"whose file is still there ({len(still):,} in all; {lists} the keys): "
+                   "delete them from there too, or the next `facet index` of them adds them "
+                   "back", err=True)
+
+
+# The "is still there" warnings a removal prints one by one, a line per file (the rest: one
+# line that counts them).
+WARNINGS_SHOWN = 10
 
 
 # Keys a server's removal request shows in full (the rest are counted).
@@ -586,7 +959,7 @@ def register(cli: typer.Typer) -> None:
                   if j.docs_total and j.state not in _ENDED else "")
             # A list line's message: a completed job's too (every document failed), cut to one
             # line; `facet jobs ID` shows it whole below.
-            note = (f" · {printable(_one_line(j.message))}"
+            note = (f" · {printable(_one_line(j.message, _job_names(j)))}"
                     if j.message and job_id is None and j.state == "completed" else "")
             typer.echo(f"job {j.id} {j.state}{resumed}: {printable(j.collection)} <- "
                        f"{printable(j.source)} [{printable(j.embedder)}] seen {j.docs_seen}{of}, "
@@ -603,6 +976,8 @@ def register(cli: typer.Typer) -> None:
                 # Interrupted, stalled or failed: say why and how to go on in the list too.
                 typer.echo(f"  {printable(j.message)}")
             if job_id is not None:
+                for line in removed_key_lines(j, job_id, errors):
+                    typer.echo(line)
                 for line in error_lines(j, job_id, errors_offset, errors):
                     typer.echo(line)
         if isinstance(jobs, JobList) and jobs.not_shown:
@@ -627,17 +1002,64 @@ def register(cli: typer.Typer) -> None:
             "--document", "-d", metavar="KEY",
             help="remove only this document (its key as `facet search` and `facet jobs ID` "
                  "show it: a file's path, a record's id); repeat for several. The collection "
-                 "stays; a key it does not hold removes nothing (exit 3)")] = None,
+                 "stays; a key it does not hold removes nothing (exit 3). One removal takes at "
+                 "most 1,000 keys: more are all checked first, then removed in parts of 1,000, "
+                 "one job each")] = None,
+        documents_from: Annotated[str | None, typer.Option(
+            "--documents-from", metavar="FILE",
+            help="remove the documents whose keys FILE lists, one a line (- reads standard "
+                 "input; blank lines skipped); with --document too. A FILE with no key "
+                 "removes nothing (exit 2): it never deletes the collection")] = None,
+        null: Annotated[bool, typer.Option(
+            "--null", "-0",
+            help="with --documents-from: the keys in FILE are separated by NUL characters, not "
+                 "lines (as `find -print0` writes them), for keys that hold a newline")] = False,
+        missing_ok: Annotated[bool, typer.Option(
+            "--missing-ok",
+            help="with --document/--documents-from: skip (and count) the keys the collection "
+                 "does not hold, removed already or never there, instead of removing nothing "
+                 "(exit 3): the rerun of a removal stopped after some of its parts")] = False,
     ) -> None:
         """Delete a collection, or only its --document KEYs.
 
         Without --document: its points and all its metadata go. With it: only the documents
-        named, the collection stays."""
+        named, the collection stays (over 1,000 keys: removed in parts of 1,000, one job
+        each)."""
+        if null and documents_from is None:
+            typer.echo("error: --null says how --documents-from FILE separates its keys; give "
+                       "--documents-from too", err=True)
+            raise typer.Exit(2)
+        if missing_ok and documents_from is None and not documents:
+            typer.echo("error: --missing-ok says what to do with --document keys the collection "
+                       "does not hold; give --document KEY or --documents-from FILE too "
+                       "(nothing was deleted)", err=True)
+            raise typer.Exit(2)
+        if documents_from == "-" and not yes:
+            # Asked after the keys were read, the question found standard input at its end
+            # ("no answer on standard input").
+            typer.echo("error: standard input holds the keys: give -y (or read keys from a "
+                       "file); nothing was removed", err=True)
+            raise typer.Exit(2)
+        given = list(documents or [])
+        if documents_from is not None:
+            listed = _keys_from(documents_from, null)
+            if not listed and not given:
+                # `facet delete big $(sed 's/^/-d /' empty.txt) -y` deleted the whole collection.
+                typer.echo(f"error: no document key in {printable(documents_from)}: nothing "
+                           "removed; to delete the collection itself, run without "
+                           "--documents-from", err=True)
+                raise typer.Exit(2)
+            if not listed:
+                typer.echo(f"warning: no document key in {printable(documents_from)}: removing "
+                           f"the {plural(len(given), '--document key')} only", err=True)
+            documents = [*given, *listed]
         if documents:
             if force:
                 raise InvalidRequestError("--force is for a stray's vectors; it does not go with "
                                           "--document")
-            _remove_documents(collection, documents, yes)
+            _remove_documents(collection, documents, yes, missing_ok=missing_ok,
+                              rerun=rerun_command(collection, given, documents_from, null),
+                              file_driven=documents_from is not None)
             return
         with open_facet() as facet, _serve_deletes(collection):
             try:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
@@ -255,6 +256,40 @@ def _is_terminal(stream: Any) -> bool:
         return False
 
 
+def _names_given(values: Iterable[Any]) -> list[str]:
+    """The names a command was given (its parameters' values: a path, a collection, keys) that
+    hold a line break, each as given and as the absolute path it names (a message names a
+    path so), longest first."""
+    names: set[str] = set()
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if not isinstance(item, (str, Path)):
+                continue
+            text = str(item)
+            if not _LINE_BREAK.search(text):
+                continue
+            names.add(text)
+            with suppress(OSError, RuntimeError, ValueError):
+                names.add(os.path.abspath(os.path.expanduser(text)))
+                names.add(str(Path(text).expanduser().resolve()))
+    return sorted(names, key=len, reverse=True)
+
+
+# What str.splitlines() breaks a line at.
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def error_text(message: str, given: Iterable[Any] = ()) -> str:
+    """An error's ``message`` made safe to print (``printable(..., body=True)``: its own line
+    breaks stay), with a line break inside a name the command was given (``given``: its
+    parameters' values) shown escaped as the rest of the name is: "error: /x/dir\\x0ab does not
+    exist", where the name was split over two lines."""
+    for name in _names_given(given):
+        message = message.replace(name, printable(name))
+    return printable(message, body=True)
+
+
 def handle_errors(func: F) -> F:
     """Turn domain and embedder errors into a one-line message and an exit code (no traceback),
     and a failed write of the output into one too (``output_error_exit``)."""
@@ -267,11 +302,11 @@ def handle_errors(func: F) -> F:
         except FacetError as e:
             # A message may quote a file's name or contents: its control characters are shown,
             # not sent to the terminal (its line breaks stay).
-            typer.echo(f"error: {printable(str(e), body=True)}", err=True)
+            typer.echo(f"error: {error_text(str(e), [*args, *kwargs.values()])}", err=True)
             raise typer.Exit(exit_code(e)) from e
         except EmbedderError as e:  # commands that use an embedder directly (eval, train)
             # The code the facade's translation gives (an unreadable checkpoint is 4 there too).
-            typer.echo(f"error: {printable(str(e), body=True)}", err=True)
+            typer.echo(f"error: {error_text(str(e), [*args, *kwargs.values()])}", err=True)
             domain = as_domain_error(e)
             raise typer.Exit(exit_code(domain) if domain is not None else 2) from e
         except OSError as e:  # after EmbedderError: a CheckpointError is an OSError too
@@ -318,15 +353,20 @@ class _MaskedAccessLine(logging.Filter):
     ``AccessFormatter`` builds its ``request_line`` from the arguments)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from indexer.errors import mask_secrets
+        from indexer.errors import mask_query, mask_secrets
+
+        def masked(value: object) -> object:
+            if not isinstance(value, str):
+                return value
+            # The request target (uvicorn's ``full_path`` argument): each key-like value whole.
+            return mask_query(value) if value.startswith("/") else mask_secrets(value)
 
         if isinstance(record.msg, str):
             record.msg = mask_secrets(record.msg)
         if isinstance(record.args, tuple):
-            record.args = tuple(mask_secrets(a) if isinstance(a, str) else a for a in record.args)
+            record.args = tuple(masked(a) for a in record.args)
         elif isinstance(record.args, dict):
-            record.args = {k: mask_secrets(v) if isinstance(v, str) else v
-                           for k, v in record.args.items()}
+            record.args = {k: masked(v) for k, v in record.args.items()}
         return True
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -72,6 +73,19 @@ def query_from_stdin() -> str:
     return text.lstrip("\ufeff").strip()
 
 
+# How many characters of a metadata value the text output shows (--json gives it whole).
+META_WIDTH = 120
+
+
+def meta_text(value: Any, width: int = META_WIDTH) -> str:
+    """A metadata value as the text output shows it: a string as it is, anything else as JSON
+    (a list ``["card", "fee"]``, a boolean ``true``: they were Python's ``['card']`` and
+    ``True``), cut to ``width`` characters with its full length said ("… (2,000,000
+    characters)"): a 2 MB field was printed whole under every result. (A key is cut so too.)"""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else f"{text[:width]}… ({len(text):,} characters)"
+
+
 def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool = False) -> None:
     """Results as a ranked list with the query terms in bold; ``filtered``: the search had
     filters (what an empty list then points at)."""
@@ -113,7 +127,7 @@ def print_results(response: SearchResponse, filtered: Mapping[str, Any] | bool =
             at = b
         snippet = "".join(pieces) + printable(r.snippet[at:], body=True)
         label = printable(r.title or r.doc_id)
-        meta = " ".join(printable(f"{k}={v}") for k, v in r.metadata.items())
+        meta = " ".join(printable(f"{meta_text(k)}={meta_text(v)}") for k, v in r.metadata.items())
         chunks = f"#{r.chunk_no}" + (f" (+{plural(len(r.more_chunks), 'more chunk', 'more chunks')})"
                                      if r.more_chunks else "")
         line = f"{r.rank:>3}. {r.score:.3f}  {label}  [{printable(r.doc_id)} {chunks}] {meta}"

@@ -109,7 +109,7 @@ def _log_start(host: str, settings: FacetSettings, *, ui: bool) -> None:
                 settings.database_description(), broker,
                 "on (FACET_API_KEY)" if settings.api_key else "off",
                 "at /ui" if ui else "not mounted")
-    if not settings.api_key and not _loopback(host):
+    if not settings.api_key and not is_loopback(host):
         logger.warning("listening on %s without an API key: anyone who can reach this port "
                        "can read every collection and have this server index its folders "
                        "(POST /jobs); set FACET_API_KEY=<a long random secret> (clients send "
@@ -129,8 +129,9 @@ def _warn_unowned(settings: FacetSettings) -> None:
         logger.warning("%s", said)
 
 
-def _loopback(host: str) -> bool:
-    """Whether ``host`` is reached from this machine only (``localhost``, 127.x, ::1)."""
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reached from this machine only (``localhost``, 127.x, ::1): what
+    `facet serve` and `facet ui` ask before warning that they serve without a login."""
     import ipaddress
 
     if host.strip().lower() == "localhost":
@@ -139,6 +140,9 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:  # a host name: it may resolve to any interface
         return False
+
+
+_loopback = is_loopback  # its earlier name (tests/app/test_ops_startup.py imports it)
 
 
 def _uvicorn_log_config() -> dict[str, Any]:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import logging
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from app.commands.common import check_port, handle_errors, mask_access_log, serving_lock
-from app.commands.serve import preload_names
+from app.commands.serve import is_loopback, preload_names
 from app.errors import InvalidRequestError, UnavailableError
+
+if TYPE_CHECKING:
+    from app.settings import FacetSettings
+
+logger = logging.getLogger(__name__)
 
 
 def register(cli: typer.Typer) -> None:
@@ -35,9 +41,9 @@ def register(cli: typer.Typer) -> None:
         if missing:
             raise UnavailableError(f"facet ui needs the ui extra ({', '.join(missing)} missing): "
                                    "pip install 'facet-search[ui]'")
+        from app.api.server import check_api_models  # `facet serve`'s check, in create_app
         from app.core import Facet
         from app.settings import get_settings
-        from ui.app import launch_ui
 
         if ":" in host:
             # Gradio writes its own URL as http://HOST:PORT without brackets, and then fails
@@ -47,6 +53,11 @@ def register(cli: typer.Typer) -> None:
         check_port(host, port)
         settings = get_settings()
         names = preload_names(preload, settings)  # before the data folder opens
+        # As `facet serve` (exit 2, one line): the pickers offered a name that cannot be served.
+        check_api_models(settings.api_models)
+        from ui.app import launch_ui, ui_auth  # Gradio: seconds, after the checks that need none
+
+        _warn_open(host, settings, login=ui_auth(settings) is not None)
         with serving_lock(settings, "facet ui", f"http://{host}:{port}"):
             facet = Facet.for_serving(settings)
             Facet.set_shared(facet)
@@ -65,3 +76,17 @@ def register(cli: typer.Typer) -> None:
                     demo.close(verbose=False)
             finally:
                 facet.close(reason="the server stopping")
+
+
+def _warn_open(host: str, settings: FacetSettings, *, login: bool) -> None:
+    """One warning when anyone who can reach ``host`` may use the UI: no login
+    (``ui.app.ui_auth``: FACET_UI_AUTH, else FACET_API_KEY) on a host that is not loopback
+    (``app.commands.serve.is_loopback``, as `facet serve`'s own warning). It said nothing, yet
+    the page lets anyone search, index into (uploads, FACET_UI_ALLOWED_ROOTS' folders) and
+    delete every collection."""
+    if not login and not is_loopback(host):
+        logger.warning("listening on %s without a login: anyone who can reach this port can "
+                       "read, index into and delete every collection of %s (uploads, and the "
+                       "FACET_UI_ALLOWED_ROOTS folders); set FACET_UI_AUTH='user:<a long random "
+                       "password>' (or FACET_API_KEY), or listen on 127.0.0.1 (docs/ui.md)",
+                       host, settings.data_dir)
