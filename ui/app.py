@@ -11,6 +11,7 @@ and never wait behind a long clustering.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import secrets
 from collections.abc import Callable
@@ -94,22 +95,63 @@ def ui_auth(settings: FacetSettings) -> Callable[[str, str], bool] | None:
             for user, expected in pairs:
                 ok |= secrets.compare_digest(username.encode(), user.encode()) & \
                     secrets.compare_digest(password.encode(), expected.encode())
-            return ok
+            return _logged_login(ok, username)
 
         return check_pairs
     key = settings.api_key
     if key:
         def check_key(username: str, password: str) -> bool:
-            return secrets.compare_digest(password.encode(), key.encode())
+            return _logged_login(secrets.compare_digest(password.encode(), key.encode()),
+                                 username)
 
         return check_key
     return None
 
 
+def _logged_login(ok: bool, username: str) -> bool:
+    """``ok``; a failed login is a WARNING naming the user name tried (at most 64 characters,
+    never the password) and the client's address (``_CLIENT``, for a ban on those lines): it was
+    not logged at all, so an operator could not see a name being guessed."""
+    if not ok:
+        shown = username if len(username) <= 64 else username[:64] + "…"
+        logger.warning("a UI login failed for user name %r from %s", shown,
+                       _CLIENT.get() or "an unknown client")
+    return ok
+
+
+# The address of the client whose request is being served (``_RequestClient``), for the login
+# check's log line: Gradio calls the check with the user name and password only.
+_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("facet_ui_client",
+                                                                    default=None)
+
+
+class _RequestClient:
+    """ASGI middleware of the page's app: sets ``_CLIENT`` for each HTTP request (the login route
+    calls the check in the request's own task, so it reads it)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        token = _CLIENT.set(str(client[0]) if client else None)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _CLIENT.reset(token)
+
+
 def launch_options(settings: FacetSettings) -> dict[str, Any]:
     """Options shared by ``launch`` and ``mount_gradio_app``: login, upload limit, CSS, no
-    error details for unexpected errors (handlers show their own messages), no run history."""
+    error details for unexpected errors (handlers show their own messages), no run history,
+    the client's address for the login check's log line."""
+    from starlette.middleware import Middleware
+
     return {
+        "app_kwargs": {"middleware": [Middleware(_RequestClient)]},
         "auth": ui_auth(settings),
         "auth_message": "Facet: log in with a FACET_UI_AUTH user, or any name and the API key.",
         "max_file_size": int(settings.ui_max_upload_mb * 2**20),

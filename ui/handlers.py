@@ -52,7 +52,7 @@ from app.services.collections import JobInfo
 from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
 from app.settings import FacetSettings
-from app.text import plural
+from app.text import plural, printable
 from ui import inputs, render
 
 logger = logging.getLogger(__name__)
@@ -110,6 +110,9 @@ def ui_error(error: FacetError) -> gr.Error:
     if isinstance(error, NotFoundError) and message.startswith("unknown collection"):
         # Deleted since the page was loaded: the failed event refreshes the pickers.
         message += ". The collection lists on this page have been refreshed."
+    # A message quotes keys and file names: their control characters and bidi controls shown
+    # escaped, line by line (``printable``), as the CLI shows them.
+    message = "\n".join(printable(line) for line in message.split("\n"))
     return gr.Error(html.escape(message, quote=False), title=title, print_exception=False)
 
 
@@ -435,8 +438,7 @@ class UiHandlers:
         allowed = list(dict.fromkeys(self._allowed() + (extra or [])))
         if name in allowed:
             return name
-        recorded = [spec for vector, spec in self._recorded(collection).items()
-                    if vector in allowed]
+        recorded = self.facet.recorded_specs(collection, allowed)
         if name in recorded:
             return name
         offered = ", ".join(dict.fromkeys(allowed + recorded))
@@ -762,9 +764,9 @@ class UiHandlers:
             embedder=self._model(embedder, "embedder", collection=name)))
         self._job_collections[job.id] = job.collection
         for notice in notices:
-            gr.Warning(render.esc(notice), title="Not indexed")
+            gr.Warning(render.name_html(notice), title="Not indexed")
         for notice in renamed or []:
-            gr.Info(render.esc(notice), title="Renamed")
+            gr.Info(render.name_html(notice), title="Renamed")
         html = render.notices_html([*notices, *(renamed or [])]) + render.job_html(job, total)
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.services.clustering import far_apart
 from app.services.search import why_no_results
-from app.text import plural, size_text
+from app.text import plural, printable, size_text
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -78,7 +78,8 @@ def highlight(snippet: str, spans: Sequence[Sequence[int]]) -> str:
 
 def notices_html(notices: Sequence[str]) -> str:
     """Warnings shown above a result (a cut query, refused uploads)."""
-    return "".join(f'<div class="facet-note">{esc(n)}</div>' for n in notices if n)
+    # Notices name files (an upload not indexed, one renamed): shown as ``name_html`` shows them.
+    return "".join(f'<div class="facet-note">{name_html(n)}</div>' for n in notices if n)
 
 
 def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
@@ -98,8 +99,17 @@ def _document(r: SearchResult) -> str:
         # A record named by its file and line (``/srv/.../uploads/c/msgs.jsonl#L3``): the file's
         # name, as uploaded, not its path on the server.
         name = Path(r.source).name + r.doc_id[len(r.source):]
-    return (f'<span dir="auto" title="{esc(r.source)}">{esc(name)}</span><br>'
-            f"<small>chunk {r.chunk_no}</small>")
+    # A name's control characters and bidi overrides shown escaped, as the CLI shows them:
+    # "invoice\u202efdp.exe" read as another name, ESC and BEL went to the page raw.
+    return (f'<span dir="auto" title="{esc(printable(r.source or ""))}">{name_html(name)}'
+            f"</span><br><small>chunk {r.chunk_no}</small>")
+
+
+def name_html(name: str | None) -> str:
+    """A key, path, title or job message (one line of text from a file's name or a document)
+    HTML-escaped, with each control character and bidi control shown as a visible escape
+    (``\\x07``, ``\\u202e``, ``printable``), as the CLI shows it."""
+    return esc(printable(name or ""))
 
 
 # What the first stage of a reranked search scored by, per mode (a lexical search's BM25 score
@@ -161,7 +171,7 @@ def failed_html(message: str | None = None, *, what: str = "run", results: bool 
     and, for an area of ``results``, that nothing from an earlier run is shown. The reason is
     here as well as in the error toast, which closes itself after 10 s: the area said "its
     message is shown above" of a toast gone."""
-    why = f": {esc(message)}" if message else " (the reason was shown as a message at the top right)"
+    why = f": {name_html(message)}" if message else " (the reason was shown as a message at the top right)"
     earlier = "<br><small>Nothing from an earlier run is shown here.</small>" if results else ""
     # aria-live="off": the error toast (a polite status of Gradio's own) says it already; inside
     # a live summary area it was read twice.
@@ -232,7 +242,7 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
             elif key(r) not in other:
                 mark = ' <span class="facet-down">out</span>'
             cells.append(f'<td class="num">{r.score:.3f}{mark}</td>'
-                         f"<td>{auto_dir(esc(r.title or r.doc_id), 'div')}"
+                         f"<td>{auto_dir(name_html(r.title or r.doc_id), 'div')}"
                          f"{auto_dir(highlight(r.snippet, r.highlights), 'div')}</td>")
         rows.append(f'<tr><td class="num">{i + 1}</td>{"".join(cells)}</tr>')
     summary = (f'<div class="facet-info">{shared} of the top {max(len(a.results), 1)} results are '
@@ -459,8 +469,14 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
             f"{job.docs_failed:,} failed, {job.chunks_written:,} "
             f"chunk{'' if job.chunks_written == 1 else 's'} written"
             + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
+    if job.removed_keys_total:  # a removal (`facet delete C --document KEY`): what it removed
+        text = (f"Removal job {job.id} from <b>{esc(job.collection)}</b> "
+                f"<b>{esc(job.state)}</b>: {job.docs_deleted:,} of "
+                f"{plural(job.removed_keys_total, 'document')} removed"
+                + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     said = job_message(job) if message is None else message
-    note = f'<div class="facet-note facet-job-message">{esc(said)}</div>' if said else ""
+    note = (f'<div class="facet-note facet-job-message">{name_html(said)}</div>' if said
+            else "")
     # A screen reader's progress bar: its value unknown (no total yet) while the job runs.
     known = total or finished
     value = f' aria-valuenow="{100 * fraction:.0f}"' if known else ""
@@ -504,14 +520,29 @@ def job_error_rows(job: JobInfo) -> list[list[str]]:
     prefix = job.source.rstrip("/") + "/" if job.source else None
 
     def relative(message: str) -> str:
-        return message.replace(prefix, "") if prefix else message
+        # Not inside `...`: a command to paste (`facet delete C --document '/src/a.txt'`) must
+        # keep its absolute path, or it names no document from any other folder.
+        if not prefix:
+            return message
+        parts = message.split("`")
+        return "`".join(p if i % 2 else p.replace(prefix, "") for i, p in enumerate(parts))
 
-    rows = [[Path(e["document"]).name or e["document"], e["kind"], relative(e["message"])]
-            for e in job.errors]
+    # Names and messages with their control characters and bidi controls shown escaped.
+    rows = [[printable(Path(e["document"]).name or e["document"]), printable(e["kind"]),
+             printable(relative(e["message"]))] for e in job.errors]
     more = job.errors_total - len(job.errors)
     if more > 0:
         rows.append(["…", "", f"{more:,} more not listed: {job.errors_total:,} errors and "
                               f"warnings in all, the first {len(job.errors):,} above"])
+    # A removal's keys, after its errors (it has none unless it failed): no errors, they were
+    # listed as "removing" errors ("500 errors and warnings in all") until 2026-11-30.
+    kind = "removed" if job.state == "completed" else "to remove"
+    rows += [[printable(Path(k).name or k), kind,
+              f"a document this removal was given ({printable(k)})"] for k in job.removed_keys]
+    more = job.removed_keys_total - len(job.removed_keys)
+    if more > 0:
+        rows.append(["…", "", f"{more:,} more not listed: {job.removed_keys_total:,} documents "
+                              f"in all, the first {len(job.removed_keys):,} above"])
     return rows
 
 
@@ -621,7 +652,8 @@ def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None)
     stopped or failed job showed only its state, and nothing said why or what to do. A job
     that never ran says so under "started" ("queued T, never started"), not its queue time."""
     messages = messages or {}
+    # A message quotes file names and keys: their ESC, newline and bidi controls escaped.
     return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
-             j.chunks_written, j.embedder, j.started_at or j.when(),
-             messages.get(j.id, job_message(j))]
+             j.chunks_written, printable(j.embedder), j.started_at or j.when(),
+             printable(messages.get(j.id, job_message(j)))]
             for j in jobs]

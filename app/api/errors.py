@@ -133,9 +133,12 @@ def error_body(message: str, type_: str, param: str | None = None,
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-# The most of a quoted name an error message shows (``cut_names``).
+# The most of a quoted name an error message shows (``cut_names``). A quote opens a name only
+# where no letter or digit comes before it and closes one only where none follows: the text
+# from the closing quote of 'two' to the apostrophe of "app's" was cut as one long name
+# ("... from a web a…' (202 characters)s several workers").
 MAX_SHOWN_NAME = 200
-_QUOTED = re.compile(rf"""(['"])([^'"]{{{MAX_SHOWN_NAME}}})([^'"]+)\1""")
+_QUOTED = re.compile(rf"""(?<!\w)(['"])([^'"]{{{MAX_SHOWN_NAME}}})([^'"]+)\1(?!\w)""")
 
 
 def cut_names(message: str) -> str:
@@ -188,9 +191,11 @@ def log_answer(request: Request, status: int, message: str, code: str | None = N
     collection where known and not in the message already, and the message, secrets masked."""
     if status == 401:
         client = request.client.host if request.client is not None else "unknown"
-        # Never the key sent, right or wrong: only that one was refused, and from where.
-        logger.warning("%s %s answered 401 (missing or wrong API key) to client %s",
-                       request.method, request.url.path, client)
+        # Never the key sent, right or wrong: only that one was refused, and from where. INFO:
+        # the WARNINGs are the server's ``_RefusedKeys`` lines, the first from a client and one
+        # a minute counting the rest (this one, a WARNING too, made one a request again).
+        logger.info("%s %s answered 401 (missing or wrong API key) to client %s",
+                    request.method, request.url.path, client)
         return
     if status >= 500 and status != 503:
         level = logging.ERROR

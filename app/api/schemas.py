@@ -456,6 +456,11 @@ class RemovedDocument(BaseModel):
     source_exists: bool = Field(
         description="its file is still there on the server: the next index job of that file, or "
                     "of a folder holding it, adds the document back unless it is deleted there")
+    source_deleted: bool = Field(
+        description="its file was an upload staged in the collection's upload folder on the "
+                    "server (DATA_DIR/uploads/NAME, which every upload job indexes whole) and "
+                    "was deleted with it (source_exists is then false); a file anywhere else is "
+                    "never touched")
 
 
 class RemovedDocuments(BaseModel):

@@ -88,6 +88,42 @@ def _facet(request: Request) -> Facet:
 FacetDep = Annotated[Facet, Depends(_facet)]
 
 
+AUTH_LOG_WINDOW_S = 60.0  # one WARNING per client and window for refused keys
+
+
+class _RefusedKeys:
+    """WARNING lines for requests refused for a missing or wrong API key: the first from a
+    client, then one a window counting the others (a client trying keys was only in uvicorn's
+    INFO access lines, among every other request). Bounded: at most ``MAX_CLIENTS`` clients
+    remembered, the oldest forgotten first."""
+
+    MAX_CLIENTS = 1024
+
+    def __init__(self, window_s: float = AUTH_LOG_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._lock = threading.Lock()
+        # client -> (when its window began, refusals in it not logged yet)
+        self._clients: dict[str, tuple[float, int]] = {}
+
+    def note(self, client: str, method: str, path: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            began, unlogged = self._clients.pop(client, (None, 0))
+            if began is not None and now - began < self.window_s:
+                self._clients[client] = (began, unlogged + 1)
+                return
+            if len(self._clients) >= self.MAX_CLIENTS:
+                del self._clients[next(iter(self._clients))]
+            self._clients[client] = (now, 0)
+        if unlogged:
+            logger.warning("%s without the right API key from %s in the last %.0f s; latest: "
+                           "%s %s", plural(unlogged, "more request"), client, self.window_s,
+                           method, path)
+        else:
+            logger.warning("a request without the right API key from %s: %s %s (401; others "
+                           "from it are counted for %.0f s)", client, method, path, self.window_s)
+
+
 def _require_key(request: Request) -> None:
     """``Authorization: Bearer <FACET_API_KEY>`` when a key is configured."""
     key: str | None = request.app.state.facet.settings.api_key
@@ -96,6 +132,8 @@ def _require_key(request: Request) -> None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(),
                                                                 key.encode()):
+        refused: _RefusedKeys = request.app.state.refused_keys
+        refused.note(_client(request), request.method, mask_secrets(request.url.path))
         raise HTTPException(401, "missing or wrong API key: send the header 'Authorization: Bearer "
                                  "<key>' with the server's FACET_API_KEY",
                             headers={"WWW-Authenticate": "Bearer"})
@@ -257,11 +295,14 @@ def allowed_models(facet: Facet) -> list[str]:
     return facet.allowed_models()
 
 
-def _check_model(facet: Facet, name: str | None, field: str) -> None:
+def _check_model(facet: Facet, name: str | None, field: str,
+                 collection: str | None = None) -> None:
+    """Refuse a model name the server does not serve: not in ``allowed_models``, nor a spec
+    ``collection`` recorded for one of its allowed vectors (``Facet.recorded_specs``)."""
     if name is None:
         return
     allowed = allowed_models(facet)
-    if name not in allowed:
+    if name not in allowed and name not in facet.recorded_specs(collection, allowed):
         # Options load another model object, so a name with options is served only where the
         # list names it so (a client could otherwise fill the server's memory with variants).
         options = ("; a name with [options] is served only when FACET_API_MODELS lists it exactly "
@@ -363,12 +404,18 @@ class _ClusterTurns:
         self._free = asyncio.Semaphore(running)
         self.waiting = 0
         self._mean_s = 1.0  # recent clusterings' seconds (for Retry-After)
+        self._running_since: dict[int, float] = {}  # the running ones' starts
 
     def refuse_if_full(self) -> None:
         """Raises:
-            BusyError: ``running`` clusterings run and ``waiting`` more wait."""
+            BusyError: ``running`` clusterings run and ``waiting`` more wait. Its Retry-After
+            counts each turn as long as recent clusterings took, or as the longest running one
+            has run so far where that is longer (before any had finished, the first burst was
+            told 17 s where each clustering took 16 s and the wait was 270 s)."""
         if self._free.locked() and self.waiting >= self.max_waiting:
-            wait = self._mean_s * (self.waiting + self.running) / self.running
+            now = time.perf_counter()
+            per = max([self._mean_s, *(now - t for t in self._running_since.values())])
+            wait = per * (self.waiting + self.running) / self.running
             raise BusyError(f"{plural(self.running, 'clustering')} running and "
                             f"{self.waiting} more waiting for a turn, the most this server "
                             "queues; retry after Retry-After seconds",
@@ -383,9 +430,12 @@ class _ClusterTurns:
         finally:
             self.waiting -= 1
         t0 = time.perf_counter()
+        mine = object()
+        self._running_since[id(mine)] = t0
         try:
             yield
         finally:
+            del self._running_since[id(mine)]
             self._free.release()
             self._mean_s = (self._mean_s + time.perf_counter() - t0) / 2
 
@@ -556,6 +606,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             served.embed(["warm-up"], embedder=name)
             logger.info("loaded %s", name)
         app.state.cluster_turns = _ClusterTurns()
+        app.state.refused_keys = _RefusedKeys()
         # In the background: the first cluster request no longer imports scikit-learn itself,
         # and /health answers meanwhile.
         warm_up_clustering()
@@ -694,7 +745,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def search(body: SearchBody, facet: FacetDep, request: Request) -> Response:
         """Instruction-aware search of a collection; each result with its point ``id``."""
         _note_texts(request, 1)
-        _check_model(facet, body.embedder, "embedder")
+        _check_model(facet, body.embedder, "embedder", body.collection)
         _check_model(facet, body.rerank, "rerank")
         with _model_param(embedder=body.embedder, rerank=body.rerank):
             response = facet.search(SearchRequest(
@@ -735,10 +786,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """What ``clustered`` (and the clustering) check first, read without a model or a
         turn: the model names the server serves, and that the collection exists (and is not
         held elsewhere). Run again there: the answer may change while the request waits."""
-        _check_model(facet, body.embedder, "embedder")
+        _check_model(facet, body.embedder, "embedder", body.collection)
         _check_model(facet, body.explainer, "explainer")
         if body.search is not None:
-            _check_model(facet, body.search.embedder, "search.embedder")
+            _check_model(facet, body.search.embedder, "search.embedder", body.search.collection)
         if body.collection is not None:
             # (A private check of the service: the one its ``cluster`` runs first.)
             facet.clustering._check_collection(body.collection)
@@ -747,11 +798,11 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                   step: Callable[[float, str], None]) -> Response:
         """The clustering of ``body``; ``step`` is told each of its steps (it raises
         ``_Stopped`` once the client has gone)."""
-        _check_model(facet, body.embedder, "embedder")
+        _check_model(facet, body.embedder, "embedder", body.collection)
         _check_model(facet, body.explainer, "explainer")
         search = None
         if body.search is not None:
-            _check_model(facet, body.search.embedder, "search.embedder")
+            _check_model(facet, body.search.embedder, "search.embedder", body.search.collection)
             s = body.search
             search = SearchRequest(query=s.query, collection=s.collection,
                                    instruction=s.instruction, top_k=s.k, filters=s.filters,
@@ -792,7 +843,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
               operation_id="submitJob", tags=jobs)
     def submit_job(body: JobBody, facet: FacetDep, request: Request) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
-        _check_model(facet, body.embedder, "embedder")
+        _check_model(facet, body.embedder, "embedder", body.collection)
         with _model_param(embedder=body.embedder):
             job = facet.submit_index(body.source, body.collection, IndexOptions(
                 embedder=body.embedder, chunk_size=body.chunk_tokens,

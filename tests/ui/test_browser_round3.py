@@ -37,6 +37,9 @@ def test_a_clustering_is_stopped_by_stop_and_by_leaving_the_page(page, caplog) -
     run = uuid.uuid4().hex[:8]  # new texts: embeddings of a recent clustering are reused
     texts = "\n".join(f"Message {i} of run {run}: my card number {i * 7919} was declined at "
                       f"shop {i % 13} and I want my money back" for i in range(3000))
+    # The box is shown once the source's change has reached the page: set before, there was
+    # no box yet (a fresh-clone run, logs/make_test_56.log: "Cannot set properties of null").
+    page.locator("#cluster-texts textarea").wait_for(state="visible")
     # Set at once (page.fill took 40 s for 3,000 lines; an upload is capped at 50 KB here).
     page.evaluate("([sel, text]) => { const box = document.querySelector(sel); box.value = text;"
                   " box.dispatchEvent(new Event('input', {bubbles: true})); }",

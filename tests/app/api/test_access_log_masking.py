@@ -43,6 +43,9 @@ def test_serve_access_lines_mask_key_like_query_parameters(tmp_path) -> None:
         assert httpx.get(f"{base}/jobs?collection=c&token={SECRETS['token']}&limit=3").status_code == 400
         assert httpx.get(f"{base}/health?password={SECRETS['password']}").status_code == 400
         assert httpx.get(f"{base}/nowhere?API_KEY={SECRETS['api_key']}").status_code == 404
+        # A name percent-encoded, a value holding a quote: each value masked whole.
+        assert httpx.get(f"{base}/info?api%5Fkey={SECRETS['api_key']}").status_code == 400
+        assert httpx.get(f"{base}/info?token=ab'{SECRETS['token']}&x=1").status_code == 400
     finally:
         out = _stop(proc)
     for secret in SECRETS.values():
@@ -51,6 +54,23 @@ def test_serve_access_lines_mask_key_like_query_parameters(tmp_path) -> None:
     assert '"GET /jobs?collection=c&token=***&limit=3 HTTP/1.1" 400' in out, out  # the rest kept
     assert '"GET /health?password=*** HTTP/1.1" 400' in out, out
     assert '"GET /nowhere?API_KEY=*** HTTP/1.1" 404' in out, out
+    assert '"GET /info?api%5Fkey=*** HTTP/1.1" 400' in out, out
+    assert '"GET /info?token=***&x=1 HTTP/1.1" 400' in out, out
+
+
+def test_a_request_target_is_masked_whole_value_by_value() -> None:
+    """``mask_query`` (the access line's request target): the whole value up to the next ``&``,
+    ``;`` or ``#``, names read percent-decoded; other parameters and the fragment kept."""
+    from indexer.errors import mask_query, mask_secrets
+
+    assert mask_query("/c?api%5Fkey=ab'cd&x=1") == "/c?api%5Fkey=***&x=1"
+    assert mask_query("/c?a=1;Access-Token=z\"z#frag") == "/c?a=1;Access-Token=***#frag"
+    assert mask_query("/c?x=1&keyboard=qwerty&monkey=1") == "/c?x=1&keyboard=qwerty&monkey=1"
+    assert mask_query("/c?api_key+=AK12&x=1") == "/c?api_key+=***&x=1"  # "api_key " to the API
+    assert mask_query("/c?token") == "/c?token"  # no value
+    assert mask_query("/c") == "/c"
+    # In messages too, a percent-encoded name is masked.
+    assert mask_secrets("see http://h/c?my%2Dapi%5Fkey=abc.") == "see http://h/c?my%2Dapi%5Fkey=***."
 
 
 # `facet ui`: Gradio starts uvicorn at log level warning, so its access lines are off; opened

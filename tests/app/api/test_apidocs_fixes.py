@@ -150,3 +150,20 @@ def test_serve_exits_2_for_an_unknown_api_model(tmp_path) -> None:
             "FACET_API_MODELS": '["nope", "minilm[instruction_weight=1]"]'})
     assert result.returncode == 2, result
     assert "FACET_API_MODELS names 'nope'" in result.stderr, result.stderr
+
+
+def test_an_apostrophe_after_a_quoted_name_is_not_cut_as_a_name() -> None:
+    """``cut_names`` read the text from the closing quote of 'two' to the apostrophe of "app's"
+    as one quoted name over 200 characters: every 409 about a collection open in another
+    process read "... from a web a…' (202 characters)s several workers"."""
+    from app.api.errors import cut_names
+    from indexer.store import _busy_message
+
+    message = _busy_message("two", {"pid": 26078, "host": "vm", "command": "facet worker"})
+    assert "app's several workers" in message
+    assert cut_names(message) == message
+    long = "x" * 5000
+    assert cut_names(f"no collection '{long}': it's gone") == \
+        f"no collection '{'x' * 200}…' (5,000 characters): it's gone"
+    assert cut_names(f'name "{long}" and the user\'s note') == \
+        f'name "{"x" * 200}…" (5,000 characters) and the user\'s note'

@@ -237,3 +237,23 @@ def test_the_openapi_429_of_cluster_names_the_turns(facet) -> None:
         spec = client.get("/openapi.json").json()
     said = spec["paths"]["/cluster"]["post"]["responses"]["429"]["description"]
     assert "clustering turns are full" in said and "FACET_MAX_PENDING_TEXTS" in said, said
+
+
+def test_retry_after_counts_a_running_clustering_longer_than_the_recent_mean(monkeypatch) -> None:
+    """Before any clustering had finished, Retry-After counted each turn as 1 s: a burst was told
+    17 s where each clustering took 16 s (and the wait was about 270 s). A turn now counts at
+    least as long as the longest running clustering has run."""
+    import asyncio
+
+    clock = [100.0]
+    monkeypatch.setattr(server.time, "perf_counter", lambda: clock[0])
+
+    async def scenario() -> float:
+        turns = server._ClusterTurns(running=1, waiting=0)
+        async with turns.turn():
+            clock[0] += 20.0  # the running one has run 20 s, none has finished
+            with pytest.raises(BusyError) as refused:
+                turns.refuse_if_full()
+        return refused.value.retry_after_s
+
+    assert asyncio.run(scenario()) == pytest.approx(20.0)
