@@ -126,8 +126,12 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
     # The node name as Celery makes it of `-n` (%h, %n, %d expanded; "@<host>" added to a bare
     # name), so that this line and Celery's own name the same worker.
     node = host_format(default_nodename(name))
-    logger.info("worker %s: queues %s, %d process(es), data folder %s, store %s, database %s",
-                node, ",".join(names), concurrency, settings.data_dir,
+    from app import __version__
+
+    # The version, as facet serve's line says it: during an upgrade (docs/deploy.md) the one
+    # place that tells which workers still run the old one.
+    logger.info("worker %s (facet %s): queues %s, %d process(es), data folder %s, store %s, "
+                "database %s", node, __version__, ",".join(names), concurrency, settings.data_dir,
                 settings.store_description(),
                 # passwords masked, as facet serve's line; the SQLite file by its path
                 settings.database_description(path=True))

@@ -60,7 +60,11 @@ def test_a_worker_on_another_database_says_so_and_its_node_name(stack: Stack, tm
     text = worker.text()
     start = next(line for line in text.splitlines() if "worker.main: worker " in line)
     # Celery's node name, %h expanded, as Celery's own banner says it
-    assert f"worker wx@{host}: queues index, 1 process(es), data folder {other}, " in start, start
+    from app import __version__
+
+    # its version, as facet serve's start line: which workers still run the old one in an upgrade
+    assert (f"worker wx@{host} (facet {__version__}): queues index, 1 process(es), data folder "
+            f"{other}, ") in start, start
     assert "%h" not in start
     assert f"database SQLite at {other / 'facet.db'}" in start, start
     assert f"wx@{host}" in text  # Celery's banner: the same name
