@@ -621,8 +621,15 @@ class Facet:
 
     @_domain_errors
     def submit_index(self, source: Path | str, collection: str,
-                     options: IndexOptions | None = None) -> JobInfo:
+                     options: IndexOptions | None = None, *,
+                     on_queued: Callable[[int], None] | None = None) -> JobInfo:
         """Check the request, record a ``queued`` job and run it in the background.
+
+        Args:
+            on_queued: called with the job's id once its ``queued`` row is recorded, before the
+                runner takes it (`facet serve` logs "job N queued by CLIENT" there: logged
+                after this returned, it came after a fast job's own "job N started" line). An
+                exception it raises is logged and the job goes on.
 
         Returns:
             The job as recorded now (poll ``job(id)`` for progress).
@@ -632,6 +639,9 @@ class Facet:
         """
         if options is not None:
             _expect(options, IndexOptions, "options", "IndexOptions(embedder='minilm')")
+        if on_queued is not None and not callable(on_queued):
+            raise InvalidRequestError(f"on_queued must be a callable or None, got "
+                                      f"{type(on_queued).__name__}")
         check = getattr(self.job_runner, "check", None)
         if callable(check):  # e.g. the broker is up: say so before recording a job
             check()
@@ -640,6 +650,12 @@ class Facet:
         # The job is queued for the workers now: a server that has read the collection lets it
         # go (an embedded store's folder opens in one process at a time).
         self._let_workers_write([collection])
+        if on_queued is not None:
+            try:
+                on_queued(prepared.job_id)
+            except Exception:  # (a caller's note: the job is recorded, and runs all the same)
+                logger.warning("job %d: its on_queued callback failed", prepared.job_id,
+                               exc_info=True)
         try:
             self.job_runner.submit(prepared)
         except Exception as e:
@@ -755,7 +771,8 @@ class Facet:
 
     @_domain_errors
     def remove_documents(self, collection: str, keys: Sequence[str], *,
-                         base: Path | str | None = None) -> RemoveReport:
+                         base: Path | str | None = None,
+                         missing_ok: bool = False) -> RemoveReport:
         """Remove documents from a collection by their keys (as ``search`` and ``job`` show
         them: a file's path, a record's id): their vectors, chunks and metadata, recorded as a
         job (``jobs``: its keys are the job's ``removed_keys``, not errors). Every key must name
@@ -769,18 +786,26 @@ class Facet:
         Args:
             base: the folder a relative path given as a key is read from (a command line's
                 working folder); None: keys are matched as given.
+            missing_ok: keys the collection does not hold (removed already, or never there:
+                the rerun of a removal that stopped part-way) are skipped instead of refused,
+                as `facet delete C --document KEY --missing-ok` skips them, and listed in the
+                report's ``skipped_keys`` (as given); the others are removed. Where none is
+                held, nothing is removed and no job is made (``job_id`` 0, ``removed`` empty).
+                A jsonl/csv file's path whose records are still indexed is refused all the same.
 
         Raises:
             NotFoundError: an unknown collection (``param`` ``collection``), or keys that name
-                no document of it (``param`` ``key``).
-            InvalidRequestError, TooLargeError: no keys, keys not a list of str, too many.
+                no document of it (``param`` ``key``; not with ``missing_ok``).
+            InvalidRequestError, TooLargeError: no keys, keys not a list of str, too many;
+                ``missing_ok`` not a bool.
             ConflictError: a job is writing the collection, or its vectors are in another store.
         """
         if base is not None and not isinstance(base, str | os.PathLike):
             raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
         try:
             return self.indexing.remove_documents(collection, keys,
-                                                  base=None if base is None else Path(base))
+                                                  base=None if base is None else Path(base),
+                                                  missing_ok=missing_ok)
         finally:
             if isinstance(collection, str):
                 self.searching.forget(collection)

@@ -467,10 +467,16 @@ class RemovedDocuments(BaseModel):
     """``DELETE /collections/{name}/documents``'s answer (the facade's ``RemoveReport``)."""
 
     job_id: int = Field(description="the job recording the removal (GET /jobs/{job_id}: source "
-                                    "'remove: KEY', docs_deleted counting them)")
+                                    "'remove: KEY', docs_deleted counting them); 0 where no job "
+                                    "was made: with missing_ok, no key named a document")
     collection: str
     removed: list[RemovedDocument] = Field(description="each document removed, in the order "
                                                        "the keys were given")
     docs_deleted: int
     chunks_deleted: int
     elapsed_s: float
+    skipped_keys: list[str] = Field(
+        default_factory=list,
+        description="with missing_ok, the keys (as given) that named no document of the "
+                    "collection (removed already, or never there), skipped instead of refused; "
+                    "empty without it")

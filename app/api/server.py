@@ -844,13 +844,19 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def submit_job(body: JobBody, facet: FacetDep, request: Request) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
         _check_model(facet, body.embedder, "embedder", body.collection)
+        client = _client(request)
+
+        def queued(job_id: int) -> None:
+            # Who: two users' jobs submitted in the same second could not be told apart. Said
+            # before the runner takes the job: logged once submit_index returned, it came after
+            # a fast job's own "job N started" (and even its end).
+            logger.info("job %d queued by %s (collection %r)", job_id, client, body.collection)
+
         with _model_param(embedder=body.embedder):
             job = facet.submit_index(body.source, body.collection, IndexOptions(
                 embedder=body.embedder, chunk_size=body.chunk_tokens,
-                chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column))
-        # Who: two users' jobs submitted in the same second could not be told apart.
-        logger.info("job %d queued by %s (collection %r)", job.id, _client(request),
-                    body.collection)
+                chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column),
+                on_queued=queued)
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
 
     # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past
@@ -997,7 +1003,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 responses=fails(*facade, 404, 409, 413, 429, 503, meaning={
                     404: "an unknown collection (code collection_not_found), or keys that name "
                          "no document of it (code document_not_found, param key, each named in "
-                         "the message): nothing was removed",
+                         "the message; not with missing_ok, which skips them): nothing was "
+                         "removed",
                     409: "a job is writing the collection (named in the message): wait for it or "
                          "cancel it (POST /jobs/{job_id}/cancel); or its vectors are in another "
                          "store than the one in use",
@@ -1010,16 +1017,24 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                          key: Annotated[list[str], Query(
                              min_length=1, description="a document's key, as search results "
                              "(doc_id) and job errors show it: a file's absolute path on the "
-                             "server, a record's id; repeat it for several (?key=a&key=b)")]
+                             "server, a record's id; repeat it for several (?key=a&key=b)")],
+                         missing_ok: Annotated[bool, Query(
+                             description="skip the keys that name no document of the "
+                             "collection (removed already, or never there: the retry of a "
+                             "removal that partly succeeded) instead of refusing them all (404): "
+                             "listed in skipped_keys, the others removed; where none names a "
+                             "document, nothing is removed and no job is made (job_id 0), as "
+                             "`facet delete NAME --document KEY --missing-ok`")] = False
                          ) -> Response:
         """Remove documents from a collection by their keys: their vectors, chunks and
         metadata, as `facet delete NAME --document KEY` does; 200 + what was removed, recorded
         as a job (GET /jobs/{job_id}). Every key must name a document of the collection, or
-        nothing is removed (404). The files are not touched: a document whose file is still
-        there (``source_exists``) comes back with the next index job of it. The collection
-        stays, even when it is left empty."""
+        nothing is removed (404); with ``missing_ok``, keys that name none are skipped
+        (``skipped_keys``) and the others removed. The files are not touched: a document whose
+        file is still there (``source_exists``) comes back with the next index job of it. The
+        collection stays, even when it is left empty."""
         try:
-            report = facet.remove_documents(name, key)
+            report = facet.remove_documents(name, key, missing_ok=missing_ok)
         except NotFoundError as e:
             # Which it did not find, as the code (this route is in no table of the error
             # handler's); the collection is the path, not a parameter.

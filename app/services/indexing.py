@@ -479,12 +479,15 @@ class RemoveReport:
     """What ``IndexService.remove_documents`` did (also recorded as a job row, ``facet jobs``).
 
     Attributes:
-        job_id: the job row recording the removal (its source ``remove: KEY``).
+        job_id: the job row recording the removal (its source ``remove: KEY``); 0 where no
+            job was made: with ``missing_ok``, none of the keys named a document.
         collection: the collection the documents were removed from.
         removed: each document removed, in the order the keys were given.
         docs_deleted: how many documents were removed (``len(removed)``).
         chunks_deleted: how many chunks (store points) went with them.
         elapsed_s: seconds the removal took.
+        skipped_keys: with ``missing_ok``, the keys (as given) that named no document of the
+            collection (removed already, or never there), left out instead of refused.
     """
 
     job_id: int
@@ -493,6 +496,7 @@ class RemoveReport:
     docs_deleted: int = 0
     chunks_deleted: int = 0
     elapsed_s: float = 0.0
+    skipped_keys: list[str] = field(default_factory=list)
 
     def still_in_source(self) -> list[RemovedDocument]:
         """The removed documents whose file is still there (indexing it again adds them back)."""
@@ -1921,7 +1925,9 @@ class IndexService:
             session.commit()
         if not getattr(asked, "rowcount", 1):
             return False
-        logger.info("job %d: cancellation asked", job_id)
+        # DEBUG: the caller says who asked (`facet serve`'s "job N: cancellation asked by
+        # CLIENT"); at INFO each cancel over HTTP was logged twice, once naming nobody.
+        logger.debug("job %d: cancellation asked", job_id)
         return True
 
     def set_job_process(self, job_id: int, pid: int) -> None:
@@ -1945,7 +1951,7 @@ class IndexService:
     # ----------------------------------------------------------------- removal
 
     def remove_documents(self, collection: str, keys: Sequence[str], *,
-                         base: Path | None = None) -> RemoveReport:
+                         base: Path | None = None, missing_ok: bool = False) -> RemoveReport:
         """Remove the documents ``keys`` from ``collection``: their chunks' points, their
         entries in the store and their metadata rows, as ``--sync`` removes a document gone
         from its source. It writes as an index job does: under the collection's single-writer
@@ -1966,28 +1972,42 @@ class IndexService:
                 path, a record's id (``path#L3`` for a record without one); repeats count once.
             base: where a key that is no document's key but a relative path (``inbox/a.txt``)
                 is read from (the CLI's working folder); None: keys are taken as given.
+            missing_ok: keys that name no document of the collection (removed already, or
+                never there) are skipped instead of refused, as ``removal_parts`` with
+                ``skipped`` skips them (the same check): listed in the report's
+                ``skipped_keys``, the others removed; where none names a document, nothing is
+                removed and no job is made (``job_id`` 0). A record file's path whose records
+                are still indexed is refused all the same.
 
         Raises:
             InvalidRequestError: no key, an empty one, or keys not a list of str.
             TooLargeError: more than ``MAX_REMOVED_KEYS`` keys.
             NotFoundError: an unknown collection (``param="collection"``), or keys that name no
-                document of it (``param="key"``, each named; nothing was removed).
+                document of it (``param="key"``, each named; nothing was removed), unless
+                ``missing_ok``.
             ConflictError: another job writes the collection (or another process holds its
                 store folder), or its vectors are in another store than the one in use.
         """
         check_str(collection, "collection", param="collection")
+        check_bool(missing_ok, "missing_ok", param="missing_ok")
         wanted = self._removal_keys(keys)
         started = time.perf_counter()
         lock = _collection_lock(collection)
         if not lock.acquire(blocking=False):  # a job of this process is writing it, or starting
             raise self._busy_here(collection)
         try:
-            report = self._remove(collection, wanted, base)
+            report = self._remove(collection, wanted, base, [] if missing_ok else None)
         finally:
             lock.release()
         report.elapsed_s = time.perf_counter() - started
-        logger.info("removed %d documents (%d chunks) from %s: job %d", report.docs_deleted,
-                    report.chunks_deleted, collection, report.job_id)
+        if report.job_id:
+            logger.info("removed %d documents (%d chunks) from %s: job %d%s",
+                        report.docs_deleted, report.chunks_deleted, collection, report.job_id,
+                        f" ({plural(len(report.skipped_keys), 'key')} skipped, no document)"
+                        if report.skipped_keys else "")
+        else:
+            logger.info("nothing removed from %s: none of the %s named a document (skipped)",
+                        collection, plural(len(report.skipped_keys), "key"))
         return report
 
     def check_removal(self, collection: str, keys: Sequence[str], *,
@@ -2090,11 +2110,16 @@ class IndexService:
                                 param="key")
         return wanted
 
-    def _remove(self, name: str, wanted: list[str], base: Path | None) -> RemoveReport:
-        """``remove_documents`` under the collection's thread lock."""
+    def _remove(self, name: str, wanted: list[str], base: Path | None,
+                skipped: list[str] | None = None) -> RemoveReport:
+        """``remove_documents`` under the collection's thread lock. ``skipped``: a list (its
+        ``missing_ok``) takes the keys that name no document, as ``_named_keys`` does, and
+        becomes the report's ``skipped_keys``; no job where it takes them all."""
         with self.sessions() as session:
             coll = self._removal_collection(session, name)
-            keys = self._named_keys(session, coll, wanted, base)
+            keys = self._named_keys(session, coll, wanted, base, skipped)
+            if not keys:  # (only with ``skipped``: else an unknown key was refused)
+                return RemoveReport(0, coll.name, skipped_keys=list(skipped or []))
             embedder = coll.embedders[0].name if coll.embedders else (coll.tokenizer or "-")
             job = md.IndexJob(collection_id=coll.id, source=removal_source(keys),
                               embedder=embedder, pid=os.getpid(), host=leases.HOST,
@@ -2125,7 +2150,9 @@ class IndexService:
             with _REGISTRY_LOCK:
                 _ACTIVE_JOBS.add(job_id)  # (an index job of this process queues behind it)
             try:
-                return self._remove_held(session, coll, job, keys)
+                report = self._remove_held(session, coll, job, keys)
+                report.skipped_keys = list(skipped or [])
+                return report
             except BaseException as e:
                 session.rollback()
                 with contextlib.suppress(SQLAlchemyError):
