@@ -7,7 +7,7 @@ import json
 import re
 import shlex
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from app.errors import InvalidRequestError
@@ -15,9 +15,10 @@ from embedders.contract import check_encodable
 from embedders.errors import InvalidInputError
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 document``, ``2 documents``."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str, many: str | None = None, *, grouped: bool = False) -> str:
+    """``1 document``, ``2 documents``; ``grouped``: ``1,000 documents``, with a thousands
+    separator, as the UI writes every count (it read "1,000 of 1000 documents")."""
+    return (f"{n:,}" if grouped else str(n)) + f" {word if n == 1 else (many or word + 's')}"
 
 
 def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
@@ -63,34 +64,94 @@ _CONTROLS = r"\x00-\x08\x0a-\x1f\x7f-\x9f"
 # The bidi embedding, override and isolate controls (LRE RLE PDF LRO RLO, LRI RLI FSI PDI): they
 # reorder what follows on the line, so a name can read as another ("invoice\u202efdp.exe").
 _BIDI = r"\u202a-\u202e\u2066-\u2069"
-_LABEL_UNSAFE = re.compile(f"[{_CONTROLS}{_BIDI}]")
+# The other format characters (Unicode category Cf): invisible, so two keys that differ by one
+# (U+200B zero width space, U+200D joiner, U+2060 word joiner, U+FEFF, U+00AD soft hyphen, the
+# LRM/RLM marks, the tags) print alike. Written out, not read from ``unicodedata`` at import:
+# Unicode 15's Cf (a test checks it against the running Python's); 0x2065 is unassigned.
+_FORMAT = (r"\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+           r"\u2060-\u2065\u206a-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+           r"\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+           r"\U000e0020-\U000e007f")
+# A label (a key, a name, within a line of the CLI's own) escapes these too: tab (it broke the
+# CLI's aligned columns and is a blank to a reader) and the line and paragraph separators.
+_LABEL_UNSAFE = re.compile(rf"[\t{_CONTROLS}{_BIDI}{_FORMAT}\u2028\u2029]")
 _BODY_UNSAFE = re.compile(f"[{_CONTROLS}]")
+_TAGS = ("\U000e0020", "\U000e007f")
 # What str.splitlines() breaks a text at: running text keeps its lines, as one "\n" each.
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else \
+        f"\\U{code:08x}"
+
+
+def _shapes(char: str) -> bool:
+    """A letter or mark of a script whose shaping a ZWJ/ZWNJ visibly changes (Arabic, Syriac,
+    the Indic and South-East Asian scripts, Mongolian): there the joiner is spelling (Persian
+    ``\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645``), not an invisible difference."""
+    if not char or unicodedata.category(char)[0] not in "LM":
+        return False
+    code = ord(char)
+    return (0x0600 <= code <= 0x109F or 0x1780 <= code <= 0x18AF or 0x1900 <= code <= 0x1CFF
+            or 0xA800 <= code <= 0xABFF or 0xFB50 <= code <= 0xFDFF or 0xFE70 <= code <= 0xFEFC
+            or 0x10800 <= code <= 0x11FFF)
+
+
+def _emoji(char: str) -> bool:
+    """A pictograph an emoji ZWJ sequence joins (``\U0001f469\u200d\U0001f4bb``, woman technologist)."""
+    return bool(char) and ord(char) >= 0x2190 and unicodedata.category(char) == "So"
+
+
+def _joins(text: str, at: int) -> bool:
+    """Whether the format character at ``text[at]`` is part of what it joins, visibly, so kept
+    as it is in a label: a ZWJ inside an emoji sequence (after a pictograph, its VS16 or skin
+    tone, before a pictograph), a ZWJ/ZWNJ between two letters of a shaping script
+    (``_shapes``), and the tags of a subdivision flag (after U+1F3F4). Anywhere else it is an
+    invisible character that makes two names print alike, and is escaped."""
+    char = text[at]
+    before = text[at - 1] if at else ""
+    after = text[at + 1:at + 2]
+    if char == "\u200d" and (_emoji(before) or before == "\ufe0f"
+                             or "\U0001f3fb" <= before <= "\U0001f3ff") and _emoji(after):
+        return True
+    if char in "\u200c\u200d":
+        return _shapes(before) and _shapes(after)
+    if _TAGS[0] <= char <= _TAGS[1]:
+        while at and _TAGS[0] <= text[at - 1] <= _TAGS[1]:
+            at -= 1
+        return at > 0 and text[at - 1] == "\U0001f3f4"
+    return False
+
+
+def _label_sub(pattern: re.Pattern[str], escape: Callable[[re.Match[str]], str], text: str) -> str:
+    """``pattern.sub(escape, text)`` but for the format characters that join (``_joins``)."""
+    return pattern.sub(lambda m: m.group() if _joins(text, m.start()) else escape(m), text)
 
 
 def printable(text: str, *, body: bool = False) -> str:
     """``text`` from a document (or a file name, an id) made safe to print on a terminal: each
     control character it holds is shown as a visible escape (``\\x1b``, ``\\x07``, ``\\u202e``)
-    instead of reaching the terminal, which would act on it. Tab is kept; text without such
-    characters is returned as it is.
+    instead of reaching the terminal, which would act on it. Text without such characters is
+    returned as it is.
 
     ``body=False`` (a label: id, title, source, name, keyword, message, printed within a line of
-    the CLI's own): newlines and the bidi embedding/override/isolate controls are escaped too.
+    the CLI's own): newlines, tab (``\x09``: it broke the CLI's aligned output), the line and
+    paragraph separators, the bidi embedding/override/isolate controls and the other invisible
+    format characters (Unicode category Cf: ``\u200b``, ``\u200d``, ``\u2060``, ``\ufeff``, ``\xad``;
+    two keys that differ by one printed alike) are escaped too; a joiner that visibly joins
+    (an emoji ZWJ sequence, a ZWNJ in a Persian word: ``_joins``) is kept.
 
     ``body=True`` (running text printed as lines of its own: a snippet, a cluster's member):
     its line breaks stay, each one ``"\\n"`` (``\\r\\n``, a lone ``\\r``, form feed and the rest
     ``str.splitlines`` breaks at), and bidi controls stay: right-to-left text can hold them
-    legitimately, and on a line of its own they reorder nothing but the document's own words.
+    legitimately, and on a line of its own they reorder nothing but the document's own words;
+    tab and the format characters stay too (a document's own text, shown as written).
     """
     if body:
         return "\n".join(_BODY_UNSAFE.sub(_escape, line) for line in _LINE_BREAK.split(text))
-    return _LABEL_UNSAFE.sub(_escape, text)
+    return _label_sub(_LABEL_UNSAFE, _escape, text)
 
 
 # What json.dumps(ensure_ascii=False) writes raw and a terminal may act on or reorder: DEL, the
@@ -123,8 +184,10 @@ def size_text(n: int) -> str:
 
 # What a POSIX shell's single quotes cannot show a person: the controls (tab and newline too:
 # a pasted tab is completion, a newline ends the command), the bidi controls (they reorder
-# the line), the line and paragraph separators, and lone surrogates (no UTF-8 can carry them).
-_SHELL_UNSAFE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}\\u2028\\u2029\\ud800-\\udfff]")
+# the line), the other format characters (invisible: ``printable`` escapes them, so
+# '/a\\u200bb.txt' printed would paste as a backslash; but for those that join, ``_joins``),
+# the line and paragraph separators, and lone surrogates (no UTF-8 can carry them).
+_SHELL_UNSAFE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}{_FORMAT}\\u2028\\u2029\\ud800-\\udfff]")
 _SHELL_NON_ASCII = re.compile("[^\\x20-\\x7e]")
 # In $'...': a backslash and a single quote are escaped too.
 _SHELL_ESCAPED = {False: re.compile(f"[\\\\'{_SHELL_UNSAFE.pattern[1:-1]}]"),
@@ -158,10 +221,15 @@ def shell_word(text: str, *, ascii_only: bool = False) -> str:
 
     ``ascii_only=True``: every non-ASCII character is escaped too, where the difference is in them
     (``$'re\\u0301sume\\u0301.txt'``, a decomposed ``résumé.txt``)."""
-    unsafe = _SHELL_NON_ASCII if ascii_only else _SHELL_UNSAFE
-    if not unsafe.search(text):
+    if ascii_only:
+        if not _SHELL_NON_ASCII.search(text):
+            return shlex.quote(text)
+        return "$'" + _SHELL_ESCAPED[True].sub(_dollar_escape, text) + "'"
+    # A joiner that joins (an emoji ZWJ sequence) is shown, and pasted, as it is, as printable
+    # shows it.
+    if all(_joins(text, m.start()) for m in _SHELL_UNSAFE.finditer(text)):
         return shlex.quote(text)
-    return "$'" + _SHELL_ESCAPED[ascii_only].sub(_dollar_escape, text) + "'"
+    return "$'" + _label_sub(_SHELL_ESCAPED[False], _dollar_escape, text) + "'"
 
 
 def unicode_twins(wanted: Iterable[str], known: Iterable[str]) -> dict[str, list[str]]:

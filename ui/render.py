@@ -199,11 +199,12 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
         # A word search, or an embedder registered as reading none (its note says so).
         instruction = (" by the words alone (BM25 does not read the instruction)" if response.words_alone
                        else " (the instruction was not read: see the note)")
-    count = plural(len(response.results), "result")
+    count = plural(len(response.results), "result", grouped=True)
     if group_by_document:
         documents = len({r.doc_id for r in response.results})
         chunks = sum(1 + len(r.more_chunks) for r in response.results)
-        count = f"{plural(documents, 'document')} ({plural(chunks, 'matching chunk')})"
+        count = (f"{plural(documents, 'document', grouped=True)} "
+                 f"({plural(chunks, 'matching chunk', grouped=True)})")
     return (f'<div class="facet-info">{count} from '
             f"<b>{esc(response.collection)}</b> ({esc(embedder or response.embedder)}{reranked})"
             f"{instruction}"
@@ -472,7 +473,7 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
     if job.removed_keys_total:  # a removal (`facet delete C --document KEY`): what it removed
         text = (f"Removal job {job.id} from <b>{esc(job.collection)}</b> "
                 f"<b>{esc(job.state)}</b>: {job.docs_deleted:,} of "
-                f"{plural(job.removed_keys_total, 'document')} removed"
+                f"{plural(job.removed_keys_total, 'document', grouped=True)} removed"
                 + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     said = job_message(job) if message is None else message
     note = (f'<div class="facet-note facet-job-message">{name_html(said)}</div>' if said
@@ -503,7 +504,7 @@ def other_jobs_html(jobs: Sequence[JobInfo]) -> str:
     if not jobs:
         return ""
     items = "; ".join(f"job {j.id} into <b>{esc(j.collection)}</b> {esc(j.state)}, "
-                      f"{plural(j.docs_seen, 'document')} seen" for j in jobs)
+                      f"{plural(j.docs_seen, 'document', grouped=True)} seen" for j in jobs)
     return (f'<div class="facet-note facet-other-jobs">Also in progress: {items} '
             "(the Collections tab lists every job).</div>")
 
@@ -582,7 +583,7 @@ def points_cell(c: CollectionInfo) -> int | str:
                 f"; the store in use holds an older copy, {c.points:,} points, maybe stale")
         return f"in another store: {store_place(c.backend, c.name)}{held}"
     if c.points is not None and c.points_missing > 0:
-        return (f"{c.points:,} ({plural(c.points_missing, 'chunk')} of {c.chunks:,} missing from "
+        return (f"{c.points:,} ({plural(c.points_missing, 'chunk', grouped=True)} of {c.chunks:,} missing from "
                 "the store: index its sources again)")
     if c.points is not None:
         return c.points
@@ -632,9 +633,10 @@ def deleted_text(c: CollectionInfo, stray: bool) -> str:
     from app.services.collections import store_place
 
     if stray:
-        points = "" if c.points is None else f" ({plural(c.points, 'point')})"
+        points = "" if c.points is None else f" ({plural(c.points, 'point', grouped=True)})"
         return f"Deleted the vectors of {c.name}{points}, which no collection of this database owned."
-    said = f"Deleted {c.name}: {c.documents} documents, {c.chunks} chunks."
+    said = (f"Deleted {c.name}: {plural(c.documents, 'document', grouped=True)}, "
+            f"{plural(c.chunks, 'chunk', grouped=True)}.")
     if c.store_in_use is not None:
         said += (f" Its vectors stay in {store_place(c.backend, c.name)}, the store it was "
                  "indexed into, not the one in use: with that store in use again, deleting "

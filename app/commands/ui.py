@@ -55,6 +55,7 @@ def register(cli: typer.Typer) -> None:
         names = preload_names(preload, settings)  # before the data folder opens
         # As `facet serve` (exit 2, one line): the pickers offered a name that cannot be served.
         check_api_models(settings.api_models)
+        check_ui_rerankers(settings.ui_rerankers)
         from ui.app import launch_ui, ui_auth  # Gradio: seconds, after the checks that need none
 
         _warn_open(host, settings, login=ui_auth(settings) is not None)
@@ -76,6 +77,24 @@ def register(cli: typer.Typer) -> None:
                     demo.close(verbose=False)
             finally:
                 facet.close(reason="the server stopping")
+
+
+def check_ui_rerankers(names: list[str]) -> None:
+    """Refuse a ``FACET_UI_RERANKERS`` naming a reranker that cannot be served, at start, as
+    ``check_api_models`` refuses FACET_API_MODELS (``check_named_embedder``: no weights
+    loaded): the Search tab offered "nope", and only a user who picked it learned it, from
+    a search that failed. An empty list offers no reranker, as it did.
+
+    Raises:
+        InvalidRequestError: the first name that is neither registered nor a readable
+            checkpoint, or whose ``[key=value]`` options its embedder does not offer, naming
+            it and what is accepted ("FACET_UI_RERANKERS names 'nope', which cannot be served:
+            unknown embedder 'nope': ... Valid names: ...").
+    """
+    from app.errors import check_named_embedder
+
+    for name in names:
+        check_named_embedder(name, "FACET_UI_RERANKERS", "served")
 
 
 def _warn_open(host: str, settings: FacetSettings, *, login: bool) -> None:

@@ -34,10 +34,14 @@ def assert_no_raw_controls(output: str) -> None:
 
 def test_printable_leaves_ordinary_text_as_it_is() -> None:
     for text in ("card payment", "café • naïve – 中文 日本語", "עברית ومرحبا", "C:\\Users\\me\\a.txt",
-                 "a\tb", "", "…(108,000 characters)"):
+                 "", "…(108,000 characters)"):
         assert printable(text) == text
         assert printable(text, body=True) == text
     assert printable("line one\nline two", body=True) == "line one\nline two"
+    # A tab stays in running text; in a label (a key, within the CLI's own aligned line) it is
+    # escaped since 2026-12-01 (tests/app/test_uipolish_keys.py)
+    assert printable("a\tb", body=True) == "a\tb"
+    assert printable("a\tb") == "a\\x09b"
 
 
 def test_printable_escapes_controls_in_one_form() -> None:

@@ -1,0 +1,55 @@
+"""`facet ui` checks FACET_UI_RERANKERS at start, as it checks FACET_API_MODELS: a reranker name
+that cannot be served was offered by the Search tab and found only when a user picked it."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from app.errors import InvalidRequestError
+from tests.app.cli_runner import invoke_cli
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ui(tmp_path: Path, rerankers: str):  # type: ignore[no-untyped-def]
+    import gradio
+
+    env = {"FACET_DATA_DIR": str(tmp_path / "data"), "FACET_API_KEY": "", "FACET_UI_AUTH": "",
+           "FACET_UI_RERANKERS": rerankers}
+    with mock.patch.object(gradio.Blocks, "block_thread", return_value=None):
+        return invoke_cli("ui", "--port", str(_free_port()), "--preload", "", env=env)
+
+
+@pytest.mark.parametrize(("rerankers", "said"), [
+    ('["instemb","nope"]', "error: FACET_UI_RERANKERS names 'nope', which cannot be served: "
+                           "unknown embedder 'nope'"),
+    ('["instemb[bogus=1]"]', "error: FACET_UI_RERANKERS names 'instemb[bogus=1]', which cannot "
+                             "be served: embedder 'instemb' has no option 'bogus'; options:"),
+])
+def test_the_ui_refuses_a_reranker_it_cannot_serve_at_start(tmp_path: Path, rerankers: str,
+                                                            said: str) -> None:
+    ui = _ui(tmp_path, rerankers)
+    assert ui.returncode == 2, ui
+    assert ui.stderr.startswith(said), ui.stderr
+    assert ui.stderr.count("\n") == 1  # one line
+    if "nope" in rerankers:
+        assert "Valid names:" in ui.stderr and "inbedder" in ui.stderr  # what is accepted
+    assert "Facet UI on" not in ui.stdout
+    assert not (tmp_path / "data" / "facet.db").exists()  # before the data folder opened
+
+
+def test_served_rerankers_and_none_pass_the_check() -> None:
+    from app.commands.ui import check_ui_rerankers
+
+    check_ui_rerankers(["instemb", "inbedder", "instemb[max_length=64]"])
+    check_ui_rerankers([])  # the Search tab offers no reranker
+    with pytest.raises(InvalidRequestError, match="FACET_UI_RERANKERS names 'inbeder'"):
+        check_ui_rerankers(["inbeder"])
