@@ -156,6 +156,14 @@ def last_failure(request: gr.Request | None, handler: str) -> str | None:
         return _FAILURES.pop((session, handler), None) if session is not None else None
 
 
+def _who(request: gr.Request | None) -> str:
+    """Who sent a page's event, for the log: the login's user name (where the UI has a login)
+    and the client's address; "an unknown client" outside a request (a direct call)."""
+    client = getattr(getattr(request, "client", None), "host", None) or "an unknown client"
+    user = getattr(request, "username", None)
+    return f"user {user!r} at {client}" if user else client
+
+
 def ui_errors(handler: Callable[P, T]) -> Callable[P, T]:
     """Show domain errors as ``gr.Error`` and hide everything else behind a generic message.
     The message is also kept for the page's result area (``last_failure``)."""
@@ -606,7 +614,7 @@ class UiHandlers:
                 labels = inputs.read_labels(self._uploaded(labels_file))
                 # Counted before the limit: the labels file labels the whole upload.
                 if len(labels) != len(texts):
-                    raise InvalidRequestError(f"{len(labels)} labels for {len(texts)} texts; give "
+                    raise InvalidRequestError(f"{len(labels):,} labels for {len(texts):,} texts; give "
                                               "one label per text, in the same order")
             texts = texts[:n] if n else texts
             # "0 = all, up to FACET_MAX_CLUSTER_TEXTS", as for the other sources (more was
@@ -966,7 +974,7 @@ class UiHandlers:
         """Index tab: the row of the stopped jobs this page can resume (shown only when there
         is one) and its picker, newest first."""
         choices = [(f"job {s.job.id} into {s.job.collection} "
-                    f"({plural(s.job.docs_indexed, 'document')} indexed before it stopped)", s.job.id)
+                    f"({plural(s.job.docs_indexed, 'document', grouped=True)} indexed before it stopped)", s.job.id)
                    for s in self._resumable()]
         return (gr.update(visible=bool(choices)),
                 gr.update(choices=choices, value=choices[0][1] if choices else None))
@@ -1062,13 +1070,16 @@ class UiHandlers:
 
     @ui_errors
     def cancel_job(self, job_id: float | None, total: float | None,
-                   ) -> tuple[str, list[list[str]], Any, Any]:
+                   request: gr.Request | None = None) -> tuple[str, list[list[str]], Any, Any]:
         """Index tab, "Cancel job": the bar's job cancelled (a queued one at once, a running
         one at its next batch, what it indexed kept); the bar as ``job_status`` shows it then,
-        and the button, hidden once the job has ended."""
+        and the button, hidden once the job has ended. Logged with who asked (the login's
+        user name and the client's address), as the API logs its cancels."""
         if not job_id:
             raise InvalidRequestError("No job to cancel: start one first.")
         self.facet.cancel_job(int(job_id))
+        logger.info("job %d: cancellation asked on the UI's Index tab by %s", int(job_id),
+                    _who(request))
         html, errors, timer = self.job_status(job_id, total)
         return html, errors, timer, self.cancel_button(job_id)
 

@@ -86,3 +86,26 @@ def test_a_cancel_over_http_is_logged_once_naming_the_client(client, facet, root
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO
             and "cancellation asked" in r.getMessage()]
     assert said == [f"job {job}: cancellation asked by testclient"], said
+
+
+def test_a_cancel_on_the_ui_is_logged_once_naming_who_asked(facet, root, caplog, tmp_path,
+                                                           monkeypatch) -> None:
+    # The job service's own line went to DEBUG (each HTTP cancel was logged twice), so the UI's
+    # "Cancel job" says who asked itself, as the API does: a real UiHandlers over the served
+    # Facet, the request as Gradio builds it for a logged-in page (user name, client address).
+    import gradio as gr
+
+    from ui.handlers import UiHandlers
+
+    monkeypatch.setattr(facet.job_runner, "submit", lambda job: None)
+    job = facet.submit_index(root / "notes", "held_ui").id
+    caplog.set_level(logging.INFO)
+
+    handlers = UiHandlers(facet, facet.settings, tmp_path / "exports")
+    handlers.cancel_job(job, None, gr.Request(username="ann", client={"host": "10.0.0.7"}))
+
+    assert facet.job(job).state == "cancelled"
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO
+            and "cancellation asked" in r.getMessage()]
+    assert said == [f"job {job}: cancellation asked on the UI's Index tab by user 'ann' at "
+                    "10.0.0.7"], said
