@@ -826,6 +826,12 @@ _DAMAGED_SIGNS = ("Failed to deserialize", "Can't parse", "InvalidData", "EOF wh
 _MESSAGE_PATH = re.compile(r"""(/[^\s"':]+)""")
 
 
+class StoreClosedError(StoreError):
+    """A call on an ``EdgeStore`` after its ``close()`` (a call of another thread in flight
+    while its ``Facet`` closed): a closed store opens no shard, nor takes a folder's lock,
+    again. Its facade says "this Facet is closed" (an ``InvalidRequestError``)."""
+
+
 def _damaged(collection: str, folder: Path, text: str, what: str) -> StoreDamagedError:
     """A collection whose store files cannot be read, naming the file (the deepest path of the
     collection's folder the message names) and what its reader said of it."""
@@ -893,6 +899,8 @@ class EdgeStore(VectorStore):
         # Lock order: a collection's gate, then the open lock (never the other way round).
         self._gates: dict[str, _ShardGate] = {}
         self._gates_lock = threading.Lock()
+        # Set by ``close`` (under the open lock): no shard is opened, no folder lock taken, after.
+        self._closed = False
 
     def _dir(self, collection: str) -> Path:
         return self.root / validate_name(collection)
@@ -901,7 +909,15 @@ class EdgeStore(VectorStore):
         return self.root / f"{validate_name(collection)}.lock"
 
     def _lock(self, collection: str) -> None:
-        """Hold the collection's folder lock (once per open shard); StoreBusyError if taken."""
+        """Under the open lock: hold the collection's folder lock (once per open shard);
+        StoreBusyError if taken, StoreClosedError once the store is closed (a call of another
+        thread in flight then opened the shard again, its lock held by a store nobody would
+        close: the folder locked for the rest of the process)."""
+        if self._closed:
+            raise StoreClosedError(
+                f"this Facet is closed: its vector store ({self.root}) was closed while a call "
+                f"on collection {collection!r} was in flight; open another one (Facet.open(), "
+                "Facet.for_serving())")
         _LOCKS.acquire(self._lock_path(collection), collection, self.lock_wait_s)
 
     def list_collections(self) -> list[str]:
@@ -1536,9 +1552,12 @@ class EdgeStore(VectorStore):
         with contextlib.ExitStack() as gates:
             with self._gates_lock:
                 every = [self._gates[name] for name in sorted(self._gates)]
-            for gate in every:  # calls in flight return first; later ones wait for the close
+            for gate in every:  # calls in flight return first; later ones wait, then are refused
                 gates.enter_context(gate.exclusive())
             gates.enter_context(self._open_lock)
+            # Final: a call that waited for the close (or comes later) opens no shard again
+            # (``_lock`` refuses it); it held the folder's lock in a store nobody would close.
+            self._closed = True
             shards, self._shards = self._shards, {}
             written, self._written = self._written, set()
             self._pinned.clear()

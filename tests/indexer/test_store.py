@@ -12,7 +12,15 @@ import pytest
 
 from indexer import lexical as lex
 from indexer.errors import CollectionNotFoundError, StoreError
-from indexer.store import EdgeStore, Fusion, PointRecord, QdrantClientStore, VectorStore, point_id
+from indexer.store import (
+    EdgeStore,
+    Fusion,
+    PointRecord,
+    QdrantClientStore,
+    StoreClosedError,
+    VectorStore,
+    point_id,
+)
 
 DIM = 8
 
@@ -245,9 +253,11 @@ def test_a_collection_opened_while_the_edge_store_closes_is_not_left_locked(tmp_
     store._shards["a"] = _ShardWrapper(store._shards["a"], open_b_mid_close)
     store.close()
     thread.join(timeout=30)
-    assert outcome == [3]
+    # A closed store opens nothing again (2026-12-01: a call that waited for the close reopened
+    # the shard, its folder lock held in a store nobody would close)
+    assert len(outcome) == 1 and isinstance(outcome[0], StoreClosedError), outcome
     b_lock = str(store._lock_path("b"))
-    assert b_lock not in _LOCKS._held or "b" in store._shards  # never held and forgotten
+    assert b_lock not in _LOCKS._held and "b" not in store._shards
     store.close()
     assert b_lock not in _LOCKS._held and str(store._lock_path("a")) not in _LOCKS._held
 
@@ -294,8 +304,11 @@ def test_a_search_in_flight_finishes_before_its_shard_is_closed(tmp_path: Path, 
     if closing == "drop":
         with pytest.raises(CollectionNotFoundError):
             store.search("c", "m", vectors[0], limit=2)
-    else:  # the next call opens the shard again
+    elif closing == "release":  # the next call opens the shard again
         assert store.count("c") == 4
+    else:  # a closed store opens nothing again (since 2026-12-01)
+        with pytest.raises(StoreClosedError):
+            store.count("c")
     store.close()
 
 
@@ -687,7 +700,7 @@ def test_term_vectors_another_process_added_are_seen(tmp_path: Path) -> None:
     points, _ = _worded()
     reader.upsert("c", points)
     assert not reader.has_lexical("c")
-    reader.close()  # the writer's job takes the folder
+    reader.release("c")  # the writer's job takes the folder
     writer = EdgeStore(tmp_path)
     writer.ensure_collection("c", {"m": DIM}, lexical=True)
     writer.close()
