@@ -985,6 +985,20 @@ def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any
     return kept
 
 
+class _NothingWrittenYet(NotFoundError):
+    """A collection whose first job (queued or running) has not written to the vector store
+    yet. ``search`` answers it with no results and ``note``, as it answers a search once the
+    job has begun writing ("is being indexed (job N)"): the first search of a job's collection
+    raised "nothing searchable yet", the next ones returned an empty list, so a LangChain chain
+    crashed or got an empty context depending on timing. Other callers (``vector_names``: a
+    clustering) get the ``NotFoundError``, ``note`` as its message."""
+
+    def __init__(self, note: str, names: list[str]) -> None:
+        super().__init__(note, param="collection")
+        self.note = note
+        self.names = names  # the embedders recorded for it (its job's)
+
+
 class SearchService:
     """Instruction-aware search over a collection.
 
@@ -1084,6 +1098,12 @@ class SearchService:
                     why = "no job has written to it (index into it, or delete it)"
                 else:
                     job, state = latest[0], effective_state(latest[0])[0]
+                    if state in ("queued", "running"):  # (a killed writer's row: its lease tells)
+                        raise _NothingWrittenYet(
+                            f"collection {collection!r} is being indexed (job {job.id}"
+                            f"{', queued' if state == 'queued' else ''}): nothing searchable "
+                            "yet; a search finds only what it has written so far",
+                            [e.name for e in coll.embedders])
                     if state in ("completed", "failed", "interrupted") and \
                             md.count_documents(session, coll.id, status="indexed"):
                         why = (f"the vector store holds none of it although job {job.id} "
@@ -1347,13 +1367,17 @@ class SearchService:
 
         Raises:
             InvalidRequestError: see ``validate``; an embedder the collection has no vectors of.
-            NotFoundError: unknown collection.
+            NotFoundError: unknown collection (one whose first job, queued or running, has
+                written nothing yet: no results, and a note saying so).
         """
         started = time.perf_counter()
         self.validate(request)
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
-        vector_name, chosen, counts = self._collection_embedder(request)
+        try:
+            vector_name, chosen, counts = self._collection_embedder(request)
+        except _NothingWrittenYet as e:
+            return self._nothing_written_yet(request, instruction, e, started)
         query_spec = self._query_spec(request, vector_name)
         cold = "embedders.registry" not in sys.modules
         t0 = time.perf_counter()
@@ -1473,6 +1497,19 @@ class SearchService:
                               note=note,
                               embedder_spec=query_spec if query_vec is not None else None,
                               reranker_spec=request.rerank if reranker_name is not None else None)
+
+    def _nothing_written_yet(self, request: SearchRequest, instruction: str | None,
+                             pending: _NothingWrittenYet, started: float) -> SearchResponse:
+        """No results and why, for a collection whose first job has written nothing yet: what
+        a search answers once that job has begun writing, rather than "nothing searchable yet"
+        raised (a 404) for the searches that came before its first batch. Nothing is encoded."""
+        mode = "dense" if request.mode == "auto" else request.mode  # (no term vectors yet)
+        names = pending.names or [self.ctx.settings.default_embedder]
+        embedder = request.embedder or names[0]
+        return SearchResponse(request.query, instruction, request.collection,
+                              LEXICAL_LABEL if mode == "lexical" else embedder, None, [],
+                              {"total": (time.perf_counter() - started) * 1000}, mode,
+                              note=pending.note)
 
     def _nothing_note(self, request: SearchRequest, mode: str, results: list[SearchResult],
                       best: float | None = None, vector_name: str | None = None,

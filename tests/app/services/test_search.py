@@ -138,11 +138,13 @@ def test_request_errors(searchable) -> None:
     with pytest.raises(InvalidRequestError, match="not JSON"):
         parse_filters(["n:=abc"])
     # A collection recorded by a queued job whose first documents are not written yet was
-    # "unknown collection 'fresh' (known: fresh, support)".
+    # "unknown collection 'fresh' (known: fresh, support)", then a NotFoundError "has nothing
+    # searchable yet"; now no results and a note, as once the job has begun writing.
     IndexService(searchable).prepare(searchable.settings.data_dir.parent / "records.jsonl", "fresh",
                                      runner="celery")
-    with pytest.raises(NotFoundError, match=r"'fresh' has nothing searchable yet: job 2 \(queued"):
-        service.search(SearchRequest("x", "fresh"))
+    fresh = service.search(SearchRequest("x", "fresh"))
+    assert fresh.results == [] and fresh.note is not None
+    assert fresh.note.startswith("collection 'fresh' is being indexed (job 2, queued): nothing searchable yet")
 
 
 def test_lexical_mode_matches_words_without_the_embedder(searchable) -> None:
