@@ -494,6 +494,8 @@ class Facet:
                                       "Facet.for_serving())")
 
     def __enter__(self) -> Facet:
+        # A closed facade refuses the ``with`` itself, not its first call inside it.
+        self._check_open()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -605,6 +607,9 @@ class Facet:
     def index(self, source: Path | str, collection: str, options: IndexOptions | None = None,
               progress: Callable[[Progress], None] | None = None) -> IndexReport:
         """Index ``source`` into ``collection`` now, in this thread; returns the job's report.
+
+        A new collection left with nothing indexed (an empty folder, every document failed) is
+        removed again with its job: the report says so (``collection_removed``, ``message``).
 
         Raises:
             NotFoundError: the source does not exist.
@@ -770,7 +775,7 @@ class Facet:
         return info
 
     @_domain_errors
-    def remove_documents(self, collection: str, keys: Sequence[str], *,
+    def remove_documents(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
                          base: Path | str | None = None,
                          missing_ok: bool = False) -> RemoveReport:
         """Remove documents from a collection by their keys (as ``search`` and ``job`` show
@@ -781,7 +786,8 @@ class Facet:
         in the collection's upload folder (``upload_folder``, which every upload job indexes
         whole): it is deleted with its document (``RemovedDocument.source_deleted``). A
         document whose file is still there comes back with the next index of it
-        (``RemovedDocument.source_exists``).
+        (``RemovedDocument.source_exists``). A key may be given as a path (``os.PathLike``, a
+        ``pathlib.Path``): its ``os.fspath``.
 
         Args:
             base: the folder a relative path given as a key is read from (a command line's
@@ -796,8 +802,8 @@ class Facet:
         Raises:
             NotFoundError: an unknown collection (``param`` ``collection``), or keys that name
                 no document of it (``param`` ``key``; not with ``missing_ok``).
-            InvalidRequestError, TooLargeError: no keys, keys not a list of str, too many;
-                ``missing_ok`` not a bool.
+            InvalidRequestError, TooLargeError: no keys, keys not a list of str (or paths),
+                too many; ``missing_ok`` not a bool.
             ConflictError: a job is writing the collection, or its vectors are in another store.
         """
         if base is not None and not isinstance(base, str | os.PathLike):
@@ -811,7 +817,7 @@ class Facet:
                 self.searching.forget(collection)
 
     @_domain_errors
-    def check_removal(self, collection: str, keys: Sequence[str], *,
+    def check_removal(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
                       base: Path | str | None = None) -> list[str]:
         """What ``remove_documents`` would remove, checked and nothing removed (to ask before
         removing): the document keys ``keys`` name, relative paths read from ``base``.
@@ -825,7 +831,7 @@ class Facet:
                                            base=None if base is None else Path(base))
 
     @_domain_errors
-    def removal_parts(self, collection: str, keys: Sequence[str], *,
+    def removal_parts(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
                       base: Path | str | None = None,
                       skipped: list[str] | None = None) -> list[list[str]]:
         """``check_removal`` of any number of keys, every one checked at once (nothing

@@ -291,7 +291,10 @@ class IndexReport:
         errors: (document key, message) of each failed document.
         warnings: (document key or embedder name, message) of each non-fatal problem.
         collection_removed: the collection this run created was removed again, nothing having
-            been indexed into it (every document failed).
+            been indexed into it: every document failed, or the source held none of a
+            supported type (an empty folder; ``state`` is ``completed`` and ``docs_seen`` 0
+            then). Its job went with it: ``job_id`` names a job that no longer exists
+            (``Facet.job(job_id)`` raises ``NotFoundError``); ``message`` says so.
         unread_chunks: chunks mostly of tokens the embedder's tokenizer does not know.
         unread_documents: the documents holding such chunks (the keys, in order).
         cut_chunks: embedder name -> chunks longer than it reads whole (their ends unread).
@@ -307,6 +310,10 @@ class IndexReport:
         docs_moved: documents whose old place is gone (moved, not copied): removed from there.
         chunks_moved: the chunks of the moved documents.
         moved: (old source, new source) of the first ``MOVES_LISTED`` (20) moved documents.
+        message: what happened that the counts do not say, where the job that would say it is
+            gone (``collection_removed``): "nothing to index in SOURCE: collection 'c' was not
+            created, and job 8 was removed with it" (`facet index` prints the same), or "N of
+            N documents failed, none indexed: ...". None otherwise.
     """
 
     job_id: int
@@ -348,6 +355,9 @@ class IndexReport:
     docs_moved: int = 0
     chunks_moved: int = 0  # the moved documents' chunks (the moved note counts these)
     moved: list[tuple[str, str]] = field(default_factory=list)
+    # A removed collection's word (``collection_removed``): an empty folder's run said
+    # "completed", no warning, and a job id ``job()`` no longer found.
+    message: str | None = None
 
     @property
     def docs_per_s(self) -> float:
@@ -367,6 +377,27 @@ class IndexReport:
                              "removed again")
         return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; see the "
                          f"errors above or `facet jobs {self.job_id}`")
+
+
+def removed_collection_message(report: IndexReport, source: Path | str) -> str:
+    """``IndexReport.message`` of a run whose new collection was removed again, nothing having
+    been indexed (``collection_removed``): the collection and the job went, which the report's
+    ``completed`` and ``job_id`` do not say."""
+    gone = (f"collection {report.collection!r} was not created, and job {report.job_id} was "
+            "removed with it")
+    if report.docs_failed:
+        return (f"{report.docs_failed} of {report.docs_seen} documents failed, none indexed: "
+                f"{gone}")
+    return f"nothing to index in {display_path(source)}: {gone}"
+
+
+def _path_key(key: Any) -> Any:
+    """A document key given as a path (``os.PathLike``) as its str; anything else as given,
+    for ``_removal_keys`` to check (a path of bytes stays a bytes path, refused as such)."""
+    if isinstance(key, os.PathLike):
+        path = os.fspath(key)
+        return path if isinstance(path, str) else key
+    return key
 
 
 def give_back_freed_memory() -> None:
@@ -1645,6 +1676,8 @@ class IndexService:
                                              job_id, coll_id, coll_name)
             if job.runner == "inline" and report.state == "completed" and released:
                 report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
+                if report.collection_removed:
+                    report.message = removed_collection_message(report, source)
         logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
                     "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
@@ -1950,7 +1983,7 @@ class IndexService:
 
     # ----------------------------------------------------------------- removal
 
-    def remove_documents(self, collection: str, keys: Sequence[str], *,
+    def remove_documents(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
                          base: Path | None = None, missing_ok: bool = False) -> RemoveReport:
         """Remove the documents ``keys`` from ``collection``: their chunks' points, their
         entries in the store and their metadata rows, as ``--sync`` removes a document gone
@@ -2010,7 +2043,7 @@ class IndexService:
                         collection, plural(len(report.skipped_keys), "key"))
         return report
 
-    def check_removal(self, collection: str, keys: Sequence[str], *,
+    def check_removal(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
                       base: Path | None = None) -> list[str]:
         """What ``remove_documents`` would remove, checked without removing anything (for a
         caller that asks before it removes): the document keys ``keys`` name (relative paths
@@ -2030,7 +2063,7 @@ class IndexService:
             raise self._busy_here(collection)
         return keys_named
 
-    def removal_parts(self, collection: str, keys: Sequence[str], *,
+    def removal_parts(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,
                       base: Path | None = None,
                       skipped: list[str] | None = None) -> list[list[str]]:
         """``check_removal`` of any number of keys, split into the removals that take them:
@@ -2080,14 +2113,19 @@ class IndexService:
     @staticmethod
     def _removal_keys(keys: Any, *, capped: bool = True) -> list[str]:
         """``keys`` checked (a list or tuple of non-empty str, at most ``MAX_REMOVED_KEYS``),
-        each once, in order."""
+        each once, in order. A path (``os.PathLike``: a ``pathlib.Path``) is taken as its
+        ``os.fspath``: a file's key is its absolute path, and ``index`` takes a Path (a Path
+        key was refused, "a document key must be a str, got PosixPath")."""
         if isinstance(keys, str | bytes) or not isinstance(keys, list | tuple):
-            raise InvalidRequestError(f"keys must be a list of document keys (str), got "
-                                      f"{type(keys).__name__} {keys!r:.60}", param="key")
+            raise InvalidRequestError(f"keys must be a list of document keys (str or "
+                                      f"pathlib.Path), got {type(keys).__name__} {keys!r:.60}",
+                                      param="key")
+        keys = [_path_key(key) for key in keys]
         for key in keys:
             if not isinstance(key, str):
-                raise InvalidRequestError(f"a document key must be a str, got "
-                                          f"{type(key).__name__} {key!r:.60}", param="key")
+                raise InvalidRequestError(f"a document key must be a str or a path "
+                                          f"(pathlib.Path), got {type(key).__name__} "
+                                          f"{key!r:.60}", param="key")
             if not key.strip():
                 raise InvalidRequestError("a document key is empty; give the keys of the "
                                           "documents to remove", param="key")
