@@ -366,11 +366,10 @@ def register(cli: typer.Typer) -> None:
                 typer.echo(f"  ... and {len(report.warnings) - 5} more "
                            f"{'warning' if len(report.warnings) == 6 else 'warnings'}: facet jobs "
                            f"{report.job_id} --errors {listed}", err=True)
-            if report.collection_removed and not report.docs_failed:
-                # "completed", then `facet search` said the collection was unknown.
-                typer.echo(f"  nothing to index in {printable(str(source))}: collection "
-                           f"{printable(collection)!r} was not created, and job {report.job_id} "
-                           "was removed with it", err=True)
+            if report.collection_removed and not report.docs_failed and report.message:
+                # "completed", then `facet search` said the collection was unknown; the report's
+                # own line (``removed_collection_message``), as a Python caller reads it.
+                typer.echo(f"  {printable(report.message)}", err=True)
             if failure is not None:
                 typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 anyway)", err=True)
                 raise typer.Exit(exit_code(failure))
