@@ -5,7 +5,9 @@ Texts come from a file (one per line in .txt, a text field or a JSON string per 
 the text column of a .csv; the field or column ``--text-column``, else text, contents, content
 or body, as ``facet index`` reads them: the same reader as the UI's upload,
 ``app.services.clustering.read_text_file``)
-or from a collection (``--collection``, with ``--filter``). The work is the cluster service's
+or from a collection (``--collection``, with ``--filter``), or from a search of one
+(``--collection`` with ``--query``: its results, as ``ClusterRequest(search=SearchRequest(...))``,
+the UI's "search results" source). The work is the cluster service's
 (``app.services.clustering``): the instruction embedder embeds the texts under ``--instruction``,
 k-means groups them, and an explainer (``--explain``: an InBedder checkpoint, or an
 embedder registered as one) answers the same instruction about
@@ -43,6 +45,9 @@ from app.settings import get_settings
 from app.text import plural, printable, printable_json
 
 DEFAULT_K = 8
+
+# Results of ``--query`` clustered unless ``--top-k`` says (at most FACET_MAX_CLUSTER_TEXTS).
+DEFAULT_TOP_K = 100
 
 
 # How the reader tells a user of `facet cluster` to name a file's column of texts.
@@ -331,7 +336,28 @@ def register(cli: typer.Typer) -> None:
         collection: Annotated[str | None, typer.Option(
             "--collection", "-c", help="cluster this collection's chunks instead of a file")] = None,
         filters: Annotated[list[str] | None, typer.Option(
-            "--filter", "-f", help="with --collection: key=value or key:=JSON")] = None,
+            "--filter", "-f", help="with --collection: key=value or key:=JSON, the chunks "
+                                   "clustered (with --query: the search's filters, as `facet "
+                                   "search --filter`); repeat a key for any-of")] = None,
+        query: Annotated[str | None, typer.Option(
+            "--query", "-q", help="with --collection: cluster the results of this search (as "
+                                  "`facet search QUERY`; '-' reads it from standard input) "
+                                  "instead of the collection's chunks")] = None,
+        search_instruction: Annotated[str | None, typer.Option(
+            "--search-instruction", help="with --query: what the query means (`facet search "
+                                         "--instruction`); --instruction stays what the "
+                                         "results are grouped by")] = None,
+        top_k: Annotated[int | None, typer.Option(
+            "--top-k", help=f"with --query: the results to cluster (`facet search --top-k`; "
+                            f"default {DEFAULT_TOP_K}, at most 1000 and "
+                            "FACET_MAX_CLUSTER_TEXTS)")] = None,
+        mode: Annotated[str | None, typer.Option(
+            "--mode", "-m", help="with --query: the search's mode, as `facet search --mode`: "
+                                 "auto (the default), dense, lexical or hybrid")] = None,
+        search_embedder: Annotated[str | None, typer.Option(
+            "--search-embedder", help="with --query: which of the collection's embedders to "
+                                      "search (`facet search --embedder`); --embedder stays "
+                                      "the one that clusters the results")] = None,
         k: Annotated[int, typer.Option("--k", help="number of clusters; 0 chooses it by silhouette")] = DEFAULT_K,
         max_k: Annotated[int | None, typer.Option(
             "--max-k", help=f"with --k 0: the largest k tried (2 to {MAX_K}; default 10)")] = None,
@@ -372,10 +398,32 @@ def register(cli: typer.Typer) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
         from app.commands.search import spec_label
         from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, k_option, limit_option
-        from app.services.search import parse_filters
+        from app.services.search import MAX_TOP_K, SearchRequest, parse_filters
 
+        if query is not None and source is not None:
+            raise InvalidRequestError("--query clusters the results of a search of a collection "
+                                      "(--collection NAME); a file's texts are all clustered")
+        if query is not None and collection is None:
+            raise InvalidRequestError("--query clusters the results of a search: give the "
+                                      "collection to search with --collection NAME")
         if (source is None) == (collection is None):
             raise InvalidRequestError("give a file of texts or --collection NAME (one of them)")
+        if query is None:  # the search's own options, unused without one
+            unused = [flag for flag, value in (("--search-instruction", search_instruction),
+                                               ("--top-k", top_k), ("--mode", mode),
+                                               ("--search-embedder", search_embedder))
+                      if value is not None]
+            if unused:
+                raise InvalidRequestError(f"{unused[0]} is an option of the search whose results "
+                                          "are clustered (--collection NAME --query TEXT)")
+        elif limit is not None:
+            raise InvalidRequestError("--limit takes a file's or a collection's first texts; with "
+                                      "--query, --top-k N is how many results are clustered")
+        if answer_tokens is not None and not explain:
+            # Only the explainer generates answers: without one the option did nothing.
+            raise InvalidRequestError("--answer-tokens is how many tokens the explainer generates "
+                                      "per text; --explain '' names none (the keywords come from "
+                                      "the texts)")
         chosen_k = k_option(k)
         if source is not None and filters:
             raise InvalidRequestError("--filter selects a collection's chunks (with --collection); "
@@ -399,6 +447,10 @@ def register(cli: typer.Typer) -> None:
             # The JSON result replaced the texts (exit 0): refused before any work.
             raise InvalidRequestError(f"--out {out} is the file of texts being clustered; writing "
                                       "the result there would overwrite it: name another JSON file")
+        if out is not None and not to_stdout and labels is not None and _same_file(out, labels):
+            # The JSON result replaced the gold labels (exit 0, "wrote LABELS").
+            raise InvalidRequestError(f"--out {out} is the --labels file; writing the result there "
+                                      "would overwrite the labels: name another JSON file")
         if out is not None:  # before the work (a folder or a read-only path was found at the end)
             prepare_out_file(out)
         held: list[int] = []
@@ -414,17 +466,55 @@ def register(cli: typer.Typer) -> None:
                                           "one label per text, in the same order")
             gold = gold[:len(texts)]
         cap = get_settings().max_cluster_texts
+        # What --limit took of the file, where it took fewer than it holds ("--limit 20 took 20
+        # of its 30 texts"): the lines below counted the texts taken as the file's.
+        cut = (texts is not None and bool(limit) and held[0] > len(texts))
+        took = f"--limit {limit} took {len(texts or [])} of its {plural(held[0] if held else 0, 'text')}"
         if texts is not None and len(texts) > cap:
-            raise TooLargeError(f"{named} holds {plural(len(texts), 'text')}, more than the "
+            whose = f"{named}: {took}," if cut else f"{named} holds {plural(len(texts), 'text')},"
+            raise TooLargeError(f"{whose} more than the "
                                 f"{cap:,} clustered at most (FACET_MAX_CLUSTER_TEXTS); cluster the "
                                 f"first {cap:,} with --limit {cap}, or raise FACET_MAX_CLUSTER_TEXTS")
         if texts is not None and chosen_k is not None and chosen_k > len(texts):
             default = " (the default)" if k == DEFAULT_K else ""
+            if cut:
+                raise InvalidRequestError(f"--k {k}{default} is more than the "
+                                          f"{plural(len(texts), 'text')} clustered ({named}: {took}); "
+                                          "give a smaller --k or a larger --limit, or --k 0 to "
+                                          "choose it")
             raise InvalidRequestError(f"--k {k}{default} is more than the {plural(len(texts), 'text')} of "
                                       f"{named}; give a smaller --k, or --k 0 to choose it")
+        search: SearchRequest | None = None
+        if query is not None:
+            assert collection is not None
+            if query == "-":
+                from app.commands.search import query_from_stdin
+
+                query = query_from_stdin()
+            # As the UI's "search results" source: at most a search's 1,000 results, and at
+            # most FACET_MAX_CLUSTER_TEXTS (more was refused after the search had run).
+            most = min(MAX_TOP_K, cap)
+            if top_k is not None and not 2 <= top_k <= most:
+                why = ("a search returns at most 1,000" if most == MAX_TOP_K
+                       else "FACET_MAX_CLUSTER_TEXTS caps it")
+                raise InvalidRequestError(f"--top-k is the number of results clustered: from 2 to "
+                                          f"{most:,} ({why}), got {top_k}")
+            results = top_k if top_k is not None else min(DEFAULT_TOP_K, most)
+            if chosen_k is not None and chosen_k > results:
+                default = " (the default)" if k == DEFAULT_K else ""
+                given = (f"--top-k {results}" if top_k is not None else
+                         f"--top-k {results}, the default" if results == DEFAULT_TOP_K else
+                         "FACET_MAX_CLUSTER_TEXTS")
+                raise InvalidRequestError(f"--k {k}{default} is more than the {results} results "
+                                          f"clustered ({given}); give a smaller --k or a larger "
+                                          "--top-k, or --k 0 to choose it")
+            search = SearchRequest(query=query, collection=collection, instruction=search_instruction,
+                                   top_k=results, filters=parse_filters(filters or []),
+                                   embedder=search_embedder, mode=mode or SearchRequest.mode)
         request = ClusterRequest(
-            instruction=instruction, texts=texts, collection=collection,
-            filters=parse_filters(filters or []), limit=limit_option(limit) if collection else None,
+            instruction=instruction, texts=texts, collection=collection if search is None else None,
+            search=search, filters=parse_filters(filters or []) if search is None else {},
+            limit=limit_option(limit) if collection and search is None else None,
             k=chosen_k, max_k=max_k if max_k is not None else ClusterRequest.max_k, embedder=embedder,
             explainer=explain or None, keywords=keywords, members=members,
             answer_tokens=answer_tokens, seed=seed)
