@@ -137,27 +137,40 @@ class InstructionCut:
         self.fit_without += other.fit_without
 
 
+def offers_max_length(model: object) -> bool:
+    """Whether ``model`` takes a ``[max_length=N]`` option (its ``OPTIONS`` name it), so that
+    "raise max_length" is advice its user can follow: minilm offers none, and
+    ``minilm[max_length=512]`` is refused ("has no option 'max_length'")."""
+    return "max_length" in tuple(getattr(model, "OPTIONS", ()) or ())
+
+
+def cut_advice(raisable: bool = True) -> str:
+    """What to do about texts an embedder cut, to keep the rest of them: raise its max_length
+    where it offers that option (``offers_max_length``), else split the texts (the
+    advice to raise it was an error to copy for minilm)."""
+    return ("raise max_length or chunk the text to keep the rest" if raisable
+            else "split the texts into shorter ones to keep the rest")
+
+
 def _log_truncated(name: str, count: int, total: int, budget: int, cut: InstructionCut | None = None,
-                   over: str = "") -> None:
+                   over: str = "", raisable: bool = True) -> None:
+    advice = cut_advice(raisable)
     if cut is None or not cut.tokens:
         logger.warning("%s: %d of %d texts%s were longer than %d tokens and were truncated "
-                       "(raise max_length or chunk the text to keep the rest)", name, count, total, over,
-                       budget)
+                       "(%s)", name, count, total, over, budget, advice)
         return
     if not cut.fit_without:
         # None would fit without it (an index job's chunks under InBedder's default instruction):
         # "shorten the instruction" could not help.
         logger.warning("%s: %d of %d texts%s were longer than the %d tokens the instruction and the prompt "
                        "left them and were truncated: the instruction takes %d of the %d tokens the "
-                       "embedder reads, and none of these texts would have fit whole without it (raise "
-                       "max_length or chunk the text to keep the rest)", name, count, total, over,
-                       cut.text_room, cut.tokens, budget)
+                       "embedder reads, and none of these texts would have fit whole without it (%s)",
+                       name, count, total, over, cut.text_room, cut.tokens, budget, advice)
         return
     logger.warning("%s: %d of %d texts%s were longer than the %d tokens the instruction left them and were "
                    "truncated: the instruction takes %d of the %d tokens the embedder reads, and %d of these "
-                   "texts would have fit whole without it (shorten the instruction, raise max_length or "
-                   "chunk the text to keep the rest)", name, count, total, over, cut.text_room, cut.tokens,
-                   budget, cut.fit_without)
+                   "texts would have fit whole without it (shorten the instruction, %s)", name, count,
+                   total, over, cut.text_room, cut.tokens, budget, cut.fit_without, advice)
 
 
 # Off the main thread (a server's model thread, request and job threads: where the encode calls
@@ -189,7 +202,8 @@ class _HeldTruncation:
             self.cut.add(cut)
 
 
-_HELD: dict[tuple[str, int], _HeldTruncation] = {}
+# By embedder, token budget and whether it offers max_length (``cut_advice``).
+_HELD: dict[tuple[str, int, bool], _HeldTruncation] = {}
 _HELD_LOCK = threading.Lock()
 
 
@@ -198,17 +212,17 @@ def _over(held: _HeldTruncation, now: float) -> str:
 
 
 def _note_truncated(name: str, count: int, total: int, budget: int,
-                    cut: InstructionCut | None = None) -> None:
+                    cut: InstructionCut | None = None, raisable: bool = True) -> None:
     """Say that ``count`` of ``total`` texts (of one ``encode`` call or tally) were cut; off the
     main thread, unless ``name`` said so in the last ``TRUNCATION_LOG_EVERY_S``: then they are
     counted towards its next line (with the texts read whole meanwhile, so its "of N" counts
-    them all)."""
+    them all). ``raisable``: the embedder offers ``max_length`` (``cut_advice``)."""
     if threading.current_thread() is threading.main_thread():
         if count:
-            _log_truncated(name, count, total, budget, cut)
+            _log_truncated(name, count, total, budget, cut, raisable=raisable)
         return
     now = time.monotonic()
-    key = (name, budget)
+    key = (name, budget, raisable)
     with _HELD_LOCK:
         held = _HELD.get(key)
         if held is not None and now - held.at < TRUNCATION_LOG_EVERY_S:
@@ -221,7 +235,7 @@ def _note_truncated(name: str, count: int, total: int, budget: int,
             held.add(count, total, cut)
             count, total, cut, over = held.count, held.total, held.cut, _over(held, now)
         _HELD[key] = _HeldTruncation(at=now)
-    _log_truncated(name, count, total, budget, cut, over)
+    _log_truncated(name, count, total, budget, cut, over, raisable)
 
 
 def flush_truncation_notes() -> None:
@@ -231,8 +245,8 @@ def flush_truncation_notes() -> None:
     with _HELD_LOCK:
         said = [(key, held) for key, held in _HELD.items() if held.count]
         _HELD.clear()
-    for (name, budget), held in said:
-        _log_truncated(name, held.count, held.total, budget, held.cut, _over(held, now))
+    for (name, budget, raisable), held in said:
+        _log_truncated(name, held.count, held.total, budget, held.cut, _over(held, now), raisable)
 
 
 atexit.register(flush_truncation_notes)
@@ -255,8 +269,8 @@ def truncation_tally() -> Iterator[None]:
     finally:
         counts, _TALLY.counts = _TALLY.counts, None
         cuts, _TALLY.cuts = _TALLY.cuts, None
-        for (name, budget), (count, total) in counts.items():
-            _note_truncated(name, count, total, budget, cuts.get((name, budget)))
+        for (name, budget, raisable), (count, total) in counts.items():
+            _note_truncated(name, count, total, budget, cuts.get((name, budget, raisable)), raisable)
 
 
 def _note_instruction_cut(cut: InstructionCut | None) -> None:
@@ -450,31 +464,41 @@ class BaseEmbedder(ABC):
         if instruction is not None and isinstance(tokenize, PromptTokenizer):
             tokenize.check_instruction(Role.parse(role), instruction)
 
-    def document_budget(self) -> int | None:
+    def document_budget(self, instruction: str | None = None) -> int | None:
         """The most tokens of a text ``encode`` reads whole as a document (``role="document"``,
         no instruction: how an index reads its chunks), its prompt template taken off
         ``max_length``; longer texts are cut to it. None for an embedder that does not read
         through a ``PromptTokenizer``. The application compares a collection's chunks with it
         (``app.encoding.cut_count``): the causal checkpoints serve 96 tokens, a default chunk is
-        200, and only a log line said that most of each chunk never reached its vector."""
+        200, and only a log line said that most of each chunk never reached its vector.
+        ``instruction``: read as documents under it (as a clustering reads its texts), where the
+        prompt leaves a text fewer tokens."""
         tokenize = getattr(self, "_tokenize", None)
         if not isinstance(tokenize, PromptTokenizer):
             return None
-        role, instruction = self._document_reading()
-        return tokenize.text_budget(role, instruction)
+        return tokenize.text_budget(*self._document_reading_under(instruction))
 
-    def documents_cut(self, texts: Sequence[str]) -> int | None:
-        """How many of ``texts`` ``encode`` cuts to ``document_budget`` read as documents, found
-        by its own tokenisation of the prompts, without the model (None where
-        ``document_budget`` is None)."""
+    def documents_cut(self, texts: Sequence[str], instruction: str | None = None) -> int | None:
+        """How many of ``texts`` ``encode`` cuts to ``document_budget`` read as documents (under
+        ``instruction`` where given), found by its own tokenisation of the prompts, without the
+        model (None where ``document_budget`` is None)."""
         tokenize = getattr(self, "_tokenize", None)
         if not isinstance(tokenize, PromptTokenizer):
             return None
         items = [unicodedata.normalize("NFC", t) for t in validate_texts(texts)]
         if not items:
             return 0
-        role, instruction = self._document_reading()
-        return tokenize._tokens(items, role, instruction).truncated
+        return tokenize._tokens(items, *self._document_reading_under(instruction)).truncated
+
+    def _document_reading_under(self, instruction: str | None) -> tuple[Role, str | None]:
+        """``_document_reading``, under ``instruction`` where given (rendered as ``encode``
+        renders it: ``rendered_instruction``); a blend's instructed reading, the longer prompt,
+        cuts every text its bare one cuts."""
+        role, default = self._document_reading()
+        if instruction is None:
+            return role, default
+        rendered = self.rendered_instruction(instruction)
+        return role, None if rendered is None else unicodedata.normalize("NFC", rendered)
 
     def rendered_instruction(self, instruction: str | None) -> str | None:
         """The instruction ``encode`` reads a text under when given ``instruction``: it, stripped
@@ -495,15 +519,17 @@ class BaseEmbedder(ABC):
         ``PromptTokenizer`` read the batch: what the instruction took from the cut texts, which
         it noted, is said too."""
         cut = _take_instruction_cut()
+        # Its advice names max_length only where the embedder takes that option (``cut_advice``).
+        raisable = offers_max_length(self)
         tally = getattr(_TALLY, "counts", None)
         if tally is not None:
-            seen = tally.setdefault((self.name, budget), [0, 0])
+            seen = tally.setdefault((self.name, budget, raisable), [0, 0])
             seen[0] += count
             seen[1] += total
             if cut is not None:
-                _TALLY.cuts.setdefault((self.name, budget), InstructionCut()).add(cut)
+                _TALLY.cuts.setdefault((self.name, budget, raisable), InstructionCut()).add(cut)
         else:
-            _note_truncated(self.name, count, total, budget, cut)
+            _note_truncated(self.name, count, total, budget, cut, raisable)
 
     # -- persistence -----------------------------------------------------------------
 

@@ -55,6 +55,7 @@ from app.encoding import (
     InlineQueryEncoder,
     check_explainer,
     longest_first,
+    max_length_spec,
     not_an_explainer,
     unread_count,
 )
@@ -138,6 +139,23 @@ MAX_K = 50
 # How the registry's refusal of an unknown model name begins ("unknown embedder 'x': ...").
 _UNKNOWN_EMBEDDER = "unknown embedder "
 
+
+def _explainers_named(message: str) -> str:
+    """The registry's refusal of an unknown name (``message``) with its list of valid names
+    cut to those that generate answers (``answers_questions``): `--explain ./nope` listed every
+    embedder, minilm among them, which was then refused as not generating answers."""
+    from embedders.registry import answers_questions, embedder_names
+
+    names = embedder_names()
+    listed = f"Valid names: {', '.join(names)}"
+    if listed not in message:
+        return message
+    explainers = [name for name in names if answers_questions(name)]
+    said = (f"Valid names: {', '.join(explainers)} (the registered models that generate answers; "
+            "a path to an InBedder checkpoint is one too)" if explainers else
+            "No registered model generates answers: give a path to an InBedder checkpoint")
+    return message.replace(listed, said, 1)
+
 # Bytes of embeddings the cluster service keeps for reuse (``EmbeddingCache``; a constant, not a
 # setting): 1,504 minilm vectors are 2.3 MB, 5,000 (FACET_MAX_CLUSTER_TEXTS) of a 1,024-wide
 # model 20 MB.
@@ -193,6 +211,10 @@ class ClusterRequest:
         for name in ("limit", "k", "max_k", "keywords", "members", "answer_tokens", "seed"):
             object.__setattr__(self, name, plain_number(getattr(self, name)))
         object.__setattr__(self, "filters", plain_filters(self.filters))
+        # A blank explainer is none, as '' is (the CLI's --explain '', the page's empty box):
+        # `--explain ' '` was looked up as a model named ' ' ("unknown explainer ' '").
+        if isinstance(self.explainer, str) and not self.explainer.strip():
+            object.__setattr__(self, "explainer", None)
 
 
 @dataclass
@@ -375,12 +397,78 @@ def _kmeans(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
         return np.asarray(KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(vectors))
 
 
-def _few_distinct(texts: Sequence[str], distinct: int) -> str:
-    """Why there are so few clusters: ``only 1 distinct text`` (or embedding)."""
+def _few_distinct(texts: Sequence[str], distinct: int, cut: int = 0, spec: str = "") -> str:
+    """Why there are so few clusters: ``only 1 distinct text`` (or embedding; with ``cut``
+    texts that ``spec`` cut, that texts differing only past the cut embed alike: nine long
+    texts that differed in their last sentence read "only 1 distinct embedding", and nothing
+    said that they were cut)."""
     different = len(set(texts))
     if different > distinct:  # different texts the embedder could not tell apart
-        return f"only {plural(distinct, 'distinct embedding')}"
+        past_cut = (f" (texts that differ only past where {spec} cuts them embed alike)"
+                    if cut else "")
+        return f"only {plural(distinct, 'distinct embedding')}{past_cut}"
     return f"only {plural(different, 'distinct text')}"
+
+
+class _TokenCounts(NamedTuple):
+    """What the embedder's tokenizer makes of the texts to cluster: how many are mostly its
+    unknown token (``unread``), how many it cuts read under the instruction (``cut``), the
+    tokens of text it reads whole so (``budget``; None where it does not tell), and its spec
+    with ``[max_length=N]`` where it takes that option (``option``)."""
+
+    unread: int = 0
+    cut: int = 0
+    budget: int | None = None
+    option: str | None = None
+
+
+def _takes_instruction(method: Callable[..., Any]) -> bool:
+    """Whether ``method`` (an embedder's ``documents_cut``, ``document_budget``) takes an
+    ``instruction`` (a plugin's may not: it is then read bare, which cuts no more)."""
+    import inspect
+
+    try:
+        return "instruction" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+# Bytes of UTF-8 a text may have over the tokens it takes (a token of the tokenizers used
+# reads at least one byte; a word-start marker and the merge with the prompt add a few):
+# a text of no more bytes than the budget less this is read whole without tokenising it.
+_BYTES_OVER_TOKENS = 8
+
+
+def _cut_texts(model: Any, texts: Sequence[str], instruction: str) -> tuple[int, int | None]:
+    """How many of ``texts`` ``model`` cuts read as documents under ``instruction`` (as a
+    clustering encodes them) and the tokens of text it reads whole so; ``(0, None)`` for a
+    model that does not tell (a plugin's)."""
+    count_of = getattr(model, "documents_cut", None)
+    budget_of = getattr(model, "document_budget", None)
+    if not callable(count_of) or not callable(budget_of):
+        return 0, None
+    under: dict[str, Any] = ({"instruction": instruction}
+                             if _takes_instruction(count_of) and _takes_instruction(budget_of) else {})
+    budget = budget_of(**under)
+    if not isinstance(budget, int) or isinstance(budget, bool):
+        return 0, None
+    # Only texts that might be longer are tokenised (5,000 short chunks: none).
+    long = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + _BYTES_OVER_TOKENS > budget]
+    count = count_of(long, **under) if long else 0
+    return (count if isinstance(count, int) and not isinstance(count, bool) else 0), budget
+
+
+def _cut_note(cut: int, total: int, spec: str, budget: int | None, option: str | None) -> str:
+    """The note for ``cut`` of ``total`` texts that ``spec`` reads only the start of (as the
+    index's ``cut_message`` says chunks): its advice names ``[max_length=N]`` only where the
+    embedder takes it (``option``), else splitting the texts (minilm has none: the
+    log's "raise max_length" was refused when followed)."""
+    reads = f" ({budget} tokens of text)" if budget else ""
+    advice = "split the texts into shorter ones" + (f", or raise max_length (embedder '{option}')"
+                                                    if option else "")
+    return (f"{cut:,} of {total:,} texts are longer than {spec} reads whole under the "
+            f"instruction{reads} and were cut: only the start of each is in its embedding, so "
+            f"what the rest says groups nothing; to have all of each read, {advice}")
 
 
 def _distinct_representatives(chosen: list[int], labels: Sequence[int], cluster: int,
@@ -689,21 +777,28 @@ class ClusterService:
         # How many of those texts the embedder's tokenizer reads as mostly [UNK], by the same
         # keys (counting re-tokenises the texts: 3.7 s for 5,000 chunks on one thread, more than
         # a reused clustering takes); the oldest dropped past _UNREAD_KEPT.
-        self._unread: OrderedDict[Hashable, int] = OrderedDict()
+        # The texts it cuts are counted with them (``_TokenCounts``).
+        self._unread: OrderedDict[Hashable, _TokenCounts] = OrderedDict()
 
-    def _unread_count(self, key: Hashable | None, spec: str, texts: list[str], reused: bool) -> int:
-        """How many of ``texts`` the loaded ``spec`` reads as mostly unknown tokens (0 where
-        the model encodes on the workers: not loaded here); kept by ``key`` for a reuse."""
+    def _token_counts(self, key: Hashable | None, spec: str, texts: list[str], instruction: str,
+                      reused: bool) -> _TokenCounts:
+        """How many of ``texts`` the loaded ``spec`` reads as mostly unknown tokens, and how
+        many it cuts under ``instruction`` (none where the model encodes on the workers: not
+        loaded here); kept by ``key`` for a reuse."""
         if reused and key is not None and key in self._unread:
             self._unread.move_to_end(key)
             return self._unread[key]
         model = self.ctx.embedders.peek(spec)
-        count = 0 if model is None else unread_count(model, texts)
+        counts = _TokenCounts()
+        if model is not None:
+            cut, budget = _cut_texts(model, texts, instruction)
+            counts = _TokenCounts(unread_count(model, texts), cut, budget,
+                                  max_length_spec(model, spec) if cut else None)
         if key is not None:
-            self._unread[key] = count
+            self._unread[key] = counts
             while len(self._unread) > _UNREAD_KEPT:
                 self._unread.popitem(last=False)
-        return count
+        return counts
 
     def _embedding_key(self, spec: str, instruction: str, digest: str,
                        step: int | None) -> Hashable | None:
@@ -831,7 +926,8 @@ class ClusterService:
             message = str(domain)
             if (param == "explainer" and isinstance(domain, UnknownModelError)
                     and message.startswith(_UNKNOWN_EMBEDDER)):
-                domain = UnknownModelError("unknown explainer " + message[len(_UNKNOWN_EMBEDDER):],
+                domain = UnknownModelError("unknown explainer "
+                                           + _explainers_named(message)[len(_UNKNOWN_EMBEDDER):],
                                            param="explainer")
             raise domain from e
 
@@ -1002,7 +1098,8 @@ class ClusterService:
             key = key or self._embedding_key(spec, instruction, digest, step)
             if key is not None:
                 self.embeddings.put(key, vectors)
-        unread = self._unread_count(key, spec, texts, cached is not None)
+        counts = self._token_counts(key, spec, texts, instruction, cached is not None)
+        unread = counts.unread
         timings["encode"] = (time.perf_counter() - t0) * 1000
         report(encode_share, "k-means")
 
@@ -1010,24 +1107,35 @@ class ClusterService:
         silhouette: float | None = None
         max_k_tried: int | None = None
         distinct = distinct_rows(vectors)
+        # The largest k a silhouette can score for these texts (2 clusters and a text more).
+        possible = min(distinct, len(texts) - 1)
         if request.k is not None:
             k = min(request.k, distinct)
-        elif min(distinct, len(texts) - 1) >= 2:
+        elif possible > 2:
             k, silhouette = choose_k(vectors, request.max_k, request.seed)
-            max_k_tried = min(request.max_k, len(texts) - 1, distinct)  # choose_k's range
-        else:  # a silhouette needs 2 clusters and a text more: nothing to choose between
+            max_k_tried = min(request.max_k, possible)  # choose_k's range
+        else:
+            # Nothing to choose between: no k a silhouette can score, or only k = 2 (three
+            # lines, two of them alike, read "k = 2 chosen by silhouette (0.667), the best of
+            # k = 2 to 2").
             k = min(distinct, 2)
         label_list = [int(x) for x in _kmeans(vectors, k, request.seed)]
         found = len(set(label_list))
         note: str | None = None
         if request.k is not None and found < request.k:
-            why = _few_distinct(texts, distinct) if distinct < request.k else "k-means left some empty"
+            why = (_few_distinct(texts, distinct, counts.cut, spec) if distinct < request.k
+                   else "k-means left some empty")
             note = f"{plural(found, 'cluster')} instead of the {request.k} asked for: {why}"
         elif request.k is None and silhouette is None:
-            reason = _few_distinct(texts, distinct) if distinct < len(texts) else f"only {len(texts)} texts"
-            note = f"k = {found}, not chosen by silhouette: {reason}"
+            reason = (_few_distinct(texts, distinct, counts.cut, spec) if distinct < len(texts)
+                      else f"only {len(texts)} texts")
+            only = ", so 2 is the only k possible" if possible == 2 and found == 2 else ""
+            note = f"k = {found}, not chosen by silhouette: {reason}{only}"
         if cut is not None:  # a collection cut to the cap or the limit: said, with numbers
             note = f"{cut}; {note}" if note else cut
+        if counts.cut:  # what follows the cut is in no embedding: said, with what helps
+            cut_note = _cut_note(counts.cut, len(texts), spec, counts.budget, counts.option)
+            note = f"{note}; {cut_note}" if note else cut_note
         if unread:  # Thai or emoji to minilm: they embed nearly alike and cluster together
             warning = (f"{unread:,} of {len(texts):,} texts {UNREAD_MARK} {spec} (a script or "
                        "symbols it does not read, such as Thai or emoji), so they embed nearly "
@@ -1361,6 +1469,10 @@ def limit_option(limit: int | None) -> int | None:
 # the CLI names its --text-column instead.
 CHOOSE_TEXT_COLUMN = "rename the one holding the texts to 'text'"
 
+# Separators other than the comma that a one-column csv header holding one is refused for
+# (``read_text_file``), as ``facet index`` warns of them (indexer.parsing), by name.
+CSV_OTHER_SEPARATORS = {";": "semicolon", "\t": "tab", "|": "'|'"}
+
 
 def read_text_file(path: Path, name: str | None = None, text_column: str | None = None,
                    choose: str = CHOOSE_TEXT_COLUMN) -> list[str]:
@@ -1370,8 +1482,10 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
     (``.txt``, ``.md``, no suffix) one text per line. A record's text field or a csv's text
     column is ``text_column`` where given, else the first of ``TEXT_FIELDS`` (text, contents,
     content, body: as ``facet index``) it has, in any case; a csv with one
-    column only is that column. A csv with two or more columns and none of those names is
-    refused (its first column, an id, was clustered with only a log line).
+    column only is that column, unless its name holds a semicolon, a tab or a '|' (a file
+    separated by one, read as comma-separated: refused, unless that name is ``text_column``).
+    A csv with two or more columns and none of those names is refused (its first column, an
+    id, was clustered with only a log line).
     Blank texts are skipped; a text that is not a string (``null``, a number) is an error.
 
     Args:
@@ -1458,14 +1572,24 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
             return []
         header = [unicodedata.normalize("NFC", h.strip()) for h in rows[0]]
         lower = [h.lower() for h in header]
+        # One column whose name holds another separator (Excel's European export, `text;prio`):
+        # each row was one text, "refund me;1", silently.
+        other = next((d for d in CSV_OTHER_SEPARATORS if len(header) == 1 and d in header[0]), None)
+        separated = (f"its header {header[0]!r} looks {CSV_OTHER_SEPARATORS[other]}-separated, but "
+                     "a .csv is read as comma-separated (as `facet index` reads it): every row would "
+                     "be one text, its other columns included; save it with commas"
+                     if other is not None else "")
         if text_column is not None:
             wanted = text_column.strip()
             column = header.index(wanted) if wanted in header else \
                 lower.index(wanted.lower()) if wanted.lower() in lower else None
             if column is None:
                 raise DataError(f"{where}: no column {text_column!r} (the text column asked for); "
-                                f"its columns are {', '.join(map(repr, header))}")
+                                f"its columns are {', '.join(map(repr, header))}"
+                                + (f"; {separated}" if separated else ""))
         else:
+            if separated:  # (naming the whole header as the column reads the rows whole)
+                raise DataError(f"{where}: {separated}")
             column = next((lower.index(f) for f in TEXT_FIELDS if f in lower), None)
             if column is None:
                 # One column is the texts, unless it is an id column (as `facet index` reads

@@ -92,9 +92,9 @@ def test_truncation_is_reported_once_per_log_window(caplog: pytest.LogCaptureFix
     said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
     # Two full windows and the last five steps, each summed: not 25 lines.
     assert said == [
-        "toy: 10 of 80 texts were longer than 96 tokens and were truncated (raise max_length or chunk the text "
+        "toy: 10 of 80 texts were longer than 96 tokens and were truncated (split the texts into shorter ones "
         "to keep the rest)"] * 2 + [
-        "toy: 5 of 40 texts were longer than 96 tokens and were truncated (raise max_length or chunk the text "
+        "toy: 5 of 40 texts were longer than 96 tokens and were truncated (split the texts into shorter ones "
         "to keep the rest)"]
 
 
