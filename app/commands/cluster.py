@@ -419,7 +419,7 @@ def register(cli: typer.Typer) -> None:
         elif limit is not None:
             raise InvalidRequestError("--limit takes a file's or a collection's first texts; with "
                                       "--query, --top-k N is how many results are clustered")
-        if answer_tokens is not None and not explain:
+        if answer_tokens is not None and not (explain or "").strip():
             # Only the explainer generates answers: without one the option did nothing.
             raise InvalidRequestError("--answer-tokens is how many tokens the explainer generates "
                                       "per text; --explain '' names none (the keywords come from "

@@ -76,6 +76,11 @@ def test_answer_tokens_without_an_explainer_is_refused(files) -> None:
     assert done.stderr.strip() == ("error: --answer-tokens is how many tokens the explainer "
                                    "generates per text; --explain '' names none (the keywords "
                                    "come from the texts)")
+    # A blank explainer names none either (the service reads it as ''): refused alike
+    blank = [a if a != "" else " " for a in BASE]
+    assert "--explain" in BASE and blank != list(BASE)
+    spaced = invoke_cli("cluster", str(src), *blank, "--k", "2", "--answer-tokens", "4", env=env)
+    assert spaced.returncode == 2 and "--answer-tokens is how many" in spaced.stderr, spaced.stderr
     # With the default explainer (inbedder) it is used: not refused (a --k over the 6 texts is,
     # before any model loads).
     used = invoke_cli("cluster", str(src), "-i", "x", "-e", "minilm", "--k", "9",
