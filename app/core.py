@@ -886,7 +886,8 @@ class Facet:
     def job(self, job_id: int, collection: str | None = None,
             errors: int | None = DEFAULT_JOB_ERRORS, errors_offset: int = 0) -> JobInfo:
         """One job with ``errors`` of its per-document errors (None: all) after the first
-        ``errors_offset`` (in the order written), and their total (``errors_total``).
+        ``errors_offset`` (in the order written), and their total (``errors_total``); a
+        removal's keys (``removed_keys``, no errors) are paged the same way.
 
         Raises:
             NotFoundError: an unknown id.

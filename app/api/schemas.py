@@ -322,7 +322,8 @@ class JobQuery(_Query):
         default=0, json_schema_extra={"minimum": 0},
         description="skip the job's first `errors_offset` per-document errors (in the order "
                     "written): the next page is `errors_offset` + `errors`, up to "
-                    "`errors_total` (past it: no errors)")
+                    "`errors_total` (past it: no errors); a removal's `removed_keys` are "
+                    "paged the same way (it has no errors)")
 
 
 # --------------------------------------------------------------------------- responses

@@ -108,11 +108,7 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = No
     ``offset``: how many of its first errors were skipped (``--errors-offset``)."""
     lines = []
     if offset > 0 and not j.errors_total and j.removed_keys_total:
-        # A removal's keys are no errors: "no errors past the first 5: the job has none"
-        # read as if the keys listed above were not there.
-        lines.append(f"  (--errors-offset pages errors, and a removal has none: its "
-                     f"{plural(j.removed_keys_total, 'document key')} are listed from the "
-                     "first, --errors N the first N)")
+        pass  # a removal's keys, paged by --errors-offset (``removed_key_lines``), no errors
     elif offset > 0 and not j.errors_total:
         lines.append(f"  no errors past the first {offset}: the job has none")
     elif offset > 0:
@@ -145,22 +141,30 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = No
     return lines
 
 
-def removed_key_lines(j: JobInfo, job_id: int, asked: int | None = None) -> list[str]:
+def removed_key_lines(j: JobInfo, job_id: int, asked: int | None = None,
+                      offset: int = 0) -> list[str]:
     """A removal's keys (``JobInfo.removed_keys``: no errors, they were listed as "removing"
-    errors until 2026-11-30), one a line, then how many more when it has more than were read
-    (``--errors N`` reads N)."""
+    errors until 2026-11-30), one a line, then how many more when it has more than were read,
+    with the next page's command (``--errors N`` a page, ``--errors-offset`` paging them: until
+    2026-12-01 the keys past the first 1,000 of a removal could not be listed)."""
     if not j.removed_keys_total:
         return []
     # A completed removal removed them all (every key names a document, or none is removed).
     done = "removed" if j.state == "completed" else "to remove"
-    lines = [f"  {plural(j.removed_keys_total, 'document key')} {done}:"]
+    total = j.removed_keys_total
+    if offset > 0:
+        lines = [f"  document keys {offset + 1:,} to {offset + len(j.removed_keys):,} of "
+                 f"{total:,} {done}:" if j.removed_keys else
+                 f"  no document keys past the first {offset:,}: the removal has {total:,}"]
+    else:
+        lines = [f"  {plural(total, 'document key')} {done}:"]
     lines += [f"    {printable(k)}" for k in j.removed_keys]
-    more = j.removed_keys_total - len(j.removed_keys)
+    more = total - offset - len(j.removed_keys)
     if more > 0:
-        lines.append(f"    ... {more} more (of {j.removed_keys_total}): facet jobs {job_id} "
-                     f"--errors N lists the first N (up to {MAX_JOB_ERRORS})"
-                     if asked is None or asked < MAX_JOB_ERRORS else
-                     f"    ... {more} more (of {j.removed_keys_total})")
+        size = f"--errors {asked} " if asked is not None and asked != SHOWN_ERRORS else ""
+        lines.append(f"    ... {more:,} more (of {total:,}): facet jobs {job_id} {size}"
+                     f"--errors-offset {offset + len(j.removed_keys)} shows the next ones "
+                     f"(--errors N: N a page, up to {MAX_JOB_ERRORS})")
     return lines
 
 
@@ -976,7 +980,7 @@ def register(cli: typer.Typer) -> None:
                 # Interrupted, stalled or failed: say why and how to go on in the list too.
                 typer.echo(f"  {printable(j.message)}")
             if job_id is not None:
-                for line in removed_key_lines(j, job_id, errors):
+                for line in removed_key_lines(j, job_id, errors, errors_offset):
                     typer.echo(line)
                 for line in error_lines(j, job_id, errors_offset, errors):
                     typer.echo(line)

@@ -535,9 +535,10 @@ class JobInfo:
         docs_total_estimated: whether ``docs_total`` is an estimate (records counted by lines).
         errors_total: how many per-document errors and warnings it has in all.
         removed_keys: a removal's document keys (`facet delete C --document KEY`, source
-            ``remove: KEY``), the keys it was given, in order: the first of them, as many as
-            ``errors`` (``CollectionService.job``'s ``errors``: 100 unless asked); none in a
-            listing of jobs, nor for an index job.
+            ``remove: KEY``), the keys it was given, in order: as many as ``errors``
+            (``CollectionService.job``'s ``errors``: 100 unless asked) after its first
+            ``errors_offset`` (a removal has no errors, so that offset pages its keys); none in
+            a listing of jobs, nor for an index job.
         removed_keys_total: how many keys the removal was given in all (0 for an index job);
             ``docs_deleted`` counts the documents it removed.
         queued_at: when it was asked for (ISO 8601 UTC).
@@ -912,22 +913,24 @@ def _error_counts(session: Session, job_ids: list[int], *,
 
 
 def _removed_keys(session: Session, job: md.IndexJob, limit: int | None,
-                  recorded: int) -> tuple[list[str], int]:
-    """A removal's keys, the first ``limit`` (None: all), and how many in all: its rows of
-    kind ``REMOVAL_KEY_KIND`` (``recorded`` of them) or, where none are (a removal of one key,
-    or an older Facet's), the first key its ``source`` names ("remove: KEY and 2 more")."""
+                  recorded: int, offset: int = 0) -> tuple[list[str], int]:
+    """A removal's keys, ``limit`` of them (None: all) after the first ``offset``, and how
+    many in all: its rows of kind ``REMOVAL_KEY_KIND`` (``recorded`` of them) or, where none
+    are (a removal of one key, or an older Facet's), the first key its ``source`` names
+    ("remove: KEY and 2 more"). ``offset``: ``job``'s ``errors_offset``, which pages a
+    removal's keys (it has no errors): a removal of 20,000 keys listed its first 1,000 only."""
     if not is_removal(job):
         return [], 0
     if not recorded:
         named = (job.source or "").removeprefix(REMOVAL_PREFIX)
         match = re.fullmatch(r"(.*) and (\d+) more", named, re.S)
         key, more = (match.group(1), int(match.group(2))) if match else (named, 0)
-        return ([key] if key and limit != 0 else []), (more + 1 if key else 0)
+        return ([key] if key and limit != 0 and not offset else []), (more + 1 if key else 0)
     if limit == 0:
         return [], recorded
     E = md.JobError
     query = select(E.document_key).where(E.job_id == job.id, E.kind == REMOVAL_KEY_KIND
-                                         ).order_by(E.id)
+                                         ).order_by(E.id).offset(offset)
     if limit is not None:
         query = query.limit(limit)
     return [str(k) for k in session.scalars(query)], recorded
@@ -1625,8 +1628,8 @@ class CollectionService:
         for the page that removes the uploads that cannot be indexed) and their total
         (``errors_total``). Both are read by SQL (a LIMIT and a COUNT), not by loading every
         error: a job with 20,000 of them took a second and 2.5 MB to answer at each poll.
-        A removal's keys, no errors, are its ``removed_keys`` (the first ``errors`` of them)
-        and ``removed_keys_total``.
+        A removal's keys, no errors, are its ``removed_keys`` (``errors`` of them after the
+        first ``errors_offset``, which pages them) and ``removed_keys_total``.
 
         Args:
             job_id: the job.
@@ -1664,7 +1667,8 @@ class CollectionService:
             shown = _job_errors(session, job.id, errors, errors_offset)
             total = _error_counts(session, [job.id]).get(job.id, 0)
             removed = _removed_keys(session, job, errors, _error_counts(
-                session, [job.id], removal=True).get(job.id, 0) if is_removal(job) else 0)
+                session, [job.id], removal=True).get(job.id, 0) if is_removal(job) else 0,
+                errors_offset)
             return _job_info(job, shown, max(total, errors_offset + len(shown) if shown else 0),
                              removed)
 

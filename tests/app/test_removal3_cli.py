@@ -38,7 +38,8 @@ def test_a_bulk_removal_caps_its_warnings_and_its_job_lists_keys_not_errors(tmp_
     assert f"    {files[12]}" in shown.stdout
     capped = invoke_cli("jobs", "2", "--errors", "5", env=env).stdout
     assert f"    {files[4]}" in capped and f"    {files[5]}" not in capped, capped
-    assert "    ... 8 more (of 13): facet jobs 2 --errors N lists the first N" in capped, capped
+    assert ("    ... 8 more (of 13): facet jobs 2 --errors 5 --errors-offset 5 shows the next "
+            "ones") in capped, capped
     payload = json.loads(invoke_cli("jobs", "2", "--json", env=env).stdout)
     assert (payload["errors"], payload["errors_total"]) == ([], 0), payload
     assert payload["removed_keys"] == [str(f) for f in files]

@@ -160,6 +160,18 @@ def test_a_jsonl_warns_once_with_its_records_counted_and_offset_on_keys(tmp_path
                       "...): delete them from the file too, or indexing it again (or a folder "
                       "holding it) adds them back"], done.stderr
 
+    # --errors-offset pages a removal's keys (it has no errors): until 2026-12-01 it paged
+    # nothing, and the keys past the first 1,000 of a removal could not be listed
     shown = invoke_cli("jobs", "2", "--errors", "3", "--errors-offset", "2", env=env).stdout
     assert "the job has none" not in shown, shown
-    assert "--errors-offset pages errors, and a removal has none: its 4 document keys" in shown
+    assert "  document keys 3 to 4 of 4 removed:\n    r2\n    r3\n" in shown, shown
+    assert "    r0\n" not in shown and "more (of 4)" not in shown, shown
+    first = invoke_cli("jobs", "2", "--errors", "3", env=env).stdout
+    assert "  4 document keys removed:\n    r0\n    r1\n    r2\n" in first, first
+    assert ("    ... 1 more (of 4): facet jobs 2 --errors 3 --errors-offset 3 shows the next "
+            "ones (--errors N: N a page, up to 1000)") in first, first
+    past = invoke_cli("jobs", "2", "--errors-offset", "9", env=env).stdout
+    assert "  no document keys past the first 9: the removal has 4" in past, past
+    paged = json.loads(invoke_cli("jobs", "2", "--errors", "2", "--errors-offset", "1", "--json",
+                                  env=env).stdout)
+    assert (paged["removed_keys"], paged["removed_keys_total"]) == (["r1", "r2"], 4), paged
