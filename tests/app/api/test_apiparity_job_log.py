@@ -14,9 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from app.api import create_app
 from app.core import Facet
 from app.jobs import ThreadJobRunner
 from tests.app.api.conftest import serving_facet
@@ -34,12 +32,6 @@ def facet(minilm, root) -> Iterator[Facet]:
     facet = serving_facet(root / "data", minilm, ui_mount=False)
     yield facet
     facet.close()
-
-
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
 
 
 def _lines(caplog: pytest.LogCaptureFixture, job: int) -> list[str]:

@@ -12,9 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from app.api import create_app
 from app.core import Facet
 from app.errors import InvalidRequestError, NotFoundError
 from tests.app.api.conftest import serving_facet
@@ -34,12 +32,6 @@ def facet(minilm, root) -> Iterator[Facet]:
         facet.index(root / name, name)
     yield facet
     facet.close()
-
-
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
 
 
 def _doc(root: Path, collection: str, n: int) -> str:
