@@ -9,10 +9,12 @@ committed checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -172,75 +174,139 @@ def register(cli: typer.Typer) -> None:
         root = Path(data_dir or settings.shared_data_dir)
         if not root.is_dir():
             raise NotFoundError(f"datasets not found at {root}; pass --data-dir or set FACET_SHARED_DATA_DIR")
-        if threads is not None:
-            if threads < 1:
-                raise InvalidRequestError(f"--threads must be >= 1, got {threads}")
-            import torch
+        # Ctrl-C while the model, data and dev suite load (a minute or more on a CPU): nothing
+        # is written yet, and it said nothing at all.
+        with _nothing_saved_if_interrupted():
+            if threads is not None:
+                if threads < 1:
+                    raise InvalidRequestError(f"--threads must be >= 1, got {threads}")
+                import torch
 
-            torch.set_num_threads(threads)
-        from embedders.training.trainer import TrainConfig, train
-
-        try:
-            config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after, eval_every=eval_every,
-                                 head_lr_mult=head_lr_mult, decay_over=decay_over, grad_cache=grad_cache,
-                                 eval_every_s=eval_every_min * 60 if eval_every_min is not None else None,
-                                 time_budget_s=time_budget_min * 60 if time_budget_min is not None else None)
-        except ValueError as e:
-            raise InvalidRequestError(str(e)) from e
-        overrides = parse_settings(set_ or [])
-        from embedders.training.trainer import set_seed
-
-        set_seed(seed)  # fresh LoRA and head weights are drawn here: the command alone reproduces them
-        if init_from and init_lora_from:
-            raise InvalidRequestError("use --init-from (same method) or --init-lora-from (another method), not both")
-        if init_lora_from:
-            model, init_info = _build_from_lora(spec, max_length or DEFAULT_MAX_LENGTH, backbone, overrides,
-                                                init_lora_from, device or settings.device, lora=lora,
-                                                lora_given=_lora_given(ctx, lora_r, lora_layers, lora_targets))
-        else:
-            model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from,
-                                      device or settings.device, lora_given=_lora_given(ctx, lora_r, lora_layers,
-                                                                                        lora_targets))
-        if not model.trainable_parameters():  # before the data loads; train() would raise it as a traceback
-            raise InvalidRequestError(f"{spec.name} has nothing to train with --lora-r 0 (a frozen LLM and no "
-                                      "heads of its own); give --lora-r 1 or more")
-        if teacher:
-            _attach_teacher(model, teacher, teacher_weight, device or settings.device)
-        if grad_checkpointing:
-            try:
-                model.enable_gradient_checkpointing()
-            except ValueError as e:
-                raise InvalidRequestError(str(e)) from e
-        if grad_cache is not None:  # before the data loads (train() checks it too, for other callers)
-            from embedders.training.grad_cache import require_grad_cache
+                torch.set_num_threads(threads)
+            from embedders.training.trainer import TrainConfig, train
 
             try:
-                require_grad_cache(model, spec.name)
+                config = TrainConfig(steps=steps, lr=lr, seed=seed, stop_after=stop_after, eval_every=eval_every,
+                                     head_lr_mult=head_lr_mult, decay_over=decay_over, grad_cache=grad_cache,
+                                     eval_every_s=eval_every_min * 60 if eval_every_min is not None else None,
+                                     time_budget_s=time_budget_min * 60 if time_budget_min is not None else None)
             except ValueError as e:
                 raise InvalidRequestError(str(e)) from e
-        sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
-        evaluate = None
-        if dev:
-            from app.evaluation.dev import DevEvaluator, DevSizes, one_size
+            overrides = parse_settings(set_ or [])
+            from embedders.training.trainer import set_seed
 
-            given: dict[str, Any] = {"clinc_samples": dev_samples}
-            if dev_size is not None:
-                given.update(one_size(dev_size))
-            if dev_sts_pairs is not None:
-                given["sts_pairs"] = sts_pairs
-            sizes = DevSizes.whole_corpus(**given) if dev_corpus == "whole" else DevSizes(**given)
-            evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
-        from app.cli import command_line
+            set_seed(seed)  # fresh LoRA and head weights are drawn here: the command alone reproduces them
+            if init_from and init_lora_from:
+                raise InvalidRequestError("use --init-from (same method) or --init-lora-from (another method), "
+                                          "not both")
+            if init_lora_from:
+                model, init_info = _build_from_lora(spec, max_length or DEFAULT_MAX_LENGTH, backbone, overrides,
+                                                    init_lora_from, device or settings.device, lora=lora,
+                                                    lora_given=_lora_given(ctx, lora_r, lora_layers, lora_targets))
+            else:
+                model, init_info = _build(spec, lora, max_length, backbone, overrides, init_from,
+                                          device or settings.device, lora_given=_lora_given(ctx, lora_r, lora_layers,
+                                                                                            lora_targets))
+            check_room_for_mix(spec, model, tasks)  # before the data loads; the first step failed on it
+            if not model.trainable_parameters():  # before the data loads; train() would raise it as a traceback
+                raise InvalidRequestError(f"{spec.name} has nothing to train with --lora-r 0 (a frozen LLM and no "
+                                          "heads of its own); give --lora-r 1 or more")
+            if teacher:
+                _attach_teacher(model, teacher, teacher_weight, device or settings.device)
+            if grad_checkpointing:
+                try:
+                    model.enable_gradient_checkpointing()
+                except ValueError as e:
+                    raise InvalidRequestError(str(e)) from e
+            if grad_cache is not None:  # before the data loads (train() checks it too, for other callers)
+                from embedders.training.grad_cache import require_grad_cache
 
-        command = command_line(ctx)
-        extra = {"command": command, "batch_size": batch_size, "grad_checkpointing": grad_checkpointing,
-                 **data_info, **init_info,
-                 "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
-                 "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
+                try:
+                    require_grad_cache(model, spec.name)
+                except ValueError as e:
+                    raise InvalidRequestError(str(e)) from e
+            sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
+            evaluate = None
+            if dev:
+                from app.evaluation.dev import DevEvaluator, DevSizes, one_size
+
+                given: dict[str, Any] = {"clinc_samples": dev_samples}
+                if dev_size is not None:
+                    given.update(one_size(dev_size))
+                if dev_sts_pairs is not None:
+                    given["sts_pairs"] = sts_pairs
+                sizes = DevSizes.whole_corpus(**given) if dev_corpus == "whole" else DevSizes(**given)
+                evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
+            from app.cli import command_line
+
+            command = command_line(ctx)
+            extra = {"command": command, "batch_size": batch_size, "grad_checkpointing": grad_checkpointing,
+                     **data_info, **init_info,
+                     "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
+                     "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
         log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate, last_out=last_out)
         typer.echo(summary(log, out, last_out))
         if log["stopped"] == "interrupted":
             raise typer.Exit(130)
+
+
+# Tokens of text the --max-length a refusal names leaves beside the longest prompt of the mix.
+MIN_TEXT_TOKENS = 16
+
+
+def check_room_for_mix(spec: TrainableMethod, model: Any, tasks: str) -> None:
+    """Refuse a ``max_length`` whose prompt, under one of the training mix's instructions (a
+    pair method's fixed task instructions, known from the mix's names), leaves the text no
+    token: the first step failed on it with "the instruction is too long for this embedder ...
+    shorten the instruction", though the user gave none. Checked with the loaded model's own
+    prompt tokenizer (its template, end tokens and reserved positions), before the data loads.
+
+    Raises:
+        InvalidRequestError: naming the instruction's task, what it takes and the smallest
+            ``--max-length`` that leaves the text ``MIN_TEXT_TOKENS``.
+    """
+    import copy
+
+    from embedders.base import PromptTokenizer
+    from embedders.contract import Role
+
+    if spec.data != "pairs":  # the triple methods' instructions are the data's (questions)
+        return
+    from embedders.training.data import DEFAULT_MIX, INSTRUCTIONS, parse_mix
+
+    try:
+        mix = parse_mix(tasks) or dict(DEFAULT_MIX)
+    except ValueError:
+        return  # the sampler says what is wrong with it
+    tokenize = getattr(model, "_tokenize", None)
+    if not isinstance(tokenize, PromptTokenizer):
+        return
+    # The prompt's own tokens, measured with room to spare (``text_budget`` stops at 0).
+    probe = copy.copy(tokenize)
+    probe.max_length = 1 << 30
+    costs = {task: max(probe.max_length - probe.text_budget(role, instruction)
+                       for role, instruction in ((Role.QUERY, INSTRUCTIONS.get(task)), (Role.QUERY, None),
+                                                 (Role.DOCUMENT, None)))
+             for task in mix}
+    task, cost = max(costs.items(), key=lambda item: item[1])
+    if cost < tokenize.max_length:
+        return
+    reserved = model.max_length - tokenize.max_length  # positions the method keeps (Causal2Vec's token)
+    what = (f"the longest, {task}'s, takes {cost} tokens with the template" if INSTRUCTIONS.get(task)
+            else f"the template alone takes {cost} tokens")
+    raise InvalidRequestError(f"--max-length {model.max_length} leaves no room for text under the training mix's "
+                              f"instructions ({what}{f', and {reserved} more are reserved' if reserved else ''}): "
+                              f"use --max-length {cost + reserved + MIN_TEXT_TOKENS} or more")
+
+
+@contextlib.contextmanager
+def _nothing_saved_if_interrupted() -> Iterator[None]:
+    """Ctrl-C (KeyboardInterrupt) inside: say on stderr that nothing was saved, and exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo("nothing saved: stopped before the first step", err=True)
+        raise typer.Exit(130) from None
 
 
 def _lora_given(ctx: typer.Context, r: int, layers: str, targets: str) -> dict[str, str]:
@@ -264,19 +330,30 @@ def _require_dev_suite(spec: TrainableMethod, flag: str, suite: str, why: str = 
 def summary(log: dict[str, Any], out: Path, last_out: Path | None = None) -> str:
     """One paragraph: steps, cost, loss trend, dev selection, where it went."""
     losses = [h["loss"] for h in log["history"] if "loss" in h]
-    head = sum(losses[:10]) / max(1, len(losses[:10]))
-    tail = sum(losses[-10:]) / max(1, len(losses[-10:]))
     from embedders.base import CONFIG_FILE
 
-    lines = [f"trained {log['method']}: {log['steps_done']} steps in {log['seconds']}s "
-             f"({log['seconds_per_step']} s/step, {log['stopped']}); mean loss first 10 steps {head:.4f} -> "
-             f"last 10 {tail:.4f}"]
+    lines = []
+    if losses:  # no step, no loss: the mean of none read as a loss of 0.0000
+        head = sum(losses[:10]) / len(losses[:10])
+        tail = sum(losses[-10:]) / len(losses[-10:])
+        lines.append(f"trained {log['method']}: {log['steps_done']} steps in {log['seconds']}s "
+                     f"({log['seconds_per_step']} s/step, {log['stopped']}); mean loss first 10 steps "
+                     f"{head:.4f} -> last 10 {tail:.4f}")
+    elif log["history"]:
+        lines.append(f"trained {log['method']}: {log['steps_done']} steps in {log['seconds']}s "
+                     f"({log['seconds_per_step']} s/step, {log['stopped']})")
     best = log.get("best")
     if best:
         start = log["dev_curve"][0]
         lines.append(f"dev score {start['score']} at step {start['step']} -> best {best['score']} at step "
                      f"{best['step']} ({', '.join(f'{k} {v}' for k, v in best.items() if '/' in k)})")
-    if not (out / CONFIG_FILE).is_file():
+    scored = "dev_curve" in log
+    if not scored and not log["history"]:
+        # No step and nothing scored: the trainer saves nothing (a checkpoint already at
+        # ``out``, the one an in-place continuation started from, is not this run's).
+        kept = f" ({out} is left as it was)" if (out / CONFIG_FILE).is_file() else ""
+        lines.append(f"nothing saved: stopped before the first step{kept}")
+    elif not (out / CONFIG_FILE).is_file() or (scored and not best):
         lines.append(f"nothing saved to {out}: the run stopped before its first checkpoint")
     elif best:
         lines.append(f"saved the step-{best['step']} weights ({log['weights_steps']} steps in all) to {out}")

@@ -402,12 +402,18 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
             checkpoint(done_at)
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: keep what is saved (the best so far), or the current weights when nothing scores them.
+        # Before the first step nothing is saved: the weights are the starting ones, and saving them
+        # made an untrained checkpoint, or rewrote the one an in-place continuation started from.
         stopped = "interrupted"
-        logger.warning("interrupted after %d steps; %s", done_at,
-                       "keeping the best checkpoint so far" if evaluate is not None else "saving the current weights")
+        if evaluate is None and not history:
+            logger.warning("interrupted before the first step; nothing saved")
+        else:
+            logger.warning("interrupted after %d steps; %s", done_at, "keeping the best checkpoint so far"
+                           if evaluate is not None else "saving the current weights")
         if out_dir is not None:
             if evaluate is None:
-                save_checkpoint(model, out_dir, make_log())
+                if history:
+                    save_checkpoint(model, out_dir, make_log())
             elif best:
                 _write_json(Path(out_dir) / "train_log.json", make_log())
     finally:

@@ -1,0 +1,103 @@
+"""Ctrl-C before `facet train`'s first step, and a --max-length too short for the training mix.
+
+Stopped before its first step, a run saved its untrained weights (or, continued in place,
+rewrote the checkpoint it started from) and printed a mean loss of 0.0000; stopped while
+loading, it exited 130 without a word; and `--max-length 16` failed at the first step with
+"the instruction is too long for this embedder ... shorten the instruction", though no
+instruction was given. Ctrl-C is a KeyboardInterrupt raised where the signal would land.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import cli
+
+TOY = ["--batch-size", "2", "--lora-r", "2", "--lora-targets", "q_proj", "--threads", "1", "--no-dev"]
+
+
+@pytest.fixture(scope="module")
+def tiny(smollm2_cut) -> list[str]:
+    return [*TOY, "--backbone", smollm2_cut]
+
+
+def _train(*args: str):
+    return CliRunner().invoke(cli, ["train", *args])
+
+
+@pytest.fixture(scope="module")
+def ck(tmp_path_factory, shared_data, tiny) -> Path:
+    out = tmp_path_factory.mktemp("trainstop") / "ck"
+    result = _train("causal-eos", "--out", str(out), "--steps", "1", "--max-length", "32", "--tasks", "stsb:1",
+                    "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _ctrl_c_at_the_first_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedders.training.data import BatchSampler
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchSampler, "next_batch", interrupted)
+
+
+def test_ctrl_c_before_the_first_step_saves_nothing_and_shows_no_loss(tmp_path, shared_data, tiny, monkeypatch):
+    _ctrl_c_at_the_first_batch(monkeypatch)
+    out = tmp_path / "early"
+    result = _train("causal-eos", "--out", str(out), "--steps", "5", "--max-length", "32", "--tasks", "stsb:1",
+                    "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 130, result.output
+    assert "nothing saved: stopped before the first step" in result.output
+    assert "mean loss" not in result.output and "saved to" not in result.output
+    assert not out.exists()
+
+
+def test_an_in_place_continuation_stopped_before_its_first_step_is_left_as_it_was(ck, tmp_path, shared_data, tiny,
+                                                                                  monkeypatch):
+    here = tmp_path / "ck"
+    shutil.copytree(ck, here)
+    before = {p.name: p.read_bytes() for p in here.iterdir()}
+    _ctrl_c_at_the_first_batch(monkeypatch)
+    result = _train("causal-eos", "--out", str(here), "--init-from", str(here), "--steps", "5", "--max-length", "48",
+                    "--tasks", "stsb:1", "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 130, result.output
+    assert f"nothing saved: stopped before the first step ({here} is left as it was)" in result.output
+    assert {p.name: p.read_bytes() for p in here.iterdir()} == before  # max_length 32 kept, log unchanged
+
+
+def test_ctrl_c_while_loading_says_nothing_saved(tmp_path, shared_data, tiny, monkeypatch):
+    import app.commands.train as command
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "_build", interrupted)
+    out = tmp_path / "loading"
+    result = _train("causal-eos", "--out", str(out), "--steps", "5", "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip() == "nothing saved: stopped before the first step"
+    assert result.stdout == "" and not out.exists()
+
+
+def test_a_max_length_leaving_no_room_for_the_mixs_instructions_is_refused_in_training_terms(
+        tmp_path, shared_data, tiny, monkeypatch):
+    import app.commands.train as command
+
+    def not_loaded(*args, **kwargs):
+        raise AssertionError("the data loaded")
+
+    monkeypatch.setattr(command, "_sampler", not_loaded)
+    out = tmp_path / "short"
+    result = _train("causal-eos", "--out", str(out), "--steps", "2", "--max-length", "16", "--tasks",
+                    "stsb:1,scifact:1", "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        "error: --max-length 16 leaves no room for text under the training mix's instructions (the longest, "
+        "scifact's, takes 25 tokens with the template): use --max-length 41 or more")
+    assert "shorten the instruction" not in result.output and not out.exists()
