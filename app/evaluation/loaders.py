@@ -8,7 +8,8 @@ is skipped. Formats:
 * STS csv (STS-B): no header, ``sentence1,sentence2,score``.
 * SICK tsv: header with ``sentence_A``, ``sentence_B``, ``relatedness_score``, ``SemEval_set``.
 * BEIR folder: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``,
-  ``text``), ``qrels/<split>.tsv`` (header, then ``query-id corpus-id score``).
+  ``text``), ``qrels/<split>.tsv`` (header, then ``query-id corpus-id score``; a header naming
+  those columns may add others, which are ignored; TREC's ``qid 0 docid grade`` also reads).
 * GoalEx clustering folder: ``data.json`` (``goal``, ``texts``), ``labels.json`` (``labels``).
 * Labelled texts (classification): a delimited file with a header naming a text and a label column.
 * CLINC150 ``data_full.json`` + ``domains.json``: built into a two-view clustering set.
@@ -234,13 +235,25 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
                 s1, s2, score = (c.strip() for c in row)  # both sentences alike (`"a" , b`)
                 if not s1 or not s2:
                     raise DataError(f"{p}, line {lineno}: empty sentence")
+                if not score:  # not "a header line?": `a,b,` is a pair without its score
+                    raise DataError(f"{p}, line {lineno}: empty score (the third field)")
                 pairs.append(StsPair(s1, s2, _float(score, "score", p, lineno, "a header line? remove it: "
                                                     "the format has none")))
         except csv.Error as e:
-            raise DataError(f"{p}, line {reader.line_num}: malformed csv: {e}") from e
+            raise _csv_error(p, reader.line_num, e, "malformed csv") from e
     if not pairs:
         raise DataError(f"{p}: no sentence pairs found")
     return _check_pairs(pairs, p)
+
+
+def _csv_error(path: Path, lineno: int, error: csv.Error, what: str) -> DataError:
+    """``error`` of the csv module said in the user's terms where it can be: a carriage return
+    alone inside a line (a file saved with mixed or old Mac line ends) was Python's "new-line
+    character seen in unquoted field - do you need to open the file in universal-newline mode?"."""
+    if "new-line character seen in unquoted field" in str(error):
+        return DataError(f"{path}, line {lineno}: a carriage return inside a field; re-save the file with "
+                         "plain line ends, or quote the field")
+    return DataError(f"{path}, line {lineno}: {what}: {error}")
 
 
 def _sts_separator_hint(row: list[str]) -> str:
@@ -299,7 +312,8 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         DataError: a malformed line, a duplicate ``_id`` (corpus or queries) or judgement (the
             same query and document twice), a blank document (title and text) or query, a
             grade that is not a finite number (file and line named); no usable judgement, or
-            none above 0.
+            none above 0; a header-less qrels line of four fields whose second is not TREC's
+            iteration column (``0`` or ``Q0``).
     """
     root = Path(folder)
     if not root.is_dir():
@@ -333,21 +347,46 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     qrels: dict[str, dict[str, float]] = {}
     path = root / "qrels" / f"{split}.tsv"
     unknown = 0
+    unknown_ids: dict[str, None] = {}  # the ids named but not found, in order, for the warning
     judged: set[str] = set()
     first_judgement: tuple[str, str] | None = None
     first_line: dict[tuple[str, str], int] = {}  # (query, doc) -> the line that judged it
+    columns: tuple[int, int, int] | None = None  # query, doc, grade: where a header names them
+    header: list[str] = []
     with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             fields = line.strip().split("\t") if "\t" in line else line.split()
             if not fields or not line.strip():
                 continue
-            if lineno == 1 and fields[0] in ("query-id", "query_id", "qid"):
-                continue
-            if len(fields) == 4:  # TREC style: qid 0 docid grade
+            if lineno == 1:
+                named = _qrels_columns(fields)
+                if named is not None or fields[0] in _QRELS_QUERY_NAMES:
+                    header = fields
+                    if named is not None and fields != list(_QRELS_STANDARD_HEADER):
+                        columns = named
+                        extra = [c for i, c in enumerate(fields) if i not in named]
+                        if extra:
+                            logger.warning("%s: line 1 names column(s) %s besides query-id, corpus-id and score; "
+                                           "ignored", path, ", ".join(repr(c) for c in extra))
+                    continue
+            if columns is not None:  # read by the header's names; every line as wide as it
+                if len(fields) != len(header):
+                    raise DataError(
+                        f"{path}, line {lineno}: expected {len(header)} field(s) as line 1 names them "
+                        f"({'<TAB>'.join(header)!r}), got {len(fields)}" + _qrels_separator_hint(fields)
+                    )
+                fields = [fields[columns[0]], fields[columns[1]], fields[columns[2]]]
+            elif len(fields) == 4:
+                if fields[1] not in ("0", "Q0"):  # a fourth column, not TREC's `qid 0 docid grade`
+                    raise DataError(
+                        f"{path}, line {lineno}: 4 fields, and the 2nd ({fields[1]!r:.40}) is not TREC's "
+                        f"iteration column (0 or Q0); qrels are read as {_QRELS_LAYOUTS}"
+                    )
                 fields = [fields[0], fields[2], fields[3]]
             if len(fields) != 3:
                 raise DataError(
                     f"{path}, line {lineno}: expected 'query-id<TAB>corpus-id<TAB>score', got {len(fields)} field(s)"
+                    + _qrels_separator_hint(fields)
                 )
             qid, did, grade = fields
             score = _float(grade, "score", path, lineno, "a header line? name its first column query-id, or remove it")
@@ -361,14 +400,19 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
             first_line[qid, did] = lineno
             if qid not in queries or did not in corpus:
                 unknown += 1
+                for kind, known, name in (("query", queries, qid), ("document", corpus, did)):
+                    described = f"{kind} {name!r}"
+                    if name not in known:
+                        unknown_ids[described] = None
                 continue
             qrels.setdefault(qid, {})[did] = score
     dropped = len(judged) - len(qrels)
     if unknown:
         logger.warning(
-            "%s: %d judgement(s) name a query or document that does not exist; ignored%s",
+            "%s: %d judgement(s) name a query or document that does not exist (not found: %s); ignored%s",
             path,
             unknown,
+            _first_few(list(unknown_ids)),
             f" ({dropped} of {len(judged)} judged queries left with none, left out)" if dropped and qrels else "",
         )
     if not qrels:
@@ -395,6 +439,37 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
             no_relevant[0],
         )
     return BeirData(corpus, {q: queries[q] for q in qrels}, qrels, unknown, dropped)
+
+
+_QRELS_QUERY_NAMES = ("query-id", "query_id", "qid")
+_QRELS_STANDARD_HEADER = ("query-id", "corpus-id", "score")
+_QRELS_LAYOUTS = ("'query-id<TAB>corpus-id<TAB>score' (a header line naming the columns query-id, corpus-id and "
+                  "score may add others), or TREC's 'query-id 0 corpus-id score'")
+
+
+def _qrels_columns(header: list[str]) -> tuple[int, int, int] | None:
+    """Where a qrels header line names the query, document and grade columns (BEIR's names
+    ``query-id``, ``corpus-id``, ``score``), or None if it does not name all three once."""
+    found = []
+    for names in (_QRELS_QUERY_NAMES, ("corpus-id", "corpus_id"), ("score",)):
+        at = [i for i, c in enumerate(header) if c in names]
+        if len(at) != 1:
+            return None
+        found.append(at[0])
+    return found[0], found[1], found[2]
+
+
+def _first_few(items: list[str], n: int = 3) -> str:
+    """``items`` joined, the first ``n`` of them and how many in all where there are more."""
+    shown = ", ".join(items[:n])
+    return f"{shown}, ... ({len(items)} in all)" if len(items) > n else shown
+
+
+def _qrels_separator_hint(fields: list[str]) -> str:
+    """Why a qrels line split into too few fields: a comma-separated file (a spreadsheet's csv)."""
+    if len(fields) < 3 and sum(f.count(",") for f in fields) >= 2:
+        return "; the line looks comma-separated; qrels are tab-separated"
+    return ""
 
 
 # -- clustering ------------------------------------------------------------------------
@@ -621,7 +696,7 @@ def load_labelled_texts(
                 texts.append(row[ti])
                 labels.append(row[li].strip())
         except csv.Error as e:
-            raise DataError(f"{p}, line {reader.line_num}: malformed file: {e}") from e
+            raise _csv_error(p, reader.line_num, e, "malformed file") from e
     if not texts:
         raise DataError(f"{p}: no rows after the header")
     return LabelledTexts(texts, labels)

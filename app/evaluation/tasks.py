@@ -34,9 +34,10 @@ from embedders import Embedder, Role
 logger = logging.getLogger(__name__)
 
 DEFAULT_KMEANS_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
-# Cosine similarities that all lie within this of each other are taken as one value: float
-# rounding alone spreads the cosines of identical vectors by ~1e-7, and Spearman would rank
-# that noise (pairs of a sentence with itself scored -80.00).
+# Cosine similarities this close are taken as one value (a tie): float rounding alone spreads
+# the cosines of identical vectors by ~1e-7 (up to ~1e-6 with wider models), and Spearman
+# would rank that noise (pairs of a sentence with itself scored -80.00; ten such pairs among
+# ten unrelated ones 86.9-88.0 instead of 92.65).
 STS_CONSTANT_SPREAD = 1e-6
 # Fewer pairs or queries than this make a score that says little (a Spearman on 2 pairs is
 # +-100): such a task warns, and records the warning in its info.
@@ -358,16 +359,33 @@ class StsTask(Task):
             raise TaskFailedError(f"the embedder returned {what} for {len(bad)} of {len(pairs)} pairs "
                                   f"(the first: {_short(first.sentence1)!r} and {_short(first.sentence2)!r})", info)
         spread = float(cosine.max() - cosine.min())
-        if spread < STS_CONSTANT_SPREAD:
+        tied = tie_rounding_noise(cosine)
+        if spread < STS_CONSTANT_SPREAD or bool((tied == tied[0]).all()):
             raise TaskFailedError(
                 f"spearman is undefined: every pair has the same cosine similarity ({float(cosine[0]):.6f}; "
-                f"they span {spread:.1e}, under the {STS_CONSTANT_SPREAD:g} taken as rounding), as when every "
-                "pair is a sentence and itself, or the embedder gives every text one vector", info)
+                f"they span {spread:.1e}, no step over the {STS_CONSTANT_SPREAD:g} taken as rounding), as when "
+                "every pair is a sentence and itself, or the embedder gives every text one vector", info)
         try:
-            score = metrics.spearman(cosine, [p.score for p in pairs])
+            score = metrics.spearman(tied, [p.score for p in pairs])
         except metrics.UndefinedMetricError as e:  # the gold side is constant (the loaders refuse that)
             raise TaskFailedError(str(e), info) from e
         return {"spearman": score}, info
+
+
+def tie_rounding_noise(values: np.ndarray, tolerance: float = STS_CONSTANT_SPREAD) -> np.ndarray:
+    """``values`` (float64) with float rounding noise made into ties, for ranking: sorted, each
+    value no more than ``tolerance`` above the one before it joins that one's group, and every
+    value of a group becomes the group's smallest. Rounding to a fixed grid would not do: noise
+    around 1.0 (0.9999990 .. 1.0000007, a sentence and itself) straddles a grid line."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return v
+    order = np.argsort(v, kind="stable")
+    ordered = v[order]
+    starts = np.concatenate(([True], np.diff(ordered) > tolerance))
+    tied = np.empty_like(v)
+    tied[order] = ordered[starts][np.cumsum(starts) - 1]
+    return tied
 
 
 # -- retrieval ---------------------------------------------------------------------------
