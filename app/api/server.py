@@ -272,6 +272,23 @@ def check_api_models(models: Sequence[str] | None) -> None:
         check_named_embedder(name, "FACET_API_MODELS", "served")
 
 
+def check_ui_rerankers(names: Sequence[str]) -> None:
+    """Refuse a ``FACET_UI_RERANKERS`` naming a reranker that cannot be served, at start, as
+    ``check_api_models`` refuses FACET_API_MODELS (``check_named_embedder``: no weights
+    loaded): the Search tab offered "nope", and only a user who picked it learned it, from
+    a search that failed. `facet ui` and, where it mounts the UI (``FACET_UI_MOUNT``), `facet
+    serve` check it (until 2026-12-01 `facet serve` did not). An empty list offers no reranker.
+
+    Raises:
+        InvalidRequestError: the first name that is neither registered nor a readable
+            checkpoint, or whose ``[key=value]`` options its embedder does not offer, naming
+            it and what is accepted ("FACET_UI_RERANKERS names 'nope', which cannot be served:
+            unknown embedder 'nope': ... Valid names: ...").
+    """
+    for name in names:
+        check_named_embedder(name, "FACET_UI_RERANKERS", "served")
+
+
 @contextlib.contextmanager
 def _model_param(**fields: str | None) -> Iterator[None]:
     """Name the request field of a ``model_not_found`` the facade raised (its ``param`` was
@@ -590,6 +607,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     settings = facet.settings if facet is not None else (settings or get_settings())
     check_api_key(settings.api_key)
     check_api_models(settings.api_models)
+    if settings.ui_mount:  # the Search tab offers them (`facet ui` checks them too)
+        check_ui_rerankers(settings.ui_rerankers)
     started = int(time.time())  # the models' "created" (Facet records none for a model)
 
     @asynccontextmanager

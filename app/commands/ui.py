@@ -41,7 +41,8 @@ def register(cli: typer.Typer) -> None:
         if missing:
             raise UnavailableError(f"facet ui needs the ui extra ({', '.join(missing)} missing): "
                                    "pip install 'facet-search[ui]'")
-        from app.api.server import check_api_models  # `facet serve`'s check, in create_app
+        # `facet serve`'s checks, in create_app (the rerankers' where it mounts the UI)
+        from app.api.server import check_api_models, check_ui_rerankers
         from app.core import Facet
         from app.settings import get_settings
 
@@ -77,24 +78,6 @@ def register(cli: typer.Typer) -> None:
                     demo.close(verbose=False)
             finally:
                 facet.close(reason="the server stopping")
-
-
-def check_ui_rerankers(names: list[str]) -> None:
-    """Refuse a ``FACET_UI_RERANKERS`` naming a reranker that cannot be served, at start, as
-    ``check_api_models`` refuses FACET_API_MODELS (``check_named_embedder``: no weights
-    loaded): the Search tab offered "nope", and only a user who picked it learned it, from
-    a search that failed. An empty list offers no reranker, as it did.
-
-    Raises:
-        InvalidRequestError: the first name that is neither registered nor a readable
-            checkpoint, or whose ``[key=value]`` options its embedder does not offer, naming
-            it and what is accepted ("FACET_UI_RERANKERS names 'nope', which cannot be served:
-            unknown embedder 'nope': ... Valid names: ...").
-    """
-    from app.errors import check_named_embedder
-
-    for name in names:
-        check_named_embedder(name, "FACET_UI_RERANKERS", "served")
 
 
 def _warn_open(host: str, settings: FacetSettings, *, login: bool) -> None:

@@ -47,9 +47,30 @@ def test_the_ui_refuses_a_reranker_it_cannot_serve_at_start(tmp_path: Path, rera
 
 
 def test_served_rerankers_and_none_pass_the_check() -> None:
-    from app.commands.ui import check_ui_rerankers
+    from app.api.server import check_ui_rerankers
 
     check_ui_rerankers(["instemb", "inbedder", "instemb[max_length=64]"])
     check_ui_rerankers([])  # the Search tab offers no reranker
     with pytest.raises(InvalidRequestError, match="FACET_UI_RERANKERS names 'inbeder'"):
         check_ui_rerankers(["inbeder"])
+
+
+def test_serve_refuses_them_where_it_mounts_the_ui_as_the_ui_does(tmp_path: Path) -> None:
+    # `facet serve` mounts the UI at /ui by default (FACET_UI_MOUNT): its Search tab offered
+    # the name all the same, and only `facet ui` refused it (a verification, 2026-12-01).
+    rerankers = '["instemb","nope"]'
+    ui = _ui(tmp_path, rerankers)
+    env = {"FACET_DATA_DIR": str(tmp_path / "data"), "FACET_API_KEY": "",
+           "FACET_UI_RERANKERS": rerankers}
+    serve = invoke_cli("serve", "--port", str(_free_port()), "--preload", "", env=env)
+    assert ui.returncode == serve.returncode == 2, (ui, serve)
+    assert ui.stderr == serve.stderr, (ui.stderr, serve.stderr)
+    assert not (tmp_path / "data" / "facet.db").exists()  # refused before the data folder opened
+    # Without the UI mounted nothing offers them: not checked, as before
+    from app.api import create_app
+    from app.settings import FacetSettings
+
+    create_app(settings=FacetSettings(data_dir=tmp_path / "data", ui_mount=False,
+                                      ui_rerankers=["nope"]))
+    with pytest.raises(InvalidRequestError, match="FACET_UI_RERANKERS names 'nope'"):
+        create_app(settings=FacetSettings(data_dir=tmp_path / "data", ui_rerankers=["nope"]))
