@@ -133,12 +133,18 @@ def error_lines(j: JobInfo, job_id: int, offset: int = 0, asked: int | None = No
     # The next page's whole command, its page size kept (the hint named only --errors-offset,
     # and following it showed 20 a page; the first page's never named --errors-offset, a dead
     # end past --errors 1000).
-    size = f"--errors {asked} " if asked is not None and asked != SHOWN_ERRORS else ""
+    size = _page_size(asked)
     if more > 0:
         lines.append(f"  ... {more} more (of {j.errors_total}): facet jobs {job_id} {size}"
                      f"--errors-offset {offset + len(j.errors)} shows the next ones (--errors N: "
                      f"N a page, up to {MAX_JOB_ERRORS})")
     return lines
+
+
+def _page_size(asked: int | None) -> str:
+    """The ``--errors N `` of the next page's command: the page size asked for, kept; none for
+    the default, nor for ``--errors 0`` (its "next page" was the same empty page again)."""
+    return f"--errors {asked} " if asked and asked != SHOWN_ERRORS else ""
 
 
 def removed_key_lines(j: JobInfo, job_id: int, asked: int | None = None,
@@ -161,7 +167,7 @@ def removed_key_lines(j: JobInfo, job_id: int, asked: int | None = None,
     lines += [f"    {printable(k)}" for k in j.removed_keys]
     more = total - offset - len(j.removed_keys)
     if more > 0:
-        size = f"--errors {asked} " if asked is not None and asked != SHOWN_ERRORS else ""
+        size = _page_size(asked)
         lines.append(f"    ... {more:,} more (of {total:,}): facet jobs {job_id} {size}"
                      f"--errors-offset {offset + len(j.removed_keys)} shows the next ones "
                      f"(--errors N: N a page, up to {MAX_JOB_ERRORS})")

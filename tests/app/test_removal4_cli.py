@@ -170,6 +170,8 @@ def test_a_jsonl_warns_once_with_its_records_counted_and_offset_on_keys(tmp_path
     assert "  4 document keys removed:\n    r0\n    r1\n    r2\n" in first, first
     assert ("    ... 1 more (of 4): facet jobs 2 --errors 3 --errors-offset 3 shows the next "
             "ones (--errors N: N a page, up to 1000)") in first, first
+    none = invoke_cli("jobs", "2", "--errors", "0", env=env).stdout  # its hint named itself
+    assert "    ... 4 more (of 4): facet jobs 2 --errors-offset 0 shows the next ones" in none, none
     past = invoke_cli("jobs", "2", "--errors-offset", "9", env=env).stdout
     assert "  no document keys past the first 9: the removal has 4" in past, past
     paged = json.loads(invoke_cli("jobs", "2", "--errors", "2", "--errors-offset", "1", "--json",
