@@ -360,6 +360,10 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 continue
             if lineno == 1:
                 named = _qrels_columns(fields)
+                twice = _qrels_repeated(fields)
+                if named is None and twice:  # its lines were then read by position, misread
+                    raise DataError(f"{path}, line 1: the header names {twice!r} more than once; "
+                                    "name each of query-id, corpus-id and score once")
                 if named is not None or fields[0] in _QRELS_QUERY_NAMES:
                     header = fields
                     if named is not None and fields != list(_QRELS_STANDARD_HEADER):
@@ -457,6 +461,16 @@ def _qrels_columns(header: list[str]) -> tuple[int, int, int] | None:
             return None
         found.append(at[0])
     return found[0], found[1], found[2]
+
+
+def _qrels_repeated(header: list[str]) -> str | None:
+    """The first of the query, document and grade columns' names that a header line names more
+    than once (``query-id corpus-id score score``), else None."""
+    for names in (_QRELS_QUERY_NAMES, ("corpus-id", "corpus_id"), ("score",)):
+        at = [c for c in header if c in names]
+        if len(at) > 1:
+            return at[0]
+    return None
 
 
 def _first_few(items: list[str], n: int = 3) -> str:

@@ -178,3 +178,11 @@ def test_minilm_scores_self_pairs_as_ties(tmp_path: Path, minilm) -> None:  # ty
     # Self-pairs all tie at rank 15.5 of 20, above every unrelated pair: rho depends only on that.
     exact = [1.0] * 10 + [0.1 * i for i in range(10)]
     assert result.scores["spearman"] == pytest.approx(metrics.spearman(exact, [p.score for p in pairs]), abs=1e-12)
+
+
+def test_a_qrels_header_naming_a_column_twice_is_said_so(tmp_path: Path) -> None:
+    # Its lines were read by position and refused as "not TREC's iteration column", a message
+    # that did not say what was wrong with the file (a verification, 2026-12-01).
+    root = _beir(tmp_path / "b", "query-id\tcorpus-id\tscore\tscore\nq0\t0\t1\t0\n")
+    assert ("test.tsv, line 1: the header names 'score' more than once; name each of query-id, "
+            "corpus-id and score once") in _message(loaders.load_beir, root)
