@@ -845,10 +845,18 @@ def answers_questions(name_or_path: str) -> bool | None:
 
 def reads_instructions(name_or_path: str) -> bool:
     """Whether ``name_or_path`` loads a model an instruction changes, read without loading it:
-    False only for a name registered with ``reads_instructions=False``; every packaged
-    embedder and checkpoint reads one, and a name that loads nothing is left to fail where it
-    is loaded."""
+    False for a name registered with ``reads_instructions=False`` and for a spec whose options
+    turn the instruction off (``minilm[instruction_weight=0]``, InBedder's too: its embedding is
+    the one without the instruction); every other packaged embedder and checkpoint reads one,
+    and a name that loads nothing is left to fail where it is loaded."""
     info, _directory = _resolve(str(name_or_path))
+    weight = _split_spec(str(name_or_path))[1].get("instruction_weight")
+    if weight is not None:
+        try:
+            if float(weight) == 0.0:
+                return False
+        except ValueError:
+            pass  # refused where it loads
     return info is None or info.reads_instructions
 
 
