@@ -156,3 +156,17 @@ def counting(ctx: ServiceContext, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(ctx.encoder, "encode", spy)
     return encoded
+
+
+def first_search_timings(data_dir: Path, request: str) -> dict[str, float]:
+    """The ``timings_ms`` of one search (``request``: a ``SearchRequest(...)`` expression) in a
+    new process, where torch is not imported yet: what a one-off `facet search` times."""
+    code = ("import json; from app.services.context import ServiceContext; "
+            "from app.services.search import SearchRequest, SearchService; "
+            "from app.settings import FacetSettings; "
+            f"ctx = ServiceContext(FacetSettings(data_dir={str(data_dir)!r})); "
+            f"t = SearchService(ctx).search({request}).timings_ms; print(json.dumps(t))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))

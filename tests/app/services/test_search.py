@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -509,20 +508,10 @@ def test_a_first_instructed_auto_search_times_the_torch_import_as_loading(search
     """A one-off `facet search -i ...` in auto mode printed "1405 ms, after 0.2 s loading
     minilm": asking the registry whether the embedder reads the instruction imported torch
     (1.2-1.5 s) before the timed load. A new process, so that torch is not imported yet."""
-    import json
-    import subprocess
-    import sys
+    from tests.app.services.conftest import first_search_timings
 
-    code = ("import json; from app.services.context import ServiceContext; "
-            "from app.services.search import SearchRequest, SearchService; "
-            "from app.settings import FacetSettings; "
-            f"ctx = ServiceContext(FacetSettings(data_dir={str(searchable.settings.data_dir)!r})); "
-            "t = SearchService(ctx).search(SearchRequest('card', 'support', instruction='Find refunds'))"
-            ".timings_ms; print(json.dumps(t))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert out.returncode == 0, out.stderr
-    timings = json.loads(out.stdout.strip().splitlines()[-1])
+    timings = first_search_timings(searchable.settings.data_dir,
+                                   "SearchRequest('card', 'support', instruction='Find refunds')")
     told = sum(v for k, v in timings.items() if k != "total")
     assert timings["total"] - told < 300, timings  # nothing of a second left unnamed
 

@@ -4,15 +4,13 @@ an instruction turned off by a spec's options, and `-e bm25`."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from app.errors import InvalidRequestError
 from app.services.indexing import IndexService
 from app.services.search import SearchRequest, SearchService, why_no_results
+from tests.app.services.conftest import first_search_timings
 
 ROWS = [("c1", "My card was declined at the supermarket", "eu"),
         ("c2", "How do I top up my account with a bank transfer?", "eu"),
@@ -82,15 +80,8 @@ def test_a_first_search_with_a_spec_with_options_times_the_torch_import_as_loadi
     """"(1403 ms, after 0.2 s loading minilm[instruction_weight=1])": naming the spec imported
     torch before the cold check. A new process, so that torch is not imported yet."""
     regions.close()  # the new process opens the store
-    code = ("import json; from app.services.context import ServiceContext; "
-            "from app.services.search import SearchRequest, SearchService; "
-            "from app.settings import FacetSettings; "
-            f"ctx = ServiceContext(FacetSettings(data_dir={str(regions.settings.data_dir)!r})); "
-            "t = SearchService(ctx).search(SearchRequest('bank', 'notes', instruction='rivers', "
-            "embedder='minilm[instruction_weight=1]', top_k=3)).timings_ms; print(json.dumps(t))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert out.returncode == 0, out.stderr
-    timings = json.loads(out.stdout.strip().splitlines()[-1])
+    timings = first_search_timings(regions.settings.data_dir,
+                                   "SearchRequest('bank', 'notes', instruction='rivers', "
+                                   "embedder='minilm[instruction_weight=1]', top_k=3)")
     told = sum(v for k, v in timings.items() if k != "total")
     assert timings["total"] - told < 300, timings  # nothing of a second left unnamed
