@@ -27,7 +27,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from app.errors import InvalidRequestError
-from app.services.clustering import MAX_K, MAX_SEED
+from app.services.clustering import MAX_K, MAX_SEED, SEARCH_RESULTS_CLUSTERED
 from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo
 from app.services.search import (
     MAX_FILTER_VALUES,
@@ -235,7 +235,7 @@ class ClusterSearch(_Body):
     query: SearchQuery
     collection: CollectionName
     instruction: SearchInstruction | None = None
-    k: int = Field(default=100, ge=2, le=MAX_TOP_K)
+    k: int = Field(default=SEARCH_RESULTS_CLUSTERED, ge=2, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
     embedder: str | None = None
 

@@ -40,14 +40,11 @@ from app.commands.common import (
 )
 from app.errors import InvalidRequestError, NotFoundError, TooLargeError
 from app.files import is_stdout
-from app.services.clustering import MAX_K
+from app.services.clustering import MAX_K, SEARCH_RESULTS_CLUSTERED
 from app.settings import get_settings
 from app.text import plural, printable, printable_json
 
 DEFAULT_K = 8
-
-# Results of ``--query`` clustered unless ``--top-k`` says (at most FACET_MAX_CLUSTER_TEXTS).
-DEFAULT_TOP_K = 100
 
 
 # How the reader tells a user of `facet cluster` to name a file's column of texts.
@@ -349,7 +346,7 @@ def register(cli: typer.Typer) -> None:
                                          "results are grouped by")] = None,
         top_k: Annotated[int | None, typer.Option(
             "--top-k", help=f"with --query: the results to cluster (`facet search --top-k`; "
-                            f"default {DEFAULT_TOP_K}, at most 1000 and "
+                            f"default {SEARCH_RESULTS_CLUSTERED}, at most 1000 and "
                             "FACET_MAX_CLUSTER_TEXTS)")] = None,
         mode: Annotated[str | None, typer.Option(
             "--mode", "-m", help="with --query: the search's mode, as `facet search --mode`: "
@@ -499,11 +496,11 @@ def register(cli: typer.Typer) -> None:
                        else "FACET_MAX_CLUSTER_TEXTS caps it")
                 raise InvalidRequestError(f"--top-k is the number of results clustered: from 2 to "
                                           f"{most:,} ({why}), got {top_k}")
-            results = top_k if top_k is not None else min(DEFAULT_TOP_K, most)
+            results = top_k if top_k is not None else min(SEARCH_RESULTS_CLUSTERED, most)
             if chosen_k is not None and chosen_k > results:
                 default = " (the default)" if k == DEFAULT_K else ""
                 given = (f"--top-k {results}" if top_k is not None else
-                         f"--top-k {results}, the default" if results == DEFAULT_TOP_K else
+                         f"--top-k {results}, the default" if results == SEARCH_RESULTS_CLUSTERED else
                          "FACET_MAX_CLUSTER_TEXTS")
                 raise InvalidRequestError(f"--k {k}{default} is more than the {results} results "
                                           f"clustered ({given}); give a smaller --k or a larger "

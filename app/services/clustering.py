@@ -135,6 +135,9 @@ MAX_SEED = 2**32 - 1
 # The largest max_k: the silhouette choice runs k-means once per k tried (every edge's bound:
 # the CLI's --max-k, POST /cluster's max_k).
 MAX_K = 50
+# The results of a search clustered unless the request says (POST /cluster's ``search.k``,
+# `facet cluster --query`'s --top-k).
+SEARCH_RESULTS_CLUSTERED = 100
 
 # How the registry's refusal of an unknown model name begins ("unknown embedder 'x': ...").
 _UNKNOWN_EMBEDDER = "unknown embedder "
