@@ -359,8 +359,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
             if not fields or not line.strip():
                 continue
             if lineno == 1:
-                named = _qrels_columns(fields)
-                twice = _qrels_repeated(fields)
+                named, twice = _qrels_columns(fields)
                 if named is None and twice:  # its lines were then read by position, misread
                     raise DataError(f"{path}, line 1: the header names {twice!r} more than once; "
                                     "name each of query-id, corpus-id and score once")
@@ -451,26 +450,17 @@ _QRELS_LAYOUTS = ("'query-id<TAB>corpus-id<TAB>score' (a header line naming the 
                   "score may add others), or TREC's 'query-id 0 corpus-id score'")
 
 
-def _qrels_columns(header: list[str]) -> tuple[int, int, int] | None:
+def _qrels_columns(header: list[str]) -> tuple[tuple[int, int, int] | None, str | None]:
     """Where a qrels header line names the query, document and grade columns (BEIR's names
-    ``query-id``, ``corpus-id``, ``score``), or None if it does not name all three once."""
-    found = []
-    for names in (_QRELS_QUERY_NAMES, ("corpus-id", "corpus_id"), ("score",)):
-        at = [i for i, c in enumerate(header) if c in names]
-        if len(at) != 1:
-            return None
-        found.append(at[0])
-    return found[0], found[1], found[2]
-
-
-def _qrels_repeated(header: list[str]) -> str | None:
-    """The first of the query, document and grade columns' names that a header line names more
-    than once (``query-id corpus-id score score``), else None."""
-    for names in (_QRELS_QUERY_NAMES, ("corpus-id", "corpus_id"), ("score",)):
-        at = [c for c in header if c in names]
-        if len(at) > 1:
-            return at[0]
-    return None
+    ``query-id``, ``corpus-id``, ``score``), or None if it does not name all three once; and
+    the first of those names it gives more than once (``query-id corpus-id score score``), else
+    None."""
+    at = [[i for i, c in enumerate(header) if c in names]
+          for names in (_QRELS_QUERY_NAMES, ("corpus-id", "corpus_id"), ("score",))]
+    twice = next((header[found[0]] for found in at if len(found) > 1), None)
+    if any(len(found) != 1 for found in at):
+        return None, twice
+    return (at[0][0], at[1][0], at[2][0]), None
 
 
 def _first_few(items: list[str], n: int = 3) -> str:
