@@ -1002,6 +1002,27 @@ class _NothingWrittenYet(NotFoundError):
         self.names = names  # the embedders recorded for it (its job's)
 
 
+class _RegistryImport:
+    """Times the first import of ``embedders.registry`` (torch with it) in this process: what
+    ``took`` says is the milliseconds since the start (or ``restart``) where the registry was
+    imported meanwhile, once; else 0."""
+
+    def __init__(self) -> None:
+        self.cold = True
+        self.restart()
+
+    def restart(self) -> None:
+        """Time from now; an import before now (outside the timed spans) is not counted."""
+        self.cold = self.cold and "embedders.registry" not in sys.modules
+        self.since = time.perf_counter()
+
+    def took(self) -> float:
+        if not self.cold or "embedders.registry" not in sys.modules:
+            return 0.0
+        self.cold = False
+        return (time.perf_counter() - self.since) * 1000
+
+
 class SearchService:
     """Instruction-aware search over a collection.
 
@@ -1392,26 +1413,23 @@ class SearchService:
         request = self._bm25_as_lexical(request)
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
-        cold = "embedders.registry" not in sys.modules
-        t0 = time.perf_counter()
+        # The registry's first import (torch, ~1.5 s) is the first part of loading the model,
+        # not of the query: "1405 ms, after 0.2 s loading minilm", and "1403 ms, after 0.2 s
+        # loading minilm[instruction_weight=1]" where naming a spec with options imported it.
+        registry = _RegistryImport()
         try:
-            vector_name, chosen, counts = self._collection_embedder(request)
+            vector_name, chosen, counts = self._collection_embedder(request)  # (a spec's name)
         except _NothingWrittenYet as e:
             return self._nothing_written_yet(request, instruction, e, started)
-        # Naming a spec with options (`minilm[instruction_weight=1]`) imported the registry, and
-        # torch, here (``name_of``): "1403 ms, after 0.2 s loading" hid it as the query's.
-        imported = (time.perf_counter() - t0) * 1000 if cold and "embedders.registry" in sys.modules else 0.0
+        by_name = registry.took()
         query_spec = self._query_spec(request, vector_name)
-        cold = "embedders.registry" not in sys.modules
-        t0 = time.perf_counter()
-        mode = self.resolve_mode(request, query_spec)
-        if cold and "embedders.registry" in sys.modules:
-            # Asking the registry whether the embedder reads the instruction imported torch
-            # (1.5 s): the first part of loading the model, not of the query ("1405 ms, after
-            # 0.2 s loading minilm").
-            timings["load_model"] = (time.perf_counter() - t0) * 1000
-        if imported and mode != "lexical":
-            timings["load_model"] = timings.get("load_model", 0.0) + imported
+        registry.restart()
+        mode = self.resolve_mode(request, query_spec)  # (whether it reads the instruction)
+        by_mode = registry.took()
+        if by_mode:
+            timings["load_model"] = by_mode
+        if by_name and mode != "lexical":
+            timings["load_model"] = timings.get("load_model", 0.0) + by_name
 
         query_vec: np.ndarray | None = None
         if mode != "lexical":
