@@ -30,8 +30,14 @@ class FacetError(Exception):
         self.param = param
 
 
-class InvalidRequestError(FacetError):
-    """The request itself is malformed (empty query, bad filter, unknown option value)."""
+class InvalidRequestError(FacetError, ValueError):
+    """The request itself is malformed (empty query, bad filter, unknown option value).
+
+    A ``ValueError`` too, as Python's refusals of a bad argument value are: a caller's
+    ``except ValueError`` (a LangChain chain's, a script's) catches ``k=0`` or an empty query
+    as it catches any other bad value. (Raised inside a pydantic validator it is therefore
+    wrapped in a ``ValidationError``, as any ``ValueError`` is: unwrap it there.)
+    """
 
 
 class NotFoundError(FacetError):

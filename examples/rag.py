@@ -5,7 +5,9 @@
 2. Retrieve with an instruction through ``FacetRetriever``: the instruction says what the
    question is after, so the embedder reads it that way.
 3. Answer with the packaged SmolLM2-135M-Instruct (transformers, greedy decoding, its chat
-   template), loaded by ``embedders.backbone.load_decoder``: no model hub, no network.
+   template), loaded by ``embedders.backbone.load_decoder``: no model hub, no network. The
+   model reads the documents printed (one search); an answer stopped by ``--max-new-tokens``
+   ends with "…" and says so.
 
 Run::
 
@@ -74,9 +76,12 @@ class SmolLM:
             out = self.model.generate(**ids, max_new_tokens=self.max_new_tokens, do_sample=False,
                                       repetition_penalty=1.1,
                                       pad_token_id=self.tokenizer.eos_token_id)
-        answer: str = self.tokenizer.decode(out[0, ids["input_ids"].shape[1]:],
-                                            skip_special_tokens=True)
-        return answer.strip()
+        new = out[0, ids["input_ids"].shape[1]:]
+        answer: str = self.tokenizer.decode(new, skip_special_tokens=True).strip()
+        if len(new) >= self.max_new_tokens and int(new[-1]) != self.tokenizer.eos_token_id:
+            # Stopped by the limit, not by the model: say so (it read as a finished answer).
+            answer += f"…\n(cut at {self.max_new_tokens} tokens: raise --max-new-tokens)"
+        return answer
 
 
 def main() -> None:
@@ -87,7 +92,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep the index here (default: a temporary folder)")
     parser.add_argument("--max-new-tokens", type=int, default=80,
-                        help="the longest answer SmolLM2 writes, in tokens")
+                        help="the longest answer SmolLM2 writes, in tokens (one cut there ends "
+                             "with \"…\" and says so)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     quiet_libraries()  # as the CLI: no "Loading weights" bar per model (README's transcript)
@@ -108,7 +114,9 @@ def run(args: argparse.Namespace) -> None:
         print(f"indexed {report.docs_indexed + report.docs_skipped} messages into "
               f"{COLLECTION!r} ({time.perf_counter() - started:.1f}s)")
         llm = SmolLM(max_new_tokens=args.max_new_tokens)
-        chain = ({"context": retriever | format_docs, "question": RunnablePassthrough()}
+        # The chain is given the documents retrieved (and printed) below: one search, and
+        # the model reads exactly those.
+        chain = (RunnablePassthrough.assign(context=lambda x: format_docs(x["docs"]))
                  | PROMPT | RunnableLambda(llm))
 
         docs = retriever.invoke(args.question)
@@ -116,7 +124,7 @@ def run(args: argparse.Namespace) -> None:
         for d in docs:
             print(f"  {d.metadata['score']:.3f}  [{d.metadata['intent']}] {d.page_content}")
         started = time.perf_counter()
-        answer = chain.invoke(args.question)
+        answer = chain.invoke({"question": args.question, "docs": docs})
         print(f"\nanswer ({time.perf_counter() - started:.1f}s, SmolLM2-135M-Instruct):\n{answer}")
 
 

@@ -44,7 +44,7 @@ import os
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 try:
     from langchain_core.callbacks import (
@@ -573,15 +573,41 @@ def _not_facet(response: Any, url: str, what: str) -> str:
 
 
 def _unreachable(url: str, timeout: float | None, error: Exception) -> UnavailableError:
+    """What a failed connection says, with the hint that fits its cause: a timeout is a server
+    busy or slow (raise ``timeout=``), https:// to a plain-HTTP server (or http:// to a TLS one)
+    the wrong scheme; only a refused or unresolved connection suggests starting ``facet serve``
+    (every case said "start one", to a user whose server was up)."""
     import httpx
 
     within = f" within {timeout:g} s" if timeout is not None else ""
-    what = (f"did not answer{within} (FacetRetriever(timeout=...))"
-            if isinstance(error, httpx.TimeoutException) else
-            f"could not be reached ({type(error).__name__}: {error})")
-    return UnavailableError(f"no Facet server answered at {url}: it {what}; start one with "
-                            "`facet serve` (FACET_DATA_DIR its data folder, --port its port) "
-                            "or check base_url")
+    said = f"{type(error).__name__}: {error}"
+    scheme = urlsplit(url).scheme.lower()
+    plain = urlunsplit(("http", *urlsplit(url)[1:]))
+    tls = urlunsplit(("https", *urlsplit(url)[1:]))
+    if isinstance(error, httpx.ConnectTimeout):
+        return UnavailableError(
+            f"no Facet server answered at {url}: the connection was not accepted{within}; the "
+            "host may be down, unreachable (a firewall) or very busy: check base_url, or raise "
+            "FacetRetriever(timeout=...)")
+    if isinstance(error, httpx.TimeoutException):
+        return UnavailableError(
+            f"the Facet server at {url} did not answer{within} ({type(error).__name__}): it may be "
+            "busy or the search slow (a large k, a reranker, a model loading on its first "
+            "search); raise FacetRetriever(timeout=...) (None: wait as long as it takes)")
+    text = str(error).upper()
+    if scheme == "https" and ("WRONG_VERSION_NUMBER" in text or "RECORD_LAYER_FAILURE" in text
+                              or "PACKET_LENGTH_TOO_LONG" in text or "HTTP_REQUEST" in text):
+        return UnavailableError(
+            f"the server at {url} does not speak HTTPS ({said}): it serves plain HTTP, as "
+            f"`facet serve` does; use base_url={plain.removesuffix('/search')!r}")
+    if scheme == "http" and isinstance(error, httpx.RemoteProtocolError | httpx.ReadError):
+        return UnavailableError(
+            f"the server at {url} closed the connection without an answer ({said}); if it "
+            f"serves HTTPS (TLS), use base_url={tls.removesuffix('/search')!r}; else check that "
+            "base_url is a `facet serve`")
+    return UnavailableError(f"no Facet server answered at {url}: it could not be reached "
+                            f"({said}); start one with `facet serve` (FACET_DATA_DIR its data "
+                            "folder, --port its port) or check base_url")
 
 
 def _refusal(error: ValidationError, whose: str = "FacetRetriever",
@@ -589,6 +615,9 @@ def _refusal(error: ValidationError, whose: str = "FacetRetriever",
     """A setting's ValidationError worded as ``_call_option`` words a bad option's refusal
     ("FacetRetriever option k=0: Input should be greater than or equal to 1")."""
     first = error.errors()[0]
+    raised = (first.get("ctx") or {}).get("error")
+    if isinstance(raised, InvalidRequestError):  # a validator's own refusal (a ValueError, so
+        return raised  # pydantic wrapped it): as it was raised, not worded again
     # (A union's member is in the location too: "rerank_depth.int", "timeout.float".)
     name = str(first["loc"][0]) if first["loc"] else "?"
     what = "option" if name in options else "setting"
