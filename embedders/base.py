@@ -64,6 +64,8 @@ def recover_checkpoint(out_dir: str | Path, partial_older_than_s: float | None =
     import time
 
     target = Path(out_dir)
+    if not target.name:  # "", ".", "/": no folder of its own name, so no sibling copy to swap in
+        return False
     old = target.with_name(f".{target.name}.old")
     recovered = False
     if not target.exists() and old.is_dir():

@@ -335,6 +335,8 @@ def _checkpoint_path(spec: str | Path, *, log: bool = False) -> Path | None:
     from the working directory is looked up under ``checkpoint_dir()``: from any other folder, or
     with an installed package, it was an unknown embedder. The model, and so its identity (the
     eval caches' key), is the same as from the checkout's root."""
+    if not str(spec).strip():  # no path: Path("") is the current folder, which it never named
+        return None
     path = Path(spec)
     refused: CheckpointError | None = None
     try:
@@ -424,6 +426,8 @@ def is_checkpoint_dir(path: str | Path) -> bool:
             the current one for a relative path): Python 3.11's ``is_file`` raised the
             PermissionError, a traceback from every command run in such a folder.
     """
+    if not str(path).strip():  # no path (Path("") is ".", whose checkpoint it never named)
+        return False
     try:
         if (Path(path) / CONFIG_FILE).is_file():
             return True
@@ -630,10 +634,7 @@ def load_embedder(name_or_path: str | Path, *, device: str | None = None, **kwar
             **kwargs)``, or whose model is not named as it is registered.
     """
     if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
-        raise UnknownEmbedderError(
-            f"embedder must be a non-empty name or path, got {name_or_path!r}; valid names: "
-            f"{', '.join(embedder_names())}"
-        )
+        raise _unknown(name_or_path)
     _ensure_builtins()
     base, options = _split_spec(str(name_or_path))
     if base != str(name_or_path) and not options:  # "minilm[]": no options, the model itself
@@ -707,7 +708,13 @@ def _resolve(spec: str) -> tuple[EmbedderInfo | None, Path | None]:
     return (info, directory) if directory is not None and is_checkpoint_dir(directory) else (None, None)
 
 
-def _unknown(spec: str) -> UnknownEmbedderError:
+def _unknown(spec: object) -> UnknownEmbedderError:
+    """The refusal of ``spec``, which names no embedder; an empty or blank one (``""`` read as the
+    current folder's path was a ValueError traceback) or a non-string said as such."""
+    if not isinstance(spec, str | Path) or not str(spec).strip():
+        return UnknownEmbedderError(f"embedder must be a non-empty name or path, got {spec!r}; "
+                                    f"valid names: {', '.join(embedder_names())}")
+    spec = str(spec)
     root = checkpoint_dir()
     # An installed (non-editable) package has no checkpoints/ beside it: the trained names
     # (causal2vec, inbedder...) were simply missing from the list, and nothing said why.

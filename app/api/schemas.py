@@ -186,7 +186,9 @@ class SearchBody(_Body):
     instruction: SearchInstruction | None = None
     k: int = Field(default=10, ge=1, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
-    rerank: str | None = None
+    rerank: str | None = Field(
+        default=None, description="the embedder that reranks the candidates; null or empty: no "
+                                  "rerank (as `facet search --rerank ''`)")
     rerank_depth: int | None = Field(
         default=None, ge=1, le=MAX_TOP_K,
         description="candidates the reranker reads (default 5 x k); one below k is read as k, as "

@@ -765,11 +765,14 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """Instruction-aware search of a collection; each result with its point ``id``."""
         _note_texts(request, 1)
         _check_model(facet, body.embedder, "embedder", body.collection)
-        _check_model(facet, body.rerank, "rerank")
-        with _model_param(embedder=body.embedder, rerank=body.rerank):
+        # An empty rerank is none, as in process (`facet search --rerank ''`, the LangChain
+        # retriever): a remote retriever's rerank="" was a 404 "rerank '' is not served here".
+        rerank = body.rerank or None
+        _check_model(facet, rerank, "rerank")
+        with _model_param(embedder=body.embedder, rerank=rerank):
             response = facet.search(SearchRequest(
                 query=body.query, collection=body.collection, instruction=body.instruction,
-                top_k=body.k, filters=body.filters, rerank=body.rerank,
+                top_k=body.k, filters=body.filters, rerank=rerank,
                 rerank_depth=body.rerank_depth, embedder=body.embedder, exact=body.exact,
                 score_threshold=body.score_threshold, group_by_document=body.group_by_document,
                 mode=body.mode))

@@ -1347,6 +1347,8 @@ class SearchService:
         """Check a request without running it.
 
         Raises:
+            UnknownModelError: an embedder that is empty or blank, a rerank that is blank
+                (an empty one is no rerank).
             InvalidRequestError: a query that is empty, not a string or not text, an
                 instruction that is not text; an instruction, rerank or embedder that is not a
                 string (or None), a rerank_depth that is not an int (or None), an exact or
@@ -1365,6 +1367,18 @@ class SearchService:
                                       param="query")
         for name in ("instruction", "rerank", "embedder"):
             check_str(getattr(request, name), name, optional=True)
+        for name in ("embedder", "rerank"):
+            # An empty rerank is none, as `facet search --rerank ''` and POST /search read it. A
+            # blank one, or an empty or blank embedder, names no model: refused naming its field,
+            # as the API refuses it (the registry's "embedder must be..." named the embedder for
+            # a blank rerank; an empty embedder was read as the current folder, a ValueError).
+            value = getattr(request, name)
+            if isinstance(value, str) and not value.strip() and (value or name == "embedder"):
+                raise UnknownModelError(
+                    f"{name} must be a non-empty embedder name or path, got {value!r}"
+                    + ("; leave it out, or give '', for no reranking" if name == "rerank" else
+                       "; leave it out for the collection's default (`facet embedders` lists the names)"),
+                    param=name)
         check_int(request.rerank_depth, "rerank_depth", optional=True)
         check_bool(request.exact, "exact")
         check_bool(request.group_by_document, "group_by_document")
