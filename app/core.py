@@ -284,6 +284,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+# The least a closing facade waits for its model thread, its stop budget spent.
+ENCODER_CLOSE_MIN_S = 1.0
+
+
 class _Held:
     """What a ``Facet`` holds and lets go of: its context (store handles and folder locks, the
     metadata database's engine), its job runner (a thread) and the encoder it made (threads).
@@ -304,8 +308,20 @@ class _Held:
         if reason:
             self.context.stop_reason = reason
         self.context.stopping.set()  # a running job stops at its next batch, interrupted
-        self.job_runner.close()
-        if self.encoder is not None:
+        runner = self.job_runner
+        # The whole close holds to what the runner says it waits for (up to 30s, then 5s more
+        # once the job's encoding is dropped): the encoder's close waited up to 60 s more, unsaid.
+        budget = (runner.stop_wait_s + runner.overdue_wait_s
+                  if isinstance(runner, ThreadJobRunner) else 60.0)
+        deadline = time.monotonic() + budget
+        runner.close()
+        if isinstance(self.encoder, BatchingQueryEncoder):
+            left = max(ENCODER_CLOSE_MIN_S, deadline - time.monotonic())
+            self.encoder.close(timeout=left)
+            if self.encoder.working:
+                logger.warning("the model thread did not finish its work within %gs; it ends "
+                               "with this process", round(left, 1))
+        elif self.encoder is not None:
             self.encoder.close()
         self.context.close()
         # What its embedders cut and have not said yet (held off the main thread, at most one
@@ -325,7 +341,13 @@ def _close_when_idle(facade: Facet) -> None:
 
 
 def _abandon_job(indexing: IndexService, job: PreparedJob) -> None:
-    indexing.fail(job.job_id, "the server stopped before the job started; submit it again")
+    indexing.abandon_queued(job.job_id)
+
+
+def _drop_bulk_work(encoder: QueryEncoder) -> None:
+    """A job overran its stop wait: the encoding queued for it goes (``abandon_bulk_work``)."""
+    if isinstance(encoder, BatchingQueryEncoder):
+        encoder.abandon_bulk_work()
 
 
 class Facet:
@@ -377,8 +399,11 @@ class Facet:
             jobs = CeleryJobRunner(self.settings)
         # Its callbacks without a reference to the facade (a cycle, freed only by the garbage
         # collector): the runner holds it only while a job of it is queued or running.
-        runner = jobs or ThreadJobRunner(weakref.WeakMethod(self._run_job),
-                                         on_abandon=functools.partial(_abandon_job, self.indexing))
+        runner = jobs or ThreadJobRunner(
+            weakref.WeakMethod(self._run_job),
+            on_abandon=functools.partial(_abandon_job, self.indexing),
+            on_overdue=(functools.partial(_drop_bulk_work, self.encoder)
+                        if self._owns_encoder else None))
         self._held = _Held(context, runner, self.encoder if self._owns_encoder else None)
         self._closed = False
         self._closed_by: str | None = None  # why, where not its own close() (set_shared)

@@ -775,6 +775,7 @@ class BatchingQueryEncoder:
         # wakes a waiting caller instead.
         self._room = threading.Condition(lock)
         self._closed = False
+        self._abandoning = False  # ``abandon_bulk_work``: bulk work fails from now on
         self._thread: threading.Thread | None = None
 
     # ---------------------------------------------------------------- callers
@@ -823,7 +824,7 @@ class BatchingQueryEncoder:
             order = [i for piece in pieces for i in piece]
             bulk = True
         with self._cond:
-            if self._closed:
+            if self._closed or (bulk and self._abandoning):
                 raise FacetError("the query encoder is closed")
             if wait_for_room:
                 self._wait_for_room(len(items))
@@ -964,7 +965,7 @@ class BatchingQueryEncoder:
         as ``encode(..., bulk=True)``'s pieces are: not counted against the clients' limit (it
         made searches 429 while a clustering's answers waited)."""
         with self._cond:
-            if self._closed:
+            if self._closed or (bulk and self._abandoning):
                 raise FacetError("the query encoder is closed")
             queued.append(request)
             (self._bulk if bulk else self._urgent).append(request)
@@ -976,15 +977,40 @@ class BatchingQueryEncoder:
             self._cond.notify()
         return request.future
 
-    def close(self) -> None:
+    def close(self, timeout: float = 60.0) -> None:
         """Finish what is queued, then stop the model thread; bulk callers still waiting for
-        room are woken and fail (``FacetError``) rather than wait forever."""
+        room are woken and fail (``FacetError``) rather than wait forever. Waits ``timeout``
+        seconds at most for the model thread (a daemon: left, it ends with the process;
+        ``working`` says whether it still runs)."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
             self._room.notify_all()
         if self._thread is not None:
-            self._thread.join(timeout=60)
+            self._thread.join(timeout=max(0.0, timeout))
+
+    @property
+    def working(self) -> bool:
+        """Whether the model thread is still running (after ``close``: it did not end in time)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def abandon_bulk_work(self) -> int:
+        """Fail the bulk work queued (``FacetError``, "the query encoder is closed") and stop
+        the bulk piece the model thread is on at its next timed part: what a server stopping
+        does once its index job overran its wait. ``close()`` alone finished the job's piece
+        first (``join(timeout=60)``), so a SIGTERM'd `facet serve` took 30 s + up to 60 s to
+        exit, and the job, no longer waited for, never recorded itself interrupted. Queries
+        still go. Returns the texts dropped from the queue."""
+        with self._cond:
+            self._abandoning = True
+            dropped = list(self._bulk)
+            self._bulk.clear()
+            for request in dropped:
+                self._drop(request)
+                if request.future.set_running_or_notify_cancel():
+                    request.future.set_exception(FacetError("the query encoder is closed"))
+            self._cond.notify_all()
+            return sum(len(r.texts) for r in dropped)
 
     @property
     def pending_texts(self) -> int:
@@ -1055,11 +1081,11 @@ class BatchingQueryEncoder:
         Raises:
             FacetError: the encoder was closed meanwhile.
         """
-        while self._over_limit(count) and not self._closed:
+        while self._over_limit(count) and not self._closed and not self._abandoning:
             # Woken whenever texts leave the queue (``_left``) and on close; the timeout is
             # only a backstop.
             self._room.wait(timeout=1.0)
-        if self._closed:
+        if self._closed or self._abandoning:  # (only bulk work waits for room)
             raise FacetError("the query encoder is closed")
 
     def _left(self, requests: Sequence[_Request]) -> None:
@@ -1237,7 +1263,7 @@ class BatchingQueryEncoder:
         try:
             vectors = self._encode(name, texts, role, instruction, batch[0].bulk)
         except Exception as e:
-            if len(batch) == 1:
+            if len(batch) == 1 or (self._abandoning and batch[0].bulk):
                 self._fail(batch, e)
                 return
             # One caller's text can fail a merged batch: each request runs alone, so the
@@ -1283,6 +1309,8 @@ class BatchingQueryEncoder:
         while start < len(order):
             if start:
                 self._serve_urgent()
+                if self._abandoning:  # the server stopping: its job's piece is not finished
+                    raise FacetError("the query encoder is closed")
                 with self._cond:
                     self._in_flight = len(order) - start
             # A piece is padded to its first (longest) text: it costs its size times that.

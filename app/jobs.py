@@ -181,15 +181,21 @@ class ThreadJobRunner:
             (a Facet) alive when no job is queued or running: a dropped ``Facet`` that
             nothing else references is then closed by CPython at once (its store, threads).
         on_abandon: called for each job still queued when the runner closes.
+        on_overdue: called when the running job has not stopped within ``stop_wait_s`` of the
+            close (the facade drops the encoding queued for it, ``abandon_bulk_work``); the
+            job then gets ``overdue_wait_s`` more to record itself interrupted, said in the log.
     """
 
     runner_name = "thread"
     stop_wait_s = 30.0
+    overdue_wait_s = 5.0
 
     def __init__(self, run: RunJob | weakref.WeakMethod[RunJob],
-                 on_abandon: Callable[[PreparedJob], None] | None = None) -> None:
+                 on_abandon: Callable[[PreparedJob], None] | None = None,
+                 on_overdue: Callable[[], None] | None = None) -> None:
         self._run = run
         self._on_abandon = on_abandon
+        self._on_overdue = on_overdue
         # Each queued job with the callable that runs it: a ``WeakMethod`` resolved when the job
         # is submitted, so its owner (a Facet) stays alive while its jobs are queued or running,
         # and no longer (dropped, it is closed once the last job ends, in this thread).
@@ -262,9 +268,23 @@ class ThreadJobRunner:
                 logger.info("waiting up to %gs for job %d to stop at its next batch boundary",
                             self.stop_wait_s, running.job_id)
             self._thread.join(timeout=self.stop_wait_s)
+            waited = self.stop_wait_s
+            if self._thread.is_alive() and running is not None and self._on_overdue is not None:
+                # Its batch still encoding: that work is dropped (the encoder's close finished
+                # it first, up to 60 s more, unsaid, and the job never recorded its end).
+                logger.warning("job %d did not stop within %gs; dropping the encoding queued for "
+                               "it and waiting up to %gs more for it to record itself "
+                               "interrupted", running.job_id, self.stop_wait_s,
+                               self.overdue_wait_s)
+                try:
+                    self._on_overdue()
+                except Exception as e:  # (the wait and the close go on)
+                    logger.warning("could not drop the encoding of job %d: %s", running.job_id, e)
+                self._thread.join(timeout=self.overdue_wait_s)
+                waited += self.overdue_wait_s
             if self._thread.is_alive() and running is not None:
                 logger.warning("job %d did not stop within %gs; it shows interrupted once this "
-                               "process ends", running.job_id, self.stop_wait_s)
+                               "process ends", running.job_id, waited)
 
     @property
     def busy(self) -> bool:

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, object_session
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
-from app.text import shell_word
+from app.text import plural, shell_word
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -786,7 +786,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     hint = (removal_rerun_hint(job) if is_removal(job) else
             f"run `{resume_command(job)}` again to resume: what was indexed is kept")
     if stopped_before_interrupted_existed(job):
-        stopped = f"stopped (Ctrl-C) with {job.docs_indexed} documents indexed"
+        stopped = f"stopped (Ctrl-C) with {plural(job.docs_indexed, 'document')} indexed"
         later = _later_completed(job)
         return "interrupted", (f"{stopped}; job {later} indexed the same source since" if later
                                else f"{stopped}; {hint}")
@@ -1465,8 +1465,9 @@ class CollectionService:
                 "stay there; `facet delete %s` removes them once that store is in use again: %s",
                 name, _store_label(info.store_in_use), store_place(info.backend, name), name,
                 _back_to(info.backend, info.store_in_use))
-        logger.info("deleted collection %s (%d documents, %s points)", name, info.documents,
-                    info.points)
+        # (It said "None points" of a collection whose store had none made yet.)
+        logger.info("deleted collection %s (%s, %s)", name, plural(info.documents, "document"),
+                    "no points" if info.points is None else plural(info.points, "point"))
         return info
 
     def orphan(self, name: str) -> CollectionInfo | None:

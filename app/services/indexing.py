@@ -996,7 +996,9 @@ def cancelled_message(indexed: int, skipped: list[str] | None = None) -> str:
         steps = " and ".join(skipped) or "its end"
         return (f"{CANCELLED_ALL_IN} ({indexed} indexed), before {steps}; index the same "
                 "source again to finish: nothing will be re-embedded")
-    return (f"cancelled after {indexed} documents indexed; index the same source again to "
+    if not indexed:  # (nothing to resume: "cancelled after 0 documents indexed; ... resume")
+        return "cancelled before any document was indexed: nothing was written"
+    return (f"cancelled after {plural(indexed, 'document')} indexed; index the same source again to "
             "resume: what was indexed is kept")
 
 
@@ -1732,7 +1734,8 @@ class IndexService:
         """Remove a collection this inline job created and left empty (every document failed).
 
         Only for ``inline`` runs, whose caller holds the report with every error: a background
-        job's row is what its caller reads later, and it goes with its collection. A collection
+        job's row is what its caller reads later, and it goes with its collection; and for a
+        job a stopping server never ran (``abandon_queued``, which logs its resend). A collection
         that any other job touched, or that holds an indexed document, is kept.
         """
         if md.count_documents(session, coll.id, status="indexed") or \
@@ -1971,6 +1974,33 @@ class IndexService:
                 job.pid, job.host = pid, leases.HOST
                 session.commit()
 
+    def abandon_queued(self, job_id: int) -> None:
+        """A job still queued when its runner closed (the server stopping): failed, said in
+        one WARNING with the command that submits it again, and a collection it created that
+        holds nothing, no other job, removed (``_drop_if_nothing_indexed``) with the job's
+        row. Both were silent: the job read `failed`, named in no log line, and the empty
+        collection's searches said "job N (failed) has not written its first documents"."""
+        with _REGISTRY_LOCK:
+            _ACTIVE_JOBS.discard(job_id)
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is None or job.state not in ("queued", "running"):
+                return
+            again = resume_command(job)
+            job.state, job.finished_at = "failed", md.utcnow()
+            job.message = (f"the server stopped before the job started; run `{again}` (or "
+                           "submit the job) again")
+            session.commit()
+            name = job.collection.name
+            try:
+                removed = self._drop_if_nothing_indexed(session, job.collection, job)
+            except Exception as e:  # (the job's end is recorded; the warning still comes)
+                logger.debug("could not remove the empty collection %r: %s", name, e)
+                removed = False
+            logger.warning("job %d into %s was still queued when the server stopped: not run%s; "
+                           "run `%s` (or submit the job) again", job_id, name,
+                           f" (its empty collection {name} removed)" if removed else "", again)
+
     def fail(self, job_id: int, message: str) -> None:
         """Mark a queued job failed without running it (its runner could not start it)."""
         with _REGISTRY_LOCK:
@@ -2034,8 +2064,9 @@ class IndexService:
             lock.release()
         report.elapsed_s = time.perf_counter() - started
         if report.job_id:
-            logger.info("removed %d documents (%d chunks) from %s: job %d%s",
-                        report.docs_deleted, report.chunks_deleted, collection, report.job_id,
+            logger.info("removed %s (%s) from %s: job %d%s",
+                        plural(report.docs_deleted, "document"),
+                        plural(report.chunks_deleted, "chunk"), collection, report.job_id,
                         f" ({plural(len(report.skipped_keys), 'key')} skipped, no document)"
                         if report.skipped_keys else "")
         else:
@@ -2976,7 +3007,7 @@ class IndexService:
         job.resumed_from = last.id
         if last.state not in stopped:  # an older Facet's "failed", "KeyboardInterrupt: "
             last.state = "interrupted"
-            last.message = f"stopped (Ctrl-C) with {last.docs_indexed} documents indexed"
+            last.message = f"stopped (Ctrl-C) with {plural(last.docs_indexed, 'document')} indexed"
         # A job cancelled once every document had gone in left only its end to do: the next
         # job finished it.
         done = "finished" if (last.message or "").startswith(CANCELLED_ALL_IN) else "resumed"

@@ -12,6 +12,7 @@ import pytest
 from app.errors import InvalidRequestError, NotFoundError
 from app.services.indexing import IndexOptions, Progress
 from app.settings import FacetSettings
+from app.text import plural
 from tests.app.services.conftest import write_corpus
 
 
@@ -46,7 +47,7 @@ def test_a_running_job_stops_at_a_batch_boundary_and_the_next_job_resumes_it(fac
     job = facet.job(report.job_id)
     assert job.state == "cancelled" and job.started_at is not None
     assert job.message == (
-        f"cancelled after {report.docs_indexed} documents indexed; index the "
+        f"cancelled after {plural(report.docs_indexed, 'document')} indexed; index the "
         "same source again to resume: what was indexed is kept"
     )
     assert facet.collection("c").documents_indexed == report.docs_indexed  # kept, searchable
@@ -62,7 +63,7 @@ def test_a_running_job_stops_at_a_batch_boundary_and_the_next_job_resumes_it(fac
     resumed = facet.job(again.job_id)
     assert resumed.resumed_from == report.job_id
     assert facet.job(report.job_id).message == (
-        f"cancelled after {report.docs_indexed} documents indexed; resumed by job {again.job_id}"
+        f"cancelled after {plural(report.docs_indexed, 'document')} indexed; resumed by job {again.job_id}"
     )
 
 

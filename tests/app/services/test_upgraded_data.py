@@ -130,7 +130,7 @@ def test_a_job_an_older_facet_recorded_failed_for_a_ctrl_c_is_interrupted_and_re
     info = catalog.job(stopped)
     assert info.state == "interrupted"
     assert info.message == (
-        f"stopped (Ctrl-C) with 1 documents indexed; run `facet index {path.resolve()} "
+        f"stopped (Ctrl-C) with 1 document indexed; run `facet index {path.resolve()} "
         "--collection zoo --embedder minilm` again to resume: what was indexed is kept"
     )
     assert [j.state for j in catalog.jobs("zoo")] == ["interrupted", "completed"]
@@ -142,7 +142,7 @@ def test_a_job_an_older_facet_recorded_failed_for_a_ctrl_c_is_interrupted_and_re
     info = catalog.job(stopped)
     assert (info.state, info.message) == (
         "interrupted",
-        f"stopped (Ctrl-C) with 1 documents indexed; resumed by job {again.job_id}",
+        f"stopped (Ctrl-C) with 1 document indexed; resumed by job {again.job_id}",
     )
 
 
@@ -156,7 +156,7 @@ def test_an_older_ctrl_c_row_followed_by_a_completed_run_asks_for_nothing(make_c
     info = CollectionService(ctx).job(stopped)
     assert (info.state, info.message) == (
         "interrupted",
-        f"stopped (Ctrl-C) with 1 documents indexed; job {later_id} indexed the same source since",
+        f"stopped (Ctrl-C) with 1 document indexed; job {later_id} indexed the same source since",
     )
     again = IndexService(ctx).index(path, "zoo")
     assert CollectionService(ctx).job(again.job_id).resumed_from is None  # the later run is the last
