@@ -72,6 +72,7 @@ from app.services.search import (
     SearchResponse,
     SearchService,
     check_int,
+    check_spec,
     check_str,
     plain_number,
 )
@@ -575,6 +576,7 @@ class Facet:
         """
         role_ = self._check_embed(texts, role, instruction)
         check_str(embedder, "embedder", optional=True)  # 5 was "unknown embedder", listing all
+        check_spec(embedder, "embedder", default="the default embedder")  # "" was the default
         name = embedder or self.settings.default_embedder
         model = self.embedder_cache.get(name)
         vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
@@ -592,6 +594,7 @@ class Facet:
         with domain_errors():
             role_ = self._check_embed(texts, role, instruction)
             check_str(embedder, "embedder", optional=True)
+            check_spec(embedder, "embedder", default="the default embedder")
             name = embedder or self.settings.default_embedder
             loaded = self.embedder_cache.peek(name)
             model = loaded if loaded is not None else await asyncio.to_thread(

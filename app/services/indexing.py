@@ -78,7 +78,7 @@ from app.services.collections import (
     store_place,
 )
 from app.services.context import ServiceContext
-from app.services.search import check_bool, check_int, check_str, plain_number
+from app.services.search import check_bool, check_int, check_spec, check_str, plain_number
 from app.text import plural, shell_word
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
@@ -171,6 +171,7 @@ def check_options(options: IndexOptions) -> None:
     """
     for name in ("embedder", "text_column"):
         check_str(getattr(options, name), name, optional=True)
+    check_spec(options.embedder, "embedder", default="the collection's embedder or the default")
     check_int(options.chunk_size, "chunk_size", optional=True, param="chunk_tokens")
     check_int(options.chunk_overlap, "chunk_overlap", optional=True)
     check_int(options.batch_chunks, "batch_chunks", optional=True)

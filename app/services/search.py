@@ -198,6 +198,19 @@ def check_str(value: Any, name: str, *, optional: bool = False, param: str | Non
     _check_type(value, name, isinstance(value, str), "a str", optional, param)
 
 
+
+def check_spec(value: Any, name: str, *, default: str, empty_is_none: bool = False) -> None:
+    """Refuse an empty or blank model spec ``name`` (``""`` allowed where ``empty_is_none``),
+    naming the field, as the API refuses it: an empty embedder was read as the current folder
+    (a ValueError from ``Path("")``), or silently as the default by `facet index` and ``embed``,
+    and the registry's "embedder must be..." named the embedder for a blank rerank. ``default``:
+    what leaving it out gives."""
+    if isinstance(value, str) and not value.strip() and (value or not empty_is_none):
+        leave = "leave it out, or give ''," if empty_is_none else "leave it out"
+        raise UnknownModelError(f"{name} must be a non-empty embedder name or path, got {value!r}; "
+                                f"{leave} for {default} (`facet embedders` lists the names)",
+                                param=name)
+
 MAX_TOP_K = 1000
 SearchMode = Literal["auto", "dense", "hybrid", "lexical"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -1367,18 +1380,9 @@ class SearchService:
                                       param="query")
         for name in ("instruction", "rerank", "embedder"):
             check_str(getattr(request, name), name, optional=True)
-        for name in ("embedder", "rerank"):
-            # An empty rerank is none, as `facet search --rerank ''` and POST /search read it. A
-            # blank one, or an empty or blank embedder, names no model: refused naming its field,
-            # as the API refuses it (the registry's "embedder must be..." named the embedder for
-            # a blank rerank; an empty embedder was read as the current folder, a ValueError).
-            value = getattr(request, name)
-            if isinstance(value, str) and not value.strip() and (value or name == "embedder"):
-                raise UnknownModelError(
-                    f"{name} must be a non-empty embedder name or path, got {value!r}"
-                    + ("; leave it out, or give '', for no reranking" if name == "rerank" else
-                       "; leave it out for the collection's default (`facet embedders` lists the names)"),
-                    param=name)
+        # An empty rerank is none, as `facet search --rerank ''` and POST /search read it.
+        check_spec(request.embedder, "embedder", default="the collection's default")
+        check_spec(request.rerank, "rerank", default="no reranking", empty_is_none=True)
         check_int(request.rerank_depth, "rerank_depth", optional=True)
         check_bool(request.exact, "exact")
         check_bool(request.group_by_document, "group_by_document")

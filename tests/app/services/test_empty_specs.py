@@ -69,3 +69,26 @@ def test_cli_search_with_an_empty_embedder_says_why_without_a_traceback(tmp_path
     assert done.returncode != 0
     assert "embedder must be a non-empty" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_an_empty_embedder_to_index_or_embed_is_refused_as_search_refuses_it(facet, tmp_path) -> None:
+    """`facet index --embedder ''`, ``IndexOptions(embedder="")`` and ``embed(embedder="")``
+    silently used the default while a search refused the same "" (and the API refuses it for
+    /jobs and /v1/embeddings): one rule, nothing indexed nor any collection made."""
+    from app.core import IndexOptions
+
+    write_corpus(tmp_path / "src", 2)
+    for run in (lambda: facet.index(tmp_path / "src", "fresh", IndexOptions(embedder="")),
+                lambda: facet.submit_index(tmp_path / "src", "fresh", IndexOptions(embedder=" ")),
+                lambda: facet.embed(["a text"], embedder="")):
+        with pytest.raises(UnknownModelError, match=r"^embedder must be a non-empty") as e:
+            run()
+        assert e.value.param == "embedder"
+    assert "fresh" not in [c.name for c in facet.collections()]
+    (tmp_path / "cli").mkdir()
+    data = tiny_data_folder(tmp_path / "cli")
+    for args in (("index", str(tmp_path / "src"), "--collection", "other", "--embedder", ""),
+                 ("embed", "a text", "--embedder", "")):
+        done = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
+        assert done.returncode == 2, (args, done.stderr)
+        assert "embedder must be a non-empty" in done.stderr and "Traceback" not in done.stderr
