@@ -970,7 +970,7 @@ class Facet:
         """
         from indexer.parsing import discover
 
-        return estimate_documents(discover(Path(source)))
+        return estimate_documents(discover(Path(source), (self.settings.data_dir,)))
 
     def allowed_models(self) -> list[str]:
         """Embedder names a request from outside may name (see ``allowed_model_names``)."""

@@ -62,7 +62,7 @@ import re
 import stat
 import sys
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,14 +179,15 @@ class StreamedDocument:
 ParseResult = ParsedDocument | DocumentError | StreamedDocument
 
 
-def discover(source: Path) -> list[Path]:
-    """The files to parse under ``source``, sorted, hidden files and folders skipped.
+def discover(source: Path, exclude: Collection[Path] = ()) -> list[Path]:
+    """The files to parse under ``source``, sorted, hidden files and folders skipped, and the
+    folders ``exclude`` names (``discover_files``).
 
     Raises:
         SourceNotFoundError: ``source`` does not exist.
         UnsupportedSourceError: ``source`` is a file of an unknown type.
     """
-    return discover_files(source)[0]
+    return discover_files(source, exclude)[0]
 
 
 def supported_types() -> str:
@@ -300,15 +301,18 @@ def skip_reason(path: Path) -> str:
     return f"unsupported type {path.suffix or '(none)'!r}"
 
 
-def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
+def discover_files(source: Path, exclude: Collection[Path] = ()) -> tuple[list[Path], list[Path]]:
     """``discover``, and what it left out (sorted; hidden ones are not listed): files of
     unsupported types, names that are not valid UTF-8 (a folder so named once, not walked),
     links to folders (not followed), broken links, what is not a regular file (a fifo, also
     given as ``source``) and what cannot be read: a folder it cannot list or look into (no
     ``r`` or no ``x`` permission), listed once and not walked, or a link whose target cannot
     be read (``skip_reason`` says which; ``UNREADABLE`` begins the reason of those). Hidden
-    folders are not walked at all. Raises as ``discover``; ``UnsupportedSourceError`` too for
-    a ``source`` that cannot be looked at (in a folder without ``x`` permission)."""
+    folders are not walked at all, nor the folders ``exclude`` names (links resolved), as a
+    hidden one: Facet's own data folder (``FACET_DATA_DIR``) where it lies under ``source``,
+    whose vector store files and staged uploads were indexed as documents. Raises as
+    ``discover``; ``UnsupportedSourceError`` too for a ``source`` that cannot be looked at (in
+    a folder without ``x`` permission)."""
     try:
         exists = source.exists()
     except OSError as e:  # (pathlib raised EACCES: a traceback)
@@ -331,6 +335,7 @@ def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
         return [], [source.resolve()]
     files: list[Path] = []
     skipped: list[Path] = []
+    left_out = frozenset(Path(os.path.realpath(p)) for p in exclude)
 
     def unlisted(e: OSError) -> None:  # a folder os.walk cannot list: it skipped it unsaid
         if e.filename is not None:
@@ -339,7 +344,7 @@ def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
     for dirpath, dirnames, filenames in os.walk(source.resolve(), onerror=unlisted):
         here = Path(dirpath)
         try:
-            found, left, walked = _folder_entries(here, dirnames, filenames)
+            found, left, walked = _folder_entries(here, dirnames, filenames, left_out)
         except OSError:
             # Its entries' types cannot be read (no ``x`` permission): is_file() raised EACCES,
             # a traceback. Left out whole, once, as a folder it cannot list.
@@ -352,8 +357,8 @@ def discover_files(source: Path) -> tuple[list[Path], list[Path]]:
     return sorted(files), sorted(skipped)
 
 
-def _folder_entries(here: Path, dirnames: list[str],
-                    filenames: list[str]) -> tuple[list[Path], list[Path], list[str]]:
+def _folder_entries(here: Path, dirnames: list[str], filenames: list[str],
+                    left_out: Collection[Path] = ()) -> tuple[list[Path], list[Path], list[str]]:
     """One folder of ``discover_files``' walk: its files to parse, what it leaves out, and the
     subfolders to walk. Raises ``OSError`` where an entry cannot even be looked at (``lstat``:
     the folder has no ``x`` permission)."""
@@ -361,7 +366,7 @@ def _folder_entries(here: Path, dirnames: list[str],
     left: list[Path] = []
     walked: list[str] = []
     for d in dirnames:
-        if d.startswith("."):
+        if d.startswith(".") or (left_out and here / d in left_out):
             continue
         path = here / d
         if _lstat(path) is None:

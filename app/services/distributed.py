@@ -426,7 +426,7 @@ class ChunkedIndexService:
         check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
                             worker=self.worker)
         try:
-            files = discover(source)
+            files = discover(source, (self.settings.data_dir,))  # as the job was checked
         except (SourceNotFoundError, UnsupportedSourceError) as e:
             raise NotFoundError(f"{e} (it was there when the job was queued)") from e
         self.index.ensure_store_collection(session, coll, job, embedder)

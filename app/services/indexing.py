@@ -1243,7 +1243,7 @@ class IndexService:
         check_source_text(source)
         try:
             validate_name(collection)
-            discover(source)
+            discover(source, self._own_folders())
         except SourceNotFoundError as e:
             # A file (or folder) indexed before and deleted since: an explicit sync removes
             # its documents (``_run_job``); without one the refusal says so. There was no way
@@ -1497,7 +1497,7 @@ class IndexService:
                     check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
                                         spec=prepared.embedder)
                 try:
-                    files, skipped = discover_files(source)
+                    files, skipped = discover_files(source, self._own_folders())
                 except SourceNotFoundError as e:
                     # Gone, with --sync: its documents are removed (``_sync``), nothing read.
                     if options.sync is not True or not _documents_from(session, coll.id, source):
@@ -2703,6 +2703,12 @@ class IndexService:
         except EmbedderError:
             return False
         return True
+
+    def _own_folders(self) -> tuple[Path, ...]:
+        """The folders a walk of a source leaves out: this process's data folder (its vector
+        store's files and the collections' staged uploads were indexed as documents of a
+        folder that held it, `facet index ~/work` with the data in ~/work/facet-data)."""
+        return (self.ctx.settings.data_dir,)
 
     def _embedder_for(self, collection: str, spec: str) -> Embedder:
         """The embedder ``spec`` of a run into ``collection``: the model, loaded now if need be,
