@@ -24,11 +24,12 @@ from gradio import utils as gr_utils
 from app.core import Facet
 from app.encoding import warm_up_clustering
 from app.errors import InvalidRequestError
-from app.services.clustering import MAX_K, ClusterRequest
+from app.services.clustering import MAX_K, SEARCH_RESULTS_CLUSTERED, ClusterRequest
 from app.services.search import SEARCH_MODES
 from app.settings import FacetSettings, get_settings
 from ui import render
 from ui.handlers import (
+    CLUSTER_LIMIT_DEFAULT,
     CLUSTER_SOURCES,
     DEFAULT_CLUSTER_INSTRUCTION,
     GENERIC_EXAMPLES,
@@ -206,6 +207,37 @@ PICKED_JS = """(() => {
   box.dataset.facetAtFocus = JSON.stringify(value ?? null);
   return picked;
 })()"""
+
+
+# The folder picker's Enter. Gradio 6.31's dropdown takes the first choice its filter keeps on
+# Enter, whatever was typed: an emptied box became the first folder, the allowed root itself
+# (and the next "Index the folder" queued the whole root), "docs3" became "docs30". Unless an
+# arrow key highlighted a choice, Enter here only leaves the box, which keeps what was typed
+# (``allow_custom_value``; an exact choice stays that choice), so an empty box stays empty.
+TYPED_ENTER_JS = """() => {
+  const box = document.querySelector('#%(id)s input');
+  if (!box) return;
+  box.dataset.facetChose = '';
+  if (box.dataset.facetTypedEnter) return;
+  box.dataset.facetTypedEnter = '1';
+  box.addEventListener('keydown', (e) => {
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') { box.dataset.facetChose = '1'; return; }
+    if (e.key !== 'Enter') { box.dataset.facetChose = ''; return; }
+    if (box.dataset.facetChose === '1' || e.isComposing) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    box.blur();
+  });
+}"""
+
+
+def typed_enter(dropdown: gr.Dropdown) -> None:
+    """Enter in ``dropdown`` (an ``elem_id``'d picker) keeps the text typed (``TYPED_ENTER_JS``)
+    instead of Gradio's first filtered choice."""
+    ident = dropdown.elem_id
+    dropdown.focus(None, None, None, js=TYPED_ENTER_JS % {"id": ident},
+                   api_name=f"lambda_{str(ident).replace('-', '_')}_typed_enter",
+                   api_visibility="private", queue=False)
 
 
 def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str) -> None:
@@ -437,7 +469,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                elem_id="cluster-labels")
                         k_limit = gr.Number(label="At most this many texts (0 = all, up to "
                                                   f"{settings.max_cluster_texts:,})",
-                                            value=500, precision=None, elem_id="cluster-limit")
+                                            value=CLUSTER_LIMIT_DEFAULT, precision=None,
+                                            elem_id="cluster-limit")
                     with gr.Column(scale=2):
                         # A value, not a placeholder: the grey example looked filled in, and
                         # the first click was refused as "The instruction is empty".
@@ -531,8 +564,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 l_refresh = gr.Button("Refresh")
                 l_table = gr.Dataframe(headers=render.COLLECTION_COLUMNS, label="Collections",
                                        interactive=False, elem_id="collections-table")
+                # Widths: left to the content, long messages squeezed the other columns until
+                # their headers broke mid-word ("jo|b", "fa|il|ed").
                 l_jobs = gr.Dataframe(headers=render.JOB_COLUMNS, label="Recent index jobs",
-                                      interactive=False, wrap=True, elem_id="jobs-table")
+                                      interactive=False, wrap=True, elem_id="jobs-table",
+                                      column_widths=render.JOB_COLUMN_WIDTHS)
                 with gr.Row():
                     l_delete = picker(label="Delete collection", choices=[],
                                       elem_id="delete-collection")
@@ -586,10 +622,15 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         compare_event.failure(failed("compare"), None, c_results, api_visibility="private",
                               **light)
 
+        # A search's results start at the number `facet cluster --query` takes (they stayed at
+        # a collection's 500: the whole of a 308-message collection, whatever the query).
         k_source.change(lambda source: (gr.update(visible=source != SOURCE_TEXTS),
                                         gr.update(visible=source == SOURCE_SEARCH),
-                                        gr.update(visible=source == SOURCE_TEXTS)),
-                        k_source, [k_from_collection, k_from_search, k_from_texts],
+                                        gr.update(visible=source == SOURCE_TEXTS),
+                                        gr.update(value=SEARCH_RESULTS_CLUSTERED
+                                                  if source == SOURCE_SEARCH
+                                                  else CLUSTER_LIMIT_DEFAULT)),
+                        k_source, [k_from_collection, k_from_search, k_from_texts, k_limit],
                         api_visibility="private", queue=False)
         # Not the pasted texts' box: its Enter is a new line.
         cluster_event = run_button(
@@ -624,13 +665,18 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
 
         job_outputs = [i_job, i_total, i_status, i_errors, i_timer]
         # The new name last: an API client that sends files, collection and embedder still can.
-        upload_event = i_upload_button.click(h.index_upload,
-                                             [i_files, i_collection, i_embedder, i_new],
-                                             [*job_outputs, i_files], api_name="index_upload",
-                                             **light)
-        folder_event = i_folder_button.click(h.index_folder,
-                                             [i_folder, i_collection, i_embedder, i_new],
-                                             job_outputs, api_name="index_folder", **light)
+        # Each button disabled while its request is sent (two clicks on "Index the folder"
+        # queued two jobs); `show_progress="hidden"`: a refusal is said in the bar's place
+        # (``failed`` below) and the toast, and leaves the other outputs as they were (Gradio
+        # put an "Error" badge over each, the upload zone included).
+        upload_event = run_button(i_upload_button, [i_upload_button.click], h.index_upload,
+                                  [i_files, i_collection, i_embedder, i_new],
+                                  [*job_outputs, i_files], api_name="index_upload",
+                                  show_progress="hidden", **light)
+        typed_enter(i_folder)
+        folder_event = run_button(i_folder_button, [i_folder_button.click], h.index_folder,
+                                  [i_folder, i_collection, i_embedder, i_new], job_outputs,
+                                  api_name="index_folder", show_progress="hidden", **light)
         resume_event = i_resume.click(h.resume_index, i_stopped, job_outputs,
                                       api_name="resume_index", **light)
         # Picking a collection clears a new name typed before: the last choice is the one used.
@@ -663,9 +709,12 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         l_refresh.click(h.collections, None, [l_table, l_jobs], api_name="collections", **light)
         l_tab.select(h.collections, None, [l_table, l_jobs], api_name="collections_on_tab",
                      api_visibility="private", **light)
+        # `show_progress="hidden"`: a refused delete (a wrong confirmation, a collection being
+        # indexed) is said in `l_status` and the toast; it put "Error" badges over both tables
+        # and the confirmation box, which Refresh did not bring back.
         delete_event = l_button.click(h.delete_collection, [l_delete, l_confirm],
                                       [l_table, l_jobs, l_confirm], api_name="delete_collection",
-                                      **light)
+                                      show_progress="hidden", **light)
         refresh(delete_event.then)
         delete_event.then(lambda: "", None, l_status, api_visibility="private", queue=False)
         delete_event.failure(failed("delete_collection", what="delete", results=False), None,

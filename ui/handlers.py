@@ -42,6 +42,7 @@ from app.errors import (
 from app.services.clustering import (
     K_BY_SILHOUETTE,
     MAX_K,
+    SEARCH_RESULTS_CLUSTERED,
     ClusterRequest,
     ClusterResponse,
     k_option,
@@ -82,6 +83,11 @@ SOURCE_SEARCH = "search results"
 SOURCE_TEXTS = "pasted or uploaded texts"
 CLUSTER_SOURCES = [SOURCE_COLLECTION, SOURCE_SEARCH, SOURCE_TEXTS]
 NO_EXPLAINER = "keywords (no explainer)"
+# What the Cluster tab's "At most this many texts" starts at for a collection or pasted texts
+# (``ui/app.py``); choosing "search results" sets it to SEARCH_RESULTS_CLUSTERED, the results a
+# search takes for `facet cluster --query` and POST /cluster (it stayed at 500: a search of a
+# 308-message collection clustered every message).
+CLUSTER_LIMIT_DEFAULT = 500
 # The Cluster tab's instruction box starts with it (as a placeholder it looked filled in).
 DEFAULT_CLUSTER_INSTRUCTION = "What is the topic of this text?"
 
@@ -348,7 +354,8 @@ class UiHandlers:
     def pickers(self) -> Pickers:
         """Current collections and allowed folders."""
         return Pickers(self._collections(),
-                       inputs.list_folders(self.settings.ui_allowed_roots),
+                       inputs.list_folders(self.settings.ui_allowed_roots,
+                                           exclude=[self.settings.data_dir]),
                        [c.name for c in self.facet.stray_collections()])
 
     @ui_errors
@@ -601,6 +608,7 @@ class UiHandlers:
                                       "(it bounds k chosen by silhouette, k = 0)")
         texts: list[str] | None = None
         search: SearchRequest | None = None
+        taken = ""  # how a search source's number of results was chosen
         name: str | None = None
         labels: list[str] | None = None
         if source == SOURCE_TEXTS:
@@ -633,7 +641,19 @@ class UiHandlers:
             # ...and at most FACET_MAX_CLUSTER_TEXTS: set below 1,000, "0 = all, up to 50" was
             # refused as "120 texts to cluster, more than the limit of 50".
             most = min(MAX_TOP_K, self.settings.max_cluster_texts)
-            top_k = min(n or most, most)
+            capped = "FACET_MAX_CLUSTER_TEXTS caps it"
+            if limit is None:  # the box emptied: a search's own default
+                top_k = min(SEARCH_RESULTS_CLUSTERED, most)
+                taken = (capped if top_k < SEARCH_RESULTS_CLUSTERED else
+                         "a search's default, as for `facet cluster --query` and POST /cluster")
+            elif not n:  # 0 = all: as many as a search returns, or the cap
+                top_k = most
+                taken = "0 = all: " + (f"a search returns at most {MAX_TOP_K:,}"
+                                       if most == MAX_TOP_K else
+                                       f"up to FACET_MAX_CLUSTER_TEXTS, {most:,}")
+            else:
+                top_k = min(n, most)
+                taken = "as \u201cAt most this many texts\u201d asks" if n <= most else capped
             if n and n > most:
                 notices.append(f"Clustering the top {most:,} results, not {n:,}: "
                                + (f"a search returns at most {MAX_TOP_K:,}." if most == MAX_TOP_K
@@ -689,9 +709,14 @@ class UiHandlers:
         score = self._v_measure(labels, response) if labels is not None else None
         wall = time.perf_counter() - started
         used = self._choice(response.embedder, response.embedder_spec)
+        # What a search source clustered: its query, instruction and how many results it took
+        # (the summary said "308 texts" and nothing of the search).
+        source_html = (render.search_source_html(search, len(response.texts), taken)
+                       if search is not None else None)
         summary = render.cluster_summary(response, wall_s=wall, v_measure=score,
                                          label_count=len(set(labels)) if labels else None,
-                                         notices=notices, embedder=used, max_k=top)
+                                         notices=notices, embedder=used, max_k=top,
+                                         source=source_html)
         figure = render.cluster_figure(response, title=f"{len(response.texts):,} texts, "
                                        f"k={response.k}: {clean[:80]}")
         csv_path = render.write_cluster_csv(response, self.export_dir, labels)
@@ -835,8 +860,11 @@ class UiHandlers:
     def index_folder(self, folder: str | None, collection: str | None,
                      embedder: str | None, new_name: str | None = None,
                      ) -> tuple[int, int, str, list[list[str]], Any]:
-        """Index tab, a server folder under the allowed roots: start a background job."""
-        source = inputs.resolve_under_roots(folder, self.settings.ui_allowed_roots)
+        """Index tab, a server folder under the allowed roots (not the server's data folder,
+        which it was offered: a root holding it is indexed without it): start a background
+        job."""
+        source = inputs.resolve_under_roots(folder, self.settings.ui_allowed_roots,
+                                            exclude=[self.settings.data_dir])
         return self._start(source, self._target(collection, new_name), embedder, [])
 
     def _not_kept(self, job: JobInfo) -> list[str]:
@@ -944,7 +972,7 @@ class UiHandlers:
         notice = (f"The query is mostly unknown tokens to the tokenizer of {response.embedder} "
                   "(a script or symbols it does not read, such as Thai or emoji), so the ranking "
                   "is arbitrary; search with an embedder whose tokenizer reads it (e.g. "
-                  "causal2vec), or in word mode.")
+                  "causal2vec), or set the mode to lexical (the words alone).")
         gr.Warning(render.esc(notice), title="Unreadable query")
         return [notice]
 
@@ -1084,10 +1112,13 @@ class UiHandlers:
         return html, errors, timer, self.cancel_button(job_id)
 
     def cancel_button(self, job_id: float | None) -> Any:
-        """The "Cancel job" button: shown while the bar's job is queued or running."""
+        """The "Cancel job" button: shown while the bar's job is queued or running and not yet
+        asked to stop (``cancel_requested``: the bar says "cancelling" until its batch ends;
+        the button stayed, and was pressed again as if the first press had failed)."""
         try:
-            active = job_id is not None and job_id > 0 and self.facet.job(
-                int(job_id), errors=0).state in ("queued", "running")
+            job = self.facet.job(int(job_id), errors=0) if job_id is not None and job_id > 0 else None
+            active = (job is not None and job.state in ("queued", "running")
+                      and not job.cancel_requested)
         except FacetError:  # its collection deleted meanwhile
             active = False
         return gr.Button(visible=active)

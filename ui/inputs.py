@@ -393,14 +393,29 @@ def _replaced(path: Path, before: os.stat_result) -> bool:
 # ------------------------------------------------------------ allowed roots
 
 
-def resolve_under_roots(choice: str | None, roots: Sequence[Path]) -> Path:
+def _resolved(folders: Iterable[Path]) -> list[Path]:
+    return [expand_user(f).resolve() for f in folders]
+
+
+def _within(path: Path, folders: Sequence[Path]) -> Path | None:
+    """The first of ``folders`` (resolved) that ``path`` (resolved) is or lies under."""
+    return next((f for f in folders if path == f or path.is_relative_to(f)), None)
+
+
+def resolve_under_roots(choice: str | None, roots: Sequence[Path], *,
+                        exclude: Sequence[Path] = ()) -> Path:
     """The folder ``choice`` names, if it lies under one of the allowed ``roots``.
 
     ``choice`` is an absolute path or one relative to the first root. Symbolic links are
-    resolved first, so a link cannot lead outside.
+    resolved first, so a link cannot lead outside. ``exclude``: the server's own folders (its
+    data folder, ``FACET_DATA_DIR``): neither they nor a folder inside them may be indexed, and
+    a folder holding one is indexed without it (``discover_files``; indexing an allowed root
+    that held the data folder read its vector store's json files and the collections' staged
+    uploads into the collection).
 
     Raises:
-        InvalidRequestError: no roots configured, an empty choice, or a path outside them.
+        InvalidRequestError: no roots configured, an empty choice, a path outside them, or
+            an excluded folder (or one inside it).
         NotFoundError: the folder does not exist.
     """
     if not roots:
@@ -425,11 +440,17 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path]) -> Path:
             "to add it to FACET_UI_ALLOWED_ROOTS")
     if not resolved.is_dir():
         raise NotFoundError(f"{text} is not a folder on the server; pick one from the list")
+    own = _resolved(exclude)
+    inside = _within(resolved, own)
+    if inside is not None:
+        raise InvalidRequestError(
+            f"{text} is the server's own data folder ({inside}, FACET_DATA_DIR) or lies inside "
+            "it; it cannot be indexed: pick another folder")
     # Indexing reads a link to a file wherever it points: a link inside the folder must not
     # reach past the allowed roots either (the folder alone was checked).
     from indexer.parsing import discover
 
-    outside = [f for f in discover(resolved)
+    outside = [f for f in discover(resolved, own)
                if not any(Path(os.path.realpath(f)).is_relative_to(root) for root in resolved_roots)]
     if outside:
         raise InvalidRequestError(
@@ -439,16 +460,21 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path]) -> Path:
     return resolved
 
 
-def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200) -> list[str]:
-    """The allowed roots and their subfolders down to ``depth`` (hidden ones skipped)."""
+def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200,
+                 exclude: Sequence[Path] = ()) -> list[str]:
+    """The allowed roots and their subfolders down to ``depth`` (hidden ones skipped), without
+    ``exclude`` (the server's data folder) and what lies inside it (``resolve_under_roots``
+    refuses them: the data folder and its ``qdrant-edge`` were offered)."""
+    own = _resolved(exclude)
     found: list[str] = []
     for root in roots:
         base = expand_user(root).resolve()
-        if not base.is_dir():
+        if not base.is_dir() or _within(base, own) is not None:
             continue
         found.append(str(base))
         for dirpath, dirnames, _ in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
+                                 and _within(Path(dirpath, d).resolve(), own) is None)
             level = len(Path(dirpath).relative_to(base).parts)
             if level >= depth:
                 dirnames[:] = []

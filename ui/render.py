@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from app.services.clustering import Cluster, ClusterResponse
     from app.services.collections import CollectionInfo, JobInfo
-    from app.services.search import SearchResponse, SearchResult
+    from app.services.search import SearchRequest, SearchResponse, SearchResult
 
 # Colours of the cluster map and the legend (plotly's qualitative "Plotly" + "D3" sets).
 PALETTE = ["#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692",
@@ -341,7 +341,8 @@ def cluster_rows(response: ClusterResponse) -> list[list[Any]]:
 
 def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: float | None,
                     label_count: int | None, notices: Sequence[str] = (),
-                    embedder: str | None = None, max_k: int | None = None) -> str:
+                    embedder: str | None = None, max_k: int | None = None,
+                    source: str | None = None) -> str:
     """What was clustered and how well: texts, k, silhouette, V-measure against labels, time;
     the response's note (fewer clusters than asked for, and why) is shown above it.
     ``embedder`` is the spec that encoded the texts (the response's ``embedder_spec``, shown
@@ -349,7 +350,8 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
     ``minilm[instruction_weight=1]``). ``max_k`` is the "Largest k to try" asked for: a k
     chosen by silhouette that reached it is said to be the largest tried (a larger one may
     fit better), as ``facet cluster`` says of its --max-k; ``label_count`` is the number of
-    classes of the gold labels, named where it is far from a chosen k (the user can set k)."""
+    classes of the gold labels, named where it is far from a chosen k (the user can set k).
+    ``source`` (HTML, ``search_source_html``) says what was clustered, for a search's results."""
     texts = len(response.texts)
     parts = [f"<b>{texts:,}</b> {'text' if texts == 1 else 'texts'}, <b>k = {response.k}</b>"
              + (" (chosen by silhouette)" if response.k_chosen else "")]
@@ -384,8 +386,22 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
     parts.append(f"{wall_s:.1f} s ({stages})")
     notes = [*notices, response.note] if response.note else list(notices)
     return (notices_html(notes) + '<div class="facet-info facet-cluster-summary">'
-            + " · ".join(parts) + f"<br><small>instruction: \u201c{auto_dir(esc(response.instruction))}"
+            + " · ".join(parts) + (f"<br><small>texts: {source}</small>" if source else "")
+            + f"<br><small>instruction: \u201c{auto_dir(esc(response.instruction))}"
             "\u201d</small></div>")
+
+
+def search_source_html(search: SearchRequest, took: int, why: str) -> str:
+    """What a clustering of a search's results clustered: the search (query, instruction,
+    collection) and how many of its results, with ``why`` that many (plain text): "the top 100
+    results of the search “money transfer” without an instruction in demo-banking77 (a
+    search's default, ...)". Fewer than asked for says so (the collection holds no more)."""
+    results = (f"the top {plural(took, 'result', grouped=True)}" if took >= search.top_k else
+               f"all {plural(took, 'result', grouped=True)} (of the top {search.top_k:,} asked for)")
+    under = (f" under \u201c{auto_dir(esc(_short(search.instruction, 120)))}\u201d"
+             if search.instruction else " without an instruction")
+    return (f"{results} of the search \u201c{auto_dir(esc(_short(search.query, 120)))}\u201d"
+            f"{under} in <b>{esc(search.collection)}</b> ({esc(why)})")
 
 
 # What makes a spreadsheet read a cell as a formula (OWASP, "CSV injection"): a clustered text
@@ -450,6 +466,10 @@ def job_message(job: JobInfo, hint: str | None = None) -> str:
     return text
 
 
+# What a queued or running job asked to stop (``JobInfo.cancel_requested``) shows as its state.
+CANCELLING = "<b>cancelling</b> (it stops after this batch; what it indexed is kept)"
+
+
 def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
              notices: Sequence[str] = ()) -> str:
     """A progress bar for an index job, with its collection, counters and state, its message
@@ -464,19 +484,28 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
         fraction = 0.0
     of = f"/{total:,}" if total else ""
     elapsed = sum(job.timings.values())
-    text = (f"Job {job.id} into <b>{esc(job.collection)}</b> <b>{esc(job.state)}</b>: "
+    # The state after a colon, apart from the name: "Job 2 into <b>big</b> <b>running</b>" read
+    # as one name, "big running". A running job asked to stop says so until its batch ends (it
+    # read "running ... encoding chunk 64/194 of this batch" for 13 s, the Cancel button still
+    # there, as if the cancel had not been heard).
+    stopping = job.cancel_requested and not finished
+    state = CANCELLING if stopping else f"<b>{esc(job.state)}</b>"
+    text = (f"Job {job.id} into <b>{esc(job.collection)}</b>: {state}, "
             f"{done:,}{of} documents seen, "
             f"{job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
             f"{job.docs_failed:,} failed, {job.chunks_written:,} "
             f"chunk{'' if job.chunks_written == 1 else 's'} written"
             + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     if job.removed_keys_total:  # a removal (`facet delete C --document KEY`): what it removed
-        text = (f"Removal job {job.id} from <b>{esc(job.collection)}</b> "
-                f"<b>{esc(job.state)}</b>: {job.docs_deleted:,} of "
+        text = (f"Removal job {job.id} from <b>{esc(job.collection)}</b>: "
+                f"{state}, {job.docs_deleted:,} of "
                 f"{plural(job.removed_keys_total, 'document', grouped=True)} removed"
                 + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     said = job_message(job) if message is None else message
-    note = (f'<div class="facet-note facet-job-message">{name_html(said)}</div>' if said
+    # A queued or running job's message is its progress ("encoding chunk 0/194 of this batch"):
+    # plain, not in the warning box of a failed or stopped job's message.
+    style = "facet-note" if finished else "facet-info"
+    note = (f'<div class="{style} facet-job-message">{name_html(said)}</div>' if said
             else "")
     # A screen reader's progress bar: its value unknown (no total yet) while the job runs.
     known = total or finished
@@ -589,6 +618,11 @@ def points_cell(c: CollectionInfo) -> int | str:
         return c.points
     if c.open_in:
         return f"? (open in {c.open_in}; counted there)"
+    if not c.store_missing and not c.chunks:
+        # Nothing written yet (its first job queued, or cancelled before it ran): the store
+        # collection is made by the first job that runs. It read "missing", where the CLI says
+        # "? points" / "no points yet".
+        return "none yet"
     return "missing"
 
 
@@ -646,6 +680,9 @@ def deleted_text(c: CollectionInfo, stray: bool) -> str:
 
 JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunks", "embedder",
                "started", "message"]
+# Widths for the jobs table (``gr.Dataframe(column_widths=...)``): left to the content, the long
+# messages squeezed the other columns until their headers broke mid-word ("jo|b", "fa|il|ed").
+JOB_COLUMN_WIDTHS = ["56px", "12%", "96px", "72px", "72px", "64px", "80px", "10%", "14%", "30%"]
 
 
 def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None) -> list[list[Any]]:
@@ -655,6 +692,7 @@ def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None)
     that never ran says so under "started" ("queued T, never started"), not its queue time."""
     messages = messages or {}
     # A message quotes file names and keys: their ESC, newline and bidi controls escaped.
+    # Counts stay numbers, as in the Collections table (a column of "1,535" strings sorts as text).
     return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
              j.chunks_written, printable(j.embedder), j.started_at or j.when(),
              printable(messages.get(j.id, job_message(j)))]

@@ -273,7 +273,7 @@ def test_a_new_collection_name_stays_as_typed(page, ui_server, tmp_path) -> None
     wait_for_uploads(page, "#index-files", ["harbour"])
     page.click("#index-upload-button")
     page.locator('#index-status [data-state="completed"]').wait_for()
-    assert "into demo completed" in page.inner_text("#index-status")
+    assert "into demo: completed" in page.inner_text("#index-status")
     facet = ui_server.facet
     assert facet.collection("demo").documents == 1
     assert facet.collection(COLLECTION).documents == SAMPLE_SIZE + 2  # untouched

@@ -475,7 +475,7 @@ def test_a_stopped_job_says_what_happened_and_what_to_do_on_the_page() -> None:
         [7, "notes", "interrupted", 40, 40, 0, 40, "minilm", "2026-11-28T10:00:00", said]]
     assert render.JOB_COLUMNS[-1] == "message"
     bar = render.job_html(stopped, 100, message=said, notices=["Not kept: scan.txt"])
-    assert "Job 7 into <b>notes</b> <b>interrupted</b>" in bar and "press Resume" in bar
+    assert "Job 7 into <b>notes</b>: <b>interrupted</b>" in bar and "press Resume" in bar
     assert "facet index" not in bar and "Not kept: scan.txt" in bar
 
 

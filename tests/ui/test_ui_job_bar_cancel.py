@@ -1,0 +1,187 @@
+"""What a browser session found on the Index and Collections tabs: after "Cancel job" the bar
+still read "Job 2 into big running ... encoding chunk 64/194 of this batch" for 13 s with the
+Cancel button shown; the collection's name and the state were bold together ("big running");
+a running job's progress sat in the yellow box of a failure; the jobs table wrote "1535"
+beside the bar's "2,488 chunks"; a collection whose only job was cancelled before it ran read
+"missing" points."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from app.services.collections import CollectionInfo, JobInfo
+from ui import render
+
+gr = pytest.importorskip("gradio")
+
+
+def _job(state: str = "running", **fields: Any) -> JobInfo:
+    job = JobInfo(id=2, collection="big", source="/docs", embedder="minilm", state=state,  # type: ignore[arg-type]
+                  docs_seen=1535, docs_indexed=1200, docs_skipped=0, docs_failed=3,
+                  docs_deleted=0, chunks_written=4375, timings={}, started_at="2026-12-01T10:00:00",
+                  finished_at=None, resumed_from=None,
+                  message="encoding chunk 64/194 of this batch", errors=[])
+    return replace(job, **fields)
+
+
+class _Jobs:
+    """A facade stand-in holding one running job, which a cancel marks as asked to stop."""
+
+    def __init__(self) -> None:
+        self.current = _job()
+
+    def job(self, job_id: int, errors: int = 100) -> JobInfo:
+        return self.current
+
+    def jobs(self, *args: Any, **kwargs: Any) -> list[JobInfo]:
+        return [self.current]
+
+    def cancel_job(self, job_id: int) -> None:
+        self.current = replace(self.current, cancel_requested=True)
+
+
+def test_a_running_job_asked_to_stop_says_cancelling_and_its_cancel_button_goes(tmp_path) -> None:
+    from app.settings import FacetSettings
+    from ui.handlers import UiHandlers
+
+    jobs = _Jobs()
+    handlers = UiHandlers(lambda: jobs, FacetSettings(data_dir=tmp_path), tmp_path)  # type: ignore[arg-type]
+    assert handlers.cancel_button(2).visible is True
+    html, _errors, timer, button = handlers.cancel_job(2, 3000)
+    assert "<b>cancelling</b> (it stops after this batch; what it indexed is kept)" in html, html
+    assert "<b>running</b>" not in html
+    assert 'data-state="running"' in html and timer.active  # still polled until it ends
+    assert button.visible is False  # not pressed again as if the first press had failed
+    assert handlers.cancel_button(2).visible is False
+    # Once it has ended, its own state again.
+    ended = render.job_html(replace(jobs.current, state="cancelled"), 3000)
+    assert "<b>cancelled</b>" in ended and "cancelling" not in ended
+
+
+def test_the_bar_keeps_the_state_apart_from_the_name_and_progress_out_of_the_warning_box() -> None:
+    bar = render.job_html(_job(), 3000)
+    assert "<b>big</b> <b>running</b>" not in bar, bar
+    assert "Job 2 into <b>big</b>: <b>running</b>, 1,535/3,000 documents seen" in bar, bar
+    assert ('<div class="facet-info facet-job-message">encoding chunk 64/194 of this batch</div>'
+            in bar), bar
+    assert "facet-note" not in bar
+    failed = render.job_html(_job("failed", message="ModelError: no such model"), 3000)
+    assert '<div class="facet-note facet-job-message">ModelError: no such model</div>' in failed
+    removal = render.job_html(_job("completed", removed_keys_total=1000, docs_deleted=1000), 0)
+    assert "Removal job 2 from <b>big</b>: <b>completed</b>, 1,000 of 1,000 documents" in removal
+
+
+def test_the_jobs_table_has_column_widths_so_its_headers_do_not_break(tmp_path) -> None:
+    """Left to the content, long messages squeezed the other columns until their headers broke
+    mid-word ("jo|b", "fa|il|ed"); its counts stay numbers (they sort as numbers)."""
+    from app.settings import FacetSettings
+    from ui.app import build_ui
+
+    [row] = render.job_rows([_job("completed", message="")])
+    cells = dict(zip(render.JOB_COLUMNS, row, strict=True))
+    assert (cells["seen"], cells["chunks"]) == (1535, 4375)
+    assert len(render.JOB_COLUMN_WIDTHS) == len(render.JOB_COLUMNS)
+    demo = build_ui(lambda: None, FacetSettings(data_dir=tmp_path))  # type: ignore[arg-type, return-value]
+    by_id = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    assert by_id["jobs-table"].column_widths == render.JOB_COLUMN_WIDTHS
+
+
+def _collection(**fields: Any) -> CollectionInfo:
+    info = CollectionInfo(name="new", backend="edge", embedders={"minilm": 384}, chunk_size=200,
+                          chunk_overlap=32, documents=0, documents_indexed=0, documents_failed=0,
+                          chunks=0, points=None, created_at="2026-12-01 10:00:00")
+    return replace(info, **fields)
+
+
+def test_a_collection_with_nothing_written_yet_reads_none_yet_not_missing() -> None:
+    """Its first job cancelled while queued: the store collection was never made (the CLI says
+    "? points"); "missing" stays for a store that lacks a collection with chunks."""
+    points = render.COLLECTION_COLUMNS.index("points")
+    [never, lost] = render.collection_rows([_collection(),
+                                            _collection(chunks=7, documents=3, store_missing=True)])
+    assert never[points] == "none yet"
+    assert lost[points] == "missing"
+
+
+def test_the_unreadable_query_notice_names_the_pages_own_mode(monkeypatch, tmp_path) -> None:
+    from app.services.search import SearchResponse
+    from app.settings import FacetSettings
+    from ui import handlers as module
+
+    monkeypatch.setattr(module, "unread_count", lambda model, texts: 1)
+    facet = SimpleNamespace(embedder_cache=SimpleNamespace(peek=lambda name: object()))
+    handlers = module.UiHandlers(lambda: facet, FacetSettings(data_dir=tmp_path), tmp_path)  # type: ignore[arg-type]
+    response = SearchResponse("\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35", None, "c", "minilm", None,
+                              [], {})
+    [notice] = handlers._unread_notice(response, "minilm")
+    assert "word mode" not in notice
+    assert "or set the mode to lexical (the words alone)" in notice, notice
+
+
+def test_search_results_take_a_searchs_default_number_unless_the_box_is_set(minilm,
+                                                                            tmp_path) -> None:
+    """The box emptied, a search takes SEARCH_RESULTS_CLUSTERED results, as the CLI and API do;
+    a number, that many; and the summary names the search and how many results it took."""
+    from app.services.clustering import SEARCH_RESULTS_CLUSTERED
+    from tests.ui.test_ui_api import _own_facet
+
+    facet, handlers = _own_facet(minilm, tmp_path)
+    asked: list[int] = []
+    real = facet.cluster
+
+    def cluster(request: Any, **kwargs: Any) -> Any:
+        asked.append(request.search.top_k)
+        return real(request, **kwargs)
+
+    facet.cluster = cluster  # type: ignore[method-assign]
+    try:
+        source = tmp_path / "rows.jsonl"
+        source.write_text("".join(f'{{"id": "r{i}", "text": "my card {i} was declined"}}\n'
+                                  for i in range(9)))
+        facet.index(source, "cards")
+
+        def run(limit: float | None) -> str:
+            summary, *_ = handlers.cluster("search results", "cards", "", limit, "card declined",
+                                           "Find the customer's problem", "", None, None,
+                                           "What does the customer want?", 2, "minilm",
+                                           "keywords (no explainer)",
+                                           progress=lambda *a, **k: None)
+            return str(summary)
+
+        summary = run(None)
+        assert asked == [SEARCH_RESULTS_CLUSTERED], asked
+        assert ("texts: all 9 results (of the top 100 asked for) of the search "
+                '\u201c<span dir="auto">card declined</span>\u201d under '
+                '\u201c<span dir="auto">Find the customer&#x27;s problem</span>\u201d in '
+                "<b>cards</b> (a search&#x27;s default") in summary, summary
+        run(500)
+        run(5)
+        run(0)
+        assert asked == [SEARCH_RESULTS_CLUSTERED, 500, 5, 1000], asked
+        assert "the top 5 results of the search" in run(5)
+    finally:
+        facet.close()
+
+
+def test_choosing_search_results_sets_the_box_to_a_searchs_default(tmp_path) -> None:
+    """The box starts at a collection's 500; it stayed there for a search, whose results then
+    took 500 (the whole of a 308-message collection, whatever the query)."""
+    from app.services.clustering import SEARCH_RESULTS_CLUSTERED
+    from app.settings import FacetSettings
+    from ui.app import build_ui
+    from ui.handlers import CLUSTER_LIMIT_DEFAULT, SOURCE_COLLECTION, SOURCE_SEARCH
+
+    demo = build_ui(lambda: None, FacetSettings(data_dir=tmp_path))  # type: ignore[arg-type, return-value]
+    by_id = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    assert by_id["cluster-limit"].value == CLUSTER_LIMIT_DEFAULT
+    limit_id, source_id = by_id["cluster-limit"]._id, by_id["cluster-source"]._id
+    [change] = [f for f in demo.fns.values()
+                if [b._id for b in f.inputs] == [source_id]
+                and limit_id in [b._id for b in f.outputs]]
+    at = [b._id for b in change.outputs].index(limit_id)
+    assert change.fn(SOURCE_SEARCH)[at]["value"] == SEARCH_RESULTS_CLUSTERED
+    assert change.fn(SOURCE_COLLECTION)[at]["value"] == CLUSTER_LIMIT_DEFAULT
