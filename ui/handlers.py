@@ -916,7 +916,8 @@ class UiHandlers:
         try:
             source = Path(job.source)
             if source != self.facet.upload_folder(job.collection).resolve():
-                source = inputs.resolve_under_roots(job.source, self.settings.ui_allowed_roots)
+                source = inputs.resolve_under_roots(job.source, self.settings.ui_allowed_roots,
+                                                    exclude=[self.settings.data_dir])
             spec = self.facet.collection(job.collection).sources.get(job.embedder, job.embedder)
         except FacetError:
             return None, None
@@ -929,11 +930,12 @@ class UiHandlers:
         return source, spec
 
     def _stopped_jobs(self, jobs: Sequence[JobInfo]) -> dict[int, Stopped]:
-        """The stopped (``interrupted``) jobs among ``jobs`` (newest first), newest first. One
-        that a later job of the same folder and embedder went on with is not offered again."""
+        """The stopped jobs among ``jobs`` (newest first: ``interrupted`` by a restart, or
+        ``cancelled``), newest first. One that a later job of the same folder and embedder went
+        on with is not offered again."""
         found: dict[int, Stopped] = {}
         for i, job in enumerate(jobs):
-            if job.state != "interrupted":
+            if job.state not in render.STOPPED_STATES:
                 continue
             later = next((j for j in jobs[:i] if j.state != "failed" and
                           (j.collection, j.source, j.embedder) ==
@@ -953,7 +955,7 @@ class UiHandlers:
 
     def _job_message(self, job: JobInfo) -> str | None:
         """A stopped job's message in the page's words (None: the job's own is right)."""
-        if job.state != "interrupted":
+        if job.state not in render.STOPPED_STATES:
             return None
         jobs = self.facet.jobs(job.collection, limit=20)
         if job.id not in {j.id for j in jobs}:
@@ -1019,7 +1021,7 @@ class UiHandlers:
             raise InvalidRequestError("Pick the stopped job to resume first (the Index tab lists "
                                       "them when there are any).") from None
         job = self.facet.job(wanted)
-        if job.state != "interrupted":
+        if job.state not in render.STOPPED_STATES:
             raise InvalidRequestError(f"Job {job.id} is {job.state}, not stopped: there is nothing "
                                       "to resume.")
         jobs = self.facet.jobs(job.collection, limit=100)

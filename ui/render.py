@@ -449,17 +449,26 @@ def write_cluster_csv(response: ClusterResponse, folder: Path,
 # ------------------------------------------------------------ jobs, catalog
 
 
+# The states of a job that stopped before it finished, which the page can go on with (Resume):
+# a server restart's ``interrupted``, and a ``cancelled`` one (its message said "index the same
+# source again to resume", which the page of an upload job could not do: its box was empty and
+# "Index the uploads" asked for files).
+STOPPED_STATES = ("interrupted", "cancelled")
+
+
 def job_message(job: JobInfo, hint: str | None = None) -> str:
-    """The job's message in the page's words. A stopped (``interrupted``) job's message ends
-    with the command line that resumes it (`facet index ... --collection ...`), which a person
-    on the page cannot run: that part is left out and ``hint`` (what to do on the page) takes
-    its place, unless another job has taken the work up already ("resumed by job 9")."""
+    """The job's message in the page's words. A stopped (``STOPPED_STATES``) job's message ends
+    with the command line that resumes it (`facet index ... --collection ...`) or "index the same
+    source again", which a person on the page cannot do: that part is left out and ``hint``
+    (what to do on the page) takes its place, unless another job has taken the work up already
+    ("resumed by job 9")."""
     message = job.message or ""
-    if job.state != "interrupted":
+    if job.state not in STOPPED_STATES:
         return message
     # The core's messages put what happened first and the hint after "; " (it keeps only the
     # first part itself once a job resumes another).
-    kept = [part for part in message.split("; ") if "`" not in part]
+    kept = [part for part in message.split("; ")
+            if "`" not in part and not part.startswith("index the same source again")]
     text = "; ".join(kept) or "stopped before it finished"
     if hint and "resumed by job" not in text:
         text += f"; {hint}"

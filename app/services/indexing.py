@@ -1615,7 +1615,7 @@ class IndexService:
                     why = (self.ctx.stop_reason if stopping else
                            "SIGTERM" if isinstance(e, Terminated) else
                            "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "exit")
-                    job.message = (f"stopped ({why}) with {indexed} documents "
+                    job.message = (f"stopped ({why}) with {plural(indexed, 'document')} "
                                    f"indexed; run `{resume}` (or submit the job) again to "
                                    "resume: what was indexed is kept")
                 else:

@@ -526,7 +526,7 @@ def test_a_job_stopped_by_a_restart_is_shown_and_resumed_from_the_page(minilm, t
         _, jobs = handlers.collections()
         row = next(r for r in jobs if r[0] == stopped.job_id)
         assert row[2] == "interrupted"
-        assert row[-1].startswith("stopped (the server stopping) with 1 documents indexed; to go "
+        assert row[-1].startswith("stopped (the server stopping) with 1 document indexed; to go "
                                   "on, pick it as the stopped job on the Index tab and press Resume")
         assert "facet index" not in row[-1] and "--collection" not in row[-1]
         # The Index tab, loaded: the stopped job's bar, and the row to resume it.

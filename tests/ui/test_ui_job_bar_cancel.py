@@ -185,3 +185,38 @@ def test_choosing_search_results_sets_the_box_to_a_searchs_default(tmp_path) -> 
     at = [b._id for b in change.outputs].index(limit_id)
     assert change.fn(SOURCE_SEARCH)[at]["value"] == SEARCH_RESULTS_CLUSTERED
     assert change.fn(SOURCE_COLLECTION)[at]["value"] == CLUSTER_LIMIT_DEFAULT
+
+
+def test_a_cancelled_upload_job_is_offered_to_resume_on_the_page(minilm, tmp_path) -> None:
+    """A cancelled job's bar said "index the same source again to resume", which the page of an
+    upload job could not do (its upload box emptied, "Index the uploads" asked for files, and
+    Resume offered only jobs a restart stopped): it is offered to Resume, in the page's words."""
+    from app.services.indexing import IndexOptions
+    from tests.ui.test_ui_api import _finished, _own_facet
+
+    facet, handlers = _own_facet(minilm, tmp_path)
+    try:
+        folder = facet.upload_folder("notes")
+        folder.mkdir(parents=True)
+        for i in range(4):
+            (folder / f"n{i}.txt").write_text(f"Note {i}: the lighthouse keeper's log for day {i}.")
+        asked: list[int] = []
+
+        def cancel_once(_progress: object) -> None:
+            if not asked:
+                asked.append(facet.cancel_job(facet.jobs("notes")[0].id).id)
+
+        cancelled = facet.index(folder, "notes", IndexOptions(batch_chunks=1), progress=cancel_once)
+        assert cancelled.state == "cancelled" and 1 <= cancelled.docs_indexed < 4
+        _, jobs = handlers.collections()
+        said = next(r for r in jobs if r[0] == cancelled.job_id)[-1]
+        assert "index the same source again" not in said and "press Resume" in said, said
+        row, picker = handlers.stopped_jobs()
+        assert row["visible"] and picker["value"] == cancelled.job_id
+        resumed_id, *_ = handlers.resume_index(cancelled.job_id)
+        resumed = _finished(facet, resumed_id)
+        assert (resumed.state, resumed.docs_skipped) == ("completed", cancelled.docs_indexed)
+        assert facet.collection("notes").documents_indexed == 4
+        assert not handlers.stopped_jobs()[0]["visible"]
+    finally:
+        facet.close()

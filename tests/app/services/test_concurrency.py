@@ -25,6 +25,7 @@ from app.services.collections import CollectionService
 from app.services.indexing import IndexOptions, IndexService
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
+from app.text import plural
 from indexer import metadata as md
 
 from .conftest import locked_by_another_process, write_corpus
@@ -208,7 +209,7 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
         assert job.state == "interrupted", job
         assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or ""), err.decode()[-3000:]
         # The count it gives is what was kept (not the batch that was rolled back).
-        assert f"with {job.docs_indexed} documents indexed;" in (job.message or ""), job
+        assert f"with {plural(job.docs_indexed, 'document')} indexed;" in (job.message or ""), job
         # ...and the terminal said so too (it was only in `facet jobs`).
         assert f"job {job.id} interrupted: stopped (Ctrl-C) with" in err.decode(), err.decode()[-2000:]
         assert writer.returncode == 130
@@ -218,7 +219,7 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
         # again to resume" after the run that resumed it had finished).
         again = facet.index(str(tmp_path / "src"), "stop")
         assert facet.job(again.job_id).resumed_from == job.id
-        assert facet.job(job.id).message == (f"stopped (Ctrl-C) with {job.docs_indexed} documents "
+        assert facet.job(job.id).message == (f"stopped (Ctrl-C) with {plural(job.docs_indexed, 'document')} "
                                              f"indexed; resumed by job {again.job_id}")
 
 
@@ -240,7 +241,7 @@ def test_sigterm_stops_an_index_like_ctrl_c(tmp_path) -> None:
     with Facet(FacetSettings(data_dir=data)) as facet:
         job = facet.jobs("term")[0]
         assert job.state == "interrupted", job
-        assert job.message == (f"stopped (SIGTERM) with {job.docs_indexed} documents indexed; run "
+        assert job.message == (f"stopped (SIGTERM) with {plural(job.docs_indexed, 'document')} indexed; run "
                                f"`facet index {tmp_path / 'src'} --collection term --embedder "
                                "minilm` (or submit the job) again to resume: what was indexed is "
                                "kept"), job

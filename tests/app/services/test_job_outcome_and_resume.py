@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from app.services.collections import CollectionService
 from app.services.indexing import IndexOptions, IndexService
+from app.text import plural
 from indexer import metadata as md
 from tests.app.services.conftest import write_corpus
 
@@ -73,7 +74,7 @@ def test_the_job_after_a_server_stop_resumes_the_interrupted_job_past_its_failed
     assert (again.docs_skipped, again.docs_indexed) == (kept, 12 - kept)
     assert catalog.job(again.job_id).resumed_from == running.job_id
     assert catalog.job(running.job_id).message == (
-        f"stopped (the server stopping) with {kept} documents indexed; resumed by job {again.job_id}"
+        f"stopped (the server stopping) with {plural(kept, 'document')} indexed; resumed by job {again.job_id}"
     )
     # Resumed once: a later run of the source resumes nothing.
     later = IndexService(ctx).index(src, "c")
