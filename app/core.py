@@ -75,6 +75,7 @@ from app.services.search import (
     check_spec,
     check_str,
     plain_number,
+    reads_instruction,
 )
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_text_encodable, check_texts
@@ -218,6 +219,10 @@ class Embeddings:
             stripped, or the default an embedder that always reads one renders in its place.
         vectors: float32 ``(n, dim)``, L2-normalised.
         tokens: tokens the embedder read (texts cut at its ``max_length``), prompts excluded.
+        instruction_read: whether the embedder read the instruction: None without one, False
+            for an embedder registered as reading none (its vectors are the same under any),
+            as a search's ``instruction_read`` says; ``note`` then says so.
+        note: what the vectors cannot show (the instruction not read), else None.
     """
 
     embedder: str
@@ -226,6 +231,19 @@ class Embeddings:
     instruction: str | None
     vectors: np.ndarray
     tokens: int
+    instruction_read: bool | None = None
+    note: str | None = None
+
+
+def _embeddings(model: Embedder, spec: str, role: Role, instruction: str | None,
+                vectors: np.ndarray, tokens: int) -> Embeddings:
+    """``Embeddings`` of ``model`` (loaded from ``spec``), saying whether it read ``instruction``
+    (search's ``instruction_read`` and note: an embedder registered as reading none)."""
+    rendered = _rendered(model, instruction)
+    read = None if not (instruction or "").strip() else reads_instruction(spec)
+    note = None if read is not False else (f"the instruction was not read: {spec} reads no "
+                                           "instruction (its vectors are the same under any)")
+    return Embeddings(model.name, int(model.dim), role.value, rendered, vectors, tokens, read, note)
 
 
 def _rendered(model: Embedder, instruction: str | None) -> str | None:
@@ -580,8 +598,7 @@ class Facet:
         name = embedder or self.settings.default_embedder
         model = self.embedder_cache.get(name)
         vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
-        return Embeddings(model.name, int(model.dim), role_.value, _rendered(model, instruction), vectors,
-                          self.count_tokens(model, texts))
+        return _embeddings(model, name, role_, instruction, vectors, self.count_tokens(model, texts))
 
     async def aembed(self, texts: Sequence[str], *, embedder: str | None = None,
                      role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
@@ -608,7 +625,7 @@ class Facet:
             # Counting is a tokenizer pass: cheap for a few texts, a thread's work for many.
             tokens = (self.count_tokens(model, texts) if len(texts) <= 64 else
                       await asyncio.to_thread(self.count_tokens, model, texts))
-        return Embeddings(model.name, int(model.dim), role_.value, _rendered(model, instruction), vectors, tokens)
+        return _embeddings(model, name, role_, instruction, vectors, tokens)
 
     @staticmethod
     def count_tokens(model: Embedder, texts: Sequence[str]) -> int:

@@ -73,18 +73,31 @@ class UnavailableError(FacetError):
     """A part the request needs is not installed or not running (an optional extra, a worker)."""
 
 
+class ModelError(FacetError):
+    """An embedder failed on its own, not for the request's input: a plugin's ``EmbedderError``
+    other than ``InvalidInputError`` (its backend crashed), or a plugin that breaks the
+    contract (``embedders.registry.PluginError``). The server's fault (HTTP 500, code
+    ``model_error``), its message shown: it was a 400 blaming the request."""
+
+
 def as_domain_error(error: Exception) -> FacetError | None:
     """The domain error for an error of the lower packages, or None if it is not one of theirs.
 
-    ``embedders`` errors: unknown name -> ``UnknownModelError``, bad input -> ``InvalidRequestError``,
-    unreadable checkpoint -> ``DataError``; ``indexer`` errors: missing collection ->
-    ``NotFoundError``, a collection another process has open -> ``ConflictError``, a store
-    server out of reach -> ``UnavailableError``, a collection whose store files cannot be read
-    (damaged) -> ``DataError``, other store refusals -> ``InvalidRequestError``;
-    SQLite's "database is locked" after its busy timeout, PostgreSQL's lock timeout ->
-    ``BusyError``.
+    ``embedders`` errors: unknown name -> ``UnknownModelError``, bad input
+    (``InvalidInputError``) -> ``InvalidRequestError``, unreadable checkpoint -> ``DataError``,
+    any other (an embedder's own failure, a plugin breaking the contract) -> ``ModelError``;
+    ``indexer`` errors: missing collection -> ``NotFoundError``, a collection another process
+    has open -> ``ConflictError``, a store server out of reach -> ``UnavailableError``, a
+    collection whose store files cannot be read (damaged) -> ``DataError``, other store
+    refusals -> ``InvalidRequestError``; SQLite's "database is locked" after its busy timeout,
+    PostgreSQL's lock timeout -> ``BusyError``.
     """
-    from embedders.errors import CheckpointError, EmbedderError, UnknownEmbedderError
+    from embedders.errors import (
+        CheckpointError,
+        EmbedderError,
+        InvalidInputError,
+        UnknownEmbedderError,
+    )
     from indexer.errors import (
         CollectionNotFoundError,
         IndexerError,
@@ -100,8 +113,10 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return UnknownModelError(str(error))
     if isinstance(error, CheckpointError):
         return DataError(str(error))
-    if isinstance(error, EmbedderError):
+    if isinstance(error, InvalidInputError):
         return InvalidRequestError(str(error))
+    if isinstance(error, EmbedderError):
+        return ModelError(str(error))
     if isinstance(error, CollectionNotFoundError | SourceNotFoundError):
         return NotFoundError(str(error))
     if isinstance(error, StoreBusyError):

@@ -34,6 +34,7 @@ from app.errors import (
     DataError,
     FacetError,
     InvalidRequestError,
+    ModelError,
     NotFoundError,
     TooLargeError,
     UnavailableError,
@@ -72,6 +73,7 @@ _TITLES: list[tuple[type[FacetError], str]] = [
     (ConflictError, "Conflict"),
     (BusyError, "Server busy"),
     (UnavailableError, "Not available"),
+    (ModelError, "Embedder failed"),
     (FacetError, "Error"),
 ]
 

@@ -38,6 +38,7 @@ from app.errors import (
     DataError,
     FacetError,
     InvalidRequestError,
+    ModelError,
     NotFoundError,
     TooLargeError,
     UnavailableError,
@@ -64,6 +65,7 @@ STATUS: list[tuple[type[FacetError], int, str, str | None]] = [
     (ConflictError, 409, "conflict_error", None),
     (BusyError, 429, "rate_limit_error", "busy"),
     (UnavailableError, 503, "server_error", "unavailable"),
+    (ModelError, 500, "server_error", "model_error"),
     (FacetError, 500, "server_error", None),
 ]
 
@@ -101,7 +103,8 @@ MEANING: dict[int, str] = {
     422: "unreadable data: a source or checkpoint that cannot be read (code unreadable_data)",
     429: "busy: the encoder's queue is full (FACET_MAX_PENDING_TEXTS); retry after Retry-After "
          "seconds (code busy)",
-    500: "server-side failure (a database out of reach...); the server log has the details",
+    500: "server-side failure (a database out of reach, an embedder that failed on its own: "
+         "code model_error...); the server log has the details",
     503: "unavailable: a part the request needs is not installed or not running (a worker, the "
          "broker, the store server; code unavailable)",
 }

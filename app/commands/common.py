@@ -27,6 +27,7 @@ from app.errors import (
     DataError,
     FacetError,
     InvalidRequestError,
+    ModelError,
     NotFoundError,
     UnavailableError,
     UnknownModelError,
@@ -51,6 +52,7 @@ EXIT_CODES: list[tuple[type[FacetError], int]] = [
     (ConflictError, 5),
     (BusyError, 6),
     (UnavailableError, 7),
+    (ModelError, 1),  # an embedder's own failure: not the command line's (2)
     (FacetError, 1),
 ]
 

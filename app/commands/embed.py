@@ -61,5 +61,8 @@ def register(cli: typer.Typer) -> None:
             "dim": result.dim,
             "role": result.role,
             "instruction": result.instruction,  # what was used: a blank one is none
+            # False (with a note) where the embedder reads none: search's `instruction_read`.
+            "instruction_read": result.instruction_read,
+            **({"note": result.note} if result.note else {}),
             "vectors": [[round(float(x), 6) for x in row] for row in result.vectors],
         }, indent=None))

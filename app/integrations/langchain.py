@@ -78,6 +78,7 @@ from app.errors import (
     DataError,
     FacetError,
     InvalidRequestError,
+    ModelError,
     NotFoundError,
     TooLargeError,
     UnavailableError,
@@ -510,7 +511,7 @@ _HTTP_ERRORS: dict[tuple[int, str | None], type[FacetError]] = {
     (404, "model_not_found"): UnknownModelError, (413, None): TooLargeError,
     (400, None): InvalidRequestError, (401, None): InvalidRequestError,
     (404, None): NotFoundError, (422, None): DataError, (409, None): ConflictError,
-    (429, None): BusyError, (503, None): UnavailableError,
+    (429, None): BusyError, (503, None): UnavailableError, (500, "model_error"): ModelError,
 }
 
 

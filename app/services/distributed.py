@@ -55,7 +55,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.encoding import CUT_MARK, cut_counted, cut_message, unread_counted, unread_documents, unread_message
-from app.errors import FacetError, NotFoundError
+from app.errors import FacetError, NotFoundError, UnknownModelError
 from app.services import leases
 from app.services.context import ServiceContext
 from app.services.indexing import (
@@ -75,6 +75,7 @@ from app.services.indexing import (
     storable,
     summed_moved_message,
 )
+from app.services.search import PLUGIN_LOADS_WHERE_REGISTERED
 from app.text import plural
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
@@ -84,6 +85,25 @@ from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
 logger = logging.getLogger(__name__)
 
 TERMINAL_JOB_STATES = ("completed", "failed", "interrupted", "cancelled")
+
+
+def load_here(ctx: ServiceContext, spec: str, worker: str) -> Any:
+    """``ctx.embedders.get(spec)`` in a worker; a name this worker does not know (a plugin's,
+    registered where the job was submitted but not here) is refused saying so, as a search's
+    refusal says it (``SearchService._missing_embedder_hints``): the job failed with a bare
+    "unknown embedder", as if the client had misspelt it.
+
+    Raises:
+        UnknownModelError: ``spec`` is no embedder here, with that hint after a name.
+    """
+    try:
+        return ctx.embedders.get(spec)
+    except UnknownModelError as e:
+        if "/" in spec or "\\" in spec:  # a checkpoint directory's path: its message says
+            raise
+        raise UnknownModelError(
+            f"{e} (on worker {worker}: {PLUGIN_LOADS_WHERE_REGISTERED}; start the worker with "
+            "the plugins the server has)", param=e.param) from e
 
 
 class JobGone(FacetError):
@@ -362,7 +382,7 @@ class ChunkedIndexService:
     def _plan_held(self, prepared: PreparedJob, chunk_docs: int | None) -> list[int]:
         chunk_docs = chunk_docs or self.settings.worker_chunk_docs
         try:
-            embedder = self.ctx.embedders.get(prepared.embedder)
+            embedder = load_here(self.ctx, prepared.embedder, self.worker)
         except Exception as e:
             if not is_transient(e):
                 # A model this worker cannot load (a checkpoint removed or unreadable since the
@@ -651,7 +671,7 @@ class ChunkedIndexService:
         # The job names the vector; the collection records what loads its embedder (a checkpoint's
         # path, options), which the vector's name alone would not.
         spec = next((e.spec for e in coll.embedders if e.name == job.embedder), job.embedder)
-        embedder = self.ctx.embedders.get(spec)
+        embedder = load_here(self.ctx, spec, self.worker)
         # Each chunk may run on another worker, with its own copy of the checkpoint: a copy that
         # differs from the one the collection was indexed with fails this chunk, writing nothing.
         check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),

@@ -889,6 +889,10 @@ def _collection_lock(name: str) -> threading.Lock:
         return _COLLECTION_LOCKS.setdefault(name, threading.Lock())
 
 
+class _Refused(Exception):
+    """The embedder refused a text of a streamed document's chunk batch (its message)."""
+
+
 @dataclass
 class _Item:
     doc: ParsedDocument
@@ -3256,7 +3260,10 @@ class IndexService:
                 copied_all = False
                 embedder = loaded(embedder)  # (a donor the store lost points of: encoded)
                 texts = [c.text for c in batch]
-                vectors = self._encode_chunks(texts, spec, told)
+                try:
+                    vectors = self._encode_chunks(texts, spec, told)
+                except InvalidRequestError as e:  # the embedder refused some text of it
+                    raise _Refused(str(e)) from e
                 self._count_unread(report, embedder, texts, [doc.key] * len(texts))
                 self._count_cut(report, embedder, texts, spec)
                 companions = self._companion_vectors(coll, embedder, texts, job, report, told)
@@ -3287,17 +3294,28 @@ class IndexService:
                 progress(min(0.99, batch[-1].end / max(1, doc.size)))
 
         t0 = time.perf_counter()
-        for chunk in (donor_chunks(donor) if donor is not None else
-                      stream_chunks(doc.pieces(), tokenize, chunking)):
-            batch.append(chunk)
-            if len(batch) >= batch_limit:
-                job.parse_s += time.perf_counter() - t0
+        try:
+            for chunk in (donor_chunks(donor) if donor is not None else
+                          stream_chunks(doc.pieces(), tokenize, chunking)):
+                batch.append(chunk)
+                if len(batch) >= batch_limit:
+                    job.parse_s += time.perf_counter() - t0
+                    write(batch)
+                    batch = []
+                    t0 = time.perf_counter()
+            job.parse_s += time.perf_counter() - t0
+            if batch:
                 write(batch)
-                batch = []
-                t0 = time.perf_counter()
-        job.parse_s += time.perf_counter() - t0
-        if batch:
-            write(batch)
+        except _Refused as e:
+            # A failed document, as ``_process_batch``'s refused ones: one indexed before keeps
+            # that version where nothing of the new one was written yet.
+            if before == "indexed" and not rows:
+                row.status = before
+            self._record_error(session, coll, job, report,
+                               DocumentError(doc.key, doc.source, f"{doc.key}: {e}"), row)
+            self._sync_counters(job, report)
+            session.commit()
+            return
         t0 = time.perf_counter()
         new_ids = {c.point_id for c in rows}
         stale = [i for i in old_ids if i not in new_ids]
@@ -3440,8 +3458,16 @@ class IndexService:
         t0 = time.perf_counter()
         # Through the encoder (bulk): in a server the model thread serves waiting searches
         # between this batch's pieces.
-        vectors = (self._encode_chunks(texts, spec, encoding)
-                   if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
+        try:
+            vectors = (self._encode_chunks(texts, spec, encoding)
+                       if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
+        except InvalidRequestError as e:
+            # The embedder refused some text of the batch (a plugin's InvalidInputError): each
+            # document is encoded alone, those it refuses recorded as failed documents with its
+            # message, the rest written (it failed the whole job, no document counted).
+            items, vectors = self._encode_apart(session, coll, job, report, items,
+                                                previous_status, spec, e)
+            texts = [c.text for it in items if it.reused is None for c in it.chunks]
         self._count_unread(report, embedder, texts,
                            [it.doc.key for it in items if it.reused is None for _c in it.chunks])
         self._count_cut(report, embedder, texts, spec)
@@ -3727,6 +3753,38 @@ class IndexService:
         report.unread_chunks += len(rows)
         for i in rows:
             report.unread_documents.setdefault(keys[i])
+
+    def _encode_apart(self, session: Session, coll: md.Collection, job: Any,
+                      report: IndexReport, items: list[_Item], previous_status: dict[str, str],
+                      spec: str, refusal: InvalidRequestError) -> tuple[list[_Item], np.ndarray]:
+        """After the embedder refused a batch's texts (``refusal``): each document's chunks
+        encoded alone; each document it refuses is recorded as failed (``_record_error``: one
+        indexed before keeps that version) and left out. Returns the items kept and their
+        vectors, in order. Where it refuses none alone, ``refusal`` is raised again."""
+        kept: list[_Item] = []
+        parts: list[np.ndarray] = []
+        refused = 0
+        for it in items:
+            if it.reused is None and it.chunks:
+                try:
+                    parts.append(self._encode_chunks([c.text for c in it.chunks], spec, None))
+                except InvalidRequestError as e:
+                    refused += 1
+                    assert it.row is not None
+                    before = previous_status.get(it.doc.key)
+                    if before is not None and before != "new":
+                        it.row.status = before  # (marked pending in step 1: nothing written)
+                    self._record_error(session, coll, job, report,
+                                       DocumentError(it.doc.key, it.doc.source,
+                                                     f"{it.doc.key}: {e}"), it.row)
+                    continue
+            kept.append(it)
+        if not refused:
+            raise refusal
+        session.commit()
+        dim = parts[0].shape[1] if parts else 0
+        return kept, (np.concatenate(parts, axis=0) if parts else
+                      np.zeros((0, dim), dtype=np.float32))
 
     def _encode_chunks(self, texts: list[str], spec: str,
                        encoding: Callable[..., None] | None,

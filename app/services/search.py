@@ -211,6 +211,12 @@ def check_spec(value: Any, name: str, *, default: str, empty_is_none: bool = Fal
                                 f"{leave} for {default} (`facet embedders` lists the names)",
                                 param=name)
 
+# Why a registered name may be unknown in one process and not in another (a search's refusal,
+# a worker's): said after "unknown embedder".
+PLUGIN_LOADS_WHERE_REGISTERED = ("an embedder from a plugin loads only where the plugin is "
+                                 "registered: its package's `facet.embedders` entry point, or "
+                                 "FACET_PLUGINS")
+
 MAX_TOP_K = 1000
 SearchMode = Literal["auto", "dense", "hybrid", "lexical"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -1257,8 +1263,7 @@ class SearchService:
         embedder (it was left to be guessed that the collection was still searchable)."""
         hints = ""
         if "/" not in spec and "\\" not in spec:  # a name, not a checkpoint directory's path
-            hints += (" (an embedder from a plugin loads only where the plugin is registered: "
-                      "its package's `facet.embedders` entry point, or FACET_PLUGINS)")
+            hints += f" ({PLUGIN_LOADS_WHERE_REGISTERED})"
         hints += ", or search with an embedder naming a copy of the same weights"
         try:
             lexical = self.store.has_lexical(collection)
