@@ -72,7 +72,8 @@ class EmbedderCache:
         self.device = device
         self._models: dict[str, Embedder] = {}
         self._identities: dict[int, tuple[weakref.ref[Any], str]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held briefly: never while a model loads
+        self._loading: dict[str, threading.Lock] = {}  # name -> held while that name loads
 
     def get(self, name: str) -> Embedder:
         """The embedder called ``name`` (a registered name or a checkpoint path), loaded on first use.
@@ -83,24 +84,42 @@ class EmbedderCache:
             UnavailableError: FACET_DEVICE=cuda on a machine without a GPU (the server's
                 configuration, not the request: a 503, not a 422).
         """
+        model = self._models.get(name)
+        if model is not None:
+            return model
+        # One lock per name: a model that takes seconds to load (a plugin's, a large checkpoint)
+        # held every other request, for models loaded long before, behind one lock; a name
+        # asked for twice at once still loads once.
+        with self._lock:
+            loading = self._loading.setdefault(name, threading.Lock())
+        with loading:
+            model = self._models.get(name)
+            if model is not None:
+                return model
+            try:
+                model = self._load(name)
+                with self._lock:
+                    self._remember(name, model)
+            finally:
+                with self._lock:
+                    if self._loading.get(name) is loading:
+                        del self._loading[name]
+            return model
+
+    def _load(self, name: str) -> Embedder:
         from embedders import load_embedder
 
-        with self._lock:
-            model = self._models.get(name)
-            if model is None:
-                try:
-                    with domain_errors():
-                        model = load_embedder(name, device=self.device)
-                except DataError as e:
-                    if "no CUDA GPU is available" not in str(e):
-                        raise
-                    # The setting that asked for it (the embedders, also a library, cannot name it),
-                    # and the device as it was given ("cuda:0"; the embedders say "cuda").
-                    if self.device is None:
-                        raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
-                    raise no_gpu_error(self.device) from e
-                self._remember(name, model)
-            return model
+        try:
+            with domain_errors():
+                return load_embedder(name, device=self.device)
+        except DataError as e:
+            if "no CUDA GPU is available" not in str(e):
+                raise
+            # The setting that asked for it (the embedders, also a library, cannot name it),
+            # and the device as it was given ("cuda:0"; the embedders say "cuda").
+            if self.device is None:
+                raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
+            raise no_gpu_error(self.device) from e
 
     def name_of(self, name: str) -> str:
         """The canonical name of the embedder ``name`` loads, without loading it where its name can
@@ -420,7 +439,20 @@ def unread_documents(message: str) -> tuple[list[str], int]:
 def not_an_explainer(explainer: str) -> InvalidRequestError:
     """The refusal of an explainer that cannot answer: what does answer is an InBedder
     checkpoint or an embedder registered as an explainer (``register_embedder(...,
-    explains=True)``), not only the former."""
+    explains=True)``), not only the former. One registered as an explainer whose model has no
+    ``generate_answers`` is said to be so (it was told it was not registered as one)."""
+    try:
+        from embedders.registry import answers_questions
+
+        registered = answers_questions(explainer)
+    except Exception:  # a name that loads nothing, a config that cannot be read: the words below
+        registered = None
+    if registered:
+        return InvalidRequestError(
+            f"explainer {explainer!r} does not generate answers: it is registered as an explainer "
+            "(register_embedder(..., explains=True)) but its model has no generate_answers(texts, "
+            "instruction, max_new_tokens=None, batch_size=16); fix the plugin, pass another "
+            "explainer, or none to take keywords from the texts themselves")
     return InvalidRequestError(
         f"explainer {explainer!r} does not generate answers (it is not an InBedder checkpoint nor "
         "an embedder registered as an explainer); pass one that is, or no explainer to take "

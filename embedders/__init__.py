@@ -20,13 +20,20 @@ from embedders.errors import (
 
 if TYPE_CHECKING:
     from embedders.base import BaseEmbedder, Embedder, HasTokenizer, PromptConfig, Role
-    from embedders.registry import list_embedders, load_checkpoint, load_embedder, register_embedder
+    from embedders.registry import (
+        list_embedders,
+        load_checkpoint,
+        load_embedder,
+        register_embedder,
+        register_method,
+    )
 
 _LAZY = {
     "BaseEmbedder": "embedders.base", "Embedder": "embedders.contract", "HasTokenizer": "embedders.contract",
     "PromptConfig": "embedders.contract", "Role": "embedders.contract",
     "list_embedders": "embedders.registry", "load_checkpoint": "embedders.registry",
     "load_embedder": "embedders.registry", "register_embedder": "embedders.registry",
+    "register_method": "embedders.registry",  # docs/plugins.md names both beside each other
 }
 
 
@@ -54,4 +61,5 @@ __all__ = [
     "load_checkpoint",
     "load_embedder",
     "register_embedder",
+    "register_method",
 ]

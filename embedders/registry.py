@@ -23,6 +23,7 @@ and a detached ``run-job`` child all know the same names.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -35,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_type_hints
+
+import numpy as np
 
 from embedders.base import CONFIG_FILE, BaseEmbedder, recover_checkpoint
 from embedders.contract import Embedder
@@ -245,6 +248,44 @@ def register_checkpoints() -> list[str]:
     return added
 
 
+# Characters a registered name may not hold: lists of embedders are comma-separated
+# (``FACET_API_MODELS``, ``facet eval -e a,b``), ``name[key=value]`` gives options, and a name with
+# a path separator (``../evil``) is read as a folder where a checkpoint is looked up.
+_NAME_REFUSED = frozenset(",[]/\\")
+
+
+def _check_name(name: object) -> str:
+    """``name`` as ``register_embedder`` keeps it (lower case).
+
+    Raises:
+        PluginError: not a string, blank, ``.``/``..``, or holding a space or control character
+            or one of ``, [ ] / \\``: such a name could never be loaded by every command, or
+            broke the lists and paths embedder names are written in.
+    """
+    if not isinstance(name, str):
+        raise PluginError(f"an embedder name must be a string, got {type(name).__name__} ({name!r:.40})")
+    bad = sorted({c for c in name if c in _NAME_REFUSED or c.isspace() or not c.isprintable()})
+    if not name.strip() or name in (".", "..") or bad:
+        why = (f"it holds {', '.join(repr(c) for c in bad)}" if bad else "it is blank or a folder's name")
+        raise PluginError(
+            f"embedder name {name!r} is refused: {why}; a name is written in comma-separated lists, "
+            "with options after it in brackets (NAME[key=value]) and beside folder paths, so it "
+            "may not hold a space, a control character, ',', '[', ']', '/' or '\\'")
+    return name.lower()
+
+
+def _owner(obj: object) -> str:
+    """The module that defined ``obj`` (a factory, a loader), for messages."""
+    return str(getattr(obj, "__module__", None) or "?")
+
+
+def _trusted(obj: object) -> bool:
+    """Whether ``obj`` (a factory, a checkpoint loader) is Facet's own (``embedders.*``): its
+    models are built and tested with Facet, and are not wrapped in ``PluginModel``."""
+    owner = _owner(obj)
+    return owner == "embedders" or owner.startswith("embedders.")
+
+
 def register_embedder(name: str, factory: EmbedderFactory, description: str, kind: str | None = None,
                       *, explains: bool | None = None, reads_instructions: bool = True,
                       model_class: type | None = None) -> None:
@@ -273,9 +314,11 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
         DuplicateRegistrationError: the name is taken (by a packaged embedder or checkpoint too,
             even before anything was loaded: a plugin registering ``minilm`` first broke the
             packaged names' registration for the whole process).
+        PluginError: a name no command could load or list (``_check_name``): blank, or holding
+            a space, a control character, ``,``, ``[``, ``]``, ``/`` or ``\\``.
     """
+    key = _check_name(name)
     _ensure_builtins()
-    key = name.lower()
     if key in _EMBEDDERS:
         owner = getattr(_EMBEDDERS[key].factory, "__module__", "?")
         raise DuplicateRegistrationError(
@@ -474,7 +517,12 @@ def load_checkpoint(path: str | Path, device: str | None = None) -> BaseEmbedder
             f"{config_path} names method {method!r}, which has no loader; known methods: "
             f"{', '.join(sorted(_LOADERS)) or 'none'}"
         )
-    return cast(BaseEmbedder, _LOADERS[method](directory, config, device))
+    loader = _LOADERS[method]
+    if _trusted(loader):
+        return cast(BaseEmbedder, loader(directory, config, device))
+    label = f"checkpoint {shown_path(directory)} (method {method!r}, loaded by {_owner(loader)})"
+    model = _guarded_load(label, lambda: loader(directory, config, device))
+    return cast(BaseEmbedder, _checked_model(model, label))
 
 
 def split_options(spec: str) -> tuple[str, dict[str, str]]:
@@ -579,6 +627,7 @@ def apply_option(model: Embedder, key: str, value: str) -> None:
     Raises:
         InvalidInputError: the model has no such option, or the value does not parse.
     """
+    model = unwrapped(model)  # (a plugin's: its class's properties take the values)
     config = getattr(model, "config", None)
     options = _offered(getattr(config, "__dataclass_fields__", {}), getattr(model, "OPTIONS", ()))
     if key not in options:
@@ -667,7 +716,11 @@ def _build(info: EmbedderInfo, device: str | None, kwargs: dict[str, Any]) -> Em
             "`def factory(device=None, **kwargs)`") from None
     except ValueError:  # no signature to read (a builtin): let the call tell
         pass
-    model = info.factory(device=device, **kwargs)
+    if _trusted(info.factory):
+        model = info.factory(device=device, **kwargs)
+    else:
+        label = f"embedder {info.name!r} (registered by {owner})"
+        model = _guarded_load(label, lambda: info.factory(device=device, **kwargs))
     # A collection records the vectors under the model's name and the commands look them up by
     # the registered one (``saved_name``): `toy2` building a model named `toy-hash2` indexed
     # vectors no search found, and `minilm-plain` building one named `minilm` wrote into the
@@ -678,7 +731,208 @@ def _build(info: EmbedderInfo, device: str | None, kwargs: dict[str, Any]) -> Em
             f"{getattr(model, 'name', None)!r}; a registered embedder's model must carry the name "
             f"it is registered under ({info.name!r}, lower case), the name collections record its "
             "vectors under")
-    return model
+    if _trusted(info.factory):
+        return model
+    return _checked_model(model, f"embedder {info.name!r} (registered by {owner})")
+
+
+# -- a plugin's model, held to the contract --------------------------------------------------
+
+# The members of the ``Embedder`` protocol a model must have: without one it was refused only
+# where it was first used (an AttributeError after a collection had been created).
+_REQUIRED = ("name", "dim", "identity", "encode")
+# Methods of a model that return vectors, besides ``encode``, that the application calls
+# (``EncodesFromPlain``): ``PluginModel`` checks their output as it checks ``encode``'s.
+_VECTOR_METHODS = frozenset({"encode_from_plain"})
+# A row whose length is this close to 1 is kept as it is (not divided by its norm again).
+_UNIT_TOLERANCE = 1e-5
+
+
+def _guarded_load(label: str, load: Callable[[], Any]) -> Any:
+    """``load()``, a plugin's factory or checkpoint loader: an error of its own that is not an
+    ``EmbedderError`` (a RuntimeError "weights file missing") was a raw traceback in the CLI and
+    an anonymous 500 "internal error (RuntimeError)"; it is a ``PluginError`` naming the
+    embedder and the plugin. An ``EmbedderError`` it raises says what it means and is kept."""
+    try:
+        return load()
+    except (EmbedderError, MemoryError):
+        raise
+    except Exception as e:
+        raise PluginError(f"{label} failed to load: {type(e).__name__}: {e}") from e
+
+
+def _checked_model(model: Any, label: str) -> Embedder:
+    """``model`` (a plugin's) checked for the protocol's members and wrapped in a ``PluginModel``.
+
+    Raises:
+        PluginError: a member of the ``Embedder`` protocol is missing (``encode`` not callable,
+            ``dim`` not a positive whole number).
+    """
+    if isinstance(model, PluginModel):  # a plugin's factory that loads another plugin's model
+        model = model.unwrapped
+    # (looked up without running a property, such as an identity that digests the weights; a
+    # model that makes its members up in __getattr__ is asked)
+    missing = [m for m in _REQUIRED
+               if inspect.getattr_static(model, m, _MISSING) is _MISSING and not hasattr(model, m)]
+    if missing:
+        raise PluginError(
+            f"{label} built a model ({type(model).__name__}) without {', '.join(missing)}, which "
+            "the Embedder protocol requires (name, dim, identity and encode: docs/plugins.md)")
+    if not callable(getattr(model, "encode", None)):
+        raise PluginError(f"{label} built a model whose encode is not a method (docs/plugins.md)")
+    _dim(model, label)
+    return cast(Embedder, PluginModel(model, label))
+
+
+_MISSING = object()
+
+
+def _dim(model: Any, label: str) -> int:
+    """``model.dim`` as an int.
+
+    Raises:
+        PluginError: not a positive whole number.
+    """
+    dim = getattr(model, "dim", None)
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+        raise PluginError(f"{label} has dim {dim!r}; the vector width must be a positive whole number")
+    return int(dim)
+
+
+def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = "encode") -> np.ndarray:
+    """``out``, what a plugin's ``method`` returned for ``count`` texts, as the contract says
+    every embedder returns it: float32 ``(count, dim)``, every value finite, each row of unit
+    length (rows a little off are divided by their norm).
+
+    Raises:
+        PluginError: anything else, naming the embedder, the plugin and what was wrong: not an
+            array of numbers, another shape (1-D; a row short; 127 columns under a dim of
+            128), a NaN or infinity (it was written into the JSON and the index as is), an
+            all-zero row (no direction to compare).
+    """
+    said = f"{label} returned"
+    try:
+        array = np.asarray(out)
+    except Exception as e:
+        raise PluginError(f"{said} {type(out).__name__} from {method}, not an array of vectors ({e})") from e
+    kind = array.dtype.kind
+    if kind not in "fiu":  # (bool, complex, object, text)
+        raise PluginError(f"{said} {type(out).__name__} of {array.dtype} from {method}; it must return "
+                          "an array of numbers (float32)")
+    dim = _dim(model, label)
+    if array.shape != (count, dim):
+        if array.ndim != 2:
+            got = f"a {array.ndim}-D array of shape {array.shape}"
+        elif array.shape[0] != count:
+            got = f"{array.shape[0]} vector{'s' if array.shape[0] != 1 else ''}"
+        else:
+            got = f"vectors of {array.shape[1]} values"
+        raise PluginError(f"{said} {got} from {method} for {count} text{'s' if count != 1 else ''}; it must "
+                          f"return one row of dim={dim} values per text, shape ({count}, {dim})")
+    with np.errstate(over="ignore", invalid="ignore"):
+        vectors = array.astype(np.float32, copy=False)
+        if not np.isfinite(vectors.sum(dtype=np.float64)):  # (a NaN or infinity reaches the sum)
+            finite = np.isfinite(vectors).all(axis=1)
+            raise PluginError(f"{said} non-finite values (NaN or infinity, or past float32's range) "
+                              f"from {method} for {int((~finite).sum())} of {count} texts (the first: "
+                              f"text {int(np.argmin(finite))})")
+        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors)).astype(np.float64)
+    odd = (norms == 0) | ~np.isfinite(norms)  # squares under or over float32's range: in float64
+    if odd.any():
+        norms[odd] = np.linalg.norm(vectors[odd].astype(np.float64), axis=1)
+    zero = norms == 0
+    if zero.any():
+        raise PluginError(f"{said} an all-zero vector from {method} for {int(zero.sum())} of {count} texts "
+                          f"(the first: text {int(np.argmax(zero))}); a vector must have a direction to be "
+                          "compared: return a fixed unit vector for a text with nothing to read, or refuse "
+                          "it with InvalidInputError")
+    if np.all(np.abs(norms - 1.0) <= _UNIT_TOLERANCE):
+        return vectors
+    return (vectors / norms[:, None]).astype(np.float32)
+
+
+def _takes_keyword(function: Any, keyword: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+class PluginModel:
+    """A plugin's model, as ``load_embedder`` returns it: every attribute is the model's (read,
+    set and deleted through), ``isinstance`` sees the model's class and the protocols it
+    meets, and what its ``encode`` (and ``encode_from_plain``) return is checked by
+    ``checked_vectors``, so every caller (embed, index, search, rerank, cluster, eval, the
+    workers) gets float32 ``(len(texts), dim)`` unit rows or a ``PluginError`` naming the
+    plugin. Facet's own models are not wrapped.
+    """
+
+    __slots__ = ("__weakref__", "_facet_label", "_facet_model", "_facet_progress")
+
+    def __init__(self, model: Any, label: str) -> None:
+        object.__setattr__(self, "_facet_model", model)
+        object.__setattr__(self, "_facet_label", label)
+        object.__setattr__(self, "_facet_progress", _takes_keyword(model.encode, "show_progress"))
+
+    @property
+    def unwrapped(self) -> Any:
+        """The plugin's own model."""
+        return self._facet_model
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(wrapped, PluginsBaseClass) holds
+        return type(self._facet_model)
+
+    def encode(self, texts: Any, *args: Any, **kwargs: Any) -> np.ndarray:
+        """The model's ``encode``, checked; ``show_progress`` is passed only where it takes it."""
+        if not self._facet_progress:
+            kwargs.pop("show_progress", None)
+        if not hasattr(texts, "__len__"):
+            texts = list(texts)
+        out = self._facet_model.encode(texts, *args, **kwargs)
+        return checked_vectors(out, len(texts), self._facet_model, self._facet_label)
+
+    def _checked_method(self, name: str, method: Callable[..., Any]) -> Callable[..., np.ndarray]:
+        def call(first: Any, texts: Any, *args: Any, **kwargs: Any) -> np.ndarray:
+            if not hasattr(texts, "__len__"):
+                texts = list(texts)
+            out = method(first, texts, *args, **kwargs)
+            return checked_vectors(out, len(texts), self._facet_model, self._facet_label, name)
+
+        with contextlib.suppress(TypeError, ValueError):  # (the model's, for callers that read it)
+            call.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = method.__doc__
+        return call
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_facet_"):  # (unpickling, before __init__): not the model's
+            raise AttributeError(name)
+        value = getattr(self._facet_model, name)
+        if name in _VECTOR_METHODS and callable(value):
+            return self._checked_method(name, value)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._facet_model, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self._facet_model, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self._facet_model)) | {"encode", "unwrapped"})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return PluginModel, (self._facet_model, self._facet_label)
+
+    def __repr__(self) -> str:
+        return f"<checked {self._facet_model!r}>"
+
+
+def unwrapped(model: Any) -> Any:
+    """The plugin's own model behind a ``PluginModel``; any other model as it is."""
+    return model.unwrapped if isinstance(model, PluginModel) else model
 
 
 def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -946,8 +1200,11 @@ def load_plugins() -> None:
         logger.warning("plugins not loaded: %s: %s", type(e).__name__, e)
         return
     for label, load in targets:
+        before, methods_before = set(_EMBEDDERS), set(_LOADERS)
+        on_import: set[str] = set()
         try:
             target = load()
+            on_import = set(_EMBEDDERS) - before
             if inspect.ismodule(target):
                 target = getattr(target, "register", None)
             if target is None or target in done:  # registered on import / listed twice
@@ -957,5 +1214,26 @@ def load_plugins() -> None:
                 raise TypeError(f"{target!r} is not callable; point at a module or a register() function")
             target()
         except Exception as e:
-            _PLUGIN_ERRORS[label] = f"{type(e).__name__}: {e}"
-            logger.warning("plugin %s not loaded: %s: %s", label, type(e).__name__, e)
+            _plugin_failed(label, e, sorted(set(_EMBEDDERS) - before), sorted(set(_LOADERS) - methods_before),
+                           on_import)
+
+
+def _plugin_failed(label: str, error: Exception, names: list[str], methods: list[str],
+                   on_import: set[str]) -> None:
+    """Log (and keep for ``_unknown``) that the plugin ``label`` failed with ``error``. What it
+    registered before failing (``names``, checkpoint ``methods``) is kept and loads, and the
+    warning says so: it said "not loaded" of a plugin whose first names were listed and worked
+    (a ``register()`` stopped by a clash with ``minilm`` halfway)."""
+    said = f"{type(error).__name__}: {error}"
+    kept = [*names, *(f"checkpoint method {m}" for m in methods)]
+    if not kept:
+        _PLUGIN_ERRORS[label] = said
+        logger.warning("plugin %s not loaded: %s", label, said)
+        return
+    hint = ""
+    if isinstance(error, DuplicateRegistrationError) and any(repr(n) in str(error) for n in on_import):
+        hint = (" (it registers the same name as it is imported and again in its register(): "
+                "docs/plugins.md, do one or the other)")
+    _PLUGIN_ERRORS[label] = f"{said}, after it had registered {', '.join(kept)}{hint}"
+    logger.warning("plugin %s failed partway: %s%s; what it registered before that stays registered "
+                   "and loads: %s", label, said, hint, ", ".join(kept))
