@@ -73,7 +73,7 @@ def test_interrupted_while_reading_the_source(make_ctx, tmp_path: Path,
     ctx = make_ctx()
     service = IndexService(ctx)
 
-    def slow_folder(source: Path) -> Any:
+    def slow_folder(source: Path, *exclude: Any) -> Any:
         raise KeyboardInterrupt  # Ctrl-C while a large folder is listed
 
     monkeypatch.setattr(indexing, "discover_files", slow_folder)
@@ -96,7 +96,7 @@ def test_a_submitted_job_interrupted_before_it_starts_is_recorded(
     ctx = make_ctx()
     service = IndexService(ctx)
     prepared = service.prepare(src, "sub", runner="thread")
-    monkeypatch.setattr(indexing, "discover_files", lambda source: (_ for _ in ()).throw(
+    monkeypatch.setattr(indexing, "discover_files", lambda source, *exclude: (_ for _ in ()).throw(
         KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         service.run(prepared)
