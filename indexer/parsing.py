@@ -44,6 +44,9 @@ Decisions on bad input:
   to the end of the file is that row's error (the reader made the rest of the file its text);
   cells past the header's columns, a repeated header name (its first column is read) and an
   unnamed header cell (not read) are warnings, once per file.
+* **A PDF the reader fails on**, whatever it raises (MemoryError aside), is that file's error
+  (``_pdf_error``: an AES one needs the ``cryptography`` package, a password-protected one
+  says so); what pypdf logs while reading it is the document's warning (``_PdfLog``).
 * **A .docx** is checked before each of its parts is unpacked: ``word/document.xml`` over
   ``_DOCX_XML_FACTOR`` x ``max_bytes`` is an error naming the limit; ``docProps/core.xml``
   (the title) over ``_DOCX_CORE_BYTES`` is skipped with a warning, the text still indexed.
@@ -51,6 +54,7 @@ Decisions on bad input:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -61,6 +65,7 @@ import os
 import re
 import stat
 import sys
+import threading
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -480,9 +485,11 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
         yield from _once_per_file(_parse_csv(path, text, warnings, max_bytes, text_column), warnings)
     elif suffix in HTML_SUFFIXES:
         yield _finish(_within_limit(_parse_html(path, text, warnings), max_bytes))
-    else:
-        yield _finish(ParsedDocument(key, key, text, title=_markdown_title(text) if suffix != ".txt"
-                                     else None, warnings=warnings))
+    elif suffix == ".txt":
+        yield _finish(ParsedDocument(key, key, text, warnings=warnings))
+    else:  # the title may be the front matter's, which is not part of the text
+        yield _finish(ParsedDocument(key, key, _without_front_matter(text),
+                                     title=_markdown_title(text), warnings=warnings))
 
 
 def _once_per_file(results: Iterator[ParseResult], notes: list[str]) -> Iterator[ParseResult]:
@@ -924,6 +931,27 @@ def _block_scalar(lines: list[str], indent: int) -> str:
     return " ".join(words)
 
 
+# The first line of a YAML front matter block (after its opening ---): a key, a comment or blank.
+_FRONT_MATTER_KEY = re.compile(r"\s*(?:$|#|[\w\"'][^:\n]*:(?:[ \t]|$))")
+
+
+def _without_front_matter(text: str) -> str:
+    """A Markdown file's text without its YAML front matter (a first line ``---`` to the next
+    ``---`` or ``...`` line, its first line a ``key:``): its fields were indexed as body text
+    ("tags: [alpha, beta]"). The title it names is read by ``_markdown_title``; its other
+    fields are not kept (Markdown has no metadata). A first ``---`` not followed by a key (a
+    rule) or never closed is text."""
+    first, nl, rest = text.partition("\n")
+    if first.strip() != "---" or not nl or not _FRONT_MATTER_KEY.match(rest.partition("\n")[0]):
+        return text
+    at = len(first) + 1
+    for line in rest.splitlines(keepends=True):
+        at += len(line)
+        if line.strip() in ("---", "..."):
+            return text[at:]
+    return text
+
+
 def _markdown_title(text: str) -> str | None:
     """The document's title: front matter's ``title:``, else its first level-1 heading (``# T``,
     or a line underlined with ``===``) outside code blocks, within the first 40 lines. (A
@@ -971,7 +999,11 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
         tag.decompose()
     title = soup.title.get_text(strip=True) if soup.title else None
     text = _drop_invisible(_html_text(soup.body or soup))
-    lines = [" ".join(segment.split()) for segment in text.split(_BLOCK_BREAK)]
+    # A table row is one line (``tr`` is a block), its cells parted by _CELL_SEPARATOR; a cell's
+    # own blocks (a <p> in a <td>, a layout table's page) still break lines.
+    lines = [_CELL_SEPARATOR.join(c for c in (" ".join(cell.split()) for cell in segment.split(_CELL))
+                                  if c)
+             for segment in text.split(_BLOCK_BREAK)]
     body = "\n".join(x for x in lines if x)
     # The title is part of the text, as a jsonl record's is ("title\ntext"): no search found
     # a page by the words of its <title> alone. Not when the text starts with it already (a
@@ -1004,6 +1036,8 @@ def _html_text(body: Any) -> str:
         node = todo.pop()
         if node is None:  # the end of a block element
             parts.append(_BLOCK_BREAK)
+        elif node is _CELL:  # the end of a table cell
+            parts.append(_CELL)
         elif isinstance(node, Tag):
             if node.name == "br":
                 parts.append(_BLOCK_BREAK)
@@ -1011,9 +1045,12 @@ def _html_text(body: Any) -> str:
             if node.name in _HTML_BLOCK_NAMES:
                 parts.append(_BLOCK_BREAK)
                 todo.append(None)
+            elif node.name in ("td", "th"):
+                parts.append(_CELL)
+                todo.append(_CELL)
             todo.extend(reversed(node.contents))
         elif isinstance(node, NavigableString) and type(node) in types:
-            parts.append(str(node))
+            parts.append(str(node).replace(_CELL, ""))  # (a stray one in the text is no cell)
     return "".join(parts)
 
 
@@ -1021,16 +1058,23 @@ def _html_text(body: Any) -> str:
 _HTML_BLOCKS = ["address", "article", "aside", "blockquote", "caption", "dd", "details", "dialog",
                 "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2",
                 "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "option", "p",
-                "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
-                "ul"]
+                "pre", "section", "summary", "table", "tbody", "tfoot", "thead", "tr", "ul"]
 _HTML_BLOCK_NAMES = frozenset(_HTML_BLOCKS)
 # No text reaches _finish with one (a NUL in the first 8 KiB makes a file binary; a later one
 # becomes a line break here, where _finish would have removed it).
 _BLOCK_BREAK = "\x00"
+# Around each table cell (<td>, <th>), parted by _CELL_SEPARATOR within a line (a cell per
+# line parted a price from its product). Removed from the text itself (_html_text).
+_CELL = "\x01"
 # Characters a reader never sees that split a word for search: soft hyphens (&shy;), zero-width
 # spaces, word joiners, a BOM inside the text. (Joiners between letters of some scripts and in
 # emoji, U+200C/U+200D, are kept.)
-_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u2060\ufeff"))
+_INVISIBLE: dict[int, str | None] = dict.fromkeys(map(ord, "\u00ad\u200b\u2060\ufeff"))
+# Latin ligatures (U+FB00-FB06: "\ufb01nancial work\ufb02ow") a PDF's fonts map their glyphs to,
+# unfolded as NFKC does, on that range only: no search for "financial" found them, and minilm
+# read them as unknown characters. .docx and HTML text gets the same (a paste from a PDF); text
+# and record files are kept as written (a streamed .txt is hashed as its bytes read).
+_INVISIBLE.update({cp: unicodedata.normalize("NFKC", chr(cp)) for cp in range(0xFB00, 0xFB07)})
 
 
 def _drop_invisible(text: str) -> str:
@@ -1038,29 +1082,108 @@ def _drop_invisible(text: str) -> str:
 
 
 def _parse_pdf(path: Path, data: bytes, max_bytes: int) -> ParseResult:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
     key = str(path)
     pages: list[str] = []
     size = 0
+    notes: list[str] = []
     try:
-        reader = PdfReader(io.BytesIO(data))
-        for page in reader.pages:
-            pages.append(page.extract_text() or "")
-            # Compressed pages can hold far more text than the file: the pages are not all
-            # read once their text is over the limit.
-            size += len(pages[-1].encode("utf-8", "surrogatepass"))
-            if size > max_bytes:
-                return DocumentError(key, key, _text_over_limit(
-                    f"{key} (read to page {len(pages)} of {len(reader.pages)})", size, max_bytes))
-        title = reader.metadata.title if reader.metadata else None
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
-        return DocumentError(key, key, f"{path} is not a readable PDF ({e}); re-export it or "
-                                       "remove it from the source")
-    text = _LINE_END_HYPHEN.sub(r"\1\2", "\n\n".join(p.strip() for p in pages if p.strip()))
-    return _finish(_within_limit(ParsedDocument(key, key, _drop_invisible(text),
-                                                title=str(title) if title else None), max_bytes))
+        with _pdf_log(notes):
+            from pypdf import PdfReader
+
+            reader = PdfReader(io.BytesIO(data))
+            for page in reader.pages:
+                pages.append(page.extract_text() or "")
+                # Compressed pages can hold far more text than the file: the pages are not all
+                # read once their text is over the limit.
+                size += len(pages[-1].encode("utf-8", "surrogatepass"))
+                if size > max_bytes:
+                    return DocumentError(key, key, _text_over_limit(
+                        f"{key} (read to page {len(pages)} of {len(reader.pages)})", size, max_bytes))
+            title = reader.metadata.title if reader.metadata else None
+    except MemoryError:
+        raise
+    except Exception as e:  # any failure of the reader is this file's error
+        # A damaged or encrypted file raises whatever the reader met (LimitReachedError on a
+        # self-referencing object, DependencyError on AES, RecursionError, struct.error,
+        # zlib.error...): each stopped the whole run with a traceback.
+        return DocumentError(key, key, _pdf_error(path, e, notes))
+    text = _drop_invisible("\n\n".join(p.strip() for p in pages if p.strip()))
+    text = _LINE_END_HYPHEN.sub(r"\1\2", text)
+    warnings = []
+    if notes:
+        shown = "; ".join(dict.fromkeys(notes[:_PDF_NOTES]))
+        more = f" (and {len(notes) - _PDF_NOTES} more)" if len(notes) > _PDF_NOTES else ""
+        warnings.append(f"{path}: the PDF reader noted: {shown}{more}; its text may be "
+                        "incomplete (re-export it if so)")
+    return _finish(_within_limit(ParsedDocument(key, key, text, title=str(title) if title else None,
+                                                warnings=warnings), max_bytes))
+
+
+def _pdf_error(path: Path, e: BaseException, notes: list[str]) -> str:
+    """Why a PDF could not be read, on one line, with the first of what the reader noted
+    (``_PdfLog``: "EOF marker not found")."""
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
+    # (pypdf names an object with its memory address: "IndirectObject(7, 0, 1402028...)".)
+    why = re.sub(r"(IndirectObject\(\d+, \d+), \d+\)", r"\1)", " ".join(str(e).split()))
+    why = why.rstrip(".") or type(e).__name__
+    if isinstance(e, DependencyError) and "AES" in str(e):
+        return (f"{path} is encrypted (AES), and pypdf needs the `cryptography` package to read "
+                "it, which is not installed: install it (pip install cryptography) or save an "
+                "unencrypted copy")
+    if isinstance(e, FileNotDecryptedError):
+        return (f"{path} is password-protected (encrypted); save a copy without the password or "
+                "remove it from the source")
+    if isinstance(e, RecursionError):
+        why = "its objects are nested or refer to each other too deeply to read"
+    if notes:
+        why = f"{why}; the reader noted: {'; '.join(dict.fromkeys(notes[:_PDF_NOTES]))}"
+    return f"{path} is not a readable PDF ({why}); re-export it or remove it from the source"
+
+
+# pypdf's log lines while it reads a file ("EOF marker not found", "Xref table invalid") are
+# kept as that document's warning (_PdfLog), at most this many named: printed by the logging
+# setup, they did not say which file they were about.
+_PDF_NOTES = 3
+
+
+class _PdfLog(logging.Handler):
+    """The ``pypdf`` logger's one handler (it no longer propagates): a record logged on a
+    thread that is reading a PDF (``_pdf_log``) goes to that read's notes, any other to the
+    root logger's handlers as before. Per thread: the server parses in several threads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        notes: list[str] | None = getattr(self.local, "notes", None)
+        if notes is None:
+            logging.getLogger().handle(record)
+        elif record.levelno >= logging.WARNING:
+            try:
+                notes.append(" ".join(record.getMessage().split()))
+            except Exception:  # a message pypdf could not format
+                notes.append(str(record.msg))
+
+
+_PDF_LOG = _PdfLog()
+_PDF_LOG_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _pdf_log(notes: list[str]) -> Iterator[None]:
+    """pypdf's log lines on this thread, while inside, appended to ``notes``."""
+    with _PDF_LOG_LOCK:
+        pypdf_logger = logging.getLogger("pypdf")
+        if _PDF_LOG not in pypdf_logger.handlers:
+            pypdf_logger.addHandler(_PDF_LOG)
+            pypdf_logger.propagate = False
+    _PDF_LOG.local.notes = notes
+    try:
+        yield
+    finally:
+        _PDF_LOG.local.notes = None
 
 
 # A word a PDF's layout hyphenated at a line end ("opera-\ntors"): joined, as a reader reads it
@@ -1133,6 +1256,8 @@ def _parse_docx(path: Path, data: bytes, max_bytes: int) -> ParseResult:
 
 
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+# Between the cells of a table row, on its line (.docx and HTML).
+_CELL_SEPARATOR = " | "
 
 
 def _docx_paragraphs(node: Any, w: str, out: list[str]) -> None:
@@ -1141,13 +1266,20 @@ def _docx_paragraphs(node: Any, w: str, out: list[str]) -> None:
     A paragraph's own runs make its line; a paragraph nested in it (a text box's) is a line of
     its own after it, not part of it; ``mc:Fallback`` repeats what ``mc:Choice`` holds, for
     older readers, and is skipped (a text box's text was stored four times, glued to the word
-    before it). A non-breaking hyphen is a hyphen, a symbol its character (both were dropped:
-    "e-mail" became "email", "25°C" "25C").
-    """
+    before it), as is ``w:moveFrom`` (tracked changes: text moved away, read where it was moved
+    to, ``w:moveTo``; deleted text is ``w:delText``, not read). A table row is one line, its
+    cells' text joined by ``_CELL_SEPARATOR`` (a cell per line parted a price from its
+    product). A non-breaking hyphen is a hyphen, a symbol its character (both were dropped:
+    "e-mail" became "email", "25°C" "25C")."""
     for child in node:
-        if child.tag == f"{_MC}Fallback":
+        if child.tag in (f"{_MC}Fallback", f"{w}moveFrom"):
             continue
-        if child.tag == f"{w}p":
+        if child.tag == f"{w}tr":
+            row = [" ".join(" ".join(cell).split()) for cell in _docx_cells(child, w)]
+            line = _CELL_SEPARATOR.join(c for c in row if c)
+            if line:
+                out.append(line)
+        elif child.tag == f"{w}p":
             parts: list[str] = []
             nested: list[str] = []
             _docx_runs(child, w, parts, nested)
@@ -1159,10 +1291,21 @@ def _docx_paragraphs(node: Any, w: str, out: list[str]) -> None:
             _docx_paragraphs(child, w, out)
 
 
+def _docx_cells(row: Any, w: str) -> Iterator[list[str]]:
+    """A table row's cells (``w:tc``, also inside a content control), each as its lines."""
+    for child in row:
+        if child.tag == f"{w}tc":
+            lines: list[str] = []
+            _docx_paragraphs(child, w, lines)
+            yield lines
+        elif child.tag not in (f"{w}trPr", f"{w}tblPrEx", f"{_MC}Fallback", f"{w}moveFrom"):
+            yield from _docx_cells(child, w)
+
+
 def _docx_runs(node: Any, w: str, parts: list[str], nested: list[str]) -> None:
     for child in node:
         tag = child.tag
-        if tag == f"{_MC}Fallback":
+        if tag in (f"{_MC}Fallback", f"{w}moveFrom"):
             continue
         if tag == f"{w}p":
             _docx_paragraphs([child], w, nested)
@@ -1188,7 +1331,9 @@ def _docx_runs(node: Any, w: str, parts: list[str], nested: list[str]) -> None:
 
 def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
                 text_column: str | None = None) -> Iterator[ParseResult]:
-    """A .json file: a list of records (one document each, as jsonl lines) or one record."""
+    """A .json file: a list of records (one document each, as jsonl lines) or of strings (one
+    document each, keyed ``path#item<i>``, as ``facet cluster`` reads such a list), or one
+    record."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -1206,16 +1351,27 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
         return
     if not isinstance(data, list):
         yield DocumentError(str(path), str(path), f"{path}: expected a JSON object or a list of "
-                                                  f"objects, got {type(data).__name__}")
+                                                  f"objects, got {_json_word(data)}")
         return
     if not data:
         yield DocumentError(str(path), str(path), f"{path} is an empty list: no records to index")
     noted: set[tuple[str, str]] = set()
     repeats = _Repeats(path)
+    if data and not any(isinstance(x, dict | str) for x in data):
+        # One line for the file, not one per item (500 numbers gave 500 lines).
+        kinds = sorted({_json_word(x) for x in data})
+        yield DocumentError(str(path), str(path),
+                            f"{path}: a list of {len(data)} items, none an object or a string "
+                            f"({', '.join(kinds)}); expected a list of records (objects) or of "
+                            "texts (strings)")
+        return
     for i, record in enumerate(data):
+        if isinstance(record, str):  # a list of texts, one document each (as `facet cluster` reads it)
+            record = {text_column if text_column is not None else "text": record}
         if not isinstance(record, dict):
             yield DocumentError(f"{path}#item{i}", str(path),
-                                f"{path}: item {i} is {type(record).__name__}, expected an object")
+                                f"{path}: item {i} is {_json_word(record)}, expected an object "
+                                "or a string")
             continue
         doc = _record_document(path, record, f"item{i}", max_bytes, [], text_column, noted)
         yield repeats.check(doc, f"item{i}", f"item {i}", f"{path}: item {i}")
@@ -1338,6 +1494,39 @@ def _named(keys: dict[str, Any], names: tuple[str, ...]) -> Iterator[str]:
 _JSON_TYPES = {dict: "object", list: "array", bool: "boolean"}
 
 
+def _json_word(value: Any) -> str:
+    """A JSON value's type in JSON's words ("an object", "a list"), for messages: Python's
+    ("is dict", "got str") meant nothing to one who wrote JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return "a string" if isinstance(value, str) else type(value).__name__
+
+
+def _nested_records(record: dict[str, Any], where: str, text_field: str | None) -> str | None:
+    """Why a .json object is not read when its records are a list inside it (``{"data": [{...},
+    ...]}``), its field named as the text column or none being one; else None. (It said to
+    name the text column, and naming that field then said it "is list".)"""
+    if where != "root":
+        return None
+    name = text_field if text_field is not None else next(
+        (k for k, v in record.items() if isinstance(v, list) and v
+         and all(isinstance(x, dict) for x in v)), None)
+    value = record.get(name) if name is not None else None
+    if not (isinstance(value, list) and value and all(isinstance(x, dict) for x in value)):
+        return None
+    return (f"the records are nested under {name!r} (a list of {len(value)} objects); a .json "
+            f"file is read as a list of records or one record: save that list itself as the "
+            f"file (jq '.{name}' FILE) or as a .jsonl, one record a line")
+
+
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
                      warnings: list[str], text_column: str | None = None,
                      noted: set[tuple[str, str]] | None = None) -> ParseResult:
@@ -1350,11 +1539,16 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
         text_column = _nfc(text_column)
         text_field = text_column if text_column in record else None
         if text_field is None:
+            dotted = ("; nested fields are not supported: the text column names a top-level "
+                      "field" if "." in text_column else "")
             return DocumentError(fallback_key, str(path),
                                  f"{path}:{where}: no field {text_column!r} (the text column asked for); "
-                                 f"found {', '.join(map(str, record)) or 'none'}")
+                                 f"found {', '.join(map(str, record)) or 'none'}{dotted}")
     else:
         text_field = next(_named(record, TEXT_FIELDS), None)
+    nested = _nested_records(record, where, text_field)
+    if nested is not None:
+        return DocumentError(fallback_key, str(path), f"{path}: {nested}")
     if text_field is None:
         return DocumentError(fallback_key, str(path),
                              f"{path}:{where}: no text field; expected one of "
@@ -1378,7 +1572,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                              "column (the row has fewer fields than the header)")
     if not isinstance(text, str):
         return DocumentError(key, str(path), f"{path}:{where}: field {text_field!r} is "
-                                             f"{type(text).__name__}, expected a string")
+                                             f"{_json_word(text)}, expected a string")
     if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         return DocumentError(key, str(path), f"{path}:{where}: text is over the "
                                              f"{max_bytes / 2**20:.1f} MiB per-document limit")
@@ -1448,7 +1642,7 @@ def _parse_jsonl(path: Path, text: str, warnings: list[str], max_bytes: int,
         if not isinstance(record, dict):
             yield DocumentError(f"{path}#{where}", str(path),
                                 f"{path}:{lineno}: expected a JSON object, got "
-                                f"{type(record).__name__}")
+                                f"{_json_word(record)}")
             continue
         doc = _record_document(path, record, where, max_bytes, [], text_column, noted)
         yield repeats.check(doc, where, f"line {lineno}", f"{path}:{lineno}")
