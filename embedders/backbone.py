@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -371,6 +372,26 @@ def _load_tokenizer(kind: str, path: str) -> Any:
     return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """A load without transformers' "Loading weights" bar and peft's deprecation warning
+    (``is_gradient_checkpointing``, a FutureWarning of transformers 5 that peft triggers): the
+    CLI quiets them for the whole process, but a notebook or script loading a checkpoint through
+    the facade printed both, about nothing it could change. Other warnings pass as they were."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*",
+                                    category=FutureWarning)
+            yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 def _load(kind: str, name: str, from_pretrained: Callable[[str, torch.dtype, torch.device], Any],
           spec: DeviceSpec, shared: bool, *, padding_side: str, hint: str) -> Backbone:
     """Load (or, with ``shared``, reuse one frozen copy of) a ``kind`` backbone through
@@ -387,7 +408,8 @@ def _load(kind: str, name: str, from_pretrained: Callable[[str, torch.dtype, tor
         # model hub for ~50 s before failing. A hub model already in the Hugging Face cache
         # (downloaded beforehand) still loads.
         tokenizer = _load_tokenizer(kind, path)
-        model = from_pretrained(path, spec.dtype, spec.device)
+        with quiet_transformers():
+            model = from_pretrained(path, spec.dtype, spec.device)
     except Exception as e:  # OSError when missing; ValueError, KeyError... for a broken folder
         if not Path(path).is_dir():
             raise CheckpointError(
@@ -468,7 +490,8 @@ def add_lora(backbone: Backbone, settings: LoraSettings) -> Backbone:
         layers_to_transform=list(settings.layers) if settings.layers is not None else None,
         bias="none",
     )
-    backbone.model = get_peft_model(backbone.model, config)
+    with quiet_transformers():
+        backbone.model = get_peft_model(backbone.model, config)
     return backbone
 
 
