@@ -101,14 +101,6 @@ class ChkBlend(ChkEmbedder):
         return np.full((len(texts), self.dim), np.nan if self.mode == "nan-plain" else 1.0)
 
 
-@pytest.fixture
-def registered():
-    names: list[str] = []
-    yield names
-    for name in names:
-        unregister_embedder(name)
-
-
 def _register(registered, name, mode="ok", cls=ChkEmbedder, **extra):
     registered.append(name)
     register_embedder(name, lambda device=None, **kw: cls(name, mode, **kw), f"chk {mode}", **extra)

@@ -24,7 +24,7 @@ from embedders import (
     register_embedder,
     registry,
 )
-from embedders.registry import PluginError, answers_questions, unregister_embedder
+from embedders.registry import PluginError, answers_questions
 
 PLUGIN = textwrap.dedent('''
     """A numpy-only hashing bag-of-words embedder (the Embedder protocol only, no torch)."""
@@ -87,15 +87,6 @@ def hash_embedder(tmp_path, monkeypatch):
 
     yield facet_hash_inproc.HashEmbedder
     sys.modules.pop("facet_hash_inproc", None)
-
-
-@pytest.fixture
-def registered():
-    """Names registered by a test, unregistered after it."""
-    names: list[str] = []
-    yield names
-    for name in names:
-        unregister_embedder(name)
 
 
 def test_facet_plugins_registers_in_a_fresh_cli_process(tmp_path):
