@@ -1659,7 +1659,10 @@ class CollectionService:
         with self.ctx.sessions() as session:
             job = md.get_job(session, job_id)
             if job is None:
-                raise NotFoundError(f"no index job {job_id}")
+                # A client following its job after someone deleted the collection read a bare
+                # "no index job 3": a job goes with its collection.
+                raise NotFoundError(f"no index job {job_id} (a job is deleted with its "
+                                    "collection: `facet collections` lists those left)")
             if collection is not None and job.collection.name != collection:
                 raise InvalidRequestError(f"job {job_id} is not of collection {collection!r} "
                                           f"but of {job.collection.name!r}", param="collection")
