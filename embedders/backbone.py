@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -377,7 +378,12 @@ def quiet_transformers() -> Iterator[None]:
     """A load without transformers' "Loading weights" bar and peft's deprecation warning
     (``is_gradient_checkpointing``, a FutureWarning of transformers 5 that peft triggers): the
     CLI quiets them for the whole process, but a notebook or script loading a checkpoint through
-    the facade printed both, about nothing it could change. Other warnings pass as they were."""
+    the facade printed both, about nothing it could change. Other warnings pass as they were.
+    Nothing where transformers is not imported (MiniLM loads without it: importing it here cost
+    a new process ~1.5 s); a decoder's tokenizer has imported it before its weights load."""
+    if "transformers" not in sys.modules:
+        yield
+        return
     from transformers.utils import logging as hf_logging
 
     shown = hf_logging.is_progress_bar_enabled()
