@@ -71,6 +71,13 @@ def _options(page) -> list[str]:
     return [o.replace("✓", "").strip() for o in options]
 
 
+def _options_close(page) -> None:
+    """After Enter the folder list closes by itself: in about one run in three it stayed open
+    (an update queued by the typing opened it again after the box's blur) and took the next
+    click, meant for "Index the folder", as a choice of the list."""
+    page.locator('[data-testid="dropdown-option"]').first.wait_for(state="hidden", timeout=3000)
+
+
 def _error_badges(page, area: str) -> int:
     """The "Error" badges shown over ``area`` (Gradio keeps a hidden one in the page)."""
     return int(page.locator(f"{area} [data-testid='status-tracker']:not(.hide) .error").count())
@@ -89,6 +96,8 @@ def test_enter_in_the_folder_picker_keeps_what_was_typed(page, served) -> None:
     box.press("Enter")
     page.wait_for_timeout(300)
     assert box.input_value() == ""  # it was the first choice, the root itself
+    _options_close(page)
+    assert box.input_value() == ""
     jobs = len(facet.jobs(limit=100))
     page.click("#index-folder-button")
     page.locator("#index-status", has_text="Pick a folder first").wait_for()
