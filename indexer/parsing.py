@@ -70,7 +70,7 @@ import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
 
@@ -1260,6 +1260,12 @@ _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _CELL_SEPARATOR = " | "
 
 
+def _docx_skipped(tag: str, w: str) -> bool:
+    """Whether a .docx element is not read: ``mc:Fallback`` (a repeat of ``mc:Choice`` for
+    older readers) and ``w:moveFrom`` (tracked changes: text moved away, read where it went)."""
+    return tag == f"{_MC}Fallback" or tag == f"{w}moveFrom"
+
+
 def _docx_paragraphs(node: Any, w: str, out: list[str]) -> None:
     """Append the text of every paragraph under ``node`` to ``out``, in order, each once.
 
@@ -1272,7 +1278,7 @@ def _docx_paragraphs(node: Any, w: str, out: list[str]) -> None:
     product). A non-breaking hyphen is a hyphen, a symbol its character (both were dropped:
     "e-mail" became "email", "25°C" "25C")."""
     for child in node:
-        if child.tag in (f"{_MC}Fallback", f"{w}moveFrom"):
+        if _docx_skipped(child.tag, w):
             continue
         if child.tag == f"{w}tr":
             row = [" ".join(" ".join(cell).split()) for cell in _docx_cells(child, w)]
@@ -1298,14 +1304,14 @@ def _docx_cells(row: Any, w: str) -> Iterator[list[str]]:
             lines: list[str] = []
             _docx_paragraphs(child, w, lines)
             yield lines
-        elif child.tag not in (f"{w}trPr", f"{w}tblPrEx", f"{_MC}Fallback", f"{w}moveFrom"):
+        elif child.tag not in (f"{w}trPr", f"{w}tblPrEx") and not _docx_skipped(child.tag, w):
             yield from _docx_cells(child, w)
 
 
 def _docx_runs(node: Any, w: str, parts: list[str], nested: list[str]) -> None:
     for child in node:
         tag = child.tag
-        if tag in (f"{_MC}Fallback", f"{w}moveFrom"):
+        if _docx_skipped(tag, w):
             continue
         if tag == f"{w}p":
             _docx_paragraphs([child], w, nested)
@@ -1510,6 +1516,11 @@ def _json_word(value: Any) -> str:
     return "a string" if isinstance(value, str) else type(value).__name__
 
 
+def _records_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether ``value`` is a non-empty list of JSON objects (records)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(x, dict) for x in value)
+
+
 def _nested_records(record: dict[str, Any], where: str, text_field: str | None) -> str | None:
     """Why a .json object is not read when its records are a list inside it (``{"data": [{...},
     ...]}``), its field named as the text column or none being one; else None. (It said to
@@ -1517,10 +1528,9 @@ def _nested_records(record: dict[str, Any], where: str, text_field: str | None) 
     if where != "root":
         return None
     name = text_field if text_field is not None else next(
-        (k for k, v in record.items() if isinstance(v, list) and v
-         and all(isinstance(x, dict) for x in v)), None)
+        (k for k, v in record.items() if _records_list(v)), None)
     value = record.get(name) if name is not None else None
-    if not (isinstance(value, list) and value and all(isinstance(x, dict) for x in value)):
+    if not _records_list(value):
         return None
     return (f"the records are nested under {name!r} (a list of {len(value)} objects); a .json "
             f"file is read as a list of records or one record: save that list itself as the "
