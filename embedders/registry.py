@@ -716,10 +716,11 @@ def _build(info: EmbedderInfo, device: str | None, kwargs: dict[str, Any]) -> Em
             "`def factory(device=None, **kwargs)`") from None
     except ValueError:  # no signature to read (a builtin): let the call tell
         pass
-    if _trusted(info.factory):
+    trusted = _trusted(info.factory)
+    label = f"embedder {info.name!r} (registered by {owner})"
+    if trusted:
         model = info.factory(device=device, **kwargs)
     else:
-        label = f"embedder {info.name!r} (registered by {owner})"
         model = _guarded_load(label, lambda: info.factory(device=device, **kwargs))
     # A collection records the vectors under the model's name and the commands look them up by
     # the registered one (``saved_name``): `toy2` building a model named `toy-hash2` indexed
@@ -731,9 +732,7 @@ def _build(info: EmbedderInfo, device: str | None, kwargs: dict[str, Any]) -> Em
             f"{getattr(model, 'name', None)!r}; a registered embedder's model must carry the name "
             f"it is registered under ({info.name!r}, lower case), the name collections record its "
             "vectors under")
-    if _trusted(info.factory):
-        return model
-    return _checked_model(model, f"embedder {info.name!r} (registered by {owner})")
+    return model if trusted else _checked_model(model, label)
 
 
 # -- a plugin's model, held to the contract --------------------------------------------------
