@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +34,26 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 TIMEOUT_MS = 60_000
 
 
-@pytest.fixture(scope="module")
-def page(ui_server) -> Iterator[Any]:
+@contextmanager
+def browser_page(url: str, ready: str) -> Iterator[Any]:
+    """Debian's chromium on ``url``, once the JavaScript expression ``ready`` holds."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        context = browser.new_context(viewport={"width": 1360, "height": 1000})
-        page = context.new_page()
+        page = browser.new_page(viewport={"width": 1360, "height": 1000})
         page.set_default_timeout(TIMEOUT_MS)
-        page.goto(ui_server.ui)
-        # demo.load filled the collection pickers.
-        page.wait_for_function(
-            "(document.querySelector('#search-collection input') || {}).value")
+        page.goto(url)
+        page.wait_for_function(ready)
         yield page
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(ui_server) -> Iterator[Any]:
+    # demo.load filled the collection pickers.
+    with browser_page(ui_server.ui, "(document.querySelector('#search-collection input') || {}).value") as page:
+        yield page
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .conftest import free_port, notes_facet
-from .test_browser import CHROMIUM, FLAGS, TIMEOUT_MS, open_tab, toast_text
+from .test_browser import CHROMIUM, browser_page, open_tab, toast_text
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
@@ -45,18 +45,10 @@ def served(minilm, tmp_path_factory) -> Iterator[tuple[Any, Any, Path]]:
 
 @pytest.fixture(scope="module")
 def page(served) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
     demo, _, _ = served
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1360, "height": 1000})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.goto(demo.local_url)
-        page.wait_for_function(
-            "(document.querySelector('#search-collection input') || {}).value === 'notes'")
+    with browser_page(demo.local_url, "(document.querySelector('#search-collection input') "
+                                      "|| {}).value === 'notes'") as page:
         yield page
-        browser.close()
 
 
 def _folder_box(page) -> Any:
