@@ -755,18 +755,31 @@ def _removal_request(collection: str, keys: list[str]) -> str:
     return f"`DELETE /collections/{quote(collection, safe='')}/documents?{query}`{more}"
 
 
-def _follow(job_id: int, interval: float, out: TextIO | None = None) -> int:
+def _follow(job_id: int, interval: float, out: TextIO | None = None, *,
+            as_json: bool = False) -> int:
     """Show the job's progress until it ends (``JobFollower``: in place on a terminal, sparse
-    into a log); the exit code."""
-    out = out if out is not None else sys.stdout
+    into a log); the exit code. ``as_json``: the progress goes to stderr and stdout gets the
+    job's final record, as `facet jobs ID --json` prints it (until 2026-12-01 --json was
+    ignored here: text lines on stdout, after the record with --cancel)."""
+    out = out if out is not None else sys.stderr if as_json else sys.stdout
     follower = JobFollower(out, tty=out.isatty())
     with open_facet() as facet:
         while True:
             # No errors: they were all read again at each interval, 20,000 of them on a big job.
             code = follower.show(facet.job(job_id, errors=0))
             if code is not None:
+                if as_json:
+                    typer.echo(printable_json(asdict(facet.job(job_id, errors=DEFAULT_JOB_ERRORS))))
                 return code
             time.sleep(max(0.1, interval))
+
+
+def _say_cancelled(job: JobInfo) -> None:
+    """`facet jobs ID --cancel`'s line: the job's state (and how it ended, where it has)."""
+    asked = " (cancel requested: it stops at its next batch)" if job.state not in _ENDED else ""
+    typer.echo(f"job {job.id} {job.state}{asked}")
+    if job.message and job.state in _ENDED:
+        typer.echo(f"  {printable(job.message)}")
 
 
 def register(cli: typer.Typer) -> None:
@@ -918,16 +931,14 @@ def register(cli: typer.Typer) -> None:
             assert job_id is not None
             with open_facet() as facet:
                 job = facet.cancel_job(job_id, collection)
+            if follow:  # with --json: the job's final record alone on stdout, when it ends
+                if not as_json:
+                    _say_cancelled(job)
+                raise typer.Exit(_follow(job_id, interval, as_json=as_json))
             if as_json:
                 typer.echo(printable_json(asdict(job)))
             else:
-                asked = (" (cancel requested: it stops at its next batch)"
-                         if job.state not in _ENDED else "")
-                typer.echo(f"job {job.id} {job.state}{asked}")
-                if job.message and job.state in _ENDED:
-                    typer.echo(f"  {printable(job.message)}")
-            if follow:
-                raise typer.Exit(_follow(job_id, interval))
+                _say_cancelled(job)
             return
         if (errors is not None or errors_offset) and follow:
             asked = (f" --errors {errors}" if errors is not None else "") + (
@@ -949,7 +960,7 @@ def register(cli: typer.Typer) -> None:
                 there = len(first) + (first.not_shown if isinstance(first, JobList) else 0)
         if follow:
             assert job_id is not None
-            raise typer.Exit(_follow(job_id, interval))
+            raise typer.Exit(_follow(job_id, interval, as_json=as_json))
         if as_json:
             # One job asked for by its id: its object, as `--cancel --json`, `facet index
             # --background --json` and GET /jobs/ID give it (it was a one-element list).
@@ -1028,7 +1039,9 @@ def register(cli: typer.Typer) -> None:
             "--missing-ok",
             help="with --document/--documents-from: skip (and count) the keys the collection "
                  "does not hold, removed already or never there, instead of removing nothing "
-                 "(exit 3): the rerun of a removal stopped after some of its parts")] = False,
+                 "(exit 3): the rerun of a removal stopped after some of its parts. Without "
+                 "them: a collection that does not exist is a note on stderr and exit 0, not "
+                 "exit 3 (a teardown run twice)")] = False,
     ) -> None:
         """Delete a collection, or only its --document KEYs.
 
@@ -1038,11 +1051,6 @@ def register(cli: typer.Typer) -> None:
         if null and documents_from is None:
             typer.echo("error: --null says how --documents-from FILE separates its keys; give "
                        "--documents-from too", err=True)
-            raise typer.Exit(2)
-        if missing_ok and documents_from is None and not documents:
-            typer.echo("error: --missing-ok says what to do with --document keys the collection "
-                       "does not hold; give --document KEY or --documents-from FILE too "
-                       "(nothing was deleted)", err=True)
             raise typer.Exit(2)
         if documents_from == "-" and not yes:
             # Asked after the keys were read, the question found standard input at its end
@@ -1079,6 +1087,11 @@ def register(cli: typer.Typer) -> None:
                 # Vectors no collection of this database owns (indexing into the name is
                 # refused until they are deleted) are removed the same way.
                 stray = facet.orphan_collection(collection)
+                if stray is None and missing_ok:
+                    # A teardown run twice (until 2026-12-01 --missing-ok here was exit 2).
+                    typer.echo(f"no collection {printable(collection)}: nothing to delete",
+                               err=True)
+                    return
                 if stray is None:
                     raise
                 info, orphan = stray, True

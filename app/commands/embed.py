@@ -7,7 +7,25 @@ from typing import Annotated
 import typer
 
 from app.commands.common import handle_errors, open_facet
+from app.errors import InvalidRequestError
 from app.text import printable_json
+
+
+def _texts_from_stdin() -> list[str]:
+    """`facet embed -`: the texts on standard input, one a line, read as `facet cluster -`
+    reads them (``read_texts``'s reader: a UTF-8 BOM and CRLF handled, blank lines skipped,
+    input that is not UTF-8 text refused, exit 4); none is refused as an empty query is (exit
+    2). Until 2026-12-01 ``-`` was embedded as the text "-".
+
+    Raises:
+        InvalidRequestError: standard input holds no text.
+    """
+    from app.commands.cluster import _read_stdin_texts
+
+    texts = _read_stdin_texts(None)
+    if not texts:
+        raise InvalidRequestError("standard input holds no text to embed: give one text a line")
+    return texts
 
 
 def register(cli: typer.Typer) -> None:
@@ -33,7 +51,8 @@ def register(cli: typer.Typer) -> None:
     @cli.command("embed")
     @handle_errors
     def embed_cmd(
-        texts: Annotated[list[str], typer.Argument(help="texts to embed")],
+        texts: Annotated[list[str], typer.Argument(
+            help="texts to embed; - reads them from standard input, one a line")],
         embedder: Annotated[str | None, typer.Option(
             "--embedder", "-e", help="name or checkpoint path (default FACET_DEFAULT_EMBEDDER)")] = None,
         instruction: Annotated[str | None, typer.Option(
@@ -41,6 +60,9 @@ def register(cli: typer.Typer) -> None:
         ] = None,
         role: Annotated[str, typer.Option("--role", help="query or document")] = "document",
         batch_size: Annotated[int, typer.Option("--batch-size", help="texts per forward pass")] = 32,
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="already JSON: accepted, as every command's --json, and changes nothing")
+                           ] = False,
     ) -> None:
         """Embed TEXTS and print a JSON object with the vectors (L2-normalised float32)."""
         # No embedder named: the facade's default, FACET_DEFAULT_EMBEDDER (a hard-coded "minilm"
@@ -48,6 +70,12 @@ def register(cli: typer.Typer) -> None:
         from app.encoding import EmbedderCache, InlineQueryEncoder
         from app.settings import get_settings
 
+        del as_json  # the output is JSON either way (scripts pass --json to every command)
+        if texts == ["-"]:
+            texts = _texts_from_stdin()
+        elif "-" in texts:
+            raise InvalidRequestError("- reads the texts from standard input: give it alone, not "
+                                      "beside other texts")
         settings = get_settings()
         cache = EmbedderCache(settings.device)
         encoder = InlineQueryEncoder(cache, batch_size, query_threads=settings.query_threads)

@@ -230,6 +230,34 @@ def _cancelled_said(facet: Any, report: IndexReport) -> str:
     return str(message or cancelled_message(report.docs_indexed))
 
 
+def _job_record(facet: Any, report: IndexReport, said: str | None) -> dict[str, Any]:
+    """``facet index --json``'s object: the run's report with the job's record over it, so a
+    script reads one shape from this, ``--background --json`` and `facet jobs ID --json`:
+    ``id``, ``errors`` as ``{"document", "kind", "message"}`` (every one, warnings included;
+    ``errors_total`` counts them), ``message`` and the job's other keys, beside the report's own
+    (``job_id``, ``warnings`` as pairs, ``elapsed_s``, ``docs_per_s``, ...), whose values are
+    kept where both have a key (the counts, ``timings``). Where the job is
+    gone with the collection it created (``collection_removed``) or cannot be read, ``id``,
+    ``errors``, ``errors_total`` and ``message`` are made from the report. A cancelled run's
+    ``message`` is the one its ``error:`` line says (``said``). Until 2026-12-01 ``errors``
+    were ``[key, message]`` pairs, without ``id`` (``.job_id // .id``), and a cancelled run's
+    ``message`` was null."""
+    out = asdict(report) | {"docs_per_s": report.docs_per_s}
+    try:
+        job: dict[str, Any] = asdict(facet.job(report.job_id, errors=None))
+    except Exception:  # (gone with its collection, or unreadable: the report says the rest)
+        errors = ([{"document": k, "kind": "error", "message": m} for k, m in report.errors]
+                  + [{"document": k, "kind": "warning", "message": m} for k, m in report.warnings])
+        job = {"id": report.job_id, "errors": errors, "errors_total": len(errors),
+               "message": report.message}
+    # The report's own values stay (its timings unrounded, its counts); the job gives the keys
+    # the report lacks, and its ``errors`` and ``message``.
+    out |= {k: v for k, v in job.items() if k not in out or k in ("errors", "message")}
+    if said is not None:
+        out["message"] = said
+    return out
+
+
 def _cancelled_line(job_id: int, said: str | None) -> str:
     """The ``error:`` line of a run cancelled from elsewhere (with or without ``--json``)."""
     return (f"error: job {job_id} was cancelled by a request (`facet jobs {job_id} --cancel`, "
@@ -307,6 +335,7 @@ def register(cli: typer.Typer) -> None:
                 # A cancelled job's own message: it says whether documents were left to index
                 # or only the job's end (the sync, the store's optimize).
                 said = _cancelled_said(facet, report) if report.state == "cancelled" else None
+                record = _job_record(facet, report, said) if as_json else None
             except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C 130; SIGTERM (docker stop) 143
                 bar.close()
                 _say_how_to_resume(facet, collection, source, before)
@@ -321,8 +350,10 @@ def register(cli: typer.Typer) -> None:
         # code (4 for failed documents, 1 cancelled): it was 0 (``stdout_may_close``).
         with stdout_may_close():
             if as_json:
-                typer.echo(printable_json(asdict(report) | {"docs_per_s": report.docs_per_s}))
-                if failure is not None:
+                typer.echo(printable_json(record))
+                if failure is not None:  # the error line too, as without --json (it said none)
+                    typer.echo(f"error: {printable(str(failure))} (--allow-failures to exit 0 "
+                               "anyway)", err=True)
                     raise typer.Exit(exit_code(failure))
                 if cancelled:  # stdout carries the JSON alone; stderr says why the exit is 1, as
                     # without --json (until 2026-11-30, seventh session, it said nothing)

@@ -47,7 +47,8 @@ def test_index_json_report_is_readable_and_escaped(run, corpus) -> None:
     report = json.loads(indexed.stdout)
     assert (report["docs_indexed"], report["docs_failed"]) == (1, 1)
     assert report["skipped_files"] == [str(corpus / f"données {RLO}.xyz")]
-    [(key, message)] = report["errors"]
+    [error] = [e for e in report["errors"] if e["kind"] == "error"]
+    key, message = error["document"], error["message"]
     assert key == str(corpus / "日本語.json") and "malformed JSON" in message
     assert "notes café \\u009b2J" in indexed.stdout  # readable, not caf\u00e9
     assert "日本語.json" in indexed.stdout and "données \\u202e.xyz" in indexed.stdout
