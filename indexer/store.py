@@ -819,9 +819,15 @@ _GONE_HINT = "the data folder deleted, moved or unmounted while in use?"
 # The ones of them that say the folder is there but cannot be written.
 _NOT_WRITABLE_SIGNS = ("Permission denied", "Read-only file system")
 # How they say that a file is there but its content cannot be read (garbled, cut short, edited
-# by hand): a JSON config that does not parse, a version file, a WAL segment's header.
+# by hand): a JSON config that does not parse, a version file, a WAL segment's header; a segment
+# file cut short (to 0 bytes by a copy that ran out of room), met only once a search or a read
+# reaches it: "vector 0 is not readable from .../vectors" (a dense vectors' chunk file),
+# "Gridstore IO error: elements range 0..366 is out of bounds, file contains 0 elements" (a
+# payload or sparse page file). They fell through to the plain StoreError, "edge shard ...
+# searching it failed", a bad request (exit 2) that named no damage and no way back.
 _DAMAGED_SIGNS = ("Failed to deserialize", "Can't parse", "InvalidData", "EOF while parsing",
-                  "orrupt", "Illegal segment", "checksum")
+                  "orrupt", "Illegal segment", "checksum", "is not readable from",
+                  "is out of bounds, file contains")
 # An absolute path in such a message (quoted or not).
 _MESSAGE_PATH = re.compile(r"""(/[^\s"':]+)""")
 

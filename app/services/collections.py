@@ -315,18 +315,25 @@ def backend_mismatch(name: str, recorded: str, in_use: str, *, held: bool | None
 
 def points_missing_text(points: int, chunks: int, stopped_removal: str | None = None) -> str:
     """What is said of a collection whose store holds fewer points than it has chunks
-    (``CollectionInfo.points_missing``): how many are missing, the likely why, what writes them.
+    (``CollectionInfo.points_missing``): how many are missing, the likely whys, what to do.
     ``stopped_removal``: where its newest job is a removal that stopped part-way
     (``stopped_removal_text``), that is the why, and running it again is what to do: `facet
-    index` of its sources wrote back the documents being removed."""
+    index` of its sources wrote back the documents being removed. The text names no collection:
+    a listing's line starts with its name, a search's note with "collection NAME: " (the same
+    text in both).
+
+    A `facet delete` killed part-way (its store collection dropped first, the metadata's commit
+    after it: ``CollectionService.delete``) leaves the rows and a store short of points; the note
+    said only "restored from another time than the database?", and to index it again."""
     missing = chunks - points
     if stopped_removal is not None:
         return (f"{points:,} point{'' if points == 1 else 's'} for {chunks:,} chunks: "
                 f"{stopped_removal}")
     return (f"{points:,} point{'' if points == 1 else 's'} for {chunks:,} chunks: the vectors of "
-            f"{missing:,} chunk{'' if missing == 1 else 's'} are missing from the store (restored "
-            "from another time than the database?), and searches cannot find them; index its "
-            "sources again (`facet index`) to write them")
+            f"{missing:,} chunk{'' if missing == 1 else 's'} are missing from the store, and "
+            "searches cannot find them: restored from another time than the database? index its "
+            "sources again (`facet index`) to write them; or a `facet delete` of it interrupted "
+            "part-way? run it again to finish it")
 
 
 @dataclass

@@ -119,6 +119,9 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
             return UnavailableError(full)
     said = str(getattr(error, "orig", None) or error)
     first = next((line.strip() for line in said.splitlines() if line.strip()), type(error).__name__)
+    damaged = _damaged_sqlite(settings, first)
+    if damaged is not None:
+        return damaged
     check = ("FACET_DATABASE_URL" if settings.database_url else
              f"the data folder {settings.data_dir} (FACET_DATA_DIR)")
     where = settings.resolved_database_url
@@ -139,6 +142,36 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
     if settings.database_url and isinstance(error, OperationalError):
         return UnavailableError(message)
     return FacetError(message)
+
+
+# How SQLite says that the file is there but its content is not a database it can read (cut
+# short by a copy that ran out of room, overwritten, a header garbled).
+_SQLITE_DAMAGED_SIGNS = ("database disk image is malformed", "file is not a database")
+
+
+def _damaged_sqlite(settings: FacetSettings, first: str) -> DataError | None:
+    """A SQLite metadata database whose file is damaged, as a data error (exit 4, as for a
+    collection's damaged store files) saying how back: it was "cannot open the metadata
+    database ...: database disk image is malformed; check the data folder", exit 1, which
+    named no damage, and no backup to restore."""
+    if not any(sign in first for sign in _SQLITE_DAMAGED_SIGNS):
+        return None
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(settings.resolved_database_url)
+    except Exception:  # (not a URL SQLAlchemy reads: said as any other failure)
+        return None
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    file = Path(url.database)
+    store = Path(settings.data_dir) / "qdrant-edge"
+    return DataError(
+        f"the metadata database {file} is damaged ({first}): nothing can be read from this data "
+        f"folder until it is replaced; stop every Facet process on it, then restore {file.name} "
+        f"together with {store} from the same backup (the database alone would not match the "
+        f"vectors; delete any {file.name}-wal and {file.name}-shm left beside the damaged file): "
+        "see docs/deploy.md, \"Backup, restore and moving the embedded data folder\"")
 
 
 def check_database(settings: FacetSettings) -> None:

@@ -1297,7 +1297,7 @@ class IndexService:
                             self.store.check_free(collection)
                     # A disk too full is refused now too: the job was accepted (a 202, "queued")
                     # and failed the same second, its new collection left empty.
-                    self.check_room()
+                    self.check_room(started=False)
                 job = self._start_job(session, coll, str(source.resolve()), embedder.name,
                                       runner, options.text_column)
             except BaseException:
@@ -1511,7 +1511,7 @@ class IndexService:
                     raise NotFoundError(f"{e} (it was there when the job was queued)") from e
                 # A disk too full is a refusal before the job starts, as a busy store is: it
                 # was checked once the job ran, after its lease and its start were recorded.
-                self.check_room()  # (a new store collection maps its first files at once)
+                self.check_room(started=False)  # (a new store collection maps its first files)
             except BaseException as e:
                 # A Ctrl-C too (reading a large folder takes a while): the job stayed `queued`,
                 # and the store held, for the life of the process.
@@ -1928,13 +1928,14 @@ class IndexService:
             raise _Cancelled(f"job {job_id} was cancelled")
         self.check_room()
 
-    def check_room(self) -> None:
+    def check_room(self, *, started: bool = True) -> None:
         """Raise ``UnavailableError`` where the data folder's disk has less free space than
         ``FACET_MIN_FREE_MB``: called before each batch (with ``check_cancelled``) and before a
         store collection is made. A write past a full disk killed the process with a bus error
         (the embedded store's files are memory-mapped: a `facet serve` and all its clients with
         it) or failed as SQLite's "disk I/O error"; now the job stops between batches, its
-        documents so far kept, resumable."""
+        documents so far kept, resumable. ``started``: False where the job has written nothing
+        yet (its submission, its start): it is "refused", not "stopped before writing more"."""
         need = self.settings.min_free_mb * 2**20
         if not need or (self.store.backend == "server" and self.settings.database_url):
             return  # (nothing of the job's is written to this disk)
@@ -1944,8 +1945,9 @@ class IndexService:
         except OSError:
             return  # (gone or unreadable: the write itself will say)
         if free < need:
+            what = "stopped before writing more" if started else "refused before writing anything"
             raise UnavailableError(
-                f"stopped before writing more: the disk of the data folder {folder} has "
+                f"{what}: the disk of the data folder {folder} has "
                 f"{free / 2**20:,.1f} MiB free, under FACET_MIN_FREE_MB "
                 f"({self.settings.min_free_mb:,.0f}); free some space there (or lower "
                 "FACET_MIN_FREE_MB)")

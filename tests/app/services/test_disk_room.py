@@ -24,7 +24,7 @@ def test_a_job_stops_before_writing_when_the_disk_has_too_little_room(make_ctx, 
     write_corpus(tmp_path / "src", 3)
     free_mb = shutil.disk_usage(tmp_path).free / 2**20
     ctx = make_ctx(min_free_mb=free_mb * 4)  # more than this disk has
-    with pytest.raises(UnavailableError, match=r"^stopped before writing more: the disk of the data folder "
+    with pytest.raises(UnavailableError, match=r"^refused before writing anything: the disk of the data folder "
                                                r".* MiB free, under FACET_MIN_FREE_MB"):
         IndexService(ctx).index(tmp_path / "src", "room")
     # Refused before it started: no collection of its own is left (the resume hint a kept

@@ -18,7 +18,7 @@ from tests.app.cli_runner import invoke_cli
 
 from .conftest import locked_by_another_process, write_corpus
 
-ROOM = r"^stopped before writing more: the disk of the data folder .* MiB free, under FACET_MIN_FREE_MB"
+ROOM = r"^refused before writing anything: the disk of the data folder .* MiB free, under FACET_MIN_FREE_MB"
 
 
 def _no_room_mb(path) -> float:
@@ -99,7 +99,7 @@ def test_facet_index_refused_says_so_and_leaves_nothing(make_ctx, tmp_path) -> N
     full = invoke_cli("index", str(tmp_path / "src"), "-c", "new", "-e", "minilm",
                       env={**env, "FACET_MIN_FREE_MB": str(_no_room_mb(tmp_path))})
     assert full.returncode == 7, full.stderr
-    assert full.stderr.startswith("error: stopped before writing more: the disk of the data "
+    assert full.stderr.startswith("error: refused before writing anything: the disk of the data "
                                   "folder"), full.stderr
     listed = invoke_cli("jobs", env=env)
     assert listed.returncode == 0 and "never started" not in listed.stdout, listed.stdout

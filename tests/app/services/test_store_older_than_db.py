@@ -60,9 +60,10 @@ def test_a_store_older_than_the_database_is_said_by_the_listing_and_searches(mak
     [info] = catalog.list_all()
     assert (info.chunks, info.points, info.points_missing, info.vectors_missing) == (5, 3, 2, {})
     assert info.store_note == (
-        "3 points for 5 chunks: the vectors of 2 chunks are missing from the store (restored from "
-        "another time than the database?), and searches cannot find them; index its sources "
-        "again (`facet index`) to write them")
+        "3 points for 5 chunks: the vectors of 2 chunks are missing from the store, and searches "
+        "cannot find them: restored from another time than the database? index its sources "
+        "again (`facet index`) to write them; or a `facet delete` of it interrupted part-way? run "
+        "it again to finish it")
     assert scrolled == []  # a listing counts; it reads no point
     monkeypatch.undo()
 
