@@ -761,6 +761,14 @@ class Facet:
             self._let_workers_write([n for n in (request.collection, search and search.collection)
                                      if isinstance(n, str) and n])
 
+    @_domain_errors
+    def cluster_embedder(self, request: ClusterRequest) -> str:
+        """The embedder ``cluster(request)`` encodes with: the one it names, else a clustered
+        collection's (or searched collection's) own, as a search naming none picks it, else
+        ``FACET_DEFAULT_EMBEDDER`` (an edge's heads-up names the model before it loads)."""
+        _expect(request, ClusterRequest, "request", "ClusterRequest(instruction, texts=[...])")
+        return self.clustering.embedder_spec(request)
+
     def _let_workers_write(self, collections: Sequence[str]) -> None:
         """With jobs on the workers and an embedded store, let go of each collection a worker
         job waits for or writes: a read reopened its folder (held until the next job

@@ -177,7 +177,8 @@ def _same_file(out: Path, source: Path) -> bool:
 
 # Texts above which a run on the CPU that reads them with a language model (an explainer, or an
 # embedder other than minilm) starts with a heads-up (``long_run_note``): 200 AG News texts took
-# 4 min 49 s with the default InBedder on the 2-core CPU (README, "What facet cluster costs").
+# 4 min 49 s with InBedder embedding (the default until 2026-12-01) on the 2-core CPU (README,
+# "What facet cluster costs").
 LONG_RUN_TEXTS = 200
 
 # A stage that counts texts ("encoding 64/1140 texts", "inbedder answering 32/1140 texts").
@@ -361,8 +362,11 @@ def register(cli: typer.Typer) -> None:
         text_column: Annotated[str | None, typer.Option(
             "--text-column", help="the .csv column or .json/.jsonl field holding the texts "
                                   "(default: text, contents, content or body)")] = None,
-        embedder: Annotated[str, typer.Option("--embedder", "-e", help="instruction embedder (name or path)")]
-            = "inbedder",
+        embedder: Annotated[str | None, typer.Option(
+            "--embedder", "-e", help="the embedder that reads the texts under the instruction "
+                                     "(name or path; default FACET_DEFAULT_EMBEDDER, minilm "
+                                     "unless set: it clustered CLINC's dev texts better than "
+                                     "InBedder and InstEmb, docs/results.md)")] = None,
         explain: Annotated[str | None, typer.Option(
             "--explain", help="a model that generates answers (an InBedder checkpoint, or an "
                          "embedder registered as an explainer) whose answers name the clusters "
@@ -516,8 +520,11 @@ def register(cli: typer.Typer) -> None:
             explainer=explain or None, keywords=keywords, members=members,
             answer_tokens=answer_tokens, seed=seed)
         with open_facet() as facet:
+            # (None: the collection's own embedder, else FACET_DEFAULT_EMBEDDER, as the facade
+            # picks it; named in the heads-up of a long run.)
+            spec = facet.cluster_embedder(request)
             bar = ClusterBar(lambda total: long_run_note(
-                facet.embedder_cache.peek(embedder), total, embedder, request.explainer))
+                facet.embedder_cache.peek(spec), total, spec, request.explainer))
             try:
                 with _sigterm_stops():
                     result = facet.cluster(request, progress=bar.update)

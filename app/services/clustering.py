@@ -994,7 +994,7 @@ class ClusterService:
             if loading:
                 report(0.0, f"loading the explainer {request.explainer}")
             check_explainer(self.ctx.embedders, request.explainer, instruction,
-                            self._embedder_spec(request))
+                            self.embedder_spec(request))
             if loading:
                 timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
             return
@@ -1037,7 +1037,7 @@ class ClusterService:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         report(0.0, "collecting the texts")
-        spec = self._embedder_spec(request)
+        spec = self.embedder_spec(request)
         texts, sources, cut, points = self._texts(request, spec)
         timings["texts"] = (time.perf_counter() - t0) * 1000
         cap = self.ctx.settings.max_cluster_texts
@@ -1299,7 +1299,7 @@ class ClusterService:
         filters"."""
         return "; ".join(self.search_service.filter_notes(collection, filters)) or None
 
-    def _embedder_spec(self, request: ClusterRequest) -> str:
+    def embedder_spec(self, request: ClusterRequest) -> str:
         """What encodes the texts: the embedder ``request`` names, else, clustering a
         collection (or a search's results naming no embedder), the embedder a search of it
         naming none uses (``default_vector``: the one ``FACET_DEFAULT_EMBEDDER`` names, read as

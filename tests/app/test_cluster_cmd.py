@@ -168,7 +168,8 @@ def test_a_text_with_newlines_is_listed_on_one_line(tmp_path):
 
 
 def test_cluster_defaults_resolve_the_shipped_inbedder_from_any_folder(tmp_path):
-    """The defaults name the registered checkpoint 'inbedder', not a path relative to the repo."""
+    """The default explainer names the registered checkpoint 'inbedder', not a path relative
+    to the repo."""
     src = tmp_path / "texts.txt"
     src.write_text("\n".join(TEXTS))
     result = subprocess.run([sys.executable, "-m", "app", "cluster", "texts.txt", "--instruction",
@@ -225,3 +226,33 @@ def test_keyword_names_do_not_depend_on_keywords_and_no_keywords_leaves_no_separ
     assert result.returncode == 0, result.stdout + result.stderr
     heads = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("cluster ")]
     assert heads and all(line.endswith("(no keywords)") for line in heads), heads
+
+
+def test_the_default_embedder_is_the_settings_one_and_a_collections_own(tmp_path):
+    """`facet cluster` naming no --embedder reads the texts with FACET_DEFAULT_EMBEDDER (minilm
+    unless set), as POST /cluster and the UI do, and a collection with its own vectors (the
+    stored ones read): until 2026-12-01 (third session) the CLI alone defaulted to InBedder,
+    which clustered CLINC's dev texts worse than minilm (docs/results.md, "Which embedder
+    clusters by default") at ~23 times its cost."""
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(TEXTS))
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    result = invoke_cli("cluster", str(src), "-i", "What does the customer want?", "--k", "2",
+                        "--explain", "", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.rstrip().count("embedder minilm") == 1, result.stderr
+    env["FACET_DEFAULT_EMBEDDER"] = "minilm[instruction_weight=1]"
+    result = invoke_cli("cluster", str(src), "-i", "What does the customer want?", "--k", "2",
+                        "--explain", "", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "embedder minilm[instruction_weight=1]" in result.stderr, result.stderr
+    rows = tmp_path / "rows.jsonl"  # one document (a chunk) a text
+    rows.write_text("".join(json.dumps({"id": f"r{i}", "text": text}) + "\n"
+                            for i, text in enumerate(TEXTS)))
+    indexed = invoke_cli("index", str(rows), "-c", "own", env=env)  # vectors of that reading
+    assert indexed.returncode == 0, indexed.stderr
+    del env["FACET_DEFAULT_EMBEDDER"]
+    result = invoke_cli("cluster", "--collection", "own", "-i", "What does the customer want?",
+                        "--k", "2", "--explain", "", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "embedder minilm[instruction_weight=1]" in result.stderr, result.stderr

@@ -37,3 +37,22 @@ def test_a_bad_sts_pair_count_is_a_usage_error_before_any_model_loads(capsys):
         load_script("dev_score.py").main(["no-such-checkpoint", "--dev-sts-pairs", "3"])
     assert exit_info.value.code == 2
     assert "--dev-sts-pairs must be 'all' or a number of pairs >= 10" in capsys.readouterr().err
+
+
+def test_an_untrained_embedder_is_scored_on_the_suite_named_and_averaged_over_samples(shared_data,
+                                                                                      capsys):
+    """`--suite` scores an embedder whose method declares no dev suite (minilm: it was refused,
+    "not a checkpoint of a trainable method"), and `--clinc-samples N` averages seeds 0..N-1."""
+    script = load_script("dev_score.py")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["minilm", "--dev-size", "10", "--data-dir", str(shared_data)])
+    assert "name one with --suite" in str(exit_info.value.code)
+    assert script.main(["minilm", "--suite", "instruction", "--dev-size", "10", "--clinc-samples", "2",
+                        "--data-dir", str(shared_data)]) == 0
+    [row] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert row["suite"] == "instruction"
+    sizes = DevSizes(sts_pairs=10, scifact_queries=10, scifact_docs=10, clinc_texts=10, clinc_samples=2)
+    from embedders.registry import load_embedder
+
+    expected = DevEvaluator(shared_data, "instruction", sizes=sizes)(load_embedder("minilm", device="cpu"))
+    assert row["dev"]["score"] == expected["score"] and "clinc-dev-s1/hmean" in row["dev"]
