@@ -5,6 +5,18 @@
   live job waits (retried until the lease is free).
 * ``facet.index_chunk`` (queue ``index``): index one chunk; the last one completes the job.
   Transient store/database errors are retried with exponential backoff (and jitter).
+* A retry (``self.retry``, through ``_retry``) publishes the task again: with the broker down
+  (a Redis restart) the publish is tried again for half the visibility timeout (at most
+  ``MAX_PUBLISH_RETRY_S``; the clients' policy gives up after ~1 s, to fail fast), and if it
+  still fails the message being run is handed back to the broker (rejected with requeue: put
+  back at the head of its queue once the worker has reconnected; where Redis cannot be told
+  even that, it stays unacknowledged and the visibility timeout brings it back), with one
+  WARNING line. Celery rejected it without requeue, and the task was lost until the sweeper
+  found its job stalled.
+* A chunk task of a job that is not in this worker's database and whose id is above any this
+  database ever handed out (a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the
+  server's) is sent back to the broker, a few seconds later, for a worker on the right database
+  (at most ``OTHER_DATABASE_RETRIES`` times), with a WARNING naming the database.
 * Both check the data folder's disk first (``FACET_MIN_FREE_MB``, ``IndexService.check_room``,
   as an in-process run does before each batch): on a disk with too little room the job fails
   before anything more is written, resumable, with the in-process run's message.
@@ -21,8 +33,17 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from celery.exceptions import Reject
+
 from app.errors import FacetError, UnavailableError, as_domain_error
-from app.remote import ANSWERS_TASK, ENCODE_TASK, INDEX_CHUNK_TASK, INDEX_JOB_TASK, encode_result
+from app.remote import (
+    ANSWERS_TASK,
+    ENCODE_TASK,
+    INDEX_CHUNK_TASK,
+    INDEX_JOB_TASK,
+    encode_result,
+    one_line,
+)
 from app.services.distributed import ChunkBusy, ChunkOutcome, JobGone, WriterBusy, is_transient
 from app.services.indexing import IndexService, PreparedJob
 from worker.app import celery_app, chunk_service, worker_facet
@@ -30,6 +51,73 @@ from worker.app import celery_app, chunk_service, worker_facet
 logger = logging.getLogger(__name__)
 
 MAX_TRANSIENT_RETRIES = 8
+
+# A chunk task of another database's job (see the module docstring) is sent back this many
+# times, this many seconds later each, before it is dropped (the sweeper of the server's
+# workers re-sends it once its job is stalled).
+OTHER_DATABASE_RETRIES = 20
+OTHER_DATABASE_COUNTDOWN_S = 3.0
+
+# How long a worker goes on trying to publish a retry to a broker that is down: half the
+# visibility timeout (the message being run is not re-delivered meanwhile), at most this long
+# (its pool process does nothing else meanwhile). Each try is itself bounded by kombu (about
+# FACET_BROKER_TIMEOUT_S to connect, whatever the retry policy says).
+MAX_PUBLISH_RETRY_S = 300.0
+# kombu's policy for each try (the clients' ``task_publish_retry_policy`` gives up in ~1 s).
+_PUBLISH_POLICY = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5,
+                   "interval_max": 1.0}
+
+
+class _BackToBroker(Reject):
+    """The task's retry could not be published: its message goes back to the broker
+    (``requeue=True``). Logged by ``_retry`` in one line; Celery's own line (with the
+    traceback of the failed publish) is filtered out (``_QuietBackToBroker``)."""
+
+    def __init__(self, reason: Any = None, requeue: bool = True) -> None:
+        super().__init__(reason, requeue)
+
+
+class _QuietBackToBroker(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, _BackToBroker)
+
+
+logging.getLogger("celery.app.trace").addFilter(_QuietBackToBroker())
+
+
+def _publish_window(visibility_timeout_s: float) -> float:
+    """Seconds a worker goes on trying to publish a retry (see ``MAX_PUBLISH_RETRY_S``)."""
+    return max(2.0, min(visibility_timeout_s / 2, MAX_PUBLISH_RETRY_S))
+
+
+def _retry(task: Any, what: str, countdown: float) -> Reject:
+    """``task.retry(countdown=...)``, its publish tried again for ``_publish_window`` seconds
+    while the broker is down (Celery gave up after the clients' ~1 s policy and rejected the
+    message without requeue: the task was lost). Still down after that: one WARNING, and the
+    message handed back to the broker (raised: ``_BackToBroker``, a reject with requeue)."""
+    visibility = float((celery_app.conf.broker_transport_options or {}).get(
+        "visibility_timeout", 3600))
+    deadline = time.monotonic() + _publish_window(visibility)
+    while True:
+        try:
+            return task.retry(countdown=countdown, retry_policy=_PUBLISH_POLICY)
+        except Reject as e:
+            if isinstance(e, _BackToBroker) or e.requeue:
+                raise
+            failed = e
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
+    from app.settings import mask_passwords, masked_url
+
+    reason = one_line(mask_passwords(str(failed.reason)))
+    logger.warning("%s: could not send its retry to the broker at %s for %.0fs (%s); its "
+                   "message goes back to the broker, to be delivered again once the worker "
+                   "reconnects (or after FACET_VISIBILITY_TIMEOUT_S=%.0fs)", what,
+                   masked_url(str(celery_app.conf.broker_url or "")), _publish_window(visibility),
+                   reason, visibility)
+    raise _BackToBroker(f"{what}: the broker is down ({reason})") from None
 
 
 def _backoff(retries: int) -> float:
@@ -87,13 +175,13 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
         return {"job_id": prepared.job_id, "state": "gone"}
     except WriterBusy as e:
         logger.info("job %d: %s; retrying in %.0fs", prepared.job_id, e, e.retry_in_s)
-        raise self.retry(countdown=e.retry_in_s) from e
+        raise _retry(self, f"job {prepared.job_id}", e.retry_in_s) from e
     except Exception as e:
         if is_transient(e):
             if self.request.retries < MAX_TRANSIENT_RETRIES:
                 countdown = _backoff(self.request.retries)
                 logger.warning("job %d: %s; planning again in %.1fs", prepared.job_id, e, countdown)
-                raise self.retry(countdown=countdown) from e
+                raise _retry(self, f"job {prepared.job_id}", countdown) from e
             service.give_up(prepared.job_id, f"gave up after {MAX_TRANSIENT_RETRIES} retries: "
                                              f"{type(e).__name__}: {e}")
             return {"job_id": prepared.job_id, "state": "failed", "message": str(e)}
@@ -130,7 +218,18 @@ def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
                            number, job_id, took, limit)
         return outcome
     except ChunkBusy as e:
-        raise self.retry(countdown=e.retry_in_s) from e
+        raise _retry(self, f"chunk {number} of job {job_id}", e.retry_in_s) from e
+    except JobGone as e:  # another database's job, certainly (see the module docstring)
+        if self.request.retries >= OTHER_DATABASE_RETRIES:
+            logger.warning("chunk %d: %s: sent back %d times and no worker on that database "
+                           "took it; dropping it (the sweeper of the server's workers sends it "
+                           "again once the job is stalled)", number, str(e).rsplit("; ", 1)[0],
+                           OTHER_DATABASE_RETRIES)
+            return asdict(ChunkOutcome(int(job_id), int(number), "gone", message=str(e)))
+        logger.warning("chunk %d: %s (in %.0fs, try %d of %d)", number, e,
+                       OTHER_DATABASE_COUNTDOWN_S, self.request.retries + 1,
+                       OTHER_DATABASE_RETRIES)
+        raise _retry(self, f"chunk {number} of job {job_id}", OTHER_DATABASE_COUNTDOWN_S) from e
     except Exception as e:
         if not is_transient(e):
             raise
@@ -144,7 +243,7 @@ def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
             raise
         countdown = _backoff(self.request.retries)
         logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, said, countdown)
-        raise self.retry(countdown=countdown) from e
+        raise _retry(self, f"chunk {number} of job {job_id}", countdown) from e
 
 
 def _error(e: FacetError) -> dict[str, Any]:

@@ -142,15 +142,17 @@ def highest_job_id(session: Session) -> int | None:
     return None
 
 
-def gone_message(job_id: int, database: str, highest: int | None) -> str:
+def gone_message(job_id: int, database: str, highest: int | None,
+                 then: str = "dropping it") -> str:
     """Why job ``job_id`` is not in ``database`` (a description, password masked), given the
-    highest job id that database ever handed out (None: unknown)."""
+    highest job id that database ever handed out (None: unknown); ``then``: what becomes of
+    the task of another database's job (a chunk's is sent back)."""
     if highest is not None and job_id > highest:
         had = ("which has never had a job" if highest == 0
                else f"which never had it (its highest job id is {highest})")
         return (f"index job {job_id} is not in this worker's database ({database}), {had}: the "
                 f"job was queued by a server on another database; {_OTHER_DATABASE}; start the "
-                "worker with the server's FACET_DATA_DIR / FACET_DATABASE_URL; dropping it")
+                f"worker with the server's FACET_DATA_DIR / FACET_DATABASE_URL; {then}")
     return (f"index job {job_id} no longer exists in this worker's database ({database}): its "
             f"collection was deleted, or the job was queued by a server on another database "
             f"({_OTHER_DATABASE}); dropping it")
@@ -557,6 +559,8 @@ class ChunkedIndexService:
 
         Raises:
             ChunkBusy: another live worker holds the chunk's claim.
+            JobGone: the job is not in this database, whose highest job id ever is below it:
+                the job of a server on another database (the task sends it back).
             Transient errors of the store or database (the caller retries them; call
             ``release_claim`` first).
         """
@@ -569,10 +573,20 @@ class ChunkedIndexService:
             if job is not None:  # its collection in use until the chunk's end (``_IdleRelease``)
                 held.enter_context(self._using(job.collection.name))
             if job is None:
-                logger.info("chunk %d of job %d dropped: the job no longer exists (its "
-                            "collection was deleted)", number, job_id)
-                return ChunkOutcome(job_id, number, "gone",
-                                    message="the job no longer exists (collection deleted)")
+                highest = highest_job_id(session)
+                message = gone_message(
+                    job_id, self.settings.database_description(path=True), highest,
+                    then="sending its task back to the broker for a worker on that database")
+                if highest is not None and job_id > highest:
+                    # Certainly another database's job (this worker's FACET_DATA_DIR /
+                    # FACET_DATABASE_URL differ from the server's): the task sends it back to
+                    # the broker for a worker on the right one (it dropped it, said as a
+                    # deleted collection, and the job waited for the sweeper).
+                    raise JobGone(message)
+                # Its collection deleted, most likely (or an older job of another database):
+                # dropped, said at INFO (a deleted collection's chunks are many).
+                logger.info("chunk %d: %s", number, message)
+                return ChunkOutcome(job_id, number, "gone", message=message)
             if job.state != "running":
                 return ChunkOutcome(job_id, number, "skipped", message=f"job is {job.state}")
             if job.cancel_requested:  # (the job row read fresh: the check costs nothing more)
