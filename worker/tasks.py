@@ -139,7 +139,9 @@ def _stopped_for_room(service: Any, job_id: int, prepared: PreparedJob | None = 
     if index is None:
         return None  # (a stand-in service of a test: nothing is written)
     try:
-        index.check_room()
+        # The planner's check comes before the job has written anything ("refused before
+        # writing anything", as an in-process start says); a chunk's, after others may have.
+        index.check_room(started=prepared is None)
         return None
     except UnavailableError as e:
         error = e

@@ -21,6 +21,8 @@ from tests.app.services.conftest import write_corpus
 from .conftest import Stack
 
 STOPPED = "UnavailableError: stopped before writing more: the disk of the data folder "
+# The planner's: nothing of the job written yet (it said "stopped" until 2026-12-01).
+REFUSED = "UnavailableError: refused before writing anything: the disk of the data folder "
 
 
 def _resumable(src: Path, name: str) -> str:
@@ -87,7 +89,7 @@ def test_a_planner_on_a_full_disk_fails_the_job_before_making_its_store_collecti
     assert out["state"] == "failed", out
     job = facet.job(prepared.job_id)
     assert (job.state, job.chunks_total, job.docs_seen) == ("failed", 0, 0)
-    assert job.message.startswith(STOPPED) and job.message.endswith(_resumable(src, "room"))
+    assert job.message.startswith(REFUSED) and job.message.endswith(_resumable(src, "room"))
     assert sent == [] and not facet.context.store.collection_exists("room")  # nothing mapped
 
     monkeypatch.setattr(facet.context.settings, "min_free_mb", 0.0)
