@@ -141,11 +141,48 @@ def _migration_lock(engine: Engine, conn: Connection) -> Iterator[None]:
         yield
 
 
+class IncompleteMigration(RuntimeError):
+    """An upgrade failed on a schema a migration had already changed in part ("duplicate column
+    name", "table ... already exists"): an older Facet, whose SQLite migrations were not
+    atomic, was killed part-way through one and left it half-done. ``recorded``: the revision
+    the database records; ``revision``: the one whose migration did not complete."""
+
+    def __init__(self, message: str, *, recorded: str, revision: str) -> None:
+        super().__init__(message)
+        self.recorded, self.revision = recorded, revision
+
+
+class FolderInUse(RuntimeError):
+    """Another live process (``pid``; ``holder``: what it wrote in the data folder's
+    ``server.lock``) holds the folder of a SQLite database this process would migrate."""
+
+    def __init__(self, message: str, *, pid: int | None, holder: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.pid, self.holder = pid, holder
+
+
+# What a database says of a change already made: the sign of a migration left half-done.
+_ALREADY_DONE = re.compile(r"duplicate column|already exists", re.I)
+# The file `facet serve` / `facet ui` / `facet move-metadata` hold locked in the data folder,
+# with their pid in it (``app.services.context`` takes the name from here).
+SERVER_LOCK = "server.lock"
+
+
 def upgrade(engine: Engine) -> str:
     """Migrate ``engine``'s database to the head revision; returns what was done.
 
+    All or nothing: the whole upgrade (or the creation of a new schema) is one transaction, so
+    an exception or a kill -9 part-way leaves the database at its old revision, unchanged, and
+    the next open migrates it again. (pysqlite commits each DDL statement at once; on SQLite
+    the transaction is therefore begun by hand, ``_atomic``.)
+
     Returns:
         ``"current"`` (nothing to do), ``"created"`` (new database), ``"upgraded"``.
+
+    Raises:
+        FolderInUse: another live process holds the SQLite database's folder (its
+            ``server.lock``): an older Facet server the new schema would break.
+        IncompleteMigration: an earlier, non-atomic upgrade left the schema half-migrated.
     """
     head = head_revision()
     with engine.connect() as conn:
@@ -168,31 +205,151 @@ def upgrade(engine: Engine) -> str:
             return "current"
         cfg = _config(conn)
         if current is None and not inspect(conn).has_table("collections"):
-            Base.metadata.create_all(conn)
-            conn.commit()
-            command.stamp(cfg, head)
-            conn.commit()
+            with _atomic(conn):
+                Base.metadata.create_all(conn)
+                command.stamp(cfg, head)
             logger.debug("created the metadata schema at revision %s", head)
             return "created"
-        if current is None:
-            logger.info("metadata database predates migrations: stamping %s", BASELINE)
-            command.stamp(cfg, BASELINE)
-            conn.commit()
-        with _foreign_keys_off(conn):
-            command.upgrade(cfg, "head")
-            conn.commit()
+        _refuse_if_held(engine)
+        applied: list[str] = []
+        cfg.attributes["applied"] = applied
+        try:
+            with _atomic(conn):
+                if current is None:
+                    logger.info("metadata database predates migrations: stamping %s", BASELINE)
+                    command.stamp(cfg, BASELINE)
+                command.upgrade(cfg, "head")
+        except Exception as e:
+            said = str(getattr(e, "orig", None) or e).strip().splitlines()
+            if not said or not _ALREADY_DONE.search(said[0]):
+                raise
+            start = applied[-1] if applied else current or BASELINE
+            failed = _next_revision(start) or head
+            file = _sqlite_file(engine)
+            raise IncompleteMigration(
+                f"the schema migration of the metadata database{f' {file}' if file else ''} to "
+                f"revision {failed} did not complete ({said[0]}; it records revision "
+                f"{current or 'none, from before migrations'}): an earlier run was probably "
+                "killed part-way through it", recorded=current or BASELINE,
+                revision=failed) from e
         logger.info("migrated the metadata database from %s to %s", current or BASELINE, head)
         return "upgraded"
 
 
+def _next_revision(revision: str) -> str | None:
+    """The revision whose migration follows ``revision`` (None: ``revision`` is the head)."""
+    return next((str(r.revision) for r in _script().walk_revisions()
+                 if r.down_revision == revision), None)
+
+
+def _sqlite_file(engine: Engine) -> Path | None:
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _refuse_if_held(engine: Engine) -> None:
+    """Refuse to migrate a SQLite database whose folder's ``server.lock`` another live process
+    holds (a non-blocking flock probe, let go at once; nothing created): an older `facet
+    serve` kept answering on the old schema after a newer `facet index` migrated it under it
+    (a 500 on every POST /jobs). A holder that is this process is no other. Nothing to see on
+    PostgreSQL, nor where flock is missing (not POSIX)."""
+    file = _sqlite_file(engine)
+    if file is None:
+        return
+    try:
+        import fcntl
+    except ImportError:
+        return
+    import json
+    import os
+
+    path = file.parent / SERVER_LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return
+    finally:
+        os.close(fd)
+    try:
+        holder = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        holder = {}
+    holder = holder if isinstance(holder, dict) else {}
+    pid = holder.get("pid") if isinstance(holder.get("pid"), int) else None
+    if pid == os.getpid():
+        return
+    who = ", ".join(str(p) for p in (holder.get("command") or "another process",
+                                     f"pid {pid}" if pid else "pid unknown",
+                                     f"on {holder['address']}" if holder.get("address") else None)
+                    if p)
+    raise FolderInUse(
+        f"the metadata database {file} needs a schema migration, but another Facet process "
+        f"({who}) holds its data folder {file.parent}: stop it first (it may be an older Facet, "
+        "which the new schema would break), then run this command again", pid=pid,
+        holder=holder)
+
+
 @contextlib.contextmanager
-def _foreign_keys_off(conn: Connection) -> Iterator[None]:
-    """SQLite without foreign-key enforcement for the block, then checked.
+def _atomic(conn: Connection) -> Iterator[None]:
+    """The block as one transaction, committed at its end, rolled back on an exception.
+
+    On SQLite, with foreign-key enforcement off (``_foreign_keys_off``) and the driver's own
+    transaction handling off: pysqlite commits every DDL statement at once (ALTER TABLE,
+    CREATE TABLE), so a migration killed part-way left its first columns or a batch rebuild's
+    ``_alembic_tmp_*`` table committed, the version unchanged, and every later open failed on
+    "duplicate column name". SQLAlchemy's recipe for pysqlite: ``isolation_level = None`` on
+    the DBAPI connection and BEGIN emitted by hand (IMMEDIATE: the write lock at once, waited
+    for as any write). PostgreSQL's DDL is transactional: SQLAlchemy's transaction is enough.
+    """
+    if conn.dialect.name != "sqlite":
+        conn.commit()
+        with conn.begin():  # (Alembic then begins and commits none of its own)
+            yield
+        return
+    with _foreign_keys_off(conn):
+        dbapi: Any = conn.connection.driver_connection
+        saved = dbapi.isolation_level
+        dbapi.isolation_level = None  # no implicit BEGIN / COMMIT around statements
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                yield
+                _check_foreign_keys(conn)
+            except BaseException:
+                if dbapi.in_transaction:
+                    dbapi.rollback()
+                conn.rollback()
+                raise
+            conn.exec_driver_sql("COMMIT")
+            conn.commit()
+        finally:
+            if dbapi.in_transaction:  # (a COMMIT that failed)
+                dbapi.rollback()
+            dbapi.isolation_level = saved
+
+
+@contextlib.contextmanager
+def _foreign_keys_off(conn: Connection, *, check: bool = True) -> Iterator[None]:
+    """SQLite without foreign-key enforcement for the block, then checked (``check``; else
+    the caller checks, ``_check_foreign_keys``, as ``_atomic`` does before its COMMIT).
 
     A batch migration rebuilds a table (copy, drop the old one, rename); with enforcement on,
     the drop cascades to every row referencing the old table, so migration 0002 rebuilding
     ``index_jobs`` erased every job's ``job_errors``. SQLite's documented procedure for such
-    changes: enforcement off, then ``PRAGMA foreign_key_check``.
+    changes: enforcement off (outside any transaction: the pragma is a no-op inside one), then
+    ``PRAGMA foreign_key_check``.
 
     Raises:
         RuntimeError: the migrated database has rows whose parent is gone.
@@ -204,10 +361,17 @@ def _foreign_keys_off(conn: Connection) -> Iterator[None]:
     conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
     try:
         yield
-        broken = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
-        if broken:
-            raise RuntimeError(f"the migrated metadata database has {len(broken)} row(s) whose "
-                               f"parent row is gone (first: {tuple(broken[0])})")
+        if check:
+            _check_foreign_keys(conn)
     finally:
         conn.commit()
         conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+
+
+def _check_foreign_keys(conn: Connection) -> None:
+    if conn.dialect.name != "sqlite":
+        return
+    broken = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+    if broken:
+        raise RuntimeError(f"the migrated metadata database has {len(broken)} row(s) whose "
+                           f"parent row is gone (first: {tuple(broken[0])})")

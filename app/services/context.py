@@ -28,6 +28,7 @@ from app.errors import (
 from app.settings import FacetSettings, mask_passwords
 from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
+from indexer.migrate import SERVER_LOCK
 from indexer.store import VectorStore, open_store
 
 logger = logging.getLogger(__name__)
@@ -117,6 +118,12 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
         full = disk_full_message(settings.data_dir)  # SQLite says "disk I/O error"
         if full is not None:
             return UnavailableError(full)
+    from indexer.migrate import FolderInUse, IncompleteMigration
+
+    if isinstance(error, FolderInUse):  # (its message names the holder's pid)
+        return ConflictError(str(error))
+    if isinstance(error, IncompleteMigration):
+        return _half_migrated(settings, error)
     said = str(getattr(error, "orig", None) or error)
     first = next((line.strip() for line in said.splitlines() if line.strip()), type(error).__name__)
     damaged = _damaged_sqlite(settings, first)
@@ -172,6 +179,23 @@ def _damaged_sqlite(settings: FacetSettings, first: str) -> DataError | None:
         f"together with {store} from the same backup (the database alone would not match the "
         f"vectors; delete any {file.name}-wal and {file.name}-shm left beside the damaged file): "
         "see docs/deploy.md, \"Backup, restore and moving the embedded data folder\"")
+
+
+def _half_migrated(settings: FacetSettings, error: Exception) -> DataError:
+    """A metadata database an older Facet left half-migrated (its SQLite migrations were not
+    atomic: killed part-way, the first columns of a revision stayed, its version did not), as
+    a data error (exit 4, as ``_damaged_sqlite``) saying how back: it was "cannot open ...:
+    duplicate column name: source; check the data folder", exit 1, on every command."""
+    if settings.database_url is None:
+        store = Path(settings.data_dir) / "qdrant-edge"
+        back = (f"stop every Facet process on it, then restore facet.db together with {store} "
+                "from a backup taken before the upgrade (the database alone would not match the "
+                "vectors; delete any facet.db-wal and facet.db-shm beside it)")
+    else:
+        back = "restore the database from a backup taken before the upgrade"
+    return DataError(f"{mask_passwords(str(error))}; it cannot be used as it is: {back}, "
+                     "then run this Facet again: see docs/deploy.md, \"Backup, restore and "
+                     "moving the embedded data folder\"")
 
 
 def check_database(settings: FacetSettings) -> None:
@@ -301,8 +325,9 @@ def refuse_moved(settings: FacetSettings) -> None:
 
 
 # The file a server of an embedded data folder holds locked while it runs
-# (``app.commands.common.serving_lock``; ``folder_server`` probes it).
-SERVER_LOCK = "server.lock"
+# (``app.commands.common.serving_lock``; ``folder_server`` probes it, and so does a schema
+# migration, ``indexer.migrate._refuse_if_held``, whence the one name): ``SERVER_LOCK``,
+# imported above from ``indexer.migrate``.
 
 
 def server_holder(path: Path) -> dict[str, Any]:

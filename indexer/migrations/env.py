@@ -20,9 +20,20 @@ config = context.config
 target_metadata = Base.metadata
 
 
+def _applied(ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
+    """Note each revision applied in ``config.attributes["applied"]`` (``indexer.migrate``
+    names the one whose migration failed after them)."""
+    applied = config.attributes.get("applied")
+    if applied is not None and step.is_upgrade:
+        applied.append(step.up_revision_id)
+
+
 def _run(connection: Any) -> None:
+    # Given a connection already in a transaction (``indexer.migrate._atomic``: one for the
+    # whole upgrade, begun by hand on SQLite, whose driver commits DDL at once otherwise),
+    # Alembic begins none of its own: begin_transaction below is then a no-op.
     context.configure(connection=connection, target_metadata=target_metadata,
-                      render_as_batch=True, compare_type=True)
+                      render_as_batch=True, compare_type=True, on_version_apply=_applied)
     with context.begin_transaction():
         context.run_migrations()
 
