@@ -297,6 +297,39 @@ STOPPED_JS = """() => {
   }
 }"""
 
+# "Cancel job" hides itself once pressed: the focus (a keyboard user's Enter on it) fell to the
+# page's body. It goes to the job's bar, which says "cancelling" and then how the job ended, and
+# is followed by the stopped-jobs list (Resume). Not when the focus went elsewhere meanwhile.
+CANCELLED_JS = """async () => {
+  for (let i = 0; i < 60; i++) {  // until the button has gone (<= 3 s)
+    const button = document.getElementById('index-cancel-button');
+    const active = document.activeElement;
+    const onButton = !!button && !!active && button.contains(active);
+    if (!active || active === document.body || (onButton && !button.offsetParent)) {
+      const bar = document.getElementById('index-status');
+      if (bar) { bar.tabIndex = -1; bar.focus(); }
+      return;
+    }
+    if (!onButton) return;
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}"""
+
+# Compare's results are not live (a screen reader would read the whole table): their summary
+# line (``render.compare_html``'s ``facet-summary``) and the notes above it (each cut to 160
+# characters, as ``render.said_html`` cuts Search's) are copied, as text, into the tab's live
+# area, as the Search and Cluster tabs have theirs. Parsed apart from the page (DOMParser runs
+# nothing).
+COMPARE_SUMMARY_JS = """(html) => {
+  const doc = new DOMParser().parseFromString(html || '', 'text/html');
+  const summary = doc.querySelector('.facet-summary');
+  if (!summary) return '';
+  const cut = (text) => (text.length <= 160 ? text : text.slice(0, 160) + '\u2026');
+  const notes = [...doc.querySelectorAll('.facet-note')].map((n) => cut(n.textContent.trim()));
+  const text = [summary.textContent.trim(), ...notes].filter(Boolean).join(' ');
+  return text.replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
+}"""
+
 # The Cluster tab's table: fractions of a narrow (375 px) screen broke its headers a letter a
 # line; minimum widths in pixels let it scroll sideways instead.
 CLUSTER_WIDTHS = ["80px", "60px", "160px", "200px", "320px"]
@@ -447,6 +480,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                     c_filters = gr.Textbox(label="Metadata filters",
                                            info="key=value (one per line or separated by ;)")
                 c_button = gr.Button("Compare", variant="primary", elem_id="compare-button")
+                # Said, not shown (the results show it): the results' summary line.
+                c_summary = live_html(elem_id="compare-summary", elem_classes=["facet-sr-only"])
                 c_results = gr.HTML(elem_id="compare-results")
 
             # ----------------------------------------------------------- cluster
@@ -552,6 +587,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 # Not a live region: the job's bar changes every poll (a screen reader read
                 # ~20 words every 1.6 s for a whole job); its progressbar role carries it.
                 i_status = gr.HTML(elem_id="index-status")
+                # What is said instead: the bar's job and its state, once per change of state
+                # (``UiHandlers.job_controls``). Not shown: the bar shows it.
+                i_said = live_html(elem_id="index-announce", elem_classes=["facet-sr-only"])
                 # Shown while the bar's job is queued or running (``cancel_button``).
                 i_cancel = gr.Button("Cancel job", elem_id="index-cancel-button", size="sm",
                                      variant="stop", visible=False)
@@ -626,8 +664,11 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                    [c_query, c_a, c_b, c_collection, c_embedder, c_k, c_filters],
                                    c_results, api_name="compare", **model)
         refresh(compare_event.failure)
-        compare_event.failure(failed("compare"), None, c_results, api_visibility="private",
-                              **light)
+        compare_event.then(None, c_results, c_summary, js=COMPARE_SUMMARY_JS,
+                           api_name="lambda_compare_summary", api_visibility="private",
+                           queue=False)
+        compare_event.failure(failed("compare", ("",)), None, [c_summary, c_results],
+                              api_visibility="private", **light)
 
         # A search's results start at the number `facet cluster --query` takes (they stayed at
         # a collection's 500: the whole of a 308-message collection, whatever the query).
@@ -708,9 +749,14 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         i_timer.tick(h.job_status, [i_job, i_total], [i_status, i_errors, i_timer],
                      api_name="job_status", show_progress="hidden", **light)
         i_cancel.click(h.cancel_job, [i_job, i_total], [i_status, i_errors, i_timer, i_cancel],
-                       api_name="cancel_job", **light)
-        # The bar changes with its job's state: the button goes once the job has ended.
-        i_status.change(h.cancel_button, i_job, i_cancel, api_visibility="private",
+                       api_name="cancel_job", **light).then(
+            None, None, None, js=CANCELLED_JS, api_name="lambda_focus_after_cancel",
+            api_visibility="private", queue=False)
+        # The bar changes with its job's state: the button goes once the job has ended, the
+        # announcement changes with the state, and a job that ended stopped (cancelled) joins
+        # the stopped-jobs list at once (it was offered there only after a reload).
+        i_status.change(h.job_controls, [i_job, i_said],
+                        [i_cancel, i_said, i_stopped_row, i_stopped], api_visibility="private",
                         show_progress="hidden", **light)
 
         l_refresh.click(h.collections, None, [l_table, l_jobs], api_name="collections", **light)

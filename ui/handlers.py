@@ -530,7 +530,8 @@ class UiHandlers:
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
                                     filters=request.filters),
                 render.search_summary(response, wall_ms, group_by_document=bool(group),
-                                      embedder=embedder_used, reranker=reranker_used))
+                                      embedder=embedder_used, reranker=reranker_used,
+                                      notices=notices, filters=request.filters))
 
     def _specs_used(self, response: SearchResponse) -> tuple[str, str | None]:
         """The embedder and reranker a search ran with, as the summary names them (each by its
@@ -1126,6 +1127,31 @@ class UiHandlers:
         except FacetError:  # its collection deleted meanwhile
             active = False
         return gr.Button(visible=active)
+
+    def job_controls(self, job_id: float | None, said: str | None) -> tuple[Any, str, Any, Any]:
+        """Index tab, whenever the bar changes: the "Cancel job" button (``cancel_button``), the
+        announcement of the bar's job (``render.job_said``; ``said`` is the one shown), and,
+        once the job has ended since (a cancelled job "can be resumed", but the stopped-jobs
+        list was refreshed only on a page load or a new job), that list (``stopped_jobs``);
+        else the list is left as it is (``gr.skip``)."""
+        job: JobInfo | None = None
+        number = int(job_id) if job_id is not None and job_id > 0 else 0
+        try:
+            job = self.facet.job(number, errors=0) if number else None
+        except FacetError:  # its collection deleted meanwhile
+            job = None
+        active = (job is not None and job.state in ("queued", "running")
+                  and not job.cancel_requested)
+        now = render.job_said(job, number, self._job_collections.get(number))
+        ended = job is None or job.state not in ("queued", "running")
+        if number and ended and now != (said or ""):
+            try:
+                row, stopped = self.stopped_jobs()
+            except gr.Error:  # said by its own toast; the list stays as it is
+                row, stopped = gr.skip(), gr.skip()
+        else:
+            row, stopped = gr.skip(), gr.skip()
+        return gr.Button(visible=active), now, row, stopped
 
     # ---------------------------------------------------------- collections
 

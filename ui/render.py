@@ -48,6 +48,14 @@ CSS = """
 .facet-up {color: #2e7d32} .facet-down {color: #c62828} .facet-new {color: #1565c0}
 button:focus-visible, [role=tab]:focus-visible, input[type=radio]:focus-visible,
 input[type=checkbox]:focus-visible {outline: 2px solid #1a5fb4; outline-offset: 2px}
+/* Text boxes, number boxes and pickers: Gradio's own focus ring (a pale border and shadow) was
+   ~1.9:1 against white; this one is ~6:1. Inside the box (a negative offset): its container
+   cuts what lies outside. The job bar takes the focus after "Cancel job". */
+input:not([type=radio]):not([type=checkbox]):focus-visible, textarea:focus-visible,
+#index-status:focus-visible {outline: 2px solid #1a5fb4 !important; outline-offset: -2px}
+/* Read by screen readers, not shown: a job's state changes, a run's notices. */
+.facet-sr-only {position: absolute !important; width: 1px; height: 1px; padding: 0;
+  margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0}
 """
 
 
@@ -80,6 +88,14 @@ def notices_html(notices: Sequence[str]) -> str:
     """Warnings shown above a result (a cut query, refused uploads)."""
     # Notices name files (an upload not indexed, one renamed): shown as ``name_html`` shows them.
     return "".join(f'<div class="facet-note">{name_html(n)}</div>' for n in notices if n)
+
+
+def said_html(notices: Sequence[str], limit: int = 160) -> str:
+    """``notices`` (plain text, each cut to ``limit`` characters) in a visually hidden span, for a
+    live summary: a screen reader hears why a run found nothing or what was changed (k cut to
+    50), which only the results area (not live) said."""
+    said = " ".join(_short(n, limit) for n in notices if n)
+    return f' <span class="facet-sr-only">{name_html(said)}</span>' if said else ""
 
 
 def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
@@ -180,7 +196,8 @@ def failed_html(message: str | None = None, *, what: str = "run", results: bool 
 
 
 def search_summary(response: SearchResponse, wall_ms: float, *, group_by_document: bool = False,
-                   embedder: str | None = None, reranker: str | None = None) -> str:
+                   embedder: str | None = None, reranker: str | None = None,
+                   notices: Sequence[str] = (), filters: Mapping[str, Any] | None = None) -> str:
     """One line: how many results, from which embedder and reranker, and how long it took.
 
     With ``group_by_document`` it counts what the table shows: documents, and the matching
@@ -188,6 +205,9 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
     (``UiHandlers._specs_used``, from the response's ``embedder_spec`` / ``reranker_spec``):
     ``embedder`` / ``reranker`` name the vector and the model ("minilm"), which hid the options
     a query was read with (``minilm[instruction_weight=1]``).
+
+    The summary is the live area: with no results, why (``filters``: the search's), and the
+    ``notices`` shown above the results are said in it too (``said_html``, not shown twice).
     """
     reranker = reranker or response.reranker
     reranked = f", reranked by {esc(reranker)}" if reranker else ""
@@ -200,6 +220,9 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
         instruction = (" by the words alone (BM25 does not read the instruction)" if response.words_alone
                        else " (the instruction was not read: see the note)")
     count = plural(len(response.results), "result", grouped=True)
+    said = list(notices)
+    if not response.results:
+        said.append(f"No results: {why_no_results(response, filters)}.")
     if group_by_document:
         documents = len({r.doc_id for r in response.results})
         chunks = sum(1 + len(r.more_chunks) for r in response.results)
@@ -208,7 +231,7 @@ def search_summary(response: SearchResponse, wall_ms: float, *, group_by_documen
     return (f'<div class="facet-info">{count} from '
             f"<b>{esc(response.collection)}</b> ({esc(embedder or response.embedder)}{reranked})"
             f"{instruction}"
-            f" in {wall_ms:.0f} ms.</div>")
+            f" in {wall_ms:.0f} ms.{said_html(said)}</div>")
 
 
 def _short(text: str | None, limit: int) -> str:
@@ -246,8 +269,10 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
                          f"<td>{auto_dir(name_html(r.title or r.doc_id), 'div')}"
                          f"{auto_dir(highlight(r.snippet, r.highlights), 'div')}</td>")
         rows.append(f'<tr><td class="num">{i + 1}</td>{"".join(cells)}</tr>')
-    summary = (f'<div class="facet-info">{shared} of the top {max(len(a.results), 1)} results are '
-               f"shared; {moved} of them moved. Arrows: rank change from A to B; "
+    # ``facet-summary``: copied into the tab's live area with the notes above it
+    # (``COMPARE_SUMMARY_JS`` in ui.app; the table is not live: Compare's results were silent).
+    summary = (f'<div class="facet-info facet-summary">{shared} of the top {max(len(a.results), 1)} '
+               f"results are shared; {moved} of them moved. Arrows: rank change from A to B; "
                "<i>new</i>: not in A's list; <i>out</i>: dropped from B's.</div>")
     table = ('<table class="facet-table facet-compare"><thead><tr><th>#</th>'
              f"<th>score A</th><th>A: {auto_dir(esc(_short(a.instruction, 80) or '(no instruction)'))}</th>"
@@ -524,6 +549,24 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
             f'aria-valuemin="0" aria-valuemax="100"{value}>'
             f'<div style="width:{100 * fraction:.0f}%"></div></div>'
             f'<div class="facet-info">{text}</div>{note}{notices_html(notices)}</div>')
+
+
+def job_said(job: JobInfo | None, job_id: int = 0, collection: str | None = None) -> str:
+    """The Index tab's announcement (a visually hidden live area): the bar's job and its state,
+    with its counts once it has ended; "" with no job. It changes only with the state (queued,
+    running, cancelling, then how it ended), so a screen reader says each once: the bar (its
+    counts change at every poll) is not live, and its progressbar's value is not read out.
+    ``job`` None: the job ``job_id`` (into ``collection``) is gone with its collection."""
+    if job is None:
+        if not job_id:
+            return ""
+        into = f" into {collection}" if collection else ""
+        return name_html(f"Job {job_id}{into} is gone: its collection was deleted.")
+    finished = job.state in ("completed", "failed", "interrupted", "cancelled")
+    state = "cancelling" if job.cancel_requested and not finished else job.state
+    counts = (f", {job.docs_indexed:,} indexed, {job.docs_skipped:,} unchanged, "
+              f"{job.docs_failed:,} failed" if finished else "")
+    return name_html(f"Job {job.id} into {job.collection}: {state}{counts}.")
 
 
 def job_gone_html(job_id: int, collection: str | None) -> str:
