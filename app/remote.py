@@ -129,10 +129,17 @@ def celery_client(settings: FacetSettings) -> Any:
         return app
 
 
-def check_broker(settings: FacetSettings, *, encoding: bool = False) -> None:
+# The last words of ``check_broker``'s line: what the process may do instead of a broker.
+BROKER_WAY_OUT = "unset it to run jobs in this process"  # facet serve, facet index --background
+ENCODING_WAY_OUT = "set FACET_ENCODE_ON_WORKERS=false to encode in this process"
+
+
+def check_broker(settings: FacetSettings, *, encoding: bool = False,
+                 way_out: str | None = None) -> None:
     """Fail fast, in one line, when the broker cannot be reached. ``encoding``: for the
     queries and clusterings sent to the workers (``FACET_ENCODE_ON_WORKERS``), whose way out
-    is that setting, not unsetting the broker (which runs jobs in this process).
+    is that setting, not unsetting the broker (which runs jobs in this process). ``way_out``:
+    another ending (a worker cannot do without the broker).
 
     Raises:
         UnavailableError: within about ``FACET_BROKER_TIMEOUT_S`` seconds.
@@ -162,8 +169,7 @@ def check_broker(settings: FacetSettings, *, encoding: bool = False) -> None:
             f"cannot reach the broker at {masked_url(url)} "
             f"({type(e).__name__}: {one_line(mask_passwords(str(e)))}); start Redis "
             "(docker compose up -d redis) or check FACET_BROKER_URL; "
-            + ("set FACET_ENCODE_ON_WORKERS=false to encode in this process" if encoding else
-               "unset it to run jobs in this process")) from e
+            + (way_out or (ENCODING_WAY_OUT if encoding else BROKER_WAY_OUT))) from e
 
 
 def one_line(text: str) -> str:

@@ -225,7 +225,10 @@ class FacetSettings(BaseSettings):
         default=False, description="send query encoding and rerank to the workers' `query` "
                                    "queue and bulk encoding to `index` (needs FACET_BROKER_URL)")
     worker_chunk_docs: int = Field(default=64, ge=1,
-                                   description="documents per chunk task of a worker job")
+                                   description="documents per chunk task of a worker job; "
+                                               "read by the `facet worker` that plans the job "
+                                               "(set it on the workers: on `facet serve` alone "
+                                               "it does nothing)")
     worker_poison_limit: int = Field(
         default=3, ge=1, description="a chunk whose worker died this many times is failed, not "
                                      "retried (recorded in the job table)")

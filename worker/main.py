@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from typing import Any
 
 from app.errors import FacetError, InvalidRequestError, domain_errors
 from app.remote import QUEUES, check_broker, check_result_backend
@@ -84,6 +85,49 @@ def check_device(settings: FacetSettings) -> None:
         raise no_gpu_error(device)
 
 
+def _in_hand(request: Any) -> str:
+    """One task a stopping worker finishes, in the words of its own lines ("chunk 3 of job 12")."""
+    from app.remote import ANSWERS_TASK, ENCODE_TASK, INDEX_CHUNK_TASK, INDEX_JOB_TASK
+
+    name = str(getattr(request, "task_name", None) or getattr(request, "name", "?"))
+    args: Any = getattr(request, "args", None) or ()
+    try:
+        if name == INDEX_CHUNK_TASK:
+            return f"chunk {int(args[1])} of job {int(args[0])}"
+        if name == INDEX_JOB_TASK:
+            return f"planning job {int(args[0]['job_id'])}"
+    except (IndexError, KeyError, TypeError, ValueError):
+        pass
+    return {ENCODE_TASK: "a query encoding", ANSWERS_TASK: "an answers task"}.get(name, name)
+
+
+def _say_stopping(sender: Any = None, sig: Any = None, how: Any = None, **_: Any) -> None:
+    """Celery's ``worker_shutting_down`` (the main process, in the signal handler): what the
+    stopping worker finishes. Celery said only "worker: Warm shutdown (MainProcess)"."""
+    try:
+        from celery.worker import state
+
+        tasks = sorted(_in_hand(r) for r in list(state.active_requests))
+    except Exception:  # a line, never a reason for the shutdown to fail
+        tasks = []
+    doing = (f"finishing {', '.join(tasks)}" if tasks else "no task in hand")
+    if str(how) == "Cold":
+        doing = f"cold shutdown, cutting short {', '.join(tasks)}" if tasks else "cold shutdown"
+    logger.info("worker %s stopping (%s): %s; queued tasks stay in the broker for the other "
+                "workers", sender or "", sig or "signal", doing)
+
+
+def _say_stopped(sender: Any = None, **_: Any) -> None:
+    """Celery's ``worker_shutdown`` (the main process, once its pool has stopped)."""
+    logger.info("worker %s stopped", getattr(sender, "hostname", None) or "")
+
+
+# The end of ``check_broker``'s line for a worker: facet serve's "unset it to run jobs in this
+# process" made a worker refuse to start ("facet worker needs FACET_BROKER_URL").
+WORKER_WAY_OUT = ("facet worker takes its tasks from that broker: the same FACET_BROKER_URL as "
+                  "facet serve and facet index --background")
+
+
 def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info",
         pool: str = "prefork", name: str | None = None) -> None:
     """Start a worker consuming ``queues`` until it is stopped (SIGTERM: warm shutdown).
@@ -111,14 +155,19 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
     from app.services.context import check_database
 
     check_database(settings)
-    check_broker(settings)
+    check_broker(settings, way_out=WORKER_WAY_OUT)
     # Unchecked, a worker with its result backend out of reach said "ready" and every result
     # it sent was lost (a query's client waited for FACET_WORKER_TIMEOUT_S). Unset, or the
     # broker's own URL: the broker just checked holds the results.
     check_result_backend(settings)
+    from celery.signals import worker_shutdown, worker_shutting_down
     from celery.utils.nodenames import default_nodename, host_format
 
     from worker.app import celery_app
+
+    # Facet's own lines when a worker stops (SIGTERM: Celery's warm shutdown), in its log.
+    worker_shutting_down.connect(_say_stopping, dispatch_uid="facet-worker-stopping")
+    worker_shutdown.connect(_say_stopped, dispatch_uid="facet-worker-stopped")
 
     # Unique per process by default; a container passes `--name facet@%h` (its hostname is
     # unique) so that its healthcheck can ping exactly this worker.

@@ -326,8 +326,12 @@ def register(cli: typer.Typer) -> None:
             return
         with open_facet() as facet:
             before = _newest_job_id(facet, collection)  # this run's job comes after it
+            # With a broker set, a run without --background is not the workers' (its job's
+            # runner is "inline"): the line said nothing of it while workers sat idle.
+            here = (" in this process (--background sends it to the workers)"
+                    if facet.settings.broker_url else "")
             bar, update = progress_bar(f"indexing {printable(str(source))} into collection "
-                                       f"{printable(collection)}")
+                                       f"{printable(collection)}{here}")
             try:
                 # --json prints no warning lines: the log's is the one on stderr there.
                 with _unread_logged_once(not as_json):

@@ -10,11 +10,25 @@ import typer
 
 from app.commands.common import handle_errors, open_facet
 
+# The settings a worker reads, under `facet worker --help` (its options alone were listed).
+WORKER_EPILOG = (
+    "Settings it reads (environment or .env):\n\n"
+    "FACET_BROKER_URL: the Redis it takes tasks from (required; the one facet serve and "
+    "facet index --background send to).\n\n"
+    "FACET_DATA_DIR, FACET_DATABASE_URL (and FACET_QDRANT_URL / FACET_VECTOR_BACKEND): must "
+    "match the server's, or its jobs are not found.\n\n"
+    "FACET_WORKER_CHUNK_DOCS: documents per chunk task (read here, by the worker that plans a "
+    "job, not by facet serve).\n\n"
+    "FACET_WORKER_PRELOAD: embedders each process loads at start (JSON list).\n\n"
+    "FACET_VISIBILITY_TIMEOUT_S: a killed worker's chunk is re-delivered after this; must "
+    "exceed the longest chunk.\n\n"
+    "More: docs/deploy.md.")
+
 
 def register(cli: typer.Typer) -> None:
     """Add ``facet worker`` and ``facet run-job`` to the CLI."""
 
-    @cli.command("worker")
+    @cli.command("worker", epilog=WORKER_EPILOG)
     @handle_errors
     def worker_cmd(
         queues: Annotated[str, typer.Option(
