@@ -665,7 +665,8 @@ def points_cell(c: CollectionInfo) -> int | str:
         return f"in another store: {store_place(c.backend, c.name)}{held}"
     if c.points is not None and c.points_missing > 0:
         return (f"{c.points:,} ({plural(c.points_missing, 'chunk', grouped=True)} of {c.chunks:,} missing from "
-                "the store: index its sources again)")
+                "the store: index its sources again, or delete it again if a delete was cut "
+                "short)")
     if c.points is not None:
         return c.points
     if c.open_in:

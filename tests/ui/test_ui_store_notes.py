@@ -41,10 +41,11 @@ def test_unreadable_store_files_are_said_not_missing() -> None:
 
 def test_a_store_short_of_points_says_how_many_are_missing() -> None:
     short, whole = collection_rows([_info(40, points_missing=7), _info(47)])
-    assert short[POINTS] == "40 (7 chunks of 47 missing from the store: index its sources again)"
+    again = "index its sources again, or delete it again if a delete was cut short"
+    assert short[POINTS] == f"40 (7 chunks of 47 missing from the store: {again})"
     assert whole[POINTS] == 47
     [one] = collection_rows([_info(1_200, chunks=1_201, points_missing=1)])
-    assert one[POINTS] == "1,200 (1 chunk of 1,201 missing from the store: index its sources again)"
+    assert one[POINTS] == f"1,200 (1 chunk of 1,201 missing from the store: {again})"
 
 
 def test_damaged_store_files_are_said_not_missing() -> None:
