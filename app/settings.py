@@ -211,6 +211,10 @@ class FacetSettings(BaseSettings):
                                   "'Authorization: Bearer <key>' (env FACET_API_KEY)")
     api_max_body_mb: float = Field(default=16.0, gt=0,
                                    description="larger request bodies are refused with 413")
+    cors_origins: list[str] = Field(
+        default_factory=list, description="browser origins (scheme://host[:port]) that may call "
+                                          "the API from another origin (CORS; JSON list; [\"*\"]: "
+                                          "any, without credentials); empty = no CORS headers")
     api_models: list[str] | None = Field(
         default=None, description="embedders the API may load (names or checkpoint paths, "
                                   "options included, exactly as requested); unset = the registered "

@@ -94,8 +94,8 @@ MEANING: dict[int, str] = {
          "a JSON object, a value the service refuses",
     401: "missing or wrong API key: send 'Authorization: Bearer <FACET_API_KEY>'",
     404: "not found: an unknown collection (code collection_not_found), job (job_not_found), "
-         "path to index (source_not_found) or endpoint (route_not_found), or a model not served "
-         "here (model_not_found)",
+         "path to index (source_not_found), document to remove (document_not_found) or "
+         "endpoint (route_not_found), or a model not served here (model_not_found)",
     409: "conflict: another process writes the collection, or it holds vectors of another "
          "version of the embedder",
     413: "too large: a body over FACET_API_MAX_BODY_MB, or more texts than a limit allows (code "

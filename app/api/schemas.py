@@ -338,12 +338,15 @@ class ErrorDetail(BaseModel):
     type: str = Field(description="invalid_request_error, authentication_error, not_found_error, "
                                   "conflict_error, rate_limit_error or server_error")
     param: str | None = Field(description="the request field at fault, where there is one")
+    # Every code the server answers (``errors.STATUS``, ``errors._NOT_FOUND_*``,
+    # ``errors._HTTP_CODES``, the removal route's document_not_found).
     code: str | None = Field(description="what went wrong, for a client to switch on: "
                                          "collection_not_found, job_not_found, source_not_found, "
-                                         "route_not_found, model_not_found (404), "
-                                         "method_not_allowed (405), invalid_api_key (401), "
+                                         "document_not_found, route_not_found, model_not_found "
+                                         "(404), method_not_allowed (405), invalid_api_key (401), "
                                          "request_too_large (413), unreadable_data (422), busy "
-                                         "(429) or unavailable (503); else null")
+                                         "(429), unavailable (503) or model_error (500); else "
+                                         "null")
 
 
 class ErrorResponse(BaseModel):

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -34,6 +35,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel
+from starlette.middleware.cors import CORSMiddleware
 
 from app.api import errors
 from app.api.schemas import (
@@ -73,8 +75,8 @@ from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
 from app.text import check_text_encodable, plural
-from indexer.errors import mask_secrets
-from indexer.store import point_id
+from indexer.errors import StoreError, mask_secrets
+from indexer.store import point_id, validate_name
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -159,14 +161,26 @@ _TAGS = [
 ]
 
 
-def _blank_collection(collection: str | None) -> Response | None:
-    """The 400 for an empty (or blank) ``collection`` query parameter, which is no name:
-    ``GET /jobs?collection=`` answered 404 "unknown collection ''", ``GET /jobs/2?collection=``
-    400 "job 2 is not of collection ''", and ``POST /jobs/2/cancel?collection=`` ignored it."""
-    if collection is None or collection.strip():
+def _refused_collection(collection: str | None,
+                        param: str | None = "collection") -> Response | None:
+    """The 400 for a ``collection`` that is no name: empty (or blank): ``GET /jobs?collection=``
+    answered 404 "unknown collection ''", ``GET /jobs/2?collection=`` 400 "job 2 is not of
+    collection ''", and ``POST /jobs/2/cancel?collection=`` ignored it; or one the store's name
+    check refuses (``validate_name``), with its message, as /search and ``GET
+    /collections/{name}`` answer it: ``GET /jobs?collection=café`` and ``DELETE
+    /collections/café/documents`` answered 404 collection_not_found. ``param``: None where the
+    path names it (the resource itself)."""
+    if collection is None:
         return None
-    return errors.error_response(400, "collection is empty: give a collection's name, or leave "
-                                 "the parameter out", "invalid_request_error", param="collection")
+    if not collection.strip():
+        return errors.error_response(400, "collection is empty: give a collection's name, or "
+                                     "leave the parameter out", "invalid_request_error",
+                                     param=param)
+    try:
+        validate_name(collection)
+    except StoreError as e:
+        return errors.error_response(400, str(e), "invalid_request_error", param=param)
+    return None
 
 
 def _query_names(dependant: Dependant) -> dict[str, bool]:
@@ -249,6 +263,42 @@ def check_api_key(key: str | None) -> None:
             "which an HTTP header cannot carry: no client could send 'Authorization: Bearer "
             "<key>' with it. Choose a key of ASCII letters, digits and punctuation, e.g. "
             "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+
+
+# An origin as a browser sends it (``Origin``): scheme, host, an optional port; no path, not
+# even "/" (``https://app.example/`` matched no request, silently).
+_ORIGIN = re.compile(r"https?://[^/\s?#]+")
+
+
+def check_cors_origins(origins: Sequence[str]) -> None:
+    """Refuse a ``FACET_CORS_ORIGINS`` entry no browser's ``Origin`` header can equal, at
+    start, as ``check_api_key`` refuses a key no client can send.
+
+    Raises:
+        InvalidRequestError: an entry that is neither ``*`` nor ``http(s)://host[:port]``,
+            named.
+    """
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise InvalidRequestError(
+                f"FACET_CORS_ORIGINS holds {origin!r}, which no browser sends as its Origin: "
+                "give scheme://host[:port] with no path or trailing '/' "
+                "(\"https://app.example.com\"), or \"*\" for any origin")
+
+
+def cors(app: FastAPI, origins: Sequence[str]) -> None:
+    """Answer browsers on ``origins`` (``FACET_CORS_ORIGINS``; none: no CORS headers at all):
+    a preflight (``OPTIONS`` with ``Access-Control-Request-Method``) is answered here, before
+    any route, so before the key check (a browser sends no key with it); a real request goes on
+    through the body limit and the key check, and its answer, an error too, carries the
+    headers. ``*`` allows any origin, without credentials (the CORS rule)."""
+    if not origins:
+        return
+    app.add_middleware(CORSMiddleware, allow_origins=list(origins),
+                       allow_credentials="*" not in origins,
+                       allow_methods=["GET", "POST", "DELETE"],
+                       allow_headers=["Authorization", "Content-Type"],
+                       expose_headers=["Retry-After", "Location"], max_age=600)
 
 
 def check_api_models(models: Sequence[str] | None) -> None:
@@ -607,6 +657,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     settings = facet.settings if facet is not None else (settings or get_settings())
     check_api_key(settings.api_key)
     check_api_models(settings.api_models)
+    check_cors_origins(settings.cors_origins)
     if settings.ui_mount:  # the Search tab offers them (`facet ui` checks them too)
         check_ui_rerankers(settings.ui_rerankers)
     started = int(time.time())  # the models' "created" (Facet records none for a model)
@@ -647,6 +698,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     app.add_exception_handler(_RepeatedQuery, _repeated_query)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
+    # Around the body limit (a 413 carries the CORS headers too), inside the request log (a
+    # preflight is logged as any request is).
+    cors(app, settings.cors_origins)
     app.add_middleware(_RequestLog)  # outermost of these: the whole request, body limit too
     _openapi(app, settings)
     auth = [Depends(_require_key), Security(_BEARER)]  # optional without a key (``_openapi``)
@@ -888,7 +942,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     def list_jobs(facet: FacetDep, query: Annotated[JobListQuery, Query()]) -> Response:
         """Recent jobs, newest first (of one collection when named); ``offset`` skips the
         newest ones, to page through them all."""
-        if (blank := _blank_collection(query.collection)) is not None:
+        if (blank := _refused_collection(query.collection)) is not None:
             return blank
         if not 1 <= query.limit <= MAX_JOBS_LISTED:  # the facade's check, naming the parameter
             return errors.error_response(400, f"limit must be from 1 to {MAX_JOBS_LISTED}, got "
@@ -906,7 +960,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         1000) of its per-document errors after the first ``errors_offset`` (default 0) with
         their total (``errors_total``); with ``collection``, only if it is of that collection
         (job 3 of b2 was answered to ``?collection=b1``)."""
-        if (blank := _blank_collection(query.collection)) is not None:
+        if (blank := _refused_collection(query.collection)) is not None:
             return blank
         if not 0 <= query.errors <= MAX_JOB_ERRORS:
             return errors.error_response(400, f"errors must be from 0 to {MAX_JOB_ERRORS}, got "
@@ -945,7 +999,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         # The collection in the body too (a body was ignored, unknown fields and all).
         given = body.collection if body is not None else None
         for named in (collection, given):  # empty: refused, not read as none (or as a name)
-            if (blank := _blank_collection(named)) is not None:
+            if (blank := _refused_collection(named)) is not None:
                 return blank
         if given is not None and collection is not None and given != collection:
             return errors.error_response(
@@ -1014,7 +1068,14 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             stray = False
         except NotFoundError:
             stray = True  # the store's vectors of no collection, or a 404 from the delete
-        deleted = facet.delete_collection(name)
+        try:
+            deleted = facet.delete_collection(name)
+        except NotFoundError as e:
+            # The path names the resource: param null, as GET /collections/{name} (the service
+            # names the field, "collection", for its other callers).
+            if e.param is None:
+                raise
+            raise NotFoundError(str(e)) from e
         logger.info("deleted collection %s (by %s)", name, _client(request))
         return _json(asdict(deleted) | {"stray": stray})
 
@@ -1055,6 +1116,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         (``skipped_keys``) and the others removed. The files are not touched: a document whose
         file is still there (``source_exists``) comes back with the next index job of it. The
         collection stays, even when it is left empty."""
+        if (refused := _refused_collection(name, param=None)) is not None:
+            return refused  # as GET /collections/{name} (it was a 404 collection_not_found)
         try:
             report = facet.remove_documents(name, key, missing_ok=missing_ok)
         except NotFoundError as e:
@@ -1098,6 +1161,7 @@ def _openapi(app: FastAPI, settings: FacetSettings) -> None:
             schemas.pop(name, None)
         _required_responses(spec)
         _setting_limits(schemas, settings)
+        _timestamps(schemas)
         if not settings.api_key:
             _optional_key(spec)
         return spec
@@ -1153,6 +1217,38 @@ def _setting_limits(schemas: dict[str, Any], settings: FacetSettings) -> None:
         for branch in prop.get("anyOf", []):
             if branch.get("type") == "array":
                 branch["maxItems"] = most
+
+
+# The services' timestamps (``utc_text``: ISO 8601 UTC, ``2026-11-28T10:19:45Z``), declared
+# plain strings: "date-time" where the value is always one (or null), else said in words.
+_DATE_TIMES = {"JobInfo": ("queued_at", "started_at", "finished_at")}
+_TIMESTAMP_WORDS = {
+    ("JobInfo", "queued_at"): "when it was asked for",
+    ("JobInfo", "started_at"): "when it began running; null for a job that never ran",
+    ("JobInfo", "finished_at"): "when it ended; null until then",
+    ("ListedCollection", "created_at"): "when it was created, an ISO 8601 UTC timestamp "
+                                        "(2026-11-28T10:19:45Z); \"\" for a stray, or a store "
+                                        "folder no collection records (no metadata of it)",
+}
+
+
+def _timestamps(schemas: dict[str, Any]) -> None:
+    """``format: date-time`` on the timestamps that are always one (or null), so a generated
+    client reads them as dates; ``ListedCollection.created_at`` is "" for a stray, so only its
+    description says it. ``JobInfo.queued_at``'s "" default is the dataclass's, never answered
+    (every job row records when it was queued): dropped."""
+    for (schema, field), words in _TIMESTAMP_WORDS.items():
+        prop = schemas.get(schema, {}).get("properties", {}).get(field)
+        if prop is None:
+            continue
+        if field in _DATE_TIMES.get(schema, ()):
+            for branch in prop.get("anyOf", [prop]):
+                if branch.get("type") == "string":
+                    branch["format"] = "date-time"
+            if prop.get("default") == "":
+                del prop["default"]
+            words += " (ISO 8601 UTC, 2026-11-28T10:19:45Z)"
+        prop["description"] = words
 
 
 def _optional_key(spec: dict[str, Any]) -> None:

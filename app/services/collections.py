@@ -1433,8 +1433,9 @@ class CollectionService:
                 orphan = self._delete_orphan(name)
                 if orphan is not None:
                     return orphan
-                # The field, as search names it (no HTTP route deletes a collection: no path
-                # names it as the resource, which ``get`` leaves None for).
+                # The field, as search names it, for Python callers; DELETE
+                # /collections/{name}, whose path names the resource, answers it with None,
+                # as ``get`` leaves it.
                 raise self._not_found(session, name, param="collection")
             current = leases.live_holder(session, coll.id)
             queued = _waiting_jobs(session, coll.id)
