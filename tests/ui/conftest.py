@@ -4,6 +4,7 @@ the session's minilm. Both the gradio_client tests and the browser test use it."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -50,6 +51,24 @@ def notes_facet(folder: Path, minilm: Any) -> Facet:
                               embedders=cache)
     facet.index(source, "notes")
     return facet
+
+
+@contextlib.contextmanager
+def served_notes_ui(root: Path, minilm: Any, exports: Path) -> Iterator[tuple[Any, Facet]]:
+    """The UI alone (``build_ui``, launched by Gradio on a free port) over ``notes_facet(root)``,
+    with ``root`` its allowed root: the browser tests of the pickers and of accessibility."""
+    from ui.app import build_ui, launch_options
+
+    facet = notes_facet(root, minilm)  # the data folder is root / "data"
+    settings = facet.settings.model_copy(update={"ui_allowed_roots": [root]})
+    demo = build_ui(facet, settings, export_dir=exports)
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                quiet=True, **launch_options(settings))
+    try:
+        yield demo, facet
+    finally:
+        demo.close()
+        facet.close()
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pytest
 
 from app.errors import NotFoundError
 
-from .conftest import free_port, notes_facet
+from .conftest import served_notes_ui
 from .test_browser import CHROMIUM, browser_page, open_tab
 
 pytestmark = pytest.mark.skipif(
@@ -32,21 +32,11 @@ READY = "(document.querySelector('#search-collection input') || {}).value === 'n
 @pytest.fixture(scope="module")
 def served(minilm, tmp_path_factory) -> Iterator[tuple[Any, Any, Path]]:
     pytest.importorskip("gradio")
-    from ui.app import build_ui, launch_options
-
     root = tmp_path_factory.mktemp("a11y-root")
-    facet = notes_facet(root, minilm)  # the data folder is root / "data"
     (root / "held").mkdir()
     (root / "held" / "a.txt").write_text("A note that waits in the queue.")
-    settings = facet.settings.model_copy(update={"ui_allowed_roots": [root]})
-    demo = build_ui(facet, settings, export_dir=tmp_path_factory.mktemp("exports"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                quiet=True, **launch_options(settings))
-    try:
+    with served_notes_ui(root, minilm, tmp_path_factory.mktemp("exports")) as (demo, facet):
         yield demo, facet, root
-    finally:
-        demo.close()
-        facet.close()
 
 
 class _Held:
