@@ -67,7 +67,8 @@ def test_counts_are_written_alike_with_a_thousands_separator() -> None:
         "Deleted notes: 1,200 documents, 3,400 chunks.")
     assert render.deleted_text(info, stray=True).startswith("Deleted the vectors of notes (2,300 points)")
     assert render.points_cell(info) == ("2,300 (1,100 chunks of 3,400 missing from the store: index "
-                                        "its sources again)")
+                                        "its sources again, or delete it again if a delete was "
+                                        "cut short)")
     many = [_result(f"/d/{i}.txt", i + 1) for i in range(1000)]
     response = SearchResponse("q", None, "c", "minilm", None, many, {})
     assert render.search_summary(response, 5.0).startswith(
