@@ -54,6 +54,7 @@ from app.errors import (
     domain_errors,
 )
 from app.jobs import JobRunner, ThreadJobRunner
+from app.roots import root_holding
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
 from app.services.collections import DEFAULT_JOB_ERRORS, CollectionInfo, CollectionService, JobInfo
 from app.services.context import ServiceContext, not_writable
@@ -664,6 +665,7 @@ class Facet:
         """
         if options is not None:
             _expect(options, IndexOptions, "options", "IndexOptions(embedder='minilm')")
+        self._check_not_data_dir(source, collection)
         try:
             return self.indexing.index(source, collection, options, progress)
         finally:
@@ -692,6 +694,7 @@ class Facet:
         if on_queued is not None and not callable(on_queued):
             raise InvalidRequestError(f"on_queued must be a callable or None, got "
                                       f"{type(on_queued).__name__}")
+        self._check_not_data_dir(source, collection)
         check = getattr(self.job_runner, "check", None)
         if callable(check):  # e.g. the broker is up: say so before recording a job
             check()
@@ -714,6 +717,30 @@ class Facet:
                 raise type(e)(f"index job {prepared.job_id} could not be started: {e}") from e
             raise FacetError(f"index job {prepared.job_id} could not be started: {e}") from e
         return self.catalog.job(prepared.job_id)
+
+    def _check_not_data_dir(self, source: object, collection: object) -> None:
+        """Refuse a ``source`` that is this Facet's own data folder (``FACET_DATA_DIR``) or lies
+        inside it, as the real path leads (``app.roots``): ``POST /jobs`` walked it and failed
+        on the store's files and facet.db (the UI refused it). The collection's own upload
+        folder (``upload_folder``, where the UI stages its uploads) is the one place inside it
+        that is indexed. A folder that holds the data folder is indexed without it
+        (``discover_files``). A source that is no path, or empty, is left to ``prepare``.
+
+        Raises:
+            InvalidRequestError: naming the data folder (``param="source"``).
+        """
+        path = os.fspath(source) if isinstance(source, str | os.PathLike) else None
+        if not isinstance(path, str) or not path.strip():
+            return
+        data_dir = self.settings.data_dir
+        try:
+            uploads = [self.upload_folder(collection)] if isinstance(collection, str) else []
+        except InvalidRequestError:  # (a bad name: refused by ``prepare`` in its own words)
+            uploads = []
+        if root_holding(path, uploads) is None and root_holding(path, [data_dir]) is not None:
+            raise InvalidRequestError(
+                f"{source} is Facet's own data folder ({data_dir}, FACET_DATA_DIR) or lies "
+                "inside it; it cannot be indexed: pick another folder", param="source")
 
     def _run_job(self, job: PreparedJob) -> IndexReport:
         try:

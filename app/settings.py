@@ -278,6 +278,10 @@ class FacetSettings(BaseSettings):
     ui_allowed_roots: list[Path] = Field(
         default_factory=list, description="folders (JSON list) whose subfolders the Index tab may "
                                           "index; empty = uploads only")
+    api_allowed_roots: list[Path] | None = Field(
+        default=None, description="folders (JSON list) under which POST /jobs may index (links "
+                                  "resolved, '..' folded); unset = any path the server process "
+                                  "can read; [] = none")
     ui_max_upload_mb: float = Field(default=10.0, gt=0,
                                     description="larger uploaded files are refused")
     ui_max_query_chars: int = Field(
@@ -373,7 +377,7 @@ class FacetSettings(BaseSettings):
                                  f"FACET_{str(info.field_name).upper()} at a folder that exists")
         return folder
 
-    @field_validator("ui_allowed_roots", mode="before")
+    @field_validator("ui_allowed_roots", "api_allowed_roots", mode="before")
     @classmethod
     def _roots(cls, value: object) -> object:
         """Each folder with ``~`` expanded, as the folder settings are (``_folder``): "~/docs"

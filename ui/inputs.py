@@ -21,6 +21,7 @@ from typing import Any
 
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
+from app.roots import links_outside, real_path, real_paths, root_holding
 from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file
 from app.services.search import parse_filters
 
@@ -428,12 +429,12 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path], *,
     if "\x00" in text:  # no path holds one ("Something went wrong on the server")
         raise InvalidRequestError("A folder name cannot hold a NUL character; pick a folder "
                                   f"under {', '.join(str(r) for r in roots)}")
-    resolved_roots = [expand_user(r).resolve() for r in roots]
+    resolved_roots = real_paths(roots)
     candidate = expand_user(text)
     if not candidate.is_absolute():
         candidate = resolved_roots[0] / candidate
-    resolved = candidate.resolve()
-    if not any(resolved == root or resolved.is_relative_to(root) for root in resolved_roots):
+    resolved = real_path(candidate)
+    if root_holding(resolved, resolved_roots) is None:
         raise InvalidRequestError(
             f"{text} is outside the folders this server may index "
             f"({', '.join(str(r) for r in resolved_roots)}); pick one of those or ask the operator "
@@ -441,17 +442,14 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path], *,
     if not resolved.is_dir():
         raise NotFoundError(f"{text} is not a folder on the server; pick one from the list")
     own = _resolved(exclude)
-    inside = _within(resolved, own)
+    inside = root_holding(resolved, own)
     if inside is not None:
         raise InvalidRequestError(
             f"{text} is the server's own data folder ({inside}, FACET_DATA_DIR) or lies inside "
             "it; it cannot be indexed: pick another folder")
     # Indexing reads a link to a file wherever it points: a link inside the folder must not
     # reach past the allowed roots either (the folder alone was checked).
-    from indexer.parsing import discover
-
-    outside = [f for f in discover(resolved, own)
-               if not any(Path(os.path.realpath(f)).is_relative_to(root) for root in resolved_roots)]
+    outside = links_outside(resolved, resolved_roots, own)
     if outside:
         raise InvalidRequestError(
             f"{text} holds {len(outside)} link(s) to files outside the folders this server may "

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import re
 import secrets
 import threading
@@ -69,13 +70,14 @@ from app.errors import (
     check_named_embedder,
 )
 from app.remote import CeleryQueryEncoder
+from app.roots import links_outside, real_path, real_paths, root_holding
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
 from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, JobInfo
 from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
 from app.text import check_text_encodable, plural
-from indexer.errors import StoreError, mask_secrets
+from indexer.errors import IndexerError, StoreError, mask_secrets
 from indexer.store import point_id, validate_name
 
 logger = logging.getLogger(__name__)
@@ -241,6 +243,51 @@ async def _known_query(request: Request) -> None:
     repeated = next((name for name, n in times.items() if n > 1 and not allowed[name]), None)
     if repeated is not None:
         raise _RepeatedQuery(repeated, times[repeated])
+
+
+def check_api_source(source: str, settings: FacetSettings) -> None:
+    """Refuse a ``POST /jobs`` source outside ``FACET_API_ALLOWED_ROOTS`` (unset: any path):
+    one that does not lie under a root once ``..`` is folded and its links resolved, or a
+    folder whose walk would read a link to a file outside them (``app.roots``, the check the
+    UI's Index tab makes). The API indexed any path the process could read:
+    ``allowed/docs/../../outside`` was walked, and search returned its text.
+
+    Raises:
+        InvalidRequestError: naming the roots (``param="source"``).
+    """
+    roots = settings.api_allowed_roots
+    if roots is None:
+        return
+    if not roots:
+        raise InvalidRequestError("no server path may be indexed over the API here "
+                                  "(FACET_API_ALLOWED_ROOTS is empty)", param="source")
+    shown = ", ".join(str(r) for r in real_paths(roots))
+    if root_holding(source, roots) is None:
+        raise InvalidRequestError(
+            f"{source} is outside the folders this server may index ({shown}, "
+            "FACET_API_ALLOWED_ROOTS); give a path under one of them", param="source")
+    resolved = real_path(source)
+    if not os.path.isdir(resolved):
+        return
+    try:
+        outside = links_outside(resolved, roots, (settings.data_dir,))
+    except (IndexerError, OSError):  # the facade says what cannot be walked
+        return
+    if outside:
+        raise InvalidRequestError(
+            f"{source} holds {plural(len(outside), 'link')} to files outside the folders this "
+            f"server may index ({shown}, FACET_API_ALLOWED_ROOTS), e.g. {outside[0].name}; "
+            "nothing was indexed: remove them or give another path", param="source")
+
+
+def warn_open_roots(settings: FacetSettings) -> None:
+    """One WARNING where a key is set (a shared server) and ``FACET_API_ALLOWED_ROOTS`` is not:
+    every key holder may then index, and search, any path the server process can read."""
+    if settings.api_key and settings.api_allowed_roots is None:
+        logger.warning("FACET_API_KEY is set but FACET_API_ALLOWED_ROOTS is not: any path this "
+                       "server process can read can be indexed (POST /jobs) and then searched "
+                       "by the key's holders; set FACET_API_ALLOWED_ROOTS='[\"/srv/docs\"]' "
+                       "(a JSON list of folders) to limit it (docs/deploy.md)")
 
 
 def check_api_key(key: str | None) -> None:
@@ -658,6 +705,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     check_api_key(settings.api_key)
     check_api_models(settings.api_models)
     check_cors_origins(settings.cors_origins)
+    if facet is None:  # the server's own (`facet serve`), not a facade a caller serves
+        warn_open_roots(settings)
     if settings.ui_mount:  # the Search tab offers them (`facet ui` checks them too)
         check_ui_rerankers(settings.ui_rerankers)
     started = int(time.time())  # the models' "created" (Facet records none for a model)
@@ -919,6 +968,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
               operation_id="submitJob", tags=jobs)
     def submit_job(body: JobBody, facet: FacetDep, request: Request) -> Response:
         """Index a path on the server into a collection, in the background: 202 + the job."""
+        check_api_source(body.source, facet.settings)
         _check_model(facet, body.embedder, "embedder", body.collection)
         client = _client(request)
 

@@ -1,0 +1,63 @@
+"""Which paths a server may index: the folders an operator allowed (``FACET_UI_ALLOWED_ROOTS``
+for the UI's Index tab, ``FACET_API_ALLOWED_ROOTS`` for ``POST /jobs``) and never its own data
+folder (``FACET_DATA_DIR``). One check for every edge: the API indexed any path the process
+could read (``allowed/docs/../../outside`` included) while the UI refused it.
+
+Paths are compared as the file system leads them: ``~`` expanded, ``..`` folded and symbolic
+links resolved, so neither a ``..`` nor a link can lead outside a root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+
+from app.files import expand_user
+
+
+def real_path(path: Path | str) -> Path:
+    """``path`` absolute, ``~`` expanded, ``..`` folded and its links resolved (as far as they
+    exist: a path that does not exist yet is kept past its last existing folder). A link loop
+    is kept as written, not a ``RuntimeError`` (``Path.resolve`` before Python 3.13).
+
+    Raises:
+        ValueError: ``path`` holds a NUL character (no path can).
+    """
+    return Path(os.path.realpath(expand_user(path)))
+
+
+def real_paths(folders: Iterable[Path | str]) -> list[Path]:
+    """Each of ``folders`` as ``real_path`` gives it."""
+    return [real_path(f) for f in folders]
+
+
+def root_holding(path: Path | str, roots: Iterable[Path | str]) -> Path | None:
+    """The first of ``roots`` that ``path`` is or lies under, both compared as ``real_path``
+    gives them (the root as that gives it), else None. A path holding a NUL character lies
+    under none.
+    """
+    try:
+        resolved = real_path(path)
+    except ValueError:  # a NUL character: no such path
+        return None
+    for root in real_paths(roots):
+        if resolved == root or resolved.is_relative_to(root):
+            return root
+    return None
+
+
+def links_outside(folder: Path, roots: Sequence[Path | str],
+                  exclude: Collection[Path] = ()) -> list[Path]:
+    """The files a walk of ``folder`` (``indexer.parsing.discover``, ``exclude`` left out)
+    would read that lie outside every one of ``roots``: links to files elsewhere. The walk
+    reads a link to a file wherever it points (it does not enter links to folders), so a
+    folder under a root may still lead past it.
+
+    Raises:
+        As ``discover`` (a folder that does not exist).
+    """
+    from indexer.parsing import discover
+
+    allowed = real_paths(roots)
+    return [f for f in discover(folder, exclude) if root_holding(f, allowed) is None]
