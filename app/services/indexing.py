@@ -118,6 +118,8 @@ logger = logging.getLogger(__name__)
 
 # How often (seconds) a running job's row shows how far its batch's encoding is.
 ENCODING_SHOWN_S = 1.0
+# How often a batch being encoded reads whether its job was asked to stop (one small query).
+CANCEL_READ_S = 1.0
 # The moved documents a run's report lists (``IndexReport.moved``); it counts them all.
 MOVES_LISTED = 20
 
@@ -3073,16 +3075,27 @@ class IndexService:
         seen = Seen()
         parsed = self._parsed(files, options.text_column)
         shown = [0.0]  # when the job row last showed the encoding step
+        asked = [0.0]  # when the encoding step last read whether a cancel was asked
 
         def encoding(done: int, texts: int, current: str | None = None,
                      fraction: float | None = None, vector: str | None = None) -> None:
             """Between the encoder's pieces of a batch (``current``: of a streamed file's chunk
             batch, ``fraction`` of the way into it; ``vector``: another embedder's vectors of
             the batch): the CLI's bar and the job row (what the UI and the API show) say how
-            far; documents count once written."""
+            far; documents count once written. A cancel, Ctrl-C or SIGTERM, or the server
+            stopping, is taken here too (the cancel read at most every ``CANCEL_READ_S``),
+            raised before anything of the batch is written: one large document is one batch
+            (18,725 chunks of a 15 MB csv field), and the job only stopped once all of it was
+            encoded and written, minutes after the cancel was answered 200."""
+            now = time.perf_counter()
+            if interrupt is not None:
+                interrupt.check()
+            if now - asked[0] >= CANCEL_READ_S:
+                asked[0] = now
+                if self._cancel_asked(job.id):
+                    raise _Cancelled(f"job {job.id} was cancelled")
             stage = (f"encoding chunk {done:,}/{texts:,} of this batch"
                      + (f" for {vector!r}" if vector else ""))
-            now = time.perf_counter()
             if now - shown[0] >= ENCODING_SHOWN_S:  # a commit at most every second
                 shown[0] = now
                 job.message = stage
@@ -3308,6 +3321,13 @@ class IndexService:
             job.parse_s += time.perf_counter() - t0
             if batch:
                 write(batch)
+        except (_Cancelled, _ServerStopping, KeyboardInterrupt, SystemExit):
+            # Stopped (between the encoder's pieces, or at a chunk batch) before any chunk of
+            # the file went in: its row is put back as ``_process_batch``'s are; once some
+            # went in it stays ``pending`` (the next run writes the file again).
+            if not rows:
+                self._unmark(session, [(row, before)])
+            raise
         except _Refused as e:
             # A failed document, as ``_process_batch``'s refused ones: one indexed before keeps
             # that version where nothing of the new one was written yet.
@@ -3458,28 +3478,36 @@ class IndexService:
         session.commit()
 
         t0 = time.perf_counter()
-        # Through the encoder (bulk): in a server the model thread serves waiting searches
-        # between this batch's pieces.
         try:
-            vectors = (self._encode_chunks(texts, spec, encoding)
-                       if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
-        except InvalidRequestError as e:
-            # The embedder refused some text of the batch (a plugin's InvalidInputError): each
-            # document is encoded alone, those it refuses recorded as failed documents with its
-            # message, the rest written (it failed the whole job, no document counted).
-            items, vectors = self._encode_apart(session, coll, job, report, items,
-                                                previous_status, spec, e)
-            texts = [c.text for it in items if it.reused is None for c in it.chunks]
-        self._count_unread(report, embedder, texts,
-                           [it.doc.key for it in items if it.reused is None for _c in it.chunks])
-        self._count_cut(report, embedder, texts, spec)
-        job.encode_s += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        companions = self._companion_vectors(
-            coll, embedder, [c.text for it in items if it.mode == "write" and it.reused is None
-                             for c in it.chunks],
-            job, report, encoding)
-        job.encode_s += time.perf_counter() - t0
+            # Through the encoder (bulk): in a server the model thread serves waiting searches
+            # between this batch's pieces.
+            try:
+                vectors = (self._encode_chunks(texts, spec, encoding)
+                           if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
+            except InvalidRequestError as e:
+                # The embedder refused some text of the batch (a plugin's InvalidInputError):
+                # each document is encoded alone, those it refuses recorded as failed documents
+                # with its message, the rest written (it failed the whole job, no document
+                # counted).
+                items, vectors = self._encode_apart(session, coll, job, report, items,
+                                                    previous_status, spec, e)
+                texts = [c.text for it in items if it.reused is None for c in it.chunks]
+            self._count_unread(report, embedder, texts,
+                               [it.doc.key for it in items if it.reused is None for _c in it.chunks])
+            self._count_cut(report, embedder, texts, spec)
+            job.encode_s += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            companions = self._companion_vectors(
+                coll, embedder, [c.text for it in items if it.mode == "write" and it.reused is None
+                                 for c in it.chunks],
+                job, report, encoding)
+            job.encode_s += time.perf_counter() - t0
+        except (_Cancelled, _ServerStopping, KeyboardInterrupt, SystemExit):
+            # Stopped between the encoder's pieces (``encoding``: a cancel, Ctrl-C or SIGTERM,
+            # the server stopping): nothing of the batch is in the store yet, so its documents
+            # are left as a stop between batches leaves them, not ``pending``.
+            self._unmark(session, [(it.row, previous_status.get(it.doc.key)) for it in to_write])
+            raise
 
         # Step 2: the store.
         t0 = time.perf_counter()
@@ -3581,6 +3609,29 @@ class IndexService:
         job.metadata_s += time.perf_counter() - t0
         self._drop_moved_points(coll, job, gone)
         give_back_freed_memory()
+
+    @staticmethod
+    def _unmark(session: Session, marked: list[tuple[md.Document | None, str | None]]) -> None:
+        """Undo step 1 of ``_process_batch`` for a batch stopped before its store write
+        (``marked``: each row marked ``pending``, with its status before, "new" where it was
+        made then): a new document's row goes, another's status is put back (an indexed one
+        keeps its version).
+        Where the database cannot take it, the rows stay ``pending``, as a failed batch leaves
+        them (the next run writes them again)."""
+        try:
+            session.rollback()
+            for row, before in marked:
+                if row is None or before is None:
+                    continue
+                if before == "new":
+                    session.delete(row)
+                else:
+                    row.status = before
+            session.commit()
+        except SQLAlchemyError:
+            logger.debug("could not unmark a stopped batch's documents", exc_info=True)
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
 
     @staticmethod
     def _vector_names(coll: md.Collection, embedder: Embedder) -> set[str]:
