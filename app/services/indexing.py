@@ -1099,8 +1099,12 @@ class _DeferredInterrupt:
             raise self._stop(signum)
         self.requested, self.signum = True, signum
         name = self._NAMES.get(signum, f"signal {signum}")
-        logger.warning("%s: stopping after the batch being written (Ctrl-C or SIGTERM again to "
-                       "stop at once)", name)
+        # (Between the encoder's pieces of a batch too, since the third session of 2026-12-01:
+        # the line said "after the batch being written" while a large document's encoding
+        # stopped within about a second.)
+        logger.warning("%s: stopping at the next safe point, between the encoder's pieces or "
+                       "once the batch being written is in (Ctrl-C or SIGTERM again to stop at "
+                       "once)", name)
 
     def check(self) -> None:
         """Raise the deferred KeyboardInterrupt or ``Terminated`` (or ``_ServerStopping``), at

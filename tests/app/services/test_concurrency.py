@@ -203,7 +203,9 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
     assert writer.returncode != 0
     # It stops between batches, never inside a commit (where an interrupt once left SQLite
     # locked and the job could not be recorded as interrupted).
-    assert "Ctrl-C: stopping after the batch being written" in err.decode(), err.decode()[-3000:]
+    said = err.decode()
+    assert ("Ctrl-C: stopping at the next safe point, between the encoder's pieces or once the "
+            "batch") in said, said[-3000:]
     with Facet(FacetSettings(data_dir=data)) as facet:
         job = facet.jobs("stop")[0]
         assert job.state == "interrupted", job
@@ -237,7 +239,7 @@ def test_sigterm_stops_an_index_like_ctrl_c(tmp_path) -> None:
     _out, err = writer.communicate(timeout=60)
     said = err.decode()
     assert writer.returncode == 143, said[-3000:]
-    assert "SIGTERM: stopping after the batch being written" in said, said[-3000:]
+    assert "SIGTERM: stopping at the next safe point" in said, said[-3000:]
     with Facet(FacetSettings(data_dir=data)) as facet:
         job = facet.jobs("term")[0]
         assert job.state == "interrupted", job
@@ -278,7 +280,7 @@ def test_sigterm_stops_a_background_job_like_ctrl_c(tmp_path, minilm) -> None:
     runner.send_signal(signal.SIGTERM)
     _out, err = runner.communicate(timeout=60)
     assert runner.returncode == 143, err.decode()[-3000:]
-    assert "SIGTERM: stopping after the batch being written" in err.decode()
+    assert "SIGTERM: stopping at the next safe point" in err.decode()
     with Facet(FacetSettings(data_dir=data)) as facet:
         job = facet.job(prepared.job_id)
         assert job.state == "interrupted", job
