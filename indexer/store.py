@@ -1048,14 +1048,21 @@ class EdgeStore(VectorStore):
                 shard = self._load(collection)
             except Exception as e:  # the binding raises plain Exceptions
                 _LOCKS.release(self._lock_path(collection))
-                if "WouldBlock" in str(e):  # its WAL is locked: by another store in this process
+                if "WouldBlock" in str(e):
+                    # Its WAL is locked while this process holds Facet's lock file: by another
+                    # store of this process, or by a process that takes no such file (a Facet
+                    # from before the lock files, 2026-11-23, or another program), which was
+                    # said as this process too.
                     raise StoreBusyError(
                         f"collection {collection!r} is open in another store of this process "
                         f"(pid {os.getpid()}), another Facet on the same data folder: open one "
                         "Facet per data folder per process and share it (Facet.set_shared(facet) "
                         "makes yours the one Facet.shared() and the LangChain classes use when "
                         "given no facet=; or pass facet= to them), or close() the other one "
-                        "first", collection, {"pid": os.getpid()}) from e
+                        "first; or, where no other Facet of this process has it, in another "
+                        "process that opened it without Facet's lock file, such as an older "
+                        "Facet (from before 2026-11-23) still running on this data folder: stop "
+                        "that one, then run this again", collection, {"pid": os.getpid()}) from e
                 if isinstance(e, StoreError):  # the side file's, already said
                     raise
                 # This process holds the folder's lock (``_lock``): no other Facet has it open,
