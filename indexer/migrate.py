@@ -163,9 +163,6 @@ class FolderInUse(RuntimeError):
 
 # What a database says of a change already made: the sign of a migration left half-done.
 _ALREADY_DONE = re.compile(r"duplicate column|already exists", re.I)
-# The file `facet serve` / `facet ui` / `facet move-metadata` hold locked in the data folder,
-# with their pid in it (``app.services.context`` takes the name from here).
-SERVER_LOCK = "server.lock"
 
 
 def upgrade(engine: Engine) -> str:
@@ -225,7 +222,7 @@ def upgrade(engine: Engine) -> str:
                 raise
             start = applied[-1] if applied else current or BASELINE
             failed = _next_revision(start) or head
-            file = _sqlite_file(engine)
+            file = sqlite_file(engine.url)
             raise IncompleteMigration(
                 f"the schema migration of the metadata database{f' {file}' if file else ''} to "
                 f"revision {failed} did not complete ({said[0]}; it records revision "
@@ -242,8 +239,16 @@ def _next_revision(revision: str) -> str | None:
                  if r.down_revision == revision), None)
 
 
-def _sqlite_file(engine: Engine) -> Path | None:
-    database = engine.url.database if engine.dialect.name == "sqlite" else None
+def sqlite_file(url: Any) -> Path | None:
+    """The file of a SQLite database URL (a ``URL`` or its text), else None: another backend,
+    in memory, a ``file:`` URI, or a URL SQLAlchemy does not read."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(url)
+    except Exception:
+        return None
+    database = url.database if url.get_backend_name() == "sqlite" else None
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return Path(database)
@@ -255,45 +260,20 @@ def _refuse_if_held(engine: Engine) -> None:
     serve` kept answering on the old schema after a newer `facet index` migrated it under it
     (a 500 on every POST /jobs). A holder that is this process is no other. Nothing to see on
     PostgreSQL, nor where flock is missing (not POSIX)."""
-    file = _sqlite_file(engine)
+    file = sqlite_file(engine.url)
     if file is None:
         return
-    try:
-        import fcntl
-    except ImportError:
-        return
-    import json
     import os
 
-    path = file.parent / SERVER_LOCK
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    from indexer.server_lock import folder_server, server_who
+
+    holder = folder_server(file.parent)
+    if holder is None:
         return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pass
-        except OSError:
-            return
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return
-    finally:
-        os.close(fd)
-    try:
-        holder = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        holder = {}
-    holder = holder if isinstance(holder, dict) else {}
     pid = holder.get("pid") if isinstance(holder.get("pid"), int) else None
     if pid == os.getpid():
         return
-    who = ", ".join(str(p) for p in (holder.get("command") or "another process",
-                                     f"pid {pid}" if pid else "pid unknown",
-                                     f"on {holder['address']}" if holder.get("address") else None)
-                    if p)
+    who = server_who(holder, since=False)
     raise FolderInUse(
         f"the metadata database {file} needs a schema migration, but another Facet process "
         f"({who}) holds its data folder {file.parent}: stop it first (it may be an older Facet, "

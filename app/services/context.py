@@ -28,7 +28,7 @@ from app.errors import (
 from app.settings import FacetSettings, mask_passwords
 from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
-from indexer.migrate import SERVER_LOCK
+from indexer.server_lock import SERVER_LOCK, folder_server, server_holder, server_who  # noqa: F401
 from indexer.store import VectorStore, open_store
 
 logger = logging.getLogger(__name__)
@@ -163,15 +163,11 @@ def _damaged_sqlite(settings: FacetSettings, first: str) -> DataError | None:
     named no damage, and no backup to restore."""
     if not any(sign in first for sign in _SQLITE_DAMAGED_SIGNS):
         return None
-    from sqlalchemy.engine import make_url
+    from indexer.migrate import sqlite_file
 
-    try:
-        url = make_url(settings.resolved_database_url)
-    except Exception:  # (not a URL SQLAlchemy reads: said as any other failure)
+    file = sqlite_file(settings.resolved_database_url)
+    if file is None:  # (another backend, or not a URL SQLAlchemy reads: said as any other)
         return None
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        return None
-    file = Path(url.database)
     store = Path(settings.data_dir) / "qdrant-edge"
     return DataError(
         f"the metadata database {file} is damaged ({first}): nothing can be read from this data "
@@ -217,15 +213,12 @@ def names_sqlite_file(url: str, path: Path) -> bool:
     """Whether the database URL ``url`` is the SQLite file ``path`` (``~`` and links
     followed): the data folder's own facet.db given as FACET_DATABASE_URL or as `facet
     move-metadata --to`. False for any other database and for a URL that cannot be read."""
-    from sqlalchemy.engine import make_url
+    from indexer.migrate import sqlite_file
 
+    file = sqlite_file(url)
     try:
-        parsed = make_url(url)
-        if parsed.get_backend_name() != "sqlite" or not parsed.database \
-                or parsed.database == ":memory:":
-            return False
-        return Path(parsed.database).expanduser().resolve() == path.resolve()
-    except Exception:  # (a URL that does not parse, a folder that cannot be read)
+        return file is not None and file.expanduser().resolve() == path.resolve()
+    except Exception:  # (a folder that cannot be read)
         return False
 
 
@@ -325,21 +318,8 @@ def refuse_moved(settings: FacetSettings) -> None:
 
 
 # The file a server of an embedded data folder holds locked while it runs
-# (``app.commands.common.serving_lock``; ``folder_server`` probes it, and so does a schema
-# migration, ``indexer.migrate._refuse_if_held``, whence the one name): ``SERVER_LOCK``,
-# imported above from ``indexer.migrate``.
-
-
-def server_holder(path: Path) -> dict[str, Any]:
-    """What the server holding ``path`` (a ``SERVER_LOCK``) wrote there: pid, command, address,
-    started; empty where it cannot be read."""
-    import json
-
-    try:
-        holder = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        return {}
-    return holder if isinstance(holder, dict) else {}
+# (``app.commands.common.serving_lock``), its reader, probe and words: ``indexer.server_lock``
+# (a schema migration probes it too), imported above.
 
 
 # The command a move of the metadata writes in the ``SERVER_LOCK`` it holds for its duration
@@ -354,16 +334,6 @@ class FolderHeld(Exception):
     def __init__(self, holder: dict[str, Any]) -> None:
         super().__init__(holder)
         self.holder = holder
-
-
-def server_who(holder: dict[str, Any], *, since: bool = True) -> str:
-    """A ``SERVER_LOCK`` holder in words: "facet serve, pid 12, on 127.0.0.1:8000, since
-    ..." (``since``: with its start), "unknown" where nothing could be read."""
-    return ", ".join(str(part) for part in (
-        holder.get("command"), f"pid {holder['pid']}" if holder.get("pid") else None,
-        f"on {holder['address']}" if holder.get("address") else None,
-        f"since {holder['started']}" if since and holder.get("started") else None)
-        if part) or "unknown"
 
 
 @contextlib.contextmanager
@@ -401,32 +371,6 @@ def holding_server_lock(data_dir: Path, command: str, **fields: str) -> Iterator
         os.close(fd)  # (drops the lock)
 
 
-def folder_server(data_dir: Path) -> dict[str, Any] | None:
-    """The Facet server (`facet serve`, `facet ui`) holding the data folder now, as its
-    ``server.lock`` says (pid, command, address, started; ``app.commands.common.serving_lock``),
-    or None: no lock file, or nobody holds it. Probed with a non-blocking lock let go at once;
-    nothing is created. An idle server holds no collection open, yet keeps facet.db."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock is held either
-        return None
-
-    path = data_dir / SERVER_LOCK
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return server_holder(path)
-        except OSError:
-            return None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
 
 
 def open_database(settings: FacetSettings) -> Engine:
