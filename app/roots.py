@@ -32,6 +32,13 @@ def real_paths(folders: Iterable[Path | str]) -> list[Path]:
     return [real_path(f) for f in folders]
 
 
+def lies_under(resolved: Path, roots: Iterable[Path]) -> Path | None:
+    """The first of ``roots`` that ``resolved`` is or lies under, both real paths already
+    (``real_path``: for a walk's many paths against roots resolved once), else None."""
+    return next((root for root in roots if resolved == root or resolved.is_relative_to(root)),
+                None)
+
+
 def root_holding(path: Path | str, roots: Iterable[Path | str]) -> Path | None:
     """The first of ``roots`` that ``path`` is or lies under, both compared as ``real_path``
     gives them (the root as that gives it), else None. A path holding a NUL character lies
@@ -41,10 +48,7 @@ def root_holding(path: Path | str, roots: Iterable[Path | str]) -> Path | None:
         resolved = real_path(path)
     except ValueError:  # a NUL character: no such path
         return None
-    for root in real_paths(roots):
-        if resolved == root or resolved.is_relative_to(root):
-            return root
-    return None
+    return lies_under(resolved, real_paths(roots))
 
 
 def links_outside(folder: Path, roots: Sequence[Path | str],
@@ -60,4 +64,4 @@ def links_outside(folder: Path, roots: Sequence[Path | str],
     from indexer.parsing import discover
 
     allowed = real_paths(roots)
-    return [f for f in discover(folder, exclude) if root_holding(f, allowed) is None]
+    return [f for f in discover(folder, exclude) if lies_under(real_path(f), allowed) is None]

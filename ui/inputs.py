@@ -21,7 +21,7 @@ from typing import Any
 
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
-from app.roots import links_outside, real_path, real_paths, root_holding
+from app.roots import lies_under, links_outside, real_path, real_paths
 from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file
 from app.services.search import parse_filters
 
@@ -394,15 +394,6 @@ def _replaced(path: Path, before: os.stat_result) -> bool:
 # ------------------------------------------------------------ allowed roots
 
 
-def _resolved(folders: Iterable[Path]) -> list[Path]:
-    return [expand_user(f).resolve() for f in folders]
-
-
-def _within(path: Path, folders: Sequence[Path]) -> Path | None:
-    """The first of ``folders`` (resolved) that ``path`` (resolved) is or lies under."""
-    return next((f for f in folders if path == f or path.is_relative_to(f)), None)
-
-
 def resolve_under_roots(choice: str | None, roots: Sequence[Path], *,
                         exclude: Sequence[Path] = ()) -> Path:
     """The folder ``choice`` names, if it lies under one of the allowed ``roots``.
@@ -434,15 +425,15 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path], *,
     if not candidate.is_absolute():
         candidate = resolved_roots[0] / candidate
     resolved = real_path(candidate)
-    if root_holding(resolved, resolved_roots) is None:
+    if lies_under(resolved, resolved_roots) is None:
         raise InvalidRequestError(
             f"{text} is outside the folders this server may index "
             f"({', '.join(str(r) for r in resolved_roots)}); pick one of those or ask the operator "
             "to add it to FACET_UI_ALLOWED_ROOTS")
     if not resolved.is_dir():
         raise NotFoundError(f"{text} is not a folder on the server; pick one from the list")
-    own = _resolved(exclude)
-    inside = root_holding(resolved, own)
+    own = real_paths(exclude)
+    inside = lies_under(resolved, own)
     if inside is not None:
         raise InvalidRequestError(
             f"{text} is the server's own data folder ({inside}, FACET_DATA_DIR) or lies inside "
@@ -463,16 +454,16 @@ def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200,
     """The allowed roots and their subfolders down to ``depth`` (hidden ones skipped), without
     ``exclude`` (the server's data folder) and what lies inside it (``resolve_under_roots``
     refuses them: the data folder and its ``qdrant-edge`` were offered)."""
-    own = _resolved(exclude)
+    own = real_paths(exclude)
     found: list[str] = []
     for root in roots:
-        base = expand_user(root).resolve()
-        if not base.is_dir() or _within(base, own) is not None:
+        base = real_path(root)
+        if not base.is_dir() or lies_under(base, own) is not None:
             continue
         found.append(str(base))
         for dirpath, dirnames, _ in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                                 and _within(Path(dirpath, d).resolve(), own) is None)
+                                 and lies_under(real_path(Path(dirpath, d)), own) is None)
             level = len(Path(dirpath).relative_to(base).parts)
             if level >= depth:
                 dirnames[:] = []
