@@ -226,6 +226,12 @@ class Stopped:
     embedder: str | None = None
 
 
+def _cancellable(job: JobInfo | None) -> bool:
+    """Whether the Index tab offers "Cancel job" for ``job``: queued or running and not yet
+    asked to stop."""
+    return job is not None and job.state in ("queued", "running") and not job.cancel_requested
+
+
 class UiHandlers:
     """The handlers of every tab, over one facade.
 
@@ -1122,11 +1128,9 @@ class UiHandlers:
         the button stayed, and was pressed again as if the first press had failed)."""
         try:
             job = self.facet.job(int(job_id), errors=0) if job_id is not None and job_id > 0 else None
-            active = (job is not None and job.state in ("queued", "running")
-                      and not job.cancel_requested)
         except FacetError:  # its collection deleted meanwhile
-            active = False
-        return gr.Button(visible=active)
+            job = None
+        return gr.Button(visible=_cancellable(job))
 
     def job_controls(self, job_id: float | None, said: str | None) -> tuple[Any, str, Any, Any]:
         """Index tab, whenever the bar changes: the "Cancel job" button (``cancel_button``), the
@@ -1140,8 +1144,6 @@ class UiHandlers:
             job = self.facet.job(number, errors=0) if number else None
         except FacetError:  # its collection deleted meanwhile
             job = None
-        active = (job is not None and job.state in ("queued", "running")
-                  and not job.cancel_requested)
         now = render.job_said(job, number, self._job_collections.get(number))
         ended = job is None or job.state not in ("queued", "running")
         if number and ended and now != (said or ""):
@@ -1151,7 +1153,7 @@ class UiHandlers:
                 row, stopped = gr.skip(), gr.skip()
         else:
             row, stopped = gr.skip(), gr.skip()
-        return gr.Button(visible=active), now, row, stopped
+        return gr.Button(visible=_cancellable(job)), now, row, stopped
 
     # ---------------------------------------------------------- collections
 

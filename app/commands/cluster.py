@@ -60,7 +60,7 @@ def is_stdin(path: Path | str | None) -> bool:
     return path is not None and str(path) == "-"
 
 
-def _read_stdin_texts(text_column: str | None) -> list[str]:
+def read_stdin_texts(text_column: str | None) -> list[str]:
     """The texts on standard input, read as a .txt file is (``read_text_file``: one text per
     line, blank lines skipped, a UTF-8 BOM and CRLF line ends handled, binary or non-UTF-8
     input refused). A closed stdin reads as empty. Until 2026-11-30 (seventh session)
@@ -104,7 +104,7 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
     if is_stdin(path):
         where = STDIN_NAME
         try:
-            held = _read_stdin_texts(text_column)
+            held = read_stdin_texts(text_column)
         except InvalidRequestError as e:
             if e.param != "text_column":
                 raise

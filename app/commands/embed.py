@@ -20,9 +20,9 @@ def _texts_from_stdin() -> list[str]:
     Raises:
         InvalidRequestError: standard input holds no text.
     """
-    from app.commands.cluster import _read_stdin_texts
+    from app.commands.cluster import read_stdin_texts
 
-    texts = _read_stdin_texts(None)
+    texts = read_stdin_texts(None)
     if not texts:
         raise InvalidRequestError("standard input holds no text to embed: give one text a line")
     return texts
