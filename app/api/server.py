@@ -27,6 +27,7 @@ from dataclasses import asdict
 from enum import Enum
 from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from urllib.parse import urlencode
 
 import numpy as np
 from fastapi import Body, Depends, FastAPI, HTTPException, Path, Query, Request, Response, Security
@@ -72,7 +73,7 @@ from app.errors import (
 from app.remote import CeleryQueryEncoder
 from app.roots import links_outside, real_path, real_paths, root_holding
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
-from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, JobInfo
+from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, JobInfo, JobList
 from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
@@ -345,7 +346,8 @@ def cors(app: FastAPI, origins: Sequence[str]) -> None:
                        allow_credentials="*" not in origins,
                        allow_methods=["GET", "POST", "DELETE"],
                        allow_headers=["Authorization", "Content-Type"],
-                       expose_headers=["Retry-After", "Location"], max_age=600)
+                       expose_headers=["Retry-After", "Location", "Link",
+                                       "X-Facet-Jobs-Not-Shown"], max_age=600)
 
 
 def check_api_models(models: Sequence[str] | None) -> None:
@@ -646,6 +648,16 @@ def _is_int(x: Any) -> bool:
 
 def _is_token_ids(x: Any) -> bool:
     return isinstance(x, list) and bool(x) and all(_is_int(t) for t in x)
+
+
+def _next_jobs_link(query: JobListQuery, left_out: int) -> dict[str, str]:
+    """``GET /jobs``' ``Link`` header to the next page, ``limit`` and ``collection`` kept, and
+    how many older jobs this page left out (``X-Facet-Jobs-Not-Shown``)."""
+    params: dict[str, str | int] = {"limit": query.limit, "offset": query.offset + query.limit}
+    if query.collection is not None:
+        params["collection"] = query.collection
+    return {"Link": f'</jobs?{urlencode(params)}>; rel="next"',
+            "X-Facet-Jobs-Not-Shown": str(left_out)}
 
 
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -988,7 +1000,14 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past
     # a writer's lock). A query parameter they do not take is a 400 that names it.
     @app.get("/jobs", dependencies=auth, response_model=list[JobInfo],
-             responses=fails(*facade, 400, 404), operation_id="listJobs", tags=jobs)
+             responses=fails(*facade, 400, 404) | {200: {"headers": {
+                 "Link": {"description": "only where older jobs are left out of this page: "
+                                         "`</jobs?...&offset=N>; rel=\"next\"`, the next page",
+                          "schema": {"type": "string"}},
+                 "X-Facet-Jobs-Not-Shown": {"description": "with `Link`: how many older jobs "
+                                                           "this page left out",
+                                            "schema": {"type": "integer"}}}}},
+             operation_id="listJobs", tags=jobs)
     def list_jobs(facet: FacetDep, query: Annotated[JobListQuery, Query()]) -> Response:
         """Recent jobs, newest first (of one collection when named); ``offset`` skips the
         newest ones, to page through them all."""
@@ -1001,7 +1020,13 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             return errors.error_response(400, f"offset must be a whole number, 0 or more, got "
                                          f"{query.offset}", "invalid_request_error",
                                          param="offset")
-        return _json([asdict(j) for j in facet.jobs(query.collection, query.limit, query.offset)])
+        listed = facet.jobs(query.collection, query.limit, query.offset)
+        # Older jobs past this page: the next page's URL as a Link header (RFC 8288), the body
+        # kept a bare list. Until 2026-12-01 a client could not tell a full last page from a
+        # page with more behind it but by asking once more.
+        more = listed.not_shown if isinstance(listed, JobList) else 0
+        return _json([asdict(j) for j in listed],
+                     headers=_next_jobs_link(query, more) if more else None)
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
              responses=fails(*facade, 400, 404), operation_id="getJob", tags=jobs)

@@ -501,6 +501,14 @@ def _rerun_text(rerun: str) -> str:
             "removed already and removes the rest)")
 
 
+def _not_shown_line(not_shown: int, limit: int, offset: int) -> str:
+    """``facet jobs``' line under a page that leaves older jobs out, with the next page's
+    options (the page size kept: following "--offset K" alone listed 20)."""
+    size = f"--limit {limit} " if limit != DEFAULT_JOBS_LISTED else ""
+    return (f"… {plural(not_shown, 'older job')} not shown ({size}--offset {offset + limit} "
+            f"shows the next ones; --limit N: N a page, up to {MAX_JOBS_LISTED})")
+
+
 def _jobs_text(ids: list[int]) -> str:
     """``job 5``, ``jobs 5-7``, ``jobs 5, 8``."""
     if len(ids) == 1:
@@ -966,6 +974,10 @@ def register(cli: typer.Typer) -> None:
             # --background --json` and GET /jobs/ID give it (it was a one-element list).
             typer.echo(printable_json(asdict(jobs[0]) if job_id is not None
                                       else [asdict(j) for j in jobs]))
+            if isinstance(jobs, JobList) and jobs.not_shown:
+                # stdout stays the bare list; the older jobs left out are said on stderr (a
+                # full page read as the last one until 2026-12-01), as GET /jobs' Link header.
+                typer.echo(_not_shown_line(jobs.not_shown, limit, offset), err=True)
             return
         if not jobs and offset:
             typer.echo(f"no index jobs past the newest {offset}: there "
@@ -1005,10 +1017,7 @@ def register(cli: typer.Typer) -> None:
             # Jobs still going are listed whatever their age (``CollectionService.jobs``); the
             # rest past --limit were left out without a word. The next page's command keeps
             # the page size (following "--offset K" alone listed 20).
-            size = f"--limit {limit} " if limit != DEFAULT_JOBS_LISTED else ""
-            typer.echo(f"… {plural(jobs.not_shown, 'older job')} not shown ({size}--offset "
-                       f"{offset + limit} shows the next ones; --limit N: N a page, up to "
-                       f"{MAX_JOBS_LISTED})")
+            typer.echo(_not_shown_line(jobs.not_shown, limit, offset))
 
     @cli.command("delete")
     @handle_errors

@@ -146,6 +146,18 @@ def test_api_pages_jobs_and_errors(facet: Facet) -> None:
         assert all(r.status_code == 200 for r in pages), [r.text for r in pages]
         assert [j["id"] for r in pages for j in r.json()] == every
         assert pages[3].json() == [] and pages[4].json() == []
+        # Only a page with older jobs behind it says so, with the next page's URL: following
+        # the Links from the first page reads every job once, and the last page has none.
+        assert pages[0].headers["Link"] == '</jobs?limit=10&offset=10&collection=pg>; rel="next"'
+        assert pages[0].headers["X-Facet-Jobs-Not-Shown"] == "15"
+        assert "Link" not in pages[2].headers and "Link" not in pages[3].headers
+        followed, url = [], "/jobs?collection=pg&limit=10"
+        while url:
+            r = client.get(url)
+            followed += [j["id"] for j in r.json()]
+            url = r.headers.get("Link", "").partition(">")[0].removeprefix("<")
+        assert followed == every
+        assert spec["paths"]["/jobs"]["get"]["responses"]["200"]["headers"]["Link"]
         assert len(client.get("/jobs", params={"offset": 20}).json()) == JOBS + 1 - 20
 
         shown: list[str] = []
@@ -174,6 +186,11 @@ def test_cli_offset_and_errors_offset(data_dir: Path) -> None:
     page = invoke_cli("jobs", "-c", "pg", "--limit", "10", "--offset", "10", "--json", env=env)
     assert page.returncode == 0, page.stderr
     assert [j["id"] for j in json.loads(page.stdout)] == every[10:20]
+    # stdout is the list alone; the jobs left out are said on stderr, with the next page.
+    assert page.stderr.strip() == ("… 5 older jobs not shown (--limit 10 --offset 20 shows the "
+                                   "next ones; --limit N: N a page, up to 1000)")
+    last = invoke_cli("jobs", "-c", "pg", "--limit", "10", "--offset", "20", "--json", env=env)
+    assert len(json.loads(last.stdout)) == 5 and last.stderr == ""
     text = invoke_cli("jobs", "-c", "pg", "--limit", "10", "--offset", "10", env=env).stdout
     assert text.splitlines()[-1] == ("… 5 older jobs not shown (--limit 10 --offset 20 shows the "
                                      "next ones; --limit N: N a page, up to 1000)")
