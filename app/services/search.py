@@ -52,7 +52,7 @@ from app.services.collections import (
     stopped_removal_text,
 )
 from app.services.context import ServiceContext
-from app.text import check_text_encodable, shell_word
+from app.text import check_text_encodable, plural, shell_word
 from embedders import scripts
 from embedders.contract import EncodesFromPlain, Role, identity_changes
 from indexer import lexical as lex
@@ -234,7 +234,7 @@ GROUP_FETCH_FACTOR = 4
 GROUP_MAX_DEPTH = 4 * MAX_TOP_K
 
 # How long a search service trusts its comparison of a collection's points with its chunks
-# (``SearchService._points_missing_note``): counting both takes 20 ms or more per search on a
+# (``SearchService._gaps_note``): counting both takes 20 ms or more per search on a
 # 200,000-point collection. This process's own writes forget it at once (``forget``).
 POINTS_CHECK_S = 30.0
 
@@ -1064,8 +1064,8 @@ class SearchService:
         self._stamps: dict[str, tuple[Any, ...]] = {}  # collection -> _stamp the above were read at
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
         # collection -> (when counted, its store's points, its chunks, a stopped removal's
-        # ``stopped_removal_text``): ``_points_missing_note``
-        self._point_counts: dict[str, tuple[float, int, int, str | None]] = {}
+        # ``stopped_removal_text``, its pending documents): ``_gaps_note``
+        self._point_counts: dict[str, tuple[float, int, int, str | None, int]] = {}
         self.fusion = HYBRID_FUSION
         self.rerank_documents_instructed = RERANK_DOCUMENTS_INSTRUCTED
 
@@ -1605,7 +1605,7 @@ class SearchService:
         notes = [self._older_terms(request.collection) if mode != "dense" else None]
         if mode != "lexical" and vector_name is not None:
             notes.append(self._missing_vectors_note(request.collection, vector_name, counts))
-        notes.append(self._points_missing_note(request.collection))
+        notes.append(self._gaps_note(request.collection))
         if request.filters and not results:
             notes += self.filter_notes(request.collection, request.filters)
         elif request.filters and "chunk_no" in request.filters:
@@ -1760,11 +1760,12 @@ class SearchService:
                 f"this search cannot find them: `facet index` of their sources with --embedder "
                 f"{spec} (the API's POST /jobs) fills them in")
 
-    def _points_missing_note(self, collection: str) -> str | None:
+    def _gaps_note(self, collection: str) -> str | None:
         """That the store holds fewer points than ``collection`` has chunks
         (``CollectionInfo.points_missing``: a store restored from an older copy than the
         database), so a search cannot find the chunks without one: it answered from the
-        others without a word. Counted at most once per ``POINTS_CHECK_S`` per collection, and
+        others without a word; and that documents are pending, left by a job that stopped
+        before finishing them. Counted at most once per ``POINTS_CHECK_S`` per collection, and
         not while a job writes it (its chunks and points are then in between)."""
         now = time.monotonic()
         kept = self._point_counts.get(collection)
@@ -1782,14 +1783,25 @@ class SearchService:
                     # A removal stopped part-way deleted them: finishing it is the advice (the
                     # general one, `facet index`, added back the documents being removed).
                     removal = stopped_removal_text(session, coll.id) if points < chunks else None
+                    pending = md.count_documents(session, coll.id, "pending")
             except (SQLAlchemyError, StoreError):  # a note only: the search's answer stands
                 return None
-            kept = (now, points, chunks, removal)
+            kept = (now, points, chunks, removal, pending)
             self._point_counts[collection] = kept
-        _, points, chunks, removal = kept
-        if points >= chunks:
-            return None
-        return f"collection {collection!r}: {points_missing_text(points, chunks, removal)}"
+        _, points, chunks, removal, pending = kept
+        notes = []
+        if points < chunks:
+            notes.append(f"collection {collection!r}: "
+                         f"{points_missing_text(points, chunks, removal)}")
+        if pending:
+            # A job stopped (Ctrl-C, a kill, a cancel) before finishing them, and no job writes
+            # the collection now: searches answered from the rest without a word (only `facet
+            # collections` counted them). A changed document keeps its earlier chunks until
+            # it is written again.
+            notes.append(f"collection {collection!r}: {plural(pending, 'document')} pending (a "
+                         "job stopped before finishing them), which this search may miss or "
+                         "find as they were: `facet jobs` says how to resume it (GET /jobs)")
+        return "; ".join(notes) or None
 
     def _field_values(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
         """A value some document of ``collection`` holds in each metadata field that ``filters``

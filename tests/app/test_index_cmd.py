@@ -552,3 +552,15 @@ def test_collections_counts_documents_a_stopped_job_left_pending(tmp_path, data,
     listed = run("collections").stdout
     assert ("notes: 2 documents indexed, 0 failed, 1 pending (a job stopped before finishing "
             "them: `facet jobs` says how to resume it), ") in listed, listed
+    # A search answered from the other two without a word (only the listing said it).
+    found = run("search", "lighthouse garden", "-c", "notes", "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["note"] == (
+        "collection 'notes': 1 document pending (a job stopped before finishing them), which "
+        "this search may miss or find as they were: `facet jobs` says how to resume it (GET "
+        "/jobs)")
+    text = run("search", "lighthouse garden", "-c", "notes")
+    assert "1 document pending (a job stopped before finishing them)" in text.stdout + text.stderr
+    assert run("index", str(src), "-c", "notes", "--embedder", "minilm").returncode == 0
+    again = json.loads(run("search", "lighthouse garden", "-c", "notes", "--json").stdout)
+    assert again["note"] is None and len(again["results"]) == 3
