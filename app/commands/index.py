@@ -346,7 +346,8 @@ def register(cli: typer.Typer) -> None:
                 raise typer.Exit(Terminated.EXIT_CODE if isinstance(e, Terminated) else 130) from None
             finally:
                 bar.close()
-        failure = None if allow_failures else report.failure()
+        failure = None if allow_failures else report.failure(
+            'the record\'s "errors"' if as_json else "the errors above")
         # Cancelled from elsewhere (`facet jobs N --cancel`, the API, the UI): exit 0 let
         # `facet index ... && next-step` go on with half a collection.
         cancelled = 1 if report.state == "cancelled" else 0

@@ -366,11 +366,13 @@ class IndexReport:
     def docs_per_s(self) -> float:
         return self.docs_seen / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
-    def failure(self) -> DataError | None:
+    def failure(self, shown: str = "the errors above") -> DataError | None:
         """The run's document failures as one error (None when every document went in).
 
         The report is complete either way; an edge decides whether failed documents fail the
-        call (the CLI exits non-zero unless told ``--allow-failures``).
+        call (the CLI exits non-zero unless told ``--allow-failures``). ``shown``: where the
+        edge showed the errors (``facet index --json``: in the record's ``errors``, no lines
+        above).
         """
         if not self.docs_failed:
             return None
@@ -378,8 +380,8 @@ class IndexReport:
             return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; nothing "
                              f"was indexed, so the new collection {self.collection!r} was "
                              "removed again")
-        return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; see the "
-                         f"errors above or `facet jobs {self.job_id}`")
+        return DataError(f"{self.docs_failed} of {self.docs_seen} documents failed; see "
+                         f"{shown} or `facet jobs {self.job_id}`")
 
 
 def removed_collection_message(report: IndexReport, source: Path | str) -> str:

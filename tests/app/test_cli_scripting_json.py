@@ -60,7 +60,7 @@ def test_index_json_with_failed_documents_says_the_error_line(tmp_path, failing)
     assert done.returncode == 4
     assert json.loads(done.stdout)["docs_failed"] == 2  # the JSON alone on stdout
     assert [line for line in done.stderr.splitlines() if line.startswith("error: ")] == [
-        "error: 2 of 3 documents failed; see the errors above or `facet jobs 1` "
+        "error: 2 of 3 documents failed; see the record's \"errors\" or `facet jobs 1` "
         "(--allow-failures to exit 0 anyway)"], done.stderr
 
 
