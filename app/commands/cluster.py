@@ -31,6 +31,7 @@ from typing import Annotated, Any
 import typer
 
 from app.commands.common import (
+    argument_text,
     expand_home,
     handle_errors,
     open_facet,
@@ -401,6 +402,12 @@ def register(cli: typer.Typer) -> None:
         from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, k_option, limit_option
         from app.services.search import MAX_TOP_K, SearchRequest, parse_filters
 
+        instruction = argument_text(instruction, "--instruction", "instruction") or ""
+        if query != "-":
+            query = argument_text(query, "--query", "query")
+        search_instruction = argument_text(search_instruction, "--search-instruction",
+                                           "search_instruction")
+        filters = [argument_text(f, "--filter", "filters") or "" for f in filters or []]
         if query is not None and source is not None:
             raise InvalidRequestError("--query clusters the results of a search of a collection "
                                       "(--collection NAME); a file's texts are all clustered")

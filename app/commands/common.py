@@ -539,3 +539,28 @@ def shorten(text: str | None, limit: int = 200) -> str:
     """``text`` cut to ``limit`` characters, saying how long it was (a pasted query)."""
     text = text or ""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def argument_text(value: str | None, what: str, param: str | None = None) -> str | None:
+    """``value``, a text typed on the command line (``what``: "the query", "--instruction"),
+    refused where it is not UTF-8: Python hands such bytes over as lone surrogates
+    (surrogateescape), and the query was refused as holding "an unpaired surrogate ... send
+    the text as valid UTF-8 / paired \\u escapes" (2026-12-01), advice for JSON, not for a
+    shell. A file path is left alone: a file's name may be any bytes.
+
+    Raises:
+        DataError: ``value`` holds bytes that are not UTF-8 (exit 4, as standard input that
+            is not UTF-8 text).
+    """
+    if value is None:
+        return None
+    bad = next((i for i, ch in enumerate(value) if "\udc80" <= ch <= "\udcff"), None)
+    if bad is None:
+        return value
+    byte = ord(value[bad]) - 0xDC00
+    shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    raise DataError(f"{what} is not UTF-8 text (byte 0x{byte:02X} at character {bad + 1}: "
+                    f"{printable(shorten(shown, 60))}): the terminal or script passed another "
+                    "encoding (Latin-1?); pass it as UTF-8, or set the terminal to UTF-8",
+                    param=param)
+

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import handle_errors, open_facet
+from app.commands.common import argument_text, handle_errors, open_facet
 from app.errors import InvalidRequestError
 from app.text import printable_json
 
@@ -76,6 +76,9 @@ def register(cli: typer.Typer) -> None:
         elif "-" in texts:
             raise InvalidRequestError("- reads the texts from standard input: give it alone, not "
                                       "beside other texts")
+        else:
+            texts = [argument_text(t, f"text {i}", "texts") or "" for i, t in enumerate(texts, 1)]
+        instruction = argument_text(instruction, "--instruction", "instruction")
         settings = get_settings()
         cache = EmbedderCache(settings.device)
         encoder = InlineQueryEncoder(cache, batch_size, query_threads=settings.query_threads)

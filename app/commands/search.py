@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import handle_errors, open_facet, shorten
+from app.commands.common import argument_text, handle_errors, open_facet, shorten
 from app.services.search import SearchResponse, why_no_results
 from app.text import plural, printable, printable_json
 
@@ -183,6 +183,9 @@ def register(cli: typer.Typer) -> None:
 
         if query == "-":
             query = query_from_stdin()
+        query = argument_text(query, "the query", "query") or ""
+        instruction = argument_text(instruction, "--instruction", "instruction")
+        filters = [argument_text(f, "--filter", "filters") or "" for f in filters or []]
         request = SearchRequest(query=query, collection=collection, instruction=instruction,
                                 top_k=top_k, filters=parse_filters(filters or []), rerank=rerank,
                                 rerank_depth=rerank_depth, embedder=embedder,

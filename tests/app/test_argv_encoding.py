@@ -1,0 +1,62 @@
+"""Command-line texts that are not UTF-8.
+
+A query typed in a Latin-1 terminal (`facet search "$(printf 'caf\\xe9')"`) reaches Python as a
+lone surrogate (surrogateescape), and was refused as holding "an unpaired surrogate ... send the
+text as valid UTF-8 / paired \\u escapes" (exit 2): advice for JSON, not for a shell. Each text
+argument of `facet search`, `facet cluster` and `facet embed` now says it is not UTF-8 text,
+which byte, and what to do (exit 4, as standard input that is not UTF-8 text). A file path
+stays any bytes: a file's name may be.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.app.cli_runner import invoke_cli, tiny_data_folder
+
+LATIN1_CAFE = "caf\udce9"  # b"caf\xe9" as Python decodes an argument that is not UTF-8
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny_data_folder(tmp_path_factory.mktemp("argv"))
+
+
+def test_a_latin1_query_from_a_real_shell_is_named_as_such(data: Path) -> None:
+    env = {**os.environ, "FACET_DATA_DIR": str(data), "PYTHONUTF8": "1"}
+    done = subprocess.run([sys.executable.encode(), b"-m", b"app", b"search", b"caf\xe9",
+                           b"-c", b"tiny"], capture_output=True, env=env, timeout=300)
+    err = done.stderr.decode()
+    assert done.returncode == 4, err
+    assert err.strip().splitlines()[-1] == (
+        "error: the query is not UTF-8 text (byte 0xE9 at character 4: caf\ufffd): the terminal "
+        "or script passed another encoding (Latin-1?); pass it as UTF-8, or set the terminal "
+        "to UTF-8")
+    assert "surrogate" not in err
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (("search", "card", "-c", "tiny", "-i", LATIN1_CAFE), "--instruction"),
+    (("search", "card", "-c", "tiny", "-f", f"topic={LATIN1_CAFE}"), "--filter"),
+    (("cluster", "-c", "tiny", "-i", LATIN1_CAFE), "--instruction"),
+    (("cluster", "-c", "tiny", "-i", "topic", "--query", LATIN1_CAFE), "--query"),
+    (("embed", "fine", LATIN1_CAFE), "text 2"),
+    (("embed", "fine", "-i", LATIN1_CAFE), "--instruction"),
+])
+def test_each_text_argument_says_which_is_not_utf8(data: Path, args: tuple[str, ...],
+                                                    named: str) -> None:
+    done = invoke_cli(*args, env={"FACET_DATA_DIR": str(data)})
+    assert done.returncode == 4, done.stderr
+    assert f"error: {named} is not UTF-8 text (byte 0xE9 at character " in done.stderr
+    assert "surrogate" not in done.stderr
+
+
+def test_a_utf8_query_is_searched_as_before(data: Path) -> None:
+    done = invoke_cli("search", "café payment", "-c", "tiny", env={"FACET_DATA_DIR": str(data)})
+    assert done.returncode == 0, done.stderr
+    assert "card payment declined twice" in done.stdout
