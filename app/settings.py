@@ -54,6 +54,9 @@ DTYPE_NAMES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
 VECTOR_BACKENDS = ("edge", "local", "server")
 # The folder settings: an empty value is refused, not the default (``FacetSettings._folder``).
 _FOLDERS = ("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir")
+# The Qdrant server's collection layout (``FacetSettings.qdrant_layout``).
+_QDRANT_LAYOUT = ("qdrant_shards", "qdrant_replication_factor", "qdrant_write_consistency")
+_warned_layout = False  # the layout set beside a store that ignores it: said once per process
 # ``indexer.chunking``'s limits, repeated: importing the indexer package loads the vector store.
 DEFAULT_CHUNK_OVERLAP = 32
 MAX_CHUNK_TOKENS = 2**31 - 1
@@ -160,6 +163,19 @@ class FacetSettings(BaseSettings):
     qdrant_url: str | None = Field(
         default=None, description="Qdrant server URL; unset = embedded Qdrant edge in data_dir")
     qdrant_api_key: str | None = None
+    # How a Qdrant server (FACET_QDRANT_URL) lays out the collections Facet creates; unset:
+    # nothing is sent, Qdrant's own defaults. Existing collections keep theirs.
+    qdrant_shards: int | None = Field(
+        default=None, description="shard_number of each collection created on a Qdrant server; "
+                                  "unset = Qdrant's default (1, or one per node in a cluster)")
+    qdrant_replication_factor: int | None = Field(
+        default=None, description="replication_factor of each collection created on a Qdrant "
+                                  "server (copies of each shard, on distinct nodes); unset = "
+                                  "Qdrant's default (1)")
+    qdrant_write_consistency: int | None = Field(
+        default=None, description="write_consistency_factor of each collection created on a "
+                                  "Qdrant server (replicas that must acknowledge a write); "
+                                  "unset = Qdrant's default (1)")
     vector_backend: str = Field(
         default="edge", description="'edge' (embedded qdrant-edge), 'local' (qdrant-client local mode) "
                                     "or 'server' (qdrant-client against qdrant_url)")
@@ -207,7 +223,7 @@ class FacetSettings(BaseSettings):
                                    description="texts one clustering may take from a collection")
     # HTTP API (facet serve).
     api_key: str | None = Field(
-        default=None, description="when set, every request but /health needs "
+        default=None, description="when set, every request but /health and /ready needs "
                                   "'Authorization: Bearer <key>' (env FACET_API_KEY)")
     api_max_body_mb: float = Field(default=16.0, gt=0,
                                    description="larger request bodies are refused with 413")
@@ -465,6 +481,51 @@ class FacetSettings(BaseSettings):
                              "use sqlite:///PATH (a file), or unset it for SQLite in the data "
                              "folder")
         return value
+
+    @field_validator(*_QDRANT_LAYOUT, mode="before")
+    @classmethod
+    def _whole_number(cls, value: object) -> object:
+        """A whole number, 1 or more (pydantic's "unable to parse string as an integer" and
+        "greater than or equal to 1" did not say what the setting takes)."""
+        if value is None:
+            return None
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and re.fullmatch(r"\+?\d+", value):
+            number = int(value)
+        if number is None or number < 1:
+            raise ValueError("must be a whole number, 1 or more (written in digits); unset it "
+                             "for Qdrant's default")
+        return number
+
+    @model_validator(mode="after")
+    def _layout_ignored(self) -> FacetSettings:
+        """The Qdrant layout settings mean something to a Qdrant server only: set beside the
+        embedded store (edge, or ``local``), they are said once per process to do nothing."""
+        global _warned_layout
+        given = [f"FACET_{name.upper()}" for name in _QDRANT_LAYOUT if getattr(self, name) is not None]
+        if given and not self.uses_qdrant_server and not _warned_layout:
+            _warned_layout = True
+            store = ("qdrant-client's local mode (FACET_VECTOR_BACKEND=local)"
+                     if self.vector_backend == "local" else "the embedded store (no FACET_QDRANT_URL)")
+            logger.warning("%s %s only for collections created on a Qdrant server; %s ignores "
+                           "%s", ", ".join(given), "applies" if len(given) == 1 else "apply",
+                           store, "it" if len(given) == 1 else "them")
+        return self
+
+    @property
+    def uses_qdrant_server(self) -> bool:
+        """Whether the vectors go to a Qdrant server (as ``indexer.store.open_store`` picks)."""
+        return bool(self.qdrant_url) and self.vector_backend in ("edge", "server")
+
+    def qdrant_layout(self) -> dict[str, int]:
+        """What a Qdrant server's ``create_collection`` is given beyond the vectors (only what
+        is set: Qdrant's defaults otherwise), as ``indexer.store.open_store``'s ``layout``."""
+        names = {"qdrant_shards": "shard_number", "qdrant_replication_factor": "replication_factor",
+                 "qdrant_write_consistency": "write_consistency_factor"}
+        return {key: value for name, key in names.items()
+                if (value := getattr(self, name)) is not None}
 
     @field_validator("chunk_overlap")
     @classmethod

@@ -1604,6 +1604,70 @@ QDRANT_PORT = 6333  # qdrant-client's port for a URL that names none
 _UNREACHABLE_HINT = "start it (docker compose up -d qdrant) or check FACET_QDRANT_URL (unset it for the embedded store)"
 
 
+# What a Qdrant server's create_collection may be given beyond the vectors (FACET_QDRANT_SHARDS,
+# FACET_QDRANT_REPLICATION_FACTOR, FACET_QDRANT_WRITE_CONSISTENCY: ``open_store``'s ``layout``).
+_LAYOUT_KEYS = ("shard_number", "replication_factor", "write_consistency_factor")
+
+
+def _checked_layout(layout: Mapping[str, int]) -> dict[str, int]:
+    """``layout`` as given, checked.
+
+    Raises:
+        StoreError: a key other than ``shard_number``, ``replication_factor`` or
+            ``write_consistency_factor``, or a value that is not a whole number >= 1.
+    """
+    for key, value in layout.items():
+        if key not in _LAYOUT_KEYS:
+            raise StoreError(f"unknown collection layout {key!r}; use {', '.join(_LAYOUT_KEYS)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise StoreError(f"collection layout {key} must be a whole number, 1 or more, got {value!r}")
+    return dict(layout)
+
+
+# qdrant-client warns "Api key is used with an insecure connection." (a UserWarning, 3 log
+# lines) for each client made with an API key and an http:// URL: twice per command (the store's
+# client and its reach probe's). Said once per process instead, naming the server.
+_INSECURE_KEY = "Api key is used with an insecure connection"
+_said_insecure: set[str] = set()
+_said_insecure_lock = threading.Lock()
+
+
+def _server_client(url: str, api_key: str | None, timeout: int) -> Any:
+    """A ``QdrantClient`` of a server, its warning of a key sent over http said in one log line,
+    once per process (``_INSECURE_KEY``); any other warning of it is left as it is."""
+    import warnings
+
+    from qdrant_client import QdrantClient
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        client = QdrantClient(url=url, api_key=api_key, timeout=timeout, check_compatibility=False)
+    for warning in caught:
+        if str(warning.message).startswith(_INSECURE_KEY):
+            _say_insecure_key(url)
+        else:  # not ours to hide
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno, source=warning.source)
+    return client
+
+
+def _say_insecure_key(url: str) -> None:
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url if "://" in url else f"//{url}")
+    try:
+        where = f"{parts.hostname}:{parts.port or QDRANT_PORT}"
+    except ValueError:  # a port that is no number (the client refuses it anyway)
+        where = str(parts.hostname)
+    with _said_insecure_lock:
+        if where in _said_insecure:
+            return
+        _said_insecure.add(where)
+    logger.info("FACET_QDRANT_API_KEY goes in clear (http, not https) to the Qdrant server at %s: "
+                "fine on a private network (docker compose's own); otherwise give Qdrant TLS and "
+                "an https:// FACET_QDRANT_URL", where)
+
+
 def _connect_target(url: str) -> tuple[str, int] | None:
     """The host and port qdrant-client connects to for ``url`` (a scheme optional, "qdrant:6333"
     too; port 6333 where it names none); None where a TCP connect cannot tell whether it is
@@ -1722,12 +1786,17 @@ class QdrantClientStore(VectorStore):
     _clock = staticmethod(time.monotonic)
 
     def __init__(self, *, url: str | None = None, path: Path | str | None = None,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, layout: Mapping[str, int] | None = None) -> None:
+        """``layout``: the ``shard_number``, ``replication_factor`` and
+        ``write_consistency_factor`` a server gives the collections this store creates (only
+        those given are sent: Qdrant's defaults otherwise). Collections already there keep
+        theirs: Qdrant sets them at creation. Local mode has no shards and ignores it."""
         from qdrant_client import QdrantClient, models
 
         self._m = models
         self.url = url
         self._api_key = api_key
+        self._layout = _checked_layout(layout or {})
         self._reached_at: float | None = None  # when the server last took a connection (check_reachable)
         self._probe: tuple[int, Any] | None = None  # (timeout, client) of check_reachable's request
         self._folder: Path | None = None  # local mode's folder (``check_ready``)
@@ -1736,8 +1805,7 @@ class QdrantClientStore(VectorStore):
             try:
                 # No version probe at start-up: it would print a warning, not fail, when the
                 # server is down; the first request says so in one line instead.
-                self._client = QdrantClient(url=url, api_key=api_key, timeout=30,
-                                            check_compatibility=False)
+                self._client = _server_client(url, api_key, 30)
             except Exception as e:
                 raise StoreError(mask_secrets(f"bad FACET_QDRANT_URL {masked_url(url)!r}: {e}")) from e
         elif path is not None:
@@ -1817,14 +1885,12 @@ class QdrantClientStore(VectorStore):
         """Send the server the request of ``list_collections``, on a client of its own that waits
         ``timeout_s`` (the store's waits 30 s)."""
         import httpx
-        from qdrant_client import QdrantClient
         from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
         timeout = max(1, math.ceil(timeout_s))  # qdrant-client takes whole seconds
         with self._index_lock:
             if self._probe is None or self._probe[0] != timeout:
-                self._probe = (timeout, QdrantClient(url=self.url, api_key=self._api_key, timeout=timeout,
-                                                     check_compatibility=False))
+                self._probe = (timeout, _server_client(self.url or "", self._api_key, timeout))
             client = self._probe[1]
         try:
             client.get_collections()
@@ -1876,12 +1942,15 @@ class QdrantClientStore(VectorStore):
         if not self.collection_exists(collection):
             from qdrant_client.http.exceptions import UnexpectedResponse
 
+            # Shards and replicas are a server's (local mode has none): only what is set is
+            # sent, Qdrant's defaults otherwise.
+            layout = self._layout if self.backend == "server" else {}
             try:
                 self._client.create_collection(collection, vectors_config={
                     name: m.VectorParams(size=int(dim), distance=m.Distance.COSINE)
                     for name, dim in vectors.items()},
                     sparse_vectors_config={lex.LEXICAL_VECTOR: m.SparseVectorParams(
-                        modifier=m.Modifier.IDF)} if lexical else None)
+                        modifier=m.Modifier.IDF)} if lexical else None, **layout)
                 self._lexical.pop(collection, None)
                 self._index_tried.pop(collection, None)
                 if self.backend == "server":  # local mode has no payload indexes
@@ -2078,7 +2147,8 @@ for _name in (*_READS, "ensure_collection", "drop_collection", "upsert", "update
 
 
 def open_store(backend: str, *, data_dir: Path, url: str | None = None,
-               api_key: str | None = None, lock_wait_s: float = 3.0) -> VectorStore:
+               api_key: str | None = None, lock_wait_s: float = 3.0,
+               layout: Mapping[str, int] | None = None) -> VectorStore:
     """Build the store the settings ask for.
 
     Args:
@@ -2087,9 +2157,12 @@ def open_store(backend: str, *, data_dir: Path, url: str | None = None,
         data_dir: where embedded stores keep their folders.
         lock_wait_s: how long an embedded store waits for a collection another process has
             open before it raises ``StoreBusyError``.
+        layout: a server's ``shard_number`` / ``replication_factor`` /
+            ``write_consistency_factor`` for the collections it creates (None or empty:
+            Qdrant's defaults); the embedded stores have none and ignore it.
     """
     if url and backend in ("edge", "server"):
-        return QdrantClientStore(url=url, api_key=api_key)
+        return QdrantClientStore(url=url, api_key=api_key, layout=layout)
     if backend == "edge":
         return EdgeStore(data_dir / "qdrant-edge", lock_wait_s=lock_wait_s)
     if backend == "local":

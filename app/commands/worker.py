@@ -12,11 +12,15 @@ from app.commands.common import handle_errors, open_facet
 
 # The settings a worker reads, under `facet worker --help` (its options alone were listed).
 WORKER_EPILOG = (
-    "Settings it reads (environment or .env):\n\n"
+    "Settings it reads, from the environment only (no .env file is read: export them, or "
+    "give them to the container, as docker-compose.yml's x-facet-env does):\n\n"
     "FACET_BROKER_URL: the Redis it takes tasks from (required; the one facet serve and "
     "facet index --background send to).\n\n"
     "FACET_DATA_DIR, FACET_DATABASE_URL (and FACET_QDRANT_URL / FACET_VECTOR_BACKEND): must "
     "match the server's, or its jobs are not found.\n\n"
+    "FACET_DATA_DIR/uploads: files uploaded through the UI are staged there by the server "
+    "and read from the same path by the worker: on another host, mount the server's uploads/ "
+    "there (shared storage), or such jobs fail (\"... does not exist\").\n\n"
     "FACET_WORKER_CHUNK_DOCS: documents per chunk task (read here, by the worker that plans a "
     "job, not by facet serve).\n\n"
     "FACET_WORKER_PRELOAD: embedders each process loads at start (JSON list).\n\n"

@@ -441,7 +441,8 @@ class ServiceContext:
             try:
                 store = open_store(settings.vector_backend, data_dir=Path(settings.data_dir),
                                    url=settings.qdrant_url, api_key=settings.qdrant_api_key,
-                                   lock_wait_s=settings.store_wait_s)
+                                   lock_wait_s=settings.store_wait_s,
+                                   layout=settings.qdrant_layout())
             except StoreBusyError as e:
                 raise ConflictError(str(e)) from e
             except StoreError as e:
