@@ -122,7 +122,9 @@ def acquire(session: Session, collection_id: int, job_id: int, ttl_s: float) -> 
     ).values(**values))
     session.commit()
     if stolen.rowcount == 1:  # type: ignore[attr-defined]
-        logger.info("took over the lease of collection %d from dead %s", collection_id,
+        # By name (its id meant nothing to whoever reads the log), read after the UPDATE.
+        name = current.name if current is not None else f"#{collection_id}"
+        logger.info("took over the lease of collection %r from dead %s", name,
                     other.describe(now))
         return None
     return acquire(session, collection_id, job_id, ttl_s)

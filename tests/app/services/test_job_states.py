@@ -206,3 +206,23 @@ def test_a_failed_heartbeat_is_one_line_not_a_traceback(caplog) -> None:
     assert failed and all(r.exc_info is None for r in failed)
     assert "database is locked" in failed[0].getMessage()
     assert "\n" not in failed[0].getMessage()
+
+
+def test_a_lease_taken_from_a_dead_job_is_logged_by_collection_name(tmp_path, caplog) -> None:
+    """The log said "took over the lease of collection 2": the id, not the name one searches by."""
+    import logging
+
+    _, s, coll = _collection(tmp_path)
+    with s:
+        dead = running_job(s, coll)
+        s.execute(md.Collection.__table__.update().where(md.Collection.id == coll.id)
+                  .values(writer_pid=2**22 + 12345))  # no such process on this host
+        s.commit()
+        job = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="running")
+        s.add(job)
+        s.commit()
+        caplog.set_level(logging.INFO, logger="app.services.leases")
+        assert leases.acquire(s, coll.id, job.id, ttl_s=60) is None
+    said = [r.getMessage() for r in caplog.records if "took over" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(
+        f"took over the lease of collection 'c' from dead job {dead} "), said
