@@ -182,6 +182,10 @@ def _same_file(out: Path, source: Path) -> bool:
 # "What facet cluster costs").
 LONG_RUN_TEXTS = 200
 
+# Off a terminal, a counted stage's lines come at most once per tenth of its texts, or after this
+# many seconds without one (``ClusterBar._due``).
+LOG_EVERY_S = 30.0
+
 # A stage that counts texts ("encoding 64/1140 texts", "inbedder answering 32/1140 texts").
 _COUNTED = re.compile(r"^(?P<what>.*?)(?P<done>\d+)/(?P<total>\d+) texts$")
 
@@ -199,9 +203,12 @@ def long_run_note(model: object, total: int, embedder: str, explainer: str | Non
     if explainer is None and isinstance(model, EncoderMeanEmbedder):
         return None
     models = f"embedder {embedder}" + (f" and explainer {explainer}" if explainer else "")
+    # Only the advice not followed already (--embedder minilm was suggested to minilm's run).
+    quicker = [] if isinstance(model, EncoderMeanEmbedder) else ["--embedder minilm"]
+    quicker += ["--explain ''"] if explainer else []
     return (f"heads-up: {total:,} texts with {models} on the CPU can take a long time (the "
-            "time left shows after the first batch); for a quicker run: --embedder minilm "
-            "--explain '' or --limit N. Ctrl-C stops it")
+            f"time left shows after the first batch); for a quicker run: {' '.join(quicker)} "
+            "or --limit N. Ctrl-C stops it")
 
 
 def _time_left(seconds: float) -> str:
@@ -226,6 +233,7 @@ class ClusterBar:
         self.stage = ""  # the last stage told, as told (what a Ctrl-C interrupted)
         self._shown = ""
         self._started: dict[str, tuple[float, int]] = {}  # a counted stage's first (time, count)
+        self._told: tuple[str, float, int] = ("", 0.0, 0)  # off a terminal: the last counted line
         self._encoding_starts = encoding_starts
 
     def update(self, fraction: float, stage: str) -> None:
@@ -243,7 +251,8 @@ class ClusterBar:
             if done > first[1]:
                 shown = f"{stage}, {_time_left((now - first[0]) / (done - first[1]) * (total - done))}"
         if not self.tty:
-            if shown != self._shown:
+            if shown != self._shown and (not counted or self._due(counted["what"], int(
+                    counted["done"]), int(counted["total"]))):
                 typer.echo(f"  {fraction:4.0%} {shown}", err=True)
                 self._shown = shown
             return
@@ -253,6 +262,18 @@ class ClusterBar:
             self.bar.update(step)
         else:  # a new stage below a whole percent (a batch of 5,000 texts) still shows
             self.bar.refresh()
+
+    def _due(self, what: str, done: int, total: int) -> bool:
+        """Off a terminal, whether a counted stage's line is printed: its first and its last,
+        and between them one per tenth of its texts or per ``LOG_EVERY_S`` seconds, as `facet
+        index` logs (a line for every batch of 32 was 276 lines for 5,000 texts)."""
+        now = time.perf_counter()
+        last_what, last_at, last_done = self._told
+        due = (what != last_what or done >= total or now - last_at >= LOG_EVERY_S
+               or done * 10 // max(total, 1) > last_done * 10 // max(total, 1))
+        if due:
+            self._told = (what, now, done)
+        return due
 
     def say(self, line: str) -> None:
         """A line on stderr above the bar."""
