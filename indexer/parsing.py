@@ -11,9 +11,11 @@ Decisions on bad input:
   it (once per file, on a csv/jsonl/json file's first record): the charset an HTML ``<meta>``
   or XML declaration names when it decodes the bytes, else cp1252 (the superset of Latin-1
   that Windows editors write) when its non-ASCII letters read as Western European words that
-  way, else charset-normalizer's guess (cp1251, cp1250, Shift-JIS...), which for short text is
+  way (cp1254 when those words are Turkish: ``Ýstanbul'da ýlýk`` is ``İstanbul'da ılık``),
+  else charset-normalizer's guess (cp1251, cp1250, Shift-JIS...), which for short text is
   rechecked against a Cyrillic (cp1251, KOI8-R, mac_cyrillic) or GBK reading. A file with a
-  UTF-16 byte order mark is read as UTF-16. UTF-8 with a few bad bytes (as many valid
+  UTF-32 or UTF-16 byte order mark is read as UTF-32 or UTF-16 (UTF-32's first: its little
+  endian mark starts with UTF-16's). UTF-8 with a few bad bytes (as many valid
   multi-byte characters as bad bytes), or bytes nothing fits, are read as UTF-8 with U+FFFD
   replacement characters and a warning naming the first bad byte offset and the count; when
   more than 20% of the characters would be replacements the file is rejected as not text. A
@@ -22,7 +24,9 @@ Decisions on bad input:
   and the text column is matched so: a header written decomposed (macOS) matches a name typed
   composed. The usual text, id and title names match them in any case (a header ``ID,Title,Text``),
   the exact spelling first; ``--text-column`` matches exactly.
-* **Empty** documents (nothing but whitespace) are rejected: there is nothing to embed.
+* **Empty** documents (nothing but whitespace and invisible format characters, Unicode
+  category Cf: a zero-width space, a BOM, a soft hyphen) are rejected: there is nothing to
+  embed.
 * **Too large** documents (over ``max_bytes``, checked before reading) are rejected with
   their size and the limit, so a 50 MB log cannot stall a run. So is a .docx, .pdf or HTML
   file whose extracted text is over ``max_bytes`` in UTF-8 (compressed, a file under the limit
@@ -551,6 +555,42 @@ def looks_western(text: str) -> bool:
     return foreign * 2 <= non_ascii
 
 
+# How cp1254 (Turkish; ISO-8859-9's letters) reads as cp1252: its six letters of its own, at
+# the bytes of cp1252's Icelandic ones ("İstanbul'da ılık ... şehir" is "Ýstanbul'da ýlýk ...
+# þehir"). Those readings pass ``looks_western`` (letters inside words of ASCII letters).
+_TURKISH_AS_CP1252 = set("\u00dd\u00fd\u00de\u00fe\u00d0\u00f0")  # Ý ý Þ þ Ð ð: İ ı Ş ş Ğ ğ
+_TURKISH_ALSO = set("\u00e7\u00c7\u00fc\u00dc")  # ç Ç ü Ü: Turkish, never Icelandic
+_TURKISH_NEUTRAL = set("\u00f6\u00d6\u00e2\u00c2\u00ee\u00ce\u00fb\u00db")  # ö â î û
+
+
+def reads_turkish(text: str) -> bool:
+    """Whether ``text``, decoded as cp1252 (and passing ``looks_western``), is Turkish cp1254:
+    it holds one of ``Ý ý Þ þ Ð ð`` and more signs of Turkish than of Icelandic (or another
+    Western language). Turkish: ``ý``/``Ý`` (``ı``/``İ``, its commonest letters), ``Þ``/``þ``
+    inside a word (``yaþýyorum``: Icelandic ``þ`` starts words) and ``ç``/``ü``. Against it:
+    ``Þ``/``þ`` at a word's start (``Þetta``) and the non-ASCII letters Turkish does not
+    write (Icelandic ``á é í ó ú æ``, German ``ä ß``, French ``è à``...). ``Ð``/``ð`` (``ğ``,
+    and Icelandic ``ð``, both inside words) count for neither; ``ö â î û`` neither. A tie
+    stays cp1252 ("Þetta er ný bók, sagði hún": one ``ý`` against ``Þ``, ``ó`` and ``ú``)."""
+    turkish = other = 0
+    seen = False
+    for word in _LETTERS.findall(text):
+        for i, ch in enumerate(word):
+            if ch.isascii() or ch in _TURKISH_NEUTRAL:
+                continue
+            if ch in _TURKISH_AS_CP1252:
+                seen = True
+                if ch in "\u00dd\u00fd" or (ch in "\u00de\u00fe" and i > 0):
+                    turkish += 1
+                elif ch in "\u00de\u00fe":
+                    other += 1
+            elif ch in _TURKISH_ALSO:
+                turkish += 1
+            else:
+                other += 1
+    return seen and turkish > other
+
+
 # Codecs whose guess from charset-normalizer is checked against a Cyrillic or Chinese reading:
 # a short text gives it little to go on (KOI8-R was read as Shift-JIS, GBK as cp949, cp1251 as
 # mac_cyrillic, a Russian comment in an English note as cp1250). A guess of another script's
@@ -663,9 +703,10 @@ def _recheck(head: bytes, guess: str | None) -> str | None:
 def detect_encoding(data: bytes) -> str | None:
     """The encoding of ``data`` (which is not UTF-8): the one an HTML ``<meta charset>`` or XML
     declaration names when it decodes the bytes, else cp1252 when it reads as Western text (the
-    superset of Latin-1 that Windows editors write; a short French line fools detectors),
-    else charset-normalizer's guess from the first 256 KiB, rechecked against a Cyrillic or
-    Chinese reading for a short text (see ``_recheck``); None when nothing fits."""
+    superset of Latin-1 that Windows editors write; a short French line fools detectors) or
+    cp1254 when that Western reading is Turkish (``reads_turkish``), else charset-normalizer's
+    guess from the first 256 KiB, rechecked against a Cyrillic or Chinese reading for a short
+    text (see ``_recheck``); None when nothing fits."""
     from charset_normalizer import from_bytes
 
     declared = declared_encoding(data)
@@ -673,8 +714,11 @@ def detect_encoding(data: bytes) -> str | None:
         return declared
     head = data[:_DETECT_BYTES]
     try:
-        if looks_western(head.decode("cp1252")):
-            return "cp1252"
+        western = head.decode("cp1252")
+        if looks_western(western):
+            # Turkish cp1254 reads as cp1252 "words" too ("Ýstanbul'da ýlýk"), and
+            # charset-normalizer guesses cp1250 for a short line of it.
+            return "cp1254" if reads_turkish(western) and _decodes(head, "cp1254") else "cp1252"
     except UnicodeDecodeError:
         pass  # a byte cp1252 leaves undefined (0x81, 0x8d, 0x8f, 0x90, 0x9d)
     best = from_bytes(head).best()
@@ -690,12 +734,30 @@ def _decodes(data: bytes, encoding: str) -> bool:
     return True
 
 
+def _bom_codecs(data: bytes) -> list[str]:
+    """The codecs (``utf-32``, ``utf-16``) whose byte order mark ``data`` starts with, to try in
+    that order: UTF-32-LE's mark (FF FE 00 00) starts with UTF-16-LE's (FF FE), so UTF-32 is
+    tried first (a UTF-32 file read as UTF-16 kept a NUL after every character), and UTF-16 when
+    that does not decode (UTF-16 text whose first character is U+0000)."""
+    codecs = []
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        codecs.append("utf-32")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        codecs.append("utf-16")
+    return codecs
+
+
+def _bom_note(name: str, codec: str) -> str:
+    return f"{name}: {codec.upper()} (byte order mark), not UTF-8"
+
+
 def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError:
     """Decode UTF-8 (BOM allowed), else the detected encoding (with a warning naming it);
-    replace what still does not decode with a warning, reject binary data."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+    replace what still does not decode with a warning, reject binary data. A UTF-32 or UTF-16
+    byte order mark is read as such (with a warning naming it), before the binary check."""
+    for codec in _bom_codecs(data):
         try:
-            return data.decode("utf-16"), [f"{name}: UTF-16 (byte order mark), not UTF-8"]
+            return data.decode(codec), [_bom_note(name, codec)]
         except UnicodeDecodeError:
             pass  # judged as bytes below
     if looks_binary(data):
@@ -786,7 +848,7 @@ def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, 
             digest.update(piece.encode("utf-8", "surrogatepass"))
             if len(head) < 65536:
                 head += piece[:65536 - len(head)]
-            content = content or (bool(piece) and not piece.isspace())
+            content = content or not blank(piece)
             replaced += piece.count("\ufffd") if errors == "replace" else 0
     digest.update(b"\x00")
     return digest, head, content, replaced, nuls
@@ -802,21 +864,22 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
         with path.open("rb") as fh:
             head_bytes = fh.read(_DETECT_BYTES)
         warnings: list[str] = []
-        utf16 = None
-        if head_bytes[:2] in (b"\xff\xfe", b"\xfe\xff"):  # before the binary sniff, as
-            try:                                          # decode_text: UTF-16 is half NULs
-                utf16 = _hash_pass(path, "utf-16", "strict")
-                warnings.append(f"{key}: UTF-16 (byte order mark), not UTF-8")
+        bom_read, bom_codec = None, "utf-16"  # or UTF-32: before the binary sniff, as decode_text
+        for bom_codec in _bom_codecs(head_bytes):  # (half or three quarters NULs)
+            try:
+                bom_read = _hash_pass(path, bom_codec, "strict")
             except UnicodeDecodeError:
-                pass  # judged as bytes below
-        if utf16 is None and looks_binary(head_bytes):
+                continue  # judged as bytes below
+            warnings.append(_bom_note(key, bom_codec))
+            break
+        if bom_read is None and looks_binary(head_bytes):
             return DocumentError(key, key, f"{key} looks binary (NUL or control bytes), not text; "
                                            "remove it from the source or convert it to text")
         try:
             encoding, errors = "utf-8-sig", "strict"
-            if utf16 is not None:
-                encoding = "utf-16"
-                digest, head, content, replaced, nuls = utf16
+            if bom_read is not None:
+                encoding = bom_codec
+                digest, head, content, replaced, nuls = bom_read
             else:
                 digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
         except UnicodeDecodeError:
@@ -876,13 +939,22 @@ def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
         doc.text = _without_nul(doc.text, doc.key, doc.warnings)
         if doc.title:
             doc.title = _without_nul(doc.title, f"{doc.key}'s title", doc.warnings) or None
-        if not doc.text.strip():
+        if blank(doc.text):
             # A scanned PDF has pages of images and no text layer: "is empty" alone read as a
             # broken file.
             scanned = (" (a PDF without a text layer, such as a scan: run OCR on it first, e.g. "
                        "ocrmypdf)" if str(doc.source).lower().endswith(".pdf") else "")
             return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index{scanned}")
     return doc
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` holds nothing to index: whitespace and invisible format characters
+    (Unicode category Cf: a zero-width space, a word joiner, a byte order mark U+FEFF, a soft
+    hyphen) only. A file of them was "indexed" with no chunks, where a file of spaces is
+    refused as empty. (Stops at its first visible character.)"""
+    rest = text.strip()
+    return not rest or all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in rest)
 
 
 def _without_nul(text: str, where: str, warnings: list[str]) -> str:
@@ -1618,7 +1690,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                                     *(f for f in (id_field,) if f)}, noted)
     doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
                          warnings=[*notes, *(f"{path}:{where}: {d}" for d in dropped)])
-    if not text.strip():
+    if blank(text):
         return DocumentError(key, str(path), f"{path}:{where}: record {key!r} has empty text")
     if noted is not None:  # said on a document that is indexed (not on an error)
         noted |= said

@@ -119,7 +119,7 @@ def read_text_list(path: Path) -> list[str]:
     reads files with the same function (``app.services.clustering.read_text_file``).
 
     Raises:
-        DataError: another file type, not UTF-8 text, not of the expected shape, or a text
+        DataError: another file type, binary or of no encoding detected, not of the expected shape, or a text
             that is not a string (``null``); named by the upload's name, never its server path.
     """
     if path.suffix.lower() not in CLUSTER_FILE_SUFFIXES:

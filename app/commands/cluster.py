@@ -80,7 +80,7 @@ def read_stdin_texts(text_column: str | None) -> list[str]:
         held = Path(folder) / "stdin.txt"
         held.write_bytes(data)
         return read_text_file(held, name=STDIN_NAME, text_column=text_column,
-                              choose=CHOOSE_TEXT_COLUMN)
+                              choose=CHOOSE_TEXT_COLUMN, utf8_only=True)
 
 
 def read_texts(path: Path, limit: int | None = None, text_column: str | None = None,

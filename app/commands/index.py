@@ -298,8 +298,9 @@ def register(cli: typer.Typer) -> None:
             "--chunk-overlap", help="overlap in tokens (new collections)")] = None,
         text_column: Annotated[str | None, typer.Option(
             "--text-column", help="the csv column / jsonl field holding the text (default: text, "
-                                  "contents, content or body; a csv without them takes its first "
-                                  "column, with a warning)")] = None,
+                                  "contents, content or body, in any case; a csv with one column "
+                                  "takes it, unless it is an id; a csv or record without them "
+                                  "is refused)")] = None,
         batch_chunks: Annotated[int | None, typer.Option(
             "--batch-chunks", help="chunks per encode/write/commit step")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,

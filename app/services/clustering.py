@@ -1478,7 +1478,7 @@ CSV_OTHER_SEPARATORS = {";": "semicolon", "\t": "tab", "|": "'|'"}
 
 
 def read_text_file(path: Path, name: str | None = None, text_column: str | None = None,
-                   choose: str = CHOOSE_TEXT_COLUMN) -> list[str]:
+                   choose: str = CHOOSE_TEXT_COLUMN, *, utf8_only: bool = False) -> list[str]:
     """Texts to cluster from a file: ``.json`` (a list of strings or of objects with a text
     field, or a GoalEx-style object with a ``texts`` list), ``.jsonl`` (a text field or a JSON
     string per line), ``.csv`` (the text column; the first row is the header), any other
@@ -1490,6 +1490,9 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
     A csv with two or more columns and none of those names is refused (its first column, an
     id, was clustered with only a log line).
     Blank texts are skipped; a text that is not a string (``null``, a number) is an error.
+    The file is decoded as `facet index` decodes plain text (``_read_text``: UTF-8, a UTF-16 or
+    UTF-32 byte order mark, else a detected legacy charset, with a logged warning); with
+    ``utf8_only`` (standard input, as `facet search -` reads a query) UTF-8 alone.
 
     Args:
         path: the file.
@@ -1498,9 +1501,9 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
         choose: how a message says to name the column of texts (the CLI's ``--text-column``).
 
     Raises:
-        DataError: binary, not UTF-8 text, not valid JSON, or not of the expected shape (no
-            column or field of texts, or not ``text_column``); the message names the file and
-            the line (or item).
+        DataError: binary, text of no encoding detected, not valid JSON, or not of the
+            expected shape (no column or field of texts, or not ``text_column``); the message
+            names the file and the line (or item).
         InvalidRequestError: ``text_column`` for a file of lines (no columns).
     """
     where = name or str(path)
@@ -1508,7 +1511,7 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
     if text_column is not None and suffix not in (".json", ".jsonl", ".csv"):
         raise InvalidRequestError(f"{where}: a text column is named for a .csv, .jsonl or .json file; "
                                   "this one is read as one text per line", param="text_column")
-    raw = _read_utf8(path, where)
+    raw = _read_text(path, where, utf8_only=utf8_only)
     # Field names compared composed (NFC), as indexing stores them: a csv header or jsonl key
     # written decomposed by macOS is the name typed composed.
     text_column = unicodedata.normalize("NFC", text_column) if text_column is not None else None
@@ -1631,11 +1634,11 @@ def read_label_file(path: Path, name: str | None = None) -> list[str]:
     as GoalEx's labels.json), else one label per line.
 
     Raises:
-        DataError: not UTF-8 text, not valid JSON, not of that shape, or a label that is
+        DataError: binary, text of no encoding detected, not valid JSON, not of that shape, or a label that is
             ``null``, a list or an object.
     """
     where = name or str(path)
-    raw = _read_utf8(path, where)
+    raw = _read_text(path, where)
     if path.suffix.lower() != ".json":
         return [line.strip() for line in raw.splitlines() if line.strip()]
     data = _json(raw, where)
@@ -1649,11 +1652,34 @@ def read_label_file(path: Path, name: str | None = None) -> list[str]:
     return [str(x) for x in items]
 
 
-def _read_utf8(path: Path, where: str) -> str:
+def _read_text(path: Path, where: str, *, utf8_only: bool = False) -> str:
+    """A text file's text, decoded as `facet index` decodes plain text
+    (``indexer.parsing.decode_text``): UTF-8 (a BOM allowed), a UTF-32 or UTF-16 byte order mark,
+    else the detected legacy charset (cp1252, cp1254, cp1251...), each but plain UTF-8 logged as
+    a warning (what indexing reports on the document); binary data refused. A UTF-16 file was
+    refused as binary and a Latin-1 one as not UTF-8, though `facet index` read both.
+    ``utf8_only``: UTF-8 alone (`facet cluster -` reads standard input so, as `facet search -`
+    reads a query: a pipe carries the terminal's UTF-8)."""
+    from indexer.parsing import DocumentError, decode_text, looks_binary
+
     try:
         data = path.read_bytes()
     except OSError as e:
         raise DataError(f"{where} cannot be read: {e.strerror or e}") from e
+    if utf8_only:
+        return _strict_utf8(data, where)
+    decoded = decode_text(data, where)
+    if isinstance(decoded, DocumentError):
+        if looks_binary(data):
+            raise DataError(f"{where} looks binary (NUL or control bytes), not text; give a text file")
+        raise DataError(decoded.message)
+    text, notes = decoded
+    for note in notes:
+        logger.warning("%s", note)
+    return text
+
+
+def _strict_utf8(data: bytes, where: str) -> str:
     if b"\x00" in data[:8192]:
         raise DataError(f"{where} looks binary (it has NUL bytes), not text; give a text file")
     try:
