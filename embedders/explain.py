@@ -9,9 +9,12 @@ far better than the raw texts do, so a cluster is explained by:
   whose answer holds it times the log of how much more common it is in c than overall (its
   term in the KL divergence of c's word use from the set's). A word every cluster uses
   evenly scores 0 and comes after every distinctive word; a word rarer in c than elsewhere
-  is never c's keyword. Words are read in composed form (NFC), with their combining marks
-  (Hindi, Bengali, Arabic with vowel marks); French and Italian elisions are cut
-  ("l'économie" -> "économie"). Function words of English, French, German, Spanish, Italian and
+  is never c's keyword. Words are read folded as lexical search reads them (``scripts.fold``:
+  composed, full-width as ASCII, "İzmir" as "izmir", "ß" as "ss", without Arabic harakat or
+  Hebrew niqqud), with their other combining marks (Hindi, Bengali); French and Italian
+  elisions are cut ("l'économie" -> "économie"), a Turkish proper noun's case suffix too
+  ("İstanbul'da" -> "istanbul"), and other words with an apostrophe are kept ("o'brien").
+  Function words of English, French, German, Spanish, Italian and
   Portuguese and contractions ("didn't", "im") are dropped, but not content words that
   generic stop lists hold ("bill", "interest"); an English particle right after a kept word
   is joined to it ("top up", "log out", "cut off": "top up" was read as "top"), with a
@@ -37,7 +40,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +47,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from embedders.scripts import UNSPACED, combining_marks, pairs
+from embedders.scripts import UNSPACED, combining_marks, fold, pairs
 from embedders.training.instruct_data import STOPWORDS
 
 
@@ -166,6 +168,17 @@ _ELISIONS = ("l'", "d'", "j'", "m'", "n'", "s'", "t'", "c'", "qu'", "jusqu'", "l
              "quoiqu'", "un'", "dell'", "nell'", "all'", "dall'", "sull'", "quell'")
 
 
+# English contractions after an apostrophe ("'s" and "n't" aside): the word before it is read.
+_CONTRACTED = frozenset(("re", "ve", "ll", "d", "m"))
+# A Turkish case, possessive or plural suffix, as written after an apostrophe that ends a proper
+# noun ("'da", "'ya", "'nin", "'dan", "'daki", "'ların", "'unda"): a buffer letter, the
+# harmonising vowels and consonants of those endings, one after another. A French or Irish word
+# after an apostrophe ("hui", "brien", "neill") is none of them.
+_TURKISH_SUFFIX = re.compile(
+    r"(?:[nys]?(?:[ıiuü]n|[ıiuü]|[ae])|[dt][ae]n?|l[ae]r|[ıiuü][mz]|yl[ae]|l[ae]|ki"
+    r"|[dt][ıiuü]r|[cç][ae])+")
+
+
 @functools.cache
 def _token() -> re.Pattern[str]:
     """A run of ``UNSPACED`` text, or a word: a letter or digit, then letters, digits and
@@ -190,6 +203,27 @@ def _without_elision(word: str) -> str:
     return word
 
 
+def _apostrophe_word(word: str) -> str:
+    """The keyword of a word with an apostrophe, "" for none: an English contraction's word
+    before it ("you're" -> "you", a stop word, as "it's" is; "n't", "didn't", is none at all), a
+    possessive's owner ("bank's" -> "bank", "o'brien's" -> "o'brien"), a Turkish proper noun
+    without its case suffix ("istanbul'da", "ankara'ya", "türkiye'nin" -> "istanbul", "ankara",
+    "türkiye": a cluster of texts saying "İstanbul'da", "İstanbul'a" and "İstanbul'un" has one
+    name word where keeping the whole word gave three words that one text each holds); any other
+    word whole ("o'brien", "aujourd'hui", "rock'n'roll"). Such words were all dropped: a cluster
+    of four texts on İstanbul was named "çok / aldım / bileti"."""
+    if "'" not in word:
+        return word
+    if word.endswith("n't"):
+        return ""
+    if word.endswith("'s"):
+        return _apostrophe_word(word[:-2])
+    head, _, tail = word.rpartition("'")
+    if tail in _CONTRACTED or _TURKISH_SUFFIX.fullmatch(tail):
+        return _apostrophe_word(head)
+    return word
+
+
 def _doubled_base(word: str) -> str:
     """The verb of a past or -ing form with a doubled consonant ("topped" -> "top",
     "logging" -> "log": ``_DOUBLED``); ``word`` itself otherwise (a base of three letters or
@@ -202,10 +236,12 @@ def _doubled_base(word: str) -> str:
 
 def keyword_terms(text: str) -> list[str]:
     """The candidate keywords of ``text``, in order: lower-cased words of two or more
-    characters (with their combining marks, in composed form: NFC, so "café" typed as "e" plus
-    an accent is one word), without function words (English, French, German, Spanish, Italian,
+    characters (with their combining marks, folded: ``scripts.fold``, so "café" typed as "e" plus
+    an accent is one word, "İzmir" is "izmir" and "Straße" is "strasse"), without function
+    words (English, French, German, Spanish, Italian,
     Portuguese), contractions (``didn't``, ``i'm``: they were split into "didn", "im"), a
-    possessive's ``'s`` ("bank's" -> "bank") or an elided article ("l'économie" -> "économie");
+    possessive's ``'s`` ("bank's" -> "bank") or an elided article ("l'économie" -> "économie"),
+    a Turkish case suffix after an apostrophe ("istanbul'da" -> "istanbul": ``_apostrophe_word``);
     in scripts written without spaces (Chinese, Japanese, Korean, Thai, ...), overlapping
     character pairs. A particle after a kept word joins it ("top up"), its plural too
     ("top-ups" -> "top up"), and a doubled past or -ing form before it is its verb ("topped
@@ -215,7 +251,10 @@ def keyword_terms(text: str) -> list[str]:
     words: list[str] = []
     # Apostrophes typed as other marks ("didn`t", "didn´t", "didn’t") are apostrophes: "didn`t"
     # left "didn" as a keyword.
-    text = unicodedata.normalize("NFC", text).lower().translate(_APOSTROPHES)
+    # Folded as lexical search folds words (``scripts.fold``: "İzmir" was "i̇zmir", an "i" and a
+    # combining dot; "Straße" and "strasse" two keywords), the apostrophes first (NFKC makes
+    # "´" a space and an accent).
+    text = fold(text.translate(_APOSTROPHES)).lower()
     joinable = False  # the last word read was kept, and it was a word (not a particle's phrase)
     end = 0  # where the last token ended
     for match in _token().finditer(text):
@@ -228,16 +267,14 @@ def keyword_terms(text: str) -> list[str]:
             words.extend(pair for pair in pairs(run) if not pair.isdigit())
             joinable = False
             continue
-        word = _without_elision(word)
-        if word.endswith("'s"):
-            word = word[:-2]
+        word = _apostrophe_word(_without_elision(word))
         # A particle's plural is its phrase's ("top-ups", "top ups": "top up"; "ups" was a keyword).
         particle = word[:-1] if word.endswith("s") and word[:-1] in PARTICLES else word
         if particle in PARTICLES and joinable:
             words[-1] = f"{_doubled_base(words[-1])} {particle}"
             joinable = False
             continue
-        joinable = not ("'" in word or len(word) < 2 or _NUMBER.fullmatch(word) is not None
+        joinable = not (not word or len(word) < 2 or _NUMBER.fullmatch(word) is not None
                         or word in KEYWORD_STOP_WORDS)
         if joinable:
             words.append(word)

@@ -79,3 +79,73 @@ def singles(run: str) -> list[str]:
     """The characters of ``run`` (with their marks), one by one: the one-character words of
     Chinese and Japanese (猫, 水) and Korean syllables (책) are found by them."""
     return [run[a:b] for units in segments(run) for a, b in units]
+
+
+# What ``fold`` removes: the Arabic vowel marks (harakat: fathatan ... sukun, the maddah and
+# hamza signs, U+064B-U+065F), the superscript alef (U+0670) and the tatweel (U+0640, a
+# stretching stroke: كتـــاب is كتاب), and the Hebrew points and cantillation marks (niqqud:
+# the combining marks of U+0591-U+05C7; the maqaf, paseq, sof pasuq and nun hafukha there are
+# punctuation and letters, and stay).
+_FOLD_DROP = dict.fromkeys(
+    [cp for cp in range(0x0591, 0x05C8) if unicodedata.category(chr(cp))[0] == "M"]
+    + list(range(0x064B, 0x0660)) + [0x0670, 0x0640])
+# Turkish dotted capital I is I (lower-casing gives "i" rather than "i" + U+0307, so "İstanbul"
+# is "istanbul"), its lower-cased form "i" + combining dot too, and the German sharp s is "ss".
+_FOLD_SWAP = (("\u0130", "I"), ("i\u0307", "i"), ("I\u0307", "I"), ("\u00df", "ss"),
+              ("\u1e9e", "ss"))
+
+
+def fold(text: str | None) -> str:
+    """``text`` as words are compared, by lexical search (``indexer.lexical``'s folding
+    definitions), search highlights and cluster keywords, before any lower-casing: Unicode's
+    compatibility form (NFKC: full-width Latin and digits, "Ｃｏｍｐａｎｙ １２３" -> "Company 123";
+    half-width katakana, "ｶﾀｶﾅ" -> "カタカナ"; ligatures, "ﬁ" -> "fi"; composed accents), Turkish
+    "İ" as "I", "ß" and "ẞ" as "ss", without Arabic harakat and tatweel or Hebrew niqqud
+    (``_FOLD_DROP``). Latin, Greek and Cyrillic accents are kept ("café" is not "cafe").
+    Folding folded text changes nothing."""
+    text = unicodedata.normalize("NFKC", text or "")
+    if not text.isascii():
+        for old, new in _FOLD_SWAP:
+            text = text.replace(old, new)
+        text = text.translate(_FOLD_DROP)
+        # A mark dropped between a letter and another mark may leave a pair NFKC composes.
+        text = unicodedata.normalize("NFKC", text)
+    return text
+
+
+def _fold_unit_end(text: str, i: int) -> int:
+    """Where the unit of ``text`` that starts at ``i`` ends: a character with the combining
+    marks (and half-width kana sound marks, U+FF9E-U+FF9F) after it, which fold with it."""
+    j = i + 1
+    while j < len(text) and (unicodedata.category(text[j])[0] == "M" or text[j] in "\uff9e\uff9f"):
+        j += 1
+    return j
+
+
+def fold_with_offsets(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``fold`` of ``text`` unit by unit (a character with its marks), and for each character
+    of the folded text the (start, end) of the unit of ``text`` it came from: where a word
+    found in the folded text is in ``text`` (a highlight of "istanbul" on "İstanbul", of
+    "パンダ" on "ﾊﾟﾝﾀﾞ")."""
+    if fold(text) == text:  # nearly all text: each character is itself
+        return text, [(i, i + 1) for i in range(len(text))]
+    out: list[str] = []
+    where: list[tuple[int, int]] = []
+    i = 0
+    while i < len(text):
+        j = _fold_unit_end(text, i)
+        unit = fold(text[i:j])
+        out.append(unit)
+        where += [(i, j)] * len(unit)
+        i = j
+    return "".join(out), where
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` holds nothing to read: whitespace and invisible format characters only
+    (Unicode category Cf: a zero-width space U+200B, a word joiner U+2060, a byte order mark
+    U+FEFF, a soft hyphen). A file of them was "indexed" with no chunks, where a file of spaces
+    is refused as empty, and a query of them was searched (dense search returned arbitrary
+    results). Stops at the first visible character."""
+    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text)
+

@@ -19,12 +19,20 @@ working. New collections get ``LEXICAL_VERSION``:
 - ``qdrant-bm25-multilingual-v1`` (vector ``bm25m``, a few hours of that session, never released):
   Qdrant's multilingual tokenizer, which segments those scripts by dictionary but drops every
   all-digit token ("404", "2020", "3.11": numbers were no longer found).
-- ``qdrant-bm25-en-pairs-v1`` (vector ``bm25p``): the word tokenizer, numbers kept, on text whose
+- ``qdrant-bm25-en-pairs-v1`` (vector ``bm25p``, until ``en-pairs-v2``): the word tokenizer, numbers kept, on text whose
   Chinese, Japanese, Korean and Thai runs are rewritten as their overlapping character pairs
   (``embedders.scripts.pairs``: "大熊猫" -> "大熊 熊猫", as Lucene's CJK bigram filter does) and,
   in documents, its single characters (猫, 책), so a word inside a run is found without a
   dictionary ("熊猫" in "大熊猫") and a one-character query too; English reads exactly as under
   ``en-v1``.
+- ``qdrant-bm25-en-pairs-v2`` (vector ``bm25f``): ``en-pairs-v1`` on text folded first, documents
+  and queries alike (``embedders.scripts.fold``): Unicode's compatibility forms (NFKC: full-width
+  Latin and digits, "Ｃｏｍｐａｎｙ" is "company"; half-width katakana, "ｶﾀｶﾅ" is "カタカナ"; ligatures,
+  "ﬁ" is "fi"), Turkish "İ" as "I" (the tokenizer's lower-casing gave "i" plus a combining dot:
+  "istanbul" did not find "İstanbul"), "ß" as "ss" ("strasse" finds "Straße"), and Arabic
+  harakat and tatweel and Hebrew niqqud removed (كِتَاب and كتـــاب are كتاب, שָׁלוֹם is שלום).
+  Latin, Greek and Cyrillic accents are kept: "cafe" does not find "café". The definitions
+  before it read text in composed form only (NFC).
 """
 
 from __future__ import annotations
@@ -35,12 +43,25 @@ from typing import Any
 
 from embedders import scripts
 
-LEXICAL_VERSION = "qdrant-bm25-en-pairs-v1"  # the definition new collections are written with
-# version -> (the sparse vector's name in the store, Qdrant's tokenizer, unspaced runs as pairs)
-DEFINITIONS: dict[str, tuple[str, str, bool]] = {
-    "qdrant-bm25-en-v1": ("bm25", "Word", False),
-    "qdrant-bm25-multilingual-v1": ("bm25m", "Multilingual", False),
-    LEXICAL_VERSION: ("bm25p", "Word", True),
+LEXICAL_VERSION = "qdrant-bm25-en-pairs-v2"  # the definition new collections are written with
+# version -> (the sparse vector's name in the store, Qdrant's tokenizer, unspaced runs as pairs,
+# text folded first: ``embedders.scripts.fold``; else composed only, NFC)
+DEFINITIONS: dict[str, tuple[str, str, bool, bool]] = {
+    "qdrant-bm25-en-v1": ("bm25", "Word", False, False),
+    "qdrant-bm25-multilingual-v1": ("bm25m", "Multilingual", False, False),
+    "qdrant-bm25-en-pairs-v1": ("bm25p", "Word", True, False),
+    LEXICAL_VERSION: ("bm25f", "Word", True, True),
+}
+# What a word search under each older definition misses that today's finds (the note of a
+# collection it wrote: ``app.services.search``).
+_OTHER_FORMS = ("words written in another Unicode form than the query's, such as full-width Latin "
+                "or digits, half-width katakana, ligatures, Turkish İ, ß for ss, Arabic or Hebrew "
+                "vowel marks")
+MISSES: dict[str, str] = {
+    "qdrant-bm25-en-v1": f"words inside Chinese, Japanese, Korean or Thai text, and {_OTHER_FORMS}",
+    "qdrant-bm25-multilingual-v1": "words inside Chinese, Japanese, Korean or Thai text, numbers, "
+                                   f"and {_OTHER_FORMS}",
+    "qdrant-bm25-en-pairs-v1": _OTHER_FORMS,
 }
 LEXICAL_VECTOR = DEFINITIONS[LEXICAL_VERSION][0]  # a new collection's sparse vector
 LEXICAL_VECTORS = frozenset(d[0] for d in DEFINITIONS.values())  # names no embedder may take
@@ -86,9 +107,15 @@ def _pairs_of_runs(text: str, *, document: bool) -> str:
     return scripts.UNSPACED_RUN.sub(rewrite, text)
 
 
+def folds(version: str) -> bool:
+    """Whether definition ``version`` reads text folded (``embedders.scripts.fold``), as search
+    highlights then compare words; else in composed form only (NFC)."""
+    return DEFINITIONS[version][3]
+
+
 def _prepared(text: str | None, version: str, *, document: bool) -> str:
     """What definition ``version``'s tokenizer reads of ``text``."""
-    text = _nfc(text)
+    text = scripts.fold(text) if folds(version) else _nfc(text)
     return _pairs_of_runs(text, document=document) if DEFINITIONS[version][2] else text
 
 
@@ -97,7 +124,8 @@ def _nfc(text: str | None) -> str:
     "é" and with "e" plus a combining accent are one term (they were two: a query found only
     the documents written the same way, where dense search found both). Text that is NFC
     already, nearly all text, is unchanged, so the terms of collections written before this
-    (``LEXICAL_VERSION`` unchanged) still match."""
+    (``LEXICAL_VERSION`` unchanged) still match. The definitions before ``en-pairs-v2`` read
+    text so; it folds more (``scripts.fold``)."""
     return unicodedata.normalize("NFC", text or "")
 
 

@@ -76,6 +76,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from embedders.scripts import blank
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
 
 logger = logging.getLogger(__name__)
@@ -946,15 +947,6 @@ def _finish(doc: ParsedDocument | DocumentError) -> ParseResult:
                        "ocrmypdf)" if str(doc.source).lower().endswith(".pdf") else "")
             return DocumentError(doc.key, doc.source, f"{doc.key} is empty: no text to index{scanned}")
     return doc
-
-
-def blank(text: str) -> bool:
-    """Whether ``text`` holds nothing to index: whitespace and invisible format characters
-    (Unicode category Cf: a zero-width space, a word joiner, a byte order mark U+FEFF, a soft
-    hyphen) only. A file of them was "indexed" with no chunks, where a file of spaces is
-    refused as empty. (Stops at its first visible character.)"""
-    rest = text.strip()
-    return not rest or all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in rest)
 
 
 def _without_nul(text: str, where: str, warnings: list[str]) -> str:

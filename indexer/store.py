@@ -442,11 +442,11 @@ class VectorStore(ABC):
         version = self.lexical_version(collection)
         if version is None or version == lex.LEXICAL_VERSION:
             return None
-        # Only the unreleased multilingual definition dropped numbers.
-        numbers = ", and numbers" if version == "qdrant-bm25-multilingual-v1" else ""
+        # What that definition's word search misses, as ``indexer.lexical.MISSES`` says it (it
+        # named Chinese, Japanese, Korean and Thai text for each, which en-pairs-v1 reads).
+        misses = lex.MISSES.get(version, "words today's definition finds")
         older = (f"collection {collection!r} keeps the term vectors of {version}, an older "
-                 f"definition of a term (its word search misses words inside Chinese, Japanese, "
-                 f"Korean or Thai text{numbers}: docs/indexing.md)")
+                 f"definition of a term (its word search misses {misses}: docs/indexing.md)")
         if self.backend == "edge":
             return (f"{older}; run `facet index` on its sources once more to rewrite them as "
                     f"{lex.LEXICAL_VERSION} (from its stored texts; unchanged documents are not "

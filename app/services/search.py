@@ -370,7 +370,8 @@ def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool |
         # The search found results and the threshold dropped them all: neither the collection
         # nor the filters are what to check ("holds nothing searchable" for 7 chunks).
         return response.note
-    if response.note and response.note.startswith((NOTHING_SEARCHABLE, NO_INDEXED_WORD)):
+    if response.note and response.note.startswith((NOTHING_SEARCHABLE, NO_INDEXED_WORD,
+                                                   NO_QUERY_WORD)):
         return response.note  # the service said it, with why (not twice)
     if not filters:
         why = NO_INDEXED_WORD if response.mode == "lexical" else NOTHING_SEARCHABLE
@@ -387,6 +388,9 @@ NOTHING_SEARCHABLE = "the collection holds nothing searchable"
 # Why a word search found nothing when no word of the query is indexed in the collection: said
 # before the filters (a filtered `zzzqqq` was told "check the filters", which matched 2 records).
 NO_INDEXED_WORD = "no indexed word of the query is in it"
+# Why, when the query has no term at all (an emoji, punctuation, stopwords only): "no indexed
+# word of the query is in it" was said of `facet search 🍕 -m lexical` on a text holding 🍕.
+NO_QUERY_WORD = "the query has no word the word index reads (symbols and stopwords are not indexed)"
 
 # How the note begins when ``score_threshold`` dropped every result (``why_no_results`` reads it).
 _BELOW_THRESHOLD = "no result scored "
@@ -782,9 +786,11 @@ _SPACE = re.compile(r"\s+")
 
 
 def _fold(word: str) -> str:
-    """How a query word and a text word are compared for highlighting: composed form and
-    case-folded ("Café" typed and "Cafe" + U+0301 stored are one word, as for lexical search)."""
-    return unicodedata.normalize("NFC", word).casefold()
+    """How a query word and a text word are compared for highlighting: folded as lexical search
+    folds them (``scripts.fold``: "Café" typed and "Cafe" + U+0301 stored, "İstanbul" and
+    "istanbul", "Straße" and "strasse", full-width and ASCII letters are one word), then
+    case-folded."""
+    return scripts.fold(word).casefold()
 
 
 def _unspaced_matches(text: str, query: str) -> list[tuple[int, int]]:
@@ -846,12 +852,20 @@ def make_snippet(text: str, query: str, width: int = 240, *,
     "Paragraph 3", showed no highlight). Without it, the query's words (not one letter, not a
     common stopword) are matched as written, case and Unicode form aside."""
     word = scripts.word_pattern()
-    if lexical is not None and lexical in lex.DEFINITIONS:
-        spans = set(_lexical_matches(text, query, lexical))
+    if lexical is not None and lexical in lex.DEFINITIONS and not lex.folds(lexical):
+        spans = set(_lexical_matches(text, query, lexical))  # an older definition's, as it read
     else:
-        terms = {_fold(t) for t in word.findall(query) if t.lower() not in _STOP and len(t) > 1}
-        spans = ({(m.start(), m.end()) for m in word.finditer(text) if _fold(m.group()) in terms}
-                 | set(_unspaced_matches(text, query)))
+        # Matched in the folded text (half-width "ﾊﾟﾝﾀﾞ" is "パンダ", "ﬁ" is "fi"), each span then
+        # put back where its characters are in ``text``.
+        folded, where = scripts.fold_with_offsets(text)
+        query = scripts.fold(query)
+        if lexical is not None and lexical in lex.DEFINITIONS:
+            in_folded = _lexical_matches(folded, query, lexical)
+        else:
+            terms = {_fold(t) for t in word.findall(query) if t.lower() not in _STOP and len(t) > 1}
+            in_folded = sorted({(m.start(), m.end()) for m in word.finditer(folded)
+                                if _fold(m.group()) in terms} | set(_unspaced_matches(folded, query)))
+        spans = {(where[a][0], where[b - 1][1]) for a, b in in_folded}
     matches: list[tuple[int, int]] = []
     for a, b in sorted(spans):
         if matches and a < matches[-1][1]:  # a word of the query inside a highlighted run
@@ -1380,7 +1394,7 @@ class SearchService:
             raise InvalidRequestError(f"the query must be a string, got "
                                       f"{type(request.query).__name__} {request.query!r:.80}",
                                       param="query")
-        if not request.query.strip():
+        if scripts.blank(request.query):
             raise InvalidRequestError("the query is empty: give the text to search for",
                                       param="query")
         for name in ("instruction", "rerank", "embedder"):
@@ -1547,9 +1561,9 @@ class SearchService:
         if mode == "hybrid" and results and not any(r.highlights for r in results) and \
                 not self._words_found(request, filtered=True):
             # Quietly dense-only before, its fused scores half the usual scale.
-            dense_only = (f"the word side found nothing ({NO_INDEXED_WORD}"
-                          f"{' within the filters' if request.filters else ''}): the results are "
-                          "the dense side's alone")
+            why = (NO_QUERY_WORD if self._no_query_terms(request) else
+                   f"{NO_INDEXED_WORD}{' within the filters' if request.filters else ''}")
+            dense_only = f"the word side found nothing ({why}): the results are the dense side's alone"
             note = f"{note}; {dense_only}" if note else dense_only
         if chosen is not None and mode != "lexical":
             note = f"{chosen}; {note}" if note else chosen
@@ -1597,6 +1611,10 @@ class SearchService:
         if not results and best is not None and request.score_threshold is not None:
             return (f"{_BELOW_THRESHOLD}{request.score_threshold:g} or more (score_threshold); "
                     f"the best scored {best:.3f}")
+        if mode == "lexical" and not results and self._no_query_terms(request):
+            # Not that the collection lacks the query's words: the query has none (🍕, "the").
+            notes_ = [NO_QUERY_WORD, self._older_terms(request.collection)]
+            return "; ".join(n for n in notes_ if n)
         if mode == "lexical" and not results and request.filters and \
                 not self._words_found(request, filtered=False):
             # No word of the query is indexed anywhere: the filters are not what to check.
@@ -1623,6 +1641,12 @@ class SearchService:
                 # did not, answering an empty list with a null note.
                 notes.insert(0, self.nothing_searchable_note(request.collection))
         return "; ".join(n for n in notes if n) or None
+
+    def _no_query_terms(self, request: SearchRequest) -> bool:
+        """Whether the query has no term under the collection's definition of one (symbols,
+        emoji, stopwords only); False where the store cannot say."""
+        version = self._lexical_definition(request.collection)
+        return version in lex.DEFINITIONS and not lex.query_terms(request.query, version)[0]
 
     def _words_found(self, request: SearchRequest, *, filtered: bool) -> bool:
         """Whether a word search for the query finds anything in the collection (within the

@@ -286,7 +286,11 @@ def test_zero_chunk_tokens_is_refused_and_empty_results_say_why(tmp_path, run) -
     assert "no collections yet" in run("collections").stdout
     assert run("index", str(tmp_path / "a.txt"), "-c", "ct").returncode == 0
     stop_words = run("search", "the of and", "-c", "ct", "--mode", "lexical")
-    assert "no results (no indexed word of the query is in it)" in stop_words.stdout
+    # Stopwords only: the query has no term at all (it said the collection lacked its words).
+    assert ("no results (the query has no word the word index reads (symbols and stopwords are "
+            "not indexed))") in stop_words.stdout, stop_words.stdout
+    absent = run("search", "zebra", "-c", "ct", "--mode", "lexical")
+    assert "no results (no indexed word of the query is in it)" in absent.stdout
     filtered = run("search", "hi", "-c", "ct", "-f", "lang=fr")
     assert "no results (check the filters; no document has a field 'lang')" in filtered.stdout
     # A number written key=value is a string: say how a field of numbers is matched.

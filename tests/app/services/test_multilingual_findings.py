@@ -71,7 +71,9 @@ def test_a_filter_on_a_cyrillic_key_is_found_on_postgres(make_ctx, tmp_path, pos
 @pytest.mark.parametrize(("text", "words"), [
     ("क्रिकेट मैच दिल्ली में", ["क्रिकेट", "मैच", "दिल्ली", "में"]),  # Hindi: vowel signs, virama
     ("ক্রিকেট খেলা", ["ক্রিকেট", "খেলা"]),  # Bengali
-    ("الْكِتَابُ جَمِيلٌ", ["الْكِتَابُ", "جَمِيلٌ"]),  # Arabic with harakat
+    # Arabic with harakat: one word each, read without them since 2026-12-01, as lexical search
+    # reads Arabic (``scripts.fold``), so a text written with and one without share the word.
+    ("الْكِتَابُ جَمِيلٌ", ["الكتاب", "جميل"]),
 ], ids=["hindi", "bengali", "arabic"])
 def test_keywords_keep_combining_marks(text: str, words: list[str]) -> None:
     assert keyword_terms(text) == words
