@@ -87,8 +87,14 @@ def _log_lines(start: str | None, quiet_s: float,
         counted = (f"{p.docs_done}/{total} documents ({p.docs_done / total:.0%})" if total
                    else plural(p.docs_done, "document"))
         # Nothing until a stretch of encoded documents was timed (a run of unchanged ones
-        # has no time left to tell).
-        left = (f", about {_duration(pace['spent'] * (total - done) / pace['encoded'])} left"
+        # has no time left to tell). Once some went by unchanged, the rest may too, which
+        # nothing can tell before reading them: the time is what encoding them all would take,
+        # an upper bound ("about 5m19s left" was said of a sync that ended 2 s later, its
+        # changed records first).
+        some_unchanged = done - pace["encoded"] >= 1
+        left = (f", {'up to ' if some_unchanged else ''}about "
+                f"{_duration(pace['spent'] * (total - done) / pace['encoded'])} left"
+                + (" (unchanged documents go faster)" if some_unchanged else "")
                 if total and 0 < done < total and pace["encoded"] > 0 and pace["spent"] > 0
                 else "")
         inside = (f" · {printable(Path(p.current).name)} {p.current_fraction or 0:.0%}"
