@@ -56,7 +56,13 @@ from app.errors import (
 from app.jobs import JobRunner, ThreadJobRunner
 from app.roots import root_holding
 from app.services.clustering import ClusterProgress, ClusterRequest, ClusterResponse, ClusterService
-from app.services.collections import DEFAULT_JOB_ERRORS, CollectionInfo, CollectionService, JobInfo
+from app.services.collections import (
+    DEFAULT_JOB_ERRORS,
+    CollectionInfo,
+    CollectionService,
+    DocumentList,
+    JobInfo,
+)
 from app.services.context import ServiceContext, not_writable
 from app.services.indexing import (
     IndexOptions,
@@ -853,6 +859,31 @@ class Facet:
         # collection of the same name.
         shutil.rmtree(self.upload_folder(name), ignore_errors=True)
         return info
+
+    @_domain_errors
+    def documents(self, collection: str, limit: int = 20, offset: int = 0,
+                  status: str | None = None, prefix: str | None = None) -> DocumentList:
+        """A page of ``collection``'s documents in key order, each a ``DocumentInfo`` (its
+        ``key``, as searches return it in ``doc_id`` and as ``remove_documents`` takes it;
+        ``source``, ``title``, ``status``, ``chunks``, ``updated_at``, ``metadata``,
+        ``error``): the ``limit`` after the first ``offset``; ``not_shown`` counts those
+        matching past the page, so pages of one ``limit`` read every document once (while none
+        is added or removed). ``status`` (indexed, error, pending) and ``prefix`` (how the key
+        starts: a folder's path, a record id's start; case kept, no wildcards) narrow them.
+        Read by SQL alone (a LIMIT, an OFFSET and one COUNT): the vector store is not opened.
+
+        Raises:
+            NotFoundError: an unknown collection (``param`` ``collection``).
+            InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0, ``status`` not
+                one of indexed, error, pending (``param`` names which); a ``collection`` or
+                ``prefix`` that is not a str, a ``limit`` or ``offset`` that is not an int.
+        """
+        check_str(collection, "collection")
+        check_str(prefix, "prefix", optional=True, param="prefix")
+        check_str(status, "status", optional=True, param="status")
+        limit = check_int(limit, "limit", param="limit")
+        offset = check_int(offset, "offset", param="offset")
+        return self.catalog.documents(collection, limit, offset, status, prefix)
 
     @_domain_errors
     def remove_documents(self, collection: str, keys: Sequence[str | os.PathLike[str]], *,

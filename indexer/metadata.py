@@ -606,6 +606,27 @@ def count_documents(session: Session, collection_id: int, status: str | None = N
     return int(session.scalar(query) or 0)
 
 
+def page_documents(session: Session, collection_id: int, limit: int, *, offset: int = 0,
+                   status: str | None = None,
+                   prefix: str | None = None) -> tuple[list[Document], int]:
+    """A page of a collection's documents in key order (the (collection, key) unique index's
+    order: pages of one ``limit`` read every document once while none is added or removed),
+    ``limit`` of them after the first ``offset`` (an SQL LIMIT and OFFSET), and how many match
+    in all (one COUNT); ``status`` and ``prefix`` (the key's start, compared as text: no LIKE
+    wildcards, case kept) narrow both. Their chunks and vectors are not loaded."""
+    where = [Document.collection_id == collection_id]
+    if status is not None:
+        where.append(Document.status == status)
+    if prefix:
+        where.append(func.substr(Document.key, 1, len(prefix)) == prefix)
+    query = select(Document).where(*where).order_by(Document.key).limit(limit)
+    if offset > 0:
+        query = query.offset(offset)
+    rows = list(session.scalars(query).all())
+    total = int(session.scalar(select(func.count()).select_from(Document).where(*where)) or 0)
+    return rows, total
+
+
 def vectors_missing(session: Session, collection_id: int, embedders: Iterable[str],
                     indexed: int) -> dict[str, int]:
     """How many of a collection's ``indexed`` documents lack each embedder's vectors of their

@@ -28,7 +28,14 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from app.errors import InvalidRequestError
 from app.services.clustering import MAX_K, MAX_SEED, SEARCH_RESULTS_CLUSTERED
-from app.services.collections import DEFAULT_JOB_ERRORS, MAX_JOB_ERRORS, MAX_JOBS_LISTED, CollectionInfo
+from app.services.collections import (
+    DEFAULT_JOB_ERRORS,
+    MAX_DOCUMENTS_LISTED,
+    MAX_JOB_ERRORS,
+    MAX_JOBS_LISTED,
+    CollectionInfo,
+    DocumentStatus,
+)
 from app.services.search import (
     MAX_FILTER_VALUES,
     MAX_QUERY_CHARS,
@@ -326,6 +333,25 @@ class JobQuery(_Query):
                     "written): the next page is `errors_offset` + `errors`, up to "
                     "`errors_total` (past it: no errors); a removal's `removed_keys` are "
                     "paged the same way (it has no errors)")
+
+
+class DocumentListQuery(_Query):
+    """``GET /collections/{name}/documents``. ``limit``'s and ``offset``'s bounds are the
+    route's checks (a 400 naming them), only declared here."""
+
+    limit: QueryInt = Field(default=20, json_schema_extra={"minimum": 1,
+                                                           "maximum": MAX_DOCUMENTS_LISTED})
+    offset: QueryInt = Field(
+        default=0, json_schema_extra={"minimum": 0},
+        description="skip the first `offset` documents (in key order): the next page is "
+                    "`offset` + `limit` (the `Link` header's URL), until a page comes without "
+                    "one (past the end: an empty list)")
+    status: DocumentStatus | None = Field(
+        default=None, description="only the documents of this status: `indexed`, `error` "
+                                  "(could not be indexed; `error` says why) or `pending`")
+    prefix: str | None = Field(
+        default=None, description="only the documents whose key starts with this (a folder's "
+                                  "path, a record id's start; case kept, no wildcards)")
 
 
 # --------------------------------------------------------------------------- responses

@@ -27,7 +27,7 @@ from dataclasses import asdict
 from enum import Enum
 from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import numpy as np
 from fastapi import Body, Depends, FastAPI, HTTPException, Path, Query, Request, Response, Security
@@ -45,6 +45,7 @@ from app.api.schemas import (
     MAX_COLLECTION_NAME,
     CancelBody,
     ClusterBody,
+    DocumentListQuery,
     EmbeddingsBody,
     EmbeddingsResponse,
     Health,
@@ -73,7 +74,15 @@ from app.errors import (
 from app.remote import CeleryQueryEncoder
 from app.roots import links_outside, real_path, real_paths, root_holding
 from app.services.clustering import K_BY_SILHOUETTE, ClusterRequest, ClusterResponse
-from app.services.collections import MAX_JOB_ERRORS, MAX_JOBS_LISTED, JobInfo, JobList
+from app.services.collections import (
+    MAX_DOCUMENTS_LISTED,
+    MAX_JOB_ERRORS,
+    MAX_JOBS_LISTED,
+    DocumentInfo,
+    DocumentList,
+    JobInfo,
+    JobList,
+)
 from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
@@ -347,7 +356,8 @@ def cors(app: FastAPI, origins: Sequence[str]) -> None:
                        allow_methods=["GET", "POST", "DELETE"],
                        allow_headers=["Authorization", "Content-Type"],
                        expose_headers=["Retry-After", "Location", "Link",
-                                       "X-Facet-Jobs-Not-Shown"], max_age=600)
+                                       "X-Facet-Jobs-Not-Shown",
+                                       "X-Facet-Documents-Not-Shown"], max_age=600)
 
 
 def check_api_models(models: Sequence[str] | None) -> None:
@@ -650,14 +660,17 @@ def _is_token_ids(x: Any) -> bool:
     return isinstance(x, list) and bool(x) and all(_is_int(t) for t in x)
 
 
-def _next_jobs_link(query: JobListQuery, left_out: int) -> dict[str, str]:
-    """``GET /jobs``' ``Link`` header to the next page, ``limit`` and ``collection`` kept, and
-    how many older jobs this page left out (``X-Facet-Jobs-Not-Shown``)."""
-    params: dict[str, str | int] = {"limit": query.limit, "offset": query.offset + query.limit}
-    if query.collection is not None:
-        params["collection"] = query.collection
-    return {"Link": f'</jobs?{urlencode(params)}>; rel="next"',
-            "X-Facet-Jobs-Not-Shown": str(left_out)}
+def _next_page(path: str, limit: int, offset: int, left_out: int, counted: str,
+               **kept: str | None) -> dict[str, str]:
+    """The headers of a listing's page with more past it (``GET /jobs``, ``GET
+    /collections/{name}/documents``): a ``Link`` (RFC 8288) to the next page, ``limit`` and
+    the ``kept`` parameters given kept, and the ``counted`` header saying how many it left out;
+    the body stays a bare list. Until 2026-12-01 a full last page could not be told from one
+    with more behind it but by asking again."""
+    params: dict[str, str | int] = {"limit": limit, "offset": offset + limit}
+    params |= {k: v for k, v in kept.items() if v is not None}
+    return {"Link": f'<{path}?{urlencode(params, quote_via=quote)}>; rel="next"',
+            counted: str(left_out)}
 
 
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -1021,12 +1034,11 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                                          f"{query.offset}", "invalid_request_error",
                                          param="offset")
         listed = facet.jobs(query.collection, query.limit, query.offset)
-        # Older jobs past this page: the next page's URL as a Link header (RFC 8288), the body
-        # kept a bare list. Until 2026-12-01 a client could not tell a full last page from a
-        # page with more behind it but by asking once more.
+        # Older jobs past this page: the next page's URL as a Link header (``_next_page``).
         more = listed.not_shown if isinstance(listed, JobList) else 0
-        return _json([asdict(j) for j in listed],
-                     headers=_next_jobs_link(query, more) if more else None)
+        return _json([asdict(j) for j in listed], headers=_next_page(
+            "/jobs", query.limit, query.offset, more, "X-Facet-Jobs-Not-Shown",
+            collection=query.collection) if more else None)
 
     @app.get("/jobs/{job_id}", dependencies=auth, response_model=JobInfo,
              responses=fails(*facade, 400, 404), operation_id="getJob", tags=jobs)
@@ -1153,6 +1165,52 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             raise NotFoundError(str(e)) from e
         logger.info("deleted collection %s (by %s)", name, _client(request))
         return _json(asdict(deleted) | {"stray": stray})
+
+    # Reading documents writes nothing (no 429) and opens no store (no 503).
+    @app.get("/collections/{name}/documents", dependencies=auth,
+             response_model=list[DocumentInfo],
+             responses=fails(*facade, 400, 404) | {200: {"headers": {
+                 "Link": {"description": "only where documents are left out past this page: "
+                                         "`</collections/NAME/documents?...&offset=N>; "
+                                         "rel=\"next\"`, the next page",
+                          "schema": {"type": "string"}},
+                 "X-Facet-Documents-Not-Shown": {
+                     "description": "with `Link`: how many documents past this page it left out",
+                     "schema": {"type": "integer"}}}}},
+             operation_id="listDocuments", tags=listing)
+    def list_documents(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+                           "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
+                       facet: FacetDep, query: Annotated[DocumentListQuery, Query()]) -> Response:
+        """A page of the collection's documents in key order, as `facet documents NAME --json`
+        lists them: each one's `key` (what search results show as `doc_id`, and what
+        `DELETE /collections/{name}/documents?key=` takes), `source`, `title`, `status`,
+        `chunks`, `updated_at`, `metadata` and `error`. `offset` pages through them all: where
+        more are past the page, a `Link` header (rel="next") gives the next page's URL and
+        `X-Facet-Documents-Not-Shown` how many; the body stays a bare list."""
+        if (refused := _refused_collection(name, param=None)) is not None:
+            return refused
+        if not 1 <= query.limit <= MAX_DOCUMENTS_LISTED:  # the facade's check, naming it
+            return errors.error_response(400, f"limit must be from 1 to {MAX_DOCUMENTS_LISTED}, "
+                                         f"got {query.limit}", "invalid_request_error",
+                                         param="limit")
+        if query.offset < 0:
+            return errors.error_response(400, f"offset must be a whole number, 0 or more, got "
+                                         f"{query.offset}", "invalid_request_error",
+                                         param="offset")
+        try:
+            listed = facet.documents(name, query.limit, query.offset, query.status, query.prefix)
+        except NotFoundError as e:
+            # The collection is the path (param null, as GET /collections/{name}); this route
+            # is in no table of the error handler's, so its code is given here.
+            if e.param != "collection":
+                raise
+            return errors.error_response(404, str(e), "not_found_error",
+                                         code="collection_not_found")
+        more = listed.not_shown if isinstance(listed, DocumentList) else 0
+        return _json([asdict(d) for d in listed], headers=_next_page(
+            f"/collections/{quote(name, safe='')}/documents", query.limit, query.offset, more,
+            "X-Facet-Documents-Not-Shown", status=query.status, prefix=query.prefix)
+            if more else None)
 
     # Removing writes the metadata (429 while another process holds its write lock); a job
     # writing the collection, or its vectors in another store, is a 409.

@@ -1,4 +1,4 @@
-"""``facet collections``, ``facet jobs`` and ``facet delete``."""
+"""``facet collections``, ``facet jobs``, ``facet documents`` and ``facet delete``."""
 
 from __future__ import annotations
 
@@ -21,12 +21,16 @@ from app.commands.common import handle_errors, open_facet
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
+    DOCUMENT_STATUSES,
     FOLDER_DATABASE,
+    MAX_DOCUMENTS_LISTED,
     MAX_JOB_ERRORS,
     MAX_JOBS_LISTED,
     MOVE_IT,
     SUPERSEDED,
     CollectionInfo,
+    DocumentInfo,
+    DocumentList,
     JobInfo,
     JobList,
     owned_elsewhere,
@@ -501,12 +505,37 @@ def _rerun_text(rerun: str) -> str:
             "removed already and removes the rest)")
 
 
-def _not_shown_line(not_shown: int, limit: int, offset: int) -> str:
-    """``facet jobs``' line under a page that leaves older jobs out, with the next page's
-    options (the page size kept: following "--offset K" alone listed 20)."""
-    size = f"--limit {limit} " if limit != DEFAULT_JOBS_LISTED else ""
-    return (f"… {plural(not_shown, 'older job')} not shown ({size}--offset {offset + limit} "
-            f"shows the next ones; --limit N: N a page, up to {MAX_JOBS_LISTED})")
+def _not_shown_line(not_shown: int, limit: int, offset: int, what: str = "older job",
+                    default: int = DEFAULT_JOBS_LISTED, most: int = MAX_JOBS_LISTED) -> str:
+    """The line under a page of `facet jobs` (``what`` "older job") or `facet documents` that
+    leaves some out, with the next page's options (the page size kept unless ``default``:
+    following "--offset K" alone listed 20; ``most``: the largest page)."""
+    size = f"--limit {limit} " if limit != default else ""
+    return (f"… {plural(not_shown, what, grouped=True)} not shown ({size}--offset "
+            f"{offset + limit} shows the next ones; --limit N: N a page, up to {most})")
+
+
+DEFAULT_DOCUMENTS_LISTED = 20  # facet documents --limit
+# A listed document's error cut to this many characters (`facet jobs ID` shows it whole).
+DOCUMENT_ERROR_SHOWN = 100
+
+
+def document_line(d: DocumentInfo) -> str:
+    """``facet documents``' line of one document: its key first, as one shell word
+    (``shell_word``: printable, and pasted back into `facet delete C --document KEY` it is the
+    key, also with spaces or control characters in it), its status, chunks, then its title and,
+    where it is not the key, its source, cut (``shown_name``); an error's reason, cut."""
+    parts = [shell_word(d.key), d.status, plural(d.chunks, "chunk")]
+    if d.title:
+        parts.append(printable(shown_name(d.title)))
+    if d.source != d.key:
+        parts.append(f"from {printable(shown_name(d.source))}")
+    line = "  ".join(parts)
+    if d.error:
+        why = _one_line(d.error)
+        cut = why if len(why) <= DOCUMENT_ERROR_SHOWN else f"{why[:DOCUMENT_ERROR_SHOWN - 3]}..."
+        line += f" · {printable(cut)}"
+    return line
 
 
 def _jobs_text(ids: list[int]) -> str:
@@ -1018,6 +1047,62 @@ def register(cli: typer.Typer) -> None:
             # rest past --limit were left out without a word. The next page's command keeps
             # the page size (following "--offset K" alone listed 20).
             typer.echo(_not_shown_line(jobs.not_shown, limit, offset))
+
+    @cli.command("documents")
+    @handle_errors
+    def documents_cmd(
+        collection: Annotated[str, typer.Argument(help="the collection whose documents to list")],
+        limit: Annotated[int, typer.Option(
+            "--limit", help=f"list N documents (1-{MAX_DOCUMENTS_LISTED})")
+                         ] = DEFAULT_DOCUMENTS_LISTED,
+        offset: Annotated[int, typer.Option(
+            "--offset", help="skip the first K documents (in key order): --limit N --offset K "
+                             "lists documents K+1 to K+N")] = 0,
+        status: Annotated[str | None, typer.Option(
+            "--status", metavar="|".join(DOCUMENT_STATUSES),
+            help="only the documents of this status (error: those that could not be indexed, "
+                 "with why)")] = None,
+        prefix: Annotated[str | None, typer.Option(
+            "--prefix", metavar="KEY_PREFIX",
+            help="only the documents whose key starts with KEY_PREFIX (a folder's path, a "
+                 "record id's start; case kept, no wildcards)")] = None,
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="machine-readable output: a list, as GET /collections/NAME/documents "
+                           "(the documents left out said on stderr)")] = False,
+    ) -> None:
+        """List a collection's documents, a page at a time, in key order.
+
+        One line each: its key, status, chunks, title (and source where it is not the key).
+        A key is printed as one shell word: pasted into `facet delete NAME --document KEY` it
+        removes that document (keys are what `facet search` shows as doc_id)."""
+        with open_facet() as facet:
+            docs = facet.documents(collection, limit, offset, status, prefix)
+            there = 0
+            if offset and not docs and not as_json:
+                # Past the end: how many there are, as `facet jobs --offset` says it.
+                first = facet.documents(collection, 1, 0, status, prefix)
+                there = len(first) + first.not_shown
+        not_shown = docs.not_shown if isinstance(docs, DocumentList) else 0
+        if as_json:
+            typer.echo(printable_json([asdict(d) for d in docs]))
+            if not_shown:
+                # stdout stays the bare list, as `facet jobs --json` keeps it.
+                typer.echo(_not_shown_line(not_shown, limit, offset, "more document",
+                                           DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED), err=True)
+            return
+        which = f"{status} document" if status else "document"
+        narrowed = (f" whose key starts with {printable(prefix)}" if prefix else "")
+        if not docs and offset:
+            typer.echo(f"no {which}s{narrowed} past the first {offset:,}: collection "
+                       f"{printable(collection)} has {plural(there, which, grouped=True) if there else 'none'}"
+                       f"{narrowed if there else ''}")
+        elif not docs:
+            typer.echo(f"no {which}s{narrowed} in collection {printable(collection)}")
+        for d in docs:
+            typer.echo(document_line(d))
+        if not_shown:
+            typer.echo(_not_shown_line(not_shown, limit, offset, "more document",
+                                           DEFAULT_DOCUMENTS_LISTED, MAX_DOCUMENTS_LISTED))
 
     @cli.command("delete")
     @handle_errors

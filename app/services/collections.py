@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, object_session
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
 from app.services.context import ServiceContext
-from app.text import plural, shell_word
+from app.text import check_text_encodable, plural, shell_word
 from indexer import metadata as md
 from indexer.errors import (
     CollectionNotFoundError,
@@ -613,6 +613,49 @@ LIVE_STATES = ("queued", "running", "stalled")
 
 class JobList(list[JobInfo]):
     """A listing of jobs (``CollectionService.jobs``), with how many older ones it leaves out."""
+
+    not_shown: int = 0
+
+
+# A document's states (``md.Document.status``): ``pending`` (its points may be partly written:
+# a run stopped between the store and its row), ``indexed``, or ``error`` (``error`` says why).
+DocumentStatus = Literal["indexed", "error", "pending"]
+DOCUMENT_STATUSES: tuple[str, ...] = ("indexed", "error", "pending")
+MAX_DOCUMENTS_LISTED = 1000
+
+
+@dataclass
+class DocumentInfo:
+    """A document of a collection as ``CollectionService.documents`` lists it.
+
+    Attributes:
+        key: its key, as searches return it (``doc_id``) and as a removal takes it (`facet
+            delete C --document KEY`, ``DELETE /collections/{name}/documents?key=``): a file's
+            absolute path, a jsonl/csv/json record's id.
+        source: the file it was read from (a record's file).
+        title: its title, where it has one.
+        status: ``indexed``, ``error`` (``error`` says why) or ``pending`` (its points may be
+            partly written: a run stopped between the store and its row).
+        chunks: how many chunks it has in the store.
+        updated_at: when its row was last written (ISO 8601 UTC): its content indexed, or its
+            status or metadata changed.
+        metadata: its metadata (a record's other fields: what ``--filter`` matches).
+        error: why it could not be indexed (status ``error``), else None.
+    """
+
+    key: str
+    source: str
+    title: str | None
+    status: DocumentStatus
+    chunks: int
+    updated_at: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+class DocumentList(list[DocumentInfo]):
+    """A page of a collection's documents (``CollectionService.documents``), with how many
+    past it are left out."""
 
     not_shown: int = 0
 
@@ -1629,6 +1672,49 @@ class CollectionService:
             # (``effective_state``: interrupted): it has ended, and waits its turn as others do.
             shown = JobList(infos[:limit] + [i for i in infos[limit:] if i.state in LIVE_STATES])
             shown.not_shown = max(0, md.count_jobs(session, coll_id) - offset - len(shown))
+            return shown
+
+    def documents(self, collection: str, limit: int = 20, offset: int = 0,
+                  status: str | None = None, prefix: str | None = None) -> DocumentList:
+        """A page of ``collection``'s documents in key order: the ``limit`` after the first
+        ``offset`` (an SQL LIMIT and OFFSET on the (collection, key) index), ``status`` and
+        ``prefix`` (how the key starts, compared as text, case kept) narrowing them.
+        ``not_shown`` says how many more match past the page (one COUNT), so pages of one
+        ``limit`` read every document once; documents indexed or removed while paging shift
+        later pages by as many. Nothing is read from the vector store.
+
+        Raises:
+            NotFoundError: an unknown collection (``param`` ``collection``).
+            InvalidRequestError: ``limit`` outside 1..1000, ``offset`` not a whole number from
+                0, ``status`` not one of indexed, error, pending, ``prefix`` not a str (or
+                not storable text).
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) \
+                or not 1 <= limit <= MAX_DOCUMENTS_LISTED:
+            raise InvalidRequestError(f"limit must be from 1 to {MAX_DOCUMENTS_LISTED}, got "
+                                      f"{limit!r}", param="limit")
+        offset = _check_offset(offset, "offset")
+        if status is not None and status not in DOCUMENT_STATUSES:
+            raise InvalidRequestError(f"status must be one of {', '.join(DOCUMENT_STATUSES)}, "
+                                      f"got {status!r}", param="status")
+        if prefix is not None:
+            if not isinstance(prefix, str):
+                raise InvalidRequestError(f"prefix must be a str, got {type(prefix).__name__}",
+                                          param="prefix")
+            check_text_encodable(prefix, "prefix", param="prefix")
+        check_collection_text(collection)
+        with self.ctx.sessions() as session:
+            coll = md.get_collection(session, collection)
+            if coll is None:
+                raise self._not_found(session, collection, param="collection")
+            rows, total = md.page_documents(session, coll.id, limit, offset=offset,
+                                            status=status, prefix=prefix)
+            shown = DocumentList(DocumentInfo(
+                key=d.key, source=d.source, title=d.title,
+                status=cast(DocumentStatus, d.status), chunks=d.n_chunks,
+                updated_at=utc_text(d.updated_at), metadata=dict(d.meta or {}), error=d.error)
+                for d in rows)
+            shown.not_shown = max(0, total - offset - len(shown))
             return shown
 
     def job(self, job_id: int, errors: int | None = DEFAULT_JOB_ERRORS,

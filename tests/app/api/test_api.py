@@ -375,6 +375,7 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
         ("POST", "/jobs/{job_id}/cancel"): [200, 400, 404, 429, 500],
         ("GET", "/collections"): [200, 400, 500, 503],
         ("GET", "/collections/{name}"): [200, 400, 404, 500, 503],
+        ("GET", "/collections/{name}/documents"): [200, 400, 404, 500],
         ("DELETE", "/collections/{name}"): [200, 400, 404, 409, 429, 500, 503],
         ("DELETE", "/collections/{name}/documents"): [200, 400, 404, 409, 413, 429, 500, 503],
     }

@@ -37,6 +37,7 @@ OPERATIONS = {
     ("post", "/jobs/{job_id}/cancel"): ("cancelJob", "jobs"),
     ("get", "/collections"): ("listCollections", "collections"),
     ("get", "/collections/{name}"): ("getCollection", "collections"),
+    ("get", "/collections/{name}/documents"): ("listDocuments", "collections"),
     ("delete", "/collections/{name}"): ("deleteCollection", "collections"),
     ("delete", "/collections/{name}/documents"): ("removeDocuments", "collections"),
 }

@@ -1,0 +1,273 @@
+"""Listing a collection's documents: ``Facet.documents`` and `facet documents NAME`.
+
+There was no way to list or page a collection's documents: to remove some by key (`facet
+delete C --document KEY`) a user with 25,000 of them rebuilt the keys from the source files or
+from search results. A page in key order (SQL LIMIT/OFFSET, one COUNT), ``not_shown`` as `facet
+jobs` says it, ``status`` and ``prefix`` filters; each key printed as one shell word that pastes
+back into `facet delete`.
+
+Real SQLite, the edge store and minilm over a corpus of 30 tiny documents (and a collection of
+25,000 rows written through the metadata layer alone, for the time a page takes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import insert, select
+
+from app.core import Facet
+from app.encoding import EmbedderCache
+from app.errors import InvalidRequestError, NotFoundError
+from app.services.collections import DocumentList
+from app.services.search import SearchRequest
+from app.settings import FacetSettings
+from indexer import metadata as md
+from tests.app.cli_runner import invoke_cli
+from tests.app.services.conftest import write_corpus
+
+ODD = "with space & #1.txt"  # a key that a shell splits unless quoted
+
+
+def write_sources(root: Path) -> Path:
+    """30 documents: 12 files under a/ (one named ``ODD``), 12 under b/, a pdf that cannot be
+    read (status error) and a jsonl of 5 records (keys r1..r5)."""
+    src = root / "src"
+    write_corpus(src / "a", 11, words=10)
+    write_corpus(src / "b", 12, words=10)
+    (src / "a" / ODD).write_text("card declined twice at the shop")
+    (src / "a" / "broken.pdf").write_text("not a pdf")
+    (src / "recs.jsonl").write_text("".join(
+        json.dumps({"id": f"r{i}", "text": f"record {i} about a bank transfer", "lang": "en"})
+        + "\n" for i in range(1, 6)))
+    return src
+
+
+@pytest.fixture(scope="module")
+def corpus(minilm, tmp_path_factory) -> tuple[Path, Path]:
+    """(data folder, sources): collection ``docs`` of the 30 documents, ``gone`` of 3 files
+    (for removals); the facade closed, so the CLI can open the store."""
+    root = tmp_path_factory.mktemp("doclist")
+    src = write_sources(root)
+    write_corpus(root / "gone", 3, words=10)
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=root / "data"), embedders=cache)
+    try:
+        facet.index(src, "docs")
+        facet.index(root / "gone", "gone")
+    finally:
+        facet.close()
+    return root / "data", src
+
+
+@pytest.fixture
+def facet(corpus, minilm) -> Iterator[Facet]:
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    opened = Facet(FacetSettings(data_dir=corpus[0]), embedders=cache)
+    yield opened
+    opened.close()
+
+
+def _all_keys(facet: Facet, collection: str) -> list[str]:
+    with facet.catalog.ctx.sessions() as session:
+        coll = md.get_collection(session, collection)
+        assert coll is not None
+        return sorted(session.scalars(select(md.Document.key).where(
+            md.Document.collection_id == coll.id)))
+
+
+def test_pages_read_every_document_once_in_key_order(facet) -> None:
+    every = _all_keys(facet, "docs")
+    assert len(every) == 30
+    seen: list[str] = []
+    offset, pages = 0, 0
+    while True:
+        page = facet.documents("docs", limit=7, offset=offset)
+        assert isinstance(page, DocumentList)
+        pages += 1
+        seen += [d.key for d in page]
+        assert page.not_shown == 30 - len(seen)
+        if not page.not_shown:
+            break
+        offset += 7
+    assert pages == 5 and seen == every  # each once, in key order
+    assert facet.documents("docs", limit=7, offset=30) == []
+    one = facet.documents("docs", limit=1000)
+    assert [d.key for d in one] == every and one.not_shown == 0
+
+
+def test_a_document_says_what_it_is_and_its_key_is_a_search_doc_id(facet, corpus) -> None:
+    src = corpus[1]
+    by_key = {d.key: d for d in facet.documents("docs", limit=100)}
+    r3 = by_key["r3"]
+    assert (r3.source, r3.status, r3.chunks, r3.metadata.get("lang")) == (
+        str(src / "recs.jsonl"), "indexed", 1, "en")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r3.updated_at)
+    broken = by_key[str(src / "a" / "broken.pdf")]
+    assert broken.status == "error" and broken.chunks == 0 and "PDF" in (broken.error or "")
+    hits = facet.search(SearchRequest(query="bank transfer record", collection="docs", top_k=5))
+    assert hits.results and all(h.doc_id in by_key for h in hits.results)
+
+
+def test_status_and_prefix_narrow_the_page_and_the_count(facet, corpus) -> None:
+    src = corpus[1]
+    errors = facet.documents("docs", status="error")
+    assert [d.key for d in errors] == [str(src / "a" / "broken.pdf")] and errors.not_shown == 0
+    assert facet.documents("docs", status="pending") == []
+    indexed = facet.documents("docs", limit=10, status="indexed")
+    assert len(indexed) == 10 and indexed.not_shown == 19
+    under_a = facet.documents("docs", limit=5, prefix=str(src / "a") + "/")
+    assert all(d.key.startswith(str(src / "a") + "/") for d in under_a)
+    assert under_a.not_shown == 13 - 5  # 11 + ODD + broken.pdf
+    both = facet.documents("docs", prefix=str(src / "a") + "/", status="indexed")
+    assert len(both) == 12 and both.not_shown == 0
+    # Text, not a LIKE pattern: "%" and "_" match themselves only; case is kept.
+    assert facet.documents("docs", prefix="%") == [] and facet.documents("docs", prefix="R") == []
+    assert [d.key for d in facet.documents("docs", prefix="r")] == [f"r{i}" for i in range(1, 6)]
+
+
+@pytest.mark.parametrize(("kwargs", "param"), [
+    ({"limit": 0}, "limit"), ({"limit": 1001}, "limit"), ({"limit": True}, "limit"),
+    ({"limit": "5"}, "limit"), ({"offset": -1}, "offset"), ({"offset": 1.5}, "offset"),
+    ({"status": "done"}, "status"), ({"prefix": 5}, "prefix"), ({"prefix": "\ud800"}, "prefix"),
+])
+def test_bad_arguments_are_refused_naming_them(facet, kwargs, param) -> None:
+    with pytest.raises(InvalidRequestError) as e:
+        facet.documents("docs", **kwargs)
+    assert e.value.param == param
+
+
+def test_an_unknown_collection_is_not_found(facet) -> None:
+    with pytest.raises(NotFoundError) as e:
+        facet.documents("nope")
+    assert e.value.param == "collection" and "known: docs, gone" in str(e.value)
+    with pytest.raises(InvalidRequestError):
+        facet.documents(5)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- CLI
+
+_MORE = re.compile(r"^… (\d+) more documents? not shown \((?:--limit (\d+) )?--offset (\d+) ")
+
+
+def test_cli_pages_by_the_offset_it_prints_and_reads_every_key(corpus) -> None:
+    data, _src = corpus
+    env = {"FACET_DATA_DIR": str(data)}
+    with Facet(FacetSettings(data_dir=data)) as facet:
+        every = _all_keys(facet, "docs")
+    seen: list[str] = []
+    args = ["documents", "docs", "--limit", "8"]
+    while True:
+        r = invoke_cli(*args, env=env)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        more = _MORE.match(lines[-1])
+        docs = lines[:-1] if more else lines
+        seen += [shlex.split(line)[0] for line in docs]
+        if more is None:
+            break
+        assert more.group(2) == "8" and int(more.group(1)) == 30 - len(seen)
+        args = ["documents", "docs", "--limit", "8", "--offset", more.group(3)]
+    assert seen == every
+
+
+def test_cli_lines_json_and_filters(corpus) -> None:
+    data, src = corpus
+    env = {"FACET_DATA_DIR": str(data)}
+    r = invoke_cli("documents", "docs", "--status", "error", env=env)
+    assert r.returncode == 0, r.stderr
+    [line] = r.stdout.splitlines()
+    assert line.startswith(f"{src / 'a' / 'broken.pdf'}  error  0 chunks · ")
+    and_records = invoke_cli("documents", "docs", "--prefix", "r", env=env)
+    assert and_records.stdout.splitlines()[0] == f"r1  indexed  1 chunk  from {src / 'recs.jsonl'}"
+    r = invoke_cli("documents", "docs", "--json", "--limit", "4", env=env)
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)  # stdout: the bare list; the rest said on stderr
+    assert len(listed) == 4 and set(listed[0]) == {
+        "key", "source", "title", "status", "chunks", "updated_at", "metadata", "error"}
+    assert "26 more documents not shown (--limit 4 --offset 4" in r.stderr
+    past = invoke_cli("documents", "docs", "--offset", "40", env=env)
+    assert past.stdout == "no documents past the first 40: collection docs has 30 documents\n"
+    none = invoke_cli("documents", "docs", "--status", "pending", env=env)
+    assert none.stdout == "no pending documents in collection docs\n"
+
+
+@pytest.mark.parametrize(("args", "code", "said"), [
+    (["nope"], 3, "unknown collection 'nope'"),
+    (["docs", "--limit", "0"], 2, "limit must be from 1 to 1000"),
+    (["docs", "--limit", "1001"], 2, "limit must be from 1 to 1000"),
+    (["docs", "--offset", "-1"], 2, "offset must be a whole number"),
+    (["docs", "--status", "done"], 2, "status must be one of indexed, error, pending"),
+])
+def test_cli_refusals_exit_as_other_commands(corpus, args, code, said) -> None:
+    r = invoke_cli("documents", *args, env={"FACET_DATA_DIR": str(corpus[0])})
+    assert r.returncode == code and said in r.stderr and r.stdout == ""
+
+
+def test_a_printed_key_pastes_into_facet_delete(corpus, tmp_path) -> None:
+    """The key with a space, '&' and '#' is printed quoted, as one shell word: split as a shell
+    splits it, it is the key `facet delete --document` takes."""
+    data, src = corpus
+    env = {"FACET_DATA_DIR": str(data)}
+    odd = str(src / "a" / ODD)
+    r = invoke_cli("documents", "docs", "--prefix", odd, env=env)
+    [line] = r.stdout.splitlines()
+    assert line.startswith(shlex.quote(odd) + "  indexed  1 chunk")
+    pasted = shlex.split(line)[0]
+    gone = invoke_cli("delete", "docs", "--document", pasted, "-y", env=env)
+    assert gone.returncode == 0, gone.stderr
+    after = invoke_cli("documents", "docs", "--prefix", odd, env=env)
+    assert after.stdout.startswith("no documents whose key starts with")
+    # Every key of a page, pasted as printed, removes its documents.
+    page = invoke_cli("documents", "gone", env=env).stdout.splitlines()
+    keys = [shlex.split(line)[0] for line in page]
+    assert len(keys) == 3
+    removed = invoke_cli("delete", "gone", *[w for k in keys for w in ("-d", k)], "-y", env=env)
+    assert removed.returncode == 0, removed.stderr
+    assert invoke_cli("documents", "gone", env=env).stdout == "no documents in collection gone\n"
+
+
+# ------------------------------------------------------------------- 25,000 rows
+
+def test_a_page_of_25000_documents_is_read_by_sql(tmp_path, capsys) -> None:
+    """25,000 document rows written through the metadata layer (no model, no store): a page,
+    a deep page, and filtered pages answer without loading every row. The times are printed,
+    not asserted."""
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        with facet.catalog.ctx.sessions.begin() as session:
+            coll = md.create_collection(session, "big", backend="edge", chunk_size=64,
+                                        chunk_overlap=8, tokenizer="minilm")
+            session.execute(insert(md.Document), [
+                {"collection_id": coll.id, "key": f"/corpus/{i % 10}/d{i:05d}.txt",
+                 "source": f"/corpus/{i % 10}/d{i:05d}.txt", "title": f"t{i}",
+                 "status": "error" if i % 100 == 0 else "indexed", "n_chunks": 2,
+                 "meta": {"i": i}} for i in range(25_000)])
+        timings = {}
+        for name, kwargs in {"first": {}, "deep": {"offset": 24_990},
+                             "status": {"status": "error", "limit": 100},
+                             "prefix": {"prefix": "/corpus/7/", "limit": 1000}}.items():
+            start = time.perf_counter()
+            page = facet.documents("big", **kwargs)
+            timings[name] = (time.perf_counter() - start) * 1000
+            if name == "first":
+                assert len(page) == 20 and page.not_shown == 24_980
+            if name == "deep":
+                assert len(page) == 10 and page.not_shown == 0
+            if name == "status":
+                assert len(page) == 100 and page.not_shown == 150
+            if name == "prefix":
+                assert len(page) == 1000 and page.not_shown == 1500
+        with capsys.disabled():
+            print("\nFacet.documents on 25,000 rows (ms): "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+    finally:
+        facet.close()
