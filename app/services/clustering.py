@@ -112,6 +112,42 @@ ANSWER_STEP_TEXTS = ANSWER_BATCH
 # of 4 took 7.7 s, in one call 8.8 s (less padding in small pieces).
 FROM_PLAIN_PIECE_TEXTS = 4
 
+# The progress bar's shares of encoding and answering (``stage_shares``) follow their expected
+# time per text, relative to minilm encoding one (under an instruction: two passes). Measured
+# with OMP_NUM_THREADS=1 on the 2-core CPU (shared: load ~8), 64 texts each way (examples/
+# steer-probe's reviews and styles: short, ~20 tokens; long, four of them joined, ~90 tokens),
+# batch 32, instruction "the topic", after a warm-up call; ms per text, short / long:
+#   minilm encode        35.6 / 234.5   again, around the answers: 25.5-26.3 / 84.3-114.3
+#   inbedder encode     553.7 / 2768.3  (15.6x / 11.8x the first minilm)
+#   instemb encode      387.0 / 1661.1  (10.9x / 7.1x)
+#   inbedder answering  331.6 / 726.1   again: 246.6 / 670.0 (9.5x / 6.7x the minilm around it)
+# (FACET_DATA_DIR=/tmp/x OMP_NUM_THREADS=1 python measure.py: load_embedder(name, device="cpu")
+# .encode(texts, role=Role.DOCUMENT, instruction="the topic", batch_size=32) and
+# load_embedder("inbedder").generate_answers(texts, "the topic", batch_size=ANSWER_BATCH), its
+# 16 answer tokens, timed with time.perf_counter.) A user's 5,000 texts: minilm ~2 min, the
+# answers ~32 min (16x); the fixed 0.45 + 0.45 filled 45% of the bar in its first ~6%.
+ENCODE_COST = 1.0  # minilm (``SMALL_ENCODERS``)
+ENCODE_COST_LLM = 11.0  # any other embedder: SmolLM2's (checkpoints, backbone-*), plugins
+ANSWER_COST = 8.0  # an explainer generating its answers (InBedder's; any explainer)
+SMALL_ENCODERS = frozenset({"minilm"})
+# The bar's part that encoding and answering share: k-means is told at its end, the naming and
+# the map at 0.95.
+WORK_SHARE = 0.9
+
+
+def stage_shares(embedder: str, explainer: str | None) -> tuple[float, float]:
+    """The bar's shares (encoding, answering) of ``WORK_SHARE``, by the stages' expected cost per
+    text: ``ENCODE_COST`` for an embedder of ``SMALL_ENCODERS`` (options aside), else
+    ``ENCODE_COST_LLM``; ``ANSWER_COST`` for an ``explainer``, none without one. minilm with
+    InBedder answering: 0.1 and 0.8 (0.45 each before); inbedder with it: 0.52 and 0.38."""
+    from embedders.registry import without_options
+
+    encode = ENCODE_COST if without_options(embedder).lower() in SMALL_ENCODERS else ENCODE_COST_LLM
+    answer = ANSWER_COST if explainer else 0.0
+    encode_share = WORK_SHARE * encode / (encode + answer)
+    return encode_share, WORK_SHARE - encode_share
+
+
 # How a too-large k's message ends; each edge adds its own way of leaving k unset ("set k to
 # 0", `--k 0`, "omit k") to a message that ends so.
 K_BY_SILHOUETTE = "or let k be chosen by silhouette"
@@ -942,16 +978,9 @@ class ClusterService:
         process's own thread (the CLI), the texts the embedder cut are said in one line at the
         end (``truncation_tally``), not one per piece."""
         assert step is not None
-        said_once: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        from app.encoding import InlineQueryEncoder
-
-        if isinstance(self.ctx.encoder, InlineQueryEncoder):  # (its model loads here: torch too)
-            from embedders.base import truncation_tally
-
-            said_once = truncation_tally()
         done = 0
         out: np.ndarray | None = None
-        with said_once:
+        with self._said_once():
             for piece in longest_first(texts, step):
                 report(share * done / len(texts), f"encoding {done}/{len(texts)} texts")
                 rows = self.ctx.encoder.encode([texts[i] for i in piece], embedder=spec,
@@ -962,6 +991,19 @@ class ClusterService:
                 done += len(piece)
         assert out is not None  # (at least 2 texts)
         return out  # (n, dim)
+
+    def _said_once(self) -> contextlib.AbstractContextManager[Any]:
+        """Where the encoder runs in this process's own thread (the CLI): the texts a stage's
+        calls cut said in one line at its end (``truncation_tally``), not one per call; the
+        answering stage's 5,000 texts logged one line per batch of 32 (156 lines). Elsewhere
+        nothing: the server's model thread says them at most once a minute."""
+        from app.encoding import InlineQueryEncoder
+
+        if isinstance(self.ctx.encoder, InlineQueryEncoder):  # (its model loads here: torch too)
+            from embedders.base import truncation_tally
+
+            return truncation_tally()
+        return contextlib.nullcontext()
 
     def _encode_step(self) -> int:
         """Texts per progress step of encoding: the encoder's batch size (one forward pass), at
@@ -1077,8 +1119,9 @@ class ClusterService:
             self.ctx.embedders.get(spec)
             timings["load_model"] = timings.get("load_model", 0.0) + (time.perf_counter() - t0) * 1000
 
-        # Shares of the bar: encoding most of it, answering (when asked) as much again.
-        encode_share = 0.45 if request.explainer else 0.9
+        # Shares of the bar by the stages' expected cost (``stage_shares``): answering, where
+        # asked, most of it (it filled 45-90% while taking 94% of the time).
+        encode_share, answer_share = stage_shares(spec, request.explainer)
         t0 = time.perf_counter()
         digest = _texts_digest(texts)
         step = None if progress is None else self._encode_step()
@@ -1155,26 +1198,29 @@ class ClusterService:
         answers: list[str] | None = None
         if request.explainer:
             t0 = time.perf_counter()
-            if progress is None:
-                answers = self.ctx.encoder.generate_answers(texts, explainer=request.explainer,
-                                                            instruction=instruction,
-                                                            max_new_tokens=request.answer_tokens)
-            else:
-                # One decoding batch at a time, longest first as the explainer takes one call's
-                # texts (the same answers): a step of 128 texts showed "answering 0/N" for the
-                # whole of the answers of up to 128 texts (a minute on a CPU), then N/N.
-                answers = [""] * len(texts)
-                done = 0
-                for piece in longest_first(texts, ANSWER_STEP_TEXTS):
-                    report(encode_share + 0.45 * done / len(texts),
+            # The texts the explainer cut, said in one line for the stage (``_said_once``).
+            with self._said_once():
+                if progress is None:
+                    answers = self.ctx.encoder.generate_answers(texts, explainer=request.explainer,
+                                                                instruction=instruction,
+                                                                max_new_tokens=request.answer_tokens)
+                else:
+                    # One decoding batch at a time, longest first as the explainer takes one call's
+                    # texts (the same answers): a step of 128 texts showed "answering 0/N" for the
+                    # whole of the answers of up to 128 texts (a minute on a CPU), then N/N.
+                    answers = [""] * len(texts)
+                    done = 0
+                    for piece in longest_first(texts, ANSWER_STEP_TEXTS):
+                        report(encode_share + answer_share * done / len(texts),
+                               f"{request.explainer} answering {done}/{len(texts)} texts")
+                        got = self.ctx.encoder.generate_answers(
+                            [texts[i] for i in piece], explainer=request.explainer,
+                            instruction=instruction, max_new_tokens=request.answer_tokens)
+                        for i, answer in zip(piece, got, strict=True):
+                            answers[i] = answer
+                        done += len(piece)
+                    report(encode_share + answer_share,
                            f"{request.explainer} answering {done}/{len(texts)} texts")
-                    got = self.ctx.encoder.generate_answers(
-                        [texts[i] for i in piece], explainer=request.explainer,
-                        instruction=instruction, max_new_tokens=request.answer_tokens)
-                    for i, answer in zip(piece, got, strict=True):
-                        answers[i] = answer
-                    done += len(piece)
-                report(encode_share + 0.45, f"{request.explainer} answering {done}/{len(texts)} texts")
             timings["answers"] = (time.perf_counter() - t0) * 1000
 
         report(0.95, "naming the clusters and drawing the map")
