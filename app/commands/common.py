@@ -557,8 +557,15 @@ def argument_text(value: str | None, what: str, param: str | None = None) -> str
     bad = next((i for i, ch in enumerate(value) if "\udc80" <= ch <= "\udcff"), None)
     if bad is None:
         return value
-    byte = ord(value[bad]) - 0xDC00
-    shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    # The bytes as typed: under an ASCII locale (LC_ALL=C with PYTHONUTF8=0) every non-ASCII
+    # byte of valid UTF-8 is escaped so, and "café" was refused as "not UTF-8".
+    typed = os.fsencode(value)
+    try:
+        return typed.decode("utf-8")
+    except UnicodeDecodeError as e:
+        byte = typed[e.start]
+        bad = len(typed[:e.start].decode("utf-8", "replace"))
+    shown = typed.decode("utf-8", "replace")
     raise DataError(f"{what} is not UTF-8 text (byte 0x{byte:02X} at character {bad + 1}: "
                     f"{printable(shorten(shown, 60))}): the terminal or script passed another "
                     "encoding (Latin-1?); pass it as UTF-8, or set the terminal to UTF-8",

@@ -32,44 +32,34 @@ def colours_wanted() -> bool:
 
 
 def query_from_stdin() -> str:
-    """The query ``facet search -`` reads: all of standard input, a UTF-8 BOM before it and the
-    blanks around it (a trailing newline or CRLF) removed; "" where it is empty or closed (the
-    query's own "empty" error then says so). ``-`` was searched for as the text "-".
+    """The query ``facet search -`` reads: all of standard input as UTF-8, a BOM before it and
+    the blanks around it (a trailing newline or CRLF) removed; "" where it is empty or closed
+    (the query's own "empty" error then says so). ``-`` was searched for as the text "-".
 
-    Bytes that are not text in stdin's encoding (UTF-8) are refused as `facet cluster -` refuses
-    them: "standard input is not UTF-8 text", exit 4. Until 2026-11-30 (seventh session) Python's
-    ``surrogateescape`` for stdin let them through as lone surrogates, and the query was refused
-    as holding "an unpaired surrogate ... send the text as valid UTF-8 / paired \\u escapes".
+    Bytes that are not UTF-8 are refused as `facet cluster -` refuses them: "standard input is
+    not UTF-8 text", exit 4. Until 2026-11-30 (seventh session) Python's ``surrogateescape``
+    for stdin let them through as lone surrogates, and the query was refused as holding "an
+    unpaired surrogate ... send the text as valid UTF-8 / paired \\u escapes"; until
+    2026-12-01 stdin was read in the locale's encoding, so under an ASCII locale (LC_ALL=C with
+    PYTHONUTF8=0) "café" was "not ascii text" while `facet cluster -` read it.
 
     Raises:
-        DataError: standard input is not text in its encoding.
+        DataError: standard input is not UTF-8 text.
     """
-    import codecs
-
     from app.errors import DataError
 
     stdin = sys.stdin
-    encoding = getattr(stdin, "encoding", None) or "utf-8"
     try:
-        named = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
-    except LookupError:
-        named = encoding
-    try:
-        text = stdin.read() if stdin is not None else ""
-    except UnicodeDecodeError as e:  # (a stdin with strict errors)
-        raise DataError(f"standard input is not {named} text (byte {e.start}); send the query as "
-                        f"{named}", param="query") from None
+        buffer = getattr(stdin, "buffer", None)
+        data = (b"" if stdin is None else buffer.read() if buffer is not None
+                else stdin.read().encode("utf-8", "surrogateescape"))
     except (OSError, ValueError):  # a descriptor closed under it, or not readable
-        text = ""
-    # surrogateescape: each byte that could not be decoded is U+DC80..U+DCFF.
-    bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
-    if bad is not None:
-        try:
-            byte = len(text[:bad].encode(encoding, "surrogateescape"))
-        except (LookupError, UnicodeError):
-            byte = bad
-        raise DataError(f"standard input is not {named} text (byte {byte}); send the query as "
-                        f"{named}", param="query")
+        data = b""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"standard input is not UTF-8 text (byte {e.start}); send the query as "
+                        "UTF-8", param="query") from None
     return text.lstrip("\ufeff").strip()
 
 

@@ -10,6 +10,7 @@ stays any bytes: a file's name may be.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,3 +61,20 @@ def test_a_utf8_query_is_searched_as_before(data: Path) -> None:
     done = invoke_cli("search", "café payment", "-c", "tiny", env={"FACET_DATA_DIR": str(data)})
     assert done.returncode == 0, done.stderr
     assert "card payment declined twice" in done.stdout
+
+
+def test_utf8_typed_under_an_ascii_locale_is_read_as_utf8(data: Path) -> None:
+    """Under LC_ALL=C with PYTHONUTF8=0 Python escapes every non-ASCII byte of the arguments and
+    reads stdin as ASCII: "café" typed in UTF-8 was refused as "not UTF-8 text" (an argument)
+    and "not ascii text" (`facet search -`), while `facet cluster -` read it."""
+    env = {**os.environ, "FACET_DATA_DIR": str(data), "LC_ALL": "C", "LANG": "C",
+           "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env.pop("PYTHONIOENCODING", None)
+    for args, stdin in (([b"search", "café payment".encode(), b"-c", b"tiny", b"--json"], None),
+                        ([b"search", b"-", b"-c", b"tiny", b"--json"], "café payment".encode())):
+        done = subprocess.run([sys.executable.encode(), b"-m", b"app", *args], input=stdin,
+                              capture_output=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr.decode()
+        found = json.loads(done.stdout)
+        assert found["query"] == "café payment"
+        assert found["results"][0]["text"] == "card payment declined twice"
