@@ -570,16 +570,23 @@ def check_source_text(source: Path) -> None:
     Raises:
         InvalidRequestError: naming it (``param="source"``).
     """
-    for path in (source.absolute(), source.resolve()):
+    def unreadable(path: Path) -> InvalidRequestError:
+        return InvalidRequestError(
+            f"{display_path(path)}: its name cannot be read in this locale's encoding "
+            f"({sys.getfilesystemencoding()}); run Facet under a UTF-8 locale "
+            "(LC_ALL=C.UTF-8)", param="source")
+
+    try:
+        paths = (source.absolute(), source.resolve())
+    except UnicodeEncodeError:  # a name given as text (POST /jobs) the locale cannot write: a 500
+        raise unreadable(source) from None
+    for path in paths:
         bad = first_bad_name(path)
         if bad is not None:
             raise InvalidRequestError(f"{display_path(bad)}: its name is not valid UTF-8; "
                                       "rename it", param="source")
         if not is_text(str(path)):  # valid UTF-8, read in a locale's other encoding (LC_ALL=C)
-            raise InvalidRequestError(
-                f"{display_path(path)}: its name cannot be read in this locale's encoding "
-                f"({sys.getfilesystemencoding()}); run Facet under a UTF-8 locale "
-                "(LC_ALL=C.UTF-8)", param="source")
+            raise unreadable(path)
 
 
 def kept_version_message(message: str, collection: str, key: str) -> str:

@@ -78,3 +78,22 @@ def test_utf8_typed_under_an_ascii_locale_is_read_as_utf8(data: Path) -> None:
         found = json.loads(done.stdout)
         assert found["query"] == "café payment"
         assert found["results"][0]["text"] == "card payment declined twice"
+
+
+def test_a_source_named_as_text_the_locale_cannot_write_is_a_refusal(tmp_path: Path) -> None:
+    """POST /jobs with {"source": ".../ümlaut dir"} under LC_ALL=C and PYTHONUTF8=0 answered a
+    500 (UnicodeEncodeError from resolving the path): now the locale's refusal, a 400."""
+    folder = tmp_path / "ümlaut dir"
+    folder.mkdir()
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0",
+           "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": "utf-8"}
+    probe = ("import sys; from pathlib import Path; from app.errors import InvalidRequestError\n"
+             "from app.services.indexing import check_source_text\n"
+             "try:\n    check_source_text(Path(sys.argv[1].encode().decode('unicode_escape')))\n"
+             "except InvalidRequestError as e:\n    print(e.param, e)\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(folder).encode("unicode_escape").decode()],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("source ") and (
+        "its name cannot be read in this locale's encoding (ascii); run Facet under a UTF-8 "
+        "locale (LC_ALL=C.UTF-8)") in done.stdout, done.stdout
