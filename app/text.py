@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -164,10 +165,24 @@ _JSON_UNSAFE = re.compile(f"[\\x7f-\\x9f{_BIDI}\\u2028\\u2029\\ud800-\\udfff]")
 def printable_json(value: Any, indent: int | None = 2) -> str:
     """``value`` as JSON to print (``--json``): non-ASCII text stays readable (``café``, not
     ``caf\\u00e9``), and every character above that a terminal could act on is written as a
-    ``\\uXXXX`` escape, so the output still decodes to the same strings."""
-    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    ``\\uXXXX`` escape, so the output still decodes to the same strings. Where standard output
+    is not UTF-8 (PYTHONIOENCODING=cp1252, a Latin-1 locale) every non-ASCII character is an
+    escape: the JSON was written in that encoding, which JSON readers (``jq``, ``json.load``
+    of the bytes) read as UTF-8, turning "café" into "caf\ufffd"."""
+    text = json.dumps(value, indent=indent, ensure_ascii=not _stdout_is_utf8())
     # Outside its strings JSON is ASCII: every such character is inside a string.
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _stdout_is_utf8() -> bool:
+    """Whether standard output writes UTF-8 (or cannot say: a stream without an encoding)."""
+    import codecs
+
+    encoding = getattr(sys.stdout, "encoding", None)
+    try:
+        return not encoding or codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return True
 
 
 def size_text(n: int) -> str:
