@@ -41,7 +41,8 @@ Decisions on bad input:
   (``path#item<i>``) naming both places and that the first is the one indexed (``_Repeats``).
 * **Metadata** keeps strings, numbers, booleans and lists of them; an object or a list holding
   objects, lists or null is left out with a warning, once per file per field
-  (``_scalar_metadata``).
+  (``_scalar_metadata``). A Markdown file's YAML front matter fields are its metadata by the
+  same rules (``_front_matter_metadata``); front matter that is not YAML is a warning.
 * **Malformed csv rows** are errors keyed ``path#row<n>`` naming their line; the rows after
   them are still read. A field may be as long as the file (a field over the document limit
   is that row's error), not only the csv module's default 128 Ki characters. A quote left open
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime
 import hashlib
 import io
 import json
@@ -493,8 +495,10 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
     elif suffix == ".txt":
         yield _finish(ParsedDocument(key, key, text, warnings=warnings))
     else:  # the title may be the front matter's, which is not part of the text
+        meta, notes = _front_matter_metadata(text, key)
         yield _finish(ParsedDocument(key, key, _without_front_matter(text),
-                                     title=_markdown_title(text), warnings=warnings))
+                                     title=_markdown_title(text), metadata=meta,
+                                     warnings=[*warnings, *notes]))
 
 
 def _once_per_file(results: Iterator[ParseResult], notes: list[str]) -> Iterator[ParseResult]:
@@ -910,10 +914,14 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
     if nuls:
         warnings.append(_nuls_removed(key, nuls))
     title = _markdown_title(head) if markdown else None
-    for part in (title or "", json.dumps({}, sort_keys=True)):
+    meta: dict[str, Any] = {}
+    if markdown:  # its front matter is in its first 64 Ki characters, or read as none
+        meta, notes = _front_matter_metadata(head, key)
+        warnings += notes
+    for part in (title or "", json.dumps(meta, sort_keys=True)):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
-    return StreamedDocument(key, key, title, {}, warnings, digest.hexdigest(), path, encoding,
+    return StreamedDocument(key, key, title, meta, warnings, digest.hexdigest(), path, encoding,
                             errors, size)
 
 
@@ -999,21 +1007,98 @@ def _block_scalar(lines: list[str], indent: int) -> str:
 _FRONT_MATTER_KEY = re.compile(r"\s*(?:$|#|[\w\"'][^:\n]*:(?:[ \t]|$))")
 
 
-def _without_front_matter(text: str) -> str:
-    """A Markdown file's text without its YAML front matter (a first line ``---`` to the next
-    ``---`` or ``...`` line, its first line a ``key:``): its fields were indexed as body text
-    ("tags: [alpha, beta]"). The title it names is read by ``_markdown_title``; its other
-    fields are not kept (Markdown has no metadata). A first ``---`` not followed by a key (a
-    rule) or never closed is text."""
+def _front_matter_block(text: str) -> tuple[str, int] | None:
+    """A Markdown file's YAML front matter (a first line ``---`` to the next ``---`` or ``...``
+    line, its first line a ``key:``, a comment or blank): its YAML and the offset of the text
+    after it; None when it has none. A first ``---`` not followed by a key (a rule) or never
+    closed is text."""
     first, nl, rest = text.partition("\n")
     if first.strip() != "---" or not nl or not _FRONT_MATTER_KEY.match(rest.partition("\n")[0]):
-        return text
+        return None
     at = len(first) + 1
     for line in rest.splitlines(keepends=True):
-        at += len(line)
         if line.strip() in ("---", "..."):
-            return text[at:]
-    return text
+            return text[len(first) + 1:at], at + len(line)
+        at += len(line)
+    return None
+
+
+def _without_front_matter(text: str) -> str:
+    """A Markdown file's text without its YAML front matter (``_front_matter_block``): its
+    fields were indexed as body text ("tags: [alpha, beta]"). The title it names is read by
+    ``_markdown_title``, its other fields by ``_front_matter_metadata``."""
+    block = _front_matter_block(text)
+    return text if block is None else text[block[1]:]
+
+
+# What YAML's safe loader builds that JSON has no word for, and no payload holds.
+_YAML_ODD = {bytes: "binary data (!!binary)", set: "a set (!!set)",
+             tuple: "an ordered mapping (!!omap or !!pairs)"}
+
+
+def _yaml_scalar(value: Any) -> Any:
+    """A YAML date (``2024-05-01``) or timestamp as its ISO text; any other value as it is."""
+    return value.isoformat() if isinstance(value, datetime.date) else value
+
+
+def _yaml_key(key: Any) -> str:
+    """A front matter key as a field name: YAML reads ``2021:`` as a number, ``true:`` as a
+    boolean, ``2024-05-01:`` as a date; each is its name as written (in YAML's words)."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    return _nfc(str(_yaml_scalar(key)))
+
+
+def _front_matter_metadata(text: str, where: str) -> tuple[dict[str, Any], list[str]]:
+    """A Markdown file's front matter fields as metadata, by a jsonl record's rules
+    (``_scalar_metadata``: strings, numbers, booleans and lists of them kept; null left out
+    unsaid; a mapping or a list holding one, a list or null left out with a warning), and the
+    warnings. A date is its ISO text (``date: 2024-05-01`` is "2024-05-01"). ``title`` is the
+    title (``_markdown_title``), not a field, as a record's is. Front matter that is not YAML,
+    or not a mapping (a list, a line of text), keeps no field, with a warning naming its line:
+    the document is indexed all the same. Once, only the title was read and every other field
+    was dropped unsaid (a filter ``tags=alpha`` found "no document has a field 'tags'")."""
+    block = _front_matter_block(text)
+    if block is None:
+        return {}, []
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(block[0])
+    except Exception as e:  # a YAMLError, or a date YAML's pattern takes and the calendar refuses
+        said = []  # "while parsing a flow sequence at line 3: expected ',' or ']' ... at line 4"
+        for what, mark in (("context", "context_mark"), ("problem", "problem_mark")):
+            words, at = getattr(e, what, None), getattr(e, mark, None)
+            if words:  # the marks count lines of the YAML from 0, after the opening ---
+                said.append(f"{words}{f' at line {at.line + 2}' if at is not None else ''}")
+        problem = ": ".join(said) or (str(e).splitlines() or [type(e).__name__])[0]
+        return {}, [f"{where}: its front matter is not valid YAML ({problem}); its fields are not "
+                    "kept as metadata (the document is indexed without them)"]
+    if loaded is None:  # empty, or comments only
+        return {}, []
+    if not isinstance(loaded, dict):
+        return {}, [f"{where}: its front matter (lines 2-{block[0].count(chr(10)) + 1}) is "
+                    f"{_json_word(loaded)} in YAML, not a mapping of fields (`key: value` lines); "
+                    "no field is kept as metadata"]
+    fields: dict[str, Any] = {}
+    odd: list[str] = []
+    for k, v in loaded.items():
+        name = _yaml_key(k)
+        v = [_yaml_scalar(x) for x in v] if isinstance(v, list) else _yaml_scalar(v)
+        held = next((_YAML_ODD[t] for t in _YAML_ODD
+                     if isinstance(v, t) or (isinstance(v, list) and any(isinstance(x, t) for x in v))),
+                    None)
+        if held is not None:
+            fields.pop(name, None)
+            odd.append(f"metadata field {name!r} not kept: it is {'a list holding ' if isinstance(v, list) else ''}"
+                       f"{held} (metadata keeps strings, numbers, booleans and lists of them)")
+            continue
+        fields[name] = v
+    title_field = next(_named(fields, ("title",)), "title")
+    meta, dropped, _ = _scalar_metadata(fields, {title_field})
+    return meta, [f"{where}: front matter: {d}" for d in (*odd, *dropped)]
 
 
 def _markdown_title(text: str) -> str | None:
