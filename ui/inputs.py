@@ -95,12 +95,52 @@ def require_text(text: str | None, what: str, example: str) -> str:
 
 def parse_filter_text(text: str | None) -> dict[str, Any]:
     """Filters typed as ``key=value`` (or ``key:=JSON``), one per line or separated by ``;``.
+    A ``;`` inside the JSON value of a ``key:=`` item (a quoted string, brackets) is part of
+    it: ``k:="a;b"`` is the string "a;b" (it was split into ``k:="a`` and ``b"``, bad JSON),
+    as the CLI and the API take it; a plain ``key=value`` ends at the first ``;``, so a value
+    holding one is written as a JSON string (``url:="http://x/?a=1;b=2"``).
 
     Raises:
         InvalidRequestError: an item without ``=`` or with bad JSON after ``:=``.
     """
-    items = [part.strip() for line in (text or "").splitlines() for part in line.split(";")]
+    items = [part.strip() for line in (text or "").splitlines() for part in _split_items(line)]
     return parse_filters([item for item in items if item])
+
+
+def _split_items(line: str) -> list[str]:
+    """``line`` cut at each ``;`` outside the JSON value of a ``key:=`` item (the item's first
+    ``=``, with ``:`` before it, as ``parse_filters`` reads it)."""
+    items: list[str] = []
+    start = 0
+    json_value = quoted = escaped = False
+    depth = 0
+    for i, char in enumerate(line):
+        if not json_value:
+            if char == ";":
+                items.append(line[start:i])
+                start = i + 1
+            elif char == "=" and "=" not in line[start:i]:
+                json_value = i > start and line[i - 1] == ":"
+            continue
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        elif char == ";" and depth == 0:
+            items.append(line[start:i])
+            start = i + 1
+            json_value = False
+    items.append(line[start:])
+    return items
 
 
 def pasted_texts(text: str | None) -> list[str]:

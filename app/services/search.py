@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import numbers
+import os
 import re
 import sys
 import time
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
 import numpy as np
-from sqlalchemy import String, cast, select
+from sqlalchemy import String, cast, func, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.encoding import QueryEncoder, instruction_refusal
@@ -528,16 +529,20 @@ def builtin_twin_note(filters: Mapping[str, Any], twins: Mapping[str, Any],
                       found: bool = False) -> str | None:
     """That a filter key naming a point's own field (``chunk_no``, ``source``, ``doc_id``,
     ``title``) matches that field, not the records' own field of the same name, which
-    ``twins`` holds (a value some document holds in ``meta.<name>``): filter that one as
-    ``meta.<name>``, in the form its value is held (a csv's "3" with ``=``, a number with
-    ``:=``). ``found``: the search found results (the chunks of that number, not the
-    records). None where no such key is filtered."""
+    ``twins`` holds: filter that one as ``meta.<name>``, in the form its value is held (a csv's
+    "3" with ``=``, a number with ``:=``). ``twins``, by key: a list, the values to name as
+    some document holds them (``SearchService._builtin_twins``: the number 1 and the string
+    "1" where some documents hold each); else a value some document holds, whose type each
+    filter value is given in. ``found``: the search found results (the chunks of that number,
+    not the records). None where no such key is filtered."""
     notes = []
     for key, held in twins.items():
-        if key not in filters or key not in _BUILT_IN:
+        if key not in filters or key not in _BUILT_IN or held == []:
             continue
         value = filters[key]
-        fixed = [_held_as(v, held) for v in (value if isinstance(value, list | tuple) else [value])]
+        given = value if isinstance(value, list | tuple) else [value]
+        fixed = (list(held) if isinstance(held, list)
+                 else list(dict.fromkeys(_held_as(v, held) for v in given)))
         cli = ", ".join(f"meta.{key}={v}" if isinstance(v, str) else f"meta.{key}:={json.dumps(v)}"
                         for v in fixed)
         notes.append(f"{key!r} is the {_BUILT_IN[key]} (a field of every chunk), "
@@ -556,6 +561,31 @@ def _held_as(value: Any, held: Any) -> Any:
     if _is_number(held) and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
         return _number(value)
     return value
+
+
+def _typed_forms(value: Any) -> list[Any]:
+    """``value`` and its other-typed twin, where it has one: "1" and 1, 1 and "1" (6.0 also
+    "6")."""
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        return [value, _number(value)]
+    if _is_number(value):
+        twins = [value, json.dumps(value)]
+        if isinstance(value, float) and abs(value) < _EXACT_FLOAT and value.is_integer():
+            twins.append(str(int(value)))
+        return twins
+    return [value]
+
+
+def _either(names: Sequence[str]) -> str:
+    """``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+# Relative source/doc_id values a note speaks of, and absolute paths it names for each, at most.
+_PATH_NOTES = 3
+# Documents read to find a key differing from a filter's only in case.
+_CASE_ROWS = 50
 
 
 # A string filter value that reads as a boolean, and the JSON texts a field holding that
@@ -610,18 +640,35 @@ def _as_json(key: str | None, pairs: Sequence[tuple[str, Any]]) -> str:
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
 
+# Why a comparison (`year>=2019` typed, `{"year": {"$gt": 2019}}` sent) is refused: a key ending
+# in ">", "<" or "!" ran as the field 'year>' ("no document has a field 'year>'"), and an
+# operator object got the generic "cannot be matched".
+COMPARISON_REFUSAL = (
+    "comparison filters (>=, <=, !=, $gt...) are not supported: a filter matches values; list "
+    "them, a repeated key matching any of its values: year:=2020 and year:=2021 "
+    f'{_EDGE_FORMS}, {{"year": [2020, 2021]}} in JSON (docs/indexing.md)')
+_COMPARISON = re.compile(r"[<>]")
+_COMPARISON_KEY = ("<", ">", "!")
+
+
 def parse_filters(items: Sequence[str]) -> dict[str, Any]:
     """CLI filters: ``key=value`` matches a string value, ``key:=JSON`` a typed one
     (``year:=2020``, ``flag:=true``); a repeated key matches any of its values. Spaces around
-    the key and a ``key=value`` value are dropped (``key:=" x "`` keeps them).
+    the key and a ``key=value`` value are dropped (``key:=" x "`` keeps them). The separator
+    is the item's first ``=``, the JSON form where a ``:`` comes just before it: the value may
+    hold ``=`` and ``:=`` (``formula=x:=1`` is the text "x:=1").
 
     Raises:
-        InvalidRequestError: an item without ``=`` or with bad JSON after ``:=``.
+        InvalidRequestError: an item without ``=`` or with bad JSON after ``:=``; a comparison
+            (``year>=2019``, ``year!=2019``, ``year>2019``), which no filter is.
     """
     filters: dict[str, Any] = {}
     for item in items:
-        if ":=" in item:
-            key, raw = item.split(":=", 1)
+        equals = item.find("=")
+        if equals > 0 and item[equals - 1] == ":":
+            # The separator is the item's first "=" (`formula=x:=1` is the text "x:=1" under
+            # "formula", not the JSON 1 under "formula=x"); a ":" before it makes the JSON form.
+            key, raw = item[:equals - 1], item[equals + 1:]
             try:
                 value: Any = json.loads(raw)
             except json.JSONDecodeError as e:
@@ -632,14 +679,19 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
                 raise InvalidRequestError(f"filter {key.strip()!r}: its JSON value is nested too "
                                           "deeply to read; only strings, numbers and booleans "
                                           "can be matched", param="filters") from e
+            if isinstance(value, dict) and any(k.startswith("$") for k in value):
+                raise InvalidRequestError(f"filter {item!r}: {COMPARISON_REFUSAL}",
+                                          param="filters")
             if not isinstance(value, str | int | float | bool):
                 raise InvalidRequestError(f"filter {item!r}: only strings, numbers and booleans "
                                           "can be matched", param="filters")
-        elif "=" in item:
-            key, value = item.split("=", 1)
+        elif equals >= 0:
+            key, value = item[:equals], item[equals + 1:]
             # "intent = card_arrival" matched nothing: the value was " card_arrival". (A value
             # whose spaces matter is written as JSON: key:=" padded ".)
             value = value.strip()
+        elif _COMPARISON.search(item):  # `year>2019`: no range syntax, said so
+            raise InvalidRequestError(f"filter {item!r}: {COMPARISON_REFUSAL}", param="filters")
         else:
             # Worded for every edge (the UI's filter box too): no CLI flag in it.
             raise InvalidRequestError(f"filter {item!r} has no '='; write key=value, e.g. "
@@ -648,6 +700,8 @@ def parse_filters(items: Sequence[str]) -> dict[str, Any]:
         key = key.strip()
         if not key:
             raise InvalidRequestError(f"filter {item!r} has an empty key", param="filters")
+        if key.endswith(_COMPARISON_KEY):  # `year>=2019` read as the field 'year>'
+            raise InvalidRequestError(f"filter {item!r}: {COMPARISON_REFUSAL}", param="filters")
         if key in filters:
             previous = filters[key]
             filters[key] = [*previous, value] if isinstance(previous, list) else [previous, value]
@@ -676,7 +730,8 @@ def check_filters(filters: Any) -> None:
     Raises:
         InvalidRequestError: not a mapping; a value that is not a string, a 64-bit integer, a
             finite number, a boolean or a non-empty list of them; a list of more than
-            ``MAX_FILTER_VALUES``.
+            ``MAX_FILTER_VALUES``; a comparison (a key ending in ``>``, ``<`` or ``!``, as
+            ``year>=2019`` typed reads; an operator object, ``{"$gt": 2019}``).
     """
     if not isinstance(filters, Mapping):
         raise InvalidRequestError(
@@ -687,6 +742,9 @@ def check_filters(filters: Any) -> None:
             raise InvalidRequestError(
                 f"filter key {key!r} cannot be matched: a key is the name of a metadata field "
                 "(a string without double quotes)", param="filters")
+        if key.rstrip().endswith(_COMPARISON_KEY) or (isinstance(value, Mapping) and any(
+                isinstance(k, str) and k.startswith("$") for k in value)):
+            raise InvalidRequestError(f"filter {key!r}: {COMPARISON_REFUSAL}", param="filters")
         values = value if isinstance(value, list | tuple) else [value]
         if not values or not all(isinstance(v, str | int | float | bool) for v in values):
             raise InvalidRequestError(
@@ -1631,7 +1689,9 @@ class SearchService:
             # was meant (asked of chunk_no only: a search on source or doc_id is common, and
             # finds what it names).
             notes.append(builtin_twin_note(
-                request.filters, self._builtin_twins(request.collection, {"chunk_no": 0}),
+                request.filters, self._builtin_twins(request.collection,
+                                                     {"chunk_no": request.filters["chunk_no"]},
+                                                     values=False),
                 found=True))
         if not results:
             being_indexed = self._being_indexed_note(request.collection)
@@ -1704,12 +1764,16 @@ class SearchService:
         missing = list(dict.fromkeys(_field_name(key) for key, value in held.items()
                                      if value is None))
         dropped = self._dropped_fields(collection, missing) if missing else {}
+        cases = self._other_cases(collection, missing) if missing else {}
         notes: list[str | None] = [
             f"no document has a field {name!r}"
             + (f" (it was not kept when indexed: {dropped[name]}; the indexing job's warnings "
-               "say so)" if name in dropped else "") for name in missing]
+               "say so)" if name in dropped else "")
+            + (f" (did you mean {_either(cases[name])}?)" if cases.get(name) else "")
+            for name in missing]
         builtins = self._builtin_twins(collection, filters)
         notes.append(builtin_twin_note(filters, builtins))
+        notes.append(self._relative_path_note(collection, filters))
         notes.append(filter_type_hint(filters, held, self._type_twins(collection, filters, held),
                                       shadowed=builtins))
         return [n for n in notes if n]
@@ -1740,31 +1804,132 @@ class SearchService:
             return {}
         return out
 
-    def _builtin_twins(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:
-        """A value some document of ``collection`` holds in a metadata field named like each
-        point's own field that ``filters`` names (a csv column ``chunk_no`` or ``source``), by
-        key: such a filter matches the point's field, never the record's (``meta.chunk_no``
-        does). One LIMIT 1 query per such key."""
+    def _builtin_twins(self, collection: str, filters: Mapping[str, Any], *,
+                       values: bool = True) -> dict[str, list[Any]]:
+        """The values to name as ``meta.<name>`` for each filter key naming a point's own field
+        (``builtin_twin_note``), by key: such a filter matches the point's field, never the
+        record's of that name (a csv column ``chunk_no`` or ``source``; ``meta.chunk_no``
+        does). The filter's values as some document's own field holds them, in each type held
+        (the number 1 and the string "1" where a jsonl holds numbers and a csv text), a key
+        none of whose values is held left out (``meta.source=x`` was advised where no record's
+        ``source`` is x: it matched nothing too); one LIMIT query per key. ``values=False``
+        (a search that found results): the filter's values in each type the field holds at
+        all, two LIMIT 1 queries per key."""
         keys = [k for k in filters if k in TOP_LEVEL_FIELDS]
         if not keys:
             return {}
         D = md.Document
-        out: dict[str, Any] = {}
+        out: dict[str, list[Any]] = {}
         try:
             with self.ctx.sessions() as session:
                 coll = md.get_collection(session, collection)
                 if coll is None:
                     return {}
                 for key in keys:
-                    value = session.scalar(select(D.meta[key]).where(
-                        D.collection_id == coll.id,
-                        D.meta[key].as_string().is_not(None)).limit(1))
-                    if value is not None:
-                        out[key] = value
+                    given = filters[key] if isinstance(filters[key], list | tuple) else [filters[key]]
+                    path = cast(D.meta[key], String)  # the JSON text: "3" for 3, "\"3\"" for "3"
+                    if not values:
+                        held = [session.scalar(select(D.meta[key]).where(
+                            D.collection_id == coll.id, D.meta[key].as_string().is_not(None),
+                            path.like('"%') if text else path.not_like('"%')).limit(1))
+                            for text in (True, False)]
+                        forms = [_held_as(v, h) for h in held if h is not None for v in given]
+                    else:
+                        texts: dict[str, Any] = {}  # a JSON text a document may hold: its value
+                        for v in given:
+                            for form in _typed_forms(v):
+                                # (SQLite quotes a text's non-ASCII characters as they
+                                # are; PostgreSQL keeps the stored \u escapes)
+                                for text in (_number_texts(form) if _is_number(form) else
+                                             (json.dumps(form), json.dumps(form, ensure_ascii=False))):
+                                    texts.setdefault(text, form)
+                        found = set(session.scalars(select(path).where(
+                            D.collection_id == coll.id, path.in_(list(texts))).distinct()
+                            .limit(len(texts))))
+                        forms = [form for text, form in texts.items() if text in found]
+                    forms = list({(type(f), f): f for f in forms}.values())
+                    if forms:
+                        out[key] = forms
         except SQLAlchemyError:  # a note only
             logger.debug("could not read the fields named like a point's own", exc_info=True)
             return {}
         return out
+
+    def _relative_path_note(self, collection: str, filters: Mapping[str, Any]) -> str | None:
+        """That a ``source`` or ``doc_id`` filter value which no document holds is a relative
+        path, where sources and file keys are stored as absolute paths, naming the ones that
+        end in it (`source=corpus/md/note1.md` found nothing, and the only note sent the user
+        to ``meta.source``). One query per such value to tell none holds it, one for the paths
+        ending in it; None where no such value is given."""
+        D = md.Document
+        notes: list[str] = []
+        try:
+            with self.ctx.sessions() as session:
+                coll = None
+                for key, column in (("source", D.source), ("doc_id", D.key)):
+                    value = filters.get(key)
+                    for v in (value if isinstance(value, list | tuple) else [value]):
+                        if not isinstance(v, str) or not v.strip() or os.path.isabs(v) \
+                                or v.startswith("~") or len(notes) >= _PATH_NOTES:
+                            continue
+                        coll = coll or md.get_collection(session, collection)
+                        if coll is None:
+                            return None
+                        if session.scalar(select(D.id).where(D.collection_id == coll.id,
+                                                             column == v).limit(1)):
+                            continue  # a record's id, or a key stored so
+                        tail = os.path.normpath(v)
+                        ends = list(session.scalars(select(column).where(
+                            D.collection_id == coll.id,
+                            column.endswith(os.sep + tail, autoescape=True)).distinct()
+                            .limit(_PATH_NOTES)))
+                        if ends:
+                            notes.append(
+                                f"{key} {v!r} is a relative path, and sources and file keys are "
+                                f"stored as absolute paths: "
+                                f"{' or '.join(f'{key}={e}' for e in ends)} {_EDGE_FORMS}, in "
+                                f"JSON {_as_json(key, [(key, e) for e in ends])}")
+                        elif os.sep in v or "/" in v:
+                            notes.append(
+                                f"{key} {v!r} is a relative path, and sources and file keys are "
+                                f"stored as absolute paths ({key}=/abs/...), none ending in "
+                                f"{tail!r} here: `facet documents {shell_word(collection)} "
+                                "--prefix FOLDER` (GET /collections/NAME/documents?prefix=) "
+                                "lists them")
+        except SQLAlchemyError:  # a note only
+            logger.debug("could not read the documents' paths", exc_info=True)
+            return None
+        return "; ".join(notes) or None
+
+    def _other_cases(self, collection: str, names: Sequence[str]) -> dict[str, list[str]]:
+        """The fields the documents of ``collection`` hold whose names differ from each of
+        ``names`` (keys no document holds) only in case (``COLOR`` for ``color``, ``Color``),
+        and a point's own field so named (``SOURCE``), by name. One query, of at most
+        ``_CASE_ROWS`` documents whose metadata text holds such a key (ASCII case folded by SQL)."""
+        out: dict[str, list[str]] = {
+            name: [name.lower()] for name in names if name.lower() in TOP_LEVEL_FIELDS}
+        wanted = [name for name in names if '"' not in name and "\\" not in name]
+        if not wanted:
+            return out
+        D = md.Document
+        text = func.lower(cast(D.meta, String))
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return out
+                metas = session.scalars(select(D.meta).where(D.collection_id == coll.id, or_(*[
+                    text.contains(json.dumps(name.lower()) + ":", autoescape=True)
+                    for name in wanted])).limit(_CASE_ROWS))
+                for meta in metas:
+                    for k in meta or {}:
+                        for name in wanted:
+                            if k != name and k.casefold() == name.casefold() \
+                                    and k not in out.setdefault(name, []):
+                                out[name].append(k)
+        except SQLAlchemyError:  # a note only
+            logger.debug("could not read the fields' names", exc_info=True)
+        return {name: sorted(found) for name, found in out.items() if found}
 
     def _missing_vectors_note(self, collection: str, vector_name: str,
                               counts: tuple[int, dict[str, int]] | None = None) -> str | None:
