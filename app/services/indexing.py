@@ -689,15 +689,16 @@ def note_document_error(session: Session, collection_id: int, key: str, source: 
                         message: str, row: md.Document | None) -> None:
     """Record that document ``key`` failed to index: a new document gets an ``error`` row, a
     ``pending`` one (its write may be partial) becomes ``error``, and an ``indexed`` one keeps
-    what was indexed before, with only the error noted beside it. ``error`` documents count as
-    failed in a collection's figures and are indexed again by the next job."""
+    what was indexed before, with only the error noted beside it (one indexed with no chunk
+    keeps nothing, and becomes ``error``). ``error`` documents count as failed in a
+    collection's figures and are indexed again by the next job."""
     if row is None:
         if md.fits_key(key) and md.fits_key(source):
             session.add(md.Document(collection_id=collection_id, key=key, source=source,
                                     status="error", error=message, meta={}))
         return  # (one too long to store is only the job's error: `storable` refused it)
     row.error = message
-    if row.status != "indexed":
+    if row.status != "indexed" or not row.n_chunks:
         row.status = "error"
 
 
@@ -3930,9 +3931,11 @@ class IndexService:
     def _record_error(self, session: Session, coll: md.Collection, job: Any,
                       report: IndexReport, entry: DocumentError, row: md.Document | None) -> None:
         message = entry.message
-        if row is not None and row.status == "indexed":
+        if row is not None and row.status == "indexed" and row.n_chunks:
             # It keeps its indexed version (``note_document_error``): the error line said only
             # what was wrong ("is empty: no text to index"), and the old text stayed found.
+            # (Not one indexed with no chunk, which nothing finds: a file of invisible
+            # characters, "indexed" before 2026-12-01, was said to stay searchable.)
             message = kept_version_message(message, coll.name, entry.key)
         elif (row is None or row.status == "error") and holds_no_records(entry):
             # (Its failed row of the file's key, which the first such run made: every run after

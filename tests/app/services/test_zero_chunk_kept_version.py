@@ -1,0 +1,44 @@
+"""A document indexed with no chunk keeps nothing when it fails later.
+
+Before 2026-12-01 a file of invisible characters only (zero-width spaces, a BOM) was indexed
+with no chunk; since then it is empty, an error. After the upgrade every run failed it with
+"... its indexed version is kept and stays searchable", of a version nothing could find, and
+the collection counted it indexed. Real SQLite, edge store and minilm; the old reading is put
+back for the first run (the parser's ``blank`` as it was: whitespace only).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.core import Facet
+from app.settings import FacetSettings
+from indexer import parsing
+
+
+def test_an_indexed_document_with_no_chunk_is_not_said_to_stay_searchable(
+        tmp_path: Path, minilm, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.txt").write_text("The lighthouse keeper waters his garden.")
+    (src / "invisible.txt").write_text("\u200b\u2060\ufeff\u200b")
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"))
+    facet.context.embedders.put("minilm", minilm)
+    try:
+        with monkeypatch.context() as old:
+            old.setattr(parsing, "blank", lambda text: not text.strip())
+            first = facet.index(src, "notes")
+        assert (first.docs_indexed, first.docs_failed) == (2, 0)  # as the old version wrote it
+        again = facet.index(src, "notes")
+        assert again.docs_failed == 1
+        [(key, message)] = again.errors
+        assert key.endswith("invisible.txt") and "is empty: no text to index" in message
+        assert "stays searchable" not in message and "kept" not in message, message
+        info = facet.collection("notes")
+        assert (info.documents_indexed, info.documents_failed) == (1, 1)
+        [listed] = facet.documents("notes", status="error")
+        assert listed.key == key and listed.chunks == 0
+    finally:
+        facet.close()
