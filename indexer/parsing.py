@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime
+import functools
 import hashlib
 import io
 import json
@@ -984,25 +985,6 @@ def _plain_heading(text: str) -> str | None:
     return text or None
 
 
-# A YAML block scalar's header: | or >, a chomping and an indentation indicator, a comment.
-_BLOCK_SCALAR = re.compile(r"[|>][-+1-9]{0,2}(?:[ \t]+#.*)?")
-
-
-def _block_scalar(lines: list[str], indent: int) -> str:
-    """The first paragraph of a YAML block scalar (the lines indented under its key), on one
-    line."""
-    words: list[str] = []
-    for line in lines:
-        if not line.strip():
-            if words:
-                break
-            continue
-        if len(line) - len(line.lstrip()) <= indent:
-            break
-        words.append(line.strip())
-    return " ".join(words)
-
-
 # The first line of a YAML front matter block (after its opening ---): a key, a comment or blank.
 _FRONT_MATTER_KEY = re.compile(r"\s*(?:$|#|[\w\"'][^:\n]*:(?:[ \t]|$))")
 
@@ -1063,11 +1045,8 @@ def _front_matter_metadata(text: str, where: str) -> tuple[dict[str, Any], list[
     block = _front_matter_block(text)
     if block is None:
         return {}, []
-    import yaml
-
-    try:
-        loaded = yaml.safe_load(block[0])
-    except Exception as e:  # a YAMLError, or a date YAML's pattern takes and the calendar refuses
+    loaded, e = _front_matter_yaml(block[0])
+    if e is not None:  # a YAMLError, or a date YAML's pattern takes and the calendar refuses
         said = []  # "while parsing a flow sequence at line 3: expected ',' or ']' ... at line 4"
         for what, mark in (("context", "context_mark"), ("problem", "problem_mark")):
             words, at = getattr(e, what, None), getattr(e, mark, None)
@@ -1101,26 +1080,47 @@ def _front_matter_metadata(text: str, where: str) -> tuple[dict[str, Any], list[
     return meta, [f"{where}: front matter: {d}" for d in (*odd, *dropped)]
 
 
+@functools.lru_cache(maxsize=32)
+def _front_matter_yaml(block: str) -> tuple[Any, Exception | None]:
+    """``block`` (a front matter's YAML) as YAML's safe loader reads it, or the error it raised
+    (read once for the fields and once for the title)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(block), None
+    except Exception as e:  # a YAMLError, or a date the calendar refuses (2024-13-45)
+        return None, e
+
+
+def _title_text(value: Any) -> str | None:
+    """A front matter ``title``'s value as a title: its first line (a folded ``>`` block is
+    one line a paragraph as YAML reads it; a literal ``|`` block's first line), its blanks
+    collapsed; None for none, or for a list or a mapping."""
+    if value is None or isinstance(value, bool | list | dict):
+        return None
+    text = str(_yaml_scalar(value)).strip().split("\n")[0]
+    return " ".join(text.split()) or None
+
+
 def _markdown_title(text: str) -> str | None:
-    """The document's title: front matter's ``title:``, else its first level-1 heading (``# T``,
-    or a line underlined with ``===``) outside code blocks, within the first 40 lines. (A
-    ``# comment`` in a fenced shell block was taken for the title.) A folded or literal
-    ``title: >`` (or ``|``) is read from the lines under it; ``title: >`` was the title ">",
-    and an empty ``title: ""`` gave no title where the heading has one."""
+    """The document's title: front matter's top-level ``title`` as YAML reads it, else its first
+    level-1 heading (``# T``, or a line underlined with ``===``) outside code blocks, within the
+    first 40 lines. (A ``# comment`` in a fenced shell block was taken for the title.) Until
+    2026-12-01 the front matter was read line by line: a nested ``seo: title:`` above the
+    title was taken for it, a ``# comment`` and YAML's quoting were kept in it, and front matter
+    that is not YAML still gave one; an empty ``title: ""`` gives no title where the heading
+    has one."""
     lines = text.splitlines()[:40]
     start = 0
-    if lines and lines[0].strip() == "---":  # YAML front matter
-        for i in range(1, len(lines)):
-            if lines[i].strip() in ("---", "..."):
-                start = i + 1
-                break
-            key, _, value = lines[i].partition(":")
-            if key.strip().lower() == "title" and value.strip():
-                if _BLOCK_SCALAR.fullmatch(value.strip()):
-                    value = _block_scalar(lines[i + 1:], len(key) - len(key.lstrip()))
-                title = value.strip().strip("'\"")
-                if title:
-                    return title
+    block = _front_matter_block(text)
+    if block is not None:
+        start = text[:block[1]].count("\n")
+        loaded, error = _front_matter_yaml(block[0])
+        if error is None and isinstance(loaded, dict):
+            title = _title_text(next((v for k, v in loaded.items()
+                                      if isinstance(k, str) and k.strip().lower() == "title"), None))
+            if title:
+                return title
     fence: str | None = None
     for i in range(start, len(lines)):
         line = lines[i]

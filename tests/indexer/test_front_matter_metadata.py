@@ -83,8 +83,8 @@ def test_invalid_yaml_keeps_the_document_with_a_warning(tmp_path: Path, front: s
     [warning] = doc.warnings
     assert "its front matter is not valid YAML" in warning and said in warning
     assert warning.startswith(str(tmp_path / "bad.md"))
-    if "title" in front:
-        assert doc.title == "Bad"  # the title is still read
+    if "title" in front:  # (not read from a front matter that is not YAML: none here)
+        assert doc.title is None
 
 
 def test_front_matter_that_is_not_a_mapping(tmp_path: Path) -> None:
@@ -157,3 +157,21 @@ def test_front_matter_fields_filter_a_search(minilm, tmp_path: Path, backend: st
                 found("draft:=true")
     finally:
         facet.close()
+
+
+@pytest.mark.parametrize(("front", "title"), [
+    # A nested title above the real one was taken for it (the lines were read one by one).
+    ("seo:\n  title: SEO Title\ntitle: Real Title", "Real Title"),
+    ("title: Foo # a comment", "Foo"),  # a YAML comment is no part of it
+    ("title: 'It''s here'", "It's here"),  # YAML's quoting read
+    ('title: "caf\\u00e9\\tbar"', "café bar"),  # and its escapes
+    ("title: >\n  A folded\n  title\n\n  second paragraph", "A folded title"),
+    ("title: |\n  Literal line one\n  line two", "Literal line one"),
+    ("title: 2024-05-01", "2024-05-01"),
+    ("title: [unclosed", "The Heading"),  # not YAML: no title from it, the heading's
+    ("title: ''", "The Heading"),  # empty: the heading's
+    ("Title: Cased Key", "Cased Key"),
+])
+def test_the_title_is_the_yaml_top_level_title(tmp_path: Path, front: str, title: str) -> None:
+    doc = _doc(tmp_path / "note.md", f"---\n{front}\n---\n# The Heading\n\nBody text of the note.\n")
+    assert doc.title == title
