@@ -1729,8 +1729,14 @@ class SearchService:
                     return None
                 total = md.count_documents(session, coll.id)
                 latest = md.list_jobs(session, coll.id, 1)
-                job = (f" (job {latest[0].id}: {latest[0].message or effective_state(latest[0])[0]})"
-                       if latest else "")
+                job = ""
+                if latest:
+                    # Its state and message as `facet jobs` shows them: a killed job's row kept
+                    # its last progress text ("job 11: encoding chunk 0/124 of this batch").
+                    state, said = effective_state(latest[0])
+                    job = (f" (job {latest[0].id}: {said})" if said and state == "completed"
+                           else f" (job {latest[0].id} {state}: {said})" if said
+                           else f" (job {latest[0].id}: {state})")
         except SQLAlchemyError:  # a note only
             return None
         return (f"{NOTHING_SEARCHABLE}: {total:,} document{'' if total == 1 else 's'}, none "
@@ -1987,9 +1993,10 @@ class SearchService:
             # the collection now: searches answered from the rest without a word (only `facet
             # collections` counted them). A changed document keeps its earlier chunks until
             # it is written again.
-            notes.append(f"collection {collection!r}: {plural(pending, 'document')} pending (a "
-                         "job stopped before finishing them), which this search may miss or "
-                         "find as they were: `facet jobs` says how to resume it (GET /jobs)")
+            notes.append(f"collection {collection!r}: a job stopped before finishing "
+                         f"{plural(pending, 'document')} (and any it had not reached yet), "
+                         "which this search may miss or find as they were: `facet jobs` says "
+                         "how to resume it (GET /jobs)")
         return "; ".join(notes) or None
 
     def _field_values(self, collection: str, filters: Mapping[str, Any]) -> dict[str, Any]:

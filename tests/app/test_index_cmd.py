@@ -560,11 +560,43 @@ def test_collections_counts_documents_a_stopped_job_left_pending(tmp_path, data,
     found = run("search", "lighthouse garden", "-c", "notes", "--json")
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["note"] == (
-        "collection 'notes': 1 document pending (a job stopped before finishing them), which "
-        "this search may miss or find as they were: `facet jobs` says how to resume it (GET "
-        "/jobs)")
+        "collection 'notes': a job stopped before finishing 1 document (and any it had not "
+        "reached yet), which this search may miss or find as they were: `facet jobs` says how "
+        "to resume it (GET /jobs)")
     text = run("search", "lighthouse garden", "-c", "notes")
-    assert "1 document pending (a job stopped before finishing them)" in text.stdout + text.stderr
+    assert "a job stopped before finishing 1 document" in text.stdout + text.stderr
     assert run("index", str(src), "-c", "notes", "--embedder", "minilm").returncode == 0
     again = json.loads(run("search", "lighthouse garden", "-c", "notes", "--json").stdout)
     assert again["note"] is None and len(again["results"]) == 3
+
+
+def test_a_killed_first_job_is_named_interrupted_not_by_its_last_progress_line(tmp_path, data,
+                                                                               run) -> None:
+    """After a kill -9 of a collection's first job, a search said "none indexed (job 1:
+    encoding chunk 0/124 of this batch)": its row's last progress text, as if the job's end."""
+    import sqlite3
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(3):
+        (src / f"n{i}.txt").write_text(f"Note {i} about the lighthouse keeper's garden.")
+    assert run("index", str(src), "-c", "notes", "--embedder", "minilm").returncode == 0
+    with sqlite3.connect(data / "facet.db") as db:  # as a kill -9 in its first batch leaves it
+        db.execute("UPDATE documents SET status = 'pending'")
+        db.execute("UPDATE index_jobs SET state = 'running', message = 'encoding chunk 0/124 of "
+                   "this batch', finished_at = NULL")
+    note = json.loads(run("search", "lighthouse", "-c", "notes", "--json").stdout)["note"]
+    assert note.startswith("collection 'notes': a job stopped before finishing 3 documents (and "
+                           "any it had not reached yet)"), note  # (its old points still found)
+    from app.core import Facet
+    from app.settings import FacetSettings
+
+    facet = Facet(FacetSettings(data_dir=data))
+    try:  # what a search that found nothing begins its note with
+        said = facet.searching.nothing_searchable_note("notes")
+    finally:
+        facet.close()
+    assert said is not None and said.startswith(
+        "the collection holds nothing searchable: 3 documents, none indexed (job 1 interrupted: "
+        "its writer stopped without finishing; run `facet index "), said
+    assert "encoding chunk" not in said, said
