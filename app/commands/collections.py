@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import typer
 
-from app.commands.common import handle_errors, open_facet
+from app.commands.common import argument_text, handle_errors, open_facet
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
@@ -536,6 +536,22 @@ def document_line(d: DocumentInfo) -> str:
         cut = why if len(why) <= DOCUMENT_ERROR_SHOWN else f"{why[:DOCUMENT_ERROR_SHOWN - 3]}..."
         line += f" · {printable(cut)}"
     return line
+
+
+def _prefix_path(prefix: str | None) -> str | None:
+    """``facet documents --prefix``: a relative path that names a file or folder here, as the
+    absolute path a file's key is (`--prefix corpus/` matched nothing: keys are absolute, and
+    `facet delete --document a.txt` reads a relative key so), its trailing ``/`` kept; any
+    other prefix (a record id's start, an absolute path) as given."""
+    if not prefix or os.path.isabs(prefix) or prefix.startswith("~"):
+        return prefix
+    try:
+        if not os.path.exists(prefix):
+            return prefix
+        absolute = os.path.abspath(prefix)
+    except (OSError, ValueError):
+        return prefix
+    return absolute + os.sep if prefix.endswith(("/", os.sep)) else absolute
 
 
 def _jobs_text(ids: list[int]) -> str:
@@ -1075,6 +1091,7 @@ def register(cli: typer.Typer) -> None:
         One line each: its key, status, chunks, title (and source where it is not the key).
         A key is printed as one shell word: pasted into `facet delete NAME --document KEY` it
         removes that document (keys are what `facet search` shows as doc_id)."""
+        prefix = _prefix_path(argument_text(prefix, "--prefix", "prefix"))
         with open_facet() as facet:
             docs = facet.documents(collection, limit, offset, status, prefix)
             there = 0

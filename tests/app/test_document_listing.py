@@ -271,3 +271,22 @@ def test_a_page_of_25000_documents_is_read_by_sql(tmp_path, capsys) -> None:
                   + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     finally:
         facet.close()
+
+
+def test_a_relative_prefix_naming_a_folder_here_is_its_absolute_path(corpus, monkeypatch) -> None:
+    """`facet documents docs --prefix a/` from the sources' folder listed nothing (keys are
+    absolute paths), as `facet delete --document a.txt` reads a relative key against the
+    current folder; a record id's start is still a prefix as given."""
+    data, src = corpus
+    env = {"FACET_DATA_DIR": str(data)}
+    monkeypatch.chdir(src)
+    r = invoke_cli("documents", "docs", "--prefix", "a/", "--json", "--limit", "100", env=env)
+    assert r.returncode == 0, r.stderr
+    keys = [d["key"] for d in json.loads(r.stdout)]
+    absolute = invoke_cli("documents", "docs", "--prefix", f"{src / 'a'}/", "--json", "--limit",
+                          "100", env=env)
+    assert keys == [d["key"] for d in json.loads(absolute.stdout)] and len(keys) >= 12, keys
+    records = invoke_cli("documents", "docs", "--prefix", "r", "--json", env=env)
+    assert [d["key"] for d in json.loads(records.stdout)] == [f"r{i}" for i in range(1, 6)]
+    bad = invoke_cli("documents", "docs", "--prefix", "caf\udce9", env=env)
+    assert bad.returncode == 4 and "--prefix is not UTF-8 text (byte 0xE9" in bad.stderr
