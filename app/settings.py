@@ -499,6 +499,17 @@ class FacetSettings(BaseSettings):
                              "for Qdrant's default")
         return number
 
+    @field_validator("qdrant_write_consistency")
+    @classmethod
+    def _consistency_within_replicas(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """No more acknowledging replicas than there are replicas: Qdrant would take the
+        collection and then refuse or stall every write."""
+        replicas = info.data.get("qdrant_replication_factor")
+        if value is not None and replicas is not None and value > replicas:
+            raise ValueError(f"must be at most FACET_QDRANT_REPLICATION_FACTOR ({replicas}): a "
+                             "write waits for this many replicas of each shard")
+        return value
+
     @model_validator(mode="after")
     def _layout_ignored(self) -> FacetSettings:
         """The Qdrant layout settings mean something to a Qdrant server only: set beside the

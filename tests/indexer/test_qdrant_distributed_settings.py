@@ -214,3 +214,16 @@ def test_https_or_no_key_says_nothing(server: str, caplog: pytest.LogCaptureFixt
     QdrantClientStore(url=server).close()
     QdrantClientStore(url="https://127.0.0.1:1", api_key="k").close()
     assert "FACET_QDRANT_API_KEY" not in caplog.text
+
+
+def test_more_acknowledging_replicas_than_replicas_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("FACET_QDRANT_REPLICATION_FACTOR", "2")
+    monkeypatch.setenv("FACET_QDRANT_WRITE_CONSISTENCY", "3")
+    with pytest.raises(InvalidSettingError) as caught:
+        FacetSettings(data_dir=tmp_path)
+    assert str(caught.value) == (
+        "FACET_QDRANT_WRITE_CONSISTENCY='3': must be at most FACET_QDRANT_REPLICATION_FACTOR (2): "
+        "a write waits for this many replicas of each shard")
+    monkeypatch.setenv("FACET_QDRANT_WRITE_CONSISTENCY", "2")
+    assert FacetSettings(data_dir=tmp_path).qdrant_write_consistency == 2
