@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -159,15 +158,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     # The stand-in's engine is one per process: another test module's "c" (test_store_server's,
     # run before this one in the same worker) made the collection already, without its index ask.
     qdrant_standin._CLIENT.delete_collection("c")
-    httpd = qdrant_standin._Server(("127.0.0.1", 0), qdrant_standin._Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        qdrant_standin._CLIENT.delete_collection("c")
-        httpd.shutdown()
-        httpd.server_close()
+    with qdrant_standin.in_process() as url:
+        try:
+            yield url
+        finally:
+            qdrant_standin._CLIENT.delete_collection("c")
 
 
 def _server_store(url: str) -> QdrantClientStore:

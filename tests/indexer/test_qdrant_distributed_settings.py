@@ -10,7 +10,6 @@ The requests are read as the real qdrant-client sends them to the Qdrant stand-i
 from __future__ import annotations
 
 import logging
-import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,16 +46,12 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setattr(qdrant_standin, "handle", recording)
     if qdrant_standin._CLIENT.collection_exists(NAME):
         qdrant_standin._CLIENT.delete_collection(NAME)
-    httpd = qdrant_standin._Server(("127.0.0.1", 0), qdrant_standin._Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        if qdrant_standin._CLIENT.collection_exists(NAME):
-            qdrant_standin._CLIENT.delete_collection(NAME)
-        httpd.shutdown()
-        httpd.server_close()
+    with qdrant_standin.in_process() as url:
+        try:
+            yield url
+        finally:
+            if qdrant_standin._CLIENT.collection_exists(NAME):
+                qdrant_standin._CLIENT.delete_collection(NAME)
 
 
 @pytest.fixture(autouse=True)

@@ -16,10 +16,12 @@ Run: ``python -m tests.worker.qdrant_standin --port 6333``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -146,6 +148,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
+
+
+@contextlib.contextmanager
+def in_process() -> Iterator[str]:
+    """The stand-in served from a thread of this process on a free port: its URL (the engine
+    is this process's one, ``_CLIENT``; a test patching ``handle`` sees its requests)."""
+    httpd = _Server(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def main() -> None:
