@@ -51,12 +51,6 @@ def facet(minilm, source) -> Iterator[Facet]:
     facet.close()
 
 
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
-
-
 # ------------------------------------------------------------------------------------ CORS
 
 

@@ -55,12 +55,6 @@ def facet(minilm, base) -> Iterator[Facet]:
     facet.close()
 
 
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
-
-
 def _submit(client: TestClient, source: Path | str, collection: str) -> Any:
     return client.post("/jobs", json={"source": str(source), "collection": collection},
                        headers=AUTH)

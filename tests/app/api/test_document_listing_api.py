@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api import create_app
 from app.core import Facet
 from tests.app.api.conftest import serving_facet
 from tests.app.test_document_listing import ODD, write_sources
@@ -31,12 +30,6 @@ def facet(minilm, root) -> Iterator[Facet]:
     facet.index(write_sources(root), "docs")
     yield facet
     facet.close()
-
-
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
 
 
 def _follow(client: TestClient, url: str) -> tuple[list[str], list[int]]:

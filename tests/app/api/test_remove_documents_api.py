@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api import create_app
 from app.core import Facet
 from indexer import metadata as md
 from tests.app.api.conftest import serving_facet
@@ -31,12 +30,6 @@ def facet(minilm, root) -> Iterator[Facet]:
         facet.index(root / name, name)
     yield facet
     facet.close()
-
-
-@pytest.fixture(scope="module")
-def client(facet) -> Iterator[TestClient]:
-    with TestClient(create_app(facet)) as c:
-        yield c
 
 
 def _doc_ids(client: TestClient, collection: str, query: str) -> list[str]:
