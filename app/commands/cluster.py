@@ -182,10 +182,6 @@ def _same_file(out: Path, source: Path) -> bool:
 # "What facet cluster costs").
 LONG_RUN_TEXTS = 200
 
-# Off a terminal, a counted stage's lines come at most once per tenth of its texts, or after this
-# many seconds without one (``ClusterBar._due``).
-LOG_EVERY_S = 30.0
-
 # A stage that counts texts ("encoding 64/1140 texts", "inbedder answering 32/1140 texts").
 _COUNTED = re.compile(r"^(?P<what>.*?)(?P<done>\d+)/(?P<total>\d+) texts$")
 
@@ -265,12 +261,14 @@ class ClusterBar:
 
     def _due(self, what: str, done: int, total: int) -> bool:
         """Off a terminal, whether a counted stage's line is printed: its first and its last,
-        and between them one per tenth of its texts or per ``LOG_EVERY_S`` seconds, as `facet
-        index` logs (a line for every batch of 32 was 276 lines for 5,000 texts)."""
+        and between them as `facet index` logs (``log_line_due``: a tenth of its texts moved, or
+        30 s passed; a line for every batch of 32 was 276 lines for 5,000 texts)."""
+        from app.commands.collections import log_line_due
+
         now = time.perf_counter()
         last_what, last_at, last_done = self._told
-        due = (what != last_what or done >= total or now - last_at >= LOG_EVERY_S
-               or done * 10 // max(total, 1) > last_done * 10 // max(total, 1))
+        due = (what != last_what or done >= total
+               or log_line_due(((done, last_done, total),), now - last_at))
         if due:
             self._told = (what, now, done)
         return due
