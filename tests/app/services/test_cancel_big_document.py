@@ -25,6 +25,11 @@ NOTHING_WRITTEN = "cancelled before any document was indexed: nothing was writte
 # the 1 s between two reads of the job's cancel flag; small enough for the runs that index it
 # whole (~5 s with one CPU thread).
 WORDS = 3600
+# The cancel is made once this many pieces went by (after the first read of the flag, made at
+# the first piece, and the encoder warm at this length): made at the first piece, a first piece
+# slower than the 1 s between reads (a loaded machine, the encoder's first call at 64 tokens)
+# had the flag read right after it, one piece seen, which says nothing about the reads' pace.
+CANCEL_AFTER_PIECES = 5
 
 
 def _big_text() -> str:
@@ -34,16 +39,17 @@ def _big_text() -> str:
 
 def _index_and_cancel(facet, source: Path, options: IndexOptions,
                       stop: Callable[[], object] | None = None) -> tuple:
-    """Index ``source``, cancelling its job (or calling ``stop``) from another thread once the
-    first "encoding chunk N/M of this batch" arrives. Returns (the report, the stages seen, the
+    """Index ``source``, cancelling its job (or calling ``stop``) from another thread once
+    ``CANCEL_AFTER_PIECES`` "encoding chunk N/M of this batch" went by. Returns (the report, the stages seen, the
     reads of the cancel flag made while encoding, seconds from the cancel to the job's end)."""
     facet.indexing.ctx.encoder.batch_size = 4
     stages: list[str] = []
-    encoding = threading.Event()
+    encoding = threading.Event()  # the first piece arrived: reads of the flag count from here
+    due = threading.Event()  # CANCEL_AFTER_PIECES pieces went by: the cancel is made
     cancelled_at: list[float] = []
 
     def cancel() -> None:
-        encoding.wait(60)
+        due.wait(60)
         if stop is None:
             facet.cancel_job(facet.jobs("c")[0].id)
         else:
@@ -54,6 +60,8 @@ def _index_and_cancel(facet, source: Path, options: IndexOptions,
         if p.stage and p.stage.startswith("encoding chunk"):
             stages.append(p.stage)
             encoding.set()
+            if len(stages) > CANCEL_AFTER_PIECES:
+                due.set()
 
     reads = [0]
     asked = IndexService._cancel_asked
@@ -77,7 +85,7 @@ def _index_and_cancel(facet, source: Path, options: IndexOptions,
         mp.setattr(encoder, "encode", paced)
         report = facet.index(source, "c", options, progress=progress)
     ended = time.perf_counter()
-    encoding.set()
+    due.set()
     canceller.join(60)
     return report, stages, reads[0], ended - cancelled_at[0]
 
