@@ -4,7 +4,6 @@ backend; and a server's payload index of a number filter serves the whole condit
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,15 +101,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[tuple[st
 
     monkeypatch.setattr(qdrant_standin, "handle", recording)
     qdrant_standin._CLIENT.delete_collection("c")  # another test module's "c" may be left there
-    httpd = qdrant_standin._Server(("127.0.0.1", 0), qdrant_standin._Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", sent
-    finally:
-        qdrant_standin._CLIENT.delete_collection("c")
-        httpd.shutdown()
-        httpd.server_close()
+    with qdrant_standin.in_process() as url:
+        try:
+            yield url, sent
+        finally:
+            qdrant_standin._CLIENT.delete_collection("c")
 
 
 def test_a_number_filter_is_a_range_a_float_index_serves_on_a_server(server) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 
 import pytest
 
@@ -26,14 +25,11 @@ class _OneShot(qdrant_standin._Handler):
 
 
 def test_a_refused_read_is_not_sent_again(caplog) -> None:
-    server = qdrant_standin._Server(("127.0.0.1", 0), _OneShot)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    store = QdrantClientStore(url=f"http://127.0.0.1:{server.server_address[1]}")
-    try:
+    with qdrant_standin.in_process(_OneShot) as url:
+        store = QdrantClientStore(url=url)
         store.ensure_collection("c", {"m": 4})
-        # Gone within the seconds its last answer is trusted for: the request meets the refusal.
-        server.shutdown()
-        server.server_close()
+    # Gone within the seconds its last answer is trusted for: the request meets the refusal.
+    try:
         caplog.set_level(logging.WARNING, logger="indexer.store")
         with pytest.raises(StoreUnavailableError, match=r"cannot reach Qdrant at .*: ConnectError: .*refused"):
             store.count("c")

@@ -8,7 +8,6 @@ keep-alive connection looks like to the client. qdrant-client and httpx are the 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -40,16 +39,12 @@ class _Dropping(qdrant_standin._Handler):
 def server_store() -> Iterator[QdrantClientStore]:
     _Dropping.drop_next = 0
     _Dropping.seen.clear()
-    server = qdrant_standin._Server(("127.0.0.1", 0), _Dropping)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    store = QdrantClientStore(url=f"http://127.0.0.1:{server.server_address[1]}")
-    try:
-        yield store
-    finally:
-        store.close()
-        server.shutdown()
-        server.server_close()
+    with qdrant_standin.in_process(_Dropping) as url:
+        store = QdrantClientStore(url=url)
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 def _fill(store: QdrantClientStore, collection: str) -> np.ndarray:

@@ -151,10 +151,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def in_process() -> Iterator[str]:
+def in_process(handler: type[_Handler] | None = None) -> Iterator[str]:
     """The stand-in served from a thread of this process on a free port: its URL (the engine
-    is this process's one, ``_CLIENT``; a test patching ``handle`` sees its requests)."""
-    httpd = _Server(("127.0.0.1", 0), _Handler)
+    is this process's one, ``_CLIENT``; a test patching ``handle`` sees its requests). A
+    ``handler`` subclass changes how it answers (drops connections, one request per
+    connection); the server is gone once the block ends."""
+    httpd = _Server(("127.0.0.1", 0), handler or _Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

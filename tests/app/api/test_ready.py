@@ -15,7 +15,6 @@ import json
 import shutil
 import socket
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,17 +131,10 @@ def test_ready_names_a_qdrant_server_out_of_reach(tmp_path) -> None:
             f"cannot reach Qdrant at http://127.0.0.1:{port}: ConnectionRefusedError"
         ), r.text
         assert r.json()["checks"]["database"] == "ok"
-    server = qdrant_standin._Server(("127.0.0.1", 0), qdrant_standin._Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        for _, client in _served(
-            FacetSettings(data_dir=tmp_path / "up", qdrant_url=f"http://127.0.0.1:{server.server_address[1]}")
-        ):
+    with qdrant_standin.in_process() as url:
+        for _, client in _served(FacetSettings(data_dir=tmp_path / "up", qdrant_url=url)):
             r = client.get("/ready")
             assert r.status_code == 200 and r.json()["checks"]["store"] == "ok", r.text
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_search_whose_lock_file_cannot_be_opened_is_a_503_naming_it(minilm, tmp_path) -> None:
