@@ -40,6 +40,13 @@ class InvalidRequestError(FacetError, ValueError):
     """
 
 
+class AuthenticationError(FacetError):
+    """A Facet server refused the API key sent, or asked for one none was sent (HTTP 401): raised
+    by the HTTP clients (``FacetRetriever(url=...)``), never by the core itself. Not a
+    ``ValueError``: a chain's ``except ValueError`` fallback for a bad request must not swallow
+    a wrong key (it was an ``InvalidRequestError`` until 2026-12-01)."""
+
+
 class NotFoundError(FacetError):
     """A named thing (collection, job, document, path) does not exist."""
 

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.schemas import ErrorResponse
 from app.errors import (
+    AuthenticationError,
     BusyError,
     ConflictError,
     DataError,
@@ -60,6 +61,7 @@ STATUS: list[tuple[type[FacetError], int, str, str | None]] = [
     (UnknownModelError, 404, "invalid_request_error", "model_not_found"),
     (TooLargeError, 413, "invalid_request_error", "request_too_large"),
     (InvalidRequestError, 400, "invalid_request_error", None),
+    (AuthenticationError, 401, "authentication_error", "invalid_api_key"),
     (NotFoundError, 404, "not_found_error", None),
     (DataError, 422, "invalid_request_error", "unreadable_data"),
     (ConflictError, 409, "conflict_error", None),

@@ -73,6 +73,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.errors import (
+    AuthenticationError,
     BusyError,
     ConflictError,
     DataError,
@@ -509,7 +510,7 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
 # inverse of ``app.api.errors.STATUS``.
 _HTTP_ERRORS: dict[tuple[int, str | None], type[FacetError]] = {
     (404, "model_not_found"): UnknownModelError, (413, None): TooLargeError,
-    (400, None): InvalidRequestError, (401, None): InvalidRequestError,
+    (400, None): InvalidRequestError, (401, None): AuthenticationError,
     (404, None): NotFoundError, (422, None): DataError, (409, None): ConflictError,
     (429, None): BusyError, (503, None): UnavailableError, (500, "model_error"): ModelError,
 }

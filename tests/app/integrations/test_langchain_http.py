@@ -22,10 +22,12 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
+from langchain_core.runnables import RunnableLambda
+
 from app.commands.demo import SAMPLE_FILE
 from app.core import Facet
 from app.encoding import EmbedderCache
-from app.errors import FacetError, InvalidRequestError, NotFoundError, UnavailableError
+from app.errors import AuthenticationError, FacetError, InvalidRequestError, NotFoundError, UnavailableError
 from app.integrations.langchain import FacetRetriever, to_document
 from app.services.search import SearchRequest
 from app.settings import FacetSettings
@@ -134,7 +136,7 @@ async def test_api_errors_are_the_domain_errors_in_process_search_raises(served,
     with pytest.raises(InvalidRequestError, match=r"rerank_depth.*HTTP 400 .*param rerank_depth"):
         FacetRetriever(collection=COLLECTION, base_url=url, api_key=KEY, rerank="minilm",
                        rerank_depth=0).invoke(QUERY)
-    with pytest.raises(InvalidRequestError, match=r"API key.*HTTP 401.*api_key=") as nokey:
+    with pytest.raises(AuthenticationError, match=r"API key.*HTTP 401.*api_key=") as nokey:
         FacetRetriever(collection=COLLECTION, base_url=url).invoke(QUERY)
     assert isinstance(nokey.value, FacetError)
     # OpenAI clients' base URL works too: /v1 is dropped.
@@ -166,13 +168,21 @@ def test_api_key_none_reads_facet_api_key(served, monkeypatch) -> None:
 def test_an_empty_api_key_sends_none_and_the_401_names_both_ways(served, monkeypatch) -> None:
     """``api_key=""`` opts out of FACET_API_KEY; the 401's hint named only ``api_key=``."""
     monkeypatch.setenv("FACET_API_KEY", KEY)
-    with pytest.raises(InvalidRequestError, match=r"HTTP 401.*api_key=.*FACET_API_KEY") as none:
+    with pytest.raises(AuthenticationError, match=r"HTTP 401.*api_key=.*FACET_API_KEY") as none:
         FacetRetriever(collection=COLLECTION, base_url=served[0], api_key="").invoke(QUERY)
     # It says that no key went, and why ("" set FACET_API_KEY aside); a wrong key, that it went.
     assert "no key was sent (api_key='' sends none" in str(none.value)
-    with pytest.raises(InvalidRequestError, match=r"HTTP 401.*the key sent was refused") as wrong:
+    with pytest.raises(AuthenticationError, match=r"HTTP 401.*the key sent was refused") as wrong:
         FacetRetriever(collection=COLLECTION, base_url=served[0], api_key="wrong").invoke(QUERY)
     assert "no key was sent" not in str(wrong.value)
+    # Not a ValueError: a chain's fallback for a bad request (docs/api.md: `except ValueError`)
+    # does not hide a wrong key, as it did while a 401 was an InvalidRequestError.
+    assert not isinstance(wrong.value, ValueError) and not isinstance(none.value, ValueError)
+    fallback = FacetRetriever(collection=COLLECTION, base_url=served[0], api_key="wrong"
+                              ).with_fallbacks([RunnableLambda(lambda _q: [])],
+                                               exceptions_to_handle=(ValueError,))
+    with pytest.raises(AuthenticationError):
+        fallback.invoke(QUERY)
 
 
 async def test_a_server_down_is_named_quickly() -> None:

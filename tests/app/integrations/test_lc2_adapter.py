@@ -25,7 +25,7 @@ pytest.importorskip("langchain_core")
 from pydantic import ValidationError
 
 from app.core import Facet
-from app.errors import InvalidRequestError
+from app.errors import AuthenticationError, InvalidRequestError
 from app.integrations import langchain as lc
 from app.integrations.langchain import FacetEmbeddings, FacetRetriever
 
@@ -148,18 +148,18 @@ def test_the_401_hint_says_what_is_the_case(served, monkeypatch) -> None:
     """With ``api_key=""`` and FACET_API_KEY set, the hint said the variable was "unset here"."""
     url = served[1]
     monkeypatch.setenv("FACET_API_KEY", "a-key-not-sent")
-    with pytest.raises(InvalidRequestError, match="HTTP 401") as set_aside:
+    with pytest.raises(AuthenticationError, match="HTTP 401") as set_aside:
         FacetRetriever(collection=COLLECTION, base_url=url, api_key="").invoke(QUERY)
     message = str(set_aside.value)
     assert "api_key='' sends none, FACET_API_KEY is set here but not read" in message
     assert "unset" not in message
     monkeypatch.delenv("FACET_API_KEY")
-    with pytest.raises(InvalidRequestError, match="HTTP 401") as neither:
+    with pytest.raises(AuthenticationError, match="HTTP 401") as neither:
         FacetRetriever(collection=COLLECTION, base_url=url, api_key="").invoke(QUERY)
     assert "api_key='' sends none, and FACET_API_KEY is unset here" in str(neither.value)
     unset = FacetRetriever(collection=COLLECTION, base_url=url)  # read now: unset
     monkeypatch.setenv("FACET_API_KEY", KEY)  # set after: not read, and not said to be unset
-    with pytest.raises(InvalidRequestError, match="HTTP 401") as late:
+    with pytest.raises(AuthenticationError, match="HTTP 401") as late:
         unset.invoke(QUERY)
     assert "FACET_API_KEY, which was unset or empty when this retriever was made" in str(late.value)
     assert "unset here" not in str(late.value)
