@@ -42,7 +42,9 @@ Decisions on bad input:
 * **Metadata** keeps strings, numbers, booleans and lists of them; an object or a list holding
   objects, lists or null is left out with a warning, once per file per field
   (``_scalar_metadata``). A Markdown file's YAML front matter fields are its metadata by the
-  same rules (``_front_matter_metadata``); front matter that is not YAML is a warning.
+  same rules (``_front_matter_metadata``), its plain values as written (``_front_matter_loader``:
+  ``012345``, ``1.10``, ``no`` are text); front matter that is not YAML is a warning; its
+  ``title`` starts the text (``_titled``), as an HTML page's ``<title>`` does.
 * **Malformed csv rows** are errors keyed ``path#row<n>`` naming their line; the rows after
   them are still read. A field may be as long as the file (a field over the document limit
   is that row's error), not only the csv module's default 128 Ki characters. A quote left open
@@ -77,7 +79,7 @@ import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, ClassVar, TypeGuard
 
 from embedders.scripts import blank
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
@@ -495,9 +497,10 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
         yield _finish(_within_limit(_parse_html(path, text, warnings), max_bytes))
     elif suffix == ".txt":
         yield _finish(ParsedDocument(key, key, text, warnings=warnings))
-    else:  # the title may be the front matter's, which is not part of the text
+    else:  # front matter is not part of the text; a title it names starts the text (_titled)
         meta, notes = _front_matter_metadata(text, key)
-        yield _finish(ParsedDocument(key, key, _without_front_matter(text),
+        yield _finish(ParsedDocument(key, key,
+                                     _titled(_front_matter_title(text), _without_front_matter(text)),
                                      title=_markdown_title(text), metadata=meta,
                                      warnings=[*warnings, *notes]))
 
@@ -1082,14 +1085,54 @@ def _front_matter_metadata(text: str, where: str) -> tuple[dict[str, Any], list[
 
 @functools.lru_cache(maxsize=32)
 def _front_matter_yaml(block: str) -> tuple[Any, Exception | None]:
-    """``block`` (a front matter's YAML) as YAML's safe loader reads it, or the error it raised
-    (read once for the fields and once for the title)."""
+    """``block`` (a front matter's YAML) as ``_front_matter_loader`` reads it, or the error it
+    raised (read once for the fields and once for the title)."""
     import yaml
 
     try:
-        return yaml.safe_load(block), None
+        return yaml.load(block, Loader=_front_matter_loader()), None  # a SafeLoader's subclass
     except Exception as e:  # a YAMLError, or a date the calendar refuses (2024-13-45)
         return None, e
+
+
+_YAML_NUMBER = "tag:facet:front-matter:number"  # a plain scalar that may be a number
+_YAML_KEPT = ("tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge")
+
+
+@functools.cache
+def _front_matter_loader() -> type:
+    """YAML's safe loader reading plain scalars as the user wrote them. ``yaml.safe_load``
+    resolves them by YAML 1.1: ``zip: 012345`` was 5349 (octal), ``duration: 1:30`` 90
+    (sexagesimal), ``version: 1.10`` 1.1, ``country: NO`` false, and a filter
+    ``zip=012345`` found nothing. Here a plain scalar is a number only when it is written as
+    that number prints back (``12``, ``-3``, ``1.5``; not ``012345``, ``1.10``, ``1_000``,
+    ``0x1F``, ``1e3``, ``.inf``), a boolean only when it is ``true``/``false`` in any case
+    (YAML 1.2's core schema: ``yes``, ``no``, ``on``, ``off``, ``y``, ``n`` are text), null
+    and dates as YAML 1.1 reads them (a date is then its ISO text, ``_yaml_scalar``); anything
+    else is its text. Quoted scalars and explicit tags (``!!int 0x1F``) are YAML's own."""
+    import yaml
+
+    class FrontMatterLoader(yaml.SafeLoader):
+        yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, re.Pattern[str]]]]] = {}
+
+        def construct_number(self, node: Any) -> Any:
+            written = self.construct_scalar(node)
+            try:
+                number = float(written) if "." in written else int(written)
+            except ValueError:  # over Python's 4,300 digits for an int's text
+                return written
+            return number if repr(number) == written else written
+
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
+        for tag, pattern in resolvers:
+            if tag in _YAML_KEPT:
+                FrontMatterLoader.add_implicit_resolver(tag, pattern, [first])
+    FrontMatterLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"), list("tTfF"))
+    FrontMatterLoader.add_implicit_resolver(
+        _YAML_NUMBER, re.compile(r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$"), list("-0123456789"))
+    FrontMatterLoader.add_constructor(_YAML_NUMBER, FrontMatterLoader.construct_number)
+    return FrontMatterLoader
 
 
 def _title_text(value: Any) -> str | None:
@@ -1100,6 +1143,37 @@ def _title_text(value: Any) -> str | None:
         return None
     text = str(_yaml_scalar(value)).strip().split("\n")[0]
     return " ".join(text.split()) or None
+
+
+def _front_matter_title(text: str) -> str | None:
+    """The title a Markdown file's front matter names (its top-level ``title``, any case, as
+    ``_front_matter_loader`` reads it: ``title: 1.10`` is "1.10"), else None."""
+    block = _front_matter_block(text)
+    if block is None:
+        return None
+    loaded, error = _front_matter_yaml(block[0])
+    if error is not None or not isinstance(loaded, dict):
+        return None
+    return _title_text(next((v for k, v in loaded.items()
+                             if isinstance(k, str) and k.strip().lower() == "title"), None))
+
+
+def _titled(title: str | None, text: str) -> str:
+    """``text`` as indexed when its format has a title beside it (an HTML page's ``<title>``, a
+    Markdown file's front-matter ``title``): the title's words (blanks collapsed, invisible
+    characters dropped) as its first line, as a jsonl record's is ("title\ntext"), so a search
+    finds the document by its title's words. Not when the text's first line (a heading's words,
+    ``# T``) starts with the title already, nor for a text of nothing (still empty). Chunk
+    offsets count from the start of this text, the title line included."""
+    head = " ".join(_drop_invisible(title or "").split())
+    if not head or blank(text):
+        return text
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    heading = _ATX.match(first)
+    first = " ".join((_plain_heading(heading.group(1)) or "" if heading else first).split())
+    if first.startswith(head) and not first[len(head):][:1].isalnum():
+        return text
+    return f"{head}\n{text}"
 
 
 def _markdown_title(text: str) -> str | None:
@@ -1115,12 +1189,9 @@ def _markdown_title(text: str) -> str | None:
     block = _front_matter_block(text)
     if block is not None:
         start = text[:block[1]].count("\n")
-        loaded, error = _front_matter_yaml(block[0])
-        if error is None and isinstance(loaded, dict):
-            title = _title_text(next((v for k, v in loaded.items()
-                                      if isinstance(k, str) and k.strip().lower() == "title"), None))
-            if title:
-                return title
+        title = _front_matter_title(text)
+        if title:
+            return title
     fence: str | None = None
     for i in range(start, len(lines)):
         line = lines[i]
@@ -1153,14 +1224,9 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
     lines = [_CELL_SEPARATOR.join(c for c in (" ".join(cell.split()) for cell in segment.split(_CELL))
                                   if c)
              for segment in text.split(_BLOCK_BREAK)]
-    body = "\n".join(x for x in lines if x)
-    # The title is part of the text, as a jsonl record's is ("title\ntext"): no search found
-    # a page by the words of its <title> alone. Not when the text starts with it already (a
-    # first heading that repeats the title), nor for a page without text (still empty).
-    head = " ".join(_drop_invisible(title or "").split())
-    first = body.partition("\n")[0]
-    if head and body and not (first.startswith(head) and not first[len(head):][:1].isalnum()):
-        body = f"{head}\n{body}"
+    # The title is part of the text (_titled): no search found a page by the words of its
+    # <title> alone.
+    body = _titled(title, "\n".join(x for x in lines if x))
     return ParsedDocument(str(path), str(path), body, title=title or None, warnings=warnings)
 
 

@@ -49,7 +49,8 @@ def test_front_matter_fields_are_metadata(tmp_path: Path) -> None:
         "author": "Ann",
     }  # "summary:" (null) is no value, left out unsaid, as a record's null
     assert doc.title == "Alpha note" and "title" not in doc.metadata  # the title, as a record's
-    assert doc.text.startswith("# Heading") and "tags" not in doc.text
+    # The title starts the text (found by its words), the front matter is not in it.
+    assert doc.text.startswith("Alpha note\n# Heading") and "tags" not in doc.text
     assert doc.warnings == []
 
 

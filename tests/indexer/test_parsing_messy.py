@@ -220,7 +220,7 @@ def test_markdown_front_matter_is_not_body_text(tmp_path: Path) -> None:
     (tmp_path / "f.md").write_text("---\ntitle: Release notes\ntags: [alpha, beta]\n---\n\nThe body.\n")
     doc = _only(tmp_path / "f.md")
     assert isinstance(doc, ParsedDocument)
-    assert doc.title == "Release notes" and doc.text.strip() == "The body." and "tags" not in doc.text
+    assert doc.title == "Release notes" and doc.text == "Release notes\n\nThe body.\n" and "tags" not in doc.text
     (tmp_path / "rule.md").write_text("---\nJust a rule above.\n---\nmore\n")  # no key: text
     rule = _only(tmp_path / "rule.md")
     assert isinstance(rule, ParsedDocument) and "Just a rule above." in rule.text
