@@ -46,8 +46,10 @@ import numpy as np
 from app.encoding import BatchingQueryEncoder, EmbedderCache, InlineQueryEncoder, QueryEncoder
 from app.errors import (
     ConflictError,
+    DataError,
     FacetError,
     InvalidRequestError,
+    NotFoundError,
     TooLargeError,
     UnavailableError,
     as_domain_error,
@@ -86,6 +88,7 @@ from app.services.search import (
 )
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_text_encodable, check_texts
+from app.uploads import UploadResult, check_uploads, drop_unindexable, stage_uploads
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
 from indexer.errors import StoreBusyError
 
@@ -976,6 +979,89 @@ class Facet:
         from indexer.store import validate_name
 
         return Path(self.settings.data_dir) / "uploads" / validate_name(collection)
+
+    @_domain_errors
+    def upload(self, collection: str, files: Sequence[str | os.PathLike[str]], *,
+               embedder: str | None = None, max_mb: float | None = None,
+               limit: str = "FACET_UI_MAX_UPLOAD_MB",
+               on_queued: Callable[[int], None] | None = None) -> UploadResult:
+        """Index uploaded ``files`` into ``collection`` in the background: each is checked (a
+        type the indexer reads, at most ``max_mb``, default ``FACET_UI_MAX_UPLOAD_MB``;
+        ``limit`` names the setting in the refusal), copied into the collection's upload folder
+        (``upload_folder``) under its own name (``app.uploads.stage_uploads``: the same name
+        again updates its document, two of one name in one upload are numbered), and a job
+        indexes the folder, as ``submit_index`` of it would (``on_queued`` as there). Files the
+        collection's last finished upload job could not index at all are removed from the
+        folder first (``unindexable_uploads``). A job refused (the collection busy, an unknown
+        embedder) puts the folder back as it was. The files given are left where they are.
+
+        Returns:
+            ``UploadResult``: the job, the uploads refused (with why), those saved under another
+            name, the earlier failures removed.
+
+        Raises:
+            DataError: no file given can be indexed ("Nothing to index: " and why, each).
+            InvalidRequestError: not a valid collection name; no file given.
+            As ``submit_index``, for the job.
+        """
+        if isinstance(files, str | os.PathLike) or not isinstance(files, Sequence):
+            raise InvalidRequestError(f"files must be a list of paths, got {type(files).__name__}")
+        if not files:
+            raise InvalidRequestError("Upload at least one file first "
+                                      f"({', '.join(self.supported_suffixes())}).")
+        mb = self.settings.ui_max_upload_mb if max_mb is None else max_mb
+        checked = check_uploads([Path(os.fspath(f)) for f in files], max_mb=mb,
+                                suffixes=self.supported_suffixes(), limit=limit)
+        if not checked.accepted:
+            raise DataError("Nothing to index: " + "; ".join(checked.refused))
+        folder = self.upload_folder(collection)
+        removed = self._earlier_upload_failures(collection, folder)
+        staged = stage_uploads(checked.accepted, folder)
+        try:
+            job = self.submit_index(folder, collection, IndexOptions(embedder=embedder),
+                                    on_queued=on_queued)
+        except BaseException:
+            staged.undo()  # the job was refused: the folder as it was
+            raise
+        staged.keep()
+        return UploadResult(job, checked.refused, staged.renamed, removed)
+
+    @_domain_errors
+    def unindexable_uploads(self, job: JobInfo | int, *, remove: bool = True) -> list[str]:
+        """For a finished upload job (one that indexed its collection's ``upload_folder``): the
+        names of its uploads that cannot be indexed at all (binary, empty, malformed JSON...),
+        removed from the folder (``remove=False``: nothing is parsed or removed, only those no
+        longer there are named: a page polling the job asks again). Left there, every later upload
+        job listed their errors again and the collection counted them as failed for good. A
+        job of any other source changes nothing (``[]``); so does a bad record of a ``.jsonl``
+        (its file and other records stay) or a file replaced since by one that reads."""
+        if isinstance(job, int):
+            job = self.job(job)
+        try:
+            folder = self.upload_folder(job.collection).resolve()
+        except FacetError:
+            return []
+        if Path(job.source) != folder:
+            return []
+        if job.errors_total > len(job.errors):  # the first ones only: this needs every one
+            job = self.job(job.id, errors=None)
+        return drop_unindexable(folder, [e["document"] for e in job.errors if e["kind"] == "error"],
+                                max_bytes=int(self.settings.max_document_mb * 2**20),
+                                remove=remove)
+
+    def _earlier_upload_failures(self, collection: str, folder: Path) -> list[str]:
+        """Before an upload job: what the collection's last finished upload job could not
+        index, removed (a page that showed that job may have been closed first; an API client
+        never saw it)."""
+        try:
+            jobs = self.jobs(collection, limit=20)
+        except NotFoundError:
+            return []  # a new collection
+        source = str(folder.resolve())
+        last = next((j for j in jobs if j.source == source), None)
+        if last is None or last.state not in ("completed", "failed", "interrupted"):
+            return []
+        return self.unindexable_uploads(self.job(last.id))
 
     @_domain_errors
     def jobs(self, collection: str | None = None, limit: int = 20,

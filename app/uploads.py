@@ -1,0 +1,254 @@
+"""Uploaded files staged into a collection's upload folder (``Facet.upload_folder``:
+``DATA_DIR/uploads/NAME``) for a job that indexes the folder: the UI's Index tab and the API's
+``POST /collections/{name}/uploads`` alike (``Facet.upload``). No Gradio, no models.
+
+One folder per collection: uploading a file again updates its document instead of adding a
+copy; two uploads of one name get numbered names; a file is copied under a hidden name and
+renamed, so a job never reads half of one; what a refused job staged is put back as it was;
+what a finished upload job could not index at all is removed from the folder
+(``drop_unindexable``), so each later job does not list its errors again. (Moved here from
+``ui.inputs`` on 2026-12-01, when the API got its upload route.)
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.services.collections import JobInfo
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    """What ``Facet.upload`` did: the job that indexes the collection's upload folder, the
+    uploads refused (each with why: too large, a type the indexer does not read), those saved
+    under another name (another upload has theirs), and the files an earlier upload job could
+    not index that were removed from the folder first."""
+
+    job: JobInfo
+    refused: list[str]
+    renamed: list[str]
+    removed: list[str]
+
+
+@dataclass(frozen=True)
+class CheckedUploads:
+    """Uploaded files split into what can be indexed and what was refused (with why)."""
+
+    accepted: list[Path]
+    refused: list[str]
+
+
+def check_uploads(paths: Sequence[str | Path], *, max_mb: float, suffixes: Sequence[str],
+                  limit: str = "FACET_UI_MAX_UPLOAD_MB") -> CheckedUploads:
+    """Refuse uploads over ``max_mb`` (``limit``: the setting that says so) or of a type the
+    indexer does not read.
+
+    The UI's Gradio already refuses larger files at upload (``max_file_size``), the API's body
+    limit larger requests; this is the same rule for every way in.
+    """
+    accepted, refused = [], []
+    for item in paths:
+        path = Path(item)
+        name = path.name
+        size = path.stat().st_size if path.is_file() else 0
+        if not path.is_file():
+            refused.append(f"{name}: the upload is gone from the server; upload it again")
+        elif size > max_mb * 2**20:
+            refused.append(f"{name} is {size / 2**20:.1f} MB, over the {max_mb:g} MB upload limit "
+                           f"({limit})")
+        elif _suffix(path) not in suffixes:
+            refused.append(f"{name}: {path.suffix or 'no suffix'} files cannot be indexed; "
+                           f"upload {', '.join(suffixes)}")
+        else:
+            accepted.append(path)
+    return CheckedUploads(accepted, refused)
+
+
+# What a file name on the server may not hold: separators, characters Windows refuses (a
+# folder may be shared), control characters.
+_UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+_MAX_NAME_BYTES = 200  # file systems allow 255 bytes; Cyrillic and CJK take 2-3 per character
+
+
+def original_name(path: Path) -> str:
+    """The upload's own name as the server's file name (Gradio keeps it as the last part),
+    with only what a file name cannot hold replaced, and no leading dot (a hidden file is
+    never indexed). Letters of any script, spaces and brackets stay: keeping only ASCII made
+    "отчёт.txt" the file "txt", which has no suffix and was skipped, and made "my notes.txt"
+    and "my_notes.txt" one file."""
+    cleaned = _UNSAFE_NAME.sub("_", path.name).strip()
+    name = cleaned.lstrip(".").strip()
+    if not Path(name).suffix and Path(cleaned).suffix:
+        # "..txt" became "txt": no suffix, skipped, and kept in the uploads for good.
+        name = "upload" + Path(cleaned).suffix
+    stem, suffix = Path(name).stem, Path(name).suffix
+    if not stem or stem == suffix:
+        stem = "upload"
+    while stem and len((stem + suffix).encode("utf-8")) > _MAX_NAME_BYTES:
+        stem = stem[:-1]
+    return (stem or "upload") + suffix
+
+
+def _legacy_name(path: Path) -> str:
+    """The name uploads were given before: ASCII letters, digits and ``._-`` only."""
+    return (_SAFE_NAME.sub("_", path.name).strip("._") or "upload")[:120]
+
+
+@dataclass
+class Staged:
+    """Uploads copied into a collection's folder, with the files they replaced kept aside
+    until the job is accepted: a refused job puts the folder back as it was (deleting a
+    replaced file there would make the next upload job's sync drop its document)."""
+
+    copies: list[Path]
+    previous: dict[Path, Path]  # copy -> the version it replaced, kept outside the folder
+    renamed: list[str] = field(default_factory=list)  # notices: uploads given a numbered name
+
+    def undo(self) -> None:
+        for copy in self.copies:
+            kept = self.previous.get(copy)
+            if kept is not None:
+                os.replace(kept, copy)
+            else:
+                copy.unlink(missing_ok=True)
+
+    def keep(self) -> None:
+        for kept in self.previous.values():
+            kept.unlink(missing_ok=True)
+
+
+def _target(folder: Path, upload: Path) -> Path:
+    """Where ``upload`` goes in ``folder``: its name (``original_name``), or the name an
+    earlier upload of it was given under the old ASCII-only rule if that file is there, so that
+    uploading it again still updates its document rather than adding a second one."""
+    target = folder / original_name(upload)
+    legacy = folder / _legacy_name(upload)
+    if legacy != target and not target.exists() and legacy.is_file() \
+            and legacy.suffix.lower() == target.suffix.lower() and legacy.stem:
+        return legacy
+    return target
+
+
+def _numbered(target: Path, n: int) -> Path:
+    """``target`` as ``stem (n).suffix``, the stem cut to keep the name within
+    ``_MAX_NAME_BYTES`` and the suffix whole."""
+    stem, suffix = target.stem, target.suffix
+    while stem and len(f"{stem} ({n}){suffix}".encode()) > _MAX_NAME_BYTES:
+        stem = stem[:-1]
+    return target.with_name(f"{stem.rstrip()} ({n}){suffix}")
+
+
+def _cut(target: Path) -> bool:
+    """Whether ``target``'s name is as long as a name gets (Gradio cuts an upload's to 200
+    bytes, ``original_name`` too; a character is up to 4): likely cut from a longer one."""
+    return len(target.name.encode()) > _MAX_NAME_BYTES - 4
+
+
+def _distinct(files: Sequence[Path], targets: list[Path]) -> list[Path]:
+    """``targets`` with each name that an earlier one in the list has numbered (``a (2).txt``,
+    ``a (3).txt``), and a cut name (``_cut``) numbered too when a different file has it in
+    the folder already: two uploads of one name, or of long names Gradio cut to one, were
+    refused (their names apparently different), and a later upload of such a name replaced an
+    earlier job's file, its document silently lost. Numbered in order, so the same uploads
+    again get the same names and update their documents (a cut name's file whose bytes are
+    the same is the same file)."""
+    taken: set[Path] = set()
+    out = []
+    for path, target in zip(files, targets, strict=True):
+        n = 1
+        name = target
+        while name in taken or (_cut(target) and name.is_file()
+                                and not filecmp.cmp(path, name, shallow=False)):
+            n += 1
+            name = _numbered(target, n)
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
+    """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
+    updates its document instead of adding a copy). Uploads that would share a name there
+    get numbered names (``_distinct``), each named in ``Staged.renamed``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    first = [_target(folder, path) for path in files]
+    targets = _distinct(files, first)
+    aside = folder.parent / ".previous" / folder.name
+    staged = Staged([], {}, [f"{path.name} was saved as {target.name}: another upload has that name on "
+                             "the server (a long name is cut to 200 bytes)"
+                             for path, wanted, target in zip(files, first, targets, strict=True)
+                             if target != wanted])
+    for path, target in zip(files, targets, strict=True):
+        if target.exists():
+            aside.mkdir(parents=True, exist_ok=True)
+            kept = aside / target.name
+            os.replace(target, kept)
+            staged.previous[target] = kept
+        # Copied under a hidden name (never indexed), then renamed: a job, or the clean-up of
+        # files that cannot be indexed (``drop_unindexable``), never sees half a file.
+        partial = target.with_name(f".{target.name}.part")
+        shutil.copyfile(path, partial)
+        os.replace(partial, target)
+        staged.copies.append(target)
+    return staged
+
+
+def drop_unindexable(folder: Path, documents: Iterable[str], *, max_bytes: int,
+                     remove: bool = True) -> list[str]:
+    """Remove from an upload ``folder`` the files among ``documents`` (the keys of a job's
+    per-document errors) that cannot be indexed at all, and return the names of those no longer
+    there (``remove=False``: only return them). Left there, each later upload job (which
+    indexes the whole folder) listed the same errors again, and the collection counted them as
+    failed for good.
+
+    A file counts only when parsing it again now gives nothing but an error for the file
+    itself (binary, empty, malformed JSON, an unreadable PDF...): a bad record of a .jsonl
+    (``file#L3``) leaves the file and its other records alone, a file replaced since by one
+    that reads is kept (as is one replaced while it was being parsed), and so is one whose
+    error was the server's (a worker that failed), not its content's.
+    """
+    from indexer.parsing import SUPPORTED_SUFFIXES, DocumentError, parse_file
+
+    folder = folder.resolve()
+    gone: list[str] = []
+    for key in dict.fromkeys(documents):
+        path = Path(key)
+        if path.parent != folder or _suffix(path) not in SUPPORTED_SUFFIXES:
+            continue  # a record (``file.jsonl#L3``, an id) or a file elsewhere
+        if path.is_file():
+            if not remove:
+                continue
+            before = path.stat()
+            results = list(parse_file(path, max_bytes=max_bytes))
+            if not results or not all(isinstance(r, DocumentError) and r.key == key
+                                      for r in results):
+                continue
+            if _replaced(path, before):
+                continue  # a new upload of it arrived meanwhile: not the file that failed
+            path.unlink(missing_ok=True)
+        gone.append(path.name)
+    return gone
+
+
+def _replaced(path: Path, before: os.stat_result) -> bool:
+    try:
+        now = path.stat()
+    except FileNotFoundError:
+        return False
+    return (now.st_ino, now.st_mtime_ns, now.st_size) != (before.st_ino, before.st_mtime_ns,
+                                                          before.st_size)

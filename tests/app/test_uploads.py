@@ -1,0 +1,201 @@
+"""Uploads into a collection (``app.uploads``, ``Facet.upload``): checked, staged into its
+upload folder under their own names, indexed by a job of the folder, the folder put back when
+the job is refused, and what an upload job could not index at all removed before the next.
+Real minilm, edge store, SQLite; the staging tests (moved from tests/ui when the code moved
+to app/) need no model."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app import uploads
+from app.errors import DataError, InvalidRequestError, UnknownModelError
+
+
+def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
+    ok = tmp_path / "in" / "Notes (final).md"
+    ok.parent.mkdir()
+    ok.write_text("hello")
+    big = tmp_path / "in" / "big.txt"
+    big.write_text("x" * 3000)
+    exe = tmp_path / "in" / "tool.exe"
+    exe.write_bytes(b"MZ")
+    checked = uploads.check_uploads([ok, big, exe, tmp_path / "gone.txt"], max_mb=0.002,
+                                   suffixes=(".md", ".txt"))
+    assert checked.accepted == [ok]
+    assert checked.refused == [
+        "big.txt is 0.0 MB, over the 0.002 MB upload limit (FACET_UI_MAX_UPLOAD_MB)",
+        "tool.exe: .exe files cannot be indexed; upload .md, .txt",
+        "gone.txt: the upload is gone from the server; upload it again"]
+    staged = uploads.stage_uploads(checked.accepted, tmp_path / "staged")
+    copies = staged.copies
+    assert [c.name for c in copies] == ["Notes (final).md"] and copies[0].read_text() == "hello"
+    # A second upload of the file replaces it; a refused job puts the first version back (a
+    # deleted file there would make the next upload job's sync drop its document).
+    ok.write_text("hello again")
+    again = uploads.stage_uploads([ok], tmp_path / "staged")
+    assert copies[0].read_text() == "hello again"
+    again.undo()
+    assert copies[0].read_text() == "hello" and sorted(p.name for p in (tmp_path / "staged").iterdir()) == [
+        "Notes (final).md"]
+    uploads.stage_uploads([ok], tmp_path / "staged").keep()
+    assert copies[0].read_text() == "hello again"
+    assert not any((tmp_path / ".previous").rglob("*.md"))
+    # Copied under a hidden name, then renamed: nothing half-copied is left or seen.
+    assert [p.name for p in (tmp_path / "staged").iterdir()] == ["Notes (final).md"]
+
+
+def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Path) -> None:
+    """ASCII-only names made "отчёт.txt" the suffix-less file "txt" (skipped: a job of 0
+    documents, "completed") and "my notes.txt" / "my_notes.txt" one file (one upload lost)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    names = ["отчёт.txt", "报告.md", "my notes.txt", "my_notes.txt", ".hidden.txt", "a:b?.txt",
+             "д" * 125 + ".txt", "..md"]
+    paths = []
+    for i, name in enumerate(names):
+        (src / name).write_text(f"text {i}")
+        paths.append(src / name)
+    staged = uploads.stage_uploads(paths, tmp_path / "up")
+    got = [c.name for c in staged.copies]
+    assert got[:6] == ["отчёт.txt", "报告.md", "my notes.txt", "my_notes.txt", "hidden.txt", "a_b_.txt"]
+    assert got[6].endswith(".txt") and len(got[6].encode()) <= 200
+    assert got[7] == "upload.md"  # was "md": no suffix, skipped and kept for good
+    assert [c.read_text() for c in staged.copies] == [f"text {i}" for i in range(len(names))]
+    # Two uploads of one name (from two folders) in one go: the second is numbered, and named.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "my notes.txt").write_text("another")
+    both = uploads.stage_uploads([src / "my notes.txt", tmp_path / "other" / "my notes.txt"], tmp_path / "up2")
+    assert [(c.name, c.read_text()) for c in both.copies] == [("my notes.txt", "text 2"),
+                                                              ("my notes (2).txt", "another")]
+    assert both.renamed == ["my notes.txt was saved as my notes (2).txt: another upload has that name on the "
+                            "server (a long name is cut to 200 bytes)"]
+    # A file uploaded under the old rule is still updated in place, not doubled.
+    old = tmp_path / "up3"
+    old.mkdir()
+    (old / "Notes_final_.md").write_text("v1")
+    (src / "Notes (final).md").write_text("v2")
+    again = uploads.stage_uploads([src / "Notes (final).md"], old)
+    assert [c.name for c in again.copies] == ["Notes_final_.md"] and sorted(p.name for p in old.iterdir()) == [
+        "Notes_final_.md"]
+
+
+def test_uploads_that_cannot_be_indexed_are_not_kept(tmp_path: Path) -> None:
+    """A binary .txt or an empty file stayed in the collection's upload folder for good: every
+    later upload job listed the same errors again and the collection counted them as failed.
+    Only files that cannot be indexed at all go; a bad record leaves its file alone."""
+    folder = tmp_path / "uploads" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "good.txt").write_text("The keeper polishes the lens.")
+    (folder / "scan.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+    (folder / "empty.txt").write_text("")
+    (folder / "broken.json").write_text("{not json")
+    (folder / "msgs.jsonl").write_text('{"text": "fine"}\n{oops\n')
+    errors = [str(folder / name) for name in ("scan.txt", "empty.txt", "broken.json")] + [
+        f"{folder / 'msgs.jsonl'}#L2",  # one bad record: the file's other records are indexed
+        str(folder / "good.txt"),       # an error of the server's (a worker), not of the file
+        str(tmp_path / "elsewhere.txt"), "a-record-id"]
+    gone = uploads.drop_unindexable(folder, errors, max_bytes=2**20)
+    assert gone == ["scan.txt", "empty.txt", "broken.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["good.txt", "msgs.jsonl"]
+    # Asked again (the bar is polled), the same answer: they are still not kept.
+    assert uploads.drop_unindexable(folder, errors, max_bytes=2**20) == gone
+    # A file fixed and uploaded again since is kept.
+    (folder / "empty.txt").write_text("now with text")
+    assert uploads.drop_unindexable(folder, errors, max_bytes=2**20) == ["scan.txt", "broken.json"]
+    assert (folder / "empty.txt").exists()
+    # Only asked what is gone (the bar polled again): nothing is parsed or removed.
+    (folder / "scan.txt").write_bytes(b"\x00\x01")
+    assert uploads.drop_unindexable(folder, errors, max_bytes=2**20, remove=False) == ["broken.json"]
+    assert (folder / "scan.txt").exists()
+
+
+def _ended(facet, job_id: int, within_s: float = 90.0):
+    deadline = time.monotonic() + within_s
+    while (job := facet.job(job_id)).state in ("queued", "running"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.1)
+    return job
+
+
+def _files(folder: Path, **texts: str | bytes) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, text in texts.items():
+        path = folder / name.replace("_dot_", ".")
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+        out.append(path)
+    return out
+
+
+def test_an_upload_is_staged_indexed_and_searchable(facet, tmp_path: Path) -> None:
+    """What the UI's Index tab did by itself, now the facade's: the API and any caller upload
+    the same way."""
+    given = _files(tmp_path / "in", lighthouse_dot_txt="The keeper polishes the lighthouse lens.",
+                   garden_dot_md="---\ntitle: Garden notes\n---\nTomatoes need sun.",
+                   tool_dot_exe=b"MZ")
+    result = facet.upload("notes", given)
+    assert result.refused == ["tool.exe: .exe files cannot be indexed; upload "
+                              + ", ".join(facet.supported_suffixes())]
+    assert result.renamed == [] and result.removed == []
+    folder = facet.upload_folder("notes").resolve()
+    assert result.job.source == str(folder) and result.job.collection == "notes"
+    assert _ended(facet, result.job.id).state == "completed"
+    assert sorted(p.name for p in folder.iterdir()) == ["garden.md", "lighthouse.txt"]
+    assert [d.key for d in facet.documents("notes")] == [str(folder / "garden.md"),
+                                                         str(folder / "lighthouse.txt")]
+    assert all(p.exists() for p in given)  # the caller's files are left where they are
+    # The same name again updates its document, not a second one.
+    (tmp_path / "in" / "lighthouse.txt").write_text("The keeper trims the lighthouse wick.")
+    again = facet.upload("notes", [tmp_path / "in" / "lighthouse.txt"])
+    assert _ended(facet, again.job.id).state == "completed"
+    assert facet.collection("notes").documents_indexed == 2
+    assert (folder / "lighthouse.txt").read_text() == "The keeper trims the lighthouse wick."
+
+
+def test_an_upload_refused_whole_or_by_its_job_leaves_the_folder_as_it_was(facet, tmp_path: Path) -> None:
+    first = facet.upload("notes", _files(tmp_path / "in", a_dot_txt="version one of a"))
+    assert _ended(facet, first.job.id).state == "completed"
+    folder = facet.upload_folder("notes")
+    with pytest.raises(DataError, match=r"^Nothing to index: b\.exe: \.exe files cannot be indexed"):
+        facet.upload("notes", _files(tmp_path / "in2", b_dot_exe=b"MZ"))
+    # The job refused (an embedder that does not exist): the replaced file is back.
+    changed = _files(tmp_path / "in3", a_dot_txt="version two of a", c_dot_txt="a new file")
+    with pytest.raises(UnknownModelError):
+        facet.upload("notes", changed, embedder="no-such-model")
+    assert sorted(p.name for p in folder.iterdir()) == ["a.txt"]
+    assert (folder / "a.txt").read_text() == "version one of a"
+    with pytest.raises(InvalidRequestError, match=r"^Upload at least one file"):
+        facet.upload("notes", [])
+    with pytest.raises(InvalidRequestError, match=r"^files must be a list of paths"):
+        facet.upload("notes", str(tmp_path / "in3" / "a.txt"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError):  # not a collection name: nothing staged anywhere
+        facet.upload("../escape", changed)
+    assert not (tmp_path / "data" / "escape").exists()
+    # Over the limit given (the API's body limit names its own setting).
+    with pytest.raises(DataError, match=r"over the 1e-06 MB upload limit \(FACET_API_MAX_BODY_MB\)"):
+        facet.upload("notes", changed, max_mb=0.000001, limit="FACET_API_MAX_BODY_MB")
+
+
+def test_what_an_upload_job_could_not_index_is_removed_before_the_next(facet, tmp_path: Path) -> None:
+    """A binary .txt stayed in the upload folder for good, each later upload job listing its
+    error again; the UI removed it only while a page watched the job end."""
+    first = facet.upload("notes", _files(tmp_path / "in", good_dot_txt="The keeper polishes the lens.",
+                                         scan_dot_txt=b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256))))
+    job = _ended(facet, first.job.id)
+    assert job.docs_indexed == 1 and [e["document"] for e in job.errors if e["kind"] == "error"] == [
+        str(facet.upload_folder("notes").resolve() / "scan.txt")]
+    assert facet.unindexable_uploads(job.id, remove=False) == []  # only asked: none gone yet
+    assert (facet.upload_folder("notes") / "scan.txt").exists()
+    second = facet.upload("notes", _files(tmp_path / "in2", more_dot_txt="Tomatoes need sun."))
+    assert second.removed == ["scan.txt"]
+    assert facet.unindexable_uploads(job.id, remove=False) == ["scan.txt"]
+    done = _ended(facet, second.job.id)
+    assert done.state == "completed" and not [e for e in done.errors if e["kind"] == "error"]
+    assert sorted(p.name for p in facet.upload_folder("notes").iterdir()) == ["good.txt", "more.txt"]
