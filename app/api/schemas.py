@@ -185,6 +185,12 @@ class EmbeddingsBody(_Body):
     role: Literal["query", "document"] = "document"
 
 
+# POST /search's ``mode``, and POST /cluster's ``search.mode`` (the search whose results it groups).
+_MODE_DESCRIPTION = ("auto: hybrid without an instruction or score_threshold where the collection "
+                     "keeps term vectors, else dense; dense: the embedder's nearest chunks; "
+                     "lexical: BM25 over the chunks' words; hybrid: both, fused by reciprocal rank")
+
+
 class SearchBody(_Body):
     """``POST /search``."""
 
@@ -206,12 +212,8 @@ class SearchBody(_Body):
     group_by_document: bool = Field(
         default=True, description="one result per document (its best chunk, the others' numbers "
                                   "in more_chunks); false: one result per chunk")
-    mode: SearchMode = Field(
-        default="auto", description="auto: hybrid without an instruction or score_threshold where "
-                                    "the collection keeps term vectors, else dense; dense: the embedder's "
-                                    "nearest chunks; lexical: BM25 over the chunks' words; hybrid: "
-                                    "both, fused by reciprocal rank. The response's mode is the one "
-                                    "that ran")
+    mode: SearchMode = Field(default="auto", description=_MODE_DESCRIPTION + ". The response's "
+                                                         "mode is the one that ran")
 
 
 def _k_or_choose(k: int | None) -> int | None:
@@ -247,6 +249,8 @@ class ClusterSearch(_Body):
     k: int = Field(default=SEARCH_RESULTS_CLUSTERED, ge=2, le=MAX_TOP_K)
     filters: Filters = Field(default_factory=dict)
     embedder: str | None = None
+    # POST /search's mode (its type and default): until 2026-12-01 none, every search ``auto``.
+    mode: SearchMode = Field(default="auto", description=_MODE_DESCRIPTION)
 
 
 class ClusterBody(_Body):

@@ -956,7 +956,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             s = body.search
             search = SearchRequest(query=s.query, collection=s.collection,
                                    instruction=s.instruction, top_k=s.k, filters=s.filters,
-                                   embedder=s.embedder)
+                                   embedder=s.embedder, mode=s.mode)
         try:
             with _model_param(embedder=body.embedder, explainer=body.explainer,
                               **{"search.embedder": body.search.embedder if body.search else None}):

@@ -238,12 +238,17 @@ def eval_cmd(
         raise InvalidRequestError("--task-instruction applies to --task items; to change a built-in task's "
                                   "instruction use --instruction TASK=TEXT")
     task_list = list(user_tasks)
-    if not task or tasks:
+    builtin = bool(not task or tasks)
+    # The names first (the tasks', then --instruction's), read without the data: a typo was
+    # reported as the missing dataset root (exit 3) where none was set up.
+    names = resolve_task_names(tasks) if builtin else []
+    for override in instruction or []:
+        _check_instruction_name(names + [t.name for t in user_tasks], override)
+    if builtin:
         root = expand_user(data_dir or settings.shared_data_dir)
         root = root if root.is_absolute() else Path.cwd() / root
         if not root.is_dir():
             raise NotFoundError(f"dataset root {root} does not exist; pass --data-dir or set FACET_SHARED_DATA_DIR")
-        names = resolve_task_names(tasks)
         task_list = build_tasks(root, suite, names, options) + task_list
     for override in instruction or []:
         _override_instruction(task_list, override)
@@ -351,17 +356,28 @@ def _note_earlier_report(out_dir: Path, embedder: str, *, named: bool) -> None:
                "moved to results.json.bak and results.md.bak when this run's report is written", err=True)
 
 
-def _override_instruction(tasks: list[Any], override: str) -> None:
-    """Apply one ``TASK=TEXT`` instruction override to the built tasks; an empty TEXT drops the
-    task's instruction (None: for a clustering task too, whose goal is kept only by not overriding)."""
-    name, sep, text = override.partition("=")
+def _check_instruction_name(names: list[str], override: str) -> str:
+    """The task one ``TASK=TEXT`` override names (lowercased), checked to be among ``names``
+    (the tasks being run, in their order) before any task is built or its data looked for.
+
+    Raises:
+        InvalidRequestError: no ``=`` or no TASK; a task that is not being run.
+    """
+    name, sep, _ = override.partition("=")
     name = name.strip().lower()
     if not sep or not name:
         raise InvalidRequestError(f"--instruction takes TASK=TEXT, got {override!r}")
+    if name not in (n.lower() for n in names):
+        raise InvalidRequestError(f"--instruction names task {name!r}, which is not being run ({', '.join(names)})")
+    return name
+
+
+def _override_instruction(tasks: list[Any], override: str) -> None:
+    """Apply one ``TASK=TEXT`` instruction override to the built tasks; an empty TEXT drops the
+    task's instruction (None: for a clustering task too, whose goal is kept only by not overriding)."""
+    name = _check_instruction_name([t.name for t in tasks], override)
+    text = override.partition("=")[2]
     matches = [t for t in tasks if t.name.lower() == name]
-    if not matches:
-        chosen = ", ".join(t.name for t in tasks)
-        raise InvalidRequestError(f"--instruction names task {name!r}, which is not being run ({chosen})")
     for task in matches:
         target = getattr(task, "retrieval", task)  # a rerank task's instruction lives on its retrieval
         if not hasattr(target, "instruction"):
