@@ -17,6 +17,7 @@ vectors where the reranker wrote them, are reused rather than encoded again (``_
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import logging
@@ -27,7 +28,7 @@ import re
 import sys
 import time
 import unicodedata
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -56,6 +57,7 @@ from app.services.context import ServiceContext
 from app.text import check_text_encodable, plural, shell_word
 from embedders import scripts
 from embedders.contract import EncodesFromPlain, Role, identity_changes
+from embedders.errors import UnknownEmbedderError
 from indexer import lexical as lex
 from indexer import metadata as md
 from indexer.errors import (
@@ -86,7 +88,9 @@ class SearchRequest:
         collection: where to search.
         instruction: what the query means ("find the customer's intent"); optional.
         top_k: results to return.
-        filters: payload filters, ``{key: value}``; see ``parse_filters`` for the CLI form.
+        filters: payload filters, ``{key: value}``; see ``parse_filters`` for the CLI form. A
+            ``datetime.date`` or ``datetime.datetime`` value matches its ISO text
+            (``isoformat()``: ``2024-05-01``), as dates from front matter and records are stored.
         rerank: an embedder name/path to rerank the candidates with; ``None`` for none.
         rerank_depth: candidates taken from the vector search before reranking.
         embedder: which named vector to search; default the collection's only/first one.
@@ -139,8 +143,9 @@ def plain_number(value: Any) -> Any:
 
 
 def plain_filters(filters: Any) -> Any:
-    """``filters`` with numpy scalar values as plain ones (``_plain_value``): a new dict where
-    any changed, else ``filters`` itself (not a mapping, too: ``check_filters`` refuses it)."""
+    """``filters`` with numpy scalar values as plain ones and dates as their ISO text
+    (``_plain_value``): a new dict where any changed, else ``filters`` itself (not a mapping,
+    too: ``check_filters`` refuses it)."""
     if not isinstance(filters, Mapping):
         return filters
     plain = {k: _plain_value(v) for k, v in filters.items()}
@@ -149,7 +154,10 @@ def plain_filters(filters: Any) -> Any:
 
 def _plain_value(value: Any) -> Any:
     """A filter value with numpy scalars as plain ones (``plain_number``; a numpy bool as a
-    bool), a list or tuple value by value; ``value`` itself where nothing changes."""
+    bool), a ``datetime.date`` or ``datetime.datetime`` as its ISO text (``2024-05-01``,
+    ``2024-05-01T09:30:00``: ``isoformat()``, as front matter's and records' dates are stored;
+    it was refused as no string or number), a list or tuple value by value; ``value`` itself
+    where nothing changes."""
     if isinstance(value, list | tuple):
         plain = [_plain_value(v) for v in value]
         if all(a is b for a, b in zip(plain, value, strict=True)):
@@ -157,6 +165,8 @@ def _plain_value(value: Any) -> Any:
         return plain if isinstance(value, list) else tuple(plain)
     if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
         return bool(value)
+    if isinstance(value, datetime.date):  # (a datetime is a date)
+        return value.isoformat()
     return plain_number(value)
 
 
@@ -354,6 +364,14 @@ def reads_instruction(spec: str) -> bool:
     from embedders.registry import reads_instructions
 
     return reads_instructions(spec)
+
+
+def _unknown_rerank(error: Exception, spec: str | None) -> UnknownModelError:
+    """The refusal of a rerank ``spec`` no embedder loads as, naming the rerank option first (in
+    process it said only "unknown embedder 'nope'", as if the search's embedder were wrong; the
+    HTTP API says "rerank 'nope' is not served here"), then the registry's own words (why, and
+    its valid names)."""
+    return UnknownModelError(f"rerank {spec!r}: {error}", param="rerank")
 
 
 def why_no_results(response: SearchResponse, filters: Mapping[str, Any] | bool | None) -> str:
@@ -584,8 +602,33 @@ def _either(names: Sequence[str]) -> str:
 
 # Relative source/doc_id values a note speaks of, and absolute paths it names for each, at most.
 _PATH_NOTES = 3
+# A source or doc_id value that is no relative path though it holds "/": a URL's scheme
+# (``https://``, ``file:///``, ``s3://``) or a drive (``C:\\``, ``C:/``).
+_NOT_A_PATH = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\\/]")
 # Documents read to find a key differing from a filter's only in case.
 _CASE_ROWS = 50
+# Documents whose field names a filter key no document holds is compared with for a close
+# spelling (``_close_names``), and how close (difflib's ratio, case folded): 'tag' to 'tags' is
+# 0.86, 'intnet' to 'intent' 0.83, 'colour' to 'color' 0.91; 'name' to 'game' (0.75) is not.
+_NAME_ROWS = 200
+_CLOSE_CUTOFF = 0.78
+_CLOSE_NAMES = 3
+
+
+def _close_names(name: str, held: Collection[str]) -> list[str]:
+    """The names of ``held`` spelt close to ``name`` (difflib's ``get_close_matches``, case
+    folded, ``_CLOSE_CUTOFF``), closest first, at most ``_CLOSE_NAMES``; ``name`` itself not."""
+    import difflib
+
+    folded: dict[str, list[str]] = {}
+    for k in sorted(held):
+        if k != name:
+            folded.setdefault(k.casefold(), []).append(k)
+    found: list[str] = []
+    for match in difflib.get_close_matches(name.casefold(), list(folded), n=_CLOSE_NAMES,
+                                           cutoff=_CLOSE_CUTOFF):
+        found += folded[match]
+    return found[:_CLOSE_NAMES]
 
 
 # A string filter value that reads as a boolean, and the JSON texts a field holding that
@@ -1579,17 +1622,19 @@ class SearchService:
         reranker_name: str | None = None
         if request.rerank and hits:
             t0 = time.perf_counter()
-            if getattr(self.encoder, "embedders", None) is self.ctx.embedders and \
-                    self.ctx.embedders.peek(request.rerank) is None:
-                # Loaded here: timed apart, as the query's embedder is (a first rerank with
-                # InBedder read "rerank 16.9 s" for 12 chunks, nearly all of it the load).
-                self.ctx.embedders.get(request.rerank)
-                # Its own key: the CLI said "after 4.2 s loading bm25" of a reranker's load.
-                timings["load_reranker"] = (time.perf_counter() - t0) * 1000
-                t0 = time.perf_counter()
-            reranker_name = self.ctx.embedders.name_of(request.rerank)
             try:
+                if getattr(self.encoder, "embedders", None) is self.ctx.embedders and \
+                        self.ctx.embedders.peek(request.rerank) is None:
+                    # Loaded here: timed apart, as the query's embedder is (a first rerank with
+                    # InBedder read "rerank 16.9 s" for 12 chunks, nearly all of it the load).
+                    self.ctx.embedders.get(request.rerank)
+                    # Its own key: the CLI said "after 4.2 s loading bm25" of a reranker's load.
+                    timings["load_reranker"] = (time.perf_counter() - t0) * 1000
+                    t0 = time.perf_counter()
+                reranker_name = self.ctx.embedders.name_of(request.rerank)
                 rerank_scores = self._rerank(request, instruction, hits, query_spec, query_vec)
+            except (UnknownModelError, UnknownEmbedderError) as e:
+                raise _unknown_rerank(e, request.rerank) from e
             except InvalidRequestError as e:
                 # "too long for this embedder" sent the user to the embedder, whose limit the
                 # instruction kept (InBedder reranks at 43 tokens, minilm searches at 127).
@@ -1665,7 +1710,9 @@ class SearchService:
         said that one, the API and LangChain returned nothing with a null note.
 
         ``best``: the best score before ``score_threshold``; a search whose threshold dropped
-        every result says so (the CLI blamed the collection, "holds nothing searchable")."""
+        every result says so (the CLI blamed the collection, "holds nothing searchable"). An
+        unfiltered word search that found nothing says ``NO_INDEXED_WORD`` first, as
+        ``why_no_results`` does (which then says the note alone, not twice)."""
         if not results and best is not None and request.score_threshold is not None:
             return (f"{_BELOW_THRESHOLD}{request.score_threshold:g} or more (score_threshold); "
                     f"the best scored {best:.3f}")
@@ -1678,7 +1725,8 @@ class SearchService:
             # No word of the query is indexed anywhere: the filters are not what to check.
             notes_ = [NO_INDEXED_WORD, self._older_terms(request.collection)]
             return "; ".join(n for n in notes_ if n)
-        notes = [self._older_terms(request.collection) if mode != "dense" else None]
+        older = self._older_terms(request.collection) if mode != "dense" else None
+        notes = [older]
         if mode != "lexical" and vector_name is not None:
             notes.append(self._missing_vectors_note(request.collection, vector_name, counts))
         notes.append(self._gaps_note(request.collection))
@@ -1700,6 +1748,13 @@ class SearchService:
                 # First: what the CLI said ("holds nothing searchable") the API and LangChain
                 # did not, answering an empty list with a null note.
                 notes.insert(0, self.nothing_searchable_note(request.collection))
+            if mode == "lexical" and not request.filters and older is None and not any(
+                    n and n.startswith(NOTHING_SEARCHABLE) for n in notes):
+                # Nor "no indexed word of the query is in it" (`cafe` over "café"): the CLI and
+                # the UI said it (``why_no_results``), the API and LangChain had a null note. Not
+                # where the collection holds nothing searchable, nor beside the older term
+                # vectors' note, which says why (``why_no_results`` adds it there).
+                notes.insert(0, NO_INDEXED_WORD)
         return "; ".join(n for n in notes if n) or None
 
     def _no_query_terms(self, request: SearchRequest) -> bool:
@@ -1866,7 +1921,10 @@ class SearchService:
         path, where sources and file keys are stored as absolute paths, naming the ones that
         end in it (`source=corpus/md/note1.md` found nothing, and the only note sent the user
         to ``meta.source``). One query per such value to tell none holds it, one for the paths
-        ending in it; None where no such value is given."""
+        ending in it; None where no such value is given. A value with a URL scheme or a drive
+        (``https://blog.example.com/p7``, a front matter's ``source:``; ``C:\\notes``) is no
+        relative path: it was told so, shown as 'https:/blog.example.com/p7'. A value is shown
+        as given, never normalised."""
         D = md.Document
         notes: list[str] = []
         try:
@@ -1876,8 +1934,9 @@ class SearchService:
                     value = filters.get(key)
                     for v in (value if isinstance(value, list | tuple) else [value]):
                         if not isinstance(v, str) or not v.strip() or os.path.isabs(v) \
-                                or v.startswith("~") or len(notes) >= _PATH_NOTES:
-                            continue
+                                or v.startswith("~") or _NOT_A_PATH.match(v) \
+                                or len(notes) >= _PATH_NOTES:
+                            continue  # (a URL, a drive's path: not relative)
                         coll = coll or md.get_collection(session, collection)
                         if coll is None:
                             return None
@@ -1899,7 +1958,7 @@ class SearchService:
                             notes.append(
                                 f"{key} {v!r} is a relative path, and sources and file keys are "
                                 f"stored as absolute paths ({key}=/abs/...), none ending in "
-                                f"{tail!r} here: `facet documents {shell_word(collection)} "
+                                f"{v!r} here: `facet documents {shell_word(collection)} "
                                 "--prefix FOLDER` (GET /collections/NAME/documents?prefix=) "
                                 "lists them")
         except SQLAlchemyError:  # a note only
@@ -1911,31 +1970,46 @@ class SearchService:
         """The fields the documents of ``collection`` hold whose names differ from each of
         ``names`` (keys no document holds) only in case (``COLOR`` for ``color``, ``Color``),
         and a point's own field so named (``SOURCE``), by name. One query, of at most
-        ``_CASE_ROWS`` documents whose metadata text holds such a key (ASCII case folded by SQL)."""
+        ``_CASE_ROWS`` documents whose metadata text holds such a key (ASCII case folded by SQL).
+
+        A name with none so: the close spellings of it among the fields of at most
+        ``_NAME_ROWS`` documents and a point's own (``tag`` for ``tags``, ``intnet`` for
+        ``intent``: ``_close_names``), which were told only "no document has a field 'tag'"."""
         out: dict[str, list[str]] = {
             name: [name.lower()] for name in names if name.lower() in TOP_LEVEL_FIELDS}
         wanted = [name for name in names if '"' not in name and "\\" not in name]
-        if not wanted:
-            return out
         D = md.Document
         text = func.lower(cast(D.meta, String))
+        close: dict[str, list[str]] = {}
         try:
             with self.ctx.sessions() as session:
                 coll = md.get_collection(session, collection)
                 if coll is None:
                     return out
-                metas = session.scalars(select(D.meta).where(D.collection_id == coll.id, or_(*[
-                    text.contains(json.dumps(name.lower()) + ":", autoescape=True)
-                    for name in wanted])).limit(_CASE_ROWS))
+                metas: Iterable[Any] = session.scalars(select(D.meta).where(
+                    D.collection_id == coll.id, or_(*[
+                        text.contains(json.dumps(name.lower()) + ":", autoescape=True)
+                        for name in wanted])).limit(_CASE_ROWS)) if wanted else ()
                 for meta in metas:
                     for k in meta or {}:
                         for name in wanted:
                             if k != name and k.casefold() == name.casefold() \
                                     and k not in out.setdefault(name, []):
                                 out[name].append(k)
+                unmatched = [name for name in names if not out.get(name)]
+                if unmatched:  # (closest first, not sorted as the case spellings are)
+                    held = set(TOP_LEVEL_FIELDS)
+                    for meta in session.scalars(select(D.meta).where(
+                            D.collection_id == coll.id).limit(_NAME_ROWS)):
+                        held.update(k for k in (meta if isinstance(meta, dict) else {})
+                                    if isinstance(k, str))
+                    for name in unmatched:
+                        close[name] = _close_names(name, held)
         except SQLAlchemyError:  # a note only
             logger.debug("could not read the fields' names", exc_info=True)
-        return {name: sorted(found) for name, found in out.items() if found}
+        cases = {name: sorted(found) for name, found in out.items() if found}
+        return cases | {name: found for name, found in close.items()
+                        if found and name not in cases}
 
     def _missing_vectors_note(self, collection: str, vector_name: str,
                               counts: tuple[int, dict[str, int]] | None = None) -> str | None:

@@ -95,7 +95,7 @@ def test_a_key_wrong_only_in_case_names_the_keys_held(facet, tmp_path) -> None:
     response = facet.search(SearchRequest("bank", "mix", filters={"SOURCE": "crm"}))
     assert "(did you mean 'source'?)" in (response.note or ""), response.note
     response = facet.search(SearchRequest("bank", "mix", filters={"colour": "red"}))
-    assert response.note == "no document has a field 'colour'"
+    assert response.note == "no document has a field 'colour' (did you mean 'Color' or 'color'?)"
 
 
 @pytest.mark.parametrize("filters", [{"year>": 2019}, {"year<": 2019}, {"year!": "2019"},

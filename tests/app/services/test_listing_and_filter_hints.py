@@ -51,7 +51,7 @@ def test_an_empty_filtered_search_names_the_keys_no_document_holds(make_ctx, tmp
         assert response.results == []
         return why_no_results(response, given)
 
-    assert why("topik=physics") == "check the filters; no document has a field 'topik'"
+    assert why("topik=physics") == "check the filters; no document has a field 'topik' (did you mean 'topic'?)"
     # Only the keys none holds: `topic` is there (its value is what found nothing).
     assert why("topic=chemistry", "meta.colour=red") == "check the filters; no document has a field 'colour'"
     assert why("topic=chemistry") == "check the filters"
