@@ -85,7 +85,14 @@ from app.errors import (
     UnavailableError,
     UnknownModelError,
 )
-from app.services.search import MAX_TOP_K, SearchMode, SearchRequest, SearchResult, check_filters
+from app.services.search import (
+    MAX_TOP_K,
+    SearchMode,
+    SearchRequest,
+    SearchResult,
+    check_filters,
+    plain_filters,
+)
 from app.text import check_text_encodable, check_texts
 from embedders.contract import Role
 
@@ -437,7 +444,10 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
         check_text_encodable(query, "the query", param="query")
         if isinstance(settings["instruction"], str):
             check_text_encodable(settings["instruction"], "the instruction", param="instruction")
-        check_filters(settings["filters"])  # the facade's messages, and JSON-ready values
+        # Numpy scalars and dates as the facade takes them (a date as its ISO text), then the
+        # facade's messages: JSON-ready values.
+        settings["filters"] = plain_filters(settings["filters"])
+        check_filters(settings["filters"])
         threshold = settings["score_threshold"]
         if threshold is not None and not math.isfinite(threshold):
             # The facade's refusal (SearchService.validate), not the JSON encoder's bare
