@@ -431,8 +431,12 @@ class BodyLimitMiddleware:
         # The MB as configured, and the bytes the body is compared with: 0.01 MB was printed
         # from the whole bytes as "0.00999928 MB".
         mb = self.max_mb if self.max_mb is not None else self.max_bytes / 2**20
+        # An upload's advice is about files, every other route's about texts.
+        advice = ("upload fewer or smaller files per request" if
+                  str(scope.get("path", "")).endswith("/uploads") else
+                  "send fewer or shorter texts per request")
         message = (f"the request body is {size}, over the limit of {mb:g} MB ({self.max_bytes} "
-                   "bytes; FACET_API_MAX_BODY_MB); send fewer or shorter texts per request")
+                   f"bytes; FACET_API_MAX_BODY_MB); {advice}")
         # Logged as every error answer is (it answered before any route: no line at all).
         log_answer(Request(scope), 413, message, "request_too_large")
         body = json.dumps(error_body(message, "invalid_request_error",

@@ -35,6 +35,7 @@ from app.services.collections import (
     MAX_JOBS_LISTED,
     CollectionInfo,
     DocumentStatus,
+    JobInfo,
 )
 from app.services.search import (
     MAX_FILTER_VALUES,
@@ -497,6 +498,20 @@ class RemovedDocument(BaseModel):
                     "server (DATA_DIR/uploads/NAME, which every upload job indexes whole) and "
                     "was deleted with it (source_exists is then false); a file anywhere else is "
                     "never touched")
+
+
+class UploadAnswer(BaseModel):
+    """``POST /collections/{name}/uploads``'s answer (the facade's ``UploadResult``)."""
+
+    job: JobInfo = Field(description="the queued job that indexes the collection's upload folder "
+                                     "(GET /jobs/{id}, the Location header)")
+    refused: list[str] = Field(description="each file not taken, with why: a type the indexer "
+                                           "does not read, over the size limit")
+    renamed: list[str] = Field(description="each file saved under another name, as another file "
+                                           "of this upload has its name")
+    removed: list[str] = Field(description="files an earlier upload job could not index at all "
+                                           "(binary, empty, malformed), removed from the upload "
+                                           "folder before this job")
 
 
 class RemovedDocuments(BaseModel):

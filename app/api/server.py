@@ -15,8 +15,11 @@ import contextlib
 import json
 import logging
 import os
+import pathlib
 import re
 import secrets
+import shutil
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -30,7 +33,19 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from urllib.parse import quote, urlencode
 
 import numpy as np
-from fastapi import Body, Depends, FastAPI, HTTPException, Path, Query, Request, Response, Security
+from fastapi import (
+    Body,
+    Depends,
+    FastAPI,
+    File,
+    HTTPException,
+    Path,
+    Query,
+    Request,
+    Response,
+    Security,
+    UploadFile,
+)
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
@@ -60,6 +75,7 @@ from app.api.schemas import (
     RemovedDocuments,
     SearchAnswer,
     SearchBody,
+    UploadAnswer,
 )
 from app.core import Facet
 from app.encoding import warm_up_clustering
@@ -87,6 +103,7 @@ from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
 from app.text import check_text_encodable, plural
+from app.uploads import original_name
 from indexer.errors import IndexerError, StoreError, mask_secrets
 from indexer.store import point_id, validate_name
 
@@ -1009,6 +1026,62 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column),
                 on_queued=queued)
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
+
+    # Files sent with the request, into the collection's upload folder (the UI's uploads go
+    # there too): until 2026-12-01 a client of the API could index only paths on the server.
+    @app.post("/collections/{name}/uploads", status_code=202, dependencies=auth,
+              response_model=UploadAnswer,
+              responses=fails(*with_body, 404, 409, 422, 429, 503, meaning={
+                  413: "the request body is over FACET_API_MAX_BODY_MB (code request_too_large): "
+                       "upload fewer or smaller files per request",
+                  422: "no file of the upload can be indexed (code unreadable_data): each is "
+                       "named with why (a type the indexer does not read, an empty name); "
+                       "nothing was staged",
+                  429: errors.BUSY_DATABASE}) | {202: {"headers": {
+                  "Location": {"description": "the job's URL", "schema": {"type": "string"}}}}},
+              operation_id="uploadFiles", tags=jobs)
+    def upload_files(name: Annotated[str, Path(max_length=MAX_COLLECTION_NAME, json_schema_extra={
+                         "minLength": 1, "pattern": COLLECTION_NAME_PATTERN})],
+                     facet: FacetDep, request: Request,
+                     files: Annotated[list[UploadFile], File(
+                         description="the files to index (multipart/form-data, the field "
+                         "repeated for several: `curl -F files=@a.md -F files=@b.pdf`), each "
+                         "of a type `facet index` reads; a file of a name the collection's "
+                         "uploads hold already replaces it, and its document is updated")],
+                     embedder: Annotated[str | None, Query(
+                         description="the embedder that indexes them (default: the "
+                         "collection's, else the server's default)")] = None) -> Response:
+        """Index uploaded files into a collection, in the background, as the UI's Index tab
+        does: they are kept in the collection's upload folder on the server (the same name
+        again updates its document; deleting the collection removes them) and a job indexes
+        that folder: 202 + the job, what was refused and renamed. A new collection is made."""
+        if (refused := _refused_collection(name, param=None)) is not None:
+            return refused
+        _check_model(facet, embedder, "embedder", name)
+        client = _client(request)
+
+        def queued(job_id: int) -> None:
+            logger.info("job %d queued by %s (collection %r, %s uploaded)", job_id, client, name,
+                        plural(len(files), "file"))
+
+        with tempfile.TemporaryDirectory(prefix="facet-upload-") as received:
+            paths = []
+            for i, upload in enumerate(files):
+                # Its name only (a client's "../x.txt" or "C:\notes\a.md" is "x.txt",
+                # "a.md"), each in a folder of its own: two of one name both arrive.
+                given = re.split(r"[\\/]", upload.filename or "")[-1]
+                path = pathlib.Path(received, str(i), original_name(pathlib.Path(given or "upload")))
+                path.parent.mkdir()
+                with path.open("wb") as out:
+                    shutil.copyfileobj(upload.file, out)
+                paths.append(path)
+            with _model_param(embedder=embedder):
+                result = facet.upload(name, paths, embedder=embedder,
+                                      max_mb=settings.api_max_body_mb,
+                                      limit="FACET_API_MAX_BODY_MB", on_queued=queued)
+        return _json({"job": asdict(result.job), "refused": result.refused,
+                      "renamed": result.renamed, "removed": result.removed},
+                     status=202, headers={"Location": f"/jobs/{result.job.id}"})
 
     # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past
     # a writer's lock). A query parameter they do not take is a 400 that names it.

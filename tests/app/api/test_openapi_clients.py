@@ -32,6 +32,7 @@ OPERATIONS = {
     ("post", "/search"): ("search", "search"),
     ("post", "/cluster"): ("cluster", "search"),
     ("post", "/jobs"): ("submitJob", "jobs"),
+    ("post", "/collections/{name}/uploads"): ("uploadFiles", "jobs"),
     ("get", "/jobs"): ("listJobs", "jobs"),
     ("get", "/jobs/{job_id}"): ("getJob", "jobs"),
     ("post", "/jobs/{job_id}/cancel"): ("cancelJob", "jobs"),
