@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import html
+import json
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -98,12 +99,26 @@ def said_html(notices: Sequence[str], limit: int = 160) -> str:
     return f' <span class="facet-sr-only">{name_html(said)}</span>' if said else ""
 
 
+def filter_value(value: object) -> str:
+    """A metadata value as the filter box takes it back (``ui.inputs.parse_filter_text``): a
+    string as it is (``key=value``), a number, boolean or null as JSON (``key:=true``), a list
+    as a JSON array (``["maritime", "safety"]``: ``tags=maritime`` matches a document holding
+    it). ``str`` showed Python's ``['maritime', 'safety']``, ``True``, ``None``: pasted back as
+    ``tags=['garden']`` it found nothing."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
 def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
     if not meta:
         return ""
     parts = []
     for key, value in meta.items():
-        text = str(value)
+        text = filter_value(value)
         text = text if len(text) <= limit else text[:limit] + "…"
         parts.append(f"{auto_dir(esc(key))}: {auto_dir(esc(text))}")
     return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
@@ -536,6 +551,11 @@ def job_html(job: JobInfo, total: int | None, *, message: str | None = None,
                 f"{plural(job.removed_keys_total, 'document', grouped=True)} removed"
                 + (f" ({elapsed:.1f} s of work)" if elapsed else ""))
     said = job_message(job) if message is None else message
+    # The documents its message and notices name, as the errors table under the bar names them
+    # (``source_relative``): a warning under it read "They are in 1 document:
+    # "/tmp/x/data/uploads/c/fullwidth.txt"", the server's data folder, beside "fullwidth.txt".
+    said = source_relative(said, job.source)
+    notices = [source_relative(n, job.source) for n in notices]
     # A queued or running job's message is its progress ("encoding chunk 0/194 of this batch"):
     # plain, not in the warning box of a failed or stopped job's message.
     style = "facet-note" if finished else "facet-info"
@@ -593,25 +613,37 @@ def other_jobs_html(jobs: Sequence[JobInfo]) -> str:
 JOB_ERROR_COLUMNS = ["document", "kind", "message"]
 
 
+def source_relative(text: str, source: str | None) -> str:
+    """``text`` (a job's message, error or warning) with the job's ``source`` folder cut from
+    the document keys it names: the indexer names a file by its full server path (an upload
+    job's, ``DATA/uploads/C/a.txt``: the server's data folder), the page names it relative to
+    what was picked or uploaded (``a.txt``). Also a key quoted as JSON (``"DATA/uploads/C/a.txt"``
+    in a warning naming the documents it is in). Not inside `...`: a command to paste
+    (`facet delete C --document '/src/a.txt'`) must keep its absolute path, or it names no
+    document from any other folder. The errors table and the Index tab's bar both use it."""
+    folder = (source or "").rstrip("/")
+    if not folder:  # no source, or "/" (cutting "/" would join every path's parts)
+        return text
+    prefix = folder + "/"
+    quoted = json.dumps(prefix, ensure_ascii=False)[1:-1]  # its `"` and `\` escaped
+
+    def cut(part: str) -> str:
+        part = part.replace(prefix, "")
+        return part.replace(quoted, "") if quoted != prefix else part
+
+    parts = text.split("`")
+    return "`".join(p if i % 2 else cut(p) for i, p in enumerate(parts))
+
+
 def job_error_rows(job: JobInfo) -> list[list[str]]:
     """Per-document errors and warnings of a job, with the job's source folder cut from the
     messages (the indexer names the file by its full server path, e.g. the data folder's
     upload area; the page shows it relative to what was picked or uploaded). A job comes with
     its first errors only (``CollectionService.job``): a last row says how many more there
     are, of how many (the table listed 20,000 rows at each poll of a running job)."""
-    prefix = job.source.rstrip("/") + "/" if job.source else None
-
-    def relative(message: str) -> str:
-        # Not inside `...`: a command to paste (`facet delete C --document '/src/a.txt'`) must
-        # keep its absolute path, or it names no document from any other folder.
-        if not prefix:
-            return message
-        parts = message.split("`")
-        return "`".join(p if i % 2 else p.replace(prefix, "") for i, p in enumerate(parts))
-
     # Names and messages with their control characters and bidi controls shown escaped.
     rows = [[printable(Path(e["document"]).name or e["document"]), printable(e["kind"]),
-             printable(relative(e["message"]))] for e in job.errors]
+             printable(source_relative(e["message"], job.source))] for e in job.errors]
     more = job.errors_total - len(job.errors)
     if more > 0:
         rows.append(["…", "", f"{more:,} more not listed: {job.errors_total:,} errors and "
@@ -735,7 +767,9 @@ JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunk
                "started", "message"]
 # Widths for the jobs table (``gr.Dataframe(column_widths=...)``): left to the content, the long
 # messages squeezed the other columns until their headers broke mid-word ("jo|b", "fa|il|ed").
-JOB_COLUMN_WIDTHS = ["56px", "12%", "96px", "72px", "72px", "64px", "80px", "10%", "14%", "30%"]
+# A header is bold monospace (14 px: 8.4 px a letter) inside 8 px of padding on each side:
+# "indexed" needs 59 + 16 px, which 72 px did not give ("indexe|d", "faile|d" at 1360 px).
+JOB_COLUMN_WIDTHS = ["56px", "12%", "96px", "72px", "88px", "80px", "80px", "10%", "14%", "30%"]
 
 
 def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None) -> list[list[Any]]:
@@ -748,5 +782,19 @@ def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None)
     # Counts stay numbers, as in the Collections table (a column of "1,535" strings sorts as text).
     return [[j.id, j.collection, j.state, j.docs_seen, j.docs_indexed, j.docs_failed,
              j.chunks_written, printable(j.embedder), j.started_at or j.when(),
-             printable(messages.get(j.id, job_message(j)))]
+             printable("; ".join(filter(None, (messages.get(j.id, job_message(j)),
+                                               errors_said(j)))))]
             for j in jobs]
+
+
+def errors_said(job: JobInfo) -> str:
+    """How many per-document errors and warnings ``job`` has (``errors_total``, counted in a
+    listing too) and where to read them, for its row of the jobs table ("" for none): a
+    completed job with warnings showed an empty message, and nothing said it had any. The page
+    lists them only under the Index tab's bar, for the job started there."""
+    n = job.errors_total
+    if n <= 0:
+        return ""
+    what, them = ("1 error or warning", "it") if n == 1 else (f"{n:,} errors and warnings", "them")
+    return (f"{what}: `facet jobs {job.id}` (GET /jobs/{job.id}) lists {them}, as the Index "
+            "tab does under the bar of a job started there")

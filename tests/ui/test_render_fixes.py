@@ -1,0 +1,133 @@
+"""What a user found exploring the page in a browser (2026-12-01): the Index tab's bar showed the
+server's data folder ("They are in 1 document: "/tmp/explore/uic/data/uploads/uploads/
+fullwidth.txt"") where the errors table under it said "fullwidth.txt"; the results' metadata
+column showed Python reprs (``['maritime', 'safety']``, ``True``) that the filter box cannot
+take back; the jobs table's headers broke mid-word at 1360 px ("indexe|d", "faile|d"); and a
+finished job's row showed nothing of its warnings (an empty message column)."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import replace
+from typing import Any
+
+from app.encoding import unread_message
+from app.services.collections import JobInfo
+from app.services.search import SearchResponse, SearchResult
+from ui import render
+from ui.inputs import parse_filter_text
+
+UPLOADS = "/tmp/explore/uic/data/uploads/uploads"
+
+
+def _job(state: str = "completed", **fields: Any) -> JobInfo:
+    job = JobInfo(id=2, collection="uploads", source=UPLOADS, embedder="minilm", state=state,  # type: ignore[arg-type]
+                  docs_seen=3, docs_indexed=3, docs_skipped=0, docs_failed=0, docs_deleted=0,
+                  chunks_written=3, timings={}, started_at="2026-12-01T10:00:00",
+                  finished_at="2026-12-01T10:00:05", resumed_from=None, message=None, errors=[])
+    return replace(job, **fields)
+
+
+def _unread(*keys: str) -> str:
+    return unread_message("minilm", 1, 3, "chunks written", list(keys))
+
+
+def test_the_job_bar_names_documents_as_the_errors_table_does_not_by_the_data_folder() -> None:
+    warning = _unread(f"{UPLOADS}/fullwidth.txt", f"{UPLOADS}/sub/deep.txt")
+    job = _job(errors=[{"document": "minilm", "kind": "warning", "message": warning}],
+               errors_total=1,
+               message=f"{UPLOADS}/gone.txt: could not be read; `facet jobs 2` shows it")
+    # The page's notices under the bar (``UiHandlers._unread_job_notices``: the raw warning).
+    bar = render.job_html(job, 3, notices=[warning])
+    assert "/tmp/explore" not in bar and "/data/uploads" not in bar, bar
+    assert "They are in 2 documents: &quot;fullwidth.txt&quot;, &quot;sub/deep.txt&quot;" in bar
+    assert "gone.txt: could not be read" in bar
+    # The errors table says the very same words (one rule, ``source_relative``).
+    [[_, _, said]] = render.job_error_rows(job)
+    assert html.escape(said, quote=True) in bar
+    # A message given in the page's words (a stopped job's) is cut too.
+    stopped = render.job_html(job, 3, message=f"stopped at {UPLOADS}/b.txt; resume it here")
+    assert "stopped at b.txt; resume it here" in stopped and UPLOADS not in stopped
+
+
+def test_a_key_quoted_as_json_is_cut_where_its_folder_holds_a_quote_or_a_backslash() -> None:
+    source = '/srv/say "hi"\\x'
+    warning = _unread(f"{source}/a.txt")
+    assert json.dumps(source)[1:-1] in warning  # the key is escaped inside the warning
+    job = _job(source=source, errors=[{"document": "minilm", "kind": "warning",
+                                       "message": warning}], errors_total=1)
+    [[_, _, said]] = render.job_error_rows(job)
+    assert said.endswith('They are in 1 document: "a.txt"'), said
+    bar = render.job_html(job, 1, notices=[warning])
+    assert "They are in 1 document: &quot;a.txt&quot;" in bar and "srv" not in bar
+
+
+def test_a_command_to_paste_keeps_its_absolute_path_and_a_root_source_cuts_nothing() -> None:
+    text = f"{UPLOADS}/a.txt failed; `facet delete uploads --document '{UPLOADS}/a.txt'`"
+    assert render.source_relative(text, UPLOADS) == (
+        f"a.txt failed; `facet delete uploads --document '{UPLOADS}/a.txt'`")
+    assert render.source_relative("/etc/a.txt failed", "/") == "/etc/a.txt failed"
+    assert render.source_relative("/etc/a.txt failed", None) == "/etc/a.txt failed"
+
+
+def _result(metadata: dict[str, Any]) -> SearchResult:
+    return SearchResult(rank=1, score=0.9, doc_id="/d/a.txt", title=None, source="/d/a.txt",
+                        chunk_no=0, text="t", snippet="t", highlights=[], start=0, end=1,
+                        metadata=metadata, vector_score=0.9)
+
+
+def _meta_cell(metadata: dict[str, Any]) -> str:
+    page = render.results_html(SearchResponse("q", None, "c", "minilm", None,
+                                              [_result(metadata)], {}))
+    return page.split('<div class="facet-meta">', 1)[1].split("</div>", 1)[0]
+
+
+def test_metadata_values_read_as_the_filter_box_takes_them_back() -> None:
+    cell = _meta_cell({"tags": ["maritime", "safety"], "flag": True, "off": False,
+                       "none": None, "year": 2020, "price": 6.5, "title": "Tom's <b>"})
+    assert "[&#x27;maritime&#x27;" not in cell and "True" not in cell and "None" not in cell
+    assert '<span dir="auto">[&quot;maritime&quot;, &quot;safety&quot;]</span>' in cell
+    for key, shown in [("flag", "true"), ("off", "false"), ("none", "null"), ("year", "2020"),
+                       ("price", "6.5"), ("title", "Tom&#x27;s &lt;b&gt;")]:
+        assert f'<span dir="auto">{key}</span>: <span dir="auto">{shown}</span>' in cell, key
+
+
+def test_each_shown_value_pasted_into_the_filter_box_is_the_value_itself() -> None:
+    """A string after ``key=``, anything else after ``key:=`` (each item of a list: a repeated
+    key matches any of them), as docs/ui.md describes the filter box."""
+    for value in ["garden", "a b", 2020, -1.25, True, False]:
+        shown = render.filter_value(value)
+        typed = f"k={shown}" if isinstance(value, str) else f"k:={shown}"
+        assert parse_filter_text(typed) == {"k": value}, (value, shown)
+    shown = render.filter_value(["maritime", "safety", 3])
+    items = json.loads(shown)
+    typed = "; ".join(f"tags:={json.dumps(item)}" for item in items)
+    assert parse_filter_text(typed) == {"tags": ["maritime", "safety", 3]}
+    assert render.filter_value({"a": [1, None]}) == '{"a": [1, null]}'
+    assert render.filter_value("caf\u00e9") == "caf\u00e9"
+
+
+def test_the_jobs_tables_count_columns_fit_their_bold_monospace_headers() -> None:
+    """Each header is bold 14 px monospace (0.6 em a letter) with 8 px of padding each side
+    (measured in chromium, ``test_render_fixes_browser``): 72 px broke "indexed", 64 "failed"."""
+    for header, width in zip(render.JOB_COLUMNS, render.JOB_COLUMN_WIDTHS, strict=True):
+        if width.endswith("px"):
+            assert float(width[:-2]) >= 16 + 0.6 * 14 * len(header) + 4, (header, width)
+
+
+def test_a_jobs_row_says_how_many_errors_and_warnings_it_has_and_where_to_read_them() -> None:
+    rows = render.job_rows([_job(errors_total=2), _job(errors_total=1, id=3),
+                            _job(id=4),
+                            _job(id=5, errors_total=3, docs_failed=3,
+                                 message="3 of 3 documents failed, 0 indexed: see the job's errors")])
+    said = {row[0]: row[render.JOB_COLUMNS.index("message")] for row in rows}
+    assert said[2].startswith("2 errors and warnings: `facet jobs 2` (GET /jobs/2) lists them"), said[2]
+    assert "Index tab" in said[2]
+    assert said[3].startswith("1 error or warning: `facet jobs 3`")
+    assert said[4] == ""
+    assert said[5].startswith("3 of 3 documents failed, 0 indexed: see the job's errors; "
+                              "3 errors and warnings: `facet jobs 5`")
+    # The page's own words for a stopped job keep theirs, the count after them.
+    [row] = render.job_rows([_job("cancelled", errors_total=1)], {2: "cancelled; resume it here"})
+    assert row[-1].startswith("cancelled; resume it here; 1 error or warning")
