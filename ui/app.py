@@ -27,6 +27,7 @@ from app.errors import InvalidRequestError
 from app.services.clustering import MAX_K, SEARCH_RESULTS_CLUSTERED, ClusterRequest
 from app.services.search import SEARCH_MODES
 from app.settings import FacetSettings, get_settings
+from ui import documents as docs_view
 from ui import render
 from ui.handlers import (
     CLUSTER_LIMIT_DEFAULT,
@@ -181,6 +182,33 @@ def results_box(**kwargs: Any) -> gr.Number:
     100000 to 50 in the browser, and Gradio rounded 2.5 to 2, with nothing said).
     ``precision=None``: the handler sees the value as typed."""
     return gr.Number(value=10, precision=None, label=f"Results (k, 1 to {MAX_RESULTS})", **kwargs)
+
+
+def upload_box(**kwargs: Any) -> gr.File:
+    """The Index tab's upload box: its file chooser offers only the file types the indexer
+    reads (``file_types``, each a suffix with its dot, ``Facet.supported_suffixes()``: Gradio
+    6 matches a suffix against the end of the name, case ignored; a word without a dot, such
+    as "text", would be a MIME type's kind instead), and Gradio's page leaves out a file of
+    another type dropped on it, naming it. The server's check stays the core's
+    (``Facet.upload``: each file refused by name, the others indexed, Gradio's cached copy of
+    a refused one removed by the handler): ``gr.File``'s own, on the server, refused the whole
+    request with "Invalid file type" when one file of several was of another type (an API
+    client, a file chooser that ignores ``accept``), and left every copy in Gradio's cache. So
+    this box's ``preprocess`` hands every uploaded path on as it is. (Set on the instance: a
+    subclass of a Gradio component has Gradio write a ``.pyi`` stub beside the module that
+    defines it, at import, which fails on a read-only install.)"""
+    from gradio.data_classes import ListFiles
+    from gradio.utils import NamedString
+
+    box = gr.File(file_types=list(Facet.supported_suffixes()), **kwargs)
+
+    def every_path(payload: Any) -> list[NamedString] | None:
+        if payload is None:
+            return None
+        return [NamedString(f.path) for f in (payload if isinstance(payload, ListFiles) else [payload])]
+
+    box.preprocess = every_path
+    return box
 
 
 # The page's events that need the browser alone (no server round trip), as JavaScript.
@@ -565,7 +593,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                         if settings.default_embedder in embedders else None)
                 with gr.Row():
                     with gr.Column():
-                        i_files = gr.File(
+                        i_files = upload_box(
                             label=f"Upload files ({' '.join(Facet.supported_suffixes())}; "
                                   f"at most {settings.ui_max_upload_mb:g} MB each)",
                             file_count="multiple", type="filepath", elem_id="index-files")
@@ -623,6 +651,41 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 # Why the last Delete did nothing (a wrong confirmation), until the next one: the
                 # toast alone closed itself after 10 s.
                 l_status = live_html(elem_id="delete-status")
+
+                # The documents of one collection, a page at a time, and removing some of them
+                # (an upload's file goes with it, so a later upload job does not add it back).
+                gr.Markdown("### Documents", elem_id="documents-heading")
+                with gr.Row():
+                    d_collection = picker(label="Documents of collection", choices=[],
+                                          elem_id="documents-collection", scale=2)
+                    d_status = gr.Radio(docs_view.STATUS_CHOICES, value=docs_view.ALL_STATUSES,
+                                        label="Status", elem_id="documents-status", scale=2)
+                    d_prefix = gr.Textbox(label="Key or file name starts with",
+                                          info="an uploaded file's name, a folder's path, a "
+                                               "record id's start; Enter applies it",
+                                          elem_id="documents-prefix", scale=2)
+                d_page = live_html(elem_id="documents-page")
+                d_table = gr.Dataframe(headers=docs_view.DOCUMENT_COLUMNS, label="Documents",
+                                       interactive=False, wrap=True, elem_id="documents-table",
+                                       column_widths=docs_view.DOCUMENT_COLUMN_WIDTHS)
+                # The page's offset (documents before it, in key order), for Previous and Next.
+                d_offset = gr.Number(value=0, precision=0, visible=False,
+                                     elem_id="documents-offset")
+                with gr.Row():
+                    d_previous = gr.Button("Previous", size="sm", interactive=False,
+                                           elem_id="documents-previous")
+                    d_next = gr.Button("Next", size="sm", interactive=False,
+                                       elem_id="documents-next")
+                d_remove = gr.CheckboxGroup(choices=[], label="Remove documents (of the page "
+                                                              "shown)",
+                                            elem_id="documents-remove")
+                with gr.Row():
+                    d_confirm = gr.Textbox(label="Type the collection's name to confirm",
+                                           elem_id="documents-confirm")
+                    d_remove_button = gr.Button("Remove selected", variant="stop",
+                                                elem_id="documents-remove-button")
+                # Why the last Remove did nothing, until the next one (as the Delete form's).
+                d_removal = live_html(elem_id="documents-remove-status")
 
         # ---------------------------------------------------------------- events
         pickers_in = [s_collection, c_collection, k_collection, i_collection, l_delete]
@@ -773,6 +836,39 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         delete_event.failure(failed("delete_collection", what="delete", results=False), None,
                              l_status,
                              api_visibility="private", **light)
+
+        # The documents view: its picker filled when the tab opens or its collections change,
+        # then the page of the collection picked, status and prefix.
+        d_query = [d_collection, d_status, d_prefix]
+        d_outputs = [d_table, d_page, d_offset, d_remove, d_previous, d_next]
+
+        def documents_failed(event: Any, name: str) -> None:
+            event.failure(failed(name, ([],), what="listing"), None, [d_table, d_page],
+                          api_visibility="private", **light)
+
+        for after in (l_tab.select, l_refresh.click, delete_event.then):
+            after(h.documents_picker, d_collection, d_collection, api_visibility="private",
+                  **light).then(h.documents_first, d_query, d_outputs, api_visibility="private",
+                                **light)
+        first_event = gr.on([d_collection.change, d_status.change, d_prefix.submit],
+                            h.documents_first, d_query, d_outputs, api_visibility="private",
+                            show_progress="hidden", **light)
+        documents_failed(first_event, "documents_first")
+        documents_event = d_next.click(h.documents_next, [*d_query, d_offset], d_outputs,
+                                       api_visibility="private", **light)
+        documents_failed(documents_event, "documents_next")
+        documents_event = d_previous.click(h.documents_previous, [*d_query, d_offset], d_outputs,
+                                           api_visibility="private", **light)
+        documents_failed(documents_event, "documents_previous")
+        # "Remove selected": refused (no document ticked, a wrong confirmation, a job writing
+        # the collection) said in `d_removal` and the toast, the tables left as they were.
+        remove_event = d_remove_button.click(
+            h.remove_documents, [d_collection, d_remove, d_confirm, d_status, d_prefix, d_offset],
+            [l_table, l_jobs, *d_outputs, d_confirm], api_name="remove_documents",
+            show_progress="hidden", **light)
+        remove_event.then(lambda: "", None, d_removal, api_visibility="private", queue=False)
+        remove_event.failure(failed("remove_documents", what="removal", results=False), None,
+                             d_removal, api_visibility="private", **light)
 
     demo.queue(max_size=settings.ui_max_queue,
                default_concurrency_limit=settings.ui_concurrency)

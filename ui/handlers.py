@@ -55,6 +55,7 @@ from app.services.indexing import IndexOptions
 from app.services.search import MAX_TOP_K, SearchRequest, SearchResponse
 from app.settings import FacetSettings
 from app.text import plural, printable
+from ui import documents as docs_view
 from ui import inputs, render
 
 logger = logging.getLogger(__name__)
@@ -796,20 +797,25 @@ class UiHandlers:
 
     # ---------------------------------------------------------------- index
 
-    def _start(self, source: Path, name: str, embedder: str | None, notices: list[str],
-               renamed: list[str] | None = None) -> tuple[int, int, str, list[list[str]], Any]:
-        """Start the job; ``notices`` name uploads not indexed, ``renamed`` those indexed under
-        another name (``inputs.stage_uploads``)."""
-        facet = self.facet
-        total = facet.estimate_documents(source)
-        job = facet.submit_index(source, name, IndexOptions(
+    def _start(self, source: Path, name: str, embedder: str | None,
+               ) -> tuple[int, int, str, list[list[str]], Any]:
+        """Start the job of a server folder."""
+        job = self.facet.submit_index(source, name, IndexOptions(
             embedder=self._model(embedder, "embedder", collection=name)))
+        return self._started(job, [], [])
+
+    def _started(self, job: JobInfo, notices: list[str], renamed: list[str],
+                 ) -> tuple[int, int, str, list[list[str]], Any]:
+        """What the page shows of a job it started: its id, the document total, the bar (under
+        ``notices``, uploads not indexed, and ``renamed``, those indexed under another name),
+        its errors so far, and the running poll timer."""
+        total = self.facet.estimate_documents(job.source)
         self._job_collections[job.id] = job.collection
         for notice in notices:
             gr.Warning(render.name_html(notice), title="Not indexed")
-        for notice in renamed or []:
+        for notice in renamed:
             gr.Info(render.name_html(notice), title="Renamed")
-        html = render.notices_html([*notices, *(renamed or [])]) + render.job_html(job, total)
+        html = render.notices_html([*notices, *renamed]) + render.job_html(job, total)
         return job.id, total, html, render.job_error_rows(job), gr.Timer(active=True)
 
     @staticmethod
@@ -830,40 +836,32 @@ class UiHandlers:
     def index_upload(self, files: list[str] | None, collection: str | None,
                      embedder: str | None, new_name: str | None = None,
                      ) -> tuple[int, int, str, list[list[str]], Any, None]:
-        """Index tab, uploads: check them, stage them in the collection's upload folder and
-        start a background job; returns the job id, the document total, the progress HTML,
-        the errors so far, the running poll timer, and an emptied upload box. ``new_name``
-        (the "new collection" box), when given, is the collection instead of ``collection``."""
+        """Index tab, uploads: staged in the collection's upload folder and indexed by a
+        background job (``Facet.upload``, which the API's uploads take too); returns the job
+        id, the document total, the progress HTML, the errors so far, the running poll timer,
+        and an emptied upload box. ``new_name`` (the "new collection" box), when given, is the
+        collection instead of ``collection``."""
         if not files:
             raise InvalidRequestError("Upload at least one file first "
                                       f"({', '.join(Facet.supported_suffixes())}).")
         uploads = [self._uploaded(f) for f in files]
-        checked = inputs.check_uploads(uploads, max_mb=self.settings.ui_max_upload_mb,
-                                       suffixes=Facet.supported_suffixes())
-        # Gradio's copies of what is refused go at once (a retry refuses them again); of what is
-        # accepted once staged below, the staged copy being what the job reads. Left, each stayed
-        # in Gradio's cache, served by URL, after its collection was deleted. A job refused
-        # (the collection busy) leaves them, so that pressing the button again works.
-        accepted = set(map(str, checked.accepted))
-        inputs.remove_cached_uploads((p for p in uploads if str(p) not in accepted),
-                                     self.upload_root)
-        if not checked.accepted:
-            raise DataError("Nothing to index: " + "; ".join(checked.refused))
+        # The name is checked first: one reduced to a safe file name ('oops/mix' -> 'mix') put
+        # the files in another collection's folder.
         name = self._target(collection, new_name)
-        # One upload folder per collection: uploading a file again updates its document. The
-        # name is checked first: one reduced to a safe file name ('oops/mix' -> 'mix') put the
-        # files in another collection's folder, and the refusal's clean-up deleted its copies.
-        folder = self.facet.upload_folder(name)
-        self._drop_earlier_failures(name, folder)
-        staged = inputs.stage_uploads(checked.accepted, folder)
         try:
-            started = self._start(folder, name, embedder, checked.refused, staged.renamed)
-        except FacetError:
-            staged.undo()  # the job was refused (the collection busy...): the folder as it was
+            result = self.facet.upload(name, uploads,
+                                       embedder=self._model(embedder, "embedder", collection=name),
+                                       max_mb=self.settings.ui_max_upload_mb)
+        except DataError:  # none can be indexed: a retry refuses them again
+            inputs.remove_cached_uploads(uploads, self.upload_root)
             raise
-        staged.keep()
-        inputs.remove_cached_uploads(checked.accepted, self.upload_root)
-        return *started, None
+        # Gradio's copies go once staged (the staged copy is what the job reads): left, each
+        # stayed in Gradio's cache, served by URL, after its collection was deleted. A job
+        # refused (the collection busy) leaves them, so that pressing the button again works.
+        inputs.remove_cached_uploads(uploads, self.upload_root)
+        removed = ([f"Not kept in the uploads of {name}, as the last upload job could not index "
+                    f"them: {', '.join(result.removed)}"] if result.removed else [])
+        return *self._started(result.job, [*result.refused, *removed], result.renamed), None
 
     @ui_errors
     def index_folder(self, folder: str | None, collection: str | None,
@@ -874,25 +872,15 @@ class UiHandlers:
         job."""
         source = inputs.resolve_under_roots(folder, self.settings.ui_allowed_roots,
                                             exclude=[self.settings.data_dir])
-        return self._start(source, self._target(collection, new_name), embedder, [])
+        return self._start(source, self._target(collection, new_name), embedder)
 
     def _not_kept(self, job: JobInfo) -> list[str]:
         """For a finished upload job: its uploads that cannot be indexed at all, removed from
-        the collection's upload folder (``inputs.drop_unindexable``), and a notice naming
-        them. Left there, every later upload job listed their errors again and the collection
-        counted them as failed for good. A server folder is never changed."""
-        try:
-            folder = self.facet.upload_folder(job.collection).resolve()
-        except FacetError:
-            return []
-        if Path(job.source) != folder:
-            return []
-        if job.errors_total > len(job.errors):  # the first ones only: this needs every one
-            job = self.facet.job(job.id, errors=None)
-        names = inputs.drop_unindexable(
-            folder, [e["document"] for e in job.errors if e["kind"] == "error"],
-            max_bytes=int(self.settings.max_document_mb * 2**20),
-            remove=job.id not in self._cleaned)
+        the collection's upload folder (``Facet.unindexable_uploads``: once per job, later polls
+        only name them), and a notice naming them. Left there, every later upload job listed
+        their errors again and the collection counted them as failed for good. A server folder
+        is never changed."""
+        names = self.facet.unindexable_uploads(job, remove=job.id not in self._cleaned)
         self._cleaned.add(job.id)
         if not names:
             return []
@@ -902,18 +890,6 @@ class UiHandlers:
         return [f"Not kept in the uploads of {job.collection}, as they cannot be indexed (the errors "
                 f"below say why): {listed}. Fix them and upload them again; the "
                 "collection stops counting them as failed with its next upload."]
-
-    def _drop_earlier_failures(self, collection: str, folder: Path) -> None:
-        """Before an upload job: what the collection's last finished upload job could not
-        index, removed as its page would have (that page may have been closed first)."""
-        try:
-            jobs = self.facet.jobs(collection, limit=20)
-        except NotFoundError:
-            return  # a new collection
-        source = str(folder.resolve())
-        last = next((j for j in jobs if j.source == source), None)
-        if last is not None and last.state in ("completed", "failed", "interrupted"):
-            self._not_kept(self.facet.job(last.id))
 
     # --------------------------------------------------------- stopped jobs
 
@@ -1039,7 +1015,7 @@ class UiHandlers:
         stopped = self._stopped_jobs(jobs)[job.id]
         if stopped.source is None:
             raise InvalidRequestError(f"Job {job.id} cannot be resumed here: {stopped.message}.")
-        started = self._start(stopped.source, job.collection, stopped.embedder, [])
+        started = self._start(stopped.source, job.collection, stopped.embedder)
         gr.Info(render.esc(f"Job {started[0]} goes on with job {job.id}'s work in "
                            f"{job.collection}."), title="Resumed")
         return started
@@ -1189,3 +1165,132 @@ class UiHandlers:
         gr.Info(render.esc(render.deleted_text(info, stray)), title="Deleted")
         collections, jobs = self.collections()
         return collections, jobs, ""
+
+    # ------------------------------------------------------------ documents
+
+    def _uploads(self, name: str) -> Path | None:
+        """The collection's upload folder, resolved as its documents' keys are (None for a
+        name that cannot have one)."""
+        try:
+            return self.facet.upload_folder(name).resolve()
+        except FacetError:
+            return None
+
+    def _key_prefix(self, name: str, status: str | None, prefix: str | None) -> str | None:
+        """The key prefix the "starts with" box means: as typed where some key starts so (a
+        folder's path, a record id's start), else, where the collection's uploads do, an
+        uploaded file's name (their keys are paths in the server's data folder, which the page
+        never shows)."""
+        typed = prefix or ""
+        if not typed.strip():
+            return None
+        uploads = self._uploads(name)
+        if uploads is None or typed.startswith("/") or \
+                self.facet.documents(name, 1, 0, status, typed):
+            return typed
+        staged = f"{uploads}/{typed}"
+        return staged if self.facet.documents(name, 1, 0, status, staged) else typed
+
+    def _documents_page(self, collection: str | None, status: str | None, prefix: str | None,
+                        offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+        """A page of the picked collection's documents: the table's rows, the line over it, the
+        page's offset, the "remove" checkboxes (none ticked), Previous and Next (each enabled
+        where there is such a page)."""
+        name = (collection or "").strip()
+        if not name:
+            return ([], render.notices_html(["Pick a collection to list its documents."]), 0,
+                    gr.update(choices=[], value=[]), gr.update(interactive=False),
+                    gr.update(interactive=False))
+        wanted = None if status in (None, "", docs_view.ALL_STATUSES) else status
+        start = max(0, int(float(offset or 0)))
+        key_prefix = self._key_prefix(name, wanted, prefix)
+        docs = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, start, wanted, key_prefix)
+        total = None
+        if not docs and start:  # past the end (its last ones removed): how many there are
+            first = self.facet.documents(name, 1, 0, wanted, key_prefix)
+            total = len(first) + first.not_shown
+        uploads = self._uploads(name)
+        text = docs_view.page_text(name, len(docs), start, docs.not_shown, wanted,
+                                   (prefix or "") if key_prefix else None, total)
+        return (docs_view.document_rows(docs, uploads),
+                f'<div class="facet-info" dir="auto">{render.esc(text)}</div>', start,
+                gr.update(choices=docs_view.removal_choices(docs, uploads), value=[]),
+                gr.update(interactive=start > 0), gr.update(interactive=docs.not_shown > 0))
+
+    @ui_errors
+    def documents(self, collection: str | None, status: str | None, prefix: str | None,
+                  offset: float | None = 0) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+        """Collections tab, the documents table: ``DOCUMENTS_PAGE`` of the picked collection's
+        documents after the first ``offset`` (key order), of ``status`` ("all": any) whose key,
+        or uploaded file's name, starts with ``prefix`` (``_key_prefix``)."""
+        return self._documents_page(collection, status, prefix, offset)
+
+    @ui_errors
+    def documents_first(self, collection: str | None, status: str | None,
+                        prefix: str | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+        """The documents table's first page (a collection, status or prefix changed)."""
+        return self._documents_page(collection, status, prefix, 0)
+
+    @ui_errors
+    def documents_previous(self, collection: str | None, status: str | None, prefix: str | None,
+                           offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+        """The documents table's page before the one shown."""
+        start = int(float(offset or 0))
+        return self._documents_page(collection, status, prefix,
+                                    max(0, start - docs_view.DOCUMENTS_PAGE))
+
+    @ui_errors
+    def documents_next(self, collection: str | None, status: str | None, prefix: str | None,
+                       offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
+        """The documents table's page after the one shown."""
+        start = int(float(offset or 0))
+        return self._documents_page(collection, status, prefix, start + docs_view.DOCUMENTS_PAGE)
+
+    @ui_errors
+    def documents_picker(self, value: str | None) -> Any:
+        """The documents view's collection picker: every collection, its pick kept while it
+        exists, else the first."""
+        names = self._collections()
+        return gr.update(choices=names, value=value if value in names else
+                         (names[0] if names else None))
+
+    @ui_errors
+    def remove_documents(self, collection: str | None, keys: list[str] | None,
+                         confirm: str | None, status: str | None, prefix: str | None,
+                         offset: float | None, request: gr.Request | None = None,
+                         ) -> tuple[Any, ...]:
+        """Collections tab, "Remove selected": the ticked documents removed from the picked
+        collection once its name is typed again (``Facet.remove_documents``: their vectors,
+        chunks and metadata; an upload's file too, so a later upload job does not add it
+        back). Checked first (``check_removal``): a job writing the collection, or a document
+        gone meanwhile, is refused before the confirmation is asked for. Returns the refreshed
+        collections and jobs tables, the documents page, and an emptied confirmation box."""
+        name = self._collection(collection)
+        chosen = [k for k in (keys or []) if isinstance(k, str) and k]
+        if not chosen:
+            raise InvalidRequestError("Tick the documents to remove first (the boxes under the "
+                                      "documents table); nothing was removed.")
+        resolved = self.facet.check_removal(name, chosen)
+        uploads = self._uploads(name)
+        names = [docs_view.shown_key(k, uploads) for k in resolved]
+        listed = ", ".join(names[:docs_view.KEYS_NAMED]) + (
+            f" and {len(names) - docs_view.KEYS_NAMED:,} more"
+            if len(names) > docs_view.KEYS_NAMED else "")
+        what = f"{plural(len(resolved), 'document', grouped=True)} ({listed})"
+        typed = (confirm or "").strip()
+        if not typed:
+            raise InvalidRequestError(f"To remove {what} from {name!r}, type the collection's name "
+                                      "in the confirmation box first; nothing was removed.")
+        if typed != name:
+            raise InvalidRequestError(f"{typed!r} does not match {name!r}; type the collection's "
+                                      f"name exactly to remove {what}. Nothing was removed.")
+        report = self.facet.remove_documents(name, chosen)
+        logger.info("job %d: %d document(s) removed from %s on the UI's Collections tab by %s",
+                    report.job_id, report.docs_deleted, name, _who(request))
+        gr.Info(render.esc(docs_view.removed_text(report, uploads)), title="Removed")
+        collections, jobs = self.collections()
+        page = self._documents_page(name, status, prefix, offset)
+        if not page[0] and page[2]:  # its last page emptied: the one before
+            page = self._documents_page(name, status, prefix,
+                                        max(0, page[2] - docs_view.DOCUMENTS_PAGE))
+        return collections, jobs, *page, ""

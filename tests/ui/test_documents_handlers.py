@@ -1,0 +1,150 @@
+"""The Collections tab's documents view, its handlers called in process (``UiHandlers``) over a
+real facade with the session's minilm: a page of documents named as the person knows them (an
+upload by its file's name, never its path in the server's data folder), paged, filtered by
+status and by a key or file name's start; removing ticked documents only once the collection's
+name is typed, refused while a job writes the collection; and the Index tab's upload box
+offering only the suffixes the indexer reads. The view did not exist: a person could not see
+which documents a collection held, nor remove one (only the whole collection)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import notes_facet
+
+gr = pytest.importorskip("gradio")
+
+UPLOADED = ["alpha-notes.txt", "beta-report.md", "gamma-log.txt"]
+
+
+@pytest.fixture
+def setup(minilm, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    from ui.handlers import UiHandlers
+
+    facet = notes_facet(tmp_path, minilm)
+    folder = facet.upload_folder("uploaded")  # as the Index tab stages uploads
+    folder.mkdir(parents=True)
+    for i, name in enumerate(UPLOADED):
+        (folder / name).write_text(f"Upload {i}: the lighthouse keeper's garden, entry {i}.")
+    facet.index(folder, "uploaded")
+    try:
+        yield facet, UiHandlers(facet, facet.settings)
+    finally:
+        facet.close()
+
+
+def _choices(update: dict[str, Any]) -> list[tuple[str, str]]:
+    return [tuple(c) for c in update["choices"]]  # type: ignore[misc]
+
+
+def test_a_page_of_uploads_names_each_by_its_file_name(setup) -> None:
+    facet, h = setup
+    rows, line, offset, remove, previous, following = h.documents("uploaded", "all", "", 0)
+    assert [r[0] for r in rows] == UPLOADED
+    assert all(r[2] == "indexed" and r[3] >= 1 for r in rows)
+    data = str(facet.settings.data_dir)
+    assert not any(data in str(cell) for r in rows for cell in r)  # no server path shown
+    assert "documents 1–3 of 3" in line and offset == 0
+    # The checkboxes show the names; their values are the keys the facade removes by.
+    names, keys = zip(*_choices(remove), strict=True)
+    assert list(names) == UPLOADED and all(k.startswith(data) for k in keys)
+    assert previous["interactive"] is False and following["interactive"] is False
+
+
+def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
+    from ui import documents
+
+    _, h = setup
+    monkeypatch.setattr(documents, "DOCUMENTS_PAGE", 4)
+    rows, line, offset, _, previous, following = h.documents_first("notes", "all", "")
+    assert [r[0] for r in rows] == ["n0", "n1", "n2", "n3"]
+    assert "documents 1–4 of 6" in line and "2 more not shown" in line
+    assert previous["interactive"] is False and following["interactive"] is True
+    rows, line, offset, _, previous, following = h.documents_next("notes", "all", "", offset)
+    assert [r[0] for r in rows] == ["n4", "n5"] and offset == 4
+    assert "documents 5–6 of 6" in line and "not shown" not in line
+    assert previous["interactive"] is True and following["interactive"] is False
+    rows, *_ = h.documents_previous("notes", "all", "", offset)
+    assert [r[0] for r in rows] == ["n0", "n1", "n2", "n3"]
+    rows, line, *_ = h.documents_first("notes", "error", "")
+    assert rows == [] and "No error documents" in line
+    rows, *_ = h.documents_first("notes", "indexed", "n5")
+    assert [r[0] for r in rows] == ["n5"]
+    # An upload's name typed as the prefix finds it (its key is a path in the data folder).
+    rows, line, *_ = h.documents_first("uploaded", "all", "beta")
+    assert [r[0] for r in rows] == ["beta-report.md"]
+    assert "document 1 of 1 whose key or name starts with 'beta'" in html.unescape(line)
+
+
+def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) -> None:
+    facet, h = setup
+    *_, remove, _, _ = h.documents("uploaded", "all", "", 0)
+    key = dict(_choices(remove))["beta-report.md"]
+    with pytest.raises(gr.Error, match="Tick the documents"):
+        h.remove_documents("uploaded", [], "uploaded", "all", "", 0)
+    with pytest.raises(gr.Error, match=r"To remove 1 document \(beta-report.md\) from 'uploaded', "
+                                       "type the collection's name"):
+        h.remove_documents("uploaded", [key], "", "all", "", 0)
+    with pytest.raises(gr.Error, match="does not match"):
+        h.remove_documents("uploaded", [key], "upload", "all", "", 0)
+    assert len(facet.documents("uploaded")) == 3  # nothing removed yet
+    collections, jobs, rows, line, *_, confirm = h.remove_documents(
+        "uploaded", [key], " uploaded ", "all", "", 0)
+    assert [r[0] for r in rows] == ["alpha-notes.txt", "gamma-log.txt"] and confirm == ""
+    assert "documents 1–2 of 2" in line
+    assert [d.key for d in facet.documents("uploaded")] == [
+        str(facet.upload_folder("uploaded").resolve() / n) for n in ("alpha-notes.txt",
+                                                                     "gamma-log.txt")]
+    assert not (facet.upload_folder("uploaded") / "beta-report.md").exists()
+    row = next(r for r in collections if r[0] == "uploaded")
+    assert row[1] == 2  # the counts refreshed
+    assert jobs[0][1] == "uploaded"  # the removal's job, newest
+
+
+def test_removal_is_refused_while_a_job_writes_the_collection(setup) -> None:
+    from app.services.indexing import _collection_lock
+
+    facet, h = setup
+    *_, remove, _, _ = h.documents("uploaded", "all", "", 0)
+    key = dict(_choices(remove))["alpha-notes.txt"]
+    with _collection_lock("uploaded"), pytest.raises(gr.Error) as refused:
+        h.remove_documents("uploaded", [key], "uploaded", "all", "", 0)
+    assert refused.value.title == "Conflict"
+    assert "is writing 'uploaded'" in str(refused.value.message)
+    assert "nothing was removed" in str(refused.value.message)
+    assert len(facet.documents("uploaded")) == 3
+
+
+def test_no_collection_picked_lists_nothing_and_says_so(setup) -> None:
+    _, h = setup
+    rows, line, *_ = h.documents_first(None, "all", "")
+    assert rows == [] and "Pick a collection" in line
+    assert h.documents_picker(None)["value"] == "notes"  # the first, by name
+    assert h.documents_picker("uploaded")["value"] == "uploaded"
+
+
+def test_the_upload_box_offers_only_the_suffixes_the_indexer_reads(tmp_path) -> None:
+    from app.core import Facet
+    from app.settings import FacetSettings
+    from ui.app import build_ui
+
+    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data"))
+    try:
+        demo = build_ui(facet, export_dir=tmp_path / "exports")
+        box = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "index-files")
+        assert box.file_types == list(Facet.supported_suffixes())
+        assert box.get_config()["file_types"] == [".csv", ".docx", ".htm", ".html", ".json",
+                                                  ".jsonl", ".markdown", ".md", ".pdf", ".txt"]
+        # Gradio's own server check is left to the handler, which names each file it refuses.
+        from gradio.data_classes import FileData
+
+        photo = tmp_path / "photo.png"
+        photo.write_bytes(b"\x89PNG")
+        assert box.preprocess(FileData(path=str(photo))) == [str(photo)]
+    finally:
+        facet.close()

@@ -1,0 +1,137 @@
+"""The Collections tab's documents view in a real browser (Debian's chromium, Playwright, as
+``test_browser.py`` drives the page), over a ``facet ui`` page of its own with collections
+indexed with minilm: it lists the picked collection's documents (an upload by its file's name),
+pages them, filters them by status and by a name's start, and removes a ticked one only once
+the collection's name is typed (refused while a job writes the collection), after which it is
+gone from the table, the counts and the facade. The Index tab's upload box offers only the
+suffixes the indexer reads. Before, the tab showed counts alone: a wrong upload could be taken
+out only by deleting the whole collection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import served_notes_ui
+from .test_browser import CHROMIUM, browser_page, fill_picker, open_tab, toast_text
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
+                             "chromium` (Playwright's browser download is not used)")
+
+UPLOADED = ["alpha-notes.txt", "beta-report.md", "gamma-log.txt"]
+
+
+@pytest.fixture(scope="module")
+def served(minilm, tmp_path_factory) -> Iterator[tuple[Any, Any]]:
+    pytest.importorskip("gradio")
+    root = tmp_path_factory.mktemp("documents-root")
+    with served_notes_ui(root, minilm, tmp_path_factory.mktemp("exports")) as (demo, facet):
+        folder = facet.upload_folder("uploaded")  # as the Index tab stages uploads
+        folder.mkdir(parents=True)
+        for i, name in enumerate(UPLOADED):
+            (folder / name).write_text(f"Upload {i}: the lighthouse keeper's garden, entry {i}.")
+        facet.index(folder, "uploaded")
+        yield demo, facet
+
+
+@pytest.fixture(scope="module")
+def page(served) -> Iterator[Any]:
+    demo, _ = served
+    with browser_page(demo.local_url, "(document.querySelector('#search-collection input') "
+                                      "|| {}).value === 'notes'") as page:
+        yield page
+
+
+def _text(page, selector: str) -> str:
+    return str(page.evaluate(f"(document.querySelector('{selector}') || {{}}).innerText || ''"))
+
+
+def _wait_text(page, selector: str, present: str, absent: str | None = None) -> None:
+    page.wait_for_function(
+        "([sel, yes, no]) => { const el = document.querySelector(sel); if (!el) return false;"
+        " const t = el.innerText; return t.includes(yes) && (!no || !t.includes(no)); }",
+        arg=[selector, present, absent])
+
+
+def test_documents_are_listed_paged_filtered_and_removed(page, served, monkeypatch,
+                                                         tmp_path: Path) -> None:
+    from app.services.indexing import _collection_lock
+    from ui import documents
+
+    _, facet = served
+    monkeypatch.setattr(documents, "DOCUMENTS_PAGE", 4)  # 6 notes: two pages
+    open_tab(page, "Collections")
+    _wait_text(page, "#documents-table", "n3")
+    _wait_text(page, "#documents-page", "documents 1–4 of 6")
+    assert "2 more not shown" in _text(page, "#documents-page")
+    assert "n4" not in _text(page, "#documents-table")
+    page.click("#documents-next")
+    _wait_text(page, "#documents-table", "n5", absent="n0")
+    _wait_text(page, "#documents-page", "documents 5–6 of 6")
+    page.click("#documents-previous")
+    _wait_text(page, "#documents-table", "n0", absent="n5")
+
+    page.locator("#documents-status").get_by_label("error").check()
+    _wait_text(page, "#documents-page", "No error documents")
+    page.locator("#documents-status").get_by_label("all").check()
+    _wait_text(page, "#documents-table", "n0")
+
+    # An upload is shown by its file's name, not its path in the server's data folder.
+    fill_picker(page, "#documents-collection", "uploaded")
+    _wait_text(page, "#documents-table", "gamma-log.txt", absent="n0")
+    table = _text(page, "#documents-table")
+    assert all(name in table for name in UPLOADED)
+    assert str(facet.settings.data_dir) not in table
+    prefix = page.locator("#documents-prefix textarea")
+    prefix.fill("beta")
+    prefix.press("Enter")
+    _wait_text(page, "#documents-table", "beta-report.md", absent="alpha-notes.txt")
+
+    page.locator("#documents-remove").get_by_label("beta-report.md").check()
+    page.click("#documents-remove-button")  # nothing typed: it says what it would remove
+    said = toast_text(page)
+    assert "To remove 1 document (beta-report.md) from 'uploaded', type the collection's name" \
+        in said
+    _wait_text(page, "#documents-remove-status", "The last removal failed")
+    page.fill("#documents-confirm textarea", "uploaded")
+    with _collection_lock("uploaded"):  # as while an index job writes it
+        page.click("#documents-remove-button")
+        said = toast_text(page)
+    assert "is writing 'uploaded'" in said and "nothing was removed" in said
+    assert len(facet.documents("uploaded")) == 3
+
+    page.click("#documents-remove-button")
+    said = toast_text(page, tmp_path / "removed.png")
+    assert "Removed 1 document" in said and "beta-report.md" in said
+    _wait_text(page, "#documents-page", "No documents whose key or name starts with 'beta'")
+    assert "beta-report.md" not in _text(page, "#documents-table")
+    assert _text(page, "#documents-remove-status").strip() == ""
+    prefix.fill("")
+    prefix.press("Enter")
+    _wait_text(page, "#documents-table", "gamma-log.txt")
+    assert "beta-report.md" not in _text(page, "#documents-table")
+    assert [Path(d.key).name for d in facet.documents("uploaded")] == ["alpha-notes.txt",
+                                                                      "gamma-log.txt"]
+    assert not (facet.upload_folder("uploaded") / "beta-report.md").exists()
+    # The collections table's counts refreshed: 2 documents in "uploaded".
+    # (name, documents, indexed, failed, chunks: one cell a line)
+    _wait_text(page, "#collections-table", "uploaded\n2\n2\n0\n2\n")
+
+
+def test_the_upload_box_offers_only_indexable_files(page, tmp_path: Path) -> None:
+    from app.core import Facet
+
+    open_tab(page, "Index")
+    accept = page.get_attribute("#index-files input[type=file]", "accept") or ""
+    assert [a.strip() for a in accept.split(",")] == list(Facet.supported_suffixes())
+    # A file of another type given anyway (a chooser's "all files") is left out by the page,
+    # which names it and the types it takes; nothing reaches the server.
+    photo = tmp_path / "photo.png"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    page.set_input_files("#index-files input[type=file]", [str(photo)])
+    said = toast_text(page)
+    assert "photo.png" in said and ".md" in said and ".pdf" in said

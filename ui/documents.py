@@ -1,0 +1,95 @@
+"""The Collections tab's documents view: how a page of a collection's documents
+(``Facet.documents``) and a removal (``Facet.remove_documents``) are shown. Formatting only;
+``ui.handlers`` calls the facade.
+
+A key is shown as the person knows it: an upload's key is its path in the server's data folder
+(``DATA_DIR/uploads/NAME/report.pdf``), shown as the file's name as uploaded (``report.pdf``);
+any other key (a server folder's file, a record's id) as it is, its control characters and bidi
+controls escaped (``printable``) as the CLI shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from app.services.collections import DocumentInfo
+from app.services.indexing import RemoveReport
+from app.text import plural, printable
+
+# Documents a page of the table lists (as `facet documents` lists by default).
+DOCUMENTS_PAGE = 20
+# The status filter's choices: every document, or those of one status (``DOCUMENT_STATUSES``).
+ALL_STATUSES = "all"
+STATUS_CHOICES = [ALL_STATUSES, "indexed", "error", "pending"]
+DOCUMENT_COLUMNS = ["document", "title", "status", "chunks", "updated"]
+# As the jobs table's: left to the content, a long key squeezed the other headers mid-word.
+DOCUMENT_COLUMN_WIDTHS = ["34%", "26%", "18%", "72px", "16%"]
+# Keys a removal's toast names before saying how many more.
+KEYS_NAMED = 5
+
+
+def shown_key(key: str, uploads: Path | None) -> str:
+    """``key`` as the page shows it: relative to the collection's upload folder (``uploads``)
+    when it lies there (the uploaded file's name; a record's ``#L3`` kept), else as it is."""
+    if uploads is not None:
+        folder = str(uploads).rstrip("/") + "/"
+        if key.startswith(folder) and len(key) > len(folder):
+            key = key[len(folder):]
+    return printable(key)
+
+
+def document_rows(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[list[Any]]:
+    """One row per document: its key (``shown_key``), title, status (an error's reason after
+    it), chunks (a number, so the column sorts as numbers), when its row was last written."""
+    rows: list[list[Any]] = []
+    for d in docs:
+        status = f"{d.status}: {printable(d.error)}" if d.status == "error" and d.error else d.status
+        rows.append([shown_key(d.key, uploads), printable(d.title or ""), status, d.chunks,
+                     d.updated_at.replace("T", " ")[:19]])
+    return rows
+
+
+def removal_choices(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[tuple[str, str]]:
+    """The "remove" checkboxes of a page: each document's shown key, its value the real key."""
+    return [(shown_key(d.key, uploads), d.key) for d in docs]
+
+
+def page_text(collection: str, shown: int, offset: int, not_shown: int, status: str | None,
+              prefix: str | None, total: int | None = None) -> str:
+    """The line over the table: which documents of how many, and how many are not shown
+    (``total``: how many match, where the page is past the end and ``not_shown`` cannot say)."""
+    which = f"{status} document" if status else "document"
+    narrowed = f" whose key or name starts with {printable(prefix)!r}" if prefix else ""
+    total = offset + shown + not_shown if total is None else total
+    if not shown:
+        if offset and total:
+            return (f"No {which}s past the first {offset:,}{narrowed} in {printable(collection)} "
+                    f"(it has {plural(total, which, grouped=True)}); press Previous.")
+        return f"No {which}s{narrowed} in {printable(collection)}."
+    span = (f"{which} {offset + 1:,}" if shown == 1 else
+            f"{which}s {offset + 1:,}–{offset + shown:,}")
+    said = f"{printable(collection)}: {span} of {total:,}{narrowed}"
+    if not_shown:
+        said += f"; {not_shown:,} more not shown (Next shows them)"
+    return said + "."
+
+
+def removed_text(report: RemoveReport, uploads: Path | None) -> str:
+    """The removal's toast: what went, which uploaded files were deleted with them, and which
+    come back with the next index of their folder (their file is still there)."""
+    names = [shown_key(d.key, uploads) for d in report.removed]
+    listed = ", ".join(names[:KEYS_NAMED]) + (
+        f" and {len(names) - KEYS_NAMED:,} more" if len(names) > KEYS_NAMED else "")
+    said = (f"Removed {plural(report.docs_deleted, 'document', grouped=True)} "
+            f"({plural(report.chunks_deleted, 'chunk', grouped=True)}) from "
+            f"{printable(report.collection)}: {listed} (job {report.job_id}).")
+    if report.uploads_deleted():
+        said += (f" {plural(len(report.uploads_deleted()), 'uploaded file')} deleted with "
+                 "them: a later upload job does not add them back.")
+    still = report.still_in_source()
+    if still:
+        said += (f" {plural(len(still), 'file')} still in the folder indexed: indexing it again "
+                 "adds them back unless they are deleted there.")
+    return said
