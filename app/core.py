@@ -1052,7 +1052,7 @@ class Facet:
     def _earlier_upload_failures(self, collection: str, folder: Path) -> list[str]:
         """Before an upload job: what the collection's last finished upload job could not
         index, removed (a page that showed that job may have been closed first; an API client
-        never saw it)."""
+        never saw it); the names of those removed now (not of those a page removed already)."""
         try:
             jobs = self.jobs(collection, limit=20)
         except NotFoundError:
@@ -1061,7 +1061,8 @@ class Facet:
         last = next((j for j in jobs if j.source == source), None)
         if last is None or last.state not in ("completed", "failed", "interrupted"):
             return []
-        return self.unindexable_uploads(self.job(last.id))
+        there = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+        return [n for n in self.unindexable_uploads(self.job(last.id)) if n in there]
 
     @_domain_errors
     def jobs(self, collection: str | None = None, limit: int = 20,

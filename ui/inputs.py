@@ -20,11 +20,6 @@ from app.files import expand_user
 from app.roots import lies_under, links_outside, real_path, real_paths
 from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file
 from app.services.search import parse_filters
-from app.uploads import (  # noqa: F401 (TEMPORARY while handlers move to Facet.upload)
-    check_uploads,
-    drop_unindexable,
-    stage_uploads,
-)
 
 # Cluster inputs read from an upload (text lists), whatever the file type.
 CLUSTER_FILE_SUFFIXES = TEXT_FILE_SUFFIXES

@@ -440,14 +440,17 @@ def test_uploads_that_cannot_be_indexed_are_not_kept_for_the_next_job(minilm, tm
         assert "empty.txt, scan.txt." in html and len(errors) == 2  # the errors still say why
         assert sorted(p.name for p in folder.iterdir()) == ["good.txt"]
         # The next upload job lists no old errors, and the collection stops counting them.
-        job_id, *_ = handlers.index_upload([str(files / "later.txt")], "up", "minilm")
+        job_id, _, html, *_ = handlers.index_upload([str(files / "later.txt")], "up", "minilm")
+        assert "Not kept" not in html  # (this page said so when the job ended: not again)
         job = _finished(facet, job_id)
         assert (job.state, job.docs_failed, job.errors) == ("completed", 0, [])
         assert facet.collection("up").documents_failed == 0
         # Its page closed before the job ended: the next upload takes the file out first.
         job_id, *_ = handlers.index_upload([str(files / "scan.txt")], "up", "minilm")
         assert _finished(facet, job_id).docs_failed == 1
-        job_id, *_ = handlers.index_upload([str(files / "later.txt")], "up", "minilm")
+        job_id, _, html, *_ = handlers.index_upload([str(files / "later.txt")], "up", "minilm")
+        assert "Not kept in the uploads of up, as the last upload job could not index them: " \
+               "scan.txt" in html
         job = _finished(facet, job_id)
         assert (job.docs_failed, job.errors) == (0, [])
         assert sorted(p.name for p in folder.iterdir()) == ["good.txt", "later.txt"]
