@@ -76,15 +76,19 @@ def page_text(collection: str, shown: int, offset: int, not_shown: int, status: 
     return said + "."
 
 
+def listed(names: Sequence[str]) -> str:
+    """``names`` joined, the first ``KEYS_NAMED`` of them, then how many more."""
+    more = len(names) - KEYS_NAMED
+    return ", ".join(names[:KEYS_NAMED]) + (f" and {more:,} more" if more > 0 else "")
+
+
 def removed_text(report: RemoveReport, uploads: Path | None) -> str:
     """The removal's toast: what went, which uploaded files were deleted with them, and which
     come back with the next index of their folder (their file is still there)."""
-    names = [shown_key(d.key, uploads) for d in report.removed]
-    listed = ", ".join(names[:KEYS_NAMED]) + (
-        f" and {len(names) - KEYS_NAMED:,} more" if len(names) > KEYS_NAMED else "")
     said = (f"Removed {plural(report.docs_deleted, 'document', grouped=True)} "
             f"({plural(report.chunks_deleted, 'chunk', grouped=True)}) from "
-            f"{printable(report.collection)}: {listed} (job {report.job_id}).")
+            f"{printable(report.collection)}: "
+            f"{listed([shown_key(d.key, uploads) for d in report.removed])} (job {report.job_id}).")
     if report.uploads_deleted():
         said += (f" {plural(len(report.uploads_deleted()), 'uploaded file')} deleted with "
                  "them: a later upload job does not add them back.")

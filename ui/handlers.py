@@ -233,6 +233,21 @@ def _cancellable(job: JobInfo | None) -> bool:
     return job is not None and job.state in ("queued", "running") and not job.cancel_requested
 
 
+def _confirmed(confirm: str | None, name: str, action: str, again: str, done: str, *,
+               box: str = "the collection's name") -> None:
+    """Refuse a destructive action on collection ``name`` unless ``confirm`` is its name, typed
+    again: none typed, "To <action>, type <box> in the confirmation box first; nothing was
+    <done>."; another, "'x' does not match 'name'; type the collection's name exactly to
+    <again>. Nothing was <done>." (The delete form's and the documents view's removal.)"""
+    typed = (confirm or "").strip()
+    if not typed:
+        raise InvalidRequestError(f"To {action}, type {box} in the confirmation box first; "
+                                  f"nothing was {done}.")
+    if typed != name:
+        raise InvalidRequestError(f"{typed!r} does not match {name!r}; type the collection's "
+                                  f"name exactly to {again}. Nothing was {done}.")
+
+
 class UiHandlers:
     """The handlers of every tab, over one facade.
 
@@ -1149,13 +1164,7 @@ class UiHandlers:
                           ) -> tuple[list[list[Any]], list[list[Any]], str]:
         """Delete a collection once its name is typed again; returns the refreshed tables."""
         name = self._collection(name)
-        typed = (confirm or "").strip()
-        if not typed:
-            raise InvalidRequestError(f"To delete {name!r}, type its name in the confirmation box "
-                                      "first; nothing was deleted.")
-        if typed != name:
-            raise InvalidRequestError(f"{typed!r} does not match {name!r}; type the collection's "
-                                      "name exactly to delete it. Nothing was deleted.")
+        _confirmed(confirm, name, f"delete {name!r}", "delete it", "deleted", box="its name")
         try:
             self.facet.collection(name)
             stray = False
@@ -1272,18 +1281,9 @@ class UiHandlers:
                                       "documents table); nothing was removed.")
         resolved = self.facet.check_removal(name, chosen)
         uploads = self._uploads(name)
-        names = [docs_view.shown_key(k, uploads) for k in resolved]
-        listed = ", ".join(names[:docs_view.KEYS_NAMED]) + (
-            f" and {len(names) - docs_view.KEYS_NAMED:,} more"
-            if len(names) > docs_view.KEYS_NAMED else "")
+        listed = docs_view.listed([docs_view.shown_key(k, uploads) for k in resolved])
         what = f"{plural(len(resolved), 'document', grouped=True)} ({listed})"
-        typed = (confirm or "").strip()
-        if not typed:
-            raise InvalidRequestError(f"To remove {what} from {name!r}, type the collection's name "
-                                      "in the confirmation box first; nothing was removed.")
-        if typed != name:
-            raise InvalidRequestError(f"{typed!r} does not match {name!r}; type the collection's "
-                                      f"name exactly to remove {what}. Nothing was removed.")
+        _confirmed(confirm, name, f"remove {what} from {name!r}", f"remove {what}", "removed")
         report = self.facet.remove_documents(name, chosen)
         logger.info("job %d: %d document(s) removed from %s on the UI's Collections tab by %s",
                     report.job_id, report.docs_deleted, name, _who(request))
