@@ -437,6 +437,9 @@ class Facet:
         self._closed = False
         self._closed_by: str | None = None  # why, where not its own close() (set_shared)
         self._pid = os.getpid()  # a forked child refuses it (``_after_fork_in_child``)
+        # One upload at a time per collection (``upload``): staging, and the job it starts.
+        self._uploading: dict[str, threading.Lock] = {}
+        self._uploading_lock = threading.Lock()
         # Closes what it holds when the facade is dropped unclosed; at exit, ``_OPEN``'s hook
         # closes it instead (with the reason a running job's message gives).
         self._finalizer = weakref.finalize(self, self._held.close)
@@ -1015,15 +1018,23 @@ class Facet:
         if not checked.accepted:
             raise DataError("Nothing to index: " + "; ".join(checked.refused))
         folder = self.upload_folder(collection)
-        removed = self._earlier_upload_failures(collection, folder)
-        staged = stage_uploads(checked.accepted, folder)
-        try:
-            job = self.submit_index(folder, collection, IndexOptions(embedder=embedder),
-                                    on_queued=on_queued)
-        except BaseException:
-            staged.undo()  # the job was refused: the folder as it was
-            raise
-        staged.keep()
+        # Room on the data folder's disk before anything is copied there (the job's own check
+        # came after the copies, and a full disk failed them half-way).
+        self.indexing.check_room(started=False)
+        with self._uploading_lock:
+            lock = self._uploading.setdefault(folder.name, threading.Lock())
+        # One at a time per collection: two at once each put aside and put back the other's
+        # versions of a shared name, and undid each other's refused jobs.
+        with lock:
+            removed = self._earlier_upload_failures(collection, folder)
+            staged = stage_uploads(checked.accepted, folder)
+            try:
+                job = self.submit_index(folder, collection, IndexOptions(embedder=embedder),
+                                        on_queued=on_queued)
+            except BaseException:
+                staged.undo()  # the job was refused: the folder as it was
+                raise
+            staged.keep()
         return UploadResult(job, checked.refused, staged.renamed, removed)
 
     @_domain_errors

@@ -15,7 +15,9 @@ from __future__ import annotations
 import filecmp
 import os
 import re
+import secrets
 import shutil
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +25,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.services.collections import JobInfo
-
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
 
 def _suffix(path: Path) -> str:
     return path.suffix.lower()
@@ -103,44 +102,45 @@ def original_name(path: Path) -> str:
     return (stem or "upload") + suffix
 
 
-def _legacy_name(path: Path) -> str:
-    """The name uploads were given before: ASCII letters, digits and ``._-`` only."""
-    return (_SAFE_NAME.sub("_", path.name).strip("._") or "upload")[:120]
-
-
 @dataclass
 class Staged:
     """Uploads copied into a collection's folder, with the files they replaced kept aside
-    until the job is accepted: a refused job puts the folder back as it was (deleting a
-    replaced file there would make the next upload job's sync drop its document)."""
+    (in a folder of this staging's own, ``aside``) until the job is accepted: a refused job
+    puts the folder back as it was (deleting a replaced file there would make the next upload
+    job's sync drop its document)."""
 
     copies: list[Path]
     previous: dict[Path, Path]  # copy -> the version it replaced, kept outside the folder
     renamed: list[str] = field(default_factory=list)  # notices: uploads given a numbered name
+    aside: Path | None = None  # where ``previous`` are kept: made when the first is
 
     def undo(self) -> None:
-        for copy in self.copies:
+        for copy in reversed(self.copies):
             kept = self.previous.get(copy)
             if kept is not None:
                 os.replace(kept, copy)
             else:
                 copy.unlink(missing_ok=True)
+        self._drop_aside()
 
     def keep(self) -> None:
         for kept in self.previous.values():
             kept.unlink(missing_ok=True)
+        self._drop_aside()
 
+    def _drop_aside(self) -> None:
+        if self.aside is not None:
+            shutil.rmtree(self.aside, ignore_errors=True)
 
-def _target(folder: Path, upload: Path) -> Path:
-    """Where ``upload`` goes in ``folder``: its name (``original_name``), or the name an
-    earlier upload of it was given under the old ASCII-only rule if that file is there, so that
-    uploading it again still updates its document rather than adding a second one."""
-    target = folder / original_name(upload)
-    legacy = folder / _legacy_name(upload)
-    if legacy != target and not target.exists() and legacy.is_file() \
-            and legacy.suffix.lower() == target.suffix.lower() and legacy.stem:
-        return legacy
-    return target
+    def put_aside(self, target: Path) -> None:
+        """Move the file (or link) at ``target`` into this staging's aside folder, made at
+        the first (``tempfile.mkdtemp``: new, private, never a path someone planted)."""
+        if self.aside is None:
+            self.aside = Path(tempfile.mkdtemp(prefix=f".previous-{target.parent.name}-",
+                                               dir=target.parent.parent))
+        kept = self.aside / target.name
+        os.replace(target, kept)
+        self.previous[target] = kept
 
 
 def _numbered(target: Path, n: int) -> Path:
@@ -180,31 +180,56 @@ def _distinct(files: Sequence[Path], targets: list[Path]) -> list[Path]:
     return out
 
 
+def _new_hidden(folder: Path, name: str) -> tuple[int, Path]:
+    """A new hidden file in ``folder`` for a copy of ``name`` on its way in, open for writing:
+    ``.NAME.<random>.part``, made with ``O_CREAT | O_EXCL`` (a name that exists, a link
+    included, is never opened: another is drawn), its mode as the umask makes a new file's."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        partial = folder / f".{name}.{secrets.token_hex(4)}.part"
+        try:
+            return os.open(partial, flags, 0o666), partial
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free hidden name for {name} in {folder}")
+
+
 def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     """Copy accepted uploads into ``folder`` (one per collection, so uploading a file again
     updates its document instead of adding a copy). Uploads that would share a name there
     get numbered names (``_distinct``), each named in ``Staged.renamed``.
+
+    Each is copied into a new hidden file of a name of its own (``_new_hidden``: created, never
+    opened through a link planted there), then renamed over its target, so a job, the
+    clean-up of files that cannot be indexed (``drop_unindexable``) or another upload at the
+    same time never sees half a file; the name was ``.NAME.part``, the same for every upload, so
+    two uploads at once raced on it (a 500, a file of both), and a link planted at that name had
+    the copy written wherever it pointed. A failure part-way (a full disk) puts back what was
+    staged before it, as a refused job does.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    first = [_target(folder, path) for path in files]
+    first = [folder / original_name(path) for path in files]
     targets = _distinct(files, first)
-    aside = folder.parent / ".previous" / folder.name
     staged = Staged([], {}, [f"{path.name} was saved as {target.name}: another upload has that name on "
                              "the server (a long name is cut to 200 bytes)"
                              for path, wanted, target in zip(files, first, targets, strict=True)
                              if target != wanted])
-    for path, target in zip(files, targets, strict=True):
-        if target.exists():
-            aside.mkdir(parents=True, exist_ok=True)
-            kept = aside / target.name
-            os.replace(target, kept)
-            staged.previous[target] = kept
-        # Copied under a hidden name (never indexed), then renamed: a job, or the clean-up of
-        # files that cannot be indexed (``drop_unindexable``), never sees half a file.
-        partial = target.with_name(f".{target.name}.part")
-        shutil.copyfile(path, partial)
-        os.replace(partial, target)
-        staged.copies.append(target)
+    try:
+        for path, target in zip(files, targets, strict=True):
+            fd, partial = _new_hidden(folder, target.name)
+            try:
+                with open(fd, "wb") as out, path.open("rb") as given:
+                    shutil.copyfileobj(given, out)
+                if os.path.lexists(target):
+                    staged.put_aside(target)
+                staged.copies.append(target)  # (undone from here on: its previous version back)
+                os.replace(partial, target)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+    except BaseException:
+        staged.undo()
+        raise
     return staged
 
 

@@ -6,13 +6,14 @@ to app/) need no model."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from app import uploads
-from app.errors import DataError, InvalidRequestError, UnknownModelError
+from app.errors import DataError, InvalidRequestError, UnavailableError, UnknownModelError
 
 
 def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
@@ -43,9 +44,10 @@ def test_uploads_are_checked_and_staged(tmp_path: Path) -> None:
         "Notes (final).md"]
     uploads.stage_uploads([ok], tmp_path / "staged").keep()
     assert copies[0].read_text() == "hello again"
-    assert not any((tmp_path / ".previous").rglob("*.md"))
-    # Copied under a hidden name, then renamed: nothing half-copied is left or seen.
+    # Copied under a hidden name, then renamed: nothing half-copied, nor any version put
+    # aside, is left or seen.
     assert [p.name for p in (tmp_path / "staged").iterdir()] == ["Notes (final).md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "staged"]
 
 
 def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Path) -> None:
@@ -73,14 +75,16 @@ def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Pat
                                                               ("my notes (2).txt", "another")]
     assert both.renamed == ["my notes.txt was saved as my notes (2).txt: another upload has that name on the "
                             "server (a long name is cut to 200 bytes)"]
-    # A file uploaded under the old rule is still updated in place, not doubled.
+    # Another file whose name the old ASCII-only rule made the same is not replaced: uploading
+    # "my notes.md" overwrote a current upload "my_notes.md" (another user's document gone),
+    # taken for the old name of "my notes.md".
     old = tmp_path / "up3"
     old.mkdir()
-    (old / "Notes_final_.md").write_text("v1")
-    (src / "Notes (final).md").write_text("v2")
-    again = uploads.stage_uploads([src / "Notes (final).md"], old)
-    assert [c.name for c in again.copies] == ["Notes_final_.md"] and sorted(p.name for p in old.iterdir()) == [
-        "Notes_final_.md"]
+    (old / "my_notes.md").write_text("Alice's notes")
+    (src / "my notes.md").write_text("Bob's notes")
+    again = uploads.stage_uploads([src / "my notes.md"], old)
+    assert [c.name for c in again.copies] == ["my notes.md"]
+    assert (old / "my_notes.md").read_text() == "Alice's notes"
 
 
 def test_uploads_that_cannot_be_indexed_are_not_kept(tmp_path: Path) -> None:
@@ -199,3 +203,96 @@ def test_what_an_upload_job_could_not_index_is_removed_before_the_next(facet, tm
     done = _ended(facet, second.job.id)
     assert done.state == "completed" and not [e for e in done.errors if e["kind"] == "error"]
     assert sorted(p.name for p in facet.upload_folder("notes").iterdir()) == ["good.txt", "more.txt"]
+
+
+def test_a_link_planted_in_the_upload_folder_is_never_written_through(tmp_path: Path) -> None:
+    """Each copy went through the fixed name ``.NAME.part``: a link planted there (anyone who
+    could write the folder, which may be a shared mount) had the upload written over the file
+    it pointed to; and the versions put aside went to ``uploads/.previous/NAME``, a link there
+    taking them out of the data folder."""
+    folder = tmp_path / "uploads" / "c"
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not yours")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (folder / ".x.md.part").symlink_to(victim)
+    (tmp_path / "uploads" / ".previous").mkdir()
+    (tmp_path / "uploads" / ".previous" / "c").symlink_to(elsewhere)
+    (folder / "x.md").write_text("version one")
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "x.md").write_text("version two")
+    staged = uploads.stage_uploads([src / "x.md"], folder)
+    staged.undo()
+    assert victim.read_text() == "not yours" and not any(elsewhere.iterdir())
+    assert (folder / "x.md").read_text() == "version one" and not (folder / "x.md").is_symlink()
+    uploads.stage_uploads([src / "x.md"], folder).keep()
+    assert victim.read_text() == "not yours" and not any(elsewhere.iterdir())
+    assert (folder / "x.md").read_text() == "version two"
+    assert sorted(p.name for p in folder.iterdir()) == [".x.md.part", "x.md"]  # (the plant, left)
+
+
+def test_a_staging_that_fails_half_way_puts_the_folder_back(tmp_path: Path, monkeypatch) -> None:
+    """A full disk on the second of two files left the first staged with no job, and the
+    version it replaced orphaned aside."""
+    folder = tmp_path / "uploads" / "c"
+    folder.mkdir(parents=True)
+    (folder / "a.md").write_text("a, version one")
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.md").write_text("a, version two")
+    (src / "b.md").write_text("b")
+    copy = uploads.shutil.copyfileobj
+    calls = []
+
+    def full(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return copy(*args, **kwargs)
+
+    monkeypatch.setattr(uploads.shutil, "copyfileobj", full)
+    with pytest.raises(OSError, match="No space left"):
+        uploads.stage_uploads([src / "a.md", src / "b.md"], folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["a.md"]
+    assert (folder / "a.md").read_text() == "a, version one"
+    assert sorted(p.name for p in (tmp_path / "uploads").iterdir()) == ["c"]  # nothing aside left
+
+
+def test_uploads_at_once_into_one_collection_all_arrive_whole(facet, tmp_path: Path) -> None:
+    """Eight at once, each with the same name and files of its own, all arrive whole: twelve
+    sent to a server gave four 500s (one's ``.same.md.part`` renamed away by another), which
+    left what they had staged."""
+    errors: list[BaseException] = []
+    results = []
+
+    def one(i: int) -> None:
+        try:
+            given = _files(tmp_path / f"in{i}", same_dot_md=f"version {i} of the shared note",
+                           **{f"own{i}_dot_md": f"the note only upload {i} has"})
+            results.append(facet.upload("busy", given))
+        except BaseException as e:  # (collected, asserted below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == [] and len(results) == 8
+    for r in results:
+        _ended(facet, r.job.id)
+    folder = facet.upload_folder("busy")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["same.md", *(f"own{i}.md" for i in range(8))])
+    assert (folder / "same.md").read_text() in {f"version {i} of the shared note" for i in range(8)}
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["busy"]
+
+
+def test_an_upload_refused_for_room_writes_nothing(facet, tmp_path: Path) -> None:
+    """The disk-space guard (FACET_MIN_FREE_MB) was the job's: each file was copied into the
+    upload folder first, then put back."""
+    facet.indexing.settings.min_free_mb = 10**9
+    with pytest.raises(UnavailableError):
+        facet.upload("roomless", _files(tmp_path / "in", a_dot_md="text"))
+    assert not facet.upload_folder("roomless").exists()
