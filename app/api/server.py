@@ -360,6 +360,22 @@ def check_cors_origins(origins: Sequence[str]) -> None:
                 "(\"https://app.example.com\"), or \"*\" for any origin")
 
 
+def cross_site(request: Request, settings: FacetSettings) -> str | None:
+    """The ``Origin`` of a browser's request from another site than this server, where neither
+    an API key nor ``FACET_CORS_ORIGINS`` lets that site in; else None. A multipart form POST is
+    a "simple" request a browser sends cross-site without asking first (no preflight), so any
+    page a user of a keyless server opened could upload files into it: CORS only hid the
+    answer. A request without ``Origin`` (curl, httpx, a server-side client) is not a browser's
+    cross-site request."""
+    origin = request.headers.get("origin")
+    if origin is None or settings.api_key:
+        return None
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    if origin == own or origin in settings.cors_origins or "*" in settings.cors_origins:
+        return None
+    return origin
+
+
 def cors(app: FastAPI, origins: Sequence[str]) -> None:
     """Answer browsers on ``origins`` (``FACET_CORS_ORIGINS``; none: no CORS headers at all):
     a preflight (``OPTIONS`` with ``Access-Control-Request-Method``) is answered here, before
@@ -1055,14 +1071,20 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         does: they are kept in the collection's upload folder on the server (the same name
         again updates its document; deleting the collection removes them) and a job indexes
         that folder: 202 + the job, what was refused and renamed. A new collection is made."""
+        if (origin := cross_site(request, settings)) is not None:
+            return errors.error_response(
+                403, f"an upload from a page of another site ({origin}) is refused: this server "
+                "has no FACET_API_KEY, so any page a browser opened could write into it; set "
+                "FACET_API_KEY, or list that site in FACET_CORS_ORIGINS", "permission_error",
+                code="cross_site_request")
         if (refused := _refused_collection(name, param=None)) is not None:
             return refused
         _check_model(facet, embedder, "embedder", name)
         client = _client(request)
 
         def queued(job_id: int) -> None:
-            logger.info("job %d queued by %s (collection %r, %s uploaded)", job_id, client, name,
-                        plural(len(files), "file"))
+            logger.info("job %d queued by %s (collection %r, %s received)", job_id, client, name,
+                        plural(len(files), "uploaded file"))
 
         with tempfile.TemporaryDirectory(prefix="facet-upload-") as received:
             paths = []
@@ -1079,6 +1101,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 result = facet.upload(name, paths, embedder=embedder,
                                       max_mb=settings.api_max_body_mb,
                                       limit="FACET_API_MAX_BODY_MB", on_queued=queued)
+        if result.refused:
+            logger.info("job %d: %s of %s's upload refused: %s", result.job.id,
+                        plural(len(result.refused), "file"), client, "; ".join(result.refused))
         return _json({"job": asdict(result.job), "refused": result.refused,
                       "renamed": result.renamed, "removed": result.removed},
                      status=202, headers={"Location": f"/jobs/{result.job.id}"})
@@ -1319,9 +1344,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         metadata, as `facet delete NAME --document KEY` does; 200 + what was removed, recorded
         as a job (GET /jobs/{job_id}). Every key must name a document of the collection, or
         nothing is removed (404); with ``missing_ok``, keys that name none are skipped
-        (``skipped_keys``) and the others removed. The files are not touched: a document whose
-        file is still there (``source_exists``) comes back with the next index job of it. The
-        collection stays, even when it is left empty."""
+        (``skipped_keys``) and the others removed. A file in a server folder is not touched: a
+        document whose file is still there (``source_exists``) comes back with the next index
+        job of it; an uploaded file (in the collection's upload folder) is deleted with its
+        document (``source_deleted``). The collection stays, even when it is left empty."""
         if (refused := _refused_collection(name, param=None)) is not None:
             return refused  # as GET /collections/{name} (it was a 404 collection_not_found)
         try:

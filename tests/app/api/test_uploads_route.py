@@ -136,3 +136,32 @@ def test_an_upload_needs_the_key_where_one_is_set(minilm, tmp_path: Path, key: s
             assert not facet.upload_folder("notes").exists()
     finally:
         facet.close()
+
+
+def test_a_page_of_another_site_cannot_upload_into_a_keyless_server(client: TestClient, facet) -> None:
+    """A multipart POST is a request a browser sends cross-site without a preflight: any page a
+    user of a keyless server opened could write files into it (CORS only hid the answer)."""
+    r = client.post("/collections/csrf/uploads", files=_files(("a.md", b"planted")),
+                    headers={"origin": "http://evil.example"})
+    assert r.status_code == 403, r.text
+    assert r.json()["error"]["code"] == "cross_site_request"
+    assert "http://evil.example" in r.json()["error"]["message"]
+    assert not facet.upload_folder("csrf").exists()
+    # The server's own pages, and clients that send no Origin (curl, httpx), are not refused.
+    r = client.post("/collections/csrf/uploads", files=_files(("a.md", b"mine")),
+                    headers={"origin": "http://testserver"})
+    assert r.status_code == 202, r.text
+    _ended(client, r.json()["job"]["id"])
+
+
+def test_a_site_listed_in_cors_origins_may_upload(minilm, tmp_path: Path) -> None:
+    facet = serving_facet(tmp_path / "data", minilm, cors_origins=["https://app.example.com"])
+    try:
+        with TestClient(create_app(facet)) as listed:
+            r = listed.post("/collections/notes/uploads", files=_files(("a.md", b"text")),
+                            headers={"origin": "https://app.example.com"})
+            assert r.status_code == 202, r.text
+            assert r.headers["access-control-allow-origin"] == "https://app.example.com"
+            _ended(listed, r.json()["job"]["id"])
+    finally:
+        facet.close()
