@@ -1781,7 +1781,10 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                              f"(found {', '.join(map(str, record)) or 'none'}); name the one "
                              "holding the text as the text column (`facet index --text-column`, "
                              "text_column in POST /jobs)")
-    id_field = next((f for f in _named(record, _ID_FIELDS) if record[f] not in (None, "")), None)
+    # An id of nothing but blanks (spaces, zero-width characters) is no id, as an empty one:
+    # its record was keyed "   ", which no removal takes ("a document key is empty").
+    id_field = next((f for f in _named(record, _ID_FIELDS) if record[f] is not None
+                     and not (isinstance(record[f], str) and blank(record[f]))), None)
     record_id = record[id_field] if id_field else None
     if isinstance(record_id, dict | list | bool):  # was stored as Python's repr: "{'a': 1}", "True"
         return DocumentError(fallback_key, str(path),

@@ -102,6 +102,16 @@ def test_jsonl_number_ids(tmp_path: Path) -> None:
     assert [d.key for d in _docs(path)] == ["7", "1000", "2.5"]  # 1000.0 was "1000.0"
 
 
+def test_a_jsonl_id_of_blanks_is_no_id(tmp_path: Path) -> None:
+    """A record whose id was "   " was keyed "   ": indexed, listed as a blank key, and no removal
+    took it ("a document key is empty"). Blanks, or only invisible characters, are no id, as
+    an empty one: the record is keyed by its line."""
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": "t"}) + "\n"
+                            for i in ("   ", "\u200b", "", " ok ")))
+    assert [d.key for d in _docs(path)] == [f"{path}#L1", f"{path}#L2", f"{path}#L3", " ok "]
+
+
 def test_an_html_title_is_part_of_the_text_as_a_jsonl_title_is(tmp_path: Path) -> None:
     """The <title> was stored as the title but was in no chunk: no search found its words."""
     path = tmp_path / "a.html"
