@@ -986,11 +986,12 @@ class Facet:
     @_domain_errors
     def upload(self, collection: str, files: Sequence[str | os.PathLike[str]], *,
                embedder: str | None = None, max_mb: float | None = None,
-               limit: str = "FACET_UI_MAX_UPLOAD_MB",
+               limit: str | None = None,
                on_queued: Callable[[int], None] | None = None) -> UploadResult:
         """Index uploaded ``files`` into ``collection`` in the background: each is checked (a
         type the indexer reads, at most ``max_mb``, default ``FACET_UI_MAX_UPLOAD_MB``;
-        ``limit`` names the setting in the refusal), copied into the collection's upload folder
+        ``limit`` names the setting in the refusal, default that setting's name, or "max_mb"
+        where ``max_mb`` is given), copied into the collection's upload folder
         (``upload_folder``) under its own name (``app.uploads.stage_uploads``: the same name
         again updates its document, two of one name in one upload are numbered), and a job
         indexes the folder, as ``submit_index`` of it would (``on_queued`` as there). Files the
@@ -1000,7 +1001,8 @@ class Facet:
 
         Returns:
             ``UploadResult``: the job, the uploads refused (with why), those saved under another
-            name, the earlier failures removed.
+            name, the earlier failures removed (not those of a name uploaded again now), the
+            paths the files were saved at.
 
         Raises:
             DataError: no file given can be indexed ("Nothing to index: " and why, each).
@@ -1013,6 +1015,7 @@ class Facet:
             raise InvalidRequestError("Upload at least one file first "
                                       f"({', '.join(self.supported_suffixes())}).")
         mb = self.settings.ui_max_upload_mb if max_mb is None else max_mb
+        limit = limit or ("FACET_UI_MAX_UPLOAD_MB" if max_mb is None else "max_mb")
         checked = check_uploads([Path(os.fspath(f)) for f in files], max_mb=mb,
                                 suffixes=self.supported_suffixes(), limit=limit)
         if not checked.accepted:
@@ -1026,16 +1029,27 @@ class Facet:
         # One at a time per collection: two at once each put aside and put back the other's
         # versions of a shared name, and undid each other's refused jobs.
         with lock:
+            new = not folder.exists()
             removed = self._earlier_upload_failures(collection, folder)
-            staged = stage_uploads(checked.accepted, folder)
             try:
-                job = self.submit_index(folder, collection, IndexOptions(embedder=embedder),
-                                        on_queued=on_queued)
+                staged = stage_uploads(checked.accepted, folder)
+                try:
+                    job = self.submit_index(folder, collection, IndexOptions(embedder=embedder),
+                                            on_queued=on_queued)
+                except BaseException:
+                    staged.undo()  # the job was refused: the folder as it was
+                    raise
             except BaseException:
-                staged.undo()  # the job was refused: the folder as it was
+                if new:  # (no empty upload folder of a collection never made)
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
                 raise
             staged.keep()
-        return UploadResult(job, checked.refused, staged.renamed, removed)
+        # A name uploaded again now is not "removed": its new file is there, indexed.
+        names = {copy.name for copy in staged.copies}
+        return UploadResult(job, checked.refused, staged.renamed,
+                            [n for n in removed if n not in names],
+                            [str(copy.resolve()) for copy in staged.copies])
 
     @_domain_errors
     def unindexable_uploads(self, job: JobInfo | int, *, remove: bool = True) -> list[str]:

@@ -34,13 +34,16 @@ def _suffix(path: Path) -> str:
 class UploadResult:
     """What ``Facet.upload`` did: the job that indexes the collection's upload folder, the
     uploads refused (each with why: too large, a type the indexer does not read), those saved
-    under another name (another upload has theirs), and the files an earlier upload job could
+    under another name (another file has theirs), the paths the files were saved at (a file's
+    document key there, which ``remove_documents`` takes; a record file's records are keyed by
+    their ids, or ``PATH#L3``), and the files an earlier upload job could
     not index that were removed from the folder first."""
 
     job: JobInfo
     refused: list[str]
     renamed: list[str]
     removed: list[str]
+    staged: list[str] = field(default_factory=list)  # the files' paths on the server: their keys
 
 
 @dataclass(frozen=True)
@@ -210,10 +213,13 @@ def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     folder.mkdir(parents=True, exist_ok=True)
     first = [folder / original_name(path) for path in files]
     targets = _distinct(files, first)
-    staged = Staged([], {}, [f"{path.name} was saved as {target.name}: another upload has that name on "
-                             "the server (a long name is cut to 200 bytes)"
-                             for path, wanted, target in zip(files, first, targets, strict=True)
-                             if target != wanted])
+    staged = Staged([], {}, [
+        f"{path.name} was saved as {target.name}: " + (
+            "another file of this upload has that name" if wanted in first[:i] else
+            "a different file in the collection's uploads has that name (a long name is cut to "
+            "200 bytes)")
+        for i, (path, wanted, target) in enumerate(zip(files, first, targets, strict=True))
+        if target != wanted])
     try:
         for path, target in zip(files, targets, strict=True):
             fd, partial = _new_hidden(folder, target.name)

@@ -512,6 +512,11 @@ class UploadAnswer(BaseModel):
     removed: list[str] = Field(description="files an earlier upload job could not index at all "
                                            "(binary, empty, malformed), removed from the upload "
                                            "folder before this job")
+    staged: list[str] = Field(description="where each file taken was saved on the server: a "
+                                          "file's document key (GET/DELETE "
+                                          "/collections/{name}/documents take it); a .jsonl or "
+                                          ".csv file's records are keyed by their ids, or "
+                                          "PATH#L<line> / PATH#row<n>")
 
 
 class RemovedDocuments(BaseModel):

@@ -1105,7 +1105,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
             logger.info("job %d: %s of %s's upload refused: %s", result.job.id,
                         plural(len(result.refused), "file"), client, "; ".join(result.refused))
         return _json({"job": asdict(result.job), "refused": result.refused,
-                      "renamed": result.renamed, "removed": result.removed},
+                      "renamed": result.renamed, "removed": result.removed,
+                      "staged": result.staged},
                      status=202, headers={"Location": f"/jobs/{result.job.id}"})
 
     # Reading jobs writes nothing: no 429 (SQLite in WAL mode, and PostgreSQL, let reads past

@@ -73,8 +73,8 @@ def test_upload_names_keep_their_script_and_never_collide_silently(tmp_path: Pat
     both = uploads.stage_uploads([src / "my notes.txt", tmp_path / "other" / "my notes.txt"], tmp_path / "up2")
     assert [(c.name, c.read_text()) for c in both.copies] == [("my notes.txt", "text 2"),
                                                               ("my notes (2).txt", "another")]
-    assert both.renamed == ["my notes.txt was saved as my notes (2).txt: another upload has that name on the "
-                            "server (a long name is cut to 200 bytes)"]
+    assert both.renamed == ["my notes.txt was saved as my notes (2).txt: another file of this upload has "
+                            "that name"]
     # Another file whose name the old ASCII-only rule made the same is not replaced: uploading
     # "my notes.md" overwrote a current upload "my_notes.md" (another user's document gone),
     # taken for the old name of "my notes.md".
@@ -199,6 +199,7 @@ def test_what_an_upload_job_could_not_index_is_removed_before_the_next(facet, tm
     assert (facet.upload_folder("notes") / "scan.txt").exists()
     second = facet.upload("notes", _files(tmp_path / "in2", more_dot_txt="Tomatoes need sun."))
     assert second.removed == ["scan.txt"]
+    assert second.staged == [str(facet.upload_folder("notes").resolve() / "more.txt")]
     assert facet.unindexable_uploads(job.id, remove=False) == ["scan.txt"]
     done = _ended(facet, second.job.id)
     assert done.state == "completed" and not [e for e in done.errors if e["kind"] == "error"]
@@ -296,3 +297,24 @@ def test_an_upload_refused_for_room_writes_nothing(facet, tmp_path: Path) -> Non
     with pytest.raises(UnavailableError):
         facet.upload("roomless", _files(tmp_path / "in", a_dot_md="text"))
     assert not facet.upload_folder("roomless").exists()
+
+
+def test_a_fixed_file_uploaded_again_is_not_reported_removed(facet, tmp_path: Path) -> None:
+    """A binary bin.txt failed; its fixed version uploaded next was reported in ``removed``,
+    though it is kept and indexed."""
+    first = facet.upload("fix", _files(tmp_path / "in", bin_dot_txt=b"\x00\x01\x02" * 50))
+    assert _ended(facet, first.job.id).docs_failed == 1
+    fixed = facet.upload("fix", _files(tmp_path / "in2", bin_dot_txt="now it is text"))
+    assert fixed.removed == []
+    assert _ended(facet, fixed.job.id).docs_indexed == 1
+    assert (facet.upload_folder("fix") / "bin.txt").read_text() == "now it is text"
+
+
+def test_a_callers_limit_is_named_and_a_refused_upload_leaves_no_folder(facet, tmp_path: Path) -> None:
+    """``max_mb=1`` was refused naming FACET_UI_MAX_UPLOAD_MB, a setting the caller never set;
+    an unknown embedder left an empty upload folder for a collection never made."""
+    with pytest.raises(DataError, match=r"over the 1e-06 MB upload limit \(max_mb\)"):
+        facet.upload("limits", _files(tmp_path / "in", a_dot_md="some text"), max_mb=0.000001)
+    with pytest.raises(UnknownModelError):
+        facet.upload("limits", _files(tmp_path / "in", a_dot_md="some text"), embedder="nope")
+    assert not facet.upload_folder("limits").exists()

@@ -42,6 +42,8 @@ def test_uploaded_files_are_indexed_and_searchable(client: TestClient, facet) ->
     assert answer["refused"] == ["tool.exe: .exe files cannot be indexed; upload "
                                  + ", ".join(facet.supported_suffixes())]
     assert answer["renamed"] == [] and answer["removed"] == []
+    uploads = facet.upload_folder("notes").resolve()
+    assert answer["staged"] == [str(uploads / "lighthouse.txt"), str(uploads / "garden.md")]
     done = _ended(client, job["id"])
     assert (done["state"], done["docs_indexed"]) == ("completed", 2)
     folder = facet.upload_folder("notes").resolve()
@@ -59,8 +61,9 @@ def test_uploaded_files_are_indexed_and_searchable(client: TestClient, facet) ->
         ("lighthouse.txt", b"The keeper trims the lighthouse wick."),
         ("dup.txt", b"first of two"), ("dup.txt", b"second of two")))
     assert r.status_code == 202, r.text
-    assert r.json()["renamed"] == ["dup.txt was saved as dup (2).txt: another upload has that name on "
-                                   "the server (a long name is cut to 200 bytes)"]
+    assert r.json()["renamed"] == ["dup.txt was saved as dup (2).txt: another file of this upload has "
+                                   "that name"]
+    assert r.json()["staged"] == [str(folder / n) for n in ("lighthouse.txt", "dup.txt", "dup (2).txt")]
     assert _ended(client, r.json()["job"]["id"])["state"] == "completed"
     assert sorted(p.name for p in folder.iterdir()) == ["dup (2).txt", "dup.txt", "garden.md",
                                                         "lighthouse.txt"]
