@@ -88,7 +88,15 @@ from app.services.search import (
 )
 from app.settings import FacetSettings, apply_settings, get_settings, mask_passwords
 from app.text import check_text_encodable, check_texts
-from app.uploads import UploadResult, check_uploads, drop_unindexable, stage_uploads
+from app.uploads import (
+    UploadResult,
+    check_uploads,
+    drop_unindexable,
+    forget_staged,
+    note_staged,
+    stage_uploads,
+    take_back,
+)
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
 from indexer.errors import StoreBusyError
 
@@ -1030,6 +1038,8 @@ class Facet:
         # versions of a shared name, and undid each other's refused jobs.
         with lock:
             new = not folder.exists()
+            # The notes of upload jobs that started or ended: nothing to take back.
+            forget_staged(folder.parent, lambda job_id: self._job_state(job_id) == "queued")
             removed = self._earlier_upload_failures(collection, folder)
             try:
                 staged = stage_uploads(checked.accepted, folder)
@@ -1044,6 +1054,9 @@ class Facet:
                     with contextlib.suppress(OSError):
                         folder.rmdir()
                 raise
+            # Before the versions it replaced go: a cancel before the job starts takes back
+            # what it added (``cancel_job``).
+            note_staged(folder, job.id, staged)
             staged.keep()
         # A name uploaded again now is not "removed": its new file is there, indexed.
         names = {copy.name for copy in staged.copies}
@@ -1073,6 +1086,27 @@ class Facet:
         return drop_unindexable(folder, [e["document"] for e in job.errors if e["kind"] == "error"],
                                 max_bytes=int(self.settings.max_document_mb * 2**20),
                                 remove=remove)
+
+    def _job_state(self, job_id: int) -> str | None:
+        try:
+            return self.catalog.job(job_id, 0).state
+        except NotFoundError:
+            return None
+
+    def _take_back_uploads(self, job: JobInfo) -> None:
+        """An upload job cancelled before it started: the files it added to its collection's
+        upload folder removed (``app.uploads.take_back``), and its message says which. They
+        stayed, and the next upload's job, which indexes the whole folder, indexed them."""
+        try:
+            folder = self.upload_folder(job.collection).resolve()
+        except FacetError:
+            return
+        if Path(job.source) != folder:
+            return
+        gone = take_back(folder, job.id)
+        if gone:
+            self.indexing.note_message(job.id, f"{job.message}; the files it uploaded were taken "
+                                               f"back: {', '.join(gone)}")
 
     def _earlier_upload_failures(self, collection: str, folder: Path) -> list[str]:
         """Before an upload job: what the collection's last finished upload job could not
@@ -1138,9 +1172,14 @@ class Facet:
                 or ``collection`` given and the job is of another one.
         """
         job_id = plain_number(job_id)
-        state = self.catalog.job(job_id, 0, collection).state
+        job = self.catalog.job(job_id, 0, collection)
+        state = job.state
         if state in ("queued", "running", "stalled") and self.indexing.cancel(job_id):
-            return self.catalog.job(job_id, collection=collection)
+            after = self.catalog.job(job_id, collection=collection)
+            if state == "queued" and after.state == "cancelled":
+                self._take_back_uploads(after)
+                after = self.catalog.job(job_id, collection=collection)
+            return after
         if state in ("queued", "running", "stalled"):  # it ended since its state was read
             state = self.catalog.job(job_id, 0, collection).state
         raise InvalidRequestError(f"job {job_id} is {state}; only a queued or running job "

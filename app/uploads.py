@@ -13,12 +13,13 @@ what a finished upload job could not index at all is removed from the folder
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -283,3 +284,65 @@ def _replaced(path: Path, before: os.stat_result) -> bool:
         return False
     return (now.st_ino, now.st_mtime_ns, now.st_size) != (before.st_ino, before.st_mtime_ns,
                                                           before.st_size)
+
+
+# What each upload job added to its collection's folder, in the uploads' own folder for them
+# (hidden: a collection's name never starts with a dot): ``uploads/.staged/N.json``.
+_NOTES = ".staged"
+
+
+def _note(folder: Path, job_id: int) -> Path:
+    return folder.parent / _NOTES / f"{job_id}.json"
+
+
+def note_staged(folder: Path, job_id: int, staged: Staged) -> None:
+    """Write down which files upload job ``job_id`` added to ``folder`` (new names only, with
+    their size, time and inode), so that cancelling it before it starts takes them back
+    (``take_back``). A name it replaced is not among them: its earlier version is gone."""
+    added = []
+    for copy in staged.copies:
+        if copy in staged.previous:
+            continue
+        st = copy.stat()
+        added.append([copy.name, st.st_size, st.st_mtime_ns, st.st_ino])
+    if not added:
+        return
+    notes = folder.parent / _NOTES
+    notes.mkdir(exist_ok=True)
+    fd, partial = _new_hidden(notes, f"{job_id}.json")
+    with open(fd, "w", encoding="utf-8") as out:
+        json.dump({"folder": folder.name, "added": added}, out)
+    os.replace(partial, _note(folder, job_id))
+
+
+def take_back(folder: Path, job_id: int) -> list[str]:
+    """Remove the files upload job ``job_id`` added to ``folder`` (``note_staged``) that are
+    as it left them (a file uploaded again since is another upload's), and the note; their
+    names. Called when the job is cancelled before it started: its files were never read, and
+    every later upload job, which indexes the whole folder, indexed them anyway."""
+    note = _note(folder, job_id)
+    try:
+        noted = json.loads(note.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    gone = []
+    if noted.get("folder") == folder.name:
+        for name, size, mtime_ns, inode in noted.get("added", []):
+            path = folder / name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if (st.st_size, st.st_mtime_ns, st.st_ino) == (size, mtime_ns, inode):
+                path.unlink(missing_ok=True)
+                gone.append(name)
+    note.unlink(missing_ok=True)
+    return gone
+
+
+def forget_staged(uploads: Path, keep: Callable[[int], bool]) -> None:
+    """Remove the notes (``note_staged``) under ``uploads`` (the data folder's ``uploads``) of
+    the jobs ``keep`` says no to (those that started or ended: nothing to take back)."""
+    for path in (uploads / _NOTES).glob("*.json"):
+        if path.stem.isdigit() and not keep(int(path.stem)):
+            path.unlink(missing_ok=True)

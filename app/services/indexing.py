@@ -1989,6 +1989,14 @@ class IndexService:
         logger.debug("job %d: cancellation asked", job_id)
         return True
 
+    def note_message(self, job_id: int, message: str) -> None:
+        """Set an ended job's message (what its cancel did besides: ``Facet.cancel_job``)."""
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            if job is not None and job.state not in ("queued", "running"):
+                job.message = message
+                session.commit()
+
     def set_job_process(self, job_id: int, pid: int) -> None:
         """Record the process that will run a queued job (a detached ``facet run-job``)."""
         with self.sessions() as session:

@@ -287,7 +287,7 @@ def test_uploads_at_once_into_one_collection_all_arrive_whole(facet, tmp_path: P
     folder = facet.upload_folder("busy")
     assert sorted(p.name for p in folder.iterdir()) == sorted(["same.md", *(f"own{i}.md" for i in range(8))])
     assert (folder / "same.md").read_text() in {f"version {i} of the shared note" for i in range(8)}
-    assert sorted(p.name for p in folder.parent.iterdir()) == ["busy"]
+    assert [p.name for p in folder.parent.iterdir() if p.name != ".staged"] == ["busy"]  # none aside
 
 
 def test_an_upload_refused_for_room_writes_nothing(facet, tmp_path: Path) -> None:
@@ -318,3 +318,40 @@ def test_a_callers_limit_is_named_and_a_refused_upload_leaves_no_folder(facet, t
     with pytest.raises(UnknownModelError):
         facet.upload("limits", _files(tmp_path / "in", a_dot_md="some text"), embedder="nope")
     assert not facet.upload_folder("limits").exists()
+
+
+class _Held:
+    """A runner that keeps every job queued (never runs one), as with no worker running."""
+
+    def submit(self, job) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_upload_cancelled_before_its_job_started_is_taken_back(facet, tmp_path: Path) -> None:
+    """Its files stayed in the collection's uploads, and the next upload's job (which indexes
+    the whole folder) indexed them: a file sent by mistake and cancelled was searchable."""
+    done = facet.upload("c", _files(tmp_path / "in0", keep_dot_txt="the note that stays",
+                                    again_dot_txt="first version"))
+    _ended(facet, done.job.id)
+    runner = facet.job_runner
+    facet.job_runner = _Held()
+    wrong = facet.upload("c", _files(tmp_path / "in1", wrong_dot_txt="sent by mistake",
+                                     again_dot_txt="second version"))
+    cancelled = facet.cancel_job(wrong.job.id)
+    assert cancelled.state == "cancelled"
+    assert cancelled.message == ("cancelled before it started; the files it uploaded were taken "
+                                 "back: wrong.txt")
+    folder = facet.upload_folder("c")
+    # A name it replaced stays as uploaded (its earlier version is gone): said by no note.
+    assert sorted(p.name for p in folder.iterdir()) == ["again.txt", "keep.txt"]
+    facet.job_runner = runner
+    later = facet.upload("c", _files(tmp_path / "in2", fox_dot_txt="an unrelated fox"))
+    assert _ended(facet, later.job.id).state == "completed"
+    keys = [d.key for d in facet.documents("c")]
+    assert str(folder.resolve() / "wrong.txt") not in keys
+    assert sorted(Path(k).name for k in keys) == ["again.txt", "fox.txt", "keep.txt"]
+    # The notes of earlier jobs are gone; the last one's, until the next upload.
+    assert [p.name for p in (folder.parent / ".staged").iterdir()] == [f"{later.job.id}.json"]
