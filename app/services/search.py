@@ -1748,11 +1748,13 @@ class SearchService:
                 # First: what the CLI said ("holds nothing searchable") the API and LangChain
                 # did not, answering an empty list with a null note.
                 notes.insert(0, self.nothing_searchable_note(request.collection))
-            if mode == "lexical" and not request.filters and older is None and not any(
-                    n and n.startswith(NOTHING_SEARCHABLE) for n in notes):
+            if mode == "lexical" and not request.filters and older is None and \
+                    being_indexed is None and not any(
+                        n and n.startswith(NOTHING_SEARCHABLE) for n in notes):
                 # Nor "no indexed word of the query is in it" (`cafe` over "café"): the CLI and
                 # the UI said it (``why_no_results``), the API and LangChain had a null note. Not
-                # where the collection holds nothing searchable, nor beside the older term
+                # where the collection holds nothing searchable, nor while a job writes it (its
+                # words may not be in yet: that note says so), nor beside the older term
                 # vectors' note, which says why (``why_no_results`` adds it there).
                 notes.insert(0, NO_INDEXED_WORD)
         return "; ".join(n for n in notes if n) or None

@@ -104,6 +104,7 @@ def test_a_search_during_this_process_own_job_that_finds_nothing_says_why(make_c
     assert seen[0].results == []
     assert seen[0].note == (f"collection 'docs' is being indexed (job {report.job_id}): a search "
                             "finds only what it has written so far")
-    # Once it ended: a search that finds nothing says nothing of a job.
+    # Once it ended: a search that finds nothing says nothing of a job, only why nothing was
+    # found (a word search's note, since 2026-12-01, for the API and LangChain too).
     after = SearchService(ctx).search(SearchRequest("zzzqqq", "docs", mode="lexical"))
-    assert after.results == [] and after.note is None
+    assert after.results == [] and after.note == "no indexed word of the query is in it"

@@ -55,7 +55,7 @@ def _notes(make_ctx, tmp_path, **ctx_fields: Any) -> dict[str, str | None]:
 def _check(notes: dict[str, str | None]) -> None:
     assert notes["cyrillic"] is None, notes["cyrillic"]
     assert notes["ascii"] is None
-    assert notes["missing"] == "no document has a field 'городок'"
+    assert notes["missing"] == "no document has a field 'городок' (did you mean 'город'?)"
     assert notes["ascii_twin"] and "year" in notes["ascii_twin"]
     assert notes["twin"] == notes["ascii_twin"].replace("year", "год")
 

@@ -288,7 +288,7 @@ def test_an_empty_filtered_search_names_missing_keys_on_postgres(make_ctx, tmp_p
         assert response.results == []
         return response.note
 
-    assert note({"topik": "travel"}) == "no document has a field 'topik'"
+    assert note({"topik": "travel"}) == "no document has a field 'topik' (did you mean 'topic'?)"
     for present in ({"topic": "cooking"}, {"n": 99}):
         assert note(present) is None, present
     CollectionService(ctx).delete("pgf")
