@@ -1055,8 +1055,13 @@ class Facet:
                         folder.rmdir()
                 raise
             # Before the versions it replaced go: a cancel before the job starts takes back
-            # what it added (``cancel_job``).
-            note_staged(folder, job.id, staged)
+            # what it added (``cancel_job``). The job is queued: a note that cannot be written
+            # (a disk full since) only leaves that cancel unable to take them back.
+            try:
+                note_staged(folder, job.id, staged)
+            except OSError as e:
+                logger.warning("job %d: could not note its uploaded files (%s): a cancel before "
+                               "it starts leaves them in the uploads", job.id, e)
             staged.keep()
         # A name uploaded again now is not "removed": its new file is there, indexed.
         names = {copy.name for copy in staged.copies}
@@ -1164,7 +1169,9 @@ class Facet:
         A ``queued`` job is ``cancelled`` at once (it never starts). A ``running`` one is asked
         to stop (``cancel_requested``): its runner (a thread, a detached process, the workers'
         chunk tasks) ends it ``cancelled`` at its next batch boundary; what went in stays
-        searchable, and the next job of the same source resumes it.
+        searchable, and the next job of the same source resumes it. An upload's job (``upload``)
+        cancelled while queued takes back the files it added to the upload folder, its message
+        naming them.
 
         Raises:
             NotFoundError: an unknown id.
