@@ -1047,7 +1047,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # there too): until 2026-12-01 a client of the API could index only paths on the server.
     @app.post("/collections/{name}/uploads", status_code=202, dependencies=auth,
               response_model=UploadAnswer,
-              responses=fails(*with_body, 404, 409, 422, 429, 503, meaning={
+              responses=fails(*with_body, 403, 404, 409, 422, 429, 503, meaning={
+                  403: "a browser page of another site, on a server without FACET_API_KEY "
+                       "(code cross_site_request): list the site in FACET_CORS_ORIGINS, or set "
+                       "a key",
                   413: "the request body is over FACET_API_MAX_BODY_MB (code request_too_large): "
                        "upload fewer or smaller files per request",
                   422: "no file of the upload can be indexed (code unreadable_data): each is "
@@ -1070,7 +1073,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         """Index uploaded files into a collection, in the background, as the UI's Index tab
         does: they are kept in the collection's upload folder on the server (the same name
         again updates its document; deleting the collection removes them) and a job indexes
-        that folder: 202 + the job, what was refused and renamed. A new collection is made."""
+        that folder: 202 + the job, what was refused, renamed and removed, and where each file
+        was saved (its document key). A new collection is made."""
         if (origin := cross_site(request, settings)) is not None:
             return errors.error_response(
                 403, f"an upload from a page of another site ({origin}) is refused: this server "

@@ -370,7 +370,7 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
         ("POST", "/search"): sorted([200, *with_body, *encoding, 409]),
         ("POST", "/cluster"): sorted([200, *with_body, *encoding, 409]),
         ("POST", "/jobs"): sorted([202, *with_body, 404, 409, 422, 429, 503]),
-        ("POST", "/collections/{name}/uploads"): sorted([202, *with_body, 404, 409, 422, 429, 503]),
+        ("POST", "/collections/{name}/uploads"): sorted([202, *with_body, 403, 404, 409, 422, 429, 503]),
         ("GET", "/jobs"): [200, 400, 404, 500],
         ("GET", "/jobs/{job_id}"): [200, 400, 404, 500],
         ("POST", "/jobs/{job_id}/cancel"): [200, 400, 404, 429, 500],
