@@ -1126,7 +1126,9 @@ class Facet:
         if last is None or last.state not in ("completed", "failed", "interrupted"):
             return []
         there = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
-        return [n for n in self.unindexable_uploads(self.job(last.id)) if n in there]
+        # The listing's row counts its errors (``errors_total``): ``unindexable_uploads`` reads
+        # them all where it has any.
+        return [n for n in self.unindexable_uploads(last) if n in there]
 
     @_domain_errors
     def jobs(self, collection: str | None = None, limit: int = 20,

@@ -214,13 +214,15 @@ def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     folder.mkdir(parents=True, exist_ok=True)
     first = [folder / original_name(path) for path in files]
     targets = _distinct(files, first)
-    staged = Staged([], {}, [
-        f"{path.name} was saved as {target.name}: " + (
-            "another file of this upload has that name" if wanted in first[:i] else
-            "a different file in the collection's uploads has that name (a long name is cut to "
-            "200 bytes)")
-        for i, (path, wanted, target) in enumerate(zip(files, first, targets, strict=True))
-        if target != wanted])
+    staged = Staged([], {})
+    wanted_before: set[Path] = set()  # (a set: an upload may hold a thousand files)
+    for path, wanted, target in zip(files, first, targets, strict=True):
+        if target != wanted:
+            staged.renamed.append(f"{path.name} was saved as {target.name}: " + (
+                "another file of this upload has that name" if wanted in wanted_before else
+                "a different file in the collection's uploads has that name (a long name is "
+                "cut to 200 bytes)"))
+        wanted_before.add(wanted)
     try:
         for path, target in zip(files, targets, strict=True):
             fd, partial = _new_hidden(folder, target.name)
