@@ -19,10 +19,11 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serving(handler: Any) -> Iterator[str]:
+def serving(handler: Any, server_class: type[http.server.ThreadingHTTPServer] = http.server.ThreadingHTTPServer,
+            ) -> Iterator[str]:
     """Serve ``handler`` (a request handler class, or a partial of one) on 127.0.0.1 and a free
-    port until the block ends; yields the base URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    port until the block ends, by ``server_class``; yields the base URL."""
+    server = server_class(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -30,6 +30,8 @@ from pydantic import BaseModel
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as m
 
+from tests.app.web_stub import serving
+
 _CLIENT = QdrantClient(location=":memory:")
 _LOCK = threading.Lock()
 _ROUTE = re.compile(r"^/collections(?:/(?P<name>[^/]+))?(?P<rest>/.*)?$")
@@ -156,14 +158,8 @@ def in_process(handler: type[_Handler] | None = None) -> Iterator[str]:
     is this process's one, ``_CLIENT``; a test patching ``handle`` sees its requests). A
     ``handler`` subclass changes how it answers (drops connections, one request per
     connection); the server is gone once the block ends."""
-    httpd = _Server(("127.0.0.1", 0), handler or _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(handler or _Handler, _Server) as url:
+        yield url
 
 
 def main() -> None:
