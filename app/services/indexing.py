@@ -1332,11 +1332,26 @@ class IndexService:
 
     def _refuse_other_writer(self, session: Session, coll: md.Collection) -> None:
         current = leases.live_holder(session, coll.id)
-        if current is None:
-            return
-        with _REGISTRY_LOCK:
-            ours = current.job_id in _ACTIVE_JOBS  # queued behind it in this process: fine
-        if not ours:
+        for _ in range(8):  # (a new holder each time round: bounded, however busy)
+            if current is None:
+                return
+            with _REGISTRY_LOCK:
+                if current.job_id in _ACTIVE_JOBS:  # queued behind it in this process: fine
+                    return
+            # A job of this process lets its lease go before it leaves ``_ACTIVE_JOBS`` (and
+            # joins it before taking one): one that finished between the read above and that
+            # look is gone from both, and a job of this server was refused (a 409 naming a
+            # completed job of the same pid). So the lease is read again, after the look, and
+            # only a holder that still holds it is refused. Read in a session of its own: this
+            # one may be in a transaction whose snapshot (SQLite WAL) predates the release.
+            # (Not "a holder with this pid is ours": a lease kept while the database was out
+            # of reach, ``_lease_unreleased``, is this pid's, and is refused until written.)
+            with self.sessions() as fresh:
+                again = leases.live_holder(fresh, coll.id)
+            if again is not None and again.job_id == current.job_id:
+                break
+            current = again
+        if current is not None:
             raise ConflictError(self.one_writer_message(coll.name, current))
 
     @staticmethod
@@ -2234,21 +2249,29 @@ class IndexService:
             session.add(job)
             session.commit()
             job_id, coll_id = job.id, coll.id
-            try:
-                # As an index job starts: the store's folder first (another process holding it
-                # open is found before the lease is taken), then the lease.
-                self.hold_store_collection(name)
-                try:
-                    self.take_lease(session, coll, job)
-                except Exception:
-                    self.store.release(name)
-                    raise
-            except Exception:
-                session.rollback()
-                self._forget_unstarted(session, job_id)
-                raise
+            # Registered before it takes the lease, and left after it lets it go, as an index
+            # job is: an index job of this process queues behind it, and one that read the
+            # lease in between was refused ("job N ... is still indexing", ``_refuse_other_writer``).
             with _REGISTRY_LOCK:
-                _ACTIVE_JOBS.add(job_id)  # (an index job of this process queues behind it)
+                _ACTIVE_JOBS.add(job_id)
+            try:
+                try:
+                    # As an index job starts: the store's folder first (another process holding
+                    # it open is found before the lease is taken), then the lease.
+                    self.hold_store_collection(name)
+                    try:
+                        self.take_lease(session, coll, job)
+                    except Exception:
+                        self.store.release(name)
+                        raise
+                except Exception:
+                    session.rollback()
+                    self._forget_unstarted(session, job_id)
+                    raise
+            except BaseException:
+                with _REGISTRY_LOCK:
+                    _ACTIVE_JOBS.discard(job_id)
+                raise
             try:
                 report = self._remove_held(session, coll, job, keys)
                 report.skipped_keys = list(skipped or [])
@@ -2268,12 +2291,14 @@ class IndexService:
                         session.commit()
                 raise
             finally:
-                with _REGISTRY_LOCK:
-                    _ACTIVE_JOBS.discard(job_id)
                 try:
-                    self.store.release(name)
+                    try:
+                        self.store.release(name)
+                    finally:
+                        leases.release(session, coll_id, job_id)
                 finally:
-                    leases.release(session, coll_id, job_id)
+                    with _REGISTRY_LOCK:
+                        _ACTIVE_JOBS.discard(job_id)
 
     def _removal_collection(self, session: Session, name: str) -> md.Collection:
         """The collection a removal writes, or the refusal: unknown, in another store, or a
