@@ -12,6 +12,7 @@ what a finished upload job could not index at all is removed from the folder
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import json
 import os
@@ -248,7 +249,8 @@ def drop_unindexable(folder: Path, documents: Iterable[str], *, max_bytes: int,
     per-document errors) that cannot be indexed at all, and return the names of those no longer
     there (``remove=False``: only return them). Left there, each later upload job (which
     indexes the whole folder) listed the same errors again, and the collection counted them as
-    failed for good.
+    failed for good. With ``remove``, each file in the folder of a type the indexer does not
+    read goes too, named after them (``_unreadable_types``).
 
     A file counts only when parsing it again now gives nothing but an error for the file
     itself (binary, empty, malformed JSON, an unreadable PDF...): a bad record of a .jsonl
@@ -276,7 +278,35 @@ def drop_unindexable(folder: Path, documents: Iterable[str], *, max_bytes: int,
                 continue  # a new upload of it arrived meanwhile: not the file that failed
             path.unlink(missing_ok=True)
         gone.append(path.name)
+    if remove:
+        for path in _unreadable_types(folder, SUPPORTED_SUFFIXES):
+            path.unlink(missing_ok=True)
+            gone.append(path.name)
     return gone
+
+
+def _unreadable_types(folder: Path, suffixes: Iterable[str]) -> list[Path]:
+    """The files in an upload ``folder`` of a type the indexer does not read (sorted): a job
+    only warns "skipped, unsupported type", no document is made, so nothing but a shell removed
+    one, and every later upload job warned of it again. Uploads of such types are refused on
+    arrival, so each is a leftover: the suffix-less ``txt`` that the ASCII-only names of before
+    2026-11-28 made of "отчёт.txt", a file put there by hand. Hidden names (a copy on its way
+    in, ``.NAME.<random>.part``) and what is not a regular file are left alone."""
+    wanted = frozenset(suffixes)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        try:
+            regular = entry.is_file(follow_symlinks=False)
+        except OSError:
+            continue
+        path = Path(entry.path)
+        if regular and not entry.name.startswith(".") and _suffix(path) not in wanted:
+            out.append(path)
+    return sorted(out)
 
 
 def _replaced(path: Path, before: os.stat_result) -> bool:
@@ -286,6 +316,30 @@ def _replaced(path: Path, before: os.stat_result) -> bool:
         return False
     return (now.st_ino, now.st_mtime_ns, now.st_size) != (before.st_ino, before.st_mtime_ns,
                                                           before.st_size)
+
+
+def remove_collection_uploads(folder: Path) -> None:
+    """Remove a collection's upload ``folder`` (``DATA_DIR/uploads/NAME``) and the staging
+    leftovers of that collection beside it: the files an upload put aside until its job was
+    accepted (``Staged.put_aside``: ``uploads/.previous-NAME-<random>/``, left by a crash),
+    and the ``uploads/.previous/NAME/`` of an older Facet. Deleting the collection removed only
+    the folder, and those stayed for good. Another collection's are never touched: the random
+    part is ``tempfile.mkdtemp``'s, 8 characters of ``[a-z0-9_]`` (no ``-``), so collection
+    ``a``'s ``.previous-a-XXXXXXXX`` is never ``a-b``'s ``.previous-a-b-XXXXXXXX``."""
+    uploads = folder.parent
+    shutil.rmtree(folder, ignore_errors=True)
+    older = uploads / ".previous"
+    shutil.rmtree(older / folder.name, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        older.rmdir()  # (only where empty: other collections' may be there)
+    aside = re.compile(rf"\.previous-{re.escape(folder.name)}-[a-z0-9_]{{8}}")
+    try:
+        entries = list(os.scandir(uploads))
+    except OSError:
+        return
+    for entry in entries:
+        if aside.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
 
 
 # What each upload job added to its collection's folder, in the uploads' own folder for them

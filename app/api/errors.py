@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -315,6 +316,12 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     elif exc.status_code == 405 and message == "Method Not Allowed":
         allow = (exc.headers or {}).get("Allow", "")
         message = f"method {request.method} is not allowed on {request.url.path}; use {allow}"
+    elif exc.status_code == 400 and (files := _too_many_files(exc)) is not None:
+        # A multipart body of more files than the form parser takes (its ``max_files``): a
+        # 400 "Too many files. Maximum number of files is 1000." with no advice, where a body
+        # over FACET_API_MAX_BODY_MB is a 413 saying what to do.
+        log_answer(request, 413, files, "request_too_large")
+        return error_response(413, files, "invalid_request_error", code="request_too_large")
     elif exc.status_code == 400 and message == "There was an error parsing the body" and \
             isinstance(exc.__cause__, ClientDisconnect):
         # No mistake of the client's: it went away mid-body; nobody reads an answer.
@@ -330,6 +337,26 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     log_answer(request, exc.status_code, message, code)
     return error_response(exc.status_code, message, type_, code=code,
                           headers=dict(exc.headers) if exc.headers else None)
+
+
+# Starlette's refusal of a multipart body of too many files (``MultiPartParser.max_files``).
+# The exception's type (``MultiPartException``, the HTTPException's ``__context__``: Starlette
+# raises the 400 inside its ``except``) is shared with "Too many fields." and a malformed
+# body's errors, so only its message tells this one apart: matched whole.
+_TOO_MANY_FILES = re.compile(r"Too many files\. Maximum number of files is (\d+)\.")
+
+
+def _too_many_files(exc: StarletteHTTPException) -> str | None:
+    """The 413 message for a form of more files than the parser takes, else None."""
+    context = exc.__context__
+    if not isinstance(context, MultiPartException):
+        return None
+    match = _TOO_MANY_FILES.fullmatch(context.message)
+    if match is None:
+        return None
+    limit = int(match[1])
+    return (f"the request holds more than {limit:,} files, the most one request may send; "
+            f"upload at most {limit:,} files per request (split the upload into several)")
 
 
 def _without_slash(request: Request) -> str | None:

@@ -1051,8 +1051,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                   403: "a browser page of another site, on a server without FACET_API_KEY "
                        "(code cross_site_request): list the site in FACET_CORS_ORIGINS, or set "
                        "a key",
-                  413: "the request body is over FACET_API_MAX_BODY_MB (code request_too_large): "
-                       "upload fewer or smaller files per request",
+                  413: "the request body is over FACET_API_MAX_BODY_MB, or holds more than "
+                       "1,000 files, the most the form parser takes in one request (code "
+                       "request_too_large): upload fewer or smaller files per request",
                   422: "no file of the upload can be indexed (code unreadable_data): each is "
                        "named with why (a type the indexer does not read, an empty name); "
                        "nothing was staged",

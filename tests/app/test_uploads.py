@@ -355,3 +355,66 @@ def test_an_upload_cancelled_before_its_job_started_is_taken_back(facet, tmp_pat
     assert sorted(Path(k).name for k in keys) == ["again.txt", "fox.txt", "keep.txt"]
     # The notes of earlier jobs are gone; the last one's, until the next upload.
     assert [p.name for p in (folder.parent / ".staged").iterdir()] == [f"{later.job.id}.json"]
+
+
+def test_a_file_of_a_type_the_indexer_skips_is_not_kept(tmp_path: Path) -> None:
+    """A file of a type the indexer does not read (the suffix-less ``txt`` the ASCII-only names
+    of before 2026-11-28 made of "отчёт.txt") stayed for good: each upload job only warned
+    "skipped, unsupported type '(none)'", no document was made, and the clean-up looked only at
+    errors. Uploads of such types are refused on arrival, so each is a leftover: removed and
+    named. Hidden names (a copy on its way in) and folders are left alone."""
+    folder = tmp_path / "uploads" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "good.txt").write_text("The keeper polishes the lens.")
+    (folder / "txt").write_text("отчёт, saved under the old rule")
+    (folder / "tool.exe").write_bytes(b"MZ")
+    (folder / ".good.txt.1a2b3c4d.part").write_text("a copy on its way in")
+    (folder / ".hidden").write_text("hidden")
+    (folder / "sub").mkdir()
+    (folder / "link").symlink_to(folder / "good.txt")
+    (folder / "empty.txt").write_text("")
+    # Only asked what is gone (the bar polled again): nothing is removed.
+    assert uploads.drop_unindexable(folder, [], max_bytes=2**20, remove=False) == []
+    assert (folder / "txt").exists()
+    gone = uploads.drop_unindexable(folder, [str(folder / "empty.txt")], max_bytes=2**20)
+    assert gone == ["empty.txt", "tool.exe", "txt"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".good.txt.1a2b3c4d.part", ".hidden", "good.txt", "link", "sub"]
+
+
+def test_an_upload_removes_a_leftover_the_indexer_skips(facet, tmp_path: Path) -> None:
+    """The upgrade's leftover ``txt`` in the uploads: the next upload removes it and says so in
+    ``removed``, and its job no longer warns of it."""
+    folder = facet.upload_folder("notes")
+    first = facet.upload("notes", _files(tmp_path / "in", good_dot_txt="The keeper polishes the lens."))
+    (folder / "txt").write_text("отчёт, saved under the old rule")  # (as an upgrade found it)
+    assert _ended(facet, first.job.id).state == "completed"
+    second = facet.upload("notes", _files(tmp_path / "in2", more_dot_txt="Tomatoes need sun."))
+    assert second.removed == ["txt"]
+    done = _ended(facet, second.job.id)
+    assert done.state == "completed" and done.errors == []
+    assert sorted(p.name for p in folder.iterdir()) == ["good.txt", "more.txt"]
+
+
+def test_removing_a_collections_uploads_removes_its_staging_leftovers(tmp_path: Path) -> None:
+    """Deleting a collection removed its upload folder only: the versions an upload put aside
+    (``.previous-NAME-XXXXXXXX``, left by a crash) and an older Facet's ``.previous/NAME``
+    stayed for good. Only that collection's go, not those of a name it is a prefix of."""
+    root = tmp_path / "uploads"
+    for path in ("a/x.txt", ".previous/a/x.txt", ".previous/ab/x.txt", ".previous-a-k3j4h5g6/x.txt",
+                 ".previous-a-q_9zzz00/x.txt", ".previous-ab-k3j4h5g6/x.txt",
+                 ".previous-a-b-k3j4h5g6/x.txt", "a-b/x.txt", "ab/x.txt", ".staged/1.json"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("x")
+    staged = uploads.Staged([], {})
+    staged.put_aside(root / "a" / "x.txt")  # a real aside folder, as a crash leaves it
+    assert staged.aside is not None and staged.aside.parent == root
+    uploads.remove_collection_uploads(root / "a")
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == [
+        ".previous-a-b-k3j4h5g6/x.txt", ".previous-ab-k3j4h5g6/x.txt", ".previous/ab/x.txt",
+        ".staged/1.json", "a-b/x.txt", "ab/x.txt"]
+    # The older Facet's folder goes once no collection's is left in it.
+    uploads.remove_collection_uploads(root / "ab")
+    assert not (root / ".previous").exists() and not (root / "ab").exists()
+    assert (root / ".previous-a-b-k3j4h5g6").exists() and (root / "a-b").exists()
+    uploads.remove_collection_uploads(root / "gone")  # nothing there: no error
