@@ -26,6 +26,7 @@ import ast
 import contextlib
 import functools
 import logging
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,25 +121,33 @@ def _config(conn: Connection) -> Any:
 
 
 @contextlib.contextmanager
-def _migration_lock(engine: Engine, conn: Connection) -> Iterator[None]:
+def _migration_lock(engine: Engine) -> Iterator[Connection]:
+    """A connection to ``engine``'s database, held under the lock that serialises migrations.
+
+    On SQLite the lock (a file beside the database) is taken before connecting: a process
+    waiting for it holds no connection to the file, so the process migrating meanwhile does not
+    take it for another live user of the database (``_refuse_if_held``). On PostgreSQL the
+    advisory lock is taken on the connection itself."""
     if engine.dialect.name == "postgresql":
-        conn.exec_driver_sql(f"SELECT pg_advisory_lock({_PG_LOCK_KEY})")
-        conn.commit()
-        try:
-            yield
-        finally:
-            conn.exec_driver_sql(f"SELECT pg_advisory_unlock({_PG_LOCK_KEY})")
+        with engine.connect() as conn:
+            conn.exec_driver_sql(f"SELECT pg_advisory_lock({_PG_LOCK_KEY})")
             conn.commit()
+            try:
+                yield conn
+            finally:
+                conn.exec_driver_sql(f"SELECT pg_advisory_unlock({_PG_LOCK_KEY})")
+                conn.commit()
         return
     database = engine.url.database if engine.dialect.name == "sqlite" else None
     if not database or database == ":memory:":
-        yield
+        with engine.connect() as conn:
+            yield conn
         return
     from filelock import FileLock
 
     with FileLock(str(Path(database).with_name(Path(database).name + ".migrate.lock")),
-                  timeout=120):
-        yield
+                  timeout=120), engine.connect() as conn:
+        yield conn
 
 
 class IncompleteMigration(RuntimeError):
@@ -154,7 +163,8 @@ class IncompleteMigration(RuntimeError):
 
 class FolderInUse(RuntimeError):
     """Another live process (``pid``; ``holder``: what it wrote in the data folder's
-    ``server.lock``) holds the folder of a SQLite database this process would migrate."""
+    ``server.lock``, or its pid and command line where it has the database open) holds the
+    folder of a SQLite database this process would migrate."""
 
     def __init__(self, message: str, *, pid: int | None, holder: dict[str, Any]) -> None:
         super().__init__(message)
@@ -178,7 +188,8 @@ def upgrade(engine: Engine) -> str:
 
     Raises:
         FolderInUse: another live process holds the SQLite database's folder (its
-            ``server.lock``): an older Facet server the new schema would break.
+            ``server.lock``) or has the database open: an older Facet server the new schema
+            would break (looked for only when there is a migration to run).
         IncompleteMigration: an earlier, non-atomic upgrade left the schema half-migrated.
     """
     head = head_revision()
@@ -186,6 +197,10 @@ def upgrade(engine: Engine) -> str:
         recorded = current_revision(conn)
         if recorded == head:
             return "current"
+    if sqlite_file(engine.url) is not None:
+        # Close the pooled connection: while this process waits for the migration lock, another
+        # process migrating the file must not see it open here (``_refuse_if_held``).
+        engine.dispose()
     if recorded is not None and recorded not in _revisions()[1]:
         # Alembic's own message ("Can't locate revision identified by ...") reads as a bad URL.
         raise RuntimeError(f"the metadata database is at schema revision {recorded}, which this "
@@ -196,7 +211,7 @@ def upgrade(engine: Engine) -> str:
 
     from indexer.metadata import Base
 
-    with engine.connect() as conn, _migration_lock(engine, conn):
+    with _migration_lock(engine) as conn:
         current = current_revision(conn)  # again: another process may have migrated meanwhile
         if current == head:
             return "current"
@@ -255,30 +270,117 @@ def sqlite_file(url: Any) -> Path | None:
 
 
 def _refuse_if_held(engine: Engine) -> None:
-    """Refuse to migrate a SQLite database whose folder's ``server.lock`` another live process
-    holds (a non-blocking flock probe, let go at once; nothing created): an older `facet
-    serve` kept answering on the old schema after a newer `facet index` migrated it under it
-    (a 500 on every POST /jobs). A holder that is this process is no other. Nothing to see on
-    PostgreSQL, nor where flock is missing (not POSIX)."""
+    """Refuse to migrate a SQLite database another live process uses: one holding its folder's
+    ``server.lock`` (a non-blocking flock probe, let go at once; nothing created), or one with
+    the database file (or its ``-wal`` / ``-shm``) open (``_open_by_others``). An older `facet
+    serve` kept answering on the old schema after a newer `facet index` migrated it under it (a
+    500 on every POST /jobs); and servers write ``server.lock`` only since 2026-11-30, so one old
+    enough to need a migration never wrote it. This process is no other. Nothing to see on
+    PostgreSQL; the open files only where ``/proc`` lists them (Linux), and only of processes
+    this user may look into (not other users', nor other machines' or containers')."""
     file = sqlite_file(engine.url)
     if file is None:
         return
-    import os
-
     from indexer.server_lock import folder_server, server_who
 
     holder = folder_server(file.parent)
-    if holder is None:
+    pid = holder.get("pid") if holder is not None and isinstance(holder.get("pid"), int) else None
+    if holder is not None and pid != os.getpid():
+        who = server_who(holder, since=False)
+        raise FolderInUse(
+            f"the metadata database {file} needs a schema migration, but another Facet process "
+            f"({who}) holds its data folder {file.parent}: stop it first (it may be an older "
+            "Facet, which the new schema would break), then run this command again", pid=pid,
+            holder=holder)
+    holders = _held_for_a_while(file)
+    if not holders:
         return
-    pid = holder.get("pid") if isinstance(holder.get("pid"), int) else None
-    if pid == os.getpid():
-        return
-    who = server_who(holder, since=False)
+    who = "; ".join(f"pid {p} ({command})" for p, command in holders)
     raise FolderInUse(
-        f"the metadata database {file} needs a schema migration, but another Facet process "
-        f"({who}) holds its data folder {file.parent}: stop it first (it may be an older Facet, "
-        "which the new schema would break), then run this command again", pid=pid,
-        holder=holder)
+        f"the metadata database {file} needs a schema migration, but another process has it "
+        f"open ({who}): stop it first (it may be an older Facet, which the new schema would "
+        "break), then run this command again", pid=holders[0][0],
+        holder={"pid": holders[0][0], "command": holders[0][1]})
+
+
+# How long a process seen with the database open is given to close it (a new Facet starting
+# beside this one reads the revision, then waits for the migration lock with no connection).
+_HOLD_GRACE_S = 2.0
+_HOLD_RESCAN_S = 0.25
+
+
+def _held_for_a_while(file: Path) -> list[tuple[int, str]]:
+    """The other processes with ``file`` open at every look over ``_HOLD_GRACE_S`` (empty as
+    soon as one look finds none): a momentary read by a process starting is no holder."""
+    import time
+
+    deadline = time.monotonic() + _HOLD_GRACE_S
+    while True:
+        holders = _open_by_others(file)
+        if not holders or time.monotonic() >= deadline:
+            return holders
+        time.sleep(_HOLD_RESCAN_S)
+
+
+def _open_by_others(file: Path) -> list[tuple[int, str]]:
+    """The processes other than this one with the SQLite database ``file``, its ``-wal`` or its
+    ``-shm`` open, as (pid, command line shortened), read from ``/proc/<pid>/fd`` (none where
+    there is no ``/proc``). Processes this user may not look into (another user's) and ones
+    that exit meanwhile are passed over."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return []
+    names = [file.name + suffix for suffix in ("", "-wal", "-shm")]
+    paths = {os.path.realpath(file.with_name(name)) for name in names}
+    identities: set[tuple[int, int]] = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            identities.add((st.st_dev, st.st_ino))
+    found: list[tuple[int, str]] = []
+    me = os.getpid()
+    try:
+        entries = list(os.scandir(proc))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        fds = proc / entry.name / "fd"
+        try:
+            links = os.listdir(fds)
+        except OSError:  # another user's process (EACCES), or gone (ENOENT)
+            continue
+        for fd in links:
+            try:
+                target = os.readlink(fds / fd)
+                if target not in paths:
+                    # The path as that process's mounts show it: where the name is the
+                    # database's (a bind mount, another mount namespace), the file decides.
+                    if os.path.basename(target) not in names:
+                        continue
+                    st = os.stat(fds / fd)
+                    if (st.st_dev, st.st_ino) not in identities:
+                        continue
+            except OSError:  # (a descriptor closed, a process gone meanwhile)
+                continue
+            found.append((int(entry.name), _command_line(int(entry.name))))
+            break
+    return sorted(found)
+
+
+def _command_line(pid: int, limit: int = 120) -> str:
+    """``pid``'s command line from ``/proc/<pid>/cmdline``, its program without its folder,
+    shortened to ``limit`` characters ("unknown" where it cannot be read)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "unknown"
+    args = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+    if not args:
+        return "unknown"
+    said = " ".join(" ".join([os.path.basename(args[0]), *args[1:]]).split())  # one line
+    return said if len(said) <= limit else said[:limit - 3] + "..."
 
 
 @contextlib.contextmanager
