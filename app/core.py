@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -52,6 +52,7 @@ from app.errors import (
     NotFoundError,
     TooLargeError,
     UnavailableError,
+    UnknownModelError,
     as_domain_error,
     domain_errors,
 )
@@ -98,7 +99,7 @@ from app.uploads import (
     take_back,
 )
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
-from indexer.errors import StoreBusyError
+from indexer.errors import StoreBusyError, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +142,69 @@ def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
             raise domain from e
 
     return wrapper
+
+
+def _check_collection(name: object, *, optional: bool = False,
+                      param: str | None = "collection") -> None:
+    """Refuse a ``collection`` (a str; other types are their callers' ``check_str``) that is
+    no name before any lookup, as ``search`` and ``index`` refuse it and the HTTP routes do
+    (``server._refused_collection``): ``validate_name``'s "invalid collection name ...";
+    where the name is ``optional`` (``jobs``, ``job``, ``cancel_job``), an empty or blank one
+    is "collection is empty", as ``GET /jobs?collection=`` says. ``jobs("")``, ``job(1, "")``,
+    ``documents("café")``, ``remove_documents("café", ...)`` said "unknown collection" (exit 3
+    on the CLI, where ``facet search -c café`` and ``facet delete café`` said exit 2).
+
+    Raises:
+        InvalidRequestError: with ``param`` (None where an HTTP path names the collection).
+    """
+    if not isinstance(name, str):
+        return
+    if optional and not name.strip():
+        raise InvalidRequestError("collection is empty: give a collection's name, or leave the "
+                                  "parameter out", param=param)
+    from indexer.store import validate_name
+
+    try:
+        validate_name(name)
+    except StoreError as e:
+        raise InvalidRequestError(str(e), param=param) from e
+
+
+@contextlib.contextmanager
+def _naming_model(**fields: str | None) -> Iterator[None]:
+    """Name the field of an unknown model raised with no ``param`` (the registry's "unknown
+    embedder 'x'" named none, where ``cluster`` and a blank embedder named it): ``fields`` maps
+    each field to the name given there; the one whose name the message quotes (none where
+    several or none do), as the HTTP API's ``_model_param`` picks it."""
+    try:
+        yield
+    except Exception as e:
+        from embedders.errors import UnknownEmbedderError
+
+        if not isinstance(e, UnknownModelError | UnknownEmbedderError):
+            raise
+        domain = as_domain_error(e)
+        assert domain is not None
+        if domain.param is None:
+            quoted = [field for field, name in fields.items()
+                      if isinstance(name, str) and name and repr(name) in str(domain)]
+            if len(quoted) == 1:
+                domain.param = quoted[0]
+        if domain is e:
+            raise
+        raise domain from e
+
+
+def _role(role: object) -> Role:
+    """``role`` as a ``Role``: a ``Role``, or exactly "query" or "document", as ``POST
+    /v1/embeddings`` takes it (``Role.parse`` read "Query" as a query, which the API refused)."""
+    if isinstance(role, Role):
+        return role
+    if isinstance(role, str) and role in {r.value for r in Role}:
+        return Role(role)
+    valid = ", ".join(r.value for r in Role)
+    raise InvalidRequestError(f"unknown role {role!r}; use one of: {valid} (in lower case)",
+                              param="role")
 
 
 def _held_here(facade: Facet, busy: StoreBusyError) -> str | None:
@@ -575,7 +639,8 @@ class Facet:
         Raises:
             UnknownModelError: not a registered name nor a checkpoint directory.
         """
-        return self.embedder_cache.get(name or self.settings.default_embedder)
+        with _naming_model(embedder=name):
+            return self.embedder_cache.get(name or self.settings.default_embedder)
 
     def _check_embed(self, texts: Sequence[str], role: Role | str,
                      instruction: str | None = None) -> Role:
@@ -599,7 +664,7 @@ class Facet:
                                 "(FACET_MAX_TEXTS_PER_CALL); split them into several calls",
                                 param="input")
         check_texts(texts)
-        return Role.parse(role)
+        return _role(role)
 
     @_domain_errors
     def embed(self, texts: Sequence[str], *, embedder: str | None = None,
@@ -607,8 +672,8 @@ class Facet:
         """Embed texts (``role`` picks the prompt; an instruction conditions the embedding).
 
         Raises:
-            InvalidRequestError: texts not a list of strings, an empty (or blank) text, bad
-                role.
+            InvalidRequestError: texts not a list of strings, an empty (or blank) text, a
+                role that is not exactly "query" or "document" (``param`` ``role``).
             TooLargeError: more than ``FACET_MAX_TEXTS_PER_CALL`` texts.
             UnknownModelError: unknown embedder.
             BusyError: the encoder's queue is full (a server under load).
@@ -617,8 +682,9 @@ class Facet:
         check_str(embedder, "embedder", optional=True)  # 5 was "unknown embedder", listing all
         check_spec(embedder, "embedder", default="the default embedder")  # "" was the default
         name = embedder or self.settings.default_embedder
-        model = self.embedder_cache.get(name)
-        vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
+        with _naming_model(embedder=embedder):
+            model = self.embedder_cache.get(name)
+            vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
         return _embeddings(model, name, role_, instruction, vectors, self.count_tokens(model, texts))
 
     async def aembed(self, texts: Sequence[str], *, embedder: str | None = None,
@@ -687,7 +753,8 @@ class Facet:
             _expect(options, IndexOptions, "options", "IndexOptions(embedder='minilm')")
         self._check_not_data_dir(source, collection)
         try:
-            return self.indexing.index(source, collection, options, progress)
+            with _naming_model(embedder=getattr(options, "embedder", None)):
+                return self.indexing.index(source, collection, options, progress)
         finally:
             self.searching.forget(collection)
 
@@ -719,7 +786,8 @@ class Facet:
         if callable(check):  # e.g. the broker is up: say so before recording a job
             check()
         runner = getattr(self.job_runner, "runner_name", "thread")
-        prepared = self.indexing.prepare(source, collection, options, runner=runner)
+        with _naming_model(embedder=getattr(options, "embedder", None)):
+            prepared = self.indexing.prepare(source, collection, options, runner=runner)
         # The job is queued for the workers now: a server that has read the collection lets it
         # go (an embedded store's folder opens in one process at a time).
         self._let_workers_write([collection])
@@ -782,7 +850,8 @@ class Facet:
         """
         _expect(request, SearchRequest, "request", "SearchRequest(query, collection)")
         try:
-            return self.searching.search(request)
+            with _naming_model(embedder=request.embedder, rerank=request.rerank):
+                return self.searching.search(request)
         finally:
             self._let_workers_write([request.collection])
 
@@ -799,8 +868,12 @@ class Facet:
             InvalidRequestError, TooLargeError, NotFoundError: see ``ClusterService.cluster``.
         """
         _expect(request, ClusterRequest, "request", "ClusterRequest(instruction, texts=[...])")
+        nested = request.search if isinstance(request.search, SearchRequest) else None
         try:
-            return self.clustering.cluster(request, progress)
+            with _naming_model(**{"embedder": request.embedder, "explainer": request.explainer,
+                                  "search.embedder": nested.embedder if nested else None,
+                                  "search.rerank": nested.rerank if nested else None}):
+                return self.clustering.cluster(request, progress)
         finally:
             # Only names: a request refused for a wrong ``search`` (not a SearchRequest) had its
             # InvalidRequestError replaced here by an AttributeError.
@@ -844,6 +917,8 @@ class Facet:
         """One collection. Raises ``NotFoundError`` for an unknown name, ``InvalidRequestError``
         for a name that is not a str."""
         check_str(name, "name", param="collection")  # 5, None, b"x": TypeErrors before
+        # param None, as its NotFoundError: GET /collections/{name}'s path names it.
+        _check_collection(name, param=None)
         try:
             return self.catalog.get(name)
         finally:
@@ -853,6 +928,7 @@ class Facet:
     def orphan_collection(self, name: str) -> CollectionInfo | None:
         """Vectors the store holds under ``name`` that no collection of this metadata database
         owns (``delete_collection`` removes them); None when there are none."""
+        _check_collection(name)
         return self.catalog.orphan(name)
 
     @_domain_errors
@@ -865,6 +941,7 @@ class Facet:
     def delete_collection(self, name: str) -> CollectionInfo:
         """Delete a collection's points, metadata and uploaded files; returns what it held."""
         check_str(name, "name", param="collection")  # ["a"] reached SQLite's parameter binding
+        _check_collection(name)
         try:
             info = self.catalog.delete(name)
         finally:
@@ -887,12 +964,14 @@ class Facet:
         Read by SQL alone (a LIMIT, an OFFSET and one COUNT): the vector store is not opened.
 
         Raises:
-            NotFoundError: an unknown collection (``param`` ``collection``).
+            NotFoundError: an unknown collection (``param`` ``collection``); a name that is
+                none (empty, ``café``) is an ``InvalidRequestError`` (``_check_collection``).
             InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0, ``status`` not
                 one of indexed, error, pending (``param`` names which); a ``collection`` or
                 ``prefix`` that is not a str, a ``limit`` or ``offset`` that is not an int.
         """
         check_str(collection, "collection")
+        _check_collection(collection)
         check_str(prefix, "prefix", optional=True, param="prefix")
         check_str(status, "status", optional=True, param="status")
         limit = check_int(limit, "limit", param="limit")
@@ -925,7 +1004,8 @@ class Facet:
                 A jsonl/csv file's path whose records are still indexed is refused all the same.
 
         Raises:
-            NotFoundError: an unknown collection (``param`` ``collection``), or keys that name
+            NotFoundError: an unknown collection (``param`` ``collection``; a name that is
+                none is an ``InvalidRequestError``), or keys that name
                 no document of it (``param`` ``key``; not with ``missing_ok``).
             InvalidRequestError, TooLargeError: no keys, keys not a list of str (or paths),
                 too many; ``missing_ok`` not a bool.
@@ -933,6 +1013,7 @@ class Facet:
         """
         if base is not None and not isinstance(base, str | os.PathLike):
             raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
+        _check_collection(collection)
         try:
             return self.indexing.remove_documents(collection, keys,
                                                   base=None if base is None else Path(base),
@@ -952,6 +1033,7 @@ class Facet:
         """
         if base is not None and not isinstance(base, str | os.PathLike):
             raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
+        _check_collection(collection)
         return self.indexing.check_removal(collection, keys,
                                            base=None if base is None else Path(base))
 
@@ -973,6 +1055,7 @@ class Facet:
         if skipped is not None and not isinstance(skipped, list):
             raise InvalidRequestError(f"skipped must be a list or None, got "
                                       f"{type(skipped).__name__}")
+        _check_collection(collection)
         return self.indexing.removal_parts(collection, keys,
                                            base=None if base is None else Path(base),
                                            skipped=skipped)
@@ -989,6 +1072,7 @@ class Facet:
         """
         from indexer.store import validate_name
 
+        _check_collection(collection)  # (named as its field, as ``index`` names it)
         return Path(self.settings.data_dir) / "uploads" / validate_name(collection)
 
     @_domain_errors
@@ -1139,10 +1223,12 @@ class Facet:
 
         Raises:
             InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0 (``param`` names
-                which); a ``collection`` that is not a str or None, a ``limit`` that is not
-                an int.
+                which); a ``collection`` that is not a str or None, or no name (empty or
+                blank, or one the store refuses: ``_check_collection``), a ``limit`` that is
+                not an int.
         """
         check_str(collection, "collection", optional=True)
+        _check_collection(collection, optional=True)
         limit = check_int(limit, "limit")  # "5", None, 2.5: TypeErrors before
         return self.catalog.jobs(collection, limit, plain_number(offset))
 
@@ -1157,9 +1243,10 @@ class Facet:
             NotFoundError: an unknown id.
             InvalidRequestError: ``collection`` given and the job is of another one (the
                 CLI's ``-c`` and the API's ``?collection=`` were ignored: another collection's
-                job was shown); ``errors`` out of 0..``MAX_JOB_ERRORS``; ``errors_offset``
-                below 0.
+                job was shown), or is no name (``_check_collection``: checked before the id);
+                ``errors`` out of 0..``MAX_JOB_ERRORS``; ``errors_offset`` below 0.
         """
+        _check_collection(collection, optional=True)
         # (numpy integers as ints: a notebook's np.int64 id, from a DataFrame, was refused)
         return self.catalog.job(plain_number(job_id), plain_number(errors), collection,
                                 errors_offset=plain_number(errors_offset))
@@ -1180,6 +1267,7 @@ class Facet:
             InvalidRequestError: the job has ended (completed, failed, interrupted, cancelled),
                 or ``collection`` given and the job is of another one.
         """
+        _check_collection(collection, optional=True)
         job_id = plain_number(job_id)
         job = self.catalog.job(job_id, 0, collection)
         state = job.state
