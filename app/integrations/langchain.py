@@ -551,10 +551,13 @@ def _http_error(response: Any, url: str, api_key: str | None = None) -> FacetErr
         where += ("; the key sent was refused" if sent else
                   f"; no key was sent ({_why_no_key(api_key)})") + (
             ": pass the server's key as FacetRetriever(api_key=...) or in FACET_API_KEY")
+    # The field at fault as e.param, as the in-process retriever's error has it (it was only
+    # in the message: e.param was None).
+    field = str(param) if param else None
     if cls is BusyError:
         retry = response.headers.get("retry-after", "")
-        return BusyError(message + where, float(retry) if retry.isdigit() else 1.0)
-    return cls(message + where)
+        return BusyError(message + where, float(retry) if retry.isdigit() else 1.0, param=field)
+    return cls(message + where, param=field)
 
 
 def _why_no_key(api_key: str | None) -> str:

@@ -691,7 +691,10 @@ COMPARISON_REFUSAL = (
     "them, a repeated key matching any of its values: year:=2020 and year:=2021 "
     f'{_EDGE_FORMS}, {{"year": [2020, 2021]}} in JSON (docs/indexing.md)')
 _COMPARISON = re.compile(r"[<>]")
-_COMPARISON_KEY = ("<", ">", "!")
+# A key's ending that makes it a comparison: the CLI splits at the first "=", so `year>=2019`
+# arrives as 'year>'; a JSON key keeps its "=" ({"year>=": 2019} ran as the field 'year>=').
+# No key parse_filters yields holds an "=", so none of these endings is a field a filter names.
+_COMPARISON_KEY = ("<", ">", "!", "<=", ">=", "!=")
 
 
 def parse_filters(items: Sequence[str]) -> dict[str, Any]:
@@ -773,8 +776,10 @@ def check_filters(filters: Any) -> None:
     Raises:
         InvalidRequestError: not a mapping; a value that is not a string, a 64-bit integer, a
             finite number, a boolean or a non-empty list of them; a list of more than
-            ``MAX_FILTER_VALUES``; a comparison (a key ending in ``>``, ``<`` or ``!``, as
-            ``year>=2019`` typed reads; an operator object, ``{"$gt": 2019}``).
+            ``MAX_FILTER_VALUES``; an empty or blank key; a comparison (a key ending in ``>``,
+            ``<`` or ``!``, as ``year>=2019`` typed reads, or in ``>=``, ``<=`` or ``!=``, as
+            ``{"year>=": 2019}`` sends it; an operator object, ``{"$gt": 2019}``), as
+            ``parse_filters`` refuses them.
     """
     if not isinstance(filters, Mapping):
         raise InvalidRequestError(
@@ -785,6 +790,8 @@ def check_filters(filters: Any) -> None:
             raise InvalidRequestError(
                 f"filter key {key!r} cannot be matched: a key is the name of a metadata field "
                 "(a string without double quotes)", param="filters")
+        if not key.strip():  # {"": "t1"} ran as the field '' (parse_filters refuses `=t1`)
+            raise InvalidRequestError(f"filter {key!r} has an empty key", param="filters")
         if key.rstrip().endswith(_COMPARISON_KEY) or (isinstance(value, Mapping) and any(
                 isinstance(k, str) and k.startswith("$") for k in value)):
             raise InvalidRequestError(f"filter {key!r}: {COMPARISON_REFUSAL}", param="filters")
