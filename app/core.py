@@ -31,7 +31,6 @@ import errno
 import functools
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -95,6 +94,7 @@ from app.uploads import (
     drop_unindexable,
     forget_staged,
     note_staged,
+    remove_collection_uploads,
     stage_uploads,
     take_back,
 )
@@ -947,8 +947,9 @@ class Facet:
         finally:
             self.searching.forget(name)
         # An upload job indexes its whole folder: files left there came back into a new
-        # collection of the same name.
-        shutil.rmtree(self.upload_folder(name), ignore_errors=True)
+        # collection of the same name. Its staging leftovers go too (an older Facet's
+        # uploads/.previous/NAME, a crash's .previous-NAME-*: they stayed for good).
+        remove_collection_uploads(self.upload_folder(name))
         return info
 
     @_domain_errors

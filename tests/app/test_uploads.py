@@ -418,3 +418,20 @@ def test_removing_a_collections_uploads_removes_its_staging_leftovers(tmp_path: 
     assert not (root / ".previous").exists() and not (root / "ab").exists()
     assert (root / ".previous-a-b-k3j4h5g6").exists() and (root / "a-b").exists()
     uploads.remove_collection_uploads(root / "gone")  # nothing there: no error
+
+
+def test_deleting_a_collection_removes_its_staging_leftovers(facet, tmp_path: Path) -> None:
+    """``Facet.delete_collection`` (`facet delete`, DELETE /collections/{name}, the UI) removed
+    the upload folder only: an older Facet's ``uploads/.previous/NAME`` and a crash's aside
+    folder stayed for good. Another collection's leftovers stay."""
+    result = facet.upload("tides", _files(tmp_path / "in", moon_dot_txt="The moon pulls the sea."))
+    assert _ended(facet, result.job.id).state == "completed"
+    uploads_root = facet.upload_folder("tides").parent
+    for leftover in (".previous/tides/moon.txt", ".previous-tides-k3j4h5g6/moon.txt",
+                     ".previous/tidesx/moon.txt", ".previous-tidesx-k3j4h5g6/moon.txt"):
+        (uploads_root / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (uploads_root / leftover).write_text("old")
+    facet.delete_collection("tides")
+    assert sorted(p.relative_to(uploads_root).as_posix() for p in uploads_root.rglob("*")
+                  if p.is_file() and not p.name.endswith(".json")) == [
+        ".previous-tidesx-k3j4h5g6/moon.txt", ".previous/tidesx/moon.txt"]
