@@ -70,6 +70,8 @@ from app.services.indexing import (
     check_same_embedder,
     companion_key,
     failed_documents_message,
+    left_empty,
+    left_empty_note,
     moved_message,
     note_document_error,
     storable,
@@ -882,6 +884,8 @@ class ChunkedIndexService:
                                             job.docs_deleted)
         if said:
             notes.insert(0, said)
+        if not cancelled and left_empty(session, coll, job):
+            notes.append(left_empty_note(coll.name))
         J = md.IndexJob
         done = session.execute(update(J).where(J.id == job_id, J.state == "running").values(
             state=state, finished_at=md.utcnow(), store_s=J.store_s + (

@@ -396,6 +396,22 @@ def removed_collection_message(report: IndexReport, source: Path | str) -> str:
     return f"nothing to index in {display_path(source)}: {gone}"
 
 
+def left_empty(session: Session, coll: md.Collection, job: md.IndexJob) -> bool:
+    """Whether ``coll`` holds no indexed document and no job but ``job``: made for it, and
+    left empty by it."""
+    return not (md.count_documents(session, coll.id, status="indexed") or
+                any(j.id != job.id for j in md.list_jobs(session, coll.id, limit=2)))
+
+
+def left_empty_note(collection: str) -> str:
+    """A background job's note on the collection made for it that it left empty. Kept (its
+    caller reads the job later, which goes with it; a foreground run removes it), but `facet
+    collections` and GET /collections listed an empty collection that neither the job nor its
+    message ("nothing to index: ...") named."""
+    return (f"collection {collection!r} was made for this job and holds no indexed document: "
+            f"`facet delete {collection}` (DELETE /collections/{collection}) removes it")
+
+
 def _path_key(key: Any) -> Any:
     """A document key given as a path (``os.PathLike``) as its str; anything else as given,
     for ``_removal_keys`` to check (a path of bytes stays a bytes path, refused as such)."""
@@ -1716,6 +1732,8 @@ class IndexService:
                 report.collection_removed = self._drop_if_nothing_indexed(session, coll, job)
                 if report.collection_removed:
                     report.message = removed_collection_message(report, source)
+            elif report.state == "completed" and released:
+                self._note_left_empty(session, coll, job)
         logger.debug("job %d %s: %d seen, %d indexed, %d unchanged, %d failed, %d deleted, "
                     "%d chunks in %.1fs", report.job_id, report.state, report.docs_seen,
                     report.docs_indexed, report.docs_skipped, report.docs_failed,
@@ -1765,6 +1783,19 @@ class IndexService:
         logger.debug("skipped %d files", len(skipped))
         return {name for name, why in reasons if why.startswith(UNREADABLE)}
 
+    @staticmethod
+    def _note_left_empty(session: Session, coll: md.Collection, job: md.IndexJob) -> None:
+        """Say on a background job's row that the collection made for it holds nothing
+        (``left_empty_note``); a note only, its end recorded already."""
+        try:
+            if left_empty(session, coll, job):
+                job.message = "; ".join(filter(None, (job.message, left_empty_note(coll.name))))
+                session.commit()
+        except SQLAlchemyError as e:
+            logger.debug("job %d: the empty collection's note was not written: %s", job.id, e)
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
+
     def _drop_if_nothing_indexed(self, session: Session, coll: md.Collection,
                                  job: md.IndexJob) -> bool:
         """Remove a collection this inline job created and left empty (every document failed).
@@ -1774,8 +1805,7 @@ class IndexService:
         job a stopping server never ran (``abandon_queued``, which logs its resend). A collection
         that any other job touched, or that holds an indexed document, is kept.
         """
-        if md.count_documents(session, coll.id, status="indexed") or \
-                any(j.id != job.id for j in md.list_jobs(session, coll.id, limit=2)):
+        if not left_empty(session, coll, job):
             return False
         name = coll.name
         try:

@@ -555,3 +555,27 @@ def test_a_moved_folder_indexed_by_chunk_tasks_says_it_moved_once(make_ctx, tmp_
                      f"vectors, not encoded again): {old / 'doc000.txt'} is now {new / 'doc000.txt'} "
                      "and 4 others; their entries at the old paths, which no longer exist, were removed"]
     assert ctx.store.count("c") == first.chunks_written + 2
+
+
+def test_a_chunked_job_that_left_its_new_collection_empty_says_so(make_ctx, tmp_path) -> None:
+    """A worker job (as an in-process background one) keeps the collection made for it when
+    it indexed nothing, and now names it: `facet collections` listed an empty collection its
+    job's message ("1 of 1 documents failed") did not mention. A collection with other jobs
+    gets no such note."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    ctx = make_ctx()
+    service, prepared, numbers = _plan(ctx, src, "hollow")
+    for n in numbers:
+        service.run_chunk(prepared.job_id, n)
+    job = CollectionService(ctx).job(prepared.job_id)
+    assert (job.state, job.docs_failed, job.docs_indexed) == ("completed", 1, 0)
+    assert job.message is not None and job.message.endswith(
+        "; collection 'hollow' was made for this job and holds no indexed document: `facet "
+        "delete hollow` (DELETE /collections/hollow) removes it"), job.message
+    service, again, numbers = _plan(ctx, src, "hollow")
+    for n in numbers:
+        service.run_chunk(again.job_id, n)
+    second = CollectionService(ctx).job(again.job_id)
+    assert second.state == "completed" and "was made for this job" not in (second.message or "")

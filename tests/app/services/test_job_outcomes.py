@@ -42,7 +42,16 @@ def test_a_background_job_of_nothing_to_index_says_so(facet, tmp_path) -> None:
     assert facet.job_runner.join(timeout=120)
     done = facet.job(job.id)
     assert (done.state, done.docs_seen) == ("completed", 0)
-    assert done.message == "nothing to index: the source holds no document of a supported type"
+    # The collection made for it is kept (the job goes with it) and named: `facet collections`
+    # listed an empty one nothing said (a foreground run removes it).
+    assert done.message == ("nothing to index: the source holds no document of a supported "
+                            "type; collection 'pics' was made for this job and holds no indexed "
+                            "document: `facet delete pics` (DELETE /collections/pics) removes it")
+    assert facet.collection("pics").documents == 0
+    again = facet.submit_index(src, "pics")  # not made for this one: nothing more said
+    assert facet.job_runner.join(timeout=120)
+    assert facet.job(again.id).message == ("nothing to index: the source holds no document of a "
+                                           "supported type")
     # A folder emptied on purpose and synced: what happened, not an error.
     notes = tmp_path / "notes"
     notes.mkdir()
