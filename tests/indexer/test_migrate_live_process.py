@@ -27,6 +27,7 @@ from app.services.context import open_database
 from app.settings import FacetSettings
 from indexer import migrate
 from indexer.metadata import make_engine
+from tests.indexer.test_migrate_atomic import _revision
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,14 +45,6 @@ def _at_0004(path: Path) -> None:
                           "'2026-01-01')"))
         conn.commit()
     engine.dispose()
-
-
-def _revision(path: Path) -> str:
-    db = sqlite3.connect(path)
-    try:
-        return str(db.execute("SELECT version_num FROM alembic_version").fetchone()[0])
-    finally:
-        db.close()
 
 
 # An older `facet serve` as the database sees it: a connection in WAL mode, read from, kept open.

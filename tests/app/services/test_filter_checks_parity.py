@@ -16,10 +16,9 @@ from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.core import Facet
-from app.encoding import EmbedderCache
 from app.errors import InvalidRequestError
 from app.services.search import COMPARISON_REFUSAL, SearchRequest, check_filters, parse_filters
-from app.settings import FacetSettings
+from tests.app.api.conftest import serving_facet
 
 COLLECTION = "tops"
 RECORDS = [
@@ -45,9 +44,7 @@ def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
     base = tmp_path_factory.mktemp("filterparity")
     source = base / "x.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=base / "data"), embedders=cache)
+    facet = serving_facet(base / "data", minilm)
     facet.index(source, COLLECTION)
     yield facet
     facet.close()
