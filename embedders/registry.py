@@ -780,10 +780,49 @@ def _checked_model(model: Any, label: str) -> Embedder:
     if not callable(getattr(model, "encode", None)):
         raise PluginError(f"{label} built a model whose encode is not a method (docs/plugins.md)")
     _dim(model, label)
+    # An identity held as a value (not a property, which may digest the weights: it is checked
+    # where it is read, by ``PluginModel``) is checked now: `identity = None` indexed a collection
+    # that recorded no embedder, and every later search of it failed.
+    if not hasattr(type(inspect.getattr_static(model, "identity", None)), "__get__"):
+        _identity(getattr(model, "identity", None), label)
     return cast(Embedder, PluginModel(model, label))
 
 
 _MISSING = object()
+
+
+def _identity(identity: Any, label: str) -> str:
+    """``identity``, a plugin's model's, as the str the contract says it is.
+
+    Raises:
+        PluginError: anything else (None, a dict).
+    """
+    if not isinstance(identity, str):
+        raise PluginError(
+            f"{label} has identity {identity!r:.80} ({type(identity).__name__}); it must be a string, "
+            "such as json.dumps({...}) of the settings its vectors depend on (docs/plugins.md)")
+    return identity
+
+
+def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``, a plugin's model's ``method``: an error of its own that is not
+    an ``EmbedderError`` (a RuntimeError "backend crashed", the TypeError of an ``encode`` without
+    the ``role`` keyword) was a raw traceback in the CLI and an anonymous 500 "internal error
+    (RuntimeError)"; it is a ``PluginError`` naming the embedder, the plugin and the error. An
+    ``EmbedderError`` it raises (``InvalidInputError``) says what it means and is kept, as are a
+    MemoryError and a KeyboardInterrupt."""
+    try:
+        return function(*args, **kwargs)
+    except (EmbedderError, MemoryError):
+        raise
+    except Exception as e:
+        hint = ""
+        refused = [k for k in kwargs if not _takes_keyword(function, k)]
+        if isinstance(e, TypeError) and refused:
+            first = "texts" if method == "encode" else "plain, texts"
+            hint = (f" (it does not take {', '.join(refused)}: Facet calls {method}({first}, *, role=..., "
+                    "instruction=..., batch_size=...), docs/plugins.md)")
+        raise PluginError(f"{label} failed in {method}: {type(e).__name__}: {e}{hint}") from e
 
 
 def _dim(model: Any, label: str) -> int:
@@ -889,14 +928,14 @@ class PluginModel:
             kwargs.pop("show_progress", None)
         if not hasattr(texts, "__len__"):
             texts = list(texts)
-        out = self._facet_model.encode(texts, *args, **kwargs)
+        out = _guarded_call(self._facet_label, "encode", self._facet_model.encode, texts, *args, **kwargs)
         return checked_vectors(out, len(texts), self._facet_model, self._facet_label)
 
     def _checked_method(self, name: str, method: Callable[..., Any]) -> Callable[..., np.ndarray]:
         def call(first: Any, texts: Any, *args: Any, **kwargs: Any) -> np.ndarray:
             if not hasattr(texts, "__len__"):
                 texts = list(texts)
-            out = method(first, texts, *args, **kwargs)
+            out = _guarded_call(self._facet_label, name, method, first, texts, *args, **kwargs)
             return checked_vectors(out, len(texts), self._facet_model, self._facet_label, name)
 
         with contextlib.suppress(TypeError, ValueError):  # (the model's, for callers that read it)
@@ -909,6 +948,8 @@ class PluginModel:
         if name.startswith("_facet_"):  # (unpickling, before __init__): not the model's
             raise AttributeError(name)
         value = getattr(self._facet_model, name)
+        if name == "identity":  # (a property's value: a plain one was checked at load)
+            return _identity(value, self._facet_label)
         if name in _VECTOR_METHODS and callable(value):
             return self._checked_method(name, value)
         return value
@@ -1212,12 +1253,12 @@ def load_plugins() -> None:
             if not callable(target):
                 raise TypeError(f"{target!r} is not callable; point at a module or a register() function")
             target()
-        except Exception as e:
+        except (Exception, SystemExit) as e:  # (a plugin's exit() must not end every command)
             _plugin_failed(label, e, sorted(set(_EMBEDDERS) - before), sorted(set(_LOADERS) - methods_before),
                            on_import)
 
 
-def _plugin_failed(label: str, error: Exception, names: list[str], methods: list[str],
+def _plugin_failed(label: str, error: BaseException, names: list[str], methods: list[str],
                    on_import: set[str]) -> None:
     """Log (and keep for ``_unknown``) that the plugin ``label`` failed with ``error``. What it
     registered before failing (``names``, checkpoint ``methods``) is kept and loads, and the
