@@ -57,6 +57,23 @@ def _loads_as(spec: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return where, tuple(sorted(options.items()))
 
 
+def _check_task_instruction(user_tasks: list[Any]) -> None:
+    """``--task-instruction`` is not applied to ``sts`` tasks (bare sentences, like STS-B): it was
+    dropped without a word. Refused where no --task item takes it; said on stderr where some do not."""
+    from app.evaluation.tasks import StsTask
+
+    bare = [t.name for t in user_tasks if isinstance(t, StsTask)]
+    if not bare:
+        return
+    example = f"--instruction {bare[0]}=TEXT"
+    if len(bare) == len(user_tasks):
+        raise InvalidRequestError(
+            f"--task-instruction applies to beir and goalex --task items; sts tasks read bare sentences "
+            f"({', '.join(bare)}); to give one an instruction use {example}")
+    typer.echo(f"note: --task-instruction is not applied to {', '.join(bare)} (sts tasks read bare "
+               f"sentences); to give one an instruction use {example}", err=True)
+
+
 def _distinct_baselines(embedder: str, baselines: list[str]) -> list[str]:
     """``baselines`` less those that load the same model as the evaluated embedder or an
     earlier baseline (each dropped one is said on stderr)."""
@@ -216,6 +233,9 @@ def eval_cmd(
     for name, given in (("--split", split), ("--mode", mode), ("--per-chunk", per_chunk or None)):
         if given is not None:
             raise InvalidRequestError(f"{name} applies to --collection (scoring an indexed collection)")
+    if as_json:  # was ignored: a markdown table on stdout, exit 0, for a caller expecting JSON
+        raise InvalidRequestError("--json applies to --list-tasks or --collection (scoring an indexed "
+                                  "collection); a run writes results.json in its --out folder")
     if embedder is None:
         raise InvalidRequestError(
             "name the embedder to evaluate, e.g. `facet eval minilm`; `facet eval --list-tasks` lists the tasks"
@@ -237,6 +257,8 @@ def eval_cmd(
     if task_instruction is not None and not task:
         raise InvalidRequestError("--task-instruction applies to --task items; to change a built-in task's "
                                   "instruction use --instruction TASK=TEXT")
+    if task_instruction is not None:
+        _check_task_instruction(user_tasks)
     task_list = list(user_tasks)
     builtin = bool(not task or tasks)
     # The names first (the tasks', then --instruction's), read without the data: a typo was

@@ -517,6 +517,15 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
         if goal is not None and not isinstance(goal, str):
             raise DataError(f"{data_path}, line 1: 'goal' must be a string")
         instruction = goal or None
+        if instruction is None:  # clustered under no instruction without a word (a "Goal" key, a typo)
+            near = [k for k in data if isinstance(k, str) and k != "goal" and k.strip().lower() == "goal"]
+            logger.warning(
+                "%s: %s, so the clustering runs with no instruction unless --task-instruction or "
+                "--instruction TASK=TEXT gives one%s",
+                data_path,
+                "no \"goal\"" if "goal" not in data else "its \"goal\" is empty",
+                f" (it has {near[0]!r}; the key is \"goal\", lower case)" if near else "",
+            )
     names = labels_obj.get("class_descriptions")
     label_names = [str(n) for n in names] if isinstance(names, list) else []
     return ClusteringView(name or root.name, list(texts), list(labels), instruction, label_names)

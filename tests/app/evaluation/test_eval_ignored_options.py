@@ -1,0 +1,97 @@
+"""`facet eval` options that were dropped without a word: --json outside --list-tasks and
+--collection, --task-instruction on sts tasks, and a GoalEx data.json without its "goal"."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from tests.app.cli_runner import invoke_cli
+
+PAIRS = "a cat sat,a cat was sitting,4.5\na dog ran,stocks fell,0.5\nit rains,it is raining,5\n"
+
+
+def _sts(path: Path) -> Path:
+    path.write_text(PAIRS)
+    return path
+
+
+def _goalex(folder: Path, data: dict[str, object]) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "data.json").write_text(json.dumps({**data, "texts": ["a", "b", "c", "d"]}))
+    (folder / "labels.json").write_text(json.dumps({"labels": [0, 1, 0, 1]}))
+    return folder
+
+
+def test_json_without_list_tasks_or_collection_is_refused(tmp_path: Path) -> None:
+    """A markdown table on stdout, exit 0, for a caller that asked for JSON."""
+    pairs = _sts(tmp_path / "sts1.csv")
+    run = invoke_cli("eval", "minilm", "--task", f"sts:{pairs}", "--baselines", "", "--json",
+                     "--out", str(tmp_path / "out"), "--no-progress")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--json applies to --list-tasks or --collection" in run.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_task_instruction_on_sts_tasks_only_is_refused(tmp_path: Path) -> None:
+    """Dropped, with info.instruction None and no note; without --task it was refused already."""
+    pairs = _sts(tmp_path / "sts1.csv")
+    run = invoke_cli("eval", "minilm", "--task", f"sts:{pairs}", "--baselines", "",
+                     "--task-instruction", "Represent the sentence", "--out", str(tmp_path / "out"))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "sts tasks read bare sentences" in run.stderr
+    assert "--instruction sts:sts1.csv=TEXT" in run.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_task_instruction_beside_sts_tasks_names_them_on_stderr(tmp_path: Path) -> None:
+    """Applied to the goalex task, not to the sts one: a note says so. The embedder is unknown,
+    so the run stops (exit 2) after the note and the data are read, before any model loads."""
+    pairs = _sts(tmp_path / "sts1.csv")
+    folder = _goalex(tmp_path / "topics", {"goal": "by topic"})
+    run = invoke_cli("eval", "no-such-embedder", "--task", f"sts:{pairs},goalex:{folder}", "--baselines", "",
+                     "--task-instruction", "by colour", "--out", str(tmp_path / "out"))
+    assert run.returncode == 2 and "no-such-embedder" in run.stderr, run.stderr
+    assert "note: --task-instruction is not applied to sts:sts1.csv" in run.stderr
+    assert "--instruction sts:sts1.csv=TEXT" in run.stderr
+
+
+@pytest.mark.parametrize(("data", "said"), [
+    ({}, 'no "goal"'),
+    ({"Goal": "by topic"}, "it has 'Goal'"),
+    ({"goal": ""}, 'its "goal" is empty'),
+])
+def test_a_goalex_folder_without_its_goal_is_warned_about(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                          data: dict[str, object], said: str) -> None:
+    """Clustered under no instruction, without a word. Data are read before any model loads,
+    so an unknown embedder stops the run (exit 2) after the warning."""
+    folder = _goalex(tmp_path / "topics", data)
+    with caplog.at_level(logging.WARNING, logger="app.evaluation.loaders"):
+        run = invoke_cli("eval", "no-such-embedder", "--task", f"goalex:{folder}", "--baselines", "",
+                         "--out", str(tmp_path / "out"))
+    assert run.returncode == 2 and "no-such-embedder" in run.stderr, run.stderr
+    warned = [r.getMessage() for r in caplog.records if "clustering runs with no instruction" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith(str(folder / "data.json")) and said in warned[0]
+
+
+def test_a_goalex_goal_gives_no_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = _goalex(tmp_path / "topics", {"goal": "by topic"})
+    with caplog.at_level(logging.WARNING, logger="app.evaluation.loaders"):
+        run = invoke_cli("eval", "no-such-embedder", "--task", f"goalex:{folder}", "--baselines", "")
+    assert run.returncode == 2
+    assert "clustering runs with no instruction" not in caplog.text
+
+
+@pytest.mark.usefixtures("minilm")
+def test_a_goalex_run_without_goal_still_runs_with_no_instruction(tmp_path: Path) -> None:
+    """The warning changes nothing else: the run scores the task with no instruction."""
+    folder = _goalex(tmp_path / "topics", {"Goal": "by topic"})
+    out = tmp_path / "out"
+    run = invoke_cli("eval", "minilm", "--task", f"goalex:{folder}", "--baselines", "", "--no-cache",
+                     "--no-progress", "--out", str(out), env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert run.returncode == 0, run.stderr
+    (result,) = json.loads((out / "results.json").read_text())["runs"][0]["results"]
+    assert result["info"]["instruction"] is None
