@@ -129,8 +129,10 @@ def test_a_job_whose_documents_failed_is_logged_as_a_warning_with_its_message(tm
     assert end.getMessage().endswith(": 3 of 3 documents failed, 0 indexed: see the job's errors")
     listed = invoke_cli("jobs", "-c", "notes", env={"FACET_DATA_DIR": str(tmp_path / "data")})
     line = listed.stdout.splitlines()[0]
-    assert line.startswith(f"job {job.id} completed") and line.endswith(
-        "· 3 of 3 documents failed, 0 indexed: see the job's errors"), listed.stdout
+    # (then the note on the collection made for it and left empty, cut to the line's width)
+    assert line.startswith(f"job {job.id} completed") and (
+        "· 3 of 3 documents failed, 0 indexed: see the job's errors; collection 'notes' was made "
+        "for this job") in line, listed.stdout
 
 
 def test_a_failed_jobs_log_line_names_its_collection(caplog) -> None:

@@ -24,7 +24,11 @@ def test_a_background_job_whose_every_document_failed_says_so(facet, tmp_path) -
     for submitted in jobs:
         job = facet.job(submitted.id)
         assert (job.state, job.docs_indexed, job.docs_failed, job.errors_total) == ("completed", 0, 1, 1), job
-        assert job.message == "1 of 1 documents failed, 0 indexed: see the job's errors"
+        # ... and the collection made for it, kept with nothing indexed, is named (d66289a)
+        assert job.message == ("1 of 1 documents failed, 0 indexed: see the job's errors; "
+                               f"collection {job.collection!r} was made for this job and holds "
+                               f"no indexed document: `facet delete {job.collection}` (DELETE "
+                               f"/collections/{job.collection}) removes it")
 
 
 def test_a_job_with_some_documents_failed_counts_them_and_a_clean_one_says_nothing(make_ctx, tmp_path) -> None:
