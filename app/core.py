@@ -53,7 +53,9 @@ from app.errors import (
     UnavailableError,
     UnknownModelError,
     as_domain_error,
+    check_collection,
     domain_errors,
+    quoted_field,
 )
 from app.jobs import JobRunner, ThreadJobRunner
 from app.roots import root_holding
@@ -99,7 +101,7 @@ from app.uploads import (
     take_back,
 )
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
-from indexer.errors import StoreBusyError, StoreError
+from indexer.errors import StoreBusyError
 
 logger = logging.getLogger(__name__)
 
@@ -144,38 +146,12 @@ def _domain_errors(method: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
-def _check_collection(name: object, *, optional: bool = False,
-                      param: str | None = "collection") -> None:
-    """Refuse a ``collection`` (a str; other types are their callers' ``check_str``) that is
-    no name before any lookup, as ``search`` and ``index`` refuse it and the HTTP routes do
-    (``server._refused_collection``): ``validate_name``'s "invalid collection name ...";
-    where the name is ``optional`` (``jobs``, ``job``, ``cancel_job``), an empty or blank one
-    is "collection is empty", as ``GET /jobs?collection=`` says. ``jobs("")``, ``job(1, "")``,
-    ``documents("café")``, ``remove_documents("café", ...)`` said "unknown collection" (exit 3
-    on the CLI, where ``facet search -c café`` and ``facet delete café`` said exit 2).
-
-    Raises:
-        InvalidRequestError: with ``param`` (None where an HTTP path names the collection).
-    """
-    if not isinstance(name, str):
-        return
-    if optional and not name.strip():
-        raise InvalidRequestError("collection is empty: give a collection's name, or leave the "
-                                  "parameter out", param=param)
-    from indexer.store import validate_name
-
-    try:
-        validate_name(name)
-    except StoreError as e:
-        raise InvalidRequestError(str(e), param=param) from e
-
-
 @contextlib.contextmanager
 def _naming_model(**fields: str | None) -> Iterator[None]:
     """Name the field of an unknown model raised with no ``param`` (the registry's "unknown
     embedder 'x'" named none, where ``cluster`` and a blank embedder named it): ``fields`` maps
     each field to the name given there; the one whose name the message quotes (none where
-    several or none do), as the HTTP API's ``_model_param`` picks it."""
+    several or none do: ``quoted_field``)."""
     try:
         yield
     except Exception as e:
@@ -186,10 +162,7 @@ def _naming_model(**fields: str | None) -> Iterator[None]:
         domain = as_domain_error(e)
         assert domain is not None
         if domain.param is None:
-            quoted = [field for field, name in fields.items()
-                      if isinstance(name, str) and name and repr(name) in str(domain)]
-            if len(quoted) == 1:
-                domain.param = quoted[0]
+            domain.param = quoted_field(str(domain), fields)
         if domain is e:
             raise
         raise domain from e
@@ -918,7 +891,7 @@ class Facet:
         for a name that is not a str."""
         check_str(name, "name", param="collection")  # 5, None, b"x": TypeErrors before
         # param None, as its NotFoundError: GET /collections/{name}'s path names it.
-        _check_collection(name, param=None)
+        check_collection(name, param=None)
         try:
             return self.catalog.get(name)
         finally:
@@ -928,7 +901,7 @@ class Facet:
     def orphan_collection(self, name: str) -> CollectionInfo | None:
         """Vectors the store holds under ``name`` that no collection of this metadata database
         owns (``delete_collection`` removes them); None when there are none."""
-        _check_collection(name)
+        check_collection(name)
         return self.catalog.orphan(name)
 
     @_domain_errors
@@ -941,7 +914,7 @@ class Facet:
     def delete_collection(self, name: str) -> CollectionInfo:
         """Delete a collection's points, metadata and uploaded files; returns what it held."""
         check_str(name, "name", param="collection")  # ["a"] reached SQLite's parameter binding
-        _check_collection(name)
+        check_collection(name)
         try:
             info = self.catalog.delete(name)
         finally:
@@ -966,13 +939,13 @@ class Facet:
 
         Raises:
             NotFoundError: an unknown collection (``param`` ``collection``); a name that is
-                none (empty, ``café``) is an ``InvalidRequestError`` (``_check_collection``).
+                none (empty, ``café``) is an ``InvalidRequestError`` (``check_collection``).
             InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0, ``status`` not
                 one of indexed, error, pending (``param`` names which); a ``collection`` or
                 ``prefix`` that is not a str, a ``limit`` or ``offset`` that is not an int.
         """
         check_str(collection, "collection")
-        _check_collection(collection)
+        check_collection(collection)
         check_str(prefix, "prefix", optional=True, param="prefix")
         check_str(status, "status", optional=True, param="status")
         limit = check_int(limit, "limit", param="limit")
@@ -1014,7 +987,7 @@ class Facet:
         """
         if base is not None and not isinstance(base, str | os.PathLike):
             raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
-        _check_collection(collection)
+        check_collection(collection)
         try:
             return self.indexing.remove_documents(collection, keys,
                                                   base=None if base is None else Path(base),
@@ -1034,7 +1007,7 @@ class Facet:
         """
         if base is not None and not isinstance(base, str | os.PathLike):
             raise InvalidRequestError(f"base must be a str or a path, got {type(base).__name__}")
-        _check_collection(collection)
+        check_collection(collection)
         return self.indexing.check_removal(collection, keys,
                                            base=None if base is None else Path(base))
 
@@ -1056,7 +1029,7 @@ class Facet:
         if skipped is not None and not isinstance(skipped, list):
             raise InvalidRequestError(f"skipped must be a list or None, got "
                                       f"{type(skipped).__name__}")
-        _check_collection(collection)
+        check_collection(collection)
         return self.indexing.removal_parts(collection, keys,
                                            base=None if base is None else Path(base),
                                            skipped=skipped)
@@ -1073,7 +1046,7 @@ class Facet:
         """
         from indexer.store import validate_name
 
-        _check_collection(collection)  # (named as its field, as ``index`` names it)
+        check_collection(collection)  # (named as its field, as ``index`` names it)
         return Path(self.settings.data_dir) / "uploads" / validate_name(collection)
 
     @_domain_errors
@@ -1225,11 +1198,11 @@ class Facet:
         Raises:
             InvalidRequestError: ``limit`` out of 1..1000, ``offset`` below 0 (``param`` names
                 which); a ``collection`` that is not a str or None, or no name (empty or
-                blank, or one the store refuses: ``_check_collection``), a ``limit`` that is
+                blank, or one the store refuses: ``check_collection``), a ``limit`` that is
                 not an int.
         """
         check_str(collection, "collection", optional=True)
-        _check_collection(collection, optional=True)
+        check_collection(collection, optional=True)
         limit = check_int(limit, "limit")  # "5", None, 2.5: TypeErrors before
         return self.catalog.jobs(collection, limit, plain_number(offset))
 
@@ -1244,10 +1217,10 @@ class Facet:
             NotFoundError: an unknown id.
             InvalidRequestError: ``collection`` given and the job is of another one (the
                 CLI's ``-c`` and the API's ``?collection=`` were ignored: another collection's
-                job was shown), or is no name (``_check_collection``: checked before the id);
+                job was shown), or is no name (``check_collection``: checked before the id);
                 ``errors`` out of 0..``MAX_JOB_ERRORS``; ``errors_offset`` below 0.
         """
-        _check_collection(collection, optional=True)
+        check_collection(collection, optional=True)
         # (numpy integers as ints: a notebook's np.int64 id, from a DataFrame, was refused)
         return self.catalog.job(plain_number(job_id), plain_number(errors), collection,
                                 errors_offset=plain_number(errors_offset))
@@ -1268,7 +1241,7 @@ class Facet:
             InvalidRequestError: the job has ended (completed, failed, interrupted, cancelled),
                 or ``collection`` given and the job is of another one.
         """
-        _check_collection(collection, optional=True)
+        check_collection(collection, optional=True)
         job_id = plain_number(job_id)
         job = self.catalog.job(job_id, 0, collection)
         state = job.state

@@ -10,7 +10,7 @@ the core (``as_domain_error``), so an edge only ever handles ``FacetError``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 
@@ -241,3 +241,43 @@ def check_named_embedder(name: str, source: str, verb: str = "loaded") -> None:
     except (UnknownEmbedderError, CheckpointError, InvalidInputError) as e:
         reason = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         raise InvalidRequestError(f"{source} names {name!r}, which cannot be {verb}: {reason}") from e
+
+
+def check_collection(name: object, *, optional: bool = False,
+                     param: str | None = "collection") -> None:
+    """Refuse a ``collection`` (a str; other types are their callers' type checks) that is no
+    name, before any lookup, in the same words on every edge (the facade's methods, the HTTP
+    routes): the store's "invalid collection name ..." (``indexer.store.validate_name``); where
+    the name is ``optional`` (a filter, as in ``jobs``), an empty or blank one is "collection is
+    empty". ``jobs("")``, ``documents("café")`` said "unknown collection" (exit 3 on the CLI,
+    where ``facet search -c café`` said exit 2).
+
+    Raises:
+        InvalidRequestError: with ``param`` (None where an HTTP path names the collection).
+    """
+    if not isinstance(name, str):
+        return
+    if optional and not name.strip():
+        raise InvalidRequestError("collection is empty: give a collection's name, or leave the "
+                                  "parameter out", param=param)
+    from indexer.errors import StoreError
+    from indexer.store import validate_name
+
+    try:
+        validate_name(name)
+    except StoreError as e:
+        raise InvalidRequestError(str(e), param=param) from e
+
+
+def quoted_field(message: str, fields: Mapping[str, str | None], *,
+                 only_given: bool = False) -> str | None:
+    """The field of ``fields`` (each request field mapped to the name given there) whose name
+    ``message`` quotes (``repr``), to name as an error's ``param``; None where several or none
+    do, unless ``only_given`` and a single field was given, which is then the one."""
+    given = {field: name for field, name in fields.items() if isinstance(name, str) and name}
+    quoted = [field for field, name in given.items() if repr(name) in message]
+    if len(quoted) == 1:
+        return quoted[0]
+    if only_given and len(given) == 1:
+        return next(iter(given))
+    return None

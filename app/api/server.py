@@ -85,7 +85,9 @@ from app.errors import (
     NotFoundError,
     UnavailableError,
     UnknownModelError,
+    check_collection,
     check_named_embedder,
+    quoted_field,
 )
 from app.remote import CeleryQueryEncoder
 from app.roots import links_outside, real_path, real_paths, root_holding
@@ -104,8 +106,8 @@ from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
 from app.text import check_text_encodable, plural
 from app.uploads import original_name
-from indexer.errors import IndexerError, StoreError, mask_secrets
-from indexer.store import point_id, validate_name
+from indexer.errors import IndexerError, mask_secrets
+from indexer.store import point_id
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -192,23 +194,15 @@ _TAGS = [
 
 def _refused_collection(collection: str | None,
                         param: str | None = "collection") -> Response | None:
-    """The 400 for a ``collection`` that is no name: empty (or blank): ``GET /jobs?collection=``
-    answered 404 "unknown collection ''", ``GET /jobs/2?collection=`` 400 "job 2 is not of
-    collection ''", and ``POST /jobs/2/cancel?collection=`` ignored it; or one the store's name
-    check refuses (``validate_name``), with its message, as /search and ``GET
-    /collections/{name}`` answer it: ``GET /jobs?collection=café`` and ``DELETE
-    /collections/café/documents`` answered 404 collection_not_found. ``param``: None where the
-    path names it (the resource itself)."""
-    if collection is None:
-        return None
-    if not collection.strip():
-        return errors.error_response(400, "collection is empty: give a collection's name, or "
-                                     "leave the parameter out", "invalid_request_error",
-                                     param=param)
+    """The 400 for a ``collection`` that is no name (``check_collection``: empty or blank, or
+    one the store refuses), before a route reads its body or looks anything up: ``GET
+    /jobs?collection=`` answered 404 "unknown collection ''", ``GET /jobs?collection=café``
+    and ``DELETE /collections/café/documents`` 404 collection_not_found. ``param``: None where
+    the path names it (the resource itself)."""
     try:
-        validate_name(collection)
-    except StoreError as e:
-        return errors.error_response(400, str(e), "invalid_request_error", param=param)
+        check_collection(collection, optional=True, param=param)
+    except InvalidRequestError as e:
+        return errors.error_response(400, str(e), "invalid_request_error", param=e.param)
     return None
 
 
@@ -435,15 +429,12 @@ def check_ui_rerankers(names: Sequence[str]) -> None:
 def _model_param(**fields: str | None) -> Iterator[None]:
     """Name the request field of a ``model_not_found`` the facade raised (its ``param`` was
     null): ``fields`` maps each field as the request called it to the name it gave; the field
-    whose name the message quotes, else the only one given."""
+    whose name the message quotes, else the only one given (``quoted_field``)."""
     try:
         yield
     except UnknownModelError as e:
         if e.param is None:
-            given = {field: name for field, name in fields.items() if name}
-            quoted = [field for field, name in given.items() if repr(name) in str(e)]
-            if len(quoted) == 1 or len(given) == 1:
-                e.param = quoted[0] if len(quoted) == 1 else next(iter(given))
+            e.param = quoted_field(str(e), fields, only_given=True)
         raise
 
 
