@@ -674,8 +674,9 @@ class Facet:
             check_spec(embedder, "embedder", default="the default embedder")
             name = embedder or self.settings.default_embedder
             loaded = self.embedder_cache.peek(name)
-            model = loaded if loaded is not None else await asyncio.to_thread(
-                self.embedder_cache.get, name)
+            with _naming_model(embedder=embedder):  # as ``embed`` names it
+                model = loaded if loaded is not None else await asyncio.to_thread(
+                    self.embedder_cache.get, name)
             if isinstance(self.encoder, InlineQueryEncoder):
                 vectors = await asyncio.to_thread(self.encoder.encode, texts, embedder=name,
                                                   role=role_, instruction=instruction)

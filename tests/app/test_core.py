@@ -128,8 +128,13 @@ async def test_aembed_equals_embed(cache, tmp_path) -> None:
         out = await facet.aembed(["a cat"], instruction="Topic")
         np.testing.assert_allclose(out.vectors, sync.vectors, atol=1e-6)
         assert out.tokens == sync.tokens
-        with pytest.raises(UnknownModelError):
-            await facet.aembed(["x"], embedder="nope")
+        # Both name the field, as POST /v1/embeddings maps it to ``model`` (aembed's was None).
+        for call in (facet.embed, facet.aembed):
+            with pytest.raises(UnknownModelError) as raised:
+                result = call(["x"], embedder="nope")
+                if not isinstance(result, type(sync)):
+                    await result
+            assert raised.value.param == "embedder", call
     finally:
         facet.close()
 
