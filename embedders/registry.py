@@ -32,7 +32,8 @@ import logging
 import os
 import site
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_type_hints
@@ -747,16 +748,51 @@ _VECTOR_METHODS = frozenset({"encode_from_plain"})
 _UNIT_TOLERANCE = 1e-5
 
 
+# ``plugin_stdout``'s state: how many threads are inside it, and the stdout it put aside.
+_STDOUT_LOCK = threading.Lock()
+_stdout_users = 0
+_stdout_kept: Any = None
+
+
+@contextlib.contextmanager
+def plugin_stdout() -> Iterator[None]:
+    """Within it, what is written to ``sys.stdout`` (a plugin's ``print()``: a debug line in its
+    import, factory or ``encode``) goes to standard error: it was written into the machine
+    output of `facet embedders --json`, `facet embed` and `search --json`, which then did not
+    parse. ``contextlib.redirect_stdout(sys.stderr)``, but counted across threads (the server
+    and the encoders call plugins from several): the first in puts stdout aside and the last
+    out puts it back, where two ``redirect_stdout`` interleaved could leave stdout on stderr.
+    Whatever any thread prints in that time goes to stderr too (Facet's own output is
+    printed once the plugin has returned)."""
+    global _stdout_users, _stdout_kept
+    with _STDOUT_LOCK:
+        if _stdout_users == 0:
+            _stdout_kept = sys.stdout
+            sys.stdout = sys.stderr
+        _stdout_users += 1
+    try:
+        yield
+    finally:
+        with _STDOUT_LOCK:
+            _stdout_users -= 1
+            if _stdout_users == 0:
+                sys.stdout, _stdout_kept = _stdout_kept, None
+
+
 def _guarded_load(label: str, load: Callable[[], Any]) -> Any:
     """``load()``, a plugin's factory or checkpoint loader: an error of its own that is not an
     ``EmbedderError`` (a RuntimeError "weights file missing") was a raw traceback in the CLI and
     an anonymous 500 "internal error (RuntimeError)"; it is a ``PluginError`` naming the
-    embedder and the plugin. An ``EmbedderError`` it raises says what it means and is kept."""
+    embedder and the plugin. An ``EmbedderError`` it raises says what it means and is kept. A
+    ``SystemExit`` (a plugin's ``sys.exit()``) is one too: it ended the command with the plugin's
+    exit status and nothing said (a KeyboardInterrupt is passed on). What it prints goes to
+    standard error (``plugin_stdout``)."""
     try:
-        return load()
+        with plugin_stdout():
+            return load()
     except (EmbedderError, MemoryError):
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         raise PluginError(f"{label} failed to load: {type(e).__name__}: {e}") from e
 
 
@@ -795,12 +831,17 @@ def _identity(identity: Any, label: str) -> str:
     """``identity``, a plugin's model's, as the str the contract says it is.
 
     Raises:
-        PluginError: anything else (None, a dict).
+        PluginError: anything else (None, a dict), or an empty or blank string: it told no two
+            embedders' vectors apart (each collection records the identity it was indexed with).
     """
     if not isinstance(identity, str):
         raise PluginError(
             f"{label} has identity {identity!r:.80} ({type(identity).__name__}); it must be a string, "
             "such as json.dumps({...}) of the settings its vectors depend on (docs/plugins.md)")
+    if not identity.strip():
+        raise PluginError(
+            f"{label} has identity {identity!r:.80} (a blank string); it must be a string that is not "
+            "blank, such as json.dumps({...}) of the settings its vectors depend on (docs/plugins.md)")
     return identity
 
 
@@ -810,12 +851,15 @@ def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: 
     the ``role`` keyword) was a raw traceback in the CLI and an anonymous 500 "internal error
     (RuntimeError)"; it is a ``PluginError`` naming the embedder, the plugin and the error. An
     ``EmbedderError`` it raises (``InvalidInputError``) says what it means and is kept, as are a
-    MemoryError and a KeyboardInterrupt."""
+    MemoryError and a KeyboardInterrupt. A ``SystemExit`` it raises (``sys.exit()``) is a
+    ``PluginError`` too: it ended the command, or a server's worker, with the plugin's status.
+    What it prints goes to standard error (``plugin_stdout``)."""
     try:
-        return function(*args, **kwargs)
+        with plugin_stdout():
+            return function(*args, **kwargs)
     except (EmbedderError, MemoryError):
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         hint = ""
         refused = [k for k in kwargs if not _takes_keyword(function, k)]
         if isinstance(e, TypeError) and refused:
@@ -1243,16 +1287,17 @@ def load_plugins() -> None:
         before, methods_before = set(_EMBEDDERS), set(_LOADERS)
         on_import: set[str] = set()
         try:
-            target = load()
-            on_import = set(_EMBEDDERS) - before
-            if inspect.ismodule(target):
-                target = getattr(target, "register", None)
-            if target is None or target in done:  # registered on import / listed twice
-                continue
-            done.add(target)
-            if not callable(target):
-                raise TypeError(f"{target!r} is not callable; point at a module or a register() function")
-            target()
+            with plugin_stdout():  # (a print() at import or in register() is not machine output)
+                target = load()
+                on_import = set(_EMBEDDERS) - before
+                if inspect.ismodule(target):
+                    target = getattr(target, "register", None)
+                if target is None or target in done:  # registered on import / listed twice
+                    continue
+                done.add(target)
+                if not callable(target):
+                    raise TypeError(f"{target!r} is not callable; point at a module or a register() function")
+                target()
         except (Exception, SystemExit) as e:  # (a plugin's exit() must not end every command)
             _plugin_failed(label, e, sorted(set(_EMBEDDERS) - before), sorted(set(_LOADERS) - methods_before),
                            on_import)

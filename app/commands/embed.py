@@ -8,7 +8,7 @@ import typer
 
 from app.commands.common import argument_text, handle_errors, open_facet
 from app.errors import InvalidRequestError
-from app.text import printable_json
+from app.text import printable, printable_json
 
 
 def _texts_from_stdin() -> list[str]:
@@ -26,6 +26,26 @@ def _texts_from_stdin() -> list[str]:
     if not texts:
         raise InvalidRequestError("standard input holds no text to embed: give one text a line")
     return texts
+
+
+# The most characters of a description `facet embedders` prints in its table (the packaged
+# embedders' longest, minilm's, is ~175); `--json` gives it whole.
+DESCRIPTION_WIDTH = 200
+
+
+def table_description(description: str) -> str:
+    """``description`` (a plugin's, as it registered it) as one cell of `facet embedders`'
+    table: its first line that is not blank, its control characters shown as escapes
+    (``printable``), cut to ``DESCRIPTION_WIDTH`` characters with an ellipsis ("..."), also put
+    where lines were left off. A plugin's multi-line, very long or escape-laden description
+    broke the table into lines that were not rows (or acted on the terminal)."""
+    lines = [line.strip() for line in str(description).splitlines()]
+    kept = [line for line in lines if line]
+    first = kept[0] if kept else ""
+    shown = printable(first)
+    if len(shown) > DESCRIPTION_WIDTH:
+        return shown[:DESCRIPTION_WIDTH - 3].rstrip() + "..."
+    return f"{shown} ..." if len(kept) > 1 else shown
 
 
 def register(cli: typer.Typer) -> None:
@@ -46,7 +66,7 @@ def register(cli: typer.Typer) -> None:
             return
         width = max(len(i.name) for i in infos)
         for info in infos:
-            typer.echo(f"{info.name:<{width}}  {info.kind:<9} {info.description}")
+            typer.echo(f"{info.name:<{width}}  {info.kind:<9} {table_description(info.description)}")
 
     @cli.command("embed")
     @handle_errors
