@@ -384,6 +384,36 @@ def _jobs_of_unwritten(facet: Facet, info: CollectionInfo) -> list[JobInfo] | No
     return None if isinstance(jobs, JobList) and jobs.not_shown else list(jobs)
 
 
+# The short mark a row of `facet collections` carries for term vectors of an older definition
+# of a term; the note itself (``Store.older_lexical``, about 400 characters) follows the rows,
+# once per distinct text: in each row, four such collections printed the paragraph four times.
+OLDER_TERMS_MARK = "older term vectors: see the note below"
+_NAME_SLOT = "\x00collection\x00"  # a collection's quoted name in a note (no name holds NUL)
+
+
+def lexical_note_groups(notes: Iterable[tuple[str, str]]) -> list[str]:
+    """Each distinct note of ``(collection, note)`` pairs once, in the order first seen, naming
+    every collection it applies to. Two notes are the same when they are equal once each
+    collection's own quoted name (``repr``) is taken out: "collection 'a' keeps the term vectors
+    of ..." and "collection 'b' keeps ..." read "each of collections 'a' and 'b' keeps ...". A
+    note of one collection that names it is returned as it is; one that names no collection is
+    prefixed with the names it applies to."""
+    groups: dict[str, list[str]] = {}
+    for name, note in notes:
+        groups.setdefault(note.replace(repr(name), _NAME_SLOT), []).append(name)
+    lines = []
+    for text, names in groups.items():
+        quoted = [repr(n) for n in names]
+        listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+        head = f"collection {_NAME_SLOT}"
+        if len(names) > 1 and text.startswith(head):
+            text = f"each of collections {listed}{text[len(head):]}"
+        elif _NAME_SLOT not in text:  # a note that does not name its collection
+            text = f"{'collection' if len(names) == 1 else 'collections'} {listed}: {text}"
+        lines.append(text.replace(_NAME_SLOT, listed))
+    return lines
+
+
 @contextmanager
 def _serve_deletes(collection: str) -> Iterator[None]:
     """A delete refused because a running ``facet serve`` holds the collection open: the
@@ -910,7 +940,7 @@ def register(cli: typer.Typer) -> None:
                     f" · open in {printable(i.open_in)} (not indexing; its points are counted "
                     "there)" if i.open_in else "")
             words = ("" if i.lexical is None else " · no word index (dense only)" if not i.lexical
-                     else f" · words (lexical/hybrid; {printable(i.lexical_note)})" if i.lexical_note
+                     else f" · words (lexical/hybrid; {OLDER_TERMS_MARK})" if i.lexical_note
                      else " · words (lexical/hybrid)")
             # Documents a job began and did not finish (kill -9 between its writes): counted
             # nowhere, so "76 indexed, 0 failed, 95 points" did not add up.
@@ -927,6 +957,10 @@ def register(cli: typer.Typer) -> None:
                        f"{points} · {emb} · "
                        f"{i.backend}{disk} · "
                        f"chunks {i.chunk_size}/{i.chunk_overlap} tokens{words}{busy}{gone}")
+        # The notes the rows mark, each text once below them (`--json` keeps each one's own).
+        for note in lexical_note_groups((i.name, i.lexical_note) for i in infos
+                                        if i.lexical and i.lexical_note):
+            typer.echo(printable(note))
 
     @cli.command("jobs")
     @handle_errors
