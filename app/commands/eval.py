@@ -226,6 +226,10 @@ def eval_cmd(
                 params = ", ".join(f"{k}={'all' if v is None else v}" for k, v in d[name].items())
                 typer.echo(f"{'':<{width}}  {'':<14} {name}: {params}")
         return
+    if task:
+        from app.evaluation.suites import check_task_items
+
+        check_task_items(task)
     if collection is not None:
         _eval_collection(ctx, collection, embedder, task, split, mode, task_instruction, no_instructions,
                          per_chunk, out, as_json, no_progress)

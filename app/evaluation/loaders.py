@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import contextvars
 import csv
 import json
 import logging
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from app.errors import DataError
+from app.text import plural
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +149,18 @@ def _loads(text: str, path: Path, lineno: int | None = None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(f"{path}, line {lineno or e.lineno}: invalid JSON: {e.msg}") from e
+        raise DataError(f"{path}, line {lineno or e.lineno}: invalid JSON ({_json_problem(e)})") from e
     except RecursionError as e:
         from app.services.clustering import json_too_deep  # services, only for this message
 
         raise json_too_deep(f"{path}, line {lineno}" if lineno else str(path)) from e
+
+
+def _json_problem(error: json.JSONDecodeError) -> str:
+    """What ``json`` found wrong, in words with the column: ``unterminated string starting at
+    column 18`` (it read "invalid JSON: Invalid control character at", the position cut off)."""
+    what = error.msg.removesuffix(" at")
+    return f"{what[:1].lower()}{what[1:]} at column {error.colno}"
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -159,7 +168,9 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            obj = _loads(line, path, lineno)
+            # Without its line end: an unterminated string ran into the newline ("invalid
+            # control character") instead of being said to be unterminated.
+            obj = _loads(line.rstrip("\r\n"), path, lineno)
             if not isinstance(obj, dict):
                 raise DataError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
@@ -262,7 +273,19 @@ def _sts_separator_hint(row: list[str]) -> str:
     for sep, name in (("\t", "tab"), (";", "semicolon")):
         if len(row) < 3 and sum(field.count(sep) for field in row) >= 2:
             return f"the line looks {name}-separated; the STS format is comma-separated (sentence1,sentence2,score)"
+    if len(row) > 3 and _is_number(row[2].strip()):  # extra columns after the score, not a comma in a sentence
+        return ("the first three fields read as sentence1,sentence2,score and more follow: an sts file has "
+                "exactly these three columns, in this order, with no header (no option picks other columns); "
+                "remove the extra columns (or quote a sentence that contains commas)")
     return "quote sentences that contain commas"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
@@ -479,6 +502,20 @@ def _qrels_separator_hint(fields: list[str]) -> str:
 # -- clustering ------------------------------------------------------------------------
 
 
+_GOAL_REPLACED: contextvars.ContextVar[bool] = contextvars.ContextVar("goal_replaced", default=False)
+
+
+@contextlib.contextmanager
+def goal_replaced() -> Iterator[None]:
+    """Within it ``load_goalex`` does not warn of a data.json with no ``goal``: the caller
+    embeds under an instruction of its own (or none, chosen), never the goal."""
+    token = _GOAL_REPLACED.set(True)
+    try:
+        yield
+    finally:
+        _GOAL_REPLACED.reset(token)
+
+
 def load_goalex(folder: str | Path, instruction: str | None = None, name: str | None = None) -> ClusteringView:
     """Read a GoalEx folder (``data.json`` + ``labels.json``).
 
@@ -509,7 +546,8 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
                 f"labels[{i}] = {label!r:.40} is not an integer"
             )
     if len(texts) != len(labels):
-        raise DataError(f"{labels_path}, line 1: {len(labels)} labels for {len(texts)} texts in {data_path}")
+        raise DataError(f"{labels_path}, line 1: {plural(len(labels), 'label')} for "
+                        f"{plural(len(texts), 'text')} in {data_path}")
     if len(set(labels)) < 2:
         raise DataError(f"{labels_path}, line 1: needs at least two distinct labels to cluster")
     goal = data.get("goal")
@@ -517,7 +555,9 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
         if goal is not None and not isinstance(goal, str):
             raise DataError(f"{data_path}, line 1: 'goal' must be a string")
         instruction = goal or None
-        if instruction is None:  # clustered under no instruction without a word (a "Goal" key, a typo)
+        # Clustered under no instruction without a word (a "Goal" key, a typo); not said where
+        # the caller replaces the goal anyway (--task-instruction, --instruction TASK=...).
+        if instruction is None and not _GOAL_REPLACED.get():
             near = [k for k in data if isinstance(k, str) and k != "goal" and k.strip().lower() == "goal"]
             logger.warning(
                 "%s: %s, so the clustering runs with no instruction unless --task-instruction or "
@@ -576,7 +616,7 @@ def check_same_texts(views: Sequence[ClusteringView]) -> None:
     for view in views[1:]:
         if len(view.texts) != len(first.texts):
             raise DataError(
-                f"view {view.name!r} has {len(view.texts)} texts, view {first.name!r} has "
+                f"view {view.name!r} has {plural(len(view.texts), 'text')}, view {first.name!r} has "
                 f"{len(first.texts)}; multi-view sets must label identical texts"
             )
         for i, (a, b) in enumerate(zip(first.texts, view.texts, strict=True)):

@@ -387,6 +387,42 @@ def _task_items(spec: str) -> list[str]:
     return items
 
 
+def check_task_items(specs: list[str]) -> None:
+    """Refuse, before any path is looked at, the ``--task`` slips that read as something else:
+    an empty item (``beir:a,,sts:b`` ran two tasks without a word), a ``beir:FOLDER@`` with no
+    split (read as the default split), and a part without ``KIND:`` after a comma (a comma in
+    a path that does not exist split it: ``beir:my,set`` said "my does not exist").
+
+    Raises:
+        InvalidRequestError: naming the item by its position in the ``--task`` value.
+    """
+    kinds = ", ".join(USER_TASK_KINDS)
+    for spec in specs:
+        if not spec.strip():
+            raise InvalidRequestError(f"--task is empty; give KIND:PATH, KIND one of {kinds}")
+        items = _task_items(spec)
+        for number, item in enumerate(items, start=1):
+            where = f"--task {spec!r}: item {number} of {len(items)}"
+            if not item.strip():
+                raise InvalidRequestError(
+                    f"{where} is empty (two commas in a row, or one at the start or end); separate "
+                    "KIND:PATH items with single commas")
+            kind, sep, raw = item.strip().partition(":")
+            if number > 1 and (not sep or kind.strip().lower() not in USER_TASK_KINDS):
+                joined = f"{items[number - 2]},{item}"
+                raise InvalidRequestError(
+                    f"{where}, {item!r}, is not KIND:PATH (KIND one of {kinds}); a comma separates "
+                    f"--task items, and a path holding a comma is read whole only where it exists "
+                    f"({joined!r} does not): check the path, or rename it without the comma")
+            raw = raw.strip()
+            if kind.strip().lower() == "beir" and raw.endswith("@") and not expand_user(raw).exists():
+                qrels = expand_user(raw[:-1].strip() or ".") / "qrels"
+                found = sorted(p.stem for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
+                raise InvalidRequestError(
+                    f"--task {item.strip()!r}: no split after '@'; give beir:FOLDER@SPLIT, SPLIT naming a "
+                    f"qrels/SPLIT.tsv of the folder (found: {', '.join(found) or 'none'}), or leave out the "
+                    "'@' to read qrels/test.tsv (else the first qrels/*.tsv by name)")
+
 def build_user_tasks(
     specs: list[str], instruction: str | None = None, options: SuiteOptions | None = None
 ) -> list[Task]:

@@ -8,6 +8,7 @@ exactly the same items. Scores are fractions; the report multiplies by 100.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import math
@@ -28,7 +29,9 @@ from app.evaluation.loaders import (
     LabelledTexts,
     StsPair,
     check_same_texts,
+    goal_replaced,
 )
+from app.text import plural
 from embedders import Embedder, Role
 
 logger = logging.getLogger(__name__)
@@ -44,12 +47,13 @@ STS_CONSTANT_SPREAD = 1e-6
 MIN_RELIABLE_ITEMS = 10
 
 
-def size_warnings(task: str, n: int, noun: str) -> list[str]:
+def size_warnings(task: str, n: int, noun: str, many: str | None = None) -> list[str]:
     """The warning (logged now, and kept for the task's info) when ``n`` items are too few for
-    a score that means much."""
+    a score that means much. ``noun`` is singular, ``many`` its plural where not ``noun + "s"``
+    ("only 1 queries" before)."""
     if n >= MIN_RELIABLE_ITEMS:
         return []
-    return _logged(task, [f"only {n} {noun}; a score on fewer than {MIN_RELIABLE_ITEMS} says little"])
+    return _logged(task, [f"only {plural(n, noun, many)}; a score on fewer than {MIN_RELIABLE_ITEMS} says little"])
 
 
 def _logged(task: str, warnings: list[str]) -> list[str]:
@@ -65,12 +69,13 @@ def size_label(kind: str, info: dict[str, Any]) -> str:
     try:
         if kind == "retrieval":
             judged = info["queries"] + info.get("dropped_queries", 0)
+            noun = plural(judged, "query", "queries").partition(" ")[2]  # "1 of 2 queries", "1 query"
             queries = f"{info['queries']} of {judged}" if judged != info["queries"] else f"{info['queries']}"
-            return f"{queries} queries, {info['documents']} docs"
+            return f"{queries} {noun}, {plural(info['documents'], 'doc')}"
         if kind == "sts":
-            return f"{info['pairs']} pairs"
+            return plural(info["pairs"], "pair")
         if kind == "clustering":
-            return f"{info['texts']} texts, k={info['k']}"
+            return f"{plural(info['texts'], 'text')}, k={info['k']}"
     except KeyError:
         return ""
     return ""
@@ -338,7 +343,7 @@ class StsTask(Task):
         if self._pairs is None:
             everything = self.source()
             self._pairs = [everything[i] for i in sample_indices(len(everything), self.sample, self.seed)]
-            self.warnings = size_warnings(self.name, len(self._pairs), "sentence pairs")
+            self.warnings = size_warnings(self.name, len(self._pairs), "sentence pair")
         return self._pairs
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -472,7 +477,7 @@ class RetrievalTask(Task):
         ]
         self._data = RetrievalSet(qids, [beir.queries[q] for q in qids], doc_ids, doc_texts, qrels)
         self._skipped = (beir.skipped_judgements, beir.dropped_queries)
-        self.warnings = size_warnings(self.name, len(qids), "queries")
+        self.warnings = size_warnings(self.name, len(qids), "query", "queries")
         return self._data
 
     def info(self) -> dict[str, Any]:
@@ -655,10 +660,13 @@ class ClusteringTask(Task):
     def view(self) -> ClusteringView:
         """The (sub)sampled view, its instruction the one its texts are embedded under."""
         if self._view is None:
-            self._view = _subsample_view(self.source(), self.sample, self.seed)
+            # An instruction chosen here replaces the view's own: a data.json without a goal
+            # is then no news (it warned under --task-instruction too).
+            with contextlib.nullcontext() if isinstance(self.instruction, ViewInstruction) else goal_replaced():
+                self._view = _subsample_view(self.source(), self.sample, self.seed)
             self._own_instruction = self._view.instruction
             n, k = len(self._view.texts), self._view.n_labels
-            self.warnings = size_warnings(self.name, n, "texts")
+            self.warnings = size_warnings(self.name, n, "text")
             if k > n / 2:  # labels that are (nearly) the ids: any embedder scores near 100
                 self.warnings += _logged(self.name, [
                     f"{k} distinct labels for {n} texts (more than half): with about one text per label "
