@@ -192,10 +192,14 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
             return {"job_id": prepared.job_id, "state": "failed", "message": str(e)}
         IndexService(service.ctx).fail(prepared.job_id, f"{type(e).__name__}: {e}")
         raise
-    if numbers:
-        from celery import group
+    if not numbers:
+        # Nothing to send: the job was cancelled (or had ended) before it was planned, or had
+        # nothing new to index and is completed; its result said "planned" either way.
+        return {"job_id": prepared.job_id, "state": service.job_state(prepared.job_id) or "gone",
+                "chunks": 0}
+    from celery import group
 
-        group(index_chunk.si(prepared.job_id, n) for n in numbers).apply_async(queue="index")
+    group(index_chunk.si(prepared.job_id, n) for n in numbers).apply_async(queue="index")
     return {"job_id": prepared.job_id, "state": "planned", "chunks": len(numbers)}
 
 

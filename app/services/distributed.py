@@ -434,6 +434,12 @@ class ChunkedIndexService:
                 self.index.fail_held(session, job, f"{type(e).__name__}: {e}")
                 raise
 
+    def job_state(self, job_id: int) -> str | None:
+        """Job ``job_id``'s state as recorded now; None where it has no row."""
+        with self.sessions() as session:
+            job = md.get_job(session, job_id)
+            return None if job is None else job.state
+
     def give_up(self, job_id: int, message: str) -> None:
         """Fail a job whose planning kept meeting transient errors (its retries ran out)."""
         with self.sessions() as session:

@@ -139,3 +139,32 @@ def test_a_real_worker_stops_its_chunks_on_a_full_data_disk(stack: Stack, minilm
     finally:
         client.close()
 
+
+
+def test_a_planner_with_nothing_to_send_returns_the_jobs_state_not_planned(
+        facet, tmp_path, monkeypatch) -> None:
+    """A job cancelled while queued, and one with nothing new to index, were both returned as
+    ``{"state": "planned", "chunks": 0}`` while the worker logged "nothing to plan" (the first)
+    or finished the job (the second)."""
+    import worker.tasks as tasks
+
+    src = tmp_path / "src"
+    write_corpus(src, 2)
+    monkeypatch.setattr(tasks, "chunk_service", lambda: ChunkedIndexService(facet.context))
+    cancelled = facet.indexing.prepare(src, "plan", runner="celery")
+    facet.cancel_job(cancelled.job_id)
+    assert tasks.index_job.run(cancelled.to_dict()) == {
+        "job_id": cancelled.job_id, "state": "cancelled", "chunks": 0}
+
+    assert facet.index(src, "plan").docs_indexed == 2
+    unchanged = facet.indexing.prepare(src, "plan", runner="celery")
+    assert tasks.index_job.run(unchanged.to_dict()) == {
+        "job_id": unchanged.job_id, "state": "completed", "chunks": 0}
+    assert facet.job(unchanged.job_id).state == "completed"
+    # prepare() registered both as this process's jobs, as a server sending them to its workers
+    # does; no server lets them go here, and a later test whose database reuses the ids would
+    # find them (as in test_distributed.py).
+    from app.services import indexing
+
+    for job_id in (cancelled.job_id, unchanged.job_id):
+        indexing._ACTIVE_JOBS.discard(job_id)
