@@ -18,11 +18,14 @@ holds is refused with ``ConflictError``). Needs the ``langchain`` extra (``langc
     docs[0].metadata["score"], docs[0].metadata["doc_id"]
     remote = FacetRetriever(collection="notes", base_url="http://127.0.0.1:8000")  # key: FACET_API_KEY
 
-Async (``ainvoke``, ``aembed_*``) runs the same calls in a worker thread: the model work is on
-the facade's encoder either way; over HTTP ``ainvoke`` awaits httpx's async client.
+Async: ``aembed_*`` await ``Facet.aembed`` (cancelling one drops the pieces not encoded yet);
+the in-process ``ainvoke`` runs the search in a worker thread; over HTTP ``ainvoke`` awaits
+httpx's async client.
 
 A search's ``note`` (a filter key no document holds: "no document has a field 'intnet'", term
-vectors of an older definition) is logged as a warning on this module's logger, once per call,
+vectors of an older definition) is logged as a warning on this module's logger, once per call
+(at INFO where it only says that a hybrid search's word side found nothing, the results being
+the dense side's: what a paraphrase meets),
 and put in each returned document's metadata as ``note``: a misspelt filter otherwise gave
 the chain an empty context and nothing said why. An instruction the search did not read
 (``mode="lexical"`` without ``rerank``: BM25 matches the words only) is logged the same way, and
@@ -86,6 +89,7 @@ from app.errors import (
     UnknownModelError,
 )
 from app.services.search import (
+    DENSE_ONLY_NOTE,
     MAX_TOP_K,
     SearchMode,
     SearchRequest,
@@ -273,8 +277,12 @@ def _noted(docs: list[Document], note: str | None, collection: str, query: str,
     if unread:  # the CLI's words; it was dropped without a word here
         said.append("the instruction was not read: lexical search matches the words only")
     if said:
-        logger.warning("FacetRetriever search of %r for %r: %s", collection, query[:80],
-                       "; ".join(said))
+        # The hybrid search's dense-only fallback alone is what a paraphrase meets (it shares
+        # no word with the corpus): the usual case of semantic search, so INFO; it filled a
+        # batched app's log with a WARNING per query. Anything else said stays a warning.
+        expected = not unread and all(part.startswith(DENSE_ONLY_NOTE) for part in (note or "").split("; "))
+        logger.log(logging.INFO if expected else logging.WARNING,
+                   "FacetRetriever search of %r for %r: %s", collection, query[:80], "; ".join(said))
     return docs
 
 
@@ -679,6 +687,21 @@ def _decode(what: str) -> str:
     return f"decode {what} first (data.decode('utf-8'))"
 
 
+def _query_given(text: Any) -> str:
+    """``text``, one query (a str that is not blank), or the refusal naming ``embed_query``."""
+    if not isinstance(text, str):  # it was "texts[0] is bytes", naming a list not given
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            hint = f": {_decode('it')}"
+        elif isinstance(text, (list, tuple)):
+            hint = ": use embed_documents for several"
+        else:
+            hint = ""
+        raise TextTypeError(f"embed_query takes one text (a str), got {_shown(text)}{hint}")
+    if isinstance(text, str) and not text.strip():  # it was "texts[0] is empty": no list given
+        raise InvalidRequestError("the query is empty: give the text to embed")
+    return text
+
+
 def _documents_given(texts: Any) -> list[str]:
     """``texts`` as a list, refused with ``TextTypeError`` unless it is an iterable of str:
     bytes were embedded as one "text" per byte value ("texts[0] is int (97)"), and a list
@@ -768,20 +791,29 @@ class FacetEmbeddings(_SharesTheFacade, BaseModel, Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         """The query vector (role ``query``, ``query_instruction``), L2-normalised."""
-        if not isinstance(text, str):  # it was "texts[0] is bytes", naming a list not given
-            if isinstance(text, (bytes, bytearray, memoryview)):
-                hint = f": {_decode('it')}"
-            elif isinstance(text, (list, tuple)):
-                hint = ": use embed_documents for several"
-            else:
-                hint = ""
-            raise TextTypeError(f"embed_query takes one text (a str), got {_shown(text)}{hint}")
-        if isinstance(text, str) and not text.strip():  # it was "texts[0] is empty": no list given
-            raise InvalidRequestError("the query is empty: give the text to embed")
-        return self._embed([text], Role.QUERY, self.query_instruction)[0]
+        return self._embed([_query_given(text)], Role.QUERY, self.query_instruction)[0]
+
+    async def _aembed(self, texts: list[str], role: Role, instruction: str | None
+                      ) -> list[list[float]]:
+        """``_embed`` awaiting ``Facet.aembed``: a cancelled or timed-out call drops the pieces
+        not encoded yet, as the facade's does. It ran ``embed_documents`` in a worker thread,
+        which encoded the whole list after a timeout (and ``asyncio.run`` waited for it at
+        exit), each pending call holding one of the loop's default threads."""
+        check_texts(texts)
+        # Opening the shared facade (the first call) loads settings and the store: not on the loop.
+        facet = self.facet if self.facet is not None else await asyncio.to_thread(_facet, None)
+        step = facet.settings.max_texts_per_call
+        out: list[list[float]] = []
+        for start in range(0, len(texts), step):
+            result = await facet.aembed(texts[start:start + step], embedder=self.model,
+                                        role=role, instruction=instruction)
+            out.extend(result.vectors.astype(float).tolist())
+        return out
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embed_documents, texts)
+        """``embed_documents`` for async callers (cancelling it stops the encoding)."""
+        return await self._aembed(_documents_given(texts), Role.DOCUMENT, self.document_instruction)
 
     async def aembed_query(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self.embed_query, text)
+        """``embed_query`` for async callers (cancelling it stops the encoding)."""
+        return (await self._aembed([_query_given(text)], Role.QUERY, self.query_instruction))[0]

@@ -410,6 +410,10 @@ NO_INDEXED_WORD = "no indexed word of the query is in it"
 # Why, when the query has no term at all (an emoji, punctuation, stopwords only): "no indexed
 # word of the query is in it" was said of `facet search 🍕 -m lexical` on a text holding 🍕.
 NO_QUERY_WORD = "the query has no word the word index reads (symbols and stopwords are not indexed)"
+# How a hybrid search's note starts where its word side found nothing and the results are the
+# dense side's alone (what a paraphrase of the corpus meets: the LangChain retriever logs it at
+# INFO, every other note as a warning).
+DENSE_ONLY_NOTE = "the word side found nothing"
 
 # How the note begins when ``score_threshold`` dropped every result (``why_no_results`` reads it).
 _BELOW_THRESHOLD = "no result scored "
@@ -1673,7 +1677,7 @@ class SearchService:
             # Quietly dense-only before, its fused scores half the usual scale.
             why = (NO_QUERY_WORD if self._no_query_terms(request) else
                    f"{NO_INDEXED_WORD}{' within the filters' if request.filters else ''}")
-            dense_only = f"the word side found nothing ({why}): the results are the dense side's alone"
+            dense_only = f"{DENSE_ONLY_NOTE} ({why}): the results are the dense side's alone"
             note = f"{note}; {dense_only}" if note else dense_only
         if chosen is not None and mode != "lexical":
             note = f"{chosen}; {note}" if note else chosen
