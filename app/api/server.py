@@ -426,13 +426,17 @@ def check_ui_rerankers(names: Sequence[str]) -> None:
 
 
 @contextlib.contextmanager
-def _model_param(**fields: str | None) -> Iterator[None]:
-    """Name the request field of a ``model_not_found`` the facade raised (its ``param`` was
-    null): ``fields`` maps each field as the request called it to the name it gave; the field
-    whose name the message quotes, else the only one given (``quoted_field``)."""
+def _model_param(renamed: dict[str, str] | None = None, /, **fields: str | None) -> Iterator[None]:
+    """Name the request field of a ``model_not_found`` the facade raised: ``renamed`` maps a
+    facade field it named to the request's word for it (``/v1/embeddings`` says ``model`` for
+    the facade's ``embedder``); where it named none, ``fields`` maps each field as the request
+    called it to the name it gave: the field whose name the message quotes, else the only one
+    given (``quoted_field``)."""
     try:
         yield
     except UnknownModelError as e:
+        if e.param is not None and renamed:
+            e.param = renamed.get(e.param, e.param)
         if e.param is None:
             e.param = quoted_field(str(e), fields, only_given=True)
         raise
@@ -890,7 +894,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         texts = _texts(body.input)
         _note_texts(request, len(texts))
         _check_model(facet, body.model, "model")
-        with _model_param(model=body.model):
+        with _model_param({"embedder": "model"}, model=body.model):
             result = await _unless_disconnected(request, facet.aembed(
                 texts, embedder=body.model, role=body.role, instruction=body.instruction))
         if result is None:  # nobody is there to read an answer
