@@ -9,15 +9,14 @@ The plugin models are ``test_plugin_output_checks``' ``ChkEmbedder`` with one me
 from __future__ import annotations
 
 import logging
-import sys
 
 import numpy as np
 import pytest
 
 from app.errors import ModelError, as_domain_error
 from embedders import InvalidInputError, UnknownEmbedderError, load_embedder, registry
-from embedders.registry import PluginError, unregister_embedder
-from tests.embedders.test_plugin_output_checks import ChkBlend, ChkEmbedder, _register
+from embedders.registry import PluginError
+from tests.embedders.test_plugin_output_checks import ChkBlend, ChkEmbedder, _register, plugin_module
 
 OWNER = "tests.embedders.test_plugin_output_checks"  # where _register's factory is defined
 
@@ -95,22 +94,37 @@ class PropertyIdentity(ChkEmbedder):
         return None
 
 
-@pytest.mark.parametrize("value", [None, {"method": "chk"}, b"{}"])
-def test_an_identity_that_is_not_a_string_is_refused_at_load(registered, monkeypatch, value):
+class BlankIdentityProperty(ChkEmbedder):
+    @property
+    def identity(self):
+        return " "
+
+
+BLANK = r" \(a blank string\); it must be a string that is not blank"
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    (None, r".*\(NoneType\); it must be a string"), ({"method": "chk"}, r".*\(dict\); it must be a string"),
+    (b"{}", r".*\(bytes\); it must be a string"),
+    ("", "''" + BLANK), ("   ", "'   '" + BLANK), ("\n", r"'\\n'" + BLANK)])
+def test_an_identity_that_is_not_a_string_or_is_blank_is_refused_at_load(registered, monkeypatch, value, said):
     """`identity = None` indexed a collection that recorded no embedder (every later search of it
-    an IndexError); a dict was a SQLAlchemy traceback."""
+    an IndexError); a dict was a SQLAlchemy traceback; `identity = ""` was accepted, so every
+    setting of the plugin recorded the same (no) identity and a collection's vectors were never
+    told apart from another setting's."""
     monkeypatch.setattr(ValueIdentity, "identity", value)
     _register(registered, "chk-ident", cls=ValueIdentity)
-    with pytest.raises(PluginError, match=rf"^embedder 'chk-ident' \(registered by {OWNER}\) has identity "
-                                          rf".*\({type(value).__name__}\); it must be a string"):
+    with pytest.raises(PluginError, match=rf"^embedder 'chk-ident' \(registered by {OWNER}\) has identity {said}"):
         load_embedder("chk-ident")
 
 
-def test_an_identity_property_is_checked_where_it_is_read(registered):
+@pytest.mark.parametrize(("cls", "said"), [(PropertyIdentity, r"None \(NoneType\); it must be a string"),
+                                           (BlankIdentityProperty, r"' ' \(a blank string\)")])
+def test_an_identity_property_is_checked_where_it_is_read(registered, cls, said):
     """(A property may digest the weights: it is not run at load, but its value is checked.)"""
-    _register(registered, "chk-ident-prop", cls=PropertyIdentity)
+    _register(registered, "chk-ident-prop", cls=cls)
     model = load_embedder("chk-ident-prop")
-    with pytest.raises(PluginError, match=r"'chk-ident-prop' .*has identity None \(NoneType\); it must be a string"):
+    with pytest.raises(PluginError, match=rf"'chk-ident-prop' .*has identity {said}"):
         model.identity  # noqa: B018
     _register(registered, "chk-ident-ok")
     assert isinstance(load_embedder("chk-ident-ok").identity, str)  # a string is as it was
@@ -126,11 +140,7 @@ def test_a_plugin_that_exits_is_logged_and_skipped(where, tmp_path, monkeypatch,
             "def register():\n"
             "    register_embedder('chk-exits-first', lambda device=None, **kw: None, 'first')\n"
             "    raise SystemExit(3)\n")
-    (tmp_path / f"{module}.py").write_text(body)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("FACET_PLUGINS", module)
-    monkeypatch.setattr(registry, "_PLUGIN_ERRORS", {})
-    try:
+    with plugin_module(tmp_path, monkeypatch, module, body, "chk-exits-first"):
         with caplog.at_level(logging.WARNING, logger="embedders.registry"):
             registry.load_plugins()  # (raised SystemExit)
         label = f"{module} (from FACET_PLUGINS)"
@@ -142,6 +152,3 @@ def test_a_plugin_that_exits_is_logged_and_skipped(where, tmp_path, monkeypatch,
             assert f"plugin {label} failed partway: SystemExit: 3" in caplog.text
             assert "after it had registered chk-exits-first" in registry._PLUGIN_ERRORS[label]
         assert "minilm" in registry.embedder_names()  # the rest works
-    finally:
-        unregister_embedder("chk-exits-first")
-        sys.modules.pop(module, None)

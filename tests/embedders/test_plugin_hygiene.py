@@ -10,16 +10,15 @@ The plugin models are ``test_plugin_output_checks``' ``ChkEmbedder`` with one me
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 import pytest
 
 from embedders import list_embedders, load_embedder, register_embedder, registry
-from embedders.registry import PluginError, unregister_embedder
+from embedders.registry import PluginError
 from tests.app.cli_runner import invoke_cli
-from tests.embedders.test_plugin_containment import OWNER, ValueIdentity
-from tests.embedders.test_plugin_output_checks import ChkEmbedder, _register
+from tests.embedders.test_plugin_containment import OWNER
+from tests.embedders.test_plugin_output_checks import ChkEmbedder, _register, plugin_module
 
 # -- `facet embedders`: one row each --------------------------------------------------------
 
@@ -80,21 +79,14 @@ def register():
 def test_what_a_plugin_prints_at_import_or_register_goes_to_stderr(tmp_path, monkeypatch, capsys):
     """`facet embedders --json` (and every other command's --json) started with the plugin's
     "imported" line, and no JSON reader could read it."""
-    (tmp_path / "chk_printer_plugin.py").write_text(PRINTING_PLUGIN)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("FACET_PLUGINS", "chk_printer_plugin")
-    monkeypatch.setattr(registry, "_PLUGIN_ERRORS", {})
     stdout = sys.stdout
-    try:
+    with plugin_module(tmp_path, monkeypatch, "chk_printer_plugin", PRINTING_PLUGIN, "chk-printer"):
         registry.load_plugins()
         printed = capsys.readouterr()
         assert "chk-printer" in registry.embedder_names()
         assert printed.out == ""
         assert "chk-printer: imported\n" in printed.err and "chk-printer: registering\n" in printed.err
         assert sys.stdout is stdout  # put back
-    finally:
-        unregister_embedder("chk-printer")
-        sys.modules.pop("chk_printer_plugin", None)
 
 
 class Prints(ChkEmbedder):
@@ -134,34 +126,6 @@ def test_stdout_is_put_back_when_two_threads_leave_out_of_order():
     assert sys.stdout is sys.stderr  # the second is still inside
     second.__exit__(None, None, None)
     assert sys.stdout is stdout
-
-
-# -- a blank identity ------------------------------------------------------------------------
-
-
-class BlankIdentityProperty(ChkEmbedder):
-    @property
-    def identity(self):
-        return " "
-
-
-@pytest.mark.parametrize("value", ["", "   ", "\n"])
-def test_a_blank_identity_is_refused_at_load(registered, monkeypatch, value):
-    """`identity = ""` was accepted: every setting of the plugin recorded the same (no) identity,
-    so a collection's vectors were never told apart from another setting's."""
-    monkeypatch.setattr(ValueIdentity, "identity", value)
-    _register(registered, "chk-ident-blank", cls=ValueIdentity)
-    with pytest.raises(PluginError, match=rf"^embedder 'chk-ident-blank' \(registered by {OWNER}\) has "
-                                          rf"identity {re.escape(repr(value))} \(a blank string\); it must be a string "
-                                          r"that is not blank"):
-        load_embedder("chk-ident-blank")
-
-
-def test_a_blank_identity_property_is_refused_where_it_is_read(registered):
-    _register(registered, "chk-ident-blank-prop", cls=BlankIdentityProperty)
-    model = load_embedder("chk-ident-blank-prop")
-    with pytest.raises(PluginError, match=r"'chk-ident-blank-prop' .*has identity ' ' \(a blank string\)"):
-        model.identity  # noqa: B018
 
 
 # -- sys.exit() in a factory or encode --------------------------------------------------------

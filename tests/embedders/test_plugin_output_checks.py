@@ -7,6 +7,7 @@ The plugin models are defined here (numpy only), as an outside package would def
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -99,6 +101,23 @@ class ChkBlend(ChkEmbedder):
 
     def encode_from_plain(self, plain, texts, *, role="document", instruction=None, batch_size=32):
         return np.full((len(texts), self.dim), np.nan if self.mode == "nan-plain" else 1.0)
+
+
+@contextlib.contextmanager
+def plugin_module(tmp_path, monkeypatch, module, source, *names) -> Iterator[None]:
+    """``source`` as the module ``module`` that FACET_PLUGINS names, as a user installs a
+    plugin by path, with no earlier plugin's errors; afterwards the embedders ``names`` it
+    may have registered are unregistered and its import is forgotten."""
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("FACET_PLUGINS", module)
+    monkeypatch.setattr(registry, "_PLUGIN_ERRORS", {})
+    try:
+        yield
+    finally:
+        for name in names:
+            unregister_embedder(name)
+        sys.modules.pop(module, None)
 
 
 def _register(registered, name, mode="ok", cls=ChkEmbedder, **extra):
@@ -299,11 +318,7 @@ def test_a_plugin_that_fails_partway_says_what_it_registered(case, tmp_path, mon
                  if case == "self" else "")
     source = PARTIAL.format(here=HERE, on_import=on_import, first=first,
                             second="minilm" if case == "clash" else first)
-    (tmp_path / f"{module}.py").write_text(source)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("FACET_PLUGINS", module)
-    monkeypatch.setattr(registry, "_PLUGIN_ERRORS", {})
-    try:
+    with plugin_module(tmp_path, monkeypatch, module, source, first):
         with caplog.at_level(logging.WARNING, logger="embedders.registry"):
             registry.load_plugins()
         said = caplog.text
@@ -314,9 +329,6 @@ def test_a_plugin_that_fails_partway_says_what_it_registered(case, tmp_path, mon
             assert "registers the same name as it is imported and again in its register()" in said
         assert load_embedder(first).encode(["a"]).shape == (1, 16)
         assert f"after it had registered {first}" in registry._PLUGIN_ERRORS[f"{module} (from FACET_PLUGINS)"]
-    finally:
-        unregister_embedder(first)
-        sys.modules.pop(module, None)
 
 
 def test_facet_embed_refuses_a_plugins_nan_and_names_a_factory_error(tmp_path):
