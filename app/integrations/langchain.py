@@ -174,6 +174,7 @@ def _ssl_context() -> ssl.SSLContext:
     if _SSL_CONTEXT is None:
         with _SSL_LOCK:
             if _SSL_CONTEXT is None:
+                import httpcore  # noqa: F401  (what a client imports on first use: off the loop too)
                 import httpx
 
                 _SSL_CONTEXT = httpx.create_ssl_context()
@@ -496,13 +497,13 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
         return self._http_documents(query, call["url"], response)
 
     async def _ahttp_search(self, query: str, options: dict[str, Any]) -> list[Document]:
-        import httpx
-
         call = self._http_request(query, options)
         # A client per call: an AsyncClient is bound to the event loop it first ran on. The TLS
         # context is the process's (built once, off the loop the first time): httpx built one
-        # per client, blocking the event loop ~30 ms per call.
+        # per client, blocking the event loop ~30 ms per call. The first call also imports
+        # httpx there (its command-line part brings rich and pygments: ~170 ms on the loop).
         verify = _SSL_CONTEXT if _SSL_CONTEXT is not None else await asyncio.to_thread(_ssl_context)
+        import httpx
         try:
             async with httpx.AsyncClient(timeout=self.timeout, verify=verify) as client:
                 response = await client.post(**call)
