@@ -845,7 +845,17 @@ def _identity(identity: Any, label: str) -> str:
     return identity
 
 
-def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _member(model: Any, name: str, label: str) -> Any:
+    """A plugin's model's ``name`` (``dim``, ``identity``: a property may run the plugin's code,
+    such as an identity that digests the weights), read as ``_guarded_call`` calls its methods:
+    a property that raises or exits is a ``PluginError`` naming the plugin (it was the property's
+    own traceback, or the end of the command with the plugin's status), and what it prints goes
+    to standard error."""
+    return _guarded_call(label, name, getattr, model, name, doing=f"reading its {name}")
+
+
+def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: Any,
+                  doing: str | None = None, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)``, a plugin's model's ``method``: an error of its own that is not
     an ``EmbedderError`` (a RuntimeError "backend crashed", the TypeError of an ``encode`` without
     the ``role`` keyword) was a raw traceback in the CLI and an anonymous 500 "internal error
@@ -853,7 +863,8 @@ def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: 
     ``EmbedderError`` it raises (``InvalidInputError``) says what it means and is kept, as are a
     MemoryError and a KeyboardInterrupt. A ``SystemExit`` it raises (``sys.exit()``) is a
     ``PluginError`` too: it ended the command, or a server's worker, with the plugin's status.
-    What it prints goes to standard error (``plugin_stdout``)."""
+    What it prints goes to standard error (``plugin_stdout``). ``doing`` words the failure
+    ("reading its dim"; by default "in METHOD")."""
     try:
         with plugin_stdout():
             return function(*args, **kwargs)
@@ -866,7 +877,7 @@ def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: 
             first = "texts" if method == "encode" else "plain, texts"
             hint = (f" (it does not take {', '.join(refused)}: Facet calls {method}({first}, *, role=..., "
                     "instruction=..., batch_size=...), docs/plugins.md)")
-        raise PluginError(f"{label} failed in {method}: {type(e).__name__}: {e}{hint}") from e
+        raise PluginError(f"{label} failed {doing or 'in ' + method}: {type(e).__name__}: {e}{hint}") from e
 
 
 def _dim(model: Any, label: str) -> int:
@@ -875,7 +886,7 @@ def _dim(model: Any, label: str) -> int:
     Raises:
         PluginError: not a positive whole number.
     """
-    dim = getattr(model, "dim", None)
+    dim = _member(model, "dim", label)
     if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
         raise PluginError(f"{label} has dim {dim!r}; the vector width must be a positive whole number")
     return int(dim)
@@ -991,9 +1002,11 @@ class PluginModel:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_facet_"):  # (unpickling, before __init__): not the model's
             raise AttributeError(name)
-        value = getattr(self._facet_model, name)
         if name == "identity":  # (a property's value: a plain one was checked at load)
-            return _identity(value, self._facet_label)
+            return _identity(_member(self._facet_model, name, self._facet_label), self._facet_label)
+        if name == "dim":
+            return _member(self._facet_model, name, self._facet_label)
+        value = getattr(self._facet_model, name)
         if name in _VECTOR_METHODS and callable(value):
             return self._checked_method(name, value)
         return value

@@ -130,6 +130,48 @@ def test_an_identity_property_is_checked_where_it_is_read(registered, cls, said)
     assert isinstance(load_embedder("chk-ident-ok").identity, str)  # a string is as it was
 
 
+class MemberRuns(ChkEmbedder):
+    """``identity`` and ``dim`` are properties that run the plugin's code, broken as the mode
+    says (``identity-raises``, ``dim-exits``, ``prints``)."""
+
+    @property
+    def identity(self):
+        if self.mode == "identity-raises":
+            raise RuntimeError("weights not found")
+        if self.mode == "prints":
+            print("digesting the weights")
+        return super().identity
+
+    @property
+    def dim(self):
+        if self.mode == "dim-exits":
+            raise SystemExit(3)
+        return 16
+
+
+def test_a_property_that_raises_or_exits_is_a_plugin_error_naming_it(registered):
+    """Only what a plugin's methods did was put down to the plugin: an identity property's
+    RuntimeError came out as its own traceback, and a dim property's sys.exit(3) ended the command
+    (or the server's worker) with status 3."""
+    _register(registered, "chk-ident-raises", "identity-raises", cls=MemberRuns)
+    model = load_embedder("chk-ident-raises")  # (an identity property is not run at load)
+    with pytest.raises(PluginError, match=rf"^embedder 'chk-ident-raises' \(registered by {OWNER}\) failed "
+                                          r"reading its identity: RuntimeError: weights not found$"):
+        model.identity  # noqa: B018
+    _register(registered, "chk-dim-exits", "dim-exits", cls=MemberRuns)
+    with pytest.raises(PluginError, match=r"^embedder 'chk-dim-exits' .* failed reading its dim: SystemExit: 3$"):
+        load_embedder("chk-dim-exits")
+
+
+def test_what_a_property_prints_goes_to_standard_error(registered, capsys):
+    """`facet embedders --json` and `facet embed` keep standard output for their own output."""
+    _register(registered, "chk-prints", "prints", cls=MemberRuns)
+    model = load_embedder("chk-prints")
+    assert isinstance(model.identity, str) and model.dim == 16
+    out, err = capsys.readouterr()
+    assert "digesting" not in out and "digesting the weights" in err
+
+
 @pytest.mark.parametrize("where", ["import", "register"])
 def test_a_plugin_that_exits_is_logged_and_skipped(where, tmp_path, monkeypatch, caplog):
     """A plugin raising SystemExit at import ended every command (`facet embedders`, `facet
