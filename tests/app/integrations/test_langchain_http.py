@@ -252,7 +252,6 @@ def test_an_http_retriever_loads_no_model_nor_the_core(served) -> None:
     assert out.stdout.split() == ["3", "False", "False", "False"]
 
 
-
 def test_the_first_ainvoke_imports_the_http_client_off_the_event_loop(served) -> None:
     """httpx (whose command-line part brings rich and pygments) and its transport are imported
     in a worker thread on the first HTTP ``ainvoke``, not on the loop's thread, where they
@@ -274,6 +273,7 @@ def test_the_first_ainvoke_imports_the_http_client_off_the_event_loop(served) ->
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["3", "True", "[]"]
+
 
 def run_example(name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
