@@ -786,14 +786,8 @@ def _guarded_load(label: str, load: Callable[[], Any]) -> Any:
     embedder and the plugin. An ``EmbedderError`` it raises says what it means and is kept. A
     ``SystemExit`` (a plugin's ``sys.exit()``) is one too: it ended the command with the plugin's
     exit status and nothing said (a KeyboardInterrupt is passed on). What it prints goes to
-    standard error (``plugin_stdout``)."""
-    try:
-        with plugin_stdout():
-            return load()
-    except (EmbedderError, MemoryError):
-        raise
-    except (Exception, SystemExit) as e:
-        raise PluginError(f"{label} failed to load: {type(e).__name__}: {e}") from e
+    standard error (``plugin_stdout``). The guard is ``_guarded_call``'s, worded "failed to load"."""
+    return _guarded_call(label, "load", load, doing="to load")
 
 
 def _checked_model(model: Any, label: str) -> Embedder:

@@ -423,6 +423,7 @@ def check_task_items(specs: list[str]) -> None:
                     f"qrels/SPLIT.tsv of the folder (found: {', '.join(found) or 'none'}), or leave out the "
                     "'@' to read qrels/test.tsv (else the first qrels/*.tsv by name)")
 
+
 def build_user_tasks(
     specs: list[str], instruction: str | None = None, options: SuiteOptions | None = None
 ) -> list[Task]:
