@@ -184,12 +184,13 @@ def test_a_collection_whose_store_folder_is_gone_says_so(tmp_path) -> None:
 
 def test_truncation_is_said_once_per_cluster_run(tmp_path) -> None:
     """`facet cluster` encodes in pieces of the batch (told on its bar): each piece's cut texts
-    were a log line of their own (4 for 100 long texts)."""
+    were a log line of their own (4 for 100 long texts). 40 texts are two pieces of the CLI's
+    batch of 32, so one line per piece would be two."""
     texts = tmp_path / "long.txt"
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
-    texts.write_text("\n".join(" ".join(words[(i + j) % 10] for j in range(400)) for i in range(70)))
+    texts.write_text("\n".join(" ".join(words[(i + j) % 10] for j in range(400)) for i in range(40)))
     run = _facet_process(tmp_path, "cluster", str(texts), "--embedder", "minilm", "--explain", "",
                          "--k", "2", "--instruction", "topic", timeout=180)
     assert run.returncode == 0, run.stderr
     said = [line for line in run.stderr.splitlines() if "were truncated" in line]
-    assert len(said) == 1 and "70 of 70 texts" in said[0], run.stderr
+    assert len(said) == 1 and "40 of 40 texts" in said[0], run.stderr
