@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -31,38 +31,62 @@ def _wait(predicate, what: str, timeout: float = 240.0) -> None:
 
 
 @pytest.mark.slow
-def test_sigterm_mid_chunk_says_stopping_and_stopped(stack: Stack, tmp_path: Path) -> None:
+def test_sigterm_mid_chunk_says_stopping_and_stopped(stack: Stack, minilm, tmp_path: Path) -> None:
     """Only Celery's "worker: Warm shutdown (MainProcess)" was said; the chunk finished and the
-    worker exited with no Facet line."""
-    src = tmp_path / "src"
-    src.mkdir()
-    words = " ".join(f"word{i} alpha beta gamma delta" for i in range(120))
-    for i in range(60):  # one chunk task of 60 long documents: seconds of encoding
-        (src / f"d{i:02d}.txt").write_text(f"document {i} {words}")
-    stack.env["FACET_WORKER_CHUNK_DOCS"] = "60"
-    stack.env["FACET_VISIBILITY_TIMEOUT_S"] = "600"
-    worker = stack.start_worker(queues="index")
-    done = stack.facet("index", str(src), "-c", "stopping", "--background")
-    assert done.returncode == 0, done.stderr
-    job_id = int(done.stdout.strip().splitlines()[-1])
-    _wait(lambda: re.search(r"facet\.index_chunk\[[^\]]+\] received", worker.text()),
-          "no chunk task received")
-    time.sleep(0.5)  # in the pool's hands
-    os.kill(worker.proc.pid, signal.SIGTERM)  # the main process, as `docker stop` does
-    worker.proc.wait(timeout=240)
-    text = worker.text()
-    stopping = [ln for ln in text.splitlines() if " stopping (" in ln]
-    assert len(stopping) == 1, text[-4000:]
-    assert re.search(rf"finishing chunk \d+ of job {job_id}", stopping[0]), stopping[0]
-    assert "queued tasks stay in the broker for the other workers" in stopping[0]
-    stopped = [i for i, ln in enumerate(text.splitlines()) if re.search(r"worker \S+ stopped$", ln)]
-    assert len(stopped) == 1, text[-4000:]
-    assert text.splitlines().index(stopping[0]) < stopped[0]
-    # the chunk it was finishing finished: the job is done
-    from app.core import Facet
+    worker exited with no Facet line.
 
+    The chunk is kept in the pool's hands for as long as the test needs (not by seconds of
+    encoding, which a fast box finished before the signal and a slow one made long): the test
+    plans the job itself and holds the metadata database's write lock, so the worker's claim of
+    the chunk waits on it; the lock is let go once the worker said it is stopping."""
+    import base64
+    import json
+
+    import redis
+    from sqlalchemy import update
+
+    from app.core import Facet
+    from app.remote import INDEX_CHUNK_TASK, celery_client
+    from app.services.distributed import ChunkedIndexService
+    from app.services.indexing import PreparedJob
+    from indexer import metadata as md
+    from tests.app.services.conftest import write_corpus
+
+    write_corpus(tmp_path / "src", 3)  # one chunk task
+    stack.env["FACET_VISIBILITY_TIMEOUT_S"] = "600"
     facet = Facet(stack.settings())
+    facet.embedder_cache.put("minilm", minilm)
     try:
+        job_id = facet.submit_index(tmp_path / "src", "stopping").id  # no worker yet: it waits
+        broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
+        payload = json.loads(base64.b64decode(json.loads(broker.rpop("index"))["body"]))[0][0]
+        assert ChunkedIndexService(facet.context).plan(PreparedJob.from_dict(payload)) == [0]
+        worker = stack.start_worker(queues="index")
+        C = md.JobChunk
+        with facet.context.sessions() as held:
+            # The write lock, held: the worker's claim of the chunk (an UPDATE) waits on it.
+            held.execute(update(C).where(C.job_id == job_id, C.number == 0)
+                         .values(attempts=C.attempts))
+            celery_client(stack.settings()).send_task(INDEX_CHUNK_TASK, args=[job_id, 0],
+                                                      queue="index")
+            _wait(lambda: re.search(r"facet\.index_chunk\[[^\]]+\] received", worker.text()),
+                  "no chunk task received")
+            time.sleep(1.0)  # in the pool's hands (it cannot finish: the lock is held here)
+            os.kill(worker.proc.pid, signal.SIGTERM)  # the main process, as `docker stop` does
+            _wait(lambda: " stopping (" in worker.text(), "no stopping line")
+            assert worker.proc.poll() is None  # it waits for the chunk in hand
+            held.rollback()  # the claim goes on: the chunk runs and completes the job
+        worker.proc.wait(timeout=240)
+        text = worker.text()
+        stopping = [ln for ln in text.splitlines() if " stopping (" in ln]
+        assert len(stopping) == 1, text[-4000:]
+        assert re.search(rf"finishing chunk \d+ of job {job_id}", stopping[0]), stopping[0]
+        assert "queued tasks stay in the broker for the other workers" in stopping[0]
+        stopped = [i for i, ln in enumerate(text.splitlines())
+                   if re.search(r"worker \S+ stopped$", ln)]
+        assert len(stopped) == 1, text[-4000:]
+        assert text.splitlines().index(stopping[0]) < stopped[0]
+        # the chunk it was finishing finished: the job is done
         assert facet.job(job_id).state == "completed", facet.job(job_id)
     finally:
         facet.close()
@@ -113,16 +137,17 @@ def test_index_without_background_says_it_runs_here_when_a_broker_is_set(
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.txt").write_text("card payment declined twice")
-    done = stack.facet("index", str(src), "-c", "here", "-e", "minilm")
+    # In this process (the CLI's own code, as a subprocess runs it, without a second start-up).
+    done = invoke_cli("index", str(src), "-c", "here", "-e", "minilm", env=stack.env)
     assert done.returncode == 0, done.stderr
     [line] = [ln for ln in done.stderr.splitlines() if ln.startswith("indexing ")]
     assert line.endswith("into collection here in this process (--background sends it to the "
                          "workers)"), line
     # No broker: the line stays as it was.
     env = {k: v for k, v in stack.env.items() if k != "FACET_BROKER_URL"}
-    plain = subprocess.run(
-        [sys.executable, "-m", "app", "index", str(src), "-c", "here2", "-e", "minilm"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    with mock.patch.dict(os.environ):
+        os.environ.pop("FACET_BROKER_URL", None)
+        plain = invoke_cli("index", str(src), "-c", "here2", "-e", "minilm", env=env)
     assert plain.returncode == 0, plain.stderr
     [line] = [ln for ln in plain.stderr.splitlines() if ln.startswith("indexing ")]
     assert line.endswith("into collection here2"), line
