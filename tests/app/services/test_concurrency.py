@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -29,6 +30,9 @@ from app.text import plural
 from indexer import metadata as md
 
 from .conftest import locked_by_another_process, write_corpus
+
+if TYPE_CHECKING:
+    from embedders.contract import Embedder
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -48,6 +52,16 @@ def _env(data: Path) -> dict[str, str]:
     return dict(os.environ, FACET_DATA_DIR=str(data), FACET_CHUNK_TOKENS="64",
                 FACET_CHUNK_OVERLAP="8", FACET_STORE_WAIT_S="0.2", OMP_NUM_THREADS="1",
                 HF_HUB_OFFLINE="1")
+
+
+def _facet(data: Path, minilm: Embedder) -> Facet:
+    """This process's Facet on ``data``, with the session's MiniLM (the model the writer
+    subprocess loaded) in its cache rather than a second load of it from disk."""
+    from app.services.context import EmbedderCache
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    return Facet(FacetSettings(data_dir=data), embedders=cache)
 
 
 def _as_from_a_terminal() -> None:
@@ -191,7 +205,7 @@ def test_job_ids_are_never_reused_after_delete(make_ctx, tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> None:
+def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path, minilm) -> None:
     # 48 documents of two chunks, 8 chunks a batch: 12 batches, the stop asked for after the
     # second; the writer is far from done when it arrives (160 cost ~15 s more of the suite).
     write_corpus(tmp_path / "src", 48, words=80)
@@ -206,7 +220,7 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
     said = err.decode()
     assert ("Ctrl-C: stopping at the next safe point, between the encoder's pieces or once the "
             "batch") in said, said[-3000:]
-    with Facet(FacetSettings(data_dir=data)) as facet:
+    with _facet(data, minilm) as facet:
         job = facet.jobs("stop")[0]
         assert job.state == "interrupted", job
         assert "Ctrl-C" in (job.message or "") and "again to resume" in (job.message or ""), err.decode()[-3000:]
@@ -226,7 +240,7 @@ def test_ctrl_c_leaves_an_interrupted_job_that_says_how_to_resume(tmp_path) -> N
 
 
 @pytest.mark.slow
-def test_sigterm_stops_an_index_like_ctrl_c(tmp_path) -> None:
+def test_sigterm_stops_an_index_like_ctrl_c(tmp_path, minilm) -> None:
     """SIGTERM (`kill`, `docker stop`, systemd) killed `facet index` at once: exit 143 and no
     word, the job then read like a crash ("its writer stopped without finishing"). It now
     stops after the batch being written, as the first Ctrl-C does: the job `interrupted`,
@@ -240,7 +254,7 @@ def test_sigterm_stops_an_index_like_ctrl_c(tmp_path) -> None:
     said = err.decode()
     assert writer.returncode == 143, said[-3000:]
     assert "SIGTERM: stopping at the next safe point" in said, said[-3000:]
-    with Facet(FacetSettings(data_dir=data)) as facet:
+    with _facet(data, minilm) as facet:
         job = facet.jobs("term")[0]
         assert job.state == "interrupted", job
         assert job.message == (f"stopped (SIGTERM) with {plural(job.docs_indexed, 'document')} indexed; run "

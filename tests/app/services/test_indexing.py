@@ -257,10 +257,13 @@ def test_a_large_file_streams_its_chunks_with_progress(make_ctx, tmp_path, minil
 
     rng = random.Random(0)
     words = ["card", "fee", "rise", "payment", "refund", "account", "transfer", "naïve", "weather", "pasta"]
-    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(250))
+    # 180 lines, ~14 KB: streamed over a 0.01 MiB threshold, ~42 chunks, so 6 batches of 8
+    # (250 lines, 59 chunks, gave 8 where 5 are asked for).
+    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(180))
     big = tmp_path / "src" / "big.txt"
     big.parent.mkdir()
-    big.write_text(text)  # ~19 KB: streamed over a 0.01 MiB threshold
+    big.write_text(text)
+    assert len(text.encode()) > 0.01 * 2**20
     ctx = make_ctx(stream_document_mb=0.01)
     service = IndexService(ctx)
     seen: list = []
@@ -408,14 +411,19 @@ def test_a_streamed_file_says_how_far_its_encoding_is_for_every_embedder(make_ct
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.txt").write_text("the quick zorblat fox jumps")
-    ctx = make_ctx(stream_document_mb=0.01)
+    ctx = make_ctx(stream_document_mb=0.004)
+    # The encoder's pieces are its batch size (32 by default, a constructor argument of the
+    # real InlineQueryEncoder): 8 here, with chunk batches of 16, is the same shape as 32 and
+    # 64 (each batch two pieces or more) at a quarter of the chunks to encode.
+    piece = ctx.encoder.batch_size = 8  # type: ignore[attr-defined]
     service = IndexService(ctx)
     service.index(src, "e")
     service.index(src, "e", IndexOptions(embedder=notes_embedder))  # a second embedder: job 2
     rng = random.Random(0)
     words = ["card", "fee", "rise", "payment", "refund", "account", "transfer", "weather", "pasta"]
     big = src / "big.txt"
-    big.write_text("\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(450)))
+    big.write_text("\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(115)))
+    assert big.stat().st_size > 0.004 * 1024 * 1024  # over stream_document_mb: streamed
     seen: list = []
     messages: list[str | None] = []
 
@@ -424,14 +432,14 @@ def test_a_streamed_file_says_how_far_its_encoding_is_for_every_embedder(make_ct
             seen.append(p)
             messages.append(CollectionService(ctx).job(3).message)
 
-    report = service.index(src, "e", IndexOptions(batch_chunks=64), progress=progress)
+    report = service.index(src, "e", IndexOptions(batch_chunks=2 * piece), progress=progress)
     n = report.chunks_written
-    assert report.job_id == 3 and report.warnings == [] and 96 < n <= 128  # two batches of pieces
+    assert report.job_id == 3 and report.warnings == [] and 3 * piece < n <= 4 * piece  # two batches of pieces
     expected = []
-    for size in (64, n - 64):
+    for size in (2 * piece, n - 2 * piece):
         for vector in ("", " for 'minilm-notes'"):
             expected += [f"encoding chunk {i:,}/{size:,} of this batch{vector}"
-                         for i in [*range(0, size, 32), size]]
+                         for i in [*range(0, size, piece), size]]
     assert [p.stage for p in seen] == expected
     assert messages == expected  # the job row said it as it went
     fractions = [p.current_fraction for p in seen]
