@@ -39,8 +39,8 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pyt
 # the 8-test, ~4-minute worker file last and left one process idle for minutes). Longest first
 # lets the short files fill in behind them, so both processes end together.
 SLOW_FILES = (
-    "tests/worker/test_worker.py",  # ~250 s: worker subprocesses, kill -9, Redis restart
-    "tests/app/services/test_concurrency.py",  # ~100 s: a writer process and readers
+    "tests/worker/test_worker.py",  # ~130 s: worker subprocesses, kill -9, Redis restart
+    "tests/app/services/test_concurrency.py",  # ~40 s: a writer process and readers
     "tests/embedders/test_contract.py",  # ~100 s: every embedder x the shared checks
     "tests/embedders/test_backbone.py",  # ~60 s: two processes convert the GGUF
     "tests/app/test_index_cmd.py",  # ~50 s: CLI subprocesses
