@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,6 +168,24 @@ class Stack:
         self.workers.append(worker)
         worker.wait_ready()
         return worker
+
+    def plan_here(self, client: Any, src: Path, name: str) -> tuple[int, list[int]]:
+        """Submit a job with ``client`` (a Facet on this stack), take its planner task off the
+        broker and plan it in this process (so the test knows its chunks before any worker sees
+        one, and sends their tasks itself); the job's id and its chunk numbers."""
+        import base64
+        import json
+
+        import redis
+
+        from app.services.distributed import ChunkedIndexService
+        from app.services.indexing import PreparedJob
+
+        job_id = client.submit_index(src, name).id  # no worker takes it: it waits in the broker
+        message = json.loads(redis.Redis.from_url(self.env["FACET_BROKER_URL"]).rpop("index"))
+        assert message["headers"]["task"] == "facet.index_job"
+        payload = json.loads(base64.b64decode(message["body"]))[0][0]
+        return job_id, ChunkedIndexService(client.context).plan(PreparedJob.from_dict(payload))
 
     def facet(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Run the ``facet`` CLI in this stack's environment."""

@@ -12,7 +12,6 @@ leaves chunk 0 claimed by a dead worker with its message in Redis' unacknowledge
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shlex
@@ -48,7 +47,6 @@ def test_the_stalled_jobs_advised_rerun_goes_on_beside_the_worker_that_ran_its_c
     import redis
 
     from app.remote import INDEX_CHUNK_TASK, celery_client
-    from app.services.indexing import PreparedJob
     from worker.recovery import UNACKED_KEY
 
     stack.env.pop("FACET_QDRANT_URL")  # the embedded edge store: one process holds a collection
@@ -56,11 +54,8 @@ def test_the_stalled_jobs_advised_rerun_goes_on_beside_the_worker_that_ran_its_c
     client = Facet(stack.settings())
     client.embedder_cache.put("minilm", minilm)
     try:
-        job_id = client.submit_index(tmp_path / "src", "k1").id  # no worker yet: it waits
+        job_id, numbers = stack.plan_here(client, tmp_path / "src", "k1")  # no worker yet
         broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
-        message = json.loads(broker.rpop("index"))
-        payload = json.loads(base64.b64decode(message["body"]))[0][0]
-        numbers = ChunkedIndexService(client.context).plan(PreparedJob.from_dict(payload))
         assert numbers == [0, 1, 2]
         client.context.store.release("k1")  # (planned here: let the worker have it)
         # Chunk 0 as a worker killed mid-chunk leaves it: claimed by a dead process, its

@@ -12,9 +12,7 @@ real worker.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -28,22 +26,6 @@ from indexer import metadata as md
 from tests.app.services.conftest import write_corpus
 
 from .conftest import RedisServer, Stack, free_port
-
-
-def _planned_here(stack: Stack, client: Facet, src: Path, name: str) -> tuple[int, list[int]]:
-    """Submit a job, take its planner task off the broker and plan it in this process (so the
-    test knows its chunks before any worker sees one)."""
-    import redis
-
-    from app.services.indexing import PreparedJob
-
-    job_id = client.submit_index(src, name).id  # no worker takes it: it waits in the broker
-    broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
-    message = json.loads(broker.rpop("index"))
-    assert message["headers"]["task"] == "facet.index_job"
-    payload = json.loads(base64.b64decode(message["body"]))[0][0]
-    numbers = ChunkedIndexService(client.context).plan(PreparedJob.from_dict(payload))
-    return job_id, numbers
 
 
 def _wait_state(client: Facet, job_id: int, timeout: float) -> Any:
@@ -84,7 +66,7 @@ def test_a_chunk_retrying_while_redis_is_down_is_not_lost(stack: Stack, minilm, 
     client = Facet(stack.settings())
     client.embedder_cache.put("minilm", minilm)
     try:
-        job_id, numbers = _planned_here(stack, client, src, f"outage{int(down_s)}")
+        job_id, numbers = stack.plan_here(client, src, f"outage{int(down_s)}")
         assert numbers == [0]
         worker = stack.start_worker(queues="index")
         broker = redis.Redis.from_url(server.url(0))
@@ -153,7 +135,7 @@ def test_a_chunk_taken_by_a_worker_on_another_database_goes_back_to_the_broker(
     client = Facet(stack.settings())
     client.embedder_cache.put("minilm", minilm)
     try:
-        job_id, numbers = _planned_here(stack, client, src, "otherdb")
+        job_id, numbers = stack.plan_here(client, src, "otherdb")
         assert numbers == [0]
         right = dict(stack.env)
         stack.env["FACET_DATA_DIR"] = str(tmp_path / "other-data")

@@ -7,8 +7,6 @@ chunk protocol (minilm, SQLite, the edge store), then by a real worker over a re
 
 from __future__ import annotations
 
-import base64
-import json
 import shutil
 import time
 from pathlib import Path
@@ -101,22 +99,14 @@ def test_a_real_worker_stops_its_chunks_on_a_full_data_disk(stack: Stack, minilm
                                                            tmp_path) -> None:
     """The job is planned here (with room), its chunk tasks sent; the worker that takes them
     has no room (``FACET_MIN_FREE_MB`` in its environment alone)."""
-    import redis
-
     from app.remote import INDEX_CHUNK_TASK, celery_client
-    from app.services.indexing import PreparedJob
 
     src = tmp_path / "src"
     write_corpus(src, 8)  # FACET_WORKER_CHUNK_DOCS=4: two chunk tasks
     client = Facet(stack.settings())
     client.embedder_cache.put("minilm", minilm)
     try:
-        job_id = client.submit_index(src, "room").id  # no worker yet: it waits in the broker
-        broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
-        message = json.loads(broker.rpop("index"))
-        assert message["headers"]["task"] == "facet.index_job"
-        payload = json.loads(base64.b64decode(message["body"]))[0][0]
-        numbers = ChunkedIndexService(client.context).plan(PreparedJob.from_dict(payload))
+        job_id, numbers = stack.plan_here(client, src, "room")  # no worker yet
         assert numbers == [0, 1]
         sender = celery_client(stack.settings())
         for n in numbers:

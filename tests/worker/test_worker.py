@@ -170,26 +170,18 @@ def test_a_chunk_task_lost_with_its_worker_is_sent_again(stack: Stack, client, m
     """A worker killed between Redis' BRPOP and its HSET of the message into ``unacked``
     loses the task: no visibility timeout brings it back. Made exact here: the test plans the
     job itself and sends every chunk task but chunk 0, as if a killed worker had taken it."""
-    import base64
-    import json
-
     import redis
 
     from app.remote import INDEX_CHUNK_TASK, celery_client
-    from app.services.distributed import ChunkedIndexService, stalled_chunks
-    from app.services.indexing import PreparedJob
+    from app.services.distributed import stalled_chunks
     from worker.recovery import broker_chunks
 
     # Two chunk tasks: one sent (in the broker), one lost. (A bigger job only made the worker
     # run more chunks before the sweeper's part.)
     corpus = write_corpus(tmp_path / "src", 8, words=80)
-    job_id = client.submit_index(tmp_path / "src", "lost").id  # no worker yet: it waits
-    broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
-    message = json.loads(broker.rpop("index"))
-    assert message["headers"]["task"] == "facet.index_job"
-    payload = json.loads(base64.b64decode(message["body"]))[0][0]
-    numbers = ChunkedIndexService(client.context).plan(PreparedJob.from_dict(payload))
+    job_id, numbers = stack.plan_here(client, tmp_path / "src", "lost")  # no worker yet
     assert numbers == [0, 1]
+    broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
     sender = celery_client(stack.settings())
     for n in numbers[1:]:
         sender.send_task(INDEX_CHUNK_TASK, args=[job_id, n], queue="index")

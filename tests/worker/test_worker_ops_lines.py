@@ -39,16 +39,11 @@ def test_sigterm_mid_chunk_says_stopping_and_stopped(stack: Stack, minilm, tmp_p
     encoding, which a fast box finished before the signal and a slow one made long): the test
     plans the job itself and holds the metadata database's write lock, so the worker's claim of
     the chunk waits on it; the lock is let go once the worker said it is stopping."""
-    import base64
-    import json
 
-    import redis
     from sqlalchemy import update
 
     from app.core import Facet
     from app.remote import INDEX_CHUNK_TASK, celery_client
-    from app.services.distributed import ChunkedIndexService
-    from app.services.indexing import PreparedJob
     from indexer import metadata as md
     from tests.app.services.conftest import write_corpus
 
@@ -57,10 +52,8 @@ def test_sigterm_mid_chunk_says_stopping_and_stopped(stack: Stack, minilm, tmp_p
     facet = Facet(stack.settings())
     facet.embedder_cache.put("minilm", minilm)
     try:
-        job_id = facet.submit_index(tmp_path / "src", "stopping").id  # no worker yet: it waits
-        broker = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
-        payload = json.loads(base64.b64decode(json.loads(broker.rpop("index"))["body"]))[0][0]
-        assert ChunkedIndexService(facet.context).plan(PreparedJob.from_dict(payload)) == [0]
+        job_id, numbers = stack.plan_here(facet, tmp_path / "src", "stopping")  # no worker yet
+        assert numbers == [0]
         worker = stack.start_worker(queues="index")
         C = md.JobChunk
         with facet.context.sessions() as held:
