@@ -39,7 +39,6 @@ def test_sigterm_mid_chunk_says_stopping_and_stopped(stack: Stack, minilm, tmp_p
     encoding, which a fast box finished before the signal and a slow one made long): the test
     plans the job itself and holds the metadata database's write lock, so the worker's claim of
     the chunk waits on it; the lock is let go once the worker said it is stopping."""
-
     from sqlalchemy import update
 
     from app.core import Facet
