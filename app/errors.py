@@ -150,11 +150,11 @@ def as_domain_error(error: Exception) -> FacetError | None:
                              retry_after_s=5.0)
         said = str(error.orig).lower()
         if "database or disk is full" in said or "disk i/o error" in said:
-            full = disk_full_message()
+            full = database_disk_full()
             if full is not None or "full" in said:
                 return UnavailableError(full or "the metadata database's disk is full (SQLite: "
-                                        "database or disk is full): free some space in the data "
-                                        "folder (FACET_DATA_DIR) and try again")
+                                        "database or disk is full): free some space on it and "
+                                        "try again")
         if database_server_gone(error):
             # A PostgreSQL stopped or restarted under a running server: each request was a 500
             # "internal error (OperationalError)" with a traceback, as if Facet had a bug.
@@ -168,32 +168,28 @@ def as_domain_error(error: Exception) -> FacetError | None:
     return None
 
 
-# Below this much free space a data folder's disk counts as full: SQLite reports a failed
-# write of its WAL or shared memory as "disk I/O error", and the store's memory-mapped files
-# fail with SIGBUS, so a little room is needed to do anything at all.
-DISK_FULL_BYTES = 1 << 20
+def database_disk_full(settings: Any = None) -> str | None:
+    """``indexer.errors.disk_full_text`` for the disk the SQLite metadata database is on
+    (``settings``', by default this process's): the data folder's, or where
+    ``FACET_DATABASE_URL`` puts its file (its full disk was said as the data folder's, which
+    had room, and at open as "disk I/O error; check FACET_DATABASE_URL"); None for a
+    PostgreSQL database, or a disk with room."""
+    from indexer.errors import disk_full_text
+    from indexer.migrate import sqlite_file
 
-
-def disk_full_message(folder: Any = None) -> str | None:
-    """What to say when the disk of ``folder`` (default FACET_DATA_DIR's) has under
-    ``DISK_FULL_BYTES`` free, or None where it has room (or cannot be asked)."""
-    import shutil
-
-    if folder is None:
+    if settings is None:
         from app.settings import get_settings
 
         try:
-            folder = get_settings().data_dir
+            settings = get_settings()
         except Exception:
             return None
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError:
+    if settings.database_url is None:
+        return disk_full_text(settings.data_dir)
+    file = sqlite_file(settings.database_url)
+    if file is None:
         return None
-    if free >= DISK_FULL_BYTES:
-        return None
-    return (f"the disk of the data folder {folder} is full ({free:,} bytes free): free some space "
-            "there (or point FACET_DATA_DIR at a disk with room) and try again; nothing was lost")
+    return disk_full_text(file.parent, f"the metadata database {file}", "FACET_DATABASE_URL")
 
 
 def database_server_gone(error: Exception) -> bool:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+from typing import Any
 
 
 class IndexerError(Exception):
@@ -66,6 +69,31 @@ class StoreBusyError(StoreError):
 class StoreUnavailableError(StoreError):
     """The vector store cannot serve now: a server out of reach (down, wrong URL, network), or an
     embedded store's folder that cannot be written (a read-only mount); may be transient."""
+
+
+# Below this much free space a disk counts as full: SQLite reports a failed write of its WAL or
+# shared memory as "disk I/O error", and the store's memory-mapped files fail with SIGBUS (a
+# shard's load replays its WAL into them), so a little room is needed to do anything at all.
+DISK_FULL_BYTES = 1 << 20
+
+
+def disk_full_text(folder: Any, what: str | None = None, setting: str = "FACET_DATA_DIR"
+                   ) -> str | None:
+    """What to say when the disk of ``folder`` has under ``DISK_FULL_BYTES`` free, or None
+    where it has room (or cannot be asked). ``what``: the thing on that disk, by default "the
+    data folder FOLDER"; ``setting``: the one that would point it at another disk. A read-only
+    disk is not a full one (its free space may read 0): its own errors say what it is."""
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return None
+        free = shutil.disk_usage(folder).free
+    except (OSError, AttributeError):  # (AttributeError: no statvfs, on Windows)
+        return None
+    if free >= DISK_FULL_BYTES:
+        return None
+    return (f"the disk of {what or f'the data folder {folder}'} is full ({free:,} bytes free): "
+            f"free some space there (or point {setting} at a disk with room) and try again; "
+            "nothing was lost")
 
 
 # The secrets a URL may carry, masked wherever one is shown (messages, log lines): the password

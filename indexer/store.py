@@ -48,6 +48,7 @@ from indexer.errors import (
     StoreDamagedError,
     StoreError,
     StoreUnavailableError,
+    disk_full_text,
     mask_secrets,
     masked_url,
 )
@@ -818,6 +819,11 @@ _IO_SIGNS = ("IO Error", "os error", "No such file", "Permission denied", "Read-
 _GONE_HINT = "the data folder deleted, moved or unmounted while in use?"
 # The ones of them that say the folder is there but cannot be written.
 _NOT_WRITABLE_SIGNS = ("Permission denied", "Read-only file system")
+# The ones that say its disk is full (ENOSPC, EDQUOT): a shard's load writes a small file even
+# to be read, so on a full disk a search failed as "the vector store's files ... are gone or
+# unreadable (the data folder deleted, moved or unmounted while in use?)", a bad request (exit
+# 2), over data that was whole.
+_FULL_SIGNS = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
 # How they say that a file is there but its content cannot be read (garbled, cut short, edited
 # by hand): a JSON config that does not parse, a version file, a WAL segment's header; a segment
 # file cut short (to 0 bytes by a copy that ran out of room), met only once a search or a read
@@ -1020,6 +1026,8 @@ class EdgeStore(VectorStore):
             gone = True
         if not gone and any(sign in text for sign in _DAMAGED_SIGNS):
             return _damaged(collection, folder, text, what)
+        if not gone and any(sign in text for sign in _FULL_SIGNS):
+            return self._full(collection, what, text)
         if not gone and any(sign in text for sign in _NOT_WRITABLE_SIGNS):
             # The folder there but not writable (a read-only mount under a running server):
             # nothing can be served from it until it is, as for its lock (``_unwritable``).
@@ -1032,6 +1040,15 @@ class EdgeStore(VectorStore):
             return StoreError(f"collection {collection!r}: the vector store's files in {folder} "
                               f"are gone or unreadable ({_GONE_HINT}); {what} failed: {text}")
         return StoreError(f"collection {collection!r}: edge shard {folder}: {what} failed: {text}")
+
+    def _full(self, collection: str, what: str, text: str) -> StoreUnavailableError:
+        """A collection's operation refused for its disk being full, with what there is to do;
+        ``text``: the engine's words."""
+        where = f"the vector store {self.root}"
+        said = disk_full_text(self.root, where) or (
+            f"the disk of {where} is full: free some space there (or point FACET_DATA_DIR at a "
+            "disk with room) and try again; nothing was lost")
+        return StoreUnavailableError(f"collection {collection!r}: {what} failed ({text}): {said}")
 
     def _shard(self, collection: str) -> Any:
         """Only inside ``_using``: the open shard, or open it."""

@@ -23,7 +23,7 @@ from app.errors import (
     InvalidRequestError,
     NotFoundError,
     UnavailableError,
-    disk_full_message,
+    database_disk_full,
 )
 from app.settings import FacetSettings, mask_passwords
 from indexer.errors import StoreBusyError, StoreError
@@ -114,10 +114,9 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
     database server out of reach (a PostgreSQL down: retry later), else ``FacetError``."""
     from sqlalchemy.exc import OperationalError
 
-    if settings.database_url is None:
-        full = disk_full_message(settings.data_dir)  # SQLite says "disk I/O error"
-        if full is not None:
-            return UnavailableError(full)
+    full = database_disk_full(settings)  # SQLite says "disk I/O error"
+    if full is not None:
+        return UnavailableError(full)
     from indexer.migrate import FolderInUse, IncompleteMigration
 
     if isinstance(error, FolderInUse):  # (its message names the holder's pid)

@@ -115,3 +115,47 @@ def test_an_out_file_that_is_a_link_or_a_device_is_written_into(tmp_path) -> Non
     assert plain.read_text() == "new" and plain.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "null", "plain.json", "real.json",
                                                           "twin.json"]  # no temporary file left
+
+
+def test_a_full_disk_under_a_database_elsewhere_is_named_as_its_own(tmp_path, monkeypatch) -> None:
+    """The disk-full exploration of the third session of 2026-12-02: with FACET_DATABASE_URL
+    putting the SQLite file on another disk, a full one was said as the data folder's ("free
+    some space in the data folder (FACET_DATA_DIR)", which had 70 GB free) mid-run, and at open
+    as "disk I/O error; check FACET_DATABASE_URL", a wrong URL's words. Only the database's disk
+    reads full here (``shutil.disk_usage``, as the check reads it); SQLite's own errors are the
+    ones it raised on the real full disk."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from app.errors import as_domain_error
+    from app.services.context import database_error
+    from app.settings import FacetSettings, get_settings
+
+    (tmp_path / "db").mkdir()
+    (tmp_path / "data").mkdir()
+    url = f"sqlite:///{tmp_path / 'db' / 'facet.db'}"
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(
+        free=0 if Path(path) == tmp_path / "db" else real(path).free))
+    said = (f"the disk of the metadata database {tmp_path / 'db' / 'facet.db'} is full (0 bytes free): "
+            "free some space there (or point FACET_DATABASE_URL at a disk with room) and try again; "
+            "nothing was lost")
+    opened = database_error(FacetSettings(data_dir=tmp_path / "data", database_url=url),
+                            OperationalError("PRAGMA journal_mode", {}, sqlite3.OperationalError("disk I/O error")))
+    assert isinstance(opened, UnavailableError) and str(opened) == said, opened
+    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FACET_DATABASE_URL", url)
+    get_settings.cache_clear()
+    try:
+        mid_run = as_domain_error(OperationalError("INSERT", {}, sqlite3.OperationalError(
+            "database or disk is full")))
+    finally:
+        get_settings.cache_clear()
+    assert isinstance(mid_run, UnavailableError) and str(mid_run) == said, mid_run
+    # The data folder's own disk is said as before when the database is in it.
+    monkeypatch.delenv("FACET_DATABASE_URL")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=0))
+    inside = database_error(FacetSettings(data_dir=tmp_path / "data"), OperationalError(
+        "PRAGMA journal_mode", {}, sqlite3.OperationalError("disk I/O error")))
+    assert str(inside).startswith(f"the disk of the data folder {tmp_path / 'data'} is full (0 bytes free)"), inside
