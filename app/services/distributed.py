@@ -636,9 +636,9 @@ class ChunkedIndexService:
                 self._fail_chunk(session, job, chunk, docs, message)
                 return ChunkOutcome(job_id, number, "failed", len(docs), message=message)
             with leases.Heartbeat(self.sessions, coll.id, job.id, self.settings.lease_ttl_s,
-                                  extra=self._renew_claim(job_id, number)):
+                                  extra=self._renew_claim(job_id, number)) as heartbeat:
                 try:
-                    written = self._write_chunk(session, coll, job, chunk, docs)
+                    written = self._write_chunk(session, coll, job, chunk, docs, heartbeat)
                 except _ClaimLost as e:
                     session.rollback()
                     logger.warning("chunk %d of job %d: %s", number, job_id, e)
@@ -689,7 +689,8 @@ class ChunkedIndexService:
         return out
 
     def _write_chunk(self, session: Session, coll: md.Collection, job: md.IndexJob,
-                     chunk: md.JobChunk, docs: list[tuple[Any, ...]]) -> int:
+                     chunk: md.JobChunk, docs: list[tuple[Any, ...]],
+                     heartbeat: leases.Heartbeat | None = None) -> int:
         # The job names the vector; the collection records what loads its embedder (a checkpoint's
         # path, options), which the vector's name alone would not.
         spec = next((e.spec for e in coll.embedders if e.name == job.embedder), job.embedder)
@@ -744,7 +745,7 @@ class ChunkedIndexService:
             self._add_counts(s, job_id, report, tally, chunks_done=1)
 
         self.index._process_batch(session, coll, tally, report, items, embedder, spec,
-                                  tokenize, chunking, finish=finish)
+                                  tokenize, chunking, finish=finish, heartbeat=heartbeat)
         return report.chunks_written
 
     @staticmethod

@@ -1056,6 +1056,14 @@ CANCEL_TOO_LATE = ("the cancel came after every document had gone in (while the 
                    "optimized), so the job completed")
 
 
+def lost_lease(job_id: int, collection: str, ttl_s: float) -> ConflictError:
+    """A job's stop for its lease lost: another writer took the collection over after this
+    process went without a heartbeat for the lease's time (stalled: SIGSTOP, a frozen VM)."""
+    return ConflictError(f"job {job_id} lost the lease of {collection!r} (no heartbeat for "
+                         f"{ttl_s:.0f}s: was this process stalled?) and another writer took "
+                         "over; it stopped before writing more")
+
+
 def _database_gone(error: BaseException | None, *, chain: bool = False) -> SQLAlchemyError | None:
     """``error`` where it is the metadata database server out of reach (PostgreSQL stopped or
     restarted: ``as_domain_error``'s ``UnavailableError``), else None; SQLite's errors are not.
@@ -1614,6 +1622,8 @@ class IndexService:
                 except _Cancelled as e:
                     e.skipped = self._end_steps(session, coll, source, files, seen, options)
                     raise
+                if not heartbeat.holds():  # (a sync would remove what the new writer wrote)
+                    raise lost_lease(job.id, coll.name, self.settings.lease_ttl_s)
                 if options.syncs(source):
                     self._sync(session, coll, job, report, source, files, seen)
                 else:
@@ -3212,7 +3222,7 @@ class IndexService:
                 if pending:  # what came before it goes first: documents stay in order
                     self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
-                                        tokenize, chunking, moves=moves)
+                                        tokenize, chunking, moves=moves, heartbeat=heartbeat)
                     pending, pending_tokens = [], 0
                 self._process_streamed(session, coll, job, report, item, embedder, spec,
                                        tokenize, chunking, batch_limit, heartbeat,
@@ -3232,13 +3242,11 @@ class IndexService:
                     len(pending) >= batch_limit:
                 if pending:
                     if heartbeat is not None and heartbeat.lost:
-                        raise ConflictError(
-                            f"job {job.id} lost the lease of {coll.name!r} (no heartbeat for "
-                            f"{self.settings.lease_ttl_s:.0f}s: was this process stalled?) and "
-                            "another writer took over; it stopped before writing more")
+                        raise lost_lease(job.id, coll.name, self.settings.lease_ttl_s)
                     self.check_cancelled(job.id)
                     self._process_batch(session, coll, job, report, pending, embedder, spec,
-                                        tokenize, chunking, encoding=encoding, moves=moves)
+                                        tokenize, chunking, encoding=encoding, moves=moves,
+                                        heartbeat=heartbeat)
                     job.message = None  # committed with the next batch (or the job's end)
                     if progress is not None:
                         progress(Progress(report.docs_seen, max(total, report.docs_seen),
@@ -3291,7 +3299,7 @@ class IndexService:
             # Unchanged (or only this embedder's vectors missing): the chunks are in the
             # metadata already, so the batch path handles it without reading the file.
             self._process_batch(session, coll, job, report, [doc], embedder, spec,  # type: ignore[list-item]
-                                tokenize, chunking, moves=moves)
+                                tokenize, chunking, moves=moves, heartbeat=heartbeat)
             return
         # The same content indexed at another place: its chunks copy their vectors, batch by
         # batch (``_process_batch``'s donors), its chunks the donor's (the file is not cut
@@ -3328,8 +3336,7 @@ class IndexService:
             if interrupt is not None:
                 interrupt.check()
             if heartbeat is not None and heartbeat.lost:
-                raise ConflictError(f"job {job.id} lost the lease of {coll.name!r}; it stopped "
-                                    "before writing more")
+                raise lost_lease(job.id, coll.name, self.settings.lease_ttl_s)
             self.check_cancelled(job.id)
             t0 = time.perf_counter()
             told: Callable[..., None] | None = None
@@ -3366,6 +3373,8 @@ class IndexService:
                 companions_written.update((name, None) for name in names - {embedder.name})
                 report.chunks_reused += len(batch)
             job.encode_s += time.perf_counter() - t0
+            if heartbeat is not None and not heartbeat.holds():  # (stalled while it encoded?)
+                raise lost_lease(job.id, coll.name, self.settings.lease_ttl_s)
             t0 = time.perf_counter()
             points = [PointRecord(point_id(doc.key, c.number), vecs, {
                 "doc_id": doc.key, "source": doc.source, "title": title, "chunk_no": c.number,
@@ -3451,7 +3460,8 @@ class IndexService:
                        embedder: Embedder, spec: str, tokenize: TokenSpans,
                        chunking: ChunkingConfig,
                        finish: Callable[[Session], None] | None = None,
-                       encoding: Callable[..., None] | None = None, moves: bool = True) -> None:
+                       encoding: Callable[..., None] | None = None, moves: bool = True,
+                       heartbeat: leases.Heartbeat | None = None) -> None:
         """Steps 1-3 of the write protocol for one batch of documents (``moves``: a document
         whose content's old place is gone removes it; ``--no-sync`` keeps it, copying only).
 
@@ -3462,6 +3472,8 @@ class IndexService:
                 onto ``job`` (a chunk task adds its counts to the shared job row there).
             encoding: told (chunks encoded, chunks to encode) between the encoder's pieces,
                 with ``vector=`` the other embedder's name for a companion's vectors.
+            heartbeat: the job's lease, checked (``holds``) after the encode, before step 2:
+                lost there, nothing of the batch is written and its documents are put back.
         """
         t0 = time.perf_counter()
         rows = md.documents_by_key(session, coll.id, [b.key for b in batch])
@@ -3585,6 +3597,12 @@ class IndexService:
             # are left as a stop between batches leaves them, not ``pending``.
             self._unmark(session, [(it.row, previous_status.get(it.doc.key)) for it in to_write])
             raise
+        if heartbeat is not None and not heartbeat.holds():
+            # Stalled past the lease's time while it encoded (the usual place: most of a
+            # batch's time), and another writer took over: this batch was written over it.
+            lost = lost_lease(heartbeat.job_id, coll.name, self.settings.lease_ttl_s)  # (job: a tally in a chunk task)
+            self._unmark(session, [(it.row, previous_status.get(it.doc.key)) for it in to_write])
+            raise lost
 
         # Step 2: the store.
         t0 = time.perf_counter()

@@ -21,7 +21,7 @@ import socket
 import threading
 from dataclasses import dataclass
 
-from sqlalchemy import or_, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from indexer import metadata as md
@@ -154,7 +154,8 @@ class Heartbeat:
     """Renews a lease from a daemon thread every ``ttl / 4`` while a job works.
 
     ``lost`` turns true when a renewal finds the lease gone (another job took it over after
-    this process stalled longer than the ttl); the job checks it between batches and stops.
+    this process stalled longer than the ttl); the job checks it between batches and, with
+    ``holds``, again just before it writes one, and stops.
 
     Args:
         sessions: a session factory (the thread uses its own session).
@@ -179,6 +180,29 @@ class Heartbeat:
     def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self
+
+    def holds(self) -> bool:
+        """Whether the job still holds the lease, read from the database now, not at the last
+        beat: called just before a batch is written. A process stalled past the ttl (SIGSTOP, a
+        frozen VM, a laptop's lid) resumes where it stopped, most often mid-encode, and wrote
+        that batch, over the writer that had taken the collection over, before its beat ran
+        again. A lease past its time that nobody took is still held (the next beat renews it);
+        a database that cannot be read now leaves it to the beats. ``lost`` turns true where
+        it is not held."""
+        if self.lost:
+            return False
+        C = md.Collection
+        try:
+            with self.sessions() as session:
+                writer = session.scalar(select(C.writer_job_id).where(C.id == self.collection_id))
+        except Exception:
+            logger.debug("reading the lease of job %d failed", self.job_id, exc_info=True)
+            return True
+        if writer != self.job_id:
+            self.lost = True
+            logger.warning("job %d lost the lease of collection %d", self.job_id,
+                           self.collection_id)
+        return not self.lost
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
