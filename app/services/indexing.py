@@ -1684,9 +1684,12 @@ class IndexService:
                     job.message = self.job_failure_message(job, e, resume)
                 if kept is not None:
                     self._note_moved(job, report)  # (once: the completed path may have, too)
-                if not (stopping or cancelled) and _database_gone(e) is not None:
-                    # The database's error as its edges say it, with the command that resumes
-                    # the job (its own said "nothing was changed").
+                if not (stopping or cancelled) and (_database_gone(e) is not None or isinstance(
+                        as_domain_error(e) if isinstance(e, Exception) else None,
+                        UnavailableError)):
+                    # An outage as its edges say it, with the command that resumes the job (a
+                    # database's own said "nothing was changed"; a disk under FACET_MIN_FREE_MB
+                    # said only to free some space, and not that the documents so far are kept).
                     raise UnavailableError(job.message.removeprefix(
                         f"{UnavailableError.__name__}: ")) from e
                 if not (stopping or cancelled):

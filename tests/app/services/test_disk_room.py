@@ -36,6 +36,35 @@ def test_a_job_stops_before_writing_when_the_disk_has_too_little_room(make_ctx, 
     assert report.state == "completed" and report.docs_indexed == 3
 
 
+def test_a_job_the_guard_stops_says_what_is_kept_and_how_to_resume(make_ctx, tmp_path,
+                                                                    monkeypatch) -> None:
+    """The disk-full exploration of the third session of 2026-12-02: a job stopped between
+    batches by FACET_MIN_FREE_MB said only "stopped before writing more: ...; free some space
+    there", as if the run were lost; its job row (`facet jobs`) had the resume command and
+    "what was indexed is kept", which the command itself now says too. The disk's free space
+    reads low from the second batch on (``shutil.disk_usage``, as the guard reads it)."""
+    from app.services.indexing import IndexOptions
+
+    write_corpus(tmp_path / "src", 4)
+    ctx = make_ctx(min_free_mb=1)
+    real = shutil.disk_usage
+
+    def progress(p) -> None:  # type: ignore[no-untyped-def]
+        if p.stage is None and p.docs_done >= 1:  # after the first batch went in
+            monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=2**19))
+
+    with pytest.raises(UnavailableError) as stopped:
+        IndexService(ctx).index(tmp_path / "src", "room", IndexOptions(batch_chunks=1),
+                                progress=progress)
+    said = str(stopped.value)
+    assert said.startswith(f"stopped before writing more: the disk of the data folder {tmp_path / 'data'} "
+                           "has 0.5 MiB free, under FACET_MIN_FREE_MB (1); free some space there"), said
+    assert said.endswith(f"; run `facet index {tmp_path / 'src'} --collection room --embedder minilm` "
+                         "again once it is back to resume: what was indexed is kept"), said
+    [job] = CollectionService(ctx).jobs("room")
+    assert job.state == "failed" and job.docs_indexed == 1, (job.state, job.docs_indexed)
+
+
 def test_a_full_data_disk_is_said_as_one(tmp_path) -> None:
     """Every command on a full data disk said "cannot open the metadata database ...: disk I/O
     error" (SQLite's words for a WAL it could not extend), exit 1. A real 3 MiB tmpfs, filled."""
