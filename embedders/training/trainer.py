@@ -16,6 +16,7 @@ it, the start is what is kept) and the log holds the dev curve.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import math
@@ -156,6 +157,15 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _saved_step(out_dir: str | Path) -> int | None:
+    """The best step the checkpoint in ``out_dir`` records, or None (no checkpoint, no log)."""
+    try:
+        best = json.loads((Path(out_dir) / "train_log.json").read_text()).get("best")
+        return int(best["step"]) if isinstance(best, dict) else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
 def save_checkpoint(model: Trainable, out_dir: str | Path, log: dict[str, Any]) -> Path:
     """Write the model and its log into ``out_dir`` so that a kill at any moment leaves either
     the previous complete checkpoint or the new one: the new one is written beside it and
@@ -175,21 +185,34 @@ def replace_dir(out_dir: str | Path, fill: Callable[[Path], Any]) -> Path:
     files get the umask's modes. Checkpoint saves and ``facet soup`` write through it."""
     target = Path(out_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{glob.escape(target.name)}.old.trash-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # (an earlier save killed while it deleted)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     try:
         fill(tmp)
         _umask_modes(tmp)
         old = target.with_name(f".{target.name}.old")
         if old.exists():
-            shutil.rmtree(old)
+            _discard(old)
         if target.exists():
             os.replace(target, old)
         os.replace(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
+        _discard(old)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _discard(folder: Path) -> None:
+    """Delete ``folder`` under another name first: ``.NAME.old`` is what ``recover_checkpoint``
+    puts back as complete, and a kill part-way through deleting it under that name left half a
+    checkpoint there, restored (without its weights) once the run's folder was moved away."""
+    if not folder.exists():
+        return
+    trash = Path(tempfile.mkdtemp(prefix=f"{folder.name}.trash-", dir=folder.parent))
+    os.replace(folder, trash / folder.name)
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def current_umask() -> int:
@@ -301,6 +324,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         # A NaN best (a dev metric undefined at the start, e.g. every STS cosine equal) would
         # never be beaten (no number is > NaN), so nothing trained after it would be kept.
         improved = not best or math.isnan(best["score"]) or scores["score"] > best["score"]
+        previous = dict(best)
         if improved:
             best.clear()
             best.update(point)
@@ -308,7 +332,17 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                     " (best so far)" if improved else f" (best {best['score']} at step {best['step']})")
         if out_dir is not None:
             if improved:
-                save_checkpoint(model, out_dir, make_log())
+                try:
+                    save_checkpoint(model, out_dir, make_log())
+                except BaseException:
+                    # Stopped (Ctrl-C, SIGTERM: how a background run is stopped) or failed
+                    # mid-save: the folder keeps the weights it had unless the swap landed, and
+                    # the best recorded is the one there. The log said the new step over the
+                    # old weights (and over none, the first save: a lone train_log.json).
+                    if _saved_step(out_dir) != step:
+                        best.clear()
+                        best.update(previous)
+                    raise
             else:
                 _write_json(Path(out_dir) / "train_log.json", make_log())
         last_eval = _clock()
