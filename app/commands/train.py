@@ -769,7 +769,16 @@ def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, A
 
 
 def _check_backbone(path: Path, meta: dict[str, Any], backbone: str, flag: str) -> None:
-    saved_backbone = meta.get("config", {}).get("backbone")
+    from embedders.backbone import DEFAULT_DECODER
+    from embedders.base import CONFIG_FILE
+
+    config = meta.get("config")
+    if not isinstance(config, dict):  # (a traceback: "'NoneType' object has no attribute 'get'")
+        raise DataError(f"{flag} {path}: {path / CONFIG_FILE} has no \"config\" object; the "
+                        "checkpoint is damaged")
+    # A config that names none loads with the default backbone, as every other command reads
+    # it ("trained on backbone None": no --backbone could match that).
+    saved_backbone = config.get("backbone", DEFAULT_DECODER)
     if saved_backbone != backbone:
         raise InvalidRequestError(f"{flag} {path} was trained on backbone {saved_backbone!r}, not {backbone!r}; "
                                   "pass --backbone to match it, or start without it")
@@ -783,9 +792,13 @@ def _init_checkpoint(name_or_path: str, method: str, backbone: str) -> tuple[Pat
         InvalidRequestError: a checkpoint of another method or backbone.
     """
     path, meta = _resolve_checkpoint(name_or_path, "--init-from")
-    if meta.get("method") != method:
-        raise InvalidRequestError(f"--init-from {path} is a checkpoint of {meta.get('method')!r}; training {method!r} "
-                                  f"needs a {method!r} checkpoint (or --init-lora-from to copy only its adapter)")
+    saved = meta.get("method")
+    if saved != method:
+        what = (f"a checkpoint of {saved!r}" if saved is not None else
+                "a checkpoint whose facet_config.json names no method")
+        article = "an" if method[:1] in "aeiou" else "a"
+        raise InvalidRequestError(f"--init-from {path} is {what}; training {method!r} needs {article} "
+                                  f"{method!r} checkpoint (or --init-lora-from to copy only its adapter)")
     _check_backbone(path, meta, backbone, "--init-from")
     return path, meta
 

@@ -216,6 +216,10 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     from embedders.registry import read_checkpoint_config
 
     metas = [read_checkpoint_config(p) for p in paths]
+    for p, meta in zip(paths, metas, strict=True):
+        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+            # (a traceback: "'NoneType' object has no attribute 'items'"; loading it says this)
+            raise CheckpointError(f"{p / CONFIG_FILE} has no \"config\" object")
     diffs = _check_compatible(paths, metas)
     logs = [_ingredient_log(p / TRAIN_LOG_FILE) for p in paths]  # read (and any warned about) first
     loras = [m.get("config", {}).get("lora", {}) for m in metas]

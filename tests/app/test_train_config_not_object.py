@@ -1,0 +1,66 @@
+"""A checkpoint whose facet_config.json has no "config" object, or no method or backbone,
+given to `facet train --init-from` / `--init-lora-from` or `facet soup` (the train exploration of
+the third session of 2026-12-02): a traceback ("'NoneType' object has no attribute 'get'",
+exit 1) where `facet embed` and `facet eval` said it in one line (exit 4); a config that names no
+backbone, which every other command loads with the default one, was "trained on backbone None
+... pass --backbone to match it", which no --backbone could. Real CLI, the shipped Causal-EOS
+checkpoint copied and edited; each refusal comes before any model loads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.app.cli_runner import invoke_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "checkpoints" / "causal-eos"
+
+
+def _edited(tmp_path: Path, name: str, edit: Any) -> Path:
+    ck = tmp_path / name
+    shutil.copytree(SHIPPED, ck)
+    meta = json.loads((ck / "facet_config.json").read_text())
+    edit(meta)
+    (ck / "facet_config.json").write_text(json.dumps(meta))
+    return ck
+
+
+@pytest.mark.parametrize("config", [None, [1], "x"])
+def test_a_config_that_is_not_an_object_is_one_error_line(tmp_path: Path, config: object) -> None:
+    ck = _edited(tmp_path, "ck", lambda meta: meta.__setitem__("config", config))
+    for method, flag in (("causal-eos", "--init-from"), ("gircse", "--init-lora-from")):
+        done = invoke_cli("train", method, "--out", str(tmp_path / "out"), flag, str(ck),
+                          "--steps", "1", "--no-dev")
+        assert done.returncode == 4, (flag, done.returncode, done.stderr)
+        assert done.stderr.strip() == (f"error: {flag} {ck}: {ck / 'facet_config.json'} has no "
+                                       "\"config\" object; the checkpoint is damaged"), done.stderr
+        assert not (tmp_path / "out").exists()
+    souped = invoke_cli("soup", str(ck), str(SHIPPED), "--out", str(tmp_path / "s"))
+    assert souped.returncode == 4, souped.stderr
+    assert f"{ck / 'facet_config.json'} has no \"config\" object" in souped.stderr, souped.stderr
+    assert "Traceback" not in souped.stderr and not (tmp_path / "s").exists()
+
+
+def test_a_config_without_a_backbone_is_the_default_one_and_without_a_method_says_so(
+        tmp_path: Path) -> None:
+    from app.commands.train import _init_checkpoint
+    from app.errors import InvalidRequestError
+    from embedders.backbone import DEFAULT_DECODER
+
+    no_backbone = _edited(tmp_path, "nb", lambda meta: meta["config"].pop("backbone"))
+    path, _meta = _init_checkpoint(str(no_backbone), "causal-eos", DEFAULT_DECODER)  # (it loads so)
+    assert path == no_backbone
+    with pytest.raises(InvalidRequestError, match=r"was trained on backbone 'smollm2-135m-instruct', "
+                                                  r"not 'other'; pass --backbone"):
+        _init_checkpoint(str(no_backbone), "causal-eos", "other")
+    no_method = _edited(tmp_path, "nm", lambda meta: meta.pop("method"))
+    with pytest.raises(InvalidRequestError) as refused:
+        _init_checkpoint(str(no_method), "instemb", DEFAULT_DECODER)
+    assert str(refused.value) == (f"--init-from {no_method} is a checkpoint whose facet_config.json names "
+                                  "no method; training 'instemb' needs an 'instemb' checkpoint (or "
+                                  "--init-lora-from to copy only its adapter)"), refused.value
