@@ -864,6 +864,18 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
                  "(`facet worker --queues index`); a chunk whose worker was killed is taken "
                  "again only after FACET_VISIBILITY_TIMEOUT_S "
                  f"({_visibility_timeout_s()}s), so to go on now, {hint}")
+        if current is not None and current.job_id == job.id and current.host == leases.HOST \
+                and current.pid and leases.pid_alive(current.pid) and not current.alive():
+            # Its lease lapsed, yet its process is alive on this host: stopped (SIGSTOP, ^Z, a
+            # debugger) or starved, not dead. It goes on when it runs again, and holds the
+            # collection meanwhile: it was "interrupted ... run it again to resume", a rerun the
+            # collection then refused (open in that pid), and a cancel refused as well.
+            silent = (f" for {(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
+                      if current.heartbeat_at else "")
+            return "stalled", (f"no heartbeat{silent}, yet its process (pid {current.pid}) is "
+                               "alive on this host: stopped or starved, not ended; it goes on "
+                               f"when it runs again (a stopped one: `kill -CONT {current.pid}`), "
+                               f"or end it (`kill {current.pid}`) and {hint}")
         if current is None or current.job_id != job.id or not current.alive():
             since = (f" (last heartbeat {utc_text(current.heartbeat_at)})"
                      if current is not None and current.job_id == job.id and current.heartbeat_at

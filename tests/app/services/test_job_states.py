@@ -4,6 +4,7 @@ lease is already released. That job just completed; it must not be shown interru
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 from sqlalchemy.orm import sessionmaker
@@ -226,3 +227,42 @@ def test_a_lease_taken_from_a_dead_job_is_logged_by_collection_name(tmp_path, ca
     said = [r.getMessage() for r in caplog.records if "took over" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith(
         f"took over the lease of collection 'c' from dead job {dead} "), said
+
+
+def test_a_job_whose_lease_lapsed_while_its_process_lives_is_stalled_not_interrupted(tmp_path):
+    """The paused-writer exploration of the third session of 2026-12-02: a `facet index`
+    stopped past the lease's time (SIGSTOP, ^Z) was shown "interrupted ... run it again to
+    resume", a rerun the collection then refused (open in that pid), and its cancel was refused
+    too; on SIGCONT the same job went on and completed. A real process, really stopped, holds
+    the expired lease here; once it has ended, the same row is interrupted."""
+    import signal
+    import subprocess
+
+    from sqlalchemy import update
+
+    sessions, coll_id, job_id = _running_job(tmp_path)
+    writer = subprocess.Popen(["sleep", "60"])
+    try:
+        writer.send_signal(signal.SIGSTOP)
+        with sessions() as w:
+            w.execute(update(md.Collection).where(md.Collection.id == coll_id).values(
+                writer_pid=writer.pid, heartbeat_at=md.utcnow() - dt.timedelta(seconds=90),
+                lease_expires_at=md.utcnow() - dt.timedelta(seconds=30)))
+            w.commit()
+        with sessions() as reader:
+            job = md.get_job(reader, job_id)
+            assert job is not None
+            state, message = effective_state(job)
+        assert state == "stalled", (state, message)
+        assert message is not None and message.startswith(
+            f"no heartbeat for 90s, yet its process (pid {writer.pid}) is alive on this host: stopped "
+            f"or starved, not ended; it goes on when it runs again (a stopped one: `kill -CONT "
+            f"{writer.pid}`), or end it (`kill {writer.pid}`) and run `facet index"), message
+    finally:
+        writer.kill()
+        writer.wait()
+    with sessions() as reader:
+        job = md.get_job(reader, job_id)
+        assert job is not None
+        state, message = effective_state(job)
+    assert state == "interrupted" and "its writer stopped without finishing" in (message or ""), message
