@@ -25,6 +25,7 @@ from app.errors import (
     UnavailableError,
     database_disk_full,
 )
+from app.services.leases import warn_if_clock_off
 from app.settings import FacetSettings, mask_passwords
 from indexer.errors import StoreBusyError, StoreError
 from indexer.metadata import make_engine
@@ -378,7 +379,7 @@ def open_database(settings: FacetSettings) -> Engine:
     ``NotFoundError``, before any facet.db is made), else ``database_error``'s."""
     refuse_moved(settings)
     try:
-        return make_engine(settings.resolved_database_url)
+        engine = make_engine(settings.resolved_database_url)
     except Exception as e:  # driver missing, server down, bad URL, a read-only folder
         if (settings.database_url is None and os.path.isdir(settings.data_dir)
                 and not os.access(settings.data_dir, os.X_OK)):
@@ -387,6 +388,8 @@ def open_database(settings: FacetSettings) -> Engine:
         if settings.database_url is None and not os.access(settings.data_dir, os.W_OK):
             raise DataError(not_writable(Path(settings.data_dir))) from e
         raise database_error(settings, e) from e
+    warn_if_clock_off(engine, settings.lease_ttl_s)
+    return engine
 
 
 class ServiceContext:

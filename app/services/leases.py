@@ -10,6 +10,10 @@ host is never probed (it would look dead): there only the expiry counts.
 
 With workers, the holder is the *job*: every chunk task of the job renews it, from whichever
 worker runs it, and the job is dead when no chunk has made progress for ``ttl`` seconds.
+
+Its times are the database's (``db_now``): on PostgreSQL, shared by several hosts, the server's
+clock, so that hosts whose clocks disagree by more than a lease's time do not take each other's
+live leases over.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import os
 import socket
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from indexer import metadata as md
@@ -91,13 +96,50 @@ def live_holder(session: Session, collection_id: int) -> Holder | None:
     return found if found is not None and found.alive() else None
 
 
+def db_now(session: Session) -> dt.datetime:
+    """Now, as leases are written and judged (naive UTC): the database server's clock on
+    PostgreSQL, where several hosts share the leases (a host whose clock ran a minute ahead
+    found every other host's live lease expired, and took it over), this host's on SQLite (one
+    host: its file is not shared across hosts)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return md.utcnow()
+    # clock_timestamp(), not now(): now() is the time the session's transaction began.
+    server: dt.datetime = session.scalar(select(func.clock_timestamp()))
+    return server.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def warn_if_clock_off(engine: Any, ttl_s: float) -> float | None:
+    """Log a warning where this host's clock is more than a quarter of a lease off the
+    PostgreSQL server's: leases are timed by the server (``db_now``), but the job states this
+    host shows (running, stalled, interrupted) read its own clock. Returns the offset in
+    seconds (this host minus the server), None on another database or where it cannot be read."""
+    if engine.dialect.name != "postgresql":
+        return None
+    try:
+        with engine.connect() as connection:
+            before = md.utcnow()
+            server = connection.scalar(select(func.clock_timestamp()))
+            after = md.utcnow()
+    except Exception:  # (said where the database is used)
+        return None
+    local = before + (after - before) / 2
+    offset = (local - server.astimezone(dt.UTC).replace(tzinfo=None)).total_seconds()
+    if abs(offset) > ttl_s / 4:
+        logger.warning("this host's clock is %.0fs %s the metadata database server's: leases are "
+                       "timed by the server, but the job states this host shows are read by its "
+                       "own clock, so they may be wrong (FACET_LEASE_TTL_S=%g); set this host's "
+                       "clock right (NTP)", abs(offset), "ahead of" if offset > 0 else "behind",
+                       ttl_s)
+    return offset
+
+
 def acquire(session: Session, collection_id: int, job_id: int, ttl_s: float) -> Holder | None:
     """Take (or renew) the lease for ``job_id``; commits.
 
     Returns:
         None when taken, else the live holder that keeps it.
     """
-    now = md.utcnow()
+    now = db_now(session)
     values = {"writer_job_id": job_id, "writer_host": HOST, "writer_pid": os.getpid(),
               "heartbeat_at": now, "lease_expires_at": now + dt.timedelta(seconds=ttl_s)}
     C = md.Collection
@@ -132,7 +174,7 @@ def acquire(session: Session, collection_id: int, job_id: int, ttl_s: float) -> 
 
 def renew(session: Session, collection_id: int, job_id: int, ttl_s: float) -> bool:
     """Extend the lease if ``job_id`` still holds it; commits. False: it was lost."""
-    now = md.utcnow()
+    now = db_now(session)
     C = md.Collection
     result = session.execute(update(C).where(C.id == collection_id, C.writer_job_id == job_id)
                              .values(writer_host=HOST, writer_pid=os.getpid(), heartbeat_at=now,

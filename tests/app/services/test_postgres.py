@@ -364,3 +364,43 @@ def test_every_form_of_a_database_password_is_hidden(tmp_path, password, hidden)
     assert not [h for h in hidden if h in done.stdout + done.stderr], done.stderr
     if "@" in password:
         assert "percent-encoded, %40 for @" in done.stderr
+
+
+def test_a_host_whose_clock_runs_ahead_takes_no_live_lease_and_is_warned(
+        make_ctx, postgres_url, monkeypatch, caplog) -> None:
+    """Leases shared by several hosts through PostgreSQL were timed by each host's own clock: a
+    host whose clock ran two minutes ahead found another host's live lease (60 s) expired and
+    took it over. They are timed by the server's clock now, and a host whose clock is off by
+    more than a quarter of a lease is told so when it opens the database. The skew is this
+    process's clock made to run ahead (``md.utcnow``, what each host read); the server is real."""
+    import datetime as dt
+    import logging
+
+    from app.services import leases
+
+    ctx = make_ctx(database_url=postgres_url)
+    with ctx.sessions() as s:
+        coll = md.create_collection(s, "skew", backend="edge", chunk_size=64, chunk_overlap=8,
+                                    tokenizer="t")
+        first = md.IndexJob(collection_id=coll.id, source="a", embedder="minilm", state="running",
+                            runner="inline", host="host-a", pid=1)
+        second = md.IndexJob(collection_id=coll.id, source="b", embedder="minilm", state="queued",
+                             runner="inline", host="host-b", pid=2)
+        s.add_all([first, second])
+        s.commit()
+        assert leases.acquire(s, coll.id, first.id, 60.0) is None  # host A, clock right
+        real = md.utcnow
+        monkeypatch.setattr(md, "utcnow", lambda: real() + dt.timedelta(minutes=2))  # host B
+        holder = leases.acquire(s, coll.id, second.id, 60.0)
+        assert holder is not None and holder.job_id == first.id  # (it was taken over)
+        with caplog.at_level(logging.WARNING, logger="app.services.leases"):
+            offset = leases.warn_if_clock_off(ctx.engine, 60.0)
+        assert offset is not None and 115 < offset < 125, offset
+        assert "this host's clock is 120s ahead of the metadata database server's" in caplog.text
+        monkeypatch.setattr(md, "utcnow", real)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="app.services.leases"):
+            right = leases.warn_if_clock_off(ctx.engine, 60.0)
+        assert right is not None and abs(right) < 5 and "clock" not in caplog.text
+        s.execute(md.Collection.__table__.delete().where(md.Collection.id == coll.id))
+        s.commit()
