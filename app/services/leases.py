@@ -104,7 +104,8 @@ def db_now(session: Session) -> dt.datetime:
     if session.get_bind().dialect.name != "postgresql":
         return md.utcnow()
     # clock_timestamp(), not now(): now() is the time the session's transaction began.
-    server: dt.datetime = session.scalar(select(func.clock_timestamp()))
+    server = session.scalar(select(func.clock_timestamp()))
+    assert isinstance(server, dt.datetime)
     return server.astimezone(dt.UTC).replace(tzinfo=None)
 
 
