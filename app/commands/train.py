@@ -244,7 +244,13 @@ def register(cli: typer.Typer) -> None:
                      **data_info, **init_info,
                      "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
                      "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
-        log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate, last_out=last_out)
+        try:
+            log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate, last_out=last_out)
+        except KeyboardInterrupt:
+            # A second Ctrl-C while the first one's save ran (it exited 130 without a word): a
+            # save is swapped in by renames, so --out holds the checkpoint it had, or none.
+            typer.echo(_stopped_while_saving(out), err=True)
+            raise typer.Exit(130) from None
         typer.echo(summary(log, out, last_out))
         if log["stopped"] == "interrupted":
             raise typer.Exit(130)
@@ -297,6 +303,20 @@ def check_room_for_mix(spec: TrainableMethod, model: Any, tasks: str) -> None:
     raise InvalidRequestError(f"--max-length {model.max_length} leaves no room for text under the training mix's "
                               f"instructions ({what}{f', and {reserved} more are reserved' if reserved else ''}): "
                               f"use --max-length {cost + reserved + MIN_TEXT_TOKENS} or more")
+
+
+def _stopped_while_saving(out: Path) -> str:
+    """What a run stopped again while it saved left in ``out``."""
+    from embedders.base import CONFIG_FILE
+
+    if not (out / CONFIG_FILE).is_file():
+        return f"stopped again while saving: nothing saved to {out}"
+    try:
+        steps = json.loads((out / "train_log.json").read_text()).get("weights_steps")
+    except (OSError, ValueError, AttributeError):
+        steps = None
+    had = f" ({plural(int(steps), 'step')} in all)" if isinstance(steps, int) else ""
+    return f"stopped again while saving: {out} keeps the checkpoint it held before this save{had}"
 
 
 @contextlib.contextmanager

@@ -101,3 +101,33 @@ def test_a_max_length_leaving_no_room_for_the_mixs_instructions_is_refused_in_tr
         "error: --max-length 16 leaves no room for text under the training mix's instructions (the longest, "
         "scifact's, takes 25 tokens with the template): use --max-length 41 or more")
     assert "shorten the instruction" not in result.output and not out.exists()
+
+
+def test_a_second_ctrl_c_while_the_first_ones_save_runs_says_what_is_kept(tmp_path, shared_data, tiny,
+                                                                          monkeypatch):
+    """The train exploration of the third session of 2026-12-02: with no dev suite, the first
+    Ctrl-C saves the current weights; a second one during that save exited 130 without a word.
+    The save is one swap: nothing of it is in --out, which says so."""
+    import embedders.training.trainer as trainer
+    from embedders.training.data import BatchSampler
+
+    real = BatchSampler.next_batch
+    calls: list[int] = []
+
+    def once_then_ctrl_c(self):
+        calls.append(1)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real(self)
+
+    def second_ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchSampler, "next_batch", once_then_ctrl_c)
+    monkeypatch.setattr(trainer, "save_checkpoint", second_ctrl_c)
+    out = tmp_path / "twice"
+    result = _train("causal-eos", "--out", str(out), "--steps", "5", "--max-length", "32", "--tasks", "stsb:1",
+                    "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 130, result.output
+    assert f"stopped again while saving: nothing saved to {out}" in result.output, result.output
+    assert not out.exists()
