@@ -636,7 +636,8 @@ class ChunkedIndexService:
                 self._fail_chunk(session, job, chunk, docs, message)
                 return ChunkOutcome(job_id, number, "failed", len(docs), message=message)
             with leases.Heartbeat(self.sessions, coll.id, job.id, self.settings.lease_ttl_s,
-                                  extra=self._renew_claim(job_id, number)) as heartbeat:
+                                  extra=self._renew_claim(job_id, number),
+                                  name=coll.name) as heartbeat:
                 try:
                     written = self._write_chunk(session, coll, job, chunk, docs, heartbeat)
                 except _ClaimLost as e:

@@ -1589,7 +1589,7 @@ class IndexService:
                     self._stop_unstarted(job_id, e, held=True)
                 raise
             heartbeat = leases.Heartbeat(self.sessions, coll.id, job.id,
-                                         self.settings.lease_ttl_s)
+                                         self.settings.lease_ttl_s, name=coll.name)
             interrupt = _DeferredInterrupt(self.ctx.stopping)
             failure: BaseException | None = None
             try:

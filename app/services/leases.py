@@ -206,12 +206,14 @@ class Heartbeat:
         job_id: the holder.
         ttl_s: the lease's length.
         extra: called after every renewal with a session (chunk tasks renew their claim too).
+        name: the collection's name, for the log (its id meant nothing to whoever read it).
     """
 
     def __init__(self, sessions: sessionmaker[Session], collection_id: int, job_id: int,
-                 ttl_s: float, extra: object | None = None) -> None:
+                 ttl_s: float, extra: object | None = None, name: str | None = None) -> None:
         self.sessions = sessions
         self.collection_id = collection_id
+        self.name = repr(name) if name is not None else f"#{collection_id}"
         self.job_id = job_id
         self.ttl_s = ttl_s
         self.extra = extra
@@ -243,8 +245,7 @@ class Heartbeat:
             return True
         if writer != self.job_id:
             self.lost = True
-            logger.warning("job %d lost the lease of collection %d", self.job_id,
-                           self.collection_id)
+            logger.warning("job %d lost the lease of collection %s", self.job_id, self.name)
         return not self.lost
 
     def __exit__(self, *exc: object) -> None:
@@ -257,8 +258,8 @@ class Heartbeat:
                 with self.sessions() as session:
                     if not renew(session, self.collection_id, self.job_id, self.ttl_s):
                         self.lost = True
-                        logger.warning("job %d lost the lease of collection %d", self.job_id,
-                                       self.collection_id)
+                        logger.warning("job %d lost the lease of collection %s", self.job_id,
+                                       self.name)
                         return
                     if callable(self.extra):
                         self.extra(session)

@@ -72,7 +72,8 @@ def _counts(facet: Facet, source: Path) -> tuple[int, int, int, str, str | None]
 
 
 def test_a_batch_encoded_across_a_lost_lease_is_not_written(
-        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     write_corpus(tmp_path / "src", 6)
     real = IndexService._encode_chunks
     calls: list[int] = []
@@ -101,6 +102,7 @@ def test_a_batch_encoded_across_a_lost_lease_is_not_written(
         coll = md.get_collection(s, "c")
         assert coll is not None and md.count_documents(s, coll.id, "pending") == 0
     assert state == "failed" and message is not None and "lost the lease" in message, (state, message)
+    assert "lost the lease of collection 'c'" in caplog.text  # by name (its id meant nothing)
 
 
 def test_a_lease_lost_after_the_last_batch_stops_before_the_sync(
