@@ -181,14 +181,28 @@ class StreamedDocument:
     errors: str
     size: int
 
-    def pieces(self, chars: int = 1 << 20) -> Iterator[str]:
-        """The text, ``chars`` characters at a time."""
+    def pieces(self, chars: int = 1 << 20, digest: Any = None) -> Iterator[str]:
+        """The text, ``chars`` characters at a time; each also fed to ``digest`` (a
+        ``hashlib.sha256()``, where given) as the hash pass fed it, so that ``read_hash``
+        is then the content hash of the text this read gave."""
         with self.path.open(encoding=self.encoding, errors=self.errors, newline="") as fh:
             while piece := fh.read(chars):
                 if "\x00" in piece:  # dropped, as the hash pass did (see _without_nul)
                     piece = piece.replace("\x00", "")
                 if piece:
+                    if digest is not None:
+                        digest.update(piece.encode("utf-8", "surrogatepass"))
                     yield piece
+
+    def read_hash(self, digest: Any) -> str:
+        """The content hash of the text ``pieces(digest=digest)`` read (its title and metadata
+        this document's): ``content_hash`` where the file did not change between the two
+        reads. The file is read once for the hash, again for the chunks, and whatever the
+        second read found went in under the first one's hash (a file rewritten in between was
+        then "unchanged" for ever, half of it indexed)."""
+        digest.update(b"\x00")
+        _hash_title_and_metadata(digest, self.title, self.metadata)
+        return str(digest.hexdigest())
 
 
 ParseResult = ParsedDocument | DocumentError | StreamedDocument
@@ -922,11 +936,16 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
     if markdown:  # its front matter is in its first 64 Ki characters, or read as none
         meta, notes = _front_matter_metadata(head, key)
         warnings += notes
-    for part in (title or "", json.dumps(meta, sort_keys=True)):
-        digest.update(part.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x00")
+    _hash_title_and_metadata(digest, title, meta)
     return StreamedDocument(key, key, title, meta, warnings, digest.hexdigest(), path, encoding,
                             errors, size)
+
+
+def _hash_title_and_metadata(digest: Any, title: str | None, metadata: dict[str, Any]) -> None:
+    """The end of a streamed text's content hash, after its text (``ParsedDocument``'s order)."""
+    for part in (title or "", json.dumps(metadata, sort_keys=True)):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
 
 
 def _within_limit(doc: ParsedDocument | DocumentError, max_bytes: int) -> ParsedDocument | DocumentError:

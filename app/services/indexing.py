@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import logging
 import os
 import re
@@ -919,6 +920,21 @@ def _collection_lock(name: str) -> threading.Lock:
 
 class _Refused(Exception):
     """The embedder refused a text of a streamed document's chunk batch (its message)."""
+
+
+class _Unreadable(Exception):
+    """A streamed document's second read (its chunks) failed: the whole message."""
+
+
+def _read_again(doc: StreamedDocument, digest: Any) -> Iterator[str]:
+    """``doc``'s pieces for its chunks (fed to ``digest``), a failed read as ``_Unreadable``:
+    a file deleted, or given bytes its codec refuses, after its hash pass was a traceback that
+    failed the whole job (the documents after it not indexed, no sync), where the same at the
+    first read is one document's error."""
+    try:
+        yield from doc.pieces(digest=digest)
+    except (OSError, UnicodeDecodeError) as e:
+        raise _Unreadable(f"cannot read {doc.source}: {e}") from e
 
 
 @dataclass
@@ -3398,9 +3414,10 @@ class IndexService:
                 progress(min(0.99, batch[-1].end / max(1, doc.size)))
 
         t0 = time.perf_counter()
+        digest = hashlib.sha256()  # of what this read gives: the hash recorded with its chunks
         try:
             for chunk in (donor_chunks(donor) if donor is not None else
-                          stream_chunks(doc.pieces(), tokenize, chunking)):
+                          stream_chunks(_read_again(doc, digest), tokenize, chunking)):
                 batch.append(chunk)
                 if len(batch) >= batch_limit:
                     job.parse_s += time.perf_counter() - t0
@@ -3410,6 +3427,9 @@ class IndexService:
             job.parse_s += time.perf_counter() - t0
             if batch:
                 write(batch)
+            if not rows and donor is None:
+                raise _Unreadable(f"{doc.key} had no text when it was read for its chunks "
+                                  "(emptied while it was indexed?): not indexed")
         except (_Cancelled, _ServerStopping, KeyboardInterrupt, SystemExit):
             # Stopped (between the encoder's pieces, or at a chunk batch) before any chunk of
             # the file went in: its row is put back as ``_process_batch``'s are; once some
@@ -3417,16 +3437,24 @@ class IndexService:
             if not rows:
                 self._unmark(session, [(row, before)])
             raise
-        except _Refused as e:
+        except (_Refused, _Unreadable) as e:
             # A failed document, as ``_process_batch``'s refused ones: one indexed before keeps
             # that version where nothing of the new one was written yet.
             if before == "indexed" and not rows:
                 row.status = before
-            self._record_error(session, coll, job, report,
-                               DocumentError(doc.key, doc.source, f"{doc.key}: {e}"), row)
+            said = str(e) if isinstance(e, _Unreadable) else f"{doc.key}: {e}"
+            self._record_error(session, coll, job, report, DocumentError(doc.key, doc.source, said),
+                               row)
             self._sync_counters(job, report)
             session.commit()
             return
+        content_hash = doc.content_hash if donor is not None else doc.read_hash(digest)
+        if content_hash != doc.content_hash:
+            # Changed between its two reads: its chunks are of the second, recorded under that
+            # text's hash, so the next run finds the file as it is now changed and reads it
+            # again (under the first read's hash a half-rewritten file stayed half indexed).
+            doc.warnings.append(f"{doc.key} changed while it was indexed: what was read is "
+                                "indexed, and the next run indexes it again")
         t0 = time.perf_counter()
         new_ids = {c.point_id for c in rows}
         stale = [i for i in old_ids if i not in new_ids]
@@ -3436,15 +3464,15 @@ class IndexService:
         job.store_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         md.replace_chunks_many(session, [(row, rows)], new={row.id} if before == "new" else ())
-        md.set_vector_hashes(session, [(row, doc.content_hash)], embedder.name)
+        md.set_vector_hashes(session, [(row, content_hash)], embedder.name)
         for name in names - {embedder.name}:
             if name in companions_written and not any(k == companion_key(name)
                                                       for k, _ in report.warnings):  # none missed
-                md.set_vector_hashes(session, [(row, doc.content_hash)], name)
+                md.set_vector_hashes(session, [(row, content_hash)], name)
             else:  # its vectors of this file's points were left out (``_process_batch``'s)
                 md.clear_vector_hashes(session, [row], name)
         row.source, row.title, row.meta = doc.source, doc.title, doc.metadata
-        row.content_hash, row.status, row.error = doc.content_hash, "indexed", None
+        row.content_hash, row.status, row.error = content_hash, "indexed", None
         row.warning = "; ".join(doc.warnings) or None
         for w in doc.warnings:
             job.errors.append(md.JobError(document_key=doc.key, kind="warning", message=w))
