@@ -138,13 +138,19 @@ class Staged:
             shutil.rmtree(self.aside, ignore_errors=True)
 
     def put_aside(self, target: Path) -> None:
-        """Move the file (or link) at ``target`` into this staging's aside folder, made at
-        the first (``tempfile.mkdtemp``: new, private, never a path someone planted)."""
+        """Keep the file (or link) at ``target`` in this staging's aside folder, made at the
+        first (``tempfile.mkdtemp``: new, private, never a path someone planted): a second
+        name for it, so that it stays in the folder until the new copy replaces it in one
+        rename. It was moved out first: a process killed between the two renames left the
+        folder without the file, and the next upload job's sync removed its document."""
         if self.aside is None:
             self.aside = Path(tempfile.mkdtemp(prefix=f".previous-{target.parent.name}-",
                                                dir=target.parent.parent))
         kept = self.aside / target.name
-        os.replace(target, kept)
+        try:
+            os.link(target, kept, follow_symlinks=False)
+        except OSError:  # (a filesystem without hard links: moved, as before)
+            os.replace(target, kept)
         self.previous[target] = kept
 
 

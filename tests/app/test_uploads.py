@@ -261,6 +261,34 @@ def test_a_staging_that_fails_half_way_puts_the_folder_back(tmp_path: Path, monk
     assert sorted(p.name for p in (tmp_path / "uploads").iterdir()) == ["c"]  # nothing aside left
 
 
+def test_a_staging_killed_as_it_replaces_a_file_leaves_the_file_in_the_folder(tmp_path: Path) -> None:
+    """The kill exploration of the third session of 2026-12-02: replacing a file moved the old
+    one out of the folder, then renamed the new copy in; a process killed in between (a server
+    OOM-killed mid-upload) left the folder without the file, and the next upload job's sync
+    removed its document. A real process, really killed (SIGKILL) right after the old version
+    was put aside."""
+    import signal
+    import subprocess
+    import sys
+
+    folder = tmp_path / "uploads" / "c"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("old")
+    new = tmp_path / "in" / "a.txt"
+    new.parent.mkdir()
+    new.write_text("new")
+    code = ("import os, signal\nfrom pathlib import Path\nfrom app import uploads\n"
+            "real = uploads.Staged.put_aside\n"
+            "def aside(self, target):\n    real(self, target)\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "uploads.Staged.put_aside = aside\n"
+            f"uploads.stage_uploads([Path({str(new)!r})], Path({str(folder)!r}))\n")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert (folder / "a.txt").read_text() == "old"  # (the old code: no such file)
+
+
 def test_uploads_at_once_into_one_collection_all_arrive_whole(facet, tmp_path: Path) -> None:
     """Eight at once, each with the same name and files of its own, all arrive whole: twelve
     sent to a server gave four 500s (one's ``.same.md.part`` renamed away by another), which
