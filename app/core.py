@@ -1096,6 +1096,12 @@ class Facet:
         # One at a time per collection: two at once each put aside and put back the other's
         # versions of a shared name, and undid each other's refused jobs.
         with lock:
+            if folder.exists() and not self._collection_exists(collection):
+                # A collection's folder without its collection: left by a delete killed after
+                # its commit (the folder goes after it), or by a first upload killed before its
+                # job was accepted. An upload job indexes its whole folder: a deleted
+                # collection's documents came back into the new one without a word.
+                remove_collection_uploads(folder)
             new = not folder.exists()
             # The notes of upload jobs that started or ended: nothing to take back.
             forget_staged(folder.parent, lambda job_id: self._job_state(job_id) == "queued")
@@ -1127,6 +1133,12 @@ class Facet:
         return UploadResult(job, checked.refused, staged.renamed,
                             [n for n in removed if n not in names],
                             [str(copy.resolve()) for copy in staged.copies])
+
+    def _collection_exists(self, name: str) -> bool:
+        from indexer import metadata as md
+
+        with self.context.sessions() as session:
+            return md.get_collection(session, name) is not None
 
     @_domain_errors
     def unindexable_uploads(self, job: JobInfo | int, *, remove: bool = True) -> list[str]:

@@ -463,3 +463,24 @@ def test_deleting_a_collection_removes_its_staging_leftovers(facet, tmp_path: Pa
     assert sorted(p.relative_to(uploads_root).as_posix() for p in uploads_root.rglob("*")
                   if p.is_file() and not p.name.endswith(".json")) == [
         ".previous-tidesx-k3j4h5g6/moon.txt", ".previous/tidesx/moon.txt"]
+
+
+def test_a_deleted_collections_leftover_uploads_do_not_come_back(facet, tmp_path: Path, monkeypatch) -> None:
+    """The kill exploration of the third session of 2026-12-02: `facet delete NAME` commits,
+    then removes the collection's upload folder; killed in between, the folder stayed (no rerun
+    could clean it: the collection was unknown), and the next upload of one file made the
+    collection again with every deleted document in it (51, in the exploration). The kill is
+    stood in for by skipping the folder's removal (``remove_collection_uploads``) in the delete."""
+    import app.core
+
+    result = facet.upload("tides", _files(tmp_path / "in", moon_dot_txt="The moon pulls the sea.",
+                                          sun_dot_txt="The sun warms the sea."))
+    assert _ended(facet, result.job.id).state == "completed"
+    monkeypatch.setattr(app.core, "remove_collection_uploads", lambda folder: None)
+    facet.delete_collection("tides")
+    monkeypatch.undo()
+    assert sorted(p.name for p in facet.upload_folder("tides").iterdir()) == ["moon.txt", "sun.txt"]
+    again = facet.upload("tides", _files(tmp_path / "again", wind_dot_txt="The wind moves the sea."))
+    assert _ended(facet, again.job.id).state == "completed"
+    keys = [Path(d.key).name for d in facet.documents("tides")]
+    assert keys == ["wind.txt"], keys  # (the old code: moon.txt, sun.txt and wind.txt)
