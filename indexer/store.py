@@ -663,6 +663,35 @@ class _FolderLocks:
                 os.close(fd)
 
 
+# How a process limit reads in the engine's words (Rust's Display and Debug forms) and Python's:
+# too many open files (EMFILE, ENFILE) or no memory to map (ENOMEM: an address-space limit,
+# `ulimit -v`, each open shard maps ~400 MB). Said as the store's damage ("restore the folder
+# from a backup, or delete the collection", a 422), as a folder another user owns, or as one
+# deleted or unmounted, over files that were whole.
+_LIMIT_SIGNS = ("Too many open files", "TooManyOpenFiles", "os error 24", "code: 24",
+                "os error 23", "code: 23", "Cannot allocate memory", "OutOfMemory",
+                "os error 12", "code: 12")
+_LIMIT_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
+
+
+def _limit_hint() -> str:
+    """What to do where this process hit a limit of the machine (its file descriptors or its
+    address space), with the limits it has."""
+    try:
+        import resource
+
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        space = resource.getrlimit(resource.RLIMIT_AS)[0]
+        have = f"ulimit -n is {files}" + ("" if space == resource.RLIM_INFINITY
+                                           else f", ulimit -v {space // 1024} KiB")
+    except (ImportError, ValueError, OSError):  # (no such module on Windows)
+        have = "see ulimit -n and ulimit -v"
+    return ("this process has reached a limit of its open files or memory, and nothing on disk "
+            f"is wrong ({have}): raise it (ulimit -n, systemd's LimitNOFILE=, docker's "
+            "--ulimit nofile=...; an open collection maps ~400 MB of address space), or open "
+            "fewer collections or serve fewer connections at once")
+
+
 def _unwritable(folder: Path, error: OSError, path: Path | None = None) -> StoreUnavailableError:
     """The error for a file of an embedded store's ``folder`` that cannot be written (``path``:
     the one tried, default the folder): a read-only mount (a `:ro` bind mounted under a running
@@ -682,6 +711,8 @@ def _unwritable(folder: Path, error: OSError, path: Path | None = None) -> Store
                "(chown -R, chmod u+w), or run as its owner")
     elif error.errno == errno.ENOENT:
         why = _GONE_HINT
+    elif error.errno in _LIMIT_ERRNOS:
+        why = _limit_hint()
     else:
         why = f"check the vector store's folder {folder} (FACET_DATA_DIR)"
     return StoreUnavailableError(f"{what}; {why}")
@@ -694,6 +725,9 @@ def _unreadable(collection: str, folder: Path, error: OSError) -> StoreUnavailab
     do, as the listing says it (``store files unreadable``); a search ended in a
     PermissionError traceback."""
     where = error.filename or folder
+    if error.errno in _LIMIT_ERRNOS:  # (not the files' owner: this process's limit)
+        return StoreUnavailableError(f"collection {collection!r}: {error.strerror or error}: "
+                                     f"{where}; {_limit_hint()}")
     try:
         import pwd
 
@@ -1024,6 +1058,9 @@ class EdgeStore(VectorStore):
             gone = not folder.is_dir()
         except OSError:
             gone = True
+        if not gone and any(sign in text for sign in _LIMIT_SIGNS):
+            return StoreUnavailableError(f"collection {collection!r}: {what} failed ({text}); "
+                                         f"{_limit_hint()}")
         if not gone and any(sign in text for sign in _DAMAGED_SIGNS):
             return _damaged(collection, folder, text, what)
         if not gone and any(sign in text for sign in _FULL_SIGNS):
@@ -1062,7 +1099,7 @@ class EdgeStore(VectorStore):
             self._require(collection)
             self._lock(collection)
             try:
-                shard = self._load(collection)
+                shard = self._load_making_room(collection)
             except Exception as e:  # the binding raises plain Exceptions
                 _LOCKS.release(self._lock_path(collection))
                 if "WouldBlock" in str(e):
@@ -1115,14 +1152,16 @@ class EdgeStore(VectorStore):
                 logger.debug("edge shard %s loaded with its default search threads: %s", path, e)
         return q.EdgeShard.load(path)
 
-    def _close_unused(self, keep: str) -> None:
+    def _close_unused(self, keep: str, keep_open: int | None = None) -> int:
         """Under the open lock: close the least recently used shards beyond ``max_open_shards``
-        and let go of their folder locks, as ``release`` does. Never ``keep``, a collection
-        held for a writer, or a shard another thread is using now (its next turn comes)."""
-        over = len(self._shards) - self.max_open_shards
+        (``keep_open``, where given) and let go of their folder locks, as ``release`` does.
+        Never ``keep``, a collection held for a writer, or a shard another thread is using now
+        (its next turn comes). Returns how many it closed."""
+        over = len(self._shards) - (self.max_open_shards if keep_open is None else keep_open)
+        closed = 0
         for name in sorted(self._shards, key=lambda n: self._last_use.get(n, 0)):
             if over <= 0:
-                return
+                return closed
             if name == keep or name in self._pinned:
                 continue
             with self._gate(name).exclusive_if_idle() as idle:
@@ -1142,6 +1181,27 @@ class EdgeStore(VectorStore):
                 finally:
                     _LOCKS.release(self._lock_path(name))
             over -= 1
+            closed += 1
+        return closed
+
+    def _load_making_room(self, collection: str) -> Any:
+        """``_load``, under the open lock; where a limit of this process (open files, address
+        space) refused it and other shards are open and idle, those are closed and it is tried
+        once more. The least recently used shards were closed only after an open succeeded, so
+        a server that once hit its limit kept failing on the same collections after its load
+        had gone."""
+        try:
+            return self._load(collection)
+        except Exception as e:
+            if not any(sign in str(e) for sign in _LIMIT_SIGNS):
+                raise
+            closed = self._close_unused(collection, keep_open=0)
+            if not closed:
+                raise
+            logger.warning("collection %r could not be opened for a limit of this process (%s); "
+                           "closed %d other open collection(s) and tried again", collection,
+                           " ".join(str(e).split())[:200], closed)
+        return self._load(collection)
 
     def ensure_collection(self, collection: str, vectors: Mapping[str, int], *,
                           lexical: bool = False) -> None:
