@@ -83,15 +83,33 @@ def folder_database(settings: FacetSettings) -> Path | None:
         return None
     from app.services.context import names_sqlite_file
 
-    path = Path(settings.data_dir) / "facet.db"
+    path: Path | None = Path(settings.data_dir) / "facet.db"
     try:
-        if not path.is_file():
+        if path is not None and not path.is_file():
+            path = unfinished_move(Path(settings.data_dir))
+        if path is None:
             return None
     except OSError:  # an unreadable folder: said where it is used
         return None
     if names_sqlite_file(settings.database_url, path):
         return None  # FACET_DATABASE_URL names the data folder's facet.db itself
     return path
+
+
+def unfinished_move(data_dir: Path) -> Path | None:
+    """The renamed facet.db of a `facet move-metadata` that did not finish (killed after the
+    rename, before the target's commit returned: its record still says "moving"), where it
+    is there; else None. Its collections' vectors are its own: with FACET_DATABASE_URL set to a
+    target the commit never reached, they were listed as vectors no database owns, "`facet
+    delete NAME` removes them", which deleted the only vectors that database had."""
+    from app.services.context import moved_record
+
+    record = moved_record(data_dir)
+    renamed = record.get("renamed") if record is not None and record.get("state") == "moving" else None
+    if not isinstance(renamed, str) or "/" in renamed or not renamed.startswith("facet.db.moved-"):
+        return None
+    path = data_dir / renamed
+    return path if path.is_file() else None
 
 
 def folder_database_collections(path: Path) -> frozenset[str]:
@@ -127,9 +145,24 @@ def folder_owners(settings: FacetSettings) -> tuple[frozenset[str], str | None] 
 MOVE_IT = "or unset it and run `facet move-metadata --to URL` to move that database"
 
 
+# How ``folder_owner`` names the renamed facet.db of a move that did not finish.
+MOVING = "a facet move-metadata that did not finish"
+
+
+def folder_database_owner(settings: FacetSettings) -> str:
+    """How a stray's ``owner`` names ``folder_database``: ``FOLDER_DATABASE``, or the renamed
+    facet.db of a move that did not finish (``unfinished_move``)."""
+    moving = unfinished_move(Path(settings.data_dir))
+    return FOLDER_DATABASE if moving is None else f"{moving.name} in this data folder ({MOVING})"
+
+
 def owned_elsewhere(name: str, owner: str) -> str:
     """Why the vectors of stray ``name`` are not deleted: the collection of the data folder's
     facet.db they belong to (``owner``, a stray's ``owner``), and what to do."""
+    if MOVING in owner:
+        return (f"the vectors of {name!r} belong to collection {name!r} of {owner}, which this "
+                "database never received: unset FACET_DATABASE_URL and run any command to be "
+                "told how to finish or undo that move (docs/deploy.md)")
     if owner == FOLDER_DATABASE:
         return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: unset "
                 f"FACET_DATABASE_URL to use or delete it, {MOVE_IT} (docs/deploy.md)")
@@ -146,9 +179,10 @@ def folder_owner(settings: FacetSettings, name: str) -> str | None:
     if owners is None:
         return None
     names, error = owners
+    owner = folder_database_owner(settings)
     if error is not None:
-        return f"{FOLDER_DATABASE} ({error})"
-    return FOLDER_DATABASE if name in names else None
+        return f"{owner} ({error})"
+    return owner if name in names else None
 
 
 def owned_advice(settings: FacetSettings, name: str) -> str | None:
@@ -159,6 +193,8 @@ def owned_advice(settings: FacetSettings, name: str) -> str | None:
     owner = folder_owner(settings, name)
     if owner is None:
         return None
+    if MOVING in owner:
+        return owned_elsewhere(name, owner)
     if owner == FOLDER_DATABASE:
         return (f"{name!r} is a collection of {owner}: unset FACET_DATABASE_URL to use it, "
                 f"{MOVE_IT}")
@@ -1466,10 +1502,10 @@ class CollectionService:
     def _owner(self, name: str) -> str | None:
         """A stray ``name``'s ``owner`` (``CollectionInfo.owner``): read from the data
         folder's facet.db, where the database in use is another."""
-        owner = folder_owner(self.ctx.settings, name)
-        if owner is not None and owner != FOLDER_DATABASE:
-            logger.warning("%s", owner[len(FOLDER_DATABASE) + 2:-1])
-        return owner
+        owners = folder_owners(self.ctx.settings)
+        if owners is not None and owners[1] is not None:
+            logger.warning("%s", owners[1])
+        return folder_owner(self.ctx.settings, name)
 
     def delete(self, name: str) -> CollectionInfo:
         """Delete a collection from the store and the metadata; returns what it held.
@@ -1576,9 +1612,10 @@ class CollectionService:
             names, error = owners
             if error is not None:
                 logger.warning("%s", error)
+            owner = folder_database_owner(self.ctx.settings)
             for info in found:
-                info.owner = (f"{FOLDER_DATABASE} ({error})" if error is not None
-                              else FOLDER_DATABASE if info.name in names else None)
+                info.owner = (f"{owner} ({error})" if error is not None
+                              else owner if info.name in names else None)
         return found
 
     def _stored_names(self) -> tuple[list[str], dict[str, str]]:

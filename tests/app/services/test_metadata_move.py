@@ -486,6 +486,37 @@ def test_a_mover_killed_before_its_commit_leaves_a_moving_record(tmp_path, postg
     assert not (data / "facet.db").exists() and _rows(url) == (0, 0)
 
 
+def test_the_vectors_of_a_move_killed_before_its_commit_are_no_strays_to_delete(tmp_path) -> None:
+    """The kill exploration of the third session of 2026-12-02: killed between the rename and
+    the target's commit, the move's refusal says to list the collections with FACET_DATABASE_URL
+    set to the target; there they were vectors no database owns, "`facet delete tiny` removes
+    them", and that delete (exit 0) destroyed the only vectors the renamed facet.db had. They
+    are now that file's, and the delete is refused. A SQLite target: the move's own code, killed
+    by SIGKILL at that point in a real process."""
+    import json
+
+    from tests.app.cli_runner import tiny_data_folder
+
+    data = tiny_data_folder(tmp_path)
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    done = _script(_KILLED, data, target)
+    assert isinstance(done, subprocess.CompletedProcess) and done.returncode == -9, done.stderr
+    [renamed] = [p.name for p in data.glob("facet.db.moved-*Z")]
+    env = {"FACET_DATA_DIR": str(data), "FACET_DATABASE_URL": target}
+    listed = invoke_cli("collections", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    [tiny] = [c for c in json.loads(listed.stdout) if c["name"] == "tiny"]
+    owner = f"{renamed} in this data folder (a facet move-metadata that did not finish)"
+    assert tiny["owner"] == owner, tiny  # (the old code: None, "facet delete tiny removes them")
+    shown = invoke_cli("collections", env=env).stdout
+    assert "facet delete tiny` removes them" not in shown and owner in shown, shown
+    refused = invoke_cli("delete", "tiny", "-y", env=env)
+    assert refused.returncode == 5, (refused.returncode, refused.stdout, refused.stderr)
+    assert (f"the vectors of 'tiny' belong to collection 'tiny' of {owner}, which this database never "
+            "received: unset FACET_DATABASE_URL") in refused.stderr, refused.stderr
+    assert (data / "qdrant-edge" / "tiny").is_dir()
+
+
 def test_a_move_killed_before_its_commit_is_named_by_the_next_one(tmp_path) -> None:
     """A facet.db.moved-* and no record (a move killed before 2026-11-30's record, or the
     record removed): the next run said only 'point FACET_DATA_DIR at the folder you indexed
