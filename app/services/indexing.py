@@ -2407,20 +2407,20 @@ class IndexService:
         md.delete_documents(session, rows)
         job.metadata_s = time.perf_counter() - t0
         job.docs_deleted = len(rows)
+        # The staged uploads go before the removal is committed (what it deletes of them is
+        # read in its own transaction): deleted after it, a process killed in between left
+        # the file in the collection's upload folder, which every upload job indexes whole,
+        # and the next upload brought the erased document back, with nothing left to say it.
+        # Killed now, the removal is not committed and runs again; its files are gone already.
+        deleted = self._delete_staged(session, coll, removed)
         job.state, job.finished_at = "completed", md.utcnow()
         job.message = (removal_message(removed) if removed else
                        "nothing removed: the documents were removed by another job meanwhile")
+        if deleted:
+            job.message += (f"; {plural(deleted, 'uploaded file')} deleted from the collection's "
+                            "upload folder with them")
         session.commit()
         self._mark_completed_removals(session, coll, job, keys)
-        deleted = self._delete_staged(session, coll, removed)
-        if deleted:
-            try:  # (said in the job row too; the removal is done either way)
-                job.message = (f"{job.message}; {plural(deleted, 'uploaded file')} deleted from "
-                               "the collection's upload folder with them")
-                session.commit()
-            except SQLAlchemyError as e:
-                session.rollback()
-                logger.warning("job %d: the deleted uploads not recorded: %s", job.id, e)
         return RemoveReport(job.id, coll.name, removed, len(removed),
                             sum(d.chunks for d in removed))
 
@@ -2462,10 +2462,11 @@ class IndexService:
 
     def _delete_staged(self, session: Session, coll: md.Collection,
                        removed: list[RemovedDocument]) -> int:
-        """Delete the files of ``removed`` (committed) that are uploads staged in Facet's own
-        folder for ``coll`` (``Facet.upload_folder``: ``DATA_DIR/uploads/NAME``): every upload
-        job indexes that folder whole, so a removed upload came back with the next upload, and
-        no UI or API user can delete a file there. A file outside that folder is never
+        """Delete the files of ``removed`` (their rows deleted in ``session``, not committed
+        yet) that are uploads staged in Facet's own folder for ``coll``
+        (``Facet.upload_folder``: ``DATA_DIR/uploads/NAME``): every upload job indexes that
+        folder whole, so a removed upload came back with the next upload, and no UI or API
+        user can delete a file there. A file outside that folder is never
         touched; nor is a staged record file (jsonl, csv) while other records of it are still
         indexed (deleting it would not remove them: they stay until a sync of the folder).
         Each one deleted is marked (``source_deleted``, ``source_exists`` False); how many

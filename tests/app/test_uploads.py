@@ -484,3 +484,37 @@ def test_a_deleted_collections_leftover_uploads_do_not_come_back(facet, tmp_path
     assert _ended(facet, again.job.id).state == "completed"
     keys = [Path(d.key).name for d in facet.documents("tides")]
     assert keys == ["wind.txt"], keys  # (the old code: moon.txt, sun.txt and wind.txt)
+
+
+def test_an_erased_upload_killed_after_its_removal_does_not_come_back(facet, tmp_path: Path) -> None:
+    """The kill exploration of the third session of 2026-12-02: removing an uploaded document
+    committed the removal, then deleted the staged file; a process killed in between left the
+    file in the collection's upload folder (a rerun said the key was gone already), and the next
+    upload job, which indexes that folder whole, brought the erased document back. The file now
+    goes before the commit. A real `facet delete -d` process, killed by SIGKILL right after the
+    commit (where the next step, ``_mark_completed_removals``, starts)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.app.cli_runner import invoke_cli
+
+    result = facet.upload("tides", _files(tmp_path / "in", moon_dot_txt="The moon pulls the sea.",
+                                          sun_dot_txt="The sun warms the sea."))
+    assert _ended(facet, result.job.id).state == "completed"
+    moon = next(p for p in result.staged if p.endswith("moon.txt"))
+    data = facet.settings.data_dir
+    facet.close()  # (the embedded store: one process at a time)
+    code = ("import os, signal, sys\nfrom app.services.indexing import IndexService\n"
+            "def killed(*args, **kwargs):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "IndexService._mark_completed_removals = killed\n"
+            "from app.cli import main\n"
+            f"sys.argv = ['facet', 'delete', 'tides', '-d', {moon!r}, '-y']\nmain()\n")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          timeout=180, env=dict(os.environ, FACET_DATA_DIR=str(data)))
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert not Path(moon).exists()  # (the old code: still in the upload folder)
+    listed = invoke_cli("documents", "tides", env={"FACET_DATA_DIR": str(data)})
+    assert "moon.txt" not in listed.stdout and "sun.txt" in listed.stdout, listed.stdout
