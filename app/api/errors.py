@@ -328,6 +328,12 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         logger.info("%s %s: the client disconnected before its request body was read; nothing "
                     "was done", request.method, request.url.path)
         return JSONResponse(None, status_code=CLIENT_CLOSED_REQUEST)
+    elif exc.status_code == 400 and message == "There was an error parsing the body" and \
+            (full := temp_full_message(exc.__cause__)) is not None:
+        # The form parser spools a part over 1 MB to the temporary folder: full, the upload
+        # was "the request body could not be read as JSON (OSError)", a 400.
+        log_answer(request, 503, full, "unavailable")
+        return error_response(503, full, "server_error", code="unavailable")
     elif exc.status_code == 400 and message == "There was an error parsing the body":
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         # A gzip body was blamed on "not UTF-8 (byte 0x8b at offset 1)".
@@ -371,6 +377,19 @@ def _without_slash(request: Request) -> str | None:
     if any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes):
         return request.url.path.rstrip("/")
     return None
+
+
+def temp_full_message(error: BaseException | None) -> str | None:
+    """What to say where ``error`` is the server's temporary folder full (ENOSPC, EDQUOT: where
+    uploads are received, ``TMPDIR``), else None."""
+    import errno
+    import tempfile
+
+    if not isinstance(error, OSError) or error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    return (f"the server's temporary folder ({tempfile.gettempdir()}), where uploads are "
+            f"received, is full ({error.strerror or error}): free some space there, or point "
+            "TMPDIR at a disk with room, and send it again; nothing was staged")
 
 
 def _unparsed_body(cause: BaseException | None) -> str:

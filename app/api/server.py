@@ -1093,9 +1093,15 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                 # "a.md"), each in a folder of its own: two of one name both arrive.
                 given = re.split(r"[\\/]", upload.filename or "")[-1]
                 path = pathlib.Path(received, str(i), original_name(pathlib.Path(given or "upload")))
-                path.parent.mkdir()
-                with path.open("wb") as out:
-                    shutil.copyfileobj(upload.file, out)
+                try:
+                    path.parent.mkdir()
+                    with path.open("wb") as out:
+                        shutil.copyfileobj(upload.file, out)
+                except OSError as e:  # (a 500 with a traceback where the folder was full)
+                    full = errors.temp_full_message(e)
+                    if full is None:
+                        raise
+                    raise UnavailableError(full) from e
                 paths.append(path)
             with _model_param(embedder=embedder):
                 result = facet.upload(name, paths, embedder=embedder,

@@ -168,3 +168,38 @@ def test_a_site_listed_in_cors_origins_may_upload(minilm, tmp_path: Path) -> Non
             _ended(listed, r.json()["job"]["id"])
     finally:
         facet.close()
+
+
+def test_an_upload_into_a_full_temporary_folder_is_unavailable_and_says_where(
+        client: TestClient, facet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resource-limits exploration of the third session of 2026-12-02: with TMPDIR full, an
+    upload under 1 MB (copied there by the route) was a 500 with a traceback, and one over 1 MB
+    (spooled there by the form parser) a 400 "the request body could not be read as JSON
+    (OSError)". Both are now a 503 naming the folder. The full disk is stood in for by the
+    write into it raising ENOSPC (a tmpfs cannot be mounted in CI): the route's copy, then the
+    spool's move from memory to a file."""
+    import errno
+    import shutil
+    import tempfile
+
+    import app.api.server as server
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(server.shutil, "copyfileobj", full)
+        r = client.post("/collections/tmpfull/uploads", files=_files(("a.txt", b"a small file")))
+    assert shutil.copyfileobj is not full
+    with monkeypatch.context() as patched:
+        patched.setattr(tempfile.SpooledTemporaryFile, "rollover", full)
+        big = client.post("/collections/tmpfull/uploads", files=_files(("b.txt", b"word " * 300_000)))
+    for answer in (r, big):
+        assert answer.status_code == 503, answer.text  # (the old code: 500, then 400)
+        error = answer.json()["error"]
+        assert error["code"] == "unavailable", error
+        assert error["message"] == (
+            f"the server's temporary folder ({tempfile.gettempdir()}), where uploads are received, is "
+            "full (No space left on device): free some space there, or point TMPDIR at a disk with "
+            "room, and send it again; nothing was staged"), error
+    assert not facet.upload_folder("tmpfull").exists()
