@@ -6,6 +6,9 @@ to app/) need no model."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -268,8 +271,6 @@ def test_a_staging_killed_as_it_replaces_a_file_leaves_the_file_in_the_folder(tm
     removed its document. A real process, really killed (SIGKILL) right after the old version
     was put aside."""
     import signal
-    import subprocess
-    import sys
 
     folder = tmp_path / "uploads" / "c"
     folder.mkdir(parents=True)
@@ -282,9 +283,7 @@ def test_a_staging_killed_as_it_replaces_a_file_leaves_the_file_in_the_folder(tm
             "def aside(self, target):\n    real(self, target)\n    os.kill(os.getpid(), signal.SIGKILL)\n"
             "uploads.Staged.put_aside = aside\n"
             f"uploads.stage_uploads([Path({str(new)!r})], Path({str(folder)!r}))\n")
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                          timeout=120)
+    done = _killed_python(code)
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert (folder / "a.txt").read_text() == "old"  # (the old code: no such file)
 
@@ -493,10 +492,7 @@ def test_an_erased_upload_killed_after_its_removal_does_not_come_back(facet, tmp
     upload job, which indexes that folder whole, brought the erased document back. The file now
     goes before the commit. A real `facet delete -d` process, killed by SIGKILL right after the
     commit (where the next step, ``_mark_completed_removals``, starts)."""
-    import os
     import signal
-    import subprocess
-    import sys
 
     from tests.app.cli_runner import invoke_cli
 
@@ -511,10 +507,15 @@ def test_an_erased_upload_killed_after_its_removal_does_not_come_back(facet, tmp
             "IndexService._mark_completed_removals = killed\n"
             "from app.cli import main\n"
             f"sys.argv = ['facet', 'delete', 'tides', '-d', {moon!r}, '-y']\nmain()\n")
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                          timeout=180, env=dict(os.environ, FACET_DATA_DIR=str(data)))
+    done = _killed_python(code, FACET_DATA_DIR=str(data))
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert not Path(moon).exists()  # (the old code: still in the upload folder)
     listed = invoke_cli("documents", "tides", env={"FACET_DATA_DIR": str(data)})
     assert "moon.txt" not in listed.stdout and "sun.txt" in listed.stdout, listed.stdout
+
+
+def _killed_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a new Python in the repository's root (``env`` added to the
+    environment), which kills itself where the test patched it to: its ``CompletedProcess``."""
+    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=180, env={**os.environ, **env})

@@ -45,10 +45,10 @@ def facet(minilm, tmp_path: Path) -> Iterator[Facet]:
         yield f
 
 
-def _taken_over(facet: Facet) -> int:
-    """Another host's job takes collection ``c`` over, as once this one's lease has expired;
-    its id."""
-    with facet.indexing.sessions() as s:
+def _taken_over(sessions: Any) -> int:
+    """Another host's job takes collection ``c`` over, as once this one's lease has expired
+    (``sessions``: the metadata's session factory); its id."""
+    with sessions() as s:
         coll = md.get_collection(s, "c")
         assert coll is not None
         other = md.IndexJob(collection_id=coll.id, source="/elsewhere", embedder="minilm",
@@ -82,7 +82,7 @@ def test_a_batch_encoded_across_a_lost_lease_is_not_written(
     def encode(self: IndexService, texts: list[str], *args: Any, **kwargs: Any) -> Any:
         calls.append(len(texts))
         if len(calls) == 2:  # stalled past the ttl while encoding the second batch
-            _taken_over(facet)
+            _taken_over(facet.indexing.sessions)
             with facet.indexing.sessions() as s:
                 coll = md.get_collection(s, "c")
                 assert coll is not None
@@ -117,7 +117,7 @@ def test_a_lease_lost_after_the_last_batch_stops_before_the_sync(
 
     def progress(p: Progress) -> None:
         if p.stage is None and p.docs_done >= 2 and not taken:  # after the last batch went in
-            taken.append(_taken_over(facet))
+            taken.append(_taken_over(facet.indexing.sessions))
 
     with pytest.raises(ConflictError, match=LOST):
         facet.index(tmp_path / "src", "c", IndexOptions(embedder="minilm"), progress=progress)
@@ -152,16 +152,7 @@ def test_a_chunk_task_encoded_across_a_lost_lease_writes_nothing(
     real = IndexService._encode_chunks
 
     def encode(self: IndexService, texts: list[str], *args: Any, **kwargs: Any) -> Any:
-        with ctx.sessions() as s:  # another host's job takes the collection over meanwhile
-            coll = md.get_collection(s, "c")
-            assert coll is not None
-            other = md.IndexJob(collection_id=coll.id, source="/elsewhere", embedder="minilm",
-                                state="running", runner="inline", host="other-host", pid=4242)
-            s.add(other)
-            s.execute(update(md.Collection).where(md.Collection.id == coll.id)
-                      .values(lease_expires_at=md.utcnow()))
-            s.commit()
-            assert leases.acquire(s, coll.id, other.id, 600.0) is None
+        _taken_over(ctx.sessions)  # another host's job takes the collection over meanwhile
         return real(self, texts, *args, **kwargs)
 
     monkeypatch.setattr(IndexService, "_encode_chunks", encode)
