@@ -859,6 +859,14 @@ def _visibility_timeout_s() -> int:
         return int(FacetSettings.model_fields["visibility_timeout_s"].default)
 
 
+def _the_writer(pid: int, seen: dt.datetime | None) -> bool:
+    """Whether process ``pid`` of this host is the one that wrote a lease last ``seen`` (its
+    last heartbeat): it started before then. A pid the system gave to another process since the
+    writer ended is not it (told "stalled ... `kill PID`", a user would end that process)."""
+    started = leases.process_started_at(pid)
+    return started is not None and seen is not None and started <= seen + dt.timedelta(seconds=2)
+
+
 def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
     """The job's state as it truly is now, and the message to show with it.
 
@@ -901,7 +909,8 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
                  "again only after FACET_VISIBILITY_TIMEOUT_S "
                  f"({_visibility_timeout_s()}s), so to go on now, {hint}")
         if current is not None and current.job_id == job.id and current.host == leases.HOST \
-                and current.pid and leases.pid_alive(current.pid) and not current.alive():
+                and current.pid and leases.pid_alive(current.pid) and not current.alive() \
+                and _the_writer(current.pid, current.heartbeat_at or job.started_at):
             # Its lease lapsed, yet its process is alive on this host: stopped (SIGSTOP, ^Z, a
             # debugger) or starved, not dead. It goes on when it runs again, and holds the
             # collection meanwhile: it was "interrupted ... run it again to resume", a rerun the

@@ -53,6 +53,20 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
+def process_started_at(pid: int) -> dt.datetime | None:
+    """When process ``pid`` of this host started (naive UTC), from /proc; None where that
+    cannot be read (no such process, another system)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/stat") as fh:
+            boot = next(int(line.split()[1]) for line in fh if line.startswith("btime "))
+        seconds = boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).replace(tzinfo=None)
+
+
 @dataclass(frozen=True)
 class Holder:
     """Who holds a collection's lease."""

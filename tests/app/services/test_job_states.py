@@ -234,35 +234,42 @@ def test_a_job_whose_lease_lapsed_while_its_process_lives_is_stalled_not_interru
     stopped past the lease's time (SIGSTOP, ^Z) was shown "interrupted ... run it again to
     resume", a rerun the collection then refused (open in that pid), and its cancel was refused
     too; on SIGCONT the same job went on and completed. A real process, really stopped, holds
-    the expired lease here; once it has ended, the same row is interrupted."""
+    the expired lease here (its last heartbeat after it started, as a writer's is). The same
+    pid seen as started after that heartbeat is another process the pid went to since: not the
+    writer, so interrupted (never "kill PID" of a stranger); so is a writer that has ended."""
     import signal
     import subprocess
+    import time
 
     from sqlalchemy import update
 
     sessions, coll_id, job_id = _running_job(tmp_path)
     writer = subprocess.Popen(["sleep", "60"])
-    try:
-        writer.send_signal(signal.SIGSTOP)
+
+    def state(heartbeat: dt.datetime) -> tuple[str, str | None]:
         with sessions() as w:
             w.execute(update(md.Collection).where(md.Collection.id == coll_id).values(
-                writer_pid=writer.pid, heartbeat_at=md.utcnow() - dt.timedelta(seconds=90),
-                lease_expires_at=md.utcnow() - dt.timedelta(seconds=30)))
+                writer_pid=writer.pid, heartbeat_at=heartbeat,
+                lease_expires_at=md.utcnow() - dt.timedelta(seconds=1)))
             w.commit()
         with sessions() as reader:
             job = md.get_job(reader, job_id)
             assert job is not None
-            state, message = effective_state(job)
-        assert state == "stalled", (state, message)
+            return effective_state(job)
+
+    try:
+        writer.send_signal(signal.SIGSTOP)
+        time.sleep(3.5)  # (its start and the heartbeat apart by more than /proc's rounding)
+        found, message = state(md.utcnow() - dt.timedelta(seconds=1))
+        assert found == "stalled", (found, message)
         assert message is not None and message.startswith(
-            f"no heartbeat for 90s, yet its process (pid {writer.pid}) is alive on this host: stopped "
+            f"no heartbeat for 1s, yet its process (pid {writer.pid}) is alive on this host: stopped "
             f"or starved, not ended; it goes on when it runs again (a stopped one: `kill -CONT "
             f"{writer.pid}`), or end it (`kill {writer.pid}`) and run `facet index"), message
+        recycled, message = state(md.utcnow() - dt.timedelta(minutes=10))  # before it started
+        assert recycled == "interrupted" and "kill" not in (message or ""), (recycled, message)
     finally:
         writer.kill()
         writer.wait()
-    with sessions() as reader:
-        job = md.get_job(reader, job_id)
-        assert job is not None
-        state, message = effective_state(job)
-    assert state == "interrupted" and "its writer stopped without finishing" in (message or ""), message
+    ended, message = state(md.utcnow() - dt.timedelta(seconds=1))
+    assert ended == "interrupted" and "its writer stopped without finishing" in (message or ""), message
