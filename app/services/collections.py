@@ -848,6 +848,21 @@ def stopped_before_interrupted_existed(job: md.IndexJob) -> bool:
         and not is_removal(job)
 
 
+def _disk_full_now() -> str:
+    """``"; " +`` what to say where this process's data folder's disk is full now, else "": a
+    writer that died on a full disk (a bus error, FACET_MIN_FREE_MB at 0 or the disk filled by
+    another program) was "interrupted: its writer stopped without finishing", the cause unsaid,
+    and its rerun died the same way."""
+    from app.settings import get_settings
+    from indexer.errors import disk_full_text
+
+    try:
+        full = disk_full_text(get_settings().data_dir)
+    except Exception:  # a message only: a bad FACET_* variable is said where it is used
+        return ""
+    return f"; {full.removesuffix('; nothing was lost')}" if full else ""
+
+
 def _visibility_timeout_s() -> int:
     """The broker's visibility timeout (``FACET_VISIBILITY_TIMEOUT_S``) as this process's
     settings have it, for the stalled message; the default where they do not parse."""
@@ -925,7 +940,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             since = (f" (last heartbeat {utc_text(current.heartbeat_at)})"
                      if current is not None and current.job_id == job.id and current.heartbeat_at
                      else "")
-            return "interrupted", f"its writer stopped without finishing{since}; {hint}"
+            return "interrupted", f"its writer stopped without finishing{since}; {hint}{_disk_full_now()}"
     if job.state == "queued" and job.runner != "celery" and job.host == leases.HOST \
             and not leases.pid_alive(job.pid):
         return "interrupted", ("the process that queued it ended before it ran; "

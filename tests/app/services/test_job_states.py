@@ -273,3 +273,34 @@ def test_a_job_whose_lease_lapsed_while_its_process_lives_is_stalled_not_interru
         writer.wait()
     ended, message = state(md.utcnow() - dt.timedelta(seconds=1))
     assert ended == "interrupted" and "its writer stopped without finishing" in (message or ""), message
+
+
+def test_a_job_interrupted_on_a_full_disk_says_the_disk_is_full(tmp_path, monkeypatch):
+    """The disk-full exploration of the third session of 2026-12-02: a writer that died on a
+    full disk (a bus error: FACET_MIN_FREE_MB at 0, or the disk filled by another program) was
+    shown "interrupted: its writer stopped without finishing", the cause unsaid, and its rerun
+    died the same way. The data folder's disk reads full here (``shutil.disk_usage``)."""
+    import shutil
+
+    from app.settings import get_settings
+
+    sessions, coll_id, job_id = _running_job(tmp_path)
+    with sessions() as w:
+        leases.release(w, coll_id, job_id)  # its writer gone
+    monkeypatch.setenv("FACET_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    real = shutil.disk_usage
+    try:
+        with sessions() as reader:
+            job = md.get_job(reader, job_id)
+            assert job is not None
+            roomy = effective_state(job)[1] or ""
+            monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=0))
+            state, message = effective_state(job)
+    finally:
+        get_settings.cache_clear()
+    assert "is full" not in roomy, roomy
+    assert state == "interrupted" and (message or "").endswith(
+        f"again to resume: what was indexed is kept; the disk of the data folder {tmp_path} is full (0 "
+        "bytes free): free some space there (or point FACET_DATA_DIR at a disk with room) and try "
+        "again"), message
