@@ -91,9 +91,15 @@ def disk_full_text(folder: Any, what: str | None = None, setting: str = "FACET_D
         return None
     if free >= DISK_FULL_BYTES:
         return None
-    return (f"the disk of {what or f'the data folder {folder}'} is full ({free:,} bytes free): "
-            f"free some space there (or point {setting} at a disk with room) and try again; "
-            "nothing was lost")
+    return disk_full_words(what or f"the data folder {folder}", setting, free)
+
+
+def disk_full_words(what: str, setting: str = "FACET_DATA_DIR", free: int | None = None) -> str:
+    """How a full disk is said (``disk_full_text``'s words), where the disk of ``what`` is
+    full; ``free``: its free bytes, where they were read."""
+    room = f" ({free:,} bytes free)" if free is not None else ""
+    return (f"the disk of {what} is full{room}: free some space there (or point {setting} at a "
+            "disk with room) and try again; nothing was lost")
 
 
 # The secrets a URL may carry, masked wherever one is shown (messages, log lines): the password

@@ -49,6 +49,7 @@ from indexer.errors import (
     StoreError,
     StoreUnavailableError,
     disk_full_text,
+    disk_full_words,
     mask_secrets,
     masked_url,
 )
@@ -1082,9 +1083,7 @@ class EdgeStore(VectorStore):
         """A collection's operation refused for its disk being full, with what there is to do;
         ``text``: the engine's words."""
         where = f"the vector store {self.root}"
-        said = disk_full_text(self.root, where) or (
-            f"the disk of {where} is full: free some space there (or point FACET_DATA_DIR at a "
-            "disk with room) and try again; nothing was lost")
+        said = disk_full_text(self.root, where) or disk_full_words(where)
         return StoreUnavailableError(f"collection {collection!r}: {what} failed ({text}): {said}")
 
     def _shard(self, collection: str) -> Any:

@@ -117,8 +117,13 @@ def db_now(session: Session) -> dt.datetime:
     host: its file is not shared across hosts)."""
     if session.get_bind().dialect.name != "postgresql":
         return md.utcnow()
+    return _server_now(session)
+
+
+def _server_now(db: Any) -> dt.datetime:
+    """The PostgreSQL server's clock (naive UTC), through ``db``, a Session or a Connection."""
     # clock_timestamp(), not now(): now() is the time the session's transaction began.
-    server = session.scalar(select(func.clock_timestamp()))
+    server = db.scalar(select(func.clock_timestamp()))
     assert isinstance(server, dt.datetime)
     return server.astimezone(dt.UTC).replace(tzinfo=None)
 
@@ -133,12 +138,11 @@ def warn_if_clock_off(engine: Any, ttl_s: float) -> float | None:
     try:
         with engine.connect() as connection:
             before = md.utcnow()
-            server = connection.scalar(select(func.clock_timestamp()))
+            server = _server_now(connection)
             after = md.utcnow()
     except Exception:  # (said where the database is used)
         return None
-    local = before + (after - before) / 2
-    offset = (local - server.astimezone(dt.UTC).replace(tzinfo=None)).total_seconds()
+    offset = (before + (after - before) / 2 - server).total_seconds()
     if abs(offset) > ttl_s / 4:
         logger.warning("this host's clock is %.0fs %s the metadata database server's: leases are "
                        "timed by the server, but the job states this host shows are read by its "
@@ -258,9 +262,12 @@ class Heartbeat:
             logger.debug("reading the lease of job %d failed", self.job_id, exc_info=True)
             return True
         if writer != self.job_id:
-            self.lost = True
-            logger.warning("job %d lost the lease of collection %s", self.job_id, self.name)
+            self._lose()
         return not self.lost
+
+    def _lose(self) -> None:
+        self.lost = True
+        logger.warning("job %d lost the lease of collection %s", self.job_id, self.name)
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
@@ -271,9 +278,7 @@ class Heartbeat:
             try:
                 with self.sessions() as session:
                     if not renew(session, self.collection_id, self.job_id, self.ttl_s):
-                        self.lost = True
-                        logger.warning("job %d lost the lease of collection %s", self.job_id,
-                                       self.name)
+                        self._lose()
                         return
                     if callable(self.extra):
                         self.extra(session)
