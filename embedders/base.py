@@ -44,6 +44,31 @@ from embedders.errors import InvalidInputError
 logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "facet_config.json"
+# The layout of a checkpoint folder this Facet writes and reads (``format_version`` in CONFIG_FILE;
+# a config without it is from before it was written, the same layout).
+FORMAT_VERSION = 1
+
+
+def check_format_version(meta: Any, directory: Path) -> None:
+    """Refuse a parsed checkpoint config whose ``format_version`` this Facet cannot read: one
+    saved by a newer Facet (its folder may hold files this one would ignore or misread), or one
+    that is not a positive whole number. A config that is not an object is left to the caller.
+
+    Raises:
+        CheckpointError: the version is newer than FORMAT_VERSION, or not a version at all.
+    """
+    from embedders.errors import CheckpointError
+
+    if not isinstance(meta, dict):
+        return
+    version = meta.get("format_version", FORMAT_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CheckpointError(f"{directory / CONFIG_FILE} has format_version {version!r}, which is not a "
+                              f"checkpoint format (this Facet reads format {FORMAT_VERSION}); the "
+                              "checkpoint is damaged")
+    if version > FORMAT_VERSION:
+        raise CheckpointError(f"{directory} was saved in checkpoint format {version} by a newer Facet; this "
+                              f"one reads format {FORMAT_VERSION}: upgrade Facet to load it")
 
 
 # A save's leftover ``.NAME.new-*`` folder older than this is a killed save's, not one still
@@ -543,7 +568,7 @@ class BaseEmbedder(ABC):
         """Write the embedder to ``path`` (config JSON + any weights)."""
         target = Path(path)
         target.mkdir(parents=True, exist_ok=True)
-        config = {"method": self.method, "format_version": 1, **self._config_dict()}
+        config = {"method": self.method, "format_version": FORMAT_VERSION, **self._config_dict()}
         (target / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True))
         self._save_weights(target)
         return target

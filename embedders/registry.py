@@ -40,7 +40,7 @@ from typing import Any, cast, get_type_hints
 
 import numpy as np
 
-from embedders.base import CONFIG_FILE, BaseEmbedder, recover_checkpoint
+from embedders.base import CONFIG_FILE, BaseEmbedder, check_format_version, recover_checkpoint
 from embedders.contract import Embedder
 from embedders.errors import (
     CheckpointError,
@@ -491,15 +491,18 @@ def read_checkpoint_config(directory: Path) -> dict[str, Any]:
     """The saved ``facet_config.json`` of a checkpoint directory, without loading any weights.
 
     Raises:
-        CheckpointError: the file is missing or not valid JSON.
+        CheckpointError: the file is missing or not valid JSON, or it was saved in a format this
+            Facet cannot read (``check_format_version``).
     """
     config_path = directory / CONFIG_FILE
     try:
-        return json.loads(config_path.read_text())
+        meta = json.loads(config_path.read_text())
     except FileNotFoundError as e:
         raise CheckpointError(f"{directory} is not a Facet checkpoint: {CONFIG_FILE} is missing") from e
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{config_path} is not valid JSON: {e}") from e
+    check_format_version(meta, directory)
+    return cast(dict[str, Any], meta)
 
 
 def load_checkpoint(path: str | Path, device: str | None = None) -> BaseEmbedder:

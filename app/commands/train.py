@@ -770,7 +770,8 @@ def checkpoint_source(name_or_path: str) -> Path:
 
 
 def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, Any]]:
-    from embedders.base import CONFIG_FILE
+    from embedders.base import CONFIG_FILE, check_format_version
+    from embedders.errors import CheckpointError
     from embedders.registry import checkpoint_dir, is_checkpoint_dir
 
     path = checkpoint_source(name_or_path)
@@ -785,6 +786,10 @@ def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, A
     if not isinstance(meta, dict):
         raise DataError(f"{flag} {name_or_path!r}: {path / CONFIG_FILE} is not a JSON object; "
                         "the checkpoint is damaged")
+    try:
+        check_format_version(meta, path)
+    except CheckpointError as e:
+        raise DataError(f"{flag} {name_or_path!r}: {e}") from e
     return path, meta
 
 

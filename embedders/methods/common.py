@@ -28,7 +28,7 @@ from embedders.backbone import (
     load_lora_state_dict,
     lora_state_dict,
 )
-from embedders.base import CONFIG_FILE, PromptConfig, PromptTokenizer, Role
+from embedders.base import CONFIG_FILE, FORMAT_VERSION, PromptConfig, PromptTokenizer, Role
 from embedders.baselines import DecoderEmbedder
 from embedders.errors import CheckpointError
 
@@ -406,7 +406,7 @@ class TrainableDecoderEmbedder(DecoderEmbedder):
     def save(self, path: str | Path) -> Path:
         target = Path(path)
         target.mkdir(parents=True, exist_ok=True)
-        meta = {"method": self.method, "format_version": 1, **self._config_dict()}
+        meta = {"method": self.method, "format_version": FORMAT_VERSION, **self._config_dict()}
         (target / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
         adapter = {k: v.detach().to("cpu", torch.float16).contiguous()
                    for k, v in lora_state_dict(self.backbone).items()}
