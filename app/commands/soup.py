@@ -26,8 +26,8 @@ def register(cli: typer.Typer) -> None:
             help="two or more checkpoints of one method (directories or registered names)")],
         out: Annotated[Path, typer.Option(
             "--out", "-o", help="directory to write the averaged checkpoint to", callback=expand_home)],
-        weights: Annotated[str, typer.Option(
-            help="comma-separated weight per checkpoint, normalised to sum 1 (default: uniform)")] = "",
+        weights: Annotated[str | None, typer.Option(
+            help="comma-separated weight per checkpoint, normalised to sum 1 (default: uniform)")] = None,
         rank: Annotated[int | None, typer.Option(
             help="LoRA rank of the soup (default: the first checkpoint's; the sum of the ranks is exact)")]
             = None,
@@ -38,11 +38,13 @@ def register(cli: typer.Typer) -> None:
         from embedders.base import CONFIG_FILE, PARTIAL_SAVE_AGE_S, recover_checkpoint
         from embedders.training.soup import make_soup
 
+        if len(checkpoints) < 2:  # (a usage slip, said before any checkpoint is looked at)
+            raise InvalidRequestError(f"a soup needs at least two checkpoints; {len(checkpoints)} given")
         paths = [_resolve_checkpoint(name, "soup")[0] for name in checkpoints]
         if any(out.resolve() == p.resolve() for p in paths):  # before --force is suggested
             raise InvalidRequestError(f"--out {out} is one of the ingredients; write the soup elsewhere")
         parsed: list[float] | None = None
-        if weights.strip():
+        if weights is not None:  # (--weights '' was the uniform default, silently)
             try:
                 parsed = [float(w) for w in weights.split(",")]
             except ValueError as e:

@@ -130,6 +130,13 @@ def test_facet_soup_writes_a_checkpoint_and_refuses_bad_input(pair, tmp_path):
     assert huge.exit_code == 2 and "too large to add up" in huge.output
     inf = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", "inf,1"])
     assert inf.exit_code == 2 and "must be finite numbers" in inf.output
+    # A slip said as one (exit 2), not taken as something else: one ingredient was a checkpoint
+    # error (exit 4), an empty --weights the uniform default.
+    alone = runner.invoke(cli, ["soup", str(a), "--out", str(tmp_path / "t")])
+    assert alone.exit_code == 2 and "at least two checkpoints; 1 given" in alone.output, alone.output
+    for empty in ("", " "):
+        blank = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "t"), "--weights", empty])
+        assert blank.exit_code == 2 and "comma-separated" in blank.output, blank.output
     (tmp_path / "afile").write_text("x")
     into_file = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "afile")])
     assert into_file.exit_code == 2 and "is a file" in into_file.output
