@@ -3,7 +3,14 @@ command imports it)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# The open-files limit a server or worker raises its soft limit to, where the hard limit
+# allows (``raise_open_files_limit``).
+OPEN_FILES_TARGET = 65536
 
 
 def probe_writable(path: Path) -> None:
@@ -54,3 +61,31 @@ def expand_user(path: Path | str) -> Path:
         return path.expanduser()
     except RuntimeError:
         return path
+
+
+def raise_open_files_limit(target: int = OPEN_FILES_TARGET) -> tuple[int, int] | None:
+    """Raise this process's soft limit of open files (``ulimit -n``) towards ``target``, as far
+    as its hard limit allows; the processes it starts inherit it. A server holds a file per
+    connection and per open shard file: at the usual soft default of 1024 (the hard limit is
+    often far higher) uvicorn dropped connections past it without a word, and collections
+    failed to open. Only a soft limit below ``target`` is raised; none is lowered.
+
+    Returns:
+        ``(before, after)`` where it was raised, else None (already high enough, no room under
+        the hard limit, or no such limit on this system).
+    """
+    try:
+        import resource
+    except ImportError:  # (no such module on Windows)
+        return None
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        ceiling = target if hard == resource.RLIM_INFINITY else min(hard, target)
+        if soft != resource.RLIM_INFINITY and soft < ceiling:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+            logger.debug("open-files limit raised from %d to %d (hard limit %s)", soft, ceiling,
+                         "unlimited" if hard == resource.RLIM_INFINITY else hard)
+            return soft, ceiling
+    except (ValueError, OSError) as e:  # (a container that forbids it: the limit stays)
+        logger.debug("open-files limit left as it is: %s", e)
+    return None

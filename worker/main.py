@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from app.errors import FacetError, InvalidRequestError, domain_errors
+from app.files import raise_open_files_limit
 from app.remote import QUEUES, check_broker, check_result_backend
 from app.settings import FacetSettings, get_settings
 
@@ -160,6 +161,7 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
     # it sent was lost (a query's client waited for FACET_WORKER_TIMEOUT_S). Unset, or the
     # broker's own URL: the broker just checked holds the results.
     check_result_backend(settings)
+    raise_open_files_limit()  # before the pool forks: its processes inherit it
     from celery.signals import worker_shutdown, worker_shutting_down
     from celery.utils.nodenames import default_nodename, host_format
 

@@ -9,6 +9,7 @@ import typer
 
 from app.commands.common import check_port, handle_errors, mask_access_log, serving_lock
 from app.errors import InvalidRequestError, UnavailableError
+from app.files import raise_open_files_limit
 from app.settings import masked_url
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def register(cli: typer.Typer) -> None:
         from app.services.context import check_database
 
         check_database(settings)  # one line, before uvicorn (its start-up failure is a traceback)
+        raise_open_files_limit()  # connections and shard files: 1024 was often the soft limit
         root = logging.getLogger()
         before = root.level
         # The app's lines too (`--log-level warning` quieted uvicorn alone); -v's debug stays.

@@ -10,6 +10,7 @@ import typer
 from app.commands.common import check_port, handle_errors, mask_access_log, serving_lock
 from app.commands.serve import is_loopback, preload_names
 from app.errors import InvalidRequestError, UnavailableError
+from app.files import raise_open_files_limit
 
 if TYPE_CHECKING:
     from app.settings import FacetSettings
@@ -60,6 +61,7 @@ def register(cli: typer.Typer) -> None:
         from ui.app import launch_ui, ui_auth  # Gradio: seconds, after the checks that need none
 
         _warn_open(host, settings, login=ui_auth(settings) is not None)
+        raise_open_files_limit()  # as facet serve: connections and shard files
         with serving_lock(settings, "facet ui", f"http://{host}:{port}"):
             facet = Facet.for_serving(settings)
             Facet.set_shared(facet)

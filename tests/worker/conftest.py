@@ -157,12 +157,22 @@ class Stack:
         values.update(overrides)
         return FacetSettings(**values)
 
-    def start_worker(self, queues: str = "index,query") -> Worker:
+    def start_worker(self, queues: str = "index,query", *,
+                     open_files: int | None = None) -> Worker:
+        """``open_files``: the soft ``ulimit -n`` the worker starts with (default: this process's)."""
         log = self.tmp / f"worker-{len(self.workers)}.log"
         out = open(log, "wb")  # noqa: SIM115 (the child writes it)
+
+        def limit() -> None:
+            if open_files is not None:
+                import resource
+
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
+
         proc = subprocess.Popen([sys.executable, "-m", "app", "worker", "--queues", queues],
                                 env=self.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=limit)
         out.close()
         worker = Worker(proc, log)
         self.workers.append(worker)
