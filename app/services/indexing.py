@@ -2647,6 +2647,25 @@ class IndexService:
 
     # ------------------------------------------------------------ preparation
 
+    @staticmethod
+    def _refuse_case_twin(session: Session, name: str) -> None:
+        """Refuse to create ``name`` where a collection of the same name but for case exists: its
+        store folder, lock file and upload folder are named after it, and on a disk that ignores
+        case (macOS's and Windows' defaults, exFAT and FAT drives) ``Notes`` and ``notes`` were
+        one folder: the second collection's vectors went into the first's, whose own were then
+        called strays that "`facet delete Notes` removes", and deleting them emptied both.
+
+        Raises:
+            ConflictError: naming the existing collection.
+        """
+        twin = next((c.name for c in md.list_collections(session)
+                     if c.name != name and c.name.lower() == name.lower()), None)
+        if twin is not None:
+            raise ConflictError(
+                f"collection {twin!r} exists, and {name!r} differs from it only in case: their "
+                "folders would be one on a disk that ignores case (macOS, Windows, exFAT or FAT "
+                f"drives); index into {twin!r}, or pick another name", param="collection")
+
     def _refuse_orphan(self, name: str) -> None:
         """Refuse to create ``name`` over store vectors that no collection row owns (this
         database lost, or another database's: a FACET_DATABASE_URL switched or mistyped over
@@ -2688,6 +2707,7 @@ class IndexService:
                                           param="chunk_tokens" if what == "chunk size" else None)
         coll = md.get_collection(session, name)
         if coll is None:
+            self._refuse_case_twin(session, name)
             self._refuse_orphan(name)
             size = options.chunk_size or self.settings.chunk_tokens
             # Not clamped to size - 1 any more (a one-token stride, the index 100 times larger).
