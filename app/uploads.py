@@ -169,26 +169,55 @@ def _cut(target: Path) -> bool:
     return len(target.name.encode()) > _MAX_NAME_BYTES - 4
 
 
-def _distinct(files: Sequence[Path], targets: list[Path]) -> list[Path]:
+def _distinct(files: Sequence[Path], targets: list[Path], *, ignores_case: bool = False) -> list[Path]:
     """``targets`` with each name that an earlier one in the list has numbered (``a (2).txt``,
     ``a (3).txt``), and a cut name (``_cut``) numbered too when a different file has it in
     the folder already: two uploads of one name, or of long names Gradio cut to one, were
     refused (their names apparently different), and a later upload of such a name replaced an
     earlier job's file, its document silently lost. Numbered in order, so the same uploads
     again get the same names and update their documents (a cut name's file whose bytes are
-    the same is the same file)."""
-    taken: set[Path] = set()
+    the same is the same file).
+
+    ``ignores_case``: the folder's disk takes names apart from case as one (``_ignores_case``):
+    there ``Report.txt`` and ``report.txt`` are one file, so a name is taken by an earlier one
+    of the list that differs only in case, and by a file in the folder named so; the second
+    replaced the first, whose document was then removed as gone."""
+    def key(name: Path) -> str:
+        return name.name.lower() if ignores_case else name.name
+
+    listing: set[str] | None = None
+
+    def other_case_on_disk(name: Path) -> bool:
+        nonlocal listing
+        if not ignores_case or not os.path.lexists(name):
+            return False
+        if listing is None:
+            listing = set(os.listdir(name.parent))
+        return name.name not in listing  # found only under another case: another file
+
+    taken: set[str] = set()
     out = []
     for path, target in zip(files, targets, strict=True):
         n = 1
         name = target
-        while name in taken or (_cut(target) and name.is_file()
-                                and not filecmp.cmp(path, name, shallow=False)):
+        while key(name) in taken or other_case_on_disk(name) or (
+                _cut(target) and name.is_file() and not filecmp.cmp(path, name, shallow=False)):
             n += 1
             name = _numbered(target, n)
-        taken.add(name)
+        taken.add(key(name))
         out.append(name)
     return out
+
+
+def _ignores_case(folder: Path) -> bool:
+    """Whether ``folder``'s disk takes names that differ only in case as one (macOS's and
+    Windows' defaults, exFAT and FAT drives), tried with a hidden file of its own."""
+    fd, probe = _new_hidden(folder, "case-probe")
+    os.close(fd)
+    try:
+        return os.path.lexists(probe.with_name(probe.name.upper()))
+    finally:
+        probe.unlink(missing_ok=True)
 
 
 def _new_hidden(folder: Path, name: str) -> tuple[int, Path]:
@@ -220,16 +249,29 @@ def stage_uploads(files: Sequence[Path], folder: Path) -> Staged:
     """
     folder.mkdir(parents=True, exist_ok=True)
     first = [folder / original_name(path) for path in files]
-    targets = _distinct(files, first)
+    ignores_case = _ignores_case(folder)
+    targets = _distinct(files, first, ignores_case=ignores_case)
     staged = Staged([], {})
-    wanted_before: set[Path] = set()  # (a set: an upload may hold a thousand files)
+    # Names asked for so far (sets: an upload may hold a thousand files), as given and as the
+    # disk compares them.
+    exact_before: set[str] = set()
+    compared_before: set[str] = set()
     for path, wanted, target in zip(files, first, targets, strict=True):
+        compared = wanted.name.lower() if ignores_case else wanted.name
         if target != wanted:
-            staged.renamed.append(f"{path.name} was saved as {target.name}: " + (
-                "another file of this upload has that name" if wanted in wanted_before else
-                "a different file in the collection's uploads has that name (a long name is "
-                "cut to 200 bytes)"))
-        wanted_before.add(wanted)
+            if compared in compared_before:
+                why = "another file of this upload has that name"
+                case_only = wanted.name not in exact_before
+            else:
+                why = "a different file in the collection's uploads has that name"
+                case_only = not _cut(wanted)
+            if case_only:
+                why += " but for case, and this disk takes names that differ only in case as one"
+            elif _cut(wanted):
+                why += " (a long name is cut to 200 bytes)"
+            staged.renamed.append(f"{path.name} was saved as {target.name}: {why}")
+        exact_before.add(wanted.name)
+        compared_before.add(compared)
     try:
         for path, target in zip(files, targets, strict=True):
             fd, partial = _new_hidden(folder, target.name)
