@@ -149,8 +149,10 @@ class Staged:
         kept = self.aside / target.name
         try:
             os.link(target, kept, follow_symlinks=False)
-        except OSError:  # (a filesystem without hard links: moved, as before)
-            os.replace(target, kept)
+        except OSError:
+            # A disk without hard links (exFAT, FAT): a copy, so that the file stays in the
+            # folder all the same (it was moved out, the window this closes on other disks).
+            shutil.copy2(target, kept, follow_symlinks=False)
         self.previous[target] = kept
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,3 +172,43 @@ def minilm_namesake(tmp_path: Path, minilm):
     model = EncoderMeanEmbedder(name="minilm", backbone=minilm.backbone, prompts=PromptConfig(
         document="note: {instruction}{text}", instruction_format="Task: {instruction} | "))
     return model.save(tmp_path / "namesake"), model
+
+
+# A real file system of another kind, mounted from an image made for the test: exFAT (no hard
+# links, names compared without case, as macOS's and Windows' default disks compare them)
+# through FUSE. It skips where the image cannot be mounted (root, a loop device, /dev/fuse and
+# the exfat-fuse and exfatprogs packages are needed), as CI's machine may not allow.
+
+def _run_tool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def exfat_folder(tmp_path: Path) -> Iterator[Path]:
+    """The root folder of a freshly made 64 MB exFAT disk image, mounted for the test."""
+    tools = ("losetup", "mkfs.exfat", "mount.exfat-fuse", "umount")
+    missing = [t for t in tools if shutil.which(t) is None]
+    if os.geteuid() != 0 or missing or not os.path.exists("/dev/fuse"):
+        pytest.skip(f"an exFAT image cannot be mounted here (root, /dev/fuse, {', '.join(tools)})")
+    image, mount = tmp_path / "exfat.img", tmp_path / "mnt"
+    mount.mkdir()
+    with open(image, "wb") as f:
+        f.truncate(64 * 1024 * 1024)
+    made = _run_tool("mkfs.exfat", str(image))
+    if made.returncode != 0:
+        pytest.skip(f"mkfs.exfat failed: {made.stderr.strip()}")
+    # (As root, fuse-exfat mounts a block device only: "Block device required" for the file.)
+    loop = _run_tool("losetup", "-f", "--show", str(image))
+    if loop.returncode != 0:
+        pytest.skip(f"no loop device: {loop.stderr.strip()}")
+    device = loop.stdout.strip()
+    try:
+        mounted = _run_tool("mount.exfat-fuse", device, str(mount))
+        if mounted.returncode != 0:
+            pytest.skip(f"mount.exfat-fuse failed: {mounted.stderr.strip()}")
+        try:
+            yield mount
+        finally:
+            _run_tool("umount", str(mount))
+    finally:
+        _run_tool("losetup", "-d", device)

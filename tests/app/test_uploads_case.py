@@ -5,56 +5,15 @@ the first document as gone; `x.txt` and `X.txt` in one request were both said to
 one of them lost. Now such a name is numbered (`Report (2).txt`) and said in `renamed`; the
 same name again still updates its file, and a disk that keeps case apart keeps both names.
 
-The case-blind disk is a real exFAT image mounted through FUSE (`mount.exfat-fuse` over a
-loop device: root, the exfat-fuse and exfatprogs packages and /dev/fuse), skipped where it
-cannot be mounted, as CI's machine may not; the same uploads on this test's own disk run
-everywhere."""
+The case-blind disk is a real exFAT image mounted through FUSE (the ``exfat_folder`` fixture,
+tests/conftest.py), skipped where it cannot be mounted, as CI's machine may not; the same
+uploads on this test's own disk run everywhere."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from app import uploads
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=60)
-
-
-@pytest.fixture
-def case_blind_folder(tmp_path: Path) -> Iterator[Path]:
-    """A folder on a freshly made exFAT disk image, mounted for the test."""
-    tools = ("losetup", "mkfs.exfat", "mount.exfat-fuse", "umount")
-    missing = [t for t in tools if shutil.which(t) is None]
-    if os.geteuid() != 0 or missing or not os.path.exists("/dev/fuse"):
-        pytest.skip(f"an exFAT image cannot be mounted here (root, /dev/fuse, {', '.join(tools)})")
-    image, mount = tmp_path / "exfat.img", tmp_path / "mnt"
-    mount.mkdir()
-    with open(image, "wb") as f:
-        f.truncate(64 * 1024 * 1024)
-    made = _run("mkfs.exfat", str(image))
-    if made.returncode != 0:
-        pytest.skip(f"mkfs.exfat failed: {made.stderr.strip()}")
-    loop = _run("losetup", "-f", "--show", str(image))
-    if loop.returncode != 0:
-        pytest.skip(f"no loop device: {loop.stderr.strip()}")
-    device = loop.stdout.strip()
-    try:
-        mounted = _run("mount.exfat-fuse", device, str(mount))
-        if mounted.returncode != 0:
-            pytest.skip(f"mount.exfat-fuse failed: {mounted.stderr.strip()}")
-        try:
-            yield mount
-        finally:
-            _run("umount", str(mount))
-    finally:
-        _run("losetup", "-d", device)
 
 
 def _files(root: Path, **texts: str) -> dict[str, Path]:
@@ -74,10 +33,10 @@ def _contents(folder: Path) -> dict[str, str]:
 
 
 def test_a_name_differing_only_in_case_is_numbered_on_a_case_blind_disk(
-        case_blind_folder: Path, tmp_path: Path) -> None:
+        exfat_folder: Path, tmp_path: Path) -> None:
     src = _files(tmp_path / "src", report_txt="exchange rate wrong", Report_txt="top up failed",
                  x_txt="card lost", X_txt="card found")
-    folder = case_blind_folder / "uploads" / "upl"
+    folder = exfat_folder / "uploads" / "upl"
     first = uploads.stage_uploads([src["report.txt"]], folder)
     first.keep()
     assert first.renamed == []
@@ -114,3 +73,20 @@ def test_a_disk_that_keeps_case_apart_keeps_both_names(tmp_path: Path) -> None:
     later.keep()
     assert later.renamed == [] and [c.name for c in later.copies] == ["Report.txt"]
     assert _contents(folder) == {"Report.txt": "top up failed", "report.txt": "exchange rate wrong"}
+
+
+def test_a_replaced_upload_stays_in_the_folder_until_its_new_copy_is_renamed_over_it(
+        exfat_folder: Path, tmp_path: Path) -> None:
+    """exFAT has no hard links: the version put aside was moved out of the folder, and a kill
+    before the new copy's rename left the folder without it (the next upload job removed its
+    document). It is copied aside there, so the folder holds it until the rename."""
+    folder = exfat_folder / "uploads" / "upl"
+    src = _files(tmp_path / "src", report_txt="first version")
+    uploads.stage_uploads([src["report.txt"]], folder).keep()
+    staged = uploads.Staged([], {})
+    staged.put_aside(folder / "report.txt")  # (what stage_uploads does before the rename)
+    assert _contents(folder) == {"report.txt": "first version"}
+    assert staged.previous[folder / "report.txt"].read_text() == "first version"
+    staged.undo()  # (no new copy came in: the version kept aside is dropped)
+    assert _contents(folder) == {"report.txt": "first version"}
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["upl"]
