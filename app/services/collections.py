@@ -1531,6 +1531,16 @@ class CollectionService:
             logger.warning("%s", owners[1])
         return folder_owner(self.ctx.settings, name)
 
+    def _let_an_ended_job_release(self, name: str) -> None:
+        """Where ``name``'s lease holder is a job whose row already says how it ended, give it
+        a moment to let the lease go (``leases.settled_holder``), before the delete reads the
+        lease in a session of its own."""
+        with self.ctx.sessions() as session:
+            coll = md.get_collection(session, name)
+            coll_id = coll.id if coll is not None else None
+        if coll_id is not None:
+            leases.settled_holder(self.ctx.sessions, coll_id)
+
     def delete(self, name: str) -> CollectionInfo:
         """Delete a collection from the store and the metadata; returns what it held.
 
@@ -1542,6 +1552,7 @@ class CollectionService:
             InvalidRequestError: a name that is not Unicode text (``check_collection_text``).
         """
         check_collection_text(name)
+        self._let_an_ended_job_release(name)
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
             if coll is None:

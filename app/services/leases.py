@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +109,32 @@ def live_holder(session: Session, collection_id: int) -> Holder | None:
     coll = session.get(md.Collection, collection_id, populate_existing=True)
     found = holder(coll) if coll is not None else None
     return found if found is not None and found.alive() else None
+
+
+# How long a holder whose job row already says how it ended is given to let its lease go: the
+# run commits the job's end, then closes its shard, then releases the lease (milliseconds).
+ENDING_WAIT_S = 2.0
+
+
+def settled_holder(sessions: Any, collection_id: int, wait_s: float = ENDING_WAIT_S) -> Holder | None:
+    """``live_holder``, except that a holder whose job row has ended (completed, failed,
+    cancelled, interrupted) is given up to ``wait_s`` to release its lease, read in fresh
+    sessions of ``sessions`` (a callable giving a Session's context manager: a session already
+    in a transaction may keep reading from before the release). A client that polled a
+    background job to `completed` and deleted the collection at once was refused as "being
+    indexed by job N", the job's run not yet past its release.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        with sessions() as session:
+            found = live_holder(session, collection_id)
+            if found is None:
+                return None
+            job = session.get(md.IndexJob, found.job_id, populate_existing=True)
+            ending = job is not None and job.state not in ("queued", "running")
+        if not ending or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
 
 
 def db_now(session: Session) -> dt.datetime:
