@@ -224,12 +224,23 @@ def current_umask() -> int:
 
 def _umask_modes(folder: Path) -> None:
     """Give ``folder`` and its files the modes a plain mkdir / open would (mkdtemp makes 0700,
-    and some writers 0600), so a worker running as another user can load the checkpoint."""
+    and some writers 0600), so a worker running as another user can load the checkpoint.
+
+    A disk that does not keep Unix modes may refuse the change (FAT mounted with a mask,
+    a FUSE driver without chmod): a courtesy to other users, so it is a warning, and the
+    checkpoint is kept (the save failed, and the written checkpoint was deleted)."""
     mask = current_umask()
-    folder.chmod(0o777 & ~mask)
-    for f in folder.iterdir():
-        if f.is_file():
-            f.chmod(0o666 & ~mask)
+    refused: list[str] = []
+    for path, mode in [(folder, 0o777 & ~mask)] + [(f, 0o666 & ~mask) for f in sorted(folder.iterdir())
+                                                   if f.is_file()]:
+        try:
+            path.chmod(mode)
+        except OSError as e:
+            refused.append(f"{'its folder' if path == folder else path.name}: {e.strerror or e}")
+    if refused:
+        logger.warning("the checkpoint's files keep the modes they were written with (this disk "
+                       "refused a change: %s); other users may not be able to read it",
+                       "; ".join(refused[:3]) + ("; ..." if len(refused) > 3 else ""))
 
 
 @contextmanager
