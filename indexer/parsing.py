@@ -386,6 +386,12 @@ def discover_files(source: Path, exclude: Collection[Path] = ()) -> tuple[list[P
     return sorted(files), sorted(skipped)
 
 
+# Folders Windows keeps on every drive it writes, hidden by an attribute (not a leading dot) that
+# Linux's and macOS's exFAT and FAT drivers do not show: the recycle bin (deleted files, which
+# came back as documents) and the system's own files. Skipped as hidden ones are, in any case.
+SYSTEM_FOLDERS = frozenset({"$recycle.bin", "recycler", "recycled", "system volume information"})
+
+
 def _folder_entries(here: Path, dirnames: list[str], filenames: list[str],
                     left_out: Collection[Path] = ()) -> tuple[list[Path], list[Path], list[str]]:
     """One folder of ``discover_files``' walk: its files to parse, what it leaves out, and the
@@ -395,7 +401,7 @@ def _folder_entries(here: Path, dirnames: list[str], filenames: list[str],
     left: list[Path] = []
     walked: list[str] = []
     for d in dirnames:
-        if d.startswith(".") or (left_out and here / d in left_out):
+        if d.startswith(".") or d.lower() in SYSTEM_FOLDERS or (left_out and here / d in left_out):
             continue
         path = here / d
         if _lstat(path) is None:
