@@ -214,12 +214,20 @@ class _Tally:
 class _ParseCache:
     """Parsed documents of recently read source files, per process (a jsonl corpus is read
     once by a worker process, not once per chunk). Keyed by path and the job's text column,
-    stamped with (size, mtime): a file changed since it was read is read again."""
+    stamped with (size, mtime, inode, ctime): a file changed since it was read is read again.
+
+    A file modified less than ``RACY_NS`` before it was read is read again each time (git's
+    "racy" rule): a disk keeps times to a tick (2 s on FAT, whole seconds through exFAT's FUSE
+    driver), and an edit of the same size within the tick of the read left every stamp as it
+    was, so a worker planned the old text as unchanged (the exFAT exploration of the fourth
+    session of 2026-12-02)."""
+
+    RACY_NS = 3_000_000_000
 
     def __init__(self, max_files: int = 4096) -> None:
         self.max_files = max_files
         self._files: collections.OrderedDict[
-            str, tuple[tuple[int, int], dict[str, Any], list[Any]]] = collections.OrderedDict()
+            str, tuple[tuple[int, ...], dict[str, Any], list[Any]]] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def documents(self, path: str, max_bytes: int, text_column: str | None = None
@@ -231,9 +239,10 @@ class _ParseCache:
              ) -> tuple[dict[str, ParsedDocument | DocumentError], list[ParsedDocument | DocumentError]]:
         """The file's documents by key, and the later ones of a repeated key (an id the file
         gives twice: the plan reports each as the inline run does; they were dropped unsaid)."""
+        read_at = time.time_ns()
         try:
             st = os.stat(path)
-            stamp = (st.st_size, st.st_mtime_ns)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         except OSError:
             return {}, []
         key = f"{path}\0{text_column or ''}"
@@ -252,7 +261,10 @@ class _ParseCache:
                 else:
                     docs[item.key] = item
         with self._lock:
-            self._files[key] = (stamp, docs, repeated)
+            if st.st_mtime_ns < read_at - self.RACY_NS:  # (else read again next time)
+                self._files[key] = (stamp, docs, repeated)
+            else:
+                self._files.pop(key, None)
             while len(self._files) > self.max_files:
                 self._files.popitem(last=False)
         return docs, repeated
