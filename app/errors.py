@@ -155,6 +155,12 @@ def as_domain_error(error: Exception) -> FacetError | None:
                 return UnavailableError(full or "the metadata database's disk is full (SQLite: "
                                         "database or disk is full): free some space on it and "
                                         "try again")
+            # The disk under the file went away (a drive pulled, a share unmounted): the work
+            # stopped there, mid-write, as a 100-line traceback.
+            return UnavailableError("the metadata database could not be read or written (SQLite: "
+                                    "disk I/O error): is the disk of the data folder still there "
+                                    "(a drive removed, a network share gone)? Once it is back, "
+                                    "run the command again: an index job resumes where it stopped")
         if database_server_gone(error):
             # A PostgreSQL stopped or restarted under a running server: each request was a 500
             # "internal error (OperationalError)" with a traceback, as if Facet had a bug.

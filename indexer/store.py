@@ -649,7 +649,11 @@ class _FolderLocks:
             del self._held[key]
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            # A close can fail where the disk went away (a drive pulled: ENOTCONN, EIO); the
+            # descriptor is gone all the same, and the error hid the one that stopped the work
+            # (a 100-line traceback ending in os.close).
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def forget_in_child(self) -> None:
         """In a forked child: the locks are the parent's (its stores hold those shards open),

@@ -185,7 +185,9 @@ def _run_tool(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def exfat_folder(tmp_path: Path) -> Iterator[Path]:
-    """The root folder of a freshly made 64 MB exFAT disk image, mounted for the test."""
+    """The root folder of a freshly made 512 MB exFAT disk image, mounted for the test (its
+    driver, a ``mount.exfat-fuse`` process given the loop device, may be killed to pull the
+    drive out)."""
     tools = ("losetup", "mkfs.exfat", "mount.exfat-fuse", "umount")
     missing = [t for t in tools if shutil.which(t) is None]
     if os.geteuid() != 0 or missing or not os.path.exists("/dev/fuse"):
@@ -193,7 +195,7 @@ def exfat_folder(tmp_path: Path) -> Iterator[Path]:
     image, mount = tmp_path / "exfat.img", tmp_path / "mnt"
     mount.mkdir()
     with open(image, "wb") as f:
-        f.truncate(64 * 1024 * 1024)
+        f.truncate(512 * 1024 * 1024)  # (sparse here: only what is written takes room)
     made = _run_tool("mkfs.exfat", str(image))
     if made.returncode != 0:
         pytest.skip(f"mkfs.exfat failed: {made.stderr.strip()}")
@@ -209,6 +211,7 @@ def exfat_folder(tmp_path: Path) -> Iterator[Path]:
         try:
             yield mount
         finally:
-            _run_tool("umount", str(mount))
+            if _run_tool("umount", str(mount)).returncode != 0:  # (its driver killed by the test)
+                _run_tool("umount", "-l", str(mount))
     finally:
         _run_tool("losetup", "-d", device)

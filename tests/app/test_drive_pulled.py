@@ -1,0 +1,68 @@
+"""The data folder's drive pulled out while `facet index` writes (a USB stick, a share gone):
+the run ended in a 100-line traceback, SQLite's "disk I/O error" and then, while closing, the
+store's lock file's ``os.close`` failing with ENOTCONN over it (the exFAT exploration of the
+fourth session of 2026-12-02). It is one line, exit 7, saying what to check and that the job
+resumes. The drive is a real exFAT image (the ``exfat_folder`` fixture: skipped where it cannot
+be mounted) whose FUSE driver is killed mid-run; the mapping of the error alone runs everywhere."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy.exc import OperationalError
+
+from app.errors import UnavailableError, as_domain_error
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_sqlites_disk_io_error_is_an_unavailable_disk() -> None:
+    error = as_domain_error(OperationalError("SELECT 1", {}, sqlite3.OperationalError("disk I/O error")))
+    assert isinstance(error, UnavailableError)
+    assert str(error).startswith("the metadata database could not be read or written (SQLite: disk "
+                                 "I/O error): is the disk of the data folder still there")
+
+
+def _driver_of(mount: Path) -> list[int]:
+    device = next(line.split()[0] for line in Path("/proc/mounts").read_text().splitlines()
+                  if line.split()[1] == str(mount))
+    found = subprocess.run(["pgrep", "-f", f"mount.exfat-fuse {device}"], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def test_a_drive_pulled_out_mid_index_is_one_line(exfat_folder: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(2000):  # far more than is indexed before the drive goes
+        (corpus / f"d{i}.txt").write_text(f"document {i} about cards, transfers and fees")
+    data = exfat_folder / "data"
+    env = dict(os.environ, FACET_DATA_DIR=str(data), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "app", "index", str(corpus), "-c", "notes", "-e", "minilm"],
+                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (data / "qdrant-edge" / "notes").exists():  # writing has begun
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the index never began writing"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        drivers = _driver_of(exfat_folder)
+        assert drivers, "no FUSE driver found for the mount"
+        for pid in drivers:
+            os.kill(pid, signal.SIGKILL)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 7, err
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, err
+    assert "is the disk of the data folder still there" in errors[0] or "went away" in errors[0], err
