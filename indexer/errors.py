@@ -86,12 +86,30 @@ def disk_full_text(folder: Any, what: str | None = None, setting: str = "FACET_D
     try:
         if os.statvfs(folder).f_flag & os.ST_RDONLY:
             return None
-        free = shutil.disk_usage(folder).free
     except (OSError, AttributeError):  # (AttributeError: no statvfs, on Windows)
         return None
-    if free >= DISK_FULL_BYTES:
+    free = free_bytes(folder)
+    if free is None or free >= DISK_FULL_BYTES:
         return None
     return disk_full_words(what or f"the data folder {folder}", setting, free)
+
+
+def free_bytes(folder: Any) -> int | None:
+    """The free bytes of ``folder``'s disk, or None where it cannot be asked or does not say: a
+    disk that reports no size at all (a FUSE driver such as fusefat: ``df`` shows 0 blocks) was
+    "full (0 bytes free)", refused by every command and by any FACET_MIN_FREE_MB."""
+    try:
+        st = os.statvfs(folder)
+        if st.f_blocks == 0:
+            return None
+    except AttributeError:  # (no statvfs, on Windows)
+        pass
+    except OSError:
+        return None
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
 
 
 def disk_full_words(what: str, setting: str = "FACET_DATA_DIR", free: int | None = None) -> str:

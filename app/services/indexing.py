@@ -24,7 +24,6 @@ import hashlib
 import logging
 import os
 import re
-import shutil
 import signal
 import sys
 import threading
@@ -99,6 +98,7 @@ from indexer.errors import (
     StoreError,
     StoreUnavailableError,
     UnsupportedSourceError,
+    free_bytes,
 )
 from indexer.parsing import (
     UNREADABLE,
@@ -2030,10 +2030,9 @@ class IndexService:
         if not need or (self.store.backend == "server" and self.settings.database_url):
             return  # (nothing of the job's is written to this disk)
         folder = self.settings.data_dir
-        try:
-            free = shutil.disk_usage(folder).free
-        except OSError:
-            return  # (gone or unreadable: the write itself will say)
+        free = free_bytes(folder)
+        if free is None:
+            return  # (gone, unreadable, or a disk that tells no size: the write itself will say)
         if free < need:
             what = "stopped before writing more" if started else "refused before writing anything"
             raise UnavailableError(

@@ -91,3 +91,31 @@ def test_a_full_disk_is_measured_and_a_roomy_or_read_only_one_is_not(
 
     monkeypatch.setattr(os, "statvfs", ReadOnly)
     assert disk_full_text(tmp_path) is None
+
+
+def test_a_disk_that_reports_no_size_is_not_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FUSE driver that reports no size (fusefat: 0 blocks, 0 free; `df` shows 0 0 0) was
+    "full (0 bytes free)" to every command, FACET_MIN_FREE_MB=0 included (the exFAT/FAT
+    exploration of the fourth session of 2026-12-02). Simulated (os.statvfs and
+    shutil.disk_usage as that driver answers): such a mount cannot be made in CI."""
+    import os
+    import shutil
+
+    from app.core import Facet
+    from app.settings import FacetSettings
+
+    real_statvfs, real_usage = os.statvfs, shutil.disk_usage
+
+    class NoSize:
+        def __init__(self, path: Any) -> None:
+            self.f_flag = real_statvfs(path).f_flag
+            self.f_blocks = self.f_bfree = self.f_bavail = 0
+
+    monkeypatch.setattr(os, "statvfs", NoSize)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: real_usage(p)._replace(total=0, used=0, free=0))
+    assert disk_full_text(tmp_path) is None
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data", min_free_mb=64))
+    try:
+        facet.indexing.check_room()  # (refused: "has 0.0 MiB free, under FACET_MIN_FREE_MB")
+    finally:
+        facet.close()
