@@ -3651,9 +3651,14 @@ class IndexService:
         if heartbeat is not None and not heartbeat.holds():
             # Stalled past the lease's time while it encoded (the usual place: most of a
             # batch's time), and another writer took over: this batch was written over it.
-            lost = lost_lease(heartbeat.job_id, coll.name, self.settings.lease_ttl_s)  # (job: a tally in a chunk task)
-            self._unmark(session, [(it.row, previous_status.get(it.doc.key)) for it in to_write])
-            raise lost
+            # Its documents are left as step 1 marked them (``pending``: written again by the
+            # next run), not put back: the writer that took over may have read those rows
+            # already, and deleting the new ones under it failed its write (StaleDataError) with
+            # its points in the store and no rows for them (the clock exploration of the fourth
+            # session of 2026-12-02). A writer that lost its lease touches no row any more.
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
+            raise lost_lease(heartbeat.job_id, coll.name, self.settings.lease_ttl_s)  # (job: a tally in a chunk task)
 
         # Step 2: the store.
         t0 = time.perf_counter()
