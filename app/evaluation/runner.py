@@ -53,6 +53,26 @@ class EmbedderRun:
 USER_SUITE = "user"
 
 
+def run_environment() -> dict[str, Any]:
+    """What a figure depends on below the code: the versions and the torch thread count. The
+    clustering tasks' k-means moves with float-level differences in the embeddings, and a
+    re-run a session later could not say what differed (the figures audit of the fourth
+    session of 2026-12-02)."""
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    env: dict[str, Any] = {"python": platform.python_version()}
+    for package in ("facet-search", "torch", "numpy", "scikit-learn", "transformers"):
+        try:
+            env[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    torch = sys.modules.get("torch")  # (not imported for it: the minilm path needs no torch)
+    if torch is not None:
+        env["torch_threads"] = torch.get_num_threads()
+    return env
+
+
 @dataclass
 class EvalReport:
     """The evaluated embedder first, then its baselines.
@@ -70,6 +90,7 @@ class EvalReport:
             "suite": self.suite,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "host": platform.node(),
+            "environment": run_environment(),
             "settings": self.settings,
             "runs": [r.to_dict() for r in self.runs],
         }

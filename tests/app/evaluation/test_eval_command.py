@@ -131,6 +131,17 @@ def test_eval_end_to_end_all_tasks(tmp_path: Path) -> None:
     data = json.loads((out / "results.json").read_text())
     run = data["runs"][0]
     assert run["embedder"] == "minilm"
+    # What the figures depend on below the code, for a re-run to compare (torch is loaded by
+    # the time the report is written: the packaged minilm runs on it).
+    import platform
+
+    import torch
+
+    env = data["environment"]
+    assert env["python"] == platform.python_version(), env
+    assert env["torch"] in (torch.__version__, torch.__version__.split("+")[0]), env
+    assert isinstance(env["torch_threads"], int) and env["torch_threads"] >= 1, env
+    assert {"facet-search", "numpy", "scikit-learn"} <= set(env), env
     by_task = {r["task"]: r for r in run["results"]}
     assert set(by_task) == set(TASKS)
     for r in by_task.values():
