@@ -98,6 +98,9 @@ class Collection(Base):
     writer_job_id: Mapped[int | None] = mapped_column(Integer, default=None)
     writer_host: Mapped[str | None] = mapped_column(String(255), default=None)
     writer_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    # That process as no clock step moves it and no recycled pid shares it: its boot and start
+    # (``leases.process_identity``); None where an older Facet took the lease.
+    writer_process: Mapped[str | None] = mapped_column(String(80), default=None)
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(default=None)
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(default=None)
 

@@ -874,11 +874,17 @@ def _visibility_timeout_s() -> int:
         return int(FacetSettings.model_fields["visibility_timeout_s"].default)
 
 
-def _the_writer(pid: int, seen: dt.datetime | None) -> bool:
-    """Whether process ``pid`` of this host is the one that wrote a lease last ``seen`` (its
-    last heartbeat): it started before then. A pid the system gave to another process since the
-    writer ended is not it (told "stalled ... `kill PID`", a user would end that process)."""
-    started = leases.process_started_at(pid)
+def _the_writer(current: leases.Holder, seen: dt.datetime | None) -> bool:
+    """Whether the holder's pid on this host is still the process that wrote the lease: its
+    ``process_identity`` is the one the lease recorded, or (a lease an older Facet wrote) it
+    started before the lease was last ``seen`` (its last heartbeat). A pid the system gave to
+    another process since the writer ended is not it (told "stalled ... `kill PID`", a user
+    would end that process)."""
+    if not current.pid:
+        return False
+    if current.process is not None:
+        return leases.process_identity(current.pid) == current.process.rpartition("/")[0]
+    started = leases.process_started_at(current.pid)
     return started is not None and seen is not None and started <= seen + dt.timedelta(seconds=2)
 
 
@@ -925,7 +931,7 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
                  f"({_visibility_timeout_s()}s), so to go on now, {hint}")
         if current is not None and current.job_id == job.id and current.host == leases.HOST \
                 and current.pid and leases.pid_alive(current.pid) and not current.alive() \
-                and _the_writer(current.pid, current.heartbeat_at or job.started_at):
+                and _the_writer(current, current.heartbeat_at or job.started_at):
             # Its lease lapsed, yet its process is alive on this host: stopped (SIGSTOP, ^Z, a
             # debugger) or starved, not dead. It goes on when it runs again, and holds the
             # collection meanwhile: it was "interrupted ... run it again to resume", a rerun the

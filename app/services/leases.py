@@ -68,6 +68,46 @@ def process_started_at(pid: int) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).replace(tzinfo=None)
 
 
+def process_identity(pid: int) -> str | None:
+    """Process ``pid`` of this host as no clock step moves it and no later process given the
+    same pid shares it: this boot's id and the process's start in clock ticks since the boot
+    (``/proc``); None where that cannot be read (no such process, another system)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            boot = fh.read().strip()
+        with open(f"/proc/{pid}/stat") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+    except (OSError, ValueError, IndexError):
+        return None
+    return f"{boot}/{ticks}"
+
+
+# How far the wall clock's and the boot clock's ages of a beat may differ before the wall clock
+# is taken for stepped (``Holder.alive``): far above a database round trip and a busy host's
+# scheduling, far below the shortest lease worth having.
+STEP_MARGIN_S = 5.0
+
+
+def boot_clock_ms() -> int | None:
+    """This host's clock since boot in milliseconds (CLOCK_BOOTTIME: suspend included, no NTP
+    step moves it), or None where there is none (not Linux)."""
+    clock = getattr(time, "CLOCK_BOOTTIME", None)
+    if clock is None:
+        return None
+    try:
+        return int(time.clock_gettime(clock) * 1000)
+    except OSError:
+        return None
+
+
+def beat_mark() -> str | None:
+    """What a lease records of its holder at each beat (``writer_process``): this process's
+    ``process_identity`` and the boot clock now, ``BOOT/TICKS/MS``; None where either cannot
+    be read."""
+    identity, clock = process_identity(os.getpid()), boot_clock_ms()
+    return f"{identity}/{clock}" if identity is not None and clock is not None else None
+
+
 @dataclass(frozen=True)
 class Holder:
     """Who holds a collection's lease."""
@@ -77,13 +117,46 @@ class Holder:
     pid: int | None
     heartbeat_at: dt.datetime | None
     expires_at: dt.datetime | None
+    process: str | None = None  # ``beat_mark()`` of its last beat: identity and boot clock
 
     def alive(self, now: dt.datetime | None = None) -> bool:
-        """Still holding: not expired, and (on this host) its process still runs."""
+        """Still holding: not expired, and (on this host) its process still runs.
+
+        Expiry is read on the wall clock, except where this host's clock was stepped since the
+        holder's last beat (NTP after a laptop's sleep, a VM resumed from a snapshot): a holder
+        of this host and boot records each beat on the boot clock too (``process``), and where
+        the two ages of that beat disagree by more than a step's margin the boot clock, which
+        no step moves, says. A step forward past the lease's length made every live lease look
+        expired until its next beat: a second writer on the host took a running job over."""
         now = now or md.utcnow()
-        if self.expires_at is None or self.expires_at <= now:
+        if self.expires_at is None:
             return False
-        return not (self.host == HOST and self.pid and not pid_alive(self.pid))
+        if self.host == HOST and self.pid and not pid_alive(self.pid):
+            return False
+        stepped = self._boot_age_if_stepped(now)
+        if stepped is not None:
+            age, ttl = stepped
+            return age < ttl
+        return self.expires_at > now
+
+    def _boot_age_if_stepped(self, now: dt.datetime) -> tuple[float, float] | None:
+        """(seconds since the last beat on this host's boot clock, the lease's length) where
+        the holder is this host's process of this boot (its identity checked: not a recycled
+        pid) and the wall clock's age of that beat is more than ``STEP_MARGIN_S`` off; else
+        None (the wall clock is to be read)."""
+        if self.host != HOST or not self.pid or self.heartbeat_at is None or self.process is None:
+            return None
+        identity, _, beat = self.process.rpartition("/")
+        boot_now = boot_clock_ms()
+        if not identity or boot_now is None or not beat.isdigit():
+            return None
+        if process_identity(self.pid) != identity:
+            return None  # (another process has the pid, or another boot: the wall clock says)
+        age = (boot_now - int(beat)) / 1000
+        wall_age = (now - self.heartbeat_at).total_seconds()
+        if abs(wall_age - age) <= STEP_MARGIN_S:
+            return None
+        return age, (self.expires_at - self.heartbeat_at).total_seconds() if self.expires_at else 0.0
 
     def is_this_process(self) -> bool:
         return self.host == HOST and self.pid == os.getpid()
@@ -101,7 +174,7 @@ def holder(coll: md.Collection) -> Holder | None:
     if coll.writer_job_id is None:
         return None
     return Holder(coll.writer_job_id, coll.writer_host, coll.writer_pid, coll.heartbeat_at,
-                  coll.lease_expires_at)
+                  coll.lease_expires_at, coll.writer_process)
 
 
 def live_holder(session: Session, collection_id: int) -> Holder | None:
@@ -187,8 +260,15 @@ def acquire(session: Session, collection_id: int, job_id: int, ttl_s: float) -> 
     """
     now = db_now(session)
     values = {"writer_job_id": job_id, "writer_host": HOST, "writer_pid": os.getpid(),
+              "writer_process": beat_mark(),
               "heartbeat_at": now, "lease_expires_at": now + dt.timedelta(seconds=ttl_s)}
     C = md.Collection
+    current = session.get(md.Collection, collection_id, populate_existing=True)
+    other = holder(current) if current is not None else None
+    session.commit()  # (the read's transaction ends: the write below starts its own)
+    if other is not None and other.job_id != job_id and other.expires_at is not None \
+            and other.expires_at <= now and other.alive(now):
+        return other  # past its time by a stepped wall clock only: its holder beats on
     taken = session.execute(update(C).where(
         C.id == collection_id,
         or_(C.writer_job_id.is_(None), C.writer_job_id == job_id,
@@ -223,7 +303,8 @@ def renew(session: Session, collection_id: int, job_id: int, ttl_s: float) -> bo
     now = db_now(session)
     C = md.Collection
     result = session.execute(update(C).where(C.id == collection_id, C.writer_job_id == job_id)
-                             .values(writer_host=HOST, writer_pid=os.getpid(), heartbeat_at=now,
+                             .values(writer_host=HOST, writer_pid=os.getpid(),
+                                     writer_process=beat_mark(), heartbeat_at=now,
                                      lease_expires_at=now + dt.timedelta(seconds=ttl_s)))
     session.commit()
     return bool(result.rowcount == 1)  # type: ignore[attr-defined]
@@ -233,8 +314,8 @@ def release(session: Session, collection_id: int, job_id: int) -> None:
     """Give the lease up if ``job_id`` holds it; commits."""
     C = md.Collection
     session.execute(update(C).where(C.id == collection_id, C.writer_job_id == job_id).values(
-        writer_job_id=None, writer_host=None, writer_pid=None, heartbeat_at=None,
-        lease_expires_at=None))
+        writer_job_id=None, writer_host=None, writer_pid=None, writer_process=None,
+        heartbeat_at=None, lease_expires_at=None))
     session.commit()
 
 

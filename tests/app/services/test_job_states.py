@@ -234,22 +234,29 @@ def test_a_job_whose_lease_lapsed_while_its_process_lives_is_stalled_not_interru
     stopped past the lease's time (SIGSTOP, ^Z) was shown "interrupted ... run it again to
     resume", a rerun the collection then refused (open in that pid), and its cancel was refused
     too; on SIGCONT the same job went on and completed. A real process, really stopped, holds
-    the expired lease here (its last heartbeat after it started, as a writer's is). The same
-    pid seen as started after that heartbeat is another process the pid went to since: not the
-    writer, so interrupted (never "kill PID" of a stranger); so is a writer that has ended."""
+    the expired lease here, recorded with its ``process_identity`` and its last beat on the boot
+    clock (``leases.beat_mark``, as a writer records itself since the fourth session of
+    2026-12-02), or, as an older Facet recorded it, with no mark and its last heartbeat after
+    it started. A pid whose identity is not the one recorded, or (no mark) that started after
+    that heartbeat, is another process the pid went to since: not the writer, so interrupted
+    (never "kill PID" of a stranger); so is a writer that has ended. A lease that looks ten
+    minutes old on the wall clock but beat just now on the boot clock is a clock step: running
+    (tests/app/services/test_clock_step.py)."""
     import signal
     import subprocess
     import time
 
     from sqlalchemy import update
 
+    from app.services import leases
+
     sessions, coll_id, job_id = _running_job(tmp_path)
     writer = subprocess.Popen(["sleep", "60"])
 
-    def state(heartbeat: dt.datetime) -> tuple[str, str | None]:
+    def state(heartbeat: dt.datetime, process: str | None) -> tuple[str, str | None]:
         with sessions() as w:
             w.execute(update(md.Collection).where(md.Collection.id == coll_id).values(
-                writer_pid=writer.pid, heartbeat_at=heartbeat,
+                writer_pid=writer.pid, writer_process=process, heartbeat_at=heartbeat,
                 lease_expires_at=md.utcnow() - dt.timedelta(seconds=1)))
             w.commit()
         with sessions() as reader:
@@ -257,21 +264,33 @@ def test_a_job_whose_lease_lapsed_while_its_process_lives_is_stalled_not_interru
             assert job is not None
             return effective_state(job)
 
+    def mark(identity: str, beat_s_ago: float) -> str:
+        clock = leases.boot_clock_ms()
+        assert clock is not None
+        return f"{identity}/{clock - int(beat_s_ago * 1000)}"
+
     try:
+        identity = leases.process_identity(writer.pid)
+        assert identity is not None
+        found, message = state(md.utcnow() - dt.timedelta(minutes=10), mark(identity, 0))
+        assert found == "running", (found, message)  # (a clock step: the boot clock says so)
         writer.send_signal(signal.SIGSTOP)
         time.sleep(3.5)  # (its start and the heartbeat apart by more than /proc's rounding)
-        found, message = state(md.utcnow() - dt.timedelta(seconds=1))
-        assert found == "stalled", (found, message)
-        assert message is not None and message.startswith(
-            f"no heartbeat for 1s, yet its process (pid {writer.pid}) is alive on this host: stopped "
-            f"or starved, not ended; it goes on when it runs again (a stopped one: `kill -CONT "
-            f"{writer.pid}`), or end it (`kill {writer.pid}`) and run `facet index"), message
-        recycled, message = state(md.utcnow() - dt.timedelta(minutes=10))  # before it started
-        assert recycled == "interrupted" and "kill" not in (message or ""), (recycled, message)
+        for process in (mark(identity, 1), None):
+            found, message = state(md.utcnow() - dt.timedelta(seconds=1), process)
+            assert found == "stalled", (process, found, message)
+            assert message is not None and message.startswith(
+                f"no heartbeat for 1s, yet its process (pid {writer.pid}) is alive on this host: stopped "
+                f"or starved, not ended; it goes on when it runs again (a stopped one: `kill -CONT "
+                f"{writer.pid}`), or end it (`kill {writer.pid}`) and run `facet index"), message
+        for heartbeat, process in ((md.utcnow() - dt.timedelta(seconds=1), identity.split("/")[0] + "/1/1"),
+                                   (md.utcnow() - dt.timedelta(minutes=10), None)):  # before it started
+            recycled, message = state(heartbeat, process)
+            assert recycled == "interrupted" and "kill" not in (message or ""), (process, recycled, message)
     finally:
         writer.kill()
         writer.wait()
-    ended, message = state(md.utcnow() - dt.timedelta(seconds=1))
+    ended, message = state(md.utcnow() - dt.timedelta(seconds=1), mark(identity, 1))
     assert ended == "interrupted" and "its writer stopped without finishing" in (message or ""), message
 
 
