@@ -938,9 +938,17 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             # collection then refused (open in that pid), and a cancel refused as well.
             silent = (f" for {(md.utcnow() - current.heartbeat_at).total_seconds():.0f}s"
                       if current.heartbeat_at else "")
+            if not leases.process_stopped(current.pid):
+                # Not stopped: most often a laptop that just woke up (its beat comes within a
+                # quarter of the lease); told to `kill` it, a user ended a healthy job.
+                return "stalled", (f"no heartbeat{silent}, yet its process (pid {current.pid}) is "
+                                   "alive and not stopped on this host: it renews the lease at its "
+                                   "next beat (after a sleep, within a quarter of the lease), or "
+                                   f"is starved or hung; if it stays so, end it (`kill {current.pid}`) "
+                                   f"and {hint}")
             return "stalled", (f"no heartbeat{silent}, yet its process (pid {current.pid}) is "
-                               "alive on this host: stopped or starved, not ended; it goes on "
-                               f"when it runs again (a stopped one: `kill -CONT {current.pid}`), "
+                               "alive on this host: stopped, not ended; it goes on "
+                               f"when it runs again (`kill -CONT {current.pid}`), "
                                f"or end it (`kill {current.pid}`) and {hint}")
         if current is None or current.job_id != job.id or not current.alive():
             since = (f" (last heartbeat {utc_text(current.heartbeat_at)})"

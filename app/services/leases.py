@@ -82,6 +82,15 @@ def process_identity(pid: int) -> str | None:
     return f"{boot}/{ticks}"
 
 
+def process_stopped(pid: int) -> bool:
+    """Whether process ``pid`` of this host is stopped (SIGSTOP, ^Z, a debugger): state T or t."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False
+
+
 # How far the wall clock's and the boot clock's ages of a beat may differ before the wall clock
 # is taken for stepped (``Holder.alive``): far above a database round trip and a busy host's
 # scheduling, far below the shortest lease worth having.

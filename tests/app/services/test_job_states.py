@@ -274,15 +274,22 @@ def test_a_job_whose_lease_lapsed_while_its_process_lives_is_stalled_not_interru
         assert identity is not None
         found, message = state(md.utcnow() - dt.timedelta(minutes=10), mark(identity, 0))
         assert found == "running", (found, message)  # (a clock step: the boot clock says so)
+        # Silent past the lease on both clocks, not stopped (a laptop just woken, before its
+        # next beat): not told to `kill` it first (the clock exploration, F1b).
+        found, message = state(md.utcnow() - dt.timedelta(seconds=70), mark(identity, 70))
+        assert found == "stalled" and message is not None and message.startswith(
+            f"no heartbeat for 70s, yet its process (pid {writer.pid}) is alive and not stopped on "
+            "this host: it renews the lease at its next beat (after a sleep, within a quarter of "
+            f"the lease), or is starved or hung; if it stays so, end it (`kill {writer.pid}`)"), message
         writer.send_signal(signal.SIGSTOP)
         time.sleep(3.5)  # (its start and the heartbeat apart by more than /proc's rounding)
         for process in (mark(identity, 1), None):
             found, message = state(md.utcnow() - dt.timedelta(seconds=1), process)
             assert found == "stalled", (process, found, message)
             assert message is not None and message.startswith(
-                f"no heartbeat for 1s, yet its process (pid {writer.pid}) is alive on this host: stopped "
-                f"or starved, not ended; it goes on when it runs again (a stopped one: `kill -CONT "
-                f"{writer.pid}`), or end it (`kill {writer.pid}`) and run `facet index"), message
+                f"no heartbeat for 1s, yet its process (pid {writer.pid}) is alive on this host: stopped, "
+                f"not ended; it goes on when it runs again (`kill -CONT {writer.pid}`), or end it "
+                f"(`kill {writer.pid}`) and run `facet index"), message
         for heartbeat, process in ((md.utcnow() - dt.timedelta(seconds=1), identity.split("/")[0] + "/1/1"),
                                    (md.utcnow() - dt.timedelta(minutes=10), None)):  # before it started
             recycled, message = state(heartbeat, process)
