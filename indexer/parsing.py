@@ -389,7 +389,8 @@ def discover_files(source: Path, exclude: Collection[Path] = ()) -> tuple[list[P
 # Folders Windows keeps on every drive it writes, hidden by an attribute (not a leading dot) that
 # Linux's and macOS's exFAT and FAT drivers do not show: the recycle bin (deleted files, which
 # came back as documents) and the system's own files. Skipped as hidden ones are, in any case.
-SYSTEM_FOLDERS = frozenset({"$recycle.bin", "recycler", "recycled", "system volume information"})
+# (Not the RECYCLER / RECYCLED of Windows XP and 9x: a user's own "Recycled" folder was skipped.)
+SYSTEM_FOLDERS = frozenset({"$recycle.bin", "system volume information"})
 
 
 def _folder_entries(here: Path, dirnames: list[str], filenames: list[str],

@@ -3,7 +3,9 @@
 exFAT and FAT drivers do not show; the walk went into them, and a deleted file became a
 searchable document (the exFAT exploration of the fourth session of 2026-12-02). They are
 skipped as hidden folders are, whatever their case; a folder that merely contains such a word
-is walked. Real files, the real walk; and `facet index` of such a folder with minilm."""
+is walked, and so is one named as older Windows named their bins (`Recycled`, `RECYCLER`: a
+user's own folder was skipped so in the first version of this). Real files, the real walk; and
+`facet index` of such a folder with minilm."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ def _stick(root: Path) -> Path:
         "notes/current.txt": "the budget meeting moved to Friday",
         "$RECYCLE.BIN/S-1-5-21-1000/$RAB12CD.txt": "DELETED secret: my old PIN is 1234",
         "$Recycle.Bin/S-1-5-21-1001/$RXY.txt": "another deleted file",
-        "RECYCLER/S-1-5-21/Dc1.txt": "deleted on Windows XP",
+        "Recycled/paper.txt": "a folder of the user's own, named as Windows 9x named its bin",
         "System Volume Information/IndexerVolumeGuid.txt": "{guid}",
         "my recycler notes/keep.txt": "a folder of the user's own",
     }.items():
@@ -31,7 +33,7 @@ def test_windows_system_folders_are_not_walked(tmp_path: Path) -> None:
     stick = _stick(tmp_path / "stick")
     files, skipped = discover_files(stick)
     assert [p.relative_to(stick.resolve()).as_posix() for p in files] == [
-        "my recycler notes/keep.txt", "notes/current.txt"]
+        "Recycled/paper.txt", "my recycler notes/keep.txt", "notes/current.txt"]
     assert skipped == []  # (skipped without a word, as hidden folders)
 
 
