@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from app.settings import FacetSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
+logger = logging.getLogger(__name__)
 
 # Most specific first. An unknown embedder name is a bad option value (2), as it always was.
 EXIT_CODES: list[tuple[type[FacetError], int]] = [
@@ -437,8 +438,17 @@ def open_facet(**kwargs: Any) -> Iterator[Facet]:
     facet = Facet.open(get_settings(), **kwargs)
     try:
         yield facet
-    finally:
-        facet.close()
+    except BaseException:
+        # The error that stopped the command is the one to say: a close failing after it (the
+        # data folder's drive or share gone: the store's files cannot be closed either) replaced
+        # it with a 150-line traceback (the verification round of the fourth session of
+        # 2026-12-02).
+        try:
+            facet.close()
+        except Exception:
+            logger.debug("closing Facet after an error failed too", exc_info=True)
+        raise
+    facet.close()
 
 
 def expand_home(path: Path | None) -> Path | None:

@@ -46,11 +46,71 @@ def _read_only_mount(path: Path) -> bool:
         return False
 
 
+# File systems whose locks (SQLite's, the embedded store's flock) do not hold across the hosts
+# that mount them: a data folder there is safe from one host at a time only.
+NETWORK_FILESYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "afs", "davfs",
+    "fuse.sshfs", "fuse.glusterfs", "fuse.ceph", "fuse.cephfs", "fuse.rclone", "fuse.s3fs",
+    "fuse.gcsfuse", "fuse.davfs2", "fuse.smbnetfs", "fuse.juicefs"})
+# Errors of a disk that went away under its mount (a network share dropped, a drive pulled).
+GONE_ERRNOS = frozenset({errno.ENOTCONN, errno.EIO, errno.ESTALE, errno.EHOSTDOWN,
+                         errno.EHOSTUNREACH, errno.ENODEV})
+_WARNED_NETWORK: set[str] = set()
+
+
+def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the file system ``path`` lies on (``mountinfo``: "ext4", "nfs4",
+    "fuse.sshfs"...), None where that cannot be read."""
+    try:
+        target = os.path.realpath(path)
+        with open(mountinfo) as fh:
+            mounts = fh.read().splitlines()
+    except OSError:
+        return None
+    best, kind = "", None
+    for line in mounts:
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 5 or not right.split():
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, right.split()[0]
+    return kind
+
+
+def warn_if_network(data_dir: Path, settings: FacetSettings) -> str | None:
+    """Log a warning (once per folder and process) where the data folder holds the SQLite
+    database or the embedded store and lies on a network file system: their locks do not hold
+    across the hosts that mount it, and two hosts writing at once both "won" the single-writer
+    lease, lost documents and corrupted facet.db, every command saying it succeeded (the
+    network-filesystem exploration of the fourth session of 2026-12-02). Returns its type."""
+    if settings.database_url is not None and settings.vector_backend != "edge":
+        return None  # (nothing of the data folder's is shared state then)
+    kind = filesystem_type(data_dir)
+    if kind not in NETWORK_FILESYSTEMS or str(data_dir) in _WARNED_NETWORK:
+        return kind if kind in NETWORK_FILESYSTEMS else None
+    _WARNED_NETWORK.add(str(data_dir))
+    logger.warning("the data folder %s is on a network file system (%s), whose locks do not hold "
+                   "across hosts: use it from one host at a time, or keep the metadata in "
+                   "PostgreSQL (FACET_DATABASE_URL) and the vectors in a Qdrant server "
+                   "(FACET_QDRANT_URL) to share them (docs/deploy.md)", data_dir, kind)
+    return kind
+
+
 def not_writable(data_dir: Path, why: str = "") -> str:
     """What to say of a data folder this process cannot write (``why``: the cause, in brackets)."""
     return (f"the data folder {data_dir} (FACET_DATA_DIR) is not writable{why}: Facet keeps its "
             "database, locks and vectors there, for reading too; point FACET_DATA_DIR at a "
             "writable folder (a copy of this one to read it)")
+
+
+def gone_text(data_dir: Path, error: OSError) -> str:
+    """What to say where the data folder's disk went away under its mount (``GONE_ERRNOS``)."""
+    return (f"the data folder {data_dir} (FACET_DATA_DIR) cannot be reached ({error.strerror or error}): "
+            "is its network share or drive still mounted? Mount it again and run the command "
+            "again; an index job resumes where it stopped")
 
 
 def cannot_enter(data_dir: Path, error: OSError) -> str:
@@ -204,7 +264,13 @@ def check_database(settings: FacetSettings) -> None:
             ``ServiceContext``.
     """
     data_dir = Path(settings.data_dir)
-    if settings.database_url is None and not data_dir.exists():
+    try:
+        exists = data_dir.exists()
+    except OSError as e:  # a stale mount (Python 3.11's exists() raises ENOTCONN): a traceback
+        if e.errno in GONE_ERRNOS:
+            raise UnavailableError(gone_text(data_dir, e)) from e
+        raise DataError(cannot_enter(data_dir, e)) from e
+    if settings.database_url is None and not exists:
         return  # (made on first use, as every command makes it)
     open_database(settings).dispose()
 
@@ -417,9 +483,12 @@ class ServiceContext:
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # a file in the way, a parent that is a file, no permission
+            if e.errno in GONE_ERRNOS:  # (was "point FACET_DATA_DIR at a folder this user can write")
+                raise UnavailableError(gone_text(data_dir, e)) from e
             why = "it is a file" if _is_file(data_dir) else (e.strerror or str(e))
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) cannot be used: "
                             f"{why}; point FACET_DATA_DIR at a folder this user can write") from e
+        warn_if_network(data_dir, settings)
         database = data_dir / "facet.db"
         files = (database, data_dir / "facet.db-wal", data_dir / "qdrant-edge")
         try:

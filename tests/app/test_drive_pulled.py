@@ -66,3 +66,42 @@ def test_a_drive_pulled_out_mid_index_is_one_line(exfat_folder: Path, tmp_path: 
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, err
     assert "is the disk of the data folder still there" in errors[0] or "went away" in errors[0], err
+
+
+def test_a_data_folder_on_a_stale_mount_is_unavailable_not_unwritable(exfat_folder: Path) -> None:
+    """The drive or share gone under its mount ("Transport endpoint is not connected"): every
+    command said "point FACET_DATA_DIR at a folder this user can write" (exit 4), and `facet
+    serve` printed a 50-line traceback (the network-filesystem exploration of the fourth session
+    of 2026-12-02). Both now say it cannot be reached, and to mount it again (exit 7)."""
+    for pid in _driver_of(exfat_folder):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    env = dict(os.environ, FACET_DATA_DIR=str(exfat_folder / "data"), OMP_NUM_THREADS="1")
+    for args in (["collections"], ["serve", "--port", "1"]):
+        done = subprocess.run([sys.executable, "-m", "app", *args], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 7, (args, done.stderr)
+        assert done.stderr.startswith(f"error: the data folder {exfat_folder / 'data'} (FACET_DATA_DIR) "
+                                      "cannot be reached (Transport endpoint is not connected): is its "
+                                      "network share or drive still mounted?"), (args, done.stderr)
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_close_that_fails_after_an_error_does_not_replace_it(tmp_path: Path, monkeypatch) -> None:
+    """Where the data folder's disk went away, closing the store fails too, after the error
+    that stopped the command, and its traceback replaced that error (151 lines, exit 1: the
+    verification round of the fourth session of 2026-12-02, by timing in about one pulled drive
+    in two). The close's failure is stood in for (a real one needs the drive pulled between the
+    error and the close); the command's error is real: a search of a collection that is not
+    there."""
+    from app.core import Facet
+    from tests.app.cli_runner import invoke_cli
+
+    def close_fails(self: Facet) -> None:
+        raise OSError(107, "Transport endpoint is not connected")
+
+    monkeypatch.setattr(Facet, "close", close_fails)
+    done = invoke_cli("search", "cards", "-c", "nowhere", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("error: ") and "nowhere" in done.stderr, done.stderr
+    assert "Transport endpoint" not in done.stderr
