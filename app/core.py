@@ -76,6 +76,7 @@ from app.services.indexing import (
     Progress,
     RemoveReport,
     estimate_documents,
+    refuse_case_twin,
     writing_job,
 )
 from app.services.search import (
@@ -101,6 +102,7 @@ from app.uploads import (
     take_back,
 )
 from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
+from indexer import metadata as md
 from indexer.errors import StoreBusyError
 
 logger = logging.getLogger(__name__)
@@ -870,8 +872,6 @@ class Facet:
         if getattr(self.job_runner, "runner_name", None) != "celery" or \
                 self.context.store.backend == "server" or not collections:
             return
-        from indexer import metadata as md
-
         with self.context.sessions() as session:
             busy = set(md.collections_with_worker_jobs(session, collections))
         for name in busy:
@@ -1096,6 +1096,13 @@ class Facet:
         # One at a time per collection: two at once each put aside and put back the other's
         # versions of a shared name, and undid each other's refused jobs.
         with lock:
+            with self.context.sessions() as session:
+                # Before the folder is touched: on a disk that ignores case, 'Notes' opens the
+                # folder of 'notes', which was then removed below as a leftover (its documents
+                # gone with the next upload job: the verification round of the fourth session of
+                # 2026-12-02).
+                if md.get_collection(session, collection) is None:
+                    refuse_case_twin(session, collection)
             if folder.exists() and not self._collection_exists(collection):
                 # A collection's folder without its collection: left by a delete killed after
                 # its commit (the folder goes after it), or by a first upload killed before its
