@@ -1100,6 +1100,14 @@ def _database_gone(error: BaseException | None, *, chain: bool = False) -> SQLAl
     return None
 
 
+def _empty_folder(source: Path) -> bool:
+    """Whether ``source`` is a folder with nothing in it at all (hidden entries included)."""
+    try:
+        return source.is_dir() and next(source.iterdir(), None) is None
+    except OSError:
+        return False
+
+
 def case_twin(session: Session, name: str, *, made_before: int | None = None) -> str | None:
     """The name of a collection that differs from ``name`` only in case, or None; with
     ``made_before``, only one whose row was made before that id."""
@@ -1692,8 +1700,9 @@ class IndexService:
                     raise
                 if not heartbeat.holds():  # (a sync would remove what the new writer wrote)
                     raise lost_lease(job.id, coll.name, self.settings.lease_ttl_s)
+                emptied = None  # (what a sync of an empty folder kept, said as the job's message)
                 if options.syncs(source):
-                    self._sync(session, coll, job, report, source, files, seen)
+                    emptied = self._sync(session, coll, job, report, source, files, seen)
                 else:
                     self._note_unsynced(session, coll, job, report, source, files, seen)
                 # Nothing of the metadata is written while the store optimizes (tens of seconds
@@ -1718,8 +1727,9 @@ class IndexService:
                 job.state = "completed"
                 # The state stays `completed` (the documents that went in are searchable), but
                 # a client polling for it read a run whose every document failed as a success.
-                job.message = failed_documents_message(report.docs_failed, report.docs_seen,
-                                                       report.docs_indexed, report.docs_deleted) or job.message
+                job.message = emptied or failed_documents_message(
+                    report.docs_failed, report.docs_seen, report.docs_indexed,
+                    report.docs_deleted) or job.message
                 if not source.exists():  # a sync of a file or folder deleted since it was indexed
                     job.message = (f"{display_path(source)} no longer exists: "
                                    f"{plural(report.docs_deleted, 'document')} of it removed "
@@ -4189,14 +4199,28 @@ class IndexService:
         return list(md.documents_by_key(session, coll.id, gone).values())
 
     def _sync(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
-              source: Path, files: list[Path], seen: Seen) -> None:
+              source: Path, files: list[Path], seen: Seen) -> str | None:
         """Drop documents under ``source`` that this run did not see (deleted files/records),
         except the records of a file that gave an error this run: a record on a malformed
         line, or in a file that could not be read, is not gone (it was deleted, data lost);
-        nor what was indexed under a folder this run could not read (``Seen.kept``)."""
+        nor what was indexed under a folder this run could not read (``Seen.kept``); nor
+        anything of a folder that is empty now (returns what it says of those, else None)."""
         rows = self._gone_rows(session, coll, source, files, seen)
         if not rows:
-            return
+            return None
+        if not files and _empty_folder(source):
+            # A share or drive not mounted reads as its empty mount point: a scheduled re-index
+            # then removed every document (the network-filesystem exploration of the fourth
+            # session of 2026-12-02). An empty folder removes nothing, as an empty file does not.
+            n = sum(1 for row in rows if row.status != "error")
+            message = (f"{plural(n, 'indexed document')} under {source} kept: the folder is empty "
+                       "now, and a sync removes nothing of an empty folder (a share or drive not "
+                       "mounted reads so); if it was emptied on purpose, remove them with `facet "
+                       f"delete {shell_word(coll.name)}` (the whole collection) or `facet delete "
+                       f"{shell_word(coll.name)} -d KEY`")
+            report.warnings.append((str(source), message))
+            job.errors.append(md.JobError(document_key=str(source), kind="warning", message=message))
+            return message
         kept: dict[str, int] = {}
         under: dict[str, int] = {}
         for row in rows:
@@ -4224,7 +4248,7 @@ class IndexService:
             job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
         rows = [row for row in rows if not seen.kept(row.source)]
         if not rows:
-            return
+            return None
         gone = [row.key for row in rows]
         t0 = time.perf_counter()
         self.store.delete(coll.name, md.chunk_point_ids(session, [r.id for r in rows]))
@@ -4237,3 +4261,4 @@ class IndexService:
         self._sync_counters(job, report)
         session.commit()
         logger.debug("sync removed %d documents no longer in %s", len(rows), source)
+        return None

@@ -52,7 +52,9 @@ def test_a_background_job_of_nothing_to_index_says_so(facet, tmp_path) -> None:
     assert facet.job_runner.join(timeout=120)
     assert facet.job(again.id).message == ("nothing to index: the source holds no document of a "
                                            "supported type")
-    # A folder emptied on purpose and synced: what happened, not an error.
+    # A folder emptied and synced keeps what it held, and says so (an unmounted share reads as
+    # its empty mount point: tests/app/services/test_sync_empty_folder.py); a folder that still
+    # holds something, though nothing of a supported type, removes what is gone.
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.txt").write_text("card fees rise in May")
@@ -61,7 +63,12 @@ def test_a_background_job_of_nothing_to_index_says_so(facet, tmp_path) -> None:
     (notes / "a.txt").unlink()
     emptied = facet.submit_index(notes, "notes")
     assert facet.job_runner.join(timeout=120)
-    assert facet.job(emptied.id).message == ("the source holds no document of a supported type now: "
+    assert facet.job(emptied.id).message.startswith(
+        f"1 indexed document under {notes} kept: the folder is empty now"), facet.job(emptied.id).message
+    (notes / "photo.png").write_bytes(b"\x89PNG")
+    cleared = facet.submit_index(notes, "notes")
+    assert facet.job_runner.join(timeout=120)
+    assert facet.job(cleared.id).message == ("the source holds no document of a supported type now: "
                                              "1 document removed from the collection")
 
 
