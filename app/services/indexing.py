@@ -689,10 +689,6 @@ class PreparedJob:
 # name this pid, which is alive: they are not leftovers of a dead run), and one lock per
 # collection so that two of them never write the same collection at once.
 _ACTIVE_JOBS: set[int] = set()
-# The runners whose jobs run in the process that prepared them (``prepare``'s ``runner``): a
-# job handed to Celery workers or to a child process stayed in the sender's registry for good,
-# and the sender then took that job's live lease for one of its own queued jobs.
-_IN_PROCESS_RUNNERS = ("inline", "thread")
 _COLLECTION_LOCKS: dict[str, threading.Lock] = {}
 # The job of this process writing each collection now (holding its lock): the one another job
 # of this process waits for (said in the log: the wait was silent, for as long as it writes).
@@ -3218,9 +3214,8 @@ class IndexService:
                           text_column=text_column)
         session.add(job)
         session.commit()
-        if runner in _IN_PROCESS_RUNNERS:  # (a worker's or a child process's job is theirs)
-            with _REGISTRY_LOCK:
-                _ACTIVE_JOBS.add(job.id)
+        with _REGISTRY_LOCK:
+            _ACTIVE_JOBS.add(job.id)
         return job
 
     # ------------------------------------------------------------------- main
