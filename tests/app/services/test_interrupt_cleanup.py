@@ -82,7 +82,7 @@ def test_interrupted_while_reading_the_source(make_ctx, tmp_path: Path,
     with pytest.raises(KeyboardInterrupt):
         service.index(src, "fresh")
     assert _left(ctx, "fresh") == ([], [])  # no job row, no empty collection it created
-    assert indexing._ACTIVE_JOBS == before
+    assert before == indexing._ACTIVE_JOBS
     assert not ctx.store.is_open("fresh")
     monkeypatch.undo()
     report = service.index(src, "fresh")
