@@ -856,6 +856,14 @@ SEARCH_THREADS = 2
 # How qdrant-edge's plain Exceptions say that a file could not be read or written.
 _IO_SIGNS = ("IO Error", "os error", "No such file", "Permission denied", "Read-only file system")
 _GONE_HINT = "the data folder deleted, moved or unmounted while in use?"
+# The ones that say the disk under the folder went away (a drive pulled, a network share
+# dropped: ENOTCONN, ECONNABORTED, EIO, ESTALE, ENODEV), in the engine's words and Python's: an
+# outage to wait out, not a folder to restore.
+_DISK_GONE_SIGNS = ("Transport endpoint is not connected", "(os error 107)",
+                    "Software caused connection abort", "(os error 103)", "Input/output error",
+                    "(os error 5)", "Stale file handle", "(os error 116)", "No such device",
+                    "(os error 19)")
+_DISK_GONE_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO, errno.ESTALE, errno.ENODEV)
 # The ones of them that say the folder is there but cannot be written.
 _NOT_WRITABLE_SIGNS = ("Permission denied", "Read-only file system")
 # The ones that say its disk is full (ENOSPC, EDQUOT): a shard's load writes a small file even
@@ -1059,10 +1067,18 @@ class EdgeStore(VectorStore):
         I/O failure (or the folder gone) says so, with what to check."""
         folder = self.root / collection
         text = " ".join(str(error).split()) or type(error).__name__
+        unreachable = any(sign in text for sign in _DISK_GONE_SIGNS)
         try:
             gone = not folder.is_dir()
-        except OSError:
+        except OSError as e:
             gone = True
+            unreachable = unreachable or e.errno in _DISK_GONE_ERRNOS
+        if unreachable:
+            return StoreUnavailableError(
+                f"collection {collection!r}: the vector store's files in {folder} cannot be "
+                f"reached ({what} failed: {text}): is the data folder's drive or network share "
+                "still mounted? Mount it again and run the command again; an index job resumes "
+                "where it stopped")
         if not gone and any(sign in text for sign in _LIMIT_SIGNS):
             return StoreUnavailableError(f"collection {collection!r}: {what} failed ({text}); "
                                          f"{_limit_hint()}")

@@ -137,9 +137,12 @@ def test_a_stalled_worker_job_says_both_ways_on(tmp_path: Path) -> None:
     with sessions() as s:
         coll = _collection(s)
         job_id = running_job(s, coll, runner="celery")
-        # The worker stopped renewing the lease 40 s ago.
+        # The worker stopped renewing the lease 40 s ago: on both clocks (its beat on the boot
+        # clock left as it is would read as a wall clock stepped 40 s forward, and a live lease).
         coll.heartbeat_at = md.utcnow() - dt.timedelta(seconds=40)
         coll.lease_expires_at = md.utcnow() - dt.timedelta(seconds=10)
+        identity, _, beat = (coll.writer_process or "").rpartition("/")
+        coll.writer_process = f"{identity}/{int(beat) - 40_000}" if beat.isdigit() else None
         s.commit()
     engine.dispose()
     env = {"FACET_DATA_DIR": str(tmp_path), "FACET_VISIBILITY_TIMEOUT_S": "120"}
