@@ -160,8 +160,19 @@ class IndexOptions:
             object.__setattr__(self, name, plain_number(getattr(self, name)))
 
     def syncs(self, source: Path) -> bool:
-        """Whether a run over ``source`` removes what is gone from it (see ``sync``)."""
-        return self.sync if self.sync is not None else source.is_dir()
+        """Whether a run over ``source`` removes what is gone from it (see ``sync``).
+
+        Raises:
+            UnavailableError: ``source`` cannot be reached (its share or drive gone under its
+                mount: a traceback at the end of the run, its documents read since counted
+                failed).
+        """
+        if self.sync is not None:
+            return self.sync
+        try:
+            return Path(source).is_dir()
+        except OSError as e:
+            raise source_unreachable(source, e) from e
 
 
 def check_options(options: IndexOptions) -> None:
@@ -1094,6 +1105,13 @@ def _database_gone(error: BaseException | None, *, chain: bool = False) -> SQLAl
             break
         error = error.__cause__ or error.__context__
     return None
+
+
+def source_unreachable(source: Path, error: OSError) -> UnavailableError:
+    """The error for a source that cannot be reached any more (its network share or drive gone
+    under its mount, ``Transport endpoint is not connected``)."""
+    return UnavailableError(f"the source {display_path(source)} cannot be reached ({error.strerror or error}): "
+                            "is its network share or drive still mounted? Mount it again")
 
 
 def _empty_folder(source: Path) -> bool:

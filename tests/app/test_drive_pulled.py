@@ -132,3 +132,37 @@ def test_the_stores_words_for_a_disk_gone_are_unavailable(tmp_path: Path, said: 
         store.close()
     assert isinstance(error, StoreUnavailableError), error
     assert "is the data folder's drive or network share still mounted?" in str(error), error
+
+
+def test_a_source_drive_pulled_mid_index_is_one_line(exfat_folder: Path, tmp_path: Path) -> None:
+    """The corpus on the drive (or share) that goes away, the data folder local (the
+    network-filesystem exploration of the fourth session of 2026-12-02): the documents read
+    after it went were counted failed, and the run ended in a 69-line traceback from the sync's
+    look at the source (exit 1). It ends in one line, exit 7, saying the source cannot be
+    reached; the documents it could not read are read again by the rerun."""
+    corpus = exfat_folder / "corpus"
+    corpus.mkdir()
+    for i in range(1500):
+        (corpus / f"d{i}.txt").write_text(f"document {i} about cards, transfers and fees")
+    env = dict(os.environ, FACET_DATA_DIR=str(tmp_path / "data"), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "app", "index", str(corpus), "-c", "notes", "-e", "minilm"],
+                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "data" / "qdrant-edge" / "notes").exists():  # writing has begun
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the index never began writing"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        for pid in _driver_of(exfat_folder):
+            os.kill(pid, signal.SIGKILL)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 7, err
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, err
+    assert f"the source {corpus} cannot be reached (Transport endpoint is not connected)" in errors[0], err
