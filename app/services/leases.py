@@ -173,8 +173,10 @@ class Holder:
     def describe(self, now: dt.datetime | None = None) -> str:
         """``job 12 (pid 345 on host h, heartbeat 3s ago)``."""
         now = now or md.utcnow()
-        beat = (f", heartbeat {max(0.0, (now - self.heartbeat_at).total_seconds()):.0f}s ago"
-                if self.heartbeat_at else "")
+        stepped = self._boot_age_if_stepped(now)  # (a stepped wall clock: its age was hours)
+        age = stepped[0] if stepped is not None else (
+            (now - self.heartbeat_at).total_seconds() if self.heartbeat_at else None)
+        beat = f", heartbeat {max(0.0, age):.0f}s ago" if age is not None else ""
         return f"job {self.job_id} (pid {self.pid} on host {self.host}{beat})"
 
 

@@ -82,6 +82,10 @@ def test_a_live_writer_is_not_taken_over_after_a_forward_step(tmp_path: Path) ->
             kept = leases.acquire(s, coll_id, job_b, TTL_S)
         assert kept is not None and kept.job_id == job_a  # (the old code: None, taken over)
         assert beat.holds()
+        # The refusal's words give the beat's true age, not the two hours the wall clock reads.
+        said = kept.describe()
+        assert said.startswith(f"job {job_a} (pid {os.getpid()} on host {leases.HOST}, heartbeat ")
+        assert int(said.rsplit("heartbeat ", 1)[1].split("s ago")[0]) < 60, said
 
 
 def test_a_holder_that_stopped_beating_is_taken_over_after_its_length_whatever_the_step(
