@@ -10,6 +10,7 @@ the core (``as_domain_error``), so an edge only ever handles ``FacetError``.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -155,6 +156,19 @@ def as_domain_error(error: Exception) -> FacetError | None:
                 return UnavailableError(full or "the metadata database's disk is full (SQLite: "
                                         "database or disk is full): free some space on it and "
                                         "try again")
+            folder = _sqlite_folder()
+            try:
+                reachable = folder is not None and os.path.isdir(folder) and bool(os.listdir(folder))
+            except OSError:
+                reachable = False
+            if reachable:
+                # Its folder reads fine: a file system SQLite cannot use (its WAL maps a shared
+                # memory file: an SSHFS mount with direct_io, some SMB and FUSE mounts refuse).
+                return UnavailableError(
+                    f"the metadata database could not be read or written (SQLite: disk I/O error) "
+                    f"though its folder {folder} can be read: its file system may not give SQLite "
+                    "the shared memory and locks it needs (a network or FUSE mount); keep the data "
+                    "folder on a local disk, or the metadata in PostgreSQL (FACET_DATABASE_URL)")
             # The disk under the file went away (a drive pulled, a share unmounted): the work
             # stopped there, mid-write, as a 100-line traceback.
             return UnavailableError("the metadata database could not be read or written (SQLite: "
@@ -196,6 +210,23 @@ def database_disk_full(settings: Any = None) -> str | None:
     if file is None:
         return None
     return disk_full_text(file.parent, f"the metadata database {file}", "FACET_DATABASE_URL")
+
+
+def _sqlite_folder() -> str | None:
+    """The folder of this process's SQLite metadata database (the data folder's, or where
+    ``FACET_DATABASE_URL`` puts its file); None for another database or unreadable settings."""
+    from indexer.migrate import sqlite_file
+
+    try:
+        from app.settings import get_settings
+
+        settings = get_settings()
+    except Exception:
+        return None
+    if settings.database_url is None:
+        return str(settings.data_dir)
+    file = sqlite_file(settings.database_url)
+    return str(file.parent) if file is not None else None
 
 
 def database_server_gone(error: Exception) -> bool:

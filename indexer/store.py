@@ -863,6 +863,9 @@ _DISK_GONE_SIGNS = ("Transport endpoint is not connected", "(os error 107)",
                     "Software caused connection abort", "(os error 103)", "Input/output error",
                     "(os error 5)", "Stale file handle", "(os error 116)", "No such device",
                     "(os error 19)")
+# ENODEV where the folder still reads: a file system that cannot memory-map files (an SSHFS
+# mount with direct_io, some SMB and FUSE mounts), which the store's files need.
+_NO_MMAP_SIGNS = ("No such device", "(os error 19)", "code: 19")
 _DISK_GONE_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO, errno.ESTALE, errno.ENODEV)
 # The ones of them that say the folder is there but cannot be written.
 _NOT_WRITABLE_SIGNS = ("Permission denied", "Read-only file system")
@@ -1073,7 +1076,17 @@ class EdgeStore(VectorStore):
         except OSError as e:
             gone = True
             unreachable = unreachable or e.errno in _DISK_GONE_ERRNOS
-        if unreachable:
+        try:  # (the store's own folder: a shard being created has none of its own yet)
+            reachable = self.root.is_dir() and os.listdir(self.root) is not None
+        except OSError:
+            reachable = False
+        if reachable and any(sign in text for sign in _NO_MMAP_SIGNS):
+            return StoreUnavailableError(
+                f"collection {collection!r}: {what} failed ({text}): the file system of the vector "
+                f"store's folder {self.root} cannot memory-map files, which the embedded store "
+                "needs (a network or FUSE mount such as SSHFS with direct_io); keep the data "
+                "folder on a local disk, or the vectors in a Qdrant server (FACET_QDRANT_URL)")
+        if unreachable and not reachable:
             return StoreUnavailableError(
                 f"collection {collection!r}: the vector store's files in {folder} cannot be "
                 f"reached ({what} failed: {text}): is the data folder's drive or network share "
@@ -1248,6 +1261,9 @@ class EdgeStore(VectorStore):
                             DOC_ID_FIELD, q.PayloadSchemaType.Keyword))
                     except Exception as e:
                         _LOCKS.release(self._lock_path(collection))
+                        said = self._edge_error(collection, "creating its shard", e)
+                        if isinstance(said, StoreUnavailableError):  # (a disk gone, no mmap)
+                            raise said from e
                         raise StoreError(f"cannot create edge shard {path}: {e}") from e
                     self._shards[collection] = shard
                     self._written.add(collection)

@@ -25,11 +25,30 @@ from app.errors import UnavailableError, as_domain_error
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_sqlites_disk_io_error_is_an_unavailable_disk() -> None:
-    error = as_domain_error(OperationalError("SELECT 1", {}, sqlite3.OperationalError("disk I/O error")))
+def test_sqlites_disk_io_error_is_an_unavailable_disk(environment, tmp_path: Path) -> None:
+    """Its folder gone (a drive pulled): is the disk still there? Its folder readable (an SSHFS
+    mount with direct_io, where SQLite's WAL cannot map its shared memory: the
+    network-filesystem exploration): the file system, and what to use instead."""
+    from app.settings import get_settings
+
+    io_error = OperationalError("SELECT 1", {}, sqlite3.OperationalError("disk I/O error"))
+    environment.setenv("FACET_DATA_DIR", str(tmp_path / "gone"))
+    get_settings.cache_clear()
+    error = as_domain_error(io_error)
     assert isinstance(error, UnavailableError)
     assert str(error).startswith("the metadata database could not be read or written (SQLite: disk "
                                  "I/O error): is the disk of the data folder still there")
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "facet.db").write_bytes(b"")
+    environment.setenv("FACET_DATA_DIR", str(tmp_path / "here"))
+    get_settings.cache_clear()
+    error = as_domain_error(io_error)
+    assert isinstance(error, UnavailableError)
+    assert str(error) == (f"the metadata database could not be read or written (SQLite: disk I/O "
+                          f"error) though its folder {tmp_path / 'here'} can be read: its file "
+                          "system may not give SQLite the shared memory and locks it needs (a "
+                          "network or FUSE mount); keep the data folder on a local disk, or the "
+                          "metadata in PostgreSQL (FACET_DATABASE_URL)")
 
 
 def _driver_of(mount: Path) -> list[int]:
@@ -121,17 +140,38 @@ def test_the_stores_words_for_a_disk_gone_are_unavailable(tmp_path: Path, said: 
     """The engine's own words where the disk under the store went away (captured from a real
     exFAT drive whose driver was killed mid-index): "the data folder deleted, moved or
     unmounted while in use?", a bad request (exit 2) that a rerun would meet again once the
-    drive was back; now unavailable (exit 7), asking whether the drive or share is mounted."""
+    drive was back; now unavailable (exit 7), asking whether the drive or share is mounted. The
+    store's folder stands for a gone one by a path that is not there (as a dead mount reads)."""
     from indexer.errors import StoreUnavailableError
     from indexer.store import open_store
 
     store = open_store("edge", data_dir=tmp_path)
     try:
+        store.root = tmp_path / "gone"  # type: ignore[attr-defined]
         error = store._edge_error("notes", "writing it to disk (flush)", Exception(said))
     finally:
         store.close()
     assert isinstance(error, StoreUnavailableError), error
     assert "is the data folder's drive or network share still mounted?" in str(error), error
+
+
+def test_a_file_system_that_cannot_map_files_is_said_so(tmp_path: Path) -> None:
+    """An SSHFS mount with direct_io (the network-filesystem exploration): creating a shard
+    failed with the engine's "Can't init WAL: Os { code: 19, ... No such device }", said as a
+    bad request (exit 2). The store's folder reads fine, so it is the file system: unavailable,
+    naming what to use instead. The engine's words are given as it said them there."""
+    from indexer.errors import StoreUnavailableError
+    from indexer.store import open_store
+
+    said = ('Service runtime error: failed to open WAL /x/qdrant-edge/dio/wal: Can\'t init WAL: '
+            'Os { code: 19, kind: Uncategorized, message: "No such device" }')
+    store = open_store("edge", data_dir=tmp_path)
+    try:
+        error = store._edge_error("dio", "creating its shard", Exception(said))
+    finally:
+        store.close()
+    assert isinstance(error, StoreUnavailableError), error
+    assert "cannot memory-map files, which the embedded store needs" in str(error), error
 
 
 def test_a_source_drive_pulled_mid_index_is_one_line(exfat_folder: Path, tmp_path: Path) -> None:
