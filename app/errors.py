@@ -156,7 +156,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
                 return UnavailableError(full or "the metadata database's disk is full (SQLite: "
                                         "database or disk is full): free some space on it and "
                                         "try again")
-            folder = _sqlite_folder()
+            place = _sqlite_place()
+            folder = place[0] if place is not None else None
             try:
                 reachable = folder is not None and os.path.isdir(folder) and bool(os.listdir(folder))
             except OSError:
@@ -195,6 +196,20 @@ def database_disk_full(settings: Any = None) -> str | None:
     had room, and at open as "disk I/O error; check FACET_DATABASE_URL"); None for a
     PostgreSQL database, or a disk with room."""
     from indexer.errors import disk_full_text
+
+    place = _sqlite_place(settings)
+    if place is None:
+        return None
+    folder, file = place
+    if file is None:
+        return disk_full_text(folder)
+    return disk_full_text(folder, f"the metadata database {file}", "FACET_DATABASE_URL")
+
+
+def _sqlite_place(settings: Any = None) -> tuple[Any, Any] | None:
+    """Where the SQLite metadata database of ``settings`` (by default this process's) lies:
+    ``(folder, None)`` for the data folder's facet.db, ``(folder, file)`` for the file a
+    ``FACET_DATABASE_URL`` names; None for another database or settings that cannot be read."""
     from indexer.migrate import sqlite_file
 
     if settings is None:
@@ -205,28 +220,9 @@ def database_disk_full(settings: Any = None) -> str | None:
         except Exception:
             return None
     if settings.database_url is None:
-        return disk_full_text(settings.data_dir)
+        return settings.data_dir, None
     file = sqlite_file(settings.database_url)
-    if file is None:
-        return None
-    return disk_full_text(file.parent, f"the metadata database {file}", "FACET_DATABASE_URL")
-
-
-def _sqlite_folder() -> str | None:
-    """The folder of this process's SQLite metadata database (the data folder's, or where
-    ``FACET_DATABASE_URL`` puts its file); None for another database or unreadable settings."""
-    from indexer.migrate import sqlite_file
-
-    try:
-        from app.settings import get_settings
-
-        settings = get_settings()
-    except Exception:
-        return None
-    if settings.database_url is None:
-        return str(settings.data_dir)
-    file = sqlite_file(settings.database_url)
-    return str(file.parent) if file is not None else None
+    return (file.parent, file) if file is not None else None
 
 
 def database_server_gone(error: Exception) -> bool:

@@ -58,12 +58,14 @@ def _driver_of(mount: Path) -> list[int]:
     return [int(pid) for pid in found.stdout.split()]
 
 
-def test_a_drive_pulled_out_mid_index_is_one_line(exfat_folder: Path, tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
+def _pulled_mid_index(mount: Path, corpus: Path, data: Path, documents: int) -> tuple[int, str]:
+    """``facet index CORPUS`` into ``data`` (``documents`` short files written first, far more
+    than are indexed before the drive goes), the drive at ``mount`` pulled out (its FUSE driver
+    killed) a second after the store began writing; the exit code and the stderr lines that
+    begin "error:"."""
     corpus.mkdir()
-    for i in range(2000):  # far more than is indexed before the drive goes
+    for i in range(documents):
         (corpus / f"d{i}.txt").write_text(f"document {i} about cards, transfers and fees")
-    data = exfat_folder / "data"
     env = dict(os.environ, FACET_DATA_DIR=str(data), OMP_NUM_THREADS="1")
     proc = subprocess.Popen([sys.executable, "-m", "app", "index", str(corpus), "-c", "notes", "-e", "minilm"],
                             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -74,7 +76,7 @@ def test_a_drive_pulled_out_mid_index_is_one_line(exfat_folder: Path, tmp_path: 
             assert time.monotonic() < deadline, "the index never began writing"
             time.sleep(0.1)
         time.sleep(1.0)
-        drivers = _driver_of(exfat_folder)
+        drivers = _driver_of(mount)
         assert drivers, "no FUSE driver found for the mount"
         for pid in drivers:
             os.kill(pid, signal.SIGKILL)
@@ -83,14 +85,19 @@ def test_a_drive_pulled_out_mid_index_is_one_line(exfat_folder: Path, tmp_path: 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 7, err
     assert "Traceback" not in err, err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, err
+    return proc.returncode, errors[0]
+
+
+def test_a_drive_pulled_out_mid_index_is_one_line(exfat_folder: Path, tmp_path: Path) -> None:
+    code, said = _pulled_mid_index(exfat_folder, tmp_path / "corpus", exfat_folder / "data", 2000)
+    assert code == 7, said
     # Which part meets the gone disk first depends on timing: the metadata database or the
     # vector store (a close failing after it replaced either with a traceback: fixed since).
-    assert ("is the disk of the data folder still there" in errors[0]
-            or "is the data folder's drive or network share still mounted?" in errors[0]), err
+    assert ("is the disk of the data folder still there" in said
+            or "is the data folder's drive or network share still mounted?" in said), said
 
 
 def test_a_data_folder_on_a_stale_mount_is_unavailable_not_unwritable(exfat_folder: Path) -> None:
@@ -181,28 +188,6 @@ def test_a_source_drive_pulled_mid_index_is_one_line(exfat_folder: Path, tmp_pat
     look at the source (exit 1). It ends in one line, exit 7, saying the source cannot be
     reached; the documents it could not read are read again by the rerun."""
     corpus = exfat_folder / "corpus"
-    corpus.mkdir()
-    for i in range(1500):
-        (corpus / f"d{i}.txt").write_text(f"document {i} about cards, transfers and fees")
-    env = dict(os.environ, FACET_DATA_DIR=str(tmp_path / "data"), OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, "-m", "app", "index", str(corpus), "-c", "notes", "-e", "minilm"],
-                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "data" / "qdrant-edge" / "notes").exists():  # writing has begun
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the index never began writing"
-            time.sleep(0.1)
-        time.sleep(1.0)
-        for pid in _driver_of(exfat_folder):
-            os.kill(pid, signal.SIGKILL)
-        _out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 7, err
-    assert "Traceback" not in err, err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, err
-    assert f"the source {corpus} cannot be reached (Transport endpoint is not connected)" in errors[0], err
+    code, said = _pulled_mid_index(exfat_folder, corpus, tmp_path / "data", 1500)
+    assert code == 7, said
+    assert f"the source {corpus} cannot be reached (Transport endpoint is not connected)" in said, said
