@@ -882,8 +882,8 @@ def _the_writer(current: leases.Holder, seen: dt.datetime | None) -> bool:
     would end that process)."""
     if not current.pid:
         return False
-    if current.process is not None:
-        return leases.process_identity(current.pid) == current.process.rpartition("/")[0]
+    if current.identity is not None:
+        return leases.process_identity(current.pid) == current.identity
     started = leases.process_started_at(current.pid)
     return started is not None and seen is not None and started <= seen + dt.timedelta(seconds=2)
 
@@ -1551,8 +1551,8 @@ class CollectionService:
         lease in a session of its own."""
         with self.ctx.sessions() as session:
             coll = md.get_collection(session, name)
-            coll_id = coll.id if coll is not None else None
-        if coll_id is not None:
+            coll_id = coll.id if coll is not None and coll.writer_job_id is not None else None
+        if coll_id is not None:  # (no lease: nothing to wait for, no second read)
             leases.settled_holder(self.ctx.sessions, coll_id)
 
     def delete(self, name: str) -> CollectionInfo:

@@ -54,12 +54,21 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command's name (field 3, the state, first).
+
+    Raises:
+        OSError: no such process, or no /proc.
+    """
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()
+
+
 def process_started_at(pid: int) -> dt.datetime | None:
     """When process ``pid`` of this host started (naive UTC), from /proc; None where that
     cannot be read (no such process, another system)."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        ticks = int(_stat_fields(pid)[19])  # field 22, starttime
         with open("/proc/stat") as fh:
             boot = next(int(line.split()[1]) for line in fh if line.startswith("btime "))
         seconds = boot + ticks / os.sysconf("SC_CLK_TCK")
@@ -75,8 +84,7 @@ def process_identity(pid: int) -> str | None:
     try:
         with open("/proc/sys/kernel/random/boot_id") as fh:
             boot = fh.read().strip()
-        with open(f"/proc/{pid}/stat") as fh:
-            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        ticks = int(_stat_fields(pid)[19])  # field 22, starttime
     except (OSError, ValueError, IndexError):
         return None
     return f"{boot}/{ticks}"
@@ -85,8 +93,7 @@ def process_identity(pid: int) -> str | None:
 def process_stopped(pid: int) -> bool:
     """Whether process ``pid`` of this host is stopped (SIGSTOP, ^Z, a debugger): state T or t."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+        return _stat_fields(pid)[0] in ("T", "t")
     except (OSError, IndexError):
         return False
 
@@ -128,6 +135,14 @@ class Holder:
     expires_at: dt.datetime | None
     process: str | None = None  # ``beat_mark()`` of its last beat: identity and boot clock
 
+    @property
+    def identity(self) -> str | None:
+        """The ``process_identity`` its last beat recorded (``process`` without the boot clock),
+        or None (a lease an older Facet wrote)."""
+        if self.process is None:
+            return None
+        return self.process.rpartition("/")[0] or None
+
     def alive(self, now: dt.datetime | None = None) -> bool:
         """Still holding: not expired, and (on this host) its process still runs.
 
@@ -155,11 +170,11 @@ class Holder:
         None (the wall clock is to be read)."""
         if self.host != HOST or not self.pid or self.heartbeat_at is None or self.process is None:
             return None
-        identity, _, beat = self.process.rpartition("/")
+        beat = self.process.rpartition("/")[2]
         boot_now = boot_clock_ms()
-        if not identity or boot_now is None or not beat.isdigit():
+        if self.identity is None or boot_now is None or not beat.isdigit():
             return None
-        if process_identity(self.pid) != identity:
+        if process_identity(self.pid) != self.identity:
             return None  # (another process has the pid, or another boot: the wall clock says)
         age = (boot_now - int(beat)) / 1000
         wall_age = (now - self.heartbeat_at).total_seconds()
