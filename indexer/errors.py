@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -92,6 +93,14 @@ def disk_full_text(folder: Any, what: str | None = None, setting: str = "FACET_D
     if free is None or free >= DISK_FULL_BYTES:
         return None
     return disk_full_words(what or f"the data folder {folder}", setting, free)
+
+
+# The errors of a disk that went away under its mount (a drive pulled, a network share dropped
+# or stale), read by the data folder's checks and by the embedded store: an outage to wait out.
+DISK_GONE_ERRNOS = frozenset({errno.ENOTCONN, errno.ECONNABORTED, errno.EIO, errno.ESTALE,
+                              errno.ENODEV, errno.EHOSTDOWN, errno.EHOSTUNREACH})
+# What to do once such a disk is back, as both say it.
+REMOUNT_AND_RERUN = "Mount it again and run the command again; an index job resumes where it stopped"
 
 
 def free_bytes(folder: Any) -> int | None:

@@ -43,6 +43,8 @@ import numpy as np
 
 from indexer import lexical as lex
 from indexer.errors import (
+    DISK_GONE_ERRNOS,
+    REMOUNT_AND_RERUN,
     CollectionNotFoundError,
     StoreBusyError,
     StoreDamagedError,
@@ -857,8 +859,8 @@ SEARCH_THREADS = 2
 _IO_SIGNS = ("IO Error", "os error", "No such file", "Permission denied", "Read-only file system")
 _GONE_HINT = "the data folder deleted, moved or unmounted while in use?"
 # The ones that say the disk under the folder went away (a drive pulled, a network share
-# dropped: ENOTCONN, ECONNABORTED, EIO, ESTALE, ENODEV), in the engine's words and Python's: an
-# outage to wait out, not a folder to restore.
+# dropped: ``DISK_GONE_ERRNOS``), in the engine's words: an outage to wait out, not a folder
+# to restore.
 _DISK_GONE_SIGNS = ("Transport endpoint is not connected", "(os error 107)",
                     "Software caused connection abort", "(os error 103)", "Input/output error",
                     "(os error 5)", "Stale file handle", "(os error 116)", "No such device",
@@ -866,7 +868,6 @@ _DISK_GONE_SIGNS = ("Transport endpoint is not connected", "(os error 107)",
 # ENODEV where the folder still reads: a file system that cannot memory-map files (an SSHFS
 # mount with direct_io, some SMB and FUSE mounts), which the store's files need.
 _NO_MMAP_SIGNS = ("No such device", "(os error 19)", "code: 19")
-_DISK_GONE_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO, errno.ESTALE, errno.ENODEV)
 # The ones of them that say the folder is there but cannot be written.
 _NOT_WRITABLE_SIGNS = ("Permission denied", "Read-only file system")
 # The ones that say its disk is full (ENOSPC, EDQUOT): a shard's load writes a small file even
@@ -1075,7 +1076,7 @@ class EdgeStore(VectorStore):
             gone = not folder.is_dir()
         except OSError as e:
             gone = True
-            unreachable = unreachable or e.errno in _DISK_GONE_ERRNOS
+            unreachable = unreachable or e.errno in DISK_GONE_ERRNOS
         try:  # (the store's own folder: a shard being created has none of its own yet)
             reachable = self.root.is_dir() and os.listdir(self.root) is not None
         except OSError:
@@ -1090,8 +1091,7 @@ class EdgeStore(VectorStore):
             return StoreUnavailableError(
                 f"collection {collection!r}: the vector store's files in {folder} cannot be "
                 f"reached ({what} failed: {text}): is the data folder's drive or network share "
-                "still mounted? Mount it again and run the command again; an index job resumes "
-                "where it stopped")
+                f"still mounted? {REMOUNT_AND_RERUN}")
         if not gone and any(sign in text for sign in _LIMIT_SIGNS):
             return StoreUnavailableError(f"collection {collection!r}: {what} failed ({text}); "
                                          f"{_limit_hint()}")

@@ -27,7 +27,7 @@ from app.errors import (
 )
 from app.services.leases import warn_if_clock_off
 from app.settings import FacetSettings, mask_passwords
-from indexer.errors import StoreBusyError, StoreError
+from indexer.errors import DISK_GONE_ERRNOS, REMOUNT_AND_RERUN, StoreBusyError, StoreError
 from indexer.metadata import make_engine
 from indexer.server_lock import SERVER_LOCK, folder_server, server_holder, server_who  # noqa: F401
 from indexer.store import VectorStore, open_store
@@ -52,9 +52,6 @@ NETWORK_FILESYSTEMS = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "afs", "davfs",
     "fuse.sshfs", "fuse.glusterfs", "fuse.ceph", "fuse.cephfs", "fuse.rclone", "fuse.s3fs",
     "fuse.gcsfuse", "fuse.davfs2", "fuse.smbnetfs", "fuse.juicefs"})
-# Errors of a disk that went away under its mount (a network share dropped, a drive pulled).
-GONE_ERRNOS = frozenset({errno.ENOTCONN, errno.EIO, errno.ESTALE, errno.EHOSTDOWN,
-                         errno.EHOSTUNREACH, errno.ENODEV})
 _WARNED_NETWORK: set[str] = set()
 
 
@@ -89,8 +86,10 @@ def warn_if_network(data_dir: Path, settings: FacetSettings) -> str | None:
     if settings.database_url is not None and settings.vector_backend != "edge":
         return None  # (nothing of the data folder's is shared state then)
     kind = filesystem_type(data_dir)
-    if kind not in NETWORK_FILESYSTEMS or str(data_dir) in _WARNED_NETWORK:
-        return kind if kind in NETWORK_FILESYSTEMS else None
+    if kind not in NETWORK_FILESYSTEMS:
+        return None
+    if str(data_dir) in _WARNED_NETWORK:
+        return kind
     _WARNED_NETWORK.add(str(data_dir))
     logger.warning("the data folder %s is on a network file system (%s), whose locks do not hold "
                    "across hosts: use it from one host at a time, or keep the metadata in "
@@ -107,10 +106,9 @@ def not_writable(data_dir: Path, why: str = "") -> str:
 
 
 def gone_text(data_dir: Path, error: OSError) -> str:
-    """What to say where the data folder's disk went away under its mount (``GONE_ERRNOS``)."""
+    """What to say where the data folder's disk went away under its mount (``DISK_GONE_ERRNOS``)."""
     return (f"the data folder {data_dir} (FACET_DATA_DIR) cannot be reached ({error.strerror or error}): "
-            "is its network share or drive still mounted? Mount it again and run the command "
-            "again; an index job resumes where it stopped")
+            f"is its network share or drive still mounted? {REMOUNT_AND_RERUN}")
 
 
 def cannot_enter(data_dir: Path, error: OSError) -> str:
@@ -267,7 +265,7 @@ def check_database(settings: FacetSettings) -> None:
     try:
         exists = data_dir.exists()
     except OSError as e:  # a stale mount (Python 3.11's exists() raises ENOTCONN): a traceback
-        if e.errno in GONE_ERRNOS:
+        if e.errno in DISK_GONE_ERRNOS:
             raise UnavailableError(gone_text(data_dir, e)) from e
         raise DataError(cannot_enter(data_dir, e)) from e
     if settings.database_url is None and not exists:
@@ -483,7 +481,7 @@ class ServiceContext:
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # a file in the way, a parent that is a file, no permission
-            if e.errno in GONE_ERRNOS:  # (was "point FACET_DATA_DIR at a folder this user can write")
+            if e.errno in DISK_GONE_ERRNOS:  # (was "point FACET_DATA_DIR at a folder this user can write")
                 raise UnavailableError(gone_text(data_dir, e)) from e
             why = "it is a file" if _is_file(data_dir) else (e.strerror or str(e))
             raise DataError(f"the data folder {data_dir} (FACET_DATA_DIR) cannot be used: "
