@@ -238,9 +238,11 @@ def register(cli: typer.Typer) -> None:
                 sizes = DevSizes.whole_corpus(**given) if dev_corpus == "whole" else DevSizes(**given)
                 evaluate = DevEvaluator(root, spec.dev_suite, sizes=sizes)
             from app.cli import command_line
+            from app.provenance import run_environment
 
             command = command_line(ctx)
-            extra = {"command": command, "batch_size": batch_size, "grad_checkpointing": grad_checkpointing,
+            extra = {"command": command, "environment": run_environment(), "batch_size": batch_size,
+                     "grad_checkpointing": grad_checkpointing,
                      **data_info, **init_info,
                      "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
                      "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}

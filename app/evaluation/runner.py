@@ -23,6 +23,7 @@ from app.errors import DataError, InvalidRequestError
 from app.evaluation.cache import EmbeddingCache
 from app.evaluation.tasks import EvalContext, Task, TaskResult
 from app.files import probe_writable
+from app.provenance import run_environment
 from embedders import Embedder
 
 logger = logging.getLogger(__name__)
@@ -51,26 +52,6 @@ class EmbedderRun:
 
 # The suite of a report on ``--task`` data only (the built-in suites' sizes apply to none of it).
 USER_SUITE = "user"
-
-
-def run_environment() -> dict[str, Any]:
-    """What a figure depends on below the code: the versions and the torch thread count. The
-    clustering tasks' k-means moves with float-level differences in the embeddings, and a
-    re-run a session later could not say what differed (the figures audit of the fourth
-    session of 2026-12-02)."""
-    import sys
-    from importlib.metadata import PackageNotFoundError, version
-
-    env: dict[str, Any] = {"python": platform.python_version()}
-    for package in ("facet-search", "torch", "numpy", "scikit-learn", "transformers"):
-        try:
-            env[package] = version(package)
-        except PackageNotFoundError:
-            continue
-    torch = sys.modules.get("torch")  # (not imported for it: the minilm path needs no torch)
-    if torch is not None:
-        env["torch_threads"] = torch.get_num_threads()
-    return env
 
 
 @dataclass

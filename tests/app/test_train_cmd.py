@@ -43,6 +43,9 @@ def test_training_selects_on_dev_and_saves_a_loadable_checkpoint(trained):
     assert log["best"]["score"] == max(p["score"] for p in log["dev_curve"])
     assert log["weights_steps"] == log["best"]["step"] and log["mix"] == {"sick-nli": 0.5, "stsb": 0.5}
     assert "facet train causal-eos" in log["command"] and log["seconds_per_step"] > 0
+    # What the run depended on below the command (torch's threads: the run's --threads 1).
+    env = log["environment"]
+    assert env["torch_threads"] == 1 and {"python", "torch", "facet-search"} <= set(env), env
     from embedders import load_embedder
 
     model = load_embedder(str(trained), device="cpu")

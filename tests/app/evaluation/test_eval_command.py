@@ -142,6 +142,11 @@ def test_eval_end_to_end_all_tasks(tmp_path: Path) -> None:
     assert env["torch"] in (torch.__version__, torch.__version__.split("+")[0]), env
     assert isinstance(env["torch_threads"], int) and env["torch_threads"] >= 1, env
     assert {"facet-search", "numpy", "scikit-learn"} <= set(env), env
+    # The code that ran: this checkout's commit (tests run from one), or nothing where git or
+    # the checkout is missing.
+    from app.provenance import source_commit
+
+    assert env.get("source") == source_commit(), env
     by_task = {r["task"]: r for r in run["results"]}
     assert set(by_task) == set(TASKS)
     for r in by_task.values():
