@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from app.evaluation.dev import DEV_SUITES, DevEvaluator, DevSizes, one_size, sts_pairs_option, stsb_dev
+from app.provenance import run_environment
 from app.settings import get_settings
 from embedders.registry import load_embedder, trainable_methods
 
@@ -56,6 +59,9 @@ def score(checkpoint: str, root: Path, *, sizes: DevSizes | None = None, gircse_
     if gircse_k and hasattr(model, "generate_states"):
         row["stsb_dev_by_k"] = sweep(model, stsb_dev(root), gircse_k)
     row["seconds"] = round(time.perf_counter() - start, 1)
+    # When and on what it was scored: a later re-score of the same weights is compared with it.
+    row["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+    row["environment"] = run_environment()
     return row
 
 
@@ -91,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     for checkpoint in args.checkpoints:
         row = score(checkpoint, root, sizes=sizes, gircse_k=args.gircse_k, suite=args.suite)
+        row["command"] = shlex.join(["scripts/dev_score.py", *(sys.argv[1:] if argv is None else argv)])
         print(json.dumps(row), flush=True)
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,13 @@ def test_each_checkpoint_gets_its_methods_dev_suite_and_trainings_scores(shared_
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["suite"] for r in rows] == ["corpus", "instruction"]
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == rows
+    # Each row says when, how and on what it was scored (dev-probe rows had no date).
+    from datetime import UTC, datetime, timedelta
+
+    for row in rows:
+        assert abs(datetime.fromisoformat(row["created"]) - datetime.now(UTC)) < timedelta(minutes=30), row
+        assert row["command"].startswith("scripts/dev_score.py ") and "--dev-size 10" in row["command"], row
+        assert row["environment"]["torch_threads"] >= 1 and "facet-search" in row["environment"], row
     sizes = DevSizes(sts_pairs=10, scifact_queries=10, scifact_docs=10, clinc_texts=10)
     for row, path, suite in ((rows[0], corpus_dir, "corpus"), (rows[1], tiny_inbedder_dir, "instruction")):
         expected = DevEvaluator(shared_data, suite, sizes=sizes)(load_checkpoint(path, device="cpu"))
