@@ -32,6 +32,7 @@ import logging
 import os
 import site
 import sys
+import sysconfig
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -175,11 +176,15 @@ def default_checkpoint_dir() -> Path:
     """The project's ``checkpoints/`` folder: beside the packages in a source or editable install,
     else the copy a ``pip install`` put under ``share/facet-search/checkpoints`` of the
     environment (or of the user base, for ``pip install --user``). ``FACET_CHECKPOINT_DIR``
-    (``set_checkpoint_dir``) overrides both."""
+    (``set_checkpoint_dir``) overrides both.
+
+    The environment's data folder is sysconfig's, then ``sys.prefix``: a system Python of
+    Debian or Fedora has ``sys.prefix`` ``/usr`` while pip installs data files under
+    ``/usr/local`` (their default install scheme), where the checkpoints were not looked for."""
     checkout = Path(__file__).resolve().parents[1] / "checkpoints"
     if checkout.is_dir():
         return checkout
-    for base in (sys.prefix, site.getuserbase()):
+    for base in dict.fromkeys((sysconfig.get_path("data"), sys.prefix, site.getuserbase())):
         installed = Path(base) / INSTALLED_CHECKPOINTS
         if installed.is_dir():
             return installed

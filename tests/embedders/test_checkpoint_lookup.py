@@ -8,6 +8,7 @@ import glob
 import logging
 import site
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
@@ -54,6 +55,18 @@ def test_an_installed_package_finds_the_checkpoints_it_shipped(tmp_path, monkeyp
     finally:
         registry.set_checkpoint_dir(None)
     assert registry.default_checkpoint_dir() == CHECKOUT_CHECKPOINTS  # the checkout's own, first
+
+
+def test_a_system_python_finds_them_where_its_pip_put_the_data_files(tmp_path, monkeypatch):
+    """Debian's and Fedora's system Python: sys.prefix is /usr, but `sudo pip install` puts the
+    data files under /usr/local, the default scheme's data path; none of the names was found."""
+    data = _installed_layout(tmp_path, monkeypatch)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "usr"))
+    monkeypatch.setattr(site, "USER_BASE", str(tmp_path / "no-user-base"))
+    real_get_path = sysconfig.get_path
+    monkeypatch.setattr(sysconfig, "get_path",
+                        lambda name, *a, **k: str(data) if name == "data" else real_get_path(name, *a, **k))
+    assert registry.default_checkpoint_dir() == data / INSTALLED
 
 
 def test_a_user_install_finds_them_under_the_user_base(tmp_path, monkeypatch):
