@@ -204,8 +204,16 @@ class LogFormatter(logging.Formatter):
 def _print_version(value: bool) -> None:
     if value:
         from app import DISTRIBUTION, __version__
+        from app.provenance import source_commit
+        from indexer.migrate import head_revision
 
-        typer.echo(f"{DISTRIBUTION} {__version__}")
+        # The version alone did not tell two builds apart (a rebuilt wheel keeps it, and pip
+        # then keeps the old install): the metadata schema the code writes, and its commit.
+        build = [f"metadata schema {head_revision()}"]
+        source = source_commit()
+        if source is not None:
+            build.append(f"commit {source['commit'][:12]}{' with local changes' if source.get('dirty') else ''}")
+        typer.echo(f"{DISTRIBUTION} {__version__} ({', '.join(build)})")
         raise typer.Exit()
 
 

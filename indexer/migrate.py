@@ -206,7 +206,10 @@ def upgrade(engine: Engine) -> str:
         raise RuntimeError(f"the metadata database is at schema revision {recorded}, which this "
                            f"Facet does not know (it knows up to {head}): a newer Facet migrated "
                            "it; run that version, or give this one another FACET_DATA_DIR / "
-                           "FACET_DATABASE_URL")
+                           "FACET_DATABASE_URL. Where this host should have that version, its "
+                           "install was not replaced (`facet --version` names the schema it "
+                           "knows; a wheel rebuilt at the same version needs `pip install "
+                           "--force-reinstall --no-deps`)")
     from alembic import command
 
     from indexer.metadata import Base

@@ -226,5 +226,9 @@ def test_a_database_from_a_newer_facet_is_named_as_such(tmp_path: Path) -> None:
     with create_engine(url).begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
     with pytest.raises(RuntimeError, match=r"revision 0099, which this Facet does not know .* a newer "
-                                           r"Facet migrated it"):
+                                           r"Facet migrated it") as refused:
         make_engine(url)
+    # A host whose rebuilt wheel pip kept out (same version: "already installed") reads how
+    # to tell and what replaces it.
+    assert "`facet --version` names the schema it knows" in str(refused.value)
+    assert "pip install --force-reinstall --no-deps" in str(refused.value)
