@@ -550,7 +550,8 @@ class UiHandlers:
         embedder_used, reranker_used = self._specs_used(response)
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
-                                    filters=request.filters),
+                                    filters=request.filters,
+                                    uploads=str(Path(self.settings.data_dir) / "uploads")),
                 render.search_summary(response, wall_ms, group_by_document=bool(group),
                                       embedder=embedder_used, reranker=reranker_used,
                                       notices=notices, filters=request.filters))

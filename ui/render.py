@@ -39,16 +39,38 @@ CSS = """
 .facet-table th, .facet-table td {border-bottom: 1px solid #ddd; padding: 4px 6px;
   text-align: start; vertical-align: top}
 .facet-table td.num {text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums}
-.facet-table mark {background: #ffe58a; padding: 0 1px}
-.facet-table small, .facet-note small {color: #666}
+.facet-table mark {background: #ffe58a; color: #1f1f1f; padding: 0 1px}
+/* A long unbroken word (a URL, an id, a 300-character token) breaks where it must: one made
+   the results table 3,470 px wide on any screen, and Gradio's container clips what overflows,
+   so the snippet and metadata columns could not be reached. What still does not fit (a phone)
+   scrolls sideways inside its own box (.facet-scroll, focusable, named). */
+.facet-table th, .facet-table td, .facet-info, .facet-note, .facet-meta,
+#documents-remove label {overflow-wrap: anywhere}
+.facet-scroll {overflow-x: auto; max-width: 100%}
+.facet-table small {color: #666}
 .facet-meta {font-family: monospace; font-size: 0.85em; color: #444}
-.facet-note {margin: 4px 0; padding: 6px 8px; border-left: 4px solid #f0ad4e; background: #fff8e6}
+/* Text on a light box sets its own colour: in dark mode it inherited the page's light text
+   (notices 1.04:1 against their cream, highlights 1.14:1). */
+.facet-note {margin: 4px 0; padding: 6px 8px; border-left: 4px solid #f0ad4e; background: #fff8e6;
+  color: #1f1f1f}
+.facet-note small {color: #555}
 .facet-info {margin: 4px 0; color: #444}
 .facet-bar {height: 14px; background: #eee; border-radius: 7px; overflow: hidden; margin: 6px 0}
 .facet-bar > div {height: 100%; background: #4caf50}
 .facet-up {color: #2e7d32} .facet-down {color: #c62828} .facet-new {color: #1565c0}
+/* Gradio's dark mode (a .dark class above the page): the grey texts were ~2:1 on its #0f0f11. */
+.dark .facet-info, .dark .facet-meta {color: #c9c9cf}
+.dark .facet-note {color: #1f1f1f}
+.dark .facet-table small {color: #a9a9b2}
+.dark .facet-table th, .dark .facet-table td {border-bottom-color: #3f3f46}
+.dark .facet-bar {background: #3f3f46}
+.dark .facet-up {color: #81c784} .dark .facet-down {color: #ef9a9a} .dark .facet-new {color: #90caf9}
 button:focus-visible, [role=tab]:focus-visible, input[type=radio]:focus-visible,
 input[type=checkbox]:focus-visible {outline: 2px solid #1a5fb4; outline-offset: 2px}
+/* The upload zones: a button filling a block that cuts what lies outside it, so the ring above
+   (outside the button) was never seen; inside it here. */
+#index-files button:focus-visible, #cluster-upload button:focus-visible,
+#cluster-labels button:focus-visible {outline-offset: -3px}
 /* Text boxes, number boxes and pickers: Gradio's own focus ring (a pale border and shadow) was
    ~1.9:1 against white; this one is ~6:1. Inside the box (a negative offset): its container
    cuts what lies outside. The job bar takes the focus after "Cancel job". */
@@ -124,7 +146,9 @@ def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
     return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
 
 
-def _document(r: SearchResult) -> str:
+def _document(r: SearchResult, uploads: str | None = None) -> str:
+    """A result's document cell. Its source is the cell's tooltip, except a file under
+    ``uploads`` (the server's data folder, which the page shows nowhere else)."""
     name = r.title or r.doc_id
     if not r.title and r.source and r.doc_id.startswith(r.source):
         # A record named by its file and line (``/srv/.../uploads/c/msgs.jsonl#L3``): the file's
@@ -132,7 +156,11 @@ def _document(r: SearchResult) -> str:
         name = Path(r.source).name + r.doc_id[len(r.source):]
     # A name's control characters and bidi overrides shown escaped, as the CLI shows them:
     # "invoice\u202efdp.exe" read as another name, ESC and BEL went to the page raw.
-    return (f'<span dir="auto" title="{esc(printable(r.source or ""))}">{name_html(name)}'
+    source = r.source or ""
+    if uploads and (source + "/").startswith(uploads.rstrip("/") + "/"):
+        source = ""
+    title = f' title="{esc(printable(source))}"' if source else ""
+    return (f'<span dir="auto"{title}>{name_html(name)}'
             f"</span><br><small>chunk {r.chunk_no}</small>")
 
 
@@ -155,11 +183,13 @@ def _score(r: SearchResult, mode: str = "dense") -> str:
 
 
 def results_html(response: SearchResponse, *, group_by_document: bool = False,
-                 notices: Sequence[str] = (), filters: Mapping[str, Any] | None = None) -> str:
+                 notices: Sequence[str] = (), filters: Mapping[str, Any] | None = None,
+                 uploads: str | None = None) -> str:
     """The ranked results as an HTML table: rank, score, document, highlighted snippet, metadata.
 
     With ``group_by_document`` there is one row per document (at its best rank and score) with
-    the snippets of all its matching chunks.
+    the snippets of all its matching chunks. ``uploads``: the data folder's upload area, whose
+    paths are not shown (``_document``).
     """
     head = notices_html(notices)
     if not response.results:
@@ -184,17 +214,25 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
             n_chunks = len(members) + len(more)
             count = f"<br><small>{n_chunks} chunks</small>" if n_chunks > 1 else ""
             rows.append(f'<tr><td class="num">{best.rank}</td><td class="num">{_score(best, response.mode)}</td>'
-                        f"<td>{_document(best)}{count}</td><td>{snippets}</td>"
+                        f"<td>{_document(best, uploads)}{count}</td><td>{snippets}</td>"
                         f"<td>{_metadata(best.metadata)}</td></tr>")
     else:
         for r in response.results:
             rows.append(f'<tr><td class="num">{r.rank}</td><td class="num">{_score(r, response.mode)}</td>'
-                        f"<td>{_document(r)}</td>{auto_dir(highlight(r.snippet, r.highlights), 'td')}"
+                        f"<td>{_document(r, uploads)}</td>{auto_dir(highlight(r.snippet, r.highlights), 'td')}"
                         f"<td>{_metadata(r.metadata)}</td></tr>")
-    table = ('<table class="facet-table facet-results"><thead><tr><th>#</th><th>score</th>'
+    table = ('<table class="facet-table facet-results"><caption class="facet-sr-only">Search results'
+             "</caption><thead><tr><th>#</th><th>score</th>"
              "<th>document</th><th>snippet</th><th>metadata</th></tr></thead><tbody>"
              + "".join(rows) + "</tbody></table>")
-    return head + table
+    return head + scrolling(table, "Search results")
+
+
+def scrolling(table: str, name: str) -> str:
+    """``table`` in a box that scrolls sideways where the table is wider than the page (a
+    phone, 200% zoom): Gradio's container clipped it out of reach. Focusable and named, so
+    that a keyboard user can scroll it with the arrow keys."""
+    return f'<div class="facet-scroll" role="region" tabindex="0" aria-label="{esc(name)}">{table}</div>'
 
 
 def failed_html(message: str | None = None, *, what: str = "run", results: bool = True) -> str:
@@ -289,14 +327,15 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
     summary = (f'<div class="facet-info facet-summary">{shared} of the top {max(len(a.results), 1)} '
                f"results are shared; {moved} of them moved. Arrows: rank change from A to B; "
                "<i>new</i>: not in A's list; <i>out</i>: dropped from B's.</div>")
-    table = ('<table class="facet-table facet-compare"><thead><tr><th>#</th>'
+    table = ('<table class="facet-table facet-compare"><caption class="facet-sr-only">Compared results'
+             "</caption><thead><tr><th>#</th>"
              f"<th>score A</th><th>A: {auto_dir(esc(_short(a.instruction, 80) or '(no instruction)'))}</th>"
              f"<th>score B</th><th>B: {auto_dir(esc(_short(b.instruction, 80) or '(no instruction)'))}</th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     # The searches' notes (an embedder that reads no instruction: the tab that compares
     # instructions showed two equal lists and nothing else), each once.
     notes = [n for n in dict.fromkeys((a.note, b.note)) if n and n not in notices]
-    return notices_html([*notices, *notes]) + summary + table
+    return notices_html([*notices, *notes]) + summary + scrolling(table, "Compared results")
 
 
 # ----------------------------------------------------------------- clusters
@@ -427,7 +466,9 @@ def cluster_summary(response: ClusterResponse, *, wall_s: float, v_measure: floa
     notes = [*notices, response.note] if response.note else list(notices)
     return (notices_html(notes) + '<div class="facet-info facet-cluster-summary">'
             + " · ".join(parts) + (f"<br><small>texts: {source}</small>" if source else "")
-            + f"<br><small>instruction: \u201c{auto_dir(esc(response.instruction))}"
+            # Cut as the Search summary cuts it: this is the live area, and a screen reader
+            # read the whole instruction (up to 2,000 characters) after every clustering.
+            + f"<br><small>instruction: \u201c{auto_dir(esc(_short(response.instruction, 300)))}"
             "\u201d</small></div>")
 
 
@@ -769,7 +810,9 @@ JOB_COLUMNS = ["job", "collection", "state", "seen", "indexed", "failed", "chunk
 # messages squeezed the other columns until their headers broke mid-word ("jo|b", "fa|il|ed").
 # A header is bold monospace (14 px: 8.4 px a letter) inside 8 px of padding on each side:
 # "indexed" needs 59 + 16 px, which 72 px did not give ("indexe|d", "faile|d" at 1360 px).
-JOB_COLUMN_WIDTHS = ["56px", "12%", "96px", "72px", "88px", "80px", "80px", "10%", "14%", "30%"]
+# All in pixels: percentages of a narrow window broke "collecti|on" and "embedd|er" below
+# ~1280 px and made each row 150-300 px tall on a phone; the table scrolls sideways instead.
+JOB_COLUMN_WIDTHS = ["56px", "112px", "96px", "72px", "88px", "80px", "80px", "104px", "144px", "288px"]
 
 
 def job_rows(jobs: Sequence[JobInfo], messages: Mapping[int, str] | None = None) -> list[list[Any]]:

@@ -1,10 +1,16 @@
-"""The Collections tab's jobs table in chromium: each header on one line at common window widths
-(at 1360 px "indexed" and "failed" broke mid-word, "indexe|d", "faile|d", in 72 and 64 px
-columns; ``render.JOB_COLUMN_WIDTHS``). Uses ``test_browser``'s page (1360 x 1000)."""
+"""Facet's own layout and colours in chromium: the Collections tab's jobs table, each header on one
+line at common window widths (at 1360 px "indexed" and "failed" broke mid-word, "indexe|d",
+"faile|d", in 72 and 64 px columns; ``render.JOB_COLUMN_WIDTHS``; uses ``test_browser``'s page,
+1360 x 1000), and the search results on a phone and in dark mode (a page of their own)."""
 
 from __future__ import annotations
 
-from .test_browser import CHROMIUM, open_tab, page  # noqa: F401  (the fixture)
+import pytest
+
+from .conftest import COLLECTION, PLANTED_QUERY
+from .test_browser import CHROMIUM, TIMEOUT_MS, fill_picker, open_tab, page  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install -y chromium)")
 
 # Per header: its text's line boxes (a Range over its text: one per line it takes) and whether
 # it is cut (wider than its box).
@@ -21,7 +27,7 @@ def test_the_jobs_tables_headers_each_take_one_line(page) -> None:  # noqa: F811
     open_tab(page, "Collections")
     page.wait_for_function("document.querySelectorAll('#jobs-table tbody tr').length > 0")
     try:
-        for width in (1360, 1024, 1920):
+        for width in (1360, 1024, 1920, 768, 360):  # (768, 360: "collecti|on", "embedd|er" broke)
             page.set_viewport_size({"width": width, "height": 1000})
             page.wait_for_timeout(300)
             headers = page.evaluate(HEADER_LINES)
@@ -30,3 +36,70 @@ def test_the_jobs_tables_headers_each_take_one_line(page) -> None:  # noqa: F811
             assert not broken, (width, broken)
     finally:
         page.set_viewport_size({"width": 1360, "height": 1000})
+
+
+# The WCAG contrast ratio of an element's text against the first opaque background at or above it.
+CONTRAST = """(el) => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = c => { const [r, g, b] = c.slice(0, 3).map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  let bg = null;
+  for (let e = el; e && !bg; e = e.parentElement) {
+    const c = rgb(getComputedStyle(e).backgroundColor); if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) bg = c; }
+  bg = bg || rgb(getComputedStyle(document.body).backgroundColor);
+  const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(bg)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05); }"""
+
+# Whether the results table can be read whole: inside a sideways-scrolling box that fits the
+# window (Gradio's container clips anything wider: `overflow-x: hidden`).
+REACHABLE = """() => { const t = document.querySelector('#search-results table');
+  const box = t.closest('.facet-scroll');
+  const w = document.documentElement.clientWidth;
+  return {boxed: !!box, boxRight: box ? box.getBoundingClientRect().right : null, width: w,
+          tableRight: t.getBoundingClientRect().right, scrolls: box ? box.scrollWidth > box.clientWidth : false,
+          overflow: box ? getComputedStyle(box).overflowX : null}; }"""
+
+
+def test_results_on_a_phone_in_dark_mode_can_be_reached_and_read(page, ui_server) -> None:  # noqa: F811
+    """Found by the accessibility exploration: at 360 px the results table (487 px) was clipped
+    with no way to scroll to its metadata column; a 300-character token made it 3,470 px wide
+    at any width; and in dark mode Facet's notices were white on cream (1.04:1) and its grey
+    summary 1.97:1 on Gradio's dark page."""
+    # A page of its own (the module's page stays at 1360 px, light): a phone's, the OS dark.
+    phone = page.context.browser.new_page(viewport={"width": 360, "height": 640}, color_scheme="dark")
+    try:
+        _search_on(phone, ui_server.ui)
+    finally:
+        phone.close()
+
+
+def _search_on(page, url: str) -> None:  # noqa: F811  (a page, not the fixture)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.wait_for_function("(document.querySelector('#search-collection input') || {}).value")
+    assert page.evaluate("document.body.classList.contains('dark')")  # Gradio follows the OS
+    fill_picker(page, "#search-collection", COLLECTION)
+    page.fill("#search-query textarea", PLANTED_QUERY)
+    page.fill("#search-k input[type=number]", "500")  # cut to 50, with a notice
+    page.click("#search-button")
+    page.locator("#search-results table.facet-results").wait_for()
+    shown = page.evaluate(REACHABLE)
+    assert shown["boxed"] and shown["overflow"] == "auto", shown
+    assert shown["boxRight"] <= shown["width"] + 1, shown  # the box fits; the table scrolls in it
+    assert shown["tableRight"] <= shown["width"] + 1 or shown["scrolls"], shown
+    region = page.get_by_role("region", name="Search results")
+    assert region.get_attribute("tabindex") == "0"  # a keyboard user can scroll it
+    # A 300-character token in a snippet breaks inside its cell, at any width.
+    page.set_viewport_size({"width": 1360, "height": 900})
+    page.evaluate("document.querySelector('#search-results tbody td:nth-child(4)').append(' ' + 'x'.repeat(300))")
+    shown = page.evaluate(REACHABLE)
+    assert shown["tableRight"] <= shown["width"] + 1 and not shown["scrolls"], shown
+    # Dark mode: the notice (k cut), a highlight and the summary line stay readable.
+    note = page.locator("#search-results .facet-note").first
+    assert "50" in note.inner_text()
+    ratios = {name: page.evaluate(CONTRAST, page.locator(sel).first.element_handle())
+              for name, sel in (("notice", "#search-results .facet-note"),
+                                ("highlight", "#search-results mark"),
+                                ("summary", "#search-summary .facet-info"),
+                                ("chunk label", "#search-results td small"))}
+    assert all(r >= 4.5 for r in ratios.values()), ratios

@@ -806,3 +806,27 @@ def test_a_client_cannot_make_the_mounted_page_read_a_server_file(ui_server) -> 
     assert "event: error" in indexed, indexed
     assert "stolen" not in [c.name for c in ui_server.facet.collections()]
     assert not (ui_server.data_dir / "uploads" / "stolen").exists()
+
+
+def test_an_uploaded_documents_result_does_not_show_the_servers_data_folder(ui_client, ui_server,
+                                                                            tmp_path) -> None:
+    """Each result's name carried its source path as a tooltip: for an upload, the server's
+    data folder (``DATA/uploads/C/...``), which the page shows nowhere else. A file of a
+    folder on the server keeps it (the folder the user picked)."""
+    import time
+
+    given = tmp_path / "harbour-log.txt"
+    given.write_text("The harbour master logs every tide and every ship.")
+    job = ui_server.facet.upload("uploaded-here", [given]).job
+    deadline = time.monotonic() + 90
+    while ui_server.facet.job(job.id).state in ("queued", "running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    try:
+        html, _ = search(ui_client, "harbour master tide", collection="uploaded-here", k=1)
+        assert "harbour-log.txt" in html
+        assert str(ui_server.data_dir) not in html and "/uploads/" not in html, html
+        html, _ = search(ui_client, PLANTED_QUERY, k=1)
+        assert 'title="' + str(ui_server.data_dir.parent / "source" / "sample.jsonl") in html
+    finally:
+        ui_server.facet.delete_collection("uploaded-here")
