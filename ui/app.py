@@ -220,19 +220,27 @@ PICKER_FOCUS_JS = """(value) => {
   if (!box.dataset.facetWatch) {
     box.dataset.facetWatch = '1';
     box.addEventListener('keydown', (e) => { if (e.key === 'Enter') box.dataset.facetPicked = '1'; });
+    box.addEventListener('input', () => { box.dataset.facetTyped = JSON.stringify(box.value); });
   }
   box.dataset.facetAtFocus = JSON.stringify(value ?? null);
   box.dataset.facetPicked = '';
+  box.dataset.facetTyped = '';
 }"""
 # A picker's `input` (Gradio 6.31 fires it on every blur, a pick or not): was it a pick? One
-# when Enter was pressed in it or its value differs from the one it had at its focus.
+# when Enter was pressed in it, or its value differs from the one it had at its focus and is not
+# just what was typed into it (a click on a choice). Typing filters the list, as a keyboard or
+# screen-reader user looks through it: left with Tab, the typed text replaced the user's own
+# instruction, and in the Index tab wiped the new collection's name and indexed into one named
+# by the fragment.
 PICKED_JS = """(() => {
   const box = document.querySelector('#%(id)s input');
   if (!box || box.dataset.facetAtFocus === undefined) return false;
-  const picked = box.dataset.facetPicked === '1'
-    || box.dataset.facetAtFocus !== JSON.stringify(value ?? null);
+  const now = JSON.stringify(value ?? null);
+  const typed = !!box.dataset.facetTyped && box.dataset.facetTyped === now;
+  const picked = box.dataset.facetPicked === '1' || (box.dataset.facetAtFocus !== now && !typed);
   box.dataset.facetPicked = '';
-  box.dataset.facetAtFocus = JSON.stringify(value ?? null);
+  box.dataset.facetTyped = '';
+  box.dataset.facetAtFocus = now;
   return picked;
 })()"""
 
@@ -298,7 +306,9 @@ def on_pick(dropdown: gr.Dropdown, target: Any, js_result: str) -> None:
 
 # After a run, focus on the run's button again when it had it (a keyboard user's Enter on it):
 # the button is disabled while it runs, which dropped the focus to the page's body. Not when
-# the focus went elsewhere since (the next query being typed).
+# the focus went elsewhere since (the next query being typed). The run's Stop button counts as
+# lost too: a keyboard user waits on it, and it hides itself when the run ends (the focus fell
+# to the body, and the next Tab started from the top of the page).
 RUN_STARTED_JS = """() => {
   const button = document.getElementById('%(id)s');
   (window.facetRefocus ??= {})['%(id)s'] = !!button && button.contains(document.activeElement);
@@ -309,7 +319,9 @@ RUN_ENDED_JS = """async () => {
   window.facetRefocus['%(id)s'] = false;
   for (let i = 0; i < 100; i++) {  // until the button is enabled again (<= 5 s)
     const button = document.getElementById('%(id)s');
-    const lost = !document.activeElement || document.activeElement === document.body;
+    const stop = '%(stop)s' ? document.getElementById('%(stop)s') : null;
+    const active = document.activeElement;
+    const lost = !active || active === document.body || (!!stop && stop.contains(active));
     if (!button || !lost) return;
     if (!button.disabled) { button.focus(); return; }
     await new Promise((done) => setTimeout(done, 50));
@@ -343,6 +355,34 @@ CANCELLED_JS = """async () => {
   }
 }"""
 
+# The Index tab's controls that hide themselves when a job ends ("Cancel job") or when the
+# last stopped job is resumed (the Resume row): the focus of a keyboard user waiting on them fell
+# to the page's body. ``FOCUS_TRACK_JS`` (on load) remembers the last element focused, which a
+# hidden one leaves without a new focus; after the controls change, a focus lost from one of
+# them goes to the job's bar, as after a pressed Cancel.
+FOCUS_TRACK_JS = """() => {
+  if (window.facetFocusTracked) return;
+  window.facetFocusTracked = true;
+  document.addEventListener('focusin', (e) => { window.facetLastFocus = e.target; });
+}"""
+JOB_CONTROLS_FOCUS_JS = """async () => {
+  // (A hidden control may be taken out of the page: matched by its own and its ancestors' ids.)
+  const within = (el) => !!el && !!el.closest && !!el.closest('#index-cancel-button, #index-stopped-row');
+  const gone = (el) => !el.isConnected || !el.offsetParent;
+  for (let i = 0; i < 20; i++) {  // until the update has hidden them (<= 1 s)
+    const active = document.activeElement;
+    const last = window.facetLastFocus;
+    const lost = !active || active === document.body || (within(active) && gone(active));
+    if (!lost) return;
+    if (within(last) && gone(last)) {
+      const bar = document.getElementById('index-status');
+      if (bar) { bar.tabIndex = -1; bar.focus(); }
+      return;
+    }
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}"""
+
 # Compare's results are not live (a screen reader would read the whole table): their summary
 # line (``render.compare_html``'s ``facet-summary``) and the notes above it (each cut to 160
 # characters, as ``render.said_html`` cuts Search's) are copied, as text, into the tab's live
@@ -370,11 +410,12 @@ def live_html(**kwargs: Any) -> gr.HTML:
                    **kwargs)
 
 
-def refocus(events: list[Any], button: gr.Button) -> None:
+def refocus(events: list[Any], button: gr.Button, stop: gr.Button | None = None) -> None:
     """After each of ``events``, ``button`` focused again if it had the focus at its run's start
-    (``RUN_STARTED_JS``) and nothing else has it now."""
+    (``RUN_STARTED_JS``) and nothing else has it now but the run's ``stop`` button."""
     for after in events:
-        after(None, None, None, js=RUN_ENDED_JS % {"id": button.elem_id},
+        after(None, None, None, js=RUN_ENDED_JS % {"id": button.elem_id,
+                                                   "stop": stop.elem_id if stop is not None else ""},
               api_name=f"lambda_refocus_{str(button.elem_id).replace('-', '_')}",
               api_visibility="private", queue=False)
 
@@ -397,7 +438,7 @@ def run_button(button: gr.Button, triggers: list[Any], fn: Callable[..., Any], i
     for after in (event.then, event.failure):
         after(lambda: gr.update(interactive=True), None, button, api_visibility="private",
               queue=False)
-    refocus([event.then, event.failure], button)
+    refocus([event.then, event.failure], button, stop)
     if stop is not None:
         started.then(lambda: gr.update(visible=True), None, stop, api_visibility="private",
                      queue=False)
@@ -623,7 +664,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                      variant="stop", visible=False)
                 # Jobs stopped before they finished (a server restart): shown only when there is
                 # one this page can resume.
-                with gr.Row(visible=False) as i_stopped_row:
+                with gr.Row(visible=False, elem_id="index-stopped-row") as i_stopped_row:
                     i_stopped = picker(label="Stopped job (it did not finish: what it indexed is "
                                              "kept)", choices=[], elem_id="index-stopped", scale=3)
                     i_resume = gr.Button("Resume", elem_id="index-resume-button", scale=1)
@@ -820,11 +861,19 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # the stopped-jobs list at once (it was offered there only after a reload).
         i_status.change(h.job_controls, [i_job, i_said],
                         [i_cancel, i_said, i_stopped_row, i_stopped], api_visibility="private",
-                        show_progress="hidden", **light)
+                        show_progress="hidden", **light).then(
+            None, None, None, js=JOB_CONTROLS_FOCUS_JS, api_name="lambda_focus_after_job_controls",
+            api_visibility="private", queue=False)
+        demo.load(None, None, None, js=FOCUS_TRACK_JS, api_name="lambda_track_focus",
+                  api_visibility="private", queue=False)
 
         l_refresh.click(h.collections, None, [l_table, l_jobs], api_name="collections", **light)
         l_tab.select(h.collections, None, [l_table, l_jobs], api_name="collections_on_tab",
                      api_visibility="private", **light)
+        # And every collection picker: a collection another page (or the CLI) made was listed in
+        # the table but in no picker, not even this tab's Delete, whatever Refresh was pressed.
+        refresh(l_refresh.click)
+        refresh(l_tab.select)
         # `show_progress="hidden"`: a refused delete (a wrong confirmation, a collection being
         # indexed) is said in `l_status` and the toast; it put "Error" badges over both tables
         # and the confirmation box, which Refresh did not bring back.

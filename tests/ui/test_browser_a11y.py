@@ -140,3 +140,31 @@ def _contrast(color: str) -> float:
 
     luminance = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
     return 1.05 / (luminance + 0.05)
+
+
+def test_a_job_that_ends_while_the_focus_waits_on_cancel_moves_it_to_the_bar(served, monkeypatch) -> None:
+    """A keyboard user Tabbed to "Cancel job" to wait there; the job ended (here: stopped from
+    elsewhere, as a completion would), the button hid itself and the focus fell to the page's
+    body. Only a pressed Cancel moved it to the bar."""
+    demo, facet, root = served
+    monkeypatch.setattr(facet, "job_runner", _Held())
+    try:
+        with browser_page(demo.local_url, READY) as page:
+            open_tab(page, "Index")
+            page.fill("#index-new-collection textarea", "held")
+            box = page.locator("#index-folder input")
+            box.fill(str(root / "held"))
+            box.press("Enter")
+            page.click("#index-folder-button")
+            page.locator('#index-status [data-state="queued"]').wait_for()
+            job = re.search(r"Job (\d+) into held", page.inner_text("#index-status"))
+            assert job, page.inner_text("#index-status")
+            page.focus("#index-cancel-button")
+            facet.cancel_job(int(job.group(1)))  # not pressed: the job ends under the focus
+            page.locator('#index-status [data-state="cancelled"]').wait_for()
+            page.locator("#index-cancel-button").wait_for(state="hidden")
+            page.wait_for_function("document.activeElement && document.activeElement.id === "
+                                   "'index-status'", timeout=WAIT_MS)
+    finally:
+        with contextlib.suppress(NotFoundError):
+            facet.delete_collection("held")

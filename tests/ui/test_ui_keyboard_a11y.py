@@ -113,3 +113,75 @@ def test_a_refused_delete_says_why_in_the_page(page) -> None:  # noqa: F811
     page.locator("#delete-status .facet-failed").wait_for(timeout=10_000)
     said = page.inner_text("#delete-status")
     assert "'not-its-name' does not match" in said and "Nothing was deleted" in said
+
+
+def test_a_collection_made_elsewhere_reaches_every_picker_on_refresh(page, ui_server) -> None:  # noqa: F811
+    """The Collections table listed a collection another page indexed, but the Delete picker
+    beside it (and Search's, Cluster's...) did not, even after Refresh, until a reload."""
+    made = ui_server.root / "made-elsewhere"
+    made.mkdir(exist_ok=True)
+    (made / "n.txt").write_text("A note indexed from another page.")
+    try:
+        open_tab(page, "Collections")
+        ui_server.facet.index(made, "made-elsewhere")
+        page.get_by_role("button", name="Refresh").click()
+        page.locator("#collections-table").get_by_text("made-elsewhere").wait_for()
+        for tab, picker in (("Collections", "#delete-collection"), ("Search", "#search-collection")):
+            open_tab(page, tab)
+            page.locator(f"{picker} input").click()
+            options = page.locator(f"{picker} [role=option]")
+            options.first.wait_for()
+            names = options.all_inner_texts()
+            page.keyboard.press("Escape")
+            assert any("made-elsewhere" in n for n in names), (picker, names)
+    finally:
+        ui_server.facet.delete_collection("made-elsewhere")
+
+
+def test_the_focus_comes_back_to_cluster_when_the_run_ends_while_on_stop(page) -> None:  # noqa: F811
+    """A keyboard user pressed Enter on Cluster and Tabbed to Stop (the run's one control) to
+    wait there; when the run ended, Stop hid itself and the focus fell to the page's body."""
+    import uuid
+
+    open_tab(page, "Cluster")
+    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
+    run = uuid.uuid4().hex[:8]  # new texts: a recent clustering's embeddings are reused
+    texts = "\n".join(f"Note {i} of {run}: the parcel {i * 7919} is late at depot {i % 11}" for i in range(600))
+    page.locator("#cluster-texts textarea").wait_for(state="visible")
+    page.evaluate("([sel, text]) => { const box = document.querySelector(sel); box.value = text;"
+                  " box.dispatchEvent(new Event('input', {bubbles: true})); }",
+                  ["#cluster-texts textarea", texts])
+    page.fill("#cluster-k input[type=number]", "3")
+    page.fill("#cluster-instruction textarea", "What is late?")
+    page.locator("#cluster-button").focus()
+    page.keyboard.press("Enter")
+    stop = page.locator("#cluster-stop-button")
+    stop.wait_for()
+    page.keyboard.press("Tab")
+    assert page.evaluate(ACTIVE_ID) == "cluster-stop-button"
+    assert stop.is_visible()  # still running: the case is the one meant
+    page.locator("#cluster-summary", has_text="k = 3").wait_for()
+    page.wait_for_function("!document.querySelector('#cluster-button').disabled")
+    stop.wait_for(state="hidden")
+    page.wait_for_timeout(500)
+    assert page.evaluate(ACTIVE_ID) == "cluster-button"
+
+
+def test_text_typed_to_filter_a_picker_and_left_is_not_a_pick(page) -> None:  # noqa: F811
+    """Typing in "Example instructions" filters its list (how a keyboard user looks through
+    it); left with Tab, the typed fragment replaced the user's own instruction. A choice picked
+    with the arrow keys and Enter still fills the box."""
+    open_tab(page, "Search")
+    fill_picker(page, "#search-collection", COLLECTION)  # its examples
+    box = page.locator("#search-instruction textarea")
+    box.fill("My own carefully written instruction")
+    page.locator("#search-examples input").focus()
+    page.keyboard.type("Find")
+    page.keyboard.press("Tab")
+    page.wait_for_timeout(800)
+    assert box.input_value() == "My own carefully written instruction"
+    page.locator("#search-examples input").focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('#search-instruction textarea').value"
+                           " !== 'My own carefully written instruction'")
