@@ -1584,7 +1584,7 @@ def _parse_json(path: Path, text: str, warnings: list[str], max_bytes: int,
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        yield DocumentError(str(path), str(path), f"{path}:{e.lineno}: malformed JSON ({e.msg} at "
+        yield DocumentError(str(path), str(path), f"{path}:{e.lineno}: malformed JSON ({e.msg.removesuffix(' at')} at "
                                                   f"column {e.colno})")
         return
     except RecursionError:  # '[' * 100000 stopped the whole run with a traceback

@@ -306,6 +306,10 @@ def test_jsonl_values_no_store_can_hold_are_named_not_a_crash(tmp_path: Path) ->
     control.write_text('{"id": "x", "text": "a\tb\x01"}\n')
     (bad,) = list(parse_file(control))
     assert "malformed JSON line (Invalid control character at column" in _msg(bad)  # "at at"
+    whole = tmp_path / "c.json"  # a .json file said it twice as well
+    whole.write_text('{"id": "x", "text": "a\tb"}')
+    (bad,) = list(parse_file(whole))
+    assert "malformed JSON (Invalid control character at column" in _msg(bad), _msg(bad)
     assert "the record's id holds an unpaired surrogate" in _msg(results[f"{path}#L6"])
 
 
