@@ -383,6 +383,20 @@ JOB_CONTROLS_FOCUS_JS = """async () => {
   }
 }"""
 
+# Previous and Next disable themselves on the first and the last page: the focus of a keyboard
+# user paging with Enter fell to the page's body. It goes to the other paging button.
+PAGED_JS = """async () => {
+  for (let i = 0; i < 20; i++) {  // until the page's update has landed (<= 1 s)
+    const pressed = document.getElementById('%(pressed)s');
+    const other = document.getElementById('%(other)s');
+    const active = document.activeElement;
+    const lost = !active || active === document.body || (active === pressed && pressed.disabled);
+    if (!lost && active !== pressed) return;
+    if (lost && pressed && pressed.disabled && other && !other.disabled) { other.focus(); return; }
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}"""
+
 # Compare's results are not live (a screen reader would read the whole table): their summary
 # line (``render.compare_html``'s ``facet-summary``) and the notes above it (each cut to 160
 # characters, as ``render.said_html`` cuts Search's) are copied, as text, into the tab's live
@@ -906,9 +920,16 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         documents_event = d_next.click(h.documents_next, [*d_query, d_offset], d_outputs,
                                        api_visibility="private", **light)
         documents_failed(documents_event, "documents_next")
+        documents_event.then(None, None, None, js=PAGED_JS % {"pressed": "documents-next",
+                                                             "other": "documents-previous"},
+                             api_name="lambda_focus_after_next", api_visibility="private", queue=False)
         documents_event = d_previous.click(h.documents_previous, [*d_query, d_offset], d_outputs,
                                            api_visibility="private", **light)
         documents_failed(documents_event, "documents_previous")
+        documents_event.then(None, None, None, js=PAGED_JS % {"pressed": "documents-previous",
+                                                             "other": "documents-next"},
+                             api_name="lambda_focus_after_previous", api_visibility="private",
+                             queue=False)
         # "Remove selected": refused (no document ticked, a wrong confirmation, a job writing
         # the collection) said in `d_removal` and the toast, the tables left as they were.
         remove_event = d_remove_button.click(
