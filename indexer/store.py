@@ -596,6 +596,15 @@ class VectorStore(ABC):
 # --------------------------------------------------------------------------- edge
 
 
+def _same_file(fd: int, path: str) -> bool:
+    """Whether the open ``fd`` is the file at ``path`` now (not one removed or replaced)."""
+    try:
+        held, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+
 class _FolderLocks:
     """Process-wide exclusive ``flock``s on ``<root>/<collection>.lock``, reference counted.
 
@@ -618,28 +627,39 @@ class _FolderLocks:
                 fd, refs = self._held[key]
                 self._held[key] = (fd, refs + 1)
                 return
-            try:
-                fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as e:  # was a traceback from every command on the folder (a 500)
-                raise _unwritable(path.parent, e, path) from e
             deadline = time.monotonic() + max(0.0, wait_s)
             while True:
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+                except OSError as e:  # was a traceback from every command on the folder (a 500)
+                    raise _unwritable(path.parent, e, path) from e
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            holder = _read_holder(path)
+                            os.close(fd)
+                            raise StoreBusyError(_busy_message(collection, holder), collection,
+                                                 holder) from None
+                        time.sleep(0.05)
+                # A deleted collection's lock file is removed by its deleter while locked
+                # (``release(remove=True)``): a lock won on that file, opened before, locks
+                # nothing another process would see. Open the file now at the path again.
+                if _same_file(fd, key):
                     break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        holder = _read_holder(path)
-                        os.close(fd)
-                        raise StoreBusyError(_busy_message(collection, holder), collection,
-                                             holder) from None
-                    time.sleep(0.05)
+                os.close(fd)
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                       "command": _command()}).encode(), 0)
             self._held[key] = (fd, 1)
 
-    def release(self, path: Path) -> None:
+    def release(self, path: Path, *, remove: bool = False) -> None:
+        """Let go of one reference; the last lets go of the lock. ``remove``: the collection
+        was deleted, so its lock file goes too (removed while still locked; a waiter that had
+        opened it opens the path again: ``acquire``). Each deleted collection left its file
+        for good: 152 of them after 250 create/delete cycles of a long-running server."""
         key = str(path)
         with self._lock:
             if key not in self._held:
@@ -649,6 +669,9 @@ class _FolderLocks:
                 self._held[key] = (fd, refs - 1)
                 return
             del self._held[key]
+            if remove and _same_file(fd, key):
+                with contextlib.suppress(OSError):
+                    os.unlink(key)
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             # A close can fail where the disk went away (a drive pulled: ENOTCONN, EIO); the
@@ -1384,13 +1407,15 @@ class EdgeStore(VectorStore):
                 if not path.exists():
                     return False
                 self._lock(collection)  # never delete a folder another process has open
+            removed = False
             try:
                 if not path.exists():
                     return False
                 shutil.rmtree(path)
+                removed = True
                 return True
             finally:
-                _LOCKS.release(self._lock_path(collection))
+                _LOCKS.release(self._lock_path(collection), remove=removed)
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:
