@@ -78,7 +78,11 @@ def celery_config(settings: FacetSettings) -> dict[str, Any]:
         # Publishing to a broker that is down fails after ~1 s, not minutes.
         "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0,
                                       "interval_step": 0.2, "interval_max": 0.5},
-        "result_expires": 3600,
+        # Only encode and answers tasks keep a result (task_ignore_result below), read by a
+        # caller that waits FACET_WORKER_TIMEOUT_S at most. One whose caller gave up (a query
+        # timed out behind a busy or stalled worker) kept its key, with the vectors, for an
+        # hour: Redis grew with the timeouts exactly when the workers were behind.
+        "result_expires": max(120, int(2 * settings.worker_timeout_s)),
         "task_ignore_result": True,  # progress is in the SQL job table; encode tasks opt in
         "worker_hijack_root_logger": False,
         "worker_cancel_long_running_tasks_on_connection_loss": False,
@@ -336,8 +340,9 @@ class CeleryQueryEncoder:
             if type(e).__name__ == "TimeoutError":
                 raise UnavailableError(
                     f"no worker answered on the {queue!r} queue within "
-                    f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S); start one: "
-                    f"facet worker --queues {queue}") from e
+                    f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): none is "
+                    f"running, or each is busy or stalled; start one: facet worker --queues "
+                    f"{queue}") from e
             # The broker (or result backend) gone while waiting is said as such: it read as
             # "the worker failed: RuntimeError: Retry limit exceeded" (or, raised again by the
             # ``forget`` below, a traceback and a 500).

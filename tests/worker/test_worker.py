@@ -312,6 +312,11 @@ def test_a_query_nobody_answered_in_time_is_not_run_later(stack: Stack, tmp_path
         log = worker.text()
         assert log.count("facet.encode[") >= 2, log  # both reached the worker...
         assert log.count("succeeded in") == 1, log  # ...which ran only the fresh one
+        # The stale query's result (the worker records it revoked) does not stay in Redis for
+        # an hour after its caller gave up: a few minutes at most.
+        backend = redis.Redis.from_url(stack.env["FACET_BROKER_URL"])
+        kept = {k: backend.ttl(k) for k in backend.keys("celery-task-meta-*")}
+        assert kept and all(0 < ttl <= 300 for ttl in kept.values()), kept
     finally:
         encoder.close()
 
