@@ -26,13 +26,13 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from app import errors as E
 from app.errors import FacetError, UnavailableError
+from app.services.context import job_log_path
 from app.services.indexing import PreparedJob
 from app.settings import FacetSettings, mask_passwords, masked_url
 from embedders.contract import Role
@@ -267,9 +267,8 @@ class ProcessJobRunner:
         self.on_started = on_started
 
     def submit(self, job: PreparedJob) -> None:
-        log_dir = Path(self.settings.data_dir) / "logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        log = log_dir / f"job-{job.job_id}.log"
+        log = job_log_path(self.settings.data_dir, job.job_id)
+        log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
             # -P: ``-m`` would put the cwd first on sys.path, and a folder there named
             # ``app``, ``indexer``... (common names) would shadow Facet's own packages.

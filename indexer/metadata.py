@@ -713,6 +713,11 @@ def running_jobs(session: Session, collection_id: int,
                                                   IndexJob.state.in_(list(states)))).all()
 
 
+def collection_job_ids(session: Session, collection_id: int) -> list[int]:
+    """The ids of every job of a collection, ended or not."""
+    return list(session.scalars(select(IndexJob.id).where(IndexJob.collection_id == collection_id)))
+
+
 def delete_collection(session: Session, collection: Collection) -> None:
     """Delete a collection and, explicitly (SQLite may lack cascades), everything under it."""
     doc_ids = select(Document.id).where(Document.collection_id == collection.id)

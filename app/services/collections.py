@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, object_session
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
-from app.services.context import ServiceContext
+from app.services.context import ServiceContext, job_log_path
 from app.text import check_text_encodable, plural, shell_word
 from indexer import metadata as md
 from indexer.errors import (
@@ -1600,11 +1600,17 @@ class CollectionService:
             # busy with nothing changed), then the vectors, then the commit: dropping the vectors
             # first left a database locked by another writer listing a collection whose vectors
             # were gone, and the delete said it had failed.
+            job_ids = md.collection_job_ids(session, coll.id)
             md.delete_collection(session, coll)
             session.flush()
             self._counted.pop(name, None)
             self.store.drop_collection(name)
             session.commit()
+        # The logs of its background jobs, whose rows went with it: nothing named them any more,
+        # and a data folder kept one file per job ever run (soak exploration).
+        for job_id in job_ids:
+            with contextlib.suppress(OSError):
+                job_log_path(self.ctx.settings.data_dir, job_id).unlink(missing_ok=True)
         if info.store_in_use is not None:
             # What it clears is the store in use's copy, where it holds one; the vectors the row
             # recorded are in another store, which this process does not open.

@@ -391,6 +391,12 @@ def refuse_moved(settings: FacetSettings) -> None:
 MOVER = "facet move-metadata"
 
 
+
+def job_log_path(data_dir: Path | str, job_id: int) -> Path:
+    """Where a job run in a detached process (``--background`` in embedded mode) writes its
+    output; removed with its job's row when the collection is deleted."""
+    return Path(data_dir) / "logs" / f"job-{job_id}.log"
+
 class FolderHeld(Exception):
     """Another process holds the data folder's ``SERVER_LOCK``: ``holder`` is what it wrote
     there (``server_holder``)."""

@@ -367,6 +367,13 @@ def test_background_in_embedded_mode_runs_a_detached_process(tmp_path) -> None:
     assert follow.returncode == 0, follow.stdout + follow.stderr
     assert follow.stdout.splitlines()[-1].startswith(f"job {job_id} completed: 3/3 documents")
     assert (data / "logs" / f"job-{job_id}.log").is_file()
+    # Deleting the collection deletes its jobs' rows, and now their logs: one file a job was
+    # kept for good, named by nothing.
+    (data / "logs" / "job-999.log").write_text("another collection's job")
+    gone = subprocess.run([sys.executable, "-m", "app", "delete", "bg", "--yes"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert gone.returncode == 0, gone.stderr
+    assert sorted(p.name for p in (data / "logs").iterdir()) == ["job-999.log"]
 
 
 def test_a_collection_open_in_a_reading_process_is_not_called_being_indexed(make_ctx, tmp_path) -> None:
