@@ -56,7 +56,17 @@ CSS = """
 .facet-note small {color: #555}
 .facet-info {margin: 4px 0; color: #444}
 .facet-bar {height: 14px; background: #eee; border-radius: 7px; overflow: hidden; margin: 6px 0}
-.facet-bar > div {height: 100%; background: #4caf50}
+/* The fill against its track: #4caf50 was ~2.6:1 (3:1 is asked of a graphic that informs). */
+.facet-bar > div {height: 100%; background: #2e7d32}
+/* Forced colours (Windows High Contrast) painted track and fill alike: the bar was gone. */
+@media (forced-colors: active) {
+  .facet-bar {border: 1px solid CanvasText}
+  .facet-bar > div {background: Highlight; forced-color-adjust: none}
+}
+/* Gradio's info lines under a box hold the filter syntax and what Enter does: #bbbbc2 on white
+   (1.9:1, 12 px). */
+.gradio-container .info-text {color: #55555d !important}
+.dark .gradio-container .info-text, .dark.gradio-container .info-text {color: #b4b4bc !important}
 .facet-up {color: #2e7d32} .facet-down {color: #c62828} .facet-new {color: #1565c0}
 /* Gradio's dark mode (a .dark class above the page): the grey texts were ~2:1 on its #0f0f11. */
 .dark .facet-info, .dark .facet-meta {color: #c9c9cf}
@@ -292,6 +302,17 @@ def _short(text: str | None, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _middle_cut(text: str | None, limit: int) -> str:
+    """``text`` cut in its middle to about ``limit`` characters, keeping its start and its end:
+    two instructions alike in their first words (E5's "Represent the ... for retrieving ...")
+    differ at the end, which a cut at the end hid."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    keep = max(1, (limit - 1) // 2)
+    return text[:keep] + "…" + text[-keep:]
+
+
 def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = ()) -> str:
     """Two rankings of one query side by side, with how each result of B moved against A."""
     key = lambda r: (r.doc_id, r.chunk_no)  # noqa: E731
@@ -329,8 +350,8 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
                "<i>new</i>: not in A's list; <i>out</i>: dropped from B's.</div>")
     table = ('<table class="facet-table facet-compare"><caption class="facet-sr-only">Compared results'
              "</caption><thead><tr><th>#</th>"
-             f"<th>score A</th><th>A: {auto_dir(esc(_short(a.instruction, 80) or '(no instruction)'))}</th>"
-             f"<th>score B</th><th>B: {auto_dir(esc(_short(b.instruction, 80) or '(no instruction)'))}</th>"
+             f"<th>score A</th><th>A: {auto_dir(esc(_middle_cut(a.instruction, 160) or '(no instruction)'))}</th>"
+             f"<th>score B</th><th>B: {auto_dir(esc(_middle_cut(b.instruction, 160) or '(no instruction)'))}</th>"
              "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     # The searches' notes (an embedder that reads no instruction: the tab that compares
     # instructions showed two equal lists and nothing else), each once.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -423,3 +424,18 @@ def test_no_results_says_what_to_check_as_the_cli_does() -> None:
     assert "nothing searchable" in render.results_html(empty())
     assert "a record&#x27;s id is matched with doc_id=3" in render.results_html(
         empty({"id": "3"}), filters={"id": "3"})
+
+
+def test_compare_headers_tell_apart_instructions_alike_in_their_first_words() -> None:
+    """Both headers read "A: Represent this banking customer message so that it can be matched
+    against other …" for instructions that differ at their end (the page refuses two
+    instructions equal in their first 2,000 characters, and showed them equal at 80)."""
+    start = "Represent this banking customer message so that it can be matched against other messages "
+    a = SearchResponse("q", start + "about the same intent", "c", "minilm", None, [_result(1, "x", 0.9)], {})
+    b = SearchResponse("q", start + "about the same topic", "c", "minilm", None, [_result(1, "x", 0.9)], {})
+    headers = re.findall(r"<th>[AB]: (.*?)</th>", render.compare_html(a, b))
+    assert len(headers) == 2 and headers[0] != headers[1], headers
+    assert "same intent" in headers[0] and "same topic" in headers[1]
+    long = SearchResponse("q", "w" * 100 + " middle " + "z" * 100, "c", "minilm", None, [], {})
+    header = re.findall(r"<th>A: (.*?)</th>", render.compare_html(long, b))[0]
+    assert header.count("w") < 100 and header.endswith("z</span>") and "…" in header

@@ -101,5 +101,15 @@ def _search_on(page, url: str) -> None:  # noqa: F811  (a page, not the fixture)
               for name, sel in (("notice", "#search-results .facet-note"),
                                 ("highlight", "#search-results mark"),
                                 ("summary", "#search-summary .facet-info"),
-                                ("chunk label", "#search-results td small"))}
+                                ("chunk label", "#search-results td small"),
+                                ("filters' syntax", "#search-filters .info-text"))}
     assert all(r >= 4.5 for r in ratios.values()), ratios
+
+
+def test_the_filter_syntax_line_is_readable_in_light_mode(page) -> None:  # noqa: F811
+    """The syntax put under the filters box "because a placeholder is faint" was Gradio's info
+    line, as faint: #bbbbc2 on white, 1.9:1 at 12 px."""
+    open_tab(page, "Search")
+    info = page.locator("#search-filters .info-text").first
+    assert "key=value" in info.inner_text()
+    assert page.evaluate(CONTRAST, info.element_handle()) >= 4.5
