@@ -670,9 +670,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 # Not a live region: the job's bar changes every poll (a screen reader read
                 # ~20 words every 1.6 s for a whole job); its progressbar role carries it.
                 i_status = gr.HTML(elem_id="index-status")
-                # What is said instead: the bar's job and its state, once per change of state
-                # (``UiHandlers.job_controls``). Not shown: the bar shows it.
-                i_said = live_html(elem_id="index-announce", elem_classes=["facet-sr-only"])
+                # (What is said instead of the bar: ``i_said``, after the tabs.)
                 # Shown while the bar's job is queued or running (``cancel_button``).
                 i_cancel = gr.Button("Cancel job", elem_id="index-cancel-button", size="sm",
                                      variant="stop", visible=False)
@@ -741,6 +739,12 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                                 elem_id="documents-remove-button")
                 # Why the last Remove did nothing, until the next one (as the Delete form's).
                 d_removal = live_html(elem_id="documents-remove-status")
+
+        # What is said of the Index tab's job instead of its bar: the job and its state, once per
+        # change of state (``UiHandlers.job_controls``). Not shown: the bar shows it. Outside
+        # the tabs: in the Index tab's panel it was hidden whenever another tab was open, and a
+        # job's end (or failure) was never said to a user who went on searching meanwhile.
+        i_said = live_html(elem_id="index-announce", elem_classes=["facet-sr-only"])
 
         # ---------------------------------------------------------------- events
         pickers_in = [s_collection, c_collection, k_collection, i_collection, l_delete]

@@ -168,3 +168,31 @@ def test_a_job_that_ends_while_the_focus_waits_on_cancel_moves_it_to_the_bar(ser
     finally:
         with contextlib.suppress(NotFoundError):
             facet.delete_collection("held")
+
+
+def test_a_jobs_end_is_said_while_another_tab_is_open(served, monkeypatch) -> None:
+    """The job's announcement lay in the Index tab's panel, hidden while the user searched on
+    another tab meanwhile: a job's end was never said to them."""
+    demo, facet, root = served
+    monkeypatch.setattr(facet, "job_runner", _Held())
+    try:
+        with browser_page(demo.local_url, READY) as page:
+            open_tab(page, "Index")
+            page.fill("#index-new-collection textarea", "held")
+            box = page.locator("#index-folder input")
+            box.fill(str(root / "held"))
+            box.press("Enter")
+            page.click("#index-folder-button")
+            page.locator('#index-status [data-state="queued"]').wait_for()
+            job = re.search(r"Job (\d+) into held", page.inner_text("#index-status"))
+            assert job, page.inner_text("#index-status")
+            open_tab(page, "Search")
+            facet.cancel_job(int(job.group(1)))
+            page.wait_for_function("document.querySelector('#index-announce [role=status]')"
+                                   ".textContent.includes('cancelled')", timeout=WAIT_MS)
+            # In the page as read, not in a hidden panel (display: none is never said).
+            assert page.evaluate("document.querySelector('#index-announce [role=status]')"
+                                 ".checkVisibility()")
+    finally:
+        with contextlib.suppress(NotFoundError):
+            facet.delete_collection("held")
