@@ -263,6 +263,10 @@ TYPED_ENTER_JS = """() => {
     e.preventDefault();
     e.stopImmediatePropagation();
     box.blur();
+    // On to the button that uses it: the blur alone left the focus on the page's body (a
+    // screen reader said nothing; a keyboard user started again from the top).
+    const next = document.getElementById('%(next)s');
+    if (next) next.focus();
     // The list can open again after the blur (an update the typing queued before it): it
     // stayed open in about one run in three and took the next click, meant for the button.
     for (const ms of [50, 200]) {
@@ -274,11 +278,11 @@ TYPED_ENTER_JS = """() => {
 }"""
 
 
-def typed_enter(dropdown: gr.Dropdown) -> None:
+def typed_enter(dropdown: gr.Dropdown, then: gr.Button) -> None:
     """Enter in ``dropdown`` (an ``elem_id``'d picker) keeps the text typed (``TYPED_ENTER_JS``)
-    instead of Gradio's first filtered choice."""
+    instead of Gradio's first filtered choice, and moves the focus to ``then``."""
     ident = dropdown.elem_id
-    dropdown.focus(None, None, None, js=TYPED_ENTER_JS % {"id": ident},
+    dropdown.focus(None, None, None, js=TYPED_ENTER_JS % {"id": ident, "next": then.elem_id},
                    api_name=f"lambda_{str(ident).replace('-', '_')}_typed_enter",
                    api_visibility="private", queue=False)
 
@@ -843,7 +847,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                   [i_files, i_collection, i_embedder, i_new],
                                   [*job_outputs, i_files], api_name="index_upload",
                                   show_progress="hidden", **light)
-        typed_enter(i_folder)
+        typed_enter(i_folder, i_folder_button)
         folder_event = run_button(i_folder_button, [i_folder_button.click], h.index_folder,
                                   [i_folder, i_collection, i_embedder, i_new], job_outputs,
                                   api_name="index_folder", show_progress="hidden", **light)

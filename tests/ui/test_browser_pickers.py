@@ -91,6 +91,8 @@ def test_enter_in_the_folder_picker_keeps_what_was_typed(page, served) -> None:
     box.press("Enter")
     page.wait_for_timeout(300)
     assert box.input_value() == "docs3"  # not docs30, the first choice holding it
+    # The focus goes on to the button that uses it (it fell to the page's body).
+    assert page.evaluate("document.activeElement && document.activeElement.id") == "index-folder-button"
     # A choice highlighted with the arrow keys is still picked by Enter.
     box.click()
     box.fill(str(root / "docs30"))
