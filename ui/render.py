@@ -145,13 +145,17 @@ def filter_value(value: object) -> str:
         return str(value)
 
 
-def _metadata(meta: dict[str, Any], limit: int = 80) -> str:
+def _metadata(meta: dict[str, Any], limit: int = 300) -> str:
+    """A result's metadata, a field a line, each value as the filter box takes it back. A value
+    longer than ``limit`` is cut and says how much is left out (at 80 characters, without a
+    word, a cut value pasted as a filter found nothing; long words now wrap in the cell)."""
     if not meta:
         return ""
     parts = []
     for key, value in meta.items():
         text = filter_value(value)
-        text = text if len(text) <= limit else text[:limit] + "…"
+        if len(text) > limit:
+            text = f"{text[:limit]}… ({len(text) - limit:,} more characters not shown)"
         parts.append(f"{auto_dir(esc(key))}: {auto_dir(esc(text))}")
     return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
 

@@ -131,3 +131,13 @@ def test_a_jobs_row_says_how_many_errors_and_warnings_it_has_and_where_to_read_t
     # The page's own words for a stopped job keep theirs, the count after them.
     [row] = render.job_rows([_job("cancelled", errors_total=1)], {2: "cancelled; resume it here"})
     assert row[-1].startswith("cancelled; resume it here; 1 error or warning")
+
+
+def test_a_long_metadata_value_is_shown_longer_and_its_cut_is_said() -> None:
+    """A value was cut at 80 characters with a bare "…": a list's second item was not shown at
+    all, and the shown value pasted as a filter found nothing, with nothing to say so."""
+    cell = _meta_cell({"intent": "card_declined_" + "z" * 150, "tags": ["a" * 100, "b"]})
+    assert "z" * 150 in cell and '"b"' in cell.replace("&quot;", '"')
+    cell = _meta_cell({"note": "n" * 1000})
+    assert "n" * 300 in cell and "n" * 301 not in cell
+    assert "(700 more characters not shown)" in cell
