@@ -1415,7 +1415,9 @@ class EdgeStore(VectorStore):
                 removed = True
                 return True
             finally:
-                _LOCKS.release(self._lock_path(collection), remove=removed)
+                # Also when the folder was gone already (another deleter won first): this
+                # process re-made the file to wait on it, and nothing else would remove it.
+                _LOCKS.release(self._lock_path(collection), remove=removed or not path.exists())
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:
@@ -1652,7 +1654,9 @@ class EdgeStore(VectorStore):
             return
         _LOCKS.acquire(self._lock_path(collection), collection,
                        self.lock_wait_s if wait_s is None else wait_s)
-        _LOCKS.release(self._lock_path(collection))
+        # A collection without a folder (deleted while this waited, or not made yet) keeps no
+        # lock file of this check's making.
+        _LOCKS.release(self._lock_path(collection), remove=not self._dir(collection).exists())
 
     def release(self, collection: str) -> None:
         """Close one collection's shard and let other processes open it (its folder lock is

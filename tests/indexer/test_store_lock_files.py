@@ -92,3 +92,47 @@ def test_a_lock_held_by_another_process_is_not_removed_by_a_refused_delete(tmp_p
     finally:
         holder.kill()
         holder.wait()
+
+
+_DELETE_LATER = textwrap.dedent("""
+    import sys, time
+    from indexer.store import EdgeStore
+    store = EdgeStore(sys.argv[1])
+    store.count("c")  # opens the shard: its lock held
+    print("holding", flush=True)
+    sys.stdin.readline()
+    print(store.drop_collection("c"), flush=True)
+    store.close()
+""")
+
+
+@pytest.mark.parametrize("second", ["drop_collection", "check_free"])
+def test_a_process_that_waited_on_a_deleted_collection_leaves_no_lock_file(tmp_path: Path,
+                                                                           second: str) -> None:
+    """Found by the verification round: a second deleter (the CLI beside the API), or a check
+    of a name being deleted, waited on the old file and, once it won, made the file again and
+    left it."""
+    folder = tmp_path / "edge"
+    store = EdgeStore(folder)
+    _fill(store, "c")
+    store.close()
+    holder = subprocess.Popen([sys.executable, "-c", _DELETE_LATER, str(folder)], cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdin is not None and holder.stdout is not None
+        assert holder.stdout.readline().strip() == "holding"
+        store = EdgeStore(folder, lock_wait_s=30)
+        waiting = threading.Thread(target=getattr(store, second), args=("c",))
+        waiting.start()
+        time.sleep(0.5)  # it waits on the lock the holder's open shard holds
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "True"
+        waiting.join(30)
+        assert not waiting.is_alive()
+        store.close()
+        assert not (folder / "c").exists()
+        assert sorted(p.name for p in folder.iterdir() if p.suffix == ".lock") == []
+    finally:
+        holder.kill()
+        holder.wait()
