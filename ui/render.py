@@ -44,8 +44,7 @@ CSS = """
    the results table 3,470 px wide on any screen, and Gradio's container clips what overflows,
    so the snippet and metadata columns could not be reached. What still does not fit (a phone)
    scrolls sideways inside its own box (.facet-scroll, focusable, named). */
-.facet-table th, .facet-table td, .facet-info, .facet-note, .facet-meta,
-#documents-remove label {overflow-wrap: anywhere}
+.facet-table td, .facet-info, .facet-note, .facet-meta, #documents-remove label {overflow-wrap: anywhere}
 .facet-scroll {overflow-x: auto; max-width: 100%}
 .facet-table small {color: #666}
 .facet-meta {font-family: monospace; font-size: 0.85em; color: #444}
@@ -66,13 +65,18 @@ CSS = """
 /* Gradio's info lines under a box hold the filter syntax and what Enter does: #bbbbc2 on white
    (1.9:1, 12 px). */
 .gradio-container .info-text {color: #55555d !important}
-.dark .gradio-container .info-text, .dark.gradio-container .info-text {color: #b4b4bc !important}
+.dark .gradio-container .info-text {color: #b4b4bc !important}
+.dark.gradio-container .info-text {color: #b4b4bc !important}
 .facet-up {color: #2e7d32} .facet-down {color: #c62828} .facet-new {color: #1565c0}
-/* Gradio's dark mode (a .dark class above the page): the grey texts were ~2:1 on its #0f0f11. */
-.dark .facet-info, .dark .facet-meta {color: #c9c9cf}
+/* Gradio's dark mode (a .dark class above the page): the grey texts were ~2:1 on its #0f0f11.
+   One selector a rule: Gradio rewrites the second of a ".dark X, .dark Y" list into one that
+   never matches (the metadata stayed 1.97:1). */
+.dark .facet-info {color: #c9c9cf}
+.dark .facet-meta {color: #c9c9cf}
 .dark .facet-note {color: #1f1f1f}
 .dark .facet-table small {color: #a9a9b2}
-.dark .facet-table th, .dark .facet-table td {border-bottom-color: #3f3f46}
+.dark .facet-table th {border-bottom-color: #3f3f46}
+.dark .facet-table td {border-bottom-color: #3f3f46}
 .dark .facet-bar {background: #3f3f46}
 .dark .facet-up {color: #81c784} .dark .facet-down {color: #ef9a9a} .dark .facet-new {color: #90caf9}
 button:focus-visible, [role=tab]:focus-visible, input[type=radio]:focus-visible,

@@ -60,6 +60,13 @@ REACHABLE = """() => { const t = document.querySelector('#search-results table')
           overflow: box ? getComputedStyle(box).overflowX : null}; }"""
 
 
+# Each results header's text and the lines it takes.
+HEADER_WORDS = """() => [...document.querySelectorAll('#search-results thead th')].map(th => {
+  const range = document.createRange(); range.selectNodeContents(th);
+  const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+  return [th.innerText.trim(), tops.size]; })"""
+
+
 def test_results_on_a_phone_in_dark_mode_can_be_reached_and_read(page, ui_server) -> None:  # noqa: F811
     """Found by the accessibility exploration: at 360 px the results table (487 px) was clipped
     with no way to scroll to its metadata column; a 300-character token made it 3,470 px wide
@@ -89,6 +96,9 @@ def _search_on(page, url: str) -> None:  # noqa: F811  (a page, not the fixture)
     assert shown["tableRight"] <= shown["width"] + 1 or shown["scrolls"], shown
     region = page.get_by_role("region", name="Search results")
     assert region.get_attribute("tabindex") == "0"  # a keyboard user can scroll it
+    # The headers stay whole words ("sco|re", "metadat|a" once long words could break anywhere).
+    headers = page.evaluate(HEADER_WORDS)
+    assert headers and all(lines == 1 for _, lines in headers), headers
     # A 300-character token in a snippet breaks inside its cell, at any width.
     page.set_viewport_size({"width": 1360, "height": 900})
     page.evaluate("document.querySelector('#search-results tbody td:nth-child(4)').append(' ' + 'x'.repeat(300))")
@@ -102,6 +112,7 @@ def _search_on(page, url: str) -> None:  # noqa: F811  (a page, not the fixture)
                                 ("highlight", "#search-results mark"),
                                 ("summary", "#search-summary .facet-info"),
                                 ("chunk label", "#search-results td small"),
+                                ("metadata", "#search-results .facet-meta"),
                                 ("filters' syntax", "#search-filters .info-text"))}
     assert all(r >= 4.5 for r in ratios.values()), ratios
 
