@@ -3230,8 +3230,20 @@ class IndexService:
         job = md.IndexJob(collection_id=coll.id, source=source, embedder=embedder,
                           pid=os.getpid(), host=leases.HOST, runner=runner, state="queued",
                           text_column=text_column)
+        name = coll.name  # (read before a rollback expires the row)
         session.add(job)
-        session.commit()
+        try:
+            session.commit()
+        except IntegrityError as e:
+            # The collection's row deleted (another process's `facet delete`) between this
+            # request's read of it and the job's insert: a 500 "unexpected error
+            # (IntegrityError)" with the FOREIGN KEY failure.
+            session.rollback()
+            if md.get_collection(session, name) is not None:
+                raise
+            raise ConflictError(f"collection {name!r} was deleted while this job was being "
+                                "queued; nothing was indexed: run it again to index into a new "
+                                f"{name!r}") from e
         with _REGISTRY_LOCK:
             _ACTIVE_JOBS.add(job.id)
         return job
