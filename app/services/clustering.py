@@ -419,6 +419,26 @@ def choose_k(vectors: np.ndarray, max_k: int, seed: int) -> tuple[int, float]:
     return best_k, best_score
 
 
+# A k chosen by silhouette with one cluster holding at least this share of the texts (and at
+# least ``LOPSIDED_MIN_TEXTS`` texts) is said: silhouette favours a few broad clusters, and
+# clustering a search's 100 results (26 intents) chose k = 2 with 88 texts in one cluster,
+# said as "the best of k = 2 to 10" and nothing more (quality exploration).
+LOPSIDED_SHARE = 0.8
+LOPSIDED_MIN_TEXTS = 20
+
+
+def _lopsided(labels: Sequence[int], k: int) -> str | None:
+    """The note for a chosen k whose largest cluster holds most of the texts, else None."""
+    n = len(labels)
+    if n < LOPSIDED_MIN_TEXTS or k < 2:
+        return None
+    largest = max(np.bincount(np.asarray(labels)).tolist())
+    if largest < LOPSIDED_SHARE * n:
+        return None
+    return (f"one of the {k} clusters holds {largest:,} of the {n:,} texts: silhouette favours a "
+            "few broad clusters; give k (the number of groups you expect) for finer ones")
+
+
 def distinct_rows(vectors: np.ndarray) -> int:
     """How many different rows ``vectors`` has, to 5 decimals (the same text encoded in two
     batches may differ in the last bits)."""
@@ -1177,6 +1197,10 @@ class ClusterService:
                       else f"only {len(texts)} texts")
             only = ", so 2 is the only k possible" if possible == 2 and found == 2 else ""
             note = f"k = {found}, not chosen by silhouette: {reason}{only}"
+        if silhouette is not None:
+            lopsided = _lopsided(label_list, found)
+            if lopsided:
+                note = f"{note}; {lopsided}" if note else lopsided
         if cut is not None:  # a collection cut to the cap or the limit: said, with numbers
             note = f"{cut}; {note}" if note else cut
         if counts.cut:  # what follows the cut is in no embedding: said, with what helps

@@ -536,3 +536,18 @@ def test_merged_answers_are_shown_without_a_leading_article() -> None:
     answers = ["le code", "le code", "code le", "pin"]
     names, _ = _name_clusters({0: [0, 1, 2], 1: [3]}, answers, {0: ["kw"], 1: ["kw"]})
     assert names[0] == ("code le", 3)  # a French article too
+
+
+def test_a_chosen_k_with_one_cluster_holding_most_texts_says_so(service) -> None:
+    """Clustering a search's 100 results (26 intents) chose k = 2 by silhouette with 88 texts in
+    one cluster, said only as "the best of k = 2 to 10" (quality exploration)."""
+    texts = [f"My card number {i} has not arrived yet" for i in range(20)] + GROUPS["rate"]
+    chosen = service.cluster(ClusterRequest(INSTRUCTION, texts=texts, max_k=2))
+    assert chosen.k_chosen and chosen.k == 2
+    assert max(c.size for c in chosen.clusters) == 20
+    assert ("one of the 2 clusters holds 20 of the 24 texts: silhouette favours a few broad "
+            "clusters; give k") in (chosen.note or ""), chosen.note
+    given = service.cluster(ClusterRequest(INSTRUCTION, texts=texts, k=2))  # k given: nothing to say
+    assert "silhouette favours" not in (given.note or "")
+    balanced = service.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS * 2, max_k=6))
+    assert "silhouette favours" not in (balanced.note or "")
