@@ -596,6 +596,16 @@ class VectorStore(ABC):
 # --------------------------------------------------------------------------- edge
 
 
+def _folder_gone(path: Path) -> bool:
+    """Whether a collection's folder does not exist; False where it cannot be told (a disk
+    gone under its mount: EIO, ENOTCONN), so that a release in a ``finally`` never raises over
+    the error that stopped the work."""
+    try:
+        return not path.exists()
+    except OSError:
+        return False
+
+
 def _same_file(fd: int, path: str) -> bool:
     """Whether the open ``fd`` is the file at ``path`` now (not one removed or replaced)."""
     try:
@@ -1417,7 +1427,7 @@ class EdgeStore(VectorStore):
             finally:
                 # Also when the folder was gone already (another deleter won first): this
                 # process re-made the file to wait on it, and nothing else would remove it.
-                _LOCKS.release(self._lock_path(collection), remove=removed or not path.exists())
+                _LOCKS.release(self._lock_path(collection), remove=removed or _folder_gone(path))
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:
@@ -1656,7 +1666,7 @@ class EdgeStore(VectorStore):
                        self.lock_wait_s if wait_s is None else wait_s)
         # A collection without a folder (deleted while this waited, or not made yet) keeps no
         # lock file of this check's making.
-        _LOCKS.release(self._lock_path(collection), remove=not self._dir(collection).exists())
+        _LOCKS.release(self._lock_path(collection), remove=_folder_gone(self._dir(collection)))
 
     def release(self, collection: str) -> None:
         """Close one collection's shard and let other processes open it (its folder lock is

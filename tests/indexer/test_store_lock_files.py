@@ -136,3 +136,18 @@ def test_a_process_that_waited_on_a_deleted_collection_leaves_no_lock_file(tmp_p
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_folder_that_cannot_be_told_gone_keeps_its_lock_file_and_raises_nothing(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    """The release after a delete runs in a ``finally``: a disk gone under its mount (EIO from
+    ``stat``) must not raise there over the error that stopped the work."""
+    import errno
+
+    from indexer import store as store_module
+
+    def unreadable(self: Path, *args: object, **kwargs: object) -> bool:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(Path, "exists", unreadable)
+    assert store_module._folder_gone(tmp_path / "c") is False
