@@ -142,6 +142,20 @@ def _contrast(color: str) -> float:
     return 1.05 / (luminance + 0.05)
 
 
+def _queue_held_job(page, root: Path) -> int:
+    """The Index tab's folder job into "held", queued (the held runner never takes it): its id."""
+    open_tab(page, "Index")
+    page.fill("#index-new-collection textarea", "held")
+    box = page.locator("#index-folder input")
+    box.fill(str(root / "held"))
+    box.press("Enter")
+    page.click("#index-folder-button")
+    page.locator('#index-status [data-state="queued"]').wait_for()
+    job = re.search(r"Job (\d+) into held", page.inner_text("#index-status"))
+    assert job, page.inner_text("#index-status")
+    return int(job.group(1))
+
+
 def test_a_job_that_ends_while_the_focus_waits_on_cancel_moves_it_to_the_bar(served, monkeypatch) -> None:
     """A keyboard user Tabbed to "Cancel job" to wait there; the job ended (here: stopped from
     elsewhere, as a completion would), the button hid itself and the focus fell to the page's
@@ -150,17 +164,9 @@ def test_a_job_that_ends_while_the_focus_waits_on_cancel_moves_it_to_the_bar(ser
     monkeypatch.setattr(facet, "job_runner", _Held())
     try:
         with browser_page(demo.local_url, READY) as page:
-            open_tab(page, "Index")
-            page.fill("#index-new-collection textarea", "held")
-            box = page.locator("#index-folder input")
-            box.fill(str(root / "held"))
-            box.press("Enter")
-            page.click("#index-folder-button")
-            page.locator('#index-status [data-state="queued"]').wait_for()
-            job = re.search(r"Job (\d+) into held", page.inner_text("#index-status"))
-            assert job, page.inner_text("#index-status")
+            job = _queue_held_job(page, root)
             page.focus("#index-cancel-button")
-            facet.cancel_job(int(job.group(1)))  # not pressed: the job ends under the focus
+            facet.cancel_job(job)  # not pressed: the job ends under the focus
             page.locator('#index-status [data-state="cancelled"]').wait_for()
             page.locator("#index-cancel-button").wait_for(state="hidden")
             page.wait_for_function("document.activeElement && document.activeElement.id === "
@@ -177,17 +183,9 @@ def test_a_jobs_end_is_said_while_another_tab_is_open(served, monkeypatch) -> No
     monkeypatch.setattr(facet, "job_runner", _Held())
     try:
         with browser_page(demo.local_url, READY) as page:
-            open_tab(page, "Index")
-            page.fill("#index-new-collection textarea", "held")
-            box = page.locator("#index-folder input")
-            box.fill(str(root / "held"))
-            box.press("Enter")
-            page.click("#index-folder-button")
-            page.locator('#index-status [data-state="queued"]').wait_for()
-            job = re.search(r"Job (\d+) into held", page.inner_text("#index-status"))
-            assert job, page.inner_text("#index-status")
+            job = _queue_held_job(page, root)
             open_tab(page, "Search")
-            facet.cancel_job(int(job.group(1)))
+            facet.cancel_job(job)
             page.wait_for_function("document.querySelector('#index-announce [role=status]')"
                                    ".textContent.includes('cancelled')", timeout=WAIT_MS)
             # In the page as read, not in a hidden panel (display: none is never said).
