@@ -57,13 +57,7 @@ def test_a_cancelled_job_is_said_focused_and_offered_to_resume(served, monkeypat
     monkeypatch.setattr(facet, "job_runner", _Held())
     try:
         with browser_page(demo.local_url, READY) as page:
-            open_tab(page, "Index")
-            page.fill("#index-new-collection textarea", "held")
-            box = page.locator("#index-folder input")
-            box.fill(str(root / "held"))
-            box.press("Enter")
-            page.click("#index-folder-button")
-            page.locator('#index-status [data-state="queued"]').wait_for()
+            _queue_held_job(page, root)
             page.wait_for_function("document.querySelector('#index-announce [role=status]')"
                                    ".innerText.includes('queued')", timeout=WAIT_MS)
             job = re.search(r"Job (\d+) into held: queued\.", _said(page, "index-announce"))
