@@ -92,6 +92,7 @@ from indexer.chunking import (
     whitespace_spans,
 )
 from indexer.errors import (
+    DISK_GONE_ERRNOS,
     SourceNotFoundError,
     StoreBusyError,
     StoreDamagedError,
@@ -1114,6 +1115,27 @@ def source_unreachable(source: Path, error: OSError) -> UnavailableError:
                             "is its network share or drive still mounted? Mount it again")
 
 
+def check_source_reachable(source: Path) -> None:
+    """Raise where ``source``'s file system has gone away under its mount: a look that reaches
+    the file system's driver (a folder listed, a file opened), as ``is_dir`` does not where the
+    kernel still holds the folder's attributes from before (FUSE keeps them a while).
+
+    Raises:
+        UnavailableError: the error is one of a disk gone (``DISK_GONE_ERRNOS``); any other
+            (the source removed, no permission) is left to the run's own words.
+    """
+    try:
+        if source.is_dir():
+            with os.scandir(source) as entries:
+                next(entries, None)
+        else:
+            with open(source, "rb"):
+                pass
+    except OSError as e:
+        if e.errno in DISK_GONE_ERRNOS:
+            raise source_unreachable(source, e) from e
+
+
 def _empty_folder(source: Path) -> bool:
     """Whether ``source`` is a folder with nothing in it at all (hidden entries included)."""
     try:
@@ -1702,6 +1724,11 @@ class IndexService:
                                      prepared.embedder, tokenize, chunking, options, progress,
                                      total, started, heartbeat=heartbeat, interrupt=interrupt)
                 seen.failed_folders.update(unreadable)
+                if seen.failed_sources or seen.failed_folders:
+                    # Its drive or share gone while it was read: every document read since was
+                    # counted failed (988 of 1,500, exit 4) where the kernel still answered for
+                    # the folder itself, in about one pulled drive in two; it is the source.
+                    check_source_reachable(source)
                 self._note_moved(job, report)
                 interrupt.check()
                 # A cancel asked while the last batch went in: the job ends cancelled, as a
