@@ -1384,15 +1384,15 @@ class Facet:
 
     def info(self) -> dict[str, Any]:
         """What this process serves: store backend, default embedder, loaded models, limits."""
-        from embedders import list_embedders
+        from embedders.registry import instruction_use, list_embedders
 
         stats = self.encoder.stats if isinstance(self.encoder, BatchingQueryEncoder) else None
         return {
             "data_dir": str(self.settings.data_dir),
             "vector_backend": self.context.store.backend,
             "default_embedder": self.settings.default_embedder,
-            "embedders": [{"name": i.name, "kind": i.kind, "description": i.description}
-                          for i in list_embedders()],
+            "embedders": [{"name": i.name, "kind": i.kind, "instructions": instruction_use(i.name),
+                           "description": i.description} for i in list_embedders()],
             "loaded": self.embedder_cache.loaded(),
             "encoder": type(self.encoder).__name__,
             "encoder_stats": vars(stats) if stats is not None else None,

@@ -42,7 +42,7 @@ from typing import Any, cast, get_type_hints
 import numpy as np
 
 from embedders.base import CONFIG_FILE, BaseEmbedder, check_format_version, recover_checkpoint
-from embedders.contract import Embedder
+from embedders.contract import BlendsInstruction, Embedder
 from embedders.errors import (
     CheckpointError,
     DuplicateRegistrationError,
@@ -1218,6 +1218,59 @@ def reads_instructions(name_or_path: str) -> bool:
         except ValueError:
             pass  # refused where it loads
     return info is None or info.reads_instructions
+
+
+# Below this blend weight an instruction barely changes a model's results (minilm at its
+# default 0.25 shared 9-10 of its top 10 with and without a domain instruction on CLINC val:
+# docs/indexing.md "minilm and instructions"); searches and clusterings say so.
+WEAK_BLEND = 0.5
+
+
+def instruction_use(name_or_path: str) -> str:
+    """How the embedder ``name_or_path`` reads an instruction, told without loading it, as
+    ``facet embedders`` lists it: ``none`` where it reads none
+    (``reads_instructions``); ``trained`` for a checkpoint of a method trained on instruction
+    triples (InstEmb, InBedder); ``blended W`` for a ``BlendsInstruction`` model (minilm), its
+    weight the spec's ``instruction_weight`` or its config's default; ``read`` for a plugin's
+    model; else ``prompted`` (the backbones and the corpus methods put it in their prompt).
+    A name that loads nothing reads as ``read``: it fails where it is loaded."""
+    spec = str(name_or_path)
+    if not reads_instructions(spec):
+        return "none"
+    info, directory = _resolve(spec)
+    method = info.method if info is not None else None
+    if method is None and directory is not None:
+        try:
+            method = read_checkpoint_config(directory).get("method")
+        except CheckpointError:
+            method = None
+    trainable = _TRAINABLE.get(method) if isinstance(method, str) else None
+    if trainable is not None and trainable.data == "triples":
+        return "trained"
+    model_class = (trainable.model_class if trainable is not None else
+                   _model_class(info) if info is not None and directory is None else None)
+    if inspect.isclass(model_class) and issubclass(model_class, BlendsInstruction):
+        weight: Any = _split_spec(spec)[1].get("instruction_weight")
+        if weight is None:
+            weight = getattr(_default_config(model_class), "instruction_weight", None)
+        try:
+            return f"blended {float(weight):g}"
+        except (TypeError, ValueError):  # refused where it loads
+            return "read"
+    if trainable is not None or (info is not None and info.kind == "baseline"):
+        return "prompted"
+    return "read"
+
+
+def weak_instruction(spec: str) -> float | None:
+    """The blend weight of ``spec`` where an instruction barely changes its vectors (a
+    ``blended W`` below ``WEAK_BLEND``: minilm's default 0.25), else None."""
+    use = instruction_use(spec)
+    if use.startswith("blended "):
+        weight = float(use.split()[1])
+        if 0.0 < weight < WEAK_BLEND:
+            return weight
+    return None
 
 
 def loads_registered(spec: str, name: str) -> bool:

@@ -48,25 +48,38 @@ def table_description(description: str) -> str:
     return f"{shown} ..." if len(kept) > 1 else shown
 
 
+EMBEDDERS_HELP = (
+    "List the embedders that can be loaded by name: name, kind, how it reads an instruction, "
+    "description.\n\n"
+    "How it reads an instruction: trained (trained to follow one: InstEmb, InBedder; the "
+    "instruction steers), prompted (written into the prompt of a model not trained on "
+    "instructions), blended W (its plain vector mixed with W of the instruction-prepended one: "
+    "minilm's default 0.25 barely changes results), read (a plugin's model; how, not said), none "
+    "(its vectors are the same under any instruction)."
+)
+
+
 def register(cli: typer.Typer) -> None:
     """Add the embedding commands to the ``facet`` CLI."""
 
-    @cli.command("embedders")
+    @cli.command("embedders", help=EMBEDDERS_HELP)
     @handle_errors
     def embedders_cmd(
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     ) -> None:
-        """List the embedders that can be loaded by name."""
-        from embedders import list_embedders
+        from embedders.registry import instruction_use, list_embedders
 
         infos = list_embedders()
+        uses = [instruction_use(i.name) for i in infos]
         if as_json:
-            typer.echo(printable_json([{"name": i.name, "kind": i.kind,
-                                        "description": i.description} for i in infos]))
+            typer.echo(printable_json([{"name": i.name, "kind": i.kind, "instructions": use,
+                                        "description": i.description} for i, use in zip(infos, uses, strict=True)]))
             return
         width = max(len(i.name) for i in infos)
-        for info in infos:
-            typer.echo(f"{info.name:<{width}}  {info.kind:<9} {table_description(info.description)}")
+        use_width = max(len(use) for use in uses)
+        for info, use in zip(infos, uses, strict=True):
+            typer.echo(f"{info.name:<{width}}  {info.kind:<9} {use:<{use_width}}  "
+                       f"{table_description(info.description)}")
 
     @cli.command("embed")
     @handle_errors

@@ -25,7 +25,8 @@ httpx's async client.
 A search's ``note`` (a filter key no document holds: "no document has a field 'intnet'", term
 vectors of an older definition) is logged as a warning on this module's logger, once per call
 (at INFO where it only says that a hybrid search's word side found nothing, the results being
-the dense side's: what a paraphrase meets),
+the dense side's: what a paraphrase meets, or, after its first time in the process, that the
+embedder reads the instruction at a weak blend: minilm's default),
 and put in each returned document's metadata as ``note``: a misspelt filter otherwise gave
 the chain an empty context and nothing said why. An instruction the search did not read
 (``mode="lexical"`` without ``rerank``: BM25 matches the words only) is logged the same way, and
@@ -91,6 +92,7 @@ from app.errors import (
 from app.services.search import (
     DENSE_ONLY_NOTE,
     MAX_TOP_K,
+    WEAK_INSTRUCTION_NOTE,
     SearchMode,
     SearchRequest,
     SearchResult,
@@ -269,6 +271,12 @@ def _document(result: Mapping[str, Any], text: str, collection: str, mode: str |
     return Document(page_content=text, metadata=metadata, id=id)
 
 
+# The weak-instruction notes (``WEAK_INSTRUCTION_NOTE``) already logged as a warning by this
+# process: each is said at WARNING once, then at INFO (a batch of 16 queries logged 16).
+_WEAK_SAID: set[str] = set()
+_WEAK_LOCK = threading.Lock()
+
+
 def _noted(docs: list[Document], note: str | None, collection: str, query: str,
            unread: bool = False) -> list[Document]:
     """The documents, the search's note and an instruction a lexical search did not read
@@ -280,8 +288,15 @@ def _noted(docs: list[Document], note: str | None, collection: str, query: str,
     if said:
         # The hybrid search's dense-only fallback alone is what a paraphrase meets (it shares
         # no word with the corpus): the usual case of semantic search, so INFO; it filled a
-        # batched app's log with a WARNING per query. Anything else said stays a warning.
-        expected = not unread and all(part.startswith(DENSE_ONLY_NOTE) for part in (note or "").split("; "))
+        # batched app's log with a WARNING per query. So is an instruction read at a weak blend
+        # (minilm's default) once said: it is the retriever's embedder, not the query. Anything
+        # else said stays a warning.
+        parts = (note or "").split("; ")
+        with _WEAK_LOCK:  # (a batch's searches run in threads: one of them says it)
+            new = {part for part in parts if part.startswith(WEAK_INSTRUCTION_NOTE) and part not in _WEAK_SAID}
+            _WEAK_SAID.update(new)
+        expected = not unread and all(part.startswith(DENSE_ONLY_NOTE) or (
+            part.startswith(WEAK_INSTRUCTION_NOTE) and part not in new) for part in parts)
         logger.log(logging.INFO if expected else logging.WARNING,
                    "FacetRetriever search of %r for %r: %s", collection, query[:80], "; ".join(said))
     return docs

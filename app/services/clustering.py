@@ -82,6 +82,7 @@ from app.services.search import (
     refuse_if_busy,
     stored_vectors,
     user_filter_words,
+    weak_instruction_note,
 )
 from app.text import check_text_encodable, check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
@@ -1217,6 +1218,9 @@ class ClusterService:
             unread_instruction = (f"the instruction was not read: {spec} reads no instruction, so "
                                   "the texts are grouped as they read bare")
             note = f"{note}; {unread_instruction}" if note else unread_instruction
+        elif weak := weak_instruction_note([spec]):
+            # minilm's 0.25 blend: emotion val grouped by emotion at V 9-11 against InstEmb's 22-23
+            note = f"{note}; {weak}" if note else weak
         timings["kmeans"] = (time.perf_counter() - t0) * 1000
 
         answers: list[str] | None = None

@@ -73,3 +73,24 @@ def test_a_dense_only_hybrid_search_is_logged_at_info_other_notes_as_warnings(
         caplog.clear()
         retriever.invoke("card", filter={"tpye": "x"})  # a misspelt key: still a warning
         assert [r.levelno for r in caplog.records if "tpye" in r.getMessage()] == [logging.WARNING]
+
+
+def test_a_weak_instruction_is_warned_of_once_then_logged_at_info(serving, tmp_path, caplog) -> None:
+    """minilm reads an instruction at its weak default blend: said in every document's note, and
+    logged as a warning the first time only (a batch of 16 queries logged 16 warnings: the RAG
+    exploration of the sixth session of 2026-12-02); it is the retriever's embedder, not the
+    query."""
+    from app.integrations import langchain
+
+    langchain._WEAK_SAID.clear()  # (another test of this process may have said it)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("My card payment was declined at the shop.\n", encoding="utf-8")
+    serving.index(src, "weak")
+    retriever = FacetRetriever(collection="weak", facet=serving, mode="dense", k=1,
+                               instruction="Find messages of the same domain")
+    with caplog.at_level(logging.INFO, logger="app.integrations.langchain"):
+        batches = retriever.batch(["card declined", "shop payment", "declined twice"])
+        said = [r for r in caplog.records if "barely steers" in r.getMessage()]
+    assert all(docs[0].metadata["note"].startswith("the instruction barely steers: minilm") for docs in batches)
+    assert sorted(r.levelno for r in said) == [logging.INFO, logging.INFO, logging.WARNING], said

@@ -30,6 +30,11 @@ PREAMBLE = ("Hello, I am writing to you today regarding an issue with my recent 
 LONG = [PREAMBLE + end for end in ("I want a refund.", "Where is my parcel?", "Please reset my password.")]
 
 
+# What every clustering by minilm under an instruction now says last (its weak 0.25 blend).
+WEAK = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb and inbedder are trained "
+        "to follow instructions)")
+
+
 def _note(result) -> str:
     assert result.note is not None
     return result.note
@@ -108,7 +113,7 @@ def test_the_only_possible_k_is_not_chosen_by_silhouette(make_ctx, texts: list[s
     result = ClusterService(make_ctx()).cluster(ClusterRequest(INSTRUCTION, texts=texts))
     assert result.k == 2 and not result.k_chosen
     assert result.silhouette is None and result.max_k_tried is None
-    assert result.note == f"k = 2, not chosen by silhouette: {reason}, so 2 is the only k possible"
+    assert result.note == f"k = 2, not chosen by silhouette: {reason}, so 2 is the only k possible; {WEAK}"
 
 
 def test_k_is_still_chosen_where_there_is_a_choice(make_ctx) -> None:
