@@ -1301,24 +1301,36 @@ def portable_spec(name_or_path: str) -> str:
     return str(directory.expanduser().resolve()) + spec[len(base):]
 
 
-_builtins_loaded = False
+_builtins_loaded = False  # begun (set first: the packaged modules' register_* calls come back)
+_builtins_ready = False  # done: every other thread may read the registry
+# Held by the thread registering them. The first searches of a new process, run at once (a
+# LangChain batch, threads, asyncio.gather), met a registry marked loaded but still empty:
+# "unknown embedder 'minilm'; valid names: " (nothing) in all but one of them (the RAG
+# exploration of the sixth session of 2026-12-02).
+_BUILTINS_LOCK = threading.RLock()
 _PLUGIN_ERRORS: dict[str, str] = {}  # plugin -> why it did not load
 
 
 def _ensure_builtins() -> None:
     """Register the packaged embedders, the checkpoints and the plugins on first use (keeps
-    `import embedders` cheap)."""
-    global _builtins_loaded
-    if _builtins_loaded:
+    `import embedders` cheap); another thread's first use waits until they are in."""
+    global _builtins_loaded, _builtins_ready
+    if _builtins_ready:
         return
-    _builtins_loaded = True  # first: the packaged modules' own register_* calls come back here
-    try:
-        import embedders.builtin  # noqa: F401  (registers on import)
-    except BaseException:
-        _builtins_loaded = False  # the next use tries again instead of a half-empty registry
-        raise
-    register_checkpoints()
-    load_plugins()
+    with _BUILTINS_LOCK:
+        if _builtins_loaded:  # done while this thread waited, or this thread's own call back
+            return
+        _builtins_loaded = True
+        try:
+            try:
+                import embedders.builtin  # noqa: F401  (registers on import)
+            except BaseException:
+                _builtins_loaded = False  # the next use tries again instead of a half-empty registry
+                raise
+            register_checkpoints()
+            load_plugins()
+        finally:
+            _builtins_ready = _builtins_loaded
 
 
 def _plugin_targets() -> list[tuple[str, Callable[[], Any]]]:
