@@ -637,6 +637,10 @@ _CASE_ROWS = 50
 _NAME_ROWS = 200
 _CLOSE_CUTOFF = 0.78
 _CLOSE_NAMES = 3
+# Documents whose values of a filtered field are read to tell a string filter value no document
+# holds (``_unheld_values``), and the values of one filter said so, at most.
+_VALUE_ROWS = 5000
+_VALUE_NOTES = 3
 
 
 def _close_names(name: str, held: Collection[str]) -> list[str]:
@@ -1867,12 +1871,75 @@ class SearchService:
                "say so)" if name in dropped else "")
             + (f" (did you mean {_either(cases[name])}?)" if cases.get(name) else "")
             for name in missing]
+        notes += self._unheld_values(collection, filters, held)
         builtins = self._builtin_twins(collection, filters)
         notes.append(builtin_twin_note(filters, builtins))
         notes.append(self._relative_path_note(collection, filters))
         notes.append(filter_type_hint(filters, held, self._type_twins(collection, filters, held),
                                       shadowed=builtins))
         return [n for n in notes if n]
+
+    def _unheld_values(self, collection: str, filters: Mapping[str, Any], held: Mapping[str, Any]) -> list[str]:
+        """For a field of strings some document holds, each string the filter asks for that no
+        document holds there, with the held values spelt close to it: "no document has
+        'refund_not_showing_up' in field 'intent' (did you mean 'Refund_not_showing_up'?)". A
+        misspelt key was told "did you mean", a misspelt or wrongly cased value nothing: an
+        empty result and, in a RAG chain, an empty context (the RAG exploration of the sixth
+        session of 2026-12-02). Read from up to ``_VALUE_ROWS`` documents' values of the field in
+        SQL; where there are more, a value is said unheld only if an exact SQL match finds none
+        and no value read was a list (a list field's element cannot be matched so)."""
+        D = md.Document
+        notes: list[str] = []
+        try:
+            with self.ctx.sessions() as session:
+                coll = md.get_collection(session, collection)
+                if coll is None:
+                    return []
+                for key, value in filters.items():
+                    name = _field_name(key)
+                    wanted = [v for v in (value if isinstance(value, list | tuple) else [value])
+                              if isinstance(v, str)]
+                    if not isinstance(held.get(key), str) or not wanted or '"' in name or "\\" in name:
+                        continue
+                    seen: set[str] = set()
+                    rows = 0
+                    for spelling in _key_spellings(session, name):
+                        for stored in session.scalars(select(D.meta[spelling]).where(
+                                D.collection_id == coll.id, D.meta[spelling].as_string().is_not(None))
+                                .limit(_VALUE_ROWS)):
+                            rows += 1
+                            items = stored if isinstance(stored, list) else [stored]
+                            seen.update(item for item in items if isinstance(item, str))
+                    for item in wanted[:_VALUE_NOTES]:
+                        forms = _either_form(item)
+                        forms = forms if isinstance(forms, list) else [forms]
+                        if any(form in seen for form in forms):
+                            continue
+                        if rows >= _VALUE_ROWS and self._value_held(session, coll.id, name, forms):
+                            continue
+                        close = _close_names(item, seen)
+                        notes.append(f"no document has {item!r} in field {name!r}"
+                                     + (f" (did you mean {_either(close)}?)" if close else ""))
+        except SQLAlchemyError:  # a hint only: the search's answer stands without it
+            logger.debug("could not read which filter values exist", exc_info=True)
+            return []
+        return notes
+
+    @staticmethod
+    def _value_held(session: Any, collection_id: int, name: str, forms: list[str]) -> bool:
+        """Whether a document of the collection holds one of ``forms`` in field ``name``: as its
+        value, or, read generously, inside its JSON text (a list's element: ``["a", "b"]``)."""
+        D = md.Document
+        for spelling in _key_spellings(session, name):
+            text = D.meta[spelling].as_string()
+            for form in forms:
+                quoted = {json.dumps(form), json.dumps(form, ensure_ascii=False)}
+                found = session.scalar(select(D.id).where(
+                    D.collection_id == collection_id,
+                    or_(text == form, *(text.contains(q, autoescape=True) for q in quoted))).limit(1))
+                if found is not None:
+                    return True
+        return False
 
     def _dropped_fields(self, collection: str, names: Sequence[str]) -> dict[str, str]:
         """Why each of the metadata fields ``names``, which no document holds, was left out at

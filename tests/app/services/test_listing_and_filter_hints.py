@@ -52,10 +52,50 @@ def test_an_empty_filtered_search_names_the_keys_no_document_holds(make_ctx, tmp
         return why_no_results(response, given)
 
     assert why("topik=physics") == "check the filters; no document has a field 'topik' (did you mean 'topic'?)"
-    # Only the keys none holds: `topic` is there (its value is what found nothing).
-    assert why("topic=chemistry", "meta.colour=red") == "check the filters; no document has a field 'colour'"
-    assert why("topic=chemistry") == "check the filters"
-    assert why("a.b=y") == "check the filters"  # a dotted key is one field, and held
+    # `topic` is there: its value is what found nothing, said since the sixth session of
+    # 2026-12-02 (a misspelt or wrongly cased value was told nothing: the RAG exploration).
+    assert why("topic=chemistry", "meta.colour=red") == (
+        "check the filters; no document has a field 'colour'; no document has 'chemistry' in field 'topic'")
+    assert why("topic=chemistry") == "check the filters; no document has 'chemistry' in field 'topic'"
+    assert why("topic=Physics") == ("check the filters; no document has 'Physics' in field 'topic' "
+                                    "(did you mean 'physics'?)")
+    assert why("topic=fnance", "topic=chemistry") == (
+        "check the filters; no document has 'fnance' in field 'topic' (did you mean 'finance'?); "
+        "no document has 'chemistry' in field 'topic'")
+    # A dotted key is one field, and held.
+    assert why("a.b=y") == "check the filters; no document has 'y' in field 'a.b'"
+    # Each value held, only not by one document together: nothing to say of a value.
+    assert why("topic=finance", "a.b=x") == "check the filters"
     # A search that found something says nothing of its filters.
     found = service.search(SearchRequest("card", "r", filters={"topic": "physics"}))
     assert [r.doc_id for r in found.results] == ["p1"] and found.note is None
+
+
+def test_a_value_beyond_the_values_read_is_looked_up_and_a_list_field_is_left(make_ctx, tmp_path, monkeypatch) -> None:
+    """Where a field has more values than are read (``_VALUE_ROWS``, 5,000 documents: one
+    here), a value is said unheld only once an exact lookup finds none, and not at all in a
+    field some document holds a list in (an element cannot be matched so)."""
+    import app.services.search as search_module
+
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"_id": "p1", "text": "the physics of a bank card", "topic": "physics", "tags": "x"},
+        {"_id": "p2", "text": "a mortgage rate explained", "topic": "finance", "tags": ["z", "y"]},
+        {"_id": "p3", "text": "a poem about rain", "topic": "poetry", "tags": ["w"]},
+    ]))
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "r")
+    monkeypatch.setattr(search_module, "_VALUE_ROWS", 1)
+    service = SearchService(ctx)
+
+    def note(**filters: object) -> str | None:
+        response = service.search(SearchRequest("card", "r", filters=filters, mode="dense"))
+        assert response.results == []
+        return response.note
+
+    # finance and poetry lie beyond the one value read: found by the lookup, nothing said
+    assert note(topic="finance", tags="x") is None
+    assert note(topic="chemistry") == "no document has 'chemistry' in field 'topic'"
+    # A field whose value read is a string and others lists: an element is held too.
+    assert note(tags="w", topic="physics") is None and note(tags="y", topic="poetry") is None
+    assert note(tags="nothing") == "no document has 'nothing' in field 'tags'"
