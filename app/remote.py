@@ -83,6 +83,12 @@ def celery_config(settings: FacetSettings) -> dict[str, Any]:
         # timed out behind a busy or stalled worker) kept its key, with the vectors, for an
         # hour: Redis grew with the timeouts exactly when the workers were behind.
         "result_expires": max(120, int(2 * settings.worker_timeout_s)),
+        # One result backend for every thread of a process (Celery's default is one per thread):
+        # a server's queries wait in its request threads, and a thread that ended left its pool
+        # and pub/sub connections open until the cyclic garbage collection ran, rarely with torch
+        # loaded (82 -> 504 Redis connections over 8 bursts of 30 searches). Celery 5.7's result
+        # consumer serialises its pub/sub use across threads (the `worker` extra's floor).
+        "result_backend_thread_safe": True,
         "task_ignore_result": True,  # progress is in the SQL job table; encode tasks opt in
         "worker_hijack_root_logger": False,
         "worker_cancel_long_running_tasks_on_connection_loss": False,
