@@ -30,6 +30,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import site
 import sys
 import sysconfig
@@ -258,6 +259,7 @@ def register_checkpoints() -> list[str]:
 # (``FACET_API_MODELS``, ``facet eval -e a,b``), ``name[key=value]`` gives options, and a name with
 # a path separator (``../evil``) is read as a folder where a checkpoint is looked up.
 _NAME_REFUSED = frozenset(",[]/\\")
+_NAME_ALLOWED = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # the store's vector names
 
 
 def _check_name(name: object) -> str:
@@ -277,6 +279,15 @@ def _check_name(name: object) -> str:
             f"embedder name {name!r} is refused: {why}; a name is written in comma-separated lists, "
             "with options after it in brackets (NAME[key=value]) and beside folder paths, so it "
             "may not hold a space, a control character, ',', '[', ']', '/' or '\\'")
+    if not _NAME_ALLOWED.fullmatch(name):
+        # The vector store's rule for the vector name a collection keeps its vectors under
+        # (``indexer.store.validate_name``): 'a#b', '--help', 'ünï' or a 300-character name
+        # registered, listed and embedded, then every `facet index` failed with "invalid vector
+        # name", naming no plugin, and left an empty collection behind (the plugin exploration).
+        raise PluginError(
+            f"embedder name {name!r} is refused: a collection keeps its vectors under its "
+            "embedder's name, which must be 1-128 ASCII letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit")
     return name.lower()
 
 
@@ -328,8 +339,7 @@ def register_embedder(name: str, factory: EmbedderFactory, description: str, kin
     if key in _EMBEDDERS:
         owner = getattr(_EMBEDDERS[key].factory, "__module__", "?")
         raise DuplicateRegistrationError(
-            f"an embedder named {name!r} is already registered (by {owner}); pick another name "
-            "or call unregister_embedder first"
+            f"an embedder named {name!r} is already registered (by {owner}); pick another name"
         )
     if kind is None:
         kind = "baseline" if getattr(factory, "__module__", "") == "embedders.builtin" else "plugin"
@@ -863,7 +873,8 @@ def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: 
     the ``role`` keyword) was a raw traceback in the CLI and an anonymous 500 "internal error
     (RuntimeError)"; it is a ``PluginError`` naming the embedder, the plugin and the error. An
     ``EmbedderError`` it raises (``InvalidInputError``) says what it means and is kept, as are a
-    MemoryError and a KeyboardInterrupt. A ``SystemExit`` it raises (``sys.exit()``) is a
+    MemoryError and, in the main thread (a Ctrl-C), a KeyboardInterrupt; elsewhere (a server's
+    request thread) that is a ``PluginError`` too. A ``SystemExit`` it raises (``sys.exit()``) is a
     ``PluginError`` too: it ended the command, or a server's worker, with the plugin's status.
     What it prints goes to standard error (``plugin_stdout``). ``doing`` words the failure
     ("reading its dim"; by default "in METHOD")."""
@@ -872,6 +883,13 @@ def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: 
             return function(*args, **kwargs)
     except (EmbedderError, MemoryError):
         raise
+    except KeyboardInterrupt as e:
+        if threading.current_thread() is threading.main_thread():
+            raise  # a Ctrl-C: it stops the command
+        # Raised by the plugin itself (a signal reaches the main thread only): it ended the
+        # whole of `facet serve` from one request (the plugin exploration).
+        raise PluginError(f"{label} failed {doing or 'in ' + method}: KeyboardInterrupt raised by "
+                          "its code in a thread that no Ctrl-C reaches") from e
     except (Exception, SystemExit) as e:
         hint = ""
         refused = [k for k in kwargs if not _takes_keyword(function, k)]

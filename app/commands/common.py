@@ -317,6 +317,11 @@ def handle_errors(func: F) -> F:
             if done is None:
                 raise
             raise done from None
+        except MemoryError as e:  # a model's (a plugin's) allocation: a traceback, exit 1
+            said = f": {e}" if str(e) else ""
+            typer.echo(f"error: out of memory (MemoryError{said}); give fewer or shorter texts at a "
+                       "time (--batch-size where the command has it), or a smaller model", err=True)
+            raise typer.Exit(1) from e
 
     return wrapper  # type: ignore[return-value]
 

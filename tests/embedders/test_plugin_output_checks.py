@@ -290,11 +290,63 @@ def test_names_no_command_could_use_are_refused(bad, registered):
     assert bad.lower() not in registry._EMBEDDERS
 
 
+@pytest.mark.parametrize("bad", ["a#b", "chk+x", "chk:y", "--help", "-e", "_x", "ünï", "ＭＩＮＩＬＭ", "emoji😀",
+                                 "$HOME", "x" * 129])
+def test_names_the_store_cannot_keep_vectors_under_are_refused(bad, registered):
+    """They registered, were listed and embedded, and every `facet index` with them failed with
+    the store's "invalid vector name", naming no plugin, leaving an empty collection (the plugin
+    exploration of the sixth session of 2026-12-02). What is accepted, the store takes."""
+    with pytest.raises(PluginError, match=r"must be 1-128 ASCII letters, digits, '_', '-' or '\.'"):
+        register_embedder(bad, lambda device=None, **kw: ChkEmbedder(bad), "bad")
+    assert bad.lower() not in registry._EMBEDDERS
+
+
 def test_ordinary_names_are_still_accepted(registered):
-    for name in ("chk-Org.Model_v2", "chk+x", "chk:y"):
+    from indexer.store import validate_name
+
+    for name in ("chk-Org.Model_v2", "9chk", "c" * 128):
         registered.append(name)
         register_embedder(name, lambda device=None, _n=name, **kw: ChkEmbedder(_n.lower()), "fine")
         assert name.lower() in registry.embedder_names()
+        assert validate_name(name.lower(), "vector") == name.lower()
+
+
+def test_a_keyboardinterrupt_a_plugin_raises_off_the_main_thread_is_its_error(registered):
+    """A KeyboardInterrupt raised by a plugin's encode in a server's request thread ended the
+    whole `facet serve` (the plugin exploration); there no Ctrl-C can have raised it. In the main
+    thread it is passed on: a Ctrl-C stops the command."""
+    import threading
+
+    class Interrupting(ChkEmbedder):
+        def encode(self, texts, **kwargs):
+            raise KeyboardInterrupt
+
+    registered.append("chk-ki")
+    register_embedder("chk-ki", lambda device=None, **kw: Interrupting("chk-ki"), "interrupts")
+    model = load_embedder("chk-ki")
+    raised: list[BaseException] = []
+
+    def in_a_thread() -> None:
+        try:
+            model.encode(["a"])
+        except BaseException as e:  # (what came out is the test's)
+            raised.append(e)
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert len(raised) == 1 and isinstance(raised[0], PluginError), raised
+    assert "chk-ki" in str(raised[0]) and "KeyboardInterrupt raised by its code" in str(raised[0])
+    with pytest.raises(KeyboardInterrupt):
+        model.encode(["a"])
+
+
+def test_a_name_taken_is_not_met_with_advice_to_unregister_it(registered):
+    """The refusal told a plugin to "call unregister_embedder first", which silently replaced
+    the packaged minilm for every command (the plugin exploration)."""
+    with pytest.raises(embedders.DuplicateRegistrationError) as refused:
+        register_embedder("minilm", lambda device=None, **kw: ChkEmbedder("minilm"), "mine")
+    assert "unregister" not in str(refused.value) and "pick another name" in str(refused.value)
 
 
 PARTIAL = textwrap.dedent('''
@@ -366,3 +418,20 @@ def test_facet_embed_refuses_a_plugins_nan_and_names_a_factory_error(tmp_path):
     assert boom.returncode != 0 and "Traceback" not in boom.stderr
     assert ("embedder 'chk-cli-boom' (registered by chk_cli_plugin) failed to load: RuntimeError: "
             "weights file missing") in boom.stderr
+
+
+def test_a_memoryerror_in_a_command_is_one_line(registered, tmp_path):
+    """A plugin's (or any model's) MemoryError was a raw traceback, exit 1, naming nothing (the
+    plugin exploration): one line, with what helps."""
+    from tests.app.cli_runner import invoke_cli
+
+    class Hungry(ChkEmbedder):
+        def encode(self, texts, **kwargs):
+            raise MemoryError
+
+    registered.append("chk-mem")
+    register_embedder("chk-mem", lambda device=None, **kw: Hungry("chk-mem"), "runs out")
+    done = invoke_cli("embed", "-e", "chk-mem", "a text", env={"FACET_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: out of memory (MemoryError); give fewer or shorter texts"), done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
