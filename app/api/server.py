@@ -32,6 +32,8 @@ from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from urllib.parse import quote, urlencode
 
+import anyio
+import anyio.to_thread
 import numpy as np
 from fastapi import (
     Body,
@@ -113,7 +115,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _facet(request: Request) -> Facet:
+async def _facet(request: Request) -> Facet:
+    # (async: a plain function dependency runs in a request thread, and with all of them busy,
+    # searches waiting on stalled workers, even /ready and the async routes waited for one)
     facet: Facet = request.app.state.facet
     return facet
 
@@ -157,8 +161,9 @@ class _RefusedKeys:
                            "from it are counted for %.0f s)", client, method, path, self.window_s)
 
 
-def _require_key(request: Request) -> None:
-    """``Authorization: Bearer <FACET_API_KEY>`` when a key is configured."""
+async def _require_key(request: Request) -> None:
+    """``Authorization: Bearer <FACET_API_KEY>`` when a key is configured (in the event loop,
+    as ``_facet``: no request thread is taken to check it)."""
     key: str | None = request.app.state.facet.settings.api_key
     if not key:
         return
@@ -831,30 +836,41 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     @app.get("/health", response_model=Health, responses=errors.responses(400),
              operation_id="health", tags=ops)
-    def health() -> dict[str, str]:
-        """Liveness: no key needed, no work done."""
+    async def health() -> dict[str, str]:
+        """Liveness: no key needed, no work done (in the event loop: a plain route waited for
+        one of the 40 request threads, all busy with searches waiting on stalled workers:
+        10.9 s, past a container healthcheck's 10 s)."""
         return {"status": "ok"}
 
     # Uptime checkers ask with HEAD (it was a 405); /openapi.json lists the GET only.
     @app.head("/health", include_in_schema=False)
-    def health_head() -> Response:
+    async def health_head() -> Response:
         return Response()
+
+    # /ready's checks block (a second at most each): run in threads of their own, never
+    # queued behind the request threads' searches.
+    readiness_limiter: list[anyio.CapacityLimiter] = []
+
+    async def readiness(facet: Facet) -> Any:
+        if not readiness_limiter:
+            readiness_limiter.append(anyio.CapacityLimiter(4))
+        return await anyio.to_thread.run_sync(facet.readiness, limiter=readiness_limiter[0])
 
     # Readiness, beside liveness: 503 with the same body naming what failed (a broker or
     # store out of reach, a read-only data folder), which /health answered "ok" through.
     @app.get("/ready", response_model=Readiness, responses=errors.responses(400) | {
         503: {"model": Readiness, "description": "not ready: the checks that failed say why"}},
              operation_id="ready", tags=ops)
-    def ready(facet: FacetDep) -> Response:
+    async def ready(facet: FacetDep) -> Response:
         """Readiness: no key needed; cheap checks of the database, the vector store and the
         broker (each a second at most), no model loaded."""
-        found = facet.readiness()
+        found = await readiness(facet)
         return _json({"status": "ready" if found.ready else "not ready", "checks": found.checks},
                      status=200 if found.ready else 503)
 
     @app.head("/ready", include_in_schema=False)
-    def ready_head(facet: FacetDep) -> Response:
-        return Response(status_code=200 if facet.readiness().ready else 503)
+    async def ready_head(facet: FacetDep) -> Response:
+        return Response(status_code=200 if (await readiness(facet)).ready else 503)
 
     @app.get("/info", dependencies=auth, responses=fails(*facade), operation_id="info", tags=ops)
     def info(facet: FacetDep) -> dict[str, Any]:
