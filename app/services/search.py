@@ -1751,8 +1751,16 @@ class SearchService:
         unfiltered word search that found nothing says ``NO_INDEXED_WORD`` first, as
         ``why_no_results`` does (which then says the note alone, not twice)."""
         if not results and best is not None and request.score_threshold is not None:
+            # A threshold is a cosine: a hybrid search's fused ranks (about 0.03) and BM25's
+            # unbounded scores are not (a RAG chain's 0.3 on hybrid found nothing, and the note
+            # gave only the best score: the RAG exploration of the sixth session of 2026-12-02).
+            scale = ("" if request.rerank or mode == "dense" else
+                     "; a hybrid search's scores are fused ranks (about 0.03), not cosines: for a "
+                     "cosine threshold search with mode dense" if mode == "hybrid" else
+                     "; a lexical search's scores are BM25's, which grow with the words matched, "
+                     "not cosines: for a cosine threshold search with mode dense")
             return (f"{_BELOW_THRESHOLD}{request.score_threshold:g} or more (score_threshold); "
-                    f"the best scored {best:.3f}")
+                    f"the best scored {best:.3f}{scale}")
         if mode == "lexical" and not results and self._no_query_terms(request):
             # Not that the collection lacks the query's words: the query has none (🍕, "the").
             notes_ = [NO_QUERY_WORD, self._older_terms(request.collection)]
@@ -1902,7 +1910,7 @@ class SearchService:
                     if not isinstance(held.get(key), str) or not wanted or '"' in name or "\\" in name:
                         continue
                     seen: set[str] = set()
-                    rows = 0
+                    rows = others = 0
                     for spelling in _key_spellings(session, name):
                         for stored in session.scalars(select(D.meta[spelling]).where(
                                 D.collection_id == coll.id, D.meta[spelling].as_string().is_not(None))
@@ -1910,6 +1918,9 @@ class SearchService:
                             rows += 1
                             items = stored if isinstance(stored, list) else [stored]
                             seen.update(item for item in items if isinstance(item, str))
+                            others += any(not isinstance(item, str) for item in items)
+                    if others:  # numbers too: a "2" for a 2 is the type hint's (``filter_type_hint``)
+                        continue
                     for item in wanted[:_VALUE_NOTES]:
                         forms = _either_form(item)
                         forms = forms if isinstance(forms, list) else [forms]

@@ -729,6 +729,10 @@ def test_a_float_filter_over_http_matches(client, facet, tmp_path) -> None:
 
 
 
+WEAK_MINILM = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb and inbedder are "
+               "trained to follow instructions)")
+
+
 def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, minilm,
                                                                        tmp_path) -> None:
     """POST /cluster {"collection": ...} cut the collection to FACET_MAX_CLUSTER_TEXTS (or the
@@ -738,7 +742,8 @@ def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, mi
                                       "collection": COLLECTION, "limit": 6, "k": 2})
     assert r.status_code == 200, r.text
     assert len(r.json()["texts"]) == 6 and chunks > 6
-    assert r.json()["note"] == f"clustered 6 of {chunks:,} chunks, in storage order (limit 6)"
+    # (then that minilm, the embedder, reads the instruction at its weak blend)
+    assert r.json()["note"] == f"clustered 6 of {chunks:,} chunks, in storage order (limit 6); {WEAK_MINILM}"
     source = tmp_path / "rows.jsonl"
     source.write_text("".join(json.dumps({"id": f"r{i}", "text": f"my card number {i} was declined"})
                               + "\n" for i in range(9)))
@@ -751,7 +756,7 @@ def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, mi
             assert r.status_code == 200, r.text
             assert len(r.json()["texts"]) == 4
             assert r.json()["note"] == ("clustered 4 of 9 chunks, in storage order "
-                                        "(FACET_MAX_CLUSTER_TEXTS caps it)")
+                                        f"(FACET_MAX_CLUSTER_TEXTS caps it); {WEAK_MINILM}")
     finally:
         facet.close()
 

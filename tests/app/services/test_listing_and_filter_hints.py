@@ -99,3 +99,28 @@ def test_a_value_beyond_the_values_read_is_looked_up_and_a_list_field_is_left(ma
     # A field whose value read is a string and others lists: an element is held too.
     assert note(tags="w", topic="physics") is None and note(tags="y", topic="poetry") is None
     assert note(tags="nothing") == "no document has 'nothing' in field 'tags'"
+
+
+def test_a_threshold_that_drops_every_result_names_the_scores_scale(make_ctx, tmp_path) -> None:
+    """A threshold is a cosine; a hybrid search's scores are fused ranks (~0.03) and a lexical
+    one's BM25's, so `score_threshold=0.3` on hybrid returned nothing, the note giving only the
+    best score (the RAG exploration of the sixth session of 2026-12-02)."""
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"_id": "p1", "text": "my card payment was declined at the shop"},
+        {"_id": "p2", "text": "a mortgage rate explained"}]))
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "r")
+    service = SearchService(ctx)
+
+    def note(mode: str, threshold: float) -> str:
+        response = service.search(SearchRequest("card declined", "r", mode=mode, score_threshold=threshold))
+        assert response.results == [], response.results
+        return response.note or ""
+
+    hybrid = note("hybrid", 0.3)
+    assert hybrid.startswith("no result scored 0.3 or more (score_threshold); the best scored 0.0"), hybrid
+    assert hybrid.endswith("a hybrid search's scores are fused ranks (about 0.03), not cosines: for a cosine "
+                           "threshold search with mode dense"), hybrid
+    assert "BM25's" in note("lexical", 50.0)
+    assert "not cosines" not in note("dense", 0.99)
