@@ -820,6 +820,14 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
                 f"{row.source!r}, and {spec!r} loads another model of that name ({', '.join(changes)} "
                 f"differ): to add to them, index with --embedder {shell_word(row.source)} (the "
                 f"API's embedder field); else index into a new collection{rename}")
+        if not changes and row.dim and int(embedder.dim) != row.dim:
+            # A plugin whose width changed with its identity the same: the store's raw "Vector
+            # dimension error: expected dim: 64, got 96" named neither (the plugin exploration).
+            raise ConflictError(
+                f"collection {coll.name!r} holds {row.dim}-d {embedder.name!r} vectors, and "
+                f"{embedder.name!r} now gives {embedder.dim}-d ones: its width changed while its "
+                "identity did not (a plugin reading its width from a setting?); index with the "
+                "embedder as it was, or into a new collection")
         if changes:
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors from a different version of "

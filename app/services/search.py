@@ -1211,6 +1211,7 @@ class SearchService:
         self._vectors: dict[str, list[str]] = {}
         self._identities: dict[str, dict[str, str]] = {}  # collection -> vector name -> identity
         self._sources: dict[str, dict[str, str]] = {}  # collection -> vector name -> what loads it
+        self._dims: dict[str, dict[str, int]] = {}  # collection -> vector name -> its width
         self._stamps: dict[str, tuple[Any, ...]] = {}  # collection -> _stamp the above were read at
         self._comparable: set[tuple[str, str, int]] = set()  # (collection, vector, id(model)) checked
         # collection -> (when counted, its store's points, its chunks, a stopped removal's
@@ -1225,6 +1226,7 @@ class SearchService:
             self._vectors.clear()
             self._identities.clear()
             self._sources.clear()
+            self._dims.clear()
             self._stamps.clear()
             self._comparable.clear()
             self._point_counts.clear()
@@ -1232,6 +1234,7 @@ class SearchService:
             self._vectors.pop(collection, None)
             self._identities.pop(collection, None)
             self._sources.pop(collection, None)
+            self._dims.pop(collection, None)
             self._stamps.pop(collection, None)
             self._point_counts.pop(collection, None)
             self._comparable = {k for k in list(self._comparable) if k[0] != collection}  # a copy: other threads add
@@ -1332,9 +1335,27 @@ class SearchService:
             names = [e.name for e in coll.embedders]
             self._identities[collection] = {e.name: e.identity for e in coll.embedders}
             self._sources[collection] = {e.name: e.spec for e in coll.embedders}
+            self._dims[collection] = {e.name: e.dim for e in coll.embedders}
         self._vectors[collection] = names
         self._stamps[collection] = stamp  # last: another thread matching it finds all the above
         return names
+
+    def _check_width(self, collection: str, vector_name: str, query_spec: str, width: int) -> None:
+        """Refuse a query vector of another width than the collection's ``vector_name`` vectors:
+        a plugin whose ``dim`` changed (a setting it reads) while its identity did not got the
+        store's "Vector dimension error: expected dim: 64, got 96", naming neither the embedder
+        nor the widths' meaning (the plugin exploration of the sixth session of 2026-12-02).
+
+        Raises:
+            ConflictError: both widths, and what to do.
+        """
+        recorded = self._dims.get(collection, {}).get(vector_name)
+        if recorded and width != recorded:
+            raise ConflictError(
+                f"{query_spec!r} now gives {width}-d vectors, and collection {collection!r} holds "
+                f"{recorded}-d {vector_name!r} vectors: its width changed while its identity did "
+                "not (a plugin reading its width from a setting?); search with the embedder as it "
+                "was when the collection was indexed, or index the sources into a new collection")
 
     def _check_comparable(self, collection: str, vector_name: str, query_spec: str) -> None:
         """Refuse a query embedded (by ``query_spec``: a name, path or ``name[options]``) with a
@@ -1628,6 +1649,7 @@ class SearchService:
                     + self._missing_embedder_hints(request.collection, query_spec)) from e
             timings["encode_query"] = (time.perf_counter() - t0) * 1000
             self._check_comparable(request.collection, vector_name, query_spec)
+            self._check_width(request.collection, vector_name, query_spec, len(query_vec))
 
         depth = request.top_k
         if request.rerank:
