@@ -33,6 +33,7 @@ from app.evaluation.loaders import (
 )
 from app.text import plural
 from embedders import Embedder, Role
+from embedders.registry import PluginError
 
 logger = logging.getLogger(__name__)
 
@@ -283,6 +284,13 @@ class Task(ABC):
         except TaskFailedError as e:
             error = str(e)
             scores, info = {self.main_metric: math.nan}, e.info
+        except PluginError as e:
+            # A plugin's model broke the contract on this task's texts (a NaN, a wrong shape, an
+            # error of its own): that embedder's task fails, as a packaged model's NaN does; the
+            # run ended (exit 1) and wrote nothing, the other embedders' figures included (the
+            # plugin exploration of the sixth session of 2026-12-02).
+            error = str(e)
+            scores, info = {self.main_metric: math.nan}, {}
         else:
             # A backstop for a check a task lacks: a NaN score is never reported as a figure.
             bad = [k for k, v in scores.items() if not math.isfinite(v)]

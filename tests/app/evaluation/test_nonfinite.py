@@ -271,3 +271,33 @@ def test_eval_command_writes_the_report_and_exits_4_for_a_nan_embedder(
         "the embedder returned NaN for 1 of 2 queries (the first: 'Smoking causes lung cancer.')"
     )
     assert "| beir:mybeir (2 queries, 4 docs) | **ndcg@10** | failed [1] |" in (out / "results.md").read_text()
+
+
+def test_a_plugins_contract_error_fails_its_task_and_the_run_goes_on(minilm, tmp_path: Path) -> None:
+    """A plugin's model returning NaN is refused by the registry's wrapper (a ``PluginError``)
+    before the task sees the NaN: `facet eval` ended with exit 1 and wrote nothing, the figures
+    of the embedders already scored included (the plugin exploration of the sixth session of
+    2026-12-02). The plugin's task fails with that reason, as a packaged model's NaN does."""
+    from embedders import load_embedder, register_embedder
+    from embedders.registry import unregister_embedder
+
+    sts = [
+        loaders.StsPair("A man plays a guitar.", "A man is playing the guitar.", 4.8),
+        loaders.StsPair("A dog runs in the park.", "A cat sleeps on a sofa.", 0.4),
+        loaders.StsPair("Two kids ride bikes.", "Children are riding bicycles.", 4.2),
+    ]
+    register_embedder("nan-plugin", lambda device=None, **kw: NanFor(minilm, {sts[1].sentence1}, name="nan-plugin"),
+                      "NaN for one text")
+    try:
+        models = {"nan-plugin": load_embedder("nan-plugin"), "minilm": minilm}
+        report = EvalRunner(models.__getitem__, EmbeddingCache(None), show_progress=False).run(
+            "minilm", ["nan-plugin"], [StsTask("sts", lambda: sts)], "quick")
+    finally:
+        unregister_embedder("nan-plugin")
+    assert report.runs[0].results[0].error is None
+    failed = report.runs[1].results[0]
+    assert failed.error is not None and "'nan-plugin'" in failed.error and "non-finite" in failed.error, failed.error
+    json_path, _md = write_report(report, tmp_path / "out")
+    runs = json.loads(json_path.read_text())["runs"]
+    assert isinstance(runs[0]["results"][0]["scores"]["spearman"], float)
+    assert runs[1]["results"][0]["scores"] == {"spearman": None}
