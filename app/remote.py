@@ -290,10 +290,23 @@ class ProcessJobRunner:
         """The children go on by themselves."""
 
 
-def _error_from(payload: dict[str, Any]) -> FacetError:
-    """Rebuild a domain error a worker returned as ``{"type", "message"}``."""
+def _error_from(payload: dict[str, Any], spec: str | None = None) -> FacetError:
+    """Rebuild a domain error a worker returned as ``{"type", "message", "worker"}``.
+
+    ``spec``: the embedder the task asked the worker for. Where the worker cannot load it by
+    name and this process can (a server checks a request's name first), it is the worker that
+    lacks it (a plugin not installed there): unavailable (503), naming the worker. It was the
+    worker's "unknown embedder ... valid names: (its own)", a 404 ``model_not_found`` for a
+    model ``/v1/models`` lists (the plugin exploration of the sixth session of 2026-12-02)."""
     cls = getattr(E, str(payload.get("type", "")), None)
     message = str(payload.get("message", "the worker failed"))
+    if cls is E.UnknownModelError and spec is not None and _loads_here(spec):
+        from app.services.search import PLUGIN_LOADS_WHERE_REGISTERED
+
+        worker = str(payload.get("worker") or "?")
+        return UnavailableError(
+            f"worker {worker} cannot load {spec!r}, which this server can: {message} "
+            f"({PLUGIN_LOADS_WHERE_REGISTERED}; start the workers with the plugins the server has)")
     if isinstance(cls, type) and issubclass(cls, FacetError) and cls is not E.BusyError:
         return cls(message)
     return FacetError(message)
@@ -305,10 +318,23 @@ def encode_result(vectors: np.ndarray) -> dict[str, Any]:
     return {"shape": list(arr.shape), "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
 
 
-def decode_result(data: dict[str, Any]) -> np.ndarray:
-    """The inverse of ``encode_result`` (raises the worker's error if it sent one)."""
+def _loads_here(spec: str) -> bool:
+    """Whether ``spec`` names an embedder this process could load (checked without loading)."""
+    from embedders.errors import EmbedderError
+    from embedders.registry import check_embedder
+
+    try:
+        check_embedder(spec)
+    except EmbedderError:
+        return False
+    return True
+
+
+def decode_result(data: dict[str, Any], spec: str | None = None) -> np.ndarray:
+    """The inverse of ``encode_result`` (raises the worker's error if it sent one; ``spec``:
+    as ``_error_from``)."""
     if "error" in data:
-        raise _error_from(data["error"])
+        raise _error_from(data["error"], spec)
     shape = tuple(int(x) for x in data["shape"])
     return np.frombuffer(base64.b64decode(data["b64"]), dtype="<f4").reshape(shape).astype(
         np.float32)
@@ -366,7 +392,7 @@ class CeleryQueryEncoder:
         data = self._call(ENCODE_TASK, "index" if bulk else "query",
                           {"texts": list(texts), "embedder": embedder,
                            "role": Role.parse(role).value, "instruction": instruction})
-        vectors = decode_result(data)
+        vectors = decode_result(data, embedder)
         if isinstance(data.get("identity"), str):
             self._identities[embedder] = data["identity"]
         return vectors
@@ -387,7 +413,7 @@ class CeleryQueryEncoder:
                           {"texts": list(texts), "explainer": explainer,
                            "instruction": instruction, "max_new_tokens": max_new_tokens})
         if "error" in data:
-            raise _error_from(data["error"])
+            raise _error_from(data["error"], explainer)
         return [str(a) for a in data["answers"]]
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ Progress and outcomes are in the SQL job table, not in task results (which expir
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import asdict
 from typing import Any
@@ -44,6 +45,7 @@ from app.remote import (
     encode_result,
     one_line,
 )
+from app.services import leases
 from app.services.distributed import ChunkBusy, ChunkOutcome, JobGone, WriterBusy, is_transient
 from app.services.indexing import IndexService, PreparedJob
 from worker.app import celery_app, chunk_service, worker_facet
@@ -253,7 +255,8 @@ def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
 
 
 def _error(e: FacetError) -> dict[str, Any]:
-    return {"error": {"type": type(e).__name__, "message": str(e)}}
+    # (which worker: the server says it where the error is the worker's, ``worker_error``)
+    return {"error": {"type": type(e).__name__, "message": str(e), "worker": f"{leases.HOST}:{os.getpid()}"}}
 
 
 @celery_app.task(name=ENCODE_TASK, ignore_result=False, acks_late=False)

@@ -178,3 +178,30 @@ def test_facet_index_background_with_the_result_backend_down(stack: Stack, tmp_p
     assert took < 15, took  # a process start included
     jobs = stack.facet("jobs")
     assert "\\x0a" not in jobs.stdout and "c9" not in jobs.stdout, jobs.stdout
+
+
+def test_a_query_embedder_the_worker_cannot_load_is_the_workers_fault(stack: Stack) -> None:
+    """The server checks a request's embedder by name before sending it; a worker without the
+    plugin that registers it answered "unknown embedder ... valid names: (the worker's)", a 404
+    model_not_found for a model /v1/models lists (the plugin exploration of the sixth session
+    of 2026-12-02). It is unavailable (503), naming the worker and what to do."""
+    from app.errors import UnknownModelError
+    from app.remote import CeleryQueryEncoder
+    from embedders.registry import register_embedder, unregister_embedder
+    from tests.app.services.test_instruction_unread import WordHash
+
+    stack.start_worker("query")
+    encoder = CeleryQueryEncoder(stack.settings(worker_timeout_s=60))
+    register_embedder("only-on-the-server", lambda device=None, **kw: WordHash("only-on-the-server"), "here")
+    try:
+        with pytest.raises(UnavailableError) as refused:
+            encoder.encode(["a query"], embedder="only-on-the-server")
+        # A name no process knows stays the client's: unknown, as the worker said it.
+        with pytest.raises(UnknownModelError):
+            encoder.encode(["a query"], embedder="known-nowhere")
+    finally:
+        unregister_embedder("only-on-the-server")
+        encoder.close()
+    message = str(refused.value)
+    assert message.startswith("worker ") and " cannot load 'only-on-the-server', which this server can: " in message
+    assert message.endswith("FACET_PLUGINS; start the workers with the plugins the server has)"), message
