@@ -924,6 +924,12 @@ def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = 
             all-zero row (no direction to compare).
     """
     said = f"{label} returned"
+    if callable(getattr(out, "detach", None)) and callable(getattr(out, "cpu", None)):
+        # A torch tensor: numpy reads neither one on a GPU nor bfloat16, an LLM's usual dtype
+        # (refused: "Got unsupported ScalarType BFloat16"; the plugin exploration).
+        out = out.detach().cpu()
+        if "bfloat16" in str(getattr(out, "dtype", "")):
+            out = out.float()
     try:
         array = np.asarray(out)
     except Exception as e:

@@ -76,9 +76,12 @@ def register(cli: typer.Typer) -> None:
                                         "description": i.description} for i, use in zip(infos, uses, strict=True)]))
             return
         width = max(len(i.name) for i in infos)
+        # (9 wide, "checkpoint" ran into the next column; a plugin's kind= label is cut at 20)
+        kinds = [printable(i.kind)[:20] for i in infos]
+        kind_width = max(len(kind) for kind in kinds)
         use_width = max(len(use) for use in uses)
-        for info, use in zip(infos, uses, strict=True):
-            typer.echo(f"{info.name:<{width}}  {info.kind:<9} {use:<{use_width}}  "
+        for info, kind, use in zip(infos, kinds, uses, strict=True):
+            typer.echo(f"{info.name:<{width}}  {kind:<{kind_width}}  {use:<{use_width}}  "
                        f"{table_description(info.description)}")
 
     @cli.command("embed")

@@ -435,3 +435,19 @@ def test_a_memoryerror_in_a_command_is_one_line(registered, tmp_path):
     assert done.returncode == 1
     assert done.stderr.startswith("error: out of memory (MemoryError); give fewer or shorter texts"), done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_bfloat16_tensor_is_read_as_float32(registered):
+    """An LLM embedder's usual return, a bfloat16 torch tensor, was refused ("Got unsupported
+    ScalarType BFloat16"; the plugin exploration); it is cast, as float16 and float64 are."""
+    torch = pytest.importorskip("torch")
+
+    class Bf16(ChkEmbedder):
+        def encode(self, texts, **kwargs):
+            return torch.from_numpy(super().encode(texts, **kwargs)).to(torch.bfloat16)
+
+    registered.append("chk-bf16")
+    register_embedder("chk-bf16", lambda device=None, **kw: Bf16("chk-bf16"), "bfloat16")
+    vectors = load_embedder("chk-bf16").encode(["a card", "a refund"])
+    assert vectors.dtype == np.float32 and vectors.shape == (2, 16)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
