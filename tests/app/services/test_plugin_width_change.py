@@ -7,36 +7,25 @@ collection keeps what it held. Real SQLite and edge store; the plugin is numpy o
 from __future__ import annotations
 
 import json
-import zlib
 
-import numpy as np
 import pytest
 
 from embedders.registry import register_embedder, unregister_embedder
+from tests.app.services.test_instruction_unread import WordHash
 
 
-class Widening:
+class Widening(WordHash):
     """Hashed words, ``width`` wide: the identity leaves the width out."""
 
     width = 16
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    @property
+    @property  # type: ignore[override]
     def dim(self) -> int:
         return Widening.width
 
     @property
     def identity(self) -> str:
         return json.dumps({"method": "widening", "name": self.name})
-
-    def encode(self, texts, *, role="document", instruction=None, batch_size=32):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 @pytest.fixture
