@@ -660,9 +660,11 @@ def _refusal(error: ValidationError, whose: str = "FacetRetriever",
     # (A union's member is in the location too: "rerank_depth.int", "timeout.float".)
     name = str(first["loc"][0]) if first["loc"] else "?"
     what = "option" if name in options else "setting"
+    # ``param`` names the field, as the facade's refusals do (k=0 and mode="semantic" had none:
+    # the RAG exploration of the sixth session of 2026-12-02).
     if first["type"] == "missing":
-        return InvalidRequestError(f"{whose} setting {name} is required")
-    return InvalidRequestError(f"{whose} {what} {name}={first['input']!r}: {first['msg']}")
+        return InvalidRequestError(f"{whose} setting {name} is required", param=name)
+    return InvalidRequestError(f"{whose} {what} {name}={first['input']!r}: {first['msg']}", param=name)
 
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}
@@ -680,7 +682,7 @@ def _call_option(name: str, value: Any) -> Any:
         return _ADAPTERS[name].validate_python(value)
     except ValidationError as e:
         raise InvalidRequestError(f"FacetRetriever option {name}={value!r}: "
-                                  f"{e.errors()[0]['msg']}") from None
+                                  f"{e.errors()[0]['msg']}", param=name) from None
 
 
 _KEEP: Any = object()

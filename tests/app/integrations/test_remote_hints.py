@@ -154,6 +154,19 @@ def test_a_bad_option_is_a_value_error_in_http_mode(options) -> None:
     assert isinstance(caught.value, InvalidRequestError)
 
 
+@pytest.mark.parametrize(("settings", "param"), [({"k": 0}, "k"), ({"k": 2.5}, "k"), ({"mode": "semantic"}, "mode")])
+def test_a_refused_option_names_its_param(settings, param) -> None:
+    """``param`` named the field for filters, the threshold and the query, and was None for
+    k and mode (the RAG exploration of the sixth session of 2026-12-02)."""
+    with pytest.raises(InvalidRequestError) as built:
+        FacetRetriever(collection="c", **settings)
+    assert built.value.param == param
+    retriever = FacetRetriever(collection="c", base_url="http://127.0.0.1:9")  # nothing sent
+    with pytest.raises(InvalidRequestError) as called:
+        retriever.invoke("card", **settings)
+    assert called.value.param == param
+
+
 def test_bad_settings_are_value_errors_and_keep_their_own_words() -> None:
     """InvalidRequestError raised in the retriever's validators (now a ValueError, which pydantic
     wraps) comes out as raised, not reworded as "setting ?=...: Value error, ..."."""
