@@ -75,6 +75,7 @@ import re
 import stat
 import sys
 import threading
+import time
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -1322,11 +1323,19 @@ def _drop_invisible(text: str) -> str:
     return text.translate(_INVISIBLE)
 
 
+# Seconds the text of one PDF may take to read. A 307 KB file of 1,000 pages sharing one
+# compressed 70 MB stream of drawing (no text) took ~7 s a page: about two hours in which the
+# job could not be cancelled and every other job waited (the security exploration of the sixth
+# session of 2026-12-02). An ordinary PDF reads in tens of milliseconds a page.
+PDF_READ_BUDGET_S = 300.0
+
+
 def _parse_pdf(path: Path, data: bytes, max_bytes: int) -> ParseResult:
     key = str(path)
     pages: list[str] = []
     size = 0
     notes: list[str] = []
+    started = time.monotonic()
     try:
         with _pdf_log(notes):
             from pypdf import PdfReader
@@ -1340,6 +1349,13 @@ def _parse_pdf(path: Path, data: bytes, max_bytes: int) -> ParseResult:
                 if size > max_bytes:
                     return DocumentError(key, key, _text_over_limit(
                         f"{key} (read to page {len(pages)} of {len(reader.pages)})", size, max_bytes))
+                took = time.monotonic() - started
+                if took > PDF_READ_BUDGET_S and len(pages) < len(reader.pages):
+                    return DocumentError(key, key, (
+                        f"cannot read {key} in time: its text took over {PDF_READ_BUDGET_S:g} s to read "
+                        f"(read to page {len(pages)} of {len(reader.pages)}, {size:,} bytes of text so "
+                        "far): its pages decompress to far more than their text (a file made to stall "
+                        "indexing?); re-export it, or split it"))
             title = reader.metadata.title if reader.metadata else None
     except MemoryError:
         raise

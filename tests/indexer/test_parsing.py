@@ -652,3 +652,51 @@ def test_html_text_over_the_document_limit_is_rejected(tmp_path: Path) -> None:
     assert "its text is 0.1 MiB, over the 0.1 MiB per-document limit" in message, message
     doc = _one(tmp_path / "e.html", max_bytes=120_000)
     assert isinstance(doc, ParsedDocument) and len(doc.text.encode()) == 120_000
+
+
+def _stalling_pdf(path: Path, pages: int, ops: int) -> Path:
+    """Pages that all share one deflated content stream of ``ops`` empty text objects (the
+    security exploration's file: small on disk, slow to read page after page, no text)."""
+    import zlib
+
+    stream = zlib.compress(b"BT ET\n" * ops, 9)
+    objs = {1: b"<< /Type /Catalog /Pages 2 0 R >>",
+            2: b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % (4 + i) for i in range(pages)),
+                                                             pages),
+            3: b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"}
+    for i in range(pages):
+        objs[4 + i] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources "
+                       b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for i in sorted(objs):
+        offsets[i] = len(out)
+        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offsets[i] for i in sorted(objs))
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def test_a_pdf_whose_pages_take_too_long_to_read_is_that_documents_error(tmp_path: Path, monkeypatch) -> None:
+    """A 307 KB PDF of 1,000 pages sharing a 70 MB stream of drawing took ~7 s a page: two hours
+    of a job that could not be cancelled, every other job waiting (the security exploration of
+    the sixth session of 2026-12-02). Reading stops once the budget is spent (lowered here from
+    300 s: the same file, a few pages of it, at a budget a tenth of a page's time)."""
+    import time as time_module
+
+    from indexer import parsing
+
+    pdf = _stalling_pdf(tmp_path / "stall.pdf", 40, 300_000)
+    t0 = time_module.monotonic()
+    _one(_stalling_pdf(tmp_path / "one.pdf", 1, 300_000))  # one page: what a page costs here
+    page_s = time_module.monotonic() - t0
+    monkeypatch.setattr(parsing, "PDF_READ_BUDGET_S", page_s / 10)
+    t0 = time_module.monotonic()
+    message = _msg(_one(pdf))
+    took = time_module.monotonic() - t0
+    assert message.startswith(f"cannot read {pdf} in time: its text took over "), message
+    assert "(read to page 1 of 40, 0 bytes of text so far)" in message, message
+    assert took < 10 * page_s, (took, page_s)  # not the 40 pages
