@@ -231,6 +231,11 @@ class FacetSettings(BaseSettings):
         default_factory=list, description="browser origins (scheme://host[:port]) that may call "
                                           "the API from another origin (CORS; JSON list; [\"*\"]: "
                                           "any, without credentials); empty = no CORS headers")
+    api_allowed_hosts: list[str] = Field(
+        default_factory=list, description="without FACET_API_KEY: the host names (the Host header) "
+                                          "the server answers besides IP addresses and localhost "
+                                          "(JSON list; [\"*\"]: any); a page of another site could "
+                                          "otherwise reach it through a name of its own (DNS rebinding)")
     api_models: list[str] | None = Field(
         default=None, description="embedders the API may load (names or checkpoint paths, "
                                   "options included, exactly as requested); unset = the registered "

@@ -14,6 +14,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Starlette's TestClient sends "Host: testserver", which a keyless server refuses (the names it
+# answers: FACET_API_ALLOWED_HOSTS, app/api/server.py's _KeylessGuard); the tests of that check
+# set the list themselves. Servers started as subprocesses are reached at 127.0.0.1.
+os.environ.setdefault("FACET_API_ALLOWED_HOSTS", '["testserver"]')
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # make test runs two pytest processes on two cores: one torch thread each (and in the
     # CLIs and workers they start), or four threads fight over two cores and the run takes

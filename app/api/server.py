@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ from dataclasses import asdict
 from enum import Enum
 from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
 import anyio.to_thread
@@ -55,6 +56,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api import errors
 from app.api.schemas import (
@@ -365,14 +367,83 @@ def cross_site(request: Request, settings: FacetSettings) -> str | None:
     a "simple" request a browser sends cross-site without asking first (no preflight), so any
     page a user of a keyless server opened could upload files into it: CORS only hid the
     answer. A request without ``Origin`` (curl, httpx, a server-side client) is not a browser's
-    cross-site request."""
+    cross-site request. The origin's host and port are compared with the ``Host`` header, not
+    its scheme (behind a TLS proxy the server sees http for a page of https)."""
     origin = request.headers.get("origin")
     if origin is None or settings.api_key:
         return None
-    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-    if origin == own or origin in settings.cors_origins or "*" in settings.cors_origins:
+    if origin in settings.cors_origins or "*" in settings.cors_origins:
+        return None
+    if urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower():
         return None
     return origin
+
+
+def untrusted_host(host_header: str, settings: FacetSettings) -> str | None:
+    """The host name of a keyless server's request that is neither an IP address, ``localhost``
+    nor a name of ``FACET_API_ALLOWED_HOSTS``; else None. A page of another site can point a
+    name of its own at this server (DNS rebinding) and then send it same-origin requests,
+    which neither the cross-site check nor CORS stops: the security exploration of the sixth
+    session of 2026-12-02 indexed and read back a file that way."""
+    if settings.api_key or "*" in settings.api_allowed_hosts:
+        return None
+    host = host_header.strip().lower()
+    if host.startswith("["):  # [::1]:8000
+        name = host[1:].split("]", 1)[0]
+    else:  # name:port, or a bare IPv6 address (no port)
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if not name:  # no Host at all (HTTP/1.0, a raw ASGI call): no browser's request
+        return None
+    try:
+        ipaddress.ip_address(name)
+        return None
+    except ValueError:
+        pass
+    if name == "localhost" or name.endswith(".localhost"):
+        return None
+    if name in {h.strip().lower() for h in settings.api_allowed_hosts}:
+        return None
+    return name
+
+
+class _KeylessGuard:
+    """On a server without ``FACET_API_KEY``: a request whose ``Host`` names this server by a
+    name not allowed (``untrusted_host``) is refused (400), and so is a browser's request that
+    changes something from a page of another site (``cross_site``: 403). Uploads were the only
+    route checked: any page could cancel jobs (a form posts to ``/jobs/ID/cancel`` with no
+    preflight) and push files into the UI's Gradio (the security exploration)."""
+
+    def __init__(self, app: ASGIApp, settings: FacetSettings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.settings.api_key:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refused: Response | None = None
+        if (name := untrusted_host(request.headers.get("host", ""), self.settings)) is not None:
+            refused = errors.error_response(
+                400, f"host {name!r} is refused: this server has no FACET_API_KEY, so it answers "
+                "only its IP addresses, localhost and the names FACET_API_ALLOWED_HOSTS lists (a "
+                "page of another site could reach it through a name of its own); set "
+                "FACET_API_KEY, or list the name in FACET_API_ALLOWED_HOSTS", "invalid_request_error",
+                code="untrusted_host")
+        elif scope["method"] not in ("GET", "HEAD", "OPTIONS") and \
+                (origin := cross_site(request, self.settings)) is not None:
+            what = "an upload" if str(scope.get("path", "")).endswith("/uploads") else "a request"
+            refused = errors.error_response(
+                403, f"{what} from a page of another site ({origin}) is refused: this server "
+                "has no FACET_API_KEY, so any page a browser opened could write into it; set "
+                "FACET_API_KEY, or list that site in FACET_CORS_ORIGINS", "permission_error",
+                code="cross_site_request")
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        said = json.loads(bytes(refused.body))["error"]
+        errors.log_answer(request, refused.status_code, said["message"], said["code"])
+        await refused(scope, receive, send)
 
 
 def cors(app: FastAPI, origins: Sequence[str]) -> None:
@@ -805,6 +876,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     app.add_exception_handler(_RepeatedQuery, _repeated_query)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
+    # Before the body is read: a page of another site, or a name not allowed (keyless only).
+    app.add_middleware(_KeylessGuard, settings=settings)
     # Around the body limit (a 413 carries the CORS headers too), inside the request log (a
     # preflight is logged as any request is).
     cors(app, settings.cors_origins)
@@ -1087,12 +1160,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         again updates its document; deleting the collection removes them) and a job indexes
         that folder: 202 + the job, what was refused, renamed and removed, and where each file
         was saved (its document key). A new collection is made."""
-        if (origin := cross_site(request, settings)) is not None:
-            return errors.error_response(
-                403, f"an upload from a page of another site ({origin}) is refused: this server "
-                "has no FACET_API_KEY, so any page a browser opened could write into it; set "
-                "FACET_API_KEY, or list that site in FACET_CORS_ORIGINS", "permission_error",
-                code="cross_site_request")
+        # (A page of another site is refused before: ``_KeylessGuard``.)
         if (refused := _refused_collection(name, param=None)) is not None:
             return refused
         _check_model(facet, embedder, "embedder", name)

@@ -671,7 +671,7 @@ def test_an_unexpected_error_is_a_json_500_and_the_connection_stays_open(facet, 
         with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
             replies = []
             for path in ("/collections", "/health"):
-                conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                conn.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
                 data = b""
                 while b"\r\n\r\n" not in data or len(data) < _framed_length(data):
                     piece = conn.recv(65536)
