@@ -552,6 +552,18 @@ def test_a_filter_listing_more_values_than_the_cap_is_refused(searchable) -> Non
             "card", "support", filters={"intent": [str(i) for i in range(5000)]}))
 
 
+def test_filters_naming_more_fields_than_the_cap_are_refused(searchable) -> None:
+    """50,000 filter keys took 43 s of the server's CPU for one request (the security
+    exploration of the sixth session of 2026-12-02): at most MAX_FILTER_KEYS."""
+    from app.services.search import MAX_FILTER_KEYS, check_filters
+
+    check_filters({f"k{i}": "v" for i in range(MAX_FILTER_KEYS)})  # the cap itself is served
+    with pytest.raises(InvalidRequestError, match=r"filters name 101 fields; at most 100 can be matched") as refused:
+        SearchService(searchable).search(SearchRequest(
+            "card", "support", filters={f"k{i}": "v" for i in range(MAX_FILTER_KEYS + 1)}))
+    assert refused.value.param == "filters"
+
+
 def test_a_query_or_instruction_over_the_cap_is_refused_as_too_large(searchable) -> None:
     """A 5 MB query took 18 s to answer (its words, its highlights); an embedder reads only its
     first few hundred tokens of it."""
