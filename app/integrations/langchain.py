@@ -101,6 +101,7 @@ from app.services.search import (
 )
 from app.text import check_text_encodable, check_texts
 from embedders.contract import Role
+from indexer.errors import mask_secrets
 
 if TYPE_CHECKING:  # imported when a facade is used: an HTTP-mode retriever never needs one
     import ssl
@@ -377,6 +378,11 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     timeout: Annotated[float, _Number] | None = Field(default=60.0, gt=0)
 
+    def __repr_args__(self) -> Any:
+        # A password in base_url (a proxy's) was shown by repr, as the key is not.
+        for name, value in super().__repr_args__():
+            yield name, (mask_secrets(value) if name == "base_url" and isinstance(value, str) else value)
+
     def __init__(self, **data: Any) -> None:
         """A bad setting is a ``FacetError`` as a bad per-call option is (``k=0`` raised
         pydantic's ValidationError here and ``InvalidRequestError`` from ``invoke``)."""
@@ -402,6 +408,11 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
     def _http_url(cls, url: str | None) -> str | None:
         """An http(s) URL with a host: ``127.0.0.1:8000`` (no scheme) or ``ftp://x`` was taken
         and each search then failed as "no Facet server answered" with the server running."""
+        if url is not None and _is_http_url(url) and (urlsplit(url).query or urlsplit(url).fragment):
+            # The route was appended after it ("http://h:1/?api_key=k/search"): a wrong URL.
+            raise InvalidRequestError(
+                f"FacetRetriever setting base_url={mask_secrets(url)!r}: give the server's URL "
+                "without a query string or fragment (the key goes in api_key=)", param="base_url")
         if url is None or _is_http_url(url):
             return url
         # A host:port without a scheme is shown with one, else the server's default URL.
@@ -606,6 +617,7 @@ def _is_http_url(url: str) -> bool:
 
 def _not_facet(response: Any, url: str, what: str) -> str:
     """An answer of a server that is not Facet (``python -m http.server``, a proxy's page)."""
+    url = mask_secrets(url)  # (a password in base_url was printed: the security exploration)
     kind = response.headers.get("content-type", "").partition(";")[0].strip() or "no content type"
     return (f"the server at {url} answered HTTP {response.status_code} without Facet's {what} "
             f"({kind}): is base_url a facet serve?")
@@ -618,8 +630,9 @@ def _unreachable(url: str, timeout: float | None, error: Exception) -> Unavailab
     (every case said "start one", to a user whose server was up)."""
     import httpx
 
+    url = mask_secrets(url)  # (a password in base_url was printed: the security exploration)
     within = f" within {timeout:g} s" if timeout is not None else ""
-    said = f"{type(error).__name__}: {error}"
+    said = mask_secrets(f"{type(error).__name__}: {error}")
     scheme = urlsplit(url).scheme.lower()
     plain = urlunsplit(("http", *urlsplit(url)[1:]))
     tls = urlunsplit(("https", *urlsplit(url)[1:]))

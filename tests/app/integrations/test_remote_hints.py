@@ -212,3 +212,18 @@ def test_a_bad_search_is_a_value_error_through_the_facade_and_the_retriever(face
     options = {"k": 0} if "top_k" in bad else {"filter": bad["filters"]} if "filters" in bad else {}
     with pytest.raises(ValueError):
         FacetRetriever(collection="c", facet=facet).invoke(request["query"], **options)
+
+
+def test_a_password_in_base_url_is_masked_and_a_query_string_refused() -> None:
+    """A password in base_url (a proxy's) was shown by repr and every connection error, and a
+    ``?api_key=`` in it was echoed and the route appended after it, "http://h:1/?api_key=k/search"
+    (the security exploration of the sixth session of 2026-12-02)."""
+    retriever = FacetRetriever(collection="c", base_url="http://user:hunter2pw@127.0.0.1:9", timeout=2)
+    assert "hunter2pw" not in repr(retriever) and "user:***@127.0.0.1:9" in repr(retriever)
+    with pytest.raises(UnavailableError) as unreachable:
+        retriever.invoke("card")
+    assert "hunter2pw" not in str(unreachable.value) and "http://user:***@127.0.0.1:9/search" in str(unreachable.value)
+    with pytest.raises(InvalidRequestError) as refused:
+        FacetRetriever(collection="c", base_url="http://127.0.0.1:9/?api_key=qskey")
+    assert refused.value.param == "base_url" and "qskey" not in str(refused.value)
+    assert "without a query string or fragment (the key goes in api_key=)" in str(refused.value)
