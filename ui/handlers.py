@@ -816,8 +816,10 @@ class UiHandlers:
     def _start(self, source: Path, name: str, embedder: str | None,
                ) -> tuple[int, int, str, list[list[str]], Any]:
         """Start the job of a server folder."""
+        roots = self.settings.ui_allowed_roots
         job = self.facet.submit_index(source, name, IndexOptions(
-            embedder=self._model(embedder, "embedder", collection=name)))
+            embedder=self._model(embedder, "embedder", collection=name),
+            confine=None if roots is None else tuple(str(root) for root in roots)))
         return self._started(job, [], [])
 
     def _started(self, job: JobInfo, notices: list[str], renamed: list[str],

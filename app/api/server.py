@@ -1123,7 +1123,9 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         with _model_param(embedder=body.embedder):
             job = facet.submit_index(body.source, body.collection, IndexOptions(
                 embedder=body.embedder, chunk_size=body.chunk_tokens,
-                chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column),
+                chunk_overlap=body.chunk_overlap, sync=body.sync, text_column=body.text_column,
+                confine=(None if settings.api_allowed_roots is None else
+                         tuple(str(root) for root in settings.api_allowed_roots))),
                 on_queued=queued)
         return _json(asdict(job), status=202, headers={"Location": f"/jobs/{job.id}"})
 

@@ -61,6 +61,7 @@ from app.services.context import ServiceContext
 from app.services.indexing import (
     CANCEL_TOO_LATE,
     OPTIMIZE_STEP,
+    OUTSIDE_ROOTS,
     IndexOptions,
     IndexReport,
     IndexService,
@@ -69,6 +70,7 @@ from app.services.indexing import (
     cancelled_message,
     check_same_embedder,
     companion_key,
+    confined,
     failed_documents_message,
     left_empty,
     left_empty_note,
@@ -82,7 +84,7 @@ from app.text import plural
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
-from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
+from indexer.parsing import DocumentError, ParsedDocument, discover, display_path, parse_file
 
 logger = logging.getLogger(__name__)
 
@@ -471,6 +473,10 @@ class ChunkedIndexService:
             files = discover(source, (self.settings.data_dir,))  # as the job was checked
         except (SourceNotFoundError, UnsupportedSourceError) as e:
             raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+        files, outside = confined(files, prepared.options.confine)
+        for path in outside:  # (a link made after the job was checked: not read)
+            job.errors.append(md.JobError(document_key=display_path(path), kind="warning",
+                                          message=f"{display_path(path)}: skipped, {OUTSIDE_ROOTS}"))
         self.index.ensure_store_collection(session, coll, job, embedder)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")

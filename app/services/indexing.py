@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -151,8 +151,15 @@ class IndexOptions:
     sync: bool | None = None
     batch_chunks: int | None = None
     text_column: str | None = None  # the csv column / jsonl field holding the text
+    # The folders the run may read files under (the API's FACET_API_ALLOWED_ROOTS, the UI's
+    # FACET_UI_ALLOWED_ROOTS), checked again as the job reads its source: a link to a file
+    # elsewhere made after the job was submitted and checked was followed (the security
+    # exploration of the sixth session of 2026-12-02). None: any file the process can read.
+    confine: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.confine is not None:  # (a list once sent to a worker as JSON)
+            object.__setattr__(self, "confine", tuple(str(root) for root in self.confine))
         # A numpy integer (np.int64(128), what pandas and numpy hand around) as the int it is:
         # it passed the int check and SQLite stored it as an 8-byte BLOB, the run failed with
         # an untyped ValueError and the collection kept the BLOB as its chunk size (every
@@ -176,6 +183,32 @@ class IndexOptions:
             raise source_unreachable(source, e) from e
 
 
+# Why a file a walk found was not read: it lies outside the folders the run may read.
+OUTSIDE_ROOTS = "a link to a file outside the folders this server may index, not read"
+
+
+def confined(files: list[Path], roots: Sequence[str] | None) -> tuple[list[Path], list[Path]]:
+    """``files`` split into those whose real path lies under one of ``roots`` and the others
+    (links to files elsewhere); all of them where ``roots`` is None."""
+    if roots is None:
+        return files, []
+    from app.roots import lies_under, real_path, real_paths
+
+    allowed = real_paths(roots)
+    inside: list[Path] = []
+    outside: list[Path] = []
+    for path in files:
+        try:
+            resolved = real_path(path)
+        except ValueError:
+            resolved = None
+        if resolved is not None and lies_under(resolved, allowed) is not None:
+            inside.append(path)
+        else:
+            outside.append(path)
+    return inside, outside
+
+
 def check_options(options: IndexOptions) -> None:
     """Refuse options of the wrong type (the HTTP API's schema checks its own; a library
     caller's ``chunk_size="100"`` failed deep inside with a TypeError, ``sync="no"`` synced).
@@ -191,6 +224,9 @@ def check_options(options: IndexOptions) -> None:
     check_int(options.chunk_overlap, "chunk_overlap", optional=True)
     check_int(options.batch_chunks, "batch_chunks", optional=True)
     check_bool(options.sync, "sync", optional=True)
+    if options.confine is not None and not all(isinstance(root, str) and root for root in options.confine):
+        raise InvalidRequestError(f"confine must list folders (paths), got {options.confine!r:.80}",
+                                  param="confine")
 
 
 def check_progress(progress: Any) -> None:
@@ -1675,8 +1711,11 @@ class IndexService:
                 else:
                     check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
                                         spec=prepared.embedder)
+                outside: list[Path] = []
                 try:
                     files, skipped = discover_files(source, self._own_folders())
+                    files, outside = confined(files, options.confine)
+                    skipped = sorted([*skipped, *outside])  # (said why: ``_note_skipped``)
                 except SourceNotFoundError as e:
                     # Gone, with --sync: its documents are removed (``_sync``), nothing read.
                     if options.sync is not True or not _documents_from(session, coll.id, source):
@@ -1715,7 +1754,7 @@ class IndexService:
             try:
                 interrupt.__enter__()
                 heartbeat.__enter__()
-                unreadable = self._note_skipped(job, report, skipped)
+                unreadable = self._note_skipped(job, report, skipped, set(outside))
                 self.ensure_store_collection(session, coll, job, embedder)
                 tokenize = (_when_called(lambda: self._tokenizer_for(coll, loaded(embedder)))
                             if isinstance(embedder, _Deferred) else
@@ -1909,10 +1948,12 @@ class IndexService:
             job.errors.append(md.JobError(document_key=key, kind="warning", message=message))
 
     @staticmethod
-    def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path]) -> set[str]:
-        """Name what discovery left out on the report and, as warnings, on the job; returns
-        what of it could not be read (``Seen.failed_folders``)."""
-        reasons = [(display_path(p), skip_reason(p)) for p in skipped]
+    def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path],
+                      outside: Collection[Path] = ()) -> set[str]:
+        """Name what discovery left out on the report and, as warnings, on the job (``outside``:
+        those ``confined`` left out); returns what of it could not be read
+        (``Seen.failed_folders``)."""
+        reasons = [(display_path(p), OUTSIDE_ROOTS if p in outside else skip_reason(p)) for p in skipped]
         report.skipped_files = [name for name, why in reasons if why.startswith("unsupported")]
         report.skipped_other = [(name, why) for name, why in reasons
                                 if not why.startswith("unsupported")]

@@ -14,6 +14,7 @@ test never reach another.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -163,8 +164,10 @@ class Stack:
     def settings(self, **overrides: object):
         from app.settings import FacetSettings
 
-        values = {k[len("FACET_"):].lower(): v for k, v in self.env.items()
-                  if k.startswith("FACET_")}
+        # (A list setting is JSON in the environment, as FACET_API_ALLOWED_HOSTS of the tests'
+        # conftest: given as a field, it is read as given.)
+        values = {k[len("FACET_"):].lower(): json.loads(v) if v.startswith("[") else v
+                  for k, v in self.env.items() if k.startswith("FACET_")}
         values.update(overrides)
         return FacetSettings(**values)
 
