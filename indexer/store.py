@@ -90,7 +90,7 @@ def _busy_message(collection: str, holder: dict[str, Any] | None) -> str:
     if any(word in command.split() for word in ("serve", "ui")):
         return (f"{why}; that server keeps it open while it is among the {MAX_OPEN_SHARDS} it used last, "
                 "so send this work to it (its HTTP API or UI; from Python, "
-                "FacetRetriever(base_url=...) or the HTTP API) or stop it first")
+                "FacetRetriever(base_url=...)) or stop it first")
     return (f"{why}; wait for it to finish, or serve every reader and writer from one `facet serve` "
             "(from a web app's several workers: run one `facet serve` and use "
             "FacetRetriever(base_url=...) or the HTTP API from each)")

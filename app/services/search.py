@@ -643,6 +643,18 @@ _VALUE_ROWS = 5000
 _VALUE_NOTES = 3
 
 
+def _reads_as_number(text: str) -> bool:
+    """Whether a filter's string value reads as a number or a boolean ("2", "4.5", "true"): in a
+    field that holds numbers too, the type hint speaks of it (``filter_type_hint``)."""
+    if text.strip().lower() in _BOOLEAN_TEXTS:
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _close_names(name: str, held: Collection[str]) -> list[str]:
     """The names of ``held`` spelt close to ``name`` (difflib's ``get_close_matches``, case
     folded, ``_CLOSE_CUTOFF``), closest first, at most ``_CLOSE_NAMES``; ``name`` itself not."""
@@ -1938,7 +1950,9 @@ class SearchService:
                     name = _field_name(key)
                     wanted = [v for v in (value if isinstance(value, list | tuple) else [value])
                               if isinstance(v, str)]
-                    if not isinstance(held.get(key), str) or not wanted or '"' in name or "\\" in name:
+                    # (held: one value read of the field, a list or a number too: None where no
+                    # document holds the field, which its own note says)
+                    if held.get(key) is None or not wanted or '"' in name or "\\" in name:
                         continue
                     seen: set[str] = set()
                     rows = others = 0
@@ -1951,17 +1965,23 @@ class SearchService:
                             seen.update(item for item in items if isinstance(item, str))
                             others += any(not isinstance(item, str) for item in items)
                     if others:  # numbers too: a "2" for a 2 is the type hint's (``filter_type_hint``)
-                        continue
-                    for item in wanted[:_VALUE_NOTES]:
+                        wanted = [item for item in wanted if not _reads_as_number(item)]
+                    said = 0
+                    for item in wanted:
                         forms = _either_form(item)
                         forms = forms if isinstance(forms, list) else [forms]
                         if any(form in seen for form in forms):
                             continue
                         if rows >= _VALUE_ROWS and self._value_held(session, coll.id, name, forms):
                             continue
-                        close = _close_names(item, seen)
-                        notes.append(f"no document has {item!r} in field {name!r}"
-                                     + (f" (did you mean {_either(close)}?)" if close else ""))
+                        said += 1
+                        if said <= _VALUE_NOTES:
+                            close = _close_names(item, seen)
+                            notes.append(f"no document has {item!r} in field {name!r}"
+                                         + (f" (did you mean {_either(close)}?)" if close else ""))
+                    if said > _VALUE_NOTES:  # (the others were dropped without a word)
+                        notes.append(f"no document has {plural(said - _VALUE_NOTES, 'other value')} of "
+                                     f"the filter on {name!r} either")
         except SQLAlchemyError:  # a hint only: the search's answer stands without it
             logger.debug("could not read which filter values exist", exc_info=True)
             return []

@@ -686,8 +686,8 @@ def test_the_busy_message_names_the_holding_command() -> None:
     served = _busy_message("c", {"pid": 7, "host": "h", "command": "facet serve"})
     assert served.startswith("collection 'c' is open in pid 7 on host h (facet serve)")
     # (a LangChain user was not told of base_url: the RAG exploration of the sixth session of 2026-12-02)
-    assert ("send this work to it (its HTTP API or UI; from Python, FacetRetriever(base_url=...) or the "
-            "HTTP API) or stop it first") in served
+    assert ("send this work to it (its HTTP API or UI; from Python, FacetRetriever(base_url=...)) or "
+            "stop it first") in served
     # It keeps the collections it used last, not every one until it stops (``MAX_OPEN_SHARDS``).
     assert "until it stops" not in served and "among the 8 it used last" in served
     indexing = _busy_message("c", {"pid": 7, "host": "h", "command": "facet index"})

@@ -124,3 +124,30 @@ def test_a_threshold_that_drops_every_result_names_the_scores_scale(make_ctx, tm
                            "threshold search with mode dense"), hybrid
     assert "BM25's" in note("lexical", 50.0)
     assert "not cosines" not in note("dense", 0.99)
+
+
+def test_unheld_values_in_list_and_mixed_fields_are_named_and_none_dropped_unsaid(make_ctx, tmp_path) -> None:
+    """From the verification round: a field whose first value read is a list was never checked
+    (``tags=biling`` said nothing, or did by record order); a word in a field of numbers and
+    strings was left to the type hint, which speaks of numbers only; past three values the
+    others were dropped without a word."""
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"_id": "p1", "text": "a bank card", "tags": ["billing", "cards"], "prio": 2},
+        {"_id": "p2", "text": "a mortgage rate", "tags": "loans", "prio": "high"}]))
+    ctx = make_ctx()
+    IndexService(ctx).index(path, "r")
+    service = SearchService(ctx)
+
+    def note(**filters: object) -> str | None:
+        response = service.search(SearchRequest("card", "r", filters=filters, mode="dense"))
+        assert response.results == []
+        return response.note
+
+    assert note(tags="biling") == "no document has 'biling' in field 'tags' (did you mean 'billing'?)"
+    assert note(tags="cards", prio="high") is None  # each held (a list element too), by two documents
+    assert note(prio="hgh") == "no document has 'hgh' in field 'prio' (did you mean 'high'?)"
+    assert "no document has '7' in field 'prio'" not in (note(prio="7") or "")  # the type hint's
+    many = note(tags=["a1", "a2", "a3", "a4", "a5"]) or ""
+    assert many.count("no document has 'a") == 3, many
+    assert many.endswith("no document has 2 other values of the filter on 'tags' either"), many
