@@ -110,6 +110,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
         CollectionNotFoundError,
         IndexerError,
         SourceNotFoundError,
+        SourceUnavailableError,
         StoreBusyError,
         StoreDamagedError,
         StoreUnavailableError,
@@ -129,7 +130,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return NotFoundError(str(error))
     if isinstance(error, StoreBusyError):
         return ConflictError(str(error))
-    if isinstance(error, StoreUnavailableError):
+    if isinstance(error, StoreUnavailableError | SourceUnavailableError):
         return UnavailableError(str(error))
     if isinstance(error, StoreDamagedError):
         # The data on disk, not the request (it was a 400 invalid_request_error).

@@ -21,6 +21,11 @@ class UnsupportedSourceError(IndexerError):
     """A single file was given whose type the parsers do not know."""
 
 
+class SourceUnavailableError(IndexerError):
+    """The path to index is on a drive or share gone under its mount (``DISK_GONE_ERRNOS``):
+    an outage to mount again, not a path to make readable."""
+
+
 class StoreError(IndexerError):
     """The vector store refused an operation (missing collection, wrong size, locked folder).
 

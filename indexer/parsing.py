@@ -83,7 +83,12 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeGuard
 
 from embedders.scripts import blank
-from indexer.errors import SourceNotFoundError, UnsupportedSourceError
+from indexer.errors import (
+    DISK_GONE_ERRNOS,
+    SourceNotFoundError,
+    SourceUnavailableError,
+    UnsupportedSourceError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -346,6 +351,10 @@ def discover_files(source: Path, exclude: Collection[Path] = ()) -> tuple[list[P
     try:
         exists = source.exists()
     except OSError as e:  # (pathlib raised EACCES: a traceback)
+        if e.errno in DISK_GONE_ERRNOS:  # (was "make it readable", exit 4: the verification round)
+            raise SourceUnavailableError(
+                f"the source {display_path(source)} cannot be reached ({e.strerror or e}): is its "
+                "network share or drive still mounted? Mount it again") from None
         raise UnsupportedSourceError(
             f"cannot read {display_path(source)} ({e.strerror or e}); make it (and its "
             "folders) readable") from None

@@ -191,3 +191,21 @@ def test_a_source_drive_pulled_mid_index_is_one_line(exfat_folder: Path, tmp_pat
     code, said = _pulled_mid_index(exfat_folder, corpus, tmp_path / "data", 1500)
     assert code == 7, said
     assert f"the source {corpus} cannot be reached (Transport endpoint is not connected)" in said, said
+
+
+def test_a_source_drive_gone_before_the_run_is_unreachable(exfat_folder: Path, tmp_path: Path) -> None:
+    """The rerun a pulled source's message asks for, with the drive still gone: "cannot read
+    ... make it (and its folders) readable", exit 4 (the verification round of the sixth
+    session of 2026-12-02); it is the same unreachable line, exit 7."""
+    corpus = exfat_folder / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("a few words about cards")
+    for pid in _driver_of(exfat_folder):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    env = dict(os.environ, FACET_DATA_DIR=str(tmp_path / "data"), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "app", "index", str(corpus), "-c", "notes", "-e", "minilm"],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 7, done.stderr
+    assert done.stderr.startswith(f"error: the source {corpus} cannot be reached (Transport endpoint is not "
+                                  "connected): is its network share or drive still mounted? Mount it again"), done.stderr
