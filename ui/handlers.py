@@ -816,10 +816,14 @@ class UiHandlers:
     def _start(self, source: Path, name: str, embedder: str | None,
                ) -> tuple[int, int, str, list[list[str]], Any]:
         """Start the job of a server folder."""
+        # A server folder is read under the allowed roots as the job runs (a link made after
+        # this check is not followed); the collection's own uploads (a resumed upload job) are
+        # under the data folder, which is never among them.
         roots = self.settings.ui_allowed_roots
+        uploads = Path(source).resolve() == self.facet.upload_folder(name).resolve()
         job = self.facet.submit_index(source, name, IndexOptions(
             embedder=self._model(embedder, "embedder", collection=name),
-            confine=None if roots is None else tuple(str(root) for root in roots)))
+            confine=None if roots is None or uploads else tuple(str(root) for root in roots)))
         return self._started(job, [], [])
 
     def _started(self, job: JobInfo, notices: list[str], renamed: list[str],

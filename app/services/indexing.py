@@ -143,6 +143,9 @@ class IndexOptions:
             ``FACET_INDEX_BATCH_CHUNKS`` (256).
         text_column: the csv column / jsonl field holding the text; None: the first of
             ``text``, ``contents``, ``content``, ``body`` present.
+        confine: folders the run reads files under (links resolved), checked as it walks its
+            source: a file elsewhere is skipped with a warning; None: any file the process can
+            read. The API sets ``FACET_API_ALLOWED_ROOTS``, the UI its own roots.
     """
 
     embedder: str | None = None

@@ -182,6 +182,6 @@ def test_delete_refused_beside_a_server_names_the_route_that_deletes_there(tmp_p
     with locked_by_another_process(data, "c", shown_as="facet serve"):
         done = invoke_cli("delete", "c", "-y", env=env)
     assert done.returncode == 5, done.stdout + done.stderr
-    assert ("(its HTTP API or UI) or stop it first: `DELETE /collections/c` on its API "
-            "(docs/api.md)") in done.stderr
+    assert ("(its HTTP API or UI; from Python, FacetRetriever(base_url=...)) or stop it first: "
+            "`DELETE /collections/c` on its API (docs/api.md)") in done.stderr
     assert invoke_cli("collections", "c", env=env).returncode == 0  # still there

@@ -88,7 +88,8 @@ def test_an_instruction_not_read_is_in_the_metadata_and_logged(served, where, ca
         docs, logged = run(**options)
         assert docs and all(d.metadata["instruction_read"] is True for d in docs), options
         assert all(d.metadata["instruction"] == INSTRUCTION for d in docs)
-        assert logged == [], options
+        # (minilm's weak blend is warned of once a process: test_lc_async_cancel.py)
+        assert [m for m in logged if "barely steers" not in m] == [], options
     # No instruction: none to read, none said.
     docs, logged = run(mode="lexical", instruction=None)
     assert docs and all(d.metadata["instruction"] is None for d in docs)

@@ -43,6 +43,7 @@ def test_spaces_around_the_data_folder_are_not_part_of_it(tmp_path, monkeypatch)
 def test_an_empty_value_is_the_default_for_every_setting_but_the_folders(environment, blank) -> None:
     """FACET_INDEX_THREADS= and FACET_CHUNK_OVERLAP= were errors, FACET_UI_RERANKERS= "cannot be
     read", FACET_API_KEY= the key "", while FACET_DEVICE= meant automatic."""
+    environment.delenv("FACET_API_ALLOWED_HOSTS", raising=False)  # (the suite's TestClient host: conftest)
     defaults = FacetSettings()
     for name in FacetSettings.model_fields:
         if name in _FOLDERS:
