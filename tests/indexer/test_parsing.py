@@ -599,6 +599,22 @@ def _flate_pdf(path: Path, pages: list[list[str]]) -> Path:
     return _pdf(path, pages, deflate=True)
 
 
+def _pdf_file(path: Path, objs: dict[int, bytes]) -> Path:
+    """``objs`` (numbered from 1, the catalog first) written to ``path`` as a PDF, with its
+    cross-reference table."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for i in sorted(objs):
+        offsets[i] = len(out)
+        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offsets[i] for i in sorted(objs))
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
 def _pdf(path: Path, pages: list[list[str]], *, deflate: bool) -> Path:
     """A PDF written by hand: one text object per line, Helvetica; ``deflate`` compresses
     each page's content stream."""
@@ -617,17 +633,7 @@ def _pdf(path: Path, pages: list[list[str]], *, deflate: bool) -> Path:
         flate = b" /Filter /FlateDecode" if deflate else b""
         objs[5 + 2 * i] = (b"<< /Length %d%s >>\nstream\n" % (len(stream), flate) + stream
                            + b"\nendstream")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for i in sorted(objs):
-        offsets[i] = len(out)
-        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offsets[i] for i in sorted(objs))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    path.write_bytes(bytes(out))
-    return path
+    return _pdf_file(path, objs)
 
 
 def test_pdf_text_over_the_document_limit_is_rejected_without_reading_every_page(tmp_path: Path) -> None:
@@ -667,17 +673,7 @@ def _stalling_pdf(path: Path, pages: int, ops: int) -> Path:
     for i in range(pages):
         objs[4 + i] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources "
                        b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for i in sorted(objs):
-        offsets[i] = len(out)
-        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offsets[i] for i in sorted(objs))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    path.write_bytes(bytes(out))
-    return path
+    return _pdf_file(path, objs)
 
 
 def test_a_pdf_whose_pages_take_too_long_to_read_is_that_documents_error(tmp_path: Path, monkeypatch) -> None:
