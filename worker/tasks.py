@@ -36,7 +36,7 @@ from typing import Any
 
 from celery.exceptions import Reject
 
-from app.errors import FacetError, UnavailableError, as_domain_error
+from app.errors import FacetError, ModelError, UnavailableError, as_domain_error
 from app.remote import (
     ANSWERS_TASK,
     ENCODE_TASK,
@@ -254,6 +254,16 @@ def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
         raise _retry(self, f"chunk {number} of job {job_id}", countdown) from e
 
 
+def _out_of_memory(e: MemoryError, what: str, spec: str) -> FacetError:
+    """A model's MemoryError in a task, as the model's error: raised out of the task, Celery
+    ends the whole worker ("Unrecoverable error"), the caller read "the worker failed:
+    MemoryError: " and later queries found no worker (the verification round of the sixth
+    session of 2026-12-02). What it held is freed as the error unwinds."""
+    said = f": {e}" if str(e) else ""
+    return ModelError(f"{what} with {spec!r} ran out of memory on worker {leases.HOST}:{os.getpid()} "
+                      f"(MemoryError{said}); send fewer or shorter texts at a time")
+
+
 def _error(e: FacetError) -> dict[str, Any]:
     # (which worker: the server says it where the error is the worker's, ``worker_error``)
     return {"error": {"type": type(e).__name__, "message": str(e), "worker": f"{leases.HOST}:{os.getpid()}"}}
@@ -269,6 +279,8 @@ def encode(texts: list[str], embedder: str, role: str, instruction: str | None) 
         vectors = facet.encoder.encode(texts, embedder=embedder, role=role, instruction=instruction)
     except FacetError as e:
         return _error(e)
+    except MemoryError as e:
+        return _error(_out_of_memory(e, "encoding", embedder))
     result = encode_result(vectors)
     model = facet.embedder_cache.peek(embedder)
     if model is not None:
@@ -285,4 +297,6 @@ def generate_answers(texts: list[str], explainer: str, instruction: str | None,
             texts, explainer=explainer, instruction=instruction, max_new_tokens=max_new_tokens)
     except FacetError as e:
         return _error(e)
+    except MemoryError as e:
+        return _error(_out_of_memory(e, "answering", explainer))
     return {"answers": answers}

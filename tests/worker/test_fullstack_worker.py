@@ -6,6 +6,7 @@ A real redis-server and real workers (``tests/worker/conftest.py``), real SQLite
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -205,3 +206,44 @@ def test_a_query_embedder_the_worker_cannot_load_is_the_workers_fault(stack: Sta
     message = str(refused.value)
     assert message.startswith("worker ") and " cannot load 'only-on-the-server', which this server can: " in message
     assert message.endswith("FACET_PLUGINS; start the workers with the plugins the server has)"), message
+
+
+HUNGRY_PLUGIN = '''
+from embedders import register_embedder
+from tests.app.services.test_instruction_unread import WordHash
+
+
+class Hungry(WordHash):
+    def encode(self, texts, **kwargs):
+        raise MemoryError
+
+
+register_embedder("hungry", lambda device=None, **kw: Hungry("hungry"), "runs out of memory")
+'''
+
+
+def test_a_models_memoryerror_in_a_query_leaves_the_worker_serving(stack: Stack, tmp_path) -> None:
+    """A plugin's MemoryError in an encode task ended the whole worker (Celery: "Unrecoverable
+    error: MemoryError"), the caller read "the worker failed: MemoryError: " and the next
+    queries found no worker (the verification round of the sixth session of 2026-12-02). It is
+    the model's error, naming the worker; the worker goes on serving."""
+    from app.errors import ModelError
+    from app.remote import CeleryQueryEncoder
+
+    settings = stack.settings(worker_timeout_s=60)  # (FACET_PLUGINS is no setting: read before)
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "hungry_plugin.py").write_text(HUNGRY_PLUGIN)
+    stack.env.update(FACET_PLUGINS="hungry_plugin",
+                     PYTHONPATH=os.pathsep.join([stack.env["PYTHONPATH"], str(tmp_path / "plugins")]))
+    worker = stack.start_worker("query")
+    encoder = CeleryQueryEncoder(settings)
+    try:
+        with pytest.raises(ModelError) as refused:
+            encoder.encode(["a query"], embedder="hungry")
+        assert encoder.encode(["a query"], embedder="minilm").shape == (1, 384)  # still serving
+    finally:
+        encoder.close()
+    message = str(refused.value)
+    assert message.startswith("encoding with 'hungry' ran out of memory on worker "), message
+    assert message.endswith("(MemoryError); send fewer or shorter texts at a time"), message
+    assert worker.proc.poll() is None and "Unrecoverable error" not in worker.text()
