@@ -56,5 +56,7 @@ def test_queries_from_new_threads_do_not_add_connections(tmp_path) -> None:
         encoder.close()
         server.stop()
     assert len(refused) == 48 and all("no worker answered" in str(e) for e in refused), refused[:1]
-    # Each burst's threads are new: with a backend per thread each added ~2 connections.
-    assert counts[-1] <= counts[0] + 4, counts
+    # Each burst's threads are new: with a backend per thread each added 2 connections (44 ->
+    # 116 over these four bursts). Shared, the pool grows to the most threads waiting at once
+    # (25 -> 30 after the second burst in one fresh clone's run), then stays.
+    assert counts[-1] - counts[0] <= 12 and counts[-1] - counts[1] <= 4, counts
