@@ -63,5 +63,21 @@ def links_outside(folder: Path, roots: Sequence[Path | str],
     """
     from indexer.parsing import discover
 
+    return split_under(discover(folder, exclude), roots)[1]
+
+
+def split_under(files: Sequence[Path], roots: Sequence[Path | str]) -> tuple[list[Path], list[Path]]:
+    """``files`` split into those whose real path lies under one of ``roots`` and the others
+    (links to files elsewhere; a path holding a NUL character lies under none): what a walk
+    of an allowed folder may read and what it may not (``links_outside`` before a job,
+    ``IndexOptions.confine`` as it runs)."""
     allowed = real_paths(roots)
-    return [f for f in discover(folder, exclude) if lies_under(real_path(f), allowed) is None]
+    inside: list[Path] = []
+    outside: list[Path] = []
+    for path in files:
+        try:
+            resolved: Path | None = real_path(path)
+        except ValueError:
+            resolved = None
+        (inside if resolved is not None and lies_under(resolved, allowed) is not None else outside).append(path)
+    return inside, outside

@@ -61,7 +61,6 @@ from app.services.context import ServiceContext
 from app.services.indexing import (
     CANCEL_TOO_LATE,
     OPTIMIZE_STEP,
-    OUTSIDE_ROOTS,
     IndexOptions,
     IndexReport,
     IndexService,
@@ -84,7 +83,7 @@ from app.text import plural
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
-from indexer.parsing import DocumentError, ParsedDocument, discover, display_path, parse_file
+from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
 
 logger = logging.getLogger(__name__)
 
@@ -473,13 +472,11 @@ class ChunkedIndexService:
             files = discover(source, (self.settings.data_dir,))  # as the job was checked
         except (SourceNotFoundError, UnsupportedSourceError) as e:
             raise NotFoundError(f"{e} (it was there when the job was queued)") from e
-        files, outside = confined(files, prepared.options.confine)
-        for path in outside:  # (a link made after the job was checked: not read)
-            job.errors.append(md.JobError(document_key=display_path(path), kind="warning",
-                                          message=f"{display_path(path)}: skipped, {OUTSIDE_ROOTS}"))
+        files, outside = confined(files, prepared.options.confine)  # (links made since the check)
         self.index.ensure_store_collection(session, coll, job, embedder)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")
+        self.index._note_skipped(job, report, outside, set(outside))  # as a run in one process says them
         max_bytes = int(self.settings.max_document_mb * 2**20)
         seen = Seen()
         todo: list[list[str]] = []

@@ -191,25 +191,13 @@ OUTSIDE_ROOTS = "a link to a file outside the folders this server may index, not
 
 
 def confined(files: list[Path], roots: Sequence[str] | None) -> tuple[list[Path], list[Path]]:
-    """``files`` split into those whose real path lies under one of ``roots`` and the others
-    (links to files elsewhere); all of them where ``roots`` is None."""
+    """``files`` split as ``app.roots.split_under`` splits them under ``roots`` (a run's
+    ``confine``); all of them inside where ``roots`` is None."""
     if roots is None:
         return files, []
-    from app.roots import lies_under, real_path, real_paths
+    from app.roots import split_under
 
-    allowed = real_paths(roots)
-    inside: list[Path] = []
-    outside: list[Path] = []
-    for path in files:
-        try:
-            resolved = real_path(path)
-        except ValueError:
-            resolved = None
-        if resolved is not None and lies_under(resolved, allowed) is not None:
-            inside.append(path)
-        else:
-            outside.append(path)
-    return inside, outside
+    return split_under(files, roots)
 
 
 def check_options(options: IndexOptions) -> None:
