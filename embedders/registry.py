@@ -1258,9 +1258,21 @@ def instruction_use(name_or_path: str) -> str:
     weight the spec's ``instruction_weight`` or its config's default; ``read`` for a plugin's
     model; else ``prompted`` (the backbones and the corpus methods put it in their prompt).
     A name that loads nothing reads as ``read``: it fails where it is loaded."""
-    spec = str(name_or_path)
+    kind, weight = _instruction_reading(str(name_or_path))
+    return f"blended {weight:g}" if weight is not None else kind
+
+
+def weak_instruction(spec: str) -> float | None:
+    """The blend weight of ``spec`` where an instruction barely changes its vectors (a
+    ``blended W`` below ``WEAK_BLEND``: minilm's default 0.25), else None."""
+    weight = _instruction_reading(spec)[1]
+    return weight if weight is not None and 0.0 < weight < WEAK_BLEND else None
+
+
+def _instruction_reading(spec: str) -> tuple[str, float | None]:
+    """``instruction_use``'s kind (``blended`` for a blend) and, for a blend, its weight."""
     if not reads_instructions(spec):
-        return "none"
+        return "none", None
     info, directory = _resolve(spec)
     method = info.method if info is not None else None
     if method is None and directory is not None:
@@ -1270,7 +1282,7 @@ def instruction_use(name_or_path: str) -> str:
             method = None
     trainable = _TRAINABLE.get(method) if isinstance(method, str) else None
     if trainable is not None and trainable.data == "triples":
-        return "trained"
+        return "trained", None
     model_class = (trainable.model_class if trainable is not None else
                    _model_class(info) if info is not None and directory is None else None)
     if inspect.isclass(model_class) and issubclass(model_class, BlendsInstruction):
@@ -1278,23 +1290,12 @@ def instruction_use(name_or_path: str) -> str:
         if weight is None:
             weight = getattr(_default_config(model_class), "instruction_weight", None)
         try:
-            return f"blended {float(weight):g}"
+            return "blended", float(weight)
         except (TypeError, ValueError):  # refused where it loads
-            return "read"
+            return "read", None
     if trainable is not None or (info is not None and info.kind == "baseline"):
-        return "prompted"
-    return "read"
-
-
-def weak_instruction(spec: str) -> float | None:
-    """The blend weight of ``spec`` where an instruction barely changes its vectors (a
-    ``blended W`` below ``WEAK_BLEND``: minilm's default 0.25), else None."""
-    use = instruction_use(spec)
-    if use.startswith("blended "):
-        weight = float(use.split()[1])
-        if 0.0 < weight < WEAK_BLEND:
-            return weight
-    return None
+        return "prompted", None
+    return "read", None
 
 
 def loads_registered(spec: str, name: str) -> bool:
