@@ -422,28 +422,24 @@ class _KeylessGuard:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        refused: Response | None = None
         if (name := untrusted_host(request.headers.get("host", ""), self.settings)) is not None:
-            refused = errors.error_response(
-                400, f"host {name!r} is refused: this server has no FACET_API_KEY, so it answers "
-                "only its IP addresses, localhost and the names FACET_API_ALLOWED_HOSTS lists (a "
-                "page of another site could reach it through a name of its own); set "
-                "FACET_API_KEY, or list the name in FACET_API_ALLOWED_HOSTS", "invalid_request_error",
-                code="untrusted_host")
+            status, kind, code = 400, "invalid_request_error", "untrusted_host"
+            message = (f"host {name!r} is refused: this server has no FACET_API_KEY, so it answers "
+                       "only its IP addresses, localhost and the names FACET_API_ALLOWED_HOSTS lists "
+                       "(a page of another site could reach it through a name of its own); set "
+                       "FACET_API_KEY, or list the name in FACET_API_ALLOWED_HOSTS")
         elif scope["method"] not in ("GET", "HEAD", "OPTIONS") and \
                 (origin := cross_site(request, self.settings)) is not None:
+            status, kind, code = 403, "permission_error", "cross_site_request"
             what = "an upload" if str(scope.get("path", "")).endswith("/uploads") else "a request"
-            refused = errors.error_response(
-                403, f"{what} from a page of another site ({origin}) is refused: this server "
-                "has no FACET_API_KEY, so any page a browser opened could write into it; set "
-                "FACET_API_KEY, or list that site in FACET_CORS_ORIGINS", "permission_error",
-                code="cross_site_request")
-        if refused is None:
+            message = (f"{what} from a page of another site ({origin}) is refused: this server "
+                       "has no FACET_API_KEY, so any page a browser opened could write into it; set "
+                       "FACET_API_KEY, or list that site in FACET_CORS_ORIGINS")
+        else:
             await self.app(scope, receive, send)
             return
-        said = json.loads(bytes(refused.body))["error"]
-        errors.log_answer(request, refused.status_code, said["message"], said["code"])
-        await refused(scope, receive, send)
+        errors.log_answer(request, status, errors.cut_names(message), code)  # (as the body says it)
+        await errors.error_response(status, message, kind, code=code)(scope, receive, send)
 
 
 def cors(app: FastAPI, origins: Sequence[str]) -> None:
