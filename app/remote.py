@@ -135,6 +135,15 @@ def celery_client(settings: FacetSettings) -> Any:
             options["retry_policy"] = {"max_retries": 1, "interval_start": 0,
                                        "interval_step": 0.5, "interval_max": 0.5}
             app.conf.result_backend_transport_options = options
+            # A client's reads from Redis wait FACET_BROKER_TIMEOUT_S at most: a broker that
+            # accepts connections but does not answer (stopped with SIGSTOP, swapping, stuck in a
+            # long command) held a search ~93 s with the workers' 30 s reads (three tries of a
+            # publish), past FACET_WORKER_TIMEOUT_S. The result's wait is not such a read (it
+            # polls for FACET_WORKER_TIMEOUT_S); the workers keep 30 s for their blocking pops.
+            transport = dict(app.conf.broker_transport_options or {})
+            transport["socket_timeout"] = settings.broker_timeout_s
+            app.conf.broker_transport_options = transport
+            app.conf.redis_socket_timeout = settings.broker_timeout_s
             _CLIENTS[key] = app
         return app
 
@@ -369,6 +378,10 @@ class CeleryQueryEncoder:
             return result.get(timeout=self.settings.worker_timeout_s, propagate=True)
         except Exception as e:
             if type(e).__name__ == "TimeoutError":
+                # A broker that stopped answering while the call waited is said as such, not
+                # blamed on the workers.
+                check_broker(self.settings, encoding=True)
+                check_result_backend(self.settings)
                 raise UnavailableError(
                     f"no worker answered on the {queue!r} queue within "
                     f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): none is "

@@ -265,8 +265,8 @@ class FacetSettings(BaseSettings):
                                          "must exceed the longest chunk task")
     broker_timeout_s: float = Field(
         default=3.0, gt=0, le=_YEAR_S,
-        description="connect timeout to the broker: a broker that is down is an error after this "
-                    "long, not a hang")
+        description="how long a client waits for the broker to connect or to answer one request: "
+                    "a broker that is down or stalled is an error after about this long, not a hang")
     worker_timeout_s: float = Field(
         default=60.0, gt=0, le=_YEAR_S,
         description="how long an encode sent to the workers may take before it is an error (no "
