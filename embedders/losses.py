@@ -101,7 +101,11 @@ def stepwise(
     return torch.stack([loss(q[:, k], p[:, k], None if n is None else n[:, k]) for k in range(q.shape[1])])
 
 
-def iterative_refinement_penalty(step_losses: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+REFINEMENT_TARGETS = ("both", "later")
+
+
+def iterative_refinement_penalty(step_losses: torch.Tensor, eps: float = 1e-8,
+                                 target: str = "both") -> torch.Tensor:
     """GIRCSE's iterative refinement regulariser: mean_k max(log L_{k+1} - log L_k, 0).
 
     It penalises any step that makes the contrastive loss worse, so more generated
@@ -109,14 +113,21 @@ def iterative_refinement_penalty(step_losses: torch.Tensor, eps: float = 1e-8) -
 
     Args:
         step_losses: (K,) losses [L_1..L_K].
+        target: ``both`` (the paper): the gradient lowers L_{k+1} and, as hard, raises L_k, so a
+            worse k-token embedding also satisfies it; ``later``: L_k is a fixed reference
+            (detached) and only the later step is pushed down.
 
     Returns:
         Scalar; 0 when K == 1.
     """
+    if target not in REFINEMENT_TARGETS:
+        raise ValueError(f"unknown refinement target {target!r}; choose one of "
+                         f"{', '.join(REFINEMENT_TARGETS)}")
     if step_losses.numel() < 2:
         return step_losses.new_zeros(())
     logs = torch.log(step_losses.clamp(min=eps))
-    return torch.relu(logs[1:] - logs[:-1]).mean()
+    earlier = logs[:-1].detach() if target == "later" else logs[:-1]
+    return torch.relu(logs[1:] - earlier).mean()
 
 
 STEP_WEIGHTINGS = ("uniform", "linear")
@@ -145,6 +156,7 @@ def gircse_loss(
     scores: torch.Tensor | None = None,
     cosent_scale: float = 20.0,
     step_weighting: str = "uniform",
+    refinement_target: str = "both",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Total GIRCSE objective: sum_k w_k L_k + weight * iterative refinement penalty.
 
@@ -152,6 +164,8 @@ def gircse_loss(
     ``step_weighting`` sets w: ``uniform`` (w_k = 1/K, the paper's mean) or ``linear``
     (w_k proportional to k), meant to lean on the later steps; measured from a strong
     last-token start it raised dev but did not bring back a rising K curve (README).
+    ``refinement_target``: which side of each penalised pair the penalty's gradient moves
+    (``iterative_refinement_penalty``).
 
     Returns:
         (loss, metrics) where metrics has the per-step losses and the penalty.
@@ -160,7 +174,7 @@ def gircse_loss(
         steps = stepwise_info_nce(query_steps, positive_steps, negative_steps, temperature=temperature)
     else:
         steps = stepwise(lambda q, p, _n: cosent(q, p, scores, scale=cosent_scale), query_steps, positive_steps)
-    penalty = iterative_refinement_penalty(steps)
+    penalty = iterative_refinement_penalty(steps, target=refinement_target)
     loss = (step_weights(steps.numel(), step_weighting).to(steps) * steps).sum() + refinement_weight * penalty
     metrics = {f"L{k + 1}": float(v) for k, v in enumerate(steps.detach())}
     metrics["refine"] = float(penalty.detach())

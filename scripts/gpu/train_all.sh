@@ -29,6 +29,7 @@
 # e.g. gircse-c2=runs/gircse-c2 for a not-shipped candidate carried to the device; any gircse-* name is
 # a GIRCSE run with GIRCSE's recipe; gircse-lr2 is that recipe at twice the learning rate, for a lease
 # that gives GIRCSE the whole GPU: two GIRCSE runs instead of one beside the other methods;
+# gircse-later is gircse-lr2 with the refinement penalty moving only the later step;
 # instemb-steer is InstEmb with steer quads in 40% of its batches at lr 1e-4),
 # INIT_ROOT (where each run's start is, default the committed checkpoints/: RUN there, else METHOD),
 # LR_SCALE (default 1: multiplies each recipe's learning rate, e.g. 0.5 for a second call that
@@ -84,6 +85,11 @@ $CORPUS_DEV" ;;
     # yet run on a GPU: a lease that tries it should run it beside gircse-lr2 (the same lr).
     gircse-b256) echo "--batch-size $HUGE --grad-cache $CHUNK --teacher minilm --teacher-weight 1.0 --lr $(lr 2e-4) \
 $CORPUS_DEV" ;;
+    # gircse-lr2's recipe with the refinement penalty aimed at the later step only (L_k detached):
+    # the paper's form pushes L_k up as hard as L_k+1 down, and at the shipped weight x5 that
+    # rewarded a worse 4-token embedding on the 59% of SNLI steps where L5 > L4 (the maths audit of
+    # 2026-12-03, docs/results.md). Not yet run on a GPU: run it beside gircse-lr2, its control.
+    gircse-later) echo "$(args_for gircse-lr2) --set refinement_target=later" ;;
     gircse-*) args_for gircse ;;
     instemb) echo "--batch-size $SMALL --lr $(lr 3e-4) --dev-samples 2" ;;
     # InstEmb with steer quads in 40% of batches (two texts of one coarse answer under the fine and

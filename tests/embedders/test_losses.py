@@ -65,6 +65,23 @@ def test_iterative_refinement_penalty_hand_computed():
     assert iterative_refinement_penalty(torch.tensor([3.0, 2.0, 1.0])).item() == 0.0
 
 
+def test_refinement_penalty_aimed_at_the_later_step_leaves_the_earlier_one_alone():
+    """``later``: the same value, but a worse later step is pushed down without pulling the earlier
+    one up (the paper's form moves both, as hard; audit of 2026-12-03)."""
+    grads = {}
+    for target in ("both", "later"):
+        losses = torch.tensor([2.0, 1.0, 1.5], requires_grad=True)
+        penalty = iterative_refinement_penalty(losses, target=target)
+        assert penalty.item() == pytest.approx(math.log(1.5) / 2, abs=1e-6)
+        penalty.backward()
+        grads[target] = losses.grad.tolist()
+    # d/dL3 of log L3 - log L2, over 2 transitions: 1 / (2 * 1.5); d/dL2: -1 / (2 * 1.0).
+    assert grads["both"] == pytest.approx([0.0, -0.5, 1 / 3], abs=1e-6)
+    assert grads["later"] == pytest.approx([0.0, 0.0, 1 / 3], abs=1e-6)
+    with pytest.raises(ValueError, match="unknown refinement target 'first'; choose one of both, later"):
+        iterative_refinement_penalty(losses, target="first")
+
+
 def test_gircse_loss_combines_mean_and_weighted_penalty():
     torch.manual_seed(1)
     q, p = torch.randn(4, 3, 6), torch.randn(4, 3, 6)

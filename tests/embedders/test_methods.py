@@ -178,6 +178,33 @@ def test_gircse_step_weighting_is_validated_and_reaches_the_loss(smollm2_cut):
     assert linear.item() - uniform.item() == pytest.approx(shift, abs=1e-3)
 
 
+# Positives that do not match (BATCH's rotated): the loss rises from one generated token to the
+# next on this batch, so the refinement penalty is active.
+MISMATCHED = PairBatch(queries=BATCH.queries, positives=BATCH.positives[1:] + BATCH.positives[:1],
+                       negatives=BATCH.positives, instruction=BATCH.instruction, symmetric=True,
+                       task="test")
+
+
+def test_gircse_refinement_target_is_validated_and_reaches_the_loss(smollm2_cut):
+    with pytest.raises(ValueError, match="refinement_target must be one of both, later, got 'x'"):
+        GircseConfig(refinement_target="x")
+    model = _build("gircse", smollm2_cut)
+    model.config.refinement_weight = 100.0  # the penalty's gradient dominates the step's
+    grads = {}
+    for target in ("both", "later"):
+        model.config.refinement_target = target
+        params = model.trainable_parameters()
+        for param in params:
+            param.grad = None
+        torch.manual_seed(0)  # the same dropout masks
+        loss, metrics = model.training_loss(MISMATCHED)
+        loss.backward()
+        grads[target] = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
+    # On this batch a later step is worse (the penalty is active), so its gradient differs.
+    assert metrics["refine"] > 0, metrics
+    assert not torch.allclose(grads["both"], grads["later"])
+
+
 def test_causal2vec_contextual_token_changes_the_embedding(smollm2_cut):
     model = _build("causal2vec", smollm2_cut)
     texts = ["A man is playing a guitar.", "Stock markets fell sharply."]

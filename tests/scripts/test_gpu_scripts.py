@@ -124,6 +124,21 @@ def test_gircse_b256_is_gircses_lr2_recipe_at_four_times_the_batch_in_gradient_c
     assert re.search(r"HUGE=256; CHUNK=64", text)  # on the device: 256 in chunks of 64
 
 
+def test_gircse_later_is_gircses_lr2_recipe_with_the_penalty_on_the_later_step(tmp_path):
+    from embedders.methods.gircse.config import GircseConfig
+
+    result, commands = _train_all_commands(tmp_path, "gircse-lr2 gircse-later")
+    assert result.returncode == 0, result.stderr
+    lr2, later = commands["gircse-lr2"], commands["gircse-later"]
+    assert later.startswith("-m app train gircse --out checkpoints/gircse-later ")
+    assert f"--init-from {ROOT / 'checkpoints' / 'gircse'} " in later
+    setting = re.search(r"--set (\S+)=(\S+)", later)
+    assert setting and setting.groups() == ("refinement_target", "later")
+    GircseConfig(**{setting.group(1): setting.group(2)})  # a value the method takes
+    strip = lambda c: re.sub(r"--set \S+|--(last-)?out \S+", "", c).split()  # noqa: E731
+    assert strip(lr2) == strip(later)  # otherwise lr2's recipe, its control
+
+
 def test_instemb_steer_is_an_instemb_run_with_steer_quads_from_the_committed_weights(tmp_path):
     result, commands = _train_all_commands(tmp_path, "instemb-steer")
     assert result.returncode == 0, result.stderr

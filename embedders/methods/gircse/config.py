@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from embedders.losses import STEP_WEIGHTINGS
+from embedders.losses import REFINEMENT_TARGETS, STEP_WEIGHTINGS
 from embedders.methods.corpus import CorpusConfig
 
 MAX_SOFT_TOKENS = 64
@@ -27,6 +27,9 @@ class GircseConfig(CorpusConfig):
         refinement_weight: weight of the iterative refinement regulariser.
         step_weighting: how the K stepwise losses are averaged: ``uniform`` (the paper) or
             ``linear`` (L_k weighted by k; see ``embedders.losses.step_weights``).
+        refinement_target: ``both`` (the paper) or ``later``: the regulariser only pushes a
+            worse later step down, not an earlier one up (``embedders.losses.
+            iterative_refinement_penalty``).
         use_cache: generate with the KV cache (one prefill + K cached steps).
         soft_temperature: T in s = softmax(lm_head(h) / T), the distribution each soft token
             mixes the input embeddings by; 1 is the paper, T < 1 sharpens towards the most
@@ -34,13 +37,14 @@ class GircseConfig(CorpusConfig):
     """
 
     TRAINING_ONLY: ClassVar[frozenset[str]] = CorpusConfig.TRAINING_ONLY | {
-        "train_soft_tokens", "refinement_weight", "step_weighting"}
+        "train_soft_tokens", "refinement_weight", "step_weighting", "refinement_target"}
 
     train_soft_tokens: int = 5
     soft_tokens: int = 5
     temperature: float = 0.02  # GIRCSE's own default (CorpusConfig: 0.05)
     refinement_weight: float = 1.0
     step_weighting: str = "uniform"
+    refinement_target: str = "both"
     use_cache: bool = True
     soft_temperature: float = 1.0
 
@@ -64,3 +68,6 @@ class GircseConfig(CorpusConfig):
             raise ValueError(f"refinement_weight must be >= 0, got {self.refinement_weight}")
         if self.step_weighting not in STEP_WEIGHTINGS:
             raise ValueError(f"step_weighting must be one of {', '.join(STEP_WEIGHTINGS)}, got {self.step_weighting!r}")
+        if self.refinement_target not in REFINEMENT_TARGETS:
+            raise ValueError(f"refinement_target must be one of {', '.join(REFINEMENT_TARGETS)}, "
+                             f"got {self.refinement_target!r}")

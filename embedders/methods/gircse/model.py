@@ -109,7 +109,8 @@ class GircseEmbedder(CorpusEmbedder):
         scores = torch.tensor(batch.scores, device=q.device) if batch.scores is not None else None
         loss, metrics = gircse_loss(q, p, n, temperature=self.config.temperature,
                                     refinement_weight=self.config.refinement_weight, scores=scores,
-                                    step_weighting=self.config.step_weighting)
+                                    step_weighting=self.config.step_weighting,
+                                    refinement_target=self.config.refinement_target)
         # The teacher sees the embeddings encode() returns: the mean over the K states.
         distill = self.distillation(batch, torch.cat([x.mean(dim=1) for x in (q, p, n) if x is not None]))
         if distill is not None:
