@@ -235,7 +235,8 @@ class FacetSettings(BaseSettings):
         default_factory=list, description="without FACET_API_KEY: the host names (the Host header) "
                                           "the server answers besides IP addresses and localhost "
                                           "(JSON list; [\"*\"]: any); a page of another site could "
-                                          "otherwise reach it through a name of its own (DNS rebinding)")
+                                          "otherwise reach it through a name of its own (DNS rebinding); "
+                                          "`facet ui` without a login reads it too")
     api_models: list[str] | None = Field(
         default=None, description="embedders the API may load (names or checkpoint paths, "
                                   "options included, exactly as requested); unset = the registered "

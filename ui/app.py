@@ -973,10 +973,23 @@ def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
               block: bool = True) -> gr.Blocks:
     """Run the page on its own server (``facet ui``); returns the running Blocks when
     ``block`` is False (tests, scripts: ``demo.close()`` stops it)."""
-    demo = build_ui(facet, facet.settings)
+    from starlette.middleware import Middleware
+
+    from app.api.guard import KeylessGuard, Unguarded
+
+    settings = facet.settings
+    demo = build_ui(facet, settings)
     warm_up_clustering()  # in the background: the first Cluster click does not import sklearn
+    options = launch_options(settings)
+    # Without a login, `facet serve`'s guard (a Host it does not answer to, a write from a page
+    # of another site) stands before the page as before the API: unguarded, a page of another
+    # site read the whole page config through a name of its own and uploaded files into it.
+    # Gradio checks its start through the --host name, which is answered too.
+    guard = Unguarded("this UI has no login", "set FACET_UI_AUTH (or FACET_API_KEY)",
+                      login=ui_auth(settings) is not None)
+    options["app_kwargs"]["middleware"].insert(0, Middleware(KeylessGuard, settings=settings,
+                                                             unguarded=guard, also=(host,)))
     demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
                 prevent_thread_lock=not block, quiet=not block,
-                state_session_capacity=demo.state_session_capacity,
-                **launch_options(facet.settings))
+                state_session_capacity=demo.state_session_capacity, **options)
     return demo

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import ipaddress
 import json
 import logging
 import os
@@ -31,7 +30,7 @@ from dataclasses import asdict
 from enum import Enum
 from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 import anyio
 import anyio.to_thread
@@ -56,9 +55,9 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 from starlette.middleware.cors import CORSMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api import errors
+from app.api.guard import KeylessGuard
 from app.api.schemas import (
     COLLECTION_NAME_PATTERN,
     MAX_COLLECTION_NAME,
@@ -359,87 +358,6 @@ def check_cors_origins(origins: Sequence[str]) -> None:
                 f"FACET_CORS_ORIGINS holds {origin!r}, which no browser sends as its Origin: "
                 "give scheme://host[:port] with no path or trailing '/' "
                 "(\"https://app.example.com\"), or \"*\" for any origin")
-
-
-def cross_site(request: Request, settings: FacetSettings) -> str | None:
-    """The ``Origin`` of a browser's request from another site than this server, where neither
-    an API key nor ``FACET_CORS_ORIGINS`` lets that site in; else None. A multipart form POST is
-    a "simple" request a browser sends cross-site without asking first (no preflight), so any
-    page a user of a keyless server opened could upload files into it: CORS only hid the
-    answer. A request without ``Origin`` (curl, httpx, a server-side client) is not a browser's
-    cross-site request. The origin's host and port are compared with the ``Host`` header, not
-    its scheme (behind a TLS proxy the server sees http for a page of https)."""
-    origin = request.headers.get("origin")
-    if origin is None or settings.api_key:
-        return None
-    if origin in settings.cors_origins or "*" in settings.cors_origins:
-        return None
-    if urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower():
-        return None
-    return origin
-
-
-def untrusted_host(host_header: str, settings: FacetSettings) -> str | None:
-    """The host name of a keyless server's request that is neither an IP address, ``localhost``
-    nor a name of ``FACET_API_ALLOWED_HOSTS``; else None. A page of another site can point a
-    name of its own at this server (DNS rebinding) and then send it same-origin requests,
-    which neither the cross-site check nor CORS stops: the security exploration of the sixth
-    session of 2026-12-02 indexed and read back a file that way."""
-    if settings.api_key or "*" in settings.api_allowed_hosts:
-        return None
-    host = host_header.strip().lower()
-    if host.startswith("["):  # [::1]:8000
-        name = host[1:].split("]", 1)[0]
-    else:  # name:port, or a bare IPv6 address (no port)
-        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    if not name:  # no Host at all (HTTP/1.0, a raw ASGI call): no browser's request
-        return None
-    try:
-        ipaddress.ip_address(name)
-        return None
-    except ValueError:
-        pass
-    if name == "localhost" or name.endswith(".localhost"):
-        return None
-    if name in {h.strip().lower() for h in settings.api_allowed_hosts}:
-        return None
-    return name
-
-
-class _KeylessGuard:
-    """On a server without ``FACET_API_KEY``: a request whose ``Host`` names this server by a
-    name not allowed (``untrusted_host``) is refused (400), and so is a browser's request that
-    changes something from a page of another site (``cross_site``: 403). Uploads were the only
-    route checked: any page could cancel jobs (a form posts to ``/jobs/ID/cancel`` with no
-    preflight) and push files into the UI's Gradio (the security exploration)."""
-
-    def __init__(self, app: ASGIApp, settings: FacetSettings) -> None:
-        self.app = app
-        self.settings = settings
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.settings.api_key:
-            await self.app(scope, receive, send)
-            return
-        request = Request(scope)
-        if (name := untrusted_host(request.headers.get("host", ""), self.settings)) is not None:
-            status, kind, code = 400, "invalid_request_error", "untrusted_host"
-            message = (f"host {name!r} is refused: this server has no FACET_API_KEY, so it answers "
-                       "only its IP addresses, localhost and the names FACET_API_ALLOWED_HOSTS lists "
-                       "(a page of another site could reach it through a name of its own); set "
-                       "FACET_API_KEY, or list the name in FACET_API_ALLOWED_HOSTS")
-        elif scope["method"] not in ("GET", "HEAD", "OPTIONS") and \
-                (origin := cross_site(request, self.settings)) is not None:
-            status, kind, code = 403, "permission_error", "cross_site_request"
-            what = "an upload" if str(scope.get("path", "")).endswith("/uploads") else "a request"
-            message = (f"{what} from a page of another site ({origin}) is refused: this server "
-                       "has no FACET_API_KEY, so any page a browser opened could write into it; set "
-                       "FACET_API_KEY, or list that site in FACET_CORS_ORIGINS")
-        else:
-            await self.app(scope, receive, send)
-            return
-        errors.log_answer(request, status, errors.cut_names(message), code)  # (as the body says it)
-        await errors.error_response(status, message, kind, code=code)(scope, receive, send)
 
 
 def cors(app: FastAPI, origins: Sequence[str]) -> None:
@@ -873,7 +791,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
     # Before the body is read: a page of another site, or a name not allowed (keyless only).
-    app.add_middleware(_KeylessGuard, settings=settings)
+    app.add_middleware(KeylessGuard, settings=settings)
     # Around the body limit (a 413 carries the CORS headers too), inside the request log (a
     # preflight is logged as any request is).
     cors(app, settings.cors_origins)
@@ -1158,7 +1076,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         again updates its document; deleting the collection removes them) and a job indexes
         that folder: 202 + the job, what was refused, renamed and removed, and where each file
         was saved (its document key). A new collection is made."""
-        # (A page of another site is refused before: ``_KeylessGuard``.)
+        # (A page of another site is refused before: ``KeylessGuard``.)
         if (refused := _refused_collection(name, param=None)) is not None:
             return refused
         _check_model(facet, embedder, "embedder", name)

@@ -1,0 +1,112 @@
+"""``facet ui`` on its own, without a login, refuses what ``facet serve`` refuses before its routes.
+
+Unguarded, a page of another site pointing a name of its own at the UI's port (DNS rebinding)
+read the whole page config (185 kB) and uploaded files into the UI's Gradio, and any page could
+post multipart uploads to it cross-site (no preflight for a form). Now a ``Host`` that is not an
+IP address, ``localhost``, a ``FACET_API_ALLOWED_HOSTS`` name or the ``--host`` name is a 400
+(``untrusted_host``), and a browser's write from another site a 403, unless the UI has a login.
+Real Gradio servers on free ports (``launch_ui``), requests with httpx.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from .conftest import free_port
+
+EVIL = "rebind.attacker.example"
+
+
+@contextmanager
+def _launched(tmp_path: Path, host: str = "127.0.0.1", **settings: object) -> Iterator[str]:
+    pytest.importorskip("gradio")
+    from app.core import Facet
+    from app.settings import FacetSettings
+    from ui.app import launch_ui
+
+    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path / "data", **settings))
+    port = free_port()
+    demo = launch_ui(facet, host=host, port=port, block=False)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        demo.close()
+        facet.close()
+
+
+def _upload(url: str, **headers: str):
+    import httpx
+
+    return httpx.post(f"{url}/gradio_api/upload", headers=headers, timeout=30,
+                      files={"files": ("a.txt", b"hello", "text/plain")})
+
+
+def test_a_ui_without_a_login_refuses_other_names_and_other_sites_writes(tmp_path) -> None:
+    import httpx
+
+    with _launched(tmp_path) as url:
+        port = url.rsplit(":", 1)[1]
+        assert httpx.get(url, timeout=30).status_code == 200
+        assert httpx.get(url, headers={"host": f"localhost:{port}"}, timeout=30).status_code == 200
+        refused = httpx.get(f"{url}/config", headers={"host": f"{EVIL}:{port}"}, timeout=30)
+        assert refused.status_code == 400, refused.text[:200]
+        error = refused.json()["error"]
+        assert error["code"] == "untrusted_host"
+        assert error["message"].startswith(f"host '{EVIL}' is refused: this UI has no login, so it "
+                                           "answers only its IP addresses, localhost"), error
+        assert "set FACET_UI_AUTH (or FACET_API_KEY), or list the name in FACET_API_ALLOWED_HOSTS" \
+            in error["message"]
+        rebound = _upload(url, host=f"{EVIL}:{port}", origin=f"http://{EVIL}:{port}")
+        assert rebound.status_code == 400, rebound.text[:200]
+
+        cross = _upload(url, origin=f"http://{EVIL}")
+        assert cross.status_code == 403, cross.text[:200]
+        assert cross.json()["error"]["code"] == "cross_site_request"
+        assert "set FACET_UI_AUTH (or FACET_API_KEY), or list that site in FACET_CORS_ORIGINS" \
+            in cross.json()["error"]["message"]
+        # The page's own uploads (same origin) and a client without a browser's Origin go on.
+        assert _upload(url, origin=url).status_code == 200
+        assert _upload(url).status_code == 200
+
+
+def test_listed_names_and_sites_are_answered(tmp_path) -> None:
+    import httpx
+
+    with _launched(tmp_path, api_allowed_hosts=["facet.lan"],
+                   cors_origins=["https://app.example.com"]) as url:
+        port = url.rsplit(":", 1)[1]
+        assert httpx.get(f"{url}/config", headers={"host": f"facet.lan:{port}"},
+                         timeout=30).status_code == 200
+        assert _upload(url, origin="https://app.example.com").status_code == 200
+
+
+def test_a_ui_with_a_login_leaves_names_to_the_login(tmp_path) -> None:
+    """Behind a login the page is not open to a rebinding page (it has no session there), as
+    `facet serve` with a key: a reverse proxy's domain name is answered (the login page)."""
+    import httpx
+
+    with _launched(tmp_path, ui_auth="ana:a-long-random-password") as url:
+        port = url.rsplit(":", 1)[1]
+        page = httpx.get(url, headers={"host": f"facet.example.org:{port}"}, timeout=30)
+        assert page.status_code == 200, page.text[:200]
+
+
+def test_the_host_name_the_ui_listens_on_is_answered(tmp_path) -> None:
+    """Gradio checks its own start through the ``--host`` name: refused, the UI would not start."""
+    import httpx
+
+    name = socket.gethostname()
+    try:
+        address = socket.gethostbyname(name)
+    except OSError:
+        pytest.skip(f"this machine's name {name!r} does not resolve")
+    if not address.startswith("127.") or name.lower() == "localhost":
+        pytest.skip(f"this machine's name {name!r} is not a loopback name ({address})")
+    with _launched(tmp_path, host=name) as url:
+        port = url.rsplit(":", 1)[1]
+        assert httpx.get(url, headers={"host": f"{name}:{port}"}, timeout=30).status_code == 200
