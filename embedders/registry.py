@@ -954,7 +954,7 @@ def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = 
             finite = np.isfinite(vectors).all(axis=1)
             raise PluginError(f"{said} non-finite values (NaN or infinity, or past float32's range) "
                               f"from {method} for {int((~finite).sum())} of {count} texts (the first: "
-                              f"text {int(np.argmin(finite))})")
+                              f"text {int(np.argmin(finite)) + 1})")  # counted from 1, as `facet embed` counts its texts
         norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors)).astype(np.float64)
     odd = (norms == 0) | ~np.isfinite(norms)  # squares under or over float32's range: in float64
     if odd.any():
@@ -962,7 +962,7 @@ def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = 
     zero = norms == 0
     if zero.any():
         raise PluginError(f"{said} an all-zero vector from {method} for {int(zero.sum())} of {count} texts "
-                          f"(the first: text {int(np.argmax(zero))}); a vector must have a direction to be "
+                          f"(the first: text {int(np.argmax(zero)) + 1}); a vector must have a direction to be "
                           "compared: return a fixed unit vector for a text with nothing to read, or refuse "
                           "it with InvalidInputError")
     if np.all(np.abs(norms - 1.0) <= _UNIT_TOLERANCE):

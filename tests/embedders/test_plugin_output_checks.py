@@ -131,10 +131,10 @@ def test_a_nan_is_refused_naming_the_embedder_and_its_plugin(registered):
     _register(registered, "chk-nan", "nan")
     model = load_embedder("chk-nan")
     with pytest.raises(PluginError, match=rf"^embedder 'chk-nan' \(registered by {HERE}\) returned non-finite "
-                                          r"values .*for 1 of 2 texts"):
-        model.encode(["a cat", "the dog"])
+                                          r"values .*for 1 of 2 texts \(the first: text 2\)"):
+        model.encode(["a cat", "the dog"])  # texts counted from 1 (the last one was "text 1")
     _register(registered, "chk-inf", "inf")
-    with pytest.raises(PluginError, match=r"'chk-inf' .*non-finite values .*for 1 of 3 texts"):
+    with pytest.raises(PluginError, match=r"'chk-inf' .*non-finite values .*for 1 of 3 texts \(the first: text 1\)"):
         load_embedder("chk-inf").encode(["a", "b", "c"])
 
 
@@ -143,7 +143,7 @@ def test_a_nan_is_refused_naming_the_embedder_and_its_plugin(registered):
               r"text, shape \(2, 16\)"),
     ("short", r"returned vectors of 15 values from encode for 2 texts"),
     ("flat", r"returned a 1-D array of shape \(32,\) from encode for 2 texts"),
-    ("zero", r"returned an all-zero vector from encode for 1 of 2 texts"),
+    ("zero", r"returned an all-zero vector from encode for 1 of 2 texts \(the first: text 1\)"),
     ("text", r"returned list of <U1 from encode; it must return an array of numbers"),
 ])
 def test_a_wrong_shape_or_type_is_refused(registered, mode, said):
