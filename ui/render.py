@@ -370,6 +370,13 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
 # ----------------------------------------------------------------- clusters
 
 
+def plot_text(value: object) -> str:
+    """``str(value)`` for a plotly title, legend or hover label: ``< > &`` escaped so no tag can
+    form, quotes as typed (plotly decodes few entities: ``&quot;`` and ``&#x27;`` showed as
+    written in the map's title, an instruction's quotes among them)."""
+    return html.escape(str(value), quote=False)
+
+
 def _wrap(text: str, width: int = 70, limit: int = 280) -> str:
     """Escaped hover text, cut to ``limit`` characters and broken into lines."""
     text = _short(" ".join(text.split()), limit)
@@ -383,7 +390,7 @@ def _wrap(text: str, width: int = 70, limit: int = 280) -> str:
     lines.append(line)
     # Quotes stay as they are: plotly's hover labels decode only a few entities, so "&quot;"
     # showed as written; with < > & escaped no tag can form, so a quote cannot open one.
-    return "<br>".join(html.escape(x, quote=False) for x in lines)
+    return "<br>".join(plot_text(x) for x in lines)
 
 
 def _name_share(cluster: Cluster) -> str | None:
@@ -419,7 +426,7 @@ def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
         colour = PALETTE[n % len(PALETTE)]
         fig.add_trace(go.Scatter(
             x=[xs[i] for i in idx], y=[ys[i] for i in idx], mode="markers",
-            name=esc(cluster_label(cluster)),
+            name=plot_text(cluster_label(cluster)),
             marker={"size": 6 if len(response.texts) > 500 else 9, "color": colour,
                     "opacity": 0.75},
             hovertext=[_wrap(response.texts[i]) for i in idx], hoverinfo="text"))
@@ -427,9 +434,9 @@ def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
         x=[c.center[0] for c in response.clusters], y=[c.center[1] for c in response.clusters],
         mode="markers+text", name="centres", showlegend=False, hoverinfo="text",
         text=[str(c.id) for c in response.clusters], textposition="top center",
-        hovertext=[esc(c.name) for c in response.clusters],
+        hovertext=[plot_text(c.name) for c in response.clusters],
         marker={"symbol": "x", "size": 12, "color": "black"}))
-    fig.update_layout(title=esc(title), template="plotly_white", height=520,
+    fig.update_layout(title=plot_text(title), template="plotly_white", height=520,
                       margin={"l": 20, "r": 20, "t": 50, "b": 20},
                       legend={"title": {"text": "cluster"}},
                       xaxis={"title": "PC 1", "zeroline": False},

@@ -196,6 +196,24 @@ def test_map_hover_text_shows_quotes_as_typed_and_escapes_markup() -> None:
     assert 'she said "hi" &lt;b&gt;loud&lt;/b&gt; &amp; left' in hovers, hovers
 
 
+def test_map_title_legend_and_centres_show_quotes_as_typed() -> None:
+    """The map's title (the instruction), legend and centre labels showed an instruction's or a
+    name's quotes as "&quot;" and "&#x27;", as the hover text did."""
+    from app.services.clustering import Cluster, ClusterResponse
+
+    response = ClusterResponse(
+        instruction="x", embedder="minilm", explainer=None, k=1, k_chosen=False, silhouette=None,
+        texts=["a", "b"], labels=[0, 0], coordinates=[(0.0, 0.0)] * 2, sources=[], answers=[],
+        clusters=[Cluster(0, 2, 'the "card" <i>one</i>', ["card"], ["a"], [0], (0.0, 0.0))],
+        timings_ms={})
+    figure = render.cluster_figure(response, title="2 texts, k=1: group by the user's \"goal\" & <b>").to_dict()
+    assert figure["layout"]["title"]["text"] == "2 texts, k=1: group by the user's \"goal\" &amp; &lt;b&gt;"
+    names = [t["name"] for t in figure["data"] if t.get("showlegend") is not False]
+    assert names == ['0: the "card" &lt;i&gt;one&lt;/i&gt; (2)'], names
+    centres = [t for t in figure["data"] if t.get("name") == "centres"][0]
+    assert centres["hovertext"] == ['the "card" &lt;i&gt;one&lt;/i&gt;']
+
+
 def test_csv_export_neutralises_spreadsheet_formulas(tmp_path: Path) -> None:
     """A clustered text `=HYPERLINK(...)` was written as it was: a spreadsheet opening the export
     ran it (OWASP "CSV injection"). Every text cell starting with = + - @, a tab or a carriage
