@@ -954,7 +954,7 @@ def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = 
             finite = np.isfinite(vectors).all(axis=1)
             raise PluginError(f"{said} non-finite values (NaN or infinity, or past float32's range) "
                               f"from {method} for {int((~finite).sum())} of {count} texts (the first: "
-                              f"text {int(np.argmin(finite)) + 1})")  # counted from 1, as `facet embed` counts its texts
+                              f"text {int(np.argmin(finite)) + 1})")  # from 1, as `facet embed` counts
         norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors)).astype(np.float64)
     odd = (norms == 0) | ~np.isfinite(norms)  # squares under or over float32's range: in float64
     if odd.any():

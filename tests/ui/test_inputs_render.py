@@ -210,7 +210,7 @@ def test_map_title_legend_and_centres_show_quotes_as_typed() -> None:
     assert figure["layout"]["title"]["text"] == "2 texts, k=1: group by the user's \"goal\" &amp; &lt;b&gt;"
     names = [t["name"] for t in figure["data"] if t.get("showlegend") is not False]
     assert names == ['0: the "card" &lt;i&gt;one&lt;/i&gt; (2)'], names
-    centres = [t for t in figure["data"] if t.get("name") == "centres"][0]
+    centres = next(t for t in figure["data"] if t.get("name") == "centres")
     assert centres["hovertext"] == ['the "card" &lt;i&gt;one&lt;/i&gt;']
 
 
