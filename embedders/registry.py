@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import re
+import signal
 import site
 import sys
 import sysconfig
@@ -884,10 +885,12 @@ def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: 
     except (EmbedderError, MemoryError):
         raise
     except KeyboardInterrupt as e:
-        if threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is threading.main_thread() and not _ctrl_c_ignored():
             raise  # a Ctrl-C: it stops the command
-        # Raised by the plugin itself (a signal reaches the main thread only): it ended the
-        # whole of `facet serve` from one request (the plugin exploration).
+        # Raised by the plugin itself (a signal reaches the main thread only, and none where it
+        # is ignored, as in a worker's pool processes): it ended the whole of `facet serve` from
+        # one request (the plugin exploration), and a worker's pool process, whose caller then
+        # read "the worker failed: WorkerLostError".
         raise PluginError(f"{label} failed {doing or 'in ' + method}: KeyboardInterrupt raised by "
                           "its code in a thread that no Ctrl-C reaches") from e
     except (Exception, SystemExit) as e:
@@ -968,6 +971,15 @@ def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = 
     if np.all(np.abs(norms - 1.0) <= _UNIT_TOLERANCE):
         return vectors
     return (vectors / norms[:, None]).astype(np.float32)
+
+
+def _ctrl_c_ignored() -> bool:
+    """Whether this process ignores SIGINT (Celery's pool processes do): no Ctrl-C can raise
+    KeyboardInterrupt here."""
+    try:
+        return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    except (AttributeError, ValueError):  # (no SIGINT on this platform)
+        return False
 
 
 def _takes_keyword(function: Any, keyword: str) -> bool:

@@ -339,6 +339,16 @@ def test_a_keyboardinterrupt_a_plugin_raises_off_the_main_thread_is_its_error(re
     assert "chk-ki" in str(raised[0]) and "KeyboardInterrupt raised by its code" in str(raised[0])
     with pytest.raises(KeyboardInterrupt):
         model.encode(["a"])
+    # Where Ctrl-C is ignored (a Celery worker's pool processes), none raised it, main thread or
+    # not: it ended the pool process, the caller reading "WorkerLostError".
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(PluginError, match="KeyboardInterrupt raised by its code"):
+            model.encode(["a"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_a_name_taken_is_not_met_with_advice_to_unregister_it(registered):

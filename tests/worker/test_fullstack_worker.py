@@ -247,3 +247,48 @@ def test_a_models_memoryerror_in_a_query_leaves_the_worker_serving(stack: Stack,
     assert message.startswith("encoding with 'hungry' ran out of memory on worker "), message
     assert message.endswith("(MemoryError); send fewer or shorter texts at a time"), message
     assert worker.proc.poll() is None and "Unrecoverable error" not in worker.text()
+
+
+INTERRUPTING_PLUGIN = '''
+from embedders import register_embedder
+from tests.app.services.test_instruction_unread import WordHash
+
+
+class Interrupting(WordHash):
+    def encode(self, texts, **kwargs):
+        raise KeyboardInterrupt
+
+
+register_embedder("interrupting", lambda device=None, **kw: Interrupting("interrupting"), "raises Ctrl-C")
+'''
+
+
+def test_a_plugins_keyboardinterrupt_in_a_query_is_its_error_and_the_worker_goes_on(stack: Stack,
+                                                                                   tmp_path) -> None:
+    """A plugin raising KeyboardInterrupt in an encode task ended the pool process running it (a
+    worker's pool processes ignore Ctrl-C, so no Ctrl-C raised it): the caller waited out
+    FACET_WORKER_TIMEOUT_S and read "no worker answered". It is the plugin's error, at once; the
+    worker goes on serving with the same process."""
+    from app.errors import FacetError
+    from app.remote import CeleryQueryEncoder
+
+    settings = stack.settings(worker_timeout_s=30)
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "interrupting_plugin.py").write_text(INTERRUPTING_PLUGIN)
+    stack.env.update(FACET_PLUGINS="interrupting_plugin",
+                     PYTHONPATH=os.pathsep.join([stack.env["PYTHONPATH"], str(tmp_path / "plugins")]))
+    worker = stack.start_worker("query")
+    encoder = CeleryQueryEncoder(settings)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(FacetError) as refused:
+            encoder.encode(["a query"], embedder="interrupting")
+        took = time.monotonic() - t0
+        assert encoder.encode(["a query"], embedder="minilm").shape == (1, 384)  # still serving
+    finally:
+        encoder.close()
+    message = str(refused.value)
+    assert "'interrupting'" in message and "KeyboardInterrupt raised by its code" in message, message
+    assert took < 20, took
+    assert worker.proc.poll() is None
+    assert "exited with" not in worker.text() and "Unrecoverable error" not in worker.text()
