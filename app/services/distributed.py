@@ -675,7 +675,7 @@ class ChunkedIndexService:
                                    f"{type(e).__name__})")
                         logger.warning("chunk %d of job %d: %s", number, job_id, message)
                         return ChunkOutcome(job_id, number, "duplicate", message=message)
-                    message = f"chunk {number} failed: {type(e).__name__}: {e}"
+                    message = f"chunk {number} failed: {IndexService.failure_message(e)}"
                     logger.exception("job %d: %s", job_id, message)
                     self._fail_chunk(session, job, chunk, docs, message)
                     finished = self._finish(session, job_id)

@@ -2144,6 +2144,11 @@ class IndexService:
         """A failed job's message: a lower package's error as its edges say it ("database is
         locked" was stored as the SQL statement and its parameters, for every edge to show)."""
         domain = as_domain_error(e) if isinstance(e, Exception) else None
+        if domain is None and isinstance(e, MemoryError):
+            # (It read "MemoryError: ", the error's own text being empty as a rule.)
+            said = f": {e}" if str(e) else ""
+            return (f"out of memory (MemoryError{said}); index fewer chunks at a "
+                    "time (--batch-chunks, FACET_INDEX_BATCH_CHUNKS) or with a smaller model")
         return (f"{type(domain).__name__}: {domain}" if domain is not None
                 else f"{type(e).__name__}: {e}")
 

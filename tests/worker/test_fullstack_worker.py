@@ -292,3 +292,39 @@ def test_a_plugins_keyboardinterrupt_in_a_query_is_its_error_and_the_worker_goes
     assert took < 20, took
     assert worker.proc.poll() is None
     assert "exited with" not in worker.text() and "Unrecoverable error" not in worker.text()
+
+
+def test_a_models_memoryerror_while_indexing_is_said_on_the_job_in_process_and_on_a_worker(
+        stack: Stack, tmp_path) -> None:
+    """A plugin's MemoryError while documents are indexed (untried until 2026-12-03): the job's
+    row, and on a worker each document's error, read "MemoryError: " and nothing else. They say
+    it is memory and what helps; the worker goes on, its chunk's documents listed as errors."""
+    import json
+
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "hungry_plugin.py").write_text(HUNGRY_PLUGIN)
+    stack.env.update(FACET_PLUGINS="hungry_plugin",
+                     PYTHONPATH=os.pathsep.join([stack.env["PYTHONPATH"], str(tmp_path / "plugins")]))
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(3):
+        (src / f"d{i}.txt").write_text(f"document number {i} about lighthouses")
+    said = "out of memory (MemoryError); index fewer chunks at a time (--batch-chunks, "
+
+    here = stack.facet("index", str(src), "--collection", "in-process", "--embedder", "hungry")
+    assert here.returncode == 1, here.stderr
+    assert "error: out of memory (MemoryError)" in here.stderr
+    [row] = json.loads(stack.facet("jobs", "--json", "--collection", "in-process").stdout)
+    assert row["state"] == "failed" and row["message"].startswith(said), row
+
+    worker = stack.start_worker("index,query")
+    sent = stack.facet("index", str(src), "--collection", "on-worker", "--embedder", "hungry",
+                       "--background")
+    assert sent.returncode == 0, sent.stderr
+    job_id = int(sent.stdout.split()[0])
+    followed = stack.facet("jobs", str(job_id), "--follow", timeout=120)
+    job = json.loads(stack.facet("jobs", str(job_id), "--json").stdout)
+    assert job["state"] == "completed" and job["docs_failed"] == 3, (job, followed.stdout)
+    errors = stack.facet("jobs", str(job_id), "--errors", "3").stdout
+    assert errors.count(f"chunk 0 failed: {said}") == 3, errors
+    assert worker.proc.poll() is None
