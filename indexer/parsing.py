@@ -79,6 +79,7 @@ import time
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, ClassVar, TypeGuard
 
@@ -1247,14 +1248,29 @@ def _markdown_title(text: str) -> str | None:
     return None
 
 
-def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
-    from bs4 import BeautifulSoup
+# Pages with more tags than this are read by ``_HtmlTextStream`` instead of a parsed tree: the
+# tree took ~120 MB and ~5 s a megabyte of dense markup (a 20 MB page of tags, under
+# FACET_MAX_DOCUMENT_MB, ~2.4 GB and ~100 s extrapolated, per indexing thread); ~145 MB this way.
+HTML_TREE_MAX_TAGS = 200_000
 
-    soup = BeautifulSoup(text, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else None
-    text = _drop_invisible(_html_text(soup.body or soup))
+
+def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
+    tags = text.count("<")
+    if tags > HTML_TREE_MAX_TAGS:
+        stream = _HtmlTextStream()
+        stream.feed(text)
+        stream.close()
+        title, text = stream.title, _drop_invisible(stream.text())
+        warnings.append(f"{path}: about {tags:,} tags, over {HTML_TREE_MAX_TAGS:,}: read as a "
+                        "stream of its text (in bounded memory) rather than as a tree")
+    else:
+        from bs4 import BeautifulSoup
+
+        soup = BeautifulSoup(text, "html.parser")
+        for tag in soup(["script", "style", "noscript", "template"]):
+            tag.decompose()
+        title = soup.title.get_text(strip=True) if soup.title else None
+        text = _drop_invisible(_html_text(soup.body or soup))
     # A table row is one line (``tr`` is a block), its cells parted by _CELL_SEPARATOR; a cell's
     # own blocks (a <p> in a <td>, a layout table's page) still break lines.
     lines = [_CELL_SEPARATOR.join(c for c in (" ".join(cell.split()) for cell in segment.split(_CELL))
@@ -1303,6 +1319,191 @@ def _html_text(body: Any) -> str:
         elif isinstance(node, NavigableString) and type(node) in types:
             parts.append(str(node).replace(_CELL, ""))  # (a stray one in the text is no cell)
     return "".join(parts)
+
+
+class _Pieces:
+    """Strings kept in order, joined a few thousand at a time (a million one-character strings
+    took ~50 bytes each as objects)."""
+
+    _JOIN_EVERY = 4096
+
+    def __init__(self) -> None:
+        self._joined: list[str] = []
+        self._tail: list[str] = []
+
+    def add(self, piece: str) -> None:
+        self._tail.append(piece)
+        if len(self._tail) >= self._JOIN_EVERY:
+            self._joined.append("".join(self._tail))
+            self._tail.clear()
+
+    def text(self) -> str:
+        return "".join(self._joined) + "".join(self._tail)
+
+
+class _HtmlTextStream(HTMLParser):
+    """The text ``_html_text`` gives of the parsed tree, and the title, read from the tokens as
+    they come: the same tokenizer as the tree (Python's ``html.parser``), the tree's rules for
+    what an end tag closes (the nearest open element of its name, and the elements opened inside
+    it; an end tag of nothing open is dropped), for the elements that hold nothing (``<br>``)
+    and for a string of blanks alone (one space, or one line break). Memory grows with the text
+    kept and the depth of open elements, not with the tags. Character references are read as
+    the tree reads them (an unknown ``&foo;`` is ``&foo``)."""
+
+    _DROPPED = frozenset({"script", "style", "noscript", "template"})  # with all they hold
+    _NOT_TEXT = frozenset({"rt", "rp"})  # ruby annotations: their strings are not the text's
+    _ASCII_BLANKS = " \n\t\f\r"
+    _EMPTY = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "keygen",
+                        "link", "menuitem", "meta", "param", "source", "track", "wbr", "basefont",
+                        "bgsound", "command", "frame", "image", "isindex", "nextid", "spacer"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)  # as the tree's parser: references below
+        self._open: list[str] = []
+        self._opened: dict[str, int] = {}  # how many of each name are open (membership in O(1))
+        self._dropped = 0  # open elements whose content is dropped
+        self._not_text = 0
+        self._everywhere = _Pieces()
+        self._body: _Pieces | None = None  # from the first <body>
+        self._body_depth: int | None = None  # its place among the open elements, while open
+        self._title: list[str] | None = None  # the first <title>'s strings
+        self._title_depth: int | None = None
+        self._pending: list[str] = []
+        self._ended_empty: list[str] = []  # empty elements opened with no end of their own
+
+    @property
+    def title(self) -> str | None:
+        return None if self._title is None else "".join(x.strip() for x in self._title)
+
+    def text(self) -> str:
+        return (self._everywhere if self._body is None else self._body).text()
+
+    def _emit(self, piece: str) -> None:
+        if self._dropped:
+            return
+        self._everywhere.add(piece)
+        if self._body_depth is not None and self._body is not None:
+            self._body.add(piece)
+
+    def handle_starttag(self, tag: str, attrs: Any, *, own_end: bool = False) -> None:
+        self._flush()
+        if tag in self._EMPTY:
+            if tag == "br" or tag in _HTML_BLOCK_NAMES:  # (<hr>: a block of nothing)
+                self._emit(_BLOCK_BREAK)
+                if tag != "br":
+                    self._emit(_BLOCK_BREAK)
+            if not own_end:
+                # The tree's parser takes one later </br> as this element's end: no text
+                # parted around it.
+                self._ended_empty.append(tag)
+            return
+        self._open.append(tag)
+        self._opened[tag] = self._opened.get(tag, 0) + 1
+        if tag == "body" and self._body is None and not self._dropped:  # (dropped: not the tree's)
+            self._body, self._body_depth = _Pieces(), len(self._open)
+        elif tag == "title" and self._title is None and not self._dropped:
+            self._title, self._title_depth = [], len(self._open)
+        if tag in self._DROPPED:
+            self._dropped += 1
+        elif tag in self._NOT_TEXT:
+            self._not_text += 1
+        elif tag in _HTML_BLOCK_NAMES:
+            self._emit(_BLOCK_BREAK)
+        elif tag in ("td", "th"):
+            self._emit(_CELL)
+
+    def handle_startendtag(self, tag: str, attrs: Any) -> None:
+        self.handle_starttag(tag, attrs, own_end=True)
+        self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._ended_empty:
+            self._ended_empty.remove(tag)
+            return
+        self._flush()
+        if not self._opened.get(tag):
+            return
+        while self._open:
+            if self._close() == tag:
+                return
+
+    def _close(self) -> str:
+        depth = len(self._open)
+        tag = self._open.pop()
+        self._opened[tag] -= 1
+        if tag in self._DROPPED:
+            self._dropped -= 1
+        elif tag in self._NOT_TEXT:
+            self._not_text -= 1
+        elif tag in _HTML_BLOCK_NAMES:
+            self._emit(_BLOCK_BREAK)
+        elif tag in ("td", "th"):
+            self._emit(_CELL)
+        if depth == self._body_depth:
+            self._body_depth = None
+        if depth == self._title_depth:
+            self._title_depth = None
+        return tag
+
+    def handle_data(self, data: str) -> None:
+        # Held until the next tag, comment or declaration: the tokenizer hands "x < y" over in
+        # pieces, the tree keeps it as one string (stripped whole in the title, and kept whole
+        # where a piece is blank).
+        self._pending.append(data)
+
+    def handle_entityref(self, name: str) -> None:
+        from bs4.dammit import EntitySubstitution
+
+        # An unknown name stays as written (the tree's reading, which drops a ``;`` after it).
+        character = EntitySubstitution.HTML_ENTITY_TO_CHARACTER.get(name)
+        self.handle_data(character if character is not None else f"&{name}")
+
+    def handle_charref(self, name: str) -> None:
+        from bs4.builder._htmlparser import BeautifulSoupHTMLParser
+
+        # The tree's own reading of a number (Windows-1252's 128-159, U+FFFD for what no
+        # character is, digits followed by more text), so both give the same characters.
+        character, _, rest = BeautifulSoupHTMLParser._dereference_numeric_character_reference(name)
+        for piece in (character, rest):
+            if piece is not None:
+                self.handle_data(piece)
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = "".join(self._pending)
+        self._pending.clear()
+        if self._dropped or self._not_text:
+            return
+        if not data.strip(self._ASCII_BLANKS) and not self._opened.get("pre") \
+                and not self._opened.get("textarea"):
+            data = "\n" if "\n" in data else " "  # as the tree keeps a run of blanks alone
+        self._string(data)
+
+    def _string(self, data: str) -> None:
+        self._emit(data.replace(_CELL, ""))  # (a stray one in the text is no cell)
+        if self._title_depth is not None and self._title is not None:
+            self._title.append(data)
+
+    def unknown_decl(self, data: str) -> None:
+        self._flush()
+        if data.upper().startswith("CDATA[") and not self._dropped:  # (ruby's too: the tree's)
+            self._string(data[len("CDATA["):])
+
+    def handle_comment(self, data: str) -> None:
+        self._flush()
+
+    def handle_decl(self, decl: str) -> None:
+        self._flush()
+
+    def handle_pi(self, data: str) -> None:
+        self._flush()
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+        while self._open:  # what was never closed ends with the page
+            self._close()
 
 
 # Elements a browser lays out as blocks (a line of their own); every other tag is inline.
