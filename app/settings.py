@@ -125,6 +125,11 @@ _INIT_OPTIONS = frozenset(name for name in inspect.signature(BaseSettings.__init
                           if name.startswith("_") and not name.startswith("__"))
 
 
+# Settings whose value is a secret, and URL settings that may hold one (``__repr_args__``).
+_SECRET_FIELDS = frozenset({"api_key", "ui_auth", "qdrant_api_key"})
+_URL_FIELDS = frozenset({"database_url", "broker_url", "result_backend", "qdrant_url"})
+
+
 class FacetSettings(BaseSettings):
     """Facet settings. Every field can be set as ``FACET_<FIELD>`` (for example ``FACET_DATA_DIR``).
 
@@ -530,6 +535,18 @@ class FacetSettings(BaseSettings):
                            "%s", ", ".join(given), "applies" if len(given) == 1 else "apply",
                            store, "it" if len(given) == 1 else "them")
         return self
+
+    def __repr_args__(self) -> Any:
+        """The fields as the repr shows them: a secret as ``***``, a URL's password masked (the
+        repr, in a debugger, a traceback with locals or a ``print(settings)``, showed the API
+        key, the UI's passwords and the database's, broker's and Qdrant's passwords as set)."""
+        for name, value in super().__repr_args__():
+            if value and name in _SECRET_FIELDS:
+                yield name, "***"
+            elif isinstance(value, str) and name in _URL_FIELDS:
+                yield name, masked_url(value)
+            else:
+                yield name, value
 
     @property
     def uses_qdrant_server(self) -> bool:

@@ -99,3 +99,22 @@ def test_a_data_folder_that_is_a_broken_link_says_so(environment, tmp_path) -> N
     said = _refusal(environment, "FACET_DATA_DIR", str(link / "sub"))
     assert f"is inside {link}, which is a broken link to {tmp_path / 'gone'}" in said
     assert not (tmp_path / "gone").exists()
+
+
+def test_the_settings_repr_shows_no_secret() -> None:
+    """`print(settings)`, a debugger or a traceback with locals showed the API key, the UI's
+    passwords and every URL's password as set."""
+    from app.settings import FacetSettings
+
+    settings = FacetSettings(api_key="sekret-key", ui_auth="ana:pw-one,bo:pw-two", qdrant_api_key="qkey",
+                             database_url="postgresql://u:dbpass@db.example/facet",
+                             broker_url="redis://:redispass@redis.example:6379/0",
+                             result_backend="redis://:backendpass@r2.example:6379/1",
+                             qdrant_url="https://user:qpass@q.example:6333")
+    for shown in (repr(settings), str(settings)):
+        for secret in ("sekret-key", "pw-one", "pw-two", "qkey", "dbpass", "redispass", "backendpass",
+                       "qpass"):
+            assert secret not in shown, (secret, shown)
+        assert "api_key='***'" in shown and "database_url='postgresql://u:***@db.example/facet'" in shown
+    assert settings.api_key == "sekret-key"  # the values themselves are as set
+    assert "api_key=None" in repr(FacetSettings())
