@@ -1,0 +1,87 @@
+"""``facet docs [NAME]``: the documentation the messages and help texts point at.
+
+Help texts and messages say "see docs/api.md"; an installed wheel had no docs/ anywhere (the
+security exploration of the sixth session of 2026-12-02). The wheel installs them under
+``<prefix>/share/facet-search/docs`` (pyproject.toml's data-files), as it does the checkpoints;
+this command finds them there or in a checkout, lists them, prints one, or says where it is.
+"""
+
+from __future__ import annotations
+
+import difflib
+import site
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from app.errors import InvalidRequestError, UnavailableError
+
+INSTALLED_DOCS = Path("share", "facet-search", "docs")
+
+
+def docs_dir() -> Path | None:
+    """The ``docs/`` folder beside the packages (a checkout or an editable install), else the
+    copy a ``pip install`` put under ``share/facet-search/docs`` of the environment (or of the
+    user base); None where neither is."""
+    checkout = Path(__file__).resolve().parents[2] / "docs"
+    if (checkout / "api.md").is_file():
+        return checkout
+    for base in dict.fromkeys((sysconfig.get_path("data"), sys.prefix, site.getuserbase())):
+        installed = Path(base) / INSTALLED_DOCS
+        if (installed / "api.md").is_file():
+            return installed
+    return None
+
+
+def _first_heading(path: Path) -> str:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    except OSError:
+        pass
+    return ""
+
+
+def register(cli: typer.Typer) -> None:
+    """Add ``facet docs`` to the CLI."""
+    from app.commands.common import handle_errors
+
+    @cli.command("docs")
+    @handle_errors
+    def docs_cmd(
+        name: Annotated[str | None, typer.Argument(
+            help="a document: api, cli, deploy, evaluation, indexing, plugins, training, ui... "
+                 "(docs/NAME.md, as messages name them); none: list them")] = None,
+        path: Annotated[bool, typer.Option("--path", help="print where the document is, not its text")]
+            = False,
+    ) -> None:
+        """Print a document of Facet's documentation (what "see docs/NAME.md" points at), or list them."""
+        folder = docs_dir()
+        if folder is None:
+            raise UnavailableError(
+                "Facet's documentation is not installed here (no docs/ beside the packages, none "
+                f"under {INSTALLED_DOCS} of this environment); it is in the source repository's "
+                "docs/ folder")
+        docs = {p.stem: p for p in sorted(folder.glob("*.md"))}
+        if name is None:
+            width = max(len(n) for n in docs)
+            for stem, doc in docs.items():
+                typer.echo(f"{stem:<{width}}  {_first_heading(doc)}")
+            typer.echo(f"(in {folder}; `facet docs NAME` prints one)")
+            return
+        stem = Path(name.strip()).name.removesuffix(".md").lower()
+        found = docs.get(stem)
+        if found is None:
+            close = difflib.get_close_matches(stem, list(docs), n=1, cutoff=0.6)
+            raise InvalidRequestError(
+                f"no document {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                + f"; the documents: {', '.join(docs)}")
+        if path:
+            typer.echo(str(found))
+            return
+        typer.echo(found.read_text(encoding="utf-8"), nl=False)
