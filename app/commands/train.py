@@ -87,7 +87,8 @@ def register(cli: typer.Typer) -> None:
         dev_corpus: Annotated[str, typer.Option(
             help="corpus methods: rank the SciFact dev queries over a 'sample' (400 abstracts cut to 64 "
                  "words; cheap) or the 'whole' corpus of whole abstracts (what users search; ~20 min per "
-                 "evaluation on one CPU thread; far less on a GPU, not yet measured)")] = "sample",
+                 "evaluation on one CPU thread; far less on a GPU, not yet measured; --dev-size does "
+                 "not cut it)")] = "sample",
         dev_samples: Annotated[int, typer.Option(
             help="instruction methods: average the dev score over this many seeded CLINC val samples "
                  "(one sample's score has an sd of 1-2 points; each sample costs one more evaluation)")] = 1,
@@ -732,7 +733,10 @@ def _build_from_lora(spec: TrainableMethod, max_length: int, backbone: str, over
 # history: the committed logs stay small).
 _RUN_SUMMARY = ("command", "init_from", "init_lora_from", "steps_done", "weights_steps",
                 "batch_size", "device", "seconds_per_step", "stopped", "best", "dev_curve",
-                "soup", "note", "where", "inference_selection", "not_kept")
+                "soup", "note", "where", "inference_selection", "not_kept",
+                # what the run was (its commit and machine, its training and method settings,
+                # teacher and mix): a continuation kept only its command and curve
+                "environment", "config", "method_config", "teacher", "tasks", "mix")
 
 
 def _prior_runs(path: Path) -> dict[str, Any]:

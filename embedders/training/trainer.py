@@ -262,6 +262,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _method_settings(model: Any) -> dict[str, Any] | None:
+    """The method's configuration (``MethodConfig.to_dict``), training-only fields included."""
+    config = getattr(model, "config", None)
+    to_dict = getattr(config, "to_dict", None)
+    return to_dict() if callable(to_dict) else None
+
+
 def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str | Path | None = None,
           *, progress: bool = True, extra_log: dict[str, Any] | None = None,
           evaluate: Callable[[Any], dict[str, Any]] | None = None,
@@ -308,7 +315,10 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     stopped = "running"
 
     def make_log() -> dict[str, Any]:
-        log = {"method": model.method, "config": asdict(config), "steps_done": len(history), "skipped": skipped,
+        log = {"method": model.method, "config": asdict(config),
+               # The method's own settings this run trained with (a continuation inherits its
+               # checkpoint's distillation, temperature, refinement weight...: no log said which).
+               "method_config": _method_settings(model), "steps_done": len(history), "skipped": skipped,
                "seconds": round(_clock() - start, 1), "stopped": stopped,
                "seconds_per_step": round(sum(h["step_seconds"] for h in history) / max(1, len(history)), 3),
                **(extra_log or {})}
@@ -442,7 +452,8 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                     bar.refresh()
                 break
         if stopped == "running":
-            stopped = "completed"
+            # (--stop-after ends the run early on purpose: it was logged "completed".)
+            stopped = "completed" if last >= config.steps else f"stopped after {last} steps (--stop-after)"
         if not curve or curve[-1]["step"] != done_at or evaluate is None:
             checkpoint(done_at)
     except KeyboardInterrupt:
@@ -452,6 +463,10 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         stopped = "interrupted"
         if evaluate is None and not history:
             logger.warning("interrupted before the first step; nothing saved")
+        elif evaluate is not None and not best:
+            # (Stopped during the first evaluation: it said "keeping the best checkpoint so far",
+            # then "nothing saved".)
+            logger.warning("interrupted after %d steps, before any checkpoint was kept", done_at)
         else:
             logger.warning("interrupted after %d steps; %s", done_at, "keeping the best checkpoint so far"
                            if evaluate is not None else "saving the current weights")

@@ -252,6 +252,12 @@ def test_a_continuation_in_place_keeps_the_runs_behind_the_weights(trained, tmp_
     assert previous["command"] == log["command"] and previous["note"] == "kept at its best dev step"
     assert previous["dev_curve"] == log["dev_curve"] and "history" not in previous
     assert after["weights_steps"] == log["weights_steps"] + 1
+    # What the earlier run was, not only its command and curve: its commit and machine, its
+    # training and method settings (a continuation's summary dropped them).
+    for key in ("environment", "config", "method_config"):
+        assert previous[key] == log[key], key
+    assert previous["method_config"]["max_length"] == 32 and "temperature" in previous["method_config"]
+    assert after["method_config"]["temperature"] == log["method_config"]["temperature"]
 
 
 def test_init_from_keeps_the_checkpoints_max_length_unless_given(trained, tmp_path, shared_data, tiny):

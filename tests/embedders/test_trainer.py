@@ -66,6 +66,8 @@ def test_stop_after_replays_the_first_steps_of_a_longer_schedule() -> None:
     full = train(_Linear(), _Sampler(), TrainConfig(steps=20, lr=0.05, warmup=4), progress=False)
     cut = train(_Linear(), _Sampler(), TrainConfig(steps=20, lr=0.05, warmup=4, stop_after=7), progress=False)
     assert cut["steps_done"] == 7
+    # Ended on purpose, before its schedule's end: not "completed" (it was).
+    assert cut["stopped"] == "stopped after 7 steps (--stop-after)" and full["stopped"] == "completed"
     # Same seed, same schedule: the cut run is the full run's first 7 steps exactly.
     for a, b in zip(cut["history"], full["history"][:7], strict=True):
         assert a["lr"] == b["lr"]
@@ -335,3 +337,37 @@ def test_a_checkpoint_whose_swap_was_interrupted_loads_by_path_and_partials_are_
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
     assert recover_checkpoint(target, partial_older_than_s=600) is False
     assert not stale.exists() and fresh.exists()
+
+
+def test_a_stop_during_the_first_evaluation_does_not_claim_a_checkpoint_kept(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Ctrl-C or SIGTERM while the step-0 score ran said "keeping the best checkpoint so far",
+    and then the command "nothing saved"."""
+
+    def stopped(model: _Linear) -> dict[str, float]:
+        raise KeyboardInterrupt
+
+    with caplog.at_level("WARNING", logger="embedders.training.trainer"):
+        log = train(_Linear(), _Sampler(), TrainConfig(steps=5, lr=0.05, warmup=1, eval_every=2),
+                    tmp_path / "ck", progress=False, evaluate=stopped)
+    assert log["stopped"] == "interrupted" and not log["best"]
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["interrupted after 0 steps, before any checkpoint was kept"], said
+    assert not (tmp_path / "ck" / "toy.pt").exists()
+
+
+def test_the_log_records_the_methods_own_settings(tmp_path: Path) -> None:
+    """A continuation trains with its checkpoint's method settings (a distillation, a
+    temperature, a refinement weight): no log said which."""
+
+    class _Config:
+        def to_dict(self) -> dict[str, object]:
+            return {"temperature": 0.02, "refinement_weight": 5.0}
+
+    model = _Linear()
+    model.config = _Config()  # type: ignore[attr-defined]
+    log = train(model, _Sampler(), TrainConfig(steps=2, lr=0.05, warmup=1), tmp_path, progress=False)
+    on_disk = json.loads((tmp_path / "train_log.json").read_text())
+    assert log["method_config"] == on_disk["method_config"] == {"temperature": 0.02, "refinement_weight": 5.0}
+    plain = train(_Linear(), _Sampler(), TrainConfig(steps=1, lr=0.05, warmup=1), progress=False)
+    assert plain["method_config"] is None  # (a model without a method configuration)
