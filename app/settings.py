@@ -242,6 +242,11 @@ class FacetSettings(BaseSettings):
                                           "(JSON list; [\"*\"]: any); a page of another site could "
                                           "otherwise reach it through a name of its own (DNS rebinding); "
                                           "`facet ui` without a login reads it too")
+    root_path: str = Field(
+        default="", description="the path a reverse proxy serves Facet under (\"/facet\" for "
+                                "https://host/facet/), the proxy removing it before it passes a "
+                                "request on: the UI's links, /docs and the Location and Link headers "
+                                "carry it; empty = served at the root (docs/deploy.md)")
     api_models: list[str] | None = Field(
         default=None, description="embedders the API may load (names or checkpoint paths, "
                                   "options included, exactly as requested); unset = the registered "
@@ -455,6 +460,35 @@ class FacetSettings(BaseSettings):
         if value is not None and value not in DTYPE_NAMES:
             raise ValueError(f"use one of {', '.join(DTYPE_NAMES)}; unset for the default")
         return value
+
+    @field_validator("api_allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        """Host names as the guard compares them: lower case, without a port. A name given with
+        its port (``intranet.example:8443``, as a browser's address bar shows it) was accepted and
+        never matched: the guard compares the request's name without its port."""
+        names = []
+        for item in value:
+            name = item.strip().lower()
+            with_port = re.fullmatch(r"(\[[^\]]*\]|[^:]*):\d*", name)
+            names.append(with_port.group(1).strip("[]") if with_port else name)
+        return names
+
+    @field_validator("root_path")
+    @classmethod
+    def root_path_of(cls, value: str) -> str:
+        """``value`` as a root path: "" for none, else "/a/b" (no trailing '/').
+
+        Raises:
+            ValueError: not a path (no leading '/', a query, a blank).
+        """
+        path = value.strip()
+        if not path or path == "/":
+            return ""
+        if not path.startswith("/") or any(c in path for c in "?#") or any(c.isspace() for c in path):
+            raise ValueError(f"{value!r} is not a URL path: give the prefix the proxy serves Facet "
+                             "under, starting with '/' (\"/facet\"), or leave it empty")
+        return path.rstrip("/")
 
     @field_validator("database_url")
     @classmethod

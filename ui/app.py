@@ -991,5 +991,6 @@ def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
                                                              unguarded=guard, also=(host,)))
     demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
                 prevent_thread_lock=not block, quiet=not block,
-                state_session_capacity=demo.state_session_capacity, **options)
+                state_session_capacity=demo.state_session_capacity,
+                root_path=settings.root_path or None, **options)  # (behind a proxy's prefix)
     return demo

@@ -53,7 +53,15 @@ def cross_site(request: Request, settings: FacetSettings, *, login: bool | None 
         return None
     if origin in settings.cors_origins or "*" in settings.cors_origins:
         return None
-    if urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower():
+    netloc = urlsplit(origin).netloc.lower()
+    if netloc == request.headers.get("host", "").lower():
+        return None
+    # Behind a proxy that passes its own upstream as Host (nginx's default, 127.0.0.1:8000) and
+    # the client's in X-Forwarded-Host, the page's own origin read as another site: every UI
+    # write was refused. A page of another site cannot send that header cross-site without a
+    # preflight, which CORS refuses, so it does not open the door to one.
+    forwarded = request.headers.get("x-forwarded-host", "")
+    if forwarded and netloc == forwarded.split(",")[0].strip().lower():
         return None
     return origin
 

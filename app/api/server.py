@@ -492,6 +492,43 @@ def _client(request: Request) -> str:
     return request.client.host if request.client is not None else "unknown"
 
 
+def route_path(scope: Any) -> str:
+    """The request's path as the routes see it: without the root path a proxy serves Facet
+    under (uvicorn puts ``--root-path`` in front of ``scope["path"]``)."""
+    path, root = str(scope.get("path", "")), str(scope.get("root_path", ""))
+    return path[len(root):] if root and path.startswith(root) else path
+
+
+class _RootPathLinks:
+    """Behind a proxy's prefix (``FACET_ROOT_PATH``, ``--root-path``), the ``Location`` of a new
+    job and the ``Link`` to a listing's next page carry it: they said ``/jobs/4``, which the
+    client resolved to the proxy's root, a 404 (the reverse-proxy exploration of 2026-12-03)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        root = str(scope.get("root_path", "")).encode("latin-1")
+        if scope["type"] != "http" or not root:
+            await self.app(scope, receive, send)
+            return
+
+        async def sent(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = []
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"location" and value.startswith(b"/") \
+                            and not value.startswith(b"//"):
+                        value = root + value
+                    elif name.lower() == b"link" and value.startswith(b"</"):
+                        value = b"<" + root + value[1:]
+                    headers.append((name, value))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, sent)
+
+
 class _RequestLog:
     """One INFO line for each request that took ``SLOW_REQUEST_S`` or more: method, path (never
     the query string, which may carry a key; masked), status (499: the client went away),
@@ -504,7 +541,7 @@ class _RequestLog:
         self.app = app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or str(scope.get("path", "")).startswith("/ui/"):
+        if scope["type"] != "http" or route_path(scope).startswith("/ui/"):
             await self.app(scope, receive, send)
             return
         note: dict[str, Any] = {}
@@ -795,6 +832,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     # Around the body limit (a 413 carries the CORS headers too), inside the request log (a
     # preflight is logged as any request is).
     cors(app, settings.cors_origins)
+    app.add_middleware(_RootPathLinks)
     app.add_middleware(_RequestLog)  # outermost of these: the whole request, body limit too
     _openapi(app, settings)
     auth = [Depends(_require_key), Security(_BEARER)]  # optional without a key (``_openapi``)

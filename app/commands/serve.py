@@ -32,6 +32,10 @@ def register(cli: typer.Typer) -> None:
         log_level: Annotated[str, typer.Option(
             "--log-level", help="critical, error, warning, info, debug or trace: uvicorn's and "
                                 "Facet's own log lines (-v keeps Facet's at debug)")] = "info",
+        root_path: Annotated[str | None, typer.Option(
+            "--root-path", help="the path a reverse proxy serves Facet under (/facet), which it "
+                                "removes before passing requests on; default FACET_ROOT_PATH "
+                                "(docs/deploy.md, 'Behind a reverse proxy')")] = None,
     ) -> None:
         """Serve the API from this process (it owns the data folder: one process per folder).
 
@@ -54,6 +58,14 @@ def register(cli: typer.Typer) -> None:
                                       f"{', '.join(LOG_LEVELS)}")
         check_port(host, port)
         settings = get_settings()
+        if root_path is not None:  # (checked as the setting is)
+            from app.settings import FacetSettings
+
+            try:
+                checked = FacetSettings.root_path_of(root_path)
+            except ValueError as e:
+                raise InvalidRequestError(f"--root-path {e}") from e
+            settings = settings.model_copy(update={"root_path": checked})
         names = preload_names(preload, settings)  # one line, not uvicorn's start-up traceback
         from app.services.context import check_database
 
@@ -71,8 +83,10 @@ def register(cli: typer.Typer) -> None:
                 _log_start(host, settings, ui=any(getattr(r, "path", None) == "/ui" for r in app.routes))
                 _warn_unowned(settings)
                 mask_access_log()  # the access line's query string: never a key in clear
+                # root_path: the UI's and /docs' own URLs carry the proxy's prefix (without it the
+                # UI under https://host/facet/ui/ sent its queue and login to /ui/..., a 404).
                 uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), workers=1,
-                            log_config=_uvicorn_log_config())
+                            log_config=_uvicorn_log_config(), root_path=settings.root_path)
         finally:
             root.setLevel(before)  # called in-process (tests): leave the caller's level
 

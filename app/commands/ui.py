@@ -29,6 +29,9 @@ def register(cli: typer.Typer) -> None:
         preload: Annotated[list[str] | None, typer.Option(
             "--preload", help="embedder to load at start-up (repeat; default FACET_DEFAULT_EMBEDDER)")
         ] = None,
+        root_path: Annotated[str | None, typer.Option(
+            "--root-path", help="the path a reverse proxy serves the UI under (/facet), which it "
+                                "removes before passing requests on; default FACET_ROOT_PATH")] = None,
     ) -> None:
         """Serve the search / cluster / index UI from this process (it owns the data folder).
 
@@ -54,6 +57,13 @@ def register(cli: typer.Typer) -> None:
                                       "--host an IPv4 address (127.0.0.1, 0.0.0.0) or a host name")
         check_port(host, port)
         settings = get_settings()
+        if root_path is not None:  # (checked as the setting is)
+            from app.settings import FacetSettings
+
+            try:
+                settings = settings.model_copy(update={"root_path": FacetSettings.root_path_of(root_path)})
+            except ValueError as e:
+                raise InvalidRequestError(f"--root-path {e}") from e
         names = preload_names(preload, settings)  # before the data folder opens
         # As `facet serve` (exit 2, one line): the pickers offered a name that cannot be served.
         check_api_models(settings.api_models)

@@ -652,6 +652,12 @@ def _unreachable(url: str, timeout: float | None, error: Exception) -> Unavailab
         return UnavailableError(
             f"the server at {url} does not speak HTTPS ({said}): it serves plain HTTP, as "
             f"`facet serve` does; use base_url={plain.removesuffix('/search')!r}")
+    if scheme == "https" and "CERTIFICATE_VERIFY_FAILED" in text:
+        # (A proxy's self-signed or internal CA's certificate: it advised starting a server.)
+        return UnavailableError(
+            f"the server at {url} answered with a certificate this process does not trust "
+            f"({said}): point SSL_CERT_FILE (or SSL_CERT_DIR) at the CA that signed it, set before "
+            "the first request, or check base_url")
     if scheme == "http" and isinstance(error, httpx.RemoteProtocolError | httpx.ReadError):
         return UnavailableError(
             f"the server at {url} closed the connection without an answer ({said}); if it "

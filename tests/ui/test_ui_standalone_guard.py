@@ -110,3 +110,12 @@ def test_the_host_name_the_ui_listens_on_is_answered(tmp_path) -> None:
     with _launched(tmp_path, host=name) as url:
         port = url.rsplit(":", 1)[1]
         assert httpx.get(url, headers={"host": f"{name}:{port}"}, timeout=30).status_code == 200
+
+
+def test_the_ui_on_its_own_behind_a_proxys_prefix_says_its_urls_with_it(tmp_path) -> None:
+    import httpx
+
+    with _launched(tmp_path, root_path="/facet") as url:
+        config = httpx.get(f"{url}/config", timeout=30)
+        assert config.status_code == 200, config.text[:200]
+        assert config.json()["root"].endswith("/facet"), config.json()["root"]

@@ -227,3 +227,11 @@ def test_a_password_in_base_url_is_masked_and_a_query_string_refused() -> None:
         FacetRetriever(collection="c", base_url="http://127.0.0.1:9/?api_key=qskey")
     assert refused.value.param == "base_url" and "qskey" not in str(refused.value)
     assert "without a query string or fragment (the key goes in api_key=)" in str(refused.value)
+
+
+def test_an_untrusted_certificate_says_which_ca_to_trust(tls_only) -> None:
+    """A proxy's self-signed (or internal CA's) certificate was answered "start one with facet
+    serve ... or check base_url" (the reverse-proxy exploration of 2026-12-03)."""
+    said = _refusal(FacetRetriever(collection="c", base_url=f"https://127.0.0.1:{tls_only}", timeout=5))
+    assert "answered with a certificate this process does not trust" in said, said
+    assert "SSL_CERT_FILE" in said and "start one" not in said, said
