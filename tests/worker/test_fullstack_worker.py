@@ -208,6 +208,15 @@ def test_a_query_embedder_the_worker_cannot_load_is_the_workers_fault(stack: Sta
     assert message.endswith("FACET_PLUGINS; start the workers with the plugins the server has)"), message
 
 
+def _with_plugin(stack: Stack, tmp_path, module: str, source: str) -> None:
+    """The stack's processes (workers, `facet` commands) load plugin ``module`` (``source``)."""
+    folder = tmp_path / "plugins"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{module}.py").write_text(source)
+    stack.env.update(FACET_PLUGINS=module,
+                     PYTHONPATH=os.pathsep.join([stack.env["PYTHONPATH"], str(folder)]))
+
+
 HUNGRY_PLUGIN = '''
 from embedders import register_embedder
 from tests.app.services.test_instruction_unread import WordHash
@@ -231,10 +240,7 @@ def test_a_models_memoryerror_in_a_query_leaves_the_worker_serving(stack: Stack,
     from app.remote import CeleryQueryEncoder
 
     settings = stack.settings(worker_timeout_s=60)  # (FACET_PLUGINS is no setting: read before)
-    (tmp_path / "plugins").mkdir()
-    (tmp_path / "plugins" / "hungry_plugin.py").write_text(HUNGRY_PLUGIN)
-    stack.env.update(FACET_PLUGINS="hungry_plugin",
-                     PYTHONPATH=os.pathsep.join([stack.env["PYTHONPATH"], str(tmp_path / "plugins")]))
+    _with_plugin(stack, tmp_path, "hungry_plugin", HUNGRY_PLUGIN)
     worker = stack.start_worker("query")
     encoder = CeleryQueryEncoder(settings)
     try:
@@ -273,10 +279,7 @@ def test_a_plugins_keyboardinterrupt_in_a_query_is_its_error_and_the_worker_goes
     from app.remote import CeleryQueryEncoder
 
     settings = stack.settings(worker_timeout_s=30)
-    (tmp_path / "plugins").mkdir()
-    (tmp_path / "plugins" / "interrupting_plugin.py").write_text(INTERRUPTING_PLUGIN)
-    stack.env.update(FACET_PLUGINS="interrupting_plugin",
-                     PYTHONPATH=os.pathsep.join([stack.env["PYTHONPATH"], str(tmp_path / "plugins")]))
+    _with_plugin(stack, tmp_path, "interrupting_plugin", INTERRUPTING_PLUGIN)
     worker = stack.start_worker("query")
     encoder = CeleryQueryEncoder(settings)
     try:
@@ -301,10 +304,7 @@ def test_a_models_memoryerror_while_indexing_is_said_on_the_job_in_process_and_o
     it is memory and what helps; the worker goes on, its chunk's documents listed as errors."""
     import json
 
-    (tmp_path / "plugins").mkdir()
-    (tmp_path / "plugins" / "hungry_plugin.py").write_text(HUNGRY_PLUGIN)
-    stack.env.update(FACET_PLUGINS="hungry_plugin",
-                     PYTHONPATH=os.pathsep.join([stack.env["PYTHONPATH"], str(tmp_path / "plugins")]))
+    _with_plugin(stack, tmp_path, "hungry_plugin", HUNGRY_PLUGIN)
     src = tmp_path / "src"
     src.mkdir()
     for i in range(3):
