@@ -1047,6 +1047,18 @@ class PluginModel:
         value = getattr(self._facet_model, name)
         if name in _VECTOR_METHODS and callable(value):
             return self._checked_method(name, value)
+        if name == "generate_answers" and callable(value):
+            # An explainer's answers go through the same guard as encode: a KeyboardInterrupt
+            # it raised killed `facet serve`'s encoder thread (every later encode hung) and a
+            # worker's pool process (the task re-delivered, crashing each one in turn).
+            label = self._facet_label
+
+            def answers(*args: Any, **kwargs: Any) -> Any:
+                return _guarded_call(label, name, value, *args, **kwargs)
+
+            answers.__name__ = answers.__qualname__ = name
+            answers.__doc__ = value.__doc__
+            return answers
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -351,6 +351,37 @@ def test_a_keyboardinterrupt_a_plugin_raises_off_the_main_thread_is_its_error(re
         signal.signal(signal.SIGINT, previous)
 
 
+def test_an_explainers_keyboardinterrupt_off_the_main_thread_is_its_error(registered):
+    """An explainer's ``generate_answers`` was not guarded as ``encode`` is: a KeyboardInterrupt
+    it raised killed `facet serve`'s encoder thread (every later encode hung) and a worker's pool
+    process (the verification round of 2026-12-03)."""
+    import threading
+
+    class Explaining(ChkEmbedder):
+        def generate_answers(self, texts, **kwargs):
+            if texts == ["stop"]:
+                raise KeyboardInterrupt
+            return [f"about {t}" for t in texts]
+
+    registered.append("chk-explain")
+    register_embedder("chk-explain", lambda device=None, **kw: Explaining("chk-explain"), "explains")
+    model = load_embedder("chk-explain")
+    assert model.generate_answers(["cats"]) == ["about cats"]
+    raised: list[BaseException] = []
+
+    def in_a_thread() -> None:
+        try:
+            model.generate_answers(["stop"])
+        except BaseException as e:  # (what came out is the test's)
+            raised.append(e)
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert len(raised) == 1 and isinstance(raised[0], PluginError), raised
+    assert "'chk-explain'" in str(raised[0]) and "failed in generate_answers: KeyboardInterrupt" in str(raised[0])
+
+
 def test_a_name_taken_is_not_met_with_advice_to_unregister_it(registered):
     """The refusal told a plugin to "call unregister_embedder first", which silently replaced
     the packaged minilm for every command (the plugin exploration)."""
