@@ -102,6 +102,22 @@ def worker_extra_missing(module: str) -> UnavailableError:
     return UnavailableError(f"{module} is not installed: pip install 'facet-search[worker]'")
 
 
+class _RestartAdvice(logging.Filter):
+    """Celery's result consumer logs "... The Celery application must be restarted." at CRITICAL
+    when its few reconnection tries (a client's, ``celery_client``) fail: a server or CLI read
+    it at every request while Redis stalled, yet the next call reconnects by itself, and the
+    caller's error already says the broker is out of reach. A WARNING that says so."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.CRITICAL and "must be restarted" in record.getMessage():
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = ("lost the connection to the result backend (Redis); the "
+                                       "next call reconnects"), None
+        return True
+
+
+logging.getLogger("celery.backends.asynchronous").addFilter(_RestartAdvice())
+
 _CLIENTS: dict[tuple[str, str], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
