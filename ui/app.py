@@ -986,7 +986,7 @@ def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
     # site read the whole page config through a name of its own and uploaded files into it.
     # Gradio checks its start through the --host name, which is answered too.
     guard = Unguarded("this UI has no login", "set FACET_UI_AUTH (or FACET_API_KEY)",
-                      login=ui_auth(settings) is not None)
+                      login=ui_auth(settings) is not None, cookie_paths="")
     options["app_kwargs"]["middleware"].insert(0, Middleware(KeylessGuard, settings=settings,
                                                              unguarded=guard, also=(host,)))
     demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,

@@ -34,6 +34,10 @@ class Unguarded:
     lacks: str
     remedy: str
     login: bool = False
+    # Where the login is a cookie (Gradio's), which a browser sends with any page's request:
+    # under this path a page of another site's writes stay refused with a login too ("": every
+    # path; None: none).
+    cookie_paths: str | None = None
 
 
 API = Unguarded("this server has no FACET_API_KEY", "set FACET_API_KEY")
@@ -111,13 +115,17 @@ class KeylessGuard:
                  also: Iterable[str] = ()) -> None:
         self.app = app
         self.settings = settings
-        self.unguarded = unguarded or Unguarded(API.lacks, API.remedy, login=bool(settings.api_key))
+        self.unguarded = unguarded or Unguarded(API.lacks, API.remedy, login=bool(settings.api_key),
+                                                cookie_paths="/ui")
         self.also = tuple(also)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         said = self.unguarded
-        if scope["type"] != "http" or said.login:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if said.login:
+            await self._behind_a_login(scope, receive, send)
             return
         request = Request(scope)
         if (name := untrusted_host(request.headers.get("host", ""), self.settings, login=False,
@@ -139,3 +147,27 @@ class KeylessGuard:
             return
         errors.log_answer(request, status, errors.cut_names(message), code)  # (as the body says it)
         await errors.error_response(status, message, kind, code=code)(scope, receive, send)
+
+    async def _behind_a_login(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """With a login, names are the login's to answer; but where it is a cookie (the UI's),
+        a page of another site's write carries it: it was let through (the verification round
+        of 2026-12-03 uploaded a file into a logged-in UI from another origin)."""
+        cookie = self.unguarded.cookie_paths
+        path = str(scope.get("path", ""))
+        root = str(scope.get("root_path", ""))
+        path = path[len(root):] if root and path.startswith(root) else path
+        if cookie is None or scope["method"] in ("GET", "HEAD", "OPTIONS") or \
+                (cookie and path != cookie and not path.startswith(cookie + "/")):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        origin = cross_site(request, self.settings, login=False)
+        if origin is None:
+            await self.app(scope, receive, send)
+            return
+        message = (f"a request from a page of another site ({origin}) is refused: the page's "
+                   "login is a cookie, which a browser sends with any page's request; list that "
+                   "site in FACET_CORS_ORIGINS")
+        errors.log_answer(request, 403, errors.cut_names(message), "cross_site_request")
+        await errors.error_response(403, message, "permission_error",
+                                    code="cross_site_request")(scope, receive, send)

@@ -119,3 +119,37 @@ def test_the_ui_on_its_own_behind_a_proxys_prefix_says_its_urls_with_it(tmp_path
         config = httpx.get(f"{url}/config", timeout=30)
         assert config.status_code == 200, config.text[:200]
         assert config.json()["root"].endswith("/facet"), config.json()["root"]
+
+
+def test_a_ui_with_a_login_still_refuses_another_sites_writes(tmp_path) -> None:
+    """Gradio's login is a cookie (SameSite=None), which a browser sends with any page's
+    request: a page of another site uploaded a file into a logged-in UI (the verification round
+    of 2026-12-03). Names stay the login's (above); writes from another site are refused."""
+    with _launched(tmp_path, ui_auth="ana:a-long-random-password") as url:
+        cross = _upload(url, origin="http://elsewhere.example")
+        assert cross.status_code == 403, cross.text[:200]
+        error = cross.json()["error"]
+        assert error["code"] == "cross_site_request"
+        assert "the page's login is a cookie, which a browser sends with any page's request" in error["message"]
+        assert _upload(url, origin=url).status_code != 403  # its own page: the login's to answer
+
+
+def test_a_served_ui_behind_the_api_key_refuses_another_sites_writes(tmp_path, minilm) -> None:
+    """`facet serve` with FACET_API_KEY: the API's key is a header no other site's page can send,
+    the mounted UI's login a cookie it can: refused under /ui only."""
+    from fastapi.testclient import TestClient
+
+    from app.api import create_app
+    from tests.app.api.conftest import serving_facet
+
+    facet = serving_facet(tmp_path / "data", minilm, api_key="k3y")
+    try:
+        with TestClient(create_app(facet)) as client:
+            cross = client.post("/ui/gradio_api/upload", headers={"origin": "http://elsewhere.example"},
+                                files={"files": ("a.txt", b"hello", "text/plain")})
+            assert cross.status_code == 403 and cross.json()["error"]["code"] == "cross_site_request"
+            api = client.post("/jobs/999999/cancel", headers={"origin": "http://elsewhere.example",
+                                                              "authorization": "Bearer k3y"})
+            assert api.status_code == 404, api.text  # past the guard: the key is the API's check
+    finally:
+        facet.close()
