@@ -84,8 +84,15 @@ class UnavailableError(FacetError):
 class ModelError(FacetError):
     """An embedder failed on its own, not for the request's input: a plugin's ``EmbedderError``
     other than ``InvalidInputError`` (its backend crashed), or a plugin that breaks the
-    contract (``embedders.registry.PluginError``). The server's fault (HTTP 500, code
+    contract (``embedders.errors.PluginError``). The server's fault (HTTP 500, code
     ``model_error``), its message shown: it was a 400 blaming the request."""
+
+
+class ModelOutputError(ModelError):
+    """The embedder gave vectors that cannot be used for some of the texts (NaN, infinite, all
+    zero; ``embedders.registry.UnusableVectorsError``). Still the model's fault (as
+    ``ModelError``); an index run encodes the batch's documents apart on it and records those
+    the model fails as failed documents, writing the rest."""
 
 
 def as_domain_error(error: Exception) -> FacetError | None:
@@ -105,6 +112,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
         EmbedderError,
         InvalidInputError,
         UnknownEmbedderError,
+        UnusableVectorsError,
     )
     from indexer.errors import (
         CollectionNotFoundError,
@@ -124,6 +132,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return DataError(str(error))
     if isinstance(error, InvalidInputError):
         return InvalidRequestError(str(error))
+    if isinstance(error, UnusableVectorsError):
+        return ModelOutputError(str(error))
     if isinstance(error, EmbedderError):
         return ModelError(str(error))
     if isinstance(error, CollectionNotFoundError | SourceNotFoundError):

@@ -28,3 +28,14 @@ class DuplicateRegistrationError(EmbedderError, ValueError):
 
 class CheckpointError(EmbedderError, OSError):
     """A saved embedder cannot be read (missing files, wrong method, incompatible config)."""
+
+
+class PluginError(EmbedderError):
+    """A registered embedder does not keep the contract (its factory's signature, the name of
+    the model it builds). (Defined here, light to import; ``embedders.registry`` exports it.)"""
+
+
+class UnusableVectorsError(PluginError):
+    """A registered embedder returned vectors of the right shape of which some cannot be used
+    (NaN, infinite, all zero): a fault of the model on those texts, which a caller encoding
+    many texts (indexing) can tell apart from the others by encoding them apart."""

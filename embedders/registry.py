@@ -50,7 +50,9 @@ from embedders.errors import (
     DuplicateRegistrationError,
     EmbedderError,
     InvalidInputError,
+    PluginError,
     UnknownEmbedderError,
+    UnusableVectorsError,
 )
 
 logger = logging.getLogger(__name__)
@@ -62,11 +64,6 @@ CheckpointLoader = Callable[[Path, dict[str, Any], str | None], Embedder]
 
 PLUGIN_GROUP = "facet.embedders"  # the entry point group plugins register under
 PLUGINS_ENV = "FACET_PLUGINS"  # comma-separated modules ("pkg" or "pkg.mod:function") to load
-
-
-class PluginError(EmbedderError):
-    """A registered embedder does not keep the contract (its factory's signature, the name of
-    the model it builds)."""
 
 
 @dataclass(frozen=True)
@@ -955,19 +952,22 @@ def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = 
         vectors = array.astype(np.float32, copy=False)
         if not np.isfinite(vectors.sum(dtype=np.float64)):  # (a NaN or infinity reaches the sum)
             finite = np.isfinite(vectors).all(axis=1)
-            raise PluginError(f"{said} non-finite values (NaN or infinity, or past float32's range) "
-                              f"from {method} for {int((~finite).sum())} of {count} texts (the first: "
-                              f"text {int(np.argmin(finite)) + 1})")  # from 1, as `facet embed` counts
+            # (counted from 1, as `facet embed` counts)
+            first = f" (the first: text {int(np.argmin(finite)) + 1})" if count > 1 else ""
+            raise UnusableVectorsError(f"{said} non-finite values (NaN or infinity, or past float32's range) "
+                                       f"from {method} for {int((~finite).sum())} of {count} "
+                                       f"text{'s' if count != 1 else ''}{first}")
         norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors)).astype(np.float64)
     odd = (norms == 0) | ~np.isfinite(norms)  # squares under or over float32's range: in float64
     if odd.any():
         norms[odd] = np.linalg.norm(vectors[odd].astype(np.float64), axis=1)
     zero = norms == 0
     if zero.any():
-        raise PluginError(f"{said} an all-zero vector from {method} for {int(zero.sum())} of {count} texts "
-                          f"(the first: text {int(np.argmax(zero)) + 1}); a vector must have a direction to be "
-                          "compared: return a fixed unit vector for a text with nothing to read, or refuse "
-                          "it with InvalidInputError")
+        first = f" (the first: text {int(np.argmax(zero)) + 1})" if count > 1 else ""
+        raise UnusableVectorsError(f"{said} an all-zero vector from {method} for {int(zero.sum())} of {count} "
+                                   f"text{'s' if count != 1 else ''}{first}; a vector must have a direction to be "
+                                   "compared: return a fixed unit vector for a text with nothing to read, or "
+                                   "refuse it with InvalidInputError")
     if np.all(np.abs(norms - 1.0) <= _UNIT_TOLERANCE):
         return vectors
     return (vectors / norms[:, None]).astype(np.float32)

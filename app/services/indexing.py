@@ -52,6 +52,7 @@ from app.errors import (
     DataError,
     FacetError,
     InvalidRequestError,
+    ModelOutputError,
     NotFoundError,
     TooLargeError,
     UnavailableError,
@@ -3542,7 +3543,7 @@ class IndexService:
                 texts = [c.text for c in batch]
                 try:
                     vectors = self._encode_chunks(texts, spec, told)
-                except InvalidRequestError as e:  # the embedder refused some text of it
+                except (InvalidRequestError, ModelOutputError) as e:  # refused, or NaN for, some text
                     raise _Refused(str(e)) from e
                 self._count_unread(report, embedder, texts, [doc.key] * len(texts))
                 self._count_cut(report, embedder, texts, spec)
@@ -3766,11 +3767,12 @@ class IndexService:
             try:
                 vectors = (self._encode_chunks(texts, spec, encoding)
                            if texts else np.zeros((0, int(embedder.dim)), dtype=np.float32))
-            except InvalidRequestError as e:
-                # The embedder refused some text of the batch (a plugin's InvalidInputError):
-                # each document is encoded alone, those it refuses recorded as failed documents
-                # with its message, the rest written (it failed the whole job, no document
-                # counted).
+            except (InvalidRequestError, ModelOutputError) as e:
+                # The embedder refused some text of the batch (a plugin's InvalidInputError),
+                # or gave unusable vectors for some (NaN, all zero: ``ModelOutputError``): each
+                # document is encoded alone, those it refuses or fails recorded as failed
+                # documents with its message, the rest written (it failed the whole job, no
+                # document counted; a NaN's message named the text's place in the batch).
                 items, vectors = self._encode_apart(session, coll, job, report, items,
                                                     previous_status, spec, e)
                 texts = [c.text for it in items if it.reused is None for c in it.chunks]
@@ -4102,11 +4104,13 @@ class IndexService:
 
     def _encode_apart(self, session: Session, coll: md.Collection, job: Any,
                       report: IndexReport, items: list[_Item], previous_status: dict[str, str],
-                      spec: str, refusal: InvalidRequestError) -> tuple[list[_Item], np.ndarray]:
-        """After the embedder refused a batch's texts (``refusal``): each document's chunks
-        encoded alone; each document it refuses is recorded as failed (``_record_error``: one
-        indexed before keeps that version) and left out. Returns the items kept and their
-        vectors, in order. Where it refuses none alone, ``refusal`` is raised again."""
+                      spec: str, refusal: InvalidRequestError | ModelOutputError,
+                      ) -> tuple[list[_Item], np.ndarray]:
+        """After the embedder refused a batch's texts or gave unusable vectors for some
+        (``refusal``): each document's chunks encoded alone; each document it refuses or fails
+        so is recorded as failed (``_record_error``: one indexed before keeps that version) and
+        left out. Returns the items kept and their vectors, in order. Where it fails none
+        alone, ``refusal`` is raised again."""
         kept: list[_Item] = []
         parts: list[np.ndarray] = []
         refused = 0
@@ -4114,7 +4118,7 @@ class IndexService:
             if it.reused is None and it.chunks:
                 try:
                     parts.append(self._encode_chunks([c.text for c in it.chunks], spec, None))
-                except InvalidRequestError as e:
+                except (InvalidRequestError, ModelOutputError) as e:
                     refused += 1
                     assert it.row is not None
                     before = previous_status.get(it.doc.key)

@@ -53,6 +53,8 @@ class Picky:
         for i, text in enumerate(texts):
             for word in text.lower().split():
                 out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
+            if "overflow" in text:  # (a model whose activations overflow on some text)
+                out[i, 0] = np.nan
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
@@ -174,6 +176,28 @@ def test_a_crash_still_fails_the_job(make_ctx, tmp_path, picky) -> None:
 
     with pytest.raises(ModelError, match="picky backend crashed"):
         IndexService(ctx).index(src, "c", IndexOptions(embedder=picky))
+
+
+def test_a_document_the_model_gives_nan_for_fails_alone_named(make_ctx, tmp_path, picky) -> None:
+    """A NaN vector for one text failed the whole job, nothing written, its message naming the
+    text's place in the batch ("the first: text 3"), not the document: the documents are
+    encoded apart, that one recorded as failed under its name, the rest indexed."""
+    ctx = make_ctx()
+    src = _corpus(tmp_path / "src")
+    (src / "b.txt").write_text("a text on which the model's activations overflow")
+    report = IndexService(ctx).index(src, "c", IndexOptions(embedder=picky))
+    assert (report.docs_seen, report.docs_indexed, report.docs_failed) == (3, 2, 1)
+    key = str(src / "b.txt")
+    assert [k for k, _ in report.errors] == [key]
+    assert report.errors[0][1] == (f"{key}: embedder 'picky-t' (registered by {__name__}) returned non-finite "
+                                   "values (NaN or infinity, or past float32's range) from encode for 1 of 1 text")
+    assert CollectionService(ctx).job(report.job_id).state == "completed"
+    # Streamed, the same.
+    ctx2 = make_ctx(stream_document_mb=0.0001)
+    (src / "b.txt").write_text("plain words here " * 20 + "and then an overflow")
+    streamed = IndexService(ctx2).index(src, "c2", IndexOptions(embedder=picky))
+    assert (streamed.docs_indexed, streamed.docs_failed) == (2, 1)
+    assert streamed.errors[0][0] == key and "non-finite values" in streamed.errors[0][1]
 
 
 def test_a_streamed_document_the_embedder_refuses_fails_alone(make_ctx, tmp_path, picky) -> None:
