@@ -74,7 +74,14 @@ def register(cli: typer.Typer) -> None:
                 typer.echo(f"{stem:<{width}}  {_first_heading(doc)}")
             typer.echo(f"(in {folder}; `facet docs NAME` prints one)")
             return
-        stem = Path(name.strip()).name.removesuffix(".md").lower()
+        given, _, anchor = name.strip().partition("#")
+        where = Path(given)
+        if where.is_absolute() or [part for part in where.parent.parts if part != "."] not in ([], ["docs"]):
+            # (``/etc/api.md`` printed Facet's api.md, as if it had read the file named)
+            raise InvalidRequestError(
+                f"{name!r} is not one of Facet's documents: give a name (api) or docs/NAME.md, as "
+                "messages name them")
+        stem = where.name.lower().removesuffix(".md")  # (``Api.MD`` was refused)
         found = docs.get(stem)
         if found is None:
             close = difflib.get_close_matches(stem, list(docs), n=1, cutoff=0.6)
@@ -84,4 +91,41 @@ def register(cli: typer.Typer) -> None:
         if path:
             typer.echo(str(found))
             return
-        typer.echo(found.read_text(encoding="utf-8"), nl=False)
+        text = found.read_text(encoding="utf-8")
+        typer.echo(section(text, anchor, found.name) if anchor else text, nl=False)
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it (what the docs' links use): lower case, spaces to
+    hyphens, punctuation other than hyphens and underscores dropped."""
+    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
+def section(text: str, anchor: str, name: str) -> str:
+    """The part of the Markdown ``text`` from the heading whose anchor is ``anchor`` to the next
+    heading of its level or above (``facet docs indexing.md#lexical-and-hybrid-search``, as the
+    docs link to it: an anchor was refused as part of the name).
+
+    Raises:
+        InvalidRequestError: no heading has that anchor (the closest named).
+    """
+    lines = text.splitlines(keepends=True)
+    headings: list[tuple[int, int, str]] = []  # (line, level, anchor)
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced  # (a "# comment" in a shell block is no heading)
+        elif not fenced and line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            if line[level:level + 1] in (" ", "\t"):
+                headings.append((i, level, _slug(line[level:].strip())))
+    wanted = anchor.strip().lower()
+    for n, (start, level, slug) in enumerate(headings):
+        if slug == wanted:
+            end = next((line for line, lvl, _ in headings[n + 1:] if lvl <= level), len(lines))
+            return "".join(lines[start:end])
+    close = difflib.get_close_matches(wanted, [slug for _, _, slug in headings], n=1, cutoff=0.6)
+    raise InvalidRequestError(f"{name} has no section #{anchor}"
+                              + (f" (did you mean #{close[0]}?)" if close else "")
+                              + f"; `facet docs {name}` prints it whole")

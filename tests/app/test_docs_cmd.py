@@ -71,3 +71,56 @@ def test_an_installed_package_finds_them_under_the_environments_share(tmp_path, 
     missing = CliRunner().invoke(cli, ["docs"])
     assert missing.exit_code == 7, missing.output
     assert "Facet's documentation is not installed here" in missing.output
+
+
+def test_names_are_read_as_messages_and_links_write_them() -> None:
+    """``Api.MD`` was refused, ``/etc/api.md`` printed Facet's api.md as if it had read that file,
+    and a link's anchor (``indexing.md#lexical-and-hybrid-search``) was refused as part of the
+    name: the suffix in any case, only Facet's docs/, and an anchor prints its section."""
+    runner = CliRunner()
+    api = (ROOT / "docs" / "api.md").read_text()
+    for name in ("Api.MD", "./docs/api.md", " api "):
+        shown = runner.invoke(cli, ["docs", name])
+        assert shown.exit_code == 0 and shown.output == api, name
+    for name in ("/etc/api.md", "../docs/api.md", "other/api.md"):
+        refused = runner.invoke(cli, ["docs", name])
+        assert refused.exit_code == 2, name
+        assert f"error: {name!r} is not one of Facet's documents: give a name (api) or docs/NAME.md" in refused.output
+    part = runner.invoke(cli, ["docs", "docs/indexing.md#lexical-and-hybrid-search"])
+    assert part.exit_code == 0, part.output
+    assert part.output.startswith("## Lexical and hybrid search\n")
+    assert part.output in (ROOT / "docs" / "indexing.md").read_text()
+    assert "\n## " not in part.output.rstrip("\n").split("\n", 1)[1]  # (up to the next section)
+    near = runner.invoke(cli, ["docs", "indexing#lexical-and-hybrid"])
+    assert near.exit_code == 2
+    assert ("indexing.md has no section #lexical-and-hybrid (did you mean #lexical-and-hybrid-search?); "
+            "`facet docs indexing.md` prints it whole") in near.output
+
+
+def test_a_section_ends_at_its_level_and_skips_code_blocks() -> None:
+    text = ("# Top\nintro\n## A: one, two!\nbody\n```sh\n# not a heading\n```\n### Sub\nmore\n"
+            "## B\nother\n")
+    assert docs_cmd.section(text, "a-one-two", "x.md") == (
+        "## A: one, two!\nbody\n```sh\n# not a heading\n```\n### Sub\nmore\n")
+    assert docs_cmd.section(text, "Sub", "x.md") == "### Sub\nmore\n"
+    assert docs_cmd.section(text, "b", "x.md") == "## B\nother\n"
+
+
+def test_every_section_the_docs_link_to_is_found() -> None:
+    """Each ``NAME.md#anchor`` link of the README and docs/ prints a section with
+    ``facet docs NAME.md#anchor`` (so a link to a renamed heading fails here)."""
+    import re
+
+    from app.errors import InvalidRequestError
+
+    links = 0
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for m in re.finditer(r"\]\((?:docs/)?([a-z_]+)\.md#([^)\s]+)\)", doc.read_text()):
+            target = ROOT / "docs" / f"{m[1]}.md"
+            if target.is_file():
+                links += 1
+                try:
+                    docs_cmd.section(target.read_text(), m[2], target.name)
+                except InvalidRequestError as e:
+                    raise AssertionError(f"{doc.name}: {e}") from None
+    assert links >= 20
