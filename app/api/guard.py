@@ -86,6 +86,9 @@ def untrusted_host(host_header: str, settings: FacetSettings, *, login: bool | N
         name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
     if not name:  # no Host at all (HTTP/1.0, a raw ASGI call): no browser's request
         return None
+    # A fully qualified name's root dot (``localhost.``, ``facet.example.org.``) names the same
+    # host: it was refused where the name without it was allowed.
+    given, name = name, name.removesuffix(".")
     try:
         ipaddress.ip_address(name)
         return None
@@ -93,9 +96,9 @@ def untrusted_host(host_header: str, settings: FacetSettings, *, login: bool | N
         pass
     if name == "localhost" or name.endswith(".localhost"):
         return None
-    if name in {h.strip().lower() for h in (*settings.api_allowed_hosts, *also)}:
+    if name in {h.strip().lower().removesuffix(".") for h in (*settings.api_allowed_hosts, *also)}:
         return None
-    return name
+    return given
 
 
 class KeylessGuard:

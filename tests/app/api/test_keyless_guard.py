@@ -43,6 +43,22 @@ def test_a_keyless_server_answers_only_its_addresses_localhost_and_listed_names(
         facet.close()  # type: ignore[attr-defined]
 
 
+def test_a_names_root_dot_is_the_same_name(tmp_path, minilm) -> None:
+    """``localhost.`` and ``facet.lan.`` (fully qualified, as a resolver may be given them) were
+    refused where ``localhost`` and ``facet.lan`` are answered; a listed name with its dot too."""
+    client, facet = _client(tmp_path, minilm, api_allowed_hosts=["facet.lan", "team.example."])
+    try:
+        with client:
+            for host in ("localhost.:8000", "localhost.", "app.localhost.", "facet.lan.:8000", "team.example",
+                         "team.example.:8000"):
+                assert client.get("/collections", headers={"host": host}).status_code == 200, host
+            for host in ("rebind.attacker.example.:8000", "localhost..", "lan.", "."):
+                answer = client.get("/collections", headers={"host": host})
+                assert answer.status_code == 400 and answer.json()["error"]["code"] == "untrusted_host", host
+    finally:
+        facet.close()  # type: ignore[attr-defined]
+
+
 def test_with_a_key_or_a_star_any_name_is_answered(tmp_path, minilm) -> None:
     for settings in ({"api_key": "k"}, {"api_allowed_hosts": ["*"]}):
         client, facet = _client(tmp_path / str(len(settings)) / next(iter(settings)), minilm, **settings)
