@@ -884,12 +884,13 @@ def _guarded_call(label: str, method: str, function: Callable[..., Any], *args: 
     except KeyboardInterrupt as e:
         if threading.current_thread() is threading.main_thread() and not _ctrl_c_ignored():
             raise  # a Ctrl-C: it stops the command
-        # Raised by the plugin itself (a signal reaches the main thread only, and none where it
-        # is ignored, as in a worker's pool processes): it ended the whole of `facet serve` from
+        # Raised by the plugin itself (a signal reaches the main thread only, none where it is
+        # ignored, as in a worker's pool processes, and an index job's first Ctrl-C raises
+        # nothing, ``_ctrl_c_ignored``): it ended the whole of `facet serve` from
         # one request (the plugin exploration), and a worker's pool process, whose caller then
         # read "the worker failed: WorkerLostError".
         raise PluginError(f"{label} failed {doing or 'in ' + method}: KeyboardInterrupt raised by "
-                          "its code in a thread that no Ctrl-C reaches") from e
+                          "its code, where no Ctrl-C raises one") from e
     except (Exception, SystemExit) as e:
         hint = ""
         refused = [k for k in kwargs if not _takes_keyword(function, k)]
@@ -974,12 +975,20 @@ def checked_vectors(out: Any, count: int, model: Any, label: str, method: str = 
 
 
 def _ctrl_c_ignored() -> bool:
-    """Whether this process ignores SIGINT (Celery's pool processes do): no Ctrl-C can raise
-    KeyboardInterrupt here."""
+    """Whether no Ctrl-C can raise KeyboardInterrupt here now: this process ignores SIGINT
+    (Celery's pool processes do), or its SIGINT handler defers a first Ctrl-C and has had none
+    (an index job's, ``app.services.indexing._DeferredInterrupt``: it only sets a flag, checked
+    between batches; a handler says so by a true ``defers_ctrl_c`` and its ``requested``). A
+    plugin's own KeyboardInterrupt there read "stopped (Ctrl-C)" on a job no one stopped, a
+    detached ``--background`` one too."""
     try:
-        return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        handler = signal.getsignal(signal.SIGINT)
     except (AttributeError, ValueError):  # (no SIGINT on this platform)
         return False
+    if handler is signal.SIG_IGN:
+        return True
+    owner = getattr(handler, "__self__", None)
+    return getattr(owner, "defers_ctrl_c", False) is True and getattr(owner, "requested", True) is False
 
 
 def _takes_keyword(function: Any, keyword: str) -> bool:

@@ -1258,6 +1258,9 @@ class _DeferredInterrupt:
     _DEFAULTS: ClassVar[dict[int, Any]] = {signal.SIGINT: signal.default_int_handler,
                                             signal.SIGTERM: signal.SIG_DFL}
     _NAMES: ClassVar[dict[int, str]] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+    # Until a first signal (``requested``), no Ctrl-C raises KeyboardInterrupt: one raised
+    # meanwhile is a plugin's own, its error (``embedders.registry._ctrl_c_ignored``).
+    defers_ctrl_c = True
 
     def __init__(self, stopping: threading.Event | None = None) -> None:
         self.requested = False

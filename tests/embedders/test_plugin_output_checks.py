@@ -492,3 +492,50 @@ def test_a_bfloat16_tensor_is_read_as_float32(registered):
     vectors = load_embedder("chk-bf16").encode(["a card", "a refund"])
     assert vectors.dtype == np.float32 and vectors.shape == (2, 16)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+
+
+def test_a_plugins_keyboardinterrupt_in_an_index_job_is_its_error_not_a_ctrl_c(tmp_path):
+    """While an index job runs in the main thread its first Ctrl-C only sets a flag (checked
+    between batches), so a KeyboardInterrupt raised meanwhile is the plugin's own: it was
+    recorded as "stopped (Ctrl-C)", exit 130, the job "interrupted" with a resume hint, and so
+    was a detached ``--background`` job's, which no one can Ctrl-C. Real CLI processes."""
+    import json as _json
+
+    (tmp_path / "chk_ki_plugin.py").write_text(textwrap.dedent('''
+        import numpy as np
+
+        class Interrupting:
+            dim, identity = 4, "{}"
+            def __init__(self):
+                self.name = "chk-ki-job"
+            def encode(self, texts, *, role="document", instruction=None, batch_size=32):
+                if any("poison" in t for t in texts):
+                    raise KeyboardInterrupt
+                return np.tile(np.array([1, 0, 0, 0], np.float32), (len(texts), 1))
+
+        def register():
+            from embedders import register_embedder
+            register_embedder("chk-ki-job", lambda device=None, **kw: Interrupting(), "interrupts")
+    '''))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("a plain text")
+    (docs / "b.txt").write_text("a poison text")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "FACET_PLUGINS": "chk_ki_plugin", "FACET_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
+
+    def facet(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    said = "embedder 'chk-ki-job' (registered by chk_ki_plugin) failed in encode: KeyboardInterrupt raised by its code"
+    fore = facet("index", str(docs), "-e", "chk-ki-job", "-c", "fore")
+    assert fore.returncode == 1, (fore.returncode, fore.stderr)
+    assert said in fore.stderr and "stopped (Ctrl-C)" not in fore.stderr, fore.stderr
+    back = facet("index", str(docs), "-e", "chk-ki-job", "-c", "back", "--background")
+    assert back.returncode == 0, back.stderr
+    job_id = back.stdout.split()[0]
+    followed = facet("jobs", job_id, "--follow", "--interval", "0.2")
+    assert followed.returncode == 1
+    job = _json.loads(facet("jobs", job_id, "--json").stdout)
+    assert job["state"] == "failed" and said in job["message"] and "stopped (Ctrl-C)" not in job["message"], job
