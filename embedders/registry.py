@@ -978,15 +978,17 @@ def _ctrl_c_ignored() -> bool:
     """Whether no Ctrl-C can raise KeyboardInterrupt here now: this process ignores SIGINT
     (Celery's pool processes do), or its SIGINT handler defers a first Ctrl-C and has had none
     (an index job's, ``app.services.indexing._DeferredInterrupt``: it only sets a flag, checked
-    between batches; a handler says so by a true ``defers_ctrl_c`` and its ``requested``). A
+    between batches; a handler says so by a true ``defers_ctrl_c`` and its ``requested``), or
+    its handler never raises one (a true ``raises_no_keyboard_interrupt``: Celery's in a
+    worker's main process, where ``--pool solo`` runs the tasks: it ended that worker). A
     plugin's own KeyboardInterrupt there read "stopped (Ctrl-C)" on a job no one stopped, a
     detached ``--background`` one too."""
     try:
         handler = signal.getsignal(signal.SIGINT)
     except (AttributeError, ValueError):  # (no SIGINT on this platform)
         return False
-    if handler is signal.SIG_IGN:
-        return True
+    if handler is signal.SIG_IGN or getattr(handler, "raises_no_keyboard_interrupt", False) is True:
+        return True  # (the second: a Celery worker's own handler, marked by ``worker.app``)
     owner = getattr(handler, "__self__", None)
     return getattr(owner, "defers_ctrl_c", False) is True and getattr(owner, "requested", True) is False
 

@@ -16,6 +16,7 @@ The main process also runs the sweeper that re-sends chunk tasks lost with kille
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
@@ -208,6 +209,24 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
 
     name = getattr(sender, "hostname", None) or "worker"
     _STATE["sweeper"] = start_sweeper(get_settings(), name)
+    _mark_celerys_sigint()
+
+
+def _mark_celerys_sigint() -> None:
+    """Tell the plugin guard (``embedders.registry``) that this main process's SIGINT handler,
+    Celery's (a Ctrl-C starts its warm shutdown; it sets a flag and raises nothing), never
+    raises KeyboardInterrupt: one raised in a task here (``--pool solo`` runs them in this
+    thread) is a plugin's own, its error. It was passed on as a Ctrl-C and ended the worker
+    ("Unrecoverable error")."""
+    import signal
+
+    try:
+        handler = signal.getsignal(signal.SIGINT)
+    except (AttributeError, ValueError):  # (no SIGINT here)
+        return
+    if callable(handler) and str(getattr(handler, "__module__", "")).startswith("celery."):
+        with contextlib.suppress(AttributeError, TypeError):
+            handler.raises_no_keyboard_interrupt = True  # type: ignore[attr-defined]
 
 
 @worker_shutdown.connect

@@ -172,8 +172,9 @@ class Stack:
         return FacetSettings(**values)
 
     def start_worker(self, queues: str = "index,query", *,
-                     open_files: int | None = None) -> Worker:
-        """``open_files``: the soft ``ulimit -n`` the worker starts with (default: this process's)."""
+                     open_files: int | None = None, pool: str | None = None) -> Worker:
+        """``open_files``: the soft ``ulimit -n`` the worker starts with (default: this process's);
+        ``pool``: its ``--pool`` (default: the worker's, prefork)."""
         log = self.tmp / f"worker-{len(self.workers)}.log"
         out = open(log, "wb")  # noqa: SIM115 (the child writes it)
 
@@ -184,7 +185,8 @@ class Stack:
                 hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
                 resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
 
-        proc = subprocess.Popen([sys.executable, "-m", "app", "worker", "--queues", queues],
+        proc = subprocess.Popen([sys.executable, "-m", "app", "worker", "--queues", queues,
+                                 *(["--pool", pool] if pool else [])],
                                 env=self.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, preexec_fn=limit)
         out.close()

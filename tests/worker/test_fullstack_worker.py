@@ -269,18 +269,20 @@ register_embedder("interrupting", lambda device=None, **kw: Interrupting("interr
 '''
 
 
-def test_a_plugins_keyboardinterrupt_in_a_query_is_its_error_and_the_worker_goes_on(stack: Stack,
-                                                                                   tmp_path) -> None:
+@pytest.mark.parametrize("pool", [None, "solo"])
+def test_a_plugins_keyboardinterrupt_in_a_query_is_its_error_and_the_worker_goes_on(stack: Stack, tmp_path,
+                                                                                   pool) -> None:
     """A plugin raising KeyboardInterrupt in an encode task ended the pool process running it (a
     worker's pool processes ignore Ctrl-C, so no Ctrl-C raised it): the caller waited out
     FACET_WORKER_TIMEOUT_S and read "no worker answered". It is the plugin's error, at once; the
-    worker goes on serving with the same process."""
+    worker goes on serving with the same process. With ``--pool solo`` the task runs in the
+    worker's main process, whose SIGINT is Celery's (it raises nothing): it ended the worker."""
     from app.errors import FacetError
     from app.remote import CeleryQueryEncoder
 
     settings = stack.settings(worker_timeout_s=30)
     _with_plugin(stack, tmp_path, "interrupting_plugin", INTERRUPTING_PLUGIN)
-    worker = stack.start_worker("query")
+    worker = stack.start_worker("query", pool=pool)
     encoder = CeleryQueryEncoder(settings)
     try:
         t0 = time.monotonic()
