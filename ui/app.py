@@ -416,6 +416,16 @@ COMPARE_SUMMARY_JS = """(html) => {
   return text.replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
 }"""
 
+# The Cluster tab's summary (or failure, or "Clustering stopped") as text, said from a live
+# area outside the tabs: in the tab's panel it was never said to a user who went to another
+# tab while a clustering ran (minutes on a CPU). The summary itself is no live area, so on the
+# Cluster tab it is said once. Parsed apart from the page (DOMParser runs nothing).
+CLUSTER_SAID_JS = """(html) => {
+  const doc = new DOMParser().parseFromString(html || '', 'text/html');
+  const text = (doc.body ? doc.body.textContent : '').replace(/\\s+/g, ' ').trim();
+  return text.replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
+}"""
+
 # The Cluster tab's table: fractions of a narrow (375 px) screen broke its headers a letter a
 # line; minimum widths in pixels let it scroll sideways instead.
 CLUSTER_WIDTHS = ["80px", "60px", "160px", "200px", "320px"]
@@ -630,7 +640,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                             # Shown while a clustering runs (``run_button``).
                             k_stop = gr.Button("Stop", variant="stop", visible=False,
                                                elem_id="cluster-stop-button", scale=1)
-                k_summary = live_html(elem_id="cluster-summary")
+                # (Said from ``k_said``, after the tabs.)
+                k_summary = gr.HTML(elem_id="cluster-summary")
                 k_plot = gr.Plot(label="Map (PCA of the embeddings)", elem_id="cluster-map")
                 k_table = gr.Dataframe(headers=render.CLUSTER_COLUMNS, label="Clusters",
                                        interactive=False, wrap=True, elem_id="cluster-table",
@@ -749,6 +760,9 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # the tabs: in the Index tab's panel it was hidden whenever another tab was open, and a
         # job's end (or failure) was never said to a user who went on searching meanwhile.
         i_said = live_html(elem_id="index-announce", elem_classes=["facet-sr-only"])
+        # The Cluster tab's summary, said wherever the user is when a clustering ends
+        # (``CLUSTER_SAID_JS``). Not shown: the tab shows the summary.
+        k_said = live_html(elem_id="cluster-announce", elem_classes=["facet-sr-only"])
 
         # ---------------------------------------------------------------- events
         pickers_in = [s_collection, c_collection, k_collection, i_collection, l_delete]
@@ -832,6 +846,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
             elif fn.is_cancel_function and fn.api_name == "unnamed":
                 # Gradio's own cancel (no facade call), named as the page's other toggles.
                 fn.api_name = "lambda_cancel_cluster"
+        k_summary.change(None, k_summary, k_said, js=CLUSTER_SAID_JS, api_name="lambda_cluster_said",
+                         api_visibility="private", queue=False)
         refresh(cluster_event.failure)
         # (A run stopped with Stop says so, not "The last run failed".)
         cluster_event.failure(h.cluster_failed, None, [k_plot, k_table, k_csv, k_summary],

@@ -185,3 +185,31 @@ def test_text_typed_to_filter_a_picker_and_left_is_not_a_pick(page) -> None:  # 
     page.keyboard.press("Enter")
     page.wait_for_function("document.querySelector('#search-instruction textarea').value"
                            " !== 'My own carefully written instruction'")
+
+
+def test_a_clusterings_end_is_said_while_another_tab_is_open(page) -> None:  # noqa: F811
+    """The Cluster tab's summary was its live area, inside the tab's panel: display: none while
+    the user went to another tab during a clustering (minutes on a CPU), so its end was never
+    said. It is said from a live area outside the tabs (once: the summary is no live area)."""
+    import uuid
+
+    open_tab(page, "Cluster")
+    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
+    run = uuid.uuid4().hex[:8]  # new texts: a recent clustering's embeddings are reused
+    texts = "\n".join(f"Memo {i} of {run}: invoice {i * 104729} waits at desk {i % 7}" for i in range(300))
+    page.locator("#cluster-texts textarea").wait_for(state="visible")
+    page.evaluate("([sel, text]) => { const box = document.querySelector(sel); box.value = text;"
+                  " box.dispatchEvent(new Event('input', {bubbles: true})); }",
+                  ["#cluster-texts textarea", texts])
+    page.fill("#cluster-k input[type=number]", "3")
+    page.fill("#cluster-instruction textarea", "What waits?")
+    page.locator("#cluster-button").click()
+    page.locator("#cluster-stop-button").wait_for()
+    open_tab(page, "Search")
+    said = "document.querySelector('#cluster-announce [role=status]')"
+    page.wait_for_function(f"{said} && {said}.textContent.includes('300 texts, k = 3')", timeout=120_000)
+    assert page.evaluate(f"{said}.checkVisibility()")  # in the page as read, not a hidden panel
+    assert "instruction: \u201cWhat waits?\u201d" in page.evaluate(f"{said}.textContent")
+    assert page.locator("#cluster-summary [aria-live]").count() == 0  # said once, not twice
+    open_tab(page, "Cluster")
+    assert "300 texts, k = 3" in page.inner_text("#cluster-summary")
