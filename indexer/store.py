@@ -160,6 +160,10 @@ Scrolled = tuple[Hit, dict[str, list[float]]]
 # at k=3 for eight copies of one text).
 _TIE_MARGIN = 16
 
+# Generations of a collection name in a store object (``VectorStore.generation``): unique in
+# the process, so a name dropped and made again never reads as unchanged.
+_GENERATIONS = itertools.count(1)
+
 
 def _ranked(points: Sequence[Any], limit: int) -> list[Hit]:
     hits = [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
@@ -311,6 +315,22 @@ class VectorStore(ABC):
 
     def collection_exists(self, collection: str) -> bool:
         return collection in self.list_collections()
+
+    def generation(self, collection: str) -> int:
+        """Which collection the name ``collection`` stands for in this store object: a number
+        that changes whenever this object drops it or creates it anew (0: neither yet). A
+        search reads it before it looks the name up and again where a step of it failed: one
+        changed in between met the collection deleted, or deleted and created again, by another
+        thread (a soak test's searches during a delete/re-create said "keeps no term vectors" or
+        "has no vectors from ..." of the new collection, 400s blaming the request). Another
+        process's drop is not seen here: an embedded store's folder lock keeps another process
+        out of a collection this one has open."""
+        generations: dict[str, int] = self.__dict__.get("_generations", {})
+        return generations.get(collection, 0)
+
+    def _replaced(self, collection: str) -> None:
+        """Mark ``collection`` dropped or created anew (``generation``)."""
+        self.__dict__.setdefault("_generations", {})[collection] = next(_GENERATIONS)
 
     @abstractmethod
     def ensure_collection(self, collection: str, vectors: Mapping[str, int], *,
@@ -1307,6 +1327,7 @@ class EdgeStore(VectorStore):
                     if lexical:
                         self._write_lexical(collection)
                     self._write_sizes(collection, vectors)  # last: it marks the shard complete
+                    self._replaced(collection)
                     created = True
             if created:
                 return
@@ -1333,17 +1354,25 @@ class EdgeStore(VectorStore):
         file changed: another process's job may add term vectors to a collection this process
         listed or searched before (a long-running server kept saying it had no word index)."""
         path = self._dir(collection) / self._LEXICAL_SIDE
-        try:
-            stamp: int | None = path.stat().st_mtime_ns
-        except FileNotFoundError:
-            stamp = None
+        stamp = self._lexical_stamp(path)
         cached = self._lexical.get(collection)
         if cached is not None and cached[0] == stamp:
             return cached[1]
         self._require(collection)
+        if stamp is None:
+            # Looked at again once the collection is found: it may have been deleted and made
+            # anew between the two looks, and a new collection's term vectors are recorded
+            # before it is complete (``ensure_collection``). Read once only, a word search in
+            # that moment said "keeps no term vectors" (a 400) of a collection made with them.
+            stamp = self._lexical_stamp(path)
         version = None
         if stamp is not None:
-            version = json.loads(path.read_text()).get("version")
+            try:
+                text = path.read_text()
+            except FileNotFoundError:  # deleted since the look: as any call on it now says
+                self._require(collection)
+                return self.lexical_version(collection)  # (made anew meanwhile)
+            version = json.loads(text).get("version")
             if version not in lex.DEFINITIONS:
                 raise StoreError(f"collection {collection!r} keeps term vectors of another "
                                  f"definition ({version!r}; this Facet reads "
@@ -1351,6 +1380,14 @@ class EdgeStore(VectorStore):
                                  "into a new one")
         self._lexical[collection] = (stamp, version)
         return version
+
+    @staticmethod
+    def _lexical_stamp(path: Path) -> int | None:
+        """The term vectors' side file's mtime, None where there is none."""
+        try:
+            return path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
 
     def _write_lexical(self, collection: str) -> None:
         path = self._dir(collection) / self._LEXICAL_SIDE
@@ -1408,6 +1445,8 @@ class EdgeStore(VectorStore):
             self._pinned.discard(collection)
             shard = self._shards.pop(collection, None)
             path = self._dir(collection)
+            if shard is not None or path.exists():
+                self._replaced(collection)  # (before the folder goes: a reader's next look fails)
             if shard is not None:
                 try:
                     shard.close()
@@ -2105,6 +2144,7 @@ class QdrantClientStore(VectorStore):
                         modifier=m.Modifier.IDF)} if lexical else None, **layout)
                 self._lexical.pop(collection, None)
                 self._index_tried.pop(collection, None)
+                self._replaced(collection)
                 if self.backend == "server":  # local mode has no payload indexes
                     self._client.create_payload_index(collection, DOC_ID_FIELD,
                                                       m.PayloadSchemaType.KEYWORD)
@@ -2152,6 +2192,7 @@ class QdrantClientStore(VectorStore):
         self._index_tried.pop(collection, None)
         if not self.collection_exists(collection):
             return False
+        self._replaced(collection)
         self._client.delete_collection(collection)
         return True
 

@@ -52,6 +52,35 @@ logger = logging.getLogger(__name__)
 FOLDER_DATABASE = "facet.db in this data folder"
 
 
+# Collections a delete of this process is removing now (name -> deletes in flight), from the
+# flush of their rows to the commit: a search in another thread meanwhile reads the rows, not yet
+# deleted for it, and finds the vectors gone. It said "the vector store holds none of it although
+# job 1 completed (its store folder removed, or the metadata restored apart from it?)" of a
+# collection being deleted (the soak test's delete/re-create race); ``being_deleted`` lets it
+# say so instead.
+_DELETING: dict[str, int] = {}
+_DELETING_LOCK = threading.Lock()
+
+
+def being_deleted(name: str) -> bool:
+    """Whether a delete of this process is removing collection ``name`` now."""
+    with _DELETING_LOCK:
+        return name in _DELETING
+
+
+@contextlib.contextmanager
+def _deleting(name: str) -> Iterator[None]:
+    with _DELETING_LOCK:
+        _DELETING[name] = _DELETING.get(name, 0) + 1
+    try:
+        yield
+    finally:
+        with _DELETING_LOCK:
+            _DELETING[name] -= 1
+            if not _DELETING[name]:
+                del _DELETING[name]
+
+
 def is_text(value: str) -> bool:
     """Whether ``value`` is Unicode text the database can store and a store can match: no lone
     surrogate (a command line's bytes that are not UTF-8 arrive as ``\\udce9``; a JSON
@@ -1577,35 +1606,36 @@ class CollectionService:
                 # /collections/{name}, whose path names the resource, answers it with None,
                 # as ``get`` leaves it.
                 raise self._not_found(session, name, param="collection")
-            current = leases.live_holder(session, coll.id)
-            queued = _waiting_jobs(session, coll.id)
-            if current is not None:
-                raise ConflictError(
-                    f"collection {name!r} is being indexed by {current.describe()}; "
-                    f"{follow_hint(current.job_id)} or cancel it (`facet jobs {current.job_id} "
-                    f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then"
-                    + (f"; {_queued_text(queued)} too" if queued else ""))
-            if queued:
-                # Deleted under them, a queued job's submitter got 404 for it, and its runner
-                # failed it when its turn came ("index job 6 no longer exists").
-                raise ConflictError(f"collection {name!r} has "
-                                    f"{_queued_text(queued, refusal=True)}")
+            self._refuse_writers(session, name, coll.id)
             info = self._info(session, coll)
             if info.store_unreadable is not None:
                 # Its folder not this user's to remove (the listing shows it, since): refused
                 # before anything is removed, as when the listing failed on it, rather than a
                 # traceback from the folder's removal part-way.
                 raise StoreUnavailableError(f"collection {name!r}: {info.store_unreadable}")
+            # Looked at again under the database's write lock, held until the commit: a job
+            # that queued or took the lease after the look above (another client's `facet
+            # index` of the same name) had its rows deleted under it, and its next write failed
+            # with "StaleDataError: UPDATE statement on table 'index_jobs' expected to update 1
+            # row(s); 0 were matched", its vectors dropped mid-run (the soak test's
+            # delete/re-create race). One that comes after it finds the collection gone.
+            self._lock_row(session, coll.id)
+            try:
+                self._refuse_writers(session, name, coll.id)
+            except ConflictError:
+                session.rollback()
+                raise
             # The metadata's rows first, flushed (this takes the database's write lock, or fails
             # busy with nothing changed), then the vectors, then the commit: dropping the vectors
             # first left a database locked by another writer listing a collection whose vectors
             # were gone, and the delete said it had failed.
             job_ids = md.collection_job_ids(session, coll.id)
-            md.delete_collection(session, coll)
-            session.flush()
-            self._counted.pop(name, None)
-            self.store.drop_collection(name)
-            session.commit()
+            with _deleting(name):
+                md.delete_collection(session, coll)
+                session.flush()
+                self._counted.pop(name, None)
+                self.store.drop_collection(name)
+                session.commit()
         # The logs of its background jobs, whose rows went with it: nothing named them any more,
         # and a data folder kept one file per job ever run (soak exploration).
         for job_id in job_ids:
@@ -1623,6 +1653,34 @@ class CollectionService:
         logger.info("deleted collection %s (%s, %s)", name, plural(info.documents, "document"),
                     "no points" if info.points is None else plural(info.points, "point"))
         return info
+
+    @staticmethod
+    def _refuse_writers(session: Session, name: str, collection_id: int) -> None:
+        """Raise ``ConflictError`` where a job holds the collection's lease or is queued to
+        write it: deleted under them, a queued job's submitter got 404 for it, and its runner
+        failed it when its turn came ("index job 6 no longer exists"); a running one failed its
+        next write."""
+        current = leases.live_holder(session, collection_id)
+        queued = _waiting_jobs(session, collection_id)
+        if current is not None:
+            raise ConflictError(
+                f"collection {name!r} is being indexed by {current.describe()}; "
+                f"{follow_hint(current.job_id)} or cancel it (`facet jobs {current.job_id} "
+                f"--cancel`, POST /jobs/{current.job_id}/cancel), and delete it then"
+                + (f"; {_queued_text(queued)} too" if queued else ""))
+        if queued:
+            raise ConflictError(f"collection {name!r} has {_queued_text(queued, refusal=True)}")
+
+    @staticmethod
+    def _lock_row(session: Session, collection_id: int) -> None:
+        """Hold what a new job of the collection needs until the session's commit: SQLite's
+        write lock (taken by the first write: a no-op update of the row), so that no job's row
+        nor lease is committed in between; PostgreSQL's lock of the row (FOR UPDATE), which a
+        job's insert (its foreign key) and a lease's update wait for, and then find the row
+        gone."""
+        C = md.Collection
+        session.execute(select(C.id).where(C.id == collection_id).with_for_update())
+        session.execute(update(C).where(C.id == collection_id).values(name=C.name))
 
     def orphan(self, name: str) -> CollectionInfo | None:
         """What the store holds under ``name`` that this metadata database does not know (its

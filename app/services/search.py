@@ -38,6 +38,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.encoding import QueryEncoder, instruction_refusal
 from app.errors import (
+    BusyError,
     ConflictError,
     DataError,
     InvalidRequestError,
@@ -47,6 +48,7 @@ from app.errors import (
 )
 from app.services import leases
 from app.services.collections import (
+    being_deleted,
     default_vector,
     effective_state,
     is_text,
@@ -1618,13 +1620,52 @@ class SearchService:
     def search(self, request: SearchRequest) -> SearchResponse:
         """Run one search.
 
+        A search whose collection another thread deleted, or deleted and created again, while
+        it ran (``_replaced``) and that failed for it runs once more, on the collection the name
+        stands for now: one step read the old collection and the next the new one, or none,
+        and a soak test's searches said "keeps no term vectors", "has no vectors from ..." (400s
+        blaming the request) or "the vector store holds none of it although job N completed" (a
+        404 blaming lost files) of a collection being deleted and indexed again.
+
         Raises:
             InvalidRequestError: see ``validate``; an embedder the collection has no vectors of.
             NotFoundError: unknown collection (one whose first job, queued or running, has
                 written nothing yet: no results, and a note saying so).
+            BusyError: the collection was deleted or replaced while the search ran, twice (or is
+                being deleted now): search again.
         """
         started = time.perf_counter()
         self.validate(request)
+        name = request.collection
+        seen = self.store.generation(name)  # (before the name is looked up)
+        try:
+            return self._search(request, started)
+        except Exception as e:
+            if not self._replaced(name, seen):
+                raise
+            logger.info("collection %r was deleted or created anew while a search of it ran "
+                        "(%s: %s); searching it once more", name, type(e).__name__, e)
+        self.forget(name)
+        seen = self.store.generation(name)
+        try:
+            return self._search(request, time.perf_counter())
+        except Exception as e:
+            if not self._replaced(name, seen):
+                raise
+            self.forget(name)
+            raise BusyError(f"collection {name!r} was deleted, or deleted and indexed again, "
+                            "while this search ran (it may be being deleted now); search again "
+                            "in a moment: the collection under that name answers then, or none "
+                            "is found", param="collection") from e
+
+    def _replaced(self, collection: str, seen: int) -> bool:
+        """Whether ``collection`` was dropped or created anew in the store since its
+        ``VectorStore.generation`` was ``seen``, or a delete of this process is removing it now
+        (its rows, still there to a reader until the delete commits, and its vectors gone)."""
+        return self.store.generation(collection) != seen or being_deleted(collection)
+
+    def _search(self, request: SearchRequest, started: float) -> SearchResponse:
+        """``search``'s one run, over a validated request."""
         request = self._bm25_as_lexical(request)
         instruction = (request.instruction or "").strip() or None
         timings: dict[str, float] = {}
