@@ -303,7 +303,13 @@ def acquire(session: Session, collection_id: int, job_id: int, ttl_s: float) -> 
     if taken.rowcount == 1:  # type: ignore[attr-defined]
         return None
     current = session.get(md.Collection, collection_id, populate_existing=True)
-    other = holder(current) if current is not None else None
+    if current is None:
+        # Deleted (no row for the UPDATE to take): trying again recursed until RecursionError.
+        from app.errors import NotFoundError
+
+        raise NotFoundError(f"the collection of job {job_id} was deleted before the job could "
+                            "take its lease; index into the name again to create it anew")
+    other = holder(current)
     if other is None:
         return acquire(session, collection_id, job_id, ttl_s)  # released meanwhile
     if other.alive(now):

@@ -150,3 +150,15 @@ def test_a_removal_of_this_process_holds_its_place_while_it_holds_the_lease(
     facet.indexing.fail(accepted[0], "not run")
     with indexing._REGISTRY_LOCK:
         assert removal[0] not in indexing._ACTIVE_JOBS  # it left once it ended
+
+
+def test_a_lease_of_a_deleted_collection_is_not_found_not_a_recursion(facet: Facet) -> None:
+    """``leases.acquire`` tried again whenever its UPDATE took no row and no holder was found: of
+    a collection whose row is gone (deleted under a job) it recursed until RecursionError."""
+    from app.errors import NotFoundError
+
+    coll_id = _coll_id(facet)
+    facet.delete_collection("tiny")
+    with facet.indexing.sessions() as s, pytest.raises(NotFoundError, match=r"^the collection of job 99 was "
+                                                                             r"deleted before the job"):
+        leases.acquire(s, coll_id, 99, facet.settings.lease_ttl_s)
