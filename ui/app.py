@@ -722,7 +722,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
 
                 # The documents of one collection, a page at a time, and removing some of them
                 # (an upload's file goes with it, so a later upload job does not add it back).
-                gr.Markdown("### Documents", elem_id="documents-heading")
+                gr.Markdown("## Documents", elem_id="documents-heading")  # (h1 Facet, then h2: no level skipped)
                 with gr.Row():
                     d_collection = picker(label="Documents of collection", choices=[],
                                           elem_id="documents-collection", scale=2)

@@ -186,3 +186,22 @@ def test_a_fraction_in_a_cluster_box_is_shown_as_typed() -> None:
         whole_number(50.0000001, "Largest k to try", 10)
     with pytest.raises(InvalidRequestError, match="got nan"):
         whole_number(float("nan"), "k", 0)
+
+
+def test_the_pages_headings_skip_no_level(tmp_path) -> None:
+    """The page went from its h1 (Facet) to an h3 (Documents): a screen reader's list of headings
+    read a level missing (the accessibility exploration). Every Markdown heading of the page, in
+    order, is at most one level below the one before it."""
+    pytest.importorskip("gradio")
+    import itertools
+
+    import gradio as gr
+
+    from ui.app import build_ui
+
+    demo = build_ui(lambda: None, FacetSettings(data_dir=tmp_path))  # type: ignore[arg-type, return-value]
+    levels = [len(line) - len(line.lstrip("#"))
+              for block in demo.blocks.values() if isinstance(block, gr.Markdown)
+              for line in str(block.value or "").splitlines() if line.startswith("#")]
+    assert levels[0] == 1 and len(levels) >= 2, levels
+    assert all(b <= a + 1 for a, b in itertools.pairwise(levels)), levels
