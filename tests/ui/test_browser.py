@@ -85,6 +85,18 @@ def fill_picker(page, selector: str, value: str) -> None:
     page.locator("body").click(position={"x": 5, "y": 5})  # close the list
 
 
+def paste_cluster_texts(page, texts: str) -> None:
+    """The Cluster tab's source set to pasted texts and ``texts`` put into its box at once
+    (page.fill took 40 s for 3,000 lines; an upload is capped at 50 KB here). The box is waited
+    for: set before the source's change reached the page, there was no box yet (a fresh-clone
+    run, logs/make_test_56.log: "Cannot set properties of null")."""
+    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
+    page.locator("#cluster-texts textarea").wait_for(state="visible")
+    page.evaluate("([sel, text]) => { const box = document.querySelector(sel); box.value = text;"
+                  " box.dispatchEvent(new Event('input', {bubbles: true})); }",
+                  ["#cluster-texts textarea", texts])
+
+
 def wait_for_uploads(page, selector: str, stems: list[str]) -> None:
     """Until the upload box lists every file (Gradio shows a name's stem and suffix in
     separate elements, so the text is matched by stem)."""

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from .conftest import COLLECTION
-from .test_browser import CHROMIUM, fill_picker, open_tab, page  # noqa: F401  (the fixture)
+from .test_browser import CHROMIUM, fill_picker, open_tab, page, paste_cluster_texts  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
@@ -33,17 +33,9 @@ def test_a_clustering_is_stopped_by_stop_and_by_leaving_the_page(page, caplog) -
 
     caplog.set_level(logging.INFO, logger="ui.handlers")
     open_tab(page, "Cluster")
-    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
     run = uuid.uuid4().hex[:8]  # new texts: embeddings of a recent clustering are reused
-    texts = "\n".join(f"Message {i} of run {run}: my card number {i * 7919} was declined at "
-                      f"shop {i % 13} and I want my money back" for i in range(3000))
-    # The box is shown once the source's change has reached the page: set before, there was
-    # no box yet (a fresh-clone run, logs/make_test_56.log: "Cannot set properties of null").
-    page.locator("#cluster-texts textarea").wait_for(state="visible")
-    # Set at once (page.fill took 40 s for 3,000 lines; an upload is capped at 50 KB here).
-    page.evaluate("([sel, text]) => { const box = document.querySelector(sel); box.value = text;"
-                  " box.dispatchEvent(new Event('input', {bubbles: true})); }",
-                  ["#cluster-texts textarea", texts])
+    paste_cluster_texts(page, "\n".join(f"Message {i} of run {run}: my card number {i * 7919} was declined "
+                                        f"at shop {i % 13} and I want my money back" for i in range(3000)))
     page.fill("#cluster-limit input[type=number]", "0")
     page.fill("#cluster-k input[type=number]", "3")
     box = page.locator("#cluster-instruction textarea")

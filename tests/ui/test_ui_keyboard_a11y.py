@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import COLLECTION
-from .test_browser import CHROMIUM, fill_picker, open_tab, page, toast_text  # noqa: F401
+from .test_browser import CHROMIUM, fill_picker, open_tab, page, paste_cluster_texts, toast_text  # noqa: F401
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
@@ -144,13 +144,9 @@ def test_the_focus_comes_back_to_cluster_when_the_run_ends_while_on_stop(page) -
     import uuid
 
     open_tab(page, "Cluster")
-    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
     run = uuid.uuid4().hex[:8]  # new texts: a recent clustering's embeddings are reused
-    texts = "\n".join(f"Note {i} of {run}: the parcel {i * 7919} is late at depot {i % 11}" for i in range(600))
-    page.locator("#cluster-texts textarea").wait_for(state="visible")
-    page.evaluate("([sel, text]) => { const box = document.querySelector(sel); box.value = text;"
-                  " box.dispatchEvent(new Event('input', {bubbles: true})); }",
-                  ["#cluster-texts textarea", texts])
+    paste_cluster_texts(page, "\n".join(f"Note {i} of {run}: the parcel {i * 7919} is late at depot {i % 11}"
+                                        for i in range(600)))
     page.fill("#cluster-k input[type=number]", "3")
     page.fill("#cluster-instruction textarea", "What is late?")
     page.locator("#cluster-button").focus()
@@ -194,13 +190,9 @@ def test_a_clusterings_end_is_said_while_another_tab_is_open(page) -> None:  # n
     import uuid
 
     open_tab(page, "Cluster")
-    page.locator("#cluster-source").get_by_label("pasted or uploaded texts").check()
     run = uuid.uuid4().hex[:8]  # new texts: a recent clustering's embeddings are reused
-    texts = "\n".join(f"Memo {i} of {run}: invoice {i * 104729} waits at desk {i % 7}" for i in range(300))
-    page.locator("#cluster-texts textarea").wait_for(state="visible")
-    page.evaluate("([sel, text]) => { const box = document.querySelector(sel); box.value = text;"
-                  " box.dispatchEvent(new Event('input', {bubbles: true})); }",
-                  ["#cluster-texts textarea", texts])
+    paste_cluster_texts(page, "\n".join(f"Memo {i} of {run}: invoice {i * 104729} waits at desk {i % 7}"
+                                        for i in range(300)))
     page.fill("#cluster-k input[type=number]", "3")
     page.fill("#cluster-instruction textarea", "What waits?")
     page.locator("#cluster-button").click()
