@@ -20,12 +20,10 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from app.core import Facet
@@ -34,23 +32,19 @@ from app.services.search import SearchRequest
 from app.settings import FacetSettings
 from embedders.registry import register_embedder, unregister_embedder
 
+from .test_instruction_unread import WordHash
 
-class Words:
+
+class Words(WordHash):
     """Hashed words, ``dim`` wide: one dimension per word (modulo)."""
 
     def __init__(self, name: str, dim: int) -> None:
-        self.name, self.dim = name, dim
+        super().__init__(name)
+        self.dim = dim
 
     @property
     def identity(self) -> str:
         return json.dumps({"method": "words", "name": self.name, "dim": self.dim})
-
-    def encode(self, texts, *, role="document", instruction=None, batch_size=32):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 @pytest.fixture
