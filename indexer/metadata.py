@@ -294,7 +294,9 @@ class JobChunk(Base):
     ``state``: ``queued``, ``running`` (claimed until ``claimed_until``; the claimer renews it),
     ``done`` or ``failed``. ``attempts`` counts claims that did not end in a handled outcome
     (a worker that died mid-chunk); past the poison limit the chunk fails instead of running
-    again. ``docs``: ``[[key, source, content_hash], ...]`` as planned.
+    again. ``docs``: ``[[key, source, content_hash], ...]`` as planned, with a fourth element,
+    the job's folders, where the job is confined (``IndexOptions.confine``: the chunk reads a
+    file only where what it opens lies under them).
     """
 
     __tablename__ = "job_chunks"

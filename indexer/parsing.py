@@ -81,7 +81,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, ClassVar, TypeGuard
+from typing import IO, Any, ClassVar, TypeGuard
 
 from embedders.scripts import blank
 from indexer.errors import (
@@ -162,6 +162,52 @@ class DocumentError:
     message: str
 
 
+@dataclass(frozen=True)
+class CheckedFile:
+    """A file its caller opened and checked before it is parsed (a run confined to some
+    folders: that what was opened lies under them), for ``parse_file(..., checked=)``: the
+    parser reads ``read_from`` instead of looking the file's path up again, while the path
+    still names its documents and picks its format. A path looked up again could have been
+    made a link to a file elsewhere since it was checked (a folder on it swapped for a link
+    too), and that file was read and indexed (the time-of-check/time-of-use finding of the
+    security review). Each file the parser opens is checked to be the one checked
+    (``identity``), so a ``read_from`` that came to name another file is an ``OSError``, not
+    another file's text.
+
+    Attributes:
+        read_from: what the parser opens: ``/proc/self/fd/N`` of the caller's open file on
+            Linux (opening it opens that file itself, whatever its path leads to now), else
+            the real path the caller checked.
+        identity: ``(st_dev, st_ino)`` of the file checked.
+        size: its size in bytes, as the open file gave it.
+    """
+
+    read_from: Path
+    identity: tuple[int, int]
+    size: int
+
+    def open(self, mode: str = "r", **kwargs: Any) -> IO[Any]:
+        """``read_from`` opened as ``Path.open`` opens a file, after checking it is the file
+        checked. Raises ``OSError``: it cannot be opened, or it is another file (the caller's
+        file closed and its number given to another, a swap the fallback could not close)."""
+        fh = self.read_from.open(mode, **kwargs)
+        try:
+            st = os.fstat(fh.fileno())
+            if (st.st_dev, st.st_ino) != self.identity:
+                raise OSError(f"it is no longer the file checked before it was read ({self.read_from})")
+        except BaseException:
+            fh.close()
+            raise
+        return fh
+
+
+def _open(path: Path, checked: CheckedFile | None, mode: str = "r", **kwargs: Any) -> IO[Any]:
+    """``path`` opened, or the ``checked`` file that stands for it."""
+    if checked is None:
+        return path.open(mode, **kwargs)
+    return checked.open(mode, **kwargs)
+
+
 @dataclass
 class StreamedDocument:
     """A large text file, read again in pieces when it is chunked (``pieces``) instead of held
@@ -175,6 +221,9 @@ class StreamedDocument:
         encoding: the codec the text is decoded with.
         errors: the codec's error handler (``replace`` when invalid bytes were found).
         size: the file's size in bytes.
+        checked: what the file's reads open where its run checked it first (``CheckedFile``):
+            its second read (``pieces``) is of the file its first read checked, not of
+            whatever ``path`` leads to by then.
     """
 
     key: str
@@ -187,12 +236,14 @@ class StreamedDocument:
     encoding: str
     errors: str
     size: int
+    checked: CheckedFile | None = None
 
     def pieces(self, chars: int = 1 << 20, digest: Any = None) -> Iterator[str]:
         """The text, ``chars`` characters at a time; each also fed to ``digest`` (a
         ``hashlib.sha256()``, where given) as the hash pass fed it, so that ``read_hash``
         is then the content hash of the text this read gave."""
-        with self.path.open(encoding=self.encoding, errors=self.errors, newline="") as fh:
+        with _open(self.path, self.checked, encoding=self.encoding, errors=self.errors,
+                   newline="") as fh:
             while piece := fh.read(chars):
                 if "\x00" in piece:  # dropped, as the hash pass did (see _without_nul)
                     piece = piece.replace("\x00", "")
@@ -464,7 +515,8 @@ def parse_source(source: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
 
 def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
                text_column: str | None = None,
-               stream_over_bytes: int | None = None) -> Iterator[ParseResult]:
+               stream_over_bytes: int | None = None,
+               checked: CheckedFile | None = None) -> Iterator[ParseResult]:
     """Parse one file into documents (one for txt/md/html/pdf, one per record for jsonl/csv).
 
     Its documents name the file by the UTF-8 text of its name whatever the locale's encoding
@@ -476,20 +528,23 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
             refused unless it has one column, not an id, which is then its text).
         stream_over_bytes: a .txt/.md file larger than this becomes a ``StreamedDocument``
             (read in pieces when chunked); None reads every file whole.
+        checked: the file to read for ``path``, opened and checked by the caller
+            (``CheckedFile``: a confined run's); None opens ``path``.
     """
     results = _parse_file(path, max_bytes=max_bytes, text_column=text_column,
-                          stream_over_bytes=stream_over_bytes)
+                          stream_over_bytes=stream_over_bytes, checked=checked)
     if display_path(path) != str(path) and utf8_name(path):
         results = _named_in_utf8(results, path)
     yield from results
 
 
 def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
-                stream_over_bytes: int | None) -> Iterator[ParseResult]:
+                stream_over_bytes: int | None,
+                checked: CheckedFile | None = None) -> Iterator[ParseResult]:
     suffix = path.suffix.lower()
     key = str(path)
     try:
-        size = path.stat().st_size
+        size = path.stat().st_size if checked is None else checked.size
     except OSError as e:
         yield DocumentError(key, key, f"cannot read {path}: {e}")
         return
@@ -501,10 +556,14 @@ def _parse_file(path: Path, *, max_bytes: int, text_column: str | None,
         )
         return
     if suffix in TEXT_SUFFIXES and stream_over_bytes is not None and size > stream_over_bytes:
-        yield _stream_text(path, size, markdown=suffix != ".txt")
+        yield _stream_text(path, size, markdown=suffix != ".txt", checked=checked)
         return
     try:
-        data = path.read_bytes()
+        if checked is None:
+            data = path.read_bytes()
+        else:
+            with checked.open("rb") as fh:
+                data = fh.read()
     except OSError as e:
         yield DocumentError(key, key, f"cannot read {path}: {e}")
         return
@@ -846,7 +905,7 @@ def _replaced_note(name: str, first_bad: int, replaced: int) -> str:
     return f"{name}: invalid UTF-8 from byte {first_bad}; {replaced} characters replaced with U+FFFD"
 
 
-def _utf8_tally(path: Path) -> tuple[int, int, int, int]:
+def _utf8_tally(path: Path, checked: CheckedFile | None = None) -> tuple[int, int, int, int]:
     """A file read as UTF-8 in pieces (``decode_text``'s checks without holding it whole): the
     offset of its first invalid byte, its U+FFFD count with invalid bytes replaced, its valid
     non-ASCII characters and its length in characters."""
@@ -855,7 +914,7 @@ def _utf8_tally(path: Path) -> tuple[int, int, int, int]:
     strict = codecs.getincrementaldecoder("utf-8")()
     lenient = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
     first_bad, at, replaced, non_ascii, chars = -1, 0, 0, 0, 0
-    with path.open("rb") as fh:
+    with _open(path, checked, "rb") as fh:
         while True:
             block = fh.read(1 << 20)
             final = not block
@@ -875,13 +934,14 @@ def _utf8_tally(path: Path) -> tuple[int, int, int, int]:
                 return max(first_bad, 0), replaced, non_ascii, chars
 
 
-def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, int, int]:
+def _hash_pass(path: Path, encoding: str, errors: str,
+               checked: CheckedFile | None = None) -> tuple[Any, str, bool, int, int]:
     """One pass over the decoded text: its sha256 (as ``content_hash`` feeds it), its first
     64 KiB, whether it holds anything but whitespace, its U+FFFD count and how many NUL
     characters it drops (as ``pieces`` does: the binary check reads only the first 8 KiB)."""
     digest = hashlib.sha256()
     head, content, replaced, nuls = "", False, 0, 0
-    with path.open(encoding=encoding, errors=errors, newline="") as fh:
+    with _open(path, checked, encoding=encoding, errors=errors, newline="") as fh:
         while piece := fh.read(1 << 20):
             if "\x00" in piece:
                 nuls += piece.count("\x00")
@@ -895,20 +955,22 @@ def _hash_pass(path: Path, encoding: str, errors: str) -> tuple[Any, str, bool, 
     return digest, head, content, replaced, nuls
 
 
-def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument | DocumentError:
+def _stream_text(path: Path, size: int, *, markdown: bool,
+                 checked: CheckedFile | None = None) -> StreamedDocument | DocumentError:
     """A large .txt/.md file as a ``StreamedDocument``: binary sniffed on its first 8 KiB, the
     encoding chosen as ``decode_text`` does (UTF-8; UTF-8 with replacements when it has as many
     valid multi-byte characters as bad bytes, counted in pieces; else detected on its first
-    256 KiB), with the same warnings."""
+    256 KiB), with the same warnings. Every read of it (``checked``: of the file its caller
+    checked) and the document's own second read, ``pieces``, are of the same file."""
     key = str(path)
     try:
-        with path.open("rb") as fh:
+        with _open(path, checked, "rb") as fh:
             head_bytes = fh.read(_DETECT_BYTES)
         warnings: list[str] = []
         bom_read, bom_codec = None, "utf-16"  # or UTF-32: before the binary sniff, as decode_text
         for bom_codec in _bom_codecs(head_bytes):  # (half or three quarters NULs)
             try:
-                bom_read = _hash_pass(path, bom_codec, "strict")
+                bom_read = _hash_pass(path, bom_codec, "strict", checked)
             except UnicodeDecodeError:
                 continue  # judged as bytes below
             warnings.append(_bom_note(key, bom_codec))
@@ -922,21 +984,21 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
                 encoding = bom_codec
                 digest, head, content, replaced, nuls = bom_read
             else:
-                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
+                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors, checked)
         except UnicodeDecodeError:
             # decode_text's rule, counted in pieces: a few bad bytes in UTF-8 are replaced
             # (the whole file was once read as cp1252 for one bad byte, past the stream limit).
-            first_bad, bad, valid, chars = _utf8_tally(path)
+            first_bad, bad, valid, chars = _utf8_tally(path, checked)
             detected = None if _still_utf8(valid, bad) else detect_encoding(head_bytes)
             try:
                 if detected is None:
                     raise
                 encoding = detected
-                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
+                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors, checked)
                 warnings.append(_decoded_as(key, first_bad, encoding))
             except (UnicodeDecodeError, LookupError):
                 encoding, errors = "utf-8-sig", "replace"
-                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors)
+                digest, head, content, replaced, nuls = _hash_pass(path, encoding, errors, checked)
                 warnings.append(_replaced_note(key, first_bad, replaced))
                 if chars and replaced / chars > _MAX_REPLACEMENT_RATIO:
                     return DocumentError(key, key, f"{key} is not UTF-8 text ({replaced} of "
@@ -956,7 +1018,7 @@ def _stream_text(path: Path, size: int, *, markdown: bool) -> StreamedDocument |
         warnings += notes
     _hash_title_and_metadata(digest, title, meta)
     return StreamedDocument(key, key, title, meta, warnings, digest.hexdigest(), path, encoding,
-                            errors, size)
+                            errors, size, checked)
 
 
 def _hash_title_and_metadata(digest: Any, title: str | None, metadata: dict[str, Any]) -> None:

@@ -8,7 +8,9 @@ loses and duplicates nothing:
 * **plan** (task ``facet.index_job``): take the collection's lease for the job, read the
   source once, skip unchanged documents, record parse errors, apply ``--sync`` deletions,
   and write the remaining documents as chunk rows of ``worker_chunk_docs`` documents each
-  (key, source, content hash). Re-delivered, it re-sends the chunks still ``queued``.
+  (key, source, content hash, and a confined job's folders: each chunk reads a file only where
+  what it opens lies under them, ``_ParseCache.read_under``, as the plan did). Re-delivered, it
+  re-sends the chunks still ``queued``.
 * **run_chunk** (task ``facet.index_chunk``): *claim* the chunk (one conditional UPDATE: only
   a ``queued`` chunk or one whose claimer stopped renewing), re-read its documents from the
   source (a per-process parse cache keyed by file, size and mtime), and run the index
@@ -46,7 +48,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ from sqlalchemy.orm import Session
 
 from app.encoding import CUT_MARK, cut_counted, cut_message, unread_counted, unread_documents, unread_message
 from app.errors import FacetError, NotFoundError, UnknownModelError
+from app.roots import real_paths
 from app.services import leases
 from app.services.context import ServiceContext
 from app.services.indexing import (
@@ -64,6 +67,7 @@ from app.services.indexing import (
     IndexOptions,
     IndexReport,
     IndexService,
+    OpenedUnder,
     PreparedJob,
     Seen,
     cancelled_message,
@@ -83,7 +87,7 @@ from app.text import plural
 from indexer import metadata as md
 from indexer.chunking import ChunkingConfig
 from indexer.errors import SourceNotFoundError, UnsupportedSourceError
-from indexer.parsing import DocumentError, ParsedDocument, discover, parse_file
+from indexer.parsing import CheckedFile, DocumentError, ParsedDocument, discover, parse_file
 
 logger = logging.getLogger(__name__)
 
@@ -210,6 +214,9 @@ class _Tally:
     store_s: float = 0.0
     metadata_s: float = 0.0
     errors: list[md.JobError] = field(default_factory=list)
+    # Planned documents not read: their file lay outside the job's folders when the chunk
+    # came to read it (not counted seen, as the walk's own are not; the job's total less them).
+    outside: int = 0
 
 
 class _ParseCache:
@@ -252,23 +259,67 @@ class _ParseCache:
             if hit is not None and hit[0] == stamp:
                 self._files.move_to_end(key)
                 return hit[1], hit[2]
+        docs, repeated = self._parse(Path(path), max_bytes, text_column)
+        self._keep(key, stamp, read_at, docs, repeated)
+        return docs, repeated
+
+    def read_under(self, path: str, max_bytes: int, text_column: str | None,
+                   allowed: Sequence[Path]
+                   ) -> tuple[dict[str, ParsedDocument | DocumentError],
+                              list[ParsedDocument | DocumentError]] | None:
+        """``read`` for a confined job (``allowed``: its folders' real paths): the file read
+        only where what is opened lies under them (``OpenedUnder``, the walk's check alone left
+        a race), else None (``OUTSIDE_ROOTS``). Stamped from the open file itself and cached
+        apart from ``read``'s (whose stamp is taken before a read that may be of another file),
+        so a hit is the text of the very file just checked."""
+        read_at = time.time_ns()
+        try:
+            opened = OpenedUnder(Path(path), allowed)
+        except OSError:
+            return {}, []  # (as ``read`` answers a file it cannot look at)
+        with opened:
+            if opened.checked is None:
+                return None
+            st = opened.stat
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_dev)
+            key = f"{path}\0{text_column or ''}\0confined"
+            with self._lock:
+                hit = self._files.get(key)
+                if hit is not None and hit[0] == stamp:
+                    self._files.move_to_end(key)
+                    return hit[1], hit[2]
+            docs, repeated = self._parse(Path(path), max_bytes, text_column, opened.checked)
+            if not opened.still_under():  # (the fallback's check after the read)
+                return None
+        self._keep(key, stamp, read_at, docs, repeated)
+        return docs, repeated
+
+    @staticmethod
+    def _parse(path: Path, max_bytes: int, text_column: str | None,
+               checked: CheckedFile | None = None
+               ) -> tuple[dict[str, ParsedDocument | DocumentError], list[ParsedDocument | DocumentError]]:
         docs: dict[str, ParsedDocument | DocumentError] = {}
         repeated: list[ParsedDocument | DocumentError] = []
         # Whole files (no streaming), read as the job's inline run would read them.
-        for item in parse_file(Path(path), max_bytes=max_bytes, text_column=text_column):
+        for item in parse_file(path, max_bytes=max_bytes, text_column=text_column,
+                               checked=checked):
             if isinstance(item, ParsedDocument | DocumentError):
                 if item.key in docs:
                     repeated.append(item)
                 else:
                     docs[item.key] = item
+        return docs, repeated
+
+    def _keep(self, key: str, stamp: tuple[int, ...], read_at: int,
+              docs: dict[str, ParsedDocument | DocumentError],
+              repeated: list[ParsedDocument | DocumentError]) -> None:
         with self._lock:
-            if st.st_mtime_ns < read_at - self.RACY_NS:  # (else read again next time)
+            if stamp[1] < read_at - self.RACY_NS:  # (mtime; else read again next time)
                 self._files[key] = (stamp, docs, repeated)
             else:
                 self._files.pop(key, None)
             while len(self._files) > self.max_files:
                 self._files.popitem(last=False)
-        return docs, repeated
 
 
 _PARSED = _ParseCache()
@@ -479,7 +530,11 @@ class ChunkedIndexService:
         self.index._note_skipped(job, report, outside, set(outside))  # as a run in one process says them
         max_bytes = int(self.settings.max_document_mb * 2**20)
         seen = Seen()
-        todo: list[list[str]] = []
+        todo: list[list[Any]] = []
+        # A confined job's folders: its files read only where what is opened lies under them
+        # (``read_under``), here and again in each chunk, whose documents carry them.
+        confine = prepared.options.confine
+        allowed = None if confine is None else real_paths(confine)
         pending: list[ParsedDocument | DocumentError] = []
 
         def classify(batch: list[ParsedDocument | DocumentError]) -> None:
@@ -498,10 +553,18 @@ class ChunkedIndexService:
                     report.docs_seen += 1
                     report.docs_skipped += 1
                 else:
-                    todo.append([item.key, item.source, digest])
+                    todo.append([item.key, item.source, digest] +
+                                ([] if confine is None else [list(confine)]))
 
         for path in files:
-            docs, repeated = _PARSED.read(str(path), max_bytes, job.text_column)
+            if allowed is None:
+                docs, repeated = _PARSED.read(str(path), max_bytes, job.text_column)
+            else:
+                found = _PARSED.read_under(str(path), max_bytes, job.text_column, allowed)
+                if found is None:  # not read: said as the walk's own are
+                    self.index.note_outside(job, report, path)
+                    continue
+                docs, repeated = found
             for item in [*docs.values(), *repeated]:
                 if item.key in seen.keys:
                     message = seen.duplicate_message(item.key, item.source)
@@ -685,12 +748,27 @@ class ChunkedIndexService:
             return ChunkOutcome(job_id, number, "done", len(docs), written, finished)
 
     def _current_documents(self, docs: list[tuple[Any, ...]], text_column: str | None = None
-                           ) -> list[ParsedDocument | DocumentError]:
-        """The chunk's documents as the source holds them now (changed ones noted)."""
+                           ) -> tuple[list[ParsedDocument | DocumentError], list[str]]:
+        """The chunk's documents as the source holds them now (changed ones noted), and the
+        files of a confined job's documents found outside its folders now (not read: a file
+        the plan read can have been made a link to a file elsewhere since)."""
         max_bytes = int(self.settings.max_document_mb * 2**20)
         out: list[ParsedDocument | DocumentError] = []
-        for key, source, planned_hash in docs:
-            item = _PARSED.documents(str(source), max_bytes, text_column).get(str(key))
+        outside: list[str] = []
+        allowed: dict[tuple[str, ...], list[Path]] = {}
+        for key, source, planned_hash, *confine in docs:  # (the job's folders, where confined)
+            if confine:
+                roots = tuple(str(root) for root in confine[0])
+                if roots not in allowed:
+                    allowed[roots] = real_paths(roots)
+                found = _PARSED.read_under(str(source), max_bytes, text_column, allowed[roots])
+                if found is None:
+                    if str(source) not in outside:
+                        outside.append(str(source))
+                    continue
+                item = found[0].get(str(key))
+            else:
+                item = _PARSED.documents(str(source), max_bytes, text_column).get(str(key))
             if item is None:
                 out.append(DocumentError(str(key), str(source),
                                          f"{key} is no longer in {source} (removed after the job "
@@ -702,7 +780,7 @@ class ChunkedIndexService:
                                       f"{key} changed after the job was planned; its current "
                                       "content was indexed"])
             out.append(item)
-        return out
+        return out, outside
 
     def _write_chunk(self, session: Session, coll: md.Collection, job: md.IndexJob,
                      chunk: md.JobChunk, docs: list[tuple[Any, ...]],
@@ -718,10 +796,13 @@ class ChunkedIndexService:
         tokenize = self.index._tokenizer_for(coll, embedder)
         chunking = ChunkingConfig(coll.chunk_size, coll.chunk_overlap)
         t0 = time.perf_counter()
-        items = self._current_documents(docs, job.text_column)
+        items, outside = self._current_documents(docs, job.text_column)
         tally = _Tally(parse_s=time.perf_counter() - t0)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")
+        for source in outside:  # said as an inline run says them (``note_outside``)
+            self.index.note_outside(tally, report, Path(source))
+        tally.outside = len(docs) - len(items)
         # Another embedder of the collection that an earlier chunk of this job could not load
         # is not tried (nor warned about: once a job, as inline) again in each chunk.
         J = md.JobError
@@ -768,7 +849,9 @@ class ChunkedIndexService:
     def _add_counts(session: Session, job_id: int, report: IndexReport, tally: _Tally,
                     chunks_done: int) -> None:
         J = md.IndexJob
+        total = {"docs_total": J.docs_total - tally.outside} if tally.outside else {}
         session.execute(update(J).where(J.id == job_id).values(
+            **total,
             docs_seen=J.docs_seen + report.docs_seen,
             docs_indexed=J.docs_indexed + report.docs_indexed,
             docs_skipped=J.docs_skipped + report.docs_skipped,
@@ -813,14 +896,14 @@ class ChunkedIndexService:
                              embedder=job.embedder, state="running",
                              docs_seen=n, docs_failed=n)
         tally = _Tally(errors=[md.JobError(job_id=job.id, document_key=str(key), kind="error",
-                                           message=message) for key, _s, _h in docs] or
+                                           message=message) for key, *_ in docs] or
                        [md.JobError(job_id=job.id, document_key=f"chunk {chunk.number}",
                                     kind="error", message=message)])
         session.add_all(tally.errors)
         # The documents' rows say so too (a write that failed part-way left them ``pending``,
         # counted in the collection's documents but neither indexed nor failed).
-        rows = md.documents_by_key(session, job.collection_id, [str(key) for key, _s, _h in docs])
-        for key, source, _h in docs:
+        rows = md.documents_by_key(session, job.collection_id, [str(key) for key, *_ in docs])
+        for key, source, *_ in docs:
             note_document_error(session, job.collection_id, str(key), str(source), message,
                                 rows.get(str(key)))
         self._add_counts(session, job.id, report, tally, chunks_done=1)

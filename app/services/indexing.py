@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import signal
+import stat
 import sys
 import threading
 import time
@@ -60,6 +61,7 @@ from app.errors import (
     as_domain_error,
 )
 from app.files import expand_user
+from app.roots import lies_under, real_path, real_paths
 from app.services import leases
 from app.services.collections import (
     REMOVAL_KEY_KIND,
@@ -104,8 +106,10 @@ from indexer.errors import (
 )
 from indexer.parsing import (
     UNREADABLE,
+    CheckedFile,
     DocumentError,
     ParsedDocument,
+    ParseResult,
     StreamedDocument,
     discover,
     discover_files,
@@ -199,6 +203,137 @@ def confined(files: list[Path], roots: Sequence[str] | None) -> tuple[list[Path]
     from app.roots import split_under
 
     return split_under(files, roots)
+
+
+# Where Linux names a process's open files: opening /proc/self/fd/N opens the file open as N
+# itself (whatever its path leads to now), and reading the link gives its real path.
+PROC_FD = "/proc/self/fd"
+# A fifo or a device put in a checked file's place is not waited on when it is opened (a fifo
+# with no writer hangs an open for reading), nor made the process's terminal.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+@dataclass(frozen=True)
+class OutsideRoots:
+    """A file a confined run found outside its folders when it came to read it (not read)."""
+
+    path: Path
+
+
+class OpenedUnder:
+    """A file of a confined run opened, and where what was opened lies checked against the
+    run's folders, before anything of it is read (``checked`` is then what the parser reads,
+    ``CheckedFile``): a file checked as the run walked its source and opened by its path later
+    could have been made a link to a file elsewhere in between (or a folder on its path a link
+    to a folder elsewhere), and that file was read and indexed, its text then readable through
+    search (the time-of-check/time-of-use finding of the security review, left open by the
+    check at walk time, ``confined``). Closed on leaving (``with``).
+
+    On Linux what was opened is named by the kernel (``PROC_FD``) and read through its open
+    file, so no change of the path after the open can lead the read elsewhere: the race is
+    closed. Elsewhere the path's real path is checked with the opened file's identity (device
+    and inode) right after the open and again after the read (``still_under``), and each file
+    the parser opens is that same file (``CheckedFile.open``): that narrows the race but may
+    not close it (a folder on the real path could be swapped and swapped back between two
+    checks).
+
+    Attributes:
+        checked: what the parser reads, or None where the file opened lies outside the
+            folders (it is not read: ``OUTSIDE_ROOTS``).
+        stat: the opened file's ``os.fstat``.
+        by_fd: whether it is read through its open file (the race closed), not the fallback.
+
+    Raises:
+        OSError: ``path`` cannot be opened (gone, no permission), or what was opened is not a
+            regular file (made a fifo or a folder since the walk).
+    """
+
+    def __init__(self, path: Path, allowed: Sequence[Path]) -> None:
+        self.path, self.allowed = path, allowed
+        self._fd = os.open(path, _OPEN_FLAGS)
+        try:
+            self.stat = os.fstat(self._fd)
+            if not stat.S_ISREG(self.stat.st_mode):
+                raise OSError("not a regular file (it changed since the folder was walked)")
+            self._identity = (self.stat.st_dev, self.stat.st_ino)
+            self.checked: CheckedFile | None = None
+            self.by_fd = True
+            try:
+                opened = os.readlink(f"{PROC_FD}/{self._fd}")
+            except OSError:  # not Linux, or no /proc: the fallback
+                opened = ""
+            if opened.startswith(os.sep):
+                # The kernel's name of the open file ("... (deleted)" once it was removed since:
+                # still the file opened, where it was). The path's own stat is not compared:
+                # what is read is this open file, wherever the path leads by then.
+                where = Path(opened.removesuffix(" (deleted)"))
+                if lies_under(where, allowed) is not None:
+                    self.checked = CheckedFile(Path(f"{PROC_FD}/{self._fd}"), self._identity,
+                                               self.stat.st_size)
+            else:
+                self.by_fd = False
+                real = self._real_under()
+                if real is not None:
+                    self.checked = CheckedFile(real, self._identity, self.stat.st_size)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _real_under(self) -> Path | None:
+        """The fallback's check: ``path``'s real path where it lies under the folders and is
+        the file opened (its device and inode), else None."""
+        try:
+            real = real_path(self.path)
+            st = os.stat(real)
+        except (OSError, ValueError):
+            return None
+        if (st.st_dev, st.st_ino) != self._identity or lies_under(real, self.allowed) is None:
+            return None
+        return real
+
+    def still_under(self) -> bool:
+        """Whether the file read is still the one checked, under the folders, after its read:
+        always, where it was read through its open file (Linux); the fallback checks again."""
+        return self.checked is not None and (self.by_fd or self._real_under() is not None)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __enter__(self) -> OpenedUnder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def parse_under(path: Path, allowed: Sequence[Path], **kwargs: Any
+                ) -> Iterator[ParseResult | OutsideRoots]:
+    """``parse_file(path, **kwargs)`` for a confined run (``allowed``: its folders as
+    ``app.roots.real_paths`` gives them): of the file ``OpenedUnder`` opened and checked, or
+    one ``OutsideRoots`` where that lies elsewhere. The file stays open until the generator
+    moves past its documents, so that a ``StreamedDocument``'s second read (done before the
+    next document is asked for) reads it again through the same open file."""
+    try:
+        opened = OpenedUnder(path, allowed)
+    except OSError as e:  # as parse_file says a file it cannot read
+        key = display_path(path)
+        yield DocumentError(key, key, f"cannot read {key}: {e}")
+        return
+    with opened:
+        if opened.checked is None:
+            yield OutsideRoots(path)
+            return
+        results = parse_file(path, checked=opened.checked, **kwargs)
+        if opened.by_fd:  # (read through its open file: nothing to check after)
+            yield from results
+            return
+        # The fallback: what was read is given only if the file is still the one checked,
+        # under the folders, once it has been read.
+        read = list(results)
+        if not opened.still_under():
+            yield OutsideRoots(path)
+            return
+        yield from read
 
 
 def check_options(options: IndexOptions) -> None:
@@ -1960,6 +2095,16 @@ class IndexService:
         return {name for name, why in reasons if why.startswith(UNREADABLE)}
 
     @staticmethod
+    def note_outside(job: Any, report: IndexReport, path: Path) -> None:
+        """Say, as ``_note_skipped`` says those the walk left out, that ``path`` was found
+        outside the run's folders when it came to be read, and not read (``parse_under``)."""
+        name = display_path(path)
+        report.skipped_other.append((name, OUTSIDE_ROOTS))
+        job.errors.append(md.JobError(document_key=name, kind="warning",
+                                      message=f"{name}: skipped, {OUTSIDE_ROOTS}"))
+        logger.warning("%s: skipped, %s (found so when it came to be read)", name, OUTSIDE_ROOTS)
+
+    @staticmethod
     def _note_left_empty(session: Session, coll: md.Collection, job: md.IndexJob) -> None:
         """Say on a background job's row that the collection made for it holds nothing
         (``left_empty_note``); a note only, its end recorded already."""
@@ -3326,13 +3471,23 @@ class IndexService:
 
     # ------------------------------------------------------------------- main
 
-    def _parsed(self, files: list[Path], text_column: str | None = None
-                ) -> Iterator[ParsedDocument | DocumentError | StreamedDocument]:
+    def _parsed(self, files: list[Path], text_column: str | None = None,
+                confine: Sequence[str] | None = None
+                ) -> Iterator[ParsedDocument | DocumentError | StreamedDocument | OutsideRoots]:
+        """The documents of ``files``; for a confined run (``confine``: its folders) each file
+        read only where what is opened lies under them, else one ``OutsideRoots``
+        (``parse_under``: the walk's check alone left a race)."""
         max_bytes = int(self.settings.max_document_mb * 2**20)
         stream_over = int(self.settings.stream_document_mb * 2**20)
+        if confine is None:
+            for path in files:
+                yield from parse_file(path, max_bytes=max_bytes, text_column=text_column,
+                                      stream_over_bytes=stream_over)
+            return
+        allowed = real_paths(confine)
         for path in files:
-            yield from parse_file(path, max_bytes=max_bytes, text_column=text_column,
-                                  stream_over_bytes=stream_over)
+            yield from parse_under(path, allowed, max_bytes=max_bytes, text_column=text_column,
+                                   stream_over_bytes=stream_over)
 
     def _run(self, session: Session, coll: md.Collection, job: md.IndexJob, report: IndexReport,
              files: list[Path], embedder: Embedder, spec: str, tokenize: TokenSpans,
@@ -3345,7 +3500,7 @@ class IndexService:
         pending: list[ParsedDocument | DocumentError] = []
         pending_tokens = 0
         seen = Seen()
-        parsed = self._parsed(files, options.text_column)
+        parsed = self._parsed(files, options.text_column, options.confine)
         shown = [0.0]  # when the job row last showed the encoding step
         asked = [0.0]  # when the encoding step last read whether a cancel was asked
 
@@ -3392,6 +3547,10 @@ class IndexService:
                 interrupt.check()
             t0 = time.perf_counter()
             item = next(parsed, None)
+            if isinstance(item, OutsideRoots):  # not read: said as the walk says its own
+                job.parse_s += time.perf_counter() - t0
+                self.note_outside(job, report, item.path)
+                continue
             if item is not None:
                 item = storable([item])[0]
             job.parse_s += time.perf_counter() - t0
