@@ -534,6 +534,9 @@ class IndexReport:
     docs_moved: int = 0
     chunks_moved: int = 0  # the moved documents' chunks (the moved note counts these)
     moved: list[tuple[str, str]] = field(default_factory=list)
+    # Documents written without another embedder's vectors, by its name: it gave unusable
+    # vectors (NaN, all zero) for them (``_companion_apart``; a warning names each).
+    vectors_left_out: dict[str, list[str]] = field(default_factory=dict)
     # A removed collection's word (``collection_removed``): an empty folder's run said
     # "completed", no warning, and a job id ``job()`` no longer found.
     message: str | None = None
@@ -2064,8 +2067,9 @@ class IndexService:
         indexed = md.count_documents(session, coll.id, "indexed")
         missing = md.vectors_missing(session, coll.id, [e.name for e in others], indexed)
         for other in others:
-            lacking = missing.get(other.name)
-            if not lacking:
+            # (Less those this run wrote without its vectors, each named by a warning already.)
+            lacking = missing.get(other.name, 0) - len(report.vectors_left_out.get(other.name, ()))
+            if lacking <= 0:
                 continue
             command = (f"facet index {shell_word(str(source))} -c {shell_word(coll.name)} "
                        f"-e {shell_word(other.spec)}")
@@ -3709,9 +3713,10 @@ class IndexService:
                     raise _Refused(str(e)) from e
                 self._count_unread(report, embedder, texts, [doc.key] * len(texts))
                 self._count_cut(report, embedder, texts, spec)
-                companions = self._companion_vectors(coll, embedder, texts, job, report, told)
+                companions = self._companion_vectors(coll, embedder, texts, job, report, told,
+                                                     keys=[doc.key] * len(texts))
                 companions_written.update(companions)
-                named = [{embedder.name: vec} | {name: v[j] for name, v in companions.items()}
+                named = [self._named_vectors(embedder.name, vec, companions, j)
                          for j, vec in enumerate(vectors)]
             else:
                 companions_written.update((name, None) for name in names - {embedder.name})
@@ -3791,8 +3796,8 @@ class IndexService:
         md.replace_chunks_many(session, [(row, rows)], new={row.id} if before == "new" else ())
         md.set_vector_hashes(session, [(row, content_hash)], embedder.name)
         for name in names - {embedder.name}:
-            if name in companions_written and not any(k == companion_key(name)
-                                                      for k, _ in report.warnings):  # none missed
+            if (name in companions_written and doc.key not in report.vectors_left_out.get(name, ())
+                    and not any(k == companion_key(name) for k, _ in report.warnings)):  # none missed
                 md.set_vector_hashes(session, [(row, content_hash)], name)
             else:  # its vectors of this file's points were left out (``_process_batch``'s)
                 md.clear_vector_hashes(session, [row], name)
@@ -3943,10 +3948,10 @@ class IndexService:
             self._count_cut(report, embedder, texts, spec)
             job.encode_s += time.perf_counter() - t0
             t0 = time.perf_counter()
+            fresh = [it for it in items if it.mode == "write" and it.reused is None]
             companions = self._companion_vectors(
-                coll, embedder, [c.text for it in items if it.mode == "write" and it.reused is None
-                                 for c in it.chunks],
-                job, report, encoding)
+                coll, embedder, [c.text for it in fresh for c in it.chunks], job, report,
+                encoding, keys=[it.doc.key for it in fresh for _c in it.chunks])
             job.encode_s += time.perf_counter() - t0
         except (_Cancelled, _ServerStopping, KeyboardInterrupt, SystemExit):
             # Stopped between the encoder's pieces (``encoding``: a cancel, Ctrl-C or SIGTERM,
@@ -3995,7 +4000,7 @@ class IndexService:
                         "meta": it.doc.metadata}) for c, named in zip(it.chunks, it.reused, strict=True))
                     continue  # (none of the encoded rows are its own)
                 for j, (c, vec) in enumerate(zip(it.chunks, vectors[offset:offset + n], strict=True)):
-                    named = {embedder.name: vec} | {name: v[written + j] for name, v in companions.items()}
+                    named = self._named_vectors(embedder.name, vec, companions, written + j)
                     points.append(PointRecord(c.point_id, named, {
                         "doc_id": it.doc.key, "source": it.doc.source, "title": title,
                         "chunk_no": c.number, "text": c.text, "start": c.start, "end": c.end,
@@ -4028,13 +4033,16 @@ class IndexService:
                  if it.row is not None and previous_status.get(it.doc.key) == "new"})
         md.set_vector_hashes(session, [(it.row, it.hash) for it in items if it.row is not None],
                              embedder.name)
-        encoded = [(it.row, it.hash) for it in items if it.row is not None and it.mode == "write"
-                   and it.reused is None]
+        encoded = [(it.row, it.hash, it.doc.key) for it in items
+                   if it.row is not None and it.mode == "write" and it.reused is None]
         for name in names - {embedder.name}:
-            if name in companions:
-                md.set_vector_hashes(session, encoded, name)
-            else:  # left out (it could not be loaded): these points were written without it
-                md.clear_vector_hashes(session, [row for row, _ in encoded], name)
+            failed = set(report.vectors_left_out.get(name, ())) if name in companions else None
+            if failed is not None:
+                md.set_vector_hashes(session, [(row, h) for row, h, key in encoded
+                                               if key not in failed], name)
+            # Left out (it could not be loaded, or failed the document): written without it.
+            md.clear_vector_hashes(session, [row for row, _, key in encoded
+                                             if failed is None or key in failed], name)
         copied = [it for it in items if it.row is not None and it.reused is not None]
         for name in names - {embedder.name}:
             md.set_vector_hashes(session, [(it.row, it.hash) for it in copied if it.row], name)
@@ -4325,11 +4333,19 @@ class IndexService:
 
     def _companion_vectors(self, coll: md.Collection, embedder: Embedder, texts: list[str],
                            job: Any, report: IndexReport,
-                           encoding: Callable[..., None] | None = None) -> dict[str, np.ndarray]:
+                           encoding: Callable[..., None] | None = None, *,
+                           keys: list[str] | None = None) -> dict[str, np.ndarray]:
         """The vectors of ``texts`` (chunks about to be written whole) by each other embedder
         of ``coll``, by name: a point written anew keeps every named vector of the collection
         (it kept only the running embedder's, so a changed or new document was missing from
         every search with the others until each indexed the collection again).
+
+        Where another embedder gives unusable vectors (NaN, all zero) for some text, ``keys``
+        (each text's document) given, each document's texts are encoded by it alone
+        (``_companion_apart``): a document it fails so is written without its vectors (NaN
+        rows here; ``_named_vectors`` leaves them out), with a warning, and is listed in
+        ``report.vectors_left_out`` (its vector hash under that embedder is cleared). That
+        failed the whole job.
 
         An embedder that cannot be loaded here, or that loads a different version than the one
         that wrote the collection, is left out with one warning per run: its vectors of these
@@ -4359,8 +4375,14 @@ class IndexService:
                                f"index the sources into a new collection")
                     raise ConflictError(message)
                 # In the encoder's pieces, told how far as the running embedder's are.
-                out[other.name] = self._encode_chunks(texts, other.spec, encoding,
-                                                      vector=other.name)
+                try:
+                    out[other.name] = self._encode_chunks(texts, other.spec, encoding,
+                                                          vector=other.name)
+                except ModelOutputError as e:  # NaN or zero for some text: which document's?
+                    if keys is None:
+                        raise
+                    out[other.name] = self._companion_apart(other, int(model.dim), texts, keys,
+                                                            e, job, report)
                 self._count_cut(report, model, texts, other.spec, other.name)
             except (UnknownModelError, DataError, ConflictError, EmbedderError) as e:
                 # (Not a busy or closed encoder: the run stops then, as for its own embedder.)
@@ -4372,6 +4394,43 @@ class IndexService:
                 report.warnings.append((key, message))
                 job.errors.append(md.JobError(document_key=key, kind="warning", message=message))
         return out
+
+    def _companion_apart(self, other: md.CollectionEmbedder, dim: int, texts: list[str],
+                         keys: list[str], failure: ModelOutputError, job: Any,
+                         report: IndexReport) -> np.ndarray:
+        """``_companion_vectors`` after the embedder ``other`` gave unusable vectors for some
+        of ``texts`` (``failure``): the texts of each document (``keys``) encoded alone; the
+        rows of a document it fails again are left NaN and the document noted. Where it fails
+        none alone, ``failure`` is raised again."""
+        vectors = np.full((len(texts), dim), np.nan, dtype=np.float32)
+        rows: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            rows.setdefault(key, []).append(i)
+        failed = False
+        for key, mine in rows.items():
+            try:
+                vectors[mine] = self._encode_chunks([texts[i] for i in mine], other.spec, None)
+            except ModelOutputError as e:
+                failed = True
+                report.vectors_left_out.setdefault(other.name, []).append(key)
+                message = (f"the {other.name!r} vectors of {key} are missing: {e}; searches "
+                           f"with {other.name!r} miss it (`facet index` with --embedder "
+                           f"{other.spec} tries it again)")
+                logger.warning("%s", message)
+                report.warnings.append((key, message))
+                job.errors.append(md.JobError(document_key=key, kind="warning", message=message))
+        if not failed:
+            raise failure
+        return vectors
+
+    @staticmethod
+    def _named_vectors(name: str, vector: np.ndarray, companions: dict[str, np.ndarray],
+                       row: int) -> dict[str, np.ndarray]:
+        """A point's named vectors: the running embedder's and each other one's at ``row`` of
+        ``companions``, but a NaN row (``_companion_apart``: that embedder failed the
+        document)."""
+        return {name: vector} | {other: v[row] for other, v in companions.items()
+                                 if not np.isnan(v[row, 0])}
 
     def _record_error(self, session: Session, coll: md.Collection, job: Any,
                       report: IndexReport, entry: DocumentError, row: md.Document | None) -> None:

@@ -200,6 +200,65 @@ def test_a_document_the_model_gives_nan_for_fails_alone_named(make_ctx, tmp_path
     assert streamed.errors[0][0] == key and "non-finite values" in streamed.errors[0][1]
 
 
+class Spilling(Picky):
+    """Picky's hashed words, and a NaN for a text holding "spill"."""
+
+    def encode(self, texts, *, role="document", instruction=None, batch_size=32):
+        out = super().encode([t.replace("spill", "") for t in texts], role=role)
+        out[[i for i, t in enumerate(texts) if "spill" in t], 0] = np.nan
+        return out
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_second_embedders_nan_leaves_out_only_its_vectors_of_that_document(
+        make_ctx, tmp_path, picky, streamed) -> None:
+    """In a collection two embedders wrote, a document written anew gets the other one's
+    vectors too (``_companion_vectors``). A NaN from that other embedder for one document failed
+    the whole job ("seen 0"), nothing written: the document is indexed with the running
+    embedder's vectors, the other's left out of its points with a warning naming it, and its
+    vector hash under the other cleared (so `facet index --embedder` with it tries again); the
+    rest of the batch keeps both."""
+    from app.services.search import SearchRequest, SearchService
+
+    register_embedder("spilling", lambda device=None, **kw: Spilling("spilling"), "NaN on spill")
+    try:
+        ctx = make_ctx(**({"stream_document_mb": 0.0001} if streamed else {}))
+        src = _corpus(tmp_path / "src")
+        (src / "b.txt").unlink()
+        IndexService(ctx).index(src, "c", IndexOptions(embedder=picky))
+        IndexService(ctx).index(src, "c", IndexOptions(embedder="spilling"))
+        (src / "b.txt").write_text("the milk spill in the kitchen" + " and more words" * 10)
+        (src / "a.txt").write_text("a changed text about cats and birds")
+        report = IndexService(ctx).index(src, "c", IndexOptions(embedder=picky))
+        key = str(src / "b.txt")
+        assert (report.docs_indexed, report.docs_failed) == (2, 0)
+        assert [k for k, _ in report.warnings] == [key], report.warnings
+        assert report.vectors_left_out == {"spilling": [key]}
+        message = report.warnings[0][1]
+        assert message.startswith(f"the 'spilling' vectors of {key} are missing: ")
+        assert "non-finite values" in message and "--embedder spilling" in message
+        job = CollectionService(ctx).job(report.job_id)
+        assert job.state == "completed"
+        assert [(e["document"], e["kind"]) for e in job.errors] == [(key, "warning")]
+
+        def found(query: str, embedder: str) -> list[str]:
+            hits = SearchService(ctx).search(SearchRequest(query, "c", mode="dense",
+                                                           embedder=embedder, top_k=10))
+            return sorted({Path(h.doc_id).name for h in hits.results})
+
+        assert found("milk kitchen", picky) == ["a.txt", "b.txt", "c.txt"]
+        assert found("milk kitchen", "spilling") == ["a.txt", "c.txt"]  # b's are left out
+        with ctx.sessions() as s:
+            coll = md.get_collection(s, "c")
+            rows = md.documents_by_key(s, coll.id, [str(src / n) for n in ("a.txt", "b.txt")])
+            hashes = md.vector_hashes(s, [r.id for r in rows.values()], "spilling")
+            assert set(hashes) == {rows[str(src / "a.txt")].id}  # b's cleared: tried again
+        again = IndexService(ctx).index(src, "c", IndexOptions(embedder="spilling"))
+        assert again.docs_failed == 1 and again.errors[0][0] == key
+    finally:
+        unregister_embedder("spilling")
+
+
 def test_a_streamed_document_the_embedder_refuses_fails_alone(make_ctx, tmp_path, picky) -> None:
     ctx = make_ctx(stream_document_mb=0.0001)  # ~100 bytes: b.txt is streamed
     src = _corpus(tmp_path / "src")
