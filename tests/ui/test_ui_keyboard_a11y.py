@@ -205,3 +205,20 @@ def test_a_clusterings_end_is_said_while_another_tab_is_open(page) -> None:  # n
     assert page.locator("#cluster-summary [aria-live]").count() == 0  # said once, not twice
     open_tab(page, "Cluster")
     assert "300 texts, k = 3" in page.inner_text("#cluster-summary")
+
+
+def test_the_cluster_announcement_reads_apart_and_leaves_a_failure_to_the_toast(page) -> None:  # noqa: F811
+    """``CLUSTER_SAID_JS``, run in the browser on what the Cluster tab shows: a failure was said
+    twice (the error toast, then the announcement: ``failed_html`` is aria-live="off" for this),
+    and a note, the summary and its lines ran together ("...instructions)60 texts")."""
+    from ui.app import CLUSTER_SAID_JS
+    from ui.render import failed_html, notices_html
+
+    assert page.evaluate(CLUSTER_SAID_JS, failed_html("k must be at most 5", what="clustering")) == ""
+    shown = (notices_html(["fewer clusters than asked for (too few distinct texts)"])
+             + '<div class="facet-info facet-cluster-summary"><b>60</b> texts, <b>k = 3</b> · '
+             "embedder minilm<br><small>instruction: \u201cWhat waits?\u201d</small></div>")
+    said = page.evaluate(CLUSTER_SAID_JS, shown)
+    assert "distinct texts) 60 texts, k = 3" in said
+    assert said.endswith("embedder minilm instruction: \u201cWhat waits?\u201d")
+    assert page.evaluate(CLUSTER_SAID_JS, "Clustering stopped") == "Clustering stopped"
