@@ -3773,6 +3773,19 @@ class IndexService:
             if before == "indexed" and not rows:
                 row.status = before
             said = str(e) if isinstance(e, _Unreadable) else f"{doc.key}: {e}"
+            if rows:
+                # Its batches before the failure are in the store: they were found by searches
+                # (and written again by each re-run) while the job said it failed. Removed,
+                # with its chunks and vector hashes (an earlier indexed version was written
+                # over by them: its points share their ids).
+                self.store.delete_documents(coll.name, [doc.key])
+                self.store.flush()
+                md.replace_chunks_many(session, [(row, [])])
+                for name in names:
+                    md.clear_vector_hashes(session, [row], name)
+                if before == "indexed":
+                    said += ("; its earlier indexed version is gone from searches (written "
+                             "over part-way)")
             self._record_error(session, coll, job, report, DocumentError(doc.key, doc.source, said),
                                row)
             self._sync_counters(job, report)

@@ -259,6 +259,43 @@ def test_a_second_embedders_nan_leaves_out_only_its_vectors_of_that_document(
         unregister_embedder("spilling")
 
 
+@pytest.mark.parametrize("failure", ["overflow", "forbidden"])
+def test_a_streamed_document_failing_part_way_leaves_no_points_behind(
+        make_ctx, tmp_path, picky, failure) -> None:
+    """A streamed document is written batch by batch; one the model fails in a later batch
+    (a NaN, a refusal) left its earlier batches' points in the store, found by searches, while
+    the job said it failed (and each re-run wrote them again). They are deleted with its
+    failure; an earlier indexed version, written over by those batches, is said to be gone."""
+    from app.services.search import SearchRequest, SearchService
+
+    ctx = make_ctx(stream_document_mb=0.0001)
+    src = _corpus(tmp_path / "src")
+    (src / "b.txt").write_text("zebra stripes on the savanna " * 60)
+    first = IndexService(ctx).index(src, "c", IndexOptions(embedder=picky, batch_chunks=2))
+    assert first.docs_failed == 0
+
+    def found(query: str, mode: str) -> set[str]:
+        hits = SearchService(ctx).search(SearchRequest(query, "c", mode=mode, top_k=50))
+        return {Path(h.doc_id).name for h in hits.results}
+
+    assert "b.txt" in found("zebra savanna", "lexical")
+    (src / "b.txt").write_text("giraffe necks in the savanna " * 60 + f"and then an {failure}")
+    report = IndexService(ctx).index(src, "c", IndexOptions(embedder=picky, batch_chunks=2))
+    key = str(src / "b.txt")
+    assert (report.docs_indexed, report.docs_failed) == (0, 1) and report.errors[0][0] == key
+    assert report.errors[0][1].endswith("its earlier indexed version is gone from searches "
+                                        "(written over part-way)")
+    for mode in ("lexical", "dense"):
+        assert "b.txt" not in found("giraffe necks savanna zebra stripes", mode), mode
+    with ctx.sessions() as s:
+        row = md.documents_by_key(s, md.get_collection(s, "c").id, [key])[key]
+        assert (row.status, row.n_chunks) == ("error", 0)
+    # Its first run fails it the same way: nothing of it is left either.
+    fresh = IndexService(ctx).index(src, "c2", IndexOptions(embedder=picky, batch_chunks=2))
+    assert fresh.docs_failed == 1 and not fresh.errors[0][1].endswith("(written over part-way)")
+    assert SearchService(ctx).search(SearchRequest("giraffe", "c2", mode="lexical")).results == []
+
+
 def test_a_streamed_document_the_embedder_refuses_fails_alone(make_ctx, tmp_path, picky) -> None:
     ctx = make_ctx(stream_document_mb=0.0001)  # ~100 bytes: b.txt is streamed
     src = _corpus(tmp_path / "src")
