@@ -1180,6 +1180,12 @@ def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any
     return kept
 
 
+class _Vanished(NotFoundError):
+    """The collection's row, read by a search, was gone (or another collection's) when its
+    vectors were looked for: deleted meanwhile. ``search`` runs once more, as for a
+    ``_replaced`` collection."""
+
+
 class _NothingWrittenYet(NotFoundError):
     """A collection whose first job (queued or running) has not written to the vector store
     yet. ``search`` answers it with no results and ``note``, as it answers a search once the
@@ -1312,6 +1318,14 @@ class SearchService:
                 # Recorded (a job was submitted) but nothing written yet: not "unknown", which
                 # the list of known collections beside it contradicted.
                 self._vectors.pop(collection, None)
+                with self.ctx.sessions() as fresh:  # (not this session's reads: they may be old)
+                    now = md.get_collection(fresh, collection)
+                if now is None or now.id != coll.id:
+                    # Deleted (and perhaps created anew) since its row was read, the delete over
+                    # before anything else told this search: not "holds none of it although job
+                    # N completed" nor "no job has written to it" (``search`` runs it again).
+                    raise _Vanished(f"collection {collection!r} was deleted while this search "
+                                    "read it", param="collection")
                 latest = md.list_jobs(session, coll.id, 1)
                 if not latest:
                     why = "no job has written to it (index into it, or delete it)"
@@ -1641,7 +1655,7 @@ class SearchService:
         try:
             return self._search(request, started)
         except Exception as e:
-            if not self._replaced(name, seen):
+            if not (isinstance(e, _Vanished) or self._replaced(name, seen)):
                 raise
             logger.info("collection %r was deleted or created anew while a search of it ran "
                         "(%s: %s); searching it once more", name, type(e).__name__, e)
@@ -1650,7 +1664,7 @@ class SearchService:
         try:
             return self._search(request, time.perf_counter())
         except Exception as e:
-            if not self._replaced(name, seen):
+            if not (isinstance(e, _Vanished) or self._replaced(name, seen)):
                 raise
             self.forget(name)
             raise BusyError(f"collection {name!r} was deleted, or deleted and indexed again, "
