@@ -74,25 +74,30 @@ def register(cli: typer.Typer) -> None:
                 typer.echo(f"{stem:<{width}}  {_first_heading(doc)}")
             typer.echo(f"(in {folder}; `facet docs NAME` prints one)")
             return
+        from app.commands.common import shorten
+
         given, _, anchor = name.strip().partition("#")
         where = Path(given)
-        if where.is_absolute() or [part for part in where.parent.parts if part != "."] not in ([], ["docs"]):
+        said = shorten(name, 80)  # (a 5,000-character name was echoed whole)
+        folders = [part.lower() for part in where.parent.parts if part != "."]  # (DOCS/ too)
+        if where.is_absolute() or folders not in ([], ["docs"]):
             # (``/etc/api.md`` printed Facet's api.md, as if it had read the file named)
             raise InvalidRequestError(
-                f"{name!r} is not one of Facet's documents: give a name (api) or docs/NAME.md, as "
+                f"{said!r} is not one of Facet's documents: give a name (api) or docs/NAME.md, as "
                 "messages name them")
         stem = where.name.lower().removesuffix(".md")  # (``Api.MD`` was refused)
         found = docs.get(stem)
         if found is None:
             close = difflib.get_close_matches(stem, list(docs), n=1, cutoff=0.6)
             raise InvalidRequestError(
-                f"no document {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                f"no document {said!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                 + f"; the documents: {', '.join(docs)}")
+        text = found.read_text(encoding="utf-8")
+        part = section(text, anchor, found.name) if anchor else text  # (checked for --path too)
         if path:
             typer.echo(str(found))
             return
-        text = found.read_text(encoding="utf-8")
-        typer.echo(section(text, anchor, found.name) if anchor else text, nl=False)
+        typer.echo(part, nl=False)
 
 
 def _slug(heading: str) -> str:
@@ -126,6 +131,8 @@ def section(text: str, anchor: str, name: str) -> str:
             end = next((line for line, lvl, _ in headings[n + 1:] if lvl <= level), len(lines))
             return "".join(lines[start:end])
     close = difflib.get_close_matches(wanted, [slug for _, _, slug in headings], n=1, cutoff=0.6)
-    raise InvalidRequestError(f"{name} has no section #{anchor}"
+    from app.commands.common import shorten
+
+    raise InvalidRequestError(f"{name} has no section #{shorten(anchor, 80)}"
                               + (f" (did you mean #{close[0]}?)" if close else "")
                               + f"; `facet docs {name}` prints it whole")

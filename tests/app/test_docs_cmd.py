@@ -124,3 +124,20 @@ def test_every_section_the_docs_link_to_is_found() -> None:
                 except InvalidRequestError as e:
                     raise AssertionError(f"{doc.name}: {e}") from None
     assert links >= 20
+
+
+def test_the_folder_in_any_case_a_located_section_checked_and_a_long_name_cut() -> None:
+    """``DOCS/API.md`` was refused while ``Api.MD`` was read; ``--path api#nosuch`` printed the
+    path of a section that is not there; a name of 5,000 characters was echoed whole."""
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["docs", "DOCS/API.md"])
+    assert shown.exit_code == 0 and shown.output == (ROOT / "docs" / "api.md").read_text()
+    located = runner.invoke(cli, ["docs", "--path", "indexing#lexical-and-hybrid-search"])
+    assert located.exit_code == 0 and located.output.strip().endswith("indexing.md")
+    missing = runner.invoke(cli, ["docs", "--path", "api#nosuch"])
+    assert missing.exit_code == 2 and "api.md has no section #nosuch" in missing.output
+    long = "x" * 5000
+    for name in (long, f"api#{long}", f"other/{long}"):
+        refused = runner.invoke(cli, ["docs", name])
+        assert refused.exit_code == 2 and len(refused.output) < 600, (name[:10], refused.output[:200])
+        assert "\u2026" in refused.output
