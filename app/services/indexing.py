@@ -3714,7 +3714,7 @@ class IndexService:
                 self._count_unread(report, embedder, texts, [doc.key] * len(texts))
                 self._count_cut(report, embedder, texts, spec)
                 companions = self._companion_vectors(coll, embedder, texts, job, report, told,
-                                                     keys=[doc.key] * len(texts))
+                                                     keys=[doc.key] * len(texts), part=True)
                 companions_written.update(companions)
                 named = [self._named_vectors(embedder.name, vec, companions, j)
                          for j, vec in enumerate(vectors)]
@@ -3773,6 +3773,7 @@ class IndexService:
             if before == "indexed" and not rows:
                 row.status = before
             said = str(e) if isinstance(e, _Unreadable) else f"{doc.key}: {e}"
+            self._withdraw_left_out(job, report, doc.key)  # (it is not written at all)
             if rows:
                 # Its batches before the failure are in the store: they were found by searches
                 # (and written again by each re-run) while the job said it failed. Removed,
@@ -4347,7 +4348,8 @@ class IndexService:
     def _companion_vectors(self, coll: md.Collection, embedder: Embedder, texts: list[str],
                            job: Any, report: IndexReport,
                            encoding: Callable[..., None] | None = None, *,
-                           keys: list[str] | None = None) -> dict[str, np.ndarray]:
+                           keys: list[str] | None = None,
+                           part: bool = False) -> dict[str, np.ndarray]:
         """The vectors of ``texts`` (chunks about to be written whole) by each other embedder
         of ``coll``, by name: a point written anew keeps every named vector of the collection
         (it kept only the running embedder's, so a changed or new document was missing from
@@ -4395,7 +4397,7 @@ class IndexService:
                     if keys is None:
                         raise
                     out[other.name] = self._companion_apart(other, int(model.dim), texts, keys,
-                                                            e, job, report)
+                                                            e, job, report, part)
                 self._count_cut(report, model, texts, other.spec, other.name)
             except (UnknownModelError, DataError, ConflictError, EmbedderError) as e:
                 # (Not a busy or closed encoder: the run stops then, as for its own embedder.)
@@ -4410,11 +4412,12 @@ class IndexService:
 
     def _companion_apart(self, other: md.CollectionEmbedder, dim: int, texts: list[str],
                          keys: list[str], failure: ModelOutputError, job: Any,
-                         report: IndexReport) -> np.ndarray:
+                         report: IndexReport, part: bool = False) -> np.ndarray:
         """``_companion_vectors`` after the embedder ``other`` gave unusable vectors for some
         of ``texts`` (``failure``): the texts of each document (``keys``) encoded alone; the
-        rows of a document it fails again are left NaN and the document noted. Where it fails
-        none alone, ``failure`` is raised again."""
+        rows of a document it fails again are left NaN and the document noted, once a run
+        (``part``: the texts are a part of a streamed document, whose other parts may have
+        its vectors). Where it fails none alone, ``failure`` is raised again."""
         vectors = np.full((len(texts), dim), np.nan, dtype=np.float32)
         rows: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
@@ -4425,16 +4428,43 @@ class IndexService:
                 vectors[mine] = self._encode_chunks([texts[i] for i in mine], other.spec, None)
             except ModelOutputError as e:
                 failed = True
-                report.vectors_left_out.setdefault(other.name, []).append(key)
-                message = (f"the {other.name!r} vectors of {key} are missing: {e}; searches "
-                           f"with {other.name!r} miss it (`facet index` with --embedder "
-                           f"{other.spec} tries it again)")
+                listed = report.vectors_left_out.setdefault(other.name, [])
+                if key in listed:  # (a streamed document's earlier part: said once)
+                    continue
+                listed.append(key)
+                message = (f"the {other.name!r} vectors of "
+                           + (f"a part of {key} (a file read in parts: each part it failed) are "
+                              f"missing: {e}; searches with {other.name!r} may miss it"
+                              if part else
+                              f"{key} are missing: {e}; searches with {other.name!r} miss it")
+                           + f" (`facet index` with --embedder {other.spec} tries it again)")
                 logger.warning("%s", message)
                 report.warnings.append((key, message))
                 job.errors.append(md.JobError(document_key=key, kind="warning", message=message))
         if not failed:
             raise failure
         return vectors
+
+    @staticmethod
+    def _withdraw_left_out(job: Any, report: IndexReport, key: str) -> None:
+        """A document that failed after another embedder's vectors of it were left out
+        (``_companion_apart``: a streamed one's earlier part): not one written without them;
+        its warnings of that are taken back (they said searches miss only those vectors, and
+        hid the end-of-run count of documents lacking them)."""
+        names = [name for name, keys in report.vectors_left_out.items() if key in keys]
+        if not names:
+            return
+        said = tuple(f"the {name!r} vectors of {part}{key} " for name in names
+                     for part in ("", "a part of "))
+        for name in names:
+            report.vectors_left_out[name].remove(key)
+            if not report.vectors_left_out[name]:
+                del report.vectors_left_out[name]
+        report.warnings[:] = [(k, m) for k, m in report.warnings
+                              if not (k == key and m.startswith(said))]
+        for error in [e for e in job.errors if e.document_key == key and e.kind == "warning"
+                      and (e.message or "").startswith(said)]:
+            job.errors.remove(error)
 
     @staticmethod
     def _named_vectors(name: str, vector: np.ndarray, companions: dict[str, np.ndarray],

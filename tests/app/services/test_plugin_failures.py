@@ -217,7 +217,8 @@ def test_a_second_embedders_nan_leaves_out_only_its_vectors_of_that_document(
     the whole job ("seen 0"), nothing written: the document is indexed with the running
     embedder's vectors, the other's left out of its points with a warning naming it, and its
     vector hash under the other cleared (so `facet index --embedder` with it tries again); the
-    rest of the batch keeps both."""
+    rest of the batch keeps both. Streamed in batches, each of which it fails, it is said once,
+    and another document lacking that embedder's vectors is still counted at the end."""
     from app.services.search import SearchRequest, SearchService
 
     register_embedder("spilling", lambda device=None, **kw: Spilling("spilling"), "NaN on spill")
@@ -227,19 +228,27 @@ def test_a_second_embedders_nan_leaves_out_only_its_vectors_of_that_document(
         (src / "b.txt").unlink()
         IndexService(ctx).index(src, "c", IndexOptions(embedder=picky))
         IndexService(ctx).index(src, "c", IndexOptions(embedder="spilling"))
-        (src / "b.txt").write_text("the milk spill in the kitchen" + " and more words" * 10)
+        with ctx.sessions() as s:  # (c.txt: as after a 'spilling' job stopped part-way)
+            coll = md.get_collection(s, "c")
+            c_row = md.documents_by_key(s, coll.id, [str(src / "c.txt")])[str(src / "c.txt")]
+            md.clear_vector_hashes(s, [c_row], "spilling")
+            s.commit()
+        (src / "b.txt").write_text("the milk spill in the kitchen and more words " * 30)
         (src / "a.txt").write_text("a changed text about cats and birds")
-        report = IndexService(ctx).index(src, "c", IndexOptions(embedder=picky))
+        report = IndexService(ctx).index(src, "c", IndexOptions(embedder=picky, batch_chunks=2))
         key = str(src / "b.txt")
         assert (report.docs_indexed, report.docs_failed) == (2, 0)
-        assert [k for k, _ in report.warnings] == [key], report.warnings
+        assert [k for k, _ in report.warnings] == [key, "embedder spilling"], report.warnings
         assert report.vectors_left_out == {"spilling": [key]}
         message = report.warnings[0][1]
-        assert message.startswith(f"the 'spilling' vectors of {key} are missing: ")
+        of = f"a part of {key} (a file read in parts: each part it failed)" if streamed else key
+        assert message.startswith(f"the 'spilling' vectors of {of} are missing: ")
         assert "non-finite values" in message and "--embedder spilling" in message
+        assert "still has no vectors for 1 of the 3 documents" in report.warnings[1][1]
         job = CollectionService(ctx).job(report.job_id)
         assert job.state == "completed"
-        assert [(e["document"], e["kind"]) for e in job.errors] == [(key, "warning")]
+        assert [(e["document"], e["kind"]) for e in job.errors] == [(key, "warning"),
+                                                                    ("embedder spilling", "warning")]
 
         def found(query: str, embedder: str) -> list[str]:
             hits = SearchService(ctx).search(SearchRequest(query, "c", mode="dense",
@@ -248,6 +257,7 @@ def test_a_second_embedders_nan_leaves_out_only_its_vectors_of_that_document(
 
         assert found("milk kitchen", picky) == ["a.txt", "b.txt", "c.txt"]
         assert found("milk kitchen", "spilling") == ["a.txt", "c.txt"]  # b's are left out
+        # (c.txt's points keep their vectors: only its hash was cleared above)
         with ctx.sessions() as s:
             coll = md.get_collection(s, "c")
             rows = md.documents_by_key(s, coll.id, [str(src / n) for n in ("a.txt", "b.txt")])
@@ -255,6 +265,38 @@ def test_a_second_embedders_nan_leaves_out_only_its_vectors_of_that_document(
             assert set(hashes) == {rows[str(src / "a.txt")].id}  # b's cleared: tried again
         again = IndexService(ctx).index(src, "c", IndexOptions(embedder="spilling"))
         assert again.docs_failed == 1 and again.errors[0][0] == key
+    finally:
+        unregister_embedder("spilling")
+
+
+def test_a_streamed_document_failing_after_a_second_embedders_nan_is_not_said_written(
+        make_ctx, tmp_path, picky) -> None:
+    """A streamed document whose first batch the other embedder failed (its vectors left out,
+    with a warning) and whose later batch the running one refuses is a failed document, not one
+    written without the other's vectors: that warning was kept, and it hid the end-of-run count
+    of documents lacking them (1 lacking, less 1 left out)."""
+    register_embedder("spilling", lambda device=None, **kw: Spilling("spilling"), "NaN on spill")
+    try:
+        ctx = make_ctx(stream_document_mb=0.0001)
+        src = _corpus(tmp_path / "src")
+        (src / "b.txt").unlink()
+        IndexService(ctx).index(src, "c", IndexOptions(embedder=picky))
+        IndexService(ctx).index(src, "c", IndexOptions(embedder="spilling"))
+        with ctx.sessions() as s:
+            coll = md.get_collection(s, "c")
+            c_row = md.documents_by_key(s, coll.id, [str(src / "c.txt")])[str(src / "c.txt")]
+            md.clear_vector_hashes(s, [c_row], "spilling")
+            s.commit()
+        (src / "b.txt").write_text("a milk spill " + "and more plain words " * 40 + "forbidden")
+        report = IndexService(ctx).index(src, "c", IndexOptions(embedder=picky, batch_chunks=2))
+        key = str(src / "b.txt")
+        assert (report.docs_indexed, report.docs_failed) == (0, 1) and report.errors[0][0] == key
+        assert report.vectors_left_out == {}
+        assert [k for k, _ in report.warnings] == ["embedder spilling"], report.warnings
+        assert "still has no vectors for 1 of the 2 documents" in report.warnings[0][1]
+        job = CollectionService(ctx).job(report.job_id)
+        assert [(e["document"], e["kind"]) for e in job.errors] == [
+            (key, "error"), ("embedder spilling", "warning")]
     finally:
         unregister_embedder("spilling")
 
