@@ -1324,8 +1324,8 @@ class SearchService:
                     # Deleted (and perhaps created anew) since its row was read, the delete over
                     # before anything else told this search: not "holds none of it although job
                     # N completed" nor "no job has written to it" (``search`` runs it again).
-                    raise _Vanished(f"collection {collection!r} was deleted while this search "
-                                    "read it", param="collection")
+                    raise _Vanished(f"collection {collection!r} was deleted while it was read",
+                                    param="collection")
                 latest = md.list_jobs(session, coll.id, 1)
                 if not latest:
                     why = "no job has written to it (index into it, or delete it)"
