@@ -233,9 +233,12 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
         # quote was not read as one, so its comma split the sentence and the quote marks
         # became text.
         reader = csv.reader(f, skipinitialspace=True)
+        lineno = 0
         try:
             for row in reader:
-                lineno = reader.line_num
+                start, lineno = lineno + 1, reader.line_num
+                if lineno > start and any("\n" in c or "\r" in c for c in row):
+                    raise _runaway_quote(p, start, lineno, reader)
                 if not row or all(not c.strip() for c in row):
                     continue
                 if len(row) != 3:
@@ -251,10 +254,32 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
                 pairs.append(StsPair(s1, s2, _float(score, "score", p, lineno, "a header line? remove it: "
                                                     "the format has none")))
         except csv.Error as e:
+            if "field larger than field limit" in str(e):
+                # (Python's words; most likely a quote never closed, reading on to the end)
+                raise DataError(f"{p}, line {lineno + 1}: a field of over "
+                                f"{csv.field_size_limit():,} characters: an unbalanced quote "
+                                "that reads on over the lines after it, or a sentence far too "
+                                "long for a similarity pair") from e
             raise _csv_error(p, reader.line_num, e, "malformed csv") from e
     if not pairs:
         raise DataError(f"{p}: no sentence pairs found")
     return _check_pairs(pairs, p)
+
+
+def _runaway_quote(path: Path, start: int, end: int, reader: Any) -> DataError:
+    """An STS row read over lines ``start`` to ``end``: a quote opened on line ``start`` and
+    not closed on it, so the csv module read the newlines after it as text (a pair per line
+    is the format): 26 pairs read as one, the score computed on the rest without a word, or,
+    never closed, the last line blamed for "1 field"."""
+    try:
+        to_end = next(reader, None) is None  # (nothing after: the quote is never closed)
+    except (csv.Error, DataError):  # (a bad line after it: the quote's is the first to fix)
+        to_end = False
+    where = "to the end of the file" if to_end else f"to line {end}"
+    return DataError(f"{path}, line {start}: an unbalanced quote: a sentence that opens with a quote "
+                     f"runs on {where}, reading the lines between as its text (a pair is one "
+                     'line); close the quote on its line, double a quote inside a quoted sentence '
+                     '(""), or remove it')
 
 
 def _csv_error(path: Path, lineno: int, error: csv.Error, what: str) -> DataError:

@@ -363,3 +363,29 @@ def test_sts_csv_allows_a_space_after_each_comma_and_strips_both_sentences(tmp_p
     ]
     blank = _write(tmp_path / "blank.csv", "a,b,1\n  , b,2\n")
     assert "line 2:" in _raises("empty sentence", loaders.load_sts_csv, blank)
+
+
+def test_an_unbalanced_quote_in_an_sts_csv_is_named_at_its_line_not_read_over_lines(
+        tmp_path: Path) -> None:
+    """A quote that opens a sentence and is not closed on its line ran on over the next lines
+    (the csv module reads a quoted newline as text): 26 pairs became one and the score was
+    computed on the 14 left, exit 0, no word; never closed, the error blamed the file's last
+    line ("got 1 field; quote sentences that contain commas"). A sentence is one line: the
+    quote's line is named. A field over the csv module's size limit (131,072) said Python's
+    words; it says what it likely is."""
+    lines = [f"sentence {i} a,sentence {i} b,{i % 5}" for i in range(40)]
+    lines[4] = '"Hello there, friend,sentence 4 b,4'
+    lines[30] = 'She said "bye" loudly,sentence 30 b,0'
+    swallow = _write(tmp_path / "swallow.csv", "\n".join(lines) + "\n")
+    msg = _raises("an unbalanced quote", loaders.load_sts_csv, swallow)
+    assert f"{swallow}, line 5:" in msg and "runs on to line 31" in msg
+    unclosed = _write(tmp_path / "unclosed.csv",
+                      "\n".join(lines[:5] + [f"s{i} a,s{i} b,1" for i in range(35)]) + "\n")
+    msg = _raises("an unbalanced quote", loaders.load_sts_csv, unclosed)
+    assert f"{unclosed}, line 5:" in msg and "to the end of the file" in msg
+    big = _write(tmp_path / "big.csv", "a,b,1\n" + "x" * 150_000 + ",b,2\n")
+    msg = _raises("over 131,072 characters", loaders.load_sts_csv, big)
+    assert f"{big}, line 2:" in msg and "field larger than field limit" not in msg
+    # A quote closed on its line, and a doubled quote inside one, are read as before.
+    fine = _write(tmp_path / "fine.csv", '"a, b",c,1\n"say ""hi""",d,2\n')
+    assert [p.sentence1 for p in loaders.load_sts_csv(fine)] == ["a, b", 'say "hi"']
