@@ -10,6 +10,7 @@ is an hour of CPU: it need not be done in one go).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -146,6 +147,13 @@ class EmbeddingCache:
             progress: dict[str, Any] = {}
             if _takes_show_progress(embedder):
                 progress["show_progress"] = show_progress and bar is None
+            # The parts' truncations said once, for the call (each part's encode logged its
+            # own "N of M texts ... truncated": 9 lines on SciFact, no total).
+            tally = contextlib.ExitStack()
+            if len(slices) > 1:
+                from embedders.base import truncation_tally
+
+                tally.enter_context(truncation_tally())
             try:
                 for part in slices:
                     vectors = embedder.encode(
@@ -173,6 +181,7 @@ class EmbeddingCache:
             finally:
                 if bar is not None:
                     bar.close()
+                tally.close()
             if bucket is None:
                 # Without a cache keep vectors only for this call.
                 out = np.stack([table[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)

@@ -360,3 +360,17 @@ def test_runner_report_side_by_side(tmp_path: Path) -> None:
     data = json.loads(json_path.read_text())
     assert data["runs"][1]["results"][0]["scores"]["hmean"] == 0.0
     assert "facet eval good" in md_path.read_text()
+
+
+def test_a_cached_encode_in_parts_says_its_truncations_once(tmp_path, minilm, caplog) -> None:
+    """The cache encodes its misses in parts of ``write_every`` (saved as it goes); each part's
+    ``encode`` logged its own "N of M texts were longer ... truncated" (9 lines on SciFact, per
+    part counts, no total). The parts share one tally: one line for the call."""
+    import logging
+
+    long = [f"text {i} " + "many words here " * 120 for i in range(6)]
+    with caplog.at_level(logging.WARNING):
+        EmbeddingCache(tmp_path, write_every=2).encode(minilm, long, role="document",
+                                                       instruction=None)
+    said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
+    assert len(said) == 1 and "6 of 6 texts" in said[0], said
