@@ -86,8 +86,11 @@ class LabelledTexts:
 
 
 def _require_file(path: Path) -> None:
+    if path.is_dir():  # (it said "file not found (check --data-dir ...)" of a folder there)
+        raise DataError(f"{path}: a folder, not a file: the dataset needs a file of that name here")
     if not path.is_file():
-        raise DataError(f"{path}: file not found (check --data-dir or the dataset path)")
+        raise DataError(f"{path}: file not found (check the dataset's path, or --data-dir for "
+                        "the built-in suites)")
 
 
 @contextlib.contextmanager

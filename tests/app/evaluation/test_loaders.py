@@ -53,6 +53,9 @@ def test_sts_csv_malformed(tmp_path: Path, content: str, line: int, what: str) -
 def test_missing_file_is_named(tmp_path: Path) -> None:
     msg = _raises("file not found", loaders.load_sts_csv, tmp_path / "nope.csv")
     assert "nope.csv" in msg
+    (tmp_path / "qrels" / "test.tsv").mkdir(parents=True)  # (not "file not found")
+    msg = _raises("a folder, not a file", loaders.load_sts_csv, tmp_path / "qrels" / "test.tsv")
+    assert "test.tsv" in msg
 
 
 # -- SICK ----------------------------------------------------------------------------------
