@@ -14,6 +14,7 @@ import logging
 import math
 import random
 import time
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -246,9 +247,20 @@ def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[int], seeds: Seque
 
     k = len(set(labels))
     scores = []
+    distinct = len(np.unique(embeddings, axis=0)) if len(embeddings) else 0
+    if distinct < k:
+        # (scikit-learn's ConvergenceWarning, "Possibly due to duplicate points in X", once a
+        # seed through py.warnings with its source line: 5 times for 5 seeds)
+        logger.warning("%d distinct embeddings for %d classes: k-means cannot make %d clusters "
+                       "(texts that are the same, or that the embedder reads alike); the "
+                       "V-measure counts fewer", distinct, k, k)
     # One thread: on a small shared CPU, k-means with k=150 ran 20x slower with
     # oversubscribed threads (22 s vs 1 s per fit, measured), and one thread costs little.
-    with threadpool_limits(limits=1):
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        if distinct < k:
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.simplefilter("ignore", ConvergenceWarning)
         for seed in seeds:
             pred = KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(embeddings)
             scores.append(metrics.v_measure(labels, pred))

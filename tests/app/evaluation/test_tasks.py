@@ -374,3 +374,24 @@ def test_a_cached_encode_in_parts_says_its_truncations_once(tmp_path, minilm, ca
                                                        instruction=None)
     said = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
     assert len(said) == 1 and "6 of 6 texts" in said[0], said
+
+
+def test_kmeans_on_fewer_distinct_texts_than_classes_says_so_once(caplog) -> None:
+    """Six texts, two distinct, three classes: scikit-learn's ConvergenceWarning ("Possibly due
+    to duplicate points in X") came through py.warnings once a seed, with its source line and
+    no word of what it meant for the score. One warning line says it."""
+    import logging
+    import warnings
+
+    from app.evaluation.tasks import kmeans_v_measure
+
+    x = np.array([[1.0, 0.0]] * 3 + [[0.0, 1.0]] * 3, dtype=np.float32)
+    with warnings.catch_warnings(record=True) as raised, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        mean, _ = kmeans_v_measure(x, [0, 0, 1, 1, 2, 2], seeds=[1, 2, 3, 4, 5])
+    assert not [w for w in raised if "ConvergenceWarning" in type(w.message).__name__]
+    said = [r.getMessage() for r in caplog.records if "distinct embeddings" in r.getMessage()]
+    assert said == ["2 distinct embeddings for 3 classes: k-means cannot make 3 clusters (texts "
+                    "that are the same, or that the embedder reads alike); the V-measure counts "
+                    "fewer"]
+    assert 0.0 < mean < 1.0
