@@ -328,10 +328,15 @@ def eval_cmd(
     try:
         report = runner.run(embedder, baseline_list, task_list, ran, on_result=show)
         report.user_tasks = [t.description for t in user_tasks]
-    except BaseException:
+    except BaseException as e:
         if created:  # an empty folder left by a run that failed or was stopped
             with contextlib.suppress(OSError):
                 out_dir.rmdir()
+        if isinstance(e, KeyboardInterrupt):  # (it exited 130 without a word)
+            kept = ("the embeddings encoded so far are cached: running it again goes on from them"
+                    if not no_cache else "nothing was kept (--no-cache)")
+            typer.echo(f"\nstopped (Ctrl-C): no report was written; {kept}", err=True)
+            raise typer.Exit(130) from None
         raise
     from app.cli import command_line
 

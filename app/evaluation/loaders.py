@@ -85,6 +85,13 @@ class LabelledTexts:
 # -- helpers ---------------------------------------------------------------------------
 
 
+def _cut(value: Any, limit: int = 40) -> str:
+    """``value``'s repr for a message, a long one cut with an ellipsis (a repr cut at 40
+    characters lost its closing quote: ``'text: "The cat sat on the mat and purre``)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _require_file(path: Path) -> None:
     if path.is_dir():  # (it said "file not found (check --data-dir ...)" of a folder there)
         raise DataError(f"{path}: a folder, not a file: the dataset needs a file of that name here")
@@ -200,9 +207,9 @@ def _float(value: str, what: str, path: Path, lineno: int, header_hint: str = ""
         number = float(value)
     except ValueError as e:
         hint = f" ({header_hint})" if lineno == 1 and header_hint else ""
-        raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a number{hint}") from e
+        raise DataError(f"{path}, line {lineno}: {what} {_cut(value)} is not a number{hint}") from e
     if not math.isfinite(number):  # nan, inf: a nan metric, and a bare NaN in results.json
-        raise DataError(f"{path}, line {lineno}: {what} {value!r:.40} is not a finite number")
+        raise DataError(f"{path}, line {lineno}: {what} {_cut(value)} is not a finite number")
     return number
 
 
@@ -433,7 +440,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
             elif len(fields) == 4:
                 if fields[1] not in ("0", "Q0"):  # a fourth column, not TREC's `qid 0 docid grade`
                     raise DataError(
-                        f"{path}, line {lineno}: 4 fields, and the 2nd ({fields[1]!r:.40}) is not TREC's "
+                        f"{path}, line {lineno}: 4 fields, and the 2nd ({_cut(fields[1])}) is not TREC's "
                         f"iteration column (0 or Q0); qrels are read as {_QRELS_LAYOUTS}"
                     )
                 fields = [fields[0], fields[2], fields[3]]
@@ -571,7 +578,7 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
         if isinstance(label, bool) or not isinstance(label, int):
             raise DataError(
                 f"{labels_path}, line {_json_item_line(labels_path, 'labels', i)}: "
-                f"labels[{i}] = {label!r:.40} is not an integer"
+                f"labels[{i}] = {_cut(label)} is not an integer"
             )
     if len(texts) != len(labels):
         raise DataError(f"{labels_path}, line 1: {plural(len(labels), 'label')} for "

@@ -392,3 +392,11 @@ def test_an_unbalanced_quote_in_an_sts_csv_is_named_at_its_line_not_read_over_li
     # A quote closed on its line, and a doubled quote inside one, are read as before.
     fine = _write(tmp_path / "fine.csv", '"a, b",c,1\n"say ""hi""",d,2\n')
     assert [p.sentence1 for p in loaders.load_sts_csv(fine)] == ["a, b", 'say "hi"']
+
+
+def test_a_long_value_in_a_message_is_cut_with_an_ellipsis(tmp_path: Path) -> None:
+    """A repr cut at 40 characters lost its closing quote and said nothing of the cut
+    (``score 'text: "The cat sat on the mat and purre is not a number``)."""
+    p = _write(tmp_path / "sts.csv", "a,b,1\nc,d," + "the cat sat on the mat and purred loudly" * 2 + "\n")
+    msg = _raises("is not a number", loaders.load_sts_csv, p)
+    assert "score 'the cat sat on the mat and purred loud\u2026 is not a number" in msg

@@ -182,3 +182,35 @@ def test_folders_whose_names_hold_a_comma_or_an_at_sign_can_be_given(tmp_path: P
     assert task.name == "beir:v@2" and task.info()["split"] == "dev"
     (task,) = build_user_tasks([f"beir:{at}@train"])
     assert task.info()["split"] == "train"
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_stopped_eval_says_so_and_what_is_kept(tmp_path: Path, minilm, cached: bool) -> None:
+    """Ctrl-C during `facet eval` exited 130 without a word: no report, and nothing said that
+    the embeddings encoded so far are cached for the next run. (The Ctrl-C is a
+    KeyboardInterrupt raised in the main thread by the model's encode, as a SIGINT raises it.)"""
+    from embedders.registry import register_embedder, unregister_embedder
+
+    class Stopped:
+        dim = minilm.dim
+        name = "stopped-here"
+        identity = '{"method": "stopped-here"}'
+
+        def encode(self, texts, *, role="document", instruction=None, batch_size=32):
+            raise KeyboardInterrupt
+
+    path = tmp_path / "x.csv"
+    path.write_text("a cat,a dog,1\na car,a bus,2\n")
+    register_embedder("stopped-here", lambda device=None, **kw: Stopped(), "stops")
+    try:
+        result = CliRunner().invoke(cli, [
+            "eval", "stopped-here", "--task", f"sts:{path}", "--baselines", "", "--no-progress",
+            "--out", str(tmp_path / "out"),
+            *(["--cache-dir", str(tmp_path / "cache")] if cached else ["--no-cache"])])
+    finally:
+        unregister_embedder("stopped-here")
+    assert result.exit_code == 130, result.output
+    assert "stopped (Ctrl-C): no report was written; " in result.output
+    assert ("running it again goes on from them" if cached else "nothing was kept (--no-cache)") \
+        in result.output
+    assert not (tmp_path / "out").exists()
