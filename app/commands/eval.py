@@ -333,9 +333,9 @@ def eval_cmd(
             with contextlib.suppress(OSError):
                 out_dir.rmdir()
         if isinstance(e, KeyboardInterrupt):  # (it exited 130 without a word)
-            kept = ("the embeddings encoded so far are cached: running it again goes on from them"
+            cached = ("the embeddings encoded so far are cached: running it again goes on from them"
                     if not no_cache else "nothing was kept (--no-cache)")
-            typer.echo(f"\nstopped (Ctrl-C): no report was written; {kept}", err=True)
+            typer.echo(f"\nstopped (Ctrl-C): no report was written; {cached}", err=True)
             raise typer.Exit(130) from None
         raise
     from app.cli import command_line
