@@ -246,6 +246,13 @@ def eval_cmd(
         )
     if batch_size < 1:
         raise InvalidRequestError(f"--batch-size must be a positive integer, got {batch_size}")
+    # Pairs of which one undoes the other (both were taken, the second dropped without a word).
+    if no_instructions and task_instruction is not None:  # (an ablation of the same command)
+        typer.echo("note: --no-instructions drops every instruction, --task-instruction's too",
+                   err=True)
+    if no_cache and cache_dir is not None:
+        raise InvalidRequestError("--no-cache reads and writes no cache, so --cache-dir is not used: "
+                                  "give one or the other")
     if rerank_top_n is not None and rerank_top_n < 1:
         raise InvalidRequestError(f"--rerank-top-n must be a positive integer, got {rerank_top_n}")
     if doc_max_words is not None and doc_max_words < 0:
@@ -278,6 +285,21 @@ def eval_cmd(
         task_list = build_tasks(root, suite, names, options) + task_list
     for override in instruction or []:
         _override_instruction(task_list, override)
+        named = _check_instruction_name([t.name for t in task_list], override)
+        if task_instruction is not None and any(t.name.lower() == named for t in user_tasks):
+            typer.echo(f"note: --instruction {named}=... replaces --task-instruction for that task",
+                       err=True)
+    from app.evaluation.tasks import RerankTask
+
+    if not any(isinstance(t, RerankTask) for t in task_list):
+        unused = [flag for name, flag in (("rerank_top_n", "--rerank-top-n"),
+                                          ("rerank_first_stage", "--rerank-first-stage"))
+                  if getattr(ctx.get_parameter_source(name), "name", "DEFAULT")
+                  not in ("DEFAULT", "DEFAULT_MAP")]
+        if unused:  # (taken, and read by no task: exit 0 without a word)
+            raise InvalidRequestError(f"{' and '.join(unused)} appl{'y' if len(unused) > 1 else 'ies'} "
+                                      "to the suites' rerank tasks, and none of the tasks run is one: "
+                                      "drop it, or add a rerank task (`facet eval --list-tasks`)")
     # Every data file is read and checked before any model loads: malformed data cost a second,
     # not a run that fails at its last task.
     for t in task_list:
@@ -334,7 +356,7 @@ def eval_cmd(
                 out_dir.rmdir()
         if isinstance(e, KeyboardInterrupt):  # (it exited 130 without a word)
             cached = ("the embeddings encoded so far are cached: running it again goes on from them"
-                    if not no_cache else "nothing was kept (--no-cache)")
+                      if not no_cache else "nothing was kept (--no-cache)")
             typer.echo(f"\nstopped (Ctrl-C): no report was written; {cached}", err=True)
             raise typer.Exit(130) from None
         raise

@@ -95,3 +95,43 @@ def test_a_goalex_run_without_goal_still_runs_with_no_instruction(tmp_path: Path
     assert run.returncode == 0, run.stderr
     (result,) = json.loads((out / "results.json").read_text())["runs"][0]["results"]
     assert result["info"]["instruction"] is None
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    (["--no-cache", "--cache-dir", "CACHE"],
+     "--no-cache reads and writes no cache, so --cache-dir is not used: give one or the other"),
+    (["--rerank-top-n", "5"], "--rerank-top-n applies to the suites' rerank tasks, and none of the "
+                              "tasks run is one"),
+    (["--rerank-first-stage", "minilm", "--rerank-top-n", "5"],
+     "--rerank-top-n and --rerank-first-stage apply to the suites' rerank tasks"),
+])
+def test_options_one_of_which_undoes_the_other_or_no_task_reads_are_refused(
+        tmp_path: Path, extra: list[str], said: str) -> None:
+    """Each was taken and dropped without a word, exit 0 (the eval exploration): the
+    --task-instruction under --no-instructions, the --cache-dir under --no-cache, the rerank
+    options of a run with no rerank task. The embedder is unknown: refused before it loads.
+    (--task-instruction under --no-instructions, an ablation of the same command, is noted:
+    ``test_an_instruction_override_of_a_task_instruction_is_noted``.)"""
+    folder = _goalex(tmp_path / "topics", {"goal": "by topic"})
+    run = invoke_cli("eval", "no-such-embedder", "--task", f"goalex:{folder}", "--baselines", "",
+                     *[str(tmp_path / "cache") if a == "CACHE" else a for a in extra],
+                     "--out", str(tmp_path / "out"))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert said in run.stderr and "no-such-embedder" not in run.stderr, run.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_instruction_override_of_a_task_instruction_is_noted(tmp_path: Path) -> None:
+    """--instruction TASK=TEXT on a --task item given --task-instruction too replaced it
+    without a word."""
+    folder = _goalex(tmp_path / "topics", {"goal": "by topic"})
+    run = invoke_cli("eval", "no-such-embedder", "--task", f"goalex:{folder}", "--baselines", "",
+                     "--task-instruction", "by colour", "--instruction", "goalex:topics=by size",
+                     "--out", str(tmp_path / "out"))
+    assert run.returncode == 2 and "no-such-embedder" in run.stderr, run.stderr
+    assert "note: --instruction goalex:topics=... replaces --task-instruction for that task" in run.stderr
+    ablation = invoke_cli("eval", "no-such-embedder", "--task", f"goalex:{folder}", "--baselines", "",
+                          "--task-instruction", "by colour", "--no-instructions",
+                          "--out", str(tmp_path / "out"))
+    assert ablation.returncode == 2 and "no-such-embedder" in ablation.stderr, ablation.stderr
+    assert "note: --no-instructions drops every instruction, --task-instruction's too" in ablation.stderr
