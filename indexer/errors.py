@@ -138,7 +138,31 @@ def disk_full_words(what: str, setting: str = "FACET_DATA_DIR", free: int | None
 # of its user info ("http://admin:secret@host") and a key-like query parameter ("?api_key=...").
 # Here, dependency-free, so that the indexer (which imports nothing of ``app``) uses them too;
 # ``app.settings.mask_passwords`` / ``masked_url`` are these.
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
+# Found from its "://", the scheme before it read backwards: a pattern starting with the scheme
+# (``[A-Za-z][A-Za-z0-9+.-]*://``) was tried from every letter of a long word and read to its
+# end each time, time growing with the square of its length: a 300,000-character name in a
+# request held the API's event loop for minutes, SIGTERM and /health too (the API exploration).
+_URL_USERINFO = re.compile(r"://([^\s/@:]*):[^\s/@]*@")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+
+
+def _mask_url_passwords(text: str) -> str:
+    """``text`` with the password of each ``scheme://user:password@`` in it as ``***``: a
+    scheme is a letter and then letters, digits, "+", "." or "-", right before the "://"."""
+    out: list[str] = []
+    done = 0
+    for match in _URL_USERINFO.finditer(text):
+        start = match.start()
+        scheme = False  # a letter in the run of scheme characters before "://"
+        while start > 0 and text[start - 1] in _SCHEME_CHARS:  # (runs of two matches apart)
+            start -= 1
+            scheme = scheme or text[start].isalpha()
+        if scheme:
+            out.append(text[done:match.start()])
+            out.append(f"://{match.group(1)}:***@")
+            done = match.end()
+    out.append(text[done:])
+    return "".join(out)
 # A key-like parameter name; "_" and "-" also percent-encoded ("api%5Fkey" was shown in clear).
 _SEP = r"(?:[_-]|%5[Ff]|%2[Dd])"
 _SECRET_NAME = (rf"(?:[A-Za-z0-9_.-]*{_SEP})?(?:api{_SEP}?key|apikey|key|token|access{_SEP}?token|"
@@ -153,7 +177,7 @@ _SECRET_PARAM = re.compile(
 def mask_secrets(text: str) -> str:
     """``text`` with the password of every URL in it, and the value of every key-like query
     parameter (``api_key``, ``token``, ``password``...), as ``***``."""
-    return _SECRET_PARAM.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", text))
+    return _SECRET_PARAM.sub(r"\1***", _mask_url_passwords(text))
 
 
 def mask_query(target: str) -> str:
