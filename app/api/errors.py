@@ -314,7 +314,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         message += (f"; did you mean {meant}?" if meant else
                     "; see GET /openapi.json or docs/api.md for the routes")
     elif exc.status_code == 405 and message == "Method Not Allowed":
-        allow = (exc.headers or {}).get("Allow", "")
+        allow = _allowed(request) or (exc.headers or {}).get("Allow", "")
+        exc.headers = {**(exc.headers or {}), "Allow": allow}
         message = f"method {request.method} is not allowed on {request.url.path}; use {allow}"
     elif exc.status_code == 400 and (files := _too_many_files(exc)) is not None:
         # A multipart body of more files than the form parser takes (its ``max_files``): a
@@ -363,6 +364,22 @@ def _too_many_files(exc: StarletteHTTPException) -> str | None:
     limit = int(match[1])
     return (f"the request holds more than {limit:,} files, the most one request may send; "
             f"upload at most {limit:,} files per request (split the upload into several)")
+
+
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed(request: Request) -> str:
+    """The methods the routes of the request's path take, HEAD wherever GET is (``server``'s
+    ``_HeadAsGet``): Starlette's 405 named the first route of the path only ("Allow: POST" on
+    /jobs, which GET lists too)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if getattr(route, "methods", None) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= set(route.methods)
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods, key=lambda m: (*_METHOD_ORDER, m).index(m)))
 
 
 def _without_slash(request: Request) -> str | None:

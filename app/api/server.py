@@ -499,6 +499,41 @@ def route_path(scope: Any) -> str:
     return path[len(root):] if root and path.startswith(root) else path
 
 
+class _HeadAsGet:
+    """HEAD on a route that answers GET is that GET without its body (HTTP asks it of every
+    GET resource; it was a 405 everywhere but /health, "Allow: POST" on /jobs). Innermost of
+    the middlewares: the guards, the key and the log see the HEAD; the route runs as a GET and
+    its headers (Content-Length too) are sent without the body. Not listed in /openapi.json."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD" or not _answers_get(scope):
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
+def _answers_get(scope: dict[str, Any]) -> bool:
+    """Whether no route of the app takes ``scope``'s HEAD itself and one takes it as a GET."""
+    from starlette.routing import Match
+
+    routes = scope["app"].router.routes
+    if any(route.matches(scope)[0] is Match.FULL for route in routes):
+        return False  # (/health's own HEAD, the UI's mount)
+    as_get = {**scope, "method": "GET"}
+    return any(route.matches(as_get)[0] is Match.FULL for route in routes)
+
+
 class _RootPathLinks:
     """Behind a proxy's prefix (``FACET_ROOT_PATH``, ``--root-path``), the ``Location`` of a new
     job and the ``Link`` to a listing's next page carry it: they said ``/jobs/4``, which the
@@ -825,6 +860,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
                               "clustering and index jobs. See docs/api.md.")
     errors.install(app)
     app.add_exception_handler(_RepeatedQuery, _repeated_query)
+    app.add_middleware(_HeadAsGet)  # (the first added is the innermost)
     app.add_middleware(errors.BodyLimitMiddleware, max_mb=settings.api_max_body_mb,
                        max_bytes=int(settings.api_max_body_mb * 2**20))
     # Before the body is read: a page of another site, or a name not allowed (keyless only).

@@ -62,18 +62,37 @@ def test_the_ui_without_its_slash_is_sent_to_it_relatively(client) -> None:
 def test_a_wrong_method_is_a_json_405_with_allow(client) -> None:
     error = _error(client.delete("/collections"), 405)
     assert (error["type"], error["code"]) == ("invalid_request_error", "method_not_allowed")
-    assert error["message"] == "method DELETE is not allowed on /collections; use GET"
-    assert client.delete("/collections").headers["allow"] == "GET"
+    assert error["message"] == "method DELETE is not allowed on /collections; use GET, HEAD"
+    assert client.delete("/collections").headers["allow"] == "GET, HEAD"
     assert _error(client.get("/search"), 405)["code"] == "method_not_allowed"
 
 
-def test_head_health_answers_200_without_a_body(client) -> None:
-    """Uptime checkers ask with HEAD: it was a 405. Only /health answers it."""
+def test_a_405_names_every_method_of_the_path(client) -> None:
+    """Starlette's 405 named the first route of the path only: "Allow: POST" and "use POST" on
+    DELETE /jobs, which GET lists too; "GET" on PUT /collections/NAME, which DELETE removes."""
+    r = client.delete("/jobs")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD, POST", r.headers
+    assert _error(r, 405)["message"] == "method DELETE is not allowed on /jobs; use GET, HEAD, POST"
+    assert client.put("/collections/notes").headers["allow"] == "GET, HEAD, DELETE"
+    assert client.get("/search").headers["allow"] == "POST"
+
+
+def test_head_answers_as_get_without_a_body(client) -> None:
+    """Uptime checkers ask with HEAD, and HTTP asks it wherever GET is: it was a 405 everywhere
+    but /health (with a JSON Content-Type and no body). A route that answers GET answers HEAD
+    with the GET's status and headers, no body; the spec lists the GETs only."""
     r = client.head("/health")
     assert r.status_code == 200 and r.content == b"", (r.status_code, r.content)
-    assert client.head("/collections").status_code == 405
-    # Still one GET route in the spec, as before.
-    assert list(client.get("/openapi.json").json()["paths"]["/health"]) == ["get"]
+    for path in ("/info", "/collections", "/jobs"):
+        got, head = client.get(path), client.head(path)
+        assert (head.status_code, head.content) == (got.status_code, b""), path
+        assert head.headers["content-type"] == got.headers["content-type"], path
+        assert head.headers["content-length"] == got.headers["content-length"], path
+    missing = client.head("/collections/no-such-collection")
+    assert missing.status_code == 404 and missing.content == b""
+    assert client.head("/search").status_code == 405  # (POST only)
+    paths = client.get("/openapi.json").json()["paths"]
+    assert list(paths["/health"]) == ["get"] and "head" not in paths["/collections"]
 
 
 def test_a_missing_or_wrong_key_has_its_code(minilm, tmp_path) -> None:
