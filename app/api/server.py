@@ -1534,8 +1534,10 @@ def _setting_limits(schemas: dict[str, Any], settings: FacetSettings) -> None:
 
 # The services' timestamps (``utc_text``: ISO 8601 UTC, ``2026-11-28T10:19:45Z``), declared
 # plain strings: "date-time" where the value is always one (or null), else said in words.
-_DATE_TIMES = {"JobInfo": ("queued_at", "started_at", "finished_at")}
+_DATE_TIMES = {"JobInfo": ("queued_at", "started_at", "finished_at"), "DocumentInfo": ("updated_at",)}
 _TIMESTAMP_WORDS = {
+    ("DocumentInfo", "updated_at"): "when its row was last written: its content indexed, or its "
+                                    "status or metadata changed",
     ("JobInfo", "queued_at"): "when it was asked for",
     ("JobInfo", "started_at"): "when it began running; null for a job that never ran",
     ("JobInfo", "finished_at"): "when it ended; null until then",

@@ -167,6 +167,8 @@ def test_openapi_lists_every_code_and_the_timestamps_formats(client) -> None:
         strings = [b for b in job[field].get("anyOf", [job[field]]) if b.get("type") == "string"]
         assert strings and all(b.get("format") == "date-time" for b in strings), job[field]
     assert "default" not in job["queued_at"]
+    # A document's too (it had no format, though always a timestamp: the API exploration).
+    assert schemas["DocumentInfo"]["properties"]["updated_at"].get("format") == "date-time"
     created = schemas["ListedCollection"]["properties"]["created_at"]
     assert "format" not in created and '""' in created["description"]  # "" for a stray
     # What the server answers matches: every job's timestamps are ISO 8601 UTC.
