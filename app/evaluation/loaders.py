@@ -242,15 +242,26 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
         # Spaces after a comma are skipped: without that, in `"a", "b, c", 4.8` the second
         # quote was not read as one, so its comma split the sentence and the quote marks
         # became text.
-        reader = csv.reader(f, skipinitialspace=True)
+        last: list[str] = [""]  # the last line read (a quote opened on the file's last line)
+
+        def remembered(lines: Iterator[str]) -> Iterator[str]:
+            for line in lines:
+                last[0] = line
+                yield line
+
+        reader = csv.reader(remembered(f), skipinitialspace=True)
         lineno = 0
         try:
             for row in reader:
                 start, lineno = lineno + 1, reader.line_num
-                if lineno > start and any("\n" in c or "\r" in c for c in row):
+                if any("\n" in c or "\r" in c for c in row):  # (a quote left open ran on)
                     raise _runaway_quote(p, start, lineno, reader)
                 if not row or all(not c.strip() for c in row):
                     continue
+                if len(row) != 3 and last[0].count('"') % 2:
+                    # A quote opened on the file's last line, without its line end: one line,
+                    # so said as "got 1 field; quote sentences that contain commas".
+                    raise _runaway_quote(p, start, lineno, reader)
                 if len(row) != 3:
                     raise DataError(
                         f"{p}, line {lineno}: expected 3 fields (sentence1,sentence2,score), "

@@ -386,6 +386,13 @@ def test_an_unbalanced_quote_in_an_sts_csv_is_named_at_its_line_not_read_over_li
                       "\n".join(lines[:5] + [f"s{i} a,s{i} b,1" for i in range(35)]) + "\n")
     msg = _raises("an unbalanced quote", loaders.load_sts_csv, unclosed)
     assert f"{unclosed}, line 5:" in msg and "to the end of the file" in msg
+    for sep, end in (("\n", "\n"), ("\r\n", "\r\n"), ("\n", "")):  # on the last line
+        last = _write(tmp_path / "last.csv", f'a,b,1{sep}c,d,2{sep}"e, f,g,3{end}')
+        msg = _raises("an unbalanced quote", loaders.load_sts_csv, last)
+        assert f"{last}, line 3:" in msg and "to the end of the file" in msg, (end, msg)
+    # A quote inside an unquoted sentence is text, an odd count of them too.
+    inch = _write(tmp_path / "inch.csv", 'a 5" screen,a small screen,3\nc,d,2\n')
+    assert [p.sentence1 for p in loaders.load_sts_csv(inch)] == ['a 5" screen', "c"]
     big = _write(tmp_path / "big.csv", "a,b,1\n" + "x" * 150_000 + ",b,2\n")
     msg = _raises("over 131,072 characters", loaders.load_sts_csv, big)
     assert f"{big}, line 2:" in msg and "field larger than field limit" not in msg
