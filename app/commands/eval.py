@@ -355,8 +355,11 @@ def eval_cmd(
             with contextlib.suppress(OSError):
                 out_dir.rmdir()
         if isinstance(e, KeyboardInterrupt):  # (it exited 130 without a word)
-            cached = ("the embeddings encoded so far are cached: running it again goes on from them"
-                      if not no_cache else "nothing was kept (--no-cache)")
+            cached = ("nothing was kept (--no-cache)" if no_cache else
+                      f"the {cache.written:,} embeddings saved so far are cached: running it again "
+                      "goes on from them" if cache.written else
+                      f"no embedding was saved yet (the cache saves every {cache.write_every:,} "
+                      "texts)")
             typer.echo(f"\nstopped (Ctrl-C): no report was written; {cached}", err=True)
             raise typer.Exit(130) from None
         raise

@@ -63,6 +63,7 @@ class EmbeddingCache:
         self._loaded: dict[Path, dict[str, np.ndarray]] = {}
         self.hits = 0
         self.misses = 0
+        self.written = 0  # embeddings this run saved (a stopped run's note says how many)
 
     def _bucket(self, identity: str, role: str, instruction: str | None) -> Path | None:
         if self.root is None:
@@ -106,6 +107,7 @@ class EmbeddingCache:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, keys=np.array(keys, dtype="<U64"), vectors=vectors.astype(np.float32))
             os.replace(tmp, bucket / f"chunk-{digest}.npz")
+            self.written += len(keys)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
