@@ -529,7 +529,7 @@ def _answers_get(scope: dict[str, Any]) -> bool:
 
     routes = scope["app"].router.routes
     if any(route.matches(scope)[0] is Match.FULL for route in routes):
-        return False  # (/health's own HEAD, the UI's mount)
+        return False  # (the UI's mount: Gradio answers its own)
     as_get = {**scope, "method": "GET"}
     return any(route.matches(as_get)[0] is Match.FULL for route in routes)
 
@@ -903,10 +903,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         10.9 s, past a container healthcheck's 10 s)."""
         return {"status": "ok"}
 
-    # Uptime checkers ask with HEAD (it was a 405); /openapi.json lists the GET only.
-    @app.head("/health", include_in_schema=False)
-    async def health_head() -> Response:
-        return Response()
+    # Uptime checkers ask with HEAD: answered as the GET without its body (``_HeadAsGet``,
+    # as on every GET route; /openapi.json lists the GET only).
 
     # /ready's checks block (a second at most each): run in threads of their own, never
     # queued behind the request threads' searches.
@@ -928,10 +926,6 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         found = await readiness(facet)
         return _json({"status": "ready" if found.ready else "not ready", "checks": found.checks},
                      status=200 if found.ready else 503)
-
-    @app.head("/ready", include_in_schema=False)
-    async def ready_head(facet: FacetDep) -> Response:
-        return Response(status_code=200 if (await readiness(facet)).ready else 503)
 
     @app.get("/info", dependencies=auth, responses=fails(*facade), operation_id="info", tags=ops)
     def info(facet: FacetDep) -> dict[str, Any]:

@@ -83,7 +83,8 @@ def test_head_answers_as_get_without_a_body(client) -> None:
     with the GET's status and headers, no body; the spec lists the GETs only."""
     r = client.head("/health")
     assert r.status_code == 200 and r.content == b"", (r.status_code, r.content)
-    for path in ("/info", "/collections", "/jobs"):
+    for path in ("/health", "/ready", "/info", "/collections", "/jobs"):  # (/health's and
+        # /ready's own HEAD routes answered no Content-Type and a Content-Length of 0)
         got, head = client.get(path), client.head(path)
         assert (head.status_code, head.content) == (got.status_code, b""), path
         assert head.headers["content-type"] == got.headers["content-type"], path
