@@ -222,6 +222,43 @@ def test_a_search_whose_collection_was_re_created_with_another_embedder_is_not_a
 # ------------------------------------------------------------ the 404 naming a job
 
 
+class _HeldDelete:
+    """``facet.delete_collection("race")`` in a thread of its own, held once it has dropped the
+    vectors (``dropped`` set; its rows flushed, not committed) until ``go_on`` is set."""
+
+    def __init__(self, facet: Facet, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.dropped, self.go_on = threading.Event(), threading.Event()
+        self.outcome: list[BaseException | None] = []
+        drop = facet.context.store.drop_collection
+
+        def held_drop(collection: str) -> bool:
+            try:
+                return drop(collection)
+            finally:
+                self.dropped.set()
+                self.go_on.wait(30)  # (the delete commits after this returns)
+
+        def delete() -> None:
+            try:
+                facet.delete_collection("race")
+                self.outcome.append(None)
+            except BaseException as e:  # (said by the tests' assertions)
+                self.outcome.append(e)
+
+        monkeypatch.setattr(facet.context.store, "drop_collection", held_drop)
+        self.thread = threading.Thread(target=delete)
+
+    def start(self) -> None:
+        """Start it and wait until it has dropped the vectors."""
+        self.thread.start()
+        assert self.dropped.wait(30)
+
+    def finish(self) -> None:
+        self.go_on.set()
+        if self.thread.is_alive():
+            self.thread.join(30)
+
+
 def test_a_search_during_a_delete_does_not_say_the_vectors_were_lost(
         facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Deleted by another thread between the search's read of the collection's row and its look
@@ -231,47 +268,26 @@ def test_a_search_during_a_delete_does_not_say_the_vectors_were_lost(
     naming a job that had written, and a data loss that was none."""
     _indexed(facet, tmp_path)
     store = facet.context.store
-    drop, exists = store.drop_collection, store.collection_exists
-    dropped, go_on = threading.Event(), threading.Event()
-    outcome: list[BaseException | None] = []
-
-    def held_drop(collection: str) -> bool:
-        try:
-            return drop(collection)
-        finally:
-            dropped.set()
-            go_on.wait(30)  # (the delete commits after this returns)
-
-    def delete() -> None:
-        try:
-            facet.delete_collection("race")
-            outcome.append(None)
-        except BaseException as e:  # (said by the assertion below)
-            outcome.append(e)
-
-    deleter = threading.Thread(target=delete)
+    exists = store.collection_exists
+    deleting = _HeldDelete(facet, monkeypatch)
 
     def hooked_exists(collection: str) -> bool:
-        if not deleter.is_alive() and not dropped.is_set() and \
+        if not deleting.thread.is_alive() and not deleting.dropped.is_set() and \
                 sys._getframe(1).f_code.co_name == "_vector_names":
-            deleter.start()
-            assert dropped.wait(30)
+            deleting.start()
         return exists(collection)
 
-    monkeypatch.setattr(store, "drop_collection", held_drop)
     monkeypatch.setattr(store, "collection_exists", hooked_exists)
     try:
         with pytest.raises(FacetError) as raised:
             facet.search(SearchRequest("garden", "race", mode="dense"))
     finally:
-        go_on.set()
-        if deleter.is_alive() or dropped.is_set():
-            deleter.join(30)
-    assert dropped.is_set()
+        deleting.finish()
+    assert deleting.dropped.is_set()
     _honest(raised.value)
     # Searched once more, it met the delete still in flight: being deleted, search again.
     assert isinstance(raised.value, BusyError), _say(raised.value)
-    assert outcome == [None]  # the delete went through
+    assert deleting.outcome == [None]  # the delete went through
     with pytest.raises(NotFoundError, match="unknown collection 'race'"):
         facet.search(SearchRequest("garden", "race", mode="dense"))
 
@@ -286,50 +302,28 @@ def test_a_search_meeting_a_delete_that_ends_before_its_look_says_the_collection
     row is read again before either is said: gone, the search runs once more and finds it gone."""
     _indexed(facet, tmp_path)
     store = facet.context.store
-    drop, exists, generation = store.drop_collection, store.collection_exists, store.generation
-    dropped, go_on = threading.Event(), threading.Event()
-    outcome: list[BaseException | None] = []
-
-    def held_drop(collection: str) -> bool:
-        try:
-            return drop(collection)
-        finally:
-            dropped.set()
-            go_on.wait(30)  # (the delete commits after this returns)
-
-    def delete() -> None:
-        try:
-            facet.delete_collection("race")
-            outcome.append(None)
-        except BaseException as e:  # (said by the assertion below)
-            outcome.append(e)
-
-    deleter = threading.Thread(target=delete)
+    exists, generation = store.collection_exists, store.generation
+    deleting = _HeldDelete(facet, monkeypatch)
 
     def hooked_generation(collection: str) -> int:
-        if not deleter.is_alive() and not dropped.is_set():  # the search's first read
-            deleter.start()
-            assert dropped.wait(30)
+        if not deleting.thread.is_alive() and not deleting.dropped.is_set():  # the first read
+            deleting.start()
         return generation(collection)
 
     def hooked_exists(collection: str) -> bool:
-        if dropped.is_set() and not go_on.is_set() and \
+        if deleting.dropped.is_set() and not deleting.go_on.is_set() and \
                 sys._getframe(1).f_code.co_name == "_vector_names":
-            go_on.set()
-            deleter.join(30)  # committed and ended before the store is looked into
+            deleting.finish()  # committed and ended before the store is looked into
         return exists(collection)
 
-    monkeypatch.setattr(store, "drop_collection", held_drop)
     monkeypatch.setattr(store, "generation", hooked_generation)
     monkeypatch.setattr(store, "collection_exists", hooked_exists)
     try:
         with pytest.raises(FacetError) as raised:
             facet.search(SearchRequest("garden", "race", mode="dense"))
     finally:
-        go_on.set()
-        if deleter.is_alive():
-            deleter.join(30)
-    assert go_on.is_set() and outcome == [None]  # the race ran; the delete went through
+        deleting.finish()
+    assert deleting.outcome == [None]  # the race ran; the delete went through
     _honest(raised.value)
     assert "no job has written" not in str(raised.value)
     assert isinstance(raised.value, NotFoundError), _say(raised.value)
