@@ -27,6 +27,28 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True)
+def _ctrl_c_as_at_a_terminal() -> Iterator[None]:
+    """Ctrl-C as a terminal gives it, in each test's main thread. A suite started in the
+    background of a non-interactive shell (`make test &`, some CI runners) inherits SIGINT
+    ignored, and Python then raises no KeyboardInterrupt for it: the plugin tests that tell a
+    plugin's own KeyboardInterrupt from a Ctrl-C (``embedders.registry._ctrl_c_ignored``) then
+    read every one as the plugin's: 5 failed in such a run (2026-12-04). Left as it is
+    where SIGINT is not ignored, and put back after the test."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.fixture
 def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.MonkeyPatch]:
     """``FACET_*`` variables set through it read afresh by ``get_settings`` (cached per
