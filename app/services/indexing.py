@@ -489,6 +489,9 @@ class IndexReport:
         docs_moved: documents whose old place is gone (moved, not copied): removed from there.
         chunks_moved: the chunks of the moved documents.
         moved: (old source, new source) of the first ``MOVES_LISTED`` (20) moved documents.
+        vectors_left_out: embedder name -> the documents written without that other embedder's
+            vectors: it gave unusable vectors (NaN, all zero) for them (a warning names each;
+            its next run with --embedder tries them again).
         message: what happened that the counts do not say, where the job that would say it is
             gone (``collection_removed``): "nothing to index in SOURCE: collection 'c' was not
             created, and job 8 was removed with it" (`facet index` prints the same), or "N of
