@@ -228,6 +228,18 @@ def _check_pairs(pairs: list[StsPair], path: Path) -> list[StsPair]:
     return pairs
 
 
+# The longest sentence an STS csv may hold: the csv module's default field limit. That limit is
+# process-wide and the indexer raises it (indexer.parsing.allow_long_csv_fields), so the loader
+# bounds fields itself: a file reads the same whether or not something was indexed before.
+_STS_FIELD_LIMIT = 131_072
+
+
+def _sts_field_too_long(p: Path, lineno: int) -> DataError:
+    return DataError(f"{p}, line {lineno}: a field of over {_STS_FIELD_LIMIT:,} characters: "
+                     "an unbalanced quote that reads on over the lines after it, or a sentence "
+                     "far too long for a similarity pair")
+
+
 def load_sts_csv(path: str | Path) -> list[StsPair]:
     """Read an STS-B style csv: no header, ``sentence1,sentence2,score`` (quoted where needed;
     a space after a comma is allowed, and each sentence is stripped of surrounding spaces).
@@ -258,6 +270,8 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
                     raise _runaway_quote(p, start, lineno, reader)
                 if not row or all(not c.strip() for c in row):
                     continue
+                if any(len(c) > _STS_FIELD_LIMIT for c in row):
+                    raise _sts_field_too_long(p, lineno)
                 if len(row) != 3 and last[0].count('"') % 2:
                     # A quote opened on the file's last line, without its line end: one line,
                     # so said as "got 1 field; quote sentences that contain commas".
@@ -277,10 +291,7 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
         except csv.Error as e:
             if "field larger than field limit" in str(e):
                 # (Python's words; most likely a quote never closed, reading on to the end)
-                raise DataError(f"{p}, line {lineno + 1}: a field of over "
-                                f"{csv.field_size_limit():,} characters: an unbalanced quote "
-                                "that reads on over the lines after it, or a sentence far too "
-                                "long for a similarity pair") from e
+                raise _sts_field_too_long(p, lineno + 1) from e
             raise _csv_error(p, reader.line_num, e, "malformed csv") from e
     if not pairs:
         raise DataError(f"{p}: no sentence pairs found")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from app.errors import DataError
 from app.evaluation import loaders
+from indexer.parsing import allow_long_csv_fields
 
 
 def _write(path: Path, text: str) -> Path:
@@ -396,6 +398,16 @@ def test_an_unbalanced_quote_in_an_sts_csv_is_named_at_its_line_not_read_over_li
     big = _write(tmp_path / "big.csv", "a,b,1\n" + "x" * 150_000 + ",b,2\n")
     msg = _raises("over 131,072 characters", loaders.load_sts_csv, big)
     assert f"{big}, line 2:" in msg and "field larger than field limit" not in msg
+    # The same in a process whose csv limit the indexer raised (it is process-wide): the suite
+    # failed here in CI when an indexing test ran first in the same worker.
+    before = csv.field_size_limit()
+    try:
+        allow_long_csv_fields()
+        assert csv.field_size_limit() > 150_000
+        msg = _raises("over 131,072 characters", loaders.load_sts_csv, big)
+        assert f"{big}, line 2:" in msg
+    finally:
+        csv.field_size_limit(before)
     # A quote closed on its line, and a doubled quote inside one, are read as before.
     fine = _write(tmp_path / "fine.csv", '"a, b",c,1\n"say ""hi""",d,2\n')
     assert [p.sentence1 for p in loaders.load_sts_csv(fine)] == ["a, b", 'say "hi"']
