@@ -783,6 +783,12 @@ def load_labelled_texts(
     p = Path(path)
     texts: list[str] = []
     labels: list[str] = []
+    # A long text reads as the indexer and the clustering read it, whatever ran before in this
+    # process (the csv limit is process-wide; it said "field larger than field limit" only in a
+    # process that had not indexed yet).
+    from indexer.parsing import allow_long_csv_fields
+
+    allow_long_csv_fields()
     with _open_text(p) as f:
         reader = csv.reader(f, delimiter=delimiter)
         try:

@@ -413,6 +413,20 @@ def test_an_unbalanced_quote_in_an_sts_csv_is_named_at_its_line_not_read_over_li
     assert [p.sentence1 for p in loaders.load_sts_csv(fine)] == ["a, b", 'say "hi"']
 
 
+def test_a_long_labelled_text_reads_the_same_in_a_fresh_process(tmp_path: Path) -> None:
+    """The csv field limit is process-wide: a 150,000-character text in a classification file
+    was "malformed file: field larger than field limit (131072)" in a fresh process and read
+    in one that had indexed a csv first. It reads in both, as the indexer and clustering read
+    it (the embedder truncates it)."""
+    p = _write(tmp_path / "train.csv", "text,label\n" + "x" * 150_000 + ",a\nshort,b\n")
+    before = csv.field_size_limit(131_072)  # as a fresh process has it
+    try:
+        got = loaders.load_labelled_texts(p)
+    finally:
+        csv.field_size_limit(before)
+    assert [len(t) for t in got.texts] == [150_000, 5] and got.labels == ["a", "b"]
+
+
 def test_a_long_value_in_a_message_is_cut_with_an_ellipsis(tmp_path: Path) -> None:
     """A repr cut at 40 characters lost its closing quote and said nothing of the cut
     (``score 'text: "The cat sat on the mat and purre is not a number``)."""
