@@ -265,6 +265,12 @@ def eval_cmd(
         doc_max_words=doc_max_words,
     )
     user_tasks = build_user_tasks(task, task_instruction, options) if task else []
+    for t in user_tasks:  # (a name carries @SPLIT only where the user gave one)
+        split = getattr(t, "split", None)
+        if split and split != "test" and not t.name.endswith(f"@{split}"):
+            # Read without a word before: a dev figure could be reported as a test one.
+            typer.echo(f"note: {t.name} has no qrels/test.tsv; it reads qrels/{split}.tsv "
+                       f"(give {t.name}@SPLIT to choose another)", err=True)
     if task_instruction is not None and not task:
         raise InvalidRequestError("--task-instruction applies to --task items; to change a built-in task's "
                                   "instruction use --instruction TASK=TEXT")

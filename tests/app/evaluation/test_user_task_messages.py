@@ -151,3 +151,18 @@ def test_one_label_for_several_texts_is_singular(tmp_path: Path) -> None:
     (folder / "labels.json").write_text(json.dumps({"labels": [0]}))
     with pytest.raises(DataError, match=r"line 1: 1 label for 4 texts in "):  # "1 labels"
         loaders.load_goalex(folder)
+
+
+def test_a_beir_folder_without_a_test_split_says_which_split_it_reads(tmp_path: Path) -> None:
+    """Without qrels/test.tsv and without @SPLIT the first split by name was read silently: a
+    dev figure could be reported as a test one. A note names it; a split given, or test
+    found, says nothing."""
+    folder = _beir(tmp_path / "b")
+    (folder / "qrels" / "test.tsv").rename(folder / "qrels" / "train.tsv")
+    code, out = _eval(tmp_path, f"beir:{folder}")
+    assert code == 2, out  # (the embedder does not exist: refused after the tasks are read)
+    assert "note: beir:b has no qrels/test.tsv; it reads qrels/dev.tsv (give beir:b@SPLIT" in out
+    code, out = _eval(tmp_path, f"beir:{folder}@dev")
+    assert code == 2 and "has no qrels/test.tsv" not in out, out
+    code, out = _eval(tmp_path, f"beir:{_beir(tmp_path / 'c')}")
+    assert code == 2 and "has no qrels/test.tsv" not in out, out
