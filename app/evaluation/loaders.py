@@ -204,6 +204,8 @@ def _float(value: str, what: str, path: Path, lineno: int, header_hint: str = ""
     """``value`` as a finite number; ``header_hint`` is added when line 1's is not a number
     (a header row the format does not take)."""
     try:
+        if "_" in value:  # (Python's digit grouping: "1_0" read as 10, a typo of 1.0 or 1,0)
+            raise ValueError(value)
         number = float(value)
     except ValueError as e:
         hint = f" ({header_hint})" if lineno == 1 and header_hint else ""

@@ -433,3 +433,20 @@ def test_a_long_value_in_a_message_is_cut_with_an_ellipsis(tmp_path: Path) -> No
     p = _write(tmp_path / "sts.csv", "a,b,1\nc,d," + "the cat sat on the mat and purred loudly" * 2 + "\n")
     msg = _raises("is not a number", loaders.load_sts_csv, p)
     assert "score 'the cat sat on the mat and purred loud\u2026 is not a number" in msg
+
+
+def test_a_score_with_an_underscore_is_not_a_number(tmp_path: Path) -> None:
+    """Python reads "1_0" as 10 (digit grouping): a typo of 1.0 became a gold score of 10 in
+    an STS file, and a grade of 10 in qrels, without a word."""
+    sts = _write(tmp_path / "sts.csv", "a,b,1_0\nc,d,2\n")
+    msg = _raises("is not a number", loaders.load_sts_csv, sts)
+    assert f"{sts}, line 1: score '1_0' is not a number" in msg
+    root = tmp_path / "beir"
+    (root / "qrels").mkdir(parents=True)
+    _write(root / "corpus.jsonl", '{"_id": "d1", "text": "one"}\n')
+    _write(root / "queries.jsonl", '{"_id": "q1", "text": "first"}\n')
+    qrels = _write(root / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1_0\n")
+    msg = _raises("is not a number", loaders.load_beir, root)
+    assert f"{qrels}, line 2: score '1_0' is not a number" in msg
+    # (Plain numbers read as before.)
+    assert [p.score for p in loaders.load_sts_csv(_write(tmp_path / "ok.csv", "a,b,1.5\nc,d,2e0\n"))] == [1.5, 2.0]
