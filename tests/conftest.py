@@ -49,6 +49,37 @@ def _ctrl_c_as_at_a_terminal() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+# What an in-process CLI call quiets for the rest of its process (``app.cli.quiet_libraries``).
+_QUIETED_VARIABLES = ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")
+
+
+@pytest.fixture(autouse=True)
+def _libraries_as_a_test_found_them() -> Iterator[None]:
+    """Undo what an in-process CLI call quiets (``quiet_libraries``: two variables, and an
+    imported transformers' verbosity and progress bar). Left for the next tests of the process,
+    checks of transformers' warnings and of a child process's "Loading weights" bar could not
+    fail (tests/embedders/test_methods.py, test_quiet_load.py), depending on which test files
+    ran before in the same pytest worker. ``invoke_cli`` undid the variables only; a bare
+    ``CliRunner().invoke`` undid nothing."""
+    import sys
+
+    saved = {name: os.environ.get(name) for name in _QUIETED_VARIABLES}
+    hf = sys.modules.get("transformers.utils.logging")
+    state = (hf.get_verbosity(), hf.is_progress_bar_enabled()) if hf is not None else None
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    hf = sys.modules.get("transformers.utils.logging")
+    if hf is None:
+        return
+    verbosity, bar = state if state is not None else (hf.WARNING, True)  # (imported by the test)
+    hf.set_verbosity(verbosity)
+    (hf.enable_progress_bar if bar else hf.disable_progress_bar)()
+
+
 @pytest.fixture
 def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.MonkeyPatch]:
     """``FACET_*`` variables set through it read afresh by ``get_settings`` (cached per
