@@ -780,6 +780,8 @@ class Facet:
             if isinstance(e, FacetError):
                 raise type(e)(f"index job {prepared.job_id} could not be started: {e}") from e
             raise FacetError(f"index job {prepared.job_id} could not be started: {e}") from e
+        if getattr(self.job_runner, "runs_elsewhere", False):
+            self.indexing.handed_off(prepared.job_id)
         return self.catalog.job(prepared.job_id)
 
     def _check_not_data_dir(self, source: object, collection: object) -> None:

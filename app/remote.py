@@ -247,6 +247,8 @@ class CeleryJobRunner:
     """Sends prepared index jobs to the workers' ``index`` queue."""
 
     runner_name = "celery"
+    # The job runs in a worker process, not this one (``IndexingService.handed_off``).
+    runs_elsewhere = True
 
     def __init__(self, settings: FacetSettings) -> None:
         self.settings = settings
@@ -291,6 +293,7 @@ class ProcessJobRunner:
     """
 
     runner_name = "process"
+    runs_elsewhere = True  # (a detached ``facet run-job``)
 
     def __init__(self, settings: FacetSettings,
                  on_started: Callable[[int, int], None] | None = None) -> None:

@@ -1616,7 +1616,7 @@ class IndexService:
             added = False
             try:
                 added = self._check_collection(session, coll, embedder, options, spec)
-                self._refuse_other_writer(session, coll)
+                self._refuse_other_writer(session, coll, runner)
                 if runner in ("thread", "process", "celery"):
                     # Queued for later, the run met another process's open shard and failed
                     # seconds after a 202 (exit 0); refused now, as a foreground run is. Not
@@ -1646,7 +1646,14 @@ class IndexService:
                                    added_embedder=embedder.name if added else None)
             return prepared, created
 
-    def _refuse_other_writer(self, session: Session, coll: md.Collection) -> None:
+    def _refuse_other_writer(self, session: Session, coll: md.Collection,
+                             runner: str = "inline") -> None:
+        """Refuse a new job into ``coll`` while another live job writes it, except one it
+        queues behind: a job of this process (its own queue runs them in turn), or, for a job
+        sent to the workers, a worker job (a worker plans a job only once the collection's
+        lease is free: ``WriterBusy``). The latter held only in the server that sent the worker
+        job, by a job id it never let go (``handed_off``): a server started since refused the
+        same upload (409) that this one queued."""
         current = leases.live_holder(session, coll.id)
         for _ in range(8):  # (a new holder each time round: bounded, however busy)
             if current is None:
@@ -1654,6 +1661,10 @@ class IndexService:
             with _REGISTRY_LOCK:
                 if current.job_id in _ACTIVE_JOBS:  # queued behind it in this process: fine
                     return
+            if runner == "celery":
+                holder_job = md.get_job(session, current.job_id)
+                if holder_job is not None and holder_job.runner == "celery":
+                    return  # (a worker job: the workers run this one after it)
             # A job of this process lets its lease go before it leaves ``_ACTIVE_JOBS`` (and
             # joins it before taking one): one that finished between the read above and that
             # look is gone from both, and a job of this server was refused (a 409 naming a
@@ -2408,6 +2419,16 @@ class IndexService:
             logger.warning("job %d into %s was still queued when the server stopped: not run%s; "
                            "run `%s` (or submit the job) again", job_id, name,
                            f" (its empty collection {name} removed)" if removed else "", again)
+
+    def handed_off(self, job_id: int) -> None:
+        """A prepared job was sent to run in another process (a worker, a detached ``facet
+        run-job``): it is no longer one of this process's jobs. It stayed in ``_ACTIVE_JOBS``
+        for the life of the process, so a new job into its collection was taken for "queued
+        behind it in this process" instead of being refused while the worker wrote (as a
+        server started since refuses it), and another data folder's job of the same id
+        (a script with two folders; the test suite) was taken for this process's."""
+        with _REGISTRY_LOCK:
+            _ACTIVE_JOBS.discard(job_id)
 
     def fail(self, job_id: int, message: str) -> None:
         """Mark a queued job failed without running it (its runner could not start it)."""

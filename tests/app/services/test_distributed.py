@@ -586,3 +586,28 @@ def test_a_chunked_job_that_left_its_new_collection_empty_says_so(make_ctx, tmp_
 
     for job_id in (prepared.job_id, again.job_id):
         indexing._ACTIVE_JOBS.discard(job_id)
+
+
+def test_a_job_for_the_workers_into_a_collection_a_worker_writes_waits_then_runs(
+        make_ctx, tmp_path) -> None:
+    """Sent while a worker job writes its collection, a job is queued (not refused) and its
+    plan waits for the lease (``WriterBusy``, the task retried), then runs. The sender is
+    another server here: the first job was handed off (``handed_off``), as a server started
+    since, or another one, sees it; that server refused it (409 "job 1 ... is still indexing")."""
+    from app.services.distributed import WriterBusy
+
+    write_corpus(tmp_path / "src", 4)
+    write_corpus(tmp_path / "more", 2)
+    ctx = make_ctx()
+    service, first, numbers = _plan(ctx, tmp_path / "src", "c")  # holds the lease, planned
+    IndexService(ctx).handed_off(first.job_id)
+    second = IndexService(ctx).prepare(tmp_path / "more", "c", runner="celery")
+    IndexService(ctx).handed_off(second.job_id)
+    with pytest.raises(WriterBusy, match=rf"waiting for job {first.job_id} .* to finish writing 'c'"):
+        service.plan(second, 2)
+    assert CollectionService(ctx).job(second.job_id).state == "queued"
+    assert [service.run_chunk(first.job_id, n).finished_job for n in numbers] == [False, True]
+    more = service.plan(second, 2)  # the task's retry, once the lease is free
+    assert [service.run_chunk(second.job_id, n).outcome for n in more] == ["done"]
+    jobs = [CollectionService(ctx).job(j.job_id) for j in (first, second)]
+    assert [(j.state, j.docs_indexed) for j in jobs] == [("completed", 4), ("completed", 2)]

@@ -77,8 +77,7 @@ def test_interrupted_while_reading_the_source(make_ctx, tmp_path: Path,
         raise KeyboardInterrupt  # Ctrl-C while a large folder is listed
 
     monkeypatch.setattr(indexing, "discover_files", slow_folder)
-    before = set(indexing._ACTIVE_JOBS)  # (a Celery job another test of this process prepared
-    # stays there: the sender's queue for its collection; only this run's job must be gone)
+    before = set(indexing._ACTIVE_JOBS)  # (only this run's job must be gone)
     with pytest.raises(KeyboardInterrupt):
         service.index(src, "fresh")
     assert _left(ctx, "fresh") == ([], [])  # no job row, no empty collection it created
@@ -116,7 +115,7 @@ def test_interrupted_while_preparing_leaves_no_empty_collection(
     write_corpus(src, 2)
     ctx = make_ctx()
 
-    def interrupted(self: IndexService, session: Any, coll: Any) -> None:
+    def interrupted(self: IndexService, session: Any, coll: Any, runner: str) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(IndexService, "_refuse_other_writer", interrupted)

@@ -162,3 +162,72 @@ def test_a_lease_of_a_deleted_collection_is_not_found_not_a_recursion(facet: Fac
     with facet.indexing.sessions() as s, pytest.raises(NotFoundError, match=r"^the collection of job 99 was "
                                                                              r"deleted before the job"):
         leases.acquire(s, coll_id, 99, facet.settings.lease_ttl_s)
+
+
+def _worker_job(facet: Facet, runner: str = "celery") -> int:
+    """A running job of ``tiny`` as a worker records it (runner ``celery``), holding the lease,
+    and not one of this process's jobs."""
+    with facet.indexing.sessions() as s:
+        job = md.IndexJob(collection_id=_coll_id(facet), source="/srv/other", embedder="minilm",
+                          runner=runner, state="running", host="gpu-2", pid=4242)
+        s.add(job)
+        s.commit()
+        job_id = job.id
+    _hold(facet, job_id)
+    assert job_id not in indexing._ACTIVE_JOBS
+    return job_id
+
+
+def test_a_job_for_the_workers_queues_behind_a_worker_job_in_any_server(
+        facet: Facet, tmp_path: Path) -> None:
+    """A worker plans a job only once its collection's lease is free (it waits), so a job sent
+    to the workers while a worker job writes the collection is queued behind it. That held only
+    in the server that had sent the worker job (its id stayed in ``_ACTIVE_JOBS`` for good); a
+    server started since refused the same request, 409 "job N ... is still indexing"."""
+    holder = _worker_job(facet)
+    prepared = facet.indexing.prepare(tmp_path / "tinysrc", "tiny", runner="celery")
+    assert prepared.job_id != holder
+    facet.indexing.handed_off(prepared.job_id)
+    # A job this process runs itself, or one of the foreground, is still refused.
+    for runner in ("inline", "thread"):
+        with pytest.raises(ConflictError, match=rf"job {holder} .* is still indexing into 'tiny'"):
+            facet.indexing.prepare(tmp_path / "tinysrc", "tiny", runner=runner)
+
+
+def test_a_foreground_writer_still_refuses_a_job_for_the_workers(
+        facet: Facet, tmp_path: Path) -> None:
+    """Only a worker job is queued behind: a `facet index` of another process writing the
+    collection (runner ``inline``) is refused as before."""
+    holder = _worker_job(facet, runner="inline")
+    with pytest.raises(ConflictError, match=rf"job {holder} .* is still indexing into 'tiny'"):
+        facet.indexing.prepare(tmp_path / "tinysrc", "tiny", runner="celery")
+
+
+class _SentElsewhere:
+    """Stands in for CeleryJobRunner / ProcessJobRunner (a real broker and worker are in
+    tests/worker): the job is taken to run in another process, and nothing more."""
+
+    runner_name = "celery"
+    runs_elsewhere = True
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def submit(self, job: indexing.PreparedJob) -> None:
+        self.sent.append(job.job_id)
+
+    def close(self) -> None:
+        """Nothing runs here."""
+
+
+def test_a_job_sent_to_another_process_is_no_longer_this_process_s(
+        facet: Facet, tmp_path: Path) -> None:
+    """A job handed to the workers (or to a detached `facet run-job`) stayed in this process's
+    ``_ACTIVE_JOBS`` for good: a job of the same id in another data folder of the process (two
+    Facets in one script; the test suite) was taken for one of ours, and a stale ``queued`` row
+    of that id for one waiting its turn."""
+    runner = _SentElsewhere()
+    facet.job_runner = runner
+    info = facet.submit_index(tmp_path / "tinysrc", "tiny")
+    assert runner.sent == [info.id] and info.state == "queued"
+    assert info.id not in indexing._ACTIVE_JOBS
