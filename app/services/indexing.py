@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 from sqlalchemy import ColumnElement, delete, func, select, update
@@ -1626,7 +1626,10 @@ class IndexService:
                     # an outage with nothing said on the job, and failed minutes later.
                     with _store_errors():
                         if self.store.collection_exists(collection):
-                            self.store.check_free(collection)
+                            try:
+                                self.store.check_free(collection)
+                            except StoreBusyError as e:
+                                self._refuse_busy_store(session, coll, runner, e)
                     # A disk too full is refused now too: the job was accepted (a 202, "queued")
                     # and failed the same second, its new collection left empty.
                     self.check_room(started=False)
@@ -1680,6 +1683,23 @@ class IndexService:
             current = again
         if current is not None:
             raise ConflictError(self.one_writer_message(coll.name, current))
+
+    def _refuse_busy_store(self, session: Session, coll: md.Collection, runner: str,
+                           error: StoreBusyError) -> NoReturn:
+        """The embedded store's folder is held by another process: where a live job writes the
+        collection (a worker's, which a job for the workers is otherwise queued behind), the
+        refusal names that job and what to do, not only a pid with advice that fits a server
+        ("serve every reader and writer from one `facet serve`")."""
+        current = leases.live_holder(session, coll.id)
+        if current is None:
+            raise error
+        queued = (" (a job for the workers is queued behind a worker job where the vectors are "
+                  "in a Qdrant server: docs/deploy.md)" if runner == "celery" else "")
+        raise StoreBusyError(
+            f"collection {coll.name!r} is being indexed by {current.describe()}, which holds its "
+            "embedded store folder (one process at a time), so no job can be queued for it "
+            f"now{queued}; {follow_hint(current.job_id)}, then send this one again",
+            error.collection, error.holder) from error
 
     @staticmethod
     def one_writer_message(collection: str, current: leases.Holder) -> str:

@@ -22,7 +22,7 @@ from app.services.context import EmbedderCache
 from app.settings import FacetSettings
 from indexer import metadata as md
 
-from .conftest import write_corpus
+from .conftest import locked_by_another_process, write_corpus
 
 
 @pytest.fixture
@@ -231,3 +231,21 @@ def test_a_job_sent_to_another_process_is_no_longer_this_process_s(
     info = facet.submit_index(tmp_path / "tinysrc", "tiny")
     assert runner.sent == [info.id] and info.state == "queued"
     assert info.id not in indexing._ACTIVE_JOBS
+
+
+def test_a_worker_holding_the_embedded_store_is_named_by_its_job(facet: Facet, tmp_path: Path) -> None:
+    """On the embedded store a worker writing the collection holds its folder, so a job for the
+    workers cannot be queued behind it: refused, as before, but the 409 said only "open in pid
+    N (facet worker) ... serve every reader and writer from one `facet serve`", advice that does
+    not fit a worker. It names the job, when to send again, and the store that queues."""
+    holder = _worker_job(facet)
+    facet.indexing.store.release("tiny")
+    with locked_by_another_process(facet.settings.data_dir, "tiny", shown_as="facet worker"), \
+            pytest.raises(ConflictError) as refused:
+        facet.indexing.prepare(tmp_path / "tinysrc", "tiny", runner="celery")
+    said = str(refused.value)
+    assert said.startswith(f"collection 'tiny' is being indexed by job {holder} (pid "), said
+    assert f"wait for job {holder} to finish" in said and "then send this one again" in said
+    assert "queued behind a worker job where the vectors are in a Qdrant server" in said
+    assert "serve every reader and writer" not in said
+    assert sorted(j.state for j in facet.jobs("tiny")) == ["completed", "running"]  # nothing added
