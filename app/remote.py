@@ -129,8 +129,12 @@ def celery_client(settings: FacetSettings) -> Any:
         UnavailableError: no broker URL, or the ``worker`` extra is not installed.
     """
     if not settings.broker_url:
+        # (FACET_ENCODE_ON_WORKERS=true without a broker was told only to set the broker.)
+        asked = (" (FACET_ENCODE_ON_WORKERS=true sends queries to them), or set "
+                 "FACET_ENCODE_ON_WORKERS=false to encode in this process" if settings.encode_on_workers
+                 else "")
         raise UnavailableError("no broker configured: set FACET_BROKER_URL (e.g. "
-                               "redis://localhost:6379/0) to use workers")
+                               f"redis://localhost:6379/0) to use workers{asked}")
     try:
         from celery import Celery
     except ImportError as e:

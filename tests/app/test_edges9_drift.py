@@ -157,3 +157,20 @@ def test_the_cli_never_prints_the_brokers_password(tmp_path: Path, args: tuple[s
     assert "cannot reach the broker at redis://127.0.0.1:" in result.stderr, result.stderr
     assert "s3cretPW" not in result.stdout + result.stderr, result.stderr
     assert "?password=***" in result.stderr
+
+
+def test_encode_on_workers_without_a_broker_names_both_settings(tmp_path: Path) -> None:
+    """``FACET_ENCODE_ON_WORKERS=true`` without a broker said only "no broker configured: set
+    FACET_BROKER_URL": not the setting that asked for workers, nor how to encode here."""
+    from app.remote import celery_client
+    from app.settings import FacetSettings
+
+    with pytest.raises(UnavailableError) as asked:
+        celery_client(FacetSettings(data_dir=tmp_path / "data", encode_on_workers=True))
+    assert str(asked.value) == (
+        "no broker configured: set FACET_BROKER_URL (e.g. redis://localhost:6379/0) to use workers "
+        "(FACET_ENCODE_ON_WORKERS=true sends queries to them), or set FACET_ENCODE_ON_WORKERS=false "
+        "to encode in this process")
+    with pytest.raises(UnavailableError) as plain:  # (a worker or `--background` asked for them)
+        celery_client(FacetSettings(data_dir=tmp_path / "data"))
+    assert "ENCODE_ON_WORKERS" not in str(plain.value)
