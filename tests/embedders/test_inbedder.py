@@ -286,3 +286,18 @@ def test_the_shipped_checkpoint_serves_the_weight_chosen_on_val():
     config = json.loads((shipped / "facet_config.json").read_text())["config"]
     selection = json.loads((shipped / "train_log.json").read_text())["inference_selection"]
     assert config["instruction_weight"] == selection["instruction_weight"] == 0.25
+
+
+def test_the_shipped_checkpoint_answers_texts_that_hold_a_double_quote():
+    """PromptEOL quotes the text: a double quote inside it closed the template's own and the
+    model answered EOS at once, so 17 of the 32 CLINC test texts holding one explained nothing
+    (an empty answer in `facet cluster --json`, counted nowhere). They are read without it."""
+    shipped = load_embedder("inbedder", device="cpu")
+    quoted = ['address me as "bailey', 'tell mom "i love you', 'text bob "running late',
+              'send a text to jack saying "hi"']
+    answers = shipped.generate_answers(quoted, "What does the user want?")
+    assert all(a.strip() for a in answers), answers
+    # The same answer as the text without its quotes; a text without any is read as before.
+    bare = shipped.generate_answers([t.replace('"', "") for t in quoted] + ["text bob running late"],
+                                    "What does the user want?")
+    assert answers == bare[:4] and bare[4] == "running late", bare

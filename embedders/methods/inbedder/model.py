@@ -213,6 +213,12 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
             InvalidInputError: texts not a list of strings, or a bad length / batch size.
         """
         items = validate_texts(texts)
+        if '"{text}"' in self.prompts.document:
+            # A template that quotes the text (PromptEOL's ``"{text}" means in one word:"``):
+            # a double quote inside the text closes the template's own, and the model answered
+            # EOS at once: 17 of the 32 CLINC test texts with one (`tell mom "i love you`) had
+            # an empty answer, said nowhere. Read without them, each of those was answered.
+            items = [t.replace('"', "") or t for t in items]
         instruction_ = self._instruction(validate_instruction(instruction))
         steps = self.config.answer_max_tokens if max_new_tokens is None else max_new_tokens
         if not isinstance(steps, int) or steps < 1:
