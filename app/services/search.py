@@ -384,8 +384,11 @@ def weak_instruction_note(specs: list[str]) -> str | None:
     if not weights or any(weight is None for weight in weights.values()):
         return None
     spec, weight = next(iter(weights.items()))
-    return (f"{WEAK_INSTRUCTION_NOTE}{spec} mixes it in at {weight:g} (instemb and inbedder are "
-            "trained to follow instructions)")
+    # (It said "instemb and inbedder are trained to follow instructions": read as a promise that
+    # they steer, where on CLINC's intent and domain views no embedder's clustering does, and the
+    # served inbedder blends too; what is measured to steer a search is docs/indexing.md's probe.)
+    return (f"{WEAK_INSTRUCTION_NOTE}{spec} mixes it in at {weight:g} (instemb, or the same vectors "
+            "at instruction_weight=1, read it in full: docs/indexing.md)")
 
 
 def _unknown_rerank(error: Exception, spec: str | None) -> UnknownModelError:

@@ -729,8 +729,8 @@ def test_a_float_filter_over_http_matches(client, facet, tmp_path) -> None:
 
 
 
-WEAK_MINILM = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb and inbedder are "
-               "trained to follow instructions)")
+WEAK_MINILM = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb, or the same "
+               "vectors at instruction_weight=1, read it in full: docs/indexing.md)")
 
 
 def test_a_collection_cut_to_the_cap_or_the_limit_is_said_in_the_note(client, minilm,

@@ -40,8 +40,8 @@ def service(make_ctx) -> ClusterService:
 
 
 # What every clustering by minilm under an instruction now says last (its weak 0.25 blend).
-WEAK = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb and inbedder are trained "
-        "to follow instructions)")
+WEAK = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb, or the same vectors "
+        "at instruction_weight=1, read it in full: docs/indexing.md)")
 
 
 def _same_partition(labels: list[int], truth: list[int]) -> bool:

@@ -31,8 +31,8 @@ LONG = [PREAMBLE + end for end in ("I want a refund.", "Where is my parcel?", "P
 
 
 # What every clustering by minilm under an instruction now says last (its weak 0.25 blend).
-WEAK = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb and inbedder are trained "
-        "to follow instructions)")
+WEAK = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb, or the same vectors "
+        "at instruction_weight=1, read it in full: docs/indexing.md)")
 
 
 def _note(result) -> str:

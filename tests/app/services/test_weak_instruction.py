@@ -26,8 +26,8 @@ from embedders.registry import (
 from tests.app.cli_runner import invoke_cli
 from tests.app.services.test_instruction_unread import WordHash
 
-WEAK = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb and inbedder are trained "
-        "to follow instructions)")
+WEAK = ("the instruction barely steers: minilm mixes it in at 0.25 (instemb, or the same vectors "
+        "at instruction_weight=1, read it in full: docs/indexing.md)")
 DOMAIN = "Find messages of the same broad domain, such as banking or travel"
 
 
