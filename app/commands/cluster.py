@@ -397,7 +397,9 @@ def register(cli: typer.Typer) -> None:
                             "5000 unless set: a file with more is refused, --collection takes "
                             "its first chunks up to N or that cap and the note says how many "
                             "of how many)")] = None,
-        keywords: Annotated[int, typer.Option("--keywords", help="keywords per cluster")] = 5,
+        keywords: Annotated[int, typer.Option(
+            "--keywords", help="keywords per cluster: the most distinctive words of its members' "
+                               "answers where an explainer answers, else of its texts")] = 5,
         members: Annotated[int, typer.Option("--members", help="representative members per cluster")] = 3,
         answer_tokens: Annotated[int | None, typer.Option(
             "--answer-tokens", help="tokens InBedder generates per text (default: its answer_max_tokens)")] = None,
