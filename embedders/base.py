@@ -21,7 +21,7 @@ import threading
 import time
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -604,7 +604,7 @@ class PromptTokenizer:
 
     def __init__(self, tokenizer: Any, prompts: PromptConfig, max_length: int,
                  start_ids: Sequence[int] = (), end_ids: Sequence[int] = (),
-                 empty_ids: Sequence[int] = ()) -> None:
+                 empty_ids: Sequence[int] = (), text_reading: Callable[[str], str] | None = None) -> None:
         if max_length < 8:
             raise ValueError(f"max_length must be at least 8 tokens, got {max_length}")
         self.tokenizer = tokenizer
@@ -615,6 +615,9 @@ class PromptTokenizer:
         # Stand-in for a prompt with no tokens at all (an empty text with no template),
         # so every row has one real token to pool and no row embeds as a zero vector.
         self.empty_ids = list(empty_ids)
+        # How a text is read before it enters the template (InstEmb's and InBedder's
+        # ``text_quotes=drop``), asked at each call so an option set after loading holds.
+        self.text_reading = text_reading
         self._fixed: dict[str, list[int]] = {}
 
     # Prompt parts are cached; training with one instruction per example (SQuAD questions)
@@ -731,6 +734,8 @@ class PromptTokenizer:
         return max(self.max_length - fixed, 0)
 
     def _tokens(self, texts: Sequence[str], role: Role, instruction: str | None) -> PromptTokens:
+        if self.text_reading is not None:
+            texts = [self.text_reading(t) for t in texts]
         prefix, suffix = self.prompts.split(role, instruction)
         head = self.start_ids + self._fixed_ids(prefix)
         tail = self._fixed_ids(suffix) + self.end_ids

@@ -281,6 +281,26 @@ def test_instruction_weight_blends_in_the_default_instruction(checkpoint):
         InBedderConfig(instruction_weight=2.0)
 
 
+def test_text_quotes_drop_reads_texts_without_their_double_quotes(checkpoint):
+    """Under ``text_quotes=drop`` a text's double quotes are not read (they closed PromptEOL's
+    own quote), in the blended embedding under an instruction, bare, and in training batches;
+    the default ``keep`` reads them."""
+    quoted = ['tell mom "i love you', 'text bob "running late']
+    bare = [t.replace('"', "") for t in quoted]
+    instruction = "What does the customer want?"
+    kept = load_embedder(f"{checkpoint}[instruction_weight=0.25]")
+    dropping = load_embedder(f"{checkpoint}[instruction_weight=0.25,text_quotes=drop]")
+    for reading in ({"instruction": instruction}, {}):
+        read = dropping.encode(quoted, role="query", **reading)
+        assert np.allclose(read, kept.encode(bare, role="query", **reading), atol=1e-5)
+        assert not np.allclose(read, kept.encode(quoted, role="query", **reading), atol=1e-4)
+    trained = dropping.build_lm_batch(quoted, [instruction] * 2, ["x", "y"]).input_ids
+    assert torch.equal(trained, kept.build_lm_batch(bare, [instruction] * 2, ["x", "y"]).input_ids)
+    assert not torch.equal(trained, kept.build_lm_batch(quoted, [instruction] * 2, ["x", "y"]).input_ids)
+    with pytest.raises(ValueError, match="text_quotes must be one of keep, drop"):
+        InBedderConfig(text_quotes="strip")
+
+
 def test_the_shipped_checkpoint_serves_the_weight_chosen_on_val():
     shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "inbedder"
     config = json.loads((shipped / "facet_config.json").read_text())["config"]

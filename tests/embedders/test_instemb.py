@@ -13,6 +13,7 @@ import torch
 
 from embedders import Role, load_embedder
 from embedders.backbone import LoraSettings
+from embedders.errors import InvalidInputError
 from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
 from embedders.training.instruct_data import TripleBatch
 
@@ -173,7 +174,34 @@ def test_pooling_option_through_load_embedder(model, tmp_path):
         load_embedder(f"{tmp_path / 'ie'}[pooling=nope]")
 
 
+def test_text_quotes_drop_reads_texts_without_their_double_quotes_in_inference_and_training(model, tmp_path):
+    """PromptEOL quotes the text, so a `"` inside it closed the template's own quote; under
+    ``text_quotes=drop`` a text is read without them, as an option and from a saved config,
+    in ``encode`` and in the training sequences alike. ``keep`` (the default) reads it as written."""
+    quoted = ['tell mom "i love you', 'send a text to jack saying "hi"', "no quote here"]
+    bare = [t.replace('"', "") for t in quoted]
+    assert model.config.text_quotes == "keep"
+    model.save(tmp_path / "ie")  # (its weights saved in half precision: compared loaded with loaded)
+    keeping = load_embedder(tmp_path / "ie")
+    kept = keeping.encode(quoted, instruction=INTENT)
+    assert not np.allclose(kept[:2], keeping.encode(bare[:2], instruction=INTENT), atol=1e-4)
+    dropping = load_embedder(f"{tmp_path / 'ie'}[text_quotes=drop]")
+    read = dropping.encode(quoted, instruction=INTENT)
+    np.testing.assert_allclose(read, dropping.encode(bare, instruction=INTENT), atol=1e-5)
+    np.testing.assert_allclose(read[2], kept[2], atol=1e-5)  # a text without one: as before
+    assert dropping._sequences(quoted, [INTENT] * 3) == dropping._sequences(bare, [INTENT] * 3)
+    assert model._sequences(quoted, [INTENT] * 3) != model._sequences(bare, [INTENT] * 3)
+    # A text of nothing but quotes is not read as an empty one.
+    assert dropping._sequences(['""'], [INTENT]) == model._sequences(['""'], [INTENT])
+    dropping.save(tmp_path / "ie2")  # the checkpoint's own setting, as the shipped one sets it
+    np.testing.assert_allclose(load_embedder(tmp_path / "ie2").encode(quoted, instruction=INTENT), read, atol=1e-5)
+    with pytest.raises(InvalidInputError, match="text_quotes must be one of keep, drop"):
+        load_embedder(f"{tmp_path / 'ie'}[text_quotes=strip]")
+
+
 def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="text_quotes"):
+        InstEmbConfig(text_quotes="strip")
     with pytest.raises(ValueError, match="pooling"):
         InstEmbConfig(pooling="max")
     with pytest.raises(ValueError, match="contrastive_on"):

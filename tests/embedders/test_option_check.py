@@ -45,7 +45,7 @@ def test_packaged_names_options_are_checked_without_loading(minilm) -> None:
 def test_checkpoint_options_names_types_and_config_checks() -> None:
     assert _refusal("inbedder[bogus=1]") == (
         "embedder 'inbedder' has no option 'bogus'; options: gen_tokens, instruction_weight, "
-        "max_length, pooling")
+        "max_length, pooling, text_quotes")
     assert _refusal("inbedder[max_length=abc]") == "option max_length='abc': expected a whole number"
     assert "pooling must be one of" in _refusal("inbedder[pooling=zzz]")
     assert "at most 64, got 2000" in _refusal("gircse[soft_tokens=2000]")  # the config's own check

@@ -27,7 +27,7 @@ from embedders.base import (
 )
 from embedders.contract import BlendsInstruction
 from embedders.errors import InvalidInputError
-from embedders.methods.common import TrainableDecoderEmbedder
+from embedders.methods.common import TrainableDecoderEmbedder, quotes_text, text_reader, without_double_quotes
 from embedders.methods.inbedder.config import POOLINGS, InBedderConfig
 from embedders.pooling import blend_instruction, last_token_pool, pooled_pairs
 
@@ -46,7 +46,7 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
     method = "inbedder"
     config_class = InBedderConfig
     # settable at load time: "path[pooling=avg-gen]"
-    OPTIONS = ("pooling", "gen_tokens", "max_length", "instruction_weight")
+    OPTIONS = ("pooling", "gen_tokens", "max_length", "instruction_weight", "text_quotes")
     config: InBedderConfig
 
     def __init__(self, config: InBedderConfig | None = None, **kwargs: Any) -> None:
@@ -54,10 +54,12 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
 
     def _set_tokenizer(self) -> None:
         super()._set_tokenizer()
+        self._tokenize.text_reading = text_reader(self)
         # Training sequences are prompt + answer + EOS and must fit max_length, so the
         # prompt gets what the answer budget leaves (the config guarantees at least half).
         self._train_tokenize = PromptTokenizer(
-            self.backbone.tokenizer, self.prompts, self.max_length - self.config.answer_max_tokens - 1
+            self.backbone.tokenizer, self.prompts, self.max_length - self.config.answer_max_tokens - 1,
+            text_reading=text_reader(self),
         )
 
     # -- inference options -------------------------------------------------------------
@@ -213,12 +215,13 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
             InvalidInputError: texts not a list of strings, or a bad length / batch size.
         """
         items = validate_texts(texts)
-        if '"{text}"' in self.prompts.document:
+        if quotes_text(self.prompts):
             # A template that quotes the text (PromptEOL's ``"{text}" means in one word:"``):
             # a double quote inside the text closes the template's own, and the model answered
             # EOS at once: 17 of the 32 CLINC test texts with one (`tell mom "i love you`) had
-            # an empty answer, said nowhere. Read without them, each of those was answered.
-            items = [t.replace('"', "") or t for t in items]
+            # an empty answer, said nowhere. Read without them, each of those was answered,
+            # whatever ``text_quotes`` the embeddings read with.
+            items = [without_double_quotes(t) for t in items]
         instruction_ = self._instruction(validate_instruction(instruction))
         steps = self.config.answer_max_tokens if max_new_tokens is None else max_new_tokens
         if not isinstance(steps, int) or steps < 1:

@@ -29,7 +29,7 @@ from torch import nn
 
 from embedders.base import PromptTokenizer, Role, pad_sequences, validate_instruction
 from embedders.losses import distill_kl, distill_mse, supervised_contrastive
-from embedders.methods.common import TrainableDecoderEmbedder
+from embedders.methods.common import TrainableDecoderEmbedder, text_reader
 from embedders.methods.instemb.config import InstEmbConfig
 from embedders.pooling import gather_positions, mean_pool
 
@@ -64,7 +64,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
     method = "instemb"
     config_class = InstEmbConfig
     config: InstEmbConfig
-    OPTIONS = ("pooling", "max_length")  # "path[pooling=input-last]"
+    OPTIONS = ("pooling", "max_length", "text_quotes")  # "path[pooling=input-last]"
 
     def __init__(self, config: InstEmbConfig | None = None, **kwargs: Any) -> None:
         super().__init__(config or InstEmbConfig(), **kwargs)
@@ -73,7 +73,7 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         tok = self.backbone.tokenizer
         # Room is kept for the look-ahead tokens inside max_length.
         self._tokenize = PromptTokenizer(tok, self.prompts, self.max_length - self.config.look_ahead,
-                                         empty_ids=[tok.eos_token_id])
+                                         empty_ids=[tok.eos_token_id], text_reading=text_reader(self))
 
     def _build_heads(self) -> None:
         table = self.backbone.model.get_input_embeddings().weight
