@@ -544,6 +544,20 @@ def test_merged_answers_are_shown_without_a_leading_article() -> None:
     assert names[0] == ("code le", 3)  # a French article too
 
 
+def test_a_chosen_k_whose_silhouette_is_near_0_says_the_texts_form_no_clear_groups(service, shared_data) -> None:
+    """minilm reads no emotion: 300 emotion validation texts chose k = 7 at silhouette 0.046
+    (V-measure ~1 against the emotions), listed as any other choice. Below 0.06 it is said."""
+    lines = (shared_data / "emotion" / "val.txt").read_text().splitlines()[1:151]
+    texts = [line.rsplit(";", 1)[0] for line in lines]
+    chosen = service.cluster(ClusterRequest("What emotion does the writer feel?", texts=texts, max_k=4))
+    assert chosen.k_chosen and chosen.silhouette is not None and chosen.silhouette < 0.06
+    assert (f"the best silhouette ({chosen.silhouette:.3f}) is near 0: under minilm these texts "
+            "form no clear groups") in (chosen.note or ""), chosen.note
+    clear = service.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS * 2, max_k=6))
+    assert clear.silhouette is not None and clear.silhouette > 0.06
+    assert "is near 0" not in (clear.note or "")
+
+
 def test_a_chosen_k_with_one_cluster_holding_most_texts_says_so(service) -> None:
     """Clustering a search's 100 results (26 intents) chose k = 2 by silhouette with 88 texts in
     one cluster, said only as "the best of k = 2 to 10" (quality exploration)."""
