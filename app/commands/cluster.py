@@ -84,12 +84,15 @@ def read_stdin_texts(text_column: str | None) -> list[str]:
 
 
 def read_texts(path: Path, limit: int | None = None, text_column: str | None = None,
-               held_count: list[int] | None = None) -> list[str]:
+               held_count: list[int] | None = None, label_column: str | None = None,
+               labels_out: list[str] | None = None) -> list[str]:
     """Texts from a .txt, .json, .jsonl or .csv file (``read_text_file``: the column or field
     ``text_column``, else text, contents, content or body), or from standard input where
     ``path`` is ``-`` (one text per line, as a .txt file), the first ``limit`` of them (None
     or 0: all). ``held_count``, where given, gets the number of texts the file holds (before
-    the limit: what ``--labels`` is counted against).
+    the limit: what ``--labels`` is counted against). With ``label_column`` (a .csv, .jsonl or
+    .json file of records), ``labels_out`` gets the gold label of each text returned, from
+    that column of its record (``read_labelled_text_file``).
 
     Raises:
         NotFoundError: no such file.
@@ -98,12 +101,17 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
         InvalidRequestError: a negative limit, fewer than 2 texts, or a text column for a file
             of lines.
     """
-    from app.services.clustering import limit_option, read_text_file
+    from app.services.clustering import limit_option, read_labelled_text_file, read_text_file
 
     limit = limit_option(limit)
     where: Path | str = path
+    labels: list[str] = []
     if is_stdin(path):
         where = STDIN_NAME
+        if label_column is not None:
+            raise InvalidRequestError(f"--label-column {label_column}: standard input is read as "
+                                      "one text per line, with no columns; give a .csv, .jsonl or "
+                                      ".json file, or the labels with --labels FILE")
         try:
             held = read_stdin_texts(text_column)
         except InvalidRequestError as e:
@@ -117,12 +125,20 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
         if not path.is_file():
             raise NotFoundError(f"{path} does not exist")
         try:
-            held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
-        except InvalidRequestError as e:  # a text column for a file of lines: the option's name
-            if e.param != "text_column":
-                raise
-            raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
+            if label_column is None:
+                held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
+            else:
+                held, labels = read_labelled_text_file(path, label_column, text_column=text_column,
+                                                       choose=CHOOSE_TEXT_COLUMN)
+        except InvalidRequestError as e:  # a column for a file of lines: the option's name
+            if e.param == "text_column":
+                raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
+            if e.param == "label_column":
+                raise InvalidRequestError(f"--label-column {label_column}: {e}") from e
+            raise
     texts = held[:limit] if limit else held
+    if labels_out is not None:
+        labels_out.extend(labels[:len(texts)])
     if held_count is not None:
         held_count.append(len(held))
     if len(texts) < 2:
@@ -417,6 +433,10 @@ def register(cli: typer.Typer) -> None:
                              "list or labels.json, else one per line, as the UI's upload): the "
                              "summary and --json give the V-measure against them",
             callback=expand_home)] = None,
+        label_column: Annotated[str | None, typer.Option(
+            "--label-column", help="the gold labels are in this .csv column or .json/.jsonl field "
+                                   "of the file of texts (Banking77's category): scored as "
+                                   "--labels is")] = None,
     ) -> None:
         """Cluster texts under INSTRUCTION and print each cluster's name, keywords and members."""
         from app.commands.search import spec_label
@@ -457,6 +477,12 @@ def register(cli: typer.Typer) -> None:
         if source is not None and filters:
             raise InvalidRequestError("--filter selects a collection's chunks (with --collection); "
                                       "a file's texts are all clustered")
+        if label_column is not None and labels is not None:
+            raise InvalidRequestError("--label-column reads the gold labels from the file of texts; "
+                                      "--labels FILE is a file of labels: give one of the two")
+        if label_column is not None and source is None:
+            raise InvalidRequestError("--label-column reads the gold labels from a file of texts "
+                                      "(a .csv column or a .jsonl field); a collection's chunks have none")
         if labels is not None and source is None:
             raise InvalidRequestError("--labels scores the clustering of a file's texts (one label "
                                       "per text, in order); a collection's chunks have none")
@@ -484,8 +510,10 @@ def register(cli: typer.Typer) -> None:
             prepare_out_file(out)
         held: list[int] = []
         named = STDIN_NAME if is_stdin(source) else source  # how the lines below name SOURCE
-        texts = read_texts(source, limit, text_column, held) if source is not None else None
-        gold: list[str] | None = None
+        own_labels: list[str] = []
+        texts = read_texts(source, limit, text_column, held, label_column, own_labels) \
+            if source is not None else None
+        gold: list[str] | None = own_labels if label_column is not None else None
         if labels is not None and texts is not None:
             gold = read_gold_labels(labels)
             # Counted before --limit, as the UI's upload: the labels label the whole file.

@@ -1611,15 +1611,41 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
             names the file and the line (or item).
         InvalidRequestError: ``text_column`` for a file of lines (no columns).
     """
+    return [text for text, _ in _text_records(path, name, text_column, choose, utf8_only=utf8_only)]
+
+
+def read_labelled_text_file(path: Path, label_column: str, name: str | None = None,
+                            text_column: str | None = None, choose: str = CHOOSE_TEXT_COLUMN
+                            ) -> tuple[list[str], list[str]]:
+    """The texts of a .csv, .jsonl or .json file of records, as ``read_text_file`` reads them,
+    and each kept text's gold label from its column or field ``label_column`` (matched as the
+    text column is: exactly, else in any case), so a file such as Banking77's ``text,category``
+    is scored against its own labels. A number is read as its text.
+
+    Raises:
+        DataError: as ``read_text_file``; a record without the label field (its fields named),
+            or a label that is blank, ``null``, a list or an object (the line or item named).
+        InvalidRequestError: a file of lines, which has no columns (``param`` ``label_column``).
+    """
+    records = _text_records(path, name, text_column, choose, label_column=label_column)
+    return [text for text, _ in records], [str(label) for _, label in records]
+
+
+def _text_records(path: Path, name: str | None, text_column: str | None, choose: str, *,
+                  utf8_only: bool = False, label_column: str | None = None) -> list[tuple[str, str | None]]:
+    """``read_text_file``'s texts, each with its label from ``label_column`` (None without one)."""
     where = name or str(path)
     suffix = path.suffix.lower()
-    if text_column is not None and suffix not in (".json", ".jsonl", ".csv"):
-        raise InvalidRequestError(f"{where}: a text column is named for a .csv, .jsonl or .json file; "
-                                  "this one is read as one text per line", param="text_column")
+    for option, column_name in (("text_column", text_column), ("label_column", label_column)):
+        if column_name is not None and suffix not in (".json", ".jsonl", ".csv"):
+            what = "a text" if option == "text_column" else "a label"
+            raise InvalidRequestError(f"{where}: {what} column is named for a .csv, .jsonl or .json file; "
+                                      "this one is read as one text per line", param=option)
     raw = _read_text(path, where, utf8_only=utf8_only)
     # Field names compared composed (NFC), as indexing stores them: a csv header or jsonl key
     # written decomposed by macOS is the name typed composed.
     text_column = unicodedata.normalize("NFC", text_column) if text_column is not None else None
+    label_column = unicodedata.normalize("NFC", label_column.strip()) if label_column is not None else None
     fields = (text_column,) if text_column is not None else TEXT_FIELDS
     asked = f"field {text_column!r} (the text column asked for)" if text_column is not None else \
         f"text field ({', '.join(TEXT_FIELDS)})"
@@ -1635,31 +1661,54 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
                             f"{choose}")
         return field_name, row[field_name]
 
+    def checked_label(label: Any, at: str) -> str:
+        if label is None or isinstance(label, list | dict):
+            raise DataError(f"{at}: its label {label_column!r} is {_json_kind(label)}; give every "
+                            "label as a string or a number")
+        if not str(label).strip():
+            raise DataError(f"{at}: its label {label_column!r} is blank; give every text a label")
+        return str(label).strip()
+
+    def record_label(row: Any, at: str) -> str | None:
+        if label_column is None:
+            return None
+        if not isinstance(row, dict):
+            raise DataError(f"{at}: a text without fields has no label {label_column!r}; give "
+                            "records with a text and a label field")
+        row = {unicodedata.normalize("NFC", str(k)): v for k, v in row.items()}
+        key = label_column if label_column in row else \
+            {k.casefold(): k for k in reversed(list(row))}.get(label_column.casefold())
+        if key is None:
+            raise DataError(f"{at}: no label field {label_column!r} (the label column asked for); "
+                            f"it has {', '.join(map(repr, row)) or 'no field'}")
+        return checked_label(row[key], at)
+
+    records: list[tuple[str, str | None]] = []
     if suffix == ".json":
         data = _json(raw, where)
         items = data.get("texts") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise DataError(f"{where}: expected a JSON list of strings or an object with a "
                             "'texts' list")
-        texts = []
         for i, item in enumerate(items):
-            field_name, text = record_text(item, f"{where}: item {i + 1} of the list") \
-                if isinstance(item, dict) else (None, item)
+            at = f"{where}: item {i + 1} of the list"
+            field_name, text = record_text(item, at) if isinstance(item, dict) else (None, item)
             if not isinstance(text, str):
                 what = f"{field_name!r} of item {i + 1}" if field_name else f"text {i + 1} of the list"
                 raise DataError(f"{where}: {what} is {_json_kind(text)}, not a string; give every "
                                 "text as a JSON string")
-            texts.append(text)
-        return [t for t in texts if t.strip()]
+            if text.strip():
+                records.append((text, record_label(item, at)))
+        return records
     if suffix == ".jsonl":
-        texts = []
         for line_no, line in enumerate(raw.splitlines(), 1):
             if not line.strip():
                 continue
-            row = _json(line, f"{where}:{line_no}")
+            at = f"{where}:{line_no}"
+            row = _json(line, at)
             field_name = "text"
             if isinstance(row, dict):
-                field_name, text = record_text(row, f"{where}:{line_no}")
+                field_name, text = record_text(row, at)
             elif isinstance(row, str):
                 text = row
             else:
@@ -1668,8 +1717,9 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
             if not isinstance(text, str):
                 raise DataError(f"{where}:{line_no}: {field_name!r} is {_json_kind(text)}, not a "
                                 "string; give every line a text or remove the line")
-            texts.append(text)
-        return [t for t in texts if t.strip()]
+            if text.strip():
+                records.append((text, record_label(row, at)))
+        return records
     if suffix == ".csv":
         try:
             # A long field reads as the indexer reads it, whatever ran before in this process.
@@ -1709,8 +1759,21 @@ def read_text_file(path: Path, name: str | None = None, text_column: str | None 
                     raise DataError(f"{where}: no column of texts ({', '.join(TEXT_FIELDS)}) among "
                                     f"its columns {', '.join(map(repr, header))}; {choose}")
                 column = 0  # one column: the texts
-        return [r[column] for r in rows[1:] if len(r) > column and r[column].strip()]
-    return [line.strip() for line in raw.splitlines() if line.strip()]
+        label_at: int | None = None
+        if label_column is not None:
+            label_at = header.index(label_column) if label_column in header else \
+                lower.index(label_column.lower()) if label_column.lower() in lower else None
+            if label_at is None:
+                raise DataError(f"{where}: no column {label_column!r} (the label column asked for); "
+                                f"its columns are {', '.join(map(repr, header))}"
+                                + (f"; {separated}" if separated else ""))
+        for line_no, r in enumerate(rows[1:], 2):
+            if len(r) > column and r[column].strip():
+                label = None if label_at is None else checked_label(
+                    r[label_at] if len(r) > label_at else "", f"{where}: row {line_no}")
+                records.append((r[column], label))
+        return records
+    return [(line.strip(), None) for line in raw.splitlines() if line.strip()]
 
 
 def labels_v_measure(labels: Sequence[str], clusters: Sequence[int]) -> float:

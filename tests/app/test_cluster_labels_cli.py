@@ -60,3 +60,48 @@ def test_labels_refused_for_a_wrong_count_or_a_collection(tmp_path) -> None:
     assert other.returncode == 2
     assert other.stderr.strip() == ("error: --labels scores the clustering of a file's texts "
                                     "(one label per text, in order); a collection's chunks have none")
+
+
+def test_label_column_scores_a_csv_or_jsonl_against_its_own_labels(tmp_path) -> None:
+    """A `text,category` csv (Banking77's shape) needed its labels cut into a file of their own:
+    `--labels FILE.csv` counted the header as a label and refused. `--label-column` reads them
+    from the file of texts, each with its text, so a blank text skips its label too."""
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    src = tmp_path / "tickets.csv"
+    rows = [["text", "Category"], *[[t, g] for t, g in zip(TEXTS[:3], GOLD[:3], strict=True)],
+            ["   ", "never read"], *[[t, g] for t, g in zip(TEXTS[3:], GOLD[3:], strict=True)]]
+    src.write_text("\n".join(",".join(f'"{c}"' for c in r) for r in rows) + "\n")
+    base = ["cluster", str(src), "-i", "What does the customer want?", "--embedder", "minilm",
+            "--explain", "", "--k", "2"]
+    result = invoke_cli(*base, "--label-column", "category", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["texts"] == TEXTS
+    assert abs(payload["v_measure"] - v_measure_score(GOLD, payload["labels"])) < 1e-9
+    lines = tmp_path / "tickets.jsonl"
+    lines.write_text("\n".join(json.dumps({"body": t, "intent": g}) for t, g in zip(TEXTS, GOLD, strict=True)))
+    limited = invoke_cli(*base[:1], str(lines), *base[2:], "--label-column", "intent", "--limit", "4",
+                         "--json", env=env)
+    assert limited.returncode == 0, limited.stderr
+    payload = json.loads(limited.stdout)
+    assert abs(payload["v_measure"] - v_measure_score(GOLD[:4], payload["labels"])) < 1e-9
+    # Refused, each with one line: a column the file lacks (its columns named) and a blank
+    # label (its row named) as data errors (exit 4, as --text-column's), a file of lines and
+    # --labels as well as usage errors (exit 2).
+    missing = invoke_cli(*base, "--label-column", "intent", env=env)
+    assert missing.returncode == 4
+    assert missing.stderr.strip() == (f"error: {src}: no column 'intent' (the label column asked for); "
+                                      "its columns are 'text', 'Category'")
+    blank = tmp_path / "blank.csv"
+    blank.write_text('text,category\n"card never came",card\n"refund me",\n')
+    refused = invoke_cli(*base[:1], str(blank), *base[2:], "--label-column", "category", env=env)
+    assert refused.returncode == 4
+    assert refused.stderr.strip() == (f"error: {blank}: row 3: its label 'category' is blank; give "
+                                      "every text a label")
+    plain = tmp_path / "texts.txt"
+    plain.write_text("\n".join(TEXTS))
+    lines_only = invoke_cli(*base[:1], str(plain), *base[2:], "--label-column", "category", env=env)
+    assert lines_only.returncode == 2 and "--label-column category: " in lines_only.stderr
+    assert "read as one text per line" in lines_only.stderr
+    both = invoke_cli(*base, "--label-column", "category", "--labels", str(plain), env=env)
+    assert both.returncode == 2 and "give one of the two" in both.stderr
