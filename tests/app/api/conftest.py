@@ -11,7 +11,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api import create_app
-from app.commands.demo import SAMPLE_FILE
 from app.core import Facet
 from app.encoding import EmbedderCache
 from app.settings import FacetSettings
@@ -37,9 +36,10 @@ def serving_facet(data_dir: Path, minilm, **settings) -> Facet:
 
 
 @pytest.fixture(scope="module")
-def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
-    facet = serving_facet(tmp_path_factory.mktemp("api") / "data", minilm)
-    facet.index(SAMPLE_FILE, COLLECTION)
+def facet(minilm, tmp_path_factory, indexed_sample_copy) -> Iterator[Facet]:
+    """Served over this module's own copy of the indexed sample (``SAMPLE_FILE`` as
+    ``COLLECTION``, job 1)."""
+    facet = serving_facet(indexed_sample_copy(tmp_path_factory.mktemp("api") / "data"), minilm)
     yield facet
     facet.close()
 

@@ -16,7 +16,6 @@ from langchain_core.documents import Document
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests, RetrieversIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
-from app.commands.demo import SAMPLE_FILE
 from app.core import Facet
 from app.encoding import EmbedderCache
 from app.errors import InvalidRequestError
@@ -30,12 +29,12 @@ _STATE: dict[str, Facet] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def facet(minilm, tmp_path_factory) -> Iterator[Facet]:
+def facet(minilm, tmp_path_factory, indexed_sample_copy) -> Iterator[Facet]:
+    """Served over this module's own copy of the indexed sample (``SAMPLE_FILE`` as ``bank``)."""
     cache = EmbedderCache("cpu")
     cache.put("minilm", minilm)
-    facet = Facet.for_serving(FacetSettings(data_dir=tmp_path_factory.mktemp("lc") / "data"),
-                              embedders=cache)
-    facet.index(SAMPLE_FILE, COLLECTION)
+    facet = Facet.for_serving(
+        FacetSettings(data_dir=indexed_sample_copy(tmp_path_factory.mktemp("lc") / "data")), embedders=cache)
     _STATE["facet"] = facet
     yield facet
     _STATE.pop("facet")

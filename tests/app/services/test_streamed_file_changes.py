@@ -21,7 +21,7 @@ from app.services.indexing import IndexService
 from indexer import metadata as md
 from indexer.parsing import StreamedDocument
 
-FULL = " ".join(f"line {i} word{i % 97}." for i in range(3000))  # ~30 KB: streamed over 0.004 MiB
+FULL = " ".join(f"line {i} word{i % 97}." for i in range(700))  # ~12 KB: streamed over 0.004 MiB
 
 
 def _document(ctx: Any, key: Path) -> tuple[str, int, str | None, str | None]:
