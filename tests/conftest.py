@@ -92,35 +92,43 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pyt
     monkeypatch.undo()
     get_settings.cache_clear()
 
-# The files that take longest, longest first (seconds of one xdist process, idle 2-core VM,
-# 2026-11-25). make test runs two processes, one file at a time each, handing out files in
-# collection order (--no-loadscope-reorder: xdist's own order is by number of tests, which put
-# the 8-test, ~4-minute worker file last and left one process idle for minutes). Longest first
-# lets the short files fill in behind them, so both processes end together.
+# The files that take longest, longest first (summed seconds of their tests in the last full
+# run, prof111 of the second session of 2026-12-04, two processes on the 2-core VM). make test
+# runs two processes, one file at a time each, handing out files in collection order
+# (--no-loadscope-reorder: xdist's own order is by number of tests, which put the 8-test,
+# ~4-minute worker file last and left one process idle for minutes). Longest first lets the
+# short files fill in behind them, so both processes end together. Refreshed in the third
+# session of 2026-12-04 from measured totals (helper-420: the list was stale, five files of
+# 34-58 s missing and four of its "~45-60 s" at 4-20 s, so the two processes ended up to 20 s
+# apart): the run is then about half the summed test time plus ~35 s of start-up.
 SLOW_FILES = (
-    "tests/worker/test_worker.py",  # ~130 s: worker subprocesses, kill -9, Redis restart
-    "tests/app/services/test_concurrency.py",  # ~40 s: a writer process and readers
-    "tests/embedders/test_contract.py",  # ~100 s: every embedder x the shared checks
-    "tests/embedders/test_backbone.py",  # ~60 s: two processes convert the GGUF
-    "tests/app/test_index_cmd.py",  # ~50 s: CLI subprocesses
-    # Measured among the longest with --durations (docs/testing.md, third session of
-    # 2026-11-29) and not listed before, so they could start last and leave one process idle:
-    "tests/scripts/test_paired_bootstrap.py",  # ~45 s: evaluation runs it re-scores
-    "tests/scripts/test_hybrid_eval.py",  # ~30 s: the SciFact dev grid
-    "tests/app/services/test_search.py",
-    "tests/app/test_core.py",
-    "tests/app/test_cli.py",
-    "tests/worker/test_ui_stack.py",
-    "tests/app/services/test_embedder_versions.py",
-    "tests/app/test_defaults_and_explainers.py",
-    "tests/app/api/test_openai_client.py",  # ~45 s: a uvicorn subprocess
-    "tests/app/integrations/test_langchain_http.py",  # ~60 s: a facet serve subprocess
-    "tests/app/test_encoding.py",
-    "tests/app/test_cluster_cmd.py",
-    "tests/app/services/test_crash.py",
-    "tests/examples/test_rag_example.py",
-    "tests/app/api/test_api.py",
+    "tests/worker/test_worker.py",  # 116 s: worker subprocesses, kill -9, Redis restart
+    "tests/worker/test_chunk_redelivery.py",  # 58 s: Redis down through the publish retries
+    "tests/embedders/test_contract.py",  # 55 s: every embedder x the shared checks
+    "tests/worker/test_fullstack_worker.py",  # 51 s: CLI subprocesses beside a worker
+    "tests/app/test_cli_scripting.py",  # 44 s: closed pipes, CLI subprocesses
+    "tests/worker/test_health_under_load.py",  # 35 s: two waves of the worker timeout
+    "tests/app/test_env_robustness.py",  # 34 s
+    "tests/app/services/test_concurrency.py",  # 33 s: a writer process and readers
+    "tests/ui/test_ui_keyboard_a11y.py",  # 30 s: a browser
+    "tests/ui/test_browser_a11y.py",
+    "tests/ui/test_ui_api.py",
     "tests/ui/test_browser.py",
+    "tests/app/services/test_cancel_big_document.py",
+    "tests/app/services/test_metadata_move.py",
+    "tests/worker/test_wstart_worker.py",
+    "tests/app/test_core.py",
+    "tests/app/test_index_observability.py",
+    "tests/app/test_index_cmd.py",
+    "tests/app/api/test_api.py",
+    "tests/embedders/test_backbone.py",  # 19 s: two processes convert the GGUF
+    "tests/embedders/test_methods.py",
+    "tests/app/test_encoding.py",
+    "tests/app/services/test_indexing.py",
+    "tests/worker/test_broker_stalled.py",
+    "tests/worker/test_broker9_idle_release.py",
+    "tests/examples/test_rag_example.py",
+    "tests/scripts/test_hybrid_eval.py",
 )
 
 
