@@ -81,7 +81,15 @@ from app.services.collections import (
     store_place,
 )
 from app.services.context import ServiceContext
-from app.services.search import check_bool, check_int, check_spec, check_str, plain_number
+from app.services.search import (
+    added_options,
+    check_bool,
+    check_int,
+    check_spec,
+    check_str,
+    plain_number,
+    with_recorded_options,
+)
 from app.text import plural, shell_word
 from embedders.contract import Embedder, HasTokenizer, Role, identity_changes
 from indexer import metadata as md
@@ -998,11 +1006,33 @@ def check_same_embedder(coll: md.Collection, embedder: Embedder, identity: str,
                 "identity did not (a plugin reading its width from a setting?); index with the "
                 "embedder as it was, or into a new collection")
         if changes:
+            # The same weights read with other served options (one added since it was indexed,
+            # InstEmb's ``text_quotes``): the spec that reads as the collection's vectors were made.
+            same = with_recorded_options(embedder, row.source or spec or embedder.name, row.identity,
+                                         identity, changes) if (row.source or spec) else None
             raise ConflictError(
                 f"collection {coll.name!r} holds {embedder.name!r} vectors from a different version of "
                 f"that embedder ({', '.join(changes)} changed since it was indexed): new vectors would "
-                f"not be comparable with them. Index into a new collection, or delete this one "
-                f"(facet delete {coll.name}) and index its sources again")
+                f"not be comparable with them. "
+                + (f"Index with --embedder {shell_word(same)} (the API's embedder field), which reads "
+                   f"as they were made; or index into a new collection" if same else
+                   "Index into a new collection")
+                + f", or delete this one (facet delete {coll.name}) and index its sources again")
+
+
+def _sets_added_options(recorded: str, given: str, identity: str) -> bool:
+    """Whether spec ``given`` is the ``recorded`` one with options set that the collection's
+    recorded ``identity`` does not hold at all (added to the embedder since it was indexed)."""
+    from embedders.errors import InvalidInputError
+    from embedders.registry import split_options
+
+    try:
+        base, options = split_options(given)
+        recorded_base, recorded_options = split_options(recorded)
+    except InvalidInputError:
+        return False
+    extra = sorted(k for k, v in options.items() if recorded_options.get(k) != v)
+    return base == recorded_base and bool(extra) and added_options(identity, extra) == extra
 
 
 def _other_spec(spec: str, recorded: str) -> bool:
@@ -3103,7 +3133,15 @@ class IndexService:
             source = portable_spec(spec)
             row = md.ensure_collection_embedder(session, coll, embedder.name, int(embedder.dim),
                                                 identity, source=source)
-            if row.source != source and not self._loadable(row.spec):
+            if row.source != source and _sets_added_options(row.spec, source, row.identity):
+                # The recorded spec loads the embedder with an option added since the collection
+                # was indexed, set otherwise now (InstEmb's ``text_quotes``), and this spec reads
+                # as the vectors were made (checked above): what loads it from now on, as the
+                # refused search said ("record it once").
+                logger.info("collection %r: embedder %r now loads as %s (was %s)",
+                            coll.name, embedder.name, source, row.spec)
+                row.source = source
+            elif row.source != source and not self._loadable(row.spec):
                 # The checkpoint moved (a folder renamed, another machine): the same model
                 # (checked above) from its new path is what loads it now. Kept, every search
                 # that named no embedder failed on the old path for good.

@@ -1061,7 +1061,7 @@ def make_snippet(text: str, query: str, width: int = 240, *,
     return prefix + snippet + suffix, highlights
 
 
-def _with_recorded_options(model: Any, source: str, recorded: str, current: str,
+def with_recorded_options(model: Any, source: str, recorded: str, current: str,
                            changes: Sequence[str]) -> str | None:
     """``source`` with the served options (``model.OPTIONS``: GIRCSE's ``soft_tokens``) set to
     the values the recorded identity holds, when those are all that differ and setting them
@@ -1084,7 +1084,13 @@ def _with_recorded_options(model: Any, source: str, recorded: str, current: str,
                 values[key] = target[key] = fields[key]
                 break
         else:
-            return None
+            # An option added after the collection was indexed (InstEmb's ``text_quotes``, which
+            # its checkpoint now sets to ``drop``): it was read then as its default reads, as
+            # ``identity_changes`` compares it.
+            default = _option_default(old, new, key)
+            if default is _NO_DEFAULT:
+                return None
+            values[key] = new["config"][key] = default
     if identity_changes(recorded, json.dumps(new, sort_keys=True), ignore=frozenset({"max_length"})):
         return None
     from embedders.registry import join_options, split_options  # a model is loaded here: torch is too
@@ -1092,6 +1098,34 @@ def _with_recorded_options(model: Any, source: str, recorded: str, current: str,
     base, options = split_options(source)
     options.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()})
     return join_options(base, options)
+
+
+_NO_DEFAULT = object()
+
+
+def added_options(recorded: str, changes: Sequence[str]) -> list[str]:
+    """Which of ``changes`` the recorded identity of a trained method does not hold at all (an
+    option added since it was indexed)."""
+    try:
+        old = json.loads(recorded)
+    except ValueError:
+        return []
+    config = old.get("config") if isinstance(old, dict) else None
+    return [k for k in changes if isinstance(config, dict) and k not in config and k not in old]
+
+
+def _option_default(old: dict[str, Any], new: dict[str, Any], key: str) -> Any:
+    """The default of trained-method config field ``key`` where identity ``new`` has it under
+    ``config`` and the older identity ``old`` of the same method does not; else ``_NO_DEFAULT``."""
+    method = new.get("method")
+    if not isinstance(method, str) or old.get("method") != method:
+        return _NO_DEFAULT
+    if not isinstance(old.get("config"), dict) or not isinstance(new.get("config"), dict) \
+            or key not in new["config"] or key in old["config"]:
+        return _NO_DEFAULT
+    from embedders.registry import config_defaults  # (a model is loaded here: torch is too)
+
+    return config_defaults(method).get(key, _NO_DEFAULT)
 
 
 def _same_vectors(recorded: str, current: str) -> bool:
@@ -1444,18 +1478,24 @@ class SearchService:
                     f"({', '.join(changes)} differ): give every worker the same checkpoint files "
                     f"as the process that indexed it (or, if the checkpoint was retrained since, "
                     f"index the sources into a new collection)")
-            spec = _with_recorded_options(model, source, recorded, current, changes)
+            spec = with_recorded_options(model, source, recorded, current, changes)
             if spec is not None:
-                # Indexed with served options by a Facet that did not record them (only the name):
-                # the same weights, loaded with the options the stored identity names.
+                # Indexed with served options by a Facet that did not record them (only the name),
+                # or before an option existed: the same weights, loaded with the options the
+                # stored identity names (or their defaults then).
+                added = added_options(recorded, changes)
+                what = (f"collection {collection!r} was indexed by {source!r} before its option "
+                        f"{', '.join(added)} existed, so as {spec!r} reads it; this search loads "
+                        f"{source!r}, which now sets it otherwise" if added else
+                        f"collection {collection!r} was indexed by {spec!r}, with options that this "
+                        f"search, loading {source!r} (all the collection records: an older Facet kept "
+                        f"no options), does not set")
                 raise ConflictError(
-                    f"collection {collection!r} was indexed by {spec!r}, with options that this "
-                    f"search, loading {source!r} (all the collection records: an older Facet kept "
-                    f"no options), does not "
-                    f"set ({', '.join(changes)} differ); search it with --embedder {shell_word(spec)} "
+                    f"{what} ({', '.join(changes)} differ); search it with --embedder {shell_word(spec)} "
                     f"(the API's embedder field), or record it once: run `facet index` on its sources "
                     f"with --embedder {shell_word(spec)} (unchanged documents are not embedded "
-                    f"again), and searches that name no embedder load it")
+                    f"again), and searches that name no embedder load it"
+                    + ("; or index them into a new collection to read them as it does now" if added else ""))
             raise ConflictError(
                 f"collection {collection!r} was indexed by a different version of {vector_name!r} "
                 f"({', '.join(changes)} changed since), so this query's vector is not comparable with "

@@ -338,3 +338,58 @@ def test_a_companion_left_out_is_filled_in_even_after_the_content_came_back(tmp_
         assert hits.note is None
     finally:
         ctx.close()
+
+
+def test_a_collection_indexed_before_an_option_existed_is_told_the_spec_that_reads_it(
+        tmp_path, records, tiny_inbedder_dir):
+    """InstEmb's checkpoint now serves ``text_quotes=drop``, an option its collections indexed
+    earlier do not record (they read ``keep``, its default). A search loading the checkpoint as
+    it is now is refused, as the vectors differ for a quoted text, but the message named no way
+    on ("delete it and index them again"); it names the spec that reads as the collection was
+    indexed, which searches it."""
+    import shutil
+
+    from sqlalchemy import select, update
+
+    checkpoint = tmp_path / "ckpt"
+    shutil.copytree(tiny_inbedder_dir, checkpoint)
+    settings = FacetSettings(data_dir=tmp_path / "data", chunk_tokens=64, chunk_overlap=8)
+    first = ServiceContext(settings, embedders=EmbedderCache("cpu"))
+    try:
+        IndexService(first).index(records, "support", IndexOptions(embedder=str(checkpoint)))
+        with first.sessions() as session:  # recorded as a Facet before the option did
+            row = session.scalars(select(md.CollectionEmbedder)).one()
+            identity = json.loads(row.identity)
+            assert identity["config"].pop("text_quotes") == "keep"
+            session.execute(update(md.CollectionEmbedder).values(identity=json.dumps(identity, sort_keys=True)))
+            session.commit()
+    finally:
+        first.close()
+    config_file = checkpoint / "facet_config.json"
+    saved = json.loads(config_file.read_text())
+    saved["config"]["text_quotes"] = "drop"
+    config_file.write_text(json.dumps(saved))
+    later = ServiceContext(settings, embedders=EmbedderCache("cpu"))  # a new process
+    try:
+        service = SearchService(later)
+        with pytest.raises(ConflictError) as refused:
+            service.search(SearchRequest("card", "support", mode="dense"))
+        message = str(refused.value)
+        spec = f"{checkpoint}[text_quotes=keep]"
+        assert message.startswith(
+            f"collection 'support' was indexed by '{checkpoint}' before its option text_quotes "
+            f"existed, so as '{spec}' reads it; this search loads '{checkpoint}', which now sets it "
+            f"otherwise (text_quotes differ); search it with --embedder '{spec}'"), message
+        assert "new collection to read them as it does now" in message and "delete" not in message
+        assert service.search(SearchRequest("card", "support", embedder=spec, mode="dense")).results
+        # Adding to it names the same spec; indexing with it records it, and a search naming no
+        # embedder then loads it.
+        more = records.with_name("more.jsonl")
+        more.write_text(json.dumps({"_id": "r9", "text": 'My "virtual" card was blocked'}) + "\n")
+        with pytest.raises(ConflictError, match=re.escape(f"Index with --embedder '{spec}' (the API's "
+                                                          "embedder field), which reads as they were made")):
+            IndexService(later).index(more, "support", IndexOptions(embedder=str(checkpoint)))
+        IndexService(later).index(more, "support", IndexOptions(embedder=spec))
+        assert service.search(SearchRequest("card", "support", mode="dense")).results
+    finally:
+        later.close()
