@@ -225,3 +225,19 @@ def test_a_frozen_llm_trains_only_the_look_ahead_embeddings(smollm2_cut):
         assert metrics["distill"] > 0
         loss.backward()
         assert_a_step_lowers(frozen, params, loss)
+
+
+def test_the_shipped_checkpoint_reads_texts_without_double_quotes_as_chosen_on_train_and_dev():
+    """The shipped InstEmb serves ``text_quotes=drop``, the reading chosen on CLINC *train* and
+    STS-B *dev* (``inference_selection`` in its train_log.json says how); its weights trained
+    with ``keep``."""
+    import json
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "instemb"
+    config = json.loads((shipped / "facet_config.json").read_text())["config"]
+    selection = json.loads((shipped / "train_log.json").read_text())["inference_selection"]
+    assert config["text_quotes"] == selection["text_quotes"] == "drop"
+    assert load_embedder("instemb", device="cpu").config.text_quotes == "drop"
+    inbedder = Path(__file__).resolve().parents[2] / "checkpoints" / "inbedder" / "facet_config.json"
+    assert json.loads(inbedder.read_text())["config"].get("text_quotes", "keep") == "keep"  # failed the rule
