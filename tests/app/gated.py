@@ -69,3 +69,21 @@ def hold(encoder: BatchingQueryEncoder, gated: Gated) -> Future[Any]:
     held = encoder.submit(["held"], embedder="gated")
     assert gated.entered.wait(timeout=10)
     return held
+
+
+def hold_clusterings(facet: Any, monkeypatch: Any, entered: Any,
+                      wait_s: float) -> threading.Event:
+    """Make each clustering of ``facet`` tell ``entered`` (an Event's set, a Semaphore's
+    release) once it runs, then wait for the Event returned (at most ``wait_s``) before it
+    clusters: turns held as long as a test needs."""
+    release = threading.Event()
+    real = facet.cluster
+    tell = entered.set if isinstance(entered, threading.Event) else entered.release
+
+    def held(request: Any, progress: Any = None) -> Any:
+        tell()
+        release.wait(timeout=wait_s)
+        return real(request, progress)
+
+    monkeypatch.setattr(facet, "cluster", held)
+    return release

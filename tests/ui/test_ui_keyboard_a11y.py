@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.app.gated import hold_clusterings
+
 from .conftest import COLLECTION
 from .test_browser import CHROMIUM, fill_picker, open_tab, page, paste_cluster_texts, toast_text  # noqa: F401
 
@@ -138,15 +140,19 @@ def test_a_collection_made_elsewhere_reaches_every_picker_on_refresh(page, ui_se
         ui_server.facet.delete_collection("made-elsewhere")
 
 
-def test_the_focus_comes_back_to_cluster_when_the_run_ends_while_on_stop(page) -> None:  # noqa: F811
+def test_the_focus_comes_back_to_cluster_when_the_run_ends_while_on_stop(page, ui_server, monkeypatch) -> None:  # noqa: F811
     """A keyboard user pressed Enter on Cluster and Tabbed to Stop (the run's one control) to
-    wait there; when the run ended, Stop hid itself and the focus fell to the page's body."""
+    wait there; when the run ended, Stop hid itself and the focus fell to the page's body.
+    The run is held until the Tab has landed (600 texts made it last long enough, ~11 s)."""
+    import threading
     import uuid
 
+    entered = threading.Event()
+    release = hold_clusterings(ui_server.facet, monkeypatch, entered, 60)
     open_tab(page, "Cluster")
     run = uuid.uuid4().hex[:8]  # new texts: a recent clustering's embeddings are reused
     paste_cluster_texts(page, "\n".join(f"Note {i} of {run}: the parcel {i * 7919} is late at depot {i % 11}"
-                                        for i in range(600)))
+                                        for i in range(30)))
     page.fill("#cluster-k input[type=number]", "3")
     page.fill("#cluster-instruction textarea", "What is late?")
     page.locator("#cluster-button").focus()
@@ -155,7 +161,8 @@ def test_the_focus_comes_back_to_cluster_when_the_run_ends_while_on_stop(page) -
     stop.wait_for()
     page.keyboard.press("Tab")
     assert page.evaluate(ACTIVE_ID) == "cluster-stop-button"
-    assert stop.is_visible()  # still running: the case is the one meant
+    assert entered.wait(timeout=30) and stop.is_visible()  # still running: the case is the one meant
+    release.set()
     page.locator("#cluster-summary", has_text="k = 3").wait_for()
     page.wait_for_function("!document.querySelector('#cluster-button').disabled")
     stop.wait_for(state="hidden")
@@ -183,28 +190,35 @@ def test_text_typed_to_filter_a_picker_and_left_is_not_a_pick(page) -> None:  # 
                            " !== 'My own carefully written instruction'")
 
 
-def test_a_clusterings_end_is_said_while_another_tab_is_open(page) -> None:  # noqa: F811
+def test_a_clusterings_end_is_said_while_another_tab_is_open(page, ui_server, monkeypatch) -> None:  # noqa: F811
     """The Cluster tab's summary was its live area, inside the tab's panel: display: none while
     the user went to another tab during a clustering (minutes on a CPU), so its end was never
-    said. It is said from a live area outside the tabs (once: the summary is no live area)."""
+    said. It is said from a live area outside the tabs (once: the summary is no live area).
+    The run is held until the other tab is open (300 texts made it last long enough)."""
+    import threading
     import uuid
 
+    entered = threading.Event()
+    release = hold_clusterings(ui_server.facet, monkeypatch, entered, 60)
     open_tab(page, "Cluster")
     run = uuid.uuid4().hex[:8]  # new texts: a recent clustering's embeddings are reused
     paste_cluster_texts(page, "\n".join(f"Memo {i} of {run}: invoice {i * 104729} waits at desk {i % 7}"
-                                        for i in range(300)))
+                                        for i in range(32)))
     page.fill("#cluster-k input[type=number]", "3")
     page.fill("#cluster-instruction textarea", "What waits?")
     page.locator("#cluster-button").click()
     page.locator("#cluster-stop-button").wait_for()
     open_tab(page, "Search")
+    assert entered.wait(timeout=30)  # still running once the other tab is open
+    release.set()
     said = "document.querySelector('#cluster-announce [role=status]')"
-    page.wait_for_function(f"{said} && {said}.textContent.includes('300 texts, k = 3')", timeout=120_000)
+    page.wait_for_function(f"{said} && {said}.textContent.includes('32 texts, k = 3')"
+                           f" && {said}.textContent.includes('What waits?')", timeout=120_000)
     assert page.evaluate(f"{said}.checkVisibility()")  # in the page as read, not a hidden panel
     assert "instruction: \u201cWhat waits?\u201d" in page.evaluate(f"{said}.textContent")
     assert page.locator("#cluster-summary [aria-live]").count() == 0  # said once, not twice
     open_tab(page, "Cluster")
-    assert "300 texts, k = 3" in page.inner_text("#cluster-summary")
+    assert "32 texts, k = 3" in page.inner_text("#cluster-summary")
 
 
 def test_the_cluster_announcement_reads_apart_and_leaves_a_failure_to_the_toast(page) -> None:  # noqa: F811

@@ -313,10 +313,18 @@ def test_a_models_memoryerror_while_indexing_is_said_on_the_job_in_process_and_o
         (src / f"d{i}.txt").write_text(f"document number {i} about lighthouses")
     said = "out of memory (MemoryError); index fewer chunks at a time (--batch-chunks, "
 
+    def jobs(*args: str) -> subprocess.CompletedProcess[str]:
+        """`facet jobs ...` on the stack's data, in this process (it needs no plugin: the
+        plugin stays out of this process's registry): each subprocess cost ~1.5 s."""
+        from tests.app.cli_runner import invoke_cli
+
+        return invoke_cli("jobs", *args, env={k: stack.env[k] for k in (
+            "FACET_DATA_DIR", "FACET_BROKER_URL", "FACET_QDRANT_URL")})
+
     here = stack.facet("index", str(src), "--collection", "in-process", "--embedder", "hungry")
     assert here.returncode == 1, here.stderr
     assert "error: out of memory (MemoryError)" in here.stderr
-    [row] = json.loads(stack.facet("jobs", "--json", "--collection", "in-process").stdout)
+    [row] = json.loads(jobs("--json", "--collection", "in-process").stdout)
     assert row["state"] == "failed" and row["message"].startswith(said), row
 
     worker = stack.start_worker("index,query")
@@ -324,9 +332,9 @@ def test_a_models_memoryerror_while_indexing_is_said_on_the_job_in_process_and_o
                        "--background")
     assert sent.returncode == 0, sent.stderr
     job_id = int(sent.stdout.split()[0])
-    followed = stack.facet("jobs", str(job_id), "--follow", timeout=120)
-    job = json.loads(stack.facet("jobs", str(job_id), "--json").stdout)
+    followed = jobs(str(job_id), "--follow")
+    job = json.loads(jobs(str(job_id), "--json").stdout)
     assert job["state"] == "completed" and job["docs_failed"] == 3, (job, followed.stdout)
-    errors = stack.facet("jobs", str(job_id), "--errors", "3").stdout
+    errors = jobs(str(job_id), "--errors", "3").stdout
     assert errors.count(f"chunk 0 failed: {said}") == 3, errors
     assert worker.proc.poll() is None

@@ -26,6 +26,7 @@ from app.core import Facet
 from app.encoding import BatchingQueryEncoder, EmbedderCache
 from app.errors import BusyError
 from tests.app.api.conftest import asgi_call, serving_facet
+from tests.app.gated import hold_clusterings
 
 
 @pytest.fixture(scope="module")
@@ -40,29 +41,11 @@ def _texts(n: int, tag: str) -> list[str]:
             for i in range(n)]
 
 
-def _hold_clusterings(facet: Facet, monkeypatch: pytest.MonkeyPatch, entered: Any,
-                      wait_s: float) -> threading.Event:
-    """Make each clustering of ``facet`` tell ``entered`` (an Event's set, a Semaphore's
-    release) once it runs, then wait for the Event returned (at most ``wait_s``) before it
-    clusters: turns held as long as a test needs."""
-    release = threading.Event()
-    real = facet.cluster
-    tell = entered.set if isinstance(entered, threading.Event) else entered.release
-
-    def held(request: Any, progress: Any = None) -> Any:
-        tell()
-        release.wait(timeout=wait_s)
-        return real(request, progress)
-
-    monkeypatch.setattr(facet, "cluster", held)
-    return release
-
-
 def test_clusterings_past_the_turns_are_refused_at_once_with_retry_after(facet, monkeypatch) -> None:
     """One clustering running and none allowed to wait: another is a 429 at once (it waited
     for a pool thread, then ran); a search meanwhile is answered."""
     entered = threading.Event()
-    release = _hold_clusterings(facet, monkeypatch, entered, 10)
+    release = hold_clusterings(facet, monkeypatch, entered, 10)
     body = {"instruction": "What is asked?", "texts": _texts(6, "held"), "k": 2}
     app = create_app(facet)
     with TestClient(app) as client:
@@ -90,7 +73,7 @@ def test_clusterings_past_the_turns_are_refused_at_once_with_retry_after(facet, 
 def test_waiting_clusterings_hold_no_thread_of_the_pool(facet, monkeypatch) -> None:
     """More clusterings than the pool has threads (40): a sync route still gets a thread."""
     entered = threading.Semaphore(0)
-    release = _hold_clusterings(facet, monkeypatch, entered, 20)
+    release = hold_clusterings(facet, monkeypatch, entered, 20)
     body = {"instruction": "What is asked?", "texts": _texts(4, "pool"), "k": 2}
     answers: list[int] = []
     app = create_app(facet)
@@ -203,7 +186,7 @@ def test_cheap_mistakes_are_refused_before_the_wait_for_a_turn(facet, monkeypatc
     waited 11.7 s behind four running clusterings before its 404 (35 s with 34 queued), or was
     refused 429 as if the server were busy."""
     entered = threading.Event()
-    release = _hold_clusterings(facet, monkeypatch, entered, 10)
+    release = hold_clusterings(facet, monkeypatch, entered, 10)
     texts = [f"message {i}: the customer asks about card {i % 3}" for i in range(6)]
     body = {"instruction": "What is asked?", "texts": texts, "k": 2}
     app = create_app(facet)
