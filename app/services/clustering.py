@@ -463,6 +463,44 @@ def _weak(silhouette: float, spec: str) -> str | None:
             "emotions, where minilm found none)")
 
 
+# How much of a text ``other_script_texts`` reads to tell its script (a long text's start says it).
+SCRIPT_SAMPLE_CHARS = 2000
+
+
+def _latin_letter(char: str) -> bool:
+    return char < "\u0250" or "LATIN" in unicodedata.name(char, "")
+
+
+def other_script_texts(texts: Sequence[str]) -> int:
+    """How many of ``texts`` are mostly letters of a script other than Latin (Cyrillic, Greek,
+    Arabic, CJK, Thai...): more than half the letters of their first ``SCRIPT_SAMPLE_CHARS``."""
+    count = 0
+    for text in texts:
+        letters = [c for c in text[:SCRIPT_SAMPLE_CHARS] if c.isalpha()]
+        if letters and sum(not _latin_letter(c) for c in letters) * 2 > len(letters):
+            count += 1
+    return count
+
+
+def _other_script_note(texts: Sequence[str], explainer: str) -> str | None:
+    """The note for an explainer's answers to texts in other scripts than Latin, else None.
+
+    The shipped InBedder (an English instruction-tuned 135M model, trained on English answers)
+    read "my card was stolen" in six other scripts as "cash withdrawal" (Chinese), "2018-01-24
+    20:20" (Russian), "sure" (Arabic), "morning" (Japanese), "201810201810" (Thai) and "1000"
+    (Greek), where the English text got "card stolen" (third session of 2026-12-04); a cluster
+    of Thai and Chinese tickets was named "201810201810" with nothing said (helper-419)."""
+    other = other_script_texts(texts)
+    if not other:
+        return None
+    return (f"{other:,} of the {len(texts):,} texts are mostly in another script than Latin: the "
+            f"explainer {explainer} answers in English and read such texts poorly in a check (a "
+            "Chinese \"my card was stolen\" answered \"cash withdrawal\", a Thai one "
+            "\"201810201810\"), so their answers, and names made of them, may be wrong; texts in "
+            "other languages written in Latin letters fare no better. Read the texts, or name "
+            "the clusters without an explainer (keywords of the texts)")
+
+
 def distinct_rows(vectors: np.ndarray) -> int:
     """How many different rows ``vectors`` has, to 5 decimals (the same text encoded in two
     batches may differ in the last bits)."""
@@ -1281,6 +1319,8 @@ class ClusterService:
                     report(encode_share + answer_share,
                            f"{request.explainer} answering {done}/{len(texts)} texts")
             timings["answers"] = (time.perf_counter() - t0) * 1000
+            if scripts := _other_script_note(texts, request.explainer):
+                note = f"{note}; {scripts}" if note else scripts
 
         report(0.95, "naming the clusters and drawing the map")
         t0 = time.perf_counter()

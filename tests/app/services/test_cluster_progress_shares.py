@@ -82,3 +82,25 @@ def test_shares_weigh_both_models() -> None:
     assert stage_shares("minilm[instruction_weight=0.5]", "inbedder") == mini  # options aside
     assert stage_shares("minilm", None) == (WORK_SHARE, 0.0)
     assert stage_shares("instemb", None) == (WORK_SHARE, 0.0)
+
+
+def test_answers_to_texts_in_another_script_are_said_to_be_unreliable(make_ctx, tiny_inbedder_dir) -> None:
+    """The shipped InBedder answered "my card was stolen" in Chinese "cash withdrawal" and in
+    Thai "201810201810", and a cluster was named so with nothing said. An explainer's answers
+    to texts mostly in another script than Latin are said to be unreliable, counted; without an
+    explainer, or with Latin texts only (accents and all), nothing is said."""
+    from app.services.clustering import other_script_texts
+
+    others = ["我的银行卡被偷了", "Моя карта была украдена вчера", "บัตรของฉันถูกขโมย"]
+    latin = ["My card was stolen yesterday", "Ma carte a été volée hier", "Straße, Ærø and Łódź"]
+    assert other_script_texts(others + latin + ["12345", "card 卡"]) == 3
+    service = ClusterService(make_ctx())
+    said = service.cluster(ClusterRequest(INSTRUCTION, texts=others + latin, k=2, embedder="minilm",
+                                          explainer=str(tiny_inbedder_dir), answer_tokens=2))
+    assert ("3 of the 6 texts are mostly in another script than Latin: the explainer "
+            f"{tiny_inbedder_dir} answers in English") in (said.note or ""), said.note
+    plain = service.cluster(ClusterRequest(INSTRUCTION, texts=others + latin, k=2, embedder="minilm"))
+    assert "another script" not in (plain.note or "")
+    english = service.cluster(ClusterRequest(INSTRUCTION, texts=latin * 2, k=2, embedder="minilm",
+                                             explainer=str(tiny_inbedder_dir), answer_tokens=2))
+    assert "another script" not in (english.note or "")
