@@ -254,9 +254,14 @@ def resolve_task_names(names: str | None) -> list[str]:
     chosen = [n.strip().lower() for n in names.split(",") if n.strip()]
     unknown = [n for n in chosen if n not in TASKS]
     if unknown:
+        # `--tasks beir:PATH` names a user's own data where `--task` takes it.
+        own = [n.strip() for n in names.split(",")
+               if n.partition(":")[0].strip().lower() in USER_TASK_KINDS and n.partition(":")[1]]
+        hint = (f"; your own data is given with --task KIND:PATH (--task {own[0]}), not --tasks"
+                if own else "")
         raise InvalidRequestError(
-            f"unknown task(s) {', '.join(unknown)}; valid tasks: {', '.join(TASKS)} (see facet eval --list-tasks)"
-        )
+            f"unknown task(s) {', '.join(unknown)}; valid tasks: {', '.join(TASKS)} (see facet eval "
+            f"--list-tasks){hint}")
     return list(dict.fromkeys(chosen))
 
 

@@ -169,6 +169,11 @@ def test_eval_list_tasks_and_errors(tmp_path: Path) -> None:
     assert [t["name"] for t in json.loads(listed.output)] == list(TASKS)
     bad = CliRunner().invoke(cli, ["eval", "minilm", "--tasks", "stsb,nope", "--data-dir", str(tmp_path)])
     assert bad.exit_code == 2 and "unknown task(s) nope" in bad.output
+    assert "--task KIND:PATH" not in bad.output
+    # A user's own data named with --tasks (`--task` takes it): pointed there, its path as typed.
+    own = CliRunner().invoke(cli, ["eval", "minilm", "--tasks", "stsb,BEIR:/data/MyDocs", "--data-dir", str(tmp_path)])
+    assert own.exit_code == 2 and ("your own data is given with --task KIND:PATH (--task BEIR:/data/MyDocs), "
+                                   "not --tasks") in " ".join(own.output.split()), own.output
     missing = CliRunner().invoke(cli, ["eval", "minilm", "--data-dir", str(tmp_path / "absent")])
     assert missing.exit_code == 3 and "does not exist" in missing.output
     broken = _tiny_data_root(tmp_path / "data")
