@@ -200,6 +200,15 @@ def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, requir
     return value
 
 
+def _id_field(obj: dict[str, Any], path: Path, lineno: int) -> str:
+    """A record's ``_id``: a blank one was accepted, though no judgement (a qrels tsv's column)
+    can name it, so such a document was only ever a distractor and such a query never scored."""
+    value = _str_field(obj, "_id", path, lineno)
+    if not value.strip():
+        raise DataError(f"{path}, line {lineno}: blank _id {value!r}; give every record an id")
+    return value
+
+
 def _float(value: str, what: str, path: Path, lineno: int, header_hint: str = "") -> float:
     """``value`` as a finite number; ``header_hint`` is added when line 1's is not a number
     (a header row the format does not take)."""
@@ -404,7 +413,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     # An empty corpus or queries file was blamed on the qrels ("no usable relevance judgements").
     path = root / "corpus.jsonl"
     for lineno, obj in _jsonl(path):
-        doc_id = _str_field(obj, "_id", path, lineno)
+        doc_id = _id_field(obj, path, lineno)
         title = _str_field(obj, "title", path, lineno, required=False)
         text = _str_field(obj, "text", path, lineno)
         if doc_id in corpus:
@@ -417,7 +426,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     queries: dict[str, str] = {}
     path = root / "queries.jsonl"
     for lineno, obj in _jsonl(path):
-        query_id = _str_field(obj, "_id", path, lineno)
+        query_id = _id_field(obj, path, lineno)
         text = _str_field(obj, "text", path, lineno)
         if query_id in queries:
             raise DataError(f"{path}, line {lineno}: duplicate _id {query_id!r}")

@@ -173,6 +173,10 @@ def test_beir_reads_and_drops_unjudged_queries(tmp_path: Path) -> None:
         ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "d2", "title": " ", "text": "\\n"}\n'}, "corpus.jsonl", 2,
          "empty document"),
         ({"queries": '{"_id": "q1", "text": "  "}\n'}, "queries.jsonl", 1, "empty query"),
+        # A blank id was accepted: no judgement can name it.
+        ({"corpus": '{"_id": "d1", "text": "one"}\n{"_id": "", "text": "two"}\n'}, "corpus.jsonl", 2,
+         "blank _id ''"),
+        ({"queries": '{"_id": " ", "text": "first"}\n'}, "queries.jsonl", 1, "blank _id ' '"),
     ],
 )
 def test_beir_malformed(tmp_path: Path, kwargs: dict[str, str], file: str, line: int, what: str) -> None:
