@@ -1102,6 +1102,11 @@ def with_recorded_options(model: Any, source: str, recorded: str, current: str,
 
 _NO_DEFAULT = object()
 
+# Said where a conflict names a spec with options to send instead: a server takes one only where
+# FACET_API_MODELS lists it (or the collection records it), so the advice alone was a 404.
+_API_OPTIONS_NOTE = ("a server takes a name with options only where FACET_API_MODELS lists it or "
+                     "the collection records it")
+
 
 def added_options(recorded: str, changes: Sequence[str]) -> list[str]:
     """Which of ``changes`` the recorded identity of a trained method does not hold at all (an
@@ -1464,13 +1469,18 @@ class SearchService:
         changes = identity_changes(recorded, current, ignore=frozenset({"max_length"}))
         if changes:
             source = self._source(collection, vector_name)
+            # The same weights under the options the collection was made with, where only
+            # served options differ (one added since, set otherwise now: InstEmb's text_quotes).
+            same = None if model is None else with_recorded_options(model, source, recorded, current, changes)
             if query_spec != source:
+                advice = (f"search with the embedder {same!r}, which reads as they were made "
+                          f"({_API_OPTIONS_NOTE})" if same is not None and same != query_spec else
+                          f"search with the embedder {vector_name!r} (or name none)")
                 raise ConflictError(
                     f"{query_spec!r} embeds differently from {source!r}, which wrote the {vector_name!r} "
                     f"vectors of collection {collection!r} ({', '.join(changes)} differ), so its query "
-                    f"vectors are not comparable with the stored ones; search with the embedder "
-                    f"{vector_name!r} (or name none), or index the sources into a new collection "
-                    f"with the embedder {query_spec!r}")
+                    f"vectors are not comparable with the stored ones; {advice}, or index the sources "
+                    f"into a new collection with the embedder {query_spec!r}")
             if key is None:  # the query was encoded by a worker: its copy may be what differs
                 raise ConflictError(
                     f"the worker that encoded this query loads a different version of "
@@ -1478,7 +1488,7 @@ class SearchService:
                     f"({', '.join(changes)} differ): give every worker the same checkpoint files "
                     f"as the process that indexed it (or, if the checkpoint was retrained since, "
                     f"index the sources into a new collection)")
-            spec = with_recorded_options(model, source, recorded, current, changes)
+            spec = same
             if spec is not None:
                 # Indexed with served options by a Facet that did not record them (only the name),
                 # or before an option existed: the same weights, loaded with the options the
@@ -1492,7 +1502,8 @@ class SearchService:
                         f"no options), does not set")
                 raise ConflictError(
                     f"{what} ({', '.join(changes)} differ); search it with --embedder {shell_word(spec)} "
-                    f"(the API's embedder field), or record it once: run `facet index` on its sources "
+                    f"(the API's embedder field: {_API_OPTIONS_NOTE}; `facet cluster --query` takes "
+                    f"it as --search-embedder), or record it once: run `facet index` on its sources "
                     f"with --embedder {shell_word(spec)} (unchanged documents are not embedded "
                     f"again), and searches that name no embedder load it"
                     + ("; or index them into a new collection to read them as it does now" if added else ""))

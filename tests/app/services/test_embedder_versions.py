@@ -381,6 +381,13 @@ def test_a_collection_indexed_before_an_option_existed_is_told_the_spec_that_rea
             f"existed, so as '{spec}' reads it; this search loads '{checkpoint}', which now sets it "
             f"otherwise (text_quotes differ); search it with --embedder '{spec}'"), message
         assert "new collection to read them as it does now" in message and "delete" not in message
+        assert "FACET_API_MODELS lists it" in message and "--search-embedder" in message
+        # Naming the new reading outright is refused too, and names the same spec (it said
+        # "search with the embedder 'inbedder' (or name none)", refused as well).
+        with pytest.raises(ConflictError, match=re.escape(f"search with the embedder '{spec}', which reads "
+                                                          "as they were made")):
+            service.search(SearchRequest("card", "support", embedder=f"{checkpoint}[text_quotes=drop]",
+                                         mode="dense"))
         assert service.search(SearchRequest("card", "support", embedder=spec, mode="dense")).results
         # Adding to it names the same spec; indexing with it records it, and a search naming no
         # embedder then loads it.
