@@ -518,9 +518,11 @@ def register(cli: typer.Typer) -> None:
             gold = read_gold_labels(labels)
             # Counted before --limit, as the UI's upload: the labels label the whole file.
             if len(gold) != held[0]:
+                columns = (", or, for labels in a column of the file of texts, --label-column NAME "
+                           "instead" if labels.suffix.lower() in (".csv", ".jsonl") else "")
                 raise InvalidRequestError(f"--labels {labels} holds {plural(len(gold), 'label')} "
                                           f"for the {plural(held[0], 'text')} of {named}; give "
-                                          "one label per text, in the same order")
+                                          f"one label per text, in the same order{columns}")
             gold = gold[:len(texts)]
         cap = get_settings().max_cluster_texts
         # What --limit took of the file, where it took fewer than it holds ("--limit 20 took 20

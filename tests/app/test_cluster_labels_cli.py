@@ -96,8 +96,11 @@ def test_label_column_scores_a_csv_or_jsonl_against_its_own_labels(tmp_path) -> 
     blank.write_text('text,category\n"card never came",card\n"refund me",\n')
     refused = invoke_cli(*base[:1], str(blank), *base[2:], "--label-column", "category", env=env)
     assert refused.returncode == 4
-    assert refused.stderr.strip() == (f"error: {blank}: row 3: its label 'category' is blank; give "
-                                      "every text a label")
+    assert refused.stderr.strip() == (f"error: {blank}: row 3 (the header is row 1): its label 'category' "
+                                      "is blank; give every text a label")
+    # The labels file given as --labels: its count is off by the header; --label-column is named.
+    counted = invoke_cli(*base[:1], str(src), *base[2:], "--labels", str(src), env=env)
+    assert counted.returncode == 2 and "--label-column NAME instead" in counted.stderr, counted.stderr
     plain = tmp_path / "texts.txt"
     plain.write_text("\n".join(TEXTS))
     lines_only = invoke_cli(*base[:1], str(plain), *base[2:], "--label-column", "category", env=env)

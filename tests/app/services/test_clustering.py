@@ -553,6 +553,7 @@ def test_a_chosen_k_whose_silhouette_is_near_0_says_the_texts_form_no_clear_grou
     assert chosen.k_chosen and chosen.silhouette is not None and chosen.silhouette < 0.06
     assert (f"the best silhouette ({chosen.silhouette:.3f}) is near 0: under minilm these texts "
             "form no clear groups") in (chosen.note or ""), chosen.note
+    assert "an embedder trained to follow instructions may separate them" in (chosen.note or "")
     clear = service.cluster(ClusterRequest(INSTRUCTION, texts=TEXTS * 2, max_k=6))
     assert clear.silhouette is not None and clear.silhouette > 0.06
     assert "is near 0" not in (clear.note or "")
