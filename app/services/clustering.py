@@ -1784,14 +1784,20 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                      "a .csv is read as comma-separated (as `facet index` reads it): every row would "
                      "be one text, its other columns included; save it with commas"
                      if other is not None else "")
-        if text_column is not None:
-            wanted = text_column.strip()
-            column = header.index(wanted) if wanted in header else \
+        def named_column(name: str, what: str) -> int:
+            """The index of the column ``name`` (exactly, else in any case)."""
+            wanted = name.strip()
+            at = header.index(wanted) if wanted in header else \
                 lower.index(wanted.lower()) if wanted.lower() in lower else None
-            if column is None:
-                raise DataError(f"{where}: no column {text_column!r} (the text column asked for); "
+            if at is None:
+                raise DataError(f"{where}: no column {name!r} (the {what} column asked for); "
                                 f"its columns are {', '.join(map(repr, header))}"
                                 + (f"; {separated}" if separated else ""))
+            return at
+
+        column: int | None
+        if text_column is not None:
+            column = named_column(text_column, "text")
         else:
             if separated:  # (naming the whole header as the column reads the rows whole)
                 raise DataError(f"{where}: {separated}")
@@ -1803,14 +1809,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                     raise DataError(f"{where}: no column of texts ({', '.join(TEXT_FIELDS)}) among "
                                     f"its columns {', '.join(map(repr, header))}; {choose}")
                 column = 0  # one column: the texts
-        label_at: int | None = None
-        if label_column is not None:
-            label_at = header.index(label_column) if label_column in header else \
-                lower.index(label_column.lower()) if label_column.lower() in lower else None
-            if label_at is None:
-                raise DataError(f"{where}: no column {label_column!r} (the label column asked for); "
-                                f"its columns are {', '.join(map(repr, header))}"
-                                + (f"; {separated}" if separated else ""))
+        label_at = None if label_column is None else named_column(label_column, "label")
         for line_no, r in enumerate(rows[1:], 2):
             if len(r) > column and r[column].strip():
                 label = None if label_at is None else checked_label(
