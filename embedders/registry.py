@@ -1212,6 +1212,36 @@ def check_embedder(name_or_path: str) -> None:
             check_options(name, registered.model_class, config, options)
 
 
+def embedder_options(name_or_path: str) -> dict[str, Any] | None:
+    """The load-time options (``NAME[key=value]``) the embedder ``name_or_path`` offers, each with
+    the value it serves, read without loading any weights: a checkpoint of a trainable method
+    from its saved config, a registered name whose model class is known from that class's
+    default config; None where they are not known before it loads (a plugin that says nothing
+    of its model), or its config cannot be read (loading it says why)."""
+    try:
+        info, directory = _resolve(str(name_or_path))
+        if directory is not None:
+            meta = read_checkpoint_config(directory)
+            registered = trainable_methods().get(str(meta.get("method")))
+            if registered is None:
+                return None
+            model_class: type | None = registered.model_class
+            config: Any = registered.model_class.saved_config(directory, meta)
+        elif info is not None:
+            model_class = _model_class(info)
+            config = None if model_class is None else _default_config(model_class)
+        else:
+            return None
+    except EmbedderError:
+        return None
+    if model_class is not None and not getattr(model_class, "OPTIONS", ()):
+        return {}  # a known model that offers none
+    if model_class is None or config is None or isinstance(config, type):
+        return None
+    offered = _offered(getattr(config, "__dataclass_fields__", {}), getattr(model_class, "OPTIONS", ()))
+    return {key: getattr(config, key) for key in offered}
+
+
 def _model_class(info: EmbedderInfo) -> type | None:
     """The class of the model ``info``'s factory builds, known without calling it: the one its
     registration gave, a class registered as its own factory, or the concrete class its factory's

@@ -55,7 +55,9 @@ EMBEDDERS_HELP = (
     "instruction steers), prompted (written into the prompt of a model not trained on "
     "instructions), blended W (its plain vector mixed with W of the instruction-prepended one: "
     "minilm's default 0.25 barely changes results), read (a plugin's model; how, not said), none "
-    "(its vectors are the same under any instruction)."
+    "(its vectors are the same under any instruction). --json adds each one's load-time options "
+    "with the values it serves (null where they are known only once it loads): set one as "
+    "NAME[key=value], e.g. 'instemb[text_quotes=keep]'."
 )
 
 
@@ -67,13 +69,14 @@ def register(cli: typer.Typer) -> None:
     def embedders_cmd(
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     ) -> None:
-        from embedders.registry import instruction_use, list_embedders
+        from embedders.registry import embedder_options, instruction_use, list_embedders
 
         infos = list_embedders()
         uses = [instruction_use(i.name) for i in infos]
         if as_json:
             typer.echo(printable_json([{"name": i.name, "kind": i.kind, "instructions": use,
-                                        "description": i.description} for i, use in zip(infos, uses, strict=True)]))
+                                        "description": i.description, "options": embedder_options(i.name)}
+                                       for i, use in zip(infos, uses, strict=True)]))
             return
         width = max(len(i.name) for i in infos)
         # (9 wide, "checkpoint" ran into the next column; a plugin's kind= label is cut at 20)

@@ -104,6 +104,12 @@ def test_facet_embedders_lists_how_each_reads_an_instruction(tmp_path) -> None:
     assert listed.returncode == 0, listed.stderr
     uses = {row["name"]: row["instructions"] for row in json.loads(listed.stdout)}
     assert uses["minilm"] == "blended 0.25" and uses["instemb"] == "trained" and uses["causal2vec"] == "prompted"
+    # Each one's load-time options with the values it serves (they were in no listing: a user
+    # found `instemb[text_quotes=keep]` only in the docs).
+    options = {row["name"]: row["options"] for row in json.loads(listed.stdout)}
+    assert options["minilm"] == {"instruction_weight": 0.25} and options["backbone-mean"] == {}
+    assert options["instemb"] == {"max_length": 96, "pooling": "daap", "text_quotes": "drop"}
+    assert options["gircse"]["soft_tokens"] == 5 and options["inbedder"]["text_quotes"] == "keep"
     text = invoke_cli("embedders", env=env)
     rows = {row.split()[0]: row.split(None, 2)[2] for row in text.stdout.splitlines()}
     assert rows["minilm"].startswith("blended 0.25  all-MiniLM-L6-v2"), rows["minilm"]
