@@ -3070,8 +3070,9 @@ class IndexService:
                        else self.settings.chunk_overlap_for(size))
             try:
                 ChunkingConfig(size, overlap)
-            except ValueError as e:
-                raise InvalidRequestError(str(e)) from e
+            except ValueError as e:  # (the overlap's, or the setting's where none was given)
+                raise InvalidRequestError(
+                    str(e), param="chunk_overlap" if options.chunk_overlap is not None else None) from e
             budget_of = getattr(embedder, "document_budget", None)
             budget = budget_of() if callable(budget_of) else None
             if isinstance(budget, int) and budget > 0 and size > budget:

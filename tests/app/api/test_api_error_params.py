@@ -113,10 +113,12 @@ def test_a_core_error_about_one_field_names_it(client, route, body, status, para
         ("src", {"collection": "a/b"}, 400, "collection"),
         ("src", {"chunk_tokens": 100}, 400, "chunk_tokens"),  # the collection was created with 64
         ("src", {"chunk_overlap": 3}, 400, "chunk_overlap"),
+        # a new collection whose overlap is not below its chunk size (param was null)
+        ("src", {"collection": "fresh", "chunk_tokens": 16, "chunk_overlap": 16}, 400, "chunk_overlap"),
     ],
 )
 def test_a_refused_index_job_names_its_field(client, tree, source, fields, status, param) -> None:
-    body = {"source": str(tree / source), "collection": COLLECTION, **fields}
+    body = {"source": str(tree / source), "collection": COLLECTION} | fields
     r = client.post("/jobs", json=body)
     assert r.status_code == status, r.text
     assert r.json()["error"]["param"] == param, r.json()
