@@ -161,6 +161,7 @@ def launch_options(settings: FacetSettings) -> dict[str, Any]:
         "run_history": False,
         "footer_links": ["api", "gradio"],
         "css": render.CSS,
+        "head": render.HEAD,
         "ssr_mode": False,
     }
 
@@ -330,6 +331,16 @@ RUN_ENDED_JS = """async () => {
     if (!button.disabled) { button.focus(); return; }
     await new Promise((done) => setTimeout(done, 50));
   }
+}"""
+
+
+# On a phone the Search button and the results are below the options column: Enter in the
+# query box ran the search and nothing on the screen changed (the results ~1.9 screens down).
+# A narrow page scrolls to the summary when the search ends; a wide one is left where it is.
+SCROLL_TO_SUMMARY_JS = """() => {
+  if (window.innerWidth > 640) return;
+  const summary = document.getElementById('%(id)s');
+  if (summary) summary.scrollIntoView({block: 'start'});
 }"""
 
 
@@ -799,6 +810,8 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                                   [s_query, s_instruction, s_collection, s_embedder, s_k,
                                    s_filters, s_rerank, s_reranker, s_group, s_mode],
                                   [s_results, s_summary], api_name="search", **model)
+        search_event.then(None, None, None, js=SCROLL_TO_SUMMARY_JS % {"id": "search-summary"},
+                          api_name="lambda_search_scrolled", api_visibility="private", queue=False)
         refresh(search_event.failure)  # a collection deleted elsewhere leaves the lists
         # A failed run leaves no earlier results on the page under its error, as if current;
         # the result area says why (the toast closes itself).

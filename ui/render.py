@@ -90,10 +90,39 @@ input[type=checkbox]:focus-visible {outline: 2px solid #1a5fb4; outline-offset: 
    cuts what lies outside. The job bar takes the focus after "Cancel job". */
 input:not([type=radio]):not([type=checkbox]):focus-visible, textarea:focus-visible,
 #index-status:focus-visible {outline: 2px solid #1a5fb4 !important; outline-offset: -2px}
+/* Phones (measured at 360 and 390 px wide, third session of 2026-12-04): the page's 32 px
+   margins and the tabs' padding hid Cluster, Index and Collections behind Gradio's "more tabs"
+   menu and left the results 272 of 360 px; a search result's snippet was a 68 px column that
+   broke every word (rows up to 513 px high), read now as a card: rank, score and document on
+   one line, the snippet and the metadata below at full width (the column names stay for
+   screen readers); the Documents table's narrow columns broke "indexed" in two. */
+@media (max-width: 640px) {
+  .tab-container button {padding-left: 6px !important; padding-right: 6px !important}
+  #search-results .facet-table thead {position: absolute; width: 1px; height: 1px;
+    overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap}
+  #search-results .facet-table tr {display: grid; grid-template-columns: 2em 4.5em 1fr;
+    border-bottom: 1px solid #ddd}
+  .dark #search-results .facet-table tr {border-bottom-color: #3f3f46}
+  #search-results .facet-table td {border: 0}
+  #search-results .facet-table td:nth-child(n+4) {grid-column: 1 / -1}
+  #documents-table th, #documents-table [role=gridcell] {flex: 0 0 150px !important;
+    width: 150px !important; min-width: 150px !important}
+  #documents-table .virtual-body, #documents-table table.header-table {width: 750px !important}
+}
+/* Touch screens: the small buttons (Cancel job, the Documents pages) were 26 px high. */
+@media (pointer: coarse) {
+  #index-cancel-button, #documents-previous, #documents-next {min-height: 44px}
+}
 /* Read by screen readers, not shown: a job's state changes, a run's notices. */
 .facet-sr-only {position: absolute !important; width: 1px; height: 1px; padding: 0;
   margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0}
 """
+
+
+# The page's own margins sit outside what Gradio scopes ``CSS`` to (every rule of it is
+# prefixed with the app's ``.contain`` box, inside them): given as the page head's own style.
+HEAD = ("<style>@media (max-width: 640px) {.gradio-container .main.fillable "
+        "{padding-left: 8px !important; padding-right: 8px !important}}</style>")
 
 
 def esc(value: object) -> str:
@@ -436,9 +465,14 @@ def cluster_figure(response: ClusterResponse, title: str = "") -> go.Figure:
         text=[str(c.id) for c in response.clusters], textposition="top center",
         hovertext=[plot_text(c.name) for c in response.clusters],
         marker={"symbol": "x", "size": 12, "color": "black"}))
-    fig.update_layout(title=plot_text(title), template="plotly_white", height=520,
-                      margin={"l": 20, "r": 20, "t": 50, "b": 20},
-                      legend={"title": {"text": "cluster"}},
+    # The legend under the plot, not beside it: on a 360 px phone a legend on the right left
+    # the plot 64 px wide (every point in one column) and cut the title; the figure grows by
+    # about a row of legend per three clusters so the plot keeps its height.
+    rows = -(-len(response.clusters) // 3)
+    fig.update_layout(title={"text": plot_text(title), "font": {"size": 14}}, template="plotly_white",
+                      height=520 + 22 * rows, margin={"l": 20, "r": 20, "t": 50, "b": 20},
+                      legend={"title": {"text": "cluster"}, "orientation": "h", "x": 0, "y": -0.12,
+                              "yanchor": "top"},
                       xaxis={"title": "PC 1", "zeroline": False},
                       yaxis={"title": "PC 2", "zeroline": False})
     return fig
