@@ -1271,7 +1271,9 @@ class ClusterService:
             only = ", so 2 is the only k possible" if possible == 2 and found == 2 else ""
             note = f"k = {found}, not chosen by silhouette: {reason}{only}"
         if silhouette is not None:
-            follows = self.ctx.embedders.name_of(spec) in ("instemb", "inbedder")
+            from embedders.registry import instruction_use  # (the model is loaded: torch is too)
+
+            follows = instruction_use(spec) == "trained"
             for said in (_lopsided(label_list, found), _weak(silhouette, spec, follows)):
                 if said:
                     note = f"{note}; {said}" if note else said
