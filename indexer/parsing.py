@@ -834,7 +834,7 @@ def _decodes(data: bytes, encoding: str) -> bool:
     return True
 
 
-def _bom_codecs(data: bytes) -> list[str]:
+def bom_codecs(data: bytes) -> list[str]:
     """The codecs (``utf-32``, ``utf-16``) whose byte order mark ``data`` starts with, to try in
     that order: UTF-32-LE's mark (FF FE 00 00) starts with UTF-16-LE's (FF FE), so UTF-32 is
     tried first (a UTF-32 file read as UTF-16 kept a NUL after every character), and UTF-16 when
@@ -855,7 +855,7 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
     """Decode UTF-8 (BOM allowed), else the detected encoding (with a warning naming it);
     replace what still does not decode with a warning, reject binary data. A UTF-32 or UTF-16
     byte order mark is read as such (with a warning naming it), before the binary check."""
-    for codec in _bom_codecs(data):
+    for codec in bom_codecs(data):
         try:
             return data.decode(codec), [_bom_note(name, codec)]
         except UnicodeDecodeError:
@@ -968,7 +968,7 @@ def _stream_text(path: Path, size: int, *, markdown: bool,
             head_bytes = fh.read(_DETECT_BYTES)
         warnings: list[str] = []
         bom_read, bom_codec = None, "utf-16"  # or UTF-32: before the binary sniff, as decode_text
-        for bom_codec in _bom_codecs(head_bytes):  # (half or three quarters NULs)
+        for bom_codec in bom_codecs(head_bytes):  # (half or three quarters NULs)
             try:
                 bom_read = _hash_pass(path, bom_codec, "strict", checked)
             except UnicodeDecodeError:

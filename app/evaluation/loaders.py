@@ -3,7 +3,9 @@
 Every reader takes a path, so any dataset in the same format can be evaluated, and
 raises :class:`app.errors.DataError` naming the file and (1-based) line of the first
 malformed record. Files are UTF-8; a leading byte-order mark (files saved "UTF-8 with BOM")
-is skipped. Formats:
+is skipped, and a file starting with a UTF-16 or UTF-32 one (Excel's "Unicode Text") is read in
+that encoding, as `facet index` and `facet cluster` read it. Lines end in LF, CRLF, or CR alone
+(a file saved by an old Mac's Excel). Formats:
 
 * STS csv (STS-B): no header, ``sentence1,sentence2,score``.
 * SICK tsv: header with ``sentence_A``, ``sentence_B``, ``relatedness_score``, ``SemEval_set``.
@@ -25,6 +27,7 @@ import json
 import logging
 import math
 import random
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +119,13 @@ def _open_text(path: Path) -> Iterator[Iterator[str]]:
 
 
 def _decoded_lines(path: Path, f: IO[bytes]) -> Iterator[str]:
+    from indexer.parsing import bom_codecs  # indexing's rule; the store's imports only here
+
+    head = f.read(4)
+    f.seek(0)
+    if wide := bom_codecs(head):
+        yield from _split_lines(_wide_text(path, f.read(), wide))
+        return
     offset = 0
     # UTF-8 never uses the byte 0x0A inside a character, so splitting the bytes at newlines
     # and decoding each piece reads exactly what a text-mode file would.
@@ -124,10 +134,34 @@ def _decoded_lines(path: Path, f: IO[bytes]) -> Iterator[str]:
             raw = raw[len(codecs.BOM_UTF8):]
             offset = len(codecs.BOM_UTF8)
         try:
-            yield raw.decode("utf-8")
+            line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise _not_utf8(path, lineno, offset + e.start) from e
+        if lineno == 1 and not line.endswith("\n"):  # no LF at all: this is the whole file
+            yield from _split_lines(line)
+            return
+        yield line
         offset += len(raw)
+
+
+def _wide_text(path: Path, data: bytes, codecs_to_try: list[str]) -> str:
+    """A file that starts with a UTF-32 or UTF-16 byte order mark, decoded (``bom_codecs``: UTF-32
+    first, as its little-endian mark starts with UTF-16's)."""
+    for codec in codecs_to_try:
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError:
+            pass
+    name = " or ".join(c.upper() for c in codecs_to_try)
+    raise DataError(f"{path}: starts with a {name} byte order mark but is not {name} text; "
+                    "save it as UTF-8")
+
+
+def _split_lines(text: str) -> list[str]:
+    """``text``'s lines, ends kept: at each LF, or, in a file with no LF (an old Mac's), at each
+    CR. A CR inside a quoted csv field then ends a piece that the csv reader joins again, as it
+    does a quoted field's line break in a CRLF file."""
+    return [line for line in re.split(r"(?<=\n)" if "\n" in text else r"(?<=\r)", text) if line]
 
 
 def _not_utf8(path: Path, lineno: int, byte: int) -> DataError:
@@ -140,6 +174,10 @@ def _read_json(path: Path) -> Any:
         raw = path.read_bytes()
     except OSError as e:
         raise DataError(f"{path}: cannot be opened: {e}") from e
+    from indexer.parsing import bom_codecs
+
+    if wide := bom_codecs(raw[:4]):
+        return _loads(_wide_text(path, raw, wide), path)
     start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
         text = raw[start:].decode("utf-8")
