@@ -105,6 +105,18 @@ input:not([type=radio]):not([type=checkbox]):focus-visible, textarea:focus-visib
   .dark #search-results .facet-table tr {border-bottom-color: #3f3f46}
   #search-results .facet-table td {border: 0}
   #search-results .facet-table td:nth-child(n+4) {grid-column: 1 / -1}
+  /* Compare's five columns left each ranking's documents 85 px (rows 117 px high): a row is
+     read as two columns under the rank, each score above its document, the header alike. */
+  #compare-results .facet-table tr {display: grid; grid-template-columns: 1.6em 1fr 1fr;
+    column-gap: 4px; padding: 4px 0; border-bottom: 1px solid #ddd}
+  .dark #compare-results .facet-table tr {border-bottom-color: #3f3f46}
+  #compare-results .facet-table th, #compare-results .facet-table td {border: 0; margin: 0;
+    padding: 2px 4px; text-align: start}
+  #compare-results .facet-table tr > :nth-child(1) {grid-column: 1; grid-row: 1 / span 2}
+  #compare-results .facet-table tr > :nth-child(2) {grid-column: 2; grid-row: 1}
+  #compare-results .facet-table tr > :nth-child(3) {grid-column: 2; grid-row: 2}
+  #compare-results .facet-table tr > :nth-child(4) {grid-column: 3; grid-row: 1}
+  #compare-results .facet-table tr > :nth-child(5) {grid-column: 3; grid-row: 2}
   #documents-table th, #documents-table [role=gridcell] {flex: 0 0 150px !important;
     width: 150px !important; min-width: 150px !important}
   #documents-table .virtual-body, #documents-table table.header-table {width: 750px !important}

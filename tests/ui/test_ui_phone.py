@@ -2,7 +2,7 @@
 drives it: measured by a helper (logs/explore_phone422.md), three of the five tabs were behind
 Gradio's "more tabs" menu, a search run by Enter changed nothing on the screen (its results ~1.9
 screens down), a result's snippet was a 68 px column, and the cluster map's legend left the plot
-64 px wide."""
+64 px wide; Compare's rankings were two 85 px columns among five (rows ~117 px high)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from .conftest import COLLECTION, PLANTED_QUERY
 from .test_browser import CHROMIUM, browser_page, fill_picker, open_tab, paste_cluster_texts
+
+COMPARE_ROW = "#compare-results tbody tr:first-child"
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary: install Debian's with `apt-get install -y "
@@ -71,3 +73,21 @@ def test_the_cluster_map_keeps_its_width_for_the_points(phone) -> None:
     plot = _box(phone, "#cluster-map .nsewdrag")
     svg = _box(phone, "#cluster-map svg.main-svg")
     assert plot["width"] >= 0.6 * svg["width"], (plot, svg)  # 64 of 294 px with the legend beside it
+
+
+def test_compare_reads_each_ranking_in_half_the_width_with_its_score_above_its_document(phone) -> None:
+    open_tab(phone, "Compare")
+    fill_picker(phone, "#compare-collection", COLLECTION)
+    phone.fill("#compare-query textarea", "my card")
+    phone.fill("#compare-a textarea", "Find messages about a card that never arrived")
+    phone.fill("#compare-b textarea", "Find messages about fees")
+    phone.locator("#compare-button").click()
+    phone.locator(f"{COMPARE_ROW} td:nth-child(5)").wait_for()
+    score_a, doc_a, score_b, doc_b = (_box(phone, f"{COMPARE_ROW} td:nth-child({n})") for n in (2, 3, 4, 5))
+    assert doc_a["width"] >= 130 and doc_b["width"] >= 130, (doc_a, doc_b)  # 85 px each before
+    assert doc_a["x"] + doc_a["width"] <= doc_b["x"], (doc_a, doc_b)  # still side by side
+    assert doc_a["y"] >= score_a["y"] + score_a["height"] - 1 and doc_a["x"] == score_a["x"]
+    assert doc_b["y"] >= score_b["y"] + score_b["height"] - 1 and doc_b["x"] == score_b["x"]
+    header = _box(phone, "#compare-results thead th:nth-child(3)")  # "A: <instruction>", shown
+    assert header["width"] >= 130 and header["height"] > 0, header
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 360
