@@ -124,7 +124,7 @@ def _decoded_lines(path: Path, f: IO[bytes]) -> Iterator[str]:
     head = f.read(4)
     f.seek(0)
     if wide := bom_codecs(head):
-        yield from _split_lines(_wide_text(path, f.read(), wide))
+        yield from _wide_lines(path, f, wide)
         return
     offset = 0
     # UTF-8 never uses the byte 0x0A inside a character, so splitting the bytes at newlines
@@ -144,6 +144,51 @@ def _decoded_lines(path: Path, f: IO[bytes]) -> Iterator[str]:
         offset += len(raw)
 
 
+WIDE_CHUNK = 1 << 16  # bytes of a UTF-16/UTF-32 file decoded at a time
+
+
+def _wide_lines(path: Path, f: IO[bytes], codecs_to_try: list[str]) -> Iterator[str]:
+    """The lines of a file that starts with a UTF-32 or UTF-16 byte order mark, decoded a chunk
+    at a time (the whole file was read and decoded at once: a corpus of gigabytes held twice in
+    memory). The codec is the first of ``codecs_to_try`` that decodes the first chunk; the lines
+    split as ``_split_lines`` splits them (at LF, or in a file without one at CR; such a file is
+    held whole, as a UTF-8 one is)."""
+    chunk = f.read(WIDE_CHUNK)
+    for codec in codecs_to_try:
+        decoder = codecs.getincrementaldecoder(codec)()
+        try:
+            text = decoder.decode(chunk, final=len(chunk) < WIDE_CHUNK)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise _not_wide(path, codecs_to_try)
+    lf_seen = False
+    while True:
+        if "\n" in text:
+            lf_seen = True
+            cut = text.rfind("\n") + 1
+            yield from _split_lines(text[:cut])
+            text = text[cut:]
+        if len(chunk) < WIDE_CHUNK:  # the last read
+            break
+        chunk = f.read(WIDE_CHUNK)
+        try:
+            text += decoder.decode(chunk, final=len(chunk) < WIDE_CHUNK)
+        except UnicodeDecodeError as e:
+            raise _not_wide(path, [codec]) from e
+    if text:
+        # After the last LF, the last line (a CR in it stays); in a file without any LF, the
+        # whole file, split at CR.
+        yield from ([text] if lf_seen else _split_lines(text))
+
+
+def _not_wide(path: Path, codecs_tried: list[str]) -> DataError:
+    name = " or ".join(c.upper() for c in codecs_tried)
+    return DataError(f"{path}: starts with a {name} byte order mark but is not {name} text; "
+                     "save it as UTF-8")
+
+
 def _wide_text(path: Path, data: bytes, codecs_to_try: list[str]) -> str:
     """A file that starts with a UTF-32 or UTF-16 byte order mark, decoded (``bom_codecs``: UTF-32
     first, as its little-endian mark starts with UTF-16's)."""
@@ -152,9 +197,7 @@ def _wide_text(path: Path, data: bytes, codecs_to_try: list[str]) -> str:
             return data.decode(codec)
         except UnicodeDecodeError:
             pass
-    name = " or ".join(c.upper() for c in codecs_to_try)
-    raise DataError(f"{path}: starts with a {name} byte order mark but is not {name} text; "
-                    "save it as UTF-8")
+    raise _not_wide(path, codecs_to_try)
 
 
 def _split_lines(text: str) -> list[str]:

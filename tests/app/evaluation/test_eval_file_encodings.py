@@ -77,3 +77,37 @@ def test_a_stray_cr_in_a_file_with_lf_line_ends_is_still_refused(tmp_path: Path)
     path.write_bytes(b"x,y,1\nz,w\r,2\n")
     with pytest.raises(DataError, match="line 2: a carriage return inside a field"):
         loaders.load_sts_csv(path)
+
+
+def _long_sts(lines: int) -> str:
+    # An astral character (a surrogate pair in UTF-16) in every line, so that chunk boundaries
+    # fall inside one; CRLF line ends, so that some fall between the CR and the LF.
+    return "".join(f"pair {i} \U0001F600 cat,the {i}th sentence \u00e9t\u00e9,{i % 5}\r\n" for i in range(lines))
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-32"])
+def test_a_wide_file_of_many_chunks_reads_as_its_utf8_twin(tmp_path: Path, codec: str) -> None:
+    text = _long_sts(6000)
+    assert len(text.encode(codec)) > 4 * loaders.WIDE_CHUNK
+    (tmp_path / "utf8.csv").write_bytes(text.encode("utf-8"))
+    (tmp_path / "wide.csv").write_bytes(text.encode(codec))
+    expected = loaders.load_sts_csv(tmp_path / "utf8.csv")
+    assert len(expected) == 6000 and expected[-1].score == 4.0
+    assert loaders.load_sts_csv(tmp_path / "wide.csv") == expected
+
+
+def test_a_wide_file_is_read_a_chunk_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "big.csv"
+    path.write_bytes(_long_sts(40_000).encode("utf-16"))  # ~4.6 MB
+    with path.open("rb") as f:
+        lines = loaders._decoded_lines(path, f)
+        assert next(lines) == "pair 0 \U0001F600 cat,the 0th sentence \u00e9t\u00e9,0\r\n"
+        assert f.tell() <= 2 * loaders.WIDE_CHUNK  # the whole file was read first
+        assert sum(1 for _ in lines) == 39_999
+
+
+def test_text_of_another_encoding_after_the_first_chunk_is_a_data_error(tmp_path: Path) -> None:
+    path = tmp_path / "sts.csv"
+    path.write_bytes(_long_sts(3000).encode("utf-16") + b"\x00\xd8")  # a lone surrogate at the end
+    with pytest.raises(DataError, match="starts with a UTF-16 byte order mark but is not UTF-16 text"):
+        loaders.load_sts_csv(path)
