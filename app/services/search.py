@@ -875,6 +875,20 @@ def check_filters(filters: Any) -> None:
                 raise InvalidRequestError(f"filter {key!r}: {v} is outside the 64-bit integers "
                                           "that payloads hold, so it matches nothing",
                                           param="filters")
+    # Two keys of one field (``year`` and ``meta.year``; a name typed composed and decomposed):
+    # the payload filters are a mapping by field, so the second silently replaced the first
+    # (``year:=2020`` with ``meta.year:=2021`` found the 2021 document).
+    named: dict[str, str] = {}
+    for key in filters:
+        path = _filter_path(key)
+        if path in named:
+            forms = (" (one of them spelled with a combining accent)"
+                     if named[path].removeprefix("meta.") != key.removeprefix("meta.") else "")
+            raise InvalidRequestError(
+                f"filters {named[path]!r} and {key!r} both name the field "
+                f"{_path_field(path)!r}{forms}: give it once (a list of values matches any of them)",
+                param="filters")
+        named[path] = key
 
 
 _PLAIN_KEY = re.compile(r"[\w-]+")
@@ -887,15 +901,23 @@ def payload_filters(filters: Mapping[str, Any]) -> Filters:
     (nested objects are not kept), so a key is one field even with a space, dot or bracket in
     it: such a key is quoted in Qdrant's path syntax (unquoted, ``a b`` was an invalid path and
     ``a.b`` read as a nested field that no payload holds)."""
-    out: dict[str, Any] = {}
-    for key, value in filters.items():
-        value = _either_form(value)
-        if key in TOP_LEVEL_FIELDS:
-            out[key] = value
-            continue
-        field = _field_name(key)  # (composed: keys are stored so, however typed)
-        out["meta." + (field if _PLAIN_KEY.fullmatch(field) else f'"{field}"')] = value
-    return out
+    return {_filter_path(key): _either_form(value) for key, value in filters.items()}
+
+
+def _filter_path(key: str) -> str:
+    """The payload path a filter key names (``payload_filters``)."""
+    if key in TOP_LEVEL_FIELDS:
+        return key
+    field = _field_name(key)  # (composed: keys are stored so, however typed)
+    return "meta." + (field if _PLAIN_KEY.fullmatch(field) else f'"{field}"')
+
+
+def _path_field(path: str) -> str:
+    """The field a payload path of ``_filter_path`` names, as a user reads it."""
+    if not path.startswith("meta."):
+        return path
+    field = path[len("meta."):]
+    return field[1:-1] if field.startswith('"') else field
 
 
 def user_filter_words(message: str, filters: Mapping[str, Any]) -> str:

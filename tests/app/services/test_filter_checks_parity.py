@@ -96,3 +96,22 @@ def test_a_plain_key_and_a_dotted_key_still_match(facet, client) -> None:
         assert {x["doc_id"] for x in r.json()["results"]} == want, filters
     # The CLI's forms of the same keys read as such.
     assert parse_filters(["geo.lat:=51", "intent=x"]) == {"geo.lat": 51, "intent": "x"}
+
+
+@pytest.mark.parametrize("filters", [
+    {"intent": "top_up_failed", "meta.intent": "top_up_by_card"},
+    parse_filters(["intent=top_up_failed", "meta.intent=top_up_by_card"]),
+    {"cate\u0301gorie": "a", "cat\u00e9gorie": "b"},  # one name, decomposed and composed
+], ids=["plain-and-meta", "cli-items", "unicode-forms"])
+def test_two_keys_of_one_field_are_refused_not_one_dropped(facet, client, filters: dict[str, Any]) -> None:
+    """The payload filters map a field to its values, so the second of two keys naming one
+    field replaced the first: ``intent=top_up_failed`` with ``meta.intent=top_up_by_card``
+    found t2, as if the first filter had not been given."""
+    first, second = filters
+    with pytest.raises(InvalidRequestError, match="both name the field") as e:
+        facet.search(SearchRequest(query="top up", collection=COLLECTION, filters=filters))
+    assert repr(first) in str(e.value) and repr(second) in str(e.value) and e.value.param == "filters"
+    r = client.post("/search", json={"query": "top up", "collection": COLLECTION, "filters": filters})
+    assert r.status_code == 400 and "both name the field" in r.json()["error"]["message"], r.text
+    # A top-level field and a metadata column of the same name are two fields.
+    check_filters({"doc_id": "t1", "meta.doc_id": "t1"})
