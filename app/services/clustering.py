@@ -504,6 +504,18 @@ def _other_script_note(texts: Sequence[str], explainer: str) -> str | None:
             "the clusters without an explainer (keywords of the texts)")
 
 
+def same_text_same_vector(texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` with every copy of a text given its first copy's vector. The same text in
+    two batches (or two stored chunks) comes back differing in the last bits (8.6e-8 with
+    minilm), which rounding to 5 decimals does not always merge (a value on a rounding
+    boundary lands on both sides): 40 copies of one text counted as 2 distinct rows, and
+    k-means split them into two clusters of "please / refund", with no "only N distinct
+    texts" note."""
+    first: dict[str, int] = {}
+    rows = [first.setdefault(text, i) for i, text in enumerate(texts)]
+    return vectors if len(first) == len(texts) else vectors[rows]
+
+
 def distinct_rows(vectors: np.ndarray) -> int:
     """How many different rows ``vectors`` has, to 5 decimals (the same text encoded in two
     batches may differ in the last bits)."""
@@ -1229,6 +1241,7 @@ class ClusterService:
             key = key or self._embedding_key(spec, instruction, digest, step)
             if key is not None:
                 self.embeddings.put(key, vectors)
+        vectors = same_text_same_vector(texts, vectors)
         counts = self._token_counts(key, spec, texts, instruction, cached is not None)
         unread = counts.unread
         timings["encode"] = (time.perf_counter() - t0) * 1000

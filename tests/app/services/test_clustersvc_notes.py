@@ -150,3 +150,19 @@ def test_a_comma_csv_and_a_one_column_csv_read_as_before(tmp_path: Path) -> None
     single = tmp_path / "one.csv"
     single.write_text("message\nrefund me; now\nwhere parcel\n")
     assert read_text_file(single) == ["refund me; now", "where parcel"]
+
+
+# -- 5. copies of one text ----------------------------------------------------------------------
+
+
+def test_copies_of_one_text_are_one_point_however_they_were_batched(make_ctx) -> None:
+    """Forty copies of a text encoded in two batches differ in their last bits (minilm: up to
+    8.6e-8), and rounding to 5 decimals did not merge them all: they counted as 2 distinct
+    texts, k = 4 was kept and k-means split the copies into two clusters of 25 and 15, with no
+    note (the review of the fifth session of 2026-12-04)."""
+    texts = ["refund please"] * 40 + ["my card was lost", "top up failed"]
+    result = ClusterService(make_ctx()).cluster(ClusterRequest(INSTRUCTION, texts=texts, k=4))
+    assert result.k == 3, result.note
+    assert _note(result).startswith("3 clusters instead of the 4 asked for: only 3 distinct texts")
+    assert sorted(result.labels.count(c) for c in set(result.labels)) == [1, 1, 40]
+    assert len({result.labels[i] for i in range(40)}) == 1
