@@ -18,7 +18,7 @@ from typing import Any
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
 from app.roots import lies_under, links_outside, real_path, real_paths
-from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file
+from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file, text_lines
 from app.services.search import parse_filters
 
 # Cluster inputs read from an upload (text lists), whatever the file type.
@@ -98,7 +98,7 @@ def parse_filter_text(text: str | None) -> dict[str, Any]:
     Raises:
         InvalidRequestError: an item without ``=`` or with bad JSON after ``:=``.
     """
-    items = [part.strip() for line in (text or "").splitlines() for part in _split_items(line)]
+    items = [part.strip() for line in text_lines(text or "") for part in _split_items(line)]
     return parse_filters([item for item in items if item])
 
 
@@ -139,8 +139,9 @@ def _split_items(line: str) -> list[str]:
 
 
 def pasted_texts(text: str | None) -> list[str]:
-    """One text per non-empty line."""
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+    """One text per non-empty line (``text_lines``: a U+2028 pasted inside a text does not
+    make it two)."""
+    return [line.strip() for line in text_lines(text or "") if line.strip()]
 
 
 def _suffix(path: Path) -> str:

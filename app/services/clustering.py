@@ -504,6 +504,19 @@ def _other_script_note(texts: Sequence[str], explainer: str) -> str | None:
             "the clusters without an explainer (keywords of the texts)")
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def text_lines(raw: str) -> list[str]:
+    """``raw``'s lines, split at LF, CRLF and CR alone (an old Mac's), not at the other breaks
+    ``str.splitlines`` knows: U+2028 and U+0085, which a JSON string may hold raw
+    (``json.dumps(..., ensure_ascii=False)`` writes them so), and the form feed and the
+    separators U+001C-U+001E, which a text may hold. A .jsonl that `facet index` read was
+    refused by `facet cluster` ("not valid JSON (Unterminated string ...)"), and a text with a
+    form feed was two texts, so a labels file of as many lines "held 6 labels for the 7 texts"."""
+    return _LINE_END.split(raw)
+
+
 def same_text_same_vector(texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     """``vectors`` with every copy of a text given its first copy's vector. The same text in
     two batches (or two stored chunks) comes back differing in the last bits (8.6e-8 with
@@ -1760,7 +1773,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 records.append((text, record_label(item, at)))
         return records
     if suffix == ".jsonl":
-        for line_no, line in enumerate(raw.splitlines(), 1):
+        for line_no, line in enumerate(text_lines(raw), 1):
             if not line.strip():
                 continue
             at = f"{where}:{line_no}"
@@ -1831,7 +1844,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                     r[label_at] if len(r) > label_at else "", f"{where}: row {line_no} (the header is row 1)")
                 records.append((r[column], label))
         return records
-    return [(line.strip(), None) for line in raw.splitlines() if line.strip()]
+    return [(line.strip(), None) for line in text_lines(raw) if line.strip()]
 
 
 def labels_v_measure(labels: Sequence[str], clusters: Sequence[int]) -> float:
@@ -1866,7 +1879,7 @@ def read_label_file(path: Path, name: str | None = None) -> list[str]:
     where = name or str(path)
     raw = _read_text(path, where)
     if path.suffix.lower() != ".json":
-        return [line.strip() for line in raw.splitlines() if line.strip()]
+        return [line.strip() for line in text_lines(raw) if line.strip()]
     data = _json(raw, where)
     items = data.get("labels") if isinstance(data, dict) else data
     if not isinstance(items, list):
