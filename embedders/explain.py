@@ -183,9 +183,11 @@ _TURKISH_SUFFIX = re.compile(
 def _token() -> re.Pattern[str]:
     """A run of ``UNSPACED`` text, or a word: a letter or digit, then letters, digits and
     combining marks (``\\w`` has no marks, so Hindi "दिल्ली" was cut to pieces and Bengali gave
-    nothing), parts joined by apostrophes. Built on first use (the marks' class takes ~50 ms)."""
-    letter = rf"[^\W{UNSPACED}]"
-    word = rf"{letter}(?:{letter}|[{combining_marks()}])*"
+    nothing), parts joined by apostrophes. An underscore joins two parts ("user_id") but is no
+    letter (``\\w`` holds it): a form's blanks "________" and Markdown's "_asap_" were keywords
+    and cluster names. Built on first use (the marks' class takes ~50 ms)."""
+    letter = rf"[^\W_{UNSPACED}]"
+    word = rf"{letter}(?:{letter}|[{combining_marks()}]|_+(?={letter}))*"
     # A decimal number stays with the unit after it ("2.4ghz" was "4ghz"), and a hyphenated
     # word whose first part is one letter is one word ("e-mail", "x-ray", "t-shirt": "e-mail"
     # was "mail"); a match starts where the last one ended or after a non-word character, so

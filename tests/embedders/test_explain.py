@@ -211,6 +211,20 @@ def test_numbers_keep_their_unit_one_letter_prefixes_their_word_and_backticks_ar
     assert keyword_terms("it didn`t work, i didn´t pay") == ["work", "pay"]
 
 
+def test_underscores_are_no_letters_but_join_the_parts_of_a_name():
+    """A form's blanks and Markdown's emphasis were keywords and cluster names
+    ("________ / account / code", "_really_ / refund / _asap_"): ``\\w`` holds the underscore."""
+    assert keyword_terms("Name: ________ Date: ________") == ["name", "date"]
+    assert keyword_terms("please reply _asap_, I _really_ need a __refund__") == [
+        "please", "reply", "asap", "really", "need", "refund"]
+    assert keyword_terms("the user_id field and snake_case names") == ["user_id", "field", "snake_case", "names"]
+    labels = [0, 0, 1, 1]
+    texts = ["Name: ________ account ________", "Name: ________ account number ________",
+             "_asap_ refund please", "refund _asap_ now"]
+    names = [c.keywords for c in explain_clusters(texts, labels, texts)]  # named from the texts
+    assert not any("_" in word for words in names for word in words), names
+
+
 def test_german_italian_and_portuguese_possessives_and_have_are_not_keywords():
     # "carte / karte / meine" named a cluster, with "habe" among its keywords.
     for text, words in [("Ich habe meine Karte verloren", ["karte", "verloren"]),
