@@ -1809,11 +1809,13 @@ class SearchService:
         # Hybrid fuses lists as long as the request asks for, not as grouping over-fetches: longer
         # lists let other chunks into the fused top, so grouped and chunk results disagreed.
         lists = depth
+        # What the reranker reads: --rerank-depth chunks, however far grouping fetches (it was
+        # the grouped fetch's 4 x k, so --rerank-depth 3 with k=3 reranked 12 chunks).
+        candidates = depth
         if request.group_by_document:
             depth = min(GROUP_MAX_DEPTH, max(depth, GROUP_FETCH_FACTOR * request.top_k))
         t0 = time.perf_counter()
         hits = self._vector_search(request, mode, vector_name, query_vec, depth, lists)
-        candidates = depth
         while (request.group_by_document and len({h.payload.get("doc_id") for h in hits}) < request.top_k
                and (len(hits) == depth < GROUP_MAX_DEPTH or (mode == "hybrid" and lists < depth))):
             if len(hits) == depth:

@@ -121,3 +121,18 @@ def test_another_embedder_or_another_version_encodes_the_chunks(support_ctx, min
                                                            rerank_depth=5, mode="lexical"))
     assert sum(minilm_rows) == 1 + len(want), minilm_rows  # the query and every candidate
     _assert_same(response, want)
+
+
+def test_a_grouped_search_reranks_rerank_depth_chunks_not_its_wider_fetch(support_ctx, prompteol) -> None:
+    """Grouping by document fetches 4 x k chunks to find k documents; the reranker read all of
+    them instead of the --rerank-depth asked for (3 asked, 8 encoded by an LLM reranker here;
+    README: "the reranker reads the first --rerank-depth chunks")."""
+    support_ctx.embedders.put("backbone-prompteol", prompteol)
+    want = _reference(support_ctx, "backbone-prompteol", "card problems", None, 3)
+    with _rows(prompteol) as prompteol_rows:
+        response = SearchService(support_ctx).search(SearchRequest(
+            "card problems", "support", top_k=2, rerank="backbone-prompteol", rerank_depth=3,
+            mode="dense", group_by_document=True))
+        assert sum(prompteol_rows) == 1 + 3, prompteol_rows  # the query and the 3 candidates
+    assert len(response.results) == 2
+    _assert_same(response, want)
