@@ -1880,7 +1880,10 @@ class SearchService:
             dense_only = f"{DENSE_ONLY_NOTE} ({why}): the results are the dense side's alone"
             note = f"{note}; {dense_only}" if note else dense_only
         if chosen is not None and mode != "lexical":
-            note = f"{chosen}; {note}" if note else chosen
+            # Without results, why there are none comes first: ``why_no_results`` reads the
+            # note's start, and with the embedder's choice there it added "the collection
+            # holds nothing searchable" to a threshold that had dropped every result.
+            note = (chosen if not note else f"{note}; {chosen}" if not results else f"{chosen}; {note}")
         read = None
         if instruction is not None and (mode != "lexical" or reranker_name is not None):
             # An embedder registered as reading none (a hashing plugin): its vectors are the

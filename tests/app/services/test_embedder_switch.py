@@ -17,7 +17,7 @@ from app.errors import ConflictError
 from app.services.collections import CollectionService
 from app.services.context import EmbedderCache, ServiceContext
 from app.services.indexing import IndexOptions, IndexService
-from app.services.search import SearchRequest, SearchService
+from app.services.search import SearchRequest, SearchService, why_no_results
 from embedders.baselines import EncoderMeanEmbedder
 from embedders.contract import PromptConfig
 from tests.app.services.conftest import locked_by_another_process, write_corpus
@@ -79,6 +79,14 @@ def test_a_half_filled_default_does_not_take_over_searches_and_a_plain_rerun_say
                          "(the default) has none yet for 5 of them; name --embedder minilm (the API's "
                          "\"embedder\") to search with it")
     assert CollectionService(ctx).get("c").default_embedder == "minilm-notes"
+    # A threshold that drops every result is what to check, not the collection: with the
+    # embedder's choice first in the note, every edge said "the collection holds nothing
+    # searchable" (``why_no_results`` reads the note's start).
+    above = SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense", score_threshold=0.99))
+    assert above.results == [] and above.note is not None
+    assert above.note.startswith("no result scored 0.99 or more (score_threshold); the best scored ")
+    assert above.note.endswith(hits.note)
+    assert why_no_results(above, None) == above.note
     # Named, it is searched, and the note says what it misses, as before.
     named = SearchService(ctx).search(SearchRequest("bank card", "c", mode="dense", embedder="minilm"))
     assert named.embedder == "minilm" and named.note is not None and named.note.startswith(
