@@ -1725,9 +1725,12 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
     def record_text(row: dict[str, Any], at: str) -> tuple[str, Any]:
         row = {unicodedata.normalize("NFC", str(k)): v for k, v in row.items()}
         field_name = next((f for f in fields if f in row), None)
-        if field_name is None and text_column is None:  # "Text": any case, as `facet index` reads it
+        if field_name is None:
+            # "Text": any case, as `facet index` reads it, and a --text-column too, as a csv's
+            # header is matched (`--text-column body` found a csv's "Body" but refused a
+            # jsonl's: "no field 'body' ...; it has 'Body'").
             folded = {k.casefold(): k for k in reversed(list(row))}  # the first of a case-twin pair
-            field_name = next((folded[f] for f in fields if f in folded), None)
+            field_name = next((folded[f.casefold()] for f in fields if f.casefold() in folded), None)
         if field_name is None:
             raise DataError(f"{at}: no {asked}; it has {', '.join(map(repr, row)) or 'no field'}; "
                             f"{choose}")

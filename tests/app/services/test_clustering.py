@@ -450,8 +450,16 @@ def test_a_record_text_field_is_read_in_any_case_as_facet_index_reads_it(tmp_pat
     assert read_text_file(tmp_path / "t.jsonl") == ["card declined", "refund"]
     (tmp_path / "t.json").write_text('[{"Body": "one"}, {"body": "two"}]')
     assert read_text_file(tmp_path / "t.json") == ["one", "two"]
-    with pytest.raises(DataError, match="no field 'text' "):  # a column asked for: exactly
-        read_text_file(tmp_path / "t.jsonl", text_column="text")
+    # A column asked for: the exact spelling first, else any case, as a csv's header is matched
+    # (`--text-column body` read a csv's "Body" and refused a jsonl's, "it has 'Body'").
+    assert read_text_file(tmp_path / "t.jsonl", text_column="text") == ["card declined", "refund"]
+    assert read_text_file(tmp_path / "t.json", text_column="BODY") == ["one", "two"]
+    (tmp_path / "t.csv").write_text("ID,Body\n1,one\n2,two\n")
+    assert read_text_file(tmp_path / "t.csv", text_column="body") == ["one", "two"]
+    (tmp_path / "twins.jsonl").write_text('{"Body": "upper", "body": "lower"}\n')
+    assert read_text_file(tmp_path / "twins.jsonl", text_column="body") == ["lower"]
+    with pytest.raises(DataError, match="no field 'subject' "):
+        read_text_file(tmp_path / "t.jsonl", text_column="subject")
 
 
 def test_an_answer_common_everywhere_is_not_put_before_every_name() -> None:
