@@ -1891,7 +1891,11 @@ def read_label_file(path: Path, name: str | None = None) -> list[str]:
         if item is None or isinstance(item, list | dict):
             raise DataError(f"{where}: label {i + 1} of the list is {_json_kind(item)}; give every "
                             "label as a string or a number")
-    return [str(x) for x in items]
+        if not str(item).strip():
+            raise DataError(f"{where}: label {i + 1} of the list is blank; give every text a label")
+    # Stripped, as a labels file's lines and a --label-column's values are ("card " and "card"
+    # were two classes in a .json only).
+    return [str(x).strip() for x in items]
 
 
 def _read_text(path: Path, where: str, *, utf8_only: bool = False) -> str:

@@ -2,7 +2,8 @@
 other breaks ``str.splitlines`` knows (U+2028, U+0085, a form feed, U+001C-U+001E): a .jsonl
 whose string held a raw U+2028 (``json.dumps(..., ensure_ascii=False)`` writes it so), which
 `facet index` reads, was refused ("not valid JSON (Unterminated string ...)"); a text holding a
-form feed was two texts, so a labels file of as many lines "held 6 labels for the 7 texts"."""
+form feed was two texts, so a labels file of as many lines "held 6 labels for the 7 texts".
+A .json labels file's labels are stripped as a labels file's lines are."""
 
 from __future__ import annotations
 
@@ -37,3 +38,15 @@ def test_a_txt_is_one_text_per_line_whatever_its_line_ends(tmp_path: Path, end: 
 
 def test_the_paste_box_keeps_a_line_separator_inside_its_text() -> None:
     assert pasted_texts("a\u2028b\r\nc d e\rf g\n\n") == ["a\u2028b", "c d e", "f g"]
+
+
+def test_json_labels_are_stripped_as_line_labels_are_and_a_blank_one_is_refused(tmp_path: Path) -> None:
+    from app.errors import DataError
+
+    (tmp_path / "labels.json").write_text(json.dumps({"labels": ["card ", " card", "refund", 3]}))
+    (tmp_path / "labels.txt").write_text("card \n card\nrefund\n3\n")
+    assert read_label_file(tmp_path / "labels.json") == read_label_file(tmp_path / "labels.txt") == [
+        "card", "card", "refund", "3"]
+    (tmp_path / "blank.json").write_text(json.dumps(["card", " "]))
+    with pytest.raises(DataError, match="label 2 of the list is blank"):
+        read_label_file(tmp_path / "blank.json")
