@@ -955,8 +955,9 @@ def _either_form(value: Any) -> Any:
     """A string filter value (or each string of a list) as any of its composed and decomposed
     Unicode forms: "é" is one code point or "e" plus a combining accent (file names from macOS,
     text from some editors), and payloads are stored as written, so ``lang=français`` typed one
-    way matched nothing stored the other way."""
-    items = value if isinstance(value, list) else [value]
+    way matched nothing stored the other way. A tuple is a list (``check_filters`` takes both):
+    a Python caller's ``("français",)`` matched only the form typed."""
+    items = list(value) if isinstance(value, list | tuple) else [value]
     forms = [item for item in items if not isinstance(item, str)]  # numbers and booleans as given
     for item in items:
         if isinstance(item, str):

@@ -7,7 +7,7 @@ import pytest
 
 from app.errors import InvalidRequestError, NotFoundError
 from app.services.indexing import IndexService
-from app.services.search import SearchRequest, SearchService, make_snippet, parse_filters
+from app.services.search import SearchRequest, SearchService, make_snippet, parse_filters, payload_filters
 
 
 @pytest.fixture
@@ -333,6 +333,9 @@ def test_filters_match_either_unicode_form_of_a_value(make_ctx, tmp_path) -> Non
     assert ids("lang=français") == ids(f"lang={nfd}") == {"d1"}
     assert ids("lang=français", "lang=english") == {"d1", "d2"}  # any of them
     assert ids("lang=francais") == set()  # accents are not folded
+    # A tuple of values, as a Python caller passes one, is a list: each in either form.
+    assert payload_filters({"lang": ("français",)}) == payload_filters({"lang": ["français"]}) == {
+        "meta.lang": ["français", nfd]}
 
 
 def test_hybrid_grouped_by_document_ranks_as_the_chunks_do(make_ctx, tmp_path) -> None:
