@@ -129,6 +129,10 @@ _FOREIGN_STOP_WORDS = frozenset((
     "habe", "hast", "ho", "hai", "mio", "mia", "miei", "mie", "tuo", "tua", "meu", "minha",
     "meus", "minhas", "teu", "tenho", "suis", "avons", "avez", "sommes", "hemos", "tengo",
     "tiene",
+    # Forms of "be" and the pronouns a review found as keywords ("estoy", "estou", "êtes",
+    # "moi"); "es" and "est" were there already
+    "estoy", "estás", "estamos", "soy", "eres", "somos", "estou", "estão", "sou", "êtes",
+    "moi", "toi", "sei", "siamo", "siete", "bist", "seid",
 ))
 # Articles, English and those of the languages above (all of them stop words), and the elided
 # "l'": a wording of an answer that starts with one is shown only where none of the wordings

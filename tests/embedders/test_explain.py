@@ -231,3 +231,10 @@ def test_german_italian_and_portuguese_possessives_and_have_are_not_keywords():
                         ("Ho perso la mia carta", ["perso", "carta"]),
                         ("Eu tenho o meu cartão", ["cartão"])]:
         assert keyword_terms(text) == words
+
+
+def test_forms_of_be_and_stressed_pronouns_are_not_keywords():
+    # A review's Spanish, Portuguese and French texts: "estoy", "estou", "êtes", "moi" were keywords.
+    assert keyword_terms("estoy muy cansado, estou cansada, vous êtes fatigué, moi aussi, "
+                         "tu sei stanco, du bist müde") == ["cansado", "cansada", "fatigué", "stanco", "müde"]
+    assert keyword_terms("my son is a student") == ["son", "student"]  # an English word stays
