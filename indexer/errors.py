@@ -174,10 +174,15 @@ _SECRET_PARAM = re.compile(
     r"[^&#;\s'\"]*?(?=[&#;\s'\"]|[:,.)](?:\s|$)|$)", re.IGNORECASE)
 
 
+# A bearer token as an HTTP header or an error quoting one shows it (httpx's "Illegal header
+# value b'Bearer KEY\n'"), up to a quote or the text's end, escapes (``\n``) and all.
+_BEARER = re.compile(r"(\bBearer\s+)[^'\"\s]+", re.IGNORECASE)
+
+
 def mask_secrets(text: str) -> str:
-    """``text`` with the password of every URL in it, and the value of every key-like query
-    parameter (``api_key``, ``token``, ``password``...), as ``***``."""
-    return _SECRET_PARAM.sub(r"\1***", _mask_url_passwords(text))
+    """``text`` with the password of every URL in it, the value of every key-like query
+    parameter (``api_key``, ``token``, ``password``...) and every bearer token as ``***``."""
+    return _BEARER.sub(r"\1***", _SECRET_PARAM.sub(r"\1***", _mask_url_passwords(text)))
 
 
 def mask_query(target: str) -> str:

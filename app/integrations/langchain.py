@@ -45,6 +45,7 @@ import difflib
 import logging
 import math
 import os
+import re
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
@@ -155,6 +156,10 @@ def _not_a_bool(value: Any) -> Any:
 
 # A number setting or option: pydantic's lax rules ("3" is 3) except that a boolean is refused.
 _Number = BeforeValidator(_not_a_bool)
+
+# The longest HTTP timeout taken (~31 years): a socket's limit is 2**63 ns (~9.2e9 s), past
+# which ``invoke`` raised a bare OverflowError ("timestamp out of range for platform time_t").
+MAX_TIMEOUT_S = 1e9
 
 
 def _not_negative(value: int) -> int:
@@ -401,7 +406,29 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
             # it each search got a 401 until the key was passed by hand. "" opts out. Read as
             # the server reads its settings: surrounding spaces are not part of it.
             self.api_key = (os.environ.get("FACET_API_KEY") or "").strip() or None
+        elif self.api_key is not None:
+            # The same for a key given: one read from a file ends in a line break, which httpx
+            # refused as a header ("no Facet server answered ...", the key printed in it).
+            self.api_key = self.api_key.strip()
+        if self.api_key and not re.fullmatch(r"[\x21-\x7e]+", self.api_key):
+            raise InvalidRequestError(
+                "api_key holds a character an HTTP header cannot carry (a space or a line break "
+                "inside it, a letter outside ASCII); give the key as the server was given it",
+                param="api_key")
         return self
+
+    @field_validator("timeout")
+    @classmethod
+    def _bounded_timeout(cls, timeout: float | None) -> float | None:
+        """``math.inf`` is None (wait as long as it takes); past ``MAX_TIMEOUT_S`` a socket
+        cannot wait (``invoke`` raised a bare OverflowError, while ``ainvoke`` waited)."""
+        if timeout is not None and math.isinf(timeout):
+            return None
+        if timeout is not None and timeout > MAX_TIMEOUT_S:
+            raise PydanticCustomError(
+                "less_than_equal", f"Input should be at most {MAX_TIMEOUT_S:g} seconds, or None to "
+                "wait as long as it takes")
+        return timeout
 
     @field_validator("base_url")
     @classmethod

@@ -155,3 +155,13 @@ def test_masking_reads_a_long_word_once_and_masks_as_before() -> None:
         ("qdrant://k@h?api_key=zz&x=1", "qdrant://k@h?api_key=***&x=1"),
     ]:
         assert mask_secrets(text) == masked, text
+
+
+def test_a_bearer_token_quoted_in_a_message_is_masked() -> None:
+    """httpx quotes a header it refuses ("Illegal header value b'Bearer KEY\\n'"), and that text
+    became the retriever's error, the key in clear."""
+    from indexer.errors import mask_secrets
+
+    said = "LocalProtocolError: Illegal header value b'Bearer sk-live-0123456789abcdef\\n'"
+    assert mask_secrets(said) == "LocalProtocolError: Illegal header value b'Bearer ***'"
+    assert mask_secrets("Authorization: bearer abc.def-ghi") == "Authorization: bearer ***"

@@ -171,6 +171,32 @@ def test_api_key_none_reads_facet_api_key(served, monkeypatch) -> None:
     assert FacetRetriever(collection=COLLECTION, base_url=url).api_key == KEY
 
 
+def test_a_key_read_from_a_file_works_and_a_key_no_header_can_carry_is_refused_unprinted(
+        served, monkeypatch, tmp_path) -> None:
+    """A key given as ``Path("key.txt").read_text()`` ends in a line break: httpx refused the
+    header, and the retriever said "no Facet server answered ... start one with `facet serve`"
+    with the server up and the whole key in the message (LangChain's callbacks and traces
+    record it); a key with a letter outside ASCII raised a bare UnicodeEncodeError."""
+    url, facet = served
+    (tmp_path / "key.txt").write_text(f"{KEY}\n")
+    remote = FacetRetriever(collection=COLLECTION, base_url=url, k=3, api_key=(tmp_path / "key.txt").read_text())
+    assert_same(remote.invoke(QUERY), FacetRetriever(collection=COLLECTION, facet=facet, k=3).invoke(QUERY))
+    for bad in ("sk-live 0123456789", "sk-live-0123\n456789", "sk-live-01234ä56789"):
+        with pytest.raises(InvalidRequestError, match="api_key holds a character an HTTP header cannot carry") as e:
+            FacetRetriever(collection=COLLECTION, base_url=url, api_key=bad)
+        assert e.value.param == "api_key" and "0123" not in str(e.value)
+
+
+def test_an_infinite_timeout_waits_and_one_no_socket_takes_is_refused(served) -> None:
+    """``timeout=math.inf`` (or 1e12) passed, and ``invoke`` then raised a bare OverflowError
+    ("timestamp out of range for platform time_t") while ``ainvoke`` answered."""
+    url, _ = served
+    forever = FacetRetriever(collection=COLLECTION, base_url=url, api_key=KEY, k=2, timeout=float("inf"))
+    assert forever.timeout is None and len(forever.invoke(QUERY)) == 2
+    with pytest.raises(InvalidRequestError, match=r"timeout.*at most 1e\+09 seconds, or None"):
+        FacetRetriever(collection=COLLECTION, base_url=url, api_key=KEY, timeout=1e12)
+
+
 def test_an_empty_api_key_sends_none_and_the_401_names_both_ways(served, monkeypatch) -> None:
     """``api_key=""`` opts out of FACET_API_KEY; the 401's hint named only ``api_key=``."""
     monkeypatch.setenv("FACET_API_KEY", KEY)
