@@ -571,14 +571,16 @@ def document_line(d: DocumentInfo) -> str:
 def _prefix_path(prefix: str | None) -> str | None:
     """``facet documents --prefix``: a relative path that names a file or folder here, as the
     absolute path a file's key is (`--prefix corpus/` matched nothing: keys are absolute, and
-    `facet delete --document a.txt` reads a relative key so), its trailing ``/`` kept; any
-    other prefix (a record id's start, an absolute path) as given."""
+    `facet delete --document a.txt` reads a relative key so), its links resolved as `facet
+    index` resolves a source's (`--prefix link/` through a linked folder listed nothing while
+    `facet delete -d link/a.txt` found the file), its trailing ``/`` kept; any other prefix (a
+    record id's start, an absolute path) as given."""
     if not prefix or os.path.isabs(prefix) or prefix.startswith("~"):
         return prefix
     try:
         if not os.path.exists(prefix):
             return prefix
-        absolute = os.path.abspath(prefix)
+        absolute = os.path.realpath(prefix)
     except (OSError, ValueError):
         return prefix
     return absolute + os.sep if prefix.endswith(("/", os.sep)) else absolute
@@ -882,10 +884,12 @@ def register(cli: typer.Typer) -> None:
         unwritten: dict[str, list[JobInfo]] = {}
         with open_facet() as facet:
             try:
-                infos = [facet.collection(name)] if name else facet.collections()
-                strays = [] if name else facet.stray_collections()
+                # ``''`` is a name (refused as one, exit 2), not "no name": `facet collections
+                # "$NAME" --json` with NAME empty listed every collection, exit 0.
+                infos = [facet.collection(name)] if name is not None else facet.collections()
+                strays = [] if name is not None else facet.stray_collections()
             except NotFoundError:  # a name the listing shows as vectors only is one too
-                stray = facet.orphan_collection(name) if name else None
+                stray = facet.orphan_collection(name) if name is not None else None
                 if stray is None:
                     raise
                 infos, strays = [], [stray]
@@ -901,7 +905,7 @@ def register(cli: typer.Typer) -> None:
                       + [asdict(i) | {"stray": False} for i in infos])
             # One collection asked for by name: its object, as GET /collections/NAME gives it
             # (it was a one-element list).
-            typer.echo(printable_json(listed[0] if name else listed))
+            typer.echo(printable_json(listed[0] if name is not None else listed))
             return
         if not infos and not strays:
             typer.echo("no collections yet; create one with `facet index SOURCE --collection NAME`")

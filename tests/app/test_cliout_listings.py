@@ -37,6 +37,12 @@ def test_one_job_or_collection_as_json_is_its_object(data: Path) -> None:
     assert isinstance(one, dict) and one["name"] == "tiny" and one["stray"] is False
     listed = json.loads(run(data, "collections", "--json").stdout)
     assert [(c["name"], c["stray"]) for c in listed] == [("tiny", False)]
+    # An empty name (`facet collections "$NAME" --json`, NAME unset) is a bad name, as for every
+    # other command, not the whole listing with exit 0.
+    for args in (("collections", ""), ("collections", "", "--json")):
+        empty = run(data, *args)
+        assert empty.returncode == 2 and "invalid collection name ''" in empty.stderr, empty
+        assert empty.stdout == ""
 
 
 def test_stray_vectors_are_in_the_json_too(data: Path, tmp_path: Path) -> None:

@@ -290,3 +290,10 @@ def test_a_relative_prefix_naming_a_folder_here_is_its_absolute_path(corpus, mon
     assert [d["key"] for d in json.loads(records.stdout)] == [f"r{i}" for i in range(1, 6)]
     bad = invoke_cli("documents", "docs", "--prefix", "caf\udce9", env=env)
     assert bad.returncode == 4 and "--prefix is not UTF-8 text (byte 0xE9" in bad.stderr
+    # Through a linked folder: keys are the resolved paths (`facet index` resolves its source),
+    # and `facet delete -d link/...` found a file there while `--prefix link/` listed nothing.
+    (src.parent / "link").symlink_to(src)
+    monkeypatch.chdir(src.parent)
+    linked = invoke_cli("documents", "docs", "--prefix", "link/a/", "--json", "--limit", "100", env=env)
+    assert linked.returncode == 0, linked.stderr
+    assert [d["key"] for d in json.loads(linked.stdout)] == keys
