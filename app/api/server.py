@@ -272,6 +272,21 @@ async def _known_query(request: Request) -> None:
         raise _RepeatedQuery(repeated, times[repeated])
 
 
+async def _only_file_parts(request: Request) -> None:
+    """Refuse an upload's multipart part other than ``files`` (the route's dependency; the form
+    is the one FastAPI parsed, cached on the request): ``-F embedder=e5`` indexed with the
+    default embedder and ``-F file=@c.txt`` beside ``-F files=@b.txt`` dropped c.txt, each a 202
+    without a word, where an unknown field is refused on every other route."""
+    form = await request.form()
+    unknown = list(dict.fromkeys(name for name in form if name != "files"))
+    if unknown:
+        names = ", ".join(map(repr, unknown))
+        raise InvalidRequestError(
+            f"unknown form field{'s' if len(unknown) > 1 else ''} {names}: an upload's files are "
+            "the parts named 'files' (`curl -F files=@a.md -F files=@b.pdf`), and the embedder "
+            "is a query parameter (`?embedder=NAME`); nothing was staged", param=unknown[0])
+
+
 def check_api_source(source: str, settings: FacetSettings) -> None:
     """Refuse a ``POST /jobs`` source outside ``FACET_API_ALLOWED_ROOTS`` (unset: any path):
     one that does not lie under a root once ``..`` is folded and its links resolved, or a
@@ -1113,7 +1128,8 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
 
     # Files sent with the request, into the collection's upload folder (the UI's uploads go
     # there too): until 2026-12-01 a client of the API could index only paths on the server.
-    @app.post("/collections/{name}/uploads", status_code=202, dependencies=auth,
+    @app.post("/collections/{name}/uploads", status_code=202,
+              dependencies=[*auth, Depends(_only_file_parts)],
               response_model=UploadAnswer,
               responses=fails(*with_body, 403, 404, 409, 422, 429, 503, meaning={
                   403: "a browser page of another site, on a server without FACET_API_KEY "

@@ -103,6 +103,17 @@ def test_a_refused_upload_stages_nothing(client: TestClient, facet) -> None:
     assert r.status_code == 400, r.text
     r = client.post("/collections/refused/uploads", data={"other": "x"})
     assert r.status_code == 400 and "files" in r.text, r.text
+    # A part other than `files`: the embedder given as a form field (it is a query parameter)
+    # indexed with the default, and a file under `file` was dropped, each a 202 without a word.
+    for data, parts, named in (({"embedder": "nope"}, _files(("a.txt", b"text")), "embedder"),
+                               ({}, [*_files(("b.txt", b"b")), ("file", ("c.txt", b"c", "text/plain"))], "file")):
+        r = client.post("/collections/refused/uploads", data=data, files=parts)
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert error["param"] == named and error["message"].startswith(f"unknown form field '{named}'")
+        assert "?embedder=NAME" in error["message"]
+    assert not facet.upload_folder("refused").exists()
+    assert "refused" not in [c["name"] for c in client.get("/collections").json()]
 
 
 def test_an_upload_over_the_body_limit_is_a_413_that_says_so(minilm, tmp_path: Path) -> None:
