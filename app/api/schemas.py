@@ -366,8 +366,9 @@ class ErrorDetail(BaseModel):
     """What went wrong (OpenAI's error object)."""
 
     message: str = Field(description="what was wrong and how to fix it")
-    type: str = Field(description="invalid_request_error, authentication_error, not_found_error, "
-                                  "conflict_error, rate_limit_error or server_error")
+    type: str = Field(description="invalid_request_error, authentication_error, permission_error "
+                                  "(403), not_found_error, conflict_error, rate_limit_error or "
+                                  "server_error")
     param: str | None = Field(description="the request field at fault, where there is one")
     # Every code the server answers (``errors.STATUS``, ``errors._NOT_FOUND_*``,
     # ``errors._HTTP_CODES``, the removal route's document_not_found).
@@ -375,6 +376,7 @@ class ErrorDetail(BaseModel):
                                          "collection_not_found, job_not_found, source_not_found, "
                                          "document_not_found, route_not_found, model_not_found "
                                          "(404), method_not_allowed (405), invalid_api_key (401), "
+                                         "cross_site_request (403), untrusted_host (400), "
                                          "request_too_large (413), unreadable_data (422), busy "
                                          "(429), unavailable (503) or model_error (500); else "
                                          "null")

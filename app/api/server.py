@@ -1132,9 +1132,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
               dependencies=[*auth, Depends(_only_file_parts)],
               response_model=UploadAnswer,
               responses=fails(*with_body, 403, 404, 409, 422, 429, 503, meaning={
-                  403: "a browser page of another site, on a server without FACET_API_KEY "
-                       "(code cross_site_request): list the site in FACET_CORS_ORIGINS, or set "
-                       "a key",
+                  403: CROSS_SITE_403,
                   413: "the request body is over FACET_API_MAX_BODY_MB, or holds more than "
                        "1,000 files, the most the form parser takes in one request (code "
                        "request_too_large): upload fewer or smaller files per request",
@@ -1487,9 +1485,27 @@ def _openapi(app: FastAPI, settings: FacetSettings) -> None:
         _timestamps(schemas)
         if not settings.api_key:
             _optional_key(spec)
+            _cross_site_refusals(spec)
         return spec
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+CROSS_SITE_403 = ("a browser page of another site, on a server without FACET_API_KEY (code "
+                  "cross_site_request): list the site in FACET_CORS_ORIGINS, or set a key")
+
+
+def _cross_site_refusals(spec: dict[str, Any]) -> None:
+    """The 403 that ``KeylessGuard`` answers a page of another site on every route but GET,
+    HEAD and OPTIONS of a server without a key, declared on each (only the upload route had it:
+    a generated client met an undeclared status on /search, /cluster, a cancel, a delete)."""
+    operations = [(method, op) for ops in spec.get("paths", {}).values() for method, op in ops.items()]
+    template = next((op["responses"]["403"] for _, op in operations if "403" in op.get("responses", {})), None)
+    if template is None:
+        return
+    for method, op in operations:
+        if method.lower() not in ("get", "head", "options"):
+            op.setdefault("responses", {}).setdefault("403", {**template, "description": CROSS_SITE_403})
 
 
 def _refs(node: Any) -> set[str]:

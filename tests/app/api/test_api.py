@@ -360,25 +360,26 @@ def test_openapi_declares_what_the_routes_answer(client, facet, tmp_path) -> Non
                 for path, ops in spec["paths"].items() for method, op in ops.items()}
     with_body = [400, 413, 500]
     encoding = [404, 422, 429, 503]
+    keyless = [403]  # a page of another site, on every route but GET (no key is set here)
     assert declared == {
         ("GET", "/health"): [200, 400],  # 400: a query parameter the route does not take
         ("GET", "/ready"): [200, 400, 503],  # 503: not ready, in its own body (Readiness)
         ("GET", "/info"): [200, 400, 500],
         ("GET", "/v1/models"): [200, 400],
         ("GET", "/v1/models/{model}"): [200, 400, 404],
-        ("POST", "/v1/embeddings"): sorted([200, *with_body, *encoding]),
-        ("POST", "/search"): sorted([200, *with_body, *encoding, 409]),
-        ("POST", "/cluster"): sorted([200, *with_body, *encoding, 409]),
-        ("POST", "/jobs"): sorted([202, *with_body, 404, 409, 422, 429, 503]),
+        ("POST", "/v1/embeddings"): sorted([200, *with_body, *encoding, *keyless]),
+        ("POST", "/search"): sorted([200, *with_body, *encoding, 409, *keyless]),
+        ("POST", "/cluster"): sorted([200, *with_body, *encoding, 409, *keyless]),
+        ("POST", "/jobs"): sorted([202, *with_body, 404, 409, 422, 429, 503, *keyless]),
         ("POST", "/collections/{name}/uploads"): sorted([202, *with_body, 403, 404, 409, 422, 429, 503]),
         ("GET", "/jobs"): [200, 400, 404, 500],
         ("GET", "/jobs/{job_id}"): [200, 400, 404, 500],
-        ("POST", "/jobs/{job_id}/cancel"): [200, 400, 404, 429, 500],
+        ("POST", "/jobs/{job_id}/cancel"): [200, 400, 403, 404, 429, 500],
         ("GET", "/collections"): [200, 400, 500, 503],
         ("GET", "/collections/{name}"): [200, 400, 404, 500, 503],
         ("GET", "/collections/{name}/documents"): [200, 400, 404, 500],
-        ("DELETE", "/collections/{name}"): [200, 400, 404, 409, 429, 500, 503],
-        ("DELETE", "/collections/{name}/documents"): [200, 400, 404, 409, 413, 429, 500, 503],
+        ("DELETE", "/collections/{name}"): [200, 400, 403, 404, 409, 429, 500, 503],
+        ("DELETE", "/collections/{name}/documents"): [200, 400, 403, 404, 409, 413, 429, 500, 503],
     }
     for path, ops in spec["paths"].items():
         for op in ops.values():

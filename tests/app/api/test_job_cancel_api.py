@@ -62,5 +62,5 @@ def test_cancel_a_queued_job_then_an_ended_one_an_unknown_one(facet, client, tmp
 def test_the_route_is_declared(client) -> None:
     spec = client.get("/openapi.json").json()
     op = spec["paths"]["/jobs/{job_id}/cancel"]["post"]
-    assert sorted(int(s) for s in op["responses"]) == [200, 400, 404, 429, 500]
+    assert sorted(int(s) for s in op["responses"]) == [200, 400, 403, 404, 429, 500]  # 403: keyless
     assert [p["name"] for p in op["parameters"]] == ["job_id", "collection"]

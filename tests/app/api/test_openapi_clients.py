@@ -282,6 +282,25 @@ def test_the_key_is_declared_with_and_without_one(tmp_path) -> None:
                     assert op["security"] == want, (method, path)
 
 
+def test_the_cross_site_403_is_declared_on_every_write_route_of_a_keyless_server(client, spec, tmp_path) -> None:
+    """``KeylessGuard`` answers a page of another site 403 on every route but GET/HEAD/OPTIONS;
+    only the upload route declared it, and the error schema named neither its type nor its code."""
+    for method, path in OPERATIONS:
+        assert ("403" in spec["paths"][path][method]["responses"]) is (method != "get"), (method, path)
+    r = client.post("/search", json={"query": "card", "collection": COLLECTION},
+                    headers={"Origin": "https://evil.example"})
+    assert r.status_code == 403, r.text
+    declared = spec["paths"]["/search"]["post"]["responses"]["403"]["content"]["application/json"]["schema"]
+    assert _valid(spec, declared, r.json())
+    detail = _component(spec, "ErrorDetail")["properties"]
+    assert r.json()["error"]["type"] == "permission_error" and "permission_error" in detail["type"]["description"]
+    assert "cross_site_request (403)" in detail["code"]["description"]
+    keyed = FacetSettings(data_dir=tmp_path / "data", api_key="s3cret", ui_mount=False)
+    keyed_spec = TestClient(create_app(settings=keyed)).get(
+        "/openapi.json", headers={"Authorization": "Bearer s3cret"}).json()
+    assert "403" not in keyed_spec["paths"]["/search"]["post"]["responses"]  # no guard with a key
+
+
 @pytest.mark.parametrize("value", ["", "  "])
 def test_an_empty_collection_parameter_is_the_same_400(client, tmp_path, value) -> None:
     """``GET /jobs?collection=`` answered 404 "unknown collection ''" and ``GET
