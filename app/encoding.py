@@ -87,6 +87,10 @@ class EmbedderCache:
         model = self._models.get(name)
         if model is not None:
             return model
+        twin = self._loaded_twin(name)
+        if twin is not None:
+            with self._lock:
+                return self._models.setdefault(name, twin)
         # One lock per name: a model that takes seconds to load (a plugin's, a large checkpoint)
         # held every other request, for models loaded long before, behind one lock; a name
         # asked for twice at once still loads once.
@@ -105,6 +109,24 @@ class EmbedderCache:
                     if self._loading.get(name) is loading:
                         del self._loading[name]
             return model
+
+    def _loaded_twin(self, name: str) -> Embedder | None:
+        """The model already loaded under the registered name that ``name`` loads exactly (its
+        checkpoint's path, another case: ``loads_registered``), else None. ``_remember`` keeps a
+        path's model under the name too, but the name loaded first and the path asked for later
+        loaded a second copy (``gircse`` then ``checkpoints/gircse``: two for the process's
+        life in a server or worker). Reads configs only; a name it cannot read is ``get``'s to
+        refuse."""
+        from embedders.registry import loads_registered, saved_name
+
+        try:
+            registered = saved_name(name)
+        except Exception:  # unknown or unreadable: the load says why
+            return None
+        if registered is None or registered == name:
+            return None
+        model = self._models.get(registered)
+        return model if model is not None and loads_registered(name, registered) else None
 
     def _load(self, name: str) -> Embedder:
         from embedders import load_embedder

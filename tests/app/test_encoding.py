@@ -261,3 +261,19 @@ def test_another_checkpoint_named_like_a_registered_one_never_answers_for_it(min
     registered = cache.get("minilm")
     assert own.name == registered.name == "minilm" and own is not registered
     assert own.identity != registered.identity and registered.identity == minilm.identity
+
+
+def test_a_registered_checkpoint_asked_for_by_name_then_by_path_is_loaded_once(minilm_namesake, minilm) -> None:
+    """The path first, then the name, gave one model (``_remember`` files it under both); the
+    name first and the path later loaded a second copy, held for a server's or worker's life
+    (a collection recorded as ``checkpoints/causal-eos`` searched beside requests for
+    ``causal-eos``). A name in another case is the same model; a namesake directory is not."""
+    from embedders.registry import checkpoint_dir
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    by_name = cache.get("causal-eos")
+    assert cache.get(str(checkpoint_dir() / "causal-eos")) is by_name
+    assert cache.get("Causal-EOS") is by_name and cache.get("MiniLM") is minilm
+    assert cache.get(str(minilm_namesake[0])) is not minilm  # another directory named "minilm"
+    assert cache.get("causal-eos[max_length=64]") is not by_name  # options: another model
