@@ -204,7 +204,9 @@ def set_checkpoint_dir(path: str | Path | None) -> None:
     """Where named checkpoints are looked up (the app's settings call this); None = the default."""
     global _checkpoint_dir
     _checkpoint_dir = Path(path) if path is not None else None
-    for name in [n for n, info in _EMBEDDERS.items() if info.kind == "checkpoint"]:
+    # A registered checkpoint is told by its directory, not by its label: a plugin may label
+    # itself "checkpoint" (``kind`` is free text), and it was removed here.
+    for name in [n for n, info in _EMBEDDERS.items() if info.path is not None]:
         del _EMBEDDERS[name]
     if _builtins_loaded:
         register_checkpoints()
@@ -225,7 +227,7 @@ def register_checkpoints() -> list[str]:
         name = path.name.lower()
         if name in _EMBEDDERS:
             held = _EMBEDDERS[name]
-            if held.kind != "checkpoint":
+            if held.path is None:
                 logger.warning("checkpoint %s not registered: the name %r is taken", path, name)
             elif held.path is not None and held.path != path.resolve():
                 # Folders whose names differ only in case ("myeos", "MyEOS"): the name loaded
@@ -375,7 +377,7 @@ def list_embedders() -> list[EmbedderInfo]:
 
 
 def _unloadable(info: EmbedderInfo) -> EmbedderInfo:
-    if info.kind != "checkpoint" or info.method in _LOADERS:
+    if info.path is None or info.method in _LOADERS:  # (a plugin labelled "checkpoint" loads)
         return info
     why = (f"method {info.method!r} has no loader (a plugin not installed?)" if info.method
            else "its config names no method")

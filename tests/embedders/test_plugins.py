@@ -217,3 +217,31 @@ def test_eval_cache_encodes_with_an_encode_without_show_progress(hash_embedder, 
     model = hash_embedder("toy")
     vectors = cache.encode(model, texts, role="document", instruction=None, show_progress=True)
     assert np.allclose(vectors, model.encode(texts))
+
+
+def test_a_plugin_labelled_checkpoint_is_listed_loadable_and_kept_when_the_checkpoint_folder_moves(
+        registered) -> None:
+    """``kind`` is a plugin's label (docs/plugins.md), but the registry told its own checkpoints
+    by it: a plugin labelled "checkpoint" was listed "cannot be loaded: its config names no
+    method" and was dropped when the settings set the checkpoint folder (``Facet.open()`` with
+    FACET_CHECKPOINT_DIR: "unknown embedder")."""
+    from embedders import registry
+
+    class Labelled:
+        dim, identity, name = 4, "{}", "labelled-ck"
+
+        def encode(self, texts, *, role="document", instruction=None, batch_size=32):  # type: ignore[no-untyped-def]
+            return np.tile(np.array([1, 0, 0, 0], np.float32), (len(texts), 1))
+
+    registry.register_embedder("labelled-ck", lambda device=None, **kw: Labelled(), "a hashing plugin",
+                               kind="checkpoint")
+    registered.append("labelled-ck")
+    info = next(i for i in registry.list_embedders() if i.name == "labelled-ck")
+    assert info.description == "a hashing plugin" and "cannot be loaded" not in info.description
+    before = registry._checkpoint_dir
+    registry.set_checkpoint_dir(registry.checkpoint_dir())  # as the app's settings do
+    try:
+        assert "labelled-ck" in [i.name for i in registry.list_embedders()]
+        assert registry.load_embedder("labelled-ck").encode(["a cat"]).shape == (1, 4)
+    finally:
+        registry.set_checkpoint_dir(before)
