@@ -1100,6 +1100,12 @@ def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
     ends in brackets is read as it is (a real name wins over the ``name[key=value]`` reading)."""
     if spec.lower() in _EMBEDDERS or _checkpoint_path(spec) is not None:
         return spec, {}
+    # Options after such a name (`runs/eos[v2][max_length=64]`): the name is what comes before
+    # the last pair of brackets, where it is real (it was refused, "give the options in one
+    # pair of brackets", which that folder cannot).
+    base = spec[:-1].rpartition("[")[0] if spec.endswith("]") else ""
+    if ("[" in base or "]" in base) and (base.lower() in _EMBEDDERS or _checkpoint_path(base) is not None):
+        return base, split_options("name" + spec[len(base):])[1]
     return split_options(spec)
 
 

@@ -366,3 +366,23 @@ def test_a_checkpoint_no_loader_serves_is_listed_as_not_loadable(tmp_path) -> No
 
         _LOADERS.pop("nosuch-method", None)
         set_checkpoint_dir(None)
+
+
+def test_a_checkpoint_folder_whose_name_holds_brackets_takes_options(tmp_path) -> None:
+    """`runs/eos[v2]` loaded as it is, but `runs/eos[v2][max_length=64]` was refused: "give the
+    options in one pair of brackets", which that folder cannot."""
+    import shutil
+
+    from embedders.base import CONFIG_FILE
+    from embedders.registry import check_embedder, default_checkpoint_dir, without_options
+
+    folder = tmp_path / "eos[v2]"
+    shutil.copytree(default_checkpoint_dir() / "causal-eos", folder)
+    assert (folder / CONFIG_FILE).is_file()
+    check_embedder(str(folder))
+    check_embedder(f"{folder}[max_length=64]")
+    assert without_options(f"{folder}[max_length=64]") == str(folder)
+    with pytest.raises(InvalidInputError, match="has no option 'nosuch'"):
+        check_embedder(f"{folder}[nosuch=1]")
+    with pytest.raises(InvalidInputError, match="one pair of brackets"):  # an unknown name still is
+        check_embedder(f"{tmp_path / 'other[v2]'}[max_length=64]")
