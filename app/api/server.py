@@ -1131,8 +1131,7 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
     @app.post("/collections/{name}/uploads", status_code=202,
               dependencies=[*auth, Depends(_only_file_parts)],
               response_model=UploadAnswer,
-              responses=fails(*with_body, 403, 404, 409, 422, 429, 503, meaning={
-                  403: CROSS_SITE_403,
+              responses=fails(*with_body, 404, 409, 422, 429, 503, meaning={
                   413: "the request body is over FACET_API_MAX_BODY_MB, or holds more than "
                        "1,000 files, the most the form parser takes in one request (code "
                        "request_too_large): upload fewer or smaller files per request",
@@ -1500,12 +1499,11 @@ def _cross_site_refusals(spec: dict[str, Any]) -> None:
     HEAD and OPTIONS of a server without a key, declared on each (only the upload route had it:
     a generated client met an undeclared status on /search, /cluster, a cancel, a delete)."""
     operations = [(method, op) for ops in spec.get("paths", {}).values() for method, op in ops.items()]
-    template = next((op["responses"]["403"] for _, op in operations if "403" in op.get("responses", {})), None)
-    if template is None:
-        return
     for method, op in operations:
-        if method.lower() not in ("get", "head", "options"):
-            op.setdefault("responses", {}).setdefault("403", {**template, "description": CROSS_SITE_403})
+        responses = op.setdefault("responses", {})
+        if method.lower() not in ("get", "head", "options") and "400" in responses:
+            # The error body every error status has (``ErrorResponse``), as the 400's.
+            responses.setdefault("403", {**responses["400"], "description": CROSS_SITE_403})
 
 
 def _refs(node: Any) -> set[str]:
