@@ -1097,7 +1097,9 @@ def _front_matter_block(text: str) -> tuple[str, int] | None:
     after it; None when it has none. A first ``---`` not followed by a key (a rule) or never
     closed is text."""
     first, nl, rest = text.partition("\n")
-    if first.strip() != "---" or not nl or not _FRONT_MATTER_KEY.match(rest.partition("\n")[0]):
+    # (The key's line without its CR: a CRLF file whose first key had no value, ``tags:``, was
+    # read as text, its YAML indexed and no title or metadata kept.)
+    if first.strip() != "---" or not nl or not _FRONT_MATTER_KEY.match(rest.partition("\n")[0].rstrip("\r")):
         return None
     at = len(first) + 1
     for line in rest.splitlines(keepends=True):
@@ -1571,10 +1573,13 @@ class _HtmlTextStream(HTMLParser):
 
 
 # Elements a browser lays out as blocks (a line of their own); every other tag is inline.
-_HTML_BLOCKS = ["address", "article", "aside", "blockquote", "caption", "dd", "details", "dialog",
-                "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2",
-                "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "option", "p",
-                "pre", "section", "summary", "table", "tbody", "tfoot", "thead", "tr", "ul"]
+# (``center``, ``legend``, ``menu``, ``dir``, ``hgroup`` and ``search`` were missing: two
+# ``<center>`` lines read "TopNext".)
+_HTML_BLOCKS = ["address", "article", "aside", "blockquote", "caption", "center", "dd", "details",
+                "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
+                "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "legend", "li",
+                "main", "menu", "nav", "ol", "option", "p", "pre", "search", "section", "summary",
+                "table", "tbody", "tfoot", "thead", "tr", "ul"]
 _HTML_BLOCK_NAMES = frozenset(_HTML_BLOCKS)
 # No text reaches _finish with one (a NUL in the first 8 KiB makes a file binary; a later one
 # becomes a line break here, where _finish would have removed it).

@@ -176,3 +176,13 @@ def test_front_matter_fields_filter_a_search(minilm, tmp_path: Path, backend: st
 def test_the_title_is_the_yaml_top_level_title(tmp_path: Path, front: str, title: str) -> None:
     doc = _doc(tmp_path / "note.md", f"---\n{front}\n---\n# The Heading\n\nBody text of the note.\n")
     assert doc.title == title
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_front_matter_whose_first_key_has_no_value_is_read_whatever_the_line_ends(tmp_path: Path, end: str) -> None:
+    """A CRLF file whose front matter began with ``tags:`` (its list below) was read as text: its
+    YAML indexed and shown, no title, and ``--filter tags=alpha`` found nothing."""
+    text = end.join(["---", "tags:", "  - alpha", "title: Zebra handbook", "---", "Body text about stripes.", ""])
+    doc = _doc(tmp_path / "note.md", text)
+    assert doc.title == "Zebra handbook" and doc.metadata["tags"] == ["alpha"]
+    assert "---" not in doc.text and "Body text about stripes." in doc.text

@@ -397,6 +397,18 @@ def test_html_breaks_lines_at_blocks_only_and_drops_invisible_characters(tmp_pat
                         "Donaudampfschiff\nnext line")
 
 
+def test_every_block_element_a_browser_lays_out_breaks_a_line(tmp_path: Path) -> None:
+    """``center``, ``legend``, ``menu``, ``dir``, ``hgroup`` and ``search`` were read inline: two
+    ``<center>`` lines were the word "TopNext"."""
+    (tmp_path / "b.html").write_text(
+        "<body><center>Top</center><center>Next</center><fieldset><legend>Legend</legend>field"
+        "</fieldset><menu><li>one</li></menu><dir><li>two</li></dir><hgroup>grouped</hgroup>"
+        "<search>searched</search></body>")
+    doc = _one(tmp_path / "b.html")
+    assert isinstance(doc, ParsedDocument)
+    assert doc.text == "Top\nNext\nLegend\nfield\none\ntwo\ngrouped\nsearched"
+
+
 @pytest.mark.parametrize(("content", "title"), [
     ("---\ntitle: 'Deployment Guide'\n---\nbody", "Deployment Guide"),
     ("```bash\n# Install the chart\n```\n# Client Reference\nbody", "Client Reference"),
