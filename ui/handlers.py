@@ -551,7 +551,9 @@ class UiHandlers:
         wall_ms = (time.perf_counter() - started) * 1000
         return (render.results_html(response, group_by_document=bool(group), notices=notices,
                                     filters=request.filters,
-                                    uploads=str(Path(self.settings.data_dir) / "uploads")),
+                                    # Resolved as the documents' keys are (a relative or
+                                    # linked data folder showed its path in each tooltip).
+                                    uploads=os.path.realpath(Path(self.settings.data_dir) / "uploads")),
                 render.search_summary(response, wall_ms, group_by_document=bool(group),
                                       embedder=embedder_used, reranker=reranker_used,
                                       notices=notices, filters=request.filters))
@@ -619,6 +621,12 @@ class UiHandlers:
         ``max_k`` ("Largest k to try", empty: 10) bounds k chosen by silhouette (k = 0) as
         POST /cluster's max_k and the CLI's --max-k do; a given k leaves it unused."""
         started = time.perf_counter()
+        # A Stop pressed as the page's last clustering ended is that run's: cleared before this
+        # run's checks, so a refusal of its input is said as such (``cluster_failed`` read the
+        # old flag and said "Clustering stopped" of a k = 1).
+        session = _session()
+        with self._stops_lock:
+            self._stopped_pages.discard(session or "")
         limit_ = self.settings.ui_max_query_chars
         clean = inputs.require_text(instruction, "instruction", DEFAULT_CLUSTER_INSTRUCTION)
         clean, cut = inputs.clip(clean, limit_, "instruction")
@@ -710,9 +718,6 @@ class UiHandlers:
                 raise ClusterStopped(stage)
             progress(fraction, desc=stage)
 
-        session = _session()
-        with self._stops_lock:
-            self._stopped_pages.discard(session or "")
         self._track_cluster(session, stop, add=True)
         try:
             response = self.facet.cluster(request, progress=step)

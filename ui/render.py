@@ -394,9 +394,13 @@ def compare_html(a: SearchResponse, b: SearchResponse, notices: Sequence[str] = 
         rows.append(f'<tr><td class="num">{i + 1}</td>{"".join(cells)}</tr>')
     # ``facet-summary``: copied into the tab's live area with the notes above it
     # (``COMPARE_SUMMARY_JS`` in ui.app; the table is not live: Compare's results were silent).
-    summary = (f'<div class="facet-info facet-summary">{shared} of the top {max(len(a.results), 1)} '
-               f"results are shared; {moved} of them moved. Arrows: rank change from A to B; "
-               "<i>new</i>: not in A's list; <i>out</i>: dropped from B's.</div>")
+    # (Two empty lists read "0 of the top 1 results are shared", under an empty table.)
+    summary = ('<div class="facet-info facet-summary">Neither instruction found a result.</div>'
+               if not a.results and not b.results else
+               f'<div class="facet-info facet-summary">{shared} of the top '
+               f"{max(len(a.results), len(b.results))} results are shared; {moved} of them moved. "
+               "Arrows: rank change from A to B; <i>new</i>: not in A's list; <i>out</i>: dropped "
+               "from B's.</div>")
     table = ('<table class="facet-table facet-compare"><caption class="facet-sr-only">Compared results'
              "</caption><thead><tr><th>#</th>"
              f"<th>score A</th><th>A: {auto_dir(esc(_middle_cut(a.instruction, 160) or '(no instruction)'))}</th>"

@@ -174,3 +174,66 @@ def test_the_export_folder_is_made_when_used_and_removed_with_the_handlers(facet
     gc.collect()
     assert not mine.exists()
     assert set(temp.glob("facet-ui-*")) == before
+
+
+def test_a_stop_pressed_as_a_run_ended_does_not_turn_the_next_refusal_into_stopped(handlers) -> None:
+    """Stop pressed as a clustering ended left the page's flag set, cleared only once the next
+    run's checks passed: a next run with k = 1 was refused, and the summary said "Clustering
+    stopped: nothing was kept" instead of why (a review of the fifth session of 2026-12-04)."""
+    import gradio as gr
+    from gradio.context import LocalContext
+
+    request = SimpleNamespace(session_hash="page-late-stop")
+    LocalContext.request.set(request)  # type: ignore[arg-type]
+    handlers.cluster(*_cluster_args("What is this about?"))
+    handlers.stop_cluster(request)  # as it ended
+    bad = _cluster_args("What is this about?")
+    bad[10] = 1  # k
+    with pytest.raises(gr.Error):
+        handlers.cluster(*bad)
+    summary = handlers.cluster_failed(request)[3]
+    assert "Clustering stopped" not in summary and "k must be" in summary, summary
+
+
+def test_compare_with_no_result_on_either_side_says_so() -> None:
+    """Both lists empty (a filter no document holds) read "0 of the top 1 results are shared"."""
+    from app.services.search import SearchResponse
+    from ui.render import compare_html
+
+    def empty(instruction: str) -> SearchResponse:
+        return SearchResponse(query="card", instruction=instruction, collection="notes",
+                              embedder="minilm", reranker=None, results=[], timings_ms={})
+
+    html = compare_html(empty("A"), empty("B"))
+    assert "Neither instruction found a result." in html and "top 1" not in html
+
+
+def test_an_uploads_tooltip_never_shows_a_relative_data_folders_path(minilm, tmp_path, monkeypatch) -> None:
+    """With FACET_DATA_DIR relative (or through a link), the search results' check that hides
+    the upload folder compared the keys (resolved) with the folder as given: every uploaded
+    document's tooltip showed the server's full path, which the Documents view hides."""
+    import re
+    import time
+
+    from app.encoding import EmbedderCache
+    from app.settings import FacetSettings
+    from ui.handlers import UiHandlers
+
+    monkeypatch.chdir(tmp_path)
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    settings = FacetSettings(data_dir=Path("data"), default_embedder="minilm")  # as FACET_DATA_DIR=data
+    facet = Facet.for_serving(settings, embedders=cache)
+    try:
+        (tmp_path / "in").mkdir()
+        (tmp_path / "in" / "letter.txt").write_text("The parcel locker swallowed my replacement card.")
+        handlers = UiHandlers(facet, facet.settings, export_dir=tmp_path / "exports")
+        job_id = handlers.index_upload([str(tmp_path / "in" / "letter.txt")], None, "minilm", "up")[0]
+        deadline = time.monotonic() + 60
+        while facet.job(job_id).state in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        html, _ = handlers.search("parcel locker", "", "up", None, 3, "", False, None, True)
+        assert "letter.txt" in html
+        assert not [t for t in re.findall(r'title="([^"]*)"', html) if str(tmp_path) in t], html
+    finally:
+        facet.close()
