@@ -709,11 +709,16 @@ _DECLARED = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+
 
 def declared_encoding(data: bytes) -> str | None:
     """The charset an HTML ``<meta charset>`` / ``<meta http-equiv="Content-Type">`` or an XML
-    declaration near the start of ``data`` names, as a Python codec name, when it decodes
+    declaration near the start of ``data`` (markup: its first character ``<``) names, as a
+    Python codec name, when it decodes
     ``data`` (a latin-1 or ascii label is read as cp1252, as browsers do); None otherwise. A
     UTF-8 or UTF-16 label is not used (``data`` is not UTF-8; UTF-16 has its byte order mark)."""
     import codecs
 
+    # Only a markup document's own declaration: a note or csv that quotes one (a cp1252 .md
+    # showing `<meta charset="iso-8859-7">` as an example) was decoded as Greek.
+    if data[:16384].lstrip()[:1] != b"<":
+        return None
     found = _DECLARED.search(data[:16384])
     if found is None:
         return None

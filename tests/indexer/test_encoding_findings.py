@@ -96,6 +96,17 @@ def test_xml_declaration_names_the_codec(tmp_path: Path) -> None:
     assert "decoded as koi8_r" in doc.warnings[0]
 
 
+def test_a_charset_quoted_in_a_text_file_is_not_its_encoding(tmp_path: Path) -> None:
+    """A cp1252 note quoting an HTML snippet was decoded as the Greek its example names
+    ("Le cafι est prκt")."""
+    path = tmp_path / "enc.md"
+    path.write_bytes('# Notes\n\nLe café est prêt. Exemple:\n\n    <meta charset="iso-8859-7">\n'
+                     .encode("cp1252"))
+    doc, = _docs(path)
+    assert isinstance(doc, ParsedDocument) and "Le café est prêt." in doc.text
+    assert "decoded as cp1252" in doc.warnings[0]
+
+
 def test_a_record_file_in_another_encoding_warns_once_not_per_record(tmp_path: Path) -> None:
     path = tmp_path / "rows.csv"
     path.write_bytes(("id,text\n" + "".join(f"r{i},Café numéro {i}\n" for i in range(30)))
