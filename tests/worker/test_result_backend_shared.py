@@ -57,6 +57,8 @@ def test_queries_from_new_threads_do_not_add_connections(tmp_path) -> None:
         server.stop()
     assert len(refused) == 48 and all("no worker answered" in str(e) for e in refused), refused[:1]
     # Each burst's threads are new: with a backend per thread each added 2 connections (44 ->
-    # 116 over these four bursts). Shared, the pool grows to the most threads waiting at once
-    # (25 -> 30 after the second burst in one fresh clone's run), then stays.
-    assert counts[-1] - counts[0] <= 12 and counts[-1] - counts[1] <= 4, counts
+    # 116 over these four bursts, 24 a burst). Shared, the pool grows to the most threads
+    # waiting at once, at most a burst's 12, whichever burst reaches it (25 -> 30 after the
+    # second burst in one fresh clone's run; 17 -> 22 after the second in another, which the
+    # bound of 4 after the second burst failed, a timing flake).
+    assert counts[-1] - counts[0] <= 12, counts
