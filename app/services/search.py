@@ -886,7 +886,8 @@ def check_filters(filters: Any) -> None:
                      if named[path].removeprefix("meta.") != key.removeprefix("meta.") else "")
             raise InvalidRequestError(
                 f"filters {named[path]!r} and {key!r} both name the field "
-                f"{_path_field(path)!r}{forms}: give it once (a list of values matches any of them)",
+                f"{key if key in TOP_LEVEL_FIELDS else _field_name(key)!r}{forms}: give it once (a "
+                "list of values matches any of them)",
                 param="filters")
         named[path] = key
 
@@ -910,14 +911,6 @@ def _filter_path(key: str) -> str:
         return key
     field = _field_name(key)  # (composed: keys are stored so, however typed)
     return "meta." + (field if _PLAIN_KEY.fullmatch(field) else f'"{field}"')
-
-
-def _path_field(path: str) -> str:
-    """The field a payload path of ``_filter_path`` names, as a user reads it."""
-    if not path.startswith("meta."):
-        return path
-    field = path[len("meta."):]
-    return field[1:-1] if field.startswith('"') else field
 
 
 def user_filter_words(message: str, filters: Mapping[str, Any]) -> str:
