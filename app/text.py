@@ -58,6 +58,17 @@ def check_text_encodable(text: str, where: str, *, param: str | None = None) -> 
         raise InvalidRequestError(str(e), param=param) from None
 
 
+def header_unsafe_at(value: str) -> int | None:
+    """Where ``value`` first holds a character that no client sends in an HTTP header (the
+    index), or None: anything outside printable ASCII, space included. Header values travel
+    as ASCII (httpx raises UnicodeEncodeError on "kéy"; curl's UTF-8 bytes arrive as Latin-1),
+    and a control character (a line break, a tab) ends or splits the header. The server's
+    ``FACET_API_KEY`` check and the LangChain retriever's ``api_key`` check both ask this, so a
+    key one accepts the other does (a key with an inner space works: the server reads the
+    token after "Bearer ")."""
+    return next((i for i, c in enumerate(value) if not " " <= c <= "~"), None)
+
+
 # C0 controls but tab, DEL and the C1 controls: ESC starts the terminal's escape sequences (clear
 # the screen, set the window title, OSC 8 links, OSC 52 clipboard writes), BEL ends an OSC, CR
 # and BS overwrite what was printed, and 0x9b/0x9d are CSI/OSC in one byte on some terminals.

@@ -107,7 +107,7 @@ from app.services.collections import (
 from app.services.indexing import MAX_REMOVED_KEYS, IndexOptions
 from app.services.search import SearchRequest
 from app.settings import FacetSettings, get_settings
-from app.text import check_text_encodable, plural
+from app.text import check_text_encodable, header_unsafe_at, plural
 from app.uploads import original_name
 from indexer.errors import IndexerError, mask_secrets
 from indexer.store import point_id
@@ -345,7 +345,7 @@ def check_api_key(key: str | None) -> None:
     """
     if not key:
         return
-    at = next((i for i, c in enumerate(key) if not " " <= c <= "~"), None)
+    at = header_unsafe_at(key)
     if at is not None:
         raise InvalidRequestError(
             f"FACET_API_KEY holds a character that is not printable ASCII (character {at + 1}), "

@@ -45,7 +45,6 @@ import difflib
 import logging
 import math
 import os
-import re
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
@@ -100,7 +99,7 @@ from app.services.search import (
     check_filters,
     plain_filters,
 )
-from app.text import check_text_encodable, check_texts
+from app.text import check_text_encodable, check_texts, header_unsafe_at
 from embedders.contract import Role
 from indexer.errors import mask_secrets
 
@@ -410,11 +409,13 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
             # The same for a key given: one read from a file ends in a line break, which httpx
             # refused as a header ("no Facet server answered ...", the key printed in it).
             self.api_key = self.api_key.strip()
-        if self.api_key and not re.fullmatch(r"[\x21-\x7e]+", self.api_key):
+        at = header_unsafe_at(self.api_key) if self.api_key else None
+        if at is not None:
+            # The server's own rule (``check_api_key``): a key it accepts, this sends.
             raise InvalidRequestError(
-                "api_key holds a character an HTTP header cannot carry (a space or a line break "
-                "inside it, a letter outside ASCII); give the key as the server was given it",
-                param="api_key")
+                f"api_key holds a character an HTTP header cannot carry (character {at + 1}: a "
+                "line break, a tab or a letter outside ASCII); give the key as the server was "
+                "given it", param="api_key")
         return self
 
     @field_validator("timeout")
