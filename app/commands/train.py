@@ -138,6 +138,12 @@ def register(cli: typer.Typer) -> None:
         spec = methods[method]
         if last_out is not None and last_out.resolve() == out.resolve():
             raise InvalidRequestError("--last-out must differ from --out (which keeps the best on dev)")
+        if last_out is not None and (out.resolve() in last_out.resolve().parents
+                                     or last_out.resolve() in out.resolve().parents):
+            # A save replaces its whole folder: the end-of-run --last-out deleted the best
+            # checkpoint inside it, and the summary said that nothing had been saved.
+            raise InvalidRequestError(f"--out {out} and --last-out {last_out} must not hold one another: "
+                                      "saving one replaces its whole folder, with the other inside it")
         check_out_dir(out, "--out")
         if last_out is not None:
             check_out_dir(last_out, "--last-out")
@@ -171,6 +177,7 @@ def register(cli: typer.Typer) -> None:
             _require_dev_suite(spec, "--dev-sts-pairs", "corpus")
         if dev_samples > 1:
             _require_dev_suite(spec, "--dev-samples", "instruction", " (fixed STS-B and SciFact dev sets)")
+        _check_tasks(spec, tasks)
         settings = get_settings()
         root = Path(data_dir or settings.shared_data_dir)
         if not root.is_dir():
@@ -409,6 +416,12 @@ def check_out_dir(out: Path, flag: str) -> None:
     from app.files import refuse_stdout_folder
 
     refuse_stdout_folder(out, flag, "a checkpoint")
+    here = Path.cwd().resolve()
+    if out.resolve() == here or out.resolve() in here.parents:
+        # A save moves the folder aside and renames a new one in: ``--out .`` trained, then
+        # failed its first save on a traceback ("PosixPath('.') has an empty name").
+        raise InvalidRequestError(f"{flag} {out} is the current folder or holds it; a save replaces the whole "
+                                  "folder, so give a new directory below it (e.g. runs/NAME)")
     if out.exists() and not out.is_dir():
         raise InvalidRequestError(f"{flag} {out} is a file; give a directory (a new one, or a checkpoint "
                                   "to replace)")
@@ -516,8 +529,9 @@ def check_numbers(*, batch_size: int, seed: int, time_budget_min: float | None, 
     Raises:
         InvalidRequestError: naming the option.
     """
-    if batch_size < 1:
-        raise InvalidRequestError(f"--batch-size must be >= 1, got {batch_size}")
+    if batch_size < 2:  # in-batch negatives: a batch of 1 was refused once the data had loaded
+        raise InvalidRequestError(f"--batch-size must be >= 2 (the other texts of a batch are its negatives), "
+                                  f"got {batch_size}")
     if not 0 <= seed < 2**32:  # numpy's seed range; -1 was a ValueError traceback
         raise InvalidRequestError(f"--seed must be between 0 and 2**32 - 1, got {seed}")
     if max_length is not None and max_length < 1:
@@ -842,6 +856,16 @@ def _attach_teacher(model: Any, name: str, weight: float, device: str | None) ->
     if not (weight >= 0 and math.isfinite(weight)):  # also checked up front (check_numbers)
         raise InvalidRequestError(f"--teacher-weight must be a finite number >= 0, got {weight}")
     model.set_teacher(load_embedder(name, device=device), weight)
+
+
+def _check_tasks(spec: TrainableMethod, tasks: str) -> None:
+    """``--tasks`` refused before anything loads (a ``nan`` weight failed the first step)."""
+    from embedders.training.samplers import check_tasks
+
+    try:
+        check_tasks(spec.data, tasks)
+    except ValueError as e:
+        raise InvalidRequestError(f"--tasks: {e}") from None
 
 
 def _sampler(spec: TrainableMethod, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:

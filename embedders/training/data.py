@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -303,9 +304,11 @@ def parse_mix(spec: str, valid: Mapping[str, object] | None = None) -> dict[str,
             value = float(weight)
         except ValueError as e:
             raise ValueError(f"weight of {name!r} must be a number, got {weight!r}") from e
-        if value <= 0:
-            raise ValueError(f"weight of {name!r} must be positive, got {value}")
+        if not (math.isfinite(value) and value > 0):  # nan passed `<= 0`, then failed the first batch
+            raise ValueError(f"weight of {name!r} must be a positive finite number, got {weight.strip()!r}")
         mix[name] = value
+    if not math.isfinite(sum(mix.values())):
+        raise ValueError("the --tasks weights add up past the largest number; give smaller ones")
     return mix
 
 

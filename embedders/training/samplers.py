@@ -37,6 +37,22 @@ SAMPLERS: dict[str, Callable[[Path, str, int, int], tuple[Any, dict[str, Any]]]]
 }
 
 
+def check_tasks(kind: str, tasks: str) -> None:
+    """Refuse a ``--tasks`` spec its data kind cannot sample (an unknown source, a weight that is
+    not a positive finite number) without loading anything.
+
+    Raises:
+        ValueError: what is wrong with it.
+    """
+    from embedders.training.data import LOADERS as PAIR_LOADERS
+    from embedders.training.data import parse_mix
+    from embedders.training.instruct_data import LOADERS as TRIPLE_LOADERS
+
+    loaders: dict[str, Any] = {"pairs": PAIR_LOADERS, "triples": TRIPLE_LOADERS}
+    if kind in loaders:
+        parse_mix(tasks, loaders[kind])
+
+
 def build_sampler(kind: str, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
     """The sampler for a data kind.
 

@@ -183,7 +183,7 @@ def replace_dir(out_dir: str | Path, fill: Callable[[Path], Any]) -> Path:
     one: ``fill`` writes into a new sibling ``.NAME.new-*``, which is swapped in by two renames
     (a kill between them leaves ``.NAME.old``, which ``recover_checkpoint`` puts back). The
     files get the umask's modes. Checkpoint saves and ``facet soup`` write through it."""
-    target = Path(out_dir)
+    target = Path(os.path.abspath(out_dir))  # "." has no name to make siblings of
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{glob.escape(target.name)}.old.trash-*"):
         shutil.rmtree(stale, ignore_errors=True)  # (an earlier save killed while it deleted)

@@ -39,12 +39,13 @@ def ckpt(smollm2_cut, tmp_path_factory) -> Path:
 
 
 def _continue(ckpt: Path, smollm2_cut: str, tmp_path: Path, *extra: str) -> str:
-    """`facet train --init-from ckpt` up to its data (an unknown task, refused once the model is
-    built: the LoRA line is logged while it is)."""
+    """`facet train --init-from ckpt` up to its data (a source missing from the data folder,
+    refused once the model is built: the LoRA line is logged while it is; an unknown task name
+    is refused before anything loads)."""
     code, output = _invoke("train", "causal-eos", "--out", str(tmp_path / "out"), "--init-from", str(ckpt),
                            "--backbone", smollm2_cut, "--data-dir", str(tmp_path), "--no-dev", "--threads", "1",
-                           "--tasks", "nosuchtask", *extra)
-    assert code != 0 and "nosuchtask" in output, output
+                           "--tasks", "snli", *extra)
+    assert code != 0 and "nli_triplets_devtest.jsonl" in output, output
     return output
 
 

@@ -131,7 +131,7 @@ def test_set_validates_fields(tmp_path, shared_data, tiny):
     assert code == 2 and "--dev-samples is for the instruction dev suite" in output
     code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--dev-samples", "0", *tiny)
     assert code == 2 and "--dev-samples must be at least 1" in output
-    code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--grad-cache", "4", *tiny)
+    code, output = _train("inbedder", "--out", str(tmp_path / "x"), "--grad-cache", "4", *tiny, "--tasks", "banking77")
     assert code == 2 and "--grad-cache: inbedder has no cached-gradient path" in output
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--grad-cache", "0", *tiny)
     assert code == 2 and "grad_cache must be >= 1" in output
@@ -288,8 +288,13 @@ def test_init_from_keeps_the_checkpoints_max_length_unless_given(trained, tmp_pa
     (["--teacher", "minilm", "--teacher-weight", "inf"], "--teacher-weight must be a finite number >= 0, got inf"),
     (["--teacher", "minilm", "--teacher-weight", "-1"], "--teacher-weight must be a finite number >= 0, got -1.0"),
     (["--seed", "-1"], "--seed must be between 0 and 2**32 - 1, got -1"),
-    (["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
-    (["--batch-size", "-4"], "--batch-size must be >= 1, got -4"),
+    (["--batch-size", "0"], "--batch-size must be >= 2 (the other texts of a batch are its negatives), got 0"),
+    (["--batch-size", "1"], "--batch-size must be >= 2 (the other texts of a batch are its negatives), got 1"),
+    (["--tasks", "snli:nan,stsb"], "--tasks: weight of 'snli' must be a positive finite number, got 'nan'"),
+    (["--tasks", "snli:inf"], "--tasks: weight of 'snli' must be a positive finite number, got 'inf'"),
+    (["--tasks", "snli:1e309"], "--tasks: weight of 'snli' must be a positive finite number, got '1e309'"),
+    (["--tasks", "snli:1e308,stsb:1e308"], "--tasks: the --tasks weights add up past the largest number"),
+    (["--tasks", "nope"], "--tasks: unknown training source 'nope'"),
     (["--lora-layers", "20-10"], "--lora-layers must be 'all' or 'A-B' with 0 <= A <= B, got '20-10'"),
 ])
 def test_bad_numbers_are_refused_before_any_model_loads(tmp_path, args, message):
@@ -302,6 +307,25 @@ def test_bad_numbers_are_refused_before_any_model_loads(tmp_path, args, message)
     code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--data-dir", str(tmp_path / "nodata"), *args)
     assert code == 2 and message in output and "Traceback" not in output, output
     assert not (tmp_path / "x").exists()
+
+
+def test_nested_out_and_last_out_or_the_current_folder_are_refused_before_anything_loads(tmp_path, monkeypatch):
+    """--last-out holding --out: the end-of-run save replaced the whole --last-out folder,
+    deleting the best checkpoint inside it ("nothing saved to .../best"); --out . trained, then
+    failed its first save on a traceback ("PosixPath('.') has an empty name"), nothing saved.
+    --tasks snli:nan passed and failed the first step once model and data had loaded."""
+    nest = tmp_path / "nest"
+    for args in ((["--out", str(nest / "best"), "--last-out", str(nest)]),
+                 (["--out", str(nest), "--last-out", str(nest / "sub" / "last")])):
+        code, output = _train("causal-eos", *args, "--data-dir", str(tmp_path / "nodata"))
+        assert code == 2 and "must not hold one another" in output and "Traceback" not in output, output
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    for args, flag in ((["--out", "."], "--out"), (["--out", ".."], "--out"),
+                       (["--out", "../elsewhere", "--last-out", "."], "--last-out")):
+        code, output = _train("causal-eos", *args, "--data-dir", str(tmp_path / "nodata"))
+        assert code == 2 and f"{flag} " in output and "is the current folder or holds it" in output, output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"] and not any((tmp_path / "here").iterdir())
 
 
 def test_an_out_that_cannot_be_written_is_refused_before_anything_loads(tmp_path):

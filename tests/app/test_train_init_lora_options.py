@@ -36,9 +36,9 @@ def _lora_lines(caplog: pytest.LogCaptureFixture, eos_ckpt: Path, smollm2_cut: s
     caplog.clear()
     result = CliRunner().invoke(cli, ["train", "gircse", "--out", str(tmp_path / "out"), "--init-lora-from",
                                       str(eos_ckpt), "--backbone", smollm2_cut, "--data-dir", str(tmp_path),
-                                      "--max-length", "32", "--no-dev", "--threads", "1", "--tasks", "nosuchtask",
+                                      "--max-length", "32", "--no-dev", "--threads", "1", "--tasks", "snli",
                                       *extra])
-    assert result.exit_code != 0 and "nosuchtask" in result.output, result.output
+    assert result.exit_code != 0 and "nli_triplets_devtest.jsonl" in result.output, result.output
     return [r.getMessage() for r in caplog.records if "LoRA settings" in r.getMessage()]
 
 

@@ -26,7 +26,7 @@ def test_parse_mix():
     assert parse_mix("snli:0.5, stsb") == {"snli": 0.5, "stsb": 0.0}
     with pytest.raises(ValueError, match="unknown training source 'nope'"):
         parse_mix("nope:1")
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="must be a positive finite number"):
         parse_mix("snli:0")
     with pytest.raises(ValueError, match="must be a number"):
         parse_mix("snli:x")
