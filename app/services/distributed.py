@@ -711,7 +711,8 @@ class ChunkedIndexService:
             if current is not None:
                 message = (f"job {job_id} lost the lease of {coll.name!r} to {current.describe()}"
                            "; this chunk is not written")
-                self._fail_chunk(session, job, chunk, docs, message)
+                # The documents are the holder's now: their rows are left as it writes them.
+                self._fail_chunk(session, job, chunk, docs, message, documents=False)
                 return ChunkOutcome(job_id, number, "failed", len(docs), message=message)
             with leases.Heartbeat(self.sessions, coll.id, job.id, self.settings.lease_ttl_s,
                                   extra=self._renew_claim(job_id, number),
@@ -738,6 +739,16 @@ class ChunkedIndexService:
                                    f"{type(e).__name__})")
                         logger.warning("chunk %d of job %d: %s", number, job_id, message)
                         return ChunkOutcome(job_id, number, "duplicate", message=message)
+                    if heartbeat.lost:
+                        # Taken over by another job (this run stalled past the lease): its
+                        # documents are that job's, which had just indexed them; failing them
+                        # here marked them errors and counted them failed in the collection.
+                        message = (f"chunk {number} not written: {IndexService.failure_message(e)}; "
+                                   "its documents are left to the job that holds the collection now")
+                        logger.warning("job %d: %s", job_id, message)
+                        self._fail_chunk(session, job, chunk, docs, message, documents=False)
+                        return ChunkOutcome(job_id, number, "failed", len(docs),
+                                            finished_job=self._finish(session, job_id), message=message)
                     message = f"chunk {number} failed: {IndexService.failure_message(e)}"
                     logger.exception("job %d: %s", job_id, message)
                     self._fail_chunk(session, job, chunk, docs, message)
@@ -862,10 +873,12 @@ class ChunkedIndexService:
             store_s=J.store_s + tally.store_s, metadata_s=J.metadata_s + tally.metadata_s))
 
     def _fail_chunk(self, session: Session, job: md.IndexJob, chunk: md.JobChunk,
-                    docs: list[tuple[Any, ...]], message: str) -> None:
+                    docs: list[tuple[Any, ...]], message: str, *, documents: bool = True) -> None:
+        """The chunk failed, each of its documents a job error; with ``documents`` False their
+        rows are not touched (another job holds the collection and writes them)."""
         job_id, chunk_id, number = job.id, chunk.id, chunk.number
         try:
-            self._record_failed_chunk(session, job, chunk, docs, message)
+            self._record_failed_chunk(session, job, chunk, docs, message, documents=documents)
         except Exception as e:
             if is_transient(e):
                 raise
@@ -886,7 +899,7 @@ class ChunkedIndexService:
 
     def _record_failed_chunk(self, session: Session, job: md.IndexJob, chunk: md.JobChunk,
                              docs: list[tuple[Any, ...]], message: str,
-                             docs_failed: int | None = None) -> None:
+                             docs_failed: int | None = None, *, documents: bool = True) -> None:
         """The chunk ``failed``; each of ``docs`` a job error and a failed document (with no
         ``docs``, one job error names the chunk and ``docs_failed`` documents are counted)."""
         n = len(docs) if docs_failed is None else docs_failed
@@ -902,8 +915,10 @@ class ChunkedIndexService:
         session.add_all(tally.errors)
         # The documents' rows say so too (a write that failed part-way left them ``pending``,
         # counted in the collection's documents but neither indexed nor failed).
-        rows = md.documents_by_key(session, job.collection_id, [str(key) for key, *_ in docs])
-        for key, source, *_ in docs:
+        # (Not where ``documents`` is False: another job holds the collection and writes them.)
+        rows = md.documents_by_key(session, job.collection_id,
+                                   [str(key) for key, *_ in docs]) if documents else {}
+        for key, source, *_ in docs if documents else ():
             note_document_error(session, job.collection_id, str(key), str(source), message,
                                 rows.get(str(key)))
         self._add_counts(session, job.id, report, tally, chunks_done=1)

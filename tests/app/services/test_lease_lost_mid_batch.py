@@ -165,3 +165,48 @@ def test_a_chunk_task_encoded_across_a_lost_lease_writes_nothing(
     assert ctx.store.count("c") == written  # nothing of the second chunk (the old code: done)
     info = CollectionService(ctx).get("c")
     assert info.chunks == written and info.documents_indexed == 2, info
+
+
+def test_a_chunk_whose_documents_the_new_writer_indexed_leaves_them_indexed(
+        make_ctx, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's chunk stalls mid-encode past its lease; the user runs `facet index` again, as
+    the "stalled" hint says, and that job indexes the chunk's documents. The stalled chunk then
+    found the lease gone and failed as any chunk error does: every document of it was marked an
+    error (``facet documents``: indexed, with the stale job's error) and the collection counted
+    them failed (documents_failed 2, documents_indexed 0). They are the new job's: untouched."""
+    import datetime as dt
+
+    from sqlalchemy import select
+
+    from app.services.collections import CollectionService
+    from app.services.distributed import ChunkedIndexService
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    service = ChunkedIndexService(ctx)
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", runner="celery")
+    [number] = service.plan(prepared, 2)
+    real = IndexService._encode_chunks
+    rerun: list[Any] = []
+
+    def encode(self: IndexService, texts: list[str], *args: Any, **kwargs: Any) -> Any:
+        if not rerun:  # the stall: the lease lapses and the source is indexed again meanwhile
+            rerun.append(None)
+            with ctx.sessions() as s:
+                s.execute(update(md.Collection).values(
+                    lease_expires_at=md.utcnow() - dt.timedelta(seconds=5), writer_host="other-host",
+                    heartbeat_at=md.utcnow() - dt.timedelta(seconds=100)))
+                s.commit()
+            rerun[0] = IndexService(ctx).index(tmp_path / "src", "c")
+        return real(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(IndexService, "_encode_chunks", encode)
+    outcome = service.run_chunk(prepared.job_id, number)
+    assert rerun[0].state == "completed" and rerun[0].docs_indexed == 2, rerun[0]
+    with ctx.sessions() as s:
+        rows = s.scalars(select(md.Document)).all()
+        assert [(r.status, r.error) for r in rows] == [("indexed", None)] * 2
+    info = CollectionService(ctx).get("c")
+    assert (info.documents_indexed, info.documents_failed, info.chunks) == (2, 0, 2), info
+    assert outcome.outcome == "failed" and "left to the job that holds the collection now" in (
+        outcome.message or ""), outcome
