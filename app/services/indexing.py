@@ -936,7 +936,7 @@ def _note_replaced_source(doc: ParsedDocument, row: md.Document | None) -> Parse
     records without a word. A copy carries the warning (parsed documents may be cached)."""
     if row is None or row.source == doc.source or row.key == doc.key == doc.source:
         return doc
-    if row.status != "indexed" or not Path(row.source).exists():
+    if row.status != "indexed" or _source_state(row.source) is not True:
         return doc
     note = (f"document id {doc.key!r} was a record of {row.source}, which still exists; this "
             f"record of {doc.source} replaced it (ids are unique in a collection: give the "
@@ -1476,12 +1476,30 @@ class _DeferredInterrupt:
             signal.signal(signum, handler)
 
 
-def _exists(path: str) -> bool:
-    """Whether a document's source file is there (False for a name the OS refuses)."""
+def _source_state(path: str) -> bool | None:
+    """Whether a document's source file is there (True), can be seen to be gone (False), or
+    cannot be looked at (None: a folder without permission, a dead mount; it may well be
+    there). A key is the UTF-8 text of the file's name, so it is looked up as those bytes,
+    whatever the locale's encoding: ``Path(key).exists()`` was False for "café.txt" under a
+    C locale (a copy of it then "moved" it, removing its entry) and raised PermissionError
+    below a folder without permission (every later run failed on a traceback)."""
     try:
-        return Path(path).exists()
-    except (OSError, ValueError):
+        name = path.encode("utf-8")
+    except UnicodeError:
+        name = os.fsencode(path)  # (a name kept in its own bytes: surrogate escapes)
+    try:
+        os.stat(name)
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except (OSError, ValueError):
+        return None
+    return True
+
+
+def _exists(path: str) -> bool:
+    """Whether a document's source file can be seen to be there (False for a name the OS
+    refuses, or one that cannot be looked at)."""
+    return _source_state(path) is True
 
 
 def _path_keys(key: str, base: Path | None) -> list[str]:
@@ -4259,8 +4277,8 @@ class IndexService:
             for d in sorted(others, key=lambda d: not complete(d, digest)):
                 if d.id in claimed or not (wanted[i][3] and keyed_by_path(d.key, d.source)):
                     continue
-                if d.source not in exists:
-                    exists[d.source] = Path(d.source).exists()
+                if d.source not in exists:  # (a source that cannot be looked at is no move)
+                    exists[d.source] = _source_state(d.source) is not False
                 if not exists[d.source]:
                     mover = d
                     claimed.add(d.id)

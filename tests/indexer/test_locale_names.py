@@ -78,3 +78,25 @@ def test_facet_index_under_the_c_locale_indexes_them_and_records_their_names(tmp
                  {"FACET_DATA_DIR": str(data), "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"})
     assert again.returncode == 0, again.stderr
     assert "3 unchanged" in again.stdout and "0 removed" in again.stdout, again.stdout
+
+
+def test_a_copy_of_a_file_named_in_utf8_does_not_move_it_under_the_c_locale(tmp_path) -> None:
+    """A new copy of café.txt looked like café.txt moved: the check whether the old path was still
+    there asked ``Path(key).exists()``, which cannot encode the UTF-8 name in the C locale's ASCII
+    and answers False; café.txt, counted unchanged in the same run, lost its entry ("1 document
+    moved ... its entry at the old path, which no longer exists, was removed")."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "café.txt").write_text("un café au lait, s'il vous plaît")
+    (src / "plain.txt").write_text("a plain ascii name")
+    data = tmp_path / "data"
+    facet = Path(sys.executable).with_name("facet")
+    first = _run([str(facet), "index", str(src), "-c", "loc", "-e", "minilm"], {"FACET_DATA_DIR": str(data)})
+    assert first.returncode == 0 and "2 indexed" in first.stdout, first.stdout + first.stderr
+    (src / "copy.txt").write_bytes((src / "café.txt").read_bytes())
+    again = _run([str(facet), "index", str(src), "-c", "loc", "-e", "minilm"], {"FACET_DATA_DIR": str(data)})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "no longer exists" not in again.stdout + again.stderr, again.stdout + again.stderr
+    with sqlite3.connect(data / "facet.db") as db:
+        keys = sorted(k for (k,) in db.execute("SELECT key FROM documents"))
+    assert keys == sorted(str(src / n) for n in ("café.txt", "copy.txt", "plain.txt"))

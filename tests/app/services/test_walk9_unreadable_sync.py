@@ -131,3 +131,29 @@ def test_a_fifo_given_as_the_source_is_named(make_ctx, tmp_path: Path) -> None:
     os.mkfifo(fifo)
     report = IndexService(make_ctx()).index(fifo, "ff")
     assert (report.docs_seen, report.skipped_other) == (0, [(str(fifo), "not a regular file")])
+
+
+def test_a_copy_beside_an_indexed_file_under_an_unreadable_folder_is_indexed(make_ctx, tmp_path: Path) -> None:
+    """A new copy of a file whose folder cannot be read now: whether the old path had moved
+    was asked with ``Path.exists()``, which raised PermissionError, and every run of the source
+    failed on that traceback until the folder could be read again. A path that cannot be looked
+    at is no move: the copy is indexed, the old entry kept (as the sync keeps it)."""
+    src = tmp_path / "s"
+    (src / "sub1").mkdir(parents=True)
+    (src / "sub2").mkdir()
+    (src / "sub1" / "x.txt").write_text("hello unique text about zebras")
+    (src / "sub2" / "o.txt").write_text("other doc")
+    ctx = make_ctx()
+    service = IndexService(ctx)
+    assert service.index(src, "c").docs_indexed == 2
+    (src / "sub2" / "y.txt").write_text("hello unique text about zebras")
+    (src / "sub1").chmod(0o000)
+    try:
+        with permissions_count():
+            report = service.index(src, "c")
+    finally:
+        (src / "sub1").chmod(0o755)
+    assert (report.state, report.docs_indexed, report.docs_deleted) == ("completed", 1, 0), report
+    assert not [w for w in report.warnings if "moved" in w[1]], report.warnings
+    assert _keys(ctx, "c") == {str(src / "sub1" / "x.txt"), str(src / "sub2" / "o.txt"),
+                               str(src / "sub2" / "y.txt")}
