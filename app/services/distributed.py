@@ -552,6 +552,7 @@ class ChunkedIndexService:
                         and hashes.get(row.id) == digest and row.source == item.source:  # not moved
                     report.docs_seen += 1
                     report.docs_skipped += 1
+                    row.error = None  # (a failed run's note beside the indexed version is over)
                 else:
                     todo.append([item.key, item.source, digest] +
                                 ([] if confine is None else [list(confine)]))

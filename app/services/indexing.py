@@ -3969,6 +3969,10 @@ class IndexService:
                     row.source == entry.source:
                 if vec_hashes.get(row.id) == digest:
                     report.docs_skipped += 1
+                    # An error a failed run noted beside the indexed version (the file caught
+                    # mid-write, empty) is over: the file reads as it was indexed again. It
+                    # stayed for good ("facet documents": indexed, "... is empty").
+                    row.error = None
                     continue
                 items.append(_Item(entry, digest, row, "vectors"))
             else:

@@ -611,3 +611,36 @@ def test_a_job_for_the_workers_into_a_collection_a_worker_writes_waits_then_runs
     assert [service.run_chunk(second.job_id, n).outcome for n in more] == ["done"]
     jobs = [CollectionService(ctx).job(j.job_id) for j in (first, second)]
     assert [(j.state, j.docs_indexed) for j in jobs] == [("completed", 4), ("completed", 2)]
+
+
+@pytest.mark.parametrize("runner", ["inline", "celery"])
+def test_an_error_noted_beside_an_indexed_document_ends_when_its_file_reads_as_indexed(
+        make_ctx, tmp_path, runner) -> None:
+    """A file caught empty (mid-write) keeps its indexed version with the error noted beside it;
+    once it reads as it was indexed again, the run skips it as unchanged, and left the error on it
+    for good (`facet documents`: indexed, "... is empty: no text to index")."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("hello world text")
+    (src / "b.txt").write_text("another document")
+    ctx = make_ctx()
+    index = IndexService(ctx)
+    index.index(src, "c")
+    (src / "a.txt").write_text("")
+    assert index.index(src, "c").docs_failed == 1
+
+    def error_of_a() -> tuple[str, str | None]:
+        with ctx.sessions() as s:
+            row = s.query(md.Document).filter_by(key=str(src / "a.txt")).one()
+            return row.status, row.error
+
+    assert error_of_a()[0] == "indexed" and "is empty" in (error_of_a()[1] or "")
+    (src / "a.txt").write_text("hello world text")
+    if runner == "inline":
+        report = index.index(src, "c")
+        assert (report.docs_skipped, report.docs_failed) == (2, 0), report
+    else:
+        _service, _prepared, numbers = _plan(ctx, src, "c")
+        assert numbers == []  # both unchanged
+    assert error_of_a() == ("indexed", None)
+    assert CollectionService(ctx).get("c").documents_failed == 0
