@@ -772,15 +772,19 @@ def follow_hint(job_id: int) -> str:
 
 
 def resume_command(job: md.IndexJob) -> str:
-    """The `facet index` that goes on with ``job``: its source, collection and embedder (the
-    hint named no embedder, so following it after a second embedder's job stopped ran the
-    default one, which found nothing to do: the second embedder's vectors stayed missing). A
+    """The `facet index` that goes on with ``job``: its source, collection, embedder and
+    ``--text-column`` (the hint named no embedder, so following it after a second embedder's
+    job stopped ran the default one, which found nothing to do: the second embedder's vectors
+    stayed missing). A
     job of the workers goes on on the workers (``--background``): in the foreground, beside a
     worker that holds an embedded store's collection, it was refused as open elsewhere."""
     spec = next((e.spec for e in job.collection.embedders if e.name == job.embedder),
                 job.embedder)
+    # The job's --text-column too: without it the rerun read the default field ("text") of
+    # every record, re-embedding the ones done and indexing the wrong field, exit 0.
+    column = f" --text-column {shell_word(job.text_column)}" if job.text_column else ""
     return (f"facet index {shell_word(job.source)} --collection {job.collection.name} "
-            f"--embedder {shell_word(spec)}" + (" --background" if job.runner == "celery" else ""))
+            f"--embedder {shell_word(spec)}{column}" + (" --background" if job.runner == "celery" else ""))
 
 
 # How a removal's job row starts its ``source`` (``indexing.removal_source``): ``remove: KEY``,

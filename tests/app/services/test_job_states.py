@@ -330,3 +330,21 @@ def test_a_job_interrupted_on_a_full_disk_says_the_disk_is_full(tmp_path, monkey
         f"again to resume: what was indexed is kept; the disk of the data folder {tmp_path} is full (0 "
         "bytes free): free some space there (or point FACET_DATA_DIR at a disk with room) and try "
         "again"), message
+
+
+def test_the_resume_hint_of_a_job_with_a_text_column_names_it(tmp_path):
+    """`facet index r.jsonl -c t --text-column body` stopped mid-way said to run `facet index
+    r.jsonl --collection t --embedder minilm` again: that run read every record's default field,
+    re-embedding the documents done with the wrong text (exit 0, 5,000 records)."""
+    sessions, coll_id, job_id = _running_job(tmp_path)
+    with sessions() as w:
+        job = md.get_job(w, job_id)
+        assert job is not None
+        job.text_column = "body text"
+        w.commit()
+        leases.release(w, coll_id, job_id)
+    with sessions() as reader:
+        job = md.get_job(reader, job_id)
+        assert job is not None
+        state, message = effective_state(job)
+        assert state == "interrupted" and "--text-column 'body text'" in (message or ""), message
