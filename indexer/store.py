@@ -1069,13 +1069,18 @@ class EdgeStore(VectorStore):
         except OSError as e:  # the side file there, but not readable by this user
             raise _unreadable(collection, self._dir(collection), e) from e
         except (ValueError, AttributeError, TypeError) as e:  # not JSON, or not {name: size}
-            raise StoreDamagedError(
-                f"collection {collection!r}: the vector store's files cannot be read: {side} is "
-                f"damaged ({type(e).__name__}: {e}). {_damaged_hint(collection, self._dir(collection))}",
-                collection, str(side)) from e
+            raise self._damaged_side(collection, side, e) from e
         if held:
             self._sizes[collection] = sizes
         return dict(sizes)
+
+    def _damaged_side(self, collection: str, side: Path, e: Exception) -> StoreDamagedError:
+        """The error for a side file that is not what this Facet wrote (cut short by a power
+        loss, garbled, edited by hand)."""
+        return StoreDamagedError(
+            f"collection {collection!r}: the vector store's files cannot be read: {side} is "
+            f"damaged ({type(e).__name__}: {e}). {_damaged_hint(collection, self._dir(collection))}",
+            collection, str(side))
 
     @staticmethod
     def _write_side(path: Path, text: str) -> None:
@@ -1372,7 +1377,10 @@ class EdgeStore(VectorStore):
             except FileNotFoundError:  # deleted since the look: as any call on it now says
                 self._require(collection)
                 return self.lexical_version(collection)  # (made anew meanwhile)
-            version = json.loads(text).get("version")
+            try:
+                version = json.loads(text).get("version")
+            except (ValueError, AttributeError) as e:  # a traceback, and `facet collections` with it
+                raise self._damaged_side(collection, path, e) from e
             if version not in lex.DEFINITIONS:
                 raise StoreError(f"collection {collection!r} keeps term vectors of another "
                                  f"definition ({version!r}; this Facet reads "
@@ -1518,10 +1526,19 @@ class EdgeStore(VectorStore):
         fields = self._indexed.get(collection)
         if fields is None:
             path = self._dir(collection) / self._INDEX_SIDE
-            data = json.loads(path.read_text()) if path.is_file() else {}
-            # A field no point held (a filtered typo, recorded by an older Facet) has no index:
-            # its slot is free again.
-            fields = {str(k): set(v) for k, v in data.items() if v}
+            try:
+                data = json.loads(path.read_text()) if path.is_file() else {}
+                # A field no point held (a filtered typo, recorded by an older Facet) has no
+                # index: its slot is free again.
+                fields = {str(k): set(v) for k, v in data.items() if v}
+            except (ValueError, AttributeError, TypeError) as e:
+                # Only a record of which fields have an index, made again as fields are
+                # filtered and written: a damaged one (a power loss cuts a file short) failed
+                # every filtered search and index run on a traceback.
+                logger.warning("collection %r: %s is damaged (%s: %s); its payload indexes are "
+                               "made again as fields are filtered", collection, path,
+                               type(e).__name__, e)
+                fields = {}
             for key, kinds in fields.items():
                 self._set_index(collection, key, _PAYLOAD_SCHEMAS.get(frozenset(kinds)))
             self._indexed[collection] = fields

@@ -110,3 +110,54 @@ def test_a_refused_job_is_not_called_stopped_and_a_stopped_one_still_is(make_ctx
     assert done.returncode == 7, done.stderr
     assert done.stderr.startswith("error: refused before writing anything: the disk of the data "
                                   "folder"), done.stderr
+
+
+@pytest.mark.parametrize("content", ["", '["x"]', "{not json"])
+def test_a_damaged_term_vector_side_file_is_the_collections_damage_not_a_traceback(
+        make_ctx, tmp_path, content) -> None:
+    """`facet_lexical.json` cut short (a power loss: side files are renamed in, not synced) or
+    garbled: `facet collections` failed whole on a JSONDecodeError traceback, and so did a word
+    search; `facet_vectors.json` damaged the same way was already that collection's note."""
+    from app.services.search import SearchRequest, SearchService
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    IndexService(ctx).index(tmp_path / "src", "c")
+    IndexService(ctx).index(tmp_path / "src", "d")
+    side = ctx.settings.data_dir / "qdrant-edge" / "c" / "facet_lexical.json"
+    assert side.is_file()
+    ctx.close()
+    side.write_text(content)
+    ctx = make_ctx()
+    listed = {c.name: c for c in CollectionService(ctx).list_all()}
+    assert set(listed) == {"c", "d"}  # the other collection is still listed
+    assert "facet_lexical.json is damaged" in (listed["c"].store_damaged or ""), listed["c"]
+    assert listed["d"].store_damaged is None
+    with pytest.raises(DataError, match=r"facet_lexical\.json is damaged"):  # exit 4
+        SearchService(ctx).search(SearchRequest(query="topic note", collection="c", mode="lexical"))
+    ctx.close()
+
+
+def test_a_damaged_payload_index_record_is_made_again_not_a_traceback(make_ctx, tmp_path, caplog) -> None:
+    """`facet_payload_indexes.json` only records which fields have an index: cut short, every
+    filtered search and index run of the collection failed on a JSONDecodeError traceback."""
+    from app.services.search import SearchRequest, SearchService
+
+    write_corpus(tmp_path / "src", 3)
+    ctx = make_ctx()
+    IndexService(ctx).index(tmp_path / "src", "c")
+    side = ctx.settings.data_dir / "qdrant-edge" / "c" / "facet_payload_indexes.json"
+    name = next(iter(sorted((tmp_path / "src").iterdir()))).name
+    found = SearchService(ctx).search(SearchRequest(query="topic note", collection="c",
+                                                    filters={"title": name}))
+    assert [r.title for r in found.results] == [name] and side.is_file()
+    ctx.close()
+    side.write_text("")
+    ctx = make_ctx()
+    again = SearchService(ctx).search(SearchRequest(query="topic note", collection="c",
+                                                    filters={"title": name}))
+    assert [r.title for r in again.results] == [name]
+    (tmp_path / "src" / "new.txt").write_text("a new note about rivers")
+    assert IndexService(ctx).index(tmp_path / "src", "c").docs_indexed == 1
+    assert "facet_payload_indexes.json is damaged" in caplog.text
+    ctx.close()
