@@ -12,7 +12,7 @@ from app.commands.common import expand_home, handle_errors, stdout_may_close
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
 from app.settings import get_settings
-from app.text import printable_json
+from app.text import check_text_encodable, printable_json
 
 
 def register(cli: typer.Typer) -> None:
@@ -230,6 +230,12 @@ def eval_cmd(
         from app.evaluation.suites import check_task_items
 
         check_task_items(task)
+    # Bytes that are not UTF-8 on the command line (a Latin-1 terminal's "é") reach here as
+    # unpaired surrogates: the run failed on a UnicodeEncodeError once the model had loaded.
+    if task_instruction is not None:
+        check_text_encodable(task_instruction, "--task-instruction")
+    for override in instruction or []:
+        check_text_encodable(override, "--instruction")
     if collection is not None:
         _eval_collection(ctx, collection, embedder, task, split, mode, task_instruction, no_instructions,
                          per_chunk, out, as_json, no_progress)

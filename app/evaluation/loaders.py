@@ -213,6 +213,15 @@ def _not_utf8(path: Path, lineno: int, byte: int) -> DataError:
 
 def _read_json(path: Path) -> Any:
     _require_file(path)
+    return _loads(_json_text(path), path)
+
+
+def _json_text(path: Path) -> str:
+    """The text of a JSON file: UTF-8 (a BOM dropped), or UTF-16/UTF-32 with their BOM.
+
+    Raises:
+        DataError: it cannot be opened, or is not text in one of them.
+    """
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -220,13 +229,12 @@ def _read_json(path: Path) -> Any:
     from indexer.parsing import bom_codecs
 
     if wide := bom_codecs(raw[:4]):
-        return _loads(_wide_text(path, raw, wide), path)
+        return _wide_text(path, raw, wide)
     start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = raw[start:].decode("utf-8")
+        return raw[start:].decode("utf-8")
     except UnicodeDecodeError as e:
         raise _not_utf8(path, raw.count(b"\n", 0, start + e.start) + 1, start + e.start) from e
-    return _loads(text, path)
 
 
 def _loads(text: str, path: Path, lineno: int | None = None) -> Any:
@@ -278,6 +286,20 @@ def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, requir
         return str(value)  # some BEIR sets write numeric ids
     if not isinstance(value, str):
         raise DataError(f"{path}, line {lineno}: field {key!r} must be a string, got {value!r:.60}")
+    return _unicode(value, f"field {key!r}", path, lineno)
+
+
+def _unicode(value: str, what: str, path: Path, lineno: int) -> str:
+    """``value``, refused where it is no Unicode text: JSON's ``"\\ud83d"`` (an emoji cut in
+    half, common in scraped data) loads as an unpaired surrogate, which failed the run on a
+    UnicodeEncodeError traceback once the model had loaded (the embedding cache's key)."""
+    from embedders.contract import check_encodable
+    from embedders.errors import InvalidInputError
+
+    try:
+        check_encodable(value, what)
+    except InvalidInputError as e:
+        raise DataError(f"{path}, line {lineno}: {e}") from None
     return value
 
 
@@ -290,15 +312,17 @@ def _id_field(obj: dict[str, Any], path: Path, lineno: int) -> str:
     return value
 
 
-def _float(value: str, what: str, path: Path, lineno: int, header_hint: str = "") -> float:
-    """``value`` as a finite number; ``header_hint`` is added when line 1's is not a number
-    (a header row the format does not take)."""
+def _float(value: str, what: str, path: Path, lineno: int, header_hint: str = "",
+           first_line: int = 1) -> float:
+    """``value`` as a finite number; ``header_hint`` is added when the file's first line's
+    (``first_line``: the first that is not blank) is not a number (a header row the format does
+    not take)."""
     try:
         if "_" in value:  # (Python's digit grouping: "1_0" read as 10, a typo of 1.0 or 1,0)
             raise ValueError(value)
         number = float(value)
     except ValueError as e:
-        hint = f" ({header_hint})" if lineno == 1 and header_hint else ""
+        hint = f" ({header_hint})" if lineno == first_line and header_hint else ""
         raise DataError(f"{path}, line {lineno}: {what} {_cut(value)} is not a number{hint}") from e
     if not math.isfinite(number):  # nan, inf: a nan metric, and a bare NaN in results.json
         raise DataError(f"{path}, line {lineno}: {what} {_cut(value)} is not a finite number")
@@ -525,15 +549,22 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     first_line: dict[tuple[str, str], int] = {}  # (query, doc) -> the line that judged it
     columns: tuple[int, int, int] | None = None  # query, doc, grade: where a header names them
     header: list[str] = []
+    first = 0  # the first line that is not blank: the header's, if there is one
     with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
-            fields = line.strip().split("\t") if "\t" in line else line.split()
+            if columns is not None and "\t" in line:
+                # Read by the header's names, an empty last cell (a blank `note`) is a field:
+                # stripping the line first dropped it, and the line was refused as too short.
+                fields = line.strip(" \r\n\f\v").split("\t")  # (blanks stripped but tabs)
+            else:
+                fields = line.strip().split("\t") if "\t" in line else line.split()
             if not fields or not line.strip():
                 continue
-            if lineno == 1:
+            if not first:  # (a blank line above a header made it a judgement, "score 'score'")
+                first = lineno
                 named, twice = _qrels_columns(fields)
                 if named is None and twice:  # its lines were then read by position, misread
-                    raise DataError(f"{path}, line 1: the header names {twice!r} more than once; "
+                    raise DataError(f"{path}, line {lineno}: the header names {twice!r} more than once; "
                                     "name each of query-id, corpus-id and score once")
                 if named is not None or fields[0] in _QRELS_QUERY_NAMES:
                     header = fields
@@ -541,13 +572,13 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                         columns = named
                         extra = [c for i, c in enumerate(fields) if i not in named]
                         if extra:
-                            logger.warning("%s: line 1 names column(s) %s besides query-id, corpus-id and score; "
-                                           "ignored", path, ", ".join(repr(c) for c in extra))
+                            logger.warning("%s: line %d names column(s) %s besides query-id, corpus-id and "
+                                           "score; ignored", path, lineno, ", ".join(repr(c) for c in extra))
                     continue
             if columns is not None:  # read by the header's names; every line as wide as it
                 if len(fields) != len(header):
                     raise DataError(
-                        f"{path}, line {lineno}: expected {len(header)} field(s) as line 1 names them "
+                        f"{path}, line {lineno}: expected {len(header)} field(s) as line {first} names them "
                         f"({'<TAB>'.join(header)!r}), got {len(fields)}" + _qrels_separator_hint(fields)
                     )
                 fields = [fields[columns[0]], fields[columns[1]], fields[columns[2]]]
@@ -564,7 +595,8 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                     + _qrels_separator_hint(fields)
                 )
             qid, did, grade = fields
-            score = _float(grade, "score", path, lineno, "a header line? name its first column query-id, or remove it")
+            score = _float(grade, "score", path, lineno, "a header line? name its first column query-id, or "
+                           "remove it", first_line=first)
             judged.add(qid)
             first_judgement = first_judgement or (qid, did)
             if (qid, did) in first_line:
@@ -688,6 +720,10 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
             raise DataError(
                 f"{data_path}, line {_json_item_line(data_path, 'texts', i)}: texts[{i}] is not a non-empty string"
             )
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError:  # its line looked for only then (a read of the whole file)
+            _unicode(t, f"texts[{i}]", data_path, _json_item_line(data_path, "texts", i))
     for i, label in enumerate(labels):
         if isinstance(label, bool) or not isinstance(label, int):
             raise DataError(
@@ -703,7 +739,7 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
     if instruction is None:
         if goal is not None and not isinstance(goal, str):
             raise DataError(f"{data_path}, line 1: 'goal' must be a string")
-        instruction = goal or None
+        instruction = _unicode(goal, "'goal'", data_path, 1) if goal else None
         # Clustered under no instruction without a word (a "Goal" key, a typo); not said where
         # the caller replaces the goal anyway (--task-instruction, --instruction TASK=...).
         if instruction is None and not _GOAL_REPLACED.get():
@@ -723,8 +759,8 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
 def _json_item_line(path: Path, key: str, index: int) -> int:
     """Best-effort line number of ``key``'s ``index``-th list item in a JSON file (1 if unknown)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+        text = _json_text(path)  # as it was read: a UTF-16 file's error was a UnicodeDecodeError
+    except DataError:
         return 1
     start = text.find(f'"{key}"')
     if start < 0:

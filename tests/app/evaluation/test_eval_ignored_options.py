@@ -135,3 +135,15 @@ def test_an_instruction_override_of_a_task_instruction_is_noted(tmp_path: Path) 
                           "--out", str(tmp_path / "out"))
     assert ablation.returncode == 2 and "no-such-embedder" in ablation.stderr, ablation.stderr
     assert "note: --no-instructions drops every instruction, --task-instruction's too" in ablation.stderr
+
+
+def test_an_instruction_that_is_not_unicode_text_is_refused_before_anything_loads(tmp_path: Path) -> None:
+    """A Latin-1 terminal's "é" reaches the command as an unpaired surrogate: the run loaded the
+    model, then failed on a UnicodeEncodeError traceback (the embedding cache's key)."""
+    folder = _goalex(tmp_path / "gx", {"goal": "by letter"})
+    for option, value in (("--task-instruction", "find \udce9"), ("--instruction", f"goalex:{folder}=find \udce9")):
+        run = invoke_cli("eval", "minilm", "--task", f"goalex:{folder}", "--baselines", "", option, value,
+                         "--out", str(tmp_path / "out"), "--no-progress")
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert f"{option} holds an unpaired surrogate" in run.stderr, run.stderr
+    assert not (tmp_path / "out").exists()

@@ -186,3 +186,46 @@ def test_a_qrels_header_naming_a_column_twice_is_said_so(tmp_path: Path) -> None
     root = _beir(tmp_path / "b", "query-id\tcorpus-id\tscore\tscore\nq0\t0\t1\t0\n")
     assert ("test.tsv, line 1: the header names 'score' more than once; name each of query-id, "
             "corpus-id and score once") in _message(loaders.load_beir, root)
+
+
+# -- the sixth session of 2026-12-04's review ---------------------------------------------------
+
+
+def test_an_empty_ignored_qrels_cell_and_a_header_below_a_blank_line_are_read(tmp_path: Path) -> None:
+    """An empty `note` cell, last on its line, was dropped with the line's blanks ("expected 4
+    field(s) ..., got 3"); a header below a blank first line was read as a judgement ("score
+    'score' is not a number", without the header hint)."""
+    root = _beir(tmp_path / "b", "query-id\tcorpus-id\tscore\tnote\nq0\t0\t1\t\nq1\t2\t1\tx\n")
+    assert loaders.load_beir(root).qrels == {"q0": {"0": 1.0}, "q1": {"2": 1.0}}
+    below = _beir(tmp_path / "c", "\nquery-id\tcorpus-id\tscore\nq0\t0\t1\n")
+    assert loaders.load_beir(below).qrels == {"q0": {"0": 1.0}}
+    odd = _beir(tmp_path / "d", "\nx\ty\tz\nq0\t0\t1\n")
+    assert _message(loaders.load_beir, odd).endswith(
+        "line 2: score 'z' is not a number (a header line? name its first column query-id, or remove it)")
+    # Without a header a trailing tab is still no fourth field.
+    assert loaders.load_beir(_beir(tmp_path / "e", "q0\t0\t1\t\n")).qrels == {"q0": {"0": 1.0}}
+
+
+def test_unpaired_surrogates_in_user_data_are_data_errors_before_any_model(tmp_path: Path) -> None:
+    """JSON's "\\ud83d" (an emoji cut in half) loads as an unpaired surrogate: the run failed on
+    a UnicodeEncodeError traceback from the embedding cache once the model had loaded."""
+    root = _beir(tmp_path / "b", "q0\t0\t1\n", corpus='{"_id": "0", "text": "cats purr \\ud83d"}\n')
+    assert _message(loaders.load_beir, root).endswith(
+        "corpus.jsonl, line 1: field 'text' holds an unpaired surrogate ('\\ud83d' at character 10), which is "
+        "not Unicode text; send the text as valid UTF-8 / paired \\u escapes")
+    gx = tmp_path / "gx"
+    gx.mkdir()
+    (gx / "data.json").write_text('{"goal": "by animal",\n "texts": ["cats purr",\n  "dogs \\udc00 bark"]}')
+    (gx / "labels.json").write_text('{"labels": [0, 1]}')
+    assert "data.json, line 3: texts[1] holds an unpaired surrogate" in _message(loaders.load_goalex, gx)
+
+
+def test_an_error_in_a_utf16_goalex_file_names_its_line(tmp_path: Path) -> None:
+    """The line of a bad text was looked for in the file read as UTF-8: a UnicodeDecodeError
+    traceback instead of the error."""
+    gx = tmp_path / "gx"
+    gx.mkdir()
+    (gx / "data.json").write_text('{"goal": "g",\n "texts": ["cats purr", "dogs bark",\n "", "fish"]}',
+                                  encoding="utf-16")
+    (gx / "labels.json").write_text('{"labels": [0, 1, 0, 1]}', encoding="utf-16")
+    assert _message(loaders.load_goalex, gx).endswith("data.json, line 3: texts[2] is not a non-empty string")
