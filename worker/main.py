@@ -129,6 +129,10 @@ WORKER_WAY_OUT = ("facet worker takes its tasks from that broker: the same FACET
                   "facet serve and facet index --background")
 
 
+# The levels Celery's --loglevel takes (any case).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
+
+
 def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info",
         pool: str = "prefork", name: str | None = None) -> None:
     """Start a worker consuming ``queues`` until it is stopped (SIGTERM: warm shutdown).
@@ -145,6 +149,10 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
         raise InvalidRequestError(f"unknown pool {pool!r}; use prefork (default), solo or threads")
     if concurrency < 1:
         raise InvalidRequestError("--concurrency must be at least 1")
+    # Celery's own check came after every start-up check, as a 93-line click traceback.
+    if loglevel.strip().upper() not in LOG_LEVELS:
+        raise InvalidRequestError(f"unknown log level {loglevel!r}; use "
+                                  f"{', '.join(level.lower() for level in LOG_LEVELS)}")
     settings = get_settings()
     if not settings.broker_url:
         raise InvalidRequestError("facet worker needs FACET_BROKER_URL (e.g. "
@@ -187,5 +195,5 @@ def run(queues: str = "index,query", concurrency: int = 1, loglevel: str = "info
                 # passwords masked, as facet serve's line; the SQLite file by its path
                 settings.database_description(path=True))
     celery_app.worker_main(["worker", "-Q", ",".join(names), "-c", str(concurrency),
-                            "-P", pool, "-l", loglevel, "-n", name, "--without-gossip",
+                            "-P", pool, "-l", loglevel.strip(), "-n", name, "--without-gossip",
                             "--without-mingle"])

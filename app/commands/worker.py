@@ -44,7 +44,7 @@ def register(cli: typer.Typer) -> None:
         pool: Annotated[str, typer.Option("--pool", help="prefork (default), solo or threads")
                         ] = "prefork",
         loglevel: Annotated[str, typer.Option(
-            "--loglevel", "-l", help="Celery's log level: debug, info, warning, error")] = "info",
+            "--loglevel", "-l", help="Celery's log level: debug, info, warning, error, critical")] = "info",
         name: Annotated[str | None, typer.Option(
             "--name", "-n", help="Celery node name (default facet-PID@HOST; %h = host name)")
         ] = None,

@@ -34,3 +34,15 @@ def test_facet_worker_refuses_a_result_backend_out_of_reach(stack: Stack,
         assert encoder.encode(["hello"], embedder="minilm").shape == (1, 384)
     finally:
         encoder.close()
+
+
+def test_an_unknown_log_level_is_one_line_before_anything_is_reached() -> None:
+    """Celery's own check of -l came after every start-up check (database, broker), as a
+    93-line click traceback, exit 1."""
+    from tests.app.cli_runner import invoke_cli
+
+    done = invoke_cli("worker", "--queues", "index", "-l", "verbose",
+                      env={"FACET_BROKER_URL": "redis://127.0.0.1:1/0"})  # (never reached)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == ("error: unknown log level 'verbose'; use debug, info, warning, error, "
+                                   "critical, fatal"), done.stderr
