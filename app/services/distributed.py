@@ -486,9 +486,21 @@ class ChunkedIndexService:
                 return self._queued_numbers(session, job.id)
             if job.state != "running":  # (running: a planner died before its plan committed)
                 self.index.take_lease(session, coll, job)
-                job.state, job.pid, job.host = "running", os.getpid(), leases.HOST
-                job.started_at, job.message = md.utcnow(), None
+                # Only from ``queued``, in one statement: a cancel committed since the row was
+                # read above made it ``cancelled``, which the planner turned back to running,
+                # ran the job's sync (its removals) and ended it "cancelled before any
+                # document was indexed: nothing was written".
+                J = md.IndexJob
+                started = session.execute(update(J).where(J.id == job.id, J.state == "queued").values(
+                    state="running", pid=os.getpid(), host=leases.HOST, started_at=md.utcnow(),
+                    message=None))
                 session.commit()
+                if not getattr(started, "rowcount", 1):
+                    leases.release(session, coll.id, job.id)
+                    session.refresh(job)
+                    logger.info("job %d is %s; nothing to plan", job.id, job.state)
+                    return []
+                session.refresh(job)
             try:
                 return self._plan(session, coll, job, prepared, embedder, chunk_docs)
             except BaseException as e:

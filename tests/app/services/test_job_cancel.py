@@ -288,3 +288,34 @@ def test_a_cancel_during_the_stores_optimize_is_too_late_and_the_job_says_so(fac
     assert (job.state, job.cancel_requested) == ("completed", True)
     assert job.message == ("the cancel came after every document had gone in (while the store "
                            "was optimized), so the job completed")
+
+
+def test_a_worker_job_cancelled_as_its_planner_starts_stays_cancelled_and_removes_nothing(
+        facet, tmp_path, monkeypatch) -> None:
+    """The planner read the row while it was queued; a cancel committed before it took the lease:
+    it turned the ``cancelled`` job back to running, ran its sync (the deleted file's document
+    removed) and ended it "cancelled before any document was indexed: nothing was written"."""
+    from app.services import distributed
+    from app.services.distributed import ChunkedIndexService
+
+    write_corpus(tmp_path / "src", 4)
+    facet.index(tmp_path / "src", "c")
+    gone = sorted((tmp_path / "src").iterdir())[-1]
+    gone.unlink()
+    service = ChunkedIndexService(facet.context)
+    prepared = facet.indexing.prepare(tmp_path / "src", "c", runner="celery")
+    acquire = distributed.leases.acquire
+    asked: list[bool] = []
+
+    def cancelled_meanwhile(session, coll_id: int, job_id: int, ttl: float):  # type: ignore[no-untyped-def]
+        if not asked:
+            asked.append(facet.indexing.cancel(job_id))
+        return acquire(session, coll_id, job_id, ttl)
+
+    monkeypatch.setattr(distributed.leases, "acquire", cancelled_meanwhile)
+    assert service.plan(prepared, 2) == [] and asked == [True]
+    job = facet.job(prepared.job_id)
+    assert (job.state, job.started_at, job.message) == ("cancelled", None, "cancelled before it started")
+    assert facet.collection("c").documents_indexed == 4  # the deleted file's document kept
+    monkeypatch.setattr(distributed.leases, "acquire", acquire)
+    assert facet.index(tmp_path / "src", "c").docs_deleted == 1  # the lease was let go
