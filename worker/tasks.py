@@ -93,17 +93,20 @@ def _publish_window(visibility_timeout_s: float) -> float:
     return max(2.0, min(visibility_timeout_s / 2, MAX_PUBLISH_RETRY_S))
 
 
-def _retry(task: Any, what: str, countdown: float) -> Reject:
+def _retry(task: Any, what: str, countdown: float, tries: dict[str, int]) -> Reject:
     """``task.retry(countdown=...)``, its publish tried again for ``_publish_window`` seconds
     while the broker is down (Celery gave up after the clients' ~1 s policy and rejected the
     message without requeue: the task was lost). Still down after that: one WARNING, and the
-    message handed back to the broker (raised: ``_BackToBroker``, a reject with requeue)."""
+    message handed back to the broker (raised: ``_BackToBroker``, a reject with requeue).
+    ``tries``: the task's counts of retries by cause, sent on with it (Celery's own
+    ``request.retries`` counts every retry: a planner that had waited 8 times behind another
+    writer gave up on its first transient error, "gave up after 8 retries")."""
     visibility = float((celery_app.conf.broker_transport_options or {}).get(
         "visibility_timeout", 3600))
     deadline = time.monotonic() + _publish_window(visibility)
     while True:
         try:
-            return task.retry(countdown=countdown, retry_policy=_PUBLISH_POLICY)
+            return task.retry(countdown=countdown, retry_policy=_PUBLISH_POLICY, kwargs=tries)
         except Reject as e:
             if isinstance(e, _BackToBroker) or e.requeue:
                 raise
@@ -163,8 +166,9 @@ def _stopped_for_room(service: Any, job_id: int, prepared: PreparedJob | None = 
 
 
 @celery_app.task(name=INDEX_JOB_TASK, bind=True, max_retries=None)
-def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    """Plan a prepared job (``PreparedJob.to_dict()``) and fan its chunks out."""
+def index_job(self: Any, payload: dict[str, Any], transient: int = 0) -> dict[str, Any]:
+    """Plan a prepared job (``PreparedJob.to_dict()``) and fan its chunks out; ``transient``:
+    the retries so far on a transient error (not those waiting for another writer)."""
     prepared = PreparedJob.from_dict(payload)
     service = chunk_service()
     # (Planning makes the store collection: an embedded store maps its first files at once.)
@@ -179,13 +183,13 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
         return {"job_id": prepared.job_id, "state": "gone"}
     except WriterBusy as e:
         logger.info("job %d: %s; retrying in %.0fs", prepared.job_id, e, e.retry_in_s)
-        raise _retry(self, f"job {prepared.job_id}", e.retry_in_s) from e
+        raise _retry(self, f"job {prepared.job_id}", e.retry_in_s, {"transient": transient}) from e
     except Exception as e:
         if is_transient(e):
-            if self.request.retries < MAX_TRANSIENT_RETRIES:
-                countdown = _backoff(self.request.retries)
+            if transient < MAX_TRANSIENT_RETRIES:
+                countdown = _backoff(transient)
                 logger.warning("job %d: %s; planning again in %.1fs", prepared.job_id, e, countdown)
-                raise _retry(self, f"job {prepared.job_id}", countdown) from e
+                raise _retry(self, f"job {prepared.job_id}", countdown, {"transient": transient + 1}) from e
             service.give_up(prepared.job_id, f"gave up after {MAX_TRANSIENT_RETRIES} retries: "
                                              f"{type(e).__name__}: {e}")
             return {"job_id": prepared.job_id, "state": "failed", "message": str(e)}
@@ -206,8 +210,9 @@ def index_job(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 @celery_app.task(name=INDEX_CHUNK_TASK, bind=True, max_retries=None)
-def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
-    """Index chunk ``number`` of job ``job_id``."""
+def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: int = 0) -> dict[str, Any]:
+    """Index chunk ``number`` of job ``job_id``; ``transient``, ``gone``: its retries so far on
+    a transient error and as another database's job (not those waiting for a claim)."""
     service = chunk_service()
     # Before the chunk is claimed: it stays unwritten (`queued`), and the job's next run (the
     # message says the command) indexes its documents.
@@ -226,18 +231,19 @@ def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
                            number, job_id, took, limit)
         return outcome
     except ChunkBusy as e:
-        raise _retry(self, f"chunk {number} of job {job_id}", e.retry_in_s) from e
+        raise _retry(self, f"chunk {number} of job {job_id}", e.retry_in_s,
+                     {"transient": transient, "gone": gone}) from e
     except JobGone as e:  # another database's job, certainly (see the module docstring)
-        if self.request.retries >= OTHER_DATABASE_RETRIES:
+        if gone >= OTHER_DATABASE_RETRIES:
             logger.warning("chunk %d: %s: sent back %d times and no worker on that database "
                            "took it; dropping it (the sweeper of the server's workers sends it "
                            "again once the job is stalled)", number, str(e).rsplit("; ", 1)[0],
                            OTHER_DATABASE_RETRIES)
             return asdict(ChunkOutcome(int(job_id), int(number), "gone", message=str(e)))
         logger.warning("chunk %d: %s (in %.0fs, try %d of %d)", number, e,
-                       OTHER_DATABASE_COUNTDOWN_S, self.request.retries + 1,
-                       OTHER_DATABASE_RETRIES)
-        raise _retry(self, f"chunk {number} of job {job_id}", OTHER_DATABASE_COUNTDOWN_S) from e
+                       OTHER_DATABASE_COUNTDOWN_S, gone + 1, OTHER_DATABASE_RETRIES)
+        raise _retry(self, f"chunk {number} of job {job_id}", OTHER_DATABASE_COUNTDOWN_S,
+                     {"transient": transient, "gone": gone + 1}) from e
     except Exception as e:
         if not is_transient(e):
             raise
@@ -245,13 +251,14 @@ def index_chunk(self: Any, job_id: int, number: int) -> dict[str, Any]:
         # The domain's one line ("the metadata database stayed locked..."), not SQLAlchemy's
         # error with its statement and every parameter.
         said = as_domain_error(e) or e
-        if self.request.retries >= MAX_TRANSIENT_RETRIES:
+        if transient >= MAX_TRANSIENT_RETRIES:
             service.fail_chunk(int(job_id), int(number),
                                f"gave up after {MAX_TRANSIENT_RETRIES} retries: {said}")
             raise
-        countdown = _backoff(self.request.retries)
+        countdown = _backoff(transient)
         logger.warning("chunk %d of job %d: %s; retry in %.1fs", number, job_id, said, countdown)
-        raise _retry(self, f"chunk {number} of job {job_id}", countdown) from e
+        raise _retry(self, f"chunk {number} of job {job_id}", countdown,
+                     {"transient": transient + 1, "gone": gone}) from e
 
 
 def _out_of_memory(e: MemoryError, what: str, spec: str) -> FacetError:

@@ -35,3 +35,65 @@ def test_a_chunk_retried_on_a_locked_database_logs_the_domain_line(monkeypatch, 
     assert record.getMessage().startswith("chunk 2 of job 4: the metadata database (SQLite) "
                                           "stayed locked")
     assert "UPDATE documents" not in record.getMessage()
+
+
+def test_waits_for_a_claim_or_a_writer_do_not_use_up_the_transient_retries(monkeypatch) -> None:
+    """Celery's ``request.retries`` counts every retry: a planner that had waited 8 times behind
+    another job's lease failed the job on its first transient error ("gave up after 8 retries",
+    a real worker and redis-server in the review's run). The task carries its own counts: a wait
+    keeps them, a transient error adds one, and only the transient ones are the limit."""
+    import worker.tasks as tasks
+    from app.services.distributed import ChunkBusy, WriterBusy
+
+    sent: list[tuple[float, dict[str, int]]] = []
+
+    def retry(_task, _what: str, countdown: float, tries: dict[str, int]) -> Retry:
+        sent.append((countdown, tries))
+        return Retry("retry", None)
+
+    monkeypatch.setattr(tasks, "_retry", retry)
+    failed: list[str] = []
+    raised: list[Exception] = []
+
+    class Service:
+        settings = None
+
+        def run_chunk(self, job_id: int, number: int):
+            raise raised[-1]
+
+        def release_claim(self, job_id: int, number: int) -> None:
+            pass
+
+        def fail_chunk(self, job_id: int, number: int, message: str) -> None:
+            failed.append(message)
+
+    monkeypatch.setattr(tasks, "chunk_service", Service)
+    locked = OperationalError("SELECT 1", (), sqlite3.OperationalError("database is locked"))
+    raised.append(ChunkBusy("claimed by another worker", retry_in_s=5.0))
+    with pytest.raises(Retry):
+        tasks.index_chunk.run(4, 2, transient=3, gone=1)  # (the 20th wait: counts unchanged)
+    raised.append(locked)
+    with pytest.raises(Retry):
+        tasks.index_chunk.run(4, 2, transient=3, gone=1)
+    assert sent[0] == (5.0, {"transient": 3, "gone": 1})  # (the transient one's delay is jittered)
+    assert [tries for _, tries in sent] == [{"transient": 3, "gone": 1}, {"transient": 4, "gone": 1}]
+    with pytest.raises(OperationalError):
+        tasks.index_chunk.run(4, 2, transient=tasks.MAX_TRANSIENT_RETRIES)
+    assert failed and failed[0].startswith("gave up after 8 retries")
+    sent.clear()
+
+    class Planner:
+        def plan(self, _prepared):
+            raise raised[-1]
+
+    monkeypatch.setattr(tasks, "chunk_service", Planner)
+    monkeypatch.setattr(tasks, "_stopped_for_room", lambda *_args: None)
+    monkeypatch.setattr(tasks.PreparedJob, "from_dict", staticmethod(lambda _payload: type("P", (), {"job_id": 7})()))
+    raised.append(WriterBusy("waiting for job 6", retry_in_s=30.0))
+    with pytest.raises(Retry):
+        tasks.index_job.run({}, transient=0)
+    raised.append(locked)
+    with pytest.raises(Retry):
+        tasks.index_job.run({}, transient=0)
+    assert sent[0] == (30.0, {"transient": 0})
+    assert [tries for _, tries in sent] == [{"transient": 0}, {"transient": 1}]
