@@ -215,7 +215,9 @@ class ThreadJobRunner:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="facet-jobs", daemon=True)
                 self._thread.start()
-        self._queue.put((job, run))
+            # Under the lock: a ``close`` between the check and the put drained the queue
+            # without it, and the job went in behind the stop mark, neither run nor abandoned.
+            self._queue.put((job, run))
 
     def _loop(self) -> None:
         while True:

@@ -152,3 +152,44 @@ def test_a_job_cancelled_before_indexing_anything_says_so_without_resume() -> No
     assert cancelled_message(2).startswith("cancelled after 2 documents indexed; index the same")
     # One document is one (the UI's bar read "cancelled after 1 documents indexed").
     assert cancelled_message(1).startswith("cancelled after 1 document indexed; index the same")
+
+
+def test_a_job_submitted_as_the_runner_closes_is_run_or_abandoned_never_lost() -> None:
+    """``submit`` checked ``closed`` under the lock and put the job after it: a ``close`` in
+    between (a POST /jobs as SIGTERM arrives) drained the queue without it, and the job went in
+    behind the stop mark, neither run nor abandoned (``busy`` for ever, its row ``queued``). The
+    put is held back here until ``close`` has started."""
+    import threading
+    from types import SimpleNamespace
+
+    ran: list[int] = []
+    abandoned: list[int] = []
+
+    def run(job: Any) -> None:
+        time.sleep(0.2)
+        ran.append(job.job_id)
+
+    runner = ThreadJobRunner(run, on_abandon=lambda job: abandoned.append(job.job_id))
+    def job(job_id: int) -> Any:
+        return SimpleNamespace(job_id=job_id, collection="c", source="s", embedder="e")
+
+    runner.submit(job(1))
+    put, gate = runner._queue.put, threading.Event()
+
+    def held_put(item: Any, *args: Any, **kwargs: Any) -> None:
+        if item is not None and item[0].job_id == 2:
+            gate.wait(5)
+        put(item, *args, **kwargs)
+
+    runner._queue.put = held_put  # type: ignore[method-assign]
+    submitter = threading.Thread(target=runner.submit, args=(job(2),))
+    submitter.start()
+    time.sleep(0.05)  # past its check of ``closed``, held at the put
+    closer = threading.Thread(target=runner.close)
+    closer.start()
+    time.sleep(0.05)
+    gate.set()
+    submitter.join(5)
+    closer.join(5)
+    assert (ran, abandoned) == ([1], [2])
+    assert runner._queue.unfinished_tasks == 0 and not runner.busy
