@@ -636,6 +636,15 @@ def _same_file(fd: int, path: str) -> bool:
     return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
 
+def _open_in_this_process(collection: str) -> str:
+    """Why a collection another store of this process has open cannot be used here."""
+    return (f"collection {collection!r} is open in another store of this process "
+            f"(pid {os.getpid()}), another Facet on the same data folder: open one "
+            "Facet per data folder per process and share it (Facet.set_shared(facet) "
+            "makes yours the one Facet.shared() and the LangChain classes use when "
+            "given no facet=; or pass facet= to them), or close() the other one first")
+
+
 class _FolderLocks:
     """Process-wide exclusive ``flock``s on ``<root>/<collection>.lock``, reference counted.
 
@@ -651,9 +660,16 @@ class _FolderLocks:
         self._held: dict[str, tuple[int, int]] = {}  # path -> (fd, references)
         self._lock = threading.Lock()
 
-    def acquire(self, path: Path, collection: str, wait_s: float) -> None:
+    def acquire(self, path: Path, collection: str, wait_s: float, *, alone: bool = False) -> None:
+        """Take the lock, or another reference to it where this process holds it already;
+        ``alone``: refuse that (StoreBusyError) for a caller about to delete or re-make the
+        folder, which another store of this process has open (it went on serving the deleted
+        collection's points, and lost its writes)."""
         key = str(path)
         with self._lock:
+            if key in self._held and alone:
+                raise StoreBusyError(_open_in_this_process(collection), collection,
+                                     {"pid": os.getpid()})
             if key in self._held:
                 fd, refs = self._held[key]
                 self._held[key] = (fd, refs + 1)
@@ -1025,9 +1041,10 @@ class EdgeStore(VectorStore):
     def _lock_path(self, collection: str) -> Path:
         return self.root / f"{validate_name(collection)}.lock"
 
-    def _lock(self, collection: str) -> None:
+    def _lock(self, collection: str, *, alone: bool = False) -> None:
         """Under the open lock: hold the collection's folder lock (once per open shard);
-        StoreBusyError if taken, StoreClosedError once the store is closed (a call of another
+        StoreBusyError if taken (``alone``: by another store of this process too),
+        StoreClosedError once the store is closed (a call of another
         thread in flight then opened the shard again, its lock held by a store nobody would
         close: the folder locked for the rest of the process)."""
         if self._closed:
@@ -1035,7 +1052,7 @@ class EdgeStore(VectorStore):
                 f"this Facet is closed: its vector store ({self.root}) was closed while a call "
                 f"on collection {collection!r} was in flight; open another one (Facet.open(), "
                 "Facet.for_serving())")
-        _LOCKS.acquire(self._lock_path(collection), collection, self.lock_wait_s)
+        _LOCKS.acquire(self._lock_path(collection), collection, self.lock_wait_s, alone=alone)
 
     def list_collections(self) -> list[str]:
         try:
@@ -1199,15 +1216,11 @@ class EdgeStore(VectorStore):
                     # from before the lock files, 2026-11-23, or another program), which was
                     # said as this process too.
                     raise StoreBusyError(
-                        f"collection {collection!r} is open in another store of this process "
-                        f"(pid {os.getpid()}), another Facet on the same data folder: open one "
-                        "Facet per data folder per process and share it (Facet.set_shared(facet) "
-                        "makes yours the one Facet.shared() and the LangChain classes use when "
-                        "given no facet=; or pass facet= to them), or close() the other one "
-                        "first; or, where no other Facet of this process has it, in another "
-                        "process that opened it without Facet's lock file, such as an older "
-                        "Facet (from before 2026-11-23) still running on this data folder: stop "
-                        "that one, then run this again", collection, {"pid": os.getpid()}) from e
+                        _open_in_this_process(collection) + "; or, where no other Facet of this "
+                        "process has it, in another process that opened it without Facet's lock "
+                        "file, such as an older Facet (from before 2026-11-23) still running on "
+                        "this data folder: stop that one, then run this again", collection,
+                        {"pid": os.getpid()}) from e
                 if isinstance(e, StoreError):  # the side file's, already said
                     raise
                 # This process holds the folder's lock (``_lock``): no other Facet has it open,
@@ -1308,7 +1321,7 @@ class EdgeStore(VectorStore):
                 if lexical else None, max_search_threads=SEARCH_THREADS)
             created = False
             with self._open_lock:
-                self._lock(collection)
+                self._lock(collection, alone=True)  # (a folder another store has open: not re-made)
                 if self.collection_exists(collection):  # created by the lock's last holder
                     _LOCKS.release(self._lock_path(collection))
                 else:
@@ -1464,7 +1477,8 @@ class EdgeStore(VectorStore):
             else:
                 if not path.exists():
                     return False
-                self._lock(collection)  # never delete a folder another process has open
+                # Never delete a folder another process has open, nor another store of this one.
+                self._lock(collection, alone=True)
             removed = False
             try:
                 if not path.exists():

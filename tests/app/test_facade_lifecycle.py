@@ -236,3 +236,20 @@ def test_set_shared_refuses_what_is_no_facet(no_shared) -> None:
     with pytest.raises(InvalidRequestError, match="set_shared takes a Facet or None, got str"):
         Facet.set_shared("x")  # type: ignore[arg-type]
     assert Facet._shared is None
+
+
+def test_a_collection_another_facet_of_this_process_has_open_is_not_deleted_under_it(
+        cache, settings, notes, tmp_path) -> None:
+    """Reads were refused ("open in another store of this process"), a delete was not: its
+    folder went from under the first facade, which went on serving the deleted documents (and
+    lost its writes), and the second re-made the collection beside it."""
+    with Facet.open(settings, embedders=cache) as first, Facet.open(settings, embedders=cache) as second:
+        first.index(notes, "notes")
+        before = [r.text for r in first.search(SearchRequest("card", "notes")).results]
+        with pytest.raises(ConflictError, match="open in another store of this process"):
+            second.delete_collection("notes")
+        assert [r.text for r in first.search(SearchRequest("card", "notes")).results] == before
+        assert (Path(settings.data_dir) / "qdrant-edge" / "notes").is_dir()
+    with Facet.open(settings, embedders=cache) as alone:  # the first one closed: deleted
+        alone.delete_collection("notes")
+        assert [c.name for c in alone.collections()] == []
