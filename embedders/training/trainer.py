@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
@@ -157,11 +158,13 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _saved_step(out_dir: str | Path) -> int | None:
-    """The best step the checkpoint in ``out_dir`` records, or None (no checkpoint, no log)."""
+def _saved_step(out_dir: str | Path) -> tuple[str, int] | None:
+    """The run and best step the checkpoint in ``out_dir`` records, or None (no checkpoint, no
+    log, or one from before logs named their run)."""
     try:
-        best = json.loads((Path(out_dir) / "train_log.json").read_text()).get("best")
-        return int(best["step"]) if isinstance(best, dict) else None
+        log = json.loads((Path(out_dir) / "train_log.json").read_text())
+        best = log.get("best")
+        return (str(log["run_id"]), int(best["step"])) if isinstance(best, dict) else None
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
@@ -310,12 +313,16 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     if out_dir is not None:
         recover_checkpoint(out_dir, partial_older_than_s=PARTIAL_SAVE_AGE_S)
     skipped = 0
+    # Which run wrote a checkpoint's log: a save stopped mid-way is told from one that landed by
+    # it, not by the step alone (another run's checkpoint there, whose best was the same step,
+    # had its log overwritten with this run's over its own weights).
+    run_id = uuid.uuid4().hex
     # What a log written mid-run says: a run killed outright (SIGKILL, power loss) leaves
     # its last checkpoint's log saying "running", not "completed".
     stopped = "running"
 
     def make_log() -> dict[str, Any]:
-        log = {"method": model.method, "config": asdict(config),
+        log = {"method": model.method, "run_id": run_id, "config": asdict(config),
                # The method's own settings this run trained with (a continuation inherits its
                # checkpoint's distillation, temperature, refinement weight...: no log said which).
                "method_config": _method_settings(model), "steps_done": len(history), "skipped": skipped,
@@ -323,7 +330,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                "seconds_per_step": round(sum(h["step_seconds"] for h in history) / max(1, len(history)), 3),
                **(extra_log or {})}
         # Optimiser steps behind the saved weights, counting those of an --init-from checkpoint.
-        log["weights_steps"] = log.get("init_weights_steps", 0) + (best["step"] if best else len(history))
+        # (Optimiser steps: a skipped batch's step, non-finite, changed nothing.)
+        log["weights_steps"] = log.get("init_weights_steps", 0) + (
+            sum(1 for h in history if h["step"] <= best["step"]) if best else len(history))
         if evaluate is not None:
             log["dev_curve"] = curve
             log["best"] = best
@@ -360,7 +369,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                     # mid-save: the folder keeps the weights it had unless the swap landed, and
                     # the best recorded is the one there. The log said the new step over the
                     # old weights (and over none, the first save: a lone train_log.json).
-                    if _saved_step(out_dir) != step:
+                    if _saved_step(out_dir) != (run_id, step):
                         best.clear()
                         best.update(previous)
                     raise
@@ -380,6 +389,25 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     done_at = 0
+
+    def end_of_step(step: int) -> bool:
+        """A dev evaluation where one is due after loop step ``step``; True where the time
+        budget is spent (the run stops)."""
+        nonlocal stopped
+        due = bool(config.eval_every) and (step + 1) % config.eval_every == 0
+        if config.eval_every_s is not None and evaluate is not None:
+            due = due or _clock() - last_eval >= config.eval_every_s
+        if due and step + 1 < last:
+            checkpoint(step + 1)
+        if config.time_budget_s is not None and _clock() - start > config.time_budget_s:
+            logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
+            stopped = "time budget"
+            if bar is not None:
+                bar.total = done_at
+                bar.refresh()
+            return True
+        return False
+
     # Truncation warnings summed over a log window: a long-passage source would otherwise log
     # a line for every tokenised side of every batch and bury the progress.
     window = ExitStack()
@@ -409,6 +437,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                         f"loss was non-finite on {skipped} batches (last at step {step + 1}, task {batch.task}); "
                         "lower --lr or check the data")
                 optimizer.zero_grad(set_to_none=True)
+                # Its step's dev evaluation and time-budget check still come (they were skipped).
+                if end_of_step(step):
+                    break
                 continue
             if config.grad_cache is None:
                 loss.backward()
@@ -439,17 +470,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
                 recent = [h["loss"] for h in history[-config.log_every:] if "loss" in h]
                 logger.info("step %d/%d mean loss %.4f (%.0fs)", step + 1, config.steps,
                             sum(recent) / max(1, len(recent)), record["seconds"])
-            due = bool(config.eval_every) and (step + 1) % config.eval_every == 0
-            if config.eval_every_s is not None and evaluate is not None:
-                due = due or _clock() - last_eval >= config.eval_every_s
-            if due and step + 1 < last:
-                checkpoint(step + 1)
-            if config.time_budget_s is not None and _clock() - start > config.time_budget_s:
-                logger.warning("time budget of %.0fs reached after %d steps; stopping", config.time_budget_s, step + 1)
-                stopped = "time budget"
-                if bar is not None:
-                    bar.total = done_at
-                    bar.refresh()
+            if end_of_step(step):
                 break
         if stopped == "running":
             # (--stop-after ends the run early on purpose: it was logged "completed".)

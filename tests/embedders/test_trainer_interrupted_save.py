@@ -88,3 +88,42 @@ def test_a_kill_while_the_replaced_copy_is_deleted_leaves_nothing_to_recover(
     assert not out.exists()  # (the old code put back the half copy: no toy.pt)
     trainer.save_checkpoint(_Linear(), out, {"steps_done": 3})  # the next save clears the leftover
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck", "kept"]
+
+
+def test_an_interrupted_first_save_over_another_runs_checkpoint_of_the_same_step_leaves_its_log(
+        tmp_path: Path) -> None:
+    """Whether the stopped save had landed was read from the best step in the folder's log:
+    another run's checkpoint whose best was step 0 (the shipped causal-eos's is) read as this
+    run's step 0 saved, and this run's log went in over the other's weights ("keeping the best
+    checkpoint so far", its 500 steps' record lost)."""
+    out = tmp_path / "ck"
+    trainer.save_checkpoint(_Linear(), out, {"method": "other-method", "run_id": "earlier",
+                                             "best": {"step": 0, "score": 99.0}, "weights_steps": 500})
+    before = (out / "toy.pt").read_bytes(), (out / "train_log.json").read_text()
+    log = train(_InterruptedOnSave(1), _Sampler(), TrainConfig(steps=3, lr=0.1, eval_every=1), out,
+                progress=False, evaluate=_Scripted([1.0, 2.0]))
+    assert log["stopped"] == "interrupted" and not log.get("best")
+    assert ((out / "toy.pt").read_bytes(), (out / "train_log.json").read_text()) == before
+
+
+def test_a_skipped_batch_keeps_its_steps_evaluation_and_is_not_counted_as_a_weight_step(tmp_path: Path) -> None:
+    """A non-finite loss's ``continue`` jumped over the step's dev evaluation and time-budget
+    check, and ``weights_steps`` counted the skipped step as an optimiser step."""
+
+    class NanAtFive(_Sampler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def next_batch(self) -> Any:
+            self.n += 1
+            batch = super().next_batch()
+            if self.n == 5:
+                batch.y = batch.y * float("nan")
+            return batch
+
+    log = train(_Linear(), NanAtFive(), TrainConfig(steps=6, lr=0.05, eval_every=5), tmp_path / "ck",
+                progress=False, evaluate=_Scripted([1.0, 2.0, 3.0]))
+    assert (log["steps_done"], log["skipped"]) == (5, 1)
+    assert [p["step"] for p in log["dev_curve"]] == [0, 5, 6]
+    assert log["best"]["step"] == 6 and log["weights_steps"] == 5
