@@ -1174,6 +1174,8 @@ class _Item:
     # content, its own row whose metadata or title changed, donates only if the cut chunks
     # are its own, number for number and text for text (``_reused_vectors``).
     recut: bool = True
+    # Its chunks as cut from the text, before anything is marked (``recut`` only).
+    pieces: list[Any] | None = None
 
 
 def keyed_by_path(key: str, source: str) -> bool:
@@ -3998,6 +4000,19 @@ class IndexService:
             t1 = time.perf_counter()
             embedder = embedder.load()
             t0 += time.perf_counter() - t1
+        # A text its tokenizer reads no token of (combining marks, private-use characters
+        # alone) cuts into no chunk: it was "indexed" with 0 chunks, which no search finds. Cut
+        # before anything is marked, and failed as an empty file is (its indexed version kept).
+        t1 = time.perf_counter()
+        for it in [it for it in items if it.mode == "write" and it.recut]:
+            it.pieces = chunk_text(it.doc.text, tokenize, chunking)
+            if not it.pieces:
+                self._record_error(session, coll, job, report, DocumentError(
+                    it.doc.key, it.doc.source, f"{it.doc.key} holds no text the embedder's tokenizer "
+                    "reads (marks or private-use characters alone): no text to index"), it.row)
+                items.remove(it)
+        job.parse_s += time.perf_counter() - t1
+        t0 += time.perf_counter() - t1
         # Step 1: mark what is about to be written.
         to_write = [it for it in items if it.mode == "write"]
         previous_status: dict[str, str] = {}
@@ -4021,7 +4036,7 @@ class IndexService:
                 # The same content in the same collection (one tokenizer, one chunking) is cut
                 # as its donor was: its chunks are copied, not cut again with the model's
                 # tokenizer (which loaded the model for a move that encodes nothing).
-                pieces = (chunk_text(it.doc.text, tokenize, chunking) if it.recut else
+                pieces = (it.pieces or [] if it.recut else
                           donor_chunks(it.donor) if it.donor is not None else [])
                 it.chunks = [md.Chunk(number=c.number, point_id=point_id(it.doc.key, c.number),
                                       start=c.start, end=c.end, n_tokens=c.n_tokens, text=c.text)

@@ -887,3 +887,44 @@ def test_a_job_naming_no_embedder_keeps_the_collections_own(make_ctx, tmp_path, 
     service.index(tmp_path / "src", "both")
     service.index(tmp_path / "src", "both", IndexOptions(embedder=notes_embedder))
     assert service.index(tmp_path / "src", "both").embedder == "minilm"
+
+
+@pytest.mark.parametrize("runner", ["inline", "celery"])
+def test_a_text_the_tokenizer_reads_no_token_of_is_failed_not_indexed_with_no_chunk(
+        make_ctx, tmp_path, runner) -> None:
+    """Combining marks alone, a private-use character, a literal U+FFFD: MiniLM's tokenizer reads
+    no token of them, so they cut into no chunk, and such a file was "indexed" with 0 chunks,
+    which no search finds. Failed as an empty file is; a changed file of them keeps its indexed
+    version."""
+    from app.services.distributed import ChunkedIndexService
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "marks.txt").write_text("\u0301\u0301")
+    (src / "pua.txt").write_text("\ue000")
+    (src / "ok.txt").write_text("a note about harbours")
+    (src / "later.txt").write_text("a note about lighthouses")
+    ctx = make_ctx()
+    index = IndexService(ctx)
+
+    def run() -> tuple[int, int]:
+        if runner == "inline":
+            report = index.index(src, "c")
+            return report.docs_indexed, report.docs_failed
+        service = ChunkedIndexService(ctx)
+        prepared = index.prepare(src, "c", runner="celery")
+        for number in service.plan(prepared, 2):
+            service.run_chunk(prepared.job_id, number)
+        job = CollectionService(ctx).job(prepared.job_id)
+        return job.docs_indexed, job.docs_failed
+
+    assert run() == (2, 2)
+    with ctx.sessions() as s:
+        rows = {r.key.rsplit("/", 1)[-1]: (r.status, r.n_chunks, r.error) for r in s.query(md.Document)}
+    assert rows["marks.txt"][:2] == ("error", 0) and "no text to index" in (rows["marks.txt"][2] or "")
+    assert rows["pua.txt"][:2] == ("error", 0)
+    (src / "later.txt").write_text("\u0301")
+    assert run() == (0, 3)
+    with ctx.sessions() as s:
+        later = s.query(md.Document).filter_by(key=str(src / "later.txt")).one()
+        assert (later.status, later.n_chunks) == ("indexed", 1) and "no text to index" in (later.error or "")

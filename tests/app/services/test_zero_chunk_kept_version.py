@@ -15,6 +15,7 @@ import pytest
 
 from app.core import Facet
 from app.settings import FacetSettings
+from indexer import metadata as md
 from indexer import parsing
 
 
@@ -30,7 +31,13 @@ def test_an_indexed_document_with_no_chunk_is_not_said_to_stay_searchable(
         with monkeypatch.context() as old:
             old.setattr(parsing, "blank", lambda text: not text.strip())
             first = facet.index(src, "notes")
-        assert (first.docs_indexed, first.docs_failed) == (2, 0)  # as the old version wrote it
+        # Read as text now, it cuts into no chunk, which fails it too (since the sixth session
+        # of 2026-12-04): the row is put back as the old version wrote it, indexed with none.
+        assert (first.docs_indexed, first.docs_failed) == (1, 1)
+        with facet.context.sessions() as s:
+            row = s.query(md.Document).filter(md.Document.key.endswith("invisible.txt")).one()
+            row.status, row.error, row.n_chunks = "indexed", None, 0
+            s.commit()
         again = facet.index(src, "notes")
         assert again.docs_failed == 1
         [(key, message)] = again.errors
