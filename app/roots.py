@@ -54,16 +54,30 @@ def root_holding(path: Path | str, roots: Iterable[Path | str]) -> Path | None:
 def links_outside(folder: Path, roots: Sequence[Path | str],
                   exclude: Collection[Path] = ()) -> list[Path]:
     """The files a walk of ``folder`` (``indexer.parsing.discover``, ``exclude`` left out)
-    would read that lie outside every one of ``roots``: links to files elsewhere. The walk
-    reads a link to a file wherever it points (it does not enter links to folders), so a
-    folder under a root may still lead past it.
+    would read that lie outside every one of ``roots``, or inside one of ``exclude`` (the data
+    folder): links to files elsewhere. The walk reads a link to a file wherever it points (it
+    does not enter links to folders), so a folder under a root may still lead past it, or into
+    the data folder it does not walk (another collection's staged uploads were indexed, and
+    found, through a link).
 
     Raises:
         As ``discover`` (a folder that does not exist).
     """
     from indexer.parsing import discover
 
-    return split_under(discover(folder, exclude), roots)[1]
+    allowed, outside = split_under(discover(folder, exclude), roots)
+    return sorted([*outside, *links_into(allowed, exclude, folder)])
+
+
+def links_into(files: Sequence[Path], folders: Collection[Path | str], source: Path | str) -> list[Path]:
+    """Those of ``files`` (a walk of ``source``) whose real path lies under one of ``folders``
+    (the data folder) but not under ``source`` itself: links into it from outside. (A staged
+    upload's own folder lies in the data folder: its files are its own, links elsewhere in the
+    data folder are not.)"""
+    if not folders:
+        return []
+    inside = split_under(files, list(folders))[0]
+    return split_under(inside, [source])[1] if inside else []
 
 
 def split_under(files: Sequence[Path], roots: Sequence[Path | str]) -> tuple[list[Path], list[Path]]:

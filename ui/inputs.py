@@ -271,8 +271,8 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path], *,
     if outside:
         raise InvalidRequestError(
             f"{text} holds {len(outside)} link(s) to files outside the folders this server may "
-            f"index (e.g. {outside[0].name}); nothing was indexed: remove them or pick another "
-            "folder")
+            f"index or in its own data folder (e.g. {outside[0].name}); nothing was indexed: "
+            "remove them or pick another folder")
     return resolved
 
 

@@ -318,8 +318,9 @@ def check_api_source(source: str, settings: FacetSettings) -> None:
     if outside:
         raise InvalidRequestError(
             f"{source} holds {plural(len(outside), 'link')} to files outside the folders this "
-            f"server may index ({shown}, FACET_API_ALLOWED_ROOTS), e.g. {outside[0].name}; "
-            "nothing was indexed: remove them or give another path", param="source")
+            f"server may index ({shown}, FACET_API_ALLOWED_ROOTS) or in its own data folder, "
+            f"e.g. {outside[0].name}; nothing was indexed: remove them or give another path",
+            param="source")
 
 
 def warn_open_roots(settings: FacetSettings) -> None:

@@ -79,6 +79,7 @@ from app.services.indexing import (
     left_empty_note,
     moved_message,
     note_document_error,
+    outside_own,
     storable,
     summed_moved_message,
 )
@@ -535,11 +536,13 @@ class ChunkedIndexService:
             files = discover(source, (self.settings.data_dir,))  # as the job was checked
         except (SourceNotFoundError, UnsupportedSourceError) as e:
             raise NotFoundError(f"{e} (it was there when the job was queued)") from e
+        files, into_own = outside_own(files, (self.settings.data_dir,), source)
         files, outside = confined(files, prepared.options.confine)  # (links made since the check)
         self.index.ensure_store_collection(session, coll, job, embedder)
         report = IndexReport(job_id=job.id, collection=coll.name, embedder=embedder.name,
                              state="running")
-        self.index._note_skipped(job, report, outside, set(outside))  # as a run in one process says them
+        # (as a run in one process says them)
+        self.index._note_skipped(job, report, sorted([*outside, *into_own]), set(outside), set(into_own))
         max_bytes = int(self.settings.max_document_mb * 2**20)
         seen = Seen()
         todo: list[list[Any]] = []

@@ -203,6 +203,25 @@ class IndexOptions:
 OUTSIDE_ROOTS = "a link to a file outside the folders this server may index, not read"
 
 
+# Why a file a walk found was not read: a link into Facet's own data folder, which a walk never
+# enters (the store's files, every collection's staged uploads), whatever folders it may read.
+INTO_DATA_FOLDER = "a link to a file in Facet's own data folder (FACET_DATA_DIR), not read"
+
+
+def outside_own(files: list[Path], own: Sequence[Path], source: Path) -> tuple[list[Path], list[Path]]:
+    """``files`` (a walk of ``source``) split into those to read and the links that lead into
+    ``own`` (the data folder) from outside it (``app.roots.links_into``): through one, another
+    collection's staged upload was indexed and returned by search, on every edge, allowed
+    roots or not."""
+    from app.roots import links_into
+
+    into = links_into(files, own, source)
+    if not into:
+        return files, []
+    left = set(into)
+    return [f for f in files if f not in left], into
+
+
 def confined(files: list[Path], roots: Sequence[str] | None) -> tuple[list[Path], list[Path]]:
     """``files`` split as ``app.roots.split_under`` splits them under ``roots`` (a run's
     ``confine``); all of them inside where ``roots`` is None."""
@@ -1929,10 +1948,12 @@ class IndexService:
                     check_same_embedder(coll, embedder, self.ctx.embedders.identity(embedder),
                                         spec=prepared.embedder)
                 outside: list[Path] = []
+                into_own: list[Path] = []
                 try:
                     files, skipped = discover_files(source, self._own_folders())
+                    files, into_own = outside_own(files, self._own_folders(), source)
                     files, outside = confined(files, options.confine)
-                    skipped = sorted([*skipped, *outside])  # (said why: ``_note_skipped``)
+                    skipped = sorted([*skipped, *outside, *into_own])  # (said why: ``_note_skipped``)
                 except SourceNotFoundError as e:
                     # Gone, with --sync: its documents are removed (``_sync``), nothing read.
                     if options.sync is not True or not _documents_from(session, coll.id, source):
@@ -1971,7 +1992,7 @@ class IndexService:
             try:
                 interrupt.__enter__()
                 heartbeat.__enter__()
-                unreadable = self._note_skipped(job, report, skipped, set(outside))
+                unreadable = self._note_skipped(job, report, skipped, set(outside), set(into_own))
                 self.ensure_store_collection(session, coll, job, embedder)
                 tokenize = (_when_called(lambda: self._tokenizer_for(coll, loaded(embedder)))
                             if isinstance(embedder, _Deferred) else
@@ -2167,11 +2188,12 @@ class IndexService:
 
     @staticmethod
     def _note_skipped(job: md.IndexJob, report: IndexReport, skipped: list[Path],
-                      outside: Collection[Path] = ()) -> set[str]:
+                      outside: Collection[Path] = (), into_own: Collection[Path] = ()) -> set[str]:
         """Name what discovery left out on the report and, as warnings, on the job (``outside``:
-        those ``confined`` left out); returns what of it could not be read
-        (``Seen.failed_folders``)."""
-        reasons = [(display_path(p), OUTSIDE_ROOTS if p in outside else skip_reason(p)) for p in skipped]
+        those ``confined`` left out; ``into_own``: the links ``outside_own`` left out); returns
+        what of it could not be read (``Seen.failed_folders``)."""
+        reasons = [(display_path(p), INTO_DATA_FOLDER if p in into_own else OUTSIDE_ROOTS if p in outside
+                    else skip_reason(p)) for p in skipped]
         report.skipped_files = [name for name, why in reasons if why.startswith("unsupported")]
         report.skipped_other = [(name, why) for name, why in reasons
                                 if not why.startswith("unsupported")]

@@ -30,3 +30,31 @@ def test_a_link_out_of_the_allowed_folders_is_not_read(make_ctx, tmp_path) -> No
     IndexService(ctx).index(allowed / "docs", "open", IndexOptions(embedder="minilm"))
     found = SearchService(ctx).search(SearchRequest("zebras launch codes", "open", mode="lexical"))
     assert [r.doc_id for r in found.results] == [leak]
+
+
+def test_a_link_into_the_data_folder_is_not_read_on_any_edge(make_ctx, tmp_path) -> None:
+    """The walk never enters the data folder, but read a link to a file in it: another
+    collection's staged upload, linked from an allowed folder, was indexed and found by search
+    (the API's and UI's checks looked only at the allowed roots, and the CLI has none)."""
+    from app.roots import links_outside
+    from app.services.distributed import ChunkedIndexService
+
+    ctx = make_ctx()
+    private = ctx.settings.data_dir / "uploads" / "private"
+    private.mkdir(parents=True)
+    (private / "secret.txt").write_text("The vault code is 4711, kept by the private collection.")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "public.txt").write_text("A public note about gardens.")
+    (docs / "linked.txt").symlink_to(private / "secret.txt")
+    assert links_outside(docs, [tmp_path], (ctx.settings.data_dir,)) == [docs / "linked.txt"]
+    why = (str(docs / "linked.txt"), "a link to a file in Facet's own data folder (FACET_DATA_DIR), not read")
+    report = IndexService(ctx).index(docs, "pub", IndexOptions(embedder="minilm"))
+    assert report.docs_indexed == 1 and why in report.skipped_other, report
+    service = ChunkedIndexService(ctx)
+    prepared = IndexService(ctx).prepare(docs, "pub2", IndexOptions(embedder="minilm"), runner="celery")
+    for number in service.plan(prepared, 2):
+        service.run_chunk(prepared.job_id, number)
+    for name in ("pub", "pub2"):
+        found = SearchService(ctx).search(SearchRequest("vault code", name, mode="lexical"))
+        assert found.results == [], [r.text for r in found.results]
