@@ -3,7 +3,10 @@ command imports it)."""
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import stat
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -16,15 +19,29 @@ OPEN_FILES_TARGET = 65536
 def probe_writable(path: Path) -> None:
     """Open ``path`` for appending and close it again, leaving nothing behind where it did not
     exist: the check is the open itself (``os.access`` says yes to root, and /proc passed it).
+    A link is written through (a dangling one's target made and removed again: the link itself
+    was deleted, and the output then written in its place); a fifo or a device is not opened
+    (a fifo's reader took the probe's close for the end of its input, and the real write then
+    waited for a reader for ever), only asked whether it may be written.
 
     Raises:
         OSError: it cannot be written.
     """
-    existed = path.exists()
+    try:
+        mode: int | None = os.stat(path).st_mode  # (through a link)
+    except FileNotFoundError:  # (also a dangling link)
+        mode = None
+    except OSError:
+        mode = None  # (the open below says why)
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        if not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return
+    target = Path(os.path.realpath(path))
     with path.open("a"):
         pass
-    if not existed:
-        path.unlink(missing_ok=True)
+    if mode is None:
+        target.unlink(missing_ok=True)
 
 
 # The file name an output option (``--out``) reads as standard output, as Unix tools read it

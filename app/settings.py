@@ -193,9 +193,9 @@ class FacetSettings(BaseSettings):
         default=None, description="tokens shared by consecutive chunks, smaller than the "
                                         "chunk size; unset = 32, or a quarter of chunks under "
                                         "128 tokens (chunk_overlap_for)")
-    max_document_mb: float = Field(default=20.0, gt=0, description="larger documents are rejected")
+    max_document_mb: float = Field(default=20.0, gt=0, le=1 << 30, description="larger documents are rejected")
     stream_document_mb: float = Field(
-        default=4.0, gt=0, description="larger .txt/.md files are read and chunked in a stream "
+        default=4.0, gt=0, le=1 << 30, description="larger .txt/.md files are read and chunked in a stream "
                                        "(bounded memory, progress per chunk batch)")
     index_batch_chunks: int = Field(
         default=256, ge=1, description="chunks encoded, written and committed together while indexing")
@@ -230,7 +230,7 @@ class FacetSettings(BaseSettings):
     api_key: str | None = Field(
         default=None, description="when set, every request but /health and /ready needs "
                                   "'Authorization: Bearer <key>' (env FACET_API_KEY)")
-    api_max_body_mb: float = Field(default=16.0, gt=0,
+    api_max_body_mb: float = Field(default=16.0, gt=0, le=1 << 30,
                                    description="larger request bodies are refused with 413")
     cors_origins: list[str] = Field(
         default_factory=list, description="browser origins (scheme://host[:port]) that may call "
@@ -314,7 +314,7 @@ class FacetSettings(BaseSettings):
         default=None, description="folders (JSON list) under which POST /jobs may index (links "
                                   "resolved, '..' folded); unset = any path the server process "
                                   "can read; [] = none")
-    ui_max_upload_mb: float = Field(default=10.0, gt=0,
+    ui_max_upload_mb: float = Field(default=10.0, gt=0, le=1 << 30,
                                     description="larger uploaded files are refused")
     ui_max_query_chars: int = Field(
         default=2000, ge=1, description="queries and instructions are cut to this many characters "

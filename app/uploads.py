@@ -20,6 +20,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +95,9 @@ def original_name(path: Path) -> str:
     never indexed). Letters of any script, spaces and brackets stay: keeping only ASCII made
     "отчёт.txt" the file "txt", which has no suffix and was skipped, and made "my notes.txt"
     and "my_notes.txt" one file."""
-    cleaned = _UNSAFE_NAME.sub("_", path.name).strip()
+    # In composed form (NFC): the same name typed on a Mac arrives decomposed (NFD), and was
+    # staged as a second file beside the first, two documents of one name.
+    cleaned = _UNSAFE_NAME.sub("_", unicodedata.normalize("NFC", path.name)).strip()
     name = cleaned.lstrip(".").strip()
     if not Path(name).suffix and Path(cleaned).suffix:
         # "..txt" became "txt": no suffix, skipped, and kept in the uploads for good.
@@ -102,6 +105,10 @@ def original_name(path: Path) -> str:
     stem, suffix = Path(name).stem, Path(name).suffix
     if not stem or stem == suffix:
         stem = "upload"
+    while len(suffix.encode("utf-8")) > _MAX_NAME_BYTES // 2:
+        # No type Facet reads has such a suffix: cut, the file is refused for its type. Whole,
+        # it made a name the file system refused, a 500 from the upload route.
+        suffix = suffix[:-1]
     while stem and len((stem + suffix).encode("utf-8")) > _MAX_NAME_BYTES:
         stem = stem[:-1]
     return (stem or "upload") + suffix

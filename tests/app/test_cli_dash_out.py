@@ -75,3 +75,32 @@ def test_folder_outputs_refuse_dash_and_make_no_folder_named_dash(tmp_path, monk
         assert (done.returncode, "Traceback" in done.stderr) == (2, False), (args, done.stderr)
         assert "- is standard output, but" in done.stderr, (args, done.stderr)
         assert not (tmp_path / "-").exists(), args
+
+
+def test_an_out_that_is_a_dangling_link_or_a_fifo_is_written_through(tmp_path) -> None:
+    """The writability probe opened the path and, where it had not existed, deleted it: a
+    dangling link was itself deleted (its target left as an empty file, the output written where
+    the link was); a fifo's reader took the probe's close for the end of its input, and the real
+    write then waited for a reader for ever."""
+    import os
+    import threading
+
+    (tmp_path / "target").mkdir()
+    link = tmp_path / "out.json"
+    link.symlink_to(tmp_path / "target" / "out.json")
+    prepare_out_file(link)
+    assert link.is_symlink() and not (tmp_path / "target" / "out.json").exists()
+    write_out_file(link, '{"a": 1}')
+    assert link.is_symlink() and (tmp_path / "target" / "out.json").read_text() == '{"a": 1}'
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    prepare_out_file(fifo)
+    writer = threading.Thread(target=write_out_file, args=(fifo, '{"b": 2}'), daemon=True)
+    writer.start()
+    writer.join(10)
+    reader.join(10)
+    assert not writer.is_alive() and got == ['{"b": 2}']

@@ -234,3 +234,11 @@ def test_a_bad_variable_is_still_named_as_a_variable(monkeypatch, tmp_path) -> N
     monkeypatch.setenv("FACET_DEVICE", "tpu")
     with pytest.raises(InvalidSettingError, match=r"^FACET_DEVICE='tpu': "):
         FacetSettings(api_key="k")
+
+
+@pytest.mark.parametrize("name", ["API_MAX_BODY_MB", "UI_MAX_UPLOAD_MB", "MAX_DOCUMENT_MB", "STREAM_DOCUMENT_MB"])
+def test_a_size_no_byte_count_can_hold_is_refused_when_read(monkeypatch, tmp_path, name) -> None:
+    """FACET_API_MAX_BODY_MB=1e305 was taken, and `facet serve` then failed on an OverflowError
+    traceback (MB times 2**20 is infinite); the same for the other sizes in MB."""
+    refused = _refused(monkeypatch, tmp_path, **{name.lower(): "1e305"})
+    assert f"FACET_{name}" in str(refused), str(refused)

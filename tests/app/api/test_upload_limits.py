@@ -58,3 +58,36 @@ def test_the_route_documents_the_file_limit(minilm, tmp_path: Path) -> None:
             assert "1,000 files" in op["responses"]["413"]["description"]
     finally:
         facet.close()
+
+
+def test_a_name_with_a_long_suffix_is_refused_for_its_type_and_both_unicode_forms_are_one_file(
+        minilm, tmp_path: Path) -> None:
+    """"a." + 250 x's: only the stem was cut to fit, so the staged name was over the file
+    system's 255 bytes, a 500 (OSError: File name too long). "bär.txt" typed on a Mac arrives
+    decomposed (NFD): it was staged beside the composed one, two documents of one name."""
+    import unicodedata
+
+    from app.uploads import original_name
+
+    assert original_name(Path(unicodedata.normalize("NFD", "bär.txt"))) == unicodedata.normalize("NFC", "bär.txt")
+    facet = serving_facet(tmp_path / "data", minilm)
+    try:
+        with TestClient(create_app(facet), raise_server_exceptions=False) as client:
+            r = client.post("/collections/names/uploads",
+                            files=[("files", ("a." + "x" * 250, b"text", "text/plain")),
+                                   ("files", (unicodedata.normalize("NFC", "bär.txt"), b"one", "text/plain"))])
+            assert r.status_code == 202, r.text
+            [refused] = r.json()["refused"]
+            assert refused.startswith("a." + "x" * 20) and "files cannot be indexed" in refused, refused
+            job = r.json()["job"]["id"]
+            deadline = time.monotonic() + 120
+            while client.get(f"/jobs/{job}").json()["state"] in ("queued", "running"):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            r = client.post("/collections/names/uploads",
+                            files=[("files", (unicodedata.normalize("NFD", "bär.txt"), b"two", "text/plain"))])
+            assert r.status_code == 202, r.text
+            staged = sorted(p.name for p in facet.upload_folder("names").iterdir())
+            assert staged == [unicodedata.normalize("NFC", "bär.txt")], staged
+    finally:
+        facet.close()
