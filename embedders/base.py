@@ -619,6 +619,21 @@ class PromptTokenizer:
         # ``text_quotes=drop``), asked at each call so an option set after loading holds.
         self.text_reading = text_reading
         self._fixed: dict[str, list[int]] = {}
+        self._char_bound: int | None = None
+
+    @property
+    def chars_per_token(self) -> int:
+        """The most characters of a text one token reads: ``CHARS_PER_TOKEN_BOUND``, or the
+        vocabulary's longest token where that is longer (SmolLM2's runs of '#', '-', '=' and of
+        spaces after a line break are 64-81 characters: a text of such runs that fitted was
+        cut at 32 characters a token and said truncated)."""
+        if self._char_bound is None:
+            try:
+                longest = max((len(token) for token in self.tokenizer.get_vocab()), default=0)
+            except (AttributeError, TypeError, NotImplementedError):
+                longest = 0
+            self._char_bound = max(CHARS_PER_TOKEN_BOUND, longest)
+        return self._char_bound
 
     # Prompt parts are cached; training with one instruction per example (SQuAD questions)
     # would grow the cache without end, so it is emptied past this many entries.
@@ -752,9 +767,9 @@ class PromptTokenizer:
             )
         # What the instruction takes from this budget (0 without one): the log of a cut says it.
         taken = self.instruction_tokens(role, instruction) if instruction else 0
-        # A text longer than CHARS_PER_TOKEN_BOUND characters per token of budget is certainly
+        # A text longer than ``chars_per_token`` characters per token of budget is certainly
         # cut; slicing it first keeps tokenising a 50 MB string cheap.
-        char_cap = budget * CHARS_PER_TOKEN_BOUND
+        char_cap = budget * self.chars_per_token
         sequences: list[list[int]] = []
         spans: list[tuple[int, int]] = []
         truncated = fit_without = 0
@@ -788,7 +803,7 @@ class PromptTokenizer:
                     continue
             truncated += 1
             # Read as far as the text could go without the instruction, to tell whether it would fit.
-            ids = list(self.tokenizer(text[:(budget + taken) * CHARS_PER_TOKEN_BOUND],
+            ids = list(self.tokenizer(text[:(budget + taken) * self.chars_per_token],
                                       add_special_tokens=False)["input_ids"])
             fit_without += int(taken > 0 and len(ids) <= budget + taken)
             ids = ids[:budget]

@@ -146,3 +146,18 @@ def test_prompt_tokenizer_each_reads_every_text_under_its_own_instruction(prompt
     assert mixed.truncated >= 1 and mixed.truncated == alone_truncated
     with pytest.raises(ValueError, match="3 texts but 2 instructions"):
         tok.each(texts, Role.QUERY, instructions[:2])
+
+
+def test_a_text_of_long_tokens_that_fits_is_read_whole(prompteol):
+    """SmolLM2's vocabulary holds tokens of up to 81 characters (runs of '#', '-', '=', spaces
+    after a line break): a text longer than 32 characters a token of room was cut at that many
+    characters, its end lost, and counted truncated, though its tokens fitted."""
+    tok = prompteol.backbone.tokenizer
+    pt = PromptTokenizer(tok, PROMPTEOL, max_length=96)
+    text = "Report" + ("#" * 80 + " item") * 35 + " END"
+    assert len(tok(text, add_special_tokens=False)["input_ids"]) < 86  # (96 less the template)
+    out = pt([text], Role.DOCUMENT, None)
+    assert out.truncated == 0
+    start, end = out.text_spans[0]
+    assert tok.decode(out.sequences[0][start:end]).endswith(" END")
+    assert pt.chars_per_token >= 64
