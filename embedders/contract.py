@@ -65,7 +65,9 @@ class PromptConfig:
         """
         template = self.query if role is Role.QUERY else self.document
         rendered_instruction = (
-            self.instruction_format.format(instruction=instruction) if instruction else ""
+            # (``replace``, as the templates: ``format`` read any other brace, '{"task":
+            # "{instruction}"}', as a field, a KeyError on every instructed encode)
+            self.instruction_format.replace("{instruction}", instruction) if instruction else ""
         )
         prefix, suffix = template.split("{text}")
         return (

@@ -600,6 +600,11 @@ def _parse_option(name: str, model_class: type, config: Any, key: str, value: st
             that name.
     """
     current = getattr(config, key)
+    kind_of = type(current)
+    if kind_of is int and _declared_type(config, key) == "float":
+        # A float field a config saved as a whole number ("instruction_weight": 1): read as
+        # an int, "0.5" was refused as "expected a whole number".
+        kind_of = float
     try:
         parsed: Any
         if isinstance(current, bool):
@@ -607,10 +612,10 @@ def _parse_option(name: str, model_class: type, config: Any, key: str, value: st
                 raise ValueError(value)
             parsed = value.lower() in ("true", "1")
         else:
-            parsed = type(current)(value)
+            parsed = kind_of(value)
     except ValueError as e:
         kind = {"int": "whole number", "float": "number", "bool": "true or false",
-                "str": "text"}.get(type(current).__name__, type(current).__name__)
+                "str": "text"}.get(kind_of.__name__, kind_of.__name__)
         raise InvalidInputError(f"option {key}={value!r}: expected a {kind}") from e
     attribute = getattr(model_class, key, None)
     if not isinstance(attribute, property):
@@ -623,6 +628,18 @@ def _parse_option(name: str, model_class: type, config: Any, key: str, value: st
             f"{key} is a read-only property; the embedder should give it a setter, or "
             "drop it from OPTIONS")
     return parsed, True
+
+
+def _declared_type(config: Any, key: str) -> str | None:
+    """The type a dataclass config declares for field ``key`` (as written: "float",
+    "int | None"), its first part; None where it declares none."""
+    if not dataclasses.is_dataclass(config):
+        return None
+    for f in dataclasses.fields(config):
+        if f.name == key:
+            declared = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+            return declared.split("|")[0].strip()
+    return None
 
 
 def _replaced(config: Any, key: str, value: str, parsed: Any) -> Any:

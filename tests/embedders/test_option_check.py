@@ -155,3 +155,19 @@ def test_serve_exits_2_with_one_line_for_a_bogus_api_model_option(tmp_path) -> N
     assert result.stderr.strip().splitlines() == [
         "error: FACET_API_MODELS names 'minilm[bogus=1]', which cannot be served: embedder 'minilm' "
         "has no option 'bogus'; options: instruction_weight"], result.stderr
+
+
+def test_a_float_option_saved_as_a_whole_number_takes_a_fraction(minilm, tmp_path) -> None:
+    """A checkpoint whose config saved a float field as 1 (the Python API, a hand-edited file)
+    refused `[instruction_weight=0.5]`: "expected a whole number" (the type was read from the
+    value, not the field)."""
+    import json
+
+    from embedders.baselines import EncoderMeanEmbedder
+
+    EncoderMeanEmbedder("my-minilm", backbone=minilm.backbone, instruction_weight=1).save(tmp_path / "ck")
+    assert json.loads((tmp_path / "ck" / "facet_config.json").read_text())["instruction_weight"] == 1
+    model = load_embedder(f"{tmp_path / 'ck'}[instruction_weight=0.5]", device="cpu")
+    assert model.config.instruction_weight == 0.5
+    with pytest.raises(InvalidInputError, match=r"option instruction_weight='x': expected a number"):
+        load_embedder(f"{tmp_path / 'ck'}[instruction_weight=x]", device="cpu")

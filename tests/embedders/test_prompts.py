@@ -161,3 +161,11 @@ def test_a_text_of_long_tokens_that_fits_is_read_whole(prompteol):
     start, end = out.text_spans[0]
     assert tok.decode(out.sequences[0][start:end]).endswith(" END")
     assert pt.chars_per_token >= 64
+
+
+def test_an_instruction_format_with_other_braces_renders_them_as_written():
+    """'{"task": "{instruction}"} ' was accepted, then every instructed encode raised KeyError
+    '"task"' (the format was read by str.format, the templates by replace)."""
+    cfg = PromptConfig(query="{instruction}{text}", document="{text}", instruction_format='{"task": "{instruction}"} ')
+    assert cfg.render("hi", Role.QUERY, "find docs") == '{"task": "find docs"} hi'
+    assert cfg.render("hi", Role.QUERY, "a {b} c") == '{"task": "a {b} c"} hi'
