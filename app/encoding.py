@@ -698,6 +698,10 @@ def _joined(futures: list[Future[np.ndarray]],
             with lock:
                 if not joined.done():
                     joined.set_exception(error)
+            # The request has failed: its pieces not started yet are dropped (the model thread
+            # went on encoding them for a caller that had its error).
+            for future in futures:
+                future.cancel()
             return
         if last:
             with lock:
@@ -877,6 +881,8 @@ class BatchingQueryEncoder:
                         for piece in pieces]
             order = [i for piece in pieces for i in piece]
             bulk = True
+        for request in requests:
+            request.future.add_done_callback(self._withdrawn_if_cancelled(request))
         with self._cond:
             if self._closed or (bulk and self._abandoning):
                 raise FacetError("the query encoder is closed")
@@ -950,6 +956,16 @@ class BatchingQueryEncoder:
         except BaseException:
             self._withdraw(queued)
             raise
+
+    def _withdrawn_if_cancelled(self, request: _Request) -> Callable[[Future[Any]], None]:
+        """A done-callback that takes ``request`` off the queue once its future is cancelled
+        by whoever holds it (an async caller whose client went away: ``asyncio`` cancels the
+        future): it stayed queued and counted against ``max_pending_texts`` until the model
+        thread came to it, and a new query was refused meanwhile (429) for room it held."""
+        def done(future: Future[Any]) -> None:
+            if future.cancelled():
+                self._withdraw([request])
+        return done
 
     def _withdraw(self, requests: Sequence[_Request]) -> None:
         """Cancel ``requests`` and take those not started yet off the queue at once (counted in

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,56 @@ def test_ctrl_c_while_a_bulk_piece_waits_for_room_queues_nothing(minilm, ctrl_c)
     finally:
         gated.release()
         encoder.close()
+
+
+def test_a_request_its_async_caller_cancels_leaves_the_queue_at_once(minilm) -> None:
+    """A future cancelled by its holder (asyncio cancels it when an HTTP client goes away) stayed
+    queued and counted against ``max_pending_texts`` until the model thread came to it: the next
+    query was refused ("64 texts are already waiting to be encoded", a 429) for room no one held."""
+    gate = Gated(minilm)
+    with serving(gate, max_pending_texts=64) as encoder:
+        gate.arm()
+        busy = encoder.submit(["hold the model thread"], embedder="gated")
+        assert gate.entered.wait(10)
+        gone = encoder.submit([f"text {i}" for i in range(64)], embedder="gated", role="document")
+        assert encoder.pending_texts == 64
+        assert gone.cancel()
+        assert encoder.pending_texts == 0 and encoder.stats.cancelled_texts == 64
+        query = encoder.submit(["a new query"], embedder="gated")  # not refused
+        gate.release()
+        assert query.result(timeout=30).shape == (1, 384) and busy.result(timeout=30).shape == (1, 384)
+
+
+def test_a_request_whose_piece_fails_drops_its_pieces_not_started(minilm) -> None:
+    """One piece of a 96-text ``submit`` failed: the caller had its error at once, and the model
+    thread went on encoding the other 64 texts for it."""
+    class FailsOn:
+        def __init__(self) -> None:
+            self.calls: list[int] = []
+
+        def encode(self, texts: Any, **kwargs: Any) -> Any:
+            self.calls.append(len(texts))
+            if any("BAD" in t for t in texts):
+                raise ValueError("a text this model refuses")
+            return minilm.encode(texts, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(minilm, name)
+
+    model = FailsOn()
+    gate = Gated(model)
+    with serving(gate) as encoder:
+        gate.arm()
+        busy = encoder.submit(["hold the model thread"], embedder="gated")
+        assert gate.entered.wait(10)
+        texts = ["BAD " + "long " * 20] + [f"t {i}" for i in range(95)]  # the longest: the first piece
+        failed = encoder.submit(texts, embedder="gated", role="document")
+        model.calls.clear()
+        gate.release()
+        with pytest.raises(ValueError):
+            failed.result(timeout=30)
+        busy.result(timeout=30)
+        wait_for(lambda: encoder.pending_texts == 0 and encoder.in_flight == 0)
+        # The held query's one text, the failing piece, and at most the piece the model thread
+        # had taken by then: the rest is dropped, not encoded (all 99 texts were).
+        assert encoder.stats.cancelled_texts >= 32 and sum(model.calls) <= 1 + 64, (model.calls, encoder.stats)
