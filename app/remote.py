@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from app import errors as E
-from app.errors import FacetError, UnavailableError
+from app.errors import FacetError, UnavailableError, domain_errors
 from app.services.context import job_log_path
 from app.services.indexing import PreparedJob
 from app.settings import FacetSettings, mask_passwords, masked_url
-from embedders.contract import Role
+from embedders.contract import Role, validate_instruction, validate_texts
 
 logger = logging.getLogger(__name__)
 
@@ -425,9 +425,13 @@ class CeleryQueryEncoder:
 
     def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None, bulk: bool = False) -> np.ndarray:
+        # Checked as the in-process encoders check it: a bare string was sent as its characters
+        # (encode("hello"): 5 vectors), None was a raw TypeError.
+        with domain_errors():
+            items, role_, instruction_ = validate_texts(texts), Role.parse(role), validate_instruction(instruction)
         data = self._call(ENCODE_TASK, "index" if bulk else "query",
-                          {"texts": list(texts), "embedder": embedder,
-                           "role": Role.parse(role).value, "instruction": instruction})
+                          {"texts": items, "embedder": embedder,
+                           "role": role_.value, "instruction": instruction_})
         vectors = decode_result(data, embedder)
         if isinstance(data.get("identity"), str):
             self._identities[embedder] = data["identity"]

@@ -1472,9 +1472,13 @@ class SearchService:
         Raises:
             ConflictError: what changed, and how to rebuild the collection.
         """
-        model = self.ctx.embedders.peek(query_spec)
+        reported = getattr(self.encoder, "reported_identity", None)
+        model = None if callable(reported) else self.ctx.embedders.peek(query_spec)
         if model is None:
-            reported = getattr(self.encoder, "reported_identity", None)
+            # Where workers encode the queries, their answer is what the query was encoded
+            # with, even where this process has the model loaded too (`facet serve` loads it
+            # for /v1/embeddings and to prepare index jobs): the local model was checked then,
+            # and a worker of another version went unnoticed.
             current = reported(query_spec) if callable(reported) else None
             if current is None:
                 return
