@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -385,20 +386,33 @@ class CeleryQueryEncoder:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="facet-remote")
         self._identities: dict[str, str] = {}  # embedder -> identity the last answering worker reported
 
-    def _call(self, task: str, queue: str, kwargs: dict[str, Any]) -> Any:
+    def _call(self, task: str, queue: str, kwargs: dict[str, Any],
+              deadline: float | None = None) -> Any:
+        """Send ``task`` and wait for its result, FACET_WORKER_TIMEOUT_S at most, counted from
+        ``deadline`` less that timeout where given (``submit``'s time: a request that waited
+        for one of the pool's threads waited that long again, and was told "within 60s")."""
+        timeout = self.settings.worker_timeout_s
+        if deadline is not None:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                raise UnavailableError(
+                    f"no worker answered on the {queue!r} queue within "
+                    f"{self.settings.worker_timeout_s:.0f}s (FACET_WORKER_TIMEOUT_S): this process "
+                    "had more requests for the workers waiting than it sends at once; start more "
+                    f"workers (facet worker --queues {queue}) or send fewer requests at a time")
         try:
             # The caller waits FACET_WORKER_TIMEOUT_S at most; a task no worker took by then is
             # dropped (revoked as expired) instead of being run later for nobody, ahead of the
             # queries sent after it.
             result = self.app.send_task(task, kwargs=kwargs, queue=queue, ignore_result=False,
-                                        expires=self.settings.worker_timeout_s)
+                                        expires=timeout)
         except Exception as e:
             check_broker(self.settings, encoding=True)  # the clearer message when it is down
             check_result_backend(self.settings)  # ... or the result backend
             raise UnavailableError(f"could not send {task} to the {queue!r} queue: "
                                    f"{one_line(mask_passwords(str(e)))}") from e
         try:
-            return result.get(timeout=self.settings.worker_timeout_s, propagate=True)
+            return result.get(timeout=timeout, propagate=True)
         except Exception as e:
             if type(e).__name__ == "TimeoutError":
                 # A broker that stopped answering while the call waited is said as such, not
@@ -424,14 +438,15 @@ class CeleryQueryEncoder:
                 logger.debug("could not forget the result of %s: %s", task, e)
 
     def encode(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
-               instruction: str | None = None, bulk: bool = False) -> np.ndarray:
+               instruction: str | None = None, bulk: bool = False,
+               deadline: float | None = None) -> np.ndarray:
         # Checked as the in-process encoders check it: a bare string was sent as its characters
         # (encode("hello"): 5 vectors), None was a raw TypeError.
         with domain_errors():
             items, role_, instruction_ = validate_texts(texts), Role.parse(role), validate_instruction(instruction)
         data = self._call(ENCODE_TASK, "index" if bulk else "query",
                           {"texts": items, "embedder": embedder,
-                           "role": role_.value, "instruction": instruction_})
+                           "role": role_.value, "instruction": instruction_}, deadline)
         vectors = decode_result(data, embedder)
         if isinstance(data.get("identity"), str):
             self._identities[embedder] = data["identity"]
@@ -444,8 +459,13 @@ class CeleryQueryEncoder:
 
     def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,
                instruction: str | None = None) -> Future[np.ndarray]:
+        # The wait counts from now: queued behind the pool's 8 threads, a request waited its
+        # timeout twice over. (Checked here, not on the pool's thread: a bad input is the caller's.)
+        with domain_errors():
+            validate_texts(texts)
         return self._pool.submit(self.encode, texts, embedder=embedder, role=role,
-                                 instruction=instruction)
+                                 instruction=instruction,
+                                 deadline=time.monotonic() + self.settings.worker_timeout_s)
 
     def generate_answers(self, texts: Sequence[str], *, explainer: str, instruction: str | None,
                          max_new_tokens: int | None = None) -> list[str]:

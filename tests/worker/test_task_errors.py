@@ -97,3 +97,31 @@ def test_waits_for_a_claim_or_a_writer_do_not_use_up_the_transient_retries(monke
         tasks.index_job.run({}, transient=0)
     assert sent[0] == (30.0, {"transient": 0})
     assert [tries for _, tries in sent] == [{"transient": 0}, {"transient": 1}]
+
+
+def test_requests_queued_behind_the_senders_threads_wait_one_timeout_in_all(redis_server, tmp_path) -> None:
+    """``CeleryQueryEncoder.submit`` (``/v1/embeddings``) runs on 8 threads: with no worker, the
+    9th to 16th of 16 requests failed after twice FACET_WORKER_TIMEOUT_S, saying "within 2s".
+    A real redis-server, no worker: every request fails about one timeout after it was made."""
+    import time
+    from concurrent.futures import wait
+
+    from app.errors import UnavailableError
+    from app.remote import CeleryQueryEncoder
+    from app.settings import FacetSettings
+
+    from .conftest import _DBS
+
+    encoder = CeleryQueryEncoder(FacetSettings(data_dir=tmp_path / "data", broker_url=redis_server.url(next(_DBS)),
+                                               worker_timeout_s=2, encode_on_workers=True))
+    try:
+        start = time.monotonic()
+        futures = [encoder.submit([f"q{i}"], embedder="minilm") for i in range(16)]
+        ended: list[float] = []
+        for future in futures:
+            future.add_done_callback(lambda _f: ended.append(time.monotonic() - start))
+        wait(futures, timeout=30)
+        assert all(isinstance(f.exception(), UnavailableError) for f in futures)
+        assert max(ended) < 3.5, sorted(ended)  # (twice the timeout before: over 4 s)
+    finally:
+        encoder.close()
