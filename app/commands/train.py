@@ -177,6 +177,9 @@ def register(cli: typer.Typer) -> None:
             _require_dev_suite(spec, "--dev-sts-pairs", "corpus")
         if dev_samples > 1:
             _require_dev_suite(spec, "--dev-samples", "instruction", " (fixed STS-B and SciFact dev sets)")
+        if eval_every_min is not None and not dev:  # (it was ignored without a word)
+            raise InvalidRequestError("--eval-every-min times the dev evaluations, and --no-dev runs none; "
+                                      "to save every N steps without them use --eval-every N")
         _check_tasks(spec, tasks)
         settings = get_settings()
         root = Path(data_dir or settings.shared_data_dir)

@@ -295,6 +295,7 @@ def test_init_from_keeps_the_checkpoints_max_length_unless_given(trained, tmp_pa
     (["--tasks", "snli:1e309"], "--tasks: weight of 'snli' must be a positive finite number, got '1e309'"),
     (["--tasks", "snli:1e308,stsb:1e308"], "--tasks: the --tasks weights add up past the largest number"),
     (["--tasks", "nope"], "--tasks: unknown training source 'nope'"),
+    (["--eval-every-min", "5", "--no-dev"], "--eval-every-min times the dev evaluations, and --no-dev runs none"),
     (["--lora-layers", "20-10"], "--lora-layers must be 'all' or 'A-B' with 0 <= A <= B, got '20-10'"),
 ])
 def test_bad_numbers_are_refused_before_any_model_loads(tmp_path, args, message):
