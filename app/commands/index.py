@@ -84,8 +84,11 @@ def _log_lines(start: str | None, quiet_s: float,
                 ((done, last["done"], total),), clock() - last["at"], quiet_s):
             return
         last.update(done=done, chunks=p.chunks_written, stage=step, at=clock())
-        counted = (f"{p.docs_done}/{total} documents ({p.docs_done / total:.0%})" if total
-                   else plural(p.docs_done, "document"))
+        # A large file being streamed is counted once it is done, its share in the percentage:
+        # "1/1 documents (100%)" was said of one barely begun ("big.txt 10%").
+        finished = p.docs_done - 1 if p.current is not None else p.docs_done
+        counted = (f"{finished}/{total} documents ({done / total:.0%})" if total
+                   else plural(finished, "document"))
         # Nothing until a stretch of encoded documents was timed (a run of unchanged ones
         # has no time left to tell). Once some went by unchanged, the rest may too, which
         # nothing can tell before reading them: the time is what encoding them all would take,

@@ -367,3 +367,19 @@ def test_eval_writes_its_report_when_stdout_is_a_closed_pipe(tmp_path) -> None:
                                   stderr_too=False)
     assert rc == 0, err
     assert (tmp_path / "rep" / "results.json").is_file(), err
+
+
+def test_a_large_file_being_streamed_is_not_counted_done(monkeypatch) -> None:
+    """One 8,000-word file streamed, 10% in: the line said "1/1 documents (100%) ... big.txt 10%"."""
+    import io
+
+    from app.commands.index import _log_lines
+    from app.services.indexing import Progress
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    update = _log_lines(None, 0.0, lambda: 0.0)
+    update(Progress(1, 1, 32, 1.0, current="/data/big.txt", current_fraction=0.1))
+    assert err.getvalue().splitlines()[-1].startswith("  0/1 documents (10%), 32 chunks written"), err.getvalue()
+    update(Progress(1, 1, 320, 9.0))
+    assert err.getvalue().splitlines()[-1].startswith("  1/1 documents (100%)"), err.getvalue()
