@@ -62,7 +62,9 @@ def register(cli: typer.Typer) -> None:
                 bar.close()
             typer.echo(f"{report.docs_indexed} indexed, {report.docs_skipped} unchanged, "
                        f"{report.docs_failed} failed in {report.elapsed_s:.1f}s\n")
-            served = embedder or facet.settings.default_embedder
+            # The embedder the run indexed with: with no -e, the collection's own (one built
+            # with -e instemb before), not the default, whose steering spec it has no vectors of.
+            served = embedder or report.embedder or facet.settings.default_embedder
             for query, instruction, filters in DEMO_SEARCHES:
                 steer = STEERING_SPECS.get(served) if instruction in STEERING else None
                 response = facet.search(SearchRequest(

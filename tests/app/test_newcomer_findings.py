@@ -140,3 +140,38 @@ def test_cluster_refuses_a_csv_whose_one_column_is_its_ids(tmp_path) -> None:
     done = invoke_cli("cluster", str(ids), "-i", "topic", "--k", "2", "--embedder", "minilm",
                       "--explain", "", env={"FACET_DATA_DIR": str(tmp_path / "data")})
     assert done.returncode == 4 and "no column of texts" in done.stderr, done.stderr
+
+
+def test_the_demo_run_again_without_e_searches_with_the_collections_embedder(tmp_path, monkeypatch, minilm) -> None:
+    """`facet demo -e E`, then `facet demo`: the second indexed nothing new (the collection's own
+    embedder) but searched the steering query with minilm's spec, which the collection has no
+    vectors of: three results, then "has no vectors from 'minilm'", exit 2. (A second minilm
+    under another name stands for E; the sample cut to 24 messages.)"""
+    import app.commands.demo as demo
+    from embedders.registry import register_embedder, unregister_embedder
+
+    class Renamed:
+        def __init__(self) -> None:
+            self.name = "minilm-two"
+
+        def __getattr__(self, key: str) -> object:
+            return getattr(minilm, key)
+
+        @property
+        def identity(self) -> str:
+            return minilm.identity.replace("minilm", "minilm-two", 1)
+
+    small = tmp_path / "sample.jsonl"
+    with demo.SAMPLE_FILE.open(encoding="utf-8") as f:
+        small.write_text("".join(line for i, line in enumerate(f) if i % 13 == 0), encoding="utf-8")
+    monkeypatch.setattr(demo, "SAMPLE_FILE", small)
+    register_embedder("minilm-two", lambda device=None, **_kw: Renamed(), "minilm under another name")
+    try:
+        env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+        first = invoke_cli("demo", "-e", "minilm-two", env=env)
+        assert first.returncode == 0, first.stderr
+        again = invoke_cli("demo", env=env)
+        assert again.returncode == 0, again.stderr
+        assert "demo done" in again.stdout and "steering instruction" not in again.stdout
+    finally:
+        unregister_embedder("minilm-two")
