@@ -124,6 +124,14 @@ def register(cli: typer.Typer) -> None:
             raise NotFoundError(f"--source {source} does not exist")
         if source is not None and "index" in wanted:
             _check_source(source)
+        banking = settings.shared_data_dir / "banking77" / "train.csv"
+        if (("index" in wanted and source is None) or "api-embed" in wanted) and not banking.is_file():
+            # Found when the part ran, a 50-line FileNotFoundError traceback: the default data
+            # folder is ../shared/data from where the command runs.
+            needs = [part for part in ("index", "api-embed") if part in wanted]
+            raise NotFoundError(f"{banking} not found, which the {' and '.join(needs)} part(s) read: set "
+                                "FACET_SHARED_DATA_DIR to the datasets' folder"
+                                + (", or give the index part --source FOLDER" if "index" in needs else ""))
         # Every embedder a part loads, before any part runs: a typo in --rerank was found when
         # the search part started, and the index and store figures already measured were lost.
         from embedders.registry import check_embedder

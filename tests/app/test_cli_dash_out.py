@@ -104,3 +104,14 @@ def test_an_out_that_is_a_dangling_link_or_a_fifo_is_written_through(tmp_path) -
     writer.join(10)
     reader.join(10)
     assert not writer.is_alive() and got == ['{"b": 2}']
+
+
+def test_bench_without_the_banking77_data_says_so_before_measuring(tmp_path) -> None:
+    """`facet bench` from a folder where ../shared/data is not: a 50-line FileNotFoundError
+    traceback when the index part started (the scifact part said one line)."""
+    env = {"FACET_DATA_DIR": str(tmp_path / "data"), "FACET_SHARED_DATA_DIR": str(tmp_path / "nodata")}
+    done = invoke_cli("bench", "--parts", "index", "--index-docs", "5", "--rounds", "1", env=env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.startswith(f"error: {tmp_path / 'nodata' / 'banking77' / 'train.csv'} not found, which the "
+                                  "index part(s) read"), done.stderr
+    assert "load average" not in done.stdout  # nothing measured
