@@ -108,6 +108,7 @@ def register(cli: typer.Typer) -> None:
         # embedded with minilm whatever the corpus embedder was set to).
         from app.encoding import EmbedderCache, InlineQueryEncoder
         from app.settings import get_settings
+        from app.text import check_texts
 
         del as_json  # the output is JSON either way (scripts pass --json to every command)
         if texts == ["-"]:
@@ -121,8 +122,17 @@ def register(cli: typer.Typer) -> None:
         settings = get_settings()
         cache = EmbedderCache(settings.device)
         encoder = InlineQueryEncoder(cache, batch_size, query_threads=settings.query_threads)
+        # FACET_MAX_TEXTS_PER_CALL is the API's bound on one request: `seq 3000 | facet embed -`
+        # was refused by it. The texts go in slices of it, checked whole first (so a bad text
+        # is named by its place in the input, not in its slice).
+        limit = settings.max_texts_per_call
+        if len(texts) > limit:
+            check_texts(texts)
         with open_facet(embedders=cache, encoder=encoder) as facet:
-            result = facet.embed(texts, embedder=embedder, role=role, instruction=instruction)
+            parts = [facet.embed(texts[i:i + limit], embedder=embedder, role=role, instruction=instruction)
+                     for i in range(0, max(len(texts), 1), limit)]
+        result = parts[0]
+        vectors = [row for part in parts for row in part.vectors]
         typer.echo(printable_json({
             "embedder": result.embedder,
             # The spec loaded, options included (`embedder` is the model's name: a default of
@@ -134,5 +144,5 @@ def register(cli: typer.Typer) -> None:
             # False (with a note) where the embedder reads none: search's `instruction_read`.
             "instruction_read": result.instruction_read,
             **({"note": result.note} if result.note else {}),
-            "vectors": [[round(float(x), 6) for x in row] for row in result.vectors],
+            "vectors": [[round(float(x), 6) for x in row] for row in vectors],
         }, indent=None))

@@ -383,3 +383,16 @@ def test_a_large_file_being_streamed_is_not_counted_done(monkeypatch) -> None:
     assert err.getvalue().splitlines()[-1].startswith("  0/1 documents (10%), 32 chunks written"), err.getvalue()
     update(Progress(1, 1, 320, 9.0))
     assert err.getvalue().splitlines()[-1].startswith("  1/1 documents (100%)"), err.getvalue()
+
+
+def test_embed_from_stdin_takes_more_texts_than_one_api_call(tmp_path) -> None:
+    """`seq 1 3000 | sed 's/^/text /' | facet embed - -e minilm` was refused by the API's bound
+    on one request ("3000 texts in one call, more than the limit of 2048"): docs/cli.md names
+    none. (The limit is set to 4 here; the vectors are those of one call.)"""
+    env = {"FACET_DATA_DIR": str(tmp_path / "data"), "FACET_MAX_TEXTS_PER_CALL": "4"}
+    texts = [f"text {i}" for i in range(10)]
+    done = invoke_cli("embed", "-", "-e", "minilm", env=env, input="\n".join(texts) + "\n")
+    assert done.returncode == 0, done.stderr
+    sliced = json.loads(done.stdout)["vectors"]
+    whole = json.loads(invoke_cli("embed", *texts[:4], "-e", "minilm", env=env).stdout)["vectors"]
+    assert len(sliced) == 10 and sliced[:4] == whole
