@@ -214,7 +214,8 @@ def _say_how_to_resume(facet: Facet, collection: str, source: Path, before: int)
         job = facet.job(ours[0].id, errors=None) if ours else None
     except (FacetError, OSError, RuntimeError):
         job = None
-    if job is None:
+    if job is None or (job.state == "queued" and job.started_at is None):
+        # (Its row is removed as the run stops; one read before that said "job 1 queued: ".)
         typer.echo(f"interrupted before the job started (no job was recorded): nothing was written "
                    f"to collection {printable(collection)!r}", err=True)
         return

@@ -1581,8 +1581,12 @@ class IndexService:
             DataError: a single file of an unsupported type.
         """
         check_progress(progress)
-        prepared, created = self._prepare(source, collection, options)
+        prepared: PreparedJob | None = None
+        created = False
         try:
+            # (In the try: a Ctrl-C as the prepared job came back left its row `queued`, and
+            # the CLI said "job 1 queued: ".)
+            prepared, created = self._prepare(source, collection, options)
             return self._run_prepared(prepared, progress)
         except BaseException:
             # Said to the caller, who holds no job id: a refusal before the job started (the
@@ -1590,10 +1594,12 @@ class IndexService:
             # `facet jobs`, and an empty collection where this call had created it. So did a
             # Ctrl-C before it started (waiting behind another job of this process, reading a
             # large folder): its row stayed `queued` for the life of the process.
-            self._forget_refused(prepared, created)
+            if prepared is not None:
+                self._forget_refused(prepared.job_id, created)
             raise
         finally:
-            self._started.discard(prepared.job_id)
+            if prepared is not None:
+                self._started.discard(prepared.job_id)
 
     def _default_spec(self, collection: str) -> str:
         """The embedder a job that names none indexes ``collection`` with: the default
@@ -1714,8 +1720,13 @@ class IndexService:
                 elif added:  # (committed by the check: the refusal left it on the collection)
                     self._forget_unwritten_embedder(collection, embedder.name)
                 raise
-            prepared = PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s,
-                                   added_embedder=embedder.name if added else None)
+            try:
+                prepared = PreparedJob(job.id, collection, str(source.resolve()), spec, options, load_s,
+                                       added_embedder=embedder.name if added else None)
+            except BaseException:  # (Ctrl-C as its row was recorded: the row goes, as the caller's)
+                if runner == "inline":
+                    self._forget_refused(job.id, created)
+                raise
             return prepared, created
 
     def _refuse_other_writer(self, session: Session, coll: md.Collection,
@@ -2335,21 +2346,22 @@ class IndexService:
                        "collection's lease was let go: it is, once the database is back",
                        job_id, state)
 
-    def _forget_refused(self, prepared: PreparedJob, created: bool) -> None:
+    def _forget_refused(self, job_id: int, created: bool) -> None:
         """After a foreground run (``index``) failed: its job row goes where the job never
         started (refused: the store busy, the disk too full; its caller was told, and holds no
         job id), and the collection goes too where this run created it and nothing was written
         into it (``_drop_unused_collection``). A job that started keeps its row, and so does
         one whose id was handed out (``submit_index``, a worker's): they do not come here."""
-        if prepared.job_id in self._started:
+        if job_id in self._started:
             return  # it ran: its row is kept (and may be what the database did not take)
         try:
             with self.sessions() as session:
-                job = md.get_job(session, prepared.job_id)
+                job = md.get_job(session, job_id)
                 # Failed (refused), or interrupted (Ctrl-C) before it started: its row and the
                 # collection it created go. (Not a completed run's: that one started.)
-                if job is None or job.state not in ("failed", "interrupted") or (
-                        job.state == "interrupted" and job.started_at is not None):
+                # (``queued``: this call's own, stopped before its run marked it.)
+                if job is None or job.state not in ("failed", "interrupted", "queued") or (
+                        job.state != "failed" and job.started_at is not None):
                     return
                 if created and self._drop_unused_collection(session, job.collection_id, job):
                     return
@@ -2361,7 +2373,7 @@ class IndexService:
                     session.commit()
                     logger.debug("removed job %d: refused before it started", job.id)
         except (SQLAlchemyError, OSError) as e:  # the refusal is what the caller is told
-            logger.warning("could not remove refused job %d: %s", prepared.job_id, e)
+            logger.warning("could not remove refused job %d: %s", job_id, e)
 
     def _drop_unused_collection(self, session: Session, collection_id: int,
                                 job: md.IndexJob | None = None) -> bool:

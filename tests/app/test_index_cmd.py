@@ -600,3 +600,30 @@ def test_a_killed_first_job_is_named_interrupted_not_by_its_last_progress_line(t
         "the collection holds nothing searchable: 3 documents, none indexed (job 1 interrupted: "
         "its writer stopped without finishing; run `facet index "), said
     assert "encoding chunk" not in said, said
+
+
+def test_ctrl_c_as_the_jobs_row_is_recorded_leaves_no_row_and_says_so(tmp_path, monkeypatch) -> None:
+    """A Ctrl-C landing just after the job's row was committed, before the run: the row stayed
+    `queued` (`facet jobs`: interrupted, never started) and the CLI said "job 1 queued: "."""
+    import app.services.indexing as indexing
+    from tests.app.cli_runner import invoke_cli
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("a note about harbours")
+    real = indexing.PreparedJob
+    calls: list[int] = []
+
+    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(indexing, "PreparedJob", interrupted)
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    done = invoke_cli("index", str(src), "-c", "r", "-e", "minilm", env=env)
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert "interrupted before the job started" in done.stderr and "queued" not in done.stderr, done.stderr
+    listed = invoke_cli("jobs", "--json", env=env)
+    assert json.loads(listed.stdout) == [], listed.stdout
