@@ -385,6 +385,7 @@ class CeleryQueryEncoder:
         self.app = celery_client(settings)
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="facet-remote")
         self._identities: dict[str, str] = {}  # embedder -> identity the last answering worker reported
+        self._answered = threading.local()  # .identities: this thread's last answers
 
     def _call(self, task: str, queue: str, kwargs: dict[str, Any],
               deadline: float | None = None) -> Any:
@@ -448,13 +449,27 @@ class CeleryQueryEncoder:
                           {"texts": items, "embedder": embedder,
                            "role": role_.value, "instruction": instruction_}, deadline)
         vectors = decode_result(data, embedder)
-        if isinstance(data.get("identity"), str):
-            self._identities[embedder] = data["identity"]
+        identity = data.get("identity") if isinstance(data.get("identity"), str) else None
+        # This thread's answer first (a search checks its query on the thread that encoded it):
+        # the process-wide value was the last answer of any thread, another worker's under
+        # concurrent queries; and a worker that reports none is unknown, not the last one's.
+        answers = getattr(self._answered, "identities", None)
+        if answers is None:
+            answers = self._answered.identities = {}
+        answers[embedder] = identity
+        if identity is None:
+            self._identities.pop(embedder, None)
+        else:
+            self._identities[embedder] = identity
         return vectors
 
     def reported_identity(self, embedder: str) -> str | None:
-        """The identity of ``embedder`` as the worker that last encoded with it reported it (None
-        before any encode, or from a worker that does not report it)."""
+        """The identity of ``embedder`` as the worker that answered this thread's last encode
+        with it reported it, else the last any thread had (None before any encode, or from a
+        worker that does not report it)."""
+        answers = getattr(self._answered, "identities", None)
+        if answers is not None and embedder in answers:
+            return answers[embedder]
         return self._identities.get(embedder)
 
     def submit(self, texts: Sequence[str], *, embedder: str, role: Role | str = Role.QUERY,

@@ -71,3 +71,44 @@ def test_a_workers_other_version_is_refused_also_once_the_model_is_loaded_here(m
             facet.search(SearchRequest(collection="c", query="refund"))
     finally:
         facet.close()
+
+
+def test_each_thread_reads_the_identity_of_the_worker_that_answered_it() -> None:
+    """The identity a search checked was the last answer of any thread: under concurrent
+    queries, another worker's; and a worker that reports none left the previous one's in place.
+    (``_call`` stands for two workers of different versions.)"""
+    import threading
+    import time
+
+    import numpy as np
+
+    from app.remote import encode_result
+
+    encoder = CeleryQueryEncoder(FacetSettings(broker_url="redis://127.0.0.1:1/0"))  # never reached
+
+    def call(task: str, queue: str, kwargs: dict[str, Any], deadline: float | None = None) -> Any:
+        answer = encode_result(np.ones((1, 4), dtype=np.float32))
+        if kwargs["texts"] == ["A"]:
+            answer["identity"] = "minilm|STALE"
+        elif kwargs["texts"] == ["B"]:
+            time.sleep(0.05)
+            answer["identity"] = "minilm|GOOD"
+        return answer
+
+    encoder._call = call  # type: ignore[method-assign]
+    seen: dict[str, str | None] = {}
+
+    def search(query: str, check_after: float) -> None:
+        encoder.encode([query], embedder="minilm")
+        time.sleep(check_after)  # (the search checks its query after this)
+        seen[query] = encoder.reported_identity("minilm")
+
+    threads = [threading.Thread(target=search, args=("A", 0.15)), threading.Thread(target=search, args=("B", 0))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"A": "minilm|STALE", "B": "minilm|GOOD"}
+    encoder.encode(["C"], embedder="minilm")  # a worker that reports none
+    assert encoder.reported_identity("minilm") is None
+    encoder.close()
