@@ -1168,7 +1168,9 @@ class BatchingQueryEncoder:
     # ------------------------------------------------------------ model thread
 
     def _start(self) -> None:
-        if self._thread is None:
+        # Also where the last one died: a plugin's SystemExit (a BaseException, raised on to
+        # its caller) ended it, and every later request waited for ever.
+        if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="facet-encoder", daemon=True)
             self._thread.start()
 

@@ -151,3 +151,28 @@ def test_a_request_whose_piece_fails_drops_its_pieces_not_started(minilm) -> Non
         # The held query's one text, the failing piece, and at most the piece the model thread
         # had taken by then: the rest is dropped, not encoded (all 99 texts were).
         assert encoder.stats.cancelled_texts >= 32 and sum(model.calls) <= 1 + 64, (model.calls, encoder.stats)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # (the thread's end)
+def test_a_model_thread_ended_by_a_plugins_systemexit_is_started_again(minilm) -> None:
+    """A plugin's SystemExit reached its caller and ended the model thread: every later request
+    waited for ever (the thread was started only once)."""
+    class ExitsOn:
+        def encode(self, texts: Any, **kwargs: Any) -> Any:
+            if "EXIT" in texts:
+                raise SystemExit(3)
+            return minilm.encode(texts, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(minilm, name)
+
+    cache = EmbedderCache("cpu")
+    cache.put("exits", ExitsOn())  # type: ignore[arg-type]
+    encoder = BatchingQueryEncoder(cache, threads=1)
+    try:
+        with pytest.raises(SystemExit):
+            encoder.submit(["EXIT"], embedder="exits").result(timeout=30)
+        wait_for(lambda: not encoder.working)
+        assert encoder.submit(["after"], embedder="exits").result(timeout=30).shape == (1, 384)
+    finally:
+        encoder.close()
