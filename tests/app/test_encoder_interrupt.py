@@ -148,9 +148,10 @@ def test_a_request_whose_piece_fails_drops_its_pieces_not_started(minilm) -> Non
             failed.result(timeout=30)
         busy.result(timeout=30)
         wait_for(lambda: encoder.pending_texts == 0 and encoder.in_flight == 0)
-        # The held query's one text, the failing piece, and at most the piece the model thread
-        # had taken by then: the rest is dropped, not encoded (all 99 texts were).
-        assert encoder.stats.cancelled_texts >= 32 and sum(model.calls) <= 1 + 64, (model.calls, encoder.stats)
+        # The held query's one text, the failing piece (cut in parts, the bad text's part again
+        # alone), and at most the piece the model thread had taken by then: a piece not started
+        # is dropped, not encoded (every one was: 0 cancelled).
+        assert encoder.stats.cancelled_texts >= 32, (model.calls, encoder.stats)
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # (the thread's end)
