@@ -431,20 +431,36 @@ def _check_instruction_name(names: list[str], override: str) -> str:
     Raises:
         InvalidRequestError: no ``=`` or no TASK; a task that is not being run.
     """
-    name, sep, _ = override.partition("=")
-    name = name.strip().lower()
-    if not sep or not name:
-        raise InvalidRequestError(f"--instruction takes TASK=TEXT, got {override!r}")
+    name = _override_parts(names, override)[0]
     if name not in (n.lower() for n in names):
         raise InvalidRequestError(f"--instruction names task {name!r}, which is not being run ({', '.join(names)})")
     return name
+
+
+def _override_parts(names: list[str], override: str) -> tuple[str, str]:
+    """``TASK=TEXT`` split into the task's name (lowercased) and the text: at the longest name
+    among ``names`` that the override starts with, followed by ``=`` (a task path may hold
+    one: `beir:a=b`), else at its first ``=``.
+
+    Raises:
+        InvalidRequestError: no ``=`` or no TASK.
+    """
+    stripped = override.lstrip()
+    for known in sorted((n.lower() for n in names), key=len, reverse=True):
+        if stripped.lower().startswith(known + "="):
+            return known, stripped[len(known) + 1:]
+    name, sep, text = override.partition("=")
+    name = name.strip().lower()
+    if not sep or not name:
+        raise InvalidRequestError(f"--instruction takes TASK=TEXT, got {override!r}")
+    return name, text
 
 
 def _override_instruction(tasks: list[Any], override: str) -> None:
     """Apply one ``TASK=TEXT`` instruction override to the built tasks; an empty TEXT drops the
     task's instruction (None: for a clustering task too, whose goal is kept only by not overriding)."""
     name = _check_instruction_name([t.name for t in tasks], override)
-    text = override.partition("=")[2]
+    text = _override_parts([t.name for t in tasks], override)[1]
     matches = [t for t in tasks if t.name.lower() == name]
     for task in matches:
         target = getattr(task, "retrieval", task)  # a rerank task's instruction lives on its retrieval

@@ -147,3 +147,15 @@ def test_an_instruction_that_is_not_unicode_text_is_refused_before_anything_load
         assert run.returncode == 2, run.stdout + run.stderr
         assert f"{option} holds an unpaired surrogate" in run.stderr, run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_instruction_for_a_task_whose_path_holds_an_equals_sign(tmp_path: Path) -> None:
+    """`--instruction 'goalex:a=b=Group by animal'` (the task's name is its folder's) was split
+    at its first '=': "names task 'goalex:a', which is not being run" (exit 2)."""
+    folder = _goalex(tmp_path / "a=b", {"goal": "by letter"})
+    run = invoke_cli("eval", "minilm", "--task", f"goalex:{folder}", "--baselines", "",
+                     "--instruction", "goalex:a=b=Group by animal", "--out", str(tmp_path / "out"),
+                     "--no-progress")
+    assert run.returncode == 0, run.stdout + run.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "Group by animal" in json.dumps(results), results
