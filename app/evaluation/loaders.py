@@ -556,6 +556,8 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 # Read by the header's names, an empty last cell (a blank `note`) is a field:
                 # stripping the line first dropped it, and the line was refused as too short.
                 fields = line.strip(" \r\n\f\v").split("\t")  # (blanks stripped but tabs)
+                while len(fields) > len(header) and not fields[-1].strip():
+                    fields.pop()  # (a trailing tab past the header's columns, as exports leave)
             else:
                 fields = line.strip().split("\t") if "\t" in line else line.split()
             if not fields or not line.strip():

@@ -195,8 +195,8 @@ def test_an_empty_ignored_qrels_cell_and_a_header_below_a_blank_line_are_read(tm
     """An empty `note` cell, last on its line, was dropped with the line's blanks ("expected 4
     field(s) ..., got 3"); a header below a blank first line was read as a judgement ("score
     'score' is not a number", without the header hint)."""
-    root = _beir(tmp_path / "b", "query-id\tcorpus-id\tscore\tnote\nq0\t0\t1\t\nq1\t2\t1\tx\n")
-    assert loaders.load_beir(root).qrels == {"q0": {"0": 1.0}, "q1": {"2": 1.0}}
+    root = _beir(tmp_path / "b", "query-id\tcorpus-id\tscore\tnote\nq0\t0\t1\t\nq1\t2\t1\tx\t\n")
+    assert loaders.load_beir(root).qrels == {"q0": {"0": 1.0}, "q1": {"2": 1.0}}  # (a trailing tab past it too)
     below = _beir(tmp_path / "c", "\nquery-id\tcorpus-id\tscore\nq0\t0\t1\n")
     assert loaders.load_beir(below).qrels == {"q0": {"0": 1.0}}
     odd = _beir(tmp_path / "d", "\nx\ty\tz\nq0\t0\t1\n")
