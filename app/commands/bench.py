@@ -124,14 +124,7 @@ def register(cli: typer.Typer) -> None:
             raise NotFoundError(f"--source {source} does not exist")
         if source is not None and "index" in wanted:
             _check_source(source)
-        banking = settings.shared_data_dir / "banking77" / "train.csv"
-        if (("index" in wanted and source is None) or "api-embed" in wanted) and not banking.is_file():
-            # Found when the part ran, a 50-line FileNotFoundError traceback: the default data
-            # folder is ../shared/data from where the command runs.
-            needs = [part for part in ("index", "api-embed") if part in wanted]
-            raise NotFoundError(f"{banking} not found, which the {' and '.join(needs)} part(s) read: set "
-                                "FACET_SHARED_DATA_DIR to the datasets' folder"
-                                + (", or give the index part --source FOLDER" if "index" in needs else ""))
+        _check_part_data(settings.shared_data_dir, wanted, source)
         # Every embedder a part loads, before any part runs: a typo in --rerank was found when
         # the search part started, and the index and store figures already measured were lost.
         from embedders.registry import check_embedder
@@ -229,6 +222,26 @@ def register(cli: typer.Typer) -> None:
             write_out_file(out, json.dumps(results, indent=2))
             if not is_stdout(out):
                 typer.echo(f"wrote {out}")
+
+
+def _check_part_data(root: Path, wanted: set[str], source: Path | None) -> None:
+    """The dataset files the parts asked for read, there before any part runs: a missing one was
+    found when its part began, after the others' figures (BANKING77, STS-B: a 50-line
+    FileNotFoundError traceback; the default data folder is ../shared/data from where the
+    command runs).
+
+    Raises:
+        NotFoundError: naming the file and the parts that read it.
+    """
+    needs: dict[Path, list[str]] = {root / "banking77" / "train.csv": [p for p in ("index", "api-embed") if p in wanted
+                                                and (p != "index" or source is None)],
+             root / "beir_scifact" / "corpus.jsonl": [p for p in ("scifact",) if p in wanted],
+             root / "stsb_en" / "stsb-en-train.csv": [p for p in ("gircse-cache",) if p in wanted]}
+    for path, parts in needs.items():
+        if parts and not path.is_file():
+            raise NotFoundError(f"{path} not found, which the {' and '.join(parts)} part(s) read: set "
+                                "FACET_SHARED_DATA_DIR to the datasets' folder"
+                                + (", or give the index part --source FOLDER" if "index" in parts else ""))
 
 
 def _check_source(source: Path) -> None:

@@ -115,3 +115,7 @@ def test_bench_without_the_banking77_data_says_so_before_measuring(tmp_path) -> 
     assert done.stderr.startswith(f"error: {tmp_path / 'nodata' / 'banking77' / 'train.csv'} not found, which the "
                                   "index part(s) read"), done.stderr
     assert "load average" not in done.stdout  # nothing measured
+    for part, needed in (("gircse-cache", "stsb_en/stsb-en-train.csv"), ("scifact", "beir_scifact/corpus.jsonl")):
+        done = invoke_cli("bench", "--parts", f"store,{part}", "--rounds", "1", env=env)
+        assert done.returncode == 3 and f"{needed} not found, which the {part} part(s) read" in done.stderr, done.stderr
+        assert "load average" not in done.stdout
