@@ -696,14 +696,17 @@ class Facet:
         where a prompt template's own tokens take part of that budget); words when it has no
         tokenizer. The usage figure of ``/v1/embeddings``. Tokenises without truncation or
         padding, so it never changes the shared tokenizer's settings while the model thread
-        uses it. Each text is read up to 32 characters a token of the cap, as the embedders
-        read it (``PromptTokenizer``): a 15 MB text was tokenised whole, ~50 s on the server's
+        uses it. Each text is read up to as many characters a token of the cap as the embedders
+        read (``PromptTokenizer.chars_per_token``): a 15 MB text was tokenised whole, ~50 s on the server's
         event loop, every other request waiting."""
         tokenizer = model.tokenizer if isinstance(model, HasTokenizer) else None
         if tokenizer is None or not texts:
             return sum(len(t.split()) for t in texts)
         cap = model.max_length if isinstance(model, HasTokenizer) else 10**9
-        chars = cap * CHARS_PER_TOKEN_BOUND
+        # The model's own reader's bound where it has one (SmolLM2's tokens of up to 81
+        # characters: a text of them was under-counted at 32).
+        bound = getattr(getattr(model, "_tokenize", None), "chars_per_token", None)
+        chars = cap * (bound if isinstance(bound, int) else CHARS_PER_TOKEN_BOUND)
         ids = tokenizer([t[:chars] for t in texts], add_special_tokens=False,
                         return_attention_mask=False, return_token_type_ids=False,
                         verbose=False)["input_ids"]

@@ -169,3 +169,14 @@ def test_an_instruction_format_with_other_braces_renders_them_as_written():
     cfg = PromptConfig(query="{instruction}{text}", document="{text}", instruction_format='{"task": "{instruction}"} ')
     assert cfg.render("hi", Role.QUERY, "find docs") == '{"task": "find docs"} hi'
     assert cfg.render("hi", Role.QUERY, "a {b} c") == '{"task": "a {b} c"} hi'
+
+
+def test_the_usage_count_reads_a_text_of_long_tokens_as_the_prompt_does(prompteol):
+    """/v1/embeddings' usage figure cut each text at 32 characters a token of the cap: a text of
+    SmolLM2's long tokens (runs of '#') was under-counted."""
+    from app.core import Facet
+
+    text = "#" * (80 * 300)
+    tokens = len(prompteol.backbone.tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert len(text) > prompteol.max_length * 32 and tokens < prompteol.max_length  # it fits
+    assert Facet.count_tokens(prompteol, [text]) == min(tokens, prompteol.max_length)
