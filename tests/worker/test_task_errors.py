@@ -101,7 +101,7 @@ def test_waits_for_a_claim_or_a_writer_do_not_use_up_the_transient_retries(monke
 
 def test_requests_queued_behind_the_senders_threads_wait_one_timeout_in_all(redis_server, tmp_path) -> None:
     """``CeleryQueryEncoder.submit`` (``/v1/embeddings``) runs on 8 threads: with no worker, the
-    9th to 16th of 16 requests failed after twice FACET_WORKER_TIMEOUT_S, saying "within 2s".
+    9th to 16th of 16 requests failed after twice FACET_WORKER_TIMEOUT_S, saying "within 3s".
     A real redis-server, no worker: every request fails about one timeout after it was made."""
     import time
     from concurrent.futures import wait
@@ -113,7 +113,7 @@ def test_requests_queued_behind_the_senders_threads_wait_one_timeout_in_all(redi
     from .conftest import _DBS
 
     encoder = CeleryQueryEncoder(FacetSettings(data_dir=tmp_path / "data", broker_url=redis_server.url(next(_DBS)),
-                                               worker_timeout_s=2, encode_on_workers=True))
+                                               worker_timeout_s=3, encode_on_workers=True))
     try:
         start = time.monotonic()
         futures = [encoder.submit([f"q{i}"], embedder="minilm") for i in range(16)]
@@ -122,6 +122,6 @@ def test_requests_queued_behind_the_senders_threads_wait_one_timeout_in_all(redi
             future.add_done_callback(lambda _f: ended.append(time.monotonic() - start))
         wait(futures, timeout=30)
         assert all(isinstance(f.exception(), UnavailableError) for f in futures)
-        assert max(ended) < 3.5, sorted(ended)  # (twice the timeout before: over 4 s)
+        assert max(ended) < 5, sorted(ended)  # (twice the timeout before: over 6 s)
     finally:
         encoder.close()

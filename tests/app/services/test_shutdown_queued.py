@@ -174,17 +174,18 @@ def test_a_job_submitted_as_the_runner_closes_is_run_or_abandoned_never_lost() -
         return SimpleNamespace(job_id=job_id, collection="c", source="s", embedder="e")
 
     runner.submit(job(1))
-    put, gate = runner._queue.put, threading.Event()
+    put, gate, reached = runner._queue.put, threading.Event(), threading.Event()
 
     def held_put(item: Any, *args: Any, **kwargs: Any) -> None:
         if item is not None and item[0].job_id == 2:
+            reached.set()
             gate.wait(5)
         put(item, *args, **kwargs)
 
     runner._queue.put = held_put  # type: ignore[method-assign]
     submitter = threading.Thread(target=runner.submit, args=(job(2),))
     submitter.start()
-    time.sleep(0.05)  # past its check of ``closed``, held at the put
+    assert reached.wait(5)  # past its check of ``closed``, held at the put
     closer = threading.Thread(target=runner.close)
     closer.start()
     time.sleep(0.05)
