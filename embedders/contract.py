@@ -67,7 +67,9 @@ class PromptConfig:
         rendered_instruction = (
             # (``replace``, as the templates: ``format`` read any other brace, '{"task":
             # "{instruction}"}', as a field, a KeyError on every instructed encode)
-            self.instruction_format.replace("{instruction}", instruction) if instruction else ""
+            instruction.join(part.replace("{{", "{").replace("}}", "}")  # (format's escapes kept)
+                             for part in self.instruction_format.split("{instruction}"))
+            if instruction else ""
         )
         prefix, suffix = template.split("{text}")
         return (

@@ -169,6 +169,8 @@ def test_an_instruction_format_with_other_braces_renders_them_as_written():
     cfg = PromptConfig(query="{instruction}{text}", document="{text}", instruction_format='{"task": "{instruction}"} ')
     assert cfg.render("hi", Role.QUERY, "find docs") == '{"task": "find docs"} hi'
     assert cfg.render("hi", Role.QUERY, "a {b} c") == '{"task": "a {b} c"} hi'
+    escaped = PromptConfig(query="{instruction}{text}", document="{text}", instruction_format="{{{instruction}}} ")
+    assert escaped.render("hi", Role.QUERY, "find") == "{find} hi"  # (str.format's escapes, as they read)
 
 
 def test_the_usage_count_reads_a_text_of_long_tokens_as_the_prompt_does(prompteol):
