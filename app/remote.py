@@ -445,9 +445,11 @@ class CeleryQueryEncoder:
         # (encode("hello"): 5 vectors), None was a raw TypeError.
         with domain_errors():
             items, role_, instruction_ = validate_texts(texts), Role.parse(role), validate_instruction(instruction)
-        data = self._call(ENCODE_TASK, "index" if bulk else "query",
-                          {"texts": items, "embedder": embedder,
-                           "role": role_.value, "instruction": instruction_}, deadline)
+        payload = {"texts": items, "embedder": embedder, "role": role_.value,
+                   "instruction": instruction_}
+        queue = "index" if bulk else "query"
+        data = (self._call(ENCODE_TASK, queue, payload) if deadline is None
+                else self._call(ENCODE_TASK, queue, payload, deadline))
         vectors = decode_result(data, embedder)
         identity = data.get("identity") if isinstance(data.get("identity"), str) else None
         # This thread's answer first (a search checks its query on the thread that encoded it):

@@ -32,9 +32,9 @@ def test_the_ui_indexes_searches_and_clusters_on_the_workers(stack: Stack, tmp_p
     sent: list[tuple[str, str]] = []  # (task, queue) of every encode the page asked for
     call = encoder._call
 
-    def counted(task: str, queue: str, kwargs: dict[str, Any]) -> Any:
+    def counted(task: str, queue: str, kwargs: dict[str, Any], *deadline: float) -> Any:
         sent.append((task, queue))
-        return call(task, queue, kwargs)
+        return call(task, queue, kwargs, *deadline)
 
     encoder._call = counted
     demo = launch_ui(facet, port=free_port(), block=False)

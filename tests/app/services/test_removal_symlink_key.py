@@ -4,11 +4,11 @@
 both indexed) resolved the link first: it removed the target's document, deleted its staged
 upload, and left the document the user named searchable. A walked folder keys a link by its own
 path; the key is now read that way first (then with links resolved, for a working folder
-reached through one). Real minilm, SQLite, Qdrant edge."""
+reached through one). Since the sixth session of 2026-12-04 a link into the data folder from
+outside it is not read at all (the staged upload of another collection was indexed through one):
+the target is a file of another folder here. Real minilm, SQLite, Qdrant edge."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from app.services.indexing import IndexService
 from indexer import metadata as md
@@ -22,7 +22,7 @@ def _keys(ctx, name: str) -> set[str]:
 
 def test_a_relative_key_through_a_symlink_removes_the_links_document(make_ctx, tmp_path) -> None:
     ctx = make_ctx()
-    staged = Path(ctx.settings.data_dir) / "uploads" / "up"
+    staged = tmp_path / "files"
     staged.mkdir(parents=True)
     target = staged / "b.txt"
     target.write_text("Bananas are yellow and grow in bunches.")
@@ -39,4 +39,4 @@ def test_a_relative_key_through_a_symlink_removes_the_links_document(make_ctx, t
 
     assert [d.key for d in report.removed] == [alias]
     assert _keys(ctx, "up") == {str(target)}
-    assert target.exists()  # the staged upload the user did not name is kept
+    assert target.exists()  # the file the user did not name is kept
