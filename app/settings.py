@@ -54,6 +54,10 @@ DTYPE_NAMES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
 VECTOR_BACKENDS = ("edge", "local", "server")
 # The folder settings: an empty value is refused, not the default (``FacetSettings._folder``).
 _FOLDERS = ("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir")
+# Settings whose default opens the most (any path for POST /jobs): an empty value is refused as
+# the folders' is (``FacetSettings._roots``), not read as the default: a compose file's unset
+# ``${ROOTS}`` opened every path the server can read.
+_EMPTY_REFUSED = (*_FOLDERS, "api_allowed_roots")
 # The Qdrant server's collection layout (``FacetSettings.qdrant_layout``).
 _QDRANT_LAYOUT = ("qdrant_shards", "qdrant_replication_factor", "qdrant_write_consistency")
 _warned_layout = False  # the layout set beside a store that ignores it: said once per process
@@ -365,15 +369,15 @@ class FacetSettings(BaseSettings):
     @classmethod
     def _trimmed(cls, data: Any) -> Any:
         """Every text value without its surrounding whitespace (a list's texts too), and an
-        empty one unset (the default), whatever its type: before any field's own validator. The folders keep an
-        empty value, for ``_folder`` to refuse."""
+        empty one unset (the default), whatever its type: before any field's own validator. The folders and
+        ``api_allowed_roots`` keep an empty value, for ``_folder`` and ``_roots`` to refuse."""
         if not isinstance(data, dict):
             return data
         trimmed = {}
         for name, value in data.items():
             if isinstance(value, str):
                 value = value.strip()
-                if not value and name not in _FOLDERS:
+                if not value and name not in _EMPTY_REFUSED:
                     continue
             elif isinstance(value, list):  # a JSON list's texts too: '[" minilm "]' was unknown
                 value = [item.strip() if isinstance(item, str) else item for item in value]
@@ -415,6 +419,9 @@ class FacetSettings(BaseSettings):
         """Each folder with ``~`` expanded, as the folder settings are (``_folder``): "~/docs"
         was kept as written, a root named "~" in the working directory; and an empty item
         refused (it was the working directory, ``Path("")``), naming the key."""
+        if value == "":  # (FACET_API_ALLOWED_ROOTS only: the UI's roots default to none)
+            raise ValueError("is empty: unset it to let POST /jobs index any path the server can read, "
+                             "give [] for none, or a JSON list of folders")
         if not isinstance(value, list):
             return value
         roots = []

@@ -242,3 +242,18 @@ def test_a_size_no_byte_count_can_hold_is_refused_when_read(monkeypatch, tmp_pat
     traceback (MB times 2**20 is infinite); the same for the other sizes in MB."""
     refused = _refused(monkeypatch, tmp_path, **{name.lower(): "1e305"})
     assert f"FACET_{name}" in str(refused), str(refused)
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_api_allowed_roots_is_refused_not_read_as_any_path(monkeypatch, tmp_path, value) -> None:
+    """FACET_API_ALLOWED_ROOTS= (a compose file's unset ${ROOTS}) read as unset: POST /jobs
+    could then index any path the server can read. Refused, as an empty folder setting is;
+    unset, [] and a list still read as before."""
+    refused = _refused(monkeypatch, tmp_path, api_allowed_roots=value)
+    assert "FACET_API_ALLOWED_ROOTS" in str(refused) and "give [] for none" in str(refused), str(refused)
+    monkeypatch.setenv("FACET_API_ALLOWED_ROOTS", "[]")
+    assert FacetSettings().api_allowed_roots == []
+    monkeypatch.delenv("FACET_API_ALLOWED_ROOTS")
+    assert FacetSettings().api_allowed_roots is None
+    monkeypatch.setenv("FACET_UI_ALLOWED_ROOTS", value)  # (the UI's default is none: unchanged)
+    assert FacetSettings().ui_allowed_roots == []
