@@ -11,8 +11,9 @@ checks it when a command starts.
 One rule for every variable: surrounding whitespace is ignored (systemd's ``Environment=``,
 ``.env`` files and compose files keep it: ``FACET_DATA_DIR=" /srv/data"`` made a folder named
 " " in the working directory), and an empty value is unset, the default (``FACET_INDEX_THREADS=``
-was an error while ``FACET_DEVICE=`` meant automatic), but for the folders, which refuse it
-(``_folder``). Choice settings (``FACET_DEVICE``, ``FACET_DTYPE``, ``FACET_VECTOR_BACKEND``) are
+was an error while ``FACET_DEVICE=`` meant automatic), but for the folders and
+``FACET_API_ALLOWED_ROOTS`` (whose default is any path), which refuse it (``_folder``,
+``_roots``). Choice settings (``FACET_DEVICE``, ``FACET_DTYPE``, ``FACET_VECTOR_BACKEND``) are
 read in any case; a bad value stops every command with one line naming the variable and what
 it takes (``get_settings``).
 """

@@ -13,6 +13,7 @@ from app.settings import FacetSettings, get_settings
 from tests.app.cli_runner import invoke_cli
 
 _FOLDERS = ("data_dir", "model_cache_dir", "checkpoint_dir", "shared_data_dir")
+_EMPTY_REFUSED = (*_FOLDERS, "api_allowed_roots")  # (an empty value refused, not the default)
 
 
 
@@ -42,11 +43,12 @@ def test_spaces_around_the_data_folder_are_not_part_of_it(tmp_path, monkeypatch)
 @pytest.mark.parametrize("blank", ["", "  "])
 def test_an_empty_value_is_the_default_for_every_setting_but_the_folders(environment, blank) -> None:
     """FACET_INDEX_THREADS= and FACET_CHUNK_OVERLAP= were errors, FACET_UI_RERANKERS= "cannot be
-    read", FACET_API_KEY= the key "", while FACET_DEVICE= meant automatic."""
+    read", FACET_API_KEY= the key "", while FACET_DEVICE= meant automatic. (Not the folders, nor
+    FACET_API_ALLOWED_ROOTS, whose default is any path: refused, tests/app/test_settings_bounds.py.)"""
     environment.delenv("FACET_API_ALLOWED_HOSTS", raising=False)  # (the suite's TestClient host: conftest)
     defaults = FacetSettings()
     for name in FacetSettings.model_fields:
-        if name in _FOLDERS:
+        if name in _EMPTY_REFUSED:
             continue
         environment.setenv(f"FACET_{name.upper()}", blank)
     settings = FacetSettings()
