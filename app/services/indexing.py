@@ -426,13 +426,8 @@ class Seen:
         for folder in sorted(self.failed_folders, key=len, reverse=True):
             if source == folder or source.startswith(folder.rstrip(os.sep) + os.sep):
                 return folder
-        try:
-            os.lstat(source.encode("utf-8"))  # (a key is the UTF-8 text of the file's name)
-        except (FileNotFoundError, NotADirectoryError, UnicodeError, ValueError):
-            return None
-        except OSError:
-            return os.path.dirname(source)
-        return None
+        # (The entry itself, not a link's target: a walk lists the link.)
+        return os.path.dirname(source) if _source_state(source, follow=False) is None else None
 
     def add(self, item: ParsedDocument | DocumentError | StreamedDocument) -> None:
         self.keys.add(item.key)
@@ -1497,22 +1492,26 @@ class _DeferredInterrupt:
             signal.signal(signum, handler)
 
 
-def _source_state(path: str) -> bool | None:
+def _source_state(path: str, *, follow: bool = True) -> bool | None:
     """Whether a document's source file is there (True), can be seen to be gone (False), or
     cannot be looked at (None: a folder without permission, a dead mount; it may well be
     there). A key is the UTF-8 text of the file's name, so it is looked up as those bytes,
     whatever the locale's encoding: ``Path(key).exists()`` was False for "café.txt" under a
     C locale (a copy of it then "moved" it, removing its entry) and raised PermissionError
-    below a folder without permission (every later run failed on a traceback)."""
+    below a folder without permission (every later run failed on a traceback). ``follow``:
+    through a link to its target (else the link itself)."""
     try:
         name = path.encode("utf-8")
     except UnicodeError:
-        name = os.fsencode(path)  # (a name kept in its own bytes: surrogate escapes)
+        try:
+            name = os.fsencode(path)  # (a name kept in its own bytes: surrogate escapes)
+        except UnicodeError:
+            return False  # (no file has such a name)
     try:
-        os.stat(name)
-    except (FileNotFoundError, NotADirectoryError):
+        os.stat(name, follow_symlinks=follow)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # (ValueError: a NUL in it)
         return False
-    except (OSError, ValueError):
+    except OSError:
         return None
     return True
 
