@@ -32,11 +32,12 @@ from typing import Any
 import numpy as np
 
 from app import errors as E
+from app.encoding import _validated
 from app.errors import FacetError, UnavailableError, domain_errors
 from app.services.context import job_log_path
 from app.services.indexing import PreparedJob
 from app.settings import FacetSettings, mask_passwords, masked_url
-from embedders.contract import Role, validate_instruction, validate_texts
+from embedders.contract import Role, validate_texts
 
 logger = logging.getLogger(__name__)
 
@@ -443,13 +444,10 @@ class CeleryQueryEncoder:
                deadline: float | None = None) -> np.ndarray:
         # Checked as the in-process encoders check it: a bare string was sent as its characters
         # (encode("hello"): 5 vectors), None was a raw TypeError.
-        with domain_errors():
-            items, role_, instruction_ = validate_texts(texts), Role.parse(role), validate_instruction(instruction)
-        payload = {"texts": items, "embedder": embedder, "role": role_.value,
-                   "instruction": instruction_}
-        queue = "index" if bulk else "query"
-        data = (self._call(ENCODE_TASK, queue, payload) if deadline is None
-                else self._call(ENCODE_TASK, queue, payload, deadline))
+        items, role_, instruction_ = _validated(texts, role, instruction)
+        data = self._call(ENCODE_TASK, "index" if bulk else "query",
+                          {"texts": items, "embedder": embedder, "role": role_.value,
+                           "instruction": instruction_}, deadline)
         vectors = decode_result(data, embedder)
         identity = data.get("identity") if isinstance(data.get("identity"), str) else None
         # This thread's answer first (a search checks its query on the thread that encoded it):
