@@ -3,16 +3,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+
+def _sources(kind: str) -> Mapping[str, object]:
+    """The sources a data kind's ``--tasks`` may name (its loaders, by name)."""
+    if kind == "pairs":
+        from embedders.training.data import LOADERS as PAIR_LOADERS
+
+        return PAIR_LOADERS
+    from embedders.training.instruct_data import LOADERS as TRIPLE_LOADERS
+
+    return TRIPLE_LOADERS
 
 
 def pair_sampler(root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
     """Contrastive pairs: the default mix, or ``tasks`` ("snli:0.5,stsb,scifact:0.1")."""
     from embedders.training.data import DEFAULT_MIX, BatchSampler, build_pairs, parse_mix
 
-    mix = parse_mix(tasks) or dict(DEFAULT_MIX)
+    mix = parse_mix(tasks, _sources("pairs")) or dict(DEFAULT_MIX)
     pairs = build_pairs(root, tuple(mix))
     sampler = BatchSampler(pairs, batch_size, seed=seed, mix=mix)
     return sampler, {"tasks": {t: len(p) for t, p in pairs.items()},
@@ -23,9 +34,9 @@ def triple_sampler(root: Path, tasks: str, batch_size: int, seed: int) -> tuple[
     """(input, instruction, answer) triples: every source (weighted by sqrt(size)), or ``tasks``
     ("c3,banking77:2")."""
     from embedders.training.data import parse_mix
-    from embedders.training.instruct_data import DEFAULT_TASKS, LOADERS, TripleSampler, build_triples
+    from embedders.training.instruct_data import DEFAULT_TASKS, TripleSampler, build_triples
 
-    mix = parse_mix(tasks, LOADERS) or dict.fromkeys(DEFAULT_TASKS, 0.0)
+    mix = parse_mix(tasks, _sources("triples")) or dict.fromkeys(DEFAULT_TASKS, 0.0)
     triples = build_triples(root, tuple(mix))
     sampler = TripleSampler(triples, batch_size, seed=seed, mix=mix)
     return sampler, {"tasks": {t: len(v) for t, v in triples.items()},
@@ -44,13 +55,10 @@ def check_tasks(kind: str, tasks: str) -> None:
     Raises:
         ValueError: what is wrong with it.
     """
-    from embedders.training.data import LOADERS as PAIR_LOADERS
     from embedders.training.data import parse_mix
-    from embedders.training.instruct_data import LOADERS as TRIPLE_LOADERS
 
-    loaders: dict[str, Any] = {"pairs": PAIR_LOADERS, "triples": TRIPLE_LOADERS}
-    if kind in loaders:
-        parse_mix(tasks, loaders[kind])
+    if kind in SAMPLERS:
+        parse_mix(tasks, _sources(kind))
 
 
 def build_sampler(kind: str, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
