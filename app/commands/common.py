@@ -293,6 +293,23 @@ def error_text(message: str, given: Iterable[Any] = ()) -> str:
     return printable(message, body=True)
 
 
+def as_flag(message: str, param: str | None, command: Any) -> str:
+    """``message`` of an error about request field ``param`` with the field's name, where the
+    message opens with it ("rerank_depth must be from 1 to 1000"), spelt as the running
+    command's option for it ("--rerank-depth must be ..."): the services name the HTTP API's
+    fields, and a command line user typed no ``rerank_depth``. Left as it is where the
+    command (``command``, a click command) has no option of that name (an argument, another
+    command's field)."""
+    if not param or command is None:
+        return message
+    for option in getattr(command, "params", ()):
+        if option.name == param and option.param_type_name == "option":
+            flag = max(option.opts, key=len)
+            if flag.startswith("--") and re.match(rf"{re.escape(param)} (must|\()", message):
+                return flag + message[len(param):]
+    return message
+
+
 def handle_errors(func: F) -> F:
     """Turn domain and embedder errors into a one-line message and an exit code (no traceback),
     and a failed write of the output into one too (``output_error_exit``)."""
@@ -300,12 +317,17 @@ def handle_errors(func: F) -> F:
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # typer's own copy of click runs the commands (click's context is not theirs).
+        from typer._click.globals import get_current_context
+        ctx = get_current_context(silent=True)
         try:
             return func(*args, **kwargs)
         except FacetError as e:
             # A message may quote a file's name or contents: its control characters are shown,
             # not sent to the terminal (its line breaks stay).
-            typer.echo(f"error: {error_text(str(e), [*args, *kwargs.values()])}", err=True)
+            message = as_flag(str(e), getattr(e, "param", None),
+                              ctx.command if ctx is not None else None)
+            typer.echo(f"error: {error_text(message, [*args, *kwargs.values()])}", err=True)
             raise typer.Exit(exit_code(e)) from e
         except EmbedderError as e:  # commands that use an embedder directly (eval, train)
             # The code the facade's translation gives (an unreadable checkpoint is 4 there too).

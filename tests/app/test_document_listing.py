@@ -202,9 +202,9 @@ def test_cli_lines_json_and_filters(corpus) -> None:
 
 @pytest.mark.parametrize(("args", "code", "said"), [
     (["nope"], 3, "unknown collection 'nope'"),
-    (["docs", "--limit", "0"], 2, "limit must be from 1 to 1000"),
-    (["docs", "--limit", "1001"], 2, "limit must be from 1 to 1000"),
-    (["docs", "--offset", "-1"], 2, "offset must be a whole number"),
+    (["docs", "--limit", "0"], 2, "error: --limit must be from 1 to 1000"),
+    (["docs", "--limit", "1001"], 2, "error: --limit must be from 1 to 1000"),
+    (["docs", "--offset", "-1"], 2, "error: --offset must be a whole number"),
     (["docs", "--status", "done"], 2, "status must be one of indexed, error, pending"),
 ])
 def test_cli_refusals_exit_as_other_commands(corpus, args, code, said) -> None:
