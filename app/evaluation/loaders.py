@@ -388,6 +388,13 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
                     continue
                 if any(len(c) > _STS_FIELD_LIMIT for c in row):
                     raise _sts_field_too_long(p, lineno)
+                after = _text_after_quote(last[0]) if start == lineno else None
+                if after is not None:
+                    raise DataError(
+                        f"{p}, line {lineno}: a sentence opens with a quote and goes on after its "
+                        f"closing quote ({after.strip()[:40]!r}), so a csv reader drops its quote "
+                        "marks; quote the whole sentence and double the quotes inside it "
+                        '("""Hello"" she said",...)')
                 if len(row) != 3 and last[0].count('"') % 2:
                     # A quote opened on the file's last line, without its line end: one line,
                     # so said as "got 1 field; quote sentences that contain commas".
@@ -412,6 +419,40 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
     if not pairs:
         raise DataError(f"{p}: no sentence pairs found")
     return _check_pairs(pairs, p)
+
+
+def _text_after_quote(line: str) -> str | None:
+    """The text that follows a field's closing quote on ``line`` before its comma
+    (``"Hello" she said,...``: " she said"), or None where every quoted field ends at its
+    closing quote (spaces after it allowed, as in ``"a" , b``). Python's csv module reads such a
+    field with its quote marks dropped ("Hello she said"), and an STS pair was scored on a
+    sentence the file does not hold."""
+    pos, end = 0, len(line.rstrip("\r\n"))
+    while pos < end:
+        while pos < end and line[pos] == " ":
+            pos += 1
+        if pos < end and line[pos] == '"':
+            j = pos + 1
+            while j < end:
+                if line[j] == '"':
+                    if line[j + 1:j + 2] == '"':
+                        j += 2
+                        continue
+                    break
+                j += 1
+            if j >= end:  # never closed: the runaway quote's own message
+                return None
+            rest = line[j + 1:end]
+            tail = rest.split(",", 1)[0]
+            if tail.strip(" \t"):
+                return tail
+            pos = j + 1 + len(tail) + 1
+        else:
+            comma = line.find(",", pos)
+            if comma < 0:
+                return None
+            pos = comma + 1
+    return None
 
 
 def _runaway_quote(path: Path, start: int, end: int, reader: Any) -> DataError:

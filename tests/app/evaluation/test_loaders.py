@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -372,6 +373,25 @@ def test_sts_csv_allows_a_space_after_each_comma_and_strips_both_sentences(tmp_p
     ]
     blank = _write(tmp_path / "blank.csv", "a,b,1\n  , b,2\n")
     assert "line 2:" in _raises("empty sentence", loaders.load_sts_csv, blank)
+
+
+def test_text_after_a_closing_quote_in_an_sts_csv_is_refused_not_read_without_the_quotes(
+        tmp_path: Path) -> None:
+    """`"Hello" she said,a greeting,4` was read as the pair ("Hello she said", ...): the csv
+    module drops the quote marks of a field that goes on after its closing quote, and the pair
+    was scored on a sentence the file does not hold (2026-12-05)."""
+    p = _write(tmp_path / "q.csv", 'x y,z w,1.0\n"Hello" she said,a greeting,4.0\n')
+    msg = _raises(re.escape("goes on after its closing quote ('she said')"), loaders.load_sts_csv, p)
+    assert f"{p}, line 2:" in msg and '"""Hello"" she said"' in msg
+    second = _write(tmp_path / "q2.csv", 'a,"b" c,1.0\nd,e,2\n')
+    assert "line 1:" in _raises(re.escape("after its closing quote ('c')"), loaders.load_sts_csv, second)
+    # Quotes written as the format wants, spaces after a closing quote, quotes inside an
+    # unquoted sentence: read as before.
+    fine = _write(tmp_path / "fine.csv", '"""Hello"" she said", "a ""b"" c" ,4\n'
+                                         'He said "hi" twice,b,2\n')
+    assert loaders.load_sts_csv(fine) == [
+        loaders.StsPair('"Hello" she said', 'a "b" c', 4.0),
+        loaders.StsPair('He said "hi" twice', "b", 2.0)]
 
 
 def test_an_unbalanced_quote_in_an_sts_csv_is_named_at_its_line_not_read_over_lines(
