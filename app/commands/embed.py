@@ -118,6 +118,12 @@ def register(cli: typer.Typer) -> None:
                                       "beside other texts")
         else:
             texts = [argument_text(t, f"text {i}", "texts") or "" for i, t in enumerate(texts, 1)]
+            # Counted as typed, from 1 ("texts[1] is empty" named the second, as the API's
+            # list index does).
+            blank = next((i for i, t in enumerate(texts, 1) if not t.strip()), None)
+            if blank is not None:
+                raise InvalidRequestError(f"text {blank} is empty; every text must contain "
+                                          "something to embed", param="texts")
         instruction = argument_text(instruction, "--instruction", "instruction")
         settings = get_settings()
         cache = EmbedderCache(settings.device)

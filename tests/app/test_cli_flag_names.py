@@ -48,3 +48,11 @@ def test_only_an_opening_field_of_the_command_is_renamed() -> None:
     assert as_flag("query must be text", "query", cmd) == "query must be text"
     assert as_flag("rerank_depth must be", None, cmd) == "rerank_depth must be"
     assert as_flag("rerank_depth must be", "rerank_depth", None) == "rerank_depth must be"
+
+
+def test_an_empty_text_is_counted_as_typed() -> None:
+    """`facet embed a ""` said "texts[1] is empty": the API's 0-based list index, for the
+    second text typed."""
+    r = invoke_cli("embed", "-e", "minilm", "a", "b", "  ")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.endswith("error: text 3 is empty; every text must contain something to embed\n")
