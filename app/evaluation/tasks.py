@@ -397,6 +397,19 @@ class StsTask(Task):
         return {"spearman": score}, info
 
 
+def same_text_same_score(queries: np.ndarray, docs: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+    """``queries @ docs.T``, where documents of one text (``texts``, one per row of ``docs``)
+    score exactly alike, so that they tie and the tie is broken by their order, as
+    docs/evaluation.md says. Their vectors are equal (the cache encodes a text once), but a
+    float32 matrix product computes rows at the edge of a BLAS block with another kernel:
+    two such documents scored 6e-8 apart, which of them ranked first depended on where
+    they stood and on how many queries were scored at once, and adding an unrelated query
+    changed another query's nDCG (2026-12-05). Each distinct text is scored once."""
+    _, first, inverse = np.unique(np.asarray(texts, dtype=object), return_index=True,
+                                  return_inverse=True)
+    return (queries @ docs[first].T)[:, inverse.reshape(-1)]
+
+
 def tie_rounding_noise(values: np.ndarray, tolerance: float = STS_CONSTANT_SPREAD) -> np.ndarray:
     """``values`` (float64) with float rounding noise made into ties, for ranking: sorted, each
     value no more than ``tolerance`` above the one before it joins that one's group, and every
@@ -538,7 +551,7 @@ class RetrievalTask(Task):
         docs = ctx.encode(d.doc_texts, role=Role.DOCUMENT, instruction=self.doc_instruction, embedder=embedder)
         # NaN similarities rank after every number, in no set order: an arbitrary ranking, scored.
         check_finite(self.info(), ("queries", d.query_texts, q), ("documents", d.doc_texts, docs), who=who)
-        top = metrics.top_k(q @ docs.T, k)  # (queries, k)
+        top = metrics.top_k(same_text_same_score(q, docs, d.doc_texts), k)  # (queries, k)
         return {qid: [d.doc_ids[j] for j in row] for qid, row in zip(d.query_ids, top, strict=True)}
 
     def evaluate(self, ctx: EvalContext) -> tuple[dict[str, float], dict[str, Any]]:
@@ -608,7 +621,9 @@ class RerankTask(Task):
         reranked: dict[str, list[str]] = {}
         for qi, qid in enumerate(data.query_ids):
             cands = candidates[qid]
-            sims = doc_vecs[[row[d] for d in cands]] @ q_vecs[qi]
+            rows = [row[d] for d in cands]
+            sims = same_text_same_score(q_vecs[qi:qi + 1], doc_vecs[rows],
+                                        [needed_texts[r] for r in rows])[0]
             # Stable sort: equal scores keep the first stage's order.
             order = sorted(range(len(cands)), key=lambda j: -float(sims[j]))
             reranked[qid] = [cands[j] for j in order]

@@ -228,6 +228,44 @@ def test_retrieval_task_hand_case() -> None:
     assert no_instruction.scores["ndcg@10"] == pytest.approx((1 + expected_q1) / 2)
 
 
+def test_documents_of_one_text_tie_whatever_else_is_scored() -> None:
+    """Two documents of one text tie and the lower id ranks first (docs/evaluation.md, "Ties").
+    Their vectors were equal but their scores, from one float32 matrix product, 6e-8 apart on
+    this machine's BLAS, in an order set by their place and by the number of queries: a query's
+    ranking of them, and its nDCG, changed when an unrelated query was added (2026-12-05)."""
+    texts = {"d0": "doc a", "d1": "dup", "d2": "doc b", "d3": "doc c", "d4": "dup", "d5": "doc d"}
+
+    def beir(n_queries: int) -> loaders.BeirData:
+        queries = {f"q{i}": f"query {i}" for i in range(n_queries)}
+        qrels = {q: {"d4": 1.0} for q in queries}
+        return loaders.BeirData({d: ("", t) for d, t in texts.items()}, queries, qrels)
+
+    embedder = FakeEmbedder(lambda t, r, i: hashed_vector(t, 384), 384)
+    rankings = {}
+    for n in (1, 2, 3, 5):
+        task = RetrievalTask("r", lambda n=n: beir(n), instruction=None)
+        ranked = task.rank(_ctx(embedder), None, 6, None)
+        for qid, order in ranked.items():
+            assert order.index("d4") == order.index("d1") + 1, (n, qid, order)
+            rankings.setdefault(qid, set()).add(tuple(order))
+    assert all(len(seen) == 1 for seen in rankings.values()), rankings
+    # The reranker's sort too: equal scores keep the first stage's order (d1 before d4).
+    first = FakeEmbedder(lambda t, r, i: hashed_vector(t, 384), 384, name="first")
+    other = FakeEmbedder(lambda t, r, i: hashed_vector(t + "!", 384), 384, name="other")
+    rerank = RerankTask("rr", RetrievalTask("r", lambda: beir(1), instruction=None),
+                        first_stage="first", top_n=6)
+    ndcg = rerank.run(_ctx(other, first=first)).scores["ndcg@10"]
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / np.linalg.norm(v)
+
+    query = unit(hashed_vector("query 0!", 384))
+    score = {d: float(unit(hashed_vector(t + "!", 384)) @ query) for d, t in texts.items()}
+    order = sorted(rerank.candidates(_ctx(other, first=first))["q0"], key=lambda d: -score[d])
+    assert order.index("d4") == order.index("d1") + 1  # (float64: equal, the sort is stable)
+    assert ndcg == pytest.approx(1 / math.log2(order.index("d4") + 2))
+
+
 def test_retrieval_info_counts_queries_without_a_relevant_document() -> None:
     """Such a query scores 0 and counts in the mean (trec_eval/BEIR); results.json now says how many."""
 
