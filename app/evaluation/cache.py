@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -79,8 +80,12 @@ class EmbeddingCache:
             try:
                 with np.load(chunk, allow_pickle=False) as z:
                     keys, vectors = z["keys"], z["vectors"]
-            except (OSError, ValueError, KeyError) as e:
-                # A damaged chunk only costs a re-encode; say so rather than fail the run.
+                if keys.ndim != 1 or vectors.ndim != 2 or len(keys) != len(vectors):
+                    raise ValueError(f"{len(keys)} keys for {len(vectors)} vectors")
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+                # A damaged chunk only costs a re-encode; say so rather than fail the run (a
+                # cut or bit-flipped one is a BadZipFile: "Bad CRC-32", a traceback that ended
+                # the run, 2026-12-05).
                 logger.warning("ignoring unreadable cache chunk %s: %s", chunk, e)
                 continue
             for k, v in zip(keys.tolist(), vectors, strict=True):

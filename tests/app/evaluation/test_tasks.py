@@ -47,6 +47,29 @@ def test_cache_encodes_each_text_once_and_survives_restart(tmp_path: Path) -> No
     assert again.dtype == np.float32
 
 
+def test_a_damaged_cache_chunk_is_encoded_again_not_a_failed_run(tmp_path: Path, caplog) -> None:
+    """A chunk cut short or with a flipped byte is a zipfile.BadZipFile ("Bad CRC-32 for file
+    'keys.npy'"), which ended the run with a traceback; a chunk whose keys and vectors differ
+    in number, a ValueError of zip(strict=True) outside the guarded load. Each is logged and
+    its texts encoded again (2026-12-05)."""
+    emb = FakeEmbedder(lambda t, r, i: hashed_vector(t), 16)
+    EmbeddingCache(tmp_path).encode(emb, ["a", "b"], role="query", instruction=None)
+    EmbeddingCache(tmp_path).encode(emb, ["c"], role="query", instruction=None)
+    chunks = sorted(tmp_path.rglob("chunk-*.npz"), key=lambda p: p.stat().st_size)
+    assert len(chunks) == 2
+    data = bytearray(chunks[1].read_bytes())  # a and b
+    data[len(data) // 2] ^= 0xFF
+    chunks[1].write_bytes(bytes(data))
+    with open(chunks[0], "wb") as f:  # c: its keys and vectors differ in number
+        np.savez(f, keys=np.array(["x", "c"], dtype="<U64"), vectors=np.zeros((1, 16), np.float32))
+    emb.encoded.clear()
+    with caplog.at_level("WARNING"):
+        again = EmbeddingCache(tmp_path).encode(emb, ["a", "b", "c"], role="query", instruction=None)
+    assert sorted(e[0] for e in emb.encoded) == ["a", "b", "c"]
+    np.testing.assert_allclose(again[2], emb.encode(["c"])[0], atol=1e-7)
+    assert sum("ignoring unreadable cache chunk" in r.getMessage() for r in caplog.records) == 2
+
+
 def test_cache_key_includes_identity_role_and_instruction(tmp_path: Path) -> None:
     emb = FakeEmbedder(lambda t, r, i: hashed_vector(f"{t}|{r}|{i}"), 16)
     cache = EmbeddingCache(tmp_path)
