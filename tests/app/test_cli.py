@@ -49,7 +49,8 @@ def test_embed_prints_the_instruction_it_used():
 def test_an_empty_text_is_refused_with_a_message():
     result = embed("a cat", "")
     assert result.returncode == 2 and result.stdout == ""
-    assert "texts[1] is empty" in result.stderr and "Traceback" not in result.stderr
+    assert "error: text 2 is empty; every text must contain something to embed" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_unknown_embedder_is_a_message_not_a_traceback():
