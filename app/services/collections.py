@@ -1625,8 +1625,9 @@ class CollectionService:
             # delete/re-create race). One that comes after it finds the collection gone.
             self._lock_row(session, coll.id)
             try:
+                self._check_still_there(session, coll)
                 self._refuse_writers(session, name, coll.id)
-            except ConflictError:
+            except (ConflictError, NotFoundError):
                 session.rollback()
                 raise
             # The metadata's rows first, flushed (this takes the database's write lock, or fails
@@ -1685,6 +1686,29 @@ class CollectionService:
         C = md.Collection
         session.execute(select(C.id).where(C.id == collection_id).with_for_update())
         session.execute(update(C).where(C.id == collection_id).values(name=C.name))
+
+    @classmethod
+    def _check_still_there(cls, session: Session, coll: md.Collection) -> None:
+        """Under the lock ``_lock_row`` took: the row looked at before it is still the one of
+        that name. Two overlapping deletes both answered 200, and the later one's lock, by id,
+        then took a collection created again under the name meanwhile (SQLite gives a new row
+        the id of the last one deleted), deleting a collection its client had never seen: gone
+        is a 404, as for a delete that came after; created again, a 409 with nothing deleted.
+
+        Raises:
+            NotFoundError: no collection of that name any more.
+            ConflictError: the name's collection now is another one (created meanwhile).
+        """
+        C = md.Collection
+        now = session.execute(
+            select(C.id, C.created_at).where(C.name == coll.name)).one_or_none()
+        if now is None:
+            raise cls._not_found(session, coll.name, param="collection")
+        if (now.id, now.created_at) != (coll.id, coll.created_at):
+            raise ConflictError(
+                f"collection {coll.name!r} was deleted by another request and created again "
+                "while this delete ran; nothing was deleted (delete it again to remove the new "
+                "one)")
 
     def orphan(self, name: str) -> CollectionInfo | None:
         """What the store holds under ``name`` that this metadata database does not know (its

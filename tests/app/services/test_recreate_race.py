@@ -390,3 +390,53 @@ def test_a_delete_meeting_a_job_that_took_the_lease_after_its_look_is_refused(
     assert info_after.documents == 6, info_after
     hits = facet.search(SearchRequest("kitchen", "race", mode="dense", top_k=3)).results
     assert hits and all("kitchen" in h.text for h in hits)
+
+
+def _before_delete_lock(facet: Facet, monkeypatch: pytest.MonkeyPatch, race: Any) -> None:
+    """Run ``race()`` once, in another thread, after the first delete looked at the collection
+    and before it locked the row (where another request's delete, and a re-creation, fit)."""
+    lock_row = facet.catalog._lock_row
+    ran: list[bool] = []
+
+    def hooked(session: Any, collection_id: int) -> None:
+        if not ran:
+            ran.append(True)
+            other = threading.Thread(target=race)
+            other.start()
+            other.join(60)
+            assert not other.is_alive()
+        lock_row(session, collection_id)
+
+    monkeypatch.setattr(facet.catalog, "_lock_row", hooked)
+
+
+def test_a_delete_overlapping_another_delete_and_a_re_creation_deletes_nothing(
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two deletes of one collection overlapped, and the name was indexed again between them:
+    the later delete's lock (by id, which SQLite gave the new row again) took the new
+    collection and deleted it, and both deletes answered 200. It is refused now, the new
+    collection whole."""
+    _, new = _indexed(facet, tmp_path)
+
+    def delete_and_recreate() -> None:
+        facet.delete_collection("race")
+        facet.index(new, "race")
+
+    _before_delete_lock(facet, monkeypatch, delete_and_recreate)
+    with pytest.raises(ConflictError, match="deleted by another request and created again"):
+        facet.delete_collection("race")
+    after = facet.collection("race")
+    assert after.documents == 3, after
+    hits = facet.search(SearchRequest("kitchen", "race", mode="dense", top_k=3)).results
+    assert hits and all("kitchen" in h.text for h in hits)
+
+
+def test_a_delete_overlapping_another_delete_says_the_collection_is_gone(
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The later of two overlapping deletes answered 200 as if it had deleted something; it is
+    a 404, as for a delete that came after."""
+    _indexed(facet, tmp_path)
+    _before_delete_lock(facet, monkeypatch, lambda: facet.delete_collection("race"))
+    with pytest.raises(NotFoundError, match="unknown collection 'race'"):
+        facet.delete_collection("race")
+    assert [c.name for c in facet.collections()] == []
