@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from app.encoding import EmbedderCache
+from app.services.benchmark import bench_environ, bench_settings
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +56,7 @@ def served(data_dir: Path, *, env: dict[str, str] | None = None, preload: str = 
     import httpx
 
     port = _free_port()
-    environ = dict(os.environ, FACET_DATA_DIR=str(data_dir), **(env or {}))
-    environ.pop("FACET_API_KEY", None)
+    environ = bench_environ(data_dir, env)
     log = open(data_dir.parent / f"serve-{port}.log", "w")  # noqa: SIM115  (closed below)
     # -P: not the cwd first on sys.path (a folder there named ``app`` would shadow Facet's).
     proc = subprocess.Popen([sys.executable, "-P", "-m", "app", "serve", "--port", str(port),
@@ -150,14 +150,13 @@ def inprocess_search_latency(data_dir: Path, collection: str, embedders: Embedde
 
     from app.core import Facet
     from app.services.search import SearchRequest
-    from app.settings import FacetSettings
 
     default = torch.get_num_threads()
     torch.set_num_threads(threads or default)
     lat: list[float] = []
     stages: list[dict[str, float]] = []
     try:
-        with Facet.open(FacetSettings(data_dir=data_dir), embedders=embedders) as facet:
+        with Facet.open(bench_settings(data_dir), embedders=embedders) as facet:
             facet.search(SearchRequest(queries[0], collection, instruction, top_k=top_k,
                                        embedder=embedder, mode="dense"))
             for q in queries:

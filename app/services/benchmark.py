@@ -34,8 +34,36 @@ from indexer.store import PointRecord, VectorStore, point_id
 logger = logging.getLogger(__name__)
 
 
+# What would send a benchmark's writes outside its own temporary data folder: the user's
+# metadata database (FACET_DATABASE_URL), vector store (FACET_QDRANT_URL, FACET_VECTOR_BACKEND)
+# or workers (FACET_BROKER_URL). A bench run with them set indexed its `bench` collection into
+# the user's database, whose vectors went with the temporary folder; the `load-*` collections
+# stayed listed there with their store files missing.
+OUTSIDE_SETTINGS = ("database_url", "qdrant_url", "qdrant_api_key", "vector_backend",
+                    "broker_url", "result_backend", "encode_on_workers")
+
+
+def bench_settings(data_dir: Path, **fields: Any) -> FacetSettings:
+    """Settings for a benchmark's own data folder: its metadata in ``data_dir``'s facet.db, its
+    vectors in the embedded store there, no workers, whatever the environment configures (the
+    other settings, threads and limits, are read from it as usual)."""
+    isolated: dict[str, Any] = {"database_url": None, "qdrant_url": None, "qdrant_api_key": None,
+                                "vector_backend": "edge", "broker_url": None,
+                                "result_backend": None, "encode_on_workers": False}
+    return FacetSettings(data_dir=data_dir, **(isolated | fields))
+
+
+def bench_environ(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a benchmark's `facet serve` child on ``data_dir``: this process's,
+    less what ``bench_settings`` overrides (its variables, in any case, as the settings read
+    them) and the API key, plus ``extra``."""
+    outside = {f"FACET_{name.upper()}" for name in (*OUTSIDE_SETTINGS, "api_key")}
+    environ = {k: v for k, v in os.environ.items() if k.upper() not in outside}
+    return environ | {"FACET_DATA_DIR": str(data_dir)} | (extra or {})
+
+
 def _ctx(data_dir: Path, embedders: EmbedderCache, **fields: Any) -> ServiceContext:
-    return ServiceContext(FacetSettings(data_dir=data_dir, **fields), embedders=embedders)
+    return ServiceContext(bench_settings(data_dir, **fields), embedders=embedders)
 
 
 def _pct(values: list[float], q: float) -> float:
