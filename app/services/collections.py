@@ -34,6 +34,7 @@ from indexer.errors import (
     StoreDamagedError,
     StoreError,
     StoreUnavailableError,
+    masked_url,
 )
 from indexer.store import (
     REACH_TIMEOUT_S,  # a listing's wait for the Qdrant server (tests lower it here)
@@ -115,7 +116,8 @@ def folder_database(settings: FacetSettings) -> Path | None:
     path: Path | None = Path(settings.data_dir) / "facet.db"
     try:
         if path is not None and not path.is_file():
-            path = unfinished_move(Path(settings.data_dir))
+            path = (unfinished_move(Path(settings.data_dir))
+                    or moved_elsewhere(Path(settings.data_dir), settings.database_url))
         if path is None:
             return None
     except OSError:  # an unreadable folder: said where it is used
@@ -139,6 +141,44 @@ def unfinished_move(data_dir: Path) -> Path | None:
         return None
     path = data_dir / renamed
     return path if path.is_file() else None
+
+
+def _move_target(data_dir: Path) -> tuple[str, Path] | None:
+    """A finished `facet move-metadata`'s target (as recorded: password masked) and the renamed
+    facet.db it left here (a copy of what the target received), where both are known."""
+    from app.services.context import moved_record
+
+    record = moved_record(data_dir)
+    if record is None or record.get("state", "moved") != "moved":
+        return None
+    target, renamed = record.get("target"), record.get("renamed")
+    if (not isinstance(target, str) or not isinstance(renamed, str) or "/" in renamed
+            or not renamed.startswith("facet.db.moved-")):
+        return None
+    path = data_dir / renamed
+    return (target, path) if path.is_file() else None
+
+
+def moved_elsewhere(data_dir: Path, database_url: str) -> Path | None:
+    """The renamed facet.db of a finished `facet move-metadata` whose target is not
+    ``database_url`` (the database in use: mistyped, or a relative SQLite path read from
+    another folder), where it is there; else None. Its collections' vectors belong to the
+    target: with FACET_DATABASE_URL naming another database they were listed as vectors no
+    database owns, "`facet delete NAME` removes them", and the delete removed them."""
+    from app.services.context import names_sqlite_file
+
+    moved = _move_target(data_dir)
+    if moved is None:
+        return None
+    target, path = moved
+    if target == masked_url(database_url):
+        return None
+    from indexer.migrate import sqlite_file
+
+    file = sqlite_file(target)
+    if file is not None and names_sqlite_file(database_url, file.expanduser()):
+        return None
+    return path
 
 
 def folder_database_collections(path: Path) -> frozenset[str]:
@@ -174,15 +214,24 @@ def folder_owners(settings: FacetSettings) -> tuple[frozenset[str], str | None] 
 MOVE_IT = "or unset it and run `facet move-metadata --to URL` to move that database"
 
 
-# How ``folder_owner`` names the renamed facet.db of a move that did not finish.
+# How ``folder_owner`` names the renamed facet.db of a move that did not finish, and the
+# target of one that did (``moved_elsewhere``).
 MOVING = "a facet move-metadata that did not finish"
+MOVED_TO = "where facet move-metadata moved this data folder's metadata"
 
 
 def folder_database_owner(settings: FacetSettings) -> str:
-    """How a stray's ``owner`` names ``folder_database``: ``FOLDER_DATABASE``, or the renamed
-    facet.db of a move that did not finish (``unfinished_move``)."""
-    moving = unfinished_move(Path(settings.data_dir))
-    return FOLDER_DATABASE if moving is None else f"{moving.name} in this data folder ({MOVING})"
+    """How a stray's ``owner`` names ``folder_database``: ``FOLDER_DATABASE``, the renamed
+    facet.db of a move that did not finish (``unfinished_move``), or the target of one that
+    did (``moved_elsewhere``)."""
+    data_dir = Path(settings.data_dir)
+    moving = unfinished_move(data_dir)
+    if moving is not None:
+        return f"{moving.name} in this data folder ({MOVING})"
+    moved = _move_target(data_dir) if settings.database_url else None
+    if moved is not None and moved_elsewhere(data_dir, settings.database_url or "") is not None:
+        return f"{moved[0]} ({MOVED_TO}; its copy {moved[1].name} is in this data folder)"
+    return FOLDER_DATABASE
 
 
 def owned_elsewhere(name: str, owner: str) -> str:
@@ -195,6 +244,10 @@ def owned_elsewhere(name: str, owner: str) -> str:
     if owner == FOLDER_DATABASE:
         return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: unset "
                 f"FACET_DATABASE_URL to use or delete it, {MOVE_IT} (docs/deploy.md)")
+    if MOVED_TO in owner:
+        return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: "
+                "FACET_DATABASE_URL names another database; set it to that one to use or "
+                "delete it (docs/deploy.md)")
     return (f"the vectors of {name!r} may belong to a collection of {owner}: unset "
             "FACET_DATABASE_URL to look, or make it readable")
 
@@ -222,7 +275,7 @@ def owned_advice(settings: FacetSettings, name: str) -> str | None:
     owner = folder_owner(settings, name)
     if owner is None:
         return None
-    if MOVING in owner:
+    if MOVING in owner or MOVED_TO in owner:
         return owned_elsewhere(name, owner)
     if owner == FOLDER_DATABASE:
         return (f"{name!r} is a collection of {owner}: unset FACET_DATABASE_URL to use it, "

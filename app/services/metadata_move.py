@@ -101,8 +101,9 @@ def tables() -> list[Table]:
 
 def check_target_url(url: str) -> str:
     """``url`` as FACET_DATABASE_URL would take it (``FacetSettings``' own check: PostgreSQL or
-    a SQLite file, ``postgres://`` read as psycopg's), or one line saying why not (the URL's
-    scheme only: it may hold a password).
+    a SQLite file, ``postgres://`` read as psycopg's; a relative SQLite path made absolute
+    against the working folder), or one line saying why not (the URL's scheme only: it may hold
+    a password).
 
     Raises:
         InvalidRequestError: not a URL Facet keeps its metadata in.
@@ -113,6 +114,16 @@ def check_target_url(url: str) -> str:
         said = str(e).replace(", or unset it for SQLite in the data folder", "")
         raise InvalidRequestError(f"--to: {said}", param="to") from None
     assert checked is not None
+    from indexer.migrate import sqlite_file
+
+    # A relative SQLite path, made absolute against this folder: kept as given, the `export`
+    # line and the data folder's record named it relative, so a command run from another folder
+    # made a new, empty database there, and listed the moved collections as vectors no database
+    # owns, which `facet delete` removed.
+    file = sqlite_file(checked)
+    if file is not None and not file.expanduser().is_absolute():
+        checked = make_url(checked).set(database=str(Path.cwd() / file)).render_as_string(
+            hide_password=False)
     return checked
 
 

@@ -595,3 +595,56 @@ def test_a_target_naming_the_folders_own_facet_db_is_refused(tmp_path) -> None:
         assert refused.returncode == 2, refused.stderr
         assert "--to names the data folder's own facet.db" in refused.stderr
         assert (data / "facet.db").exists() and not list(data.glob("facet.db.moved-*"))
+
+
+def test_a_relative_sqlite_target_is_made_absolute(tmp_path, monkeypatch) -> None:
+    """`--to sqlite:///meta.db` was kept relative, in the record and in the `export` line it
+    printed: set from another folder, that URL made a new, empty database there."""
+    import json
+
+    from tests.app.cli_runner import tiny_data_folder
+
+    data = tiny_data_folder(tmp_path)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    moved = _move(data, "sqlite:///meta.db")
+    assert moved.returncode == 0, moved.stderr
+    absolute = f"sqlite:///{here / 'meta.db'}"
+    assert f"export FACET_DATABASE_URL={absolute}" in moved.stdout, moved.stdout
+    assert json.loads((data / "metadata-moved.json").read_text())["target"] == absolute
+    assert _rows(absolute) == (1, 1)
+
+
+def test_after_a_move_a_database_not_its_target_does_not_delete_the_moved_vectors(
+        tmp_path) -> None:
+    """After a finished move, FACET_DATABASE_URL mistyped (or a relative path read from another
+    folder): the listing said the moved collections were vectors no database owns, "`facet
+    delete tiny` removes them", and the delete (exit 0) removed the vectors the target's
+    collection points to. They are the target's now, and the delete is refused."""
+    import json
+
+    from tests.app.cli_runner import tiny_data_folder
+
+    data = tiny_data_folder(tmp_path)
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    assert _move(data, target).returncode == 0
+    [renamed] = [p.name for p in data.glob("facet.db.moved-*Z")]
+    env = {"FACET_DATA_DIR": str(data), "FACET_DATABASE_URL": f"sqlite:///{tmp_path / 'typo.db'}"}
+    listed = invoke_cli("collections", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    [tiny] = [c for c in json.loads(listed.stdout) if c["name"] == "tiny"]
+    owner = (f"{target} (where facet move-metadata moved this data folder's metadata; its copy "
+             f"{renamed} is in this data folder)")
+    assert tiny["owner"] == owner, tiny
+    refused = invoke_cli("delete", "tiny", "-y", env=env)
+    assert refused.returncode == 5, (refused.returncode, refused.stdout, refused.stderr)
+    assert (f"the vectors of 'tiny' belong to collection 'tiny' of {owner}: FACET_DATABASE_URL "
+            "names another database") in refused.stderr, refused.stderr
+    assert (data / "qdrant-edge" / "tiny").is_dir()
+    # Under the target itself, the collection is its own and deletes as any other.
+    at_target = {"FACET_DATA_DIR": str(data), "FACET_DATABASE_URL": target}
+    [tiny] = json.loads(invoke_cli("collections", "--json", env=at_target).stdout)
+    assert tiny["name"] == "tiny" and tiny.get("owner") is None and not tiny.get("stray"), tiny
+    assert invoke_cli("delete", "tiny", "-y", env=at_target).returncode == 0
+    assert not (data / "qdrant-edge" / "tiny").exists()
