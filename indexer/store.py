@@ -109,6 +109,12 @@ def validate_name(name: str, what: str = "collection") -> str:
             f"invalid {what} name {name!r}: use 1-128 ASCII letters (A-Z, a-z), digits, '_', '-' "
             "or '.', starting with a letter or digit"
         )
+    if what == "collection" and name.lower().endswith(".lock"):
+        # The embedded store keeps collection NAME's lock file as NAME.lock beside its folder:
+        # a collection "NAME.lock" collided with it (a traceback when indexed, and a half-made
+        # row that could not be deleted).
+        raise StoreError(f"invalid {what} name {name!r}: a name may not end in '.lock' (the "
+                         "vector store's lock files are named so)")
     return name
 
 

@@ -627,3 +627,19 @@ def test_ctrl_c_as_the_jobs_row_is_recorded_leaves_no_row_and_says_so(tmp_path, 
     assert "interrupted before the job started" in done.stderr and "queued" not in done.stderr, done.stderr
     listed = invoke_cli("jobs", "--json", env=env)
     assert json.loads(listed.stdout) == [], listed.stdout
+
+
+def test_a_collection_named_as_a_lock_file_is_refused_before_anything_is_made(
+        tmp_path: Path) -> None:
+    """`facet index src -c notes.lock` beside a collection `notes`: its folder name was the
+    lock file of `notes` (a traceback, and a half-made row that `facet delete` could not
+    remove). Refused as any name no collection can have, exit 2, nothing made."""
+    from tests.app.cli_runner import invoke_cli, tiny_data_folder
+
+    data = tiny_data_folder(tmp_path)
+    env = {"FACET_DATA_DIR": str(data)}
+    refused = invoke_cli("index", str(tmp_path / "src"), "-c", "tiny.lock", "-e", "minilm", env=env)
+    assert refused.returncode == 2, (refused.returncode, refused.stderr)
+    assert "invalid collection name 'tiny.lock': a name may not end in '.lock'" in refused.stderr
+    listed = invoke_cli("collections", "--json", env=env)
+    assert [c["name"] for c in json.loads(listed.stdout)] == ["tiny"]

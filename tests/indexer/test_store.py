@@ -175,6 +175,12 @@ def test_collection_management_and_errors(store: VectorStore) -> None:
     # "use letters" refused "café" and "中文" without saying why: they are letters, not ASCII ones.
     with pytest.raises(StoreError, match=r"invalid collection name 'café': use 1-128 ASCII letters"):
         store.ensure_collection("café", {"m": DIM})
+    # "a.lock" is collection a's lock file's name in the embedded store (any case: a disk
+    # that takes names without case takes "a.LOCK" as it).
+    for bad in ("a.lock", "a.LOCK"):
+        with pytest.raises(StoreError, match=r"may not end in '\.lock'"):
+            store.ensure_collection(bad, {"m": DIM})
+    assert store.list_collections() == ["a"]
     assert store.drop_collection("a") is True
     assert store.drop_collection("a") is False
     assert store.list_collections() == []
