@@ -292,6 +292,21 @@ class Embeddings:
     note: str | None = None
 
 
+def _check_dimensions(model: Embedder, dimensions: int | None) -> None:
+    """Refuse a ``dimensions`` other than ``model``'s width before anything is encoded: the
+    check came after the encode, so a request of 1,024 texts with a wrong one held the model
+    thread for seconds (and 0 or -1 was taken as a width)."""
+    if dimensions is None:
+        return
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+        raise InvalidRequestError(f"dimensions must be a whole number of at least 1, not "
+                                  f"{dimensions!r}", param="dimensions")
+    if dimensions != int(model.dim):
+        raise InvalidRequestError(f"dimensions={dimensions}: {model.name} gives {int(model.dim)}-d "
+                                  "vectors and Facet does not shorten them; omit dimensions",
+                                  param="dimensions")
+
+
 def _embeddings(model: Embedder, spec: str, role: Role, instruction: str | None,
                 vectors: np.ndarray, tokens: int) -> Embeddings:
     """``Embeddings`` of ``model`` (loaded from ``spec``), saying whether it read ``instruction``
@@ -643,12 +658,16 @@ class Facet:
 
     @_domain_errors
     def embed(self, texts: Sequence[str], *, embedder: str | None = None,
-              role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
+              role: Role | str = Role.DOCUMENT, instruction: str | None = None,
+              dimensions: int | None = None) -> Embeddings:
         """Embed texts (``role`` picks the prompt; an instruction conditions the embedding).
+        ``dimensions``: the width the caller expects (OpenAI's field), checked against the
+        embedder's before anything is encoded; None takes the embedder's.
 
         Raises:
             InvalidRequestError: texts not a list of strings, an empty (or blank) text, a
-                role that is not exactly "query" or "document" (``param`` ``role``).
+                role that is not exactly "query" or "document" (``param`` ``role``), a
+                ``dimensions`` other than the embedder's (``param`` ``dimensions``).
             TooLargeError: more than ``FACET_MAX_TEXTS_PER_CALL`` texts.
             UnknownModelError: unknown embedder.
             BusyError: the encoder's queue is full (a server under load).
@@ -659,11 +678,13 @@ class Facet:
         name = embedder or self.settings.default_embedder
         with _naming_model(embedder=embedder):
             model = self.embedder_cache.get(name)
+            _check_dimensions(model, dimensions)
             vectors = self.encoder.encode(texts, embedder=name, role=role_, instruction=instruction)
         return _embeddings(model, name, role_, instruction, vectors, self.count_tokens(model, texts))
 
     async def aembed(self, texts: Sequence[str], *, embedder: str | None = None,
-                     role: Role | str = Role.DOCUMENT, instruction: str | None = None) -> Embeddings:
+                     role: Role | str = Role.DOCUMENT, instruction: str | None = None,
+                     dimensions: int | None = None) -> Embeddings:
         """``embed`` for async callers: waits on the encoder's future without holding a thread
         (a model that is not loaded yet is loaded in a worker thread); an encoder that works in
         the calling thread (``Facet.open()``'s) encodes in a worker thread, so the event loop
@@ -679,6 +700,7 @@ class Facet:
             with _naming_model(embedder=embedder):  # as ``embed`` names it
                 model = loaded if loaded is not None else await asyncio.to_thread(
                     self.embedder_cache.get, name)
+            _check_dimensions(model, dimensions)
             if isinstance(self.encoder, InlineQueryEncoder):
                 vectors = await asyncio.to_thread(self.encoder.encode, texts, embedder=name,
                                                   role=role_, instruction=instruction)

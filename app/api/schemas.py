@@ -180,7 +180,8 @@ class EmbeddingsBody(_Body):
                                                    "pattern": NOT_BLANK}}]})]
     model: str
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = None
+    dimensions: int | None = Field(default=None, ge=1, description=(
+        "the width expected: the model's (GET /v1/models) or omitted; checked before encoding"))
     user: str | None = None
     instruction: str | None = Field(default=None, description="empty or blank: none")
     role: Literal["query", "document"] = "document"

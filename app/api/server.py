@@ -983,13 +983,10 @@ def create_app(facet: Facet | None = None, *, settings: FacetSettings | None = N
         _check_model(facet, body.model, "model")
         with _model_param({"embedder": "model"}, model=body.model):
             result = await _unless_disconnected(request, facet.aembed(
-                texts, embedder=body.model, role=body.role, instruction=body.instruction))
+                texts, embedder=body.model, role=body.role, instruction=body.instruction,
+                dimensions=body.dimensions))
         if result is None:  # nobody is there to read an answer
             return Response(status_code=CLIENT_CLOSED_REQUEST)
-        if body.dimensions is not None and body.dimensions != result.dim:
-            raise InvalidRequestError(f"dimensions={body.dimensions}: {result.embedder} gives "
-                                      f"{result.dim}-d vectors and Facet does not shorten them; "
-                                      "omit dimensions", param="dimensions")
         vectors = np.ascontiguousarray(result.vectors, dtype="<f4")  # little-endian float32
         data: list[dict[str, Any]] = []
         for i, row in enumerate(vectors):

@@ -253,3 +253,34 @@ def test_an_unpaired_surrogate_in_the_instruction_names_the_field(client, route,
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == "instruction", r.json()
     assert "unpaired surrogate" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("dimensions", [7, 0, -1])
+def test_a_wrong_dimensions_is_refused_before_anything_is_encoded(
+        client, facet, monkeypatch, dimensions) -> None:
+    """`dimensions` was checked after every text was encoded (1,024 texts held the one model
+    thread for seconds before the 400), and 0 or -1 were taken as widths."""
+    calls: list[int] = []
+    submit = facet.encoder.submit
+
+    def counted(texts, **kw):
+        calls.append(len(texts))
+        return submit(texts, **kw)
+
+    monkeypatch.setattr(facet.encoder, "submit", counted)
+    r = client.post("/v1/embeddings", json={"model": "minilm", "input": ["card"] * 50,
+                                            "dimensions": dimensions})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "dimensions", r.json()
+    assert calls == []
+    ok = client.post("/v1/embeddings", json={"model": "minilm", "input": ["card"],
+                                             "dimensions": 384})
+    assert ok.status_code == 200 and len(ok.json()["data"][0]["embedding"]) == 384
+    assert calls == [1]
+
+
+def test_the_facade_checks_dimensions_before_encoding(facet, monkeypatch) -> None:
+    monkeypatch.setattr(facet.encoder, "encode", lambda *a, **k: pytest.fail("encoded"))
+    with pytest.raises(InvalidRequestError, match="minilm gives 384-d vectors") as e:
+        facet.embed(["card"], embedder="minilm", dimensions=128)
+    assert e.value.param == "dimensions"
