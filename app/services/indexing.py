@@ -2470,9 +2470,18 @@ class IndexService:
         with self.sessions() as session:
             asked = session.execute(update(J).where(J.id == job_id, J.state.in_(("queued", "running")))
                                     .values(cancel_requested=True))
-            session.execute(update(J).where(J.id == job_id, J.state == "queued").values(
+            unstarted = session.execute(update(J).where(J.id == job_id, J.state == "queued").values(
                 state="cancelled", finished_at=md.utcnow(), message=QUEUED_CANCELLED))
             session.commit()
+            if getattr(unstarted, "rowcount", 0):
+                # A collection made for it, left empty, is kept (its job, read later, goes with
+                # it), as a background job's that indexed nothing: its message says so and how
+                # to remove it; `facet collections` listed it, and its searches said "job N
+                # (cancelled) has not written its first documents", named by nothing else.
+                job = md.get_job(session, job_id)
+                if job is not None and left_empty(session, job.collection, job):
+                    job.message = f"{QUEUED_CANCELLED}; {left_empty_note(job.collection.name)}"
+                    session.commit()
         if not getattr(asked, "rowcount", 1):
             return False
         # DEBUG: the caller says who asked (`facet serve`'s "job N: cancellation asked by

@@ -1404,7 +1404,10 @@ class SearchService:
                                f"{state} (its store folder removed, or the metadata restored "
                                "apart from it?); index its sources again to write it anew")
                     else:
-                        why = f"job {job.id} ({state}) has not written its first documents"
+                        # (An ended job: "has not written its first documents" read as if it
+                        # would; a job cancelled before it started leaves such a collection.)
+                        why = (f"job {job.id} ({state}) ended before it wrote any document: "
+                               f"index into it again, or delete it (`facet delete {collection}`)")
                 raise NotFoundError(f"collection {collection!r} has nothing searchable yet: {why}",
                                     param="collection")
             if coll is None:

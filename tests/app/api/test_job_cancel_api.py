@@ -41,7 +41,8 @@ def test_cancel_a_queued_job_then_an_ended_one_an_unknown_one(facet, client, tmp
         queued,
         "cancelled",
         None,
-        "cancelled before it started",
+        "cancelled before it started; collection 'c' was made for this job and holds no indexed "
+        "document: `facet delete c` (DELETE /collections/c) removes it",
         True,
     )
     assert client.get(f"/jobs/{queued}").json()["state"] == "cancelled"

@@ -11,6 +11,7 @@ import pytest
 
 from app.errors import InvalidRequestError, NotFoundError
 from app.services.indexing import IndexOptions, Progress
+from app.services.search import SearchRequest
 from app.settings import FacetSettings
 from app.text import plural
 from tests.app.services.conftest import write_corpus
@@ -20,7 +21,13 @@ def test_a_queued_job_is_cancelled_at_once_and_its_runner_skips_it(facet, tmp_pa
     write_corpus(tmp_path / "src", 3)
     prepared = facet.indexing.prepare(tmp_path / "src", "c", runner="thread")
     job = facet.cancel_job(prepared.job_id, "c")
-    assert (job.state, job.started_at, job.message) == ("cancelled", None, "cancelled before it started")
+    # The collection made for it, left empty, is kept (the job goes with it) and named, as a
+    # background job's that indexed nothing (nothing said it; its searches said the job "has
+    # not written its first documents", as if it would).
+    made = ("collection 'c' was made for this job and holds no indexed document: `facet "
+            "delete c` (DELETE /collections/c) removes it")
+    assert (job.state, job.started_at, job.message) == (
+        "cancelled", None, f"cancelled before it started; {made}")
     assert job.finished_at is not None
     # Its turn comes (the server's job thread): it is not run.
     report = facet.indexing.run(prepared)
@@ -28,6 +35,10 @@ def test_a_queued_job_is_cancelled_at_once_and_its_runner_skips_it(facet, tmp_pa
     job = facet.job(prepared.job_id)
     assert (job.state, job.started_at, job.docs_seen) == ("cancelled", None, 0)
     assert facet.collection("c").documents_indexed == 0
+    with pytest.raises(NotFoundError, match=(
+            rf"nothing searchable yet: job {job.id} \(cancelled\) ended before it wrote any "
+            r"document: index into it again, or delete it \(`facet delete c`\)")):
+        facet.search(SearchRequest("card", "c"))
 
 
 def test_a_running_job_stops_at_a_batch_boundary_and_the_next_job_resumes_it(facet, tmp_path) -> None:
