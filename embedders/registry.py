@@ -1145,6 +1145,19 @@ def _resolve(spec: str) -> tuple[EmbedderInfo | None, Path | None]:
     return (info, directory) if directory is not None and is_checkpoint_dir(directory) else (None, None)
 
 
+def embedder_method(name_or_path: str) -> str | None:
+    """The method of the model ``name_or_path`` loads, known without loading it: a checkpoint's
+    config's, or the ``method`` of the class a registered name builds (``_model_class``); None
+    where nothing says (a plugin whose class is not known, a name that is none)."""
+    info, directory = _resolve(str(name_or_path))
+    if directory is not None:
+        method = read_checkpoint_config(directory).get("method")
+        return method if isinstance(method, str) else None
+    model_class = _model_class(info) if info is not None else None
+    method = getattr(model_class, "method", None) if model_class is not None else None
+    return method if isinstance(method, str) else None
+
+
 def _unknown(spec: object) -> UnknownEmbedderError:
     """The refusal of ``spec``, which names no embedder; an empty or blank one (``""`` read as the
     current folder's path was a ValueError traceback) or a non-string said as such."""

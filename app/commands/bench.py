@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -96,7 +97,7 @@ def register(cli: typer.Typer) -> None:
             "--load-idle-s", min=0.1, help="api-load: seconds the clients search the idle "
                                            "server")] = 5.0,
         threads: Annotated[int | None, typer.Option(
-            "--threads", help="api-*: torch threads of the server's model thread and of the "
+            "--threads", min=1, help="api-*: torch threads of the server's model thread and of the "
                               "bare runs (default FACET_QUERY_THREADS)")] = None,
         out: Annotated[Path | None, typer.Option(
             "--out", help="write results as JSON ('-': standard output; the lines said while "
@@ -131,6 +132,8 @@ def register(cli: typer.Typer) -> None:
 
         for spec in _embedders_used(wanted, embedder, rerank, gircse, gircse_baseline):
             check_embedder(spec)
+        if "gircse-cache" in wanted:
+            _check_gircse_part(gircse, soft_tokens)
         if out is not None:  # before the work, not after it (the figures were lost)
             prepare_out_file(out)
         results: dict[str, Any] = {"load_average_start": bm.load_average(),
@@ -259,6 +262,22 @@ def _check_source(source: Path) -> None:
                                   f"folder or file of a supported type: {supported_types()}")
 
 
+def _check_gircse_part(gircse: str, soft_tokens: int) -> None:
+    """What the gircse-cache part refused only once it started, the figures of the parts before
+    it lost with a traceback: a ``--gircse`` of another method (``causal-eos``), and
+    ``--soft-tokens`` past GIRCSE's limit."""
+    from embedders.methods.gircse.config import MAX_SOFT_TOKENS
+    from embedders.registry import embedder_method
+
+    method = embedder_method(gircse)
+    if method is not None and method != "gircse":
+        raise InvalidRequestError(f"--gircse {gircse}: a {method} embedder, not a GIRCSE one; "
+                                  "give a GIRCSE checkpoint (gircse, the default)")
+    if soft_tokens > MAX_SOFT_TOKENS:
+        raise InvalidRequestError(f"--soft-tokens must be from 1 to {MAX_SOFT_TOKENS}, not "
+                                  f"{soft_tokens}")
+
+
 def _embedders_used(wanted: set[str], embedder: str, rerank: str, gircse: str,
                     gircse_baseline: str) -> list[str]:
     """The embedder options the ``wanted`` parts load, each once, in the order given."""
@@ -303,9 +322,16 @@ def _api_parts(wanted: set[str], settings: Any, cache: Any, embedder: str, point
         root = bench_dir or Path(tmp)
         if "api-search" in wanted:
             data = root / f"search-{points}"
-            if (data / "facet.db").exists():
+            if bm.search_bench_built(data, embedder):
                 typer.echo(f"reusing the {points}-chunk collection in {data}")
             else:
+                # A build interrupted part-way (its facet.db made, its store not finished) was
+                # taken for a finished one, and every later run failed on it; one of another
+                # embedder was searched with this one's queries.
+                if data.exists() and any(data.iterdir()):
+                    typer.echo(f"{data} holds an unfinished build or another embedder's "
+                               "collection: building it again")
+                    shutil.rmtree(data)
                 data.mkdir(parents=True, exist_ok=True)
                 built = bm.build_search_bench_collection(data, cache, embedder, points)
                 typer.echo(_store_line("edge", built))

@@ -290,7 +290,22 @@ def build_search_bench_collection(data_dir: Path, embedders: EmbedderCache, embe
                                         chunk_overlap=32, tokenizer=model.name)
             md.ensure_collection_embedder(s, coll, model.name, int(model.dim), model.identity)
             s.commit()
+    # Written last: what ``search_bench_built`` takes for a finished build of this embedder.
+    (data_dir / SEARCH_BENCH_BUILT).write_text(json.dumps({"embedder": embedder, "points": n}))
     return result
+
+
+SEARCH_BENCH_BUILT = "bench-built.json"
+
+
+def search_bench_built(data_dir: Path, embedder: str) -> bool:
+    """Whether ``data_dir`` holds a finished ``build_search_bench_collection`` of ``embedder``
+    (its record written after the store and the metadata)."""
+    try:
+        record = json.loads((data_dir / SEARCH_BENCH_BUILT).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("embedder") == embedder
 
 
 def beir_corpus_subset(corpus: Path, out: Path, keep: Collection[str]) -> Path:

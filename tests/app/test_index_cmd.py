@@ -386,6 +386,13 @@ def test_bench_refuses_what_it_cannot_measure_before_any_part_runs(tmp_path, run
         (("--parts", "", *small), 2, "--parts names no part; pick from api-embed"),
         (("--parts", "index", "--source", str(tmp_path), *small), 2,
          f"--source {tmp_path} holds no file to index; give a folder or file of a supported type"),
+        # Refused once the gircse-cache part started (a ValueError traceback), the store
+        # figures before it lost.
+        (("--parts", "store,gircse-cache", "--gircse", "causal-eos", *small), 2,
+         "--gircse causal-eos: a causal-eos embedder, not a GIRCSE one"),
+        (("--parts", "store,gircse-cache", "--soft-tokens", "65", *small), 2,
+         "--soft-tokens must be from 1 to 64, not 65"),
+        (("--parts", "store,api-search", "--threads", "0", *small), 2, "--threads"),
     ]:
         result = run("bench", *args)
         assert (result.returncode, "Traceback" in result.stderr) == (code, False), (args, result.stderr)
@@ -643,3 +650,41 @@ def test_a_collection_named_as_a_lock_file_is_refused_before_anything_is_made(
     assert "invalid collection name 'tiny.lock': a name may not end in '.lock'" in refused.stderr
     listed = invoke_cli("collections", "--json", env=env)
     assert [c["name"] for c in json.loads(listed.stdout)] == ["tiny"]
+
+
+def test_api_search_rebuilds_an_unfinished_or_another_embedders_collection(
+        tmp_path, monkeypatch, run) -> None:
+    """`--bench-dir`: a build interrupted part-way (its facet.db made) was "reused", and every
+    later run failed on it; one built for another embedder was searched with this one's
+    queries. Only a finished build of the same embedder is reused."""
+    from app.services import api_bench as ab
+    from app.services import benchmark as bm
+
+    builds: list[str] = []
+    build = bm.build_search_bench_collection
+
+    def counted(data, cache, embedder, n):
+        builds.append(embedder)
+        return build(data, cache, embedder, n)
+
+    timing = {"p50_ms": 1.0, "p95_ms": 1.0, "stage_p50_ms": {}}
+    monkeypatch.setattr(bm, "build_search_bench_collection", counted)
+    monkeypatch.setattr(ab, "inprocess_search_latency", lambda *a, **k: timing | {"threads": 1})
+    monkeypatch.setattr(ab, "api_search_latency", lambda *a, **k: {
+        "searches": 1, "top_k": 10, "api_p50_ms": 1.0, "api_p95_ms": 1.0, "encode_p50_ms": 1.0,
+        "encode_p95_ms": 1.0, "p50_minus_encode_ms": 0.0, "p50_ratio_to_encode": 1.0,
+        "server_stage_p50_ms": {}, "http_and_client_p50_ms": 0.0})
+    bench_dir = tmp_path / "kept"
+    data = bench_dir / "search-20"
+    data.mkdir(parents=True)
+    (data / "facet.db").write_bytes(b"")  # an interrupted build's
+    args = ("bench", "--parts", "api-search", "--points", "20", "--bench-dir", str(bench_dir))
+    first = run(*args)
+    assert first.returncode == 0, first.stderr
+    assert "holds an unfinished build or another embedder's collection: building it again" in first.stdout
+    again = run(*args)
+    assert again.returncode == 0 and f"reusing the 20-chunk collection in {data}" in again.stdout
+    other = run(*args, "--embedder", "minilm[instruction_weight=0.5]")
+    assert other.returncode == 0, other.stderr
+    assert "building it again" in other.stdout
+    assert builds == ["minilm", "minilm[instruction_weight=0.5]"]
