@@ -121,6 +121,33 @@ def _lora_pairs(state: dict[str, torch.Tensor], path: Path) -> dict[str, tuple[t
     return pairs
 
 
+def _check_factor_shapes(paths: list[Path], states: list[dict[str, tuple[torch.Tensor, torch.Tensor]]],
+                         ranks: list[int]) -> None:
+    """Each ingredient's factors as its config's rank says (A: r x in, B: out x r) and of the
+    same module widths as the first's: another backbone's adapter ended in torch.cat's
+    RuntimeError traceback, and a config whose ``r`` disagreed with its tensors was averaged at
+    the wrong scale (alpha / r), exit 0.
+
+    Raises:
+        CheckpointError: naming the file, the module and the shapes.
+    """
+    for p, state, r in zip(paths, states, ranks, strict=True):
+        for key, (a, b) in state.items():
+            if a.dim() != 2 or b.dim() != 2 or a.shape[0] != r or b.shape[1] != r:
+                raise CheckpointError(
+                    f"{p / ADAPTER_FILE}: {key} has factors {tuple(a.shape)} and {tuple(b.shape)}, "
+                    f"not of the rank its {CONFIG_FILE} gives (r={r}); the checkpoint is damaged "
+                    "or its config edited")
+    for p, state in zip(paths[1:], states[1:], strict=True):
+        for key, (a, b) in state.items():
+            a0, b0 = states[0][key]
+            if a.shape[1] != a0.shape[1] or b.shape[0] != b0.shape[0]:
+                raise CheckpointError(
+                    f"{p / ADAPTER_FILE}: {key} adapts a {a.shape[1]} -> {b.shape[0]} weight where "
+                    f"{paths[0] / ADAPTER_FILE} adapts {a0.shape[1]} -> {b0.shape[0]}; a soup "
+                    "needs checkpoints of the same backbone")
+
+
 def weights_steps(log: dict[str, Any]) -> int:
     """The training steps behind a checkpoint's weights, from its ``train_log.json``: its
     ``weights_steps`` (every step across runs), else ``steps_done``, else (a soup written
@@ -249,6 +276,7 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         for p, s in zip(paths[1:], states[1:], strict=True):
             if set(s) != keys:
                 raise CheckpointError(f"{p} adapts other modules than {paths[0]}; a soup needs the same targets")
+        _check_factor_shapes(paths, states, ranks)
         scales = [float(lo.get("alpha", 16)) / int(lo["r"]) for lo in loras]
         for j in range(1, len(states)):
             for i in range(j):  # the first earlier ingredient with the same adapter, if any
@@ -281,6 +309,9 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         for key in head_states[0]:
             mean = sum(w * hs[key].float() for w, hs in zip(weights, head_states, strict=True))
             heads[key] = torch.as_tensor(mean).half().contiguous()
+        # Same adapter but other heads is no duplicate (the warning said it was).
+        duplicates = [[i, j] for i, j in duplicates
+                      if all(torch.equal(head_states[i][k], head_states[j][k]) for k in head_states[i])]
 
     meta = json.loads(json.dumps(metas[0]))
     if out_rank:

@@ -229,3 +229,46 @@ def test_facet_soup_never_replaces_an_ingredient_other_files_or_an_unforced_chec
     again = runner.invoke(cli, ["soup", str(a), str(b), "--out", str(tmp_path / "s")])
     assert again.exit_code == 2 and "already holds a checkpoint" in again.output, again.output
     assert (tmp_path / "s" / "facet_config.json").is_file()
+
+
+def _copy_with(src: Path, dst: Path, *, adapter=None, heads=None, lora=None) -> Path:
+    """``src`` copied to ``dst`` with its adapter tensors, heads or LoRA config changed."""
+    import shutil
+
+    from safetensors.torch import save_file
+
+    shutil.copytree(src, dst)
+    if adapter is not None:
+        state = load_file(str(dst / "adapter.safetensors"))
+        save_file({k: adapter(k, v).contiguous() for k, v in state.items()}, str(dst / "adapter.safetensors"))
+    if heads is not None:
+        state = load_file(str(dst / "heads.safetensors"))
+        save_file({k: heads(v).contiguous() for k, v in state.items()}, str(dst / "heads.safetensors"))
+    if lora is not None:
+        meta = json.loads((dst / "facet_config.json").read_text())
+        meta["config"]["lora"].update(lora)
+        (dst / "facet_config.json").write_text(json.dumps(meta))
+    return dst
+
+
+def test_factors_of_another_width_or_rank_are_refused_naming_the_module(pair, tmp_path):
+    """Another backbone's adapter ended in torch.cat's RuntimeError traceback; a config whose r
+    disagreed with its tensors was averaged at the wrong scale, exit 0."""
+    a, b = pair
+    wider = _copy_with(b, tmp_path / "wider", adapter=lambda k, v: torch.cat(
+        [v, v[:, :1]], dim=1) if ".lora_A." in k else v)
+    with pytest.raises(CheckpointError, match=r"adapts a \d+ -> \d+ weight where .* a soup needs "
+                                              "checkpoints of the same backbone"):
+        make_soup([a, wider], tmp_path / "x")
+    edited = _copy_with(b, tmp_path / "edited", lora={"r": 4, "alpha": 8})
+    with pytest.raises(CheckpointError, match=r"not of the rank its facet_config.json gives \(r=4\)"):
+        make_soup([a, edited], tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_same_adapter_with_other_heads_is_no_duplicate(pair, tmp_path):
+    a, _ = pair
+    same = _copy_with(a, tmp_path / "same")
+    other_heads = _copy_with(a, tmp_path / "other-heads", heads=lambda v: v.float().mul(2).half())
+    assert make_soup([a, same], tmp_path / "s1", rank=4).duplicates == [[0, 1]]
+    assert make_soup([a, other_heads], tmp_path / "s2", rank=4).duplicates == []
