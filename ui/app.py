@@ -755,6 +755,10 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
                 # The page's offset (documents before it, in key order), for Previous and Next.
                 d_offset = gr.Number(value=0, precision=0, visible=False,
                                      elem_id="documents-offset")
+                # The prefix the shown page was listed with (Enter applies a typed one): Next,
+                # Previous and Remove page with it, not with text typed since and not applied
+                # (they listed another filter's page at the old offset).
+                d_applied = gr.State("")
                 with gr.Row():
                     d_previous = gr.Button("Previous", size="sm", interactive=False,
                                            elem_id="documents-previous")
@@ -945,7 +949,12 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # The documents view: its picker filled when the tab opens or its collections change,
         # then the page of the collection picked, status and prefix.
         d_query = [d_collection, d_status, d_prefix]
+        d_shown = [d_collection, d_status, d_applied]  # what the page on show was listed with
         d_outputs = [d_table, d_page, d_offset, d_remove, d_previous, d_next]
+
+        def documents_first(collection: str | None, status: str | None,
+                            prefix: str | None) -> tuple[Any, ...]:
+            return (*h.documents_first(collection, status, prefix), prefix or "")
 
         def documents_failed(event: Any, name: str) -> None:
             event.failure(failed(name, ([],), what="listing"), None, [d_table, d_page],
@@ -953,19 +962,20 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
 
         for after in (l_tab.select, l_refresh.click, delete_event.then):
             after(h.documents_picker, d_collection, d_collection, api_visibility="private",
-                  **light).then(h.documents_first, d_query, d_outputs, api_visibility="private",
-                                **light)
+                  **light).then(documents_first, d_query, [*d_outputs, d_applied],
+                                api_visibility="private", **light)
         first_event = gr.on([d_collection.change, d_status.change, d_prefix.submit],
-                            h.documents_first, d_query, d_outputs, api_visibility="private",
+                            documents_first, d_query, [*d_outputs, d_applied],
+                            api_visibility="private",
                             show_progress="hidden", **light)
         documents_failed(first_event, "documents_first")
-        documents_event = d_next.click(h.documents_next, [*d_query, d_offset], d_outputs,
+        documents_event = d_next.click(h.documents_next, [*d_shown, d_offset], d_outputs,
                                        api_visibility="private", **light)
         documents_failed(documents_event, "documents_next")
         documents_event.then(None, None, None, js=PAGED_JS % {"pressed": "documents-next",
                                                              "other": "documents-previous"},
                              api_name="lambda_focus_after_next", api_visibility="private", queue=False)
-        documents_event = d_previous.click(h.documents_previous, [*d_query, d_offset], d_outputs,
+        documents_event = d_previous.click(h.documents_previous, [*d_shown, d_offset], d_outputs,
                                            api_visibility="private", **light)
         documents_failed(documents_event, "documents_previous")
         documents_event.then(None, None, None, js=PAGED_JS % {"pressed": "documents-previous",
@@ -975,7 +985,7 @@ def build_ui(facet: Facet | Callable[[], Facet], settings: FacetSettings | None 
         # "Remove selected": refused (no document ticked, a wrong confirmation, a job writing
         # the collection) said in `d_removal` and the toast, the tables left as they were.
         remove_event = d_remove_button.click(
-            h.remove_documents, [d_collection, d_remove, d_confirm, d_status, d_prefix, d_offset],
+            h.remove_documents, [d_collection, d_remove, d_confirm, d_status, d_applied, d_offset],
             [l_table, l_jobs, *d_outputs, d_confirm], api_name="remove_documents",
             show_progress="hidden", **light)
         remove_event.then(lambda: "", None, d_removal, api_visibility="private", queue=False)

@@ -79,6 +79,16 @@ def test_documents_are_listed_paged_filtered_and_removed(page, served, monkeypat
     page.keyboard.press("Enter")
     _wait_text(page, "#documents-table", "n0", absent="n5")
     page.wait_for_function("document.activeElement && document.activeElement.id === 'documents-next'")
+    # A prefix typed but not applied (no Enter) does not filter Next's page: it listed that
+    # prefix's documents (none) from the old offset, "No documents whose key ... starts with".
+    prefix = page.locator("#documents-prefix textarea")
+    prefix.fill("zzz")
+    page.click("#documents-next")
+    _wait_text(page, "#documents-page", "documents 5–6 of 6")
+    assert "zzz" not in _text(page, "#documents-page")
+    page.click("#documents-previous")
+    _wait_text(page, "#documents-page", "documents 1–4 of 6")
+    prefix.fill("")
 
     page.locator("#documents-status").get_by_label("error").check()
     _wait_text(page, "#documents-page", "No error documents")
@@ -91,7 +101,6 @@ def test_documents_are_listed_paged_filtered_and_removed(page, served, monkeypat
     table = _text(page, "#documents-table")
     assert all(name in table for name in UPLOADED)
     assert str(facet.settings.data_dir) not in table
-    prefix = page.locator("#documents-prefix textarea")
     prefix.fill("beta")
     prefix.press("Enter")
     _wait_text(page, "#documents-table", "beta-report.md", absent="alpha-notes.txt")
