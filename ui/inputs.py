@@ -279,9 +279,18 @@ def resolve_under_roots(choice: str | None, roots: Sequence[Path], *,
 def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200,
                  exclude: Sequence[Path] = ()) -> list[str]:
     """The allowed roots and their subfolders down to ``depth`` (hidden ones skipped), without
-    ``exclude`` (the server's data folder) and what lies inside it (``resolve_under_roots``
-    refuses them: the data folder and its ``qdrant-edge`` were offered)."""
+    ``exclude`` (the server's data folder) and what lies inside it, nor links to folders
+    outside the roots (``resolve_under_roots`` refuses them: the data folder and its
+    ``qdrant-edge`` were offered)."""
     own = real_paths(exclude)
+    allowed = real_paths(roots)
+
+    def offered(folder: Path) -> bool:
+        # Where it leads (a link to a folder outside the roots was listed, and Index refused
+        # it as "outside the folders this server may index").
+        real = real_path(folder)
+        return lies_under(real, own) is None and lies_under(real, allowed) is not None
+
     found: list[str] = []
     for root in roots:
         base = real_path(root)
@@ -290,7 +299,7 @@ def list_folders(roots: Sequence[Path], *, depth: int = 2, limit: int = 200,
         found.append(str(base))
         for dirpath, dirnames, _ in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                                 and lies_under(real_path(Path(dirpath, d)), own) is None)
+                                 and offered(Path(dirpath, d)))
             level = len(Path(dirpath).relative_to(base).parts)
             if level >= depth:
                 dirnames[:] = []

@@ -293,6 +293,16 @@ def test_folders_only_under_roots(tmp_path: Path) -> None:
     found = inputs.list_folders([root], depth=2)
     assert found == [str(root.resolve()), str((root / "a").resolve()),
                      str((root / "a" / "b").resolve())]
+    # A link to a folder outside the roots was listed, and Index refused it; one to a folder
+    # inside them is offered (Index takes it).
+    (root / "away").symlink_to(tmp_path / "other", target_is_directory=True)
+    (root / "again").symlink_to(root / "a" / "b", target_is_directory=True)
+    with pytest.raises(InvalidRequestError, match="outside the folders this server may index"):
+        inputs.resolve_under_roots("away", [root])
+    assert inputs.resolve_under_roots("again", [root]) == (root / "a" / "b").resolve()
+    assert inputs.list_folders([root], depth=2) == [
+        str(root.resolve()), str((root / "a").resolve()), str(root.resolve() / "again"),
+        str((root / "a" / "b").resolve())]
 
 
 def test_highlight_escapes_and_marks() -> None:
