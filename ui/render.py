@@ -762,6 +762,19 @@ def source_relative(text: str, source: str | None) -> str:
     return "`".join(p if i % 2 else cut(p) for i, p in enumerate(parts))
 
 
+def document_cell(document: str, source: str | None) -> str:
+    """An erring document as the errors table names it: its path under the job's source folder
+    (``2023/report.txt``), the file's name where the source is that file, else as given (a
+    record id, a path elsewhere). Its name alone showed ``report.txt`` twice for ``2023/`` and
+    ``2024/``, and a record id ``a/b`` as ``b``."""
+    folder = (source or "").rstrip("/")
+    if folder and document.startswith(folder + "/"):
+        return document[len(folder) + 1:]
+    if folder and document == folder:
+        return Path(document).name or document
+    return document
+
+
 def job_error_rows(job: JobInfo) -> list[list[str]]:
     """Per-document errors and warnings of a job, with the job's source folder cut from the
     messages (the indexer names the file by its full server path, e.g. the data folder's
@@ -769,7 +782,7 @@ def job_error_rows(job: JobInfo) -> list[list[str]]:
     its first errors only (``CollectionService.job``): a last row says how many more there
     are, of how many (the table listed 20,000 rows at each poll of a running job)."""
     # Names and messages with their control characters and bidi controls shown escaped.
-    rows = [[printable(Path(e["document"]).name or e["document"]), printable(e["kind"]),
+    rows = [[printable(document_cell(e["document"], job.source)), printable(e["kind"]),
              printable(source_relative(e["message"], job.source))] for e in job.errors]
     more = job.errors_total - len(job.errors)
     if more > 0:

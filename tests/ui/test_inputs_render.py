@@ -371,7 +371,16 @@ def test_job_errors_name_files_relative_to_the_source() -> None:
                            "message": f"{source}/sub/scan.txt looks binary (NUL or control "
                                       "bytes), not text"}])
     assert render.job_error_rows(job) == [
-        ["scan.txt", "error", "sub/scan.txt looks binary (NUL or control bytes), not text"]]
+        ["sub/scan.txt", "error", "sub/scan.txt looks binary (NUL or control bytes), not text"]]
+    # Named by its path under the source: its name alone showed `report.txt` twice for 2023/
+    # and 2024/, and a record id `a/b` as `b`; a single file's source, by its name.
+    job.errors = [{"document": f"{source}/{year}/report.txt", "kind": "error", "message": "x"}
+                  for year in (2023, 2024)] + [
+        {"document": "a/b", "kind": "error", "message": "x"},
+        {"document": source, "kind": "error", "message": "x"}]
+    assert [row[0] for row in render.job_error_rows(job)] == [
+        "2023/report.txt", "2024/report.txt", "a/b", "notes"]
+    job.errors = job.errors[:1]
     # A job comes with its first errors only: a last row says how many more, of how many.
     job.errors_total = 20_000
     assert render.job_error_rows(job)[1:] == [
