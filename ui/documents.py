@@ -61,7 +61,9 @@ def page_text(collection: str, shown: int, offset: int, not_shown: int, status: 
     """The line over the table: which documents of how many, and how many are not shown
     (``total``: how many match, where the page is past the end and ``not_shown`` cannot say)."""
     which = f"{status} document" if status else "document"
-    narrowed = f" whose key or name starts with {printable(prefix)!r}" if prefix else ""
+    # Quoted as typed: repr doubled each backslash of a Windows-style prefix (and of the
+    # escapes printable writes), so the line did not show what was typed.
+    narrowed = f" whose key or name starts with '{printable(prefix)}'" if prefix else ""
     total = offset + shown + not_shown if total is None else total
     if not shown:
         if offset and total:

@@ -79,6 +79,9 @@ def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
     rows, line, *_ = h.documents_first("uploaded", "all", "beta")
     assert [r[0] for r in rows] == ["beta-report.md"]
     assert "document 1 of 1 whose key or name starts with 'beta'" in html.unescape(line)
+    # Shown as typed: a backslash was doubled (repr), "C:\\docs" for C:\docs.
+    rows, line, *_ = h.documents_first("notes", "all", "C:\\docs")
+    assert rows == [] and "starts with 'C:\\docs' in" in html.unescape(line), line
 
 
 def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) -> None:
