@@ -656,7 +656,8 @@ class UiHandlers:
                 labels = inputs.read_labels(self._uploaded(labels_file))
                 # Counted before the limit: the labels file labels the whole upload.
                 if len(labels) != len(texts):
-                    raise InvalidRequestError(f"{len(labels):,} labels for {len(texts):,} texts; give "
+                    raise InvalidRequestError(f"{plural(len(labels), 'label', grouped=True)} for "
+                                              f"{plural(len(texts), 'text', grouped=True)}; give "
                                               "one label per text, in the same order")
             texts = texts[:n] if n else texts
             # "0 = all, up to FACET_MAX_CLUSTER_TEXTS", as for the other sources (more was
@@ -1223,7 +1224,7 @@ class UiHandlers:
                     gr.update(choices=[], value=[]), gr.update(interactive=False),
                     gr.update(interactive=False))
         wanted = None if status in (None, "", docs_view.ALL_STATUSES) else status
-        start = max(0, int(float(offset or 0)))
+        start = inputs.page_offset(offset)
         key_prefix = self._key_prefix(name, wanted, prefix)
         docs = self.facet.documents(name, docs_view.DOCUMENTS_PAGE, start, wanted, key_prefix)
         total = None
@@ -1256,7 +1257,7 @@ class UiHandlers:
     def documents_previous(self, collection: str | None, status: str | None, prefix: str | None,
                            offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
         """The documents table's page before the one shown."""
-        start = int(float(offset or 0))
+        start = inputs.page_offset(offset)
         return self._documents_page(collection, status, prefix,
                                     max(0, start - docs_view.DOCUMENTS_PAGE))
 
@@ -1264,7 +1265,7 @@ class UiHandlers:
     def documents_next(self, collection: str | None, status: str | None, prefix: str | None,
                        offset: float | None) -> tuple[list[list[Any]], str, int, Any, Any, Any]:
         """The documents table's page after the one shown."""
-        start = int(float(offset or 0))
+        start = inputs.page_offset(offset)
         return self._documents_page(collection, status, prefix, start + docs_view.DOCUMENTS_PAGE)
 
     @ui_errors

@@ -76,7 +76,26 @@ def whole_number(value: float | None, box: str, default: int) -> int:
     if not math.isfinite(value) or value != int(value):
         # repr, not :g, which showed 50.0000001 as "50"
         raise InvalidRequestError(f"{box} must be a whole number, got {value!r}")
+    if abs(value) > LARGEST_BOX_NUMBER:
+        # (1e300 was taken whole and echoed back as a 301-digit number by the checks after)
+        raise InvalidRequestError(f"{box} must be a whole number of at most "
+                                  f"{LARGEST_BOX_NUMBER:,}, got {value:.6g}")
     return int(value)
+
+
+# Past any count a box can mean (texts, clusters, a page's offset).
+LARGEST_BOX_NUMBER = 10**12
+
+
+def page_offset(value: float | None) -> int:
+    """A page's offset as the hidden offset box holds it: 0 where it is empty, negative, not a
+    number or past ``LARGEST_BOX_NUMBER`` (a NaN sent to the page's API ended in "Something
+    went wrong")."""
+    try:
+        start = float(value or 0)
+    except (TypeError, ValueError):
+        return 0
+    return int(start) if math.isfinite(start) and 0 <= start <= LARGEST_BOX_NUMBER else 0
 
 
 def require_text(text: str | None, what: str, example: str) -> str:

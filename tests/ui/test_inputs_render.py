@@ -91,6 +91,10 @@ def _handlers(tmp_path: Path):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(("limit", "k", "labels", "message"), [
     (0, 0, "a\nb\nc\nd\n", "4 labels for 3 texts"),   # more labels than texts
     (0, 0, "a\nb\n", "2 labels for 3 texts"),
+    (0, 0, "a\n", "1 label for 3 texts"),  # "1 labels"
+    # Taken whole and echoed back as a 301-digit number.
+    (0, 1e300, None, "k must be a whole number of at most 1,000,000,000,000, got 1e+300"),
+    (1e300, 0, None, "At most this many texts must be a whole number of at most"),
     (0, -1, None, "k must be 0 (choose it by silhouette) or at least 2, got -1"),
     (-5, 0, None, "limit must be 0 (all the texts) or a positive number of texts, got -5"),
 ])
@@ -476,3 +480,11 @@ def test_compare_headers_tell_apart_instructions_alike_in_their_first_words() ->
     long = SearchResponse("q", "w" * 100 + " middle " + "z" * 100, "c", "minilm", None, [], {})
     header = re.findall(r"<th>A: (.*?)</th>", render.compare_html(long, b))[0]
     assert header.count("w") < 100 and header.endswith("z</span>") and "…" in header
+
+
+def test_a_page_offset_that_is_no_count_is_the_first_page() -> None:
+    """A NaN offset sent to the documents page's API ended in "Something went wrong"."""
+    from ui.inputs import page_offset
+
+    assert [page_offset(v) for v in (None, 0, 40.0, float("nan"), float("inf"), -3, 1e300)] == [
+        0, 0, 40, 0, 0, 0, 0]
