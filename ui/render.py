@@ -201,7 +201,10 @@ def _metadata(meta: dict[str, Any], limit: int = 300) -> str:
         text = filter_value(value)
         if len(text) > limit:
             text = f"{text[:limit]}… ({len(text) - limit:,} more characters not shown)"
-        parts.append(f"{auto_dir(esc(key))}: {auto_dir(esc(text))}")
+        # As the filter item itself: `year=2020` for the string, `year:=2020` for the number
+        # ("year: 2020" showed both alike, and only one of the two items finds each).
+        parts.append(f"{auto_dir(esc(key))}{'=' if isinstance(value, str) else ':='}"
+                     f"{auto_dir(esc(text))}")
     return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
 
 

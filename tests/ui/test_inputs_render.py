@@ -348,7 +348,7 @@ def test_user_text_is_laid_out_in_its_own_direction() -> None:
     cell = '<td dir="auto">…تأخرت &lt;b&gt;<mark>بطاقتي</mark>&lt;/b&gt; الجديدة…</td>'
     assert cell in html and "<b>" not in html  # its own direction, and still escaped
     assert '<span dir="auto" title="s">رسالة العميل</span>' in html
-    assert '<span dir="auto">النية</span>: <span dir="auto">وصول البطاقة</span>' in html
+    assert '<span dir="auto">النية</span>=<span dir="auto">وصول البطاقة</span>' in html
     assert '<td class="num">1</td>' in html  # numbers keep their cells
     grouped = render.results_html(SearchResponse("q", None, "c", "minilm", None,
                                                  [arabic, replace(arabic, rank=2, chunk_no=1)], {}),

@@ -88,9 +88,14 @@ def test_metadata_values_read_as_the_filter_box_takes_them_back() -> None:
                        "none": None, "year": 2020, "price": 6.5, "title": "Tom's <b>"})
     assert "[&#x27;maritime&#x27;" not in cell and "True" not in cell and "None" not in cell
     assert '<span dir="auto">[&quot;maritime&quot;, &quot;safety&quot;]</span>' in cell
-    for key, shown in [("flag", "true"), ("off", "false"), ("none", "null"), ("year", "2020"),
-                       ("price", "6.5"), ("title", "Tom&#x27;s &lt;b&gt;")]:
-        assert f'<span dir="auto">{key}</span>: <span dir="auto">{shown}</span>' in cell, key
+    # Each field as its filter item: "year: 2020" showed the number and the string alike.
+    for key, shown in [("flag", ":=true"), ("off", ":=false"), ("none", ":=null"),
+                       ("year", ":=2020"), ("price", ":=6.5"), ("title", "=Tom&#x27;s &lt;b&gt;")]:
+        op, value = shown.split("=", 1)
+        assert f'<span dir="auto">{key}</span>{op}=<span dir="auto">{value}</span>' in cell, key
+    text = _meta_cell({"number": 2020, "string": "2020"})
+    assert ('<span dir="auto">number</span>:=<span dir="auto">2020</span>' in text
+            and '<span dir="auto">string</span>=<span dir="auto">2020</span>' in text), text
 
 
 def test_each_shown_value_pasted_into_the_filter_box_is_the_value_itself() -> None:
