@@ -409,6 +409,14 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
             # The same for a key given: one read from a file ends in a line break, which httpx
             # refused as a header ("no Facet server answered ...", the key printed in it).
             self.api_key = self.api_key.strip()
+        if self.base_url is not None and self.api_key and "@" in urlsplit(self.base_url).netloc:
+            # httpx sends a URL's user:password as its own Authorization header (Basic), in
+            # place of the key's Bearer: every search was a 401 "the key sent was refused".
+            raise InvalidRequestError(
+                f"FacetRetriever setting base_url={mask_secrets(self.base_url)!r} holds a user "
+                "and password, which would be sent in place of api_key (one Authorization "
+                "header): give the server's URL without them (or api_key='' to send no key)",
+                param="base_url")
         at = header_unsafe_at(self.api_key) if self.api_key else None
         if at is not None:
             # The server's own rule (``check_api_key``): a key it accepts, this sends.
@@ -596,6 +604,7 @@ def _http_error(response: Any, url: str, api_key: str | None = None) -> FacetErr
     ``api_key``: the retriever's (``""``: none asked for; None: FACET_API_KEY was unset when it
     was made), for a 401's hint."""
     status = response.status_code
+    url = mask_secrets(url)  # (a base_url's password was printed in every error's message)
     try:
         error = response.json()["error"]
         message, param, code = str(error["message"]), error.get("param"), error.get("code")
@@ -606,7 +615,8 @@ def _http_error(response: Any, url: str, api_key: str | None = None) -> FacetErr
     cls = _HTTP_ERRORS.get((status, code)) or _HTTP_ERRORS.get((status, None), FacetError)
     if status == 401:
         try:
-            sent = "authorization" in response.request.headers
+            # A key, not a base_url's user:password, which httpx sends as Basic.
+            sent = response.request.headers.get("authorization", "").startswith("Bearer ")
         except (AttributeError, RuntimeError):  # a response without its request
             sent = True
         # With api_key="" it pointed at FACET_API_KEY, which that setting had just set aside; and

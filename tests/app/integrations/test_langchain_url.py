@@ -104,3 +104,50 @@ def test_a_web_page_answering_200_is_named_too(web_page) -> None:
         "without Facet's JSON error body (text/html): is base_url a "
         "facet serve?"
     )
+
+
+class _FacetErrors(BaseHTTPRequestHandler):
+    """Answers as facet serve does: 401 without a Bearer key, else 404 unknown collection."""
+
+    def do_POST(self) -> None:
+        import json
+
+        keyed = self.headers.get("Authorization", "").startswith("Bearer ")
+        status, error = ((404, {"message": "unknown collection 'notes' (known: none)",
+                                "type": "not_found_error", "param": "collection",
+                                "code": "collection_not_found"}) if keyed else
+                         (401, {"message": "missing or wrong API key", "type": "authentication_error",
+                                "param": None, "code": "invalid_api_key"}))
+        body = json.dumps({"error": error}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_base_url_with_a_password_keeps_it_out_of_messages_and_is_refused_with_a_key() -> None:
+    """A base_url's user:password went out as httpx's Basic Authorization in place of the key's
+    Bearer (every search a 401 "the key sent was refused"), and the password was printed in
+    every error's message."""
+    from app.errors import AuthenticationError
+
+    with serving(_FacetErrors) as url:
+        with_password = url.replace("http://", "http://alice:s3cretpw@")
+        with pytest.raises(InvalidRequestError) as refused:
+            FacetRetriever(collection="notes", base_url=with_password, api_key="k3y")
+        assert "s3cretpw" not in str(refused.value) and "alice:***@" in str(refused.value)
+        assert "would be sent in place of api_key" in str(refused.value)
+        # Without a key (a proxy's Basic auth in front of an open server): taken; its errors
+        # mask the password, and a 401 says no key was sent.
+        retriever = FacetRetriever(collection="notes", base_url=with_password, api_key="")
+        with pytest.raises(AuthenticationError) as denied:
+            retriever.invoke("card")
+        assert "s3cretpw" not in str(denied.value) and "alice:***@" in str(denied.value)
+        assert "no key was sent" in str(denied.value), denied.value
+        keyed = FacetRetriever(collection="notes", base_url=url, api_key="k3y")
+        with pytest.raises(NotFoundError, match=r"unknown collection 'notes'.*HTTP 404 from http"):
+            keyed.invoke("card")
