@@ -211,7 +211,7 @@ def database_error(settings: FacetSettings, error: Exception) -> FacetError:
 
 # How SQLite says that the file is there but its content is not a database it can read (cut
 # short by a copy that ran out of room, overwritten, a header garbled).
-_SQLITE_DAMAGED_SIGNS = ("database disk image is malformed", "file is not a database")
+SQLITE_DAMAGED_SIGNS = ("database disk image is malformed", "file is not a database")
 
 
 def _damaged_sqlite(settings: FacetSettings, first: str) -> DataError | None:
@@ -219,7 +219,7 @@ def _damaged_sqlite(settings: FacetSettings, first: str) -> DataError | None:
     collection's damaged store files) saying how back: it was "cannot open the metadata
     database ...: database disk image is malformed; check the data folder", exit 1, which
     named no damage, and no backup to restore."""
-    if not any(sign in first for sign in _SQLITE_DAMAGED_SIGNS):
+    if not any(sign in first for sign in SQLITE_DAMAGED_SIGNS):
         return None
     from indexer.migrate import sqlite_file
 

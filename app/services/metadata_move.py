@@ -306,8 +306,17 @@ def _check_target(settings: FacetSettings, url: str, target: str) -> None:
     except FacetError:
         raise
     except Exception as e:
-        from app.services.context import database_error
+        from app.services.context import SQLITE_DAMAGED_SIGNS, database_error
 
+        said = str(getattr(e, "orig", None) or e)
+        if parsed.get_backend_name() == "sqlite" and any(s in said for s in SQLITE_DAMAGED_SIGNS):
+            # A file that is no SQLite database (or a damaged one): said as the --to given, not
+            # as "the metadata database ... is damaged: restore it with qdrant-edge from a
+            # backup" (exit 4), which read as the data folder's own facet.db.
+            raise InvalidRequestError(
+                f"--to {target}: {parsed.database} is not a SQLite database ({said.strip()}); "
+                "give a new file's path or an empty database; nothing was written",
+                param="to") from None
         error = database_error(settings.model_copy(update={"database_url": url}), e)
         raise type(error)(str(error).replace("check FACET_DATABASE_URL", "check the --to URL")) \
             from e

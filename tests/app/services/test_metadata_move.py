@@ -648,3 +648,19 @@ def test_after_a_move_a_database_not_its_target_does_not_delete_the_moved_vector
     assert tiny["name"] == "tiny" and tiny.get("owner") is None and not tiny.get("stray"), tiny
     assert invoke_cli("delete", "tiny", "-y", env=at_target).returncode == 0
     assert not (data / "qdrant-edge" / "tiny").exists()
+
+
+def test_a_target_file_that_is_no_database_is_named_as_the_to_url(tmp_path) -> None:
+    """`--to sqlite:///notes.txt` (a text file) said "the metadata database ... is damaged ...
+    restore it together with qdrant-edge from a backup", exit 4, as if the data folder's own
+    facet.db were broken."""
+    data = tmp_path / "data"
+    _sqlite_source(data)
+    text = tmp_path / "notes.txt"
+    text.write_text("these are notes, not a database\n" * 100)
+    refused = _move(data, f"sqlite:///{text}")
+    assert refused.returncode == 2, (refused.returncode, refused.stderr)
+    assert "is not a SQLite database" in refused.stderr and str(text) in refused.stderr
+    assert "restore" not in refused.stderr and "nothing was written" in refused.stderr
+    assert (data / "facet.db").exists() and not list(data.glob("facet.db.moved-*"))
+    assert text.read_text().startswith("these are notes")
