@@ -896,6 +896,9 @@ _COLLECTION_LOCKS: dict[str, threading.Lock] = {}
 # The job of this process writing each collection now (holding its lock): the one another job
 # of this process waits for (said in the log: the wait was silent, for as long as it writes).
 _WRITING: dict[str, int] = {}
+# The removal job of this process removing documents of each collection now (holding its lock),
+# which a removal or an index job refused meanwhile names (it said "an index job").
+_REMOVING: dict[str, int] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -2675,10 +2678,13 @@ class IndexService:
         """The refusal of a removal while a job of this process writes ``collection`` (named,
         as a job of another process is: ``one_writer_message``)."""
         job_id = writing_job(collection)
+        with _REGISTRY_LOCK:
+            removal = _REMOVING.get(collection)
         writer = (f"index job {job_id} of this process is writing {collection!r}; "
                   f"{follow_hint(job_id)}, then try again" if job_id is not None else
-                  f"an index job of this process is writing {collection!r}; try again once it "
-                  "is done")
+                  f"removal job {removal} of this process is removing documents of "
+                  f"{collection!r}; try again once it is done" if removal is not None else
+                  f"a job of this process is writing {collection!r}; try again once it is done")
         return ConflictError(f"{writer} (one writer per collection); nothing was removed",
                              param="collection")
 
@@ -2749,6 +2755,7 @@ class IndexService:
             # lease in between was refused ("job N ... is still indexing", ``_refuse_other_writer``).
             with _REGISTRY_LOCK:
                 _ACTIVE_JOBS.add(job_id)
+                _REMOVING[name] = job_id
             try:
                 try:
                     # As an index job starts: the store's folder first (another process holding
@@ -2766,6 +2773,8 @@ class IndexService:
             except BaseException:
                 with _REGISTRY_LOCK:
                     _ACTIVE_JOBS.discard(job_id)
+                    if _REMOVING.get(name) == job_id:
+                        del _REMOVING[name]
                 raise
             try:
                 report = self._remove_held(session, coll, job, keys)
@@ -2794,6 +2803,8 @@ class IndexService:
                 finally:
                     with _REGISTRY_LOCK:
                         _ACTIVE_JOBS.discard(job_id)
+                        if _REMOVING.get(name) == job_id:
+                            del _REMOVING[name]
 
     def _removal_collection(self, session: Session, name: str) -> md.Collection:
         """The collection a removal writes, or the refusal: unknown, in another store, or a

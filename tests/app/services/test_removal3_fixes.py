@@ -147,3 +147,32 @@ def test_a_numpy_string_key_is_shown_as_plain_text(make_ctx, tmp_path) -> None:
         IndexService(ctx).remove_documents("ten", [np.str_("nosuch")])
     assert "no document 'nosuch' in collection 'ten'" in str(refused.value), refused.value
     assert "np.str_" not in str(refused.value)
+
+
+def test_a_removal_meeting_another_removal_names_it(make_ctx, tmp_path, monkeypatch) -> None:
+    """Two removals of one collection at once: the second was refused "an index job of this
+    process is writing 'c'", though no index job ran; it names the removal now."""
+    from app.errors import ConflictError
+
+    ctx = make_ctx()
+    docs = sorted(write_corpus(tmp_path / "src", 3))
+    service = IndexService(ctx)
+    service.index(tmp_path / "src", "c")
+    held = service._remove_held
+    said: list[BaseException] = []
+
+    def meanwhile(session, coll, job, keys):  # type: ignore[no-untyped-def]
+        try:
+            service.remove_documents("c", [docs[1]])
+        except ConflictError as e:
+            said.append(e)
+        return held(session, coll, job, keys)
+
+    monkeypatch.setattr(service, "_remove_held", meanwhile)
+    report = service.remove_documents("c", [docs[0]])
+    [refused] = said
+    assert str(refused) == (f"removal job {report.job_id} of this process is removing documents "
+                            "of 'c'; try again once it is done (one writer per collection); "
+                            "nothing was removed"), refused
+    monkeypatch.setattr(service, "_remove_held", held)
+    assert service.remove_documents("c", [docs[1]]).docs_deleted == 1  # and it is let go
