@@ -262,6 +262,9 @@ class IndexJob(Base):
     # Someone asked the running job to stop (migration 0008, ``Facet.cancel_job``): its runner
     # reads this at each batch boundary and ends the job ``cancelled``.
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # --sync / --no-sync as asked (migration 0011); None: the source's default (a folder
+    # syncs, a file does not). Its resume hint repeats it.
+    sync: Mapped[bool | None] = mapped_column(Boolean, default=None)
 
     errors: Mapped[list[JobError]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="JobError.id")

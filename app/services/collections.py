@@ -836,8 +836,12 @@ def resume_command(job: md.IndexJob) -> str:
     # The job's --text-column too: without it the rerun read the default field ("text") of
     # every record, re-embedding the ones done and indexing the wrong field, exit 0.
     column = f" --text-column {shell_word(job.text_column)}" if job.text_column else ""
+    # Its --sync / --no-sync too: a --no-sync job of a folder resumed without it synced, and
+    # removed the documents kept on purpose (their files deleted at the source).
+    sync = {True: " --sync", False: " --no-sync"}.get(job.sync) if job.sync is not None else ""
     return (f"facet index {shell_word(job.source)} --collection {job.collection.name} "
-            f"--embedder {shell_word(spec)}{column}" + (" --background" if job.runner == "celery" else ""))
+            f"--embedder {shell_word(spec)}{column}{sync or ''}"
+            + (" --background" if job.runner == "celery" else ""))
 
 
 # How a removal's job row starts its ``source`` (``indexing.removal_source``): ``remove: KEY``,

@@ -1711,7 +1711,7 @@ class IndexService:
                     # and failed the same second, its new collection left empty.
                     self.check_room(started=False)
                 job = self._start_job(session, coll, str(source.resolve()), embedder.name,
-                                      runner, options.text_column)
+                                      runner, options.text_column, options.sync)
             except BaseException:
                 # Refused (or interrupted: Ctrl-C) after this call created the collection: no
                 # empty one is left behind (`facet collections` listed a collection nothing was
@@ -3607,10 +3607,11 @@ class IndexService:
         return tokenizer_spans(tokenizer)
 
     def _start_job(self, session: Session, coll: md.Collection, source: str,
-                   embedder: str, runner: str, text_column: str | None = None) -> md.IndexJob:
+                   embedder: str, runner: str, text_column: str | None = None,
+                   sync: bool | None = None) -> md.IndexJob:
         job = md.IndexJob(collection_id=coll.id, source=source, embedder=embedder,
                           pid=os.getpid(), host=leases.HOST, runner=runner, state="queued",
-                          text_column=text_column)
+                          text_column=text_column, sync=sync)
         name = coll.name  # (read before a rollback expires the row)
         session.add(job)
         try:

@@ -176,3 +176,20 @@ def test_a_removal_meeting_another_removal_names_it(make_ctx, tmp_path, monkeypa
                             "nothing was removed"), refused
     monkeypatch.setattr(service, "_remove_held", held)
     assert service.remove_documents("c", [docs[1]]).docs_deleted == 1  # and it is let go
+
+
+@pytest.mark.parametrize(("sync", "flag"), [(False, " --no-sync"), (True, " --sync"), (None, "")])
+def test_a_jobs_resume_hint_repeats_its_sync_choice(make_ctx, tmp_path, sync, flag) -> None:
+    """A `--no-sync` job of a folder stopped part-way said to run `facet index FOLDER ...` again
+    without the flag: that run synced, and removed the documents kept on purpose."""
+    from app.services.collections import resume_command
+
+    ctx = make_ctx()
+    write_corpus(tmp_path / "src", 2)
+    prepared = IndexService(ctx).prepare(tmp_path / "src", "c", IndexOptions(sync=sync),
+                                         runner="thread")
+    with ctx.sessions() as session:
+        job = md.get_job(session, prepared.job_id)
+        assert job is not None and job.sync is sync
+        assert resume_command(job) == (f"facet index {tmp_path / 'src'} --collection c "
+                                       f"--embedder minilm{flag}")
