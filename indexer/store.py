@@ -109,11 +109,18 @@ def validate_name(name: str, what: str = "collection") -> str:
             f"invalid {what} name {name!r}: use 1-128 ASCII letters (A-Z, a-z), digits, '_', '-' "
             "or '.', starting with a letter or digit"
         )
-    if what == "collection" and name.lower().endswith(".lock"):
-        # The embedded store keeps collection NAME's lock file as NAME.lock beside its folder:
-        # a collection "NAME.lock" collided with it (a traceback when indexed, and a half-made
-        # row that could not be deleted).
-        raise StoreError(f"invalid {what} name {name!r}: a name may not end in '.lock' (the "
+    return name
+
+
+def validate_new_collection_name(name: str) -> str:
+    """``validate_name`` for a collection about to be created, which also may not end in
+    ``.lock``: the embedded store keeps collection NAME's lock file as NAME.lock beside its
+    folder, and a collection "NAME.lock" collided with it (a traceback when indexed, and a
+    half-made row that could not be deleted). Only new names: one made before the rule is
+    still listed, searched and deleted."""
+    validate_name(name)
+    if name.lower().endswith(".lock"):
+        raise StoreError(f"invalid collection name {name!r}: a name may not end in '.lock' (the "
                          "vector store's lock files are named so)")
     return name
 
@@ -1320,6 +1327,7 @@ class EdgeStore(VectorStore):
             _vector_name(name)
         path = self._dir(collection)
         if not self.collection_exists(collection):
+            validate_new_collection_name(collection)
             config = q.EdgeConfig(vectors={
                 name: q.EdgeVectorParams(size=int(dim), distance=q.Distance.Cosine)
                 for name, dim in vectors.items()},
@@ -2168,6 +2176,7 @@ class QdrantClientStore(VectorStore):
         for name in vectors:
             _vector_name(name)
         if not self.collection_exists(collection):
+            validate_new_collection_name(collection)  # (as the edge store's: one rule for names)
             from qdrant_client.http.exceptions import UnexpectedResponse
 
             # Shards and replicas are a server's (local mode has none): only what is set is

@@ -127,7 +127,7 @@ from indexer.parsing import (
     skip_reason,
     supported_types,
 )
-from indexer.store import PointRecord, point_id, validate_name
+from indexer.store import PointRecord, point_id, validate_name, validate_new_collection_name
 
 logger = logging.getLogger(__name__)
 
@@ -3158,6 +3158,10 @@ class IndexService:
                                "text): the encoder reads only the start of each; for whole chunks "
                                "create the collection with --chunk-tokens %d or less%s", size,
                                embedder.name, budget, max(1, budget - CHUNK_MARGIN), option)
+            try:
+                validate_new_collection_name(name)
+            except StoreError as e:
+                raise InvalidRequestError(str(e), param="collection") from None
             try:
                 coll = md.create_collection(session, name, backend=self.store.backend,
                                             chunk_size=size, chunk_overlap=overlap,

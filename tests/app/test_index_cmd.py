@@ -652,6 +652,34 @@ def test_a_collection_named_as_a_lock_file_is_refused_before_anything_is_made(
     assert [c["name"] for c in json.loads(listed.stdout)] == ["tiny"]
 
 
+def test_a_lock_named_collection_made_before_the_rule_is_still_listed_and_deleted(
+        tmp_path: Path, monkeypatch) -> None:
+    """The rule is for new names: refused when reading, a `notes.lock` indexed by an older Facet
+    made `facet collections` (and GET /collections) fail as a whole, and could not be deleted."""
+    import indexer.store
+    from app.services import indexing
+    from indexer.store import validate_name
+    from tests.app.cli_runner import invoke_cli
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("card payment declined twice")
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    with monkeypatch.context() as older:  # as Facet indexed it before the rule
+        older.setattr(indexer.store, "validate_new_collection_name", validate_name)
+        older.setattr(indexing, "validate_new_collection_name", validate_name)
+        assert invoke_cli("index", str(src), "-c", "old.lock", "-e", "minilm", env=env).returncode == 0
+    assert invoke_cli("index", str(src), "-c", "other", "-e", "minilm", env=env).returncode == 0
+    listed = invoke_cli("collections", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [c["name"] for c in json.loads(listed.stdout)] == ["old.lock", "other"]
+    found = invoke_cli("search", "card", "-c", "old.lock", env=env)
+    assert found.returncode == 0 and "a.txt" in found.stdout, found.stderr
+    assert invoke_cli("delete", "old.lock", "-y", env=env).returncode == 0
+    assert [c["name"] for c in json.loads(invoke_cli("collections", "--json", env=env).stdout)] \
+        == ["other"]
+
+
 def test_api_search_rebuilds_an_unfinished_or_another_embedders_collection(
         tmp_path, monkeypatch, run) -> None:
     """`--bench-dir`: a build interrupted part-way (its facet.db made) was "reused", and every
