@@ -1667,6 +1667,10 @@ class CollectionService:
                 # /collections/{name}, whose path names the resource, answers it with None,
                 # as ``get`` leaves it.
                 raise self._not_found(session, name, param="collection")
+            # The row as first read, in plain values: a look after this one (the lease's,
+            # ``leases.live_holder``) reloads ``coll`` in place from whatever row now has its id,
+            # which SQLite gives a collection created again meanwhile.
+            seen = (coll.id, coll.created_at)
             self._refuse_writers(session, name, coll.id)
             info = self._info(session, coll)
             if info.store_unreadable is not None:
@@ -1682,7 +1686,7 @@ class CollectionService:
             # delete/re-create race). One that comes after it finds the collection gone.
             self._lock_row(session, coll.id)
             try:
-                self._check_still_there(session, coll)
+                self._check_still_there(session, name, seen)
                 self._refuse_writers(session, name, coll.id)
             except (ConflictError, NotFoundError):
                 session.rollback()
@@ -1745,9 +1749,10 @@ class CollectionService:
         session.execute(update(C).where(C.id == collection_id).values(name=C.name))
 
     @classmethod
-    def _check_still_there(cls, session: Session, coll: md.Collection) -> None:
-        """Under the lock ``_lock_row`` took: the row looked at before it is still the one of
-        that name. Two overlapping deletes both answered 200, and the later one's lock, by id,
+    def _check_still_there(cls, session: Session, name: str,
+                           seen: tuple[int, dt.datetime]) -> None:
+        """Under the lock ``_lock_row`` took: the row first read (``seen``: its id and creation
+        time) is still the one of that name. Two overlapping deletes both answered 200, and the later one's lock, by id,
         then took a collection created again under the name meanwhile (SQLite gives a new row
         the id of the last one deleted), deleting a collection its client had never seen: gone
         is a 404, as for a delete that came after; created again, a 409 with nothing deleted.
@@ -1757,13 +1762,12 @@ class CollectionService:
             ConflictError: the name's collection now is another one (created meanwhile).
         """
         C = md.Collection
-        now = session.execute(
-            select(C.id, C.created_at).where(C.name == coll.name)).one_or_none()
+        now = session.execute(select(C.id, C.created_at).where(C.name == name)).one_or_none()
         if now is None:
-            raise cls._not_found(session, coll.name, param="collection")
-        if (now.id, now.created_at) != (coll.id, coll.created_at):
+            raise cls._not_found(session, name, param="collection")
+        if (now.id, now.created_at) != seen:
             raise ConflictError(
-                f"collection {coll.name!r} was deleted by another request and created again "
+                f"collection {name!r} was deleted by another request and created again "
                 "while this delete ran; nothing was deleted (delete it again to remove the new "
                 "one)")
 

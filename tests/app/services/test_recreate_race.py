@@ -392,26 +392,33 @@ def test_a_delete_meeting_a_job_that_took_the_lease_after_its_look_is_refused(
     assert hits and all("kitchen" in h.text for h in hits)
 
 
-def _before_delete_lock(facet: Facet, monkeypatch: pytest.MonkeyPatch, race: Any) -> None:
+def _before_delete_lock(facet: Facet, monkeypatch: pytest.MonkeyPatch, race: Any,
+                        at: str = "_lock_row") -> None:
     """Run ``race()`` once, in another thread, after the first delete looked at the collection
-    and before it locked the row (where another request's delete, and a re-creation, fit)."""
-    lock_row = facet.catalog._lock_row
+    and before it locked the row (where another request's delete, and a re-creation, fit):
+    at its lock (``_lock_row``) or at its first look for writers (``_refuse_writers``, before
+    the lease's look reloads the row)."""
+    step = getattr(facet.catalog, at)
     ran: list[bool] = []
 
-    def hooked(session: Any, collection_id: int) -> None:
+    def hooked(*args: Any) -> Any:
         if not ran:
             ran.append(True)
             other = threading.Thread(target=race)
             other.start()
             other.join(60)
             assert not other.is_alive()
-        lock_row(session, collection_id)
+        return step(*args)
 
-    monkeypatch.setattr(facet.catalog, "_lock_row", hooked)
+    monkeypatch.setattr(facet.catalog, at, hooked)
 
 
+RACE_POINTS = ["_lock_row", "_refuse_writers"]
+
+
+@pytest.mark.parametrize("at", RACE_POINTS)
 def test_a_delete_overlapping_another_delete_and_a_re_creation_deletes_nothing(
-        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: str) -> None:
     """Two deletes of one collection overlapped, and the name was indexed again between them:
     the later delete's lock (by id, which SQLite gave the new row again) took the new
     collection and deleted it, and both deletes answered 200. It is refused now, the new
@@ -422,7 +429,7 @@ def test_a_delete_overlapping_another_delete_and_a_re_creation_deletes_nothing(
         facet.delete_collection("race")
         facet.index(new, "race")
 
-    _before_delete_lock(facet, monkeypatch, delete_and_recreate)
+    _before_delete_lock(facet, monkeypatch, delete_and_recreate, at)
     with pytest.raises(ConflictError, match="deleted by another request and created again"):
         facet.delete_collection("race")
     after = facet.collection("race")
@@ -431,12 +438,13 @@ def test_a_delete_overlapping_another_delete_and_a_re_creation_deletes_nothing(
     assert hits and all("kitchen" in h.text for h in hits)
 
 
+@pytest.mark.parametrize("at", RACE_POINTS)
 def test_a_delete_overlapping_another_delete_says_the_collection_is_gone(
-        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: str) -> None:
     """The later of two overlapping deletes answered 200 as if it had deleted something; it is
     a 404, as for a delete that came after."""
     _indexed(facet, tmp_path)
-    _before_delete_lock(facet, monkeypatch, lambda: facet.delete_collection("race"))
+    _before_delete_lock(facet, monkeypatch, lambda: facet.delete_collection("race"), at)
     with pytest.raises(NotFoundError, match="unknown collection 'race'"):
         facet.delete_collection("race")
     assert [c.name for c in facet.collections()] == []
