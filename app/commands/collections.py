@@ -27,6 +27,8 @@ from app.services.collections import (
     MAX_JOB_ERRORS,
     MAX_JOBS_LISTED,
     MOVE_IT,
+    MOVED_TO,
+    MOVING,
     SUPERSEDED,
     CollectionInfo,
     DocumentInfo,
@@ -926,6 +928,11 @@ def register(cli: typer.Typer) -> None:
                            f"{stray.name!r} of {FOLDER_DATABASE}, not of the database "
                            "FACET_DATABASE_URL names: unset FACET_DATABASE_URL to use them, "
                            f"{MOVE_IT} (docs/deploy.md)")
+            elif stray.owner is not None and (MOVING in stray.owner or MOVED_TO in stray.owner):
+                # A move's (unfinished, or finished to another database than this one): "unset
+                # FACET_DATABASE_URL to look" was wrong, every command then refusing.
+                typer.echo(f"{stray.name}: vectors only ({points}{disk}), not of this database: "
+                           f"{printable(owned_elsewhere(stray.name, stray.owner))}")
             elif stray.owner is not None:
                 typer.echo(f"{stray.name}: vectors only ({points}{disk}), which no collection of "
                            f"this database owns; they may be of {printable(stray.owner)}: unset "

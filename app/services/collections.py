@@ -171,11 +171,16 @@ def moved_elsewhere(data_dir: Path, database_url: str) -> Path | None:
     if moved is None:
         return None
     target, path = moved
-    if target == masked_url(database_url):
-        return None
     from indexer.migrate import sqlite_file
 
     file = sqlite_file(target)
+    if file is not None and not file.expanduser().is_absolute():
+        # Recorded relative (a move of before the second session of 2026-12-05): a file of
+        # that name in each working folder, so never known to be the one in use. Its vectors
+        # stay the move's (refused, not deleted); under the database in use they are no strays.
+        return path
+    if target == masked_url(database_url):
+        return None
     if file is not None and names_sqlite_file(database_url, file.expanduser()):
         return None
     return path
@@ -318,12 +323,18 @@ def unowned_store_collections(settings: FacetSettings) -> str | None:
     if owners is not None:
         names, error = owners
         owned = [n for n in unowned if n in names]
+        # The data folder's facet.db, or the renamed one of a move (unfinished, or finished to
+        # another database than this one): "unset it" was wrong advice after a move, where
+        # every command then refuses ("was moved to ...: set FACET_DATABASE_URL to it").
+        owner = folder_database_owner(settings)
+        advice = (f"unset it to use that one, {MOVE_IT}" if owner == FOLDER_DATABASE else
+                  "set it to that one" if MOVED_TO in owner else
+                  "unset it and run any command to be told how to finish or undo that move")
         if error is not None:
-            said += f"; {FOLDER_DATABASE} may ({error})"
+            said += f"; {owner} may ({error})"
         elif owned:
-            said += (f"; {FOLDER_DATABASE} records {len(owned)} of them: is FACET_DATABASE_URL "
-                     f"the database meant? (unset it to use that one, {MOVE_IT}: "
-                     "docs/deploy.md)")
+            said += (f"; {owner} records {len(owned)} of them: is FACET_DATABASE_URL the "
+                     f"database meant? ({advice}: docs/deploy.md)")
     return said + "; `facet collections` lists them"
 
 

@@ -637,6 +637,18 @@ def test_after_a_move_a_database_not_its_target_does_not_delete_the_moved_vector
     owner = (f"{target} (where facet move-metadata moved this data folder's metadata; its copy "
              f"{renamed} is in this data folder)")
     assert tiny["owner"] == owner, tiny
+    # The listing and the server's start say to set it to the target ("unset FACET_DATABASE_URL"
+    # was wrong: every command then refuses, the metadata having moved).
+    shown = invoke_cli("collections", env=env).stdout
+    assert ("tiny: vectors only" in shown and f"of {owner}: FACET_DATABASE_URL names another "
+            "database; set it to that one" in shown and "unset" not in shown), shown
+    from app.services.collections import unowned_store_collections
+    from app.settings import FacetSettings
+
+    warned = unowned_store_collections(FacetSettings(data_dir=data,
+                                                     database_url=env["FACET_DATABASE_URL"]))
+    assert warned is not None and f"; {owner} records 1 of them" in warned, warned
+    assert "set it to that one" in warned and "unset" not in warned, warned
     refused = invoke_cli("delete", "tiny", "-y", env=env)
     assert refused.returncode == 5, (refused.returncode, refused.stdout, refused.stderr)
     assert (f"the vectors of 'tiny' belong to collection 'tiny' of {owner}: FACET_DATABASE_URL "
@@ -664,3 +676,32 @@ def test_a_target_file_that_is_no_database_is_named_as_the_to_url(tmp_path) -> N
     assert "restore" not in refused.stderr and "nothing was written" in refused.stderr
     assert (data / "facet.db").exists() and not list(data.glob("facet.db.moved-*"))
     assert text.read_text().startswith("these are notes")
+
+
+def test_a_move_recorded_with_a_relative_target_never_lets_its_vectors_be_deleted(
+        tmp_path, monkeypatch) -> None:
+    """A move of before the relative-path fix recorded `sqlite:///meta.db`: from another folder
+    the same URL names another file, which was taken for the target (the strings matched), and
+    `facet delete tiny` removed the vectors the real target's collection points to."""
+    import json
+
+    from tests.app.cli_runner import tiny_data_folder
+
+    data = tiny_data_folder(tmp_path)
+    first = tmp_path / "first"
+    first.mkdir()
+    assert _move(data, f"sqlite:///{first / 'meta.db'}").returncode == 0
+    record = data / "metadata-moved.json"
+    old = json.loads(record.read_text()) | {"target": "sqlite:///meta.db"}  # as recorded then
+    record.write_text(json.dumps(old))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    env = {"FACET_DATA_DIR": str(data), "FACET_DATABASE_URL": "sqlite:///meta.db"}
+    refused = invoke_cli("delete", "tiny", "-y", env=env)
+    assert refused.returncode == 5, (refused.returncode, refused.stdout, refused.stderr)
+    assert (data / "qdrant-edge" / "tiny").is_dir()
+    # From the folder it was made in, the database is the target: the collection is its own.
+    monkeypatch.chdir(first)
+    listed = json.loads(invoke_cli("collections", "--json", env=env).stdout)
+    assert [c["name"] for c in listed] == ["tiny"] and not listed[0].get("stray"), listed
