@@ -1398,7 +1398,7 @@ class SearchService:
                             f"{', queued' if state == 'queued' else ''}): nothing searchable "
                             "yet; a search finds only what it has written so far",
                             [e.name for e in coll.embedders])
-                    if state in ("completed", "failed", "interrupted") and \
+                    if state in ("completed", "failed", "interrupted", "cancelled") and \
                             md.count_documents(session, coll.id, status="indexed"):
                         why = (f"the vector store holds none of it although job {job.id} "
                                f"{state} (its store folder removed, or the metadata restored "
