@@ -928,3 +928,28 @@ def test_a_text_the_tokenizer_reads_no_token_of_is_failed_not_indexed_with_no_ch
     with ctx.sessions() as s:
         later = s.query(md.Document).filter_by(key=str(src / "later.txt")).one()
         assert (later.status, later.n_chunks) == ("indexed", 1) and "no text to index" in (later.error or "")
+
+
+def test_a_lost_store_after_a_cancelled_job_that_indexed_says_the_store_lost_it(
+        make_ctx, tmp_path) -> None:
+    """The last job cancelled after it indexed documents, then the store folder lost: the search
+    said the job "ended before it wrote any document"."""
+    import shutil
+    from pathlib import Path
+
+    from app.services.search import SearchRequest, SearchService
+
+    write_corpus(tmp_path / "src", 2)
+    ctx = make_ctx()
+    report = IndexService(ctx).index(tmp_path / "src", "notes")
+    with ctx.sessions() as session:
+        job = md.get_job(session, report.job_id)
+        assert job is not None
+        job.state = "cancelled"
+        session.commit()
+    ctx.close()
+    shutil.rmtree(Path(ctx.settings.data_dir) / "qdrant-edge" / "notes")
+    ctx = make_ctx()
+    with pytest.raises(NotFoundError, match=f"holds none of it although job {report.job_id} "
+                                            "cancelled"):
+        SearchService(ctx).search(SearchRequest("bank", "notes", top_k=1))
