@@ -1299,12 +1299,23 @@ class BatchingQueryEncoder:
             import torch
 
             torch.set_num_threads(self.threads)  # this thread's OpenMP pool only
-        while True:
-            batch = self._take()
-            if batch is None:
-                return
-            if batch:  # else a cancelled request, dropped
-                self._run(batch)
+        try:
+            while True:
+                batch = self._take()
+                if batch is None:
+                    return
+                if batch:  # else a cancelled request, dropped
+                    self._run(batch)
+        except BaseException:
+            # Ended by a plugin's SystemExit (handed to that batch's callers): the requests
+            # queued behind it waited for the next submit to start a thread (for ever where
+            # none came, their timeouts aside). Another thread takes them over at once.
+            with self._cond:
+                if not self._closed and (self._urgent or self._bulk):
+                    self._thread = threading.Thread(target=self._loop, name="facet-encoder",
+                                                    daemon=True)
+                    self._thread.start()
+            raise
 
     def _serve_urgent(self) -> None:
         """Encode the queries waiting now (called between the pieces of bulk work), for

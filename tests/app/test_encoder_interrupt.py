@@ -10,6 +10,7 @@ exception while waiting takes that call's pieces not started yet off the queue (
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -176,4 +177,38 @@ def test_a_model_thread_ended_by_a_plugins_systemexit_is_started_again(minilm) -
         wait_for(lambda: not encoder.working)
         assert encoder.submit(["after"], embedder="exits").result(timeout=30).shape == (1, 384)
     finally:
+        encoder.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # (the thread's end)
+def test_requests_queued_behind_a_systemexit_are_served_without_another_request(minilm) -> None:
+    """The thread a plugin's SystemExit ended was started again only by the next submit: the
+    requests already queued behind it waited until one came (for ever where none did)."""
+    entered, release = threading.Event(), threading.Event()
+
+    class ExitsOn:
+        def encode(self, texts: Any, **kwargs: Any) -> Any:
+            if "EXIT" in texts:
+                entered.set()
+                release.wait(30)
+                raise SystemExit(3)
+            return minilm.encode(texts, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(minilm, name)
+
+    cache = EmbedderCache("cpu")
+    cache.put("exits", ExitsOn())  # type: ignore[arg-type]
+    encoder = BatchingQueryEncoder(cache, threads=1)
+    try:
+        ended = encoder.submit(["EXIT"], embedder="exits", role="query")
+        assert entered.wait(30)
+        # Another key (role): a batch of its own, queued behind the one that will end the thread.
+        queued = encoder.submit(["after"], embedder="exits", role="document")
+        release.set()
+        with pytest.raises(SystemExit):
+            ended.result(timeout=30)
+        assert queued.result(timeout=30).shape == (1, 384)
+    finally:
+        release.set()
         encoder.close()
