@@ -683,6 +683,11 @@ class PromptTokenizer:
         with_it = len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
         return with_it - self._bare_length(role)
 
+    def least_max_length(self, role: Role, instruction: str | None) -> int:
+        """The smallest ``max_length`` under which ``instruction`` keeps to ``instruction_limit``
+        (the prompt, then the instruction and at least as many tokens for the text)."""
+        return self._bare_length(role) + 2 * self.instruction_tokens(role, instruction)
+
     def instruction_limit(self, role: Role) -> int:
         """The most tokens an instruction may take for ``role``: half of what the prompt
         template leaves of ``max_length``, so the text always keeps at least as many tokens as

@@ -166,6 +166,25 @@ def test_the_instruction_steers_the_embedding(model):
     np.testing.assert_allclose(default, model.encode(text, instruction=model.config.default_instruction), atol=1e-6)
 
 
+def test_a_max_length_too_short_for_the_default_instruction_says_so(model, tmp_path):
+    """`instemb[max_length=20]` with no instruction said "the instruction is too long ...
+    shorten the instruction": none was given (the default one is read)."""
+    from embedders.errors import InvalidInputError
+
+    model.save(tmp_path / "ie")
+    short = load_embedder(f"{tmp_path / 'ie'}[max_length=20]")
+    with pytest.raises(InvalidInputError) as said:
+        short.encode(["a text"])
+    least = int(str(said.value).rsplit("give max_length ", 1)[1].split()[0])
+    assert str(said.value) == (
+        f"max_length=20 is too short for {short.name} to read a text under its default "
+        f"instruction {model.config.default_instruction!r} (read when none is given): give "
+        f"max_length {least} or more"), said.value
+    assert load_embedder(f"{tmp_path / 'ie'}[max_length={least}]").encode(["a text"]).shape[0] == 1
+    with pytest.raises(InvalidInputError, match="the instruction is too long"):  # one given
+        short.encode(["a text"], instruction="Represent the intent of this customer message")
+
+
 def test_pooling_option_through_load_embedder(model, tmp_path):
     model.save(tmp_path / "ie")
     loaded = load_embedder(f"{tmp_path / 'ie'}[pooling=input-last]")

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from embedders.base import PromptTokenizer, Role, pad_sequences, validate_instruction
+from embedders.errors import InvalidInputError
 from embedders.losses import distill_kl, distill_mse, supervised_contrastive
 from embedders.methods.common import TrainableDecoderEmbedder, text_reader
 from embedders.methods.instemb.config import InstEmbConfig
@@ -123,8 +124,21 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
         return validate_instruction(instruction) or self.config.default_instruction
 
     def _embed_batch(self, texts: list[str], role: Role, instruction: str | None) -> torch.Tensor:
-        instruction = instruction or self.config.default_instruction
-        return self.pool(self.student_states(texts, [instruction] * len(texts)))
+        if instruction:
+            return self.pool(self.student_states(texts, [instruction] * len(texts)))
+        default = self.config.default_instruction
+        try:
+            return self.pool(self.student_states(texts, [default] * len(texts)))
+        except InvalidInputError as e:
+            if not str(e).startswith("the instruction is too long"):
+                raise
+            # No instruction was given: "shorten the instruction" named one the caller never
+            # gave (instemb[max_length=20]); the default's room is max_length's to give.
+            least = self._tokenize.least_max_length(Role.QUERY, default) + self.config.look_ahead
+            raise InvalidInputError(
+                f"max_length={self.max_length} is too short for {self.name} to read a text under "
+                f"its default instruction {default!r} (read when none is given): give max_length "
+                f"{least} or more") from None
 
     # -- training ----------------------------------------------------------------------
 
