@@ -58,8 +58,13 @@ def test_config_rejects_bad_values():
         InBedderConfig(pooling="mean")
     with pytest.raises(ValueError, match="gen_tokens must be >= 1"):
         InBedderConfig(gen_tokens=0)
-    with pytest.raises(ValueError, match="answer_max_tokens must be between 1 and max_length // 2 = 32"):
+    # Said as max_length's bound, the option a user sets (inbedder[max_length=24] named
+    # answer_max_tokens, which no option sets).
+    with pytest.raises(ValueError, match=r"max_length must be at least 80, twice answer_max_tokens "
+                                         r"\(40: an answer takes at most half of it\), got 64"):
         InBedderConfig(max_length=64, answer_max_tokens=40)
+    with pytest.raises(ValueError, match="answer_max_tokens must be at least 1, got 0"):
+        InBedderConfig(answer_max_tokens=0)
     # Prompts follow the template: a hand-written one without the instruction cannot sneak in.
     assert "{instruction}" in InBedderConfig(prompts=PromptConfig(query="{text}", document="{text}")).prompts.query
 

@@ -50,11 +50,16 @@ class InBedderConfig(InstructedConfig):
             raise ValueError(f"gen_tokens must be >= 1, got {self.gen_tokens}")
         # A training sequence is prompt + answer + EOS within max_length; keep at least half
         # of the budget for the prompt so the input is not cut to nothing.
-        if not 1 <= self.answer_max_tokens <= self.max_length // 2:
+        if self.answer_max_tokens < 1:
+            raise ValueError(f"answer_max_tokens must be at least 1, got {self.answer_max_tokens}")
+        if self.answer_max_tokens > self.max_length // 2:
+            # Said as max_length's bound: a served model's max_length is an option
+            # (inbedder[max_length=24]), its answer_max_tokens is not ("answer_max_tokens must
+            # be between 1 and max_length // 2 = 12, got 16" named a field no one could set).
             raise ValueError(
-                f"answer_max_tokens must be between 1 and max_length // 2 = {self.max_length // 2}, "
-                f"got {self.answer_max_tokens}"
-            )
+                f"max_length must be at least {2 * self.answer_max_tokens}, twice answer_max_tokens "
+                f"({self.answer_max_tokens}: an answer takes at most half of it), got "
+                f"{self.max_length}")
         if not self.default_instruction.strip():
             raise ValueError("default_instruction must not be empty: the InBedder prompt always has an instruction")
         for role in ("query", "document"):
