@@ -1339,7 +1339,7 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
         for tag in soup(["script", "style", "noscript", "template"]):
             tag.decompose()
         title = soup.title.get_text(strip=True) if soup.title else None
-        text = _drop_invisible(_html_text(soup.body or soup))
+        text = _drop_invisible(_html_text(_page_of(soup)))
     # A table row is one line (``tr`` is a block), its cells parted by _CELL_SEPARATOR; a cell's
     # own blocks (a <p> in a <td>, a layout table's page) still break lines.
     lines = [_CELL_SEPARATOR.join(c for c in (" ".join(cell.split()) for cell in segment.split(_CELL))
@@ -1349,6 +1349,17 @@ def _parse_html(path: Path, text: str, warnings: list[str]) -> ParsedDocument:
     # <title> alone.
     body = _titled(title, "\n".join(x for x in lines if x))
     return ParsedDocument(str(path), str(path), body, title=title or None, warnings=warnings)
+
+
+def _page_of(soup: Any) -> Any:
+    """What of a parsed page is its text: everything but its first ``<head>`` (unless that holds
+    the ``<body>``). The ``<body>`` alone dropped the text a browser shows after ``</body>`` (a
+    footer a CMS writes past it, pages concatenated) or between ``</head>`` and ``<body>``, as
+    it moves that text into the body."""
+    head = soup.head
+    if head is not None and head.find("body") is None:
+        head.extract()
+    return soup
 
 
 def _html_text(body: Any) -> str:
@@ -1433,8 +1444,10 @@ class _HtmlTextStream(HTMLParser):
         self._dropped = 0  # open elements whose content is dropped
         self._not_text = 0
         self._everywhere = _Pieces()
-        self._body: _Pieces | None = None  # from the first <body>
-        self._body_depth: int | None = None  # its place among the open elements, while open
+        self._page = _Pieces()  # all but the first <head>'s (``_page_of``)
+        self._head_depth: int | None = None  # the first <head>'s place, while open
+        self._head_seen = False
+        self._head_holds_body = False  # a <body> opened inside it: the tree keeps the head
         self._title: list[str] | None = None  # the first <title>'s strings
         self._title_depth: int | None = None
         self._pending: list[str] = []
@@ -1447,14 +1460,14 @@ class _HtmlTextStream(HTMLParser):
         return None if self._title is None else "".join(x.strip() for x in self._title)
 
     def text(self) -> str:
-        return (self._everywhere if self._body is None else self._body).text()
+        return (self._everywhere if self._head_holds_body else self._page).text()
 
     def _emit(self, piece: str) -> None:
         if self._dropped:
             return
         self._everywhere.add(piece)
-        if self._body_depth is not None and self._body is not None:
-            self._body.add(piece)
+        if self._head_depth is None:
+            self._page.add(piece)
 
     def handle_starttag(self, tag: str, attrs: Any, *, own_end: bool = False) -> None:
         self._flush()
@@ -1470,8 +1483,10 @@ class _HtmlTextStream(HTMLParser):
             return
         self._open.append(tag)
         self._opened[tag] = self._opened.get(tag, 0) + 1
-        if tag == "body" and self._body is None and not self._dropped:  # (dropped: not the tree's)
-            self._body, self._body_depth = _Pieces(), len(self._open)
+        if tag == "head" and not self._head_seen and not self._dropped:  # (dropped: not the tree's)
+            self._head_seen, self._head_depth = True, len(self._open)
+        elif tag == "body" and self._head_depth is not None and not self._dropped:
+            self._head_holds_body = True
         elif tag == "title" and self._title is None and not self._dropped:
             self._title, self._title_depth = [], len(self._open)
         if tag in self._DROPPED:
@@ -1510,8 +1525,8 @@ class _HtmlTextStream(HTMLParser):
             self._emit(_BLOCK_BREAK)
         elif tag in ("td", "th"):
             self._emit(_CELL)
-        if depth == self._body_depth:
-            self._body_depth = None
+        if depth == self._head_depth:
+            self._head_depth = None
         if depth == self._title_depth:
             self._title_depth = None
         return tag
@@ -1580,7 +1595,7 @@ class _HtmlTextStream(HTMLParser):
 # Elements a browser lays out as blocks (a line of their own); every other tag is inline.
 # (``center``, ``legend``, ``menu``, ``dir``, ``hgroup`` and ``search`` were missing: two
 # ``<center>`` lines read "TopNext".)
-_HTML_BLOCKS = ["address", "article", "aside", "blockquote", "caption", "center", "dd", "details",
+_HTML_BLOCKS = ["address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details",
                 "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
                 "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "legend", "li",
                 "main", "menu", "nav", "ol", "option", "p", "pre", "search", "section", "summary",

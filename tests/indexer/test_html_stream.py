@@ -36,7 +36,7 @@ def _tree(text: str) -> tuple[str | None, str]:
     for tag in soup(["script", "style", "noscript", "template"]):
         tag.decompose()
     title = soup.title.get_text(strip=True) if soup.title else None
-    return title, parsing._html_text(soup.body or soup)
+    return title, parsing._html_text(parsing._page_of(soup))
 
 
 def _stream(text: str) -> tuple[str | None, str]:
@@ -119,3 +119,17 @@ def test_a_page_at_or_under_the_threshold_keeps_the_tree(tmp_path, monkeypatch, 
     monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 2 + tags)  # <p>, </p> and the <br>s
     [doc] = list(parsing.parse_file(page))
     assert doc.warnings == [] and doc.text == "a"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_text_a_browser_shows_outside_the_body_is_indexed(tmp_path, monkeypatch, stream) -> None:
+    """Text after `</body>` (a footer a CMS writes past it) or between `</head>` and `<body>`,
+    which a browser moves into the body and shows, was dropped: only the body was read. Both
+    readings (tree and stream) keep it, on a line of its own, and still leave the head out."""
+    if stream:
+        monkeypatch.setattr(parsing, "HTML_TREE_MAX_TAGS", 1)
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>Log</title><meta charset=utf-8></head>between<body>"
+                    "<p>inside</p></body>the footer after the body</html>")
+    [doc] = list(parsing.parse_file(page))
+    assert doc.text.splitlines() == ["Log", "between", "inside", "the footer after the body"], doc.text
