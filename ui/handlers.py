@@ -819,7 +819,7 @@ class UiHandlers:
 
     # ---------------------------------------------------------------- index
 
-    def _start(self, source: Path, name: str, embedder: str | None,
+    def _start(self, source: Path, name: str, embedder: str | None, sync: bool | None = None,
                ) -> tuple[int, int, str, list[list[str]], Any]:
         """Start the job of a server folder."""
         # A server folder is read under the allowed roots as the job runs (a link made after
@@ -828,7 +828,7 @@ class UiHandlers:
         roots = self.settings.ui_allowed_roots
         uploads = Path(source).resolve() == self.facet.upload_folder(name).resolve()
         job = self.facet.submit_index(source, name, IndexOptions(
-            embedder=self._model(embedder, "embedder", collection=name),
+            embedder=self._model(embedder, "embedder", collection=name), sync=sync,
             confine=None if roots is None or uploads else tuple(str(root) for root in roots)))
         return self._started(job, [], [])
 
@@ -1043,7 +1043,9 @@ class UiHandlers:
         stopped = self._stopped_jobs(jobs)[job.id]
         if stopped.source is None:
             raise InvalidRequestError(f"Job {job.id} cannot be resumed here: {stopped.message}.")
-        started = self._start(stopped.source, job.collection, stopped.embedder)
+        # With the job's --sync/--no-sync: resumed without it, a --no-sync job of a folder
+        # synced and removed the documents kept on purpose.
+        started = self._start(stopped.source, job.collection, stopped.embedder, job.sync)
         gr.Info(render.esc(f"Job {started[0]} goes on with job {job.id}'s work in "
                            f"{job.collection}."), title="Resumed")
         return started

@@ -723,6 +723,9 @@ class JobInfo:
     # Someone asked the job to stop (``Facet.cancel_job``): a running job goes on to its next
     # batch boundary, then ends ``cancelled``.
     cancel_requested: bool = False
+    # --sync / --no-sync as the job was asked (None: its source's default, a folder syncs and a
+    # file does not); what resumes it asks the same (the UI's Resume synced a --no-sync job).
+    sync: bool | None = None
 
     def when(self) -> str:
         """When the job started, or that it has not: "started T", "queued T" (waiting), or
@@ -1310,7 +1313,7 @@ def _job_info(job: md.IndexJob, errors: list[dict[str, str]], errors_total: int,
         chunks_done=job.chunks_done, docs_total=job.docs_total,
         docs_total_estimated=bool(job.docs_total) and job.runner != "celery"
         and state != "completed",
-        cancel_requested=job.cancel_requested)
+        cancel_requested=job.cancel_requested, sync=job.sync)
 
 
 def disk_bytes(store: VectorStore, collection: str) -> int | None:

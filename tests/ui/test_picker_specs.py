@@ -192,3 +192,32 @@ def test_a_launched_page_takes_the_spec_through_its_picker(indexed) -> None:
         client.close()
     finally:
         demo.close()
+
+
+def test_a_stopped_no_sync_job_is_resumed_without_a_sync(indexed) -> None:
+    """Resume started the job again with the folder's default, a sync: a --no-sync job's kept
+    documents (their files deleted on purpose) were removed."""
+    from app.services.indexing import IndexOptions
+
+    facet, base = indexed
+    h = handlers(facet)
+    folder = base / "allowed" / "kept"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"k{i}.txt").write_text(f"Kept note {i}: the harbour master's log for day {i}.")
+    assert facet.index(folder, "kept", IndexOptions(sync=False)).state == "completed"
+    (folder / "k0.txt").unlink()  # kept in the collection on purpose
+    for i in range(3, 6):
+        (folder / f"k{i}.txt").write_text(f"Kept note {i}: the harbour master's log for day {i}.")
+
+    def stop(_progress: object) -> None:
+        facet.context.stop_reason = "the server stopping"
+        facet.context.stopping.set()
+
+    stopped = facet.index(folder, "kept", IndexOptions(sync=False, batch_chunks=1), progress=stop)
+    facet.context.stopping.clear()
+    assert stopped.state == "interrupted" and facet.job(stopped.job_id).sync is False
+    job_id, *_ = h.resume_index(stopped.job_id)
+    job = finished(facet, job_id)
+    assert job.state == "completed" and job.docs_deleted == 0 and job.sync is False
+    assert facet.collection("kept").documents == 6  # k0 kept, k1-k5 indexed

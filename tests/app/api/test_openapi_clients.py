@@ -95,7 +95,7 @@ RESPONSE_ONLY = {
     "ClusterResponse": {"note", "max_k_tried", "embedder_spec", "encode_reused",
                         "stored_vectors_used"},
     "Cluster": {"name_count"},
-    "JobInfo": {"errors", "errors_total", "cancel_requested", "runner", "host", "chunks_total",
+    "JobInfo": {"errors", "errors_total", "cancel_requested", "sync", "runner", "host", "chunks_total",
                 "chunks_done", "docs_total", "docs_total_estimated", "queued_at"},
     "ListedCollection": {"stray", "writer", "open_in", "disk_bytes", "lexical", "lexical_note",
                          "sources", "vectors_missing", "store_missing", "store_damaged"},
