@@ -453,8 +453,11 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
             return url
         # A host:port without a scheme is shown with one, else the server's default URL.
         example = ("http://127.0.0.1:8000" if "://" in url or not _is_http_url(f"http://{url}")
-                   else f"http://{url}")
-        raise InvalidRequestError(f"FacetRetriever setting base_url={url!r}: give the server's "
+                   else mask_secrets(f"http://{url}"))
+        # Masked: a user:password in it was printed (twice, with the example).
+        shown = url if "://" in url else f"http://{url}"
+        shown = mask_secrets(shown) if "://" in url else mask_secrets(shown).removeprefix("http://")
+        raise InvalidRequestError(f"FacetRetriever setting base_url={shown!r}: give the server's "
                                   f"URL with http:// or https://, e.g. {example}")
 
     @model_validator(mode="before")

@@ -151,3 +151,10 @@ def test_a_base_url_with_a_password_keeps_it_out_of_messages_and_is_refused_with
         keyed = FacetRetriever(collection="notes", base_url=url, api_key="k3y")
         with pytest.raises(NotFoundError, match=r"unknown collection 'notes'.*HTTP 404 from http"):
             keyed.invoke("card")
+
+
+@pytest.mark.parametrize("url", ["ftp://bob:s3cretPW@host:8000", "bob:s3cretPW@127.0.0.1:8000"])
+def test_a_refused_base_url_keeps_its_password_out_of_the_message(url) -> None:
+    with pytest.raises(InvalidRequestError) as refused:
+        FacetRetriever(collection="notes", base_url=url)
+    assert "s3cretPW" not in str(refused.value) and "bob:***@" in str(refused.value), refused.value
