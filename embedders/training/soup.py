@@ -279,12 +279,11 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         _check_factor_shapes(paths, states, ranks)
         scales = [float(lo.get("alpha", 16)) / int(lo["r"]) for lo in loras]
         for j in range(1, len(states)):
-            for i in range(j):  # the first earlier ingredient with the same adapter, if any
+            for i in range(j):  # every earlier ingredient with the same adapter (heads below)
                 if ranks[i] == ranks[j] and scales[i] == scales[j] and all(
                         torch.equal(states[i][k][0], states[j][k][0]) and torch.equal(states[i][k][1], states[j][k][1])
                         for k in keys):
                     duplicates.append([i, j])
-                    break
         out_rank = rank or ranks[0]
         out_scale = scales[0]
         for a_key in sorted(keys):
@@ -312,6 +311,12 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
         # Same adapter but other heads is no duplicate (the warning said it was).
         duplicates = [[i, j] for i, j in duplicates
                       if all(torch.equal(head_states[i][k], head_states[j][k]) for k in head_states[i])]
+    # Each ingredient paired with the first earlier one it duplicates (of adapter and heads: a
+    # first match of adapter alone, then dropped for its heads, hid a later true duplicate).
+    firsts: dict[int, int] = {}
+    for i, j in duplicates:
+        firsts.setdefault(j, i)
+    duplicates = [[i, j] for j, i in sorted(firsts.items())]
 
     meta = json.loads(json.dumps(metas[0]))
     if out_rank:

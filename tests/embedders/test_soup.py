@@ -272,3 +272,6 @@ def test_the_same_adapter_with_other_heads_is_no_duplicate(pair, tmp_path):
     other_heads = _copy_with(a, tmp_path / "other-heads", heads=lambda v: v.float().mul(2).half())
     assert make_soup([a, same], tmp_path / "s1", rank=4).duplicates == [[0, 1]]
     assert make_soup([a, other_heads], tmp_path / "s2", rank=4).duplicates == []
+    # The first match of adapter alone (a) has other heads: the true duplicate after it is found.
+    again = _copy_with(other_heads, tmp_path / "again")
+    assert make_soup([a, other_heads, again], tmp_path / "s3", rank=6).duplicates == [[1, 2]]
