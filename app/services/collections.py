@@ -680,6 +680,8 @@ class JobInfo:
         queued_at: when it was asked for (ISO 8601 UTC).
         cancel_requested: someone asked it to stop (``Facet.cancel_job``); it ends
             ``cancelled`` at its next batch boundary.
+        sync: the ``--sync``/``--no-sync`` it was asked (None: its source's default, a folder
+            syncs and a file does not), which what resumes it repeats.
     """
 
     id: int
