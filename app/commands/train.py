@@ -136,6 +136,9 @@ def register(cli: typer.Typer) -> None:
         if out is None:
             raise InvalidRequestError("--out DIR is required: the checkpoint directory to write")
         spec = methods[method]
+        # A backbone folder is saved with the checkpoint as an absolute path: saved as typed
+        # ("../models/x"), the checkpoint loaded only from the folder it was trained in.
+        backbone = backbone_as_saved(backbone)
         if last_out is not None and last_out.resolve() == out.resolve():
             raise InvalidRequestError("--last-out must differ from --out (which keeps the best on dev)")
         if last_out is not None and (out.resolve() in last_out.resolve().parents
@@ -816,6 +819,17 @@ def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, A
     return path, meta
 
 
+def backbone_as_saved(backbone: str) -> str:
+    """``--backbone`` as a checkpoint records it: a folder that exists here as its absolute
+    path (loadable from any working directory), a packaged name or hub id as given."""
+    from embedders.backbone import DEFAULT_DECODER, DEFAULT_ENCODER
+
+    if backbone.lower() in (DEFAULT_DECODER, DEFAULT_ENCODER):
+        return backbone
+    folder = Path(backbone).expanduser()
+    return str(folder.resolve()) if folder.is_dir() else backbone
+
+
 def _check_backbone(path: Path, meta: dict[str, Any], backbone: str, flag: str) -> None:
     from embedders.backbone import DEFAULT_DECODER
     from embedders.base import CONFIG_FILE
@@ -827,7 +841,8 @@ def _check_backbone(path: Path, meta: dict[str, Any], backbone: str, flag: str) 
     # A config that names none loads with the default backbone, as every other command reads
     # it ("trained on backbone None": no --backbone could match that).
     saved_backbone = config.get("backbone", DEFAULT_DECODER)
-    if saved_backbone != backbone:
+    # (an older checkpoint may name its backbone folder relative, as it was typed)
+    if saved_backbone != backbone and backbone_as_saved(str(saved_backbone)) != backbone_as_saved(backbone):
         raise InvalidRequestError(f"{flag} {path} was trained on backbone {saved_backbone!r}, not {backbone!r}; "
                                   "pass --backbone to match it, or start without it")
 

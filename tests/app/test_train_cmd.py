@@ -457,3 +457,25 @@ def test_a_checkpoint_a_killed_swap_left_aside_is_refused_as_existing(trained, t
     assert not aside.exists()
     restored = tmp_path / "victim" / "adapter.safetensors"
     assert restored.read_bytes() == (trained / "adapter.safetensors").read_bytes()
+
+
+def test_a_relative_backbone_folder_is_saved_absolute_and_loads_from_anywhere(tmp_path, shared_data, smollm2_cut,
+                                                                              monkeypatch):
+    from embedders import load_embedder
+
+    folder = Path(smollm2_cut)
+    monkeypatch.chdir(folder.parent)
+    out = tmp_path / "rel"
+    code, output = _train("causal-eos", "--out", str(out), "--steps", "1", "--no-dev", "--data-dir", str(shared_data),
+                          *TOY, "--backbone", folder.name)
+    assert code == 0, output
+    config = json.loads((out / "facet_config.json").read_text())["config"]
+    assert config["backbone"] == str(folder.resolve())  # it was saved as typed: loadable only from there
+    monkeypatch.chdir(tmp_path)
+    assert load_embedder(str(out), device="cpu").encode(["a test"]).shape == (1, 576)
+    # Continuing it with the folder named relative from elsewhere is the same backbone.
+    monkeypatch.chdir(folder.parent.parent)
+    code, output = _train("causal-eos", "--out", str(tmp_path / "more"), "--steps", "1", "--no-dev", "--init-from",
+                          str(out), "--data-dir", str(shared_data), *TOY, "--backbone",
+                          str(Path(folder.parent.name) / folder.name))
+    assert code == 0, output
