@@ -672,16 +672,19 @@ class PromptTokenizer:
         _note_instruction_cut(tokens.instruction_cut)
         return tokens
 
+    def prompt_length(self, role: Role, instruction: str | None) -> int:
+        """Tokens of the prompt for ``role`` under ``instruction``: all that ``max_length``
+        holds but the text (start and end tokens included)."""
+        prefix, suffix = self.prompts.split(role, instruction)
+        return len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
+
     def _bare_length(self, role: Role) -> int:
         """Tokens of the prompt for ``role`` without the text and without an instruction."""
-        prefix, suffix = self.prompts.split(role, None)
-        return len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
+        return self.prompt_length(role, None)
 
     def instruction_tokens(self, role: Role, instruction: str | None) -> int:
         """Tokens ``instruction`` adds to the prompt for ``role`` (its rendering included)."""
-        prefix, suffix = self.prompts.split(role, instruction)
-        with_it = len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
-        return with_it - self._bare_length(role)
+        return self.prompt_length(role, instruction) - self._bare_length(role)
 
     def least_max_length(self, role: Role, instruction: str | None) -> int:
         """The smallest ``max_length`` under which ``instruction`` keeps to ``instruction_limit``
@@ -749,9 +752,7 @@ class PromptTokenizer:
     def text_budget(self, role: Role, instruction: str | None) -> int:
         """Tokens left to a text read under ``instruction``: ``max_length`` less the prompt
         (0 where the prompt alone fills it)."""
-        prefix, suffix = self.prompts.split(role, instruction)
-        fixed = len(self.start_ids) + len(self._fixed_ids(prefix)) + len(self._fixed_ids(suffix)) + len(self.end_ids)
-        return max(self.max_length - fixed, 0)
+        return max(self.max_length - self.prompt_length(role, instruction), 0)
 
     def _tokens(self, texts: Sequence[str], role: Role, instruction: str | None) -> PromptTokens:
         if self.text_reading is not None:

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -239,7 +239,7 @@ def register(cli: typer.Typer) -> None:
                     require_grad_cache(model, spec.name)
                 except ValueError as e:
                     raise InvalidRequestError(str(e)) from e
-            sampler, data_info = _sampler(spec, root, tasks, batch_size, seed)
+            sampler, data_info = _sampler(spec, model, root, tasks, batch_size, seed)
             evaluate = None
             if dev:
                 from app.evaluation.dev import DevEvaluator, DevSizes, one_size
@@ -287,12 +287,10 @@ def check_room_for_mix(spec: TrainableMethod, model: Any, tasks: str) -> None:
         InvalidRequestError: naming the instruction's task, what it takes and the smallest
             ``--max-length`` that leaves the text ``MIN_TEXT_TOKENS``.
     """
-    import copy
-
     from embedders.base import PromptTokenizer
     from embedders.contract import Role
 
-    if spec.data != "pairs":  # the triple methods' instructions are the data's (questions)
+    if spec.data != "pairs":  # the triple methods' are the data's questions: their sampler leaves out those too long
         return
     from embedders.training.data import DEFAULT_MIX, INSTRUCTIONS, parse_mix
 
@@ -303,10 +301,7 @@ def check_room_for_mix(spec: TrainableMethod, model: Any, tasks: str) -> None:
     tokenize = getattr(model, "_tokenize", None)
     if not isinstance(tokenize, PromptTokenizer):
         return
-    # The prompt's own tokens, measured with room to spare (``text_budget`` stops at 0).
-    probe = copy.copy(tokenize)
-    probe.max_length = 1 << 30
-    costs = {task: max(probe.max_length - probe.text_budget(role, instruction)
+    costs = {task: max(tokenize.prompt_length(role, instruction)
                        for role, instruction in ((Role.QUERY, INSTRUCTIONS.get(task)), (Role.QUERY, None),
                                                  (Role.DOCUMENT, None)))
              for task in mix}
@@ -886,12 +881,50 @@ def _check_tasks(spec: TrainableMethod, tasks: str) -> None:
         raise InvalidRequestError(f"--tasks: {e}") from None
 
 
-def _sampler(spec: TrainableMethod, root: Path, tasks: str, batch_size: int, seed: int) -> tuple[Any, dict[str, Any]]:
-    """The method's training batches and what to log about them."""
+def _sampler(spec: TrainableMethod, model: Any, root: Path, tasks: str, batch_size: int,
+             seed: int) -> tuple[Any, dict[str, Any]]:
+    """The method's training batches and what to log about them.
+
+    A triple whose question (its instruction) leaves the text no room under the model's
+    ``max_length`` is left out, and the log says how many and the ``--max-length`` that keeps
+    them: a run at ``--max-length 48`` stopped at the first long SQuAD question ("the instruction
+    is too long for this embedder ... shorten the instruction", of the data's, not the user's).
+
+    Raises:
+        InvalidRequestError: a bad source or weight, a missing file, or no triple left.
+    """
     from embedders.training.samplers import build_sampler
 
+    prompt_length: Callable[[str], int] | None = getattr(model, "training_prompt_length", None)
+    lengths: dict[str, int] = {}  # by instruction: the classification sources repeat a few
+
+    def keep(triple: Any) -> bool:
+        assert prompt_length is not None
+        if triple.instruction not in lengths:
+            lengths[triple.instruction] = prompt_length(triple.instruction)
+        return lengths[triple.instruction] < model.max_length
+
     try:
-        sampler, info = build_sampler(spec.data, root, tasks, batch_size, seed)
-    except (ValueError, FileNotFoundError) as e:
+        sampler, info = build_sampler(spec.data, root, tasks, batch_size, seed,
+                                      keep if prompt_length is not None else None)
+    except ValueError as e:
+        if lengths and max(lengths.values()) >= model.max_length and str(e) == "no training triples":
+            raise InvalidRequestError(_left_out(model.max_length, lengths, None)) from None
         raise InvalidRequestError(str(e)) from e
+    except FileNotFoundError as e:
+        raise InvalidRequestError(str(e)) from e
+    if info.get("left_out"):
+        logger.warning("%s", _left_out(model.max_length, lengths, info["left_out"]))
     return sampler, info
+
+
+def _left_out(max_length: int, lengths: dict[str, int], left_out: dict[str, int] | None) -> str:
+    """What leaving out the triples whose question fills ``max_length`` did (``left_out`` by
+    source; None: all of them), and the ``--max-length`` that keeps them all."""
+    least = max(lengths.values()) + MIN_TEXT_TOKENS
+    if left_out is None:
+        return (f"--max-length {max_length} leaves no room for the text under any training question of the mix: "
+                f"use --max-length {least} or more")
+    counts = ", ".join(f"{task}: {count:,}" for task, count in sorted(left_out.items()))
+    return (f"--max-length {max_length} leaves no room for the text under some training questions; the "
+            f"examples asking them are left out ({counts}); --max-length {least} keeps them all")

@@ -355,6 +355,12 @@ def _units(triples: list[Triple], size: int = 1) -> list[list[Triple]]:
     return [triples[i:i + size] for i in range(0, len(triples), size)]
 
 
+def keep_units(triples: list[Triple], task: str, keep: Callable[[Triple], bool]) -> list[Triple]:
+    """``triples`` of source ``task`` without the sampling units (``UNIT_SIZES``) holding one
+    that ``keep`` refuses: a text's views or a steer quad stay whole or go together."""
+    return [t for unit in _units(triples, UNIT_SIZES.get(task, 1)) if all(keep(t) for t in unit) for t in unit]
+
+
 class TripleSampler:
     """Single-task batches: a task with probability proportional to its weight in ``mix``
     (sqrt(size) without one), then triples without replacement, reshuffled per pass; the

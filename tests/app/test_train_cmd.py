@@ -479,3 +479,16 @@ def test_a_relative_backbone_folder_is_saved_absolute_and_loads_from_anywhere(tm
                           str(out), "--data-dir", str(shared_data), *TOY, "--backbone",
                           str(Path(folder.parent.name) / folder.name))
     assert code == 0, output
+
+
+def test_training_questions_that_leave_no_room_are_left_out_and_logged(tmp_path, shared_data, tiny, caplog):
+    """At --max-length 40 an InBedder run stopped at the first long SQuAD question ("the
+    instruction is too long for this embedder ... shorten the instruction")."""
+    out = tmp_path / "inb"
+    with caplog.at_level("WARNING", logger="app.commands.train"):
+        code, output = _train("inbedder", "--out", str(out), "--steps", "3", "--no-dev", "--data-dir",
+                              str(shared_data), *tiny, "--max-length", "40", "--tasks", "squad,banking77")
+    assert code == 0, output
+    left_out = json.loads((out / "train_log.json").read_text())["left_out"]
+    assert set(left_out) == {"squad"} and left_out["squad"] > 0
+    assert f"the examples asking them are left out (squad: {left_out['squad']:,}); --max-length" in caplog.text

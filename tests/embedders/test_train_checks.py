@@ -166,3 +166,38 @@ def test_a_soup_of_an_ingredient_log_with_fields_of_another_shape_counts_no_step
     (b / "train_log.json").write_text(json.dumps({"ingredient_logs": [{"steps_done": 7}, "x"]}))
     make_soup([a, b], tmp_path / "soup")
     assert json.loads((tmp_path / "soup" / "train_log.json").read_text())["weights_steps"] == 7
+
+
+@pytest.mark.parametrize("method", ["inbedder", "instemb"])
+def test_training_prompt_length_says_which_questions_leave_the_text_no_room(smollm2_cut, method) -> None:
+    """What ``facet train`` leaves out is exactly what the training step cannot read."""
+    from embedders.methods.inbedder import InBedderConfig, InBedderEmbedder
+    from embedders.methods.instemb import InstEmbConfig, InstEmbEmbedder
+    from embedders.training.instruct_data import TripleBatch
+
+    classes = {"inbedder": (InBedderConfig, InBedderEmbedder), "instemb": (InstEmbConfig, InstEmbEmbedder)}
+    config_class, model_class = classes[method]
+    model = model_class(config_class(lora=LORA, max_length=40, backbone=smollm2_cut), device="cpu")
+    questions = [" ".join(["why"] * n) + "?" for n in (1, 5, 10, 15, 20, 25, 30)]
+    lengths = [model.training_prompt_length(q) for q in questions]
+    assert lengths == sorted(lengths) and lengths[0] < model.max_length <= lengths[-1]
+    for question, length in zip(questions, lengths, strict=True):
+        batch = TripleBatch(["a short input text", "another one"], [question] * 2, ["yes", "no"], "t")
+        if length < model.max_length:
+            model.training_loss(batch)
+        else:
+            with pytest.raises(InvalidInputError, match="the instruction is too long"):
+                model.training_loss(batch)
+
+
+def test_a_unit_of_triples_is_left_out_whole(shared_data) -> None:
+    from embedders.training.instruct_data import UNIT_SIZES, keep_units, load_clinc_views
+
+    views = load_clinc_views(shared_data)
+    size = UNIT_SIZES["clinc-views"]
+    refused = views[1].instruction
+    kept = keep_units(views, "clinc-views", lambda t: t.instruction != refused)
+    assert len(kept) % size == 0 and all(t.instruction != refused for t in kept)
+    whole = {tuple(views[i:i + size]) for i in range(0, len(views), size)}
+    assert {tuple(kept[i:i + size]) for i in range(0, len(kept), size)} <= whole
+    assert keep_units(views, "clinc-views", lambda t: False) == []

@@ -245,6 +245,13 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
 
     # -- training ------------------------------------------------------------------------
 
+    def training_prompt_length(self, instruction: str) -> int:
+        """Tokens of ``max_length`` a training input read under ``instruction`` does not get (the
+        prompt with the instruction, and the answer's room): ``facet train`` leaves out a
+        question that leaves its input none."""
+        return (self.max_length - self._train_tokenize.max_length
+                + self._train_tokenize.prompt_length(Role.DOCUMENT, self._instruction(instruction)))
+
     def build_lm_batch(self, inputs: Sequence[str], instructions: Sequence[str],
                        answers: Sequence[str]) -> TokenBatch:
         """Token ids of ``prompt + " " + answer + EOS`` with labels in ``extras["labels"]``.

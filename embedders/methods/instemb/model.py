@@ -142,6 +142,12 @@ class InstEmbEmbedder(TrainableDecoderEmbedder):
 
     # -- training ----------------------------------------------------------------------
 
+    def training_prompt_length(self, instruction: str) -> int:
+        """Tokens of ``max_length`` a training text read under ``instruction`` does not get (the
+        prompt with the instruction, and the look-ahead tokens): ``facet train`` leaves out a
+        question that leaves its text none."""
+        return self.max_length - self._tokenize.max_length + self._tokenize.prompt_length(Role.QUERY, instruction)
+
     def answer_ids(self, answers: list[str]) -> list[list[int]]:
         """Gold answer tokens the teacher reads: " answer" + EOS, at most answer_max_tokens."""
         tok = self.backbone.tokenizer
