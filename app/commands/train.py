@@ -260,8 +260,17 @@ def register(cli: typer.Typer) -> None:
                      **data_info, **init_info,
                      "teacher": {"name": teacher, "weight": teacher_weight} if teacher else None,
                      "dev_suite": spec.dev_suite if dev else None, "device": str(model.device)}
+        from embedders.training.trainer import LastSaveInterrupted
+
         try:
             log = train(model, sampler, config, out, extra_log=extra, evaluate=evaluate, last_out=last_out)
+        except LastSaveInterrupted as stop:
+            # The run had ended and --out is whole: said as such ("stopped again while saving:
+            # --out keeps the checkpoint it held before this save", of the save that ran).
+            assert last_out is not None
+            typer.echo(summary(stop.log, out))
+            typer.echo(_stopped_while_saving(last_out, "stopped while saving the last weights"), err=True)
+            raise typer.Exit(130) from None
         except KeyboardInterrupt:
             # A second Ctrl-C while the first one's save ran (it exited 130 without a word): a
             # save is swapped in by renames, so --out holds the checkpoint it had, or none.
@@ -316,18 +325,18 @@ def check_room_for_mix(spec: TrainableMethod, model: Any, tasks: str) -> None:
                               f"use --max-length {cost + reserved + MIN_TEXT_TOKENS} or more")
 
 
-def _stopped_while_saving(out: Path) -> str:
+def _stopped_while_saving(out: Path, lead: str = "stopped again while saving") -> str:
     """What a run stopped again while it saved left in ``out``."""
     from embedders.base import CONFIG_FILE
 
     if not (out / CONFIG_FILE).is_file():
-        return f"stopped again while saving: nothing saved to {out}"
+        return f"{lead}: nothing saved to {out}"
     try:
         steps = json.loads((out / "train_log.json").read_text()).get("weights_steps")
     except (OSError, ValueError, AttributeError):
         steps = None
     had = f" ({plural(int(steps), 'step')} in all)" if isinstance(steps, int) else ""
-    return f"stopped again while saving: {out} keeps the checkpoint it held before this save{had}"
+    return f"{lead}: {out} keeps the checkpoint it held before this save{had}"
 
 
 @contextlib.contextmanager

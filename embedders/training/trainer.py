@@ -44,6 +44,15 @@ from embedders.training.grad_cache import cached_backward, require_grad_cache
 logger = logging.getLogger(__name__)
 
 
+class LastSaveInterrupted(KeyboardInterrupt):
+    """Ctrl-C while the ``last_out`` save ran, after the run had ended: ``out_dir`` holds the
+    run's checkpoint and log, and ``log`` is what ``train`` would have returned."""
+
+    def __init__(self, log: dict[str, Any]) -> None:
+        super().__init__()
+        self.log = log
+
+
 class Trainable(Protocol):
     method: str
 
@@ -507,6 +516,9 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     if out_dir is not None and stopped != "interrupted" and Path(out_dir).is_dir():
         _write_json(Path(out_dir) / "train_log.json", log)
     if last_out is not None and stopped != "interrupted":
-        save_checkpoint(model, last_out, {**log, "weights": "last",
-                                          "weights_steps": log.get("init_weights_steps", 0) + len(history)})
+        try:
+            save_checkpoint(model, last_out, {**log, "weights": "last",
+                                              "weights_steps": log.get("init_weights_steps", 0) + len(history)})
+        except KeyboardInterrupt:
+            raise LastSaveInterrupted(log) from None
     return log

@@ -131,3 +131,29 @@ def test_a_second_ctrl_c_while_the_first_ones_save_runs_says_what_is_kept(tmp_pa
     assert result.exit_code == 130, result.output
     assert f"stopped again while saving: nothing saved to {out}" in result.output, result.output
     assert not out.exists()
+
+
+def test_ctrl_c_during_the_last_out_save_says_out_is_whole(tmp_path, shared_data, tiny, monkeypatch):
+    """It said "stopped again while saving: OUT keeps the checkpoint it held before this save
+    (0 steps in all)", though the run had ended and OUT was its complete best checkpoint."""
+    import json
+
+    import embedders.training.trainer as trainer
+
+    real = trainer.save_checkpoint
+
+    def ctrl_c_on_last(model, path, log):
+        if Path(path).name == "last":
+            raise KeyboardInterrupt
+        return real(model, path, log)
+
+    monkeypatch.setattr(trainer, "save_checkpoint", ctrl_c_on_last)
+    out, last = tmp_path / "best", tmp_path / "last"
+    result = _train("causal-eos", "--out", str(out), "--last-out", str(last), "--steps", "3", "--max-length", "32",
+                    "--tasks", "stsb:1", "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 130, result.output
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["stopped"] == "completed" and log["weights_steps"] == 3
+    assert f"saved to {out}" in result.stdout and "stopped again" not in result.output
+    assert result.stderr.strip().endswith(f"\nstopped while saving the last weights: nothing saved to {last}")
+    assert not last.exists()
