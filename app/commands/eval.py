@@ -256,6 +256,9 @@ def eval_cmd(
     if no_instructions and task_instruction is not None:  # (an ablation of the same command)
         typer.echo("note: --no-instructions drops every instruction, --task-instruction's too",
                    err=True)
+    if no_instructions and instruction:  # (dropped without a word: the figure read as the given one's)
+        typer.echo(f"note: --no-instructions drops every instruction, --instruction's too "
+                   f"({', '.join(instruction)})", err=True)
     if no_cache and cache_dir is not None:
         raise InvalidRequestError("--no-cache reads and writes no cache, so --cache-dir is not used: "
                                   "give one or the other")

@@ -135,6 +135,13 @@ def test_an_instruction_override_of_a_task_instruction_is_noted(tmp_path: Path) 
                           "--out", str(tmp_path / "out"))
     assert ablation.returncode == 2 and "no-such-embedder" in ablation.stderr, ablation.stderr
     assert "note: --no-instructions drops every instruction, --task-instruction's too" in ablation.stderr
+    # --instruction TASK=TEXT under --no-instructions was dropped without a word.
+    dropped = invoke_cli("eval", "no-such-embedder", "--task", f"goalex:{folder}", "--baselines", "",
+                         "--instruction", "goalex:topics=by size", "--no-instructions",
+                         "--out", str(tmp_path / "out"))
+    assert dropped.returncode == 2 and "no-such-embedder" in dropped.stderr, dropped.stderr
+    assert ("note: --no-instructions drops every instruction, --instruction's too (goalex:topics=by size)"
+            in dropped.stderr)
 
 
 def test_an_instruction_that_is_not_unicode_text_is_refused_before_anything_loads(tmp_path: Path) -> None:
