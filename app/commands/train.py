@@ -341,9 +341,13 @@ def _stopped_while_saving(out: Path, lead: str = "stopped again while saving") -
 
 @contextlib.contextmanager
 def _nothing_saved_if_interrupted() -> Iterator[None]:
-    """Ctrl-C (KeyboardInterrupt) inside: say on stderr that nothing was saved, and exit 130."""
+    """Ctrl-C (KeyboardInterrupt) or SIGTERM inside: say on stderr that nothing was saved, and
+    exit 130 (SIGTERM while the model loaded ended the run with 143 and no word)."""
+    from embedders.training.trainer import sigterm_as_interrupt
+
     try:
-        yield
+        with sigterm_as_interrupt():
+            yield
     except KeyboardInterrupt:
         typer.echo("nothing saved: stopped before the first step", err=True)
         raise typer.Exit(130) from None

@@ -256,10 +256,11 @@ def _umask_modes(folder: Path) -> None:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While training, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does, so ``kill PID`` on a
-    background run keeps the best checkpoint and writes the log's ``stopped`` instead of dying
-    mid-step. Only the main thread can own signal handlers; elsewhere this does nothing."""
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While training (and while ``facet train`` loads), SIGTERM raises ``KeyboardInterrupt`` as
+    Ctrl-C does, so ``kill PID`` on a background run keeps the best checkpoint and writes the
+    log's ``stopped`` instead of dying mid-step. Only the main thread can own signal handlers;
+    elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -422,7 +423,7 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
     window = ExitStack()
     guard = ExitStack()
     try:
-        guard.enter_context(_sigterm_as_interrupt())
+        guard.enter_context(sigterm_as_interrupt())
         if evaluate is not None:
             checkpoint(0)
         for step in range(last):

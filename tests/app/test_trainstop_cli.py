@@ -157,3 +157,28 @@ def test_ctrl_c_during_the_last_out_save_says_out_is_whole(tmp_path, shared_data
     assert f"saved to {out}" in result.stdout and "stopped again" not in result.output
     assert result.stderr.strip().endswith(f"\nstopped while saving the last weights: nothing saved to {last}")
     assert not last.exists()
+
+
+def test_sigterm_while_loading_says_nothing_saved(tmp_path, shared_data, tiny, monkeypatch):
+    """`kill PID` while a background run loaded its model ended it with 143 and no word (the
+    docs say 130 and "nothing saved", as for Ctrl-C). A real SIGTERM to this process."""
+    import os
+    import signal
+    import time
+
+    import app.commands.train as command
+
+    def terminated(*args, **kwargs):
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.SIG_IGN, None):
+            raise AssertionError("SIGTERM would end the run without a word")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        raise AssertionError("SIGTERM was not taken")
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(command, "_build", terminated)
+    out = tmp_path / "loading"
+    result = _train("causal-eos", "--out", str(out), "--steps", "5", "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip() == "nothing saved: stopped before the first step"
+    assert not out.exists() and signal.getsignal(signal.SIGTERM) == before
