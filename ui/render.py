@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.errors import InvalidRequestError
 from app.services.clustering import far_apart
-from app.services.search import why_no_results
+from app.services.search import TOP_LEVEL_FIELDS, check_filters, why_no_results
 from app.text import plural, printable, size_text
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ CSS = """
 .facet-table td, .facet-info, .facet-note, .facet-meta, #documents-remove label {overflow-wrap: anywhere}
 .facet-scroll {overflow-x: auto; max-width: 100%}
 .facet-table small {color: #666}
-.facet-meta {font-family: monospace; font-size: 0.85em; color: #444}
+.facet-meta {font-family: monospace; font-size: 0.85em; color: #444; white-space: pre-wrap}
 /* Text on a light box sets its own colour: in dark mode it inherited the page's light text
    (notices 1.04:1 against their cream, highlights 1.14:1). */
 .facet-note {margin: 4px 0; padding: 6px 8px; border-left: 4px solid #f0ad4e; background: #fff8e6;
@@ -190,21 +191,72 @@ def filter_value(value: object) -> str:
         return str(value)
 
 
+# A string value the filter box takes back as typed after ``key=``: words with single spaces
+# between them and no ``;`` (which ends an item). Anything else is shown as a JSON string
+# after ``key:=``: the box strips a plain value, cuts it at ``;`` and at line ends, and the page
+# shows a run of spaces as one.
+_SHOWN_AS_TYPED = re.compile(r"[^\s;]+(?: [^\s;]+)*")
+
+
+def filter_item(key: str, value: object) -> tuple[str, str, str] | None:
+    """The filter item that finds a document whose metadata field ``key`` holds the scalar
+    ``value``, as ``(key, "=" or ":=", value)`` text, checked by reading it back as the filter
+    box does (``ui.inputs.parse_filter_text``, ``check_filters``); None where no item can (a
+    null, a nested value, a number past 64 bits, a key holding ``=``, ``;`` or a line end).
+    A field named as a result's own one (``source``) or starting ``meta.`` is named
+    ``meta.KEY``: ``source=...`` matches the file, not the metadata."""
+    from ui.inputs import parse_filter_text
+
+    name = f"meta.{key}" if key in TOP_LEVEL_FIELDS or key.startswith("meta.") else key
+    try:
+        as_json = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    forms = [(name, ":=", as_json)]
+    if isinstance(value, str) and _SHOWN_AS_TYPED.fullmatch(value):
+        forms.insert(0, (name, "=", value))
+    for form in forms:
+        try:
+            parsed = parse_filter_text("".join(form))
+            check_filters(parsed)
+        except InvalidRequestError:
+            continue
+        if list(parsed) == [name] and parsed[name] == value and type(parsed[name]) is type(value):
+            return form
+    return None
+
+
 def _metadata(meta: dict[str, Any], limit: int = 300) -> str:
-    """A result's metadata, a field a line, each value as the filter box takes it back. A value
-    longer than ``limit`` is cut and says how much is left out (at 80 characters, without a
-    word, a cut value pasted as a filter found nothing; long words now wrap in the cell)."""
+    """A result's metadata, a field a line, each as the filter item that finds the document
+    (``filter_item``; a list's values each, as ``tags=a; tags=b``: any of them finds it), or
+    ``key: value`` where none can. A value longer than ``limit`` is cut and says how much is
+    left out (at 80 characters, without a word, a cut value pasted as a filter found nothing;
+    long words now wrap in the cell)."""
     if not meta:
         return ""
+
+    def cut(text: str) -> str:
+        return f"{text[:limit]}… ({len(text) - limit:,} more characters not shown)" if len(text) > limit else text
+
     parts = []
     for key, value in meta.items():
-        text = filter_value(value)
-        if len(text) > limit:
-            text = f"{text[:limit]}… ({len(text) - limit:,} more characters not shown)"
-        # As the filter item itself: `year=2020` for the string, `year:=2020` for the number
-        # ("year: 2020" showed both alike, and only one of the two items finds each).
-        parts.append(f"{auto_dir(esc(key))}{'=' if isinstance(value, str) else ':='}"
-                     f"{auto_dir(esc(text))}")
+        values = value if isinstance(value, list) else [value]
+        items = [filter_item(key, v) for v in values]
+        if not values or any(item is None for item in items):
+            # "none:=null", "tags:=[...]" or "a;b=x" pasted back found nothing or was refused.
+            parts.append(f"{auto_dir(esc(key))}: {auto_dir(esc(cut(filter_value(value))))}")
+            continue
+        shown: list[str] = []
+        length = 0
+        for item in items:
+            assert item is not None
+            name, op, text = item
+            length += len(name) + len(op) + len(text) + 2  # as the line reads, "; " between
+            if shown and length > limit:
+                shown.append(f"… ({plural(len(items) - len(shown), 'more value')} not shown)")
+                break
+            shown.append(f"{auto_dir(esc(name))}{op}{auto_dir(esc(cut(text)))}")
+        parts.append("; ".join(shown))
     return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
 
 

@@ -87,12 +87,17 @@ def test_metadata_values_read_as_the_filter_box_takes_them_back() -> None:
     cell = _meta_cell({"tags": ["maritime", "safety"], "flag": True, "off": False,
                        "none": None, "year": 2020, "price": 6.5, "title": "Tom's <b>"})
     assert "[&#x27;maritime&#x27;" not in cell and "True" not in cell and "None" not in cell
-    assert '<span dir="auto">[&quot;maritime&quot;, &quot;safety&quot;]</span>' in cell
-    # Each field as its filter item: "year: 2020" showed the number and the string alike.
-    for key, shown in [("flag", ":=true"), ("off", ":=false"), ("none", ":=null"),
-                       ("year", ":=2020"), ("price", ":=6.5"), ("title", "=Tom&#x27;s &lt;b&gt;")]:
+    # A list as one item a value (a repeated key matches any of them): `tags:=[...]` was refused.
+    assert ('<span dir="auto">tags</span>=<span dir="auto">maritime</span>; '
+            '<span dir="auto">tags</span>=<span dir="auto">safety</span>') in cell
+    # Each field as its filter item: "year: 2020" showed the number and the string alike. A
+    # metadata field named as a result's own ("title") is named `meta.title`.
+    for key, shown in [("flag", ":=true"), ("off", ":=false"), ("year", ":=2020"), ("price", ":=6.5"),
+                       ("meta.title", "=Tom&#x27;s &lt;b&gt;")]:
         op, value = shown.split("=", 1)
         assert f'<span dir="auto">{key}</span>{op}=<span dir="auto">{value}</span>' in cell, key
+    # No filter matches a null (`none:=null` was refused): shown as `key: value`.
+    assert '<span dir="auto">none</span>: <span dir="auto">null</span>' in cell
     text = _meta_cell({"number": 2020, "string": "2020"})
     assert ('<span dir="auto">number</span>:=<span dir="auto">2020</span>' in text
             and '<span dir="auto">string</span>=<span dir="auto">2020</span>' in text), text
@@ -142,7 +147,10 @@ def test_a_long_metadata_value_is_shown_longer_and_its_cut_is_said() -> None:
     """A value was cut at 80 characters with a bare "…": a list's second item was not shown at
     all, and the shown value pasted as a filter found nothing, with nothing to say so."""
     cell = _meta_cell({"intent": "card_declined_" + "z" * 150, "tags": ["a" * 100, "b"]})
-    assert "z" * 150 in cell and '"b"' in cell.replace("&quot;", '"')
+    assert "z" * 150 in cell and '<span dir="auto">tags</span>=<span dir="auto">b</span>' in cell
+    cell = _meta_cell({"tags": [f"tag{i:03}" for i in range(100)]})
+    # "tags=tag000; " is 13 characters: 23 of them fill the 300.
+    assert "tag022" in cell and "tag023" not in cell and "… (77 more values not shown)" in cell
     cell = _meta_cell({"note": "n" * 1000})
     assert "n" * 300 in cell and "n" * 301 not in cell
     assert "(700 more characters not shown)" in cell
