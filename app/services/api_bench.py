@@ -18,6 +18,7 @@ Nothing is hard-coded: every figure is measured when the function runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -52,11 +53,13 @@ def _free_port() -> int:
 @contextmanager
 def served(data_dir: Path, *, env: dict[str, str] | None = None, preload: str = "minilm",
            timeout_s: float = 300.0) -> Iterator[str]:
-    """``facet serve`` on ``data_dir`` in a subprocess; yields its base URL, stops it after."""
+    """``facet serve`` on ``data_dir`` in a subprocess; yields its base URL, stops it after.
+    The server may load ``preload`` whatever it is (``FACET_API_MODELS``): a spec with options,
+    ``minilm[instruction_weight=1]``, was refused with a 404 at the first search, a traceback."""
     import httpx
 
     port = _free_port()
-    environ = bench_environ(data_dir, env)
+    environ = bench_environ(data_dir, env) | {"FACET_API_MODELS": json.dumps([preload])}
     log = open(data_dir.parent / f"serve-{port}.log", "w")  # noqa: SIM115  (closed below)
     # -P: not the cwd first on sys.path (a folder there named ``app`` would shadow Facet's).
     proc = subprocess.Popen([sys.executable, "-P", "-m", "app", "serve", "--port", str(port),
