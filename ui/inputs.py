@@ -78,8 +78,9 @@ def whole_number(value: float | None, box: str, default: int) -> int:
         raise InvalidRequestError(f"{box} must be a whole number, got {value!r}")
     if abs(value) > LARGEST_BOX_NUMBER:
         # (1e300 was taken whole and echoed back as a 301-digit number by the checks after)
-        raise InvalidRequestError(f"{box} must be a whole number of at most "
-                                  f"{LARGEST_BOX_NUMBER:,}, got {value:.6g}")
+        # (-1e13 was told "at most 1,000,000,000,000", which it is)
+        bound = f"at most {LARGEST_BOX_NUMBER:,}" if value > 0 else f"at least -{LARGEST_BOX_NUMBER:,}"
+        raise InvalidRequestError(f"{box} must be a whole number of {bound}, got {value:.6g}")
     return int(value)
 
 

@@ -95,6 +95,8 @@ def _handlers(tmp_path: Path):  # type: ignore[no-untyped-def]
     # Taken whole and echoed back as a 301-digit number.
     (0, 1e300, None, "k must be a whole number of at most 1,000,000,000,000, got 1e+300"),
     (1e300, 0, None, "At most this many texts must be a whole number of at most"),
+    # -1e13 was told "at most 1,000,000,000,000".
+    (0, -1e13, None, "k must be a whole number of at least -1,000,000,000,000, got -1e+13"),
     (0, -1, None, "k must be 0 (choose it by silhouette) or at least 2, got -1"),
     (-5, 0, None, "limit must be 0 (all the texts) or a positive number of texts, got -5"),
 ])
