@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, object_session
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
-from app.services.context import ServiceContext, job_log_path
+from app.services.context import MOVED_RECORD, ServiceContext, job_log_path
 from app.text import check_text_encodable, plural, shell_word
 from indexer import metadata as md
 from indexer.errors import (
@@ -174,7 +174,7 @@ def moved_elsewhere(data_dir: Path, database_url: str) -> Path | None:
     from indexer.migrate import sqlite_file
 
     file = sqlite_file(target)
-    if file is not None and not file.expanduser().is_absolute():
+    if _relative_target(target):
         # Recorded relative (a move of before the second session of 2026-12-05): a file of
         # that name in each working folder, so never known to be the one in use. Its vectors
         # stay the move's (refused, not deleted); under the database in use they are no strays.
@@ -235,8 +235,26 @@ def folder_database_owner(settings: FacetSettings) -> str:
         return f"{moving.name} in this data folder ({MOVING})"
     moved = _move_target(data_dir) if settings.database_url else None
     if moved is not None and moved_elsewhere(data_dir, settings.database_url or "") is not None:
-        return f"{moved[0]} ({MOVED_TO}; its copy {moved[1].name} is in this data folder)"
+        relative = f", {RECORDED_RELATIVE}" if _relative_target(moved[0]) else ""
+        return f"{moved[0]} ({MOVED_TO}{relative}; its copy {moved[1].name} is in this data folder)"
     return FOLDER_DATABASE
+
+
+# How a move's owner is said where its target was recorded relative (as a move of before the
+# second session of 2026-12-05 wrote it), and what to do: "set FACET_DATABASE_URL to that one"
+# was said to a user whose FACET_DATABASE_URL already was it.
+RECORDED_RELATIVE = "recorded relative, a file of that name in each working folder"
+RELATIVE_WAY_OUT = (f"no FACET_DATABASE_URL is known to be a target recorded relative: to use or delete "
+                    f"its collections, write that file's absolute path as \"target\" in the data "
+                    f"folder's {MOVED_RECORD}")
+
+
+def _relative_target(target: str) -> bool:
+    """Whether a move's recorded target is a SQLite file named by a relative path."""
+    from indexer.migrate import sqlite_file
+
+    file = sqlite_file(target)
+    return file is not None and not file.expanduser().is_absolute()
 
 
 def owned_elsewhere(name: str, owner: str) -> str:
@@ -249,6 +267,8 @@ def owned_elsewhere(name: str, owner: str) -> str:
     if owner == FOLDER_DATABASE:
         return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: unset "
                 f"FACET_DATABASE_URL to use or delete it, {MOVE_IT} (docs/deploy.md)")
+    if RECORDED_RELATIVE in owner:
+        return f"the vectors of {name!r} belong to collection {name!r} of {owner}: {RELATIVE_WAY_OUT} (docs/deploy.md)"
     if MOVED_TO in owner:
         return (f"the vectors of {name!r} belong to collection {name!r} of {owner}: "
                 "FACET_DATABASE_URL names another database; set it to that one to use or "
@@ -328,6 +348,7 @@ def unowned_store_collections(settings: FacetSettings) -> str | None:
         # every command then refuses ("was moved to ...: set FACET_DATABASE_URL to it").
         owner = folder_database_owner(settings)
         advice = (f"unset it to use that one, {MOVE_IT}" if owner == FOLDER_DATABASE else
+                  RELATIVE_WAY_OUT if RECORDED_RELATIVE in owner else
                   "set it to that one" if MOVED_TO in owner else
                   "unset it and run any command to be told how to finish or undo that move")
         if error is not None:

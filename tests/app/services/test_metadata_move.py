@@ -701,7 +701,19 @@ def test_a_move_recorded_with_a_relative_target_never_lets_its_vectors_be_delete
     refused = invoke_cli("delete", "tiny", "-y", env=env)
     assert refused.returncode == 5, (refused.returncode, refused.stdout, refused.stderr)
     assert (data / "qdrant-edge" / "tiny").is_dir()
+    # It said "FACET_DATABASE_URL names another database; set it to that one", which it was.
+    assert "set it to that one" not in refused.stderr, refused.stderr
+    assert ("sqlite:///meta.db (where facet move-metadata moved this data folder's metadata, recorded "
+            "relative, a file of that name in each working folder;") in refused.stderr, refused.stderr
+    assert ('write that file\'s absolute path as "target" in the data folder\'s metadata-moved.json'
+            in refused.stderr), refused.stderr
     # From the folder it was made in, the database is the target: the collection is its own.
     monkeypatch.chdir(first)
     listed = json.loads(invoke_cli("collections", "--json", env=env).stdout)
     assert [c["name"] for c in listed] == ["tiny"] and not listed[0].get("stray"), listed
+    # Done as it says, the collection is the target's from any folder, and deletes as any other.
+    record.write_text(json.dumps(old | {"target": f"sqlite:///{first / 'meta.db'}"}))
+    monkeypatch.chdir(elsewhere)
+    absolute = env | {"FACET_DATABASE_URL": f"sqlite:///{first / 'meta.db'}"}
+    assert invoke_cli("delete", "tiny", "-y", env=absolute).returncode == 0
+    assert not (data / "qdrant-edge" / "tiny").exists()
