@@ -6,7 +6,7 @@ generation of ``max_k`` states gives the embedding for every K <= max_k: the swe
 one ``facet eval`` at K = max_k instead of one per K. The K = 5 figure equals what
 ``facet eval 'CKPT[soft_tokens=5]' --suite full --tasks stsb`` prints (tested).
 
-    .venv/bin/python scripts/gircse_k_sweep.py checkpoints/gircse --max-k 20 \
+    .venv/bin/python scripts/gircse_k_sweep.py checkpoints/gircse --max-k 20 --split test \
         --out results/eval/gircse-k-sweep.json
 
 ``--pools`` scores, from one generation of max_k + 1 states, other ways to pool the first
@@ -102,7 +102,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint", help="a GIRCSE checkpoint path or registered name")
     ap.add_argument("--max-k", type=int, default=20)
-    ap.add_argument("--split", choices=("test", "dev"), default="test", help="STS-B split (dev for selection)")
+    # Named each time: a default of test let a sweep run to pick K select on the test split.
+    ap.add_argument("--split", choices=("test", "dev"), required=True,
+                    help="STS-B split: dev to select (K, a pool, a checkpoint), test to report")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--with-prompt", action="store_true",
                     help="the pooling variant that averages the prompt's last-token state in too (K=0: it alone)")
