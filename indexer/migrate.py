@@ -90,6 +90,12 @@ def _alembic_revisions() -> tuple[str, frozenset[str]]:
     return str(head), frozenset(r.revision for r in _script().walk_revisions())
 
 
+def known_revisions() -> frozenset[str]:
+    """Every revision in ``indexer/migrations/versions``: what an ``alembic_version`` row of
+    Facet's can hold (another application's Alembic writes its own)."""
+    return _revisions()[1]
+
+
 def head_revision() -> str:
     """The newest revision in ``indexer/migrations/versions``."""
     return _revisions()[0]

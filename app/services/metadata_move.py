@@ -276,6 +276,36 @@ def _refuse_filled(conn: Connection, target: str) -> None:
             "database: CREATE DATABASE facet_new); nothing was written")
 
 
+# The tables a database of Facet's holds: its schema's, Alembic's version table, SQLite's
+# AUTOINCREMENT counters.
+FACET_TABLES = frozenset(md.Base.metadata.tables) | {"alembic_version", "sqlite_sequence"}
+
+
+def _refuse_foreign(conn: Connection, present: set[str], target: str) -> None:
+    """Refuse a target holding another application's tables, or another Alembic history's
+    version: the move wrote Facet's schema in beside them (a user table, then ``collections``,
+    ``documents`` ...) and would have taken that application's ``alembic_version`` for Facet's.
+
+    Raises:
+        ConflictError: naming the tables (or the revision); nothing is written.
+    """
+    from indexer.migrate import current_revision, known_revisions
+
+    foreign = sorted(present - FACET_TABLES)
+    revision = current_revision(conn) if "alembic_version" in present else None
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        said = f"holds tables Facet does not make ({shown})"
+    elif revision is not None and revision not in known_revisions():
+        said = f"records schema revision {revision!r}, which is none of Facet's (another application's)"
+    else:
+        return
+    raise ConflictError(
+        f"the target database {target} {said}: move-metadata writes only into an empty database or "
+        "one holding Facet's schema alone, never beside another application's tables (a new "
+        "database: CREATE DATABASE facet_new, or a new SQLite file); nothing was written")
+
+
 def _check_target(settings: FacetSettings, url: str, target: str) -> None:
     """Refuse a target that holds collections or jobs, reading it only: nothing is created
     there (a refusal, or a "no" to the question, left Facet's schema in it). A SQLite file not
@@ -298,6 +328,7 @@ def _check_target(settings: FacetSettings, url: str, target: str) -> None:
     try:
         with engine.connect() as conn:
             present = set(inspect(conn).get_table_names())
+            _refuse_foreign(conn, present, target)
             counts = [int(conn.execute(select(func.count()).select_from(model)).scalar_one())
                       if model.__tablename__ in present else 0
                       for model in (md.Collection, md.IndexJob)]

@@ -8,6 +8,7 @@ cluster for the module (``postgres``), one database of it per test.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -717,3 +718,40 @@ def test_a_move_recorded_with_a_relative_target_never_lets_its_vectors_be_delete
     absolute = env | {"FACET_DATABASE_URL": f"sqlite:///{first / 'meta.db'}"}
     assert invoke_cli("delete", "tiny", "-y", env=absolute).returncode == 0
     assert not (data / "qdrant-edge" / "tiny").exists()
+
+
+def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> None:
+    """`--to` a SQLite file of another application: Facet's tables were written in beside its
+    own (and its alembic_version would have been taken for Facet's). An empty database of
+    Facet's own is still a target."""
+    import sqlite3
+
+    from tests.app.cli_runner import tiny_data_folder
+
+    data = tiny_data_folder(tmp_path)
+    other = tmp_path / "other.db"
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        db.execute("INSERT INTO users VALUES (1, 'ann')")
+        db.commit()
+    refused = _move(data, f"sqlite:///{other}")
+    assert refused.returncode != 0, refused.stdout
+    assert (f"the target database sqlite:///{other} holds tables Facet does not make (users): "
+            "move-metadata writes only into an empty database") in refused.stderr, refused.stderr
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        assert [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["users"]
+    assert (data / "facet.db").is_file() and not list(data.glob("facet.db.moved-*"))
+    # Another application's Alembic history, alone.
+    versioned = tmp_path / "versioned.db"
+    with contextlib.closing(sqlite3.connect(versioned)) as db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+        db.execute("INSERT INTO alembic_version VALUES ('ae1027a6acf')")
+        db.commit()
+    refused = _move(data, f"sqlite:///{versioned}")
+    assert refused.returncode != 0 and "records schema revision 'ae1027a6acf', which is none of Facet's" \
+        in refused.stderr, refused.stderr
+    # A database of Facet's own with nothing in it is taken.
+    empty = tmp_path / "empty-data"
+    assert invoke_cli("collections", env={"FACET_DATA_DIR": str(empty)}).returncode == 0
+    moved = _move(data, f"sqlite:///{empty / 'facet.db'}")
+    assert moved.returncode == 0, moved.stderr
