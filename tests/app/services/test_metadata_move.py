@@ -735,7 +735,7 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
         db.execute("INSERT INTO users VALUES (1, 'ann')")
         db.commit()
     refused = _move(data, f"sqlite:///{other}")
-    assert refused.returncode != 0, refused.stdout
+    assert refused.returncode == 5, (refused.returncode, refused.stdout)
     assert (f"the target database sqlite:///{other} holds tables Facet does not make (users): "
             "move-metadata writes only into an empty database") in refused.stderr, refused.stderr
     with contextlib.closing(sqlite3.connect(other)) as db:
@@ -748,7 +748,7 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
         db.execute("INSERT INTO alembic_version VALUES ('ae1027a6acf')")
         db.commit()
     refused = _move(data, f"sqlite:///{versioned}")
-    assert refused.returncode != 0 and "records schema revision 'ae1027a6acf', which is none of Facet's" \
+    assert refused.returncode == 5 and "records schema revision 'ae1027a6acf', which is none of Facet's" \
         in refused.stderr, refused.stderr
     # A database of Facet's own with nothing in it is taken.
     empty = tmp_path / "empty-data"
