@@ -492,3 +492,9 @@ def test_training_questions_that_leave_no_room_are_left_out_and_logged(tmp_path,
     left_out = json.loads((out / "train_log.json").read_text())["left_out"]
     assert set(left_out) == {"squad"} and left_out["squad"] > 0
     assert f"the examples asking them are left out (squad: {left_out['squad']:,}); --max-length" in caplog.text
+    # None left: refused before training, with the --max-length that keeps them.
+    code, output = _train("instemb", "--out", str(tmp_path / "none"), "--steps", "1", "--no-dev", "--data-dir",
+                          str(shared_data), *tiny, "--max-length", "20", "--tasks", "banking77")
+    assert code == 2 and ("--max-length 20 leaves no room for the text under any training question of the mix: "
+                          "use --max-length") in output, output
+    assert not (tmp_path / "none").exists()
