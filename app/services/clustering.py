@@ -1759,6 +1759,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
         return checked_label(row[key], at)
 
     records: list[tuple[str, str | None]] = []
+    blank: list[str] = []  # records whose text is blank, skipped: said, as the texts are numbered without them
     if suffix == ".json":
         data = _json(raw, where)
         items = data.get("texts") if isinstance(data, dict) else data
@@ -1774,6 +1775,9 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                                 "text as a JSON string")
             if text.strip():
                 records.append((text, record_label(item, at)))
+            else:
+                blank.append(f"item {i + 1}")
+        _note_blank(where, blank)
         return records
     if suffix == ".jsonl":
         for line_no, line in enumerate(text_lines(raw), 1):
@@ -1794,6 +1798,9 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                                 "string; give every line a text or remove the line")
             if text.strip():
                 records.append((text, record_label(row, at)))
+            else:
+                blank.append(f"line {line_no}")
+        _note_blank(where, blank)
         return records
     if suffix == ".csv":
         try:
@@ -1846,8 +1853,37 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 label = None if label_at is None else checked_label(
                     r[label_at] if len(r) > label_at else "", f"{where}: row {line_no} (the header is row 1)")
                 records.append((r[column], label))
+            elif any(cell.strip() for cell in r):  # (a wholly empty row is no record)
+                blank.append(f"row {line_no}")
+        _note_blank(where, blank)
         return records
-    return [(line.strip(), None) for line in text_lines(raw) if line.strip()]
+    lines = [line.strip() for line in text_lines(raw) if line.strip()]
+    _refuse_tab_separated(where, lines)
+    return [(line, None) for line in lines]
+
+
+def _note_blank(where: str, blank: list[str]) -> None:
+    """Log the records of ``where`` skipped for a blank text: the texts after them are numbered
+    without them (a result's ``index``, a labels file's count), which was said nowhere."""
+    if blank:
+        shown = ", ".join(blank[:5]) + (", ..." if len(blank) > 5 else "")
+        logger.warning("%s: %s with a blank text skipped (%s); the texts are numbered without %s",
+                       where, plural(len(blank), "record"), shown, "it" if len(blank) == 1 else "them")
+
+
+def _refuse_tab_separated(where: str, lines: list[str]) -> None:
+    """Refuse a file of lines that is a table separated by tabs (a .tsv, Excel's "Unicode Text"
+    export): each line, its header and other columns included, was clustered as one text,
+    where a semicolon-separated .csv is refused.
+
+    Raises:
+        DataError: every line (of two or more) holds a tab.
+    """
+    if len(lines) >= 2 and all("\t" in line for line in lines):
+        raise DataError(f"{where}: every line holds a tab: it looks tab-separated (a .tsv, or a "
+                        "spreadsheet's text export), but a file of lines is read as one text per "
+                        "line, its other columns included; save it as a .csv with commas (its text "
+                        "column named text), or with the texts alone, one per line")
 
 
 def labels_v_measure(labels: Sequence[str], clusters: Sequence[int]) -> float:

@@ -198,3 +198,37 @@ def test_limit_and_cap_messages_say_what_the_file_holds(texts_file):
     with pytest.raises(InvalidRequestError, match="holds 1 text; clustering needs at least 2"):
         (texts_file.parent / "one.txt").write_text("only\n")
         read_texts(texts_file.parent / "one.txt")
+
+
+def test_a_tab_separated_file_of_lines_is_refused(tmp_path):
+    """A .tsv (or a spreadsheet's text export) was clustered a whole line a text, its header
+    and its gold label column included, where a semicolon-separated .csv is refused."""
+    for name in ("tab.tsv", "export.txt"):
+        path = tmp_path / name
+        path.write_text("text\tlabel\nI love pizza, really\tfood\nThe train was late\ttravel\n")
+        with pytest.raises(DataError, match=r"every line holds a tab: it looks tab-separated"):
+            read_text_file(path)
+    one = tmp_path / "one.txt"  # a tab inside one text of many is a text's own
+    one.write_text("a text with a\ttab\nanother text\n")
+    assert read_text_file(one) == ["a text with a\ttab", "another text"]
+
+
+def test_records_with_a_blank_text_are_said_to_be_skipped(tmp_path, caplog):
+    """A csv row with an empty text cell was dropped without a word: the result's indexes and a
+    labels file's count no longer matched the file's rows."""
+    path = tmp_path / "c2.csv"
+    path.write_text('id,text,label\n1,"Hello, world",a\n2,Café,b\n3,,b\n4,Last one,a\n\n')
+    with caplog.at_level("WARNING", logger="app.services.clustering"):
+        assert read_text_file(path) == ["Hello, world", "Café", "Last one"]
+    assert (f"{path}: 1 record with a blank text skipped (row 4); the texts are numbered without it"
+            in caplog.text), caplog.text
+    caplog.clear()
+    lines = tmp_path / "t.jsonl"
+    lines.write_text('{"text": "a"}\n{"text": " "}\n\n{"text": "b"}\n{"text": ""}\n')
+    with caplog.at_level("WARNING", logger="app.services.clustering"):
+        assert read_text_file(lines) == ["a", "b"]
+    assert "2 records with a blank text skipped (line 2, line 5); the texts are numbered without them" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="app.services.clustering"):  # (the CLI's log, in-process)
+        result = invoke_cli("cluster", str(path), "-i", "topic", "--k", "2", "--explain", "")
+    assert result.returncode == 0 and "1 record with a blank text skipped (row 4)" in caplog.text, result.stderr
