@@ -49,6 +49,14 @@ def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
         check_text_encodable(item, where, param=where)
 
 
+def blank(text: str) -> bool:
+    """Nothing to read in ``text``: only whitespace and invisible format characters (Unicode
+    category Cf: a zero-width space, a byte order mark, a word joiner, a soft hyphen), as the
+    indexer calls a document empty (``str.strip`` keeps those: a query of one U+200B was
+    scored as a query)."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
+
+
 def check_text_encodable(text: str, where: str, *, param: str | None = None) -> None:
     """``InvalidRequestError`` for a string holding an unpaired surrogate (not Unicode text);
     ``param`` is the request field it names (``query``), as the caller's API names it."""

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from app.errors import DataError
-from app.text import plural
+from app.text import blank, plural
 
 logger = logging.getLogger(__name__)
 
@@ -405,7 +405,7 @@ def load_sts_csv(path: str | Path) -> list[StsPair]:
                         f"got {len(row)}; " + _sts_separator_hint(row)
                     )
                 s1, s2, score = (c.strip() for c in row)  # both sentences alike (`"a" , b`)
-                if not s1 or not s2:
+                if blank(s1) or blank(s2):
                     raise DataError(f"{p}, line {lineno}: empty sentence")
                 if not score:  # not "a header line?": `a,b,` is a pair without its score
                     raise DataError(f"{p}, line {lineno}: empty score (the third field)")
@@ -528,7 +528,7 @@ def load_sick(path: str | Path, split: str = "TEST") -> list[StsPair]:
             if fields[col["SemEval_set"]].strip().upper() != split.upper():
                 continue
             s1, s2 = fields[col["sentence_A"]], fields[col["sentence_B"]]
-            if not s1.strip() or not s2.strip():
+            if blank(s1) or blank(s2):
                 raise DataError(f"{p}, line {lineno}: empty sentence")
             pairs.append(StsPair(s1, s2, _float(fields[col["relatedness_score"]], "relatedness_score", p, lineno)))
     if not pairs:
@@ -564,7 +564,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         text = _str_field(obj, "text", path, lineno)
         if doc_id in corpus:
             raise DataError(f"{path}, line {lineno}: duplicate _id {doc_id!r}")
-        if not title.strip() and not text.strip():
+        if blank(title) and blank(text):
             raise DataError(f"{path}, line {lineno}: empty document (title and text are blank)")
         corpus[doc_id] = (title, text)
     if not corpus:
@@ -576,7 +576,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         text = _str_field(obj, "text", path, lineno)
         if query_id in queries:
             raise DataError(f"{path}, line {lineno}: duplicate _id {query_id!r}")
-        if not text.strip():
+        if blank(text):
             raise DataError(f"{path}, line {lineno}: empty query (text is blank)")
         queries[query_id] = text
     if not queries:
@@ -759,7 +759,7 @@ def load_goalex(folder: str | Path, instruction: str | None = None, name: str | 
     texts = data["texts"]
     labels = labels_obj["labels"]
     for i, t in enumerate(texts):
-        if not isinstance(t, str) or not t.strip():
+        if not isinstance(t, str) or blank(t):
             raise DataError(
                 f"{data_path}, line {_json_item_line(data_path, 'texts', i)}: texts[{i}] is not a non-empty string"
             )

@@ -239,3 +239,19 @@ def test_sts_tasks_take_a_per_task_instruction_but_not_the_task_instruction(tmp_
     fake.encoded.clear()
     _run([plain], fake)
     assert {i for _, _, i in fake.encoded} == {"Compare meaning"} and len(fake.encoded) == 4
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\ufeff", "\u2060 \u00ad"])
+def test_a_text_of_invisible_characters_alone_is_empty(tmp_path: Path, invisible: str) -> None:
+    """A zero-width space, a BOM, a word joiner or a soft hyphen is not whitespace to
+    ``str.strip``: such a query, sentence or text was scored as one (the indexer calls a
+    document of them empty)."""
+    sts = tmp_path / "zw.csv"
+    sts.write_text(f"{invisible},hello there,1\nA cat,A dog,2\n")
+    assert _message(loaders.load_sts_csv, sts).endswith("line 1: empty sentence")
+    root = _beir(tmp_path / "b")
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q0", "text": invisible}) + "\n")
+    assert "queries.jsonl, line 1: empty query (text is blank)" in _message(loaders.load_beir, root)
+    folder = _goalex(tmp_path / "g", [0, 0, 1, 1])
+    (folder / "data.json").write_text(json.dumps({"goal": "by topic", "texts": ["a", "b", invisible, "d"]}))
+    assert "texts[2] is not a non-empty string" in _message(loaders.load_goalex, folder)
