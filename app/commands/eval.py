@@ -315,6 +315,13 @@ def eval_cmd(
             raise InvalidRequestError(f"{' and '.join(unused)} appl{'y' if len(unused) > 1 else 'ies'} "
                                       "to the suites' rerank tasks, and none of the tasks run is one: "
                                       "drop it, or add a rerank task (`facet eval --list-tasks`)")
+    from app.evaluation.tasks import RetrievalTask
+
+    if doc_max_words is not None and not any(isinstance(t, RetrievalTask | RerankTask) for t in task_list):
+        # (taken, read by no task, and not in the report: exit 0 without a word)
+        raise InvalidRequestError("--doc-max-words cuts the documents of retrieval and rerank tasks, and "
+                                  "none of the tasks run is one: drop it, or add one (a --task beir:FOLDER, "
+                                  "or `facet eval --list-tasks`)")
     # Every data file is read and checked before any model loads: malformed data cost a second,
     # not a run that fails at its last task.
     for t in task_list:

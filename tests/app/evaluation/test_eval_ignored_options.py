@@ -104,6 +104,8 @@ def test_a_goalex_run_without_goal_still_runs_with_no_instruction(tmp_path: Path
                               "tasks run is one"),
     (["--rerank-first-stage", "minilm", "--rerank-top-n", "5"],
      "--rerank-top-n and --rerank-first-stage apply to the suites' rerank tasks"),
+    (["--doc-max-words", "10"], "--doc-max-words cuts the documents of retrieval and rerank tasks, and none "
+                                "of the tasks run is one"),
 ])
 def test_options_one_of_which_undoes_the_other_or_no_task_reads_are_refused(
         tmp_path: Path, extra: list[str], said: str) -> None:
