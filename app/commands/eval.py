@@ -292,6 +292,9 @@ def eval_cmd(
     names = resolve_task_names(tasks) if builtin else []
     for override in instruction or []:
         _check_instruction_name(names + [t.name for t in user_tasks], override)
+    if data_dir is not None and not builtin:  # (taken without a word, not read)
+        typer.echo("note: --data-dir holds the built-in tasks' data, and only --task items run: it is not read",
+                   err=True)
     if builtin:
         root = expand_user(data_dir or settings.shared_data_dir)
         root = root if root.is_absolute() else Path.cwd() / root

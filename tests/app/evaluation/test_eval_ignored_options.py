@@ -144,6 +144,11 @@ def test_an_instruction_override_of_a_task_instruction_is_noted(tmp_path: Path) 
     assert dropped.returncode == 2 and "no-such-embedder" in dropped.stderr, dropped.stderr
     assert ("note: --no-instructions drops every instruction, --instruction's too (goalex:topics=by size)"
             in dropped.stderr)
+    # --data-dir with only --task items was taken without a word (a typo in it went unseen).
+    unread = invoke_cli("eval", "no-such-embedder", "--task", f"goalex:{folder}", "--baselines", "",
+                        "--data-dir", str(tmp_path / "nonexistent"), "--out", str(tmp_path / "out"))
+    assert unread.returncode == 2 and ("note: --data-dir holds the built-in tasks' data, and only --task items "
+                                       "run: it is not read") in unread.stderr, unread.stderr
 
 
 def test_an_instruction_that_is_not_unicode_text_is_refused_before_anything_loads(tmp_path: Path) -> None:
