@@ -278,7 +278,7 @@ def _refuse_filled(conn: Connection, target: str) -> None:
 
 # The tables a database of Facet's holds: its schema's, Alembic's version table, SQLite's
 # AUTOINCREMENT counters.
-FACET_TABLES = frozenset(md.Base.metadata.tables) | {"alembic_version", "sqlite_sequence"}
+SCHEMA_TABLES = frozenset(md.Base.metadata.tables) | {"alembic_version", "sqlite_sequence"}
 
 
 def _refuse_foreign(conn: Connection, present: set[str], target: str) -> None:
@@ -291,7 +291,7 @@ def _refuse_foreign(conn: Connection, present: set[str], target: str) -> None:
     """
     from indexer.migrate import current_revision, known_revisions
 
-    foreign = sorted(present - FACET_TABLES)
+    foreign = sorted(present - SCHEMA_TABLES)
     revision = current_revision(conn) if "alembic_version" in present else None
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
