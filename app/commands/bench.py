@@ -20,6 +20,7 @@ import typer
 from app.commands.common import (
     expand_home,
     handle_errors,
+    json_out_path,
     prepare_out_file,
     stdout_may_close,
     write_out_file,
@@ -101,7 +102,7 @@ def register(cli: typer.Typer) -> None:
                               "bare runs (default FACET_QUERY_THREADS)")] = None,
         out: Annotated[Path | None, typer.Option(
             "--out", help="write results as JSON ('-': standard output; the lines said while "
-                          "measuring then go to stderr)", callback=expand_home)] = None,
+                          "measuring then go to stderr)", parser=json_out_path, callback=expand_home)] = None,
     ) -> None:
         """Measure indexing throughput, store upsert/search, search latency, SciFact nDCG, GIRCSE's KV cache."""
         import tempfile

@@ -34,6 +34,7 @@ from app.commands.common import (
     argument_text,
     expand_home,
     handle_errors,
+    json_out_path,
     open_facet,
     prepare_out_file,
     stdout_may_close,
@@ -424,7 +425,7 @@ def register(cli: typer.Typer) -> None:
                            "clusters; another seed may group them differently")] = 0,
         out: Annotated[Path | None, typer.Option(
             "--out", "-o", help="write the clusters as JSON to this file ('-': standard output; "
-                                "the listing then goes to stderr)", callback=expand_home)] = None,
+                                "the listing then goes to stderr)", parser=json_out_path, callback=expand_home)] = None,
         as_json: Annotated[bool, typer.Option(
             "--json", help="machine-readable output: one JSON object (as POST /cluster answers, "
                            "with each cluster's members) instead of the listing")] = False,

@@ -486,6 +486,19 @@ def expand_home(path: Path | None) -> Path | None:
     return None if path is None else expand_user(path)
 
 
+def json_out_path(value: str) -> Path:
+    """A JSON ``--out`` as typed (a typer ``parser``): one ending in ``/`` names a folder, which
+    ``Path`` would drop (``-o results/`` made a file named ``results``, where an existing
+    folder is refused).
+
+    Raises:
+        typer.BadParameter: a path ending in a separator (exit 2, the option named).
+    """
+    if value != "-" and value.endswith(("/", os.sep)):
+        raise typer.BadParameter(f"{value} names a folder (it ends in '/'); name the JSON file to write")
+    return Path(value)
+
+
 def prepare_out_file(out: Path, flag: str = "--out") -> None:
     """Check, before any work, that the JSON file ``out`` can be written: not a folder, its
     folder created and writable (a command that found out only at the end lost its figures).

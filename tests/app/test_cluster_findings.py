@@ -232,3 +232,14 @@ def test_records_with_a_blank_text_are_said_to_be_skipped(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="app.services.clustering"):  # (the CLI's log, in-process)
         result = invoke_cli("cluster", str(path), "-i", "topic", "--k", "2", "--explain", "")
     assert result.returncode == 0 and "1 record with a blank text skipped (row 4)" in caplog.text, result.stderr
+
+
+def test_an_out_path_ending_in_a_slash_is_refused_as_a_folder(tmp_path, texts_file):
+    """`-o results/` wrote a JSON file named `results` (Path drops the slash), where an existing
+    folder is refused."""
+    for command in (["cluster", str(texts_file), "-i", "topic", "--k", "2", "--explain", ""],
+                    ["bench", "--parts", "store"]):
+        result = invoke_cli(*command, "--out", str(tmp_path / "results") + "/")
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        assert "results/ names a folder (it ends in '/'); name the JSON file to write" in result.stderr
+        assert not (tmp_path / "results").exists()
