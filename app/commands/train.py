@@ -679,7 +679,9 @@ def _build(spec: TrainableMethod, lora: LoraSettings, max_length: int | None, ba
         except ValueError as e:  # a config value out of range
             raise InvalidRequestError(str(e)) from e
     path, meta = _init_checkpoint(init_from, spec.name, backbone)
-    saved = config_class.from_dict(meta["config"])
+    # Recorded as given (_check_backbone found them the same): an older checkpoint's relative
+    # folder was carried into the continuation, loadable only from its training folder.
+    saved = dataclasses.replace(config_class.from_dict(meta["config"]), backbone=backbone)
     ignored = _ignored_lora_options(lora, saved.lora, lora_given or {})
     if ignored:
         logger.info("--init-from keeps the checkpoint's LoRA settings (%s); ignored: %s",

@@ -245,8 +245,8 @@ def folder_database_owner(settings: FacetSettings) -> str:
 # was said to a user whose FACET_DATABASE_URL already was it.
 RECORDED_RELATIVE = "recorded relative, a file of that name in each working folder"
 RELATIVE_WAY_OUT = (f"no FACET_DATABASE_URL is known to be a target recorded relative: to use or delete "
-                    f"its collections, write that file's absolute path as \"target\" in the data "
-                    f"folder's {MOVED_RECORD}")
+                    f"its collections, write that file's URL with its absolute path (sqlite:////PATH) as "
+                    f"\"target\" in the data folder's {MOVED_RECORD}")
 
 
 def _relative_target(target: str) -> bool:

@@ -295,7 +295,7 @@ def _refuse_foreign(conn: Connection, present: set[str], target: str) -> None:
     revision = current_revision(conn) if "alembic_version" in present else None
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        said = f"holds tables Facet does not make ({shown})"
+        said = f"holds tables or views Facet does not make ({shown})"
     elif revision is not None and revision not in known_revisions():
         said = f"records schema revision {revision!r}, which is none of Facet's (another application's)"
     else:
@@ -327,8 +327,10 @@ def _check_target(settings: FacetSettings, url: str, target: str) -> None:
         engine = md.make_engine(url, migrate=False, pooled=False)
     try:
         with engine.connect() as conn:
-            present = set(inspect(conn).get_table_names())
-            _refuse_foreign(conn, present, target)
+            inspector = inspect(conn)
+            present = set(inspector.get_table_names())
+            # (a view of another application's was written beside too)
+            _refuse_foreign(conn, present | set(inspector.get_view_names()), target)
             counts = [int(conn.execute(select(func.count()).select_from(model)).scalar_one())
                       if model.__tablename__ in present else 0
                       for model in (md.Collection, md.IndexJob)]

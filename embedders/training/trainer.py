@@ -518,8 +518,11 @@ def train(model: Trainable, sampler: Sampler, config: TrainConfig, out_dir: str 
         _write_json(Path(out_dir) / "train_log.json", log)
     if last_out is not None and stopped != "interrupted":
         try:
-            save_checkpoint(model, last_out, {**log, "weights": "last",
-                                              "weights_steps": log.get("init_weights_steps", 0) + len(history)})
+            # (SIGTERM too: the training's handler was given back above, and a kill here exited
+            # 143 without a word)
+            with sigterm_as_interrupt():
+                save_checkpoint(model, last_out, {**log, "weights": "last",
+                                                  "weights_steps": log.get("init_weights_steps", 0) + len(history)})
         except KeyboardInterrupt:
             raise LastSaveInterrupted(log) from None
     return log

@@ -498,3 +498,23 @@ def test_training_questions_that_leave_no_room_are_left_out_and_logged(tmp_path,
     assert code == 2 and ("--max-length 20 leaves no room for the text under any training question of the mix: "
                           "use --max-length") in output, output
     assert not (tmp_path / "none").exists()
+
+
+def test_continuing_a_checkpoint_that_recorded_its_backbone_relative_records_it_absolute(
+        trained, tmp_path, shared_data, smollm2_cut, monkeypatch):
+    """A checkpoint of before 2026-12-05 recorded `--backbone cut` as typed; its continuation
+    kept the relative name, loadable only from that folder."""
+    import shutil
+
+    folder = Path(smollm2_cut)
+    old = tmp_path / "old"
+    shutil.copytree(trained, old)
+    meta = json.loads((old / "facet_config.json").read_text())
+    meta["config"]["backbone"] = folder.name  # as recorded then
+    (old / "facet_config.json").write_text(json.dumps(meta))
+    monkeypatch.chdir(folder.parent)
+    out = tmp_path / "cont"
+    code, output = _train("causal-eos", "--out", str(out), "--steps", "1", "--no-dev", "--init-from", str(old),
+                          "--data-dir", str(shared_data), *TOY, "--backbone", folder.name)
+    assert code == 0, output
+    assert json.loads((out / "facet_config.json").read_text())["config"]["backbone"] == str(folder.resolve())

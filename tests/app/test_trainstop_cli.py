@@ -182,3 +182,31 @@ def test_sigterm_while_loading_says_nothing_saved(tmp_path, shared_data, tiny, m
     assert result.exit_code == 130, result.output
     assert result.stderr.strip() == "nothing saved: stopped before the first step"
     assert not out.exists() and signal.getsignal(signal.SIGTERM) == before
+
+
+def test_sigterm_during_the_last_out_save_says_out_is_whole(tmp_path, shared_data, tiny, monkeypatch):
+    """`kill PID` while --last-out was saved exited 143 without a word (the training's SIGTERM
+    handler had been given back). A real SIGTERM to this process."""
+    import os
+    import signal
+    import time
+
+    import embedders.training.trainer as trainer
+
+    real = trainer.save_checkpoint
+
+    def sigterm_on_last(model, path, log):
+        if Path(path).name == "last":
+            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.SIG_IGN, None):
+                raise AssertionError("SIGTERM would end the run without a word")
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        return real(model, path, log)
+
+    monkeypatch.setattr(trainer, "save_checkpoint", sigterm_on_last)
+    out, last = tmp_path / "best", tmp_path / "last"
+    result = _train("causal-eos", "--out", str(out), "--last-out", str(last), "--steps", "2", "--max-length", "32",
+                    "--tasks", "stsb:1", "--data-dir", str(shared_data), *tiny)
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip().endswith(f"stopped while saving the last weights: nothing saved to {last}")
+    assert f"saved to {out}" in result.stdout

@@ -706,7 +706,8 @@ def test_a_move_recorded_with_a_relative_target_never_lets_its_vectors_be_delete
     assert "set it to that one" not in refused.stderr, refused.stderr
     assert ("sqlite:///meta.db (where facet move-metadata moved this data folder's metadata, recorded "
             "relative, a file of that name in each working folder;") in refused.stderr, refused.stderr
-    assert ('write that file\'s absolute path as "target" in the data folder\'s metadata-moved.json'
+    assert ('write that file\'s URL with its absolute path (sqlite:////PATH) as "target" in the data folder\'s '
+            'metadata-moved.json'
             in refused.stderr), refused.stderr
     # From the folder it was made in, the database is the target: the collection is its own.
     monkeypatch.chdir(first)
@@ -736,7 +737,7 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
         db.commit()
     refused = _move(data, f"sqlite:///{other}")
     assert refused.returncode == 5, (refused.returncode, refused.stdout)
-    assert (f"the target database sqlite:///{other} holds tables Facet does not make (users): "
+    assert (f"the target database sqlite:///{other} holds tables or views Facet does not make (users): "
             "move-metadata writes only into an empty database") in refused.stderr, refused.stderr
     with contextlib.closing(sqlite3.connect(other)) as db:
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["users"]
@@ -750,6 +751,13 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
     refused = _move(data, f"sqlite:///{versioned}")
     assert refused.returncode == 5 and "records schema revision 'ae1027a6acf', which is none of Facet's" \
         in refused.stderr, refused.stderr
+    # Another application's view alone (the listing of tables left it out).
+    viewed = tmp_path / "viewed.db"
+    with contextlib.closing(sqlite3.connect(viewed)) as db:
+        db.execute("CREATE VIEW app_report AS SELECT 1")
+        db.commit()
+    refused = _move(data, f"sqlite:///{viewed}")
+    assert refused.returncode == 5 and "Facet does not make (app_report)" in refused.stderr, refused.stderr
     # A database of Facet's own with nothing in it is taken.
     empty = tmp_path / "empty-data"
     assert invoke_cli("collections", env={"FACET_DATA_DIR": str(empty)}).returncode == 0
