@@ -162,17 +162,12 @@ def test_ctrl_c_during_the_last_out_save_says_out_is_whole(tmp_path, shared_data
 def test_sigterm_while_loading_says_nothing_saved(tmp_path, shared_data, tiny, monkeypatch):
     """`kill PID` while a background run loaded its model ended it with 143 and no word (the
     docs say 130 and "nothing saved", as for Ctrl-C). A real SIGTERM to this process."""
-    import os
     import signal
-    import time
 
     import app.commands.train as command
 
     def terminated(*args, **kwargs):
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.SIG_IGN, None):
-            raise AssertionError("SIGTERM would end the run without a word")
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(5)
+        _sigterm_here()
         raise AssertionError("SIGTERM was not taken")
 
     before = signal.getsignal(signal.SIGTERM)
@@ -187,9 +182,6 @@ def test_sigterm_while_loading_says_nothing_saved(tmp_path, shared_data, tiny, m
 def test_sigterm_during_the_last_out_save_says_out_is_whole(tmp_path, shared_data, tiny, monkeypatch):
     """`kill PID` while --last-out was saved exited 143 without a word (the training's SIGTERM
     handler had been given back). A real SIGTERM to this process."""
-    import os
-    import signal
-    import time
 
     import embedders.training.trainer as trainer
 
@@ -197,10 +189,7 @@ def test_sigterm_during_the_last_out_save_says_out_is_whole(tmp_path, shared_dat
 
     def sigterm_on_last(model, path, log):
         if Path(path).name == "last":
-            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.SIG_IGN, None):
-                raise AssertionError("SIGTERM would end the run without a word")
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)
+            _sigterm_here()
         return real(model, path, log)
 
     monkeypatch.setattr(trainer, "save_checkpoint", sigterm_on_last)
@@ -210,3 +199,16 @@ def test_sigterm_during_the_last_out_save_says_out_is_whole(tmp_path, shared_dat
     assert result.exit_code == 130, result.output
     assert result.stderr.strip().endswith(f"stopped while saving the last weights: nothing saved to {last}")
     assert f"saved to {out}" in result.stdout
+
+
+def _sigterm_here() -> None:
+    """A real SIGTERM to this process, where the command should take it as Ctrl-C: refused
+    first where nothing would (the default action ends pytest itself)."""
+    import os
+    import signal
+    import time
+
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.SIG_IGN, None):
+        raise AssertionError("SIGTERM would end the run without a word")
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)

@@ -729,12 +729,17 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
 
     from tests.app.cli_runner import tiny_data_folder
 
+    def sqlite_file(name: str, *statements: str) -> Path:
+        path = tmp_path / name
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            for statement in statements:
+                db.execute(statement)
+            db.commit()
+        return path
+
     data = tiny_data_folder(tmp_path)
-    other = tmp_path / "other.db"
-    with contextlib.closing(sqlite3.connect(other)) as db:
-        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
-        db.execute("INSERT INTO users VALUES (1, 'ann')")
-        db.commit()
+    other = sqlite_file("other.db", "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)",
+                        "INSERT INTO users VALUES (1, 'ann')")
     refused = _move(data, f"sqlite:///{other}")
     assert refused.returncode == 5, (refused.returncode, refused.stdout)
     assert (f"the target database sqlite:///{other} holds tables or views Facet does not make (users): "
@@ -743,19 +748,14 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["users"]
     assert (data / "facet.db").is_file() and not list(data.glob("facet.db.moved-*"))
     # Another application's Alembic history, alone.
-    versioned = tmp_path / "versioned.db"
-    with contextlib.closing(sqlite3.connect(versioned)) as db:
-        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
-        db.execute("INSERT INTO alembic_version VALUES ('ae1027a6acf')")
-        db.commit()
+    versioned = sqlite_file("versioned.db",
+                            "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)",
+                            "INSERT INTO alembic_version VALUES ('ae1027a6acf')")
     refused = _move(data, f"sqlite:///{versioned}")
     assert refused.returncode == 5 and "records schema revision 'ae1027a6acf', which is none of Facet's" \
         in refused.stderr, refused.stderr
     # Another application's view alone (the listing of tables left it out).
-    viewed = tmp_path / "viewed.db"
-    with contextlib.closing(sqlite3.connect(viewed)) as db:
-        db.execute("CREATE VIEW app_report AS SELECT 1")
-        db.commit()
+    viewed = sqlite_file("viewed.db", "CREATE VIEW app_report AS SELECT 1")
     refused = _move(data, f"sqlite:///{viewed}")
     assert refused.returncode == 5 and "Facet does not make (app_report)" in refused.stderr, refused.stderr
     # A database of Facet's own with nothing in it is taken.
