@@ -285,19 +285,43 @@ def _refuse_foreign(conn: Connection, present: set[str], target: str) -> None:
     """Refuse a target holding another application's tables, or another Alembic history's
     version: the move wrote Facet's schema in beside them (a user table, then ``collections``,
     ``documents`` ...) and would have taken that application's ``alembic_version`` for Facet's.
+    A table under one of Facet's names counts as Facet's only in a database recording a
+    revision of Facet's: with none, Facet's migration takes the database for a new one (or
+    one made before migrations) and writes its other tables in beside it, and the copy then
+    failed on its columns.
 
     Raises:
         ConflictError: naming the tables (or the revision); nothing is written.
     """
-    from indexer.migrate import current_revision, known_revisions
+    from indexer.migrate import current_revision, head_revision, known_revisions
 
     foreign = sorted(present - SCHEMA_TABLES)
-    revision = current_revision(conn) if "alembic_version" in present else None
+    try:
+        revision = current_revision(conn) if "alembic_version" in present else None
+    except RuntimeError:
+        rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+        revision, several = None, [str(r) for r in rows]
+    else:
+        several = []
+    named_as_facets = sorted(present & frozenset(md.Base.metadata.tables))
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         said = f"holds tables or views Facet does not make ({shown})"
+    elif several:
+        said = (f"records {len(several)} schema revisions ({', '.join(several[:5])}), where a "
+                "database of Facet's records one")
     elif revision is not None and revision not in known_revisions():
+        head = head_revision()
+        if revision.isdigit() and len(revision) == len(head) and revision > head:
+            raise ConflictError(
+                f"the target database {target} records schema revision {revision}, a newer "
+                f"Facet's (this one knows up to {head}): move with that version, or into a new "
+                "database (CREATE DATABASE facet_new, or a new SQLite file); nothing was written")
         said = f"records schema revision {revision!r}, which is none of Facet's (another application's)"
+    elif revision is None and named_as_facets:
+        said = (f"holds tables named as Facet's ({', '.join(named_as_facets)}) but records no "
+                "schema revision of Facet's: another application's tables (or a Facet database "
+                "from before its migrations)")
     else:
         return
     raise ConflictError(
