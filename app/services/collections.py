@@ -25,7 +25,13 @@ from sqlalchemy.orm import Session, object_session
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services import leases
-from app.services.context import MOVED_RECORD, ServiceContext, job_log_path
+from app.services.context import (
+    MOVED_RECORD,
+    RECORDED_RELATIVE,
+    ServiceContext,
+    job_log_path,
+    relative_target,
+)
 from app.text import check_text_encodable, plural, shell_word
 from indexer import metadata as md
 from indexer.errors import (
@@ -174,7 +180,7 @@ def moved_elsewhere(data_dir: Path, database_url: str) -> Path | None:
     from indexer.migrate import sqlite_file
 
     file = sqlite_file(target)
-    if _relative_target(target):
+    if relative_target(target):
         # Recorded relative (a move of before the second session of 2026-12-05): a file of
         # that name in each working folder, so never known to be the one in use. Its vectors
         # stay the move's (refused, not deleted); under the database in use they are no strays.
@@ -235,26 +241,16 @@ def folder_database_owner(settings: FacetSettings) -> str:
         return f"{moving.name} in this data folder ({MOVING})"
     moved = _move_target(data_dir) if settings.database_url else None
     if moved is not None and moved_elsewhere(data_dir, settings.database_url or "") is not None:
-        relative = f", {RECORDED_RELATIVE}" if _relative_target(moved[0]) else ""
+        relative = f", {RECORDED_RELATIVE}" if relative_target(moved[0]) else ""
         return f"{moved[0]} ({MOVED_TO}{relative}; its copy {moved[1].name} is in this data folder)"
     return FOLDER_DATABASE
 
 
-# How a move's owner is said where its target was recorded relative (as a move of before the
-# second session of 2026-12-05 wrote it), and what to do: "set FACET_DATABASE_URL to that one"
-# was said to a user whose FACET_DATABASE_URL already was it.
-RECORDED_RELATIVE = "recorded relative, a file of that name in each working folder"
+# What to do where a move's target was recorded relative: "set FACET_DATABASE_URL to that
+# one" was said to a user whose FACET_DATABASE_URL already was it.
 RELATIVE_WAY_OUT = (f"no FACET_DATABASE_URL is known to be a target recorded relative: to use or delete "
                     f"its collections, write that file's URL with its absolute path (sqlite:////PATH) as "
                     f"\"target\" in the data folder's {MOVED_RECORD}")
-
-
-def _relative_target(target: str) -> bool:
-    """Whether a move's recorded target is a SQLite file named by a relative path."""
-    from indexer.migrate import sqlite_file
-
-    file = sqlite_file(target)
-    return file is not None and not file.expanduser().is_absolute()
 
 
 def owned_elsewhere(name: str, owner: str) -> str:

@@ -326,6 +326,19 @@ _UNDO_WARNING = ("anything done since under the new database (collections indexe
                  "jobs) lives only there")
 
 
+# How a move's target is said where it was recorded relative (as a move of before the second
+# session of 2026-12-05 wrote it): a file of that name in whichever folder a command runs in.
+RECORDED_RELATIVE = "recorded relative, a file of that name in each working folder"
+
+
+def relative_target(target: str) -> bool:
+    """Whether a move's recorded target is a SQLite file named by a relative path."""
+    from indexer.migrate import sqlite_file
+
+    file = sqlite_file(target)
+    return file is not None and not file.expanduser().is_absolute()
+
+
 def moved_message(data_dir: Path, record: dict[str, Any]) -> str:
     """What to say of a data folder whose metadata `facet move-metadata` moved (``record``:
     ``moved_record``'s), in one line: where to, when, and how to use it or undo the move. A
@@ -341,8 +354,15 @@ def moved_message(data_dir: Path, record: dict[str, Any]) -> str:
                 f"(facet collections): if they are there, keep FACET_DATABASE_URL set (and "
                 f"leave {MOVED_RECORD}); if it holds none, undo the move: rename {renamed} back "
                 f"to facet.db and remove {MOVED_RECORD}")
+    if isinstance(record.get("target"), str) and relative_target(target):
+        # "set FACET_DATABASE_URL to it" gave a database of that name in each working folder.
+        use = (f" ({RECORDED_RELATIVE}): set FACET_DATABASE_URL to that file's URL with its "
+               "absolute path (sqlite:////PATH, the file in the folder the move ran in), and "
+               f"write the same as \"target\" in {MOVED_RECORD}")
+    else:
+        use = ": set FACET_DATABASE_URL to it"
     return (f"the metadata of this data folder ({data_dir}) was moved to {target}{when} (facet "
-            f"move-metadata): set FACET_DATABASE_URL to it; to undo the move, rename {renamed} "
+            f"move-metadata){use}; to undo the move, rename {renamed} "
             f"back to facet.db (and remove {MOVED_RECORD}): {_UNDO_WARNING}")
 
 
