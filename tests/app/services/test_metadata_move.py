@@ -709,6 +709,13 @@ def test_a_move_recorded_with_a_relative_target_never_lets_its_vectors_be_delete
     assert ('write that file\'s URL with its absolute path (sqlite:////PATH) as "target" in the data folder\'s '
             'metadata-moved.json'
             in refused.stderr), refused.stderr
+    # With no FACET_DATABASE_URL, the folder's own advice named the relative URL to set.
+    unset = invoke_cli("collections", env={"FACET_DATA_DIR": str(data)})
+    assert unset.returncode == 3, (unset.returncode, unset.stderr)
+    assert "set FACET_DATABASE_URL to it" not in unset.stderr, unset.stderr
+    assert ("moved to sqlite:///meta.db on " in unset.stderr
+            and "(recorded relative, a file of that name in each working folder): set FACET_DATABASE_URL "
+            "to that file's URL with its absolute path (sqlite:////PATH" in unset.stderr), unset.stderr
     # From the folder it was made in, the database is the target: the collection is its own.
     monkeypatch.chdir(first)
     listed = json.loads(invoke_cli("collections", "--json", env=env).stdout)
@@ -758,6 +765,33 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
     viewed = sqlite_file("viewed.db", "CREATE VIEW app_report AS SELECT 1")
     refused = _move(data, f"sqlite:///{viewed}")
     assert refused.returncode == 5 and "Facet does not make (app_report)" in refused.stderr, refused.stderr
+    # A table under one of Facet's names, with no revision of Facet's: the migration took the
+    # file for a new database, wrote Facet's other tables in beside it, and the copy failed
+    # (exit 4, "nothing was written"); an empty foreign `collections` failed cryptically.
+    for name, statement in (("named.db", "CREATE TABLE documents (id INTEGER PRIMARY KEY, body TEXT)"),
+                            ("coll.db", "CREATE TABLE collections (label TEXT)")):
+        named = sqlite_file(name, statement)
+        refused = _move(data, f"sqlite:///{named}")
+        table = statement.split()[2]
+        assert refused.returncode == 5, (refused.returncode, refused.stdout, refused.stderr)
+        assert (f"holds tables named as Facet's ({table}) but records no schema revision of "
+                "Facet's") in refused.stderr, refused.stderr
+        with contextlib.closing(sqlite3.connect(named)) as db:
+            assert [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] \
+                == [table]
+    # Two revision rows (a cryptic exit 1), and a newer Facet's revision (it was called another
+    # application's).
+    version_table = "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)"
+    two = sqlite_file("two.db", version_table, "INSERT INTO alembic_version VALUES ('0010'), ('0011')")
+    refused = _move(data, f"sqlite:///{two}")
+    assert refused.returncode == 5 and "records 2 schema revisions (0010, 0011)" in refused.stderr, \
+        (refused.returncode, refused.stderr)
+    newer = sqlite_file("newer.db", version_table, "INSERT INTO alembic_version VALUES ('9999')")
+    refused = _move(data, f"sqlite:///{newer}")
+    assert refused.returncode == 5 and "records schema revision 9999, a newer Facet's" in refused.stderr, \
+        (refused.returncode, refused.stderr)
+    assert "another application" not in refused.stderr, refused.stderr
+    assert (data / "facet.db").is_file() and not list(data.glob("facet.db.moved-*"))
     # A database of Facet's own with nothing in it is taken.
     empty = tmp_path / "empty-data"
     assert invoke_cli("collections", env={"FACET_DATA_DIR": str(empty)}).returncode == 0
