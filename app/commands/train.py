@@ -222,6 +222,8 @@ def register(cli: typer.Typer) -> None:
                                           device or settings.device, lora_given=_lora_given(ctx, lora_r, lora_layers,
                                                                                             lora_targets))
             check_room_for_mix(spec, model, tasks)  # before the data loads; the first step failed on it
+            if dev:
+                check_room_for_dev(spec, model)  # before the data loads; the first dev evaluation failed on it
             if not model.trainable_parameters():  # before the data loads; train() would raise it as a traceback
                 raise InvalidRequestError(f"{spec.name} has nothing to train with --lora-r 0 (a frozen LLM and no "
                                           "heads of its own); give --lora-r 1 or more")
@@ -323,6 +325,38 @@ def check_room_for_mix(spec: TrainableMethod, model: Any, tasks: str) -> None:
     raise InvalidRequestError(f"--max-length {model.max_length} leaves no room for text under the training mix's "
                               f"instructions ({what}{f', and {reserved} more are reserved' if reserved else ''}): "
                               f"use --max-length {cost + reserved + MIN_TEXT_TOKENS} or more")
+
+
+def check_room_for_dev(spec: TrainableMethod, model: Any) -> None:
+    """Refuse a ``max_length`` whose prompt, under one of the dev suite's instructions
+    (``app.evaluation.dev.dev_instructions``), leaves the text no token: the run trained, then
+    stopped at its first dev evaluation with "the instruction is too long for this embedder ...
+    shorten the instruction", an instruction the user never gave. Checked with the loaded
+    model's prompt tokenizer, before the data loads; a shorter room only cuts the dev texts
+    (logged), as ``encode`` does in evaluation.
+
+    Raises:
+        InvalidRequestError: naming the instruction, what it takes and the ``--max-length``
+            that leaves the text ``MIN_TEXT_TOKENS`` under every one (or ``--no-dev``).
+    """
+    from app.evaluation.dev import dev_instructions
+    from embedders.base import PromptTokenizer
+    from embedders.contract import Role
+
+    tokenize = getattr(model, "_tokenize", None)
+    if not isinstance(tokenize, PromptTokenizer):
+        return
+    costs = {what: tokenize.prompt_length(Role(role), instruction)
+             for what, (role, instruction) in dev_instructions(spec.dev_suite).items()}
+    what, cost = max(costs.items(), key=lambda item: item[1])
+    if cost < tokenize.max_length:
+        return
+    reserved = model.max_length - tokenize.max_length  # positions the method keeps (Causal2Vec's token)
+    kept = f", and {reserved} more are reserved" if reserved else ""
+    raise InvalidRequestError(
+        f"--max-length {model.max_length} leaves no room for text under the dev suite's instructions (the "
+        f"longest, {what}'s, takes {cost} tokens with the template{kept}): "
+        f"use --max-length {cost + reserved + MIN_TEXT_TOKENS} or more, or --no-dev")
 
 
 def _stopped_while_saving(out: Path, lead: str = "stopped again while saving") -> str:

@@ -129,6 +129,23 @@ def build_dev_tasks(root: Path, suite: str, sizes: DevSizes | None = None) -> li
     raise ValueError(f"unknown dev suite {suite!r}; use one of: {', '.join(DEV_SUITES)}")
 
 
+def dev_instructions(suite: str) -> dict[str, tuple[str, str]]:
+    """The instructions a dev suite embeds its texts under, by what they ask for, each with its
+    role (``build_dev_tasks``'s): what a training run's ``--max-length`` must leave room for
+    before its first dev evaluation (a run at InstEmb's ``--max-length 24`` trained, then
+    stopped at the first CLINC evaluation on "the instruction is too long").
+
+    Raises:
+        ValueError: an unknown suite.
+    """
+    if suite == "corpus":
+        return {"SciFact queries": ("query", SCIFACT_INSTRUCTION)}
+    if suite == "instruction":
+        return {"CLINC intent": ("query", loaders.CLINC_INTENT_INSTRUCTION),
+                "CLINC domain": ("query", loaders.CLINC_DOMAIN_INSTRUCTION)}
+    raise ValueError(f"unknown dev suite {suite!r}; use one of: {', '.join(DEV_SUITES)}")
+
+
 class DevEvaluator:
     """Scores a model on a dev suite; callable as the trainer's ``evaluate`` hook.
 

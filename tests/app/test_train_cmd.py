@@ -4,6 +4,7 @@ the checks on --init-from / --init-lora-from."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -498,6 +499,38 @@ def test_training_questions_that_leave_no_room_are_left_out_and_logged(tmp_path,
     assert code == 2 and ("--max-length 20 leaves no room for the text under any training question of the mix: "
                           "use --max-length") in output, output
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize(("method", "suite_instruction"), [("instemb", "CLINC domain"),
+                                                           ("causal-eos", "SciFact queries")])
+def test_a_max_length_the_dev_suites_instructions_leave_no_room_under_is_refused_up_front(
+        method, suite_instruction, tmp_path, shared_data, tiny):
+    """`facet train instemb --max-length 28` with dev on trained, then stopped at its first
+    CLINC dev evaluation: "the instruction is too long for this embedder ... shorten the
+    instruction", an instruction the user never gave. Refused before the data loads, with the
+    --max-length that leaves the text 16 tokens; one token of room trains and evaluates."""
+    tasks = ["--tasks", "banking77"] if method == "instemb" else []
+    code, output = _train(method, "--out", str(tmp_path / "short"), "--steps", "1", "--data-dir",
+                          str(shared_data), *tiny, "--max-length", "20", *tasks)
+    assert code == 2, output
+    said = re.search(rf"--max-length 20 leaves no room for text under the dev suite's instructions \(the "
+                     rf"longest, {suite_instruction}'s, takes (\d+) tokens with the template(?:, and (\d+) "
+                     r"more are reserved)?\): use "
+                     r"--max-length (\d+) or more, or --no-dev", " ".join(output.split()))
+    assert said, output
+    assert not (tmp_path / "short").exists()
+    cost, reserved, advised = int(said.group(1)), int(said.group(2) or 0), int(said.group(3))
+    assert advised == cost + reserved + 16
+    cost += reserved
+    # Exactly the prompt's length is refused; one more token (the text's) trains and evaluates.
+    code, output = _train(method, "--out", str(tmp_path / "full"), "--steps", "1", "--data-dir",
+                          str(shared_data), *tiny, "--max-length", str(cost), *tasks)
+    assert code == 2 and f"--max-length {cost} leaves no room for text under the dev suite's" in output, output
+    dev = ["--dev-size", "10", *(["--dev-samples", "1"] if method == "instemb" else [])]
+    code, output = _train(method, "--out", str(tmp_path / "room"), "--steps", "1", "--data-dir",
+                          str(shared_data), *tiny, "--max-length", str(cost + 1), *tasks, *dev)
+    assert code == 0, output
+    assert json.loads((tmp_path / "room" / "train_log.json").read_text())["dev_curve"], output
 
 
 def test_continuing_a_checkpoint_that_recorded_its_backbone_relative_records_it_absolute(
