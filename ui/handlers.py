@@ -553,7 +553,10 @@ class UiHandlers:
                                     filters=request.filters,
                                     # Resolved as the documents' keys are (a relative or
                                     # linked data folder showed its path in each tooltip).
-                                    uploads=os.path.realpath(Path(self.settings.data_dir) / "uploads")),
+                                    uploads=os.path.realpath(Path(self.settings.data_dir) / "uploads"),
+                                    # The edge store refuses a filter on true/false.
+                                    booleans=(self.settings.vector_backend != "edge"
+                                              or self.settings.uses_qdrant_server)),
                 render.search_summary(response, wall_ms, group_by_document=bool(group),
                                       embedder=embedder_used, reranker=reranker_used,
                                       notices=notices, filters=request.filters))

@@ -49,6 +49,9 @@ CSS = """
 .facet-scroll {overflow-x: auto; max-width: 100%}
 .facet-table small {color: #666}
 .facet-meta {font-family: monospace; font-size: 0.85em; color: #444; white-space: pre-wrap}
+/* "; … (N more values not shown)" is read but not copied: a metadata line pasted into the
+   filters box with it was refused. */
+.facet-more {user-select: none; -webkit-user-select: none}
 /* Text on a light box sets its own colour: in dark mode it inherited the page's light text
    (notices 1.04:1 against their cream, highlights 1.14:1). */
 .facet-note {margin: 4px 0; padding: 6px 8px; border-left: 4px solid #f0ad4e; background: #fff8e6;
@@ -198,15 +201,18 @@ def filter_value(value: object) -> str:
 _SHOWN_AS_TYPED = re.compile(r"[^\s;]+(?: [^\s;]+)*")
 
 
-def filter_item(key: str, value: object) -> tuple[str, str, str] | None:
+def filter_item(key: str, value: object, *, booleans: bool = True) -> tuple[str, str, str] | None:
     """The filter item that finds a document whose metadata field ``key`` holds the scalar
     ``value``, as ``(key, "=" or ":=", value)`` text, checked by reading it back as the filter
     box does (``ui.inputs.parse_filter_text``, ``check_filters``); None where no item can (a
-    null, a nested value, a number past 64 bits, a key holding ``=``, ``;`` or a line end).
+    null, a nested value, a number past 64 bits, a key holding ``=``, ``;`` or a line end, a
+    true/false where the store cannot match them: ``booleans`` False, the edge store).
     A field named as a result's own one (``source``) or starting ``meta.`` is named
     ``meta.KEY``: ``source=...`` matches the file, not the metadata."""
     from ui.inputs import parse_filter_text
 
+    if isinstance(value, bool) and not booleans:
+        return None  # (`flag:=true` was shown, and the edge store refused it pasted back)
     name = f"meta.{key}" if key in TOP_LEVEL_FIELDS or key.startswith("meta.") else key
     try:
         as_json = json.dumps(value, ensure_ascii=False, allow_nan=False)
@@ -226,12 +232,13 @@ def filter_item(key: str, value: object) -> tuple[str, str, str] | None:
     return None
 
 
-def _metadata(meta: dict[str, Any], limit: int = 300) -> str:
+def _metadata(meta: dict[str, Any], limit: int = 300, *, booleans: bool = True) -> str:
     """A result's metadata, a field a line, each as the filter item that finds the document
     (``filter_item``; a list's values each, as ``tags=a; tags=b``: any of them finds it), or
     ``key: value`` where none can. A value longer than ``limit`` is cut and says how much is
     left out (at 80 characters, without a word, a cut value pasted as a filter found nothing;
-    long words now wrap in the cell)."""
+    long words now wrap in the cell); a list cut says how many values are not shown, in a span
+    not copied (``.facet-more``). ``booleans``: whether the store matches true/false."""
     if not meta:
         return ""
 
@@ -241,7 +248,7 @@ def _metadata(meta: dict[str, Any], limit: int = 300) -> str:
     parts = []
     for key, value in meta.items():
         values = value if isinstance(value, list) else [value]
-        items = [filter_item(key, v) for v in values]
+        items = [filter_item(key, v, booleans=booleans) for v in values]
         if not values or any(item is None for item in items):
             # "none:=null", "tags:=[...]" or "a;b=x" pasted back found nothing or was refused.
             parts.append(f"{auto_dir(esc(key))}: {auto_dir(esc(cut(filter_value(value))))}")
@@ -253,10 +260,13 @@ def _metadata(meta: dict[str, Any], limit: int = 300) -> str:
             name, op, text = item
             length += len(name) + len(op) + len(text) + 2  # as the line reads, "; " between
             if shown and length > limit:
-                shown.append(f"… ({plural(len(items) - len(shown), 'more value')} not shown)")
+                left = plural(len(items) - len(shown), "more value")
+                more = f'<span class="facet-more">; … ({left} not shown)</span>'
                 break
             shown.append(f"{auto_dir(esc(name))}{op}{auto_dir(esc(cut(text)))}")
-        parts.append("; ".join(shown))
+        else:
+            more = ""
+        parts.append("; ".join(shown) + more)
     return '<div class="facet-meta">' + "<br>".join(parts) + "</div>"
 
 
@@ -298,8 +308,10 @@ def _score(r: SearchResult, mode: str = "dense") -> str:
 
 def results_html(response: SearchResponse, *, group_by_document: bool = False,
                  notices: Sequence[str] = (), filters: Mapping[str, Any] | None = None,
-                 uploads: str | None = None) -> str:
+                 uploads: str | None = None, booleans: bool = True) -> str:
     """The ranked results as an HTML table: rank, score, document, highlighted snippet, metadata.
+    ``booleans``: whether the store matches true/false in a filter (not the edge store: its
+    true/false fields are shown ``key: true``, not as a filter item it refuses).
 
     With ``group_by_document`` there is one row per document (at its best rank and score) with
     the snippets of all its matching chunks. ``uploads``: the data folder's upload area, whose
@@ -329,12 +341,12 @@ def results_html(response: SearchResponse, *, group_by_document: bool = False,
             count = f"<br><small>{n_chunks} chunks</small>" if n_chunks > 1 else ""
             rows.append(f'<tr><td class="num">{best.rank}</td><td class="num">{_score(best, response.mode)}</td>'
                         f"<td>{_document(best, uploads)}{count}</td><td>{snippets}</td>"
-                        f"<td>{_metadata(best.metadata)}</td></tr>")
+                        f"<td>{_metadata(best.metadata, booleans=booleans)}</td></tr>")
     else:
         for r in response.results:
             rows.append(f'<tr><td class="num">{r.rank}</td><td class="num">{_score(r, response.mode)}</td>'
                         f"<td>{_document(r, uploads)}</td>{auto_dir(highlight(r.snippet, r.highlights), 'td')}"
-                        f"<td>{_metadata(r.metadata)}</td></tr>")
+                        f"<td>{_metadata(r.metadata, booleans=booleans)}</td></tr>")
     table = ('<table class="facet-table facet-results"><caption class="facet-sr-only">Search results'
              "</caption><thead><tr><th>#</th><th>score</th>"
              "<th>document</th><th>snippet</th><th>metadata</th></tr></thead><tbody>"
