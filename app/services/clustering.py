@@ -1874,16 +1874,23 @@ def _note_blank(where: str, blank: list[str]) -> None:
 def _refuse_tab_separated(where: str, lines: list[str]) -> None:
     """Refuse a file of lines that is a table separated by tabs (a .tsv, Excel's "Unicode Text"
     export): each line, its header and other columns included, was clustered as one text,
-    where a semicolon-separated .csv is refused.
+    where a semicolon-separated .csv is refused. A table's lines hold the same number of tabs
+    (its columns); lines of code or prose whose inner tabs vary are texts (they were refused
+    too, with no way to cluster them).
 
     Raises:
-        DataError: every line (of two or more) holds a tab.
+        DataError: every line (of two or more) holds the same number of tabs, one or more; it
+            names the .jsonl that keeps each line whole, tabs included.
     """
-    if len(lines) >= 2 and all("\t" in line for line in lines):
-        raise DataError(f"{where}: every line holds a tab: it looks tab-separated (a .tsv, or a "
-                        "spreadsheet's text export), but a file of lines is read as one text per "
+    counts = {line.count("\t") for line in lines}
+    if len(lines) >= 2 and len(counts) == 1 and 0 not in counts:
+        columns = counts.pop() + 1
+        raise DataError(f"{where}: every line holds {columns - 1 if columns > 2 else 'a'} tab"
+                        f"{'s' if columns > 2 else ''}: it looks tab-separated ({columns} columns: a .tsv, "
+                        "or a spreadsheet's text export), but a file of lines is read as one text per "
                         "line, its other columns included; save it as a .csv with commas (its text "
-                        "column named text), or with the texts alone, one per line")
+                        "column named text), or with the texts alone, one per line; to cluster each "
+                        'line whole, tabs included, save it as a .jsonl, one {"text": "..."} a line')
 
 
 def labels_v_measure(labels: Sequence[str], clusters: Sequence[int]) -> float:

@@ -206,11 +206,22 @@ def test_a_tab_separated_file_of_lines_is_refused(tmp_path):
     for name in ("tab.tsv", "export.txt"):
         path = tmp_path / name
         path.write_text("text\tlabel\nI love pizza, really\tfood\nThe train was late\ttravel\n")
-        with pytest.raises(DataError, match=r"every line holds a tab: it looks tab-separated"):
+        with pytest.raises(DataError, match=r"every line holds a tab: it looks tab-separated \(2 columns"):
             read_text_file(path)
+    three = tmp_path / "three.txt"
+    three.write_text("id\ttext\tlabel\n1\tpizza\tfood\n2\ttrain\ttravel\n")
+    with pytest.raises(DataError, match=r"every line holds 2 tabs: it looks tab-separated \(3 columns") as said:
+        read_text_file(three)
+    assert 'to cluster each line whole, tabs included, save it as a .jsonl, one {"text": "..."} a line' \
+        in str(said.value)
     one = tmp_path / "one.txt"  # a tab inside one text of many is a text's own
     one.write_text("a text with a\ttab\nanother text\n")
     assert read_text_file(one) == ["a text with a\ttab", "another text"]
+    # Lines of code each holding inner tabs, as many as they happen to (no table's columns): they
+    # were refused, with no way to cluster them as lines.
+    code = tmp_path / "code.txt"
+    code.write_text("if x:\treturn 1\nfor i in y:\tprint(i)\tcontinue\nwhile z:\tpass\n")
+    assert read_text_file(code) == ["if x:\treturn 1", "for i in y:\tprint(i)\tcontinue", "while z:\tpass"]
 
 
 def test_records_with_a_blank_text_are_said_to_be_skipped(tmp_path, caplog):
