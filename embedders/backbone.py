@@ -55,6 +55,30 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 
 _cache_dir: Path | None = None
+
+
+def same_backbone(a: str, b: str) -> bool:
+    """Whether two recorded or given backbones name the same model: the same name (a packaged
+    one in any case), two folders that are one here, or a folder an older Facet recorded
+    relative, as typed in the folder it was trained in (``cut``), and an absolute path ending in
+    it (``/work/cut``): from any other working folder the relative name opens nothing, and
+    ``--init-from``, ``facet soup`` refused the pair although both named one folder."""
+    if a == b or (a.lower() in (DEFAULT_DECODER, DEFAULT_ENCODER) and a.lower() == b.lower()):
+        return True
+    first, second = Path(a).expanduser(), Path(b).expanduser()
+    try:
+        if first.is_dir() and second.is_dir() and first.resolve() == second.resolve():
+            return True
+    except OSError:
+        return False
+    for relative, absolute in ((first, second), (second, first)):
+        parts = relative.parts
+        if (not relative.is_absolute() and absolute.is_absolute() and parts and ".." not in parts
+                and absolute.parts[-len(parts):] == parts):
+            return True
+    return False
+
+
 _shared_lock = threading.Lock()
 _shared: dict[tuple[str, str, str, str], Backbone] = {}
 

@@ -875,7 +875,7 @@ def backbone_as_saved(backbone: str) -> str:
 
 
 def _check_backbone(path: Path, meta: dict[str, Any], backbone: str, flag: str) -> None:
-    from embedders.backbone import DEFAULT_DECODER
+    from embedders.backbone import DEFAULT_DECODER, same_backbone
     from embedders.base import CONFIG_FILE
 
     config = meta.get("config")
@@ -885,8 +885,10 @@ def _check_backbone(path: Path, meta: dict[str, Any], backbone: str, flag: str) 
     # A config that names none loads with the default backbone, as every other command reads
     # it ("trained on backbone None": no --backbone could match that).
     saved_backbone = config.get("backbone", DEFAULT_DECODER)
-    # (an older checkpoint may name its backbone folder relative, as it was typed)
-    if saved_backbone != backbone and backbone_as_saved(str(saved_backbone)) != backbone_as_saved(backbone):
+    # (an older checkpoint may name its backbone folder relative, as it was typed in the folder
+    # it was trained in: the same folder, named from another, is the same backbone)
+    if not same_backbone(str(saved_backbone), backbone) and \
+            backbone_as_saved(str(saved_backbone)) != backbone_as_saved(backbone):
         raise InvalidRequestError(f"{flag} {path} was trained on backbone {saved_backbone!r}, not {backbone!r}; "
                                   "pass --backbone to match it, or start without it")
 

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
+from embedders.backbone import DEFAULT_DECODER, same_backbone
 from embedders.base import CONFIG_FILE
 from embedders.errors import CheckpointError
 from embedders.methods.common import ADAPTER_FILE, HEADS_FILE, read_weights
@@ -70,7 +71,9 @@ class SoupReport:
 
 
 def _comparable(config: dict[str, Any], free: frozenset[str]) -> dict[str, Any]:
-    out = {k: v for k, v in config.items() if k not in free}
+    # (the backbone is compared by ``same_backbone``: an older checkpoint's relative folder and
+    # a newer one's absolute path to it are one backbone)
+    out = {k: v for k, v in config.items() if k not in free and k != "backbone"}
     if isinstance(out.get("lora"), dict):
         out["lora"] = {k: v for k, v in out["lora"].items() if k not in _LORA_FREE}
     return out
@@ -89,6 +92,9 @@ def _check_compatible(paths: list[Path], metas: list[dict[str, Any]]) -> dict[st
             raise CheckpointError(f"cannot average {paths[0]} ({first.get('method')}) with {path} "
                                   f"({meta.get('method')}): a soup needs one method")
         a, b = (_comparable(m.get("config", {}), free) for m in (first, meta))
+        backbones = [str(m.get("config", {}).get("backbone", DEFAULT_DECODER)) for m in (first, meta)]
+        if not same_backbone(*backbones):
+            a["backbone"], b["backbone"] = backbones
         if a != b:
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             raise CheckpointError(f"cannot average {paths[0]} with {path}: their configs differ in "
@@ -319,6 +325,12 @@ def make_soup(checkpoints: Sequence[str | Path], out: str | Path, *, weights: li
     duplicates = [[i, j] for j, i in sorted(firsts.items())]
 
     meta = json.loads(json.dumps(metas[0]))
+    # The backbone as an ingredient recorded it absolute, where one did (loadable from any
+    # working folder; an older ingredient's relative name opens only in its own).
+    recorded = [m["config"].get("backbone") for m in metas]
+    absolute = next((b for b in recorded if isinstance(b, str) and Path(b).expanduser().is_absolute()), None)
+    if absolute is not None and isinstance(meta["config"].get("backbone"), str):
+        meta["config"]["backbone"] = absolute
     if out_rank:
         meta["config"]["lora"]["r"] = out_rank
         alpha = out_scale * out_rank

@@ -551,3 +551,17 @@ def test_continuing_a_checkpoint_that_recorded_its_backbone_relative_records_it_
                           "--data-dir", str(shared_data), *TOY, "--backbone", folder.name)
     assert code == 0, output
     assert json.loads((out / "facet_config.json").read_text())["config"]["backbone"] == str(folder.resolve())
+    # From another folder, the same folder named by its absolute path is the same backbone (it
+    # was refused: "trained on backbone 'cut', not '/.../cut'").
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, output = _train("causal-eos", "--out", str(tmp_path / "cont2"), "--steps", "1", "--no-dev", "--init-from",
+                          str(old), "--data-dir", str(shared_data), *TOY, "--backbone", str(folder.resolve()))
+    assert code == 0, output
+    # Another folder is still another backbone.
+    other = tmp_path / "other" / "x"
+    shutil.copytree(folder, other)
+    code, output = _train("causal-eos", "--out", str(tmp_path / "cont3"), "--steps", "1", "--no-dev", "--init-from",
+                          str(old), "--data-dir", str(shared_data), *TOY, "--backbone", str(other))
+    assert code == 2 and f"was trained on backbone {folder.name!r}, not {str(other)!r}" in output, output

@@ -275,3 +275,41 @@ def test_the_same_adapter_with_other_heads_is_no_duplicate(pair, tmp_path):
     # The first match of adapter alone (a) has other heads: the true duplicate after it is found.
     again = _copy_with(other_heads, tmp_path / "again")
     assert make_soup([a, other_heads, again], tmp_path / "s3", rank=6).duplicates == [[1, 2]]
+
+
+def test_an_older_ingredients_relative_backbone_and_its_absolute_path_are_one_backbone(
+        pair, tmp_path, monkeypatch):
+    """A checkpoint of before 2026-12-05 recorded `--backbone cut` as typed: beside a newer one
+    recording `/.../cut`, the soup was refused ("their configs differ in backbone") from any
+    folder. Averaged, the soup records the absolute path; another backbone is still refused."""
+    import shutil
+
+    a, b = pair
+    absolute = json.loads((b / "facet_config.json").read_text())["config"]["backbone"]
+    assert Path(absolute).is_absolute()
+    old = tmp_path / "old"
+    shutil.copytree(a, old)
+    meta = json.loads((old / "facet_config.json").read_text())
+    meta["config"]["backbone"] = Path(absolute).name  # as recorded then
+    (old / "facet_config.json").write_text(json.dumps(meta))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    make_soup([old, b], tmp_path / "soup")
+    assert json.loads((tmp_path / "soup" / "facet_config.json").read_text())["config"]["backbone"] == absolute
+    meta["config"]["backbone"] = "some-other-model"
+    (old / "facet_config.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="their configs differ in backbone"):
+        make_soup([old, b], tmp_path / "other")
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("cut", "/work/models/cut", True), ("models/cut", "/work/models/cut", True),
+    ("cut", "/work/models/cut2", False), ("../cut", "/work/cut", False),
+    ("SmolLM2-135M-Instruct", "smollm2-135m-instruct", True), ("smollm2-135m-instruct", "all-minilm-l6-v2", False),
+    ("/a/cut", "/b/cut", False), ("x", "x", True),
+])
+def test_same_backbone(a, b, same) -> None:
+    from embedders.backbone import same_backbone
+
+    assert same_backbone(a, b) is same and same_backbone(b, a) is same
