@@ -322,12 +322,46 @@ def _refuse_foreign(conn: Connection, present: set[str], target: str) -> None:
         said = (f"holds tables named as Facet's ({', '.join(named_as_facets)}) but records no "
                 "schema revision of Facet's: another application's tables (or a Facet database "
                 "from before its migrations)")
+    elif revision is not None:
+        unlike = _unlike_facets(conn, revision, set(named_as_facets))
+        if not unlike:
+            return
+        said = (f"records Facet's schema revision {revision} but its tables are not Facet's "
+                f"({unlike})")
     else:
         return
     raise ConflictError(
         f"the target database {target} {said}: move-metadata writes only into an empty database or "
         "one holding Facet's schema alone, never beside another application's tables (a new "
         "database: CREATE DATABASE facet_new, or a new SQLite file); nothing was written")
+
+
+# The tables every revision of Facet's schema holds (0001's); later ones only add tables and
+# columns (job_chunks at 0002), never drop one.
+BASELINE_TABLES = frozenset({"collections", "collection_embedders", "documents", "document_vectors",
+                             "chunks", "index_jobs", "job_errors"})
+
+
+def _unlike_facets(conn: Connection, revision: str, present: set[str]) -> str:
+    """What keeps a database recording Facet's ``revision`` from being Facet's: tables missing
+    (all of the head's at the head revision, the baseline's before) or a table with columns
+    Facet's never has; "" where none. A foreign ``documents`` beside an ``alembic_version`` of
+    0011 was taken for Facet's, and the copy failed (exit 4, the target's journal changed)."""
+    from sqlalchemy import inspect
+
+    from indexer.migrate import head_revision
+
+    needed = set(md.Base.metadata.tables) if revision == head_revision() else set(BASELINE_TABLES)
+    missing = sorted(needed - present)
+    if missing:
+        return f"no {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} table{'s' if len(missing) > 1 else ''}"
+    inspector = inspect(conn)
+    for name in sorted(present):
+        columns = {c["name"] for c in inspector.get_columns(name)}
+        extra = sorted(columns - set(md.Base.metadata.tables[name].columns.keys()))
+        if extra:
+            return f"{name} has columns Facet's does not: {', '.join(extra[:4])}"
+    return ""
 
 
 def _check_target(settings: FacetSettings, url: str, target: str) -> None:

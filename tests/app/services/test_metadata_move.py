@@ -791,9 +791,32 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
     assert refused.returncode == 5 and "records schema revision 9999, a newer Facet's" in refused.stderr, \
         (refused.returncode, refused.stderr)
     assert "another application" not in refused.stderr, refused.stderr
+    # Facet's revision recorded beside a foreign `documents` (or beside no table): taken for
+    # Facet's, the copy failed (exit 4, "no such table: collections") and the file's journal
+    # mode was changed.
+    for name, statements, said in (
+            ("revised.db", ("CREATE TABLE documents (id INTEGER PRIMARY KEY, title TEXT, body TEXT)",),
+             "no chunks, collection_embedders, collections, document_vectors ... tables"),
+            ("bare.db", (), "no chunks, collection_embedders, collections, document_vectors ... tables")):
+        revised = sqlite_file(name, version_table, "INSERT INTO alembic_version VALUES ('0011')", *statements)
+        before = revised.read_bytes()
+        refused = _move(data, f"sqlite:///{revised}")
+        assert refused.returncode == 5, (refused.returncode, refused.stderr)
+        assert f"records Facet's schema revision 0011 but its tables are not Facet's ({said})" in refused.stderr, \
+            refused.stderr
+        assert revised.read_bytes() == before
     assert (data / "facet.db").is_file() and not list(data.glob("facet.db.moved-*"))
     # A database of Facet's own with nothing in it is taken.
     empty = tmp_path / "empty-data"
     assert invoke_cli("collections", env={"FACET_DATA_DIR": str(empty)}).returncode == 0
+    # The same with a column Facet's documents table never has: refused.
+    altered = tmp_path / "altered.db"
+    altered.write_bytes((empty / "facet.db").read_bytes())
+    with contextlib.closing(sqlite3.connect(altered)) as db:
+        db.execute("ALTER TABLE documents ADD COLUMN body TEXT")
+        db.commit()
+    refused = _move(data, f"sqlite:///{altered}")
+    assert refused.returncode == 5 and "its tables are not Facet's (documents has columns Facet's does not: body)" \
+        in refused.stderr, (refused.returncode, refused.stderr)
     moved = _move(data, f"sqlite:///{empty / 'facet.db'}")
     assert moved.returncode == 0, moved.stderr
