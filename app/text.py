@@ -14,6 +14,7 @@ from typing import Any
 from app.errors import InvalidRequestError
 from embedders.contract import check_encodable
 from embedders.errors import InvalidInputError
+from embedders.scripts import blank  # (app.text.blank: one rule with the indexer's)
 
 
 def plural(n: int, word: str, many: str | None = None, *, grouped: bool = False) -> str:
@@ -43,18 +44,10 @@ def check_texts(texts: Sequence[Any], name: str = "texts") -> None:
             raise InvalidRequestError(f"{where} is {type(item).__name__} "
                                       f"({json.dumps(item, default=str)[:40]}), not a string; "
                                       f"every text must be a string{decode}", param=where)
-        if not item.strip():
-            raise InvalidRequestError(f"{where} is empty; every text must contain something "
-                                      "to embed", param=where)
+        if blank(item):  # (a text of a zero-width space alone was embedded: its prompt's vector)
+            raise InvalidRequestError(f"{where} is empty{'' if not item.strip() else ' (invisible characters alone)'}; "
+                                      "every text must contain something to embed", param=where)
         check_text_encodable(item, where, param=where)
-
-
-def blank(text: str) -> bool:
-    """Nothing to read in ``text``: only whitespace and invisible format characters (Unicode
-    category Cf: a zero-width space, a byte order mark, a word joiner, a soft hyphen), as the
-    indexer calls a document empty (``str.strip`` keeps those: a query of one U+200B was
-    scored as a query)."""
-    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
 
 
 def check_text_encodable(text: str, where: str, *, param: str | None = None) -> None:

@@ -141,11 +141,20 @@ def fold_with_offsets(text: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(out), where
 
 
+# The format characters (Cf) that are drawn: the prepended concatenation marks (Arabic number
+# signs, the end of ayah U+06DD, Syriac's abbreviation mark, Kaithi's number signs). A text of
+# one of them is something to read, not blank.
+VISIBLE_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2"
+                           "\U000110bd\U000110cd")
+
+
 def blank(text: str) -> bool:
     """Whether ``text`` holds nothing to read: whitespace and invisible format characters only
     (Unicode category Cf: a zero-width space U+200B, a word joiner U+2060, a byte order mark
-    U+FEFF, a soft hyphen). A file of them was "indexed" with no chunks, where a file of spaces
-    is refused as empty, and a query of them was searched (dense search returned arbitrary
-    results). Stops at the first visible character."""
-    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text)
+    U+FEFF, a soft hyphen; not the drawn ones, ``VISIBLE_FORMAT``). A file of them was
+    "indexed" with no chunks, where a file of spaces is refused as empty, and a query of them
+    was searched (dense search returned arbitrary results). Stops at the first visible
+    character."""
+    return all(ch.isspace() or (unicodedata.category(ch) == "Cf" and ch not in VISIBLE_FORMAT)
+               for ch in text)
 

@@ -20,6 +20,7 @@ from app.files import expand_user
 from app.roots import lies_under, links_outside, real_path, real_paths
 from app.services.clustering import TEXT_FILE_SUFFIXES, read_label_file, read_text_file, text_lines
 from app.services.search import parse_filters
+from app.text import blank
 
 # Cluster inputs read from an upload (text lists), whatever the file type.
 CLUSTER_FILE_SUFFIXES = TEXT_FILE_SUFFIXES
@@ -160,8 +161,8 @@ def _split_items(line: str) -> list[str]:
 
 def pasted_texts(text: str | None) -> list[str]:
     """One text per non-empty line (``text_lines``: a U+2028 pasted inside a text does not
-    make it two)."""
-    return [line.strip() for line in text_lines(text or "") if line.strip()]
+    make it two); a line of invisible characters alone is empty too, as a file's is."""
+    return [line.strip() for line in text_lines(text or "") if not blank(line)]
 
 
 def _suffix(path: Path) -> str:

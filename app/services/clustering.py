@@ -86,6 +86,7 @@ from app.services.search import (
     user_filter_words,
     weak_instruction_note,
 )
+from app.text import blank as blank_text
 from app.text import check_text_encodable, check_texts, plural
 from embedders.contract import EncodesFromPlain, Role
 from embedders.explain import ARTICLES, answer_terms, explain_clusters
@@ -1773,7 +1774,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 what = f"{field_name!r} of item {i + 1}" if field_name else f"text {i + 1} of the list"
                 raise DataError(f"{where}: {what} is {_json_kind(text)}, not a string; give every "
                                 "text as a JSON string")
-            if text.strip():
+            if not blank_text(text):
                 records.append((text, record_label(item, at)))
             else:
                 blank.append(f"item {i + 1}")
@@ -1796,7 +1797,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
             if not isinstance(text, str):
                 raise DataError(f"{where}:{line_no}: {field_name!r} is {_json_kind(text)}, not a "
                                 "string; give every line a text or remove the line")
-            if text.strip():
+            if not blank_text(text):
                 records.append((text, record_label(row, at)))
             else:
                 blank.append(f"line {line_no}")
@@ -1849,7 +1850,7 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 column = 0  # one column: the texts
         label_at = None if label_column is None else named_column(label_column, "label")
         for line_no, r in enumerate(rows[1:], 2):
-            if len(r) > column and r[column].strip():
+            if len(r) > column and not blank_text(r[column]):
                 label = None if label_at is None else checked_label(
                     r[label_at] if len(r) > label_at else "", f"{where}: row {line_no} (the header is row 1)")
                 records.append((r[column], label))
@@ -1857,9 +1858,9 @@ def _text_records(path: Path, name: str | None, text_column: str | None, choose:
                 blank.append(f"row {line_no}")
         _note_blank(where, blank)
         return records
-    lines = [line.strip() for line in text_lines(raw) if line.strip()]
-    _refuse_tab_separated(where, lines)
-    return [(line, None) for line in lines]
+    lines = [line for line in text_lines(raw) if not blank_text(line)]
+    _refuse_tab_separated(where, lines)  # (the lines as written: a table's empty last cells count)
+    return [(line.strip(), None) for line in lines]
 
 
 def _note_blank(where: str, blank: list[str]) -> None:
@@ -1879,11 +1880,14 @@ def _refuse_tab_separated(where: str, lines: list[str]) -> None:
     too, with no way to cluster them).
 
     Raises:
-        DataError: every line (of two or more) holds the same number of tabs, one or more; it
-            names the .jsonl that keeps each line whole, tabs included.
+        DataError: every line (of two or more) holds the same number of tabs, one or more, and
+            one holds a tab inside it; it names the .jsonl that keeps each line whole.
     """
-    counts = {line.count("\t") for line in lines}
-    if len(lines) >= 2 and len(counts) == 1 and 0 not in counts:
+    # Counted as written (a row whose last cells are empty ends in tabs), but a line indented
+    # by tabs alone is no table's.
+    counts = {line.rstrip("\r\n ").count("\t") for line in lines}
+    inner = any("\t" in line.strip() for line in lines)
+    if len(lines) >= 2 and len(counts) == 1 and 0 not in counts and inner:
         columns = counts.pop() + 1
         raise DataError(f"{where}: every line holds {columns - 1 if columns > 2 else 'a'} tab"
                         f"{'s' if columns > 2 else ''}: it looks tab-separated ({columns} columns: a .tsv, "

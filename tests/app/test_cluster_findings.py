@@ -214,6 +214,15 @@ def test_a_tab_separated_file_of_lines_is_refused(tmp_path):
         read_text_file(three)
     assert 'to cluster each line whole, tabs included, save it as a .jsonl, one {"text": "..."} a line' \
         in str(said.value)
+    # A row whose last cells are empty ends in tabs: the table is still one (a stripped count
+    # missed it); a column of texts indented by a tab is none.
+    empty_cells = tmp_path / "cells.txt"
+    empty_cells.write_text("id\ttext\tlabel\n1\thello world\tgreet\n2\tgood bye\t\n3\tsee you\t\n")
+    with pytest.raises(DataError, match=r"every line holds 2 tabs: it looks tab-separated \(3 columns"):
+        read_text_file(empty_cells)
+    indented = tmp_path / "indented.txt"
+    indented.write_text("\tfirst text\n\tsecond text\n")
+    assert read_text_file(indented) == ["first text", "second text"]
     one = tmp_path / "one.txt"  # a tab inside one text of many is a text's own
     one.write_text("a text with a\ttab\nanother text\n")
     assert read_text_file(one) == ["a text with a\ttab", "another text"]
@@ -254,3 +263,24 @@ def test_an_out_path_ending_in_a_slash_is_refused_as_a_folder(tmp_path, texts_fi
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert "results/ names a folder (it ends in '/'); name the JSON file to write" in result.stderr
         assert not (tmp_path / "results").exists()
+
+
+def test_texts_of_invisible_characters_alone_are_empty_and_a_drawn_format_character_is_not(tmp_path):
+    """`facet cluster`, the API's texts and the UI's pasted lines took a text of a zero-width
+    space alone (its vector was the prompt's), where eval, search and the indexer call it empty;
+    and a sentence of one U+06DD (the end of ayah, drawn) was empty to all of them."""
+    from app.text import blank, check_texts
+    from ui.inputs import pasted_texts
+
+    invisible = "\u200b\ufeff\u2060"
+    with pytest.raises(InvalidRequestError, match=r"texts\[1\] is empty \(invisible characters alone\)"):
+        check_texts(["a text", invisible])
+    assert not blank("\u06dd") and not blank("\u0600") and blank("\u00ad \u200b")
+    check_texts(["\u06dd", "a text"])
+    assert pasted_texts(f"one\n{invisible}\ntwo\n") == ["one", "two"]
+    for name, body in (("t.txt", f"one\n{invisible}\ntwo\n"),
+                       ("t.jsonl", f'{{"text": "one"}}\n{{"text": "{invisible}"}}\n{{"text": "two"}}\n'),
+                       ("t.csv", f"text\none\n{invisible}\ntwo\n")):
+        path = tmp_path / name
+        path.write_text(body, encoding="utf-8")
+        assert read_text_file(path) == ["one", "two"], name
