@@ -139,7 +139,7 @@ def dev_instructions(suite: str) -> dict[str, tuple[str, str]]:
         ValueError: an unknown suite.
     """
     if suite == "corpus":
-        return {"SciFact queries": ("query", SCIFACT_INSTRUCTION)}
+        return {"SciFact query": ("query", SCIFACT_INSTRUCTION)}
     if suite == "instruction":
         return {"CLINC intent": ("query", loaders.CLINC_INTENT_INSTRUCTION),
                 "CLINC domain": ("query", loaders.CLINC_DOMAIN_INSTRUCTION)}

@@ -502,7 +502,7 @@ def test_training_questions_that_leave_no_room_are_left_out_and_logged(tmp_path,
 
 
 @pytest.mark.parametrize(("method", "suite_instruction"), [("instemb", "CLINC domain"),
-                                                           ("causal-eos", "SciFact queries")])
+                                                           ("causal-eos", "SciFact query")])
 def test_a_max_length_the_dev_suites_instructions_leave_no_room_under_is_refused_up_front(
         method, suite_instruction, tmp_path, shared_data, tiny):
     """`facet train instemb --max-length 28` with dev on trained, then stopped at its first
