@@ -651,7 +651,7 @@ class UiHandlers:
         if source == SOURCE_TEXTS:
             texts = inputs.pasted_texts(pasted)
             if upload:
-                texts += inputs.read_text_list(self._uploaded(upload))
+                texts += inputs.read_text_list(self._uploaded(upload), notes=notices)
             if not texts:
                 raise InvalidRequestError("No texts: paste one text per line or upload a file "
                                           f"({', '.join(inputs.CLUSTER_FILE_SUFFIXES)})")

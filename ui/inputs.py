@@ -9,9 +9,11 @@ allowed roots before the core ever sees them.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,11 +171,35 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower()
 
 
-def read_text_list(path: Path) -> list[str]:
+@contextlib.contextmanager
+def _this_threads_warnings(logger_name: str) -> Iterator[list[str]]:
+    """The warnings ``logger_name`` logs from this thread inside the block (another session's,
+    read at the same time in another thread, are not its)."""
+    caught: list[str] = []
+    me = threading.get_ident()
+
+    class _Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.thread == me and record.levelno >= logging.WARNING:
+                caught.append(record.getMessage())
+
+    handler = _Catch()
+    logger = logging.getLogger(logger_name)
+    logger.addHandler(handler)
+    try:
+        yield caught
+    finally:
+        logger.removeHandler(handler)
+
+
+def read_text_list(path: Path, notes: list[str] | None = None) -> list[str]:
     """Texts from an uploaded file: ``.txt`` (one per line), ``.json`` (a list of strings, or a
     GoalEx-style object with a ``texts`` list), ``.jsonl`` (a ``text`` field or a string per
     line) or ``.csv`` (the ``text`` column, else the first). The CLI's ``facet cluster FILE``
     reads files with the same function (``app.services.clustering.read_text_file``).
+
+    ``notes`` gets what the reading warned of (records skipped for a blank text, a legacy
+    charset guessed), said on the page: it reached the server's log alone.
 
     Raises:
         DataError: another file type, binary or of no encoding detected, not of the expected shape, or a text
@@ -183,7 +209,11 @@ def read_text_list(path: Path) -> list[str]:
         raise DataError(f"{path.name}: texts to cluster must be in a "
                         f"{', '.join(CLUSTER_FILE_SUFFIXES)} file, not {path.suffix or 'a file without a suffix'}")
     _still_there(path)
-    return read_text_file(path, name=path.name)
+    with _this_threads_warnings("app.services.clustering") as warned:
+        texts = read_text_file(path, name=path.name)
+    if notes is not None:
+        notes += warned
+    return texts
 
 
 def read_labels(path: Path) -> list[str]:

@@ -7,6 +7,7 @@ local vector store, minilm); the browser side is in ``test_browser.py``."""
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -205,3 +206,19 @@ def test_the_pages_headings_skip_no_level(tmp_path) -> None:
               for line in str(block.value or "").splitlines() if line.startswith("#")]
     assert levels[0] == 1 and len(levels) >= 2, levels
     assert all(b <= a + 1 for a, b in itertools.pairwise(levels)), levels
+
+
+def test_an_uploads_skipped_blank_records_are_said_on_the_page(handlers, tmp_path) -> None:
+    """A .csv row (or .jsonl line) skipped for a blank text was said in the server's log alone:
+    the page's results were numbered without it, and nothing on it said so."""
+    from ui.handlers import NO_EXPLAINER, SOURCE_TEXTS
+
+    upload = tmp_path / "notes.csv"
+    rows = [f'{i},"{t}"' for i, t in enumerate(TEXTS[:3])] + ["3,"]
+    rows += [f'{i + 4},"{t}"' for i, t in enumerate(TEXTS[3:])]
+    upload.write_text("id,text\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    handlers.upload_root = None  # (a file of the test's, not of Gradio's upload folder)
+    summary, *_ = handlers.cluster(SOURCE_TEXTS, None, "", 0, None, None, "", str(upload), None,
+                                   "topic", 2, "minilm", NO_EXPLAINER)
+    assert "notes.csv: 1 record with a blank text skipped (row 5); the texts are numbered without it" \
+        in html.unescape(str(summary)), summary
