@@ -258,11 +258,16 @@ def _location(loc: tuple[Any, ...]) -> str:
     """The field a validation error names: ``k``, ``search.k``, ``input[1]``; a query or path
     parameter by its name alone (``limit``, ``job_id``: they read "query.limit" and
     "path.job_id" where a body's field read "k")."""
-    parts = [str(p) for p in (loc[1:] if loc[:1] and loc[0] in _PLACES else loc)]
     out = ""
-    for p in parts:
-        out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
+    for p in _named(loc):
+        # A list's index is a number; a field or parameter named "7" is a name (it read "[7]").
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return out
+
+
+def _named(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``loc`` without its place (``body``, ``query``, ``path``): empty for the body as a whole."""
+    return loc[1:] if loc[:1] and loc[0] in _PLACES else loc
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -274,7 +279,7 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         message = (f"the request body is not valid JSON ({first.get('msg')}); send a JSON object "
                    "with Content-Type: application/json")
         param = ""
-    elif not param:  # the body as a whole: missing, a form, a JSON array or string
+    elif not _named(tuple(first.get("loc", ()))):  # the body as a whole: missing, a form, a JSON array or string
         message = ("the request body must be a JSON object sent with Content-Type: "
                    f"application/json ({first.get('msg')})")
     elif first.get("type") == "extra_forbidden" and first.get("loc", ())[:1] == ("query",):
@@ -285,6 +290,11 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         message = f"unknown field {param!r}; check its spelling against docs/api.md"
     elif first.get("type") == "missing":
         message = f"{param} is required"
+    elif "Expected UploadFile" in str(first.get("msg", "")):
+        # (it read "files[0]: Value error, Expected UploadFile, received: <class 'str'>": a part
+        # sent as a field, or a file part with no plain filename)
+        message = (f"{param} is not a file: each part named files must be one, with a filename in "
+                   "its Content-Disposition (curl -F files=@PATH)")
     else:
         message = f"{param}: {first.get('msg')}"
     if len(errors) > 1:
@@ -500,11 +510,14 @@ class BodyLimitMiddleware:
                   "send fewer or shorter texts per request")
         message = (f"the request body is {size}, over the limit of {mb:g} MB ({self.max_bytes} "
                    f"bytes; FACET_API_MAX_BODY_MB); {advice}")
+        await self._answer(scope, send, 413, message, "request_too_large")
+
+    @staticmethod
+    async def _answer(scope: Scope, send: Send, status: int, message: str, code: str | None) -> None:
         # Logged as every error answer is (it answered before any route: no line at all).
-        log_answer(Request(scope), 413, message, "request_too_large")
-        body = json.dumps(error_body(message, "invalid_request_error",
-                                     code="request_too_large")).encode()
-        await send({"type": "http.response.start", "status": 413,
+        log_answer(Request(scope), status, message, code)
+        body = json.dumps(error_body(message, "invalid_request_error", code=code)).encode()
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
@@ -513,7 +526,19 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        encoding = headers.get(b"content-encoding", b"").decode("latin-1").strip().lower()
+        length_given = headers.get(b"content-length", b"").strip()
+        has_body = b"transfer-encoding" in headers or (length_given not in (b"", b"0"))
+        if encoding not in ("", "identity") and has_body:
+            # A body is never decoded: a plain one sent under gzip, deflate or br went through
+            # as if uncompressed, and a real deflate or br one was "not valid JSON".
+            shown = encoding if encoding.isprintable() and len(encoding) <= 40 else f"{encoding[:40]!r}"
+            await self._answer(scope, send, 400, f"the request body is sent with Content-Encoding: "
+                               f"{shown}, which this server does not decode; send it uncompressed",
+                               None)
+            return
+        declared = headers.get(b"content-length")
         if declared is not None:
             try:
                 length = int(declared)

@@ -206,7 +206,8 @@ def _refused_collection(collection: str | None,
     and ``DELETE /collections/café/documents`` 404 collection_not_found. ``param``: None where
     the path names it (the resource itself)."""
     try:
-        check_collection(collection, optional=True, param=param)
+        # (a path's name cannot be left out: "/collections/%20/documents" was told to)
+        check_collection(collection, optional=param is not None, param=param)
     except InvalidRequestError as e:
         return errors.error_response(400, str(e), "invalid_request_error", param=e.param)
     return None

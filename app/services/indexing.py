@@ -781,6 +781,11 @@ def removal_message(removed: list[RemovedDocument]) -> str:
             f"{named}{more}")
 
 
+# Linux's limits on a file's name and path (bytes): a longer source is no file's.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
 def check_source_text(source: Path) -> None:
     """Refuse a source whose path (as given, or as its links lead) the job row cannot record:
     a name that is not valid UTF-8, the component to rename named in the words a folder walk
@@ -796,6 +801,25 @@ def check_source_text(source: Path) -> None:
             f"({sys.getfilesystemencoding()}); run Facet under a UTF-8 locale "
             "(LC_ALL=C.UTF-8)", param="source")
 
+    text = str(source)
+    if "\x00" in text:  # (POST /jobs: realpath's ValueError was a 500)
+        raise InvalidRequestError("the source path holds a NUL character, which no file name "
+                                  "holds; give the folder or file to index", param="source")
+    if any(0xD800 <= ord(c) <= 0xDC7F or 0xDD00 <= ord(c) <= 0xDFFF for c in text):
+        # A surrogate no file name's bytes give (those arrive as U+DC80-U+DCFF): a JSON
+        # "\ud800", said as every other field says it, not as the server's locale.
+        raise InvalidRequestError("the source path holds an unpaired surrogate (not Unicode "
+                                  "text); send it as valid UTF-8", param="source")
+    encoded = text.encode("utf-8", "surrogateescape")  # (its bytes, as a UTF-8 system writes them)
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if len(encoded) >= PATH_MAX or longest > NAME_MAX:
+        # (the walk said "cannot read <the whole name> (File name too long); make it
+        # readable", a 422 echoing 300 KB)
+        name = f", one name {longest:,}" if longest > NAME_MAX else ""
+        raise InvalidRequestError(
+            f"the source path is too long ({len(encoded):,} bytes{name}: {display_path(text)[:80]}…): "
+            f"no file has such a path (a name takes at most {NAME_MAX} bytes, a path {PATH_MAX:,}); "
+            "give the folder or file to index", param="source")
     try:
         paths = (source.absolute(), source.resolve())
     except UnicodeEncodeError:  # a name given as text (POST /jobs) the locale cannot write: a 500
