@@ -2498,13 +2498,28 @@ class SearchService:
         try:
             return "hybrid" if self.store.has_lexical(request.collection) else "dense"
         except CollectionNotFoundError as e:
-            self.forget(request.collection)
-            raise NotFoundError(str(e), param="collection") from e
+            raise self._store_lost(request.collection, e) from e
         except (StoreBusyError, StoreUnavailableError):
             raise
         except StoreError as e:  # term vectors of another definition: the embedder still works
             logger.warning("%s; auto search falls back to dense", e)
             return "dense"
+
+    def _store_lost(self, collection: str, error: CollectionNotFoundError) -> NotFoundError:
+        """A collection the store no longer holds mid-search: deleted meanwhile (its row gone
+        too), said so; else the store's words. A search racing a delete said "no collection 'c'
+        in the edge store (collections: ...); create it with `facet index ...`", CLI advice
+        naming the store's other collections, in an API answer."""
+        self.forget(collection)
+        try:
+            with self.ctx.sessions() as session:
+                gone = md.get_collection(session, collection) is None
+        except SQLAlchemyError:
+            gone = False
+        if gone:
+            return NotFoundError(f"unknown collection {collection!r}: it was deleted while it was "
+                                 "searched", param="collection")
+        return NotFoundError(str(error), param="collection")
 
     @staticmethod
     def rerank_scores(encoder: QueryEncoder, reranker: str, query: str, instruction: str | None,
@@ -2579,8 +2594,7 @@ class SearchService:
             return self.store.search(request.collection, vector_name, query_vec, limit=depth,
                                      filters=where, exact=request.exact)
         except CollectionNotFoundError as e:
-            self.forget(request.collection)
-            raise NotFoundError(str(e), param="collection") from e
+            raise self._store_lost(request.collection, e) from e
         except (StoreBusyError, StoreUnavailableError):
             raise  # the facade names the writer / the server to start
         except StoreDamagedError as e:  # its files cannot be read: a data error, not the request's

@@ -79,3 +79,33 @@ def test_a_blank_collection_in_a_path_is_an_invalid_name(client) -> None:
         said = _error(getattr(client, method)(url))
         assert said["message"].startswith("invalid collection name"), said
         assert "leave the parameter out" not in said["message"]
+
+
+def test_a_collection_the_store_lost_mid_search_is_said_deleted_where_its_row_is_gone(minilm, tmp_path) -> None:
+    """A search that found the collection's row, then the store's collection gone (a delete
+    between the two: 4 in 48 racing searches over HTTP), answered with the store's "no
+    collection 'c' in the edge store (collections: ...); create it with `facet index SOURCE
+    --collection NAME`". The store's error, met after a real delete, is said as the deletion;
+    with the row still there, the store's words stay (its vectors are what is missing)."""
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.settings import FacetSettings
+    from indexer.errors import CollectionNotFoundError
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "a.txt").write_text("my card was declined at the shop\n")
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        facet.index(source, "racy")
+        store_said = CollectionNotFoundError("no collection 'racy' in the edge store")
+        kept = facet.searching._store_lost("racy", store_said)
+        assert str(kept) == "no collection 'racy' in the edge store" and kept.param == "collection"
+        facet.delete_collection("racy")
+        gone = facet.searching._store_lost("racy", store_said)
+        assert str(gone) == "unknown collection 'racy': it was deleted while it was searched", gone
+        assert gone.param == "collection"
+    finally:
+        facet.close()
