@@ -47,6 +47,14 @@ logger = logging.getLogger(__name__)
 # What ``embedders.backbone.pick_device`` and ``torch.device`` take (not imported here: torch
 # would slow every command's start); anything else was a traceback when the first model loaded.
 _DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:\d+)?")
+DEVICE_CHOICES = ("use cpu, cuda, cuda:N (the GPU's number), mps or xpu; unset for automatic (cuda "
+                  "when a GPU is present, else cpu)")
+
+
+def device_refused(value: str) -> bool:
+    """Whether ``value`` (lower case) is no device torch reads (``FACET_DEVICE``'s rule, which a
+    command's ``--device`` follows: `facet train --device bogus` was a traceback)."""
+    return not _DEVICE.fullmatch(value)
 # A database URL's scheme, as SQLAlchemy's ``make_url`` reads it (``dialect+driver://``).
 _DATABASE_SCHEME = re.compile(r"([\w+]+)://")
 # The names ``embedders.backbone`` maps to torch dtypes (a test keeps the two the same).
@@ -456,8 +464,7 @@ class FacetSettings(BaseSettings):
         """Only what torch reads as a device: ``gpu`` passed here and was a traceback from
         ``torch.device`` when the first model loaded (in a worker, at its start)."""
         if value is not None and not _DEVICE.fullmatch(value):
-            raise ValueError("use cpu, cuda, cuda:N (the GPU's number), mps or xpu; unset for "
-                             "automatic (cuda when a GPU is present, else cpu)")
+            raise ValueError(DEVICE_CHOICES)
         return value
 
     @field_validator("dtype")

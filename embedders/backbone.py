@@ -151,11 +151,23 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or a torch dtype, or None.
     """
     auto = "cuda" if torch.cuda.is_available() else "cpu"
-    dev = torch.device(device if device is not None else auto)
+    try:
+        dev = torch.device(device if device is not None else auto)
+    except RuntimeError as e:  # (`facet train --device bogus` was a traceback)
+        raise CheckpointError(f"unknown device {str(device)!r}; use cpu, cuda or cuda:N (the GPU's "
+                              "number), mps or xpu, or leave it unset for automatic") from e
     if dtype is None:
         dtype = os.environ.get("FACET_DTYPE") or None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CheckpointError("device 'cuda' was requested but no CUDA GPU is available; use the cpu device")
+    for kind, backend in (("mps", getattr(torch.backends, "mps", None)), ("xpu", getattr(torch, "xpu", None))):
+        if dev.type == kind and not (backend is not None and backend.is_available()):
+            # (a RuntimeError traceback, "PyTorch is not linked with support for mps devices")
+            raise CheckpointError(f"device {kind!r} was requested but this machine or this torch "
+                                  "build has none; use the cpu device")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise CheckpointError(f"device {str(dev)!r} was requested but this machine has "
+                              f"{torch.cuda.device_count()} CUDA GPU(s), numbered from 0")
     if dtype is None:
         dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
     elif isinstance(dtype, torch.dtype):

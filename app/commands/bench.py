@@ -21,6 +21,7 @@ from app.commands.common import (
     expand_home,
     handle_errors,
     json_out_path,
+    path_value,
     prepare_out_file,
     stdout_may_close,
     write_out_file,
@@ -48,7 +49,7 @@ def register(cli: typer.Typer) -> None:
                             "api-search, api-embed, api-load")] = "index,store,search",
         source: Annotated[Path | None, typer.Option(
             "--source", help="corpus for the indexing benchmark (default: the first --index-docs "
-                             "BANKING77 training texts)", callback=expand_home)] = None,
+                             "BANKING77 training texts)", callback=expand_home, parser=path_value)] = None,
         index_docs: Annotated[int, typer.Option(
             "--index-docs", min=1, help="BANKING77 texts in the default indexing corpus")] = 2000,
         rounds: Annotated[int, typer.Option(
@@ -83,7 +84,8 @@ def register(cli: typer.Typer) -> None:
         bench_dir: Annotated[Path | None, typer.Option(
             "--bench-dir", help="api-search: keep the --points collection here and reuse it "
                                 "(default: a temporary folder); api-load: its files and data "
-                                "folder go in a temporary folder in it", callback=expand_home)] = None,
+                                "folder go in a temporary folder in it", callback=expand_home,
+            parser=path_value)] = None,
         clients: Annotated[int, typer.Option(
             "--clients", min=1, help="api-embed: concurrent clients")] = 8,
         api_texts: Annotated[int, typer.Option(

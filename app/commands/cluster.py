@@ -18,6 +18,7 @@ as the UI's gold-labels upload) adds the V-measure against them, as the UI's Clu
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -36,6 +37,7 @@ from app.commands.common import (
     handle_errors,
     json_out_path,
     open_facet,
+    path_value,
     prepare_out_file,
     stdout_may_close,
     write_out_file,
@@ -65,23 +67,49 @@ def is_stdin(path: Path | str | None) -> bool:
 def read_stdin_texts(text_column: str | None) -> list[str]:
     """The texts on standard input, read as a .txt file is (``read_text_file``: one text per
     line, blank lines skipped, a UTF-8 BOM and CRLF line ends handled, binary or non-UTF-8
-    input refused). A closed stdin reads as empty. Until 2026-11-30 (seventh session)
-    `facet cluster -` said "- does not exist" (exit 3), though ``--out -`` is stdout."""
+    input refused), at most ``STDIN_MAX_BYTES`` of it. A closed stdin reads as empty. Until
+    2026-11-30 (seventh session) `facet cluster -` said "- does not exist" (exit 3), though
+    ``--out -`` is stdout."""
+    stdin = sys.stdin
+    stream = None if stdin is None else getattr(stdin, "buffer", None)
+    if stdin is not None and stream is None:  # (a text stream put in its place)
+        stream = io.BytesIO(stdin.read().encode("utf-8"))
+    return _stream_texts(stream, STDIN_NAME, text_column, ".txt", utf8_only=True)
+
+
+def _stream_texts(stream: Any, name: str, text_column: str | None, suffix: str, *,
+                  utf8_only: bool = False) -> list[str]:
+    """The texts of a stream (standard input, a pipe, ``<(...)``'s ``/dev/fd/N``), held in a
+    file of ``suffix`` and read as such a file is, at most ``STDIN_MAX_BYTES`` of it: `facet
+    cluster - </dev/zero` was read until the out-of-memory killer ended it."""
     import tempfile
 
+    from app.commands.common import STDIN_MAX_BYTES, read_capped
+    from app.errors import FacetError
     from app.services.clustering import read_text_file
 
-    stdin = sys.stdin
     try:
-        data = b"" if stdin is None else (stdin.buffer.read() if hasattr(stdin, "buffer")
-                                          else stdin.read().encode("utf-8"))
+        data = b"" if stream is None else read_capped(
+            stream, STDIN_MAX_BYTES, name, "give the texts in a file, or fewer of them")
+    except FacetError:
+        raise
     except (OSError, ValueError):  # closed under it
         data = b""
     with tempfile.TemporaryDirectory(prefix="facet-stdin-") as folder:
-        held = Path(folder) / "stdin.txt"
+        held = Path(folder) / f"stream{suffix}"
         held.write_bytes(data)
-        return read_text_file(held, name=STDIN_NAME, text_column=text_column,
-                              choose=CHOOSE_TEXT_COLUMN, utf8_only=True)
+        return read_text_file(held, name=name, text_column=text_column,
+                              choose=CHOOSE_TEXT_COLUMN, utf8_only=utf8_only)
+
+
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is there but neither a file nor a folder: a pipe (``<(...)``'s
+    ``/dev/fd/63``, a FIFO) or a device. `facet cluster <(grep ... texts.txt)` said
+    "/dev/fd/63 does not exist"."""
+    try:
+        return path.exists() and not path.is_file() and not path.is_dir()
+    except OSError:
+        return False
 
 
 def read_texts(path: Path, limit: int | None = None, text_column: str | None = None,
@@ -123,10 +151,17 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
         if path.is_dir():
             raise InvalidRequestError(f"{path} is a folder; give a file of texts, or index the "
                                       "folder and cluster it with --collection")
-        if not path.is_file():
+        if is_stream(path) and label_column is not None:
+            raise InvalidRequestError(f"--label-column {label_column}: {path} is a pipe or a device, "
+                                      "read as one text per line, with no columns; give a .csv, .jsonl "
+                                      "or .json file, or the labels with --labels FILE")
+        if not path.is_file() and not is_stream(path):
             raise NotFoundError(f"{path} does not exist")
         try:
-            if label_column is None:
+            if is_stream(path):
+                with path.open("rb") as stream:
+                    held = _stream_texts(stream, str(path), text_column, path.suffix or ".txt")
+            elif label_column is None:
                 held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
             else:
                 held, labels = read_labelled_text_file(path, label_column, text_column=text_column,
@@ -164,6 +199,17 @@ def read_gold_labels(path: Path) -> list[str]:
     if path.is_dir():
         raise InvalidRequestError(f"--labels {path} is a folder; give a file of labels, one per "
                                   "text in order (.json list or labels.json, or lines)")
+    if is_stream(path):  # (`--labels <(cut -f2 data.tsv)` said "/dev/fd/63 does not exist")
+        import tempfile
+
+        from app.commands.common import STDIN_MAX_BYTES, read_capped
+
+        with path.open("rb") as stream:
+            data = read_capped(stream, STDIN_MAX_BYTES, f"--labels {path}", "give the labels in a file")
+        with tempfile.TemporaryDirectory(prefix="facet-labels-") as folder:
+            held = Path(folder) / f"labels{path.suffix or '.txt'}"
+            held.write_bytes(data)
+            return read_label_file(held, name=f"--labels {path}")
     if not path.is_file():
         raise NotFoundError(f"--labels {path} does not exist")
     return read_label_file(path)
@@ -366,7 +412,7 @@ def register(cli: typer.Typer) -> None:
             help=".txt (one text per line), .json (list or GoalEx data.json), .jsonl (text field), "
                  ".csv (text column; see --text-column); '-' reads one text per line from "
                  "standard input; or use --collection",
-            callback=expand_home)
+            callback=expand_home, parser=path_value)
         ] = None,
         collection: Annotated[str | None, typer.Option(
             "--collection", "-c", help="cluster this collection's chunks instead of a file")] = None,
@@ -433,7 +479,7 @@ def register(cli: typer.Typer) -> None:
             "--labels", help="gold labels of the file's texts, one per text in order (.json "
                              "list or labels.json, else one per line, as the UI's upload): the "
                              "summary and --json give the V-measure against them",
-            callback=expand_home)] = None,
+            callback=expand_home, parser=path_value)] = None,
         label_column: Annotated[str | None, typer.Option(
             "--label-column", help="the gold labels are in this .csv column or .json/.jsonl field "
                                    "of the file of texts (Banking77's category): scored as "

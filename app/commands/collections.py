@@ -12,12 +12,12 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 from urllib.parse import quote
 
 import typer
 
-from app.commands.common import argument_text, handle_errors, open_facet
+from app.commands.common import STDIN_MAX_BYTES, argument_text, handle_errors, open_facet, read_capped
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.services.collections import (
     DEFAULT_JOB_ERRORS,
@@ -436,13 +436,17 @@ def _keys_from(path: str, null: bool = False) -> list[str]:
     was read with universal newlines, which split ``x\\rb`` into two keys; standard input
     was not). ``null``: the keys are NUL-separated instead (``find -print0``), each as it is:
     a key holding a newline can be given so; empty ones skipped."""
+    def capped(stream: BinaryIO) -> str:  # (</dev/zero, or a path to it, was read until memory ran out)
+        return read_capped(stream, STDIN_MAX_BYTES, f"--documents-from {printable(path)}",
+                           "give the keys in parts", param="documents_from").decode("utf-8")
+
     try:
         if path == "-":
             stdin = getattr(sys.stdin, "buffer", None)
-            text = stdin.read().decode("utf-8") if stdin is not None else sys.stdin.read()
+            text = capped(stdin) if stdin is not None else sys.stdin.read()
         else:
-            with open(os.path.expanduser(path), encoding="utf-8", newline="") as f:
-                text = f.read()
+            with open(os.path.expanduser(path), "rb") as f:
+                text = capped(f)
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidRequestError(f"--documents-from {printable(path)}: cannot read it: "
                                   f"{printable(str(e))}", param="documents_from") from e
@@ -842,6 +846,10 @@ def _removal_request(collection: str, keys: list[str]) -> str:
     return f"`DELETE /collections/{quote(collection, safe='')}/documents?{query}`{more}"
 
 
+# The longest wait between two updates of `facet jobs ID --follow` (a day).
+MAX_FOLLOW_INTERVAL_S = 86_400
+
+
 def _follow(job_id: int, interval: float, out: TextIO | None = None, *,
             as_json: bool = False) -> int:
     """Show the job's progress until it ends (``JobFollower``: in place on a terminal, sparse
@@ -1009,6 +1017,11 @@ def register(cli: typer.Typer) -> None:
         """List index jobs, or show one with its per-document errors (or cancel it)."""
         if follow and job_id is None:
             typer.echo("error: --follow needs a JOB_ID (see `facet jobs`)", err=True)
+            raise typer.Exit(2)
+        if not (math.isfinite(interval) and 0 < interval <= MAX_FOLLOW_INTERVAL_S):
+            # (1e12 or inf was an OverflowError traceback at the first wait; nan and -1 were 0.1)
+            typer.echo(f"error: --interval must be a number of seconds above 0, at most "
+                       f"{MAX_FOLLOW_INTERVAL_S:,}, got {interval}", err=True)
             raise typer.Exit(2)
         if errors is not None and job_id is None:
             typer.echo("error: --errors needs a JOB_ID (a list of jobs shows no errors)", err=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from app.commands.common import exit_code, handle_errors, open_facet, stdout_may_close
+from app.commands.common import exit_code, handle_errors, open_facet, path_value, stdout_may_close
 from app.errors import FacetError, InvalidRequestError
 from app.files import expand_user
 from app.services.collections import MAX_JOB_ERRORS
@@ -293,7 +293,7 @@ def register(cli: typer.Typer) -> None:
     @handle_errors
     def index_cmd(
         source: Annotated[Path, typer.Argument(help="folder, file (txt md html pdf docx json jsonl csv) "
-                                                    "or BEIR corpus.jsonl")],
+                                                    "or BEIR corpus.jsonl", parser=path_value)],
         collection: Annotated[str, typer.Option("--collection", "-c", help="collection name")],
         embedder: Annotated[str | None, typer.Option(
             "--embedder", "-e", help="corpus embedder (default FACET_DEFAULT_EMBEDDER)")] = None,

@@ -46,13 +46,23 @@ def query_from_stdin() -> str:
     Raises:
         DataError: standard input is not UTF-8 text.
     """
-    from app.errors import DataError
+    from app.commands.common import read_capped
+    from app.errors import DataError, InvalidRequestError
+    from app.services.search import MAX_QUERY_CHARS
 
     stdin = sys.stdin
     try:
         buffer = getattr(stdin, "buffer", None)
-        data = (b"" if stdin is None else buffer.read() if buffer is not None
-                else stdin.read().encode("utf-8", "surrogateescape"))
+        # At most what the longest query takes in UTF-8, and room for blanks around it: an
+        # endless input (</dev/zero) was read until the out-of-memory killer ended it.
+        data = (b"" if stdin is None else
+                read_capped(buffer, 4 * MAX_QUERY_CHARS + 2**16, "standard input",
+                            f"a query takes at most {MAX_QUERY_CHARS:,} characters", param="query")
+                if buffer is not None else stdin.read().encode("utf-8", "surrogateescape"))
+    except DataError:
+        raise
+    except InvalidRequestError:  # (over the cap: a ValueError too, it read as an empty query)
+        raise
     except (OSError, ValueError):  # a descriptor closed under it, or not readable
         data = b""
     try:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from app.commands.common import expand_home
+from app.commands.common import expand_home, path_value
 from app.errors import InvalidRequestError
 from app.text import printable_json
 
@@ -25,7 +25,8 @@ def register(cli: typer.Typer) -> None:
         checkpoints: Annotated[list[str], typer.Argument(
             help="two or more checkpoints of one method (directories or registered names)")],
         out: Annotated[Path, typer.Option(
-            "--out", "-o", help="directory to write the averaged checkpoint to", callback=expand_home)],
+            "--out", "-o", help="directory to write the averaged checkpoint to", callback=expand_home,
+            parser=path_value)],
         weights: Annotated[str | None, typer.Option(
             help="comma-separated weight per checkpoint, normalised to sum 1 (default: uniform)")] = None,
         rank: Annotated[int | None, typer.Option(

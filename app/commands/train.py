@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from app.commands.common import path_value
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.settings import get_settings
 from app.text import plural
@@ -42,7 +43,8 @@ def register(cli: typer.Typer) -> None:
     def train_cmd(
         ctx: typer.Context,
         method: Annotated[str, typer.Argument(help="a trainable method (see `facet train --list`)")] = "",
-        out: Annotated[Path | None, typer.Option("--out", "-o", help="checkpoint directory to write")] = None,
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="checkpoint directory to write",
+                                                 parser=path_value)] = None,
         steps: Annotated[int, typer.Option(help="optimiser steps (the learning-rate schedule's length)")] = 200,
         batch_size: Annotated[int, typer.Option(help="examples per batch (pairs or triples; in-batch negatives)")] = 16,
         lr: Annotated[float, typer.Option(help="peak learning rate")] = 2e-4,
@@ -104,7 +106,8 @@ def register(cli: typer.Typer) -> None:
             help="stop and save after this many steps, keeping the --steps schedule (replays a budget-cut run)")]
             = None,
         last_out: Annotated[Path | None, typer.Option(
-            help="also save the weights as they are at the end, best on dev or not (a soup ingredient)")] = None,
+            help="also save the weights as they are at the end, best on dev or not (a soup ingredient)",
+            parser=path_value)] = None,
         threads: Annotated[int | None, typer.Option(help="CPU threads for torch (1 for a background job)")] = None,
         grad_checkpointing: Annotated[bool, typer.Option(
             "--grad-checkpointing", help="recompute activations in backward: far less memory, ~1.5x the step time")]
@@ -113,7 +116,7 @@ def register(cli: typer.Typer) -> None:
             help="corpus methods: encode each batch in chunks of N texts and backpropagate through cached "
                  "representations: the whole batch's negatives at one chunk's memory, one extra forward pass")]
             = None,
-        data_dir: Annotated[Path | None, typer.Option(help="shared datasets root")] = None,
+        data_dir: Annotated[Path | None, typer.Option(help="shared datasets root", parser=path_value)] = None,
         device: Annotated[str | None, typer.Option(help="cpu / cuda; automatic when unset")] = None,
         list_methods: Annotated[bool, typer.Option("--list", help="list the trainable methods and exit")] = False,
         force: Annotated[bool, typer.Option(
@@ -161,6 +164,12 @@ def register(cli: typer.Typer) -> None:
         if init_from is None and init_lora_from is None:  # otherwise the checkpoint's LoRA settings are kept
             check_something_to_train(spec, lora)
             check_lora_layers(lora, backbone, lora_layers)
+        if device is not None:
+            from app.settings import DEVICE_CHOICES, device_refused
+
+            device = device.strip().lower()
+            if device_refused(device):
+                raise InvalidRequestError(f"--device {device!r}: {DEVICE_CHOICES}", param="device")
         if dev_size is not None and dev_size < 10:
             raise InvalidRequestError(f"--dev-size must be at least 10, got {dev_size}")
         if dev_samples < 1:

@@ -1679,6 +1679,17 @@ class IndexService:
         check_collection_text(collection)
         check_source_text(source)
         try:
+            stream = source.exists() and not source.is_file() and not source.is_dir()
+        except OSError:
+            stream = False
+        if stream:
+            # `facet index <(...)` said "/proc/N/fd/pipe:[M] does not exist ... (it was there when
+            # the job was queued)"; /dev/zero was "skipped: not a regular file", exit 0.
+            raise InvalidRequestError(
+                f"{display_path(source)} is a pipe or a device, not a file or folder: index reads "
+                "files and folders (it reads them again to find changes); save what it gives to a "
+                "file first", param="source")
+        try:
             validate_name(collection)
             discover(source, self._own_folders())
         except SourceNotFoundError as e:
