@@ -126,41 +126,37 @@ def test_the_filter_syntax_line_is_readable_in_light_mode(page) -> None:  # noqa
     assert page.evaluate(CONTRAST, info.element_handle()) >= 4.5
 
 
-def test_a_cut_metadata_lists_trailer_is_shown_but_not_copied() -> None:
+def test_a_cut_metadata_lists_trailer_is_shown_but_not_copied(page) -> None:  # noqa: F811
     """A result's list cut at 300 characters ended its line with "; … (N more values not shown)":
     the line pasted into the filters box was refused. The trailer is shown, and a selection or a
-    copy of the cell (chromium's own clipboard) leaves it out."""
-    from playwright.sync_api import sync_playwright
-
+    copy of the cell (chromium's own clipboard) leaves it out. On a page of its own, in the
+    browser of ``test_browser``'s page (a second sync_playwright in the thread is refused)."""
     from app.services.search import SearchResponse
     from ui import render
 
-    from .test_browser import FLAGS
     from .test_render_fixes import _result
 
     tags = [f"t{i:03}" for i in range(60)]
     results = render.results_html(SearchResponse("q", None, "c", "minilm", None,
                                                  [_result({"tags": tags, "year": 2020})], {}))
     page_html = f'<html><head><meta charset="utf-8"><style>{render.CSS}</style></head><body>{results}</body></html>'
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            context = browser.new_context()
-            context.grant_permissions(["clipboard-read", "clipboard-write"])
-            page = context.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            # A secure origin of its own (the clipboard API is there only).
-            page.route("https://facet.test/", lambda route: route.fulfill(body=page_html, content_type="text/html"))
-            page.goto("https://facet.test/")
-            more = page.locator(".facet-meta .facet-more")
-            assert more.is_visible() and more.inner_text() == "; … (33 more values not shown)"
-            selected = page.evaluate("""() => { const r = document.createRange();
-                r.selectNodeContents(document.querySelector('.facet-meta'));
-                const s = getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString(); }""")
-            page.evaluate("() => document.execCommand('copy')")
-            copied = page.evaluate("() => navigator.clipboard.readText()")
-        finally:
-            browser.close()
+    context = page.context.browser.new_context()
+    try:
+        context.grant_permissions(["clipboard-read", "clipboard-write"])
+        own = context.new_page()
+        own.set_default_timeout(TIMEOUT_MS)
+        # A secure origin of its own (the clipboard API is there only).
+        own.route("https://facet.test/", lambda route: route.fulfill(body=page_html, content_type="text/html"))
+        own.goto("https://facet.test/")
+        more = own.locator(".facet-meta .facet-more")
+        assert more.is_visible() and more.inner_text() == "; … (33 more values not shown)"
+        selected = own.evaluate("""() => { const r = document.createRange();
+            r.selectNodeContents(document.querySelector('.facet-meta'));
+            const s = getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString(); }""")
+        own.evaluate("() => document.execCommand('copy')")
+        copied = own.evaluate("() => navigator.clipboard.readText()")
+    finally:
+        context.close()
     expected = "; ".join(f"tags={t}" for t in tags[:27]) + "\nyear:=2020"
     assert selected == expected and copied == expected, (selected, copied)
     from ui.inputs import parse_filter_text

@@ -127,9 +127,15 @@ def test_a_worker_plan_keeps_a_file_it_cannot_look_at(tmp_path: Path) -> None:
 
 
 def test_a_fifo_given_as_the_source_is_named(make_ctx, tmp_path: Path) -> None:
+    """Given as the source itself, a FIFO is refused, named (it was skipped as "not a regular
+    file" with nothing indexed, exit 0); inside a folder, it is skipped so."""
+    from app.errors import InvalidRequestError
+
     fifo = tmp_path / "fifo.txt"
     os.mkfifo(fifo)
-    report = IndexService(make_ctx()).index(fifo, "ff")
+    with pytest.raises(InvalidRequestError, match=f"{fifo} is a pipe or a device, not a file or folder"):
+        IndexService(make_ctx()).index(fifo, "ff")
+    report = IndexService(make_ctx()).index(tmp_path, "ff")
     assert (report.docs_seen, report.skipped_other) == (0, [(str(fifo), "not a regular file")])
 
 
