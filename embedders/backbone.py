@@ -159,7 +159,7 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
     if dtype is None:
         dtype = os.environ.get("FACET_DTYPE") or None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CheckpointError("device 'cuda' was requested but no CUDA GPU is available; use the cpu device")
+        raise CheckpointError(f"device {str(dev)!r} was requested but no CUDA GPU is available; use the cpu device")
     for kind, backend in (("mps", getattr(torch.backends, "mps", None)), ("xpu", getattr(torch, "xpu", None))):
         if dev.type == kind and not (backend is not None and backend.is_available()):
             # (a RuntimeError traceback, "PyTorch is not linked with support for mps devices")

@@ -296,8 +296,11 @@ def check_api_source(source: str, settings: FacetSettings) -> None:
     ``allowed/docs/../../outside`` was walked, and search returned its text.
 
     Raises:
-        InvalidRequestError: naming the roots (``param="source"``).
+        InvalidRequestError: naming the roots (``param="source"``); a source holding a lone
+            surrogate (no client's file name: a JSON "\\udcff" was said to be a file's name
+            that "is not valid UTF-8; rename it").
     """
+    check_text_encodable(source, "source", param="source")
     roots = settings.api_allowed_roots
     if roots is None:
         return

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.commands.common import expand_home, handle_errors, stdout_may_close
+from app.commands.common import expand_home, handle_errors, path_value, stdout_may_close
 from app.errors import DataError, InvalidRequestError, NotFoundError
 from app.files import expand_user
 from app.settings import get_settings
@@ -108,11 +108,12 @@ def eval_cmd(
         typer.Option("--out", "-o", help="output folder; default results/<name>-<suite>, with --task "
                      "results/<name>-user-<hash of the --task list> (-<suite>-user-<hash> with --tasks "
                      "as well), with --collection results/<collection>-collection-<embedder searched>",
-                     callback=expand_home),
+                     callback=expand_home, parser=path_value),
     ] = None,
     data_dir: Annotated[
         Path | None,
-        typer.Option("--data-dir", help="dataset root (default: settings shared_data_dir, ../shared/data)"),
+        typer.Option("--data-dir", help="dataset root (default: settings shared_data_dir, ../shared/data)",
+                     parser=path_value),
     ] = None,
     rerank_first_stage: Annotated[
         str, typer.Option("--rerank-first-stage", help="first-stage embedder of rerank tasks (not --task ones)")
@@ -137,7 +138,8 @@ def eval_cmd(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write the embedding cache")] = False,
     cache_dir: Annotated[
         Path | None,
-        typer.Option("--cache-dir", help="embedding cache folder (default <data_dir>/cache/embeddings)"),
+        typer.Option("--cache-dir", help="embedding cache folder (default <data_dir>/cache/embeddings)",
+                     parser=path_value),
     ] = None,
     list_tasks: Annotated[
         bool,

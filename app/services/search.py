@@ -1598,6 +1598,9 @@ class SearchService:
     def _vector_choice(self, request: SearchRequest, names: list[str],
                        counts: tuple[int, dict[str, int]] | None) -> tuple[str, str | None]:
         """``_collection_embedder``'s vector and why, of ``names`` (the collection's)."""
+        if not names:  # (read while a delete took them away: names[0] was an IndexError, a 500)
+            raise _Vanished(f"unknown collection {request.collection!r}: it was deleted while it was "
+                            "searched", param="collection")
         if request.embedder is None:
             sources = self._sources.get(request.collection, {})
             name, why = default_vector(self.ctx.settings.default_embedder,

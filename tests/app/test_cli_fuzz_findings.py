@@ -72,6 +72,7 @@ def test_a_pipe_is_no_source_to_index(tmp_path) -> None:
     ("index", "", "-c", "x"), ("index", " ", "-c", "x"), ("cluster", "", "-i", "t"),
     ("cluster", "-", "-i", "t", "--labels", ""), ("cluster", "-", "-i", "t", "--out", ""),
     ("train", "causal-eos", "--out", ""), ("soup", "a", "b", "--out", ""),
+    ("eval", "minilm", "--data-dir", ""), ("eval", "minilm", "--out", " "), ("eval", "minilm", "--cache-dir", ""),
 ])
 def test_an_empty_path_is_refused_not_read_as_the_working_folder(args, tmp_path, monkeypatch) -> None:
     (tmp_path / "a.txt").write_text("hello\n")
@@ -91,12 +92,16 @@ def test_a_follow_interval_out_of_range_is_refused(interval, tmp_path) -> None:
 
 
 def test_a_device_torch_cannot_use_is_said_in_words(tmp_path) -> None:
+    import torch
+
     from embedders.backbone import pick_device
     from embedders.errors import CheckpointError
 
     result = invoke_cli("train", "causal-eos", "--out", str(tmp_path / "x"), "--device", "bogus")
     assert result.returncode == 2 and "--device 'bogus': use cpu, cuda, cuda:N" in result.stderr, result.stderr
     for device, said in (("bogus", "unknown device 'bogus'"), ("cuda:x", "unknown device 'cuda:x'"),
-                         ("mps", "device 'mps' was requested but")):
+                         ("mps", "device 'mps' was requested but"),
+                         *([] if torch.cuda.is_available() else
+                           [("cuda:0", "device 'cuda:0' was requested but no CUDA GPU")])):
         with pytest.raises(CheckpointError, match=said):
             pick_device(device)

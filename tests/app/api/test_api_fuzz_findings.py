@@ -26,6 +26,12 @@ def test_a_jobs_source_that_no_file_can_have_is_a_400_in_its_own_words(client, t
     said = _error(client.post("/jobs", content=raw, headers={"content-type": "application/json"}))
     assert said["param"] == "source" and "unpaired surrogate" in said["message"], said
     assert "locale" not in said["message"]
+    # One of the surrogates a file name's bad bytes become: from a client, no file's name (it
+    # was "its name is not valid UTF-8; rename it").
+    raw = '{"source": "/tmp/x/\\udcff", "collection": "fz"}'
+    said = _error(client.post("/jobs", content=raw, headers={"content-type": "application/json"}))
+    assert said["param"] == "source" and "unpaired surrogate" in said["message"], said
+    assert "rename it" not in said["message"]
     for source in ("a" * 300_000, str(tmp_path / ("b" * 300))):
         response = client.post("/jobs", json={"source": source, "collection": "fz"})
         said = _error(response)
@@ -107,5 +113,25 @@ def test_a_collection_the_store_lost_mid_search_is_said_deleted_where_its_row_is
         gone = facet.searching._store_lost("racy", store_said)
         assert str(gone) == "unknown collection 'racy': it was deleted while it was searched", gone
         assert gone.param == "collection"
+    finally:
+        facet.close()
+
+
+def test_a_collection_whose_vectors_vanished_mid_search_is_said_deleted(minilm, tmp_path) -> None:
+    """A search racing a delete read the collection's vector names as none: ``names[0]`` was an
+    IndexError, a 500 (1 of 120 racing deletes). Now the search's "deleted meanwhile", which
+    searches once more."""
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.errors import NotFoundError
+    from app.services.search import SearchRequest
+    from app.settings import FacetSettings
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    try:
+        with pytest.raises(NotFoundError, match="it was deleted while it was searched"):
+            facet.searching._vector_choice(SearchRequest("q", "gone"), [], None)
     finally:
         facet.close()
