@@ -14,6 +14,20 @@ import pytest
 from .conftest import COLLECTION
 
 
+@pytest.fixture
+def own_facet(minilm, tmp_path):  # type: ignore[no-untyped-def]
+    """A facade of its own over a data folder under ``tmp_path`` (minilm served)."""
+    from app.core import Facet
+    from app.encoding import EmbedderCache
+    from app.settings import FacetSettings
+
+    cache = EmbedderCache("cpu")
+    cache.put("minilm", minilm)
+    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
+    yield facet
+    facet.close()
+
+
 def _error(response, status: int = 400) -> dict:
     assert response.status_code == status, (response.status_code, response.text)
     return response.json()["error"]
@@ -87,51 +101,33 @@ def test_a_blank_collection_in_a_path_is_an_invalid_name(client) -> None:
         assert "leave the parameter out" not in said["message"]
 
 
-def test_a_collection_the_store_lost_mid_search_is_said_deleted_where_its_row_is_gone(minilm, tmp_path) -> None:
+def test_a_collection_the_store_lost_mid_search_is_said_deleted_where_its_row_is_gone(own_facet, tmp_path) -> None:
     """A search that found the collection's row, then the store's collection gone (a delete
     between the two: 4 in 48 racing searches over HTTP), answered with the store's "no
     collection 'c' in the edge store (collections: ...); create it with `facet index SOURCE
     --collection NAME`". The store's error, met after a real delete, is said as the deletion;
     with the row still there, the store's words stay (its vectors are what is missing)."""
-    from app.core import Facet
-    from app.encoding import EmbedderCache
-    from app.settings import FacetSettings
     from indexer.errors import CollectionNotFoundError
 
     source = tmp_path / "src"
     source.mkdir()
     (source / "a.txt").write_text("my card was declined at the shop\n")
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
-    try:
-        facet.index(source, "racy")
-        store_said = CollectionNotFoundError("no collection 'racy' in the edge store")
-        kept = facet.searching._store_lost("racy", store_said)
-        assert str(kept) == "no collection 'racy' in the edge store" and kept.param == "collection"
-        facet.delete_collection("racy")
-        gone = facet.searching._store_lost("racy", store_said)
-        assert str(gone) == "unknown collection 'racy': it was deleted while it was searched", gone
-        assert gone.param == "collection"
-    finally:
-        facet.close()
+    own_facet.index(source, "racy")
+    store_said = CollectionNotFoundError("no collection 'racy' in the edge store")
+    kept = own_facet.searching._store_lost("racy", store_said)
+    assert str(kept) == "no collection 'racy' in the edge store" and kept.param == "collection"
+    own_facet.delete_collection("racy")
+    gone = own_facet.searching._store_lost("racy", store_said)
+    assert str(gone) == "unknown collection 'racy': it was deleted while it was searched", gone
+    assert gone.param == "collection"
 
 
-def test_a_collection_whose_vectors_vanished_mid_search_is_said_deleted(minilm, tmp_path) -> None:
+def test_a_collection_whose_vectors_vanished_mid_search_is_said_deleted(own_facet) -> None:
     """A search racing a delete read the collection's vector names as none: ``names[0]`` was an
     IndexError, a 500 (1 of 120 racing deletes). Now the search's "deleted meanwhile", which
     searches once more."""
-    from app.core import Facet
-    from app.encoding import EmbedderCache
     from app.errors import NotFoundError
     from app.services.search import SearchRequest
-    from app.settings import FacetSettings
 
-    cache = EmbedderCache("cpu")
-    cache.put("minilm", minilm)
-    facet = Facet(FacetSettings(data_dir=tmp_path / "data"), embedders=cache)
-    try:
-        with pytest.raises(NotFoundError, match="it was deleted while it was searched"):
-            facet.searching._vector_choice(SearchRequest("q", "gone"), [], None)
-    finally:
-        facet.close()
+    with pytest.raises(NotFoundError, match="it was deleted while it was searched"):
+        own_facet.searching._vector_choice(SearchRequest("q", "gone"), [], None)
