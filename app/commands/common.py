@@ -636,7 +636,6 @@ def argument_text(value: str | None, what: str, param: str | None = None) -> str
                     param=param)
 
 
-
 # The most of standard input (or of a stream given as a file: /dev/zero, a pipe) a command reads
 # as its texts or keys: `facet search - </dev/zero` read until the kernel's out-of-memory
 # killer ended it (23 GB), and `facet embed -`, `facet cluster -` and `facet delete
