@@ -68,6 +68,16 @@ def refuse_stdout_folder(path: Path | str, flag: str, what: str) -> None:
                                   f"give a folder (one named '-' is given by its full path, \"$PWD/-\")")
 
 
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is there but neither a file nor a folder: a pipe (``<(...)``'s
+    ``/dev/fd/63``, a FIFO) or a device. `facet cluster` reads one as it reads standard input;
+    `facet index` refuses one (it reads its sources again to find changes)."""
+    try:
+        return path.exists() and not path.is_file() and not path.is_dir()
+    except OSError:
+        return False
+
+
 def expand_user(path: Path | str) -> Path:
     """``path`` with a leading ``~`` or ``~user`` expanded, as a shell does; one that cannot
     be (no such user, no home folder) is kept as written, as a shell keeps it, so it is then

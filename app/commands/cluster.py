@@ -43,7 +43,7 @@ from app.commands.common import (
     write_out_file,
 )
 from app.errors import InvalidRequestError, NotFoundError, TooLargeError
-from app.files import is_stdout
+from app.files import is_stdout, is_stream
 from app.services.clustering import MAX_K, SEARCH_RESULTS_CLUSTERED
 from app.settings import get_settings
 from app.text import plural, printable, printable_json
@@ -77,20 +77,18 @@ def read_stdin_texts(text_column: str | None) -> list[str]:
     return _stream_texts(stream, STDIN_NAME, text_column, ".txt", utf8_only=True)
 
 
-def _stream_texts(stream: Any, name: str, text_column: str | None, suffix: str, *,
-                  utf8_only: bool = False) -> list[str]:
-    """The texts of a stream (standard input, a pipe, ``<(...)``'s ``/dev/fd/N``), held in a
-    file of ``suffix`` and read as such a file is, at most ``STDIN_MAX_BYTES`` of it: `facet
-    cluster - </dev/zero` was read until the out-of-memory killer ended it."""
+@contextmanager
+def _held(stream: Any, name: str, suffix: str, advice: str) -> Iterator[Path]:
+    """A stream (standard input, a pipe, ``<(...)``'s ``/dev/fd/N``) held in a temporary file of
+    ``suffix``, at most ``STDIN_MAX_BYTES`` of it (`facet cluster - </dev/zero` was read until
+    the out-of-memory killer ended it), for the readers of files; a closed one is empty."""
     import tempfile
 
     from app.commands.common import STDIN_MAX_BYTES, read_capped
     from app.errors import FacetError
-    from app.services.clustering import read_text_file
 
     try:
-        data = b"" if stream is None else read_capped(
-            stream, STDIN_MAX_BYTES, name, "give the texts in a file, or fewer of them")
+        data = b"" if stream is None else read_capped(stream, STDIN_MAX_BYTES, name, advice)
     except FacetError:
         raise
     except (OSError, ValueError):  # closed under it
@@ -98,18 +96,17 @@ def _stream_texts(stream: Any, name: str, text_column: str | None, suffix: str, 
     with tempfile.TemporaryDirectory(prefix="facet-stdin-") as folder:
         held = Path(folder) / f"stream{suffix}"
         held.write_bytes(data)
+        yield held
+
+
+def _stream_texts(stream: Any, name: str, text_column: str | None, suffix: str, *,
+                  utf8_only: bool = False) -> list[str]:
+    """The texts of a stream, read as a file of ``suffix`` is (``_held``)."""
+    from app.services.clustering import read_text_file
+
+    with _held(stream, name, suffix, "give the texts in a file, or fewer of them") as held:
         return read_text_file(held, name=name, text_column=text_column,
                               choose=CHOOSE_TEXT_COLUMN, utf8_only=utf8_only)
-
-
-def is_stream(path: Path) -> bool:
-    """Whether ``path`` is there but neither a file nor a folder: a pipe (``<(...)``'s
-    ``/dev/fd/63``, a FIFO) or a device. `facet cluster <(grep ... texts.txt)` said
-    "/dev/fd/63 does not exist"."""
-    try:
-        return path.exists() and not path.is_file() and not path.is_dir()
-    except OSError:
-        return False
 
 
 def read_texts(path: Path, limit: int | None = None, text_column: str | None = None,
@@ -151,14 +148,15 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
         if path.is_dir():
             raise InvalidRequestError(f"{path} is a folder; give a file of texts, or index the "
                                       "folder and cluster it with --collection")
-        if is_stream(path) and label_column is not None:
+        piped = is_stream(path)
+        if piped and label_column is not None:
             raise InvalidRequestError(f"--label-column {label_column}: {path} is a pipe or a device, "
                                       "read as one text per line, with no columns; give a .csv, .jsonl "
                                       "or .json file, or the labels with --labels FILE")
-        if not path.is_file() and not is_stream(path):
+        if not piped and not path.is_file():
             raise NotFoundError(f"{path} does not exist")
         try:
-            if is_stream(path):
+            if piped:
                 with path.open("rb") as stream:
                     held = _stream_texts(stream, str(path), text_column, path.suffix or ".txt")
             elif label_column is None:
@@ -200,15 +198,8 @@ def read_gold_labels(path: Path) -> list[str]:
         raise InvalidRequestError(f"--labels {path} is a folder; give a file of labels, one per "
                                   "text in order (.json list or labels.json, or lines)")
     if is_stream(path):  # (`--labels <(cut -f2 data.tsv)` said "/dev/fd/63 does not exist")
-        import tempfile
-
-        from app.commands.common import STDIN_MAX_BYTES, read_capped
-
-        with path.open("rb") as stream:
-            data = read_capped(stream, STDIN_MAX_BYTES, f"--labels {path}", "give the labels in a file")
-        with tempfile.TemporaryDirectory(prefix="facet-labels-") as folder:
-            held = Path(folder) / f"labels{path.suffix or '.txt'}"
-            held.write_bytes(data)
+        with path.open("rb") as stream, \
+                _held(stream, f"--labels {path}", path.suffix or ".txt", "give the labels in a file") as held:
             return read_label_file(held, name=f"--labels {path}")
     if not path.is_file():
         raise NotFoundError(f"--labels {path} does not exist")

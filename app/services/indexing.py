@@ -60,7 +60,7 @@ from app.errors import (
     UnknownModelError,
     as_domain_error,
 )
-from app.files import expand_user
+from app.files import expand_user, is_stream
 from app.roots import lies_under, real_path, real_paths
 from app.services import leases
 from app.services.collections import (
@@ -1678,11 +1678,7 @@ class IndexService:
         source = expand_user(source)
         check_collection_text(collection)
         check_source_text(source)
-        try:
-            stream = source.exists() and not source.is_file() and not source.is_dir()
-        except OSError:
-            stream = False
-        if stream:
+        if is_stream(source):
             # `facet index <(...)` said "/proc/N/fd/pipe:[M] does not exist ... (it was there when
             # the job was queued)"; /dev/zero was "skipped: not a regular file", exit 0.
             raise InvalidRequestError(
