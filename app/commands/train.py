@@ -325,15 +325,28 @@ def check_room_for_mix(spec: TrainableMethod, model: Any, tasks: str) -> None:
                        for role, instruction in ((Role.QUERY, INSTRUCTIONS.get(task)), (Role.QUERY, None),
                                                  (Role.DOCUMENT, None)))
              for task in mix}
-    task, cost = max(costs.items(), key=lambda item: item[1])
-    if cost < tokenize.max_length:
+    longest = _no_room(model, tokenize, costs)
+    if longest is None:
         return
-    reserved = model.max_length - tokenize.max_length  # positions the method keeps (Causal2Vec's token)
+    task, cost, kept, least = longest
     what = (f"the longest, {task}'s, takes {cost} tokens with the template" if INSTRUCTIONS.get(task)
             else f"the template alone takes {cost} tokens")
     raise InvalidRequestError(f"--max-length {model.max_length} leaves no room for text under the training mix's "
-                              f"instructions ({what}{f', and {reserved} more are reserved' if reserved else ''}): "
-                              f"use --max-length {cost + reserved + MIN_TEXT_TOKENS} or more")
+                              f"instructions ({what}{kept}): use --max-length {least} or more")
+
+
+def _no_room(model: Any, tokenize: Any, costs: dict[str, int]) -> tuple[str, int, str, int] | None:
+    """Of ``costs`` (each instruction's prompt length, by name), the longest where it leaves the
+    text no token at ``model``'s ``max_length``: its name, its cost, the words for the positions
+    the method keeps (Causal2Vec's token) and the ``--max-length`` that leaves the text
+    ``MIN_TEXT_TOKENS``; None where every one leaves room (``check_room_for_mix``'s and
+    ``check_room_for_dev``'s rule)."""
+    name, cost = max(costs.items(), key=lambda item: item[1])
+    if cost < tokenize.max_length:
+        return None
+    reserved = model.max_length - tokenize.max_length
+    kept = f", and {reserved} more are reserved" if reserved else ""
+    return name, cost, kept, cost + reserved + MIN_TEXT_TOKENS
 
 
 def check_room_for_dev(spec: TrainableMethod, model: Any) -> None:
@@ -357,15 +370,14 @@ def check_room_for_dev(spec: TrainableMethod, model: Any) -> None:
         return
     costs = {what: tokenize.prompt_length(Role(role), instruction)
              for what, (role, instruction) in dev_instructions(spec.dev_suite).items()}
-    what, cost = max(costs.items(), key=lambda item: item[1])
-    if cost < tokenize.max_length:
+    longest = _no_room(model, tokenize, costs)
+    if longest is None:
         return
-    reserved = model.max_length - tokenize.max_length  # positions the method keeps (Causal2Vec's token)
-    kept = f", and {reserved} more are reserved" if reserved else ""
+    what, cost, kept, least = longest
     raise InvalidRequestError(
         f"--max-length {model.max_length} leaves no room for text under the dev suite's instructions (the "
         f"longest, {what}'s, takes {cost} tokens with the template{kept}): "
-        f"use --max-length {cost + reserved + MIN_TEXT_TOKENS} or more, or --no-dev")
+        f"use --max-length {least} or more, or --no-dev")
 
 
 def _stopped_while_saving(out: Path, lead: str = "stopped again while saving") -> str:
