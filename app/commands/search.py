@@ -47,7 +47,7 @@ def query_from_stdin() -> str:
         DataError: standard input is not UTF-8 text.
     """
     from app.commands.common import read_capped
-    from app.errors import DataError, InvalidRequestError
+    from app.errors import DataError, FacetError
     from app.services.search import MAX_QUERY_CHARS
 
     stdin = sys.stdin
@@ -59,9 +59,7 @@ def query_from_stdin() -> str:
                 read_capped(buffer, 4 * MAX_QUERY_CHARS + 2**16, "standard input",
                             f"a query takes at most {MAX_QUERY_CHARS:,} characters", param="query")
                 if buffer is not None else stdin.read().encode("utf-8", "surrogateescape"))
-    except DataError:
-        raise
-    except InvalidRequestError:  # (over the cap: a ValueError too, it read as an empty query)
+    except FacetError:  # (over the cap: a ValueError too, it read as an empty query)
         raise
     except (OSError, ValueError):  # a descriptor closed under it, or not readable
         data = b""
