@@ -37,7 +37,6 @@ import numpy as np
 
 from app.errors import (
     BusyError,
-    DataError,
     FacetError,
     InvalidRequestError,
     UnavailableError,
@@ -81,8 +80,9 @@ class EmbedderCache:
         Raises:
             UnknownModelError: neither a registered name nor a checkpoint directory.
             DataError: a checkpoint that cannot be read.
-            UnavailableError: FACET_DEVICE=cuda on a machine without a GPU (the server's
-                configuration, not the request: a 503, not a 422).
+            UnavailableError: FACET_DEVICE names a device this machine lacks (cuda without a GPU,
+                cuda:N past its GPUs, mps, xpu: the server's configuration, not the request: a
+                503, not a 422).
         """
         model = self._models.get(name)
         if model is not None:
@@ -130,16 +130,17 @@ class EmbedderCache:
 
     def _load(self, name: str) -> Embedder:
         from embedders import load_embedder
+        from embedders.errors import DeviceUnavailableError
 
         try:
             with domain_errors():
                 return load_embedder(name, device=self.device)
-        except DataError as e:
-            if "no CUDA GPU is available" not in str(e):
+        except UnavailableError as e:
+            if not isinstance(e.__cause__, DeviceUnavailableError):
                 raise
             # The setting that asked for it (the embedders, also a library, cannot name it),
             # and the device as it was given ("cuda:0"; the embedders say "cuda").
-            if self.device is None:
+            if self.device is None or "no CUDA GPU is available" not in str(e):
                 raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
             raise no_gpu_error(self.device) from e
 

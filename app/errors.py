@@ -109,6 +109,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
     """
     from embedders.errors import (
         CheckpointError,
+        DeviceUnavailableError,
         EmbedderError,
         InvalidInputError,
         UnknownEmbedderError,
@@ -128,6 +129,10 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return error
     if isinstance(error, UnknownEmbedderError):
         return UnknownModelError(str(error))
+    if isinstance(error, DeviceUnavailableError):
+        # The machine lacks the device (exit 7, as FACET_DEVICE=cuda without a GPU always was;
+        # mps and a cuda:N past the GPUs were data errors, exit 4).
+        return UnavailableError(str(error))
     if isinstance(error, CheckpointError):
         return DataError(str(error))
     if isinstance(error, InvalidInputError):

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from filelock import FileLock
 
-from embedders.errors import CheckpointError
+from embedders.errors import CheckpointError, DeviceUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -159,15 +159,16 @@ def pick_device(device: str | torch.device | None = None, dtype: str | torch.dty
     if dtype is None:
         dtype = os.environ.get("FACET_DTYPE") or None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CheckpointError(f"device {str(dev)!r} was requested but no CUDA GPU is available; use the cpu device")
+        raise DeviceUnavailableError(f"device {str(dev)!r} was requested but no CUDA GPU is available; "
+                                     "use the cpu device")
     for kind, backend in (("mps", getattr(torch.backends, "mps", None)), ("xpu", getattr(torch, "xpu", None))):
         if dev.type == kind and not (backend is not None and backend.is_available()):
             # (a RuntimeError traceback, "PyTorch is not linked with support for mps devices")
-            raise CheckpointError(f"device {kind!r} was requested but this machine or this torch "
-                                  "build has none; use the cpu device")
+            raise DeviceUnavailableError(f"device {kind!r} was requested but this machine or this "
+                                         "torch build has none; use the cpu device")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise CheckpointError(f"device {str(dev)!r} was requested but this machine has "
-                              f"{torch.cuda.device_count()} CUDA GPU(s), numbered from 0")
+        raise DeviceUnavailableError(f"device {str(dev)!r} was requested but this machine has "
+                                     f"{torch.cuda.device_count()} CUDA GPU(s), numbered from 0")
     if dtype is None:
         dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
     elif isinstance(dtype, torch.dtype):

@@ -30,6 +30,12 @@ class CheckpointError(EmbedderError, OSError):
     """A saved embedder cannot be read (missing files, wrong method, incompatible config)."""
 
 
+class DeviceUnavailableError(CheckpointError):
+    """The device asked for is not on this machine or in this torch build (``cuda`` without a GPU,
+    ``cuda:N`` past the GPUs there are, ``mps`` or ``xpu`` without one): the machine, not the
+    request or the checkpoint."""
+
+
 class PluginError(EmbedderError):
     """A registered embedder does not keep the contract (its factory's signature, the name of
     the model it builds). (Defined here, light to import; ``embedders.registry`` exports it.)"""

@@ -71,19 +71,47 @@ def _cuda_devices() -> int:
 
 
 def check_device(settings: FacetSettings) -> None:
-    """``FACET_DEVICE=cuda`` (or ``cuda:N``) on a machine with a GPU.
+    """``FACET_DEVICE`` names a device this machine has (``cuda`` with a GPU, ``cuda:N`` within its
+    GPUs, ``mps``/``xpu`` where torch has one), asked in a child process as ``_cuda_devices``
+    counts (``embedders.backbone.pick_device``'s rule).
 
     Raises:
-        UnavailableError: no CUDA GPU (the message ``EmbedderCache`` gives; every task failed
-            with it while the worker answered its healthcheck).
+        UnavailableError: the device is missing (the message ``EmbedderCache`` gives; every task
+            failed with it while the worker answered its healthcheck; ``cuda:3`` on a one-GPU
+            machine and ``mps`` got past this check).
     """
     device = settings.device or ""
-    if device.split(":")[0] != "cuda":
+    if not device or device.lower() == "cpu":
         return
-    if _cuda_devices() == 0:
+    if device.split(":")[0].lower() == "cuda" and _cuda_devices() == 0:
         from app.encoding import no_gpu_error
 
         raise no_gpu_error(device)
+    missing = _device_missing(device)
+    if missing:
+        from app.errors import UnavailableError
+
+        raise UnavailableError(f"{missing} (FACET_DEVICE=cpu)")
+
+
+def _device_missing(device: str) -> str | None:
+    """``pick_device(device)``'s refusal of a device this machine lacks, asked in a child process
+    (no CUDA context in the pool's parent); None where it has it or the child could not say."""
+    code = ("import sys\n"
+            "from embedders.backbone import pick_device\n"
+            "from embedders.errors import DeviceUnavailableError\n"
+            "try:\n"
+            "    pick_device(sys.argv[1])\n"
+            "except DeviceUnavailableError as e:\n"
+            "    print(e)\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, device], capture_output=True, text=True,
+                              timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        return None  # not known here: the pool processes will say
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
 
 
 def _in_hand(request: Any) -> str:

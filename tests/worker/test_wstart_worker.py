@@ -60,6 +60,21 @@ def test_facet_worker_refuses_cuda_without_a_gpu(stack: Stack) -> None:
     assert NO_GPU in line
 
 
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="needs a machine without mps")
+def test_facet_worker_refuses_a_device_the_machine_lacks(stack: Stack) -> None:
+    """FACET_DEVICE=mps on Linux: the worker started and every task failed on it (the check
+    asked about CUDA alone); a query encoded in process says the same, exit 7 as for CUDA (it
+    was exit 4, a data error)."""
+    said = ("device 'mps' was requested but this machine or this torch build has none; use the "
+            "cpu device (FACET_DEVICE=cpu)")
+    code, out = _facet_worker(stack, FACET_DEVICE="mps")
+    assert code == 7 and said in _one_error_line(out), out
+    done = subprocess.run([sys.executable, "-m", "app", "embed", "hello"], cwd=ROOT,
+                          env=dict(stack.env, FACET_DEVICE="mps"), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 7 and said in done.stderr, (done.returncode, done.stderr)
+
+
 def test_facet_worker_refuses_an_unknown_preload(stack: Stack) -> None:
     """A 40-line traceback per pool process, then a worker with nothing loaded."""
     code, out = _facet_worker(stack, FACET_WORKER_PRELOAD='["nosuchmodel"]')
