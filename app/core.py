@@ -101,7 +101,7 @@ from app.uploads import (
     stage_uploads,
     take_back,
 )
-from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role
+from embedders.contract import CHARS_PER_TOKEN_BOUND, Embedder, HasTokenizer, Role, validate_instruction
 from indexer import metadata as md
 from indexer.errors import StoreBusyError
 
@@ -312,7 +312,7 @@ def _embeddings(model: Embedder, spec: str, role: Role, instruction: str | None,
     """``Embeddings`` of ``model`` (loaded from ``spec``), saying whether it read ``instruction``
     (search's ``instruction_read`` and note: an embedder registered as reading none)."""
     rendered = _rendered(model, instruction)
-    read = None if not (instruction or "").strip() else reads_instruction(spec)
+    read = None if validate_instruction(instruction) is None else reads_instruction(spec)
     note = None if read is not False else (f"the instruction was not read: {spec} reads no "
                                            "instruction (its vectors are the same under any)")
     return Embeddings(model.name, int(model.dim), role.value, rendered, vectors, tokens, read, note)
@@ -322,7 +322,7 @@ def _rendered(model: Embedder, instruction: str | None) -> str | None:
     """The instruction ``model`` read the texts under: the one given, stripped (None for none),
     or the default it renders in its place (InstEmb and InBedder always read one)."""
     rendered = getattr(model, "rendered_instruction", None)  # (a plugin need not have it)
-    return rendered(instruction) if callable(rendered) else (instruction or "").strip() or None
+    return rendered(instruction) if callable(rendered) else validate_instruction(instruction)
 
 
 def _expect(value: Any, kind: type, what: str, example: str) -> None:

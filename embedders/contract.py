@@ -16,6 +16,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 import numpy as np
 
 from embedders.errors import InvalidInputError
+from embedders.scripts import blank
 
 
 class Role(str, Enum):
@@ -248,8 +249,10 @@ def validate_instruction(instruction: Any) -> str | None:
             f"instruction must be a string or None, got {type(instruction).__name__}"
         )
     check_encodable(instruction, "the instruction")
-    stripped = instruction.strip()
-    return stripped or None
+    # Invisible characters alone are no instruction, as they are no text (``blank``): a zero-width
+    # space was rendered into the prompt, and a search took it for an instruction (dense, not
+    # hybrid, "instruction_read": true).
+    return None if blank(instruction) else instruction.strip()
 
 
 # Identity fields that change how vectors are computed but not what they mean: the precision a

@@ -999,7 +999,7 @@ class ClusterService:
             raise InvalidRequestError(f"search must be a SearchRequest (SearchRequest(query, "
                                       f"collection)), got {type(request.search).__name__} "
                                       f"{request.search!r:.60}", param="search")
-        if not request.instruction.strip():
+        if blank_text(request.instruction):  # (invisible characters alone too: no instruction)
             raise InvalidRequestError("the instruction must not be empty: it is what the texts are "
                                       "grouped by (e.g. 'What does the customer want?')",
                                       param="instruction")

@@ -1733,6 +1733,10 @@ class SearchService:
         """
         started = time.perf_counter()
         self.validate(request)
+        if request.instruction is not None and scripts.blank(request.instruction):
+            # No instruction, as the embedders read one of invisible characters alone: it turned
+            # an auto search dense and was echoed as read.
+            request = replace(request, instruction=None)
         name = request.collection
         seen = self.store.generation(name)  # (before the name is looked up)
         try:

@@ -86,8 +86,7 @@ class InBedderEmbedder(BlendsInstruction, TrainableDecoderEmbedder):
 
     def _instruction(self, instruction: str | None) -> str:
         """The instruction to render: the model was trained with one, so never none."""
-        stripped = instruction.strip() if instruction else ""
-        return stripped or self.config.default_instruction
+        return validate_instruction(instruction) or self.config.default_instruction
 
     # -- embedding -----------------------------------------------------------------------
 

@@ -140,6 +140,8 @@ def test_explainer_answers_name_the_clusters(make_ctx, tiny_inbedder_dir) -> Non
 def test_bad_requests(service, make_ctx) -> None:
     cases = [
         (ClusterRequest("", texts=TEXTS), "instruction must not be empty"),
+        # (clustered under a zero-width space, which the embedders read as no instruction)
+        (ClusterRequest("\u200b\u2060", texts=TEXTS), "instruction must not be empty"),
         (ClusterRequest(INSTRUCTION), "exactly one source"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, collection="x"), "exactly one source"),
         (ClusterRequest(INSTRUCTION, texts=TEXTS, k=1), "k must be at least 2"),

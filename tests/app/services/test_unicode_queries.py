@@ -113,6 +113,21 @@ def test_a_query_of_invisible_characters_is_empty(service, query) -> None:
     assert service.search(SearchRequest("pizza\u200b", "u", mode="dense")).results
 
 
+@pytest.mark.parametrize("instruction", ["\u200b", " \ufeff\u2060 ", "\u00ad"])
+def test_an_instruction_of_invisible_characters_is_none(service, instruction) -> None:
+    """It was taken for an instruction: an auto search went dense (not hybrid), its scores
+    changed, and the response said the instruction was read; the embedders now read none."""
+    from embedders.contract import validate_instruction
+
+    none = service.search(SearchRequest("pizza", "u"))
+    invisible = service.search(SearchRequest("pizza", "u", instruction=instruction))
+    assert none.mode == invisible.mode == "hybrid"
+    assert invisible.instruction is None and invisible.instruction_read is False
+    assert [(r.doc_id, r.score) for r in invisible.results] == [(r.doc_id, r.score) for r in none.results]
+    assert validate_instruction(instruction) is None
+    assert validate_instruction(" Find the food\u200b ") == "Find the food\u200b"
+
+
 def test_a_query_with_no_term_says_so(service) -> None:
     response = service.search(SearchRequest("🍕", "u", mode="lexical"))
     assert response.results == []
