@@ -99,7 +99,7 @@ from app.services.search import (
     check_filters,
     plain_filters,
 )
-from app.text import check_text_encodable, check_texts, header_unsafe_at
+from app.text import blank, check_text_encodable, check_texts, header_unsafe_at
 from embedders.contract import Role
 from indexer.errors import mask_secrets
 
@@ -155,6 +155,18 @@ def _not_a_bool(value: Any) -> Any:
 
 # A number setting or option: pydantic's lax rules ("3" is 3) except that a boolean is refused.
 _Number = BeforeValidator(_not_a_bool)
+
+
+def _not_bytes(value: Any) -> Any:
+    """A text field's value that is not bytes: pydantic decoded ``instruction=b"..."`` as UTF-8,
+    where the facade and ``FacetEmbeddings``' texts refuse bytes."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise PydanticCustomError("bytes_for_text", "Input should be a str, not bytes: " + _decode("it"))
+    return value
+
+
+# A text setting or option: a str (or None where optional); bytes are refused, not decoded.
+_Text = BeforeValidator(_not_bytes)
 
 # The longest HTTP timeout taken (~31 years): a socket's limit is 2**63 ns (~9.2e9 s), past
 # which ``invoke`` raised a bare OverflowError ("timestamp out of range for platform time_t").
@@ -342,7 +354,8 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
         api_key: the server's ``FACET_API_KEY``, sent as ``Authorization: Bearer``; None (the
             default) reads this process's ``FACET_API_KEY`` when the retriever is made (HTTP
             mode), as the OpenAI client reads ``OPENAI_API_KEY``; ``""`` sends none. Never in
-            the retriever's repr or dump.
+            the retriever's repr or dump; a pickle holds it (an unpickled retriever searches),
+            so keep pickles as the key is kept.
         timeout: seconds to wait for the server's answer (HTTP mode); None waits as long as
             it takes (httpx's no timeout).
 
@@ -362,13 +375,13 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
     # search ran unfiltered and nothing said so.
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    collection: str
-    embedder: str | None = None
-    instruction: str | None = None
+    collection: Annotated[str, _Text]
+    embedder: Annotated[str, _Text] | None = None
+    instruction: Annotated[str, _Text] | None = None
     k: Annotated[int, _Number] = Field(default=4, ge=1, le=MAX_TOP_K)
     filter: dict[str, Any] | None = None
     score_threshold: Annotated[float, _Number] | None = None
-    rerank: str | None = None
+    rerank: Annotated[str, _Text] | None = None
     # A negative one refused here, as k=0 is; a 0 still reaches the search, which refuses it
     # (the server with its own 400, which callers rely on).
     rerank_depth: Annotated[int, _Number, AfterValidator(_not_negative)] | None = Field(
@@ -378,7 +391,7 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
     exact: bool = False
     # Any: a Facet, typed loosely so that HTTP mode never imports the core (app.core).
     facet: Any = Field(default=None, exclude=True, repr=False)
-    base_url: str | None = None
+    base_url: Annotated[str, _Text] | None = None
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     timeout: Annotated[float, _Number] | None = Field(default=60.0, gt=0)
 
@@ -489,7 +502,7 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
             return options[name] if name == "filter" else _call_option(name, options[name])
 
         return dict(instruction=pick("instruction"), top_k=pick("k"),
-                    filters=pick("filter") or {}, rerank=pick("rerank"),
+                    filters=_no_filter_is_empty(pick("filter")), rerank=pick("rerank"),
                     rerank_depth=pick("rerank_depth"), score_threshold=pick("score_threshold"),
                     mode=pick("mode"), group_by_document=pick("group_by_document"),
                     exact=pick("exact"))
@@ -745,6 +758,13 @@ def _call_option(name: str, value: Any) -> Any:
                                   f"{e.errors()[0]['msg']}", param=name) from None
 
 
+def _no_filter_is_empty(value: Any) -> Any:
+    """A filter option as the facade takes it: None is no filter ({}); anything else is checked
+    there (``filter=""``, ``False`` or ``[]`` searched unfiltered, where ``FacetRetriever(filter=[])``
+    and ``filter="intent"`` are refused)."""
+    return {} if value is None else value
+
+
 _KEEP: Any = object()
 
 
@@ -775,8 +795,9 @@ def _query_given(text: Any) -> str:
         else:
             hint = ""
         raise TextTypeError(f"embed_query takes one text (a str), got {_shown(text)}{hint}")
-    if isinstance(text, str) and not text.strip():  # it was "texts[0] is empty": no list given
-        raise InvalidRequestError("the query is empty: give the text to embed")
+    if isinstance(text, str) and blank(text):  # it was "texts[0] is empty": no list given
+        what = " (invisible characters alone)" if text.strip() else ""
+        raise InvalidRequestError(f"the query is empty{what}: give the text to embed")
     return text
 
 
@@ -836,9 +857,9 @@ class FacetEmbeddings(_SharesTheFacade, BaseModel, Embeddings):
         _refuse_unknown_settings(data, tuple(cls.model_fields), "FacetEmbeddings", _EMBEDDINGS_ALIASES)
         return data
 
-    model: str | None = None
-    query_instruction: str | None = None
-    document_instruction: str | None = None
+    model: Annotated[str, _Text] | None = None
+    query_instruction: Annotated[str, _Text] | None = None
+    document_instruction: Annotated[str, _Text] | None = None
     facet: Any = Field(default=None, exclude=True, repr=False)  # a Facet (``FacetRetriever``'s)
 
     def with_instruction(self, query_instruction: str | None = _KEEP,
@@ -850,7 +871,10 @@ class FacetEmbeddings(_SharesTheFacade, BaseModel, Embeddings):
             update["query_instruction"] = query_instruction
         if document_instruction is not _KEEP:
             update["document_instruction"] = document_instruction
-        return self.model_copy(update=update)
+        # Validated as the constructor's settings are (a model_copy took with_instruction(5),
+        # refused only at the first embed, in words naming neither).
+        settings = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**settings, **update})
 
     def _embed(self, texts: list[str], role: Role, instruction: str | None) -> list[list[float]]:
         check_texts(texts)  # before any slice is embedded, naming the text's own index

@@ -95,3 +95,44 @@ def test_an_instruction_not_read_is_in_the_metadata_and_logged(served, where, ca
     assert docs and all(d.metadata["instruction"] is None for d in docs)
     assert all(d.metadata["instruction_read"] is False for d in docs)
     assert logged == []
+
+
+@pytest.mark.parametrize("where", ["in process", "http"])
+def test_odd_filters_bytes_and_invisible_instructions_are_read_as_the_facade_reads_them(
+        served, where) -> None:
+    """The fifth session of 2026-12-05's fuzzing of the adapter: a per-call ``filter=""``,
+    ``False`` or ``[]`` searched unfiltered (``or {}``); ``instruction=b"..."`` was decoded by
+    pydantic where every other edge refuses bytes; ``instruction="\\u200b"`` turned the search
+    dense and was said to be read, where the embedders read no instruction."""
+    retriever = _retriever(served, where)
+    for odd in ("", False, [], ()):
+        with pytest.raises(InvalidRequestError, match="filters must map payload fields to values"):
+            retriever.invoke("money top-up", filter=odd)
+    assert retriever.invoke("money top-up", filter=None)  # none: no filter
+    with pytest.raises(InvalidRequestError, match="not bytes: decode it first") as caught:
+        retriever.invoke("money top-up", instruction=b"Find the intent")
+    assert caught.value.param == "instruction"
+    with pytest.raises(InvalidRequestError, match="not bytes: decode it first"):
+        _retriever(served, where, instruction=b"Find the intent")
+    plain = retriever.invoke("money top-up")
+    invisible = retriever.invoke("money top-up", instruction="\u200b\u2060")
+    assert [d.metadata["score"] for d in invisible] == [d.metadata["score"] for d in plain]
+    assert {(d.metadata["mode"], d.metadata["instruction"], d.metadata["instruction_read"])
+            for d in invisible} == {("hybrid", None, False)}
+
+
+def test_facet_embeddings_with_instruction_checks_its_values_as_the_constructor_does() -> None:
+    """``with_instruction(5)`` gave an object refused only at its first embed, in words naming
+    neither the method nor the setting; an invisible query named ``texts[0]``."""
+    from app.integrations.langchain import FacetEmbeddings
+
+    embeddings = FacetEmbeddings(model="minilm")
+    for value, said in ((5, "query_instruction=5: Input should be a valid string"),
+                        (b"Q", "not bytes: decode it first")):
+        with pytest.raises(InvalidRequestError, match=said):
+            embeddings.with_instruction(value)
+    both = embeddings.with_instruction("Q").with_instruction(document_instruction="D")
+    assert (both.model, both.query_instruction, both.document_instruction) == ("minilm", "Q", "D")
+    with pytest.raises(InvalidRequestError, match=r"^the query is empty \(invisible characters "
+                                                  r"alone\): give the text to embed$"):
+        embeddings.embed_query("\u200b")
