@@ -274,15 +274,18 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
-    param = _location(tuple(first.get("loc", ())))
+    # The field named, "" included (a query parameter or body field named "": it was null);
+    # None for the body as a whole.
+    loc = tuple(first.get("loc", ()))
+    param: str | None = _location(loc) if _named(loc) else None
     if first.get("type") == "json_invalid":
         message = (f"the request body is not valid JSON ({first.get('msg')}); send a JSON object "
                    "with Content-Type: application/json")
-        param = ""
-    elif not _named(tuple(first.get("loc", ()))):  # the body as a whole: missing, a form, a JSON array or string
+        param = None
+    elif param is None:  # the body as a whole: missing, a form, a JSON array or string
         message = ("the request body must be a JSON object sent with Content-Type: "
                    f"application/json ({first.get('msg')})")
-    elif first.get("type") == "extra_forbidden" and first.get("loc", ())[:1] == ("query",):
+    elif first.get("type") == "extra_forbidden" and loc[:1] == ("query",):
         # A query parameter the route does not take (``server._known_query``): ``?colection=b1``
         # listed every collection's jobs.
         message = f"unknown query parameter {param!r}; check its spelling against docs/api.md"
@@ -300,7 +303,7 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     log_answer(request, 400, message)
-    return error_response(400, message, "invalid_request_error", param or None)
+    return error_response(400, message, "invalid_request_error", param)
 
 
 # The codes of the key check's 401 (``server._require_key``) and the router's 405; its 404
