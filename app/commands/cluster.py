@@ -64,17 +64,24 @@ def is_stdin(path: Path | str | None) -> bool:
     return path is not None and str(path) == "-"
 
 
+def _stdin_stream() -> Any:
+    """Standard input's bytes (None where there is none); a text stream put in its place is
+    read and encoded."""
+    stdin = sys.stdin
+    stream = None if stdin is None else getattr(stdin, "buffer", None)
+    if stdin is not None and stream is None:  # (a text stream put in its place)
+        stream = io.BytesIO(stdin.read().encode("utf-8"))
+    return stream
+
+
 def read_stdin_texts(text_column: str | None) -> list[str]:
     """The texts on standard input, read as a .txt file is (``read_text_file``: one text per
     line, blank lines skipped, a UTF-8 BOM and CRLF line ends handled, binary or non-UTF-8
     input refused), at most ``STDIN_MAX_BYTES`` of it. A closed stdin reads as empty. Until
     2026-11-30 (seventh session) `facet cluster -` said "- does not exist" (exit 3), though
-    ``--out -`` is stdout."""
-    stdin = sys.stdin
-    stream = None if stdin is None else getattr(stdin, "buffer", None)
-    if stdin is not None and stream is None:  # (a text stream put in its place)
-        stream = io.BytesIO(stdin.read().encode("utf-8"))
-    return _stream_texts(stream, STDIN_NAME, text_column, ".txt", utf8_only=True)
+    ``--out -`` is stdout. (``facet embed -``'s reader; ``facet cluster -`` reads JSON lines as
+    records too: ``_stream_records``.)"""
+    return _stream_records(_stdin_stream(), STDIN_NAME, ".txt", text_column, utf8_only=True)[0]
 
 
 @contextmanager
@@ -99,14 +106,60 @@ def _held(stream: Any, name: str, suffix: str, advice: str) -> Iterator[Path]:
         yield held
 
 
-def _stream_texts(stream: Any, name: str, text_column: str | None, suffix: str, *,
-                  utf8_only: bool = False) -> list[str]:
-    """The texts of a stream, read as a file of ``suffix`` is (``_held``)."""
-    from app.services.clustering import read_text_file
+def json_lines(data: bytes) -> bool:
+    """Whether ``data`` is JSON lines: UTF-8 whose every non-blank line is a JSON object (at
+    least one). A file of lines is clustered a line a text, so `jq -c '.[]' data.json | facet
+    cluster -` clustered each record's JSON source, ids and labels included."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+    found = False
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith("{"):
+            return False
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(record, dict):
+            return False
+        found = True
+    return found
+
+
+def _stream_records(stream: Any, name: str, suffix: str, text_column: str | None,
+                    label_column: str | None = None, *, utf8_only: bool = False,
+                    records: bool = False) -> tuple[list[str], list[str]]:
+    """The texts of a stream, and their labels from ``label_column`` (else none), read as a file
+    of ``suffix`` is (``_held``). With ``records`` (``facet cluster``), a stream of no suffix
+    whose lines are all JSON objects (``json_lines``) is read as a ``.jsonl`` file (each record's
+    text field, or ``text_column``; ``label_column`` taken), said on stderr.
+
+    Raises:
+        InvalidRequestError: ``label_column`` for a stream of lines (``param`` ``label_column``).
+    """
+    from app.services.clustering import read_labelled_text_file, read_text_file
 
     with _held(stream, name, suffix, "give the texts in a file, or fewer of them") as held:
-        return read_text_file(held, name=name, text_column=text_column,
-                              choose=CHOOSE_TEXT_COLUMN, utf8_only=utf8_only)
+        if records and suffix == ".txt" and json_lines(held.read_bytes()):
+            typer.echo(f"note: every line of {printable(name)} is a JSON object: read as JSON lines "
+                       "(each record's text field; --text-column NAME picks another)", err=True)
+            held = held.rename(held.with_suffix(".jsonl"))
+        if label_column is None:
+            return read_text_file(held, name=name, text_column=text_column,
+                                  choose=CHOOSE_TEXT_COLUMN, utf8_only=utf8_only), []
+        if held.suffix == ".txt":
+            what = "standard input is" if name == STDIN_NAME else f"{name} is a pipe or a device,"
+            raise InvalidRequestError(f"{what} read as one text per line, with no columns (JSON "
+                                      "lines, a JSON object a line, are read as records); give a "
+                                      ".csv, .jsonl or .json file, or the labels with --labels FILE",
+                                      param="label_column")
+        return read_labelled_text_file(held, label_column, name=name, text_column=text_column,
+                                       choose=CHOOSE_TEXT_COLUMN)
 
 
 def read_texts(path: Path, limit: int | None = None, text_column: str | None = None,
@@ -132,44 +185,34 @@ def read_texts(path: Path, limit: int | None = None, text_column: str | None = N
     limit = limit_option(limit)
     where: Path | str = path
     labels: list[str] = []
-    if is_stdin(path):
+    stdin = is_stdin(path)
+    if stdin:
         where = STDIN_NAME
-        if label_column is not None:
-            raise InvalidRequestError(f"--label-column {label_column}: standard input is read as "
-                                      "one text per line, with no columns; give a .csv, .jsonl or "
-                                      ".json file, or the labels with --labels FILE")
-        try:
-            held = read_stdin_texts(text_column)
-        except InvalidRequestError as e:
-            if e.param != "text_column":
-                raise
+    elif path.is_dir():
+        raise InvalidRequestError(f"{path} is a folder; give a file of texts, or index the "
+                                  "folder and cluster it with --collection")
+    piped = not stdin and is_stream(path)
+    if not stdin and not piped and not path.is_file():
+        raise NotFoundError(f"{path} does not exist")
+    try:
+        if stdin:
+            held, labels = _stream_records(_stdin_stream(), STDIN_NAME, ".txt", text_column,
+                                           label_column, utf8_only=True, records=True)
+        elif piped:
+            with path.open("rb") as stream:
+                held, labels = _stream_records(stream, str(path), path.suffix or ".txt",
+                                               text_column, label_column, records=True)
+        elif label_column is None:
+            held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
+        else:
+            held, labels = read_labelled_text_file(path, label_column, text_column=text_column,
+                                                   choose=CHOOSE_TEXT_COLUMN)
+    except InvalidRequestError as e:  # a column for a file of lines: the option's name
+        if e.param == "text_column":
             raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
-    else:
-        if path.is_dir():
-            raise InvalidRequestError(f"{path} is a folder; give a file of texts, or index the "
-                                      "folder and cluster it with --collection")
-        piped = is_stream(path)
-        if piped and label_column is not None:
-            raise InvalidRequestError(f"--label-column {label_column}: {path} is a pipe or a device, "
-                                      "read as one text per line, with no columns; give a .csv, .jsonl "
-                                      "or .json file, or the labels with --labels FILE")
-        if not piped and not path.is_file():
-            raise NotFoundError(f"{path} does not exist")
-        try:
-            if piped:
-                with path.open("rb") as stream:
-                    held = _stream_texts(stream, str(path), text_column, path.suffix or ".txt")
-            elif label_column is None:
-                held = read_text_file(path, text_column=text_column, choose=CHOOSE_TEXT_COLUMN)
-            else:
-                held, labels = read_labelled_text_file(path, label_column, text_column=text_column,
-                                                       choose=CHOOSE_TEXT_COLUMN)
-        except InvalidRequestError as e:  # a column for a file of lines: the option's name
-            if e.param == "text_column":
-                raise InvalidRequestError(f"--text-column {text_column}: {e}") from e
-            if e.param == "label_column":
-                raise InvalidRequestError(f"--label-column {label_column}: {e}") from e
-            raise
+        if e.param == "label_column":
+            raise InvalidRequestError(f"--label-column {label_column}: {e}") from e
+        raise
     texts = held[:limit] if limit else held
     if labels_out is not None:
         labels_out.extend(labels[:len(texts)])

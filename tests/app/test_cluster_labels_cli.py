@@ -108,3 +108,32 @@ def test_label_column_scores_a_csv_or_jsonl_against_its_own_labels(tmp_path) -> 
     assert "read as one text per line" in lines_only.stderr
     both = invoke_cli(*base, "--label-column", "category", "--labels", str(plain), env=env)
     assert both.returncode == 2 and "give one of the two" in both.stderr
+
+
+def test_json_lines_on_standard_input_are_read_as_records(tmp_path) -> None:
+    """`jq -c '.[]' data.json | facet cluster -` clustered each record's JSON source (its id and
+    label included) a line a text; JSON lines are now read as a .jsonl file is: the text field,
+    --text-column and --label-column. `facet embed -` still reads lines as they are."""
+    env = {"FACET_DATA_DIR": str(tmp_path / "data")}
+    lines = "".join(json.dumps({"id": i, "text": t, "label": g}) + "\n"
+                    for i, (t, g) in enumerate(zip(TEXTS, GOLD, strict=True)))
+    base = ["cluster", "-", "-i", "What does the customer want?", "--embedder", "minilm",
+            "--explain", "", "--k", "2", "--json"]
+    result = invoke_cli(*base, "--label-column", "label", env=env, input=lines)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    members = sorted(m["text"] for c in payload["clusters"] for m in c["members"])
+    assert members == sorted(TEXTS), members
+    assert abs(payload["v_measure"] - v_measure_score(GOLD, payload["labels"])) < 1e-9
+    assert "note: every line of standard input is a JSON object: read as JSON lines" in result.stderr
+    by_label = invoke_cli(*base, "--text-column", "label", env=env, input=lines)
+    assert by_label.returncode == 0, by_label.stderr
+    assert {m["text"] for c in json.loads(by_label.stdout)["clusters"] for m in c["members"]} \
+        == set(GOLD)
+    # A line that is not a JSON object: lines, as before (the label column refused in words).
+    mixed = lines + "plain words\n"
+    refused = invoke_cli(*base, "--label-column", "label", env=env, input=mixed)
+    assert refused.returncode == 2 and "standard input is read as one text per line" in refused.stderr
+    embedded = invoke_cli("embed", "-", "-e", "minilm", "--json", env=env, input=lines)
+    assert embedded.returncode == 0 and "JSON object" not in embedded.stderr, embedded.stderr
+    assert len(json.loads(embedded.stdout)["vectors"]) == len(TEXTS)
