@@ -17,6 +17,7 @@ from typing import Any
 from app.services.collections import DocumentInfo
 from app.services.indexing import RemoveReport
 from app.text import plural, printable
+from ui.render import source_relative
 
 # Documents a page of the table lists (as `facet documents` lists by default).
 DOCUMENTS_PAGE = 20
@@ -45,7 +46,10 @@ def document_rows(docs: Sequence[DocumentInfo], uploads: Path | None) -> list[li
     it), chunks (a number, so the column sorts as numbers), when its row was last written."""
     rows: list[list[Any]] = []
     for d in docs:
-        status = f"{d.status}: {printable(d.error)}" if d.status == "error" and d.error else d.status
+        # An upload's error names it by the name it was uploaded under, as the key and the Index
+        # tab's errors table do (it showed the server's data folder: "DATA/uploads/C/a.txt").
+        status = (f"{d.status}: {printable(source_relative(d.error, None if uploads is None else str(uploads)))}"
+                  if d.status == "error" and d.error else d.status)
         rows.append([shown_key(d.key, uploads), printable(d.title or ""), status, d.chunks,
                      d.updated_at.replace("T", " ")[:19]])
     return rows

@@ -56,6 +56,19 @@ def test_a_page_of_uploads_names_each_by_its_file_name(setup) -> None:
     assert previous["interactive"] is False and following["interactive"] is False
 
 
+def test_an_uploads_error_names_it_by_its_file_name(setup) -> None:
+    """The status cell read "error: DATA/uploads/uploaded/empty.txt is empty: no text to index"
+    (the server's data folder), where the Index tab's errors table names the upload alone."""
+    facet, h = setup
+    folder = facet.upload_folder("uploaded")
+    (folder / "empty.txt").write_text("")
+    facet.index(folder, "uploaded")
+    rows, *_ = h.documents("uploaded", "error", "", 0)
+    assert [(r[0], r[2]) for r in rows] == [("empty.txt", "error: empty.txt is empty: no text to index")]
+    data = str(facet.settings.data_dir)
+    assert not any(data in str(cell) for cell in rows[0])
+
+
 def test_pages_status_and_prefix_filters(setup, monkeypatch) -> None:
     from ui import documents
 
