@@ -637,7 +637,13 @@ class UiHandlers:
         # Said at once, as the Search tab does: cut silently, the instruction was then refused
         # as too long for the embedder, counted on the cut text, with no word of the cut.
         self._warn(notices)
-        n = limit_option(inputs.whole_number(limit, "At most this many texts", 0))
+        boxed = inputs.whole_number(limit, "At most this many texts", 0)
+        if boxed < 0 or boxed == 1:
+            # (a negative one said "the limit must be ...", naming no box; 1 took one text and
+            # then said "clustering needs at least 2 texts, got 1" of 30 pasted)
+            raise InvalidRequestError(f"At most this many texts must be 0 (all) or at least 2 "
+                                      f"(clustering needs 2), got {boxed}")
+        n = limit_option(boxed)
         chosen_k = k_option(inputs.whole_number(k, "k", 0))
         top = inputs.whole_number(max_k, "Largest k to try", ClusterRequest.max_k)
         if chosen_k is None and not 2 <= top <= MAX_K:
@@ -652,6 +658,9 @@ class UiHandlers:
             texts = inputs.pasted_texts(pasted)
             if upload:
                 texts += inputs.read_text_list(self._uploaded(upload), notes=notices)
+            if not texts and upload:
+                # (it said "paste one text per line or upload a file" of a file uploaded)
+                raise InvalidRequestError(inputs.no_texts_in(self._uploaded(upload)))
             if not texts:
                 raise InvalidRequestError("No texts: paste one text per line or upload a file "
                                           f"({', '.join(inputs.CLUSTER_FILE_SUFFIXES)})")
@@ -662,6 +671,9 @@ class UiHandlers:
                     raise InvalidRequestError(f"{plural(len(labels), 'label', grouped=True)} for "
                                               f"{plural(len(texts), 'text', grouped=True)}; give "
                                               "one label per text, in the same order")
+            if n and len(texts) > n:  # (cut without a word: 200,000 uploaded lines, 500 clustered)
+                notices.append(f"Clustering the first {n:,} of the {len(texts):,} texts, as "
+                               "\u201cAt most this many texts\u201d asks (0 = all).")
             texts = texts[:n] if n else texts
             # "0 = all, up to FACET_MAX_CLUSTER_TEXTS", as for the other sources (more was
             # refused: "120 texts to cluster, more than the limit of 50").

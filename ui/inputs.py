@@ -216,6 +216,18 @@ def read_text_list(path: Path, notes: list[str] | None = None) -> list[str]:
     return texts
 
 
+def no_texts_in(path: Path) -> str:
+    """Why an uploaded file of texts gave none, naming it by its name: empty, or blank lines, a
+    header without rows, records of blank texts."""
+    try:
+        empty = path.stat().st_size == 0
+    except OSError:
+        empty = False
+    why = ("it is empty" if empty else
+           "it holds blank lines only, a header without rows, or records whose texts are blank")
+    return f"No texts in {path.name}: {why}; give a file with one text per line (or a record each)"
+
+
 def read_labels(path: Path) -> list[str]:
     """Gold labels for the texts, in order: ``.json`` (a list, or an object with a ``labels``
     list, as GoalEx's labels.json), else one label per line.

@@ -98,7 +98,7 @@ def _handlers(tmp_path: Path):  # type: ignore[no-untyped-def]
     # -1e13 was told "at most 1,000,000,000,000".
     (0, -1e13, None, "k must be a whole number of at least -1,000,000,000,000, got -1e+13"),
     (0, -1, None, "k must be 0 (choose it by silhouette) or at least 2, got -1"),
-    (-5, 0, None, "limit must be 0 (all the texts) or a positive number of texts, got -5"),
+    (-5, 0, None, "At most this many texts must be 0 (all) or at least 2 (clustering needs 2), got -5"),
 ])
 def test_cluster_tab_refuses_bad_counts(tmp_path: Path, limit: int, k: int, labels: str | None,
                                         message: str) -> None:

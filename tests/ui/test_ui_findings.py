@@ -222,3 +222,30 @@ def test_an_uploads_skipped_blank_records_are_said_on_the_page(handlers, tmp_pat
                                    "topic", 2, "minilm", NO_EXPLAINER)
     assert "notes.csv: 1 record with a blank text skipped (row 5); the texts are numbered without it" \
         in html.unescape(str(summary)), summary
+
+
+def test_an_upload_cut_by_the_limit_or_empty_is_said(handlers, tmp_path) -> None:
+    """Helper-459's round in chromium (fifth session of 2026-12-05): 200,000 uploaded lines were
+    clustered 500 at the box's default without a word; an empty or header-only upload was told to
+    "paste one text per line or upload a file"; a limit of 1 said "clustering needs at least 2
+    texts, got 1" of 30 pasted."""
+    from ui.handlers import NO_EXPLAINER, SOURCE_TEXTS
+
+    handlers.upload_root = None  # (files of the test's, not of Gradio's upload folder)
+    lines = tmp_path / "many.txt"
+    lines.write_text("\n".join(TEXTS * 3) + "\n", encoding="utf-8")
+    summary, *_ = handlers.cluster(SOURCE_TEXTS, None, "", 4, None, None, "", str(lines), None,
+                                   "topic", 2, "minilm", NO_EXPLAINER)
+    said = html.unescape(str(summary))
+    assert f"Clustering the first 4 of the {3 * len(TEXTS)} texts, as \u201cAt most this many " \
+           "texts\u201d asks (0 = all)." in said, said
+    for name, content, why in (("empty.txt", "", "it is empty"),
+                               ("header.csv", "text,label\n", "a header without rows")):
+        upload = tmp_path / name
+        upload.write_text(content, encoding="utf-8")
+        refused = _refusal(handlers.cluster, SOURCE_TEXTS, None, "", 0, None, None, "", str(upload),
+                           None, "topic", 2, "minilm", NO_EXPLAINER)
+        assert f"No texts in {name}: " in refused and why in refused, refused
+    one = _refusal(handlers.cluster, SOURCE_TEXTS, None, "", 1, None, None, "\n".join(TEXTS), None,
+                   None, "topic", 0, "minilm", NO_EXPLAINER)
+    assert "At most this many texts must be 0 (all) or at least 2 (clustering needs 2), got 1" in one
