@@ -88,6 +88,16 @@ def listed(names: Sequence[str]) -> str:
     return ", ".join(names[:KEYS_NAMED]) + (f" and {more:,} more" if more > 0 else "")
 
 
+def gone_text(keys: Sequence[str], collection: str, uploads: Path | None, *, others: bool) -> str:
+    """What a removal says of ticked documents the collection no longer holds (removed by
+    another page or a job since the page was shown); ``others``: the rest were removed."""
+    return (f"{plural(len(keys), 'ticked document', grouped=True)} "
+            f"({listed([shown_key(k, uploads) for k in keys])}) no longer in {printable(collection)}: "
+            "removed meanwhile, from another page or by a job; "
+            + ("the others were removed. " if others else "nothing else was removed. ")
+            + "The list is refreshed.")
+
+
 def removed_text(report: RemoveReport, uploads: Path | None) -> str:
     """The removal's toast: what went, which uploaded files were deleted with them, and which
     come back with the next index of their folder (their file is still there)."""

@@ -1301,26 +1301,45 @@ class UiHandlers:
         """Collections tab, "Remove selected": the ticked documents removed from the picked
         collection once its name is typed again (``Facet.remove_documents``: their vectors,
         chunks and metadata; an upload's file too, so a later upload job does not add it
-        back). Checked first (``check_removal``): a job writing the collection, or a document
-        gone meanwhile, is refused before the confirmation is asked for. Returns the refreshed
+        back). Checked first (``removal_parts``): a job writing the collection is refused before
+        the confirmation is asked for; a ticked document gone meanwhile is skipped and said, and
+        where all are gone the list is refreshed with nothing asked. Returns the refreshed
         collections and jobs tables, the documents page, and an emptied confirmation box."""
         name = self._collection(collection)
         chosen = [k for k in (keys or []) if isinstance(k, str) and k]
         if not chosen:
             raise InvalidRequestError("Tick the documents to remove first (the boxes under the "
                                       "documents table); nothing was removed.")
-        resolved = self.facet.check_removal(name, chosen)
+        # A ticked document another page or job removed meanwhile is skipped and said, the list
+        # refreshed: the whole removal was refused ("no document ...; keys are as `facet search`
+        # shows them"), the page kept listing it, and the documents still there stayed.
+        gone: list[str] = []
+        resolved = [k for part in self.facet.removal_parts(name, chosen, skipped=gone) for k in part]
         uploads = self._uploads(name)
+
+        def refreshed() -> tuple[Any, ...]:
+            collections, jobs = self.collections()
+            page = self._documents_page(name, status, prefix, offset)
+            if not page[0] and page[2]:  # its last page emptied: the one before
+                page = self._documents_page(name, status, prefix,
+                                            max(0, page[2] - docs_view.DOCUMENTS_PAGE))
+            return collections, jobs, *page, ""
+
+        if not resolved:
+            gr.Warning(render.esc(docs_view.gone_text(gone, name, uploads, others=False)),
+                       title="Already removed")
+            return refreshed()
         listed = docs_view.listed([docs_view.shown_key(k, uploads) for k in resolved])
         what = f"{plural(len(resolved), 'document', grouped=True)} ({listed})"
         _confirmed(confirm, name, f"remove {what} from {name!r}", f"remove {what}", "removed")
-        report = self.facet.remove_documents(name, chosen)
+        report = self.facet.remove_documents(name, resolved, missing_ok=True)
         logger.info("job %d: %d document(s) removed from %s on the UI's Collections tab by %s",
                     report.job_id, report.docs_deleted, name, _who(request))
-        gr.Info(render.esc(docs_view.removed_text(report, uploads)), title="Removed")
-        collections, jobs = self.collections()
-        page = self._documents_page(name, status, prefix, offset)
-        if not page[0] and page[2]:  # its last page emptied: the one before
-            page = self._documents_page(name, status, prefix,
-                                        max(0, page[2] - docs_view.DOCUMENTS_PAGE))
-        return collections, jobs, *page, ""
+        gone += report.skipped_keys
+        if report.removed:
+            gr.Info(render.esc(docs_view.removed_text(report, uploads)), title="Removed")
+        if gone:
+            gr.Warning(render.esc(docs_view.gone_text(gone, name, uploads,
+                                                      others=bool(report.removed))),
+                       title="Already removed")
+        return refreshed()

@@ -122,6 +122,28 @@ def test_removal_asks_for_the_name_then_removes_and_deletes_the_upload(setup) ->
     assert jobs[0][1] == "uploaded"  # the removal's job, newest
 
 
+def test_ticked_documents_removed_meanwhile_are_skipped_and_said(setup) -> None:
+    """Two pages showing the same documents: the second's removal of one the first removed was
+    refused whole ("no document ...; keys are as `facet search` shows them"), its list kept the
+    removed document, and the ticked one still there stayed."""
+    facet, h = setup
+    *_, remove, _, _ = h.documents("uploaded", "all", "", 0)
+    keys = dict(_choices(remove))
+    facet.remove_documents("uploaded", [keys["alpha-notes.txt"]])  # the other page's removal
+    with pytest.warns(UserWarning, match=r"1 ticked document \(alpha-notes.txt\) no longer in "
+                                         r"uploaded: removed meanwhile, from another page or by "
+                                         r"a job; the others were removed"):
+        collections, jobs, rows, line, *_, confirm = h.remove_documents(
+            "uploaded", [keys["alpha-notes.txt"], keys["beta-report.md"]], "uploaded", "all", "", 0)
+    assert [r[0] for r in rows] == ["gamma-log.txt"] and "document 1 of 1" in line
+    assert [Path(d.key).name for d in facet.documents("uploaded")] == ["gamma-log.txt"]
+    # All of them gone: nothing to confirm, the list refreshed, the confirmation not asked for.
+    with pytest.warns(UserWarning, match="nothing else was removed. The list is refreshed."):
+        *_, rows, line, _, _, _, _, confirm = h.remove_documents(
+            "uploaded", [keys["alpha-notes.txt"]], "", "all", "", 0)
+    assert [r[0] for r in rows] == ["gamma-log.txt"] and confirm == ""
+
+
 def test_removal_is_refused_while_a_job_writes_the_collection(setup) -> None:
     from app.services.indexing import _collection_lock
 
