@@ -103,9 +103,11 @@ def page_offset(value: float | None) -> int:
 
 
 def require_text(text: str | None, what: str, example: str) -> str:
-    """``text`` stripped; an ``InvalidRequestError`` naming the box when it is blank."""
+    """``text`` stripped; an ``InvalidRequestError`` naming the box when it is blank (invisible
+    characters alone too: a query of U+200B got the search's own words, an instruction of it
+    the Cluster tab's "instruction must not be empty", not the box's)."""
     clean = (text or "").strip()
-    if not clean:
+    if blank(clean):
         raise InvalidRequestError(f"The {what} is empty: type one first (for example "
                                   f"\u201c{example}\u201d).")
     return clean
