@@ -2115,6 +2115,10 @@ class IndexService:
                 # cannot be read (it may be what failed).
                 kept = self._reload_kept(session, job, job_id)
                 indexed = report.docs_indexed if kept is None else kept
+                if kept is not None:
+                    # The report as the row: the run's log line said "cancelled: 512 seen" of a
+                    # job whose row, the page and `facet jobs` said 256 (the batch rolled back).
+                    self._counters_from_row(job, report)
                 if cancelled:
                     job.state = "cancelled"
                     job.message = cancelled_message(indexed, e.skipped if isinstance(
@@ -4735,6 +4739,16 @@ class IndexService:
         job.docs_failed = report.docs_failed
         job.docs_deleted = report.docs_deleted
         job.chunks_written = report.chunks_written
+
+    @staticmethod
+    def _counters_from_row(job: md.IndexJob, report: IndexReport) -> None:
+        """``_sync_counters`` the other way: the report's counts as the job's row kept them."""
+        report.docs_seen = job.docs_seen
+        report.docs_indexed = job.docs_indexed
+        report.docs_skipped = job.docs_skipped
+        report.docs_failed = job.docs_failed
+        report.docs_deleted = job.docs_deleted
+        report.chunks_written = job.chunks_written
 
     def _end_steps(self, session: Session, coll: md.Collection, source: Path,
                    files: list[Path], seen: Seen, options: IndexOptions) -> list[str]:

@@ -99,6 +99,10 @@ def _assert_cancelled_mid_encoding(facet, report, stages: list[str], reads: int,
                                    indexed: int = 0) -> None:
     assert report.state == "cancelled", (report.state, stages[-1:])
     assert report.docs_indexed == 0
+    # The report (the run's log line) counts what the job's row kept: it said "1 seen" of the
+    # rolled-back batch where the row, `facet jobs` and the UI said 0.
+    job = facet.job(report.job_id)
+    assert (report.docs_seen, report.chunks_written) == (job.docs_seen, job.chunks_written) == (0, 0)
     assert facet.job(report.job_id).message == NOTHING_WRITTEN
     done, total = _chunks_encoded(stages)
     assert total >= 200
