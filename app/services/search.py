@@ -1379,9 +1379,15 @@ class SearchService:
                 # Recorded (a job was submitted) but nothing written yet: not "unknown", which
                 # the list of known collections beside it contradicted.
                 self._vectors.pop(collection, None)
+                # Asked before the fresh read: a delete of this process drops the vectors before
+                # its commit, so either it is still in flight now, or it committed and the read
+                # below finds no row. Asked after it, a delete committing in between left the
+                # row read and the flag down: "has nothing searchable yet: job N (completed)
+                # ended before it wrote any document" of a collection being deleted.
+                deleting = being_deleted(collection)
                 with self.ctx.sessions() as fresh:  # (not this session's reads: they may be old)
                     now = md.get_collection(fresh, collection)
-                if now is None or now.id != coll.id:
+                if deleting or now is None or now.id != coll.id:
                     # Deleted (and perhaps created anew) since its row was read, the delete over
                     # before anything else told this search: not "holds none of it although job
                     # N completed" nor "no job has written to it" (``search`` runs it again).
@@ -1722,14 +1728,16 @@ class SearchService:
         stands for now: one step read the old collection and the next the new one, or none,
         and a soak test's searches said "keeps no term vectors", "has no vectors from ..." (400s
         blaming the request) or "the vector store holds none of it although job N completed" (a
-        404 blaming lost files) of a collection being deleted and indexed again.
+        404 blaming lost files) of a collection being deleted and indexed again. Where that run
+        fails the same way and no delete is in flight any more, a third run answers for the
+        name as it is now ("unknown collection", or the collection indexed anew).
 
         Raises:
             InvalidRequestError: see ``validate``; an embedder the collection has no vectors of.
             NotFoundError: unknown collection (one whose first job, queued or running, has
                 written nothing yet: no results, and a note saying so).
-            BusyError: the collection was deleted or replaced while the search ran, twice (or is
-                being deleted now): search again.
+            BusyError: the collection was deleted or replaced while the search ran, three times,
+                or twice and is being deleted now: search again.
         """
         started = time.perf_counter()
         self.validate(request)
@@ -1738,26 +1746,27 @@ class SearchService:
             # an auto search dense and was echoed as read.
             request = replace(request, instruction=None)
         name = request.collection
-        seen = self.store.generation(name)  # (before the name is looked up)
-        try:
-            return self._search(request, started)
-        except Exception as e:
-            if not (isinstance(e, _Vanished) or self._replaced(name, seen)):
-                raise
-            logger.info("collection %r was deleted or created anew while a search of it ran "
-                        "(%s: %s); searching it once more", name, type(e).__name__, e)
-        self.forget(name)
-        seen = self.store.generation(name)
-        try:
-            return self._search(request, time.perf_counter())
-        except Exception as e:
-            if not (isinstance(e, _Vanished) or self._replaced(name, seen)):
-                raise
+        error: Exception | None = None
+        for attempt in range(3):
+            seen = self.store.generation(name)  # (before the name is looked up)
+            try:
+                return self._search(request, started if attempt == 0 else time.perf_counter())
+            except Exception as e:
+                if not (isinstance(e, _Vanished) or self._replaced(name, seen)):
+                    raise
+                error = e
+            if attempt == 0:
+                logger.info("collection %r was deleted or created anew while a search of it ran "
+                            "(%s: %s); searching it once more", name, type(error).__name__, error)
             self.forget(name)
-            raise BusyError(f"collection {name!r} was deleted, or deleted and indexed again, "
-                            "while this search ran (it may be being deleted now); search again "
-                            "in a moment: the collection under that name answers then, or none "
-                            "is found", param="collection") from e
+            # A third run only where the delete is over by now: the name answers as it is
+            # (unknown, or indexed anew), not with a 429 for a collection simply gone.
+            if attempt == 1 and being_deleted(name):
+                break
+        raise BusyError(f"collection {name!r} was deleted, or deleted and indexed again, "
+                        "while this search ran (it may be being deleted now); search again "
+                        "in a moment: the collection under that name answers then, or none "
+                        "is found", param="collection") from error
 
     def _replaced(self, collection: str, seen: int) -> bool:
         """Whether ``collection`` was dropped or created anew in the store since its

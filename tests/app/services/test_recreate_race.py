@@ -330,6 +330,84 @@ def test_a_search_meeting_a_delete_that_ends_before_its_look_says_the_collection
     assert "unknown collection 'race'" in str(raised.value)
 
 
+def test_a_search_meeting_a_delete_that_commits_after_its_second_look_at_the_row(
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The delete dropped the vectors before the search read the name's generation, and
+    committed right after the search read the row again (still there to it, uncommitted): the
+    search then asked whether a delete was in flight, found none, and said "has nothing
+    searchable yet: job 1 (completed) ended before it wrote any document" (the verification
+    round of the fourth session of 2026-12-05). The flag is asked before that read now."""
+    from indexer import metadata as md
+
+    _indexed(facet, tmp_path)
+    store = facet.context.store
+    generation, get_collection = store.generation, md.get_collection
+    deleting = _HeldDelete(facet, monkeypatch)
+    looks: list[str] = []
+
+    def hooked_generation(collection: str) -> int:
+        if not deleting.thread.is_alive() and not deleting.dropped.is_set():  # the first read
+            deleting.start()
+        return generation(collection)
+
+    def hooked_get_collection(session: Any, name: str) -> Any:
+        row = get_collection(session, name)
+        if sys._getframe(1).f_code.co_name == "_vector_names":
+            looks.append(name)
+            if len(looks) == 2 and not deleting.go_on.is_set():
+                deleting.finish()  # committed and ended just after the second look
+        return row
+
+    monkeypatch.setattr(store, "generation", hooked_generation)
+    monkeypatch.setattr(md, "get_collection", hooked_get_collection)
+    try:
+        with pytest.raises(FacetError) as raised:
+            facet.search(SearchRequest("garden", "race", mode="dense"))
+    finally:
+        deleting.finish()
+    assert deleting.outcome == [None] and len(looks) >= 2  # the race ran
+    _honest(raised.value)
+    assert "ended before it wrote" not in str(raised.value), _say(raised.value)
+    assert isinstance(raised.value, NotFoundError), _say(raised.value)
+    assert "unknown collection 'race'" in str(raised.value)
+
+
+def test_a_search_whose_second_run_meets_the_delete_ending_answers_for_the_name_as_it_is(
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both runs met the delete, which was over by the second's end: a 429 "deleted ... while
+    this search ran; search again", where the name simply names no collection any more."""
+    _indexed(facet, tmp_path)
+    store = facet.context.store
+    generation, exists = store.generation, store.collection_exists
+    deleting = _HeldDelete(facet, monkeypatch)
+    looks: list[str] = []
+
+    def hooked_generation(collection: str) -> int:
+        if not deleting.thread.is_alive() and not deleting.dropped.is_set():  # the first read
+            deleting.start()
+        return generation(collection)
+
+    def hooked_exists(collection: str) -> bool:
+        there = exists(collection)
+        if sys._getframe(1).f_code.co_name == "_vector_names":
+            looks.append(collection)
+            if len(looks) == 2:
+                deleting.finish()  # the second run's look: the delete commits and ends
+        return there
+
+    monkeypatch.setattr(store, "generation", hooked_generation)
+    monkeypatch.setattr(store, "collection_exists", hooked_exists)
+    try:
+        with pytest.raises(FacetError) as raised:
+            facet.search(SearchRequest("garden", "race", mode="dense"))
+    finally:
+        deleting.finish()
+    assert deleting.outcome == [None] and len(looks) >= 2, looks  # (a third: is it a stray?)
+    _honest(raised.value)
+    assert isinstance(raised.value, NotFoundError), _say(raised.value)
+    assert "unknown collection 'race'" in str(raised.value)
+
+
 # ------------------------------------------------------- the job's StaleDataError
 
 
