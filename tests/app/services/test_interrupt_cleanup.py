@@ -60,7 +60,9 @@ def test_interrupted_while_waiting_behind_another_job(make_ctx, tmp_path: Path,
     names, jobs = _left(ctx, "qa")
     assert names == ["qa"]
     assert [state for _, state in jobs] == ["completed"], jobs  # no `queued` row left
-    assert set(indexing._ACTIVE_JOBS) == before
+    # None of this run's left; another test's background job may have ended meanwhile (run
+    # after test_job_cancel.py, its job 2 was in ``before`` and gone by now).
+    assert set(indexing._ACTIVE_JOBS) <= before
     monkeypatch.undo()
     again = service.index(src, "qa")  # the cell run again
     assert again.state == "completed" and again.docs_skipped == 3
@@ -81,7 +83,7 @@ def test_interrupted_while_reading_the_source(make_ctx, tmp_path: Path,
     with pytest.raises(KeyboardInterrupt):
         service.index(src, "fresh")
     assert _left(ctx, "fresh") == ([], [])  # no job row, no empty collection it created
-    assert before == indexing._ACTIVE_JOBS
+    assert set(indexing._ACTIVE_JOBS) <= before
     assert not ctx.store.is_open("fresh")
     monkeypatch.undo()
     report = service.index(src, "fresh")
