@@ -1281,6 +1281,11 @@ class _ServerStopping(Exception):
     serve` stopped by SIGTERM): the job ends ``interrupted``, ready to resume."""
 
 
+# The counts a run keeps on its report and its job row alike (``IndexService._sync_counters``).
+_COUNTERS = ("docs_seen", "docs_indexed", "docs_skipped", "docs_failed", "docs_deleted",
+             "chunks_written")
+
+
 class _Cancelled(Exception):
     """Raised at a batch boundary when someone asked the job to stop (``cancel``, its row's
     ``cancel_requested``): the job ends ``cancelled``, what went in kept and searchable, and
@@ -4733,22 +4738,14 @@ class IndexService:
 
     @staticmethod
     def _sync_counters(job: md.IndexJob, report: IndexReport) -> None:
-        job.docs_seen = report.docs_seen
-        job.docs_indexed = report.docs_indexed
-        job.docs_skipped = report.docs_skipped
-        job.docs_failed = report.docs_failed
-        job.docs_deleted = report.docs_deleted
-        job.chunks_written = report.chunks_written
+        for name in _COUNTERS:
+            setattr(job, name, getattr(report, name))
 
     @staticmethod
     def _counters_from_row(job: md.IndexJob, report: IndexReport) -> None:
         """``_sync_counters`` the other way: the report's counts as the job's row kept them."""
-        report.docs_seen = job.docs_seen
-        report.docs_indexed = job.docs_indexed
-        report.docs_skipped = job.docs_skipped
-        report.docs_failed = job.docs_failed
-        report.docs_deleted = job.docs_deleted
-        report.chunks_written = job.chunks_written
+        for name in _COUNTERS:
+            setattr(report, name, getattr(job, name))
 
     def _end_steps(self, session: Session, coll: md.Collection, source: Path,
                    files: list[Path], seen: Seen, options: IndexOptions) -> list[str]:
