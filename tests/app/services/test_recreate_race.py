@@ -248,6 +248,18 @@ class _HeldDelete:
         monkeypatch.setattr(facet.context.store, "drop_collection", held_drop)
         self.thread = threading.Thread(target=delete)
 
+    def at_the_first_generation_read(self, store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Started (and its vectors dropped) when the search first reads the name's store
+        generation (``store.generation``, hooked), so that the search reads the one after the drop."""
+        generation = store.generation
+
+        def hooked_generation(collection: str) -> int:
+            if not self.thread.is_alive() and not self.dropped.is_set():  # the first read
+                self.start()
+            return generation(collection)
+
+        monkeypatch.setattr(store, "generation", hooked_generation)
+
     def start(self) -> None:
         """Start it and wait until it has dropped the vectors."""
         self.thread.start()
@@ -302,13 +314,8 @@ def test_a_search_meeting_a_delete_that_ends_before_its_look_says_the_collection
     row is read again before either is said: gone, the search runs once more and finds it gone."""
     _indexed(facet, tmp_path)
     store = facet.context.store
-    exists, generation = store.collection_exists, store.generation
+    exists = store.collection_exists
     deleting = _HeldDelete(facet, monkeypatch)
-
-    def hooked_generation(collection: str) -> int:
-        if not deleting.thread.is_alive() and not deleting.dropped.is_set():  # the first read
-            deleting.start()
-        return generation(collection)
 
     def hooked_exists(collection: str) -> bool:
         if deleting.dropped.is_set() and not deleting.go_on.is_set() and \
@@ -316,7 +323,7 @@ def test_a_search_meeting_a_delete_that_ends_before_its_look_says_the_collection
             deleting.finish()  # committed and ended before the store is looked into
         return exists(collection)
 
-    monkeypatch.setattr(store, "generation", hooked_generation)
+    deleting.at_the_first_generation_read(store, monkeypatch)
     monkeypatch.setattr(store, "collection_exists", hooked_exists)
     try:
         with pytest.raises(FacetError) as raised:
@@ -330,79 +337,43 @@ def test_a_search_meeting_a_delete_that_ends_before_its_look_says_the_collection
     assert "unknown collection 'race'" in str(raised.value)
 
 
-def test_a_search_meeting_a_delete_that_commits_after_its_second_look_at_the_row(
-        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("look", ["the row read again", "the store's second look"])
+def test_a_search_meeting_a_delete_that_ends_at_its_second_look_says_the_collection_is_gone(
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, look: str) -> None:
     """The delete dropped the vectors before the search read the name's generation, and
-    committed right after the search read the row again (still there to it, uncommitted): the
-    search then asked whether a delete was in flight, found none, and said "has nothing
-    searchable yet: job 1 (completed) ended before it wrote any document" (the verification
-    round of the fourth session of 2026-12-05). The flag is asked before that read now."""
+    committed and ended at the search's second look: (1) right after the search read the row
+    again (still there to it, uncommitted), when the search then asked whether a delete was in
+    flight, found none, and said "has nothing searchable yet: no job has written to it" (the
+    verification round of the fourth session of 2026-12-05: the flag is asked before that read
+    now); (2) at the second run's look into the store, both runs having met the delete: a 429
+    "deleted ... while this search ran; search again", where the name simply names no
+    collection any more (a third run answers for it now)."""
     from indexer import metadata as md
 
     _indexed(facet, tmp_path)
     store = facet.context.store
-    generation, get_collection = store.generation, md.get_collection
     deleting = _HeldDelete(facet, monkeypatch)
+    owner, attribute = ((md, "get_collection") if look == "the row read again" else
+                        (store, "collection_exists"))
+    original = getattr(owner, attribute)
     looks: list[str] = []
 
-    def hooked_generation(collection: str) -> int:
-        if not deleting.thread.is_alive() and not deleting.dropped.is_set():  # the first read
-            deleting.start()
-        return generation(collection)
-
-    def hooked_get_collection(session: Any, name: str) -> Any:
-        row = get_collection(session, name)
+    def hooked(*args: Any) -> Any:
+        result = original(*args)
         if sys._getframe(1).f_code.co_name == "_vector_names":
-            looks.append(name)
-            if len(looks) == 2 and not deleting.go_on.is_set():
-                deleting.finish()  # committed and ended just after the second look
-        return row
-
-    monkeypatch.setattr(store, "generation", hooked_generation)
-    monkeypatch.setattr(md, "get_collection", hooked_get_collection)
-    try:
-        with pytest.raises(FacetError) as raised:
-            facet.search(SearchRequest("garden", "race", mode="dense"))
-    finally:
-        deleting.finish()
-    assert deleting.outcome == [None] and len(looks) >= 2  # the race ran
-    _honest(raised.value)
-    assert "ended before it wrote" not in str(raised.value), _say(raised.value)
-    assert isinstance(raised.value, NotFoundError), _say(raised.value)
-    assert "unknown collection 'race'" in str(raised.value)
-
-
-def test_a_search_whose_second_run_meets_the_delete_ending_answers_for_the_name_as_it_is(
-        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both runs met the delete, which was over by the second's end: a 429 "deleted ... while
-    this search ran; search again", where the name simply names no collection any more."""
-    _indexed(facet, tmp_path)
-    store = facet.context.store
-    generation, exists = store.generation, store.collection_exists
-    deleting = _HeldDelete(facet, monkeypatch)
-    looks: list[str] = []
-
-    def hooked_generation(collection: str) -> int:
-        if not deleting.thread.is_alive() and not deleting.dropped.is_set():  # the first read
-            deleting.start()
-        return generation(collection)
-
-    def hooked_exists(collection: str) -> bool:
-        there = exists(collection)
-        if sys._getframe(1).f_code.co_name == "_vector_names":
-            looks.append(collection)
+            looks.append(args[-1])
             if len(looks) == 2:
-                deleting.finish()  # the second run's look: the delete commits and ends
-        return there
+                deleting.finish()  # committed and ended just after the second look
+        return result
 
-    monkeypatch.setattr(store, "generation", hooked_generation)
-    monkeypatch.setattr(store, "collection_exists", hooked_exists)
+    deleting.at_the_first_generation_read(store, monkeypatch)
+    monkeypatch.setattr(owner, attribute, hooked)
     try:
         with pytest.raises(FacetError) as raised:
             facet.search(SearchRequest("garden", "race", mode="dense"))
     finally:
         deleting.finish()
-    assert deleting.outcome == [None] and len(looks) >= 2, looks  # (a third: is it a stray?)
+    assert deleting.outcome == [None] and len(looks) >= 2, looks  # the race ran
     _honest(raised.value)
     assert isinstance(raised.value, NotFoundError), _say(raised.value)
     assert "unknown collection 'race'" in str(raised.value)
