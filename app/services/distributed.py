@@ -599,6 +599,9 @@ class ChunkedIndexService:
             classify(pending)
         if prepared.options.syncs(source):
             self.index._sync(session, coll, job, report, source, files, seen)
+        else:  # as an embedded run ends (``IndexService.index``)
+            self.index._drop_stale_errors(session, coll, source, files, seen)
+            self.index._note_unsynced(session, coll, job, report, source, files, seen)
         numbers = []
         for number, start in enumerate(range(0, len(todo), chunk_docs)):
             session.add(md.JobChunk(job_id=job.id, number=number, state="queued", attempts=0,

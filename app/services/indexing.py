@@ -2079,6 +2079,7 @@ class IndexService:
                 if options.syncs(source):
                     emptied = self._sync(session, coll, job, report, source, files, seen)
                 else:
+                    self._drop_stale_errors(session, coll, source, files, seen)
                     self._note_unsynced(session, coll, job, report, source, files, seen)
                 # Nothing of the metadata is written while the store optimizes (tens of seconds
                 # for a large collection: its HNSW index, a term-vector rewrite): the sync's
@@ -4716,6 +4717,20 @@ class IndexService:
         job.errors.append(md.JobError(document_key=entry.key, kind="error", message=message))
         note_document_error(session, coll.id, entry.key, entry.source, entry.message, row)
 
+    def _drop_stale_errors(self, session: Session, coll: md.Collection, source: Path,
+                           files: list[Path], seen: Seen) -> None:
+        """Without a sync: the error rows of a file this run read that it did not give again (a
+        record's line fixed or moved) are stale, and removed; those holding an older indexed
+        copy's chunks stay, as a run without a sync keeps what it does not see. A re-read
+        ``bad.jsonl``, valid now, kept its four line errors ("#L5: duplicate id" of a file of
+        four lines), counted as failed where the job said 0. (A sync removes them with the
+        rest, ``_sync``.)"""
+        read = set(seen.sources.values()) | seen.failed_sources
+        stale = [row for row in self._gone_rows(session, coll, source, files, seen)
+                 if row.status == "error" and not row.n_chunks and row.source in read]
+        if stale:
+            md.delete_documents(session, stale)
+
     def _note_unsynced(self, session: Session, coll: md.Collection, job: md.IndexJob,
                        report: IndexReport, source: Path, files: list[Path], seen: Seen) -> None:
         """A single file indexed without a sync: say how many of its indexed records this run
@@ -4810,7 +4825,12 @@ class IndexService:
         under: dict[str, int] = {}
         for row in rows:
             if row.source in seen.failed_sources:
-                kept[row.source] = kept.get(row.source, 0) + 1
+                # An error row of such a file that this run did not give again is stale (its
+                # errors were listed afresh): removed below, not counted as a record kept. It
+                # stayed ("bad.jsonl#L5: duplicate id" of a file of 4 lines), counted as failed
+                # beside the job's count and called an "indexed record".
+                if row.status != "error":
+                    kept[row.source] = kept.get(row.source, 0) + 1
             elif row.status != "error" and (folder := seen.unreadable_folder(row.source)):
                 under[folder] = under.get(folder, 0) + 1
         for folder, n in sorted(under.items()):
@@ -4831,7 +4851,8 @@ class IndexService:
                        "fix the file and index again to remove what is really gone")
             report.warnings.append((path, message))
             job.errors.append(md.JobError(document_key=path, kind="warning", message=message))
-        rows = [row for row in rows if not seen.kept(row.source)]
+        rows = [row for row in rows if not seen.kept(row.source) or (
+            row.status == "error" and row.source in seen.failed_sources)]
         if not rows:
             return None
         gone = [row.key for row in rows]

@@ -98,6 +98,29 @@ def assert_exact(client: Facet, collection: str, files: dict[str, str], minilm,
     assert job.chunks_done == job.chunks_total == -(-len(files) // 4)  # 4 documents per task
 
 
+def test_a_worker_jobs_stale_line_errors_go_as_an_embedded_runs_do(stack: Stack, client,
+                                                                     tmp_path) -> None:
+    """A single record file indexed through a worker, its broken lines fixed between runs: the
+    planner, which ends a worker job's reading as an embedded run ends it, kept the line errors
+    the file no longer gave (``test_stale_record_errors.py``), and said nothing of records gone
+    from the file without --sync (an embedded run says they are kept)."""
+    from tests.app.services.test_stale_record_errors import FIRST, SECOND, VALID
+
+    stack.start_worker()
+    bad = tmp_path / "bad.jsonl"
+    for text, failed in ((FIRST, 3), (SECOND, 2), (VALID, 0)):
+        bad.write_text(text)
+        job = wait_for(client, client.submit_index(bad, "stale").id)
+        assert (job.state, job.docs_failed) == ("completed", failed), job
+    assert {d.key.rsplit("/", 1)[-1]: d.status for d in client.documents("stale")} == {
+        "ok1": "indexed", "5": "indexed"}
+    bad.write_text(VALID.splitlines()[0] + "\n")  # record 5 gone from the file: kept, and said
+    job = wait_for(client, client.submit_index(bad, "stale").id)
+    assert any("1 indexed record of" in e["message"] and "kept" in e["message"]
+               for e in job.errors), job.errors
+    assert {d.key for d in client.documents("stale")} == {"ok1", "5"}
+
+
 def test_background_job_through_a_worker_and_follow(stack: Stack, client, corpus, minilm,
                                                     tmp_path) -> None:
     stack.start_worker()
