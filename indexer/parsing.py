@@ -2093,12 +2093,25 @@ def _nested_records(record: dict[str, Any], where: str, text_field: str | None) 
             f"file (jq '.{name}' FILE) or as a .jsonl, one record a line")
 
 
+def _record_place(path: Path, where: str) -> str:
+    """How a record's messages name it, as the file's other messages do: ``f.jsonl:3`` (a line,
+    as a malformed line is said), ``f.csv: row 3``, ``f.json: item 2``, ``f.json`` (its one
+    object); ``where`` is the place its key holds (``L3``, ``row3``, ``item2``, ``root``). They
+    read ``f.jsonl:L3:`` beside ``f.jsonl:2: malformed JSON line``."""
+    found = re.fullmatch(r"(L|row|item)(\d+)", where)
+    if found is None:
+        return str(path)
+    kind, number = found.groups()
+    return f"{path}:{number}" if kind == "L" else f"{path}: {kind} {number}"
+
+
 def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: int,
                      warnings: list[str], text_column: str | None = None,
                      noted: set[tuple[str, str]] | None = None) -> ParseResult:
     """One record as a document. ``noted``: the metadata fields of this file whose shape was
     already said (``_scalar_metadata``); those said on this record are added to it."""
     fallback_key = f"{path}#{where}"
+    said_at = _record_place(path, where)
     if any(not k.isascii() for k in record):
         record = {_nfc(k): v for k, v in record.items()}
     if text_column is not None:
@@ -2108,7 +2121,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
             dotted = ("; nested fields are not supported: the text column names a top-level "
                       "field" if "." in text_column else "")
             return DocumentError(fallback_key, str(path),
-                                 f"{path}:{where}: no field {text_column!r} (the text column asked for); "
+                                 f"{said_at}: no field {text_column!r} (the text column asked for); "
                                  f"found {', '.join(map(str, record)) or 'none'}{dotted}")
     else:
         text_field = next(_named(record, TEXT_FIELDS), None)
@@ -2117,7 +2130,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
         return DocumentError(fallback_key, str(path), f"{path}: {nested}")
     if text_field is None:
         return DocumentError(fallback_key, str(path),
-                             f"{path}:{where}: no text field; expected one of "
+                             f"{said_at}: no text field; expected one of "
                              f"{', '.join(TEXT_FIELDS)} "
                              f"(found {', '.join(map(str, record)) or 'none'}); name the one "
                              "holding the text as the text column (`facet index --text-column`, "
@@ -2129,7 +2142,7 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     record_id = record[id_field] if id_field else None
     if isinstance(record_id, dict | list | bool):  # was stored as Python's repr: "{'a': 1}", "True"
         return DocumentError(fallback_key, str(path),
-                             f"{path}:{where}: the record's id ({id_field!r}) is a JSON "
+                             f"{said_at}: the record's id ({id_field!r}) is a JSON "
                              f"{_JSON_TYPES[type(record_id)]}, not a string or a number; fix that "
                              "record")
     if isinstance(record_id, float) and record_id.is_integer():
@@ -2137,13 +2150,13 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
     key = str(record_id) if id_field else fallback_key
     text = record[text_field]
     if text is None and where.startswith("row"):  # csv.DictReader's value for a missing field
-        return DocumentError(key, str(path), f"{path}:{where}: no value in the {text_field!r} "
+        return DocumentError(key, str(path), f"{said_at}: no value in the {text_field!r} "
                                              "column (the row has fewer fields than the header)")
     if not isinstance(text, str):
-        return DocumentError(key, str(path), f"{path}:{where}: field {text_field!r} is "
+        return DocumentError(key, str(path), f"{said_at}: field {text_field!r} is "
                                              f"{_json_word(text)}, expected a string")
     if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
-        return DocumentError(key, str(path), f"{path}:{where}: text is over the "
+        return DocumentError(key, str(path), f"{said_at}: text is over the "
                                              f"{max_bytes / 2**20:.1f} MiB per-document limit")
     title_field = next(_named(record, ("title",)), "title")
     title = record.get(title_field)
@@ -2151,34 +2164,34 @@ def _record_document(path: Path, record: dict[str, Any], where: str, max_bytes: 
                                        for t in title):
         title = " ".join(str(t) for t in title)  # ["Camp", "Stove"] was "['Camp', 'Stove']"
     elif isinstance(title, dict | list | bool):
-        warnings = [*warnings, f"{path}:{where}: {title_field!r} is a JSON {type(title).__name__}, "
+        warnings = [*warnings, f"{said_at}: {title_field!r} is a JSON {type(title).__name__}, "
                                "not text; left out (give a string)"]
         title = None
     title = str(title) if title not in (None, "") else None
     if _surrogate_at(key) is not None:
-        return DocumentError(fallback_key, str(path), f"{path}:{where}: the record's id holds an "
+        return DocumentError(fallback_key, str(path), f"{said_at}: the record's id holds an "
                              "unpaired surrogate (a broken \\u escape); fix that record")
     if "\x00" in key:  # no database key holds one (PostgreSQL refused the whole batch)
-        return DocumentError(fallback_key, str(path), f"{path}:{where}: the record's id holds a "
+        return DocumentError(fallback_key, str(path), f"{said_at}: the record's id holds a "
                              "NUL character (a \\u0000 escape); fix that record")
     for name, value in ((repr(text_field), text), (repr(title_field), title or "")):
         at = _surrogate_at(value)
         if at is not None:
-            return DocumentError(key, str(path), f"{path}:{where}: field {name} holds an unpaired "
+            return DocumentError(key, str(path), f"{said_at}: field {name} holds an unpaired "
                                  f"surrogate at character {at} (a broken \\u escape, e.g. half "
                                  "an emoji); fix that record")
     # A BEIR record is title + text; both are embedded, so both are part of the document.
     # (Not when the text is the title itself: `--text-column title` stored it twice.)
     notes = [*warnings]
-    text = _without_nul(text, f"{path}:{where}: field {text_field!r}", notes)
-    title = _without_nul(title, f"{path}:{where}: field {title_field!r}", notes) or None if title else None
+    text = _without_nul(text, f"{said_at}: field {text_field!r}", notes)
+    title = _without_nul(title, f"{said_at}: field {title_field!r}", notes) or None if title else None
     full = f"{title}\n{text}" if title and text.strip() and text_field != title_field else text
     meta, dropped, said = _scalar_metadata(record, {text_field, title_field,
                                                     *(f for f in (id_field,) if f)}, noted)
     doc = ParsedDocument(key, str(path), full, title=title, metadata=meta,
-                         warnings=[*notes, *(f"{path}:{where}: {d}" for d in dropped)])
+                         warnings=[*notes, *(f"{said_at}: {d}" for d in dropped)])
     if blank(text):
-        return DocumentError(key, str(path), f"{path}:{where}: record {key!r} has empty text")
+        return DocumentError(key, str(path), f"{said_at}: record {key!r} has empty text")
     if noted is not None:  # said on a document that is indexed (not on an error)
         noted |= said
     return doc

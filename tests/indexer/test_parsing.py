@@ -343,7 +343,7 @@ def test_csv_messages_say_what_is_wrong(tmp_path: Path) -> None:
     short = tmp_path / "short.csv"
     short.write_text("id,text\na,first\nb\n")
     results = {r.key: r for r in parse_file(short)}
-    assert "row3: no value in the 'text' column (the row has fewer fields than the header)" in \
+    assert "row 3: no value in the 'text' column (the row has fewer fields than the header)" in \
         _msg(results["b"])
     semi = tmp_path / "semi.csv"
     semi.write_text("id;text\n1;a card was declined\n")
@@ -543,7 +543,7 @@ def test_csv_fields_longer_than_the_csv_module_default_are_read(tmp_path: Path) 
         ("ParsedDocument", "b"), ("ParsedDocument", "c")]
     # Over the per-document limit: that row's error, the rows after it still read.
     results = {r.key: r for r in parse_file(middle, max_bytes=150_000)}
-    assert f"{middle}:row3: text is over the" in _msg(results["b"])
+    assert f"{middle}: row 3: text is over the" in _msg(results["b"])
     assert [results[k].text for k in ("a", "c", "d")] == ["first", "third", "fourth"]  # type: ignore[union-attr]
 
 

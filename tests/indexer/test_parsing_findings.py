@@ -91,7 +91,7 @@ def test_a_jsonl_id_that_is_not_a_string_or_number_is_that_records_error(tmp_pat
     assert isinstance(first, ParsedDocument) and first.key == "ok"
     assert isinstance(second, DocumentError), second
     assert second.key == f"{path}#L2"
-    assert second.message == (f"{path}:L2: the record's id ('_id') is a JSON {kind}, not a string "
+    assert second.message == (f"{path}:2: the record's id ('_id') is a JSON {kind}, not a string "
                               "or a number; fix that record")
 
 
