@@ -628,6 +628,42 @@ def looks_binary(data: bytes) -> bool:
     return control / len(head) > 0.10
 
 
+def binary_message(name: str, data: bytes, advice: str) -> str:
+    """The refusal of ``data`` that ``looks_binary``, naming a likely cause: UTF-16 text saved
+    without a byte order mark reads as half NUL bytes (a user was told only "looks binary")."""
+    said = f"{name} looks binary (NUL or control bytes), not text"
+    codec = utf16_without_bom(data)
+    if codec is not None:
+        said += (f"; it reads as {codec} text without a byte order mark: save it as UTF-8 (or "
+                 "as UTF-16 with its mark)")
+    return f"{said}; {advice}"
+
+
+def utf16_without_bom(data: bytes) -> str | None:
+    """``"UTF-16LE"`` or ``"UTF-16BE"`` where the first 8 KiB read as such text with no byte
+    order mark (decoded: printable characters and line ends, some of them letters), else None.
+    Binary data decodes to unassigned, control and private-use characters, or not at all."""
+    head = data[:_SNIFF]
+    head = head[:len(head) - len(head) % 2]
+    if len(head) < 4:
+        return None
+    readings: list[tuple[int, str]] = []
+    for codec in ("UTF-16LE", "UTF-16BE"):
+        try:
+            text = head.decode(codec.lower())
+        except UnicodeDecodeError:
+            continue
+        readable = sum((ch.isprintable() and unicodedata.category(ch) not in ("Co", "Cn"))
+                       or ch in "\t\r\n" for ch in text)
+        # (and of several characters: b"\x00\x01" * 10_000 reads as "ĀĀĀ...")
+        if readable >= 0.98 * len(text) and sum(ch.isalpha() for ch in text) >= 0.3 * len(text) \
+                and len(set(text)) >= 4:
+            # (ASCII letters read the other way round are CJK ideographs: the reading with more
+            # ASCII is the one meant)
+            readings.append((sum(ch.isascii() for ch in text), codec))
+    return max(readings)[1] if readings else None
+
+
 # Non-ASCII characters Western text decoded as cp1252 holds besides letters.
 _TYPOGRAPHIC = set("\u2018\u2019\u201a\u201c\u201d\u201e\u2013\u2014\u2026\u20ac\u2022\u2122"
                    "\u00ab\u00bb\u00b0\u00b7\u00a7\u00a9\u00ae\u00a0\u00a3\u00b4\u00a8")
@@ -866,8 +902,8 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]] | DocumentError
         except UnicodeDecodeError:
             pass  # judged as bytes below
     if looks_binary(data):
-        return DocumentError(name, name, f"{name} looks binary (NUL or control bytes), not text; "
-                                         "remove it from the source or convert it to text")
+        return DocumentError(name, name, binary_message(name, data, "remove it from the source or "
+                                                                    "convert it to text"))
     try:
         return data.decode("utf-8-sig"), []
     except UnicodeDecodeError as e:  # e.start counts from after a byte order mark
@@ -981,8 +1017,8 @@ def _stream_text(path: Path, size: int, *, markdown: bool,
             warnings.append(_bom_note(key, bom_codec))
             break
         if bom_read is None and looks_binary(head_bytes):
-            return DocumentError(key, key, f"{key} looks binary (NUL or control bytes), not text; "
-                                           "remove it from the source or convert it to text")
+            return DocumentError(key, key, binary_message(key, head_bytes, "remove it from the "
+                                                                           "source or convert it to text"))
         try:
             encoding, errors = "utf-8-sig", "strict"
             if bom_read is not None:

@@ -1953,7 +1953,7 @@ def _read_text(path: Path, where: str, *, utf8_only: bool = False) -> str:
     refused as binary and a Latin-1 one as not UTF-8, though `facet index` read both.
     ``utf8_only``: UTF-8 alone (`facet cluster -` reads standard input so, as `facet search -`
     reads a query: a pipe carries the terminal's UTF-8)."""
-    from indexer.parsing import DocumentError, decode_text, looks_binary
+    from indexer.parsing import DocumentError, binary_message, decode_text, looks_binary
 
     try:
         data = path.read_bytes()
@@ -1964,7 +1964,7 @@ def _read_text(path: Path, where: str, *, utf8_only: bool = False) -> str:
     decoded = decode_text(data, where)
     if isinstance(decoded, DocumentError):
         if looks_binary(data):
-            raise DataError(f"{where} looks binary (NUL or control bytes), not text; give a text file")
+            raise DataError(binary_message(where, data, "give a text file"))
         raise DataError(decoded.message)
     text, notes = decoded
     for note in notes:

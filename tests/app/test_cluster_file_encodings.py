@@ -91,3 +91,12 @@ def test_index_help_says_a_csv_without_a_text_column_is_refused() -> None:
     words = " ".join(re.sub(r"[│╭╮╰╯─]", " ", shown).split())
     assert "takes its first column, with a warning" not in words
     assert "a csv or record without them is refused" in words
+
+
+def test_utf16_without_a_mark_is_named_for_cluster_files_too(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes("first note about cards\nsecond note about refunds\n".encode("utf-16-le"))
+    with pytest.raises(DataError, match=r"looks binary \(NUL or control bytes\), not text; it reads "
+                                        r"as UTF-16LE text without a byte order mark: save it as "
+                                        r"UTF-8 \(or as UTF-16 with its mark\); give a text file"):
+        read_text_file(path)

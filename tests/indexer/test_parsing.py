@@ -274,6 +274,30 @@ def test_large_empty_or_binary_files_are_rejected_without_streaming(tmp_path: Pa
     assert "looks binary" in _msg(_one(tmp_path / "blob.txt", stream_over_bytes=1000))
 
 
+@pytest.mark.parametrize("stream_over_bytes", [None, 1000])
+def test_utf16_without_a_byte_order_mark_is_named_as_the_likely_cause(
+        tmp_path: Path, stream_over_bytes: int | None) -> None:
+    """A UTF-16 file saved without its mark was "looks binary (NUL or control bytes)" alone:
+    the refusal stands (its encoding is not known for sure), and says how to save it."""
+    from indexer.parsing import utf16_without_bom
+
+    text = "Meeting notes: the lighthouse keeper's log, Привет, 日本語.\n" * 30
+    for codec, name in (("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE")):
+        path = tmp_path / f"{codec}.txt"
+        path.write_bytes(text.encode(codec))
+        kwargs = {} if stream_over_bytes is None else {"stream_over_bytes": stream_over_bytes}
+        said = _msg(_one(path, **kwargs))
+        assert said.startswith(f"{path} looks binary (NUL or control bytes), not text; it reads as "
+                               f"{name} text without a byte order mark: save it as UTF-8"), said
+    # Binary data is not taken for it.
+    assert utf16_without_bom(b"\x00\x01" * 10_000) is None
+    assert utf16_without_bom(bytes(range(256)) * 32) is None
+    blob = tmp_path / "blob.txt"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    said = _msg(_one(blob))
+    assert "looks binary" in said and "reads as" not in said, said
+
+
 def test_jsonl_values_no_store_can_hold_are_named_not_a_crash(tmp_path: Path) -> None:
     """NaN / Infinity (json.dumps writes them) in metadata crashed the job in the store; a
     broken surrogate escape in the text crashed the tokenizer; U+2028 inside a string split a
