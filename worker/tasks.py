@@ -13,8 +13,8 @@
   even that, it stays unacknowledged and the visibility timeout brings it back), with one
   WARNING line. Celery rejected it without requeue, and the task was lost until the sweeper
   found its job stalled.
-* A chunk task of a job that is not in this worker's database and whose id is above any this
-  database ever handed out (a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the
+* A planner or chunk task of a job that is not in this worker's database and whose id is above
+  any this database ever handed out (a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the
   server's) is sent back to the broker, a few seconds later, for a worker on the right database
   (at most ``OTHER_DATABASE_RETRIES`` times), with a WARNING naming the database.
 * Both check the data folder's disk first (``FACET_MIN_FREE_MB``, ``IndexService.check_room``,
@@ -93,6 +93,17 @@ def _publish_window(visibility_timeout_s: float) -> float:
     return max(2.0, min(visibility_timeout_s / 2, MAX_PUBLISH_RETRY_S))
 
 
+def _sent_back(task: Any, what: str, tries: dict[str, int]) -> Reject:
+    """Another database's task sent back to the broker for a worker on that database, in
+    ``OTHER_DATABASE_COUNTDOWN_S``: this pool process waits it out holding the message, then
+    publishes the copy due at once (``_retry``). Published with a countdown (an ETA), the copy
+    went straight back to this worker, which takes ETA messages while idle (Celery does not
+    count them against the prefetch), try after try: the right worker beside it never got the
+    planner task, and the job stayed `queued` for ever."""
+    time.sleep(OTHER_DATABASE_COUNTDOWN_S)
+    return _retry(task, what, 0, tries)
+
+
 def _retry(task: Any, what: str, countdown: float, tries: dict[str, int]) -> Reject:
     """``task.retry(countdown=...)``, its publish tried again for ``_publish_window`` seconds
     while the broker is down (Celery gave up after the clients' ~1 s policy and rejected the
@@ -166,9 +177,10 @@ def _stopped_for_room(service: Any, job_id: int, prepared: PreparedJob | None = 
 
 
 @celery_app.task(name=INDEX_JOB_TASK, bind=True, max_retries=None)
-def index_job(self: Any, payload: dict[str, Any], transient: int = 0) -> dict[str, Any]:
-    """Plan a prepared job (``PreparedJob.to_dict()``) and fan its chunks out; ``transient``:
-    the retries so far on a transient error (not those waiting for another writer)."""
+def index_job(self: Any, payload: dict[str, Any], transient: int = 0, gone: int = 0) -> dict[str, Any]:
+    """Plan a prepared job (``PreparedJob.to_dict()``) and fan its chunks out; ``transient``,
+    ``gone``: the retries so far on a transient error and as another database's job (not those
+    waiting for another writer)."""
     prepared = PreparedJob.from_dict(payload)
     service = chunk_service()
     # (Planning makes the store collection: an embedded store maps its first files at once.)
@@ -178,18 +190,26 @@ def index_job(self: Any, payload: dict[str, Any], transient: int = 0) -> dict[st
     try:
         numbers = service.plan(prepared)
     except JobGone as e:
+        if e.elsewhere and gone < OTHER_DATABASE_RETRIES:  # as a chunk task of such a job
+            logger.warning("planning: %s (in %.0fs, try %d of %d)", e, OTHER_DATABASE_COUNTDOWN_S,
+                           gone + 1, OTHER_DATABASE_RETRIES)
+            raise _sent_back(self, f"job {prepared.job_id}",
+                             {"transient": transient, "gone": gone + 1}) from e
         # A warning: a worker on another database than the server's drops every job this way.
-        logger.warning("%s", e)
+        logger.warning("%s%s", e, f" (sent back {gone} times: no worker on that database took "
+                                  "it; dropped)" if e.elsewhere else "")
         return {"job_id": prepared.job_id, "state": "gone"}
     except WriterBusy as e:
         logger.info("job %d: %s; retrying in %.0fs", prepared.job_id, e, e.retry_in_s)
-        raise _retry(self, f"job {prepared.job_id}", e.retry_in_s, {"transient": transient}) from e
+        raise _retry(self, f"job {prepared.job_id}", e.retry_in_s,
+                     {"transient": transient, "gone": gone}) from e
     except Exception as e:
         if is_transient(e):
             if transient < MAX_TRANSIENT_RETRIES:
                 countdown = _backoff(transient)
                 logger.warning("job %d: %s; planning again in %.1fs", prepared.job_id, e, countdown)
-                raise _retry(self, f"job {prepared.job_id}", countdown, {"transient": transient + 1}) from e
+                raise _retry(self, f"job {prepared.job_id}", countdown,
+                             {"transient": transient + 1, "gone": gone}) from e
             service.give_up(prepared.job_id, f"gave up after {MAX_TRANSIENT_RETRIES} retries: "
                                              f"{type(e).__name__}: {e}")
             return {"job_id": prepared.job_id, "state": "failed", "message": str(e)}
@@ -242,8 +262,8 @@ def index_chunk(self: Any, job_id: int, number: int, transient: int = 0, gone: i
             return asdict(ChunkOutcome(int(job_id), int(number), "gone", message=str(e)))
         logger.warning("chunk %d: %s (in %.0fs, try %d of %d)", number, e,
                        OTHER_DATABASE_COUNTDOWN_S, gone + 1, OTHER_DATABASE_RETRIES)
-        raise _retry(self, f"chunk {number} of job {job_id}", OTHER_DATABASE_COUNTDOWN_S,
-                     {"transient": transient, "gone": gone + 1}) from e
+        raise _sent_back(self, f"chunk {number} of job {job_id}",
+                         {"transient": transient, "gone": gone + 1}) from e
     except Exception as e:
         if not is_transient(e):
             raise

@@ -118,7 +118,13 @@ class JobGone(FacetError):
     """The job row is not in this worker's database: its collection was deleted, or the job
     was queued by a server on another database (a worker whose FACET_DATA_DIR or
     FACET_DATABASE_URL differ from the server's); drop the task. The message says which one,
-    where that can be told (``gone_message``)."""
+    where that can be told (``gone_message``). ``elsewhere``: certainly another database's
+    job (its id above any this database handed out, or another job under its id): the task
+    goes back to the broker for a worker on that database rather than dropped."""
+
+    def __init__(self, message: str, *, elsewhere: bool = False) -> None:
+        super().__init__(message)
+        self.elsewhere = elsewhere
 
 
 # Said of a worker that reads another database than the server that queues the jobs.
@@ -461,10 +467,16 @@ class ChunkedIndexService:
             raise
         with self.sessions() as session:
             job = md.get_job(session, prepared.job_id)
+            back = "sending its task back to the broker for a worker on that database"
             if job is None:
+                # Certainly another database's (its id above this one's highest), the planner
+                # task goes back to the broker as a chunk task does: dropped, with a worker on
+                # the right database idle beside this one, the job stayed `queued` for ever.
+                highest = highest_job_id(session)
+                elsewhere = highest is not None and prepared.job_id > highest
                 raise JobGone(gone_message(
-                    prepared.job_id, self.settings.database_description(path=True),
-                    highest_job_id(session)))
+                    prepared.job_id, self.settings.database_description(path=True), highest,
+                    then=back), elsewhere=elsewhere)
             if (job.collection.name, job.source) != (prepared.collection, prepared.source):
                 # Another job of the same id: this worker reads another database than the
                 # server that queued it (which it would have planned, into another collection).
@@ -473,7 +485,7 @@ class ChunkedIndexService:
                     f"({self.settings.database_description(path=True)}) indexes "
                     f"{job.source!r} into {job.collection.name!r}, not the {prepared.source!r} "
                     f"into {prepared.collection!r} that was queued: the job was queued by a server "
-                    f"on another database; {_OTHER_DATABASE}; dropping it")
+                    f"on another database; {_OTHER_DATABASE}; {back}", elsewhere=True)
             if job.state in TERMINAL_JOB_STATES:  # cancelled while queued, or done already
                 logger.info("job %d is %s; nothing to plan", job.id, job.state)
                 return []
@@ -687,7 +699,7 @@ class ChunkedIndexService:
                     # FACET_DATABASE_URL differ from the server's): the task sends it back to
                     # the broker for a worker on the right one (it dropped it, said as a
                     # deleted collection, and the job waited for the sweeper).
-                    raise JobGone(message)
+                    raise JobGone(message, elsewhere=True)
                 # Its collection deleted, most likely (or an older job of another database):
                 # dropped, said at INFO (a deleted collection's chunks are many).
                 logger.info("chunk %d: %s", number, message)

@@ -74,11 +74,40 @@ def test_a_worker_on_another_database_says_so_and_its_node_name(stack: Stack, tm
                                               queue="index", ignore_result=True)
     text = _wait_text(worker, "index job 16 ")
     line = next(line for line in text.splitlines() if "index job 16 " in line)
-    assert " WARNING worker.tasks: index job 16 is not in this worker's database (SQLite at " \
-           f"{other / 'facet.db'}), which has never had a job: " in line, line
+    assert " WARNING worker.tasks: planning: index job 16 is not in this worker's database " \
+           f"(SQLite at {other / 'facet.db'}), which has never had a job: " in line, line
     assert ("a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the server's "
             "drops every job") in line
+    # Sent back for a worker on the right database, as a chunk task is (it was dropped).
+    assert line.endswith("sending its task back to the broker for a worker on that database "
+                         "(in 3s, try 1 of 20)"), line
     assert "its collection was deleted" not in line
+
+
+def test_a_job_planned_by_a_worker_on_another_database_reaches_the_right_one(
+        stack: Stack, minilm, tmp_path) -> None:
+    """With a worker on another data folder beside the right one, about half the jobs stayed
+    `queued ... not started` for ever: the wrong worker dropped their planner tasks (helper-460's
+    fault injection, the fifth session of 2026-12-05). Sent back, the right worker plans them."""
+    from app.core import Facet
+
+    wrong = _start_worker(stack, "--queues", "index", FACET_DATA_DIR=str(tmp_path / "other"))
+    client = Facet(stack.settings())
+    client.embedder_cache.put("minilm", minilm)
+    try:
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "a.txt").write_text("the lighthouse keeper's log")
+        job_id = client.submit_index(src, "elsewhere").id
+        _wait_text(wrong, f"planning: index job {job_id} is not in this worker's database")
+        stack.start_worker("index")  # the right database's
+        deadline = time.monotonic() + 120
+        while client.job(job_id).state in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = client.job(job_id)
+        assert (job.state, job.docs_indexed) == ("completed", 1), job
+    finally:
+        client.close()
 
 
 def test_a_missing_job_is_told_apart_where_the_ids_allow(stack: Stack, minilm, tmp_path) -> None:
@@ -104,6 +133,7 @@ def test_a_missing_job_is_told_apart_where_the_ids_allow(stack: Stack, minilm, t
             f"index job {first + 5} is not in this worker's database ({database}), which never "
             f"had it (its highest job id is {first}): the job was queued by a server on another "
             "database;"), gone.value
+        assert gone.value.elsewhere
         # An id it holds for another job (another collection, another source): never planned
         other = PreparedJob(job_id=first, collection="c10", source="/elsewhere", embedder="minilm",
                             options=IndexOptions())
@@ -113,7 +143,9 @@ def test_a_missing_job_is_told_apart_where_the_ids_allow(stack: Stack, minilm, t
             f"index job {first} in this worker's database ({database}) indexes {str(src)!r} into "
             "'c9', not the '/elsewhere' into 'c10' that was queued: the job was queued by a server "
             "on another database; a worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from "
-            "the server's drops every job; dropping it")
+            "the server's drops every job; sending its task back to the broker for a worker on "
+            "that database")
+        assert gone.value.elsewhere
         assert CollectionService(ctx).job(first).state == "queued"  # left as it was
         # An id it handed out, whose collection was deleted since (once the job was cancelled:
         # a queued job refuses the delete): either can be
@@ -126,6 +158,7 @@ def test_a_missing_job_is_told_apart_where_the_ids_allow(stack: Stack, minilm, t
             "collection was deleted, or the job was queued by a server on another database (a "
             "worker whose FACET_DATA_DIR / FACET_DATABASE_URL differ from the server's drops "
             "every job); dropping it")
+        assert not gone.value.elsewhere  # (dropped: its collection was deleted, most likely)
     finally:
         ctx.close()
 

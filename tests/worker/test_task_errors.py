@@ -95,8 +95,8 @@ def test_waits_for_a_claim_or_a_writer_do_not_use_up_the_transient_retries(monke
     raised.append(locked)
     with pytest.raises(Retry):
         tasks.index_job.run({}, transient=0)
-    assert sent[0] == (30.0, {"transient": 0})
-    assert [tries for _, tries in sent] == [{"transient": 0}, {"transient": 1}]
+    assert sent[0] == (30.0, {"transient": 0, "gone": 0})
+    assert [tries for _, tries in sent] == [{"transient": 0, "gone": 0}, {"transient": 1, "gone": 0}]
 
 
 def test_requests_queued_behind_the_senders_threads_wait_one_timeout_in_all(redis_server, tmp_path) -> None:
