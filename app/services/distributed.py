@@ -812,9 +812,13 @@ class ChunkedIndexService:
             else:
                 item = _PARSED.documents(str(source), max_bytes, text_column).get(str(key))
             if item is None:
-                out.append(DocumentError(str(key), str(source),
-                                         f"{key} is no longer in {source} (removed after the job "
-                                         "was planned); not indexed"))
+                # (A plain file, its own key, deleted meanwhile "is no longer in" itself.)
+                deleted = not os.path.lexists(str(source))
+                said = (f"{source} was deleted after the job was planned" if str(key) == str(source)
+                        else f"{key} is no longer in {source} ("
+                        + ("the file was deleted" if deleted else "removed") + " after the job was "
+                        "planned)")
+                out.append(DocumentError(str(key), str(source), f"{said}; not indexed"))
                 continue
             if isinstance(item, ParsedDocument) and item.content_hash != planned_hash:
                 item = ParsedDocument(item.key, item.source, item.text, item.title,
