@@ -115,7 +115,10 @@ def json_lines(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     found = False
-    for line in text.splitlines():
+    # Lines end at "\n" (a CRLF's "\r" is stripped below), as a .jsonl file's do: splitlines
+    # also split at U+2028 or U+0085 inside a JSON string (`jq -c` writes them raw), and such
+    # a stream was clustered as lines.
+    for line in text.split("\n"):
         line = line.strip()
         if not line:
             continue

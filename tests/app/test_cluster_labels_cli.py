@@ -115,7 +115,9 @@ def test_json_lines_on_standard_input_are_read_as_records(tmp_path) -> None:
     label included) a line a text; JSON lines are now read as a .jsonl file is: the text field,
     --text-column and --label-column. `facet embed -` still reads lines as they are."""
     env = {"FACET_DATA_DIR": str(tmp_path / "data")}
-    lines = "".join(json.dumps({"id": i, "text": t, "label": g}) + "\n"
+    # (A raw U+2028 inside a string, as `jq -c` writes it: splitlines broke the line there.)
+    lines = "".join(json.dumps({"id": i, "text": t, "label": g, "note": "a\u2028b\x85c"},
+                               ensure_ascii=False) + "\n"
                     for i, (t, g) in enumerate(zip(TEXTS, GOLD, strict=True)))
     base = ["cluster", "-", "-i", "What does the customer want?", "--embedder", "minilm",
             "--explain", "", "--k", "2", "--json"]
