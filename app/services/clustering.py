@@ -1974,7 +1974,12 @@ def _read_text(path: Path, where: str, *, utf8_only: bool = False) -> str:
 
 def _strict_utf8(data: bytes, where: str) -> str:
     if b"\x00" in data[:8192]:
-        raise DataError(f"{where} looks binary (it has NUL bytes), not text; give a text file")
+        from indexer.parsing import utf16_without_bom
+
+        codec = utf16_without_bom(data)
+        said = (f"; it reads as {codec} text without a byte order mark: save it as UTF-8"
+                if codec else "")
+        raise DataError(f"{where} looks binary (it has NUL bytes), not text{said}; give a text file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -100,3 +100,11 @@ def test_utf16_without_a_mark_is_named_for_cluster_files_too(tmp_path: Path) -> 
                                         r"as UTF-16LE text without a byte order mark: save it as "
                                         r"UTF-8 \(or as UTF-16 with its mark\); give a text file"):
         read_text_file(path)
+
+    from tests.app.cli_runner import invoke_cli
+
+    piped = invoke_cli("cluster", "-", "-i", "x", "--embedder", "minilm", "--explain", "",
+                       env={"FACET_DATA_DIR": str(tmp_path / "data")}, input=path.read_bytes())
+    assert piped.returncode == 4 and ("standard input looks binary (it has NUL bytes), not text; it "
+                                      "reads as UTF-16LE text without a byte order mark: save it "
+                                      "as UTF-8") in piped.stderr, piped.stderr
