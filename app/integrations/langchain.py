@@ -147,9 +147,12 @@ def _refuse_unknown_settings(data: Any, fields: tuple[str, ...], whose: str,
 
 
 def _not_a_bool(value: Any) -> Any:
-    """A number field's value that is not a boolean: pydantic read ``k=True`` as 1."""
+    """A number field's value that is not a boolean (pydantic read ``k=True`` as 1) nor bytes
+    (``k=b"3"`` was 3, where bytes for text are refused)."""
     if isinstance(value, bool):
         raise PydanticCustomError("bool_for_number", "Input should be a number, not a boolean")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise PydanticCustomError("bytes_for_number", "Input should be a number, not bytes")
     return value
 
 
@@ -379,14 +382,14 @@ class FacetRetriever(_SharesTheFacade, BaseRetriever):
     embedder: Annotated[str, _Text] | None = None
     instruction: Annotated[str, _Text] | None = None
     k: Annotated[int, _Number] = Field(default=4, ge=1, le=MAX_TOP_K)
-    filter: dict[str, Any] | None = None
+    filter: dict[Annotated[str, _Text], Any] | None = None
     score_threshold: Annotated[float, _Number] | None = None
     rerank: Annotated[str, _Text] | None = None
     # A negative one refused here, as k=0 is; a 0 still reaches the search, which refuses it
     # (the server with its own 400, which callers rely on).
     rerank_depth: Annotated[int, _Number, AfterValidator(_not_negative)] | None = Field(
         default=None, le=MAX_TOP_K)
-    mode: SearchMode = "auto"
+    mode: Annotated[SearchMode, _Text] = "auto"
     group_by_document: bool = False
     exact: bool = False
     # Any: a Facet, typed loosely so that HTTP mode never imports the core (app.core).

@@ -114,6 +114,14 @@ def test_odd_filters_bytes_and_invisible_instructions_are_read_as_the_facade_rea
     assert caught.value.param == "instruction"
     with pytest.raises(InvalidRequestError, match="not bytes: decode it first"):
         _retriever(served, where, instruction=b"Find the intent")
+    # Numbers, a mode and a filter's field as bytes too (the verification round: k=b"3" was 3).
+    for option, said in (({"k": b"3"}, "a number, not bytes"), ({"mode": b"dense"}, "not bytes"),
+                         ({"filter": {b"intent": "x"}}, "not bytes")):
+        with pytest.raises(InvalidRequestError, match=said):
+            FacetRetriever(collection=COLLECTION, **option)
+        if "filter" not in option:  # (a per-call filter is the facade's to check)
+            with pytest.raises(InvalidRequestError, match=said):
+                retriever.invoke("money top-up", **option)
     plain = retriever.invoke("money top-up")
     invisible = retriever.invoke("money top-up", instruction="\u200b\u2060")
     assert [d.metadata["score"] for d in invisible] == [d.metadata["score"] for d in plain]
