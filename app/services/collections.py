@@ -1038,6 +1038,17 @@ def effective_state(job: md.IndexJob) -> tuple[str, str | None]:
             if session is not None:
                 try:
                     session.refresh(job)
+                    if job.state == "running":
+                        # The lease read afresh too, after the row (a job takes it in the commit
+                        # that makes it `running`): the collection row was loaded before the job
+                        # started (a search's session), and a job running for a second was said
+                        # "interrupted ... ended before it wrote any document" (the verification
+                        # round's search/index race). Lost since: the row, read again, says how
+                        # the job ended (its end is committed before the lease goes).
+                        session.refresh(job.collection)
+                        current = leases.holder(job.collection)
+                        if current is None or current.job_id != job.id or not current.alive():
+                            session.refresh(job)
                 except RowGoneError:  # the row is gone (its collection was just deleted)
                     return "interrupted", "its collection was deleted while it ran"
                 if job.state != "running":
