@@ -1243,8 +1243,13 @@ def _with_more_documents(hits: list[Any], head: int, documents: int) -> list[Any
 
 class _Vanished(NotFoundError):
     """The collection's row, read by a search, was gone (or another collection's) when its
-    vectors were looked for: deleted meanwhile. ``search`` runs once more, as for a
-    ``_replaced`` collection."""
+    vectors were looked for: deleted meanwhile; or it was not there, and then was: created
+    meanwhile. ``search`` runs once more, as for a ``_replaced`` collection."""
+
+
+# A collection with no job this young is one whose first job is being queued (``prepare``
+# commits the collection, then the job): its search says so, not "no job has written to it".
+JUST_CREATED_S = 60.0
 
 
 class _NothingWrittenYet(NotFoundError):
@@ -1394,6 +1399,13 @@ class SearchService:
                     raise _Vanished(f"collection {collection!r} was deleted while it was read",
                                     param="collection")
                 latest = md.list_jobs(session, coll.id, 1)
+                if not latest and (md.utcnow() - coll.created_at).total_seconds() < JUST_CREATED_S:
+                    # A first `facet index` / POST /jobs commits the collection, then its job: a
+                    # search between was told "no job has written to it (index into it, or
+                    # delete it)" of a collection whose job was being queued.
+                    raise _NothingWrittenYet(
+                        f"collection {collection!r} was created a moment ago and its first job is "
+                        "being queued: nothing searchable yet", [e.name for e in coll.embedders])
                 if not latest:
                     why = "no job has written to it (index into it, or delete it)"
                 else:
@@ -1419,6 +1431,11 @@ class SearchService:
             if coll is None:
                 known = [c.name for c in md.list_collections(session)]
                 self._vectors.pop(collection, None)
+                if collection in known:
+                    # Created between the two reads: "unknown collection 'c' (known: c)" (the
+                    # verification round); ``search`` runs once more and finds it.
+                    raise _Vanished(f"collection {collection!r} was created while it was read",
+                                    param="collection")
                 # Vectors under that name that this database does not know (its own lost, or
                 # another database's): indexing into it is refused, so do not suggest it.
                 try:
