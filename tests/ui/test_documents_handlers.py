@@ -133,9 +133,10 @@ def test_ticked_documents_removed_meanwhile_are_skipped_and_said(setup) -> None:
     with pytest.warns(UserWarning, match=r"1 ticked document \(alpha-notes.txt\) no longer in "
                                          r"uploaded: removed meanwhile, from another page or by "
                                          r"a job; the others were removed"):
-        collections, jobs, rows, line, *_, confirm = h.remove_documents(
+        collections, _, rows, line, *_, confirm = h.remove_documents(
             "uploaded", [keys["alpha-notes.txt"], keys["beta-report.md"]], "uploaded", "all", "", 0)
     assert [r[0] for r in rows] == ["gamma-log.txt"] and "document 1 of 1" in line
+    assert next(r for r in collections if r[0] == "uploaded")[1] == 1 and confirm == ""
     assert [Path(d.key).name for d in facet.documents("uploaded")] == ["gamma-log.txt"]
     # All of them gone: nothing to confirm, the list refreshed, the confirmation not asked for.
     with pytest.warns(UserWarning, match="nothing else was removed. The list is refreshed."):
