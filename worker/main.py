@@ -52,41 +52,19 @@ def check_preload(settings: FacetSettings) -> None:
             raise type(e)(f"{variable} names {name!r}, which cannot be loaded: {e}") from e
 
 
-def _cuda_devices() -> int:
-    """How many CUDA GPUs this machine offers torch, counted without initialising CUDA in this
-    process (the pool's parent: a CUDA context does not survive ``fork``)."""
-    import torch
-
-    if not torch.backends.cuda.is_built():
-        return 0
-    # In a child process: torch's count (the CUDA runtime's, where NVML cannot say) would make
-    # every forked pool process refuse CUDA.
-    try:
-        done = subprocess.run([sys.executable, "-c",
-                               "import torch; print(torch.cuda.device_count())"],
-                              capture_output=True, text=True, timeout=300)
-        return int(done.stdout.split()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return 1  # not known here: the pool processes will say
-
-
 def check_device(settings: FacetSettings) -> None:
     """``FACET_DEVICE`` names a device this machine has (``cuda`` with a GPU, ``cuda:N`` within its
-    GPUs, ``mps``/``xpu`` where torch has one), asked in a child process as ``_cuda_devices``
-    counts (``embedders.backbone.pick_device``'s rule).
+    GPUs, ``mps``/``xpu`` where torch has one: ``embedders.backbone.pick_device``'s rule, asked
+    in a child process, ``_device_missing``).
 
     Raises:
         UnavailableError: the device is missing (the message ``EmbedderCache`` gives; every task
             failed with it while the worker answered its healthcheck; ``cuda:3`` on a one-GPU
-            machine and ``mps`` got past this check).
+            machine and ``mps`` got past the CUDA-only check this was).
     """
     device = settings.device or ""
     if not device or device.lower() == "cpu":
         return
-    if device.split(":")[0].lower() == "cuda" and _cuda_devices() == 0:
-        from app.encoding import no_gpu_error
-
-        raise no_gpu_error(device)
     missing = _device_missing(device)
     if missing:
         from app.errors import UnavailableError
@@ -95,8 +73,10 @@ def check_device(settings: FacetSettings) -> None:
 
 
 def _device_missing(device: str) -> str | None:
-    """``pick_device(device)``'s refusal of a device this machine lacks, asked in a child process
-    (no CUDA context in the pool's parent); None where it has it or the child could not say."""
+    """``pick_device(device)``'s refusal of a device this machine lacks, asked in a child process:
+    torch's CUDA check here would leave a CUDA context in the pool's parent, which does not
+    survive ``fork`` (every pool process would refuse CUDA); None where the machine has it or
+    the child could not say (the pool processes will)."""
     code = ("import sys\n"
             "from embedders.backbone import pick_device\n"
             "from embedders.errors import DeviceUnavailableError\n"
