@@ -2544,6 +2544,11 @@ class SearchService:
         in the edge store (collections: ...); create it with `facet index ...`", CLI advice
         naming the store's other collections, in an API answer."""
         self.forget(collection)
+        # Asked before the row is read (as ``_vector_names`` asks): a delete in flight then, its
+        # row still there to the read (not committed), is run past once more by ``search``; the
+        # store's words ("create it with `facet index ...`") reached an API answer in the
+        # verification round's delete race, a delete committing between the read and the ask.
+        deleting = being_deleted(collection)
         try:
             with self.ctx.sessions() as session:
                 gone = md.get_collection(session, collection) is None
@@ -2552,6 +2557,8 @@ class SearchService:
         if gone:
             return NotFoundError(f"unknown collection {collection!r}: it was deleted while it was "
                                  "searched", param="collection")
+        if deleting:
+            return _Vanished(f"collection {collection!r} is being deleted", param="collection")
         return NotFoundError(str(error), param="collection")
 
     @staticmethod

@@ -550,3 +550,36 @@ def test_a_search_meeting_its_collections_creation_does_not_call_it_unknown(
     response = facet.search(SearchRequest("garden", "born", mode="dense"))
     assert made and response.results == []
     assert "was created a moment ago and its first job is being queued" in (response.note or "")
+
+
+def test_the_stores_words_are_not_a_searchs_answer_when_a_delete_commits_at_its_look(
+        facet: Facet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm search (the collection's names cached) met the store without the collection, the
+    delete that dropped it committing right after the search read the row (still there to it):
+    the store's "no collection 'race' in the edge store (collections: ...); create it with
+    `facet index ...`" was the answer (the verification round, under `facet serve`)."""
+    from indexer import metadata as md
+
+    _indexed(facet, tmp_path)
+    facet.search(SearchRequest("garden", "race", mode="dense"))  # warm: names cached
+    store = facet.context.store
+    deleting = _HeldDelete(facet, monkeypatch)
+    deleting.at_the_first_generation_read(store, monkeypatch)
+    get_collection = md.get_collection
+
+    def hooked(session: Any, name: str) -> Any:
+        row = get_collection(session, name)
+        if sys._getframe(1).f_code.co_name == "_store_lost":
+            deleting.finish()  # committed and ended right after the read
+        return row
+
+    monkeypatch.setattr(md, "get_collection", hooked)
+    try:
+        with pytest.raises(FacetError) as raised:
+            facet.search(SearchRequest("garden", "race", mode="dense"))
+    finally:
+        deleting.finish()
+    assert deleting.outcome == [None]
+    _honest(raised.value)
+    assert "create it with" not in str(raised.value), _say(raised.value)
+    assert isinstance(raised.value, NotFoundError) and "unknown collection 'race'" in str(raised.value)
