@@ -18,6 +18,7 @@ import datetime as dt
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.orm import sessionmaker
@@ -31,13 +32,21 @@ from .conftest import running_job
 TTL_S = 4.0  # (beats every second: the takeover's wait is TTL/4 + 2 s)
 
 
-def _setup(tmp_path: Path):
+def _collection(tmp_path: Path) -> tuple[Any, int]:
+    """A SQLite database in ``tmp_path`` holding collection ``c``: its sessions and the id."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     engine = md.make_engine(f"sqlite:///{tmp_path / 'facet.db'}")
     sessions = sessionmaker(engine, expire_on_commit=False)
     with sessions() as s:
         coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8, tokenizer="t")
         s.commit()
+        return sessions, int(coll.id)
+
+
+def _setup(tmp_path: Path):
+    sessions, coll_id = _collection(tmp_path)
+    with sessions() as s:
+        coll = s.get(md.Collection, coll_id)
         job_a = running_job(s, coll, ttl_s=TTL_S)
         job_b = md.IndexJob(collection_id=coll.id, source="src", embedder="minilm", state="queued",
                             runner="inline")
@@ -110,13 +119,7 @@ def test_a_job_that_started_after_its_collection_was_read_is_running(tmp_path: P
     its lease taken in the same commit): its stale lease said "interrupted", and a search racing
     a new collection's first job said "job N (interrupted) ended before it wrote any document"
     (the verification round of the fifth session of 2026-12-05: 3 to 8 in a 90 s run)."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    engine = md.make_engine(f"sqlite:///{tmp_path / 'facet.db'}")
-    sessions = sessionmaker(engine, expire_on_commit=False)
-    with sessions() as s:
-        coll = md.create_collection(s, "c", backend="edge", chunk_size=64, chunk_overlap=8, tokenizer="t")
-        s.commit()
-        coll_id = coll.id
+    sessions, coll_id = _collection(tmp_path)
     with sessions() as reader:
         seen = reader.get(md.Collection, coll_id)  # read before the job starts
         assert seen is not None and leases.holder(seen) is None

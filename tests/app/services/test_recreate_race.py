@@ -260,6 +260,16 @@ class _HeldDelete:
 
         monkeypatch.setattr(store, "generation", hooked_generation)
 
+    def searched_meanwhile(self, facet: Facet) -> FacetError:
+        """What a dense search of ``race`` raised, made while this delete runs as the test's
+        hooks hold and release it (released at the end, whatever the search did)."""
+        try:
+            with pytest.raises(FacetError) as raised:
+                facet.search(SearchRequest("garden", "race", mode="dense"))
+        finally:
+            self.finish()
+        return raised.value
+
     def start(self) -> None:
         """Start it and wait until it has dropped the vectors."""
         self.thread.start()
@@ -290,15 +300,11 @@ def test_a_search_during_a_delete_does_not_say_the_vectors_were_lost(
         return exists(collection)
 
     monkeypatch.setattr(store, "collection_exists", hooked_exists)
-    try:
-        with pytest.raises(FacetError) as raised:
-            facet.search(SearchRequest("garden", "race", mode="dense"))
-    finally:
-        deleting.finish()
+    raised = deleting.searched_meanwhile(facet)
     assert deleting.dropped.is_set()
-    _honest(raised.value)
+    _honest(raised)
     # Searched once more, it met the delete still in flight: being deleted, search again.
-    assert isinstance(raised.value, BusyError), _say(raised.value)
+    assert isinstance(raised, BusyError), _say(raised)
     assert deleting.outcome == [None]  # the delete went through
     with pytest.raises(NotFoundError, match="unknown collection 'race'"):
         facet.search(SearchRequest("garden", "race", mode="dense"))
@@ -325,16 +331,12 @@ def test_a_search_meeting_a_delete_that_ends_before_its_look_says_the_collection
 
     deleting.at_the_first_generation_read(store, monkeypatch)
     monkeypatch.setattr(store, "collection_exists", hooked_exists)
-    try:
-        with pytest.raises(FacetError) as raised:
-            facet.search(SearchRequest("garden", "race", mode="dense"))
-    finally:
-        deleting.finish()
+    raised = deleting.searched_meanwhile(facet)
     assert deleting.outcome == [None]  # the race ran; the delete went through
-    _honest(raised.value)
-    assert "no job has written" not in str(raised.value)
-    assert isinstance(raised.value, NotFoundError), _say(raised.value)
-    assert "unknown collection 'race'" in str(raised.value)
+    _honest(raised)
+    assert "no job has written" not in str(raised)
+    assert isinstance(raised, NotFoundError), _say(raised)
+    assert "unknown collection 'race'" in str(raised)
 
 
 @pytest.mark.parametrize("look", ["the row read again", "the store's second look"])
@@ -368,15 +370,11 @@ def test_a_search_meeting_a_delete_that_ends_at_its_second_look_says_the_collect
 
     deleting.at_the_first_generation_read(store, monkeypatch)
     monkeypatch.setattr(owner, attribute, hooked)
-    try:
-        with pytest.raises(FacetError) as raised:
-            facet.search(SearchRequest("garden", "race", mode="dense"))
-    finally:
-        deleting.finish()
+    raised = deleting.searched_meanwhile(facet)
     assert deleting.outcome == [None] and len(looks) >= 2, looks  # the race ran
-    _honest(raised.value)
-    assert isinstance(raised.value, NotFoundError), _say(raised.value)
-    assert "unknown collection 'race'" in str(raised.value)
+    _honest(raised)
+    assert isinstance(raised, NotFoundError), _say(raised)
+    assert "unknown collection 'race'" in str(raised)
 
 
 # ------------------------------------------------------- the job's StaleDataError
@@ -574,12 +572,8 @@ def test_the_stores_words_are_not_a_searchs_answer_when_a_delete_commits_at_its_
         return row
 
     monkeypatch.setattr(md, "get_collection", hooked)
-    try:
-        with pytest.raises(FacetError) as raised:
-            facet.search(SearchRequest("garden", "race", mode="dense"))
-    finally:
-        deleting.finish()
+    raised = deleting.searched_meanwhile(facet)
     assert deleting.outcome == [None]
-    _honest(raised.value)
-    assert "create it with" not in str(raised.value), _say(raised.value)
-    assert isinstance(raised.value, NotFoundError) and "unknown collection 'race'" in str(raised.value)
+    _honest(raised)
+    assert "create it with" not in str(raised), _say(raised)
+    assert isinstance(raised, NotFoundError) and "unknown collection 'race'" in str(raised)
