@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextvars
 import logging
 import secrets
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -1033,8 +1035,39 @@ def launch_ui(facet: Facet, *, host: str = "127.0.0.1", port: int = 7860,
                       login=ui_auth(settings) is not None, cookie_paths="")
     options["app_kwargs"]["middleware"].insert(0, Middleware(KeylessGuard, settings=settings,
                                                              unguarded=guard, also=(host,)))
-    demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
-                prevent_thread_lock=not block, quiet=not block,
-                state_session_capacity=demo.state_session_capacity,
-                root_path=settings.root_path or None, **options)  # (behind a proxy's prefix)
+    with _patient_start_check():
+        demo.launch(server_name=host, server_port=port, share=False, inbrowser=False,
+                    prevent_thread_lock=not block, quiet=not block,
+                    state_session_capacity=demo.state_session_capacity,
+                    root_path=settings.root_path or None, **options)  # (behind a proxy's prefix)
     return demo
+
+
+# How long ``launch_ui`` waits for its own page to answer Gradio's start-up check.
+START_CHECK_S = 30.0
+
+
+@contextmanager
+def _patient_start_check() -> Iterator[None]:
+    """Gradio's ``launch`` checks that the page answers with one request (``url_ok``: a HEAD of
+    3 s; a refused connection ends it at once), then stops with "When localhost is not
+    accessible, a shareable link must be created": on a loaded machine the page was not
+    answering yet (a fresh clone's test run, the fifth session of 2026-12-05), and `facet ui`
+    would have stopped so. The check is asked again, up to ``START_CHECK_S``, while launching."""
+    from gradio import networking
+
+    quick = networking.url_ok
+
+    def patient(url: str) -> bool:
+        deadline = time.monotonic() + START_CHECK_S
+        while not quick(url):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
+        return True
+
+    networking.url_ok = patient
+    try:
+        yield
+    finally:
+        networking.url_ok = quick

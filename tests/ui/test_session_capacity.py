@@ -77,3 +77,36 @@ def test_the_standalone_page_has_the_same_cap(ui_server, monkeypatch: pytest.Mon
         assert demo.server_app.state_holder.capacity == CAPACITY
     finally:
         demo.close()
+
+
+def test_the_standalone_page_starts_when_its_first_start_check_is_refused(
+        ui_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gradio's start-up check is one HEAD of the page; refused (a loaded machine: the server
+    thread not accepting yet), ``launch`` stopped with "When localhost is not accessible, a
+    shareable link must be created" (a fresh clone's run of this file, the fifth session of
+    2026-12-05). Two refusals now delay the start; the page answers."""
+    pytest.importorskip("gradio")
+    import httpx
+    from gradio import networking
+
+    from ui import app as ui_app
+
+    from .conftest import free_port
+
+    head = networking.httpx.head
+    refused: list[str] = []
+
+    def first_refused(url: str, **kwargs: object) -> httpx.Response:
+        if len(refused) < 2:
+            refused.append(url)
+            raise httpx.ConnectError("connection refused (the test's)")
+        return head(url, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(networking.httpx, "head", first_refused)
+    demo = ui_app.launch_ui(ui_server.facet, port=free_port(), block=False)
+    try:
+        assert len(refused) == 2
+        assert httpx.get(demo.local_url, timeout=30).status_code == 200
+    finally:
+        demo.close()
+    assert networking.url_ok is not None and networking.url_ok.__name__ == "url_ok"  # put back
