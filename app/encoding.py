@@ -50,16 +50,6 @@ from embedders.explain import AnswerGenerator
 logger = logging.getLogger(__name__)
 
 
-NO_GPU = "device {device!r} was requested but no CUDA GPU is available; use the cpu device"
-
-
-def no_gpu_error(device: str | None) -> UnavailableError:
-    """What ``EmbedderCache.get`` raises for ``FACET_DEVICE=cuda`` (or ``cuda:N``) without a GPU
-    (``facet worker`` says the same before it starts), naming ``device`` as it was set (it said
-    'cuda' for ``cuda:0``)."""
-    return UnavailableError(f"{NO_GPU.format(device=device or 'cuda')} (FACET_DEVICE=cpu)")
-
-
 class EmbedderCache:
     """Loads each embedder once per process (models are large; every service shares them).
 
@@ -138,11 +128,9 @@ class EmbedderCache:
         except UnavailableError as e:
             if not isinstance(e.__cause__, DeviceUnavailableError):
                 raise
-            # The setting that asked for it (the embedders, also a library, cannot name it),
-            # and the device as it was given ("cuda:0"; the embedders say "cuda").
-            if self.device is None or "no CUDA GPU is available" not in str(e):
-                raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
-            raise no_gpu_error(self.device) from e
+            # The setting that asked for it (the embedders, also a library, cannot name it);
+            # they name the device as given ("cuda:0"), as `facet worker`'s check does.
+            raise UnavailableError(f"{e} (FACET_DEVICE=cpu)") from e
 
     def name_of(self, name: str) -> str:
         """The canonical name of the embedder ``name`` loads, without loading it where its name can
