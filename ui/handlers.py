@@ -656,11 +656,12 @@ class UiHandlers:
         labels: list[str] | None = None
         if source == SOURCE_TEXTS:
             texts = inputs.pasted_texts(pasted)
-            if upload:
-                texts += inputs.read_text_list(self._uploaded(upload), notes=notices)
-            if not texts and upload:
+            uploaded = self._uploaded(upload) if upload else None
+            if uploaded is not None:
+                texts += inputs.read_text_list(uploaded, notes=notices)
+            if not texts and uploaded is not None:
                 # (it said "paste one text per line or upload a file" of a file uploaded)
-                raise InvalidRequestError(inputs.no_texts_in(self._uploaded(upload)))
+                raise InvalidRequestError(inputs.no_texts_in(uploaded))
             if not texts:
                 raise InvalidRequestError("No texts: paste one text per line or upload a file "
                                           f"({', '.join(inputs.CLUSTER_FILE_SUFFIXES)})")
