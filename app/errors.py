@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 
@@ -95,6 +96,17 @@ class ModelOutputError(ModelError):
     the model fails as failed documents, writing the rest."""
 
 
+def _moved_under(error: Any) -> str:
+    """What to say of a write refused because facet.db was moved after the process opened it
+    (``MetadataFileMovedError``): the move's own words where it left its record."""
+    from app.services.context import moved_message, moved_record
+
+    data_dir = Path(error.path).parent
+    record = moved_record(data_dir) if Path(error.path).name == "facet.db" else None
+    then = moved_message(data_dir, record) if record is not None else "run the command again"
+    return f"{error}, so its last write was not kept: {then}"
+
+
 def as_domain_error(error: Exception) -> FacetError | None:
     """The domain error for an error of the lower packages, or None if it is not one of theirs.
 
@@ -118,6 +130,7 @@ def as_domain_error(error: Exception) -> FacetError | None:
     from indexer.errors import (
         CollectionNotFoundError,
         IndexerError,
+        MetadataFileMovedError,
         SourceNotFoundError,
         SourceUnavailableError,
         StoreBusyError,
@@ -141,6 +154,8 @@ def as_domain_error(error: Exception) -> FacetError | None:
         return ModelOutputError(str(error))
     if isinstance(error, EmbedderError):
         return ModelError(str(error))
+    if isinstance(error, MetadataFileMovedError):
+        return NotFoundError(_moved_under(error))
     if isinstance(error, CollectionNotFoundError | SourceNotFoundError):
         return NotFoundError(str(error))
     if isinstance(error, StoreBusyError):

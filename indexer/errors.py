@@ -26,6 +26,20 @@ class SourceUnavailableError(IndexerError):
     an outage to mount again, not a path to make readable."""
 
 
+class MetadataFileMovedError(IndexerError):
+    """A commit through a SQLite connection whose file is no longer the one at its path: the
+    data folder's facet.db was moved aside (``facet move-metadata``) or replaced after this
+    process opened it. Refused before the commit, so nothing lands in the renamed file.
+
+    ``path``: the database file as the process opened it.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the metadata database {path} was moved or replaced after this "
+                         "process opened it")
+        self.path = path
+
+
 class StoreError(IndexerError):
     """The vector store refused an operation (missing collection, wrong size, locked folder).
 

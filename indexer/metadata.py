@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import sqlite3
 import sys
 import time
@@ -404,6 +405,11 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
         extra["pool_pre_ping"] = True
     engine = create_engine(url, future=True, connect_args=connect_args, **extra)
     if engine.dialect.name == "sqlite":
+        from indexer.migrate import sqlite_file
+
+        # (Absolute: a later chdir must not make it another file.)
+        path = sqlite_file(engine.url)
+        file = os.path.abspath(path) if path is not None else None
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(conn: Any, _record: Any) -> None:
@@ -416,12 +422,38 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
             # and macOS's are not, and kept it there).
             cursor.execute("PRAGMA secure_delete=ON")
             cursor.close()
+            if file is not None:
+                _record.info["facet_file"] = _file_identity(file)
+
+        if file is not None:
+
+            @event.listens_for(engine, "commit")
+            def _still_the_same_file(conn: Any) -> None:
+                # A process that opened facet.db before `facet move-metadata` renamed it aside
+                # kept writing the renamed file through its open connection (a `facet index`
+                # loading its model had no job row for the move to see: its collection, job and
+                # documents went there, "completed", and the target never had them). One stat
+                # a commit; a writer that waited on the move's lock commits after the rename.
+                opened = conn.info.get("facet_file")
+                if opened is not None and _file_identity(file) != opened:
+                    from indexer.errors import MetadataFileMovedError
+
+                    raise MetadataFileMovedError(file)
 
     if migrate:
         from indexer.migrate import upgrade
 
         upgrade(engine)
     return engine
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``; None where there is none now."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 # --------------------------------------------------------------- repository

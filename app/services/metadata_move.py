@@ -490,6 +490,15 @@ def _rename_aside(database: Path, stamp: str) -> list[tuple[Path, Path]]:
     return done
 
 
+def _checkpoint(renamed: Path) -> None:
+    """The renamed file's write-ahead log folded into it, where nothing else holds it now (a
+    file renamed back by hand without its -wal then keeps every row)."""
+    import sqlite3
+
+    with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(renamed)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def _rename_back(done: list[tuple[Path, Path]]) -> None:
     for old, new in reversed(done):
         with contextlib.suppress(OSError):
@@ -808,14 +817,18 @@ def _move(settings: FacetSettings, url: str, database: Path, target_shown: str, 
                                              for t, (n, m) in differ.items())
                             raise DataError(f"the copy's row counts differ ({said}); nothing was "
                                             "written to the target and facet.db is as it was")
-                        src.rollback()  # (nothing was written to facet.db: its lock let go)
-                        with contextlib.suppress(DBAPIError):
-                            src.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-                        src.close()
-                        source.dispose()
                         signals.check()  # the last point a signal stops the move
+                        # facet.db's write lock is held through the rename: a process that
+                        # opened facet.db before the move and waits on the lock to write gets
+                        # it only once the file is renamed, and its commit is refused
+                        # (``make_engine``'s check). It was let go before the rename, and such
+                        # a write landed in facet.db just before it was renamed aside.
                         renamed = _commit(settings, trans, url, rows, database, stamp,
                                           target_shown, moved_at)
+                        src.rollback()  # (nothing was written to facet.db)
+                        src.close()
+                        source.dispose()
+                        _checkpoint(renamed[0][1])
                     except BaseException:
                         if trans.is_active:
                             with contextlib.suppress(Exception):

@@ -820,3 +820,84 @@ def test_a_target_holding_another_applications_tables_is_refused(tmp_path) -> No
         in refused.stderr, (refused.returncode, refused.stderr)
     moved = _move(data, f"sqlite:///{empty / 'facet.db'}")
     assert moved.returncode == 0, moved.stderr
+
+
+def _late_write(engine, name: str) -> None:
+    """A collection row ``name`` written through ``engine`` (opened before the move)."""
+    with md.Session(engine) as session:
+        md.create_collection(session, name, backend="edge", chunk_size=64, chunk_overlap=8,
+                             tokenizer="minilm")
+        session.commit()
+
+
+def _collections_in(path: Path) -> set[str]:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return {name for (name,) in conn.execute("SELECT name FROM collections")}
+
+
+@pytest.mark.parametrize("when", ["after", "during"])
+def test_a_process_that_opened_facet_db_before_the_move_cannot_write_the_renamed_file(
+        tmp_path, monkeypatch, when) -> None:
+    """The metadata exploration of the sixth session of 2026-12-05: a `facet index` started a
+    second before `facet move-metadata` (loading its model: no job row yet, so the move's
+    checks passed) kept its SQLite connection, wrote its collection, job and documents into
+    the renamed facet.db.moved-* and said "completed", exit 0; the target never had them, and
+    its vectors were then "vectors no collection owns: `facet delete` removes them". Now a
+    commit through a connection whose file was moved away is refused with the move's words
+    (``after``); a writer waiting on facet.db's lock while the move copies (``during``) gets
+    the lock only once the file is renamed (the move held it until then), and is refused too."""
+    import threading
+
+    from app.errors import NotFoundError, as_domain_error
+    from app.services import metadata_move
+    from indexer.errors import MetadataFileMovedError
+
+    data = tmp_path / "data"
+    url, _ = _sqlite_source(data)
+    engine = md.make_engine(url)
+    with md.Session(engine) as session:  # (its pooled connection now holds facet.db open)
+        assert md.get_collection(session, "alpha") is not None
+    outcome: list[BaseException | None] = []
+    if when == "during":
+        rename = metadata_move._rename_aside
+
+        def aside(database, stamp):
+            def write() -> None:
+                try:
+                    _late_write(engine, "late")
+                    outcome.append(None)
+                except BaseException as e:  # (what the writer met: asserted below)
+                    outcome.append(e)
+
+            writer = threading.Thread(target=write)
+            writer.start()
+            writer.join(1.0)  # (the old code had let the lock go: it wrote into facet.db here)
+            done = rename(database, stamp)
+            aside.writer = writer  # type: ignore[attr-defined]
+            return done
+
+        monkeypatch.setattr(metadata_move, "_rename_aside", aside)
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    moved = _move(data, target)
+    assert moved.returncode == 0, moved.stderr
+    try:
+        if when == "after":
+            try:
+                _late_write(engine, "late")
+                outcome.append(None)
+            except MetadataFileMovedError as e:
+                outcome.append(e)
+        else:
+            aside.writer.join(60)  # type: ignore[attr-defined]
+        [error] = outcome
+        assert isinstance(error, MetadataFileMovedError), error
+        domain = as_domain_error(error)
+        assert isinstance(domain, NotFoundError)
+        assert f"was moved to {target}" in str(domain) and "was not kept" in str(domain), domain
+    finally:
+        engine.dispose()
+    [renamed] = data.glob("facet.db.moved-*Z")
+    assert _collections_in(renamed) == {"alpha"}  # (the old code: {"alpha", "late"})
+    assert _rows(target) == (1, 0)
