@@ -534,6 +534,25 @@ class FacetSettings(BaseSettings):
                 "not a URL that can be read: a password (or user name) holding '@', ':', '/' "
                 "or '#' must be percent-encoded ('@' as %40, ':' as %3A, '/' as %2F, '#' as "
                 "%23)") from None
+        # The driver, as SQLAlchemy loads it: an unknown one (`postgresql+foo://`) was a
+        # traceback from `facet move-metadata --to` and "Can't load plugin" exit 1 elsewhere; an
+        # async one (`+asyncpg`) or one not installed, "No module named ..." exit 1.
+        try:
+            dialect = parsed.get_dialect()
+        except Exception:
+            raise ValueError(f"{parsed.drivername!r}: SQLAlchemy has no such driver; use "
+                             "postgresql:// (psycopg) or sqlite:///PATH") from None
+        if getattr(dialect, "is_async", False):
+            raise ValueError(f"{parsed.drivername!r} is an asyncio driver, which Facet cannot "
+                             "use; use postgresql:// (psycopg) or sqlite:///PATH") from None
+        try:
+            dialect.import_dbapi()
+        except ImportError as e:
+            extra = (" (Facet's postgres extra: pip install 'facet-search[postgres]')"
+                     if dialect.driver == "psycopg" else "")
+            raise ValueError(f"the driver of {parsed.drivername!r} is not installed "
+                             f"({type(e).__name__}: {e}){extra}; install it, or use "
+                             "postgresql:// (psycopg)") from None
         if backend == "sqlite" and (parsed.database in (None, "", ":memory:")
                                     or parsed.query.get("mode") == "memory"):
             # Every command's metadata was gone when it exited (its index jobs, collections).

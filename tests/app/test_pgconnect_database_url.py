@@ -91,6 +91,30 @@ def test_another_scheme_is_exit_2_in_one_line_without_the_url(tmp_path, url, nam
     assert not (tmp_path / "data").exists()  # refused before anything was opened
 
 
+@pytest.mark.parametrize(("url", "named"), [
+    ("postgresql+foo://facet:s3cret-pw@127.0.0.1:5432/facet",
+     "'postgresql+foo': SQLAlchemy has no such driver"),
+    ("postgresql+asyncpg://facet:s3cret-pw@127.0.0.1:5432/facet",
+     "'postgresql+asyncpg' is an asyncio driver, which Facet cannot use"),
+    ("sqlite+aiosqlite:////tmp/facet.db", "'sqlite+aiosqlite' is an asyncio driver"),
+])
+def test_a_driver_facet_cannot_load_is_exit_2_in_one_line(tmp_path, url, named) -> None:
+    """The metadata exploration of the sixth session of 2026-12-05: `+foo` was "Can't load
+    plugin" exit 1 (a traceback from `facet move-metadata --to`), `+asyncpg` "No module named
+    'asyncpg'" exit 1, as though the database were at fault."""
+    done = _collections(tmp_path / "data", url)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    said = done.stderr.strip()
+    assert said.startswith(f"error: FACET_DATABASE_URL: {named}"), said
+    assert "\n" not in said and "s3cret-pw" not in said
+    data, note = tmp_path / "moving", tmp_path / "note.txt"
+    note.write_text("a short note about ferries")
+    assert invoke_cli("index", str(note), "-c", "x", env={"FACET_DATA_DIR": str(data)}).returncode == 0
+    moved = invoke_cli("move-metadata", "--to", url, "-y", env={"FACET_DATA_DIR": str(data)})
+    assert moved.returncode == 2 and f"error: --to: {named}" in moved.stderr, moved.stderr
+    assert (data / "facet.db").exists()
+
+
 def test_a_postgres_url_from_a_hosting_provider_works(postgres: Cluster, tmp_path) -> None:  # noqa: F811
     url = postgres.url.replace("postgresql+psycopg://", "postgres://", 1)
     assert url.startswith("postgres://facet@")
