@@ -1158,13 +1158,35 @@ def embedder_method(name_or_path: str) -> str | None:
     return method if isinstance(method, str) else None
 
 
-def _unknown(spec: object) -> UnknownEmbedderError:
+# What a saved checkpoint holds beside its config (``BaseEmbedder.save``).
+_WEIGHT_FILES = ("adapter.safetensors", "heads.safetensors")
+
+
+def config_missing(path: str | Path) -> str | None:
+    """What to say of a folder holding a checkpoint's weights but no ``facet_config.json``
+    (lost in a copy, deleted by hand), else None: it was "unknown embedder ...: not a
+    registered name" (exit 2), as if the path were mistyped."""
+    try:
+        found = [name for name in _WEIGHT_FILES if (Path(path) / name).is_file()]
+    except OSError:
+        return None
+    if not found or (Path(path) / CONFIG_FILE).exists():
+        return None
+    return (f"{path} holds {' and '.join(found)} but no {CONFIG_FILE}: the checkpoint is "
+            f"damaged (put its {CONFIG_FILE} back, or train it again)")
+
+
+def _unknown(spec: object) -> UnknownEmbedderError | CheckpointError:
     """The refusal of ``spec``, which names no embedder; an empty or blank one (``""`` read as the
-    current folder's path was a ValueError traceback) or a non-string said as such."""
+    current folder's path was a ValueError traceback) or a non-string said as such; a folder of
+    weights without its config: ``CheckpointError`` (``config_missing``)."""
     if not isinstance(spec, str | Path) or not str(spec).strip():
         return UnknownEmbedderError(f"embedder must be a non-empty name or path, got {spec!r}; "
                                     f"valid names: {', '.join(embedder_names())}")
     spec = str(spec)
+    damaged = config_missing(_split_spec(spec)[0])
+    if damaged is not None:
+        return CheckpointError(damaged)
     root = checkpoint_dir()
     # An installed (non-editable) package has no checkpoints/ beside it: the trained names
     # (causal2vec, inbedder...) were simply missing from the list, and nothing said why.

@@ -863,10 +863,13 @@ def checkpoint_source(name_or_path: str) -> Path:
 def _resolve_checkpoint(name_or_path: str, flag: str) -> tuple[Path, dict[str, Any]]:
     from embedders.base import CONFIG_FILE, check_format_version
     from embedders.errors import CheckpointError
-    from embedders.registry import checkpoint_dir, is_checkpoint_dir
+    from embedders.registry import checkpoint_dir, config_missing, is_checkpoint_dir
 
     path = checkpoint_source(name_or_path)
     if not is_checkpoint_dir(path):
+        damaged = config_missing(path)
+        if damaged is not None:
+            raise DataError(f"{flag} {name_or_path!r}: {damaged}")
         raise NotFoundError(f"{flag} {name_or_path!r}: no checkpoint there (a directory with {CONFIG_FILE}, "
                             f"or a name under {checkpoint_dir()})")
     try:

@@ -220,6 +220,30 @@ def test_non_finite_numbers_and_a_damaged_config_are_refused(tmp_path, shared_da
     assert not (tmp_path / "x").exists()
 
 
+def test_a_checkpoint_without_its_config_is_damaged_not_unknown(tmp_path, trained, tiny):
+    """The training exploration of the sixth session of 2026-12-05: a checkpoint folder whose
+    facet_config.json was lost was "unknown embedder ...: not a registered name" (exit 2) to
+    `facet embed` and `facet eval`, and "no checkpoint there" (exit 3) to --init-from, though
+    its weights were there; evaluation.md gives exit 4 to a checkpoint whose config is missing."""
+    import shutil
+
+    from tests.app.cli_runner import invoke_cli
+
+    lost = tmp_path / "lost"
+    shutil.copytree(trained, lost)
+    (lost / "facet_config.json").unlink()
+    said = f"{lost} holds adapter.safetensors but no facet_config.json: the checkpoint is damaged"
+    code, output = _train("causal-eos", "--out", str(tmp_path / "x"), "--init-from", str(lost), *tiny)
+    assert code == 4 and said in output, output
+    for args in (("embed", "-e", str(lost), "hello"), ("soup", str(lost), str(trained), "--out",
+                                                        str(tmp_path / "soup"))):
+        done = invoke_cli(*args)
+        assert done.returncode == 4 and said in done.stderr, (args, done.returncode, done.stderr)
+    done = invoke_cli("embed", "-e", str(tmp_path / "nowhere"), "hello")
+    assert done.returncode == 2 and "unknown embedder" in done.stderr
+    assert not (tmp_path / "x").exists() and not (tmp_path / "soup").exists()
+
+
 def test_a_run_that_saved_nothing_does_not_claim_a_save(tmp_path, trained):
     """Interrupted before its first save (say, during the step-0 dev evaluation), a run said
     "keeping the best checkpoint so far ... saved to OUT" with no OUT written."""
