@@ -481,7 +481,9 @@ def _override_instruction(tasks: list[Any], override: str) -> None:
         target = getattr(task, "retrieval", task)  # a rerank task's instruction lives on its retrieval
         if not hasattr(target, "instruction"):
             raise InvalidRequestError(f"task {name!r} has no single instruction to replace (its views carry their own)")
-        target.instruction = text.strip() or None
+        from app.evaluation.suites import instruction_given
+
+        target.instruction = instruction_given(text)
 
 
 # Options of the embedding evaluation, meaningless when a collection's own search is scored.
@@ -530,7 +532,10 @@ def _eval_collection(ctx: typer.Context, collection: str, embedder: str | None, 
         raise InvalidRequestError("give --task-instruction TEXT or --no-instruction, not both")
     folder, split_read = parse_beir_task(task, split)
     chosen_modes = parse_modes(modes)
-    instruction = None if no_instruction or task_instruction is None else task_instruction.strip() or None
+    from app.evaluation.suites import instruction_given
+
+    instruction = (None if no_instruction or task_instruction is None
+                   else instruction_given(task_instruction))
     data = load_beir(folder, split_read)  # DataError names a malformed file and line
     from tqdm import tqdm
 

@@ -275,15 +275,19 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield lineno, obj
 
 
-def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, required: bool = True) -> str:
+def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, required: bool = True,
+               number: bool = False) -> str:
+    """Field ``key`` of a JSON line as text; ``number``: an integer is read as its digits (an
+    ``_id``: some BEIR sets write numeric ids). A text or title that is a number is refused as a
+    list is (``"text": 5`` was embedded as "5")."""
     if required and key not in obj:  # "must be a string, got None" hid an `id` written for `_id`
         keys = ", ".join(str(k) for k in obj) or "none"
         raise DataError(f"{path}, line {lineno}: no {key!r} field (its keys: {keys:.80})")
     value = obj.get(key)
     if value is None and not required:
         return ""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)  # some BEIR sets write numeric ids
+    if number and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     if not isinstance(value, str):
         raise DataError(f"{path}, line {lineno}: field {key!r} must be a string, got {value!r:.60}")
     return _unicode(value, f"field {key!r}", path, lineno)
@@ -306,7 +310,7 @@ def _unicode(value: str, what: str, path: Path, lineno: int) -> str:
 def _id_field(obj: dict[str, Any], path: Path, lineno: int) -> str:
     """A record's ``_id``: a blank one was accepted, though no judgement (a qrels tsv's column)
     can name it, so such a document was only ever a distractor and such a query never scored."""
-    value = _str_field(obj, "_id", path, lineno)
+    value = _str_field(obj, "_id", path, lineno, number=True)
     if not value.strip():
         raise DataError(f"{path}, line {lineno}: blank _id {value!r}; give every record an id")
     return value

@@ -429,6 +429,15 @@ def check_task_items(specs: list[str]) -> None:
                     "'@' to read qrels/test.tsv (else the first qrels/*.tsv by name)")
 
 
+def instruction_given(text: str) -> str | None:
+    """An instruction given on the command line as the evaluation reads it: None where it holds
+    nothing to read (empty, or whitespace and invisible characters alone: a zero-width space was
+    recorded as the task's instruction in results.json while every embedder read none)."""
+    from embedders.scripts import blank
+
+    return None if blank(text) else text.strip()
+
+
 def build_user_tasks(
     specs: list[str], instruction: str | None = None, options: SuiteOptions | None = None
 ) -> list[Task]:
@@ -454,7 +463,7 @@ def build_user_tasks(
     """
     opts = options or SuiteOptions()
     # An empty TEXT drops the instruction, the GoalEx goal included (None there keeps the goal).
-    chosen = None if instruction is None else instruction.strip() or None
+    chosen = None if instruction is None else instruction_given(instruction)
     goal: str | ViewInstruction | None = ViewInstruction.OWN if instruction is None else chosen
     items = [part.strip() for spec in specs for part in _task_items(spec) if part.strip()]
     parsed: list[tuple[str, Path, str, str]] = []  # (kind, path, split read, split given)

@@ -166,3 +166,29 @@ def test_a_beir_folder_without_a_test_split_says_which_split_it_reads(tmp_path: 
     assert code == 2 and "has no qrels/test.tsv" not in out, out
     code, out = _eval(tmp_path, f"beir:{_beir(tmp_path / 'c')}")
     assert code == 2 and "has no qrels/test.tsv" not in out, out
+
+
+@pytest.mark.parametrize("field, value", [("text", 5), ("title", 7)])
+def test_a_number_for_a_text_or_title_is_refused_as_a_list_is(tmp_path: Path, field: str, value: int) -> None:
+    """The evaluation exploration of the sixth session of 2026-12-05: `"text": 5` was embedded
+    as "5" where `"text": ["a"]` was refused; an `_id` that is a number still reads."""
+    folder = _beir(tmp_path / "b")
+    record = {"_id": 3, "text": "three", field: value}
+    with (folder / "corpus.jsonl").open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    with pytest.raises(DataError) as e:
+        loaders.load_beir(folder)
+    assert str(e.value) == f"{folder / 'corpus.jsonl'}, line 3: field {field!r} must be a string, got {value}"
+    record[field] = "fine"
+    (folder / "corpus.jsonl").write_text(json.dumps(record) + "\n" + '{"_id": "d1", "text": "one"}\n')
+    assert "3" in loaders.load_beir(folder).corpus
+
+
+@pytest.mark.parametrize("given", ["\u200b", " \u2060 ", ""])
+def test_an_invisible_task_instruction_is_no_instruction(tmp_path: Path, given: str) -> None:
+    """A --task-instruction of a zero-width space alone was recorded as the task's instruction
+    (results.json: "\\u200b") while every embedder read none."""
+    (task,) = build_user_tasks([f"beir:{_beir(tmp_path / 'b')}"], given)
+    assert task.instruction is None
+    (task,) = build_user_tasks([f"beir:{tmp_path / 'b'}"], " by topic\u200b ")
+    assert task.instruction == "by topic\u200b"
