@@ -35,6 +35,7 @@ from app.services.collections import (
     DocumentList,
     JobInfo,
     JobList,
+    elsewhere_refusal,
     owned_elsewhere,
 )
 from app.text import plural, printable, printable_json, shell_word, size_text, unicode_twin_hint
@@ -1187,7 +1188,9 @@ def register(cli: typer.Typer) -> None:
         force: Annotated[bool, typer.Option(
             "--force", help="delete vectors no collection of this database owns even where the "
                             "data folder's facet.db records them (FACET_DATABASE_URL naming "
-                            "another database); refused otherwise, exit 5")] = False,
+                            "another database), or a collection whose store folder is missing "
+                            "where this data folder holds none of the database's collections "
+                            "(FACET_DATA_DIR perhaps not theirs); refused otherwise, exit 5")] = False,
         documents: Annotated[list[str] | None, typer.Option(
             "--document", "-d", metavar="KEY",
             help="remove only this document (its key as `facet search` and `facet jobs ID` "
@@ -1268,6 +1271,8 @@ def register(cli: typer.Typer) -> None:
                 # Before asking: the prompt said "points that no collection of this database
                 # owns" of a laptop's collection seen under a new FACET_DATABASE_URL.
                 raise ConflictError(owned_elsewhere(collection, info.owner))
+            if not orphan and info.store_elsewhere is not None and not force:
+                raise elsewhere_refusal(collection, info.store_elsewhere)  # (before asking)
             points = points_text(info, None if orphan else _jobs_of_unwritten(facet, info))
             if points == "? points" and not orphan and _never_stored(info):
                 points = "no points"  # ("deleted c6: 0 documents, ? points")

@@ -513,6 +513,10 @@ class CollectionInfo:
         vectors_missing: vector name -> indexed documents without vectors of it (for their
             current content); only the names that lack some.
         store_missing: its store holds no collection of its name (``points`` is then None).
+        store_elsewhere: where it is missing and this data folder holds the store folder of no
+            collection of the database in use (``FACET_DATABASE_URL``): why FACET_DATA_DIR may
+            not be the folder it was indexed into, else None. `facet delete` refuses it then
+            (``--force`` deletes its metadata).
         store_damaged: why its embedded store's files cannot be read, else None.
         store_unreadable: why its embedded store's files cannot be opened by this process (another
             user's, on a read-only mount, not readable), else None: ``points`` is then None.
@@ -571,6 +575,11 @@ class CollectionInfo:
     # qdrant-edge/NAME removed, a server's collection deleted): ``points`` is None, and a search
     # fails. ``store_note`` says so in a line, for listings.
     store_missing: bool = False
+    # A wrong FACET_DATA_DIR beside a shared FACET_DATABASE_URL: every collection read "store
+    # files missing ... `facet delete NAME` removes it", and that delete (exit 0) dropped the
+    # metadata of vectors that were in the other data folder (the metadata exploration of the
+    # sixth session of 2026-12-05).
+    store_elsewhere: str | None = None
     # Why its embedded store's files cannot be read (a file cut short or garbled: the store's
     # message, naming the file), else None: ``points`` is None, and searches and indexing
     # fail; `facet delete` removes it. A listing failed on it (every collection unlisted, exit
@@ -629,6 +638,9 @@ class CollectionInfo:
         where = (f"its folder qdrant-edge/{self.name} is missing" if self.backend == "edge"
                  else f"its folder qdrant-local/collection/{self.name} is missing"
                  if self.backend == "local" else "the vector store has no collection of its name")
+        if self.store_elsewhere is not None:
+            return (f"store files missing: {where}; {self.store_elsewhere}: set it to that folder "
+                    f"(`facet delete {self.name} --force` deletes its metadata)")
         return (f"store files missing: {where}; searches fail until its sources are indexed "
                 f"again (`facet index`), or `facet delete {self.name}` removes it")
 
@@ -644,6 +656,14 @@ class CollectionInfo:
             default = ", default" if name == self.default_embedder and len(self.embedders) > 1 else ""
             return f"{name} ({dim}-d{default}{source}{missing})"
         return ", ".join(details(name, dim) for name, dim in self.embedders.items())
+
+
+def elsewhere_refusal(name: str, store_elsewhere: str) -> ConflictError:
+    """The refusal to delete collection ``name`` whose store folder is missing from a data
+    folder that may not be its own (``CollectionInfo.store_elsewhere``)."""
+    return ConflictError(f"collection {name!r} has no store folder here, and {store_elsewhere}; "
+                         "set FACET_DATA_DIR to that folder, or `facet delete "
+                         f"{shell_word(name)} --force` deletes its metadata; nothing was deleted")
 
 
 # Every state a job is shown in (``effective_state``: ``stalled`` is a running job whose writer
@@ -1636,7 +1656,29 @@ class CollectionService:
             disk_bytes=disk_bytes(self.store, coll.name), store_missing=missing,
             store_damaged=damaged, store_unreadable=unreadable, points_missing=points_missing,
             store_in_use=store_in_use,
+            store_elsewhere=self._not_this_folder(session) if missing and store_in_use is None
+            else None,
             stopped_removal=stopped_removal_text(session, coll.id) if points_missing else None)
+
+    def _not_this_folder(self, session: Session) -> str | None:
+        """Why FACET_DATA_DIR may not be the data folder of the database in use: it is not the
+        folder's own facet.db (``FACET_DATABASE_URL``), and of the database's collections of
+        the embedded store with chunks, none has its store folder here; else None."""
+        if self.ctx.settings.database_url is None or self.store.backend != "edge":
+            return None
+        written = select(md.Chunk.id).join(md.Document).where(
+            md.Document.collection_id == md.Collection.id).exists()
+        names = set(session.scalars(select(md.Collection.name).where(
+            md.Collection.backend == "edge", written)))
+        try:
+            present = set(self.store.list_collections())
+        except StoreError:
+            return None
+        if not names or names & present:
+            return None
+        return (f"no collection of this database (FACET_DATABASE_URL) has its store folder in "
+                f"this data folder ({self.ctx.settings.data_dir}): FACET_DATA_DIR may not be the "
+                "data folder they were indexed into")
 
     def list_all(self) -> list[CollectionInfo]:
         """Every collection the metadata knows, with what the store says of it.
@@ -1664,7 +1706,9 @@ class CollectionService:
     @contextlib.contextmanager
     def deleting_owned(self, name: str) -> Iterator[None]:
         """Within it, ``delete`` removes the stray vectors ``name`` even where the data
-        folder's facet.db owns them (``CollectionInfo.owner``): `facet delete --force`."""
+        folder's facet.db owns them (``CollectionInfo.owner``), and the collection ``name``
+        even where its store folder may be in another data folder
+        (``CollectionInfo.store_elsewhere``): `facet delete --force`."""
         self._forced.add(name)
         try:
             yield
@@ -1717,6 +1761,8 @@ class CollectionService:
             seen = (coll.id, coll.created_at)
             self._refuse_writers(session, name, coll.id)
             info = self._info(session, coll)
+            if info.store_elsewhere is not None and name not in self._forced:
+                raise elsewhere_refusal(name, info.store_elsewhere)
             if info.store_unreadable is not None:
                 # Its folder not this user's to remove (the listing shows it, since): refused
                 # before anything is removed, as when the listing failed on it, rather than a
