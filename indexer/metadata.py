@@ -434,8 +434,10 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
                 # loading its model had no job row for the move to see: its collection, job and
                 # documents went there, "completed", and the target never had them). One stat
                 # a commit; a writer that waited on the move's lock commits after the rename.
+                # Only where a move is seen (no file there now, or a renamed one beside it): a
+                # file system that numbers its files afresh (some FUSE mounts) is no move.
                 opened = conn.info.get("facet_file")
-                if opened is not None and _file_identity(file) != opened:
+                if opened is not None and _file_identity(file) != opened and _moved_aside(file):
                     from indexer.errors import MetadataFileMovedError
 
                     raise MetadataFileMovedError(file)
@@ -445,6 +447,17 @@ def make_engine(url: str, *, migrate: bool = True, pooled: bool = True) -> Engin
 
         upgrade(engine)
     return engine
+
+
+def _moved_aside(path: str) -> bool:
+    """Whether the database file ``path`` is gone, or has a ``NAME.moved-*`` beside it (``facet
+    move-metadata`` renames it so)."""
+    folder, name = os.path.split(path)
+    try:
+        return not os.path.exists(path) or any(
+            entry.startswith(f"{name}.moved-") for entry in os.listdir(folder or "."))
+    except OSError:
+        return True
 
 
 def _file_identity(path: str) -> tuple[int, int] | None:
